@@ -1,0 +1,135 @@
+import { Config, Context, Data, Effect, Layer, Option, Redacted } from "effect"
+
+/**
+ * Every setting the service reads from its environment. One place, read once at start-up;
+ * README.md documents each variable.
+ */
+export interface AppSettings {
+  readonly port: number
+  readonly host: string
+  readonly baseUrl: string
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly dataDir: string
+  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  readonly rpcToken: Option.Option<Redacted.Redacted<string>>
+  readonly redisUrl: Option.Option<Redacted.Redacted<string>>
+  /** Largest accepted request body, in bytes (413 `payload_too_large` above it). */
+  readonly maxBodyBytes: number
+  readonly logFormat: "json" | "pretty"
+  readonly logLevel: "All" | "Trace" | "Debug" | "Info" | "Warn" | "Error" | "Fatal" | "None"
+  readonly otel: {
+    readonly endpoint: Option.Option<string>
+    readonly serviceName: string
+    readonly headers: string
+    readonly resourceAttributes: string
+  }
+  readonly cluster: {
+    /** `single`: one in-process runner. `socket`: this process is one of several runners sharing PostgreSQL. */
+    readonly mode: "single" | "socket"
+    readonly runnerHost: string
+    readonly runnerPort: number
+    /** Address other runners use to reach this one (defaults to runnerHost). */
+    readonly runnerAdvertiseHost: string
+    readonly shardsPerGroup: number
+    readonly healthCheckIntervalMs: number
+    readonly shardLockRefreshIntervalMs: number
+    readonly shardLockExpirationMs: number
+  }
+}
+
+const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
+
+const settingsConfig = Config.all({
+  port: Config.Port("PORT").pipe(Config.withDefault(8080)),
+  host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+  baseUrl: Config.option(Config.URL("SVC_BASE_URL")),
+  databaseUrl: optionalRedacted("DATABASE_URL"),
+  dataDir: Config.String("SVC_DATA_DIR").pipe(Config.withDefault("./.data")),
+  adminToken: optionalRedacted("SVC_ADMIN_TOKEN"),
+  rpcToken: optionalRedacted("SVC_RPC_TOKEN"),
+  redisUrl: optionalRedacted("REDIS_URL"),
+  maxBodyBytes: Config.Int("SVC_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
+  logFormat: Config.Literals(["json", "pretty"], "SVC_LOG_FORMAT").pipe(Config.withDefault("json" as const)),
+  logLevel: Config.Literals(["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "LOG_LEVEL").pipe(
+    Config.withDefault("Info" as const)
+  ),
+  otelEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
+  otelServiceName: Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault("attribution-service")),
+  otelHeaders: Config.String("OTEL_EXPORTER_OTLP_HEADERS").pipe(Config.withDefault("")),
+  otelResourceAttributes: Config.String("OTEL_RESOURCE_ATTRIBUTES").pipe(Config.withDefault("")),
+  clusterMode: Config.Literals(["single", "socket"], "SVC_CLUSTER_MODE").pipe(Config.withDefault("single" as const)),
+  runnerHost: Config.String("SVC_RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
+  runnerPort: Config.Port("SVC_RUNNER_PORT").pipe(Config.withDefault(34431)),
+  runnerAdvertiseHost: Config.option(Config.String("SVC_RUNNER_ADVERTISE_HOST")),
+  shardsPerGroup: Config.Int("SVC_SHARDS_PER_GROUP").pipe(Config.withDefault(300)),
+  healthCheckIntervalMs: Config.Int("SVC_RUNNER_HEALTH_CHECK_MS").pipe(Config.withDefault(2_000)),
+  shardLockRefreshIntervalMs: Config.Int("SVC_SHARD_LOCK_REFRESH_MS").pipe(Config.withDefault(2_000)),
+  shardLockExpirationMs: Config.Int("SVC_SHARD_LOCK_EXPIRATION_MS").pipe(Config.withDefault(6_000))
+})
+
+/** Reads and cross-checks the settings; a bad value fails with a ConfigError naming its variable. */
+/** A setting that parsed but does not make sense (with the variable it came from). */
+export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
+  readonly variable: string
+  readonly problem: string
+}> {
+  override get message() {
+    return `${this.variable}: ${this.problem}`
+  }
+}
+
+export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
+  const raw = yield* settingsConfig
+  if (raw.maxBodyBytes < 1024) {
+    return yield* invalid("SVC_MAX_BODY_BYTES", "must be at least 1024")
+  }
+  if (raw.shardsPerGroup < 1) {
+    return yield* invalid("SVC_SHARDS_PER_GROUP", "must be a positive integer")
+  }
+  if (raw.clusterMode === "socket" && Option.isNone(raw.databaseUrl)) {
+    return yield* invalid("SVC_CLUSTER_MODE", "socket runners share a real PostgreSQL: set DATABASE_URL")
+  }
+  if (Option.isSome(raw.databaseUrl) && !/^postgres(ql)?:\/\//.test(Redacted.value(raw.databaseUrl.value))) {
+    return yield* invalid("DATABASE_URL", "expected a postgres:// or postgresql:// URL")
+  }
+  const baseUrl = Option.match(raw.baseUrl, {
+    onNone: () => `http://localhost:${raw.port}`,
+    onSome: (url) => url.toString().replace(/\/$/, "")
+  })
+  return {
+    port: raw.port,
+    host: raw.host,
+    baseUrl,
+    databaseUrl: raw.databaseUrl,
+    dataDir: raw.dataDir,
+    adminToken: raw.adminToken,
+    rpcToken: raw.rpcToken,
+    redisUrl: raw.redisUrl,
+    maxBodyBytes: raw.maxBodyBytes,
+    logFormat: raw.logFormat,
+    logLevel: raw.logLevel,
+    otel: {
+      endpoint: Option.map(raw.otelEndpoint, (url) => url.toString().replace(/\/$/, "")),
+      serviceName: raw.otelServiceName,
+      headers: raw.otelHeaders,
+      resourceAttributes: raw.otelResourceAttributes
+    },
+    cluster: {
+      mode: raw.clusterMode,
+      runnerHost: raw.runnerHost,
+      runnerPort: raw.runnerPort,
+      runnerAdvertiseHost: Option.getOrElse(raw.runnerAdvertiseHost, () => raw.runnerHost),
+      shardsPerGroup: raw.shardsPerGroup,
+      healthCheckIntervalMs: raw.healthCheckIntervalMs,
+      shardLockRefreshIntervalMs: raw.shardLockRefreshIntervalMs,
+      shardLockExpirationMs: raw.shardLockExpirationMs
+    }
+  } satisfies AppSettings
+})
+
+const invalid = (variable: string, problem: string) => Effect.fail(new InvalidSetting({ variable, problem }))
+
+export class AppConfig extends Context.Service<AppConfig, AppSettings>()("svc/AppConfig") {
+  static readonly layer = Layer.effect(AppConfig)(loadSettings)
+  static readonly layerWith = (settings: AppSettings) => Layer.succeed(AppConfig)(settings)
+}

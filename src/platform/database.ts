@@ -1,0 +1,79 @@
+import { PGlite } from "@electric-sql/pglite"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import { mkdirSync } from "node:fs"
+import { AppConfig } from "./config.ts"
+import { pgliteStream } from "./pglite.ts"
+
+/** Which database this process runs on; reported by readiness, status and the RPC surface. */
+export interface DatabaseInfoShape {
+  readonly mode: "postgres" | "embedded"
+  /** Host:port/database for PostgreSQL, the data directory for the embedded database. Never a secret. */
+  readonly location: string
+}
+
+export class DatabaseInfo extends Context.Service<DatabaseInfo, DatabaseInfoShape>()("svc/DatabaseInfo") {}
+
+type ClientLayer = Layer.Layer<PgClient.PgClient | SqlClient | DatabaseInfo, unknown>
+
+/** Connection settings for a real PostgreSQL, split out of the URL so spans carry the right server address. */
+export const postgresOptions = (url: Redacted.Redacted<string>) => {
+  const parsed = new URL(Redacted.value(url))
+  const database = decodeURIComponent(parsed.pathname.replace(/^\//, "")) || "postgres"
+  return {
+    host: parsed.hostname || "127.0.0.1",
+    port: parsed.port ? Number(parsed.port) : 5432,
+    database,
+    username: parsed.username ? decodeURIComponent(parsed.username) : "postgres",
+    password: parsed.password ? Redacted.make(decodeURIComponent(parsed.password)) : undefined,
+    ssl: parsed.searchParams.get("sslmode") === "require" ? true : undefined
+  }
+}
+
+const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
+  const options = postgresOptions(url)
+  return Layer.merge(
+    PgClient.layer({
+      ...options,
+      maxConnections: 10,
+      minConnections: 0,
+      // Requests answer 503 database_unavailable quickly while the server is away.
+      connectTimeout: "3 seconds",
+      idleTimeout: "60 seconds",
+      applicationName: "attribution-service"
+    }),
+    Layer.succeed(DatabaseInfo)({ mode: "postgres", location: `${options.host}:${options.port}/${options.database}` })
+  )
+}
+
+/**
+ * Embedded PostgreSQL (PGlite) in `SVC_DATA_DIR`. One session, reached through the same
+ * wire-protocol client as a real server, so every statement runs unchanged on both.
+ */
+const embeddedLayer = (dataDir: string): ClientLayer =>
+  Layer.merge(
+    PgClient.layerFrom(
+      Effect.gen(function*() {
+        mkdirSync(dataDir, { recursive: true })
+        const db = yield* Effect.acquireRelease(
+          Effect.promise(() => PGlite.create(dataDir)),
+          (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
+        )
+        const client = yield* PgClient.makeClient({ stream: () => pgliteStream(db), database: "postgres", username: "postgres", ssl: false })
+        // The cluster's runner storage switches to table leases for a single-session database.
+        Object.defineProperty(client, "driver", { value: "pglite" })
+        return client
+      })
+    ),
+    Layer.succeed(DatabaseInfo)({ mode: "embedded", location: dataDir })
+  )
+
+/** PostgreSQL when `DATABASE_URL` is set, the embedded database otherwise. */
+export const DatabaseLive: Layer.Layer<PgClient.PgClient | SqlClient | DatabaseInfo, unknown, AppConfig> = Layer.unwrap(
+  AppConfig.useSync((settings) =>
+    Option.match(settings.databaseUrl, {
+      onNone: () => embeddedLayer(settings.dataDir),
+      onSome: postgresLayer
+    }))
+)
