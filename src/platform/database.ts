@@ -2,6 +2,8 @@ import { PGlite } from "@electric-sql/pglite"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import { DatabaseUnavailable } from "../../schema/errors.ts"
 import { mkdirSync } from "node:fs"
 import { AppConfig } from "./config.ts"
 import { pgliteStream } from "./pglite.ts"
@@ -77,3 +79,30 @@ export const DatabaseLive: Layer.Layer<PgClient.PgClient | SqlClient | DatabaseI
       onSome: postgresLayer
     }))
 )
+
+/** Seconds a client should wait before retrying while the database is away. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2
+
+export const databaseUnavailable = (reason = "database_unreachable") =>
+  new DatabaseUnavailable({
+    message: "The database is unreachable. Retry the same request shortly.",
+    reason,
+    retry_after_seconds: DATABASE_RETRY_AFTER_SECONDS
+  })
+
+/**
+ * Where `SqlError` stops: a lost or refused connection becomes `database_unavailable`
+ * (retry the same request), anything else is a defect (a bug or a broken invariant).
+ */
+export const orDatabaseUnavailable = <A, E, R>(
+  effect: Effect.Effect<A, E | SqlError, R>
+): Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R> =>
+  Effect.catchIf(
+    effect,
+    isSqlError,
+    (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
+  ) as Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R>
+
+const connectionReasons = new Set(["ConnectionError", "AuthenticationError", "AuthorizationError", "StatementTimeoutError"])
+
+export const isConnectionFailure = (error: SqlError): boolean => connectionReasons.has(error.reason._tag)

@@ -1,0 +1,32 @@
+/**
+ * The service's HTTP API: one HttpApi assembled from the domains' groups. Groups under
+ * `/api/v1` carry that prefix themselves; `ops` (health, readiness) and, later, `/oauth/*`
+ * live outside it.
+ */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { OpsApi } from "../ops/api.ts"
+import { RetiredApi } from "../versioning/api.ts"
+import { Deprecation } from "../versioning/middleware.ts"
+import { Authentication } from "./auth.ts"
+import { securitySchemes } from "./policy.ts"
+import { SchemaErrors } from "./schema-errors.ts"
+import { VERSION } from "../platform/version.ts"
+
+export const Api = HttpApi.make("svc")
+  .add(OpsApi)
+  .add(RetiredApi)
+  // Listed innermost first: decoding errors are mapped, then credentials, then the deprecation table.
+  .middleware(SchemaErrors)
+  .middleware(Authentication)
+  .middleware(Deprecation)
+  .annotate(OpenApi.Title, "Attribution Service API")
+  .annotate(OpenApi.Version, VERSION)
+  .annotate(
+    OpenApi.Description,
+    "Marketing attribution: touches, outcomes, credit models, analytics, identity, conversion export. " +
+      "Errors use the envelope {\"error\":{code,message,status,request_id}}; see /docs/errors."
+  )
+  .annotate(OpenApi.Transform, (spec) => ({
+    ...spec,
+    components: { ...spec.components, securitySchemes: { ...spec.components.securitySchemes, ...securitySchemes } }
+  }))

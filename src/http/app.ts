@@ -1,0 +1,23 @@
+/**
+ * The HTTP application: the API's routes with their handlers and middleware, the docs
+ * pages and the global envelope middleware, as one layer over an HttpRouter.
+ */
+import { Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { OpsHandlers } from "../ops/handlers.ts"
+import { Health } from "../ops/service.ts"
+import { RetiredHandlers } from "../versioning/handlers.ts"
+import { DeprecationLayer } from "../versioning/middleware.ts"
+import { Api } from "./api.ts"
+import { AuthenticationLayer } from "./auth.ts"
+import { DocsRoutes } from "./docs.ts"
+import { EnvelopeLayer } from "./envelope.ts"
+import { SchemaErrorsLayer } from "./schema-errors.ts"
+
+export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
+  Layer.provide([OpsHandlers, RetiredHandlers]),
+  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer]),
+  Layer.provide(Health.layer)
+)
+
+export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, EnvelopeLayer)

@@ -1,0 +1,252 @@
+/**
+ * Authentication, scope checks and the per-credential rate limit, driven by each
+ * operation's `Policy`. Credentials are resolved by `CredentialStore`; the tenancy domain
+ * provides the database-backed store for API keys, user tokens, app clients and sessions.
+ * The operator credential (`SVC_ADMIN_TOKEN`) is configuration, checked here.
+ */
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiMiddleware } from "effect/http-api"
+import { RateLimiter } from "effect/persistence/RateLimiter"
+import { createHash, timingSafeEqual } from "node:crypto"
+import {
+  DatabaseUnavailable,
+  InsufficientScope,
+  InvalidRequest,
+  NotFound,
+  RateLimitExceeded,
+  Unauthorized,
+  wire
+} from "../../schema/errors.ts"
+import { AppConfig } from "../platform/config.ts"
+import { type CredentialKind, type OperationPolicy, Policy, PUBLIC } from "./policy.ts"
+
+/** Who is calling. `anonymous` only reaches public operations. */
+export type PrincipalShape =
+  | { readonly kind: "anonymous" }
+  | { readonly kind: "operator" }
+  | {
+    readonly kind: "api_key"
+    readonly keyId: string
+    readonly profileId: string
+    readonly workspaceId: string
+    readonly scopes: ReadonlyArray<string>
+    readonly oauthAppId: string | null
+    readonly rateLimitPerMinute: number
+  }
+  | {
+    readonly kind: "user_token"
+    readonly tokenId: string
+    readonly userId: string
+    readonly scopes: ReadonlyArray<string>
+    readonly rateLimitUnitsPerMinute: number
+  }
+  | {
+    readonly kind: "app_client"
+    readonly appId: string
+    readonly clientId: string
+    readonly rateLimitPerMinute: number
+  }
+  | { readonly kind: "session"; readonly userId: string; readonly sessionId: string }
+
+export class Principal extends Context.Service<Principal, PrincipalShape>()("svc/Principal") {}
+
+/** A credential the store recognised, or none. Store failures are `database_unavailable`. */
+export interface CredentialStoreShape {
+  /** `Authorization: Bearer <token>`: API keys and MCP user tokens (told apart by prefix). */
+  readonly bearer: (token: Redacted.Redacted<string>) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
+  /** `Authorization: Basic` with an OAuth app's client id and secret. */
+  readonly appClient: (
+    clientId: string,
+    secret: Redacted.Redacted<string>
+  ) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
+  /** The console's session cookie. */
+  readonly session: (cookie: Redacted.Redacted<string>) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
+}
+
+export class CredentialStore extends Context.Service<CredentialStore, CredentialStoreShape>()("svc/CredentialStore") {
+  /**
+   * Before the tenancy domain is wired, no key, token, app or session exists, so every
+   * such credential is unknown (401). Only the operator token authenticates.
+   */
+  static readonly layerEmpty = Layer.succeed(CredentialStore)({
+    bearer: () => Effect.succeed(Option.none()),
+    appClient: () => Effect.succeed(Option.none()),
+    session: () => Effect.succeed(Option.none())
+  })
+}
+
+const SESSION_COOKIE = "svc_session"
+const digest = (value: string) => createHash("sha256").update(value).digest()
+
+/** Constant-time comparison of a presented secret with the configured one. */
+export const secretMatches = (presented: string, expected: Redacted.Redacted<string>): boolean =>
+  timingSafeEqual(digest(presented), digest(Redacted.value(expected)))
+
+interface PresentedCredential {
+  readonly scheme: "bearer" | "basic" | "session"
+  readonly value: string
+}
+
+const presentedCredential = (request: HttpServerRequest.HttpServerRequest): PresentedCredential | undefined => {
+  const authorization = request.headers["authorization"]
+  if (authorization !== undefined) {
+    const match = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(authorization)
+    if (match?.[1] !== undefined && match[2] !== undefined) {
+      return { scheme: match[1].toLowerCase() === "bearer" ? "bearer" : "basic", value: match[2] }
+    }
+    return { scheme: "bearer", value: "" }
+  }
+  const cookie = request.cookies[SESSION_COOKIE]
+  return cookie === undefined ? undefined : { scheme: "session", value: cookie }
+}
+
+const unauthorized = (message = "Missing, invalid, expired or revoked credential.") => new Unauthorized({ message })
+
+const describeKinds = (kinds: ReadonlyArray<CredentialKind>) => kinds.map((kind) => kind.replace("_", " ")).join(", ")
+
+/** The scopes a principal holds; `undefined` for kinds that are not scope-bearing. */
+const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> | undefined =>
+  principal.kind === "api_key" || principal.kind === "user_token" ? principal.scopes : undefined
+
+export const checkScopes = (principal: PrincipalShape, policy: OperationPolicy): InsufficientScope | undefined => {
+  const held = scopesOf(principal)
+  if (held === undefined || policy.scopes.length === 0) return undefined
+  const missing = policy.scopes.filter((scope) => !held.includes(scope))
+  const satisfied = policy.scopeMode === "any" ? missing.length < policy.scopes.length : missing.length === 0
+  if (satisfied) return undefined
+  const needed = policy.scopeMode === "any" ? policy.scopes.join(" or ") : missing.join(", ")
+  return new InsufficientScope({
+    message: principal.kind === "user_token"
+      ? `This token lacks ${needed}: the token's grant and the person's membership must both allow it.`
+      : `This credential lacks the scope ${needed}.`,
+    reason: `missing_scope:${missing.join(",")}`
+  })
+}
+
+/** Bucket key and per-minute allowance of a principal; `undefined` means not metered. */
+const bucketOf = (principal: PrincipalShape): { readonly key: string; readonly limit: number } | undefined => {
+  switch (principal.kind) {
+    case "api_key":
+      return { key: `key:${principal.keyId}`, limit: principal.rateLimitPerMinute }
+    case "user_token":
+      return { key: `user_token:${principal.tokenId}`, limit: principal.rateLimitUnitsPerMinute }
+    case "app_client":
+      return { key: `app:${principal.appId}`, limit: principal.rateLimitPerMinute }
+    default:
+      return undefined
+  }
+}
+
+/** Authenticates, checks kind and scopes, meters the call, and provides `Principal`. */
+export class Authentication extends HttpApiMiddleware.Service<Authentication, { provides: Principal }>()(
+  "svc/Authentication",
+  {
+    error: [
+      wire(Unauthorized),
+      wire(InsufficientScope),
+      wire(InvalidRequest),
+      wire(NotFound),
+      wire(RateLimitExceeded),
+      wire(DatabaseUnavailable)
+    ]
+  }
+) {}
+
+export const AuthenticationLayer = Layer.effect(Authentication)(
+  Effect.gen(function*() {
+    const settings = yield* AppConfig
+    const store = yield* CredentialStore
+    const limiter = yield* RateLimiter
+
+    const resolve = Effect.fn("Auth.resolve")(function*(
+      credential: PresentedCredential
+    ): Effect.fn.Return<Option.Option<PrincipalShape>, DatabaseUnavailable> {
+      if (credential.value === "") return Option.none()
+      if (credential.scheme === "bearer") {
+        if (Option.isSome(settings.adminToken) && secretMatches(credential.value, settings.adminToken.value)) {
+          return Option.some({ kind: "operator" })
+        }
+        return yield* store.bearer(Redacted.make(credential.value))
+      }
+      if (credential.scheme === "basic") {
+        const decoded = Buffer.from(credential.value, "base64").toString("utf8")
+        const colon = decoded.indexOf(":")
+        if (colon <= 0) return Option.none()
+        return yield* store.appClient(
+          decodeURIComponent(decoded.slice(0, colon)),
+          Redacted.make(decodeURIComponent(decoded.slice(colon + 1)))
+        )
+      }
+      return yield* store.session(Redacted.make(credential.value))
+    })
+
+    const meter = Effect.fn("Auth.meter")(function*(principal: PrincipalShape, policy: OperationPolicy) {
+      const bucket = bucketOf(principal)
+      if (bucket === undefined) return
+      const cost = policy.cost ?? 1
+      const result = yield* limiter.consume({
+        algorithm: "fixed-window",
+        onExceeded: "fail",
+        window: "1 minute",
+        limit: bucket.limit,
+        key: bucket.key,
+        tokens: cost
+      }).pipe(
+        Effect.catch((error) =>
+          error.reason._tag === "RateLimitExceeded"
+            ? Effect.fail(
+              new RateLimitExceeded({
+                message: `Rate limit of ${bucket.limit} requests per minute exceeded.`,
+                retry_after_seconds: Math.max(1, Math.ceil(Duration.toSeconds(error.reason.retryAfter)))
+              })
+            )
+            // A store that cannot be reached must not lock every client out.
+            : Effect.as(Effect.logWarning("rate limiter store unavailable; request not metered", error), undefined)
+        )
+      )
+      if (result === undefined) return
+      const headers = {
+        "x-ratelimit-limit": String(result.limit),
+        "x-ratelimit-remaining": String(Math.max(0, result.remaining)),
+        "x-ratelimit-reset": String(Math.ceil(Duration.toSeconds(result.resetAfter)))
+      }
+      yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+        Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+      )
+    })
+
+    return (httpEffect, { endpoint }) =>
+      Effect.gen(function*() {
+        const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (policy.auth.length === 0) {
+          return yield* Effect.provideService(httpEffect, Principal, { kind: "anonymous" })
+        }
+        const credential = presentedCredential(request)
+        if (credential === undefined) return yield* unauthorized("Authentication required.")
+        const principal = yield* resolve(credential).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(unauthorized()), onSome: Effect.succeed }))
+        )
+        if (!policy.auth.includes(principal.kind as CredentialKind)) {
+          return yield* new InsufficientScope({
+            message: `This operation accepts ${describeKinds(policy.auth)} credentials, not ${
+              describeKinds([principal.kind as CredentialKind])
+            }.`,
+            reason: "credential_kind_not_accepted"
+          })
+        }
+        const scopeError = checkScopes(principal, policy)
+        if (scopeError !== undefined) return yield* scopeError
+        if (principal.kind === "user_token" && policy.grain === "profile" && request.url.indexOf("profile_id=") < 0) {
+          return yield* new InvalidRequest({ message: "A user token must name the profile: add ?profile_id=<uuid>." })
+        }
+        yield* Effect.annotateCurrentSpan({
+          "svc.principal.kind": principal.kind,
+          ...(principal.kind === "api_key" ? { "svc.profile_id": principal.profileId } : {})
+        })
+        yield* meter(principal, policy)
+        return yield* Effect.provideService(httpEffect, Principal, principal)
+      })
+  })
+)

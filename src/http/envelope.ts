@@ -1,0 +1,194 @@
+/**
+ * The one place that knows the request: it gives every request an id, renders every
+ * failure as the specification's envelope and stamps `X-Request-Id` on every response.
+ *
+ * Errors reach it three ways: encoded by HttpApi from a handler's typed error (the body is
+ * already an envelope and only lacks the request-scoped fields), as bare framework answers
+ * (an unknown route, an unsupported content type, a body over the cap), or as defects.
+ */
+import { ByteSize, Cause, Context, Effect, Layer, Option } from "effect"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
+import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
+import { isSqlError } from "effect/sql/SqlError"
+import type { unhandled } from "effect/Types"
+import {
+  type ApiError,
+  type ErrorEnvelope,
+  InternalError,
+  NotFound,
+  PayloadTooLarge,
+  toEnvelope,
+  ValidationError
+} from "../../schema/errors.ts"
+import { AppConfig } from "../platform/config.ts"
+import { databaseUnavailable } from "../platform/database.ts"
+import { formatSchemaError } from "./schema-errors.ts"
+
+/** The id of the request being served; also the `request_id` of its error envelope. */
+export const CurrentRequestId = Context.Reference<string>("svc/CurrentRequestId", { defaultValue: () => "" })
+
+const incomingIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
+
+/** Honour a well-formed incoming `X-Request-Id` (so a caller can correlate), otherwise mint one. */
+export const requestIdFor = (request: HttpServerRequest.HttpServerRequest): string => {
+  const incoming = request.headers["x-request-id"]
+  return incoming !== undefined && incomingIdPattern.test(incoming)
+    ? incoming
+    : `req_${crypto.randomUUID().replaceAll("-", "")}`
+}
+
+export interface RenderContext {
+  readonly requestId: string
+  readonly docsBaseUrl: string
+  readonly maxBodyBytes: number
+}
+
+/** Fills the request-scoped fields of an envelope and builds the response, `Retry-After` included. */
+export const envelopeResponse = (envelope: ErrorEnvelope, context: RenderContext): HttpServerResponse.HttpServerResponse => {
+  const body = {
+    ...envelope.error,
+    request_id: context.requestId,
+    docs_url: `${context.docsBaseUrl}/docs/errors#${envelope.error.code}`
+  }
+  const headers: Record<string, string> = { "x-request-id": context.requestId }
+  if (body.retry_after_seconds !== undefined) headers["retry-after"] = String(body.retry_after_seconds)
+  return HttpServerResponse.jsonUnsafe({ error: body }, { status: body.status, headers })
+}
+
+export const errorResponse = (error: ApiError, context: RenderContext) =>
+  envelopeResponse(toEnvelope(error), context)
+
+const isEnvelope = (u: unknown): u is ErrorEnvelope =>
+  typeof u === "object" && u !== null && "error" in u && typeof u.error === "object" && u.error !== null &&
+  "code" in u.error && typeof u.error.code === "string"
+
+const decoder = new TextDecoder()
+
+/** A response with status >= 400 that HttpApi or the router produced: make it an envelope. */
+const finalizeErrorResponse = (
+  response: HttpServerResponse.HttpServerResponse,
+  context: RenderContext
+): HttpServerResponse.HttpServerResponse => {
+  const body = response.body
+  if (body._tag === "Uint8Array" && body.contentType.startsWith("application/json")) {
+    const parsed: unknown = JSON.parse(decoder.decode(body.body))
+    if (isEnvelope(parsed)) {
+      const finalized = envelopeResponse(parsed, context)
+      return HttpServerResponse.setHeaders(finalized, withoutContentHeaders(response.headers))
+    }
+  }
+  return errorResponse(bareStatusError(response, context), context)
+}
+
+const withoutContentHeaders = (headers: Record<string, string>) => {
+  const { "content-type": _type, "content-length": _length, ...rest } = headers
+  return rest
+}
+
+/** Errors for the framework's own bare answers. */
+const bareStatusError = (response: HttpServerResponse.HttpServerResponse, context: RenderContext): ApiError => {
+  switch (response.status) {
+    case 400:
+      return new ValidationError({ message: "The request could not be parsed." })
+    case 404:
+    case 405:
+      return new NotFound({ message: "No such resource or route." })
+    case 413:
+      return payloadTooLarge(context)
+    case 415:
+      return new ValidationError({
+        message: "Unsupported Content-Type: send the request body as application/json."
+      })
+    default:
+      return new InternalError({ message: "The server failed to answer this request." })
+  }
+}
+
+const payloadTooLarge = (context: RenderContext) =>
+  new PayloadTooLarge({ message: `The request body is larger than the limit of ${context.maxBodyBytes} bytes.` })
+
+/** Turns a failed request's cause into the error a client sees; logs what it does not recognise. */
+const errorFromCause = (cause: Cause.Cause<unknown>, context: RenderContext): Effect.Effect<ApiError> => {
+  const failure = Cause.findErrorOption(cause)
+  const candidates: Array<unknown> = [
+    ...(Option.isSome(failure) ? [failure.value] : []),
+    ...cause.reasons.flatMap((reason) => (reason._tag === "Die" ? [reason.defect] : []))
+  ]
+  for (const candidate of candidates) {
+    const known = knownError(candidate, context)
+    if (known !== undefined) return Effect.succeed(known)
+  }
+  if (Cause.hasInterruptsOnly(cause)) {
+    return Effect.succeed(new InternalError({ message: "The request was interrupted." }))
+  }
+  return Effect.as(
+    Effect.logError("unhandled failure while serving a request", cause),
+    new InternalError({ message: "Internal server error. Report the request_id to support." })
+  )
+}
+
+const knownError = (u: unknown, context: RenderContext): ApiError | undefined => {
+  if (HttpServerError.isHttpServerError(u)) {
+    const reason = u.reason
+    if (reason._tag === "RouteNotFound") return new NotFound({ message: "No such resource or route." })
+    if (reason._tag === "RequestParseError") {
+      return reason.reason === "BodyTooLarge"
+        ? payloadTooLarge(context)
+        : new ValidationError({ message: "The request body could not be read." })
+    }
+    return undefined
+  }
+  if (HttpApiSchemaError.is(u)) {
+    return u.kind === "Body" || u.kind === "ResponseHeaders" ? undefined : new ValidationError({ message: formatSchemaError(u) })
+  }
+  if (isSqlError(u)) return databaseUnavailable()
+  if (typeof u === "object" && u !== null && "_tag" in u && typeof u._tag === "string" && "message" in u) {
+    return isApiError(u) ? u : undefined
+  }
+  return undefined
+}
+
+const isApiError = (u: object): u is ApiError => {
+  const ctor = (u as { constructor?: { code?: unknown; status?: unknown } }).constructor
+  return typeof ctor?.code === "string" && typeof ctor.status === "number"
+}
+
+/**
+ * Global router middleware: request id, body cap, envelope rendering, `X-Request-Id`.
+ * Runs inside the server span, so it also names the span's request id.
+ */
+export const EnvelopeMiddleware = HttpRouter.middleware(
+  Effect.gen(function*() {
+    const settings = yield* AppConfig
+    const maxBodySize = ByteSize.bytes(settings.maxBodyBytes)
+    return (httpEffect): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
+      Effect.withFiber((fiber) => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const requestId = requestIdFor(request)
+        const context: RenderContext = { requestId, docsBaseUrl: settings.baseUrl, maxBodyBytes: settings.maxBodyBytes }
+        const declaredLength = Number(request.headers["content-length"] ?? "0")
+        if (declaredLength > settings.maxBodyBytes) {
+          return Effect.succeed(errorResponse(payloadTooLarge(context), context))
+        }
+        return httpEffect.pipe(
+          Effect.provideService(CurrentRequestId, requestId),
+          Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBodySize),
+          Effect.annotateLogs("request_id", requestId),
+          Effect.matchCauseEffect({
+            onSuccess: (response) =>
+              Effect.succeed(
+                response.status >= 400
+                  ? finalizeErrorResponse(response, context)
+                  : HttpServerResponse.setHeader(response, "x-request-id", requestId)
+              ),
+            onFailure: (cause) => Effect.map(errorFromCause(cause, context), (error) => errorResponse(error, context))
+          }),
+          Effect.tap(() => Effect.annotateCurrentSpan("svc.request_id", requestId))
+        )
+      })
+  }),
+  { global: true }
+)
+
+export const EnvelopeLayer: Layer.Layer<never, never, AppConfig | HttpRouter.HttpRouter> = EnvelopeMiddleware

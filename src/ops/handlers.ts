@@ -1,0 +1,36 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { HttpServerResponse } from "effect/http"
+import { Api } from "../http/api.ts"
+import { openApiDocument } from "../http/openapi.ts"
+import { VERSION } from "../platform/version.ts"
+import { Health } from "./service.ts"
+
+const startedAt = Date.now()
+
+export const OpsHandlers = HttpApiBuilder.group(Api, "ops", (handlers) =>
+  Effect.gen(function*() {
+    const health = yield* Health
+    return handlers.handleAll({
+      healthz: () => Effect.succeed({ status: "ok" as const }),
+      readyz: () =>
+        Effect.map(health.readiness, (report) => ({
+          status: "ready" as const,
+          database: { mode: report.mode, reachable: true },
+          migrations: report.migrations
+        })),
+      openapi: () => Effect.succeed(HttpServerResponse.jsonUnsafe(openApiDocument())),
+      status: () =>
+        Effect.map(health.readiness, (report) => ({
+          data: {
+            version: VERSION,
+            runtime: runtimeName(),
+            uptime_seconds: Math.floor((Date.now() - startedAt) / 1000),
+            database: { mode: report.mode, location: report.location, reachable: true, migrations: report.migrations }
+          }
+        }))
+    })
+  }))
+
+const runtimeName = () =>
+  "Deno" in globalThis ? `deno` : `node ${process.versions.node}`

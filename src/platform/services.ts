@@ -1,0 +1,24 @@
+/**
+ * Everything a running service needs below the HTTP layer, in start-up order:
+ * configuration, database, migrations, rate-limit store, credentials.
+ * Shared by the Node and Deno entry points and by the tests.
+ */
+import { Effect, Layer } from "effect"
+import { CredentialStore } from "../http/auth.ts"
+import { AppConfig } from "./config.ts"
+import { DatabaseLive } from "./database.ts"
+import { migrate } from "./migrator.ts"
+import { RateLimiterLive } from "./rate-limit.ts"
+
+/** Applies pending migrations before anything else touches the database. */
+export const MigrationsLive = Layer.effectDiscard(
+  Effect.tap(migrate, (applied) =>
+    applied.length === 0
+      ? Effect.logDebug("database schema is current")
+      : Effect.logInfo("applied migrations", applied.map(([id, name]) => `${id}_${name}`)))
+)
+
+export const CoreLive = Layer.mergeAll(RateLimiterLive, CredentialStore.layerEmpty).pipe(
+  Layer.provideMerge(MigrationsLive),
+  Layer.provideMerge(DatabaseLive)
+)
