@@ -1,0 +1,157 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { TestClock } from "effect/testing"
+import { call, serveApp, testSettings } from "../support/app.ts"
+import { ProbeApp } from "../support/probe-api.ts"
+
+const json = (body: unknown, headers: Record<string, string> = {}) => ({
+  method: "POST",
+  headers: { "content-type": "application/json", ...headers },
+  body: typeof body === "string" ? body : JSON.stringify(body)
+})
+const key = (token: string) => ({ authorization: `Bearer ${token}` })
+
+// The probe server runs under the test clock, so the deprecation table is decided by TestClock.
+layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds" })("HTTP mechanisms", (it) => {
+  describe("request validation: 400 validation_error naming the field", () => {
+    it.effect("malformed JSON", () =>
+      Effect.gen(function*() {
+        const response = yield* call("/api/v1/probe/items", json("{\"name\": ", key("svc_live_events")))
+        assert.strictEqual(response.status, 400)
+        assert.strictEqual(response.json.error.code, "validation_error")
+        assert.strictEqual(response.json.error.message, "body: Expected a valid JSON body")
+        assert.strictEqual(response.json.error.request_id, response.headers.get("x-request-id"))
+      }))
+
+    it.effect("wrong content type", () =>
+      Effect.gen(function*() {
+        const response = yield* call("/api/v1/probe/items", {
+          method: "POST",
+          headers: { "content-type": "text/plain", ...key("svc_live_events") },
+          body: "name=x"
+        })
+        assert.strictEqual(response.status, 400)
+        assert.strictEqual(response.json.error.code, "validation_error")
+        assert.include(response.json.error.message, "application/json")
+      }))
+
+    it.effect("a schema violation names the offending path", () =>
+      Effect.gen(function*() {
+        const missing = yield* call("/api/v1/probe/items", json({ items: [] }, key("svc_live_events")))
+        assert.strictEqual(missing.status, 400)
+        assert.strictEqual(missing.json.error.message, "body.name: Missing key")
+        const nested = yield* call("/api/v1/probe/items", json({ name: "a", items: [{ qty: 1 }, { qty: "2" }] }, key("svc_live_events")))
+        assert.strictEqual(nested.status, 400)
+        assert.match(nested.json.error.message, /^body\.items\.1\.qty: /)
+        const query = yield* call("/api/v1/probe/query?limit=ten")
+        assert.strictEqual(query.status, 400)
+        assert.match(query.json.error.message, /^query\.limit: /)
+      }))
+
+    it.effect("a valid request goes through", () =>
+      Effect.gen(function*() {
+        const response = yield* call("/api/v1/probe/items", json({ name: "a", items: [{ qty: 1 }] }, key("svc_live_events")))
+        assert.strictEqual(response.status, 200)
+        assert.deepStrictEqual(response.json, { data: { count: 1 } })
+      }))
+  })
+
+  describe("defects", () => {
+    it.effect("a defect is 500 internal_error with the request id and no stack trace", () =>
+      Effect.gen(function*() {
+        const response = yield* call("/api/v1/probe/defect")
+        assert.strictEqual(response.status, 500)
+        assert.strictEqual(response.json.error.code, "internal_error")
+        assert.strictEqual(response.json.error.request_id, response.headers.get("x-request-id"))
+        assert.notInclude(response.text, "boom")
+        assert.notInclude(response.text, "at ")
+      }))
+  })
+
+  describe("credentials and scopes", () => {
+    it.effect("authentication runs before body validation", () =>
+      Effect.gen(function*() {
+        const response = yield* call("/api/v1/probe/items", json("not json"))
+        assert.strictEqual(response.status, 401)
+        assert.strictEqual(response.json.error.code, "unauthorized")
+      }))
+
+    it.effect("a key without the scope is 403 insufficient_scope naming it", () =>
+      Effect.gen(function*() {
+        const response = yield* call("/api/v1/probe/items", json({ name: "a", items: [] }, key("svc_live_readonly")))
+        assert.strictEqual(response.status, 403)
+        assert.strictEqual(response.json.error.code, "insufficient_scope")
+        assert.include(response.json.error.message, "events:write")
+      }))
+
+    it.effect("scope mode any: one of the scopes suffices", () =>
+      Effect.gen(function*() {
+        const ok = yield* call("/api/v1/probe/any-scope", { headers: key("svc_live_events") })
+        assert.strictEqual(ok.status, 200)
+        const refused = yield* call("/api/v1/probe/any-scope", { headers: key("svc_live_readonly") })
+        assert.strictEqual(refused.status, 403)
+        assert.include(refused.json.error.message, "conversions:read or customers:read")
+      }))
+
+    it.effect("a user token needs ?profile_id= on a profile route (400 invalid_request)", () =>
+      Effect.gen(function*() {
+        const missing = yield* call("/api/v1/probe/any-scope", { headers: key("svc_user_person") })
+        assert.strictEqual(missing.status, 400)
+        assert.strictEqual(missing.json.error.code, "invalid_request")
+        const named = yield* call("/api/v1/probe/any-scope?profile_id=00000000-0000-4000-8000-000000000001", {
+          headers: key("svc_user_person")
+        })
+        assert.strictEqual(named.status, 200)
+      }))
+
+    it.effect("a credential kind the operation does not accept is 403 insufficient_scope", () =>
+      Effect.gen(function*() {
+        const response = yield* call("/api/v1/probe/heavy", { headers: key("svc_user_person") })
+        assert.strictEqual(response.status, 403)
+        assert.strictEqual(response.json.error.code, "insufficient_scope")
+      }))
+  })
+
+  describe("rate limits", () => {
+    it.effect("rate headers on every metered response; heavy calls cost 3; 429 carries Retry-After", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00Z"))
+        const first = yield* call("/api/v1/probe/heavy", { headers: key("svc_live_events") })
+        assert.strictEqual(first.status, 200)
+        assert.strictEqual(first.headers.get("x-ratelimit-limit"), "10")
+        assert.strictEqual(first.headers.get("x-ratelimit-remaining"), "7")
+        assert.isNotNull(first.headers.get("x-ratelimit-reset"))
+        yield* call("/api/v1/probe/heavy", { headers: key("svc_live_events") })
+        yield* call("/api/v1/probe/heavy", { headers: key("svc_live_events") })
+        const limited = yield* call("/api/v1/probe/heavy", { headers: key("svc_live_events") })
+        assert.strictEqual(limited.status, 429)
+        assert.strictEqual(limited.json.error.code, "rate_limit_exceeded")
+        const retryAfter = Number(limited.headers.get("retry-after"))
+        assert.isAbove(retryAfter, 0)
+        assert.strictEqual(limited.json.error.retry_after_seconds, retryAfter)
+        yield* TestClock.adjust("61 seconds")
+        const again = yield* call("/api/v1/probe/heavy", { headers: key("svc_live_events") })
+        assert.strictEqual(again.status, 200)
+      }))
+  })
+
+  describe("deprecation table, decided by the clock", () => {
+    it.effect("a deprecated operation works and carries Deprecation, Sunset and Link", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00Z"))
+        const response = yield* call("/api/v1/goals", { method: "POST" })
+        assert.strictEqual(response.status, 200)
+        assert.strictEqual(response.headers.get("deprecation"), `@${Date.parse("2026-09-05T00:00:00Z") / 1000}`)
+        assert.strictEqual(response.headers.get("sunset"), "Fri, 04 Dec 2026 00:00:00 GMT")
+        assert.strictEqual(response.headers.get("link"), "</api/v1/goals/definitions>; rel=\"successor-version\"")
+      }))
+
+    it.effect("after its sunset the operation answers 404 not_found", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(Date.parse("2026-12-04T00:00:00Z"))
+        const response = yield* call("/api/v1/goals", { method: "POST" })
+        assert.strictEqual(response.status, 404)
+        assert.strictEqual(response.json.error.code, "not_found")
+      }))
+  })
+})

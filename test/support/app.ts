@@ -1,0 +1,86 @@
+/**
+ * Test harness: the real HTTP application served on an ephemeral port, on the machine's
+ * PostgreSQL when DATABASE_URL is set, otherwise on an embedded PGlite in a temp directory.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { createServer } from "node:http"
+import { HttpApp } from "../../src/http/app.ts"
+import { AppConfig, type AppSettings } from "../../src/platform/config.ts"
+import { CoreLive } from "../../src/platform/services.ts"
+
+export const OPERATOR_TOKEN = "test-operator-token-0123456789"
+
+export const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), `svc-${prefix}-`))
+
+export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => {
+  const databaseUrl = process.env["DATABASE_URL"]
+  return {
+    port: 0,
+    host: "127.0.0.1",
+    baseUrl: "http://svc.test",
+    databaseUrl: databaseUrl ? Option.some(Redacted.make(databaseUrl)) : Option.none(),
+    dataDir: tempDir("data"),
+    adminToken: Option.some(Redacted.make(OPERATOR_TOKEN)),
+    rpcToken: Option.none(),
+    redisUrl: Option.none(),
+    maxBodyBytes: 64 * 1024,
+    logFormat: "json",
+    logLevel: "Warn",
+    otel: { endpoint: Option.none(), serviceName: "svc-test", headers: "", resourceAttributes: "" },
+    cluster: {
+      mode: "single",
+      runnerHost: "127.0.0.1",
+      runnerPort: 0,
+      runnerAdvertiseHost: "127.0.0.1",
+      shardsPerGroup: 30,
+      healthCheckIntervalMs: 2000,
+      shardLockRefreshIntervalMs: 2000,
+      shardLockExpirationMs: 6000
+    },
+    ...overrides
+  }
+}
+
+export class TestServer extends Context.Service<TestServer, { readonly url: string }>()("test/TestServer") {}
+
+const serverUrl = Layer.effect(TestServer)(
+  Effect.map(HttpServer.HttpServer, (server) => {
+    const address = server.address
+    return { url: address._tag === "UnixPathAddress" ? "" : `http://127.0.0.1:${address.port}` }
+  })
+)
+
+type AppLayer = Layer.Layer<never, unknown, Layer.Services<typeof HttpApp>>
+
+/** Serves `app` (default: the service's HttpApp) with the core services over real HTTP. */
+export const serveApp = (settings: AppSettings, app: AppLayer = HttpApp) =>
+  serverUrl.pipe(
+    Layer.provideMerge(HttpRouter.serve(app, { disableLogger: true, disableListenLog: true })),
+    Layer.provideMerge(CoreLive),
+    Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(AppConfig.layerWith(settings))
+  )
+
+export interface HttpResult {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  /** Parsed JSON body; `any` so assertions can walk it freely. */
+  readonly json: any
+}
+
+/** One real HTTP request against the test server. */
+export const call = (path: string, init: RequestInit = {}) =>
+  Effect.gen(function*() {
+    const { url } = yield* TestServer
+    const response = yield* Effect.promise(() => fetch(`${url}${path}`, init))
+    const text = yield* Effect.promise(() => response.text())
+    let json: unknown = undefined
+    if ((response.headers.get("content-type") ?? "").includes("json") && text.length > 0) json = JSON.parse(text)
+    return { status: response.status, headers: response.headers, text, json } as HttpResult
+  })

@@ -1,0 +1,103 @@
+/**
+ * A small API assembled from the service's real HTTP building blocks (envelope renderer,
+ * schema-error mapping, authentication, deprecation table) to exercise them over real HTTP
+ * with bodies, scopes and defects before the business domains exist.
+ */
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { wire } from "../../schema/errors.ts"
+import { InternalError } from "../../schema/errors.ts"
+import { Authentication, AuthenticationLayer, CredentialStore, type PrincipalShape } from "../../src/http/auth.ts"
+import { EnvelopeLayer } from "../../src/http/envelope.ts"
+import { policy } from "../../src/http/policy.ts"
+import { SchemaErrors, SchemaErrorsLayer } from "../../src/http/schema-errors.ts"
+import { Deprecation, DeprecationLayer } from "../../src/versioning/middleware.ts"
+
+const Item = Schema.Struct({ qty: Schema.Int.check(Schema.isGreaterThan(0)) })
+
+export const ProbeApi = HttpApi.make("probe")
+  .add(
+    HttpApiGroup.make("probe")
+      .add(
+        HttpApiEndpoint.post("items", "/probe/items", {
+          payload: Schema.Struct({ name: Schema.NonEmptyString, items: Schema.Array(Item) }),
+          success: Schema.Struct({ data: Schema.Struct({ count: Schema.Int }) })
+        }).annotateMerge(policy({ scopes: ["events:write"], auth: ["api_key"], idempotency: "none", grain: "profile" })),
+        HttpApiEndpoint.get("query", "/probe/query", {
+          query: { limit: Schema.Int },
+          success: Schema.Struct({ limit: Schema.Int })
+        }).annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
+        HttpApiEndpoint.get("defect", "/probe/defect", { error: wire(InternalError) })
+          .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
+        HttpApiEndpoint.get("heavy", "/probe/heavy", { success: Schema.Struct({ ok: Schema.Boolean }) })
+          .annotateMerge(policy({ scopes: [], auth: ["api_key"], idempotency: "none", grain: "profile", cost: 3 })),
+        HttpApiEndpoint.get("anyScope", "/probe/any-scope", { success: Schema.Struct({ ok: Schema.Boolean }) })
+          .annotateMerge(policy({
+            scopes: ["conversions:read", "customers:read"],
+            scopeMode: "any",
+            auth: ["api_key", "user_token"],
+            idempotency: "none",
+            grain: "profile"
+          })),
+        HttpApiEndpoint.post("goals", "/goals", { success: Schema.Struct({ ok: Schema.Boolean }) })
+          .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" }))
+      )
+      .prefix("/api/v1")
+  )
+  .middleware(SchemaErrors)
+  .middleware(Authentication)
+  .middleware(Deprecation)
+
+/** Keys the probe's credential store knows. */
+export const probeKeys: Record<string, PrincipalShape> = {
+  "svc_live_events": {
+    kind: "api_key",
+    keyId: "key-events",
+    profileId: "00000000-0000-4000-8000-000000000001",
+    workspaceId: "00000000-0000-4000-8000-0000000000aa",
+    scopes: ["events:write", "conversions:read"],
+    oauthAppId: null,
+    rateLimitPerMinute: 10
+  },
+  "svc_live_readonly": {
+    kind: "api_key",
+    keyId: "key-readonly",
+    profileId: "00000000-0000-4000-8000-000000000001",
+    workspaceId: "00000000-0000-4000-8000-0000000000aa",
+    scopes: ["analytics:read"],
+    oauthAppId: null,
+    rateLimitPerMinute: 60
+  },
+  "svc_user_person": {
+    kind: "user_token",
+    tokenId: "token-1",
+    userId: "user-1",
+    scopes: ["customers:read"],
+    rateLimitUnitsPerMinute: 100
+  }
+}
+
+const ProbeCredentials = Layer.succeed(CredentialStore)({
+  bearer: (token) => Effect.succeed(Option.fromNullishOr(probeKeys[Redacted.value(token)])),
+  appClient: () => Effect.succeed(Option.none()),
+  session: () => Effect.succeed(Option.none())
+})
+
+const ProbeHandlers = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
+  handlers.handleAll({
+    items: ({ payload }) => Effect.succeed({ data: { count: payload.items.length } }),
+    query: ({ query }) => Effect.succeed({ limit: query.limit }),
+    defect: () => Effect.die(new Error("boom: secret stack detail")),
+    heavy: () => Effect.succeed({ ok: true }),
+    anyScope: () => Effect.succeed({ ok: true }),
+    goals: () => Effect.succeed({ ok: true })
+  }))
+
+export const ProbeApp = Layer.mergeAll(
+  HttpApiBuilder.layer(ProbeApi).pipe(
+    Layer.provide(ProbeHandlers),
+    Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer]),
+    Layer.provide(ProbeCredentials)
+  ),
+  EnvelopeLayer
+)
