@@ -1,9 +1,18 @@
-import { Config, Effect } from "effect"
+import { Config, Effect, Schema, SchemaIssue } from "effect"
 import { type AppSettings, InvalidSetting, loadSettings } from "./config.ts"
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
 /** One line naming the variable, for configuration that stops start-up. */
 export const describeConfigError = (error: Config.ConfigError | InvalidSetting): string => {
   if (error instanceof InvalidSetting) return `invalid configuration: ${error.message}`
+  const cause = error.cause
+  if (Schema.isSchemaError(cause)) {
+    const problems = formatIssues(cause.issue).issues.map((issue) =>
+      `${(issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment)).join(".")}: ${issue.message}`
+    )
+    return `invalid configuration: ${problems.join("; ")}`
+  }
   return `invalid configuration: ${error.message.replace(/\s*\n\s*/g, " ")}`
 }
 

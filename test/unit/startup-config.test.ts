@@ -1,0 +1,53 @@
+import { assert, describe, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { tempDir } from "../support/app.ts"
+
+const entry = fileURLToPath(new URL("../../src/platform/main.node.ts", import.meta.url))
+const cli = fileURLToPath(new URL("../../src/platform/cli.ts", import.meta.url))
+
+/** Runs an entry point with only the given variables (plus PATH) and returns its exit and stderr. */
+const run = (script: string, env: Record<string, string>, args: ReadonlyArray<string> = []) => {
+  const result = spawnSync(process.execPath, [script, ...args], {
+    env: { PATH: process.env["PATH"] ?? "", SVC_DATA_DIR: tempDir("cfg"), ...env },
+    encoding: "utf8",
+    timeout: 30_000
+  })
+  return { status: result.status, stderr: result.stderr.trim(), stdout: result.stdout.trim() }
+}
+
+describe("invalid configuration stops start-up with one line naming the variable", () => {
+  const cases: ReadonlyArray<[string, Record<string, string>]> = [
+    ["PORT", { PORT: "not-a-port" }],
+    ["DATABASE_URL", { DATABASE_URL: "mysql://localhost/db" }],
+    ["SVC_BASE_URL", { SVC_BASE_URL: "not a url" }],
+    ["SVC_CLUSTER_MODE", { SVC_CLUSTER_MODE: "socket" }],
+    ["LOG_LEVEL", { LOG_LEVEL: "loud" }],
+    ["SVC_MAX_BODY_BYTES", { SVC_MAX_BODY_BYTES: "10" }]
+  ]
+  for (const [variable, env] of cases) {
+    it(variable, () => {
+      const result = run(entry, env)
+      assert.strictEqual(result.status, 1)
+      const lines = result.stderr.split("\n")
+      assert.strictEqual(lines.length, 1, result.stderr)
+      assert.match(lines[0] ?? "", new RegExp(`^invalid configuration: ${variable}: \\S`))
+    }, 30_000)
+  }
+})
+
+describe("CLI", () => {
+  it("migrate applies the migrations alone, status reports them", () => {
+    const dataDir = tempDir("cli")
+    const before = run(cli, { SVC_DATA_DIR: dataDir }, ["status"])
+    assert.strictEqual(before.status, 0, before.stderr)
+    assert.deepInclude(JSON.parse(before.stdout), { migrations: { applied: 0, latest: 1, pending: 1 } })
+    const migrated = run(cli, { SVC_DATA_DIR: dataDir }, ["migrate"])
+    assert.strictEqual(migrated.status, 0, migrated.stderr)
+    assert.deepStrictEqual(JSON.parse(migrated.stdout), { applied: ["0001_platform"], latest: 1 })
+    const again = run(cli, { SVC_DATA_DIR: dataDir }, ["migrate"])
+    assert.deepStrictEqual(JSON.parse(again.stdout), { applied: [], latest: 1 })
+    const after = run(cli, { SVC_DATA_DIR: dataDir }, ["status"])
+    assert.deepInclude(JSON.parse(after.stdout), { migrations: { applied: 1, latest: 1, pending: 0 } })
+  }, 60_000)
+})
