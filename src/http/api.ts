@@ -9,14 +9,17 @@ import { RetiredApi } from "../versioning/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
 import { securitySchemes } from "./policy.ts"
+import { Idempotency } from "./idempotency.ts"
 import { SchemaErrors } from "./schema-errors.ts"
 import { VERSION } from "../platform/version.ts"
 
 export const Api = HttpApi.make("svc")
   .add(OpsApi)
   .add(RetiredApi)
-  // Listed innermost first: decoding errors are mapped, then credentials, then the deprecation table.
+  // Listed innermost first: decoding errors are mapped, idempotency (which needs the
+  // principal) wraps the handler, then credentials, then the deprecation table.
   .middleware(SchemaErrors)
+  .middleware(Idempotency)
   .middleware(Authentication)
   .middleware(Deprecation)
   .annotate(OpenApi.Title, "Attribution Service API")

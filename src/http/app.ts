@@ -12,11 +12,12 @@ import { Api } from "./api.ts"
 import { AuthenticationLayer } from "./auth.ts"
 import { DocsRoutes } from "./docs.ts"
 import { EnvelopeLayer } from "./envelope.ts"
+import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([OpsHandlers, RetiredHandlers]),
-  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer]),
+  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
   Layer.provide(Health.layer)
 )
 

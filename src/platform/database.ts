@@ -1,6 +1,6 @@
 import { PGlite } from "@electric-sql/pglite"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { DatabaseUnavailable } from "../../schema/errors.ts"
@@ -92,16 +92,17 @@ export const databaseUnavailable = (reason = "database_unreachable") =>
 
 /**
  * Where `SqlError` stops: a lost or refused connection becomes `database_unavailable`
- * (retry the same request), anything else is a defect (a bug or a broken invariant).
+ * (retry the same request), anything else is a defect (a bug or a broken invariant), and so
+ * is a row that does not decode with its schema.
  */
 export const orDatabaseUnavailable = <A, E, R>(
-  effect: Effect.Effect<A, E | SqlError, R>
-): Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R> =>
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, SqlError | Schema.SchemaError> | DatabaseUnavailable, R> =>
   Effect.catchIf(
     effect,
-    isSqlError,
-    (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
-  ) as Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R>
+    (error): error is Extract<E, SqlError | Schema.SchemaError> => isSqlError(error) || Schema.isSchemaError(error),
+    (error) => isSqlError(error) && isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
+  ) as Effect.Effect<A, Exclude<E, SqlError | Schema.SchemaError> | DatabaseUnavailable, R>
 
 const connectionReasons = new Set(["ConnectionError", "AuthenticationError", "AuthorizationError", "StatementTimeoutError"])
 

@@ -4,9 +4,10 @@
  * with bodies, scopes and defects before the business domains exist.
  */
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { wire } from "../../schema/errors.ts"
-import { InternalError } from "../../schema/errors.ts"
+import { InternalError, InvalidState } from "../../schema/errors.ts"
+import { Idempotency, IdempotencyLayer } from "../../src/http/idempotency.ts"
 import { Authentication, AuthenticationLayer, CredentialStore, type PrincipalShape } from "../../src/http/auth.ts"
 import { EnvelopeLayer } from "../../src/http/envelope.ts"
 import { policy } from "../../src/http/policy.ts"
@@ -40,11 +41,17 @@ export const ProbeApi = HttpApi.make("probe")
             grain: "profile"
           })),
         HttpApiEndpoint.post("goals", "/goals", { success: Schema.Struct({ ok: Schema.Boolean }) })
-          .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" }))
+          .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
+        HttpApiEndpoint.post("charge", "/probe/charge", {
+          payload: Schema.Struct({ amount: Schema.Int, delay_ms: Schema.optionalKey(Schema.Int), fail: Schema.optionalKey(Schema.Boolean) }),
+          success: Schema.Struct({ data: Schema.Struct({ charge_number: Schema.Int, amount: Schema.Int }) }).pipe(HttpApiSchema.status(201)),
+          error: wire(InvalidState)
+        }).annotateMerge(policy({ scopes: [], auth: ["api_key"], idempotency: "required", grain: "profile" }))
       )
       .prefix("/api/v1")
   )
   .middleware(SchemaErrors)
+  .middleware(Idempotency)
   .middleware(Authentication)
   .middleware(Deprecation)
 
@@ -58,6 +65,15 @@ export const probeKeys: Record<string, PrincipalShape> = {
     scopes: ["events:write", "conversions:read"],
     oauthAppId: null,
     rateLimitPerMinute: 10
+  },
+  "svc_live_payments": {
+    kind: "api_key",
+    keyId: "key-payments",
+    profileId: "00000000-0000-4000-8000-000000000002",
+    workspaceId: "00000000-0000-4000-8000-0000000000aa",
+    scopes: ["events:write"],
+    oauthAppId: null,
+    rateLimitPerMinute: 10_000
   },
   "svc_live_readonly": {
     kind: "api_key",
@@ -83,8 +99,18 @@ const ProbeCredentials = Layer.succeed(CredentialStore)({
   session: () => Effect.succeed(Option.none())
 })
 
+/** How many times the charge handler really ran (an idempotent replay must not run it). */
+export const chargeCounter = { value: 0 }
+
 const ProbeHandlers = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
   handlers.handleAll({
+    charge: ({ payload }) =>
+      Effect.gen(function*() {
+        if (payload.delay_ms !== undefined) yield* Effect.sleep(payload.delay_ms)
+        if (payload.fail === true) return yield* new InvalidState({ message: "refused" })
+        chargeCounter.value += 1
+        return { data: { charge_number: chargeCounter.value, amount: payload.amount } }
+      }),
     items: ({ payload }) => Effect.succeed({ data: { count: payload.items.length } }),
     query: ({ query }) => Effect.succeed({ limit: query.limit }),
     defect: () => Effect.die(new Error("boom: secret stack detail")),
@@ -96,7 +122,7 @@ const ProbeHandlers = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
 export const ProbeApp = Layer.mergeAll(
   HttpApiBuilder.layer(ProbeApi).pipe(
     Layer.provide(ProbeHandlers),
-    Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer]),
+    Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
     Layer.provide(ProbeCredentials)
   ),
   EnvelopeLayer
