@@ -169,7 +169,10 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
         const context: RenderContext = { requestId, docsBaseUrl: settings.baseUrl, maxBodyBytes: settings.maxBodyBytes }
         const declaredLength = Number(request.headers["content-length"] ?? "0")
         if (declaredLength > settings.maxBodyBytes) {
-          return Effect.succeed(errorResponse(payloadTooLarge(context), context))
+          return Effect.as(
+            Effect.annotateCurrentSpan("svc.request_id", requestId),
+            errorResponse(payloadTooLarge(context), context)
+          )
         }
         return httpEffect.pipe(
           Effect.provideService(CurrentRequestId, requestId),

@@ -1,9 +1,45 @@
-import { Layer, Logger } from "effect"
+/**
+ * Logs: one JSON object per line on stdout (or pretty lines for a terminal), filtered by
+ * `LOG_LEVEL`. A JSON line carries its annotations at the top level (`request_id` among
+ * them) and the `trace_id` / `span_id` of the span it was written in.
+ */
+import { Context, Formatter, Layer, Logger, References, Tracer } from "effect"
 import { AppConfig } from "./config.ts"
 
-/** Structured JSON logs (or pretty ones for a terminal), carrying trace and request ids. */
-export const LoggingLive = Layer.unwrap(
+/** The span to name in a log line: the innermost one that is really recorded. */
+const recordedSpan = (span: Tracer.AnySpan | undefined): Tracer.AnySpan | undefined => {
+  let current = span
+  // Spans created while tracing is off (or with propagation disabled) carry placeholder ids.
+  while (current !== undefined && Context.get(current.annotations, Tracer.DisablePropagation)) {
+    current = current._tag === "Span" && current.parent._tag === "Some" ? current.parent.value : undefined
+  }
+  return current
+}
+
+/** A JSON log line: `timestamp`, `level`, `message`, annotations, `trace_id`, `span_id`, `cause`. */
+export const jsonLogger: Logger.Logger<unknown, string> = Logger.make((options) => {
+  const structured = Logger.formatStructured.log(options)
+  const span = recordedSpan(Context.getOrUndefined(options.fiber.context, Tracer.ParentSpan))
+  return Formatter.formatJson({
+    timestamp: structured.timestamp,
+    level: structured.level,
+    message: structured.message,
+    ...structured.annotations,
+    ...(span === undefined ? {} : { trace_id: span.traceId, span_id: span.spanId }),
+    ...(structured.cause === undefined ? {} : { cause: structured.cause }),
+    fiber_id: structured.fiberId
+  })
+})
+
+/** The loggers for a format; `tracerLogger` also records each log as an event on the current span. */
+export const loggersFor = (format: "json" | "pretty") =>
+  [format === "json" ? Logger.withConsoleLog(jsonLogger) : Logger.consolePretty(), Logger.tracerLogger] as const
+
+export const LoggingLive: Layer.Layer<never, never, AppConfig> = Layer.unwrap(
   AppConfig.useSync((settings) =>
-    Logger.layer([settings.logFormat === "json" ? Logger.consoleJson : Logger.consolePretty()])
+    Layer.merge(
+      Logger.layer(loggersFor(settings.logFormat)),
+      Layer.succeed(References.MinimumLogLevel)(settings.logLevel)
+    )
   )
 )

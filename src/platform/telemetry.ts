@@ -1,4 +1,95 @@
-import { Layer } from "effect"
+/**
+ * Tracing. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans go to `${endpoint}/v1/traces` over
+ * OTLP/HTTP through a batching processor. Without it no tracer is installed and span
+ * creation is switched off, so the request path pays nothing for tracing.
+ */
+import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
+import {
+  BatchSpanProcessor,
+  SimpleSpanProcessor,
+  type SpanExporter,
+  type SpanProcessor
+} from "@opentelemetry/sdk-trace-base"
+import { Context, Effect, Layer, Option, References, Tracer } from "effect"
+import { AppConfig, type AppSettings } from "./config.ts"
+import { VERSION } from "./version.ts"
 
-/** Placeholder replaced below; see telemetry wiring. */
-export const TelemetryLive = Layer.empty
+/**
+ * Parses the OpenTelemetry `key=value,key2=value2` list format (used by
+ * `OTEL_EXPORTER_OTLP_HEADERS` and `OTEL_RESOURCE_ATTRIBUTES`): entries are trimmed and
+ * percent-decoded; entries without `=`, with an empty key or with bad encoding are skipped.
+ */
+export const parseKeyValueList = (input: string): Record<string, string> => {
+  const result: Record<string, string> = {}
+  for (const entry of input.split(",")) {
+    const separator = entry.indexOf("=")
+    if (separator <= 0) continue
+    const key = decodeComponent(entry.slice(0, separator).trim())
+    const value = decodeComponent(entry.slice(separator + 1).trim())
+    if (key === undefined || key === "" || value === undefined) continue
+    result[key] = value
+  }
+  return result
+}
+
+const decodeComponent = (raw: string): string | undefined => {
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return undefined
+  }
+}
+
+/** The resource every span carries: service name and version plus `OTEL_RESOURCE_ATTRIBUTES`. */
+export const resourceConfig = (settings: AppSettings) => ({
+  serviceName: settings.otel.serviceName,
+  serviceVersion: VERSION,
+  attributes: parseKeyValueList(settings.otel.resourceAttributes)
+})
+
+const tracing = (settings: AppSettings, spanProcessor: SpanProcessor): Layer.Layer<never> =>
+  NodeSdk.layer(() => ({ spanProcessor, resource: resourceConfig(settings), shutdownTimeout: "5 seconds" }))
+
+/** No exporter: spans are not even created (they would go nowhere). */
+export const TracingDisabled: Layer.Layer<never> = Layer.succeed(References.TracerEnabled)(false)
+
+/** OTLP/HTTP exporter when an endpoint is configured, tracing switched off otherwise. */
+export const TelemetryLive: Layer.Layer<never, never, AppConfig> = Layer.unwrap(
+  AppConfig.useSync((settings) =>
+    Option.match(settings.otel.endpoint, {
+      onNone: () => TracingDisabled,
+      onSome: (endpoint) =>
+        tracing(
+          settings,
+          new BatchSpanProcessor(
+            new OTLPTraceExporter({
+              url: `${endpoint}/v1/traces`,
+              headers: parseKeyValueList(settings.otel.headers)
+            })
+          )
+        )
+    })
+  )
+)
+
+/** For tests: every span is handed to `exporter` as soon as it ends (e.g. an `InMemorySpanExporter`). */
+export const TelemetryTest = (exporter: SpanExporter): Layer.Layer<never, never, AppConfig> =>
+  Layer.unwrap(AppConfig.useSync((settings) => tracing(settings, new SimpleSpanProcessor(exporter))))
+
+/**
+ * Sets attributes on the request's server span from anywhere beneath it (inside nested
+ * spans, where `Effect.annotateCurrentSpan` would name the inner span). No-op outside a request.
+ */
+export const annotateRequestSpan = (attributes: Readonly<Record<string, unknown>>): Effect.Effect<void> =>
+  Effect.withFiber((fiber) => {
+    let span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+    while (span !== undefined && span._tag === "Span") {
+      if (span.kind === "server") {
+        for (const key in attributes) span.attribute(key, attributes[key])
+        break
+      }
+      span = Option.getOrUndefined(span.parent)
+    }
+    return Effect.void
+  })

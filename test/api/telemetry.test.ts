@@ -1,0 +1,267 @@
+/**
+ * Tracing and structured logs, end to end: the real app served over HTTP with an in-memory
+ * span exporter; one request, then the span tree. Embedded PGlite in a temporary directory,
+ * or the PostgreSQL named by DATABASE_URL.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { NodeHttpServer } from "@effect/platform-node"
+import { SpanKind } from "@opentelemetry/api"
+import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base"
+import { ConfigProvider, Context, Effect, Layer, Logger, Option, References, Tracer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { TestConsole } from "effect/testing"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { HttpApp } from "../../src/http/app.ts"
+import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/config.ts"
+import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
+import { CoreLive } from "../../src/platform/services.ts"
+import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
+
+const settingsFrom = (env: Record<string, string | undefined>): Effect.Effect<AppSettings> =>
+  loadSettings.pipe(
+    Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env)),
+    Effect.orDie
+  )
+
+const temporaryDir = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "svc-telemetry-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+const exporter = new InMemorySpanExporter()
+const ADMIN_TOKEN = "telemetry-test-admin-token"
+
+/** Served on an ephemeral port; the temporary directory outlives the database using it. */
+const TracedApp = Layer.unwrap(
+  Effect.gen(function*() {
+    const dataDir = yield* temporaryDir
+    const settings = yield* settingsFrom({
+      SVC_DATA_DIR: dataDir,
+      SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+      DATABASE_URL: process.env["DATABASE_URL"],
+      LOG_LEVEL: "Warn",
+      OTEL_SERVICE_NAME: "svc-telemetry-test",
+      OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test"
+    })
+    return HttpRouter.serve(HttpApp, { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provide(CoreLive),
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provide([TelemetryTest(exporter), LoggingLive]),
+      Layer.provide(AppConfig.layerWith(settings))
+    )
+  })
+)
+
+/** Spans end after the response is written, so the client can get there first. */
+const finishedSpansWhen = (ready: (spans: ReadonlyArray<ReadableSpan>) => boolean) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const spans = exporter.getFinishedSpans()
+      if (ready(spans)) return spans
+      yield* Effect.sleep("10 millis")
+    }
+    return exporter.getFinishedSpans()
+  })
+
+const parentOf = (span: ReadableSpan, spans: ReadonlyArray<ReadableSpan>) =>
+  spans.find((candidate) => candidate.spanContext().spanId === span.parentSpanContext?.spanId)
+
+const descendsFrom = (span: ReadableSpan, ancestor: ReadableSpan, spans: ReadonlyArray<ReadableSpan>) => {
+  for (let current = parentOf(span, spans); current !== undefined; current = parentOf(current, spans)) {
+    if (current === ancestor) return true
+  }
+  return false
+}
+
+const isServerSpan = (span: ReadableSpan) => span.kind === SpanKind.SERVER
+
+// Without the test services the clock is live, so connection timeouts behave as in production.
+layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request tracing", (it) => {
+  it.effect("GET /readyz: one server span with HTTP and request attributes, SQL spans beneath it", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      exporter.reset()
+      const response = yield* Effect.promise(() => fetch(`${HttpServer.formatAddress(server.address)}/readyz`))
+      yield* Effect.promise(() => response.arrayBuffer())
+      assert.strictEqual(response.status, 200)
+      const requestId = response.headers.get("x-request-id")
+      assert.isNotNull(requestId)
+
+      const spans = yield* finishedSpansWhen((spans) => spans.some(isServerSpan))
+      const servers = spans.filter(isServerSpan)
+      assert.strictEqual(servers.length, 1, `server spans: ${servers.map((span) => span.name).join(", ")}`)
+      const serverSpan = servers[0]!
+      const attributes = serverSpan.attributes
+      assert.strictEqual(attributes["http.request.method"], "GET")
+      assert.strictEqual(attributes["http.response.status_code"], 200)
+      assert.strictEqual(attributes["url.path"], "/readyz")
+      assert.strictEqual(attributes["http.route"], "/readyz")
+      assert.strictEqual(attributes["svc.request_id"], requestId)
+      assert.isUndefined(serverSpan.parentSpanContext)
+
+      const resource = serverSpan.resource.attributes
+      assert.strictEqual(resource["service.name"], "svc-telemetry-test")
+      assert.strictEqual(typeof resource["service.version"], "string")
+      assert.strictEqual(resource["deployment.environment.name"], "test")
+
+      const sqlSpans = spans.filter((span) => span.attributes["db.system.name"] === "postgresql")
+      assert.isAbove(sqlSpans.length, 0, `spans: ${spans.map((span) => span.name).join(", ")}`)
+      for (const sqlSpan of sqlSpans) {
+        assert.strictEqual(sqlSpan.kind, SpanKind.CLIENT)
+        assert.strictEqual(typeof sqlSpan.attributes["db.query.text"], "string")
+        assert.strictEqual(sqlSpan.spanContext().traceId, serverSpan.spanContext().traceId)
+        assert.isTrue(descendsFrom(sqlSpan, serverSpan, spans), `${sqlSpan.name} is not under the server span`)
+      }
+      assert.isTrue(sqlSpans.some((span) => span.attributes["db.query.text"] === "SELECT 1"))
+    }))
+
+  it.effect("an authenticated request names the principal kind on its server span", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      exporter.reset()
+      const response = yield* Effect.promise(() =>
+        fetch(`${HttpServer.formatAddress(server.address)}/api/v1/admin/status`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` }
+        })
+      )
+      yield* Effect.promise(() => response.arrayBuffer())
+      assert.strictEqual(response.status, 200)
+      const spans = yield* finishedSpansWhen((spans) => spans.some(isServerSpan))
+      const serverSpan = spans.find(isServerSpan)
+      assert.strictEqual(serverSpan?.attributes["svc.principal.kind"], "operator")
+      assert.strictEqual(serverSpan?.attributes["http.route"], "/api/v1/admin/status")
+      assert.strictEqual(serverSpan?.attributes["svc.request_id"], response.headers.get("x-request-id"))
+    }))
+
+  it.effect("an incoming traceparent makes the server span its child", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      exporter.reset()
+      const traceId = "0af7651916cd43dd8448eb211c80319c"
+      const parentId = "b7ad6b7169203331"
+      const response = yield* Effect.promise(() =>
+        fetch(`${HttpServer.formatAddress(server.address)}/healthz`, {
+          headers: { traceparent: `00-${traceId}-${parentId}-01` }
+        })
+      )
+      yield* Effect.promise(() => response.arrayBuffer())
+      const spans = yield* finishedSpansWhen((spans) => spans.some(isServerSpan))
+      const serverSpan = spans.find(isServerSpan)
+      assert.isDefined(serverSpan)
+      assert.strictEqual(serverSpan?.spanContext().traceId, traceId)
+      assert.strictEqual(serverSpan?.parentSpanContext?.spanId, parentId)
+    }))
+})
+
+const baseSettings = settingsFrom({ SVC_DATA_DIR: "/nonexistent", LOG_LEVEL: "Info" })
+
+describe("TelemetryLive", () => {
+  it.effect("without an endpoint installs no tracer and switches span creation off", () =>
+    Effect.gen(function*() {
+      const settings = yield* baseSettings
+      const [tracer, enabled, span] = yield* Effect.gen(function*() {
+        return [yield* Tracer.Tracer, yield* References.TracerEnabled, yield* Effect.withSpan(Effect.currentSpan, "probe")] as const
+      }).pipe(Effect.provide(TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(settings)))))
+      assert.strictEqual(tracer, Tracer.nativeTracer)
+      assert.isFalse(enabled)
+      assert.isTrue(Context.get(span.annotations, Tracer.DisablePropagation))
+    }))
+
+  it.effect("with an endpoint installs the OpenTelemetry tracer", () =>
+    Effect.gen(function*() {
+      const settings = yield* baseSettings
+      const withEndpoint: AppSettings = {
+        ...settings,
+        otel: { ...settings.otel, endpoint: Option.some("http://127.0.0.1:9"), headers: "authorization=Bearer%20x" }
+      }
+      const [tracer, enabled] = yield* Effect.gen(function*() {
+        return [yield* Tracer.Tracer, yield* References.TracerEnabled] as const
+      }).pipe(
+        Effect.provide(TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(withEndpoint))))
+      )
+      assert.notStrictEqual(tracer, Tracer.nativeTracer)
+      assert.isTrue(enabled)
+    }))
+
+  it.effect("annotateRequestSpan reaches the server span through nested spans", () =>
+    Effect.gen(function*() {
+      const [outer, inner] = yield* Effect.gen(function*() {
+        const outer = yield* Effect.currentSpan
+        const inner = yield* Effect.gen(function*() {
+          yield* annotateRequestSpan({ "svc.profile_id": "p_1" })
+          return yield* Effect.currentSpan
+        }).pipe(Effect.withSpan("handler.step"))
+        return [outer, inner] as const
+      }).pipe(Effect.withSpan("GET", { kind: "server" }))
+      assert.strictEqual(outer.attributes.get("svc.profile_id"), "p_1")
+      assert.isFalse(inner.attributes.has("svc.profile_id"))
+      yield* annotateRequestSpan({ "svc.profile_id": "outside" })
+    }))
+
+  it("parses OTLP key=value lists", () => {
+    assert.deepStrictEqual(parseKeyValueList(""), {})
+    assert.deepStrictEqual(
+      parseKeyValueList(" api-key = abc%3D ,x-team=growth,broken,=novalue,bad=%E0%A4%A"),
+      { "api-key": "abc=", "x-team": "growth" }
+    )
+  })
+})
+
+describe("LoggingLive", () => {
+  const capture = (lines: Array<string>) =>
+    Logger.layer([Logger.make((options) => lines.push(jsonLogger.log(options)))])
+
+  it.effect("JSON lines carry the annotations and the ids of the current span", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const span = yield* Effect.gen(function*() {
+        yield* Effect.logInfo("inside")
+        return yield* Effect.currentSpan
+      }).pipe(
+        Effect.withSpan("work"),
+        Effect.annotateLogs("request_id", "req_123"),
+        Effect.provide(capture(lines))
+      )
+      yield* Effect.logInfo("outside").pipe(Effect.provide(capture(lines)))
+      const [inside, outside] = lines.map((line) => JSON.parse(line) as Record<string, unknown>)
+      assert.strictEqual(inside?.["message"], "inside")
+      assert.strictEqual(inside?.["level"], "INFO")
+      assert.strictEqual(inside?.["request_id"], "req_123")
+      assert.strictEqual(inside?.["trace_id"], span.traceId)
+      assert.strictEqual(inside?.["span_id"], span.spanId)
+      assert.isUndefined(outside?.["trace_id"])
+    }))
+
+  it.effect("omits placeholder ids when tracing is off", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      yield* Effect.logInfo("untraced").pipe(
+        Effect.withSpan("work"),
+        Effect.withTracerEnabled(false),
+        Effect.provide(capture(lines))
+      )
+      const line = JSON.parse(lines[0] ?? "{}") as Record<string, unknown>
+      assert.strictEqual(line["message"], "untraced")
+      assert.isUndefined(line["trace_id"])
+      assert.isUndefined(line["span_id"])
+    }))
+
+  it.effect("writes one JSON object per line to the console at or above LOG_LEVEL", () =>
+    Effect.gen(function*() {
+      const settings = yield* settingsFrom({ SVC_DATA_DIR: "/nonexistent", LOG_LEVEL: "Warn" })
+      yield* Effect.gen(function*() {
+        yield* Effect.logInfo("filtered out")
+        yield* Effect.logWarning("kept", { detail: 1 })
+      }).pipe(Effect.provide(LoggingLive.pipe(Layer.provide(AppConfig.layerWith(settings)))))
+      const lines = yield* TestConsole.logLines
+      assert.strictEqual(lines.length, 1)
+      const line = String(lines[0])
+      assert.notInclude(line, "\n")
+      const parsed = JSON.parse(line) as Record<string, unknown>
+      assert.strictEqual(parsed["level"], "WARN")
+      assert.deepStrictEqual(parsed["message"], ["kept", { detail: 1 }])
+    }).pipe(Effect.provide(TestConsole.layer)))
+})
