@@ -5,6 +5,7 @@
 import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { OpsHandlers } from "../ops/handlers.ts"
+import { RpcLive } from "../rpc/server.ts"
 import { Health } from "../ops/service.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
 import { DeprecationLayer } from "../versioning/middleware.ts"
@@ -21,4 +22,5 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide(Health.layer)
 )
 
-export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, EnvelopeLayer)
+/** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
+export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer)

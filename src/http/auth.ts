@@ -8,7 +8,6 @@ import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { RateLimiter } from "effect/persistence/RateLimiter"
-import { createHash, timingSafeEqual } from "node:crypto"
 import {
   DatabaseUnavailable,
   InsufficientScope,
@@ -19,6 +18,7 @@ import {
   wire
 } from "../../schema/errors.ts"
 import { AppConfig } from "../platform/config.ts"
+import { secretMatches } from "../platform/secrets.ts"
 import { type CredentialKind, type OperationPolicy, Policy, PUBLIC } from "./policy.ts"
 
 /** Who is calling. `anonymous` only reaches public operations. */
@@ -77,11 +77,6 @@ export class CredentialStore extends Context.Service<CredentialStore, Credential
 }
 
 const SESSION_COOKIE = "svc_session"
-const digest = (value: string) => createHash("sha256").update(value).digest()
-
-/** Constant-time comparison of a presented secret with the configured one. */
-export const secretMatches = (presented: string, expected: Redacted.Redacted<string>): boolean =>
-  timingSafeEqual(digest(presented), digest(Redacted.value(expected)))
 
 interface PresentedCredential {
   readonly scheme: "bearer" | "basic" | "session"

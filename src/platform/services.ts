@@ -1,9 +1,10 @@
 /**
  * Everything a running service needs below the HTTP layer, in start-up order:
- * configuration, database, migrations, rate-limit store, credentials.
+ * configuration, database, migrations, then the cluster runner, rate-limit store, credentials.
  * Shared by the Node and Deno entry points and by the tests.
  */
 import { Effect, Layer } from "effect"
+import { ClusterLive } from "../../cluster/runner.ts"
 import { CredentialStore } from "../http/auth.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./database.ts"
@@ -18,7 +19,7 @@ export const MigrationsLive = Layer.effectDiscard(
       : Effect.logInfo("applied migrations", applied.map(([id, name]) => `${id}_${name}`)))
 )
 
-export const CoreLive = Layer.mergeAll(RateLimiterLive, CredentialStore.layerEmpty).pipe(
+export const CoreLive = Layer.mergeAll(ClusterLive, RateLimiterLive, CredentialStore.layerEmpty).pipe(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)
 )

@@ -1,7 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { adjustRequestTime, call, serveAppWithRequestClock, setRequestTime, testSettings } from "../support/app.ts"
 import { ProbeApp } from "../support/probe-api.ts"
 
 const json = (body: unknown, headers: Record<string, string> = {}) => ({
@@ -11,8 +10,8 @@ const json = (body: unknown, headers: Record<string, string> = {}) => ({
 })
 const key = (token: string) => ({ authorization: `Bearer ${token}` })
 
-// The probe server runs under the test clock, so the deprecation table is decided by TestClock.
-layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds" })("HTTP mechanisms", (it) => {
+// Requests read a hand-set clock, so the deprecation table and rate windows follow the test.
+layer(serveAppWithRequestClock(testSettings(), ProbeApp), { timeout: "60 seconds", excludeTestServices: true })("HTTP mechanisms", (it) => {
   describe("request validation: 400 validation_error naming the field", () => {
     it.effect("malformed JSON", () =>
       Effect.gen(function*() {
@@ -115,7 +114,7 @@ layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds" })("HTTP mecha
   describe("rate limits", () => {
     it.effect("rate headers on every metered response; heavy calls cost 3; 429 carries Retry-After", () =>
       Effect.gen(function*() {
-        yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00Z"))
+        yield* setRequestTime("2026-11-21T12:00:00Z")
         const first = yield* call("/api/v1/probe/heavy", { headers: key("svc_live_events") })
         assert.strictEqual(first.status, 200)
         assert.strictEqual(first.headers.get("x-ratelimit-limit"), "10")
@@ -129,7 +128,7 @@ layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds" })("HTTP mecha
         const retryAfter = Number(limited.headers.get("retry-after"))
         assert.isAbove(retryAfter, 0)
         assert.strictEqual(limited.json.error.retry_after_seconds, retryAfter)
-        yield* TestClock.adjust("61 seconds")
+        yield* adjustRequestTime("61 seconds")
         const again = yield* call("/api/v1/probe/heavy", { headers: key("svc_live_events") })
         assert.strictEqual(again.status, 200)
       }))
@@ -138,7 +137,7 @@ layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds" })("HTTP mecha
   describe("deprecation table, decided by the clock", () => {
     it.effect("a deprecated operation works and carries Deprecation, Sunset and Link", () =>
       Effect.gen(function*() {
-        yield* TestClock.setTime(Date.parse("2026-11-21T12:00:00Z"))
+        yield* setRequestTime("2026-11-21T12:00:00Z")
         const response = yield* call("/api/v1/goals", { method: "POST" })
         assert.strictEqual(response.status, 200)
         assert.strictEqual(response.headers.get("deprecation"), `@${Date.parse("2026-09-05T00:00:00Z") / 1000}`)
@@ -148,7 +147,7 @@ layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds" })("HTTP mecha
 
     it.effect("after its sunset the operation answers 404 not_found", () =>
       Effect.gen(function*() {
-        yield* TestClock.setTime(Date.parse("2026-12-04T00:00:00Z"))
+        yield* setRequestTime("2026-12-04T00:00:00Z")
         const response = yield* call("/api/v1/goals", { method: "POST" })
         assert.strictEqual(response.status, 404)
         assert.strictEqual(response.json.error.code, "not_found")

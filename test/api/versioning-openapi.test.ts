@@ -1,19 +1,18 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { adjustRequestTime, call, serveAppWithRequestClock, setRequestTime, testSettings } from "../support/app.ts"
 
 const retired = [
   "/api/v1/dashboard/chat",
   "/api/v1/workspaces/00000000-0000-4000-8000-0000000000aa/top-performers/chat"
 ]
 
-// The real app under the test clock: the deprecation table is decided by TestClock.
-layer(serveApp(testSettings()), { timeout: "60 seconds" })("versioning and the published description", (it) => {
+// Requests of the real app read a hand-set clock: the deprecation table follows the test.
+layer(serveAppWithRequestClock(testSettings()), { timeout: "60 seconds", excludeTestServices: true })("versioning and the published description", (it) => {
   describe("retired operations", () => {
     it.effect("answer 410 feature_retired with Deprecation and Sunset until the sunset date", () =>
       Effect.gen(function*() {
-        yield* TestClock.setTime(Date.parse("2027-01-07T23:59:59Z"))
+        yield* setRequestTime("2027-01-07T23:59:59Z")
         for (const path of retired) {
           const response = yield* call(path, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
           assert.strictEqual(response.status, 410, path)
@@ -27,7 +26,7 @@ layer(serveApp(testSettings()), { timeout: "60 seconds" })("versioning and the p
 
     it.effect("answer 404 not_found from the sunset date on", () =>
       Effect.gen(function*() {
-        yield* TestClock.setTime(Date.parse("2027-01-08T00:00:00Z"))
+        yield* setRequestTime("2027-01-08T00:00:00Z")
         for (const path of retired) {
           const response = yield* call(path, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
           assert.strictEqual(response.status, 404, path)

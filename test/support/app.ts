@@ -3,7 +3,8 @@
  * PostgreSQL when DATABASE_URL is set, otherwise on an embedded PGlite in a temp directory.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
 import { HttpRouter, HttpServer } from "effect/http"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -84,3 +85,26 @@ export const call = (path: string, init: RequestInit = {}) =>
     if ((response.headers.get("content-type") ?? "").includes("json") && text.length > 0) json = JSON.parse(text)
     return { status: response.status, headers: response.headers, text, json } as HttpResult
   })
+
+/**
+ * A clock the test sets by hand, seen only by request handling (the deprecation table, the
+ * rate-limit windows), while the runner, the database pool and their timers keep real time.
+ */
+export class RequestClock extends Context.Service<RequestClock, TestClock.TestClock>()("test/RequestClock") {}
+
+const requestClockMiddleware = (clock: TestClock.TestClock) =>
+  HttpRouter.middleware((httpEffect) => Effect.provideService(httpEffect, Clock.Clock, clock), { global: true })
+
+/** Serves `app` whose requests read time from `RequestClock` (provided in the output). */
+export const serveAppWithRequestClock = (settings: AppSettings, app: AppLayer = HttpApp) =>
+  Layer.unwrap(
+    Effect.map(TestClock.make(), (clock) =>
+      serveApp(settings, Layer.merge(app, requestClockMiddleware(clock))).pipe(
+        Layer.merge(Layer.succeed(RequestClock)(clock))
+      ))
+  )
+
+export const setRequestTime = (iso: string) => Effect.flatMap(RequestClock, (clock) => clock.setTime(Date.parse(iso)))
+
+export const adjustRequestTime = (duration: Duration.Input) =>
+  Effect.flatMap(RequestClock, (clock) => clock.adjust(duration))

@@ -1,0 +1,46 @@
+/**
+ * The Profile entity: one instance per profile id, sharded across runners. Every change to a
+ * profile's serialised state goes through it, so changes for one profile run one message at a
+ * time on the runner owning its shard (entity handlers run with concurrency 1).
+ */
+import { Effect, Layer } from "effect"
+import { ClusterSchema, Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { DatabaseUnavailable } from "../schema/errors.ts"
+import { ProfileState } from "../schema/rpc.ts"
+import { AppConfig } from "../src/platform/config.ts"
+import { type ProfileRecord, ProfileRepo } from "./profile-repo.ts"
+
+/** Reads the state; a profile without a row answers epoch 0 and `updated_at: null`. Not persisted. */
+export const GetState = Rpc.make("GetState", { success: ProfileState, error: DatabaseUnavailable })
+
+/**
+ * Increments the revocation epoch. Persisted, so a runner crash hands it to the next shard
+ * owner; run in the message storage's transaction, so the write and its stored reply commit
+ * together and a redelivery after a crash does not bump twice. Once sent it completes even if
+ * the caller gives up (a timeout or a dropped HTTP request does not interrupt it).
+ */
+export const BumpRevocationEpoch = Rpc.make("BumpRevocationEpoch", { success: ProfileState, error: DatabaseUnavailable })
+  .annotate(ClusterSchema.Persisted, true)
+  .annotate(ClusterSchema.WithTransaction, true)
+  .annotate(ClusterSchema.Uninterruptible, "client")
+
+export const Profile = Entity.make("Profile", [GetState, BumpRevocationEpoch])
+
+/** Registers the Profile behaviour with Sharding. */
+export const ProfileLive = Profile.toLayer(
+  Effect.gen(function*() {
+    const address = yield* Entity.CurrentAddress
+    const runner = yield* Entity.CurrentRunnerAddress
+    const { cluster } = yield* AppConfig
+    const repo = yield* ProfileRepo
+    const profileId = address.entityId
+    const servedBy = cluster.mode === "single" ? "single" : `${runner.host}:${runner.port}`
+    const serve = (record: ProfileRecord): ProfileState => ({ ...record, served_by: servedBy })
+
+    return Profile.of({
+      GetState: () => Effect.map(repo.find(profileId), serve),
+      BumpRevocationEpoch: () => Effect.map(repo.bumpRevocationEpoch(profileId), serve)
+    })
+  })
+).pipe(Layer.provide(ProfileRepo.layer))

@@ -1,0 +1,121 @@
+/**
+ * The internal RPC surface: `ServiceRpcs` (schema/rpc.ts) served at `POST /rpc` with JSON
+ * serialization on the same HttpRouter as the HTTP API. Profile calls go through the sharding
+ * client, so a call made on any runner lands on the runner owning the profile's shard.
+ */
+import { Effect, Layer, Option, Redacted } from "effect"
+import type { ClusterError, Sharding } from "effect/cluster"
+import type { HttpRouter } from "effect/http"
+import { RpcSerialization, RpcServer } from "effect/rpc"
+import { SqlClient } from "effect/sql/SqlClient"
+import { Profile } from "../../cluster/Profile.ts"
+import { ClusterStatus } from "../../cluster/runner.ts"
+import { type DatabaseUnavailable, ServiceUnavailable } from "../../schema/errors.ts"
+import { RpcAuth, RpcUnauthorized, ServiceRpcs, type ServiceStatusInfo } from "../../schema/rpc.ts"
+import { AppConfig } from "../platform/config.ts"
+import { secretMatches } from "../platform/secrets.ts"
+import { databaseUnavailable, DatabaseInfo } from "../platform/database.ts"
+import { appliedMigrationId, latestMigrationId } from "../platform/migrator.ts"
+import { VERSION } from "../platform/version.ts"
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+
+/** `Authorization: Bearer <SVC_RPC_TOKEN>`, compared in constant time; no token configured refuses all. */
+export const RpcAuthLive = Layer.effect(RpcAuth)(
+  Effect.gen(function*() {
+    const { rpcToken } = yield* AppConfig
+    const expected = rpcToken
+    const refuse = (message: string) => Effect.fail(new RpcUnauthorized({ message }))
+
+    return RpcAuth.of((effect, { headers }) => {
+      if (Option.isNone(expected)) return refuse("RPC is disabled: no SVC_RPC_TOKEN is configured.")
+      const match = BEARER.exec(headers["authorization"] ?? "")
+      if (match === null) return refuse("Missing bearer token.")
+      return secretMatches(match[1] ?? "", expected.value) ? effect : refuse("Invalid bearer token.")
+    })
+  })
+)
+
+/** How long a profile call may wait for the shard owner (covers a runner failover). */
+const PROFILE_CALL_TIMEOUT = "20 seconds"
+
+const clusterUnavailable = (reason: string) =>
+  new ServiceUnavailable({
+    message: "The profile's runner did not answer. Retry the same request shortly.",
+    reason,
+    retry_after_seconds: 2
+  })
+
+type EntityCallError =
+  | DatabaseUnavailable
+  | ClusterError.MailboxFull
+  | ClusterError.AlreadyProcessingMessage
+  | ClusterError.PersistenceError
+  | ClusterError.EntityNotAssignedToRunner
+
+const ServiceHandlersLive = ServiceRpcs.toLayer(
+  Effect.gen(function*() {
+    const makeProfile = yield* Profile.client
+    const clusterStatus = yield* ClusterStatus
+    const database = yield* DatabaseInfo
+    const sql = yield* SqlClient
+
+    const probeDatabase = Effect.all({ reachable: sql`SELECT 1`, applied: appliedMigrationId }).pipe(
+      Effect.provideService(SqlClient, sql),
+      Effect.timeoutOrElse({ duration: "2 seconds", orElse: () => Effect.succeed(undefined) }),
+      Effect.catchTag("SqlError", () => Effect.succeed(undefined))
+    )
+
+    const serviceStatus = Effect.fn("Rpc.ServiceStatus")(function*() {
+      const probe = yield* probeDatabase
+      const cluster = probe === undefined
+        ? yield* clusterStatus.local
+        : yield* clusterStatus.status.pipe(Effect.catchTag("DatabaseUnavailable", () => clusterStatus.local))
+      const status: ServiceStatusInfo = {
+        version: VERSION,
+        database: {
+          mode: database.mode,
+          location: database.location,
+          reachable: probe !== undefined,
+          migrations: { applied: probe?.applied ?? null, latest: latestMigrationId }
+        },
+        cluster
+      }
+      return status
+    })
+
+    // Cluster transport errors are transient; a persistence failure is the database being away.
+    const routed = <A>(effect: Effect.Effect<A, EntityCallError>, onTimeout: string) =>
+      effect.pipe(
+        Effect.timeoutOrElse({
+          duration: PROFILE_CALL_TIMEOUT,
+          orElse: () => Effect.fail(clusterUnavailable(onTimeout))
+        }),
+        Effect.catchTags({
+          PersistenceError: () => Effect.fail(databaseUnavailable()),
+          MailboxFull: () => Effect.fail(clusterUnavailable("mailbox_full")),
+          AlreadyProcessingMessage: () => Effect.fail(clusterUnavailable("already_processing")),
+          EntityNotAssignedToRunner: () => Effect.fail(clusterUnavailable("shard_moving"))
+        })
+      )
+
+    return ServiceRpcs.of({
+      ServiceStatus: serviceStatus,
+      ProfileGetState: Effect.fn("Rpc.ProfileGetState")(function*({ profile_id }) {
+        return yield* routed(makeProfile(profile_id.toLowerCase()).GetState(), "runner_timeout")
+      }),
+      ProfileBumpRevocationEpoch: Effect.fn("Rpc.ProfileBumpRevocationEpoch")(function*({ profile_id }) {
+        return yield* routed(makeProfile(profile_id.toLowerCase()).BumpRevocationEpoch(), "outcome_unknown")
+      })
+    })
+  })
+)
+
+/** Serves `ServiceRpcs` at `POST /rpc` on the application's HttpRouter. */
+export const RpcLive: Layer.Layer<
+  never,
+  never,
+  HttpRouter.HttpRouter | AppConfig | Sharding.Sharding | ClusterStatus | DatabaseInfo | SqlClient
+> = RpcServer.layerHttp({ group: ServiceRpcs, path: "/rpc", protocol: "http" }).pipe(
+  Layer.provide([ServiceHandlersLive, RpcAuthLive, RpcSerialization.layerJson])
+)

@@ -1,0 +1,27 @@
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { createServer } from "node:http"
+import { ClusterLive } from "../../../cluster/runner.ts"
+import { DatabaseLive } from "../../../src/platform/database.ts"
+import { migrate } from "../../../src/platform/migrator.ts"
+import { RpcLive } from "../../../src/rpc/server.ts"
+
+const MigrationsLive = Layer.effectDiscard(Effect.orDie(migrate))
+
+/**
+ * What the service runs for the RPC surface: database (migrated), cluster, `/rpc` on an
+ * HttpRouter served on `port` (0 picks a free one). Needs AppConfig.
+ */
+export const serverLayer = (options: { readonly host?: string; readonly port: number }) =>
+  HttpRouter.serve(RpcLive, { disableListenLog: true, disableLogger: true }).pipe(
+    Layer.provideMerge(ClusterLive),
+    Layer.provide(MigrationsLive),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host ?? "127.0.0.1" }))
+  )
+
+/** The port an HttpServer listens on. */
+export const serverPort = HttpServer.HttpServer.useSync((server) =>
+  "port" in server.address ? server.address.port : 0
+)
