@@ -6,7 +6,6 @@
 import { Effect, Layer } from "effect"
 import { ClusterLive } from "../../cluster/runner.ts"
 import { CredentialStore } from "../http/auth.ts"
-import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./database.ts"
 import { migrate } from "./migrator.ts"
 import { RateLimiterLive } from "./rate-limit.ts"

@@ -3,7 +3,7 @@
  * serialization on the same HttpRouter as the HTTP API. Profile calls go through the sharding
  * client, so a call made on any runner lands on the runner owning the profile's shard.
  */
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option } from "effect"
 import type { ClusterError, Sharding } from "effect/cluster"
 import type { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"

@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { adjustRequestTime, call, serveAppWithRequestClock, setRequestTime, testSettings } from "../support/app.ts"
+import { call, serveAppWithRequestClock, setRequestTime, testSettings } from "../support/app.ts"
 
 const retired = [
   "/api/v1/dashboard/chat",
