@@ -19,6 +19,7 @@ import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/co
 import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
 import { CoreLive } from "../../src/platform/services.ts"
 import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
+import { makeServiceClient } from "../../src/rpc/client.ts"
 
 const settingsFrom = (env: Record<string, string | undefined>): Effect.Effect<AppSettings> =>
   loadSettings.pipe(
@@ -33,6 +34,7 @@ const temporaryDir = Effect.acquireRelease(
 
 const exporter = new InMemorySpanExporter()
 const ADMIN_TOKEN = "telemetry-test-admin-token"
+const RPC_TOKEN = "telemetry-test-rpc-token"
 
 /** Served on an ephemeral port; the temporary directory outlives the database using it. */
 const TracedApp = Layer.unwrap(
@@ -41,6 +43,7 @@ const TracedApp = Layer.unwrap(
     const settings = yield* settingsFrom({
       SVC_DATA_DIR: dataDir,
       SVC_ADMIN_TOKEN: ADMIN_TOKEN,
+      SVC_RPC_TOKEN: RPC_TOKEN,
       DATABASE_URL: process.env["DATABASE_URL"],
       LOG_LEVEL: "Warn",
       OTEL_SERVICE_NAME: "svc-telemetry-test",
@@ -117,6 +120,33 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
       }
       assert.isTrue(sqlSpans.some((span) => span.attributes["db.query.text"] === "SELECT 1"))
     }))
+
+  it.effect("an entity call (RPC ProfileBumpRevocationEpoch) is a child span of its request, with its SQL beneath", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const client = yield* makeServiceClient({ url: `${HttpServer.formatAddress(server.address)}/rpc`, token: RPC_TOKEN })
+      exporter.reset()
+      const state = yield* client.ProfileBumpRevocationEpoch({ profile_id: crypto.randomUUID() })
+      assert.strictEqual(state.revocation_epoch, 1)
+
+      const spans = yield* finishedSpansWhen((spans) =>
+        spans.some(isServerSpan) && spans.some((span) => span.name.startsWith("Profile."))
+      )
+      // The HTTP request's span; the RPC server and the entity behaviour add server spans of their own beneath it.
+      const serverSpan = spans.find((span) => isServerSpan(span) && span.attributes["http.request.method"] === "POST")
+      assert.isDefined(serverSpan)
+      if (serverSpan === undefined) return
+      assert.strictEqual(serverSpan.attributes["http.route"], "/rpc")
+      const entitySpans = spans.filter((span) => span.name.startsWith("Profile."))
+      assert.isTrue(entitySpans.some((span) => span.name === "Profile.client.BumpRevocationEpoch"))
+      assert.isAbove(entitySpans.length, 0, `spans: ${spans.map((span) => span.name).join(", ")}`)
+      for (const entitySpan of entitySpans) {
+        assert.isTrue(descendsFrom(entitySpan, serverSpan, spans), `${entitySpan.name} is not under the request`)
+      }
+      const upsert = spans.find((span) => String(span.attributes["db.query.text"] ?? "").includes("profile_state"))
+      assert.isDefined(upsert, `spans: ${spans.map((span) => span.name).join(", ")}`)
+      if (upsert !== undefined) assert.isTrue(descendsFrom(upsert, serverSpan, spans))
+    }).pipe(Effect.scoped))
 
   it.effect("an authenticated request names the principal kind on its server span", () =>
     Effect.gen(function*() {
