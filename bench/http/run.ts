@@ -1,0 +1,365 @@
+/**
+ * HTTP overhead benchmark (`npm run bench:http`).
+ *
+ * Compares the real service (`src/platform/main.node.ts`, embedded PGlite in a temp dir) with
+ * a bare `node:http` server that answers the same bytes for `GET /healthz` and for the 404
+ * envelope of `GET /api/v1/nope`: same status, headers, body shape, a fresh request id per
+ * request. Both run as their own Node process; the load generator runs here, on keep-alive
+ * connections to 127.0.0.1 only, one request in flight per connection.
+ *
+ * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (10), BENCH_WARMUP_S (2).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer as createHttpServer } from "node:http"
+import { connect, createServer as createNetServer, type Socket } from "node:net"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+const HOST = "127.0.0.1"
+const PATHS = ["/healthz", "/api/v1/nope"] as const
+
+const intFromEnv = (name: string, fallback: number, max: number) => {
+  const value = Number(process.env[name] ?? fallback)
+  return Number.isInteger(value) && value > 0 ? Math.min(value, max) : fallback
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bare server (child role): `node bench/http/run.ts --bare <port> <docsBaseUrl>`.
+
+const incomingIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
+
+const runBareServer = (port: number, docsBaseUrl: string) => {
+  const server = createHttpServer((request, response) => {
+    const incoming = request.headers["x-request-id"]
+    const requestId = typeof incoming === "string" && incomingIdPattern.test(incoming)
+      ? incoming
+      : `req_${crypto.randomUUID().replaceAll("-", "")}`
+    let status: number
+    let body: string
+    if (request.method === "GET" && request.url === "/healthz") {
+      status = 200
+      body = JSON.stringify({ status: "ok" })
+    } else {
+      status = 404
+      body = JSON.stringify({
+        error: {
+          code: "not_found",
+          message: "No such resource or route.",
+          status: 404,
+          request_id: requestId,
+          docs_url: `${docsBaseUrl}/docs/errors#not_found`
+        }
+      })
+    }
+    response.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "x-request-id": requestId
+    })
+    response.end(body)
+  })
+  server.listen(port, HOST)
+  process.on("SIGTERM", () => server.close(() => process.exit(0)))
+  // The parent going away ends this process too.
+  process.stdin.resume()
+  process.stdin.on("end", () => process.exit(0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generator: a minimal HTTP/1.1 keep-alive client over raw sockets, so that the client's
+// own cost stays small next to the servers' on a 2-core machine.
+
+interface RunResult {
+  readonly requests: number
+  readonly errors: number
+  readonly seconds: number
+  readonly latenciesMs: Float64Array
+}
+
+const CRLFCRLF = Buffer.from("\r\n\r\n")
+
+const connectionLoop = (
+  port: number,
+  path: string,
+  shouldStop: () => boolean,
+  onResponse: (status: number, latencyMs: number) => void,
+  onError: () => void
+): Promise<void> =>
+  new Promise((resolveLoop) => {
+    const request = Buffer.from(`GET ${path} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nConnection: keep-alive\r\n\r\n`)
+    let socket: Socket
+    let buffered: Buffer = Buffer.alloc(0)
+    let sentAt = 0n
+    let finished = false
+
+    const finish = () => {
+      if (finished) return
+      finished = true
+      socket.destroy()
+      resolveLoop()
+    }
+    const send = () => {
+      if (shouldStop()) return finish()
+      sentAt = process.hrtime.bigint()
+      socket.write(request)
+    }
+    const open = () => {
+      buffered = Buffer.alloc(0)
+      socket = connect({ host: HOST, port, noDelay: true })
+      socket.setTimeout(10_000, () => socket.destroy(new Error("response timeout")))
+      socket.on("connect", send)
+      socket.on("data", onData)
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        if (finished) return
+        onError()
+        if (shouldStop()) return finish()
+        // Reconnect after a short pause rather than spinning on a dead server.
+        setTimeout(open, 50)
+      })
+    }
+    const onData = (chunk: Buffer) => {
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
+      for (;;) {
+        const headerEnd = buffered.indexOf(CRLFCRLF)
+        if (headerEnd < 0) return
+        const head = buffered.toString("latin1", 0, headerEnd)
+        const match = /\r\ncontent-length:\s*(\d+)/i.exec(head)
+        const status = Number(head.slice(9, 12))
+        if (match?.[1] === undefined) {
+          // Not framed by content-length: count it as an error and start over.
+          onError()
+          socket.destroy()
+          return
+        }
+        const total = headerEnd + 4 + Number(match[1])
+        if (buffered.length < total) return
+        buffered = buffered.subarray(total)
+        onResponse(status, Number(process.hrtime.bigint() - sentAt) / 1e6)
+        send()
+        if (finished) return
+      }
+    }
+    open()
+  })
+
+const load = async (
+  port: number,
+  path: string,
+  expectedStatus: number,
+  connections: number,
+  warmupSeconds: number,
+  durationSeconds: number
+): Promise<RunResult> => {
+  let measuring = false
+  let stopped = false
+  let requests = 0
+  let errors = 0
+  let latencies = new Float64Array(1 << 16)
+  const onResponse = (status: number, latencyMs: number) => {
+    if (!measuring) return
+    if (status !== expectedStatus) {
+      errors++
+      return
+    }
+    if (requests === latencies.length) {
+      const grown = new Float64Array(latencies.length * 2)
+      grown.set(latencies)
+      latencies = grown
+    }
+    latencies[requests++] = latencyMs
+  }
+  const onError = () => {
+    if (measuring) errors++
+  }
+  const loops = Array.from({ length: connections }, () => connectionLoop(port, path, () => stopped, onResponse, onError))
+  await sleep(warmupSeconds * 1000)
+  measuring = true
+  const started = process.hrtime.bigint()
+  await sleep(durationSeconds * 1000)
+  measuring = false
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  stopped = true
+  // Each connection stops after its in-flight response; bounded by the socket timeout.
+  await Promise.race([Promise.all(loops), sleep(15_000)])
+  return { requests, errors, seconds, latenciesMs: latencies.slice(0, requests).sort() }
+}
+
+const percentile = (sorted: Float64Array, p: number) =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN
+
+// ---------------------------------------------------------------------------------------------
+// Orchestration.
+
+const root = resolve(import.meta.dirname, "../..")
+const children = new Set<ChildProcess>()
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+const freePort = () =>
+  new Promise<number>((resolvePort, reject) => {
+    const server = createNetServer()
+    server.once("error", reject)
+    server.listen(0, HOST, () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => (port > 0 ? resolvePort(port) : reject(new Error("no port assigned"))))
+    })
+  })
+
+const startProcess = (args: ReadonlyArray<string>, env: Record<string, string | undefined>, label: string) => {
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ["pipe", "pipe", "pipe"] })
+  const output: Array<string> = []
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString("utf8"))
+    if (output.length > 200) output.shift()
+  }
+  child.stdout?.on("data", keep)
+  child.stderr?.on("data", keep)
+  children.add(child)
+  child.once("exit", () => children.delete(child))
+  return { child, output: () => `--- ${label} output ---\n${output.join("").slice(-4_000)}` }
+}
+
+const stopProcess = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise<void>((r) => child.once("exit", () => r()))
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
+  await exited
+  clearTimeout(timer)
+}
+
+process.on("exit", () => {
+  for (const child of children) child.kill("SIGKILL")
+})
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    for (const child of children) child.kill("SIGKILL")
+    process.exit(130)
+  })
+}
+
+const waitFor = async (port: number, child: ChildProcess, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`process exited with code ${child.exitCode}`)
+    const ok = await fetch(`http://${HOST}:${port}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+      async (r) => {
+        await r.arrayBuffer()
+        return r.status === 200
+      },
+      () => false
+    )
+    if (ok) return
+    await sleep(200)
+  }
+  throw new Error(`no 200 from /healthz within ${timeoutMs / 1000} s`)
+}
+
+interface Observed {
+  readonly status: number
+  readonly headers: ReadonlyArray<string>
+  readonly body: string
+}
+
+/** What a response looks like with the per-request parts (request id, date) normalised. */
+const observe = async (port: number, path: string): Promise<Observed> => {
+  const response = await fetch(`http://${HOST}:${port}${path}`, { signal: AbortSignal.timeout(5_000) })
+  const requestId = response.headers.get("x-request-id") ?? "<none>"
+  const body = (await response.text()).replaceAll(requestId, "<id>")
+  const headers = [...response.headers.entries()]
+    .filter(([name]) => name !== "date")
+    .map(([name, value]) => `${name}: ${name === "x-request-id" ? `<${value.length} chars>` : value}`)
+    .sort()
+  return { status: response.status, headers, body }
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+
+const main = async () => {
+  const connections = intFromEnv("BENCH_CONNECTIONS", 50, 500)
+  const durationSeconds = intFromEnv("BENCH_DURATION_S", 10, 120)
+  const warmupSeconds = intFromEnv("BENCH_WARMUP_S", 2, 60)
+
+  const servicePort = await freePort()
+  const barePort = await freePort()
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-"))
+  const baseEnv: Record<string, string | undefined> = { ...process.env, DATABASE_URL: undefined, REDIS_URL: undefined }
+  const service = startProcess(
+    ["src/platform/main.node.ts"],
+    { ...baseEnv, PORT: String(servicePort), HOST, SVC_DATA_DIR: join(dataDir, "db") },
+    "service"
+  )
+  // Same docs base URL as the service's default, so both bodies have the same length.
+  const bare = startProcess(["bench/http/run.ts", "--bare", String(barePort), `http://localhost:${servicePort}`], baseEnv, "bare")
+
+  try {
+    await waitFor(servicePort, service.child, 120_000).catch((error: unknown) => {
+      throw new Error(`service did not start: ${String(error)}\n${service.output()}`)
+    })
+    await waitFor(barePort, bare.child, 30_000).catch((error: unknown) => {
+      throw new Error(`bare server did not start: ${String(error)}\n${bare.output()}`)
+    })
+
+    console.log(`node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run; 127.0.0.1 only`)
+    console.log("Responses compared (date dropped, request id masked):")
+    const expected = new Map<string, number>()
+    for (const path of PATHS) {
+      const a = await observe(servicePort, path)
+      const b = await observe(barePort, path)
+      const same = JSON.stringify(a) === JSON.stringify(b)
+      console.log(`  GET ${path}: ${same ? "identical" : "DIFFERENT"} (status ${a.status}, ${a.body.length} body bytes)`)
+      if (!same) {
+        console.log(`    service: ${JSON.stringify(a)}\n    bare:    ${JSON.stringify(b)}`)
+        throw new Error(`the bare server does not answer ${path} like the service`)
+      }
+      expected.set(path, a.status)
+    }
+
+    const rows: Array<{ path: string; server: string; rps: number; p50: number; p99: number; errors: number }> = []
+    for (const path of PATHS) {
+      for (const [server, port] of [["service", servicePort], ["bare node:http", barePort]] as const) {
+        process.stdout.write(`  running GET ${path} against ${server} ...`)
+        const result = await load(port, path, expected.get(path) ?? 200, connections, warmupSeconds, durationSeconds)
+        const rps = result.requests / result.seconds
+        rows.push({ path, server, rps, p50: percentile(result.latenciesMs, 0.5), p99: percentile(result.latenciesMs, 0.99), errors: result.errors })
+        console.log(` ${fmt(rps)} req/s`)
+      }
+    }
+
+    console.log("")
+    console.log("| path | server | req/s | p50 ms | p99 ms | errors |")
+    console.log("|---|---|---:|---:|---:|---:|")
+    for (const row of rows) {
+      console.log(`| GET ${row.path} | ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} |`)
+    }
+    console.log("")
+    console.log("| path | service/bare req/s | service/bare p99 | goal |")
+    console.log("|---|---:|---:|---|")
+    let allMet = true
+    for (const path of PATHS) {
+      const service = rows.find((r) => r.path === path && r.server === "service")
+      const bareRow = rows.find((r) => r.path === path && r.server !== "service")
+      if (service === undefined || bareRow === undefined) continue
+      const ratio = service.rps / bareRow.rps
+      const met = ratio >= 0.5
+      allMet &&= met
+      console.log(`| GET ${path} | ${fmt(ratio, 2)}x | ${fmt(service.p99 / bareRow.p99, 2)}x | >= 0.50x ${met ? "met" : "NOT met"} |`)
+    }
+    const errors = rows.reduce((sum, r) => sum + r.errors, 0)
+    if (errors > 0) console.log(`${errors} requests failed or answered an unexpected status`)
+    process.exitCode = errors > 0 ? 1 : 0
+    if (!allMet) console.log("throughput goal (service >= 0.5x bare) not met")
+  } finally {
+    await Promise.all([stopProcess(service.child), stopProcess(bare.child)])
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+if (process.argv[2] === "--bare") {
+  runBareServer(Number(process.argv[3]), process.argv[4] ?? "http://localhost")
+} else {
+  await main()
+}
