@@ -4,7 +4,8 @@
  * Compares the real service (`src/platform/main.node.ts`, embedded PGlite in a temp dir) with
  * a bare `node:http` server that answers the same bytes for `GET /healthz` and for the 404
  * envelope of `GET /api/v1/nope`: same status, headers, body shape, a fresh request id per
- * request. Both run as their own Node process; the load generator runs here, on keep-alive
+ * request. A third server, the Effect platform alone (bench/http/effect-router.ts), separates the
+ * platform's cost from the service's own. Each runs as its own Node process; the load generator runs here, on keep-alive
  * connections to 127.0.0.1 only, one request in flight per connection.
  *
  * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (10), BENCH_WARMUP_S (2).
@@ -285,6 +286,7 @@ const main = async () => {
 
   const servicePort = await freePort()
   const barePort = await freePort()
+  const routerPort = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-"))
   const baseEnv: Record<string, string | undefined> = { ...process.env, DATABASE_URL: undefined, REDIS_URL: undefined }
   const service = startProcess(
@@ -294,6 +296,7 @@ const main = async () => {
   )
   // Same docs base URL as the service's default, so both bodies have the same length.
   const bare = startProcess(["bench/http/run.ts", "--bare", String(barePort), `http://localhost:${servicePort}`], baseEnv, "bare")
+  const router = startProcess(["bench/http/effect-router.ts", String(routerPort), `http://localhost:${servicePort}`], baseEnv, "router")
 
   try {
     await waitFor(servicePort, service.child, 120_000).catch((error: unknown) => {
@@ -302,6 +305,9 @@ const main = async () => {
     await waitFor(barePort, bare.child, 30_000).catch((error: unknown) => {
       throw new Error(`bare server did not start: ${String(error)}\n${bare.output()}`)
     })
+    await waitFor(routerPort, router.child, 30_000).catch((error: unknown) => {
+      throw new Error(`effect router did not start: ${String(error)}\n${router.output()}`)
+    })
 
     console.log(`node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run; 127.0.0.1 only`)
     console.log("Responses compared (date dropped, request id masked):")
@@ -309,10 +315,11 @@ const main = async () => {
     for (const path of PATHS) {
       const a = await observe(servicePort, path)
       const b = await observe(barePort, path)
-      const same = JSON.stringify(a) === JSON.stringify(b)
+      const c = await observe(routerPort, path)
+      const same = JSON.stringify(a) === JSON.stringify(b) && JSON.stringify(a) === JSON.stringify(c)
       console.log(`  GET ${path}: ${same ? "identical" : "DIFFERENT"} (status ${a.status}, ${a.body.length} body bytes)`)
       if (!same) {
-        console.log(`    service: ${JSON.stringify(a)}\n    bare:    ${JSON.stringify(b)}`)
+        console.log(`    service: ${JSON.stringify(a)}\n    bare:    ${JSON.stringify(b)}\n    router:  ${JSON.stringify(c)}`)
         throw new Error(`the bare server does not answer ${path} like the service`)
       }
       expected.set(path, a.status)
@@ -320,7 +327,8 @@ const main = async () => {
 
     const rows: Array<{ path: string; server: string; rps: number; p50: number; p99: number; errors: number }> = []
     for (const path of PATHS) {
-      for (const [server, port] of [["service", servicePort], ["bare node:http", barePort]] as const) {
+      const servers = [["service", servicePort], ["bare node:http", barePort], ["effect router only", routerPort]] as const
+      for (const [server, port] of servers) {
         process.stdout.write(`  running GET ${path} against ${server} ...`)
         const result = await load(port, path, expected.get(path) ?? 200, connections, warmupSeconds, durationSeconds)
         const rps = result.requests / result.seconds
@@ -336,24 +344,27 @@ const main = async () => {
       console.log(`| GET ${row.path} | ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} |`)
     }
     console.log("")
-    console.log("| path | service/bare req/s | service/bare p99 | goal |")
-    console.log("|---|---:|---:|---|")
+    console.log("| path | service/bare req/s | service/bare p99 | service/effect-router req/s | goal |")
+    console.log("|---|---:|---:|---:|---|")
     let allMet = true
     for (const path of PATHS) {
       const service = rows.find((r) => r.path === path && r.server === "service")
-      const bareRow = rows.find((r) => r.path === path && r.server !== "service")
-      if (service === undefined || bareRow === undefined) continue
+      const bareRow = rows.find((r) => r.path === path && r.server === "bare node:http")
+      const routerRow = rows.find((r) => r.path === path && r.server === "effect router only")
+      if (service === undefined || bareRow === undefined || routerRow === undefined) continue
       const ratio = service.rps / bareRow.rps
       const met = ratio >= 0.5
       allMet &&= met
-      console.log(`| GET ${path} | ${fmt(ratio, 2)}x | ${fmt(service.p99 / bareRow.p99, 2)}x | >= 0.50x ${met ? "met" : "NOT met"} |`)
+      console.log(
+        `| GET ${path} | ${fmt(ratio, 2)}x | ${fmt(service.p99 / bareRow.p99, 2)}x | ${fmt(service.rps / routerRow.rps, 2)}x | >= 0.50x ${met ? "met" : "NOT met"} |`
+      )
     }
     const errors = rows.reduce((sum, r) => sum + r.errors, 0)
     if (errors > 0) console.log(`${errors} requests failed or answered an unexpected status`)
     process.exitCode = errors > 0 ? 1 : 0
     if (!allMet) console.log("throughput goal (service >= 0.5x bare) not met")
   } finally {
-    await Promise.all([stopProcess(service.child), stopProcess(bare.child)])
+    await Promise.all([stopProcess(service.child), stopProcess(bare.child), stopProcess(router.child)])
     rmSync(dataDir, { recursive: true, force: true })
   }
 }

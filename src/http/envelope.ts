@@ -6,9 +6,8 @@
  * already an envelope and only lacks the request-scoped fields), as bare framework answers
  * (an unknown route, an unsupported content type, a body over the cap), or as defects.
  */
-import { ByteSize, Cause, Context, Effect, Layer, Option } from "effect"
+import { Cause, Context, Effect, Layer, Option, Tracer } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { isSqlError } from "effect/sql/SqlError"
 import type { unhandled } from "effect/Types"
@@ -22,11 +21,9 @@ import {
   ValidationError
 } from "../../schema/errors.ts"
 import { AppConfig } from "../platform/config.ts"
+import { CurrentRequestId } from "../platform/request-id.ts"
 import { databaseUnavailable } from "../platform/database.ts"
 import { formatSchemaError } from "./schema-errors.ts"
-
-/** The id of the request being served; also the `request_id` of its error envelope. */
-export const CurrentRequestId = Context.Reference<string>("svc/CurrentRequestId", { defaultValue: () => "" })
 
 const incomingIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
 
@@ -78,6 +75,7 @@ const finalizeErrorResponse = (
       return HttpServerResponse.setHeaders(finalized, withoutContentHeaders(response.headers))
     }
   }
+  if (response.status === 404) return envelopeResponse(notFoundEnvelope, context)
   return errorResponse(bareStatusError(response, context), context)
 }
 
@@ -85,6 +83,15 @@ const withoutContentHeaders = (headers: Record<string, string>) => {
   const { "content-type": _type, "content-length": _length, ...rest } = headers
   return rest
 }
+
+const notFoundEnvelope = toEnvelope(new NotFound({ message: "No such resource or route." }))
+
+/** Unknown routes and unserved methods: the 404 envelope, without building an error per request. */
+export const NotFoundRoute = HttpRouter.addAll(
+  (["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const).map((method) =>
+    HttpRouter.route(method, "*", Effect.succeed(HttpServerResponse.empty({ status: 404 })))
+  )
+)
 
 /** Errors for the framework's own bare answers. */
 const bareStatusError = (response: HttpServerResponse.HttpServerResponse, context: RenderContext): ApiError => {
@@ -156,42 +163,41 @@ const isApiError = (u: object): u is ApiError => {
 
 /**
  * Global router middleware: request id, body cap, envelope rendering, `X-Request-Id`.
- * Runs inside the server span, so it also names the span's request id.
+ * Runs inside the server span, so it also names the span's request id. (The body cap while
+ * reading a body is the platform's `MaxBodySize`, set once for the server in CoreLive.)
  */
 export const EnvelopeMiddleware = HttpRouter.middleware(
   Effect.gen(function*() {
     const settings = yield* AppConfig
-    const maxBodySize = ByteSize.bytes(settings.maxBodyBytes)
     return (httpEffect): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const requestId = requestIdFor(request)
+        const span = Context.getOrUndefined(fiber.context, Tracer.ParentSpan)
+        if (span !== undefined && span._tag === "Span") span.attribute("svc.request_id", requestId)
         const context: RenderContext = { requestId, docsBaseUrl: settings.baseUrl, maxBodyBytes: settings.maxBodyBytes }
-        const declaredLength = Number(request.headers["content-length"] ?? "0")
-        if (declaredLength > settings.maxBodyBytes) {
-          return Effect.as(
-            Effect.annotateCurrentSpan("svc.request_id", requestId),
-            errorResponse(payloadTooLarge(context), context)
-          )
+        if (Number(request.headers["content-length"] ?? "0") > settings.maxBodyBytes) {
+          return Effect.succeed(errorResponse(payloadTooLarge(context), context))
         }
-        return httpEffect.pipe(
-          Effect.provideService(CurrentRequestId, requestId),
-          Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBodySize),
-          Effect.annotateLogs("request_id", requestId),
-          Effect.matchCauseEffect({
-            onSuccess: (response) =>
-              Effect.succeed(
-                response.status >= 400
-                  ? finalizeErrorResponse(response, context)
-                  : HttpServerResponse.setHeader(response, "x-request-id", requestId)
-              ),
-            onFailure: (cause) => Effect.map(errorFromCause(cause, context), (error) => errorResponse(error, context))
-          }),
-          Effect.tap(() => Effect.annotateCurrentSpan("svc.request_id", requestId))
-        )
+        return Effect.matchCauseEffect(Effect.provideService(httpEffect, CurrentRequestId, requestId), {
+          onSuccess: (response) =>
+            Effect.succeed(
+              response.status >= 400
+                ? finalizeErrorResponse(response, context)
+                : HttpServerResponse.setHeader(response, "x-request-id", requestId)
+            ),
+          onFailure: (cause) =>
+            errorFromCause(cause, context).pipe(
+              Effect.map((error) => errorResponse(error, context)),
+              Effect.provideService(CurrentRequestId, requestId)
+            )
+        })
       })
   }),
   { global: true }
 )
 
-export const EnvelopeLayer: Layer.Layer<never, never, AppConfig | HttpRouter.HttpRouter> = EnvelopeMiddleware
+export const EnvelopeLayer: Layer.Layer<never, never, AppConfig | HttpRouter.HttpRouter> = Layer.merge(
+  EnvelopeMiddleware,
+  NotFoundRoute
+)

@@ -1,10 +1,11 @@
 /**
  * Logs: one JSON object per line on stdout (or pretty lines for a terminal), filtered by
- * `LOG_LEVEL`. A JSON line carries its annotations at the top level (`request_id` among
- * them) and the `trace_id` / `span_id` of the span it was written in.
+ * `LOG_LEVEL`. A JSON line carries the `request_id` of the request it was written for, its
+ * annotations at the top level, and the `trace_id` / `span_id` of the span it was written in.
  */
 import { Context, Formatter, Layer, Logger, References, Tracer } from "effect"
 import { AppConfig } from "./config.ts"
+import { CurrentRequestId } from "./request-id.ts"
 
 /** The span to name in a log line: the innermost one that is really recorded. */
 const recordedSpan = (span: Tracer.AnySpan | undefined): Tracer.AnySpan | undefined => {
@@ -20,10 +21,12 @@ const recordedSpan = (span: Tracer.AnySpan | undefined): Tracer.AnySpan | undefi
 export const jsonLogger: Logger.Logger<unknown, string> = Logger.make((options) => {
   const structured = Logger.formatStructured.log(options)
   const span = recordedSpan(Context.getOrUndefined(options.fiber.context, Tracer.ParentSpan))
+  const requestId = options.fiber.getRef(CurrentRequestId)
   return Formatter.formatJson({
     timestamp: structured.timestamp,
     level: structured.level,
     message: structured.message,
+    ...(requestId === "" ? {} : { request_id: requestId }),
     ...structured.annotations,
     ...(span === undefined ? {} : { trace_id: span.traceId, span_id: span.spanId }),
     ...(structured.cause === undefined ? {} : { cause: structured.cause }),

@@ -3,9 +3,11 @@
  * configuration, database, migrations, then the cluster runner, rate-limit store, credentials.
  * Shared by the Node and Deno entry points and by the tests.
  */
-import { Effect, Layer } from "effect"
+import { ByteSize, Effect, Layer } from "effect"
+import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLive } from "../../cluster/runner.ts"
 import { CredentialStore } from "../http/auth.ts"
+import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./database.ts"
 import { migrate } from "./migrator.ts"
 import { RateLimiterLive } from "./rate-limit.ts"
@@ -18,7 +20,12 @@ export const MigrationsLive = Layer.effectDiscard(
       : Effect.logInfo("applied migrations", applied.map(([id, name]) => `${id}_${name}`)))
 )
 
-export const CoreLive = Layer.mergeAll(ClusterLive, RateLimiterLive, CredentialStore.layerEmpty).pipe(
+/** The request-body cap every request reads while its body is consumed. */
+const RequestLimitsLive = Layer.unwrap(
+  AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
+)
+
+export const CoreLive = Layer.mergeAll(ClusterLive, RateLimiterLive, CredentialStore.layerEmpty, RequestLimitsLive).pipe(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)
 )

@@ -1,0 +1,41 @@
+/**
+ * Second baseline for bench/http: the Effect platform alone (NodeHttpServer + HttpRouter, no
+ * HttpApi, no middleware) answering the same bytes as the service. The gap between it and
+ * the bare node:http server is the platform's per-request cost; the gap between it and the
+ * service is what the service's own layers add.
+ *
+ *   node bench/http/effect-router.ts <port> <docsBaseUrl>
+ */
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { createServer } from "node:http"
+import { requestIdFor } from "../../src/http/envelope.ts"
+
+const port = Number(process.argv[2])
+const docsBaseUrl = process.argv[3] ?? "http://localhost"
+
+const respond = (status: number, body: (requestId: string) => unknown) =>
+  Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    const requestId = requestIdFor(request)
+    return HttpServerResponse.jsonUnsafe(body(requestId), { status, headers: { "x-request-id": requestId } })
+  })
+
+const App = Layer.mergeAll(
+  HttpRouter.add("GET", "/healthz", respond(200, () => ({ status: "ok" }))),
+  HttpRouter.add("*", "*", respond(404, (requestId) => ({
+    error: {
+      code: "not_found",
+      message: "No such resource or route.",
+      status: 404,
+      request_id: requestId,
+      docs_url: `${docsBaseUrl}/docs/errors#not_found`
+    }
+  })))
+)
+
+Layer.launch(
+  HttpRouter.serve(App, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" }))
+  )
+).pipe(NodeRuntime.runMain)
