@@ -55,6 +55,29 @@ layer(serveAppWithRequestClock(testSettings(), ProbeApp), { timeout: "60 seconds
       }))
   })
 
+  describe("body size cap", () => {
+    it.effect("a chunked body (no Content-Length) over the cap is cut off: 413 payload_too_large", () =>
+      Effect.gen(function*() {
+        const chunk = new TextEncoder().encode(`{"name":"a","items":[],"pad":"${"x".repeat(16 * 1024)}`)
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (let i = 0; i < 6; i++) controller.enqueue(chunk)
+            controller.enqueue(new TextEncoder().encode("\"}"))
+            controller.close()
+          }
+        })
+        const response = yield* call("/api/v1/probe/items", {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: "Bearer svc_live_payments" },
+          body,
+          duplex: "half"
+        })
+        assert.strictEqual(response.status, 413)
+        assert.strictEqual(response.json.error.code, "payload_too_large")
+        assert.strictEqual(response.json.error.request_id, response.headers.get("x-request-id"))
+      }))
+  })
+
   describe("defects", () => {
     it.effect("a defect is 500 internal_error with the request id and no stack trace", () =>
       Effect.gen(function*() {

@@ -76,7 +76,8 @@ export interface HttpResult {
 }
 
 /** One real HTTP request against the test server. */
-export const call = (path: string, init: RequestInit = {}) =>
+/** `duplex: "half"` lets a test stream a request body (Node fetch needs it; the DOM type lacks it). */
+export const call = (path: string, init: RequestInit & { readonly duplex?: "half" } = {}) =>
   Effect.gen(function*() {
     const { url } = yield* TestServer
     const response = yield* Effect.promise(() => fetch(`${url}${path}`, init))
