@@ -18,9 +18,8 @@ export const ConsentHint = Schema.Struct({
   text_hashes: Schema.Record(Schema.String, Schema.String)
 })
 
-/** Fields a handler may set on any error; all but `message` are optional and rendered only when present. */
-export const ErrorFields = {
-  message: Schema.String,
+/** The envelope's optional fields, rendered only when present. */
+const OptionalErrorFields = {
   reason: Schema.optionalKey(Schema.String),
   retry_after_seconds: Schema.optionalKey(Schema.Int),
   consent: Schema.optionalKey(ConsentHint),
@@ -29,7 +28,13 @@ export const ErrorFields = {
   provider: Schema.optionalKey(Schema.String),
   provider_status: Schema.optionalKey(Schema.Int),
   provider_code: Schema.optionalKey(Schema.String),
-  provider_message: Schema.optionalKey(Schema.String),
+  provider_message: Schema.optionalKey(Schema.String)
+}
+
+/** Fields a handler sets on an error: a message and any of the optional envelope fields. */
+export const ErrorFields = {
+  message: Schema.String,
+  ...OptionalErrorFields,
   /** Only `validation_error` varies: 400 by default, 422 for the cases the spec names. */
   http_status: Schema.optionalKey(Schema.Literal(422))
 }
@@ -449,15 +454,7 @@ export const ErrorBody = Schema.Struct({
   status: Schema.Int,
   request_id: Schema.String,
   docs_url: Schema.optionalKey(Schema.String),
-  reason: Schema.optionalKey(Schema.String),
-  retry_after_seconds: Schema.optionalKey(Schema.Int),
-  consent: Schema.optionalKey(ConsentHint),
-  conflicting_destination_id: Schema.optionalKey(Schema.String),
-  reconnect_required: Schema.optionalKey(Schema.Boolean),
-  provider: Schema.optionalKey(Schema.String),
-  provider_status: Schema.optionalKey(Schema.Int),
-  provider_code: Schema.optionalKey(Schema.String),
-  provider_message: Schema.optionalKey(Schema.String)
+  ...OptionalErrorFields
 }).annotate({ identifier: "ErrorBody" })
 
 export const ErrorEnvelope = Schema.Struct({ error: ErrorBody }).annotate({ identifier: "ErrorEnvelope" })
@@ -487,7 +484,7 @@ export const toEnvelope = (error: ApiError, requestId = ""): ErrorEnvelope => {
     request_id: requestId
   }
   for (const [key, value] of Object.entries(optional)) {
-    if (value !== undefined && key in ErrorFields) body[key] = value
+    if (value !== undefined && key in OptionalErrorFields) body[key] = value
   }
   return { error: body as ErrorEnvelope["error"] }
 }

@@ -11,6 +11,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"
 import { requestIdFor } from "../../src/http/envelope.ts"
+import { healthBody, notFoundBody } from "./bodies.ts"
 
 const port = Number(process.argv[2])
 const docsBaseUrl = process.argv[3] ?? "http://localhost"
@@ -22,16 +23,8 @@ const respond = (status: number, body: (requestId: string) => unknown) =>
   })
 
 const App = Layer.mergeAll(
-  HttpRouter.add("GET", "/healthz", respond(200, () => ({ status: "ok" }))),
-  HttpRouter.add("*", "*", respond(404, (requestId) => ({
-    error: {
-      code: "not_found",
-      message: "No such resource or route.",
-      status: 404,
-      request_id: requestId,
-      docs_url: `${docsBaseUrl}/docs/errors#not_found`
-    }
-  })))
+  HttpRouter.add("GET", "/healthz", respond(200, healthBody)),
+  HttpRouter.add("*", "*", respond(404, (requestId) => notFoundBody(requestId, docsBaseUrl)))
 )
 
 Layer.launch(

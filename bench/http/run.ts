@@ -16,6 +16,7 @@ import { createServer as createHttpServer } from "node:http"
 import { connect, createServer as createNetServer, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { healthBody, notFoundBody } from "./bodies.ts"
 
 const HOST = "127.0.0.1"
 const PATHS = ["/healthz", "/api/v1/nope"] as const
@@ -40,18 +41,10 @@ const runBareServer = (port: number, docsBaseUrl: string) => {
     let body: string
     if (request.method === "GET" && request.url === "/healthz") {
       status = 200
-      body = JSON.stringify({ status: "ok" })
+      body = JSON.stringify(healthBody())
     } else {
       status = 404
-      body = JSON.stringify({
-        error: {
-          code: "not_found",
-          message: "No such resource or route.",
-          status: 404,
-          request_id: requestId,
-          docs_url: `${docsBaseUrl}/docs/errors#not_found`
-        }
-      })
+      body = JSON.stringify(notFoundBody(requestId, docsBaseUrl))
     }
     response.writeHead(status, {
       "content-type": "application/json",
