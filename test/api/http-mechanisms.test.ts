@@ -1,6 +1,14 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { adjustRequestTime, call, serveAppWithRequestClock, setRequestTime, testSettings } from "../support/app.ts"
+import { Effect, Layer } from "effect"
+import {
+  adjustRequestTime,
+  call,
+  type CapturedLog,
+  captureLogs,
+  serveAppWithRequestClock,
+  setRequestTime,
+  testSettings
+} from "../support/app.ts"
 import { ProbeApp } from "../support/probe-api.ts"
 
 const json = (body: unknown, headers: Record<string, string> = {}) => ({
@@ -11,7 +19,12 @@ const json = (body: unknown, headers: Record<string, string> = {}) => ({
 const key = (token: string) => ({ authorization: `Bearer ${token}` })
 
 // Requests read a hand-set clock, so the deprecation table and rate windows follow the test.
-layer(serveAppWithRequestClock(testSettings(), ProbeApp), { timeout: "60 seconds", excludeTestServices: true })("HTTP mechanisms", (it) => {
+const logs: Array<CapturedLog> = []
+
+layer(
+  serveAppWithRequestClock(testSettings(), ProbeApp).pipe(Layer.provide(captureLogs(logs))),
+  { timeout: "60 seconds", excludeTestServices: true }
+)("HTTP mechanisms", (it) => {
   describe("request validation: 400 validation_error naming the field", () => {
     it.effect("malformed JSON", () =>
       Effect.gen(function*() {
@@ -87,6 +100,9 @@ layer(serveAppWithRequestClock(testSettings(), ProbeApp), { timeout: "60 seconds
         assert.strictEqual(response.json.error.request_id, response.headers.get("x-request-id"))
         assert.notInclude(response.text, "boom")
         assert.notInclude(response.text, "at ")
+        const logged = logs.find((log) => log.requestId === response.json.error.request_id)
+        assert.isDefined(logged, "the defect is logged with the request id")
+        assert.strictEqual(logged?.level, "Error")
       }))
   })
 

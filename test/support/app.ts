@@ -3,7 +3,7 @@
  * PostgreSQL when DATABASE_URL is set, otherwise on an embedded PGlite in a temp directory.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, type Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { HttpRouter, HttpServer } from "effect/http"
 import { mkdtempSync } from "node:fs"
@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { createServer } from "node:http"
 import { HttpApp } from "../../src/http/app.ts"
 import { AppConfig, type AppSettings } from "../../src/platform/config.ts"
+import { CurrentRequestId } from "../../src/platform/request-id.ts"
 import { CoreLive } from "../../src/platform/services.ts"
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789"
@@ -109,3 +110,17 @@ export const setRequestTime = (iso: string) => Effect.flatMap(RequestClock, (clo
 
 export const adjustRequestTime = (duration: Duration.Input) =>
   Effect.flatMap(RequestClock, (clock) => clock.adjust(duration))
+
+export interface CapturedLog {
+  readonly level: string
+  readonly message: unknown
+  readonly requestId: string
+}
+
+/** A logger layer that records every line with the request id it was written for. */
+export const captureLogs = (sink: Array<CapturedLog>) =>
+  Logger.layer([
+    Logger.make((options) => {
+      sink.push({ level: options.logLevel, message: options.message, requestId: options.fiber.getRef(CurrentRequestId) })
+    })
+  ])
