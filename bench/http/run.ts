@@ -8,7 +8,7 @@
  * platform's cost from the service's own. Each runs as its own Node process; the load generator runs here, on keep-alive
  * connections to 127.0.0.1 only, one request in flight per connection.
  *
- * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (10), BENCH_WARMUP_S (2).
+ * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (10), BENCH_WARMUP_S (5: the service's longer code path needs a longer JIT warm-up).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -275,7 +275,7 @@ const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFracti
 const main = async () => {
   const connections = intFromEnv("BENCH_CONNECTIONS", 50, 500)
   const durationSeconds = intFromEnv("BENCH_DURATION_S", 10, 120)
-  const warmupSeconds = intFromEnv("BENCH_WARMUP_S", 2, 60)
+  const warmupSeconds = intFromEnv("BENCH_WARMUP_S", 5, 60)
 
   const servicePort = await freePort()
   const barePort = await freePort()
