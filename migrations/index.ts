@@ -1,11 +1,13 @@
 import m0001 from "./0001_platform.ts"
+import m0002 from "./0002_tenancy.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
  * bundle runs on Node and Deno without reading the file system.
  */
 export const migrations = {
-  "0001_platform": m0001
+  "0001_platform": m0001,
+  "0002_tenancy": m0002
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -4,6 +4,7 @@
  * live outside it.
  */
 import { HttpApi, OpenApi } from "effect/http-api"
+import { AdminApi } from "../admin/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { RetiredApi } from "../versioning/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
@@ -15,6 +16,7 @@ import { VERSION } from "../platform/version.ts"
 
 export const Api = HttpApi.make("svc")
   .add(OpsApi)
+  .add(AdminApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then credentials, then the deprecation table.

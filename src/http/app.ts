@@ -4,6 +4,8 @@
  */
 import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { AdminHandlers } from "../admin/handlers.ts"
+import { AdminService } from "../admin/service.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
 import { RpcLive } from "../rpc/server.ts"
 import { Health } from "../ops/service.ts"
@@ -17,9 +19,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, RetiredHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, RetiredHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
-  Layer.provide(Health.layer)
+  Layer.provide([Health.layer, AdminService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */

@@ -3,11 +3,14 @@
  * `commands` (one `Command` each); every command gets the same configuration and database.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect } from "effect"
-import { Command } from "effect/cli"
+import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Command, Flag } from "effect/cli"
+import { CreateOAuthApp } from "../../schema/admin.ts"
+import { AdminService } from "../admin/service.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseInfo, DatabaseLive } from "./database.ts"
 import { appliedMigrationId, latestMigrationId, migrate } from "./migrator.ts"
+import { SecretBox } from "./secret-box.ts"
 import { settingsOrExit } from "./startup.ts"
 import { VERSION } from "./version.ts"
 
@@ -36,7 +39,48 @@ const statusCommand = Command.make("status", {}, () =>
     })
   }))).pipe(Command.withDescription("Show the version, the database in use and the migration state."))
 
-export const commands = [migrateCommand, statusCommand] as const
+/** Operator commands run with the schema current (pending migrations are applied first). */
+const withAdmin = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(
+    Effect.andThen(migrate, effect),
+    AdminService.layer.pipe(Layer.provideMerge(SecretBox.layer), Layer.provideMerge(DatabaseLive))
+  )
+
+const operator = { kind: "operator" } as const
+
+const oauthAppsCreate = Command.make("create", {
+  name: Flag.String("name").pipe(Flag.withDescription("Display name of the app")),
+  redirectUris: Flag.String("redirect-uri").pipe(Flag.atLeast(1), Flag.withDescription("Registered redirect URI (repeat)")),
+  returnOrigins: Flag.String("allowed-return-origin").pipe(Flag.atLeast(0), Flag.withDescription("Extra hand-off return origin (repeat)")),
+  profileResolution: Flag.Literals("profile-resolution", ["email", "external_ref"]).pipe(Flag.optional),
+  rateTier: Flag.Literals("rate-tier", ["standard", "elevated", "internal"]).pipe(Flag.optional),
+  ownerWorkspaceId: Flag.String("owner-workspace-id").pipe(Flag.optional)
+}, (flags) =>
+  withAdmin(Effect.gen(function*() {
+    const input = yield* Schema.decodeUnknownEffect(CreateOAuthApp)({
+      name: flags.name,
+      redirect_uris: flags.redirectUris,
+      allowed_return_origins: flags.returnOrigins,
+      ...Option.match(flags.profileResolution, { onNone: () => ({}), onSome: (value) => ({ profile_resolution: value }) }),
+      ...Option.match(flags.rateTier, { onNone: () => ({}), onSome: (value) => ({ rate_tier: value }) }),
+      ...Option.match(flags.ownerWorkspaceId, { onNone: () => ({}), onSome: (value) => ({ owner_workspace_id: value }) })
+    })
+    const admin = yield* AdminService
+    yield* printJson({ data: yield* admin.createApp(operator, input) })
+  }))).pipe(Command.withDescription("Register an OAuth app; prints its client secret and JWT secret once."))
+
+const oauthAppsList = Command.make("list", {}, () =>
+  withAdmin(Effect.gen(function*() {
+    const admin = yield* AdminService
+    yield* printJson(yield* admin.listApps({ limit: 100 }))
+  }))).pipe(Command.withDescription("List OAuth apps (never their secrets)."))
+
+const oauthAppsCommand = Command.make("oauth-apps").pipe(
+  Command.withDescription("Partner OAuth apps: the operator surface of /api/v1/admin/oauth-apps."),
+  Command.withSubcommands([oauthAppsCreate, oauthAppsList])
+)
+
+export const commands = [migrateCommand, statusCommand, oauthAppsCommand] as const
 
 const cli = Command.make("svc").pipe(
   Command.withDescription("Attribution service operator commands."),

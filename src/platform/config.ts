@@ -12,6 +12,8 @@ export interface AppSettings {
   readonly dataDir: string
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   readonly rpcToken: Option.Option<Redacted.Redacted<string>>
+  /** Key for secrets stored encrypted (32 bytes, base64); unset: generated into the data directory. */
+  readonly secretsKey: Option.Option<Redacted.Redacted<string>>
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   /** Largest accepted request body, in bytes (413 `payload_too_large` above it). */
   readonly maxBodyBytes: number
@@ -47,6 +49,7 @@ const settingsConfig = Config.all({
   dataDir: Config.String("SVC_DATA_DIR").pipe(Config.withDefault("./.data")),
   adminToken: optionalRedacted("SVC_ADMIN_TOKEN"),
   rpcToken: optionalRedacted("SVC_RPC_TOKEN"),
+  secretsKey: optionalRedacted("SVC_SECRETS_KEY"),
   redisUrl: optionalRedacted("REDIS_URL"),
   maxBodyBytes: Config.Int("SVC_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
   logFormat: Config.Literals(["json", "pretty"], "SVC_LOG_FORMAT").pipe(Config.withDefault("json" as const)),
@@ -89,6 +92,12 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (raw.clusterMode === "socket" && Option.isNone(raw.databaseUrl)) {
     return yield* invalid("SVC_CLUSTER_MODE", "socket runners share a real PostgreSQL: set DATABASE_URL")
   }
+  if (Option.isSome(raw.secretsKey) && Buffer.from(Redacted.value(raw.secretsKey.value), "base64").length !== 32) {
+    return yield* invalid("SVC_SECRETS_KEY", "expected 32 bytes, base64-encoded (openssl rand -base64 32)")
+  }
+  if (raw.clusterMode === "socket" && Option.isNone(raw.secretsKey)) {
+    return yield* invalid("SVC_SECRETS_KEY", "several runners must share one key: set it in socket mode")
+  }
   if (Option.isSome(raw.databaseUrl) && !/^postgres(ql)?:\/\//.test(Redacted.value(raw.databaseUrl.value))) {
     return yield* invalid("DATABASE_URL", "expected a postgres:// or postgresql:// URL")
   }
@@ -104,6 +113,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     dataDir: raw.dataDir,
     adminToken: raw.adminToken,
     rpcToken: raw.rpcToken,
+    secretsKey: raw.secretsKey,
     redisUrl: raw.redisUrl,
     maxBodyBytes: raw.maxBodyBytes,
     logFormat: raw.logFormat,

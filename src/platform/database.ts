@@ -43,7 +43,9 @@ const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
       // Requests answer 503 database_unavailable quickly while the server is away.
       connectTimeout: "3 seconds",
       idleTimeout: "60 seconds",
-      applicationName: "attribution-service"
+      applicationName: "attribution-service",
+      // Timestamps are rendered and compared in UTC whatever the server's default.
+      startupParameters: { timezone: "UTC" }
     }),
     Layer.succeed(DatabaseInfo)({ mode: "postgres", location: `${options.host}:${options.port}/${options.database}` })
   )

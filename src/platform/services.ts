@@ -11,6 +11,7 @@ import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./database.ts"
 import { migrate } from "./migrator.ts"
 import { RateLimiterLive } from "./rate-limit.ts"
+import { SecretBox } from "./secret-box.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -25,7 +26,13 @@ const RequestLimitsLive = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
-export const CoreLive = Layer.mergeAll(ClusterLive, RateLimiterLive, CredentialStore.layerEmpty, RequestLimitsLive).pipe(
+export const CoreLive = Layer.mergeAll(
+  ClusterLive,
+  RateLimiterLive,
+  CredentialStore.layerEmpty,
+  RequestLimitsLive,
+  SecretBox.layer
+).pipe(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)
 )

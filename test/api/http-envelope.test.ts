@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { latestMigrationId } from "../../migrations/index.ts"
 import { call, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 
 const requestIdPattern = /^req_[0-9a-f]{32}$/
@@ -77,7 +78,7 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.strictEqual(response.status, 200)
         assert.strictEqual(response.json.data.version, "0.1.0")
         assert.strictEqual(response.json.data.database.reachable, true)
-        assert.deepStrictEqual(response.json.data.database.migrations, { applied: 1, latest: 1 })
+        assert.deepStrictEqual(response.json.data.database.migrations, { applied: latestMigrationId, latest: latestMigrationId })
       }))
   })
 
@@ -104,7 +105,7 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.strictEqual(ready.status, 200)
         assert.strictEqual(ready.json.status, "ready")
         assert.strictEqual(ready.json.database.reachable, true)
-        assert.deepStrictEqual(ready.json.migrations, { applied: 1, latest: 1 })
+        assert.deepStrictEqual(ready.json.migrations, { applied: latestMigrationId, latest: latestMigrationId })
         assert.strictEqual(ready.json.database.mode, process.env["DATABASE_URL"] ? "postgres" : "embedded")
       }))
   })

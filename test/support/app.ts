@@ -29,6 +29,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     dataDir: tempDir("data"),
     adminToken: Option.some(Redacted.make(OPERATOR_TOKEN)),
     rpcToken: Option.none(),
+    secretsKey: Option.none(),
     redisUrl: Option.none(),
     maxBodyBytes: 64 * 1024,
     logFormat: "json",

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { latestMigrationId, migrations } from "../../migrations/index.ts"
 import { tempDir } from "../support/app.ts"
 
 const entry = fileURLToPath(new URL("../../src/platform/main.node.ts", import.meta.url))
@@ -41,13 +42,33 @@ describe("CLI", () => {
     const dataDir = tempDir("cli")
     const before = run(cli, { SVC_DATA_DIR: dataDir }, ["status"])
     assert.strictEqual(before.status, 0, before.stderr)
-    assert.deepInclude(JSON.parse(before.stdout), { migrations: { applied: 0, latest: 1, pending: 1 } })
+    assert.deepInclude(JSON.parse(before.stdout), { migrations: { applied: 0, latest: latestMigrationId, pending: latestMigrationId } })
     const migrated = run(cli, { SVC_DATA_DIR: dataDir }, ["migrate"])
     assert.strictEqual(migrated.status, 0, migrated.stderr)
-    assert.deepStrictEqual(JSON.parse(migrated.stdout), { applied: ["0001_platform"], latest: 1 })
+    assert.deepStrictEqual(JSON.parse(migrated.stdout), { applied: Object.keys(migrations), latest: latestMigrationId })
     const again = run(cli, { SVC_DATA_DIR: dataDir }, ["migrate"])
-    assert.deepStrictEqual(JSON.parse(again.stdout), { applied: [], latest: 1 })
+    assert.deepStrictEqual(JSON.parse(again.stdout), { applied: [], latest: latestMigrationId })
     const after = run(cli, { SVC_DATA_DIR: dataDir }, ["status"])
-    assert.deepInclude(JSON.parse(after.stdout), { migrations: { applied: 1, latest: 1, pending: 0 } })
+    assert.deepInclude(JSON.parse(after.stdout), { migrations: { applied: latestMigrationId, latest: latestMigrationId, pending: 0 } })
+  }, 60_000)
+
+  it("oauth-apps create registers an app and prints its secrets once; list never shows them", () => {
+    const dataDir = tempDir("cli-apps")
+    const created = run(cli, { SVC_DATA_DIR: dataDir }, [
+      "oauth-apps", "create", "--name", "CLI App", "--redirect-uri", "https://cli.example/cb", "--rate-tier", "elevated"
+    ])
+    assert.strictEqual(created.status, 0, created.stderr)
+    const app = JSON.parse(created.stdout).data
+    assert.strictEqual(app.name, "CLI App")
+    assert.strictEqual(app.rate_tier, "elevated")
+    assert.match(app.client_secret, /^svc_secret_/)
+    assert.isString(app.jwt_secret)
+    const listed = run(cli, { SVC_DATA_DIR: dataDir }, ["oauth-apps", "list"])
+    assert.strictEqual(listed.status, 0, listed.stderr)
+    assert.deepStrictEqual(JSON.parse(listed.stdout).data.map((row: { id: string }) => row.id), [app.id])
+    assert.notInclude(listed.stdout, app.client_secret)
+    const refused = run(cli, { SVC_DATA_DIR: dataDir }, ["oauth-apps", "create", "--name", "Bad", "--redirect-uri", "http://bad.example/cb"])
+    assert.strictEqual(refused.status, 1)
+    assert.include(refused.stdout + refused.stderr, "Expected https")
   }, 60_000)
 })

@@ -1,6 +1,9 @@
+import { randomBytes } from "node:crypto"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
+
+const SHARED_SECRETS_KEY = randomBytes(32).toString("base64")
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
 const runnerEntry = fileURLToPath(new URL("./runner-process.ts", import.meta.url))
@@ -50,6 +53,8 @@ export const startRunner = async (options: RunnerOptions): Promise<RunnerProcess
       DATABASE_URL: options.databaseUrl,
       SVC_RPC_TOKEN: options.token,
       SVC_CLUSTER_MODE: "socket",
+      // Runners of one deployment share the key of the secrets stored encrypted.
+      SVC_SECRETS_KEY: SHARED_SECRETS_KEY,
       SVC_RUNNER_HOST: "127.0.0.1",
       SVC_RUNNER_PORT: String(runnerPort),
       LOG_LEVEL: "Info",

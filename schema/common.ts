@@ -1,0 +1,51 @@
+/** Shapes shared by every domain's contract. */
+import { Schema } from "effect"
+
+/** `pagination` beside `data` on every list: keyset, opaque cursor. */
+export const Pagination = Schema.Struct({
+  has_next: Schema.Boolean,
+  cursor: Schema.NullOr(Schema.String)
+})
+
+export const Page = <S extends Schema.Top>(item: S) =>
+  Schema.Struct({ data: Schema.Array(item), pagination: Pagination })
+
+/** `?limit=` of list routes: 1 to 100, default 50. */
+export const PageQuery = {
+  limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
+  cursor: Schema.optionalKey(Schema.String)
+}
+
+export const Uuid = Schema.String.check(Schema.isUUID())
+
+export const isUuid = (value: string): boolean =>
+  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)
+
+export const CurrencyCode = Schema.String.check(Schema.isPattern(/^[A-Z]{3}$/, { message: "Expected an ISO-4217 code such as EUR" }))
+
+const isLoopback = (host: string) => host === "localhost" || host === "127.0.0.1" || host === "[::1]"
+
+const parseUrl = (value: string): URL | undefined => {
+  if (!URL.canParse(value)) return undefined
+  return new URL(value)
+}
+
+/** An absolute https URL without a fragment (plain http only on loopback, for development). */
+export const RedirectUri = Schema.String.check(Schema.makeFilter((value: string) => {
+  const url = parseUrl(value)
+  if (url === undefined) return "Expected an absolute URL"
+  if (url.hash !== "") return "A redirect URI has no fragment"
+  if (url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname))) return undefined
+  return "Expected https (http only for localhost)"
+}))
+
+/** A web origin: scheme, host and optional port, nothing else. */
+export const WebOrigin = Schema.String.check(Schema.makeFilter((value: string) => {
+  const url = parseUrl(value)
+  if (url === undefined || url.origin === "null") return "Expected an origin such as https://app.example.com"
+  if (url.origin !== value.replace(/\/$/, "")) return "An origin has no path, query or fragment"
+  if (url.protocol === "https:" || (url.protocol === "http:" && isLoopback(url.hostname))) return undefined
+  return "Expected https (http only for localhost)"
+}))
+
+export const originOf = (uri: string): string => new URL(uri).origin

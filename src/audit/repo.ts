@@ -1,0 +1,56 @@
+/** The audit trail: one row per security-relevant change, with who did it and the request id. */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import type { PrincipalShape } from "../http/auth.ts"
+import { orDatabaseUnavailable } from "../platform/database.ts"
+import { CurrentRequestId } from "../platform/request-id.ts"
+
+export interface AuditEntry {
+  readonly actor: PrincipalShape
+  readonly action: string
+  readonly targetKind: string
+  readonly targetId: string
+  readonly workspaceId?: string | null
+  readonly profileId?: string | null
+  readonly details?: Record<string, unknown>
+}
+
+const actorOf = (principal: PrincipalShape): { readonly kind: string; readonly id: string | null; readonly userId: string | null } => {
+  switch (principal.kind) {
+    case "api_key":
+      return { kind: "api_key", id: principal.keyId, userId: null }
+    case "user_token":
+      return { kind: "user_token", id: principal.tokenId, userId: principal.userId }
+    case "app_client":
+      return { kind: "app_client", id: principal.appId, userId: null }
+    case "session":
+      return { kind: "session", id: principal.sessionId, userId: principal.userId }
+    case "operator":
+      return { kind: "operator", id: null, userId: null }
+    case "anonymous":
+      return { kind: "anonymous", id: null, userId: null }
+  }
+}
+
+export class AuditLog extends Context.Service<AuditLog, {
+  /** Writes one entry; inside a transaction it commits or rolls back with the change it records. */
+  readonly record: (entry: AuditEntry) => Effect.Effect<void, DatabaseUnavailable>
+}>()("svc/AuditLog") {
+  static readonly layer = Layer.effect(AuditLog)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const record = Effect.fn("AuditLog.record")(function*(entry: AuditEntry) {
+        const actor = actorOf(entry.actor)
+        const requestId = yield* CurrentRequestId
+        yield* orDatabaseUnavailable(sql`
+          INSERT INTO audit_events (id, workspace_id, profile_id, actor_kind, actor_id, actor_user_id, action,
+                                    target_kind, target_id, details, request_id)
+          VALUES (${crypto.randomUUID()}, ${entry.workspaceId ?? null}, ${entry.profileId ?? null}, ${actor.kind},
+                  ${actor.id}, ${actor.userId}, ${entry.action}, ${entry.targetKind}, ${entry.targetId},
+                  ${JSON.stringify(entry.details ?? {})}::jsonb, ${requestId === "" ? null : requestId})`)
+      })
+      return { record }
+    })
+  )
+}

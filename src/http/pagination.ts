@@ -1,0 +1,45 @@
+/** Keyset cursors: opaque to clients, `(created_at, id)` inside. */
+import { Option } from "effect"
+
+export interface Keyset {
+  readonly createdAt: string
+  readonly id: string
+}
+
+export const encodeCursor = (keyset: Keyset): string =>
+  Buffer.from(JSON.stringify([keyset.createdAt, keyset.id]), "utf8").toString("base64url")
+
+/** An unreadable cursor is None: the list restarts from the beginning. */
+export const decodeCursor = (cursor: string | undefined): Option.Option<Keyset> => {
+  if (cursor === undefined || cursor === "") return Option.none()
+  const parsed = parseJson(Buffer.from(cursor, "base64url").toString("utf8"))
+  if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === "string" && typeof parsed[1] === "string") {
+    return Option.some({ createdAt: parsed[0], id: parsed[1] })
+  }
+  return Option.none()
+}
+
+export const DEFAULT_PAGE_SIZE = 50
+
+/** Fetch one more row than the page holds; the extra row says whether there is a next page. */
+export const toPage = <Row extends { readonly created_at: string; readonly id: string }, Item>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  render: (row: Row) => Item
+) => {
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  const hasNext = rows.length > limit && last !== undefined
+  return {
+    data: page.map(render),
+    pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
+  }
+}
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}

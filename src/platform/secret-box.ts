@@ -1,0 +1,62 @@
+/**
+ * Encryption for the few secrets the service must read back (an OAuth app's JWT signing
+ * secret, a commerce app's client secret): AES-256-GCM with a key from `SVC_SECRETS_KEY`
+ * (32 bytes, base64), or, when unset, a key generated once into `SVC_DATA_DIR/secrets.key`.
+ */
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { AppConfig } from "./config.ts"
+
+const VERSION = "v1"
+
+export class SecretBox extends Context.Service<SecretBox, {
+  readonly seal: (plaintext: string) => string
+  /** Throws (a defect) on a value sealed with another key or tampered with. */
+  readonly open: (sealed: string) => string
+}>()("svc/SecretBox") {
+  static readonly make = (key: Buffer) => {
+    if (key.length !== 32) throw new Error("SVC_SECRETS_KEY must decode to 32 bytes")
+    return SecretBox.of({
+      seal: (plaintext) => {
+        const iv = randomBytes(12)
+        const cipher = createCipheriv("aes-256-gcm", key, iv)
+        const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
+        return [VERSION, iv.toString("base64url"), body.toString("base64url"), cipher.getAuthTag().toString("base64url")]
+          .join(".")
+      },
+      open: (sealed) => {
+        const [version, iv, body, tag] = sealed.split(".")
+        if (version !== VERSION || iv === undefined || body === undefined || tag === undefined) {
+          throw new Error("not a sealed secret")
+        }
+        const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(iv, "base64url"))
+        decipher.setAuthTag(Buffer.from(tag, "base64url"))
+        return Buffer.concat([decipher.update(Buffer.from(body, "base64url")), decipher.final()]).toString("utf8")
+      }
+    })
+  }
+
+  static readonly layer = Layer.effect(SecretBox)(
+    Effect.gen(function*() {
+      const settings = yield* AppConfig
+      const key = Option.match(settings.secretsKey, {
+        onSome: (value) => Buffer.from(Redacted.value(value), "base64"),
+        onNone: () => Buffer.from(keyFileContent(settings.dataDir), "base64")
+      })
+      return SecretBox.make(key)
+    })
+  )
+}
+
+/** The generated key of a deployment without `SVC_SECRETS_KEY` (created once, readable by the owner only). */
+const keyFileContent = (dataDir: string): string => {
+  const path = join(dataDir, "secrets.key")
+  if (!existsSync(path)) {
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(path, randomBytes(32).toString("base64"), { flag: "wx", mode: 0o600 })
+    chmodSync(path, 0o600)
+  }
+  return readFileSync(path, "utf8").trim()
+}
