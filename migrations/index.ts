@@ -1,5 +1,6 @@
 import m0001 from "./0001_platform.ts"
 import m0002 from "./0002_tenancy.ts"
+import m0003 from "./0003_connections.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -7,7 +8,8 @@ import m0002 from "./0002_tenancy.ts"
  */
 export const migrations = {
   "0001_platform": m0001,
-  "0002_tenancy": m0002
+  "0002_tenancy": m0002,
+  "0003_connections": m0003
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

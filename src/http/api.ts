@@ -5,6 +5,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
+import { ConnectionsApi } from "../connections/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { RetiredApi } from "../versioning/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
@@ -17,6 +18,7 @@ import { VERSION } from "../platform/version.ts"
 export const Api = HttpApi.make("svc")
   .add(OpsApi)
   .add(AdminApi)
+  .add(ConnectionsApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then credentials, then the deprecation table.

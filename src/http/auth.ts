@@ -1,8 +1,8 @@
 /**
  * Authentication, scope checks and the per-credential rate limit, driven by each
- * operation's `Policy`. Credentials are resolved by `CredentialStore`; the tenancy domain
- * provides the database-backed store for API keys, user tokens, app clients and sessions.
- * The operator credential (`SVC_ADMIN_TOKEN`) is configuration, checked here.
+ * operation's `Policy`. Credentials are resolved by `CredentialStore` (API keys, user
+ * tokens, app clients, sessions); the operator credential (`SVC_ADMIN_TOKEN`) is
+ * configuration, checked here.
  */
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -64,17 +64,8 @@ export interface CredentialStoreShape {
   readonly session: (cookie: Redacted.Redacted<string>) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
 }
 
-export class CredentialStore extends Context.Service<CredentialStore, CredentialStoreShape>()("svc/CredentialStore") {
-  /**
-   * Before the tenancy domain is wired, no key, token, app or session exists, so every
-   * such credential is unknown (401). Only the operator token authenticates.
-   */
-  static readonly layerEmpty = Layer.succeed(CredentialStore)({
-    bearer: () => Effect.succeed(Option.none()),
-    appClient: () => Effect.succeed(Option.none()),
-    session: () => Effect.succeed(Option.none())
-  })
-}
+/** Resolves presented credentials; the database-backed implementation is src/auth/credential-store.ts. */
+export class CredentialStore extends Context.Service<CredentialStore, CredentialStoreShape>()("svc/CredentialStore") {}
 
 const SESSION_COOKIE = "svc_session"
 

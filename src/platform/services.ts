@@ -6,7 +6,7 @@
 import { ByteSize, Effect, Layer } from "effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLive } from "../../cluster/runner.ts"
-import { CredentialStore } from "../http/auth.ts"
+import { CredentialStoreLive } from "../auth/credential-store.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./database.ts"
 import { migrate } from "./migrator.ts"
@@ -29,7 +29,7 @@ const RequestLimitsLive = Layer.unwrap(
 export const CoreLive = Layer.mergeAll(
   ClusterLive,
   RateLimiterLive,
-  CredentialStore.layerEmpty,
+  CredentialStoreLive,
   RequestLimitsLive,
   SecretBox.layer
 ).pipe(

@@ -1,0 +1,154 @@
+/**
+ * Resolves presented credentials against the database, behind a short-lived cache: a
+ * revoked or expired key stops authenticating on every runner within the cache's lifetime
+ * (five seconds), and at once on the runner that revoked it.
+ */
+import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { timingSafeEqual } from "node:crypto"
+import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
+import { orDatabaseUnavailable } from "../platform/database.ts"
+import { CredentialPrefix, isWellFormed, secretDigest } from "./tokens.ts"
+import { scopesOfMcpGrants } from "../../schema/scopes.ts"
+
+/** How long a resolved credential is trusted without asking the database again. */
+export const AUTH_CACHE_TTL_MILLIS = 5_000
+const MAX_CACHED = 10_000
+
+/** Requests per minute of an OAuth app's client-credential calls, by tier. */
+export const APP_TIER_LIMITS = { standard: 300, elevated: 1200, internal: 6000 } as const
+
+const ApiKeyRow = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  scopes: Schema.Array(Schema.String),
+  oauth_app_id: Schema.NullOr(Schema.String),
+  rate_limit_per_minute: Schema.Int
+})
+
+const UserTokenRow = Schema.Struct({
+  id: Schema.String,
+  user_id: Schema.String,
+  grants: Schema.Array(Schema.String),
+  rate_limit_units_per_minute: Schema.Int
+})
+
+const AppRow = Schema.Struct({
+  id: Schema.String,
+  client_id: Schema.String,
+  client_secret_hash: Schema.String,
+  rate_tier: Schema.Literals(["standard", "elevated", "internal"])
+})
+
+const SessionRow = Schema.Struct({ id: Schema.String, user_id: Schema.String })
+
+interface Cached {
+  readonly principal: Option.Option<PrincipalShape>
+  readonly until: number
+}
+
+const digestsEqual = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+
+export const CredentialStoreLive = Layer.effect(CredentialStore)(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const cache = new Map<string, Cached>()
+
+    const decodeFirst = <S extends Schema.Top>(schema: S) => {
+      const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
+      return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
+        Effect.map(Effect.flatMap(statement, decode), (rows) => Option.fromNullishOr(rows[0]))
+    }
+    const firstKey = decodeFirst(ApiKeyRow)
+    const firstToken = decodeFirst(UserTokenRow)
+    const firstApp = decodeFirst(AppRow)
+    const firstSession = decodeFirst(SessionRow)
+
+    /** Resolves through the cache; only recognised credentials are cached, so a new key works at once. */
+    const cached = <E>(cacheKey: string, lookup: Effect.Effect<Option.Option<PrincipalShape>, E>) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const hit = cache.get(cacheKey)
+        if (hit !== undefined && hit.until > now) return hit.principal
+        const principal = yield* lookup
+        if (cache.size >= MAX_CACHED) cache.clear()
+        if (Option.isSome(principal)) cache.set(cacheKey, { principal, until: now + AUTH_CACHE_TTL_MILLIS })
+        else cache.delete(cacheKey)
+        return principal
+      })
+
+    const apiKey = (digest: string) =>
+      firstKey(sql`
+        SELECT k.id, k.profile_id, k.workspace_id, k.scopes, k.oauth_app_id, k.rate_limit_per_minute
+        FROM api_keys k
+        JOIN profiles p ON p.id = k.profile_id AND p.archived_at IS NULL
+        WHERE k.secret_hash = ${digest} AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`)
+        .pipe(Effect.map(Option.map((row): PrincipalShape => ({
+          kind: "api_key",
+          keyId: row.id,
+          profileId: row.profile_id,
+          workspaceId: row.workspace_id,
+          scopes: row.scopes,
+          oauthAppId: row.oauth_app_id,
+          rateLimitPerMinute: row.rate_limit_per_minute
+        }))))
+
+    const userToken = (digest: string) =>
+      firstToken(sql`
+        SELECT id, user_id, grants, rate_limit_units_per_minute FROM user_tokens
+        WHERE secret_hash = ${digest} AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`)
+        .pipe(Effect.map(Option.map((row): PrincipalShape => ({
+          kind: "user_token",
+          tokenId: row.id,
+          userId: row.user_id,
+          scopes: scopesOfMcpGrants(row.grants),
+          rateLimitUnitsPerMinute: row.rate_limit_units_per_minute
+        }))))
+
+    const bearer = (token: Redacted.Redacted<string>) => {
+      const value = Redacted.value(token)
+      if (isWellFormed(value, CredentialPrefix.apiKey)) {
+        const digest = secretDigest(value)
+        return orDatabaseUnavailable(cached(`key:${digest}`, apiKey(digest)))
+      }
+      if (isWellFormed(value, CredentialPrefix.userToken)) {
+        const digest = secretDigest(value)
+        return orDatabaseUnavailable(cached(`token:${digest}`, userToken(digest)))
+      }
+      return Effect.succeed(Option.none())
+    }
+
+    const appClient = (clientId: string, secret: Redacted.Redacted<string>) => {
+      const value = Redacted.value(secret)
+      if (!isWellFormed(value, CredentialPrefix.clientSecret)) return Effect.succeed(Option.none())
+      const digest = secretDigest(value)
+      const lookup = firstApp(sql`
+        SELECT id, client_id, client_secret_hash, rate_tier FROM oauth_apps
+        WHERE client_id = ${clientId} AND deleted_at IS NULL`)
+        .pipe(Effect.map(Option.flatMap((row) =>
+          digestsEqual(row.client_secret_hash, digest)
+            ? Option.some<PrincipalShape>({
+              kind: "app_client",
+              appId: row.id,
+              clientId: row.client_id,
+              rateLimitPerMinute: APP_TIER_LIMITS[row.rate_tier]
+            })
+            : Option.none()
+        )))
+      return orDatabaseUnavailable(cached(`app:${clientId}:${digest}`, lookup))
+    }
+
+    const session = (cookie: Redacted.Redacted<string>) => {
+      const value = Redacted.value(cookie)
+      if (!isWellFormed(value, CredentialPrefix.session)) return Effect.succeed(Option.none())
+      const digest = secretDigest(value)
+      const lookup = firstSession(sql`
+        SELECT id, user_id FROM sessions WHERE secret_hash = ${digest} AND revoked_at IS NULL AND expires_at > now()`)
+        .pipe(Effect.map(Option.map((row): PrincipalShape => ({ kind: "session", userId: row.user_id, sessionId: row.id }))))
+      return orDatabaseUnavailable(cached(`session:${digest}`, lookup))
+    }
+
+    return CredentialStore.of({ bearer, appClient, session })
+  })
+)

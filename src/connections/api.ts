@@ -1,0 +1,23 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { PageQuery } from "../../schema/common.ts"
+import { ConnectionPage } from "../../schema/connections.ts"
+import { InvalidRequest, NotFound, wire } from "../../schema/errors.ts"
+import { policy } from "../http/policy.ts"
+
+export const ConnectionsApi = HttpApiGroup.make("connections")
+  .add(
+    HttpApiEndpoint.get("listConnections", "/connections", {
+      query: PageQuery,
+      success: ConnectionPage,
+      error: [wire(NotFound), wire(InvalidRequest)]
+    })
+      .annotate(OpenApi.Summary, "The profile's provider connections; reports delivers_spend")
+      .annotateMerge(policy({
+        scopes: ["connections:read"],
+        auth: ["api_key", "user_token", "session"],
+        idempotency: "none",
+        grain: "profile"
+      }))
+  )
+  .prefix("/api/v1")
+  .annotate(OpenApi.Description, "Connections")
