@@ -74,6 +74,8 @@ const finalizeErrorResponse = (
       const finalized = envelopeResponse(parsed, context)
       return HttpServerResponse.setHeaders(finalized, withoutContentHeaders(response.headers))
     }
+    // A JSON error in another agreed format (the OAuth error format of /oauth/*) is final.
+    return HttpServerResponse.setHeader(response, "x-request-id", context.requestId)
   }
   if (response.status === 404) return envelopeResponse(notFoundEnvelope, context)
   return errorResponse(bareStatusError(response, context), context)
