@@ -7,6 +7,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
 import { OpsApi } from "../ops/api.ts"
+import { TenancyApi } from "../tenancy/api.ts"
 import { RetiredApi } from "../versioning/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
@@ -19,6 +20,7 @@ export const Api = HttpApi.make("svc")
   .add(OpsApi)
   .add(AdminApi)
   .add(ConnectionsApi)
+  .add(TenancyApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then credentials, then the deprecation table.

@@ -10,6 +10,8 @@ import { ConnectionsHandlers } from "../connections/handlers.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
+import { TenancyHandlers } from "../tenancy/handlers.ts"
+import { Provisioning } from "../tenancy/service.ts"
 import { RpcLive } from "../rpc/server.ts"
 import { Health } from "../ops/service.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
@@ -22,9 +24,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, RetiredHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, RetiredHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */

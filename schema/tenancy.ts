@@ -1,0 +1,53 @@
+/** Partner provisioning contract (`/api/v1/profiles`, OAuth-app client credential). */
+import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+import { CurrencyCode } from "./common.ts"
+import { ConnectScopes } from "./scopes.ts"
+
+export const PrivacyMode = Schema.Literals(["standard", "platform_safe", "hipaa", "custom"])
+export type PrivacyMode = typeof PrivacyMode.Type
+
+/** What a partner may send: `custom` needs a privacy_config composed only in the conversion-sync catalog. */
+export const PartnerPrivacyMode = Schema.Literals(["standard", "platform_safe", "hipaa"])
+
+/** Connect scopes an app may ask for: every one but `attribution`, which only the entitlement sets. */
+export const RequestableConnectScope = Schema.Literals(ConnectScopes.filter((scope) => scope !== "attribution"))
+
+export const ProvisionProfile = Schema.Struct({
+  external_ref: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)),
+  scopes: Schema.optionalKey(Schema.Array(RequestableConnectScope).check(Schema.isMinLength(1))),
+  name: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(200))),
+  email: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "Expected an email address" }))),
+  currency: Schema.optionalKey(CurrencyCode),
+  reporting_currency: Schema.optionalKey(CurrencyCode),
+  privacy_mode: Schema.optionalKey(PartnerPrivacyMode)
+})
+export type ProvisionProfile = typeof ProvisionProfile.Type
+
+export const ProvisionedProfile = Schema.Struct({
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  external_ref: Schema.String,
+  created: Schema.Boolean,
+  name: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  reporting_currency: Schema.NullOr(Schema.String),
+  /** The connect scopes the app's grant now holds. */
+  scopes: Schema.Array(Schema.String),
+  /** Echoed when the request sent it. */
+  privacy_mode: Schema.optionalKey(PrivacyMode),
+  platform_safe_target: Schema.Literals(["existing", "clean"]),
+  entitlements: Schema.Struct({ svc_attribution: Schema.Boolean }),
+  /** Keys revoked by this call (a narrowed grant, a privacy mode that withholds person scopes). */
+  revoked_keys: Schema.Int
+}).annotate({ identifier: "ProvisionedProfile" })
+export type ProvisionedProfile = typeof ProvisionedProfile.Type
+
+/** 201 on the call that creates the profile (`created: true`), 200 on every replay: the flag picks the status. */
+export const ProfileCreated = Schema.Struct({
+  data: Schema.Struct({ ...ProvisionedProfile.fields, created: Schema.Literal(true) })
+}).pipe(HttpApiSchema.status(201))
+export const ProfileReplayed = Schema.Struct({
+  data: Schema.Struct({ ...ProvisionedProfile.fields, created: Schema.Literal(false) })
+})

@@ -1,0 +1,140 @@
+/** SQL of partner provisioning: the profile an app provisioned under an external ref, and its grant. */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import type { ConnectScope, Scope } from "../../schema/scopes.ts"
+import { PrivacyMode } from "../../schema/tenancy.ts"
+import { orDatabaseUnavailable } from "../platform/database.ts"
+
+export const ProvisionedRow = Schema.Struct({
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  external_ref: Schema.String,
+  name: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  reporting_currency: Schema.NullOr(Schema.String),
+  privacy_mode: PrivacyMode,
+  platform_safe_target: Schema.Literals(["existing", "clean"]),
+  is_healthcare_agency: Schema.Boolean,
+  attribution_enabled: Schema.Boolean,
+  grant_id: Schema.NullOr(Schema.String),
+  grant_scopes: Schema.NullOr(Schema.Array(Schema.String)),
+  grant_revoked: Schema.Boolean
+})
+export type ProvisionedRow = typeof ProvisionedRow.Type
+
+export interface NewProvisionedProfile {
+  readonly appId: string
+  readonly externalRef: string
+  readonly name: string
+  readonly email: string | null
+  readonly currency: string | null
+  readonly reportingCurrency: string | null
+  readonly privacyMode: "standard" | "platform_safe" | "hipaa"
+  readonly connectScopes: ReadonlyArray<ConnectScope>
+}
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class TenancyRepo extends Context.Service<TenancyRepo, {
+  /** The live profile `appId` provisioned under `externalRef`, locked for the rest of the transaction. */
+  readonly findProvisionedForUpdate: (appId: string, externalRef: string) => Repo<Option.Option<ProvisionedRow>>
+  /** Creates workspace, profile, grant, entitlement row and (with an email) the owner; false when the ref was taken concurrently. */
+  readonly insertProvisioned: (profile: NewProvisionedProfile) => Repo<boolean>
+  readonly setPrivacyMode: (profileId: string, mode: "platform_safe" | "hipaa") => Repo<void>
+  /** Upserts the app's grant on the profile with these connect scopes (clearing a revocation). */
+  readonly upsertGrant: (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) => Repo<string>
+  /** Revokes the live delegated keys (minted for an app) of a profile that carry any of `scopes`. */
+  readonly revokeDelegatedKeysWith: (profileId: string, scopes: ReadonlyArray<Scope>) => Repo<number>
+}>()("svc/TenancyRepo") {
+  static readonly layer = Layer.effect(TenancyRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const decode = Schema.decodeUnknownEffect(Schema.Array(ProvisionedRow))
+
+      const findProvisionedForUpdate = (appId: string, externalRef: string) =>
+        Effect.map(
+          Effect.flatMap(
+            sql`
+              SELECT p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
+                     w.reporting_currency, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
+                     COALESCE(e.enabled, false) AS attribution_enabled,
+                     g.id AS grant_id, g.connect_scopes AS grant_scopes, (g.revoked_at IS NOT NULL) AS grant_revoked
+              FROM profiles p
+              JOIN workspaces w ON w.id = p.workspace_id
+              LEFT JOIN entitlements e ON e.profile_id = p.id AND e.feature = 'svc_attribution'
+              LEFT JOIN grants g ON g.profile_id = p.id AND g.app_id = ${appId}
+              WHERE p.provisioned_by_app_id = ${appId} AND p.external_ref = ${externalRef} AND p.archived_at IS NULL
+              FOR UPDATE OF p`,
+            decode
+          ),
+          (rows) => Option.fromNullishOr(rows[0])
+        )
+
+      const insertProvisioned = (input: NewProvisionedProfile) =>
+        Effect.gen(function*() {
+          const workspaceId = crypto.randomUUID()
+          const profileId = crypto.randomUUID()
+          yield* sql`INSERT INTO workspaces (id, name, reporting_currency, created_by_app_id)
+                     VALUES (${workspaceId}, ${input.name}, ${input.reportingCurrency}, ${input.appId})`
+          // The partial unique index on (app, external_ref) decides between concurrent first calls.
+          const claimed = yield* sql`
+            INSERT INTO profiles (id, workspace_id, name, email, currency, external_ref, provisioned_by_app_id,
+                                  provisioned_external_ref, scopes, privacy_mode)
+            VALUES (${profileId}, ${workspaceId}, ${input.name}, ${input.email}, ${input.currency}, ${input.externalRef},
+                    ${input.appId}, ${input.externalRef}, ${input.connectScopes}, ${input.privacyMode})
+            ON CONFLICT (provisioned_by_app_id, external_ref) WHERE external_ref IS NOT NULL AND archived_at IS NULL
+            DO NOTHING
+            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+          if (!claimed) {
+            yield* sql`DELETE FROM workspaces WHERE id = ${workspaceId}`
+            return false
+          }
+          yield* sql`INSERT INTO grants (id, app_id, profile_id, connect_scopes)
+                     VALUES (${crypto.randomUUID()}, ${input.appId}, ${profileId}, ${input.connectScopes})`
+          yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${profileId}, 'svc_attribution', false)`
+          if (input.email !== null) {
+            const [user] = yield* sql<{ id: string }>`
+              INSERT INTO users (id, email) VALUES (${crypto.randomUUID()}, ${input.email})
+              ON CONFLICT (lower(email)) DO UPDATE SET email = users.email
+              RETURNING id`
+            if (user !== undefined) {
+              yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role)
+                         VALUES (${workspaceId}, ${user.id}, 'owner')`
+            }
+          }
+          return true
+        })
+
+      const upsertGrant = (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) =>
+        Effect.map(
+          sql<{ id: string }>`
+            INSERT INTO grants (id, app_id, profile_id, connect_scopes)
+            VALUES (${crypto.randomUUID()}, ${appId}, ${profileId}, ${connectScopes})
+            ON CONFLICT (app_id, profile_id) DO UPDATE
+              SET connect_scopes = EXCLUDED.connect_scopes, revoked_at = NULL, updated_at = now()
+            RETURNING id`,
+          (rows) => rows[0]?.id ?? ""
+        )
+
+      const revokeDelegatedKeysWith = (profileId: string, scopes: ReadonlyArray<Scope>) =>
+        Effect.map(
+          sql`UPDATE api_keys SET revoked_at = now()
+              WHERE profile_id = ${profileId} AND oauth_app_id IS NOT NULL AND revoked_at IS NULL
+                AND scopes && ${scopes}::text[]
+              RETURNING id`,
+          (rows) => rows.length
+        )
+
+      return {
+        findProvisionedForUpdate: (appId, externalRef) => orDatabaseUnavailable(findProvisionedForUpdate(appId, externalRef)),
+        insertProvisioned: (input) => orDatabaseUnavailable(insertProvisioned(input)),
+        setPrivacyMode: (profileId, mode) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`UPDATE profiles SET privacy_mode = ${mode} WHERE id = ${profileId}`)),
+        upsertGrant: (appId, profileId, scopes) => orDatabaseUnavailable(upsertGrant(appId, profileId, scopes)),
+        revokeDelegatedKeysWith: (profileId, scopes) => orDatabaseUnavailable(revokeDelegatedKeysWith(profileId, scopes))
+      }
+    })
+  )
+}

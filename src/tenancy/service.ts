@@ -1,0 +1,195 @@
+/**
+ * Partner provisioning: an OAuth app creates (or re-consents) the profile of one of its
+ * merchants, keyed by (app, external_ref). One transaction per call, the profile row locked,
+ * so replays and concurrent first calls converge on one profile.
+ */
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { RateLimiter } from "effect/persistence/RateLimiter"
+import { SqlClient } from "effect/sql/SqlClient"
+import {
+  type DatabaseUnavailable,
+  HealthcareScopeForbidden,
+  InvalidState,
+  RateLimitExceeded
+} from "../../schema/errors.ts"
+import { type ConnectScope, PERSON_SCOPES, type Scope, scopesOfConnectScopes } from "../../schema/scopes.ts"
+import type { ProvisionedProfile, ProvisionProfile } from "../../schema/tenancy.ts"
+import { AuditLog } from "../audit/repo.ts"
+import { ApiKeys } from "../auth/keys.ts"
+import type { PrincipalShape } from "../http/auth.ts"
+import { databaseUnavailable } from "../platform/database.ts"
+import { type ProvisionedRow, TenancyRepo } from "./repo.ts"
+
+const DEFAULT_CONNECT_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
+
+/** Profile provisioning calls per hour per app credential (its own bucket). */
+export const PROVISIONING_CALLS_PER_HOUR = 200
+
+type AppPrincipal = Extract<PrincipalShape, { readonly kind: "app_client" }>
+
+export const isHealthcareFamily = (profile: { readonly privacy_mode: string; readonly is_healthcare_agency: boolean }) =>
+  profile.is_healthcare_agency || profile.privacy_mode === "platform_safe" || profile.privacy_mode === "hipaa"
+
+/** The scopes a key minted under these connect scopes may hold on this profile (S5.1). */
+export const mintableScopes = (connectScopes: ReadonlyArray<ConnectScope>, healthcare: boolean): ReadonlyArray<Scope> =>
+  scopesOfConnectScopes(connectScopes).filter((scope) => !healthcare || !PERSON_SCOPES.includes(scope))
+
+const healthcareForbidden = () =>
+  new HealthcareScopeForbidden({
+    message: "analytics_pii cannot be granted on a healthcare-family profile; ask for analytics.",
+    reason: "healthcare_family_profile"
+  })
+
+export class Provisioning extends Context.Service<Provisioning, {
+  readonly provision: (
+    app: AppPrincipal,
+    input: ProvisionProfile
+  ) => Effect.Effect<ProvisionedProfile, InvalidState | HealthcareScopeForbidden | RateLimitExceeded | DatabaseUnavailable>
+}>()("svc/Provisioning") {
+  static readonly layer = Layer.effect(Provisioning)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const repo = yield* TenancyRepo
+      const keys = yield* ApiKeys
+      const audit = yield* AuditLog
+      const limiter = yield* RateLimiter
+
+      const meter = (app: AppPrincipal) =>
+        limiter.consume({
+          algorithm: "fixed-window",
+          onExceeded: "fail",
+          window: "1 hour",
+          limit: PROVISIONING_CALLS_PER_HOUR,
+          key: `provision:${app.appId}`
+        }).pipe(
+          Effect.asVoid,
+          Effect.catch((error) =>
+            error.reason._tag === "RateLimitExceeded"
+              ? Effect.fail(
+                new RateLimitExceeded({
+                  message: `At most ${PROVISIONING_CALLS_PER_HOUR} profile provisioning calls per hour per app.`,
+                  reason: "provisioning_bucket",
+                  retry_after_seconds: Math.max(1, Math.ceil(Duration.toSeconds(error.reason.retryAfter)))
+                })
+              )
+              : Effect.logWarning("rate limiter store unavailable; provisioning not metered", error)
+          )
+        )
+
+      const render = (
+        row: ProvisionedRow,
+        created: boolean,
+        input: ProvisionProfile,
+        revokedKeys: number
+      ): ProvisionedProfile => ({
+        profile_id: row.profile_id,
+        workspace_id: row.workspace_id,
+        external_ref: row.external_ref,
+        created,
+        name: row.name,
+        email: row.email,
+        currency: row.currency,
+        reporting_currency: row.reporting_currency,
+        scopes: row.grant_scopes ?? [],
+        ...(input.privacy_mode === undefined ? {} : { privacy_mode: row.privacy_mode }),
+        platform_safe_target: row.platform_safe_target,
+        entitlements: { svc_attribution: row.attribution_enabled },
+        revoked_keys: revokedKeys
+      })
+
+      const reread = (app: AppPrincipal, externalRef: string) =>
+        Effect.flatMap(
+          repo.findProvisionedForUpdate(app.appId, externalRef),
+          Option.match({ onNone: () => Effect.die("provisioned profile vanished inside its transaction"), onSome: Effect.succeed })
+        )
+
+      const create = Effect.fn("Provisioning.create")(function*(app: AppPrincipal, input: ProvisionProfile, requested: ReadonlyArray<ConnectScope>) {
+        const privacyMode = input.privacy_mode ?? "standard"
+        if (privacyMode !== "standard" && requested.includes("analytics_pii")) return yield* healthcareForbidden()
+        const claimed = yield* repo.insertProvisioned({
+          appId: app.appId,
+          externalRef: input.external_ref,
+          name: input.name ?? input.external_ref,
+          email: input.email ?? null,
+          currency: input.currency ?? null,
+          reportingCurrency: input.reporting_currency ?? input.currency ?? null,
+          privacyMode,
+          connectScopes: requested
+        })
+        if (!claimed) return Option.none<ProvisionedProfile>()
+        const row = yield* reread(app, input.external_ref)
+        yield* audit.record({
+          actor: app,
+          action: "profile.provisioned",
+          targetKind: "profile",
+          targetId: row.profile_id,
+          profileId: row.profile_id,
+          workspaceId: row.workspace_id,
+          details: { external_ref: input.external_ref, scopes: requested, privacy_mode: privacyMode }
+        })
+        return Option.some(render(row, true, input, 0))
+      })
+
+      const replay = Effect.fn("Provisioning.replay")(function*(
+        app: AppPrincipal,
+        input: ProvisionProfile,
+        requested: ReadonlyArray<ConnectScope>,
+        existing: ProvisionedRow
+      ) {
+        let revoked = 0
+        let privacyMode = existing.privacy_mode
+        if (input.privacy_mode !== undefined && input.privacy_mode !== existing.privacy_mode) {
+          if (existing.privacy_mode !== "standard" || input.privacy_mode === "standard") {
+            return yield* new InvalidState({
+              message: `The privacy mode is ${existing.privacy_mode}; only the merchant owner changes it, in the conversion-sync catalog.`,
+              reason: "privacy_mode_locked"
+            })
+          }
+          // Stored before the grant is written; live delegated keys lose their person scopes.
+          yield* repo.setPrivacyMode(existing.profile_id, input.privacy_mode)
+          privacyMode = input.privacy_mode
+          revoked += yield* repo.revokeDelegatedKeysWith(existing.profile_id, PERSON_SCOPES)
+        }
+        const healthcare = isHealthcareFamily({ privacy_mode: privacyMode, is_healthcare_agency: existing.is_healthcare_agency })
+        if (healthcare && requested.includes("analytics_pii")) return yield* healthcareForbidden()
+        // `attribution` belongs to the entitlement, not to the app's request.
+        const connectScopes: ReadonlyArray<ConnectScope> = existing.attribution_enabled
+          ? [...new Set<ConnectScope>([...requested, "attribution"])]
+          : requested
+        const grantId = yield* repo.upsertGrant(app.appId, existing.profile_id, connectScopes)
+        revoked += yield* keys.revokeForGrant(grantId, mintableScopes(connectScopes, healthcare))
+        const row = yield* reread(app, input.external_ref)
+        yield* audit.record({
+          actor: app,
+          action: "profile.reprovisioned",
+          targetKind: "profile",
+          targetId: row.profile_id,
+          profileId: row.profile_id,
+          workspaceId: row.workspace_id,
+          details: { scopes: connectScopes, privacy_mode: privacyMode, revoked_keys: revoked }
+        })
+        return render(row, false, input, revoked)
+      })
+
+      const provision = Effect.fn("Provisioning.provision")(function*(app: AppPrincipal, input: ProvisionProfile) {
+        yield* meter(app)
+        const requested: ReadonlyArray<ConnectScope> = [...new Set(input.scopes ?? DEFAULT_CONNECT_SCOPES)]
+        return yield* Effect.gen(function*() {
+          // A concurrent first call may win the ref between our look-up and our insert: look again.
+          for (let attempt = 0; attempt < 2; attempt++) {
+            const existing = yield* repo.findProvisionedForUpdate(app.appId, input.external_ref)
+            if (Option.isSome(existing)) return yield* replay(app, input, requested, existing.value)
+            const created = yield* create(app, input, requested)
+            if (Option.isSome(created)) return created.value
+          }
+          return yield* Effect.die("provisioning did not converge")
+        }).pipe(
+          sql.withTransaction,
+          Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable()))
+        )
+      })
+
+      return { provision }
+    })
+  ).pipe(Layer.provide([TenancyRepo.layer, ApiKeys.layer, AuditLog.layer]))
+}
