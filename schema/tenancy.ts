@@ -51,3 +51,18 @@ export const ProfileCreated = Schema.Struct({
 export const ProfileReplayed = Schema.Struct({
   data: Schema.Struct({ ...ProvisionedProfile.fields, created: Schema.Literal(false) })
 })
+
+export const ArchivedProfile = Schema.Struct({
+  data: Schema.Struct({
+    profile_id: Schema.String,
+    workspace_id: Schema.String,
+    archived: Schema.Literal(true),
+    workspace_archived: Schema.Boolean
+  })
+})
+
+export const AdoptProfile = Schema.Struct({
+  external_ref: ProvisionProfile.fields.external_ref,
+  scopes: ProvisionProfile.fields.scopes
+})
+export type AdoptProfile = typeof AdoptProfile.Type

@@ -3,12 +3,22 @@ import {
   DatabaseUnavailable,
   HealthcareScopeForbidden,
   InvalidState,
+  NotFound,
   RateLimitExceeded,
   ValidationError,
   wire
 } from "../../schema/errors.ts"
-import { ProfileCreated, ProfileReplayed, ProvisionProfile } from "../../schema/tenancy.ts"
+import { Schema } from "effect"
+import {
+  AdoptProfile,
+  ArchivedProfile,
+  ProfileCreated,
+  ProfileReplayed,
+  ProvisionProfile
+} from "../../schema/tenancy.ts"
 import { policy } from "../http/policy.ts"
+
+const appCredential = policy({ scopes: [], auth: ["app_client"], idempotency: "none", grain: "app" })
 
 /** Partner provisioning, with the OAuth-app client credential over HTTP Basic. */
 export const TenancyApi = HttpApiGroup.make("tenancy")
@@ -28,7 +38,22 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
         OpenApi.Summary,
         "Provision (or re-consent) a merchant's profile; idempotent on (client id, external_ref): 201 then 200"
       )
-      .annotateMerge(policy({ scopes: [], auth: ["app_client"], idempotency: "none", grain: "app" }))
+      .annotateMerge(appCredential),
+    HttpApiEndpoint.delete("archiveProfile", "/profiles/:profileId", {
+      params: { profileId: Schema.String },
+      success: ArchivedProfile,
+      error: [wire(NotFound), wire(InvalidState), wire(DatabaseUnavailable)]
+    })
+      .annotate(OpenApi.Summary, "Archive a provisioned profile and its workspace (memberships, keys and grants end)")
+      .annotateMerge(appCredential),
+    HttpApiEndpoint.post("adoptProfile", "/profiles/:profileId/adopt", {
+      params: { profileId: Schema.String },
+      payload: AdoptProfile,
+      success: [ProfileCreated, ProfileReplayed],
+      error: [wire(NotFound), wire(InvalidState), wire(HealthcareScopeForbidden), wire(ValidationError), wire(DatabaseUnavailable)]
+    })
+      .annotate(OpenApi.Summary, "Stamp an external_ref on a profile provisioned without one: 201, then 200 on repeat")
+      .annotateMerge(appCredential)
   )
   .prefix("/api/v1")
   .annotate(OpenApi.Description, "Partner provisioning")

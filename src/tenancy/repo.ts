@@ -24,6 +24,16 @@ export const ProvisionedRow = Schema.Struct({
 })
 export type ProvisionedRow = typeof ProvisionedRow.Type
 
+/** A profile an app provisioned, by id: archived or not, stamped with an external ref or not. */
+export const OwnedRow = Schema.Struct({
+  ...ProvisionedRow.fields,
+  external_ref: Schema.NullOr(Schema.String),
+  archived: Schema.Boolean,
+  workspace_archived: Schema.Boolean,
+  other_live_profiles: Schema.Int
+})
+export type OwnedRow = typeof OwnedRow.Type
+
 export interface NewProvisionedProfile {
   readonly appId: string
   readonly externalRef: string
@@ -47,6 +57,12 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   readonly upsertGrant: (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) => Repo<string>
   /** Revokes the live delegated keys (minted for an app) of a profile that carry any of `scopes`. */
   readonly revokeDelegatedKeysWith: (profileId: string, scopes: ReadonlyArray<Scope>) => Repo<number>
+  /** A profile `appId` provisioned (archived ones included), locked; None for unknown, foreign or human-created. */
+  readonly findOwnedForUpdate: (appId: string, profileId: string) => Repo<Option.Option<OwnedRow>>
+  /** Archives the profile and its workspace with the lifecycle table's cascade; answers the keys it revoked. */
+  readonly archive: (profileId: string, workspaceId: string) => Repo<number>
+  /** Stamps an external ref; false when another live profile of the app holds it. */
+  readonly stampExternalRef: (appId: string, profileId: string, externalRef: string) => Repo<boolean>
 }>()("svc/TenancyRepo") {
   static readonly layer = Layer.effect(TenancyRepo)(
     Effect.gen(function*() {
@@ -127,7 +143,58 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           (rows) => rows.length
         )
 
+      const decodeOwned = Schema.decodeUnknownEffect(Schema.Array(OwnedRow))
+      const findOwnedForUpdate = (appId: string, profileId: string) =>
+        Effect.map(
+          Effect.flatMap(
+            sql`
+              SELECT p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
+                     w.reporting_currency, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
+                     COALESCE(e.enabled, false) AS attribution_enabled,
+                     g.id AS grant_id, g.connect_scopes AS grant_scopes, (g.revoked_at IS NOT NULL) AS grant_revoked,
+                     (p.archived_at IS NOT NULL) AS archived, (w.archived_at IS NOT NULL) AS workspace_archived,
+                     (SELECT count(*)::int FROM profiles o
+                      WHERE o.workspace_id = p.workspace_id AND o.id <> p.id AND o.archived_at IS NULL) AS other_live_profiles
+              FROM profiles p
+              JOIN workspaces w ON w.id = p.workspace_id
+              LEFT JOIN entitlements e ON e.profile_id = p.id AND e.feature = 'svc_attribution'
+              LEFT JOIN grants g ON g.profile_id = p.id AND g.app_id = ${appId}
+              WHERE p.id = ${profileId} AND p.provisioned_by_app_id = ${appId}
+              FOR UPDATE OF p`,
+            decodeOwned
+          ),
+          (rows) => Option.fromNullishOr(rows[0])
+        )
+
+      const archive = (profileId: string, workspaceId: string) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE profiles SET archived_at = now() WHERE id = ${profileId}`
+          yield* sql`UPDATE workspaces SET archived_at = now() WHERE id = ${workspaceId}`
+          yield* sql`UPDATE workspace_memberships SET removed_at = now() WHERE workspace_id = ${workspaceId} AND removed_at IS NULL`
+          yield* sql`UPDATE profile_memberships SET removed_at = now() WHERE profile_id = ${profileId} AND removed_at IS NULL`
+          yield* sql`UPDATE invitations SET revoked_at = now() WHERE workspace_id = ${workspaceId} AND revoked_at IS NULL`
+          yield* sql`UPDATE grants SET revoked_at = now() WHERE profile_id = ${profileId} AND revoked_at IS NULL`
+          const keys = yield* sql`UPDATE api_keys SET revoked_at = now()
+                                  WHERE workspace_id = ${workspaceId} AND revoked_at IS NULL RETURNING id`
+          // Non-audit data of the profile goes; the audit trail and the PII access log stay.
+          yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
+          return keys.length
+        })
+
+      const stampExternalRef = (appId: string, profileId: string, externalRef: string) =>
+        Effect.map(
+          sql`UPDATE profiles SET external_ref = ${externalRef}, provisioned_external_ref = ${externalRef}
+              WHERE id = ${profileId} AND NOT EXISTS (
+                SELECT 1 FROM profiles o WHERE o.provisioned_by_app_id = ${appId} AND o.external_ref = ${externalRef}
+                  AND o.archived_at IS NULL AND o.id <> ${profileId})
+              RETURNING id`,
+          (rows) => rows.length > 0
+        )
+
       return {
+        findOwnedForUpdate: (appId, profileId) => orDatabaseUnavailable(findOwnedForUpdate(appId, profileId)),
+        archive: (profileId, workspaceId) => orDatabaseUnavailable(archive(profileId, workspaceId)),
+        stampExternalRef: (appId, profileId, ref) => orDatabaseUnavailable(stampExternalRef(appId, profileId, ref)),
         findProvisionedForUpdate: (appId, externalRef) => orDatabaseUnavailable(findProvisionedForUpdate(appId, externalRef)),
         insertProvisioned: (input) => orDatabaseUnavailable(insertProvisioned(input)),
         setPrivacyMode: (profileId, mode) =>

@@ -10,15 +10,17 @@ import {
   type DatabaseUnavailable,
   HealthcareScopeForbidden,
   InvalidState,
+  NotFound,
   RateLimitExceeded
 } from "../../schema/errors.ts"
 import { type ConnectScope, PERSON_SCOPES, type Scope, scopesOfConnectScopes } from "../../schema/scopes.ts"
-import type { ProvisionedProfile, ProvisionProfile } from "../../schema/tenancy.ts"
+import type { AdoptProfile, ProvisionedProfile, ProvisionProfile } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
 import type { PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable } from "../platform/database.ts"
-import { type ProvisionedRow, TenancyRepo } from "./repo.ts"
+import { isUuid } from "../../schema/common.ts"
+import { type OwnedRow, type ProvisionedRow, TenancyRepo } from "./repo.ts"
 
 const DEFAULT_CONNECT_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
 
@@ -40,11 +42,28 @@ const healthcareForbidden = () =>
     reason: "healthcare_family_profile"
   })
 
+/** Unknown, another app's, human-created (and, for adopt, archived): one identical answer. */
+const noSuchProfile = () => new NotFound({ message: "No such profile." })
+
+export interface ArchiveResult {
+  readonly profileId: string
+  readonly workspaceId: string
+  readonly workspaceArchived: boolean
+}
+
 export class Provisioning extends Context.Service<Provisioning, {
   readonly provision: (
     app: AppPrincipal,
     input: ProvisionProfile
   ) => Effect.Effect<ProvisionedProfile, InvalidState | HealthcareScopeForbidden | RateLimitExceeded | DatabaseUnavailable>
+  /** The lifecycle table's delete: archives profile and workspace, or 409 while the workspace holds another profile. */
+  readonly archive: (app: AppPrincipal, profileId: string) => Effect.Effect<ArchiveResult, NotFound | InvalidState | DatabaseUnavailable>
+  /** Stamps an external ref on a profile provisioned before refs existed. */
+  readonly adopt: (
+    app: AppPrincipal,
+    profileId: string,
+    input: AdoptProfile
+  ) => Effect.Effect<ProvisionedProfile, NotFound | InvalidState | HealthcareScopeForbidden | DatabaseUnavailable>
 }>()("svc/Provisioning") {
   static readonly layer = Layer.effect(Provisioning)(
     Effect.gen(function*() {
@@ -189,7 +208,77 @@ export class Provisioning extends Context.Service<Provisioning, {
         )
       })
 
-      return { provision }
+      const owned = (app: AppPrincipal, profileId: string) =>
+        isUuid(profileId)
+          ? Effect.flatMap(
+            repo.findOwnedForUpdate(app.appId, profileId.toLowerCase()),
+            Option.match({ onNone: () => Effect.fail(noSuchProfile()), onSome: (row) => Effect.succeed<OwnedRow>(row) })
+          )
+          : Effect.fail(noSuchProfile())
+
+      const archive = Effect.fn("Provisioning.archive")(function*(app: AppPrincipal, profileId: string) {
+        return yield* Effect.gen(function*() {
+          const row = yield* owned(app, profileId)
+          const result = { profileId: row.profile_id, workspaceId: row.workspace_id }
+          if (row.archived) return { ...result, workspaceArchived: row.workspace_archived }
+          if (row.other_live_profiles > 0) {
+            return yield* new InvalidState({
+              message: "The profile's workspace holds another live profile; archive that one first.",
+              reason: "workspace_holds_other_profiles"
+            })
+          }
+          const revokedKeys = yield* repo.archive(row.profile_id, row.workspace_id)
+          yield* audit.record({
+            actor: app,
+            action: "profile.archived",
+            targetKind: "profile",
+            targetId: row.profile_id,
+            profileId: row.profile_id,
+            workspaceId: row.workspace_id,
+            details: { workspace_archived: true, revoked_keys: revokedKeys }
+          })
+          return { ...result, workspaceArchived: true }
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+      })
+
+      const adopt = Effect.fn("Provisioning.adopt")(function*(app: AppPrincipal, profileId: string, input: AdoptProfile) {
+        const requested: ReadonlyArray<ConnectScope> = [...new Set(input.scopes ?? DEFAULT_CONNECT_SCOPES)]
+        return yield* Effect.gen(function*() {
+          const row = yield* owned(app, profileId)
+          if (row.archived || row.grant_id === null || row.grant_revoked) return yield* noSuchProfile()
+          if (isHealthcareFamily(row) && requested.includes("analytics_pii")) return yield* healthcareForbidden()
+          const asProvisioned = (externalRef: string): ProvisionedRow => ({ ...row, external_ref: externalRef })
+          if (row.external_ref !== null) {
+            if (row.external_ref === input.external_ref) return render(asProvisioned(row.external_ref), false, {
+              external_ref: input.external_ref
+            }, 0)
+            return yield* new InvalidState({ message: "The profile already carries another external_ref.", reason: "external_ref_set" })
+          }
+          if (!(yield* repo.stampExternalRef(app.appId, row.profile_id, input.external_ref))) {
+            return yield* new InvalidState({
+              message: "Another live profile of this app already carries that external_ref.",
+              reason: "external_ref_taken"
+            })
+          }
+          const connectScopes: ReadonlyArray<ConnectScope> = row.attribution_enabled
+            ? [...new Set<ConnectScope>([...requested, "attribution"])]
+            : requested
+          yield* repo.upsertGrant(app.appId, row.profile_id, connectScopes)
+          const stamped = yield* reread(app, input.external_ref)
+          yield* audit.record({
+            actor: app,
+            action: "profile.adopted",
+            targetKind: "profile",
+            targetId: row.profile_id,
+            profileId: row.profile_id,
+            workspaceId: row.workspace_id,
+            details: { external_ref: input.external_ref, scopes: connectScopes }
+          })
+          return render(stamped, true, { external_ref: input.external_ref }, 0)
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+      })
+
+      return { provision, archive, adopt }
     })
   ).pipe(Layer.provide([TenancyRepo.layer, ApiKeys.layer, AuditLog.layer]))
 }
