@@ -3,12 +3,15 @@
  * profile's serialised state goes through it, so changes for one profile run one message at a
  * time on the runner owning its shard (entity handlers run with concurrency 1).
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { ClusterSchema, Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { DatabaseUnavailable } from "../schema/errors.ts"
+import { DatabaseUnavailable, InvalidState, NotFound } from "../schema/errors.ts"
 import { ProfileState } from "../schema/rpc.ts"
+import { EntitlementResult, PartnerPrivacyMode } from "../schema/tenancy.ts"
 import { AppConfig } from "../src/platform/config.ts"
+import { CurrentRequestId } from "../src/platform/request-id.ts"
+import { Entitlements } from "../src/tenancy/entitlements.ts"
 import { type ProfileRecord, ProfileRepo } from "./profile-repo.ts"
 
 /** Reads the state; a profile without a row answers epoch 0 and `updated_at: null`. Not persisted. */
@@ -25,7 +28,20 @@ export const BumpRevocationEpoch = Rpc.make("BumpRevocationEpoch", { success: Pr
   .annotate(ClusterSchema.WithTransaction, true)
   .annotate(ClusterSchema.Uninterruptible, "client")
 
-export const Profile = Entity.make("Profile", [GetState, BumpRevocationEpoch])
+/** Turns the attribution add-on on or off for the provisioning app (and may move the privacy mode). */
+export const SetEntitlement = Rpc.make("SetEntitlement", {
+  payload: {
+    app_id: Schema.String,
+    client_id: Schema.String,
+    request_id: Schema.String,
+    enabled: Schema.Boolean,
+    privacy_mode: Schema.optionalKey(PartnerPrivacyMode)
+  },
+  success: EntitlementResult,
+  error: Schema.Union([NotFound, InvalidState, DatabaseUnavailable])
+})
+
+export const Profile = Entity.make("Profile", [GetState, BumpRevocationEpoch, SetEntitlement])
 
 /** Registers the Profile behaviour with Sharding. */
 export const ProfileLive = Profile.toLayer(
@@ -34,13 +50,22 @@ export const ProfileLive = Profile.toLayer(
     const runner = yield* Entity.CurrentRunnerAddress
     const { cluster } = yield* AppConfig
     const repo = yield* ProfileRepo
+    const entitlements = yield* Entitlements
     const profileId = address.entityId
     const servedBy = cluster.mode === "single" ? "single" : `${runner.host}:${runner.port}`
     const serve = (record: ProfileRecord): ProfileState => ({ ...record, served_by: servedBy })
 
     return Profile.of({
       GetState: () => Effect.map(repo.find(profileId), serve),
-      BumpRevocationEpoch: () => Effect.map(repo.bumpRevocationEpoch(profileId), serve)
+      BumpRevocationEpoch: () => Effect.map(repo.bumpRevocationEpoch(profileId), serve),
+      SetEntitlement: ({ payload }) =>
+        entitlements.setAttribution(
+          { kind: "app_client", appId: payload.app_id, clientId: payload.client_id, rateLimitPerMinute: 0 },
+          profileId,
+          payload.privacy_mode === undefined
+            ? { enabled: payload.enabled }
+            : { enabled: payload.enabled, privacy_mode: payload.privacy_mode }
+        ).pipe(Effect.provideService(CurrentRequestId, payload.request_id))
     })
   })
-).pipe(Layer.provide(ProfileRepo.layer))
+).pipe(Layer.provide([ProfileRepo.layer, Entitlements.layer]))

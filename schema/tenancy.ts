@@ -66,3 +66,31 @@ export const AdoptProfile = Schema.Struct({
   scopes: ProvisionProfile.fields.scopes
 })
 export type AdoptProfile = typeof AdoptProfile.Type
+
+export const SetEntitlement = Schema.Struct({
+  enabled: Schema.Boolean,
+  privacy_mode: Schema.optionalKey(PartnerPrivacyMode)
+})
+export type SetEntitlement = typeof SetEntitlement.Type
+
+export const EntitlementResult = Schema.Struct({
+  profile_id: Schema.String,
+  feature: Schema.Literal("svc_attribution"),
+  enabled: Schema.Boolean,
+  changed: Schema.Boolean,
+  /** Keys revoked because the privacy mode moved to a healthcare mode; present on that change. */
+  revoked_keys: Schema.optionalKey(Schema.Int),
+  privacy_mode: Schema.optionalKey(PrivacyMode)
+})
+export type EntitlementResult = typeof EntitlementResult.Type
+
+export const EntitlementBody = Schema.Struct({
+  data: Schema.Struct({
+    profile_id: Schema.String,
+    feature: Schema.Literal("svc_attribution"),
+    enabled: Schema.Boolean,
+    changed: Schema.Boolean
+  }),
+  meta: Schema.Struct({ profile_id: Schema.String }),
+  grant: Schema.optionalKey(Schema.Struct({ revoked_keys: Schema.Int, privacy_mode: PrivacyMode }))
+})

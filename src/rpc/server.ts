@@ -4,17 +4,17 @@
  * client, so a call made on any runner lands on the runner owning the profile's shard.
  */
 import { Effect, Layer, Option } from "effect"
-import type { ClusterError, Sharding } from "effect/cluster"
+import type { Sharding } from "effect/cluster"
 import type { HttpRouter } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { SqlClient } from "effect/sql/SqlClient"
+import { routeProfileCall } from "../../cluster/calls.ts"
 import { Profile } from "../../cluster/Profile.ts"
 import { ClusterStatus } from "../../cluster/runner.ts"
-import { type DatabaseUnavailable, ServiceUnavailable } from "../../schema/errors.ts"
 import { RpcAuth, RpcUnauthorized, ServiceRpcs, type ServiceStatusInfo } from "../../schema/rpc.ts"
 import { AppConfig } from "../platform/config.ts"
 import { secretMatches } from "../platform/secrets.ts"
-import { databaseUnavailable, DatabaseInfo } from "../platform/database.ts"
+import { DatabaseInfo } from "../platform/database.ts"
 import { appliedMigrationId, latestMigrationId } from "../platform/migrator.ts"
 import { VERSION } from "../platform/version.ts"
 
@@ -35,23 +35,6 @@ export const RpcAuthLive = Layer.effect(RpcAuth)(
     })
   })
 )
-
-/** How long a profile call may wait for the shard owner (covers a runner failover). */
-const PROFILE_CALL_TIMEOUT = "20 seconds"
-
-const clusterUnavailable = (reason: string) =>
-  new ServiceUnavailable({
-    message: "The profile's runner did not answer. Retry the same request shortly.",
-    reason,
-    retry_after_seconds: 2
-  })
-
-type EntityCallError =
-  | DatabaseUnavailable
-  | ClusterError.MailboxFull
-  | ClusterError.AlreadyProcessingMessage
-  | ClusterError.PersistenceError
-  | ClusterError.EntityNotAssignedToRunner
 
 const ServiceHandlersLive = ServiceRpcs.toLayer(
   Effect.gen(function*() {
@@ -84,28 +67,13 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
       return status
     })
 
-    // Cluster transport errors are transient; a persistence failure is the database being away.
-    const routed = <A>(effect: Effect.Effect<A, EntityCallError>, onTimeout: string) =>
-      effect.pipe(
-        Effect.timeoutOrElse({
-          duration: PROFILE_CALL_TIMEOUT,
-          orElse: () => Effect.fail(clusterUnavailable(onTimeout))
-        }),
-        Effect.catchTags({
-          PersistenceError: () => Effect.fail(databaseUnavailable()),
-          MailboxFull: () => Effect.fail(clusterUnavailable("mailbox_full")),
-          AlreadyProcessingMessage: () => Effect.fail(clusterUnavailable("already_processing")),
-          EntityNotAssignedToRunner: () => Effect.fail(clusterUnavailable("shard_moving"))
-        })
-      )
-
     return ServiceRpcs.of({
       ServiceStatus: serviceStatus,
       ProfileGetState: Effect.fn("Rpc.ProfileGetState")(function*({ profile_id }) {
-        return yield* routed(makeProfile(profile_id.toLowerCase()).GetState(), "runner_timeout")
+        return yield* routeProfileCall(makeProfile(profile_id.toLowerCase()).GetState(), "runner_timeout")
       }),
       ProfileBumpRevocationEpoch: Effect.fn("Rpc.ProfileBumpRevocationEpoch")(function*({ profile_id }) {
-        return yield* routed(makeProfile(profile_id.toLowerCase()).BumpRevocationEpoch(), "outcome_unknown")
+        return yield* routeProfileCall(makeProfile(profile_id.toLowerCase()).BumpRevocationEpoch(), "outcome_unknown")
       })
     })
   })

@@ -5,6 +5,7 @@ import {
   InvalidState,
   NotFound,
   RateLimitExceeded,
+  ServiceUnavailable,
   ValidationError,
   wire
 } from "../../schema/errors.ts"
@@ -12,6 +13,8 @@ import { Schema } from "effect"
 import {
   AdoptProfile,
   ArchivedProfile,
+  EntitlementBody,
+  SetEntitlement,
   ProfileCreated,
   ProfileReplayed,
   ProvisionProfile
@@ -53,6 +56,14 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
       error: [wire(NotFound), wire(InvalidState), wire(HealthcareScopeForbidden), wire(ValidationError), wire(DatabaseUnavailable)]
     })
       .annotate(OpenApi.Summary, "Stamp an external_ref on a profile provisioned without one: 201, then 200 on repeat")
+      .annotateMerge(appCredential),
+    HttpApiEndpoint.put("setEntitlement", "/profiles/:profileId/entitlements/:feature", {
+      params: { profileId: Schema.String, feature: Schema.String },
+      payload: SetEntitlement,
+      success: EntitlementBody,
+      error: [wire(NotFound), wire(InvalidState), wire(ValidationError), wire(ServiceUnavailable), wire(DatabaseUnavailable)]
+    })
+      .annotate(OpenApi.Summary, "Turn the attribution add-on (svc_attribution) on or off; may move the privacy mode")
       .annotateMerge(appCredential)
   )
   .prefix("/api/v1")

@@ -1,4 +1,9 @@
 import { Effect } from "effect"
+import { routeProfileCall } from "../../cluster/calls.ts"
+import { Profile } from "../../cluster/Profile.ts"
+import { isUuid } from "../../schema/common.ts"
+import { NotFound } from "../../schema/errors.ts"
+import { CurrentRequestId } from "../platform/request-id.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../http/auth.ts"
@@ -16,6 +21,7 @@ const createdOrReplayed = (data: ProvisionedProfile) =>
 export const TenancyHandlers = HttpApiBuilder.group(Api, "tenancy", (handlers) =>
   Effect.gen(function*() {
     const provisioning = yield* Provisioning
+    const profiles = yield* Profile.client
     return handlers.handleAll({
       provisionProfile: ({ payload }) =>
         Effect.gen(function*() {
@@ -31,6 +37,32 @@ export const TenancyHandlers = HttpApiBuilder.group(Api, "tenancy", (handlers) =
               archived: true as const,
               workspace_archived: result.workspaceArchived
             }
+          }
+        }),
+      setEntitlement: ({ params, payload }) =>
+        Effect.gen(function*() {
+          const app = yield* appPrincipal
+          if (params.feature !== "svc_attribution" || !isUuid(params.profileId)) {
+            return yield* new NotFound({ message: params.feature === "svc_attribution" ? "No such profile." : "No such feature." })
+          }
+          const profileId = params.profileId.toLowerCase()
+          // Through the Profile entity: changes of one profile happen one at a time, on its runner.
+          const result = yield* routeProfileCall(
+            profiles(profileId).SetEntitlement({
+              app_id: app.appId,
+              client_id: app.clientId,
+              request_id: yield* CurrentRequestId,
+              enabled: payload.enabled,
+              ...(payload.privacy_mode === undefined ? {} : { privacy_mode: payload.privacy_mode })
+            }),
+            "outcome_unknown"
+          )
+          return {
+            data: { profile_id: result.profile_id, feature: result.feature, enabled: result.enabled, changed: result.changed },
+            meta: { profile_id: result.profile_id },
+            ...(result.revoked_keys === undefined || result.privacy_mode === undefined
+              ? {}
+              : { grant: { revoked_keys: result.revoked_keys, privacy_mode: result.privacy_mode } })
           }
         }),
       adoptProfile: ({ params, payload }) =>

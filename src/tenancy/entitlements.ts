@@ -1,0 +1,113 @@
+/**
+ * The attribution entitlement's state machine (the spec's "Attribution entitlement" table),
+ * applied inside the Profile entity so that changes of one profile happen one at a time.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { isUuid } from "../../schema/common.ts"
+import { type DatabaseUnavailable, InvalidState, NotFound } from "../../schema/errors.ts"
+import { type ConnectScope, PERSON_SCOPES } from "../../schema/scopes.ts"
+import type { EntitlementResult, SetEntitlement } from "../../schema/tenancy.ts"
+import { AuditLog } from "../audit/repo.ts"
+import { ApiKeys } from "../auth/keys.ts"
+import type { PrincipalShape } from "../http/auth.ts"
+import { databaseUnavailable } from "../platform/database.ts"
+import { isHealthcareFamily, mintableScopes } from "./service.ts"
+import { TenancyRepo } from "./repo.ts"
+
+/** Days of history a backfill asks the ad platform for when the add-on goes on. */
+export const STANDARD_BACKFILL_DAYS = 90
+
+const ON_SCOPES: ReadonlyArray<ConnectScope> = ["connections", "attribution"]
+const OFF_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
+
+type AppPrincipal = Extract<PrincipalShape, { readonly kind: "app_client" }>
+
+export class Entitlements extends Context.Service<Entitlements, {
+  readonly setAttribution: (
+    app: AppPrincipal,
+    profileId: string,
+    request: SetEntitlement
+  ) => Effect.Effect<EntitlementResult, NotFound | InvalidState | DatabaseUnavailable>
+}>()("svc/Entitlements") {
+  static readonly layer = Layer.effect(Entitlements)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const repo = yield* TenancyRepo
+      const keys = yield* ApiKeys
+      const audit = yield* AuditLog
+      const noSuchProfile = () => new NotFound({ message: "No such profile." })
+
+      const enqueueBackfills = (profileId: string) =>
+        sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
+            SELECT gen_random_uuid(), profile_id, id, 'backfill', ${STANDARD_BACKFILL_DAYS}, 'attribution_enabled'
+            FROM connections WHERE profile_id = ${profileId} AND provider_kind = 'adplatform' AND disconnected_at IS NULL
+            RETURNING id`.pipe(Effect.map((rows) => rows.length))
+
+      const setAttribution = Effect.fn("Entitlements.setAttribution")(function*(
+        app: AppPrincipal,
+        profileId: string,
+        request: SetEntitlement
+      ) {
+        if (!isUuid(profileId)) return yield* noSuchProfile()
+        return yield* Effect.gen(function*() {
+          const found = yield* repo.findOwnedForUpdate(app.appId, profileId.toLowerCase())
+          if (Option.isNone(found) || found.value.archived) return yield* noSuchProfile()
+          const row = found.value
+          let revokedForPrivacy: number | undefined
+          let privacyMode = row.privacy_mode
+          if (request.privacy_mode !== undefined && request.privacy_mode !== row.privacy_mode) {
+            if (row.privacy_mode !== "standard" || request.privacy_mode === "standard") {
+              return yield* new InvalidState({
+                message: `The privacy mode is ${row.privacy_mode}; only the merchant owner changes it, in the conversion-sync catalog.`,
+                reason: "privacy_mode_locked"
+              })
+            }
+            // Stored before the grant is written.
+            yield* repo.setPrivacyMode(row.profile_id, request.privacy_mode)
+            privacyMode = request.privacy_mode
+            revokedForPrivacy = yield* repo.revokeDelegatedKeysWith(row.profile_id, PERSON_SCOPES)
+            yield* audit.record({
+              actor: app,
+              action: "profile.privacy_mode_changed",
+              targetKind: "profile",
+              targetId: row.profile_id,
+              profileId: row.profile_id,
+              workspaceId: row.workspace_id,
+              details: { from: row.privacy_mode, to: request.privacy_mode, revoked_keys: revokedForPrivacy }
+            })
+          }
+          const privacy = revokedForPrivacy === undefined ? {} : { revoked_keys: revokedForPrivacy, privacy_mode: privacyMode }
+          if (request.enabled === row.attribution_enabled) {
+            return { profile_id: row.profile_id, feature: "svc_attribution" as const, enabled: row.attribution_enabled, changed: false, ...privacy }
+          }
+          yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${row.profile_id}, 'svc_attribution', ${request.enabled})
+                     ON CONFLICT (profile_id, feature) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`
+          const healthcare = isHealthcareFamily({ privacy_mode: privacyMode, is_healthcare_agency: row.is_healthcare_agency })
+          let details: Record<string, unknown>
+          if (request.enabled) {
+            yield* repo.upsertGrant(app.appId, row.profile_id, ON_SCOPES)
+            details = { backfills: yield* enqueueBackfills(row.profile_id) }
+          } else {
+            // Narrowed, not revoked: the connect rail keeps working; keys of the wider grant stop.
+            const grantId = yield* repo.upsertGrant(app.appId, row.profile_id, OFF_SCOPES)
+            details = { revoked_keys: yield* keys.revokeForGrant(grantId, mintableScopes(OFF_SCOPES, healthcare)) }
+          }
+          yield* audit.record({
+            actor: app,
+            action: request.enabled ? "entitlement.enabled" : "entitlement.disabled",
+            targetKind: "profile",
+            targetId: row.profile_id,
+            profileId: row.profile_id,
+            workspaceId: row.workspace_id,
+            details: { feature: "svc_attribution", ...details }
+          })
+          return { profile_id: row.profile_id, feature: "svc_attribution" as const, enabled: request.enabled, changed: true, ...privacy }
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+      })
+
+      return { setAttribution }
+    })
+  ).pipe(Layer.provide([TenancyRepo.layer, ApiKeys.layer, AuditLog.layer]))
+}
+
