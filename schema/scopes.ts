@@ -121,3 +121,15 @@ const isMcpGrant = (value: string): value is McpGrant => (McpGrants as ReadonlyA
 export const scopesOfMcpGrants = (grants: ReadonlyArray<string>): ReadonlyArray<Scope> => [
   ...new Set(grants.filter(isMcpGrant).flatMap((grant) => scopesOfMcpGrant[grant]))
 ]
+
+/** S5: a profile whose workspace is a healthcare agency, or that exports in a healthcare privacy mode. */
+export const isHealthcareFamily = (settings: { readonly privacy_mode: string; readonly is_healthcare_agency: boolean }): boolean =>
+  settings.is_healthcare_agency || settings.privacy_mode === "platform_safe" || settings.privacy_mode === "hipaa"
+
+/** S5.1: keys on healthcare-family profiles never carry the person scopes. */
+export const withholdPersonScopes = (scopes: ReadonlyArray<Scope>, healthcare: boolean): ReadonlyArray<Scope> =>
+  healthcare ? scopes.filter((scope) => !PERSON_SCOPES.includes(scope)) : scopes
+
+/** The scopes a key minted under these connect scopes may hold on a (healthcare-family or not) profile. */
+export const mintableScopes = (connectScopes: ReadonlyArray<ConnectScope>, healthcare: boolean): ReadonlyArray<Scope> =>
+  withholdPersonScopes(scopesOfConnectScopes(connectScopes), healthcare)

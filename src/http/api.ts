@@ -6,6 +6,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
+import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
 import { RetiredApi } from "../versioning/api.ts"
@@ -28,6 +29,8 @@ export const Api = HttpApi.make("svc")
   .middleware(Idempotency)
   .middleware(Authentication)
   .middleware(Deprecation)
+  // Added after the middleware: /oauth/* answers only the OAuth error format (decision 0016).
+  .add(OAuthApi)
   .annotate(OpenApi.Title, "Attribution Service API")
   .annotate(OpenApi.Version, VERSION)
   .annotate(

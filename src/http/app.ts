@@ -8,6 +8,8 @@ import { AdminHandlers } from "../admin/handlers.ts"
 import { AdminService } from "../admin/service.ts"
 import { ConnectionsHandlers } from "../connections/handlers.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
+import { OAuthHandlers } from "../oauth/handlers.ts"
+import { OAuthService } from "../oauth/service.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { TenancyHandlers } from "../tenancy/handlers.ts"
@@ -24,9 +26,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, RetiredHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, RetiredHandlers, OAuthHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, OAuthService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */

@@ -1,5 +1,6 @@
 /** Keyset cursors: opaque to clients, `(created_at, id)` inside. */
 import { Option } from "effect"
+import { parseJsonOrUndefined } from "../platform/json.ts"
 
 export interface Keyset {
   readonly createdAt: string
@@ -12,7 +13,7 @@ export const encodeCursor = (keyset: Keyset): string =>
 /** An unreadable cursor is None: the list restarts from the beginning. */
 export const decodeCursor = (cursor: string | undefined): Option.Option<Keyset> => {
   if (cursor === undefined || cursor === "") return Option.none()
-  const parsed = parseJson(Buffer.from(cursor, "base64url").toString("utf8"))
+  const parsed = parseJsonOrUndefined(Buffer.from(cursor, "base64url").toString("utf8"))
   if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === "string" && typeof parsed[1] === "string") {
     return Option.some({ createdAt: parsed[0], id: parsed[1] })
   }
@@ -33,13 +34,5 @@ export const toPage = <Row extends { readonly created_at: string; readonly id: s
   return {
     data: page.map(render),
     pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
-  }
-}
-
-const parseJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
   }
 }

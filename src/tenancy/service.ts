@@ -13,7 +13,7 @@ import {
   NotFound,
   RateLimitExceeded
 } from "../../schema/errors.ts"
-import { type ConnectScope, PERSON_SCOPES, type Scope, scopesOfConnectScopes } from "../../schema/scopes.ts"
+import { type ConnectScope, isHealthcareFamily, mintableScopes, PERSON_SCOPES } from "../../schema/scopes.ts"
 import type { AdoptProfile, ProvisionedProfile, ProvisionProfile } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
@@ -28,13 +28,6 @@ const DEFAULT_CONNECT_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
 export const PROVISIONING_CALLS_PER_HOUR = 200
 
 type AppPrincipal = Extract<PrincipalShape, { readonly kind: "app_client" }>
-
-export const isHealthcareFamily = (profile: { readonly privacy_mode: string; readonly is_healthcare_agency: boolean }) =>
-  profile.is_healthcare_agency || profile.privacy_mode === "platform_safe" || profile.privacy_mode === "hipaa"
-
-/** The scopes a key minted under these connect scopes may hold on this profile (S5.1). */
-export const mintableScopes = (connectScopes: ReadonlyArray<ConnectScope>, healthcare: boolean): ReadonlyArray<Scope> =>
-  scopesOfConnectScopes(connectScopes).filter((scope) => !healthcare || !PERSON_SCOPES.includes(scope))
 
 const healthcareForbidden = () =>
   new HealthcareScopeForbidden({

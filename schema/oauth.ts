@@ -1,0 +1,117 @@
+/**
+ * The OAuth surface (`/oauth/token`, `/oauth/revoke`): request forms, the token response and
+ * the OAuth error format of RFC 6749 section 5.2, which these endpoints answer instead of the
+ * error envelope (the envelope renderer passes a JSON error in this format untouched).
+ */
+import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+
+/** `grant_type=client_credentials` mints an API key for one profile the app holds a live grant on. */
+export const TokenForm = Schema.Struct({
+  grant_type: Schema.String.annotate({ description: "`client_credentials` (`authorization_code`: not served yet)" }),
+  profile_id: Schema.optionalKey(Schema.String.annotate({ description: "The profile the key is for" })),
+  scope: Schema.optionalKey(
+    Schema.String.annotate({ description: "Space-separated API scopes narrowing the key to a subset of the grant's" })
+  ),
+  client_id: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" })),
+  client_secret: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" }))
+}).annotate({ identifier: "OAuthTokenRequest" })
+export type TokenForm = typeof TokenForm.Type
+
+/** RFC 7009 revocation request. */
+export const RevokeForm = Schema.Struct({
+  token: Schema.String.annotate({ description: "An API key minted for this app" }),
+  token_type_hint: Schema.optionalKey(Schema.String.annotate({ description: "Accepted and ignored" })),
+  client_id: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" })),
+  client_secret: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" }))
+}).annotate({ identifier: "OAuthRevokeRequest" })
+export type RevokeForm = typeof RevokeForm.Type
+
+/** The form, or the same fields as a JSON object. */
+export const formOrJson = <S extends Schema.Top>(schema: S, identifier: string) =>
+  [schema.pipe(HttpApiSchema.asFormUrlEncoded()), schema.annotate({ identifier: `${identifier}Json` })] as const
+
+export const TokenResponse = Schema.Struct({
+  access_token: Schema.String.annotate({ description: "The API key (`svc_live_...`), shown once" }),
+  token_type: Schema.Literal("Bearer"),
+  scope: Schema.String.annotate({ description: "Space-separated scopes the key holds" }),
+  profile_id: Schema.String
+}).annotate({ identifier: "OAuthTokenResponse" })
+export type TokenResponse = typeof TokenResponse.Type
+
+/** Token responses are never cached (RFC 6749 section 5.1); the errors carry the same headers. */
+const NoStoreHeaders = { "cache-control": Schema.Literal("no-store"), pragma: Schema.Literal("no-cache") }
+export const noStore = { "cache-control": "no-store", pragma: "no-cache" } as const
+
+export const TokenSuccess = HttpApiSchema.WithHeaders(TokenResponse, NoStoreHeaders)
+
+/** The `WWW-Authenticate` challenge of every 401 `invalid_client`. */
+export const BASIC_CHALLENGE = "Basic realm=\"svc\""
+
+export const OAuthRequestErrorCode = Schema.Literals([
+  "invalid_request",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_scope"
+])
+
+/** A 400 OAuth error: malformed request, unusable grant, unsupported grant type or scope. */
+export class OAuthRequestError extends Schema.TaggedError<OAuthRequestError>()("OAuthRequestError", {
+  error: OAuthRequestErrorCode,
+  error_description: Schema.String
+}) {}
+
+/** 401 `invalid_client`: no, several, unknown or wrong client credentials. */
+export class OAuthInvalidClient extends Schema.TaggedError<OAuthInvalidClient>()("OAuthInvalidClient", {
+  error_description: Schema.String
+}) {}
+
+/** 500 `server_error` (decision 0003): the database could not be read or written; nothing was minted. */
+export class OAuthServerError extends Schema.TaggedError<OAuthServerError>()("OAuthServerError", {
+  error_description: Schema.String
+}) {}
+
+export type OAuthError = OAuthRequestError | OAuthInvalidClient | OAuthServerError
+
+const errorBody = <C extends Schema.Top>(code: C, status: number, identifier: string) =>
+  Schema.Struct({ error: code, error_description: Schema.String }).pipe(HttpApiSchema.status(status)).annotate({
+    identifier
+  })
+
+/** What the endpoints declare: the class in code, the RFC 6749 body and headers on the wire. */
+export const OAuthRequestErrorResponse = OAuthRequestError.pipe(
+  HttpApiSchema.encodeToWithHeaders({
+    body: errorBody(OAuthRequestErrorCode, 400, "OAuthError_400"),
+    headers: NoStoreHeaders
+  }, {
+    decode: ({ body }) => new OAuthRequestError(body),
+    encode: (error) => ({ body: { error: error.error, error_description: error.error_description }, headers: noStore })
+  })
+).annotate({ description: "OAuth error (RFC 6749 section 5.2): invalid_request, invalid_grant, invalid_scope or unsupported_grant_type." })
+
+export const OAuthInvalidClientResponse = OAuthInvalidClient.pipe(
+  HttpApiSchema.encodeToWithHeaders({
+    body: errorBody(Schema.Literal("invalid_client"), 401, "OAuthError_401"),
+    headers: { ...NoStoreHeaders, "www-authenticate": Schema.Literal(BASIC_CHALLENGE) }
+  }, {
+    decode: ({ body }) => new OAuthInvalidClient({ error_description: body.error_description }),
+    encode: (error) => ({
+      body: { error: "invalid_client" as const, error_description: error.error_description },
+      headers: { ...noStore, "www-authenticate": BASIC_CHALLENGE } as const
+    })
+  })
+).annotate({ description: "invalid_client: no, several, unknown or wrong client credentials." })
+
+export const OAuthServerErrorResponse = OAuthServerError.pipe(
+  HttpApiSchema.encodeToWithHeaders({
+    body: errorBody(Schema.Literal("server_error"), 500, "OAuthError_500"),
+    headers: NoStoreHeaders
+  }, {
+    decode: ({ body }) => new OAuthServerError({ error_description: body.error_description }),
+    encode: (error) => ({
+      body: { error: "server_error" as const, error_description: error.error_description },
+      headers: noStore
+    })
+  })
+).annotate({ description: "server_error: the database could not be read or written; nothing was minted. Retry." })

@@ -1,0 +1,142 @@
+/**
+ * `/oauth/token` and `/oauth/revoke`. The bodies are read here rather than decoded by
+ * HttpApi, so a malformed request answers `invalid_request` in the OAuth format instead of
+ * the envelope's `validation_error`.
+ */
+import { Effect } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
+import { noStore, OAuthInvalidClient, OAuthRequestError } from "../../schema/oauth.ts"
+import { Api } from "../http/api.ts"
+import { type ClientCredentials, OAuthService } from "./service.ts"
+import { parseJsonOrUndefined } from "../platform/json.ts"
+
+type Params = ReadonlyMap<string, string>
+
+const invalidRequest = (description: string) =>
+  new OAuthRequestError({ error: "invalid_request", error_description: description })
+
+const mediaType = (request: HttpServerRequest.HttpServerRequest) =>
+  (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? ""
+
+/** RFC 6749 appendix B: `+` is a space, then percent-decoding. */
+const formDecode = (value: string): string | undefined => {
+  try {
+    return decodeURIComponent(value.replaceAll("+", " "))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The request's parameters: a form (RFC 6749) or the same fields as a JSON object. A
+ * parameter without a value counts as absent (section 3.1); a repeated one is refused.
+ */
+const readParams = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<Params, OAuthRequestError> =>
+  Effect.flatMap(Effect.orDie(request.text), (text) => {
+    const params = new Map<string, string>()
+    const type = mediaType(request)
+    if (type === "application/x-www-form-urlencoded" || (type === "" && text === "")) {
+      for (const [name, value] of new URLSearchParams(text)) {
+        if (params.has(name)) return Effect.fail(invalidRequest(`Parameter ${formSafe(name)} is repeated.`))
+        if (value !== "") params.set(name, value)
+      }
+      return Effect.succeed(params)
+    }
+    if (type === "application/json") {
+      const body = parseJsonOrUndefined(text)
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return Effect.fail(invalidRequest("The body is not a JSON object."))
+      }
+      for (const [name, value] of Object.entries(body)) {
+        if (typeof value !== "string") return Effect.fail(invalidRequest(`Parameter ${formSafe(name)} must be a string.`))
+        if (value !== "") params.set(name, value)
+      }
+      return Effect.succeed(params)
+    }
+    return Effect.fail(invalidRequest("Send the parameters as application/x-www-form-urlencoded."))
+  })
+
+/** `error_description` allows printable ASCII without `"` and `\` (RFC 6749 section 5.2). */
+const formSafe = (name: string) => /^[\x20-\x21\x23-\x5B\x5D-\x7E]{1,64}$/.test(name) ? name : "(unnamed)"
+
+const authenticationRequired = () =>
+  new OAuthInvalidClient({
+    error_description: "Client authentication is required: HTTP Basic, or client_id and client_secret in the body."
+  })
+
+/** client_secret_basic or client_secret_post, exactly one of them (RFC 6749 section 2.3). */
+const clientCredentialsOf = (
+  authorization: string | undefined,
+  params: Params
+): Effect.Effect<ClientCredentials, OAuthRequestError | OAuthInvalidClient> => {
+  const postedId = params.get("client_id")
+  const postedSecret = params.get("client_secret")
+  if (authorization === undefined) {
+    if (postedSecret === undefined) return Effect.fail(authenticationRequired())
+    if (postedId === undefined) return Effect.fail(invalidRequest("client_id is required with client_secret."))
+    return Effect.succeed({ clientId: postedId, clientSecret: postedSecret })
+  }
+  if (postedSecret !== undefined) {
+    return Effect.fail(invalidRequest("Use one client authentication method: HTTP Basic or client_secret in the body, not both."))
+  }
+  const basic = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(authorization)?.[1]
+  if (basic === undefined) return Effect.fail(authenticationRequired())
+  const decoded = Buffer.from(basic, "base64").toString("utf8")
+  const colon = decoded.indexOf(":")
+  const clientId = colon > 0 ? formDecode(decoded.slice(0, colon)) : undefined
+  const clientSecret = colon > 0 ? formDecode(decoded.slice(colon + 1)) : undefined
+  if (clientId === undefined || clientSecret === undefined) return Effect.fail(authenticationRequired())
+  if (postedId !== undefined && postedId !== clientId) {
+    return Effect.fail(invalidRequest("client_id in the body differs from the one in the Authorization header."))
+  }
+  return Effect.succeed({ clientId, clientSecret })
+}
+
+export const OAuthHandlers = HttpApiBuilder.group(Api, "oauth", (handlers) =>
+  Effect.gen(function*() {
+    const oauth = yield* OAuthService
+
+    const authenticated = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.gen(function*() {
+        const params = yield* readParams(request)
+        const credentials = yield* clientCredentialsOf(request.headers["authorization"], params)
+        const app = yield* oauth.authenticate(credentials)
+        return { params, app }
+      })
+
+    return handlers
+      .handleRaw("token", ({ request }) =>
+        Effect.gen(function*() {
+          const { params, app } = yield* authenticated(request)
+          const grantType = params.get("grant_type")
+          if (grantType === undefined) return yield* invalidRequest("grant_type is required.")
+          // authorization_code is a later slice (decision 0016).
+          if (grantType !== "client_credentials") {
+            return yield* new OAuthRequestError({
+              error: "unsupported_grant_type",
+              error_description: "This endpoint serves grant_type=client_credentials."
+            })
+          }
+          const issued = yield* oauth.clientCredentials(app, {
+            profileId: params.get("profile_id"),
+            scope: params.get("scope")
+          })
+          return HttpApiSchema.withHeaders({
+            body: {
+              access_token: issued.accessToken,
+              token_type: "Bearer" as const,
+              scope: issued.scopes.join(" "),
+              profile_id: issued.profileId
+            },
+            headers: noStore
+          })
+        }))
+      .handleRaw("revoke", ({ request }) =>
+        Effect.gen(function*() {
+          const { params, app } = yield* authenticated(request)
+          const token = params.get("token")
+          if (token === undefined) return yield* invalidRequest("token is required.")
+          yield* oauth.revoke(app, token)
+        }))
+  }))

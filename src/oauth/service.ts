@@ -1,0 +1,198 @@
+/**
+ * The OAuth token endpoint's domain: authenticates an app's client credentials, mints an API
+ * key under the app's grant on a profile (`client_credentials`), and revokes the app's keys
+ * (RFC 7009). Every failure is an OAuth error; nothing here answers the error envelope.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { timingSafeEqual } from "node:crypto"
+import { isUuid } from "../../schema/common.ts"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { OAuthInvalidClient, OAuthRequestError, OAuthServerError } from "../../schema/oauth.ts"
+import {
+  type ConnectScope,
+  ConnectScopes,
+  isHealthcareFamily,
+  type Scope,
+  Scopes,
+  scopesOfConnectScopes,
+  withholdPersonScopes
+} from "../../schema/scopes.ts"
+import { AuditLog } from "../audit/repo.ts"
+import { APP_TIER_LIMITS } from "../auth/credential-store.ts"
+import { ApiKeys } from "../auth/keys.ts"
+import { CredentialPrefix, isWellFormed, secretDigest } from "../auth/tokens.ts"
+import type { PrincipalShape } from "../http/auth.ts"
+import { OAuthRepo } from "./repo.ts"
+
+export type AppClient = Extract<PrincipalShape, { readonly kind: "app_client" }>
+
+export interface ClientCredentials {
+  readonly clientId: string
+  readonly clientSecret: string
+}
+
+export interface ClientCredentialsGrant {
+  readonly profileId: string | undefined
+  /** The raw `scope` parameter, when sent. */
+  readonly scope: string | undefined
+}
+
+export interface IssuedKey {
+  readonly accessToken: string
+  readonly scopes: ReadonlyArray<Scope>
+  readonly profileId: string
+}
+
+export const OAUTH_KEY_RATE_LIMIT_PER_MINUTE = 60
+export const OAUTH_KEY_NAME = "oauth:client_credentials"
+
+const isConnectScope = (value: string): value is ConnectScope => (ConnectScopes as ReadonlyArray<string>).includes(value)
+const isScope = (value: string): value is Scope => (Scopes as ReadonlyArray<string>).includes(value)
+
+const invalidClient = () => new OAuthInvalidClient({ error_description: "Client authentication failed." })
+
+// One answer for an unknown, malformed, archived or foreign profile and a revoked grant.
+const noLiveGrant = () =>
+  new OAuthRequestError({
+    error: "invalid_grant",
+    error_description: "The client holds no live grant on this profile."
+  })
+
+const invalidScope = (description: string) => new OAuthRequestError({ error: "invalid_scope", error_description: description })
+
+const mintFailed = () =>
+  new OAuthServerError({
+    error_description: "The profile's healthcare settings could not be read or the key not stored; no key was minted. Retry."
+  })
+
+const serverBusy = () => new OAuthServerError({ error_description: "The request could not be completed. Retry it." })
+
+/** RFC 6749 scope: space-separated tokens; order and repeats do not matter. */
+const parseScope = (scope: string): Effect.Effect<ReadonlyArray<string>, OAuthRequestError> => {
+  const tokens = [...new Set(scope.split(" ").filter((token) => token !== ""))]
+  return tokens.length === 0
+    ? Effect.fail(invalidScope("scope is empty; omit it to ask for the whole grant."))
+    : Effect.succeed(tokens)
+}
+
+const digestsEqual = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+
+const orServerError = (make: () => OAuthServerError) => (_: DatabaseUnavailable) => Effect.fail(make())
+
+export class OAuthService extends Context.Service<OAuthService, {
+  readonly authenticate: (credentials: ClientCredentials) => Effect.Effect<AppClient, OAuthInvalidClient | OAuthServerError>
+  readonly clientCredentials: (
+    app: AppClient,
+    grant: ClientCredentialsGrant
+  ) => Effect.Effect<IssuedKey, OAuthRequestError | OAuthServerError>
+  /** RFC 7009: revokes the app's own key; any other token is left alone and the answer is the same. */
+  readonly revoke: (app: AppClient, token: string) => Effect.Effect<void, OAuthServerError>
+}>()("svc/OAuthService") {
+  static readonly layer = Layer.effect(OAuthService)(
+    Effect.gen(function*() {
+      const repo = yield* OAuthRepo
+      const keys = yield* ApiKeys
+      const audit = yield* AuditLog
+
+      const authenticate = Effect.fn("OAuthService.authenticate")(function*(credentials: ClientCredentials) {
+        if (!isWellFormed(credentials.clientSecret, CredentialPrefix.clientSecret)) return yield* invalidClient()
+        const digest = secretDigest(credentials.clientSecret)
+        const app = yield* repo.findClient(credentials.clientId).pipe(Effect.catchTag("DatabaseUnavailable", orServerError(serverBusy)))
+        if (Option.isNone(app) || !digestsEqual(app.value.client_secret_hash, digest)) return yield* invalidClient()
+        return {
+          kind: "app_client",
+          appId: app.value.id,
+          clientId: app.value.client_id,
+          rateLimitPerMinute: APP_TIER_LIMITS[app.value.rate_tier]
+        } satisfies AppClient
+      })
+
+      /** Everything of one mint in one transaction: a failure anywhere leaves no key behind. */
+      const mint = Effect.fn("OAuthService.mint")(function*(
+        app: AppClient,
+        profileId: string,
+        requested: ReadonlyArray<string> | undefined
+      ) {
+        const grant = yield* repo.findLiveGrant(app.appId, profileId)
+        if (Option.isNone(grant)) return yield* noLiveGrant()
+        const granted = scopesOfConnectScopes(grant.value.connect_scopes.filter(isConnectScope))
+        if (requested !== undefined) {
+          // Only catalogued scopes are echoed: error_description is restricted ASCII (RFC 6749 section 5.2).
+          if (!requested.every(isScope)) return yield* invalidScope("The scope names an unknown API scope.")
+          const outside = requested.filter((scope) => !granted.includes(scope))
+          if (outside.length > 0) return yield* invalidScope(`Not in this client's grant on the profile: ${outside.join(" ")}.`)
+        }
+        const asked = requested === undefined ? granted : granted.filter((scope) => requested.includes(scope))
+        const scopes = withholdPersonScopes(asked, isHealthcareFamily(grant.value))
+        if (scopes.length === 0) {
+          return yield* invalidScope(
+            granted.length === 0
+              ? "This client's grant on the profile carries no API scopes."
+              : "customers:read and visitors:read are withheld on healthcare-family profiles."
+          )
+        }
+        const key = yield* keys.mint({
+          profileId: grant.value.profile_id,
+          workspaceId: grant.value.workspace_id,
+          scopes,
+          oauthAppId: app.appId,
+          grantId: grant.value.grant_id,
+          rateLimitPerMinute: OAUTH_KEY_RATE_LIMIT_PER_MINUTE,
+          name: OAUTH_KEY_NAME
+        })
+        // S5.4: the profile may have become healthcare-family while the key was being created.
+        const settings = yield* repo.lockHealthcareSettings(grant.value.profile_id)
+        if (Option.isNone(settings)) return yield* mintFailed()
+        const held = withholdPersonScopes(scopes, isHealthcareFamily(settings.value))
+        if (held.length === 0) return yield* invalidScope("customers:read and visitors:read are withheld on healthcare-family profiles.")
+        if (held.length < scopes.length) yield* repo.setKeyScopes(key.id, held)
+        yield* audit.record({
+          actor: app,
+          action: "api_key.issued",
+          targetKind: "api_key",
+          targetId: key.id,
+          profileId: grant.value.profile_id,
+          workspaceId: grant.value.workspace_id,
+          details: {
+            grant_type: "client_credentials",
+            grant_id: grant.value.grant_id,
+            scopes: held,
+            ...(held.length < scopes.length ? { narrowed_after_mint: true } : {})
+          }
+        })
+        return { accessToken: key.key, scopes: held, profileId: grant.value.profile_id } satisfies IssuedKey
+      })
+
+      const clientCredentials = Effect.fn("OAuthService.clientCredentials")(function*(app: AppClient, input: ClientCredentialsGrant) {
+        if (input.profileId === undefined || input.profileId === "") {
+          return yield* new OAuthRequestError({ error: "invalid_request", error_description: "profile_id is required." })
+        }
+        const requested = input.scope === undefined ? undefined : yield* parseScope(input.scope)
+        if (!isUuid(input.profileId)) return yield* noLiveGrant()
+        return yield* repo.transaction(mint(app, input.profileId, requested)).pipe(
+          Effect.catchTag("DatabaseUnavailable", orServerError(mintFailed))
+        )
+      })
+
+      const revoke = Effect.fn("OAuthService.revoke")(function*(app: AppClient, token: string) {
+        if (!isWellFormed(token, CredentialPrefix.apiKey)) return
+        const revoked = yield* repo.revokeAppKey(app.appId, secretDigest(token)).pipe(
+          Effect.catchTag("DatabaseUnavailable", orServerError(serverBusy))
+        )
+        if (Option.isNone(revoked)) return
+        // The key is already revoked: a failed audit write must not make the client retry.
+        yield* audit.record({
+          actor: app,
+          action: "api_key.revoked",
+          targetKind: "api_key",
+          targetId: revoked.value.id,
+          profileId: revoked.value.profile_id,
+          workspaceId: revoked.value.workspace_id,
+          details: { via: "oauth_revoke" }
+        }).pipe(Effect.catchTag("DatabaseUnavailable", (error) => Effect.logWarning("revocation not audited", error)))
+      })
+
+      return { authenticate, clientCredentials, revoke }
+    })
+  ).pipe(Layer.provide([OAuthRepo.layer, ApiKeys.layer, AuditLog.layer]))
+}
