@@ -5,13 +5,15 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../schema/common.ts"
-import { type DatabaseUnavailable, InvalidState, NotFound } from "../../schema/errors.ts"
-import { type ConnectScope, isHealthcareFamily, mintableScopes, PERSON_SCOPES } from "../../schema/scopes.ts"
+import type { DatabaseUnavailable, InvalidState } from "../../schema/errors.ts"
+import { NotFound } from "../../schema/errors.ts"
+import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../schema/scopes.ts"
 import type { EntitlementResult, SetEntitlement } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
 import type { PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable } from "../platform/database.ts"
+import { movePrivacyMode } from "./privacy.ts"
 import { TenancyRepo } from "./repo.ts"
 
 /** Days of history a backfill asks the ad platform for when the add-on goes on. */
@@ -36,6 +38,7 @@ export class Entitlements extends Context.Service<Entitlements, {
       const keys = yield* ApiKeys
       const audit = yield* AuditLog
       const noSuchProfile = () => new NotFound({ message: "No such profile." })
+      const movePrivacy = movePrivacyMode(repo, audit)
 
       const enqueueBackfills = (profileId: string) =>
         sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
@@ -53,30 +56,9 @@ export class Entitlements extends Context.Service<Entitlements, {
           const found = yield* repo.findOwnedForUpdate(app.appId, profileId.toLowerCase())
           if (Option.isNone(found) || found.value.archived) return yield* noSuchProfile()
           const row = found.value
-          let revokedForPrivacy: number | undefined
-          let privacyMode = row.privacy_mode
-          if (request.privacy_mode !== undefined && request.privacy_mode !== row.privacy_mode) {
-            if (row.privacy_mode !== "standard" || request.privacy_mode === "standard") {
-              return yield* new InvalidState({
-                message: `The privacy mode is ${row.privacy_mode}; only the merchant owner changes it, in the conversion-sync catalog.`,
-                reason: "privacy_mode_locked"
-              })
-            }
-            // Stored before the grant is written.
-            yield* repo.setPrivacyMode(row.profile_id, request.privacy_mode)
-            privacyMode = request.privacy_mode
-            revokedForPrivacy = yield* repo.revokeDelegatedKeysWith(row.profile_id, PERSON_SCOPES)
-            yield* audit.record({
-              actor: app,
-              action: "profile.privacy_mode_changed",
-              targetKind: "profile",
-              targetId: row.profile_id,
-              profileId: row.profile_id,
-              workspaceId: row.workspace_id,
-              details: { from: row.privacy_mode, to: request.privacy_mode, revoked_keys: revokedForPrivacy }
-            })
-          }
-          const privacy = revokedForPrivacy === undefined ? {} : { revoked_keys: revokedForPrivacy, privacy_mode: privacyMode }
+          const moved = yield* movePrivacy(app, row, request.privacy_mode)
+          const privacyMode = moved.privacyMode
+          const privacy = moved.revokedKeys === undefined ? {} : { revoked_keys: moved.revokedKeys, privacy_mode: privacyMode }
           if (request.enabled === row.attribution_enabled) {
             return { profile_id: row.profile_id, feature: "svc_attribution" as const, enabled: row.attribution_enabled, changed: false, ...privacy }
           }

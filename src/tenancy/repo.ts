@@ -68,19 +68,24 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const decode = Schema.decodeUnknownEffect(Schema.Array(ProvisionedRow))
+      /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
+      const provisionedColumns = sql`
+        p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
+        w.reporting_currency, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
+        COALESCE(e.enabled, false) AS attribution_enabled,
+        g.id AS grant_id, g.connect_scopes AS grant_scopes, (g.revoked_at IS NOT NULL) AS grant_revoked`
+      const provisionedJoins = (appId: string) => sql`
+        profiles p
+        JOIN workspaces w ON w.id = p.workspace_id
+        LEFT JOIN entitlements e ON e.profile_id = p.id AND e.feature = 'svc_attribution'
+        LEFT JOIN grants g ON g.profile_id = p.id AND g.app_id = ${appId}`
 
       const findProvisionedForUpdate = (appId: string, externalRef: string) =>
         Effect.map(
           Effect.flatMap(
             sql`
-              SELECT p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
-                     w.reporting_currency, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
-                     COALESCE(e.enabled, false) AS attribution_enabled,
-                     g.id AS grant_id, g.connect_scopes AS grant_scopes, (g.revoked_at IS NOT NULL) AS grant_revoked
-              FROM profiles p
-              JOIN workspaces w ON w.id = p.workspace_id
-              LEFT JOIN entitlements e ON e.profile_id = p.id AND e.feature = 'svc_attribution'
-              LEFT JOIN grants g ON g.profile_id = p.id AND g.app_id = ${appId}
+              SELECT ${provisionedColumns}
+              FROM ${provisionedJoins(appId)}
               WHERE p.provisioned_by_app_id = ${appId} AND p.external_ref = ${externalRef} AND p.archived_at IS NULL
               FOR UPDATE OF p`,
             decode
@@ -148,17 +153,11 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
         Effect.map(
           Effect.flatMap(
             sql`
-              SELECT p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
-                     w.reporting_currency, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
-                     COALESCE(e.enabled, false) AS attribution_enabled,
-                     g.id AS grant_id, g.connect_scopes AS grant_scopes, (g.revoked_at IS NOT NULL) AS grant_revoked,
+              SELECT ${provisionedColumns},
                      (p.archived_at IS NOT NULL) AS archived, (w.archived_at IS NOT NULL) AS workspace_archived,
                      (SELECT count(*)::int FROM profiles o
                       WHERE o.workspace_id = p.workspace_id AND o.id <> p.id AND o.archived_at IS NULL) AS other_live_profiles
-              FROM profiles p
-              JOIN workspaces w ON w.id = p.workspace_id
-              LEFT JOIN entitlements e ON e.profile_id = p.id AND e.feature = 'svc_attribution'
-              LEFT JOIN grants g ON g.profile_id = p.id AND g.app_id = ${appId}
+              FROM ${provisionedJoins(appId)}
               WHERE p.id = ${profileId} AND p.provisioned_by_app_id = ${appId}
               FOR UPDATE OF p`,
             decodeOwned

@@ -13,13 +13,14 @@ import {
   NotFound,
   RateLimitExceeded
 } from "../../schema/errors.ts"
-import { type ConnectScope, isHealthcareFamily, mintableScopes, PERSON_SCOPES } from "../../schema/scopes.ts"
+import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../schema/scopes.ts"
 import type { AdoptProfile, ProvisionedProfile, ProvisionProfile } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
 import type { PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable } from "../platform/database.ts"
 import { isUuid } from "../../schema/common.ts"
+import { movePrivacyMode } from "./privacy.ts"
 import { type OwnedRow, type ProvisionedRow, TenancyRepo } from "./repo.ts"
 
 const DEFAULT_CONNECT_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
@@ -65,6 +66,7 @@ export class Provisioning extends Context.Service<Provisioning, {
       const keys = yield* ApiKeys
       const audit = yield* AuditLog
       const limiter = yield* RateLimiter
+      const movePrivacy = movePrivacyMode(repo, audit)
 
       const meter = (app: AppPrincipal) =>
         limiter.consume({
@@ -148,20 +150,9 @@ export class Provisioning extends Context.Service<Provisioning, {
         requested: ReadonlyArray<ConnectScope>,
         existing: ProvisionedRow
       ) {
-        let revoked = 0
-        let privacyMode = existing.privacy_mode
-        if (input.privacy_mode !== undefined && input.privacy_mode !== existing.privacy_mode) {
-          if (existing.privacy_mode !== "standard" || input.privacy_mode === "standard") {
-            return yield* new InvalidState({
-              message: `The privacy mode is ${existing.privacy_mode}; only the merchant owner changes it, in the conversion-sync catalog.`,
-              reason: "privacy_mode_locked"
-            })
-          }
-          // Stored before the grant is written; live delegated keys lose their person scopes.
-          yield* repo.setPrivacyMode(existing.profile_id, input.privacy_mode)
-          privacyMode = input.privacy_mode
-          revoked += yield* repo.revokeDelegatedKeysWith(existing.profile_id, PERSON_SCOPES)
-        }
+        const moved = yield* movePrivacy(app, existing, input.privacy_mode)
+        const privacyMode = moved.privacyMode
+        let revoked = moved.revokedKeys ?? 0
         const healthcare = isHealthcareFamily({ privacy_mode: privacyMode, is_healthcare_agency: existing.is_healthcare_agency })
         if (healthcare && requested.includes("analytics_pii")) return yield* healthcareForbidden()
         // `attribution` belongs to the entitlement, not to the app's request.
