@@ -5,6 +5,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
+import { MeApi } from "../auth/me-api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
@@ -22,6 +23,7 @@ export const Api = HttpApi.make("svc")
   .add(AdminApi)
   .add(ConnectionsApi)
   .add(TenancyApi)
+  .add(MeApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then credentials, then the deprecation table.
