@@ -65,17 +65,20 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
     const firstApp = decodeFirst(AppRow)
     const firstSession = decodeFirst(SessionRow)
 
-    /** Resolves through the cache; only recognised credentials are cached, so a new key works at once. */
-    const cached = <E>(cacheKey: string, lookup: Effect.Effect<Option.Option<PrincipalShape>, E>) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
+    /**
+     * Resolves through the cache; only recognised credentials are cached, so a new key works at
+     * once. A hit costs a map look-up: the look-up effect is built only on a miss.
+     */
+    const cached = <E>(cacheKey: string, lookup: () => Effect.Effect<Option.Option<PrincipalShape>, E>) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const hit = cache.get(cacheKey)
-        if (hit !== undefined && hit.until > now) return hit.principal
-        const principal = yield* lookup
-        if (cache.size >= MAX_CACHED) cache.clear()
-        if (Option.isSome(principal)) cache.set(cacheKey, { principal, until: now + AUTH_CACHE_TTL_MILLIS })
-        else cache.delete(cacheKey)
-        return principal
+        if (hit !== undefined && hit.until > now) return Effect.succeed(hit.principal)
+        return Effect.tap(lookup(), (principal) =>
+          Effect.sync(() => {
+            if (cache.size >= MAX_CACHED) cache.clear()
+            if (Option.isSome(principal)) cache.set(cacheKey, { principal, until: now + AUTH_CACHE_TTL_MILLIS })
+            else cache.delete(cacheKey)
+          }))
       })
 
     const apiKey = (digest: string) =>
@@ -110,11 +113,11 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       const value = Redacted.value(token)
       if (isWellFormed(value, CredentialPrefix.apiKey)) {
         const digest = secretDigest(value)
-        return orDatabaseUnavailable(cached(`key:${digest}`, apiKey(digest)))
+        return orDatabaseUnavailable(cached(`key:${digest}`, () => apiKey(digest)))
       }
       if (isWellFormed(value, CredentialPrefix.userToken)) {
         const digest = secretDigest(value)
-        return orDatabaseUnavailable(cached(`token:${digest}`, userToken(digest)))
+        return orDatabaseUnavailable(cached(`token:${digest}`, () => userToken(digest)))
       }
       return Effect.succeed(Option.none())
     }
@@ -123,7 +126,7 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       const value = Redacted.value(secret)
       if (!isWellFormed(value, CredentialPrefix.clientSecret)) return Effect.succeed(Option.none())
       const digest = secretDigest(value)
-      const lookup = firstApp(sql`
+      const lookup = () => firstApp(sql`
         SELECT id, client_id, client_secret_hash, rate_tier FROM oauth_apps
         WHERE client_id = ${clientId} AND deleted_at IS NULL`)
         .pipe(Effect.map(Option.flatMap((row) =>
@@ -143,7 +146,7 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       const value = Redacted.value(cookie)
       if (!isWellFormed(value, CredentialPrefix.session)) return Effect.succeed(Option.none())
       const digest = secretDigest(value)
-      const lookup = firstSession(sql`
+      const lookup = () => firstSession(sql`
         SELECT id, user_id FROM sessions WHERE secret_hash = ${digest} AND revoked_at IS NULL AND expires_at > now()`)
         .pipe(Effect.map(Option.map((row): PrincipalShape => ({ kind: "session", userId: row.user_id, sessionId: row.id }))))
       return orDatabaseUnavailable(cached(`session:${digest}`, lookup))

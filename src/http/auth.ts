@@ -17,6 +17,7 @@ import {
   Unauthorized,
   wire
 } from "../../schema/errors.ts"
+import { CredentialPrefix } from "../auth/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { type CredentialKind, type OperationPolicy, Policy, PUBLIC } from "./policy.ts"
@@ -68,6 +69,9 @@ export interface CredentialStoreShape {
 export class CredentialStore extends Context.Service<CredentialStore, CredentialStoreShape>()("svc/CredentialStore") {}
 
 const SESSION_COOKIE = "svc_session"
+
+const isMintedBearer = (token: string) =>
+  token.startsWith(CredentialPrefix.apiKey) || token.startsWith(CredentialPrefix.userToken)
 
 interface PresentedCredential {
   readonly scheme: "bearer" | "basic" | "session"
@@ -145,15 +149,18 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
     const store = yield* CredentialStore
     const limiter = yield* RateLimiter
 
-    const resolve = Effect.fn("Auth.resolve")(function*(
+    // Untraced: these run on every request, and a traced Effect.fn captures a call-site stack each time.
+    const resolve = Effect.fnUntraced(function*(
       credential: PresentedCredential
     ): Effect.fn.Return<Option.Option<PrincipalShape>, DatabaseUnavailable> {
       if (credential.value === "") return Option.none()
       if (credential.scheme === "bearer") {
+        // Keys and tokens carry a prefix; only anything else is compared with the operator token.
+        if (isMintedBearer(credential.value)) return yield* store.bearer(Redacted.make(credential.value))
         if (Option.isSome(settings.adminToken) && secretMatches(credential.value, settings.adminToken.value)) {
           return Option.some({ kind: "operator" })
         }
-        return yield* store.bearer(Redacted.make(credential.value))
+        return Option.none()
       }
       if (credential.scheme === "basic") {
         const decoded = Buffer.from(credential.value, "base64").toString("utf8")
@@ -167,7 +174,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       return yield* store.session(Redacted.make(credential.value))
     })
 
-    const meter = Effect.fn("Auth.meter")(function*(principal: PrincipalShape, policy: OperationPolicy) {
+    const meter = Effect.fnUntraced(function*(principal: PrincipalShape, policy: OperationPolicy) {
       const bucket = bucketOf(principal)
       if (bucket === undefined) return
       const cost = policy.cost ?? 1

@@ -1,0 +1,212 @@
+/**
+ * What the benchmarks share: a minimal HTTP/1.1 keep-alive load generator over raw sockets (so
+ * the client's own cost stays small next to the server's on a 2-core machine), and starting,
+ * probing and stopping server processes. Traffic goes to 127.0.0.1 only.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { connect, createServer as createNetServer, type Socket } from "node:net"
+import { resolve } from "node:path"
+
+export const HOST = "127.0.0.1"
+
+export const intFromEnv = (name: string, fallback: number, max: number) => {
+  const value = Number(process.env[name] ?? fallback)
+  return Number.isInteger(value) && value > 0 ? Math.min(value, max) : fallback
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generator: a minimal HTTP/1.1 keep-alive client over raw sockets, so that the client's
+// own cost stays small next to the servers' on a 2-core machine.
+
+export interface RunResult {
+  readonly requests: number
+  readonly errors: number
+  readonly seconds: number
+  readonly latenciesMs: Float64Array
+}
+
+const CRLFCRLF = Buffer.from("\r\n\r\n")
+
+const connectionLoop = (
+  port: number,
+  path: string,
+  headers: Readonly<Record<string, string>>,
+  shouldStop: () => boolean,
+  onResponse: (status: number, latencyMs: number) => void,
+  onError: () => void
+): Promise<void> =>
+  new Promise((resolveLoop) => {
+    const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+    const request = Buffer.from(`GET ${path} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nConnection: keep-alive\r\n${extra}\r\n`)
+    let socket: Socket
+    let buffered: Buffer = Buffer.alloc(0)
+    let sentAt = 0n
+    let finished = false
+
+    const finish = () => {
+      if (finished) return
+      finished = true
+      socket.destroy()
+      resolveLoop()
+    }
+    const send = () => {
+      if (shouldStop()) return finish()
+      sentAt = process.hrtime.bigint()
+      socket.write(request)
+    }
+    const open = () => {
+      buffered = Buffer.alloc(0)
+      socket = connect({ host: HOST, port, noDelay: true })
+      socket.setTimeout(10_000, () => socket.destroy(new Error("response timeout")))
+      socket.on("connect", send)
+      socket.on("data", onData)
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        if (finished) return
+        onError()
+        if (shouldStop()) return finish()
+        // Reconnect after a short pause rather than spinning on a dead server.
+        setTimeout(open, 50)
+      })
+    }
+    const onData = (chunk: Buffer) => {
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk])
+      for (;;) {
+        const headerEnd = buffered.indexOf(CRLFCRLF)
+        if (headerEnd < 0) return
+        const head = buffered.toString("latin1", 0, headerEnd)
+        const match = /\r\ncontent-length:\s*(\d+)/i.exec(head)
+        const status = Number(head.slice(9, 12))
+        if (match?.[1] === undefined) {
+          // Not framed by content-length: count it as an error and start over.
+          onError()
+          socket.destroy()
+          return
+        }
+        const total = headerEnd + 4 + Number(match[1])
+        if (buffered.length < total) return
+        buffered = buffered.subarray(total)
+        onResponse(status, Number(process.hrtime.bigint() - sentAt) / 1e6)
+        send()
+        if (finished) return
+      }
+    }
+    open()
+  })
+
+export const load = async (
+  port: number,
+  path: string,
+  expectedStatus: number,
+  connections: number,
+  warmupSeconds: number,
+  durationSeconds: number,
+  headers: Readonly<Record<string, string>> = {}
+): Promise<RunResult> => {
+  let measuring = false
+  let stopped = false
+  let requests = 0
+  let errors = 0
+  let latencies = new Float64Array(1 << 16)
+  const onResponse = (status: number, latencyMs: number) => {
+    if (!measuring) return
+    if (status !== expectedStatus) {
+      errors++
+      return
+    }
+    if (requests === latencies.length) {
+      const grown = new Float64Array(latencies.length * 2)
+      grown.set(latencies)
+      latencies = grown
+    }
+    latencies[requests++] = latencyMs
+  }
+  const onError = () => {
+    if (measuring) errors++
+  }
+  const loops = Array.from({ length: connections }, () => connectionLoop(port, path, headers, () => stopped, onResponse, onError))
+  await sleep(warmupSeconds * 1000)
+  measuring = true
+  const started = process.hrtime.bigint()
+  await sleep(durationSeconds * 1000)
+  measuring = false
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  stopped = true
+  // Each connection stops after its in-flight response; bounded by the socket timeout.
+  await Promise.race([Promise.all(loops), sleep(15_000)])
+  return { requests, errors, seconds, latenciesMs: latencies.slice(0, requests).sort() }
+}
+
+export const percentile = (sorted: Float64Array, p: number) =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN
+
+// ---------------------------------------------------------------------------------------------
+// Orchestration.
+
+export const root = resolve(import.meta.dirname, "..")
+const children = new Set<ChildProcess>()
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+export const freePort = () =>
+  new Promise<number>((resolvePort, reject) => {
+    const server = createNetServer()
+    server.once("error", reject)
+    server.listen(0, HOST, () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => (port > 0 ? resolvePort(port) : reject(new Error("no port assigned"))))
+    })
+  })
+
+export const startProcess = (args: ReadonlyArray<string>, env: Record<string, string | undefined>, label: string) => {
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ["pipe", "pipe", "pipe"] })
+  const output: Array<string> = []
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString("utf8"))
+    if (output.length > 200) output.shift()
+  }
+  child.stdout?.on("data", keep)
+  child.stderr?.on("data", keep)
+  children.add(child)
+  child.once("exit", () => children.delete(child))
+  return { child, output: () => `--- ${label} output ---\n${output.join("").slice(-4_000)}` }
+}
+
+export const stopProcess = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise<void>((r) => child.once("exit", () => r()))
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
+  await exited
+  clearTimeout(timer)
+}
+
+process.on("exit", () => {
+  for (const child of children) child.kill("SIGKILL")
+})
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    for (const child of children) child.kill("SIGKILL")
+    process.exit(130)
+  })
+}
+
+export const waitFor = async (port: number, child: ChildProcess, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`process exited with code ${child.exitCode}`)
+    const ok = await fetch(`http://${HOST}:${port}/healthz`, { signal: AbortSignal.timeout(2_000) }).then(
+      async (r) => {
+        await r.arrayBuffer()
+        return r.status === 200
+      },
+      () => false
+    )
+    if (ok) return
+    await sleep(200)
+  }
+  throw new Error(`no 200 from /healthz within ${timeoutMs / 1000} s`)
+}
+
+export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
