@@ -1,7 +1,7 @@
 /**
  * Resolves presented credentials against the database, behind a short-lived cache: a
- * revoked or expired key stops authenticating on every runner within the cache's lifetime
- * (five seconds), and at once on the runner that revoked it.
+ * revoked or expired key stops authenticating on every runner (the revoking one included)
+ * within the cache's lifetime, five seconds; a key it has not cached fails at once.
  */
 import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"

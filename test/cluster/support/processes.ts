@@ -6,7 +6,11 @@ import { fileURLToPath } from "node:url"
 const SHARED_SECRETS_KEY = randomBytes(32).toString("base64")
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
-const runnerEntry = fileURLToPath(new URL("./runner-process.ts", import.meta.url))
+/** The service itself: each runner is the real Node entry point. */
+const runnerEntry = fileURLToPath(new URL("../../../src/platform/main.node.ts", import.meta.url))
+
+/** Operator token of the runners started here. */
+export const RUNNER_ADMIN_TOKEN = "cluster-test-operator-token-0123456789"
 
 /** A port the OS says is free right now. */
 export const freePort = (): Promise<number> =>
@@ -25,6 +29,8 @@ export interface RunnerProcess {
   readonly child: ChildProcess
   /** `http://127.0.0.1:<PORT>/rpc` */
   readonly rpcUrl: string
+  /** `http://127.0.0.1:<PORT>`: the HTTP API of this runner. */
+  readonly baseUrl: string
   /** The runner address other runners use, `127.0.0.1:<SVC_RUNNER_PORT>`. */
   readonly address: string
   readonly exited: Promise<number | null>
@@ -39,7 +45,7 @@ export interface RunnerOptions {
   readonly env?: Record<string, string>
 }
 
-/** Starts `runner-process.ts` under the same Node binary as the test (the pinned one). */
+/** Starts the service as one socket runner, under the same Node binary as the test (the pinned one). */
 export const startRunner = async (options: RunnerOptions): Promise<RunnerProcess> => {
   const [httpPort, runnerPort] = [await freePort(), await freePort()]
   const lines: Array<string> = []
@@ -52,6 +58,7 @@ export const startRunner = async (options: RunnerOptions): Promise<RunnerProcess
       PORT: String(httpPort),
       DATABASE_URL: options.databaseUrl,
       SVC_RPC_TOKEN: options.token,
+      SVC_ADMIN_TOKEN: RUNNER_ADMIN_TOKEN,
       SVC_CLUSTER_MODE: "socket",
       // Runners of one deployment share the key of the secrets stored encrypted.
       SVC_SECRETS_KEY: SHARED_SECRETS_KEY,
@@ -77,6 +84,7 @@ export const startRunner = async (options: RunnerOptions): Promise<RunnerProcess
     name: options.name,
     child,
     rpcUrl: `http://127.0.0.1:${httpPort}/rpc`,
+    baseUrl: `http://127.0.0.1:${httpPort}`,
     address: `127.0.0.1:${runnerPort}`,
     exited,
     tail: () => `--- ${options.name} (last lines) ---\n${lines.slice(-40).join("\n")}`
