@@ -5,11 +5,13 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
+import { ApiKeysApi } from "../auth/api-keys-api.ts"
 import { MeApi } from "../auth/me-api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
+import { MembersApi } from "../tenancy/members-api.ts"
 import { RetiredApi } from "../versioning/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
@@ -23,6 +25,8 @@ export const Api = HttpApi.make("svc")
   .add(AdminApi)
   .add(ConnectionsApi)
   .add(TenancyApi)
+  .add(ApiKeysApi)
+  .add(MembersApi)
   .add(MeApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the

@@ -6,6 +6,8 @@ import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminHandlers } from "../admin/handlers.ts"
 import { AdminService } from "../admin/service.ts"
+import { ApiKeysHandlers } from "../auth/api-keys-handlers.ts"
+import { ApiKeysService } from "../auth/api-keys-service.ts"
 import { MeHandlers } from "../auth/me-handlers.ts"
 import { MeService } from "../auth/me-service.ts"
 import { ConnectionsHandlers } from "../connections/handlers.ts"
@@ -16,6 +18,8 @@ import { OpsHandlers } from "../ops/handlers.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { TenancyHandlers } from "../tenancy/handlers.ts"
 import { Provisioning } from "../tenancy/service.ts"
+import { MembersHandlers } from "../tenancy/members-handlers.ts"
+import { Members } from "../tenancy/members-service.ts"
 import { RpcLive } from "../rpc/server.ts"
 import { Health } from "../ops/service.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
@@ -28,9 +32,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, MeHandlers, RetiredHandlers, OAuthHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, MeHandlers, RetiredHandlers, OAuthHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, MeService.layer, OAuthService.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, MeService.layer, OAuthService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
