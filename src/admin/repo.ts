@@ -5,7 +5,7 @@ import * as SqlSchema from "effect/sql/SqlSchema"
 import { DpaStatus, ProfileResolution, RateTier, type UpdateOAuthApp } from "../../schema/admin.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Keyset } from "../http/pagination.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 export const OAuthAppRow = Schema.Struct({
@@ -83,10 +83,8 @@ export class AdminRepo extends Context.Service<AdminRepo, {
         ${isoTimestamp(sql, "created_at")} AS created_at, ${isoTimestamp(sql, "updated_at")} AS updated_at`
       const commerceColumns = sql`id, shop, name, client_id, scopes, ${isoTimestamp(sql, "created_at")} AS created_at`
 
-      const decodeApps = Schema.decodeUnknownEffect(Schema.Array(OAuthAppRow))
-      const apps = <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.flatMap(statement, decodeApps)
-      const firstApp = <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
-        Effect.map(apps(statement), (rows) => Option.fromNullishOr(rows[0]))
+      const apps = decodeRows(OAuthAppRow)
+      const firstApp = decodeFirstRow(OAuthAppRow)
 
       const insertApp = (a: NewOAuthApp) =>
         Effect.flatMap(

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Scope } from "../../schema/scopes.ts"
 import type { Keyset } from "../http/pagination.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 export const KeyRow = Schema.Struct({
@@ -91,15 +91,10 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
 
       const decodeKeys = Schema.decodeUnknownEffect(Schema.Array(KeyRow))
       const keys = <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.flatMap(statement, decodeKeys)
-      const first = <S extends Schema.Top>(schema: S) => {
-        const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-        return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
-          Effect.map(Effect.flatMap(statement, decode), (rows) => Option.fromNullishOr(rows[0]))
-      }
-      const firstKey = first(KeyRow)
-      const firstSettings = first(ProfileSettings)
-      const firstGrant = first(GrantRow)
-      const firstRole = first(Schema.Struct({ role: Schema.String }))
+      const firstKey = decodeFirstRow(KeyRow)
+      const firstSettings = decodeFirstRow(ProfileSettings)
+      const firstGrant = decodeFirstRow(GrantRow)
+      const firstRole = decodeFirstRow(Schema.Struct({ role: Schema.String }))
 
       const memberRole = (workspaceId: string, userId: string) =>
         Effect.map(

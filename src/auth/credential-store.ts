@@ -7,7 +7,7 @@ import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { timingSafeEqual } from "node:crypto"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "./tokens.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
 
@@ -55,15 +55,10 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
     const sql = yield* SqlClient
     const cache = new Map<string, Cached>()
 
-    const decodeFirst = <S extends Schema.Top>(schema: S) => {
-      const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-      return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
-        Effect.map(Effect.flatMap(statement, decode), (rows) => Option.fromNullishOr(rows[0]))
-    }
-    const firstKey = decodeFirst(ApiKeyRow)
-    const firstToken = decodeFirst(UserTokenRow)
-    const firstApp = decodeFirst(AppRow)
-    const firstSession = decodeFirst(SessionRow)
+    const firstKey = decodeFirstRow(ApiKeyRow)
+    const firstToken = decodeFirstRow(UserTokenRow)
+    const firstApp = decodeFirstRow(AppRow)
+    const firstSession = decodeFirstRow(SessionRow)
 
     /**
      * Resolves through the cache; only recognised credentials are cached, so a new key works at

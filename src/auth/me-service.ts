@@ -5,7 +5,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Me } from "../../schema/me.ts"
 import { effectiveReturnOrigins } from "../admin/service.ts"
 import type { PrincipalShape } from "../http/auth.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 
 const AppRow = Schema.Struct({
   id: Schema.String,
@@ -29,13 +29,8 @@ export class MeService extends Context.Service<MeService, {
   static readonly layer = Layer.effect(MeService)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const first = <S extends Schema.Top>(schema: S) => {
-        const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-        return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
-          Effect.map(Effect.flatMap(statement, decode), (rows) => Option.fromNullishOr(rows[0]))
-      }
-      const firstApp = first(AppRow)
-      const firstUser = first(UserRow)
+      const firstApp = decodeFirstRow(AppRow)
+      const firstUser = decodeFirstRow(UserRow)
 
       const describe = Effect.fn("MeService.describe")(function*(principal: PrincipalShape) {
         switch (principal.kind) {

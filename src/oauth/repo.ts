@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Scope } from "../../schema/scopes.ts"
-import { databaseUnavailable, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
+import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
 
 export const ClientRow = Schema.Struct({
   id: Schema.String,
@@ -57,9 +57,8 @@ export class OAuthRepo extends Context.Service<OAuthRepo, {
       const sql = yield* SqlClient
 
       const first = <S extends Schema.Top>(schema: S) => {
-        const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-        return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
-          orDatabaseUnavailable(Effect.map(Effect.flatMap(statement, decode), (rows) => Option.fromNullishOr(rows[0])))
+        const firstRow = decodeFirstRow(schema)
+        return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => orDatabaseUnavailable(firstRow(statement))
       }
       const firstClient = first(ClientRow)
       const firstGrant = first(GrantRow)

@@ -109,3 +109,16 @@ export const orDatabaseUnavailable = <A, E, R>(
 const connectionReasons = new Set(["ConnectionError", "AuthenticationError", "AuthorizationError", "StatementTimeoutError"])
 
 export const isConnectionFailure = (error: SqlError): boolean => connectionReasons.has(error.reason._tag)
+
+/** A statement's rows decoded with `schema` (a row that does not decode is a defect, via orDatabaseUnavailable). */
+export const decodeRows = <S extends Schema.Top>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
+  return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.flatMap(statement, decode)
+}
+
+/** The first row of a statement, decoded with `schema`, if there is one. */
+export const decodeFirstRow = <S extends Schema.Top>(schema: S) => {
+  const rows = decodeRows(schema)
+  return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) =>
+    Effect.map(rows(statement), (decoded) => Option.fromNullishOr(decoded[0]))
+}

@@ -9,7 +9,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../schema/common.ts"
 import { type DatabaseUnavailable, InvalidRequest, NotFound } from "../../schema/errors.ts"
 import { Principal } from "../http/auth.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 
 export interface ProfileRef {
   readonly profileId: string
@@ -30,11 +30,10 @@ export class ProfileAccess extends Context.Service<ProfileAccess, {
   static readonly layer = Layer.effect(ProfileAccess)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const decode = Schema.decodeUnknownEffect(Schema.Array(Row))
+      const firstRow = decodeFirstRow(Row)
 
       const reachableBy = (profileId: string, userId: string) =>
-        Effect.map(
-          Effect.flatMap(
+        firstRow(
             sql`
               SELECT p.id, p.workspace_id FROM profiles p
               JOIN workspaces w ON w.id = p.workspace_id AND w.archived_at IS NULL
@@ -43,10 +42,7 @@ export class ProfileAccess extends Context.Service<ProfileAccess, {
               WHERE p.id = ${profileId} AND p.archived_at IS NULL
                 AND (m.role IN ('owner', 'admin', 'analyst')
                      OR EXISTS (SELECT 1 FROM profile_memberships pm
-                                WHERE pm.profile_id = p.id AND pm.user_id = ${userId} AND pm.removed_at IS NULL))`,
-            decode
-          ),
-          (rows) => Option.fromNullishOr(rows[0])
+                                WHERE pm.profile_id = p.id AND pm.user_id = ${userId} AND pm.removed_at IS NULL))`
         )
 
       const current = Effect.gen(function*() {

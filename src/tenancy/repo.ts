@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { ConnectScope, Scope } from "../../schema/scopes.ts"
 import { PrivacyMode } from "../../schema/tenancy.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 
 export const ProvisionedRow = Schema.Struct({
   profile_id: Schema.String,
@@ -67,7 +67,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   static readonly layer = Layer.effect(TenancyRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const decode = Schema.decodeUnknownEffect(Schema.Array(ProvisionedRow))
+      const firstProvisioned = decodeFirstRow(ProvisionedRow)
       /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
       const provisionedColumns = sql`
         p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
@@ -81,16 +81,12 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
         LEFT JOIN grants g ON g.profile_id = p.id AND g.app_id = ${appId}`
 
       const findProvisionedForUpdate = (appId: string, externalRef: string) =>
-        Effect.map(
-          Effect.flatMap(
+        firstProvisioned(
             sql`
               SELECT ${provisionedColumns}
               FROM ${provisionedJoins(appId)}
               WHERE p.provisioned_by_app_id = ${appId} AND p.external_ref = ${externalRef} AND p.archived_at IS NULL
-              FOR UPDATE OF p`,
-            decode
-          ),
-          (rows) => Option.fromNullishOr(rows[0])
+              FOR UPDATE OF p`
         )
 
       const insertProvisioned = (input: NewProvisionedProfile) =>
@@ -148,10 +144,9 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           (rows) => rows.length
         )
 
-      const decodeOwned = Schema.decodeUnknownEffect(Schema.Array(OwnedRow))
+      const firstOwned = decodeFirstRow(OwnedRow)
       const findOwnedForUpdate = (appId: string, profileId: string) =>
-        Effect.map(
-          Effect.flatMap(
+        firstOwned(
             sql`
               SELECT ${provisionedColumns},
                      (p.archived_at IS NOT NULL) AS archived, (w.archived_at IS NOT NULL) AS workspace_archived,
@@ -159,10 +154,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
                       WHERE o.workspace_id = p.workspace_id AND o.id <> p.id AND o.archived_at IS NULL) AS other_live_profiles
               FROM ${provisionedJoins(appId)}
               WHERE p.id = ${profileId} AND p.provisioned_by_app_id = ${appId}
-              FOR UPDATE OF p`,
-            decodeOwned
-          ),
-          (rows) => Option.fromNullishOr(rows[0])
+              FOR UPDATE OF p`
         )
 
       const archive = (profileId: string, workspaceId: string) =>
