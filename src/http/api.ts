@@ -12,6 +12,7 @@ import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
 import { MembersApi } from "../tenancy/members-api.ts"
+import { WorkspacesApi } from "../tenancy/workspaces-api.ts"
 import { RetiredApi } from "../versioning/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
@@ -27,6 +28,7 @@ export const Api = HttpApi.make("svc")
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)
+  .add(WorkspacesApi)
   .add(MeApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the

@@ -20,6 +20,8 @@ import { TenancyHandlers } from "../tenancy/handlers.ts"
 import { Provisioning } from "../tenancy/service.ts"
 import { MembersHandlers } from "../tenancy/members-handlers.ts"
 import { Members } from "../tenancy/members-service.ts"
+import { WorkspacesHandlers } from "../tenancy/workspaces-handlers.ts"
+import { Workspaces } from "../tenancy/workspaces-service.ts"
 import { RpcLive } from "../rpc/server.ts"
 import { Health } from "../ops/service.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
@@ -32,9 +34,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, MeHandlers, RetiredHandlers, OAuthHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, RetiredHandlers, OAuthHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, MeService.layer, OAuthService.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, OAuthService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
