@@ -68,6 +68,8 @@ export interface CredentialStoreShape {
 /** Resolves presented credentials; the database-backed implementation is src/auth/credential-store.ts. */
 export class CredentialStore extends Context.Service<CredentialStore, CredentialStoreShape>()("svc/CredentialStore") {}
 
+const ANONYMOUS: PrincipalShape = { kind: "anonymous" }
+
 const SESSION_COOKIE = "svc_session"
 
 const isMintedBearer = (token: string) =>
@@ -209,13 +211,12 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       )
     })
 
-    return (httpEffect, { endpoint }) =>
-      Effect.gen(function*() {
-        const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
+    return (httpEffect, { endpoint }) => {
+      const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
+      // Public operations skip the whole credential path.
+      if (policy.auth.length === 0) return Effect.provideService(httpEffect, Principal, ANONYMOUS)
+      return Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        if (policy.auth.length === 0) {
-          return yield* Effect.provideService(httpEffect, Principal, { kind: "anonymous" })
-        }
         const credential = presentedCredential(request)
         if (credential === undefined) return yield* unauthorized("Authentication required.")
         const principal = yield* resolve(credential).pipe(
@@ -241,5 +242,6 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         yield* meter(principal, policy)
         return yield* Effect.provideService(httpEffect, Principal, principal)
       })
+    }
   })
 )

@@ -54,5 +54,7 @@ export const sunsetHeader = (entry: DeprecationEntry) => new Date(midnight(entry
 
 export const isPastSunset = (entry: DeprecationEntry, nowMillis: number) => nowMillis >= midnight(entry.sunset)
 
-export const findDeprecation = (method: string, path: string) =>
-  deprecations.find((entry) => entry.method === method && entry.path === path)
+const byOperation = new Map(deprecations.map((entry) => [`${entry.method} ${entry.path}`, entry]))
+
+export const findDeprecation = (method: string, path: string): DeprecationEntry | undefined =>
+  byOperation.get(`${method} ${path}`)
