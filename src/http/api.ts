@@ -7,6 +7,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
 import { ApiKeysApi } from "../auth/api-keys-api.ts"
 import { MeApi } from "../auth/me-api.ts"
+import { Csrf, SessionsApi } from "../auth/sessions-api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
@@ -30,11 +31,14 @@ export const Api = HttpApi.make("svc")
   .add(MembersApi)
   .add(WorkspacesApi)
   .add(MeApi)
+  .add(SessionsApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
-  // principal) wraps the handler, then credentials, then the deprecation table.
+  // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
+  // then credentials, then the deprecation table.
   .middleware(SchemaErrors)
   .middleware(Idempotency)
+  .middleware(Csrf)
   .middleware(Authentication)
   .middleware(Deprecation)
   // Added after the middleware: /oauth/* answers only the OAuth error format (decision 0016).

@@ -10,6 +10,8 @@ import { ApiKeysHandlers } from "../auth/api-keys-handlers.ts"
 import { ApiKeysService } from "../auth/api-keys-service.ts"
 import { MeHandlers } from "../auth/me-handlers.ts"
 import { MeService } from "../auth/me-service.ts"
+import { CsrfLayer, SessionsHandlers } from "../auth/sessions-handlers.ts"
+import { Sessions } from "../auth/sessions-service.ts"
 import { ConnectionsHandlers } from "../connections/handlers.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
 import { OAuthHandlers } from "../oauth/handlers.ts"
@@ -34,9 +36,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, RetiredHandlers, OAuthHandlers]),
-  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, OAuthService.layer])
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, RetiredHandlers, OAuthHandlers]),
+  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, OAuthService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */

@@ -101,23 +101,29 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
 
   it.effect("list pages by cursor; an unreadable cursor restarts from the beginning", () =>
     Effect.gen(function*() {
-      for (const name of ["Page A", "Page B", "Page C"]) yield* newApp(name)
-      const all = (yield* get("/api/v1/admin/oauth-apps?limit=100")).json
-      assert.isFalse(all.pagination.has_next)
-      const ids: Array<string> = all.data.map((app: { id: string }) => app.id)
+      const created: Array<string> = []
+      for (const name of ["Page A", "Page B", "Page C"]) created.push((yield* newApp(name)).json.data.id)
+      const walk = (limit: number) =>
+        Effect.gen(function*() {
+          const ids: Array<string> = []
+          let cursor: string | null = null
+          do {
+            const page: any = (yield* get(`/api/v1/admin/oauth-apps?limit=${limit}${cursor === null ? "" : `&cursor=${cursor}`}`)).json
+            assert.isAtMost(page.data.length, limit)
+            ids.push(...page.data.map((app: { id: string }) => app.id))
+            cursor = page.pagination.cursor
+            assert.strictEqual(page.pagination.has_next, cursor !== null)
+          } while (cursor !== null)
+          return ids
+        })
+      const bySmallPages = yield* walk(2)
+      const byLargePages = yield* walk(100)
+      assert.deepStrictEqual(bySmallPages, byLargePages)
+      assert.strictEqual(new Set(bySmallPages).size, bySmallPages.length, "no app twice")
+      assert.deepStrictEqual(bySmallPages.filter((id) => created.includes(id)), created, "oldest first")
       const first = (yield* get("/api/v1/admin/oauth-apps?limit=2")).json
-      assert.strictEqual(first.data.length, 2)
-      assert.isTrue(first.pagination.has_next)
-      const walked = [...first.data.map((app: { id: string }) => app.id)]
-      let cursor: string | null = first.pagination.cursor
-      while (cursor !== null) {
-        const page: any = (yield* get(`/api/v1/admin/oauth-apps?limit=2&cursor=${cursor}`)).json
-        walked.push(...page.data.map((app: { id: string }) => app.id))
-        cursor = page.pagination.cursor
-      }
-      assert.deepStrictEqual(walked, ids)
       const restarted = (yield* get("/api/v1/admin/oauth-apps?limit=2&cursor=garbage")).json
-      assert.deepStrictEqual(restarted.data.map((app: { id: string }) => app.id), ids.slice(0, 2))
+      assert.deepStrictEqual(restarted.data, first.data)
       const tooMany = yield* get("/api/v1/admin/oauth-apps?limit=101")
       assert.strictEqual(tooMany.status, 400)
       assert.match(tooMany.json.error.message, /^query\.limit: /)

@@ -23,7 +23,7 @@ const connections = (key: string) => call("/api/v1/connections", { headers: bear
 
 /** The workspace's owner, signed in. */
 const ownerOf = (profile: SeededProfile) =>
-  Effect.map(seedMemberSession(profile, "owner"), (member) => ({ ...member, headers: { cookie: member.cookie } }))
+  seedMemberSession(profile, "owner")
 
 /** Polls until `key` stops authenticating; answers the elapsed milliseconds (or fails after 15 s). */
 const untilRefused = (key: string) =>
@@ -381,13 +381,13 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
           for (
             const [method, body] of [["GET", undefined], ["POST", { profile_id: profile.profileId }]] as const
           ) {
-            const refused = yield* send(keysPath(profile.workspaceId), { cookie: member.cookie }, method, body)
+            const refused = yield* send(keysPath(profile.workspaceId), member.headers, method, body)
             assert.strictEqual(refused.status, 403, `${role} ${method}`)
             assert.strictEqual(refused.json.error.code, "insufficient_scope")
           }
         }
         const admin = yield* seedMemberSession(profile, "admin")
-        assert.strictEqual((yield* send(keysPath(profile.workspaceId), { cookie: admin.cookie })).status, 200)
+        assert.strictEqual((yield* send(keysPath(profile.workspaceId), admin.headers)).status, 200)
         const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read"] })
         const asKey = yield* send(keysPath(profile.workspaceId), bearer(key))
         assert.strictEqual(asKey.status, 403)
@@ -418,10 +418,10 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         // The grant binds the key whoever edits it: an admin cannot widen it past the grant either.
         const admin = yield* seedMemberSession({ workspaceId, profileId }, "admin")
         const keyPath = `${keysPath(workspaceId)}/${created.json.data.id}`
-        const widened = yield* send(keyPath, { cookie: admin.cookie }, "PATCH", { scopes: ["connections:read", "analytics:read"] })
+        const widened = yield* send(keyPath, admin.headers, "PATCH", { scopes: ["connections:read", "analytics:read"] })
         assert.strictEqual(widened.status, 403)
         assert.include(widened.json.error.message, "analytics:read")
-        const within = yield* send(keyPath, { cookie: admin.cookie }, "PATCH", { scopes: ["connections:read", "connections:write"] })
+        const within = yield* send(keyPath, admin.headers, "PATCH", { scopes: ["connections:read", "connections:write"] })
         assert.strictEqual(within.status, 200)
         assert.deepStrictEqual(within.json.data.scopes, ["connections:read", "connections:write"])
 

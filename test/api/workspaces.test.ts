@@ -12,17 +12,23 @@ import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 type Role = "owner" | "admin" | "analyst" | "guest"
 
+/** The CSRF token of each seeded session, sent with the session's unsafe requests. */
+const csrfTokenOf = new Map<string, string>()
+
 /** A person with a signed-in session (no membership). */
 const person = Effect.fn("test.person")(function*() {
   const sql = yield* SqlClient
   const userId = crypto.randomUUID()
   yield* sql`INSERT INTO users (id, email) VALUES (${userId}, ${`${userId}@people.example`})`
   const session = mintSecret(CredentialPrefix.session)
+  const csrfToken = crypto.randomUUID()
   yield* sql`
     INSERT INTO sessions (id, user_id, secret_hash, csrf_token_hash, expires_at)
-    VALUES (${crypto.randomUUID()}, ${userId}, ${secretDigest(session)}, ${secretDigest(crypto.randomUUID())},
+    VALUES (${crypto.randomUUID()}, ${userId}, ${secretDigest(session)}, ${secretDigest(csrfToken)},
             now() + interval '1 hour')`
-  return { userId, cookie: `svc_session=${session}` }
+  const cookie = `svc_session=${session}`
+  csrfTokenOf.set(cookie, csrfToken)
+  return { userId, cookie }
 })
 
 /** An MCP user token of the person with these grants. */
@@ -50,7 +56,7 @@ const member = Effect.fn("test.member")(function*(workspaceId: string, role: Rol
 const asSession = (cookie: string, path: string, method = "GET", body?: unknown) =>
   call(path, {
     method,
-    headers: { cookie, "content-type": "application/json" },
+    headers: { cookie, "content-type": "application/json", "x-csrf-token": csrfTokenOf.get(cookie) ?? "" },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 

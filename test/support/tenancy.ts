@@ -45,9 +45,12 @@ export const seedMemberSession = Effect.fn("test.seedMemberSession")(function*(
   yield* sql`INSERT INTO users (id, email) VALUES (${userId}, ${`${userId}@people.example`})`
   yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${profile.workspaceId}, ${userId}, ${role})`
   const session = mintSecret(CredentialPrefix.session)
+  const csrfToken = crypto.randomUUID()
   yield* sql`
     INSERT INTO sessions (id, user_id, secret_hash, csrf_token_hash, expires_at)
-    VALUES (${crypto.randomUUID()}, ${userId}, ${secretDigest(session)}, ${secretDigest(crypto.randomUUID())},
+    VALUES (${crypto.randomUUID()}, ${userId}, ${secretDigest(session)}, ${secretDigest(csrfToken)},
             now() + interval '1 hour')`
-  return { userId, cookie: `svc_session=${session}` }
+  const cookie = `svc_session=${session}`
+  /** What a browser sends: the cookie, and the CSRF token the console holds (needed on unsafe methods). */
+  return { userId, cookie, csrfToken, headers: { cookie, "x-csrf-token": csrfToken } }
 })

@@ -1,0 +1,212 @@
+/**
+ * Console sessions and password hashing (decision 0021).
+ *
+ * Passwords are hashed with scrypt (memory-hard): N=2^15, r=8, p=1, a 16-byte salt and a
+ * 64-byte key, stored as `scrypt$N$r$p$salt_b64$hash_b64` so the parameters can be raised
+ * later without invalidating old hashes. The KDF runs on libuv's thread pool (node's async
+ * `scrypt`), never on the event loop. A session secret and its CSRF token are random
+ * high-entropy strings stored as SHA-256 digests.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { isSqlError } from "effect/sql/SqlError"
+import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
+import { type DatabaseUnavailable, InsufficientScope, Unauthorized } from "../../schema/errors.ts"
+import type { CreateMcpToken } from "../../schema/sessions.ts"
+import type { McpGrant } from "../../schema/scopes.ts"
+import { AuditLog } from "../audit/repo.ts"
+import type { PrincipalShape } from "../http/auth.ts"
+import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, randomBase62, secretDigest } from "./tokens.ts"
+
+export const SESSION_COOKIE = "svc_session"
+export const SESSION_HOURS = 12
+export const CSRF_HEADER = "x-csrf-token"
+
+const SCRYPT = { N: 2 ** 15, r: 8, p: 1, saltBytes: 16, keyBytes: 64 } as const
+/** 128 * N * r is 32 MiB, node's default cap; leave headroom. */
+const MAX_MEM = 64 * 1024 * 1024
+
+const derive = (password: string, salt: Buffer, N: number, r: number, p: number, keyBytes: number) =>
+  Effect.callback<Buffer>((resume) => {
+    scrypt(password.normalize("NFC"), salt, keyBytes, { N, r, p, maxmem: MAX_MEM }, (error, key) =>
+      resume(error === null ? Effect.succeed(key) : Effect.die(error)))
+  })
+
+/** The stored form of a password. */
+export const hashPassword = (password: string): Effect.Effect<string> => {
+  const salt = randomBytes(SCRYPT.saltBytes)
+  return Effect.map(
+    derive(password, salt, SCRYPT.N, SCRYPT.r, SCRYPT.p, SCRYPT.keyBytes),
+    (key) => `scrypt$${SCRYPT.N}$${SCRYPT.r}$${SCRYPT.p}$${salt.toString("base64")}$${key.toString("base64")}`
+  )
+}
+
+const parseHash = (stored: string) => {
+  const parts = stored.split("$")
+  if (parts.length !== 6 || parts[0] !== "scrypt") return undefined
+  const [N, r, p] = [Number(parts[1]), Number(parts[2]), Number(parts[3])]
+  if (![N, r, p].every((n) => Number.isSafeInteger(n) && n > 0) || N > 2 ** 20 || r > 32 || p > 16) return undefined
+  const salt = Buffer.from(parts[4] ?? "", "base64")
+  const hash = Buffer.from(parts[5] ?? "", "base64")
+  if (salt.length === 0 || hash.length === 0) return undefined
+  return { N, r, p, salt, hash }
+}
+
+/** Whether `password` matches `stored`; constant-time compare. A malformed hash matches nothing. */
+export const verifyPassword = (password: string, stored: string): Effect.Effect<boolean> => {
+  const parsed = parseHash(stored)
+  if (parsed === undefined) return Effect.succeed(false)
+  return Effect.map(
+    derive(password, parsed.salt, parsed.N, parsed.r, parsed.p, parsed.hash.length),
+    (key) => key.length === parsed.hash.length && timingSafeEqual(key, parsed.hash)
+  )
+}
+
+/** The same work as a verification, for an unknown email or a person without a password. */
+const burnVerification = (password: string) =>
+  Effect.as(derive(password, randomBytes(SCRYPT.saltBytes), SCRYPT.N, SCRYPT.r, SCRYPT.p, SCRYPT.keyBytes), false)
+
+const digestsEqual = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+
+const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String, password_hash: Schema.NullOr(Schema.String) })
+const ExpiresRow = Schema.Struct({ expires_at: Schema.String })
+const CsrfRow = Schema.Struct({ csrf_token_hash: Schema.String })
+const TokenRow = Schema.Struct({ expires_at: Schema.NullOr(Schema.String) })
+
+export interface NewSession {
+  readonly userId: string
+  readonly email: string
+  readonly secret: string
+  readonly csrfToken: string
+  readonly expiresAt: string
+}
+
+export interface NewMcpToken {
+  readonly id: string
+  readonly token: string
+  readonly prefix: string
+  readonly grants: ReadonlyArray<McpGrant>
+  readonly rate_limit_units_per_minute: number
+  readonly expires_at: string | null
+}
+
+const badLogin = () => new Unauthorized({ message: "Unknown email or wrong password." })
+const sessionOnly = () =>
+  new InsufficientScope({ message: "Only a signed-in session can do this.", reason: "credential_kind_not_accepted" })
+
+export class Sessions extends Context.Service<Sessions, {
+  /** A new session for a person whose password matches; the same 401 for every failure. */
+  readonly login: (email: string, password: string) => Effect.Effect<NewSession, Unauthorized | DatabaseUnavailable>
+  /** Revokes the calling session. */
+  readonly logout: (principal: PrincipalShape) => Effect.Effect<void, InsufficientScope | DatabaseUnavailable>
+  /** Whether `token` is the CSRF token of a live session; none when the session is gone. */
+  readonly csrfMatches: (
+    sessionId: string,
+    token: string | undefined
+  ) => Effect.Effect<Option.Option<boolean>, DatabaseUnavailable>
+  /** Mints an MCP user token for the signed-in person (audited). */
+  readonly mintMcpToken: (
+    principal: PrincipalShape,
+    input: CreateMcpToken
+  ) => Effect.Effect<NewMcpToken, InsufficientScope | DatabaseUnavailable>
+}>()("svc/Sessions") {
+  static readonly layer = Layer.effect(Sessions)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const audit = yield* AuditLog
+      const firstUser = decodeFirstRow(UserRow)
+      const firstExpires = decodeFirstRow(ExpiresRow)
+      const firstCsrf = decodeFirstRow(CsrfRow)
+      const firstToken = decodeFirstRow(TokenRow)
+
+      const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
+        Effect.catchIf(
+          sql.withTransaction(effect),
+          isSqlError,
+          (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
+        )
+
+      const login = Effect.fn("Sessions.login")(function*(email: string, password: string) {
+        const user = yield* orDatabaseUnavailable(firstUser(sql`
+          SELECT id, email, password_hash FROM users WHERE lower(email) = lower(${email.trim()})`))
+        const stored = Option.flatMap(user, (row) => Option.fromNullishOr(row.password_hash))
+        const matches = Option.isSome(stored)
+          ? yield* verifyPassword(password, stored.value)
+          : yield* burnVerification(password)
+        if (!matches || Option.isNone(user)) return yield* badLogin()
+        const secret = mintSecret(CredentialPrefix.session)
+        const csrfToken = randomBase62(43)
+        const sessionId = crypto.randomUUID()
+        const created = yield* transaction(Effect.gen(function*() {
+          const row = yield* orDatabaseUnavailable(firstExpires(sql`
+            INSERT INTO sessions (id, user_id, secret_hash, csrf_token_hash, expires_at)
+            VALUES (${sessionId}, ${user.value.id}, ${secretDigest(secret)}, ${secretDigest(csrfToken)},
+                    now() + make_interval(hours => ${SESSION_HOURS}))
+            RETURNING to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS expires_at`))
+          yield* audit.record({
+            actor: { kind: "session", userId: user.value.id, sessionId },
+            action: "session.created",
+            targetKind: "session",
+            targetId: sessionId
+          })
+          return row
+        }))
+        if (Option.isNone(created)) return yield* Effect.die(new Error("INSERT ... RETURNING returned no row"))
+        return { userId: user.value.id, email: user.value.email, secret, csrfToken, expiresAt: created.value.expires_at }
+      })
+
+      const logout = Effect.fn("Sessions.logout")(function*(principal: PrincipalShape) {
+        if (principal.kind !== "session") return yield* sessionOnly()
+        yield* transaction(Effect.gen(function*() {
+          yield* orDatabaseUnavailable(sql`
+            UPDATE sessions SET revoked_at = now() WHERE id = ${principal.sessionId} AND revoked_at IS NULL`)
+          yield* audit.record({ actor: principal, action: "session.revoked", targetKind: "session", targetId: principal.sessionId })
+        }))
+      })
+
+      const csrfMatches = Effect.fn("Sessions.csrfMatches")(function*(sessionId: string, token: string | undefined) {
+        const row = yield* orDatabaseUnavailable(firstCsrf(sql`
+          SELECT csrf_token_hash FROM sessions
+          WHERE id = ${sessionId} AND revoked_at IS NULL AND expires_at > now()`))
+        return Option.map(row, (found) => token !== undefined && token !== "" && digestsEqual(found.csrf_token_hash, secretDigest(token)))
+      })
+
+      const mintMcpToken = Effect.fn("Sessions.mintMcpToken")(function*(principal: PrincipalShape, input: CreateMcpToken) {
+        if (principal.kind !== "session") return yield* sessionOnly()
+        const requested: ReadonlyArray<McpGrant> = input.grants ?? ["mcp:read"]
+        const grants = [...new Set(requested)]
+        const rate = input.rate_limit_units_per_minute ?? 120
+        const days = input.expires_in_days ?? null
+        const token = mintSecret(CredentialPrefix.userToken)
+        const prefix = displayPrefix(token, CredentialPrefix.userToken)
+        const id = crypto.randomUUID()
+        const row = yield* transaction(Effect.gen(function*() {
+          const inserted = yield* orDatabaseUnavailable(firstToken(sql`
+            INSERT INTO user_tokens (id, user_id, prefix, secret_hash, grants, rate_limit_units_per_minute, expires_at)
+            VALUES (${id}, ${principal.userId}, ${prefix}, ${secretDigest(token)}, ${grants}, ${rate},
+                    CASE WHEN ${days}::int IS NULL THEN NULL ELSE now() + make_interval(days => ${days}::int) END)
+            RETURNING to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS expires_at`))
+          yield* audit.record({
+            actor: principal,
+            action: "user_token.created",
+            targetKind: "user_token",
+            targetId: id,
+            details: { prefix, grants, rate_limit_units_per_minute: rate, expires_in_days: days }
+          })
+          return inserted
+        }))
+        return {
+          id,
+          token,
+          prefix,
+          grants,
+          rate_limit_units_per_minute: rate,
+          expires_at: Option.match(row, { onNone: () => null, onSome: (found) => found.expires_at })
+        }
+      })
+
+      return { login, logout, csrfMatches, mintMcpToken }
+    })
+  ).pipe(Layer.provide(AuditLog.layer))
+}
