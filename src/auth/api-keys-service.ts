@@ -27,7 +27,7 @@ import {
   withholdPersonScopes
 } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
 import { ApiKeysRepo, type GrantRow, type KeyChanges, type KeyRow } from "./api-keys-repo.ts"
 import { ApiKeys, DEFAULT_RATE_LIMIT_PER_MINUTE } from "./keys.ts"
@@ -121,6 +121,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       const repo = yield* ApiKeysRepo
       const keys = yield* ApiKeys
       const audit = yield* AuditLog
+      const credentials = yield* CredentialStore
 
       /**
        * The workspace id (lower-cased) when `actor` may act on it: 404 when it cannot reach the
@@ -338,7 +339,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       ) {
         const workspaceId = yield* authorize(actor, rawWorkspaceId, "manage")
         const keyId = yield* keyIdOf(rawKeyId)
-        return yield* repo.transaction(Effect.gen(function*() {
+        const revoked = yield* repo.transaction(Effect.gen(function*() {
           const found = yield* repo.findForUpdate(workspaceId, keyId)
           if (Option.isNone(found)) return yield* notFound()
           // Already revoked: the same answer, nothing written, nothing audited.
@@ -355,6 +356,8 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
           })
           return render(row)
         }))
+        yield* credentials.forget
+        return revoked
       })
 
       const rotate = Effect.fn("ApiKeysService.rotate")(function*(

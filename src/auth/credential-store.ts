@@ -1,7 +1,8 @@
 /**
  * Resolves presented credentials against the database, behind a short-lived cache: a
- * revoked or expired key stops authenticating on every runner (the revoking one included)
- * within the cache's lifetime, five seconds; a key it has not cached fails at once.
+ * revoked or expired key stops authenticating on every runner within the cache's lifetime
+ * (five seconds), at once on the runner that revoked it through a revoke route (`forget`),
+ * and at once anywhere it was not cached.
  */
 import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -147,6 +148,6 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       return orDatabaseUnavailable(cached(`session:${digest}`, lookup))
     }
 
-    return CredentialStore.of({ bearer, appClient, session })
+    return CredentialStore.of({ bearer, appClient, session, forget: Effect.sync(() => cache.clear()) })
   })
 )

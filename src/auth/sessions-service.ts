@@ -15,7 +15,7 @@ import { type DatabaseUnavailable, InsufficientScope, Unauthorized } from "../..
 import type { CreateMcpToken } from "../../schema/sessions.ts"
 import type { McpGrant } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
 import { CredentialPrefix, displayPrefix, mintSecret, randomBase62, secretDigest } from "./tokens.ts"
 
@@ -115,6 +115,7 @@ export class Sessions extends Context.Service<Sessions, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const audit = yield* AuditLog
+      const credentials = yield* CredentialStore
       const firstUser = decodeFirstRow(UserRow)
       const firstExpires = decodeFirstRow(ExpiresRow)
       const firstCsrf = decodeFirstRow(CsrfRow)
@@ -163,6 +164,7 @@ export class Sessions extends Context.Service<Sessions, {
             UPDATE sessions SET revoked_at = now() WHERE id = ${principal.sessionId} AND revoked_at IS NULL`)
           yield* audit.record({ actor: principal, action: "session.revoked", targetKind: "session", targetId: principal.sessionId })
         }))
+        yield* credentials.forget
       })
 
       const csrfMatches = Effect.fn("Sessions.csrfMatches")(function*(sessionId: string, token: string | undefined) {

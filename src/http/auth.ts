@@ -63,6 +63,11 @@ export interface CredentialStoreShape {
   ) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
   /** The console's session cookie. */
   readonly session: (cookie: Redacted.Redacted<string>) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
+  /**
+   * Drops what this runner has cached, after a revocation it committed: the revoked credential
+   * stops here at once (other runners within their cache's lifetime).
+   */
+  readonly forget: Effect.Effect<void>
 }
 
 /** Resolves presented credentials; the database-backed implementation is src/auth/credential-store.ts. */

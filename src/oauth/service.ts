@@ -21,7 +21,7 @@ import { AuditLog } from "../audit/repo.ts"
 import { APP_TIER_LIMITS } from "../auth/credential-store.ts"
 import { ApiKeys } from "../auth/keys.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "../auth/tokens.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { OAuthRepo } from "./repo.ts"
 
 export type AppClient = Extract<PrincipalShape, { readonly kind: "app_client" }>
@@ -93,6 +93,7 @@ export class OAuthService extends Context.Service<OAuthService, {
       const repo = yield* OAuthRepo
       const keys = yield* ApiKeys
       const audit = yield* AuditLog
+      const credentials = yield* CredentialStore
 
       const authenticate = Effect.fn("OAuthService.authenticate")(function*(credentials: ClientCredentials) {
         if (!isWellFormed(credentials.clientSecret, CredentialPrefix.clientSecret)) return yield* invalidClient()
@@ -180,6 +181,7 @@ export class OAuthService extends Context.Service<OAuthService, {
           Effect.catchTag("DatabaseUnavailable", orServerError(serverBusy))
         )
         if (Option.isNone(revoked)) return
+        yield* credentials.forget
         // The key is already revoked: a failed audit write must not make the client retry.
         yield* audit.record({
           actor: app,

@@ -79,6 +79,22 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
       }), 30_000)
   })
 
+  describe("revocation through a revoke route is instant on the revoking runner", () => {
+    it.effect("a key revoked with DELETE .../api-keys/{id} answers 401 on the very next request", () =>
+      Effect.gen(function*() {
+        const profile = yield* seedProfile()
+        const { id, key } = yield* seedApiKey(profile, { scopes: ["connections:read"] })
+        const owner = yield* seedMemberSession(profile, "owner")
+        assert.strictEqual((yield* call("/api/v1/connections", bearer(key))).status, 200, "now cached")
+        const revoked = yield* call(`/api/v1/workspaces/${profile.workspaceId}/api-keys/${id}`, {
+          method: "DELETE",
+          headers: owner.headers
+        })
+        assert.strictEqual(revoked.status, 200)
+        assert.strictEqual((yield* call("/api/v1/connections", bearer(key))).status, 401)
+      }))
+  })
+
   describe("a session names the profile with ?profile_id=", () => {
     it.effect("a member reaches the profile; an unreachable and an unknown profile answer the same 404", () =>
       Effect.gen(function*() {

@@ -85,6 +85,8 @@ describe.skipIf(adminUrl === "")(
         })
         expect(revoked.status).toBe(200)
         const revokedAt = Date.now()
+        // The revoking runner drops its cached copy at once.
+        expect((yield* request(`${a.baseUrl}/api/v1/connections`, key)).status).toBe(401)
         let statusOnB = 200
         while (statusOnB === 200 && Date.now() - revokedAt < 20_000) {
           statusOnB = (yield* request(`${b.baseUrl}/api/v1/connections`, key)).status
@@ -94,7 +96,6 @@ describe.skipIf(adminUrl === "")(
         console.log(`revocation_visible_on_other_runner_ms=${elapsed}`)
         expect(statusOnB).toBe(401)
         expect(elapsed).toBeLessThanOrEqual(10_000)
-        expect((yield* request(`${a.baseUrl}/api/v1/connections`, key)).status).toBe(401)
       }).pipe(Effect.scoped), 180_000)
   }
 )

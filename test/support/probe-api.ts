@@ -96,7 +96,8 @@ export const probeKeys: Record<string, PrincipalShape> = {
 const ProbeCredentials = Layer.succeed(CredentialStore)({
   bearer: (token) => Effect.succeed(Option.fromNullishOr(probeKeys[Redacted.value(token)])),
   appClient: () => Effect.succeed(Option.none()),
-  session: () => Effect.succeed(Option.none())
+  session: () => Effect.succeed(Option.none()),
+  forget: Effect.void
 })
 
 /** How many times the charge handler really ran (an idempotent replay must not run it). */
