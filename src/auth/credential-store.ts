@@ -6,11 +6,11 @@
  */
 import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { timingSafeEqual } from "node:crypto"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "./tokens.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
+import { digestsEqual } from "../platform/secrets.ts"
 
 /** How long a resolved credential is trusted without asking the database again. */
 export const AUTH_CACHE_TTL_MILLIS = 5_000
@@ -48,8 +48,6 @@ interface Cached {
   readonly principal: Option.Option<PrincipalShape>
   readonly until: number
 }
-
-const digestsEqual = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
 export const CredentialStoreLive = Layer.effect(CredentialStore)(
   Effect.gen(function*() {

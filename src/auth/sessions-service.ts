@@ -18,6 +18,7 @@ import { AuditLog } from "../audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
 import { CredentialPrefix, displayPrefix, mintSecret, randomBase62, secretDigest } from "./tokens.ts"
+import { digestsEqual } from "../platform/secrets.ts"
 
 export const SESSION_COOKIE = "svc_session"
 export const SESSION_HOURS = 12
@@ -67,7 +68,6 @@ export const verifyPassword = (password: string, stored: string): Effect.Effect<
 const burnVerification = (password: string) =>
   Effect.as(derive(password, randomBytes(SCRYPT.saltBytes), SCRYPT.N, SCRYPT.r, SCRYPT.p, SCRYPT.keyBytes), false)
 
-const digestsEqual = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
 const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String, password_hash: Schema.NullOr(Schema.String) })
 const ExpiresRow = Schema.Struct({ expires_at: Schema.String })

@@ -19,6 +19,7 @@ import {
 } from "../../schema/errors.ts"
 import { CredentialPrefix } from "../auth/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
+import { consumeBucket } from "../platform/rate-limit.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { type CredentialKind, type OperationPolicy, Policy, PUBLIC } from "./policy.ts"
 
@@ -51,6 +52,12 @@ export type PrincipalShape =
   | { readonly kind: "session"; readonly userId: string; readonly sessionId: string }
 
 export class Principal extends Context.Service<Principal, PrincipalShape>()("svc/Principal") {}
+
+export type AppPrincipal = Extract<PrincipalShape, { readonly kind: "app_client" }>
+
+/** The app client on a route whose policy admits only app clients (the narrowing is for the type checker). */
+export const appPrincipal: Effect.Effect<AppPrincipal, never, Principal> = Effect.flatMap(Principal, (principal) =>
+  principal.kind === "app_client" ? Effect.succeed(principal) : Effect.die("partner route reached by a non-app principal"))
 
 /** A credential the store recognised, or none. Store failures are `database_unavailable`. */
 export interface CredentialStoreShape {
@@ -184,28 +191,15 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
     const meter = Effect.fnUntraced(function*(principal: PrincipalShape, policy: OperationPolicy) {
       const bucket = bucketOf(principal)
       if (bucket === undefined) return
-      const cost = policy.cost ?? 1
-      const result = yield* limiter.consume({
-        algorithm: "fixed-window",
-        onExceeded: "fail",
-        window: "1 minute",
-        limit: bucket.limit,
+      const consumed = yield* consumeBucket(limiter, {
         key: bucket.key,
-        tokens: cost
-      }).pipe(
-        Effect.catch((error) =>
-          error.reason._tag === "RateLimitExceeded"
-            ? Effect.fail(
-              new RateLimitExceeded({
-                message: `Rate limit of ${bucket.limit} requests per minute exceeded.`,
-                retry_after_seconds: Math.max(1, Math.ceil(Duration.toSeconds(error.reason.retryAfter)))
-              })
-            )
-            // A store that cannot be reached must not lock every client out.
-            : Effect.as(Effect.logWarning("rate limiter store unavailable; request not metered", error), undefined)
-        )
-      )
-      if (result === undefined) return
+        limit: bucket.limit,
+        window: "1 minute",
+        tokens: policy.cost ?? 1,
+        exceeded: { message: `Rate limit of ${bucket.limit} requests per minute exceeded.` }
+      })
+      if (Option.isNone(consumed)) return
+      const result = consumed.value
       const headers = {
         "x-ratelimit-limit": String(result.limit),
         "x-ratelimit-remaining": String(Math.max(0, result.remaining)),

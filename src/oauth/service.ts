@@ -4,7 +4,6 @@
  * (RFC 7009). Every failure is an OAuth error; nothing here answers the error envelope.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { timingSafeEqual } from "node:crypto"
 import { isUuid } from "../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { OAuthInvalidClient, OAuthRequestError, OAuthServerError } from "../../schema/oauth.ts"
@@ -23,6 +22,7 @@ import { ApiKeys } from "../auth/keys.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "../auth/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { OAuthRepo } from "./repo.ts"
+import { digestsEqual } from "../platform/secrets.ts"
 
 export type AppClient = Extract<PrincipalShape, { readonly kind: "app_client" }>
 
@@ -74,8 +74,6 @@ const parseScope = (scope: string): Effect.Effect<ReadonlyArray<string>, OAuthRe
     ? Effect.fail(invalidScope("scope is empty; omit it to ask for the whole grant."))
     : Effect.succeed(tokens)
 }
-
-const digestsEqual = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
 const orServerError = (make: () => OAuthServerError) => (_: DatabaseUnavailable) => Effect.fail(make())
 

@@ -11,7 +11,7 @@ import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../sch
 import type { EntitlementResult, SetEntitlement } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import type { AppPrincipal } from "../http/auth.ts"
 import { databaseUnavailable } from "../platform/database.ts"
 import { movePrivacyMode } from "./privacy.ts"
 import { TenancyRepo } from "./repo.ts"
@@ -21,8 +21,6 @@ export const STANDARD_BACKFILL_DAYS = 90
 
 const ON_SCOPES: ReadonlyArray<ConnectScope> = ["connections", "attribution"]
 const OFF_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
-
-type AppPrincipal = Extract<PrincipalShape, { readonly kind: "app_client" }>
 
 export class Entitlements extends Context.Service<Entitlements, {
   readonly setAttribution: (

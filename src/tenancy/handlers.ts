@@ -6,13 +6,9 @@ import { NotFound } from "../../schema/errors.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
-import { Principal } from "../http/auth.ts"
+import { appPrincipal } from "../http/auth.ts"
 import type { ProvisionedProfile } from "../../schema/tenancy.ts"
 import { Provisioning } from "./service.ts"
-
-/** The policy admits only app clients; this narrows the principal for the type checker. */
-const appPrincipal = Effect.flatMap(Principal, (principal) =>
-  principal.kind === "app_client" ? Effect.succeed(principal) : Effect.die("partner route reached by a non-app principal"))
 
 /** The flag picks the answer's status: 201 when this call created, 200 otherwise. */
 const createdOrReplayed = (data: ProvisionedProfile) =>

@@ -2,12 +2,8 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { ReconciledMember } from "../../schema/members.ts"
 import { Api } from "../http/api.ts"
-import { Principal } from "../http/auth.ts"
+import { appPrincipal } from "../http/auth.ts"
 import { Members } from "./members-service.ts"
-
-/** The policy admits only app clients; this narrows the principal for the type checker. */
-const appPrincipal = Effect.flatMap(Principal, (principal) =>
-  principal.kind === "app_client" ? Effect.succeed(principal) : Effect.die("partner route reached by a non-app principal"))
 
 /** The flag picks the answer's status: 201 when this call made the membership active, 200 otherwise. */
 const createdOrReconciled = ({ member, created, changed }: ReconciledMember) =>

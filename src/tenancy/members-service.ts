@@ -19,12 +19,10 @@ import {
   ROLE_DEFAULT_PERMISSIONS
 } from "../../schema/members.ts"
 import { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import type { AppPrincipal } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
 import { databaseUnavailable } from "../platform/database.ts"
 import { type MemberRow, MembersRepo, type ProfileMembershipRow } from "./members-repo.ts"
-
-type AppPrincipal = Extract<PrincipalShape, { readonly kind: "app_client" }>
 
 /** Unknown, another app's, archived and malformed workspaces: one identical answer. */
 const noSuchWorkspace = () => new NotFound({ message: "No such workspace." })

@@ -3,7 +3,7 @@
  * merchants, keyed by (app, external_ref). One transaction per call, the profile row locked,
  * so replays and concurrent first calls converge on one profile.
  */
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { RateLimiter } from "effect/persistence/RateLimiter"
 import { SqlClient } from "effect/sql/SqlClient"
 import {
@@ -17,8 +17,9 @@ import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../sch
 import type { AdoptProfile, ProvisionedProfile, ProvisionProfile } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import type { AppPrincipal } from "../http/auth.ts"
 import { databaseUnavailable } from "../platform/database.ts"
+import { consumeBucket } from "../platform/rate-limit.ts"
 import { isUuid } from "../../schema/common.ts"
 import { movePrivacyMode } from "./privacy.ts"
 import { type OwnedRow, type ProvisionedRow, TenancyRepo } from "./repo.ts"
@@ -27,8 +28,6 @@ const DEFAULT_CONNECT_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
 
 /** Profile provisioning calls per hour per app credential (its own bucket). */
 export const PROVISIONING_CALLS_PER_HOUR = 200
-
-type AppPrincipal = Extract<PrincipalShape, { readonly kind: "app_client" }>
 
 const healthcareForbidden = () =>
   new HealthcareScopeForbidden({
@@ -69,26 +68,15 @@ export class Provisioning extends Context.Service<Provisioning, {
       const movePrivacy = movePrivacyMode(repo, audit)
 
       const meter = (app: AppPrincipal) =>
-        limiter.consume({
-          algorithm: "fixed-window",
-          onExceeded: "fail",
-          window: "1 hour",
+        Effect.asVoid(consumeBucket(limiter, {
+          key: `provision:${app.appId}`,
           limit: PROVISIONING_CALLS_PER_HOUR,
-          key: `provision:${app.appId}`
-        }).pipe(
-          Effect.asVoid,
-          Effect.catch((error) =>
-            error.reason._tag === "RateLimitExceeded"
-              ? Effect.fail(
-                new RateLimitExceeded({
-                  message: `At most ${PROVISIONING_CALLS_PER_HOUR} profile provisioning calls per hour per app.`,
-                  reason: "provisioning_bucket",
-                  retry_after_seconds: Math.max(1, Math.ceil(Duration.toSeconds(error.reason.retryAfter)))
-                })
-              )
-              : Effect.logWarning("rate limiter store unavailable; provisioning not metered", error)
-          )
-        )
+          window: "1 hour",
+          exceeded: {
+            message: `At most ${PROVISIONING_CALLS_PER_HOUR} profile provisioning calls per hour per app.`,
+            reason: "provisioning_bucket"
+          }
+        }))
 
       const render = (
         row: ProvisionedRow,
