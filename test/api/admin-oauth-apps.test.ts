@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/auth/tokens.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { call, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
+import { call, OPERATOR_TOKEN, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 
 const operator = { authorization: `Bearer ${OPERATOR_TOKEN}` }
 const post = (path: string, body: unknown, headers: Record<string, string> = operator) =>
@@ -16,8 +16,6 @@ const del = (path: string) => call(path, { method: "DELETE", headers: operator }
 const newApp = (name: string, extra: Record<string, unknown> = {}) =>
   post("/api/v1/admin/oauth-apps", { name, redirect_uris: ["https://partner.example/callback"], ...extra })
 
-/** An error body without its request-scoped id, to compare two answers byte for byte. */
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: true })("operator surface: OAuth apps", (it) => {
   it.effect("create answers 201 with the settings and both secrets, shown once", () =>

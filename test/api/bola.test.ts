@@ -6,7 +6,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { serveApp, testSettings } from "../support/app.ts"
+import { serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 
 interface Ids {
@@ -36,7 +36,6 @@ const routes: ReadonlyArray<readonly [string, (ids: Ids) => string, (ids: Ids) =
   ["POST", (ids) => `/api/v1/workspaces/${ids.workspaceId}/api-keys/${ids.keyId}/rotate`, (ids) => ({})]
 ]
 
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: true })("object-level authorization", (it) => {
   it.effect("another tenant's ids answer exactly like unknown ids on every ID-taking route, and change nothing", () =>

@@ -3,11 +3,10 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credential-store.ts"
 import { CredentialPrefix, mintSecret } from "../../src/auth/tokens.ts"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 
 const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } })
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: true })("API keys and GET /api/v1/connections", (it) => {
   describe("an API key authenticates for its profile", () => {

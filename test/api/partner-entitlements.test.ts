@@ -1,14 +1,13 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const ref = () => `merchant-${crypto.randomUUID().slice(0, 8)}`
 const put = (app: PartnerApp, profileId: string, body: unknown, feature = "svc_attribution") =>
   asApp(app, `/api/v1/profiles/${profileId}/entitlements/${feature}`, "PUT", body)
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 const state = (profileId: string) =>
   Effect.gen(function*() {

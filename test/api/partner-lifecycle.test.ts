@@ -1,12 +1,11 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 
 const ref = () => `merchant-${crypto.randomUUID().slice(0, 8)}`
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: true })("profile lifecycle (partner)", (it) => {
   describe("DELETE /api/v1/profiles/{id}", () => {

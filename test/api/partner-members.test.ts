@@ -2,13 +2,12 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { seedProfile } from "../support/tenancy.ts"
 
 const ref = () => `merchant-${crypto.randomUUID().slice(0, 8)}`
 const email = (name = "person") => `${name}-${crypto.randomUUID().slice(0, 8)}@team.example`
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 /** A provisioned profile (its workspace has an owner) and a second live profile in the same workspace. */
 const provisioned = Effect.fn("test.provisioned")(function*(app: PartnerApp, options: { readonly second?: boolean } = {}) {

@@ -3,12 +3,11 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credential-store.ts"
 import { CredentialPrefix, displayPrefix, isWellFormed, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
-import { call, type HttpResult, serveApp, testSettings } from "../support/app.ts"
+import { call, type HttpResult, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const keysPath = (workspaceId: string) => `/api/v1/workspaces/${workspaceId}/api-keys`
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 /** A request with the given credential headers and an optional JSON body. */
 const send = (path: string, headers: Record<string, string>, method = "GET", body?: unknown) =>

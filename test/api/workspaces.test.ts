@@ -6,7 +6,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
@@ -75,7 +75,6 @@ const ownedWorkspace = Effect.fn("test.ownedWorkspace")(function*(body: Record<s
   return { owner, workspaceId: response.json.data.workspace_id as string, created: response.json.data }
 })
 
-const withoutRequestId = (text: string) => text.replace(/"request_id":"[^"]+"/, "")
 
 /** The unreachable answers of one path template: unknown, malformed, foreign and archived ids look the same. */
 const assertSameNotFound = (responses: ReadonlyArray<{ status: number; text: string }>) => {
