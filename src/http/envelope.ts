@@ -100,7 +100,7 @@ const bareStatusError = (response: HttpServerResponse.HttpServerResponse, contex
   switch (response.status) {
     case 400:
       return new ValidationError({ message: "The request could not be parsed." })
-    case 404:
+    // 404 never gets here: finalizeErrorResponse answers it with the prebuilt envelope.
     case 405:
       return new NotFound({ message: "No such resource or route." })
     case 413:
