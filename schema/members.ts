@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 import { Page } from "./common.ts"
+import { type Scope, Scopes } from "./scopes.ts"
 
 /**
  * The permission catalogue, in display order. A profile membership without `permissions`
@@ -133,3 +134,60 @@ export const MemberReconciled = Schema.Struct({
 export const RemovedMember = Schema.Struct({
   data: Schema.Struct({ removed: Schema.Boolean })
 })
+
+/** What a person's membership on one profile allows, before any credential narrows it. */
+export interface ProfileMembership {
+  readonly workspaceRole: WorkspaceRole
+  /** Null when the person has no live profile membership (owners, admins and analysts reach every profile). */
+  readonly profileRole: ProfileRole | null
+  /** Null: the role's default bundle. */
+  readonly permissions: ReadonlyArray<string> | null
+}
+
+const READ_ALL: ReadonlyArray<Scope> = [
+  "analytics:read",
+  "campaigns:read",
+  "conversions:read",
+  "realtime:read",
+  "customers:read",
+  "visitors:read",
+  "exports:read",
+  "commerce:read",
+  "connections:read",
+  "conversations:read"
+]
+
+/** What each permission key lets a guest's credential do on the profile (decision 0026). */
+const scopesOfPermission: Readonly<Record<PermissionKey, ReadonlyArray<Scope>>> = {
+  "view:dashboard": ["analytics:read", "realtime:read", "connections:read"],
+  "view:attribution": ["conversions:read"],
+  "view:campaigns": ["campaigns:read"],
+  "view:customers": ["customers:read", "visitors:read", "conversations:read"],
+  "manage:connections": ["connections:read", "connections:write"],
+  "manage:team": [],
+  "manage:exports": ["exports:read", "exports:write"]
+}
+
+/** A profile manager also runs the profile's configuration writes, whatever its permission list. */
+const MANAGER_WRITES: ReadonlyArray<Scope> = ["goals:write", "attribution:write", "tracking:write", "reports:write", "campaigns:apply"]
+
+/**
+ * The API scopes a membership allows on a profile: everything for owners and admins, every
+ * read for analysts, and for guests what their profile role and permission keys name. A user
+ * token holds the intersection of this and its MCP grant.
+ */
+export const scopesOfMembership = (membership: ProfileMembership): ReadonlyArray<Scope> => {
+  switch (membership.workspaceRole) {
+    case "owner":
+    case "admin":
+      return Scopes
+    case "analyst":
+      return READ_ALL
+    case "guest": {
+      if (membership.profileRole === null) return []
+      const keys = (membership.permissions ?? ROLE_DEFAULT_PERMISSIONS[membership.profileRole]).filter(isPermissionKey)
+      const granted = keys.flatMap((key) => scopesOfPermission[key])
+      return [...new Set(membership.profileRole === "manager" ? [...granted, ...MANAGER_WRITES] : granted)]
+    }
+  }
+}

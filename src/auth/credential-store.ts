@@ -6,10 +6,11 @@
  */
 import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
+import { CredentialStore, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
 import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "./tokens.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
+import { type ProfileMembership, ProfileRole, WorkspaceRole } from "../../schema/members.ts"
 import { digestsEqual } from "../platform/secrets.ts"
 
 /** How long a resolved credential is trusted without asking the database again. */
@@ -25,7 +26,8 @@ const ApiKeyRow = Schema.Struct({
   workspace_id: Schema.String,
   scopes: Schema.Array(Schema.String),
   oauth_app_id: Schema.NullOr(Schema.String),
-  rate_limit_per_minute: Schema.Int
+  rate_limit_per_minute: Schema.Int,
+  attribution_enabled: Schema.Boolean
 })
 
 const UserTokenRow = Schema.Struct({
@@ -44,6 +46,27 @@ const AppRow = Schema.Struct({
 
 const SessionRow = Schema.Struct({ id: Schema.String, user_id: Schema.String })
 
+const MembershipRow = Schema.Struct({
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  attribution_enabled: Schema.Boolean,
+  workspace_role: WorkspaceRole,
+  profile_role: Schema.NullOr(ProfileRole),
+  permissions: Schema.NullOr(Schema.Array(Schema.String))
+})
+
+/**
+ * Only app-provisioned profiles start on the connect-broker tier; a profile a person created
+ * has every feature. (SQL over `p` = profiles.)
+ */
+const ATTRIBUTION_ENABLED = `(p.provisioned_by_app_id IS NULL OR COALESCE((
+  SELECT e.enabled FROM entitlements e WHERE e.profile_id = p.id AND e.feature = 'svc_attribution'), false))`
+
+interface Membership {
+  readonly profile: ProfileContext
+  readonly membership: ProfileMembership
+}
+
 interface Cached {
   readonly principal: Option.Option<PrincipalShape>
   readonly until: number
@@ -58,6 +81,7 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
     const firstToken = decodeFirstRow(UserTokenRow)
     const firstApp = decodeFirstRow(AppRow)
     const firstSession = decodeFirstRow(SessionRow)
+    const firstMembership = decodeFirstRow(MembershipRow)
 
     /**
      * Resolves through the cache; only recognised credentials are cached, so a new key works at
@@ -77,7 +101,8 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
 
     const apiKey = (digest: string) =>
       firstKey(sql`
-        SELECT k.id, k.profile_id, k.workspace_id, k.scopes, k.oauth_app_id, k.rate_limit_per_minute
+        SELECT k.id, k.profile_id, k.workspace_id, k.scopes, k.oauth_app_id, k.rate_limit_per_minute,
+               ${sql.literal(ATTRIBUTION_ENABLED)} AS attribution_enabled
         FROM api_keys k
         JOIN profiles p ON p.id = k.profile_id AND p.archived_at IS NULL
         WHERE k.secret_hash = ${digest} AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`)
@@ -88,7 +113,8 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
           workspaceId: row.workspace_id,
           scopes: row.scopes,
           oauthAppId: row.oauth_app_id,
-          rateLimitPerMinute: row.rate_limit_per_minute
+          rateLimitPerMinute: row.rate_limit_per_minute,
+          attributionEnabled: row.attribution_enabled
         }))))
 
     const userToken = (digest: string) =>
@@ -146,6 +172,41 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       return orDatabaseUnavailable(cached(`session:${digest}`, lookup))
     }
 
-    return CredentialStore.of({ bearer, appClient, session, forget: Effect.sync(() => cache.clear()) })
+    const memberships = new Map<string, { readonly found: Option.Option<Membership>; readonly until: number }>()
+    const membership = (userId: string, profileId: string) => {
+      const cacheKey = `${userId}:${profileId}`
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const hit = memberships.get(cacheKey)
+        if (hit !== undefined && hit.until > now) return Effect.succeed(hit.found)
+        return firstMembership(sql`
+          SELECT p.id AS profile_id, p.workspace_id, ${sql.literal(ATTRIBUTION_ENABLED)} AS attribution_enabled,
+                 m.role AS workspace_role, pm.role AS profile_role, pm.permissions
+          FROM profiles p
+          JOIN workspaces w ON w.id = p.workspace_id AND w.archived_at IS NULL
+          JOIN workspace_memberships m ON m.workspace_id = p.workspace_id AND m.user_id = ${userId} AND m.removed_at IS NULL
+          LEFT JOIN profile_memberships pm ON pm.profile_id = p.id AND pm.user_id = ${userId} AND pm.removed_at IS NULL
+          WHERE p.id = ${profileId} AND p.archived_at IS NULL
+            AND (m.role IN ('owner', 'admin', 'analyst') OR pm.user_id IS NOT NULL)`).pipe(
+          Effect.map(Option.map((row): Membership => ({
+            profile: { profileId: row.profile_id, workspaceId: row.workspace_id, attributionEnabled: row.attribution_enabled },
+            membership: { workspaceRole: row.workspace_role, profileRole: row.profile_role, permissions: row.permissions }
+          }))),
+          Effect.tap((found) =>
+            Effect.sync(() => {
+              if (memberships.size >= MAX_CACHED) memberships.clear()
+              memberships.set(cacheKey, { found, until: now + AUTH_CACHE_TTL_MILLIS })
+            })
+          ),
+          orDatabaseUnavailable
+        )
+      })
+    }
+
+    const forget = Effect.sync(() => {
+      cache.clear()
+      memberships.clear()
+    })
+
+    return CredentialStore.of({ bearer, appClient, membership, session, forget })
   })
 )

@@ -8,8 +8,10 @@ import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { RateLimiter } from "effect/persistence/RateLimiter"
+import { isUuid } from "../../schema/common.ts"
 import {
   DatabaseUnavailable,
+  EntitlementRequired,
   InsufficientScope,
   InvalidRequest,
   NotFound,
@@ -17,11 +19,23 @@ import {
   Unauthorized,
   wire
 } from "../../schema/errors.ts"
+import { type ProfileMembership, scopesOfMembership } from "../../schema/members.ts"
 import { CredentialPrefix } from "../auth/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { type CredentialKind, type OperationPolicy, Policy, PUBLIC } from "./policy.ts"
+
+/** The profile a profile-grain request acts on, as the middleware resolved it. */
+export interface ProfileContext {
+  readonly profileId: string
+  readonly workspaceId: string
+  /**
+   * The attribution add-on is on, or the profile was created by a person (only app-provisioned
+   * profiles start on the connect-broker tier).
+   */
+  readonly attributionEnabled: boolean
+}
 
 /** Who is calling. `anonymous` only reaches public operations. */
 export type PrincipalShape =
@@ -35,13 +49,18 @@ export type PrincipalShape =
     readonly scopes: ReadonlyArray<string>
     readonly oauthAppId: string | null
     readonly rateLimitPerMinute: number
+    /** The key's profile is on the attribution tier (see `ProfileContext`). */
+    readonly attributionEnabled: boolean
   }
   | {
     readonly kind: "user_token"
     readonly tokenId: string
     readonly userId: string
+    /** The MCP grant's scopes; on a profile-grain route, intersected with the person's membership there. */
     readonly scopes: ReadonlyArray<string>
     readonly rateLimitUnitsPerMinute: number
+    /** Set on profile-grain routes: the `?profile_id=` profile, reached through a membership. */
+    readonly profile?: ProfileContext
   }
   | {
     readonly kind: "app_client"
@@ -49,7 +68,14 @@ export type PrincipalShape =
     readonly clientId: string
     readonly rateLimitPerMinute: number
   }
-  | { readonly kind: "session"; readonly userId: string; readonly sessionId: string }
+  | {
+    readonly kind: "session"
+    readonly userId: string
+    readonly sessionId: string
+    /** Set on profile-grain routes: the `?profile_id=` profile and what the membership allows there. */
+    readonly profile?: ProfileContext
+    readonly scopes?: ReadonlyArray<string>
+  }
 
 export class Principal extends Context.Service<Principal, PrincipalShape>()("svc/Principal") {}
 
@@ -68,6 +94,14 @@ export interface CredentialStoreShape {
     clientId: string,
     secret: Redacted.Redacted<string>
   ) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
+  /**
+   * The person's live membership on a live profile of a live workspace, with the profile's
+   * tier; None when the person cannot reach it (the same answer as a missing profile).
+   */
+  readonly membership: (
+    userId: string,
+    profileId: string
+  ) => Effect.Effect<Option.Option<{ readonly profile: ProfileContext; readonly membership: ProfileMembership }>, DatabaseUnavailable>
   /** The console's session cookie. */
   readonly session: (cookie: Redacted.Redacted<string>) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
   /**
@@ -105,27 +139,56 @@ const presentedCredential = (request: HttpServerRequest.HttpServerRequest): Pres
   return cookie === undefined ? undefined : { scheme: "session", value: cookie }
 }
 
+const noSuchProfile = () => new NotFound({ message: "No such profile." })
+
 const unauthorized = (message = "Missing, invalid, expired or revoked credential.") => new Unauthorized({ message })
 
 const describeKinds = (kinds: ReadonlyArray<CredentialKind>) => kinds.map((kind) => kind.replace("_", " ")).join(", ")
 
 /** The scopes a principal holds; `undefined` for kinds that are not scope-bearing. */
 const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> | undefined =>
-  principal.kind === "api_key" || principal.kind === "user_token" ? principal.scopes : undefined
+  principal.kind === "api_key" || principal.kind === "user_token" || principal.kind === "session" ? principal.scopes : undefined
 
-export const checkScopes = (principal: PrincipalShape, policy: OperationPolicy): InsufficientScope | undefined => {
+/**
+ * What a user token lacks, and why: its MCP grant, the person's membership on the profile, or
+ * both (the two halves of its effective scopes).
+ */
+export interface UserTokenHalves {
+  readonly grant: ReadonlyArray<string>
+  readonly membership: ReadonlyArray<string>
+  readonly workspaceRole: string
+}
+
+const describeMissing = (missing: ReadonlyArray<string>, halves: UserTokenHalves) => {
+  const grantLacks = missing.filter((scope) => !halves.grant.includes(scope))
+  const membershipLacks = missing.filter((scope) => !halves.membership.includes(scope))
+  return [
+    grantLacks.length > 0 ? `the token's MCP grant does not include ${grantLacks.join(", ")}` : "the token's MCP grant allows it",
+    membershipLacks.length > 0
+      ? `the person's membership (${halves.workspaceRole}) does not allow ${membershipLacks.join(", ")}`
+      : "the person's membership allows it"
+  ].join("; ")
+}
+
+export const checkScopes = (
+  principal: PrincipalShape,
+  policy: OperationPolicy,
+  halves?: UserTokenHalves
+): InsufficientScope | undefined => {
   const held = scopesOf(principal)
   if (held === undefined || policy.scopes.length === 0) return undefined
   const missing = policy.scopes.filter((scope) => !held.includes(scope))
   const satisfied = policy.scopeMode === "any" ? missing.length < policy.scopes.length : missing.length === 0
   if (satisfied) return undefined
   const needed = policy.scopeMode === "any" ? policy.scopes.join(" or ") : missing.join(", ")
-  return new InsufficientScope({
-    message: principal.kind === "user_token"
+  const message = principal.kind === "user_token"
+    ? halves === undefined
       ? `This token lacks ${needed}: the token's grant and the person's membership must both allow it.`
-      : `This credential lacks the scope ${needed}.`,
-    reason: `missing_scope:${missing.join(",")}`
-  })
+      : `This token lacks ${needed}: ${describeMissing(missing, halves)}.`
+    : principal.kind === "session"
+    ? `Your membership on this profile does not allow ${needed}.`
+    : `This credential lacks the scope ${needed}.`
+  return new InsufficientScope({ message, reason: `missing_scope:${missing.join(",")}` })
 }
 
 /** Bucket key and per-minute allowance of a principal; `undefined` means not metered. */
@@ -151,6 +214,7 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
       wire(InsufficientScope),
       wire(InvalidRequest),
       wire(NotFound),
+      wire(EntitlementRequired),
       wire(RateLimitExceeded),
       wire(DatabaseUnavailable)
     ]
@@ -210,6 +274,46 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       )
     })
 
+    /**
+     * On profile-grain routes a person's credential names the profile with `?profile_id=`: the
+     * membership must reach it (else the same 404 as a missing profile), and what the credential
+     * may do there is what the membership allows (intersected with a token's MCP grant).
+     */
+    const onProfile = Effect.fnUntraced(function*(
+      principal: PrincipalShape,
+      policy: OperationPolicy,
+      request: HttpServerRequest.HttpServerRequest
+    ): Effect.fn.Return<
+      { readonly principal: PrincipalShape; readonly attributionEnabled: boolean; readonly halves?: UserTokenHalves },
+      InvalidRequest | NotFound | DatabaseUnavailable
+    > {
+      if (principal.kind === "api_key") return { principal, attributionEnabled: principal.attributionEnabled }
+      if (policy.grain !== "profile" || (principal.kind !== "user_token" && principal.kind !== "session")) {
+        return { principal, attributionEnabled: true }
+      }
+      const profileId = new URL(request.url, "http://svc").searchParams.get("profile_id")
+      if (profileId === null || profileId === "") {
+        return yield* new InvalidRequest({
+          message: principal.kind === "user_token"
+            ? "A user token must name the profile: add ?profile_id=<uuid>."
+            : "Name the profile: add ?profile_id=<uuid>."
+        })
+      }
+      if (!isUuid(profileId)) return yield* noSuchProfile()
+      const found = yield* store.membership(principal.userId, profileId.toLowerCase())
+      if (Option.isNone(found)) return yield* noSuchProfile()
+      const { membership, profile } = found.value
+      const allowed: ReadonlyArray<string> = scopesOfMembership(membership)
+      if (principal.kind === "session") {
+        return { principal: { ...principal, profile, scopes: allowed }, attributionEnabled: profile.attributionEnabled }
+      }
+      return {
+        principal: { ...principal, profile, scopes: principal.scopes.filter((scope) => allowed.includes(scope)) },
+        attributionEnabled: profile.attributionEnabled,
+        halves: { grant: principal.scopes, membership: allowed, workspaceRole: membership.workspaceRole }
+      }
+    })
+
     return (httpEffect, { endpoint }) => {
       const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
       // Public operations skip the whole credential path.
@@ -229,17 +333,21 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
             reason: "credential_kind_not_accepted"
           })
         }
-        const scopeError = checkScopes(principal, policy)
-        if (scopeError !== undefined) return yield* scopeError
-        if (principal.kind === "user_token" && policy.grain === "profile" && request.url.indexOf("profile_id=") < 0) {
-          return yield* new InvalidRequest({ message: "A user token must name the profile: add ?profile_id=<uuid>." })
+        const resolved = yield* onProfile(principal, policy, request)
+        if (policy.entitlement !== undefined && !resolved.attributionEnabled) {
+          return yield* new EntitlementRequired({
+            message: `The attribution add-on (${policy.entitlement}) is off for this profile; the provisioning app turns it on.`,
+            reason: `entitlement_required:${policy.entitlement}`
+          })
         }
+        const scopeError = checkScopes(resolved.principal, policy, resolved.halves)
+        if (scopeError !== undefined) return yield* scopeError
         yield* Effect.annotateCurrentSpan({
           "svc.principal.kind": principal.kind,
           ...(principal.kind === "api_key" ? { "svc.profile_id": principal.profileId } : {})
         })
         yield* meter(principal, policy)
-        return yield* Effect.provideService(httpEffect, Principal, principal)
+        return yield* Effect.provideService(httpEffect, Principal, resolved.principal)
       })
     }
   })

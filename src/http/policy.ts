@@ -21,6 +21,11 @@ export interface OperationPolicy {
   readonly grain: "profile" | "workspace" | "app" | "none"
   /** Units of the per-minute allowance this call costs (heavy reads cost 3). */
   readonly cost?: number
+  /**
+   * A write of the attribution tier: on an app-provisioned profile with this add-on off it
+   * answers 409 `entitlement_required` for any principal, before the scope check.
+   */
+  readonly entitlement?: "svc_attribution"
 }
 
 export class Policy extends Context.Service<Policy, OperationPolicy>()("svc/OperationPolicy") {}
@@ -39,6 +44,7 @@ export const policy = (policy: OperationPolicy): Context.Context<Policy | OpenAp
     "x-idempotency": policy.idempotency,
     "x-scope-grain": policy.grain,
     ...(policy.cost !== undefined && policy.cost !== 1 ? { "x-rate-cost": policy.cost } : {}),
+    ...(policy.entitlement !== undefined ? { "x-entitlement": policy.entitlement } : {}),
     security: policy.auth.flatMap((kind) => securitySchemesOf[kind].map((name) => ({ [name]: [] })))
   }))
 

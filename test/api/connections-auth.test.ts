@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credential-store.ts"
-import { CredentialPrefix, mintSecret } from "../../src/auth/tokens.ts"
+import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 
@@ -112,6 +112,44 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         const guest = yield* seedMemberSession(profile, "guest")
         const guestAnswer = yield* call(`/api/v1/connections?profile_id=${profile.profileId}`, { headers: { cookie: guest.cookie } })
         assert.strictEqual(guestAnswer.status, 404, "a guest reaches only the profiles named for it")
+      }))
+
+    it.effect("what a guest may do follows its profile role and permission keys", () =>
+      Effect.gen(function*() {
+        const profile = yield* seedProfile()
+        const sql = yield* SqlClient
+        const viewer = yield* seedMemberSession(profile, "guest")
+        yield* sql`INSERT INTO profile_memberships (profile_id, user_id, role) VALUES (${profile.profileId}, ${viewer.userId}, 'viewer')`
+        const path = `/api/v1/connections?profile_id=${profile.profileId}`
+        assert.strictEqual((yield* call(path, { headers: { cookie: viewer.cookie } })).status, 200, "view:dashboard reads connections")
+        const narrowed = yield* seedMemberSession(profile, "guest")
+        yield* sql`INSERT INTO profile_memberships (profile_id, user_id, role, permissions)
+                   VALUES (${profile.profileId}, ${narrowed.userId}, 'viewer', ${["view:campaigns"]})`
+        const refused = yield* call(path, { headers: { cookie: narrowed.cookie } })
+        assert.strictEqual(refused.status, 403)
+        assert.strictEqual(refused.json.error.code, "insufficient_scope")
+        assert.strictEqual(refused.json.error.message, "Your membership on this profile does not allow connections:read.")
+      }))
+  })
+
+  describe("a user token holds its grant intersected with the membership", () => {
+    it.effect("an owner's mcp:read token cannot list connections: the 403 names the grant as the missing half", () =>
+      Effect.gen(function*() {
+        const profile = yield* seedProfile()
+        const owner = yield* seedMemberSession(profile, "owner")
+        const sql = yield* SqlClient
+        const token = mintSecret(CredentialPrefix.userToken)
+        yield* sql`INSERT INTO user_tokens (id, user_id, prefix, secret_hash, grants)
+                   VALUES (${crypto.randomUUID()}, ${owner.userId}, 'svc_user_x', ${secretDigest(token)}, ${["mcp:read"]})`
+        const missing = yield* call("/api/v1/connections", bearer(token))
+        assert.strictEqual(missing.status, 400)
+        assert.strictEqual(missing.json.error.code, "invalid_request")
+        const refused = yield* call(`/api/v1/connections?profile_id=${profile.profileId}`, bearer(token))
+        assert.strictEqual(refused.status, 403)
+        assert.include(refused.json.error.message, "the token's MCP grant does not include connections:read")
+        assert.include(refused.json.error.message, "the person's membership allows it")
+        const foreign = yield* call(`/api/v1/connections?profile_id=${(yield* seedProfile()).profileId}`, bearer(token))
+        assert.strictEqual(foreign.status, 404)
       }))
   })
 })

@@ -7,7 +7,8 @@ import {
   captureLogs,
   serveAppWithRequestClock,
   setRequestTime,
-  testSettings
+  testSettings,
+  withoutRequestId
 } from "../support/app.ts"
 import { ProbeApp } from "../support/probe-api.ts"
 
@@ -140,6 +141,77 @@ layer(
           headers: key("svc_user_person")
         })
         assert.strictEqual(named.status, 200)
+      }))
+
+    it.effect("a user token holds its MCP grant intersected with the person's membership on the named profile", () =>
+      Effect.gen(function*() {
+        // user-2 holds mcp:read + mcp:write; on profile 1 a guest viewer (dashboard, attribution, campaigns).
+        const viewer = yield* call("/api/v1/probe/profile-read?profile_id=00000000-0000-4000-8000-000000000001", {
+          headers: key("svc_user_writer")
+        })
+        assert.strictEqual(viewer.status, 200)
+        assert.strictEqual(viewer.json.profile_id, "00000000-0000-4000-8000-000000000001")
+        assert.deepStrictEqual([...viewer.json.scopes].sort(), ["analytics:read", "campaigns:read", "conversions:read", "realtime:read"])
+        // On profile 2 an admin: everything the grant gives.
+        const admin = yield* call("/api/v1/probe/profile-read?profile_id=00000000-0000-4000-8000-000000000002", {
+          headers: key("svc_user_writer")
+        })
+        assert.includeMembers(admin.json.scopes, ["goals:write", "profiles:write", "workspaces:write", "analytics:read"])
+        assert.notInclude(admin.json.scopes, "events:write", "no MCP grant gives events:write")
+      }))
+
+    it.effect("the 403 names both halves: the grant lacks it, or the membership does", () =>
+      Effect.gen(function*() {
+        // The grant has no events:write whatever the membership.
+        const grant = yield* call("/api/v1/probe/gated-write?profile_id=00000000-0000-4000-8000-000000000002", {
+          method: "POST",
+          headers: key("svc_user_writer")
+        })
+        assert.strictEqual(grant.status, 403)
+        assert.strictEqual(grant.json.error.code, "insufficient_scope")
+        assert.include(grant.json.error.message, "the token's MCP grant does not include events:write")
+        assert.include(grant.json.error.message, "the person's membership allows it")
+        // user-1's grant gives customers:read only; its guest membership (view:customers only) lacks analytics:read too.
+        const both = yield* call("/api/v1/probe/profile-read?profile_id=00000000-0000-4000-8000-000000000001", {
+          headers: key("svc_user_person")
+        })
+        assert.strictEqual(both.status, 403)
+        assert.include(both.json.error.message, "the token's MCP grant does not include analytics:read")
+        assert.include(both.json.error.message, "the person's membership (guest) does not allow analytics:read")
+      }))
+
+    it.effect("a profile the person cannot reach is the same 404 as one that does not exist", () =>
+      Effect.gen(function*() {
+        const unreachable = yield* call("/api/v1/probe/profile-read?profile_id=00000000-0000-4000-8000-000000000004", {
+          headers: key("svc_user_writer")
+        })
+        const unknown = yield* call(`/api/v1/probe/profile-read?profile_id=${crypto.randomUUID()}`, { headers: key("svc_user_writer") })
+        const malformed = yield* call("/api/v1/probe/profile-read?profile_id=nope", { headers: key("svc_user_writer") })
+        assert.strictEqual(unreachable.status, 404)
+        assert.strictEqual(unreachable.json.error.code, "not_found")
+        assert.strictEqual(withoutRequestId(unreachable.text), withoutRequestId(unknown.text))
+        assert.strictEqual(withoutRequestId(unreachable.text), withoutRequestId(malformed.text))
+      }))
+
+    it.effect("attribution writes on the connect-broker tier: 409 entitlement_required for any principal, before the scope check", () =>
+      Effect.gen(function*() {
+        const brokerKey = yield* call("/api/v1/probe/gated-write", { method: "POST", headers: key("svc_live_broker") })
+        assert.strictEqual(brokerKey.status, 409)
+        assert.strictEqual(brokerKey.json.error.code, "entitlement_required")
+        assert.include(brokerKey.json.error.message, "svc_attribution")
+        const brokerToken = yield* call("/api/v1/probe/gated-write?profile_id=00000000-0000-4000-8000-000000000003", {
+          method: "POST",
+          headers: key("svc_user_writer")
+        })
+        assert.strictEqual(brokerToken.status, 409)
+        assert.strictEqual(brokerToken.json.error.code, "entitlement_required")
+        // Add-on on, key minted before it: the missing scope, fixed by a fresh key.
+        const stale = yield* call("/api/v1/probe/gated-write", { method: "POST", headers: key("svc_live_stale") })
+        assert.strictEqual(stale.status, 403)
+        assert.strictEqual(stale.json.error.code, "insufficient_scope")
+        assert.include(stale.json.error.message, "events:write")
+        const entitled = yield* call("/api/v1/probe/gated-write", { method: "POST", headers: key("svc_live_events") })
+        assert.strictEqual(entitled.status, 200)
       }))
 
     it.effect("a credential kind the operation does not accept is 403 insufficient_scope", () =>

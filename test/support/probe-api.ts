@@ -8,7 +8,9 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema }
 import { wire } from "../../schema/errors.ts"
 import { InternalError, InvalidState } from "../../schema/errors.ts"
 import { Idempotency, IdempotencyLayer } from "../../src/http/idempotency.ts"
-import { Authentication, AuthenticationLayer, CredentialStore, type PrincipalShape } from "../../src/http/auth.ts"
+import type { ProfileMembership } from "../../schema/members.ts"
+import { scopesOfMcpGrants } from "../../schema/scopes.ts"
+import { Authentication, AuthenticationLayer, CredentialStore, Principal, type PrincipalShape, type ProfileContext } from "../../src/http/auth.ts"
 import { EnvelopeLayer } from "../../src/http/envelope.ts"
 import { policy } from "../../src/http/policy.ts"
 import { SchemaErrors, SchemaErrorsLayer } from "../../src/http/schema-errors.ts"
@@ -40,6 +42,17 @@ export const ProbeApi = HttpApi.make("probe")
             idempotency: "none",
             grain: "profile"
           })),
+        HttpApiEndpoint.post("gatedWrite", "/probe/gated-write", { success: Schema.Struct({ ok: Schema.Boolean }) })
+          .annotateMerge(policy({
+            scopes: ["events:write"],
+            auth: ["api_key", "user_token"],
+            idempotency: "none",
+            grain: "profile",
+            entitlement: "svc_attribution"
+          })),
+        HttpApiEndpoint.get("profileRead", "/probe/profile-read", {
+          success: Schema.Struct({ profile_id: Schema.String, scopes: Schema.Array(Schema.String) })
+        }).annotateMerge(policy({ scopes: ["analytics:read"], auth: ["api_key", "user_token"], idempotency: "none", grain: "profile" })),
         HttpApiEndpoint.post("goals", "/goals", { success: Schema.Struct({ ok: Schema.Boolean }) })
           .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
         HttpApiEndpoint.post("charge", "/probe/charge", {
@@ -64,7 +77,8 @@ export const probeKeys: Record<string, PrincipalShape> = {
     workspaceId: "00000000-0000-4000-8000-0000000000aa",
     scopes: ["events:write", "conversions:read"],
     oauthAppId: null,
-    rateLimitPerMinute: 10
+    rateLimitPerMinute: 10,
+    attributionEnabled: true
   },
   "svc_live_payments": {
     kind: "api_key",
@@ -73,7 +87,8 @@ export const probeKeys: Record<string, PrincipalShape> = {
     workspaceId: "00000000-0000-4000-8000-0000000000aa",
     scopes: ["events:write"],
     oauthAppId: null,
-    rateLimitPerMinute: 10_000
+    rateLimitPerMinute: 10_000,
+    attributionEnabled: true
   },
   "svc_live_readonly": {
     kind: "api_key",
@@ -82,7 +97,30 @@ export const probeKeys: Record<string, PrincipalShape> = {
     workspaceId: "00000000-0000-4000-8000-0000000000aa",
     scopes: ["analytics:read"],
     oauthAppId: null,
-    rateLimitPerMinute: 60
+    rateLimitPerMinute: 60,
+    attributionEnabled: true
+  },
+  /** A key of an app-provisioned profile on the connect-broker tier (add-on off). */
+  "svc_live_broker": {
+    kind: "api_key",
+    keyId: "key-broker",
+    profileId: "00000000-0000-4000-8000-000000000003",
+    workspaceId: "00000000-0000-4000-8000-0000000000aa",
+    scopes: ["connections:read", "connections:write"],
+    oauthAppId: "00000000-0000-4000-8000-0000000000ff",
+    rateLimitPerMinute: 60,
+    attributionEnabled: false
+  },
+  /** The same profile's key minted before the add-on went on, used after it did. */
+  "svc_live_stale": {
+    kind: "api_key",
+    keyId: "key-stale",
+    profileId: "00000000-0000-4000-8000-000000000004",
+    workspaceId: "00000000-0000-4000-8000-0000000000aa",
+    scopes: ["connections:read", "connections:write"],
+    oauthAppId: "00000000-0000-4000-8000-0000000000ff",
+    rateLimitPerMinute: 60,
+    attributionEnabled: true
   },
   "svc_user_person": {
     kind: "user_token",
@@ -90,12 +128,41 @@ export const probeKeys: Record<string, PrincipalShape> = {
     userId: "user-1",
     scopes: ["customers:read"],
     rateLimitUnitsPerMinute: 100
+  },
+  /** A token with the mcp:read and mcp:write grants. */
+  "svc_user_writer": {
+    kind: "user_token",
+    tokenId: "token-2",
+    userId: "user-2",
+    scopes: scopesOfMcpGrants(["mcp:read", "mcp:write"]),
+    rateLimitUnitsPerMinute: 100
+  }
+}
+
+/** Memberships the probe's credential store knows, by `${userId}:${profileId}`. */
+export const probeMemberships: Record<string, { readonly profile: ProfileContext; readonly membership: ProfileMembership }> = {
+  "user-1:00000000-0000-4000-8000-000000000001": {
+    profile: { profileId: "00000000-0000-4000-8000-000000000001", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: true },
+    membership: { workspaceRole: "guest", profileRole: "viewer", permissions: ["view:customers"] }
+  },
+  "user-2:00000000-0000-4000-8000-000000000001": {
+    profile: { profileId: "00000000-0000-4000-8000-000000000001", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: true },
+    membership: { workspaceRole: "guest", profileRole: "viewer", permissions: null }
+  },
+  "user-2:00000000-0000-4000-8000-000000000002": {
+    profile: { profileId: "00000000-0000-4000-8000-000000000002", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: true },
+    membership: { workspaceRole: "admin", profileRole: null, permissions: null }
+  },
+  "user-2:00000000-0000-4000-8000-000000000003": {
+    profile: { profileId: "00000000-0000-4000-8000-000000000003", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: false },
+    membership: { workspaceRole: "admin", profileRole: null, permissions: null }
   }
 }
 
 const ProbeCredentials = Layer.succeed(CredentialStore)({
   bearer: (token) => Effect.succeed(Option.fromNullishOr(probeKeys[Redacted.value(token)])),
   appClient: () => Effect.succeed(Option.none()),
+  membership: (userId, profileId) => Effect.succeed(Option.fromNullishOr(probeMemberships[`${userId}:${profileId}`])),
   session: () => Effect.succeed(Option.none()),
   forget: Effect.void
 })
@@ -117,6 +184,12 @@ const ProbeHandlers = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
     defect: () => Effect.die(new Error("boom: secret stack detail")),
     heavy: () => Effect.succeed({ ok: true }),
     anyScope: () => Effect.succeed({ ok: true }),
+    gatedWrite: () => Effect.succeed({ ok: true }),
+    profileRead: () =>
+      Effect.map(Principal, (principal) => ({
+        profile_id: principal.kind === "api_key" ? principal.profileId : principal.kind === "user_token" ? principal.profile?.profileId ?? "" : "",
+        scopes: principal.kind === "api_key" || principal.kind === "user_token" ? [...principal.scopes] : []
+      })),
     goals: () => Effect.succeed({ ok: true })
   }))
 
