@@ -35,7 +35,8 @@ export const SetEntitlement = Rpc.make("SetEntitlement", {
     client_id: Schema.String,
     request_id: Schema.String,
     enabled: Schema.Boolean,
-    privacy_mode: Schema.optionalKey(PartnerPrivacyMode)
+    privacy_mode: Schema.optionalKey(PartnerPrivacyMode),
+    as_of: Schema.optionalKey(Schema.String)
   },
   success: EntitlementResult,
   error: Schema.Union([NotFound, InvalidState, DatabaseUnavailable])
@@ -62,9 +63,11 @@ export const ProfileLive = Profile.toLayer(
         entitlements.setAttribution(
           { kind: "app_client", appId: payload.app_id, clientId: payload.client_id, rateLimitPerMinute: 0 },
           profileId,
-          payload.privacy_mode === undefined
-            ? { enabled: payload.enabled }
-            : { enabled: payload.enabled, privacy_mode: payload.privacy_mode }
+          {
+            enabled: payload.enabled,
+            ...(payload.privacy_mode === undefined ? {} : { privacy_mode: payload.privacy_mode }),
+            ...(payload.as_of === undefined ? {} : { as_of: payload.as_of })
+          }
         ).pipe(Effect.provideService(CurrentRequestId, payload.request_id))
     })
   })

@@ -10,7 +10,9 @@ export const CredentialPrefix = {
   apiKey: "svc_live_",
   userToken: "svc_user_",
   clientSecret: "svc_secret_",
-  session: "svc_sess_"
+  session: "svc_sess_",
+  /** Public, not a secret: the web tracker's snippet carries it (stored as is, not digested). */
+  trackingKey: "svc_pub_"
 } as const
 
 export type CredentialPrefix = (typeof CredentialPrefix)[keyof typeof CredentialPrefix]

@@ -23,6 +23,9 @@ import { policy } from "../http/policy.ts"
 
 const appCredential = policy({ scopes: [], auth: ["app_client"], idempotency: "none", grain: "app" })
 
+/** Apps provision; people (`profiles:write`) create a profile in a workspace they own or administer. */
+const appOrPerson = policy({ scopes: ["profiles:write"], auth: ["app_client", "user_token", "session"], idempotency: "optional", grain: "workspace" })
+
 /** Partner provisioning, with the OAuth-app client credential over HTTP Basic. */
 export const TenancyApi = HttpApiGroup.make("tenancy")
   .add(
@@ -31,6 +34,7 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
       success: [ProfileCreated, ProfileReplayed],
       error: [
         wire(ValidationError),
+        wire(NotFound),
         wire(InvalidState),
         wire(HealthcareScopeForbidden),
         wire(RateLimitExceeded),
@@ -41,7 +45,13 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
         OpenApi.Summary,
         "Provision (or re-consent) a merchant's profile; idempotent on (client id, external_ref): 201 then 200"
       )
-      .annotateMerge(appCredential),
+      .annotate(
+        OpenApi.Description,
+        "With an app credential: provisions the merchant's profile keyed by external_ref (workspace, profile, tracking key, " +
+          "grant), and a replay re-consents. With profiles:write (user token or console session): creates a profile in " +
+          "`workspace_id`, a workspace the person owns or administers; send Idempotency-Key to make retries safe."
+      )
+      .annotateMerge(appOrPerson),
     HttpApiEndpoint.delete("archiveProfile", "/profiles/:profileId", {
       params: { profileId: Schema.String },
       success: ArchivedProfile,

@@ -44,6 +44,21 @@ export class Entitlements extends Context.Service<Entitlements, {
             FROM connections WHERE profile_id = ${profileId} AND provider_kind = 'adplatform' AND disconnected_at IS NULL
             RETURNING id`.pipe(Effect.map((rows) => rows.length))
 
+      /** The profile's last applied delivery is newer than `asOf` (the row is locked by the caller). */
+      const isStale = (profileId: string, asOf: string) =>
+        Effect.map(
+          sql<{ stale: boolean }>`
+            SELECT (delivery_as_of > ${asOf}::timestamptz) AS stale FROM entitlements
+            WHERE profile_id = ${profileId} AND feature = 'svc_attribution'`,
+          (rows) => rows[0]?.stale === true
+        )
+
+      const recordDelivery = (profileId: string, asOf: string) =>
+        sql`INSERT INTO entitlements (profile_id, feature, enabled, delivery_as_of)
+            VALUES (${profileId}, 'svc_attribution', false, ${asOf}::timestamptz)
+            ON CONFLICT (profile_id, feature) DO UPDATE
+              SET delivery_as_of = GREATEST(entitlements.delivery_as_of, EXCLUDED.delivery_as_of)`
+
       const setAttribution = Effect.fn("Entitlements.setAttribution")(function*(
         app: AppPrincipal,
         profileId: string,
@@ -54,6 +69,17 @@ export class Entitlements extends Context.Service<Entitlements, {
           const found = yield* repo.findOwnedForUpdate(app.appId, profileId.toLowerCase())
           if (Option.isNone(found) || found.value.archived) return yield* noSuchProfile()
           const row = found.value
+          if (request.as_of !== undefined && (yield* isStale(row.profile_id, request.as_of))) {
+            // An older delivery than one already applied: discarded, nothing written (no mode, no audit).
+            return {
+              profile_id: row.profile_id,
+              feature: "svc_attribution" as const,
+              enabled: row.attribution_enabled,
+              changed: false,
+              ignored_stale: true as const
+            }
+          }
+          if (request.as_of !== undefined) yield* recordDelivery(row.profile_id, request.as_of)
           const moved = yield* movePrivacy(app, row, request.privacy_mode)
           const privacyMode = moved.privacyMode
           const privacy = moved.revokedKeys === undefined ? {} : { revoked_keys: moved.revokedKeys, privacy_mode: privacyMode }

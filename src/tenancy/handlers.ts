@@ -2,13 +2,20 @@ import { Effect } from "effect"
 import { routeProfileCall } from "../../cluster/calls.ts"
 import { Profile } from "../../cluster/Profile.ts"
 import { isUuid } from "../../schema/common.ts"
-import { NotFound } from "../../schema/errors.ts"
+import { NotFound, ValidationError } from "../../schema/errors.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
-import { appPrincipal } from "../http/auth.ts"
+import { appPrincipal, CredentialStore, Principal } from "../http/auth.ts"
 import type { ProvisionedProfile } from "../../schema/tenancy.ts"
 import { Provisioning } from "./service.ts"
+
+/** Fields only a partner app sends, and fields only a person sends (see `ProvisionProfile`). */
+const PARTNER_FIELDS = ["external_ref", "scopes", "email", "reporting_currency", "privacy_mode"] as const
+const PERSON_FIELDS = ["workspace_id", "time_zone"] as const
+
+const notAccepted = (field: string, credential: string) =>
+  new ValidationError({ message: `body.${field}: not accepted with ${credential}` })
 
 /** The flag picks the answer's status: 201 when this call created, 200 otherwise. */
 const createdOrReplayed = (data: ProvisionedProfile) =>
@@ -18,10 +25,31 @@ export const TenancyHandlers = HttpApiBuilder.group(Api, "tenancy", (handlers) =
   Effect.gen(function*() {
     const provisioning = yield* Provisioning
     const profiles = yield* Profile.client
+    const credentials = yield* CredentialStore
     return handlers.handleAll({
       provisionProfile: ({ payload }) =>
         Effect.gen(function*() {
-          return createdOrReplayed(yield* provisioning.provision(yield* appPrincipal, payload))
+          const principal = yield* Principal
+          if (principal.kind === "app_client") {
+            const { external_ref, ...rest } = payload
+            const personOnly = PERSON_FIELDS.find((field) => payload[field] !== undefined)
+            if (personOnly !== undefined) return yield* notAccepted(personOnly, "an app credential")
+            if (external_ref === undefined) return yield* new ValidationError({ message: "body.external_ref: required with an app credential" })
+            return createdOrReplayed(yield* provisioning.provision(principal, { ...rest, external_ref }))
+          }
+          if (principal.kind !== "user_token" && principal.kind !== "session") {
+            return yield* Effect.die(`provisionProfile reached by ${principal.kind}`)
+          }
+          const partnerOnly = PARTNER_FIELDS.find((field) => payload[field] !== undefined)
+          if (partnerOnly !== undefined) return yield* notAccepted(partnerOnly, "a person's credential")
+          if (payload.workspace_id === undefined) return yield* new ValidationError({ message: "body.workspace_id: required" })
+          if (payload.name === undefined || payload.name.trim() === "") return yield* new ValidationError({ message: "body.name: required" })
+          return createdOrReplayed(yield* provisioning.createForPerson(principal, {
+            workspaceId: payload.workspace_id,
+            name: payload.name.trim(),
+            currency: payload.currency,
+            timeZone: payload.time_zone
+          }))
         }),
       archiveProfile: ({ params }) =>
         Effect.gen(function*() {
@@ -49,12 +77,21 @@ export const TenancyHandlers = HttpApiBuilder.group(Api, "tenancy", (handlers) =
               client_id: app.clientId,
               request_id: yield* CurrentRequestId,
               enabled: payload.enabled,
-              ...(payload.privacy_mode === undefined ? {} : { privacy_mode: payload.privacy_mode })
+              ...(payload.privacy_mode === undefined ? {} : { privacy_mode: payload.privacy_mode }),
+              ...(payload.as_of === undefined ? {} : { as_of: payload.as_of })
             }),
             "outcome_unknown"
           )
+          // The entity may run on another runner; whatever it revoked or unlocked, this one re-reads at once.
+          if (result.changed || result.revoked_keys !== undefined) yield* credentials.forget
           return {
-            data: { profile_id: result.profile_id, feature: result.feature, enabled: result.enabled, changed: result.changed },
+            data: {
+              profile_id: result.profile_id,
+              feature: result.feature,
+              enabled: result.enabled,
+              changed: result.changed,
+              ...(result.ignored_stale === true ? { ignored_stale: true as const } : {})
+            },
             meta: { profile_id: result.profile_id },
             ...(result.revoked_keys === undefined || result.privacy_mode === undefined
               ? {}

@@ -19,6 +19,7 @@ import {
   ROLE_DEFAULT_PERMISSIONS
 } from "../../schema/members.ts"
 import { AuditLog } from "../audit/repo.ts"
+import { CredentialStore } from "../http/auth.ts"
 import type { AppPrincipal } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
 import { databaseUnavailable } from "../platform/database.ts"
@@ -95,6 +96,7 @@ export class Members extends Context.Service<Members, {
       const sql = yield* SqlClient
       const repo = yield* MembersRepo
       const audit = yield* AuditLog
+      const credentials = yield* CredentialStore
 
       /** The workspace id, lower-cased, when the app manages it; the one 404 otherwise. */
       const managed = (app: AppPrincipal, workspaceId: string, lock: boolean) =>
@@ -107,6 +109,9 @@ export class Members extends Context.Service<Members, {
 
       const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+
+      /** A committed membership change: this runner's cached memberships go at once (others within 5 s). */
+      const changingAccess = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.tap(inTransaction(effect), () => credentials.forget)
 
       /** The requested profile access, keyed by profile id; every id must be a live profile of the workspace, once. */
       const requestedAccess = Effect.fn("Members.requestedAccess")(function*(workspaceId: string, input: PutMember) {
@@ -138,7 +143,7 @@ export class Members extends Context.Service<Members, {
       })
 
       const reconcile = Effect.fn("Members.reconcile")(function*(app: AppPrincipal, workspaceId: string, input: PutMember) {
-        return yield* inTransaction(Effect.gen(function*() {
+        return yield* changingAccess(Effect.gen(function*() {
           const workspace = yield* managed(app, workspaceId, true)
           const requested = yield* requestedAccess(workspace, input)
           const existingUser = yield* repo.findUserByEmail(input.email)
@@ -197,7 +202,7 @@ export class Members extends Context.Service<Members, {
       })
 
       const remove = Effect.fn("Members.remove")(function*(app: AppPrincipal, workspaceId: string, userId: string) {
-        return yield* inTransaction(Effect.gen(function*() {
+        return yield* changingAccess(Effect.gen(function*() {
           const workspace = yield* managed(app, workspaceId, true)
           // A malformed id names nobody: never a member.
           if (!isUuid(userId)) return false

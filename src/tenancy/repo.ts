@@ -5,6 +5,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { ConnectScope, Scope } from "../../schema/scopes.ts"
 import { PrivacyMode } from "../../schema/tenancy.ts"
 import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
+import { CredentialPrefix, mintSecret } from "../auth/tokens.ts"
 
 export const ProvisionedRow = Schema.Struct({
   profile_id: Schema.String,
@@ -14,6 +15,7 @@ export const ProvisionedRow = Schema.Struct({
   email: Schema.NullOr(Schema.String),
   currency: Schema.NullOr(Schema.String),
   reporting_currency: Schema.NullOr(Schema.String),
+  time_zone: Schema.String,
   privacy_mode: PrivacyMode,
   platform_safe_target: Schema.Literals(["existing", "clean"]),
   is_healthcare_agency: Schema.Boolean,
@@ -45,6 +47,24 @@ export interface NewProvisionedProfile {
   readonly connectScopes: ReadonlyArray<ConnectScope>
 }
 
+export interface NewPersonProfile {
+  readonly workspaceId: string
+  readonly userId: string
+  readonly name: string
+  readonly currency: string | null
+  readonly timeZone: string
+}
+
+export const PersonProfileRow = Schema.Struct({
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  name: Schema.String,
+  currency: Schema.NullOr(Schema.String),
+  reporting_currency: Schema.NullOr(Schema.String),
+  time_zone: Schema.String
+})
+export type PersonProfileRow = typeof PersonProfileRow.Type
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class TenancyRepo extends Context.Service<TenancyRepo, {
@@ -61,6 +81,12 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   readonly findOwnedForUpdate: (appId: string, profileId: string) => Repo<Option.Option<OwnedRow>>
   /** Archives the profile and its workspace with the lifecycle table's cascade; answers the keys it revoked. */
   readonly archive: (profileId: string, workspaceId: string) => Repo<number>
+  /** The profile's live tracking key, created if it has none. */
+  readonly ensureTrackingKey: (profileId: string) => Repo<string>
+  /** The person's role in a live workspace (live membership), the workspace row locked; None otherwise. */
+  readonly workspaceRoleForUpdate: (workspaceId: string, userId: string) => Repo<Option.Option<string>>
+  /** A profile a person creates: no app, no grant, no tier. */
+  readonly insertPersonProfile: (profile: NewPersonProfile) => Repo<PersonProfileRow>
   /** Stamps an external ref; false when another live profile of the app holds it. */
   readonly stampExternalRef: (appId: string, profileId: string, externalRef: string) => Repo<boolean>
 }>()("svc/TenancyRepo") {
@@ -71,7 +97,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
       /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
       const provisionedColumns = sql`
         p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
-        w.reporting_currency, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
+        w.reporting_currency, p.time_zone, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
         COALESCE(e.enabled, false) AS attribution_enabled,
         g.id AS grant_id, g.connect_scopes AS grant_scopes, (g.revoked_at IS NOT NULL) AS grant_revoked`
       const provisionedJoins = (appId: string) => sql`
@@ -182,7 +208,50 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           (rows) => rows.length > 0
         )
 
+      const ensureTrackingKey = (profileId: string) =>
+        Effect.map(
+          // A CTE's SELECT does not see its own INSERT: one of the two branches answers.
+          sql<{ key: string }>`
+            WITH inserted AS (
+              INSERT INTO tracking_keys (id, profile_id, key)
+              VALUES (${crypto.randomUUID()}, ${profileId}, ${mintSecret(CredentialPrefix.trackingKey)})
+              ON CONFLICT (profile_id) WHERE revoked_at IS NULL DO NOTHING
+              RETURNING key)
+            SELECT key FROM inserted
+            UNION ALL
+            SELECT key FROM tracking_keys WHERE profile_id = ${profileId} AND revoked_at IS NULL
+            LIMIT 1`,
+          (rows) => rows[0]?.key ?? ""
+        )
+
+      const workspaceRoleForUpdate = (workspaceId: string, userId: string) =>
+        Effect.map(
+          sql<{ role: string }>`
+            SELECT m.role FROM workspaces w
+            JOIN workspace_memberships m ON m.workspace_id = w.id AND m.user_id = ${userId} AND m.removed_at IS NULL
+            WHERE w.id = ${workspaceId} AND w.archived_at IS NULL
+            FOR UPDATE OF w`,
+          (rows) => Option.fromNullishOr(rows[0]?.role)
+        )
+
+      const firstPersonProfile = decodeFirstRow(PersonProfileRow)
+      const insertPersonProfile = (input: NewPersonProfile) =>
+        Effect.flatMap(
+          firstPersonProfile(sql`
+            WITH inserted AS (
+              INSERT INTO profiles (id, workspace_id, name, currency, time_zone, created_by_user_id)
+              VALUES (${crypto.randomUUID()}, ${input.workspaceId}, ${input.name}, ${input.currency}, ${input.timeZone},
+                      ${input.userId})
+              RETURNING id, workspace_id, name, currency, time_zone)
+            SELECT i.id AS profile_id, i.workspace_id, i.name, i.currency, w.reporting_currency, i.time_zone
+            FROM inserted i JOIN workspaces w ON w.id = i.workspace_id`),
+          Option.match({ onNone: () => Effect.die("inserted profile not returned"), onSome: Effect.succeed })
+        )
+
       return {
+        ensureTrackingKey: (profileId) => orDatabaseUnavailable(ensureTrackingKey(profileId)),
+        workspaceRoleForUpdate: (workspaceId, userId) => orDatabaseUnavailable(workspaceRoleForUpdate(workspaceId, userId)),
+        insertPersonProfile: (input) => orDatabaseUnavailable(insertPersonProfile(input)),
         findOwnedForUpdate: (appId, profileId) => orDatabaseUnavailable(findOwnedForUpdate(appId, profileId)),
         archive: (profileId, workspaceId) => orDatabaseUnavailable(archive(profileId, workspaceId)),
         stampExternalRef: (appId, profileId, ref) => orDatabaseUnavailable(stampExternalRef(appId, profileId, ref)),

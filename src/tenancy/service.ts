@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import {
   type DatabaseUnavailable,
   HealthcareScopeForbidden,
+  InsufficientScope,
   InvalidState,
   NotFound,
   RateLimitExceeded
@@ -17,7 +18,7 @@ import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../sch
 import type { AdoptProfile, ProvisionedProfile, ProvisionProfile } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
-import type { AppPrincipal } from "../http/auth.ts"
+import { type AppPrincipal, CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable } from "../platform/database.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { isUuid } from "../../schema/common.ts"
@@ -38,6 +39,19 @@ const healthcareForbidden = () =>
 /** Unknown, another app's, human-created (and, for adopt, archived): one identical answer. */
 const noSuchProfile = () => new NotFound({ message: "No such profile." })
 
+/** What an app provisions: the body, with its required `external_ref`. */
+export type AppProvision = ProvisionProfile & { readonly external_ref: string }
+
+/** A person creating a profile (`profiles:write`). */
+export type PersonPrincipal = Extract<PrincipalShape, { readonly kind: "user_token" | "session" }>
+
+export interface NewProfileByPerson {
+  readonly workspaceId: string
+  readonly name: string
+  readonly currency: string | undefined
+  readonly timeZone: string | undefined
+}
+
 export interface ArchiveResult {
   readonly profileId: string
   readonly workspaceId: string
@@ -47,8 +61,13 @@ export interface ArchiveResult {
 export class Provisioning extends Context.Service<Provisioning, {
   readonly provision: (
     app: AppPrincipal,
-    input: ProvisionProfile
+    input: AppProvision
   ) => Effect.Effect<ProvisionedProfile, InvalidState | HealthcareScopeForbidden | RateLimitExceeded | DatabaseUnavailable>
+  /** The `profiles:write` branch: a profile in a workspace the person owns or administers. */
+  readonly createForPerson: (
+    person: PersonPrincipal,
+    input: NewProfileByPerson
+  ) => Effect.Effect<ProvisionedProfile, NotFound | InsufficientScope | DatabaseUnavailable>
   /** The lifecycle table's delete: archives profile and workspace, or 409 while the workspace holds another profile. */
   readonly archive: (app: AppPrincipal, profileId: string) => Effect.Effect<ArchiveResult, NotFound | InvalidState | DatabaseUnavailable>
   /** Stamps an external ref on a profile provisioned before refs existed. */
@@ -65,6 +84,9 @@ export class Provisioning extends Context.Service<Provisioning, {
       const keys = yield* ApiKeys
       const audit = yield* AuditLog
       const limiter = yield* RateLimiter
+      const credentials = yield* CredentialStore
+      /** After a committed change that revoked keys or moved access: this runner stops them at once. */
+      const forgetCached = <A>(result: A) => Effect.as(credentials.forget, result)
       const movePrivacy = movePrivacyMode(repo, audit)
 
       const meter = (app: AppPrincipal) =>
@@ -81,8 +103,9 @@ export class Provisioning extends Context.Service<Provisioning, {
       const render = (
         row: ProvisionedRow,
         created: boolean,
-        input: ProvisionProfile,
-        revokedKeys: number
+        input: Pick<ProvisionProfile, "privacy_mode">,
+        revokedKeys: number,
+        trackingKey: string
       ): ProvisionedProfile => ({
         profile_id: row.profile_id,
         workspace_id: row.workspace_id,
@@ -92,6 +115,8 @@ export class Provisioning extends Context.Service<Provisioning, {
         email: row.email,
         currency: row.currency,
         reporting_currency: row.reporting_currency,
+        time_zone: row.time_zone,
+        tracking_key: trackingKey,
         scopes: row.grant_scopes ?? [],
         ...(input.privacy_mode === undefined ? {} : { privacy_mode: row.privacy_mode }),
         platform_safe_target: row.platform_safe_target,
@@ -105,7 +130,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           Option.match({ onNone: () => Effect.die("provisioned profile vanished inside its transaction"), onSome: Effect.succeed })
         )
 
-      const create = Effect.fn("Provisioning.create")(function*(app: AppPrincipal, input: ProvisionProfile, requested: ReadonlyArray<ConnectScope>) {
+      const create = Effect.fn("Provisioning.create")(function*(app: AppPrincipal, input: AppProvision, requested: ReadonlyArray<ConnectScope>) {
         const privacyMode = input.privacy_mode ?? "standard"
         if (privacyMode !== "standard" && requested.includes("analytics_pii")) return yield* healthcareForbidden()
         const claimed = yield* repo.insertProvisioned({
@@ -120,6 +145,7 @@ export class Provisioning extends Context.Service<Provisioning, {
         })
         if (!claimed) return Option.none<ProvisionedProfile>()
         const row = yield* reread(app, input.external_ref)
+        const trackingKey = yield* repo.ensureTrackingKey(row.profile_id)
         yield* audit.record({
           actor: app,
           action: "profile.provisioned",
@@ -129,12 +155,12 @@ export class Provisioning extends Context.Service<Provisioning, {
           workspaceId: row.workspace_id,
           details: { external_ref: input.external_ref, scopes: requested, privacy_mode: privacyMode }
         })
-        return Option.some(render(row, true, input, 0))
+        return Option.some(render(row, true, input, 0, trackingKey))
       })
 
       const replay = Effect.fn("Provisioning.replay")(function*(
         app: AppPrincipal,
-        input: ProvisionProfile,
+        input: AppProvision,
         requested: ReadonlyArray<ConnectScope>,
         existing: ProvisionedRow
       ) {
@@ -150,6 +176,8 @@ export class Provisioning extends Context.Service<Provisioning, {
         const grantId = yield* repo.upsertGrant(app.appId, existing.profile_id, connectScopes)
         revoked += yield* keys.revokeForGrant(grantId, mintableScopes(connectScopes, healthcare))
         const row = yield* reread(app, input.external_ref)
+        // Profiles provisioned before tracking keys existed get theirs on the next replay.
+        const trackingKey = yield* repo.ensureTrackingKey(row.profile_id)
         yield* audit.record({
           actor: app,
           action: "profile.reprovisioned",
@@ -159,10 +187,10 @@ export class Provisioning extends Context.Service<Provisioning, {
           workspaceId: row.workspace_id,
           details: { scopes: connectScopes, privacy_mode: privacyMode, revoked_keys: revoked }
         })
-        return render(row, false, input, revoked)
+        return render(row, false, input, revoked, trackingKey)
       })
 
-      const provision = Effect.fn("Provisioning.provision")(function*(app: AppPrincipal, input: ProvisionProfile) {
+      const provision = Effect.fn("Provisioning.provision")(function*(app: AppPrincipal, input: AppProvision) {
         yield* meter(app)
         const requested: ReadonlyArray<ConnectScope> = [...new Set(input.scopes ?? DEFAULT_CONNECT_SCOPES)]
         return yield* Effect.gen(function*() {
@@ -176,7 +204,8 @@ export class Provisioning extends Context.Service<Provisioning, {
           return yield* Effect.die("provisioning did not converge")
         }).pipe(
           sql.withTransaction,
-          Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable()))
+          Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())),
+          Effect.flatMap((result) => result.revoked_keys > 0 ? forgetCached(result) : Effect.succeed(result))
         )
       })
 
@@ -210,7 +239,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             details: { workspace_archived: true, revoked_keys: revokedKeys }
           })
           return { ...result, workspaceArchived: true }
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())), Effect.flatMap(forgetCached))
       })
 
       const adopt = Effect.fn("Provisioning.adopt")(function*(app: AppPrincipal, profileId: string, input: AdoptProfile) {
@@ -221,9 +250,9 @@ export class Provisioning extends Context.Service<Provisioning, {
           if (isHealthcareFamily(row) && requested.includes("analytics_pii")) return yield* healthcareForbidden()
           const asProvisioned = (externalRef: string): ProvisionedRow => ({ ...row, external_ref: externalRef })
           if (row.external_ref !== null) {
-            if (row.external_ref === input.external_ref) return render(asProvisioned(row.external_ref), false, {
-              external_ref: input.external_ref
-            }, 0)
+            if (row.external_ref === input.external_ref) {
+              return render(asProvisioned(row.external_ref), false, {}, 0, yield* repo.ensureTrackingKey(row.profile_id))
+            }
             return yield* new InvalidState({ message: "The profile already carries another external_ref.", reason: "external_ref_set" })
           }
           if (!(yield* repo.stampExternalRef(app.appId, row.profile_id, input.external_ref))) {
@@ -246,11 +275,64 @@ export class Provisioning extends Context.Service<Provisioning, {
             workspaceId: row.workspace_id,
             details: { external_ref: input.external_ref, scopes: connectScopes }
           })
-          return render(stamped, true, { external_ref: input.external_ref }, 0)
+          return render(stamped, true, {}, 0, yield* repo.ensureTrackingKey(row.profile_id))
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
       })
 
-      return { provision, archive, adopt }
+      const createForPerson = Effect.fn("Provisioning.createForPerson")(function*(
+        person: PersonPrincipal,
+        input: NewProfileByPerson
+      ) {
+        if (!isUuid(input.workspaceId)) return yield* new NotFound({ message: "No such workspace." })
+        return yield* Effect.gen(function*() {
+          const role = yield* repo.workspaceRoleForUpdate(input.workspaceId.toLowerCase(), person.userId)
+          if (Option.isNone(role)) return yield* new NotFound({ message: "No such workspace." })
+          if (role.value !== "owner" && role.value !== "admin") {
+            return yield* new InsufficientScope({
+              message: person.kind === "user_token"
+                ? `This token lacks profiles:write in this workspace: the token's MCP grant allows it; the person's membership (${role.value}) does not allow profiles:write.`
+                : `Your membership (${role.value}) does not allow creating profiles in this workspace.`,
+              reason: "missing_scope:profiles:write"
+            })
+          }
+          const row = yield* repo.insertPersonProfile({
+            workspaceId: input.workspaceId.toLowerCase(),
+            userId: person.userId,
+            name: input.name,
+            currency: input.currency ?? null,
+            timeZone: input.timeZone ?? "UTC"
+          })
+          const trackingKey = yield* repo.ensureTrackingKey(row.profile_id)
+          yield* audit.record({
+            actor: person,
+            action: "profile.created",
+            targetKind: "profile",
+            targetId: row.profile_id,
+            profileId: row.profile_id,
+            workspaceId: row.workspace_id,
+            details: { name: row.name }
+          })
+          return {
+            profile_id: row.profile_id,
+            workspace_id: row.workspace_id,
+            external_ref: null,
+            created: true,
+            name: row.name,
+            email: null,
+            currency: row.currency,
+            reporting_currency: row.reporting_currency,
+            time_zone: row.time_zone,
+            tracking_key: trackingKey,
+            scopes: [],
+            platform_safe_target: "existing",
+            // A profile a person created has no connect-broker tier: every feature is on.
+            entitlements: { svc_attribution: true },
+            revoked_keys: 0
+          } satisfies ProvisionedProfile
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+      })
+
+      return { provision, createForPerson, archive, adopt }
     })
   ).pipe(Layer.provide([TenancyRepo.layer, ApiKeys.layer, AuditLog.layer]))
 }

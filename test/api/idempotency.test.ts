@@ -58,16 +58,20 @@ layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds", excludeTestSe
         const key = unique("inflight")
         const before = chargeCounter.value
         const responses = yield* Effect.all(
-          Array.from({ length: 50 }, () => charge(key, { amount: 5, delay_ms: 300 })),
+          Array.from({ length: 50 }, () => charge(key, { amount: 5, delay_ms: 1_000 })),
           { concurrency: "unbounded" }
         )
-        const created = responses.filter((r) => r.status === 201)
+        const created = responses.filter((r) => r.status === 201 && r.headers.get("idempotent-replayed") === null)
+        // On a loaded machine a late request may arrive after the first finished: it is a replay, not a second run.
+        const replayed = responses.filter((r) => r.status === 201 && r.headers.get("idempotent-replayed") === "true")
         const inFlight = responses.filter((r) => r.status === 409)
         assert.strictEqual(created.length, 1)
-        assert.strictEqual(inFlight.length, 49)
+        assert.strictEqual(inFlight.length + replayed.length, 49)
+        assert.isAbove(inFlight.length, 0)
         for (const r of inFlight) assert.strictEqual(r.json.error.code, "idempotency_key_in_flight")
+        for (const r of replayed) assert.deepStrictEqual(r.json, created[0]?.json)
         assert.strictEqual(chargeCounter.value, before + 1)
-        const after = yield* charge(key, { amount: 5, delay_ms: 300 })
+        const after = yield* charge(key, { amount: 5, delay_ms: 1_000 })
         assert.strictEqual(after.status, 201)
         assert.deepStrictEqual(after.json, created[0]?.json)
       }))

@@ -33,6 +33,41 @@ const provisioned = (app: PartnerApp) =>
   })
 
 layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: true })("PUT /api/v1/profiles/{id}/entitlements/svc_attribution", (it) => {
+  describe("out-of-order deliveries (as_of)", () => {
+    it.effect("a delivery older than the last applied one is discarded: ignored_stale, nothing written", () =>
+      Effect.gen(function*() {
+        const app = yield* registerApp()
+        const profile = yield* provisioned(app)
+        const on = yield* put(app, profile.profile_id, { enabled: true, as_of: "2026-11-20T10:00:00Z" })
+        assert.strictEqual(on.json.data.changed, true)
+        const stale = yield* put(app, profile.profile_id, { enabled: false, privacy_mode: "hipaa", as_of: "2026-11-20T09:59:59Z" })
+        assert.strictEqual(stale.status, 200)
+        assert.deepStrictEqual(stale.json, {
+          data: { profile_id: profile.profile_id, feature: "svc_attribution", enabled: true, changed: false, ignored_stale: true },
+          meta: { profile_id: profile.profile_id }
+        })
+        assert.deepStrictEqual(yield* state(profile.profile_id), {
+          enabled: true,
+          scopes: ["connections", "attribution"],
+          grant_revoked: false,
+          backfills: 2,
+          audits: 1
+        })
+        const sql = yield* SqlClient
+        const [mode] = yield* sql<{ privacy_mode: string }>`SELECT privacy_mode FROM profiles WHERE id = ${profile.profile_id}`
+        assert.strictEqual(mode?.privacy_mode, "standard", "no mode written")
+        // A newer one (also in another offset) applies; an equal time is not stale.
+        const newer = yield* put(app, profile.profile_id, { enabled: false, as_of: "2026-11-20T12:00:00+01:00" })
+        assert.strictEqual(newer.json.data.changed, true)
+        assert.notProperty(newer.json.data, "ignored_stale")
+        const same = yield* put(app, profile.profile_id, { enabled: false, as_of: "2026-11-20T11:00:00Z" })
+        assert.deepStrictEqual(same.json.data, { profile_id: profile.profile_id, feature: "svc_attribution", enabled: false, changed: false })
+        const bad = yield* put(app, profile.profile_id, { enabled: true, as_of: "yesterday" })
+        assert.strictEqual(bad.status, 400)
+        assert.include(bad.json.error.message, "as_of")
+      }))
+  })
+
   describe("the attribution entitlement table", () => {
     it.effect("off -> on: grant {connections, attribution}, one backfill per ad-platform connection, audit, changed true", () =>
       Effect.gen(function*() {

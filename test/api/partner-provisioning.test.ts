@@ -26,6 +26,8 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.deepStrictEqual(data.entitlements, { svc_attribution: false })
         assert.strictEqual(data.revoked_keys, 0)
         assert.notProperty(data, "privacy_mode", "echoed only when sent")
+        assert.match(data.tracking_key, /^svc_pub_[0-9A-Za-z]{38}$/)
+        assert.strictEqual(data.time_zone, "UTC")
 
         const replay = yield* provision(app, { external_ref: externalRef, scopes: ["connections", "analytics"] })
         assert.strictEqual(replay.status, 200)
@@ -33,6 +35,7 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.strictEqual(replay.json.data.profile_id, data.profile_id)
         assert.strictEqual(replay.json.data.workspace_id, data.workspace_id)
         assert.deepStrictEqual(replay.json.data.scopes, ["connections", "analytics"])
+        assert.strictEqual(replay.json.data.tracking_key, data.tracking_key, "one live tracking key per profile, public, answered on replay")
 
         const sql = yield* SqlClient
         const [owner] = yield* sql<{ role: string; email: string }>`
@@ -97,7 +100,19 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.strictEqual(row?.n, 0)
       }))
 
-    it.effect("only the app credential: no credential 401, an API key 403, a wrong secret 401", () =>
+    it.effect("an app may not send the person's fields, and must send external_ref", () =>
+      Effect.gen(function*() {
+        const app = yield* registerApp()
+        const withWorkspace = yield* provision(app, { external_ref: ref(), workspace_id: crypto.randomUUID() })
+        assert.strictEqual(withWorkspace.status, 400)
+        assert.strictEqual(withWorkspace.json.error.message, "body.workspace_id: not accepted with an app credential")
+        const withoutRef = yield* provision(app, { name: "Shop" })
+        assert.strictEqual(withoutRef.status, 400)
+        assert.strictEqual(withoutRef.json.error.code, "validation_error")
+        assert.strictEqual(withoutRef.json.error.message, "body.external_ref: required with an app credential")
+      }))
+
+    it.effect("no credential 401, an API key 403, a wrong secret 401", () =>
       Effect.gen(function*() {
         const app = yield* registerApp()
         const none = yield* call("/api/v1/profiles", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
