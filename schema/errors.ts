@@ -561,3 +561,11 @@ const byTag = new Map<string, ApiErrorClass>(httpCatalogue.map((entry) => [entry
 function catalogueDescription(code: string): string {
   return httpCatalogue.find((entry) => entry.code === code)?.description ?? code
 }
+
+/** The status a failure answers with when it is a catalogued error; 500 for anything else. */
+export const statusOfFailure = (failure: unknown): number => {
+  if (typeof failure !== "object" || failure === null || !("_tag" in failure) || typeof failure._tag !== "string") return 500
+  const entry = byTag.get(failure._tag)
+  if (entry === undefined) return 500
+  return failure._tag === "ValidationError" && "http_status" in failure && failure.http_status === 422 ? 422 : entry.status
+}

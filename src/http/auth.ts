@@ -4,7 +4,7 @@
  * tokens, app clients, sessions); the operator credential (`SVC_ADMIN_TOKEN`) is
  * configuration, checked here.
  */
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { RateLimiter } from "effect/persistence/RateLimiter"
@@ -16,9 +16,11 @@ import {
   InvalidRequest,
   NotFound,
   RateLimitExceeded,
+  statusOfFailure,
   Unauthorized,
   wire
 } from "../../schema/errors.ts"
+import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
 import { type ProfileMembership, scopesOfMembership } from "../../schema/members.ts"
 import { CredentialPrefix } from "../auth/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -226,6 +228,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
     const settings = yield* AppConfig
     const store = yield* CredentialStore
     const limiter = yield* RateLimiter
+    const piiLog = yield* PiiAccessLog
 
     // Untraced: these run on every request, and a traced Effect.fn captures a call-site stack each time.
     const resolve = Effect.fnUntraced(function*(
@@ -314,6 +317,58 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       }
     })
 
+    /** The entitlement gate, the scope check and the rate limit, then the handler with its principal. */
+    const authorizeAndServe = <E, R>(
+      httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+      policy: OperationPolicy,
+      principal: PrincipalShape,
+      resolved: { readonly principal: PrincipalShape; readonly attributionEnabled: boolean; readonly halves?: UserTokenHalves }
+    ) =>
+      Effect.gen(function*() {
+        if (policy.entitlement !== undefined && !resolved.attributionEnabled) {
+          return yield* new EntitlementRequired({
+            message: `The attribution add-on (${policy.entitlement}) is off for this profile; the provisioning app turns it on.`,
+            reason: `entitlement_required:${policy.entitlement}`
+          })
+        }
+        const scopeError = checkScopes(resolved.principal, policy, resolved.halves)
+        if (scopeError !== undefined) return yield* scopeError
+        yield* Effect.annotateCurrentSpan({
+          "svc.principal.kind": principal.kind,
+          ...(principal.kind === "api_key" ? { "svc.profile_id": principal.profileId } : {})
+        })
+        yield* meter(principal, policy)
+        return yield* Effect.provideService(httpEffect, Principal, resolved.principal)
+      })
+
+    /**
+     * Person-data operations: every answer after authentication, allowed or refused, lands in the
+     * workspace's PII access log with the route template (never the URL: it may carry an email).
+     * A failed log write is reported, not turned into a failed read.
+     */
+    const logPersonDataAccess = <E, R>(
+      served: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+      principal: PrincipalShape,
+      endpoint: { readonly method: string; readonly path: string }
+    ) => {
+      const scope = principal.kind === "api_key"
+        ? { workspaceId: principal.workspaceId, profileId: principal.profileId }
+        : (principal.kind === "user_token" || principal.kind === "session") && principal.profile !== undefined
+        ? { workspaceId: principal.profile.workspaceId, profileId: principal.profile.profileId }
+        : undefined
+      if (scope === undefined) return served
+      return Effect.onExit(served, (exit) =>
+        piiLog.record({
+          principal,
+          ...scope,
+          route: `${endpoint.method} ${endpoint.path}`,
+          result: piiResultOf(Exit.isSuccess(exit) ? exit.value.status : Option.match(Cause.findErrorOption(exit.cause), {
+            onNone: () => 500,
+            onSome: statusOfFailure
+          }))
+        }).pipe(Effect.catch((error) => Effect.logWarning("PII access not logged", error))))
+    }
+
     return (httpEffect, { endpoint }) => {
       const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
       // Public operations skip the whole credential path.
@@ -334,20 +389,8 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
           })
         }
         const resolved = yield* onProfile(principal, policy, request)
-        if (policy.entitlement !== undefined && !resolved.attributionEnabled) {
-          return yield* new EntitlementRequired({
-            message: `The attribution add-on (${policy.entitlement}) is off for this profile; the provisioning app turns it on.`,
-            reason: `entitlement_required:${policy.entitlement}`
-          })
-        }
-        const scopeError = checkScopes(resolved.principal, policy, resolved.halves)
-        if (scopeError !== undefined) return yield* scopeError
-        yield* Effect.annotateCurrentSpan({
-          "svc.principal.kind": principal.kind,
-          ...(principal.kind === "api_key" ? { "svc.profile_id": principal.profileId } : {})
-        })
-        yield* meter(principal, policy)
-        return yield* Effect.provideService(httpEffect, Principal, resolved.principal)
+        const served = authorizeAndServe(httpEffect, policy, principal, resolved)
+        return yield* (policy.personData === true ? logPersonDataAccess(served, resolved.principal, endpoint) : served)
       })
     }
   })

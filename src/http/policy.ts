@@ -26,6 +26,8 @@ export interface OperationPolicy {
    * answers 409 `entitlement_required` for any principal, before the scope check.
    */
   readonly entitlement?: "svc_attribution"
+  /** Answers customer or visitor personal data: every call is written to the workspace's PII access log. */
+  readonly personData?: boolean
 }
 
 export class Policy extends Context.Service<Policy, OperationPolicy>()("svc/OperationPolicy") {}
@@ -45,6 +47,7 @@ export const policy = (policy: OperationPolicy): Context.Context<Policy | OpenAp
     "x-scope-grain": policy.grain,
     ...(policy.cost !== undefined && policy.cost !== 1 ? { "x-rate-cost": policy.cost } : {}),
     ...(policy.entitlement !== undefined ? { "x-entitlement": policy.entitlement } : {}),
+    ...(policy.personData === true ? { "x-person-data": true } : {}),
     security: policy.auth.flatMap((kind) => securitySchemesOf[kind].map((name) => ({ [name]: [] })))
   }))
 

@@ -6,6 +6,7 @@
 import { ByteSize, Effect, Layer } from "effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLive } from "../../cluster/runner.ts"
+import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credential-store.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./database.ts"
@@ -30,6 +31,7 @@ export const CoreLive = Layer.mergeAll(
   ClusterLive,
   RateLimiterLive,
   CredentialStoreLive,
+  PiiAccessLog.layer,
   RequestLimitsLive,
   SecretBox.layer
 ).pipe(

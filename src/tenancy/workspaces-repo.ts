@@ -1,6 +1,7 @@
 /** SQL of workspaces: rows, who reaches them, their MCP settings and their PII access log. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { PII_LOG_RETENTION_DAYS } from "../audit/pii-access.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { WorkspaceRole } from "../../schema/members.ts"
 import { PiiMode } from "../../schema/workspaces.ts"
@@ -43,9 +44,6 @@ export const PiiAccessRow = Schema.Struct({
   request_id: Schema.NullOr(Schema.String)
 })
 export type PiiAccessRow = typeof PiiAccessRow.Type
-
-/** PII access log rows older than this are never answered. */
-export const PII_LOG_RETENTION_DAYS = 365
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 type Page = { readonly limit: number; readonly after: Option.Option<Keyset> }

@@ -11,6 +11,8 @@ import {
   withoutRequestId
 } from "../support/app.ts"
 import { ProbeApp } from "../support/probe-api.ts"
+import { SqlClient } from "effect/sql/SqlClient"
+import { PiiAccessLog } from "../../src/audit/pii-access.ts"
 
 const json = (body: unknown, headers: Record<string, string> = {}) => ({
   method: "POST",
@@ -219,6 +221,53 @@ layer(
         const response = yield* call("/api/v1/probe/heavy", { headers: key("svc_user_person") })
         assert.strictEqual(response.status, 403)
         assert.strictEqual(response.json.error.code, "insufficient_scope")
+      }))
+  })
+
+  describe("the PII access log", () => {
+    it.effect("a person-data read is logged with the route template and its result, allowed or denied", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const allowed = yield* call("/api/v1/probe/customers?email=someone%40example.com", { headers: key("svc_user_person"), method: "GET" })
+        assert.strictEqual(allowed.status, 400, "a user token must name the profile first: nothing to log yet")
+        const ok = yield* call("/api/v1/probe/customers?profile_id=00000000-0000-4000-8000-000000000001", { headers: key("svc_user_person") })
+        assert.strictEqual(ok.status, 200)
+        const refused = yield* call("/api/v1/probe/customers", { headers: key("svc_live_events") })
+        assert.strictEqual(refused.status, 403)
+        const rows = yield* sql<{ actor_kind: string; actor_id: string; route: string; result: string; request_id: string; profile_id: string }>`
+          SELECT actor_kind, actor_id, route, result, request_id, profile_id::text AS profile_id FROM pii_access_log
+          WHERE request_id IN (${ok.headers.get("x-request-id")}, ${refused.headers.get("x-request-id")}) ORDER BY occurred_at`
+        assert.deepStrictEqual(rows, [
+          {
+            actor_kind: "user_token",
+            actor_id: "user-1",
+            route: "GET /api/v1/probe/customers",
+            result: "allowed",
+            request_id: ok.headers.get("x-request-id") ?? "",
+            profile_id: "00000000-0000-4000-8000-000000000001"
+          },
+          {
+            actor_kind: "api_key",
+            actor_id: "key-events",
+            route: "GET /api/v1/probe/customers",
+            result: "denied",
+            request_id: refused.headers.get("x-request-id") ?? "",
+            profile_id: "00000000-0000-4000-8000-000000000001"
+          }
+        ])
+      }))
+
+    it.effect("rows older than 365 days are purged", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const workspaceId = crypto.randomUUID()
+        yield* sql`INSERT INTO pii_access_log (id, occurred_at, workspace_id, actor_kind, route, result) VALUES
+                   (${crypto.randomUUID()}, now() - interval '366 days', ${workspaceId}, 'api_key', 'GET /x', 'allowed'),
+                   (${crypto.randomUUID()}, now() - interval '364 days', ${workspaceId}, 'api_key', 'GET /x', 'allowed')`
+        const purged = yield* (yield* PiiAccessLog).purge
+        assert.isAtLeast(purged, 1)
+        const [left] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pii_access_log WHERE workspace_id = ${workspaceId}`
+        assert.strictEqual(left?.n, 1)
       }))
   })
 

@@ -53,6 +53,14 @@ export const ProbeApi = HttpApi.make("probe")
         HttpApiEndpoint.get("profileRead", "/probe/profile-read", {
           success: Schema.Struct({ profile_id: Schema.String, scopes: Schema.Array(Schema.String) })
         }).annotateMerge(policy({ scopes: ["analytics:read"], auth: ["api_key", "user_token"], idempotency: "none", grain: "profile" })),
+        HttpApiEndpoint.get("personRead", "/probe/customers", { success: Schema.Struct({ ok: Schema.Boolean }) })
+          .annotateMerge(policy({
+            scopes: ["customers:read"],
+            auth: ["api_key", "user_token"],
+            idempotency: "none",
+            grain: "profile",
+            personData: true
+          })),
         HttpApiEndpoint.post("goals", "/goals", { success: Schema.Struct({ ok: Schema.Boolean }) })
           .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
         HttpApiEndpoint.post("charge", "/probe/charge", {
@@ -185,6 +193,7 @@ const ProbeHandlers = HttpApiBuilder.group(ProbeApi, "probe", (handlers) =>
     heavy: () => Effect.succeed({ ok: true }),
     anyScope: () => Effect.succeed({ ok: true }),
     gatedWrite: () => Effect.succeed({ ok: true }),
+    personRead: () => Effect.succeed({ ok: true }),
     profileRead: () =>
       Effect.map(Principal, (principal) => ({
         profile_id: principal.kind === "api_key" ? principal.profileId : principal.kind === "user_token" ? principal.profile?.profileId ?? "" : "",

@@ -1,0 +1,84 @@
+/**
+ * The PII access log: who read customer or visitor personal data, when, through which route,
+ * and with what result. Written by the Authentication middleware for every operation whose
+ * policy says it answers person data; kept 365 days (older rows are purged in the background
+ * and never answered).
+ */
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import type { PrincipalShape } from "../http/auth.ts"
+import { orDatabaseUnavailable } from "../platform/database.ts"
+import { CurrentRequestId } from "../platform/request-id.ts"
+
+export const PII_LOG_RETENTION_DAYS = 365
+
+/** How often each runner deletes rows past retention (the delete is idempotent across runners). */
+const PURGE_EVERY = Duration.hours(6)
+
+export interface PiiAccess {
+  readonly principal: PrincipalShape
+  readonly workspaceId: string
+  readonly profileId: string | null
+  /** `METHOD /path/template`, never the concrete URL (which may carry an email or phone). */
+  readonly route: string
+  /** `allowed` (2xx), `denied` (401/403/404) or `failed:<status>`. */
+  readonly result: string
+}
+
+const actorOf = (principal: PrincipalShape): { readonly kind: string; readonly id: string | null } => {
+  switch (principal.kind) {
+    case "api_key":
+      return { kind: "api_key", id: principal.keyId }
+    case "user_token":
+      return { kind: "user_token", id: principal.userId }
+    case "session":
+      return { kind: "session", id: principal.userId }
+    case "app_client":
+      return { kind: "app_client", id: principal.appId }
+    case "operator":
+    case "anonymous":
+      return { kind: principal.kind, id: null }
+  }
+}
+
+/** The log's `result` for an answer's status. */
+export const piiResultOf = (status: number): string =>
+  status >= 200 && status < 300 ? "allowed" : status === 401 || status === 403 || status === 404 ? "denied" : `failed:${status}`
+
+export class PiiAccessLog extends Context.Service<PiiAccessLog, {
+  readonly record: (access: PiiAccess) => Effect.Effect<void, DatabaseUnavailable>
+  /** Deletes rows older than the retention; answers how many went. */
+  readonly purge: Effect.Effect<number, DatabaseUnavailable>
+}>()("svc/PiiAccessLog") {
+  static readonly layer = Layer.effect(PiiAccessLog)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+
+      const record = Effect.fn("PiiAccessLog.record")(function*(access: PiiAccess) {
+        const actor = actorOf(access.principal)
+        const requestId = yield* CurrentRequestId
+        yield* orDatabaseUnavailable(sql`
+          INSERT INTO pii_access_log (id, workspace_id, profile_id, actor_kind, actor_id, route, result, request_id)
+          VALUES (${crypto.randomUUID()}, ${access.workspaceId}, ${access.profileId}, ${actor.kind}, ${actor.id},
+                  ${access.route}, ${access.result}, ${requestId === "" ? null : requestId})`)
+      })
+
+      const purge = orDatabaseUnavailable(
+        Effect.map(
+          sql`DELETE FROM pii_access_log WHERE occurred_at < now() - make_interval(days => ${PII_LOG_RETENTION_DAYS}) RETURNING id`,
+          (rows) => rows.length
+        )
+      ).pipe(Effect.withSpan("PiiAccessLog.purge"))
+
+      yield* purge.pipe(
+        Effect.tap((purged) => purged > 0 ? Effect.logInfo("purged PII access log rows past retention", { purged }) : Effect.void),
+        Effect.catch((error) => Effect.logWarning("PII access log purge failed; retried later", error)),
+        Effect.repeat(Schedule.spaced(PURGE_EVERY)),
+        Effect.forkScoped
+      )
+
+      return { record, purge }
+    })
+  )
+}
