@@ -92,3 +92,19 @@ export const CommerceAppList = Schema.Struct({ data: Schema.Array(CommerceApp) }
 export const CommerceAppDisabled = Schema.Struct({
   data: Schema.Struct({ id: Uuid, disabled: Schema.Literal(true) })
 })
+
+/** `PATCH /api/v1/admin/workspaces/{id}`: the workspace's healthcare-agency flag (S5.3). */
+export const UpdateWorkspaceFlags = Schema.Struct({ is_healthcare_agency: Schema.Boolean })
+export type UpdateWorkspaceFlags = typeof UpdateWorkspaceFlags.Type
+
+export const WorkspaceFlags = Schema.Struct({
+  workspace_id: Uuid,
+  is_healthcare_agency: Schema.Boolean,
+  /** Whether the flag moved. */
+  changed: Schema.Boolean,
+  /** Delegated keys carrying customers:read or visitors:read revoked by this call (0 when turned off). */
+  revoked_keys: Schema.Int
+}).annotate({ identifier: "WorkspaceFlags" })
+export type WorkspaceFlags = typeof WorkspaceFlags.Type
+
+export const WorkspaceFlagsBody = Schema.Struct({ data: WorkspaceFlags })

@@ -12,7 +12,9 @@ import {
   OAuthAppPage,
   RotatedClientSecret,
   RotatedJwtSecret,
-  UpdateOAuthApp
+  UpdateOAuthApp,
+  UpdateWorkspaceFlags,
+  WorkspaceFlagsBody
 } from "../../schema/admin.ts"
 import { PageQuery } from "../../schema/common.ts"
 import { InvalidState, NotFound, ValidationError, wire } from "../../schema/errors.ts"
@@ -75,7 +77,16 @@ export const AdminApi = HttpApiGroup.make("admin")
       success: CommerceAppDisabled,
       error: wire(NotFound)
     }).annotate(OpenApi.Summary, "Kill switch: the commerce app stops being used at once")
-      .annotateMerge(operator("none"))
+      .annotateMerge(operator("none")),
+    HttpApiEndpoint.patch("updateWorkspace", "/workspaces/:workspaceId", {
+      params: { workspaceId: Schema.String },
+      payload: UpdateWorkspaceFlags,
+      success: WorkspaceFlagsBody,
+      error: [wire(NotFound), wire(ValidationError)]
+    }).annotate(
+      OpenApi.Summary,
+      "Set a workspace's is_healthcare_agency flag; turning it on revokes delegated keys with customers:read or visitors:read"
+    ).annotateMerge(operator("optional"))
   )
   .prefix("/api/v1/admin")
   .annotate(OpenApi.Description, "Operator surface")

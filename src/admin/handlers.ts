@@ -29,6 +29,9 @@ export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
           Effect.map(admin.rotateJwtSecret(actor, params.id), (jwtSecret) => ({
             data: { id: params.id, jwt_secret: jwtSecret }
           }))),
+      updateWorkspace: ({ params, payload }) =>
+        Effect.flatMap(Principal, (actor) =>
+          Effect.map(admin.setHealthcareAgency(actor, params.workspaceId, payload.is_healthcare_agency), (data) => ({ data }))),
       listCommerceApps: () => Effect.map(admin.listCommerceApps, (data) => ({ data })),
       createCommerceApp: ({ payload }) =>
         Effect.flatMap(Principal, (actor) => Effect.map(admin.createCommerceApp(actor, payload), (data) => ({ data }))),

@@ -1,9 +1,10 @@
-/** SQL of the operator surface: OAuth apps and commerce apps. */
+/** SQL of the operator surface: OAuth apps, commerce apps and the workspace healthcare-agency flag. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as SqlSchema from "effect/sql/SqlSchema"
 import { DpaStatus, ProfileResolution, RateTier, type UpdateOAuthApp } from "../../schema/admin.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import type { Scope } from "../../schema/scopes.ts"
 import type { Keyset } from "../http/pagination.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
@@ -72,6 +73,14 @@ export class AdminRepo extends Context.Service<AdminRepo, {
   readonly insertCommerceApp: (app: NewCommerceApp) => Repo<Option.Option<CommerceAppRow>>
   readonly listCommerceApps: Repo<ReadonlyArray<CommerceAppRow>>
   readonly disableCommerceApp: (id: string) => Repo<boolean>
+  /** The live workspace's healthcare-agency flag, its row locked until the transaction ends. */
+  readonly lockWorkspaceFlag: (id: string) => Repo<Option.Option<boolean>>
+  readonly setWorkspaceFlag: (id: string, isHealthcareAgency: boolean) => Repo<void>
+  /**
+   * Revokes, on every live profile of the workspace, the live delegated keys (minted for an
+   * OAuth app) carrying any of `scopes`; keys a person issued are untouched. Answers the count.
+   */
+  readonly revokeWorkspaceDelegatedKeysWith: (workspaceId: string, scopes: ReadonlyArray<Scope>) => Repo<number>
 }>()("svc/AdminRepo") {
   static readonly layer = Layer.effect(AdminRepo)(
     Effect.gen(function*() {
@@ -178,7 +187,31 @@ export class AdminRepo extends Context.Service<AdminRepo, {
           (rows) => rows.length > 0
         )
 
+      const FlagRow = Schema.Struct({ is_healthcare_agency: Schema.Boolean })
+      const firstFlag = decodeFirstRow(FlagRow)
+      const lockWorkspaceFlag = (id: string) =>
+        Effect.map(
+          firstFlag(sql`SELECT is_healthcare_agency FROM workspaces WHERE id = ${id} AND archived_at IS NULL FOR UPDATE`),
+          Option.map((row) => row.is_healthcare_agency)
+        )
+
+      const revokeWorkspaceDelegatedKeysWith = (workspaceId: string, scopes: ReadonlyArray<Scope>) =>
+        Effect.map(
+          sql`UPDATE api_keys k SET revoked_at = now()
+              FROM profiles p
+              WHERE k.profile_id = p.id AND p.workspace_id = ${workspaceId} AND p.archived_at IS NULL
+                AND k.oauth_app_id IS NOT NULL AND k.revoked_at IS NULL
+                AND k.scopes && ${scopes}::text[]
+              RETURNING k.id`,
+          (rows) => rows.length
+        )
+
       return {
+        lockWorkspaceFlag: (id) => orDatabaseUnavailable(lockWorkspaceFlag(id)),
+        setWorkspaceFlag: (id, flag) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`UPDATE workspaces SET is_healthcare_agency = ${flag} WHERE id = ${id}`)),
+        revokeWorkspaceDelegatedKeysWith: (workspaceId, scopes) =>
+          orDatabaseUnavailable(revokeWorkspaceDelegatedKeysWith(workspaceId, scopes)),
         insertApp: (app) => orDatabaseUnavailable(insertApp(app)),
         listApps: ({ limit, after }) => orDatabaseUnavailable(listApps(limit, after)),
         findApp: (id) => orDatabaseUnavailable(findApp(id)),

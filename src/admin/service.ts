@@ -1,17 +1,24 @@
-/** The operator surface: registers OAuth apps (partner credentials) and commerce apps. */
+/**
+ * The operator surface: registers OAuth apps (partner credentials) and commerce apps, and sets
+ * a workspace's healthcare-agency flag (S5.3).
+ */
 import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import type {
   CommerceApp,
   CreateCommerceApp,
   CreateOAuthApp,
   OAuthApp,
-  UpdateOAuthApp
+  UpdateOAuthApp,
+  WorkspaceFlags
 } from "../../schema/admin.ts"
 import { isUuid, originOf } from "../../schema/common.ts"
 import { type DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../schema/errors.ts"
+import { PERSON_SCOPES } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { CredentialPrefix, mintClientId, mintSecret, mintSigningSecret, secretDigest } from "../auth/tokens.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
+import { databaseUnavailable } from "../platform/database.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { AdminRepo, type CommerceAppRow, type OAuthAppRow } from "./repo.ts"
@@ -48,12 +55,20 @@ export class AdminService extends Context.Service<AdminService, {
   readonly createCommerceApp: (actor: PrincipalShape, input: CreateCommerceApp) => Admin<CommerceApp, InvalidState>
   readonly listCommerceApps: Admin<ReadonlyArray<CommerceApp>>
   readonly disableCommerceApp: (actor: PrincipalShape, id: string) => Admin<void, NotFound>
+  /**
+   * S5.3: turning the flag on makes every profile of the workspace healthcare-family, so the
+   * live delegated keys carrying customers:read or visitors:read are revoked in the same
+   * transaction (workspace row locked); turning it off revokes nothing. Unknown or archived: 404.
+   */
+  readonly setHealthcareAgency: (actor: PrincipalShape, workspaceId: string, flag: boolean) => Admin<WorkspaceFlags, NotFound>
 }>()("svc/AdminService") {
   static readonly layer = Layer.effect(AdminService)(
     Effect.gen(function*() {
+      const sql = yield* SqlClient
       const repo = yield* AdminRepo
       const audit = yield* AuditLog
       const box = yield* SecretBox
+      const credentials = yield* CredentialStore
 
       const requireWorkspace = Effect.fn("AdminService.requireWorkspace")(function*(id: string | null | undefined) {
         if (id === null || id === undefined) return
@@ -167,7 +182,41 @@ export class AdminService extends Context.Service<AdminService, {
         yield* audit.record({ actor, action: "commerce_app.disabled", targetKind: "commerce_app", targetId: id })
       })
 
+      const setHealthcareAgency = Effect.fn("AdminService.setHealthcareAgency")(function*(
+        actor: PrincipalShape,
+        rawWorkspaceId: string,
+        flag: boolean
+      ) {
+        const noSuchWorkspace = () => new NotFound({ message: "No such workspace." })
+        if (!isUuid(rawWorkspaceId)) return yield* noSuchWorkspace()
+        const workspaceId = rawWorkspaceId.toLowerCase()
+        const result = yield* Effect.gen(function*() {
+          const held = yield* repo.lockWorkspaceFlag(workspaceId)
+          if (Option.isNone(held)) return yield* noSuchWorkspace()
+          const changed = held.value !== flag
+          if (changed) yield* repo.setWorkspaceFlag(workspaceId, flag)
+          // On: every profile of the workspace is healthcare-family; sweep even when the flag was
+          // already on, so a key that slipped through is caught. Off: nothing is revoked.
+          const revokedKeys = flag ? yield* repo.revokeWorkspaceDelegatedKeysWith(workspaceId, PERSON_SCOPES) : 0
+          if (changed || revokedKeys > 0) {
+            yield* audit.record({
+              actor,
+              action: "workspace.healthcare_agency_changed",
+              targetKind: "workspace",
+              targetId: workspaceId,
+              workspaceId,
+              details: { from: held.value, to: flag, revoked_keys: revokedKeys }
+            })
+          }
+          return { workspace_id: workspaceId, is_healthcare_agency: flag, changed, revoked_keys: revokedKeys }
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        // Committed: this runner stops the revoked keys at once (others within their cache's lifetime).
+        if (result.revoked_keys > 0) yield* credentials.forget
+        return result
+      })
+
       return {
+        setHealthcareAgency,
         createApp,
         listApps,
         getApp,

@@ -8,16 +8,20 @@
  * high-entropy strings stored as SHA-256 digests.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { RateLimiter } from "effect/persistence/RateLimiter"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
-import { type DatabaseUnavailable, InsufficientScope, Unauthorized } from "../../schema/errors.ts"
+import { type DatabaseUnavailable, InsufficientScope, type RateLimitExceeded, Unauthorized } from "../../schema/errors.ts"
 import type { CreateMcpToken } from "../../schema/sessions.ts"
 import type { McpGrant } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
-import { CredentialPrefix, displayPrefix, mintSecret, randomBase62, secretDigest } from "./tokens.ts"
+import { consumeBucket } from "../platform/rate-limit.ts"
+import { CredentialPrefix, mintSecret, randomBase62, secretDigest } from "./tokens.ts"
+import { DEFAULT_USER_TOKEN_UNITS_PER_MINUTE, type NewMcpToken, userTokenMinter } from "./user-tokens.ts"
 import { digestsEqual } from "../platform/secrets.ts"
 
 export const SESSION_COOKIE = "svc_session"
@@ -72,7 +76,6 @@ const burnVerification = (password: string) =>
 const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String, password_hash: Schema.NullOr(Schema.String) })
 const ExpiresRow = Schema.Struct({ expires_at: Schema.String })
 const CsrfRow = Schema.Struct({ csrf_token_hash: Schema.String })
-const TokenRow = Schema.Struct({ expires_at: Schema.NullOr(Schema.String) })
 
 export interface NewSession {
   readonly userId: string
@@ -82,22 +85,63 @@ export interface NewSession {
   readonly expiresAt: string
 }
 
-export interface NewMcpToken {
-  readonly id: string
-  readonly token: string
-  readonly prefix: string
-  readonly grants: ReadonlyArray<McpGrant>
-  readonly rate_limit_units_per_minute: number
-  readonly expires_at: string | null
+export type { NewMcpToken } from "./user-tokens.ts"
+
+/**
+ * Login throttling (decision 0025): failed sign-ins per email and per client address, counted in
+ * the shared rate limiter (memory, or Redis with REDIS_URL). Each failure raises its counter by
+ * one and extends its life by window / limit; the counter clears when it lapses, so a burst of
+ * `limit` failures refuses further attempts for about the window.
+ */
+export const LOGIN_FAILURE_WINDOW_MINUTES = 15
+export const LOGIN_FAILURES_PER_EMAIL = 10
+export const LOGIN_FAILURES_PER_ADDRESS = 50
+
+interface FailureBucket {
+  readonly key: string
+  readonly limit: number
+  readonly message: string
+  readonly reason: string
 }
+
+/** The peer address without the IPv4-mapped IPv6 prefix (`::ffff:127.0.0.1` is `127.0.0.1`). */
+const clientAddress = Effect.map(
+  Effect.serviceOption(HttpServerRequest.HttpServerRequest),
+  (request) =>
+    Option.getOrUndefined(
+      Option.map(Option.flatMap(request, (found) => found.remoteAddress), (address) => address.replace(/^::ffff:/i, ""))
+    )
+)
+
+const failureBuckets = (email: string, address: string | undefined): ReadonlyArray<FailureBucket> => [
+  {
+    // The digest keeps email addresses out of the counter store's keys.
+    key: `login:email:${secretDigest(email.trim().toLowerCase())}`,
+    limit: LOGIN_FAILURES_PER_EMAIL,
+    message: "Too many failed sign-ins for this email. Wait before trying again.",
+    reason: "login_throttled_email"
+  },
+  ...(address === undefined || address === "" ? [] : [{
+    key: `login:address:${address}`,
+    limit: LOGIN_FAILURES_PER_ADDRESS,
+    message: "Too many failed sign-ins from this address. Wait before trying again.",
+    reason: "login_throttled_address"
+  }])
+]
 
 const badLogin = () => new Unauthorized({ message: "Unknown email or wrong password." })
 const sessionOnly = () =>
   new InsufficientScope({ message: "Only a signed-in session can do this.", reason: "credential_kind_not_accepted" })
 
 export class Sessions extends Context.Service<Sessions, {
-  /** A new session for a person whose password matches; the same 401 for every failure. */
-  readonly login: (email: string, password: string) => Effect.Effect<NewSession, Unauthorized | DatabaseUnavailable>
+  /**
+   * A new session for a person whose password matches; the same 401 for every failure. After
+   * repeated failures for the email (or from the client address), 429 without checking the password.
+   */
+  readonly login: (
+    email: string,
+    password: string
+  ) => Effect.Effect<NewSession, Unauthorized | RateLimitExceeded | DatabaseUnavailable>
   /** Revokes the calling session. */
   readonly logout: (principal: PrincipalShape) => Effect.Effect<void, InsufficientScope | DatabaseUnavailable>
   /** Whether `token` is the CSRF token of a live session; none when the session is gone. */
@@ -116,10 +160,11 @@ export class Sessions extends Context.Service<Sessions, {
       const sql = yield* SqlClient
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
+      const limiter = yield* RateLimiter
       const firstUser = decodeFirstRow(UserRow)
       const firstExpires = decodeFirstRow(ExpiresRow)
       const firstCsrf = decodeFirstRow(CsrfRow)
-      const firstToken = decodeFirstRow(TokenRow)
+      const mintUserToken = yield* userTokenMinter
 
       const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
         Effect.catchIf(
@@ -128,14 +173,55 @@ export class Sessions extends Context.Service<Sessions, {
           (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
         )
 
+      const window = `${LOGIN_FAILURE_WINDOW_MINUTES} minutes` as const
+
+      /**
+       * Takes one failure from the bucket before the password is checked, so concurrent attempts
+       * cannot all slip under the limit: a full bucket is the 429. Some when a token was taken.
+       */
+      const reserveFailure = (bucket: FailureBucket) =>
+        consumeBucket(limiter, {
+          key: bucket.key,
+          limit: bucket.limit,
+          window,
+          exceeded: { message: bucket.message, reason: bucket.reason }
+        })
+
+      /**
+       * Gives a reserved failure back (the attempt did not fail): the fixed-window counter takes
+       * a negative count, which lowers it and shortens its life by the same step, in memory and
+       * in Redis alike. A counter-store error only means the failure stays counted.
+       */
+      const releaseFailures = (buckets: ReadonlyArray<FailureBucket>) =>
+        Effect.forEach(buckets, (bucket) =>
+          Effect.ignore(limiter.consume({
+            algorithm: "fixed-window",
+            onExceeded: "fail",
+            window,
+            limit: bucket.limit,
+            key: bucket.key,
+            tokens: -1
+          })), { discard: true })
+
       const login = Effect.fn("Sessions.login")(function*(email: string, password: string) {
+        const reserved: Array<FailureBucket> = []
+        for (const bucket of failureBuckets(email, yield* clientAddress)) {
+          // A throttled attempt checks nothing: the reservations made so far are given back.
+          const taken = yield* reserveFailure(bucket).pipe(Effect.tapError(() => releaseFailures(reserved)))
+          if (Option.isSome(taken)) reserved.push(bucket)
+        }
         const user = yield* orDatabaseUnavailable(firstUser(sql`
-          SELECT id, email, password_hash FROM users WHERE lower(email) = lower(${email.trim()})`))
+          SELECT id, email, password_hash FROM users WHERE lower(email) = lower(${email.trim()})`)).pipe(
+            // The attempt never reached the password: it is not a failure.
+            Effect.tapError(() => releaseFailures(reserved))
+          )
         const stored = Option.flatMap(user, (row) => Option.fromNullishOr(row.password_hash))
         const matches = Option.isSome(stored)
           ? yield* verifyPassword(password, stored.value)
           : yield* burnVerification(password)
+        // A failure keeps its reservations: they are what the buckets count.
         if (!matches || Option.isNone(user)) return yield* badLogin()
+        yield* releaseFailures(reserved)
         const secret = mintSecret(CredentialPrefix.session)
         const csrfToken = randomBase62(43)
         const sessionId = crypto.randomUUID()
@@ -177,35 +263,14 @@ export class Sessions extends Context.Service<Sessions, {
       const mintMcpToken = Effect.fn("Sessions.mintMcpToken")(function*(principal: PrincipalShape, input: CreateMcpToken) {
         if (principal.kind !== "session") return yield* sessionOnly()
         const requested: ReadonlyArray<McpGrant> = input.grants ?? ["mcp:read"]
-        const grants = [...new Set(requested)]
-        const rate = input.rate_limit_units_per_minute ?? 120
-        const days = input.expires_in_days ?? null
-        const token = mintSecret(CredentialPrefix.userToken)
-        const prefix = displayPrefix(token, CredentialPrefix.userToken)
-        const id = crypto.randomUUID()
-        const row = yield* transaction(Effect.gen(function*() {
-          const inserted = yield* orDatabaseUnavailable(firstToken(sql`
-            INSERT INTO user_tokens (id, user_id, prefix, secret_hash, grants, rate_limit_units_per_minute, expires_at)
-            VALUES (${id}, ${principal.userId}, ${prefix}, ${secretDigest(token)}, ${grants}, ${rate},
-                    CASE WHEN ${days}::int IS NULL THEN NULL ELSE now() + make_interval(days => ${days}::int) END)
-            RETURNING to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS expires_at`))
-          yield* audit.record({
-            actor: principal,
-            action: "user_token.created",
-            targetKind: "user_token",
-            targetId: id,
-            details: { prefix, grants, rate_limit_units_per_minute: rate, expires_in_days: days }
-          })
-          return inserted
+        return yield* transaction(mintUserToken({
+          actor: principal,
+          userId: principal.userId,
+          grants: requested,
+          rateLimitUnitsPerMinute: input.rate_limit_units_per_minute ?? DEFAULT_USER_TOKEN_UNITS_PER_MINUTE,
+          expiresInDays: input.expires_in_days ?? null,
+          mcpClientId: null
         }))
-        return {
-          id,
-          token,
-          prefix,
-          grants,
-          rate_limit_units_per_minute: rate,
-          expires_at: Option.match(row, { onNone: () => null, onSome: (found) => found.expires_at })
-        }
       })
 
       return { login, logout, csrfMatches, mintMcpToken }

@@ -4,9 +4,10 @@
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Schema } from "effect"
-import { Command, Flag } from "effect/cli"
+import { Argument, Command, Flag } from "effect/cli"
 import { CreateOAuthApp } from "../../schema/admin.ts"
 import { AdminService } from "../admin/service.ts"
+import { CredentialStoreLive } from "../auth/credential-store.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseInfo, DatabaseLive } from "./database.ts"
 import { appliedMigrationId, latestMigrationId, migrate } from "./migrator.ts"
@@ -43,7 +44,11 @@ const statusCommand = Command.make("status", {}, () =>
 const withAdmin = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(
     Effect.andThen(migrate, effect),
-    AdminService.layer.pipe(Layer.provideMerge(SecretBox.layer), Layer.provideMerge(DatabaseLive))
+    AdminService.layer.pipe(
+      // The credential cache a revocation clears is this process's own: harmless here.
+      Layer.provideMerge(Layer.merge(SecretBox.layer, CredentialStoreLive)),
+      Layer.provideMerge(DatabaseLive)
+    )
   )
 
 const operator = { kind: "operator" } as const
@@ -80,7 +85,23 @@ const oauthAppsCommand = Command.make("oauth-apps").pipe(
   Command.withSubcommands([oauthAppsCreate, oauthAppsList])
 )
 
-export const commands = [migrateCommand, statusCommand, oauthAppsCommand] as const
+const workspacesSetHealthcareAgency = Command.make("set-healthcare-agency", {
+  workspaceId: Argument.String("workspace-id").pipe(Argument.withDescription("The workspace's id")),
+  value: Argument.Literals("value", ["true", "false"]).pipe(Argument.withDescription("true or false"))
+}, ({ workspaceId, value }) =>
+  withAdmin(Effect.gen(function*() {
+    const admin = yield* AdminService
+    yield* printJson({ data: yield* admin.setHealthcareAgency(operator, workspaceId, value === "true") })
+  }))).pipe(Command.withDescription(
+    "Set a workspace's is_healthcare_agency flag (S5.3); turning it on revokes delegated keys with person scopes."
+  ))
+
+const workspacesCommand = Command.make("workspaces").pipe(
+  Command.withDescription("Workspaces: the operator surface of /api/v1/admin/workspaces."),
+  Command.withSubcommands([workspacesSetHealthcareAgency])
+)
+
+export const commands = [migrateCommand, statusCommand, oauthAppsCommand, workspacesCommand] as const
 
 const cli = Command.make("svc").pipe(
   Command.withDescription("Attribution service operator commands."),
