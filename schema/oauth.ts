@@ -1,17 +1,28 @@
 /**
- * The OAuth surface (`/oauth/token`, `/oauth/revoke`): request forms, the token response and
- * the OAuth error format of RFC 6749 section 5.2, which these endpoints answer instead of the
- * error envelope (the envelope renderer passes a JSON error in this format untouched).
+ * The OAuth surface (`/oauth/token`, `/oauth/revoke`, `/oauth/authorize`): request forms, the
+ * token response and the OAuth error format of RFC 6749 section 5.2, which the token and
+ * revoke endpoints answer instead of the error envelope (the envelope renderer passes a JSON
+ * error in this format untouched). The authorization endpoint answers browsers: redirects
+ * carrying a code or an error (section 4.1.2), and small HTML pages.
  */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 
-/** `grant_type=client_credentials` mints an API key for one profile the app holds a live grant on. */
+/**
+ * `grant_type=client_credentials` mints an API key for one profile the app holds a live grant
+ * on; `grant_type=authorization_code` exchanges a code from `/oauth/authorize` (decision 0022).
+ */
 export const TokenForm = Schema.Struct({
-  grant_type: Schema.String.annotate({ description: "`client_credentials` (`authorization_code`: not served yet)" }),
-  profile_id: Schema.optionalKey(Schema.String.annotate({ description: "The profile the key is for" })),
+  grant_type: Schema.String.annotate({ description: "`client_credentials` or `authorization_code`" }),
+  profile_id: Schema.optionalKey(Schema.String.annotate({ description: "client_credentials: the profile the key is for" })),
   scope: Schema.optionalKey(
-    Schema.String.annotate({ description: "Space-separated API scopes narrowing the key to a subset of the grant's" })
+    Schema.String.annotate({
+      description: "client_credentials: space-separated API scopes narrowing the key to a subset of the grant's"
+    })
+  ),
+  code: Schema.optionalKey(Schema.String.annotate({ description: "authorization_code: the code from /oauth/authorize" })),
+  redirect_uri: Schema.optionalKey(
+    Schema.String.annotate({ description: "authorization_code: exactly the redirect_uri the code was issued for" })
   ),
   client_id: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" })),
   client_secret: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" }))
@@ -115,3 +126,70 @@ export const OAuthServerErrorResponse = OAuthServerError.pipe(
     })
   })
 ).annotate({ description: "server_error: the database could not be read or written; nothing was minted. Retry." })
+
+/** `GET /oauth/authorize` (decision 0022): read from the query string by the handler. */
+export const AuthorizeQuery = Schema.Struct({
+  response_type: Schema.String.annotate({ description: "`code`" }),
+  client_id: Schema.String.annotate({ description: "The app's client id" }),
+  redirect_uri: Schema.String.annotate({ description: "Exactly one of the app's registered redirect_uris" }),
+  state: Schema.optionalKey(Schema.String.annotate({ description: "Opaque; replayed on every redirect" })),
+  scope: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "A connect scope, or several separated by spaces (default `connections`). `attribution` is never requested."
+    })
+  ),
+  id_token_hint: Schema.String.annotate({
+    description: "HS256 JWT signed with the app's jwt secret: iss = client_id, sub, exp, email; external_ref in that mode"
+  })
+}).annotate({ identifier: "OAuthAuthorizeRequest" })
+
+/** `POST /oauth/authorize/consent`: the consent screen's form. */
+export const ConsentForm = Schema.Struct({
+  ticket: Schema.String.annotate({ description: "The consent ticket the screen carries (single use, 10 minutes)" }),
+  decision: Schema.Literals(["approve", "deny"]),
+  profile_id: Schema.optionalKey(Schema.String.annotate({ description: "The profile chosen, when the screen offered some" }))
+}).annotate({ identifier: "OAuthConsentForm" })
+
+/** The answer to the client: a redirect to its redirect_uri with `code` and `state`, or `error`. */
+export const AuthorizeRedirect = HttpApiSchema.Empty(302).annotate({
+  description: "Redirect to redirect_uri carrying `code` and `state`, or `error`, `error_description` and `state` " +
+    "(RFC 6749 section 4.1.2)"
+})
+
+/** An HTML page: the consent screen (200) or an error the request's redirect_uri cannot carry (400, 403). */
+const htmlPage = (status: number, description: string) =>
+  Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }), HttpApiSchema.status(status)).annotate({
+    description
+  })
+
+export const ConsentPage = htmlPage(200, "The consent screen (email resolution): approve or deny, choosing a profile")
+export const AuthorizeErrorPage = htmlPage(
+  400,
+  "Unknown client_id or unregistered redirect_uri (never redirected), or a consent ticket that is unknown, used or expired"
+)
+export const ConsentForbiddenPage = htmlPage(403, "The consent form was posted without the consent cookie set by its screen")
+export const AuthorizeUnavailablePage = htmlPage(500, "The service could not answer (database unreachable); try again")
+
+/** RFC 6749 section 4.1.2.1 error codes this endpoint redirects with. */
+export const AuthorizeErrorCode = Schema.Literals([
+  "invalid_request",
+  "unauthorized_client",
+  "access_denied",
+  "unsupported_response_type",
+  "invalid_scope",
+  "server_error"
+])
+export type AuthorizeErrorCode = typeof AuthorizeErrorCode.Type
+
+/** An authorization failure reported to the client by redirect (its redirect_uri is known good). */
+export class AuthorizeRedirectError extends Schema.TaggedError<AuthorizeRedirectError>()("AuthorizeRedirectError", {
+  error: AuthorizeErrorCode,
+  error_description: Schema.String
+}) {}
+
+/** An authorization failure answered to the browser as a page, never redirected (RFC 6749 section 4.1.2.1). */
+export class AuthorizePageError extends Schema.TaggedError<AuthorizePageError>()("AuthorizePageError", {
+  status: Schema.Literals([400, 403, 500]),
+  title: Schema.String,
+  message: Schema.String
+}) {}

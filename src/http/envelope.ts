@@ -77,6 +77,10 @@ const finalizeErrorResponse = (
     // A JSON error in another agreed format (the OAuth error format of /oauth/*) is final.
     return HttpServerResponse.setHeader(response, "x-request-id", context.requestId)
   }
+  // An HTML page is a browser's answer (the OAuth consent screens' error pages): final too.
+  if (body._tag === "Uint8Array" && body.contentType.startsWith("text/html")) {
+    return HttpServerResponse.setHeader(response, "x-request-id", context.requestId)
+  }
   if (response.status === 404) return envelopeResponse(notFoundEnvelope, context)
   return errorResponse(bareStatusError(response, context), context)
 }

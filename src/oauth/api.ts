@@ -1,6 +1,13 @@
 import { Context } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
+  AuthorizeErrorPage,
+  AuthorizeQuery,
+  AuthorizeRedirect,
+  AuthorizeUnavailablePage,
+  ConsentForbiddenPage,
+  ConsentForm,
+  ConsentPage,
   formOrJson,
   OAuthInvalidClientResponse,
   OAuthRequestErrorResponse,
@@ -9,7 +16,7 @@ import {
   TokenForm,
   TokenSuccess
 } from "../../schema/oauth.ts"
-import { type OperationPolicy, policy } from "../http/policy.ts"
+import { type OperationPolicy, policy, PUBLIC } from "../http/policy.ts"
 
 /**
  * Public to the Authentication middleware (the handlers authenticate the client themselves,
@@ -28,7 +35,11 @@ const appClient = () => {
 
 const errors = [OAuthRequestErrorResponse, OAuthInvalidClientResponse, OAuthServerErrorResponse]
 
-/** `/oauth/*`: outside `/api/v1`, answering OAuth errors (RFC 6749 section 5.2), never the envelope. */
+/**
+ * `/oauth/*`: outside `/api/v1`, answering OAuth errors (RFC 6749 section 5.2), never the
+ * envelope. The authorization endpoint and its consent form answer a browser: redirects and
+ * HTML pages (decision 0022).
+ */
 export const OAuthApi = HttpApiGroup.make("oauth")
   .add(
     HttpApiEndpoint.post("token", "/oauth/token", {
@@ -50,6 +61,34 @@ export const OAuthApi = HttpApiGroup.make("oauth")
       error: errors
     })
       .annotate(OpenApi.Summary, "Revoke an API key minted for this app (RFC 7009); any other token answers 200 too")
-      .annotateMerge(appClient())
+      .annotateMerge(appClient()),
+    HttpApiEndpoint.get("authorize", "/oauth/authorize", {
+      payload: AuthorizeQuery.fields,
+      success: [AuthorizeRedirect, ConsentPage],
+      error: [AuthorizeErrorPage, AuthorizeUnavailablePage]
+    })
+      .annotate(OpenApi.Summary, "Partner consent: redirects back with a code, or shows the consent screen (email resolution)")
+      .annotate(
+        OpenApi.Description,
+        "A browser request. An unknown client_id or a redirect_uri that is not exactly one of the app's registered " +
+          "redirect_uris answers a 400 page and never redirects; every other failure redirects to redirect_uri with " +
+          "`error`, `error_description` and `state`. `profile_resolution: external_ref` resolves the profile from the " +
+          "hint's `external_ref` claim and redirects with `code` and `state` at once (`external_ref_required`, " +
+          "`unknown_external_ref` otherwise); `email` shows a consent screen for the profiles whose owner email matches " +
+          "the hint's `email`, or offers to create one. Codes are single use, 10 minutes, exchanged at /oauth/token."
+      )
+      .annotateMerge(policy(PUBLIC)),
+    HttpApiEndpoint.post("consent", "/oauth/authorize/consent", {
+      payload: ConsentForm.pipe(HttpApiSchema.asFormUrlEncoded()),
+      success: AuthorizeRedirect,
+      error: [AuthorizeErrorPage, ConsentForbiddenPage, AuthorizeUnavailablePage]
+    })
+      .annotate(OpenApi.Summary, "The consent screen's answer: approve (redirect with a code) or deny (access_denied)")
+      .annotate(
+        OpenApi.Description,
+        "Posted by the consent screen with its single-use ticket; the consent cookie (HttpOnly, SameSite=Lax) set by the " +
+          "screen must come with it, so a cross-site post is refused (403 page)."
+      )
+      .annotateMerge(policy(PUBLIC))
   )
   .annotate(OpenApi.Description, "OAuth")

@@ -1,13 +1,16 @@
 /**
- * `/oauth/token` and `/oauth/revoke`. The bodies are read here rather than decoded by
- * HttpApi, so a malformed request answers `invalid_request` in the OAuth format instead of
- * the envelope's `validation_error`.
+ * `/oauth/token`, `/oauth/revoke`, `/oauth/authorize` and its consent form. The bodies are
+ * read here rather than decoded by HttpApi, so a malformed request answers `invalid_request`
+ * in the OAuth format (or, for the browser endpoints, a page) instead of the envelope's
+ * `validation_error`.
  */
 import { Effect } from "effect"
-import type { HttpServerRequest } from "effect/http"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
-import { noStore, OAuthInvalidClient, OAuthRequestError } from "../../schema/oauth.ts"
+import { AuthorizePageError, noStore, OAuthInvalidClient, OAuthRequestError } from "../../schema/oauth.ts"
 import { Api } from "../http/api.ts"
+import { consentPage, errorPage, pageHeaders } from "./authorize-pages.ts"
+import { type AuthorizeResult, OAuthAuthorize, type Redirect } from "./authorize-service.ts"
 import { type ClientCredentials, OAuthService } from "./service.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
 
@@ -93,9 +96,42 @@ const clientCredentialsOf = (
   return Effect.succeed({ clientId, clientSecret })
 }
 
+/** Where the consent cookie is sent: the consent form's path only. */
+const CONSENT_COOKIE_PATH = "/oauth/authorize"
+
+const redirectResponse = (redirect: Redirect) =>
+  HttpServerResponse.redirect(redirect.location, {
+    status: 302,
+    headers: { "cache-control": "no-store", pragma: "no-cache", "referrer-policy": "no-referrer" }
+  })
+
+const resultResponse = (result: AuthorizeResult) => {
+  if (result._tag === "Redirect") return redirectResponse(result)
+  return HttpServerResponse.html(consentPage(result.screen)).pipe(
+    HttpServerResponse.setHeaders(pageHeaders(result.screen.redirectOrigin)),
+    HttpServerResponse.setCookieUnsafe(result.cookie.name, result.cookie.value, {
+      httpOnly: true,
+      secure: true,
+      sameSite: "lax",
+      path: CONSENT_COOKIE_PATH,
+      maxAge: `${result.cookie.maxAgeSeconds} seconds`
+    })
+  )
+}
+
+/** A page answered with an error status (the envelope middleware leaves HTML answers as they are). */
+const pageResponse = (error: AuthorizePageError) =>
+  Effect.succeed(
+    HttpServerResponse.html(errorPage(error.title, error.message)).pipe(
+      HttpServerResponse.setStatus(error.status),
+      HttpServerResponse.setHeaders(pageHeaders())
+    )
+  )
+
 export const OAuthHandlers = HttpApiBuilder.group(Api, "oauth", (handlers) =>
   Effect.gen(function*() {
     const oauth = yield* OAuthService
+    const authorization = yield* OAuthAuthorize
 
     const authenticated = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.gen(function*() {
@@ -111,17 +147,15 @@ export const OAuthHandlers = HttpApiBuilder.group(Api, "oauth", (handlers) =>
           const { params, app } = yield* authenticated(request)
           const grantType = params.get("grant_type")
           if (grantType === undefined) return yield* invalidRequest("grant_type is required.")
-          // authorization_code is a later slice (decision 0016).
-          if (grantType !== "client_credentials") {
+          if (grantType !== "client_credentials" && grantType !== "authorization_code") {
             return yield* new OAuthRequestError({
               error: "unsupported_grant_type",
-              error_description: "This endpoint serves grant_type=client_credentials."
+              error_description: "This endpoint serves grant_type=client_credentials and grant_type=authorization_code."
             })
           }
-          const issued = yield* oauth.clientCredentials(app, {
-            profileId: params.get("profile_id"),
-            scope: params.get("scope")
-          })
+          const issued = grantType === "client_credentials"
+            ? yield* oauth.clientCredentials(app, { profileId: params.get("profile_id"), scope: params.get("scope") })
+            : yield* oauth.authorizationCode(app, { code: params.get("code"), redirectUri: params.get("redirect_uri") })
           return HttpApiSchema.withHeaders({
             body: {
               access_token: issued.accessToken,
@@ -139,4 +173,23 @@ export const OAuthHandlers = HttpApiBuilder.group(Api, "oauth", (handlers) =>
           if (token === undefined) return yield* invalidRequest("token is required.")
           yield* oauth.revoke(app, token)
         }))
+      .handleRaw("authorize", ({ request }) =>
+        authorization.authorize(new URL(request.url, "http://svc.invalid").search).pipe(
+          Effect.map(resultResponse),
+          Effect.catchTag("AuthorizePageError", pageResponse)
+        ))
+      .handleRaw("consent", ({ request }) =>
+        Effect.gen(function*() {
+          if (mediaType(request) !== "application/x-www-form-urlencoded") {
+            return yield* new AuthorizePageError({
+              status: 400,
+              title: "Unreadable answer",
+              message: "The consent form must be posted as application/x-www-form-urlencoded."
+            })
+          }
+          const form = yield* readParams(request).pipe(
+            Effect.mapError((error) => new AuthorizePageError({ status: 400, title: "Unreadable answer", message: error.error_description }))
+          )
+          return redirectResponse(yield* authorization.consent(form, request.cookies))
+        }).pipe(Effect.catchTag("AuthorizePageError", pageResponse)))
   }))

@@ -1,9 +1,10 @@
 /**
  * The OAuth token endpoint's domain: authenticates an app's client credentials, mints an API
- * key under the app's grant on a profile (`client_credentials`), and revokes the app's keys
- * (RFC 7009). Every failure is an OAuth error; nothing here answers the error envelope.
+ * key under the app's grant on a profile (`client_credentials`, or `authorization_code` with a
+ * code from `/oauth/authorize`), and revokes the app's keys (RFC 7009). Every failure is an
+ * OAuth error; nothing here answers the error envelope.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { isUuid } from "../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { OAuthInvalidClient, OAuthRequestError, OAuthServerError } from "../../schema/oauth.ts"
@@ -11,6 +12,7 @@ import {
   type ConnectScope,
   ConnectScopes,
   isHealthcareFamily,
+  PERSON_SCOPES,
   type Scope,
   Scopes,
   scopesOfConnectScopes,
@@ -21,6 +23,7 @@ import { APP_TIER_LIMITS } from "../auth/credential-store.ts"
 import { ApiKeys } from "../auth/keys.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "../auth/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
+import { AuthorizeRepo, isSecretShaped } from "./authorize-repo.ts"
 import { OAuthRepo } from "./repo.ts"
 import { digestsEqual } from "../platform/secrets.ts"
 
@@ -37,6 +40,11 @@ export interface ClientCredentialsGrant {
   readonly scope: string | undefined
 }
 
+export interface AuthorizationCodeGrant {
+  readonly code: string | undefined
+  readonly redirectUri: string | undefined
+}
+
 export interface IssuedKey {
   readonly accessToken: string
   readonly scopes: ReadonlyArray<Scope>
@@ -45,6 +53,23 @@ export interface IssuedKey {
 
 export const OAUTH_KEY_RATE_LIMIT_PER_MINUTE = 60
 export const OAUTH_KEY_NAME = "oauth:client_credentials"
+export const OAUTH_CODE_KEY_NAME = "oauth:authorization_code"
+
+/** How one grant type picks a key's scopes and meets the re-check after the key is written (S5.4). */
+interface MintPlan {
+  readonly grantType: "client_credentials" | "authorization_code"
+  readonly keyName: string
+  /** The key's scopes, from what the grant mints and whether the profile is healthcare-family now. */
+  readonly select: (
+    granted: ReadonlyArray<Scope>,
+    healthcare: boolean
+  ) => Effect.Effect<ReadonlyArray<Scope>, OAuthRequestError | OAuthServerError>
+  /** The re-check found person scopes to withhold: narrow the key, or refuse (the transaction rolls back). */
+  readonly onNarrowed: "narrow" | "refuse"
+  /** Runs after the key row is written, in the same transaction. */
+  readonly afterMint: (keyId: string) => Effect.Effect<void, OAuthRequestError | DatabaseUnavailable>
+  readonly details: Record<string, unknown>
+}
 
 const isConnectScope = (value: string): value is ConnectScope => (ConnectScopes as ReadonlyArray<string>).includes(value)
 const isScope = (value: string): value is Scope => (Scopes as ReadonlyArray<string>).includes(value)
@@ -67,6 +92,16 @@ const mintFailed = () =>
 
 const serverBusy = () => new OAuthServerError({ error_description: "The request could not be completed. Retry it." })
 
+/** S5.4 for codes: the consented scopes can no longer all be held; nothing is minted and the code stays spent. */
+const consentOutdated = () =>
+  new OAuthServerError({
+    error_description: "The profile became healthcare-family after consent; no key was minted. Run consent again."
+  })
+
+// One answer for an unknown, foreign, used or expired code (RFC 6749 section 5.2).
+const badCode = () =>
+  new OAuthRequestError({ error: "invalid_grant", error_description: "The authorization code is invalid, expired or already used." })
+
 /** RFC 6749 scope: space-separated tokens; order and repeats do not matter. */
 const parseScope = (scope: string): Effect.Effect<ReadonlyArray<string>, OAuthRequestError> => {
   const tokens = [...new Set(scope.split(" ").filter((token) => token !== ""))]
@@ -83,12 +118,18 @@ export class OAuthService extends Context.Service<OAuthService, {
     app: AppClient,
     grant: ClientCredentialsGrant
   ) => Effect.Effect<IssuedKey, OAuthRequestError | OAuthServerError>
+  /** Exchanges a code from `/oauth/authorize` (decision 0022): spent first, whatever happens next. */
+  readonly authorizationCode: (
+    app: AppClient,
+    grant: AuthorizationCodeGrant
+  ) => Effect.Effect<IssuedKey, OAuthRequestError | OAuthServerError>
   /** RFC 7009: revokes the app's own key; any other token is left alone and the answer is the same. */
   readonly revoke: (app: AppClient, token: string) => Effect.Effect<void, OAuthServerError>
 }>()("svc/OAuthService") {
   static readonly layer = Layer.effect(OAuthService)(
     Effect.gen(function*() {
       const repo = yield* OAuthRepo
+      const codes = yield* AuthorizeRepo
       const keys = yield* ApiKeys
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
@@ -107,29 +148,11 @@ export class OAuthService extends Context.Service<OAuthService, {
       })
 
       /** Everything of one mint in one transaction: a failure anywhere leaves no key behind. */
-      const mint = Effect.fn("OAuthService.mint")(function*(
-        app: AppClient,
-        profileId: string,
-        requested: ReadonlyArray<string> | undefined
-      ) {
+      const mint = Effect.fn("OAuthService.mint")(function*(app: AppClient, profileId: string, plan: MintPlan) {
         const grant = yield* repo.findLiveGrant(app.appId, profileId)
         if (Option.isNone(grant)) return yield* noLiveGrant()
         const granted = scopesOfConnectScopes(grant.value.connect_scopes.filter(isConnectScope))
-        if (requested !== undefined) {
-          // Only catalogued scopes are echoed: error_description is restricted ASCII (RFC 6749 section 5.2).
-          if (!requested.every(isScope)) return yield* invalidScope("The scope names an unknown API scope.")
-          const outside = requested.filter((scope) => !granted.includes(scope))
-          if (outside.length > 0) return yield* invalidScope(`Not in this client's grant on the profile: ${outside.join(" ")}.`)
-        }
-        const asked = requested === undefined ? granted : granted.filter((scope) => requested.includes(scope))
-        const scopes = withholdPersonScopes(asked, isHealthcareFamily(grant.value))
-        if (scopes.length === 0) {
-          return yield* invalidScope(
-            granted.length === 0
-              ? "This client's grant on the profile carries no API scopes."
-              : "customers:read and visitors:read are withheld on healthcare-family profiles."
-          )
-        }
+        const scopes = yield* plan.select(granted, isHealthcareFamily(grant.value))
         const key = yield* keys.mint({
           profileId: grant.value.profile_id,
           workspaceId: grant.value.workspace_id,
@@ -137,14 +160,18 @@ export class OAuthService extends Context.Service<OAuthService, {
           oauthAppId: app.appId,
           grantId: grant.value.grant_id,
           rateLimitPerMinute: OAUTH_KEY_RATE_LIMIT_PER_MINUTE,
-          name: OAUTH_KEY_NAME
+          name: plan.keyName
         })
         // S5.4: the profile may have become healthcare-family while the key was being created.
         const settings = yield* repo.lockHealthcareSettings(grant.value.profile_id)
         if (Option.isNone(settings)) return yield* mintFailed()
         const held = withholdPersonScopes(scopes, isHealthcareFamily(settings.value))
-        if (held.length === 0) return yield* invalidScope("customers:read and visitors:read are withheld on healthcare-family profiles.")
-        if (held.length < scopes.length) yield* repo.setKeyScopes(key.id, held)
+        if (held.length < scopes.length) {
+          if (plan.onNarrowed === "refuse") return yield* consentOutdated()
+          if (held.length === 0) return yield* invalidScope("customers:read and visitors:read are withheld on healthcare-family profiles.")
+          yield* repo.setKeyScopes(key.id, held)
+        }
+        yield* plan.afterMint(key.id)
         yield* audit.record({
           actor: app,
           action: "api_key.issued",
@@ -153,9 +180,10 @@ export class OAuthService extends Context.Service<OAuthService, {
           profileId: grant.value.profile_id,
           workspaceId: grant.value.workspace_id,
           details: {
-            grant_type: "client_credentials",
+            grant_type: plan.grantType,
             grant_id: grant.value.grant_id,
             scopes: held,
+            ...plan.details,
             ...(held.length < scopes.length ? { narrowed_after_mint: true } : {})
           }
         })
@@ -168,9 +196,96 @@ export class OAuthService extends Context.Service<OAuthService, {
         }
         const requested = input.scope === undefined ? undefined : yield* parseScope(input.scope)
         if (!isUuid(input.profileId)) return yield* noLiveGrant()
-        return yield* repo.transaction(mint(app, input.profileId, requested)).pipe(
-          Effect.catchTag("DatabaseUnavailable", orServerError(mintFailed))
+        const select = (granted: ReadonlyArray<Scope>, healthcare: boolean) => {
+          if (requested !== undefined) {
+            // Only catalogued scopes are echoed: error_description is restricted ASCII (RFC 6749 section 5.2).
+            if (!requested.every(isScope)) return Effect.fail(invalidScope("The scope names an unknown API scope."))
+            const outside = requested.filter((scope) => !granted.includes(scope))
+            if (outside.length > 0) return Effect.fail(invalidScope(`Not in this client's grant on the profile: ${outside.join(" ")}.`))
+          }
+          const asked = requested === undefined ? granted : granted.filter((scope) => requested.includes(scope))
+          const scopes = withholdPersonScopes(asked, healthcare)
+          if (scopes.length > 0) return Effect.succeed(scopes)
+          return Effect.fail(invalidScope(
+            granted.length === 0
+              ? "This client's grant on the profile carries no API scopes."
+              : "customers:read and visitors:read are withheld on healthcare-family profiles."
+          ))
+        }
+        return yield* repo.transaction(mint(app, input.profileId, {
+          grantType: "client_credentials",
+          keyName: OAUTH_KEY_NAME,
+          select,
+          onNarrowed: "narrow",
+          afterMint: () => Effect.void,
+          details: {}
+        })).pipe(Effect.catchTag("DatabaseUnavailable", orServerError(mintFailed)))
+      })
+
+      /** RFC 6749 section 10.5: a second use of a code revokes the key minted from it. */
+      const replayed = Effect.fn("OAuthService.replayed")(function*(app: AppClient, codeHash: string, now: Date) {
+        const spent = yield* codes.markReplay(app.appId, codeHash, now)
+        if (Option.isNone(spent) || spent.value.api_key_id === null) return
+        const revoked = yield* codes.revokeKey(spent.value.api_key_id)
+        if (Option.isNone(revoked)) return
+        yield* credentials.forget
+        yield* audit.record({
+          actor: app,
+          action: "api_key.revoked",
+          targetKind: "api_key",
+          targetId: revoked.value.id,
+          profileId: revoked.value.profile_id,
+          workspaceId: revoked.value.workspace_id,
+          details: { via: "authorization_code_replay" }
+        }).pipe(Effect.catchTag("DatabaseUnavailable", (error) => Effect.logWarning("replay revocation not audited", error)))
+      })
+
+      const authorizationCode = Effect.fn("OAuthService.authorizationCode")(function*(app: AppClient, input: AuthorizationCodeGrant) {
+        if (input.code === undefined) {
+          return yield* new OAuthRequestError({ error: "invalid_request", error_description: "code is required." })
+        }
+        if (input.redirectUri === undefined) {
+          return yield* new OAuthRequestError({ error: "invalid_request", error_description: "redirect_uri is required." })
+        }
+        if (!isSecretShaped(input.code)) return yield* badCode()
+        const codeHash = secretDigest(input.code)
+        const now = new Date(yield* Clock.currentTimeMillis)
+        // Its own committed statement: the code is spent whatever happens next.
+        const spent = yield* codes.spendCode(app.appId, codeHash, now).pipe(
+          Effect.catchTag("DatabaseUnavailable", orServerError(serverBusy))
         )
+        if (Option.isNone(spent)) {
+          yield* replayed(app, codeHash, now).pipe(Effect.catchTag("DatabaseUnavailable", orServerError(serverBusy)))
+          return yield* badCode()
+        }
+        const code = spent.value
+        if (code.expired) return yield* badCode()
+        if (code.redirect_uri !== input.redirectUri) {
+          return yield* new OAuthRequestError({
+            error: "invalid_grant",
+            error_description: "redirect_uri differs from the one the code was issued for."
+          })
+        }
+        const consented = code.scopes.filter(isScope)
+        const select = (granted: ReadonlyArray<Scope>, healthcare: boolean) => {
+          const scopes = consented.filter((scope) => granted.includes(scope))
+          if (scopes.length === 0) {
+            return Effect.fail(
+              new OAuthRequestError({ error: "invalid_grant", error_description: "The grant no longer covers what was consented." })
+            )
+          }
+          // The consent promised these scopes; a key without some of them is refused, not narrowed (S5.4).
+          return healthcare && scopes.some((scope) => PERSON_SCOPES.includes(scope)) ? Effect.fail(consentOutdated()) : Effect.succeed(scopes)
+        }
+        return yield* repo.transaction(mint(app, code.profile_id, {
+          grantType: "authorization_code",
+          keyName: OAUTH_CODE_KEY_NAME,
+          select,
+          onNarrowed: "refuse",
+          // A replay noted while this key was minted: the key must not survive.
+          afterMint: (keyId) => Effect.flatMap(codes.attachKey(code.id, keyId), (attached) => attached ? Effect.void : Effect.fail(badCode())),
+          details: { authorization_code_id: code.id }
+        })).pipe(Effect.catchTag("DatabaseUnavailable", orServerError(mintFailed)))
       })
 
       const revoke = Effect.fn("OAuthService.revoke")(function*(app: AppClient, token: string) {
@@ -192,7 +307,7 @@ export class OAuthService extends Context.Service<OAuthService, {
         }).pipe(Effect.catchTag("DatabaseUnavailable", (error) => Effect.logWarning("revocation not audited", error)))
       })
 
-      return { authenticate, clientCredentials, revoke }
+      return { authenticate, clientCredentials, authorizationCode, revoke }
     })
-  ).pipe(Layer.provide([OAuthRepo.layer, ApiKeys.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([OAuthRepo.layer, AuthorizeRepo.layer, ApiKeys.layer, AuditLog.layer]))
 }

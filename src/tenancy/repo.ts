@@ -38,7 +38,8 @@ export type OwnedRow = typeof OwnedRow.Type
 
 export interface NewProvisionedProfile {
   readonly appId: string
-  readonly externalRef: string
+  /** Null for a profile created at OAuth consent in email mode (it carries no external ref). */
+  readonly externalRef: string | null
   readonly name: string
   readonly email: string | null
   readonly currency: string | null
@@ -70,8 +71,11 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 export class TenancyRepo extends Context.Service<TenancyRepo, {
   /** The live profile `appId` provisioned under `externalRef`, locked for the rest of the transaction. */
   readonly findProvisionedForUpdate: (appId: string, externalRef: string) => Repo<Option.Option<ProvisionedRow>>
-  /** Creates workspace, profile, grant, entitlement row and (with an email) the owner; false when the ref was taken concurrently. */
-  readonly insertProvisioned: (profile: NewProvisionedProfile) => Repo<boolean>
+  /**
+   * Creates workspace, profile, grant, entitlement row and (with an email) the owner; answers the
+   * new profile's id, or None when the ref was taken concurrently.
+   */
+  readonly insertProvisioned: (profile: NewProvisionedProfile) => Repo<Option.Option<string>>
   readonly setPrivacyMode: (profileId: string, mode: "platform_safe" | "hipaa") => Repo<void>
   /** Upserts the app's grant on the profile with these connect scopes (clearing a revocation). */
   readonly upsertGrant: (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) => Repo<string>
@@ -132,7 +136,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
             RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
           if (!claimed) {
             yield* sql`DELETE FROM workspaces WHERE id = ${workspaceId}`
-            return false
+            return Option.none<string>()
           }
           yield* sql`INSERT INTO grants (id, app_id, profile_id, connect_scopes)
                      VALUES (${crypto.randomUUID()}, ${input.appId}, ${profileId}, ${input.connectScopes})`
@@ -147,7 +151,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
                          VALUES (${workspaceId}, ${user.id}, 'owner')`
             }
           }
-          return true
+          return Option.some(profileId)
         })
 
       const upsertGrant = (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) =>

@@ -143,7 +143,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           privacyMode,
           connectScopes: requested
         })
-        if (!claimed) return Option.none<ProvisionedProfile>()
+        if (Option.isNone(claimed)) return Option.none<ProvisionedProfile>()
         const row = yield* reread(app, input.external_ref)
         const trackingKey = yield* repo.ensureTrackingKey(row.profile_id)
         yield* audit.record({

@@ -233,7 +233,9 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         const seeded = yield* seedGrant(app, ["connections"])
         assertOAuthError(yield* tokenBasic(app, { profile_id: seeded.profileId }), 400, "invalid_request")
         assertOAuthError(yield* tokenBasic(app, { grant_type: "client_credentials" }), 400, "invalid_request")
-        for (const grantType of ["authorization_code", "password", "refresh_token"]) {
+        // authorization_code is served (decision 0022): without a code it is invalid_request.
+        assertOAuthError(yield* tokenBasic(app, { grant_type: "authorization_code", redirect_uri: "https://partner.example/callback" }), 400, "invalid_request")
+        for (const grantType of ["password", "refresh_token", "implicit"]) {
           assertOAuthError(
             yield* tokenBasic(app, { grant_type: grantType, profile_id: seeded.profileId }),
             400,
