@@ -2,6 +2,9 @@ import m0001 from "./0001_platform.ts"
 import m0002 from "./0002_tenancy.ts"
 import m0003 from "./0003_connections.ts"
 import m0004 from "./0004_sync_jobs.ts"
+import m0005 from "./0005_oauth_authorization.ts"
+import m0006 from "./0006_mcp_oauth.ts"
+import m0007 from "./0007_dpa.ts"
 import m0008 from "./0008_profile_creation.ts"
 
 /**
@@ -13,6 +16,9 @@ export const migrations = {
   "0002_tenancy": m0002,
   "0003_connections": m0003,
   "0004_sync_jobs": m0004,
+  "0005_oauth_authorization": m0005,
+  "0006_mcp_oauth": m0006,
+  "0007_dpa": m0007,
   "0008_profile_creation": m0008
 }
 

@@ -9,6 +9,8 @@ import { ApiKeysApi } from "../auth/api-keys-api.ts"
 import { MeApi } from "../auth/me-api.ts"
 import { Csrf, SessionsApi } from "../auth/sessions-api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
+import { DpaApi } from "../dpa/api.ts"
+import { McpOAuthApi } from "../mcp-oauth/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
@@ -32,6 +34,7 @@ export const Api = HttpApi.make("svc")
   .add(WorkspacesApi)
   .add(MeApi)
   .add(SessionsApi)
+  .add(DpaApi)
   .add(RetiredApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
@@ -43,6 +46,8 @@ export const Api = HttpApi.make("svc")
   .middleware(Deprecation)
   // Added after the middleware: /oauth/* answers only the OAuth error format (decision 0016).
   .add(OAuthApi)
+  // The agent OAuth surface answers the OAuth error format or HTML too (decision 0023).
+  .add(McpOAuthApi)
   .annotate(OpenApi.Title, "Attribution Service API")
   .annotate(OpenApi.Version, VERSION)
   .annotate(

@@ -14,6 +14,11 @@ import { CsrfLayer, SessionsHandlers } from "../auth/sessions-handlers.ts"
 import { Sessions } from "../auth/sessions-service.ts"
 import { ConnectionsHandlers } from "../connections/handlers.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
+import { DpaHandlers } from "../dpa/handlers.ts"
+import { DpaService } from "../dpa/service.ts"
+import { OAuthAuthorize } from "../oauth/authorize-service.ts"
+import { McpOAuthHandlers } from "../mcp-oauth/handlers.ts"
+import { McpOAuthService } from "../mcp-oauth/service.ts"
 import { OAuthHandlers } from "../oauth/handlers.ts"
 import { OAuthService } from "../oauth/service.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
@@ -36,9 +41,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, RetiredHandlers, OAuthHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, OAuthService.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
