@@ -6,6 +6,7 @@ import m0005 from "./0005_oauth_authorization.ts"
 import m0006 from "./0006_mcp_oauth.ts"
 import m0007 from "./0007_dpa.ts"
 import m0008 from "./0008_profile_creation.ts"
+import m0009 from "./0009_outcomes.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -19,7 +20,8 @@ export const migrations = {
   "0005_oauth_authorization": m0005,
   "0006_mcp_oauth": m0006,
   "0007_dpa": m0007,
-  "0008_profile_creation": m0008
+  "0008_profile_creation": m0008,
+  "0009_outcomes": m0009
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))
