@@ -91,10 +91,13 @@ export default Effect.gen(function*() {
       counts_as_cash boolean NOT NULL,
       attribution_eligible boolean NOT NULL,
       is_first_payment boolean,
-      created_at timestamptz NOT NULL DEFAULT now()
+      created_at timestamptz NOT NULL DEFAULT now(),
+      -- Set by the attribution worker once credit rows exist for every model; null = waiting.
+      credited_at timestamptz
     )`
   yield* sql`CREATE INDEX conversions_profile_time ON conversions (profile_id, occurred_at DESC, id DESC)`
   yield* sql`CREATE INDEX conversions_customer ON conversions (customer_id, occurred_at) WHERE customer_id IS NOT NULL`
+  yield* sql`CREATE INDEX conversions_uncredited ON conversions (created_at) WHERE credited_at IS NULL`
   yield* sql`
     CREATE TABLE touches (
       id uuid PRIMARY KEY,
