@@ -1,0 +1,175 @@
+/**
+ * Server-side events, retractions and the conversions list (`/api/v1/events`,
+ * `/api/v1/events/retractions`, `/api/v1/conversions`). Decision 0029.
+ *
+ * Money is never a binary float: `properties.value` is a JSON number or a decimal string on
+ * the way in, kept as its literal text (the handler re-reads a number's source text from the
+ * raw body), stored as `numeric(20,6)` and answered as a decimal string.
+ */
+import { Schema } from "effect"
+import { CurrencyCode, Page } from "./common.ts"
+
+/** `action_source`: the nine values of the specification. */
+export const ActionSources = [
+  "website",
+  "business_messaging",
+  "physical_store",
+  "system_generated",
+  "app",
+  "phone_call",
+  "chat",
+  "email",
+  "other"
+] as const
+export const ActionSource = Schema.Literals(ActionSources)
+
+/** The six credit models (`?model=` of the conversions list). */
+export const CreditModels = ["last_touch", "first_touch", "last_non_direct", "linear", "time_decay", "svc_model"] as const
+export const CreditModel = Schema.Literals(CreditModels)
+export type CreditModel = typeof CreditModel.Type
+
+const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
+const daysIn = (year: number, month: number) =>
+  [31, isLeapYear(year) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0
+
+const CALENDAR_DATE = /^(\d{4})-(\d{2})-(\d{2})$/
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.(\d{1,6}))?)?(Z|[+-](?:0\d|1[0-4]):[0-5]\d)$/
+
+const validDay = (year: string, month: string, day: string) => {
+  const y = Number(year)
+  const m = Number(month)
+  const d = Number(day)
+  return y >= 1 && m >= 1 && m <= 12 && d >= 1 && d <= daysIn(y, m)
+}
+
+/** `YYYY-MM-DD`, a real calendar day. */
+export const isCalendarDate = (value: string): boolean => {
+  const match = CALENDAR_DATE.exec(value)
+  return match !== null && validDay(match[1] ?? "", match[2] ?? "", match[3] ?? "")
+}
+
+/** An ISO 8601 date-time with an offset (`Z` or `±hh:mm`), a real calendar day, at most microseconds. */
+export const isIsoDateTime = (value: string): boolean => {
+  const match = DATE_TIME.exec(value)
+  return match !== null && validDay(match[1] ?? "", match[2] ?? "", match[3] ?? "")
+}
+
+const IsoDateTime = Schema.String.check(
+  Schema.makeFilter((value: string) =>
+    isIsoDateTime(value) ? undefined : "Expected an ISO 8601 date-time with an offset, such as 2026-11-21T14:20:00Z"
+  )
+)
+
+const Text = (max: number) => Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(max))
+
+/**
+ * `properties.value`: a JSON number or a decimal string. Either way the service reads the
+ * literal text, never the float: at most 14 integer digits and 6 decimals.
+ */
+export const MoneyValue = Schema.Union([Schema.Finite, Schema.String]).annotate({
+  description: "An amount: a JSON number (its literal text is kept exactly) or a decimal string such as \"19.99\""
+})
+
+export const EventProperties = Schema.Struct({
+  value: Schema.optionalKey(MoneyValue),
+  /** ISO-4217; defaults to the profile's currency when a value is sent without one. */
+  currency: Schema.optionalKey(CurrencyCode),
+  /**
+   * Opaque id of who a payment is for: a canonical UUID or a token of at most 32 letters,
+   * digits, `_` and `-`. Checked by the service (personal data answers 400 `invalid_parameter`).
+   * Never returned by any API.
+   */
+  subject_ref: Schema.optionalKey(Schema.String),
+  /**
+   * Designed (decision 0029): the sender's id for one purchase split into several orders or
+   * charges; a payment sharing the first payment's `order_group` belongs to the first purchase.
+   */
+  order_group: Schema.optionalKey(Text(64))
+})
+
+export const UserTraits = Schema.Struct({
+  /** The sender's own customer id, later the `customer_key`. */
+  external_id: Schema.optionalKey(Text(255)),
+  /** Stored lower-cased and trimmed; never returned by these routes. */
+  email: Schema.optionalKey(
+    Text(320).check(Schema.isPattern(/^\s*[^\s@]+@[^\s@]+\s*$/, { message: "Expected an email address" }))
+  ),
+  /** Stored trimmed, as given; never returned by these routes. */
+  phone: Schema.optionalKey(
+    Text(40).check(Schema.isPattern(/^\s*\+?[0-9][0-9 ().-]*\s*$/, { message: "Expected a phone number" }))
+  )
+})
+
+export const IngestEvent = Schema.Struct({
+  event_name: Text(200),
+  /** Default: a fresh UUID (a retry without it is a second event). At most 255 characters. */
+  idempotency_key: Schema.optionalKey(Text(255)),
+  /** Default: now. */
+  occurred_at: Schema.optionalKey(IsoDateTime),
+  properties: Schema.optionalKey(EventProperties),
+  user_traits: Schema.optionalKey(UserTraits),
+  action_source: Schema.optionalKey(ActionSource),
+  click_ids: Schema.optionalKey(Schema.Record(Schema.String, Schema.String.check(Schema.isMaxLength(2048))))
+}).annotate({ identifier: "IngestEvent" })
+export type IngestEvent = typeof IngestEvent.Type
+
+export const IngestedEvent = Schema.Struct({
+  data: Schema.Struct({
+    outcome_event_id: Schema.String,
+    /** Null when no conversion definition of the profile lists the event's name. */
+    conversion_id: Schema.NullOr(Schema.String)
+  })
+}).annotate({ identifier: "IngestedEvent" })
+export type IngestedEvent = typeof IngestedEvent.Type
+
+export const RetractEvent = Schema.Struct({
+  idempotency_key: Text(255),
+  reason: Text(500)
+}).annotate({ identifier: "RetractEvent" })
+export type RetractEvent = typeof RetractEvent.Type
+
+export const RetractionCounts = Schema.Struct({
+  /** Outcome events retracted (1, or 0 when already retracted). */
+  events: Schema.Int,
+  conversions: Schema.Int,
+  /** Attribution credit rows deleted with the conversions. */
+  credits: Schema.Int,
+  /** The customer's other payments whose `is_first_payment` changed. */
+  first_payment_flags: Schema.Int
+})
+
+export const Retraction = Schema.Struct({
+  data: Schema.Struct({
+    status: Schema.Literals(["retracted", "already_retracted"]),
+    counts: RetractionCounts
+  })
+}).annotate({ identifier: "Retraction" })
+export type Retraction = typeof Retraction.Type
+
+/** Every query parameter is read as text and checked by the service (400 `invalid_parameter` naming it). */
+export const ConversionsQuery = {
+  limit: Schema.optionalKey(Schema.String.annotate({ description: "1 to 200, default 50" })),
+  cursor: Schema.optionalKey(Schema.String.annotate({ description: "pagination.cursor of the previous page" })),
+  customer_key: Schema.optionalKey(Schema.String.annotate({ description: "Only this customer's conversions (the external_id sent at ingest)" })),
+  conversion_key: Schema.optionalKey(Schema.String.annotate({ description: "Only this definition's conversions" })),
+  start: Schema.optionalKey(Schema.String.annotate({ description: "ISO date (from its UTC midnight) or date-time with an offset (inclusive)" })),
+  end: Schema.optionalKey(Schema.String.annotate({ description: "ISO date (through that UTC day) or date-time with an offset (inclusive)" })),
+  model: Schema.optionalKey(Schema.String.annotate({ description: `Credit model shown as credit_model: ${CreditModels.join(", ")} (default last_touch)` }))
+}
+
+export const Conversion = Schema.Struct({
+  outcome_event_id: Schema.String,
+  conversion_id: Schema.String,
+  conversion_key: Schema.String,
+  occurred_at: Schema.String,
+  /** Exact decimal string, or null when the event carried no value. */
+  value_amount: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  credit_model: CreditModel,
+  customer_key: Schema.NullOr(Schema.String),
+  /** Null when the conversion is not a payment (its definition does not count as cash). */
+  is_first_payment: Schema.NullOr(Schema.Boolean)
+}).annotate({ identifier: "Conversion" })
+export type Conversion = typeof Conversion.Type
+
+export const ConversionPage = Page(Conversion).annotate({ identifier: "ConversionPage" })

@@ -1,0 +1,66 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import {
+  DatabaseUnavailable,
+  EntitlementRequired,
+  EventAlreadyExported,
+  EventLinkedToConversation,
+  EventNotFound,
+  IdempotencyKeyConflict,
+  InsufficientScope,
+  InvalidDateRange,
+  InvalidParameter,
+  InvalidRequest,
+  InvalidState,
+  NotFound,
+  ValidationError,
+  wire
+} from "../../schema/errors.ts"
+import { ConversionPage, ConversionsQuery, IngestedEvent, IngestEvent, Retraction, RetractEvent } from "../../schema/events.ts"
+import { policy } from "../http/policy.ts"
+
+const principals = ["api_key", "user_token", "session"] as const
+const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
+
+/** Server-side events, retractions and the conversions list. Decision 0029. */
+export const EventsApi = HttpApiGroup.make("events")
+  .add(
+    HttpApiEndpoint.post("ingestEvent", "/events", {
+      payload: IngestEvent,
+      success: IngestedEvent,
+      error: [
+        ...common,
+        wire(ValidationError),
+        wire(InvalidParameter),
+        wire(IdempotencyKeyConflict),
+        wire(InvalidState),
+        wire(EntitlementRequired)
+      ]
+    })
+      .annotate(
+        OpenApi.Summary,
+        "Record a server-side outcome event; idempotent on the body's idempotency_key (the same key answers the same outcome)"
+      )
+      .annotateMerge(policy({
+        scopes: ["events:write"],
+        auth: [...principals],
+        grain: "profile",
+        idempotency: "none",
+        entitlement: "svc_attribution"
+      })),
+    HttpApiEndpoint.post("retractEvent", "/events/retractions", {
+      payload: RetractEvent,
+      success: Retraction,
+      error: [...common, wire(ValidationError), wire(EventNotFound), wire(EventAlreadyExported), wire(EventLinkedToConversation)]
+    })
+      .annotate(OpenApi.Summary, "Retract an event by its idempotency_key: its conversions and credit go; answers counts only")
+      .annotateMerge(policy({ scopes: ["events:write"], auth: [...principals], grain: "profile", idempotency: "none" })),
+    HttpApiEndpoint.get("listConversions", "/conversions", {
+      query: ConversionsQuery,
+      success: ConversionPage,
+      error: [...common, wire(InvalidParameter), wire(InvalidDateRange)]
+    })
+      .annotate(OpenApi.Summary, "The profile's conversions, newest first (keyset cursor; limit 1 to 200, default 50)")
+      .annotateMerge(policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" }))
+  )
+  .prefix("/api/v1")
+  .annotate(OpenApi.Description, "Server-side events and conversions")

@@ -1,0 +1,420 @@
+/**
+ * Server-side events: ingest (idempotent on the body's `idempotency_key`, under concurrency),
+ * retraction by key (the five rows of the state table), and the profile's conversions list.
+ * Every recorded outcome writes its `outcome.recorded` outbox row in the same transaction.
+ * Decision 0029.
+ */
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { createHash } from "node:crypto"
+import { isUuid } from "../../schema/common.ts"
+import {
+  type DatabaseUnavailable,
+  EventAlreadyExported,
+  EventLinkedToConversation,
+  EventNotFound,
+  IdempotencyKeyConflict,
+  InvalidDateRange,
+  InvalidParameter,
+  InvalidState,
+  ValidationError
+} from "../../schema/errors.ts"
+import {
+  type Conversion,
+  type CreditModel,
+  CreditModels,
+  type IngestEvent,
+  isCalendarDate,
+  isIsoDateTime,
+  type Retraction
+} from "../../schema/events.ts"
+import { isHealthcareFamily } from "../../schema/scopes.ts"
+import { AuditLog } from "../audit/repo.ts"
+import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
+import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor } from "../http/pagination.ts"
+import { normaliseAmount } from "./money.ts"
+import { type ConversionFilters, EventsRepo, type NewEvent } from "./repo.ts"
+import { checkSubjectRef } from "./subject-ref.ts"
+
+export const OUTCOME_RECORDED = "outcome.recorded"
+/** `data.provider` of outcomes ingested through this API. */
+export const API_PROVIDER = "svc"
+export const MAX_CONVERSIONS_PAGE = 200
+
+export interface Ingested {
+  readonly outcome_event_id: string
+  readonly conversion_id: string | null
+}
+
+export interface ConversionsQueryInput {
+  readonly limit?: string
+  readonly cursor?: string
+  readonly customer_key?: string
+  readonly conversion_key?: string
+  readonly start?: string
+  readonly end?: string
+  readonly model?: string
+}
+
+export interface ConversionsPage {
+  readonly data: ReadonlyArray<Conversion>
+  readonly pagination: { readonly has_next: boolean; readonly cursor: string | null }
+}
+
+/** JSON with object keys sorted, so two equal requests hash equal whatever their key order. */
+const canonicalJson = (value: unknown): string => {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
+  if (typeof value === "object" && value !== null) {
+    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
+  }
+  return JSON.stringify(value) ?? "null"
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
+
+const invalidQuery = (name: string, message: string) =>
+  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
+
+const blank = (value: string | undefined) => value !== undefined && value.trim() === ""
+
+/** The checked, normalised fields of an ingest body. */
+interface CheckedEvent {
+  readonly eventName: string
+  readonly idempotencyKey: string | undefined
+  readonly occurredAt: string | undefined
+  readonly valueAmount: string | null
+  readonly currency: string | null
+  readonly subjectRef: string | null
+  readonly orderGroup: string | null
+  readonly externalId: string | null
+  readonly email: string | null
+  readonly phone: string | null
+  readonly actionSource: string | null
+  readonly clickIds: Readonly<Record<string, string>>
+}
+
+const checkEvent = (
+  input: IngestEvent,
+  valueLiteral: Option.Option<string>
+): Effect.Effect<CheckedEvent, ValidationError | InvalidParameter> =>
+  Effect.gen(function*() {
+    if (blank(input.event_name)) return yield* new ValidationError({ message: "body.event_name: must not be blank" })
+    if (blank(input.idempotency_key)) return yield* new ValidationError({ message: "body.idempotency_key: must not be blank" })
+    const properties = input.properties ?? {}
+    const traits = input.user_traits ?? {}
+    let valueAmount: string | null = null
+    if (properties.value !== undefined) {
+      const literal = typeof properties.value === "string" ? Option.some(properties.value) : valueLiteral
+      if (Option.isNone(literal)) return yield* Effect.die("properties.value is a number but its literal was not read")
+      const amount = normaliseAmount(literal.value.trim())
+      if (Result.isFailure(amount)) return yield* new ValidationError({ message: `body.properties.value: ${amount.failure}` })
+      valueAmount = amount.success
+    }
+    let subjectRef: string | null = null
+    if (properties.subject_ref !== undefined) {
+      const verdict = checkSubjectRef(properties.subject_ref)
+      if (!verdict.ok) {
+        return yield* verdict.personalData
+          ? new InvalidParameter({
+            message:
+              `body.properties.subject_ref: looks like ${verdict.looksLike}; subject_ref is never personal data, send an opaque id (a UUID or a short token)`,
+            reason: "subject_ref_personal_data"
+          })
+          : new ValidationError({ message: `body.properties.subject_ref: ${verdict.message}` })
+      }
+      subjectRef = verdict.value
+    }
+    if (blank(properties.order_group)) return yield* new ValidationError({ message: "body.properties.order_group: must not be blank" })
+    if (blank(traits.external_id)) return yield* new ValidationError({ message: "body.user_traits.external_id: must not be blank" })
+    return {
+      eventName: input.event_name,
+      idempotencyKey: input.idempotency_key,
+      occurredAt: input.occurred_at,
+      valueAmount,
+      currency: properties.currency ?? null,
+      subjectRef,
+      orderGroup: properties.order_group ?? null,
+      externalId: traits.external_id ?? null,
+      email: traits.email === undefined ? null : traits.email.trim().toLowerCase(),
+      phone: traits.phone === undefined ? null : traits.phone.trim(),
+      actionSource: input.action_source ?? null,
+      clickIds: input.click_ids ?? {}
+    }
+  })
+
+/** What makes two ingests "the same request": the body as sent, normalised (not the defaults filled in). */
+const requestHash = (checked: CheckedEvent) =>
+  sha256(canonicalJson({
+    event_name: checked.eventName,
+    occurred_at: checked.occurredAt ?? null,
+    value: checked.valueAmount,
+    currency: checked.currency,
+    subject_ref: checked.subjectRef,
+    order_group: checked.orderGroup,
+    external_id: checked.externalId,
+    email: checked.email,
+    phone: checked.phone,
+    action_source: checked.actionSource,
+    click_ids: checked.clickIds
+  }))
+
+/** `start` / `end` of the list: a date (whole UTC day) or a date-time with an offset. */
+const parseBound = (name: "start" | "end", raw: string) => {
+  if (isCalendarDate(raw)) {
+    if (name === "start") return Effect.succeed({ at: `${raw}T00:00:00Z`, inclusive: true })
+    const next = new Date(`${raw}T00:00:00Z`)
+    next.setUTCDate(next.getUTCDate() + 1)
+    return Effect.succeed({ at: next.toISOString(), inclusive: false })
+  }
+  if (isIsoDateTime(raw)) return Effect.succeed({ at: raw, inclusive: true })
+  return Effect.fail(invalidQuery(name, "Expected an ISO 8601 date (2026-11-21) or date-time with an offset (2026-11-21T14:20:00Z)"))
+}
+
+export class EventsService extends Context.Service<EventsService, {
+  /**
+   * Records one server-side event. `valueLiteral` is the source text of `properties.value`
+   * when the body carried it as a JSON number.
+   */
+  readonly ingest: (
+    profile: ProfileContext,
+    input: IngestEvent,
+    valueLiteral: Option.Option<string>
+  ) => Effect.Effect<Ingested, DatabaseUnavailable | ValidationError | InvalidParameter | IdempotencyKeyConflict | InvalidState>
+  readonly retract: (
+    actor: PrincipalShape,
+    profile: ProfileContext,
+    idempotencyKey: string,
+    reason: string
+  ) => Effect.Effect<Retraction["data"], DatabaseUnavailable | EventNotFound | EventAlreadyExported | EventLinkedToConversation>
+  readonly listConversions: (
+    profile: ProfileContext,
+    query: ConversionsQueryInput
+  ) => Effect.Effect<ConversionsPage, DatabaseUnavailable | InvalidParameter | InvalidDateRange>
+}>()("svc/EventsService") {
+  static readonly layer = Layer.effect(EventsService)(
+    Effect.gen(function*() {
+      const repo = yield* EventsRepo
+      const audit = yield* AuditLog
+
+      /** The answer stored under a key taken earlier (or concurrently). */
+      const replay = Effect.fn("Events.replay")(function*(profileId: string, idempotencyKey: string, hash: string) {
+        const stored = yield* repo.findEvent(profileId, idempotencyKey)
+        if (Option.isNone(stored)) return yield* Effect.die("idempotency key taken but no event stored under it")
+        if (stored.value.retracted) {
+          return yield* new InvalidState({
+            message: "The event stored under this idempotency_key was retracted; send a new key to record a new event.",
+            reason: "event_retracted"
+          })
+        }
+        if (stored.value.request_hash !== hash) {
+          return yield* new IdempotencyKeyConflict({
+            message: "This idempotency_key already recorded a different event; the first event stands."
+          })
+        }
+        return { outcome_event_id: stored.value.id, conversion_id: stored.value.conversion_id }
+      })
+
+      /** The customer of the event: by `external_id`, else by email, else by phone, else a new one for them. */
+      const resolveCustomer = Effect.fn("Events.resolveCustomer")(function*(profileId: string, checked: CheckedEvent) {
+        let customerId: string | null = null
+        if (checked.externalId !== null) customerId = yield* repo.customerByKey(profileId, checked.externalId)
+        if (customerId === null && checked.email !== null) {
+          customerId = Option.getOrNull(yield* repo.customerByIdentifier(profileId, "email", checked.email))
+        }
+        if (customerId === null && checked.phone !== null) {
+          customerId = Option.getOrNull(yield* repo.customerByIdentifier(profileId, "phone", checked.phone))
+        }
+        if (customerId === null && (checked.email !== null || checked.phone !== null)) {
+          customerId = yield* repo.createKeylessCustomer(profileId)
+        }
+        if (customerId === null) return null
+        yield* repo.lockCustomer(customerId)
+        if (checked.email !== null) yield* repo.addIdentifier(profileId, customerId, "email", checked.email)
+        if (checked.phone !== null) yield* repo.addIdentifier(profileId, customerId, "phone", checked.phone)
+        return customerId
+      })
+
+      const ingest = Effect.fn("Events.ingest")(function*(
+        profile: ProfileContext,
+        input: IngestEvent,
+        valueLiteral: Option.Option<string>
+      ) {
+        const checked = yield* checkEvent(input, valueLiteral)
+        const hash = requestHash(checked)
+        const facts = yield* repo.profileFacts(profile.profileId)
+        if (Option.isNone(facts)) return yield* Effect.die("the request's profile has no row")
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        const event: NewEvent = {
+          id: crypto.randomUUID(),
+          profileId: profile.profileId,
+          idempotencyKey: checked.idempotencyKey ?? crypto.randomUUID(),
+          requestHash: hash,
+          eventName: checked.eventName,
+          occurredAt: checked.occurredAt ?? now,
+          valueAmount: checked.valueAmount,
+          // A value sent without a currency is in the profile's currency.
+          currency: checked.currency ?? (checked.valueAmount !== null ? facts.value.currency : null),
+          subjectRef: checked.subjectRef,
+          orderGroup: checked.orderGroup,
+          actionSource: checked.actionSource,
+          clickIds: checked.clickIds
+        }
+        return yield* repo.transaction(Effect.gen(function*() {
+          // The key is claimed first, before anything else is written or locked: a concurrent
+          // request with the same key waits here for this one, then reads what it stored.
+          const claimed = yield* repo.claimEvent(event)
+          if (Option.isNone(claimed)) return yield* replay(profile.profileId, event.idempotencyKey, hash)
+          const occurredAt = claimed.value
+          const customerId = yield* resolveCustomer(profile.profileId, checked)
+          if (customerId !== null) yield* repo.setEventCustomer(event.id, customerId)
+          const definition = yield* repo.definitionFor(profile.profileId, event.eventName)
+          const conversionId = Option.isSome(definition) ? crypto.randomUUID() : null
+          if (Option.isSome(definition) && conversionId !== null) {
+            yield* repo.insertConversion({
+              id: conversionId,
+              event,
+              definition: definition.value,
+              customerId,
+              // With no customer there is nothing to repeat; with one, the recompute below decides.
+              isFirstPayment: definition.value.counts_as_cash && customerId === null ? true : null
+            })
+            if (customerId !== null) yield* repo.recomputeFirstPayments(customerId)
+          }
+          const outboxId = crypto.randomUUID()
+          yield* repo.insertOutbox(outboxId, profile.profileId, OUTCOME_RECORDED, {
+            id: outboxId,
+            type: OUTCOME_RECORDED,
+            created_at: now,
+            data: {
+              provider: API_PROVIDER,
+              outcome_type: event.eventName,
+              occurred_at: occurredAt,
+              customer_key: customerId === null ? null : yield* repo.customerKey(customerId),
+              value: event.valueAmount,
+              currency: event.currency,
+              outcome_event_id: event.id,
+              conversion_id: conversionId
+            },
+            // For delivery (the webhooks issue), never sent as is: who may receive it, and the
+            // customer whose contact the app's grant may open at delivery time (no person data here).
+            delivery: {
+              profile_id: profile.profileId,
+              provisioned_by_app_id: facts.value.provisioned_by_app_id,
+              healthcare_family: isHealthcareFamily(facts.value),
+              customer_id: customerId
+            }
+          })
+          return { outcome_event_id: event.id, conversion_id: conversionId }
+        }))
+      })
+
+      const retract = Effect.fn("Events.retract")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        idempotencyKey: string,
+        reason: string
+      ) {
+        return yield* repo.transaction(Effect.gen(function*() {
+          const locked = yield* repo.lockEvent(profile.profileId, idempotencyKey)
+          if (Option.isNone(locked)) {
+            return yield* new EventNotFound({ message: "No event was recorded under this idempotency_key." })
+          }
+          const event = locked.value
+          if (event.retracted) {
+            return {
+              status: "already_retracted" as const,
+              counts: { events: 0, conversions: 0, credits: 0, first_payment_flags: 0 }
+            }
+          }
+          if (yield* repo.hasExport(event.id)) {
+            return yield* new EventAlreadyExported({
+              message: "A conversion export exists for this event, so it can no longer be retracted."
+            })
+          }
+          if (yield* repo.hasConversationLead(event.id)) {
+            return yield* new EventLinkedToConversation({
+              message: "A conversation recorded this event as its lead, so it can no longer be retracted."
+            })
+          }
+          const deleted = yield* repo.deleteConversions(event.id)
+          yield* repo.tombstone(event.id, reason)
+          const flags = event.customer_id === null ? 0 : yield* repo.recomputeFirstPayments(event.customer_id)
+          yield* repo.queueJob(profile.profileId, "attribution_replay", "retraction")
+          const counts = { events: 1, conversions: deleted.conversions, credits: deleted.credits, first_payment_flags: flags }
+          yield* audit.record({
+            actor,
+            action: "event.retracted",
+            targetKind: "outcome_event",
+            targetId: event.id,
+            workspaceId: profile.workspaceId,
+            profileId: profile.profileId,
+            details: { idempotency_key: idempotencyKey, reason, counts }
+          })
+          return { status: "retracted" as const, counts }
+        }))
+      })
+
+      const listConversions = Effect.fn("Events.listConversions")(function*(
+        profile: ProfileContext,
+        query: ConversionsQueryInput
+      ) {
+        let limit = DEFAULT_PAGE_SIZE
+        if (query.limit !== undefined) {
+          const parsed = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN
+          if (!(parsed >= 1 && parsed <= MAX_CONVERSIONS_PAGE)) {
+            return yield* invalidQuery("limit", `Expected an integer from 1 to ${MAX_CONVERSIONS_PAGE}, got ${JSON.stringify(query.limit)}`)
+          }
+          limit = parsed
+        }
+        let model: CreditModel = "last_touch"
+        if (query.model !== undefined) {
+          const known = CreditModels.find((name) => name === query.model)
+          if (known === undefined) {
+            return yield* invalidQuery("model", `Expected one of ${CreditModels.join(", ")}, got ${JSON.stringify(query.model)}`)
+          }
+          model = known
+        }
+        const filters: { -readonly [K in keyof ConversionFilters]: ConversionFilters[K] } = {}
+        for (const name of ["customer_key", "conversion_key"] as const) {
+          const value = query[name]
+          if (value === undefined) continue
+          if (value === "") return yield* invalidQuery(name, "must not be empty")
+          if (name === "customer_key") filters.customerKey = value
+          else filters.conversionKey = value
+        }
+        if (query.start !== undefined) filters.start = (yield* parseBound("start", query.start)).at
+        if (query.end !== undefined) filters.end = yield* parseBound("end", query.end)
+        if (filters.start !== undefined && filters.end !== undefined) {
+          const start = Date.parse(filters.start)
+          const end = Date.parse(filters.end.at)
+          if (filters.end.inclusive ? start > end : start >= end) {
+            return yield* new InvalidDateRange({ message: "start is after end." })
+          }
+        }
+        let after = Option.none<{ occurredAt: string; id: string }>()
+        if (query.cursor !== undefined && query.cursor !== "") {
+          const keyset = decodeCursor(query.cursor)
+          if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || !isUuid(keyset.value.id)) {
+            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
+          }
+          after = Option.some({ occurredAt: keyset.value.createdAt, id: keyset.value.id })
+        }
+        // The connect-broker tier reads empty (decision 0026).
+        if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } }
+        const rows = yield* repo.listConversions(profile.profileId, filters, limit, after)
+        const page = rows.slice(0, limit)
+        const last = page[page.length - 1]
+        const hasNext = rows.length > limit && last !== undefined
+        return {
+          data: page.map((row): Conversion => ({ ...row, credit_model: model })),
+          pagination: {
+            has_next: hasNext,
+            cursor: hasNext ? encodeCursor({ createdAt: last.occurred_at, id: last.conversion_id }) : null
+          }
+        }
+      })
+
+      return { ingest, retract, listConversions }
+    })
+  ).pipe(Layer.provide([EventsRepo.layer, AuditLog.layer]))
+}

@@ -1,0 +1,86 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Option, Result } from "effect"
+import { firstPaymentFlags, type PaymentFacts } from "../../src/events/first-payments.ts"
+import { normaliseAmount, rawValueLiteral } from "../../src/events/money.ts"
+import { checkSubjectRef } from "../../src/events/subject-ref.ts"
+
+const amount = (literal: string) => Result.match(normaliseAmount(literal), { onSuccess: (text) => text, onFailure: () => "refused" })
+
+describe("money literals", () => {
+  it("normalises exactly, without a float", () => {
+    assert.deepStrictEqual(
+      ["19.99", "19.990000", "1.5e3", "1E+3", "1e-6", "00012.50", "-0.0", "-19.90", "99999999999999.999999", "0.1234560"].map(amount),
+      ["19.99", "19.99", "1500", "1000", "0.000001", "12.5", "0", "-19.9", "99999999999999.999999", "0.123456"]
+    )
+  })
+
+  it("refuses more than 6 decimals, more than 14 integer digits, and what is not a decimal", () => {
+    for (const literal of ["0.1234567", "1e-7", "100000000000000", "1e14", "1e999999999", "12.", ".5", "1,5", "abc", "", "0x10", "Infinity"]) {
+      assert.strictEqual(amount(literal), "refused", literal)
+    }
+  })
+
+  it("reads a JSON number's literal from the raw body, only at properties.value", () => {
+    assert.deepStrictEqual(rawValueLiteral("{\"properties\":{\"value\":12345678901234.123456}}"), Option.some("12345678901234.123456"))
+    assert.deepStrictEqual(rawValueLiteral("{\"properties\":{\"value\":1.10,\"x\":2}}"), Option.some("1.10"))
+    assert.isTrue(Option.isNone(rawValueLiteral("{\"properties\":{\"value\":\"1.10\"}}")))
+    assert.isTrue(Option.isNone(rawValueLiteral("{\"value\":1,\"properties\":{}}")))
+    assert.isTrue(Option.isNone(rawValueLiteral("not json")))
+  })
+})
+
+describe("subject_ref", () => {
+  it("accepts a canonical UUID (lower-cased) and short tokens", () => {
+    assert.deepStrictEqual(checkSubjectRef("A1B2C3D4-E5F6-4A4B-8C8D-9E9F0A0B0C0D"), { ok: true, value: "a1b2c3d4-e5f6-4a4b-8c8d-9e9f0a0b0c0d" })
+    assert.deepStrictEqual(checkSubjectRef("12345678-1234-1234-1234-123456789012"), { ok: true, value: "12345678-1234-1234-1234-123456789012" })
+    for (const token of ["pet-7", "kid_2", "a".repeat(32), "123456"]) assert.deepStrictEqual(checkSubjectRef(token), { ok: true, value: token })
+  })
+
+  it("names personal data before the shape", () => {
+    const looks = (value: string) => {
+      const verdict = checkSubjectRef(value)
+      return !verdict.ok && verdict.personalData ? verdict.looksLike : "not personal data"
+    }
+    assert.strictEqual(looks("ana@example.com"), "an email address")
+    assert.strictEqual(looks("+34 600 111 222"), "a phone number")
+    assert.strictEqual(looks("1234567"), "a phone number")
+    assert.strictEqual(looks("123-45-6789"), "a national id")
+    assert.strictEqual(looks("X1234567L"), "a national id")
+    assert.strictEqual(looks("12.345.678-K"), "a national id")
+    assert.strictEqual(looks("pet-600111222"), "a phone number or national id")
+    assert.strictEqual(looks("pet 7"), "not personal data")
+    const malformed = checkSubjectRef("a".repeat(33))
+    assert.isTrue(!malformed.ok && !malformed.personalData)
+  })
+})
+
+const at = (day: number, hour = 10) => new Date(Date.UTC(2026, 2, 1, hour) + day * 86_400_000).toISOString().replace("Z", "000Z")
+const pay = (id: string, day: number, extra: Partial<PaymentFacts> = {}): PaymentFacts => ({
+  id,
+  occurredAt: at(day),
+  createdAt: at(0),
+  subjectRef: null,
+  orderGroup: null,
+  ...extra
+})
+
+describe("first-payment flags", () => {
+  it("do not depend on input order; ties on time fall back to arrival, then id", () => {
+    const payments = [pay("c", 8), pay("a", 0), pay("b", 7)]
+    const flags = firstPaymentFlags(payments)
+    assert.deepStrictEqual(Object.fromEntries(flags), { a: true, b: true, c: false })
+    assert.deepStrictEqual(Object.fromEntries(firstPaymentFlags([...payments].reverse())), Object.fromEntries(flags))
+    const tie = firstPaymentFlags([pay("y", 0, { createdAt: at(1) }), pay("x", 0, { createdAt: at(2) }), pay("z", 9)])
+    assert.deepStrictEqual(Object.fromEntries(tie), { y: true, x: true, z: false })
+  })
+
+  it("the window is anchored on the deposit, never chained", () => {
+    const flags = firstPaymentFlags([pay("d", 0), pay("b1", 5), pay("b2", 10)])
+    assert.deepStrictEqual(Object.fromEntries(flags), { d: true, b1: true, b2: false })
+  })
+
+  it("an untagged payment at the same instant as the first tagged one is not after it", () => {
+    const flags = firstPaymentFlags([pay("t", 0, { subjectRef: "s" }), pay("u", 0), pay("u2", 1)])
+    assert.deepStrictEqual(Object.fromEntries(flags), { t: true, u: true, u2: false })
+  })
+})
