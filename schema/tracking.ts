@@ -1,0 +1,185 @@
+/**
+ * Web tracker contract: tracking keys, tracker settings, the snippet's query and the
+ * collector's event body. Decision 0031.
+ */
+import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+import { Pagination } from "./common.ts"
+
+/** A tracking key: public (the site's snippet carries it), so it is shown on every read. */
+export const TrackingKey = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  /** `svc_pub_...`. Not a secret: it only lets a browser on an allowed origin post touches. */
+  key: Schema.String,
+  status: Schema.Literals(["active", "revoked"]),
+  created_at: Schema.String,
+  revoked_at: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "TrackingKey" })
+export type TrackingKey = typeof TrackingKey.Type
+
+/** 201 when this call minted the key (`created: true`), 200 with the active key otherwise. */
+export const TrackingKeyCreated = Schema.Struct({
+  data: TrackingKey,
+  meta: Schema.Struct({ created: Schema.Literal(true) })
+}).pipe(HttpApiSchema.status(201))
+export const TrackingKeyExisting = Schema.Struct({
+  data: TrackingKey,
+  meta: Schema.Struct({ created: Schema.Literal(false) })
+})
+
+export const TrackingKeyList = Schema.Struct({ data: Schema.Array(TrackingKey), pagination: Pagination })
+export const TrackingKeyBody = Schema.Struct({ data: TrackingKey })
+
+/** A cookie domain: a host name, optionally with a leading dot (`.example.com`). */
+export const CookieDomain = Schema.String.check(
+  Schema.isMaxLength(253),
+  Schema.isPattern(/^\.?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, {
+    message: "Expected a domain such as example.com or .example.com"
+  })
+)
+
+export const TrackingSettings = Schema.Struct({
+  /**
+   * Origins whose pages may post to the collector (https, or http on localhost for development).
+   * Empty: no browser origin is accepted.
+   */
+  allowed_origins: Schema.Array(Schema.String),
+  /** Store the click id of ad clicks (gclid, gbraid, wbraid, msclkid, fbclid, ttclid). */
+  capture_click_ids: Schema.Boolean,
+  /** Domain of the anonymous-id cookie (to share it across subdomains); null: the page's host. */
+  cookie_domain: Schema.NullOr(Schema.String),
+  /** Send nothing from browsers that ask not to be tracked (Do-Not-Track or Global Privacy Control). */
+  respect_do_not_track: Schema.Boolean,
+  /** Accept events without an `Origin` header (server-side senders holding the tracking key). */
+  allow_server_side: Schema.Boolean,
+  /** Where the tracker posts its events. */
+  collector_url: Schema.String,
+  /** Null until the settings were first changed. */
+  updated_at: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "TrackingSettings" })
+export type TrackingSettings = typeof TrackingSettings.Type
+
+const LOOPBACK = ["localhost", "127.0.0.1", "[::1]"]
+
+/**
+ * A page origin: scheme, host and optional port (letter case and a trailing slash are
+ * forgiven); https, or http on localhost for development.
+ */
+export const TrackingOrigin = Schema.String.check(
+  Schema.isMaxLength(300),
+  Schema.makeFilter((value: string) => {
+    if (!URL.canParse(value)) return "Expected an origin such as https://shop.example.com"
+    const url = new URL(value)
+    if (url.origin === "null" || url.origin !== value.replace(/\/$/, "").toLowerCase()) {
+      return "An origin is a scheme, a host and an optional port: no path, query or fragment"
+    }
+    if (url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK.includes(url.hostname))) return undefined
+    return "Expected https (http only for localhost)"
+  })
+)
+
+export const UpdateTrackingSettings = Schema.Struct({
+  allowed_origins: Schema.optionalKey(Schema.Array(TrackingOrigin).check(Schema.isMaxLength(50))),
+  capture_click_ids: Schema.optionalKey(Schema.Boolean),
+  cookie_domain: Schema.optionalKey(Schema.NullOr(CookieDomain)),
+  respect_do_not_track: Schema.optionalKey(Schema.Boolean),
+  allow_server_side: Schema.optionalKey(Schema.Boolean)
+}).annotate({ identifier: "UpdateTrackingSettings" })
+export type UpdateTrackingSettings = typeof UpdateTrackingSettings.Type
+
+export const TrackingSettingsBody = Schema.Struct({ data: TrackingSettings })
+export const TrackingSettingsUpdated = Schema.Struct({
+  data: TrackingSettings,
+  meta: Schema.Struct({
+    /** The full attribution replay this change queued (or the one already queued); null when nothing changed. */
+    replay_job_id: Schema.NullOr(Schema.String),
+    changed: Schema.Boolean
+  })
+})
+
+export const SnippetQuery = {
+  /** One of the profile's active keys; default: its active key. */
+  key: Schema.optionalKey(Schema.String),
+  /** `adplatform_pixel`: append the ad platform's pixel loader (its only third-party request). */
+  bundle: Schema.optionalKey(Schema.String),
+  /** The ad platform's pixel id (digits), required with `bundle=adplatform_pixel`. */
+  pixel_id: Schema.optionalKey(Schema.String)
+}
+
+/** The script, served as `application/javascript`. */
+export const SnippetScript = Schema.String.pipe(HttpApiSchema.asText({ contentType: "application/javascript" })).annotate({
+  identifier: "TrackerSnippet",
+  description: "A dependency-free first-party tracker script"
+})
+
+/** Click-id and UTM parameters as the tracker captured them from the session's landing URL. */
+const Tag = Schema.String.check(Schema.isMaxLength(512))
+export const LandingAttribution = Schema.Struct({
+  utm_source: Schema.optionalKey(Tag),
+  utm_medium: Schema.optionalKey(Tag),
+  utm_campaign: Schema.optionalKey(Tag),
+  utm_term: Schema.optionalKey(Tag),
+  utm_content: Schema.optionalKey(Tag),
+  utm_id: Schema.optionalKey(Tag),
+  gclid: Schema.optionalKey(Tag),
+  gbraid: Schema.optionalKey(Tag),
+  wbraid: Schema.optionalKey(Tag),
+  msclkid: Schema.optionalKey(Tag),
+  fbclid: Schema.optionalKey(Tag),
+  ttclid: Schema.optionalKey(Tag)
+})
+export type LandingAttribution = typeof LandingAttribution.Type
+
+const BrowserId = Schema.String.check(
+  Schema.isPattern(/^[A-Za-z0-9_-]{8,64}$/, { message: "Expected 8 to 64 letters, digits, - or _" })
+)
+
+const HttpUrl = Schema.String.check(
+  Schema.isMaxLength(2048),
+  Schema.makeFilter((value: string) => {
+    if (!URL.canParse(value)) return "Expected an absolute URL"
+    const protocol = new URL(value).protocol
+    return protocol === "https:" || protocol === "http:" ? undefined : "Expected an http or https URL"
+  })
+)
+
+const IsoTime = Schema.String.check(
+  Schema.isMaxLength(40),
+  Schema.makeFilter((value: string) =>
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value))
+      ? undefined
+      : "Expected an ISO 8601 time with a zone, such as 2026-11-21T14:20:01Z"
+  )
+)
+
+/**
+ * One tracker event (`POST /t/collect`, as `application/json` or `text/plain`). The collector
+ * reads UTM tags and the click id from `url`, and from `attribution` (the session's landing
+ * parameters) when `url` carries none; the referrer is `referrer` when it is another site,
+ * else `landing_referrer`.
+ */
+export const CollectEvent = Schema.Struct({
+  tracking_key: Schema.String.check(Schema.isMaxLength(100)),
+  anonymous_id: BrowserId,
+  session_id: Schema.optionalKey(BrowserId),
+  /** A per-event id: a repeat of the same id is stored once. */
+  event_id: Schema.optionalKey(BrowserId),
+  type: Schema.String.check(
+    Schema.isPattern(/^[a-z][a-z0-9_]{0,63}$/, { message: "Expected a lower-case name such as page_view" })
+  ),
+  url: HttpUrl,
+  referrer: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(2048)))),
+  /** Default: when the collector receives it. At most 7 days old and 5 minutes ahead. */
+  occurred_at: Schema.optionalKey(IsoTime),
+  attribution: Schema.optionalKey(LandingAttribution),
+  landing_referrer: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(2048)))),
+  properties: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+}).annotate({ identifier: "TrackerEvent" })
+export type CollectEvent = typeof CollectEvent.Type
+
+/** The collector's body as published: JSON, also accepted as `text/plain` (what `sendBeacon` sends). */
+export const CollectPayload = [
+  CollectEvent,
+  Schema.String.pipe(HttpApiSchema.asText()).annotate({ description: "The same JSON object sent as text/plain" })
+] as const
