@@ -15,6 +15,7 @@ export const PII_LOG_RETENTION_DAYS = 365
 
 /** How often each runner deletes rows past retention (the delete is idempotent across runners). */
 const PURGE_EVERY = Duration.hours(6)
+const PURGE_FIRST_AFTER = Duration.minutes(1)
 
 export interface PiiAccess {
   readonly principal: PrincipalShape
@@ -71,7 +72,9 @@ export class PiiAccessLog extends Context.Service<PiiAccessLog, {
         )
       ).pipe(Effect.withSpan("PiiAccessLog.purge"))
 
+      // The first purge waits a minute: start-up (and its readiness checks) go first.
       yield* purge.pipe(
+        Effect.delay(PURGE_FIRST_AFTER),
         Effect.tap((purged) => purged > 0 ? Effect.logInfo("purged PII access log rows past retention", { purged }) : Effect.void),
         Effect.catch((error) => Effect.logWarning("PII access log purge failed; retried later", error)),
         Effect.repeat(Schedule.spaced(PURGE_EVERY)),

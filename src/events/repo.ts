@@ -1,6 +1,7 @@
 /** SQL of server-side events, retractions and the conversions list (decision 0029). */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { enqueueReplay } from "../attribution/replay-queue.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
@@ -127,7 +128,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly deleteConversions: (eventId: string) => Repo<{ readonly conversions: number; readonly credits: number }>
   /** Marks the event retracted and drops what it carried beyond its name, time and key. */
   readonly tombstone: (eventId: string, reason: string) => Repo<void>
-  readonly queueJob: (profileId: string, kind: string, reason: string) => Repo<void>
+  /** Queues (or joins the already queued) full-profile attribution replay, in the caller's transaction. */
+  readonly queueReplay: (profileId: string, reason: string) => Repo<void>
   /** The profile's conversions, newest first, one more than `limit`. */
   readonly listConversions: (
     profileId: string,
@@ -288,9 +290,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
               subject_ref = NULL, order_group = NULL, customer_id = NULL, action_source = NULL, click_ids = '{}'::jsonb
           WHERE id = ${eventId}`)
 
-      const queueJob = (profileId: string, kind: string, reason: string) =>
-        Effect.asVoid(sql`
-          INSERT INTO work_jobs (id, profile_id, kind, reason) VALUES (${crypto.randomUUID()}, ${profileId}, ${kind}, ${reason})`)
 
       const listConversions = (
         profileId: string,
@@ -343,7 +342,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         hasConversationLead: (eventId) => orDatabaseUnavailable(hasConversationLead(eventId)),
         deleteConversions: (eventId) => orDatabaseUnavailable(deleteConversions(eventId)),
         tombstone: (eventId, reason) => orDatabaseUnavailable(tombstone(eventId, reason)),
-        queueJob: (profileId, kind, reason) => orDatabaseUnavailable(queueJob(profileId, kind, reason)),
+        queueReplay: (profileId, reason) => orDatabaseUnavailable(Effect.asVoid(enqueueReplay(sql, profileId, reason))),
         listConversions: (profileId, filters, limit, after) =>
           orDatabaseUnavailable(listConversions(profileId, filters, limit, after)),
         transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))

@@ -339,7 +339,7 @@ export class EventsService extends Context.Service<EventsService, {
           const deleted = yield* repo.deleteConversions(event.id)
           yield* repo.tombstone(event.id, reason)
           const flags = event.customer_id === null ? 0 : yield* repo.recomputeFirstPayments(event.customer_id)
-          yield* repo.queueJob(profile.profileId, "attribution_replay", "retraction")
+          yield* repo.queueReplay(profile.profileId, "retraction")
           const counts = { events: 1, conversions: deleted.conversions, credits: deleted.credits, first_payment_flags: flags }
           yield* audit.record({
             actor,

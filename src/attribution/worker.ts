@@ -1,0 +1,400 @@
+/**
+ * The attribution worker: durable crediting and replays, one set of background fibers per
+ * process (started by `CoreLive`, so the server, the tests and `npm start` run it), safe with
+ * several runners on one PostgreSQL. Decision 0030.
+ *
+ * - Crediting: conversions with `credited_at IS NULL` are locked in batches (`FOR UPDATE SKIP
+ *   LOCKED`: runners never wait on each other), credited under every model and marked, each
+ *   batch in one transaction.
+ * - Replays: `work_jobs` of kind `attribution_replay` are claimed with a lease (`lease_until`),
+ *   renewed after every batch. A runner that dies leaves the job `running` with a lease that
+ *   expires; any runner then claims it again (`attempts` + 1). `attempts` is the fencing token:
+ *   a runner whose lease was taken over stops at its next write. A failed attempt is retried
+ *   with backoff, and the job is `failed` after `maxAttempts`.
+ */
+import { Cause, Context, Data, Duration, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
+import { CreditEngine, type CreditTarget, type ReplayKeyset } from "./engine.ts"
+import type { PathStats } from "./models/index.ts"
+import { REPLAY_JOB_KIND } from "./replay-queue.ts"
+
+export interface AttributionWorkerSettingsShape {
+  /** Run the background fibers. Off: nothing runs unless `drainOnce` is called (tests that step by hand). */
+  readonly enabled: boolean
+  /** Pause between polls while there is nothing to do. */
+  readonly pollInterval: Duration.Duration
+  /** Conversions credited per transaction. */
+  readonly creditBatchSize: number
+  /** Conversions recomputed per replay transaction (the lease is renewed after each). */
+  readonly replayBatchSize: number
+  /** How long a claimed replay stays ours without a renewal. */
+  readonly lease: Duration.Duration
+  /** Attempts of a replay before it is `failed`. */
+  readonly maxAttempts: number
+  /** Replays one process runs at once. */
+  readonly replayConcurrency: number
+  /** An attempt running longer than this is failed (and retried). */
+  readonly replayTimeout: Duration.Duration
+  /** How long `svc_model` statistics computed for a profile are reused by crediting. */
+  readonly statsTtl: Duration.Duration
+}
+
+export const defaultWorkerSettings: AttributionWorkerSettingsShape = {
+  enabled: true,
+  pollInterval: Duration.seconds(1),
+  creditBatchSize: 100,
+  replayBatchSize: 200,
+  lease: Duration.minutes(2),
+  maxAttempts: 5,
+  replayConcurrency: 2,
+  replayTimeout: Duration.minutes(30),
+  statsTtl: Duration.minutes(10)
+}
+
+/** The worker's settings; provide another value (e.g. a 200 ms poll in tests) over `CoreLive`. */
+export const AttributionWorkerSettings = Context.Reference<AttributionWorkerSettingsShape>("svc/AttributionWorkerSettings", {
+  defaultValue: () => defaultWorkerSettings
+})
+
+/** Another runner took the job over (our lease expired): stop without touching it. */
+class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly jobId: string }> {}
+
+const ClaimedJob = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  attempts: Schema.Int,
+  reason: Schema.String
+})
+type ClaimedJob = typeof ClaimedJob.Type
+
+export type ReplayOutcome =
+  | { readonly jobId: string; readonly profileId: string; readonly state: "succeeded"; readonly progress: number }
+  | { readonly jobId: string; readonly profileId: string; readonly state: "retrying" | "failed" | "lease_lost" }
+
+export interface DrainResult {
+  /** Conversions credited off the ingest path. */
+  readonly credited: number
+  /** Replays this call ran to an end (succeeded, failed or lost). */
+  readonly replays: ReadonlyArray<ReplayOutcome>
+}
+
+/** Seconds before a failed attempt is retried: 2, 4, 8, ... at most 300. */
+const backoffSeconds = (attempts: number) => Math.min(300, 2 ** Math.max(1, attempts))
+
+/** What a job's `error` says: a short code, never an SQL message (the cause is logged with the job id). */
+const errorCodeOf = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.findErrorOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (Cause.isTimeoutError(error)) return "timeout"
+    if (typeof error === "object" && error !== null && "_tag" in error) {
+      if (error._tag === "DatabaseUnavailable" || error._tag === "SqlError") return "database_error"
+    }
+  }
+  return "internal_error"
+}
+
+export class AttributionWorker extends Context.Service<AttributionWorker, {
+  /** Credits one batch of new conversions; answers how many. */
+  readonly creditPending: Effect.Effect<number, DatabaseUnavailable>
+  /** Claims and runs one replay, if one can be claimed now. */
+  readonly runNextReplay: Effect.Effect<Option.Option<ReplayOutcome>, DatabaseUnavailable>
+  /** Credits every waiting conversion and runs every claimable replay, then returns (for tests and the CLI). */
+  readonly drainOnce: Effect.Effect<DrainResult, DatabaseUnavailable>
+}>()("svc/AttributionWorker") {
+  static readonly layer = Layer.effect(AttributionWorker)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const engine = yield* CreditEngine
+      const settings = yield* AttributionWorkerSettings
+      const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
+      const firstJob = decodeFirstRow(ClaimedJob)
+      const firstCount = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
+
+      // svc_model statistics per profile, reused by crediting for `statsTtl` (a replay refreshes them).
+      const statsCache = new Map<string, { readonly stats: PathStats; readonly at: number }>()
+      const MAX_CACHED_PROFILES = 1000
+      const remember = (profileId: string, stats: PathStats) => {
+        statsCache.delete(profileId)
+        statsCache.set(profileId, { stats, at: Date.now() })
+        if (statsCache.size > MAX_CACHED_PROFILES) {
+          const oldest = statsCache.keys().next()
+          if (oldest.done !== true) statsCache.delete(oldest.value)
+        }
+      }
+      const statsFor = (profileIds: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const found = new Map<string, PathStats>()
+          for (const profileId of new Set(profileIds)) {
+            const cached = statsCache.get(profileId)
+            if (cached !== undefined && Date.now() - cached.at < Duration.toMillis(settings.statsTtl)) {
+              found.set(profileId, cached.stats)
+              continue
+            }
+            const stats = yield* engine.pathStats(profileId)
+            remember(profileId, stats)
+            found.set(profileId, stats)
+          }
+          return found
+        })
+
+      /** Locks, credits and marks up to `limit` waiting conversions (or just `onlyId`) in one transaction. */
+      const creditLocked = (limit: number, onlyId?: string) =>
+        orDatabaseUnavailable(sql.withTransaction(Effect.gen(function*() {
+          const targets = yield* engine.lockPending(limit, onlyId)
+          if (targets.length === 0) return 0
+          const stats = yield* statsFor(targets.map((target) => target.profile_id))
+          const rows = yield* engine.credit(targets, (profileId) => stats.get(profileId))
+          yield* Effect.annotateCurrentSpan({ "svc.attribution.conversions": targets.length, "svc.attribution.credit_rows": rows })
+          return targets.length
+        })))
+
+      /** A connection failure or an interruption: the loop waits and tries the same work again. */
+      const isRetryable = (cause: Cause.Cause<DatabaseUnavailable>) =>
+        Cause.hasInterruptsOnly(cause) || Option.isSome(Cause.findErrorOption(cause))
+
+      /**
+       * After a batch failed for another reason (a bug, a broken row): the batch one conversion at a
+       * time, so one bad conversion cannot hold the others up. One that fails alone is logged and
+       * marked credited without rows; the next replay of its profile tries it again.
+       */
+      const creditOneByOne = Effect.fn("AttributionWorker.creditOneByOne")(function*() {
+        const ids = yield* orDatabaseUnavailable(engine.pendingIds(settings.creditBatchSize))
+        let done = 0
+        for (const id of ids) {
+          yield* Effect.yieldNow
+          const exit = yield* Effect.exit(creditLocked(1, id))
+          if (exit._tag === "Success") {
+            done += exit.value
+            continue
+          }
+          if (isRetryable(exit.cause)) return yield* Effect.failCause(exit.cause)
+          yield* Effect.logError("conversion could not be credited; marked without credit rows until a replay", {
+            conversion_id: id,
+            cause: exit.cause
+          })
+          yield* orDatabaseUnavailable(sql.withTransaction(engine.markWithoutCredit(id)))
+          done++
+        }
+        return done
+      })
+
+      const creditPending = Effect.fn("AttributionWorker.creditPending")(function*() {
+        const exit = yield* Effect.exit(creditLocked(settings.creditBatchSize))
+        if (exit._tag === "Failure") {
+          if (isRetryable(exit.cause)) return yield* Effect.failCause(exit.cause)
+          yield* Effect.logWarning("crediting a batch failed; crediting its conversions one by one", exit.cause)
+          return yield* creditOneByOne()
+        }
+        if (exit.value > 0) yield* Effect.logDebug("credited new conversions", { credited: exit.value })
+        return exit.value
+      })
+
+      /** Jobs whose runner died on their last attempt: nothing will retry them. */
+      const exhausted = sql`
+        kind = ${REPLAY_JOB_KIND} AND state = 'running' AND lease_until < now() AND attempts >= ${settings.maxAttempts}`
+      const failExhausted = sql`
+        UPDATE work_jobs SET state = 'failed', finished_at = now(), lease_until = NULL,
+               error = COALESCE(error, 'lease_expired')
+        WHERE ${exhausted}`
+
+      /** Claimable: queued and due, or running with an expired lease; never while the profile has a live replay. */
+      const claimable = sql`
+        FROM work_jobs c
+        WHERE c.kind = ${REPLAY_JOB_KIND}
+          AND ((c.state = 'queued' AND (c.lease_until IS NULL OR c.lease_until <= now()))
+            OR (c.state = 'running' AND c.lease_until < now() AND c.attempts < ${settings.maxAttempts}))
+          AND NOT EXISTS (
+            SELECT 1 FROM work_jobs r
+            WHERE r.profile_id = c.profile_id AND r.kind = ${REPLAY_JOB_KIND} AND r.state = 'running'
+              AND r.lease_until >= now() AND r.id <> c.id)`
+
+      /** Work for the replay loop: a claimable job, or an exhausted one to fail. */
+      const anyClaimable = Effect.map(
+        firstCount(sql`
+          SELECT 1 AS n WHERE EXISTS (SELECT 1 ${claimable}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted})`),
+        Option.isSome
+      )
+
+      const claim = Effect.gen(function*() {
+        yield* failExhausted
+        return yield* firstJob(sql`
+          UPDATE work_jobs j
+          SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+              started_at = now(), finished_at = NULL, progress = 0
+          WHERE j.id = (SELECT c.id ${claimable} ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
+          RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason`)
+      })
+
+      /** Fenced write: only while the job is still ours (same attempt, still running). */
+      const renew = (job: ClaimedJob, progress: number, total: number | null) =>
+        Effect.flatMap(
+          sql`
+            UPDATE work_jobs
+            SET progress = ${progress}, total = GREATEST(COALESCE(${total}::int, total), ${progress}),
+                lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+            RETURNING id`,
+          (rows) => rows.length === 1 ? Effect.void : Effect.fail(new LeaseLost({ jobId: job.id }))
+        )
+
+      const succeed = (job: ClaimedJob, progress: number) =>
+        sql`
+          UPDATE work_jobs
+          SET state = 'succeeded', progress = ${progress}, total = GREATEST(COALESCE(total, 0), ${progress}),
+              finished_at = now(), lease_until = NULL, error = NULL
+          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+          RETURNING id`
+
+      const fail = (job: ClaimedJob, code: string) => {
+        const last = job.attempts >= settings.maxAttempts
+        return sql`
+          UPDATE work_jobs
+          SET state = ${last ? "failed" : "queued"}, error = ${code},
+              finished_at = ${last ? sql`now()` : sql`NULL`},
+              lease_until = ${last ? sql`NULL` : sql`now() + make_interval(secs => ${backoffSeconds(job.attempts)})`}
+          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+          RETURNING id`
+      }
+
+      /** On shutdown: hand the job back at once instead of waiting for the lease to expire. */
+      const release = (job: ClaimedJob) =>
+        sql`
+          UPDATE work_jobs SET state = 'queued', lease_until = NULL
+          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'`
+
+      /** Recomputes every conversion of the profile, batch by batch, with statistics computed once. */
+      const replay = Effect.fn("AttributionWorker.replay")(function*(job: ClaimedJob) {
+        yield* Effect.annotateCurrentSpan({
+          "svc.profile_id": job.profile_id,
+          "svc.replay.job_id": job.id,
+          "svc.replay.attempt": job.attempts,
+          "svc.replay.reason": job.reason
+        })
+        const stats = yield* engine.pathStats(job.profile_id)
+        remember(job.profile_id, stats)
+        const total = yield* engine.countConversions(job.profile_id)
+        yield* renew(job, 0, total)
+        let after = Option.none<ReplayKeyset>()
+        let progress = 0
+        while (true) {
+          const batch: ReadonlyArray<CreditTarget> = yield* sql.withTransaction(Effect.gen(function*() {
+            const targets = yield* engine.lockReplayBatch(job.profile_id, after, settings.replayBatchSize)
+            if (targets.length === 0) return targets
+            yield* engine.credit(targets, () => stats)
+            yield* renew(job, progress + targets.length, null)
+            return targets
+          }))
+          const last = batch[batch.length - 1]
+          if (last === undefined) break
+          progress += batch.length
+          after = Option.some({ occurredAt: last.occurred_at, id: last.id })
+          if (batch.length < settings.replayBatchSize) break
+          // Let statements waiting for a connection go first (the embedded database has one).
+          yield* Effect.yieldNow
+        }
+        const done = yield* succeed(job, progress)
+        if (done.length !== 1) return yield* new LeaseLost({ jobId: job.id })
+        return progress
+      })
+
+      const runClaimed = (job: ClaimedJob): Effect.Effect<ReplayOutcome> =>
+        replay(job).pipe(
+          Effect.timeout(settings.replayTimeout),
+          Effect.map((progress): ReplayOutcome => ({ jobId: job.id, profileId: job.profile_id, state: "succeeded", progress })),
+          Effect.tap((outcome) => Effect.logInfo("attribution replay succeeded", outcome)),
+          Effect.catchCause((cause): Effect.Effect<ReplayOutcome> => {
+            if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+            const lost = Cause.findErrorOption(cause)
+            if (Option.isSome(lost) && lost.value instanceof LeaseLost) {
+              return Effect.as(
+                Effect.logWarning("attribution replay lease taken over by another runner; stopping", { job_id: job.id }),
+                { jobId: job.id, profileId: job.profile_id, state: "lease_lost" } satisfies ReplayOutcome
+              )
+            }
+            const code = errorCodeOf(cause)
+            const state = job.attempts >= settings.maxAttempts ? "failed" : "retrying"
+            return Effect.logError("attribution replay attempt failed", { job_id: job.id, attempt: job.attempts, state, cause }).pipe(
+              Effect.andThen(orDatabaseUnavailable(fail(job, code))),
+              Effect.catchCause((writeCause) =>
+                Effect.logError("attribution replay failure not recorded; the lease will expire", { job_id: job.id, cause: writeCause })
+              ),
+              Effect.as({ jobId: job.id, profileId: job.profile_id, state } satisfies ReplayOutcome)
+            )
+          }),
+          Effect.onInterrupt(() =>
+            orDatabaseUnavailable(release(job)).pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore)
+          )
+        )
+
+      const runNextReplay = Effect.fn("AttributionWorker.runNextReplay")(function*() {
+        const claimed = yield* orDatabaseUnavailable(claim)
+        if (Option.isNone(claimed)) return Option.none<ReplayOutcome>()
+        return Option.some(yield* runClaimed(claimed.value))
+      })
+
+      const drainOnce = Effect.fn("AttributionWorker.drainOnce")(function*() {
+        let credited = 0
+        while (true) {
+          const batch = yield* creditPending()
+          credited += batch
+          if (batch < settings.creditBatchSize) break
+        }
+        const replays: Array<ReplayOutcome> = []
+        while (true) {
+          const outcome = yield* runNextReplay()
+          if (Option.isNone(outcome)) break
+          replays.push(outcome.value)
+        }
+        return { credited, replays } satisfies DrainResult
+      })
+
+      if (settings.enabled) {
+        // The idle probes run untraced: a poll that finds nothing is not worth a span per second.
+        const idle = <A, E, R>(probe: Effect.Effect<A, E, R>) => Effect.withTracerEnabled(probe, false)
+        const survive = (what: string) => <E, R>(effect: Effect.Effect<boolean, E, R>) =>
+          Effect.catchCause(effect, (cause) =>
+            Cause.hasInterruptsOnly(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(Effect.logWarning(`attribution worker: ${what} failed; retrying after the poll interval`, cause), false))
+
+        const creditLoop = Effect.gen(function*() {
+          // The first poll waits one interval: start-up work (migrations, purges, the runner) goes first.
+          yield* Effect.sleep(settings.pollInterval)
+          while (true) {
+            const busy = yield* Effect.gen(function*() {
+              if (!(yield* idle(orDatabaseUnavailable(engine.anyPending)))) return false
+              return (yield* creditPending()) >= settings.creditBatchSize
+            }).pipe(survive("crediting"))
+            // Busy: go again, after letting waiting statements have the connection.
+            yield* busy ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+          }
+        })
+
+        const replayLoop = Effect.gen(function*() {
+          // The first poll waits one interval: start-up work (migrations, purges, the runner) goes first.
+          yield* Effect.sleep(settings.pollInterval)
+          while (true) {
+            const busy = yield* Effect.gen(function*() {
+              if (!(yield* idle(orDatabaseUnavailable(anyClaimable)))) return false
+              return Option.isSome(yield* runNextReplay())
+            }).pipe(survive("replay"))
+            // Busy: go again, after letting waiting statements have the connection.
+            yield* busy ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+          }
+        })
+
+        yield* Effect.forkScoped(creditLoop)
+        for (let i = 0; i < Math.max(1, settings.replayConcurrency); i++) yield* Effect.forkScoped(replayLoop)
+        yield* Effect.logDebug("attribution worker started", {
+          poll_ms: Duration.toMillis(settings.pollInterval),
+          replay_concurrency: settings.replayConcurrency
+        })
+      }
+
+      return { creditPending: creditPending(), runNextReplay: runNextReplay(), drainOnce: drainOnce() }
+    })
+  ).pipe(Layer.provide(CreditEngine.layer))
+}
