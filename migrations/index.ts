@@ -7,6 +7,8 @@ import m0006 from "./0006_mcp_oauth.ts"
 import m0007 from "./0007_dpa.ts"
 import m0008 from "./0008_profile_creation.ts"
 import m0009 from "./0009_outcomes.ts"
+import m0010 from "./0010_events.ts"
+import m0011 from "./0011_tracking.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -21,7 +23,9 @@ export const migrations = {
   "0006_mcp_oauth": m0006,
   "0007_dpa": m0007,
   "0008_profile_creation": m0008,
-  "0009_outcomes": m0009
+  "0009_outcomes": m0009,
+  "0010_events": m0010,
+  "0011_tracking": m0011
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -5,15 +5,19 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
+import { AttributionApi } from "../attribution/api.ts"
+import { DefinitionsApi } from "../attribution/definitions-api.ts"
 import { ApiKeysApi } from "../auth/api-keys-api.ts"
 import { MeApi } from "../auth/me-api.ts"
 import { Csrf, SessionsApi } from "../auth/sessions-api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
 import { DpaApi } from "../dpa/api.ts"
+import { EventsApi } from "../events/api.ts"
 import { McpOAuthApi } from "../mcp-oauth/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
+import { CollectorApi, TrackingApi } from "../tracking/api.ts"
 import { MembersApi } from "../tenancy/members-api.ts"
 import { WorkspacesApi } from "../tenancy/workspaces-api.ts"
 import { RetiredApi } from "../versioning/api.ts"
@@ -35,7 +39,11 @@ export const Api = HttpApi.make("svc")
   .add(MeApi)
   .add(SessionsApi)
   .add(DpaApi)
+  .add(TrackingApi)
   .add(RetiredApi)
+  .add(DefinitionsApi)
+  .add(AttributionApi)
+  .add(EventsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.
@@ -48,6 +56,8 @@ export const Api = HttpApi.make("svc")
   .add(OAuthApi)
   // The agent OAuth surface answers the OAuth error format or HTML too (decision 0023).
   .add(McpOAuthApi)
+  // The web tracker's collector: public, the tracking key in the body (decision 0031).
+  .add(CollectorApi)
   .annotate(OpenApi.Title, "Attribution Service API")
   .annotate(OpenApi.Version, VERSION)
   .annotate(

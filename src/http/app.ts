@@ -6,6 +6,10 @@ import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminHandlers } from "../admin/handlers.ts"
 import { AdminService } from "../admin/service.ts"
+import { DefinitionsHandlers } from "../attribution/definitions-handlers.ts"
+import { Definitions } from "../attribution/definitions-service.ts"
+import { AttributionHandlers } from "../attribution/handlers.ts"
+import { AttributionJobs } from "../attribution/service.ts"
 import { ApiKeysHandlers } from "../auth/api-keys-handlers.ts"
 import { ApiKeysService } from "../auth/api-keys-service.ts"
 import { MeHandlers } from "../auth/me-handlers.ts"
@@ -16,6 +20,8 @@ import { ConnectionsHandlers } from "../connections/handlers.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
 import { DpaService } from "../dpa/service.ts"
+import { EventsHandlers } from "../events/handlers.ts"
+import { EventsService } from "../events/service.ts"
 import { OAuthAuthorize } from "../oauth/authorize-service.ts"
 import { McpOAuthHandlers } from "../mcp-oauth/handlers.ts"
 import { McpOAuthService } from "../mcp-oauth/service.ts"
@@ -24,6 +30,8 @@ import { OAuthService } from "../oauth/service.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { TenancyHandlers } from "../tenancy/handlers.ts"
+import { CollectorHandlers, TrackingHandlers } from "../tracking/handlers.ts"
+import { TrackingService } from "../tracking/service.ts"
 import { Provisioning } from "../tenancy/service.ts"
 import { MembersHandlers } from "../tenancy/members-handlers.ts"
 import { Members } from "../tenancy/members-service.ts"
@@ -41,9 +49,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, TrackingHandlers, CollectorHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, TrackingService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */

@@ -6,6 +6,7 @@
 import { ByteSize, Effect, Layer } from "effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLive } from "../../cluster/runner.ts"
+import { AttributionWorker } from "../attribution/worker.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credential-store.ts"
 import { AppConfig } from "./config.ts"
@@ -29,6 +30,8 @@ const RequestLimitsLive = Layer.unwrap(
 
 export const CoreLive = Layer.mergeAll(
   ClusterLive,
+  // Credits new conversions and runs queued replays in the background (decision 0030).
+  AttributionWorker.layer,
   RateLimiterLive,
   CredentialStoreLive,
   PiiAccessLog.layer,
