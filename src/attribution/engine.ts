@@ -7,8 +7,9 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { CandidateTouch, candidateTouches } from "./candidate-touches.ts"
 import type { SqlError } from "effect/sql/SqlError"
-import { buildPathStats, creditAll, type PathStats, TOUCH_KINDS, type TouchInput } from "./models/index.ts"
+import { buildPathStats, creditAll, type PathStats, type TouchInput } from "./models/index.ts"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import { decodeRows } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
@@ -28,14 +29,6 @@ export const CreditTarget = Schema.Struct({
   occurred_at: Schema.String
 })
 export type CreditTarget = typeof CreditTarget.Type
-
-const TouchRow = Schema.Struct({
-  conversion_id: Schema.String,
-  id: Schema.String,
-  kind: Schema.Literals(TOUCH_KINDS),
-  channel: Schema.String,
-  occurred_ms: Schema.Number
-})
 
 const PathRow = Schema.Struct({ converted: Schema.Boolean, channels: Schema.Array(Schema.String) })
 const CountRow = Schema.Struct({ n: Schema.Int })
@@ -84,7 +77,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const targetRows = decodeRows(CreditTarget)
-      const touchRows = decodeRows(TouchRow)
+      const touchRows = decodeRows(CandidateTouch)
       const pathRows = decodeRows(PathRow)
       const countRows = decodeRows(CountRow)
 
@@ -139,32 +132,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
       const countConversions = (profileId: string) =>
         Effect.map(countRows(sql`SELECT count(*)::int AS n FROM conversions WHERE profile_id = ${profileId}`), (rows) => rows[0]?.n ?? 0)
 
-      /**
-       * The touches of each conversion's customer in its window (1 ms of slack each side: the
-       * models decide the exact bounds): touches carrying the customer, and touches of the
-       * anonymous ids bound to the customer (`customer_identifiers` of kind `anonymous_id`).
-       */
-      const touchesOf = (targets: ReadonlyArray<CreditTarget>) =>
-        touchRows(sql`
-          SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
-                 floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms
-          FROM unnest(${targets.map((target) => target.id)}::uuid[], ${targets.map((target) => target.window_days)}::int[])
-                 AS x(conversion_id, window_days)
-          JOIN conversions c ON c.id = x.conversion_id
-          CROSS JOIN LATERAL (
-            SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
-            WHERE t.profile_id = c.profile_id AND t.customer_id = c.customer_id AND t.kind <> 'outcome'
-              AND t.occurred_at >= c.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-              AND t.occurred_at <= c.occurred_at + interval '1 millisecond'
-            UNION
-            SELECT t.id, t.kind, t.channel, t.occurred_at FROM customer_identifiers ci
-            JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
-            WHERE ci.customer_id = c.customer_id AND ci.profile_id = c.profile_id AND ci.kind = 'anonymous_id'
-              AND ci.removed_at IS NULL AND t.kind <> 'outcome'
-              AND t.occurred_at >= c.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-              AND t.occurred_at <= c.occurred_at + interval '1 millisecond'
-          ) t
-          WHERE c.customer_id IS NOT NULL`)
+      const touchesOf = (targets: ReadonlyArray<CreditTarget>) => touchRows(candidateTouches(sql, targets))
 
       const credit = (targets: ReadonlyArray<CreditTarget>, statsOf: (profileId: string) => PathStats | undefined) =>
         Effect.gen(function*() {
