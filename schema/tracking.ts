@@ -183,3 +183,194 @@ export const CollectPayload = [
   CollectEvent,
   Schema.String.pipe(HttpApiSchema.asText()).annotate({ description: "The same JSON object sent as text/plain" })
 ] as const
+
+// ---------------------------------------------------------------------------------------------
+// Installation and diagnostics (decision 0034): installers, custom collector domains, install
+// verification, the event feed, ops, origin and quality.
+
+/** `?key=` of the installers: one of the profile's active keys (default: its active key). */
+export const InstallerQuery = { key: Schema.optionalKey(Schema.String) }
+
+/** The tag manager's container export (exportFormatVersion 2), answered as the file itself. */
+export const TagManagerContainer = Schema.Record(Schema.String, Schema.Unknown).annotate({
+  identifier: "TagManagerContainerExport",
+  description: "A tag-manager container export (exportFormatVersion 2) to import as is"
+})
+
+/** The commerce platform's custom web pixel, served as `application/javascript`. */
+export const CommercePixelScript = Schema.String.pipe(HttpApiSchema.asText({ contentType: "application/javascript" }))
+  .annotate({ identifier: "CommercePixel", description: "The commerce platform's custom web-pixel code" })
+
+export const DnsRecordType = Schema.Literals(["CNAME", "TXT"])
+
+/** A record the customer creates at their DNS provider. */
+export const DnsRecord = Schema.Struct({ type: DnsRecordType, name: Schema.String, value: Schema.String })
+
+/** A record the latest check did not find, with what the name answered instead. */
+export const MissingDnsRecord = Schema.Struct({
+  type: DnsRecordType,
+  name: Schema.String,
+  expected: Schema.String,
+  found: Schema.Array(Schema.String)
+})
+
+export const CustomDomainStatus = Schema.Literals(["pending", "verified", "failed"])
+
+export const CustomDomain = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  hostname: Schema.String,
+  /** The latest check's verdict: `pending` (records missing), `verified`, `failed` (the resolver could not answer). */
+  status: CustomDomainStatus,
+  /** The snippet posts here and the collector accepts it (verified; a later failed check keeps it serving). */
+  active: Schema.Boolean,
+  dns_records: Schema.Array(DnsRecord),
+  missing: Schema.Array(MissingDnsRecord),
+  error: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  checked_at: Schema.NullOr(Schema.String),
+  verified_at: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "TrackingCustomDomain" })
+export type CustomDomain = typeof CustomDomain.Type
+
+export const RegisterCustomDomain = Schema.Struct({
+  /** A public DNS name (a subdomain such as `t.shop.example.com`), not an IP address. */
+  hostname: Schema.String.check(Schema.isMaxLength(255))
+}).annotate({ identifier: "RegisterTrackingCustomDomain" })
+
+export const CustomDomainCreated = Schema.Struct({
+  data: CustomDomain,
+  meta: Schema.Struct({ created: Schema.Literal(true) })
+}).pipe(HttpApiSchema.status(201))
+export const CustomDomainExisting = Schema.Struct({
+  data: CustomDomain,
+  meta: Schema.Struct({ created: Schema.Literal(false) })
+})
+export const CustomDomainBody = Schema.Struct({ data: CustomDomain })
+export const CustomDomainList = Schema.Struct({ data: Schema.Array(CustomDomain), pagination: Pagination })
+export const CustomDomainRemoved = Schema.Struct({
+  data: Schema.Struct({ id: Schema.String, hostname: Schema.String, removed: Schema.Literal(true) })
+})
+
+export const InstallVerification = Schema.Struct({
+  id: Schema.String,
+  /** `waiting` until an event arrives, `verified` once one did, `expired` when the window closed without one. */
+  status: Schema.Literals(["waiting", "verified", "expired"]),
+  started_at: Schema.String,
+  expires_at: Schema.String,
+  verified_at: Schema.NullOr(Schema.String),
+  /** The first tracker event from an allowed browser origin inside the window. */
+  event: Schema.NullOr(Schema.Struct({
+    touch_id: Schema.String,
+    origin: Schema.String,
+    event_type: Schema.NullOr(Schema.String),
+    received_at: Schema.String
+  }))
+}).annotate({ identifier: "TrackingInstallVerification" })
+export type InstallVerification = typeof InstallVerification.Type
+
+export const InstallVerificationStarted = Schema.Struct({ data: InstallVerification }).pipe(HttpApiSchema.status(201))
+/** The latest attempt; null when none was started. */
+export const InstallVerificationBody = Schema.Struct({ data: Schema.NullOr(InstallVerification) })
+
+/** One stored tracker event as the feed shows it: never the click id, never browser or person identity. */
+export const TrackedEvent = Schema.Struct({
+  touch_id: Schema.String,
+  occurred_at: Schema.String,
+  received_at: Schema.String,
+  event_type: Schema.NullOr(Schema.String),
+  /** The browser origin the collector accepted; null for server-side and sandboxed senders. */
+  origin: Schema.NullOr(Schema.String),
+  url: Schema.NullOr(Schema.String),
+  path: Schema.NullOr(Schema.String),
+  referrer_domain: Schema.NullOr(Schema.String),
+  channel: Schema.String,
+  source: Schema.NullOr(Schema.String),
+  medium: Schema.NullOr(Schema.String),
+  campaign: Schema.Struct({ external_id: Schema.NullOr(Schema.String), name: Schema.NullOr(Schema.String) }),
+  click_id_kind: Schema.NullOr(Schema.String),
+  join_method: Schema.NullOr(Schema.String),
+  utm: Schema.Record(Schema.String, Schema.String),
+  /** Names of the event's custom properties (their values are not shown). */
+  property_keys: Schema.Array(Schema.String),
+  device: Schema.NullOr(Schema.String),
+  browser: Schema.NullOr(Schema.String),
+  os: Schema.NullOr(Schema.String),
+  country: Schema.NullOr(Schema.String),
+  city: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "TrackedEvent" })
+export type TrackedEvent = typeof TrackedEvent.Type
+
+export const TrackedEventPage = Schema.Struct({ data: Schema.Array(TrackedEvent), pagination: Pagination })
+
+export const TrackedEventsQuery = {
+  limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
+  cursor: Schema.optionalKey(Schema.String)
+}
+
+const DropCounts = Schema.Struct({ bot: Schema.Number, do_not_track: Schema.Number })
+
+export const TrackingOps = Schema.Struct({
+  generated_at: Schema.String,
+  /** Tracker touches by `occurred_at`. */
+  touches: Schema.Struct({ last_24h: Schema.Number, last_7d: Schema.Number }),
+  /** Events answered but not stored, by UTC day: today, and the last 7 days including today. */
+  drops: Schema.Struct({ today: DropCounts, last_7d: DropCounts }),
+  /** When the newest tracker touch was received; null when none was. */
+  last_event_at: Schema.NullOr(Schema.String),
+  /** received_at − occurred_at of the touches received in the last 24 hours, in milliseconds. */
+  collector_lag_ms: Schema.Struct({
+    sample_size: Schema.Number,
+    p50: Schema.NullOr(Schema.Number),
+    p95: Schema.NullOr(Schema.Number),
+    max: Schema.NullOr(Schema.Number)
+  }),
+  active_tracking_keys: Schema.Number
+}).annotate({ identifier: "TrackingOps" })
+export type TrackingOps = typeof TrackingOps.Type
+
+export const TrackerOrigin = Schema.Struct({
+  /** Where the snippet posts: the first active custom domain, else the service's own collector. */
+  collector_url: Schema.String,
+  default_collector_url: Schema.String,
+  custom_domains: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    hostname: Schema.String,
+    status: CustomDomainStatus,
+    active: Schema.Boolean,
+    collector_url: Schema.String
+  })),
+  allowed_origins: Schema.Array(Schema.String),
+  allow_server_side: Schema.Boolean
+}).annotate({ identifier: "TrackerOrigin" })
+export type TrackerOrigin = typeof TrackerOrigin.Type
+
+/** An exact count and its share of the denominator (4 decimals; null when the denominator is 0). */
+export const Share = Schema.Struct({ count: Schema.Number, ratio: Schema.NullOr(Schema.Number) })
+
+export const TrackingQuality = Schema.Struct({
+  window: Schema.Struct({ days: Schema.Number, since: Schema.String }),
+  /** Tracker touches in the window (by `occurred_at`): the denominator of the shares below. */
+  touches: Schema.Number,
+  with_utm: Share,
+  with_click_id: Share,
+  direct: Share,
+  /** Tagged or referred, but nothing named a source (`source` is `(not set)`). */
+  unclassified: Share,
+  /** Joined to a customer (`join_method` set). */
+  identified: Share,
+  by_channel: Schema.Array(Schema.Struct({ channel: Schema.String, count: Schema.Number, ratio: Schema.NullOr(Schema.Number) })),
+  /** Events dropped in the window's UTC days, as a share of everything received (stored + dropped). */
+  bot_drops: Share,
+  do_not_track_drops: Share
+}).annotate({ identifier: "TrackingQuality" })
+export type TrackingQuality = typeof TrackingQuality.Type
+
+export const QualityQuery = {
+  /** The window in days, ending now: 1 to 90, default 30. */
+  days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 90 })))
+}
+
+export const TrackingOpsBody = Schema.Struct({ data: TrackingOps })
+export const TrackingOriginBody = Schema.Struct({ data: TrackerOrigin })
+export const TrackingQualityBody = Schema.Struct({ data: TrackingQuality })

@@ -1,3 +1,4 @@
+import { isIP } from "node:net"
 import { Config, Context, Data, Effect, Layer, Option, Redacted } from "effect"
 
 /**
@@ -17,6 +18,11 @@ export interface AppSettings {
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   /** Largest accepted request body, in bytes (413 `payload_too_large` above it). */
   readonly maxBodyBytes: number
+  /**
+   * DNS servers the tracker's custom-domain verification asks (`SVC_DNS_SERVERS`, comma-separated
+   * `ip` or `ip:port`); empty or unset: the system's resolvers.
+   */
+  readonly dnsServers?: ReadonlyArray<string>
   readonly logFormat: "json" | "pretty"
   readonly logLevel: "All" | "Trace" | "Debug" | "Info" | "Warn" | "Error" | "Fatal" | "None"
   readonly otel: {
@@ -52,6 +58,7 @@ const settingsConfig = Config.all({
   secretsKey: optionalRedacted("SVC_SECRETS_KEY"),
   redisUrl: optionalRedacted("REDIS_URL"),
   maxBodyBytes: Config.Int("SVC_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
+  dnsServers: Config.String("SVC_DNS_SERVERS").pipe(Config.withDefault("")),
   logFormat: Config.Literals(["json", "pretty"], "SVC_LOG_FORMAT").pipe(Config.withDefault("json" as const)),
   logLevel: Config.Literals(["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "LOG_LEVEL").pipe(
     Config.withDefault("Info" as const)
@@ -101,6 +108,11 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (Option.isSome(raw.databaseUrl) && !/^postgres(ql)?:\/\//.test(Redacted.value(raw.databaseUrl.value))) {
     return yield* invalid("DATABASE_URL", "expected a postgres:// or postgresql:// URL")
   }
+  const dnsServers = raw.dnsServers.split(",").map((server) => server.trim()).filter((server) => server !== "")
+  const badServer = dnsServers.find((server) => !isDnsServer(server))
+  if (badServer !== undefined) {
+    return yield* invalid("SVC_DNS_SERVERS", `${badServer} is not an IP address with an optional port (1.1.1.1, 10.0.0.2:53, [::1]:53)`)
+  }
   const baseUrl = Option.match(raw.baseUrl, {
     onNone: () => `http://localhost:${raw.port}`,
     onSome: (url) => url.toString().replace(/\/$/, "")
@@ -116,6 +128,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     secretsKey: raw.secretsKey,
     redisUrl: raw.redisUrl,
     maxBodyBytes: raw.maxBodyBytes,
+    dnsServers,
     logFormat: raw.logFormat,
     logLevel: raw.logLevel,
     otel: {
@@ -136,6 +149,16 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     }
   } satisfies AppSettings
 })
+
+/** `1.1.1.1`, `1.1.1.1:53`, `2606:4700::1111` or `[2606:4700::1111]:53`: what the resolver's setServers takes. */
+const isDnsServer = (server: string): boolean => {
+  const bracketed = /^\[([0-9a-f:.]+)\](?::(\d{1,5}))?$/i.exec(server)
+  if (bracketed !== null) return isIP(bracketed[1] ?? "") === 6 && validPort(bracketed[2])
+  if (isIP(server) !== 0) return true
+  const withPort = /^([0-9.]+):(\d{1,5})$/.exec(server)
+  return withPort !== null && isIP(withPort[1] ?? "") === 4 && validPort(withPort[2])
+}
+const validPort = (port: string | undefined) => port === undefined || (Number(port) >= 1 && Number(port) <= 65535)
 
 const invalid = (variable: string, problem: string) => Effect.fail(new InvalidSetting({ variable, problem }))
 

@@ -70,6 +70,8 @@ export interface NewTouch {
   readonly os: string | null
   readonly country: string | null
   readonly city: string | null
+  /** The browser `Origin` the collector accepted (one of the allowed origins); null for other senders. */
+  readonly collectorOrigin: string | null
   readonly payload: Record<string, unknown>
 }
 
@@ -227,14 +229,14 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
             INSERT INTO touches (
               id, profile_id, kind, occurred_at, source_system, idempotency_key, event_type, anonymous_id, session_id,
               customer_id, join_method, channel, source, medium, campaign_external_id, campaign_name, click_id_kind,
-              click_id, url, path, referrer_domain, device, browser, os, country, city, payload)
+              click_id, url, path, referrer_domain, device, browser, os, country, city, collector_origin, payload)
             SELECT
               ${crypto.randomUUID()}, ${touch.profileId}, 'web_touch', COALESCE(${touch.occurredAt}::timestamptz, now()),
               'tracker', ${touch.idempotencyKey}, ${touch.eventType}, ${touch.anonymousId}, ${touch.sessionId},
               b.customer_id, CASE WHEN b.customer_id IS NULL THEN NULL ELSE 'anonymous_id' END,
               ${touch.channel}, ${touch.source}, ${touch.medium}, ${touch.campaignExternalId}, ${touch.campaignName},
               ${touch.clickIdKind}, ${touch.clickId}, ${touch.url}, ${touch.path}, ${touch.referrerDomain},
-              ${touch.device}, ${touch.browser}, ${touch.os}, ${touch.country}, ${touch.city},
+              ${touch.device}, ${touch.browser}, ${touch.os}, ${touch.country}, ${touch.city}, ${touch.collectorOrigin},
               ${JSON.stringify(touch.payload)}::jsonb
             FROM (SELECT 1) AS one LEFT JOIN bound b ON true
             ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

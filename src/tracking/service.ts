@@ -28,6 +28,8 @@ import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { AppConfig } from "../platform/config.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
 import { CLICK_ID_KINDS, classify, clickIdOf, isSameSite, UTM_KEYS } from "./channels.ts"
+import { CollectorHosts, customCollectorUrl } from "./collector-hosts.ts"
+import { TrackingDomainsRepo } from "./domains-repo.ts"
 import { type CollectorTargetRow, type KeyRow, type SettingsRow, type SettingsValues, TrackingRepo } from "./repo.ts"
 import { renderSnippet } from "./snippet.ts"
 import { isBot, parseUserAgent } from "./user-agent.ts"
@@ -182,15 +184,20 @@ export class TrackingService extends Context.Service<TrackingService, {
       const repo = yield* TrackingRepo
       const audit = yield* AuditLog
       const config = yield* AppConfig
+      const domains = yield* TrackingDomainsRepo
+      const hosts = yield* CollectorHosts
       const collectorUrl = `${config.baseUrl}/t/collect`
+      /** Where the profile's tracker posts: its first active custom domain (decision 0034), else the service's collector. */
+      const collectorUrlOf = (profileId: string) =>
+        Effect.map(domains.activeHostname(profileId), Option.match({ onNone: () => collectorUrl, onSome: customCollectorUrl }))
 
-      const renderSettings = (row: SettingsRow): TrackingSettings => ({
+      const renderSettings = (row: SettingsRow, url: string): TrackingSettings => ({
         allowed_origins: row.allowed_origins,
         capture_click_ids: row.capture_click_ids,
         cookie_domain: row.cookie_domain,
         respect_do_not_track: row.respect_do_not_track,
         allow_server_side: row.allow_server_side,
-        collector_url: collectorUrl,
+        collector_url: url,
         updated_at: row.updated_at
       })
 
@@ -257,7 +264,7 @@ export class TrackingService extends Context.Service<TrackingService, {
       })
 
       const settings = Effect.fn("Tracking.settings")(function*(profile: ProfileContext) {
-        return renderSettings(yield* repo.settings(profile.profileId))
+        return renderSettings(yield* repo.settings(profile.profileId), yield* collectorUrlOf(profile.profileId))
       })
 
       const updateSettings = Effect.fn("Tracking.updateSettings")(function*(
@@ -265,6 +272,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         profile: ProfileContext,
         patch: UpdateTrackingSettings
       ) {
+        const url = yield* collectorUrlOf(profile.profileId)
         const change = yield* repo.transaction(Effect.gen(function*() {
           const current = yield* repo.lockSettings(profile.profileId)
           const next: SettingsValues = {
@@ -287,7 +295,7 @@ export class TrackingService extends Context.Service<TrackingService, {
             next.respect_do_not_track === current.respect_do_not_track ? [] : ["respect_do_not_track"],
             next.allow_server_side === current.allow_server_side ? [] : ["allow_server_side"]
           ].flat()
-          if (changed.length === 0) return { settings: renderSettings(current), changed: false, replayJobId: null }
+          if (changed.length === 0) return { settings: renderSettings(current, url), changed: false, replayJobId: null }
           const written = yield* repo.writeSettings(profile.profileId, next)
           const replayJobId = yield* repo.enqueueReplay(profile.profileId, REPLAY_REASON)
           yield* audit.record({
@@ -304,7 +312,7 @@ export class TrackingService extends Context.Service<TrackingService, {
               replay_job_id: replayJobId
             }
           })
-          return { settings: renderSettings(written), changed: true, replayJobId }
+          return { settings: renderSettings(written, url), changed: true, replayJobId }
         }))
         if (change.changed) yield* forgetTargets
         return change
@@ -333,7 +341,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         }
         const current = yield* repo.settings(profile.profileId)
         return renderSnippet({
-          collectorUrl,
+          collectorUrl: yield* collectorUrlOf(profile.profileId),
           trackingKey: key.key,
           cookieDomain: current.cookie_domain,
           captureClickIds: current.capture_click_ids,
@@ -342,9 +350,12 @@ export class TrackingService extends Context.Service<TrackingService, {
         })
       })
 
-      /** The origin check: a browser's `Origin` must be listed; no `Origin` only when server-side calls are allowed. */
+      /**
+       * The origin check: a browser's `Origin` must be listed; no `Origin`, or the opaque `null` of a
+       * sandboxed sender (the commerce platform's pixel, decision 0034), only when server-side calls are allowed.
+       */
       const checkOrigin = (target: CollectorTargetRow, origin: string | undefined) => {
-        if (origin === undefined) {
+        if (origin === undefined || origin === "null") {
           return target.allow_server_side
             ? Effect.succeed(null)
             : Effect.fail(
@@ -386,6 +397,8 @@ export class TrackingService extends Context.Service<TrackingService, {
         const found = yield* targetOf(event.tracking_key)
         if (Option.isNone(found)) return yield* unknownTrackingKey()
         const target = found.value
+        // A registered custom domain serves only its own profile, once verified (decision 0034).
+        yield* hosts.check(headers["host"], target.profile_id)
         const allowOrigin = yield* checkOrigin(target, headers["origin"])
 
         const now = yield* Clock.currentTimeMillis
@@ -406,7 +419,7 @@ export class TrackingService extends Context.Service<TrackingService, {
           return { allowOrigin, result: "dropped_do_not_track" } satisfies CollectOutcome
         }
 
-        const stored = yield* repo.insertTouch(touchOf(target, event, headers))
+        const stored = yield* repo.insertTouch(touchOf(target, event, headers, allowOrigin))
         return { allowOrigin, result: Option.isSome(stored) ? "stored" : "duplicate" } satisfies CollectOutcome
       })
 
@@ -429,14 +442,15 @@ export class TrackingService extends Context.Service<TrackingService, {
 
       return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, collect, preflight }
     })
-  ).pipe(Layer.provide([TrackingRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([TrackingRepo.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
 }
 
 /** One event as a `web_touch` row (see decision 0031 for where each field comes from). */
 const touchOf = (
   target: CollectorTargetRow,
   event: CollectEventType,
-  headers: Readonly<Record<string, string | undefined>>
+  headers: Readonly<Record<string, string | undefined>>,
+  collectorOrigin: string | null
 ) => {
   const page = new URL(event.url)
   const query = page.searchParams
@@ -490,6 +504,7 @@ const touchOf = (
     os: agent.os,
     country: countryOf(headers),
     city: cityOf(headers),
+    collectorOrigin: collectorOrigin === null ? null : collectorOrigin.toLowerCase(),
     payload: {
       ...(Object.keys(utm).length > 0 ? { utm } : {}),
       ...(event.properties !== undefined ? { properties: event.properties } : {})

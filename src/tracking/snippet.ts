@@ -35,7 +35,7 @@ export interface SnippetOptions {
 export const ADPLATFORM_PIXEL_LOADER_URL = "https://connect.facebook.net/en_US/fbevents.js"
 
 /** A value as a JavaScript literal that is also safe inside an inline `<script>` element. */
-const literal = (value: unknown): string =>
+export const literal = (value: unknown): string =>
   JSON.stringify(value)
     .replaceAll("<", "\\u003c")
     .replaceAll("\u2028", "\\u2028")
