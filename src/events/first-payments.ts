@@ -10,6 +10,8 @@
  *   purchase: first too, however late;
  * - every other payment is a repeat (false).
  * An untagged payment that occurs after any tagged payment of the customer is never first.
+ * A payment the merchant marked as a later installment (decision 0032) is never first and
+ * anchors nothing: it is left out of the streams.
  * A payment with no customer has nothing to repeat: first.
  *
  * The flags are a function of the customer's whole set of payments, so they are recomputed
@@ -32,6 +34,8 @@ export interface PaymentFacts {
   readonly createdAt: string
   readonly subjectRef: string | null
   readonly orderGroup: string | null
+  /** Marked by the merchant as a later installment (decision 0032): never first. Default false. */
+  readonly installment?: boolean
 }
 
 const compare = (a: PaymentFacts, b: PaymentFacts) =>
@@ -41,10 +45,11 @@ const compare = (a: PaymentFacts, b: PaymentFacts) =>
 
 /** `is_first_payment` of each of one customer's payments. */
 export const firstPaymentFlags = (payments: ReadonlyArray<PaymentFacts>): ReadonlyMap<string, boolean> => {
-  const ordered = [...payments].sort(compare)
+  const flags = new Map<string, boolean>()
+  for (const payment of payments) if (payment.installment === true) flags.set(payment.id, false)
+  const ordered = payments.filter((payment) => payment.installment !== true).sort(compare)
   const firstTagged = ordered.find((payment) => payment.subjectRef !== null)
   const anchors = new Map<string, PaymentFacts>()
-  const flags = new Map<string, boolean>()
   for (const payment of ordered) {
     if (payment.subjectRef === null && firstTagged !== undefined && payment.occurredAt > firstTagged.occurredAt) {
       flags.set(payment.id, false)
@@ -71,6 +76,7 @@ const ConversionFacts = Schema.Struct({
   subject_ref: Schema.NullOr(Schema.String),
   order_group: Schema.NullOr(Schema.String),
   counts_as_cash: Schema.Boolean,
+  installment: Schema.Boolean,
   is_first_payment: Schema.NullOr(Schema.Boolean)
 })
 
@@ -88,7 +94,7 @@ export const recomputeFirstPayments = (customerId: string): Effect.Effect<number
     yield* sql`SELECT id FROM customers WHERE id = ${customerId} FOR UPDATE`
     const rows = yield* conversionFacts(sql`
       SELECT id, ${isoTimestamp(sql, "occurred_at")} AS occurred_at, ${isoTimestamp(sql, "created_at")} AS created_at,
-             subject_ref, order_group, counts_as_cash, is_first_payment
+             subject_ref, order_group, counts_as_cash, installment, is_first_payment
       FROM conversions WHERE customer_id = ${customerId}`)
     const flags = firstPaymentFlags(
       rows.filter((row) => row.counts_as_cash).map((row) => ({
@@ -96,7 +102,8 @@ export const recomputeFirstPayments = (customerId: string): Effect.Effect<number
         occurredAt: row.occurred_at,
         createdAt: row.created_at,
         subjectRef: row.subject_ref,
-        orderGroup: row.order_group
+        orderGroup: row.order_group,
+        installment: row.installment
       }))
     )
     const nowTrue: Array<string> = []

@@ -53,7 +53,13 @@ interface ReviverContext {
  * The literal text of `properties.value` in a raw JSON body, when it is a JSON number; None
  * when it is absent or not a number (a decimal string is read from the decoded payload).
  */
-export const rawValueLiteral = (body: string): Option.Option<string> => {
+export const rawValueLiteral = (body: string): Option.Option<string> => rawNumberLiteral(body, ["properties", "value"])
+
+/**
+ * The literal text of the JSON number at `path` (object keys from the root) in a raw JSON
+ * body; None when it is absent or not a number. The payments routes read `amount` with it.
+ */
+export const rawNumberLiteral = (body: string, path: ReadonlyArray<string>): Option.Option<string> => {
   let missingSource = false
   let root: unknown
   try {
@@ -69,7 +75,9 @@ export const rawValueLiteral = (body: string): Option.Option<string> => {
     return Option.none()
   }
   if (missingSource) throw new Error("This runtime's JSON.parse gives no source text: exact money needs Node >= 22 or Deno 2")
-  const properties = typeof root === "object" && root !== null ? (root as Record<string, unknown>)["properties"] : undefined
-  const value = typeof properties === "object" && properties !== null ? (properties as Record<string, unknown>)["value"] : undefined
+  let value: unknown = root
+  for (const key of path) {
+    value = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined
+  }
   return value instanceof NumberText ? Option.some(value.text) : Option.none()
 }

@@ -53,6 +53,8 @@ export type ConversionRow = typeof ConversionRow.Type
 export interface NewEvent {
   readonly id: string
   readonly profileId: string
+  /** `outcome_events.source`: `api` for POST /api/v1/events, `cardgw` for card-gateway payments (decision 0032). */
+  readonly source: string
   readonly idempotencyKey: string
   readonly requestHash: string
   readonly eventName: string
@@ -105,6 +107,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly findEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<StoredEvent>>
   /** The live customer with this `customer_key`, created if there is none (race-safe). */
   readonly customerByKey: (profileId: string, customerKey: string) => Repo<string>
+  /** The live customer with this `customer_key`, if there is one (never creates). */
+  readonly findCustomerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
   /** The oldest live customer holding this identifier. */
   readonly customerByIdentifier: (profileId: string, kind: "email" | "phone", value: string) => Repo<Option.Option<string>>
   /** A customer known only by identifiers (no `customer_key`). */
@@ -124,8 +128,13 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly lockEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<LockedEvent>>
   readonly hasExport: (eventId: string) => Repo<boolean>
   readonly hasConversationLead: (eventId: string) => Repo<boolean>
-  /** Deletes the event's conversions and their credit rows; answers both counts. */
-  readonly deleteConversions: (eventId: string) => Repo<{ readonly conversions: number; readonly credits: number }>
+  /**
+   * Deletes the event's conversions and their credit rows; answers both counts and the customers
+   * the conversions belonged to (a payer assignment may have moved one away from the event's customer).
+   */
+  readonly deleteConversions: (
+    eventId: string
+  ) => Repo<{ readonly conversions: number; readonly credits: number; readonly customerIds: ReadonlyArray<string> }>
   /** Marks the event retracted and drops what it carried beyond its name, time and key. */
   readonly tombstone: (eventId: string, reason: string) => Repo<void>
   /** Queues (or joins the already queued) full-profile attribution replay, in the caller's transaction. */
@@ -162,7 +171,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           claimed(sql`
             INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
                                         value_amount, currency, subject_ref, order_group, action_source, click_ids)
-            VALUES (${event.id}, ${event.profileId}, ${event.idempotencyKey}, ${event.requestHash}, 'api',
+            VALUES (${event.id}, ${event.profileId}, ${event.idempotencyKey}, ${event.requestHash}, ${event.source},
                     ${event.eventName}, ${event.occurredAt}::timestamptz, ${event.valueAmount}::numeric(20, 6),
                     ${event.currency}, ${event.subjectRef}, ${event.orderGroup}, ${event.actionSource},
                     ${JSON.stringify(event.clickIds)}::jsonb)
@@ -279,8 +288,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             SELECT count(*)::int AS count FROM attribution_credits a
             JOIN conversions c ON c.id = a.conversion_id WHERE c.outcome_event_id = ${eventId}`
           // Credit rows go with their conversion (ON DELETE CASCADE).
-          const deleted = yield* sql`DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING id`
-          return { conversions: deleted.length, credits: credits[0]?.count ?? 0 }
+          const deleted = yield* sql<{ customer_id: string | null }>`
+            DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`
+          const customerIds = deleted.flatMap((row) => (row.customer_id === null ? [] : [row.customer_id]))
+          return { conversions: deleted.length, credits: credits[0]?.count ?? 0, customerIds }
         })
 
       const tombstone = (eventId: string, reason: string) =>
@@ -326,6 +337,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         claimEvent: (event) => orDatabaseUnavailable(claimEvent(event)),
         findEvent: (profileId, key) => orDatabaseUnavailable(findEvent(profileId, key)),
         customerByKey: (profileId, key) => orDatabaseUnavailable(customerByKey(profileId, key)),
+        findCustomerByKey: (profileId, key) =>
+          orDatabaseUnavailable(Effect.map(liveByKey(profileId, key), Option.map((row) => row.id))),
         customerByIdentifier: (profileId, kind, value) => orDatabaseUnavailable(customerByIdentifier(profileId, kind, value)),
         createKeylessCustomer: (profileId) => orDatabaseUnavailable(createKeylessCustomer(profileId)),
         customerKey: (customerId) => orDatabaseUnavailable(customerKey(customerId)),

@@ -31,6 +31,7 @@ import { isHealthcareFamily } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor } from "../http/pagination.ts"
+import { resolveCustomer } from "./customers.ts"
 import { normaliseAmount } from "./money.ts"
 import { type ConversionFilters, EventsRepo, type NewEvent } from "./repo.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
@@ -61,7 +62,7 @@ export interface ConversionsPage {
 }
 
 /** JSON with object keys sorted, so two equal requests hash equal whatever their key order. */
-const canonicalJson = (value: unknown): string => {
+export const canonicalJson = (value: unknown): string => {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
   if (typeof value === "object" && value !== null) {
     const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -70,15 +71,32 @@ const canonicalJson = (value: unknown): string => {
   return JSON.stringify(value) ?? "null"
 }
 
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
+export const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 
-const invalidQuery = (name: string, message: string) =>
+export const invalidQuery = (name: string, message: string) =>
   new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
 
 const blank = (value: string | undefined) => value !== undefined && value.trim() === ""
 
+/**
+ * Where an outcome came from: its event's `source` and the `data.provider` of its
+ * `outcome.recorded` row. Card-gateway payments are `cardgw` / `cardgw` (decision 0032).
+ */
+export interface OutcomeOrigin {
+  readonly source: string
+  readonly provider: string
+}
+
+export const API_ORIGIN: OutcomeOrigin = { source: "api", provider: API_PROVIDER }
+
+/**
+ * Idempotency keys with this prefix are the card-gateway payments' own (`cardgw:<gateway_payment_id>`,
+ * decision 0032): POST /api/v1/events refuses them, so the two never collide.
+ */
+export const CARDGW_KEY_PREFIX = "cardgw:"
+
 /** The checked, normalised fields of an ingest body. */
-interface CheckedEvent {
+export interface CheckedEvent {
   readonly eventName: string
   readonly idempotencyKey: string | undefined
   readonly occurredAt: string | undefined
@@ -100,6 +118,11 @@ const checkEvent = (
   Effect.gen(function*() {
     if (blank(input.event_name)) return yield* new ValidationError({ message: "body.event_name: must not be blank" })
     if (blank(input.idempotency_key)) return yield* new ValidationError({ message: "body.idempotency_key: must not be blank" })
+    if (input.idempotency_key?.startsWith(CARDGW_KEY_PREFIX) === true) {
+      return yield* new ValidationError({
+        message: `body.idempotency_key: the prefix ${CARDGW_KEY_PREFIX} is reserved for card-gateway payments (POST /api/v1/payments/cardgw)`
+      })
+    }
     const properties = input.properties ?? {}
     const traits = input.user_traits ?? {}
     let valueAmount: string | null = null
@@ -159,7 +182,7 @@ const requestHash = (checked: CheckedEvent) =>
   }))
 
 /** `start` / `end` of the list: a date (whole UTC day) or a date-time with an offset. */
-const parseBound = (name: "start" | "end", raw: string) => {
+export const parseBound = (name: "start" | "end", raw: string) => {
   if (isCalendarDate(raw)) {
     if (name === "start") return Effect.succeed({ at: `${raw}T00:00:00Z`, inclusive: true })
     const next = new Date(`${raw}T00:00:00Z`)
@@ -180,6 +203,17 @@ export class EventsService extends Context.Service<EventsService, {
     input: IngestEvent,
     valueLiteral: Option.Option<string>
   ) => Effect.Effect<Ingested, DatabaseUnavailable | ValidationError | InvalidParameter | IdempotencyKeyConflict | InvalidState>
+  /**
+   * Records an outcome already checked and normalised, idempotent on its key with `requestHash`
+   * saying what "the same request" is: the ingest transaction shared by POST /api/v1/events and
+   * card-gateway payments (decision 0032).
+   */
+  readonly record: (
+    profile: ProfileContext,
+    checked: CheckedEvent,
+    requestHash: string,
+    origin: OutcomeOrigin
+  ) => Effect.Effect<Ingested, DatabaseUnavailable | IdempotencyKeyConflict | InvalidState>
   readonly retract: (
     actor: PrincipalShape,
     profile: ProfileContext,
@@ -214,39 +248,23 @@ export class EventsService extends Context.Service<EventsService, {
         return { outcome_event_id: stored.value.id, conversion_id: stored.value.conversion_id }
       })
 
-      /** The customer of the event: by `external_id`, else by email, else by phone, else a new one for them. */
-      const resolveCustomer = Effect.fn("Events.resolveCustomer")(function*(profileId: string, checked: CheckedEvent) {
-        let customerId: string | null = null
-        if (checked.externalId !== null) customerId = yield* repo.customerByKey(profileId, checked.externalId)
-        if (customerId === null && checked.email !== null) {
-          customerId = Option.getOrNull(yield* repo.customerByIdentifier(profileId, "email", checked.email))
-        }
-        if (customerId === null && checked.phone !== null) {
-          customerId = Option.getOrNull(yield* repo.customerByIdentifier(profileId, "phone", checked.phone))
-        }
-        if (customerId === null && (checked.email !== null || checked.phone !== null)) {
-          customerId = yield* repo.createKeylessCustomer(profileId)
-        }
-        if (customerId === null) return null
-        yield* repo.lockCustomer(customerId)
-        if (checked.email !== null) yield* repo.addIdentifier(profileId, customerId, "email", checked.email)
-        if (checked.phone !== null) yield* repo.addIdentifier(profileId, customerId, "phone", checked.phone)
-        return customerId
-      })
+      /** The customer of the event (src/events/customers.ts): by `external_id`, else email, else phone. */
+      const customerOf = (profileId: string, checked: CheckedEvent) =>
+        resolveCustomer(repo, profileId, { externalId: checked.externalId, email: checked.email, phone: checked.phone })
 
-      const ingest = Effect.fn("Events.ingest")(function*(
+      const record = Effect.fn("Events.record")(function*(
         profile: ProfileContext,
-        input: IngestEvent,
-        valueLiteral: Option.Option<string>
+        checked: CheckedEvent,
+        hash: string,
+        origin: OutcomeOrigin
       ) {
-        const checked = yield* checkEvent(input, valueLiteral)
-        const hash = requestHash(checked)
         const facts = yield* repo.profileFacts(profile.profileId)
         if (Option.isNone(facts)) return yield* Effect.die("the request's profile has no row")
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const event: NewEvent = {
           id: crypto.randomUUID(),
           profileId: profile.profileId,
+          source: origin.source,
           idempotencyKey: checked.idempotencyKey ?? crypto.randomUUID(),
           requestHash: hash,
           eventName: checked.eventName,
@@ -265,7 +283,7 @@ export class EventsService extends Context.Service<EventsService, {
           const claimed = yield* repo.claimEvent(event)
           if (Option.isNone(claimed)) return yield* replay(profile.profileId, event.idempotencyKey, hash)
           const occurredAt = claimed.value
-          const customerId = yield* resolveCustomer(profile.profileId, checked)
+          const customerId = yield* customerOf(profile.profileId, checked)
           if (customerId !== null) yield* repo.setEventCustomer(event.id, customerId)
           const definition = yield* repo.definitionFor(profile.profileId, event.eventName)
           const conversionId = Option.isSome(definition) ? crypto.randomUUID() : null
@@ -286,7 +304,7 @@ export class EventsService extends Context.Service<EventsService, {
             type: OUTCOME_RECORDED,
             created_at: now,
             data: {
-              provider: API_PROVIDER,
+              provider: origin.provider,
               outcome_type: event.eventName,
               occurred_at: occurredAt,
               customer_key: customerId === null ? null : yield* repo.customerKey(customerId),
@@ -306,6 +324,15 @@ export class EventsService extends Context.Service<EventsService, {
           })
           return { outcome_event_id: event.id, conversion_id: conversionId }
         }))
+      })
+
+      const ingest = Effect.fn("Events.ingest")(function*(
+        profile: ProfileContext,
+        input: IngestEvent,
+        valueLiteral: Option.Option<string>
+      ) {
+        const checked = yield* checkEvent(input, valueLiteral)
+        return yield* record(profile, checked, requestHash(checked), API_ORIGIN)
       })
 
       const retract = Effect.fn("Events.retract")(function*(
@@ -338,7 +365,11 @@ export class EventsService extends Context.Service<EventsService, {
           }
           const deleted = yield* repo.deleteConversions(event.id)
           yield* repo.tombstone(event.id, reason)
-          const flags = event.customer_id === null ? 0 : yield* repo.recomputeFirstPayments(event.customer_id)
+          // The event's customer, and the payer a conversion was moved to (decision 0032).
+          let flags = 0
+          for (const customerId of new Set([...(event.customer_id === null ? [] : [event.customer_id]), ...deleted.customerIds])) {
+            flags += yield* repo.recomputeFirstPayments(customerId)
+          }
           yield* repo.queueReplay(profile.profileId, "retraction")
           const counts = { events: 1, conversions: deleted.conversions, credits: deleted.credits, first_payment_flags: flags }
           yield* audit.record({
@@ -414,7 +445,7 @@ export class EventsService extends Context.Service<EventsService, {
         }
       })
 
-      return { ingest, retract, listConversions }
+      return { ingest, record, retract, listConversions }
     })
   ).pipe(Layer.provide([EventsRepo.layer, AuditLog.layer]))
 }

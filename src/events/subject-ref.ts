@@ -30,11 +30,17 @@ const NATIONAL_IDS = [
 
 const digitCount = (value: string) => value.replace(/\D/g, "").length
 
+/** Whether `value` (one token, trimmed) has the shape of a national id above (also used by declared-source, decision 0033). */
+export const looksLikeNationalId = (value: string): boolean => {
+  const trimmed = value.trim()
+  return SSN.test(trimmed) || NATIONAL_IDS.some((pattern) => pattern.test(trimmed))
+}
+
 /** What personal data `value` looks like, if any. */
 export const looksLikePersonalData = (value: string): string | undefined => {
   const trimmed = value.trim()
   if (EMAIL.test(trimmed)) return "an email address"
-  if (SSN.test(trimmed) || NATIONAL_IDS.some((pattern) => pattern.test(trimmed))) return "a national id"
+  if (looksLikeNationalId(trimmed)) return "a national id"
   if (PHONE_CHARS.test(trimmed) && digitCount(trimmed) >= 7 && digitCount(trimmed) <= 15) return "a phone number"
   // A long run of digits inside a token (e.g. "cust-34600111222") is a phone or an id number too.
   if (/\d{9,}/.test(trimmed)) return "a phone number or national id"
