@@ -9,6 +9,10 @@ import m0008 from "./0008_profile_creation.ts"
 import m0009 from "./0009_outcomes.ts"
 import m0010 from "./0010_events.ts"
 import m0011 from "./0011_tracking.ts"
+import m0012 from "./0012_payments.ts"
+import m0013 from "./0013_ad_structure.ts"
+import m0014 from "./0014_declared_sources.ts"
+import m0015 from "./0015_tracking_domains.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -25,7 +29,11 @@ export const migrations = {
   "0008_profile_creation": m0008,
   "0009_outcomes": m0009,
   "0010_events": m0010,
-  "0011_tracking": m0011
+  "0011_tracking": m0011,
+  "0012_payments": m0012,
+  "0013_ad_structure": m0013,
+  "0014_declared_sources": m0014,
+  "0015_tracking_domains": m0015
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -13,11 +13,14 @@ import { Csrf, SessionsApi } from "../auth/sessions-api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/api.ts"
+import { PaymentsApi } from "../events/payments-api.ts"
 import { McpOAuthApi } from "../mcp-oauth/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
+import { PartnerDataApi } from "../partner/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
 import { CollectorApi, TrackingApi } from "../tracking/api.ts"
+import { TrackingSetupApi } from "../tracking/setup-api.ts"
 import { MembersApi } from "../tenancy/members-api.ts"
 import { WorkspacesApi } from "../tenancy/workspaces-api.ts"
 import { RetiredApi } from "../versioning/api.ts"
@@ -40,10 +43,13 @@ export const Api = HttpApi.make("svc")
   .add(SessionsApi)
   .add(DpaApi)
   .add(TrackingApi)
+  .add(TrackingSetupApi)
   .add(RetiredApi)
   .add(DefinitionsApi)
   .add(AttributionApi)
   .add(EventsApi)
+  .add(PaymentsApi)
+  .add(PartnerDataApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -22,15 +22,23 @@ import { DpaHandlers } from "../dpa/handlers.ts"
 import { DpaService } from "../dpa/service.ts"
 import { EventsHandlers } from "../events/handlers.ts"
 import { EventsService } from "../events/service.ts"
+import { PaymentsHandlers } from "../events/payments-handlers.ts"
+import { PaymentsService } from "../events/payments-service.ts"
 import { OAuthAuthorize } from "../oauth/authorize-service.ts"
 import { McpOAuthHandlers } from "../mcp-oauth/handlers.ts"
 import { McpOAuthService } from "../mcp-oauth/service.ts"
 import { OAuthHandlers } from "../oauth/handlers.ts"
 import { OAuthService } from "../oauth/service.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
+import { PartnerDataHandlers } from "../partner/handlers.ts"
+import { PartnerData } from "../partner/service.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { TenancyHandlers } from "../tenancy/handlers.ts"
 import { CollectorHandlers, TrackingHandlers } from "../tracking/handlers.ts"
+import { TrackingDiagnostics } from "../tracking/diagnostics-service.ts"
+import { TrackingDomains } from "../tracking/domains-service.ts"
+import { TrackingInstallers } from "../tracking/installers-service.ts"
+import { TrackingSetupHandlers } from "../tracking/setup-handlers.ts"
 import { TrackingService } from "../tracking/service.ts"
 import { Provisioning } from "../tenancy/service.ts"
 import { MembersHandlers } from "../tenancy/members-handlers.ts"
@@ -49,9 +57,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, TrackingHandlers, CollectorHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, TrackingService.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
