@@ -3,7 +3,8 @@
  * the client's own cost stays small next to the server's on a 2-core machine), and starting,
  * probing and stopping server processes. Traffic goes to 127.0.0.1 only.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { connect, createServer as createNetServer, type Socket } from "node:net"
 import { resolve } from "node:path"
 
@@ -23,6 +24,37 @@ export interface RunResult {
   readonly errors: number
   readonly seconds: number
   readonly latenciesMs: Float64Array
+  /**
+   * The measuring window in µs of the monotonic clock (`process.hrtime`), the clock V8 stamps
+   * `.cpuprofile` samples with on Linux: a server profile can be split by run.
+   */
+  readonly window: { readonly fromUs: number; readonly toUs: number }
+  /** CPU time (user + system) the server process used while measuring, when it could be read. */
+  readonly serverCpuMs?: number
+}
+
+const clockTicksPerSecond = (() => {
+  const out = spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" })
+  const ticks = Number(out.stdout?.trim())
+  return Number.isInteger(ticks) && ticks > 0 ? ticks : 100
+})()
+
+/**
+ * CPU time (user + system, ms) a process has used so far, from /proc (Linux); undefined
+ * elsewhere. Unlike throughput it barely moves when other work loads the machine, so the
+ * benches report it per request next to req/s.
+ */
+export const processCpuMs = (pid: number | undefined): number | undefined => {
+  if (pid === undefined) return undefined
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    const ticks = Number(fields[11]) + Number(fields[12])
+    return Number.isFinite(ticks) ? (ticks * 1000) / clockTicksPerSecond : undefined
+  } catch {
+    return undefined
+  }
 }
 
 const CRLFCRLF = Buffer.from("\r\n\r\n")
@@ -101,7 +133,8 @@ export const load = async (
   connections: number,
   warmupSeconds: number,
   durationSeconds: number,
-  headers: Readonly<Record<string, string>> = {}
+  headers: Readonly<Record<string, string>> = {},
+  serverPid?: number
 ): Promise<RunResult> => {
   let measuring = false
   let stopped = false
@@ -128,13 +161,20 @@ export const load = async (
   await sleep(warmupSeconds * 1000)
   measuring = true
   const started = process.hrtime.bigint()
+  const cpuBefore = processCpuMs(serverPid)
   await sleep(durationSeconds * 1000)
   measuring = false
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  const cpuAfter = processCpuMs(serverPid)
+  const ended = process.hrtime.bigint()
+  const seconds = Number(ended - started) / 1e9
+  const window = { fromUs: Number(started / 1000n), toUs: Number(ended / 1000n) }
   stopped = true
   // Each connection stops after its in-flight response; bounded by the socket timeout.
   await Promise.race([Promise.all(loops), sleep(15_000)])
-  return { requests, errors, seconds, latenciesMs: latencies.slice(0, requests).sort() }
+  const latenciesMs = latencies.slice(0, requests).sort()
+  return cpuBefore !== undefined && cpuAfter !== undefined
+    ? { requests, errors, seconds, latenciesMs, window, serverCpuMs: cpuAfter - cpuBefore }
+    : { requests, errors, seconds, latenciesMs, window }
 }
 
 export const percentile = (sorted: Float64Array, p: number) =>

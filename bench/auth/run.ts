@@ -10,14 +10,20 @@
  * with the key (auth cache warm after the warm-up: digest, cache hit, scope check, rate-limit
  * bucket, principal). Goal: authentication costs under 20 % of throughput (ratio >= 0.80).
  *
- * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (10), BENCH_WARMUP_S (5).
+ * Besides req/s, each row shows the service's CPU time per request while measuring (read from
+ * /proc on Linux): other work on the machine moves throughput a lot more than it moves that.
+ *
+ * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (10), BENCH_WARMUP_S (5),
+ * BENCH_CPU_PROF (a directory: the service runs with `--cpu-prof`; the bench prints where the
+ * profile is and, split by the two measuring windows, the functions the authenticated request
+ * spends its extra time in).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { createHash } from "node:crypto"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { fmt, freePort, HOST, intFromEnv, load, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
 
 const ADMIN_TOKEN = "bench-operator-token-0123456789"
@@ -60,6 +66,78 @@ const liftRateLimit = (databaseUrl: string, key: string) =>
     }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })), Effect.scoped)
   )
 
+interface CpuProfile {
+  readonly nodes: ReadonlyArray<{
+    readonly id: number
+    readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  }>
+  readonly startTime: number
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+interface ProfiledRun {
+  readonly label: string
+  readonly requests: number
+  readonly window: { readonly fromUs: number; readonly toUs: number }
+}
+
+interface Row extends ProfiledRun {
+  readonly path: string
+  readonly rps: number
+  /** The service's CPU time per request while measuring; undefined where /proc cannot be read. */
+  readonly cpuMicros: number | undefined
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+}
+
+/**
+ * The newest `.cpuprofile` in `dir`, split by the runs' measuring windows: per function, its
+ * self time per request in each run, the functions the second run spends most extra time in
+ * first. Sampled time, not CPU time: it also counts time the process waited for a core.
+ */
+const summariseProfile = (dir: string, runs: ReadonlyArray<ProfiledRun>, top = 30) => {
+  const newest = readdirSync(dir)
+    .filter((name) => name.endsWith(".cpuprofile"))
+    .map((name) => join(dir, name))
+    .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0]
+  if (newest === undefined) return console.log(`no .cpuprofile in ${dir}`)
+  const profile = JSON.parse(readFileSync(newest, "utf8")) as CpuProfile
+  const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]))
+  const prefix = `file://${resolve(import.meta.dirname, "../..")}/`
+  const perRun = runs.map(() => new Map<string, number>())
+  let at = profile.startTime
+  let placed = 0
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0
+    const run = runs.findIndex((r) => at >= r.window.fromUs && at < r.window.toUs)
+    const frame = frames.get(id)
+    if (run < 0 || frame === undefined || frame.functionName === "(idle)") return
+    const where = frame.url.replace(prefix, "")
+    const name = `${frame.functionName || "(anonymous)"} ${where}${where === "" ? "" : `:${frame.lineNumber + 1}`}`
+    const self = perRun[run]!
+    self.set(name, (self.get(name) ?? 0) + (profile.timeDeltas[i + 1] ?? 0))
+    placed++
+  })
+  console.log("")
+  console.log(`CPU profile: ${newest} (open in Chrome DevTools > Performance, or speedscope)`)
+  if (placed === 0 || runs.length !== 2) return console.log("(no samples inside the measuring windows: open the profile itself)")
+  const [a, b] = runs as readonly [ProfiledRun, ProfiledRun]
+  const [selfA, selfB] = perRun as [Map<string, number>, Map<string, number>]
+  const total = (self: Map<string, number>, requests: number) => [...self.values()].reduce((x, y) => x + y, 0) / requests
+  console.log(`sampled µs per request while measuring: ${a.label} ${fmt(total(selfA, a.requests), 1)}, ${b.label} ${fmt(total(selfB, b.requests), 1)}`)
+  console.log(`top ${top} functions by extra self time per request in the second run (µs/req: first, second, difference):`)
+  const rows = [...new Set([...selfA.keys(), ...selfB.keys()])].map((name) => {
+    const first = (selfA.get(name) ?? 0) / a.requests
+    const second = (selfB.get(name) ?? 0) / b.requests
+    return { name, first, second, extra: second - first }
+  })
+  for (const row of rows.sort((x, y) => y.extra - x.extra).slice(0, top)) {
+    console.log(`  ${fmt(row.first, 2).padStart(6)} ${fmt(row.second, 2).padStart(6)} ${fmt(row.extra, 2).padStart(6)}  ${row.name}`)
+  }
+}
+
 const main = async () => {
   const databaseUrl = process.env["DATABASE_URL"]
   if (databaseUrl === undefined) {
@@ -73,8 +151,11 @@ const main = async () => {
   const warmupSeconds = Math.max(6, intFromEnv("BENCH_WARMUP_S", 6, 60))
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-auth-"))
+  const profileDir = process.env["BENCH_CPU_PROF"]
+  let profiled: ReadonlyArray<ProfiledRun> = []
+  if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true })
   const service = startProcess(
-    ["src/platform/main.node.ts"],
+    [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/platform/main.node.ts"],
     {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -98,29 +179,48 @@ const main = async () => {
       { label: "GET /healthz (no credential)", path: "/healthz", headers: {} },
       { label: "GET /api/v1/me (API key, cache warm)", path: "/api/v1/me", headers: { authorization: `Bearer ${key}` } }
     ]
-    const rows = []
+    const rows: Array<Row> = []
     for (const run of runs) {
       process.stdout.write(`  running ${run.label} ...`)
-      const result = await load(port, run.path, 200, connections, warmupSeconds, durationSeconds, run.headers)
+      const result = await load(port, run.path, 200, connections, warmupSeconds, durationSeconds, run.headers, service.child.pid)
       const rps = result.requests / result.seconds
-      rows.push({ ...run, rps, p50: percentile(result.latenciesMs, 0.5), p99: percentile(result.latenciesMs, 0.99), errors: result.errors })
+      const cpuMicros = result.serverCpuMs === undefined || result.requests === 0 ? undefined : (result.serverCpuMs * 1000) / result.requests
+      rows.push({
+        ...run,
+        rps,
+        cpuMicros,
+        p50: percentile(result.latenciesMs, 0.5),
+        p99: percentile(result.latenciesMs, 0.99),
+        errors: result.errors,
+        requests: result.requests,
+        window: result.window
+      })
       console.log(` ${fmt(rps)} req/s`)
     }
     console.log("")
-    console.log("| path | req/s | p50 ms | p99 ms | errors |")
-    console.log("|---|---:|---:|---:|---:|")
-    for (const row of rows) console.log(`| ${row.label} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} |`)
+    console.log("| path | req/s | service CPU µs/req | p50 ms | p99 ms | errors |")
+    console.log("|---|---:|---:|---:|---:|---:|")
+    for (const row of rows) {
+      const cpu = row.cpuMicros === undefined ? "n/a" : fmt(row.cpuMicros)
+      console.log(`| ${row.label} | ${fmt(row.rps)} | ${cpu} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} |`)
+    }
     const [open, authenticated] = rows
     if (open !== undefined && authenticated !== undefined) {
       const ratio = authenticated.rps / open.rps
       console.log("")
       console.log(`authenticated / unauthenticated throughput: ${fmt(ratio, 2)}x (authentication costs ${fmt((1 - ratio) * 100, 0)} %; goal < 20 %: ${ratio >= 0.8 ? "met" : "NOT met"})`)
+      if (open.cpuMicros !== undefined && authenticated.cpuMicros !== undefined) {
+        console.log(`service CPU per request, unauthenticated / authenticated: ${fmt(open.cpuMicros / authenticated.cpuMicros, 2)}x (less sensitive to other load on the machine)`)
+      }
     }
     process.exitCode = rows.some((row) => row.errors > 0) ? 1 : 0
+    profiled = rows
   } finally {
     await stopProcess(service.child)
     rmSync(dataDir, { recursive: true, force: true })
   }
+  // The profile is written when the service exits.
+  if (profileDir !== undefined) summariseProfile(profileDir, profiled)
 }
 
 await main()

@@ -7,6 +7,7 @@
 import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CredentialStore, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "./tokens.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
@@ -16,6 +17,7 @@ import { digestsEqual } from "../platform/secrets.ts"
 /** How long a resolved credential is trusted without asking the database again. */
 export const AUTH_CACHE_TTL_MILLIS = 5_000
 const MAX_CACHED = 10_000
+
 
 /** Requests per minute of an OAuth app's client-credential calls, by tier. */
 export const APP_TIER_LIMITS = { standard: 300, elevated: 1200, internal: 6000 } as const
@@ -85,18 +87,26 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
 
     /**
      * Resolves through the cache; only recognised credentials are cached, so a new key works at
-     * once. A hit costs a map look-up: the look-up effect is built only on a miss.
+     * once. A hit costs a digest and a map look-up: one clock read, no other effect; the look-up
+     * effect (and the database-error mapping) is built only on a miss.
      */
-    const cached = <E>(cacheKey: string, lookup: () => Effect.Effect<Option.Option<PrincipalShape>, E>) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const cached = <E>(
+      cacheKey: string,
+      lookup: () => Effect.Effect<Option.Option<PrincipalShape>, E>,
+      /** Checked on a miss only: false answers None without touching the cache or the database. */
+      wellFormed: () => boolean = () => true
+    ) =>
+      Effect.clockWith((clock) => {
+        const now = clock.currentTimeMillisUnsafe()
         const hit = cache.get(cacheKey)
         if (hit !== undefined && hit.until > now) return Effect.succeed(hit.principal)
-        return Effect.tap(lookup(), (principal) =>
+        if (!wellFormed()) return Effect.succeed(Option.none<PrincipalShape>())
+        return orDatabaseUnavailable(Effect.tap(lookup(), (principal) =>
           Effect.sync(() => {
             if (cache.size >= MAX_CACHED) cache.clear()
             if (Option.isSome(principal)) cache.set(cacheKey, { principal, until: now + AUTH_CACHE_TTL_MILLIS })
             else cache.delete(cacheKey)
-          }))
+          })))
       })
 
     const apiKey = (digest: string) =>
@@ -129,18 +139,26 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
           rateLimitUnitsPerMinute: row.rate_limit_units_per_minute
         }))))
 
-    const bearer = (token: Redacted.Redacted<string>) => {
-      const value = Redacted.value(token)
-      if (isWellFormed(value, CredentialPrefix.apiKey)) {
-        const digest = secretDigest(value)
-        return orDatabaseUnavailable(cached(`key:${digest}`, () => apiKey(digest)))
-      }
-      if (isWellFormed(value, CredentialPrefix.userToken)) {
-        const digest = secretDigest(value)
-        return orDatabaseUnavailable(cached(`token:${digest}`, () => userToken(digest)))
-      }
-      return Effect.succeed(Option.none())
+    /**
+     * Only a well-formed key or token is cached, under its digest, so a hit means this exact
+     * string passed the checksum before: the digest comes first and the checksum is only
+     * computed on a miss.
+     */
+    const bearerFromHeader = (value: string): Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable> => {
+      const prefix = value.startsWith(CredentialPrefix.apiKey)
+        ? CredentialPrefix.apiKey
+        : value.startsWith(CredentialPrefix.userToken)
+        ? CredentialPrefix.userToken
+        : undefined
+      if (prefix === undefined) return Effect.succeed(Option.none())
+      const digest = secretDigest(value)
+      const wellFormed = () => isWellFormed(value, prefix)
+      return prefix === CredentialPrefix.apiKey
+        ? cached(`key:${digest}`, () => apiKey(digest), wellFormed)
+        : cached(`token:${digest}`, () => userToken(digest), wellFormed)
     }
+
+    const bearer = (token: Redacted.Redacted<string>) => bearerFromHeader(Redacted.value(token))
 
     const appClient = (clientId: string, secret: Redacted.Redacted<string>) => {
       const value = Redacted.value(secret)
@@ -159,7 +177,7 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
             })
             : Option.none()
         )))
-      return orDatabaseUnavailable(cached(`app:${clientId}:${digest}`, lookup))
+      return cached(`app:${clientId}:${digest}`, lookup)
     }
 
     const session = (cookie: Redacted.Redacted<string>) => {
@@ -169,7 +187,7 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       const lookup = () => firstSession(sql`
         SELECT id, user_id FROM sessions WHERE secret_hash = ${digest} AND revoked_at IS NULL AND expires_at > now()`)
         .pipe(Effect.map(Option.map((row): PrincipalShape => ({ kind: "session", userId: row.user_id, sessionId: row.id }))))
-      return orDatabaseUnavailable(cached(`session:${digest}`, lookup))
+      return cached(`session:${digest}`, lookup)
     }
 
     const memberships = new Map<string, { readonly found: Option.Option<Membership>; readonly until: number }>()
@@ -207,6 +225,6 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       memberships.clear()
     })
 
-    return CredentialStore.of({ bearer, appClient, membership, session, forget })
+    return CredentialStore.of({ bearer, bearerFromHeader, appClient, membership, session, forget })
   })
 )

@@ -32,7 +32,19 @@ export class MeService extends Context.Service<MeService, {
       const firstApp = decodeFirstRow(AppRow)
       const firstUser = decodeFirstRow(UserRow)
 
-      const describe = Effect.fn("MeService.describe")(function*(principal: PrincipalShape) {
+      const keyView = (principal: Extract<PrincipalShape, { readonly kind: "api_key" }>): Me => ({
+        kind: "api_key",
+        key: {
+          id: principal.keyId,
+          profile_id: principal.profileId,
+          workspace_id: principal.workspaceId,
+          scopes: principal.scopes,
+          rate_limit_per_minute: principal.rateLimitPerMinute,
+          oauth_app_id: principal.oauthAppId
+        }
+      })
+
+      const describeStored = Effect.fn("MeService.describe")(function*(principal: PrincipalShape) {
         switch (principal.kind) {
           case "app_client": {
             const app = yield* orDatabaseUnavailable(firstApp(sql`
@@ -45,17 +57,7 @@ export class MeService extends Context.Service<MeService, {
             }))
           }
           case "api_key":
-            return Option.some<Me>({
-              kind: "api_key",
-              key: {
-                id: principal.keyId,
-                profile_id: principal.profileId,
-                workspace_id: principal.workspaceId,
-                scopes: principal.scopes,
-                rate_limit_per_minute: principal.rateLimitPerMinute,
-                oauth_app_id: principal.oauthAppId
-              }
-            })
+            return Option.some(keyView(principal))
           case "session": {
             const user = yield* orDatabaseUnavailable(firstUser(sql`
               SELECT id, email, first_name, last_name FROM users WHERE id = ${principal.userId}`))
@@ -65,6 +67,11 @@ export class MeService extends Context.Service<MeService, {
             return Option.none()
         }
       })
+
+      // An API key's answer is what authentication already resolved: nothing to query, so it skips
+      // the traced Effect.fn (a stack capture and a span on every call; decision 0027).
+      const describe = (principal: PrincipalShape): Effect.Effect<Option.Option<Me>, DatabaseUnavailable> =>
+        principal.kind === "api_key" ? Effect.succeed(Option.some(keyView(principal))) : describeStored(principal)
       return { describe }
     })
   )

@@ -4,7 +4,7 @@
  * secret scanners find it), the checksum rejects typos and random strings before any
  * database look-up. Secrets are high-entropy, so they are stored as SHA-256 digests.
  */
-import { createHash, randomBytes } from "node:crypto"
+import { hash, randomBytes } from "node:crypto"
 
 export const CredentialPrefix = {
   apiKey: "svc_live_",
@@ -73,7 +73,8 @@ export const isWellFormed = (value: string, prefix: CredentialPrefix): boolean =
 }
 
 /** What is stored: the SHA-256 digest, hex. */
-export const secretDigest = (value: string): string => createHash("sha256").update(value, "utf8").digest("hex")
+/** SHA-256 hex of the UTF-8 secret; Node's one-shot `crypto.hash` (it runs on every authenticated request). */
+export const secretDigest = (value: string): string => hash("sha256", value, "hex")
 
 /** What a listing shows: the prefix and the first four characters of the body. */
 export const displayPrefix = (value: string, prefix: CredentialPrefix): string => value.slice(0, prefix.length + 4)

@@ -91,6 +91,13 @@ export const appPrincipal: Effect.Effect<AppPrincipal, never, Principal> = Effec
 export interface CredentialStoreShape {
   /** `Authorization: Bearer <token>`: API keys and MCP user tokens (told apart by prefix). */
   readonly bearer: (token: Redacted.Redacted<string>) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
+  /**
+   * The same answer as `bearer` for the token as the middleware read it from the header: on the
+   * request path it saves wrapping every presented token in a `Redacted` (a registry insertion
+   * per request, measurable at high request rates; docs/decisions/0027-auth-path-cost.md).
+   * Optional: without it the middleware calls `bearer`.
+   */
+  readonly bearerFromHeader?: (token: string) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
   /** `Authorization: Basic` with an OAuth app's client id and secret. */
   readonly appClient: (
     clientId: string,
@@ -117,6 +124,18 @@ export interface CredentialStoreShape {
 export class CredentialStore extends Context.Service<CredentialStore, CredentialStoreShape>()("svc/CredentialStore") {}
 
 const ANONYMOUS: PrincipalShape = { kind: "anonymous" }
+const OPERATOR: Effect.Effect<Option.Option<PrincipalShape>> = Effect.succeed(Option.some({ kind: "operator" }))
+const NO_PRINCIPAL: Effect.Effect<Option.Option<PrincipalShape>> = Effect.succeed(Option.none())
+
+/** The per-minute allowance's window, as a Duration once rather than a string parsed per call. */
+const METER_WINDOW = Duration.minutes(1)
+
+/** A principal as it acts on this request: on profile-grain routes, narrowed to the profile. */
+interface Resolved {
+  readonly principal: PrincipalShape
+  readonly attributionEnabled: boolean
+  readonly halves?: UserTokenHalves
+}
 
 const SESSION_COOKIE = "svc_session"
 
@@ -131,6 +150,11 @@ interface PresentedCredential {
 const presentedCredential = (request: HttpServerRequest.HttpServerRequest): PresentedCredential | undefined => {
   const authorization = request.headers["authorization"]
   if (authorization !== undefined) {
+    // The usual form, `Bearer <token>` with one space, without the capturing match below (same answer).
+    if (authorization.startsWith("Bearer ")) {
+      const token = authorization.slice(7)
+      if (token !== "" && !/\s/.test(token)) return { scheme: "bearer", value: token }
+    }
     const match = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(authorization)
     if (match?.[1] !== undefined && match[2] !== undefined) {
       return { scheme: match[1].toLowerCase() === "bearer" ? "bearer" : "basic", value: match[2] }
@@ -179,6 +203,10 @@ export const checkScopes = (
 ): InsufficientScope | undefined => {
   const held = scopesOf(principal)
   if (held === undefined || policy.scopes.length === 0) return undefined
+  // The common answer (allowed) without building the list of what is missing.
+  if (policy.scopeMode === "any" ? policy.scopes.some((scope) => held.includes(scope)) : policy.scopes.every((scope) => held.includes(scope))) {
+    return undefined
+  }
   const missing = policy.scopes.filter((scope) => !held.includes(scope))
   const satisfied = policy.scopeMode === "any" ? missing.length < policy.scopes.length : missing.length === 0
   if (satisfied) return undefined
@@ -230,19 +258,23 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
     const limiter = yield* RateLimiter
     const piiLog = yield* PiiAccessLog
 
-    // Untraced: these run on every request, and a traced Effect.fn captures a call-site stack each time.
+    // The request path below is built from plain functions and single combinators rather than
+    // Effect.gen / Effect.fn: it runs on every authenticated request, a generator costs an
+    // iterator per step and a traced Effect.fn captures a call-site stack on every call
+    // (docs/decisions/0027-auth-path-cost.md).
+    const bearerFromHeader = store.bearerFromHeader ?? ((token: string) => store.bearer(Redacted.make(token)))
+    const resolveBearer = (token: string): Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable> => {
+      // Keys and tokens carry a prefix; only anything else is compared with the operator token.
+      if (isMintedBearer(token)) return bearerFromHeader(token)
+      if (Option.isSome(settings.adminToken) && secretMatches(token, settings.adminToken.value)) return OPERATOR
+      return NO_PRINCIPAL
+    }
+
     const resolve = Effect.fnUntraced(function*(
       credential: PresentedCredential
     ): Effect.fn.Return<Option.Option<PrincipalShape>, DatabaseUnavailable> {
       if (credential.value === "") return Option.none()
-      if (credential.scheme === "bearer") {
-        // Keys and tokens carry a prefix; only anything else is compared with the operator token.
-        if (isMintedBearer(credential.value)) return yield* store.bearer(Redacted.make(credential.value))
-        if (Option.isSome(settings.adminToken) && secretMatches(credential.value, settings.adminToken.value)) {
-          return Option.some({ kind: "operator" })
-        }
-        return Option.none()
-      }
+      if (credential.scheme === "bearer") return yield* resolveBearer(credential.value)
       if (credential.scheme === "basic") {
         const decoded = Buffer.from(credential.value, "base64").toString("utf8")
         const colon = decoded.indexOf(":")
@@ -255,27 +287,34 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       return yield* store.session(Redacted.make(credential.value))
     })
 
-    const meter = Effect.fnUntraced(function*(principal: PrincipalShape, policy: OperationPolicy) {
+    const meter = (
+      principal: PrincipalShape,
+      policy: OperationPolicy
+    ): Effect.Effect<void, RateLimitExceeded, HttpServerRequest.HttpServerRequest> => {
       const bucket = bucketOf(principal)
-      if (bucket === undefined) return
-      const consumed = yield* consumeBucket(limiter, {
-        key: bucket.key,
-        limit: bucket.limit,
-        window: "1 minute",
-        tokens: policy.cost ?? 1,
-        exceeded: { message: `Rate limit of ${bucket.limit} requests per minute exceeded.` }
-      })
-      if (Option.isNone(consumed)) return
-      const result = consumed.value
-      const headers = {
-        "x-ratelimit-limit": String(result.limit),
-        "x-ratelimit-remaining": String(Math.max(0, result.remaining)),
-        "x-ratelimit-reset": String(Math.ceil(Duration.toSeconds(result.resetAfter)))
-      }
-      yield* HttpEffect.appendPreResponseHandler((_request, response) =>
-        Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+      if (bucket === undefined) return Effect.void
+      return Effect.flatMap(
+        consumeBucket(limiter, {
+          key: bucket.key,
+          limit: bucket.limit,
+          window: METER_WINDOW,
+          tokens: policy.cost ?? 1,
+          exceeded: { message: `Rate limit of ${bucket.limit} requests per minute exceeded.` }
+        }),
+        (consumed) => {
+          if (Option.isNone(consumed)) return Effect.void
+          const result = consumed.value
+          const headers = {
+            "x-ratelimit-limit": String(result.limit),
+            "x-ratelimit-remaining": String(Math.max(0, result.remaining)),
+            "x-ratelimit-reset": String(Math.ceil(Duration.toSeconds(result.resetAfter)))
+          }
+          return HttpEffect.appendPreResponseHandler((_request, response) =>
+            Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+          )
+        }
       )
-    })
+    }
 
     /**
      * On profile-grain routes a person's credential names the profile with `?profile_id=`: the
@@ -286,10 +325,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       principal: PrincipalShape,
       policy: OperationPolicy,
       request: HttpServerRequest.HttpServerRequest
-    ): Effect.fn.Return<
-      { readonly principal: PrincipalShape; readonly attributionEnabled: boolean; readonly halves?: UserTokenHalves },
-      InvalidRequest | NotFound | DatabaseUnavailable
-    > {
+    ): Effect.fn.Return<Resolved, InvalidRequest | NotFound | DatabaseUnavailable> {
       if (principal.kind === "api_key") return { principal, attributionEnabled: principal.attributionEnabled }
       if (policy.grain !== "profile" || (principal.kind !== "user_token" && principal.kind !== "session")) {
         return { principal, attributionEnabled: true }
@@ -322,24 +358,30 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
       policy: OperationPolicy,
       principal: PrincipalShape,
-      resolved: { readonly principal: PrincipalShape; readonly attributionEnabled: boolean; readonly halves?: UserTokenHalves }
-    ) =>
-      Effect.gen(function*() {
-        if (policy.entitlement !== undefined && !resolved.attributionEnabled) {
-          return yield* new EntitlementRequired({
+      resolved: Resolved
+    ): Effect.Effect<
+      HttpServerResponse.HttpServerResponse,
+      E | EntitlementRequired | InsufficientScope | RateLimitExceeded,
+      Exclude<R, Principal> | HttpServerRequest.HttpServerRequest
+    > => {
+      if (policy.entitlement !== undefined && !resolved.attributionEnabled) {
+        return Effect.fail(
+          new EntitlementRequired({
             message: `The attribution add-on (${policy.entitlement}) is off for this profile; the provisioning app turns it on.`,
             reason: `entitlement_required:${policy.entitlement}`
           })
-        }
-        const scopeError = checkScopes(resolved.principal, policy, resolved.halves)
-        if (scopeError !== undefined) return yield* scopeError
-        yield* Effect.annotateCurrentSpan({
-          "svc.principal.kind": principal.kind,
-          ...(principal.kind === "api_key" ? { "svc.profile_id": principal.profileId } : {})
-        })
-        yield* meter(principal, policy)
-        return yield* Effect.provideService(httpEffect, Principal, resolved.principal)
-      })
+        )
+      }
+      const scopeError = checkScopes(resolved.principal, policy, resolved.halves)
+      if (scopeError !== undefined) return Effect.fail(scopeError)
+      const annotate = Effect.annotateCurrentSpan(
+        principal.kind === "api_key"
+          ? { "svc.principal.kind": principal.kind, "svc.profile_id": principal.profileId }
+          : { "svc.principal.kind": principal.kind }
+      )
+      const served = Effect.provideService(httpEffect, Principal, resolved.principal)
+      return Effect.flatMap(annotate, () => Effect.flatMap(meter(principal, policy), () => served))
+    }
 
     /**
      * Person-data operations: every answer after authentication, allowed or refused, lands in the
@@ -370,27 +412,49 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
     }
 
     return (httpEffect, { endpoint }) => {
+      // Once per endpoint, when the API is built; the effect returned runs per request.
       const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
       // Public operations skip the whole credential path.
       if (policy.auth.length === 0) return Effect.provideService(httpEffect, Principal, ANONYMOUS)
-      return Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const credential = presentedCredential(request)
-        if (credential === undefined) return yield* unauthorized("Authentication required.")
-        const principal = yield* resolve(credential).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(unauthorized()), onSome: Effect.succeed }))
-        )
-        if (!policy.auth.includes(principal.kind as CredentialKind)) {
-          return yield* new InsufficientScope({
-            message: `This operation accepts ${describeKinds(policy.auth)} credentials, not ${
-              describeKinds([principal.kind as CredentialKind])
-            }.`,
-            reason: "credential_kind_not_accepted"
-          })
-        }
-        const resolved = yield* onProfile(principal, policy, request)
+      type Served = Effect.Effect<
+        HttpServerResponse.HttpServerResponse,
+        | Effect.Error<typeof httpEffect>
+        | Unauthorized
+        | InsufficientScope
+        | InvalidRequest
+        | NotFound
+        | EntitlementRequired
+        | RateLimitExceeded
+        | DatabaseUnavailable,
+        Exclude<Effect.Services<typeof httpEffect>, Principal> | HttpServerRequest.HttpServerRequest
+      >
+      const serve = (principal: PrincipalShape, resolved: Resolved): Served => {
         const served = authorizeAndServe(httpEffect, policy, principal, resolved)
-        return yield* (policy.personData === true ? logPersonDataAccess(served, resolved.principal, endpoint) : served)
+        return policy.personData === true ? logPersonDataAccess(served, resolved.principal, endpoint) : served
+      }
+      return HttpServerRequest.HttpServerRequest.use((request): Served => {
+        const credential = presentedCredential(request)
+        if (credential === undefined) return Effect.fail(unauthorized("Authentication required."))
+        const resolving = credential.scheme === "bearer" && credential.value !== ""
+          ? resolveBearer(credential.value)
+          : resolve(credential)
+        return Effect.flatMap(resolving, (found): Served => {
+          if (Option.isNone(found)) return Effect.fail(unauthorized())
+          const principal = found.value
+          if (!policy.auth.includes(principal.kind as CredentialKind)) {
+            return Effect.fail(
+              new InsufficientScope({
+                message: `This operation accepts ${describeKinds(policy.auth)} credentials, not ${
+                  describeKinds([principal.kind as CredentialKind])
+                }.`,
+                reason: "credential_kind_not_accepted"
+              })
+            )
+          }
+          // An API key is bound to its profile: nothing to look up (see `onProfile`).
+          if (principal.kind === "api_key") return serve(principal, { principal, attributionEnabled: principal.attributionEnabled })
+          return Effect.flatMap(onProfile(principal, policy, request), (resolved) => serve(principal, resolved))
+        })
       })
     }
   })

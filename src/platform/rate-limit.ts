@@ -21,7 +21,6 @@ export const RateLimiterLive: Layer.Layer<RateLimiter.RateLimiter, unknown, AppC
   )
 )
 
-
 export interface BucketOptions {
   readonly key: string
   readonly limit: number
@@ -35,31 +34,36 @@ export interface BucketOptions {
  * Takes `tokens` from a fixed-window bucket: the counts when it had room, 429
  * `rate_limit_exceeded` with `retry_after_seconds` when it did not, and None when the counter
  * store cannot be reached (a limiter outage must not lock every client out; it is logged).
+ *
+ * It runs on every metered request: pass `window` as a `Duration` (a string is parsed on every
+ * call), and both outcomes are handled by one `matchEffect`.
  */
 export const consumeBucket = (
   limiter: RateLimiter.RateLimiter,
   options: BucketOptions
 ): Effect.Effect<Option.Option<RateLimiter.ConsumeResult>, RateLimitExceeded> =>
-  limiter.consume({
-    algorithm: "fixed-window",
-    onExceeded: "fail",
-    window: options.window,
-    limit: options.limit,
-    key: options.key,
-    tokens: options.tokens ?? 1
-  }).pipe(
-    Effect.map(Option.some),
-    Effect.catch((error) =>
-      error.reason._tag === "RateLimitExceeded"
-        ? Effect.fail(
-          new RateLimitExceeded({
-            ...options.exceeded,
-            retry_after_seconds: Math.max(1, Math.ceil(Duration.toSeconds(error.reason.retryAfter)))
-          })
-        )
-        : Effect.as(
-          Effect.logWarning(`rate limiter store unavailable; ${options.key} not metered`, error),
-          Option.none()
-        )
-    )
+  Effect.matchEffect(
+    limiter.consume({
+      algorithm: "fixed-window",
+      onExceeded: "fail",
+      window: options.window,
+      limit: options.limit,
+      key: options.key,
+      tokens: options.tokens ?? 1
+    }),
+    {
+      onSuccess: (result) => Effect.succeed(Option.some(result)),
+      onFailure: (error) =>
+        error.reason._tag === "RateLimitExceeded"
+          ? Effect.fail(
+            new RateLimitExceeded({
+              ...options.exceeded,
+              retry_after_seconds: Math.max(1, Math.ceil(Duration.toSeconds(error.reason.retryAfter)))
+            })
+          )
+          : Effect.as(
+            Effect.logWarning(`rate limiter store unavailable; ${options.key} not metered`, error),
+            Option.none()
+          )
+    }
   )
