@@ -6,12 +6,12 @@
  */
 import { Clock, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialStore, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
+import { CredentialStore, type PrincipalShape, type ResolvedMembership } from "../http/auth.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "./tokens.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
-import { type ProfileMembership, ProfileRole, WorkspaceRole } from "../../schema/members.ts"
+import { ProfileRole, WorkspaceRole } from "../../schema/members.ts"
 import { digestsEqual } from "../platform/secrets.ts"
 
 /** How long a resolved credential is trusted without asking the database again. */
@@ -54,7 +54,8 @@ const MembershipRow = Schema.Struct({
   attribution_enabled: Schema.Boolean,
   workspace_role: WorkspaceRole,
   profile_role: Schema.NullOr(ProfileRole),
-  permissions: Schema.NullOr(Schema.Array(Schema.String))
+  permissions: Schema.NullOr(Schema.Array(Schema.String)),
+  mcp_writeback_enabled: Schema.Boolean
 })
 
 /**
@@ -64,10 +65,7 @@ const MembershipRow = Schema.Struct({
 const ATTRIBUTION_ENABLED = `(p.provisioned_by_app_id IS NULL OR COALESCE((
   SELECT e.enabled FROM entitlements e WHERE e.profile_id = p.id AND e.feature = 'svc_attribution'), false))`
 
-interface Membership {
-  readonly profile: ProfileContext
-  readonly membership: ProfileMembership
-}
+type Membership = ResolvedMembership
 
 interface Cached {
   readonly principal: Option.Option<PrincipalShape>
@@ -198,7 +196,9 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
         if (hit !== undefined && hit.until > now) return Effect.succeed(hit.found)
         return firstMembership(sql`
           SELECT p.id AS profile_id, p.workspace_id, ${sql.literal(ATTRIBUTION_ENABLED)} AS attribution_enabled,
-                 m.role AS workspace_role, pm.role AS profile_role, pm.permissions
+                 m.role AS workspace_role, pm.role AS profile_role, pm.permissions,
+                 COALESCE((SELECT s.mcp_writeback_enabled FROM workspace_mcp_settings s WHERE s.workspace_id = p.workspace_id),
+                          false) AS mcp_writeback_enabled
           FROM profiles p
           JOIN workspaces w ON w.id = p.workspace_id AND w.archived_at IS NULL
           JOIN workspace_memberships m ON m.workspace_id = p.workspace_id AND m.user_id = ${userId} AND m.removed_at IS NULL
@@ -207,7 +207,8 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
             AND (m.role IN ('owner', 'admin', 'analyst') OR pm.user_id IS NOT NULL)`).pipe(
           Effect.map(Option.map((row): Membership => ({
             profile: { profileId: row.profile_id, workspaceId: row.workspace_id, attributionEnabled: row.attribution_enabled },
-            membership: { workspaceRole: row.workspace_role, profileRole: row.profile_role, permissions: row.permissions }
+            membership: { workspaceRole: row.workspace_role, profileRole: row.profile_role, permissions: row.permissions },
+            mcpWritebackEnabled: row.mcp_writeback_enabled
           }))),
           Effect.tap((found) =>
             Effect.sync(() => {

@@ -39,6 +39,14 @@ export interface ProfileContext {
   readonly attributionEnabled: boolean
 }
 
+/** A person's membership on a profile, as the credential store resolved it. */
+export interface ResolvedMembership {
+  readonly profile: ProfileContext
+  readonly membership: ProfileMembership
+  /** The workspace lets MCP user tokens write (its MCP settings' `mcp_writeback_enabled`). */
+  readonly mcpWritebackEnabled: boolean
+}
+
 /** Who is calling. `anonymous` only reaches public operations. */
 export type PrincipalShape =
   | { readonly kind: "anonymous" }
@@ -110,7 +118,7 @@ export interface CredentialStoreShape {
   readonly membership: (
     userId: string,
     profileId: string
-  ) => Effect.Effect<Option.Option<{ readonly profile: ProfileContext; readonly membership: ProfileMembership }>, DatabaseUnavailable>
+  ) => Effect.Effect<Option.Option<ResolvedMembership>, DatabaseUnavailable>
   /** The console's session cookie. */
   readonly session: (cookie: Redacted.Redacted<string>) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
   /**
@@ -325,7 +333,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       principal: PrincipalShape,
       policy: OperationPolicy,
       request: HttpServerRequest.HttpServerRequest
-    ): Effect.fn.Return<Resolved, InvalidRequest | NotFound | DatabaseUnavailable> {
+    ): Effect.fn.Return<Resolved, InvalidRequest | NotFound | InsufficientScope | DatabaseUnavailable> {
       if (principal.kind === "api_key") return { principal, attributionEnabled: principal.attributionEnabled }
       if (policy.grain !== "profile" || (principal.kind !== "user_token" && principal.kind !== "session")) {
         return { principal, attributionEnabled: true }
@@ -343,6 +351,12 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       if (Option.isNone(found)) return yield* noSuchProfile()
       const { membership, profile } = found.value
       const allowed: ReadonlyArray<string> = scopesOfMembership(membership)
+      if (principal.kind === "user_token" && !found.value.mcpWritebackEnabled && request.method !== "GET" && request.method !== "HEAD") {
+        return yield* new InsufficientScope({
+          message: "This workspace does not let MCP user tokens write (mcp_writeback_enabled is off in its MCP settings).",
+          reason: "mcp_writeback_disabled"
+        })
+      }
       if (principal.kind === "session") {
         return { principal: { ...principal, profile, scopes: allowed }, attributionEnabled: profile.attributionEnabled }
       }

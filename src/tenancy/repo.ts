@@ -89,6 +89,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   readonly ensureTrackingKey: (profileId: string) => Repo<string>
   /** The person's role in a live workspace (live membership), the workspace row locked; None otherwise. */
   readonly workspaceRoleForUpdate: (workspaceId: string, userId: string) => Repo<Option.Option<string>>
+  /** Whether the workspace lets MCP user tokens write (MCP settings; off until an owner or admin turns it on). */
+  readonly mcpWritebackEnabled: (workspaceId: string) => Repo<boolean>
   /** A profile a person creates: no app, no grant, no tier. */
   readonly insertPersonProfile: (profile: NewPersonProfile) => Repo<PersonProfileRow>
   /** Stamps an external ref; false when another live profile of the app holds it. */
@@ -252,7 +254,14 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           Option.match({ onNone: () => Effect.die("inserted profile not returned"), onSome: Effect.succeed })
         )
 
+      const mcpWritebackEnabled = (workspaceId: string) =>
+        Effect.map(
+          sql<{ enabled: boolean }>`SELECT mcp_writeback_enabled AS enabled FROM workspace_mcp_settings WHERE workspace_id = ${workspaceId}`,
+          (rows) => rows[0]?.enabled === true
+        )
+
       return {
+        mcpWritebackEnabled: (workspaceId) => orDatabaseUnavailable(mcpWritebackEnabled(workspaceId)),
         ensureTrackingKey: (profileId) => orDatabaseUnavailable(ensureTrackingKey(profileId)),
         workspaceRoleForUpdate: (workspaceId, userId) => orDatabaseUnavailable(workspaceRoleForUpdate(workspaceId, userId)),
         insertPersonProfile: (input) => orDatabaseUnavailable(insertPersonProfile(input)),

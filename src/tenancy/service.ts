@@ -295,6 +295,12 @@ export class Provisioning extends Context.Service<Provisioning, {
               reason: "missing_scope:profiles:write"
             })
           }
+          if (person.kind === "user_token" && !(yield* repo.mcpWritebackEnabled(input.workspaceId.toLowerCase()))) {
+            return yield* new InsufficientScope({
+              message: "This workspace does not let MCP user tokens write (mcp_writeback_enabled is off in its MCP settings).",
+              reason: "mcp_writeback_disabled"
+            })
+          }
           const row = yield* repo.insertPersonProfile({
             workspaceId: input.workspaceId.toLowerCase(),
             userId: person.userId,

@@ -182,6 +182,21 @@ layer(
         assert.include(both.json.error.message, "the person's membership (guest) does not allow analytics:read")
       }))
 
+    it.effect("a user token's writes are refused while the workspace keeps MCP writeback off; its reads are not", () =>
+      Effect.gen(function*() {
+        const write = yield* call("/api/v1/probe/gated-write?profile_id=00000000-0000-4000-8000-000000000005", {
+          method: "POST",
+          headers: key("svc_user_writer")
+        })
+        assert.strictEqual(write.status, 403)
+        assert.strictEqual(write.json.error.code, "insufficient_scope")
+        assert.strictEqual(write.json.error.reason, "mcp_writeback_disabled")
+        const read = yield* call("/api/v1/probe/profile-read?profile_id=00000000-0000-4000-8000-000000000005", {
+          headers: key("svc_user_writer")
+        })
+        assert.strictEqual(read.status, 200)
+      }))
+
     it.effect("a profile the person cannot reach is the same 404 as one that does not exist", () =>
       Effect.gen(function*() {
         const unreachable = yield* call("/api/v1/probe/profile-read?profile_id=00000000-0000-4000-8000-000000000004", {

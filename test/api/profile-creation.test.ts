@@ -18,8 +18,12 @@ const userToken = (userId: string, grants: ReadonlyArray<string>) =>
 const create = (headers: Record<string, string>, body: unknown) =>
   call("/api/v1/profiles", { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) })
 
+/** A member with a session and a user token, in a workspace whose MCP settings allow token writes. */
 const member = (workspace: SeededProfile, role: "owner" | "admin" | "analyst" | "guest", grants = ["mcp:read", "mcp:write"]) =>
   Effect.gen(function*() {
+    const sql = yield* SqlClient
+    yield* sql`INSERT INTO workspace_mcp_settings (workspace_id, pii_mode, mcp_writeback_enabled)
+               VALUES (${workspace.workspaceId}, 'redacted', true) ON CONFLICT (workspace_id) DO NOTHING`
     const session = yield* seedMemberSession(workspace, role)
     const token = yield* userToken(session.userId, grants)
     return { session, bearer: { authorization: `Bearer ${token}` } }
@@ -94,6 +98,22 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.strictEqual(response.status, 403)
         assert.strictEqual(response.json.error.code, "insufficient_scope")
         assert.include(response.json.error.message, "profiles:write")
+      }))
+
+    it.effect("a user token cannot write while the workspace's MCP settings keep writeback off (the default)", () =>
+      Effect.gen(function*() {
+        const workspace = yield* seedProfile()
+        const owner = yield* member(workspace, "owner")
+        const sql = yield* SqlClient
+        yield* sql`UPDATE workspace_mcp_settings SET mcp_writeback_enabled = false WHERE workspace_id = ${workspace.workspaceId}`
+        const refused = yield* create(owner.bearer, { workspace_id: workspace.workspaceId, name: "Shop" })
+        assert.strictEqual(refused.status, 403)
+        assert.strictEqual(refused.json.error.code, "insufficient_scope")
+        assert.strictEqual(refused.json.error.reason, "mcp_writeback_disabled")
+        // The console session is not an MCP token: unaffected.
+        assert.strictEqual((yield* create(owner.session.headers, { workspace_id: workspace.workspaceId, name: "Shop" })).status, 201)
+        const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM profiles WHERE workspace_id = ${workspace.workspaceId}`
+        assert.strictEqual(count?.n, 2)
       }))
 
     it.effect("an analyst's membership does not allow it: 403 naming both halves", () =>

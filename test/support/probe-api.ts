@@ -8,9 +8,8 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema }
 import { wire } from "../../schema/errors.ts"
 import { InternalError, InvalidState } from "../../schema/errors.ts"
 import { Idempotency, IdempotencyLayer } from "../../src/http/idempotency.ts"
-import type { ProfileMembership } from "../../schema/members.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
-import { Authentication, AuthenticationLayer, CredentialStore, Principal, type PrincipalShape, type ProfileContext } from "../../src/http/auth.ts"
+import { Authentication, AuthenticationLayer, CredentialStore, Principal, type PrincipalShape, type ResolvedMembership } from "../../src/http/auth.ts"
 import { EnvelopeLayer } from "../../src/http/envelope.ts"
 import { policy } from "../../src/http/policy.ts"
 import { SchemaErrors, SchemaErrorsLayer } from "../../src/http/schema-errors.ts"
@@ -148,22 +147,32 @@ export const probeKeys: Record<string, PrincipalShape> = {
 }
 
 /** Memberships the probe's credential store knows, by `${userId}:${profileId}`. */
-export const probeMemberships: Record<string, { readonly profile: ProfileContext; readonly membership: ProfileMembership }> = {
+export const probeMemberships: Record<string, ResolvedMembership> = {
+  /** A workspace whose MCP settings keep token writes off. */
+  "user-2:00000000-0000-4000-8000-000000000005": {
+    profile: { profileId: "00000000-0000-4000-8000-000000000005", workspaceId: "00000000-0000-4000-8000-0000000000bb", attributionEnabled: true },
+    membership: { workspaceRole: "admin", profileRole: null, permissions: null },
+    mcpWritebackEnabled: false
+  },
   "user-1:00000000-0000-4000-8000-000000000001": {
     profile: { profileId: "00000000-0000-4000-8000-000000000001", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: true },
-    membership: { workspaceRole: "guest", profileRole: "viewer", permissions: ["view:customers"] }
+    membership: { workspaceRole: "guest", profileRole: "viewer", permissions: ["view:customers"] },
+    mcpWritebackEnabled: true
   },
   "user-2:00000000-0000-4000-8000-000000000001": {
     profile: { profileId: "00000000-0000-4000-8000-000000000001", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: true },
-    membership: { workspaceRole: "guest", profileRole: "viewer", permissions: null }
+    membership: { workspaceRole: "guest", profileRole: "viewer", permissions: null },
+    mcpWritebackEnabled: true
   },
   "user-2:00000000-0000-4000-8000-000000000002": {
     profile: { profileId: "00000000-0000-4000-8000-000000000002", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: true },
-    membership: { workspaceRole: "admin", profileRole: null, permissions: null }
+    membership: { workspaceRole: "admin", profileRole: null, permissions: null },
+    mcpWritebackEnabled: true
   },
   "user-2:00000000-0000-4000-8000-000000000003": {
     profile: { profileId: "00000000-0000-4000-8000-000000000003", workspaceId: "00000000-0000-4000-8000-0000000000aa", attributionEnabled: false },
-    membership: { workspaceRole: "admin", profileRole: null, permissions: null }
+    membership: { workspaceRole: "admin", profileRole: null, permissions: null },
+    mcpWritebackEnabled: true
   }
 }
 
