@@ -59,17 +59,51 @@ export const processCpuMs = (pid: number | undefined): number | undefined => {
 
 const CRLFCRLF = Buffer.from("\r\n\r\n")
 
-const connectionLoop = (
+/**
+ * One request of a run whose requests differ (e.g. a POST whose body changes each time): `n`
+ * counts requests across all connections from 0. `headers` add to (or override) the run's.
+ */
+export interface LoadRequest {
+  readonly method: string
+  readonly body?: string | Buffer
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export type RequestFor = (n: number) => LoadRequest
+
+const headerLines = (headers: Readonly<Record<string, string>>) =>
+  Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+
+/** The bytes of one request: a fixed GET when `requestFor` is absent, else built per request. */
+const requestBytes = (
   port: number,
   path: string,
   headers: Readonly<Record<string, string>>,
+  requestFor: RequestFor | undefined
+): (() => Buffer) => {
+  const fixed = `Host: ${HOST}:${port}\r\nConnection: keep-alive\r\n${headerLines(headers)}`
+  if (requestFor === undefined) {
+    const request = Buffer.from(`GET ${path} HTTP/1.1\r\n${fixed}\r\n`)
+    return () => request
+  }
+  let n = 0
+  return () => {
+    const next = requestFor(n++)
+    const body = next.body === undefined ? Buffer.alloc(0) : typeof next.body === "string" ? Buffer.from(next.body) : next.body
+    const extra = next.headers === undefined ? "" : headerLines(next.headers)
+    const head = `${next.method} ${path} HTTP/1.1\r\n${fixed}${extra}Content-Length: ${body.length}\r\n\r\n`
+    return body.length === 0 ? Buffer.from(head) : Buffer.concat([Buffer.from(head, "latin1"), body])
+  }
+}
+
+const connectionLoop = (
+  port: number,
+  nextRequest: () => Buffer,
   shouldStop: () => boolean,
   onResponse: (status: number, latencyMs: number) => void,
   onError: () => void
 ): Promise<void> =>
   new Promise((resolveLoop) => {
-    const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("")
-    const request = Buffer.from(`GET ${path} HTTP/1.1\r\nHost: ${HOST}:${port}\r\nConnection: keep-alive\r\n${extra}\r\n`)
     let socket: Socket
     let buffered: Buffer = Buffer.alloc(0)
     let sentAt = 0n
@@ -83,6 +117,7 @@ const connectionLoop = (
     }
     const send = () => {
       if (shouldStop()) return finish()
+      const request = nextRequest()
       sentAt = process.hrtime.bigint()
       socket.write(request)
     }
@@ -134,7 +169,9 @@ export const load = async (
   warmupSeconds: number,
   durationSeconds: number,
   headers: Readonly<Record<string, string>> = {},
-  serverPid?: number
+  serverPid?: number,
+  /** Per-request method, body and headers (e.g. POSTs with a fresh body each); default a fixed GET. */
+  requestFor?: RequestFor
 ): Promise<RunResult> => {
   let measuring = false
   let stopped = false
@@ -157,7 +194,8 @@ export const load = async (
   const onError = () => {
     if (measuring) errors++
   }
-  const loops = Array.from({ length: connections }, () => connectionLoop(port, path, headers, () => stopped, onResponse, onError))
+  const nextRequest = requestBytes(port, path, headers, requestFor)
+  const loops = Array.from({ length: connections }, () => connectionLoop(port, nextRequest, () => stopped, onResponse, onError))
   await sleep(warmupSeconds * 1000)
   measuring = true
   const started = process.hrtime.bigint()

@@ -307,7 +307,8 @@ export class EventsService extends Context.Service<EventsService, {
               provider: origin.provider,
               outcome_type: event.eventName,
               occurred_at: occurredAt,
-              customer_key: customerId === null ? null : yield* repo.customerKey(customerId),
+              // A customer found by external_id holds it as its key: no read needed (one round trip less).
+              customer_key: customerId === null ? null : checked.externalId ?? (yield* repo.customerKey(customerId)),
               value: event.valueAmount,
               currency: event.currency,
               outcome_event_id: event.id,

@@ -1,0 +1,378 @@
+/**
+ * Durable ingest throughput (`npm run bench:ingest`).
+ *
+ * `POST /api/v1/events` answers 200 only after its transaction committed (decision 0029: the
+ * outcome event claimed ON CONFLICT on its key, the customer upserted and row-locked, the
+ * conversion, the first-payment recompute, the `outcome.recorded` outbox row). This bench drives
+ * it from N keep-alive connections on the PostgreSQL of `DATABASE_URL` (required; a fresh,
+ * empty database is best, e.g. `createdb bench_ingest`: the tables grow by every run), next to
+ * a bare `node:http` server in the same run that does the same durable write with the same
+ * driver (`@effect/sql-pg`'s `PgClient`, the same pool size of 10) and answers 200 after COMMIT.
+ *
+ * Seeded by SQL: for each server its own profile created by a person (no connect-broker tier),
+ * an API key with `events:write` and a per-minute allowance of 10^9, and a default conversion
+ * definition listing `purchase` (counts as cash). Bodies: a unique `idempotency_key` each, a
+ * value with decimals (a JSON number, so the service re-reads its literal), `currency`,
+ * `user_traits.external_id` from a pool of BENCH_CUSTOMERS customers (so customer upserts
+ * repeat), `action_source`, `occurred_at`, a click id.
+ *
+ * What the baseline does per request, in one transaction: INSERT the outcome event ON CONFLICT
+ * (profile, key) DO NOTHING RETURNING (a repeat reads the stored event instead), INSERT the
+ * customer ON CONFLICT DO NOTHING + SELECT it, UPDATE the event's customer, INSERT the
+ * conversion, INSERT the outbox row; COMMIT; 200 with the same body shape. It skips what is
+ * the service's own: authentication and the rate-limit bucket, body schema validation, the
+ * request hash, the profile and definition reads, the customer row lock and the first-payment
+ * recompute.
+ *
+ * Goals: at least 5,000 events/s and at least 0.5x the baseline.
+ *
+ * Settings (env): BENCH_CONNECTIONS (64), BENCH_DURATION_S (10), BENCH_WARMUP_S (6: at least the
+ * auth cache's lifetime), BENCH_CUSTOMERS (2000).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer as createHttpServer } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
+import { postgresOptions } from "../../src/platform/database.ts"
+import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
+
+const EVENT_NAME = "purchase"
+const POOL_SIZE = 10 // the service's (src/platform/database.ts)
+const ACTION_SOURCES = ["website", "app", "phone_call", "physical_store", "chat"] as const
+
+const pgLayer = (databaseUrl: string, maxConnections: number) =>
+  PgClient.layer({
+    ...postgresOptions(Redacted.make(databaseUrl)),
+    maxConnections,
+    minConnections: 0,
+    applicationName: "bench-ingest",
+    startupParameters: { timezone: "UTC" }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Seeding.
+
+interface Seeded {
+  readonly profileId: string
+  readonly key: string
+}
+
+const seed = (databaseUrl: string, label: string) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const workspaceId = crypto.randomUUID()
+      const profileId = crypto.randomUUID()
+      const key = mintSecret(CredentialPrefix.apiKey)
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, ${`bench ingest ${label}`})`
+        yield* sql`INSERT INTO profiles (id, workspace_id, name, currency) VALUES (${profileId}, ${workspaceId}, ${`bench ${label}`}, 'USD')`
+        yield* sql`
+          INSERT INTO api_keys (id, profile_id, workspace_id, prefix, secret_hash, scopes, rate_limit_per_minute)
+          VALUES (${crypto.randomUUID()}, ${profileId}, ${workspaceId}, ${displayPrefix(key, CredentialPrefix.apiKey)},
+                  ${secretDigest(key)}, ${["events:write"]}, 1000000000)`
+        yield* sql`
+          INSERT INTO conversion_definitions (id, profile_id, conversion_key, name, kind, event_names, is_default, counts_as_cash)
+          VALUES (${crypto.randomUUID()}, ${profileId}, 'purchase', 'Purchase', 'event', ${[EVENT_NAME]}, true, true)`
+      }))
+      return { profileId, key } satisfies Seeded
+    }).pipe(Effect.provide(pgLayer(databaseUrl, 1)), Effect.scoped)
+  )
+
+interface Written {
+  readonly events: number
+  readonly conversions: number
+  readonly outbox: number
+  readonly customers: number
+}
+
+const written = (databaseUrl: string, profileId: string) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const rows = yield* sql<Written>`
+        SELECT (SELECT count(*)::int FROM outcome_events WHERE profile_id = ${profileId}) AS events,
+               (SELECT count(*)::int FROM conversions WHERE profile_id = ${profileId}) AS conversions,
+               (SELECT count(*)::int FROM outbox WHERE profile_id = ${profileId}) AS outbox,
+               (SELECT count(*)::int FROM customers WHERE profile_id = ${profileId}) AS customers`
+      return rows[0]
+    }).pipe(Effect.provide(pgLayer(databaseUrl, 1)), Effect.scoped)
+  )
+
+// ---------------------------------------------------------------------------------------------
+// The bare server (child role): `node bench/ingest/run.ts --bare <port> <profileId>`, DATABASE_URL in env.
+
+interface Body {
+  readonly event_name?: unknown
+  readonly idempotency_key?: unknown
+  readonly occurred_at?: unknown
+  readonly properties?: { readonly value?: unknown; readonly currency?: unknown }
+  readonly user_traits?: { readonly external_id?: unknown }
+  readonly action_source?: unknown
+  readonly click_ids?: unknown
+}
+
+const str = (value: unknown): string | null => (typeof value === "string" ? value : null)
+
+const runBareServer = async (port: number, profileId: string, databaseUrl: string) => {
+  const runtime = ManagedRuntime.make(Layer.orDie(pgLayer(databaseUrl, POOL_SIZE)))
+  const definition = await runtime.runPromise(Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+    const rows = yield* sql<{ id: string; conversion_key: string; counts_as_cash: boolean; attribution_eligible: boolean }>`
+      SELECT id, conversion_key, counts_as_cash, attribution_eligible FROM conversion_definitions
+      WHERE profile_id = ${profileId} AND kind = 'event' AND ${EVENT_NAME} = ANY (event_names)`
+    return rows[0]
+  }))
+  if (definition === undefined) throw new Error("no definition seeded for the bare server's profile")
+
+  const ingest = (body: Body) =>
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const eventName = str(body.event_name) ?? "unknown"
+      const key = str(body.idempotency_key) ?? crypto.randomUUID()
+      const value = body.properties?.value
+      const amount = typeof value === "number" || typeof value === "string" ? String(value) : null
+      const currency = str(body.properties?.currency) ?? (amount === null ? null : "USD")
+      const externalId = str(body.user_traits?.external_id)
+      const occurredAt = str(body.occurred_at) ?? new Date().toISOString()
+      const eventId = crypto.randomUUID()
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const claimed = yield* sql<{ id: string }>`
+          INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
+                                      value_amount, currency, action_source, click_ids)
+          VALUES (${eventId}, ${profileId}, ${key}, 'bare', 'api', ${eventName}, ${occurredAt}::timestamptz,
+                  ${amount}::numeric(20, 6), ${currency}, ${str(body.action_source)}, ${JSON.stringify(body.click_ids ?? {})}::jsonb)
+          ON CONFLICT (profile_id, idempotency_key) DO NOTHING
+          RETURNING id`
+        if (claimed.length === 0) {
+          const stored = yield* sql<{ id: string; conversion_id: string | null }>`
+            SELECT e.id, c.id AS conversion_id FROM outcome_events e LEFT JOIN conversions c ON c.outcome_event_id = e.id
+            WHERE e.profile_id = ${profileId} AND e.idempotency_key = ${key}`
+          return { outcome_event_id: stored[0]?.id ?? eventId, conversion_id: stored[0]?.conversion_id ?? null }
+        }
+        let customerId: string | null = null
+        if (externalId !== null) {
+          yield* sql`
+            INSERT INTO customers (id, profile_id, customer_key) VALUES (${crypto.randomUUID()}, ${profileId}, ${externalId})
+            ON CONFLICT (profile_id, customer_key) WHERE customer_key IS NOT NULL AND merged_into_id IS NULL AND erased_at IS NULL
+            DO NOTHING`
+          const found = yield* sql<{ id: string }>`
+            SELECT id FROM customers
+            WHERE profile_id = ${profileId} AND customer_key = ${externalId} AND merged_into_id IS NULL AND erased_at IS NULL`
+          customerId = found[0]?.id ?? null
+          if (customerId !== null) yield* sql`UPDATE outcome_events SET customer_id = ${customerId} WHERE id = ${eventId}`
+        }
+        const conversionId = eventName === EVENT_NAME ? crypto.randomUUID() : null
+        if (conversionId !== null) {
+          yield* sql`
+            INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at,
+                                     value_amount, currency, customer_id, counts_as_cash, attribution_eligible, is_first_payment)
+            VALUES (${conversionId}, ${profileId}, ${eventId}, ${definition.id}, ${definition.conversion_key},
+                    ${occurredAt}::timestamptz, ${amount}::numeric(20, 6), ${currency}, ${customerId},
+                    ${definition.counts_as_cash}, ${definition.attribution_eligible}, ${customerId === null ? true : null})`
+        }
+        const outboxId = crypto.randomUUID()
+        const payload = {
+          id: outboxId,
+          type: "outcome.recorded",
+          created_at: new Date().toISOString(),
+          data: {
+            provider: "svc",
+            outcome_type: eventName,
+            occurred_at: occurredAt,
+            customer_key: externalId,
+            value: amount,
+            currency,
+            outcome_event_id: eventId,
+            conversion_id: conversionId
+          },
+          delivery: { profile_id: profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: customerId }
+        }
+        yield* sql`
+          INSERT INTO outbox (id, profile_id, topic, payload)
+          VALUES (${outboxId}, ${profileId}, 'outcome.recorded', ${JSON.stringify(payload)}::jsonb)`
+        return { outcome_event_id: eventId, conversion_id: conversionId }
+      }))
+    })
+
+  const answer = (response: import("node:http").ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body)
+    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+    response.end(text)
+  }
+
+  const server = createHttpServer((request, response) => {
+    if (request.method === "GET" && request.url === "/healthz") return answer(response, 200, { status: "ok" })
+    if (request.method !== "POST" || request.url !== "/api/v1/events") return answer(response, 404, { error: { code: "not_found" } })
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      let body: Body
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Body
+      } catch {
+        return answer(response, 400, { error: { code: "invalid_request" } })
+      }
+      runtime.runPromise(ingest(body)).then(
+        (data) => answer(response, 200, { data }),
+        () => answer(response, 503, { error: { code: "database_unavailable" } })
+      )
+    })
+  })
+  server.keepAliveTimeout = 60_000
+  server.listen(port, HOST)
+  const stop = () => server.close(() => void runtime.dispose().then(() => process.exit(0)))
+  process.on("SIGTERM", stop)
+  // The parent going away ends this process too.
+  process.stdin.resume()
+  process.stdin.on("end", () => process.exit(0))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run.
+
+/** Realistic bodies: unique key, decimal value (a JSON number), currency, a pooled external_id. */
+const bodies = (runId: string, customers: number, key: string) => {
+  const base = Date.now()
+  const authorization = `Bearer ${key}`
+  return (n: number): LoadRequest => ({
+    method: "POST",
+    headers: { authorization, "content-type": "application/json" },
+    body: JSON.stringify({
+      event_name: EVENT_NAME,
+      idempotency_key: `${runId}-${n}`,
+      occurred_at: new Date(base - (n % 86_400) * 1000).toISOString(),
+      properties: { value: (n % 500) + 0.99, currency: n % 5 === 0 ? "EUR" : "USD" },
+      user_traits: { external_id: `cust-${(n * 7919) % customers}` },
+      action_source: ACTION_SOURCES[n % ACTION_SOURCES.length],
+      click_ids: { gclid: `gclid-${n.toString(36)}` }
+    })
+  })
+}
+
+interface Row {
+  readonly server: string
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  readonly requests: number
+  readonly cpuMicros: number | undefined
+  readonly written: Written | undefined
+}
+
+const main = async () => {
+  const databaseUrl = process.env["DATABASE_URL"]
+  if (databaseUrl === undefined) {
+    console.log("bench:ingest needs DATABASE_URL (a PostgreSQL the bench may write to; a fresh, empty database is best); nothing measured")
+    process.exitCode = 1
+    return
+  }
+  const connections = intFromEnv("BENCH_CONNECTIONS", 64, 1000)
+  const durationSeconds = intFromEnv("BENCH_DURATION_S", 10, 120)
+  // At least the auth cache's lifetime (5 s), as in bench/auth.
+  const warmupSeconds = Math.max(6, intFromEnv("BENCH_WARMUP_S", 6, 60))
+  const customers = intFromEnv("BENCH_CUSTOMERS", 2000, 1_000_000)
+  const servicePort = await freePort()
+  const barePort = await freePort()
+  const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-ingest-"))
+  const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: undefined }
+  const service = startProcess(
+    ["src/platform/main.node.ts"],
+    { ...env, PORT: String(servicePort), HOST, SVC_DATA_DIR: join(dataDir, "db"), LOG_LEVEL: "Warn" },
+    "service"
+  )
+  let bare: ReturnType<typeof startProcess> | undefined
+  try {
+    // The service migrates the database on start; seed after.
+    await waitFor(servicePort, service.child, 120_000).catch((error: unknown) => {
+      throw new Error(`service did not start: ${String(error)}\n${service.output()}`)
+    })
+    const forService = await seed(databaseUrl, "service")
+    const forBare = await seed(databaseUrl, "bare")
+    bare = startProcess(["bench/ingest/run.ts", "--bare", String(barePort), forBare.profileId], env, "bare")
+    const bareChild = bare
+    await waitFor(barePort, bare.child, 30_000).catch((error: unknown) => {
+      throw new Error(`bare server did not start: ${String(error)}\n${bareChild.output()}`)
+    })
+    console.log(
+      `node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run; ` +
+        `${customers} customers; pool ${POOL_SIZE} connections each; 127.0.0.1 only`
+    )
+    const runId = Date.now().toString(36)
+    const runs = [
+      { server: "service POST /api/v1/events", port: servicePort, seeded: forService, pid: service.child.pid },
+      { server: "bare node:http + PgClient", port: barePort, seeded: forBare, pid: bare.child.pid }
+    ]
+    const rows: Array<Row> = []
+    for (const run of runs) {
+      process.stdout.write(`  running ${run.server} ...`)
+      const result = await load(
+        run.port,
+        "/api/v1/events",
+        200,
+        connections,
+        warmupSeconds,
+        durationSeconds,
+        {},
+        run.pid,
+        bodies(`${runId}-${run.port}`, customers, run.seeded.key)
+      )
+      const rps = result.requests / result.seconds
+      rows.push({
+        server: run.server,
+        rps,
+        p50: percentile(result.latenciesMs, 0.5),
+        p99: percentile(result.latenciesMs, 0.99),
+        errors: result.errors,
+        requests: result.requests,
+        cpuMicros: result.serverCpuMs === undefined || result.requests === 0 ? undefined : (result.serverCpuMs * 1000) / result.requests,
+        written: await written(databaseUrl, run.seeded.profileId)
+      })
+      console.log(` ${fmt(rps)} events/s`)
+    }
+    console.log("")
+    console.log("| server | events/s | p50 ms | p99 ms | errors | server CPU µs/event | rows written (events / conversions / outbox / customers, incl. warm-up) |")
+    console.log("|---|---:|---:|---:|---:|---:|---|")
+    for (const row of rows) {
+      const cpu = row.cpuMicros === undefined ? "n/a" : fmt(row.cpuMicros)
+      const w = row.written === undefined ? "n/a" : `${row.written.events} / ${row.written.conversions} / ${row.written.outbox} / ${row.written.customers}`
+      console.log(`| ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} | ${cpu} | ${w} |`)
+    }
+    const [svc, baseline] = rows
+    let ok = rows.every((row) => row.errors === 0)
+    for (const row of rows) {
+      // Every acknowledged event is committed: at least as many rows as measured 200s.
+      if (row.written !== undefined && (row.written.events < row.requests || row.written.outbox !== row.written.events)) {
+        console.log(`${row.server}: fewer rows than acknowledged events (or outbox rows != events)`)
+        ok = false
+      }
+    }
+    if (svc !== undefined && baseline !== undefined) {
+      const ratio = svc.rps / baseline.rps
+      const absolute = svc.rps >= 5000
+      const relative = ratio >= 0.5
+      console.log("")
+      console.log(`service / bare throughput: ${fmt(ratio, 2)}x (goal >= 0.50x: ${relative ? "met" : "NOT met"})`)
+      console.log(`service throughput: ${fmt(svc.rps)} events/s (goal >= 5,000/s: ${absolute ? "met" : "NOT met"})`)
+      if (svc.cpuMicros !== undefined && baseline.cpuMicros !== undefined) {
+        console.log(`server CPU per event, service / bare: ${fmt(svc.cpuMicros / baseline.cpuMicros, 2)}x (less sensitive to other load on the machine)`)
+      }
+    }
+    process.exitCode = ok ? 0 : 1
+  } finally {
+    await Promise.all([stopProcess(service.child), ...(bare === undefined ? [] : [stopProcess(bare.child)])])
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+if (process.argv[2] === "--bare") {
+  const databaseUrl = process.env["DATABASE_URL"]
+  if (databaseUrl === undefined) throw new Error("the bare server needs DATABASE_URL")
+  await runBareServer(Number(process.argv[3]), process.argv[4] ?? "", databaseUrl)
+} else {
+  await main()
+}
