@@ -20,6 +20,7 @@ import { AuditLog } from "../audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
 import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
+import { peerAddressOf } from "../http/request-info.ts"
 import { CredentialPrefix, mintSecret, randomBase62, secretDigest } from "./tokens.ts"
 import { DEFAULT_USER_TOKEN_UNITS_PER_MINUTE, type NewMcpToken, userTokenMinter } from "./user-tokens.ts"
 import { digestsEqual } from "../platform/secrets.ts"
@@ -104,13 +105,10 @@ interface FailureBucket {
   readonly reason: string
 }
 
-/** The peer address without the IPv4-mapped IPv6 prefix (`::ffff:127.0.0.1` is `127.0.0.1`). */
+/** The calling peer's address, when there is a request. */
 const clientAddress = Effect.map(
   Effect.serviceOption(HttpServerRequest.HttpServerRequest),
-  (request) =>
-    Option.getOrUndefined(
-      Option.map(Option.flatMap(request, (found) => found.remoteAddress), (address) => address.replace(/^::ffff:/i, ""))
-    )
+  (request) => Option.getOrUndefined(Option.flatMap(request, peerAddressOf))
 )
 
 const failureBuckets = (email: string, address: string | undefined): ReadonlyArray<FailureBucket> => [

@@ -5,10 +5,10 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { catalogue } from "../../schema/errors.ts"
+import { escapeHtml } from "./html.ts"
 import { openApiDocument } from "./openapi.ts"
 
-const escape = (value: unknown) =>
-  String(value).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
+const escape = (value: unknown) => escapeHtml(String(value))
 
 const page = (title: string, body: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title>

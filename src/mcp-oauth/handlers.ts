@@ -11,6 +11,7 @@ import { noStore, OAuthRequestError } from "../../schema/oauth.ts"
 import { SESSION_COOKIE, SESSION_HOURS } from "../auth/sessions-service.ts"
 import { Api } from "../http/api.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
+import { mediaTypeOf, peerAddressOf } from "../http/request-info.ts"
 import { consentPage, errorPage, redirectResponse, signInPage } from "./pages.ts"
 import {
   type AuthorizationRequest,
@@ -22,12 +23,9 @@ import {
 
 const cookieOptions = { httpOnly: true, secure: true, sameSite: "lax", path: "/" } as const
 
-const mediaType = (request: HttpServerRequest.HttpServerRequest) =>
-  (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? ""
+const mediaType = (request: HttpServerRequest.HttpServerRequest) => mediaTypeOf(request.headers["content-type"])
 
-/** The peer address, without the IPv4-mapped IPv6 prefix (`::ffff:127.0.0.1` is `127.0.0.1`). */
-const addressOf = (request: HttpServerRequest.HttpServerRequest) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown").replace(/^::ffff:/i, "")
+const addressOf = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(peerAddressOf(request), () => "unknown")
 
 const queryOf = (request: HttpServerRequest.HttpServerRequest): RequestParams =>
   paramsOf(new URL(request.url, "http://localhost").searchParams)

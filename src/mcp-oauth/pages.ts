@@ -9,9 +9,8 @@ import { HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import type { McpGrant } from "../../schema/scopes.ts"
 import { scopesOfMcpGrant } from "../../schema/scopes.ts"
+import { escapeHtml } from "../http/html.ts"
 
-export const escapeHtml = (value: string): string =>
-  value.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d232b}
 h1{font-size:1.35rem}code{font:13px ui-monospace,monospace;background:#f1f3f5;padding:.1rem .3rem;border-radius:3px}

@@ -4,10 +4,9 @@
  * and no Referer leaves the page (its URL carries the id_token_hint).
  */
 import type { ConnectScope } from "../../schema/scopes.ts"
+import { escapeHtml } from "../http/html.ts"
 import { scopesOfConnectScope } from "../../schema/scopes.ts"
 
-export const escapeHtml = (value: string): string =>
-  value.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] ?? c)
 
 /** Where the consent form posts (relative, so it works behind `{api_url}` too). */
 export const CONSENT_PATH = "/oauth/authorize/consent"

@@ -13,14 +13,14 @@ import { consentPage, errorPage, pageHeaders } from "./authorize-pages.ts"
 import { type AuthorizeResult, OAuthAuthorize, type Redirect } from "./authorize-service.ts"
 import { type ClientCredentials, OAuthService } from "./service.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
+import { mediaTypeOf } from "../http/request-info.ts"
 
 type Params = ReadonlyMap<string, string>
 
 const invalidRequest = (description: string) =>
   new OAuthRequestError({ error: "invalid_request", error_description: description })
 
-const mediaType = (request: HttpServerRequest.HttpServerRequest) =>
-  (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() ?? ""
+const mediaType = (request: HttpServerRequest.HttpServerRequest) => mediaTypeOf(request.headers["content-type"])
 
 /** RFC 6749 appendix B: `+` is a space, then percent-decoding. */
 const formDecode = (value: string): string | undefined => {

@@ -27,6 +27,7 @@ import { CredentialPrefix, isWellFormed } from "../auth/tokens.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { AppConfig } from "../platform/config.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
+import { mediaTypeOf } from "../http/request-info.ts"
 import { CLICK_ID_KINDS, classify, clickIdOf, isSameSite, UTM_KEYS } from "./channels.ts"
 import { CollectorHosts, customCollectorUrl } from "./collector-hosts.ts"
 import { TrackingDomainsRepo } from "./domains-repo.ts"
@@ -86,7 +87,6 @@ const describeIssue = (issue: SchemaIssue.Issue): string => {
 
 const decodeEvent = Schema.decodeUnknownEffect(CollectEvent)
 
-const mediaType = (contentType: string | undefined) => (contentType ?? "").split(";")[0]?.trim().toLowerCase() ?? ""
 
 const hostOf = (url: string | null | undefined): string | undefined => {
   if (url === null || url === undefined || url === "" || !URL.canParse(url)) return undefined
@@ -380,7 +380,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         if (request.body.byteLength > MAX_EVENT_BYTES) {
           return yield* new PayloadTooLarge({ message: `A tracker event is at most ${MAX_EVENT_BYTES} bytes.` })
         }
-        const type = mediaType(headers["content-type"])
+        const type = mediaTypeOf(headers["content-type"])
         if (type !== "application/json" && type !== "text/plain") {
           return yield* new ValidationError({
             message: "Send the event as application/json or text/plain (what navigator.sendBeacon sends)."
