@@ -29,6 +29,8 @@ export interface AttributionWorkerSettingsShape {
   readonly creditBatchSize: number
   /** Conversions recomputed per replay transaction (the lease is renewed after each). */
   readonly replayBatchSize: number
+  /** Batches of one replay run at once, each on its own connection (decision 0035). */
+  readonly replayBatchConcurrency: number
   /** How long a claimed replay stays ours without a renewal. */
   readonly lease: Duration.Duration
   /** Attempts of a replay before it is `failed`. */
@@ -46,6 +48,7 @@ export const defaultWorkerSettings: AttributionWorkerSettingsShape = {
   pollInterval: Duration.seconds(1),
   creditBatchSize: 100,
   replayBatchSize: 200,
+  replayBatchConcurrency: 2,
   lease: Duration.minutes(2),
   maxAttempts: 5,
   replayConcurrency: 2,
@@ -143,6 +146,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
       /** Locks, credits and marks up to `limit` waiting conversions (or just `onlyId`) in one transaction. */
       const creditLocked = (limit: number, onlyId?: string) =>
         orDatabaseUnavailable(sql.withTransaction(Effect.gen(function*() {
+          yield* engine.tuneTransaction
           const targets = yield* engine.lockPending(limit, onlyId)
           if (targets.length === 0) return 0
           const stats = yield* statsFor(targets.map((target) => target.profile_id))
@@ -265,7 +269,23 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
           UPDATE work_jobs SET state = 'queued', lease_until = NULL
           WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'`
 
-      /** Recomputes every conversion of the profile, batch by batch, with statistics computed once. */
+      /** Fenced renewal after a batch: adds the batch to `progress`, only while the job is still ours. */
+      const advance = (job: ClaimedJob, done: number) =>
+        Effect.flatMap(
+          sql`
+            UPDATE work_jobs
+            SET progress = progress + ${done}, total = GREATEST(total, progress + ${done}),
+                lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+            RETURNING id`,
+          (rows) => rows.length === 1 ? Effect.void : Effect.fail(new LeaseLost({ jobId: job.id }))
+        )
+
+      /**
+       * Recomputes every conversion of the profile with statistics computed once, in batches of
+       * `replayBatchSize` conversions ((occurred_at, id) ranges fixed at the start), up to
+       * `replayBatchConcurrency` at a time, each in its own transaction (decision 0035).
+       */
       const replay = Effect.fn("AttributionWorker.replay")(function*(job: ClaimedJob) {
         yield* Effect.annotateCurrentSpan({
           "svc.profile_id": job.profile_id,
@@ -277,24 +297,36 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
         remember(job.profile_id, stats)
         const total = yield* engine.countConversions(job.profile_id)
         yield* renew(job, 0, total)
-        let after = Option.none<ReplayKeyset>()
-        let progress = 0
-        while (true) {
-          const batch: ReadonlyArray<CreditTarget> = yield* sql.withTransaction(Effect.gen(function*() {
-            const targets = yield* engine.lockReplayBatch(job.profile_id, after, settings.replayBatchSize)
-            if (targets.length === 0) return targets
-            yield* engine.credit(targets, () => stats)
-            yield* renew(job, progress + targets.length, null)
-            return targets
-          }))
-          const last = batch[batch.length - 1]
-          if (last === undefined) break
-          progress += batch.length
-          after = Option.some({ occurredAt: last.occurred_at, id: last.id })
-          if (batch.length < settings.replayBatchSize) break
-          // Let statements waiting for a connection go first (the embedded database has one).
-          yield* Effect.yieldNow
-        }
+        const bounds = yield* engine.replayBounds(job.profile_id, settings.replayBatchSize)
+        /** One range: usually one batch; more when conversions were added to it since the bounds were read. */
+        const runRange = (start: Option.Option<ReplayKeyset>, upTo: Option.Option<ReplayKeyset>) =>
+          Effect.gen(function*() {
+            let after = start
+            let done = 0
+            while (true) {
+              // Let statements waiting for a connection go first (the embedded database has one).
+              yield* Effect.yieldNow
+              const batch: ReadonlyArray<CreditTarget> = yield* sql.withTransaction(Effect.gen(function*() {
+                yield* engine.tuneTransaction
+                const targets = yield* engine.lockReplayRange(job.profile_id, after, upTo, settings.replayBatchSize)
+                if (targets.length === 0) return targets
+                yield* engine.credit(targets, () => stats)
+                yield* advance(job, targets.length)
+                return targets
+              }))
+              done += batch.length
+              const last = batch[batch.length - 1]
+              if (last === undefined || batch.length < settings.replayBatchSize) return done
+              if (Option.isSome(upTo) && upTo.value.id === last.id) return done
+              after = Option.some({ occurredAt: last.occurred_at, id: last.id })
+            }
+          })
+        const counts = yield* Effect.forEach(
+          [...bounds, undefined],
+          (upTo, i) => runRange(Option.fromNullishOr(bounds[i - 1]), Option.fromNullishOr(upTo)),
+          { concurrency: Math.max(1, settings.replayBatchConcurrency) }
+        )
+        const progress = counts.reduce((sum, n) => sum + n, 0)
         const done = yield* succeed(job, progress)
         if (done.length !== 1) return yield* new LeaseLost({ jobId: job.id })
         return progress
