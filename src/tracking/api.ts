@@ -23,28 +23,7 @@ import {
   UpdateTrackingSettings
 } from "../../schema/tracking.ts"
 import { policy } from "../http/policy.ts"
-
-const PEOPLE_AND_KEYS = ["api_key", "user_token", "session"] as const
-
-/** Tracking writes: keys, settings. */
-const trackingWrite = policy({ scopes: ["tracking:write"], auth: PEOPLE_AND_KEYS, idempotency: "optional", grain: "profile" })
-/** Tracking reads: whoever manages tracking or reads analytics. */
-const trackingRead = policy({
-  scopes: ["tracking:write", "analytics:read"],
-  scopeMode: "any",
-  auth: PEOPLE_AND_KEYS,
-  idempotency: "none",
-  grain: "profile"
-})
-const settingsRead = policy({ scopes: ["tracking:write"], auth: PEOPLE_AND_KEYS, idempotency: "none", grain: "profile" })
-/** A settings change queues an attribution replay: a write of the attribution tier. */
-const settingsWrite = policy({
-  scopes: ["tracking:write"],
-  auth: PEOPLE_AND_KEYS,
-  idempotency: "optional",
-  grain: "profile",
-  entitlement: "svc_attribution"
-})
+import { settingsWrite, trackingManagerRead, trackingRead, trackingWrite } from "./policies.ts"
 
 const readErrors = [wire(NotFound), wire(DatabaseUnavailable)]
 
@@ -74,7 +53,7 @@ export const TrackingApi = HttpApiGroup.make("tracking")
       .annotateMerge(trackingWrite),
     HttpApiEndpoint.get("getTrackingSettings", "/tracking/settings", { success: TrackingSettingsBody, error: readErrors })
       .annotate(OpenApi.Summary, "Tracker settings: allowed origins, click-id capture, cookie domain, Do-Not-Track")
-      .annotateMerge(settingsRead),
+      .annotateMerge(trackingManagerRead),
     HttpApiEndpoint.patch("updateTrackingSettings", "/tracking/settings", {
       payload: UpdateTrackingSettings,
       success: TrackingSettingsUpdated,

@@ -31,22 +31,7 @@ import {
   TrackingOriginBody,
   TrackingQualityBody
 } from "../../schema/tracking.ts"
-import { policy } from "../http/policy.ts"
-
-const PEOPLE_AND_KEYS = ["api_key", "user_token", "session"] as const
-
-/** Writes: custom domains, verification attempts. No entitlement gate (decision 0034). */
-const trackingWrite = policy({ scopes: ["tracking:write"], auth: PEOPLE_AND_KEYS, idempotency: "optional", grain: "profile" })
-/** Reads: whoever manages tracking or reads analytics. */
-const trackingRead = policy({
-  scopes: ["tracking:write", "analytics:read"],
-  scopeMode: "any",
-  auth: PEOPLE_AND_KEYS,
-  idempotency: "none",
-  grain: "profile"
-})
-/** The raw event feed is a debugging view for whoever manages tracking. */
-const feedRead = policy({ scopes: ["tracking:write"], auth: PEOPLE_AND_KEYS, idempotency: "none", grain: "profile" })
+import { trackingManagerRead, trackingRead, trackingWrite } from "./policies.ts"
 
 const base = [wire(DatabaseUnavailable)]
 
@@ -136,7 +121,7 @@ export const TrackingSetupApi = HttpApiGroup.make("trackingSetup")
         "Keyset pages (`limit` 1-100, default 50; `cursor`). A debugging view of what the collector stored and how it " +
           "was classified: never the click id value, the anonymous or session id, the customer, or property values."
       )
-      .annotateMerge(feedRead),
+      .annotateMerge(trackingManagerRead),
     HttpApiEndpoint.get("getTrackingOps", "/tracking/ops", { success: TrackingOpsBody, error: base })
       .annotate(OpenApi.Summary, "Collector diagnostics: touches in 24 h and 7 days, drops by reason, last event, collector lag")
       .annotateMerge(trackingRead),
