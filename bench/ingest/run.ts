@@ -27,14 +27,15 @@
  * Goals: at least 5,000 events/s and at least 0.5x the baseline.
  *
  * Settings (env): BENCH_CONNECTIONS (64), BENCH_DURATION_S (10), BENCH_WARMUP_S (6: at least the
- * auth cache's lifetime), BENCH_CUSTOMERS (2000).
+ * auth cache's lifetime), BENCH_CUSTOMERS (2000), BENCH_CPU_PROF (a directory: the service runs with
+ * `--cpu-prof` and writes its profile there when it stops).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer as createHttpServer } from "node:http"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
 import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
@@ -280,8 +281,9 @@ const main = async () => {
   const barePort = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-ingest-"))
   const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: undefined }
+  const profileDir = process.env["BENCH_CPU_PROF"]
   const service = startProcess(
-    ["src/platform/main.node.ts"],
+    [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/platform/main.node.ts"],
     { ...env, PORT: String(servicePort), HOST, SVC_DATA_DIR: join(dataDir, "db"), LOG_LEVEL: "Warn" },
     "service"
   )

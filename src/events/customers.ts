@@ -4,7 +4,7 @@
  * events (decision 0029) and partner data (decision 0033), so both bind people the same way.
  */
 import { Effect, Option } from "effect"
-import type { EventsRepo } from "./repo.ts"
+import { type EventsRepo, type KnownCustomer, type NewIdentifier, profileScoped } from "./repo.ts"
 
 export interface CustomerTraits {
   /** The sender's own customer id (`customer_key`). */
@@ -17,30 +17,86 @@ export interface CustomerTraits {
 
 type Repo = EventsRepo["Service"]
 
+export interface CustomerRequest {
+  readonly profileId: string
+  readonly traits: CustomerTraits
+}
+
+/** A customer created by this resolution sorts after every stored one (it is the newest). */
+const NEWEST = "~"
+
+const older = (a: KnownCustomer | undefined, b: KnownCustomer | undefined) =>
+  a === undefined ? b : b === undefined ? a : a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id) ? a : b
+
 /**
- * The customer of an ingest: by `external_id` (created when new, race-safe), else by email,
- * else by phone, else a new customer without a key when an email or a phone was given. The
- * customer is row-locked until the transaction ends and holds the email and phone as
- * identifiers afterwards. Null when the traits name nobody. Runs in the caller's transaction.
+ * The customer of each request, in the caller's transaction, answering what resolving them one
+ * after the other would: by `external_id` (created when new, race-safe), else by email, else by
+ * phone (the oldest live customer holding it, counting what earlier requests attached), else a
+ * new customer without a key when an email or a phone was given. Every customer found is
+ * row-locked until the transaction ends and holds its request's email and phone as identifiers
+ * afterwards. Null where the traits name nobody. A fixed number of statements, however many
+ * requests: the server-side ingest resolves a whole batch at once.
  */
-export const resolveCustomer = Effect.fn("Customers.resolve")(function*(repo: Repo, profileId: string, traits: CustomerTraits) {
-  let customerId: string | null = null
-  if (traits.externalId !== null) customerId = yield* repo.customerByKey(profileId, traits.externalId)
-  if (customerId === null && traits.email !== null) {
-    customerId = Option.getOrNull(yield* repo.customerByIdentifier(profileId, "email", traits.email))
+export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
+  repo: Repo,
+  requests: ReadonlyArray<CustomerRequest>
+) {
+  const keyed = yield* repo.customersByKey(
+    requests.flatMap(({ profileId, traits }) => (traits.externalId === null ? [] : [{ profileId, name: traits.externalId }]))
+  )
+  const unkeyed = requests.filter((request) => request.traits.externalId === null)
+  const lookups = (kind: "email" | "phone") =>
+    unkeyed.flatMap(({ profileId, traits }) => {
+      const value = traits[kind]
+      return value === null ? [] : [{ profileId, name: value }]
+    })
+  const emails = lookups("email")
+  const phones = lookups("phone")
+  // A request without a key may create a customer for its email or phone: concurrent
+  // resolutions by the same value take turns, so only the first creates one.
+  yield* repo.lockIdentifierValues("email", emails)
+  yield* repo.lockIdentifierValues("phone", phones)
+  const holders = {
+    email: yield* repo.oldestHolders("email", emails),
+    phone: yield* repo.oldestHolders("phone", phones)
   }
-  if (customerId === null && traits.phone !== null) {
-    customerId = Option.getOrNull(yield* repo.customerByIdentifier(profileId, "phone", traits.phone))
+  // Identifiers attached by earlier requests of this call, and the customers created by it.
+  const attached = { email: new Map<string, KnownCustomer>(), phone: new Map<string, KnownCustomer>() }
+  const created: Array<{ readonly id: string; readonly profileId: string }> = []
+  const identifiers: Array<NewIdentifier> = []
+  const holderOf = (kind: "email" | "phone", profileId: string, value: string | null) => {
+    if (value === null) return undefined
+    const key = profileScoped(profileId, value)
+    return older(holders[kind].get(key), attached[kind].get(key))
   }
-  if (customerId === null && (traits.email !== null || traits.phone !== null)) {
-    customerId = yield* repo.createKeylessCustomer(profileId)
-  }
-  if (customerId === null) return null
-  yield* repo.lockCustomer(customerId)
-  if (traits.email !== null) yield* repo.addIdentifier(profileId, customerId, "email", traits.email)
-  if (traits.phone !== null) yield* repo.addIdentifier(profileId, customerId, "phone", traits.phone)
-  return customerId
+  const resolved = requests.map(({ profileId, traits }) => {
+    let customer = traits.externalId === null ? undefined : keyed.get(profileScoped(profileId, traits.externalId))
+    if (traits.externalId === null) {
+      customer = holderOf("email", profileId, traits.email) ?? holderOf("phone", profileId, traits.phone)
+      if (customer === undefined && (traits.email !== null || traits.phone !== null)) {
+        customer = { id: crypto.randomUUID(), created_at: NEWEST }
+        created.push({ id: customer.id, profileId })
+      }
+    }
+    if (customer === undefined) return null
+    for (const kind of ["email", "phone"] as const) {
+      const value = traits[kind]
+      if (value === null) continue
+      identifiers.push({ profileId, customerId: customer.id, kind, value })
+      const key = profileScoped(profileId, value)
+      attached[kind].set(key, older(attached[kind].get(key), customer) ?? customer)
+    }
+    return customer.id
+  })
+  yield* repo.createKeylessCustomers(created)
+  yield* repo.lockCustomers(resolved.filter((id) => id !== null))
+  yield* repo.addIdentifiers(identifiers)
+  return resolved
 })
+
+/** `resolveCustomers` for one request. */
+export const resolveCustomer = (repo: Repo, profileId: string, traits: CustomerTraits) =>
+  Effect.map(resolveCustomers(repo, [{ profileId, traits }]), (ids) => ids[0] ?? null)
 
 /**
  * Read-only: the live customer `resolveCustomer` would pick now, if it exists already (an

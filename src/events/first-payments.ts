@@ -71,6 +71,7 @@ export const firstPaymentFlags = (payments: ReadonlyArray<PaymentFacts>): Readon
 
 const ConversionFacts = Schema.Struct({
   id: Schema.String,
+  customer_id: Schema.String,
   occurred_at: Schema.String,
   created_at: Schema.String,
   subject_ref: Schema.NullOr(Schema.String),
@@ -79,45 +80,69 @@ const ConversionFacts = Schema.Struct({
   installment: Schema.Boolean,
   is_first_payment: Schema.NullOr(Schema.Boolean)
 })
+type ConversionFacts = typeof ConversionFacts.Type
 
 const conversionFacts = decodeRows(ConversionFacts)
 
+/** The flag each conversion of one customer should carry, next to the one it carries. */
+const changedFlags = (rows: ReadonlyArray<ConversionFacts>) => {
+  const flags = firstPaymentFlags(
+    rows.filter((row) => row.counts_as_cash).map((row) => ({
+      id: row.id,
+      occurredAt: row.occurred_at,
+      createdAt: row.created_at,
+      subjectRef: row.subject_ref,
+      orderGroup: row.order_group,
+      installment: row.installment
+    }))
+  )
+  return rows.flatMap((row) => {
+    const flag = row.counts_as_cash ? (flags.get(row.id) ?? null) : null
+    return flag === row.is_first_payment ? [] : [{ id: row.id, flag }]
+  })
+}
+
 /**
- * Recomputes `is_first_payment` of every conversion of the customer and writes the flags that
- * changed; answers how many changed. Locks the customer row first (FOR UPDATE), so two
- * recomputes of one customer never interleave: run it inside the transaction that changed the
- * customer's payments (ingest, retraction, erasure, merge) so it sees that change.
+ * Recomputes `is_first_payment` of every conversion of the customers and writes the flags that
+ * changed; answers how many changed. Locks the customer rows first (FOR UPDATE, in id order so
+ * concurrent callers never deadlock), so two recomputes of one customer never interleave: run
+ * it inside the transaction that changed the customers' payments (ingest, retraction, erasure,
+ * merge) so it sees that change. One read and at most three writes, however many customers.
  */
-export const recomputeFirstPayments = (customerId: string): Effect.Effect<number, DatabaseUnavailable, SqlClient> =>
+export const recomputeFirstPayments = (
+  customerIds: ReadonlyArray<string>
+): Effect.Effect<number, DatabaseUnavailable, SqlClient> =>
   orDatabaseUnavailable(Effect.gen(function*() {
+    if (customerIds.length === 0) return 0
     const sql = yield* SqlClient
-    yield* sql`SELECT id FROM customers WHERE id = ${customerId} FOR UPDATE`
+    const ids = [...new Set(customerIds)].sort()
+    yield* sql`SELECT id FROM customers WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`
+    // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
+    // subquery into a join, which it may plan as a scan per customer while statistics are stale.
     const rows = yield* conversionFacts(sql`
-      SELECT id, ${isoTimestamp(sql, "occurred_at")} AS occurred_at, ${isoTimestamp(sql, "created_at")} AS created_at,
-             subject_ref, order_group, counts_as_cash, installment, is_first_payment
-      FROM conversions WHERE customer_id = ${customerId}`)
-    const flags = firstPaymentFlags(
-      rows.filter((row) => row.counts_as_cash).map((row) => ({
-        id: row.id,
-        occurredAt: row.occurred_at,
-        createdAt: row.created_at,
-        subjectRef: row.subject_ref,
-        orderGroup: row.order_group,
-        installment: row.installment
-      }))
-    )
+      SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+             ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
+             c.is_first_payment
+      FROM unnest(${ids}::uuid[]) AS q(id)
+      CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
+    const byCustomer = new Map<string, Array<ConversionFacts>>()
+    for (const row of rows) {
+      const list = byCustomer.get(row.customer_id)
+      if (list === undefined) byCustomer.set(row.customer_id, [row])
+      else list.push(row)
+    }
     const nowTrue: Array<string> = []
     const nowFalse: Array<string> = []
     const nowNull: Array<string> = []
-    for (const row of rows) {
-      const flag = row.counts_as_cash ? (flags.get(row.id) ?? null) : null
-      if (flag === row.is_first_payment) continue
-      if (flag === true) nowTrue.push(row.id)
-      else if (flag === false) nowFalse.push(row.id)
-      else nowNull.push(row.id)
+    for (const list of byCustomer.values()) {
+      for (const { flag, id } of changedFlags(list)) {
+        if (flag === true) nowTrue.push(id)
+        else if (flag === false) nowFalse.push(id)
+        else nowNull.push(id)
+      }
     }
-    if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id IN ${sql.in(nowTrue)}`
-    if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id IN ${sql.in(nowFalse)}`
-    if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id IN ${sql.in(nowNull)}`
+    if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`
+    if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`
+    if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`
     return nowTrue.length + nowFalse.length + nowNull.length
   }).pipe(Effect.withSpan("Events.recomputeFirstPayments")))

@@ -142,7 +142,8 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
   readonly setRefund: (paymentId: string, amount: string | null, reason: string | null) => Repo<void>
   readonly clearRefund: (paymentId: string) => Repo<void>
   readonly insertAction: (action: NewPaymentAction) => Repo<string>
-  readonly recomputeFirstPayments: (customerId: string) => Repo<number>
+  /** See `recomputeFirstPayments` (first-payments.ts): the customers' flags, in the caller's transaction. */
+  readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
   /** Payments with their top credited touch under `model`, newest first, one more than `limit`. */
   readonly linkage: (
     profileId: string,
@@ -359,7 +360,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         setRefund: (paymentId, amount, reason) => orDatabaseUnavailable(setRefund(paymentId, amount, reason)),
         clearRefund: (paymentId) => orDatabaseUnavailable(clearRefund(paymentId)),
         insertAction: (action) => orDatabaseUnavailable(insertAction(action)),
-        recomputeFirstPayments: (customerId) => Effect.provideService(recomputeFirstPayments(customerId), SqlClient, sql),
+        recomputeFirstPayments: (customerIds) => Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql),
         linkage: (profileId, filters, limit, after, model) =>
           orDatabaseUnavailable(linkage(profileId, filters, limit, after, model)),
         paymentDefinition: (profileId) => orDatabaseUnavailable(paymentDefinition(profileId)),

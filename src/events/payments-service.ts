@@ -48,16 +48,8 @@ import {
   PaymentsRepo
 } from "./payments-repo.ts"
 import { EventsRepo } from "./repo.ts"
-import {
-  canonicalJson,
-  CARDGW_KEY_PREFIX,
-  type CheckedEvent,
-  EventsService,
-  invalidQuery,
-  type OutcomeOrigin,
-  parseBound,
-  sha256
-} from "./service.ts"
+import type { CheckedEvent, OutcomeOrigin } from "./recorder.ts"
+import { canonicalJson, CARDGW_KEY_PREFIX, EventsService, invalidQuery, parseBound, sha256 } from "./service.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
 
 export const MAX_PAYMENTS_PAGE = 200
@@ -382,7 +374,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           const payment = yield* lockPayment(profile, paymentId, (owners) => [owners.customer_id])
           if (payment.installment === installment) return yield* answer(profile, payment.id, false)
           yield* repo.setInstallment(payment.id, installment)
-          const flags = payment.customer_id === null ? 0 : yield* repo.recomputeFirstPayments(payment.customer_id)
+          const flags = yield* repo.recomputeFirstPayments(nonNull([payment.customer_id]))
           yield* recordAction(actor, profile, payment, installment ? "installment_marked" : "installment_unmarked", {
             installment,
             first_payment_flags: flags
@@ -421,10 +413,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           const owner = payerId ?? payment.event_customer_id
           const recredit = owner !== payment.customer_id
           yield* repo.setPayer(payment.id, payerId, owner, recredit)
-          let flags = 0
-          for (const customerId of new Set(nonNull([payment.customer_id, owner]))) {
-            flags += yield* repo.recomputeFirstPayments(customerId)
-          }
+          const flags = yield* repo.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
           yield* recordAction(actor, profile, payment, payerId === null ? "payer_cleared" : "payer_assigned", {
             payer_customer_key: customerKey,
             previous_payer_customer_key: payment.payer_customer_key,

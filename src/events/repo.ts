@@ -3,11 +3,12 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { enqueueReplay } from "../attribution/replay-queue.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
 
 export const ProfileFacts = Schema.Struct({
+  id: Schema.String,
   currency: Schema.NullOr(Schema.String),
   privacy_mode: Schema.String,
   is_healthcare_agency: Schema.Boolean,
@@ -16,6 +17,8 @@ export const ProfileFacts = Schema.Struct({
 export type ProfileFacts = typeof ProfileFacts.Type
 
 export const StoredEvent = Schema.Struct({
+  profile_id: Schema.String,
+  idempotency_key: Schema.String,
   id: Schema.String,
   request_hash: Schema.String,
   retracted: Schema.Boolean,
@@ -24,6 +27,8 @@ export const StoredEvent = Schema.Struct({
 export type StoredEvent = typeof StoredEvent.Type
 
 export const Definition = Schema.Struct({
+  profile_id: Schema.String,
+  event_name: Schema.String,
   id: Schema.String,
   conversion_key: Schema.String,
   counts_as_cash: Schema.Boolean,
@@ -69,6 +74,36 @@ export interface NewEvent {
   readonly clickIds: Readonly<Record<string, string>>
 }
 
+/** A customer as identity resolution compares them: oldest first, then by id. */
+export const KnownCustomer = Schema.Struct({
+  id: Schema.String,
+  /** ISO 8601 UTC with microseconds (fixed width, sorts as text). */
+  created_at: Schema.String
+})
+export type KnownCustomer = typeof KnownCustomer.Type
+
+/** One map key for a pair of a profile and a name (an idempotency key, a customer key, an identifier). */
+export const profileScoped = (profileId: string, name: string) => `${profileId}\u0000${name}`
+
+export interface ProfileScoped {
+  readonly profileId: string
+  readonly name: string
+}
+
+export interface NewIdentifier {
+  readonly profileId: string
+  readonly customerId: string
+  readonly kind: "email" | "phone"
+  readonly value: string
+}
+
+export interface NewOutboxRow {
+  readonly id: string
+  readonly profileId: string
+  readonly topic: string
+  readonly payload: unknown
+}
+
 export interface NewConversion {
   readonly id: string
   readonly event: NewEvent
@@ -94,36 +129,62 @@ export interface ConversionKeyset {
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
+/** Advisory-lock class (the first key of the two-key form) of identifier values ("SVC1"). */
+const IDENTIFIER_LOCK_CLASS = 0x53564331
+
+/** Code-unit order: any fixed order does, as long as every batch locks in the same one. */
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
 export class EventsRepo extends Context.Service<EventsRepo, {
-  /** Currency, healthcare family and provisioning app of a profile. */
-  readonly profileFacts: (profileId: string) => Repo<Option.Option<ProfileFacts>>
+  /** Currency, healthcare family and provisioning app of each profile, by id. */
+  readonly profileFacts: (profileIds: ReadonlyArray<string>) => Repo<ReadonlyMap<string, ProfileFacts>>
   /**
-   * Claims `(profile, idempotency_key)` with the new event: its stored `occurred_at` (ISO UTC)
-   * when this call inserted it, None when the key was already taken (the insert waits for a
-   * concurrent claimer to finish first).
+   * Claims `(profile, idempotency_key)` for each new event (keys distinct): the stored
+   * `occurred_at` (ISO UTC) of each event this call inserted, by event id. A key already taken
+   * is left out (the insert waits for a concurrent claimer to finish first). Claims in key order,
+   * so two concurrent batches never wait on each other in a cycle.
    */
-  readonly claimEvent: (event: NewEvent) => Repo<Option.Option<string>>
+  readonly claimEvents: (events: ReadonlyArray<NewEvent>) => Repo<ReadonlyMap<string, string>>
   /** The event stored under a key, with its conversion. */
   readonly findEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<StoredEvent>>
-  /** The live customer with this `customer_key`, created if there is none (race-safe). */
-  readonly customerByKey: (profileId: string, customerKey: string) => Repo<string>
+  /** The events stored under these keys, by `profileScoped(profile, key)`. */
+  readonly findEvents: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, StoredEvent>>
+  /**
+   * The live customer with each `customer_key`, created where there is none (race-safe), by
+   * `profileScoped(profile, customer_key)`.
+   */
+  readonly customersByKey: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, KnownCustomer>>
   /** The live customer with this `customer_key`, if there is one (never creates). */
   readonly findCustomerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
   /** The oldest live customer holding this identifier. */
   readonly customerByIdentifier: (profileId: string, kind: "email" | "phone", value: string) => Repo<Option.Option<string>>
-  /** A customer known only by identifiers (no `customer_key`). */
-  readonly createKeylessCustomer: (profileId: string) => Repo<string>
-  readonly customerKey: (customerId: string) => Repo<string | null>
-  /** Row-locks the customer until the transaction ends (its identifiers and payments hold still). */
-  readonly lockCustomer: (customerId: string) => Repo<void>
-  /** Adds the identifier to the customer unless it already holds it. */
-  readonly addIdentifier: (profileId: string, customerId: string, kind: "email" | "phone", value: string) => Repo<void>
-  readonly setEventCustomer: (eventId: string, customerId: string) => Repo<void>
-  /** The definition that makes `eventName` a conversion: the default one, else the oldest. */
-  readonly definitionFor: (profileId: string, eventName: string) => Repo<Option.Option<Definition>>
-  readonly insertConversion: (conversion: NewConversion) => Repo<void>
-  readonly recomputeFirstPayments: (customerId: string) => Repo<number>
-  readonly insertOutbox: (id: string, profileId: string, topic: string, payload: unknown) => Repo<void>
+  /** The oldest live customer holding each identifier, by `profileScoped(profile, value)`. */
+  readonly oldestHolders: (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, KnownCustomer>>
+  /**
+   * Holds each `(profile, kind, value)` until the transaction ends (advisory locks, in a fixed
+   * order): two resolutions by one email or phone take turns, so the second sees the customer
+   * the first created instead of creating another one.
+   */
+  readonly lockIdentifierValues: (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) => Repo<void>
+  /** Customers known only by identifiers (no `customer_key`). */
+  readonly createKeylessCustomers: (customers: ReadonlyArray<{ readonly id: string; readonly profileId: string }>) => Repo<void>
+  /** The `customer_key` of each customer, by id. */
+  readonly customerKeys: (customerIds: ReadonlyArray<string>) => Repo<ReadonlyMap<string, string | null>>
+  /** Row-locks the customers (in id order) until the transaction ends: their identifiers and payments hold still. */
+  readonly lockCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** Adds each identifier to its customer unless the customer already holds it. */
+  readonly addIdentifiers: (identifiers: ReadonlyArray<NewIdentifier>) => Repo<void>
+  readonly setEventCustomers: (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) => Repo<void>
+  /**
+   * For each `(profile, event_name)`, the definition that makes it a conversion (the default one,
+   * else the oldest), by `profileScoped(profile, event_name)`.
+   */
+  readonly definitionsFor: (names: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, Definition>>
+  /** Inserts the conversions; `created_at` follows the array's order (arrival order breaks ties). */
+  readonly insertConversions: (conversions: ReadonlyArray<NewConversion>) => Repo<void>
+  /** See `recomputeFirstPayments` (first-payments.ts). */
+  readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
+  readonly insertOutbox: (rows: ReadonlyArray<NewOutboxRow>) => Repo<void>
   /** The event under a key, row-locked until the transaction ends. */
   readonly lockEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<LockedEvent>>
   readonly hasExport: (eventId: string) => Repo<boolean>
@@ -152,39 +213,65 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   static readonly layer = Layer.effect(EventsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const firstFacts = decodeFirstRow(ProfileFacts)
-      const firstEvent = decodeFirstRow(StoredEvent)
-      const firstDefinition = decodeFirstRow(Definition)
+      const facts = decodeRows(ProfileFacts)
+      const storedEvents = decodeRows(StoredEvent)
+      const definitions = decodeRows(Definition)
+      const knownCustomers = decodeRows(Schema.Struct({ ...KnownCustomer.fields, profile_id: Schema.String, name: Schema.String }))
       const firstLocked = decodeFirstRow(LockedEvent)
       const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
-      const claimed = decodeFirstRow(Schema.Struct({ occurred_at: Schema.String }))
+      const claimedRows = decodeRows(Schema.Struct({ id: Schema.String, occurred_at: Schema.String }))
       const conversionRows = decodeRows(ConversionRow)
+      const byScopedKey = (rows: ReadonlyArray<KnownCustomer & { readonly profile_id: string; readonly name: string }>) =>
+        new Map(rows.map((row) => [profileScoped(row.profile_id, row.name), { id: row.id, created_at: row.created_at }] as const))
 
-      const profileFacts = (profileId: string) =>
-        firstFacts(sql`
-          SELECT p.currency, p.privacy_mode, w.is_healthcare_agency, p.provisioned_by_app_id
-          FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
-          WHERE p.id = ${profileId}`)
-
-      const claimEvent = (event: NewEvent) =>
+      const profileFacts = (profileIds: ReadonlyArray<string>) =>
         Effect.map(
-          claimed(sql`
-            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
-                                        value_amount, currency, subject_ref, order_group, action_source, click_ids)
-            VALUES (${event.id}, ${event.profileId}, ${event.idempotencyKey}, ${event.requestHash}, ${event.source},
-                    ${event.eventName}, ${event.occurredAt}::timestamptz, ${event.valueAmount}::numeric(20, 6),
-                    ${event.currency}, ${event.subjectRef}, ${event.orderGroup}, ${event.actionSource},
-                    ${JSON.stringify(event.clickIds)}::jsonb)
-            ON CONFLICT (profile_id, idempotency_key) DO NOTHING
-            RETURNING ${isoTimestamp(sql, "occurred_at")} AS occurred_at`),
-          Option.map((row) => row.occurred_at)
+          facts(sql`
+            SELECT p.id, p.currency, p.privacy_mode, w.is_healthcare_agency, p.provisioned_by_app_id
+            FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
+            WHERE p.id = ANY(${[...new Set(profileIds)]}::uuid[])`),
+          (rows) => new Map(rows.map((row) => [row.id, row] as const))
         )
 
-      const findEvent = (profileId: string, idempotencyKey: string) =>
-        firstEvent(sql`
-          SELECT e.id, e.request_hash, e.retracted_at IS NOT NULL AS retracted, c.id AS conversion_id
-          FROM outcome_events e LEFT JOIN conversions c ON c.outcome_event_id = e.id
-          WHERE e.profile_id = ${profileId} AND e.idempotency_key = ${idempotencyKey}`)
+      const claimEvents = (events: ReadonlyArray<NewEvent>) => {
+        if (events.length === 0) return Effect.succeed(new Map<string, string>())
+        const sorted = [...events].sort((a, b) => compareText(profileScoped(a.profileId, a.idempotencyKey), profileScoped(b.profileId, b.idempotencyKey)))
+        const column = <A>(pick: (event: NewEvent) => A) => sorted.map(pick)
+        return Effect.map(
+          claimedRows(sql`
+            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
+                                        value_amount, currency, subject_ref, order_group, action_source, click_ids)
+            SELECT v.id, v.profile_id, v.idempotency_key, v.request_hash, v.source, v.event_name, v.occurred_at, v.value_amount,
+                   v.currency, v.subject_ref, v.order_group, v.action_source, v.click_ids
+            FROM unnest(
+              ${column((e) => e.id)}::uuid[], ${column((e) => e.profileId)}::uuid[], ${column((e) => e.idempotencyKey)}::text[],
+              ${column((e) => e.requestHash)}::text[], ${column((e) => e.source)}::text[], ${column((e) => e.eventName)}::text[],
+              ${column((e) => e.occurredAt)}::timestamptz[], ${nullableColumn(column((e) => e.valueAmount))}::numeric(20, 6)[],
+              ${nullableColumn(column((e) => e.currency))}::text[], ${nullableColumn(column((e) => e.subjectRef))}::text[],
+              ${nullableColumn(column((e) => e.orderGroup))}::text[], ${nullableColumn(column((e) => e.actionSource))}::text[], ${column((e) => JSON.stringify(e.clickIds))}::jsonb[])
+            WITH ORDINALITY AS v(id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at, value_amount,
+                                 currency, subject_ref, order_group, action_source, click_ids, n)
+            ORDER BY n
+            ON CONFLICT (profile_id, idempotency_key) DO NOTHING
+            RETURNING id, ${isoTimestamp(sql, "occurred_at")} AS occurred_at`),
+          (rows) => new Map(rows.map((row) => [row.id, row.occurred_at] as const))
+        )
+      }
+
+      // Batch lookups are one LATERAL subquery per key, with LIMIT (the keys are unique): the
+      // planner cannot flatten it into a join, so every key is an index probe even while a table's
+      // statistics are stale (a fresh table looks empty, and a join plan then scans it per key).
+      const findEvents = (keys: ReadonlyArray<ProfileScoped>) =>
+        Effect.map(
+          storedEvents(sql`
+            SELECT e.profile_id, e.idempotency_key, e.id, e.request_hash, e.retracted_at IS NOT NULL AS retracted,
+                   c.id AS conversion_id
+            FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, idempotency_key)
+            CROSS JOIN LATERAL (SELECT * FROM outcome_events x
+                                WHERE x.profile_id = q.profile_id AND x.idempotency_key = q.idempotency_key LIMIT 1) e
+            LEFT JOIN LATERAL (SELECT id FROM conversions x WHERE x.outcome_event_id = e.id LIMIT 1) c ON true`),
+          (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.idempotency_key), row] as const))
+        )
 
       const liveByKey = (profileId: string, customerKey: string) =>
         firstId(sql`
@@ -192,20 +279,40 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           WHERE profile_id = ${profileId} AND customer_key = ${customerKey}
             AND merged_into_id IS NULL AND erased_at IS NULL`)
 
-      // INSERT ... ON CONFLICT DO NOTHING on the partial unique index, then read: a concurrent
-      // creator makes the insert wait for its commit, so the read finds its row. A row merged or
-      // erased between the two statements makes the loop insert again.
-      const customerByKey = (profileId: string, customerKey: string) =>
+      const liveByKeys = (keys: ReadonlyArray<ProfileScoped>) =>
+        Effect.map(
+          knownCustomers(sql`
+            SELECT q.profile_id, q.customer_key AS name, c.id, ${isoTimestamp(sql, "c.created_at")} AS created_at
+            FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, customer_key)
+            CROSS JOIN LATERAL (SELECT id, created_at FROM customers x
+                                WHERE x.profile_id = q.profile_id AND x.customer_key = q.customer_key
+                                  AND x.merged_into_id IS NULL AND x.erased_at IS NULL LIMIT 1) c`),
+          byScopedKey
+        )
+
+      // INSERT ... ON CONFLICT DO NOTHING on the partial unique index (in key order), then read:
+      // a concurrent creator makes the insert wait for its commit, so the read finds its row. A
+      // row merged or erased between the two statements makes the loop insert again.
+      const customersByKey = (keys: ReadonlyArray<ProfileScoped>) =>
         Effect.gen(function*() {
-          for (let attempt = 0; attempt < 3; attempt++) {
+          const found = new Map<string, KnownCustomer>()
+          let missing = [...new Map(keys.map((k) => [profileScoped(k.profileId, k.name), k] as const)).entries()]
+            .sort(([a], [b]) => compareText(a, b))
+            .map(([, k]) => k)
+          for (let attempt = 0; attempt < 3 && missing.length > 0; attempt++) {
             yield* sql`
-              INSERT INTO customers (id, profile_id, customer_key) VALUES (${crypto.randomUUID()}, ${profileId}, ${customerKey})
+              INSERT INTO customers (id, profile_id, customer_key)
+              SELECT v.id, v.profile_id, v.customer_key
+              FROM unnest(${missing.map(() => crypto.randomUUID())}::uuid[], ${missing.map((k) => k.profileId)}::uuid[],
+                                   ${missing.map((k) => k.name)}::text[]) WITH ORDINALITY AS v(id, profile_id, customer_key, n)
+              ORDER BY n
               ON CONFLICT (profile_id, customer_key) WHERE customer_key IS NOT NULL AND merged_into_id IS NULL AND erased_at IS NULL
               DO NOTHING`
-            const found = yield* liveByKey(profileId, customerKey)
-            if (Option.isSome(found)) return found.value.id
+            for (const [key, customer] of yield* liveByKeys(missing)) found.set(key, customer)
+            missing = missing.filter((k) => !found.has(profileScoped(k.profileId, k.name)))
           }
-          return yield* Effect.die("customer upsert did not settle after three attempts")
+          if (missing.length > 0) return yield* Effect.die("customer upsert did not settle after three attempts")
+          return found
         })
 
       const customerByIdentifier = (profileId: string, kind: "email" | "phone", value: string) =>
@@ -218,51 +325,103 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           Option.map((row) => row.id)
         )
 
-      const createKeylessCustomer = (profileId: string) => {
-        const id = crypto.randomUUID()
-        return Effect.as(sql`INSERT INTO customers (id, profile_id) VALUES (${id}, ${profileId})`, id)
-      }
-
-      const customerKey = (customerId: string) =>
-        Effect.map(
-          sql<{ customer_key: string | null }>`SELECT customer_key FROM customers WHERE id = ${customerId}`,
-          (rows) => rows[0]?.customer_key ?? null
+      const oldestHolders = (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) =>
+        values.length === 0 ? Effect.succeed(new Map<string, KnownCustomer>()) : Effect.map(
+          knownCustomers(sql`
+            SELECT q.profile_id, q.value AS name, c.id, ${isoTimestamp(sql, "c.created_at")} AS created_at
+            FROM unnest(${values.map((v) => v.profileId)}::uuid[], ${values.map((v) => v.name)}::text[]) AS q(profile_id, value)
+            CROSS JOIN LATERAL (
+              SELECT x.id, x.created_at FROM customer_identifiers i
+              JOIN customers x ON x.id = i.customer_id AND x.merged_into_id IS NULL AND x.erased_at IS NULL
+              WHERE i.profile_id = q.profile_id AND i.kind = ${kind} AND i.value = q.value AND i.removed_at IS NULL
+              ORDER BY x.created_at, x.id LIMIT 1) c`),
+          byScopedKey
         )
 
-      const lockCustomer = (customerId: string) =>
-        Effect.asVoid(sql`SELECT id FROM customers WHERE id = ${customerId} FOR UPDATE`)
+      const lockIdentifierValues = (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) =>
+        values.length === 0 ? Effect.void : Effect.asVoid(sql`
+          SELECT pg_advisory_xact_lock(${IDENTIFIER_LOCK_CLASS}, s.h)
+          FROM (SELECT DISTINCT hashtext(q.profile_id || ':' || ${kind} || ':' || q.value) AS h
+                FROM unnest(${values.map((v) => v.profileId)}::text[], ${values.map((v) => v.name)}::text[]) AS q(profile_id, value)
+                ORDER BY h) s`)
 
-      const addIdentifier = (profileId: string, customerId: string, kind: "email" | "phone", value: string) =>
-        Effect.asVoid(sql`
+      const createKeylessCustomers = (customers: ReadonlyArray<{ readonly id: string; readonly profileId: string }>) =>
+        customers.length === 0 ? Effect.void : Effect.asVoid(sql`
+          INSERT INTO customers (id, profile_id)
+          SELECT * FROM unnest(${customers.map((c) => c.id)}::uuid[], ${customers.map((c) => c.profileId)}::uuid[])`)
+
+      const customerKeys = (customerIds: ReadonlyArray<string>) =>
+        customerIds.length === 0 ? Effect.succeed(new Map<string, string | null>()) : Effect.map(
+          sql<{ id: string; customer_key: string | null }>`
+            SELECT id, customer_key FROM customers WHERE id = ANY(${[...new Set(customerIds)]}::uuid[])`,
+          (rows) => new Map(rows.map((row) => [row.id, row.customer_key] as const))
+        )
+
+      const lockCustomers = (customerIds: ReadonlyArray<string>) =>
+        customerIds.length === 0 ? Effect.void : Effect.asVoid(sql`
+          SELECT id FROM customers WHERE id = ANY(${[...new Set(customerIds)].sort()}::uuid[]) ORDER BY id FOR UPDATE`)
+
+      const addIdentifiers = (identifiers: ReadonlyArray<NewIdentifier>) => {
+        const distinct = [
+          ...new Map(identifiers.map((i) => [`${i.customerId}\u0000${i.kind}\u0000${i.value}`, i] as const)).values()
+        ]
+        return distinct.length === 0 ? Effect.void : Effect.asVoid(sql`
           INSERT INTO customer_identifiers (id, profile_id, customer_id, kind, value)
-          SELECT ${crypto.randomUUID()}, ${profileId}, ${customerId}, ${kind}, ${value}
-          WHERE NOT EXISTS (SELECT 1 FROM customer_identifiers
-                            WHERE customer_id = ${customerId} AND kind = ${kind} AND value = ${value} AND removed_at IS NULL)`)
+          SELECT v.id, v.profile_id, v.customer_id, v.kind, v.value
+          FROM unnest(${distinct.map(() => crypto.randomUUID())}::uuid[], ${distinct.map((i) => i.profileId)}::uuid[],
+                      ${distinct.map((i) => i.customerId)}::uuid[], ${distinct.map((i) => i.kind)}::text[],
+                      ${distinct.map((i) => i.value)}::text[]) AS v(id, profile_id, customer_id, kind, value)
+          WHERE NOT EXISTS (SELECT 1 FROM customer_identifiers x
+                            WHERE x.customer_id = v.customer_id AND x.kind = v.kind AND x.value = v.value AND x.removed_at IS NULL)`)
+      }
 
-      const setEventCustomer = (eventId: string, customerId: string) =>
-        Effect.asVoid(sql`UPDATE outcome_events SET customer_id = ${customerId} WHERE id = ${eventId}`)
+      const setEventCustomers = (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) =>
+        pairs.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE outcome_events
+          SET customer_id = (${pairs.map((p) => p.customerId)}::uuid[])[array_position(${pairs.map((p) => p.eventId)}::uuid[], id)]
+          WHERE id = ANY(${pairs.map((p) => p.eventId)}::uuid[])`)
 
-      const definitionFor = (profileId: string, eventName: string) =>
-        firstDefinition(sql`
-          SELECT id, conversion_key, counts_as_cash, attribution_eligible FROM conversion_definitions
-          WHERE profile_id = ${profileId} AND kind = 'event' AND ${eventName} = ANY (event_names)
-          ORDER BY is_default DESC, created_at, id LIMIT 1`)
+      const definitionsFor = (names: ReadonlyArray<ProfileScoped>) =>
+        names.length === 0 ? Effect.succeed(new Map<string, Definition>()) : Effect.map(
+          definitions(sql`
+            SELECT DISTINCT ON (q.profile_id, q.event_name) q.profile_id, q.event_name,
+                   d.id, d.conversion_key, d.counts_as_cash, d.attribution_eligible
+            FROM unnest(${names.map((n) => n.profileId)}::uuid[], ${names.map((n) => n.name)}::text[]) AS q(profile_id, event_name)
+            JOIN conversion_definitions d ON d.profile_id = q.profile_id AND d.kind = 'event' AND q.event_name = ANY (d.event_names)
+            ORDER BY q.profile_id, q.event_name, d.is_default DESC, d.created_at, d.id`),
+          (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.event_name), row] as const))
+        )
 
-      const insertConversion = (conversion: NewConversion) =>
-        Effect.asVoid(sql`
+      const insertConversions = (conversions: ReadonlyArray<NewConversion>) => {
+        if (conversions.length === 0) return Effect.void
+        const column = <A>(pick: (conversion: NewConversion) => A) => conversions.map(pick)
+        // clock_timestamp() per row: conversions of one batch keep their arrival order in created_at.
+        return Effect.asVoid(sql`
           INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at,
                                    value_amount, currency, customer_id, subject_ref, order_group, counts_as_cash,
-                                   attribution_eligible, is_first_payment)
-          VALUES (${conversion.id}, ${conversion.event.profileId}, ${conversion.event.id}, ${conversion.definition.id},
-                  ${conversion.definition.conversion_key}, ${conversion.event.occurredAt}::timestamptz,
-                  ${conversion.event.valueAmount}::numeric(20, 6), ${conversion.event.currency}, ${conversion.customerId},
-                  ${conversion.event.subjectRef}, ${conversion.event.orderGroup}, ${conversion.definition.counts_as_cash},
-                  ${conversion.definition.attribution_eligible}, ${conversion.isFirstPayment})`)
+                                   attribution_eligible, is_first_payment, created_at)
+          SELECT v.id, v.profile_id, v.outcome_event_id, v.definition_id, v.conversion_key, v.occurred_at, v.value_amount,
+                 v.currency, v.customer_id, v.subject_ref, v.order_group, v.counts_as_cash, v.attribution_eligible,
+                 v.is_first_payment, clock_timestamp()
+          FROM unnest(
+            ${column((c) => c.id)}::uuid[], ${column((c) => c.event.profileId)}::uuid[], ${column((c) => c.event.id)}::uuid[],
+            ${column((c) => c.definition.id)}::uuid[], ${column((c) => c.definition.conversion_key)}::text[],
+            ${column((c) => c.event.occurredAt)}::timestamptz[], ${nullableColumn(column((c) => c.event.valueAmount))}::numeric(20, 6)[],
+            ${nullableColumn(column((c) => c.event.currency))}::text[], ${nullableColumn(column((c) => c.customerId))}::uuid[],
+            ${nullableColumn(column((c) => c.event.subjectRef))}::text[], ${nullableColumn(column((c) => c.event.orderGroup))}::text[],
+            ${column((c) => c.definition.counts_as_cash)}::boolean[], ${column((c) => c.definition.attribution_eligible)}::boolean[],
+            ${nullableColumn(column((c) => c.isFirstPayment))}::boolean[])
+          WITH ORDINALITY AS v(id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, value_amount,
+                               currency, customer_id, subject_ref, order_group, counts_as_cash, attribution_eligible,
+                               is_first_payment, n)
+          ORDER BY v.n`)
+      }
 
-      const insertOutbox = (id: string, profileId: string, topic: string, payload: unknown) =>
-        Effect.asVoid(sql`
+      const insertOutbox = (rows: ReadonlyArray<NewOutboxRow>) =>
+        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
           INSERT INTO outbox (id, profile_id, topic, payload)
-          VALUES (${id}, ${profileId}, ${topic}, ${JSON.stringify(payload)}::jsonb)`)
+          SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
+                               ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[])`)
 
       const lockEvent = (profileId: string, idempotencyKey: string) =>
         firstLocked(sql`
@@ -333,23 +492,28 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       }
 
       return {
-        profileFacts: (profileId) => orDatabaseUnavailable(profileFacts(profileId)),
-        claimEvent: (event) => orDatabaseUnavailable(claimEvent(event)),
-        findEvent: (profileId, key) => orDatabaseUnavailable(findEvent(profileId, key)),
-        customerByKey: (profileId, key) => orDatabaseUnavailable(customerByKey(profileId, key)),
+        profileFacts: (profileIds) => orDatabaseUnavailable(profileFacts(profileIds)),
+        claimEvents: (events) => orDatabaseUnavailable(claimEvents(events)),
+        findEvent: (profileId, key) =>
+          orDatabaseUnavailable(
+            Effect.map(findEvents([{ profileId, name: key }]), (found) => Option.fromNullishOr(found.get(profileScoped(profileId, key))))
+          ),
+        findEvents: (keys) => orDatabaseUnavailable(keys.length === 0 ? Effect.succeed(new Map()) : findEvents(keys)),
+        customersByKey: (keys) => orDatabaseUnavailable(keys.length === 0 ? Effect.succeed(new Map()) : customersByKey(keys)),
         findCustomerByKey: (profileId, key) =>
           orDatabaseUnavailable(Effect.map(liveByKey(profileId, key), Option.map((row) => row.id))),
         customerByIdentifier: (profileId, kind, value) => orDatabaseUnavailable(customerByIdentifier(profileId, kind, value)),
-        createKeylessCustomer: (profileId) => orDatabaseUnavailable(createKeylessCustomer(profileId)),
-        customerKey: (customerId) => orDatabaseUnavailable(customerKey(customerId)),
-        lockCustomer: (customerId) => orDatabaseUnavailable(lockCustomer(customerId)),
-        addIdentifier: (profileId, customerId, kind, value) =>
-          orDatabaseUnavailable(addIdentifier(profileId, customerId, kind, value)),
-        setEventCustomer: (eventId, customerId) => orDatabaseUnavailable(setEventCustomer(eventId, customerId)),
-        definitionFor: (profileId, eventName) => orDatabaseUnavailable(definitionFor(profileId, eventName)),
-        insertConversion: (conversion) => orDatabaseUnavailable(insertConversion(conversion)),
-        recomputeFirstPayments: (customerId) => Effect.provideService(recomputeFirstPayments(customerId), SqlClient, sql),
-        insertOutbox: (id, profileId, topic, payload) => orDatabaseUnavailable(insertOutbox(id, profileId, topic, payload)),
+        oldestHolders: (kind, values) => orDatabaseUnavailable(oldestHolders(kind, values)),
+        lockIdentifierValues: (kind, values) => orDatabaseUnavailable(lockIdentifierValues(kind, values)),
+        createKeylessCustomers: (customers) => orDatabaseUnavailable(createKeylessCustomers(customers)),
+        customerKeys: (customerIds) => orDatabaseUnavailable(customerKeys(customerIds)),
+        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(customerIds)),
+        addIdentifiers: (identifiers) => orDatabaseUnavailable(addIdentifiers(identifiers)),
+        setEventCustomers: (pairs) => orDatabaseUnavailable(setEventCustomers(pairs)),
+        definitionsFor: (names) => orDatabaseUnavailable(definitionsFor(names)),
+        insertConversions: (conversions) => orDatabaseUnavailable(insertConversions(conversions)),
+        recomputeFirstPayments: (customerIds) => Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql),
+        insertOutbox: (rows) => orDatabaseUnavailable(insertOutbox(rows)),
         lockEvent: (profileId, key) => orDatabaseUnavailable(lockEvent(profileId, key)),
         hasExport: (eventId) => orDatabaseUnavailable(hasExport(eventId)),
         hasConversationLead: (eventId) => orDatabaseUnavailable(hasConversationLead(eventId)),

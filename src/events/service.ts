@@ -4,7 +4,7 @@
  * Every recorded outcome writes its `outcome.recorded` outbox row in the same transaction.
  * Decision 0029.
  */
-import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { Context, Effect, Layer, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import { isUuid } from "../../schema/common.ts"
 import {
@@ -12,10 +12,8 @@ import {
   EventAlreadyExported,
   EventLinkedToConversation,
   EventNotFound,
-  IdempotencyKeyConflict,
   InvalidDateRange,
   InvalidParameter,
-  InvalidState,
   ValidationError
 } from "../../schema/errors.ts"
 import {
@@ -27,24 +25,15 @@ import {
   isIsoDateTime,
   type Retraction
 } from "../../schema/events.ts"
-import { isHealthcareFamily } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor } from "../http/pagination.ts"
-import { resolveCustomer } from "./customers.ts"
 import { normaliseAmount } from "./money.ts"
-import { type ConversionFilters, EventsRepo, type NewEvent } from "./repo.ts"
+import { type ConversionFilters, EventsRepo } from "./repo.ts"
+import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
 
-export const OUTCOME_RECORDED = "outcome.recorded"
-/** `data.provider` of outcomes ingested through this API. */
-export const API_PROVIDER = "svc"
 export const MAX_CONVERSIONS_PAGE = 200
-
-export interface Ingested {
-  readonly outcome_event_id: string
-  readonly conversion_id: string | null
-}
 
 export interface ConversionsQueryInput {
   readonly limit?: string
@@ -79,37 +68,10 @@ export const invalidQuery = (name: string, message: string) =>
 const blank = (value: string | undefined) => value !== undefined && value.trim() === ""
 
 /**
- * Where an outcome came from: its event's `source` and the `data.provider` of its
- * `outcome.recorded` row. Card-gateway payments are `cardgw` / `cardgw` (decision 0032).
- */
-export interface OutcomeOrigin {
-  readonly source: string
-  readonly provider: string
-}
-
-export const API_ORIGIN: OutcomeOrigin = { source: "api", provider: API_PROVIDER }
-
-/**
  * Idempotency keys with this prefix are the card-gateway payments' own (`cardgw:<gateway_payment_id>`,
  * decision 0032): POST /api/v1/events refuses them, so the two never collide.
  */
 export const CARDGW_KEY_PREFIX = "cardgw:"
-
-/** The checked, normalised fields of an ingest body. */
-export interface CheckedEvent {
-  readonly eventName: string
-  readonly idempotencyKey: string | undefined
-  readonly occurredAt: string | undefined
-  readonly valueAmount: string | null
-  readonly currency: string | null
-  readonly subjectRef: string | null
-  readonly orderGroup: string | null
-  readonly externalId: string | null
-  readonly email: string | null
-  readonly phone: string | null
-  readonly actionSource: string | null
-  readonly clickIds: Readonly<Record<string, string>>
-}
 
 const checkEvent = (
   input: IngestEvent,
@@ -202,7 +164,7 @@ export class EventsService extends Context.Service<EventsService, {
     profile: ProfileContext,
     input: IngestEvent,
     valueLiteral: Option.Option<string>
-  ) => Effect.Effect<Ingested, DatabaseUnavailable | ValidationError | InvalidParameter | IdempotencyKeyConflict | InvalidState>
+  ) => Effect.Effect<Ingested, DatabaseUnavailable | ValidationError | InvalidParameter | RecordError>
   /**
    * Records an outcome already checked and normalised, idempotent on its key with `requestHash`
    * saying what "the same request" is: the ingest transaction shared by POST /api/v1/events and
@@ -213,7 +175,7 @@ export class EventsService extends Context.Service<EventsService, {
     checked: CheckedEvent,
     requestHash: string,
     origin: OutcomeOrigin
-  ) => Effect.Effect<Ingested, DatabaseUnavailable | IdempotencyKeyConflict | InvalidState>
+  ) => Effect.Effect<Ingested, DatabaseUnavailable | RecordError>
   readonly retract: (
     actor: PrincipalShape,
     profile: ProfileContext,
@@ -229,103 +191,7 @@ export class EventsService extends Context.Service<EventsService, {
     Effect.gen(function*() {
       const repo = yield* EventsRepo
       const audit = yield* AuditLog
-
-      /** The answer stored under a key taken earlier (or concurrently). */
-      const replay = Effect.fn("Events.replay")(function*(profileId: string, idempotencyKey: string, hash: string) {
-        const stored = yield* repo.findEvent(profileId, idempotencyKey)
-        if (Option.isNone(stored)) return yield* Effect.die("idempotency key taken but no event stored under it")
-        if (stored.value.retracted) {
-          return yield* new InvalidState({
-            message: "The event stored under this idempotency_key was retracted; send a new key to record a new event.",
-            reason: "event_retracted"
-          })
-        }
-        if (stored.value.request_hash !== hash) {
-          return yield* new IdempotencyKeyConflict({
-            message: "This idempotency_key already recorded a different event; the first event stands."
-          })
-        }
-        return { outcome_event_id: stored.value.id, conversion_id: stored.value.conversion_id }
-      })
-
-      /** The customer of the event (src/events/customers.ts): by `external_id`, else email, else phone. */
-      const customerOf = (profileId: string, checked: CheckedEvent) =>
-        resolveCustomer(repo, profileId, { externalId: checked.externalId, email: checked.email, phone: checked.phone })
-
-      const record = Effect.fn("Events.record")(function*(
-        profile: ProfileContext,
-        checked: CheckedEvent,
-        hash: string,
-        origin: OutcomeOrigin
-      ) {
-        const facts = yield* repo.profileFacts(profile.profileId)
-        if (Option.isNone(facts)) return yield* Effect.die("the request's profile has no row")
-        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-        const event: NewEvent = {
-          id: crypto.randomUUID(),
-          profileId: profile.profileId,
-          source: origin.source,
-          idempotencyKey: checked.idempotencyKey ?? crypto.randomUUID(),
-          requestHash: hash,
-          eventName: checked.eventName,
-          occurredAt: checked.occurredAt ?? now,
-          valueAmount: checked.valueAmount,
-          // A value sent without a currency is in the profile's currency.
-          currency: checked.currency ?? (checked.valueAmount !== null ? facts.value.currency : null),
-          subjectRef: checked.subjectRef,
-          orderGroup: checked.orderGroup,
-          actionSource: checked.actionSource,
-          clickIds: checked.clickIds
-        }
-        return yield* repo.transaction(Effect.gen(function*() {
-          // The key is claimed first, before anything else is written or locked: a concurrent
-          // request with the same key waits here for this one, then reads what it stored.
-          const claimed = yield* repo.claimEvent(event)
-          if (Option.isNone(claimed)) return yield* replay(profile.profileId, event.idempotencyKey, hash)
-          const occurredAt = claimed.value
-          const customerId = yield* customerOf(profile.profileId, checked)
-          if (customerId !== null) yield* repo.setEventCustomer(event.id, customerId)
-          const definition = yield* repo.definitionFor(profile.profileId, event.eventName)
-          const conversionId = Option.isSome(definition) ? crypto.randomUUID() : null
-          if (Option.isSome(definition) && conversionId !== null) {
-            yield* repo.insertConversion({
-              id: conversionId,
-              event,
-              definition: definition.value,
-              customerId,
-              // With no customer there is nothing to repeat; with one, the recompute below decides.
-              isFirstPayment: definition.value.counts_as_cash && customerId === null ? true : null
-            })
-            if (customerId !== null) yield* repo.recomputeFirstPayments(customerId)
-          }
-          const outboxId = crypto.randomUUID()
-          yield* repo.insertOutbox(outboxId, profile.profileId, OUTCOME_RECORDED, {
-            id: outboxId,
-            type: OUTCOME_RECORDED,
-            created_at: now,
-            data: {
-              provider: origin.provider,
-              outcome_type: event.eventName,
-              occurred_at: occurredAt,
-              // A customer found by external_id holds it as its key: no read needed (one round trip less).
-              customer_key: customerId === null ? null : checked.externalId ?? (yield* repo.customerKey(customerId)),
-              value: event.valueAmount,
-              currency: event.currency,
-              outcome_event_id: event.id,
-              conversion_id: conversionId
-            },
-            // For delivery (the webhooks issue), never sent as is: who may receive it, and the
-            // customer whose contact the app's grant may open at delivery time (no person data here).
-            delivery: {
-              profile_id: profile.profileId,
-              provisioned_by_app_id: facts.value.provisioned_by_app_id,
-              healthcare_family: isHealthcareFamily(facts.value),
-              customer_id: customerId
-            }
-          })
-          return { outcome_event_id: event.id, conversion_id: conversionId }
-        }))
-      })
+      const recorder = yield* OutcomeRecorder
 
       const ingest = Effect.fn("Events.ingest")(function*(
         profile: ProfileContext,
@@ -333,7 +199,7 @@ export class EventsService extends Context.Service<EventsService, {
         valueLiteral: Option.Option<string>
       ) {
         const checked = yield* checkEvent(input, valueLiteral)
-        return yield* record(profile, checked, requestHash(checked), API_ORIGIN)
+        return yield* recorder.record(profile, checked, requestHash(checked), API_ORIGIN)
       })
 
       const retract = Effect.fn("Events.retract")(function*(
@@ -367,10 +233,10 @@ export class EventsService extends Context.Service<EventsService, {
           const deleted = yield* repo.deleteConversions(event.id)
           yield* repo.tombstone(event.id, reason)
           // The event's customer, and the payer a conversion was moved to (decision 0032).
-          let flags = 0
-          for (const customerId of new Set([...(event.customer_id === null ? [] : [event.customer_id]), ...deleted.customerIds])) {
-            flags += yield* repo.recomputeFirstPayments(customerId)
-          }
+          const flags = yield* repo.recomputeFirstPayments([
+            ...(event.customer_id === null ? [] : [event.customer_id]),
+            ...deleted.customerIds
+          ])
           yield* repo.queueReplay(profile.profileId, "retraction")
           const counts = { events: 1, conversions: deleted.conversions, credits: deleted.credits, first_payment_flags: flags }
           yield* audit.record({
@@ -446,7 +312,7 @@ export class EventsService extends Context.Service<EventsService, {
         }
       })
 
-      return { ingest, record, retract, listConversions }
+      return { ingest, record: recorder.record, retract, listConversions }
     })
-  ).pipe(Layer.provide([EventsRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([EventsRepo.layer, AuditLog.layer, OutcomeRecorder.layer]))
 }

@@ -31,7 +31,7 @@ import {
 } from "../../schema/partner.ts"
 import { CreditEngine } from "../attribution/engine.ts"
 import { creditAll, MODELS, type ModelResult, type TouchInput } from "../attribution/models/index.ts"
-import { type CustomerTraits, findCustomer, resolveCustomer } from "../events/customers.ts"
+import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
 import { EventsRepo } from "../events/repo.ts"
 import type { ProfileContext } from "../http/auth.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
@@ -239,10 +239,11 @@ export class PartnerData extends Context.Service<PartnerData, {
           const people = [...new Map(fresh.map((item) => [item.traitsKey, item.traits] as const))].sort(([a], [b]) =>
             a < b ? -1 : a > b ? 1 : 0
           )
+          const resolved = yield* resolveCustomers(events, people.map(([, traits]) => ({ profileId: profile.profileId, traits })))
           const customers = new Map<string, string>()
-          for (const [key, traits] of people) {
-            const customerId = yield* resolveCustomer(events, profile.profileId, traits)
-            if (customerId === null) return yield* Effect.die("a checked referral names nobody")
+          for (const [index, [key]] of people.entries()) {
+            const customerId = resolved[index]
+            if (customerId === undefined || customerId === null) return yield* Effect.die("a checked referral names nobody")
             customers.set(key, customerId)
           }
           const touches: Array<NewTouch> = []
@@ -407,7 +408,7 @@ export class PartnerData extends Context.Service<PartnerData, {
               })
             }
             customerId = known.value
-            yield* events.lockCustomer(customerId)
+            yield* events.lockCustomers([customerId])
           } else {
             const resolved = yield* resolveCustomer(events, profile.profileId, traits)
             if (resolved === null) return yield* Effect.die("a checked declared-source customer names nobody")

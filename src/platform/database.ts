@@ -82,6 +82,14 @@ export const DatabaseLive: Layer.Layer<PgClient.PgClient | SqlClient | DatabaseI
     }))
 )
 
+/**
+ * A column of nullable values as one array parameter (for `unnest(...::type[])`). The driver
+ * infers an array's type from its elements, so an array of nulls only is sent as the array
+ * literal `{NULL,...}` instead, which the statement's cast types.
+ */
+export const nullableColumn = <A extends string | boolean>(values: ReadonlyArray<A | null>): ReadonlyArray<A | null> | string =>
+  values.length > 0 && values.every((value) => value === null) ? `{${values.map(() => "NULL").join(",")}}` : values
+
 /** Seconds a client should wait before retrying while the database is away. */
 export const DATABASE_RETRY_AFTER_SECONDS = 2
 
