@@ -13,6 +13,7 @@ import m0012 from "./0012_payments.ts"
 import m0013 from "./0013_ad_structure.ts"
 import m0014 from "./0014_declared_sources.ts"
 import m0015 from "./0015_tracking_domains.ts"
+import m0016 from "./0016_customers.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -33,7 +34,8 @@ export const migrations = {
   "0012_payments": m0012,
   "0013_ad_structure": m0013,
   "0014_declared_sources": m0014,
-  "0015_tracking_domains": m0015
+  "0015_tracking_domains": m0015,
+  "0016_customers": m0016
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -1,0 +1,501 @@
+/**
+ * Journeys, the customer and visitor lists, and erasure (decision 0038).
+ *
+ * Two shapes of journey: without `customers:read` (or on a healthcare-family profile, where
+ * person reads are never answered, S5.5) every row is the spec's projected row; with it, the
+ * full row, and the read is written to the workspace's PII access log.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { createHash } from "node:crypto"
+import { isUuid } from "../../schema/common.ts"
+import type {
+  ConversionJourney,
+  CreateErasure,
+  CustomerListItem,
+  ErasureReceipt,
+  JourneyPerson,
+  JourneyRow,
+  PersonJourney,
+  Visitor
+} from "../../schema/customers.ts"
+import {
+  ApiKeyRequired,
+  ConversionNotFound,
+  CustomerNotFound,
+  type DatabaseUnavailable,
+  ErasureNotFound,
+  InsufficientScope,
+  InvalidParameter,
+  InvalidState
+} from "../../schema/errors.ts"
+import { type CreditModel, CreditModels } from "../../schema/events.ts"
+import { AuditLog } from "../audit/repo.ts"
+import { PiiAccessLog } from "../audit/pii-access.ts"
+import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
+import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { isIsoDateTime } from "../../schema/events.ts"
+import { CustomersRepo, type CustomerRow, type ErasureRow, type Keyset, type StoredRow, type VisitorRow } from "./repo.ts"
+
+export const MAX_JOURNEY_PAGE = 100
+export const DEFAULT_JOURNEY_PAGE = 50
+/** `meta.person.conversions`: the newest this many. */
+export const PERSON_CONVERSIONS = 50
+
+export interface PageInput {
+  readonly cursor?: string
+  readonly limit?: string
+  readonly model?: string
+}
+
+export interface PersonSelector extends PageInput {
+  readonly customer_key?: string
+  readonly email?: string
+  readonly phone?: string
+}
+
+interface PageParams {
+  readonly limit: number
+  readonly model: CreditModel
+  readonly after: Option.Option<Keyset>
+}
+
+const invalidQuery = (name: string, message: string) =>
+  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
+
+const pageParams = (input: PageInput): Effect.Effect<PageParams, InvalidParameter> => {
+  let limit = DEFAULT_JOURNEY_PAGE
+  if (input.limit !== undefined) {
+    const parsed = /^\d{1,4}$/.test(input.limit) ? Number(input.limit) : Number.NaN
+    if (!(parsed >= 1 && parsed <= MAX_JOURNEY_PAGE)) {
+      return Effect.fail(invalidQuery("limit", `Expected an integer from 1 to ${MAX_JOURNEY_PAGE}, got ${JSON.stringify(input.limit)}`))
+    }
+    limit = parsed
+  }
+  let model: CreditModel = "last_touch"
+  if (input.model !== undefined) {
+    const known = CreditModels.find((name) => name === input.model)
+    if (known === undefined) {
+      return Effect.fail(invalidQuery("model", `Expected one of ${CreditModels.join(", ")}, got ${JSON.stringify(input.model)}`))
+    }
+    model = known
+  }
+  let after = Option.none<Keyset>()
+  if (input.cursor !== undefined && input.cursor !== "") {
+    const keyset = decodeCursor(input.cursor)
+    if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || keyset.value.id === "") {
+      return Effect.fail(invalidQuery("cursor", "Not a cursor this list answered; start again without it"))
+    }
+    after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
+  }
+  return Effect.succeed({ limit, model, after })
+}
+
+/** The page of rows, and the cursor after its last row. */
+const paged = <Row, Item>(rows: ReadonlyArray<Row>, limit: number, keyOf: (row: Row) => Keyset, render: (row: Row) => Item) => {
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  const hasNext = rows.length > limit && last !== undefined
+  return {
+    data: page.map(render),
+    pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: keyOf(last).at, id: keyOf(last).id }) : null }
+  }
+}
+
+const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> =>
+  principal.kind === "api_key" || principal.kind === "user_token" ? principal.scopes : principal.kind === "session" ? principal.scopes ?? [] : []
+
+const JOIN_METHODS = ["ctwa_referral", "click_id", "link_token", "anonymous_id"] as const
+const KINDS = ["web_touch", "synthetic", "organic_interaction", "inherited", "proxy_click", "outcome"] as const
+
+const renderRow = (row: StoredRow, model: CreditModel, full: boolean): JourneyRow => {
+  const share = row.credit_share === null ? 0 : Number(row.credit_share)
+  const projected: JourneyRow = {
+    touch_id: row.id,
+    kind: KINDS.find((kind) => kind === row.kind) ?? "web_touch",
+    at: row.at,
+    channel: row.channel,
+    source: row.source,
+    medium: row.medium,
+    campaign: row.kind === "outcome" ? null : { external_id: row.campaign_external_id, name: row.campaign_name },
+    ad_set: row.kind === "outcome" ? null : { external_id: row.ad_set_external_id, name: row.ad_set_name },
+    ad: row.kind === "outcome"
+      ? null
+      : { external_id: row.ad_external_id, name: row.ad_name, creative_thumbnail_url: row.creative_thumbnail_url },
+    click_id_kind: row.click_id_kind,
+    join_method: JOIN_METHODS.find((method) => method === row.join_method) ?? null,
+    is_credited: row.is_credited,
+    credit_share: share,
+    credit_model: model,
+    in_window: row.in_window
+  }
+  if (!full) return projected
+  return {
+    ...projected,
+    customer_profile_id: row.customer_id,
+    url: row.url,
+    path: row.path,
+    referrer_domain: row.referrer_domain,
+    event_payload: row.payload,
+    device: row.device,
+    browser: row.browser,
+    os: row.os,
+    country: row.country,
+    city: row.city,
+    session_id: row.session_id,
+    anonymous_id: row.anonymous_id
+  }
+}
+
+const rowKeyset = (row: StoredRow): Keyset => ({ at: row.at, id: row.id })
+
+const renderCustomer = (row: CustomerRow): CustomerListItem => ({
+  customer_profile_id: row.id,
+  customer_key: row.customer_key,
+  first_name: row.first_name,
+  last_name: row.last_name,
+  identifiers: row.identifiers,
+  conversion_count: row.conversion_count,
+  touch_count: row.touch_count,
+  first_touch_at: row.first_touch_at,
+  last_touch_at: row.last_touch_at,
+  created_at: row.created_at
+})
+
+const renderVisitor = (row: VisitorRow): Visitor => ({
+  anonymous_id: row.anonymous_id,
+  first_seen_at: row.first_seen_at,
+  last_seen_at: row.last_seen_at,
+  touch_count: row.touch_count,
+  customer_profile_id: row.customer_id,
+  customer_key: row.customer_key,
+  channel: row.channel,
+  device: row.device,
+  browser: row.browser,
+  os: row.os,
+  country: row.country,
+  last_url: row.last_url
+})
+
+const renderReceipt = (row: ErasureRow): ErasureReceipt => ({
+  erasure_id: row.id,
+  request_ref: row.request_ref,
+  status: row.status,
+  customer_key: row.customer_key,
+  reason: row.reason,
+  requested_at: row.requested_at,
+  completed_at: row.completed_at
+})
+
+/** A selector as matched: emails lower-cased and trimmed, everything else trimmed (as ingest stores them). */
+interface Selector {
+  readonly type: "external_id" | "email" | "phone" | "crm_contact_id" | "anonymous_id"
+  readonly value: string
+}
+
+const selectorOf = (body: CreateErasure): Effect.Effect<Selector, InvalidParameter> => {
+  const given: Array<Selector> = []
+  if (body.customer_key !== undefined) given.push({ type: "external_id", value: body.customer_key.trim() })
+  if (body.email !== undefined) given.push({ type: "email", value: body.email.trim().toLowerCase() })
+  if (body.phone !== undefined) given.push({ type: "phone", value: body.phone.trim() })
+  if (body.identifier !== undefined) {
+    const value = body.identifier.type === "email" ? body.identifier.value.trim().toLowerCase() : body.identifier.value.trim()
+    given.push({ type: body.identifier.type, value })
+  }
+  const only = given[0]
+  if (given.length !== 1 || only === undefined || only.value === "") {
+    return Effect.fail(
+      new InvalidParameter({
+        message: "body: send exactly one selector: customer_key, email, phone or identifier {type, value}.",
+        reason: given.length === 0 ? "no_selector" : "selector"
+      })
+    )
+  }
+  return Effect.succeed(only)
+}
+
+const selectorDigest = (erasureId: string, selector: Selector) =>
+  createHash("sha256").update(`${erasureId}\u0000${selector.type}\u0000${selector.value}`, "utf8").digest("hex")
+
+export class CustomersService extends Context.Service<CustomersService, {
+  readonly conversionJourney: (
+    principal: PrincipalShape,
+    profile: ProfileContext,
+    id: string,
+    input: PageInput
+  ) => Effect.Effect<ConversionJourney, DatabaseUnavailable | InvalidParameter | ConversionNotFound | InvalidState>
+  readonly personJourney: (
+    principal: PrincipalShape,
+    profile: ProfileContext,
+    input: PersonSelector
+  ) => Effect.Effect<PersonJourney, DatabaseUnavailable | InvalidParameter | InsufficientScope | CustomerNotFound>
+  readonly customerJourney: (
+    principal: PrincipalShape,
+    profile: ProfileContext,
+    customerId: string,
+    input: PageInput
+  ) => Effect.Effect<PersonJourney, DatabaseUnavailable | InvalidParameter | InsufficientScope | CustomerNotFound>
+  readonly listCustomers: (
+    profile: ProfileContext,
+    input: PageInput
+  ) => Effect.Effect<{ data: ReadonlyArray<CustomerListItem>; pagination: { has_next: boolean; cursor: string | null } }, DatabaseUnavailable | InvalidParameter | InsufficientScope>
+  readonly listVisitors: (
+    profile: ProfileContext,
+    input: PageInput
+  ) => Effect.Effect<{ data: ReadonlyArray<Visitor>; pagination: { has_next: boolean; cursor: string | null } }, DatabaseUnavailable | InvalidParameter | InsufficientScope>
+  readonly erase: (
+    principal: PrincipalShape,
+    profile: ProfileContext,
+    body: CreateErasure
+  ) => Effect.Effect<ErasureReceipt, DatabaseUnavailable | ApiKeyRequired | InvalidParameter | CustomerNotFound>
+  readonly erasure: (profile: ProfileContext, erasureId: string) => Effect.Effect<ErasureReceipt, DatabaseUnavailable | ErasureNotFound>
+}>()("svc/CustomersService") {
+  static readonly layer = Layer.effect(CustomersService)(
+    Effect.gen(function*() {
+      const repo = yield* CustomersRepo
+      const piiLog = yield* PiiAccessLog
+      const audit = yield* AuditLog
+
+      /** The principal may read person data here: it holds `customers:read` and the profile is not healthcare-family. */
+      const readsPeople = (principal: PrincipalShape, profile: ProfileContext) =>
+        scopesOf(principal).includes("customers:read")
+          ? Effect.map(repo.healthcareFamily(profile.profileId), (healthcare) => !healthcare)
+          : Effect.succeed(false)
+
+      const logPersonRead = (principal: PrincipalShape, profile: ProfileContext, route: string) =>
+        piiLog.record({ principal, workspaceId: profile.workspaceId, profileId: profile.profileId, route, result: "allowed" })
+
+      /** S5.5: the person reads answer 403 on healthcare-family profiles, whatever the scopes. */
+      const refuseOnHealthcare = (profile: ProfileContext) =>
+        Effect.flatMap(repo.healthcareFamily(profile.profileId), (healthcare) =>
+          healthcare
+            ? Effect.fail(
+              new InsufficientScope({
+                message: "Person reads are not answered on a healthcare-family profile; read projected journeys under conversions:read.",
+                reason: "healthcare_family_profile"
+              })
+            )
+            : Effect.void)
+
+      const conversionJourney = Effect.fn("Customers.conversionJourney")(function*(
+        principal: PrincipalShape,
+        profile: ProfileContext,
+        id: string,
+        input: PageInput
+      ) {
+        const params = yield* pageParams(input)
+        const full = yield* readsPeople(principal, profile)
+        const found = yield* repo.findConversion(profile.profileId, id, isUuid(id) ? id.toLowerCase() : null)
+        if (Option.isNone(found)) {
+          return yield* new ConversionNotFound({ message: "No live conversion has this id or idempotency key in this profile." })
+        }
+        const conversion = found.value
+        if (full && conversion.customer_id === null) {
+          return yield* new InvalidState({
+            message: "This conversion was ingested with no identity at all: there is no person whose journey to read.",
+            reason: "conversion_without_identity"
+          })
+        }
+        const meta = {
+          conversion: {
+            outcome_event_id: conversion.outcome_event_id,
+            conversion_key: conversion.conversion_key,
+            occurred_at: conversion.occurred_at,
+            value_amount: conversion.value_amount,
+            currency: conversion.currency,
+            credit_model: params.model,
+            customer_key: conversion.customer_key,
+            ...(full ? { customer_profile_id: conversion.customer_id } : {})
+          }
+        }
+        if (conversion.customer_id === null) return { data: [], meta, pagination: { has_next: false, cursor: null } }
+        const customerIds = yield* repo.mergedSet(conversion.customer_id)
+        const rows = yield* repo.journeyRows({
+          profileId: profile.profileId,
+          person: conversion.customer_id,
+          customerIds,
+          model: params.model,
+          conversion: Option.some({ id: conversion.conversion_id, outcomeEventId: conversion.outcome_event_id, at: conversion.occurred_at }),
+          after: params.after,
+          limit: params.limit
+        })
+        if (full) yield* logPersonRead(principal, profile, "GET /api/v1/conversions/:id/journey")
+        return { ...paged(rows, params.limit, rowKeyset, (row) => renderRow(row, params.model, full)), meta }
+      })
+
+      /** A person's journey: every touch and outcome of the customer and those merged into it, oldest first. */
+      const journeyOf = Effect.fnUntraced(function*(
+        principal: PrincipalShape,
+        profile: ProfileContext,
+        customerId: string,
+        params: PageParams,
+        full: boolean,
+        /** Where to log a full read from; null when the operation's policy logs every call already. */
+        route: string | null
+      ) {
+        const customerIds = yield* repo.mergedSet(customerId)
+        const rows = yield* repo.journeyRows({
+          profileId: profile.profileId,
+          person: customerId,
+          customerIds,
+          model: params.model,
+          conversion: Option.none(),
+          after: params.after,
+          limit: params.limit
+        })
+        const facts = yield* repo.personFacts(customerId, customerIds)
+        const conversions = yield* repo.personConversions(customerIds, PERSON_CONVERSIONS)
+        const person: JourneyPerson = {
+          customer_key: facts.customer_key,
+          conversion_count: facts.conversion_count,
+          touch_count: facts.touch_count,
+          first_touch_at: facts.first_touch_at,
+          last_touch_at: facts.last_touch_at,
+          conversions,
+          ...(full
+            ? {
+              customer_profile_id: customerId,
+              first_name: facts.first_name,
+              last_name: facts.last_name,
+              identifiers: yield* repo.identifiersOf(customerIds)
+            }
+            : {})
+        }
+        if (full && route !== null) yield* logPersonRead(principal, profile, route)
+        return { ...paged(rows, params.limit, rowKeyset, (row) => renderRow(row, params.model, full)), meta: { person } }
+      })
+
+      const notFound = () =>
+        new CustomerNotFound({ message: "No customer of this profile matches: unknown, erased, or another profile's." })
+
+      const personJourney = Effect.fn("Customers.personJourney")(function*(
+        principal: PrincipalShape,
+        profile: ProfileContext,
+        input: PersonSelector
+      ) {
+        const params = yield* pageParams(input)
+        const selectors = (["customer_key", "email", "phone"] as const).filter((name) => input[name] !== undefined)
+        if (selectors.length !== 1) {
+          return yield* new InvalidParameter({
+            message: "query: send exactly one of customer_key, email or phone.",
+            reason: selectors.length === 0 ? "no_selector" : "selector"
+          })
+        }
+        const name = selectors[0] ?? "customer_key"
+        const value = (input[name] ?? "").trim()
+        if (value === "") return yield* invalidQuery(name, "must not be empty")
+        const full = yield* readsPeople(principal, profile)
+        if (name !== "customer_key" && !full) {
+          return yield* new InsufficientScope({
+            message: `Looking a person up by ${name} needs customers:read (not answered on healthcare-family profiles); use customer_key.`,
+            reason: "customers_read_required"
+          })
+        }
+        const found = name === "customer_key"
+          ? yield* repo.customerByKey(profile.profileId, value)
+          : yield* repo.customerByIdentifier(profile.profileId, name, name === "email" ? value.toLowerCase() : value)
+        if (Option.isNone(found)) return yield* notFound()
+        const survivor = yield* repo.survivorOf(profile.profileId, found.value)
+        if (Option.isNone(survivor)) return yield* notFound()
+        return yield* journeyOf(principal, profile, survivor.value, params, full, "GET /api/v1/customers/journey")
+      })
+
+      const customerJourney = Effect.fn("Customers.customerJourney")(function*(
+        principal: PrincipalShape,
+        profile: ProfileContext,
+        customerId: string,
+        input: PageInput
+      ) {
+        const params = yield* pageParams(input)
+        yield* refuseOnHealthcare(profile)
+        if (!isUuid(customerId)) return yield* notFound()
+        const survivor = yield* repo.survivorOf(profile.profileId, customerId.toLowerCase())
+        if (Option.isNone(survivor)) return yield* notFound()
+        return yield* journeyOf(principal, profile, survivor.value, params, true, null)
+      })
+
+      const listCustomers = Effect.fn("Customers.list")(function*(profile: ProfileContext, input: PageInput) {
+        const params = yield* pageParams(input)
+        yield* refuseOnHealthcare(profile)
+        const rows = yield* repo.listCustomers(profile.profileId, params.after, params.limit)
+        return paged(rows, params.limit, (row) => ({ at: row.created_at, id: row.id }), renderCustomer)
+      })
+
+      const listVisitors = Effect.fn("Customers.listVisitors")(function*(profile: ProfileContext, input: PageInput) {
+        const params = yield* pageParams(input)
+        yield* refuseOnHealthcare(profile)
+        const rows = yield* repo.listVisitors(profile.profileId, params.after, params.limit)
+        return paged(rows, params.limit, (row) => ({ at: row.last_seen_at, id: row.anonymous_id }), renderVisitor)
+      })
+
+      const customerOf = (profile: ProfileContext, selector: Selector) => {
+        switch (selector.type) {
+          case "external_id":
+            return repo.customerByKey(profile.profileId, selector.value)
+          case "anonymous_id":
+            return repo.customerByAnonymousId(profile.profileId, selector.value)
+          default:
+            return repo.customerByIdentifier(profile.profileId, selector.type, selector.value)
+        }
+      }
+
+      /** The receipt already under this request_ref: the same selector answers it, another is refused. */
+      const repeatOf = (existing: ErasureRow, selector: Selector) =>
+        existing.selector_digest === selectorDigest(existing.id, selector)
+          ? Effect.succeed(renderReceipt(existing))
+          : Effect.fail(
+            new InvalidParameter({
+              message: "body.request_ref: this request_ref already erased another customer; send a new request_ref.",
+              reason: "request_ref_reused"
+            })
+          )
+
+      const erase = Effect.fn("Customers.erase")(function*(principal: PrincipalShape, profile: ProfileContext, body: CreateErasure) {
+        if (principal.kind !== "api_key") {
+          return yield* new ApiKeyRequired({ message: "Erasure is requested with an API key of the profile, not a session or token." })
+        }
+        const selector = yield* selectorOf(body)
+        const existing = yield* repo.findErasure(profile.profileId, body.request_ref)
+        if (Option.isSome(existing)) return yield* repeatOf(existing.value, selector)
+        const found = yield* customerOf(profile, selector)
+        if (Option.isNone(found)) return yield* notFound()
+        const survivor = yield* repo.survivorOf(profile.profileId, found.value)
+        if (Option.isNone(survivor)) return yield* notFound()
+        const erasureId = crypto.randomUUID()
+        const claimed = yield* repo.transaction(Effect.gen(function*() {
+          const claimed = yield* repo.claimErasure({
+            id: erasureId,
+            profileId: profile.profileId,
+            requestRef: body.request_ref,
+            customerId: survivor.value,
+            reason: body.reason ?? null,
+            selectorDigest: selectorDigest(erasureId, selector)
+          })
+          if (!claimed) return false
+          const counts = yield* repo.erase(erasureId, yield* repo.mergedSet(survivor.value))
+          yield* audit.record({
+            actor: principal,
+            action: "customer.erased",
+            targetKind: "customer_erasure",
+            targetId: erasureId,
+            workspaceId: profile.workspaceId,
+            profileId: profile.profileId,
+            details: { request_ref: body.request_ref, counts }
+          })
+          return true
+        }))
+        // A concurrent request took the ref first: answer as a repeat of it.
+        const stored = yield* repo.findErasure(profile.profileId, body.request_ref)
+        if (Option.isNone(stored)) return yield* Effect.die("an erasure receipt vanished")
+        return claimed ? renderReceipt(stored.value) : yield* repeatOf(stored.value, selector)
+      })
+
+      const erasure = Effect.fn("Customers.erasure")(function*(profile: ProfileContext, erasureId: string) {
+        const found = isUuid(erasureId) ? yield* repo.erasureById(profile.profileId, erasureId.toLowerCase()) : Option.none()
+        if (Option.isNone(found)) return yield* new ErasureNotFound({ message: "No erasure receipt of this profile has this id." })
+        return renderReceipt(found.value)
+      })
+
+      return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure }
+    })
+  ).pipe(Layer.provide([CustomersRepo.layer, AuditLog.layer, PiiAccessLog.layer]))
+}
