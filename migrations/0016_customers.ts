@@ -28,6 +28,8 @@ export default Effect.gen(function*() {
       counts jsonb NOT NULL DEFAULT '{}'::jsonb,
       UNIQUE (profile_id, request_ref)
     )`
+  // Keys of merged customers still name their survivor: looked up whatever the merge state.
+  yield* sql`CREATE INDEX customers_key ON customers (profile_id, customer_key) WHERE customer_key IS NOT NULL`
   yield* sql`CREATE INDEX customers_merged_into ON customers (merged_into_id) WHERE merged_into_id IS NOT NULL`
   yield* sql`CREATE INDEX customers_profile_created ON customers (profile_id, created_at DESC, id DESC)`
   yield* sql`CREATE INDEX conversions_payer ON conversions (payer_customer_id) WHERE payer_customer_id IS NOT NULL`

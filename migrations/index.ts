@@ -14,6 +14,7 @@ import m0013 from "./0013_ad_structure.ts"
 import m0014 from "./0014_declared_sources.ts"
 import m0015 from "./0015_tracking_domains.ts"
 import m0016 from "./0016_customers.ts"
+import m0018 from "./0018_merges.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -35,7 +36,8 @@ export const migrations = {
   "0013_ad_structure": m0013,
   "0014_declared_sources": m0014,
   "0015_tracking_domains": m0015,
-  "0016_customers": m0016
+  "0016_customers": m0016,
+  "0018_merges": m0018
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

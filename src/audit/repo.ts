@@ -7,6 +7,8 @@ import { orDatabaseUnavailable } from "../platform/database.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
 
 export interface AuditEntry {
+  /** The event's id when the caller names it (e.g. a merge, undone later through its audit log id); default: a fresh one. */
+  readonly id?: string
   readonly actor: PrincipalShape
   readonly action: string
   readonly targetKind: string
@@ -46,7 +48,7 @@ export class AuditLog extends Context.Service<AuditLog, {
         yield* orDatabaseUnavailable(sql`
           INSERT INTO audit_events (id, workspace_id, profile_id, actor_kind, actor_id, actor_user_id, action,
                                     target_kind, target_id, details, request_id)
-          VALUES (${crypto.randomUUID()}, ${entry.workspaceId ?? null}, ${entry.profileId ?? null}, ${actor.kind},
+          VALUES (${entry.id ?? crypto.randomUUID()}, ${entry.workspaceId ?? null}, ${entry.profileId ?? null}, ${actor.kind},
                   ${actor.id}, ${actor.userId}, ${entry.action}, ${entry.targetKind}, ${entry.targetId},
                   ${JSON.stringify(entry.details ?? {})}::jsonb, ${requestId === "" ? null : requestId})`)
       })

@@ -3,7 +3,6 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { CreditModel } from "../../schema/events.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { isHealthcareFamily } from "../../schema/scopes.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
@@ -158,8 +157,6 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
   readonly customerByIdentifier: (profileId: string, type: string, value: string) => Repo<Option.Option<string>>
   /** The live customer the newest bound touch of a browser belongs to. */
   readonly customerByAnonymousId: (profileId: string, anonymousId: string) => Repo<Option.Option<string>>
-  /** The profile is healthcare-family (its privacy mode, or its workspace is a healthcare agency). */
-  readonly healthcareFamily: (profileId: string) => Repo<boolean>
   readonly journeyRows: (query: JourneyQuery) => Repo<ReadonlyArray<StoredRow>>
   readonly personFacts: (customerId: string, customerIds: ReadonlyArray<string>) => Repo<PersonFacts>
   readonly personConversions: (customerIds: ReadonlyArray<string>, limit: number) => Repo<ReadonlyArray<typeof PersonConversionRow.Type>>
@@ -263,14 +260,6 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
             WHERE t.profile_id = ${profileId} AND t.anonymous_id = ${anonymousId}
             ORDER BY t.occurred_at DESC, t.id DESC LIMIT 1`),
           Option.map((row) => row.id)
-        )
-
-      const healthcareFamily = (profileId: string) =>
-        Effect.map(
-          sql<{ privacy_mode: string; is_healthcare_agency: boolean }>`
-            SELECT p.privacy_mode, w.is_healthcare_agency FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
-            WHERE p.id = ${profileId}`,
-          (rows) => rows[0] !== undefined && isHealthcareFamily(rows[0])
         )
 
       const journeyRows = (query: JourneyQuery) => {
@@ -470,6 +459,13 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
             RETURNING t.id`)
           const declared = count(yield* sql`DELETE FROM declared_sources WHERE customer_id = ANY(${ids}::uuid[]) RETURNING id`)
           const identifiers = count(yield* sql`DELETE FROM customer_identifiers WHERE customer_id = ANY(${ids}::uuid[]) RETURNING id`)
+          // Merge proposals naming the person lose their evidence (identifier values) and leave the queue.
+          yield* sql`
+            UPDATE merge_proposals
+            SET evidence = '[]'::jsonb,
+                status = CASE WHEN status IN ('open', 'snoozed') THEN 'superseded' ELSE status END,
+                decided_at = CASE WHEN status IN ('open', 'snoozed') THEN now() ELSE decided_at END
+            WHERE customer_a = ANY(${ids}::uuid[]) OR customer_b = ANY(${ids}::uuid[])`
           // Undelivered outcome.recorded rows: no customer key and no customer to open at delivery.
           yield* sql`
             UPDATE outbox
@@ -491,7 +487,6 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
         customerByKey: (profileId, key) => orDatabaseUnavailable(customerByKey(profileId, key)),
         customerByIdentifier: (profileId, type, value) => orDatabaseUnavailable(customerByIdentifier(profileId, type, value)),
         customerByAnonymousId: (profileId, anonymousId) => orDatabaseUnavailable(customerByAnonymousId(profileId, anonymousId)),
-        healthcareFamily: (profileId) => orDatabaseUnavailable(healthcareFamily(profileId)),
         journeyRows: (query) => orDatabaseUnavailable(journeyRows(query)),
         personFacts: (customerId, ids) => orDatabaseUnavailable(personFacts(customerId, ids)),
         personConversions: (ids, limit) => orDatabaseUnavailable(personConversions(ids, limit)),

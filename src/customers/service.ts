@@ -33,6 +33,7 @@ import { AuditLog } from "../audit/repo.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
 import { CustomersRepo, type CustomerRow, type ErasureRow, type Keyset, type StoredRow, type VisitorRow } from "./repo.ts"
 
@@ -254,27 +255,18 @@ export class CustomersService extends Context.Service<CustomersService, {
       const repo = yield* CustomersRepo
       const piiLog = yield* PiiAccessLog
       const audit = yield* AuditLog
+      const healthcare = yield* HealthcareCheck
 
       /** The principal may read person data here: it holds `customers:read` and the profile is not healthcare-family. */
       const readsPeople = (principal: PrincipalShape, profile: ProfileContext) =>
         scopesOf(principal).includes("customers:read")
-          ? Effect.map(repo.healthcareFamily(profile.profileId), (healthcare) => !healthcare)
+          ? Effect.map(healthcare.isHealthcareFamily(profile.profileId), (family) => !family)
           : Effect.succeed(false)
 
       const logPersonRead = (principal: PrincipalShape, profile: ProfileContext, route: string) =>
         piiLog.record({ principal, workspaceId: profile.workspaceId, profileId: profile.profileId, route, result: "allowed" })
 
-      /** S5.5: the person reads answer 403 on healthcare-family profiles, whatever the scopes. */
-      const refuseOnHealthcare = (profile: ProfileContext) =>
-        Effect.flatMap(repo.healthcareFamily(profile.profileId), (healthcare) =>
-          healthcare
-            ? Effect.fail(
-              new InsufficientScope({
-                message: "Person reads are not answered on a healthcare-family profile; read projected journeys under conversions:read.",
-                reason: "healthcare_family_profile"
-              })
-            )
-            : Effect.void)
+      const refuseOnHealthcare = healthcare.refuse
 
       const conversionJourney = Effect.fn("Customers.conversionJourney")(function*(
         principal: PrincipalShape,
@@ -497,5 +489,5 @@ export class CustomersService extends Context.Service<CustomersService, {
 
       return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure }
     })
-  ).pipe(Layer.provide([CustomersRepo.layer, AuditLog.layer, PiiAccessLog.layer]))
+  ).pipe(Layer.provide([CustomersRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
 }

@@ -91,6 +91,8 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   yield* repo.createKeylessCustomers(created)
   yield* repo.lockCustomers(resolved.filter((id) => id !== null))
   yield* repo.addIdentifiers(identifiers)
+  // An identifier now held by two live customers never merges them: it raises a proposal.
+  yield* repo.proposeMerges(identifiers)
   return resolved
 })
 

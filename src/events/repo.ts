@@ -5,6 +5,7 @@ import { enqueueReplay } from "../attribution/replay-queue.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
+import { proposeMerges } from "../identity/proposer.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
 
 export const ProfileFacts = Schema.Struct({
@@ -150,11 +151,11 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   /** The events stored under these keys, by `profileScoped(profile, key)`. */
   readonly findEvents: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, StoredEvent>>
   /**
-   * The live customer with each `customer_key`, created where there is none (race-safe), by
+   * The live customer with each `customer_key` (a merged customer's survivor), created where there is none (race-safe), by
    * `profileScoped(profile, customer_key)`.
    */
   readonly customersByKey: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, KnownCustomer>>
-  /** The live customer with this `customer_key`, if there is one (never creates). */
+  /** The live customer with this `customer_key` (a merged one's survivor), if there is one (never creates). */
   readonly findCustomerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
   /** The oldest live customer holding this identifier. */
   readonly customerByIdentifier: (profileId: string, kind: "email" | "phone", value: string) => Repo<Option.Option<string>>
@@ -174,6 +175,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly lockCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
   /** Adds each identifier to its customer unless the customer already holds it. */
   readonly addIdentifiers: (identifiers: ReadonlyArray<NewIdentifier>) => Repo<void>
+  /** Merge proposals for the pairs of live customers now sharing one of these identifiers (src/identity/proposer.ts). */
+  readonly proposeMerges: (identifiers: ReadonlyArray<NewIdentifier>) => Repo<void>
   readonly setEventCustomers: (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) => Repo<void>
   /**
    * For each `(profile, event_name)`, the definition that makes it a conversion (the default one,
@@ -273,32 +276,39 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.idempotency_key), row] as const))
         )
 
+      // A key held by a merged customer names its survivor (decision 0040).
       const liveByKey = (profileId: string, customerKey: string) =>
         firstId(sql`
-          SELECT id FROM customers
-          WHERE profile_id = ${profileId} AND customer_key = ${customerKey}
-            AND merged_into_id IS NULL AND erased_at IS NULL`)
+          SELECT s.id FROM customers x
+          JOIN customers s ON s.id = coalesce(x.merged_into_id, x.id) AND s.merged_into_id IS NULL AND s.erased_at IS NULL
+          WHERE x.profile_id = ${profileId} AND x.customer_key = ${customerKey} AND x.erased_at IS NULL
+          ORDER BY x.merged_into_id IS NULL DESC LIMIT 1`)
 
       const liveByKeys = (keys: ReadonlyArray<ProfileScoped>) =>
         Effect.map(
           knownCustomers(sql`
             SELECT q.profile_id, q.customer_key AS name, c.id, ${isoTimestamp(sql, "c.created_at")} AS created_at
             FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, customer_key)
-            CROSS JOIN LATERAL (SELECT id, created_at FROM customers x
-                                WHERE x.profile_id = q.profile_id AND x.customer_key = q.customer_key
-                                  AND x.merged_into_id IS NULL AND x.erased_at IS NULL LIMIT 1) c`),
+            CROSS JOIN LATERAL (
+              SELECT s.id, s.created_at FROM customers x
+              JOIN customers s ON s.id = coalesce(x.merged_into_id, x.id) AND s.merged_into_id IS NULL AND s.erased_at IS NULL
+              WHERE x.profile_id = q.profile_id AND x.customer_key = q.customer_key AND x.erased_at IS NULL
+              ORDER BY x.merged_into_id IS NULL DESC LIMIT 1) c`),
           byScopedKey
         )
 
-      // INSERT ... ON CONFLICT DO NOTHING on the partial unique index (in key order), then read:
-      // a concurrent creator makes the insert wait for its commit, so the read finds its row. A
-      // row merged or erased between the two statements makes the loop insert again.
+      // Read; then INSERT ... ON CONFLICT DO NOTHING on the partial unique index (in key order) for
+      // the keys nobody holds, then read those: a concurrent creator makes the insert wait for its
+      // commit, so the read finds its row. A row merged or erased in between makes the loop insert again.
       const customersByKey = (keys: ReadonlyArray<ProfileScoped>) =>
         Effect.gen(function*() {
           const found = new Map<string, KnownCustomer>()
           let missing = [...new Map(keys.map((k) => [profileScoped(k.profileId, k.name), k] as const)).entries()]
             .sort(([a], [b]) => compareText(a, b))
             .map(([, k]) => k)
+          // Read first: a key held by a merged customer names its survivor, and must not be created again.
+          for (const [key, customer] of yield* liveByKeys(missing)) found.set(key, customer)
+          missing = missing.filter((k) => !found.has(profileScoped(k.profileId, k.name)))
           for (let attempt = 0; attempt < 3 && missing.length > 0; attempt++) {
             yield* sql`
               INSERT INTO customers (id, profile_id, customer_key)
@@ -509,6 +519,12 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         customerKeys: (customerIds) => orDatabaseUnavailable(customerKeys(customerIds)),
         lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(customerIds)),
         addIdentifiers: (identifiers) => orDatabaseUnavailable(addIdentifiers(identifiers)),
+        proposeMerges: (identifiers) =>
+          identifiers.length === 0
+            ? Effect.void
+            : orDatabaseUnavailable(Effect.asVoid(proposeMerges(sql, {
+              identifiers: identifiers.map((i) => ({ profileId: i.profileId, kind: i.kind, value: i.value }))
+            }))),
         setEventCustomers: (pairs) => orDatabaseUnavailable(setEventCustomers(pairs)),
         definitionsFor: (names) => orDatabaseUnavailable(definitionsFor(names)),
         insertConversions: (conversions) => orDatabaseUnavailable(insertConversions(conversions)),

@@ -18,7 +18,9 @@ import { McpOAuthApi } from "../mcp-oauth/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { PartnerDataApi } from "../partner/api.ts"
+import { LinkTokensApi } from "../link-tokens/api.ts"
 import { CustomersApi } from "../customers/api.ts"
+import { IdentityApi } from "../identity/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
 import { CollectorApi, TrackingApi } from "../tracking/api.ts"
 import { TrackingSetupApi } from "../tracking/setup-api.ts"
@@ -51,7 +53,9 @@ export const Api = HttpApi.make("svc")
   .add(EventsApi)
   .add(PaymentsApi)
   .add(PartnerDataApi)
+  .add(LinkTokensApi)
   .add(CustomersApi)
+  .add(IdentityApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -16,6 +16,11 @@ export interface AppSettings {
   /** Key for secrets stored encrypted (32 bytes, base64); unset: generated into the data directory. */
   readonly secretsKey: Option.Option<Redacted.Redacted<string>>
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
+  /**
+   * Secret that signs and encrypts customer link tokens (`SVC_LINK_TOKEN_SECRET`, at least 32
+   * characters; decision 0037). Unset or absent: link tokens are off (503 `link_tokens_disabled`).
+   */
+  readonly linkTokenSecret?: Option.Option<Redacted.Redacted<string>>
   /** Largest accepted request body, in bytes (413 `payload_too_large` above it). */
   readonly maxBodyBytes: number
   /**
@@ -57,6 +62,7 @@ const settingsConfig = Config.all({
   rpcToken: optionalRedacted("SVC_RPC_TOKEN"),
   secretsKey: optionalRedacted("SVC_SECRETS_KEY"),
   redisUrl: optionalRedacted("REDIS_URL"),
+  linkTokenSecret: optionalRedacted("SVC_LINK_TOKEN_SECRET"),
   maxBodyBytes: Config.Int("SVC_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
   dnsServers: Config.String("SVC_DNS_SERVERS").pipe(Config.withDefault("")),
   logFormat: Config.Literals(["json", "pretty"], "SVC_LOG_FORMAT").pipe(Config.withDefault("json" as const)),
@@ -105,6 +111,9 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (raw.clusterMode === "socket" && Option.isNone(raw.secretsKey)) {
     return yield* invalid("SVC_SECRETS_KEY", "several runners must share one key: set it in socket mode")
   }
+  if (Option.isSome(raw.linkTokenSecret) && Redacted.value(raw.linkTokenSecret.value).length < 32) {
+    return yield* invalid("SVC_LINK_TOKEN_SECRET", "expected at least 32 characters (openssl rand -base64 32)")
+  }
   if (Option.isSome(raw.databaseUrl) && !/^postgres(ql)?:\/\//.test(Redacted.value(raw.databaseUrl.value))) {
     return yield* invalid("DATABASE_URL", "expected a postgres:// or postgresql:// URL")
   }
@@ -127,6 +136,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     rpcToken: raw.rpcToken,
     secretsKey: raw.secretsKey,
     redisUrl: raw.redisUrl,
+    linkTokenSecret: raw.linkTokenSecret,
     maxBodyBytes: raw.maxBodyBytes,
     dnsServers,
     logFormat: raw.logFormat,

@@ -10,7 +10,9 @@ import {
   ValidationError,
   wire
 } from "../../schema/errors.ts"
+import { LinkTokenParameter } from "../../schema/link-tokens.ts"
 import {
+  CollectEvent,
   CollectPayload,
   SnippetQuery,
   SnippetScript,
@@ -84,6 +86,14 @@ export const TrackingApi = HttpApiGroup.make("tracking")
   .prefix("/api/v1")
   .annotate(OpenApi.Description, "Web tracker: tracking keys, settings, snippet")
 
+/** The collector's body as published: the tracker event with the link token it forwards (decision 0037). */
+const CollectorPayload = [
+  Schema.Struct({ ...CollectEvent.fields, link_token: Schema.optionalKey(LinkTokenParameter) }).annotate({
+    identifier: "TrackerEvent"
+  }),
+  CollectPayload[1]
+] as const
+
 const collectorPolicy = policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })
 
 /**
@@ -93,7 +103,7 @@ const collectorPolicy = policy({ scopes: [], auth: [], idempotency: "none", grai
 export const CollectorApi = HttpApiGroup.make("collector")
   .add(
     HttpApiEndpoint.post("collect", "/t/collect", {
-      payload: CollectPayload,
+      payload: CollectorPayload,
       success: HttpApiSchema.NoContent,
       error: [
         wire(ValidationError),
@@ -107,9 +117,11 @@ export const CollectorApi = HttpApiGroup.make("collector")
       .annotate(
         OpenApi.Description,
         "Body: `{tracking_key, anonymous_id, type, url, referrer?, occurred_at?, session_id?, event_id?, attribution?, " +
-          "landing_referrer?, properties?}` as application/json or text/plain, at most 16 KB. An unknown or revoked key " +
+          "landing_referrer?, properties?, link_token?}` as application/json or text/plain, at most 16 KB. An unknown or revoked key " +
           "answers 401 `unauthorized`; an `Origin` not in the profile's allowed origins (or none, unless the profile " +
-          "allows server-side events) answers 403 `insufficient_scope`."
+          "allows server-side events) answers 403 `insufficient_scope`. A valid `link_token` (the landing URL's " +
+          "`svc_lt`) binds the touch to its customer (`join_method: link_token`); an invalid, expired or other " +
+          "profile's token, or an erased customer's, is ignored and the touch is stored unbound."
       )
       .annotateMerge(collectorPolicy),
     HttpApiEndpoint.options("collectPreflight", "/t/collect", {

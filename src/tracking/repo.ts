@@ -72,6 +72,11 @@ export interface NewTouch {
   readonly city: string | null
   /** The browser `Origin` the collector accepted (one of the allowed origins); null for other senders. */
   readonly collectorOrigin: string | null
+  /**
+   * The customer a verified link token names (decision 0037): the touch binds to it, or to its
+   * survivor when it was merged, with `join_method: link_token`; an erased one binds nothing.
+   */
+  readonly linkCustomerId: string | null
   readonly payload: Record<string, unknown>
 }
 
@@ -218,7 +223,18 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
       const insertTouch = (touch: NewTouch) =>
         Effect.map(
           sql<{ id: string }>`
-            WITH bound AS (
+            WITH RECURSIVE linked_chain AS (
+              SELECT c.id, c.merged_into_id, c.erased_at, 0 AS depth FROM customers c
+              WHERE c.id = ${touch.linkCustomerId}::uuid AND c.profile_id = ${touch.profileId}
+              UNION ALL
+              SELECT c.id, c.merged_into_id, c.erased_at, l.depth + 1
+              FROM linked_chain l JOIN customers c ON c.id = l.merged_into_id AND c.profile_id = ${touch.profileId}
+              WHERE l.erased_at IS NULL AND l.depth < 16
+            ),
+            linked AS (
+              SELECT id AS customer_id FROM linked_chain WHERE merged_into_id IS NULL AND erased_at IS NULL LIMIT 1
+            ),
+            bound AS (
               SELECT ci.customer_id
               FROM customer_identifiers ci
               JOIN customers c ON c.id = ci.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
@@ -233,12 +249,13 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
             SELECT
               ${crypto.randomUUID()}, ${touch.profileId}, 'web_touch', COALESCE(${touch.occurredAt}::timestamptz, now()),
               'tracker', ${touch.idempotencyKey}, ${touch.eventType}, ${touch.anonymousId}, ${touch.sessionId},
-              b.customer_id, CASE WHEN b.customer_id IS NULL THEN NULL ELSE 'anonymous_id' END,
+              COALESCE(l.customer_id, b.customer_id),
+              CASE WHEN l.customer_id IS NOT NULL THEN 'link_token' WHEN b.customer_id IS NOT NULL THEN 'anonymous_id' END,
               ${touch.channel}, ${touch.source}, ${touch.medium}, ${touch.campaignExternalId}, ${touch.campaignName},
               ${touch.clickIdKind}, ${touch.clickId}, ${touch.url}, ${touch.path}, ${touch.referrerDomain},
               ${touch.device}, ${touch.browser}, ${touch.os}, ${touch.country}, ${touch.city}, ${touch.collectorOrigin},
               ${JSON.stringify(touch.payload)}::jsonb
-            FROM (SELECT 1) AS one LEFT JOIN bound b ON true
+            FROM (SELECT 1) AS one LEFT JOIN linked l ON true LEFT JOIN bound b ON true
             ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING id`,
           (rows) => Option.fromNullishOr(rows[0]?.id)

@@ -3,7 +3,7 @@
  * natural key), tracker settings (a change queues one coalesced full attribution replay), the
  * snippet, and the collector that turns a tracker event into one `web_touch`.
  */
-import { Clock, Context, Effect, Layer, Option, Schema, SchemaIssue } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
 import { isUuid } from "../../schema/common.ts"
 import {
   type DatabaseUnavailable,
@@ -25,6 +25,7 @@ import {
 import { AuditLog } from "../audit/repo.ts"
 import { CredentialPrefix, isWellFormed } from "../auth/tokens.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
+import { deriveLinkTokenKeys, LINK_TOKEN_PARAM, type LinkTokenKeys, verifyLinkToken } from "../link-tokens/token.ts"
 import { AppConfig } from "../platform/config.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
 import { mediaTypeOf } from "../http/request-info.ts"
@@ -96,10 +97,11 @@ const hostOf = (url: string | null | undefined): string | undefined => {
 
 const withoutWww = (host: string) => host.startsWith("www.") ? host.slice(4) : host
 
-/** The page URL as stored: without click-id values (never shown by any route) and without the fragment. */
+/** The page URL as stored: without click-id values (never shown by any route), link tokens and the fragment. */
 const storedUrl = (page: URL): string => {
   const copy = new URL(page.href)
   for (const kind of CLICK_ID_KINDS) copy.searchParams.delete(kind)
+  copy.searchParams.delete(LINK_TOKEN_PARAM)
   copy.hash = ""
   return copy.href.slice(0, 2048)
 }
@@ -130,6 +132,21 @@ const cityOf = (headers: Readonly<Record<string, string | undefined>>): string |
 const normalizeOrigins = (origins: ReadonlyArray<string>): ReadonlyArray<string> => [
   ...new Set(origins.map((origin) => new URL(origin).origin.toLowerCase()))
 ]
+
+/**
+ * The customer a tracker event's `link_token` names for this profile (decision 0037), or null: a
+ * missing, malformed, tampered, expired or other profile's token binds nothing and is no error.
+ */
+const linkedCustomerOf = (
+  keys: Option.Option<LinkTokenKeys>,
+  body: object,
+  profileId: string,
+  nowMs: number
+): string | null => {
+  if (Option.isNone(keys) || !("link_token" in body) || typeof body.link_token !== "string") return null
+  const verdict = verifyLinkToken(keys.value, body.link_token, Math.floor(nowMs / 1000))
+  return verdict.valid && verdict.claims.profileId === profileId ? verdict.claims.customerId : null
+}
 
 const sameValues = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
   a.length === b.length && a.every((value, index) => value === b[index])
@@ -187,6 +204,7 @@ export class TrackingService extends Context.Service<TrackingService, {
       const domains = yield* TrackingDomainsRepo
       const hosts = yield* CollectorHosts
       const collectorUrl = `${config.baseUrl}/t/collect`
+      const linkTokenKeys = Option.map(config.linkTokenSecret ?? Option.none(), (secret) => deriveLinkTokenKeys(Redacted.value(secret)))
       /** Where the profile's tracker posts: its first active custom domain (decision 0034), else the service's collector. */
       const collectorUrlOf = (profileId: string) =>
         Effect.map(domains.activeHostname(profileId), Option.match({ onNone: () => collectorUrl, onSome: customCollectorUrl }))
@@ -419,7 +437,8 @@ export class TrackingService extends Context.Service<TrackingService, {
           return { allowOrigin, result: "dropped_do_not_track" } satisfies CollectOutcome
         }
 
-        const stored = yield* repo.insertTouch(touchOf(target, event, headers, allowOrigin))
+        const linkCustomerId = linkedCustomerOf(linkTokenKeys, json, target.profile_id, now)
+        const stored = yield* repo.insertTouch(touchOf(target, event, headers, allowOrigin, linkCustomerId))
         return { allowOrigin, result: Option.isSome(stored) ? "stored" : "duplicate" } satisfies CollectOutcome
       })
 
@@ -450,7 +469,8 @@ const touchOf = (
   target: CollectorTargetRow,
   event: CollectEventType,
   headers: Readonly<Record<string, string | undefined>>,
-  collectorOrigin: string | null
+  collectorOrigin: string | null,
+  linkCustomerId: string | null
 ) => {
   const page = new URL(event.url)
   const query = page.searchParams
@@ -505,6 +525,7 @@ const touchOf = (
     country: countryOf(headers),
     city: cityOf(headers),
     collectorOrigin: collectorOrigin === null ? null : collectorOrigin.toLowerCase(),
+    linkCustomerId,
     payload: {
       ...(Object.keys(utm).length > 0 ? { utm } : {}),
       ...(event.properties !== undefined ? { properties: event.properties } : {})

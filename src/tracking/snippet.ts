@@ -15,6 +15,9 @@
  *   path changes, popstate);
  * - `navigator.sendBeacon` (a text/plain body: no CORS pre-flight), `fetch` with `keepalive`
  *   as the fallback; no cookie is sent to the collector;
+ * - a customer link token (decision 0037) from the landing URL's `svc_lt` parameter: kept for the
+ *   visit in sessionStorage, sent with each of its events as `link_token`, and removed from the
+ *   address bar (so a copied or bookmarked URL does not carry it);
  * - `window.svc.track(type, properties)` for custom events;
  * - with `respect_do_not_track`, nothing at all from a browser that sends Do-Not-Track or Global
  *   Privacy Control.
@@ -58,6 +61,7 @@ const tracker = (options: SnippetOptions): string => `/* svc tracker: first-part
   var TAGS = ["utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content", "utm_id"];
   var CLICK_IDS = ["gclid", "gbraid", "wbraid", "msclkid", "fbclid", "ttclid"];
   var ID = /^[A-Za-z0-9_-]{8,64}$/;
+  var LT = "svc_lt", LTK = "svc_ltk", TOKEN = /^[A-Za-z0-9_-]{16,256}$/;
 
   function uid() {
     var c = w.crypto;
@@ -69,6 +73,7 @@ const tracker = (options: SnippetOptions): string => `/* svc tracker: first-part
   }
   function get(storage, k) { try { return w[storage].getItem(k); } catch (e) { return null; } }
   function put(storage, k, v) { try { w[storage].setItem(k, v); } catch (e) {} }
+  function drop(storage, k) { try { w[storage].removeItem(k); } catch (e) {} }
   function readCookie(name) {
     var parts = ("; " + d.cookie).split("; " + name + "=");
     return parts.length > 1 ? decodeURIComponent(parts.pop().split(";")[0]) : null;
@@ -104,6 +109,9 @@ const tracker = (options: SnippetOptions): string => `/* svc tracker: first-part
     var params = landingParams(w.location.href);
     var ref = d.referrer && host(d.referrer) !== w.location.hostname ? d.referrer : null;
     if (fresh) s = { id: uid().replace(/-/g, ""), at: now };
+    // A link token belongs to the visit it opened; a new visit without one forgets it.
+    if (fresh) drop("sessionStorage", LTK);
+    if (urlToken) { put("sessionStorage", LTK, urlToken); urlToken = null; }
     // A new visit, or a new campaign click within one, starts a new landing.
     if (fresh || params) put("sessionStorage", LAND, JSON.stringify({ a: params, r: ref }));
     s.at = now;
@@ -114,6 +122,21 @@ const tracker = (options: SnippetOptions): string => `/* svc tracker: first-part
     try { return JSON.parse(get("sessionStorage", LAND) || "null") || {}; } catch (e) { return {}; }
   }
 
+  // The landing URL's link token, taken out of the address bar before anything else reads it.
+  function takeLinkToken() {
+    var u, t;
+    try { u = new URL(w.location.href); t = u.searchParams.get(LT); } catch (e) { return null; }
+    if (t === null) return null;
+    u.searchParams.delete(LT);
+    try { if (w.history && w.history.replaceState) w.history.replaceState(w.history.state, "", u.href); } catch (e) {}
+    return TOKEN.test(t) ? t : null;
+  }
+  function linkToken() {
+    var t = get("sessionStorage", LTK);
+    return t && TOKEN.test(t) ? t : null;
+  }
+
+  var urlToken = takeLinkToken();
   var aid = anonymousId();
   var lastUrl = null;
 
@@ -130,6 +153,8 @@ const tracker = (options: SnippetOptions): string => `/* svc tracker: first-part
     };
     if (land.a) event.attribution = land.a;
     if (land.r) event.landing_referrer = land.r;
+    var lt = linkToken();
+    if (lt) event.link_token = lt;
     if (properties && typeof properties === "object") event.properties = properties;
     var body = JSON.stringify(event), sent = false;
     try { sent = !!(n.sendBeacon && n.sendBeacon(C.url, body)); } catch (e) { sent = false; }

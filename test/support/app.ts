@@ -16,6 +16,8 @@ import { CurrentRequestId } from "../../src/platform/request-id.ts"
 import { CoreLive } from "../../src/platform/services.ts"
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789"
+/** Signs the link tokens of every test deployment (decision 0037); override with `Option.none()` to turn them off. */
+export const LINK_TOKEN_SECRET = "test-link-token-secret-0123456789abcdef"
 
 export const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), `svc-${prefix}-`))
 
@@ -31,6 +33,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     rpcToken: Option.none(),
     secretsKey: Option.none(),
     redisUrl: Option.none(),
+    linkTokenSecret: Option.some(Redacted.make(LINK_TOKEN_SECRET)),
     maxBodyBytes: 64 * 1024,
     logFormat: "json",
     logLevel: "Warn",

@@ -1,0 +1,27 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../http/api.ts"
+import { Principal } from "../http/auth.ts"
+import { ProfileAccess } from "../tenancy/access.ts"
+import { IdentityService } from "./service.ts"
+
+export const IdentityHandlers = HttpApiBuilder.group(Api, "identity", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const identity = yield* IdentityService
+    const caller = Effect.flatMap(Principal, (actor) => Effect.map(access.current, (profile) => ({ actor, profile })))
+    return handlers.handleAll({
+      scanMergeProposals: () =>
+        Effect.map(Effect.flatMap(caller, ({ actor, profile }) => identity.scan(actor, profile)), (data) => ({ data })),
+      listMergeProposals: ({ query }) => Effect.flatMap(access.current, (profile) => identity.list(profile, query)),
+      previewMergeProposal: ({ params }) =>
+        Effect.map(Effect.flatMap(access.current, (profile) => identity.previewProposal(profile, params.id)), (data) => ({ data })),
+      decideMergeProposal: ({ params, payload }) =>
+        Effect.flatMap(caller, ({ actor, profile }) => identity.decide(actor, profile, params.id, payload)),
+      mergeHistory: ({ query }) =>
+        Effect.map(Effect.flatMap(access.current, (profile) => identity.history(profile, query)), (data) => ({ data })),
+      mergePreview: ({ query }) =>
+        Effect.map(Effect.flatMap(access.current, (profile) => identity.previewPair(profile, query)), (data) => ({ data })),
+      undoMerge: ({ params }) => Effect.flatMap(caller, ({ actor, profile }) => identity.undo(actor, profile, params.auditLogId))
+    })
+  }))
