@@ -94,7 +94,7 @@ export const UserTraits = Schema.Struct({
   email: Schema.optionalKey(
     Text(320).check(Schema.isPattern(/^\s*[^\s@]+@[^\s@]+\s*$/, { message: "Expected an email address" }))
   ),
-  /** Stored trimmed, as given; never returned by these routes. */
+  /** With its country code; stored in E.164 (decision 0040); never returned by these routes. */
   phone: Schema.optionalKey(
     Text(40).check(Schema.isPattern(/^\s*\+?[0-9][0-9 ().-]*\s*$/, { message: "Expected a phone number" }))
   )

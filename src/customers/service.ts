@@ -33,6 +33,7 @@ import { AuditLog } from "../audit/repo.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { normalizeEmail, phoneForLookup } from "../identity/normalize.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
 import { CustomersRepo, type CustomerRow, type ErasureRow, type Keyset, type StoredRow, type VisitorRow } from "./repo.ts"
@@ -196,10 +197,15 @@ interface Selector {
 const selectorOf = (body: CreateErasure): Effect.Effect<Selector, InvalidParameter> => {
   const given: Array<Selector> = []
   if (body.customer_key !== undefined) given.push({ type: "external_id", value: body.customer_key.trim() })
-  if (body.email !== undefined) given.push({ type: "email", value: body.email.trim().toLowerCase() })
-  if (body.phone !== undefined) given.push({ type: "phone", value: body.phone.trim() })
+  if (body.email !== undefined) given.push({ type: "email", value: normalizeEmail(body.email) })
+  if (body.phone !== undefined) given.push({ type: "phone", value: phoneForLookup(body.phone) })
   if (body.identifier !== undefined) {
-    const value = body.identifier.type === "email" ? body.identifier.value.trim().toLowerCase() : body.identifier.value.trim()
+    const raw = body.identifier.value
+    const value = body.identifier.type === "email"
+      ? normalizeEmail(raw)
+      : body.identifier.type === "phone"
+      ? phoneForLookup(raw)
+      : raw.trim()
     given.push({ type: body.identifier.type, value })
   }
   const only = given[0]
@@ -384,7 +390,7 @@ export class CustomersService extends Context.Service<CustomersService, {
         }
         const found = name === "customer_key"
           ? yield* repo.customerByKey(profile.profileId, value)
-          : yield* repo.customerByIdentifier(profile.profileId, name, name === "email" ? value.toLowerCase() : value)
+          : yield* repo.customerByIdentifier(profile.profileId, name, name === "email" ? normalizeEmail(value) : phoneForLookup(value))
         if (Option.isNone(found)) return yield* notFound()
         const survivor = yield* repo.survivorOf(profile.profileId, found.value)
         if (Option.isNone(survivor)) return yield* notFound()

@@ -50,6 +50,7 @@ import {
 import { EventsRepo } from "./repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "./recorder.ts"
 import { canonicalJson, CARDGW_KEY_PREFIX, EventsService, invalidQuery, parseBound, sha256 } from "./service.ts"
+import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
 
 export const MAX_PAYMENTS_PAGE = 200
@@ -580,6 +581,12 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           return yield* new ValidationError({ message: "body.customer.external_id: must not be blank" })
         }
         if (blank(body.description)) return yield* new ValidationError({ message: "body.description: must not be blank" })
+        let phone: string | null = null
+        if (body.customer.phone !== undefined) {
+          const normalized = normalizePhone(body.customer.phone)
+          if (Result.isFailure(normalized)) return yield* new ValidationError({ message: `body.customer.phone: ${normalized.failure}` })
+          phone = normalized.success
+        }
         const checked: CheckedEvent = {
           eventName: "payment",
           idempotencyKey: `${CARDGW_KEY_PREFIX}${body.gateway_payment_id}`,
@@ -589,8 +596,8 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           subjectRef,
           orderGroup: null,
           externalId: body.customer.external_id ?? null,
-          email: body.customer.email === undefined ? null : body.customer.email.trim().toLowerCase(),
-          phone: body.customer.phone === undefined ? null : body.customer.phone.trim(),
+          email: body.customer.email === undefined ? null : normalizeEmail(body.customer.email),
+          phone,
           actionSource: null,
           clickIds: {}
         }

@@ -31,6 +31,7 @@ import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor } from "../http/paginatio
 import { normaliseAmount } from "./money.ts"
 import { type ConversionFilters, EventsRepo } from "./repo.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
+import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
 
 export const MAX_CONVERSIONS_PAGE = 200
@@ -111,6 +112,12 @@ const checkEvent = (
     }
     if (blank(properties.order_group)) return yield* new ValidationError({ message: "body.properties.order_group: must not be blank" })
     if (blank(traits.external_id)) return yield* new ValidationError({ message: "body.user_traits.external_id: must not be blank" })
+    let phone: string | null = null
+    if (traits.phone !== undefined) {
+      const normalized = normalizePhone(traits.phone)
+      if (Result.isFailure(normalized)) return yield* new ValidationError({ message: `body.user_traits.phone: ${normalized.failure}` })
+      phone = normalized.success
+    }
     return {
       eventName: input.event_name,
       idempotencyKey: input.idempotency_key,
@@ -120,8 +127,8 @@ const checkEvent = (
       subjectRef,
       orderGroup: properties.order_group ?? null,
       externalId: traits.external_id ?? null,
-      email: traits.email === undefined ? null : traits.email.trim().toLowerCase(),
-      phone: traits.phone === undefined ? null : traits.phone.trim(),
+      email: traits.email === undefined ? null : normalizeEmail(traits.email),
+      phone,
       actionSource: input.action_source ?? null,
       clickIds: input.click_ids ?? {}
     }

@@ -4,7 +4,7 @@
  * written: a token is verified by its signature and the customer's state when the collector
  * sees it, so an erasure or a merge after minting applies to tokens already out.
  */
-import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import {
   type DatabaseUnavailable,
   InsufficientScope,
@@ -26,6 +26,7 @@ import {
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { AppConfig } from "../platform/config.ts"
+import { normalizePhone } from "../identity/normalize.ts"
 import { type Lookup, LinkTokensRepo } from "./repo.ts"
 import { deriveLinkTokenKeys, LINK_TOKEN_PARAM, mintLinkToken } from "./token.ts"
 
@@ -55,10 +56,11 @@ const normaliseValue = (type: IdentifierType, raw: string): { readonly value: st
       const value = raw.trim().toLowerCase()
       return value.length <= 320 && /^[^\s@]+@[^\s@]+$/.test(value) ? { value } : { problem: "value: expected an email address" }
     }
-    case "phone": {
-      const value = raw.trim()
-      return value.length <= 40 && /^\+?[0-9][0-9 ().-]*$/.test(value) ? { value } : { problem: "value: expected a phone number" }
-    }
+    case "phone":
+      return Result.match(normalizePhone(raw), {
+        onFailure: (problem) => ({ problem: `value: ${problem}` }),
+        onSuccess: (value) => ({ value })
+      })
     case "anonymous_id":
       return /^[A-Za-z0-9_-]{8,64}$/.test(raw)
         ? { value: raw }

@@ -6,7 +6,7 @@
  * lookback window holds it for the attribution worker to credit again. Nothing here creates a
  * lead or an outcome, and nothing is sent to an ad platform.
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import {
   type DatabaseUnavailable,
@@ -32,6 +32,7 @@ import {
 import { CreditEngine } from "../attribution/engine.ts"
 import { creditAll, MODELS, type ModelResult, type TouchInput } from "../attribution/models/index.ts"
 import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
+import { normalizeEmail, normalizePhone, phoneForLookup } from "../identity/normalize.ts"
 import { EventsRepo } from "../events/repo.ts"
 import type { ProfileContext } from "../http/auth.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
@@ -67,10 +68,17 @@ const canonicalJson = (value: unknown): string => {
 }
 
 const blank = (value: string | undefined) => value !== undefined && value.trim() === ""
-const normaliseEmail = (value: string | undefined) => value === undefined ? null : value.trim().toLowerCase()
-const normalisePhone = (value: string | undefined) => value === undefined ? null : value.trim()
-/** A `wa_id` is the person's number in international form: stored as the phone `+<digits>`. */
-const waIdPhone = (value: string) => `+${value.replace(/\D/g, "")}`
+const emailOf = (value: string | undefined) => value === undefined ? null : normalizeEmail(value)
+/** The phone in E.164, or a ValidationError naming where it was. */
+const phoneOf = (at: string, value: string | undefined): Effect.Effect<string | null, ValidationError> =>
+  value === undefined
+    ? Effect.succeed(null)
+    : Result.match(normalizePhone(value), {
+      onFailure: (problem) => Effect.fail(new ValidationError({ message: `${at}: ${problem}` })),
+      onSuccess: Effect.succeed
+    })
+/** A `wa_id` is the person's number in international form, digits only: the phone `+<digits>` (E.164 when possible). */
+const waIdPhone = (value: string) => phoneForLookup(`+${value.replace(/\D/g, "")}`)
 const digitsOf = (value: string) => value.replace(/\D/g, "")
 
 const zeroCounts = (): { -readonly [K in keyof PerModelCounts]: number } => ({
@@ -120,8 +128,8 @@ const checkReferrals = (batch: AdReferralBatch, nowMs: number): Effect.Effect<Re
       }
       const traits: CustomerTraits = {
         externalId: customer.external_ref ?? null,
-        email: normaliseEmail(customer.email),
-        phone: customer.wa_id !== undefined ? waIdPhone(customer.wa_id) : normalisePhone(customer.phone)
+        email: emailOf(customer.email),
+        phone: customer.wa_id !== undefined ? waIdPhone(customer.wa_id) : yield* phoneOf(`${at}.customer.phone`, customer.phone)
       }
       checked.push({ index, referral, occurredMs, traits, traitsKey: JSON.stringify([traits.externalId, traits.email, traits.phone]) })
     }
@@ -369,7 +377,11 @@ export class PartnerData extends Context.Service<PartnerData, {
         }
         const traits: CustomerTraits = customer.wa_id !== undefined
           ? { externalId: null, email: null, phone: waIdPhone(customer.wa_id) }
-          : { externalId: customer.external_ref ?? null, email: normaliseEmail(customer.email), phone: normalisePhone(customer.phone) }
+          : {
+            externalId: customer.external_ref ?? null,
+            email: emailOf(customer.email),
+            phone: yield* phoneOf("body.customer.phone", customer.phone)
+          }
         const wamid = input.wamid ?? null
         const hash = sha256(canonicalJson({
           external_ref: traits.externalId,

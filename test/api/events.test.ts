@@ -93,7 +93,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
           SELECT kind, value FROM customer_identifiers WHERE profile_id = ${profile.profileId} ORDER BY kind`
         assert.deepStrictEqual(identifiers.map((row) => ({ ...row })), [
           { kind: "email", value: "ana@example.com" },
-          { kind: "phone", value: "+34 600 111 222" }
+          { kind: "phone", value: "+34600111222" }
         ])
 
         const outbox = yield* sql<{ id: string; topic: string; payload: any; published_at: string | null }>`
@@ -324,6 +324,9 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
           [{ event_name: "purchase", properties: { value: 1, currency: "eur" } }, "currency"],
           [{ event_name: "purchase", user_traits: { email: "not-an-email" } }, "email"],
           [{ event_name: "purchase", user_traits: { phone: "call me" } }, "phone"],
+          // E.164 needs the country code; a number impossible for its country is refused.
+          [{ event_name: "purchase", user_traits: { phone: "600 111 222" } }, "phone"],
+          [{ event_name: "purchase", user_traits: { phone: "+1 555 0100" } }, "phone"],
           [{ event_name: "purchase", user_traits: { external_id: " " } }, "external_id"],
           [{ event_name: "purchase", idempotency_key: "" }, "idempotency_key"],
           [{ event_name: "purchase", click_ids: { gclid: 5 } }, "click_ids"]
@@ -478,8 +481,8 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         yield* defineConversion(profile.profileId, "sale", ["purchase"], { countsAsCash: true })
         const keyed = outcomeIdOf(yield* ingest(profile.key, { ...payment("hugo", 0), user_traits: { external_id: "hugo", email: "Hugo@Example.com" } }))
         const byEmail = outcomeIdOf(yield* ingest(profile.key, { ...payment(undefined, 20), user_traits: { email: "hugo@example.com " } }))
-        const byPhone = outcomeIdOf(yield* ingest(profile.key, { ...payment(undefined, 40), user_traits: { phone: "+1 555 0100" } }))
-        const byPhoneAgain = outcomeIdOf(yield* ingest(profile.key, { ...payment(undefined, 60), user_traits: { phone: "+1 555 0100" } }))
+        const byPhone = outcomeIdOf(yield* ingest(profile.key, { ...payment(undefined, 40), user_traits: { phone: "+1 202 555 0100" } }))
+        const byPhoneAgain = outcomeIdOf(yield* ingest(profile.key, { ...payment(undefined, 60), user_traits: { phone: "+12025550100" } }))
         const rows = yield* sql<{ id: string; customer_id: string }>`
           SELECT id, customer_id FROM outcome_events WHERE id IN (${keyed}, ${byEmail}, ${byPhone}, ${byPhoneAgain})`
         const customerOf = new Map(rows.map((row) => [row.id, row.customer_id]))

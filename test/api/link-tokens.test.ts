@@ -141,7 +141,7 @@ layer(serveApp(testSettings({ baseUrl: BASE_URL })).pipe(Layer.provide(workerOff
         const keyed = yield* customer(f.profileId, "cust-42")
         const person = yield* customer(f.profileId, null)
         yield* identifier(f.profileId, person, "email", "ann@example.com")
-        yield* identifier(f.profileId, person, "phone", "+33 6 12 34 56 78")
+        yield* identifier(f.profileId, person, "phone", "+33612345678")
         yield* identifier(f.profileId, person, "crm_contact_id", "crm-0007")
         yield* identifier(f.profileId, person, "anonymous_id", "anon_ann_0001")
         const pinned = yield* customer(f.profileId, "other-key")
@@ -329,7 +329,7 @@ layer(serveApp(testSettings({ baseUrl: BASE_URL })).pipe(Layer.provide(workerOff
         assert.deepStrictEqual(yield* piiLogOf(f), [])
 
         // Selecting by email or phone is a person lookup: 403 without customers:read, nothing minted or logged.
-        for (const selector of [{ identifier_type: "email", value: "pii@example.com" }, { identifier_type: "phone", value: "+15550001" }]) {
+        for (const selector of [{ identifier_type: "email", value: "pii@example.com" }, { identifier_type: "phone", value: "+12025550100" }]) {
           const refused = yield* mint(f.writer, { selectors: [{ customer_key: "pii-1" }, selector] })
           assert.strictEqual(refused.status, 403, refused.text)
           assert.strictEqual(refused.json.error.code, "insufficient_scope")
