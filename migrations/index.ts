@@ -14,6 +14,7 @@ import m0013 from "./0013_ad_structure.ts"
 import m0014 from "./0014_declared_sources.ts"
 import m0015 from "./0015_tracking_domains.ts"
 import m0016 from "./0016_customers.ts"
+import m0017 from "./0017_identity_links.ts"
 import m0018 from "./0018_merges.ts"
 
 /**
@@ -37,6 +38,7 @@ export const migrations = {
   "0014_declared_sources": m0014,
   "0015_tracking_domains": m0015,
   "0016_customers": m0016,
+  "0017_identity_links": m0017,
   "0018_merges": m0018
 }
 

@@ -308,10 +308,9 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
                  r.join_method, r.customer_id, r.url, r.path, r.referrer_domain, r.payload, r.device, r.browser, r.os,
                  r.country, r.city, r.session_id, r.anonymous_id,
                  cr.credit_share, coalesce(cr.is_credited, false) AS is_credited, coalesce(cr.in_window, false) AS in_window
-          FROM r ${credit}
-          ${after}
-          ORDER BY r.at, r.id
-          LIMIT ${query.limit + 1}`)
+          -- The page first, then the credit of its rows only (a journey may hold thousands of touches).
+          FROM (SELECT * FROM r ${after} ORDER BY r.at, r.id LIMIT ${query.limit + 1}) r ${credit}
+          ORDER BY r.at, r.id`)
       }
 
       const personFacts = (customerId: string, customerIds: ReadonlyArray<string>) =>
@@ -459,6 +458,8 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
             RETURNING t.id`)
           const declared = count(yield* sql`DELETE FROM declared_sources WHERE customer_id = ANY(${ids}::uuid[]) RETURNING id`)
           const identifiers = count(yield* sql`DELETE FROM customer_identifiers WHERE customer_id = ANY(${ids}::uuid[]) RETURNING id`)
+          // Inferred visitor links to the person go: they name the person's browsers.
+          yield* sql`DELETE FROM identity_links WHERE customer_id = ANY(${ids}::uuid[])`
           // Merge proposals naming the person lose their evidence (identifier values) and leave the queue.
           yield* sql`
             UPDATE merge_proposals

@@ -21,6 +21,7 @@ import { PartnerDataApi } from "../partner/api.ts"
 import { LinkTokensApi } from "../link-tokens/api.ts"
 import { CustomersApi } from "../customers/api.ts"
 import { IdentityApi } from "../identity/api.ts"
+import { IdentityRepairApi } from "../identity-repair/api.ts"
 import { TenancyApi } from "../tenancy/api.ts"
 import { CollectorApi, TrackingApi } from "../tracking/api.ts"
 import { TrackingSetupApi } from "../tracking/setup-api.ts"
@@ -56,6 +57,7 @@ export const Api = HttpApi.make("svc")
   .add(LinkTokensApi)
   .add(CustomersApi)
   .add(IdentityApi)
+  .add(IdentityRepairApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

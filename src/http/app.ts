@@ -35,6 +35,8 @@ import { CustomersHandlers } from "../customers/handlers.ts"
 import { CustomersService } from "../customers/service.ts"
 import { IdentityHandlers } from "../identity/handlers.ts"
 import { IdentityService } from "../identity/service.ts"
+import { IdentityRepairHandlers } from "../identity-repair/handlers.ts"
+import { IdentityRepair } from "../identity-repair/service.ts"
 import { PartnerData } from "../partner/service.ts"
 import { LinkTokensHandlers } from "../link-tokens/handlers.ts"
 import { LinkTokens } from "../link-tokens/service.ts"
@@ -63,9 +65,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, LinkTokensHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, IdentityRepairHandlers, LinkTokensHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, LinkTokens.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, IdentityRepair.layer, LinkTokens.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
