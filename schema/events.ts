@@ -97,6 +97,14 @@ export const UserTraits = Schema.Struct({
   /** With its country code; stored in E.164 (decision 0040); never returned by these routes. */
   phone: Schema.optionalKey(
     Text(40).check(Schema.isPattern(/^\s*\+?[0-9][0-9 ().-]*\s*$/, { message: "Expected a phone number" }))
+  ),
+  /** The sender's CRM contact id: an identifier of the person, matched as sent (trimmed). */
+  crm_contact_id: Schema.optionalKey(Text(255)),
+  /** A national id: only its keyed hash is stored and matched; never returned, never sent anywhere. */
+  national_id: Schema.optionalKey(Text(64)),
+  /** The web tracker's anonymous id of the person's browser: its touches join the person (`join_method: anonymous_id`). */
+  anonymous_id: Schema.optionalKey(
+    Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_-]{8,64}$/, { message: "Expected the tracker's anonymous id (8 to 64 letters, digits, - or _)" }))
   )
 })
 

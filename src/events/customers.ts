@@ -1,18 +1,43 @@
 /**
  * Who an outcome or a touch is about: the customer named by the sender's own id
- * (`external_id`, the `customer_key`), else by email, else by phone. Shared by server-side
- * events (decision 0029) and partner data (decision 0033), so both bind people the same way.
+ * (`external_id`, the `customer_key`), else by one of its identifiers, strongest first. Shared
+ * by server-side events (decision 0029) and partner data (decision 0033), so both bind people
+ * the same way. Identifier values arrive normalised (src/identity/normalize.ts).
  */
 import { Effect, Option } from "effect"
-import { type EventsRepo, type KnownCustomer, type NewIdentifier, profileScoped } from "./repo.ts"
+import { type EventsRepo, type IdentifierKind, type KnownCustomer, type NewIdentifier, profileScoped } from "./repo.ts"
 
 export interface CustomerTraits {
   /** The sender's own customer id (`customer_key`). */
   readonly externalId: string | null
   /** Lower-cased and trimmed. */
   readonly email: string | null
-  /** Trimmed, as given. */
+  /** E.164. */
   readonly phone: string | null
+  /** The sender's CRM contact id. */
+  readonly crmContactId?: string | null
+  /** The keyed hash of the national id (the id itself is never stored). */
+  readonly nationalIdHash?: string | null
+  /** The web tracker's anonymous id of the person's browser. */
+  readonly anonymousId?: string | null
+}
+
+/** Lookup order of a request without `external_id`: the first kind that names a customer decides. */
+export const RESOLUTION_ORDER: ReadonlyArray<IdentifierKind> = ["crm_contact_id", "national_id", "email", "phone", "anonymous_id"]
+
+const valueOf = (traits: CustomerTraits, kind: IdentifierKind): string | null => {
+  switch (kind) {
+    case "crm_contact_id":
+      return traits.crmContactId ?? null
+    case "national_id":
+      return traits.nationalIdHash ?? null
+    case "email":
+      return traits.email
+    case "phone":
+      return traits.phone
+    case "anonymous_id":
+      return traits.anonymousId ?? null
+  }
 }
 
 type Repo = EventsRepo["Service"]
@@ -30,12 +55,13 @@ const older = (a: KnownCustomer | undefined, b: KnownCustomer | undefined) =>
 
 /**
  * The customer of each request, in the caller's transaction, answering what resolving them one
- * after the other would: by `external_id` (created when new, race-safe), else by email, else by
- * phone (the oldest live customer holding it, counting what earlier requests attached), else a
- * new customer without a key when an email or a phone was given. Every customer found is
- * row-locked until the transaction ends and holds its request's email and phone as identifiers
- * afterwards. Null where the traits name nobody. A fixed number of statements, however many
- * requests: the server-side ingest resolves a whole batch at once.
+ * after the other would: by `external_id` (created when new, race-safe), else by the first of
+ * `RESOLUTION_ORDER` the request carries that a live customer holds (the oldest holder,
+ * counting what earlier requests attached), else a new customer without a key when any
+ * identifier was given. Every customer found is row-locked until the transaction ends and holds
+ * its request's identifiers afterwards; an identifier now held by two live customers raises a
+ * merge proposal, never a merge. Null where the traits name nobody. A fixed number of
+ * statements, however many requests: the server-side ingest resolves a whole batch at once.
  */
 export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   repo: Repo,
@@ -45,46 +71,45 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
     requests.flatMap(({ profileId, traits }) => (traits.externalId === null ? [] : [{ profileId, name: traits.externalId }]))
   )
   const unkeyed = requests.filter((request) => request.traits.externalId === null)
-  const lookups = (kind: "email" | "phone") =>
-    unkeyed.flatMap(({ profileId, traits }) => {
-      const value = traits[kind]
+  const holders = new Map<IdentifierKind, ReadonlyMap<string, KnownCustomer>>()
+  for (const kind of RESOLUTION_ORDER) {
+    const values = unkeyed.flatMap(({ profileId, traits }) => {
+      const value = valueOf(traits, kind)
       return value === null ? [] : [{ profileId, name: value }]
     })
-  const emails = lookups("email")
-  const phones = lookups("phone")
-  // A request without a key may create a customer for its email or phone: concurrent
-  // resolutions by the same value take turns, so only the first creates one.
-  yield* repo.lockIdentifierValues("email", emails)
-  yield* repo.lockIdentifierValues("phone", phones)
-  const holders = {
-    email: yield* repo.oldestHolders("email", emails),
-    phone: yield* repo.oldestHolders("phone", phones)
+    // A request without a key may create a customer for its identifiers: concurrent
+    // resolutions by the same value take turns, so only the first creates one.
+    yield* repo.lockIdentifierValues(kind, values)
+    holders.set(kind, yield* repo.oldestHolders(kind, values))
   }
   // Identifiers attached by earlier requests of this call, and the customers created by it.
-  const attached = { email: new Map<string, KnownCustomer>(), phone: new Map<string, KnownCustomer>() }
+  const attached = new Map<string, KnownCustomer>()
   const created: Array<{ readonly id: string; readonly profileId: string }> = []
   const identifiers: Array<NewIdentifier> = []
-  const holderOf = (kind: "email" | "phone", profileId: string, value: string | null) => {
+  const holderOf = (kind: IdentifierKind, profileId: string, value: string | null) => {
     if (value === null) return undefined
     const key = profileScoped(profileId, value)
-    return older(holders[kind].get(key), attached[kind].get(key))
+    return older(holders.get(kind)?.get(key), attached.get(`${kind}\u0000${key}`))
   }
   const resolved = requests.map(({ profileId, traits }) => {
     let customer = traits.externalId === null ? undefined : keyed.get(profileScoped(profileId, traits.externalId))
     if (traits.externalId === null) {
-      customer = holderOf("email", profileId, traits.email) ?? holderOf("phone", profileId, traits.phone)
-      if (customer === undefined && (traits.email !== null || traits.phone !== null)) {
+      for (const kind of RESOLUTION_ORDER) {
+        customer = holderOf(kind, profileId, valueOf(traits, kind))
+        if (customer !== undefined) break
+      }
+      if (customer === undefined && RESOLUTION_ORDER.some((kind) => valueOf(traits, kind) !== null)) {
         customer = { id: crypto.randomUUID(), created_at: NEWEST }
         created.push({ id: customer.id, profileId })
       }
     }
     if (customer === undefined) return null
-    for (const kind of ["email", "phone"] as const) {
-      const value = traits[kind]
+    for (const kind of RESOLUTION_ORDER) {
+      const value = valueOf(traits, kind)
       if (value === null) continue
       identifiers.push({ profileId, customerId: customer.id, kind, value })
-      const key = profileScoped(profileId, value)
-      attached[kind].set(key, older(attached[kind].get(key), customer) ?? customer)
+      const key = `${kind}\u0000${profileScoped(profileId, value)}`
+      attached.set(key, older(attached.get(key), customer) ?? customer)
     }
     return customer.id
   })
@@ -93,6 +118,14 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   yield* repo.addIdentifiers(identifiers)
   // An identifier now held by two live customers never merges them: it raises a proposal.
   yield* repo.proposeMerges(identifiers)
+  // The browsers named by anonymous id: their unbound touches join the person.
+  yield* repo.bindVisitorTouches(
+    identifiers.flatMap((identifier) =>
+      identifier.kind === "anonymous_id"
+        ? [{ profileId: identifier.profileId, anonymousId: identifier.value, customerId: identifier.customerId }]
+        : []
+    )
+  )
   return resolved
 })
 
@@ -107,10 +140,11 @@ export const resolveCustomer = (repo: Repo, profileId: string, traits: CustomerT
  */
 export const findCustomer = Effect.fn("Customers.find")(function*(repo: Repo, profileId: string, traits: CustomerTraits) {
   if (traits.externalId !== null) return yield* repo.findCustomerByKey(profileId, traits.externalId)
-  if (traits.email !== null) {
-    const byEmail = yield* repo.customerByIdentifier(profileId, "email", traits.email)
-    if (Option.isSome(byEmail)) return byEmail
+  for (const kind of RESOLUTION_ORDER) {
+    const value = valueOf(traits, kind)
+    if (value === null) continue
+    const found = yield* repo.customerByIdentifier(profileId, kind, value)
+    if (Option.isSome(found)) return found
   }
-  if (traits.phone !== null) return yield* repo.customerByIdentifier(profileId, "phone", traits.phone)
   return Option.none<string>()
 })

@@ -598,6 +598,9 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           externalId: body.customer.external_id ?? null,
           email: body.customer.email === undefined ? null : normalizeEmail(body.customer.email),
           phone,
+          crmContactId: null,
+          nationalIdHash: null,
+          anonymousId: null,
           actionSource: null,
           clickIds: {}
         }

@@ -49,6 +49,10 @@ export interface CheckedEvent {
   readonly externalId: string | null
   readonly email: string | null
   readonly phone: string | null
+  readonly crmContactId: string | null
+  /** The keyed hash of the national id (SecretBox.keyedHash("national_id", ...)); the id itself is never kept. */
+  readonly nationalIdHash: string | null
+  readonly anonymousId: string | null
   readonly actionSource: string | null
   readonly clickIds: Readonly<Record<string, string>>
 }
@@ -152,7 +156,14 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
               repo,
               fresh.map(({ event, item }) => ({
                 profileId: event.profileId,
-                traits: { externalId: item.checked.externalId, email: item.checked.email, phone: item.checked.phone }
+                traits: {
+                  externalId: item.checked.externalId,
+                  email: item.checked.email,
+                  phone: item.checked.phone,
+                  crmContactId: item.checked.crmContactId,
+                  nationalIdHash: item.checked.nationalIdHash,
+                  anonymousId: item.checked.anonymousId
+                }
               }))
             )
             yield* repo.setEventCustomers(fresh.flatMap(({ event }, index) => {

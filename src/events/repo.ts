@@ -91,10 +91,13 @@ export interface ProfileScoped {
   readonly name: string
 }
 
+/** The identifiers a customer is resolved by (besides `external_id`, its `customer_key`). */
+export type IdentifierKind = "crm_contact_id" | "national_id" | "email" | "phone" | "anonymous_id"
+
 export interface NewIdentifier {
   readonly profileId: string
   readonly customerId: string
-  readonly kind: "email" | "phone"
+  readonly kind: IdentifierKind
   readonly value: string
 }
 
@@ -158,15 +161,15 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   /** The live customer with this `customer_key` (a merged one's survivor), if there is one (never creates). */
   readonly findCustomerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
   /** The oldest live customer holding this identifier. */
-  readonly customerByIdentifier: (profileId: string, kind: "email" | "phone", value: string) => Repo<Option.Option<string>>
+  readonly customerByIdentifier: (profileId: string, kind: IdentifierKind, value: string) => Repo<Option.Option<string>>
   /** The oldest live customer holding each identifier, by `profileScoped(profile, value)`. */
-  readonly oldestHolders: (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, KnownCustomer>>
+  readonly oldestHolders: (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, KnownCustomer>>
   /**
    * Holds each `(profile, kind, value)` until the transaction ends (advisory locks, in a fixed
    * order): two resolutions by one email or phone take turns, so the second sees the customer
    * the first created instead of creating another one.
    */
-  readonly lockIdentifierValues: (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) => Repo<void>
+  readonly lockIdentifierValues: (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) => Repo<void>
   /** Customers known only by identifiers (no `customer_key`). */
   readonly createKeylessCustomers: (customers: ReadonlyArray<{ readonly id: string; readonly profileId: string }>) => Repo<void>
   /** The `customer_key` of each customer, by id. */
@@ -177,6 +180,13 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly addIdentifiers: (identifiers: ReadonlyArray<NewIdentifier>) => Repo<void>
   /** Merge proposals for the pairs of live customers now sharing one of these identifiers (src/identity/proposer.ts). */
   readonly proposeMerges: (identifiers: ReadonlyArray<NewIdentifier>) => Repo<void>
+  /**
+   * Binds the unbound touches of these browsers (tracker anonymous ids) to their customers
+   * (`join_method: anonymous_id`) and queues the customers' conversions for re-credit.
+   */
+  readonly bindVisitorTouches: (
+    visitors: ReadonlyArray<{ readonly profileId: string; readonly anonymousId: string; readonly customerId: string }>
+  ) => Repo<void>
   readonly setEventCustomers: (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) => Repo<void>
   /**
    * For each `(profile, event_name)`, the definition that makes it a conversion (the default one,
@@ -325,7 +335,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           return found
         })
 
-      const customerByIdentifier = (profileId: string, kind: "email" | "phone", value: string) =>
+      const customerByIdentifier = (profileId: string, kind: IdentifierKind, value: string) =>
         Effect.map(
           firstId(sql`
             SELECT c.id FROM customer_identifiers i
@@ -335,7 +345,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           Option.map((row) => row.id)
         )
 
-      const oldestHolders = (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) =>
+      const oldestHolders = (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) =>
         values.length === 0 ? Effect.succeed(new Map<string, KnownCustomer>()) : Effect.map(
           knownCustomers(sql`
             SELECT q.profile_id, q.value AS name, c.id, ${isoTimestamp(sql, "c.created_at")} AS created_at
@@ -348,7 +358,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           byScopedKey
         )
 
-      const lockIdentifierValues = (kind: "email" | "phone", values: ReadonlyArray<ProfileScoped>) =>
+      const lockIdentifierValues = (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) =>
         values.length === 0 ? Effect.void : Effect.asVoid(sql`
           SELECT pg_advisory_xact_lock(${IDENTIFIER_LOCK_CLASS}, s.h)
           FROM (SELECT DISTINCT hashtext(q.profile_id || ':' || ${kind} || ':' || q.value) AS h
@@ -525,6 +535,23 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             : orDatabaseUnavailable(Effect.asVoid(proposeMerges(sql, {
               identifiers: identifiers.map((i) => ({ profileId: i.profileId, kind: i.kind, value: i.value }))
             }))),
+        bindVisitorTouches: (visitors) =>
+          visitors.length === 0 ? Effect.void : orDatabaseUnavailable(Effect.asVoid(sql`
+            WITH bound AS (
+              UPDATE touches t SET customer_id = m.customer_id, join_method = 'anonymous_id'
+              FROM (
+                SELECT x.id, v.customer_id
+                FROM unnest(${visitors.map((v) => v.profileId)}::uuid[], ${visitors.map((v) => v.anonymousId)}::text[],
+                            ${visitors.map((v) => v.customerId)}::uuid[]) AS v(profile_id, anonymous_id, customer_id)
+                CROSS JOIN LATERAL (SELECT id FROM touches
+                                    WHERE profile_id = v.profile_id AND anonymous_id = v.anonymous_id AND customer_id IS NULL
+                                    OFFSET 0) x
+              ) m
+              WHERE t.id = m.id AND t.customer_id IS NULL
+              RETURNING t.customer_id
+            )
+            UPDATE conversions SET credited_at = NULL
+            WHERE customer_id IN (SELECT DISTINCT customer_id FROM bound) AND credited_at IS NOT NULL`)),
         setEventCustomers: (pairs) => orDatabaseUnavailable(setEventCustomers(pairs)),
         definitionsFor: (names) => orDatabaseUnavailable(definitionsFor(names)),
         insertConversions: (conversions) => orDatabaseUnavailable(insertConversions(conversions)),

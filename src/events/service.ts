@@ -32,6 +32,7 @@ import { normaliseAmount } from "./money.ts"
 import { type ConversionFilters, EventsRepo } from "./repo.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
 import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
+import { SecretBox } from "../platform/secret-box.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
 
 export const MAX_CONVERSIONS_PAGE = 200
@@ -74,9 +75,13 @@ const blank = (value: string | undefined) => value !== undefined && value.trim()
  */
 export const CARDGW_KEY_PREFIX = "cardgw:"
 
+/** A national id as matched: upper-case letters and digits only (spaces, dots and dashes dropped). */
+export const normalizeNationalId = (raw: string) => raw.replace(/[\s.\-/]/g, "").toUpperCase()
+
 const checkEvent = (
   input: IngestEvent,
-  valueLiteral: Option.Option<string>
+  valueLiteral: Option.Option<string>,
+  keyedHash: (purpose: string, value: string) => string
 ): Effect.Effect<CheckedEvent, ValidationError | InvalidParameter> =>
   Effect.gen(function*() {
     if (blank(input.event_name)) return yield* new ValidationError({ message: "body.event_name: must not be blank" })
@@ -118,6 +123,15 @@ const checkEvent = (
       if (Result.isFailure(normalized)) return yield* new ValidationError({ message: `body.user_traits.phone: ${normalized.failure}` })
       phone = normalized.success
     }
+    if (blank(traits.crm_contact_id)) return yield* new ValidationError({ message: "body.user_traits.crm_contact_id: must not be blank" })
+    let nationalIdHash: string | null = null
+    if (traits.national_id !== undefined) {
+      const nationalId = normalizeNationalId(traits.national_id)
+      if (!/^[A-Z0-9]{4,32}$/.test(nationalId)) {
+        return yield* new ValidationError({ message: "body.user_traits.national_id: expected 4 to 32 letters and digits" })
+      }
+      nationalIdHash = keyedHash("national_id", nationalId)
+    }
     return {
       eventName: input.event_name,
       idempotencyKey: input.idempotency_key,
@@ -129,6 +143,9 @@ const checkEvent = (
       externalId: traits.external_id ?? null,
       email: traits.email === undefined ? null : normalizeEmail(traits.email),
       phone,
+      crmContactId: traits.crm_contact_id === undefined ? null : traits.crm_contact_id.trim(),
+      nationalIdHash,
+      anonymousId: traits.anonymous_id ?? null,
       actionSource: input.action_source ?? null,
       clickIds: input.click_ids ?? {}
     }
@@ -146,6 +163,10 @@ const requestHash = (checked: CheckedEvent) =>
     external_id: checked.externalId,
     email: checked.email,
     phone: checked.phone,
+    // Left out when absent, so requests recorded before these traits existed keep their hash.
+    crm_contact_id: checked.crmContactId ?? undefined,
+    national_id_hash: checked.nationalIdHash ?? undefined,
+    anonymous_id: checked.anonymousId ?? undefined,
     action_source: checked.actionSource,
     click_ids: checked.clickIds
   }))
@@ -199,13 +220,14 @@ export class EventsService extends Context.Service<EventsService, {
       const repo = yield* EventsRepo
       const audit = yield* AuditLog
       const recorder = yield* OutcomeRecorder
+      const box = yield* SecretBox
 
       const ingest = Effect.fn("Events.ingest")(function*(
         profile: ProfileContext,
         input: IngestEvent,
         valueLiteral: Option.Option<string>
       ) {
-        const checked = yield* checkEvent(input, valueLiteral)
+        const checked = yield* checkEvent(input, valueLiteral, box.keyedHash)
         return yield* recorder.record(profile, checked, requestHash(checked), API_ORIGIN)
       })
 

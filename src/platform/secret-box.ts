@@ -4,7 +4,7 @@
  * (32 bytes, base64), or, when unset, a key generated once into `SVC_DATA_DIR/secrets.key`.
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { AppConfig } from "./config.ts"
@@ -15,10 +15,25 @@ export class SecretBox extends Context.Service<SecretBox, {
   readonly seal: (plaintext: string) => string
   /** Throws (a defect) on a value sealed with another key or tampered with. */
   readonly open: (sealed: string) => string
+  /**
+   * A keyed hash (HMAC-SHA-256, hex) of `value` under a key derived for `purpose`: for values
+   * that must be matched but never stored, such as a national id.
+   */
+  readonly keyedHash: (purpose: string, value: string) => string
 }>()("svc/SecretBox") {
   static readonly make = (key: Buffer) => {
     if (key.length !== 32) throw new Error("SVC_SECRETS_KEY must decode to 32 bytes")
+    const derived = new Map<string, Buffer>()
+    const keyFor = (purpose: string) => {
+      let found = derived.get(purpose)
+      if (found === undefined) {
+        found = Buffer.from(hkdfSync("sha256", key, Buffer.alloc(0), `svc-keyed-hash:${purpose}`, 32))
+        derived.set(purpose, found)
+      }
+      return found
+    }
     return SecretBox.of({
+      keyedHash: (purpose, value) => createHmac("sha256", keyFor(purpose)).update(value, "utf8").digest("hex"),
       seal: (plaintext) => {
         const iv = randomBytes(12)
         const cipher = createCipheriv("aes-256-gcm", key, iv)

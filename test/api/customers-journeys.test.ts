@@ -3,8 +3,9 @@
  * PostgreSQL of DATABASE_URL or embedded PGlite.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { defineConversion, ingest, retract } from "../support/events.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
@@ -86,7 +87,10 @@ const seedWorld = Effect.fn("test.seedWorld")(function*() {
   return { ...profile, projectedKey, personKey, customerId, outcomeEventId, conversionId, touches } satisfies World
 })
 
-layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: true })("customers and journeys", (it) => {
+/** The fixtures write credit rows themselves: the background worker must not credit the same conversions meanwhile. */
+const workerOff = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })
+
+layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 seconds", excludeTestServices: true })("customers and journeys", (it) => {
   describe("GET /api/v1/conversions/:id/journey", () => {
     it.effect("projected rows: exactly the spec's fields, the conversion's credit, touches up to the conversion and its outcome row", () =>
       Effect.gen(function*() {
@@ -290,10 +294,19 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
           "GET /api/v1/visitors",
           "GET /api/v1/customers/:id/journey"
         ])
-        const limit = Number(customers.headers.get("x-ratelimit-limit"))
-        const before = Number(customers.headers.get("x-ratelimit-remaining"))
-        const next = yield* get(world.personKey, "/api/v1/customers")
-        assert.strictEqual(Number(next.headers.get("x-ratelimit-remaining")), before - 3 - 3 - 3, `limit ${limit}`)
+        // Heavy reads cost 3 units: two calls in one rate window differ by 3 (a call that crosses
+        // into the next window is measured again).
+        for (const path of ["/api/v1/customers", "/api/v1/visitors", `/api/v1/customers/${world.customerId}/journey`]) {
+          let cost: number | undefined
+          for (let attempt = 0; attempt < 3 && cost === undefined; attempt++) {
+            const a = yield* get(world.personKey, path)
+            const b = yield* get(world.personKey, path)
+            if (a.headers.get("x-ratelimit-reset") === b.headers.get("x-ratelimit-reset")) {
+              cost = Number(a.headers.get("x-ratelimit-remaining")) - Number(b.headers.get("x-ratelimit-remaining"))
+            }
+          }
+          assert.strictEqual(cost, 3, path)
+        }
       }))
 
     it.effect("healthcare family (S5.5): person reads answer 403 whatever the scopes; projected journeys still work", () =>
