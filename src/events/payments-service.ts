@@ -49,7 +49,8 @@ import {
 } from "./payments-repo.ts"
 import { EventsRepo } from "./repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "./recorder.ts"
-import { canonicalJson, CARDGW_KEY_PREFIX, EventsService, invalidQuery, parseBound, sha256 } from "./service.ts"
+import { canonicalJson, sha256 } from "../platform/json.ts"
+import { CARDGW_KEY_PREFIX, EventsService, invalidQuery, parseBound } from "./service.ts"
 import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
 

@@ -5,7 +5,6 @@
  * Decision 0029.
  */
 import { Context, Effect, Layer, Option, Result } from "effect"
-import { createHash } from "node:crypto"
 import { isUuid } from "../../schema/common.ts"
 import {
   type DatabaseUnavailable,
@@ -32,6 +31,7 @@ import { normaliseAmount } from "./money.ts"
 import { type ConversionFilters, EventsRepo } from "./repo.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
 import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
+import { canonicalJson, sha256 } from "../platform/json.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
 
@@ -51,18 +51,6 @@ export interface ConversionsPage {
   readonly data: ReadonlyArray<Conversion>
   readonly pagination: { readonly has_next: boolean; readonly cursor: string | null }
 }
-
-/** JSON with object keys sorted, so two equal requests hash equal whatever their key order. */
-export const canonicalJson = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
-  }
-  return JSON.stringify(value) ?? "null"
-}
-
-export const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 
 export const invalidQuery = (name: string, message: string) =>
   new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })

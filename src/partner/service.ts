@@ -7,7 +7,6 @@
  * lead or an outcome, and nothing is sent to an ad platform.
  */
 import { Clock, Context, Effect, Layer, Option, Result } from "effect"
-import { createHash } from "node:crypto"
 import {
   type DatabaseUnavailable,
   IdempotencyKeyConflict,
@@ -32,6 +31,7 @@ import {
 import { CreditEngine } from "../attribution/engine.ts"
 import { creditAll, MODELS, type ModelResult, type TouchInput } from "../attribution/models/index.ts"
 import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
+import { canonicalJson, sha256 } from "../platform/json.ts"
 import { normalizeEmail, normalizePhone, phoneForLookup } from "../identity/normalize.ts"
 import { EventsRepo } from "../events/repo.ts"
 import type { ProfileContext } from "../http/auth.ts"
@@ -54,18 +54,6 @@ export const DECLARED_MEDIUM = "declared"
 const MAX_AHEAD_MS = 5 * 60 * 1000
 /** Unknown ads named in a 422 message, at most. */
 const MAX_NAMED_UNKNOWN = 10
-
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
-
-/** JSON with object keys sorted, so two equal requests hash equal whatever their key order. */
-const canonicalJson = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
-  }
-  return JSON.stringify(value) ?? "null"
-}
 
 const blank = (value: string | undefined) => value !== undefined && value.trim() === ""
 const emailOf = (value: string | undefined) => value === undefined ? null : normalizeEmail(value)
