@@ -158,6 +158,18 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
 
     const bearer = (token: Redacted.Redacted<string>) => bearerFromHeader(Redacted.value(token))
 
+    /** `bearerFromHeader`'s answer at `now` when it is a fresh cache hit; undefined otherwise. */
+    const bearerCached = (value: string, now: number): Option.Option<PrincipalShape> | undefined => {
+      const kind = value.startsWith(CredentialPrefix.apiKey)
+        ? "key:"
+        : value.startsWith(CredentialPrefix.userToken)
+        ? "token:"
+        : undefined
+      if (kind === undefined) return undefined
+      const hit = cache.get(kind + secretDigest(value))
+      return hit !== undefined && hit.until > now ? hit.principal : undefined
+    }
+
     const appClient = (clientId: string, secret: Redacted.Redacted<string>) => {
       const value = Redacted.value(secret)
       if (!isWellFormed(value, CredentialPrefix.clientSecret)) return Effect.succeed(Option.none())
@@ -226,6 +238,6 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       memberships.clear()
     })
 
-    return CredentialStore.of({ bearer, bearerFromHeader, appClient, membership, session, forget })
+    return CredentialStore.of({ bearer, bearerFromHeader, bearerCached, appClient, membership, session, forget })
   })
 )

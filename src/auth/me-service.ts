@@ -22,6 +22,19 @@ const UserRow = Schema.Struct({
   last_name: Schema.NullOr(Schema.String)
 })
 
+/** An API key's answer: what authentication already resolved, nothing to query. */
+export const keyView = (principal: Extract<PrincipalShape, { readonly kind: "api_key" }>): Me => ({
+  kind: "api_key",
+  key: {
+    id: principal.keyId,
+    profile_id: principal.profileId,
+    workspace_id: principal.workspaceId,
+    scopes: principal.scopes,
+    rate_limit_per_minute: principal.rateLimitPerMinute,
+    oauth_app_id: principal.oauthAppId
+  }
+})
+
 export class MeService extends Context.Service<MeService, {
   /** None when the principal's record vanished since it authenticated (a deleted app, a removed user). */
   readonly describe: (principal: PrincipalShape) => Effect.Effect<Option.Option<Me>, DatabaseUnavailable>
@@ -31,18 +44,6 @@ export class MeService extends Context.Service<MeService, {
       const sql = yield* SqlClient
       const firstApp = decodeFirstRow(AppRow)
       const firstUser = decodeFirstRow(UserRow)
-
-      const keyView = (principal: Extract<PrincipalShape, { readonly kind: "api_key" }>): Me => ({
-        kind: "api_key",
-        key: {
-          id: principal.keyId,
-          profile_id: principal.profileId,
-          workspace_id: principal.workspaceId,
-          scopes: principal.scopes,
-          rate_limit_per_minute: principal.rateLimitPerMinute,
-          oauth_app_id: principal.oauthAppId
-        }
-      })
 
       const describeStored = Effect.fn("MeService.describe")(function*(principal: PrincipalShape) {
         switch (principal.kind) {

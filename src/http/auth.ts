@@ -4,10 +4,10 @@
  * tokens, app clients, sessions); the operator credential (`SVC_ADMIN_TOKEN`) is
  * configuration, checked here.
  */
-import { Cause, Context, Duration, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, type Fiber, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
-import { RateLimiter } from "effect/persistence/RateLimiter"
+import { type ConsumeResult, RateLimiter } from "effect/persistence/RateLimiter"
 import { isUuid } from "../../schema/common.ts"
 import {
   DatabaseUnavailable,
@@ -24,7 +24,7 @@ import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
 import { type ProfileMembership, scopesOfMembership } from "../../schema/members.ts"
 import { CredentialPrefix } from "../auth/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
-import { consumeBucket } from "../platform/rate-limit.ts"
+import { consumeBucket, fixedWindowConsumeOf, rateLimitExceeded } from "../platform/rate-limit.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { type CredentialKind, type OperationPolicy, Policy, PUBLIC } from "./policy.ts"
 
@@ -106,6 +106,12 @@ export interface CredentialStoreShape {
    * Optional: without it the middleware calls `bearer`.
    */
   readonly bearerFromHeader?: (token: string) => Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable>
+  /**
+   * `bearerFromHeader`'s answer when the store has it cached and still fresh at `now` (the
+   * fiber's clock), without an effect; undefined when the store would have to look it up.
+   * Optional: without it the middleware calls `bearerFromHeader`.
+   */
+  readonly bearerCached?: (token: string, now: number) => Option.Option<PrincipalShape> | undefined
   /** `Authorization: Basic` with an OAuth app's client id and secret. */
   readonly appClient: (
     clientId: string,
@@ -229,6 +235,31 @@ export const checkScopes = (
   return new InsufficientScope({ message, reason: `missing_scope:${missing.join(",")}` })
 }
 
+/** The `X-RateLimit-*` headers of a take, set on whatever answer the request ends with. */
+const rateLimitHeaders = (result: ConsumeResult): HttpEffect.PreResponseHandler => {
+  const headers = {
+    "x-ratelimit-limit": String(result.limit),
+    "x-ratelimit-remaining": String(Math.max(0, result.remaining)),
+    "x-ratelimit-reset": String(Math.ceil(Duration.toSeconds(result.resetAfter)))
+  }
+  return (_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+}
+
+const exceededMessage = (limit: number) => ({ message: `Rate limit of ${limit} requests per minute exceeded.` })
+
+/** The span attributes of an authenticated request (what `Effect.annotateCurrentSpan` would set). */
+const principalAttributes = (principal: PrincipalShape): Record<string, string> =>
+  principal.kind === "api_key"
+    ? { "svc.principal.kind": principal.kind, "svc.profile_id": principal.profileId }
+    : { "svc.principal.kind": principal.kind }
+
+/** `Effect.annotateCurrentSpan(attributes)` run on `fiber` directly (the same checks). */
+const annotateSpanOf = (fiber: Fiber.Fiber<unknown, unknown>, attributes: Record<string, string>) => {
+  const span = fiber.cache.span
+  if (span === undefined || span._tag !== "Span" || span.status._tag === "Ended") return
+  for (const key in attributes) span.attribute(key, attributes[key])
+}
+
 /** Bucket key and per-minute allowance of a principal; `undefined` means not metered. */
 const bucketOf = (principal: PrincipalShape): { readonly key: string; readonly limit: number } | undefined => {
   switch (principal.kind) {
@@ -271,6 +302,10 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
     // iterator per step and a traced Effect.fn captures a call-site stack on every call
     // (docs/decisions/0027-auth-path-cost.md).
     const bearerFromHeader = store.bearerFromHeader ?? ((token: string) => store.bearer(Redacted.make(token)))
+    const bearerCached = store.bearerCached
+    // Counters in this process (no REDIS_URL): a take is a plain function call. With Redis every
+    // take goes to Redis through `consumeBucket`, the only exact count across runners.
+    const consumeNow = fixedWindowConsumeOf(limiter)
     const resolveBearer = (token: string): Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable> => {
       // Keys and tokens carry a prefix; only anything else is compared with the operator token.
       if (isMintedBearer(token)) return bearerFromHeader(token)
@@ -307,21 +342,34 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
           limit: bucket.limit,
           window: METER_WINDOW,
           tokens: policy.cost ?? 1,
-          exceeded: { message: `Rate limit of ${bucket.limit} requests per minute exceeded.` }
+          exceeded: exceededMessage(bucket.limit)
         }),
-        (consumed) => {
-          if (Option.isNone(consumed)) return Effect.void
-          const result = consumed.value
-          const headers = {
-            "x-ratelimit-limit": String(result.limit),
-            "x-ratelimit-remaining": String(Math.max(0, result.remaining)),
-            "x-ratelimit-reset": String(Math.ceil(Duration.toSeconds(result.resetAfter)))
-          }
-          return HttpEffect.appendPreResponseHandler((_request, response) =>
-            Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-          )
-        }
+        (consumed) =>
+          Option.isNone(consumed) ? Effect.void : HttpEffect.appendPreResponseHandler(rateLimitHeaders(consumed.value))
       )
+    }
+
+    /**
+     * `annotateCurrentSpan` and `meter` for a limiter whose counters are in this process, run on
+     * the request's fiber without an effect per step: the same attributes, the same take at the
+     * fiber clock's time, the same 429 and the same headers handler. Undefined when it went through.
+     */
+    const annotateAndMeterOn = (
+      fiber: Fiber.Fiber<unknown, unknown>,
+      take: NonNullable<typeof consumeNow>,
+      principal: PrincipalShape,
+      policy: OperationPolicy
+    ): RateLimitExceeded | undefined => {
+      annotateSpanOf(fiber, principalAttributes(principal))
+      const bucket = bucketOf(principal)
+      if (bucket === undefined) return undefined
+      const outcome = take(
+        { key: bucket.key, limit: bucket.limit, window: METER_WINDOW, tokens: policy.cost ?? 1 },
+        fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+      )
+      if (outcome._tag === "Exceeded") return rateLimitExceeded(exceededMessage(bucket.limit), outcome.retryAfter)
+      HttpEffect.appendPreResponseHandlerUnsafe(fiber.context, rateLimitHeaders(outcome.result))
+      return undefined
     }
 
     /**
@@ -372,7 +420,9 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
       policy: OperationPolicy,
       principal: PrincipalShape,
-      resolved: Resolved
+      resolved: Resolved,
+      /** The request's fiber, when the caller already runs on it (the cached-credential path). */
+      fiber?: Fiber.Fiber<unknown, unknown>
     ): Effect.Effect<
       HttpServerResponse.HttpServerResponse,
       E | EntitlementRequired | InsufficientScope | RateLimitExceeded,
@@ -388,12 +438,17 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       }
       const scopeError = checkScopes(resolved.principal, policy, resolved.halves)
       if (scopeError !== undefined) return Effect.fail(scopeError)
-      const annotate = Effect.annotateCurrentSpan(
-        principal.kind === "api_key"
-          ? { "svc.principal.kind": principal.kind, "svc.profile_id": principal.profileId }
-          : { "svc.principal.kind": principal.kind }
-      )
       const served = Effect.provideService(httpEffect, Principal, resolved.principal)
+      if (consumeNow !== undefined) {
+        const onFiber = (
+          current: Fiber.Fiber<unknown, unknown>
+        ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimitExceeded, Exclude<R, Principal>> => {
+          const exceeded = annotateAndMeterOn(current, consumeNow, principal, policy)
+          return exceeded === undefined ? served : Effect.fail(exceeded)
+        }
+        return fiber === undefined ? Effect.withFiber(onFiber) : onFiber(fiber)
+      }
+      const annotate = Effect.annotateCurrentSpan(principalAttributes(principal))
       return Effect.flatMap(annotate, () => Effect.flatMap(meter(principal, policy), () => served))
     }
 
@@ -442,33 +497,46 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         | DatabaseUnavailable,
         Exclude<Effect.Services<typeof httpEffect>, Principal> | HttpServerRequest.HttpServerRequest
       >
-      const serve = (principal: PrincipalShape, resolved: Resolved): Served => {
-        const served = authorizeAndServe(httpEffect, policy, principal, resolved)
+      const serve = (principal: PrincipalShape, resolved: Resolved, fiber?: Fiber.Fiber<unknown, unknown>): Served => {
+        const served = authorizeAndServe(httpEffect, policy, principal, resolved, fiber)
         return policy.personData === true ? logPersonDataAccess(served, resolved.principal, endpoint) : served
       }
-      return HttpServerRequest.HttpServerRequest.use((request): Served => {
+      const authorize = (
+        found: Option.Option<PrincipalShape>,
+        request: HttpServerRequest.HttpServerRequest,
+        fiber?: Fiber.Fiber<unknown, unknown>
+      ): Served => {
+        if (Option.isNone(found)) return Effect.fail(unauthorized())
+        const principal = found.value
+        if (!policy.auth.includes(principal.kind as CredentialKind)) {
+          return Effect.fail(
+            new InsufficientScope({
+              message: `This operation accepts ${describeKinds(policy.auth)} credentials, not ${
+                describeKinds([principal.kind as CredentialKind])
+              }.`,
+              reason: "credential_kind_not_accepted"
+            })
+          )
+        }
+        // An API key is bound to its profile: nothing to look up (see `onProfile`).
+        if (principal.kind === "api_key") {
+          return serve(principal, { principal, attributionEnabled: principal.attributionEnabled }, fiber)
+        }
+        return Effect.flatMap(onProfile(principal, policy, request), (resolved) => serve(principal, resolved))
+      }
+      return Effect.withFiber((fiber): Served => {
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const credential = presentedCredential(request)
         if (credential === undefined) return Effect.fail(unauthorized("Authentication required."))
-        const resolving = credential.scheme === "bearer" && credential.value !== ""
-          ? resolveBearer(credential.value)
-          : resolve(credential)
-        return Effect.flatMap(resolving, (found): Served => {
-          if (Option.isNone(found)) return Effect.fail(unauthorized())
-          const principal = found.value
-          if (!policy.auth.includes(principal.kind as CredentialKind)) {
-            return Effect.fail(
-              new InsufficientScope({
-                message: `This operation accepts ${describeKinds(policy.auth)} credentials, not ${
-                  describeKinds([principal.kind as CredentialKind])
-                }.`,
-                reason: "credential_kind_not_accepted"
-              })
-            )
+        if (credential.scheme === "bearer" && credential.value !== "") {
+          // A key or token the store has cached: decided on this fiber, no effect until the handler.
+          if (bearerCached !== undefined && isMintedBearer(credential.value)) {
+            const hit = bearerCached(credential.value, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe())
+            if (hit !== undefined) return authorize(hit, request, fiber)
           }
-          // An API key is bound to its profile: nothing to look up (see `onProfile`).
-          if (principal.kind === "api_key") return serve(principal, { principal, attributionEnabled: principal.attributionEnabled })
-          return Effect.flatMap(onProfile(principal, policy, request), (resolved) => serve(principal, resolved))
-        })
+          return Effect.flatMap(resolveBearer(credential.value), (found) => authorize(found, request))
+        }
+        return Effect.flatMap(resolve(credential), (found) => authorize(found, request))
       })
     }
   })
