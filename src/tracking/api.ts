@@ -6,6 +6,7 @@ import {
   InvalidParameter,
   NotFound,
   PayloadTooLarge,
+  RateLimitExceeded,
   Unauthorized,
   ValidationError,
   wire
@@ -110,6 +111,7 @@ export const CollectorApi = HttpApiGroup.make("collector")
         wire(PayloadTooLarge),
         wire(Unauthorized),
         wire(InsufficientScope),
+        wire(RateLimitExceeded),
         wire(DatabaseUnavailable)
       ]
     })
@@ -121,7 +123,8 @@ export const CollectorApi = HttpApiGroup.make("collector")
           "answers 401 `unauthorized`; an `Origin` not in the profile's allowed origins (or none, unless the profile " +
           "allows server-side events) answers 403 `insufficient_scope`. A valid `link_token` (the landing URL's " +
           "`svc_lt`) binds the touch to its customer (`join_method: link_token`); an invalid, expired or other " +
-          "profile's token, or an erased customer's, is ignored and the touch is stored unbound."
+          "profile's token, or an erased customer's, is ignored and the touch is stored unbound. One address sends at most " +
+          "600 events per minute under one tracking key; more answer 429 `rate_limit_exceeded` with `Retry-After`."
       )
       .annotateMerge(collectorPolicy),
     HttpApiEndpoint.options("collectPreflight", "/t/collect", {

@@ -3,6 +3,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { PayloadTooLarge } from "../../schema/errors.ts"
 import { Api } from "../http/api.ts"
+import { peerAddressOf } from "../http/request-info.ts"
 import { Principal } from "../http/auth.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { MAX_EVENT_BYTES, TrackingService } from "./service.ts"
@@ -60,7 +61,7 @@ export const CollectorHandlers = HttpApiBuilder.group(Api, "collector", (handler
           }
           // A body over the server's cap fails while reading; the envelope answers 413 for it.
           const body = new Uint8Array(yield* Effect.orDie(request.arrayBuffer))
-          const outcome = yield* tracking.collect({ body, headers: request.headers })
+          const outcome = yield* tracking.collect({ body, headers: request.headers, peerAddress: peerAddressOf(request) })
           return HttpServerResponse.empty({
             status: 204,
             headers: outcome.allowOrigin === null

@@ -3,7 +3,8 @@
  * natural key), tracker settings (a change queues one coalesced full attribution replay), the
  * snippet, and the collector that turns a tracker event into one `web_touch`.
  */
-import { Clock, Context, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
+import { RateLimiter } from "effect/persistence/RateLimiter"
 import { isUuid } from "../../schema/common.ts"
 import {
   type DatabaseUnavailable,
@@ -11,6 +12,7 @@ import {
   InvalidParameter,
   NotFound,
   PayloadTooLarge,
+  type RateLimitExceeded,
   Unauthorized,
   ValidationError
 } from "../../schema/errors.ts"
@@ -27,6 +29,7 @@ import { CredentialPrefix, isWellFormed } from "../auth/tokens.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { deriveLinkTokenKeys, LINK_TOKEN_PARAM, type LinkTokenKeys, verifyLinkToken } from "../link-tokens/token.ts"
 import { AppConfig } from "../platform/config.ts"
+import { consumeBucket } from "../platform/rate-limit.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
 import { mediaTypeOf } from "../http/request-info.ts"
 import { CLICK_ID_KINDS, classify, clickIdOf, isSameSite, UTM_KEYS } from "./channels.ts"
@@ -154,7 +157,16 @@ const sameValues = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
 export interface CollectRequest {
   readonly body: Uint8Array
   readonly headers: Readonly<Record<string, string | undefined>>
+  /** The client's address (metered per tracking key); none when the transport has none. */
+  readonly peerAddress: Option.Option<string>
 }
+
+/**
+ * Events one address may send under one tracking key per minute (decision 0031): far above what
+ * a browser sends (a page view per navigation), low enough that one client cannot flood a profile.
+ */
+export const COLLECT_PER_ADDRESS_PER_MINUTE = 600
+const COLLECT_WINDOW = Duration.minutes(1)
 
 export interface CollectOutcome {
   /** The `Origin` to answer in `Access-Control-Allow-Origin`; null for a server-side call. */
@@ -192,7 +204,7 @@ export class TrackingService extends Context.Service<TrackingService, {
   readonly snippet: (profile: ProfileContext, request: SnippetRequest) => Effect.Effect<string, NotFound | InvalidParameter | Errors>
   readonly collect: (
     request: CollectRequest
-  ) => Effect.Effect<CollectOutcome, ValidationError | PayloadTooLarge | Unauthorized | InsufficientScope | Errors>
+  ) => Effect.Effect<CollectOutcome, ValidationError | PayloadTooLarge | Unauthorized | InsufficientScope | RateLimitExceeded | Errors>
   /** The CORS pre-flight: the origin to allow, or 403 when no (named) profile allows it. */
   readonly preflight: (origin: string | undefined, key: string | undefined) => Effect.Effect<string, InsufficientScope | Errors>
 }>()("svc/TrackingService") {
@@ -201,6 +213,7 @@ export class TrackingService extends Context.Service<TrackingService, {
       const repo = yield* TrackingRepo
       const audit = yield* AuditLog
       const config = yield* AppConfig
+      const limiter = yield* RateLimiter
       const domains = yield* TrackingDomainsRepo
       const hosts = yield* CollectorHosts
       const collectorUrl = `${config.baseUrl}/t/collect`
@@ -415,6 +428,17 @@ export class TrackingService extends Context.Service<TrackingService, {
         const found = yield* targetOf(event.tracking_key)
         if (Option.isNone(found)) return yield* unknownTrackingKey()
         const target = found.value
+        if (Option.isSome(request.peerAddress)) {
+          yield* consumeBucket(limiter, {
+            key: `collect:${event.tracking_key}:${request.peerAddress.value}`,
+            limit: COLLECT_PER_ADDRESS_PER_MINUTE,
+            window: COLLECT_WINDOW,
+            exceeded: {
+              message: `At most ${COLLECT_PER_ADDRESS_PER_MINUTE} tracker events per minute from one address under one tracking key.`,
+              reason: "collector_rate_limited"
+            }
+          })
+        }
         // A registered custom domain serves only its own profile, once verified (decision 0034).
         yield* hosts.check(headers["host"], target.profile_id)
         const allowOrigin = yield* checkOrigin(target, headers["origin"])

@@ -7,6 +7,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { CredentialPrefix, isWellFormed, mintSecret } from "../../src/auth/tokens.ts"
+import { COLLECT_PER_ADDRESS_PER_MINUTE } from "../../src/tracking/service.ts"
 import { ADPLATFORM_PIXEL_LOADER_URL } from "../../src/tracking/snippet.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
@@ -488,6 +489,26 @@ layer(serveApp(testSettings({ baseUrl: BASE_URL })).pipe(Layer.provide(workerOff
         const drops = yield* sql<{ reason: string; count: string }>`
           SELECT reason, count::text AS count FROM tracking_drops WHERE profile_id = ${tracked.profile.profileId}`
         assert.deepStrictEqual(drops.map((row) => ({ ...row })), [{ reason: "bot", count: "3" }])
+      }))
+
+    it.effect("one address sends at most 600 events a minute under one tracking key; the next is 429 with Retry-After", () =>
+      Effect.gen(function*() {
+        const tracked = yield* trackedProfile()
+        const other = yield* trackedProfile()
+        // Bots are metered too (their events are dropped after the bucket), which keeps this test free of writes.
+        const statuses = yield* Effect.forEach(
+          Array.from({ length: COLLECT_PER_ADDRESS_PER_MINUTE }, () => undefined),
+          () => Effect.map(collect(event(tracked.trackingKey), { "user-agent": GOOGLEBOT }), (response) => response.status),
+          { concurrency: 8 }
+        )
+        assert.deepStrictEqual([...new Set(statuses)], [204])
+        const over = yield* collect(event(tracked.trackingKey))
+        assert.strictEqual(over.status, 429, over.text)
+        assert.strictEqual(over.json.error.code, "rate_limit_exceeded")
+        assert.isAtLeast(Number(over.headers.get("retry-after")), 1)
+        assert.lengthOf(yield* touchesOf(tracked.profile), 0)
+        // Another tracking key from the same address has its own bucket.
+        assert.strictEqual((yield* collect(event(other.trackingKey))).status, 204)
       }))
 
     it.effect("a body over 16 KB: 413 payload_too_large; malformed events: 400 validation_error naming the field", () =>
