@@ -375,6 +375,22 @@ layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 s
         assert.strictEqual(receipts[0]!.count, 1)
       }))
 
+    it.effect("works without the attribution add-on (an app-provisioned profile on the connect-broker tier)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* seedWorld()
+        const appId = crypto.randomUUID()
+        yield* sql`
+          INSERT INTO oauth_apps (id, name, client_id, client_secret_hash, jwt_secret_encrypted)
+          VALUES (${appId}, 'Partner', ${`client-${appId}`}, 'x', 'x')`
+        yield* sql`UPDATE profiles SET provisioned_by_app_id = ${appId} WHERE id = ${world.profileId}`
+        const { key } = yield* seedApiKey(world, { scopes: ["attribution:write"], rateLimitPerMinute: 1000 })
+        const erased = yield* post(key, "/api/v1/customers/erasures", { request_ref: "broker-1", customer_key: "cust-1" })
+        assert.strictEqual(erased.status, 200, erased.text)
+        const [customer] = yield* sql<{ erased: boolean }>`SELECT erased_at IS NOT NULL AS erased FROM customers WHERE id = ${world.customerId}`
+        assert.isTrue(customer!.erased)
+      }))
+
     it.effect("a session gets 403 api_key_required; no selector, two selectors, or an unknown person change nothing", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient
