@@ -16,6 +16,7 @@ import m0015 from "./0015_tracking_domains.ts"
 import m0016 from "./0016_customers.ts"
 import m0017 from "./0017_identity_links.ts"
 import m0018 from "./0018_merges.ts"
+import m0019 from "./0019_analytics.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -39,7 +40,8 @@ export const migrations = {
   "0015_tracking_domains": m0015,
   "0016_customers": m0016,
   "0017_identity_links": m0017,
-  "0018_merges": m0018
+  "0018_merges": m0018,
+  "0019_analytics": m0019
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -5,6 +5,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
+import { AnalyticsApi } from "../analytics/api.ts"
 import { AttributionApi } from "../attribution/api.ts"
 import { DefinitionsApi } from "../attribution/definitions-api.ts"
 import { ApiKeysApi } from "../auth/api-keys-api.ts"
@@ -58,6 +59,7 @@ export const Api = HttpApi.make("svc")
   .add(CustomersApi)
   .add(IdentityApi)
   .add(IdentityRepairApi)
+  .add(AnalyticsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -3,10 +3,12 @@
  * `commands` (one `Command` each); every command gets the same configuration and database.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Console, Effect, FileSystem, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { CreateOAuthApp } from "../../schema/admin.ts"
 import { AdminService } from "../admin/service.ts"
+import { AnalyticsImports, parseFxCsv, parseSpendCsv } from "../analytics/imports.ts"
+import { AnalyticsRollupSettings, AnalyticsRollups, defaultRollupSettings } from "../analytics/rollups.ts"
 import { CredentialStoreLive } from "../auth/credential-store.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseInfo, DatabaseLive } from "./database.ts"
@@ -101,7 +103,63 @@ const workspacesCommand = Command.make("workspaces").pipe(
   Command.withSubcommands([workspacesSetHealthcareAgency])
 )
 
-export const commands = [migrateCommand, statusCommand, oauthAppsCommand, workspacesCommand] as const
+/** Analytics inputs and rollups (decision 0041): the internal write path of spend and FX rates. */
+const withAnalytics = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(
+    Effect.andThen(migrate, effect),
+    Layer.merge(AnalyticsImports.layer, AnalyticsRollups.layer).pipe(
+      // No background fiber in a one-shot command: `rebuild` drains by itself.
+      Layer.provide(Layer.succeed(AnalyticsRollupSettings)({ ...defaultRollupSettings, enabled: false })),
+      Layer.provideMerge(DatabaseLive)
+    )
+  )
+
+const readCsv = (path: string) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(path))
+
+const spendImport = Command.make("import", {
+  file: Argument.String("file").pipe(Argument.withDescription("CSV: profile_id,platform,day,campaign_id,ad_set_id,ad_id,currency,amount"))
+}, ({ file }) =>
+  withAnalytics(Effect.gen(function*() {
+    const rows = yield* Effect.fromResult(parseSpendCsv(yield* readCsv(file)))
+    const imports = yield* AnalyticsImports
+    yield* printJson({ data: { rows: yield* imports.upsertSpend(rows) } })
+  }))).pipe(Command.withDescription("Import ad spend per ad and day (idempotent: a row per profile, platform, day and ad)."))
+
+const spendCommand = Command.make("spend").pipe(
+  Command.withDescription("Ad spend: the internal import path until the ad-platform sync supplies it."),
+  Command.withSubcommands([spendImport])
+)
+
+const fxImport = Command.make("import", {
+  file: Argument.String("file").pipe(Argument.withDescription("The ECB reference rates CSV (Date,USD,...) or day,base,quote,rate")),
+  source: Flag.String("source").pipe(Flag.withDefault("ecb"), Flag.withDescription("Where the rates come from"))
+}, ({ file, source }) =>
+  withAnalytics(Effect.gen(function*() {
+    const rows = yield* Effect.fromResult(parseFxCsv(yield* readCsv(file)))
+    const imports = yield* AnalyticsImports
+    yield* printJson({ data: { rates: yield* imports.upsertFxRates(rows, source) } })
+  }))).pipe(Command.withDescription("Import daily FX rates (idempotent: a rate per base, quote and day)."))
+
+const fxCommand = Command.make("fx").pipe(
+  Command.withDescription("The stored daily FX table analytics convert amounts with."),
+  Command.withSubcommands([fxImport])
+)
+
+const analyticsRebuild = Command.make("rebuild", {
+  profileId: Flag.String("profile-id").pipe(Flag.optional, Flag.withDescription("Only this profile (default: every profile)"))
+}, ({ profileId }) =>
+  withAnalytics(Effect.gen(function*() {
+    const rollups = yield* AnalyticsRollups
+    yield* printJson({ data: yield* rollups.rebuild(Option.getOrNull(profileId)) })
+  }))).pipe(Command.withDescription("Recompute the analytics rollups from the raw tables."))
+
+const analyticsCommand = Command.make("analytics").pipe(
+  Command.withDescription("Analytics rollups."),
+  Command.withSubcommands([analyticsRebuild])
+)
+
+export const commands = [migrateCommand, statusCommand, oauthAppsCommand, workspacesCommand, spendCommand, fxCommand, analyticsCommand] as const
 
 const cli = Command.make("svc").pipe(
   Command.withDescription("Attribution service operator commands."),

@@ -6,6 +6,7 @@
 import { ByteSize, Effect, Layer } from "effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLive } from "../../cluster/runner.ts"
+import { AnalyticsRollups } from "../analytics/rollups.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credential-store.ts"
@@ -32,6 +33,8 @@ export const CoreLive = Layer.mergeAll(
   ClusterLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
+  // Keeps the analytics rollups caught up with the facts (decision 0041).
+  AnalyticsRollups.layer,
   RateLimiterLive,
   CredentialStoreLive,
   PiiAccessLog.layer,

@@ -1,0 +1,155 @@
+/**
+ * Analytics reads (decision 0041): overview, timeseries and breakdowns. Counts are integers;
+ * money and credited conversions are exact decimal strings. Amounts are in the profile's
+ * currency, and again in the workspace's reporting currency converted with the stored daily FX
+ * table; an amount that cannot be converted is null with the block's `unavailable_reason`.
+ */
+import { Schema } from "effect"
+import { CreditModels } from "./events.ts"
+
+export const BREAKDOWN_DIMENSIONS = ["channel", "referrer", "page", "keyword", "country", "device", "browser", "os"] as const
+export type BreakdownDimension = typeof BREAKDOWN_DIMENSIONS[number]
+
+/** The touch filters (one at a time) and what they match on a touch. */
+export const TOUCH_FILTERS = ["channel", "campaign", "ad_set", "ad"] as const
+export type TouchFilter = typeof TOUCH_FILTERS[number]
+
+const text = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
+
+/** The parameters every analytics read takes. */
+export const AnalyticsQuery = {
+  start: text("ISO date (YYYY-MM-DD), first day in the profile's time zone; with `end` (default today)"),
+  end: text("ISO date (YYYY-MM-DD), last day in the profile's time zone, inclusive; needs `start`"),
+  days: text("Calendar days ending today in the profile's time zone (1 to 366, default 30); not with start/end"),
+  model: text(`Credit model: ${CreditModels.join(", ")} (default last_touch)`),
+  channel: text("Only credit (and touches) of touches of this channel"),
+  campaign: text("Only credit (and touches) of touches of this campaign (the ad platform's id); spend of this campaign"),
+  ad_set: text("Only credit (and touches) of touches of this ad set (the ad platform's id); spend of this ad set"),
+  ad: text("Only credit (and touches) of touches of this ad (the ad platform's id); spend of this ad"),
+  conversion_key: text("Only conversions of this definition")
+}
+
+export const BreakdownQuery = {
+  ...AnalyticsQuery,
+  limit: text("Rows, 1 to 200 (default 50), by conversions then touches, descending")
+}
+
+export const BreakdownParams = {
+  dimension: Schema.String.annotate({ description: `One of ${BREAKDOWN_DIMENSIONS.join(", ")}` })
+}
+
+const Decimal = Schema.String.annotate({ description: "Exact decimal string" })
+const NullableDecimal = Schema.NullOr(Decimal)
+
+export const UnavailableReason = Schema.NullOr(Schema.Literals(["fx_rate_missing", "currency_unset"]))
+
+export const AnalyticsRange = Schema.Struct({
+  start: Schema.String,
+  end: Schema.String,
+  days: Schema.Int
+})
+
+export const AnalyticsFilters = Schema.Struct({
+  channel: Schema.NullOr(Schema.String),
+  campaign: Schema.NullOr(Schema.String),
+  ad_set: Schema.NullOr(Schema.String),
+  ad: Schema.NullOr(Schema.String),
+  conversion_key: Schema.NullOr(Schema.String)
+})
+
+/** Money of a period in the workspace's reporting currency. */
+export const ReportingAmounts = Schema.Struct({
+  currency: Schema.NullOr(Schema.String),
+  revenue: NullableDecimal,
+  spend: NullableDecimal,
+  roas: NullableDecimal,
+  unavailable_reason: UnavailableReason
+})
+
+export const OverviewPeriod = Schema.Struct({
+  start: Schema.String,
+  end: Schema.String,
+  /** `business_conversions`: the canonical count. */
+  outcomes: Schema.Int,
+  business_conversions: Schema.Int,
+  cash_payments: Schema.Int,
+  first_payments: Schema.Int,
+  credited_conversions: Decimal,
+  revenue: NullableDecimal,
+  /** Null when spend is unmeasurable for the filters; "0" for a measured zero. */
+  spend: NullableDecimal,
+  roas: NullableDecimal,
+  unavailable_reason: UnavailableReason,
+  reporting: ReportingAmounts
+}).annotate({ identifier: "OverviewPeriod" })
+
+const AnalyticsMetaFields = {
+  model: Schema.Literals(CreditModels),
+  time_zone: Schema.String,
+  currency: Schema.NullOr(Schema.String),
+  reporting_currency: Schema.NullOr(Schema.String),
+  filters: AnalyticsFilters
+}
+
+export const Overview = Schema.Struct({
+  data: Schema.Struct({
+    ...AnalyticsMetaFields,
+    spend_measured: Schema.Boolean,
+    current: OverviewPeriod,
+    previous: OverviewPeriod
+  }).annotate({ identifier: "Overview" })
+})
+
+export const TimeseriesPoint = Schema.Struct({
+  date: Schema.String,
+  outcomes: Schema.Int,
+  cash_payments: Schema.Int,
+  first_payments: Schema.Int,
+  credited_conversions: Decimal,
+  revenue: NullableDecimal,
+  spend: NullableDecimal,
+  reporting: Schema.Struct({ revenue: NullableDecimal, spend: NullableDecimal })
+}).annotate({ identifier: "TimeseriesPoint" })
+
+export const Timeseries = Schema.Struct({
+  data: Schema.Array(TimeseriesPoint),
+  meta: Schema.Struct({
+    ...AnalyticsMetaFields,
+    granularity: Schema.Literal("day"),
+    range: AnalyticsRange,
+    spend_measured: Schema.Boolean,
+    unavailable_reason: UnavailableReason,
+    reporting_unavailable_reason: UnavailableReason
+  })
+})
+
+export const BreakdownRow = Schema.Struct({
+  /** The dimension's value; null for touches without one (no referrer, unknown country, ...). */
+  value: Schema.NullOr(Schema.String),
+  touches: Schema.Int,
+  /** Conversions the model credits to a touch with this value (refunds excluded). */
+  conversions: Schema.Int,
+  cash_payments: Schema.Int,
+  first_payments: Schema.Int,
+  credited_conversions: Decimal,
+  /** Cash only, net of refunds, weighted by credit share. */
+  credited_revenue: NullableDecimal,
+  reporting_credited_revenue: NullableDecimal
+}).annotate({ identifier: "BreakdownRow" })
+
+export const Breakdown = Schema.Struct({
+  data: Schema.Array(BreakdownRow),
+  meta: Schema.Struct({
+    ...AnalyticsMetaFields,
+    dimension: Schema.Literals(BREAKDOWN_DIMENSIONS),
+    range: AnalyticsRange,
+    rows_total: Schema.Int,
+    unavailable_reason: UnavailableReason,
+    reporting_unavailable_reason: UnavailableReason
+  })
+})
+
+export type OverviewPeriod = typeof OverviewPeriod.Type
+export type Overview = typeof Overview.Type
+export type Timeseries = typeof Timeseries.Type
+export type Breakdown = typeof Breakdown.Type

@@ -1,0 +1,256 @@
+/**
+ * The analytics rollup job (decision 0041): keeps `analytics_*_days` equal to what the raw facts
+ * say, with a lag of about one poll interval. Triggers on the fact tables (migrations/0019)
+ * append the (profile, day) pairs a write touched to `analytics_dirty` in the writer's
+ * transaction; this job takes a batch of them (`FOR UPDATE SKIP LOCKED`: runners share the
+ * work), recomputes those days from the raw tables and deletes the batch, all in one
+ * transaction: a runner that dies leaves the batch to the next one, and recomputing a day twice
+ * writes the same rows (idempotent). A per-profile advisory lock keeps two runners from
+ * rewriting one profile's days at once. `rebuild` marks every day a profile has facts or rollups
+ * for and drains: the operator's full recompute (`svc analytics rebuild`).
+ */
+import { Cause, Context, Duration, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { CreditModels } from "../../schema/events.ts"
+import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+
+export interface AnalyticsRollupSettingsShape {
+  /** Run the background fiber. Off: rollups change only when `drain` is called. */
+  readonly enabled: boolean
+  readonly pollInterval: Duration.Duration
+  /** Dirty marks taken per transaction. */
+  readonly batchSize: number
+}
+
+export const defaultRollupSettings: AnalyticsRollupSettingsShape = {
+  enabled: true,
+  pollInterval: Duration.seconds(1),
+  batchSize: 200
+}
+
+export const AnalyticsRollupSettings = Context.Reference<AnalyticsRollupSettingsShape>("svc/AnalyticsRollupSettings", {
+  defaultValue: () => defaultRollupSettings
+})
+
+/**
+ * What a touch is counted under, per dimension ('' = none). The filter dimensions are the first
+ * four; a rollup row within a filter value counts only touches that have it.
+ */
+export const DIMENSION_SQL = {
+  channel: "tch.channel",
+  campaign: "COALESCE(tch.campaign_external_id, '')",
+  ad_set: "COALESCE(tch.ad_set_external_id, '')",
+  ad: "COALESCE(tch.ad_external_id, '')",
+  referrer: "COALESCE(tch.referrer_domain, '')",
+  page: "COALESCE(tch.path, '')",
+  keyword: "COALESCE(tch.payload -> 'utm' ->> 'utm_term', '')",
+  country: "COALESCE(tch.country, '')",
+  device: "COALESCE(tch.device, '')",
+  browser: "COALESCE(tch.browser, '')",
+  os: "COALESCE(tch.os, '')"
+} as const
+
+const FILTER_DIMENSIONS = ["channel", "campaign", "ad_set", "ad"] as const
+
+const dimensionValues = Object.entries(DIMENSION_SQL).map(([name, expression]) => `('${name}', ${expression})`).join(", ")
+const filterValues = ["('', '')", ...FILTER_DIMENSIONS.map((name) => `('${name}', ${DIMENSION_SQL[name]})`)].join(", ")
+
+/** Touches and credited touches fan out to one row per (filter value, dimension value). */
+const fanOut = `
+  CROSS JOIN LATERAL (VALUES ${dimensionValues}) AS d(dimension, value)
+  CROSS JOIN LATERAL (VALUES ${filterValues}) AS f(filter_dimension, filter_value)`
+const fanOutWhere = `(f.filter_dimension = '' OR f.filter_value <> '') AND f.filter_dimension <> d.dimension`
+
+const DirtyRow = Schema.Struct({ profile_id: Schema.String, day: Schema.NullOr(Schema.String) })
+
+export interface DrainResult {
+  /** (profile, day) pairs recomputed. */
+  readonly days: number
+}
+
+export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
+  /** Recomputes one batch of dirty days; answers how many dirty marks it consumed. */
+  readonly refreshPending: Effect.Effect<number, DatabaseUnavailable>
+  /** Recomputes until no dirty mark is left (waiting for marks another runner holds). */
+  readonly drain: Effect.Effect<DrainResult, DatabaseUnavailable>
+  /** Marks every day of the profiles (all when null) dirty and drains. */
+  readonly rebuild: (profileId: string | null) => Effect.Effect<{ readonly profiles: number; readonly days: number }, DatabaseUnavailable>
+}>()("svc/AnalyticsRollups") {
+  static readonly layer = Layer.effect(AnalyticsRollups)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const settings = yield* AnalyticsRollupSettings
+      const dirtyRows = decodeRows(DirtyRow)
+
+      const targets = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
+        sql`
+          SELECT DISTINCT u.profile_id, u.day, (u.day::timestamp AT TIME ZONE p.time_zone) AS from_at,
+                 ((u.day + 1)::timestamp AT TIME ZONE p.time_zone) AS to_at
+          FROM unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
+          JOIN profiles p ON p.id = u.profile_id`
+
+      /** The day's conversions with what the rollups count of them. */
+      const conversionsOf = sql.literal(`
+        SELECT c.id, c.profile_id, t.day, c.conversion_key, COALESCE(c.currency, '') AS currency,
+               c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash,
+               c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
+               CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net
+        FROM t JOIN conversions c ON c.profile_id = t.profile_id AND c.occurred_at >= t.from_at AND c.occurred_at < t.to_at`)
+
+      /** Replaces the rollup rows of the (profile, day) pairs with what the raw tables say now. */
+      const recompute = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          for (const table of ["analytics_conversion_days", "analytics_credit_days", "analytics_touch_days"]) {
+            yield* sql`
+              DELETE FROM ${sql(table)} r USING unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
+              WHERE r.profile_id = u.profile_id AND r.day = u.day`
+          }
+          yield* sql`
+            INSERT INTO analytics_conversion_days (profile_id, model, day, conversion_key, currency, conversions, cash_payments,
+                                                   first_payments, revenue, attributed_conversions, credited_conversions, credited_revenue)
+            WITH t AS (${targets(profiles, days)}),
+            conv AS (${conversionsOf}),
+            shares AS (
+              SELECT a.conversion_id, a.model, sum(a.credit_share) AS share
+              FROM conv JOIN attribution_credits a ON a.conversion_id = conv.id AND a.is_credited
+              GROUP BY a.conversion_id, a.model)
+            SELECT conv.profile_id, m.model, conv.day, conv.conversion_key, conv.currency,
+                   count(*) FILTER (WHERE conv.counted), count(*) FILTER (WHERE conv.counted AND conv.cash),
+                   count(*) FILTER (WHERE conv.counted AND conv.first_payment), sum(conv.net),
+                   count(*) FILTER (WHERE conv.counted AND s.share IS NOT NULL),
+                   COALESCE(sum(s.share) FILTER (WHERE conv.counted), 0), COALESCE(sum(s.share * conv.net), 0)
+            FROM conv CROSS JOIN unnest(${CreditModels}::text[]) AS m(model)
+            LEFT JOIN shares s ON s.conversion_id = conv.id AND s.model = m.model
+            GROUP BY conv.profile_id, m.model, conv.day, conv.conversion_key, conv.currency`
+          yield* sql`
+            INSERT INTO analytics_credit_days (profile_id, model, filter_dimension, filter_value, dimension, value, day,
+                                               conversion_key, currency, conversions, cash_payments, first_payments,
+                                               credited_conversions, credited_revenue)
+            WITH t AS (${targets(profiles, days)}),
+            conv AS (${conversionsOf})
+            SELECT conv.profile_id, a.model, f.filter_dimension, f.filter_value, d.dimension, d.value, conv.day,
+                   conv.conversion_key, conv.currency,
+                   count(DISTINCT conv.id) FILTER (WHERE conv.counted),
+                   count(DISTINCT conv.id) FILTER (WHERE conv.counted AND conv.cash),
+                   count(DISTINCT conv.id) FILTER (WHERE conv.counted AND conv.first_payment),
+                   COALESCE(sum(a.credit_share) FILTER (WHERE conv.counted), 0), sum(a.credit_share * conv.net)
+            FROM conv
+            JOIN attribution_credits a ON a.conversion_id = conv.id AND a.is_credited
+            JOIN touches tch ON tch.id = a.touch_id
+            ${sql.literal(fanOut)}
+            WHERE ${sql.literal(fanOutWhere)}
+            GROUP BY conv.profile_id, a.model, f.filter_dimension, f.filter_value, d.dimension, d.value, conv.day,
+                     conv.conversion_key, conv.currency`
+          yield* sql`
+            INSERT INTO analytics_touch_days (profile_id, filter_dimension, filter_value, dimension, value, day, touches)
+            WITH t AS (${targets(profiles, days)})
+            SELECT t.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, t.day, count(*)
+            FROM t
+            JOIN touches tch ON tch.profile_id = t.profile_id AND tch.occurred_at >= t.from_at AND tch.occurred_at < t.to_at
+                             AND tch.kind <> 'outcome'
+            ${sql.literal(fanOut)}
+            WHERE ${sql.literal(fanOutWhere)}
+            GROUP BY t.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, t.day`
+        })
+
+      /** Every day a profile has facts or rollups for, as dirty marks (a whole-profile mark, expanded). */
+      const markProfile = (profileId: string) =>
+        sql`
+          INSERT INTO analytics_dirty (profile_id, day)
+          SELECT ${profileId}::uuid, x.day FROM (
+            SELECT (c.occurred_at AT TIME ZONE p.time_zone)::date AS day FROM conversions c JOIN profiles p ON p.id = c.profile_id
+            WHERE c.profile_id = ${profileId}
+            UNION
+            SELECT (tch.occurred_at AT TIME ZONE p.time_zone)::date FROM touches tch JOIN profiles p ON p.id = tch.profile_id
+            WHERE tch.profile_id = ${profileId}
+            UNION SELECT day FROM analytics_conversion_days WHERE profile_id = ${profileId}
+            UNION SELECT day FROM analytics_credit_days WHERE profile_id = ${profileId}
+            UNION SELECT day FROM analytics_touch_days WHERE profile_id = ${profileId}
+          ) x
+          RETURNING day`
+
+      const lockProfile = (profileId: string) =>
+        sql`SELECT true AS locked FROM pg_advisory_xact_lock(hashtextextended(${`analytics_rollup:${profileId}`}, 0))`
+
+      const refreshBatch = sql.withTransaction(Effect.gen(function*() {
+        const taken = yield* dirtyRows(sql`
+          DELETE FROM analytics_dirty
+          WHERE id IN (SELECT id FROM analytics_dirty ORDER BY id LIMIT ${settings.batchSize} FOR UPDATE SKIP LOCKED)
+          RETURNING profile_id::text AS profile_id, day::text AS day`)
+        if (taken.length === 0) return 0
+        const whole = new Set(taken.filter((row) => row.day === null).map((row) => row.profile_id))
+        const pairs = new Map<string, { readonly profileId: string; readonly day: string }>()
+        for (const row of taken) {
+          if (row.day === null || whole.has(row.profile_id)) continue
+          pairs.set(`${row.profile_id} ${row.day}`, { profileId: row.profile_id, day: row.day })
+        }
+        const profiles = [...new Set([...whole, ...[...pairs.values()].map((pair) => pair.profileId)])].sort()
+        for (const profileId of profiles) yield* lockProfile(profileId)
+        // A whole profile becomes one mark per day, taken by the next batches.
+        for (const profileId of whole) yield* markProfile(profileId)
+        if (pairs.size > 0) {
+          const list = [...pairs.values()]
+          yield* recompute(list.map((pair) => pair.profileId), list.map((pair) => pair.day))
+          yield* Effect.annotateCurrentSpan({ "svc.analytics.days": list.length })
+        }
+        return taken.length
+      }))
+
+      const refreshPending = Effect.fn("AnalyticsRollups.refreshPending")(function*() {
+        return yield* orDatabaseUnavailable(refreshBatch)
+      })
+
+      const remaining = Effect.map(
+        sql<{ n: number }>`SELECT count(*)::int AS n FROM analytics_dirty`,
+        (rows) => rows[0]?.n ?? 0
+      )
+
+      const anyDirty = Effect.map(sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM analytics_dirty) AS any`, (rows) => rows[0]?.any === true)
+
+      const drain = Effect.fn("AnalyticsRollups.drain")(function*() {
+        let consumed = 0
+        while (true) {
+          const batch = yield* refreshPending()
+          consumed += batch
+          if (batch > 0) continue
+          // Marks another runner holds: wait for its commit, so a caller reads caught-up rollups.
+          if ((yield* orDatabaseUnavailable(remaining)) === 0) break
+          yield* Effect.sleep(Duration.millis(20))
+        }
+        return { days: consumed } satisfies DrainResult
+      })
+
+      const rebuild = Effect.fn("AnalyticsRollups.rebuild")(function*(profileId: string | null) {
+        const profiles = profileId === null
+          ? (yield* orDatabaseUnavailable(sql<{ id: string }>`SELECT id::text AS id FROM profiles ORDER BY id`)).map((row) => row.id)
+          : [profileId]
+        for (const id of profiles) yield* orDatabaseUnavailable(sql`INSERT INTO analytics_dirty (profile_id, day) VALUES (${id}, NULL)`)
+        const { days } = yield* drain()
+        return { profiles: profiles.length, days }
+      })
+
+      if (settings.enabled) {
+        const loop = Effect.gen(function*() {
+          yield* Effect.sleep(settings.pollInterval)
+          while (true) {
+            // The idle probe runs untraced: a poll that finds nothing is not worth a span per second.
+            const pending = yield* Effect.withTracerEnabled(orDatabaseUnavailable(anyDirty), false).pipe(
+              Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.succeed(false))
+            )
+            const consumed = !pending ? 0 : yield* refreshPending().pipe(
+              Effect.catchCause((cause) =>
+                Cause.hasInterruptsOnly(cause)
+                  ? Effect.failCause(cause)
+                  : Effect.as(Effect.logWarning("analytics rollups: a batch failed; retrying after the poll interval", cause), 0))
+            )
+            yield* consumed >= settings.batchSize ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+          }
+        })
+        yield* Effect.forkScoped(loop)
+      }
+
+      return { refreshPending: refreshPending(), drain: drain(), rebuild }
+    })
+  )
+}
