@@ -1,0 +1,146 @@
+/**
+ * Analytics reads at scale (`npm run bench:analytics`). Decision 0041; figures in bench/README.md.
+ *
+ * In-process, on the PostgreSQL of `DATABASE_URL` (required), with the service's own layers
+ * (configuration, database pool, migrations, `AnalyticsService`, `AnalyticsRollups` with its
+ * background fiber off, `AttributionWorker` + `CreditEngine` with theirs off). Steps, each timed
+ * and printed:
+ *
+ * 1. a profile of BENCH_TOUCHES touches (10,000,000) over 13 months, with conversions from
+ *    BENCH_CUSTOMERS customers (about 0.75 per customer: 500,000 by default), generated with the
+ *    replay bench's set-based SQL (bench/replay/dataset.ts; see there for its shape);
+ * 2. the credit rows of every conversion under the six models, by a real full replay;
+ * 3. the rollups, rebuilt from the raw rows (`AnalyticsRollups.rebuild`);
+ * 4. BENCH_READS reads (100) of each: overview (last 30 days), timeseries (daily, 90 days),
+ *    breakdown by channel (30 days) — p50 / p95; next to the baseline "raw": the overview's
+ *    conversion counts computed straight from the raw rows for the same 30 days.
+ *
+ * Goal: p95 < 100 ms for each read. The profile is dropped at the end unless BENCH_KEEP=1.
+ */
+import { Effect, Layer, References } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { CreditEngine } from "../../src/attribution/engine.ts"
+import { enqueueReplay } from "../../src/attribution/replay-queue.ts"
+import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
+import { AnalyticsRollups, AnalyticsRollupSettings, defaultRollupSettings } from "../../src/analytics/rollups.ts"
+import { AnalyticsService } from "../../src/analytics/service.ts"
+import { AppConfig } from "../../src/platform/config.ts"
+import { DatabaseLive } from "../../src/platform/database.ts"
+import { MigrationsLive } from "../../src/platform/services.ts"
+import { type Dataset, dropDataset, generateDataset } from "../replay/dataset.ts"
+import { fmt, intFromEnv } from "../support.ts"
+
+const TOUCHES = intFromEnv("BENCH_TOUCHES", 10_000_000, 100_000_000)
+const CUSTOMERS = intFromEnv("BENCH_CUSTOMERS", 667_000, 20_000_000)
+const READS = intFromEnv("BENCH_READS", 100, 100_000)
+const GOAL_P95_MS = 100
+
+const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9
+
+const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const start = process.hrtime.bigint()
+    const value = yield* effect
+    return { value, seconds: seconds(start) }
+  })
+
+const sample = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const samples: Array<number> = []
+    for (let i = 0; i < READS; i++) samples.push((yield* timed(effect)).seconds * 1000)
+    samples.sort((a, b) => a - b)
+    const at = (p: number) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))] ?? Number.NaN
+    return { p50: at(0.5), p95: at(0.95) }
+  })
+
+const program = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const analytics = yield* AnalyticsService
+  const rollups = yield* AnalyticsRollups
+  const worker = yield* AttributionWorker
+  console.log(`node ${process.versions.node}; ${fmt(TOUCHES)} touches, ${fmt(CUSTOMERS)} customers (1 in 2 converts), ${READS} reads each`)
+  const generated = yield* timed(generateDataset(sql, { touches: TOUCHES, customers: CUSTOMERS, convertEvery: 2 }))
+  const dataset: Dataset = generated.value
+  console.log(`dataset: ${fmt(dataset.touches)} touches, ${fmt(dataset.conversions)} conversions, generated in ${fmt(generated.seconds, 1)} s`)
+  yield* Effect.ensuring(
+    Effect.gen(function*() {
+      yield* enqueueReplay(sql, dataset.profileId, "bench")
+      const credited = yield* timed(worker.runNextReplay)
+      const [credits] = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM attribution_credits a JOIN conversions c ON c.id = a.conversion_id WHERE c.profile_id = ${dataset.profileId}`
+      console.log(`credit rows: ${fmt(credits?.n ?? 0)} (six models), by a full replay in ${fmt(credited.seconds, 1)} s`)
+      const rebuilt = yield* timed(rollups.rebuild(dataset.profileId))
+      const [sizes] = yield* sql<{ conversion_days: number; credit_days: number; touch_days: number }>`
+        SELECT (SELECT count(*)::int FROM analytics_conversion_days WHERE profile_id = ${dataset.profileId}) AS conversion_days,
+               (SELECT count(*)::int FROM analytics_credit_days WHERE profile_id = ${dataset.profileId}) AS credit_days,
+               (SELECT count(*)::int FROM analytics_touch_days WHERE profile_id = ${dataset.profileId}) AS touch_days`
+      console.log(
+        `rollups rebuilt in ${fmt(rebuilt.seconds, 1)} s (${fmt(rebuilt.value.days)} days): ${fmt(sizes?.conversion_days ?? 0)} conversion-day, ` +
+          `${fmt(sizes?.credit_days ?? 0)} credit-day, ${fmt(sizes?.touch_days ?? 0)} touch-day rows`
+      )
+      yield* sql`ANALYZE analytics_conversion_days`
+      yield* sql`ANALYZE analytics_credit_days`
+      yield* sql`ANALYZE analytics_touch_days`
+
+      const profile = { profileId: dataset.profileId, workspaceId: dataset.workspaceId, attributionEnabled: true }
+      const overview = yield* sample(analytics.overview(profile, { days: "30" }))
+      const timeseries = yield* sample(analytics.timeseries(profile, { days: "90" }))
+      const breakdown = yield* sample(analytics.breakdown(profile, "channel", { days: "30" }))
+      const raw = yield* sample(sql`
+        SELECT count(*) FILTER (WHERE counts_as_cash) AS cash, count(*) AS conversions FROM conversions
+        WHERE profile_id = ${dataset.profileId} AND occurred_at >= now() - interval '30 days'`)
+      const rows = [
+        ["overview (30 days)", overview],
+        ["timeseries (daily, 90 days)", timeseries],
+        ["breakdown by channel (30 days)", breakdown],
+        ["baseline \"raw\": conversion counts of 30 days from the raw table", raw]
+      ] as const
+      console.log("")
+      console.log("| read | p50 ms | p95 ms | goal p95 < 100 ms |")
+      console.log("|---|---:|---:|---|")
+      for (const [label, figures] of rows) {
+        const goal = label.startsWith("baseline") ? "" : figures.p95 < GOAL_P95_MS ? "met" : "NOT met"
+        console.log(`| ${label} | ${fmt(figures.p50, 2)} | ${fmt(figures.p95, 2)} | ${goal} |`)
+      }
+    }),
+    process.env["BENCH_KEEP"] === "1"
+      ? Effect.sync(() => console.log(`kept profile ${dataset.profileId}`))
+      : Effect.orDie(Effect.gen(function*() {
+        yield* dropDataset(sql, dataset)
+        for (const table of ["analytics_conversion_days", "analytics_credit_days", "analytics_touch_days", "analytics_dirty"]) {
+          yield* sql`DELETE FROM ${sql(table)} WHERE profile_id = ${dataset.profileId}`
+        }
+      }))
+  )
+})
+
+const main = async () => {
+  if (process.env["DATABASE_URL"] === undefined) {
+    console.log("bench:analytics needs DATABASE_URL (a PostgreSQL the bench may write ten million touches to); nothing measured")
+    process.exitCode = 1
+    return
+  }
+  const quiet = Layer.mergeAll(
+    Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }),
+    Layer.succeed(AnalyticsRollupSettings)({ ...defaultRollupSettings, enabled: false })
+  )
+  const live = Layer.mergeAll(AnalyticsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer).pipe(
+    Layer.provide(quiet),
+    Layer.provideMerge(MigrationsLive),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provide(AppConfig.layer)
+  )
+  await Effect.runPromise(
+    program.pipe(Effect.scoped, Effect.provide(live), Effect.provideService(References.MinimumLogLevel, "Warn"))
+  ).then(
+    () => {
+      process.exitCode = 0
+    },
+    (error: unknown) => {
+      console.error(`\nbench:analytics failed: ${error instanceof Error ? error.message : String(error)}`)
+      process.exitCode = 1
+    }
+  )
+}
+
+await main()
