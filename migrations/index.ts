@@ -17,6 +17,8 @@ import m0016 from "./0016_customers.ts"
 import m0017 from "./0017_identity_links.ts"
 import m0018 from "./0018_merges.ts"
 import m0019 from "./0019_analytics.ts"
+import m0020 from "./0020_campaign_rollups.ts"
+import m0021 from "./0021_analytics_insights.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -41,7 +43,9 @@ export const migrations = {
   "0016_customers": m0016,
   "0017_identity_links": m0017,
   "0018_merges": m0018,
-  "0019_analytics": m0019
+  "0019_analytics": m0019,
+  "0020_campaign_rollups": m0020,
+  "0021_analytics_insights": m0021
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

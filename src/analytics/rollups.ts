@@ -98,10 +98,64 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
                CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net
         FROM t JOIN conversions c ON c.profile_id = t.profile_id AND c.occurred_at >= t.from_at AND c.occurred_at < t.to_at`)
 
+      /**
+       * Campaign / ad set / ad rows (decision 0042, migration 0020). `per_conv`: each conversion's
+       * credit share per (model, filter value, level, platform id), '' = touches without an id at
+       * that level. Entity rows count a conversion once per id it is credited to; the '' row is the
+       * remainder: conversions with no credited id at that level and the share no id got (without a
+       * filter every conversion weighs 1, credited or not; within a filter, the filter's share).
+       */
+      const recomputeCampaigns = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
+        sql`
+          INSERT INTO analytics_campaign_days (profile_id, model, filter_dimension, filter_value, level, platform_id, day,
+                                               conversion_key, currency, conversions, cash_payments, first_payments,
+                                               credited_conversions, credited_revenue, outcome_value)
+          WITH t AS (${targets(profiles, days)}),
+          conv AS (${conversionsOf}),
+          per_conv AS (
+            SELECT conv.id, a.model, f.filter_dimension, f.filter_value, l.level, l.platform_id, sum(a.credit_share) AS share
+            FROM conv
+            JOIN attribution_credits a ON a.conversion_id = conv.id AND a.is_credited
+            JOIN touches tch ON tch.id = a.touch_id
+            CROSS JOIN LATERAL (VALUES ('campaign', ${sql.literal(DIMENSION_SQL.campaign)}), ('ad_set', ${sql.literal(DIMENSION_SQL.ad_set)}),
+                                       ('ad', ${sql.literal(DIMENSION_SQL.ad)})) AS l(level, platform_id)
+            CROSS JOIN LATERAL (VALUES ${sql.literal(filterValues)}) AS f(filter_dimension, filter_value)
+            WHERE f.filter_dimension = '' OR f.filter_value <> ''
+            GROUP BY conv.id, a.model, f.filter_dimension, f.filter_value, l.level, l.platform_id),
+          slices AS (
+            SELECT id, model, filter_dimension, filter_value, level, sum(share) AS slice_share,
+                   sum(share) FILTER (WHERE platform_id <> '') AS entity_share
+            FROM per_conv GROUP BY id, model, filter_dimension, filter_value, level),
+          unfiltered AS (
+            SELECT conv.id, m.model, l.level FROM conv
+            CROSS JOIN unnest(${CreditModels}::text[]) AS m(model)
+            CROSS JOIN unnest(ARRAY['campaign', 'ad_set', 'ad']) AS l(level)),
+          contributions AS (
+            SELECT p.id, p.model, p.filter_dimension, p.filter_value, p.level, p.platform_id, p.share, true AS counts
+            FROM per_conv p WHERE p.platform_id <> ''
+            UNION ALL
+            SELECT u.id, u.model, '', '', u.level, '', 1 - COALESCE(s.entity_share, 0), s.entity_share IS NULL
+            FROM unfiltered u
+            LEFT JOIN slices s ON s.id = u.id AND s.model = u.model AND s.level = u.level AND s.filter_dimension = ''
+            UNION ALL
+            SELECT s.id, s.model, s.filter_dimension, s.filter_value, s.level, '', s.slice_share - COALESCE(s.entity_share, 0),
+                   s.entity_share IS NULL
+            FROM slices s WHERE s.filter_dimension <> '')
+          SELECT conv.profile_id, x.model, x.filter_dimension, x.filter_value, x.level, x.platform_id, conv.day,
+                 conv.conversion_key, conv.currency,
+                 count(*) FILTER (WHERE x.counts AND conv.counted),
+                 count(*) FILTER (WHERE x.counts AND conv.counted AND conv.cash),
+                 count(*) FILTER (WHERE x.counts AND conv.counted AND conv.first_payment),
+                 COALESCE(sum(x.share) FILTER (WHERE conv.counted), 0), sum(x.share * conv.net),
+                 COALESCE(sum(conv.net) FILTER (WHERE x.counts AND conv.counted AND conv.cash), 0)
+          FROM contributions x JOIN conv ON conv.id = x.id
+          GROUP BY conv.profile_id, x.model, x.filter_dimension, x.filter_value, x.level, x.platform_id, conv.day,
+                   conv.conversion_key, conv.currency`
+
       /** Replaces the rollup rows of the (profile, day) pairs with what the raw tables say now. */
       const recompute = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
         Effect.gen(function*() {
-          for (const table of ["analytics_conversion_days", "analytics_credit_days", "analytics_touch_days"]) {
+          for (const table of ["analytics_conversion_days", "analytics_credit_days", "analytics_touch_days", "analytics_campaign_days"]) {
             yield* sql`
               DELETE FROM ${sql(table)} r USING unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
               WHERE r.profile_id = u.profile_id AND r.day = u.day`
@@ -152,6 +206,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
             ${sql.literal(fanOut)}
             WHERE ${sql.literal(fanOutWhere)}
             GROUP BY t.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, t.day`
+          yield* recomputeCampaigns(profiles, days)
         })
 
       /** Every day a profile has facts or rollups for, as dirty marks (a whole-profile mark, expanded). */
@@ -167,6 +222,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
             UNION SELECT day FROM analytics_conversion_days WHERE profile_id = ${profileId}
             UNION SELECT day FROM analytics_credit_days WHERE profile_id = ${profileId}
             UNION SELECT day FROM analytics_touch_days WHERE profile_id = ${profileId}
+            UNION SELECT day FROM analytics_campaign_days WHERE profile_id = ${profileId}
           ) x
           RETURNING day`
 

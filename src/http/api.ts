@@ -6,6 +6,8 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
 import { AnalyticsApi } from "../analytics/api.ts"
+import { CampaignsApi } from "../analytics/campaigns-api.ts"
+import { InsightsApi } from "../analytics/insights-api.ts"
 import { AttributionApi } from "../attribution/api.ts"
 import { DefinitionsApi } from "../attribution/definitions-api.ts"
 import { ApiKeysApi } from "../auth/api-keys-api.ts"
@@ -60,6 +62,8 @@ export const Api = HttpApi.make("svc")
   .add(IdentityApi)
   .add(IdentityRepairApi)
   .add(AnalyticsApi)
+  .add(CampaignsApi)
+  .add(InsightsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -8,6 +8,10 @@ import { AdminHandlers } from "../admin/handlers.ts"
 import { AdminService } from "../admin/service.ts"
 import { AnalyticsHandlers } from "../analytics/handlers.ts"
 import { AnalyticsService } from "../analytics/service.ts"
+import { CampaignsHandlers } from "../analytics/campaigns-handlers.ts"
+import { CampaignsService } from "../analytics/campaigns-service.ts"
+import { InsightsHandlers } from "../analytics/insights-handlers.ts"
+import { InsightsService } from "../analytics/insights-service.ts"
 import { DefinitionsHandlers } from "../attribution/definitions-handlers.ts"
 import { Definitions } from "../attribution/definitions-service.ts"
 import { AttributionHandlers } from "../attribution/handlers.ts"
@@ -67,9 +71,9 @@ import { IdempotencyLayer } from "./idempotency.ts"
 import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, IdentityRepairHandlers, LinkTokensHandlers, AnalyticsHandlers]),
+  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, IdentityRepairHandlers, LinkTokensHandlers, AnalyticsHandlers, CampaignsHandlers, InsightsHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, IdentityRepair.layer, LinkTokens.layer, AnalyticsService.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, IdentityRepair.layer, LinkTokens.layer, AnalyticsService.layer, CampaignsService.layer, InsightsService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */

@@ -1,0 +1,224 @@
+/**
+ * Campaign, ad set and ad reads (decision 0042): rows per entity of the synced ad structure (and
+ * per credited id the sync has not shown yet), the unattributed remainder, and the conversions
+ * one campaign is credited with. Counts are integers; money and shares exact decimal strings, in
+ * the profile's currency and again in the workspace's reporting currency.
+ */
+import { Schema } from "effect"
+import { Pagination } from "./common.ts"
+import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, UnavailableReason } from "./analytics.ts"
+import { CreditModels } from "./events.ts"
+
+export const CAMPAIGN_LEVELS = ["campaign", "ad_set", "ad"] as const
+export type CampaignLevel = typeof CAMPAIGN_LEVELS[number]
+
+const text = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
+
+export const CampaignsQuery = {
+  ...AnalyticsQuery,
+  level: text("campaign (default), ad_set or ad")
+}
+
+export const CampaignConversionsQuery = {
+  ...AnalyticsQuery,
+  limit: text("Rows per page, 1 to 200 (default 50); a page may hold fewer"),
+  cursor: text("Opaque cursor of the previous page's `pagination.cursor`")
+}
+
+export const CampaignParams = {
+  id: Schema.String.annotate({ description: "The campaign's platform id (the ad platform's own id, `platform_id` of the rows)" })
+}
+
+const Decimal = Schema.String.annotate({ description: "Exact decimal string" })
+const NullableDecimal = Schema.NullOr(Decimal)
+
+const CountsByType = Schema.Record(Schema.String, Schema.Int).annotate({
+  description: "Conversion key → conversions credited (refunds excluded)"
+})
+
+/** What the credit of a level adds up to, per entity or for the remainder. */
+const CreditFields = {
+  /** Credited cash payments (refunds excluded): the CAC denominator. */
+  outcome_count: Schema.Int,
+  /** Credited first payments (refunds excluded): the `cac_first_payment` denominator. */
+  outcome_count_first_payment: Schema.Int,
+  /** Conversions of every kind credited (refunds excluded); never a ROAS or CAC denominator. */
+  attributed_outcome_count: Schema.Int,
+  attributed_outcomes_by_type: CountsByType,
+  /** Sum of the credit shares (refunds excluded): additive across rows under every model. */
+  credited_conversions: Decimal,
+  /** Cash value (net of refunds) of the conversions in `outcome_count`, each counted whole. */
+  outcome_value: NullableDecimal,
+  /** Cash only, net of refunds, weighted by credit share. */
+  credited_revenue: NullableDecimal
+}
+
+export const CampaignReporting = Schema.Struct({
+  currency: Schema.NullOr(Schema.String),
+  outcome_value: NullableDecimal,
+  credited_revenue: NullableDecimal,
+  spend: NullableDecimal,
+  roas: NullableDecimal,
+  cac: NullableDecimal,
+  cac_first_payment: NullableDecimal
+})
+
+export const CampaignRow = Schema.Struct({
+  level: Schema.Literals(CAMPAIGN_LEVELS),
+  /** The ad platform's own id. */
+  platform_id: Schema.String,
+  /** Our id of the synced entity; null for an id credited before the sync has shown it. */
+  id: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String),
+  status: Schema.NullOr(Schema.String),
+  in_synced_structure: Schema.Boolean,
+  ...CreditFields,
+  /** Null when spend is unmeasurable for this entity and the filters; "0" for a measured zero. */
+  spend: NullableDecimal,
+  /** credited_revenue / spend, 4 decimals. */
+  roas: NullableDecimal,
+  /** spend / outcome_count, 6 decimals; null without spend or outcomes. */
+  cac: NullableDecimal,
+  cac_first_payment: NullableDecimal,
+  /** Null until the ad-platform sync supplies them (`meta.adplatform_reported_status`). */
+  adplatform_reported_conversions: Schema.NullOr(Schema.Int),
+  adplatform_reported_chats: Schema.NullOr(Schema.Int),
+  /** `level=ad_set` only, from the synced copy; null at other levels. */
+  learning_stage_status: Schema.NullOr(Schema.Literals(["LEARNING", "SUCCESS", "FAIL"])),
+  campaign_objective: Schema.NullOr(Schema.String),
+  reporting: CampaignReporting
+}).annotate({ identifier: "CampaignRow" })
+
+const MetaFields = {
+  model: Schema.Literals(CreditModels),
+  time_zone: Schema.String,
+  currency: Schema.NullOr(Schema.String),
+  reporting_currency: Schema.NullOr(Schema.String),
+  filters: AnalyticsFilters,
+  level: Schema.Literals(CAMPAIGN_LEVELS),
+  range: AnalyticsRange
+}
+
+export const Campaigns = Schema.Struct({
+  data: Schema.Array(CampaignRow),
+  meta: Schema.Struct({
+    ...MetaFields,
+    /** `not_synced`: the ad-platform sync does not supply reported conversions and chats yet. */
+    adplatform_reported_status: Schema.Literal("not_synced"),
+    unavailable_reason: UnavailableReason,
+    reporting_unavailable_reason: UnavailableReason
+  })
+})
+
+export const Unattributed = Schema.Struct({
+  data: Schema.Struct({
+    ...CreditFields,
+    reporting: Schema.Struct({ currency: Schema.NullOr(Schema.String), outcome_value: NullableDecimal, credited_revenue: NullableDecimal })
+  }).annotate({ identifier: "CampaignsUnattributed" }),
+  meta: Schema.Struct({ ...MetaFields, unavailable_reason: UnavailableReason, reporting_unavailable_reason: UnavailableReason })
+})
+
+export const CampaignConversion = Schema.Struct({
+  id: Schema.String,
+  outcome_event_id: Schema.String,
+  conversion_key: Schema.String,
+  occurred_at: Schema.String,
+  value: NullableDecimal,
+  currency: Schema.NullOr(Schema.String),
+  counts_as_cash: Schema.Boolean,
+  is_first_payment: Schema.NullOr(Schema.Boolean),
+  /** The model's credit share on this campaign's touches. */
+  credit_share: Decimal
+}).annotate({ identifier: "CampaignConversion" })
+
+export const CampaignConversions = Schema.Struct({
+  data: Schema.Array(CampaignConversion),
+  pagination: Pagination,
+  meta: Schema.Struct({ model: Schema.Literals(CreditModels), time_zone: Schema.String, platform_id: Schema.String, range: AnalyticsRange })
+})
+
+export type CampaignRow = typeof CampaignRow.Type
+export type Campaigns = typeof Campaigns.Type
+export type Unattributed = typeof Unattributed.Type
+export type CampaignConversions = typeof CampaignConversions.Type
+
+/** A learned value (dated change 2026-10-09): `value` is read only when `status` is `served`. */
+export const LearnedValue = Schema.Struct({
+  value: Schema.NullOr(Schema.Union([Schema.Number, Schema.String])),
+  status: Schema.Literals(["served", "withheld", "not_applicable"]),
+  reason: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "LearnedValue" })
+
+export const LEARNED_VALUE_NAMES = [
+  "top_performer_likelihood",
+  "hazard_30d_pause",
+  "hazard_30d_degradation",
+  "fatigue_risk_tier",
+  "expected_lifespan_days"
+] as const
+
+export const AdDetail = Schema.Struct({
+  data: Schema.Struct({
+    ...CampaignRow.fields,
+    learned: Schema.Struct({
+      top_performer_likelihood: LearnedValue,
+      hazard_30d_pause: LearnedValue,
+      hazard_30d_degradation: LearnedValue,
+      fatigue_risk_tier: LearnedValue,
+      expected_lifespan_days: LearnedValue
+    })
+  }).annotate({ identifier: "AdDetail" }),
+  meta: Campaigns.fields.meta
+})
+
+export const AdDetailParams = {
+  id: Schema.String.annotate({ description: "The platform id of the ad (or of the ad set / campaign with `level`)" })
+}
+
+export const AdsTrendPoint = Schema.Struct({
+  date: Schema.String,
+  attributed_outcome_count: Schema.Int,
+  outcome_count: Schema.Int,
+  outcome_count_first_payment: Schema.Int,
+  credited_conversions: Decimal,
+  credited_revenue: NullableDecimal,
+  /** Null when spend is unmeasurable for the filters; "0" for a measured zero. */
+  spend: NullableDecimal,
+  /** Null until the ad-platform sync supplies messaging metrics. */
+  messaging_conversations_started_7d: Schema.NullOr(Schema.Int),
+  reporting: Schema.Struct({ credited_revenue: NullableDecimal, spend: NullableDecimal })
+}).annotate({ identifier: "AdsTrendPoint" })
+
+export const AdsTrend = Schema.Struct({
+  data: Schema.Array(AdsTrendPoint),
+  meta: Schema.Struct({
+    model: Schema.Literals(CreditModels),
+    time_zone: Schema.String,
+    currency: Schema.NullOr(Schema.String),
+    reporting_currency: Schema.NullOr(Schema.String),
+    filters: AnalyticsFilters,
+    range: AnalyticsRange,
+    spend_measured: Schema.Boolean,
+    /** `not_synced`: messaging metrics are not supplied by the ad-platform sync yet. */
+    messaging_status: Schema.Literal("not_synced"),
+    unavailable_reason: UnavailableReason,
+    reporting_unavailable_reason: UnavailableReason
+  })
+})
+
+export const FatigueRisk = Schema.Struct({
+  data: Schema.Struct({
+    model: Schema.Struct({ status: Schema.Literals(["served", "withheld"]), reason: Schema.NullOr(Schema.String) }),
+    ads: Schema.Array(Schema.Struct({ platform_id: Schema.String, fatigue_risk_tier: LearnedValue, risk_rank_score: LearnedValue }))
+  }).annotate({ identifier: "FatigueRisk" }),
+  meta: Schema.Struct({
+    model: Schema.Literals(CreditModels),
+    time_zone: Schema.String,
+    filters: AnalyticsFilters,
+    range: AnalyticsRange
+  })
+})
+
+export type AdDetail = typeof AdDetail.Type
+export type AdsTrend = typeof AdsTrend.Type
+export type FatigueRisk = typeof FatigueRisk.Type
