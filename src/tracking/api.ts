@@ -127,6 +127,23 @@ export const CollectorApi = HttpApiGroup.make("collector")
           "600 events per minute under one tracking key; more answer 429 `rate_limit_exceeded` with `Retry-After`."
       )
       .annotateMerge(collectorPolicy),
+    HttpApiEndpoint.get("trackerScript", "/t/tracker.js", {
+      query: {
+        key: Schema.String.annotate({ description: "The profile's public tracking key (svc_pub_...)" }),
+        bundle: SnippetQuery.bundle,
+        pixel_id: SnippetQuery.pixel_id
+      },
+      success: SnippetScript,
+      error: [wire(NotFound), wire(InvalidParameter), wire(DatabaseUnavailable)]
+    })
+      .annotate(OpenApi.Summary, "The tracker script for a `<script src>` tag: public, cacheable (ETag, 5 minutes), for an active tracking key")
+      .annotate(
+        OpenApi.Description,
+        "The same script as `GET /api/v1/tracking/snippet`, addressed by the public tracking key, so a page or a tag " +
+          "manager can load it without a credential. Answers `ETag` and `Cache-Control: public, max-age=300`; " +
+          "`If-None-Match` with the current ETag answers 304. An unknown or revoked key answers 404."
+      )
+      .annotateMerge(collectorPolicy),
     HttpApiEndpoint.options("collectPreflight", "/t/collect", {
       success: HttpApiSchema.NoContent,
       error: [wire(InsufficientScope), wire(DatabaseUnavailable)]

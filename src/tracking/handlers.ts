@@ -4,6 +4,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { PayloadTooLarge } from "../../schema/errors.ts"
 import { Api } from "../http/api.ts"
 import { peerAddressOf } from "../http/request-info.ts"
+import { sha256 } from "../platform/json.ts"
 import { Principal } from "../http/auth.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { MAX_EVENT_BYTES, TrackingService } from "./service.ts"
@@ -68,6 +69,18 @@ export const CollectorHandlers = HttpApiBuilder.group(Api, "collector", (handler
               ? {}
               : { "access-control-allow-origin": outcome.allowOrigin, vary: "Origin" }
           })
+        }))
+      .handleRaw("trackerScript", ({ query, request }) =>
+        Effect.gen(function*() {
+          const script = yield* tracking.publicScript({ key: query.key, bundle: query.bundle, pixelId: query.pixel_id })
+          const etag = `"${sha256(script).slice(0, 32)}"`
+          const headers = {
+            etag,
+            "cache-control": "public, max-age=300",
+            "x-content-type-options": "nosniff"
+          }
+          if (request.headers["if-none-match"] === etag) return HttpServerResponse.empty({ status: 304, headers })
+          return HttpServerResponse.text(script, { contentType: "application/javascript; charset=utf-8", headers })
         }))
       .handleRaw("collectPreflight", ({ request }) =>
         Effect.gen(function*() {

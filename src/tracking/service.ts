@@ -202,6 +202,11 @@ export class TrackingService extends Context.Service<TrackingService, {
     patch: UpdateTrackingSettings
   ) => Effect.Effect<SettingsChange, Errors>
   readonly snippet: (profile: ProfileContext, request: SnippetRequest) => Effect.Effect<string, NotFound | InvalidParameter | Errors>
+  /**
+   * `GET /t/tracker.js?key=`: the same script as the snippet, public, for a `<script src>` tag
+   * (tracking keys are public). 404 for an unknown or revoked key.
+   */
+  readonly publicScript: (request: SnippetRequest) => Effect.Effect<string, InvalidParameter | NotFound | Errors>
   readonly collect: (
     request: CollectRequest
   ) => Effect.Effect<CollectOutcome, ValidationError | PayloadTooLarge | Unauthorized | InsufficientScope | RateLimitExceeded | Errors>
@@ -349,7 +354,20 @@ export class TrackingService extends Context.Service<TrackingService, {
         return change
       })
 
-      const snippet = Effect.fn("Tracking.snippet")(function*(profile: ProfileContext, request: SnippetRequest) {
+      /** The script for a profile and one of its keys, with its current settings. */
+      const renderFor = Effect.fnUntraced(function*(profileId: string, trackingKey: string, request: SnippetRequest) {
+        const current = yield* repo.settings(profileId)
+        return renderSnippet({
+          collectorUrl: yield* collectorUrlOf(profileId),
+          trackingKey,
+          cookieDomain: current.cookie_domain,
+          captureClickIds: current.capture_click_ids,
+          respectDoNotTrack: current.respect_do_not_track,
+          adplatformPixelId: request.bundle === undefined ? undefined : request.pixelId
+        })
+      })
+
+      const checkBundle = (request: SnippetRequest) => Effect.gen(function*() {
         if (request.bundle !== undefined && request.bundle !== "adplatform_pixel") {
           return yield* new InvalidParameter({ message: "query.bundle: expected adplatform_pixel" })
         }
@@ -361,6 +379,10 @@ export class TrackingService extends Context.Service<TrackingService, {
             message: "query.pixel_id: the ad platform's pixel id (5 to 20 digits) is required with bundle=adplatform_pixel"
           })
         }
+      })
+
+      const snippet = Effect.fn("Tracking.snippet")(function*(profile: ProfileContext, request: SnippetRequest) {
+        yield* checkBundle(request)
         const keys = yield* repo.activeKeys(profile.profileId)
         const key = request.key === undefined ? keys[0] : keys.find((row) => row.key === request.key)
         if (key === undefined) {
@@ -370,15 +392,16 @@ export class TrackingService extends Context.Service<TrackingService, {
               : "No such tracking key."
           })
         }
-        const current = yield* repo.settings(profile.profileId)
-        return renderSnippet({
-          collectorUrl: yield* collectorUrlOf(profile.profileId),
-          trackingKey: key.key,
-          cookieDomain: current.cookie_domain,
-          captureClickIds: current.capture_click_ids,
-          respectDoNotTrack: current.respect_do_not_track,
-          adplatformPixelId: request.bundle === undefined ? undefined : request.pixelId
-        })
+        return yield* renderFor(profile.profileId, key.key, request)
+      })
+
+      const publicScript = Effect.fn("Tracking.publicScript")(function*(request: SnippetRequest) {
+        yield* checkBundle(request)
+        const noKey = () => new NotFound({ message: "No active tracking key has this value.", reason: "tracking_key_not_found" })
+        if (request.key === undefined || !isWellFormed(request.key, CredentialPrefix.trackingKey)) return yield* noKey()
+        const target = yield* targetOf(request.key)
+        if (Option.isNone(target)) return yield* noKey()
+        return yield* renderFor(target.value.profile_id, request.key, request)
       })
 
       /**
@@ -483,7 +506,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         return origin
       })
 
-      return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, collect, preflight }
+      return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, publicScript, collect, preflight }
     })
   ).pipe(Layer.provide([TrackingRepo.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
 }

@@ -351,6 +351,36 @@ layer(serveApp(testSettings({ baseUrl: BASE_URL })).pipe(Layer.provide(workerOff
       }))
   })
 
+  describe("GET /t/tracker.js", () => {
+    it.effect("serves the snippet's script publicly by tracking key, cacheable, 304 on a matching ETag; unknown or revoked keys 404", () =>
+      Effect.gen(function*() {
+        const tracked = yield* trackedProfile()
+        const snippet = yield* send(`/api/v1/tracking/snippet?key=${tracked.trackingKey}`, tracked.auth)
+        const script = yield* call(`/t/tracker.js?key=${tracked.trackingKey}`)
+        assert.strictEqual(script.status, 200, script.text)
+        assert.strictEqual(script.text, snippet.text)
+        assert.match(script.headers.get("content-type") ?? "", /^application\/javascript/)
+        assert.strictEqual(script.headers.get("cache-control"), "public, max-age=300")
+        assert.strictEqual(script.headers.get("x-content-type-options"), "nosniff")
+        const etag = script.headers.get("etag")
+        assert.isString(etag)
+        const cached = yield* call(`/t/tracker.js?key=${tracked.trackingKey}`, { headers: { "if-none-match": etag ?? "" } })
+        assert.strictEqual(cached.status, 304)
+        const bundled = yield* call(`/t/tracker.js?key=${tracked.trackingKey}&bundle=adplatform_pixel&pixel_id=123456`)
+        assert.include(bundled.text, ADPLATFORM_PIXEL_LOADER_URL)
+        const badBundle = yield* call(`/t/tracker.js?key=${tracked.trackingKey}&bundle=other`)
+        assert.strictEqual(badBundle.status, 400)
+        for (const key of ["nope", `svc_pub_${"a".repeat(40)}`]) {
+          const unknown = yield* call(`/t/tracker.js?key=${key}`)
+          assert.strictEqual(unknown.status, 404, key)
+          assert.strictEqual(unknown.json.error.code, "not_found")
+        }
+        assert.strictEqual((yield* send(`/api/v1/tracking/keys/${tracked.keyId}`, tracked.auth, "DELETE")).status, 200)
+        const revoked = yield* call(`/t/tracker.js?key=${tracked.trackingKey}`)
+        assert.strictEqual(revoked.status, 404)
+      }))
+  })
+
   describe("collector", () => {
     it.effect("an accepted event: 204 with CORS for the origin, one web touch with parsed agent, channel and click id kind", () =>
       Effect.gen(function*() {
