@@ -181,3 +181,42 @@ export const Conversion = Schema.Struct({
 export type Conversion = typeof Conversion.Type
 
 export const ConversionPage = Page(Conversion).annotate({ identifier: "ConversionPage" })
+
+/** The person behind a replayed outcome, only for callers holding `customers:read` (decision 0044). */
+export const OutcomeContact = Schema.Struct({
+  customer_key: Schema.NullOr(Schema.String),
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "OutcomeContact" })
+
+/** An `outcome.recorded` event as webhooks deliver it and `GET /api/v1/outcomes/recorded` replays it. */
+export const OutcomeRecordedEvent = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("outcome.recorded"),
+  created_at: Schema.String,
+  data: Schema.Struct({
+    provider: Schema.String,
+    outcome_type: Schema.String,
+    occurred_at: Schema.String,
+    customer_key: Schema.NullOr(Schema.String),
+    value: Schema.NullOr(Schema.String),
+    currency: Schema.NullOr(Schema.String),
+    outcome_event_id: Schema.String,
+    conversion_id: Schema.NullOr(Schema.String),
+    contact: Schema.optionalKey(Schema.NullOr(OutcomeContact))
+  })
+}).annotate({ identifier: "OutcomeRecordedEvent" })
+export type OutcomeRecordedEvent = typeof OutcomeRecordedEvent.Type
+
+export const OutcomeReplayPage = Schema.Struct({
+  data: Schema.Array(OutcomeRecordedEvent),
+  /** `cursor` is always where to continue from, also when nothing more is there yet (poll it later). */
+  pagination: Schema.Struct({ has_next: Schema.Boolean, cursor: Schema.NullOr(Schema.String) })
+}).annotate({ identifier: "OutcomeReplayPage" })
+
+export const OutcomeReplayQuery = {
+  cursor: Schema.optionalKey(Schema.String.annotate({ description: "pagination.cursor of the previous page; absent: the start of the 90-day window" })),
+  limit: Schema.optionalKey(Schema.String.annotate({ description: "1 to 200, default 100" }))
+}

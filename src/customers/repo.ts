@@ -467,11 +467,11 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
                 status = CASE WHEN status IN ('open', 'snoozed') THEN 'superseded' ELSE status END,
                 decided_at = CASE WHEN status IN ('open', 'snoozed') THEN now() ELSE decided_at END
             WHERE customer_a = ANY(${ids}::uuid[]) OR customer_b = ANY(${ids}::uuid[])`
-          // Undelivered outcome.recorded rows: no customer key and no customer to open at delivery.
+          // outcome.recorded rows, delivered or not (the replay answers them too): no customer key, no customer to open.
           yield* sql`
             UPDATE outbox
             SET payload = jsonb_set(jsonb_set(payload, '{data,customer_key}', 'null'::jsonb), '{delivery,customer_id}', 'null'::jsonb)
-            WHERE published_at IS NULL AND payload->'delivery'->>'customer_id' = ANY(${ids}::text[])`
+            WHERE payload->'delivery'->>'customer_id' = ANY(${ids}::text[])`
           yield* sql`
             UPDATE customers SET customer_key = NULL, first_name = NULL, last_name = NULL, erased_at = now()
             WHERE id = ANY(${ids}::uuid[])`

@@ -5,6 +5,7 @@ import {
   EventAlreadyExported,
   EventLinkedToConversation,
   EventNotFound,
+  HealthcareScopeForbidden,
   IdempotencyKeyConflict,
   InsufficientScope,
   InvalidDateRange,
@@ -15,7 +16,16 @@ import {
   ValidationError,
   wire
 } from "../../schema/errors.ts"
-import { ConversionPage, ConversionsQuery, IngestedEvent, IngestEvent, Retraction, RetractEvent } from "../../schema/events.ts"
+import {
+  ConversionPage,
+  ConversionsQuery,
+  IngestedEvent,
+  IngestEvent,
+  OutcomeReplayPage,
+  OutcomeReplayQuery,
+  Retraction,
+  RetractEvent
+} from "../../schema/events.ts"
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
@@ -60,7 +70,30 @@ export const EventsApi = HttpApiGroup.make("events")
       error: [...common, wire(InvalidParameter), wire(InvalidDateRange)]
     })
       .annotate(OpenApi.Summary, "The profile's conversions, newest first (keyset cursor; limit 1 to 200, default 50)")
-      .annotateMerge(policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" }))
+      .annotateMerge(policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })),
+    HttpApiEndpoint.get("replayOutcomes", "/outcomes/recorded", {
+      query: OutcomeReplayQuery,
+      success: OutcomeReplayPage,
+      error: [...common, wire(InvalidParameter), wire(HealthcareScopeForbidden)]
+    })
+      .annotate(
+        OpenApi.Summary,
+        "Replay the profile's outcome.recorded events in order from an opaque cursor (90-day window; contact only with customers:read)"
+      )
+      .annotate(
+        OpenApi.Description,
+        "The same events webhooks deliver, oldest first. `pagination.cursor` is where to continue (also when nothing newer " +
+          "exists yet: poll it later). Events younger than 10 seconds are answered once they settle, so a cursor never " +
+          "passes an event committed later. On a healthcare-family profile only the provisioning app's keys may replay: " +
+          "403 `healthcare_scope_forbidden` for anyone else."
+      )
+      .annotateMerge(policy({
+        scopes: ["conversions:read", "customers:read"],
+        scopeMode: "any",
+        auth: [...principals],
+        grain: "profile",
+        idempotency: "none"
+      }))
   )
   .prefix("/api/v1")
   .annotate(OpenApi.Description, "Server-side events and conversions")

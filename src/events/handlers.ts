@@ -4,12 +4,14 @@ import { Api } from "../http/api.ts"
 import { Principal } from "../http/auth.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { rawValueLiteral } from "./money.ts"
+import { OutcomeReplay } from "./outcome-replay.ts"
 import { EventsService } from "./service.ts"
 
 export const EventsHandlers = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const events = yield* EventsService
+    const replay = yield* OutcomeReplay
     return handlers.handleAll({
       ingestEvent: ({ payload, request }) =>
         Effect.gen(function*() {
@@ -27,6 +29,8 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", (handlers) =>
           const profile = yield* access.current
           return { data: yield* events.retract(actor, profile, payload.idempotency_key, payload.reason) }
         }),
-      listConversions: ({ query }) => Effect.flatMap(access.current, (profile) => events.listConversions(profile, query))
+      listConversions: ({ query }) => Effect.flatMap(access.current, (profile) => events.listConversions(profile, query)),
+      replayOutcomes: ({ query }) =>
+        Effect.flatMap(Principal, (principal) => Effect.flatMap(access.current, (profile) => replay.list(principal, profile, query)))
     })
   }))

@@ -27,6 +27,7 @@ import { ConnectionsRepo } from "../connections/repo.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
 import { DpaService } from "../dpa/service.ts"
 import { EventsHandlers } from "../events/handlers.ts"
+import { OutcomeReplay } from "../events/outcome-replay.ts"
 import { EventsService } from "../events/service.ts"
 import { PaymentsHandlers } from "../events/payments-handlers.ts"
 import { PaymentsService } from "../events/payments-service.ts"
@@ -73,7 +74,7 @@ import { SchemaErrorsLayer } from "./schema-errors.ts"
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, IdentityRepairHandlers, LinkTokensHandlers, AnalyticsHandlers, CampaignsHandlers, InsightsHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, IdentityRepair.layer, LinkTokens.layer, AnalyticsService.layer, CampaignsService.layer, InsightsService.layer])
+  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, OutcomeReplay.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, IdentityRepair.layer, LinkTokens.layer, AnalyticsService.layer, CampaignsService.layer, InsightsService.layer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
