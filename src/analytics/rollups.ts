@@ -247,6 +247,14 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         for (const profileId of whole) yield* markProfile(profileId)
         if (pairs.size > 0) {
           const list = [...pairs.values()]
+          // Later marks of the same days go too: the recompute below sees every fact committed
+          // before this statement, which covers them. Marks another runner holds are skipped.
+          yield* sql`
+            DELETE FROM analytics_dirty WHERE id IN (
+              SELECT d.id FROM analytics_dirty d
+              JOIN unnest(${list.map((pair) => pair.profileId)}::uuid[], ${list.map((pair) => pair.day)}::date[]) AS u(profile_id, day)
+                ON d.profile_id = u.profile_id AND d.day = u.day
+              FOR UPDATE OF d SKIP LOCKED)`
           yield* recompute(list.map((pair) => pair.profileId), list.map((pair) => pair.day))
           yield* Effect.annotateCurrentSpan({ "svc.analytics.days": list.length })
         }
