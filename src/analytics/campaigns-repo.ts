@@ -13,6 +13,7 @@ import type { CampaignLevel } from "../../schema/analytics-campaigns.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { CreditModels } from "../../schema/events.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import type { ReadScope } from "./repo.ts"
 
 const MetricsRow = Schema.Struct({
@@ -135,14 +136,9 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
       const trendSpendRows = decodeRows(TrendSpendSql)
 
       const convert = (scope: ReadScope, target: string | null, profileBlock: boolean, money: string) =>
-        sql`CASE WHEN ${sql.literal(money)} = 0 THEN 0
-                 WHEN COALESCE(NULLIF(x.currency, ''), ${scope.currency}::text) IS NULL
-                   THEN ${profileBlock ? sql`round(${sql.literal(money)}, 6)` : sql`NULL::numeric`}
-                 ELSE round(${sql.literal(money)} * analytics_fx_rate(COALESCE(NULLIF(x.currency, ''), ${scope.currency}::text),
-                                                                   ${target}::text, x.day), 6) END`
+        convertedMoney(sql, scope.currency, target, profileBlock, money)
 
-      const total = (column: string) =>
-        sql.literal(`CASE WHEN bool_or(${column} IS NULL) THEN NULL ELSE trim_scale(COALESCE(sum(${column}), 0))::text END`)
+      const total = (column: string) => convertedTotal(sql, column)
 
       const range = (scope: ReadScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 

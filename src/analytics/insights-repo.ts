@@ -12,6 +12,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { type UtmSummary, UtmSummary as UtmSummarySchema } from "../../schema/analytics-insights.ts"
 import type { TouchFilter } from "../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 
 export interface InsightScope {
@@ -146,14 +147,9 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
       const firstSummary = decodeFirstRow(Schema.Struct({ scanned_at: Schema.String, summary: UtmSummarySchema }))
 
       const convert = (scope: MoneyScope, target: string | null, profileBlock: boolean) =>
-        sql`CASE WHEN x.money = 0 THEN 0
-                 WHEN COALESCE(NULLIF(x.currency, ''), ${scope.currency}::text) IS NULL
-                   THEN ${profileBlock ? sql`round(x.money, 6)` : sql`NULL::numeric`}
-                 ELSE round(x.money * analytics_fx_rate(COALESCE(NULLIF(x.currency, ''), ${scope.currency}::text),
-                                                       ${target}::text, x.day), 6) END`
+        convertedMoney(sql, scope.currency, target, profileBlock)
 
-      const total = (column: string) =>
-        sql.literal(`CASE WHEN bool_or(${column} IS NULL) THEN NULL ELSE trim_scale(COALESCE(sum(${column}), 0))::text END`)
+      const total = (column: string) => convertedTotal(sql, column)
 
       const dayRange = (scope: InsightScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 

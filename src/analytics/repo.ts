@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { TouchFilter } from "../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { CreditModel } from "../../schema/events.ts"
+import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 
 export interface ProfileFacts {
@@ -96,14 +97,9 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
        * is taken as is (it is "in the profile's currency", which is unset).
        */
       const convert = (scope: ReadScope, target: string | null, profileBlock: boolean) =>
-        sql`CASE WHEN x.money = 0 THEN 0
-                 WHEN COALESCE(NULLIF(x.currency, ''), ${scope.currency}::text) IS NULL
-                   THEN ${profileBlock ? sql`round(x.money, 6)` : sql`NULL::numeric`}
-                 ELSE round(x.money * analytics_fx_rate(COALESCE(NULLIF(x.currency, ''), ${scope.currency}::text),
-                                                       ${target}::text, x.day), 6) END`
+        convertedMoney(sql, scope.currency, target, profileBlock)
 
-      const total = (column: string) =>
-        sql.literal(`CASE WHEN bool_or(${column} IS NULL) THEN NULL ELSE trim_scale(COALESCE(sum(${column}), 0))::text END`)
+      const total = (column: string) => convertedTotal(sql, column)
 
       const range = (scope: ReadScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 
