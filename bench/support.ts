@@ -3,6 +3,7 @@
  * the client's own cost stays small next to the server's on a 2-core machine), and starting,
  * probing and stopping server processes. Traffic goes to 127.0.0.1 only.
  */
+import { Effect, type Layer, References, type Scope } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { connect, createServer as createNetServer, type Socket } from "node:net"
@@ -288,3 +289,32 @@ export const waitFor = async (port: number, child: ChildProcess, timeoutMs: numb
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+
+/**
+ * The end of an in-process bench (`bench:<name>`): without DATABASE_URL it says what it `needs`
+ * and exits 1; else it runs `program` scoped on `layer()` (built only then), logging warnings and
+ * up, and sets the exit code.
+ */
+export const runInProcessBench = async <A, E, R, LE>(
+  name: string,
+  needs: string,
+  program: Effect.Effect<A, E, R>,
+  layer: () => Layer.Layer<Exclude<R, Scope.Scope>, LE>
+) => {
+  if (process.env["DATABASE_URL"] === undefined) {
+    console.log(`bench:${name} needs DATABASE_URL (${needs}); nothing measured`)
+    process.exitCode = 1
+    return
+  }
+  await Effect.runPromise(
+    program.pipe(Effect.scoped, Effect.provide(layer()), Effect.provideService(References.MinimumLogLevel, "Warn"))
+  ).then(
+    () => {
+      process.exitCode = 0
+    },
+    (error: unknown) => {
+      console.error(`\nbench:${name} failed: ${error instanceof Error ? error.message : String(error)}`)
+      process.exitCode = 1
+    }
+  )
+}

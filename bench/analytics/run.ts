@@ -17,7 +17,7 @@
  *
  * Goal: p95 < 100 ms for each read. The profile is dropped at the end unless BENCH_KEEP=1.
  */
-import { Effect, Layer, References } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CreditEngine } from "../../src/attribution/engine.ts"
 import { enqueueReplay } from "../../src/attribution/replay-queue.ts"
@@ -28,7 +28,7 @@ import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { MigrationsLive } from "../../src/platform/services.ts"
 import { type Dataset, dropDataset, generateDataset } from "../replay/dataset.ts"
-import { fmt, intFromEnv } from "../support.ts"
+import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
 
 const TOUCHES = intFromEnv("BENCH_TOUCHES", 10_000_000, 100_000_000)
 const CUSTOMERS = intFromEnv("BENCH_CUSTOMERS", 667_000, 20_000_000)
@@ -114,33 +114,15 @@ const program = Effect.gen(function*() {
   )
 })
 
-const main = async () => {
-  if (process.env["DATABASE_URL"] === undefined) {
-    console.log("bench:analytics needs DATABASE_URL (a PostgreSQL the bench may write ten million touches to); nothing measured")
-    process.exitCode = 1
-    return
-  }
+await runInProcessBench("analytics", "a PostgreSQL the bench may write ten million touches to", program, () => {
   const quiet = Layer.mergeAll(
     Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }),
     Layer.succeed(AnalyticsRollupSettings)({ ...defaultRollupSettings, enabled: false })
   )
-  const live = Layer.mergeAll(AnalyticsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer).pipe(
+  return Layer.mergeAll(AnalyticsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer).pipe(
     Layer.provide(quiet),
     Layer.provideMerge(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(AppConfig.layer)
   )
-  await Effect.runPromise(
-    program.pipe(Effect.scoped, Effect.provide(live), Effect.provideService(References.MinimumLogLevel, "Warn"))
-  ).then(
-    () => {
-      process.exitCode = 0
-    },
-    (error: unknown) => {
-      console.error(`\nbench:analytics failed: ${error instanceof Error ? error.message : String(error)}`)
-      process.exitCode = 1
-    }
-  )
-}
-
-await main()
+})

@@ -23,7 +23,7 @@
  * customers/s = customers scanned / scan seconds. Goals are not given by the issue beyond
  * printing the figures; the checks (pair counts) fail the run when wrong.
  */
-import { Effect, Layer, References } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CustomersService } from "../../src/customers/service.ts"
 import type { PrincipalShape } from "../../src/http/auth.ts"
@@ -31,7 +31,7 @@ import { IdentityRepo } from "../../src/identity/repo.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { MigrationsLive } from "../../src/platform/services.ts"
-import { fmt, intFromEnv } from "../support.ts"
+import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
 
 const CUSTOMERS = intFromEnv("BENCH_CUSTOMERS", 1_000_000, 20_000_000)
 const TOUCHES = intFromEnv("BENCH_TOUCHES", 1_000, 1_000_000)
@@ -193,28 +193,9 @@ const program = Effect.gen(function*() {
   )
 })
 
-const main = async () => {
-  if (process.env["DATABASE_URL"] === undefined) {
-    console.log("bench:identity needs DATABASE_URL (a PostgreSQL the bench may write a million customers to); nothing measured")
-    process.exitCode = 1
-    return
-  }
-  const live = Layer.mergeAll(IdentityRepo.layer, CustomersService.layer).pipe(
+await runInProcessBench("identity", "a PostgreSQL the bench may write a million customers to", program, () =>
+  Layer.mergeAll(IdentityRepo.layer, CustomersService.layer).pipe(
     Layer.provideMerge(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(AppConfig.layer)
-  )
-  await Effect.runPromise(
-    program.pipe(Effect.scoped, Effect.provide(live), Effect.provideService(References.MinimumLogLevel, "Warn"))
-  ).then(
-    () => {
-      process.exitCode = 0
-    },
-    (error: unknown) => {
-      console.error(`\nbench:identity failed: ${error instanceof Error ? error.message : String(error)}`)
-      process.exitCode = 1
-    }
-  )
-}
-
-await main()
+  ))

@@ -34,7 +34,7 @@
  * measures a kept profile again without generating (its credit rows are deleted first; it stays),
  * BENCH_PROFILE=<id> BENCH_DROP=1 drops it.
  */
-import { Effect, Layer, Option, References, Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CandidateTouch, candidateTouches } from "../../src/attribution/candidate-touches.ts"
 import { CreditEngine } from "../../src/attribution/engine.ts"
@@ -45,7 +45,7 @@ import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { MigrationsLive } from "../../src/platform/services.ts"
 import { availableParallelism } from "node:os"
-import { fmt, intFromEnv, processCpuMs } from "../support.ts"
+import { fmt, intFromEnv, processCpuMs, runInProcessBench } from "../support.ts"
 import {
   addExpected,
   compareStates,
@@ -322,12 +322,7 @@ const program = Effect.gen(function*() {
   if (failures.length > 0) return yield* Effect.fail(new Error("the replays' rows differ from creditAll (see above)"))
 })
 
-const main = async () => {
-  if (process.env["DATABASE_URL"] === undefined) {
-    console.log("bench:replay needs DATABASE_URL (a PostgreSQL the bench may write a million touches to); nothing measured")
-    process.exitCode = 1
-    return
-  }
+await runInProcessBench("replay", "a PostgreSQL the bench may write a million touches to", program, () => {
   // The service's defaults, unless BENCH_BATCH / BENCH_CONCURRENCY ask otherwise (to compare).
   const workerSettings = Layer.succeed(AttributionWorkerSettings)({
     ...defaultWorkerSettings,
@@ -335,24 +330,11 @@ const main = async () => {
     replayBatchSize: intFromEnv("BENCH_BATCH", defaultWorkerSettings.replayBatchSize, 100_000),
     replayBatchConcurrency: intFromEnv("BENCH_CONCURRENCY", defaultWorkerSettings.replayBatchConcurrency, 16)
   })
-  const live = Layer.mergeAll(AttributionWorker.layer, CreditEngine.layer).pipe(
+  return Layer.mergeAll(AttributionWorker.layer, CreditEngine.layer).pipe(
     Layer.provide(workerSettings),
     Layer.provideMerge(workerSettings),
     Layer.provideMerge(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(AppConfig.layer)
   )
-  await Effect.runPromise(
-    program.pipe(Effect.scoped, Effect.provide(live), Effect.provideService(References.MinimumLogLevel, "Warn"))
-  ).then(
-    () => {
-      process.exitCode = 0
-    },
-    (error: unknown) => {
-      console.error(`\nbench:replay failed: ${error instanceof Error ? error.message : String(error)}`)
-      process.exitCode = 1
-    }
-  )
-}
-
-await main()
+})

@@ -4,82 +4,17 @@
  * rows), and the rollups are drained by hand before each read.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AnalyticsImports } from "../../src/analytics/imports.ts"
 import { AnalyticsRollups } from "../../src/analytics/rollups.ts"
-import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
-import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+import {
+  analyticsApp, type AnalyticsProfileOptions, connectBroker, credit, drain, get, insertConversion, insertTouch, seedAnalyticsProfile
+} from "../support/analytics.ts"
+import { withoutRequestId } from "../support/app.ts"
+import { seedApiKey } from "../support/tenancy.ts"
 
-const get = (key: string, path: string, query: Record<string, string> = {}) => {
-  const search = new URLSearchParams(query).toString()
-  return call(`${path}${search === "" ? "" : `?${search}`}`, { headers: { authorization: `Bearer ${key}` } })
-}
-
-interface Profile extends SeededProfile {
-  readonly key: string
-}
-
-const seedCampaignProfile = Effect.fn("test.seedCampaignProfile")(function*(options: {
-  readonly timeZone?: string
-  readonly currency?: string | null
-  readonly reportingCurrency?: string | null
-} = {}) {
-  const sql = yield* SqlClient
-  const profile = yield* seedProfile()
-  yield* sql`
-    UPDATE profiles SET time_zone = ${options.timeZone ?? "UTC"}, currency = ${options.currency ?? null} WHERE id = ${profile.profileId}`
-  yield* sql`UPDATE workspaces SET reporting_currency = ${options.reportingCurrency ?? null} WHERE id = ${profile.workspaceId}`
-  const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read", "campaigns:read"], rateLimitPerMinute: 10_000 })
-  return { ...profile, key } satisfies Profile
-})
-
-const insertTouch = Effect.fn("test.insertTouch")(function*(profileId: string, t: {
-  readonly at: string
-  readonly channel: string
-  readonly campaign?: string | null
-  readonly adSet?: string | null
-  readonly ad?: string | null
-}) {
-  const sql = yield* SqlClient
-  const id = crypto.randomUUID()
-  yield* sql`
-    INSERT INTO touches (id, profile_id, kind, occurred_at, channel, campaign_external_id, ad_set_external_id, ad_external_id)
-    VALUES (${id}, ${profileId}, 'web_touch', ${t.at}::timestamptz, ${t.channel}, ${t.campaign ?? null}, ${t.adSet ?? null},
-            ${t.ad ?? null})`
-  return id
-})
-
-const insertConversion = Effect.fn("test.insertConversion")(function*(profileId: string, c: {
-  readonly at: string
-  readonly key: string
-  readonly value?: string | null
-  readonly currency?: string | null
-  readonly cash?: boolean
-  readonly first?: boolean | null
-  readonly refund?: string
-}) {
-  const sql = yield* SqlClient
-  const eventId = crypto.randomUUID()
-  const id = crypto.randomUUID()
-  yield* sql`
-    INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, currency)
-    VALUES (${eventId}, ${profileId}, ${eventId}, 'h', ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null})`
-  yield* sql`
-    INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, currency, counts_as_cash,
-                             attribution_eligible, is_first_payment, refund_amount, refunded_at, credited_at)
-    VALUES (${id}, ${profileId}, ${eventId}, ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null},
-            ${c.cash ?? false}, true, ${c.first ?? null}, ${c.refund ?? null}::numeric,
-            ${c.refund === undefined ? null : new Date()}, now())`
-  return { id, eventId }
-})
-
-const credit = (conversionId: string, model: string, touchId: string, share: string, position = 0) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`
-      INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
-      VALUES (${conversionId}, ${model}, ${touchId}, ${position}, ${share}::numeric, ${Number(share) > 0}, true)`)
+const seedCampaignProfile = (options: AnalyticsProfileOptions = {}) => seedAnalyticsProfile(["analytics:read", "campaigns:read"], options)
 
 /** A synced campaign → ad set → ad chain; returns our ids. */
 const seedStructure = Effect.fn("test.seedStructure")(function*(profileId: string, ids: {
@@ -107,8 +42,6 @@ const seedStructure = Effect.fn("test.seedStructure")(function*(profileId: strin
   }
   return { campaignId, adSetId, adId }
 })
-
-const drain = Effect.flatMap(AnalyticsRollups, (rollups) => rollups.drain)
 
 /**
  * The crafted world: UTC profile in SEK, workspace reporting in NOK (SEK→NOK 1.1 every day).
@@ -161,10 +94,7 @@ const seedCrafted = Effect.gen(function*() {
 const RANGE = { start: "2026-03-01", end: "2026-03-10" }
 const ZERO_REPORTING = { currency: "NOK", outcome_value: "0", credited_revenue: "0", spend: null, roas: null, cac: null, cac_first_payment: null }
 
-const workerOff = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })
-const app = AnalyticsImports.layer.pipe(Layer.provideMerge(serveApp(testSettings()).pipe(Layer.provide(workerOff))))
-
-layer(app, { timeout: "300 seconds", excludeTestServices: true })("campaign reads", (it) => {
+layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("campaign reads", (it) => {
   describe("GET /api/v1/campaigns", () => {
     it.effect("campaign rows of the crafted world: every field, spend and CAC, unsynced ids, zero rows of synced campaigns", () =>
       Effect.gen(function*() {
@@ -287,14 +217,8 @@ layer(app, { timeout: "300 seconds", excludeTestServices: true })("campaign read
 
     it.effect("connect-broker tier: every read answers empty with 200 after checking parameters", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient
         const world = yield* seedCrafted
-        const appId = crypto.randomUUID()
-        yield* sql`
-          INSERT INTO oauth_apps (id, name, client_id, client_secret_hash, jwt_secret_encrypted)
-          VALUES (${appId}, 'Partner', ${`client-${appId}`}, 'x', 'x')`
-        yield* sql`UPDATE profiles SET provisioned_by_app_id = ${appId} WHERE id = ${world.profileId}`
-        const { key } = yield* seedApiKey(world, { scopes: ["campaigns:read"], rateLimitPerMinute: 10_000 })
+        const key = yield* connectBroker(world, ["campaigns:read"])
         const rows = yield* get(key, "/api/v1/campaigns", RANGE)
         assert.deepStrictEqual([rows.status, rows.json.data], [200, []])
         const rest = yield* get(key, "/api/v1/campaigns/unattributed", RANGE)
@@ -431,18 +355,12 @@ layer(app, { timeout: "300 seconds", excludeTestServices: true })("campaign read
 
     it.effect("connect-broker tier and scope: ads reads answer empty; campaigns:read is required", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient
         const world = yield* seedCrafted
         const { key: analyticsOnly } = yield* seedApiKey(world, { scopes: ["analytics:read"], rateLimitPerMinute: 10_000 })
         for (const path of ["/api/v1/ads/a1", "/api/v1/ads/trend", "/api/v1/ads/fatigue-risk"]) {
           assert.strictEqual((yield* get(analyticsOnly, path)).status, 403)
         }
-        const appId = crypto.randomUUID()
-        yield* sql`
-          INSERT INTO oauth_apps (id, name, client_id, client_secret_hash, jwt_secret_encrypted)
-          VALUES (${appId}, 'Partner', ${`client-${appId}`}, 'x', 'x')`
-        yield* sql`UPDATE profiles SET provisioned_by_app_id = ${appId} WHERE id = ${world.profileId}`
-        const { key } = yield* seedApiKey(world, { scopes: ["campaigns:read"], rateLimitPerMinute: 10_000 })
+        const key = yield* connectBroker(world, ["campaigns:read"])
         const ad = yield* get(key, "/api/v1/ads/a1", RANGE)
         assert.strictEqual(ad.status, 200, ad.text)
         assert.deepInclude(ad.json.data, { attributed_outcome_count: 0, credited_revenue: "0", spend: null })

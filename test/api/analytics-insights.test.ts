@@ -5,116 +5,18 @@
  * fixtures write credit rows themselves) and the rollups are drained by hand before reads.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AnalyticsImports } from "../../src/analytics/imports.ts"
-import { AnalyticsRollups } from "../../src/analytics/rollups.ts"
-import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { call, serveApp, testSettings } from "../support/app.ts"
-import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+import {
+  analyticsApp, type AnalyticsProfileOptions, connectBroker, credit, drain, get, insertConversion, insertTouch, seedAnalyticsProfile
+} from "../support/analytics.ts"
+import { call } from "../support/app.ts"
+import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
-const get = (key: string, path: string, query: Record<string, string> = {}) => {
-  const search = new URLSearchParams(query).toString()
-  return call(`${path}${search === "" ? "" : `?${search}`}`, { headers: { authorization: `Bearer ${key}` } })
-}
+const seedInsightsProfile = (options: AnalyticsProfileOptions = {}) => seedAnalyticsProfile(["analytics:read", "realtime:read"], options)
+
 const post = (key: string, path: string) => call(path, { method: "POST", headers: { authorization: `Bearer ${key}` } })
-
-interface Profile extends SeededProfile {
-  readonly key: string
-}
-
-const seedInsightsProfile = Effect.fn("test.seedInsightsProfile")(function*(options: {
-  readonly timeZone?: string
-  readonly currency?: string | null
-  readonly reportingCurrency?: string | null
-} = {}) {
-  const sql = yield* SqlClient
-  const profile = yield* seedProfile()
-  yield* sql`
-    UPDATE profiles SET time_zone = ${options.timeZone ?? "UTC"}, currency = ${options.currency ?? null} WHERE id = ${profile.profileId}`
-  yield* sql`UPDATE workspaces SET reporting_currency = ${options.reportingCurrency ?? null} WHERE id = ${profile.workspaceId}`
-  const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read", "realtime:read"], rateLimitPerMinute: 10_000 })
-  return { ...profile, key } satisfies Profile
-})
-
-interface TouchInput {
-  /** An ISO instant, or an SQL interval before now ("-2 minutes"). */
-  readonly at: string
-  readonly channel: string
-  readonly kind?: string
-  readonly sourceSystem?: string
-  readonly campaign?: string | null
-  readonly campaignName?: string | null
-  readonly adSet?: string | null
-  readonly adSetName?: string | null
-  readonly ad?: string | null
-  readonly adName?: string | null
-  readonly country?: string | null
-  readonly device?: string | null
-  readonly referrer?: string | null
-  readonly page?: string | null
-  readonly utm?: Record<string, string>
-  readonly clickIdKind?: string | null
-  readonly clickId?: string | null
-  readonly anonymousId?: string | null
-  readonly sessionId?: string | null
-  readonly customerId?: string | null
-  readonly joinMethod?: string | null
-  readonly url?: string | null
-  readonly source?: string | null
-  readonly medium?: string | null
-}
-
-const insertTouch = Effect.fn("test.insertTouch")(function*(profileId: string, t: TouchInput) {
-  const sql = yield* SqlClient
-  const id = crypto.randomUUID()
-  const payload = t.utm === undefined ? {} : { utm: t.utm }
-  const at = t.at.startsWith("-") ? sql`now() - ${t.at.slice(1)}::interval` : sql`${t.at}::timestamptz`
-  yield* sql`
-    INSERT INTO touches (id, profile_id, kind, occurred_at, source_system, channel, source, medium, campaign_external_id, campaign_name,
-                         ad_set_external_id, ad_set_name, ad_external_id, ad_name, country, device, referrer_domain, path, payload,
-                         click_id_kind, click_id, anonymous_id, session_id, customer_id, join_method, url)
-    VALUES (${id}, ${profileId}, ${t.kind ?? "web_touch"}, ${at}, ${t.sourceSystem ?? "tracker"}, ${t.channel}, ${t.source ?? null},
-            ${t.medium ?? null}, ${t.campaign ?? null}, ${t.campaignName ?? null}, ${t.adSet ?? null}, ${t.adSetName ?? null},
-            ${t.ad ?? null}, ${t.adName ?? null}, ${t.country ?? null}, ${t.device ?? null}, ${t.referrer ?? null}, ${t.page ?? null},
-            ${JSON.stringify(payload)}::jsonb, ${t.clickIdKind ?? null}, ${t.clickId ?? null}, ${t.anonymousId ?? null},
-            ${t.sessionId ?? null}, ${t.customerId ?? null}, ${t.joinMethod ?? null}, ${t.url ?? null})`
-  return id
-})
-
-interface ConversionInput {
-  readonly at: string
-  readonly key: string
-  readonly value?: string | null
-  readonly currency?: string | null
-  readonly cash?: boolean
-  readonly first?: boolean | null
-  readonly refund?: string
-}
-
-const insertConversion = Effect.fn("test.insertConversion")(function*(profileId: string, c: ConversionInput) {
-  const sql = yield* SqlClient
-  const eventId = crypto.randomUUID()
-  const id = crypto.randomUUID()
-  yield* sql`
-    INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, currency)
-    VALUES (${eventId}, ${profileId}, ${eventId}, 'h', ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null})`
-  yield* sql`
-    INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, currency, counts_as_cash,
-                             attribution_eligible, is_first_payment, refund_amount, refunded_at, credited_at)
-    VALUES (${id}, ${profileId}, ${eventId}, ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null},
-            ${c.cash ?? false}, true, ${c.first ?? null}, ${c.refund ?? null}::numeric,
-            ${c.refund === undefined ? null : new Date()}, now())`
-  return id
-})
-
-const credit = (conversionId: string, model: string, touchId: string, share: string, position = 0) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`
-      INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
-      VALUES (${conversionId}, ${model}, ${touchId}, ${position}, ${share}::numeric, ${Number(share) > 0}, true)`)
-
-const drain = Effect.flatMap(AnalyticsRollups, (rollups) => rollups.drain)
 
 const SECRETS = ["SECRETCLICK", "anon-1", "anon-3", "sess-1", "shop.example", "/landing"]
 
@@ -171,10 +73,10 @@ const seedCrafted = Effect.gen(function*() {
     at: "2026-04-02T12:00:00Z", channel: "referral", kind: "organic_interaction", sourceSystem: "partner_declared_source",
     ad: "a1", customerId: customer
   })
-  const c1 = yield* insertConversion(p, { at: "2026-03-03T16:00:00Z", key: "sale", value: "100", currency: "EUR", cash: true, first: true })
-  const c2 = yield* insertConversion(p, { at: "2026-03-04T03:00:00Z", key: "sale", value: "50.5", currency: "USD", cash: true, first: false })
-  const c3 = yield* insertConversion(p, { at: "2026-03-04T12:00:00Z", key: "lead" })
-  const c4 = yield* insertConversion(p, {
+  const { id: c1 } = yield* insertConversion(p, { at: "2026-03-03T16:00:00Z", key: "sale", value: "100", currency: "EUR", cash: true, first: true })
+  const { id: c2 } = yield* insertConversion(p, { at: "2026-03-04T03:00:00Z", key: "sale", value: "50.5", currency: "USD", cash: true, first: false })
+  const { id: c3 } = yield* insertConversion(p, { at: "2026-03-04T12:00:00Z", key: "lead" })
+  const { id: c4 } = yield* insertConversion(p, {
     at: "2026-03-05T12:00:00Z", key: "sale", value: "30", currency: "EUR", cash: true, first: true, refund: "30"
   })
   yield* insertConversion(p, { at: "2026-03-06T12:00:00Z", key: "lead" })
@@ -205,22 +107,7 @@ const zeroModel = (model: string) => ({
   reporting_credited_revenue: "0"
 })
 
-const connectBroker = (profile: SeededProfile) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient
-    const appId = crypto.randomUUID()
-    yield* sql`
-      INSERT INTO oauth_apps (id, name, client_id, client_secret_hash, jwt_secret_encrypted)
-      VALUES (${appId}, 'Partner', ${`client-${appId}`}, 'x', 'x')`
-    yield* sql`UPDATE profiles SET provisioned_by_app_id = ${appId} WHERE id = ${profile.profileId}`
-    const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read", "realtime:read"], rateLimitPerMinute: 10_000 })
-    return key
-  })
-
-const workerOff = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })
-const app = AnalyticsImports.layer.pipe(Layer.provideMerge(serveApp(testSettings()).pipe(Layer.provide(workerOff))))
-
-layer(app, { timeout: "300 seconds", excludeTestServices: true })("analytics insights", (it) => {
+layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("analytics insights", (it) => {
   it.effect("GET /api/v1/attribution/models: all six models side by side, exact counts and money, with and without a filter", () =>
     Effect.gen(function*() {
       const profile = yield* seedCrafted
@@ -547,7 +434,7 @@ layer(app, { timeout: "300 seconds", excludeTestServices: true })("analytics ins
       const profile = yield* seedCrafted
       yield* insertTouch(profile.profileId, { at: "-1 minute", channel: "direct", anonymousId: "live-1" })
       yield* drain
-      const key = yield* connectBroker(profile)
+      const key = yield* connectBroker(profile, ["analytics:read", "realtime:read"])
       const models = yield* get(key, "/api/v1/attribution/models", RANGE)
       assert.strictEqual(models.status, 200, models.text)
       assert.deepStrictEqual(models.json.data, [

@@ -5,101 +5,25 @@
  * before each read (the background job also runs; draining waits for it).
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AnalyticsImports } from "../../src/analytics/imports.ts"
 import { AnalyticsRollups } from "../../src/analytics/rollups.ts"
-import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import {
+  analyticsApp,
+  type AnalyticsProfileOptions,
+  connectBroker,
+  credit,
+  drain,
+  get,
+  insertConversion,
+  insertTouch,
+  seedAnalyticsProfile as seedProfileWith
+} from "../support/analytics.ts"
 import { defineConversion, ingest } from "../support/events.ts"
-import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
-const get = (key: string, path: string, query: Record<string, string> = {}) => {
-  const search = new URLSearchParams(query).toString()
-  return call(`${path}${search === "" ? "" : `?${search}`}`, { headers: { authorization: `Bearer ${key}` } })
-}
-
-interface Profile extends SeededProfile {
-  readonly key: string
-}
-
-const seedAnalyticsProfile = Effect.fn("test.seedAnalyticsProfile")(function*(options: {
-  readonly timeZone?: string
-  readonly currency?: string | null
-  readonly reportingCurrency?: string | null
-} = {}) {
-  const sql = yield* SqlClient
-  const profile = yield* seedProfile()
-  yield* sql`
-    UPDATE profiles SET time_zone = ${options.timeZone ?? "UTC"}, currency = ${options.currency ?? null} WHERE id = ${profile.profileId}`
-  yield* sql`UPDATE workspaces SET reporting_currency = ${options.reportingCurrency ?? null} WHERE id = ${profile.workspaceId}`
-  const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read", "events:write"], rateLimitPerMinute: 10_000 })
-  return { ...profile, key } satisfies Profile
-})
-
-interface TouchInput {
-  readonly at: string
-  readonly channel: string
-  readonly campaign?: string | null
-  readonly adSet?: string | null
-  readonly ad?: string | null
-  readonly referrer?: string | null
-  readonly page?: string | null
-  readonly keyword?: string | null
-  readonly country?: string | null
-  readonly device?: string | null
-  readonly browser?: string | null
-  readonly os?: string | null
-  readonly kind?: string
-}
-
-const insertTouch = Effect.fn("test.insertTouch")(function*(profileId: string, t: TouchInput) {
-  const sql = yield* SqlClient
-  const id = crypto.randomUUID()
-  const payload = t.keyword === undefined || t.keyword === null ? {} : { utm: { utm_term: t.keyword } }
-  yield* sql`
-    INSERT INTO touches (id, profile_id, kind, occurred_at, channel, campaign_external_id, ad_set_external_id, ad_external_id,
-                         referrer_domain, path, country, device, browser, os, payload)
-    VALUES (${id}, ${profileId}, ${t.kind ?? "web_touch"}, ${t.at}::timestamptz, ${t.channel}, ${t.campaign ?? null},
-            ${t.adSet ?? null}, ${t.ad ?? null}, ${t.referrer ?? null}, ${t.page ?? null}, ${t.country ?? null},
-            ${t.device ?? null}, ${t.browser ?? null}, ${t.os ?? null}, ${JSON.stringify(payload)}::jsonb)`
-  return id
-})
-
-interface ConversionInput {
-  readonly at: string
-  readonly key: string
-  readonly value?: string | null
-  readonly currency?: string | null
-  readonly cash?: boolean
-  readonly first?: boolean | null
-  /** A recorded manual refund of this amount. */
-  readonly refund?: string
-}
-
-const insertConversion = Effect.fn("test.insertConversion")(function*(profileId: string, c: ConversionInput) {
-  const sql = yield* SqlClient
-  const eventId = crypto.randomUUID()
-  const id = crypto.randomUUID()
-  yield* sql`
-    INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, currency)
-    VALUES (${eventId}, ${profileId}, ${eventId}, 'h', ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null})`
-  yield* sql`
-    INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, currency, counts_as_cash,
-                             attribution_eligible, is_first_payment, refund_amount, refunded_at, credited_at)
-    VALUES (${id}, ${profileId}, ${eventId}, ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null},
-            ${c.cash ?? false}, true, ${c.first ?? null}, ${c.refund ?? null}::numeric,
-            ${c.refund === undefined ? null : new Date()}, now())`
-  return id
-})
-
-const credit = (conversionId: string, model: string, touchId: string, share: string, position = 0) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`
-      INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
-      VALUES (${conversionId}, ${model}, ${touchId}, ${position}, ${share}::numeric, ${Number(share) > 0}, true)`)
-
-const drain = Effect.flatMap(AnalyticsRollups, (rollups) => rollups.drain)
+const seedAnalyticsProfile = (options: AnalyticsProfileOptions = {}) => seedProfileWith(["analytics:read", "events:write"], options)
 
 /** Today in a time zone, as the service computes it. */
 const todayIn = (timeZone: string) => new Intl.DateTimeFormat("en-CA", { timeZone }).format(new Date())
@@ -128,10 +52,10 @@ const seedCrafted = Effect.gen(function*() {
   })
   // An outcome touch is never counted as a touch.
   yield* insertTouch(p, { at: "2026-03-03T16:00:00Z", channel: "direct", kind: "outcome" })
-  const c1 = yield* insertConversion(p, { at: "2026-03-03T16:00:00Z", key: "sale", value: "100", currency: "EUR", cash: true, first: true })
-  const c2 = yield* insertConversion(p, { at: "2026-03-04T03:00:00Z", key: "sale", value: "50.5", currency: "USD", cash: true, first: false })
-  const c3 = yield* insertConversion(p, { at: "2026-03-04T12:00:00Z", key: "lead" })
-  const c4 = yield* insertConversion(p, {
+  const { id: c1 } = yield* insertConversion(p, { at: "2026-03-03T16:00:00Z", key: "sale", value: "100", currency: "EUR", cash: true, first: true })
+  const { id: c2 } = yield* insertConversion(p, { at: "2026-03-04T03:00:00Z", key: "sale", value: "50.5", currency: "USD", cash: true, first: false })
+  const { id: c3 } = yield* insertConversion(p, { at: "2026-03-04T12:00:00Z", key: "lead" })
+  const { id: c4 } = yield* insertConversion(p, {
     at: "2026-03-05T12:00:00Z", key: "sale", value: "30", currency: "EUR", cash: true, first: true, refund: "30"
   })
   yield* insertConversion(p, { at: "2026-03-06T12:00:00Z", key: "lead" })
@@ -157,11 +81,7 @@ const seedCrafted = Effect.gen(function*() {
 
 const RANGE = { start: "2026-03-01", end: "2026-03-10" }
 
-/** The fixtures write credit rows themselves: the background worker must not credit the same conversions meanwhile. */
-const workerOff = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })
-const app = AnalyticsImports.layer.pipe(Layer.provideMerge(serveApp(testSettings()).pipe(Layer.provide(workerOff))))
-
-layer(app, { timeout: "300 seconds", excludeTestServices: true })("analytics reads", (it) => {
+layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("analytics reads", (it) => {
   describe("GET /api/v1/overview", () => {
     it.effect("exact counts and money of the crafted world: business_conversions, cash, refunds out, FX both ways, ROAS", () =>
       Effect.gen(function*() {
@@ -409,14 +329,8 @@ layer(app, { timeout: "300 seconds", excludeTestServices: true })("analytics rea
 
     it.effect("connect-broker tier: every read answers empty with 200, never a 403; parameters are still checked", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient
         const profile = yield* seedCrafted
-        const appId = crypto.randomUUID()
-        yield* sql`
-          INSERT INTO oauth_apps (id, name, client_id, client_secret_hash, jwt_secret_encrypted)
-          VALUES (${appId}, 'Partner', ${`client-${appId}`}, 'x', 'x')`
-        yield* sql`UPDATE profiles SET provisioned_by_app_id = ${appId} WHERE id = ${profile.profileId}`
-        const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read"], rateLimitPerMinute: 10_000 })
+        const key = yield* connectBroker(profile, ["analytics:read"])
         const overview = yield* get(key, "/api/v1/overview", RANGE)
         assert.strictEqual(overview.status, 200, overview.text)
         assert.deepInclude(overview.json.data.current, { outcomes: 0, cash_payments: 0, revenue: "0", spend: null, roas: null })
@@ -484,7 +398,7 @@ layer(app, { timeout: "300 seconds", excludeTestServices: true })("analytics rea
           }
           for (let i = 0; i < 15; i++) {
             const cash = random() < 0.6
-            const id = yield* insertConversion(p, {
+            const { id } = yield* insertConversion(p, {
               at: randomAt(),
               key: cash ? "sale" : pick(["lead", "call"]),
               value: cash ? `${Math.floor(random() * 10000) / 100}` : null,
