@@ -60,6 +60,14 @@ const filterValues = ["('', '')", ...FILTER_DIMENSIONS.map((name) => `('${name}'
 const fanOut = `
   CROSS JOIN LATERAL (VALUES ${dimensionValues}) AS d(dimension, value)
   CROSS JOIN LATERAL (VALUES ${filterValues}) AS f(filter_dimension, filter_value)`
+/** The same fan-out over touches already grouped by their attribute tuple (`g`, one column per dimension). */
+const dimensionNames = Object.keys(DIMENSION_SQL)
+const tupleColumns = Object.entries(DIMENSION_SQL).map(([name, expression]) => `${expression} AS ${name}`).join(", ")
+/** Positions: profile_id, day, then one per dimension. */
+const tupleGroupBy = Array.from({ length: dimensionNames.length + 2 }, (_, i) => String(i + 1)).join(", ")
+const tupleFanOut = `
+  CROSS JOIN LATERAL (VALUES ${dimensionNames.map((name) => `('${name}', g.${name})`).join(", ")}) AS d(dimension, value)
+  CROSS JOIN LATERAL (VALUES ('', ''), ${FILTER_DIMENSIONS.map((name) => `('${name}', g.${name})`).join(", ")}) AS f(filter_dimension, filter_value)`
 const fanOutWhere = `(f.filter_dimension = '' OR f.filter_value <> '') AND f.filter_dimension <> d.dimension`
 
 const DirtyRow = Schema.Struct({ profile_id: Schema.String, day: Schema.NullOr(Schema.String) })
@@ -196,16 +204,22 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
             WHERE ${sql.literal(fanOutWhere)}
             GROUP BY conv.profile_id, a.model, f.filter_dimension, f.filter_value, d.dimension, d.value, conv.day,
                      conv.conversion_key, conv.currency`
+          // Touches that agree on every dimension are counted together first, then fanned out:
+          // a day's distinct attribute tuples are far fewer than its touches (bench/README.md).
           yield* sql`
             INSERT INTO analytics_touch_days (profile_id, filter_dimension, filter_value, dimension, value, day, touches)
-            WITH t AS (${targets(profiles, days)})
-            SELECT t.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, t.day, count(*)
-            FROM t
-            JOIN touches tch ON tch.profile_id = t.profile_id AND tch.occurred_at >= t.from_at AND tch.occurred_at < t.to_at
-                             AND tch.kind <> 'outcome'
-            ${sql.literal(fanOut)}
+            WITH t AS (${targets(profiles, days)}),
+            g AS (
+              SELECT t.profile_id, t.day, ${sql.literal(tupleColumns)}, count(*) AS touches
+              FROM t
+              JOIN touches tch ON tch.profile_id = t.profile_id AND tch.occurred_at >= t.from_at AND tch.occurred_at < t.to_at
+                               AND tch.kind <> 'outcome'
+              GROUP BY ${sql.literal(tupleGroupBy)})
+            SELECT g.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, g.day, sum(g.touches)
+            FROM g
+            ${sql.literal(tupleFanOut)}
             WHERE ${sql.literal(fanOutWhere)}
-            GROUP BY t.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, t.day`
+            GROUP BY g.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, g.day`
           yield* recomputeCampaigns(profiles, days)
         })
 
