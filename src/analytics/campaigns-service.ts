@@ -21,9 +21,10 @@ import {
 } from "../../schema/analytics-campaigns.ts"
 import { type DatabaseUnavailable, type InvalidDateRange, InvalidParameter, NotFound } from "../../schema/errors.ts"
 import type { ProfileContext } from "../http/auth.ts"
-import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "./repo.ts"
 import { CampaignsRepo, type MetricsRow } from "./campaigns-repo.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export interface CampaignsQueryInput extends AnalyticsQueryInput {
   readonly level?: string
@@ -39,16 +40,13 @@ export const MAX_CONVERSIONS_LIMIT = 200
 
 type ReadError = DatabaseUnavailable | InvalidParameter | InvalidDateRange | NotFound
 
-const invalid = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
-
 const notFound = () => new NotFound({ message: "No such campaign." })
 
 const parseLevel = (level: string | undefined, fallback: CampaignLevel): Effect.Effect<CampaignLevel, InvalidParameter> => {
   if (level === undefined) return Effect.succeed(fallback)
   const known = CAMPAIGN_LEVELS.find((name) => name === level)
   return known === undefined
-    ? Effect.fail(invalid("level", `Expected one of ${CAMPAIGN_LEVELS.join(", ")}, got ${JSON.stringify(level)}`))
+    ? Effect.fail(invalidQuery("level", `Expected one of ${CAMPAIGN_LEVELS.join(", ")}, got ${JSON.stringify(level)}`))
     : Effect.succeed(known)
 }
 
@@ -259,20 +257,13 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         platformId: string,
         query: CampaignConversionsQueryInput
       ) {
-        let limit = DEFAULT_CONVERSIONS_LIMIT
-        if (query.limit !== undefined) {
-          const parsedLimit = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN
-          if (!(parsedLimit >= 1 && parsedLimit <= MAX_CONVERSIONS_LIMIT)) {
-            return yield* invalid("limit", `Expected an integer from 1 to ${MAX_CONVERSIONS_LIMIT}, got ${JSON.stringify(query.limit)}`)
-          }
-          limit = parsedLimit
-        }
+        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_CONVERSIONS_LIMIT, min: 1, max: MAX_CONVERSIONS_LIMIT })
         let after: { readonly occurredAt: string; readonly id: string } | null = null
         if (query.cursor !== undefined) {
           const keyset = decodeCursor(query.cursor)
           if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) ||
             !/^[0-9a-f-]{36}$/.test(keyset.value.id)) {
-            return yield* invalid("cursor", "not a cursor this list issued")
+            return yield* invalidQuery("cursor", "not a cursor this list issued")
           }
           after = { occurredAt: keyset.value.createdAt, id: keyset.value.id }
         }
@@ -283,14 +274,8 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           return { data: [], pagination: { has_next: false, cursor: null }, meta: head } satisfies CampaignConversions
         }
         const rows = yield* repo.conversions(scope, { platformId, timeZone: facts.time_zone, after, take: limit + 1 })
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
-        return {
-          data: page,
-          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.occurred_at, id: last.id }) : null },
-          meta: head
-        } satisfies CampaignConversions
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.occurred_at, id: row.id }))
+        return { data: page, pagination, meta: head } satisfies CampaignConversions
       })
 
       const ad = Effect.fn("Campaigns.ad")(function*(profile: ProfileContext, platformId: string, query: CampaignsQueryInput) {

@@ -31,11 +31,12 @@ import {
 } from "../../schema/errors.ts"
 import { CreditModels } from "../../schema/events.ts"
 import type { ProfileContext } from "../http/auth.ts"
-import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { type InsightScope, InsightsRepo, UTM_SCAN_WINDOW_DAYS } from "./insights-repo.ts"
 import { AnalyticsRepo } from "./repo.ts"
 import { type AnalyticsQueryInput, DEFAULT_BREAKDOWN_LIMIT, MAX_BREAKDOWN_LIMIT, parseQuery, roasOf } from "./service.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export interface LimitedQueryInput extends AnalyticsQueryInput {
   readonly limit?: string
@@ -53,18 +54,8 @@ const UTM_WINDOW = Duration.hours(1)
 
 type ReadError = DatabaseUnavailable | InvalidParameter | InvalidDateRange | NotFound
 
-const invalid = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
-
 const limitOf = (raw: string | undefined) =>
-  Effect.gen(function*() {
-    if (raw === undefined) return DEFAULT_BREAKDOWN_LIMIT
-    const parsed = /^\d{1,4}$/.test(raw) ? Number(raw) : Number.NaN
-    if (!(parsed >= 1 && parsed <= MAX_BREAKDOWN_LIMIT)) {
-      return yield* invalid("limit", `Expected an integer from 1 to ${MAX_BREAKDOWN_LIMIT}, got ${JSON.stringify(raw)}`)
-    }
-    return parsed
-  })
+  integerParam("limit", raw, { fallback: DEFAULT_BREAKDOWN_LIMIT, min: 1, max: MAX_BREAKDOWN_LIMIT })
 
 const figure = (count: number, touches: number): QualityFigure => ({ count, share: roasOf(String(count), String(touches)) })
 
@@ -241,16 +232,14 @@ export class InsightsService extends Context.Service<InsightsService, {
             Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) ||
             !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(keyset.value.id)
           ) {
-            return yield* invalid("cursor", "not a cursor this list answered")
+            return yield* invalidQuery("cursor", "not a cursor this list answered")
           }
           after = { at: keyset.value.createdAt, id: keyset.value.id }
         }
         const { meta, scope } = yield* prepare(profile, query)
         if (!profile.attributionEnabled) return { data: [], meta, pagination: { has_next: false, cursor: null } } satisfies TouchList
         const rows = yield* repo.touches(scope, { limit, after })
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.cursor_at, id: row.id }))
         return {
           data: page.map((row): TouchListRow => ({
             touch_id: row.id,
@@ -266,7 +255,7 @@ export class InsightsService extends Context.Service<InsightsService, {
             join_method: joinMethodOf(row.join_method)
           })),
           meta,
-          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.cursor_at, id: last.id }) : null }
+          pagination
         } satisfies TouchList
       })
 
@@ -285,7 +274,7 @@ export class InsightsService extends Context.Service<InsightsService, {
       const adPeople = Effect.fn("Insights.adPeople")(function*(profile: ProfileContext, query: AdPeopleInput) {
         const group = query.group_by === undefined ? "month" : AD_PEOPLE_GROUPS.find((name) => name === query.group_by)
         if (group === undefined) {
-          return yield* invalid("group_by", `Expected one of ${AD_PEOPLE_GROUPS.join(", ")}, got ${JSON.stringify(query.group_by)}`)
+          return yield* invalidQuery("group_by", `Expected one of ${AD_PEOPLE_GROUPS.join(", ")}, got ${JSON.stringify(query.group_by)}`)
         }
         const { meta, scope } = yield* prepare(profile, query)
         const head = { ...meta, group_by: group }

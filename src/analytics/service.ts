@@ -18,6 +18,7 @@ import { type DatabaseUnavailable, InvalidDateRange, InvalidParameter, NotFound 
 import { type CreditModel, CreditModels, isCalendarDate } from "../../schema/events.ts"
 import type { ProfileContext } from "../http/auth.ts"
 import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "./repo.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const MAX_RANGE_DAYS = 366
 export const DEFAULT_RANGE_DAYS = 30
@@ -42,9 +43,6 @@ export interface BreakdownQueryInput extends AnalyticsQueryInput {
 
 type ReadError = DatabaseUnavailable | InvalidParameter | InvalidDateRange | NotFound
 
-const invalid = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
-
 const badRange = (message: string) => new InvalidDateRange({ message, reason: "invalid_date_range" })
 
 const DAY_MS = 86_400_000
@@ -68,16 +66,16 @@ export const parseQuery = (query: AnalyticsQueryInput, today: string): Effect.Ef
     let model: CreditModel = "last_touch"
     if (query.model !== undefined) {
       const known = CreditModels.find((name) => name === query.model)
-      if (known === undefined) return yield* invalid("model", `Expected one of ${CreditModels.join(", ")}, got ${JSON.stringify(query.model)}`)
+      if (known === undefined) return yield* invalidQuery("model", `Expected one of ${CreditModels.join(", ")}, got ${JSON.stringify(query.model)}`)
       model = known
     }
     for (const name of [...TOUCH_FILTERS, "conversion_key"] as const) {
-      if (query[name] !== undefined && query[name].trim() === "") return yield* invalid(name, "must not be empty")
+      if (query[name] !== undefined && query[name].trim() === "") return yield* invalidQuery(name, "must not be empty")
     }
     const given = TOUCH_FILTERS.filter((name) => query[name] !== undefined)
     const second = given[1]
     if (second !== undefined) {
-      return yield* invalid(second, `combine at most one of ${TOUCH_FILTERS.join(", ")} (${given[0]} is already set)`)
+      return yield* invalidQuery(second, `combine at most one of ${TOUCH_FILTERS.join(", ")} (${given[0]} is already set)`)
     }
     const filterName: TouchFilter | undefined = given[0]
     const touchFilter = filterName === undefined ? null : { dimension: filterName, value: query[filterName] ?? "" }
@@ -85,9 +83,9 @@ export const parseQuery = (query: AnalyticsQueryInput, today: string): Effect.Ef
     let start: string
     let end: string
     if (query.days !== undefined) {
-      if (query.start !== undefined || query.end !== undefined) return yield* invalid("days", "not with start or end")
+      if (query.start !== undefined || query.end !== undefined) return yield* invalidQuery("days", "not with start or end")
       if (!/^\d{1,6}$/.test(query.days) || Number(query.days) < 1) {
-        return yield* invalid("days", `Expected a whole number of days from 1 to ${MAX_RANGE_DAYS}, got ${JSON.stringify(query.days)}`)
+        return yield* invalidQuery("days", `Expected a whole number of days from 1 to ${MAX_RANGE_DAYS}, got ${JSON.stringify(query.days)}`)
       }
       const days = Number(query.days)
       if (days > MAX_RANGE_DAYS) return yield* badRange(`query.days: at most ${MAX_RANGE_DAYS} days, got ${days}`)
@@ -321,14 +319,7 @@ export class AnalyticsService extends Context.Service<AnalyticsService, {
             reason: "invalid_parameter:dimension"
           })
         }
-        let limit = DEFAULT_BREAKDOWN_LIMIT
-        if (query.limit !== undefined) {
-          const parsedLimit = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN
-          if (!(parsedLimit >= 1 && parsedLimit <= MAX_BREAKDOWN_LIMIT)) {
-            return yield* invalid("limit", `Expected an integer from 1 to ${MAX_BREAKDOWN_LIMIT}, got ${JSON.stringify(query.limit)}`)
-          }
-          limit = parsedLimit
-        }
+        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_BREAKDOWN_LIMIT, min: 1, max: MAX_BREAKDOWN_LIMIT })
         const facts = yield* factsOf(profile)
         const parsed = yield* parseQuery(query, facts.today)
         const head = { ...meta(facts, parsed), dimension, range: { start: parsed.start, end: parsed.end, days: parsed.days } }

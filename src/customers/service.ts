@@ -31,12 +31,13 @@ import {
 import { type CreditModel, CreditModels } from "../../schema/events.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
-import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { heldScopes, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
+import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { normalizeEmail, phoneForLookup } from "../identity/normalize.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
 import { CustomersRepo, type CustomerRow, type ErasureRow, type Keyset, type StoredRow, type VisitorRow } from "./repo.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const MAX_JOURNEY_PAGE = 100
 export const DEFAULT_JOURNEY_PAGE = 50
@@ -61,18 +62,13 @@ interface PageParams {
   readonly after: Option.Option<Keyset>
 }
 
-const invalidQuery = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
+const pageParams = (input: PageInput): Effect.Effect<PageParams, InvalidParameter> =>
+  Effect.flatMap(
+    integerParam("limit", input.limit, { fallback: DEFAULT_JOURNEY_PAGE, min: 1, max: MAX_JOURNEY_PAGE }),
+    (limit) => modelAndCursor(input, limit)
+  )
 
-const pageParams = (input: PageInput): Effect.Effect<PageParams, InvalidParameter> => {
-  let limit = DEFAULT_JOURNEY_PAGE
-  if (input.limit !== undefined) {
-    const parsed = /^\d{1,4}$/.test(input.limit) ? Number(input.limit) : Number.NaN
-    if (!(parsed >= 1 && parsed <= MAX_JOURNEY_PAGE)) {
-      return Effect.fail(invalidQuery("limit", `Expected an integer from 1 to ${MAX_JOURNEY_PAGE}, got ${JSON.stringify(input.limit)}`))
-    }
-    limit = parsed
-  }
+const modelAndCursor = (input: PageInput, limit: number): Effect.Effect<PageParams, InvalidParameter> => {
   let model: CreditModel = "last_touch"
   if (input.model !== undefined) {
     const known = CreditModels.find((name) => name === input.model)
@@ -92,19 +88,12 @@ const pageParams = (input: PageInput): Effect.Effect<PageParams, InvalidParamete
   return Effect.succeed({ limit, model, after })
 }
 
-/** The page of rows, and the cursor after its last row. */
+/** The page of rows, rendered, and the cursor after its last row. */
 const paged = <Row, Item>(rows: ReadonlyArray<Row>, limit: number, keyOf: (row: Row) => Keyset, render: (row: Row) => Item) => {
-  const page = rows.slice(0, limit)
-  const last = page[page.length - 1]
-  const hasNext = rows.length > limit && last !== undefined
-  return {
-    data: page.map(render),
-    pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: keyOf(last).at, id: keyOf(last).id }) : null }
-  }
+  const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: keyOf(row).at, id: keyOf(row).id }))
+  return { data: page.map(render), pagination }
 }
 
-const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> =>
-  principal.kind === "api_key" || principal.kind === "user_token" ? principal.scopes : principal.kind === "session" ? principal.scopes ?? [] : []
 
 const JOIN_METHODS = ["ctwa_referral", "click_id", "link_token", "anonymous_id"] as const
 const KINDS = ["web_touch", "synthetic", "organic_interaction", "inherited", "proxy_click", "outcome"] as const
@@ -265,7 +254,7 @@ export class CustomersService extends Context.Service<CustomersService, {
 
       /** The principal may read person data here: it holds `customers:read` and the profile is not healthcare-family. */
       const readsPeople = (principal: PrincipalShape, profile: ProfileContext) =>
-        scopesOf(principal).includes("customers:read")
+        heldScopes(principal).includes("customers:read")
           ? Effect.map(healthcare.isHealthcareFamily(profile.profileId), (family) => !family)
           : Effect.succeed(false)
 

@@ -11,11 +11,12 @@ import { type DatabaseUnavailable, HealthcareScopeForbidden, InvalidParameter } 
 import type { OutcomeRecordedEvent } from "../../schema/events.ts"
 import { isHealthcareFamily } from "../../schema/scopes.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
-import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
+import { heldScopes, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
 import { decodeCursor, encodeCursor } from "../http/pagination.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { OUTCOME_RECORDED } from "./recorder.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const REPLAY_WINDOW_DAYS = 90
 export const MAX_REPLAY_PAGE = 200
@@ -55,11 +56,6 @@ const Facts = Schema.Struct({
   provisioned_by_app_id: Schema.NullOr(Schema.String)
 })
 
-const invalidQuery = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
-
-const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> =>
-  principal.kind === "api_key" || principal.kind === "user_token" ? principal.scopes : principal.kind === "session" ? principal.scopes ?? [] : []
 
 export class OutcomeReplay extends Context.Service<OutcomeReplay, {
   readonly list: (
@@ -83,14 +79,7 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
         profile: ProfileContext,
         query: { readonly cursor?: string; readonly limit?: string }
       ) {
-        let limit = DEFAULT_REPLAY_PAGE
-        if (query.limit !== undefined) {
-          const parsed = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN
-          if (!(parsed >= 1 && parsed <= MAX_REPLAY_PAGE)) {
-            return yield* invalidQuery("limit", `Expected an integer from 1 to ${MAX_REPLAY_PAGE}, got ${JSON.stringify(query.limit)}`)
-          }
-          limit = parsed
-        }
+        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_REPLAY_PAGE, min: 1, max: MAX_REPLAY_PAGE })
         let after = Option.none<{ readonly at: string; readonly id: string }>()
         if (query.cursor !== undefined && query.cursor !== "") {
           const keyset = decodeCursor(query.cursor)
@@ -113,7 +102,7 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
         }
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: query.cursor ?? null } }
-        const withContact = scopesOf(principal).includes("customers:read")
+        const withContact = heldScopes(principal).includes("customers:read")
         const start = Option.match(after, {
           onNone: () => sql`o.created_at >= now() - make_interval(days => ${REPLAY_WINDOW_DAYS})`,
           onSome: (keyset) =>

@@ -33,7 +33,7 @@ import {
 } from "../../schema/payments.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor } from "../http/pagination.ts"
+import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../http/pagination.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
 import { normaliseAmount } from "./money.ts"
 import {
@@ -50,9 +50,10 @@ import {
 import { EventsRepo } from "./repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "./recorder.ts"
 import { canonicalJson, sha256 } from "../platform/json.ts"
-import { CARDGW_KEY_PREFIX, EventsService, invalidQuery, parseBound } from "./service.ts"
+import { CARDGW_KEY_PREFIX, EventsService, parseBound } from "./service.ts"
 import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const MAX_PAYMENTS_PAGE = 200
 
@@ -153,13 +154,7 @@ const renderLinkage = (row: LinkageRow, model: CreditModel): PaymentLinkage => {
   }
 }
 
-const parseLimit = (raw: string | undefined) => {
-  if (raw === undefined) return Effect.succeed(DEFAULT_PAGE_SIZE)
-  const parsed = /^\d{1,4}$/.test(raw) ? Number(raw) : Number.NaN
-  return parsed >= 1 && parsed <= MAX_PAYMENTS_PAGE
-    ? Effect.succeed(parsed)
-    : Effect.fail(invalidQuery("limit", `Expected an integer from 1 to ${MAX_PAYMENTS_PAGE}, got ${JSON.stringify(raw)}`))
-}
+const parseLimit = (raw: string | undefined) => integerParam("limit", raw, { fallback: DEFAULT_PAGE_SIZE, min: 1, max: MAX_PAYMENTS_PAGE })
 
 const parseCursor = (raw: string | undefined) => {
   if (raw === undefined || raw === "") return Effect.succeed(Option.none<PaymentKeyset>())
@@ -197,18 +192,13 @@ const parseFilters = Effect.fn("Payments.parseFilters")(function*(
   return filters
 })
 
-const pageOf = <Row extends { readonly occurred_at: string; readonly payment_id: string }, A>(
+const paymentPage = <Row extends { readonly occurred_at: string; readonly payment_id: string }, A>(
   rows: ReadonlyArray<Row>,
   limit: number,
   render: (row: Row) => A
 ): Paged<A> => {
-  const page = rows.slice(0, limit)
-  const last = page[page.length - 1]
-  const hasNext = rows.length > limit && last !== undefined
-  return {
-    data: page.map(render),
-    pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.occurred_at, id: last.payment_id }) : null }
-  }
+  const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.occurred_at, id: row.payment_id }))
+  return { data: page.map(render), pagination }
 }
 
 /** Who acted, as the history stores it (the same split as the audit trail). */
@@ -363,7 +353,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         const after = yield* parseCursor(query.cursor)
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return EMPTY_PAGE
-        return pageOf(yield* repo.list(profile.profileId, filters, limit, after), limit, renderPayment)
+        return paymentPage(yield* repo.list(profile.profileId, filters, limit, after), limit, renderPayment)
       })
 
       const setInstallment = Effect.fn("Payments.setInstallment")(function*(
@@ -516,7 +506,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         const after = yield* parseCursor(query.cursor)
         if (!profile.attributionEnabled) return EMPTY_PAGE
         const rows = yield* repo.linkage(profile.profileId, filters, limit, after, model)
-        return pageOf(rows, limit, (row) => renderLinkage(row, model))
+        return paymentPage(rows, limit, (row) => renderLinkage(row, model))
       })
 
       /**

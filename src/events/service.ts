@@ -26,7 +26,7 @@ import {
 } from "../../schema/events.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor } from "../http/pagination.ts"
+import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../http/pagination.ts"
 import { normaliseAmount } from "./money.ts"
 import { type ConversionFilters, EventsRepo } from "./repo.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
@@ -34,6 +34,7 @@ import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../platform/json.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const MAX_CONVERSIONS_PAGE = 200
 
@@ -52,8 +53,6 @@ export interface ConversionsPage {
   readonly pagination: { readonly has_next: boolean; readonly cursor: string | null }
 }
 
-export const invalidQuery = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
 
 const blank = (value: string | undefined) => value !== undefined && value.trim() === ""
 
@@ -273,14 +272,7 @@ export class EventsService extends Context.Service<EventsService, {
         profile: ProfileContext,
         query: ConversionsQueryInput
       ) {
-        let limit = DEFAULT_PAGE_SIZE
-        if (query.limit !== undefined) {
-          const parsed = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN
-          if (!(parsed >= 1 && parsed <= MAX_CONVERSIONS_PAGE)) {
-            return yield* invalidQuery("limit", `Expected an integer from 1 to ${MAX_CONVERSIONS_PAGE}, got ${JSON.stringify(query.limit)}`)
-          }
-          limit = parsed
-        }
+        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_PAGE_SIZE, min: 1, max: MAX_CONVERSIONS_PAGE })
         let model: CreditModel = "last_touch"
         if (query.model !== undefined) {
           const known = CreditModels.find((name) => name === query.model)
@@ -317,16 +309,8 @@ export class EventsService extends Context.Service<EventsService, {
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } }
         const rows = yield* repo.listConversions(profile.profileId, filters, limit, after)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
-        return {
-          data: page.map((row): Conversion => ({ ...row, credit_model: model })),
-          pagination: {
-            has_next: hasNext,
-            cursor: hasNext ? encodeCursor({ createdAt: last.occurred_at, id: last.conversion_id }) : null
-          }
-        }
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.occurred_at, id: row.conversion_id }))
+        return { data: page.map((row): Conversion => ({ ...row, credit_model: model })), pagination }
       })
 
       return { ingest, record: recorder.record, retract, listConversions }

@@ -190,6 +190,12 @@ const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> | undefined 
   principal.kind === "api_key" || principal.kind === "user_token" || principal.kind === "session" ? principal.scopes : undefined
 
 /**
+ * The scopes a principal acts with on this request, none for kinds that carry no scopes (a user
+ * token's and a session's are already narrowed to the membership on profile-grain routes).
+ */
+export const heldScopes = (principal: PrincipalShape): ReadonlyArray<string> => scopesOf(principal) ?? []
+
+/**
  * What a user token lacks, and why: its MCP grant, the person's membership on the profile, or
  * both (the two halves of its effective scopes).
  */

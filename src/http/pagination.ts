@@ -22,17 +22,23 @@ export const decodeCursor = (cursor: string | undefined): Option.Option<Keyset> 
 
 export const DEFAULT_PAGE_SIZE = 50
 
-/** Fetch one more row than the page holds; the extra row says whether there is a next page. */
+/**
+ * A keyset page fetched with one more row than it holds (the extra row says whether there is a
+ * next page): the rows to answer, and the pagination whose cursor is `keyOf` the last of them.
+ */
+export const pageOf = <Row>(rows: ReadonlyArray<Row>, limit: number, keyOf: (row: Row) => Keyset) => {
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  const hasNext = rows.length > limit && last !== undefined
+  return { page, pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor(keyOf(last)) : null } }
+}
+
+/** `pageOf` for rows keyed by `(created_at, id)`, rendered. */
 export const toPage = <Row extends { readonly created_at: string; readonly id: string }, Item>(
   rows: ReadonlyArray<Row>,
   limit: number,
   render: (row: Row) => Item
 ) => {
-  const page = rows.slice(0, limit)
-  const last = page[page.length - 1]
-  const hasNext = rows.length > limit && last !== undefined
-  return {
-    data: page.map(render),
-    pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
-  }
+  const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }))
+  return { data: page.map(render), pagination }
 }

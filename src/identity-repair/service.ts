@@ -34,10 +34,11 @@ import {
 } from "../../schema/identity-repair.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
 import { type BackfillOutcome, IdentityRepairRepo, type LinkKeyset, type LinkRow, type ScanRow } from "./repo.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const MAX_PAGE = 100
 export const DEFAULT_PAGE = 50
@@ -55,16 +56,8 @@ export interface LinksInput {
   readonly limit?: string
 }
 
-const invalidQuery = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
-
-const intParam = (name: string, raw: string | undefined, fallback: number, min: number, max: number) => {
-  if (raw === undefined) return Effect.succeed(fallback)
-  const parsed = /^\d{1,9}$/.test(raw) ? Number(raw) : Number.NaN
-  return parsed >= min && parsed <= max
-    ? Effect.succeed(parsed)
-    : Effect.fail(invalidQuery(name, `Expected an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`))
-}
+const intParam = (name: string, raw: string | undefined, fallback: number, min: number, max: number) =>
+  integerParam(name, raw, { fallback, min, max })
 
 const linkNotFound = () => new NotFound({ message: "No identity link has this id in this profile." })
 
@@ -245,14 +238,8 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
         ).pipe(Option.map((keyset): LinkKeyset => ({ at: keyset.createdAt, id: keyset.id })))
         yield* refuseOnHealthcare(profile)
         const rows = yield* repo.listLinks(profile.profileId, status, after, limit)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
-        return {
-          data: page.map(renderLink),
-          status_counts: yield* repo.statusCounts(profile.profileId),
-          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
-        } satisfies LinkPage
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }))
+        return { data: page.map(renderLink), status_counts: yield* repo.statusCounts(profile.profileId), pagination } satisfies LinkPage
       })
 
       const decide = Effect.fn("IdentityRepair.decide")(function*(

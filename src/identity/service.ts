@@ -26,18 +26,16 @@ import {
 } from "../../schema/identity.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, encodeCursor } from "../http/pagination.ts"
+import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { IdentityRepo, type MergeRow, type ProposalRow, type SideRow } from "./repo.ts"
+import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const DEFAULT_SNOOZE_DAYS = 30
 const MAX_PAGE = 100
 const DEFAULT_PAGE = 50
 
 type Page<A> = { readonly data: ReadonlyArray<A>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }
-
-const invalidQuery = (name: string, message: string) =>
-  new InvalidParameter({ message: `query.${name}: ${message}`, reason: `invalid_parameter:${name}` })
 
 const renderSide = (row: SideRow): CustomerSide => ({
   customer_profile_id: row.id,
@@ -160,12 +158,7 @@ export class IdentityService extends Context.Service<IdentityService, {
         query: { readonly cursor?: string; readonly limit?: string; readonly status?: string }
       ) {
         yield* healthcare.refuse(profile)
-        let limit = DEFAULT_PAGE
-        if (query.limit !== undefined) {
-          const parsed = /^\d{1,4}$/.test(query.limit) ? Number(query.limit) : Number.NaN
-          if (!(parsed >= 1 && parsed <= MAX_PAGE)) return yield* invalidQuery("limit", `Expected an integer from 1 to ${MAX_PAGE}`)
-          limit = parsed
-        }
+        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_PAGE, min: 1, max: MAX_PAGE })
         const status = query.status === undefined ? null : ProposalStatuses.find((name) => name === query.status) ?? undefined
         if (status === undefined) return yield* invalidQuery("status", `Expected one of ${ProposalStatuses.join(", ")}`)
         // An unreadable cursor restarts the queue from the beginning.
@@ -174,9 +167,7 @@ export class IdentityService extends Context.Service<IdentityService, {
           Option.map((k) => ({ at: k.createdAt, id: k.id }))
         )
         const rows = yield* repo.listProposals(profile.profileId, status, after, limit)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }))
         const counts = yield* repo.statusCounts(profile.profileId)
         return {
           data: yield* Effect.forEach(page, (row) => render(profile, row)),
@@ -187,7 +178,7 @@ export class IdentityService extends Context.Service<IdentityService, {
             dismissed: counts["dismissed"] ?? 0,
             superseded: counts["superseded"] ?? 0
           },
-          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
+          pagination
         }
       })
 

@@ -24,7 +24,7 @@ import {
   PERSONAL_IDENTIFIER_TYPES
 } from "../../schema/link-tokens.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
-import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
+import { heldScopes, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
 import { AppConfig } from "../platform/config.ts"
 import { normalizePhone } from "../identity/normalize.ts"
 import { type Lookup, LinkTokensRepo } from "./repo.ts"
@@ -103,13 +103,6 @@ const checkSelector = (index: number, selector: LinkTokenSelector): Checked => {
   return { kind: "lookup", lookup: { index, kind: type, value: normalised.value }, customerKey: null }
 }
 
-/** Scopes the principal acts with on this request (a user token's are already narrowed to its membership). */
-const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> =>
-  principal.kind === "api_key" || principal.kind === "user_token"
-    ? principal.scopes
-    : principal.kind === "session"
-    ? principal.scopes ?? []
-    : []
 
 const withParameter = (landingUrl: string, token: string) => {
   const url = new URL(landingUrl)
@@ -161,7 +154,7 @@ export class LinkTokens extends Context.Service<LinkTokens, {
 
         const checked = request.selectors.map((selector, index) => checkSelector(index, selector))
         const lookups = checked.flatMap((row) => row.kind === "lookup" ? [row.lookup] : [])
-        const holdsCustomersRead = scopesOf(principal).includes("customers:read")
+        const holdsCustomersRead = heldScopes(principal).includes("customers:read")
         const personal = lookups.filter((lookup) => (PERSONAL_IDENTIFIER_TYPES as ReadonlyArray<string>).includes(lookup.kind))
         if (personal.length > 0 && !holdsCustomersRead) {
           return yield* new InsufficientScope({

@@ -15,7 +15,7 @@ import type {
 } from "../../schema/tracking.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor } from "../http/pagination.ts"
+import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../http/pagination.ts"
 import { AppConfig } from "../platform/config.ts"
 import { customCollectorUrl } from "./collector-hosts.ts"
 import { type FeedRow, type OpsRow, TrackingDiagnosticsRepo, type VerificationRow } from "./diagnostics-repo.ts"
@@ -150,16 +150,8 @@ export class TrackingDiagnostics extends Context.Service<TrackingDiagnostics, {
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } }
         const rows = yield* repo.feed(profile.profileId, limit, after)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
-        return {
-          data: page.map(renderEvent),
-          pagination: {
-            has_next: hasNext,
-            cursor: hasNext ? encodeCursor({ createdAt: last.occurred_at, id: last.id }) : null
-          }
-        }
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.occurred_at, id: row.id }))
+        return { data: page.map(renderEvent), pagination }
       })
 
       const ops = Effect.fn("TrackingDiagnostics.ops")(function*(profile: ProfileContext) {
