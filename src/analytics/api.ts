@@ -4,27 +4,10 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Breakdown, BreakdownParams, BreakdownQuery, AnalyticsQuery, Overview, Timeseries } from "../../schema/analytics.ts"
-import {
-  DatabaseUnavailable,
-  InsufficientScope,
-  InvalidDateRange,
-  InvalidParameter,
-  InvalidRequest,
-  NotFound,
-  wire
-} from "../../schema/errors.ts"
-import { policy } from "../http/policy.ts"
+import { analyticsErrors, profileRead } from "./policies.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
-const errors = [
-  wire(NotFound),
-  wire(InvalidRequest),
-  wire(InsufficientScope),
-  wire(DatabaseUnavailable),
-  wire(InvalidParameter),
-  wire(InvalidDateRange)
-] as const
-const read = policy({ scopes: ["analytics:read"], auth: [...principals], grain: "profile", idempotency: "none" })
+const errors = analyticsErrors
+const read = profileRead("analytics:read")
 
 export const AnalyticsApi = HttpApiGroup.make("analytics")
   .add(

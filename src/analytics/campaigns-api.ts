@@ -16,27 +16,11 @@ import {
   FatigueRisk,
   Unattributed
 } from "../../schema/analytics-campaigns.ts"
-import {
-  DatabaseUnavailable,
-  InsufficientScope,
-  InvalidDateRange,
-  InvalidParameter,
-  InvalidRequest,
-  NotFound,
-  wire
-} from "../../schema/errors.ts"
 import { AnalyticsQuery } from "../../schema/analytics.ts"
-import { policy } from "../http/policy.ts"
+import { analyticsErrors, profileRead } from "./policies.ts"
 
-const errors = [
-  wire(NotFound),
-  wire(InvalidRequest),
-  wire(InsufficientScope),
-  wire(DatabaseUnavailable),
-  wire(InvalidParameter),
-  wire(InvalidDateRange)
-] as const
-const read = policy({ scopes: ["campaigns:read"], auth: ["api_key", "user_token", "session"], grain: "profile", idempotency: "none" })
+const errors = analyticsErrors
+const read = profileRead("campaigns:read")
 
 export const CampaignsApi = HttpApiGroup.make("campaigns")
   .add(

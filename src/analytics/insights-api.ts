@@ -22,29 +22,12 @@ import {
   TouchListQuery,
   UtmRefresh
 } from "../../schema/analytics-insights.ts"
-import {
-  DatabaseUnavailable,
-  InsufficientScope,
-  InvalidDateRange,
-  InvalidParameter,
-  InvalidRequest,
-  NotFound,
-  RateLimitExceeded,
-  wire
-} from "../../schema/errors.ts"
-import { policy } from "../http/policy.ts"
+import { RateLimitExceeded, wire } from "../../schema/errors.ts"
+import { analyticsErrors, profileRead } from "./policies.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
-const errors = [
-  wire(NotFound),
-  wire(InvalidRequest),
-  wire(InsufficientScope),
-  wire(DatabaseUnavailable),
-  wire(InvalidParameter),
-  wire(InvalidDateRange)
-] as const
-const read = policy({ scopes: ["analytics:read"], auth: [...principals], grain: "profile", idempotency: "none" })
-const live = policy({ scopes: ["realtime:read"], auth: [...principals], grain: "profile", idempotency: "none" })
+const errors = analyticsErrors
+const read = profileRead("analytics:read")
+const live = profileRead("realtime:read")
 
 export const InsightsApi = HttpApiGroup.make("insights")
   .add(
