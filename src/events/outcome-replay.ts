@@ -16,6 +16,7 @@ import { decodeCursor, encodeCursor } from "../http/pagination.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { OUTCOME_RECORDED } from "./recorder.ts"
+import { EventsRepo } from "./repo.ts"
 import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const REPLAY_WINDOW_DAYS = 90
@@ -50,12 +51,6 @@ const Row = Schema.Struct({
   customer_live: Schema.Boolean
 })
 
-const Facts = Schema.Struct({
-  privacy_mode: Schema.String,
-  is_healthcare_agency: Schema.Boolean,
-  provisioned_by_app_id: Schema.NullOr(Schema.String)
-})
-
 
 export class OutcomeReplay extends Context.Service<OutcomeReplay, {
   readonly list: (
@@ -72,7 +67,7 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
       const sql = yield* SqlClient
       const piiLog = yield* PiiAccessLog
       const rows = decodeRows(Row)
-      const facts = decodeRows(Facts)
+      const events = yield* EventsRepo
 
       const list = Effect.fn("Events.replayOutcomes")(function*(
         principal: PrincipalShape,
@@ -88,9 +83,7 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
           }
           after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
         }
-        const [profileFacts] = yield* orDatabaseUnavailable(facts(sql`
-          SELECT p.privacy_mode, w.is_healthcare_agency, p.provisioned_by_app_id
-          FROM profiles p JOIN workspaces w ON w.id = p.workspace_id WHERE p.id = ${profile.profileId}`))
+        const profileFacts = (yield* events.profileFacts([profile.profileId])).get(profile.profileId)
         if (profileFacts === undefined) return yield* Effect.die("the request's profile has no row")
         const provisioningApp = principal.kind === "api_key" && principal.oauthAppId !== null &&
           principal.oauthAppId === profileFacts.provisioned_by_app_id
@@ -167,5 +160,5 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
 
       return { list }
     })
-  ).pipe(Layer.provide(PiiAccessLog.layer))
+  ).pipe(Layer.provide([PiiAccessLog.layer, EventsRepo.layer]))
 }
