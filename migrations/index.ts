@@ -20,6 +20,7 @@ import m0019 from "./0019_analytics.ts"
 import m0020 from "./0020_campaign_rollups.ts"
 import m0021 from "./0021_analytics_insights.ts"
 import m0022 from "./0022_outcome_replay.ts"
+import m0023 from "./0023_unfiltered_rollups.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -47,7 +48,8 @@ export const migrations = {
   "0019_analytics": m0019,
   "0020_campaign_rollups": m0020,
   "0021_analytics_insights": m0021,
-  "0022_outcome_replay": m0022
+  "0022_outcome_replay": m0022,
+  "0023_unfiltered_rollups": m0023
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

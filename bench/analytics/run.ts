@@ -8,14 +8,18 @@
  *
  * 1. a profile of BENCH_TOUCHES touches (10,000,000) over 13 months, with conversions from
  *    BENCH_CUSTOMERS customers (about 0.75 per customer: 500,000 by default), generated with the
- *    replay bench's set-based SQL (bench/replay/dataset.ts; see there for its shape);
+ *    replay bench's set-based SQL (bench/replay/dataset.ts; see there for its shape) with touch
+ *    attributes (400 ads in 20 campaigns, referrers, pages, keywords, countries, devices...), and
+ *    a day of spend per ad;
  * 2. the credit rows of every conversion under the six models, by a real full replay;
  * 3. the rollups, rebuilt from the raw rows (`AnalyticsRollups.rebuild`);
  * 4. BENCH_READS reads (100) of each: overview (last 30 days), timeseries (daily, 90 days),
- *    breakdown by channel (30 days) — p50 / p95; next to the baseline "raw": the overview's
- *    conversion counts computed straight from the raw rows for the same 30 days.
+ *    breakdown by channel (30 days), campaigns at ad level (30 days) — p50 / p95; next to the
+ *    baseline "raw": the overview's conversion counts computed straight from the raw rows for
+ *    the same 30 days.
  *
- * Goal: p95 < 100 ms for each read. The profile is dropped at the end unless BENCH_KEEP=1.
+ * Goal: p95 < 100 ms for each read. The profile is dropped at the end unless BENCH_KEEP=1; a kept
+ * profile is measured again, without generating or crediting, with BENCH_PROFILE_ID=<id>.
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -23,17 +27,21 @@ import { CreditEngine } from "../../src/attribution/engine.ts"
 import { enqueueReplay } from "../../src/attribution/replay-queue.ts"
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { AnalyticsRollups, AnalyticsRollupSettings, defaultRollupSettings } from "../../src/analytics/rollups.ts"
+import { CampaignsService } from "../../src/analytics/campaigns-service.ts"
 import { AnalyticsService } from "../../src/analytics/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { MigrationsLive } from "../../src/platform/services.ts"
-import { type Dataset, dropDataset, generateDataset } from "../replay/dataset.ts"
+import { type Dataset, dropDataset, existingDataset, generateDataset, SPAN_DAYS } from "../replay/dataset.ts"
 import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
 
 const TOUCHES = intFromEnv("BENCH_TOUCHES", 10_000_000, 100_000_000)
 const CUSTOMERS = intFromEnv("BENCH_CUSTOMERS", 667_000, 20_000_000)
 const READS = intFromEnv("BENCH_READS", 100, 100_000)
+const KEPT_PROFILE = process.env["BENCH_PROFILE_ID"]
 const GOAL_P95_MS = 100
+
+const ROLLUP_TABLES = ["analytics_conversion_days", "analytics_credit_days", "analytics_touch_days", "analytics_campaign_days"]
 
 const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9
 
@@ -58,34 +66,55 @@ const program = Effect.gen(function*() {
   const analytics = yield* AnalyticsService
   const rollups = yield* AnalyticsRollups
   const worker = yield* AttributionWorker
+  const campaigns = yield* CampaignsService
   console.log(`node ${process.versions.node}; ${fmt(TOUCHES)} touches, ${fmt(CUSTOMERS)} customers (1 in 2 converts), ${READS} reads each`)
-  const generated = yield* timed(generateDataset(sql, { touches: TOUCHES, customers: CUSTOMERS, convertEvery: 2 }))
-  const dataset: Dataset = generated.value
-  console.log(`dataset: ${fmt(dataset.touches)} touches, ${fmt(dataset.conversions)} conversions, generated in ${fmt(generated.seconds, 1)} s`)
+  const dataset: Dataset = KEPT_PROFILE !== undefined
+    ? yield* existingDataset(sql, KEPT_PROFILE)
+    : yield* Effect.gen(function*() {
+      const generated = yield* timed(generateDataset(sql, { touches: TOUCHES, customers: CUSTOMERS, convertEvery: 2, attributes: true }))
+      // A day of spend per ad, in the ad account's currency (google for search ads, meta for social).
+      yield* sql`
+        INSERT INTO ad_spend (profile_id, platform, day, campaign_external_id, ad_set_external_id, ad_external_id, currency, amount)
+        SELECT ${generated.value.profileId}, CASE WHEN a < 220 THEN 'google' ELSE 'meta' END, current_date - d,
+               'c-' || a / 20, 'as-' || a / 4, 'ad-' || a, 'EUR', round((random() * 40)::numeric, 2)
+        FROM generate_series(0, 399) a, generate_series(0, ${SPAN_DAYS}::int) d`
+      console.log(
+        `dataset: ${fmt(generated.value.touches)} touches, ${fmt(generated.value.conversions)} conversions, ` +
+          `generated in ${fmt(generated.seconds, 1)} s`
+      )
+      return generated.value
+    })
+  if (KEPT_PROFILE !== undefined) {
+    console.log(`dataset: kept profile ${dataset.profileId}: ${fmt(dataset.touches)} touches, ${fmt(dataset.conversions)} conversions`)
+  }
   yield* Effect.ensuring(
     Effect.gen(function*() {
-      yield* enqueueReplay(sql, dataset.profileId, "bench")
-      const credited = yield* timed(worker.runNextReplay)
+      if (KEPT_PROFILE === undefined) {
+        yield* enqueueReplay(sql, dataset.profileId, "bench")
+        const credited = yield* timed(worker.runNextReplay)
+        console.log(`full replay (six models) in ${fmt(credited.seconds, 1)} s`)
+      }
       const [credits] = yield* sql<{ n: number }>`
         SELECT count(*)::int AS n FROM attribution_credits a JOIN conversions c ON c.id = a.conversion_id WHERE c.profile_id = ${dataset.profileId}`
-      console.log(`credit rows: ${fmt(credits?.n ?? 0)} (six models), by a full replay in ${fmt(credited.seconds, 1)} s`)
+      console.log(`credit rows: ${fmt(credits?.n ?? 0)}`)
       const rebuilt = yield* timed(rollups.rebuild(dataset.profileId))
-      const [sizes] = yield* sql<{ conversion_days: number; credit_days: number; touch_days: number }>`
+      const [sizes] = yield* sql<{ conversion_days: number; credit_days: number; touch_days: number; campaign_days: number }>`
         SELECT (SELECT count(*)::int FROM analytics_conversion_days WHERE profile_id = ${dataset.profileId}) AS conversion_days,
                (SELECT count(*)::int FROM analytics_credit_days WHERE profile_id = ${dataset.profileId}) AS credit_days,
-               (SELECT count(*)::int FROM analytics_touch_days WHERE profile_id = ${dataset.profileId}) AS touch_days`
+               (SELECT count(*)::int FROM analytics_touch_days WHERE profile_id = ${dataset.profileId}) AS touch_days,
+               (SELECT count(*)::int FROM analytics_campaign_days WHERE profile_id = ${dataset.profileId}) AS campaign_days`
       console.log(
         `rollups rebuilt in ${fmt(rebuilt.seconds, 1)} s (${fmt(rebuilt.value.days)} days): ${fmt(sizes?.conversion_days ?? 0)} conversion-day, ` +
-          `${fmt(sizes?.credit_days ?? 0)} credit-day, ${fmt(sizes?.touch_days ?? 0)} touch-day rows`
+          `${fmt(sizes?.credit_days ?? 0)} credit-day, ${fmt(sizes?.touch_days ?? 0)} touch-day, ` +
+          `${fmt(sizes?.campaign_days ?? 0)} campaign-day rows`
       )
-      yield* sql`ANALYZE analytics_conversion_days`
-      yield* sql`ANALYZE analytics_credit_days`
-      yield* sql`ANALYZE analytics_touch_days`
+      for (const table of ROLLUP_TABLES) yield* sql`VACUUM ANALYZE ${sql(table)}`
 
       const profile = { profileId: dataset.profileId, workspaceId: dataset.workspaceId, attributionEnabled: true }
       const overview = yield* sample(analytics.overview(profile, { days: "30" }))
       const timeseries = yield* sample(analytics.timeseries(profile, { days: "90" }))
       const breakdown = yield* sample(analytics.breakdown(profile, "channel", { days: "30" }))
+      const ads = yield* sample(campaigns.campaigns(profile, { days: "30", level: "ad" }))
       const raw = yield* sample(sql`
         SELECT count(*) FILTER (WHERE counts_as_cash) AS cash, count(*) AS conversions FROM conversions
         WHERE profile_id = ${dataset.profileId} AND occurred_at >= now() - interval '30 days'`)
@@ -93,6 +122,7 @@ const program = Effect.gen(function*() {
         ["overview (30 days)", overview],
         ["timeseries (daily, 90 days)", timeseries],
         ["breakdown by channel (30 days)", breakdown],
+        ["campaigns at ad level (30 days)", ads],
         ["baseline \"raw\": conversion counts of 30 days from the raw table", raw]
       ] as const
       console.log("")
@@ -107,7 +137,8 @@ const program = Effect.gen(function*() {
       ? Effect.sync(() => console.log(`kept profile ${dataset.profileId}`))
       : Effect.orDie(Effect.gen(function*() {
         yield* dropDataset(sql, dataset)
-        for (const table of ["analytics_conversion_days", "analytics_credit_days", "analytics_touch_days", "analytics_dirty"]) {
+        yield* sql`DELETE FROM ad_spend WHERE profile_id = ${dataset.profileId}`
+        for (const table of [...ROLLUP_TABLES, "analytics_dirty"]) {
           yield* sql`DELETE FROM ${sql(table)} WHERE profile_id = ${dataset.profileId}`
         }
       }))
@@ -119,7 +150,7 @@ await runInProcessBench("analytics", "a PostgreSQL the bench may write ten milli
     Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }),
     Layer.succeed(AnalyticsRollupSettings)({ ...defaultRollupSettings, enabled: false })
   )
-  return Layer.mergeAll(AnalyticsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer).pipe(
+  return Layer.mergeAll(AnalyticsService.layer, CampaignsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer).pipe(
     Layer.provide(quiet),
     Layer.provideMerge(MigrationsLive),
     Layer.provideMerge(DatabaseLive),

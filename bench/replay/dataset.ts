@@ -24,6 +24,12 @@ export interface DatasetOptions {
   readonly customers: number
   /** One customer in `convertEvery` converts. */
   readonly convertEvery: number
+  /**
+   * Also give touches what analytics slices by (the analytics bench): paid touches (40 %) carry
+   * one of 400 ads (100 ad sets, 20 campaigns), and every touch a referrer, page, country,
+   * device, browser and OS; paid search touches a `utm_term`. Skewed, so a few values dominate.
+   */
+  readonly attributes?: boolean
 }
 
 export interface Dataset {
@@ -45,6 +51,22 @@ const KIND = (r: string) => `CASE WHEN ${r} < 0.85 THEN 'web_touch' WHEN ${r} < 
   WHEN ${r} < 0.94 THEN 'organic_interaction' WHEN ${r} < 0.96 THEN 'inherited' WHEN ${r} < 0.98 THEN 'proxy_click'
   ELSE 'outcome' END`
 
+/** Extra touch columns and their values (`r.rc` is the channel draw: below 0.40 is paid). */
+const ATTRIBUTE_COLUMNS = ", campaign_external_id, ad_set_external_id, ad_external_id, referrer_domain, path, payload, country, device, browser, os"
+const ATTRIBUTE_VALUES = `,
+  CASE WHEN r.rc < 0.40 THEN 'c-' || floor(r.rc * 50)::int END,
+  CASE WHEN r.rc < 0.40 THEN 'as-' || floor(r.rc * 250)::int END,
+  CASE WHEN r.rc < 0.40 THEN 'ad-' || floor(r.rc * 1000)::int END,
+  (ARRAY['google.com', 'bing.com', 'facebook.com', 'instagram.com', 'news.example', 'blog.example', NULL, NULL])[1 + floor(random() * 8)::int],
+  '/p/' || floor(random() * random() * 200)::int,
+  CASE WHEN r.rc < 0.22 THEN jsonb_build_object('utm', jsonb_build_object('utm_term', 'kw-' || floor(random() * random() * 300)::int))
+       ELSE '{}'::jsonb END,
+  (ARRAY['ES', 'FR', 'DE', 'IT', 'PT', 'GB', 'US', 'MX', 'BR', 'AR', 'NL', 'BE', 'CH', 'AT', 'SE', 'NO', 'DK', 'PL', 'IE', 'CA'])
+    [1 + floor(random() * random() * 20)::int],
+  (ARRAY['mobile', 'desktop', 'tablet'])[1 + floor(random() * random() * 3)::int],
+  (ARRAY['Chrome', 'Safari', 'Firefox', 'Edge', 'Samsung Internet'])[1 + floor(random() * random() * 5)::int],
+  (ARRAY['Android', 'iOS', 'Windows', 'macOS', 'Linux'])[1 + floor(random() * random() * 5)::int]`
+
 const CHANNEL = (r: string) => `CASE WHEN ${r} < 0.22 THEN 'paid_search' WHEN ${r} < 0.40 THEN 'paid_social'
   WHEN ${r} < 0.60 THEN 'organic_search' WHEN ${r} < 0.66 THEN 'organic_social' WHEN ${r} < 0.72 THEN 'referral'
   WHEN ${r} < 0.82 THEN 'email' WHEN ${r} < 0.86 THEN 'messaging' ELSE 'direct' END`
@@ -60,6 +82,8 @@ export const generateDataset = (sql: SqlClient, options: DatasetOptions) =>
     const visitors = Math.max(1, Math.floor(customers / 2))
     const kind = sql.literal(KIND("r.rk"))
     const channel = sql.literal(CHANNEL("r.rc"))
+    const attributeColumns = sql.literal(options.attributes === true ? ATTRIBUTE_COLUMNS : "")
+    const attributeValues = sql.literal(options.attributes === true ? ATTRIBUTE_VALUES : "")
     // A customer's id is md5(profile || ':c:' || index), so touches and conversions can name it.
 
     yield* sql.withTransaction(Effect.gen(function*() {
@@ -112,10 +136,10 @@ export const generateDataset = (sql: SqlClient, options: DatasetOptions) =>
       // The journeys: 1 to 8 touches in the 35 days before each conversion; 40 % carry only the
       // customer's bound anonymous id (when it has one), the others the customer.
       yield* sql`
-        INSERT INTO touches (id, profile_id, kind, occurred_at, received_at, channel, customer_id, anonymous_id)
+        INSERT INTO touches (id, profile_id, kind, occurred_at, received_at, channel, customer_id, anonymous_id${attributeColumns})
         SELECT gen_random_uuid(), ${profileId}, ${kind}, r.at, r.at, ${channel},
                CASE WHEN r.ri < 0.6 OR r.i % 10 >= 6 THEN r.customer_id END,
-               CASE WHEN r.ri >= 0.6 AND r.i % 10 < 6 THEN 'a-' || r.i || '-1' END
+               CASE WHEN r.ri >= 0.6 AND r.i % 10 < 6 THEN 'a-' || r.i || '-1' END${attributeValues}
         FROM (
           SELECT c.i, c.customer_id, date_trunc('milliseconds', c.at - random() * interval '35 days') AS at,
                  random() AS rk, random() AS rc, random() AS ri
@@ -124,7 +148,7 @@ export const generateDataset = (sql: SqlClient, options: DatasetOptions) =>
         ) r`
       // Background traffic up to `touches` in all.
       yield* sql`
-        INSERT INTO touches (id, profile_id, kind, occurred_at, received_at, channel, customer_id, anonymous_id)
+        INSERT INTO touches (id, profile_id, kind, occurred_at, received_at, channel, customer_id, anonymous_id${attributeColumns})
         SELECT gen_random_uuid(), ${profileId}, ${kind}, r.at, r.at, ${channel},
                CASE WHEN r.rv < 0.35 THEN NULL
                     WHEN r.ci % 10 < 6 AND r.ra < 0.5 THEN NULL
@@ -132,7 +156,7 @@ export const generateDataset = (sql: SqlClient, options: DatasetOptions) =>
                CASE WHEN r.rv < 0.35 THEN 'v-' || (1 + floor(r.rw * ${visitors}::int)::int)
                     WHEN r.ci % 10 < 6 AND r.ra < 0.5 THEN 'a-' || r.ci || '-' || CASE WHEN r.ci % 20 < 3 AND r.rb < 0.5 THEN 2 ELSE 1 END
                     WHEN r.ci % 10 < 6 AND r.ra < 0.7 THEN 'a-' || r.ci || '-1'
-                    ELSE NULL END
+                    ELSE NULL END${attributeValues}
         FROM (
           SELECT 1 + floor(random() * ${customers}::int)::int AS ci, random() AS rv, random() AS ra, random() AS rb,
                  random() AS rw, random() AS rk, random() AS rc,

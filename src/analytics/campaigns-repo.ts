@@ -191,9 +191,21 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
           if (scope.touchFilter?.dimension === "channel") return { measured: new Set<string>(), rows: [] }
           const column = sql.literal(SPEND_COLUMN[level])
           const one = only === undefined ? sql`` : sql`AND ${column} = ${only}`
-          const measured = yield* sql<{ platform_id: string }>`
-            SELECT DISTINCT ${column} AS platform_id FROM ad_spend x
-            WHERE x.profile_id = ${scope.profileId} AND ${column} IS NOT NULL ${spendFilter(scope)} ${one}`
+          // Without a filter, the distinct ids are walked through the level's index (one probe per
+          // id) rather than read from every spend row the profile ever had.
+          const measured = yield* (scope.touchFilter === null && only === undefined
+            ? sql<{ platform_id: string }>`
+                WITH RECURSIVE ids AS (
+                  (SELECT ${column} AS platform_id FROM ad_spend x
+                   WHERE x.profile_id = ${scope.profileId} AND ${column} IS NOT NULL ORDER BY ${column} LIMIT 1)
+                  UNION ALL
+                  SELECT (SELECT ${column} FROM ad_spend x
+                          WHERE x.profile_id = ${scope.profileId} AND ${column} > ids.platform_id ORDER BY ${column} LIMIT 1)
+                  FROM ids WHERE ids.platform_id IS NOT NULL)
+                SELECT platform_id FROM ids WHERE platform_id IS NOT NULL`
+            : sql<{ platform_id: string }>`
+                SELECT DISTINCT ${column} AS platform_id FROM ad_spend x
+                WHERE x.profile_id = ${scope.profileId} AND ${column} IS NOT NULL ${spendFilter(scope)} ${one}`)
           const rows = yield* spendRows(sql`
             WITH base AS (
               SELECT ${column} AS platform_id, x.day, x.currency, sum(x.amount) AS money FROM ad_spend x

@@ -118,6 +118,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         const parsed = yield* parseQuery(query, facts.today)
         const scope: ReadScope = {
           profileId: profile.profileId,
+          timeZone: facts.time_zone,
           model: parsed.model,
           start: parsed.start,
           end: parsed.end,

@@ -12,6 +12,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { type UtmSummary, UtmSummary as UtmSummarySchema } from "../../schema/analytics-insights.ts"
 import type { TouchFilter } from "../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { touchesByValue } from "./dimension-sql.ts"
 import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 
@@ -169,16 +170,6 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
           ${filter === null || column === null ? sql`` : sql`AND ${sql.literal(column)} = ${filter.value}`}`
       }
 
-      /** Rollup rows of one dimension within the touch filter (a filter on that dimension is one of its values). */
-      const touchSlice = (scope: InsightScope, dimension: string): Fragment => {
-        const filter = scope.touchFilter
-        if (filter === null) return sql`x.filter_dimension = '' AND x.filter_value = '' AND x.dimension = ${dimension}`
-        if (filter.dimension === dimension) {
-          return sql`x.filter_dimension = '' AND x.filter_value = '' AND x.dimension = ${dimension} AND x.value = ${filter.value}`
-        }
-        return sql`x.filter_dimension = ${filter.dimension} AND x.filter_value = ${filter.value} AND x.dimension = ${dimension}`
-      }
-
       const models = (scope: MoneyScope) =>
         Effect.gen(function*() {
           const keyFilter = scope.conversionKey === null ? sql`` : sql`AND x.conversion_key = ${scope.conversionKey}`
@@ -194,8 +185,7 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
                 SELECT x.model, x.day, x.currency, sum(x.conversions) AS conversions,
                        sum(x.credited_conversions) AS credited, sum(x.credited_revenue) AS money
                 FROM analytics_credit_days x
-                WHERE x.profile_id = ${scope.profileId} AND x.filter_dimension = '' AND x.filter_value = ''
-                  AND x.dimension = ${filter.dimension} AND x.value = ${filter.value} AND ${dayRange(scope)} ${keyFilter}
+                WHERE x.profile_id = ${scope.profileId} AND x.dimension = ${filter.dimension} AND x.value = ${filter.value} AND ${dayRange(scope)} ${keyFilter}
                 GROUP BY x.model, x.day, x.currency`
           const rows = yield* modelRows(sql`
             WITH base AS (${source}),
@@ -216,15 +206,13 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
 
       const dimensionValues = (scope: InsightScope, dimension: string) =>
         valueRows(sql`
-          SELECT x.value, sum(x.touches)::int AS touches FROM analytics_touch_days x
-          WHERE x.profile_id = ${scope.profileId} AND ${touchSlice(scope, dimension)} AND ${dayRange(scope)}
-          GROUP BY x.value ORDER BY touches DESC, x.value`)
+          SELECT x.value, x.touches::int AS touches FROM (${touchesByValue(sql, scope, dimension)}) x
+          ORDER BY x.touches DESC, x.value`)
 
       const qualityRollup = (scope: InsightScope) => {
         const part = (dimension: string, condition: string) =>
-          sql`(SELECT COALESCE(sum(x.touches), 0)::int FROM analytics_touch_days x
-               WHERE x.profile_id = ${scope.profileId} AND ${touchSlice(scope, dimension)} AND ${dayRange(scope)}
-                 AND ${sql.literal(condition)})`
+          sql`(SELECT COALESCE(sum(x.touches), 0)::int FROM (${touchesByValue(sql, scope, dimension)}) x
+               WHERE ${sql.literal(condition)})`
         return Effect.map(
           firstQuality(sql`
             SELECT ${part("channel", "true")} AS touches, ${part("channel", "x.value = 'direct'")} AS direct,

@@ -7,7 +7,8 @@ import type { SqlClient } from "effect/sql/SqlClient"
 
 /**
  * `money` (an SQL expression, default `x.money`) of `x.currency` on `x.day` in `target`, rounded
- * to 6 decimals; null when it cannot be converted. In the profile's own block (`profileBlock`) an
+ * to 6 decimals; null when it cannot be converted. The rate lookup runs only for a real conversion:
+ * reads convert one amount per (entity, day, currency). In the profile's own block (`profileBlock`) an
  * amount of no known currency is taken as is: it is "in the profile's currency", which is unset.
  */
 export const convertedMoney = (
@@ -21,6 +22,8 @@ export const convertedMoney = (
   return sql`CASE WHEN ${amount} = 0 THEN 0
                   WHEN COALESCE(NULLIF(x.currency, ''), ${profileCurrency}::text) IS NULL
                     THEN ${profileBlock ? sql`round(${amount}, 6)` : sql`NULL::numeric`}
+                  WHEN ${target}::text IS NULL THEN NULL::numeric
+                  WHEN COALESCE(NULLIF(x.currency, ''), ${profileCurrency}::text) = ${target}::text THEN round(${amount}, 6)
                   ELSE round(${amount} * analytics_fx_rate(COALESCE(NULLIF(x.currency, ''), ${profileCurrency}::text),
                                                            ${target}::text, x.day), 6) END`
 }

@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { TouchFilter } from "../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { CreditModel } from "../../schema/events.ts"
+import { creditedByValue, touchesByValue } from "./dimension-sql.ts"
 import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 
@@ -30,6 +31,7 @@ const ProfileFactsRow = Schema.Struct({
 
 export interface ReadScope {
   readonly profileId: string
+  readonly timeZone: string
   readonly model: CreditModel
   /** Inclusive ISO dates in the profile's time zone. */
   readonly start: string
@@ -122,8 +124,7 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
                      sum(x.first_payments) AS first_payments, sum(x.credited_conversions) AS credited,
                      sum(x.credited_revenue) AS money
               FROM analytics_credit_days x
-              WHERE x.profile_id = ${scope.profileId} AND x.model = ${scope.model} AND x.filter_dimension = ''
-                AND x.filter_value = '' AND x.dimension = ${scope.touchFilter.dimension}
+              WHERE x.profile_id = ${scope.profileId} AND x.model = ${scope.model} AND x.dimension = ${scope.touchFilter.dimension}
                 AND x.value = ${scope.touchFilter.value} AND ${range(scope)} ${keyFilter}
               GROUP BY x.day, x.currency`
         return measureRows(sql`
@@ -177,23 +178,9 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
           return { measured: true, rows }
         })
 
-      const breakdown = (scope: ReadScope, dimension: string) => {
-        const filter = scope.touchFilter
-        // A filter on the broken-down dimension itself is one value of the unfiltered rows.
-        const within = filter === null || filter.dimension === dimension
-          ? sql`x.filter_dimension = '' AND x.filter_value = ''`
-          : sql`x.filter_dimension = ${filter.dimension} AND x.filter_value = ${filter.value}`
-        const sameValue = filter !== null && filter.dimension === dimension ? sql`AND x.value = ${filter.value}` : sql``
-        const keyFilter = scope.conversionKey === null ? sql`` : sql`AND x.conversion_key = ${scope.conversionKey}`
-        return breakdownRows(sql`
-          WITH credited AS (
-            SELECT x.value, x.day, x.currency, sum(x.conversions) AS conversions, sum(x.cash_payments) AS cash_payments,
-                   sum(x.first_payments) AS first_payments, sum(x.credited_conversions) AS credited,
-                   sum(x.credited_revenue) AS money
-            FROM analytics_credit_days x
-            WHERE x.profile_id = ${scope.profileId} AND x.model = ${scope.model} AND ${within}
-              AND x.dimension = ${dimension} ${sameValue} AND ${range(scope)} ${keyFilter}
-            GROUP BY x.value, x.day, x.currency),
+      const breakdown = (scope: ReadScope, dimension: string) =>
+        breakdownRows(sql`
+          WITH credited AS (${creditedByValue(sql, scope, dimension)}),
           converted AS (
             SELECT x.*, ${convert(scope, scope.currency, true)} AS in_profile,
                    ${convert(scope, scope.reportingCurrency, false)} AS in_reporting
@@ -203,20 +190,14 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
                    sum(first_payments)::int AS first_payments, trim_scale(sum(credited))::text AS credited_conversions,
                    ${total("in_profile")} AS credited_revenue, ${total("in_reporting")} AS reporting_credited_revenue
             FROM converted GROUP BY value),
-          touched AS (
-            SELECT x.value, sum(x.touches)::int AS touches
-            FROM analytics_touch_days x
-            WHERE x.profile_id = ${scope.profileId} AND ${within} AND x.dimension = ${dimension} ${sameValue}
-              AND ${range(scope)}
-            GROUP BY x.value)
-          SELECT COALESCE(v.value, t.value) AS value, COALESCE(t.touches, 0) AS touches,
+          touched AS (${touchesByValue(sql, scope, dimension)})
+          SELECT COALESCE(v.value, t.value) AS value, COALESCE(t.touches, 0)::int AS touches,
                  COALESCE(v.conversions, 0) AS conversions, COALESCE(v.cash_payments, 0) AS cash_payments,
                  COALESCE(v.first_payments, 0) AS first_payments, COALESCE(v.credited_conversions, '0') AS credited_conversions,
                  CASE WHEN v.value IS NULL THEN '0' ELSE v.credited_revenue END AS credited_revenue,
                  CASE WHEN v.value IS NULL THEN '0' ELSE v.reporting_credited_revenue END AS reporting_credited_revenue
           FROM per_value v FULL JOIN touched t ON t.value = v.value
           ORDER BY conversions DESC, touches DESC, value`)
-      }
 
       return {
         profileFacts: (profileId) => orDatabaseUnavailable(profileFacts(profileId)).pipe(Effect.withSpan("AnalyticsRepo.profileFacts")),

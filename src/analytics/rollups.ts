@@ -14,6 +14,16 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { CreditModels } from "../../schema/events.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import {
+  buildRollupRows,
+  type ConversionFact,
+  type CreditFact,
+  ROLLUP_DIMENSIONS,
+  type RollupRows,
+  type TouchFact,
+  type TouchTuple
+} from "./rollup-build.ts"
+import { dimensionColumns } from "./dimension-sql.ts"
 
 export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */
@@ -33,42 +43,13 @@ export const AnalyticsRollupSettings = Context.Reference<AnalyticsRollupSettings
   defaultValue: () => defaultRollupSettings
 })
 
-/**
- * What a touch is counted under, per dimension ('' = none). The filter dimensions are the first
- * four; a rollup row within a filter value counts only touches that have it.
- */
-export const DIMENSION_SQL = {
-  channel: "tch.channel",
-  campaign: "COALESCE(tch.campaign_external_id, '')",
-  ad_set: "COALESCE(tch.ad_set_external_id, '')",
-  ad: "COALESCE(tch.ad_external_id, '')",
-  referrer: "COALESCE(tch.referrer_domain, '')",
-  page: "COALESCE(tch.path, '')",
-  keyword: "COALESCE(tch.payload -> 'utm' ->> 'utm_term', '')",
-  country: "COALESCE(tch.country, '')",
-  device: "COALESCE(tch.device, '')",
-  browser: "COALESCE(tch.browser, '')",
-  os: "COALESCE(tch.os, '')"
-} as const
-
-const FILTER_DIMENSIONS = ["channel", "campaign", "ad_set", "ad"] as const
-
-const dimensionValues = Object.entries(DIMENSION_SQL).map(([name, expression]) => `('${name}', ${expression})`).join(", ")
-const filterValues = ["('', '')", ...FILTER_DIMENSIONS.map((name) => `('${name}', ${DIMENSION_SQL[name]})`)].join(", ")
-
-/** Touches and credited touches fan out to one row per (filter value, dimension value). */
-const fanOut = `
-  CROSS JOIN LATERAL (VALUES ${dimensionValues}) AS d(dimension, value)
-  CROSS JOIN LATERAL (VALUES ${filterValues}) AS f(filter_dimension, filter_value)`
-/** The same fan-out over touches already grouped by their attribute tuple (`g`, one column per dimension). */
-const dimensionNames = Object.keys(DIMENSION_SQL)
-const tupleColumns = Object.entries(DIMENSION_SQL).map(([name, expression]) => `${expression} AS ${name}`).join(", ")
 /** Positions: profile_id, day, then one per dimension. */
-const tupleGroupBy = Array.from({ length: dimensionNames.length + 2 }, (_, i) => String(i + 1)).join(", ")
-const tupleFanOut = `
-  CROSS JOIN LATERAL (VALUES ${dimensionNames.map((name) => `('${name}', g.${name})`).join(", ")}) AS d(dimension, value)
-  CROSS JOIN LATERAL (VALUES ('', ''), ${FILTER_DIMENSIONS.map((name) => `('${name}', g.${name})`).join(", ")}) AS f(filter_dimension, filter_value)`
-const fanOutWhere = `(f.filter_dimension = '' OR f.filter_value <> '') AND f.filter_dimension <> d.dimension`
+const tupleGroupBy = Array.from({ length: ROLLUP_DIMENSIONS.length + 2 }, (_, i) => String(i + 1)).join(", ")
+/** (profile, day) pairs read and written per round: bounds memory on busy profiles. */
+const DAYS_PER_ROUND = 8
+
+const text = (value: unknown) => typeof value === "string" ? value : String(value)
+const textsFrom = (row: ReadonlyArray<unknown>, from: number) => row.slice(from).map(text)
 
 const DirtyRow = Schema.Struct({ profile_id: Schema.String, day: Schema.NullOr(Schema.String) })
 
@@ -98,67 +79,103 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
           FROM unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
           JOIN profiles p ON p.id = u.profile_id`
 
-      /** The day's conversions with what the rollups count of them. */
-      const conversionsOf = sql.literal(`
-        SELECT c.id, c.profile_id, t.day, c.conversion_key, COALESCE(c.currency, '') AS currency,
-               c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash,
-               c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
-               CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net
-        FROM t JOIN conversions c ON c.profile_id = t.profile_id AND c.occurred_at >= t.from_at AND c.occurred_at < t.to_at`)
+      // LATERAL with OFFSET 0: one index range scan per (profile, day); a join lets the planner
+      // pick a scan of the profile's whole history.
+      const dayConversions = sql.literal(`
+        CROSS JOIN LATERAL (SELECT * FROM conversions c WHERE c.profile_id = t.profile_id AND c.occurred_at >= t.from_at
+                            AND c.occurred_at < t.to_at OFFSET 0) c`)
 
-      /**
-       * Campaign / ad set / ad rows (decision 0042, migration 0020). `per_conv`: each conversion's
-       * credit share per (model, filter value, level, platform id), '' = touches without an id at
-       * that level. Entity rows count a conversion once per id it is credited to; the '' row is the
-       * remainder: conversions with no credited id at that level and the share no id got (without a
-       * filter every conversion weighs 1, credited or not; within a filter, the filter's share).
-       */
-      const recomputeCampaigns = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
-        sql`
-          INSERT INTO analytics_campaign_days (profile_id, model, filter_dimension, filter_value, level, platform_id, day,
-                                               conversion_key, currency, conversions, cash_payments, first_payments,
-                                               credited_conversions, credited_revenue, outcome_value)
-          WITH t AS (${targets(profiles, days)}),
-          conv AS (${conversionsOf}),
-          per_conv AS (
-            SELECT conv.id, a.model, f.filter_dimension, f.filter_value, l.level, l.platform_id, sum(a.credit_share) AS share
-            FROM conv
-            JOIN attribution_credits a ON a.conversion_id = conv.id AND a.is_credited
-            JOIN touches tch ON tch.id = a.touch_id
-            CROSS JOIN LATERAL (VALUES ('campaign', ${sql.literal(DIMENSION_SQL.campaign)}), ('ad_set', ${sql.literal(DIMENSION_SQL.ad_set)}),
-                                       ('ad', ${sql.literal(DIMENSION_SQL.ad)})) AS l(level, platform_id)
-            CROSS JOIN LATERAL (VALUES ${sql.literal(filterValues)}) AS f(filter_dimension, filter_value)
-            WHERE f.filter_dimension = '' OR f.filter_value <> ''
-            GROUP BY conv.id, a.model, f.filter_dimension, f.filter_value, l.level, l.platform_id),
-          slices AS (
-            SELECT id, model, filter_dimension, filter_value, level, sum(share) AS slice_share,
-                   sum(share) FILTER (WHERE platform_id <> '') AS entity_share
-            FROM per_conv GROUP BY id, model, filter_dimension, filter_value, level),
-          unfiltered AS (
-            SELECT conv.id, m.model, l.level FROM conv
-            CROSS JOIN unnest(${CreditModels}::text[]) AS m(model)
-            CROSS JOIN unnest(ARRAY['campaign', 'ad_set', 'ad']) AS l(level)),
-          contributions AS (
-            SELECT p.id, p.model, p.filter_dimension, p.filter_value, p.level, p.platform_id, p.share, true AS counts
-            FROM per_conv p WHERE p.platform_id <> ''
-            UNION ALL
-            SELECT u.id, u.model, '', '', u.level, '', 1 - COALESCE(s.entity_share, 0), s.entity_share IS NULL
-            FROM unfiltered u
-            LEFT JOIN slices s ON s.id = u.id AND s.model = u.model AND s.level = u.level AND s.filter_dimension = ''
-            UNION ALL
-            SELECT s.id, s.model, s.filter_dimension, s.filter_value, s.level, '', s.slice_share - COALESCE(s.entity_share, 0),
-                   s.entity_share IS NULL
-            FROM slices s WHERE s.filter_dimension <> '')
-          SELECT conv.profile_id, x.model, x.filter_dimension, x.filter_value, x.level, x.platform_id, conv.day,
-                 conv.conversion_key, conv.currency,
-                 count(*) FILTER (WHERE x.counts AND conv.counted),
-                 count(*) FILTER (WHERE x.counts AND conv.counted AND conv.cash),
-                 count(*) FILTER (WHERE x.counts AND conv.counted AND conv.first_payment),
-                 COALESCE(sum(x.share) FILTER (WHERE conv.counted), 0), sum(x.share * conv.net),
-                 COALESCE(sum(conv.net) FILTER (WHERE x.counts AND conv.counted AND conv.cash), 0)
-          FROM contributions x JOIN conv ON conv.id = x.id
-          GROUP BY conv.profile_id, x.model, x.filter_dimension, x.filter_value, x.level, x.platform_id, conv.day,
-                   conv.conversion_key, conv.currency`
+      /** The facts of the (profile, day) pairs: their conversions, credits, credited touches and touch tuples. */
+      const readFacts = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const conversions = yield* sql`
+            WITH t AS (${targets(profiles, days)})
+            SELECT c.id::text, c.profile_id::text, t.day::text, c.conversion_key, COALESCE(c.currency, ''),
+                   c.refunded_at IS NULL, c.counts_as_cash, c.counts_as_cash AND c.is_first_payment IS TRUE,
+                   (CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END)::text
+            FROM t ${dayConversions}`.values
+          const credits = yield* sql`
+            WITH t AS (${targets(profiles, days)})
+            SELECT a.conversion_id::text, a.model, a.touch_id::text, a.credit_share::text
+            FROM t ${dayConversions}
+            JOIN attribution_credits a ON a.conversion_id = c.id AND a.is_credited`.values
+          const touches = yield* sql`
+            WITH t AS (${targets(profiles, days)})
+            SELECT tch.id::text, ${sql.literal(dimensionColumns)} FROM touches tch
+            WHERE tch.id IN (SELECT a.touch_id FROM t ${dayConversions}
+                             JOIN attribution_credits a ON a.conversion_id = c.id AND a.is_credited)`.values
+          const touchTuples = yield* sql`
+            WITH t AS (${targets(profiles, days)})
+            SELECT t.profile_id::text, t.day::text, ${sql.literal(dimensionColumns)}, count(*)::int
+            FROM t
+            CROSS JOIN LATERAL (SELECT * FROM touches tch WHERE tch.profile_id = t.profile_id AND tch.occurred_at >= t.from_at
+                                AND tch.occurred_at < t.to_at AND tch.kind <> 'outcome' OFFSET 0) tch
+            GROUP BY ${sql.literal(tupleGroupBy)}`.values
+          return {
+            models: CreditModels,
+            conversions: conversions.map((row): ConversionFact => ({
+              id: text(row[0]), profileId: text(row[1]), day: text(row[2]), conversionKey: text(row[3]), currency: text(row[4]),
+              counted: row[5] === true, cash: row[6] === true, firstPayment: row[7] === true, net: text(row[8])
+            })),
+            credits: credits.map((row): CreditFact => ({
+              conversionId: text(row[0]), model: text(row[1]), touchId: text(row[2]), share: text(row[3])
+            })),
+            touches: touches.map((row): TouchFact => ({ id: text(row[0]), values: textsFrom(row, 1) })),
+            touchTuples: touchTuples.map((row): TouchTuple => ({
+              profileId: text(row[0]), day: text(row[1]), values: textsFrom(row, 2).slice(0, -1), touches: Number(row[row.length - 1])
+            }))
+          }
+        })
+
+      const writeRows = (rows: RollupRows) =>
+        Effect.gen(function*() {
+          const conversion = rows.conversionDays
+          if (conversion.length > 0) {
+            yield* sql`
+              INSERT INTO analytics_conversion_days (profile_id, model, day, conversion_key, currency, conversions, cash_payments,
+                                                     first_payments, revenue, attributed_conversions, credited_conversions, credited_revenue)
+              SELECT * FROM unnest(${conversion.map((r) => r.profileId)}::uuid[], ${conversion.map((r) => r.model)}::text[],
+                ${conversion.map((r) => r.day)}::date[], ${conversion.map((r) => r.conversionKey)}::text[],
+                ${conversion.map((r) => r.currency)}::text[], ${conversion.map((r) => r.conversions)}::int[],
+                ${conversion.map((r) => r.cashPayments)}::int[], ${conversion.map((r) => r.firstPayments)}::int[],
+                ${conversion.map((r) => r.revenue)}::numeric[], ${conversion.map((r) => r.attributedConversions)}::int[],
+                ${conversion.map((r) => r.creditedConversions)}::numeric[], ${conversion.map((r) => r.creditedRevenue)}::numeric[])`
+          }
+          const credit = rows.creditDays
+          if (credit.length > 0) {
+            yield* sql`
+              INSERT INTO analytics_credit_days (profile_id, model, dimension, value, day, conversion_key, currency, conversions,
+                                                 cash_payments, first_payments, credited_conversions, credited_revenue)
+              SELECT * FROM unnest(${credit.map((r) => r.profileId)}::uuid[], ${credit.map((r) => r.model)}::text[],
+                ${credit.map((r) => r.dimension)}::text[], ${credit.map((r) => r.value)}::text[], ${credit.map((r) => r.day)}::date[],
+                ${credit.map((r) => r.conversionKey)}::text[], ${credit.map((r) => r.currency)}::text[],
+                ${credit.map((r) => r.conversions)}::int[], ${credit.map((r) => r.cashPayments)}::int[],
+                ${credit.map((r) => r.firstPayments)}::int[], ${credit.map((r) => r.creditedConversions)}::numeric[],
+                ${credit.map((r) => r.creditedRevenue)}::numeric[])`
+          }
+          const campaign = rows.campaignDays
+          if (campaign.length > 0) {
+            yield* sql`
+              INSERT INTO analytics_campaign_days (profile_id, model, filter_dimension, filter_value, level, platform_id, day,
+                                                   conversion_key, currency, conversions, cash_payments, first_payments,
+                                                   credited_conversions, credited_revenue, outcome_value)
+              SELECT * FROM unnest(${campaign.map((r) => r.profileId)}::uuid[], ${campaign.map((r) => r.model)}::text[],
+                ${campaign.map((r) => r.filterDimension)}::text[], ${campaign.map((r) => r.filterValue)}::text[],
+                ${campaign.map((r) => r.level)}::text[], ${campaign.map((r) => r.platformId)}::text[],
+                ${campaign.map((r) => r.day)}::date[], ${campaign.map((r) => r.conversionKey)}::text[],
+                ${campaign.map((r) => r.currency)}::text[], ${campaign.map((r) => r.conversions)}::int[],
+                ${campaign.map((r) => r.cashPayments)}::int[], ${campaign.map((r) => r.firstPayments)}::int[],
+                ${campaign.map((r) => r.creditedConversions)}::numeric[], ${campaign.map((r) => r.creditedRevenue)}::numeric[],
+                ${campaign.map((r) => r.outcomeValue)}::numeric[])`
+          }
+          const touch = rows.touchDays
+          if (touch.length > 0) {
+            yield* sql`
+              INSERT INTO analytics_touch_days (profile_id, dimension, value, day, touches)
+              SELECT * FROM unnest(${touch.map((r) => r.profileId)}::uuid[], ${touch.map((r) => r.dimension)}::text[],
+                ${touch.map((r) => r.value)}::text[], ${touch.map((r) => r.day)}::date[], ${touch.map((r) => r.touches)}::int[])`
+          }
+        })
 
       /** Replaces the rollup rows of the (profile, day) pairs with what the raw tables say now. */
       const recompute = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
@@ -168,59 +185,10 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
               DELETE FROM ${sql(table)} r USING unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
               WHERE r.profile_id = u.profile_id AND r.day = u.day`
           }
-          yield* sql`
-            INSERT INTO analytics_conversion_days (profile_id, model, day, conversion_key, currency, conversions, cash_payments,
-                                                   first_payments, revenue, attributed_conversions, credited_conversions, credited_revenue)
-            WITH t AS (${targets(profiles, days)}),
-            conv AS (${conversionsOf}),
-            shares AS (
-              SELECT a.conversion_id, a.model, sum(a.credit_share) AS share
-              FROM conv JOIN attribution_credits a ON a.conversion_id = conv.id AND a.is_credited
-              GROUP BY a.conversion_id, a.model)
-            SELECT conv.profile_id, m.model, conv.day, conv.conversion_key, conv.currency,
-                   count(*) FILTER (WHERE conv.counted), count(*) FILTER (WHERE conv.counted AND conv.cash),
-                   count(*) FILTER (WHERE conv.counted AND conv.first_payment), sum(conv.net),
-                   count(*) FILTER (WHERE conv.counted AND s.share IS NOT NULL),
-                   COALESCE(sum(s.share) FILTER (WHERE conv.counted), 0), COALESCE(sum(s.share * conv.net), 0)
-            FROM conv CROSS JOIN unnest(${CreditModels}::text[]) AS m(model)
-            LEFT JOIN shares s ON s.conversion_id = conv.id AND s.model = m.model
-            GROUP BY conv.profile_id, m.model, conv.day, conv.conversion_key, conv.currency`
-          yield* sql`
-            INSERT INTO analytics_credit_days (profile_id, model, filter_dimension, filter_value, dimension, value, day,
-                                               conversion_key, currency, conversions, cash_payments, first_payments,
-                                               credited_conversions, credited_revenue)
-            WITH t AS (${targets(profiles, days)}),
-            conv AS (${conversionsOf})
-            SELECT conv.profile_id, a.model, f.filter_dimension, f.filter_value, d.dimension, d.value, conv.day,
-                   conv.conversion_key, conv.currency,
-                   count(DISTINCT conv.id) FILTER (WHERE conv.counted),
-                   count(DISTINCT conv.id) FILTER (WHERE conv.counted AND conv.cash),
-                   count(DISTINCT conv.id) FILTER (WHERE conv.counted AND conv.first_payment),
-                   COALESCE(sum(a.credit_share) FILTER (WHERE conv.counted), 0), sum(a.credit_share * conv.net)
-            FROM conv
-            JOIN attribution_credits a ON a.conversion_id = conv.id AND a.is_credited
-            JOIN touches tch ON tch.id = a.touch_id
-            ${sql.literal(fanOut)}
-            WHERE ${sql.literal(fanOutWhere)}
-            GROUP BY conv.profile_id, a.model, f.filter_dimension, f.filter_value, d.dimension, d.value, conv.day,
-                     conv.conversion_key, conv.currency`
-          // Touches that agree on every dimension are counted together first, then fanned out:
-          // a day's distinct attribute tuples are far fewer than its touches (bench/README.md).
-          yield* sql`
-            INSERT INTO analytics_touch_days (profile_id, filter_dimension, filter_value, dimension, value, day, touches)
-            WITH t AS (${targets(profiles, days)}),
-            g AS (
-              SELECT t.profile_id, t.day, ${sql.literal(tupleColumns)}, count(*) AS touches
-              FROM t
-              JOIN touches tch ON tch.profile_id = t.profile_id AND tch.occurred_at >= t.from_at AND tch.occurred_at < t.to_at
-                               AND tch.kind <> 'outcome'
-              GROUP BY ${sql.literal(tupleGroupBy)})
-            SELECT g.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, g.day, sum(g.touches)
-            FROM g
-            ${sql.literal(tupleFanOut)}
-            WHERE ${sql.literal(fanOutWhere)}
-            GROUP BY g.profile_id, f.filter_dimension, f.filter_value, d.dimension, d.value, g.day`
-          yield* recomputeCampaigns(profiles, days)
+          for (let from = 0; from < profiles.length; from += DAYS_PER_ROUND) {
+            const facts = yield* readFacts(profiles.slice(from, from + DAYS_PER_ROUND), days.slice(from, from + DAYS_PER_ROUND))
+            yield* writeRows(buildRollupRows(facts))
+          }
         })
 
       /** Every day a profile has facts or rollups for, as dirty marks (a whole-profile mark, expanded). */

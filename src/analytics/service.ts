@@ -164,6 +164,7 @@ export class AnalyticsService extends Context.Service<AnalyticsService, {
 
       const scopeOf = (profile: ProfileContext, facts: ProfileFacts, parsed: Parsed, start: string, end: string): ReadScope => ({
         profileId: profile.profileId,
+        timeZone: facts.time_zone,
         model: parsed.model,
         start,
         end,

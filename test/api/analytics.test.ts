@@ -545,7 +545,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("anal
             SELECT model, day, conversion_key, currency, conversions, revenue::text, credited_conversions::text
             FROM analytics_conversion_days WHERE profile_id = ${p}
             UNION ALL
-            SELECT model || filter_dimension || filter_value || dimension || value, day, conversion_key, currency, conversions,
+            SELECT model || dimension || value, day, conversion_key, currency, conversions,
                    credited_revenue::text, credited_conversions::text
             FROM analytics_credit_days WHERE profile_id = ${p}) x`
         const before = yield* snapshot
