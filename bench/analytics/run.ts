@@ -19,7 +19,9 @@
  *    the same 30 days.
  *
  * Goal: p95 < 100 ms for each read. The profile is dropped at the end unless BENCH_KEEP=1; a kept
- * profile is measured again, without generating or crediting, with BENCH_PROFILE_ID=<id>.
+ * profile is measured again, without generating or crediting, with BENCH_PROFILE_ID=<id> (and
+ * without rebuilding its rollups with BENCH_REBUILD=0). Also printed: the time the rollup job takes
+ * to recompute one busy day (its lag), and a filtered breakdown served from the raw facts.
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -97,24 +99,38 @@ const program = Effect.gen(function*() {
       const [credits] = yield* sql<{ n: number }>`
         SELECT count(*)::int AS n FROM attribution_credits a JOIN conversions c ON c.id = a.conversion_id WHERE c.profile_id = ${dataset.profileId}`
       console.log(`credit rows: ${fmt(credits?.n ?? 0)}`)
-      const rebuilt = yield* timed(rollups.rebuild(dataset.profileId))
-      const [sizes] = yield* sql<{ conversion_days: number; credit_days: number; touch_days: number; campaign_days: number }>`
-        SELECT (SELECT count(*)::int FROM analytics_conversion_days WHERE profile_id = ${dataset.profileId}) AS conversion_days,
-               (SELECT count(*)::int FROM analytics_credit_days WHERE profile_id = ${dataset.profileId}) AS credit_days,
-               (SELECT count(*)::int FROM analytics_touch_days WHERE profile_id = ${dataset.profileId}) AS touch_days,
-               (SELECT count(*)::int FROM analytics_campaign_days WHERE profile_id = ${dataset.profileId}) AS campaign_days`
-      console.log(
-        `rollups rebuilt in ${fmt(rebuilt.seconds, 1)} s (${fmt(rebuilt.value.days)} days): ${fmt(sizes?.conversion_days ?? 0)} conversion-day, ` +
-          `${fmt(sizes?.credit_days ?? 0)} credit-day, ${fmt(sizes?.touch_days ?? 0)} touch-day, ` +
-          `${fmt(sizes?.campaign_days ?? 0)} campaign-day rows`
-      )
-      for (const table of ROLLUP_TABLES) yield* sql`VACUUM ANALYZE ${sql(table)}`
+      if (KEPT_PROFILE === undefined || process.env["BENCH_REBUILD"] !== "0") {
+        const rebuilt = yield* timed(rollups.rebuild(dataset.profileId))
+        const [sizes] = yield* sql<{ conversion_days: number; credit_days: number; touch_days: number; campaign_days: number }>`
+          SELECT (SELECT count(*)::int FROM analytics_conversion_days WHERE profile_id = ${dataset.profileId}) AS conversion_days,
+                 (SELECT count(*)::int FROM analytics_credit_days WHERE profile_id = ${dataset.profileId}) AS credit_days,
+                 (SELECT count(*)::int FROM analytics_touch_days WHERE profile_id = ${dataset.profileId}) AS touch_days,
+                 (SELECT count(*)::int FROM analytics_campaign_days WHERE profile_id = ${dataset.profileId}) AS campaign_days`
+        console.log(
+          `rollups rebuilt in ${fmt(rebuilt.seconds, 1)} s (${fmt(rebuilt.value.days)} days): ${fmt(sizes?.conversion_days ?? 0)} conversion-day, ` +
+            `${fmt(sizes?.credit_days ?? 0)} credit-day, ${fmt(sizes?.touch_days ?? 0)} touch-day, ` +
+            `${fmt(sizes?.campaign_days ?? 0)} campaign-day rows`
+        )
+        for (const table of ROLLUP_TABLES) yield* sql`VACUUM ANALYZE ${sql(table)}`
+      }
+      // The job's lag on a busy day: the latest full day, marked dirty and recomputed alone.
+      const [busy] = yield* sql<{ day: string; conversions: number }>`
+        SELECT day::text AS day, conversions::int AS conversions FROM (
+          SELECT day, sum(conversions) AS conversions FROM analytics_conversion_days
+          WHERE profile_id = ${dataset.profileId} AND model = 'last_touch' AND day < current_date GROUP BY day
+        ) d ORDER BY day DESC LIMIT 1`
+      if (busy !== undefined) {
+        yield* sql`INSERT INTO analytics_dirty (profile_id, day) VALUES (${dataset.profileId}, ${busy.day}::date)`
+        const recomputed = yield* timed(rollups.drain)
+        console.log(`one day recomputed by the rollup job (${busy.day}, ${fmt(busy.conversions)} conversions): ${fmt(recomputed.seconds * 1000, 0)} ms`)
+      }
 
       const profile = { profileId: dataset.profileId, workspaceId: dataset.workspaceId, attributionEnabled: true }
       const overview = yield* sample(analytics.overview(profile, { days: "30" }))
       const timeseries = yield* sample(analytics.timeseries(profile, { days: "90" }))
       const breakdown = yield* sample(analytics.breakdown(profile, "channel", { days: "30" }))
       const ads = yield* sample(campaigns.campaigns(profile, { days: "30", level: "ad" }))
+      const filtered = yield* sample(analytics.breakdown(profile, "country", { days: "30", campaign: "c-3" }))
       const raw = yield* sample(sql`
         SELECT count(*) FILTER (WHERE counts_as_cash) AS cash, count(*) AS conversions FROM conversions
         WHERE profile_id = ${dataset.profileId} AND occurred_at >= now() - interval '30 days'`)
@@ -123,13 +139,14 @@ const program = Effect.gen(function*() {
         ["timeseries (daily, 90 days)", timeseries],
         ["breakdown by channel (30 days)", breakdown],
         ["campaigns at ad level (30 days)", ads],
+        ["not a goal read: breakdown by country within one campaign (30 days, raw facts)", filtered],
         ["baseline \"raw\": conversion counts of 30 days from the raw table", raw]
       ] as const
       console.log("")
       console.log("| read | p50 ms | p95 ms | goal p95 < 100 ms |")
       console.log("|---|---:|---:|---|")
       for (const [label, figures] of rows) {
-        const goal = label.startsWith("baseline") ? "" : figures.p95 < GOAL_P95_MS ? "met" : "NOT met"
+        const goal = label.startsWith("baseline") || label.startsWith("not a goal") ? "" : figures.p95 < GOAL_P95_MS ? "met" : "NOT met"
         console.log(`| ${label} | ${fmt(figures.p50, 2)} | ${fmt(figures.p95, 2)} | ${goal} |`)
       }
     }),

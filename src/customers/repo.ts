@@ -5,6 +5,7 @@ import type { CreditModel } from "../../schema/events.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
+import { liveCustomerByKey } from "./live-by-key.ts"
 
 export const ConversionRef = Schema.Struct({
   outcome_event_id: Schema.String,
@@ -151,7 +152,7 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
   readonly survivorOf: (profileId: string, customerId: string) => Repo<Option.Option<string>>
   /** A customer and every customer merged into it, directly or not. */
   readonly mergedSet: (customerId: string) => Repo<ReadonlyArray<string>>
-  /** The customer holding a `customer_key` (live first, else merged: the caller follows it to its survivor). */
+  /** The live customer a `customer_key` names (its survivor when merged); none when unknown or erased. */
   readonly customerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
   /** The oldest customer holding an identifier (merged ones too, the caller follows them). */
   readonly customerByIdentifier: (profileId: string, type: string, value: string) => Repo<Option.Option<string>>
@@ -235,13 +236,7 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
         )
 
       const customerByKey = (profileId: string, customerKey: string) =>
-        Effect.map(
-          firstId(sql`
-            SELECT id FROM customers
-            WHERE profile_id = ${profileId} AND customer_key = ${customerKey} AND erased_at IS NULL
-            ORDER BY merged_into_id IS NULL DESC, created_at, id LIMIT 1`),
-          Option.map((row) => row.id)
-        )
+        Effect.map(firstId(liveCustomerByKey(sql, profileId, customerKey)), Option.map((row) => row.id))
 
       const customerByIdentifier = (profileId: string, type: string, value: string) =>
         Effect.map(

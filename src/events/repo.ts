@@ -7,6 +7,7 @@ import { decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable } fro
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { proposeMerges } from "../identity/proposer.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
+import { liveCustomerByKey } from "../customers/live-by-key.ts"
 
 export const ProfileFacts = Schema.Struct({
   id: Schema.String,
@@ -287,12 +288,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         )
 
       // A key held by a merged customer names its survivor (decision 0040).
-      const liveByKey = (profileId: string, customerKey: string) =>
-        firstId(sql`
-          SELECT s.id FROM customers x
-          JOIN customers s ON s.id = coalesce(x.merged_into_id, x.id) AND s.merged_into_id IS NULL AND s.erased_at IS NULL
-          WHERE x.profile_id = ${profileId} AND x.customer_key = ${customerKey} AND x.erased_at IS NULL
-          ORDER BY x.merged_into_id IS NULL DESC LIMIT 1`)
+      const liveByKey = (profileId: string, customerKey: string) => firstId(liveCustomerByKey(sql, profileId, customerKey))
 
       const liveByKeys = (keys: ReadonlyArray<ProfileScoped>) =>
         Effect.map(

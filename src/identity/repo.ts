@@ -6,6 +6,7 @@ import { recomputeFirstPayments } from "../events/first-payments.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { proposeMerges } from "./proposer.ts"
+import { liveCustomerByKey } from "../customers/live-by-key.ts"
 
 const Identifier = Schema.Struct({ type: Schema.String, value: Schema.String })
 
@@ -324,13 +325,7 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
           ORDER BY g.merged_at DESC, g.id DESC`)
 
       const customerByKey = (profileId: string, customerKey: string) =>
-        Effect.map(
-          firstId(sql`
-            SELECT coalesce(merged_into_id, id) AS id FROM customers
-            WHERE profile_id = ${profileId} AND customer_key = ${customerKey} AND erased_at IS NULL
-            ORDER BY merged_into_id IS NULL DESC, created_at LIMIT 1`),
-          Option.map((row) => row.id)
-        )
+        Effect.map(firstId(liveCustomerByKey(sql, profileId, customerKey)), Option.map((row) => row.id))
 
       return {
         scan: (profileId) => orDatabaseUnavailable(scan(profileId)),
