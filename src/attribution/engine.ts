@@ -451,6 +451,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
               WHERE c.profile_id = ${profileId} AND c.customer_id IS NOT NULL
                 AND COALESCE(d.attribution_eligible, c.attribution_eligible)
             ),
+            converted_customers AS (SELECT DISTINCT customer_id FROM conv),
             converting AS (
               SELECT conv.id AS path, t.occurred_at, t.id, t.channel
               FROM conv CROSS JOIN LATERAL (
@@ -503,8 +504,11 @@ export class CreditEngine extends Context.Service<CreditEngine, {
                      CASE WHEN m.previous_at >= m.last_at - make_interval(days => ${DEFAULT_LOOKBACK_WINDOW_DAYS}) THEN m.previous END,
                      m.last
               FROM marked m
+              -- A hash anti-join: an EXISTS under NOT (... AND ...) stays a subplan per row, which
+              -- scans every conversion for every step (quadratic on a profile with many conversions).
+              LEFT JOIN converted_customers cc ON m.anon = '' AND cc.customer_id = m.cust
               WHERE m.occurred_at >= m.last_at - make_interval(days => ${DEFAULT_LOOKBACK_WINDOW_DAYS})
-                AND NOT (m.anon = '' AND EXISTS (SELECT 1 FROM conv WHERE conv.customer_id = m.cust))
+                AND cc.customer_id IS NULL
             )
             SELECT converted, previous, channel, last, count(*)::int AS n FROM steps
             WHERE previous IS NULL OR previous <> channel OR last
