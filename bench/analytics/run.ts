@@ -69,7 +69,11 @@ const program = Effect.gen(function*() {
   const rollups = yield* AnalyticsRollups
   const worker = yield* AttributionWorker
   const campaigns = yield* CampaignsService
-  console.log(`node ${process.versions.node}; ${fmt(TOUCHES)} touches, ${fmt(CUSTOMERS)} customers (1 in 2 converts), ${READS} reads each`)
+  console.log(
+    KEPT_PROFILE !== undefined
+      ? `node ${process.versions.node}; ${READS} reads each`
+      : `node ${process.versions.node}; ${fmt(TOUCHES)} touches, ${fmt(CUSTOMERS)} customers (1 in 2 converts), ${READS} reads each`
+  )
   const dataset: Dataset = KEPT_PROFILE !== undefined
     ? yield* existingDataset(sql, KEPT_PROFILE)
     : yield* Effect.gen(function*() {
