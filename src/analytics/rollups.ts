@@ -214,7 +214,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       const refreshBatch = sql.withTransaction(Effect.gen(function*() {
         const taken = yield* dirtyRows(sql`
           DELETE FROM analytics_dirty
-          WHERE id IN (SELECT id FROM analytics_dirty ORDER BY id LIMIT ${settings.batchSize} FOR UPDATE SKIP LOCKED)
+          WHERE id IN (SELECT id FROM analytics_dirty ORDER BY day IS NULL DESC, id LIMIT ${settings.batchSize} FOR UPDATE SKIP LOCKED)
           RETURNING profile_id::text AS profile_id, day::text AS day`)
         if (taken.length === 0) return 0
         const whole = new Set(taken.filter((row) => row.day === null).map((row) => row.profile_id))
@@ -225,8 +225,14 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         }
         const profiles = [...new Set([...whole, ...[...pairs.values()].map((pair) => pair.profileId)])].sort()
         for (const profileId of profiles) yield* lockProfile(profileId)
-        // A whole profile becomes one mark per day, taken by the next batches.
-        for (const profileId of whole) yield* markProfile(profileId)
+        // A whole profile becomes one mark per day, taken by the next batches; its older day marks
+        // are part of that (whole marks are taken first, so no day is recomputed twice).
+        for (const profileId of whole) {
+          yield* sql`
+            DELETE FROM analytics_dirty WHERE id IN (
+              SELECT id FROM analytics_dirty WHERE profile_id = ${profileId} AND day IS NOT NULL FOR UPDATE SKIP LOCKED)`
+          yield* markProfile(profileId)
+        }
         if (pairs.size > 0) {
           const list = [...pairs.values()]
           // Later marks of the same days go too: the recompute below sees every fact committed
