@@ -13,6 +13,7 @@ import type { CampaignLevel } from "../../schema/analytics-campaigns.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { CreditModels } from "../../schema/events.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { campaignRowsOf } from "./dimension-sql.ts"
 import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import type { ReadScope } from "./repo.ts"
 
@@ -143,15 +144,10 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
       const range = (scope: ReadScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 
       const metrics = (scope: ReadScope, level: CampaignLevel, only: string | undefined) => {
-        const slice = scope.touchFilter === null
-          ? sql`x.filter_dimension = '' AND x.filter_value = ''`
-          : sql`x.filter_dimension = ${scope.touchFilter.dimension} AND x.filter_value = ${scope.touchFilter.value}`
-        const keyFilter = scope.conversionKey === null ? sql`` : sql`AND x.conversion_key = ${scope.conversionKey}`
         return metricRows(sql`
           WITH base AS (
-            SELECT x.* FROM analytics_campaign_days x
-            WHERE x.profile_id = ${scope.profileId} AND x.model = ${scope.model} AND ${slice} AND x.level = ${level}
-              AND ${range(scope)} ${keyFilter} ${only === undefined ? sql`` : sql`AND x.platform_id = ${only}`}),
+            SELECT x.* FROM (${campaignRowsOf(sql, scope, level)}) x
+            ${only === undefined ? sql`` : sql`WHERE x.platform_id = ${only}`}),
           counts AS (
             SELECT platform_id, sum(conversions)::int AS conversions, sum(cash_payments)::int AS cash_payments,
                    sum(first_payments)::int AS first_payments, trim_scale(sum(credited_conversions))::text AS credited_conversions
@@ -266,25 +262,20 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
           sql<{ known: boolean }>`
             SELECT EXISTS (SELECT 1 FROM ${sql(SYNCED_TABLE[level])} WHERE profile_id = ${profileId} AND platform_id = ${platformId})
                 OR EXISTS (SELECT 1 FROM analytics_campaign_days
-                           WHERE profile_id = ${profileId} AND model = ANY(${CreditModels}::text[]) AND filter_dimension = ''
-                             AND filter_value = '' AND level = ${level} AND platform_id = ${platformId})
+                           WHERE profile_id = ${profileId} AND model = ANY(${CreditModels}::text[]) AND level = ${level}
+                             AND platform_id = ${platformId})
                 OR EXISTS (SELECT 1 FROM ad_spend WHERE profile_id = ${profileId} AND ${sql(SPEND_ID[level])} = ${platformId}) AS known`,
           (rows) => rows[0]?.known === true
         )
 
       const trend = (scope: ReadScope) =>
         Effect.gen(function*() {
-          const slice = scope.touchFilter === null
-            ? sql`x.filter_dimension = '' AND x.filter_value = ''`
-            : sql`x.filter_dimension = ${scope.touchFilter.dimension} AND x.filter_value = ${scope.touchFilter.value}`
-          const keyFilter = scope.conversionKey === null ? sql`` : sql`AND x.conversion_key = ${scope.conversionKey}`
           const days = yield* trendRows(sql`
             WITH base AS (
               SELECT x.day, x.currency, sum(x.conversions) AS conversions, sum(x.cash_payments) AS cash_payments,
                      sum(x.first_payments) AS first_payments, sum(x.credited_conversions) AS credited, sum(x.credited_revenue) AS money
-              FROM analytics_campaign_days x
-              WHERE x.profile_id = ${scope.profileId} AND x.model = ${scope.model} AND ${slice} AND x.level = 'ad'
-                AND x.platform_id <> '' AND ${range(scope)} ${keyFilter}
+              FROM (${campaignRowsOf(sql, scope, "ad")}) x
+              WHERE x.platform_id <> ''
               GROUP BY x.day, x.currency),
             converted AS (
               SELECT x.*, ${convert(scope, scope.currency, true, "x.money")} AS in_profile,

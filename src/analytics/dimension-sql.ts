@@ -115,3 +115,52 @@ export const creditedByValue = (sql: SqlClient, scope: CreditSliceScope, dimensi
       GROUP BY c.id, 8) per
     GROUP BY per.value, per.day, per.currency`
 }
+
+/**
+ * Rows shaped like `analytics_campaign_days` (platform_id, day, conversion_key, currency,
+ * conversions, cash_payments, first_payments, credited_conversions, credited_revenue,
+ * outcome_value) for one level: the rollup without a touch filter, else computed from the raw
+ * facts of the range with the rule of decision 0042 (an entity row counts a conversion credited to
+ * a matching touch with that id once; the '' row is the filter's share no id took, counting the
+ * conversions with no id at that level).
+ */
+export const campaignRowsOf = (sql: SqlClient, scope: CreditSliceScope, level: "campaign" | "ad_set" | "ad"): Fragment => {
+  const keyFilter = scope.conversionKey === null ? sql`` : sql`AND c.conversion_key = ${scope.conversionKey}`
+  if (scope.touchFilter === null) {
+    return sql`
+      SELECT c.platform_id, c.day, c.conversion_key, c.currency, c.conversions, c.cash_payments, c.first_payments,
+             c.credited_conversions, c.credited_revenue, c.outcome_value
+      FROM analytics_campaign_days c
+      WHERE c.profile_id = ${scope.profileId} AND c.model = ${scope.model} AND c.level = ${level}
+        AND c.day BETWEEN ${scope.start}::date AND ${scope.end}::date ${keyFilter}`
+  }
+  return sql`
+    WITH conv AS (
+      SELECT c.id, (c.occurred_at AT TIME ZONE ${scope.timeZone})::date AS day, c.conversion_key, COALESCE(c.currency, '') AS currency,
+             c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash, c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
+             CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net
+      FROM conversions c
+      WHERE c.profile_id = ${scope.profileId} AND ${inRange(sql, scope, "c.occurred_at")} ${keyFilter}),
+    per_conv AS (
+      SELECT conv.id, ${valueOf(sql, level)} AS platform_id, sum(a.credit_share) AS share
+      FROM conv
+      JOIN attribution_credits a ON a.conversion_id = conv.id AND a.model = ${scope.model} AND a.is_credited
+      JOIN touches tch ON tch.id = a.touch_id
+      WHERE true ${rawFilter(sql, scope)}
+      GROUP BY conv.id, 2),
+    slices AS (
+      SELECT id, sum(share) AS slice_share, sum(share) FILTER (WHERE platform_id <> '') AS entity_share FROM per_conv GROUP BY id),
+    contributions AS (
+      SELECT id, platform_id, share, true AS counts FROM per_conv WHERE platform_id <> ''
+      UNION ALL
+      SELECT id, '', slice_share - COALESCE(entity_share, 0), entity_share IS NULL FROM slices)
+    SELECT x.platform_id, conv.day, conv.conversion_key, conv.currency,
+           count(*) FILTER (WHERE x.counts AND conv.counted) AS conversions,
+           count(*) FILTER (WHERE x.counts AND conv.counted AND conv.cash) AS cash_payments,
+           count(*) FILTER (WHERE x.counts AND conv.counted AND conv.first_payment) AS first_payments,
+           COALESCE(sum(x.share) FILTER (WHERE conv.counted), 0) AS credited_conversions,
+           sum(x.share * conv.net) AS credited_revenue,
+           COALESCE(sum(conv.net) FILTER (WHERE x.counts AND conv.counted AND conv.cash), 0) AS outcome_value
+    FROM contributions x JOIN conv ON conv.id = x.id
+    GROUP BY x.platform_id, conv.day, conv.conversion_key, conv.currency`
+}

@@ -3,7 +3,7 @@
  * (decision 0045). Pure: `rollups.ts` reads the facts and writes what this returns.
  *
  * Credit-day and touch-day rows have one slice per (dimension, value); campaign-day rows one per
- * (touch filter value, level, platform id). Each touch's slices are interned once, a
+ * (level, platform id), '' being the remainder. Touch filters are applied by reads (dimension-sql.ts). Each touch's slices are interned once, a
  * conversion's credits are folded per slice in a sparse sum (each slice once per conversion:
  * that is the count distinct), and the accumulators are hash maps: linear in the credit rows,
  * with no sort. (The SQL this replaced let PostgreSQL sort about 40 fanned-out rows per credit
@@ -17,7 +17,6 @@
 export const ROLLUP_DIMENSIONS = [
   "channel", "campaign", "ad_set", "ad", "referrer", "page", "keyword", "country", "device", "browser", "os"
 ] as const
-const FILTER_DIMENSIONS = ["channel", "campaign", "ad_set", "ad"] as const
 const LEVELS = ["campaign", "ad_set", "ad"] as const
 /** Index in ROLLUP_DIMENSIONS of each campaign level's id. */
 const LEVEL_DIMENSION = [1, 2, 3] as const
@@ -95,8 +94,6 @@ export interface CreditDayRow extends SliceMetrics {
 }
 
 export interface CampaignDayRow extends SliceMetrics {
-  readonly filterDimension: string
-  readonly filterValue: string
   readonly level: string
   readonly platformId: string
 }
@@ -197,22 +194,10 @@ interface DimensionSlice {
 }
 
 interface CampaignSlice {
-  readonly filterDimension: string
-  readonly filterValue: string
   readonly level: string
   readonly platformId: string
-  /** The (filter, level) this entity belongs to, as a `filterSlices` id. */
-  readonly filterLevel: number
-}
-
-/** The (filter dimension, filter value) pairs a touch is counted within: always the unfiltered one. */
-const filtersOf = (values: ReadonlyArray<string>): Array<readonly [string, string]> => {
-  const filters: Array<readonly [string, string]> = [["", ""]]
-  FILTER_DIMENSIONS.forEach((dimension, f) => {
-    const value = values[f] ?? ""
-    if (value !== "") filters.push([dimension, value])
-  })
-  return filters
+  /** Index of the level in LEVELS. */
+  readonly levelIndex: number
 }
 
 /** The (dimension, value) slices of one attribute tuple. */
@@ -348,8 +333,6 @@ export const buildRollupRows = (input: {
 
   const dimensionSlices = new Slices<DimensionSlice>()
   const campaignSlices = new Slices<CampaignSlice>()
-  /** (filter, level) pairs of campaign remainders, keyed the same way. */
-  const filterLevels = new Slices<{ readonly filterDimension: string; readonly filterValue: string; readonly level: string }>()
   // Touches and tuples that agree on every value share one list of slice ids.
   const slicesByValues = new Map<string, Array<number>>()
   const dimensionSlicesOfValues = (values: ReadonlyArray<string>) => {
@@ -370,47 +353,21 @@ export const buildRollupRows = (input: {
     }
     return ids
   }
+  const campaignSliceId = (levelIndex: number, platformId: string) => {
+    const level = LEVELS[levelIndex]!
+    return campaignSlices.id(`${level}\u0000${platformId}`, () => ({ level, platformId, levelIndex }))
+  }
+  /** Per touch, its slice at each level (its id there, or '' for none). */
   const touchCampaignSlices = new Map<TouchFact, Array<number>>()
-  /** Campaign slices depend on the filter dimensions only (channel and the three ids). */
-  const campaignSlicesByFilters = new Map<string, Array<number>>()
   const campaignSlicesOf = (touch: TouchFact): Array<number> => {
     let ids = touchCampaignSlices.get(touch)
-    if (ids !== undefined) return ids
-    const key = touch.values.slice(0, FILTER_DIMENSIONS.length).join("\u0000")
-    ids = campaignSlicesByFilters.get(key)
-    if (ids !== undefined) {
+    if (ids === undefined) {
+      ids = LEVELS.map((_, l) => campaignSliceId(l, touch.values[LEVEL_DIMENSION[l]!] ?? ""))
       touchCampaignSlices.set(touch, ids)
-      return ids
     }
-    ids = []
-    for (const [filterDimension, filterValue] of filtersOf(touch.values)) {
-      for (let l = 0; l < LEVELS.length; l++) {
-        const level = LEVELS[l]!
-        const platformId = touch.values[LEVEL_DIMENSION[l]!] ?? ""
-        const filterLevel = filterLevels.id(`${filterDimension}\u0000${filterValue}\u0000${level}`, () => ({
-          filterDimension, filterValue, level
-        }))
-        ids.push(campaignSlices.id(`${filterDimension}\u0000${filterValue}\u0000${level}\u0000${platformId}`, () => ({
-          filterDimension, filterValue, level, platformId, filterLevel
-        })))
-      }
-    }
-    touchCampaignSlices.set(touch, ids)
-    campaignSlicesByFilters.set(key, ids)
     return ids
   }
-  const unfilteredLevels = LEVELS.map((level) => filterLevels.id(`\u0000\u0000${level}`, () => ({ filterDimension: "", filterValue: "", level })))
-  const remainders: Array<number> = []
-  const remainderSlice = (filterLevel: number) => {
-    const known = remainders[filterLevel]
-    if (known !== undefined) return known
-    const { filterDimension, filterValue, level } = filterLevels.described[filterLevel]!
-    const id = campaignSlices.id(`${filterDimension}\u0000${filterValue}\u0000${level}\u0000`, () => ({
-      filterDimension, filterValue, level, platformId: "", filterLevel
-    }))
-    remainders[filterLevel] = id
-    return id
-  }
+  const remainderSlices = LEVELS.map((_, l) => campaignSliceId(l, ""))
 
   const conversionGroups = new Map<
     string,
@@ -419,10 +376,9 @@ export const buildRollupRows = (input: {
   const creditTable = new SliceTable()
   const campaignTable = new SliceTable()
   // Per conversion and model: share per dimension slice (each slice once: the count distinct),
-  // per campaign entity, and per (filter, level) in total and with an entity id.
+  // per campaign entity, and per level the share that went to touches with an id there.
   const perSlice = new SparseSums()
   const perEntity = new SparseSums()
-  const perLevel = new SparseSums()
   const perLevelEntity = new SparseSums()
 
   for (const state of states.values()) {
@@ -432,16 +388,14 @@ export const buildRollupRows = (input: {
       let total = 0
       perSlice.clear()
       perEntity.clear()
-      perLevel.clear()
       perLevelEntity.clear()
       for (const { touch, share } of credits) {
         total += share
         for (const id of dimensionSlicesOfTouch(touch)) perSlice.add(id, share)
         for (const id of campaignSlicesOf(touch)) {
           const slice = campaignSlices.described[id]!
-          perLevel.add(slice.filterLevel, share)
           if (slice.platformId !== "") {
-            perLevelEntity.add(slice.filterLevel, share)
+            perLevelEntity.add(slice.levelIndex, share)
             perEntity.add(id, share)
           }
         }
@@ -463,22 +417,11 @@ export const buildRollupRows = (input: {
 
       const campaignGroup = campaignTable.group(key, fact, model)
       for (const id of perEntity.touched) contribute(accumulatorAt(campaignGroup, id), state, perEntity.get(id) ?? 0, true)
-      // Unfiltered remainder: every conversion weighs 1 at each level; what no entity took.
-      for (const filterLevel of unfilteredLevels) {
-        const entity = perLevelEntity.get(filterLevel)
-        contribute(accumulatorAt(campaignGroup, remainderSlice(filterLevel)), state, ONE_SHARE - (entity ?? 0), entity === undefined)
-      }
-      // Within a filter: the filter's share that no entity took.
-      for (const filterLevel of perLevel.touched) {
-        if (filterLevels.described[filterLevel]!.filterDimension === "") continue
-        const entity = perLevelEntity.get(filterLevel)
-        contribute(
-          accumulatorAt(campaignGroup, remainderSlice(filterLevel)),
-          state,
-          (perLevel.get(filterLevel) ?? 0) - (entity ?? 0),
-          entity === undefined
-        )
-      }
+      // The remainder: every conversion weighs 1 at each level; what no entity took.
+      remainderSlices.forEach((slice, l) => {
+        const entity = perLevelEntity.get(l)
+        contribute(accumulatorAt(campaignGroup, slice), state, ONE_SHARE - (entity ?? 0), entity === undefined)
+      })
     }
   }
 
@@ -518,9 +461,7 @@ export const buildRollupRows = (input: {
   return {
     conversionDays,
     creditDays: sliceRows(creditTable, dimensionSlices, (slice) => slice),
-    campaignDays: sliceRows(campaignTable, campaignSlices, (slice) => ({
-      filterDimension: slice.filterDimension, filterValue: slice.filterValue, level: slice.level, platformId: slice.platformId
-    })),
+    campaignDays: sliceRows(campaignTable, campaignSlices, (slice) => ({ level: slice.level, platformId: slice.platformId })),
     touchDays
   }
 }

@@ -156,11 +156,9 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
           const campaign = rows.campaignDays
           if (campaign.length > 0) {
             yield* sql`
-              INSERT INTO analytics_campaign_days (profile_id, model, filter_dimension, filter_value, level, platform_id, day,
-                                                   conversion_key, currency, conversions, cash_payments, first_payments,
-                                                   credited_conversions, credited_revenue, outcome_value)
+              INSERT INTO analytics_campaign_days (profile_id, model, level, platform_id, day, conversion_key, currency, conversions,
+                                                   cash_payments, first_payments, credited_conversions, credited_revenue, outcome_value)
               SELECT * FROM unnest(${campaign.map((r) => r.profileId)}::uuid[], ${campaign.map((r) => r.model)}::text[],
-                ${campaign.map((r) => r.filterDimension)}::text[], ${campaign.map((r) => r.filterValue)}::text[],
                 ${campaign.map((r) => r.level)}::text[], ${campaign.map((r) => r.platformId)}::text[],
                 ${campaign.map((r) => r.day)}::date[], ${campaign.map((r) => r.conversionKey)}::text[],
                 ${campaign.map((r) => r.currency)}::text[], ${campaign.map((r) => r.conversions)}::int[],

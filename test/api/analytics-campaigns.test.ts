@@ -540,7 +540,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("camp
         assert.isAbove(trendChecks, 0)
         const snapshot = sql<{ n: string }>`
           SELECT md5(string_agg(x::text, ',' ORDER BY x::text)) AS n FROM (
-            SELECT model, filter_dimension, filter_value, level, platform_id, day, conversion_key, currency, conversions,
+            SELECT model, level, platform_id, day, conversion_key, currency, conversions,
                    credited_conversions::text, credited_revenue::text, outcome_value::text
             FROM analytics_campaign_days WHERE profile_id = ${p}) x`
         const before = yield* snapshot
