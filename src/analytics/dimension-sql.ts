@@ -45,6 +45,20 @@ export interface CreditSliceScope extends SliceScope {
   readonly conversionKey: string | null
 }
 
+/** The range's conversions (of the key, if any), by one index range scan (the fence keeps it one). */
+const rangeConversions = (sql: SqlClient, scope: CreditSliceScope) =>
+  sql`SELECT * FROM conversions c WHERE c.profile_id = ${scope.profileId} AND ${inRange(sql, scope, "c.occurred_at")}
+      ${scope.conversionKey === null ? sql`` : sql`AND c.conversion_key = ${scope.conversionKey}`} OFFSET 0`
+
+/**
+ * A conversion's credited rows under one model, probed on the primary key per conversion: the
+ * `OFFSET 0` fence keeps the planner from a scan of every credit row, which stale statistics on a
+ * table that just grew by a replay would otherwise pick.
+ */
+const creditedOf = (sql: SqlClient, model: string, conversionId: string) =>
+  sql`SELECT a.touch_id, a.credit_share FROM attribution_credits a
+      WHERE a.conversion_id = ${sql.literal(conversionId)} AND a.model = ${model} AND a.is_credited OFFSET 0`
+
 /** True when the breakdown needs the raw facts: a filter on a dimension other than the broken-down one. */
 const crossFiltered = (scope: SliceScope, dimension: string) =>
   scope.touchFilter !== null && scope.touchFilter.dimension !== dimension
@@ -106,12 +120,10 @@ export const creditedByValue = (sql: SqlClient, scope: CreditSliceScope, dimensi
              c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash, c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
              CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net,
              ${valueOf(sql, dimension)} AS value, sum(a.credit_share) AS share
-      FROM conversions c
-      JOIN attribution_credits a ON a.conversion_id = c.id AND a.model = ${scope.model} AND a.is_credited
+      FROM (${rangeConversions(sql, scope)}) c
+      CROSS JOIN LATERAL (${creditedOf(sql, scope.model, "c.id")}) a
       JOIN touches tch ON tch.id = a.touch_id
-      WHERE c.profile_id = ${scope.profileId} AND ${inRange(sql, scope, "c.occurred_at")}
-        ${scope.conversionKey === null ? sql`` : sql`AND c.conversion_key = ${scope.conversionKey}`}
-        ${rawFilter(sql, scope)}
+      WHERE true ${rawFilter(sql, scope)}
       GROUP BY c.id, 8) per
     GROUP BY per.value, per.day, per.currency`
 }
@@ -139,12 +151,11 @@ export const campaignRowsOf = (sql: SqlClient, scope: CreditSliceScope, level: "
       SELECT c.id, (c.occurred_at AT TIME ZONE ${scope.timeZone})::date AS day, c.conversion_key, COALESCE(c.currency, '') AS currency,
              c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash, c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
              CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net
-      FROM conversions c
-      WHERE c.profile_id = ${scope.profileId} AND ${inRange(sql, scope, "c.occurred_at")} ${keyFilter}),
+      FROM (${rangeConversions(sql, scope)}) c),
     per_conv AS (
       SELECT conv.id, ${valueOf(sql, level)} AS platform_id, sum(a.credit_share) AS share
       FROM conv
-      JOIN attribution_credits a ON a.conversion_id = conv.id AND a.model = ${scope.model} AND a.is_credited
+      CROSS JOIN LATERAL (${creditedOf(sql, scope.model, "conv.id")}) a
       JOIN touches tch ON tch.id = a.touch_id
       WHERE true ${rawFilter(sql, scope)}
       GROUP BY conv.id, 2),
