@@ -124,7 +124,7 @@ export const creditedByValue = (sql: SqlClient, scope: CreditSliceScope, dimensi
       CROSS JOIN LATERAL (${creditedOf(sql, scope.model, "c.id")}) a
       JOIN touches tch ON tch.id = a.touch_id
       WHERE true ${rawFilter(sql, scope)}
-      GROUP BY c.id, 8) per
+      GROUP BY 1, 2, 3, 4, 5, 6, 7, 8) per
     GROUP BY per.value, per.day, per.currency`
 }
 
