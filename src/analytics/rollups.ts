@@ -85,6 +85,12 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         CROSS JOIN LATERAL (SELECT * FROM conversions c WHERE c.profile_id = t.profile_id AND c.occurred_at >= t.from_at
                             AND c.occurred_at < t.to_at OFFSET 0) c`)
 
+      // The same fence for credits: statistics of attribution_credits are stale right after a
+      // replay grew it, and a hash join over all of it was the planner's pick then.
+      const dayCredits = sql.literal(`
+        CROSS JOIN LATERAL (SELECT a.conversion_id, a.model, a.touch_id, a.credit_share FROM attribution_credits a
+                            WHERE a.conversion_id = c.id AND a.is_credited OFFSET 0) a`)
+
       /** The facts of the (profile, day) pairs: their conversions, credits, credited touches and touch tuples. */
       const readFacts = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
         Effect.gen(function*() {
@@ -97,13 +103,11 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
           const credits = yield* sql`
             WITH t AS (${targets(profiles, days)})
             SELECT a.conversion_id::text, a.model, a.touch_id::text, a.credit_share::text
-            FROM t ${dayConversions}
-            JOIN attribution_credits a ON a.conversion_id = c.id AND a.is_credited`.values
+            FROM t ${dayConversions} ${dayCredits}`.values
           const touches = yield* sql`
             WITH t AS (${targets(profiles, days)})
             SELECT tch.id::text, ${sql.literal(dimensionColumns)} FROM touches tch
-            WHERE tch.id IN (SELECT a.touch_id FROM t ${dayConversions}
-                             JOIN attribution_credits a ON a.conversion_id = c.id AND a.is_credited)`.values
+            WHERE tch.id IN (SELECT a.touch_id FROM t ${dayConversions} ${dayCredits})`.values
           const touchTuples = yield* sql`
             WITH t AS (${targets(profiles, days)})
             SELECT t.profile_id::text, t.day::text, ${sql.literal(dimensionColumns)}, count(*)::int
@@ -210,6 +214,8 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         sql`SELECT true AS locked FROM pg_advisory_xact_lock(hashtextextended(${`analytics_rollup:${profileId}`}, 0))`
 
       const refreshBatch = sql.withTransaction(Effect.gen(function*() {
+        // These plans are index probes; compiling them (JIT) costs more than running them.
+        yield* sql`SELECT set_config('jit', 'off', true)`
         const taken = yield* dirtyRows(sql`
           DELETE FROM analytics_dirty
           WHERE id IN (SELECT id FROM analytics_dirty ORDER BY day IS NULL DESC, id LIMIT ${settings.batchSize} FOR UPDATE SKIP LOCKED)
