@@ -13,7 +13,7 @@ import type { CampaignLevel } from "../../schema/analytics-campaigns.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { CreditModels } from "../../schema/events.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
-import { campaignRowsOf } from "./dimension-sql.ts"
+import { campaignRowsOf, inRange } from "./dimension-sql.ts"
 import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import type { ReadScope } from "./repo.ts"
 
@@ -81,7 +81,6 @@ export type CampaignConversionRow = typeof ConversionRow.Type
 
 export interface ConversionsPage {
   readonly platformId: string
-  readonly timeZone: string
   readonly after: { readonly occurredAt: string; readonly id: string } | null
   /** Rows to fetch (the page size plus one). */
   readonly take: number
@@ -320,9 +319,7 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
           JOIN conversions c ON c.id = a.conversion_id
           WHERE tch.profile_id = ${scope.profileId} AND tch.campaign_external_id = ${page.platformId} ${sameTouch}
             AND c.profile_id = ${scope.profileId} AND c.refunded_at IS NULL
-            AND c.occurred_at >= (${scope.start}::date::timestamp AT TIME ZONE ${page.timeZone})
-            AND c.occurred_at < ((${scope.end}::date + 1)::timestamp AT TIME ZONE ${page.timeZone})
-            ${keyFilter} ${after}
+            AND ${inRange(sql, scope, "c.occurred_at")} ${keyFilter} ${after}
           GROUP BY c.id
           ORDER BY c.occurred_at DESC, c.id DESC
           LIMIT ${page.take}`)

@@ -274,7 +274,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         if (!profile.attributionEnabled) {
           return { data: [], pagination: { has_next: false, cursor: null }, meta: head } satisfies CampaignConversions
         }
-        const rows = yield* repo.conversions(scope, { platformId, timeZone: facts.time_zone, after, take: limit + 1 })
+        const rows = yield* repo.conversions(scope, { platformId, after, take: limit + 1 })
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.occurred_at, id: row.id }))
         return { data: page, pagination, meta: head } satisfies CampaignConversions
       })

@@ -26,6 +26,14 @@ export const DIMENSION_SQL: Record<RollupDimension, string> = {
   os: "COALESCE(tch.os, '')"
 }
 
+/**
+ * What rollups and reads count of a conversion `c`: `counted` (not refunded), `cash`,
+ * `first_payment` and `net` (its cash value net of a refund; 0 when it is not cash).
+ */
+export const CONVERSION_MEASURES_SQL = `c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash,
+  c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
+  CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net`
+
 /** Every dimension's value, in ROLLUP_DIMENSIONS order. */
 export const dimensionColumns = ROLLUP_DIMENSIONS.map((name) => DIMENSION_SQL[name]).join(", ")
 
@@ -68,8 +76,8 @@ const valueOf = (sql: SqlClient, dimension: string) => {
   return sql.literal(DIMENSION_SQL[dimension])
 }
 
-/** `column` within [start, end] as the profile's calendar days. */
-const inRange = (sql: SqlClient, scope: SliceScope, column: string) =>
+/** `column` (a timestamp) within [start, end] as the profile's calendar days. */
+export const inRange = (sql: SqlClient, scope: Pick<SliceScope, "start" | "end" | "timeZone">, column: string) =>
   sql`${sql.literal(column)} >= (${scope.start}::date::timestamp AT TIME ZONE ${scope.timeZone})
     AND ${sql.literal(column)} < ((${scope.end}::date + 1)::timestamp AT TIME ZONE ${scope.timeZone})`
 
@@ -117,9 +125,7 @@ export const creditedByValue = (sql: SqlClient, scope: CreditSliceScope, dimensi
            COALESCE(sum(per.share) FILTER (WHERE per.counted), 0) AS credited, sum(per.share * per.net) AS money
     FROM (
       SELECT c.id, (c.occurred_at AT TIME ZONE ${scope.timeZone})::date AS day, COALESCE(c.currency, '') AS currency,
-             c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash, c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
-             CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net,
-             ${valueOf(sql, dimension)} AS value, sum(a.credit_share) AS share
+             ${sql.literal(CONVERSION_MEASURES_SQL)}, ${valueOf(sql, dimension)} AS value, sum(a.credit_share) AS share
       FROM (${rangeConversions(sql, scope)}) c
       CROSS JOIN LATERAL (${creditedOf(sql, scope.model, "c.id")}) a
       JOIN touches tch ON tch.id = a.touch_id
@@ -149,8 +155,7 @@ export const campaignRowsOf = (sql: SqlClient, scope: CreditSliceScope, level: "
   return sql`
     WITH conv AS (
       SELECT c.id, (c.occurred_at AT TIME ZONE ${scope.timeZone})::date AS day, c.conversion_key, COALESCE(c.currency, '') AS currency,
-             c.refunded_at IS NULL AS counted, c.counts_as_cash AS cash, c.counts_as_cash AND c.is_first_payment IS TRUE AS first_payment,
-             CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END AS net
+             ${sql.literal(CONVERSION_MEASURES_SQL)}
       FROM (${rangeConversions(sql, scope)}) c),
     per_conv AS (
       SELECT conv.id, ${valueOf(sql, level)} AS platform_id, sum(a.credit_share) AS share

@@ -12,7 +12,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { type UtmSummary, UtmSummary as UtmSummarySchema } from "../../schema/analytics-insights.ts"
 import type { TouchFilter } from "../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { touchesByValue } from "./dimension-sql.ts"
+import { inRange, touchesByValue } from "./dimension-sql.ts"
 import { convertedMoney, convertedTotal } from "./money-sql.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 
@@ -163,10 +163,7 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
           ad_set: "t.ad_set_external_id",
           ad: "t.ad_external_id"
         }[filter.dimension]
-        return sql`t.profile_id = ${scope.profileId}
-          AND t.occurred_at >= (${scope.start}::date::timestamp AT TIME ZONE ${scope.timeZone})
-          AND t.occurred_at < ((${scope.end}::date + 1)::timestamp AT TIME ZONE ${scope.timeZone})
-          AND t.kind <> 'outcome'
+        return sql`t.profile_id = ${scope.profileId} AND ${inRange(sql, scope, "t.occurred_at")} AND t.kind <> 'outcome'
           ${filter === null || column === null ? sql`` : sql`AND ${sql.literal(column)} = ${filter.value}`}`
       }
 

@@ -19,13 +19,12 @@ export const convertedMoney = (
   money = "x.money"
 ) => {
   const amount = sql.literal(money)
+  const currency = sql`COALESCE(NULLIF(x.currency, ''), ${profileCurrency}::text)`
   return sql`CASE WHEN ${amount} = 0 THEN 0
-                  WHEN COALESCE(NULLIF(x.currency, ''), ${profileCurrency}::text) IS NULL
-                    THEN ${profileBlock ? sql`round(${amount}, 6)` : sql`NULL::numeric`}
+                  WHEN ${currency} IS NULL THEN ${profileBlock ? sql`round(${amount}, 6)` : sql`NULL::numeric`}
                   WHEN ${target}::text IS NULL THEN NULL::numeric
-                  WHEN COALESCE(NULLIF(x.currency, ''), ${profileCurrency}::text) = ${target}::text THEN round(${amount}, 6)
-                  ELSE round(${amount} * analytics_fx_rate(COALESCE(NULLIF(x.currency, ''), ${profileCurrency}::text),
-                                                           ${target}::text, x.day), 6) END`
+                  WHEN ${currency} = ${target}::text THEN round(${amount}, 6)
+                  ELSE round(${amount} * analytics_fx_rate(${currency}, ${target}::text, x.day), 6) END`
 }
 
 /** The sum of a converted column as exact text: null as soon as one amount could not be converted. */
