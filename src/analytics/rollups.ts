@@ -16,14 +16,19 @@ import { CreditModels } from "../../schema/events.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import {
   buildRollupRows,
+  type CampaignDayRow,
+  type ConversionDayRow,
   type ConversionFact,
+  type CreditDayRow,
   type CreditFact,
   ROLLUP_DIMENSIONS,
   type RollupRows,
+  type SliceMetrics,
+  type TouchDayRow,
   type TouchFact,
   type TouchTuple
 } from "./rollup-build.ts"
-import { dimensionColumns } from "./dimension-sql.ts"
+import { CONVERSION_MEASURES_SQL, dimensionColumns } from "./dimension-sql.ts"
 
 export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */
@@ -50,6 +55,52 @@ const DAYS_PER_ROUND = 8
 
 const text = (value: unknown) => typeof value === "string" ? value : String(value)
 const textsFrom = (row: ReadonlyArray<unknown>, from: number) => row.slice(from).map(text)
+
+/** A rollup column: its name, its SQL type and its value in a row. */
+type Column<R> = readonly [name: string, type: string, value: (row: R) => string | number]
+
+const groupColumns = <R extends Pick<SliceMetrics, "profileId" | "model" | "day" | "conversionKey" | "currency">>(): Array<Column<R>> => [
+  ["profile_id", "uuid", (r) => r.profileId],
+  ["model", "text", (r) => r.model],
+  ["day", "date", (r) => r.day],
+  ["conversion_key", "text", (r) => r.conversionKey],
+  ["currency", "text", (r) => r.currency]
+]
+const countColumns = <R extends Pick<SliceMetrics, "conversions" | "cashPayments" | "firstPayments" | "creditedConversions" | "creditedRevenue">>(): Array<
+  Column<R>
+> => [
+  ["conversions", "int", (r) => r.conversions],
+  ["cash_payments", "int", (r) => r.cashPayments],
+  ["first_payments", "int", (r) => r.firstPayments],
+  ["credited_conversions", "numeric", (r) => r.creditedConversions],
+  ["credited_revenue", "numeric", (r) => r.creditedRevenue]
+]
+const CONVERSION_DAY_COLUMNS: ReadonlyArray<Column<ConversionDayRow>> = [
+  ...groupColumns<ConversionDayRow>(),
+  ...countColumns<ConversionDayRow>(),
+  ["revenue", "numeric", (r) => r.revenue],
+  ["attributed_conversions", "int", (r) => r.attributedConversions]
+]
+const CREDIT_DAY_COLUMNS: ReadonlyArray<Column<CreditDayRow>> = [
+  ...groupColumns<CreditDayRow>(),
+  ["dimension", "text", (r) => r.dimension],
+  ["value", "text", (r) => r.value],
+  ...countColumns<CreditDayRow>()
+]
+const CAMPAIGN_DAY_COLUMNS: ReadonlyArray<Column<CampaignDayRow>> = [
+  ...groupColumns<CampaignDayRow>(),
+  ["level", "text", (r) => r.level],
+  ["platform_id", "text", (r) => r.platformId],
+  ...countColumns<CampaignDayRow>(),
+  ["outcome_value", "numeric", (r) => r.outcomeValue]
+]
+const TOUCH_DAY_COLUMNS: ReadonlyArray<Column<TouchDayRow>> = [
+  ["profile_id", "uuid", (r) => r.profileId],
+  ["day", "date", (r) => r.day],
+  ["dimension", "text", (r) => r.dimension],
+  ["value", "text", (r) => r.value],
+  ["touches", "int", (r) => r.touches]
+]
 
 const DirtyRow = Schema.Struct({ profile_id: Schema.String, day: Schema.NullOr(Schema.String) })
 
@@ -97,9 +148,8 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
           const conversions = yield* sql`
             WITH t AS (${targets(profiles, days)})
             SELECT c.id::text, c.profile_id::text, t.day::text, c.conversion_key, COALESCE(c.currency, ''),
-                   c.refunded_at IS NULL, c.counts_as_cash, c.counts_as_cash AND c.is_first_payment IS TRUE,
-                   (CASE WHEN c.counts_as_cash THEN COALESCE(c.value_amount, 0) - COALESCE(c.refund_amount, 0) ELSE 0 END)::text
-            FROM t ${dayConversions}`.values
+                   m.counted, m.cash, m.first_payment, m.net::text
+            FROM t ${dayConversions} CROSS JOIN LATERAL (SELECT ${sql.literal(CONVERSION_MEASURES_SQL)}) m`.values
           const credits = yield* sql`
             WITH t AS (${targets(profiles, days)})
             SELECT a.conversion_id::text, a.model, a.touch_id::text, a.credit_share::text
@@ -131,52 +181,18 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
           }
         })
 
+      /** One `INSERT … SELECT FROM unnest(...)` of `rows`, one array per column. */
+      const insertRows = <R>(table: string, rows: ReadonlyArray<R>, columns: ReadonlyArray<Column<R>>) =>
+        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
+          INSERT INTO ${sql(table)} (${sql.literal(columns.map(([name]) => name).join(", "))})
+          SELECT * FROM unnest(${sql.csv(columns.map(([, type, value]) => sql`${rows.map(value)}::${sql.literal(type)}[]`))})`)
+
       const writeRows = (rows: RollupRows) =>
         Effect.gen(function*() {
-          const conversion = rows.conversionDays
-          if (conversion.length > 0) {
-            yield* sql`
-              INSERT INTO analytics_conversion_days (profile_id, model, day, conversion_key, currency, conversions, cash_payments,
-                                                     first_payments, revenue, attributed_conversions, credited_conversions, credited_revenue)
-              SELECT * FROM unnest(${conversion.map((r) => r.profileId)}::uuid[], ${conversion.map((r) => r.model)}::text[],
-                ${conversion.map((r) => r.day)}::date[], ${conversion.map((r) => r.conversionKey)}::text[],
-                ${conversion.map((r) => r.currency)}::text[], ${conversion.map((r) => r.conversions)}::int[],
-                ${conversion.map((r) => r.cashPayments)}::int[], ${conversion.map((r) => r.firstPayments)}::int[],
-                ${conversion.map((r) => r.revenue)}::numeric[], ${conversion.map((r) => r.attributedConversions)}::int[],
-                ${conversion.map((r) => r.creditedConversions)}::numeric[], ${conversion.map((r) => r.creditedRevenue)}::numeric[])`
-          }
-          const credit = rows.creditDays
-          if (credit.length > 0) {
-            yield* sql`
-              INSERT INTO analytics_credit_days (profile_id, model, dimension, value, day, conversion_key, currency, conversions,
-                                                 cash_payments, first_payments, credited_conversions, credited_revenue)
-              SELECT * FROM unnest(${credit.map((r) => r.profileId)}::uuid[], ${credit.map((r) => r.model)}::text[],
-                ${credit.map((r) => r.dimension)}::text[], ${credit.map((r) => r.value)}::text[], ${credit.map((r) => r.day)}::date[],
-                ${credit.map((r) => r.conversionKey)}::text[], ${credit.map((r) => r.currency)}::text[],
-                ${credit.map((r) => r.conversions)}::int[], ${credit.map((r) => r.cashPayments)}::int[],
-                ${credit.map((r) => r.firstPayments)}::int[], ${credit.map((r) => r.creditedConversions)}::numeric[],
-                ${credit.map((r) => r.creditedRevenue)}::numeric[])`
-          }
-          const campaign = rows.campaignDays
-          if (campaign.length > 0) {
-            yield* sql`
-              INSERT INTO analytics_campaign_days (profile_id, model, level, platform_id, day, conversion_key, currency, conversions,
-                                                   cash_payments, first_payments, credited_conversions, credited_revenue, outcome_value)
-              SELECT * FROM unnest(${campaign.map((r) => r.profileId)}::uuid[], ${campaign.map((r) => r.model)}::text[],
-                ${campaign.map((r) => r.level)}::text[], ${campaign.map((r) => r.platformId)}::text[],
-                ${campaign.map((r) => r.day)}::date[], ${campaign.map((r) => r.conversionKey)}::text[],
-                ${campaign.map((r) => r.currency)}::text[], ${campaign.map((r) => r.conversions)}::int[],
-                ${campaign.map((r) => r.cashPayments)}::int[], ${campaign.map((r) => r.firstPayments)}::int[],
-                ${campaign.map((r) => r.creditedConversions)}::numeric[], ${campaign.map((r) => r.creditedRevenue)}::numeric[],
-                ${campaign.map((r) => r.outcomeValue)}::numeric[])`
-          }
-          const touch = rows.touchDays
-          if (touch.length > 0) {
-            yield* sql`
-              INSERT INTO analytics_touch_days (profile_id, dimension, value, day, touches)
-              SELECT * FROM unnest(${touch.map((r) => r.profileId)}::uuid[], ${touch.map((r) => r.dimension)}::text[],
-                ${touch.map((r) => r.value)}::text[], ${touch.map((r) => r.day)}::date[], ${touch.map((r) => r.touches)}::int[])`
-          }
+          yield* insertRows("analytics_conversion_days", rows.conversionDays, CONVERSION_DAY_COLUMNS)
+          yield* insertRows("analytics_credit_days", rows.creditDays, CREDIT_DAY_COLUMNS)
+          yield* insertRows("analytics_campaign_days", rows.campaignDays, CAMPAIGN_DAY_COLUMNS)
+          yield* insertRows("analytics_touch_days", rows.touchDays, TOUCH_DAY_COLUMNS)
         })
 
       /** Replaces the rollup rows of the (profile, day) pairs with what the raw tables say now. */
