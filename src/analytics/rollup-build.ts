@@ -210,30 +210,24 @@ const dimensionSlicesOf = (slices: Slices<DimensionSlice>, values: ReadonlyArray
 const groupKey = (fact: ConversionFact, model: string) =>
   `${fact.profileId}\u0000${fact.day}\u0000${model}\u0000${fact.conversionKey}\u0000${fact.currency}`
 
-interface SliceGroup {
+/** What one (profile, day, model, key, currency) group accumulates, in every table. */
+interface Group {
   readonly fact: ConversionFact
   readonly model: string
-  readonly slices: Map<number, Accumulator>
+  readonly total: Accumulator
+  /** Counted conversions with a credited touch. */
+  attributed: number
+  /** Every conversion's net (units of 1e-6), refunded or not. */
+  revenue: bigint
+  readonly credit: Map<number, Accumulator>
+  readonly campaign: Map<number, Accumulator>
 }
 
-/** Accumulators per (profile, day, model, key, currency) group and slice id. */
-class SliceTable {
-  readonly groups = new Map<string, SliceGroup>()
-  group(key: string, fact: ConversionFact, model: string): SliceGroup {
-    let group = this.groups.get(key)
-    if (group === undefined) {
-      group = { fact, model, slices: new Map() }
-      this.groups.set(key, group)
-    }
-    return group
-  }
-}
-
-const accumulatorAt = (group: SliceGroup, slice: number): Accumulator => {
-  let acc = group.slices.get(slice)
+const accumulatorAt = (accumulators: Map<number, Accumulator>, slice: number): Accumulator => {
+  let acc = accumulators.get(slice)
   if (acc === undefined) {
     acc = new Accumulator()
-    group.slices.set(slice, acc)
+    accumulators.set(slice, acc)
   }
   return acc
 }
@@ -279,10 +273,16 @@ const contribute = (acc: Accumulator, state: ConversionState, share: number, cou
   if (state.netUnits !== 0n && share !== 0) acc.revenue += BigInt(share) * state.netUnits
 }
 
-const sliceRows = <S, D>(table: SliceTable, slices: Slices<S>, describe: (slice: S) => D): Array<SliceMetrics & D> => {
+const sliceRows = <S, D>(
+  groups: Iterable<Group>,
+  accumulatorsOf: (group: Group) => Map<number, Accumulator>,
+  slices: Slices<S>,
+  describe: (slice: S) => D
+): Array<SliceMetrics & D> => {
   const rows: Array<SliceMetrics & D> = []
-  for (const { fact, model, slices: accumulators } of table.groups.values()) {
-    for (const [id, acc] of accumulators) {
+  for (const group of groups) {
+    const { fact, model } = group
+    for (const [id, acc] of accumulatorsOf(group)) {
       rows.push({
         profileId: fact.profileId,
         model,
@@ -369,12 +369,7 @@ export const buildRollupRows = (input: {
   }
   const remainderSlices = LEVELS.map((_, l) => campaignSliceId(l, ""))
 
-  const conversionGroups = new Map<
-    string,
-    { readonly fact: ConversionFact; readonly model: string; readonly acc: Accumulator; attributed: number; revenue: bigint }
-  >()
-  const creditTable = new SliceTable()
-  const campaignTable = new SliceTable()
+  const groups = new Map<string, Group>()
   // Per conversion and model: share per dimension slice (each slice once: the count distinct),
   // per campaign entity, and per level the share that went to touches with an id there.
   const perSlice = new SparseSums()
@@ -402,31 +397,29 @@ export const buildRollupRows = (input: {
       }
 
       const key = groupKey(fact, model)
-      let group = conversionGroups.get(key)
+      let group = groups.get(key)
       if (group === undefined) {
-        group = { fact, model, acc: new Accumulator(), attributed: 0, revenue: 0n }
-        conversionGroups.set(key, group)
+        group = { fact, model, total: new Accumulator(), attributed: 0, revenue: 0n, credit: new Map(), campaign: new Map() }
+        groups.set(key, group)
       }
-      contribute(group.acc, state, total, true)
+      contribute(group.total, state, total, true)
       // Revenue is every conversion's net, refunded or not (a refund already lowered its net).
       group.revenue += state.netUnits
       if (fact.counted && credits.length > 0) group.attributed++
 
-      const creditGroup = creditTable.group(key, fact, model)
-      for (const id of perSlice.touched) contribute(accumulatorAt(creditGroup, id), state, perSlice.get(id) ?? 0, true)
+      for (const id of perSlice.touched) contribute(accumulatorAt(group.credit, id), state, perSlice.get(id) ?? 0, true)
 
-      const campaignGroup = campaignTable.group(key, fact, model)
-      for (const id of perEntity.touched) contribute(accumulatorAt(campaignGroup, id), state, perEntity.get(id) ?? 0, true)
+      for (const id of perEntity.touched) contribute(accumulatorAt(group.campaign, id), state, perEntity.get(id) ?? 0, true)
       // The remainder: every conversion weighs 1 at each level; what no entity took.
       remainderSlices.forEach((slice, l) => {
         const entity = perLevelEntity.get(l)
-        contribute(accumulatorAt(campaignGroup, slice), state, ONE_SHARE - (entity ?? 0), entity === undefined)
+        contribute(accumulatorAt(group.campaign, slice), state, ONE_SHARE - (entity ?? 0), entity === undefined)
       })
     }
   }
 
   const conversionDays: Array<ConversionDayRow> = []
-  for (const { fact, model, acc, attributed, revenue } of conversionGroups.values()) {
+  for (const { fact, model, total: acc, attributed, revenue } of groups.values()) {
     conversionDays.push({
       profileId: fact.profileId,
       model,
@@ -460,8 +453,11 @@ export const buildRollupRows = (input: {
 
   return {
     conversionDays,
-    creditDays: sliceRows(creditTable, dimensionSlices, (slice) => slice),
-    campaignDays: sliceRows(campaignTable, campaignSlices, (slice) => ({ level: slice.level, platformId: slice.platformId })),
+    creditDays: sliceRows(groups.values(), (group) => group.credit, dimensionSlices, (slice) => slice),
+    campaignDays: sliceRows(groups.values(), (group) => group.campaign, campaignSlices, (slice) => ({
+      level: slice.level,
+      platformId: slice.platformId
+    })),
     touchDays
   }
 }
