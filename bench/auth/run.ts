@@ -13,9 +13,13 @@
  * Besides req/s, each row shows the service's CPU time per request while measuring (read from
  * /proc on Linux): other work on the machine moves throughput a lot more than it moves that.
  *
- * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (10), BENCH_WARMUP_S (5),
+ * The two paths run in alternating rounds (A B B A ...) and each path's rounds are pooled, so that
+ * drift during the run (other work on the machine, the service's background jobs) lands on both.
+ *
+ * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (20: measured seconds per path, split
+ * over the rounds), BENCH_ROUNDS (4), BENCH_WARMUP_S (6, before each path's first round; 1 s before the others),
  * BENCH_CPU_PROF (a directory: the service runs with `--cpu-prof`; the bench prints where the
- * profile is and, split by the two measuring windows, the functions the authenticated request
+ * profile is and, split by the two paths' measuring windows, the functions the authenticated request
  * spends its extra time in).
  */
 import { PgClient } from "@effect/sql-pg"
@@ -24,7 +28,7 @@ import { createHash } from "node:crypto"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { fmt, freePort, HOST, intFromEnv, load, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
+import { fmt, freePort, HOST, intFromEnv, load, percentile, type RunResult, startProcess, stopProcess, waitFor } from "../support.ts"
 
 const ADMIN_TOKEN = "bench-operator-token-0123456789"
 
@@ -79,7 +83,8 @@ interface CpuProfile {
 interface ProfiledRun {
   readonly label: string
   readonly requests: number
-  readonly window: { readonly fromUs: number; readonly toUs: number }
+  /** The measuring windows of its rounds. */
+  readonly windows: ReadonlyArray<{ readonly fromUs: number; readonly toUs: number }>
 }
 
 interface Row extends ProfiledRun {
@@ -111,7 +116,7 @@ const summariseProfile = (dir: string, runs: ReadonlyArray<ProfiledRun>, top = 3
   let placed = 0
   profile.samples.forEach((id, i) => {
     at += profile.timeDeltas[i] ?? 0
-    const run = runs.findIndex((r) => at >= r.window.fromUs && at < r.window.toUs)
+    const run = runs.findIndex((r) => r.windows.some((window) => at >= window.fromUs && at < window.toUs))
     const frame = frames.get(id)
     if (run < 0 || frame === undefined || frame.functionName === "(idle)") return
     const where = frame.url.replace(prefix, "")
@@ -146,7 +151,7 @@ const main = async () => {
     return
   }
   const connections = intFromEnv("BENCH_CONNECTIONS", 50, 500)
-  const durationSeconds = intFromEnv("BENCH_DURATION_S", 10, 120)
+  const durationSeconds = intFromEnv("BENCH_DURATION_S", 20, 240)
   // At least the auth cache's lifetime, so the lifted allowance is in force when measuring starts.
   const warmupSeconds = Math.max(6, intFromEnv("BENCH_WARMUP_S", 6, 60))
   const port = await freePort()
@@ -174,29 +179,53 @@ const main = async () => {
     })
     const key = await mintKey(port)
     await liftRateLimit(databaseUrl, key)
-    console.log(`node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run; 127.0.0.1 only`)
+    const rounds = intFromEnv("BENCH_ROUNDS", 4, 20)
+    const roundSeconds = Math.max(1, Math.round(durationSeconds / rounds * 10) / 10)
+    console.log(
+      `node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up, then ${rounds} rounds of ${roundSeconds} s per path (A B B A order, pooled); 127.0.0.1 only`
+    )
     const runs = [
       { label: "GET /healthz (no credential)", path: "/healthz", headers: {} },
       { label: "GET /api/v1/me (API key, cache warm)", path: "/api/v1/me", headers: { authorization: `Bearer ${key}` } }
     ]
-    const rows: Array<Row> = []
-    for (const run of runs) {
-      process.stdout.write(`  running ${run.label} ...`)
-      const result = await load(port, run.path, 200, connections, warmupSeconds, durationSeconds, run.headers, service.child.pid)
-      const rps = result.requests / result.seconds
-      const cpuMicros = result.serverCpuMs === undefined || result.requests === 0 ? undefined : (result.serverCpuMs * 1000) / result.requests
-      rows.push({
-        ...run,
-        rps,
-        cpuMicros,
-        p50: percentile(result.latenciesMs, 0.5),
-        p99: percentile(result.latenciesMs, 0.99),
-        errors: result.errors,
-        requests: result.requests,
-        window: result.window
-      })
-      console.log(` ${fmt(rps)} req/s`)
+    // Rounds in A B B A order, pooled per path: drift on the machine (other work, the service's
+    // background jobs, GC phases) then lands on both paths alike instead of on whichever ran second.
+    const results = runs.map(() => [] as Array<RunResult>)
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? [0, 1] : [1, 0]
+      const ratioOfRound: Array<number> = []
+      for (const index of order) {
+        const run = runs[index]!
+        const warmup = results[index]!.length === 0 ? warmupSeconds : 1
+        const result = await load(port, run.path, 200, connections, warmup, roundSeconds, run.headers, service.child.pid)
+        results[index]!.push(result)
+        ratioOfRound[index] = result.requests / result.seconds
+      }
+      console.log(
+        `  round ${round + 1}: ${runs.map((run, i) => `${run.path} ${fmt(ratioOfRound[i]!)} req/s`).join(", ")}; ratio ${
+          fmt(ratioOfRound[1]! / ratioOfRound[0]!, 2)
+        }x`
+      )
     }
+    const rows: Array<Row> = runs.map((run, index) => {
+      const of = results[index]!
+      const requests = of.reduce((sum, r) => sum + r.requests, 0)
+      const seconds = of.reduce((sum, r) => sum + r.seconds, 0)
+      const cpuMs = of.every((r) => r.serverCpuMs !== undefined)
+        ? of.reduce((sum, r) => sum + (r.serverCpuMs ?? 0), 0)
+        : undefined
+      const latencies = Float64Array.from(of.flatMap((r) => [...r.latenciesMs])).sort()
+      return {
+        ...run,
+        rps: requests / seconds,
+        cpuMicros: cpuMs === undefined || requests === 0 ? undefined : (cpuMs * 1000) / requests,
+        p50: percentile(latencies, 0.5),
+        p99: percentile(latencies, 0.99),
+        errors: of.reduce((sum, r) => sum + r.errors, 0),
+        requests,
+        windows: of.map((r) => r.window)
+      }
+    })
     console.log("")
     console.log("| path | req/s | service CPU µs/req | p50 ms | p99 ms | errors |")
     console.log("|---|---:|---:|---:|---:|---:|")

@@ -140,7 +140,8 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
     /**
      * Only a well-formed key or token is cached, under its digest, so a hit means this exact
      * string passed the checksum before: the digest comes first and the checksum is only
-     * computed on a miss.
+     * computed on a miss. Keys and tokens are cached under the bare digest (their plaintexts
+     * differ in prefix, so their digests cannot meet); app and session entries carry a tag.
      */
     const bearerFromHeader = (value: string): Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable> => {
       const prefix = value.startsWith(CredentialPrefix.apiKey)
@@ -152,21 +153,16 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       const digest = secretDigest(value)
       const wellFormed = () => isWellFormed(value, prefix)
       return prefix === CredentialPrefix.apiKey
-        ? cached(`key:${digest}`, () => apiKey(digest), wellFormed)
-        : cached(`token:${digest}`, () => userToken(digest), wellFormed)
+        ? cached(digest, () => apiKey(digest), wellFormed)
+        : cached(digest, () => userToken(digest), wellFormed)
     }
 
     const bearer = (token: Redacted.Redacted<string>) => bearerFromHeader(Redacted.value(token))
 
     /** `bearerFromHeader`'s answer at `now` when it is a fresh cache hit; undefined otherwise. */
     const bearerCached = (value: string, now: number): Option.Option<PrincipalShape> | undefined => {
-      const kind = value.startsWith(CredentialPrefix.apiKey)
-        ? "key:"
-        : value.startsWith(CredentialPrefix.userToken)
-        ? "token:"
-        : undefined
-      if (kind === undefined) return undefined
-      const hit = cache.get(kind + secretDigest(value))
+      if (!value.startsWith(CredentialPrefix.apiKey) && !value.startsWith(CredentialPrefix.userToken)) return undefined
+      const hit = cache.get(secretDigest(value))
       return hit !== undefined && hit.until > now ? hit.principal : undefined
     }
 

@@ -266,8 +266,34 @@ const annotateSpanOf = (fiber: Fiber.Fiber<unknown, unknown>, attributes: Record
   for (const key in attributes) span.attribute(key, attributes[key])
 }
 
+interface Bucket {
+  readonly key: string
+  readonly limit: number
+}
+
+/**
+ * A principal's bucket and span attributes, kept per principal object: the credential store hands
+ * out the same object for as long as its cache entry lives, so the cached-key path builds neither
+ * the key string nor the attributes per request.
+ */
+const meteringOfPrincipal = new WeakMap<PrincipalShape, { readonly bucket: Bucket | undefined; readonly attributes: Record<string, string> }>()
+const meteringOf = (principal: PrincipalShape) => {
+  let found = meteringOfPrincipal.get(principal)
+  if (found === undefined) {
+    found = { bucket: bucketOf(principal), attributes: principalAttributes(principal) }
+    meteringOfPrincipal.set(principal, found)
+  }
+  return found
+}
+
+/** A request's fiber and the time its clock read when authentication began. */
+interface OnFiber {
+  readonly fiber: Fiber.Fiber<unknown, unknown>
+  readonly now: number
+}
+
 /** Bucket key and per-minute allowance of a principal; `undefined` means not metered. */
-const bucketOf = (principal: PrincipalShape): { readonly key: string; readonly limit: number } | undefined => {
+const bucketOf = (principal: PrincipalShape): Bucket | undefined => {
   switch (principal.kind) {
     case "api_key":
       return { key: `key:${principal.keyId}`, limit: principal.rateLimitPerMinute }
@@ -364,15 +390,13 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       fiber: Fiber.Fiber<unknown, unknown>,
       take: NonNullable<typeof consumeNow>,
       principal: PrincipalShape,
-      policy: OperationPolicy
+      policy: OperationPolicy,
+      now: number
     ): RateLimitExceeded | undefined => {
-      annotateSpanOf(fiber, principalAttributes(principal))
-      const bucket = bucketOf(principal)
+      const { attributes, bucket } = meteringOf(principal)
+      annotateSpanOf(fiber, attributes)
       if (bucket === undefined) return undefined
-      const outcome = take(
-        { key: bucket.key, limit: bucket.limit, window: METER_WINDOW, tokens: policy.cost ?? 1 },
-        fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
-      )
+      const outcome = take({ key: bucket.key, limit: bucket.limit, window: METER_WINDOW, tokens: policy.cost ?? 1 }, now)
       if (outcome._tag === "Exceeded") return rateLimitExceeded(exceededMessage(bucket.limit), outcome.retryAfter)
       HttpEffect.appendPreResponseHandlerUnsafe(fiber.context, rateLimitHeaders(outcome.result))
       return undefined
@@ -427,8 +451,8 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       policy: OperationPolicy,
       principal: PrincipalShape,
       resolved: Resolved,
-      /** The request's fiber, when the caller already runs on it (the cached-credential path). */
-      fiber?: Fiber.Fiber<unknown, unknown>
+      /** The request's fiber and its clock's time, when the caller already runs on it (the cached-credential path). */
+      at?: OnFiber
     ): Effect.Effect<
       HttpServerResponse.HttpServerResponse,
       E | EntitlementRequired | InsufficientScope | RateLimitExceeded,
@@ -447,12 +471,13 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       const served = Effect.provideService(httpEffect, Principal, resolved.principal)
       if (consumeNow !== undefined) {
         const onFiber = (
-          current: Fiber.Fiber<unknown, unknown>
+          current: Fiber.Fiber<unknown, unknown>,
+          now = current.getRef(Clock.Clock).currentTimeMillisUnsafe()
         ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimitExceeded, Exclude<R, Principal>> => {
-          const exceeded = annotateAndMeterOn(current, consumeNow, principal, policy)
+          const exceeded = annotateAndMeterOn(current, consumeNow, principal, policy, now)
           return exceeded === undefined ? served : Effect.fail(exceeded)
         }
-        return fiber === undefined ? Effect.withFiber(onFiber) : onFiber(fiber)
+        return at === undefined ? Effect.withFiber((current) => onFiber(current)) : onFiber(at.fiber, at.now)
       }
       const annotate = Effect.annotateCurrentSpan(principalAttributes(principal))
       return Effect.flatMap(annotate, () => Effect.flatMap(meter(principal, policy), () => served))
@@ -503,14 +528,14 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         | DatabaseUnavailable,
         Exclude<Effect.Services<typeof httpEffect>, Principal> | HttpServerRequest.HttpServerRequest
       >
-      const serve = (principal: PrincipalShape, resolved: Resolved, fiber?: Fiber.Fiber<unknown, unknown>): Served => {
-        const served = authorizeAndServe(httpEffect, policy, principal, resolved, fiber)
+      const serve = (principal: PrincipalShape, resolved: Resolved, at?: OnFiber): Served => {
+        const served = authorizeAndServe(httpEffect, policy, principal, resolved, at)
         return policy.personData === true ? logPersonDataAccess(served, resolved.principal, endpoint) : served
       }
       const authorize = (
         found: Option.Option<PrincipalShape>,
         request: HttpServerRequest.HttpServerRequest,
-        fiber?: Fiber.Fiber<unknown, unknown>
+        at?: OnFiber
       ): Served => {
         if (Option.isNone(found)) return Effect.fail(unauthorized())
         const principal = found.value
@@ -526,7 +551,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         }
         // An API key is bound to its profile: nothing to look up (see `onProfile`).
         if (principal.kind === "api_key") {
-          return serve(principal, { principal, attributionEnabled: principal.attributionEnabled }, fiber)
+          return serve(principal, { principal, attributionEnabled: principal.attributionEnabled }, at)
         }
         return Effect.flatMap(onProfile(principal, policy, request), (resolved) => serve(principal, resolved))
       }
@@ -537,8 +562,9 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         if (credential.scheme === "bearer" && credential.value !== "") {
           // A key or token the store has cached: decided on this fiber, no effect until the handler.
           if (bearerCached !== undefined && isMintedBearer(credential.value)) {
-            const hit = bearerCached(credential.value, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe())
-            if (hit !== undefined) return authorize(hit, request, fiber)
+            const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+            const hit = bearerCached(credential.value, now)
+            if (hit !== undefined) return authorize(hit, request, { fiber, now })
           }
           return Effect.flatMap(resolveBearer(credential.value), (found) => authorize(found, request))
         }
