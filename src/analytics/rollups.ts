@@ -1,6 +1,6 @@
 /**
  * The analytics rollup job (decision 0041): keeps `analytics_*_days` equal to what the raw facts
- * say, with a lag of about one poll interval. Triggers on the fact tables (migrations/0019)
+ * say, with a lag of about the settle delay plus one poll interval. Triggers on the fact tables (migrations/0019)
  * append the (profile, day) pairs a write touched to `analytics_dirty` in the writer's
  * transaction; this job takes a batch of them (`FOR UPDATE SKIP LOCKED`: runners share the
  * work), recomputes those days from the raw tables and deletes the batch, all in one
@@ -34,6 +34,13 @@ export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */
   readonly enabled: boolean
   readonly pollInterval: Duration.Duration
+  /**
+   * The background fiber leaves a day alone until its oldest mark is this old. A recompute covers
+   * the whole day and every mark made before it, so a day written to continuously (today, under
+   * steady ingest) is recomputed about once per delay rather than on every poll: without it the
+   * job re-reads an ever larger day every second. `drain` and `rebuild` do not wait.
+   */
+  readonly settleDelay: Duration.Duration
   /** Dirty marks taken per transaction. */
   readonly batchSize: number
 }
@@ -41,6 +48,7 @@ export interface AnalyticsRollupSettingsShape {
 export const defaultRollupSettings: AnalyticsRollupSettingsShape = {
   enabled: true,
   pollInterval: Duration.seconds(1),
+  settleDelay: Duration.seconds(3),
   batchSize: 200
 }
 
@@ -110,8 +118,11 @@ export interface DrainResult {
 }
 
 export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
-  /** Recomputes one batch of dirty days; answers how many dirty marks it consumed. */
-  readonly refreshPending: Effect.Effect<number, DatabaseUnavailable>
+  /**
+   * Recomputes one batch of dirty days whose oldest mark is at least `settledFor` old (default:
+   * any); answers how many dirty marks it took.
+   */
+  readonly refreshPending: (settledFor?: Duration.Duration) => Effect.Effect<number, DatabaseUnavailable>
   /** Recomputes until no dirty mark is left (waiting for marks another runner holds). */
   readonly drain: Effect.Effect<DrainResult, DatabaseUnavailable>
   /** Marks every day of the profiles (all when null) dirty and drains. */
@@ -229,12 +240,15 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       const lockProfile = (profileId: string) =>
         sql`SELECT true AS locked FROM pg_advisory_xact_lock(hashtextextended(${`analytics_rollup:${profileId}`}, 0))`
 
-      const refreshBatch = sql.withTransaction(Effect.gen(function*() {
+      /** One batch of the marks at least `settledMillis` old (and the later marks of their days). */
+      const refreshBatch = (settledMillis: number) => sql.withTransaction(Effect.gen(function*() {
         // These plans are index probes; compiling them (JIT) costs more than running them.
         yield* sql`SELECT set_config('jit', 'off', true)`
         const taken = yield* dirtyRows(sql`
           DELETE FROM analytics_dirty
-          WHERE id IN (SELECT id FROM analytics_dirty ORDER BY day IS NULL DESC, id LIMIT ${settings.batchSize} FOR UPDATE SKIP LOCKED)
+          WHERE id IN (
+            SELECT id FROM analytics_dirty WHERE marked_at <= now() - make_interval(secs => ${settledMillis / 1000})
+            ORDER BY day IS NULL DESC, id LIMIT ${settings.batchSize} FOR UPDATE SKIP LOCKED)
           RETURNING profile_id::text AS profile_id, day::text AS day`)
         if (taken.length === 0) return 0
         const whole = new Set(taken.filter((row) => row.day === null).map((row) => row.profile_id))
@@ -269,8 +283,8 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         return taken.length
       }))
 
-      const refreshPending = Effect.fn("AnalyticsRollups.refreshPending")(function*() {
-        return yield* orDatabaseUnavailable(refreshBatch)
+      const refreshPending = Effect.fn("AnalyticsRollups.refreshPending")(function*(settledFor: Duration.Duration = Duration.zero) {
+        return yield* orDatabaseUnavailable(refreshBatch(Duration.toMillis(settledFor)))
       })
 
       const remaining = Effect.map(
@@ -310,7 +324,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
             const pending = yield* Effect.withTracerEnabled(orDatabaseUnavailable(anyDirty), false).pipe(
               Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.succeed(false))
             )
-            const consumed = !pending ? 0 : yield* refreshPending().pipe(
+            const consumed = !pending ? 0 : yield* refreshPending(settings.settleDelay).pipe(
               Effect.catchCause((cause) =>
                 Cause.hasInterruptsOnly(cause)
                   ? Effect.failCause(cause)
@@ -322,7 +336,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         yield* Effect.forkScoped(loop)
       }
 
-      return { refreshPending: refreshPending(), drain: drain(), rebuild }
+      return { refreshPending, drain: drain(), rebuild }
     })
   )
 }
