@@ -5,7 +5,7 @@
  */
 import { Effect, type Layer, References, type Scope } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { connect, createServer as createNetServer, type Socket } from "node:net"
 import { resolve } from "node:path"
 
@@ -32,6 +32,12 @@ export interface RunResult {
   readonly window: { readonly fromUs: number; readonly toUs: number }
   /** CPU time (user + system) the server process used while measuring, when it could be read. */
   readonly serverCpuMs?: number
+  /** CPU time every `postgres` process on this machine used while measuring (Linux). */
+  readonly databaseCpuMs?: number
+  /** CPU time this load generator used while measuring. */
+  readonly clientCpuMs: number
+  /** Share of the machine's CPU time (all cores) that was busy while measuring (Linux). */
+  readonly machineBusy?: number
 }
 
 const clockTicksPerSecond = (() => {
@@ -53,6 +59,39 @@ export const processCpuMs = (pid: number | undefined): number | undefined => {
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     const ticks = Number(fields[11]) + Number(fields[12])
     return Number.isFinite(ticks) ? (ticks * 1000) / clockTicksPerSecond : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU time (ms) used so far by every process whose command name is `name` (e.g. `postgres`), from /proc. */
+export const commandCpuMs = (name: string): number | undefined => {
+  let pids: Array<string>
+  try {
+    pids = readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))
+  } catch {
+    return undefined
+  }
+  let total = 0
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== name) continue
+    } catch {
+      continue // gone meanwhile
+    }
+    total += processCpuMs(Number(pid)) ?? 0
+  }
+  return total
+}
+
+/** The machine's busy and total CPU time (ms, all cores) so far, from the first line of /proc/stat. */
+export const machineCpuMs = (): { readonly busy: number; readonly total: number } | undefined => {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+    // user nice system idle iowait irq softirq steal (guest time is already inside user)
+    const total = fields.slice(0, 8).reduce((sum, value) => sum + value, 0)
+    const idle = (fields[3] ?? 0) + (fields[4] ?? 0)
+    return { busy: ((total - idle) * 1000) / clockTicksPerSecond, total: (total * 1000) / clockTicksPerSecond }
   } catch {
     return undefined
   }
@@ -201,9 +240,22 @@ export const load = async (
   measuring = true
   const started = process.hrtime.bigint()
   const cpuBefore = processCpuMs(serverPid)
+  const databaseBefore = commandCpuMs("postgres")
+  const machineBefore = machineCpuMs()
+  const clientBefore = process.cpuUsage()
   await sleep(durationSeconds * 1000)
   measuring = false
   const cpuAfter = processCpuMs(serverPid)
+  const client = process.cpuUsage(clientBefore)
+  const databaseAfter = commandCpuMs("postgres")
+  const machineAfter = machineCpuMs()
+  const measured = {
+    clientCpuMs: (client.user + client.system) / 1000,
+    ...(databaseBefore !== undefined && databaseAfter !== undefined ? { databaseCpuMs: databaseAfter - databaseBefore } : {}),
+    ...(machineBefore !== undefined && machineAfter !== undefined && machineAfter.total > machineBefore.total
+      ? { machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total) }
+      : {})
+  }
   const ended = process.hrtime.bigint()
   const seconds = Number(ended - started) / 1e9
   const window = { fromUs: Number(started / 1000n), toUs: Number(ended / 1000n) }
@@ -212,8 +264,8 @@ export const load = async (
   await Promise.race([Promise.all(loops), sleep(15_000)])
   const latenciesMs = latencies.slice(0, requests).sort()
   return cpuBefore !== undefined && cpuAfter !== undefined
-    ? { requests, errors, seconds, latenciesMs, window, serverCpuMs: cpuAfter - cpuBefore }
-    : { requests, errors, seconds, latenciesMs, window }
+    ? { requests, errors, seconds, latenciesMs, window, serverCpuMs: cpuAfter - cpuBefore, ...measured }
+    : { requests, errors, seconds, latenciesMs, window, ...measured }
 }
 
 export const percentile = (sorted: Float64Array, p: number) =>

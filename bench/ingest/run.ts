@@ -24,6 +24,13 @@
  * request hash, the profile and definition reads, the customer row lock and the first-payment
  * recompute.
  *
+ * A third server, `--bare-batched`, does the same write as the baseline with group commit: requests
+ * that arrive together share one transaction of set-based statements (`unnest` arrays, up to 4
+ * batches in flight), as the service does (decision 0036). It is not a goal's baseline: it shows
+ * what this machine can do for this write at all. Each server runs alone (the one before it is
+ * stopped), and each row shows the CPU per event of the server, of PostgreSQL (every `postgres`
+ * process) and of this load generator, and how busy the machine was: where the CPU went.
+ *
  * Goals: at least 5,000 events/s and at least 0.5x the baseline.
  *
  * Settings (env): BENCH_CONNECTIONS (64), BENCH_DURATION_S (10), BENCH_WARMUP_S (6: at least the
@@ -233,6 +240,209 @@ const runBareServer = async (port: number, profileId: string, databaseUrl: strin
 }
 
 // ---------------------------------------------------------------------------------------------
+// The batched bare server (child role): `node bench/ingest/run.ts --bare-batched <port> <profileId>`.
+// The same write as the bare server, but concurrent requests share one transaction of set-based
+// statements (group commit), as the service does: what this machine can do for this write at all.
+
+interface Pending {
+  readonly body: Body
+  readonly eventId: string
+  readonly key: string
+  readonly done: (result: { readonly outcome_event_id: string; readonly conversion_id: string | null } | undefined) => void
+}
+
+const MAX_BATCHES_IN_FLIGHT = 4
+const MAX_BATCH = 500
+
+const runBareBatchedServer = async (port: number, profileId: string, databaseUrl: string) => {
+  const runtime = ManagedRuntime.make(Layer.orDie(pgLayer(databaseUrl, POOL_SIZE)))
+  const definition = await runtime.runPromise(Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+    const rows = yield* sql<{ id: string; conversion_key: string; counts_as_cash: boolean; attribution_eligible: boolean }>`
+      SELECT id, conversion_key, counts_as_cash, attribution_eligible FROM conversion_definitions
+      WHERE profile_id = ${profileId} AND kind = 'event' AND ${EVENT_NAME} = ANY (event_names)`
+    return rows[0]
+  }))
+  if (definition === undefined) throw new Error("no definition seeded for the batched bare server's profile")
+
+  const ingestBatch = (batch: ReadonlyArray<Pending>) =>
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const now = new Date().toISOString()
+      const events = batch.map((p) => {
+        const value = p.body.properties?.value
+        const amount = typeof value === "number" || typeof value === "string" ? String(value) : null
+        return {
+          ...p,
+          eventName: str(p.body.event_name) ?? "unknown",
+          amount,
+          currency: str(p.body.properties?.currency) ?? (amount === null ? null : "USD"),
+          externalId: str(p.body.user_traits?.external_id),
+          occurredAt: str(p.body.occurred_at) ?? now
+        }
+      })
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const claimed = yield* sql<{ id: string }>`
+          INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
+                                      value_amount, currency, action_source, click_ids)
+          SELECT v.id, ${profileId}, v.key, 'bare', 'api', v.name, v.at, v.amount, v.currency, v.action_source, v.click_ids
+          FROM unnest(${events.map((e) => e.eventId)}::uuid[], ${events.map((e) => e.key)}::text[],
+                      ${events.map((e) => e.eventName)}::text[], ${events.map((e) => e.occurredAt)}::timestamptz[],
+                      ${events.map((e) => e.amount)}::numeric(20, 6)[], ${events.map((e) => e.currency)}::text[],
+                      ${events.map((e) => str(e.body.action_source))}::text[],
+                      ${events.map((e) => JSON.stringify(e.body.click_ids ?? {}))}::jsonb[])
+            AS v(id, key, name, at, amount, currency, action_source, click_ids)
+          ON CONFLICT (profile_id, idempotency_key) DO NOTHING
+          RETURNING id`
+        const fresh = new Set(claimed.map((row) => row.id))
+        const stored = new Map<string, { id: string; conversion_id: string | null }>()
+        const repeats = events.filter((e) => !fresh.has(e.eventId)).map((e) => e.key)
+        if (repeats.length > 0) {
+          const rows = yield* sql<{ key: string; id: string; conversion_id: string | null }>`
+            SELECT e.idempotency_key AS key, e.id, c.id AS conversion_id
+            FROM outcome_events e LEFT JOIN conversions c ON c.outcome_event_id = e.id
+            WHERE e.profile_id = ${profileId} AND e.idempotency_key = ANY(${repeats}::text[])`
+          for (const row of rows) stored.set(row.key, row)
+        }
+        const created = events.filter((e) => fresh.has(e.eventId))
+        // Sorted, so that concurrent batches take the customers' index entries in one order.
+        const externalIds = [...new Set(created.flatMap((e) => (e.externalId === null ? [] : [e.externalId])))].sort()
+        const customerOf = new Map<string, string>()
+        if (externalIds.length > 0) {
+          yield* sql`
+            INSERT INTO customers (id, profile_id, customer_key)
+            SELECT gen_random_uuid(), ${profileId}, k FROM unnest(${externalIds}::text[]) AS k
+            ON CONFLICT (profile_id, customer_key) WHERE customer_key IS NOT NULL AND merged_into_id IS NULL AND erased_at IS NULL
+            DO NOTHING`
+          const rows = yield* sql<{ id: string; customer_key: string }>`
+            SELECT id, customer_key FROM customers
+            WHERE profile_id = ${profileId} AND customer_key = ANY(${externalIds}::text[]) AND merged_into_id IS NULL AND erased_at IS NULL`
+          for (const row of rows) customerOf.set(row.customer_key, row.id)
+          const linked = created.filter((e) => e.externalId !== null && customerOf.has(e.externalId))
+          if (linked.length > 0) {
+            yield* sql`
+              UPDATE outcome_events o SET customer_id = v.customer_id
+              FROM unnest(${linked.map((e) => e.eventId)}::uuid[], ${linked.map((e) => customerOf.get(e.externalId ?? "") ?? null)}::uuid[])
+                AS v(id, customer_id)
+              WHERE o.id = v.id`
+          }
+        }
+        const results = new Map<string, { outcome_event_id: string; conversion_id: string | null }>()
+        const conversions = created.filter((e) => e.eventName === EVENT_NAME).map((e) => ({
+          ...e,
+          conversionId: crypto.randomUUID(),
+          customerId: e.externalId === null ? null : customerOf.get(e.externalId) ?? null
+        }))
+        if (conversions.length > 0) {
+          yield* sql`
+            INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at,
+                                     value_amount, currency, customer_id, counts_as_cash, attribution_eligible, is_first_payment)
+            SELECT v.id, ${profileId}, v.event_id, ${definition.id}, ${definition.conversion_key}, v.at, v.amount, v.currency,
+                   v.customer_id, ${definition.counts_as_cash}, ${definition.attribution_eligible},
+                   CASE WHEN v.customer_id IS NULL THEN true END
+            FROM unnest(${conversions.map((c) => c.conversionId)}::uuid[], ${conversions.map((c) => c.eventId)}::uuid[],
+                        ${conversions.map((c) => c.occurredAt)}::timestamptz[], ${conversions.map((c) => c.amount)}::numeric(20, 6)[],
+                        ${conversions.map((c) => c.currency)}::text[], ${conversions.map((c) => c.customerId)}::uuid[])
+              AS v(id, event_id, at, amount, currency, customer_id)`
+        }
+        for (const e of created) results.set(e.eventId, { outcome_event_id: e.eventId, conversion_id: null })
+        for (const c of conversions) results.set(c.eventId, { outcome_event_id: c.eventId, conversion_id: c.conversionId })
+        const outbox = created.map((e) => {
+          const result = results.get(e.eventId)
+          const outboxId = crypto.randomUUID()
+          return {
+            id: outboxId,
+            payload: JSON.stringify({
+              id: outboxId,
+              type: "outcome.recorded",
+              created_at: now,
+              data: {
+                provider: "svc",
+                outcome_type: e.eventName,
+                occurred_at: e.occurredAt,
+                customer_key: e.externalId,
+                value: e.amount,
+                currency: e.currency,
+                outcome_event_id: e.eventId,
+                conversion_id: result?.conversion_id ?? null
+              },
+              delivery: {
+                profile_id: profileId,
+                provisioned_by_app_id: null,
+                healthcare_family: false,
+                customer_id: e.externalId === null ? null : customerOf.get(e.externalId) ?? null
+              }
+            })
+          }
+        })
+        if (outbox.length > 0) {
+          yield* sql`
+            INSERT INTO outbox (id, profile_id, topic, payload)
+            SELECT v.id, ${profileId}, 'outcome.recorded', v.payload
+            FROM unnest(${outbox.map((o) => o.id)}::uuid[], ${outbox.map((o) => o.payload)}::jsonb[]) AS v(id, payload)`
+        }
+        return events.map((e) => {
+          const repeat = stored.get(e.key)
+          return results.get(e.eventId) ??
+            (repeat === undefined ? undefined : { outcome_event_id: repeat.id, conversion_id: repeat.conversion_id })
+        })
+      }))
+    })
+
+  const queue: Array<Pending> = []
+  let inFlight = 0
+  const flush = () => {
+    while (inFlight < MAX_BATCHES_IN_FLIGHT && queue.length > 0) {
+      const batch = queue.splice(0, MAX_BATCH)
+      inFlight++
+      runtime.runPromise(ingestBatch(batch)).then(
+        (results) => batch.forEach((pending, i) => pending.done(results[i])),
+        () => batch.forEach((pending) => pending.done(undefined))
+      ).finally(() => {
+        inFlight--
+        flush()
+      })
+    }
+  }
+
+  const answer = (response: import("node:http").ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body)
+    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+    response.end(text)
+  }
+
+  const server = createHttpServer((request, response) => {
+    if (request.method === "GET" && request.url === "/healthz") return answer(response, 200, { status: "ok" })
+    if (request.method !== "POST" || request.url !== "/api/v1/events") return answer(response, 404, { error: { code: "not_found" } })
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      let body: Body
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Body
+      } catch {
+        return answer(response, 400, { error: { code: "invalid_request" } })
+      }
+      queue.push({
+        body,
+        eventId: crypto.randomUUID(),
+        key: str(body.idempotency_key) ?? crypto.randomUUID(),
+        done: (data) =>
+          data === undefined ? answer(response, 503, { error: { code: "database_unavailable" } }) : answer(response, 200, { data })
+      })
+      // Requests that arrive in the same turn of the event loop join one batch.
+      if (queue.length === 1) setImmediate(flush)
+    })
+  })
+  server.keepAliveTimeout = 60_000
+  server.listen(port, HOST)
+  const stop = () => server.close(() => void runtime.dispose().then(() => process.exit(0)))
+  process.on("SIGTERM", stop)
+  process.stdin.resume()
+  process.stdin.on("end", () => process.exit(0))
+}
+
+// ---------------------------------------------------------------------------------------------
 // The run.
 
 /** Realistic bodies: unique key, decimal value (a JSON number), currency, a pooled external_id. */
@@ -254,6 +464,8 @@ const bodies = (runId: string, customers: number, key: string) => {
   })
 }
 
+const perEvent = (cpuMs: number | undefined, events: number) => (cpuMs === undefined || events === 0 ? undefined : (cpuMs * 1000) / events)
+
 interface Row {
   readonly server: string
   readonly rps: number
@@ -262,6 +474,10 @@ interface Row {
   readonly errors: number
   readonly requests: number
   readonly cpuMicros: number | undefined
+  /** PostgreSQL's and the load generator's CPU per event, and how busy the machine was. */
+  readonly databaseMicros: number | undefined
+  readonly clientMicros: number | undefined
+  readonly machineBusy: number | undefined
   readonly written: Written | undefined
 }
 
@@ -279,6 +495,7 @@ const main = async () => {
   const customers = intFromEnv("BENCH_CUSTOMERS", 2000, 1_000_000)
   const servicePort = await freePort()
   const barePort = await freePort()
+  const batchedPort = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-ingest-"))
   const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: undefined }
   const profileDir = process.env["BENCH_CPU_PROF"]
@@ -288,6 +505,7 @@ const main = async () => {
     "service"
   )
   let bare: ReturnType<typeof startProcess> | undefined
+  let batched: ReturnType<typeof startProcess> | undefined
   try {
     // The service migrates the database on start; seed after.
     await waitFor(servicePort, service.child, 120_000).catch((error: unknown) => {
@@ -300,14 +518,21 @@ const main = async () => {
     await waitFor(barePort, bare.child, 30_000).catch((error: unknown) => {
       throw new Error(`bare server did not start: ${String(error)}\n${bareChild.output()}`)
     })
+    const forBatched = await seed(databaseUrl, "bare-batched")
+    batched = startProcess(["bench/ingest/run.ts", "--bare-batched", String(batchedPort), forBatched.profileId], env, "bare-batched")
+    const batchedChild = batched
+    await waitFor(batchedPort, batched.child, 30_000).catch((error: unknown) => {
+      throw new Error(`batched bare server did not start: ${String(error)}\n${batchedChild.output()}`)
+    })
     console.log(
       `node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run; ` +
         `${customers} customers; pool ${POOL_SIZE} connections each; 127.0.0.1 only`
     )
     const runId = Date.now().toString(36)
     const runs = [
-      { server: "service POST /api/v1/events", port: servicePort, seeded: forService, pid: service.child.pid },
-      { server: "bare node:http + PgClient", port: barePort, seeded: forBare, pid: bare.child.pid }
+      { server: "service POST /api/v1/events", port: servicePort, seeded: forService, child: service.child },
+      { server: "bare node:http + PgClient", port: barePort, seeded: forBare, child: bare.child },
+      { server: "bare node:http + PgClient, group commit", port: batchedPort, seeded: forBatched, child: batched.child }
     ]
     const rows: Array<Row> = []
     for (const run of runs) {
@@ -320,7 +545,7 @@ const main = async () => {
         warmupSeconds,
         durationSeconds,
         {},
-        run.pid,
+        run.child.pid,
         bodies(`${runId}-${run.port}`, customers, run.seeded.key)
       )
       const rps = result.requests / result.seconds
@@ -331,20 +556,30 @@ const main = async () => {
         p99: percentile(result.latenciesMs, 0.99),
         errors: result.errors,
         requests: result.requests,
-        cpuMicros: result.serverCpuMs === undefined || result.requests === 0 ? undefined : (result.serverCpuMs * 1000) / result.requests,
+        cpuMicros: perEvent(result.serverCpuMs, result.requests),
+        databaseMicros: perEvent(result.databaseCpuMs, result.requests),
+        clientMicros: perEvent(result.clientCpuMs, result.requests),
+        machineBusy: result.machineBusy,
         written: await written(databaseUrl, run.seeded.profileId)
       })
       console.log(` ${fmt(rps)} events/s`)
+      // Each server is stopped after its run: the service's background work (crediting, rollups)
+      // would otherwise also run during the baselines' runs, on their rows.
+      await stopProcess(run.child)
     }
     console.log("")
-    console.log("| server | events/s | p50 ms | p99 ms | errors | server CPU µs/event | rows written (events / conversions / outbox / customers, incl. warm-up) |")
-    console.log("|---|---:|---:|---:|---:|---:|---|")
+    console.log(
+      "| server | events/s | p50 ms | p99 ms | errors | CPU µs/event: server / PostgreSQL / load generator | machine busy | rows written (events / conversions / outbox / customers, incl. warm-up) |"
+    )
+    console.log("|---|---:|---:|---:|---:|---:|---:|---|")
     for (const row of rows) {
-      const cpu = row.cpuMicros === undefined ? "n/a" : fmt(row.cpuMicros)
+      const micros = (value: number | undefined) => (value === undefined ? "n/a" : fmt(value))
+      const cpu = `${micros(row.cpuMicros)} / ${micros(row.databaseMicros)} / ${micros(row.clientMicros)}`
+      const busy = row.machineBusy === undefined ? "n/a" : `${fmt(row.machineBusy * 100, 0)} %`
       const w = row.written === undefined ? "n/a" : `${row.written.events} / ${row.written.conversions} / ${row.written.outbox} / ${row.written.customers}`
-      console.log(`| ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} | ${cpu} | ${w} |`)
+      console.log(`| ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} | ${cpu} | ${busy} | ${w} |`)
     }
-    const [svc, baseline] = rows
+    const [svc, baseline, batchedBaseline] = rows
     let ok = rows.every((row) => row.errors === 0)
     for (const row of rows) {
       // Every acknowledged event is committed: at least as many rows as measured 200s.
@@ -360,21 +595,25 @@ const main = async () => {
       console.log("")
       console.log(`service / bare throughput: ${fmt(ratio, 2)}x (goal >= 0.50x: ${relative ? "met" : "NOT met"})`)
       console.log(`service throughput: ${fmt(svc.rps)} events/s (goal >= 5,000/s: ${absolute ? "met" : "NOT met"})`)
+      if (batchedBaseline !== undefined) {
+        console.log(`service / bare with group commit: ${fmt(svc.rps / batchedBaseline.rps, 2)}x (the same write batched: near what this machine can do)`)
+      }
       if (svc.cpuMicros !== undefined && baseline.cpuMicros !== undefined) {
         console.log(`server CPU per event, service / bare: ${fmt(svc.cpuMicros / baseline.cpuMicros, 2)}x (less sensitive to other load on the machine)`)
       }
     }
     process.exitCode = ok ? 0 : 1
   } finally {
-    await Promise.all([stopProcess(service.child), ...(bare === undefined ? [] : [stopProcess(bare.child)])])
+    await Promise.all([service, bare, batched].flatMap((process) => (process === undefined ? [] : [stopProcess(process.child)])))
     rmSync(dataDir, { recursive: true, force: true })
   }
 }
 
-if (process.argv[2] === "--bare") {
+if (process.argv[2] === "--bare" || process.argv[2] === "--bare-batched") {
   const databaseUrl = process.env["DATABASE_URL"]
   if (databaseUrl === undefined) throw new Error("the bare server needs DATABASE_URL")
-  await runBareServer(Number(process.argv[3]), process.argv[4] ?? "", databaseUrl)
+  const run = process.argv[2] === "--bare" ? runBareServer : runBareBatchedServer
+  await run(Number(process.argv[3]), process.argv[4] ?? "", databaseUrl)
 } else {
   await main()
 }
