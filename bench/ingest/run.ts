@@ -125,7 +125,10 @@ interface Body {
 
 const str = (value: unknown): string | null => (typeof value === "string" ? value : null)
 
-const runBareServer = async (port: number, profileId: string, databaseUrl: string) => {
+type IngestAnswer = { readonly outcome_event_id: string; readonly conversion_id: string | null }
+
+/** A baseline server's database and the seeded definition of its profile. */
+const bareDatabase = async (profileId: string, databaseUrl: string) => {
   const runtime = ManagedRuntime.make(Layer.orDie(pgLayer(databaseUrl, POOL_SIZE)))
   const definition = await runtime.runPromise(Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
@@ -134,7 +137,82 @@ const runBareServer = async (port: number, profileId: string, databaseUrl: strin
       WHERE profile_id = ${profileId} AND kind = 'event' AND ${EVENT_NAME} = ANY (event_names)`
     return rows[0]
   }))
-  if (definition === undefined) throw new Error("no definition seeded for the bare server's profile")
+  if (definition === undefined) throw new Error("no definition seeded for the baseline server's profile")
+  return { runtime, definition }
+}
+
+/** The `outcome.recorded` payload the baselines write, shaped like the service's. */
+const outboxPayload = (row: {
+  readonly id: string
+  readonly createdAt: string
+  readonly profileId: string
+  readonly eventId: string
+  readonly eventName: string
+  readonly occurredAt: string
+  readonly externalId: string | null
+  readonly amount: string | null
+  readonly currency: string | null
+  readonly conversionId: string | null
+  readonly customerId: string | null
+}) => ({
+  id: row.id,
+  type: "outcome.recorded",
+  created_at: row.createdAt,
+  data: {
+    provider: "svc",
+    outcome_type: row.eventName,
+    occurred_at: row.occurredAt,
+    customer_key: row.externalId,
+    value: row.amount,
+    currency: row.currency,
+    outcome_event_id: row.eventId,
+    conversion_id: row.conversionId
+  },
+  delivery: { profile_id: row.profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: row.customerId }
+})
+
+/**
+ * A baseline's `node:http` server: `/healthz`, and `POST /api/v1/events` whose parsed body goes to
+ * `accept`, which replies with the answer (200) or undefined (503). Ends on SIGTERM or when the
+ * parent goes away.
+ */
+const serveBare = (
+  port: number,
+  runtime: { readonly dispose: () => Promise<void> },
+  accept: (body: Body, reply: (data: IngestAnswer | undefined) => void) => void
+) => {
+  const answer = (response: import("node:http").ServerResponse, status: number, body: unknown) => {
+    const text = JSON.stringify(body)
+    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
+    response.end(text)
+  }
+  const server = createHttpServer((request, response) => {
+    if (request.method === "GET" && request.url === "/healthz") return answer(response, 200, { status: "ok" })
+    if (request.method !== "POST" || request.url !== "/api/v1/events") return answer(response, 404, { error: { code: "not_found" } })
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      let body: Body
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Body
+      } catch {
+        return answer(response, 400, { error: { code: "invalid_request" } })
+      }
+      accept(body, (data) =>
+        data === undefined ? answer(response, 503, { error: { code: "database_unavailable" } }) : answer(response, 200, { data }))
+    })
+  })
+  server.keepAliveTimeout = 60_000
+  server.listen(port, HOST)
+  const stop = () => server.close(() => void runtime.dispose().then(() => process.exit(0)))
+  process.on("SIGTERM", stop)
+  // The parent going away ends this process too.
+  process.stdin.resume()
+  process.stdin.on("end", () => process.exit(0))
+}
+
+const runBareServer = async (port: number, profileId: string, databaseUrl: string) => {
+  const { definition, runtime } = await bareDatabase(profileId, databaseUrl)
 
   const ingest = (body: Body) =>
     Effect.gen(function*() {
@@ -183,22 +261,19 @@ const runBareServer = async (port: number, profileId: string, databaseUrl: strin
                     ${definition.counts_as_cash}, ${definition.attribution_eligible}, ${customerId === null ? true : null})`
         }
         const outboxId = crypto.randomUUID()
-        const payload = {
+        const payload = outboxPayload({
           id: outboxId,
-          type: "outcome.recorded",
-          created_at: new Date().toISOString(),
-          data: {
-            provider: "svc",
-            outcome_type: eventName,
-            occurred_at: occurredAt,
-            customer_key: externalId,
-            value: amount,
-            currency,
-            outcome_event_id: eventId,
-            conversion_id: conversionId
-          },
-          delivery: { profile_id: profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: customerId }
-        }
+          createdAt: new Date().toISOString(),
+          profileId,
+          eventId,
+          eventName,
+          occurredAt,
+          externalId,
+          amount,
+          currency,
+          conversionId,
+          customerId
+        })
         yield* sql`
           INSERT INTO outbox (id, profile_id, topic, payload)
           VALUES (${outboxId}, ${profileId}, 'outcome.recorded', ${JSON.stringify(payload)}::jsonb)`
@@ -206,37 +281,7 @@ const runBareServer = async (port: number, profileId: string, databaseUrl: strin
       }))
     })
 
-  const answer = (response: import("node:http").ServerResponse, status: number, body: unknown) => {
-    const text = JSON.stringify(body)
-    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-    response.end(text)
-  }
-
-  const server = createHttpServer((request, response) => {
-    if (request.method === "GET" && request.url === "/healthz") return answer(response, 200, { status: "ok" })
-    if (request.method !== "POST" || request.url !== "/api/v1/events") return answer(response, 404, { error: { code: "not_found" } })
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => {
-      let body: Body
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Body
-      } catch {
-        return answer(response, 400, { error: { code: "invalid_request" } })
-      }
-      runtime.runPromise(ingest(body)).then(
-        (data) => answer(response, 200, { data }),
-        () => answer(response, 503, { error: { code: "database_unavailable" } })
-      )
-    })
-  })
-  server.keepAliveTimeout = 60_000
-  server.listen(port, HOST)
-  const stop = () => server.close(() => void runtime.dispose().then(() => process.exit(0)))
-  process.on("SIGTERM", stop)
-  // The parent going away ends this process too.
-  process.stdin.resume()
-  process.stdin.on("end", () => process.exit(0))
+  serveBare(port, runtime, (body, reply) => void runtime.runPromise(ingest(body)).then(reply, () => reply(undefined)))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,22 +293,14 @@ interface Pending {
   readonly body: Body
   readonly eventId: string
   readonly key: string
-  readonly done: (result: { readonly outcome_event_id: string; readonly conversion_id: string | null } | undefined) => void
+  readonly done: (result: IngestAnswer | undefined) => void
 }
 
 const MAX_BATCHES_IN_FLIGHT = 4
 const MAX_BATCH = 500
 
 const runBareBatchedServer = async (port: number, profileId: string, databaseUrl: string) => {
-  const runtime = ManagedRuntime.make(Layer.orDie(pgLayer(databaseUrl, POOL_SIZE)))
-  const definition = await runtime.runPromise(Effect.gen(function*() {
-    const sql = yield* PgClient.PgClient
-    const rows = yield* sql<{ id: string; conversion_key: string; counts_as_cash: boolean; attribution_eligible: boolean }>`
-      SELECT id, conversion_key, counts_as_cash, attribution_eligible FROM conversion_definitions
-      WHERE profile_id = ${profileId} AND kind = 'event' AND ${EVENT_NAME} = ANY (event_names)`
-    return rows[0]
-  }))
-  if (definition === undefined) throw new Error("no definition seeded for the batched bare server's profile")
+  const { definition, runtime } = await bareDatabase(profileId, databaseUrl)
 
   const ingestBatch = (batch: ReadonlyArray<Pending>) =>
     Effect.gen(function*() {
@@ -352,27 +389,19 @@ const runBareBatchedServer = async (port: number, profileId: string, databaseUrl
           const outboxId = crypto.randomUUID()
           return {
             id: outboxId,
-            payload: JSON.stringify({
+            payload: JSON.stringify(outboxPayload({
               id: outboxId,
-              type: "outcome.recorded",
-              created_at: now,
-              data: {
-                provider: "svc",
-                outcome_type: e.eventName,
-                occurred_at: e.occurredAt,
-                customer_key: e.externalId,
-                value: e.amount,
-                currency: e.currency,
-                outcome_event_id: e.eventId,
-                conversion_id: result?.conversion_id ?? null
-              },
-              delivery: {
-                profile_id: profileId,
-                provisioned_by_app_id: null,
-                healthcare_family: false,
-                customer_id: e.externalId === null ? null : customerOf.get(e.externalId) ?? null
-              }
-            })
+              createdAt: now,
+              profileId,
+              eventId: e.eventId,
+              eventName: e.eventName,
+              occurredAt: e.occurredAt,
+              externalId: e.externalId,
+              amount: e.amount,
+              currency: e.currency,
+              conversionId: result?.conversion_id ?? null,
+              customerId: e.externalId === null ? null : customerOf.get(e.externalId) ?? null
+            }))
           }
         })
         if (outbox.length > 0) {
@@ -405,41 +434,11 @@ const runBareBatchedServer = async (port: number, profileId: string, databaseUrl
     }
   }
 
-  const answer = (response: import("node:http").ServerResponse, status: number, body: unknown) => {
-    const text = JSON.stringify(body)
-    response.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
-    response.end(text)
-  }
-
-  const server = createHttpServer((request, response) => {
-    if (request.method === "GET" && request.url === "/healthz") return answer(response, 200, { status: "ok" })
-    if (request.method !== "POST" || request.url !== "/api/v1/events") return answer(response, 404, { error: { code: "not_found" } })
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk: Buffer) => chunks.push(chunk))
-    request.on("end", () => {
-      let body: Body
-      try {
-        body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Body
-      } catch {
-        return answer(response, 400, { error: { code: "invalid_request" } })
-      }
-      queue.push({
-        body,
-        eventId: crypto.randomUUID(),
-        key: str(body.idempotency_key) ?? crypto.randomUUID(),
-        done: (data) =>
-          data === undefined ? answer(response, 503, { error: { code: "database_unavailable" } }) : answer(response, 200, { data })
-      })
-      // Requests that arrive in the same turn of the event loop join one batch.
-      if (queue.length === 1) setImmediate(flush)
-    })
+  serveBare(port, runtime, (body, reply) => {
+    queue.push({ body, eventId: crypto.randomUUID(), key: str(body.idempotency_key) ?? crypto.randomUUID(), done: reply })
+    // Requests that arrive in the same turn of the event loop join one batch.
+    if (queue.length === 1) setImmediate(flush)
   })
-  server.keepAliveTimeout = 60_000
-  server.listen(port, HOST)
-  const stop = () => server.close(() => void runtime.dispose().then(() => process.exit(0)))
-  process.on("SIGTERM", stop)
-  process.stdin.resume()
-  process.stdin.on("end", () => process.exit(0))
 }
 
 // ---------------------------------------------------------------------------------------------
