@@ -116,7 +116,10 @@ export const recomputeFirstPayments = (
     if (customerIds.length === 0) return 0
     const sql = yield* SqlClient
     const ids = [...new Set(customerIds)].sort()
-    yield* sql`SELECT id FROM customers WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`
+    // Statements by id list run unprepared: planned for these ids each time. A prepared statement's
+    // generic plan, picked while the table was small, stays a sequential scan as the table grows
+    // (until the next ANALYZE), and cost tens of ms per batch under ingest (decision 0047).
+    yield* sql`SELECT id FROM customers WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`.unprepared
     // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
     // subquery into a join, which it may plan as a scan per customer while statistics are stale.
     const rows = yield* conversionFacts(sql`
@@ -141,8 +144,8 @@ export const recomputeFirstPayments = (
         else nowNull.push(id)
       }
     }
-    if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`
-    if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`
-    if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`
+    if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`.unprepared
+    if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`.unprepared
+    if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`.unprepared
     return nowTrue.length + nowFalse.length + nowNull.length
   }).pipe(Effect.withSpan("Events.recomputeFirstPayments")))

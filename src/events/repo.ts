@@ -373,9 +373,11 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (rows) => new Map(rows.map((row) => [row.id, row.customer_key] as const))
         )
 
+      // Statements by id list run unprepared, planned for their ids each time: a generic plan picked
+      // while a table was small stays a sequential scan as it grows (decision 0047).
       const lockCustomers = (customerIds: ReadonlyArray<string>) =>
         customerIds.length === 0 ? Effect.void : Effect.asVoid(sql`
-          SELECT id FROM customers WHERE id = ANY(${[...new Set(customerIds)].sort()}::uuid[]) ORDER BY id FOR UPDATE`)
+          SELECT id FROM customers WHERE id = ANY(${[...new Set(customerIds)].sort()}::uuid[]) ORDER BY id FOR UPDATE`.unprepared)
 
       const addIdentifiers = (identifiers: ReadonlyArray<NewIdentifier>) => {
         const distinct = [
@@ -393,9 +395,9 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const setEventCustomers = (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) =>
         pairs.length === 0 ? Effect.void : Effect.asVoid(sql`
-          UPDATE outcome_events
-          SET customer_id = (${pairs.map((p) => p.customerId)}::uuid[])[array_position(${pairs.map((p) => p.eventId)}::uuid[], id)]
-          WHERE id = ANY(${pairs.map((p) => p.eventId)}::uuid[])`)
+          UPDATE outcome_events o SET customer_id = v.customer_id
+          FROM unnest(${pairs.map((p) => p.eventId)}::uuid[], ${pairs.map((p) => p.customerId)}::uuid[]) AS v(id, customer_id)
+          WHERE o.id = v.id`.unprepared)
 
       const definitionsFor = (names: ReadonlyArray<ProfileScoped>) =>
         names.length === 0 ? Effect.succeed(new Map<string, Definition>()) : Effect.map(
