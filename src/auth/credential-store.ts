@@ -152,9 +152,7 @@ export const CredentialStoreLive = Layer.effect(CredentialStore)(
       if (prefix === undefined) return Effect.succeed(Option.none())
       const digest = secretDigest(value)
       const wellFormed = () => isWellFormed(value, prefix)
-      return prefix === CredentialPrefix.apiKey
-        ? cached(digest, () => apiKey(digest), wellFormed)
-        : cached(digest, () => userToken(digest), wellFormed)
+      return cached(digest, () => prefix === CredentialPrefix.apiKey ? apiKey(digest) : userToken(digest), wellFormed)
     }
 
     const bearer = (token: Redacted.Redacted<string>) => bearerFromHeader(Redacted.value(token))

@@ -6,6 +6,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { liveCustomerByKey } from "./live-by-key.ts"
+import { lockCustomers } from "./lock.ts"
 
 export const ConversionRef = Schema.Struct({
   outcome_event_id: Schema.String,
@@ -421,7 +422,7 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
       const erase = (erasureId: string, customerIds: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           const ids = [...customerIds].sort()
-          yield* sql`SELECT id FROM customers WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`
+          yield* lockCustomers(sql, ids)
           // A payment this person was assigned as payer of goes back to its event's customer.
           yield* sql`
             UPDATE conversions c SET payer_customer_id = NULL, customer_id = e.customer_id, credited_at = NULL

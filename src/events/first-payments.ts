@@ -23,6 +23,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
+import { lockCustomers } from "../customers/lock.ts"
 
 /** Same-purchase grouping: a balance within this long after the deposit. */
 export const SAME_PURCHASE_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
@@ -116,10 +117,7 @@ export const recomputeFirstPayments = (
     if (customerIds.length === 0) return 0
     const sql = yield* SqlClient
     const ids = [...new Set(customerIds)].sort()
-    // Statements by id list run unprepared: planned for these ids each time. A prepared statement's
-    // generic plan, picked while the table was small, stays a sequential scan as the table grows
-    // (until the next ANALYZE), and cost tens of ms per batch under ingest (decision 0047).
-    yield* sql`SELECT id FROM customers WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`.unprepared
+    yield* lockCustomers(sql, ids)
     // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
     // subquery into a join, which it may plan as a scan per customer while statistics are stale.
     const rows = yield* conversionFacts(sql`
@@ -144,6 +142,7 @@ export const recomputeFirstPayments = (
         else nowNull.push(id)
       }
     }
+    // Unprepared, planned for these ids each time, like `lockCustomers` (decision 0047).
     if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`.unprepared
     if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`.unprepared
     if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`.unprepared

@@ -9,6 +9,7 @@ import { lockProfileAttribution } from "../attribution/replay-queue.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
+import { lockCustomers } from "../customers/lock.ts"
 
 export const PaymentRow = Schema.Struct({
   payment_id: Schema.String,
@@ -226,13 +227,6 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
               WHERE c.profile_id = ${profileId} AND c.id = ${paymentId.toLowerCase()} AND c.counts_as_cash`)
           : Effect.succeed(Option.none<PaymentOwners>())
 
-      const lockCustomers = (customerIds: ReadonlyArray<string>) => {
-        const ids = [...new Set(customerIds)].sort()
-        return ids.length === 0
-          ? Effect.void
-          : Effect.asVoid(sql`SELECT id FROM customers WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`)
-      }
-
       const lock = (profileId: string, paymentId: string) =>
         isUuid(paymentId)
           ? firstLocked(sql`
@@ -351,7 +345,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         list: (profileId, filters, limit, after) => orDatabaseUnavailable(list(profileId, filters, limit, after)),
         find: (profileId, paymentId) => orDatabaseUnavailable(find(profileId, paymentId)),
         owners: (profileId, paymentId) => orDatabaseUnavailable(owners(profileId, paymentId)),
-        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(customerIds)),
+        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(sql, customerIds)),
         lock: (profileId, paymentId) => orDatabaseUnavailable(lock(profileId, paymentId)),
         liveCustomer: (profileId, customerKey) => orDatabaseUnavailable(liveCustomer(profileId, customerKey)),
         setInstallment: (paymentId, installment) => orDatabaseUnavailable(setInstallment(paymentId, installment)),

@@ -8,6 +8,7 @@ import { isoTimestamp } from "../platform/sql-time.ts"
 import { proposeMerges } from "../identity/proposer.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
 import { liveCustomerByKey } from "../customers/live-by-key.ts"
+import { lockCustomers } from "../customers/lock.ts"
 
 export const ProfileFacts = Schema.Struct({
   id: Schema.String,
@@ -373,12 +374,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (rows) => new Map(rows.map((row) => [row.id, row.customer_key] as const))
         )
 
-      // Statements by id list run unprepared, planned for their ids each time: a generic plan picked
-      // while a table was small stays a sequential scan as it grows (decision 0047).
-      const lockCustomers = (customerIds: ReadonlyArray<string>) =>
-        customerIds.length === 0 ? Effect.void : Effect.asVoid(sql`
-          SELECT id FROM customers WHERE id = ANY(${[...new Set(customerIds)].sort()}::uuid[]) ORDER BY id FOR UPDATE`.unprepared)
-
       const addIdentifiers = (identifiers: ReadonlyArray<NewIdentifier>) => {
         const distinct = [
           ...new Map(identifiers.map((i) => [`${i.customerId}\u0000${i.kind}\u0000${i.value}`, i] as const)).values()
@@ -393,6 +388,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
                             WHERE x.customer_id = v.customer_id AND x.kind = v.kind AND x.value = v.value AND x.removed_at IS NULL)`)
       }
 
+      // Unprepared, planned for its ids each time, like `lockCustomers` (decision 0047).
       const setEventCustomers = (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) =>
         pairs.length === 0 ? Effect.void : Effect.asVoid(sql`
           UPDATE outcome_events o SET customer_id = v.customer_id
@@ -525,7 +521,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         lockIdentifierValues: (kind, values) => orDatabaseUnavailable(lockIdentifierValues(kind, values)),
         createKeylessCustomers: (customers) => orDatabaseUnavailable(createKeylessCustomers(customers)),
         customerKeys: (customerIds) => orDatabaseUnavailable(customerKeys(customerIds)),
-        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(customerIds)),
+        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(sql, customerIds)),
         addIdentifiers: (identifiers) => orDatabaseUnavailable(addIdentifiers(identifiers)),
         proposeMerges: (identifiers) =>
           identifiers.length === 0

@@ -367,7 +367,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       principal: PrincipalShape,
       policy: OperationPolicy
     ): Effect.Effect<void, RateLimitExceeded, HttpServerRequest.HttpServerRequest> => {
-      const bucket = bucketOf(principal)
+      const { bucket } = meteringOf(principal)
       if (bucket === undefined) return Effect.void
       return Effect.flatMap(
         consumeBucket(limiter, {
@@ -480,7 +480,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         }
         return at === undefined ? Effect.withFiber((current) => onFiber(current)) : onFiber(at.fiber, at.now)
       }
-      const annotate = Effect.annotateCurrentSpan(principalAttributes(principal))
+      const annotate = Effect.annotateCurrentSpan(meteringOf(principal).attributes)
       return Effect.flatMap(annotate, () => Effect.flatMap(meter(principal, policy), () => served))
     }
 
