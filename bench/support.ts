@@ -268,6 +268,122 @@ export const load = async (
     : { requests, errors, seconds, latenciesMs, window, ...measured }
 }
 
+/** One of the paths an interleaved run alternates between. */
+export interface InterleavedPath {
+  readonly path: string
+  readonly expectedStatus: number
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** A path's share of an interleaved run: pooled over its slots, with each slot's window and rate. */
+export interface InterleavedRun extends RunResult {
+  readonly windows: ReadonlyArray<{ readonly fromUs: number; readonly toUs: number }>
+  /** Requests per second of each slot, in order: slot i of every path belongs to round i. */
+  readonly slotRates: ReadonlyArray<number>
+}
+
+/**
+ * Several paths on one set of keep-alive connections, switching path every `slotSeconds` in
+ * A B B A order (so a trend lands on both alike), for `slots` slots per path after a warm-up that
+ * alternates the same way. A machine whose speed swings over seconds (other tenants of the host)
+ * moves both paths together instead of whichever ran during the swing.
+ *
+ * A request counts for the path it was sent for; the server's CPU time of a slot counts for the
+ * slot's path. The up to `connections` requests still in flight when a slot ends finish in the
+ * next one: with 1 s slots at thousands of requests per second that is about 1 % of a slot, the
+ * same both ways.
+ */
+export const interleavedLoad = async (
+  port: number,
+  paths: ReadonlyArray<InterleavedPath>,
+  connections: number,
+  warmupSeconds: number,
+  slotSeconds: number,
+  slots: number,
+  serverPid?: number
+): Promise<ReadonlyArray<InterleavedRun>> => {
+  const requestsOf = paths.map((p) => requestBytes(port, p.path, p.headers ?? {}, undefined)())
+  const count = paths.map(() => 0)
+  const errors = paths.map(() => 0)
+  const latencies = paths.map(() => [] as Array<number>)
+  const cpuMs = paths.map(() => 0)
+  const clientMs = paths.map(() => 0)
+  const seconds = paths.map(() => 0)
+  const windows = paths.map(() => [] as Array<{ fromUs: number; toUs: number }>)
+  const slotRates: Array<Array<number>> = paths.map(() => [])
+  let current = 0
+  let measuring = false
+  let stopped = false
+  const loops = Array.from({ length: connections }, () => {
+    let sentFor = 0
+    return connectionLoop(
+      port,
+      () => {
+        sentFor = current
+        return requestsOf[current]!
+      },
+      () => stopped,
+      (status, latencyMs) => {
+        if (!measuring) return
+        if (status !== paths[sentFor]!.expectedStatus) errors[sentFor]!++
+        else {
+          count[sentFor]!++
+          latencies[sentFor]!.push(latencyMs)
+        }
+      },
+      () => {
+        if (measuring) errors[sentFor]!++
+      }
+    )
+  })
+  // Rounds of one slot per path, forwards then backwards: A B, B A, A B, ...
+  const order = (slot: number) => {
+    const round = Math.floor(slot / paths.length)
+    const within = slot % paths.length
+    return round % 2 === 0 ? within : paths.length - 1 - within
+  }
+  const warmupSlots = Math.max(paths.length, Math.round(warmupSeconds / slotSeconds))
+  for (let slot = 0; slot < warmupSlots; slot++) {
+    current = order(slot)
+    await sleep(slotSeconds * 1000)
+  }
+  for (let slot = 0; slot < slots * paths.length; slot++) {
+    const index = order(slot)
+    current = index
+    const before = count[index]!
+    const started = process.hrtime.bigint()
+    const cpuBefore = processCpuMs(serverPid)
+    const clientBefore = process.cpuUsage()
+    measuring = true
+    await sleep(slotSeconds * 1000)
+    const cpuAfter = processCpuMs(serverPid)
+    const client = process.cpuUsage(clientBefore)
+    const ended = process.hrtime.bigint()
+    const elapsed = Number(ended - started) / 1e9
+    seconds[index]! += elapsed
+    cpuMs[index]! += cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : Number.NaN
+    clientMs[index]! += (client.user + client.system) / 1000
+    windows[index]!.push({ fromUs: Number(started / 1000n), toUs: Number(ended / 1000n) })
+    slotRates[index]!.push((count[index]! - before) / elapsed)
+  }
+  measuring = false
+  stopped = true
+  await Promise.race([Promise.all(loops), sleep(15_000)])
+  return paths.map((_, i) => {
+    const base = {
+      requests: count[i]!,
+      errors: errors[i]!,
+      seconds: seconds[i]!,
+      latenciesMs: Float64Array.from(latencies[i]!).sort(),
+      window: windows[i]![0] ?? { fromUs: 0, toUs: 0 },
+      windows: windows[i]!,
+      slotRates: slotRates[i]!,
+      clientCpuMs: clientMs[i]!
+    }
+    return Number.isNaN(cpuMs[i]!) ? base : { ...base, serverCpuMs: cpuMs[i]! }
+  })
+}
+
 export const percentile = (sorted: Float64Array, p: number) =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN
 

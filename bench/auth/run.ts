@@ -13,11 +13,14 @@
  * Besides req/s, each row shows the service's CPU time per request while measuring (read from
  * /proc on Linux): other work on the machine moves throughput a lot more than it moves that.
  *
- * The two paths run in alternating rounds (A B B A ...) and each path's rounds are pooled, so that
- * drift during the run (other work on the machine, the service's background jobs) lands on both.
+ * The two paths take turns on the same keep-alive connections, one slot each (A B B A ..., 1 s
+ * slots by default), and each path's slots are pooled: the machine's speed swings over seconds
+ * (other tenants of the host; a 5 s round of one path has run at 1.5x the next round's rate), and
+ * taking turns this often lands a swing on both paths alike. The bench also prints a 95 % interval
+ * for the pooled ratio, by bootstrap over the slot pairs.
  *
- * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (20: measured seconds per path, split
- * over the rounds), BENCH_ROUNDS (4), BENCH_WARMUP_S (6, before each path's first round; 1 s before the others),
+ * Settings (env): BENCH_CONNECTIONS (50), BENCH_DURATION_S (60: measured seconds per path),
+ * BENCH_SLOT_MS (1000), BENCH_WARMUP_S (6, alternating like the slots),
  * BENCH_CPU_PROF (a directory: the service runs with `--cpu-prof`; the bench prints where the
  * profile is and, split by the two paths' measuring windows, the functions the authenticated request
  * spends its extra time in).
@@ -28,7 +31,7 @@ import { createHash } from "node:crypto"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { fmt, freePort, HOST, intFromEnv, load, percentile, type RunResult, startProcess, stopProcess, waitFor } from "../support.ts"
+import { fmt, freePort, HOST, interleavedLoad, intFromEnv, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
 
 const ADMIN_TOKEN = "bench-operator-token-0123456789"
 
@@ -143,6 +146,28 @@ const summariseProfile = (dir: string, runs: ReadonlyArray<ProfiledRun>, top = 3
   }
 }
 
+/**
+ * How far the pooled ratio (sum of the second path's slot rates over the first's) can be trusted:
+ * the 2.5th and 97.5th percentiles of that ratio over 2,000 resamplings of the slot pairs (each
+ * pair one slot of each path, side by side in time).
+ */
+const pooledRatioInterval = (first: ReadonlyArray<number>, second: ReadonlyArray<number>): readonly [number, number] => {
+  const pairs = Math.min(first.length, second.length)
+  const ratios = new Float64Array(2000)
+  for (let draw = 0; draw < ratios.length; draw++) {
+    let a = 0
+    let b = 0
+    for (let i = 0; i < pairs; i++) {
+      const pick = Math.floor(Math.random() * pairs)
+      a += first[pick]!
+      b += second[pick]!
+    }
+    ratios[draw] = b / a
+  }
+  ratios.sort()
+  return [percentile(ratios, 0.025), percentile(ratios, 0.975)]
+}
+
 const main = async () => {
   const databaseUrl = process.env["DATABASE_URL"]
   if (databaseUrl === undefined) {
@@ -151,7 +176,7 @@ const main = async () => {
     return
   }
   const connections = intFromEnv("BENCH_CONNECTIONS", 50, 500)
-  const durationSeconds = intFromEnv("BENCH_DURATION_S", 20, 240)
+  const durationSeconds = intFromEnv("BENCH_DURATION_S", 60, 600)
   // At least the auth cache's lifetime, so the lifted allowance is in force when measuring starts.
   const warmupSeconds = Math.max(6, intFromEnv("BENCH_WARMUP_S", 6, 60))
   const port = await freePort()
@@ -179,51 +204,41 @@ const main = async () => {
     })
     const key = await mintKey(port)
     await liftRateLimit(databaseUrl, key)
-    const rounds = intFromEnv("BENCH_ROUNDS", 4, 20)
-    const roundSeconds = Math.max(1, Math.round(durationSeconds / rounds * 10) / 10)
+    const slotMs = intFromEnv("BENCH_SLOT_MS", 1000, 10_000)
+    const slots = Math.max(2, Math.round((durationSeconds * 1000) / slotMs))
     console.log(
-      `node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up, then ${rounds} rounds of ${roundSeconds} s per path (A B B A order, pooled); 127.0.0.1 only`
+      `node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up, then ${slots} slots of ${slotMs} ms per path, interleaved (A B B A ...) on the same connections; 127.0.0.1 only`
     )
     const runs = [
-      { label: "GET /healthz (no credential)", path: "/healthz", headers: {} },
-      { label: "GET /api/v1/me (API key, cache warm)", path: "/api/v1/me", headers: { authorization: `Bearer ${key}` } }
-    ]
-    // Rounds in A B B A order, pooled per path: drift on the machine (other work, the service's
-    // background jobs, GC phases) then lands on both paths alike instead of on whichever ran second.
-    const results = runs.map(() => [] as Array<RunResult>)
-    for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? [0, 1] : [1, 0]
-      const ratioOfRound: Array<number> = []
-      for (const index of order) {
-        const run = runs[index]!
-        const warmup = results[index]!.length === 0 ? warmupSeconds : 1
-        const result = await load(port, run.path, 200, connections, warmup, roundSeconds, run.headers, service.child.pid)
-        results[index]!.push(result)
-        ratioOfRound[index] = result.requests / result.seconds
+      { label: "GET /healthz (no credential)", path: "/healthz", expectedStatus: 200 },
+      {
+        label: "GET /api/v1/me (API key, cache warm)",
+        path: "/api/v1/me",
+        expectedStatus: 200,
+        headers: { authorization: `Bearer ${key}` }
       }
-      console.log(
-        `  round ${round + 1}: ${runs.map((run, i) => `${run.path} ${fmt(ratioOfRound[i]!)} req/s`).join(", ")}; ratio ${
-          fmt(ratioOfRound[1]! / ratioOfRound[0]!, 2)
-        }x`
-      )
+    ]
+    // The paths take turns slot by slot on one set of connections: this machine's speed swings over
+    // seconds (other tenants of the host), and a swing then lands on both paths alike.
+    const measured = await interleavedLoad(port, runs, connections, warmupSeconds, slotMs / 1000, slots, service.child.pid)
+    const [openSlots, authenticatedSlots] = measured.map((run) => run.slotRates)
+    if (openSlots !== undefined && authenticatedSlots !== undefined) {
+      const [low, high] = pooledRatioInterval(openSlots, authenticatedSlots)
+      console.log(`  /api/v1/me over /healthz, 95 % interval over the slot pairs (bootstrap): ${fmt(low, 2)}-${fmt(high, 2)}x`)
     }
     const rows: Array<Row> = runs.map((run, index) => {
-      const of = results[index]!
-      const requests = of.reduce((sum, r) => sum + r.requests, 0)
-      const seconds = of.reduce((sum, r) => sum + r.seconds, 0)
-      const cpuMs = of.every((r) => r.serverCpuMs !== undefined)
-        ? of.reduce((sum, r) => sum + (r.serverCpuMs ?? 0), 0)
-        : undefined
-      const latencies = Float64Array.from(of.flatMap((r) => [...r.latenciesMs])).sort()
+      const result = measured[index]!
       return {
         ...run,
-        rps: requests / seconds,
-        cpuMicros: cpuMs === undefined || requests === 0 ? undefined : (cpuMs * 1000) / requests,
-        p50: percentile(latencies, 0.5),
-        p99: percentile(latencies, 0.99),
-        errors: of.reduce((sum, r) => sum + r.errors, 0),
-        requests,
-        windows: of.map((r) => r.window)
+        rps: result.requests / result.seconds,
+        cpuMicros: result.serverCpuMs === undefined || result.requests === 0
+          ? undefined
+          : (result.serverCpuMs * 1000) / result.requests,
+        p50: percentile(result.latenciesMs, 0.5),
+        p99: percentile(result.latenciesMs, 0.99),
+        errors: result.errors,
+        requests: result.requests,
+        windows: result.windows
       }
     })
     console.log("")
