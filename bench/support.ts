@@ -276,7 +276,7 @@ export interface InterleavedPath {
 }
 
 /** A path's share of an interleaved run: pooled over its slots, with each slot's window and rate. */
-export interface InterleavedRun extends RunResult {
+export interface InterleavedRun extends Omit<RunResult, "window"> {
   readonly windows: ReadonlyArray<{ readonly fromUs: number; readonly toUs: number }>
   /** Requests per second of each slot, in order: slot i of every path belongs to round i. */
   readonly slotRates: ReadonlyArray<number>
@@ -375,7 +375,6 @@ export const interleavedLoad = async (
       errors: errors[i]!,
       seconds: seconds[i]!,
       latenciesMs: Float64Array.from(latencies[i]!).sort(),
-      window: windows[i]![0] ?? { fromUs: 0, toUs: 0 },
       windows: windows[i]!,
       slotRates: slotRates[i]!,
       clientCpuMs: clientMs[i]!

@@ -1,9 +1,9 @@
 /**
  * The analytics rollup job (decision 0041): keeps `analytics_*_days` equal to what the raw facts
- * say, with a lag of about the settle delay plus one poll interval. Triggers on the fact tables (migrations/0019)
- * append the (profile, day) pairs a write touched to `analytics_dirty` in the writer's
- * transaction; this job takes a batch of them (`FOR UPDATE SKIP LOCKED`: runners share the
- * work), recomputes those days from the raw tables and deletes the batch, all in one
+ * say, with a lag of about the settle delay plus one poll interval. Triggers on the fact tables
+ * (migrations/0019) append the (profile, day) pairs a write touched to `analytics_dirty` in the
+ * writer's transaction; this job takes a batch of them (`FOR UPDATE SKIP LOCKED`: runners share
+ * the work), recomputes those days from the raw tables and deletes the batch, all in one
  * transaction: a runner that dies leaves the batch to the next one, and recomputing a day twice
  * writes the same rows (idempotent). A per-profile advisory lock keeps two runners from
  * rewriting one profile's days at once. `rebuild` marks every day a profile has facts or rollups

@@ -419,9 +419,8 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
 
       const count = (rows: ReadonlyArray<unknown>) => rows.length
 
-      const erase = (erasureId: string, customerIds: ReadonlyArray<string>) =>
+      const erase = (erasureId: string, ids: ReadonlyArray<string>) =>
         Effect.gen(function*() {
-          const ids = [...customerIds].sort()
           yield* lockCustomers(sql, ids)
           // A payment this person was assigned as payer of goes back to its event's customer.
           yield* sql`

@@ -116,7 +116,7 @@ export const recomputeFirstPayments = (
   orDatabaseUnavailable(Effect.gen(function*() {
     if (customerIds.length === 0) return 0
     const sql = yield* SqlClient
-    const ids = [...new Set(customerIds)].sort()
+    const ids = [...new Set(customerIds)]
     yield* lockCustomers(sql, ids)
     // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
     // subquery into a join, which it may plan as a scan per customer while statistics are stale.
