@@ -49,3 +49,8 @@ export const WebOrigin = Schema.String.check(Schema.makeFilter((value: string) =
 }))
 
 export const originOf = (uri: string): string => new URL(uri).origin
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Text that can reach the database: PostgreSQL refuses NUL in text, and a lone UTF-16 surrogate cannot be encoded. */
+export const isStorableText = (value: string): boolean => !value.includes("\u0000") && !LONE_SURROGATE.test(value)

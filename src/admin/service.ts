@@ -18,7 +18,7 @@ import { PERSON_SCOPES } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { CredentialPrefix, mintClientId, mintSecret, mintSigningSecret, secretDigest } from "../auth/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { AdminRepo, type CommerceAppRow, type OAuthAppRow } from "./repo.ts"
@@ -209,7 +209,7 @@ export class AdminService extends Context.Service<AdminService, {
             })
           }
           return { workspace_id: workspaceId, is_healthcare_agency: flag, changed, revoked_keys: revokedKeys }
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        }).pipe(sql.withTransaction, transactionFailures)
         // Committed: this runner stops the revoked keys at once (others within their cache's lifetime).
         if (result.revoked_keys > 0) yield* credentials.forget
         return result

@@ -24,7 +24,7 @@ import { type DatabaseUnavailable, NotFound, unprocessable, type ValidationError
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { type DefinitionRow, DefinitionsRepo, type DefinitionValues } from "./definitions-repo.ts"
 import {
   anyChanged,
@@ -96,7 +96,7 @@ export class Definitions extends Context.Service<Definitions, {
       const audit = yield* AuditLog
 
       const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        effect.pipe(sql.withTransaction, transactionFailures)
 
       const replayIf = (changed: boolean, profileId: string) =>
         changed

@@ -9,7 +9,7 @@ import type { ReplayJob } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { ReplayQueue, renderReplayJob } from "./replay-queue.ts"
 
 export interface Recomputed {
@@ -42,7 +42,7 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
             details: { coalesced: queued.coalesced }
           })
           return queued
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        }).pipe(sql.withTransaction, transactionFailures)
         const job = yield* queue.find(queued.jobId)
         if (Option.isNone(job)) return yield* Effect.die("a replay job vanished right after it was queued")
         return { job: renderReplayJob(job.value), coalesced: queued.coalesced } satisfies Recomputed

@@ -30,7 +30,7 @@ import {
 import type { WorkspaceRole } from "../../schema/members.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape } from "../http/auth.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { type Agreement, type AppDpaRow, DpaRepo, type ProfileAgreementRow } from "./repo.ts"
 
 type SessionPrincipal = Extract<PrincipalShape, { readonly kind: "session" }>
@@ -198,7 +198,7 @@ export class DpaService extends Context.Service<DpaService, {
       const audit = yield* AuditLog
 
       const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        effect.pipe(sql.withTransaction, transactionFailures)
 
       const asSession = (actor: PrincipalShape): Effect.Effect<SessionPrincipal, InsufficientScope> =>
         actor.kind === "session" ? Effect.succeed(actor) : Effect.fail(sessionOnly())

@@ -22,6 +22,7 @@ import {
 } from "../../schema/errors.ts"
 import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
 import { type ProfileMembership, scopesOfMembership } from "../../schema/members.ts"
+import { parseBasicCredentials } from "../auth/basic-credentials.ts"
 import { CredentialPrefix } from "../auth/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
 import { consumeBucket, fixedWindowConsumeOf, rateLimitExceeded } from "../platform/rate-limit.ts"
@@ -352,13 +353,9 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       if (credential.value === "") return Option.none()
       if (credential.scheme === "bearer") return yield* resolveBearer(credential.value)
       if (credential.scheme === "basic") {
-        const decoded = Buffer.from(credential.value, "base64").toString("utf8")
-        const colon = decoded.indexOf(":")
-        if (colon <= 0) return Option.none()
-        return yield* store.appClient(
-          decodeURIComponent(decoded.slice(0, colon)),
-          Redacted.make(decodeURIComponent(decoded.slice(colon + 1)))
-        )
+        const credentials = parseBasicCredentials(credential.value)
+        if (credentials === undefined) return Option.none()
+        return yield* store.appClient(credentials.clientId, Redacted.make(credentials.secret))
       }
       return yield* store.session(Redacted.make(credential.value))
     })

@@ -17,13 +17,15 @@ import {
   InternalError,
   NotFound,
   PayloadTooLarge,
+  ServiceUnavailable,
   toEnvelope,
   ValidationError
 } from "../../schema/errors.ts"
 import { AppConfig } from "../platform/config.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { databaseUnavailable, isConnectionFailure } from "../platform/database.ts"
 import { formatSchemaError } from "./schema-errors.ts"
+import { unstorableInBody, unstorableInUrl, unstorableRefusal } from "./unstorable-input.ts"
 
 const incomingIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
 
@@ -132,8 +134,16 @@ const errorFromCause = (cause: Cause.Cause<unknown>, context: RenderContext): Ef
     const known = knownError(candidate, context)
     if (known !== undefined) return Effect.succeed(known)
   }
+  // A request is interrupted by the server only when it stops (a client that went away reads
+  // nothing): the request did not finish, so the client should retry it elsewhere.
   if (Cause.hasInterruptsOnly(cause)) {
-    return Effect.succeed(new InternalError({ message: "The request was interrupted." }))
+    return Effect.succeed(
+      new ServiceUnavailable({
+        message: "The service stopped before this request finished. Retry the same request.",
+        reason: "shutting_down",
+        retry_after_seconds: 1
+      })
+    )
   }
   return Effect.as(
     Effect.logError("unhandled failure while serving a request", cause),
@@ -155,7 +165,9 @@ const knownError = (u: unknown, context: RenderContext): ApiError | undefined =>
   if (HttpApiSchemaError.is(u)) {
     return u.kind === "Body" || u.kind === "ResponseHeaders" ? undefined : new ValidationError({ message: formatSchemaError(u) })
   }
-  if (isSqlError(u)) return databaseUnavailable()
+  // A lost or refused connection is the database's outage; a statement the database refused is
+  // a defect (500, logged below), never a 503 that invites retrying bad input forever.
+  if (isSqlError(u)) return isConnectionFailure(u) ? databaseUnavailable() : undefined
   if (typeof u === "object" && u !== null && "_tag" in u && typeof u._tag === "string" && "message" in u) {
     return isApiError(u) ? u : undefined
   }
@@ -185,7 +197,15 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
         if (Number(request.headers["content-length"] ?? "0") > settings.maxBodyBytes) {
           return Effect.succeed(errorResponse(payloadTooLarge(context), context))
         }
-        return Effect.matchCauseEffect(Effect.provideService(httpEffect, CurrentRequestId, requestId), {
+        const urlField = unstorableInUrl(request.url)
+        if (urlField !== undefined) return Effect.succeed(refusal(request, urlField, context))
+        const guarded = hasBody(request)
+          ? Effect.flatMap(request.text, (text) => {
+            const bodyField = unstorableInBody(text)
+            return bodyField === undefined ? httpEffect : Effect.succeed(refusal(request, bodyField, context))
+          })
+          : httpEffect
+        return Effect.matchCauseEffect(Effect.provideService(guarded, CurrentRequestId, requestId), {
           onSuccess: (response) =>
             Effect.succeed(
               response.status >= 400
@@ -202,6 +222,22 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
   }),
   { global: true }
 )
+
+const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.method !== "GET" && request.method !== "HEAD" &&
+  (request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? "0") > 0)
+
+const refusal = (request: HttpServerRequest.HttpServerRequest, field: string, context: RenderContext) => {
+  const refused = unstorableRefusal(request.method, pathOf(request.url), field)
+  return "error" in refused
+    ? errorResponse(refused.error, context)
+    : HttpServerResponse.setHeader(refused.response, "x-request-id", context.requestId)
+}
+
+const pathOf = (url: string) => {
+  const queryStart = url.indexOf("?")
+  return queryStart === -1 ? url : url.slice(0, queryStart)
+}
 
 export const EnvelopeLayer: Layer.Layer<never, never, AppConfig | HttpRouter.HttpRouter> = Layer.merge(
   EnvelopeMiddleware,

@@ -12,6 +12,7 @@ import { Api } from "../http/api.ts"
 import { consentPage, errorPage, pageHeaders } from "./authorize-pages.ts"
 import { type AuthorizeResult, OAuthAuthorize, type Redirect } from "./authorize-service.ts"
 import { type ClientCredentials, OAuthService } from "./service.ts"
+import { parseBasicCredentials } from "../auth/basic-credentials.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
 import { mediaTypeOf } from "../http/request-info.ts"
 
@@ -21,15 +22,6 @@ const invalidRequest = (description: string) =>
   new OAuthRequestError({ error: "invalid_request", error_description: description })
 
 const mediaType = (request: HttpServerRequest.HttpServerRequest) => mediaTypeOf(request.headers["content-type"])
-
-/** RFC 6749 appendix B: `+` is a space, then percent-decoding. */
-const formDecode = (value: string): string | undefined => {
-  try {
-    return decodeURIComponent(value.replaceAll("+", " "))
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * The request's parameters: a form (RFC 6749) or the same fields as a JSON object. A
@@ -83,13 +75,10 @@ const clientCredentialsOf = (
   if (postedSecret !== undefined) {
     return Effect.fail(invalidRequest("Use one client authentication method: HTTP Basic or client_secret in the body, not both."))
   }
-  const basic = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(authorization)?.[1]
-  if (basic === undefined) return Effect.fail(authenticationRequired())
-  const decoded = Buffer.from(basic, "base64").toString("utf8")
-  const colon = decoded.indexOf(":")
-  const clientId = colon > 0 ? formDecode(decoded.slice(0, colon)) : undefined
-  const clientSecret = colon > 0 ? formDecode(decoded.slice(colon + 1)) : undefined
-  if (clientId === undefined || clientSecret === undefined) return Effect.fail(authenticationRequired())
+  const basic = /^Basic\s+(\S+)\s*$/i.exec(authorization)?.[1]
+  const credentials = basic === undefined ? undefined : parseBasicCredentials(basic)
+  if (credentials === undefined) return Effect.fail(authenticationRequired())
+  const { clientId, secret: clientSecret } = credentials
   if (postedId !== undefined && postedId !== clientId) {
     return Effect.fail(invalidRequest("client_id in the body differs from the one in the Authorization header."))
   }

@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { DatabaseUnavailable, wire } from "../../schema/errors.ts"
+import { DatabaseUnavailable, ServiceUnavailable, wire } from "../../schema/errors.ts"
 import { Health, OpenApiDocument, Readiness, ServiceStatusBody } from "../../schema/ops.ts"
 import { PUBLIC, policy } from "../http/policy.ts"
 
@@ -9,8 +9,11 @@ export const OpsApi = HttpApiGroup.make("ops")
     HttpApiEndpoint.get("healthz", "/healthz", { success: Health })
       .annotate(OpenApi.Summary, "Liveness: the process is up")
       .annotateMerge(policy(PUBLIC)),
-    HttpApiEndpoint.get("readyz", "/readyz", { success: Readiness, error: wire(DatabaseUnavailable) })
-      .annotate(OpenApi.Summary, "Readiness: database reachable and migrations applied")
+    HttpApiEndpoint.get("readyz", "/readyz", {
+      success: Readiness,
+      error: [wire(DatabaseUnavailable), wire(ServiceUnavailable)]
+    })
+      .annotate(OpenApi.Summary, "Readiness: database reachable, migrations applied and not stopping")
       .annotateMerge(policy(PUBLIC)),
     HttpApiEndpoint.get("openapi", "/api/v1/openapi.json", { success: OpenApiDocument })
       .annotate(OpenApi.Summary, "The published machine-readable description (OpenAPI 3.1)")

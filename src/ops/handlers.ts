@@ -14,7 +14,7 @@ export const OpsHandlers = HttpApiBuilder.group(Api, "ops", (handlers) =>
     return handlers.handleAll({
       healthz: () => Effect.succeed({ status: "ok" as const }),
       readyz: () =>
-        Effect.map(health.readiness, (report) => ({
+        Effect.map(health.ready, (report) => ({
           status: "ready" as const,
           database: { mode: report.mode, reachable: true },
           migrations: report.migrations

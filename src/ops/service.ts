@@ -1,7 +1,8 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { DatabaseUnavailable } from "../../schema/errors.ts"
+import { DatabaseUnavailable, ServiceUnavailable } from "../../schema/errors.ts"
 import { DATABASE_RETRY_AFTER_SECONDS, DatabaseInfo } from "../platform/database.ts"
+import { Lifecycle } from "../platform/lifecycle.ts"
 import { appliedMigrationId, latestMigrationId } from "../platform/migrator.ts"
 
 export interface ReadinessReport {
@@ -17,11 +18,14 @@ const unavailable = (reason: string, message: string) =>
 export class Health extends Context.Service<Health, {
   /** Database reachable and every migration applied, within two seconds; otherwise `database_unavailable`. */
   readonly readiness: Effect.Effect<ReadinessReport, DatabaseUnavailable>
+  /** `readiness`, and not stopping: from a stop signal on, `service_unavailable` (reason `shutting_down`). */
+  readonly ready: Effect.Effect<ReadinessReport, DatabaseUnavailable | ServiceUnavailable>
 }>()("svc/Health") {
   static readonly layer = Layer.effect(Health)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const info = yield* DatabaseInfo
+      const lifecycle = yield* Lifecycle
       const readiness = Effect.gen(function*() {
         yield* sql`SELECT 1`
         const applied = yield* appliedMigrationId
@@ -40,7 +44,18 @@ export class Health extends Context.Service<Health, {
         Effect.provideService(SqlClient, sql),
         Effect.withSpan("Health.readiness")
       )
-      return { readiness }
+      const ready = Effect.suspend((): Effect.Effect<ReadinessReport, DatabaseUnavailable | ServiceUnavailable> =>
+        lifecycle.isDraining()
+          ? Effect.fail(
+            new ServiceUnavailable({
+              message: "The service is stopping: send new requests to another instance.",
+              reason: "shutting_down",
+              retry_after_seconds: 1
+            })
+          )
+          : readiness
+      )
+      return { readiness, ready }
     })
   )
 }

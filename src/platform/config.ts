@@ -23,6 +23,13 @@ export interface AppSettings {
   readonly linkTokenSecret?: Option.Option<Redacted.Redacted<string>>
   /** Largest accepted request body, in bytes (413 `payload_too_large` above it). */
   readonly maxBodyBytes: number
+  /** How long a stop signal lets in-flight requests finish before they answer 503 (`SVC_SHUTDOWN_GRACE_MS`). */
+  readonly shutdownGraceMs?: number
+  /**
+   * Idle keep-alive connections are closed after this long (`SVC_KEEPALIVE_TIMEOUT_MS`); above the
+   * idle timeouts of the load balancers in front, so they, not the service, close idle connections.
+   */
+  readonly keepAliveTimeoutMs?: number
   /**
    * DNS servers the tracker's custom-domain verification asks (`SVC_DNS_SERVERS`, comma-separated
    * `ip` or `ip:port`); empty or unset: the system's resolvers.
@@ -50,6 +57,10 @@ export interface AppSettings {
   }
 }
 
+export const DEFAULT_SHUTDOWN_GRACE_MS = 15_000
+/** Above AWS ALB's 60 s and nginx's 60 s upstream default (decision 0049). */
+export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 75_000
+
 const optionalRedacted = (name: string) => Config.option(Config.Redacted(name))
 
 const settingsConfig = Config.all({
@@ -64,6 +75,8 @@ const settingsConfig = Config.all({
   redisUrl: optionalRedacted("REDIS_URL"),
   linkTokenSecret: optionalRedacted("SVC_LINK_TOKEN_SECRET"),
   maxBodyBytes: Config.Int("SVC_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
+  shutdownGraceMs: Config.Int("SVC_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(DEFAULT_SHUTDOWN_GRACE_MS)),
+  keepAliveTimeoutMs: Config.Int("SVC_KEEPALIVE_TIMEOUT_MS").pipe(Config.withDefault(DEFAULT_KEEPALIVE_TIMEOUT_MS)),
   dnsServers: Config.String("SVC_DNS_SERVERS").pipe(Config.withDefault("")),
   logFormat: Config.Literals(["json", "pretty"], "SVC_LOG_FORMAT").pipe(Config.withDefault("json" as const)),
   logLevel: Config.Literals(["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "LOG_LEVEL").pipe(
@@ -98,6 +111,12 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   const raw = yield* settingsConfig
   if (raw.maxBodyBytes < 1024) {
     return yield* invalid("SVC_MAX_BODY_BYTES", "must be at least 1024")
+  }
+  if (raw.shutdownGraceMs < 0 || raw.shutdownGraceMs > 600_000) {
+    return yield* invalid("SVC_SHUTDOWN_GRACE_MS", "must be from 0 to 600000 (milliseconds)")
+  }
+  if (raw.keepAliveTimeoutMs < 1_000 || raw.keepAliveTimeoutMs > 3_600_000) {
+    return yield* invalid("SVC_KEEPALIVE_TIMEOUT_MS", "must be from 1000 to 3600000 (milliseconds)")
   }
   if (raw.shardsPerGroup < 1) {
     return yield* invalid("SVC_SHARDS_PER_GROUP", "must be a positive integer")
@@ -138,6 +157,8 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     redisUrl: raw.redisUrl,
     linkTokenSecret: raw.linkTokenSecret,
     maxBodyBytes: raw.maxBodyBytes,
+    shutdownGraceMs: raw.shutdownGraceMs,
+    keepAliveTimeoutMs: raw.keepAliveTimeoutMs,
     dnsServers,
     logFormat: raw.logFormat,
     logLevel: raw.logLevel,

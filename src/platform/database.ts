@@ -114,6 +114,19 @@ export const orDatabaseUnavailable = <A, E, R>(
     (error) => isSqlError(error) && isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
   ) as Effect.Effect<A, Exclude<E, SqlError | Schema.SchemaError> | DatabaseUnavailable, R>
 
+/**
+ * For a transaction's own failures (BEGIN, COMMIT): a lost connection is `database_unavailable`,
+ * anything else a defect, as `orDatabaseUnavailable` does for statements.
+ */
+export const transactionFailures = <A, E, R>(
+  effect: Effect.Effect<A, E | SqlError, R>
+): Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R> =>
+  Effect.catchIf(
+    effect,
+    (error): error is Extract<E | SqlError, SqlError> => isSqlError(error),
+    (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
+  ) as Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R>
+
 const connectionReasons = new Set(["ConnectionError", "AuthenticationError", "AuthorizationError", "StatementTimeoutError"])
 
 export const isConnectionFailure = (error: SqlError): boolean => connectionReasons.has(error.reason._tag)

@@ -1,81 +1,79 @@
 /**
- * Deno entry point: the same layers as main.node.ts, served by `Deno.serve`.
+ * Deno entry point: the same service as main.node.ts (serve.ts), served by `Deno.serve`.
  * Started by `deno task start` (deno.json); uses the npm-installed node_modules.
  */
 import { NodeServices } from "@effect/platform-node"
-import { Duration, Effect, Exit, Layer, Result, Runtime, type Scope } from "effect"
-import { Etag, HttpEffect, HttpPlatform, HttpRouter, HttpServer, type HttpServerRequest } from "effect/http"
+import { Effect, Layer, Runtime, type Scope } from "effect"
+import { Etag, HttpEffect, HttpPlatform, type HttpServerRequest } from "effect/http"
 import { ServeError } from "effect/http/HttpServerError"
-import * as NetAddress from "effect/net/NetAddress"
-import { HttpApp } from "../http/app.ts"
-import { AppConfig } from "./config.ts"
-import { LoggingLive } from "./logging.ts"
-import { CoreLive } from "./services.ts"
-import { settingsOrExit } from "./startup.ts"
-import { TelemetryLive } from "./telemetry.ts"
+import { Lifecycle } from "./lifecycle.ts"
+import { serviceMain } from "./serve.ts"
 
-type WebHandler = (request: Request) => Promise<Response>
-
-const notServing: WebHandler = () => Promise.resolve(new Response(null, { status: 503 }))
-
-/** An `HttpServer` backed by `Deno.serve`; the router's handler is swapped in by `serve`. */
-const DenoHttpServerLive = (options: { readonly port: number; readonly hostname: string }) =>
-  Layer.effect(HttpServer.HttpServer)(Effect.gen(function*() {
-    let current: WebHandler = notServing
-    const server = yield* Effect.acquireRelease(
-      Effect.try({
-        try: () => Deno.serve({ port: options.port, hostname: options.hostname, onListen: () => {} }, (request) => current(request)),
-        catch: (cause) => new ServeError({ cause })
-      }),
-      // Graceful: in-flight requests finish, bounded like the Node server's shutdown.
-      (server) => Effect.promise(() => server.shutdown()).pipe(Effect.timeoutOrElse({ duration: Duration.seconds(20), orElse: () => Effect.void }))
-    )
-    const address = NetAddress.inetAddressFromIpString(server.addr.hostname, server.addr.port)
-    if (Result.isFailure(address)) return yield* new ServeError({ cause: address.failure })
-    return HttpServer.make({
-      address: address.success,
-      serve: (httpEffect, middleware) =>
-        Effect.gen(function*() {
-          const context = yield* Effect.context<never>()
-          current = HttpEffect.toWebHandlerWith<never, HttpServerRequest.HttpServerRequest | Scope.Scope>(context)(
-            httpEffect,
-            middleware
-          )
-          yield* Effect.addFinalizer(() => Effect.sync(() => { current = notServing }))
-        })
-    })
-  })).pipe(
-    Layer.provideMerge(Layer.mergeAll(HttpPlatform.layer, Etag.layerWeak)),
-    Layer.provideMerge(NodeServices.layer)
-  )
-
-const main = Effect.gen(function*() {
-  const settings = yield* settingsOrExit
-  const server = HttpRouter.serve(HttpApp, { disableLogger: true }).pipe(
-    Layer.provide(CoreLive),
-    Layer.provide(DenoHttpServerLive({ port: settings.port, hostname: settings.host })),
-    Layer.provide([TelemetryLive, LoggingLive]),
-    Layer.provide(AppConfig.layerWith(settings))
-  )
-  return yield* Layer.launch(server)
+const DEADLINE_ANSWER = JSON.stringify({
+  error: {
+    code: "service_unavailable",
+    message: "The service stopped before this request finished. Retry the same request.",
+    status: 503,
+    reason: "shutting_down",
+    retry_after_seconds: 1
+  }
 })
 
-/** Like NodeRuntime.runMain: SIGINT/SIGTERM interrupt the main fiber, whose exit sets the exit code. */
-const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
-  let receivedSignal = false
-  const onSignal = () => {
-    receivedSignal = true
-    fiber.interruptUnsafe(fiber.id)
+const main = serviceMain({
+  platform: Layer.mergeAll(HttpPlatform.layer, Etag.layerWeak).pipe(Layer.provideMerge(NodeServices.layer)),
+  serve: (httpEffect, settings) =>
+    Effect.gen(function*() {
+      const lifecycle = yield* Lifecycle
+      type Services = Effect.Services<typeof httpEffect>
+      type Provided = Exclude<Services, Scope.Scope | HttpServerRequest.HttpServerRequest>
+      const context = yield* Effect.context<Provided>()
+      const handler = HttpEffect.toWebHandlerWith<Provided, Services>(context)(httpEffect)
+      // Resolved at the drain deadline: requests still running answer 503 instead of being cut.
+      let reachDeadline: () => void = () => {}
+      const deadline = new Promise<void>((resolve) => {
+        reachDeadline = resolve
+      })
+      const answerAtDeadline = deadline.then(() =>
+        new Response(DEADLINE_ANSWER, {
+          status: 503,
+          headers: { "content-type": "application/json", "retry-after": "1", "x-request-id": `req_${crypto.randomUUID().replaceAll("-", "")}` }
+        })
+      )
+      const server = yield* Effect.try({
+        // Listening starts here, after the application was built (serve.ts): no request waits on start-up.
+        try: () =>
+          Deno.serve(
+            { port: settings.port, hostname: settings.host, onListen: () => {} },
+            (request) => Promise.race([handler(request), answerAtDeadline])
+          ),
+        catch: (cause) => new ServeError({ cause })
+      })
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function*() {
+          yield* lifecycle.beginDrain
+          const grace = settings.shutdownGraceMs ?? 15_000
+          // Deno's shutdown stops accepting, closes idle connections and waits for in-flight requests.
+          const shutdown = server.shutdown()
+          yield* Effect.promise(() => shutdown).pipe(
+            Effect.timeoutOrElse({ duration: grace, orElse: () => Effect.void }),
+            Effect.raceFirst(lifecycle.hurryRequested)
+          )
+          reachDeadline()
+          // The 503s just answered still have to be written.
+          yield* Effect.promise(() => shutdown).pipe(Effect.timeoutOrElse({ duration: 2_000, orElse: () => Effect.void }))
+        })
+      )
+      return server.addr.port
+    }),
+  listenSignal: (signal, handler) => {
+    Deno.addSignalListener(signal, handler)
+    return () => Deno.removeSignalListener(signal, handler)
   }
-  Deno.addSignalListener("SIGINT", onSignal)
-  Deno.addSignalListener("SIGTERM", onSignal)
-  fiber.addObserver((exit) => {
-    Deno.removeSignalListener("SIGINT", onSignal)
-    Deno.removeSignalListener("SIGTERM", onSignal)
-    teardown(exit, (code) => {
-      if (receivedSignal || code !== 0 || Exit.isFailure(exit)) Deno.exit(code)
-    })
-  })
+})
+
+/** Stop signals drain (serve.ts); the exit code follows the result. */
+const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
+  fiber.addObserver((exit) => teardown(exit, (code) => Deno.exit(code)))
 })
 
 runMain(main)

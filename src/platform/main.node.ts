@@ -1,24 +1,31 @@
-/** Node entry point: merges the layers and launches. */
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
-import { createServer } from "node:http"
-import { HttpApp } from "../http/app.ts"
-import { AppConfig } from "./config.ts"
-import { CoreLive } from "./services.ts"
-import { settingsOrExit } from "./startup.ts"
-import { LoggingLive } from "./logging.ts"
-import { TelemetryLive } from "./telemetry.ts"
+/** Node entry point: the service on a Node HTTP server (src/platform/node-server.ts). */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Runtime } from "effect"
+import { serveNode } from "./node-server.ts"
+import { serviceMain } from "./serve.ts"
 
-const main = Effect.gen(function*() {
-  const settings = yield* settingsOrExit
-  const server = HttpRouter.serve(HttpApp, { disableLogger: true }).pipe(
-    Layer.provide(CoreLive),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
-    Layer.provide([TelemetryLive, LoggingLive]),
-    Layer.provide(AppConfig.layerWith(settings))
-  )
-  return yield* Layer.launch(server)
+const main = serviceMain({
+  platform: NodeHttpServer.layerHttpServices,
+  serve: (httpEffect, settings) =>
+    serveNode(httpEffect, {
+      port: settings.port,
+      host: settings.host,
+      shutdownGraceMs: settings.shutdownGraceMs ?? 15_000,
+      keepAliveTimeoutMs: settings.keepAliveTimeoutMs ?? 75_000,
+      // Above the keep-alive timeout: a request head started just before the idle timer fires
+      // is not cut by a shorter header timer.
+      headersTimeoutMs: (settings.keepAliveTimeoutMs ?? 75_000) + 5_000,
+      docsBaseUrl: settings.baseUrl
+    }),
+  listenSignal: (signal, handler) => {
+    process.on(signal, handler)
+    return () => process.off(signal, handler)
+  }
 })
 
-NodeRuntime.runMain(main)
+/** Like NodeRuntime.runMain, minus its signal handlers: stop signals drain (serve.ts), and the exit code follows the result. */
+const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
+  fiber.addObserver((exit) => teardown(exit, (code) => process.exit(code)))
+})
+
+runMain(main)

@@ -14,6 +14,7 @@ import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./database.ts"
 import { migrate } from "./migrator.ts"
 import { RateLimiterLive } from "./rate-limit.ts"
+import { Lifecycle } from "./lifecycle.ts"
 import { SecretBox } from "./secret-box.ts"
 
 /** Applies pending migrations before anything else touches the database. */
@@ -29,7 +30,8 @@ const RequestLimitsLive = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
-export const CoreLive = Layer.mergeAll(
+/** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up. */
+export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
@@ -44,3 +46,6 @@ export const CoreLive = Layer.mergeAll(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)
 )
+
+/** The core services with a lifecycle of their own (tests and tools that serve the app in process). */
+export const CoreLive = Layer.merge(CoreServicesLive, Lifecycle.layer)

@@ -12,7 +12,7 @@ import type { EntitlementResult, SetEntitlement } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
 import type { AppPrincipal } from "../http/auth.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { movePrivacyMode } from "./privacy.ts"
 import { TenancyRepo } from "./repo.ts"
 
@@ -108,7 +108,7 @@ export class Entitlements extends Context.Service<Entitlements, {
             details: { feature: "svc_attribution", ...details }
           })
           return { profile_id: row.profile_id, feature: "svc_attribution" as const, enabled: request.enabled, changed: true, ...privacy }
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        }).pipe(sql.withTransaction, transactionFailures)
       })
 
       return { setAttribution }

@@ -22,7 +22,7 @@ import { AuditLog } from "../audit/repo.ts"
 import { CredentialStore } from "../http/auth.ts"
 import type { AppPrincipal } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { type MemberRow, MembersRepo, type ProfileMembershipRow } from "./members-repo.ts"
 
 /** Unknown, another app's, archived and malformed workspaces: one identical answer. */
@@ -108,7 +108,7 @@ export class Members extends Context.Service<Members, {
         })
 
       const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        effect.pipe(sql.withTransaction, transactionFailures)
 
       /** A committed membership change: this runner's cached memberships go at once (others within 5 s). */
       const changingAccess = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.tap(inTransaction(effect), () => credentials.forget)

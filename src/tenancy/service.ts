@@ -19,7 +19,7 @@ import type { AdoptProfile, ProvisionedProfile, ProvisionProfile } from "../../s
 import { AuditLog } from "../audit/repo.ts"
 import { ApiKeys } from "../auth/keys.ts"
 import { type AppPrincipal, CredentialStore, type PrincipalShape } from "../http/auth.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { isUuid } from "../../schema/common.ts"
 import { movePrivacyMode } from "./privacy.ts"
@@ -204,7 +204,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           return yield* Effect.die("provisioning did not converge")
         }).pipe(
           sql.withTransaction,
-          Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())),
+          transactionFailures,
           Effect.flatMap((result) => result.revoked_keys > 0 ? forgetCached(result) : Effect.succeed(result))
         )
       })
@@ -239,7 +239,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             details: { workspace_archived: true, revoked_keys: revokedKeys }
           })
           return { ...result, workspaceArchived: true }
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())), Effect.flatMap(forgetCached))
+        }).pipe(sql.withTransaction, transactionFailures, Effect.flatMap(forgetCached))
       })
 
       const adopt = Effect.fn("Provisioning.adopt")(function*(app: AppPrincipal, profileId: string, input: AdoptProfile) {
@@ -276,7 +276,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             details: { external_ref: input.external_ref, scopes: connectScopes }
           })
           return render(stamped, true, {}, 0, yield* repo.ensureTrackingKey(row.profile_id))
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        }).pipe(sql.withTransaction, transactionFailures)
       })
 
       const createForPerson = Effect.fn("Provisioning.createForPerson")(function*(
@@ -335,7 +335,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             entitlements: { svc_attribution: true },
             revoked_keys: 0
           } satisfies ProvisionedProfile
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        }).pipe(sql.withTransaction, transactionFailures)
       })
 
       return { provision, createForPerson, archive, adopt }

@@ -24,7 +24,7 @@ import type {
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape } from "../http/auth.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
-import { databaseUnavailable } from "../platform/database.ts"
+import { transactionFailures } from "../platform/database.ts"
 import { type McpSettingsRow, type PiiAccessRow, type WorkspaceRow, WorkspacesRepo } from "./workspaces-repo.ts"
 
 const noSuchWorkspace = () => new NotFound({ message: "No such workspace." })
@@ -102,7 +102,7 @@ export class Workspaces extends Context.Service<Workspaces, {
       const audit = yield* AuditLog
 
       const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", () => Effect.fail(databaseUnavailable())))
+        effect.pipe(sql.withTransaction, transactionFailures)
 
       /** The workspace (lower-cased id) and the caller's standing in it; 404 when unreachable, 403 when the role is too low. */
       const reach = Effect.fn("Workspaces.reach")(function*(

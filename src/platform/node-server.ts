@@ -1,0 +1,170 @@
+/**
+ * The Node HTTP server around the application, owning what the platform server leaves to us
+ * (docs/decisions/0049-start-and-stop.md):
+ *
+ * - the port is bound only once the handler is attached, so a connection accepted at start-up
+ *   is always answered (the platform layer listens when built, before the app is attached);
+ * - keep-alive and header timeouts above common load balancers' idle timeouts;
+ * - a malformed or oversized request head is answered in the error envelope;
+ * - on a stop signal it drains: readiness answers 503, every response carries
+ *   `Connection: close`, in-flight requests get the grace period, and what still runs at the
+ *   deadline is interrupted, which the envelope renders as 503 `service_unavailable`.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Clock, Effect, Exit, Scope } from "effect"
+import type { HttpServerResponse } from "effect/http"
+import { ServeError } from "effect/http/HttpServerError"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { Server as NetServer, type Socket } from "node:net"
+import { Lifecycle } from "./lifecycle.ts"
+
+export interface NodeServeOptions {
+  readonly port: number
+  readonly host: string
+  readonly shutdownGraceMs: number
+  readonly keepAliveTimeoutMs: number
+  readonly headersTimeoutMs: number
+  /** `$SVC_BASE_URL`, for the `docs_url` of the envelopes answered below the application. */
+  readonly docsBaseUrl: string
+}
+
+/** A connection idle this long while draining is closed; a shorter wait races a client's next request. */
+const DRAIN_IDLE_CLOSE_MS = 250
+const DRAIN_POLL_MS = 25
+/** After the deadline, how long the interrupted requests get to write their 503. */
+const DEADLINE_ANSWER_MS = 2_000
+
+interface ConnectionState {
+  active: number
+  idleSince: number
+}
+
+/**
+ * Serves `httpEffect` until the surrounding scope closes; closing it drains (see above).
+ * Answers the address it listens on.
+ */
+export const serveNode = <E, R>(
+  httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  options: NodeServeOptions
+) =>
+  Effect.gen(function*() {
+    const lifecycle = yield* Lifecycle
+    const scope = yield* Effect.scope
+    // Request fibers live here; closing it at the deadline interrupts what is still running.
+    const requestScope = yield* Scope.fork(scope, "parallel")
+    const handler = yield* NodeHttpServer.makeHandler(httpEffect, { scope: requestScope })
+
+    const server = createServer({ requestTimeout: Math.max(300_000, options.headersTimeoutMs) })
+    server.keepAliveTimeout = options.keepAliveTimeoutMs
+    server.headersTimeout = options.headersTimeoutMs
+
+    const connections = new Map<Socket, ConnectionState>()
+    const inFlight = new Set<ServerResponse>()
+    let draining = false
+
+    server.on("connection", (socket: Socket) => {
+      connections.set(socket, { active: 0, idleSince: Date.now() })
+      socket.once("close", () => connections.delete(socket))
+    })
+    server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+      const connection = connections.get(request.socket)
+      if (connection !== undefined) connection.active += 1
+      inFlight.add(response)
+      if (draining) response.setHeader("connection", "close")
+      response.once("close", () => {
+        inFlight.delete(response)
+        if (connection !== undefined) {
+          connection.active -= 1
+          connection.idleSince = Date.now()
+        }
+      })
+      handler(request, response)
+    })
+    server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
+      answerClientError(error, socket, options.docsBaseUrl)
+    })
+
+    yield* Effect.callback<void, ServeError>((resume) => {
+      const onError = (cause: Error) => resume(Effect.fail(new ServeError({ cause })))
+      server.once("error", onError)
+      server.listen({ port: options.port, host: options.host }, () => {
+        server.off("error", onError)
+        resume(Effect.void)
+      })
+    })
+
+    const drain = Effect.gen(function*() {
+      yield* lifecycle.beginDrain
+      draining = true
+      for (const response of inFlight) {
+        if (!response.headersSent) response.setHeader("connection", "close")
+      }
+      // Stop accepting without http.Server#close, which also closes idle keep-alive
+      // connections at once and so resets a client whose next request is already on the wire.
+      NetServer.prototype.close.call(server)
+      const deadline = (yield* Clock.currentTimeMillis) + options.shutdownGraceMs
+      // Connections close themselves after a response (Connection: close); one left idle is
+      // closed once it has been idle long enough not to race the client's next request.
+      const closeIdle = Effect.gen(function*() {
+        while (connections.size > 0) {
+          const now = Date.now()
+          for (const [socket, connection] of connections) {
+            if (connection.active === 0 && now - connection.idleSince >= DRAIN_IDLE_CLOSE_MS) socket.end()
+          }
+          yield* Effect.sleep(DRAIN_POLL_MS)
+        }
+      })
+      const remaining = Math.max(0, deadline - (yield* Clock.currentTimeMillis))
+      yield* closeIdle.pipe(
+        Effect.timeoutOrElse({ duration: remaining, orElse: () => Effect.void }),
+        Effect.raceFirst(lifecycle.hurryRequested)
+      )
+      if (inFlight.size > 0) {
+        yield* Effect.logWarning("shutdown deadline reached: answering 503 to the requests still running", {
+          requests: inFlight.size
+        })
+      }
+      // Interrupts the request fibers still running (and any request that arrives from now on):
+      // each answers 503 service_unavailable, then its connection closes.
+      yield* Scope.close(requestScope, Exit.void)
+      yield* closeIdle.pipe(Effect.timeoutOrElse({ duration: DEADLINE_ANSWER_MS, orElse: () => Effect.void }))
+      server.closeAllConnections()
+    })
+    yield* Effect.addFinalizer(() => drain)
+
+    const address = server.address()
+    return typeof address === "object" && address !== null ? address.port : options.port
+  })
+
+/**
+ * Node answers a request head it cannot parse (headers over its limit: 431; a malformed
+ * head: 400) before any handler runs, with a bare status line. Answer in the envelope instead.
+ */
+const answerClientError = (error: NodeJS.ErrnoException, socket: Socket, docsBaseUrl: string) => {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const [status, reason, message] =
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "request_headers_too_large", "The request headers are larger than the server accepts (16 KB)."] as const
+      : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "request_timeout", "The request was not received in time."] as const
+      : [400, "malformed_request", "The request could not be parsed as HTTP/1.1."] as const
+  const requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`
+  const body = JSON.stringify({
+    error: {
+      code: "validation_error",
+      message,
+      status,
+      request_id: requestId,
+      docs_url: `${docsBaseUrl}/docs/errors#validation_error`,
+      reason
+    }
+  })
+  const statusText = status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request"
+  socket.end(
+    `HTTP/1.1 ${status} ${statusText}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`
+  )
+}

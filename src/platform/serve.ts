@@ -1,0 +1,66 @@
+/**
+ * What both entry points run: read the settings, catch stop signals from the first moment,
+ * build the core services and the application, and only then listen (decision 0049). A stop
+ * signal during start-up unwinds what was built; one while serving drains. Either way the
+ * process exits 0; a failure to start exits 1.
+ */
+import { Effect, Layer, type Scope } from "effect"
+import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
+import type { ServeError } from "effect/http/HttpServerError"
+import { HttpApp } from "../http/app.ts"
+import { AppConfig, type AppSettings } from "./config.ts"
+import { Lifecycle, watchStopSignals } from "./lifecycle.ts"
+import { LoggingLive } from "./logging.ts"
+import { CoreServicesLive } from "./services.ts"
+import { settingsOrExit } from "./startup.ts"
+import { TelemetryLive } from "./telemetry.ts"
+
+type AppServices = Exclude<Layer.Services<typeof HttpApp>, HttpRouter.HttpRouter>
+
+/** Serves the built application until the scope closes; answers the port it listens on. */
+export type ServeWith<P> = (
+  httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, HttpServerRequest.HttpServerRequest | Scope.Scope | AppServices | P>,
+  settings: AppSettings
+) => Effect.Effect<number, ServeError, Scope.Scope | Lifecycle | AppServices | P>
+
+export interface ServiceOptions<P> {
+  /** Platform services the application needs per request (HttpPlatform, Etag, FileSystem...). */
+  readonly platform: Layer.Layer<P>
+  readonly serve: ServeWith<P>
+  /** Installs a handler for a stop signal; returns its removal. */
+  readonly listenSignal: (signal: "SIGTERM" | "SIGINT", handler: () => void) => () => void
+}
+
+export const serviceMain = <P>(options: ServiceOptions<P>) =>
+  Effect.gen(function*() {
+    const settings = yield* settingsOrExit
+    yield* running(options, settings).pipe(
+      Effect.provide(Lifecycle.layer),
+      Effect.provide([TelemetryLive, LoggingLive]),
+      Effect.provide(AppConfig.layerWith(settings))
+    )
+  })
+
+const running = <P>(options: ServiceOptions<P>, settings: AppSettings) =>
+  Effect.gen(function*() {
+    const lifecycle = yield* Lifecycle
+    yield* watchStopSignals(options.listenSignal)
+    const serving = Effect.gen(function*() {
+      const httpEffect = yield* HttpRouter.toHttpEffect(HttpApp)
+      const port = yield* options.serve(httpEffect, settings)
+      yield* Effect.logInfo(`Listening on http://${settings.host}:${port}`)
+      return yield* Effect.never
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(Layer.mergeAll(CoreServicesLive, options.platform).pipe(
+        Layer.provideMerge(Layer.succeed(Lifecycle)(lifecycle))
+      ))
+    )
+    // A stop interrupts `serving`: its finalizers drain the server, then stop the workers and
+    // close the database, in the reverse order they started.
+    yield* Effect.raceFirst(
+      serving,
+      Effect.tap(lifecycle.stopRequested, () => Effect.logInfo("stop requested: draining"))
+    )
+    yield* Effect.logInfo("stopped")
+  }).pipe(Effect.scoped)
