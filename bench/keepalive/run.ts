@@ -5,7 +5,8 @@
  * balancer or a load generator does) is reset when the server closes that idle connection just
  * as the next request is sent. This starts three socket runners on DATABASE_URL, once with
  * Node's default keep-alive timeout (5 s, the baseline) and once with the service's default,
- * and drives each with raw HTTP/1.1 clients whose gaps between requests straddle 5 s, next to
+ * and drives each with raw HTTP/1.1 clients whose gaps between requests straddle the moment
+ * Node closes an idle connection (5 s plus its 1 s buffer), next to
  * a steady stream of requests. It prints requests, resets and failures per setting.
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/svc npm run bench:keepalive
@@ -106,8 +107,9 @@ const measure = async (label: string, env: Record<string, string>) => {
   const until = Date.now() + durationMs
   const ports = runners.map((runner) => Number(new URL(runner.baseUrl).port))
   await Promise.all(ports.flatMap((port) => [
-    // Gaps of 4.9-5.1 s: the idle connection is reused right around Node's default timeout.
-    ...Array.from({ length: idleClients }, () => client(port, () => 4_900 + Math.random() * 200, until, tally)),
+    // Node closes an idle connection at keepAliveTimeout plus its 1 s keepAliveTimeoutBuffer: gaps
+    // of 5.9-6.1 s reuse it right around the moment Node's default closes it.
+    ...Array.from({ length: idleClients }, () => client(port, () => 5_900 + Math.random() * 200, until, tally)),
     ...Array.from({ length: busyClients }, () => client(port, () => Math.random() * 5, until, tally))
   ]))
   for (const runner of runners) await stopRunner(runner, 30_000)
