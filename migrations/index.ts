@@ -21,6 +21,8 @@ import m0020 from "./0020_campaign_rollups.ts"
 import m0021 from "./0021_analytics_insights.ts"
 import m0022 from "./0022_outcome_replay.ts"
 import m0023 from "./0023_unfiltered_rollups.ts"
+import m0024 from "./0024_utm_dimensions.ts"
+import m0025 from "./0025_password_links.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -49,7 +51,9 @@ export const migrations = {
   "0020_campaign_rollups": m0020,
   "0021_analytics_insights": m0021,
   "0022_outcome_replay": m0022,
-  "0023_unfiltered_rollups": m0023
+  "0023_unfiltered_rollups": m0023,
+  "0024_utm_dimensions": m0024,
+  "0025_password_links": m0025
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -6,24 +6,37 @@
  */
 import { Schema } from "effect"
 import { Pagination } from "./common.ts"
-import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, UnavailableReason } from "./analytics.ts"
+import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, AsOf, UnavailableReason } from "./analytics.ts"
 import { CreditModels } from "./events.ts"
+import { CursorParam, LimitParam, LiteralParam } from "./query.ts"
 
 export const CAMPAIGN_LEVELS = ["campaign", "ad_set", "ad"] as const
 export type CampaignLevel = typeof CAMPAIGN_LEVELS[number]
 
-const text = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
-
 export const CampaignsQuery = {
   ...AnalyticsQuery,
-  level: text("campaign (default), ad_set or ad")
+  level: Schema.optionalKey(LiteralParam(CAMPAIGN_LEVELS, "campaign (default), ad_set or ad", "campaign"))
 }
+export type CampaignsQuery = Schema.Struct.Type<typeof CampaignsQuery>
+
+/** `GET /api/v1/ads/{id}`: the id is an ad's unless `level` says otherwise. */
+export const AdDetailQuery = {
+  ...AnalyticsQuery,
+  level: Schema.optionalKey(LiteralParam(CAMPAIGN_LEVELS, "ad (default), ad_set or campaign: which kind of entity the id names", "ad"))
+}
+
+/** `limit` of a campaign's conversions (the spec: 1 to 200, default 50, other values 400). */
+export const MAX_CONVERSIONS_LIMIT = 200
+export const DEFAULT_CONVERSIONS_LIMIT = 50
 
 export const CampaignConversionsQuery = {
   ...AnalyticsQuery,
-  limit: text("Rows per page, 1 to 200 (default 50); a page may hold fewer"),
-  cursor: text("Opaque cursor of the previous page's `pagination.cursor`")
+  limit: Schema.optionalKey(
+    LimitParam(MAX_CONVERSIONS_LIMIT, DEFAULT_CONVERSIONS_LIMIT, "Rows per page, 1 to 200 (default 50); a page may hold fewer")
+  ),
+  cursor: Schema.optionalKey(CursorParam("Opaque cursor of the previous page's `pagination.cursor`"))
 }
+export type CampaignConversionsQuery = Schema.Struct.Type<typeof CampaignConversionsQuery>
 
 export const CampaignParams = {
   id: Schema.String.annotate({ description: "The campaign's platform id (the ad platform's own id, `platform_id` of the rows)" })
@@ -96,7 +109,8 @@ const MetaFields = {
   reporting_currency: Schema.NullOr(Schema.String),
   filters: AnalyticsFilters,
   level: Schema.Literals(CAMPAIGN_LEVELS),
-  range: AnalyticsRange
+  range: AnalyticsRange,
+  as_of: AsOf
 }
 
 export const Campaigns = Schema.Struct({
@@ -198,6 +212,7 @@ export const AdsTrend = Schema.Struct({
     reporting_currency: Schema.NullOr(Schema.String),
     filters: AnalyticsFilters,
     range: AnalyticsRange,
+    as_of: AsOf,
     spend_measured: Schema.Boolean,
     /** `not_synced`: messaging metrics are not supplied by the ad-platform sync yet. */
     messaging_status: Schema.Literal("not_synced"),

@@ -5,12 +5,12 @@
  * No read answers person or browser data: no click id values, anonymous or session ids, URLs.
  */
 import { Schema } from "effect"
-import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, BREAKDOWN_DIMENSIONS, UnavailableReason } from "./analytics.ts"
+import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, AsOf, BREAKDOWN_DIMENSIONS, UnavailableReason } from "./analytics.ts"
 import { Pagination } from "./common.ts"
+import { CursorParam, LimitParam, LiteralParam } from "./query.ts"
 import { CreditModels } from "./events.ts"
 import { JoinMethods, JourneyRowKind } from "./customers.ts"
 
-const text = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
 const Decimal = Schema.String.annotate({ description: "Exact decimal string" })
 const NullableDecimal = Schema.NullOr(Decimal)
 
@@ -20,34 +20,40 @@ const { model: _model, conversion_key: _key, ...TouchQuery } = AnalyticsQuery
 /** Every model is answered: no `model`. */
 const { model: _unused, ...ModelsFields } = AnalyticsQuery
 export const ModelsQuery = { ...ModelsFields }
+export type ModelsQuery = Schema.Struct.Type<typeof ModelsQuery>
 
 export const DimensionValuesQuery = {
   ...TouchQuery,
-  limit: text("Rows, 1 to 200 (default 50), by touches descending, then value")
+  limit: Schema.optionalKey(LimitParam(200, 50, "Rows, 1 to 200 (default 50), by touches descending, then value"))
 }
+export type DimensionValuesQuery = Schema.Struct.Type<typeof DimensionValuesQuery>
 
 export const DimensionValuesParams = {
-  dimension: Schema.String.annotate({ description: `One of ${BREAKDOWN_DIMENSIONS.join(", ")}` })
+  dimension: LiteralParam(BREAKDOWN_DIMENSIONS, `One of ${BREAKDOWN_DIMENSIONS.join(", ")}`)
 }
 
 export const QualityQuery = { ...TouchQuery }
+export type QualityQuery = Schema.Struct.Type<typeof QualityQuery>
 
 export const TouchListQuery = {
   ...TouchQuery,
-  limit: text("Rows per page, 1 to 200 (default 50)"),
-  cursor: text("`pagination.cursor` of the previous page")
+  limit: Schema.optionalKey(LimitParam(200, 50, "Rows per page, 1 to 200 (default 50)")),
+  cursor: Schema.optionalKey(CursorParam("`pagination.cursor` of the previous page"))
 }
+export type TouchListQuery = Schema.Struct.Type<typeof TouchListQuery>
 
 export const AD_PEOPLE_GROUPS = ["month", "day", "ad"] as const
 export const AdPeopleQuery = {
   ...TouchQuery,
-  group_by: text("month (default), day or ad")
+  group_by: Schema.optionalKey(LiteralParam(AD_PEOPLE_GROUPS, "month (default), day or ad", "month"))
 }
+export type AdPeopleQuery = Schema.Struct.Type<typeof AdPeopleQuery>
 
 export const AdIdsQuery = {
   ...TouchQuery,
-  limit: text("Rows, 1 to 200 (default 50), by touches descending")
+  limit: Schema.optionalKey(LimitParam(200, 50, "Rows, 1 to 200 (default 50), by touches descending"))
 }
+export type AdIdsQuery = Schema.Struct.Type<typeof AdIdsQuery>
 
 const InsightsMeta = {
   time_zone: Schema.String,
@@ -70,6 +76,7 @@ export const AttributionModels = Schema.Struct({
   data: Schema.Array(ModelRow),
   meta: Schema.Struct({
     ...InsightsMeta,
+    as_of: AsOf,
     currency: Schema.NullOr(Schema.String),
     reporting_currency: Schema.NullOr(Schema.String),
     /** Every conversion of the range (refunds excluded), credited or not: the same under every model. */
@@ -87,7 +94,7 @@ export const DimensionValue = Schema.Struct({
 
 export const DimensionValues = Schema.Struct({
   data: Schema.Array(DimensionValue),
-  meta: Schema.Struct({ ...InsightsMeta, dimension: Schema.Literals(BREAKDOWN_DIMENSIONS), rows_total: Schema.Int })
+  meta: Schema.Struct({ ...InsightsMeta, as_of: AsOf, dimension: Schema.Literals(BREAKDOWN_DIMENSIONS), rows_total: Schema.Int })
 })
 
 export const QualityFigure = Schema.Struct({
@@ -108,7 +115,7 @@ export const Quality = Schema.Struct({
     unknown_country: QualityFigure,
     unknown_device: QualityFigure
   }).annotate({ identifier: "Quality" }),
-  meta: Schema.Struct(InsightsMeta)
+  meta: Schema.Struct({ ...InsightsMeta, as_of: AsOf })
 })
 
 const AdRef = Schema.Struct({ external_id: Schema.NullOr(Schema.String), name: Schema.NullOr(Schema.String) })

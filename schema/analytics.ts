@@ -6,36 +6,53 @@
  */
 import { Schema } from "effect"
 import { CreditModels } from "./events.ts"
+import { CalendarDateParam, DaysParam, LimitParam, LiteralParam, NonBlankParam } from "./query.ts"
 
-export const BREAKDOWN_DIMENSIONS = ["channel", "referrer", "page", "keyword", "country", "device", "browser", "os"] as const
+/** The spec's dimensions, then the UTM tags as sent (decision 0051). */
+export const BREAKDOWN_DIMENSIONS = [
+  "channel", "referrer", "page", "keyword", "country", "device", "browser", "os", "utm_campaign", "utm_source", "utm_medium"
+] as const
 export type BreakdownDimension = typeof BREAKDOWN_DIMENSIONS[number]
 
 /** The touch filters (one at a time) and what they match on a touch. */
 export const TOUCH_FILTERS = ["channel", "campaign", "ad_set", "ad"] as const
 export type TouchFilter = typeof TOUCH_FILTERS[number]
 
-const text = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
+/** The range of a read: at most 366 days (the spec's limit), 30 by default. */
+export const MAX_RANGE_DAYS = 366
+export const DEFAULT_RANGE_DAYS = 30
+
+/**
+ * A touch filter's value: any text. `''` selects the touches with no value for that dimension,
+ * the row a breakdown shows as null (decision 0041: `''` stands for "none").
+ */
+const touchFilter = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
 
 /** The parameters every analytics read takes. */
 export const AnalyticsQuery = {
-  start: text("ISO date (YYYY-MM-DD), first day in the profile's time zone; with `end` (default today)"),
-  end: text("ISO date (YYYY-MM-DD), last day in the profile's time zone, inclusive; needs `start`"),
-  days: text("Calendar days ending today in the profile's time zone (1 to 366, default 30); not with start/end"),
-  model: text(`Credit model: ${CreditModels.join(", ")} (default last_touch)`),
-  channel: text("Only credit (and touches) of touches of this channel"),
-  campaign: text("Only credit (and touches) of touches of this campaign (the ad platform's id); spend of this campaign"),
-  ad_set: text("Only credit (and touches) of touches of this ad set (the ad platform's id); spend of this ad set"),
-  ad: text("Only credit (and touches) of touches of this ad (the ad platform's id); spend of this ad"),
-  conversion_key: text("Only conversions of this definition")
+  start: Schema.optionalKey(CalendarDateParam("ISO date (YYYY-MM-DD), first day in the profile's time zone; with `end` (default today)")),
+  end: Schema.optionalKey(CalendarDateParam("ISO date (YYYY-MM-DD), last day in the profile's time zone, inclusive; needs `start`")),
+  days: Schema.optionalKey(
+    DaysParam(MAX_RANGE_DAYS, DEFAULT_RANGE_DAYS, "Calendar days ending today in the profile's time zone (1 to 366, default 30); not with start/end")
+  ),
+  model: Schema.optionalKey(LiteralParam(CreditModels, `Credit model: ${CreditModels.join(", ")} (default last_touch)`, "last_touch")),
+  channel: touchFilter("Only credit (and touches) of touches of this channel"),
+  campaign: touchFilter("Only credit (and touches) of touches of this campaign (the ad platform's id); spend of this campaign"),
+  ad_set: touchFilter("Only credit (and touches) of touches of this ad set (the ad platform's id); spend of this ad set"),
+  ad: touchFilter("Only credit (and touches) of touches of this ad (the ad platform's id); spend of this ad"),
+  // Every conversion has a key, so a blank one could only ever match nothing.
+  conversion_key: Schema.optionalKey(NonBlankParam("Only conversions of this definition"))
 }
+export type AnalyticsQuery = Schema.Struct.Type<typeof AnalyticsQuery>
 
 export const BreakdownQuery = {
   ...AnalyticsQuery,
-  limit: text("Rows, 1 to 200 (default 50), by conversions then touches, descending")
+  limit: Schema.optionalKey(LimitParam(200, 50, "Rows, 1 to 200 (default 50), by conversions then touches, descending"))
 }
+export type BreakdownQuery = Schema.Struct.Type<typeof BreakdownQuery>
 
 export const BreakdownParams = {
-  dimension: Schema.String.annotate({ description: `One of ${BREAKDOWN_DIMENSIONS.join(", ")}` })
+  dimension: LiteralParam(BREAKDOWN_DIMENSIONS, `One of ${BREAKDOWN_DIMENSIONS.join(", ")}`)
 }
 
 const Decimal = Schema.String.annotate({ description: "Exact decimal string" })
@@ -83,6 +100,16 @@ export const OverviewPeriod = Schema.Struct({
   reporting: ReportingAmounts
 }).annotate({ identifier: "OverviewPeriod" })
 
+/**
+ * `meta.as_of` of every read served from the rollups: every fact recorded (committed) before
+ * this instant is counted; later ones may not be yet. It is the oldest change to the profile's
+ * facts the rollup job has not applied, or the time of the read when none waits (decision 0051).
+ */
+export const AsOf = Schema.String.annotate({
+  description: "ISO 8601 UTC instant up to which the rollups behind this read are complete: facts recorded before it are " +
+    "counted, later ones may not be yet (the rollups trail writes by a few seconds). The read's own time when nothing is pending."
+})
+
 const AnalyticsMetaFields = {
   model: Schema.Literals(CreditModels),
   time_zone: Schema.String,
@@ -97,7 +124,8 @@ export const Overview = Schema.Struct({
     spend_measured: Schema.Boolean,
     current: OverviewPeriod,
     previous: OverviewPeriod
-  }).annotate({ identifier: "Overview" })
+  }).annotate({ identifier: "Overview" }),
+  meta: Schema.Struct({ as_of: AsOf })
 })
 
 export const TimeseriesPoint = Schema.Struct({
@@ -117,6 +145,7 @@ export const Timeseries = Schema.Struct({
     ...AnalyticsMetaFields,
     granularity: Schema.Literal("day"),
     range: AnalyticsRange,
+    as_of: AsOf,
     spend_measured: Schema.Boolean,
     unavailable_reason: UnavailableReason,
     reporting_unavailable_reason: UnavailableReason
@@ -143,6 +172,7 @@ export const Breakdown = Schema.Struct({
     ...AnalyticsMetaFields,
     dimension: Schema.Literals(BREAKDOWN_DIMENSIONS),
     range: AnalyticsRange,
+    as_of: AsOf,
     rows_total: Schema.Int,
     unavailable_reason: UnavailableReason,
     reporting_unavailable_reason: UnavailableReason

@@ -1,5 +1,6 @@
 /** Shapes shared by every domain's contract. */
 import { Schema } from "effect"
+import { CursorParam, LimitParam } from "./query.ts"
 
 /** `pagination` beside `data` on every list: keyset, opaque cursor. */
 export const Pagination = Schema.Struct({
@@ -12,8 +13,8 @@ export const Page = <S extends Schema.Top>(item: S) =>
 
 /** `?limit=` of list routes: 1 to 100, default 50. */
 export const PageQuery = {
-  limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
-  cursor: Schema.optionalKey(Schema.String)
+  limit: Schema.optionalKey(LimitParam(100, 50)),
+  cursor: Schema.optionalKey(CursorParam())
 }
 
 export const Uuid = Schema.String.check(Schema.isUUID())
@@ -54,3 +55,13 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /** Text that can reach the database: PostgreSQL refuses NUL in text, and a lone UTF-16 surrogate cannot be encoded. */
 export const isStorableText = (value: string): boolean => !value.includes("\u0000") && !LONE_SURROGATE.test(value)
+
+/**
+ * An object that also takes keys it does not name (decision 0048). Every request body refuses
+ * keys its schema does not name (400 `validation_error`), and the published description says
+ * `additionalProperties: false`; the few objects that are open by contract or by protocol wrap
+ * their struct in this, so the description shows them open and the decoder lets other keys
+ * through. Handlers read only the named fields: the others are never stored.
+ */
+export const openObject = <const S extends Schema.StructWithRest.Objects>(struct: S) =>
+  Schema.StructWithRest(struct, [Schema.Record(Schema.String, Schema.Unknown)])

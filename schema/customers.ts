@@ -8,7 +8,8 @@
  */
 import { Schema } from "effect"
 import { Pagination } from "./common.ts"
-import { CreditModel } from "./events.ts"
+import { CreditModel, CreditModels } from "./events.ts"
+import { CursorParam, LimitParam, LiteralParam, NonBlankParam } from "./query.ts"
 
 const Text = (max: number) => Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(max))
 
@@ -114,25 +115,31 @@ export const PersonJourney = Schema.Struct({
 }).annotate({ identifier: "PersonJourney" })
 export type PersonJourney = typeof PersonJourney.Type
 
-const queryText = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
+/** `limit` of journey and people pages: at most 100 (the spec), default 50. */
+export const MAX_JOURNEY_PAGE = 100
+export const DEFAULT_JOURNEY_PAGE = 50
 
-/** Read as text and checked by the service (400 `invalid_parameter` naming the parameter). */
 export const JourneyPageQuery = {
-  cursor: queryText("pagination.cursor of the previous page"),
-  limit: queryText("1 to 100, default 50"),
-  model: queryText("Credit model of credit_share, is_credited and in_window: last_touch (default), first_touch, last_non_direct, linear, time_decay, svc_model")
+  cursor: Schema.optionalKey(CursorParam()),
+  limit: Schema.optionalKey(LimitParam(MAX_JOURNEY_PAGE, DEFAULT_JOURNEY_PAGE)),
+  model: Schema.optionalKey(
+    LiteralParam(CreditModels, `Credit model of credit_share, is_credited and in_window: ${CreditModels.join(", ")} (default last_touch)`, "last_touch")
+  )
 }
+export type JourneyPageQuery = Schema.Struct.Type<typeof JourneyPageQuery>
 
 export const ConversionJourneyParams = {
   id: Schema.String.annotate({ description: "outcome_event_id, conversion_id, or the URL-encoded idempotency_key the event was sent with" })
 }
 
+/** Exactly one of the three selects the person; the service trims it. */
 export const PersonJourneyQuery = {
   ...JourneyPageQuery,
-  customer_key: queryText("The external_id the events were sent with"),
-  email: queryText("Needs customers:read"),
-  phone: queryText("Needs customers:read")
+  customer_key: Schema.optionalKey(NonBlankParam("The external_id the events were sent with")),
+  email: Schema.optionalKey(NonBlankParam("Needs customers:read")),
+  phone: Schema.optionalKey(NonBlankParam("Needs customers:read"))
 }
+export type PersonJourneyQuery = Schema.Struct.Type<typeof PersonJourneyQuery>
 
 export const CustomerIdParams = { id: Schema.String.annotate({ description: "customer_profile_id" }) }
 
@@ -154,9 +161,10 @@ export const CustomerPage = Schema.Struct({ data: Schema.Array(CustomerListItem)
   .annotate({ identifier: "CustomerPage" })
 
 export const CustomersQuery = {
-  cursor: queryText("pagination.cursor of the previous page"),
-  limit: queryText("1 to 100, default 50")
+  cursor: Schema.optionalKey(CursorParam()),
+  limit: Schema.optionalKey(LimitParam(MAX_JOURNEY_PAGE, DEFAULT_JOURNEY_PAGE))
 }
+export type CustomersQuery = Schema.Struct.Type<typeof CustomersQuery>
 
 export const Visitor = Schema.Struct({
   anonymous_id: Schema.String,

@@ -517,6 +517,25 @@ export const wire = <C extends ApiErrorClass & Schema.Top>(cls: C): Schema.decod
   return schema as unknown as Schema.decodeTo<C, typeof ErrorEnvelope>
 }
 
+/**
+ * `validation_error` answered with 422 (the cases `unprocessable` builds), for an endpoint's
+ * description. Listed after `wire(ValidationError)`, which encodes every instance (the envelope
+ * carries the 422, which the renderer answers with), so this one only documents the status.
+ */
+export const wireUnprocessable = ErrorEnvelope.pipe(
+  Schema.decodeTo(
+    Schema.toType(ValidationError),
+    SchemaTransformation.transform({
+      decode: (envelope) => {
+        const { code: _code, status: _status, request_id: _rid, docs_url: _docs, ...fields } = envelope.error
+        return new ValidationError({ ...fields, http_status: 422 })
+      },
+      encode: (error) => toEnvelope(error)
+    })
+  ),
+  HttpApiSchema.status(422)
+).annotate({ identifier: "Error_validation_error_422", description: catalogueDescription("validation_error") })
+
 /** `not_reversible`: the outcome of a rollback whose object no longer carries what the ledger row wrote. */
 export const NotReversibleOutcome = Schema.Struct({
   outcome: Schema.Literal("not_reversible"),

@@ -7,7 +7,9 @@
  * raw body), stored as `numeric(20,6)` and answered as a decimal string.
  */
 import { Schema } from "effect"
-import { CurrencyCode, Page } from "./common.ts"
+import { CurrencyCode, openObject, Page } from "./common.ts"
+import { isCalendarDate, isIsoDateTime } from "./dates.ts"
+import { CursorParam, DateOrDateTimeParam, LimitParam, LiteralParam, NonEmptyParam } from "./query.ts"
 
 /** `action_source`: the nine values of the specification. */
 export const ActionSources = [
@@ -28,31 +30,7 @@ export const CreditModels = ["last_touch", "first_touch", "last_non_direct", "li
 export const CreditModel = Schema.Literals(CreditModels)
 export type CreditModel = typeof CreditModel.Type
 
-const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
-const daysIn = (year: number, month: number) =>
-  [31, isLeapYear(year) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0
-
-const CALENDAR_DATE = /^(\d{4})-(\d{2})-(\d{2})$/
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.(\d{1,6}))?)?(Z|[+-](?:0\d|1[0-4]):[0-5]\d)$/
-
-const validDay = (year: string, month: string, day: string) => {
-  const y = Number(year)
-  const m = Number(month)
-  const d = Number(day)
-  return y >= 1 && m >= 1 && m <= 12 && d >= 1 && d <= daysIn(y, m)
-}
-
-/** `YYYY-MM-DD`, a real calendar day. */
-export const isCalendarDate = (value: string): boolean => {
-  const match = CALENDAR_DATE.exec(value)
-  return match !== null && validDay(match[1] ?? "", match[2] ?? "", match[3] ?? "")
-}
-
-/** An ISO 8601 date-time with an offset (`Z` or `±hh:mm`), a real calendar day, at most microseconds. */
-export const isIsoDateTime = (value: string): boolean => {
-  const match = DATE_TIME.exec(value)
-  return match !== null && validDay(match[1] ?? "", match[2] ?? "", match[3] ?? "")
-}
+export { isCalendarDate, isIsoDateTime }
 
 const IsoDateTime = Schema.String.check(
   Schema.makeFilter((value: string) =>
@@ -114,19 +92,31 @@ export const IngestEvent = Schema.Struct({
   idempotency_key: Schema.optionalKey(Text(255)),
   /** Default: now. */
   occurred_at: Schema.optionalKey(IsoDateTime),
-  properties: Schema.optionalKey(EventProperties),
-  user_traits: Schema.optionalKey(UserTraits),
+  // Open (decision 0029): other keys of these two are accepted and ignored, never stored.
+  properties: Schema.optionalKey(openObject(EventProperties)),
+  user_traits: Schema.optionalKey(openObject(UserTraits)),
   action_source: Schema.optionalKey(ActionSource),
   click_ids: Schema.optionalKey(Schema.Record(Schema.String, Schema.String.check(Schema.isMaxLength(2048))))
 }).annotate({ identifier: "IngestEvent" })
 export type IngestEvent = typeof IngestEvent.Type
+
+/** `no_conversion_definition`: the event was recorded, but no definition lists its name. */
+export const IngestWarningCodes = ["no_conversion_definition"] as const
+
+/** Something the caller probably did not mean, on an answer that still succeeded. */
+export const IngestWarning = Schema.Struct({
+  code: Schema.Literals(IngestWarningCodes),
+  message: Schema.String
+}).annotate({ identifier: "IngestWarning" })
 
 export const IngestedEvent = Schema.Struct({
   data: Schema.Struct({
     outcome_event_id: Schema.String,
     /** Null when no conversion definition of the profile lists the event's name. */
     conversion_id: Schema.NullOr(Schema.String)
-  })
+  }),
+  /** Present only when there is a warning (`conversion_id` null: `no_conversion_definition`). */
+  meta: Schema.optionalKey(Schema.Struct({ warnings: Schema.Array(IngestWarning) }))
 }).annotate({ identifier: "IngestedEvent" })
 export type IngestedEvent = typeof IngestedEvent.Type
 
@@ -154,16 +144,21 @@ export const Retraction = Schema.Struct({
 }).annotate({ identifier: "Retraction" })
 export type Retraction = typeof Retraction.Type
 
-/** Every query parameter is read as text and checked by the service (400 `invalid_parameter` naming it). */
+/** `limit` of the conversions list: 1 to 200, default 50. */
+export const MAX_CONVERSIONS_PAGE = 200
+
 export const ConversionsQuery = {
-  limit: Schema.optionalKey(Schema.String.annotate({ description: "1 to 200, default 50" })),
-  cursor: Schema.optionalKey(Schema.String.annotate({ description: "pagination.cursor of the previous page" })),
-  customer_key: Schema.optionalKey(Schema.String.annotate({ description: "Only this customer's conversions (the external_id sent at ingest)" })),
-  conversion_key: Schema.optionalKey(Schema.String.annotate({ description: "Only this definition's conversions" })),
-  start: Schema.optionalKey(Schema.String.annotate({ description: "ISO date (from its UTC midnight) or date-time with an offset (inclusive)" })),
-  end: Schema.optionalKey(Schema.String.annotate({ description: "ISO date (through that UTC day) or date-time with an offset (inclusive)" })),
-  model: Schema.optionalKey(Schema.String.annotate({ description: `Credit model shown as credit_model: ${CreditModels.join(", ")} (default last_touch)` }))
+  limit: Schema.optionalKey(LimitParam(MAX_CONVERSIONS_PAGE, 50)),
+  cursor: Schema.optionalKey(CursorParam()),
+  customer_key: Schema.optionalKey(NonEmptyParam("Only this customer's conversions (the external_id sent at ingest)")),
+  conversion_key: Schema.optionalKey(NonEmptyParam("Only this definition's conversions")),
+  start: Schema.optionalKey(DateOrDateTimeParam("ISO date (from its UTC midnight) or date-time with an offset (inclusive)")),
+  end: Schema.optionalKey(DateOrDateTimeParam("ISO date (through that UTC day) or date-time with an offset (inclusive)")),
+  model: Schema.optionalKey(
+    LiteralParam(CreditModels, `Credit model shown as credit_model: ${CreditModels.join(", ")} (default last_touch)`, "last_touch")
+  )
 }
+export type ConversionsQuery = Schema.Struct.Type<typeof ConversionsQuery>
 
 export const Conversion = Schema.Struct({
   outcome_event_id: Schema.String,
@@ -216,7 +211,12 @@ export const OutcomeReplayPage = Schema.Struct({
   pagination: Schema.Struct({ has_next: Schema.Boolean, cursor: Schema.NullOr(Schema.String) })
 }).annotate({ identifier: "OutcomeReplayPage" })
 
+/** `limit` of the outcome replay: 1 to 200, default 100. */
+export const MAX_REPLAY_PAGE = 200
+export const DEFAULT_REPLAY_PAGE = 100
+
 export const OutcomeReplayQuery = {
-  cursor: Schema.optionalKey(Schema.String.annotate({ description: "pagination.cursor of the previous page; absent: the start of the 90-day window" })),
-  limit: Schema.optionalKey(Schema.String.annotate({ description: "1 to 200, default 100" }))
+  cursor: Schema.optionalKey(CursorParam("pagination.cursor of the previous page; absent: the start of the 90-day window")),
+  limit: Schema.optionalKey(LimitParam(MAX_REPLAY_PAGE, DEFAULT_REPLAY_PAGE))
 }
+export type OutcomeReplayQuery = Schema.Struct.Type<typeof OutcomeReplayQuery>

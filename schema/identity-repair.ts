@@ -14,8 +14,8 @@
  * proposed it. Click id values are never answered, only their kinds.
  */
 import { Schema } from "effect"
+import { CursorParam, IntegerParam, LimitParam, LiteralParam } from "./query.ts"
 
-const queryText = (description: string) => Schema.optionalKey(Schema.String.annotate({ description }))
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 // ---------------------------------------------------------------------------------------------
@@ -27,11 +27,16 @@ export type RepairIdentifierType = typeof RepairIdentifierType.Type
 
 export const RepairRowTypes = ["missing_primary_email", "missing_primary_phone", "duplicate_email", "duplicate_phone"] as const
 
-/** Read as text and checked by the service (400 `invalid_parameter` naming the parameter). */
+/** How far the offset-paginated scan reaches. */
+export const MAX_REPAIR_OFFSET = 1_000_000
+
 export const RepairScanQuery = {
-  offset: queryText("Rows to skip: 0 (default) or more"),
-  limit: queryText("1 to 100, default 50")
+  offset: Schema.optionalKey(
+    IntegerParam({ min: 0, max: MAX_REPAIR_OFFSET, default: 0, description: `Rows to skip: 0 (default) to ${MAX_REPAIR_OFFSET}` })
+  ),
+  limit: Schema.optionalKey(LimitParam(100, 50))
 }
+export type RepairScanQuery = Schema.Struct.Type<typeof RepairScanQuery>
 
 /** What a backfill writes for a `missing_primary_*` row: this identifier becomes primary. */
 export const RepairBackfill = Schema.Struct({
@@ -175,10 +180,11 @@ export const LinkStatusCounts = Schema.Struct({
 export type LinkStatusCounts = typeof LinkStatusCounts.Type
 
 export const LinksQuery = {
-  status: queryText("proposed, accepted or rejected; default all"),
-  cursor: queryText("pagination.cursor of the previous page (an unreadable cursor restarts from the beginning)"),
-  limit: queryText("1 to 100, default 50")
+  status: Schema.optionalKey(LiteralParam(LinkStatuses, "proposed, accepted or rejected; default all")),
+  cursor: Schema.optionalKey(CursorParam("pagination.cursor of the previous page (an unreadable cursor restarts from the beginning)")),
+  limit: Schema.optionalKey(LimitParam(100, 50))
 }
+export type LinksQuery = Schema.Struct.Type<typeof LinksQuery>
 
 export const LinkPage = Schema.Struct({
   data: Schema.Array(IdentityLink),

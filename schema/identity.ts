@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { Pagination } from "./common.ts"
+import { CursorParam, LimitParam, LiteralParam, UuidParam } from "./query.ts"
 
 export const ProposalStatuses = ["open", "snoozed", "merged", "dismissed", "superseded"] as const
 export const ProposalStatus = Schema.Literals(ProposalStatuses)
@@ -56,10 +57,11 @@ export const ProposalPage = Schema.Struct({
 }).annotate({ identifier: "MergeProposalPage" })
 
 export const ProposalsQuery = {
-  cursor: Schema.optionalKey(Schema.String.annotate({ description: "pagination.cursor of the previous page; an unreadable one restarts from the beginning" })),
-  limit: Schema.optionalKey(Schema.String.annotate({ description: "1 to 100, default 50" })),
-  status: Schema.optionalKey(Schema.String.annotate({ description: `One of ${ProposalStatuses.join(", ")}; default: every status` }))
+  cursor: Schema.optionalKey(CursorParam("pagination.cursor of the previous page; an unreadable one restarts from the beginning")),
+  limit: Schema.optionalKey(LimitParam(100, 50)),
+  status: Schema.optionalKey(LiteralParam(ProposalStatuses, `One of ${ProposalStatuses.join(", ")}; default: every status`))
 }
+export type ProposalsQuery = Schema.Struct.Type<typeof ProposalsQuery>
 
 export const ProposalIdParams = { id: Schema.String }
 
@@ -83,10 +85,11 @@ export type MergePreview = typeof MergePreview.Type
 export const MergePreviewAnswer = Schema.Struct({ data: MergePreview }).annotate({ identifier: "MergePreviewAnswer" })
 
 export const MergePreviewQuery = {
-  a: Schema.String.annotate({ description: "customer_profile_id of one customer" }),
-  b: Schema.String.annotate({ description: "customer_profile_id of the other" }),
-  survivor: Schema.optionalKey(Schema.String.annotate({ description: "Which of the two survives; default the older" }))
+  a: UuidParam("customer_profile_id of one customer"),
+  b: UuidParam("customer_profile_id of the other (not a)"),
+  survivor: Schema.optionalKey(UuidParam("Which of the two survives (a or b); default the older"))
 }
+export type MergePreviewQuery = Schema.Struct.Type<typeof MergePreviewQuery>
 
 export const Decision = Schema.Struct({
   decision: Schema.Literals(["merge", "dismiss", "snooze"]),
@@ -131,10 +134,12 @@ export type MergeHistoryEntry = typeof MergeHistoryEntry.Type
 
 export const MergeHistory = Schema.Struct({ data: Schema.Array(MergeHistoryEntry) }).annotate({ identifier: "MergeHistory" })
 
+/** Exactly one of the two. */
 export const MergeHistoryQuery = {
-  customer_profile_id: Schema.optionalKey(Schema.String),
-  customer_key: Schema.optionalKey(Schema.String)
+  customer_profile_id: Schema.optionalKey(UuidParam("The customer's customer_profile_id")),
+  customer_key: Schema.optionalKey(Schema.String.annotate({ description: "The external_id the customer's events were sent with" }))
 }
+export type MergeHistoryQuery = Schema.Struct.Type<typeof MergeHistoryQuery>
 
 export const UndoParams = { auditLogId: Schema.String }
 

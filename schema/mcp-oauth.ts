@@ -7,6 +7,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
+import { openObject } from "./common.ts"
 import { McpGrants } from "./scopes.ts"
 
 const described = (description: string) => Schema.String.annotate({ description })
@@ -25,8 +26,12 @@ export const AuthorizationServerMetadata = Schema.Struct({
 }).annotate({ identifier: "OAuthAuthorizationServerMetadata" })
 export type AuthorizationServerMetadata = typeof AuthorizationServerMetadata.Type
 
-/** RFC 7591 client metadata the service reads; other members are ignored (section 2). */
-export const ClientRegistrationRequest = Schema.Struct({
+/**
+ * RFC 7591 client metadata the service reads; other members are ignored (section 2). The
+ * request forms below are open too: unrecognized parameters are ignored (RFC 6749 section 3.1;
+ * decision 0048).
+ */
+export const ClientRegistrationRequest = openObject(Schema.Struct({
   redirect_uris: Schema.Array(
     described("https, or http on a loopback host (127.0.0.1, [::1], localhost; RFC 8252); no fragment")
   ),
@@ -39,7 +44,7 @@ export const ClientRegistrationRequest = Schema.Struct({
   ),
   response_types: Schema.optionalKey(Schema.Array(Schema.Literal("code"))),
   scope: Schema.optionalKey(described("Space-separated MCP grants the client may ask for; default all three"))
-}).annotate({ identifier: "McpClientRegistrationRequest" })
+})).annotate({ identifier: "McpClientRegistrationRequest" })
 
 /** 201: the registered client (RFC 7591 section 3.2.1). */
 export const ClientRegistered = Schema.Struct({
@@ -118,22 +123,44 @@ export const AuthorizeQuery = Schema.Struct({
 }).annotate({ identifier: "McpAuthorizeRequest" })
 
 /** The sign-in form of the consent screen; it carries the authorization request along. */
-export const SignInForm = Schema.Struct({
+export const SignInForm = openObject(Schema.Struct({
   email: Schema.String,
   password: Schema.String,
   ...AuthorizeQuery.fields
-}).annotate({ identifier: "McpSignInForm" })
+})).annotate({ identifier: "McpSignInForm" })
 
 /** The consent screen's answer. */
-export const DecisionForm = Schema.Struct({
+export const DecisionForm = openObject(Schema.Struct({
   ticket: described("The single-use consent ticket of the page"),
   decision: Schema.Literals(["approve", "deny"])
-}).annotate({ identifier: "McpConsentDecision" })
+})).annotate({ identifier: "McpConsentDecision" })
 
-/** An HTML page (sign-in, consent, or an error that must not be redirected). */
+/** An HTML page: the sign-in form or the consent screen. */
 export const HtmlPage = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })).annotate({
-  description: "HTML page: sign-in form, consent screen, or an error page (no redirect for an unknown client or redirect_uri)"
+  description: "HTML page: the sign-in form (again, with the reason, after a refused sign-in) or the consent screen"
 })
+
+const errorPage = (status: 400 | 403, description: string) =>
+  Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }), HttpApiSchema.status(status)).annotate({
+    description
+  })
+
+/** Error pages: what cannot be redirected to the client is told to the person, never redirected. */
+export const AuthorizeErrorPage = errorPage(
+  400,
+  "Error page, never a redirect: unknown client_id or a redirect_uri the client did not register"
+)
+export const SignInErrorPage = errorPage(
+  400,
+  "Error page, never a redirect: not posted as a form, or the authorization request it carries names an unknown " +
+    "client_id or an unregistered redirect_uri"
+)
+export const DecisionErrorPage = errorPage(
+  400,
+  "Error page, never a redirect: not posted as a form or not answered (approve or deny with the page's ticket), the " +
+    "session is signed out, or the consent screen expired, was already answered or was shown to another sign-in"
+)
+export const CrossSitePage = errorPage(403, "Error page: the form was posted from another site (Sec-Fetch-Site: cross-site)")
 
 /** 302 to the client's redirect_uri with `code` and `state`, or `error` and `state`. */
 export const RedirectToClient = HttpApiSchema.Empty(302).annotate({
@@ -141,13 +168,13 @@ export const RedirectToClient = HttpApiSchema.Empty(302).annotate({
 })
 
 /** `POST /oauth/mcp/token`: `grant_type=authorization_code` with PKCE, public client. */
-export const McpTokenForm = Schema.Struct({
+export const McpTokenForm = openObject(Schema.Struct({
   grant_type: described("`authorization_code`"),
   code: Schema.String,
   redirect_uri: described("The redirect_uri of the authorization request"),
   client_id: Schema.String,
   code_verifier: described("43 to 128 characters of [A-Za-z0-9-._~] (RFC 7636)")
-}).annotate({ identifier: "McpTokenRequest" })
+})).annotate({ identifier: "McpTokenRequest" })
 
 export const McpTokenResponse = Schema.Struct({
   access_token: described("The MCP user token (`svc_user_...`), shown once"),

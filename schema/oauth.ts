@@ -7,12 +7,15 @@
  */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
+import { openObject } from "./common.ts"
 
 /**
  * `grant_type=client_credentials` mints an API key for one profile the app holds a live grant
  * on; `grant_type=authorization_code` exchanges a code from `/oauth/authorize` (decision 0022).
+ * Like every request form of `/oauth/*`, open: unrecognized parameters are ignored (RFC 6749
+ * section 3.1; decision 0048).
  */
-export const TokenForm = Schema.Struct({
+export const TokenForm = openObject(Schema.Struct({
   grant_type: Schema.String.annotate({ description: "`client_credentials` or `authorization_code`" }),
   profile_id: Schema.optionalKey(Schema.String.annotate({ description: "client_credentials: the profile the key is for" })),
   scope: Schema.optionalKey(
@@ -26,16 +29,16 @@ export const TokenForm = Schema.Struct({
   ),
   client_id: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" })),
   client_secret: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" }))
-}).annotate({ identifier: "OAuthTokenRequest" })
+})).annotate({ identifier: "OAuthTokenRequest" })
 export type TokenForm = typeof TokenForm.Type
 
 /** RFC 7009 revocation request. */
-export const RevokeForm = Schema.Struct({
+export const RevokeForm = openObject(Schema.Struct({
   token: Schema.String.annotate({ description: "An API key minted for this app" }),
   token_type_hint: Schema.optionalKey(Schema.String.annotate({ description: "Accepted and ignored" })),
   client_id: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" })),
   client_secret: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" }))
-}).annotate({ identifier: "OAuthRevokeRequest" })
+})).annotate({ identifier: "OAuthRevokeRequest" })
 export type RevokeForm = typeof RevokeForm.Type
 
 /** The form, or the same fields as a JSON object. */
@@ -144,11 +147,11 @@ export const AuthorizeQuery = Schema.Struct({
 }).annotate({ identifier: "OAuthAuthorizeRequest" })
 
 /** `POST /oauth/authorize/consent`: the consent screen's form. */
-export const ConsentForm = Schema.Struct({
+export const ConsentForm = openObject(Schema.Struct({
   ticket: Schema.String.annotate({ description: "The consent ticket the screen carries (single use, 10 minutes)" }),
   decision: Schema.Literals(["approve", "deny"]),
   profile_id: Schema.optionalKey(Schema.String.annotate({ description: "The profile chosen, when the screen offered some" }))
-}).annotate({ identifier: "OAuthConsentForm" })
+})).annotate({ identifier: "OAuthConsentForm" })
 
 /** The answer to the client: a redirect to its redirect_uri with `code` and `state`, or `error`. */
 export const AuthorizeRedirect = HttpApiSchema.Empty(302).annotate({

@@ -8,7 +8,8 @@
  */
 import { Schema } from "effect"
 import { CurrencyCode, Page } from "./common.ts"
-import { CreditModel, isIsoDateTime, MoneyValue, UserTraits } from "./events.ts"
+import { CreditModel, CreditModels, isIsoDateTime, MoneyValue, UserTraits } from "./events.ts"
+import { CursorParam, DateOrDateTimeParam, LimitParam, LiteralParam, NonEmptyParam } from "./query.ts"
 
 const Text = (max: number) => Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(max))
 
@@ -56,17 +57,18 @@ export type Payment = typeof Payment.Type
 
 export const PaymentPage = Page(Payment).annotate({ identifier: "PaymentPage" })
 
-/** Every query parameter is read as text and checked by the service (400 `invalid_parameter` naming it). */
+/** `limit` of the payment lists: 1 to 200, default 50. */
+export const MAX_PAYMENTS_PAGE = 200
+
 export const PaymentsQuery = {
-  limit: Schema.optionalKey(Schema.String.annotate({ description: "1 to 200, default 50" })),
-  cursor: Schema.optionalKey(Schema.String.annotate({ description: "pagination.cursor of the previous page" })),
-  customer_key: Schema.optionalKey(
-    Schema.String.annotate({ description: "Only payments recorded for this customer or assigned to them as payer" })
-  ),
-  start: Schema.optionalKey(Schema.String.annotate({ description: "ISO date (from its UTC midnight) or date-time with an offset (inclusive)" })),
-  end: Schema.optionalKey(Schema.String.annotate({ description: "ISO date (through that UTC day) or date-time with an offset (inclusive)" })),
-  status: Schema.optionalKey(Schema.String.annotate({ description: `One of ${PaymentStatuses.join(", ")}` }))
+  limit: Schema.optionalKey(LimitParam(MAX_PAYMENTS_PAGE, 50)),
+  cursor: Schema.optionalKey(CursorParam()),
+  customer_key: Schema.optionalKey(NonEmptyParam("Only payments recorded for this customer or assigned to them as payer")),
+  start: Schema.optionalKey(DateOrDateTimeParam("ISO date (from its UTC midnight) or date-time with an offset (inclusive)")),
+  end: Schema.optionalKey(DateOrDateTimeParam("ISO date (through that UTC day) or date-time with an offset (inclusive)")),
+  status: Schema.optionalKey(LiteralParam(PaymentStatuses, `One of ${PaymentStatuses.join(", ")}`))
 }
+export type PaymentsQuery = Schema.Struct.Type<typeof PaymentsQuery>
 
 export const PaymentIdParams = { payment_id: Schema.String }
 
@@ -97,15 +99,14 @@ export const LinkageReason = Schema.Literals(LinkageReasons)
 export type LinkageReason = typeof LinkageReason.Type
 
 export const LinkageQuery = {
-  limit: Schema.optionalKey(Schema.String.annotate({ description: "1 to 200, default 50" })),
-  cursor: Schema.optionalKey(Schema.String.annotate({ description: "pagination.cursor of the previous page" })),
-  customer_key: Schema.optionalKey(
-    Schema.String.annotate({ description: "Only payments recorded for this customer or assigned to them as payer" })
-  ),
-  start: Schema.optionalKey(Schema.String.annotate({ description: "ISO date or date-time with an offset (inclusive)" })),
-  end: Schema.optionalKey(Schema.String.annotate({ description: "ISO date or date-time with an offset (inclusive)" })),
-  model: Schema.optionalKey(Schema.String.annotate({ description: "Credit model (default last_touch)" }))
+  limit: Schema.optionalKey(LimitParam(MAX_PAYMENTS_PAGE, 50)),
+  cursor: Schema.optionalKey(CursorParam()),
+  customer_key: Schema.optionalKey(NonEmptyParam("Only payments recorded for this customer or assigned to them as payer")),
+  start: Schema.optionalKey(DateOrDateTimeParam("ISO date (from its UTC midnight) or date-time with an offset (inclusive)")),
+  end: Schema.optionalKey(DateOrDateTimeParam("ISO date (through that UTC day) or date-time with an offset (inclusive)")),
+  model: Schema.optionalKey(LiteralParam(CreditModels, `Credit model: ${CreditModels.join(", ")} (default last_touch)`, "last_touch"))
 }
+export type LinkageQuery = Schema.Struct.Type<typeof LinkageQuery>
 
 /** A campaign, ad set or ad a touch carried: the ad platform's own id and the name seen. */
 export const AdEntity = Schema.Struct({

@@ -4,7 +4,8 @@
  */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
-import { Pagination } from "./common.ts"
+import { openObject, Pagination } from "./common.ts"
+import { CursorParam, IntegerParam, LimitParam } from "./query.ts"
 
 /** A tracking key: public (the site's snippet carries it), so it is shown on every read. */
 export const TrackingKey = Schema.Struct({
@@ -99,12 +100,17 @@ export const TrackingSettingsUpdated = Schema.Struct({
 })
 
 export const SnippetQuery = {
-  /** One of the profile's active keys; default: its active key. */
-  key: Schema.optionalKey(Schema.String),
-  /** `adplatform_pixel`: append the ad platform's pixel loader (its only third-party request). */
-  bundle: Schema.optionalKey(Schema.String),
-  /** The ad platform's pixel id (digits), required with `bundle=adplatform_pixel`. */
-  pixel_id: Schema.optionalKey(Schema.String)
+  key: Schema.optionalKey(Schema.String.annotate({ description: "One of the profile's active tracking keys; default: its active key" })),
+  bundle: Schema.optionalKey(
+    Schema.Literal("adplatform_pixel").annotate({
+      description: "`adplatform_pixel`: append the ad platform's pixel loader (its only third-party request); needs `pixel_id`",
+      expected: "adplatform_pixel"
+    })
+  ),
+  pixel_id: Schema.optionalKey(
+    Schema.String.annotate({ description: "The ad platform's pixel id (5 to 20 digits); only with, and required by, `bundle=adplatform_pixel`" })
+      .check(Schema.isPattern(/^\d{5,20}$/u, { expected: "the ad platform's pixel id (5 to 20 digits)" }))
+  )
 }
 
 /** The script, served as `application/javascript`. */
@@ -157,7 +163,8 @@ const IsoTime = Schema.String.check(
  * One tracker event (`POST /t/collect`, as `application/json` or `text/plain`). The collector
  * reads UTM tags and the click id from `url`, and from `attribution` (the session's landing
  * parameters) when `url` carries none; the referrer is `referrer` when it is another site,
- * else `landing_referrer`.
+ * else `landing_referrer`. Other keys, here and in `attribution`, are ignored (decision 0048):
+ * the senders are copies of the snippet on the sites' pages, which ignore answers.
  */
 export const CollectEvent = Schema.Struct({
   tracking_key: Schema.String.check(Schema.isMaxLength(100)),
@@ -172,7 +179,7 @@ export const CollectEvent = Schema.Struct({
   referrer: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(2048)))),
   /** Default: when the collector receives it. At most 7 days old and 5 minutes ahead. */
   occurred_at: Schema.optionalKey(IsoTime),
-  attribution: Schema.optionalKey(LandingAttribution),
+  attribution: Schema.optionalKey(openObject(LandingAttribution)),
   landing_referrer: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(2048)))),
   properties: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
 }).annotate({ identifier: "TrackerEvent" })
@@ -304,8 +311,8 @@ export type TrackedEvent = typeof TrackedEvent.Type
 export const TrackedEventPage = Schema.Struct({ data: Schema.Array(TrackedEvent), pagination: Pagination })
 
 export const TrackedEventsQuery = {
-  limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
-  cursor: Schema.optionalKey(Schema.String)
+  limit: Schema.optionalKey(LimitParam(100, 50)),
+  cursor: Schema.optionalKey(CursorParam())
 }
 
 const DropCounts = Schema.Struct({ bot: Schema.Number, do_not_track: Schema.Number })
@@ -367,8 +374,7 @@ export const TrackingQuality = Schema.Struct({
 export type TrackingQuality = typeof TrackingQuality.Type
 
 export const QualityQuery = {
-  /** The window in days, ending now: 1 to 90, default 30. */
-  days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 90 })))
+  days: Schema.optionalKey(IntegerParam({ min: 1, max: 90, default: 30, description: "The window in days, ending now: 1 to 90, default 30" }))
 }
 
 export const TrackingOpsBody = Schema.Struct({ data: TrackingOps })

@@ -135,11 +135,11 @@ const program = Effect.gen(function*() {
       }
 
       const profile = { profileId: dataset.profileId, workspaceId: dataset.workspaceId, attributionEnabled: true }
-      const overview = yield* sample(analytics.overview(profile, { days: "30" }))
-      const timeseries = yield* sample(analytics.timeseries(profile, { days: "90" }))
-      const breakdown = yield* sample(analytics.breakdown(profile, "channel", { days: "30" }))
-      const ads = yield* sample(campaigns.campaigns(profile, { days: "30", level: "ad" }))
-      const filtered = yield* sample(analytics.breakdown(profile, "country", { days: "30", campaign: "c-3" }))
+      const overview = yield* sample(analytics.overview(profile, { days: 30 }))
+      const timeseries = yield* sample(analytics.timeseries(profile, { days: 90 }))
+      const breakdown = yield* sample(analytics.breakdown(profile, "channel", { days: 30 }))
+      const ads = yield* sample(campaigns.campaigns(profile, { days: 30, level: "ad" }))
+      const filtered = yield* sample(analytics.breakdown(profile, "country", { days: 30, campaign: "c-3" }))
       const raw = yield* sample(sql`
         SELECT count(*) FILTER (WHERE counts_as_cash) AS cash, count(*) AS conversions FROM conversions
         WHERE profile_id = ${dataset.profileId} AND occurred_at >= now() - interval '30 days'`)

@@ -146,7 +146,7 @@ const program = Effect.gen(function*() {
         attributionEnabled: true
       }
       const profile = { profileId: dataset.profileId, workspaceId: dataset.workspaceId, attributionEnabled: true }
-      const firstPage = yield* customers.personJourney(principal, profile, { customer_key: "c1", limit: "100" })
+      const firstPage = yield* customers.personJourney(principal, profile, { customer_key: "c1", limit: 100 })
       if (firstPage.data.length !== 100 || firstPage.meta.person.touch_count !== TOUCHES) {
         failures.push(`journey answered ${firstPage.data.length} rows and touch_count ${firstPage.meta.person.touch_count}`)
       }
@@ -155,16 +155,16 @@ const program = Effect.gen(function*() {
       let lastCursor: string | null = null
       while (cursor !== null) {
         lastCursor = cursor
-        cursor = (yield* customers.personJourney(principal, profile, { customer_key: "c1", limit: "100", cursor })).pagination.cursor
+        cursor = (yield* customers.personJourney(principal, profile, { customer_key: "c1", limit: 100, cursor })).pagination.cursor
       }
-      const sample = (query: { readonly customer_key: string; readonly limit: string; readonly cursor?: string }) =>
+      const sample = (query: { readonly customer_key: string; readonly limit: number; readonly cursor?: string }) =>
         Effect.gen(function*() {
           const samples: Array<number> = []
           for (let i = 0; i < READS; i++) samples.push((yield* timed(customers.personJourney(principal, profile, query))).seconds * 1000)
           return percentiles(samples)
         })
-      const journeyFirst = yield* sample({ customer_key: "c1", limit: "100" })
-      const journeyLast = yield* sample(lastCursor === null ? { customer_key: "c1", limit: "100" } : { customer_key: "c1", limit: "100", cursor: lastCursor })
+      const journeyFirst = yield* sample({ customer_key: "c1", limit: 100 })
+      const journeyLast = yield* sample(lastCursor === null ? { customer_key: "c1", limit: 100 } : { customer_key: "c1", limit: 100, cursor: lastCursor })
       const bare: Array<number> = []
       for (let i = 0; i < READS; i++) {
         bare.push((yield* timed(sql`

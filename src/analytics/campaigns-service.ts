@@ -9,46 +9,32 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { AnalyticsQueryInput } from "./service.ts"
 import { addDays, parseQuery, roasOf } from "./service.ts"
 import {
-  CAMPAIGN_LEVELS,
   type CampaignConversions,
+  type CampaignConversionsQuery,
   type CampaignLevel,
   type AdDetail,
   type AdsTrend,
   type CampaignRow,
   type Campaigns,
+  type CampaignsQuery,
+  DEFAULT_CONVERSIONS_LIMIT,
   type FatigueRisk,
   type Unattributed
 } from "../../schema/analytics-campaigns.ts"
-import { type DatabaseUnavailable, type InvalidDateRange, InvalidParameter, NotFound } from "../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidDateRange, type InvalidParameter, NotFound } from "../../schema/errors.ts"
 import type { ProfileContext } from "../http/auth.ts"
 import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "./repo.ts"
 import { CampaignsRepo, type MetricsRow } from "./campaigns-repo.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
+import { invalidQuery } from "../http/query.ts"
 
-export interface CampaignsQueryInput extends AnalyticsQueryInput {
-  readonly level?: string
-}
-
-export interface CampaignConversionsQueryInput extends AnalyticsQueryInput {
-  readonly limit?: string
-  readonly cursor?: string
-}
-
-export const DEFAULT_CONVERSIONS_LIMIT = 50
-export const MAX_CONVERSIONS_LIMIT = 200
+/** `CampaignsQuery` or `AdDetailQuery` (the same fields; their `level` defaults differ). */
+export type CampaignsQueryInput = CampaignsQuery
+export type CampaignConversionsQueryInput = CampaignConversionsQuery
 
 type ReadError = DatabaseUnavailable | InvalidParameter | InvalidDateRange | NotFound
 
 const notFound = () => new NotFound({ message: "No such campaign." })
-
-const parseLevel = (level: string | undefined, fallback: CampaignLevel): Effect.Effect<CampaignLevel, InvalidParameter> => {
-  if (level === undefined) return Effect.succeed(fallback)
-  const known = CAMPAIGN_LEVELS.find((name) => name === level)
-  return known === undefined
-    ? Effect.fail(invalidQuery("level", `Expected one of ${CAMPAIGN_LEVELS.join(", ")}, got ${JSON.stringify(level)}`))
-    : Effect.succeed(known)
-}
 
 const SCALE = 1_000_000n
 const toMicros = (decimal: string): bigint => {
@@ -113,7 +99,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           }))
 
       const prepare = Effect.fnUntraced(function*(profile: ProfileContext, query: CampaignsQueryInput, fallback: CampaignLevel = "campaign") {
-        const level = yield* parseLevel(query.level, fallback)
+        const level = query.level ?? fallback
         const facts = yield* factsOf(profile)
         const parsed = yield* parseQuery(query, facts.today)
         const scope: ReadScope = {
@@ -134,7 +120,8 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           reporting_currency: facts.reporting_currency,
           filters: parsed.filters,
           level,
-          range: { start: parsed.start, end: parsed.end, days: parsed.days }
+          range: { start: parsed.start, end: parsed.end, days: parsed.days },
+          as_of: facts.as_of
         }
         return { level, facts, scope, meta }
       })
@@ -258,7 +245,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         platformId: string,
         query: CampaignConversionsQueryInput
       ) {
-        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_CONVERSIONS_LIMIT, min: 1, max: MAX_CONVERSIONS_LIMIT })
+        const limit = query.limit ?? DEFAULT_CONVERSIONS_LIMIT
         let after: { readonly occurredAt: string; readonly id: string } | null = null
         if (query.cursor !== undefined) {
           const keyset = decodeCursor(query.cursor)
@@ -325,6 +312,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           reporting_currency: meta.reporting_currency,
           filters: meta.filters,
           range: meta.range,
+          as_of: meta.as_of,
           messaging_status: "not_synced" as const
         }
         if (!profile.attributionEnabled) {

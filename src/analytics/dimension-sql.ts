@@ -23,7 +23,11 @@ export const DIMENSION_SQL: Record<RollupDimension, string> = {
   country: "COALESCE(tch.country, '')",
   device: "COALESCE(tch.device, '')",
   browser: "COALESCE(tch.browser, '')",
-  os: "COALESCE(tch.os, '')"
+  os: "COALESCE(tch.os, '')",
+  // The tags as the link carried them (decision 0051): a newsletter or partner link has no platform id.
+  utm_campaign: "COALESCE(tch.payload -> 'utm' ->> 'utm_campaign', '')",
+  utm_source: "COALESCE(tch.payload -> 'utm' ->> 'utm_source', '')",
+  utm_medium: "COALESCE(tch.payload -> 'utm' ->> 'utm_medium', '')"
 }
 
 /**

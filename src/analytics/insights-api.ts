@@ -23,7 +23,7 @@ import {
   UtmRefresh
 } from "../../schema/analytics-insights.ts"
 import { RateLimitExceeded, wire } from "../../schema/errors.ts"
-import { analyticsErrors, profileRead } from "./policies.ts"
+import { analyticsErrors, profileRead, ROLLUP_FRESHNESS } from "./policies.ts"
 
 const errors = analyticsErrors
 const read = profileRead("analytics:read")
@@ -36,6 +36,7 @@ export const InsightsApi = HttpApiGroup.make("insights")
         OpenApi.Summary,
         "The six credit models side by side: conversions each credits, credited conversions (sum of shares) and credited cash revenue"
       )
+      .annotate(OpenApi.Description, ROLLUP_FRESHNESS)
       .annotateMerge(read),
     HttpApiEndpoint.get("adPeople", "/attribution/ad-people", { query: AdPeopleQuery, success: AdPeople, error: errors })
       .annotate(
@@ -50,9 +51,11 @@ export const InsightsApi = HttpApiGroup.make("insights")
       error: errors
     })
       .annotate(OpenApi.Summary, "The values of a dimension seen in the range, with their touch counts")
+      .annotate(OpenApi.Description, ROLLUP_FRESHNESS)
       .annotateMerge(read),
     HttpApiEndpoint.get("quality", "/quality", { query: QualityQuery, success: Quality, error: errors })
       .annotate(OpenApi.Summary, "Tracking data quality of the range: UTM and click-id presence, direct vs classified, unknown device and country")
+      .annotate(OpenApi.Description, ROLLUP_FRESHNESS)
       .annotateMerge(read),
     HttpApiEndpoint.get("adIds", "/quality/ad-ids", { query: AdIdsQuery, success: AdIdsQuality, error: errors })
       .annotate(OpenApi.Summary, "Campaign, ad set and ad ids carried by touches that the synced ad structure does not know; counts only")

@@ -7,25 +7,30 @@
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { RateLimiter } from "effect/persistence/RateLimiter"
 import {
-  AD_PEOPLE_GROUPS,
   type AdIdsQuality,
+  type AdIdsQuery,
   type AdPeople,
+  type AdPeopleQuery,
   type AttributionModels,
   type DimensionValues,
+  type DimensionValuesQuery,
+  type ModelsQuery,
   type Quality,
+  type QualityQuery,
   type QualityFigure,
   type RealtimeVisitors,
   type TouchList,
+  type TouchListQuery,
   type TouchListRow,
   type UtmRefresh,
   type UtmSummary
 } from "../../schema/analytics-insights.ts"
-import { BREAKDOWN_DIMENSIONS, type BreakdownDimension } from "../../schema/analytics.ts"
+import type { BreakdownDimension } from "../../schema/analytics.ts"
 import { JoinMethods, JourneyRowKinds } from "../../schema/customers.ts"
 import {
   type DatabaseUnavailable,
   type InvalidDateRange,
-  InvalidParameter,
+  type InvalidParameter,
   NotFound,
   type RateLimitExceeded
 } from "../../schema/errors.ts"
@@ -35,27 +40,15 @@ import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { type InsightScope, InsightsRepo, UTM_SCAN_WINDOW_DAYS } from "./insights-repo.ts"
 import { AnalyticsRepo } from "./repo.ts"
-import { type AnalyticsQueryInput, DEFAULT_BREAKDOWN_LIMIT, MAX_BREAKDOWN_LIMIT, parseQuery, roasOf } from "./service.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
+import { type AnalyticsQueryInput, DEFAULT_BREAKDOWN_LIMIT, parseQuery, roasOf } from "./service.ts"
+import { invalidQuery } from "../http/query.ts"
 
-export interface LimitedQueryInput extends AnalyticsQueryInput {
-  readonly limit?: string
-}
-export interface TouchListInput extends LimitedQueryInput {
-  readonly cursor?: string
-}
-export interface AdPeopleInput extends AnalyticsQueryInput {
-  readonly group_by?: string
-}
 
 /** UTM scans per hour per credential (the spec's own bucket). */
 export const UTM_SCANS_PER_HOUR = 6
 const UTM_WINDOW = Duration.hours(1)
 
 type ReadError = DatabaseUnavailable | InvalidParameter | InvalidDateRange | NotFound
-
-const limitOf = (raw: string | undefined) =>
-  integerParam("limit", raw, { fallback: DEFAULT_BREAKDOWN_LIMIT, min: 1, max: MAX_BREAKDOWN_LIMIT })
 
 const figure = (count: number, touches: number): QualityFigure => ({ count, share: roasOf(String(count), String(touches)) })
 
@@ -79,17 +72,17 @@ const ref = (externalId: string | null, name: string | null) =>
   externalId === null && name === null ? null : { external_id: externalId, name }
 
 export class InsightsService extends Context.Service<InsightsService, {
-  readonly models: (profile: ProfileContext, query: AnalyticsQueryInput) => Effect.Effect<AttributionModels, ReadError>
+  readonly models: (profile: ProfileContext, query: ModelsQuery) => Effect.Effect<AttributionModels, ReadError>
   readonly dimensionValues: (
     profile: ProfileContext,
-    dimension: string,
-    query: LimitedQueryInput
+    dimension: BreakdownDimension,
+    query: DimensionValuesQuery
   ) => Effect.Effect<DimensionValues, ReadError>
-  readonly quality: (profile: ProfileContext, query: AnalyticsQueryInput) => Effect.Effect<Quality, ReadError>
-  readonly touches: (profile: ProfileContext, query: TouchListInput) => Effect.Effect<TouchList, ReadError>
+  readonly quality: (profile: ProfileContext, query: QualityQuery) => Effect.Effect<Quality, ReadError>
+  readonly touches: (profile: ProfileContext, query: TouchListQuery) => Effect.Effect<TouchList, ReadError>
   readonly realtime: (profile: ProfileContext) => Effect.Effect<RealtimeVisitors, DatabaseUnavailable>
-  readonly adPeople: (profile: ProfileContext, query: AdPeopleInput) => Effect.Effect<AdPeople, ReadError>
-  readonly adIds: (profile: ProfileContext, query: LimitedQueryInput) => Effect.Effect<AdIdsQuality, ReadError>
+  readonly adPeople: (profile: ProfileContext, query: AdPeopleQuery) => Effect.Effect<AdPeople, ReadError>
+  readonly adIds: (profile: ProfileContext, query: AdIdsQuery) => Effect.Effect<AdIdsQuality, ReadError>
   /** `caller` names the credential whose bucket a scan takes from. */
   readonly refreshUtm: (profile: ProfileContext, caller: string) => Effect.Effect<UtmRefresh, DatabaseUnavailable | RateLimitExceeded>
 }>()("svc/InsightsService") {
@@ -125,10 +118,10 @@ export class InsightsService extends Context.Service<InsightsService, {
         return { facts, parsed, scope, meta }
       })
 
-      const models = Effect.fn("Insights.models")(function*(profile: ProfileContext, query: AnalyticsQueryInput) {
+      const models = Effect.fn("Insights.models")(function*(profile: ProfileContext, query: ModelsQuery) {
         const { facts, meta, parsed, scope } = yield* prepare(profile, query)
         const reporting = facts.reporting_currency
-        const head = { ...meta, currency: facts.currency, reporting_currency: reporting }
+        const head = { ...meta, as_of: facts.as_of, currency: facts.currency, reporting_currency: reporting }
         const empty = (model: typeof CreditModels[number]) => ({
           model,
           conversion_count: 0,
@@ -180,28 +173,21 @@ export class InsightsService extends Context.Service<InsightsService, {
 
       const dimensionValues = Effect.fn("Insights.dimensionValues")(function*(
         profile: ProfileContext,
-        dimensionParam: string,
-        query: LimitedQueryInput
+        dimension: BreakdownDimension,
+        query: DimensionValuesQuery
       ) {
-        const dimension: BreakdownDimension | undefined = BREAKDOWN_DIMENSIONS.find((name) => name === dimensionParam)
-        if (dimension === undefined) {
-          return yield* new InvalidParameter({
-            message: `path.dimension: Expected one of ${BREAKDOWN_DIMENSIONS.join(", ")}, got ${JSON.stringify(dimensionParam)}`,
-            reason: "invalid_parameter:dimension"
-          })
-        }
-        const limit = yield* limitOf(query.limit)
-        const { meta, scope } = yield* prepare(profile, query)
-        if (!profile.attributionEnabled) return { data: [], meta: { ...meta, dimension, rows_total: 0 } } satisfies DimensionValues
+        const limit = query.limit ?? DEFAULT_BREAKDOWN_LIMIT
+        const { facts, meta, scope } = yield* prepare(profile, query)
+        if (!profile.attributionEnabled) return { data: [], meta: { ...meta, as_of: facts.as_of, dimension, rows_total: 0 } } satisfies DimensionValues
         const rows = yield* repo.dimensionValues(scope, dimension)
         return {
           data: rows.slice(0, limit).map((row) => ({ value: row.value === "" ? null : row.value, touches: row.touches })),
-          meta: { ...meta, dimension, rows_total: rows.length }
+          meta: { ...meta, as_of: facts.as_of, dimension, rows_total: rows.length }
         } satisfies DimensionValues
       })
 
-      const quality = Effect.fn("Insights.quality")(function*(profile: ProfileContext, query: AnalyticsQueryInput) {
-        const { meta, scope } = yield* prepare(profile, query)
+      const quality = Effect.fn("Insights.quality")(function*(profile: ProfileContext, query: QualityQuery) {
+        const { facts, meta, scope } = yield* prepare(profile, query)
         const rolled = profile.attributionEnabled
           ? yield* repo.qualityRollup(scope)
           : { touches: 0, direct: 0, with_campaign_id: 0, with_ad_id: 0, unknown_country: 0, unknown_device: 0 }
@@ -219,12 +205,12 @@ export class InsightsService extends Context.Service<InsightsService, {
             unknown_country: figure(rolled.unknown_country, touches),
             unknown_device: figure(rolled.unknown_device, touches)
           },
-          meta
+          meta: { ...meta, as_of: facts.as_of }
         } satisfies Quality
       })
 
-      const touches = Effect.fn("Insights.touches")(function*(profile: ProfileContext, query: TouchListInput) {
-        const limit = yield* limitOf(query.limit)
+      const touches = Effect.fn("Insights.touches")(function*(profile: ProfileContext, query: TouchListQuery) {
+        const limit = query.limit ?? DEFAULT_BREAKDOWN_LIMIT
         let after: { readonly at: string; readonly id: string } | null = null
         if (query.cursor !== undefined) {
           const keyset = decodeCursor(query.cursor)
@@ -271,11 +257,8 @@ export class InsightsService extends Context.Service<InsightsService, {
         } satisfies RealtimeVisitors
       })
 
-      const adPeople = Effect.fn("Insights.adPeople")(function*(profile: ProfileContext, query: AdPeopleInput) {
-        const group = query.group_by === undefined ? "month" : AD_PEOPLE_GROUPS.find((name) => name === query.group_by)
-        if (group === undefined) {
-          return yield* invalidQuery("group_by", `Expected one of ${AD_PEOPLE_GROUPS.join(", ")}, got ${JSON.stringify(query.group_by)}`)
-        }
+      const adPeople = Effect.fn("Insights.adPeople")(function*(profile: ProfileContext, query: AdPeopleQuery) {
+        const group = query.group_by ?? "month"
         const { meta, scope } = yield* prepare(profile, query)
         const head = { ...meta, group_by: group }
         if (!profile.attributionEnabled) return { data: [], meta: head } satisfies AdPeople
@@ -298,8 +281,8 @@ export class InsightsService extends Context.Service<InsightsService, {
         } satisfies AdPeople
       })
 
-      const adIds = Effect.fn("Insights.adIds")(function*(profile: ProfileContext, query: LimitedQueryInput) {
-        const limit = yield* limitOf(query.limit)
+      const adIds = Effect.fn("Insights.adIds")(function*(profile: ProfileContext, query: AdIdsQuery) {
+        const limit = query.limit ?? DEFAULT_BREAKDOWN_LIMIT
         const { meta, scope } = yield* prepare(profile, query)
         if (!profile.attributionEnabled) return { data: [], meta: { ...meta, rows_total: 0 } } satisfies AdIdsQuality
         const rows = yield* repo.unknownAdIds(scope)

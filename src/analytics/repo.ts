@@ -20,13 +20,16 @@ export interface ProfileFacts {
   readonly reporting_currency: string | null
   /** Today in the profile's time zone. */
   readonly today: string
+  /** `meta.as_of`: read before the rollups, so it never claims more than the rows read show. */
+  readonly as_of: string
 }
 
 const ProfileFactsRow = Schema.Struct({
   time_zone: Schema.String,
   currency: Schema.NullOr(Schema.String),
   reporting_currency: Schema.NullOr(Schema.String),
-  today: Schema.String
+  today: Schema.String,
+  as_of: Schema.String
 })
 
 export interface ReadScope {
@@ -105,9 +108,14 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
 
       const range = (scope: ReadScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 
+      // as_of (decision 0051): a mark's marked_at is its writer's transaction start, so at or before
+      // the commit of the facts it stands for; a fact committed before the oldest pending mark was
+      // taken by a recompute that already committed. Truncated to milliseconds: never later.
       const profileFacts = (profileId: string) =>
         firstFacts(sql`
-          SELECT p.time_zone, p.currency, w.reporting_currency, (now() AT TIME ZONE p.time_zone)::date::text AS today
+          SELECT p.time_zone, p.currency, w.reporting_currency, (now() AT TIME ZONE p.time_zone)::date::text AS today,
+                 to_char(date_trunc('milliseconds', LEAST(now(), (SELECT min(d.marked_at) FROM analytics_dirty d WHERE d.profile_id = p.id)))
+                         AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS as_of
           FROM profiles p JOIN workspaces w ON w.id = p.workspace_id WHERE p.id = ${profileId}`)
 
       const measures = (scope: ReadScope, byDay: boolean) => {

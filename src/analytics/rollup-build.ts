@@ -13,9 +13,10 @@
  * 1e-6 (`numeric(20,6)`), products in units of 1e-16, as PostgreSQL's numeric would give them.
  */
 
-/** Dimensions in rollup order; the first four are also touch filters. */
+/** Dimensions in rollup order; the first four are also touch filters. The UTM tags are last (decision 0051). */
 export const ROLLUP_DIMENSIONS = [
-  "channel", "campaign", "ad_set", "ad", "referrer", "page", "keyword", "country", "device", "browser", "os"
+  "channel", "campaign", "ad_set", "ad", "referrer", "page", "keyword", "country", "device", "browser", "os",
+  "utm_campaign", "utm_source", "utm_medium"
 ] as const
 const LEVELS = ["campaign", "ad_set", "ad"] as const
 /** Index in ROLLUP_DIMENSIONS of each campaign level's id. */

@@ -5,41 +5,30 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import {
-  BREAKDOWN_DIMENSIONS,
+  type AnalyticsQuery,
   type BreakdownDimension,
   type Breakdown,
+  type BreakdownQuery,
+  DEFAULT_RANGE_DAYS,
+  MAX_RANGE_DAYS,
   type Overview,
   type OverviewPeriod,
   type Timeseries,
   TOUCH_FILTERS,
   type TouchFilter
 } from "../../schema/analytics.ts"
-import { type DatabaseUnavailable, InvalidDateRange, InvalidParameter, NotFound } from "../../schema/errors.ts"
-import { type CreditModel, CreditModels, isCalendarDate } from "../../schema/events.ts"
+import { type DatabaseUnavailable, InvalidDateRange, type InvalidParameter, NotFound } from "../../schema/errors.ts"
+import type { CreditModel } from "../../schema/events.ts"
 import type { ProfileContext } from "../http/auth.ts"
 import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "./repo.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
+import { invalidQuery } from "../http/query.ts"
 
-export const MAX_RANGE_DAYS = 366
-export const DEFAULT_RANGE_DAYS = 30
+export { DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS }
 export const DEFAULT_BREAKDOWN_LIMIT = 50
-export const MAX_BREAKDOWN_LIMIT = 200
 
-export interface AnalyticsQueryInput {
-  readonly start?: string
-  readonly end?: string
-  readonly days?: string
-  readonly model?: string
-  readonly channel?: string
-  readonly campaign?: string
-  readonly ad_set?: string
-  readonly ad?: string
-  readonly conversion_key?: string
-}
-
-export interface BreakdownQueryInput extends AnalyticsQueryInput {
-  readonly limit?: string
-}
+/** The common parameters, decoded by the contract (`AnalyticsQuery`). */
+export type AnalyticsQueryInput = AnalyticsQuery
+export type BreakdownQueryInput = BreakdownQuery
 
 type ReadError = DatabaseUnavailable | InvalidParameter | InvalidDateRange | NotFound
 
@@ -60,18 +49,13 @@ interface Parsed {
   readonly filters: Overview["data"]["filters"]
 }
 
-/** The common parameters, checked in a fixed order; `today` is the profile's. */
+/**
+ * The rules across the common parameters (each one alone was decoded by the contract), in a
+ * fixed order; `today` is the profile's.
+ */
 export const parseQuery = (query: AnalyticsQueryInput, today: string): Effect.Effect<Parsed, InvalidParameter | InvalidDateRange> =>
   Effect.gen(function*() {
-    let model: CreditModel = "last_touch"
-    if (query.model !== undefined) {
-      const known = CreditModels.find((name) => name === query.model)
-      if (known === undefined) return yield* invalidQuery("model", `Expected one of ${CreditModels.join(", ")}, got ${JSON.stringify(query.model)}`)
-      model = known
-    }
-    for (const name of [...TOUCH_FILTERS, "conversion_key"] as const) {
-      if (query[name] !== undefined && query[name].trim() === "") return yield* invalidQuery(name, "must not be empty")
-    }
+    const model: CreditModel = query.model ?? "last_touch"
     const given = TOUCH_FILTERS.filter((name) => query[name] !== undefined)
     const second = given[1]
     if (second !== undefined) {
@@ -84,19 +68,10 @@ export const parseQuery = (query: AnalyticsQueryInput, today: string): Effect.Ef
     let end: string
     if (query.days !== undefined) {
       if (query.start !== undefined || query.end !== undefined) return yield* invalidQuery("days", "not with start or end")
-      if (!/^\d{1,6}$/.test(query.days) || Number(query.days) < 1) {
-        return yield* invalidQuery("days", `Expected a whole number of days from 1 to ${MAX_RANGE_DAYS}, got ${JSON.stringify(query.days)}`)
-      }
-      const days = Number(query.days)
-      if (days > MAX_RANGE_DAYS) return yield* badRange(`query.days: at most ${MAX_RANGE_DAYS} days, got ${days}`)
       end = today
-      start = addDays(today, 1 - days)
+      start = addDays(today, 1 - query.days)
     } else if (query.start !== undefined || query.end !== undefined) {
       if (query.start === undefined) return yield* badRange("query.end: needs start")
-      if (!isCalendarDate(query.start)) return yield* badRange(`query.start: not a calendar date (YYYY-MM-DD): ${JSON.stringify(query.start)}`)
-      if (query.end !== undefined && !isCalendarDate(query.end)) {
-        return yield* badRange(`query.end: not a calendar date (YYYY-MM-DD): ${JSON.stringify(query.end)}`)
-      }
       start = query.start
       end = query.end ?? today
       if (dayNumber(start) > dayNumber(end)) return yield* badRange(`start (${start}) is after end (${end})`)
@@ -149,7 +124,7 @@ const reasonFor = (target: string | null, profileCurrency: string | null) =>
 export class AnalyticsService extends Context.Service<AnalyticsService, {
   readonly overview: (profile: ProfileContext, query: AnalyticsQueryInput) => Effect.Effect<Overview, ReadError>
   readonly timeseries: (profile: ProfileContext, query: AnalyticsQueryInput) => Effect.Effect<Timeseries, ReadError>
-  readonly breakdown: (profile: ProfileContext, dimension: string, query: BreakdownQueryInput) => Effect.Effect<Breakdown, ReadError>
+  readonly breakdown: (profile: ProfileContext, dimension: BreakdownDimension, query: BreakdownQueryInput) => Effect.Effect<Breakdown, ReadError>
 }>()("svc/AnalyticsService") {
   static readonly layer = Layer.effect(AnalyticsService)(
     Effect.gen(function*() {
@@ -248,13 +223,15 @@ export class AnalyticsService extends Context.Service<AnalyticsService, {
               spend_measured: false,
               current: emptyPeriod(facts, parsed.start, parsed.end),
               previous: emptyPeriod(facts, previousStart, previousEnd)
-            }
+            },
+            meta: { as_of: facts.as_of }
           } satisfies Overview
         }
         const current = yield* period(scopeOf(profile, facts, parsed, parsed.start, parsed.end), facts)
         const previous = yield* period(scopeOf(profile, facts, parsed, previousStart, previousEnd), facts)
         return {
-          data: { ...meta(facts, parsed), spend_measured: current.spend !== null || previous.spend !== null, current, previous }
+          data: { ...meta(facts, parsed), spend_measured: current.spend !== null || previous.spend !== null, current, previous },
+          meta: { as_of: facts.as_of }
         } satisfies Overview
       })
 
@@ -262,7 +239,7 @@ export class AnalyticsService extends Context.Service<AnalyticsService, {
         const facts = yield* factsOf(profile)
         const parsed = yield* parseQuery(query, facts.today)
         const range = { start: parsed.start, end: parsed.end, days: parsed.days }
-        const head = { ...meta(facts, parsed), granularity: "day" as const, range }
+        const head = { ...meta(facts, parsed), granularity: "day" as const, range, as_of: facts.as_of }
         if (!profile.attributionEnabled) {
           return {
             data: [],
@@ -310,20 +287,13 @@ export class AnalyticsService extends Context.Service<AnalyticsService, {
 
       const breakdown = Effect.fn("Analytics.breakdown")(function*(
         profile: ProfileContext,
-        dimensionParam: string,
+        dimension: BreakdownDimension,
         query: BreakdownQueryInput
       ) {
-        const dimension: BreakdownDimension | undefined = BREAKDOWN_DIMENSIONS.find((name) => name === dimensionParam)
-        if (dimension === undefined) {
-          return yield* new InvalidParameter({
-            message: `path.dimension: Expected one of ${BREAKDOWN_DIMENSIONS.join(", ")}, got ${JSON.stringify(dimensionParam)}`,
-            reason: "invalid_parameter:dimension"
-          })
-        }
-        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_BREAKDOWN_LIMIT, min: 1, max: MAX_BREAKDOWN_LIMIT })
+        const limit = query.limit ?? DEFAULT_BREAKDOWN_LIMIT
         const facts = yield* factsOf(profile)
         const parsed = yield* parseQuery(query, facts.today)
-        const head = { ...meta(facts, parsed), dimension, range: { start: parsed.start, end: parsed.end, days: parsed.days } }
+        const head = { ...meta(facts, parsed), dimension, range: { start: parsed.start, end: parsed.end, days: parsed.days }, as_of: facts.as_of }
         if (!profile.attributionEnabled) {
           return { data: [], meta: { ...head, rows_total: 0, unavailable_reason: null, reporting_unavailable_reason: null } } satisfies Breakdown
         }

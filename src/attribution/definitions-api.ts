@@ -18,7 +18,7 @@ import {
   UpsertGoalDefinition
 } from "../../schema/attribution.ts"
 import { PageQuery } from "../../schema/common.ts"
-import { DatabaseUnavailable, NotFound, ValidationError, wire } from "../../schema/errors.ts"
+import { DatabaseUnavailable, NotFound, ValidationError, wire, wireUnprocessable } from "../../schema/errors.ts"
 import { type OperationPolicy, policy } from "../http/policy.ts"
 
 const profileCredentials: OperationPolicy["auth"] = ["api_key", "user_token", "session"]
@@ -92,7 +92,7 @@ export const DefinitionsApi = HttpApiGroup.make("definitions")
     HttpApiEndpoint.put("putOutcomeDefinitions", "/profile/outcome-definitions", {
       payload: PutOutcomeDefinitions,
       success: OutcomeDefinitionsReplaced,
-      error: writeErrors
+      error: [...writeErrors, wireUnprocessable]
     })
       .annotate(OpenApi.Summary, "Replace the profile's definitions (unlisted ones are removed); 422 for an unknown stage event_key")
       .annotateMerge(write("none")),
@@ -100,7 +100,7 @@ export const DefinitionsApi = HttpApiGroup.make("definitions")
       params: id,
       payload: PatchOutcomeDefinition,
       success: DefinitionBody,
-      error: [...writeErrors, wire(NotFound)]
+      error: [...writeErrors, wireUnprocessable, wire(NotFound)]
     })
       .annotate(OpenApi.Summary, "Set a pipeline-stage definition's event_key (one of outcomes[].key, else 422); idempotent")
       .annotateMerge(gatedWrite)

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Scope } from "../../schema/scopes.ts"
 import type { Keyset } from "../http/pagination.ts"
-import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 export const KeyRow = Schema.Struct({
@@ -186,7 +186,7 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
         hasSuccessor: (keyId) => orDatabaseUnavailable(hasSuccessor(keyId)),
         expireIn: (keyId, hours) => orDatabaseUnavailable(expireIn(keyId, hours)),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   )

@@ -147,6 +147,18 @@ export class Sessions extends Context.Service<Sessions, {
     sessionId: string,
     token: string | undefined
   ) => Effect.Effect<Option.Option<boolean>, DatabaseUnavailable>
+  /**
+   * A session for the person opened by the service itself (the operator's quickstart acts as
+   * the person through it), with no cookie ever issued; revoke it with `revokeAllOf` or `close`.
+   */
+  readonly openFor: (
+    actor: PrincipalShape,
+    userId: string
+  ) => Effect.Effect<Extract<PrincipalShape, { readonly kind: "session" }>, DatabaseUnavailable>
+  /** Revokes one session (audited). */
+  readonly close: (actor: PrincipalShape, sessionId: string) => Effect.Effect<void, DatabaseUnavailable>
+  /** Revokes every live session of the person (a password change); answers how many. */
+  readonly revokeAllOf: (actor: PrincipalShape, userId: string) => Effect.Effect<number, DatabaseUnavailable>
   /** Mints an MCP user token for the signed-in person (audited). */
   readonly mintMcpToken: (
     principal: PrincipalShape,
@@ -251,6 +263,42 @@ export class Sessions extends Context.Service<Sessions, {
         yield* credentials.forget
       })
 
+      const openFor = Effect.fn("Sessions.openFor")(function*(actor: PrincipalShape, userId: string) {
+        const sessionId = crypto.randomUUID()
+        yield* transaction(Effect.gen(function*() {
+          // Random digests: no cookie or CSRF token exists for this session, so none can match.
+          yield* orDatabaseUnavailable(sql`
+            INSERT INTO sessions (id, user_id, secret_hash, csrf_token_hash, expires_at)
+            VALUES (${sessionId}, ${userId}, ${secretDigest(mintSecret(CredentialPrefix.session))},
+                    ${secretDigest(randomBase62(43))}, now() + interval '10 minutes')`)
+          yield* audit.record({ actor, action: "session.created", targetKind: "session", targetId: sessionId, details: { internal: true } })
+        }))
+        return { kind: "session" as const, userId, sessionId }
+      })
+
+      const close = Effect.fn("Sessions.close")(function*(actor: PrincipalShape, sessionId: string) {
+        yield* transaction(Effect.gen(function*() {
+          yield* orDatabaseUnavailable(sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`)
+          yield* audit.record({ actor, action: "session.revoked", targetKind: "session", targetId: sessionId })
+        }))
+        yield* credentials.forget
+      })
+
+      const revokeAllOf = Effect.fn("Sessions.revokeAllOf")(function*(actor: PrincipalShape, userId: string) {
+        const revoked = yield* transaction(Effect.gen(function*() {
+          const rows = yield* orDatabaseUnavailable(sql<{ id: string }>`
+            UPDATE sessions SET revoked_at = now()
+            WHERE user_id = ${userId} AND revoked_at IS NULL AND expires_at > now()
+            RETURNING id`)
+          for (const row of rows) {
+            yield* audit.record({ actor, action: "session.revoked", targetKind: "session", targetId: row.id, details: { reason: "password_changed" } })
+          }
+          return rows.length
+        }))
+        yield* credentials.forget
+        return revoked
+      })
+
       const csrfMatches = Effect.fn("Sessions.csrfMatches")(function*(sessionId: string, token: string | undefined) {
         const row = yield* orDatabaseUnavailable(firstCsrf(sql`
           SELECT csrf_token_hash FROM sessions
@@ -271,7 +319,7 @@ export class Sessions extends Context.Service<Sessions, {
         }))
       })
 
-      return { login, logout, csrfMatches, mintMcpToken }
+      return { login, logout, openFor, close, revokeAllOf, csrfMatches, mintMcpToken }
     })
   ).pipe(Layer.provide(AuditLog.layer))
 }

@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { CreditModel } from "../../schema/events.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { liveCustomerByKey } from "./live-by-key.ts"
 import { lockCustomers } from "./lock.ts"
@@ -493,7 +493,7 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
         erasureById: (profileId, id) => orDatabaseUnavailable(erasureById(profileId, id)),
         claimErasure: (row) => orDatabaseUnavailable(claimErasure(row)),
         erase: (erasureId, ids) => orDatabaseUnavailable(erase(erasureId, ids)),
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   )

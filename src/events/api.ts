@@ -50,6 +50,13 @@ export const EventsApi = HttpApiGroup.make("events")
         OpenApi.Summary,
         "Record a server-side outcome event; idempotent on the body's idempotency_key (the same key answers the same outcome)"
       )
+      .annotate(
+        OpenApi.Description,
+        "An event becomes a conversion only when a conversion definition of the profile lists its `event_name`. When none " +
+          "does, the answer is still 200 with `conversion_id: null` and `meta.warnings: [{code: \"no_conversion_definition\", " +
+          "message}]`; a later definition does not turn it into a conversion. `meta` is absent when there is no warning. " +
+          "Analytics reads count the conversion a few seconds later (their `meta.as_of`)."
+      )
       .annotateMerge(policy({
         scopes: ["events:write"],
         auth: [...principals],

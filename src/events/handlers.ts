@@ -21,7 +21,7 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", (handlers) =>
           const literal = typeof payload.properties?.value === "number"
             ? yield* Effect.map(Effect.orDie(request.text), rawValueLiteral)
             : Option.none<string>()
-          return { data: yield* events.ingest(profile, payload, literal) }
+          return yield* events.ingest(profile, payload, literal)
         }),
       retractEvent: ({ payload }) =>
         Effect.gen(function*() {

@@ -8,7 +8,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { type DatabaseUnavailable, HealthcareScopeForbidden, InvalidParameter } from "../../schema/errors.ts"
-import type { OutcomeRecordedEvent } from "../../schema/events.ts"
+import { DEFAULT_REPLAY_PAGE, type OutcomeRecordedEvent, type OutcomeReplayQuery } from "../../schema/events.ts"
 import { isHealthcareFamily } from "../../schema/scopes.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
@@ -17,11 +17,10 @@ import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { OUTCOME_RECORDED } from "./recorder.ts"
 import { EventsRepo } from "./repo.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
+import { invalidQuery } from "../http/query.ts"
 
 export const REPLAY_WINDOW_DAYS = 90
-export const MAX_REPLAY_PAGE = 200
-export const DEFAULT_REPLAY_PAGE = 100
+export { DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE } from "../../schema/events.ts"
 /**
  * Rows newer than this are not answered yet: a transaction that began earlier may still commit
  * rows stamped before them, and a cursor must never pass over a row that appears later.
@@ -56,7 +55,7 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
   readonly list: (
     principal: PrincipalShape,
     profile: ProfileContext,
-    query: { readonly cursor?: string; readonly limit?: string }
+    query: OutcomeReplayQuery
   ) => Effect.Effect<
     { readonly data: ReadonlyArray<OutcomeRecordedEvent>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
     DatabaseUnavailable | InvalidParameter | HealthcareScopeForbidden
@@ -72,9 +71,9 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
       const list = Effect.fn("Events.replayOutcomes")(function*(
         principal: PrincipalShape,
         profile: ProfileContext,
-        query: { readonly cursor?: string; readonly limit?: string }
+        query: OutcomeReplayQuery
       ) {
-        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_REPLAY_PAGE, min: 1, max: MAX_REPLAY_PAGE })
+        const limit = query.limit ?? DEFAULT_REPLAY_PAGE
         let after = Option.none<{ readonly at: string; readonly id: string }>()
         if (query.cursor !== undefined && query.cursor !== "") {
           const keyset = decodeCursor(query.cursor)

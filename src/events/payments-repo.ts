@@ -6,7 +6,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { CreditModel } from "../../schema/events.ts"
 import type { PaymentStatus } from "../../schema/payments.ts"
 import { lockProfileAttribution } from "../attribution/replay-queue.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
 import { lockCustomers } from "../customers/lock.ts"
@@ -360,7 +360,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         paymentDefinition: (profileId) => orDatabaseUnavailable(paymentDefinition(profileId)),
         createCardgwDefinition: (profileId) => orDatabaseUnavailable(createCardgwDefinition(profileId)),
         lockAttribution: (profileId) => orDatabaseUnavailable(Effect.asVoid(lockProfileAttribution(sql, profileId))),
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   )

@@ -21,15 +21,16 @@ import {
   NotFound,
   ValidationError
 } from "../../schema/errors.ts"
-import { type CreditModel, CreditModels, isIsoDateTime } from "../../schema/events.ts"
+import { type CreditModel, isIsoDateTime } from "../../schema/events.ts"
 import {
   type CardgwPayment,
   type CardgwRecorded,
   type Payment,
   type PaymentActionResult,
+  type LinkageQuery,
   type PaymentLinkage,
-  type PaymentStatus,
-  PaymentStatuses
+  type PaymentsQuery,
+  type PaymentStatus
 } from "../../schema/payments.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
@@ -53,30 +54,16 @@ import { canonicalJson, sha256 } from "../platform/json.ts"
 import { CARDGW_KEY_PREFIX, EventsService, parseBound } from "./service.ts"
 import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
+import { invalidQuery } from "../http/query.ts"
 
-export const MAX_PAYMENTS_PAGE = 200
+export { MAX_PAYMENTS_PAGE } from "../../schema/payments.ts"
 
 /** Card-gateway payments: the event's `source` and the outbox's `data.provider`. */
 export const CARDGW_ORIGIN: OutcomeOrigin = { source: "cardgw", provider: "cardgw" }
 
-export interface PaymentsQueryInput {
-  readonly limit?: string
-  readonly cursor?: string
-  readonly customer_key?: string
-  readonly start?: string
-  readonly end?: string
-  readonly status?: string
-}
-
-export interface LinkageQueryInput {
-  readonly limit?: string
-  readonly cursor?: string
-  readonly customer_key?: string
-  readonly start?: string
-  readonly end?: string
-  readonly model?: string
-}
+/** The lists' parameters, decoded by the contract (`PaymentsQuery`, `LinkageQuery`). */
+export type PaymentsQueryInput = PaymentsQuery
+export type LinkageQueryInput = LinkageQuery
 
 export interface Paged<A> {
   readonly data: ReadonlyArray<A>
@@ -154,8 +141,6 @@ const renderLinkage = (row: LinkageRow, model: CreditModel): PaymentLinkage => {
   }
 }
 
-const parseLimit = (raw: string | undefined) => integerParam("limit", raw, { fallback: DEFAULT_PAGE_SIZE, min: 1, max: MAX_PAYMENTS_PAGE })
-
 const parseCursor = (raw: string | undefined) => {
   if (raw === undefined || raw === "") return Effect.succeed(Option.none<PaymentKeyset>())
   const keyset = decodeCursor(raw)
@@ -165,23 +150,15 @@ const parseCursor = (raw: string | undefined) => {
   return Effect.succeed(Option.some({ occurredAt: keyset.value.createdAt, id: keyset.value.id }))
 }
 
+/** The filters of a list; each parameter was decoded by the contract, `start` before `end` is checked here. */
 const parseFilters = Effect.fn("Payments.parseFilters")(function*(
-  query: { readonly customer_key?: string; readonly start?: string; readonly end?: string; readonly status?: string }
+  query: { readonly customer_key?: string; readonly start?: string; readonly end?: string; readonly status?: PaymentStatus }
 ) {
   const filters: { -readonly [K in keyof PaymentFilters]: PaymentFilters[K] } = {}
-  if (query.customer_key !== undefined) {
-    if (query.customer_key === "") return yield* invalidQuery("customer_key", "must not be empty")
-    filters.customerKey = query.customer_key
-  }
-  if (query.status !== undefined) {
-    const status: PaymentStatus | undefined = PaymentStatuses.find((name) => name === query.status)
-    if (status === undefined) {
-      return yield* invalidQuery("status", `Expected one of ${PaymentStatuses.join(", ")}, got ${JSON.stringify(query.status)}`)
-    }
-    filters.status = status
-  }
-  if (query.start !== undefined) filters.start = (yield* parseBound("start", query.start)).at
-  if (query.end !== undefined) filters.end = yield* parseBound("end", query.end)
+  if (query.customer_key !== undefined) filters.customerKey = query.customer_key
+  if (query.status !== undefined) filters.status = query.status
+  if (query.start !== undefined) filters.start = parseBound("start", query.start).at
+  if (query.end !== undefined) filters.end = parseBound("end", query.end)
   if (filters.start !== undefined && filters.end !== undefined) {
     const start = Date.parse(filters.start)
     const end = Date.parse(filters.end.at)
@@ -348,7 +325,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         })
 
       const list = Effect.fn("Payments.list")(function*(profile: ProfileContext, query: PaymentsQueryInput) {
-        const limit = yield* parseLimit(query.limit)
+        const limit = query.limit ?? DEFAULT_PAGE_SIZE
         const filters = yield* parseFilters(query)
         const after = yield* parseCursor(query.cursor)
         // The connect-broker tier reads empty (decision 0026).
@@ -489,15 +466,8 @@ export class PaymentsService extends Context.Service<PaymentsService, {
       })
 
       const linkage = Effect.fn("Payments.linkage")(function*(profile: ProfileContext, query: LinkageQueryInput) {
-        const limit = yield* parseLimit(query.limit)
-        let model: CreditModel = "last_touch"
-        if (query.model !== undefined) {
-          const known = CreditModels.find((name) => name === query.model)
-          if (known === undefined) {
-            return yield* invalidQuery("model", `Expected one of ${CreditModels.join(", ")}, got ${JSON.stringify(query.model)}`)
-          }
-          model = known
-        }
+        const limit = query.limit ?? DEFAULT_PAGE_SIZE
+        const model: CreditModel = query.model ?? "last_touch"
         const filters = yield* parseFilters({
           ...(query.customer_key === undefined ? {} : { customer_key: query.customer_key }),
           ...(query.start === undefined ? {} : { start: query.start }),

@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { enqueueReplay } from "../attribution/replay-queue.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { proposeMerges } from "../identity/proposer.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
@@ -559,7 +559,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         queueReplay: (profileId, reason) => orDatabaseUnavailable(Effect.asVoid(enqueueReplay(sql, profileId, reason))),
         listConversions: (profileId, filters, limit, after) =>
           orDatabaseUnavailable(listConversions(profileId, filters, limit, after)),
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   )

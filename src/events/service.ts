@@ -17,9 +17,10 @@ import {
 } from "../../schema/errors.ts"
 import {
   type Conversion,
+  type ConversionsQuery,
   type CreditModel,
-  CreditModels,
   type IngestEvent,
+  type IngestedEvent,
   isCalendarDate,
   isIsoDateTime,
   type Retraction
@@ -34,19 +35,12 @@ import { normalizeEmail, normalizePhone } from "../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../platform/json.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { checkSubjectRef } from "./subject-ref.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
+import { invalidQuery } from "../http/query.ts"
 
-export const MAX_CONVERSIONS_PAGE = 200
+export { MAX_CONVERSIONS_PAGE } from "../../schema/events.ts"
 
-export interface ConversionsQueryInput {
-  readonly limit?: string
-  readonly cursor?: string
-  readonly customer_key?: string
-  readonly conversion_key?: string
-  readonly start?: string
-  readonly end?: string
-  readonly model?: string
-}
+/** The list's parameters, decoded by the contract (`ConversionsQuery`). */
+export type ConversionsQueryInput = ConversionsQuery
 
 export interface ConversionsPage {
   readonly data: ReadonlyArray<Conversion>
@@ -158,17 +152,25 @@ const requestHash = (checked: CheckedEvent) =>
     click_ids: checked.clickIds
   }))
 
-/** `start` / `end` of the list: a date (whole UTC day) or a date-time with an offset. */
-export const parseBound = (name: "start" | "end", raw: string) => {
-  if (isCalendarDate(raw)) {
-    if (name === "start") return Effect.succeed({ at: `${raw}T00:00:00Z`, inclusive: true })
-    const next = new Date(`${raw}T00:00:00Z`)
-    next.setUTCDate(next.getUTCDate() + 1)
-    return Effect.succeed({ at: next.toISOString(), inclusive: false })
-  }
-  if (isIsoDateTime(raw)) return Effect.succeed({ at: raw, inclusive: true })
-  return Effect.fail(invalidQuery(name, "Expected an ISO 8601 date (2026-11-21) or date-time with an offset (2026-11-21T14:20:00Z)"))
+/**
+ * `start` / `end` of a list, already decoded (`DateOrDateTimeParam`): a date is its whole UTC
+ * day, a date-time that instant.
+ */
+export const parseBound = (name: "start" | "end", raw: string): { readonly at: string; readonly inclusive: boolean } => {
+  if (!isCalendarDate(raw)) return { at: raw, inclusive: true }
+  if (name === "start") return { at: `${raw}T00:00:00Z`, inclusive: true }
+  const next = new Date(`${raw}T00:00:00Z`)
+  next.setUTCDate(next.getUTCDate() + 1)
+  return { at: next.toISOString(), inclusive: false }
 }
+
+/** A 200 that counts as nothing is the newcomer's silent failure: say so, and that it is final for this event. */
+const noDefinitionWarning = (eventName: string) => ({
+  code: "no_conversion_definition" as const,
+  message: `No conversion definition of this profile lists event_name ${JSON.stringify(eventName)}: the event was recorded ` +
+    "but is no conversion, and it will not become one when a definition lists the name later (replays do not re-derive " +
+    "conversions). Create the definition first: POST /api/v1/goals/definitions with event_names, or PUT /api/v1/profile/outcome-definitions."
+})
 
 export class EventsService extends Context.Service<EventsService, {
   /**
@@ -179,7 +181,7 @@ export class EventsService extends Context.Service<EventsService, {
     profile: ProfileContext,
     input: IngestEvent,
     valueLiteral: Option.Option<string>
-  ) => Effect.Effect<Ingested, DatabaseUnavailable | ValidationError | InvalidParameter | RecordError>
+  ) => Effect.Effect<IngestedEvent, DatabaseUnavailable | ValidationError | InvalidParameter | RecordError>
   /**
    * Records an outcome already checked and normalised, idempotent on its key with `requestHash`
    * saying what "the same request" is: the ingest transaction shared by POST /api/v1/events and
@@ -215,7 +217,8 @@ export class EventsService extends Context.Service<EventsService, {
         valueLiteral: Option.Option<string>
       ) {
         const checked = yield* checkEvent(input, valueLiteral, box.keyedHash)
-        return yield* recorder.record(profile, checked, requestHash(checked), API_ORIGIN)
+        const data = yield* recorder.record(profile, checked, requestHash(checked), API_ORIGIN)
+        return data.conversion_id !== null ? { data } : { data, meta: { warnings: [noDefinitionWarning(input.event_name)] } }
       })
 
       const retract = Effect.fn("Events.retract")(function*(
@@ -272,25 +275,13 @@ export class EventsService extends Context.Service<EventsService, {
         profile: ProfileContext,
         query: ConversionsQueryInput
       ) {
-        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_PAGE_SIZE, min: 1, max: MAX_CONVERSIONS_PAGE })
-        let model: CreditModel = "last_touch"
-        if (query.model !== undefined) {
-          const known = CreditModels.find((name) => name === query.model)
-          if (known === undefined) {
-            return yield* invalidQuery("model", `Expected one of ${CreditModels.join(", ")}, got ${JSON.stringify(query.model)}`)
-          }
-          model = known
-        }
+        const limit = query.limit ?? DEFAULT_PAGE_SIZE
+        const model: CreditModel = query.model ?? "last_touch"
         const filters: { -readonly [K in keyof ConversionFilters]: ConversionFilters[K] } = {}
-        for (const name of ["customer_key", "conversion_key"] as const) {
-          const value = query[name]
-          if (value === undefined) continue
-          if (value === "") return yield* invalidQuery(name, "must not be empty")
-          if (name === "customer_key") filters.customerKey = value
-          else filters.conversionKey = value
-        }
-        if (query.start !== undefined) filters.start = (yield* parseBound("start", query.start)).at
-        if (query.end !== undefined) filters.end = yield* parseBound("end", query.end)
+        if (query.customer_key !== undefined) filters.customerKey = query.customer_key
+        if (query.conversion_key !== undefined) filters.conversionKey = query.conversion_key
+        if (query.start !== undefined) filters.start = parseBound("start", query.start).at
+        if (query.end !== undefined) filters.end = parseBound("end", query.end)
         if (filters.start !== undefined && filters.end !== undefined) {
           const start = Date.parse(filters.start)
           const end = Date.parse(filters.end.at)

@@ -12,6 +12,8 @@ import { AttributionApi } from "../attribution/api.ts"
 import { DefinitionsApi } from "../attribution/definitions-api.ts"
 import { ApiKeysApi } from "../auth/api-keys-api.ts"
 import { MeApi } from "../auth/me-api.ts"
+import { OnboardingApi } from "../onboarding/api.ts"
+import { PasswordPagesApi, PasswordsApi, PeopleAdminApi } from "../people/api.ts"
 import { Csrf, SessionsApi } from "../auth/sessions-api.ts"
 import { ConnectionsApi } from "../connections/api.ts"
 import { DpaApi } from "../dpa/api.ts"
@@ -48,6 +50,9 @@ export const Api = HttpApi.make("svc")
   .add(WorkspacesApi)
   .add(MeApi)
   .add(SessionsApi)
+  .add(PasswordsApi)
+  .add(PeopleAdminApi)
+  .add(OnboardingApi)
   .add(DpaApi)
   .add(TrackingApi)
   .add(TrackingSetupApi)
@@ -76,8 +81,14 @@ export const Api = HttpApi.make("svc")
   .add(OAuthApi)
   // The agent OAuth surface answers the OAuth error format or HTML too (decision 0023).
   .add(McpOAuthApi)
+  // The set-password page of a one-time link: HTML, public (decision 0053).
+  .add(PasswordPagesApi)
   // The web tracker's collector: public, the tracking key in the body (decision 0031).
   .add(CollectorApi)
+  // A body key no schema names is refused (400 naming it), as the published description's
+  // `additionalProperties: false` says; objects that take other keys say so in their schema
+  // (`openObject`, decision 0048). Bodies only: query strings and headers keep their defaults.
+  .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error" })
   .annotate(OpenApi.Title, "Attribution Service API")
   .annotate(OpenApi.Version, VERSION)
   .annotate(

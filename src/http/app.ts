@@ -64,6 +64,10 @@ import { RpcLive } from "../rpc/server.ts"
 import { Health } from "../ops/service.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
 import { DeprecationLayer } from "../versioning/middleware.ts"
+import { OnboardingHandlers } from "../onboarding/handlers.ts"
+import { Quickstart } from "../onboarding/service.ts"
+import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
+import { People } from "../people/service.ts"
 import { Api } from "./api.ts"
 import { AuthenticationLayer } from "./auth.ts"
 import { DocsRoutes } from "./docs.ts"
@@ -73,7 +77,10 @@ import { SchemaErrorsLayer } from "./schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, IdentityRepairHandlers, LinkTokensHandlers, AnalyticsHandlers, CampaignsHandlers, InsightsHandlers]),
+  Layer.provide([PeopleAdminHandlers, PasswordsHandlers, PasswordPagesHandlers, OnboardingHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
+  // Built on the domain services below (decision 0053).
+  Layer.provide(Quickstart.layer.pipe(Layer.provideMerge(People.layer))),
   Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, OutcomeReplay.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, IdentityRepair.layer, LinkTokens.layer, AnalyticsService.layer, CampaignsService.layer, InsightsService.layer])
 )
 

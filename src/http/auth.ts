@@ -25,9 +25,12 @@ import { type ProfileMembership, scopesOfMembership } from "../../schema/members
 import { parseBasicCredentials } from "../auth/basic-credentials.ts"
 import { CredentialPrefix } from "../auth/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
+import { CurrentRequestAccess } from "../platform/request-id.ts"
+import { DataDirLock } from "../platform/data-dir-lock.ts"
 import { consumeBucket, fixedWindowConsumeOf, rateLimitExceeded } from "../platform/rate-limit.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { type CredentialKind, type OperationPolicy, Policy, PUBLIC } from "./policy.ts"
+import { peerAddressOf } from "./request-info.ts"
 
 /** The profile a profile-grain request acts on, as the middleware resolved it. */
 export interface ProfileContext {
@@ -138,6 +141,8 @@ export interface CredentialStoreShape {
 /** Resolves presented credentials; the database-backed implementation is src/auth/credential-store.ts. */
 export class CredentialStore extends Context.Service<CredentialStore, CredentialStoreShape>()("svc/CredentialStore") {}
 
+const isLoopback = (address: string) => address === "::1" || address.startsWith("127.")
+
 const ANONYMOUS: PrincipalShape = { kind: "anonymous" }
 const OPERATOR: Effect.Effect<Option.Option<PrincipalShape>> = Effect.succeed(Option.some({ kind: "operator" }))
 const NO_PRINCIPAL: Effect.Effect<Option.Option<PrincipalShape>> = Effect.succeed(Option.none())
@@ -183,6 +188,15 @@ const presentedCredential = (request: HttpServerRequest.HttpServerRequest): Pres
 const noSuchProfile = () => new NotFound({ message: "No such profile." })
 
 const unauthorized = (message = "Missing, invalid, expired or revoked credential.") => new Unauthorized({ message })
+
+/** An operator route on a service started without `SVC_ADMIN_TOKEN`: no credential can pass, so say why and how to change it. */
+const operatorAccessOff = () =>
+  new Unauthorized({
+    message: "Operator access over HTTP is off: this service was started without SVC_ADMIN_TOKEN. To turn it on, set " +
+      "SVC_ADMIN_TOKEN to a long random secret (for example `openssl rand -hex 32`), restart the service and send it as " +
+      "`Authorization: Bearer <SVC_ADMIN_TOKEN>`.",
+    reason: "operator_access_off"
+  })
 
 const describeKinds = (kinds: ReadonlyArray<CredentialKind>) => kinds.map((kind) => kind.replace("_", " ")).join(", ")
 
@@ -260,6 +274,18 @@ const principalAttributes = (principal: PrincipalShape): Record<string, string> 
   principal.kind === "api_key"
     ? { "svc.principal.kind": principal.kind, "svc.profile_id": principal.profileId }
     : { "svc.principal.kind": principal.kind }
+
+/** Fills the request's access record (its log line): two writes, no effect (decision 0027). */
+const noteAccess = (fiber: Fiber.Fiber<unknown, unknown>, principal: PrincipalShape) => {
+  const access = fiber.getRef(CurrentRequestAccess)
+  if (access === undefined) return
+  access.principalKind = principal.kind
+  access.profileId = principal.kind === "api_key"
+    ? principal.profileId
+    : (principal.kind === "user_token" || principal.kind === "session") && principal.profile !== undefined
+    ? principal.profile.profileId
+    : null
+}
 
 /** `Effect.annotateCurrentSpan(attributes)` run on `fiber` directly (the same checks). */
 const annotateSpanOf = (fiber: Fiber.Fiber<unknown, unknown>, attributes: Record<string, string>) => {
@@ -340,18 +366,29 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
     // Counters in this process (no REDIS_URL): a take is a plain function call. With Redis every
     // take goes to Redis through `consumeBucket`, the only exact count across runners.
     const consumeNow = fixedWindowConsumeOf(limiter)
-    const resolveBearer = (token: string): Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable> => {
+    // The embedded database's per-start operator token (decision 0052): the CLI's way in while
+    // this process holds the data directory; accepted from loopback peers only.
+    const localOperatorToken = Option.flatMap(yield* Effect.serviceOption(DataDirLock), (lock) => lock.operatorToken)
+    const resolveBearer = (
+      token: string,
+      request: HttpServerRequest.HttpServerRequest
+    ): Effect.Effect<Option.Option<PrincipalShape>, DatabaseUnavailable> => {
       // Keys and tokens carry a prefix; only anything else is compared with the operator token.
       if (isMintedBearer(token)) return bearerFromHeader(token)
       if (Option.isSome(settings.adminToken) && secretMatches(token, settings.adminToken.value)) return OPERATOR
+      if (
+        Option.isSome(localOperatorToken) && secretMatches(token, localOperatorToken.value) &&
+        Option.exists(peerAddressOf(request), isLoopback)
+      ) return OPERATOR
       return NO_PRINCIPAL
     }
 
     const resolve = Effect.fnUntraced(function*(
-      credential: PresentedCredential
+      credential: PresentedCredential,
+      request: HttpServerRequest.HttpServerRequest
     ): Effect.fn.Return<Option.Option<PrincipalShape>, DatabaseUnavailable> {
       if (credential.value === "") return Option.none()
-      if (credential.scheme === "bearer") return yield* resolveBearer(credential.value)
+      if (credential.scheme === "bearer") return yield* resolveBearer(credential.value, request)
       if (credential.scheme === "basic") {
         const credentials = parseBasicCredentials(credential.value)
         if (credentials === undefined) return Option.none()
@@ -472,12 +509,16 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
           current: Fiber.Fiber<unknown, unknown>,
           now = current.getRef(Clock.Clock).currentTimeMillisUnsafe()
         ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | RateLimitExceeded, Exclude<R, Principal>> => {
+          noteAccess(current, resolved.principal)
           const exceeded = annotateAndMeterOn(current, consumeNow, principal, policy, now)
           return exceeded === undefined ? served : Effect.fail(exceeded)
         }
         return at === undefined ? Effect.withFiber((current) => onFiber(current)) : onFiber(at.fiber, at.now)
       }
-      const annotate = Effect.annotateCurrentSpan(meteringOf(principal).attributes)
+      const annotate = Effect.withFiber((current) => {
+        noteAccess(current, resolved.principal)
+        return Effect.annotateCurrentSpan(meteringOf(principal).attributes)
+      })
       return Effect.flatMap(annotate, () => Effect.flatMap(meter(principal, policy), () => served))
     }
 
@@ -514,6 +555,8 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
       // Public operations skip the whole credential path.
       if (policy.auth.length === 0) return Effect.provideService(httpEffect, Principal, ANONYMOUS)
+      // Decided here, once: the request path only picks the error.
+      const operatorOff = policy.auth.length === 1 && policy.auth[0] === "operator" && Option.isNone(settings.adminToken)
       type Served = Effect.Effect<
         HttpServerResponse.HttpServerResponse,
         | Effect.Error<typeof httpEffect>
@@ -535,7 +578,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         request: HttpServerRequest.HttpServerRequest,
         at?: OnFiber
       ): Served => {
-        if (Option.isNone(found)) return Effect.fail(unauthorized())
+        if (Option.isNone(found)) return Effect.fail(operatorOff ? operatorAccessOff() : unauthorized())
         const principal = found.value
         if (!policy.auth.includes(principal.kind as CredentialKind)) {
           return Effect.fail(
@@ -556,7 +599,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       return Effect.withFiber((fiber): Served => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const credential = presentedCredential(request)
-        if (credential === undefined) return Effect.fail(unauthorized("Authentication required."))
+        if (credential === undefined) return Effect.fail(operatorOff ? operatorAccessOff() : unauthorized("Authentication required."))
         if (credential.scheme === "bearer" && credential.value !== "") {
           // A key or token the store has cached: decided on this fiber, no effect until the handler.
           if (bearerCached !== undefined && isMintedBearer(credential.value)) {
@@ -564,9 +607,9 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
             const hit = bearerCached(credential.value, now)
             if (hit !== undefined) return authorize(hit, request, { fiber, now })
           }
-          return Effect.flatMap(resolveBearer(credential.value), (found) => authorize(found, request))
+          return Effect.flatMap(resolveBearer(credential.value, request), (found) => authorize(found, request))
         }
-        return Effect.flatMap(resolve(credential), (found) => authorize(found, request))
+        return Effect.flatMap(resolve(credential, request), (found) => authorize(found, request))
       })
     }
   })

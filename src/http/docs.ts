@@ -1,61 +1,171 @@
 /**
- * Browsable reference at /docs (generated from the OpenAPI document, no external assets)
- * and the error reference at /docs/errors (generated from the catalogue).
+ * The API reference at /docs: Swagger UI (the `swagger-ui-dist` npm package, served from
+ * node_modules under /docs/assets/..., nothing from a CDN) rendering /api/v1/openapi.json, and
+ * the error reference at /docs/errors (generated from the catalogue, one anchor per code:
+ * `docs_url` points there).
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
+import { createHash } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { createRequire } from "node:module"
 import { catalogue } from "../../schema/errors.ts"
 import { escapeHtml } from "./html.ts"
 import { openApiDocument } from "./openapi.ts"
 
 const escape = (value: unknown) => escapeHtml(String(value))
 
+/** Only this origin: scripts, styles and the document come from the service itself (icons in the CSS are data: URIs). */
+const STRICT_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; " +
+  "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+const securityHeaders = {
+  "content-security-policy": STRICT_CSP,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer"
+}
+
 const page = (title: string, body: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escape(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#1d232b}
+<link rel="stylesheet" href="${escape(ownAssets.plain.path)}">
+</head><body class="plain">${body}</body></html>`
+
+// --- Assets ------------------------------------------------------------------------------------
+
+const require = createRequire(import.meta.url)
+const swaggerDir = require.resolve("swagger-ui-dist/package.json").replace(/package\.json$/, "")
+const swaggerVersion = String((JSON.parse(readFileSync(`${swaggerDir}package.json`, "utf8")) as { version?: unknown }).version)
+
+interface Asset {
+  readonly path: `/${string}`
+  readonly contentType: string
+  readonly body: () => Uint8Array
+}
+
+/** Read once, on first use: the bundle is about 1.5 MB and most processes never serve it. */
+const lazyFile = (file: string) => {
+  let bytes: Uint8Array | undefined
+  return () => (bytes ??= readFileSync(`${swaggerDir}${file}`))
+}
+
+const vendorAsset = (file: string, contentType: string): Asset => ({
+  // The version is in the path, so a new release is a new URL and the old one may be cached for good.
+  path: `/docs/assets/swagger-ui-${swaggerVersion}/${file}`,
+  contentType,
+  body: lazyFile(file)
+})
+
+const ownAsset = (name: string, contentType: string, text: string): Asset => {
+  const bytes = new TextEncoder().encode(text)
+  const hash = createHash("sha256").update(bytes).digest("hex").slice(0, 12)
+  return { path: `/docs/assets/${hash}/${name}`, contentType, body: () => bytes }
+}
+
+/** Swagger UI's start-up, a file of its own because the CSP refuses inline scripts. */
+const initScript = `"use strict";
+window.addEventListener("DOMContentLoaded", function () {
+  window.ui = SwaggerUIBundle({
+    url: "/api/v1/openapi.json",
+    dom_id: "#swagger-ui",
+    deepLinking: true,
+    // No badge from the public validator: the page makes no request off this origin.
+    validatorUrl: null,
+    docExpansion: "list",
+    defaultModelsExpandDepth: -1,
+    defaultModelExpandDepth: 2,
+    displayOperationId: false,
+    displayRequestDuration: true,
+    filter: true,
+    showExtensions: true,
+    showCommonExtensions: true,
+    tryItOutEnabled: false,
+    persistAuthorization: false,
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: "BaseLayout"
+  });
+});
+`
+
+const referenceCss = `body{margin:0;background:#fff}
+.docs-bar{display:flex;gap:1.5rem;align-items:center;padding:.6rem 1.25rem;background:#1d232b;color:#fff;font:14px/1.4 system-ui,sans-serif}
+.docs-bar a{color:#cfe3ff;text-decoration:none}.docs-bar a:hover{text-decoration:underline}.docs-bar strong{font-size:15px}
+.swagger-ui .info .markdown table{border-collapse:collapse}.swagger-ui .info .markdown td,.swagger-ui .info .markdown th{border:1px solid #dde1e6;padding:.3rem .5rem;vertical-align:top}
+noscript table{border-collapse:collapse;margin:1rem}noscript td{padding:.2rem .5rem;font:13px ui-monospace,monospace}
+`
+
+const plainCss = `body.plain{font:15px/1.5 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#1d232b}
 code{font:13px ui-monospace,monospace;background:#f1f3f5;padding:.1rem .3rem;border-radius:3px}
 table{border-collapse:collapse;width:100%;margin:1rem 0}td,th{border-bottom:1px solid #dde1e6;padding:.4rem;text-align:left;vertical-align:top}
-.m{font-weight:700;font-family:ui-monospace,monospace}h2{margin-top:2.5rem}a{color:#0b63c5}
-</style></head><body>${body}</body></html>`
+tr:target{background:#fff6d6}a{color:#0b63c5}
+`
 
-type Operation = {
-  readonly summary?: string
-  readonly operationId?: string
-  readonly deprecated?: boolean
-  readonly responses?: Record<string, unknown>
-  readonly [key: string]: unknown
+const vendorAssets = {
+  css: vendorAsset("swagger-ui.css", "text/css; charset=utf-8"),
+  bundle: vendorAsset("swagger-ui-bundle.js", "text/javascript; charset=utf-8"),
+  favicon: vendorAsset("favicon-32x32.png", "image/png")
+}
+
+const ownAssets = {
+  init: ownAsset("init.js", "text/javascript; charset=utf-8", initScript),
+  css: ownAsset("reference.css", "text/css; charset=utf-8", referenceCss),
+  plain: ownAsset("plain.css", "text/css; charset=utf-8", plainCss)
+}
+
+const assetRoute = (asset: Asset) =>
+  HttpRouter.add(
+    "GET",
+    asset.path,
+    Effect.sync(() =>
+      HttpServerResponse.uint8Array(asset.body(), {
+        contentType: asset.contentType,
+        headers: { "cache-control": "public, max-age=31536000, immutable", "x-content-type-options": "nosniff" }
+      })
+    )
+  )
+
+// --- Pages -------------------------------------------------------------------------------------
+
+type Operation = { readonly summary?: string; readonly operationId?: string; readonly tags?: ReadonlyArray<string> }
+
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+
+/**
+ * Without JavaScript the page still lists every operation (and links to the raw document), so
+ * the reference is readable by text browsers and searchable by path.
+ */
+const operationIndex = (): string => {
+  const rows: Array<string> = []
+  for (const [path, item] of Object.entries(openApiDocument().paths)) {
+    for (const [method, raw] of Object.entries(item as Record<string, Operation>)) {
+      if (!METHODS.includes(method)) continue
+      const tag = raw.tags?.[0] ?? "default"
+      const anchor = `#/${encodeURIComponent(tag)}/${encodeURIComponent(raw.operationId ?? "")}`
+      rows.push(`<tr><td>${method.toUpperCase()}</td><td><a href="${escape(anchor)}">${escape(path)}</a></td><td>${
+        escape(raw.summary ?? "")
+      }</td></tr>`)
+    }
+  }
+  return `<table>${rows.join("")}</table>`
 }
 
 const referencePage = (): string => {
   const spec = openApiDocument()
-  const byTag = new Map<string, Array<string>>()
-  for (const [path, item] of Object.entries(spec.paths)) {
-    for (const [method, raw] of Object.entries(item as Record<string, Operation>)) {
-      const op = raw
-      const tag = Array.isArray(op["tags"]) ? String(op["tags"][0]) : "other"
-      const errors = Object.keys(op.responses ?? {}).filter((status) => Number(status) >= 400).join(", ")
-      const row = `<tr><td class="m">${method.toUpperCase()}</td><td><code>${escape(path)}</code>${
-        op.deprecated ? " <em>(deprecated)</em>" : ""
-      }<br>${escape(op.summary ?? "")}</td><td>${escape((op["x-scopes"] as Array<string> | undefined)?.join(" ") ?? "")}</td><td>${
-        escape((op["x-auth"] as Array<string> | undefined)?.join(", ") || "public")
-      }</td><td>${escape(op["x-idempotency"] ?? "")}</td><td>${escape(errors)}</td></tr>`
-      byTag.set(tag, [...(byTag.get(tag) ?? []), row])
-    }
-  }
-  const sections = [...byTag.entries()].map(([tag, rows]) =>
-    `<h2>${escape(tag)}</h2><table><tr><th></th><th>Path</th><th>Scopes</th><th>Credentials</th><th>Idempotency</th><th>Error statuses</th></tr>${
-      rows.join("")
-    }</table>`
-  )
-  return page(
-    `${spec.info.title} reference`,
-    `<h1>${escape(spec.info.title)} <small>${escape(spec.info.version)}</small></h1>
-<p>${escape(spec.info.description ?? "")}</p>
-<p>Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a> · Errors: <a href="/docs/errors">/docs/errors</a></p>
-${sections.join("\n")}`
-  )
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escape(spec.info.title)} reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" type="image/png" href="${escape(vendorAssets.favicon.path)}">
+<link rel="stylesheet" href="${escape(vendorAssets.css.path)}">
+<link rel="stylesheet" href="${escape(ownAssets.css.path)}">
+<script src="${escape(vendorAssets.bundle.path)}" defer></script>
+<script src="${escape(ownAssets.init.path)}" defer></script>
+</head><body>
+<nav class="docs-bar"><strong>${escape(spec.info.title)} ${escape(spec.info.version)}</strong>
+<a href="/api/v1/openapi.json">openapi.json</a><a href="/docs/errors">Error codes</a></nav>
+<div id="swagger-ui"></div>
+<noscript><p>The interactive reference needs JavaScript. Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>;
+errors: <a href="/docs/errors">/docs/errors</a>.</p>${operationIndex()}</noscript>
+</body></html>`
 }
 
 const errorsPage = (): string => {
@@ -67,6 +177,7 @@ const errorsPage = (): string => {
   return page(
     "Errors reference",
     `<h1>Errors</h1>
+<p><a href="/docs">API reference</a> · <a href="/api/v1/openapi.json">openapi.json</a></p>
 <p>Every error answers <code>{"error":{"code","message","status","request_id"}}</code>, with optional
 <code>docs_url</code>, <code>reason</code>, <code>retry_after_seconds</code> (present whenever <code>Retry-After</code> is),
 <code>consent</code> and <code>conflicting_destination_id</code>. Every response carries <code>X-Request-Id</code>.
@@ -75,12 +186,18 @@ Branch on <code>code</code>, not on the status alone: <code>not_found</code> als
   )
 }
 
+/** Rendered once per process (the document does not change while it runs). */
 const html = (body: () => string) => {
   let rendered: string | undefined
-  return Effect.sync(() => HttpServerResponse.html((rendered ??= body())))
+  return Effect.sync(() =>
+    HttpServerResponse.html((rendered ??= body())).pipe(
+      HttpServerResponse.setHeaders({ ...securityHeaders, "cache-control": "no-cache" })
+    )
+  )
 }
 
 export const DocsRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/docs", html(referencePage)),
-  HttpRouter.add("GET", "/docs/errors", html(errorsPage))
+  HttpRouter.add("GET", "/docs/errors", html(errorsPage)),
+  ...[...Object.values(vendorAssets), ...Object.values(ownAssets)].map(assetRoute)
 )

@@ -6,7 +6,7 @@
  * already an envelope and only lacks the request-scoped fields), as bare framework answers
  * (an unknown route, an unsupported content type, a body over the cap), or as defects.
  */
-import { Cause, Context, Effect, Layer, Option, Tracer } from "effect"
+import { Cause, Context, Effect, type Fiber, Layer, LogLevel, Option, References, Tracer } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { isSqlError } from "effect/sql/SqlError"
@@ -22,9 +22,9 @@ import {
   ValidationError
 } from "../../schema/errors.ts"
 import { AppConfig } from "../platform/config.ts"
-import { CurrentRequestId } from "../platform/request-id.ts"
+import { CurrentRequestAccess, CurrentRequestId, type RequestAccess } from "../platform/request-id.ts"
 import { databaseUnavailable, isConnectionFailure } from "../platform/database.ts"
-import { formatSchemaError } from "./schema-errors.ts"
+import { requestSchemaError } from "./schema-errors.ts"
 import { unstorableInBody, unstorableInUrl, unstorableRefusal } from "./unstorable-input.ts"
 
 const incomingIdPattern = /^[A-Za-z0-9._:-]{8,128}$/
@@ -162,9 +162,8 @@ const knownError = (u: unknown, context: RenderContext): ApiError | undefined =>
     }
     return undefined
   }
-  if (HttpApiSchemaError.is(u)) {
-    return u.kind === "Body" || u.kind === "ResponseHeaders" ? undefined : new ValidationError({ message: formatSchemaError(u) })
-  }
+  // Groups outside the SchemaErrors middleware (OAuth, collector) get the same mapping.
+  if (HttpApiSchemaError.is(u)) return requestSchemaError(u)
   // A lost or refused connection is the database's outage; a statement the database refused is
   // a defect (500, logged below), never a 503 that invites retrying bad input forever.
   if (isSqlError(u)) return isConnectionFailure(u) ? databaseUnavailable() : undefined
@@ -187,7 +186,7 @@ const isApiError = (u: object): u is ApiError => {
 export const EnvelopeMiddleware = HttpRouter.middleware(
   Effect.gen(function*() {
     const settings = yield* AppConfig
-    return (httpEffect): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
+    const respond = (httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
         const requestId = requestIdFor(request)
@@ -197,7 +196,8 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
         if (Number(request.headers["content-length"] ?? "0") > settings.maxBodyBytes) {
           return Effect.succeed(errorResponse(payloadTooLarge(context), context))
         }
-        const urlField = unstorableInUrl(request.url)
+        // A CORS preflight reads nothing of its URL.
+        const urlField = request.method !== "OPTIONS" && readsQuery(request.url) ? unstorableInUrl(request.url) : undefined
         if (urlField !== undefined) return Effect.succeed(refusal(request, urlField, context))
         const guarded = hasBody(request)
           ? Effect.flatMap(request.text, (text) => {
@@ -219,9 +219,57 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
             )
         })
       })
+    // One access line per request, whatever answered it (decision 0051).
+    return (httpEffect): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
+      Effect.withFiber((fiber) => {
+        const access: Access = { started: performance.now(), fiber, route: undefined, principalKind: null, profileId: null }
+        const noted = Effect.provideService(noteRoute(httpEffect, access), CurrentRequestAccess, access)
+        return Effect.tap(respond(noted), (response) => logAccess(access, response))
+      })
   }),
   { global: true }
 )
+
+/** What the access line needs beyond the response: set when the request starts, by the auth middleware and when its route ran. */
+interface Access extends RequestAccess {
+  readonly started: number
+  readonly fiber: Fiber.Fiber<unknown, unknown>
+  route: string | undefined
+}
+
+/** The matched route's template: the router puts it in the fiber's context for the handler, and it is gone once the handler's caller restores that. */
+const noteRoute = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, access: Access) =>
+  Effect.onExit(httpEffect, () => {
+    access.route = Context.getOrUndefined(access.fiber.context, HttpRouter.RouteContext)?.route.path
+    return Effect.void
+  })
+
+/**
+ * The access line: method, route template (never the URL: it may carry an email), status,
+ * duration, principal kind and profile id (null until the auth middleware accepted a credential);
+ * the JSON logger adds request and trace ids. One log call, no generator (decision 0027).
+ */
+const logAccess = (access: Access, response: HttpServerResponse.HttpServerResponse) => {
+  // Under LOG_LEVEL=Warn and above the line would be dropped: skip building it.
+  if (LogLevel.isGreaterThan(access.fiber.getRef(References.MinimumLogLevel), "Info")) return Effect.void
+  const request = Context.getUnsafe(access.fiber.context, HttpServerRequest.HttpServerRequest)
+  // Undefined when the edge refused the request before routing (body cap, unstorable input).
+  const route = access.route ?? null
+  return Effect.logInfo(`${request.method} ${route ?? "(not routed)"} ${response.status}`).pipe(
+    Effect.annotateLogs({
+      method: request.method,
+      route,
+      status: response.status,
+      duration_ms: Math.round((performance.now() - access.started) * 10) / 10,
+      principal_kind: access.principalKind,
+      profile_id: access.profileId
+    }),
+    Effect.provideService(CurrentRequestId, response.headers["x-request-id"] ?? "")
+  )
+}
+
+/** Paths whose parameters reach handlers; the others (health, docs, discovery) read none. */
+const readsQuery = (url: string) => url.startsWith("/api/") || url.startsWith("/oauth/") || url.startsWith("/t/") || url.startsWith("/rpc")
 
 const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
   request.method !== "GET" && request.method !== "HEAD" &&

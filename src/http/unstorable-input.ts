@@ -89,8 +89,9 @@ export const unstorableRefusal = (
   field: string
 ): { readonly error: InvalidParameter | ValidationError } | { readonly response: HttpServerResponse.HttpServerResponse } => {
   const message = `${field}: ${PROBLEM}`
-  if (pathname.startsWith("/oauth/")) {
-    if (OAUTH_PAGES.has(`${method} ${pathname}`)) {
+  // The set-password page of a one-time link is a browser page too (decision 0053).
+  if (pathname.startsWith("/oauth/") || pathname === "/account/password") {
+    if (OAUTH_PAGES.has(`${method} ${pathname}`) || pathname === "/account/password") {
       return {
         response: HttpServerResponse.html(errorPage("Invalid request", `The request ${message}.`)).pipe(
           HttpServerResponse.setStatus(400),
@@ -98,9 +99,11 @@ export const unstorableRefusal = (
         )
       }
     }
+    // Dynamic client registration has its own error codes (RFC 7591 section 3.2.2).
+    const code = pathname === "/oauth/mcp/register" ? "invalid_client_metadata" : "invalid_request"
     return {
       response: HttpServerResponse.jsonUnsafe(
-        { error: "invalid_request", error_description: `The request's ${field} ${PROBLEM}.` },
+        { error: code, error_description: `The request's ${field} ${PROBLEM}.` },
         { status: 400, headers: { "cache-control": "no-store", pragma: "no-cache" } }
       )
     }

@@ -10,7 +10,7 @@ import {
   RepairIdentifierType,
   RepairScanSummary
 } from "../../schema/identity-repair.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 export const ScanRow = Schema.Struct({
@@ -392,7 +392,7 @@ export class IdentityRepairRepo extends Context.Service<IdentityRepairRepo, {
         link: (profileId, id) => orDatabaseUnavailable(linkById(profileId, id, false)),
         reject: (linkId) => orDatabaseUnavailable(reject(linkId)),
         accept: (link, profileId) => orDatabaseUnavailable(accept(link, profileId)),
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   )

@@ -23,13 +23,15 @@ import {
   type LinkPage,
   type LinkScanResult,
   type LinkStatus,
-  LinkStatuses,
+  type LinksQuery,
+  MAX_REPAIR_OFFSET,
   REPAIR_SAMPLE_SIZE,
   type RepairIdentifierType,
   RepairIdentifierTypes,
   type RepairRequest,
   type RepairResult,
   type RepairScanPage,
+  type RepairScanQuery,
   type RepairScanRow
 } from "../../schema/identity-repair.ts"
 import { AuditLog } from "../audit/repo.ts"
@@ -38,26 +40,15 @@ import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
 import { type BackfillOutcome, IdentityRepairRepo, type LinkKeyset, type LinkRow, type ScanRow } from "./repo.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
 
 export const MAX_PAGE = 100
 export const DEFAULT_PAGE = 50
-/** Offsets beyond this are refused: page a scan that large by narrowing it, not by skipping. */
-export const MAX_OFFSET = 1_000_000
+/** Offsets beyond this are refused (by the contract): page a scan that large by narrowing it, not by skipping. */
+export const MAX_OFFSET = MAX_REPAIR_OFFSET
 
-export interface ScanInput {
-  readonly offset?: string
-  readonly limit?: string
-}
-
-export interface LinksInput {
-  readonly status?: string
-  readonly cursor?: string
-  readonly limit?: string
-}
-
-const intParam = (name: string, raw: string | undefined, fallback: number, min: number, max: number) =>
-  integerParam(name, raw, { fallback, min, max })
+/** The lists' parameters, decoded by the contract (`RepairScanQuery`, `LinksQuery`). */
+export type ScanInput = RepairScanQuery
+export type LinksInput = LinksQuery
 
 const linkNotFound = () => new NotFound({ message: "No identity link has this id in this profile." })
 
@@ -152,8 +143,8 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
       const refuseOnHealthcare = healthcare.refuse
 
       const scan = Effect.fn("IdentityRepair.scan")(function*(profile: ProfileContext, input: ScanInput) {
-        const offset = yield* intParam("offset", input.offset, 0, 0, MAX_OFFSET)
-        const limit = yield* intParam("limit", input.limit, DEFAULT_PAGE, 1, MAX_PAGE)
+        const offset = input.offset ?? 0
+        const limit = input.limit ?? DEFAULT_PAGE
         yield* refuseOnHealthcare(profile)
         const { summary, rows } = yield* repo.scan(profile.profileId, offset, limit)
         const total = summary.missing_primary_email_count + summary.missing_primary_phone_count +
@@ -222,15 +213,8 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
       })
 
       const listLinks = Effect.fn("IdentityRepair.listLinks")(function*(profile: ProfileContext, input: LinksInput) {
-        const limit = yield* intParam("limit", input.limit, DEFAULT_PAGE, 1, MAX_PAGE)
-        let status = Option.none<LinkStatus>()
-        if (input.status !== undefined) {
-          const known = LinkStatuses.find((value) => value === input.status)
-          if (known === undefined) {
-            return yield* invalidQuery("status", `Expected one of ${LinkStatuses.join(", ")}, got ${JSON.stringify(input.status)}`)
-          }
-          status = Option.some(known)
-        }
+        const limit = input.limit ?? DEFAULT_PAGE
+        const status: Option.Option<LinkStatus> = Option.fromUndefinedOr(input.status)
         // An unreadable cursor restarts the list (as the merge-proposal queue does).
         const after = Option.filter(
           decodeCursor(input.cursor),

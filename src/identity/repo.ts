@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { recomputeFirstPayments } from "../events/first-payments.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { proposeMerges } from "./proposer.ts"
 import { liveCustomerByKey } from "../customers/live-by-key.ts"
@@ -342,7 +342,7 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
         undo: (row) => orDatabaseUnavailable(undo(row)),
         history: (profileId, survivorId) => orDatabaseUnavailable(history(profileId, survivorId)),
         customerByKey: (profileId, key) => orDatabaseUnavailable(customerByKey(profileId, key)),
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   )

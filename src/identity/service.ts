@@ -19,9 +19,11 @@ import {
   type CustomerSide,
   type Decision,
   type MergeHistoryEntry,
+  type MergeHistoryQuery,
   type MergePreview,
+  type MergePreviewQuery,
   type MergeProposal,
-  ProposalStatuses,
+  type ProposalsQuery,
   type StatusCounts
 } from "../../schema/identity.ts"
 import { AuditLog } from "../audit/repo.ts"
@@ -29,10 +31,9 @@ import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
 import { decodeCursor, pageOf } from "../http/pagination.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { IdentityRepo, type MergeRow, type ProposalRow, type SideRow } from "./repo.ts"
-import { integerParam, invalidQuery } from "../http/query.ts"
+import { invalidQuery } from "../http/query.ts"
 
 export const DEFAULT_SNOOZE_DAYS = 30
-const MAX_PAGE = 100
 const DEFAULT_PAGE = 50
 
 type Page<A> = { readonly data: ReadonlyArray<A>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }
@@ -73,12 +74,12 @@ export class IdentityService extends Context.Service<IdentityService, {
   >
   readonly list: (
     profile: ProfileContext,
-    query: { readonly cursor?: string; readonly limit?: string; readonly status?: string }
+    query: ProposalsQuery
   ) => Effect.Effect<Page<MergeProposal> & { readonly status_counts: StatusCounts }, DatabaseUnavailable | InvalidParameter | InsufficientScope>
   readonly previewProposal: (profile: ProfileContext, id: string) => Effect.Effect<MergePreview, DatabaseUnavailable | NotFound | InsufficientScope | InvalidState>
   readonly previewPair: (
     profile: ProfileContext,
-    query: { readonly a: string; readonly b: string; readonly survivor?: string }
+    query: MergePreviewQuery
   ) => Effect.Effect<MergePreview, DatabaseUnavailable | InvalidParameter | CustomerNotFound | InsufficientScope | InvalidState>
   readonly decide: (
     actor: PrincipalShape,
@@ -88,7 +89,7 @@ export class IdentityService extends Context.Service<IdentityService, {
   ) => Effect.Effect<{ readonly data: MergeProposal; readonly meta: { readonly changed: boolean } }, DatabaseUnavailable | NotFound | InvalidParameter | InvalidState | InsufficientScope>
   readonly history: (
     profile: ProfileContext,
-    query: { readonly customer_profile_id?: string; readonly customer_key?: string }
+    query: MergeHistoryQuery
   ) => Effect.Effect<ReadonlyArray<MergeHistoryEntry>, DatabaseUnavailable | InvalidParameter | CustomerNotFound | InsufficientScope>
   readonly undo: (
     actor: PrincipalShape,
@@ -155,12 +156,11 @@ export class IdentityService extends Context.Service<IdentityService, {
 
       const list = Effect.fn("Identity.listProposals")(function*(
         profile: ProfileContext,
-        query: { readonly cursor?: string; readonly limit?: string; readonly status?: string }
+        query: ProposalsQuery
       ) {
         yield* healthcare.refuse(profile)
-        const limit = yield* integerParam("limit", query.limit, { fallback: DEFAULT_PAGE, min: 1, max: MAX_PAGE })
-        const status = query.status === undefined ? null : ProposalStatuses.find((name) => name === query.status) ?? undefined
-        if (status === undefined) return yield* invalidQuery("status", `Expected one of ${ProposalStatuses.join(", ")}`)
+        const limit = query.limit ?? DEFAULT_PAGE
+        const status = query.status ?? null
         // An unreadable cursor restarts the queue from the beginning.
         const keyset = decodeCursor(query.cursor)
         const after = Option.filter(keyset, (k) => isIsoDateTime(k.createdAt) && isUuid(k.id)).pipe(
@@ -213,10 +213,9 @@ export class IdentityService extends Context.Service<IdentityService, {
 
       const previewPair = Effect.fn("Identity.previewPair")(function*(
         profile: ProfileContext,
-        query: { readonly a: string; readonly b: string; readonly survivor?: string }
+        query: MergePreviewQuery
       ) {
         yield* healthcare.refuse(profile)
-        for (const name of ["a", "b"] as const) if (!isUuid(query[name])) return yield* invalidQuery(name, "Expected a customer_profile_id")
         if (query.a.toLowerCase() === query.b.toLowerCase()) return yield* invalidQuery("b", "Expected another customer than a")
         const pair = yield* sidesOf(profile, query.a.toLowerCase(), query.b.toLowerCase())
         if (Option.isNone(pair)) {
@@ -313,7 +312,7 @@ export class IdentityService extends Context.Service<IdentityService, {
 
       const history = Effect.fn("Identity.history")(function*(
         profile: ProfileContext,
-        query: { readonly customer_profile_id?: string; readonly customer_key?: string }
+        query: MergeHistoryQuery
       ) {
         yield* healthcare.refuse(profile)
         const given = [query.customer_profile_id, query.customer_key].filter((value) => value !== undefined)
@@ -322,7 +321,6 @@ export class IdentityService extends Context.Service<IdentityService, {
         }
         let customerId: Option.Option<string>
         if (query.customer_profile_id !== undefined) {
-          if (!isUuid(query.customer_profile_id)) return yield* invalidQuery("customer_profile_id", "Expected a customer_profile_id")
           const sides = yield* repo.sides(profile.profileId, [query.customer_profile_id.toLowerCase()])
           customerId = Option.fromNullishOr(sides.get(query.customer_profile_id.toLowerCase())?.id)
         } else customerId = yield* repo.customerByKey(profile.profileId, query.customer_key ?? "")

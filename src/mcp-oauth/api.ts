@@ -1,9 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import {
   AuthorizationServerMetadata,
+  AuthorizeErrorPage,
   AuthorizeQuery,
   ClientRegisteredSuccess,
   ClientRegistrationRequest,
+  CrossSitePage,
+  DecisionErrorPage,
   DecisionForm,
   HtmlPage,
   McpRateLimitedResponse,
@@ -11,6 +14,7 @@ import {
   McpTokenForm,
   McpTokenSuccess,
   RedirectToClient,
+  SignInErrorPage,
   SignInForm
 } from "../../schema/mcp-oauth.ts"
 import {
@@ -49,7 +53,7 @@ export const McpOAuthApi = HttpApiGroup.make("mcpOAuth")
     HttpApiEndpoint.get("authorize", "/oauth/mcp/authorize", {
       payload: AuthorizeQuery.fields,
       success: [HtmlPage, RedirectToClient],
-      error: [OAuthServerErrorResponse]
+      error: [AuthorizeErrorPage, OAuthServerErrorResponse]
     })
       .annotate(OpenApi.Summary, "Authorization request with PKCE (S256): sign-in if needed, then the consent screen")
       .annotate(
@@ -61,14 +65,15 @@ export const McpOAuthApi = HttpApiGroup.make("mcpOAuth")
     HttpApiEndpoint.post("signIn", "/oauth/mcp/authorize/sign-in", {
       payload: SignInForm.pipe(HttpApiSchema.asFormUrlEncoded()),
       success: [HtmlPage, RedirectToClient],
-      error: [OAuthServerErrorResponse]
+      error: [SignInErrorPage, CrossSitePage, OAuthServerErrorResponse]
     })
       .annotate(OpenApi.Summary, "The consent screen's sign-in form: sets the svc_session cookie and shows the consent screen")
       .annotateMerge(publicOperation()),
     HttpApiEndpoint.post("decide", "/oauth/mcp/authorize/decision", {
       payload: DecisionForm.pipe(HttpApiSchema.asFormUrlEncoded()),
-      success: [HtmlPage, RedirectToClient],
-      error: [OAuthServerErrorResponse]
+      // Never a page of its own: a redirect, or an error page.
+      success: RedirectToClient,
+      error: [DecisionErrorPage, CrossSitePage, OAuthServerErrorResponse]
     })
       .annotate(OpenApi.Summary, "Approve or deny: redirects with a code (approve) or error=access_denied (deny)")
       .annotate(

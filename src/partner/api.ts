@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   DatabaseUnavailable,
   EntitlementRequired,
@@ -81,6 +81,9 @@ export const PartnerDataApi = HttpApiGroup.make("partnerData")
           "when the customer had already answered (recorded: false, reason: already_answered). A national id anywhere " +
           "in the body answers 400 invalid_parameter and stores nothing."
       )
+      // A national id under any key answers the spec's invalid_parameter, so unknown keys get
+      // past the decoder; the service refuses the others after that check (decision 0048).
+      .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "ignore" })
       .annotateMerge(partnerWrite)
   )
   .prefix("/api/v1")

@@ -5,7 +5,7 @@ import { CandidateTouch, candidateTouches } from "../attribution/candidate-touch
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { type TouchKind } from "../attribution/models/index.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 /** A synced ad with its ad set and campaign. */
@@ -266,7 +266,7 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
         answerByWamid: (profileId, wamid) => orDatabaseUnavailable(answerByWamid(profileId, wamid)),
         answerByCustomer: (customerId) => orDatabaseUnavailable(answerByCustomer(customerId)),
         insertAnswer: (answer) => orDatabaseUnavailable(insertAnswer(answer)),
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   )

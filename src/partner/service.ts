@@ -6,7 +6,7 @@
  * lookback window holds it for the attribution worker to credit again. Nothing here creates a
  * lead or an outcome, and nothing is sent to an ad platform.
  */
-import { Clock, Context, Effect, Layer, Option, Result } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result, Schema } from "effect"
 import {
   type DatabaseUnavailable,
   IdempotencyKeyConflict,
@@ -25,7 +25,7 @@ import {
   DECLARED_SOURCE_CHANNELS,
   type DeclaredSourceAnswer,
   type DeclaredSourceResult,
-  type DeclareSource,
+  DeclareSource,
   type PerModelCounts
 } from "../../schema/partner.ts"
 import { CreditEngine } from "../attribution/engine.ts"
@@ -36,8 +36,27 @@ import { normalizeEmail, normalizePhone, phoneForLookup } from "../identity/norm
 import { EventsRepo } from "../events/repo.ts"
 import type { ProfileContext } from "../http/auth.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
+import { formatContractIssues } from "../../schema/issue-format.ts"
 import { findNationalId } from "./national-id.ts"
 import { type AdRow, type CustomerTime, type NewTouch, PartnerRepo, type StoredAnswer } from "./repo.ts"
+
+const decodeDeclareSource = Schema.decodeUnknownResult(DeclareSource, { onExcessProperty: "error" })
+const formatIssues = formatContractIssues
+
+/**
+ * The first key of a declared-source body that the contract does not name, as the API words
+ * it (`body.customer.foo: Unknown key: ...`). The route takes such keys through its
+ * decoder so that a national id under any name answers the spec's `invalid_parameter` first;
+ * every other unknown key is then refused like on every other route (decision 0048).
+ */
+const unknownKeyOf = (rawBody: unknown): string | undefined => {
+  const decoded = decodeDeclareSource(rawBody)
+  if (Result.isSuccess(decoded)) return undefined
+  const issue = formatIssues(decoded.failure.issue).issues[0]
+  if (issue === undefined) return undefined
+  const path = (issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))
+  return `${["body", ...path].join(".")}: ${issue.message}`
+}
 
 /** `touches.source_system` of referral touches (their `idempotency_key` is unique under it). */
 export const REFERRAL_SOURCE_SYSTEM = "partner_ad_referral"
@@ -342,6 +361,8 @@ export class PartnerData extends Context.Service<PartnerData, {
             reason: "national_id_refused"
           })
         }
+        const unknownKey = unknownKeyOf(rawBody)
+        if (unknownKey !== undefined) return yield* new ValidationError({ message: unknownKey })
         const customer = input.customer
         if ((customer.external_ref === undefined) === (customer.wa_id === undefined)) {
           return yield* new ValidationError({ message: "body.customer: exactly one of external_ref or wa_id" })

@@ -1,11 +1,12 @@
 import { PGlite } from "@electric-sql/pglite"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Schedule, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { DatabaseUnavailable } from "../../schema/errors.ts"
 import { mkdirSync } from "node:fs"
 import { AppConfig } from "./config.ts"
+import { DataDirLock, holdDataDir, type LockContents } from "./data-dir-lock.ts"
 import { pgliteStream } from "./pglite.ts"
 
 /** Which database this process runs on; reported by readiness, status and the RPC surface. */
@@ -17,7 +18,7 @@ export interface DatabaseInfoShape {
 
 export class DatabaseInfo extends Context.Service<DatabaseInfo, DatabaseInfoShape>()("svc/DatabaseInfo") {}
 
-type ClientLayer = Layer.Layer<PgClient.PgClient | SqlClient | DatabaseInfo, unknown>
+type ClientLayer = Layer.Layer<PgClient.PgClient | SqlClient | DatabaseInfo | DataDirLock, unknown>
 
 /** Connection settings for a real PostgreSQL, split out of the URL so spans carry the right server address. */
 export const postgresOptions = (url: Redacted.Redacted<string>) => {
@@ -47,7 +48,10 @@ const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
       // Timestamps are rendered and compared in UTC whatever the server's default.
       startupParameters: { timezone: "UTC" }
     }),
-    Layer.succeed(DatabaseInfo)({ mode: "postgres", location: `${options.host}:${options.port}/${options.database}` })
+    Layer.merge(
+      Layer.succeed(DatabaseInfo)({ mode: "postgres", location: `${options.host}:${options.port}/${options.database}` }),
+      DataDirLock.none
+    )
   )
 }
 
@@ -55,32 +59,45 @@ const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
  * Embedded PostgreSQL (PGlite) in `SVC_DATA_DIR`. One session, reached through the same
  * wire-protocol client as a real server, so every statement runs unchanged on both.
  */
-const embeddedLayer = (dataDir: string): ClientLayer =>
-  Layer.merge(
-    PgClient.layerFrom(
-      Effect.gen(function*() {
-        mkdirSync(dataDir, { recursive: true })
-        const db = yield* Effect.acquireRelease(
-          Effect.promise(() => PGlite.create(dataDir)),
-          (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
-        )
-        const client = yield* PgClient.makeClient({ stream: () => pgliteStream(db), database: "postgres", username: "postgres", ssl: false })
-        // The cluster's runner storage switches to table leases for a single-session database.
-        Object.defineProperty(client, "driver", { value: "pglite" })
-        return client
-      })
-    ),
-    Layer.succeed(DatabaseInfo)({ mode: "embedded", location: dataDir })
+const embeddedLayer = (dataDir: string, opener: LockContents["kind"]): ClientLayer => {
+  // Held before PGlite opens the directory and released after it closes (decision 0052).
+  const lock = Layer.effect(DataDirLock)(Effect.gen(function*() {
+    mkdirSync(dataDir, { recursive: true })
+    return yield* holdDataDir(dataDir, opener)
+  }))
+  const client = PgClient.layerFrom(
+    Effect.gen(function*() {
+      // Opened only by the lock's holder.
+      yield* DataDirLock
+      const db = yield* Effect.acquireRelease(
+        Effect.promise(() => PGlite.create(dataDir)),
+        (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
+      )
+      const client = yield* PgClient.makeClient({ stream: () => pgliteStream(db), database: "postgres", username: "postgres", ssl: false })
+      // The cluster's runner storage switches to table leases for a single-session database.
+      Object.defineProperty(client, "driver", { value: "pglite" })
+      return client
+    })
+  )
+  return Layer.merge(client, Layer.succeed(DatabaseInfo)({ mode: "embedded", location: dataDir })).pipe(
+    Layer.provideMerge(lock)
+  )
+}
+
+const databaseFor = (opener: LockContents["kind"]): Layer.Layer<PgClient.PgClient | SqlClient | DatabaseInfo | DataDirLock, unknown, AppConfig> =>
+  Layer.unwrap(
+    AppConfig.useSync((settings) =>
+      Option.match(settings.databaseUrl, {
+        onNone: () => embeddedLayer(settings.dataDir, opener),
+        onSome: postgresLayer
+      }))
   )
 
-/** PostgreSQL when `DATABASE_URL` is set, the embedded database otherwise. */
-export const DatabaseLive: Layer.Layer<PgClient.PgClient | SqlClient | DatabaseInfo, unknown, AppConfig> = Layer.unwrap(
-  AppConfig.useSync((settings) =>
-    Option.match(settings.databaseUrl, {
-      onNone: () => embeddedLayer(settings.dataDir),
-      onSome: postgresLayer
-    }))
-)
+/** PostgreSQL when `DATABASE_URL` is set, the embedded database otherwise (held by this serving process). */
+export const DatabaseLive = databaseFor("service")
+
+/** The same database for a one-shot CLI command: an embedded one is held as `cli` while it runs. */
+export const CliDatabaseLive = databaseFor("cli")
 
 /**
  * A column of nullable values as one array parameter (for `unnest(...::type[])`). The driver
@@ -111,7 +128,7 @@ export const orDatabaseUnavailable = <A, E, R>(
   Effect.catchIf(
     effect,
     (error): error is Extract<E, SqlError | Schema.SchemaError> => isSqlError(error) || Schema.isSchemaError(error),
-    (error) => isSqlError(error) && isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
+    (error) => isSqlError(error) && isConnectionFailure(error) ? Effect.fail(databaseUnavailable(reasonOf(error))) : Effect.die(error)
   ) as Effect.Effect<A, Exclude<E, SqlError | Schema.SchemaError> | DatabaseUnavailable, R>
 
 /**
@@ -124,12 +141,43 @@ export const transactionFailures = <A, E, R>(
   Effect.catchIf(
     effect,
     (error): error is Extract<E | SqlError, SqlError> => isSqlError(error),
-    (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
+    (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable(reasonOf(error))) : Effect.die(error)
   ) as Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R>
 
-const connectionReasons = new Set(["ConnectionError", "AuthenticationError", "AuthorizationError", "StatementTimeoutError"])
+/**
+ * Failures that say nothing about the request: the connection is gone or refused, or the
+ * database gave up on a transaction that can succeed as is when retried (deadlock,
+ * serialization, lock or statement timeout). A statement the database rejects for its
+ * content is not among them: retrying it cannot help.
+ */
+const connectionReasons = new Set([
+  "ConnectionError",
+  "AuthenticationError",
+  "AuthorizationError",
+  "StatementTimeoutError",
+  "DeadlockError",
+  "SerializationError",
+  "LockTimeoutError"
+])
 
 export const isConnectionFailure = (error: SqlError): boolean => connectionReasons.has(error.reason._tag)
+
+/** A transaction the database aborted to resolve a conflict with another one: it can succeed as is when run again. */
+const conflictReasons = new Set(["DeadlockError", "SerializationError"])
+
+const reasonOf = (error: SqlError) => conflictReasons.has(error.reason._tag) ? "transaction_conflict" : "database_unreachable"
+
+/**
+ * Runs a whole transaction again (up to three times, after a short jittered pause) when the
+ * database aborted it to break a deadlock or a serialization conflict; a client never sees
+ * a conflict that a retry here resolves. Wrap the transaction, never a statement inside it.
+ */
+export const retryConflicts = <A, E, R>(transaction: Effect.Effect<A, E | DatabaseUnavailable, R>) =>
+  Effect.retry(transaction, {
+    times: 3,
+    schedule: Schedule.jittered(Schedule.exponential("10 millis")),
+    while: (error) => error instanceof DatabaseUnavailable && error.reason === "transaction_conflict"
+  })
 
 /** A statement's rows decoded with `schema` (a row that does not decode is a defect, via orDatabaseUnavailable). */
 export const decodeRows = <S extends Schema.Top>(schema: S) => {

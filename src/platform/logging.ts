@@ -17,7 +17,22 @@ const recordedSpan = (span: Tracer.AnySpan | undefined): Tracer.AnySpan | undefi
   return current
 }
 
-/** A JSON log line: `timestamp`, `level`, `message`, annotations, `trace_id`, `span_id`, `cause`. */
+/**
+ * `message` is always a string, so a log pipeline can index it as text: the string parts of a
+ * multi-part log joined by spaces; the other parts (an error object, a record) go to `details`,
+ * and make the message themselves, as JSON, when there is no string part.
+ */
+const messageFields = (message: unknown): { readonly message: string; readonly details?: unknown } => {
+  if (typeof message === "string") return { message }
+  const parts = Array.isArray(message) ? message : [message]
+  const texts = parts.filter((part): part is string => typeof part === "string")
+  const others = parts.filter((part) => typeof part !== "string")
+  const details = others.length === 1 ? others[0] : others
+  if (others.length === 0) return { message: texts.join(" ") }
+  return { message: texts.length > 0 ? texts.join(" ") : JSON.stringify(details) ?? String(details), details }
+}
+
+/** A JSON log line: `timestamp`, `level`, `message` (a string), `details`, annotations, `trace_id`, `span_id`, `cause`. */
 export const jsonLogger: Logger.Logger<unknown, string> = Logger.make((options) => {
   const structured = Logger.formatStructured.log(options)
   const span = recordedSpan(Context.getOrUndefined(options.fiber.context, Tracer.ParentSpan))
@@ -25,7 +40,7 @@ export const jsonLogger: Logger.Logger<unknown, string> = Logger.make((options) 
   return Formatter.formatJson({
     timestamp: structured.timestamp,
     level: structured.level,
-    message: structured.message,
+    ...messageFields(structured.message),
     ...(requestId === "" ? {} : { request_id: requestId }),
     ...structured.annotations,
     ...(span === undefined ? {} : { trace_id: span.traceId, span_id: span.spanId }),

@@ -5,3 +5,17 @@ import { Context } from "effect"
  * error envelope, its `X-Request-Id`, and a field of every log line written while serving it.
  */
 export const CurrentRequestId = Context.Reference<string>("svc/CurrentRequestId", { defaultValue: () => "" })
+
+/** Who a request was served for, as its access log line reports it (decision 0051). */
+export interface RequestAccess {
+  principalKind: string | null
+  profileId: string | null
+}
+
+/**
+ * The serving request's access record (undefined outside a request): the envelope middleware
+ * provides a fresh one, the auth middleware fills it once it accepts a credential.
+ */
+export const CurrentRequestAccess = Context.Reference<RequestAccess | undefined>("svc/CurrentRequestAccess", {
+  defaultValue: () => undefined
+})

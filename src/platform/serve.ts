@@ -9,6 +9,7 @@ import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "eff
 import type { ServeError } from "effect/http/HttpServerError"
 import { HttpApp } from "../http/app.ts"
 import { AppConfig, type AppSettings } from "./config.ts"
+import { DataDirLock, DataDirLocked } from "./data-dir-lock.ts"
 import { Lifecycle, watchStopSignals } from "./lifecycle.ts"
 import { LoggingLive } from "./logging.ts"
 import { CoreServicesLive } from "./services.ts"
@@ -35,6 +36,12 @@ export const serviceMain = <P>(options: ServiceOptions<P>) =>
   Effect.gen(function*() {
     const settings = yield* settingsOrExit
     yield* running(options, settings).pipe(
+      // Another process holds the embedded database: one line and exit 1, as for bad settings.
+      Effect.catchIf((error): error is DataDirLocked => error instanceof DataDirLocked, (error) =>
+        Effect.sync(() => {
+          process.stderr.write(`cannot start: ${error.message}\n`)
+          process.exit(1)
+        })),
       Effect.provide(Lifecycle.layer),
       Effect.provide([TelemetryLive, LoggingLive]),
       Effect.provide(AppConfig.layerWith(settings))
@@ -48,6 +55,8 @@ const running = <P>(options: ServiceOptions<P>, settings: AppSettings) =>
     const serving = Effect.gen(function*() {
       const httpEffect = yield* HttpRouter.toHttpEffect(HttpApp)
       const port = yield* options.serve(httpEffect, settings)
+      // The CLI finds the serving process of an embedded database here (decision 0052).
+      yield* (yield* DataDirLock).announce(port, settings.host)
       yield* Effect.logInfo(`Listening on http://${settings.host}:${port}`)
       return yield* Effect.never
     }).pipe(

@@ -11,6 +11,7 @@ import {
   ValidationError,
   wire
 } from "../../schema/errors.ts"
+import { openObject } from "../../schema/common.ts"
 import { LinkTokenParameter } from "../../schema/link-tokens.ts"
 import {
   CollectEvent,
@@ -87,9 +88,12 @@ export const TrackingApi = HttpApiGroup.make("tracking")
   .prefix("/api/v1")
   .annotate(OpenApi.Description, "Web tracker: tracking keys, settings, snippet")
 
-/** The collector's body as published: the tracker event with the link token it forwards (decision 0037). */
+/**
+ * The collector's body as published: the tracker event with the link token it forwards (decision
+ * 0037), open like the collector reads it (other keys are ignored, decision 0048).
+ */
 const CollectorPayload = [
-  Schema.Struct({ ...CollectEvent.fields, link_token: Schema.optionalKey(LinkTokenParameter) }).annotate({
+  openObject(Schema.Struct({ ...CollectEvent.fields, link_token: Schema.optionalKey(LinkTokenParameter) })).annotate({
     identifier: "TrackerEvent"
   }),
   CollectPayload[1]

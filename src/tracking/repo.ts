@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { enqueueReplay as enqueueAttributionReplay } from "../attribution/replay-queue.ts"
 import { TenancyRepo } from "../tenancy/repo.ts"
@@ -279,7 +279,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
         originAllowedAnywhere: (origin) => orDatabaseUnavailable(originAllowedAnywhere(origin)),
         insertTouch: (touch) => orDatabaseUnavailable(insertTouch(touch)),
         countDrop: (profileId, reason) => orDatabaseUnavailable(countDrop(profileId, reason)),
-        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   ).pipe(Layer.provide(TenancyRepo.layer))

@@ -180,9 +180,10 @@ export interface SettingsChange {
   readonly replayJobId: string | null
 }
 
+/** The snippet's parameters, each decoded by the contract (`SnippetQuery`). */
 export interface SnippetRequest {
   readonly key?: string | undefined
-  readonly bundle?: string | undefined
+  readonly bundle?: "adplatform_pixel" | undefined
   readonly pixelId?: string | undefined
 }
 
@@ -367,16 +368,15 @@ export class TrackingService extends Context.Service<TrackingService, {
         })
       })
 
+      /** `bundle` and `pixel_id` go together (each alone was decoded by the contract). */
       const checkBundle = (request: SnippetRequest) => Effect.gen(function*() {
-        if (request.bundle !== undefined && request.bundle !== "adplatform_pixel") {
-          return yield* new InvalidParameter({ message: "query.bundle: expected adplatform_pixel" })
-        }
         if (request.bundle === undefined && request.pixelId !== undefined) {
-          return yield* new InvalidParameter({ message: "query.pixel_id: only with bundle=adplatform_pixel" })
+          return yield* new InvalidParameter({ message: "query.pixel_id: only with bundle=adplatform_pixel", reason: "invalid_parameter:pixel_id" })
         }
-        if (request.bundle !== undefined && (request.pixelId === undefined || !/^\d{5,20}$/.test(request.pixelId))) {
+        if (request.bundle !== undefined && request.pixelId === undefined) {
           return yield* new InvalidParameter({
-            message: "query.pixel_id: the ad platform's pixel id (5 to 20 digits) is required with bundle=adplatform_pixel"
+            message: "query.pixel_id: the ad platform's pixel id (5 to 20 digits) is required with bundle=adplatform_pixel",
+            reason: "invalid_parameter:pixel_id"
           })
         }
       })

@@ -121,9 +121,11 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("anal
         zeroModel("time_decay"),
         zeroModel("svc_model")
       ])
+      assert.isString(response.json.meta.as_of)
       assert.deepStrictEqual(response.json.meta, {
         time_zone: "America/New_York",
         range: { start: "2026-03-01", end: "2026-04-10", days: 41 },
+        as_of: response.json.meta.as_of,
         filters: { channel: null, campaign: null, ad_set: null, ad: null, conversion_key: null },
         currency: "EUR",
         reporting_currency: "USD",

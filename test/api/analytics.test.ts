@@ -416,6 +416,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("anal
               referrer: pick([null, "google.com", "facebook.com"]),
               page: pick(["/", "/a", "/b"]),
               keyword: pick([null, "shoes", "boots"]),
+              utm: pick([{}, { utm_campaign: "spring", utm_source: "newsletter", utm_medium: "email" }, { utm_source: "partner" }]),
               country: pick([null, "ES", "FR", "US"]),
               device: pick(["mobile", "desktop"]),
               browser: pick(["Safari", "Chrome"]),
@@ -460,7 +461,10 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("anal
           channel: "t.channel", campaign: "COALESCE(t.campaign_external_id, '')", ad_set: "COALESCE(t.ad_set_external_id, '')",
           ad: "COALESCE(t.ad_external_id, '')", referrer: "COALESCE(t.referrer_domain, '')", page: "COALESCE(t.path, '')",
           keyword: "COALESCE(t.payload -> 'utm' ->> 'utm_term', '')", country: "COALESCE(t.country, '')",
-          device: "COALESCE(t.device, '')", browser: "COALESCE(t.browser, '')", os: "COALESCE(t.os, '')"
+          device: "COALESCE(t.device, '')", browser: "COALESCE(t.browser, '')", os: "COALESCE(t.os, '')",
+          utm_campaign: "COALESCE(t.payload -> 'utm' ->> 'utm_campaign', '')",
+          utm_source: "COALESCE(t.payload -> 'utm' ->> 'utm_source', '')",
+          utm_medium: "COALESCE(t.payload -> 'utm' ->> 'utm_medium', '')"
         }
         const filterChoices: Array<[string, string] | null> = [null, ["channel", "paid_social"], ["campaign", "c1"], ["ad", "a2"], ["ad_set", "s3"]]
         let checks = 0
@@ -528,7 +532,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("anal
           const series = yield* get(profile.key, "/api/v1/timeseries", query)
           assert.strictEqual(series.json.data.reduce((sum: number, point: any) => sum + point.outcomes, 0), direct.outcomes)
 
-          const dimension = pick(["channel", "referrer", "page", "keyword", "country", "device", "browser", "os"])
+          const dimension = pick(["channel", "referrer", "page", "keyword", "country", "device", "browser", "os", "utm_campaign", "utm_source", "utm_medium"])
           const within = filter === null ? sql`true` : sql`${sql.literal(dims[filter[0]]!)} = ${filter[1]}`
           const expected = yield* sql<any>`
             WITH c AS (${conv}),

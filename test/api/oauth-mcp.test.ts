@@ -1,12 +1,27 @@
-import { assert, layer } from "@effect/vitest"
+import { assert, it as test, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createHash, randomBytes } from "node:crypto"
 import { hashPassword } from "../../src/auth/sessions-service.ts"
 import { secretDigest } from "../../src/auth/tokens.ts"
+import { openApiDocument } from "../../src/http/openapi.ts"
 import { REGISTRATIONS_PER_ADDRESS_PER_HOUR } from "../../src/mcp-oauth/service.ts"
-import { call, type HttpResult, serveApp, testSettings } from "../support/app.ts"
+import { call as callServer, type HttpResult, serveApp, testSettings } from "../support/app.ts"
 import { seedProfile } from "../support/tenancy.ts"
+
+/** Statuses the `/oauth/mcp/*` operations answered in this file, by `method path` (checked at the end). */
+const answered = new Map<string, Set<number>>()
+
+/** The test server's `call`, recording what each `/oauth/mcp/*` operation answers. */
+const call = (path: string, init: RequestInit = {}) =>
+  Effect.tap(callServer(path, init), (response) =>
+    Effect.sync(() => {
+      const pathname = path.split("?")[0] ?? path
+      if (!pathname.startsWith("/oauth/mcp/")) return
+      const operation = `${(init.method ?? "GET").toLowerCase()} ${pathname}`
+      const statuses = answered.get(operation) ?? new Set<number>()
+      answered.set(operation, statuses.add(response.status))
+    }))
 
 const PASSWORD = "correct horse battery staple"
 const FORM = "application/x-www-form-urlencoded"
@@ -603,4 +618,33 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
       assert.isTrue(retryAfter > 0 && retryAfter <= 3600, String(retryAfter))
       assert.strictEqual(refused.json.retry_after_seconds, retryAfter)
     }))
+})
+
+// Runs after the tests above (vitest keeps a file's order): every status they saw an operation
+// answer is in that operation's published responses, and the consent pages' error statuses are
+// published as the HTML pages they are.
+test("the published responses of /oauth/mcp/* list every status the tests above saw; error pages are text/html", () => {
+  const paths = openApiDocument().paths as Record<string, Record<string, { readonly responses: Record<string, { readonly content?: Record<string, unknown> }> }>>
+  const responsesOf = (operation: string) => {
+    const [method = "", path = ""] = operation.split(" ")
+    const published = paths[path]?.[method]?.responses
+    assert.isDefined(published, operation)
+    return published ?? {}
+  }
+  for (const [operation, statuses] of answered) {
+    const published = Object.keys(responsesOf(operation))
+    for (const status of statuses) assert.include(published, String(status), `${operation} answered ${status}`)
+  }
+  const pages: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+    ["get /oauth/mcp/authorize", ["200", "302", "400"]],
+    ["post /oauth/mcp/authorize/sign-in", ["200", "302", "400", "403"]],
+    ["post /oauth/mcp/authorize/decision", ["302", "400", "403"]]
+  ]
+  for (const [operation, statuses] of pages) {
+    const published = responsesOf(operation)
+    assert.includeMembers(Object.keys(published), [...statuses], operation)
+    for (const status of statuses.filter((status) => status !== "302")) {
+      assert.property(published[status]?.content ?? {}, "text/html", `${operation} ${status}`)
+    }
+  }
 })

@@ -292,6 +292,8 @@ describe("LoggingLive", () => {
       assert.notInclude(line, "\n")
       const parsed = JSON.parse(line) as Record<string, unknown>
       assert.strictEqual(parsed["level"], "WARN")
-      assert.deepStrictEqual(parsed["message"], ["kept", { detail: 1 }])
+      // `message` is always a string; the other parts go to `details` (decision 0051).
+      assert.strictEqual(parsed["message"], "kept")
+      assert.deepStrictEqual(parsed["details"], { detail: 1 })
     }).pipe(Effect.provide(TestConsole.layer)))
 })

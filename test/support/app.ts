@@ -3,7 +3,7 @@
  * PostgreSQL when DATABASE_URL is set, otherwise on an embedded PGlite in a temp directory.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Clock, Context, type Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { Clock, Context, type Duration, Effect, Layer, Logger, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import { HttpRouter, HttpServer } from "effect/http"
 import { mkdtempSync } from "node:fs"
@@ -69,6 +69,8 @@ export const serveApp = (settings: AppSettings, app: AppLayer = HttpApp) =>
     Layer.provideMerge(HttpRouter.serve(app, { disableLogger: true, disableListenLog: true })),
     Layer.provideMerge(CoreLive),
     Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    // As LOG_LEVEL does when serving: the default "Warn" keeps the access lines out of test output.
+    Layer.provide(Layer.succeed(References.MinimumLogLevel)(settings.logLevel)),
     Layer.provideMerge(AppConfig.layerWith(settings))
   )
 

@@ -1,0 +1,56 @@
+import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../http/api.ts"
+import { Principal } from "../http/auth.ts"
+import { mediaTypeOf } from "../http/request-info.ts"
+import { AppConfig } from "../platform/config.ts"
+import { passwordFormPage, passwordSetPage, unusableLinkPage } from "./pages.ts"
+import { People } from "./service.ts"
+
+export const PeopleAdminHandlers = HttpApiBuilder.group(Api, "peopleAdmin", (handlers) =>
+  Effect.gen(function*() {
+    const people = yield* People
+    return handlers.handle("createPasswordLink", ({ payload }) =>
+      Effect.map(Effect.flatMap(Principal, (actor) => people.issueLink(actor, payload.email, payload.purpose)), (data) => ({ data })))
+  }))
+
+export const PasswordsHandlers = HttpApiBuilder.group(Api, "passwords", (handlers) =>
+  Effect.gen(function*() {
+    const people = yield* People
+    return handlers.handle("setPassword", ({ payload }) =>
+      Effect.map(people.setPassword(payload.token, payload.password), (data) => ({ data })))
+  }))
+
+/** Raw handlers: a malformed form answers the page again (or the unusable-link page), never the envelope. */
+export const PasswordPagesHandlers = HttpApiBuilder.group(Api, "passwordPages", (handlers) =>
+  Effect.gen(function*() {
+    const people = yield* People
+    const settings = yield* AppConfig
+    return handlers
+      .handleRaw("passwordPage", ({ request }) =>
+        Effect.gen(function*() {
+          const token = new URL(request.url, "http://localhost").searchParams.get("token") ?? ""
+          const link = yield* people.viewLink(token)
+          if (Option.isNone(link)) return unusableLinkPage()
+          return passwordFormPage({ token, email: link.value.email, purpose: link.value.purpose, error: null })
+        }))
+      .handleRaw("passwordForm", ({ request }) =>
+        Effect.gen(function*() {
+          const text = yield* Effect.orDie(request.text)
+          if (mediaTypeOf(request.headers["content-type"]) !== "application/x-www-form-urlencoded") return unusableLinkPage()
+          const form = new URLSearchParams(text)
+          const token = form.get("token") ?? ""
+          const password = form.get("password") ?? ""
+          const link = yield* people.viewLink(token)
+          if (Option.isNone(link)) return unusableLinkPage()
+          const again = (error: string) => passwordFormPage({ token, email: link.value.email, purpose: link.value.purpose, error })
+          if (password !== (form.get("password_confirmation") ?? "")) return again("The two passwords differ.")
+          return yield* people.setPassword(token, password).pipe(
+            Effect.map((changed) => passwordSetPage(changed.email, settings.baseUrl)),
+            Effect.catchTags({
+              ValidationError: (error) => Effect.succeed(again(error.message)),
+              InvalidRequest: () => Effect.succeed(unusableLinkPage())
+            })
+          )
+        }))
+  }))

@@ -1,0 +1,77 @@
+/**
+ * The set-password page of a one-time link (decision 0053). No script, no external asset; every
+ * interpolated value is escaped. No framing, no referrer (the token is in the address), no store.
+ */
+import { HttpServerResponse } from "effect/http"
+import { createHash } from "node:crypto"
+import { escapeHtml } from "../http/html.ts"
+import { PASSWORD_PAGE_PATH } from "./service.ts"
+
+const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:30rem;margin:3rem auto;padding:0 1rem;color:#1d232b}
+h1{font-size:1.35rem}label{display:block;margin:.8rem 0 .2rem}input[type=password]{width:100%;padding:.45rem;box-sizing:border-box}
+button{padding:.5rem 1.1rem;margin-top:1rem;font-size:1rem;cursor:pointer}code{font:13px ui-monospace,monospace}
+.error{color:#a4161a;background:#fdecea;padding:.6rem;border-radius:4px}.note{color:#5c6670;font-size:.9rem}`
+
+const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE, "utf8").digest("base64")}'`
+
+const headers = {
+  "cache-control": "no-store",
+  pragma: "no-cache",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "content-security-policy":
+    `default-src 'none'; style-src ${STYLE_HASH}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`
+}
+
+const page = (title: string, body: string, status: 200 | 400 = 200) =>
+  HttpServerResponse.text(
+    `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<style>${STYLE}</style></head><body>
+${body}
+</body></html>`,
+    { contentType: "text/html; charset=utf-8", headers, status }
+  )
+
+export const passwordFormPage = (input: {
+  readonly token: string
+  readonly email: string
+  readonly purpose: "invite" | "reset"
+  readonly error: string | null
+}) =>
+  page(
+    input.purpose === "invite" ? "Choose your password" : "Choose a new password",
+    `<h1>${input.purpose === "invite" ? "Choose your password" : "Choose a new password"}</h1>
+<p>For <strong>${escapeHtml(input.email)}</strong>.</p>
+${input.error === null ? "" : `<p class="error">${escapeHtml(input.error)}</p>`}
+<form method="post" action="${PASSWORD_PAGE_PATH}">
+<input type="hidden" name="token" value="${escapeHtml(input.token)}">
+<label for="password">Password (at least 8 characters)</label>
+<input id="password" name="password" type="password" autocomplete="new-password" minlength="8" maxlength="1024" required>
+<label for="password_confirmation">The same again</label>
+<input id="password_confirmation" name="password_confirmation" type="password" autocomplete="new-password" required>
+<button type="submit">Set password</button>
+</form>
+<p class="note">This link works once. Setting a password signs you out of every other session.</p>`,
+    input.error === null ? 200 : 400
+  )
+
+export const passwordSetPage = (email: string, baseUrl: string) =>
+  page(
+    "Password set",
+    `<h1>Password set</h1>
+<p>You can now sign in as <strong>${escapeHtml(email)}</strong>: an agent's consent screen asks for it, and
+<code>POST ${escapeHtml(baseUrl)}/api/v1/sessions</code> with <code>{"email","password"}</code> opens a console session.</p>`
+  )
+
+export const unusableLinkPage = () =>
+  page(
+    "Link not usable",
+    `<h1>This link cannot be used</h1>
+<p>It is unknown, expired or already used. Ask your operator for a new one
+(<code>npm run cli -- people reset-password --email ...</code>).</p>`,
+    400
+  )
