@@ -9,61 +9,17 @@
  * downloads no browser of its own.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
-import { existsSync, mkdtempSync } from "node:fs"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
+import { Effect } from "effect"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium } from "playwright-core"
-import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { HttpApp } from "../../src/http/app.ts"
-import { AppConfig } from "../../src/platform/config.ts"
-import { CoreLive } from "../../src/platform/services.ts"
-import { testSettings } from "../support/app.ts"
-
-const CHROMIUM_CANDIDATES = [
-  process.env["CHROMIUM_PATH"],
-  "/usr/bin/chromium",
-  "/usr/lib/chromium/chromium",
-  "/usr/bin/chromium-browser",
-  "/usr/bin/google-chrome-stable",
-  "/usr/bin/google-chrome"
-]
-const executablePath = CHROMIUM_CANDIDATES.find((path): path is string => path !== undefined && path !== "" && existsSync(path))
-
-/** Nothing in the background that would reach the network on its own. */
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--no-first-run",
-  "--disable-sync"
-]
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer()
-    probe.once("error", reject)
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
+import { CHROMIUM_ARGS, chromiumPath, freePort, serveOnPort } from "../support/browser.ts"
 
 const appPort = await freePort()
 const appUrl = `http://127.0.0.1:${appPort}`
-
-const ServedApp = HttpRouter.serve(HttpApp, { disableLogger: true, disableListenLog: true }).pipe(
-  Layer.provideMerge(CoreLive),
-  Layer.provide(NodeHttpServer.layer(createServer, { port: appPort, host: "127.0.0.1" })),
-  Layer.provideMerge(AppConfig.layerWith(testSettings({ baseUrl: appUrl }))),
-  Layer.provide(Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }))
-)
+const ServedApp = serveOnPort(appPort)
+const executablePath = chromiumPath
 
 describe.skipIf(executablePath === undefined)("API reference in headless Chromium", () => {
   layer(ServedApp, { timeout: "120 seconds", excludeTestServices: true })("/docs offline", (it) => {

@@ -9,57 +9,22 @@
  * downloads no browser of its own.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { existsSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { chromium } from "playwright-core"
-import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { HttpApp } from "../../src/http/app.ts"
-import { AppConfig } from "../../src/platform/config.ts"
-import { CoreLive } from "../../src/platform/services.ts"
-import { testSettings } from "../support/app.ts"
+import { CHROMIUM_ARGS, chromiumPath, freePort, serveOnPort } from "../support/browser.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
-
-const CHROMIUM_CANDIDATES = [
-  process.env["CHROMIUM_PATH"],
-  "/usr/bin/chromium",
-  "/usr/lib/chromium/chromium",
-  "/usr/bin/chromium-browser",
-  "/usr/bin/google-chrome-stable",
-  "/usr/bin/google-chrome"
-]
-const executablePath = CHROMIUM_CANDIDATES.find((path): path is string => path !== undefined && path !== "" && existsSync(path))
 
 /** A desktop Chrome agent: the default headless agent says "HeadlessChrome", which the collector drops as a bot. */
 const DESKTOP_CHROME =
   "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 
-/** A port free right now on the loopback interface (the service's base URL must name its port before it starts). */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const probe = createServer()
-    probe.once("error", reject)
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as AddressInfo
-      probe.close(() => resolve(port))
-    })
-  })
-
 const appPort = await freePort()
 const appUrl = `http://127.0.0.1:${appPort}`
-
-/** The service on `appPort`, its base URL naming that port (the snippet posts to `{base_url}/t/collect`). */
-const ServedApp = HttpRouter.serve(HttpApp, { disableLogger: true, disableListenLog: true }).pipe(
-  Layer.provideMerge(CoreLive),
-  Layer.provide(NodeHttpServer.layer(createServer, { port: appPort, host: "127.0.0.1" })),
-  Layer.provideMerge(AppConfig.layerWith(testSettings({ baseUrl: appUrl }))),
-  // Replays are not what this test is about.
-  Layer.provide(Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }))
-)
+const ServedApp = serveOnPort(appPort)
+const executablePath = chromiumPath
 
 const page = (snippet: string) => `<!doctype html>
 <html>
@@ -135,7 +100,7 @@ describe.skipIf(executablePath === undefined)("tracker in headless Chromium", ()
         assert.strictEqual(settings.status, 200)
 
         const browser = yield* Effect.acquireRelease(
-          Effect.promise(() => chromium.launch({ executablePath: executablePath!, headless: true, args: ["--no-sandbox"] })),
+          Effect.promise(() => chromium.launch({ executablePath: executablePath!, headless: true, args: CHROMIUM_ARGS })),
           (opened) => Effect.promise(() => opened.close())
         )
         const context = yield* Effect.promise(() => browser.newContext({ userAgent: DESKTOP_CHROME }))
