@@ -247,6 +247,12 @@ export class IdentityService extends Context.Service<IdentityService, {
           } else snoozeUntil = new Date(now + DEFAULT_SNOOZE_DAYS * 86_400_000).toISOString()
         }
         const outcome = yield* repo.transaction(Effect.gen(function*() {
+          // A merge locks the two customers before the proposal, the order ingest (customers, then
+          // the proposer's upsert) and erasure use: the other order deadlocked under concurrency.
+          if (decision.decision === "merge") {
+            const named = yield* findProposal(profile, id, false)
+            yield* repo.lockPair(named.customer_a, named.customer_b)
+          }
           const row = yield* findProposal(profile, id, true)
           const target = decision.decision === "merge" ? "merged" : decision.decision === "dismiss" ? "dismissed" : "snoozed"
           // The same decision again answers the proposal as it is (a retry); a decided proposal takes no other.
