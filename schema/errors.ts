@@ -489,6 +489,11 @@ export const toEnvelope = (error: ApiError, requestId = ""): ErrorEnvelope => {
   return { error: body as ErrorEnvelope["error"] }
 }
 
+/** An envelope with its request-scoped fields filled: the body of every error answer. */
+export const envelopeBody = (envelope: ErrorEnvelope, requestId: string, docsBaseUrl: string): ErrorEnvelope => ({
+  error: { ...envelope.error, request_id: requestId, docs_url: `${docsBaseUrl}/docs/errors#${envelope.error.code}` }
+})
+
 const fromEnvelope = (cls: ApiErrorClass, envelope: ErrorEnvelope): ApiError => {
   const { code: _code, status, request_id: _rid, docs_url: _docs, ...fields } = envelope.error
   return new cls({ ...fields, ...(status === 422 && cls.code === "validation_error" ? { http_status: 422 } : {}) })

@@ -11,14 +11,13 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { RateLimiter } from "effect/persistence/RateLimiter"
 import { SqlClient } from "effect/sql/SqlClient"
-import { isSqlError } from "effect/sql/SqlError"
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
 import { type DatabaseUnavailable, InsufficientScope, type RateLimitExceeded, Unauthorized } from "../../schema/errors.ts"
 import type { CreateMcpToken } from "../../schema/sessions.ts"
 import type { McpGrant } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../http/auth.ts"
-import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable, transactionFailures } from "../platform/database.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { peerAddressOf } from "../http/request-info.ts"
 import { CredentialPrefix, mintSecret, randomBase62, secretDigest } from "./tokens.ts"
@@ -177,11 +176,7 @@ export class Sessions extends Context.Service<Sessions, {
       const mintUserToken = yield* userTokenMinter
 
       const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
-        Effect.catchIf(
-          sql.withTransaction(effect),
-          isSqlError,
-          (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
-        )
+        transactionFailures(sql.withTransaction(effect))
 
       const window = `${LOGIN_FAILURE_WINDOW_MINUTES} minutes` as const
 

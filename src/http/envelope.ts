@@ -16,13 +16,14 @@ import {
   type ErrorEnvelope,
   InternalError,
   NotFound,
+  envelopeBody,
   PayloadTooLarge,
-  ServiceUnavailable,
   toEnvelope,
   ValidationError
 } from "../../schema/errors.ts"
 import { AppConfig } from "../platform/config.ts"
-import { CurrentRequestAccess, CurrentRequestId, type RequestAccess } from "../platform/request-id.ts"
+import { stoppedBeforeFinishing } from "../platform/lifecycle.ts"
+import { CurrentRequestAccess, CurrentRequestId, newRequestId, type RequestAccess } from "../platform/request-id.ts"
 import { databaseUnavailable, isConnectionFailure } from "../platform/database.ts"
 import { requestSchemaError } from "./schema-errors.ts"
 import { unstorableInBody, unstorableInUrl, unstorableRefusal } from "./unstorable-input.ts"
@@ -34,7 +35,7 @@ export const requestIdFor = (request: HttpServerRequest.HttpServerRequest): stri
   const incoming = request.headers["x-request-id"]
   return incoming !== undefined && incomingIdPattern.test(incoming)
     ? incoming
-    : `req_${crypto.randomUUID().replaceAll("-", "")}`
+    : newRequestId()
 }
 
 export interface RenderContext {
@@ -45,14 +46,10 @@ export interface RenderContext {
 
 /** Fills the request-scoped fields of an envelope and builds the response, `Retry-After` included. */
 export const envelopeResponse = (envelope: ErrorEnvelope, context: RenderContext): HttpServerResponse.HttpServerResponse => {
-  const body = {
-    ...envelope.error,
-    request_id: context.requestId,
-    docs_url: `${context.docsBaseUrl}/docs/errors#${envelope.error.code}`
-  }
+  const body = envelopeBody(envelope, context.requestId, context.docsBaseUrl)
   const headers: Record<string, string> = { "x-request-id": context.requestId }
-  if (body.retry_after_seconds !== undefined) headers["retry-after"] = String(body.retry_after_seconds)
-  return HttpServerResponse.jsonUnsafe({ error: body }, { status: body.status, headers })
+  if (body.error.retry_after_seconds !== undefined) headers["retry-after"] = String(body.error.retry_after_seconds)
+  return HttpServerResponse.jsonUnsafe(body, { status: body.error.status, headers })
 }
 
 export const errorResponse = (error: ApiError, context: RenderContext) =>
@@ -137,13 +134,7 @@ const errorFromCause = (cause: Cause.Cause<unknown>, context: RenderContext): Ef
   // A request is interrupted by the server only when it stops (a client that went away reads
   // nothing): the request did not finish, so the client should retry it elsewhere.
   if (Cause.hasInterruptsOnly(cause)) {
-    return Effect.succeed(
-      new ServiceUnavailable({
-        message: "The service stopped before this request finished. Retry the same request.",
-        reason: "shutting_down",
-        retry_after_seconds: 1
-      })
-    )
+    return Effect.succeed(stoppedBeforeFinishing())
   }
   return Effect.as(
     Effect.logError("unhandled failure while serving a request", cause),

@@ -1,9 +1,8 @@
 /** SQL of the agent OAuth surface (decision 0023): clients, consent tickets, authorization codes. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { isSqlError } from "effect/sql/SqlError"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable, transactionFailures } from "../platform/database.ts"
 
 export const ClientRow = Schema.Struct({
   client_id: Schema.String,
@@ -173,11 +172,7 @@ export class McpOAuthRepo extends Context.Service<McpOAuthRepo, {
 
       const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
         // BEGIN and COMMIT fail with SqlError; failures inside are already mapped by the statements.
-        Effect.catchIf(
-          sql.withTransaction(effect),
-          isSqlError,
-          (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
-        )
+        transactionFailures(sql.withTransaction(effect))
 
       return {
         insertClient,

@@ -1,10 +1,9 @@
 /** SQL of the OAuth token and revocation endpoints. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { isSqlError } from "effect/sql/SqlError"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Scope } from "../../schema/scopes.ts"
-import { databaseUnavailable, decodeFirstRow, isConnectionFailure, orDatabaseUnavailable } from "../platform/database.ts"
+import { decodeFirstRow, orDatabaseUnavailable, transactionFailures } from "../platform/database.ts"
 
 export const ClientRow = Schema.Struct({
   id: Schema.String,
@@ -97,11 +96,7 @@ export class OAuthRepo extends Context.Service<OAuthRepo, {
 
       const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
         // BEGIN and COMMIT fail with SqlError; failures inside are already mapped by the statements.
-        Effect.catchIf(
-          sql.withTransaction(effect),
-          isSqlError,
-          (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable()) : Effect.die(error)
-        )
+        transactionFailures(sql.withTransaction(effect))
 
       return { findClient, findLiveGrant, lockHealthcareSettings, setKeyScopes, revokeAppKey, transaction }
     })

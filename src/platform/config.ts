@@ -24,12 +24,12 @@ export interface AppSettings {
   /** Largest accepted request body, in bytes (413 `payload_too_large` above it). */
   readonly maxBodyBytes: number
   /** How long a stop signal lets in-flight requests finish before they answer 503 (`SVC_SHUTDOWN_GRACE_MS`). */
-  readonly shutdownGraceMs?: number
+  readonly shutdownGraceMs: number
   /**
    * Idle keep-alive connections are closed after this long (`SVC_KEEPALIVE_TIMEOUT_MS`); above the
    * idle timeouts of the load balancers in front, so they, not the service, close idle connections.
    */
-  readonly keepAliveTimeoutMs?: number
+  readonly keepAliveTimeoutMs: number
   /**
    * DNS servers the tracker's custom-domain verification asks (`SVC_DNS_SERVERS`, comma-separated
    * `ip` or `ip:port`); empty or unset: the system's resolvers.

@@ -4,6 +4,15 @@
  * sending before the port closes).
  */
 import { Context, Deferred, Effect, Layer } from "effect"
+import { ServiceUnavailable } from "../../schema/errors.ts"
+
+/** What a request still running when the service stops answers (503, `Retry-After: 1`): retry it elsewhere. */
+export const stoppedBeforeFinishing = () =>
+  new ServiceUnavailable({
+    message: "The service stopped before this request finished. Retry the same request.",
+    reason: "shutting_down",
+    retry_after_seconds: 1
+  })
 
 export interface LifecycleShape {
   /** True from the first stop signal on. Read on every readiness probe, so a plain read. */

@@ -6,18 +6,10 @@ import { NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Runtime, type Scope } from "effect"
 import { Etag, HttpEffect, HttpPlatform, type HttpServerRequest } from "effect/http"
 import { ServeError } from "effect/http/HttpServerError"
-import { Lifecycle } from "./lifecycle.ts"
+import { envelopeBody, toEnvelope } from "../../schema/errors.ts"
+import { Lifecycle, stoppedBeforeFinishing } from "./lifecycle.ts"
+import { newRequestId } from "./request-id.ts"
 import { serviceMain } from "./serve.ts"
-
-const DEADLINE_ANSWER = JSON.stringify({
-  error: {
-    code: "service_unavailable",
-    message: "The service stopped before this request finished. Retry the same request.",
-    status: 503,
-    reason: "shutting_down",
-    retry_after_seconds: 1
-  }
-})
 
 const main = serviceMain({
   platform: Layer.mergeAll(HttpPlatform.layer, Etag.layerWeak).pipe(Layer.provideMerge(NodeServices.layer)),
@@ -33,25 +25,28 @@ const main = serviceMain({
       const deadline = new Promise<void>((resolve) => {
         reachDeadline = resolve
       })
-      const answerAtDeadline = deadline.then(() =>
-        new Response(DEADLINE_ANSWER, {
-          status: 503,
-          headers: { "content-type": "application/json", "retry-after": "1", "x-request-id": `req_${crypto.randomUUID().replaceAll("-", "")}` }
+      // A fresh answer per request: a Response body is read once.
+      const answerAtDeadline = () =>
+        deadline.then(() => {
+          const requestId = newRequestId()
+          return new Response(JSON.stringify(envelopeBody(toEnvelope(stoppedBeforeFinishing()), requestId, settings.baseUrl)), {
+            status: 503,
+            headers: { "content-type": "application/json", "retry-after": "1", "x-request-id": requestId }
+          })
         })
-      )
       const server = yield* Effect.try({
         // Listening starts here, after the application was built (serve.ts): no request waits on start-up.
         try: () =>
           Deno.serve(
             { port: settings.port, hostname: settings.host, onListen: () => {} },
-            (request) => Promise.race([handler(request), answerAtDeadline])
+            (request) => Promise.race([handler(request), answerAtDeadline()])
           ),
         catch: (cause) => new ServeError({ cause })
       })
       yield* Effect.addFinalizer(() =>
         Effect.gen(function*() {
           yield* lifecycle.beginDrain
-          const grace = settings.shutdownGraceMs ?? 15_000
+          const grace = settings.shutdownGraceMs
           // Deno's shutdown stops accepting, closes idle connections and waits for in-flight requests.
           const shutdown = server.shutdown()
           yield* Effect.promise(() => shutdown).pipe(

@@ -10,11 +10,11 @@ const main = serviceMain({
     serveNode(httpEffect, {
       port: settings.port,
       host: settings.host,
-      shutdownGraceMs: settings.shutdownGraceMs ?? 15_000,
-      keepAliveTimeoutMs: settings.keepAliveTimeoutMs ?? 75_000,
+      shutdownGraceMs: settings.shutdownGraceMs,
+      keepAliveTimeoutMs: settings.keepAliveTimeoutMs,
       // Above the keep-alive timeout: a request head started just before the idle timer fires
       // is not cut by a shorter header timer.
-      headersTimeoutMs: (settings.keepAliveTimeoutMs ?? 75_000) + 5_000,
+      headersTimeoutMs: settings.keepAliveTimeoutMs + 5_000,
       docsBaseUrl: settings.baseUrl
     }),
   listenSignal: (signal, handler) => {

@@ -16,7 +16,9 @@ import type { HttpServerResponse } from "effect/http"
 import { ServeError } from "effect/http/HttpServerError"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { Server as NetServer, type Socket } from "node:net"
+import { envelopeBody, toEnvelope, ValidationError } from "../../schema/errors.ts"
 import { Lifecycle } from "./lifecycle.ts"
+import { newRequestId } from "./request-id.ts"
 
 export interface NodeServeOptions {
   readonly port: number
@@ -151,17 +153,9 @@ const answerClientError = (error: NodeJS.ErrnoException, socket: Socket, docsBas
       : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
       ? [408, "request_timeout", "The request was not received in time."] as const
       : [400, "malformed_request", "The request could not be parsed as HTTP/1.1."] as const
-  const requestId = `req_${crypto.randomUUID().replaceAll("-", "")}`
-  const body = JSON.stringify({
-    error: {
-      code: "validation_error",
-      message,
-      status,
-      request_id: requestId,
-      docs_url: `${docsBaseUrl}/docs/errors#validation_error`,
-      reason
-    }
-  })
+  const requestId = newRequestId()
+  const envelope = toEnvelope(new ValidationError({ message, reason }))
+  const body = JSON.stringify(envelopeBody({ error: { ...envelope.error, status } }, requestId, docsBaseUrl))
   const statusText = status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request"
   socket.end(
     `HTTP/1.1 ${status} ${statusText}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

@@ -6,6 +6,9 @@ import { Context } from "effect"
  */
 export const CurrentRequestId = Context.Reference<string>("svc/CurrentRequestId", { defaultValue: () => "" })
 
+/** A new request id, for a request that brought no usable `X-Request-Id`. */
+export const newRequestId = (): string => `req_${crypto.randomUUID().replaceAll("-", "")}`
+
 /** Who a request was served for, as its access log line reports it (decision 0051). */
 export interface RequestAccess {
   principalKind: string | null

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createServer } from "node:http"
 import { HttpApp } from "../../src/http/app.ts"
-import { AppConfig, type AppSettings } from "../../src/platform/config.ts"
+import { AppConfig, type AppSettings, DEFAULT_KEEPALIVE_TIMEOUT_MS, DEFAULT_SHUTDOWN_GRACE_MS } from "../../src/platform/config.ts"
 import { CurrentRequestId } from "../../src/platform/request-id.ts"
 import { CoreLive } from "../../src/platform/services.ts"
 
@@ -35,6 +35,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     redisUrl: Option.none(),
     linkTokenSecret: Option.some(Redacted.make(LINK_TOKEN_SECRET)),
     maxBodyBytes: 64 * 1024,
+    shutdownGraceMs: DEFAULT_SHUTDOWN_GRACE_MS,
+    keepAliveTimeoutMs: DEFAULT_KEEPALIVE_TIMEOUT_MS,
     logFormat: "json",
     logLevel: "Warn",
     otel: { endpoint: Option.none(), serviceName: "svc-test", headers: "", resourceAttributes: "" },
