@@ -5,7 +5,7 @@ import * as SqlSchema from "effect/sql/SqlSchema"
 import { DpaStatus, ProfileResolution, RateTier, type UpdateOAuthApp } from "../../schema/admin.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Scope } from "../../schema/scopes.ts"
-import type { Keyset } from "../http/pagination.ts"
+import type { Keyset } from "../platform/pagination.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 

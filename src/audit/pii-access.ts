@@ -7,7 +7,7 @@
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import type { PrincipalShape } from "../auth/principal.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
 

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../http/pagination.ts"
+import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { ConnectionsRepo } from "./repo.ts"
 

@@ -2,8 +2,8 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { Connection } from "../../schema/connections.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import type { Keyset } from "../http/pagination.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import type { Keyset } from "../platform/pagination.ts"
+import { atDatabaseBoundary } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
@@ -23,7 +23,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         (c.provider_kind = 'adplatform' AND COALESCE(e.enabled, false)) AS delivers_spend,
         ${isoTimestamp(sql, "c.created_at")} AS created_at`
       const list = (profileId: string, limit: number, after: Option.Option<Keyset>) =>
-        orDatabaseUnavailable(Effect.flatMap(
+        Effect.flatMap(
           Option.match(after, {
             onNone: () =>
               sql`SELECT ${columns} FROM connections c
@@ -38,8 +38,8 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
                   ORDER BY c.created_at, c.id LIMIT ${limit + 1}`
           }),
           decode
-        ))
-      return { list }
+        )
+      return atDatabaseBoundary({ list })
     })
   )
 }

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
-import { Principal } from "../http/auth.ts"
+import { Principal } from "../auth/principal.ts"
 import { DpaService } from "./service.ts"
 
 export const DpaHandlers = HttpApiBuilder.group(Api, "dpa", (handlers) =>

@@ -29,7 +29,7 @@ import {
 } from "../../schema/errors.ts"
 import type { WorkspaceRole } from "../../schema/members.ts"
 import { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape } from "../http/auth.ts"
+import type { PrincipalShape } from "../auth/principal.ts"
 import { transactionFailures } from "../platform/database.ts"
 import { type Agreement, type AppDpaRow, DpaRepo, type ProfileAgreementRow } from "./repo.ts"
 

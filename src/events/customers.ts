@@ -5,7 +5,7 @@
  * the same way. Identifier values arrive normalised (src/identity/normalize.ts).
  */
 import { Effect, Option } from "effect"
-import { type EventsRepo, type IdentifierKind, type KnownCustomer, type NewIdentifier, profileScoped } from "./repo.ts"
+import { type EventsRepo, type IdentifierKind, type KnownCustomer, type NewIdentifier, profileScoped } from "./outcomes/repo.ts"
 
 export interface CustomerTraits {
   /** The sender's own customer id (`customer_key`). */

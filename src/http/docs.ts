@@ -10,7 +10,7 @@ import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { catalogue } from "../../schema/errors.ts"
-import { escapeHtml } from "./html.ts"
+import { escapeHtml } from "../platform/html.ts"
 import { openApiDocument } from "./openapi.ts"
 
 const escape = (value: unknown) => escapeHtml(String(value))

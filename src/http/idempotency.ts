@@ -22,7 +22,7 @@ import {
   wire
 } from "../../schema/errors.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
-import { Principal, type PrincipalShape } from "./auth.ts"
+import { Principal, type PrincipalShape } from "../auth/principal.ts"
 import { Policy, PUBLIC } from "./policy.ts"
 
 export const REPLAY_WINDOW_HOURS = 24

@@ -7,7 +7,7 @@
 import { HttpServerResponse } from "effect/http"
 import { isStorableText } from "../../schema/common.ts"
 import { InvalidParameter, ValidationError } from "../../schema/errors.ts"
-import { errorPage, pageHeaders } from "../oauth/authorize-pages.ts"
+import { errorPage, pageHeaders } from "../oauth/authorize/pages.ts"
 
 const PROBLEM = "must not contain NUL characters or unpaired UTF-16 surrogates"
 

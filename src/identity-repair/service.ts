@@ -35,8 +35,8 @@ import {
   type RepairScanRow
 } from "../../schema/identity-repair.ts"
 import { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, pageOf } from "../http/pagination.ts"
+import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
+import { decodeCursor, pageOf } from "../platform/pagination.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
 import { type BackfillOutcome, IdentityRepairRepo, type LinkKeyset, type LinkRow, type ScanRow } from "./repo.ts"

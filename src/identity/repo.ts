@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { recomputeFirstPayments } from "../events/first-payments.ts"
+import { recomputeFirstPayments } from "../events/payments/first-payments.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { proposeMerges } from "./proposer.ts"

@@ -27,11 +27,11 @@ import {
   type StatusCounts
 } from "../../schema/identity.ts"
 import { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape, ProfileContext } from "../http/auth.ts"
-import { decodeCursor, pageOf } from "../http/pagination.ts"
+import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
+import { decodeCursor, pageOf } from "../platform/pagination.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { IdentityRepo, type MergeRow, type ProposalRow, type SideRow } from "./repo.ts"
-import { invalidQuery } from "../http/query.ts"
+import { invalidQuery } from "../../schema/query-errors.ts"
 
 export const DEFAULT_SNOOZE_DAYS = 30
 const DEFAULT_PAGE = 50

@@ -24,7 +24,7 @@ import {
   PERSONAL_IDENTIFIER_TYPES
 } from "../../schema/link-tokens.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
-import { heldScopes, type PrincipalShape, type ProfileContext } from "../http/auth.ts"
+import { heldScopes, type PrincipalShape, type ProfileContext } from "../auth/principal.ts"
 import { AppConfig } from "../platform/config.ts"
 import { normalizePhone } from "../identity/normalize.ts"
 import { type Lookup, LinkTokensRepo } from "./repo.ts"

@@ -8,10 +8,10 @@ import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { McpRegistrationError } from "../../schema/mcp-oauth.ts"
 import { noStore, OAuthRequestError } from "../../schema/oauth.ts"
-import { SESSION_COOKIE, SESSION_HOURS } from "../auth/sessions-service.ts"
+import { SESSION_COOKIE, SESSION_HOURS } from "../auth/sessions/service.ts"
 import { Api } from "../http/api.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
-import { mediaTypeOf, peerAddressOf } from "../http/request-info.ts"
+import { mediaTypeOf, peerAddressOf } from "../platform/request-info.ts"
 import { consentPage, errorPage, redirectResponse, signInPage } from "./pages.ts"
 import {
   type AuthorizationRequest,

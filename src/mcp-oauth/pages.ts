@@ -9,7 +9,7 @@ import { HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import type { McpGrant } from "../../schema/scopes.ts"
 import { scopesOfMcpGrant } from "../../schema/scopes.ts"
-import { escapeHtml } from "../http/html.ts"
+import { escapeHtml } from "../platform/html.ts"
 
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d232b}

@@ -9,12 +9,12 @@ import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { AuthorizePageError, noStore, OAuthInvalidClient, OAuthRequestError } from "../../schema/oauth.ts"
 import { Api } from "../http/api.ts"
-import { consentPage, errorPage, pageHeaders } from "./authorize-pages.ts"
-import { type AuthorizeResult, OAuthAuthorize, type Redirect } from "./authorize-service.ts"
-import { type ClientCredentials, OAuthService } from "./service.ts"
-import { parseBasicCredentials } from "../auth/basic-credentials.ts"
+import { consentPage, errorPage, pageHeaders } from "./authorize/pages.ts"
+import { type AuthorizeResult, OAuthAuthorize, type Redirect } from "./authorize/service.ts"
+import { type ClientCredentials, OAuthService } from "./token/service.ts"
+import { parseBasicCredentials } from "../auth/credentials/basic.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
-import { mediaTypeOf } from "../http/request-info.ts"
+import { mediaTypeOf } from "../platform/request-info.ts"
 
 type Params = ReadonlyMap<string, string>
 

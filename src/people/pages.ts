@@ -4,7 +4,7 @@
  */
 import { HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
-import { escapeHtml } from "../http/html.ts"
+import { escapeHtml } from "../platform/html.ts"
 import { PASSWORD_PAGE_PATH } from "./service.ts"
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:30rem;margin:3rem auto;padding:0 1rem;color:#1d232b}

@@ -131,6 +131,30 @@ export const orDatabaseUnavailable = <A, E, R>(
     (error) => isSqlError(error) && isConnectionFailure(error) ? Effect.fail(databaseUnavailable(reasonOf(error))) : Effect.die(error)
   ) as Effect.Effect<A, Exclude<E, SqlError | Schema.SchemaError> | DatabaseUnavailable, R>
 
+/** A repository method as its callers see it: no `SqlError` or row-decoding failure, `database_unavailable` instead. */
+export type AtBoundary<F> = F extends (...args: infer A) => Effect.Effect<infer X, infer E, infer R>
+  ? (...args: A) => Effect.Effect<X, Exclude<E, SqlError | Schema.SchemaError> | DatabaseUnavailable, R>
+  : F extends Effect.Effect<infer X, infer E, infer R>
+    ? Effect.Effect<X, Exclude<E, SqlError | Schema.SchemaError> | DatabaseUnavailable, R>
+  : F
+
+/**
+ * A repository's methods with `SqlError` stopped once, at its boundary (`orDatabaseUnavailable`
+ * applied to every effect a method returns), instead of a wrapper around each statement.
+ */
+export const atDatabaseBoundary = <M extends Record<string, unknown>>(methods: M): { readonly [K in keyof M]: AtBoundary<M[K]> } =>
+  Object.fromEntries(Object.entries(methods).map(([name, method]) => [
+    name,
+    Effect.isEffect(method)
+      ? orDatabaseUnavailable(method)
+      : typeof method === "function"
+      ? (...args: ReadonlyArray<unknown>) => {
+        const result: unknown = method(...args)
+        return Effect.isEffect(result) ? orDatabaseUnavailable(result) : result
+      }
+      : method
+  ])) as { readonly [K in keyof M]: AtBoundary<M[K]> }
+
 /**
  * For a transaction's own failures (BEGIN, COMMIT): a lost connection is `database_unavailable`,
  * anything else a defect, as `orDatabaseUnavailable` does for statements.

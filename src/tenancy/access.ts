@@ -5,7 +5,7 @@
  * answer the same 404 there).
  */
 import { Context, Effect, Layer } from "effect"
-import { Principal, type ProfileContext } from "../http/auth.ts"
+import { Principal, type ProfileContext } from "../auth/principal.ts"
 
 export class ProfileAccess extends Context.Service<ProfileAccess, {
   readonly current: Effect.Effect<ProfileContext, never, Principal>

@@ -10,11 +10,11 @@ import { NotFound } from "../../schema/errors.ts"
 import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../schema/scopes.ts"
 import type { EntitlementResult, SetEntitlement } from "../../schema/tenancy.ts"
 import { AuditLog } from "../audit/repo.ts"
-import { ApiKeys } from "../auth/keys.ts"
-import type { AppPrincipal } from "../http/auth.ts"
+import { ApiKeys } from "../auth/api-keys/mint.ts"
+import type { AppPrincipal } from "../auth/principal.ts"
 import { transactionFailures } from "../platform/database.ts"
 import { movePrivacyMode } from "./privacy.ts"
-import { TenancyRepo } from "./repo.ts"
+import { TenancyRepo } from "./profiles/repo.ts"
 
 /** Days of history a backfill asks the ad platform for when the add-on goes on. */
 export const STANDARD_BACKFILL_DAYS = 90

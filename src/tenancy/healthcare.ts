@@ -7,7 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { type DatabaseUnavailable, InsufficientScope } from "../../schema/errors.ts"
 import { isHealthcareFamily } from "../../schema/scopes.ts"
-import type { ProfileContext } from "../http/auth.ts"
+import type { ProfileContext } from "../auth/principal.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
 
 export class HealthcareCheck extends Context.Service<HealthcareCheck, {

@@ -8,8 +8,8 @@ import { InvalidState } from "../../schema/errors.ts"
 import { PERSON_SCOPES } from "../../schema/scopes.ts"
 import type { PrivacyMode } from "../../schema/tenancy.ts"
 import type { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape } from "../http/auth.ts"
-import type { TenancyRepo } from "./repo.ts"
+import type { PrincipalShape } from "../auth/principal.ts"
+import type { TenancyRepo } from "./profiles/repo.ts"
 
 export interface PrivacyMove {
   readonly privacyMode: PrivacyMode

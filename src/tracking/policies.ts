@@ -1,4 +1,4 @@
-/** Access policies of the tracking routes (src/tracking/api.ts and setup-api.ts). */
+/** Access policies of the tracking routes (src/tracking/tracker/api.ts and setup-api.ts). */
 import { policy } from "../http/policy.ts"
 
 const PEOPLE_AND_KEYS = ["api_key", "user_token", "session"] as const

@@ -6,8 +6,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AnalyticsImports } from "../../src/analytics/imports.ts"
-import { AnalyticsRollups } from "../../src/analytics/rollups.ts"
+import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
+import { AnalyticsRollups } from "../../src/analytics/rollups/repo.ts"
 import {
   analyticsApp, type AnalyticsProfileOptions, connectBroker, credit, drain, get, insertConversion, insertTouch, seedAnalyticsProfile
 } from "../support/analytics.ts"

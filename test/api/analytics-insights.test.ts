@@ -7,7 +7,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AnalyticsImports } from "../../src/analytics/imports.ts"
+import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
 import {
   analyticsApp, type AnalyticsProfileOptions, connectBroker, credit, drain, get, insertConversion, insertTouch, seedAnalyticsProfile
 } from "../support/analytics.ts"

@@ -7,8 +7,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AnalyticsImports } from "../../src/analytics/imports.ts"
-import { AnalyticsRollups } from "../../src/analytics/rollups.ts"
+import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
+import { AnalyticsRollups } from "../../src/analytics/rollups/repo.ts"
 import {
   analyticsApp,
   type AnalyticsProfileOptions,

@@ -1,8 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credential-store.ts"
-import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
+import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credentials/service.ts"
+import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 

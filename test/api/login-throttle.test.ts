@@ -6,7 +6,7 @@ import {
   LOGIN_FAILURE_WINDOW_MINUTES,
   LOGIN_FAILURES_PER_ADDRESS,
   LOGIN_FAILURES_PER_EMAIL
-} from "../../src/auth/sessions-service.ts"
+} from "../../src/auth/sessions/service.ts"
 import { adjustRequestTime, call, type HttpResult, serveAppWithRequestClock, testSettings } from "../support/app.ts"
 
 const PASSWORD = "correct horse battery staple"

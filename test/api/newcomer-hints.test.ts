@@ -6,7 +6,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Logger, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AnalyticsRollupSettings, defaultRollupSettings } from "../../src/analytics/rollups.ts"
+import { AnalyticsRollupSettings, defaultRollupSettings } from "../../src/analytics/rollups/repo.ts"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { jsonLogger } from "../../src/platform/logging.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"

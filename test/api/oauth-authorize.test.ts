@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { SignJWT } from "jose"
-import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/auth/tokens.ts"
+import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, type HttpResult, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 
 const CALLBACK = "https://partner.example/callback"

@@ -16,7 +16,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import * as fc from "fast-check"
 import { catalogue } from "../../schema/errors.ts"
 import { McpGrants, Scopes, scopesOfMcpGrants } from "../../schema/scopes.ts"
-import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/tokens.ts"
+import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, OPERATOR_TOKEN, serveApp, TestServer, testSettings } from "../support/app.ts"
 import {
   type Case,

@@ -5,8 +5,8 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AnalyticsImports } from "../../src/analytics/imports.ts"
-import { AnalyticsRollups } from "../../src/analytics/rollups.ts"
+import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
+import { AnalyticsRollups } from "../../src/analytics/rollups/repo.ts"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { call, serveApp, testSettings } from "./app.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "./tenancy.ts"

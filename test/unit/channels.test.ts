@@ -9,7 +9,7 @@ import {
   clickIdOf,
   hostKind,
   isSameSite
-} from "../../src/tracking/channels.ts"
+} from "../../src/tracking/tracker/channels.ts"
 
 const PAGE = "shop.example.com"
 

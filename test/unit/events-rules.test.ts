@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Result } from "effect"
-import { firstPaymentFlags, type PaymentFacts } from "../../src/events/first-payments.ts"
+import { firstPaymentFlags, type PaymentFacts } from "../../src/events/payments/first-payments.ts"
 import { normaliseAmount, rawValueLiteral } from "../../src/events/money.ts"
 import { checkSubjectRef } from "../../src/events/subject-ref.ts"
 

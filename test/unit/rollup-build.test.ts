@@ -11,7 +11,7 @@ import {
   ROLLUP_DIMENSIONS,
   type TouchFact,
   toUnits
-} from "../../src/analytics/rollup-build.ts"
+} from "../../src/analytics/rollups/build.ts"
 
 const P = "00000000-0000-0000-0000-000000000001"
 const DAY = "2026-06-01"

@@ -1,0 +1,20 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { CampaignsService } from "./service.ts"
+
+export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const campaigns = yield* CampaignsService
+    return handlers.handleAll({
+      list: ({ query }) => Effect.flatMap(access.current, (profile) => campaigns.campaigns(profile, query)),
+      unattributed: ({ query }) => Effect.flatMap(access.current, (profile) => campaigns.unattributed(profile, query)),
+      conversions: ({ params, query }) =>
+        Effect.flatMap(access.current, (profile) => campaigns.conversions(profile, params.id, query)),
+      adsTrend: ({ query }) => Effect.flatMap(access.current, (profile) => campaigns.trend(profile, query)),
+      fatigueRisk: ({ query }) => Effect.flatMap(access.current, (profile) => campaigns.fatigueRisk(profile, query)),
+      ad: ({ params, query }) => Effect.flatMap(access.current, (profile) => campaigns.ad(profile, params.id, query))
+    })
+  }))

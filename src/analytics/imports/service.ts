@@ -1,0 +1,207 @@
+/**
+ * The internal write path of analytics inputs (decision 0041): ad spend and FX rates, imported by
+ * operators from CSV files (`svc spend import`, `svc fx import`) and by tests through the same
+ * functions. There is no public HTTP write of either. Both are idempotent upserts on their keys:
+ * importing a file again, or a corrected file, leaves one row per key with the latest values.
+ *
+ * Spend CSV: header `profile_id,platform,day,campaign_id,ad_set_id,ad_id,currency,amount`; `day`
+ * is the calendar day in the profile's time zone, `amount` an exact decimal in `currency` (the ad
+ * account's), empty campaign/ad set ids allowed.
+ *
+ * FX CSV: the ECB euro reference rates file as published (`eurofxref-hist.csv` or
+ * `eurofxref.csv`: a `Date` column, then one column per currency, rates per 1 EUR, `N/A` where
+ * there is none), or the long form `day,base,quote,rate`.
+ */
+import { Context, Effect, Layer, Result } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { type DatabaseUnavailable, ValidationError } from "../../../schema/errors.ts"
+import { isCalendarDate } from "../../../schema/events.ts"
+import { normaliseAmount } from "../../events/money.ts"
+import { nullableColumn, orDatabaseUnavailable } from "../../platform/database.ts"
+
+export interface SpendRow {
+  readonly profileId: string
+  readonly platform: string
+  readonly day: string
+  readonly campaignId: string | null
+  readonly adSetId: string | null
+  readonly adId: string
+  readonly currency: string
+  readonly amount: string
+}
+
+export interface FxRow {
+  readonly day: string
+  readonly base: string
+  readonly quote: string
+  readonly rate: string
+}
+
+const CURRENCY = /^[A-Z]{3}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const CHUNK = 1000
+
+/** Minimal CSV: comma-separated, optional double quotes ("" inside quotes is a quote), CR/LF lines. */
+export const parseCsv = (text: string): Array<Array<string>> => {
+  const rows: Array<Array<string>> = []
+  let row: Array<string> = []
+  let field = ""
+  let quoted = false
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]
+    if (quoted) {
+      if (ch === "\"" && text[i + 1] === "\"") {
+        field += "\""
+        i++
+      } else if (ch === "\"") quoted = false
+      else field += ch
+    } else if (ch === "\"") quoted = true
+    else if (ch === ",") {
+      row.push(field.trim())
+      field = ""
+    } else if (ch === "\n" || ch === "\r") {
+      if (ch === "\r" && text[i + 1] === "\n") i++
+      row.push(field.trim())
+      if (row.some((cell) => cell !== "")) rows.push(row)
+      row = []
+      field = ""
+    } else field += ch
+  }
+  row.push(field.trim())
+  if (row.some((cell) => cell !== "")) rows.push(row)
+  return rows
+}
+
+const refuse = (line: number, message: string) => new ValidationError({ message: `line ${line}: ${message}` })
+
+const amountOf = (line: number, raw: string, what: string, positive: boolean): Result.Result<string, ValidationError> => {
+  const normalised = normaliseAmount(raw)
+  if (Result.isFailure(normalised)) return Result.fail(refuse(line, `${what}: ${normalised.failure}`))
+  const value = normalised.success
+  if (value.startsWith("-") || (positive && value === "0")) return Result.fail(refuse(line, `${what}: must be ${positive ? "above" : "at least"} 0`))
+  return Result.succeed(value)
+}
+
+const SPEND_HEADER = ["profile_id", "platform", "day", "campaign_id", "ad_set_id", "ad_id", "currency", "amount"]
+
+/** The rows of a spend CSV, or the first line that is wrong. */
+export const parseSpendCsv = (text: string): Result.Result<Array<SpendRow>, ValidationError> => {
+  const [header, ...lines] = parseCsv(text)
+  if (header === undefined || header.join(",").toLowerCase() !== SPEND_HEADER.join(",")) {
+    return Result.fail(refuse(1, `expected the header ${SPEND_HEADER.join(",")}`))
+  }
+  const rows: Array<SpendRow> = []
+  for (const [index, cells] of lines.entries()) {
+    const line = index + 2
+    if (cells.length !== SPEND_HEADER.length) return Result.fail(refuse(line, `expected ${SPEND_HEADER.length} columns, got ${cells.length}`))
+    const [profileId = "", platform = "", day = "", campaignId = "", adSetId = "", adId = "", currency = "", amount = ""] = cells
+    if (!UUID.test(profileId)) return Result.fail(refuse(line, "profile_id: not a UUID"))
+    if (platform === "" || platform.length > 100) return Result.fail(refuse(line, "platform: 1 to 100 characters"))
+    if (!isCalendarDate(day)) return Result.fail(refuse(line, "day: not a calendar date (YYYY-MM-DD)"))
+    if (adId === "" || adId.length > 200) return Result.fail(refuse(line, "ad_id: 1 to 200 characters"))
+    if (!CURRENCY.test(currency)) return Result.fail(refuse(line, "currency: three upper-case letters"))
+    const checked = amountOf(line, amount, "amount", false)
+    if (Result.isFailure(checked)) return Result.fail(checked.failure)
+    rows.push({
+      profileId: profileId.toLowerCase(),
+      platform,
+      day,
+      campaignId: campaignId === "" ? null : campaignId,
+      adSetId: adSetId === "" ? null : adSetId,
+      adId,
+      currency,
+      amount: checked.success
+    })
+  }
+  return Result.succeed(rows)
+}
+
+/** The rates of an FX CSV (ECB wide form or long form), or the first line that is wrong. */
+export const parseFxCsv = (text: string): Result.Result<Array<FxRow>, ValidationError> => {
+  const [header, ...lines] = parseCsv(text)
+  if (header === undefined) return Result.fail(refuse(1, "empty file"))
+  const rows: Array<FxRow> = []
+  if (header.join(",").toLowerCase() === "day,base,quote,rate") {
+    for (const [index, cells] of lines.entries()) {
+      const line = index + 2
+      const [day = "", base = "", quote = "", rate = ""] = cells
+      if (!isCalendarDate(day)) return Result.fail(refuse(line, "day: not a calendar date (YYYY-MM-DD)"))
+      if (!CURRENCY.test(base) || !CURRENCY.test(quote) || base === quote) return Result.fail(refuse(line, "base and quote: two different currencies"))
+      const checked = amountOf(line, rate, "rate", true)
+      if (Result.isFailure(checked)) return Result.fail(checked.failure)
+      rows.push({ day, base, quote, rate: checked.success })
+    }
+    return Result.succeed(rows)
+  }
+  if (header[0]?.toLowerCase() !== "date") return Result.fail(refuse(1, "expected the ECB header (Date,USD,...) or day,base,quote,rate"))
+  const quotes = header.slice(1)
+  for (const [i, quote] of quotes.entries()) {
+    if (quote !== "" && (!CURRENCY.test(quote) || quote === "EUR")) return Result.fail(refuse(1, `column ${i + 2}: not a currency`))
+  }
+  for (const [index, cells] of lines.entries()) {
+    const line = index + 2
+    const day = cells[0] ?? ""
+    if (!isCalendarDate(day)) return Result.fail(refuse(line, "Date: not a calendar date (YYYY-MM-DD)"))
+    for (const [i, quote] of quotes.entries()) {
+      const raw = cells[i + 1] ?? ""
+      if (quote === "" || raw === "" || raw === "N/A") continue
+      const checked = amountOf(line, raw, quote, true)
+      if (Result.isFailure(checked)) return Result.fail(checked.failure)
+      rows.push({ day, base: "EUR", quote, rate: checked.success })
+    }
+  }
+  return Result.succeed(rows)
+}
+
+const chunks = <A>(rows: ReadonlyArray<A>) => Array.from({ length: Math.ceil(rows.length / CHUNK) }, (_, i) => rows.slice(i * CHUNK, (i + 1) * CHUNK))
+
+export class AnalyticsImports extends Context.Service<AnalyticsImports, {
+  /** Upserts spend rows (one per profile, platform, day and ad); answers how many rows were written. */
+  readonly upsertSpend: (rows: ReadonlyArray<SpendRow>) => Effect.Effect<number, DatabaseUnavailable | ValidationError>
+  readonly upsertFxRates: (rows: ReadonlyArray<FxRow>, source?: string) => Effect.Effect<number, DatabaseUnavailable>
+}>()("svc/AnalyticsImports") {
+  static readonly layer = Layer.effect(AnalyticsImports)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+
+      const upsertSpend = Effect.fn("AnalyticsImports.upsertSpend")(function*(rows: ReadonlyArray<SpendRow>) {
+        const profiles = [...new Set(rows.map((row) => row.profileId))]
+        const known = yield* orDatabaseUnavailable(sql<{ id: string }>`
+          SELECT id::text AS id FROM profiles WHERE id = ANY(${profiles}::uuid[])`)
+        const missing = profiles.filter((id) => !known.some((row) => row.id === id))
+        if (missing.length > 0) return yield* new ValidationError({ message: `profile_id: no such profile: ${missing.join(", ")}` })
+        // Last row wins within one file as across files.
+        const distinct = [...new Map(rows.map((row) => [`${row.profileId}\u0000${row.platform}\u0000${row.day}\u0000${row.adId}`, row] as const)).values()]
+        let written = 0
+        yield* orDatabaseUnavailable(sql.withTransaction(Effect.forEach(chunks(distinct), (chunk) =>
+          Effect.map(sql`
+            INSERT INTO ad_spend (profile_id, platform, day, campaign_external_id, ad_set_external_id, ad_external_id, currency, amount)
+            SELECT * FROM unnest(${chunk.map((r) => r.profileId)}::uuid[], ${chunk.map((r) => r.platform)}::text[],
+                                 ${chunk.map((r) => r.day)}::date[], ${nullableColumn(chunk.map((r) => r.campaignId))}::text[],
+                                 ${nullableColumn(chunk.map((r) => r.adSetId))}::text[], ${chunk.map((r) => r.adId)}::text[],
+                                 ${chunk.map((r) => r.currency)}::text[], ${chunk.map((r) => r.amount)}::numeric(20, 6)[])
+            ON CONFLICT (profile_id, platform, day, ad_external_id) DO UPDATE
+            SET campaign_external_id = EXCLUDED.campaign_external_id, ad_set_external_id = EXCLUDED.ad_set_external_id,
+                currency = EXCLUDED.currency, amount = EXCLUDED.amount, imported_at = now()`, () => {
+            written += chunk.length
+          }), { discard: true })))
+        return written
+      })
+
+      const upsertFxRates = Effect.fn("AnalyticsImports.upsertFxRates")(function*(rows: ReadonlyArray<FxRow>, source = "ecb") {
+        const distinct = [...new Map(rows.map((row) => [`${row.base}${row.quote}${row.day}`, row] as const)).values()]
+        yield* orDatabaseUnavailable(sql.withTransaction(Effect.forEach(chunks(distinct), (chunk) =>
+          sql`
+            INSERT INTO fx_rates (base, quote, day, rate, source)
+            SELECT b, q, d, r, ${source} FROM unnest(${chunk.map((r) => r.base)}::text[], ${chunk.map((r) => r.quote)}::text[],
+                                                     ${chunk.map((r) => r.day)}::date[], ${chunk.map((r) => r.rate)}::numeric[])
+                                         AS v(b, q, d, r)
+            ON CONFLICT (base, quote, day) DO UPDATE SET rate = EXCLUDED.rate, source = EXCLUDED.source, imported_at = now()`,
+          { discard: true })))
+        return distinct.length
+      })
+
+      return { upsertSpend, upsertFxRates }
+    })
+  )
+}

@@ -1,0 +1,16 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { AnalyticsService } from "./service.ts"
+
+export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const analytics = yield* AnalyticsService
+    return handlers.handleAll({
+      overview: ({ query }) => Effect.flatMap(access.current, (profile) => analytics.overview(profile, query)),
+      timeseries: ({ query }) => Effect.flatMap(access.current, (profile) => analytics.timeseries(profile, query)),
+      breakdown: ({ params, query }) => Effect.flatMap(access.current, (profile) => analytics.breakdown(profile, params.dimension, query))
+    })
+  }))

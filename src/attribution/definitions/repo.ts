@@ -1,0 +1,212 @@
+/** SQL of conversion definitions (`conversion_definitions`) and the outcome keys a stage may map to. */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { DefinitionKind } from "../../../schema/attribution.ts"
+import { isUuid } from "../../../schema/common.ts"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import type { Keyset } from "../../platform/pagination.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+import { lockProfileAttribution } from "../replay-queue.ts"
+
+export const DefinitionRow = Schema.Struct({
+  id: Schema.String,
+  conversion_key: Schema.String,
+  name: Schema.String,
+  kind: DefinitionKind,
+  event_names: Schema.Array(Schema.String),
+  event_key: Schema.NullOr(Schema.String),
+  lookback_window_days: Schema.Int,
+  is_default: Schema.Boolean,
+  counts_as_cash: Schema.Boolean,
+  attribution_eligible: Schema.Boolean,
+  created_at: Schema.String,
+  updated_at: Schema.String
+})
+export type DefinitionRow = typeof DefinitionRow.Type
+
+/** Everything a write sets on a definition. */
+export interface DefinitionValues {
+  readonly conversion_key: string
+  readonly name: string
+  readonly kind: DefinitionKind
+  readonly event_names: ReadonlyArray<string>
+  readonly event_key: string | null
+  readonly lookback_window_days: number
+  readonly is_default: boolean
+  readonly counts_as_cash: boolean
+  readonly attribution_eligible: boolean
+}
+
+/** A name some definition already lists. */
+export const NameOwnerRow = Schema.Struct({ event_name: Schema.String, id: Schema.String, conversion_key: Schema.String })
+export type NameOwnerRow = typeof NameOwnerRow.Type
+
+export const OutcomeKeyRow = Schema.Struct({
+  key: Schema.String,
+  seen_in_events: Schema.Boolean,
+  conversion_key: Schema.NullOr(Schema.String)
+})
+export type OutcomeKeyRow = typeof OutcomeKeyRow.Type
+
+/** At most this many received event names are listed by the read (the rule itself checks each key exactly). */
+export const MAX_SEEN_KEYS = 1000
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+type Page = { readonly limit: number; readonly after: Option.Option<Keyset> }
+
+export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
+  /** Serializes the profile's classification writes for the rest of the transaction. */
+  readonly lock: (profileId: string) => Repo<void>
+  /** (created_at, id) order, one more than `limit`. */
+  readonly page: (profileId: string, page: Page) => Repo<ReadonlyArray<DefinitionRow>>
+  /** Every definition of the profile, (created_at, id) order. */
+  readonly all: (profileId: string) => Repo<ReadonlyArray<DefinitionRow>>
+  /** `lock` locks the row. An id that is not a UUID finds nothing. */
+  readonly find: (profileId: string, id: string, lock: boolean) => Repo<Option.Option<DefinitionRow>>
+  readonly findByKey: (profileId: string, conversionKey: string, lock: boolean) => Repo<Option.Option<DefinitionRow>>
+  readonly insert: (profileId: string, id: string, values: DefinitionValues) => Repo<DefinitionRow>
+  readonly update: (profileId: string, id: string, values: DefinitionValues) => Repo<DefinitionRow>
+  /** Moves the default flag off every definition of the profile but `keepId`. */
+  readonly clearDefault: (profileId: string, keepId: string | null) => Repo<void>
+  /**
+   * Deletes definitions. Their conversions stay (with their keys) but lose the definition, so they
+   * no longer count as cash nor take credit (the queued replay removes their credit rows).
+   */
+  readonly remove: (profileId: string, ids: ReadonlyArray<string>) => Repo<void>
+  /** Which of `names` a definition other than `exceptIds` already lists. */
+  readonly nameOwners: (
+    profileId: string,
+    names: ReadonlyArray<string>,
+    exceptIds: ReadonlyArray<string>
+  ) => Repo<ReadonlyArray<NameOwnerRow>>
+  /** Which of `names` the profile has received as a (live) outcome event name. */
+  readonly seenAmong: (profileId: string, names: ReadonlyArray<string>) => Repo<ReadonlySet<string>>
+  /** The read's `outcomes[]`: received event names and the names `event` definitions list. */
+  readonly outcomeKeys: (profileId: string) => Repo<ReadonlyArray<OutcomeKeyRow>>
+}>()("svc/DefinitionsRepo") {
+  static readonly layer = Layer.effect(DefinitionsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const rows = decodeRows(DefinitionRow)
+      const firstRow = decodeFirstRow(DefinitionRow)
+      const ownerRows = decodeRows(NameOwnerRow)
+      const keyRows = decodeRows(OutcomeKeyRow)
+      const nameRows = decodeRows(Schema.Struct({ event_name: Schema.String }))
+
+      const columns = sql`d.id::text AS id, d.conversion_key, d.name, d.kind, d.event_names, d.event_key,
+        d.lookback_window_days, d.is_default, d.counts_as_cash, d.attribution_eligible,
+        ${isoTimestamp(sql, "d.created_at")} AS created_at, ${isoTimestamp(sql, "d.updated_at")} AS updated_at`
+
+      const exactlyOne = <E, R>(effect: Effect.Effect<Option.Option<DefinitionRow>, E, R>) =>
+        Effect.flatMap(effect, Option.match({ onNone: () => Effect.die("a definition write returned no row"), onSome: Effect.succeed }))
+
+      const page = (profileId: string, page: Page) =>
+        rows(sql`
+          SELECT ${columns} FROM conversion_definitions d
+          WHERE d.profile_id = ${profileId}
+            ${
+          Option.match(page.after, {
+            onNone: () => sql``,
+            onSome: (keyset) => sql`AND (d.created_at, d.id) > (${keyset.createdAt}::timestamptz, ${keyset.id}::uuid)`
+          })
+        }
+          ORDER BY d.created_at, d.id LIMIT ${page.limit + 1}`)
+
+      const all = (profileId: string) =>
+        rows(sql`SELECT ${columns} FROM conversion_definitions d WHERE d.profile_id = ${profileId} ORDER BY d.created_at, d.id`)
+
+      const find = (profileId: string, id: string, lock: boolean) =>
+        isUuid(id)
+          ? firstRow(sql`
+              SELECT ${columns} FROM conversion_definitions d
+              WHERE d.profile_id = ${profileId} AND d.id = ${id.toLowerCase()} ${sql.literal(lock ? "FOR UPDATE" : "")}`)
+          : Effect.succeed(Option.none<DefinitionRow>())
+
+      const findByKey = (profileId: string, conversionKey: string, lock: boolean) =>
+        firstRow(sql`
+          SELECT ${columns} FROM conversion_definitions d
+          WHERE d.profile_id = ${profileId} AND d.conversion_key = ${conversionKey} ${sql.literal(lock ? "FOR UPDATE" : "")}`)
+
+      const insert = (profileId: string, id: string, values: DefinitionValues) =>
+        exactlyOne(firstRow(sql`
+          INSERT INTO conversion_definitions AS d (id, profile_id, conversion_key, name, kind, event_names, event_key,
+            lookback_window_days, is_default, counts_as_cash, attribution_eligible)
+          VALUES (${id}, ${profileId}, ${values.conversion_key}, ${values.name}, ${values.kind}, ${values.event_names}::text[],
+            ${values.event_key}, ${values.lookback_window_days}, ${values.is_default}, ${values.counts_as_cash},
+            ${values.attribution_eligible})
+          RETURNING ${columns}`))
+
+      const update = (profileId: string, id: string, values: DefinitionValues) =>
+        exactlyOne(firstRow(sql`
+          UPDATE conversion_definitions AS d
+          SET name = ${values.name}, kind = ${values.kind}, event_names = ${values.event_names}::text[],
+              event_key = ${values.event_key}, lookback_window_days = ${values.lookback_window_days},
+              is_default = ${values.is_default}, counts_as_cash = ${values.counts_as_cash},
+              attribution_eligible = ${values.attribution_eligible}, updated_at = now()
+          WHERE d.profile_id = ${profileId} AND d.id = ${id}
+          RETURNING ${columns}`))
+
+      const clearDefault = (profileId: string, keepId: string | null) =>
+        Effect.asVoid(sql`
+          UPDATE conversion_definitions SET is_default = false, updated_at = now()
+          WHERE profile_id = ${profileId} AND is_default ${keepId === null ? sql`` : sql`AND id <> ${keepId}`}`)
+
+      const remove = (profileId: string, ids: ReadonlyArray<string>) =>
+        ids.length === 0 ? Effect.void : Effect.gen(function*() {
+          yield* sql`
+            UPDATE conversions SET definition_id = NULL, counts_as_cash = false, attribution_eligible = false
+            WHERE profile_id = ${profileId} AND definition_id = ANY(${ids}::uuid[])`
+          yield* sql`DELETE FROM conversion_definitions WHERE profile_id = ${profileId} AND id = ANY(${ids}::uuid[])`
+        })
+
+      const nameOwners = (profileId: string, names: ReadonlyArray<string>, exceptIds: ReadonlyArray<string>) =>
+        names.length === 0 ? Effect.succeed([]) : ownerRows(sql`
+          SELECT n.event_name, d.id::text AS id, d.conversion_key
+          FROM conversion_definitions d, unnest(d.event_names) AS n(event_name)
+          WHERE d.profile_id = ${profileId} AND n.event_name = ANY(${names}::text[])
+            AND NOT (d.id = ANY(${exceptIds}::uuid[]))
+          ORDER BY n.event_name, d.conversion_key`)
+
+      const seenAmong = (profileId: string, names: ReadonlyArray<string>) =>
+        names.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
+          nameRows(sql`
+            SELECT DISTINCT e.event_name FROM outcome_events e
+            WHERE e.profile_id = ${profileId} AND e.event_name = ANY(${names}::text[]) AND e.retracted_at IS NULL`),
+          (found) => new Set(found.map((row) => row.event_name))
+        )
+
+      const outcomeKeys = (profileId: string) =>
+        keyRows(sql`
+          WITH seen AS (
+            SELECT DISTINCT e.event_name AS key FROM outcome_events e
+            WHERE e.profile_id = ${profileId} AND e.retracted_at IS NULL
+            ORDER BY 1 LIMIT ${MAX_SEEN_KEYS}
+          ),
+          defined AS (
+            SELECT n.key, min(d.conversion_key) AS conversion_key
+            FROM conversion_definitions d, unnest(d.event_names) AS n(key)
+            WHERE d.profile_id = ${profileId} AND d.kind = 'event'
+            GROUP BY n.key
+          )
+          SELECT COALESCE(s.key, f.key) AS key, s.key IS NOT NULL AS seen_in_events, f.conversion_key
+          FROM seen s FULL JOIN defined f ON f.key = s.key
+          ORDER BY 1`)
+
+      return {
+        lock: (profileId) => orDatabaseUnavailable(Effect.asVoid(lockProfileAttribution(sql, profileId))),
+        page: (profileId, p) => orDatabaseUnavailable(page(profileId, p)),
+        all: (profileId) => orDatabaseUnavailable(all(profileId)),
+        find: (profileId, id, lock) => orDatabaseUnavailable(find(profileId, id, lock)),
+        findByKey: (profileId, key, lock) => orDatabaseUnavailable(findByKey(profileId, key, lock)),
+        insert: (profileId, id, values) => orDatabaseUnavailable(insert(profileId, id, values)),
+        update: (profileId, id, values) => orDatabaseUnavailable(update(profileId, id, values)),
+        clearDefault: (profileId, keepId) => orDatabaseUnavailable(clearDefault(profileId, keepId)),
+        remove: (profileId, ids) => orDatabaseUnavailable(remove(profileId, ids)),
+        nameOwners: (profileId, names, exceptIds) => orDatabaseUnavailable(nameOwners(profileId, names, exceptIds)),
+        seenAmong: (profileId, names) => orDatabaseUnavailable(seenAmong(profileId, names)),
+        outcomeKeys: (profileId) => orDatabaseUnavailable(outcomeKeys(profileId))
+      }
+    })
+  )
+}

@@ -1,0 +1,22 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { Principal } from "../../auth/principal.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { AttributionJobs } from "./service.ts"
+
+export const AttributionHandlers = HttpApiBuilder.group(Api, "attribution", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const jobs = yield* AttributionJobs
+    return handlers.handleAll({
+      recompute: () =>
+        Effect.flatMap(Principal, (actor) =>
+          Effect.flatMap(access.current, (profile) =>
+            Effect.map(jobs.recompute(actor, profile), (recomputed) => ({
+              data: recomputed.job,
+              meta: { coalesced: recomputed.coalesced }
+            })))),
+      replayStatus: () => Effect.flatMap(access.current, (profile) => Effect.map(jobs.replayStatus(profile), (data) => ({ data })))
+    })
+  }))

@@ -1,0 +1,60 @@
+/**
+ * Attribution recompute and replay status: a recompute queues (or joins) a full-profile replay,
+ * which the worker runs as durable work; the status is the profile's most recent replay.
+ * Decision 0030.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { ReplayJob } from "../../../schema/attribution.ts"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { AuditLog } from "../../audit/repo.ts"
+import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
+import { transactionFailures } from "../../platform/database.ts"
+import { ReplayQueue, renderReplayJob } from "../replay-queue.ts"
+
+export interface Recomputed {
+  readonly job: ReplayJob
+  /** A replay of the profile was already queued: this request joined it. */
+  readonly coalesced: boolean
+}
+
+export class AttributionJobs extends Context.Service<AttributionJobs, {
+  readonly recompute: (actor: PrincipalShape, profile: ProfileContext) => Effect.Effect<Recomputed, DatabaseUnavailable>
+  /** The most recent replay; none on the connect-broker tier (its reads answer empty). */
+  readonly replayStatus: (profile: ProfileContext) => Effect.Effect<ReplayJob | null, DatabaseUnavailable>
+}>()("svc/AttributionJobs") {
+  static readonly layer = Layer.effect(AttributionJobs)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const queue = yield* ReplayQueue
+      const audit = yield* AuditLog
+
+      const recompute = Effect.fn("AttributionJobs.recompute")(function*(actor: PrincipalShape, profile: ProfileContext) {
+        const queued = yield* Effect.gen(function*() {
+          const queued = yield* queue.enqueue(profile.profileId, "recompute_requested")
+          yield* audit.record({
+            actor,
+            action: "attribution.recompute_requested",
+            targetKind: "work_job",
+            targetId: queued.jobId,
+            workspaceId: profile.workspaceId,
+            profileId: profile.profileId,
+            details: { coalesced: queued.coalesced }
+          })
+          return queued
+        }).pipe(sql.withTransaction, transactionFailures)
+        const job = yield* queue.find(queued.jobId)
+        if (Option.isNone(job)) return yield* Effect.die("a replay job vanished right after it was queued")
+        return { job: renderReplayJob(job.value), coalesced: queued.coalesced } satisfies Recomputed
+      })
+
+      const replayStatus = Effect.fn("AttributionJobs.replayStatus")(function*(profile: ProfileContext) {
+        if (!profile.attributionEnabled) return null
+        const latest = yield* queue.latest(profile.profileId)
+        return Option.match(latest, { onNone: () => null, onSome: renderReplayJob })
+      })
+
+      return { recompute, replayStatus }
+    })
+  ).pipe(Layer.provide([ReplayQueue.layer, AuditLog.layer]))
+}

@@ -1,0 +1,36 @@
+import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { Principal } from "../../auth/principal.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { rawValueLiteral } from "../money.ts"
+import { OutcomeReplay } from "../replay/service.ts"
+import { EventsService } from "./service.ts"
+
+export const EventsHandlers = HttpApiBuilder.group(Api, "events", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const events = yield* EventsService
+    const replay = yield* OutcomeReplay
+    return handlers.handleAll({
+      ingestEvent: ({ payload, request }) =>
+        Effect.gen(function*() {
+          const profile = yield* access.current
+          // A JSON number has lost digits once parsed: re-read its literal from the raw body
+          // (already buffered by the payload decoder, so this reads no socket).
+          const literal = typeof payload.properties?.value === "number"
+            ? yield* Effect.map(Effect.orDie(request.text), rawValueLiteral)
+            : Option.none<string>()
+          return yield* events.ingest(profile, payload, literal)
+        }),
+      retractEvent: ({ payload }) =>
+        Effect.gen(function*() {
+          const actor = yield* Principal
+          const profile = yield* access.current
+          return { data: yield* events.retract(actor, profile, payload.idempotency_key, payload.reason) }
+        }),
+      listConversions: ({ query }) => Effect.flatMap(access.current, (profile) => events.listConversions(profile, query)),
+      replayOutcomes: ({ query }) =>
+        Effect.flatMap(Principal, (principal) => Effect.flatMap(access.current, (profile) => replay.list(principal, profile, query)))
+    })
+  }))

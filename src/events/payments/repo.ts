@@ -1,0 +1,367 @@
+/** SQL of payments: the list, the merchant's actions and their history, linkage, the card-gateway definition (decision 0032). */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { isUuid } from "../../../schema/common.ts"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import type { CreditModel } from "../../../schema/events.ts"
+import type { PaymentStatus } from "../../../schema/payments.ts"
+import { lockProfileAttribution } from "../../attribution/replay-queue.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+import { recomputeFirstPayments } from "./first-payments.ts"
+import { lockCustomers } from "../../customers/lock.ts"
+
+export const PaymentRow = Schema.Struct({
+  payment_id: Schema.String,
+  outcome_event_id: Schema.String,
+  occurred_at: Schema.String,
+  amount: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  customer_key: Schema.NullOr(Schema.String),
+  is_first_payment: Schema.NullOr(Schema.Boolean),
+  installment: Schema.Boolean,
+  payer_customer_key: Schema.NullOr(Schema.String),
+  refund_amount: Schema.NullOr(Schema.String),
+  refunded_at: Schema.NullOr(Schema.String)
+})
+export type PaymentRow = typeof PaymentRow.Type
+
+export const LinkageRow = Schema.Struct({
+  ...PaymentRow.fields,
+  credited: Schema.Boolean,
+  has_customer: Schema.Boolean,
+  eligible: Schema.Boolean,
+  credited_touches: Schema.Int,
+  touch_id: Schema.NullOr(Schema.String),
+  touch_kind: Schema.NullOr(Schema.String),
+  touch_at: Schema.NullOr(Schema.String),
+  channel: Schema.NullOr(Schema.String),
+  source: Schema.NullOr(Schema.String),
+  medium: Schema.NullOr(Schema.String),
+  campaign_external_id: Schema.NullOr(Schema.String),
+  campaign_name: Schema.NullOr(Schema.String),
+  ad_set_external_id: Schema.NullOr(Schema.String),
+  ad_set_name: Schema.NullOr(Schema.String),
+  ad_external_id: Schema.NullOr(Schema.String),
+  ad_name: Schema.NullOr(Schema.String),
+  join_method: Schema.NullOr(Schema.Literals(["ctwa_referral", "click_id", "link_token", "anonymous_id"])),
+  click_id_kind: Schema.NullOr(Schema.String),
+  credit_share: Schema.NullOr(Schema.String)
+})
+export type LinkageRow = typeof LinkageRow.Type
+
+/** Whose payment it is now, read without a lock (to lock the customers first, then the payment). */
+const PaymentOwners = Schema.Struct({
+  customer_id: Schema.NullOr(Schema.String),
+  event_customer_id: Schema.NullOr(Schema.String)
+})
+export type PaymentOwners = typeof PaymentOwners.Type
+
+/** A payment row-locked for an action. */
+export const LockedPayment = Schema.Struct({
+  id: Schema.String,
+  outcome_event_id: Schema.String,
+  /** Who the payment belongs to now: the payer when one is assigned, else the event's customer. */
+  customer_id: Schema.NullOr(Schema.String),
+  event_customer_id: Schema.NullOr(Schema.String),
+  payer_customer_id: Schema.NullOr(Schema.String),
+  payer_customer_key: Schema.NullOr(Schema.String),
+  installment: Schema.Boolean,
+  value_amount: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  refunded: Schema.Boolean,
+  refund_amount: Schema.NullOr(Schema.String),
+  refund_reason: Schema.NullOr(Schema.String)
+})
+export type LockedPayment = typeof LockedPayment.Type
+
+export interface PaymentFilters {
+  /** The payment's own customer or its assigned payer. */
+  readonly customerKey?: string
+  /** Inclusive lower bound, ISO 8601 with offset. */
+  readonly start?: string
+  /** Exclusive for a date (its next midnight), inclusive for a date-time. */
+  readonly end?: { readonly at: string; readonly inclusive: boolean }
+  readonly status?: PaymentStatus
+}
+
+export interface PaymentKeyset {
+  readonly occurredAt: string
+  readonly id: string
+}
+
+export type PaymentAction =
+  | "installment_marked"
+  | "installment_unmarked"
+  | "payer_assigned"
+  | "payer_cleared"
+  | "refund_recorded"
+  | "refund_undone"
+
+export interface NewPaymentAction {
+  readonly profileId: string
+  readonly paymentId: string
+  readonly outcomeEventId: string
+  readonly action: PaymentAction
+  readonly actorKind: string
+  readonly actorId: string | null
+  readonly actorUserId: string | null
+  readonly details: Record<string, unknown>
+  readonly requestId: string | null
+}
+
+/** What the profile's definitions say about the event name `payment`. */
+export type PaymentDefinitionState = "event_definition" | "other_definition" | "none"
+
+export const CARDGW_EVENT_NAME = "payment"
+export const CARDGW_CONVERSION_KEY = "cardgw_payment"
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class PaymentsRepo extends Context.Service<PaymentsRepo, {
+  /** The profile's payments, newest first, one more than `limit`. */
+  readonly list: (
+    profileId: string,
+    filters: PaymentFilters,
+    limit: number,
+    after: Option.Option<PaymentKeyset>
+  ) => Repo<ReadonlyArray<PaymentRow>>
+  readonly find: (profileId: string, paymentId: string) => Repo<Option.Option<PaymentRow>>
+  readonly owners: (profileId: string, paymentId: string) => Repo<Option.Option<PaymentOwners>>
+  /** Row-locks customers in id order (so two actions never wait on each other in a cycle). */
+  readonly lockCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
+  readonly lock: (profileId: string, paymentId: string) => Repo<Option.Option<LockedPayment>>
+  /** A live (not merged, not erased) customer of the profile by `customer_key`. */
+  readonly liveCustomer: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
+  readonly setInstallment: (paymentId: string, installment: boolean) => Repo<void>
+  /**
+   * Sets the assigned payer and the customer the payment now belongs to. When that customer
+   * changes, the credit rows go and `credited_at` is cleared: the worker credits it again with
+   * the new customer's touches.
+   */
+  readonly setPayer: (paymentId: string, payerId: string | null, customerId: string | null, recredit: boolean) => Repo<void>
+  readonly setRefund: (paymentId: string, amount: string | null, reason: string | null) => Repo<void>
+  readonly clearRefund: (paymentId: string) => Repo<void>
+  readonly insertAction: (action: NewPaymentAction) => Repo<string>
+  /** See `recomputeFirstPayments` (first-payments.ts): the customers' flags, in the caller's transaction. */
+  readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
+  /** Payments with their top credited touch under `model`, newest first, one more than `limit`. */
+  readonly linkage: (
+    profileId: string,
+    filters: PaymentFilters,
+    limit: number,
+    after: Option.Option<PaymentKeyset>,
+    model: CreditModel
+  ) => Repo<ReadonlyArray<LinkageRow>>
+  readonly paymentDefinition: (profileId: string) => Repo<PaymentDefinitionState>
+  /** Creates the built-in `cardgw_payment` definition; None when that key is taken already. */
+  readonly createCardgwDefinition: (profileId: string) => Repo<Option.Option<string>>
+  /** The lock definition writes take (decision 0030), held until the transaction ends. */
+  readonly lockAttribution: (profileId: string) => Repo<void>
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
+}>()("svc/PaymentsRepo") {
+  static readonly layer = Layer.effect(PaymentsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const paymentRows = decodeRows(PaymentRow)
+      const firstPayment = decodeFirstRow(PaymentRow)
+      const linkageRows = decodeRows(LinkageRow)
+      const firstOwners = decodeFirstRow(PaymentOwners)
+      const firstLocked = decodeFirstRow(LockedPayment)
+      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const definitionKinds = decodeRows(Schema.Struct({ kind: Schema.String }))
+
+      const paymentColumns = sql`
+        c.id::text AS payment_id, c.outcome_event_id::text AS outcome_event_id,
+        ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+        trim_scale(c.value_amount)::text AS amount, c.currency, ec.customer_key, c.is_first_payment, c.installment,
+        pc.customer_key AS payer_customer_key, trim_scale(c.refund_amount)::text AS refund_amount,
+        ${isoTimestamp(sql, "c.refunded_at")} AS refunded_at`
+
+      const paymentJoins = sql`
+        FROM conversions c
+        JOIN outcome_events e ON e.id = c.outcome_event_id
+        LEFT JOIN customers ec ON ec.id = e.customer_id
+        LEFT JOIN customers pc ON pc.id = c.payer_customer_id`
+
+      const where = (profileId: string, filters: PaymentFilters, after: Option.Option<PaymentKeyset>) => {
+        const clauses = [sql`c.profile_id = ${profileId}`, sql`c.counts_as_cash`]
+        if (filters.customerKey !== undefined) {
+          clauses.push(sql`(ec.customer_key = ${filters.customerKey} OR pc.customer_key = ${filters.customerKey})`)
+        }
+        if (filters.start !== undefined) clauses.push(sql`c.occurred_at >= ${filters.start}::timestamptz`)
+        if (filters.end !== undefined) {
+          clauses.push(
+            filters.end.inclusive
+              ? sql`c.occurred_at <= ${filters.end.at}::timestamptz`
+              : sql`c.occurred_at < ${filters.end.at}::timestamptz`
+          )
+        }
+        if (filters.status === "paid") clauses.push(sql`c.refunded_at IS NULL`)
+        if (filters.status === "refunded") clauses.push(sql`c.refunded_at IS NOT NULL`)
+        if (Option.isSome(after)) {
+          clauses.push(sql`(c.occurred_at, c.id) < (${after.value.occurredAt}::timestamptz, ${after.value.id}::uuid)`)
+        }
+        return sql.and(clauses)
+      }
+
+      const list = (profileId: string, filters: PaymentFilters, limit: number, after: Option.Option<PaymentKeyset>) =>
+        paymentRows(sql`
+          SELECT ${paymentColumns} ${paymentJoins}
+          WHERE ${where(profileId, filters, after)}
+          ORDER BY c.occurred_at DESC, c.id DESC
+          LIMIT ${limit + 1}`)
+
+      const find = (profileId: string, paymentId: string) =>
+        isUuid(paymentId)
+          ? firstPayment(sql`
+              SELECT ${paymentColumns} ${paymentJoins}
+              WHERE c.profile_id = ${profileId} AND c.id = ${paymentId.toLowerCase()} AND c.counts_as_cash`)
+          : Effect.succeed(Option.none<PaymentRow>())
+
+      const owners = (profileId: string, paymentId: string) =>
+        isUuid(paymentId)
+          ? firstOwners(sql`
+              SELECT c.customer_id::text AS customer_id, e.customer_id::text AS event_customer_id
+              FROM conversions c JOIN outcome_events e ON e.id = c.outcome_event_id
+              WHERE c.profile_id = ${profileId} AND c.id = ${paymentId.toLowerCase()} AND c.counts_as_cash`)
+          : Effect.succeed(Option.none<PaymentOwners>())
+
+      const lock = (profileId: string, paymentId: string) =>
+        isUuid(paymentId)
+          ? firstLocked(sql`
+              SELECT c.id::text AS id, c.outcome_event_id::text AS outcome_event_id, c.customer_id::text AS customer_id,
+                     e.customer_id::text AS event_customer_id, c.payer_customer_id::text AS payer_customer_id,
+                     pc.customer_key AS payer_customer_key, c.installment, trim_scale(c.value_amount)::text AS value_amount, c.currency,
+                     c.refunded_at IS NOT NULL AS refunded, trim_scale(c.refund_amount)::text AS refund_amount, c.refund_reason
+              FROM conversions c JOIN outcome_events e ON e.id = c.outcome_event_id
+              LEFT JOIN customers pc ON pc.id = c.payer_customer_id
+              WHERE c.profile_id = ${profileId} AND c.id = ${paymentId.toLowerCase()} AND c.counts_as_cash
+              FOR UPDATE OF c`)
+          : Effect.succeed(Option.none<LockedPayment>())
+
+      const liveCustomer = (profileId: string, customerKey: string) =>
+        Effect.map(
+          firstId(sql`
+            SELECT id::text AS id FROM customers
+            WHERE profile_id = ${profileId} AND customer_key = ${customerKey}
+              AND merged_into_id IS NULL AND erased_at IS NULL`),
+          Option.map((row) => row.id)
+        )
+
+      const setInstallment = (paymentId: string, installment: boolean) =>
+        // A payment with no customer has nothing to repeat: first unless it is a later installment.
+        Effect.asVoid(sql`
+          UPDATE conversions
+          SET installment = ${installment},
+              is_first_payment = CASE WHEN customer_id IS NULL THEN NOT ${installment}::boolean ELSE is_first_payment END
+          WHERE id = ${paymentId}`)
+
+      const setPayer = (paymentId: string, payerId: string | null, customerId: string | null, recredit: boolean) =>
+        Effect.gen(function*() {
+          if (!recredit) {
+            yield* sql`UPDATE conversions SET payer_customer_id = ${payerId} WHERE id = ${paymentId}`
+            return
+          }
+          yield* sql`DELETE FROM attribution_credits WHERE conversion_id = ${paymentId}`
+          // Left without a customer, it has nothing to repeat (the recompute only sees customers' payments).
+          yield* sql`
+            UPDATE conversions
+            SET payer_customer_id = ${payerId}, customer_id = ${customerId}, credited_at = NULL,
+                is_first_payment = CASE WHEN ${customerId}::uuid IS NULL THEN NOT installment ELSE is_first_payment END
+            WHERE id = ${paymentId}`
+        })
+
+      const setRefund = (paymentId: string, amount: string | null, reason: string | null) =>
+        Effect.asVoid(sql`
+          UPDATE conversions SET refund_amount = ${amount}::numeric(20, 6), refunded_at = now(), refund_reason = ${reason}
+          WHERE id = ${paymentId}`)
+
+      const clearRefund = (paymentId: string) =>
+        Effect.asVoid(sql`
+          UPDATE conversions SET refund_amount = NULL, refunded_at = NULL, refund_reason = NULL WHERE id = ${paymentId}`)
+
+      const insertAction = (action: NewPaymentAction) => {
+        const id = crypto.randomUUID()
+        return Effect.as(
+          sql`
+            INSERT INTO payment_actions (id, profile_id, payment_id, outcome_event_id, action, actor_kind, actor_id,
+                                         actor_user_id, details, request_id)
+            VALUES (${id}, ${action.profileId}, ${action.paymentId}, ${action.outcomeEventId}, ${action.action},
+                    ${action.actorKind}, ${action.actorId}, ${action.actorUserId}, ${JSON.stringify(action.details)}::jsonb,
+                    ${action.requestId})`,
+          id
+        )
+      }
+
+      const linkage = (
+        profileId: string,
+        filters: PaymentFilters,
+        limit: number,
+        after: Option.Option<PaymentKeyset>,
+        model: CreditModel
+      ) =>
+        linkageRows(sql`
+          SELECT ${paymentColumns},
+                 c.credited_at IS NOT NULL AS credited, c.customer_id IS NOT NULL AS has_customer,
+                 c.attribution_eligible AS eligible, COALESCE(top.n, 0)::int AS credited_touches,
+                 t.id::text AS touch_id, t.kind AS touch_kind, ${isoTimestamp(sql, "t.occurred_at")} AS touch_at,
+                 t.channel, t.source, t.medium, t.campaign_external_id, t.campaign_name, t.ad_set_external_id, t.ad_set_name,
+                 t.ad_external_id, t.ad_name, t.join_method, t.click_id_kind, top.credit_share::text AS credit_share
+          ${paymentJoins}
+          LEFT JOIN LATERAL (
+            SELECT a.touch_id, a.credit_share, count(*) OVER () AS n FROM attribution_credits a
+            WHERE a.conversion_id = c.id AND a.model = ${model} AND a.is_credited
+            ORDER BY a.credit_share DESC, a.position DESC
+            LIMIT 1
+          ) top ON true
+          LEFT JOIN touches t ON t.id = top.touch_id
+          WHERE ${where(profileId, filters, after)}
+          ORDER BY c.occurred_at DESC, c.id DESC
+          LIMIT ${limit + 1}`)
+
+      const paymentDefinition = (profileId: string) =>
+        Effect.map(
+          definitionKinds(sql`
+            SELECT kind FROM conversion_definitions
+            WHERE profile_id = ${profileId} AND ${CARDGW_EVENT_NAME} = ANY (event_names)`),
+          (rows): PaymentDefinitionState =>
+            rows.some((row) => row.kind === "event") ? "event_definition" : rows.length > 0 ? "other_definition" : "none"
+        )
+
+      const createCardgwDefinition = (profileId: string) =>
+        Effect.map(
+          firstId(sql`
+            INSERT INTO conversion_definitions (id, profile_id, conversion_key, name, kind, event_names, counts_as_cash,
+                                                attribution_eligible)
+            VALUES (${crypto.randomUUID()}, ${profileId}, ${CARDGW_CONVERSION_KEY}, 'Card-gateway payment', 'event',
+                    ${[CARDGW_EVENT_NAME]}::text[], true, true)
+            ON CONFLICT (profile_id, conversion_key) DO NOTHING
+            RETURNING id::text AS id`),
+          Option.map((row) => row.id)
+        )
+
+      return {
+        list: (profileId, filters, limit, after) => orDatabaseUnavailable(list(profileId, filters, limit, after)),
+        find: (profileId, paymentId) => orDatabaseUnavailable(find(profileId, paymentId)),
+        owners: (profileId, paymentId) => orDatabaseUnavailable(owners(profileId, paymentId)),
+        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(sql, customerIds)),
+        lock: (profileId, paymentId) => orDatabaseUnavailable(lock(profileId, paymentId)),
+        liveCustomer: (profileId, customerKey) => orDatabaseUnavailable(liveCustomer(profileId, customerKey)),
+        setInstallment: (paymentId, installment) => orDatabaseUnavailable(setInstallment(paymentId, installment)),
+        setPayer: (paymentId, payerId, customerId, recredit) =>
+          orDatabaseUnavailable(setPayer(paymentId, payerId, customerId, recredit)),
+        setRefund: (paymentId, amount, reason) => orDatabaseUnavailable(setRefund(paymentId, amount, reason)),
+        clearRefund: (paymentId) => orDatabaseUnavailable(clearRefund(paymentId)),
+        insertAction: (action) => orDatabaseUnavailable(insertAction(action)),
+        recomputeFirstPayments: (customerIds) => Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql),
+        linkage: (profileId, filters, limit, after, model) =>
+          orDatabaseUnavailable(linkage(profileId, filters, limit, after, model)),
+        paymentDefinition: (profileId) => orDatabaseUnavailable(paymentDefinition(profileId)),
+        createCardgwDefinition: (profileId) => orDatabaseUnavailable(createCardgwDefinition(profileId)),
+        lockAttribution: (profileId) => orDatabaseUnavailable(Effect.asVoid(lockProfileAttribution(sql, profileId))),
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
+      }
+    })
+  )
+}

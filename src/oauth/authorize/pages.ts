@@ -1,0 +1,95 @@
+/**
+ * The HTML of `/oauth/authorize`: the consent screen and the error page for what cannot be
+ * redirected. No external assets, every interpolated value escaped, never framed, never cached,
+ * and no Referer leaves the page (its URL carries the id_token_hint).
+ */
+import type { ConnectScope } from "../../../schema/scopes.ts"
+import { escapeHtml } from "../../platform/html.ts"
+import { scopesOfConnectScope } from "../../../schema/scopes.ts"
+
+
+/** Where the consent form posts (relative, so it works behind `{api_url}` too). */
+export const CONSENT_PATH = "/oauth/authorize/consent"
+
+export interface ConsentScreen {
+  readonly appName: string
+  readonly email: string
+  readonly connectScopes: ReadonlyArray<ConnectScope>
+  /** The profiles to choose from; empty: approving creates a workspace and profile for the email. */
+  readonly profiles: ReadonlyArray<{ readonly id: string; readonly name: string; readonly workspaceName: string }>
+  readonly ticket: string
+  /** The origin the approval redirects to, allowed as a form target (browsers apply form-action to redirects). */
+  readonly redirectOrigin: string
+}
+
+const SCOPE_TEXT: Record<ConnectScope, string> = {
+  connections: "Connect and manage your channel and ad-platform connections",
+  attribution: "Everything attribution offers",
+  analytics: "Read aggregated analytics, campaign and conversion reports",
+  analytics_pii: "Read analytics, and your customer and visitor lists (personal data)",
+  attribution_write: "Manage goals, attribution recomputes, tracking and reports",
+  commerce: "Read your store's catalogue and orders",
+  chat_app_a: "Send and manage chat messages",
+  social_dm: "Send and manage direct messages",
+  email: "Send and manage email",
+  calendar: "Manage your calendars",
+  calendar_read: "Read your calendars"
+}
+
+const STYLE = "body{font:15px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d232b}" +
+  "code{font:13px ui-monospace,monospace;background:#f1f3f5;padding:.1rem .3rem;border-radius:3px}" +
+  "fieldset{border:1px solid #dde1e6;border-radius:4px;margin:1rem 0}label{display:block;margin:.3rem 0}" +
+  "button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem;border-radius:4px;border:1px solid #8a939e;background:#fff}" +
+  "button[value=approve]{background:#0b63c5;border-color:#0b63c5;color:#fff}.muted{color:#5b6570}"
+
+/** Response headers of every page: no caching, no framing, nothing loaded from elsewhere, no Referer. */
+export const pageHeaders = (formTarget?: string): Record<string, string> => ({
+  "cache-control": "no-store",
+  pragma: "no-cache",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; ` +
+    `form-action 'self'${formTarget === undefined ? "" : ` ${formTarget}`}`
+})
+
+const page = (title: string, body: string) =>
+  `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<style>${STYLE}</style></head><body>${body}</body></html>`
+
+export const consentPage = (screen: ConsentScreen): string => {
+  const app = escapeHtml(screen.appName)
+  const scopes = screen.connectScopes.map((scope) =>
+    `<li>${escapeHtml(SCOPE_TEXT[scope])} <span class="muted">(<code>${escapeHtml(scope)}</code>: ${
+      scopesOfConnectScope[scope].map(escapeHtml).join(", ")
+    })</span></li>`
+  ).join("")
+  const profiles = screen.profiles.length === 0
+    ? `<p>No profile of ${app} is registered for <strong>${escapeHtml(screen.email)}</strong> yet. Approving creates a new ` +
+      `workspace and profile for ${app}, with ${escapeHtml(screen.email)} as the workspace owner.</p>`
+    : `<fieldset><legend>Profile</legend>${
+      screen.profiles.map((profile, index) =>
+        `<label><input type="radio" name="profile_id" value="${escapeHtml(profile.id)}"${index === 0 ? " checked" : ""}> ${
+          escapeHtml(profile.name)
+        } <span class="muted">(workspace ${escapeHtml(profile.workspaceName)})</span></label>`
+      ).join("")
+    }</fieldset>`
+  return page(
+    `Allow ${screen.appName}?`,
+    `<h1>Allow ${app} access?</h1>
+<p>${app} asks, for <strong>${escapeHtml(screen.email)}</strong>, to:</p>
+<ul>${scopes}</ul>
+<form method="post" action="${CONSENT_PATH}">
+<input type="hidden" name="ticket" value="${escapeHtml(screen.ticket)}">
+${profiles}
+<p><button type="submit" name="decision" value="approve">Allow</button><button type="submit" name="decision" value="deny">Deny</button></p>
+</form>
+<p class="muted">This request expires in 10 minutes.</p>`
+  )
+}
+
+export const errorPage = (title: string, message: string): string =>
+  page(title, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>`)

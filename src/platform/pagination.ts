@@ -1,0 +1,44 @@
+/** Keyset cursors: opaque to clients, `(created_at, id)` inside. */
+import { Option } from "effect"
+import { parseJsonOrUndefined } from "./json.ts"
+
+export interface Keyset {
+  readonly createdAt: string
+  readonly id: string
+}
+
+export const encodeCursor = (keyset: Keyset): string =>
+  Buffer.from(JSON.stringify([keyset.createdAt, keyset.id]), "utf8").toString("base64url")
+
+/** An unreadable cursor is None: the list restarts from the beginning. */
+export const decodeCursor = (cursor: string | undefined): Option.Option<Keyset> => {
+  if (cursor === undefined || cursor === "") return Option.none()
+  const parsed = parseJsonOrUndefined(Buffer.from(cursor, "base64url").toString("utf8"))
+  if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === "string" && typeof parsed[1] === "string") {
+    return Option.some({ createdAt: parsed[0], id: parsed[1] })
+  }
+  return Option.none()
+}
+
+export const DEFAULT_PAGE_SIZE = 50
+
+/**
+ * A keyset page fetched with one more row than it holds (the extra row says whether there is a
+ * next page): the rows to answer, and the pagination whose cursor is `keyOf` the last of them.
+ */
+export const pageOf = <Row>(rows: ReadonlyArray<Row>, limit: number, keyOf: (row: Row) => Keyset) => {
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  const hasNext = rows.length > limit && last !== undefined
+  return { page, pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor(keyOf(last)) : null } }
+}
+
+/** `pageOf` for rows keyed by `(created_at, id)`, rendered. */
+export const toPage = <Row extends { readonly created_at: string; readonly id: string }, Item>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  render: (row: Row) => Item
+) => {
+  const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }))
+  return { data: page.map(render), pagination }
+}

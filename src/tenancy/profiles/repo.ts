@@ -1,0 +1,280 @@
+/** SQL of partner provisioning: the profile an app provisioned under an external ref, and its grant. */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import type { ConnectScope, Scope } from "../../../schema/scopes.ts"
+import { PrivacyMode } from "../../../schema/tenancy.ts"
+import { decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
+import { CredentialPrefix, mintSecret } from "../../auth/credentials/tokens.ts"
+
+export const ProvisionedRow = Schema.Struct({
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  external_ref: Schema.String,
+  name: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  reporting_currency: Schema.NullOr(Schema.String),
+  time_zone: Schema.String,
+  privacy_mode: PrivacyMode,
+  platform_safe_target: Schema.Literals(["existing", "clean"]),
+  is_healthcare_agency: Schema.Boolean,
+  attribution_enabled: Schema.Boolean,
+  grant_id: Schema.NullOr(Schema.String),
+  grant_scopes: Schema.NullOr(Schema.Array(Schema.String)),
+  grant_revoked: Schema.Boolean
+})
+export type ProvisionedRow = typeof ProvisionedRow.Type
+
+/** A profile an app provisioned, by id: archived or not, stamped with an external ref or not. */
+export const OwnedRow = Schema.Struct({
+  ...ProvisionedRow.fields,
+  external_ref: Schema.NullOr(Schema.String),
+  archived: Schema.Boolean,
+  workspace_archived: Schema.Boolean,
+  other_live_profiles: Schema.Int
+})
+export type OwnedRow = typeof OwnedRow.Type
+
+export interface NewProvisionedProfile {
+  readonly appId: string
+  /** Null for a profile created at OAuth consent in email mode (it carries no external ref). */
+  readonly externalRef: string | null
+  readonly name: string
+  readonly email: string | null
+  readonly currency: string | null
+  readonly reportingCurrency: string | null
+  readonly privacyMode: "standard" | "platform_safe" | "hipaa"
+  readonly connectScopes: ReadonlyArray<ConnectScope>
+}
+
+export interface NewPersonProfile {
+  readonly workspaceId: string
+  readonly userId: string
+  readonly name: string
+  readonly currency: string | null
+  readonly timeZone: string
+}
+
+export const PersonProfileRow = Schema.Struct({
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  name: Schema.String,
+  currency: Schema.NullOr(Schema.String),
+  reporting_currency: Schema.NullOr(Schema.String),
+  time_zone: Schema.String
+})
+export type PersonProfileRow = typeof PersonProfileRow.Type
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class TenancyRepo extends Context.Service<TenancyRepo, {
+  /** The live profile `appId` provisioned under `externalRef`, locked for the rest of the transaction. */
+  readonly findProvisionedForUpdate: (appId: string, externalRef: string) => Repo<Option.Option<ProvisionedRow>>
+  /**
+   * Creates workspace, profile, grant, entitlement row and (with an email) the owner; answers the
+   * new profile's id, or None when the ref was taken concurrently.
+   */
+  readonly insertProvisioned: (profile: NewProvisionedProfile) => Repo<Option.Option<string>>
+  readonly setPrivacyMode: (profileId: string, mode: "platform_safe" | "hipaa") => Repo<void>
+  /** Upserts the app's grant on the profile with these connect scopes (clearing a revocation). */
+  readonly upsertGrant: (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) => Repo<string>
+  /** Revokes the live delegated keys (minted for an app) of a profile that carry any of `scopes`. */
+  readonly revokeDelegatedKeysWith: (profileId: string, scopes: ReadonlyArray<Scope>) => Repo<number>
+  /** A profile `appId` provisioned (archived ones included), locked; None for unknown, foreign or human-created. */
+  readonly findOwnedForUpdate: (appId: string, profileId: string) => Repo<Option.Option<OwnedRow>>
+  /** Archives the profile and its workspace with the lifecycle table's cascade; answers the keys it revoked. */
+  readonly archive: (profileId: string, workspaceId: string) => Repo<number>
+  /** The profile's live tracking key, created if it has none. */
+  readonly ensureTrackingKey: (profileId: string) => Repo<string>
+  /** The person's role in a live workspace (live membership), the workspace row locked; None otherwise. */
+  readonly workspaceRoleForUpdate: (workspaceId: string, userId: string) => Repo<Option.Option<string>>
+  /** Whether the workspace lets MCP user tokens write (MCP settings; off until an owner or admin turns it on). */
+  readonly mcpWritebackEnabled: (workspaceId: string) => Repo<boolean>
+  /** A profile a person creates: no app, no grant, no tier. */
+  readonly insertPersonProfile: (profile: NewPersonProfile) => Repo<PersonProfileRow>
+  /** Stamps an external ref; false when another live profile of the app holds it. */
+  readonly stampExternalRef: (appId: string, profileId: string, externalRef: string) => Repo<boolean>
+}>()("svc/TenancyRepo") {
+  static readonly layer = Layer.effect(TenancyRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const firstProvisioned = decodeFirstRow(ProvisionedRow)
+      /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
+      const provisionedColumns = sql`
+        p.id AS profile_id, p.workspace_id, p.external_ref, p.name, p.email, p.currency,
+        w.reporting_currency, p.time_zone, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
+        COALESCE(e.enabled, false) AS attribution_enabled,
+        g.id AS grant_id, g.connect_scopes AS grant_scopes, (g.revoked_at IS NOT NULL) AS grant_revoked`
+      const provisionedJoins = (appId: string) => sql`
+        profiles p
+        JOIN workspaces w ON w.id = p.workspace_id
+        LEFT JOIN entitlements e ON e.profile_id = p.id AND e.feature = 'svc_attribution'
+        LEFT JOIN grants g ON g.profile_id = p.id AND g.app_id = ${appId}`
+
+      const findProvisionedForUpdate = (appId: string, externalRef: string) =>
+        firstProvisioned(
+            sql`
+              SELECT ${provisionedColumns}
+              FROM ${provisionedJoins(appId)}
+              WHERE p.provisioned_by_app_id = ${appId} AND p.external_ref = ${externalRef} AND p.archived_at IS NULL
+              FOR UPDATE OF p`
+        )
+
+      const insertProvisioned = (input: NewProvisionedProfile) =>
+        Effect.gen(function*() {
+          const workspaceId = crypto.randomUUID()
+          const profileId = crypto.randomUUID()
+          yield* sql`INSERT INTO workspaces (id, name, reporting_currency, created_by_app_id)
+                     VALUES (${workspaceId}, ${input.name}, ${input.reportingCurrency}, ${input.appId})`
+          // The partial unique index on (app, external_ref) decides between concurrent first calls.
+          const claimed = yield* sql`
+            INSERT INTO profiles (id, workspace_id, name, email, currency, external_ref, provisioned_by_app_id,
+                                  provisioned_external_ref, scopes, privacy_mode)
+            VALUES (${profileId}, ${workspaceId}, ${input.name}, ${input.email}, ${input.currency}, ${input.externalRef},
+                    ${input.appId}, ${input.externalRef}, ${input.connectScopes}, ${input.privacyMode})
+            ON CONFLICT (provisioned_by_app_id, external_ref) WHERE external_ref IS NOT NULL AND archived_at IS NULL
+            DO NOTHING
+            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+          if (!claimed) {
+            yield* sql`DELETE FROM workspaces WHERE id = ${workspaceId}`
+            return Option.none<string>()
+          }
+          yield* sql`INSERT INTO grants (id, app_id, profile_id, connect_scopes)
+                     VALUES (${crypto.randomUUID()}, ${input.appId}, ${profileId}, ${input.connectScopes})`
+          yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${profileId}, 'svc_attribution', false)`
+          if (input.email !== null) {
+            const [user] = yield* sql<{ id: string }>`
+              INSERT INTO users (id, email) VALUES (${crypto.randomUUID()}, ${input.email})
+              ON CONFLICT (lower(email)) DO UPDATE SET email = users.email
+              RETURNING id`
+            if (user !== undefined) {
+              yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role)
+                         VALUES (${workspaceId}, ${user.id}, 'owner')`
+            }
+          }
+          return Option.some(profileId)
+        })
+
+      const upsertGrant = (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) =>
+        Effect.map(
+          sql<{ id: string }>`
+            INSERT INTO grants (id, app_id, profile_id, connect_scopes)
+            VALUES (${crypto.randomUUID()}, ${appId}, ${profileId}, ${connectScopes})
+            ON CONFLICT (app_id, profile_id) DO UPDATE
+              SET connect_scopes = EXCLUDED.connect_scopes, revoked_at = NULL, updated_at = now()
+            RETURNING id`,
+          (rows) => rows[0]?.id ?? ""
+        )
+
+      const revokeDelegatedKeysWith = (profileId: string, scopes: ReadonlyArray<Scope>) =>
+        Effect.map(
+          sql`UPDATE api_keys SET revoked_at = now()
+              WHERE profile_id = ${profileId} AND oauth_app_id IS NOT NULL AND revoked_at IS NULL
+                AND scopes && ${scopes}::text[]
+              RETURNING id`,
+          (rows) => rows.length
+        )
+
+      const firstOwned = decodeFirstRow(OwnedRow)
+      const findOwnedForUpdate = (appId: string, profileId: string) =>
+        firstOwned(
+            sql`
+              SELECT ${provisionedColumns},
+                     (p.archived_at IS NOT NULL) AS archived, (w.archived_at IS NOT NULL) AS workspace_archived,
+                     (SELECT count(*)::int FROM profiles o
+                      WHERE o.workspace_id = p.workspace_id AND o.id <> p.id AND o.archived_at IS NULL) AS other_live_profiles
+              FROM ${provisionedJoins(appId)}
+              WHERE p.id = ${profileId} AND p.provisioned_by_app_id = ${appId}
+              FOR UPDATE OF p`
+        )
+
+      const archive = (profileId: string, workspaceId: string) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE profiles SET archived_at = now() WHERE id = ${profileId}`
+          yield* sql`UPDATE workspaces SET archived_at = now() WHERE id = ${workspaceId}`
+          yield* sql`UPDATE workspace_memberships SET removed_at = now() WHERE workspace_id = ${workspaceId} AND removed_at IS NULL`
+          yield* sql`UPDATE profile_memberships SET removed_at = now() WHERE profile_id = ${profileId} AND removed_at IS NULL`
+          yield* sql`UPDATE invitations SET revoked_at = now() WHERE workspace_id = ${workspaceId} AND revoked_at IS NULL`
+          yield* sql`UPDATE grants SET revoked_at = now() WHERE profile_id = ${profileId} AND revoked_at IS NULL`
+          const keys = yield* sql`UPDATE api_keys SET revoked_at = now()
+                                  WHERE workspace_id = ${workspaceId} AND revoked_at IS NULL RETURNING id`
+          // Non-audit data of the profile goes; the audit trail and the PII access log stay.
+          yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
+          return keys.length
+        })
+
+      const stampExternalRef = (appId: string, profileId: string, externalRef: string) =>
+        Effect.map(
+          sql`UPDATE profiles SET external_ref = ${externalRef}, provisioned_external_ref = ${externalRef}
+              WHERE id = ${profileId} AND NOT EXISTS (
+                SELECT 1 FROM profiles o WHERE o.provisioned_by_app_id = ${appId} AND o.external_ref = ${externalRef}
+                  AND o.archived_at IS NULL AND o.id <> ${profileId})
+              RETURNING id`,
+          (rows) => rows.length > 0
+        )
+
+      const ensureTrackingKey = (profileId: string) =>
+        Effect.map(
+          // A CTE's SELECT does not see its own INSERT: one of the two branches answers.
+          sql<{ key: string }>`
+            WITH inserted AS (
+              INSERT INTO tracking_keys (id, profile_id, key)
+              VALUES (${crypto.randomUUID()}, ${profileId}, ${mintSecret(CredentialPrefix.trackingKey)})
+              ON CONFLICT (profile_id) WHERE revoked_at IS NULL DO NOTHING
+              RETURNING key)
+            SELECT key FROM inserted
+            UNION ALL
+            SELECT key FROM tracking_keys WHERE profile_id = ${profileId} AND revoked_at IS NULL
+            LIMIT 1`,
+          (rows) => rows[0]?.key ?? ""
+        )
+
+      const workspaceRoleForUpdate = (workspaceId: string, userId: string) =>
+        Effect.map(
+          sql<{ role: string }>`
+            SELECT m.role FROM workspaces w
+            JOIN workspace_memberships m ON m.workspace_id = w.id AND m.user_id = ${userId} AND m.removed_at IS NULL
+            WHERE w.id = ${workspaceId} AND w.archived_at IS NULL
+            FOR UPDATE OF w`,
+          (rows) => Option.fromNullishOr(rows[0]?.role)
+        )
+
+      const firstPersonProfile = decodeFirstRow(PersonProfileRow)
+      const insertPersonProfile = (input: NewPersonProfile) =>
+        Effect.flatMap(
+          firstPersonProfile(sql`
+            WITH inserted AS (
+              INSERT INTO profiles (id, workspace_id, name, currency, time_zone, created_by_user_id)
+              VALUES (${crypto.randomUUID()}, ${input.workspaceId}, ${input.name}, ${input.currency}, ${input.timeZone},
+                      ${input.userId})
+              RETURNING id, workspace_id, name, currency, time_zone)
+            SELECT i.id AS profile_id, i.workspace_id, i.name, i.currency, w.reporting_currency, i.time_zone
+            FROM inserted i JOIN workspaces w ON w.id = i.workspace_id`),
+          Option.match({ onNone: () => Effect.die("inserted profile not returned"), onSome: Effect.succeed })
+        )
+
+      const mcpWritebackEnabled = (workspaceId: string) =>
+        Effect.map(
+          sql<{ enabled: boolean }>`SELECT mcp_writeback_enabled AS enabled FROM workspace_mcp_settings WHERE workspace_id = ${workspaceId}`,
+          (rows) => rows[0]?.enabled === true
+        )
+
+      return {
+        mcpWritebackEnabled: (workspaceId) => orDatabaseUnavailable(mcpWritebackEnabled(workspaceId)),
+        ensureTrackingKey: (profileId) => orDatabaseUnavailable(ensureTrackingKey(profileId)),
+        workspaceRoleForUpdate: (workspaceId, userId) => orDatabaseUnavailable(workspaceRoleForUpdate(workspaceId, userId)),
+        insertPersonProfile: (input) => orDatabaseUnavailable(insertPersonProfile(input)),
+        findOwnedForUpdate: (appId, profileId) => orDatabaseUnavailable(findOwnedForUpdate(appId, profileId)),
+        archive: (profileId, workspaceId) => orDatabaseUnavailable(archive(profileId, workspaceId)),
+        stampExternalRef: (appId, profileId, ref) => orDatabaseUnavailable(stampExternalRef(appId, profileId, ref)),
+        findProvisionedForUpdate: (appId, externalRef) => orDatabaseUnavailable(findProvisionedForUpdate(appId, externalRef)),
+        insertProvisioned: (input) => orDatabaseUnavailable(insertProvisioned(input)),
+        setPrivacyMode: (profileId, mode) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`UPDATE profiles SET privacy_mode = ${mode} WHERE id = ${profileId}`)),
+        upsertGrant: (appId, profileId, scopes) => orDatabaseUnavailable(upsertGrant(appId, profileId, scopes)),
+        revokeDelegatedKeysWith: (profileId, scopes) => orDatabaseUnavailable(revokeDelegatedKeysWith(profileId, scopes))
+      }
+    })
+  )
+}

@@ -1,0 +1,286 @@
+/** SQL of the web tracker: tracking keys, tracker settings, replay jobs, touches and drop counters. */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+import { enqueueReplay as enqueueAttributionReplay } from "../../attribution/replay-queue.ts"
+import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
+
+export const KeyRow = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  key: Schema.String,
+  created_at: Schema.String,
+  revoked_at: Schema.NullOr(Schema.String)
+})
+export type KeyRow = typeof KeyRow.Type
+
+const EnsuredRow = Schema.Struct({ ...KeyRow.fields, created: Schema.Boolean })
+
+export const SettingsRow = Schema.Struct({
+  allowed_origins: Schema.Array(Schema.String),
+  capture_click_ids: Schema.Boolean,
+  cookie_domain: Schema.NullOr(Schema.String),
+  respect_do_not_track: Schema.Boolean,
+  allow_server_side: Schema.Boolean,
+  updated_at: Schema.NullOr(Schema.String)
+})
+export type SettingsRow = typeof SettingsRow.Type
+
+export type SettingsValues = Omit<SettingsRow, "updated_at">
+
+/** What a profile without a settings row reads. */
+export const DEFAULT_SETTINGS: SettingsRow = {
+  allowed_origins: [],
+  capture_click_ids: true,
+  cookie_domain: null,
+  respect_do_not_track: false,
+  allow_server_side: false,
+  updated_at: null
+}
+
+/** The profile behind a live tracking key, with the settings the collector applies. */
+export const CollectorTargetRow = Schema.Struct({
+  profile_id: Schema.String,
+  ...SettingsRow.fields
+})
+export type CollectorTargetRow = typeof CollectorTargetRow.Type
+
+export interface NewTouch {
+  readonly profileId: string
+  /** ISO time; null: when the database receives it. */
+  readonly occurredAt: string | null
+  readonly idempotencyKey: string | null
+  readonly eventType: string
+  readonly anonymousId: string
+  readonly sessionId: string | null
+  readonly channel: string
+  readonly source: string
+  readonly medium: string
+  readonly campaignExternalId: string | null
+  readonly campaignName: string | null
+  readonly clickIdKind: string | null
+  readonly clickId: string | null
+  readonly url: string
+  readonly path: string
+  readonly referrerDomain: string | null
+  readonly device: string | null
+  readonly browser: string | null
+  readonly os: string | null
+  readonly country: string | null
+  readonly city: string | null
+  /** The browser `Origin` the collector accepted (one of the allowed origins); null for other senders. */
+  readonly collectorOrigin: string | null
+  /**
+   * The customer a verified link token names (decision 0037): the touch binds to it, or to its
+   * survivor when it was merged, with `join_method: link_token`; an erased one binds nothing.
+   */
+  readonly linkCustomerId: string | null
+  readonly payload: Record<string, unknown>
+}
+
+export type DropReason = "bot" | "do_not_track"
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class TrackingRepo extends Context.Service<TrackingRepo, {
+  /** The profile's live key, minted if it has none (`created` says which); safe under concurrency. */
+  readonly ensureKey: (profileId: string) => Repo<KeyRow & { readonly created: boolean }>
+  readonly activeKeys: (profileId: string) => Repo<ReadonlyArray<KeyRow>>
+  /** Revokes the profile's key; None when the key is not the profile's. `revoked`: this call revoked it. */
+  readonly revokeKey: (profileId: string, keyId: string) => Repo<Option.Option<KeyRow & { readonly revoked: boolean }>>
+  readonly settings: (profileId: string) => Repo<SettingsRow>
+  /** The profile's settings row, created with the defaults if missing, locked until the transaction ends. */
+  readonly lockSettings: (profileId: string) => Repo<SettingsRow>
+  readonly writeSettings: (profileId: string, values: SettingsValues) => Repo<SettingsRow>
+  /**
+   * Queues a full attribution replay of the profile, or joins the one already queued
+   * (src/attribution/replay-queue.ts); answers the job's id. Commits with the caller's transaction.
+   */
+  readonly enqueueReplay: (profileId: string, reason: string) => Repo<string>
+  /** The live key's profile (not archived) with its tracker settings. */
+  readonly collectorTarget: (key: string) => Repo<Option.Option<CollectorTargetRow>>
+  /** Whether some live profile lists this origin in its allowed origins (the collector's pre-flight). */
+  readonly originAllowedAnywhere: (origin: string) => Repo<boolean>
+  /** One touch row; None when an event with the same id was stored before. */
+  readonly insertTouch: (touch: NewTouch) => Repo<Option.Option<string>>
+  readonly countDrop: (profileId: string, reason: DropReason) => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
+}>()("svc/TrackingRepo") {
+  static readonly layer = Layer.effect(TrackingRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const tenancy = yield* TenancyRepo
+
+      const keyColumns = sql`
+        k.id, k.profile_id, k.key, ${isoTimestamp(sql, "k.created_at")} AS created_at,
+        ${isoTimestamp(sql, "k.revoked_at")} AS revoked_at`
+      const settingsColumns = sql`
+        s.allowed_origins, s.capture_click_ids, s.cookie_domain, s.respect_do_not_track, s.allow_server_side,
+        ${isoTimestamp(sql, "s.updated_at")} AS updated_at`
+
+      const firstEnsured = decodeFirstRow(EnsuredRow)
+      const ensureKey = (profileId: string) =>
+        sql.withTransaction(
+          Effect.gen(function*() {
+            // Provisioning's statement mints the key (one live key per profile, by a partial
+            // unique index); this transaction then reads it. `now()` is the transaction's start,
+            // so a key created at exactly that time was created by this call.
+            yield* tenancy.ensureTrackingKey(profileId)
+            const row = yield* firstEnsured(sql`
+              SELECT ${keyColumns}, (k.created_at = now()) AS created
+              FROM tracking_keys k WHERE k.profile_id = ${profileId} AND k.revoked_at IS NULL`)
+            if (Option.isNone(row)) return yield* Effect.die("tracking key not found after ensureTrackingKey")
+            return row.value
+          })
+        )
+
+      const keyRows = decodeRows(KeyRow)
+      const activeKeys = (profileId: string) =>
+        keyRows(sql`
+          SELECT ${keyColumns} FROM tracking_keys k
+          WHERE k.profile_id = ${profileId} AND k.revoked_at IS NULL
+          ORDER BY k.created_at, k.id`)
+
+      const firstRevoked = decodeFirstRow(Schema.Struct({ ...KeyRow.fields, revoked: Schema.Boolean }))
+      const revokeKey = (profileId: string, keyId: string) =>
+        Effect.flatMap(
+          firstRevoked(sql`
+            UPDATE tracking_keys k SET revoked_at = now()
+            WHERE k.id = ${keyId} AND k.profile_id = ${profileId} AND k.revoked_at IS NULL
+            RETURNING ${keyColumns}, true AS revoked`),
+          (revoked) =>
+            Option.isSome(revoked)
+              ? Effect.succeed(revoked)
+              : firstRevoked(sql`
+                SELECT ${keyColumns}, false AS revoked
+                FROM tracking_keys k WHERE k.id = ${keyId} AND k.profile_id = ${profileId}`)
+        )
+
+      const firstSettings = decodeFirstRow(SettingsRow)
+      const settings = (profileId: string) =>
+        Effect.map(
+          firstSettings(sql`SELECT ${settingsColumns} FROM tracking_settings s WHERE s.profile_id = ${profileId}`),
+          Option.getOrElse(() => DEFAULT_SETTINGS)
+        )
+
+      const lockSettings = (profileId: string) =>
+        Effect.gen(function*() {
+          yield* sql`INSERT INTO tracking_settings (profile_id) VALUES (${profileId}) ON CONFLICT (profile_id) DO NOTHING`
+          const row = yield* firstSettings(sql`
+            SELECT ${settingsColumns} FROM tracking_settings s WHERE s.profile_id = ${profileId} FOR UPDATE`)
+          if (Option.isNone(row)) return yield* Effect.die("tracking settings row not found after insert")
+          return row.value
+        })
+
+      const writeSettings = (profileId: string, values: SettingsValues) =>
+        Effect.gen(function*() {
+          const row = yield* firstSettings(sql`
+            UPDATE tracking_settings s SET
+              allowed_origins = ${[...values.allowed_origins]}::text[],
+              capture_click_ids = ${values.capture_click_ids},
+              cookie_domain = ${values.cookie_domain},
+              respect_do_not_track = ${values.respect_do_not_track},
+              allow_server_side = ${values.allow_server_side},
+              updated_at = now()
+            WHERE s.profile_id = ${profileId}
+            RETURNING ${settingsColumns}`)
+          if (Option.isNone(row)) return yield* Effect.die("tracking settings row vanished inside its transaction")
+          return row.value
+        })
+
+      // The attribution domain's queue: the same per-profile lock and coalescing as every other enqueuer.
+      const enqueueReplay = (profileId: string, reason: string) =>
+        Effect.map(enqueueAttributionReplay(sql, profileId, reason), (enqueued) => enqueued.jobId)
+
+      const firstTarget = decodeFirstRow(CollectorTargetRow)
+      const collectorTarget = (key: string) =>
+        firstTarget(sql`
+          SELECT k.profile_id,
+                 COALESCE(s.allowed_origins, '{}'::text[]) AS allowed_origins,
+                 COALESCE(s.capture_click_ids, ${DEFAULT_SETTINGS.capture_click_ids}) AS capture_click_ids,
+                 s.cookie_domain,
+                 COALESCE(s.respect_do_not_track, ${DEFAULT_SETTINGS.respect_do_not_track}) AS respect_do_not_track,
+                 COALESCE(s.allow_server_side, ${DEFAULT_SETTINGS.allow_server_side}) AS allow_server_side,
+                 ${isoTimestamp(sql, "s.updated_at")} AS updated_at
+          FROM tracking_keys k
+          JOIN profiles p ON p.id = k.profile_id AND p.archived_at IS NULL
+          LEFT JOIN tracking_settings s ON s.profile_id = k.profile_id
+          WHERE k.key = ${key} AND k.revoked_at IS NULL`)
+
+      const originAllowedAnywhere = (origin: string) =>
+        Effect.map(
+          sql<{ allowed: boolean }>`
+            SELECT EXISTS (
+              SELECT 1 FROM tracking_settings s
+              JOIN profiles p ON p.id = s.profile_id AND p.archived_at IS NULL
+              WHERE s.allowed_origins @> ARRAY[${origin}]::text[]) AS allowed`,
+          (rows) => rows[0]?.allowed === true
+        )
+
+      const insertTouch = (touch: NewTouch) =>
+        Effect.map(
+          sql<{ id: string }>`
+            WITH RECURSIVE linked_chain AS (
+              SELECT c.id, c.merged_into_id, c.erased_at, 0 AS depth FROM customers c
+              WHERE c.id = ${touch.linkCustomerId}::uuid AND c.profile_id = ${touch.profileId}
+              UNION ALL
+              SELECT c.id, c.merged_into_id, c.erased_at, l.depth + 1
+              FROM linked_chain l JOIN customers c ON c.id = l.merged_into_id AND c.profile_id = ${touch.profileId}
+              WHERE l.erased_at IS NULL AND l.depth < 16
+            ),
+            linked AS (
+              SELECT id AS customer_id FROM linked_chain WHERE merged_into_id IS NULL AND erased_at IS NULL LIMIT 1
+            ),
+            bound AS (
+              SELECT ci.customer_id
+              FROM customer_identifiers ci
+              JOIN customers c ON c.id = ci.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
+              WHERE ci.profile_id = ${touch.profileId} AND ci.kind = 'anonymous_id' AND ci.value = ${touch.anonymousId}
+                AND ci.removed_at IS NULL
+              ORDER BY ci.is_primary DESC, ci.created_at DESC
+              LIMIT 1)
+            INSERT INTO touches (
+              id, profile_id, kind, occurred_at, source_system, idempotency_key, event_type, anonymous_id, session_id,
+              customer_id, join_method, channel, source, medium, campaign_external_id, campaign_name, click_id_kind,
+              click_id, url, path, referrer_domain, device, browser, os, country, city, collector_origin, payload)
+            SELECT
+              ${crypto.randomUUID()}, ${touch.profileId}, 'web_touch', COALESCE(${touch.occurredAt}::timestamptz, now()),
+              'tracker', ${touch.idempotencyKey}, ${touch.eventType}, ${touch.anonymousId}, ${touch.sessionId},
+              COALESCE(l.customer_id, b.customer_id),
+              CASE WHEN l.customer_id IS NOT NULL THEN 'link_token' WHEN b.customer_id IS NOT NULL THEN 'anonymous_id' END,
+              ${touch.channel}, ${touch.source}, ${touch.medium}, ${touch.campaignExternalId}, ${touch.campaignName},
+              ${touch.clickIdKind}, ${touch.clickId}, ${touch.url}, ${touch.path}, ${touch.referrerDomain},
+              ${touch.device}, ${touch.browser}, ${touch.os}, ${touch.country}, ${touch.city}, ${touch.collectorOrigin},
+              ${JSON.stringify(touch.payload)}::jsonb
+            FROM (SELECT 1) AS one LEFT JOIN linked l ON true LEFT JOIN bound b ON true
+            ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING id`,
+          (rows) => Option.fromNullishOr(rows[0]?.id)
+        )
+
+      const countDrop = (profileId: string, reason: DropReason) =>
+        Effect.asVoid(sql`
+          INSERT INTO tracking_drops (profile_id, day, reason, count)
+          VALUES (${profileId}, (now() AT TIME ZONE 'UTC')::date, ${reason}, 1)
+          ON CONFLICT (profile_id, day, reason) DO UPDATE SET count = tracking_drops.count + 1`)
+
+      return {
+        ensureKey: (profileId) => orDatabaseUnavailable(ensureKey(profileId)),
+        activeKeys: (profileId) => orDatabaseUnavailable(activeKeys(profileId)),
+        revokeKey: (profileId, keyId) => orDatabaseUnavailable(revokeKey(profileId, keyId)),
+        settings: (profileId) => orDatabaseUnavailable(settings(profileId)),
+        lockSettings: (profileId) => orDatabaseUnavailable(lockSettings(profileId)),
+        writeSettings: (profileId, values) => orDatabaseUnavailable(writeSettings(profileId, values)),
+        enqueueReplay: (profileId, reason) => orDatabaseUnavailable(enqueueReplay(profileId, reason)),
+        collectorTarget: (key) => orDatabaseUnavailable(collectorTarget(key)),
+        originAllowedAnywhere: (origin) => orDatabaseUnavailable(originAllowedAnywhere(origin)),
+        insertTouch: (touch) => orDatabaseUnavailable(insertTouch(touch)),
+        countDrop: (profileId, reason) => orDatabaseUnavailable(countDrop(profileId, reason)),
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
+      }
+    })
+  ).pipe(Layer.provide(TenancyRepo.layer))
+}
