@@ -5,19 +5,18 @@ import {
   InvalidDateRange,
   InvalidParameter,
   InvalidRequest,
-  NotFound,
-  wire
+  NotFound
 } from "../../schema/errors.ts"
 import { policy } from "../http/policy.ts"
 
 /** What every analytics read may answer besides its data. */
 export const analyticsErrors = [
-  wire(NotFound),
-  wire(InvalidRequest),
-  wire(InsufficientScope),
-  wire(DatabaseUnavailable),
-  wire(InvalidParameter),
-  wire(InvalidDateRange)
+  NotFound.wire,
+  InvalidRequest.wire,
+  InsufficientScope.wire,
+  DatabaseUnavailable.wire,
+  InvalidParameter.wire,
+  InvalidDateRange.wire
 ] as const
 
 /** A profile-grain read under one scope, for keys, user tokens and console sessions. */

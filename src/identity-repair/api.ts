@@ -12,8 +12,7 @@ import {
   InvalidRequest,
   InvalidState,
   NotFound,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../schema/errors.ts"
 import {
   LinkDecision,
@@ -30,7 +29,7 @@ import {
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
+const common = [NotFound.wire, InvalidRequest.wire, InsufficientScope.wire, DatabaseUnavailable.wire] as const
 
 const write = policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" })
 
@@ -39,7 +38,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
     HttpApiEndpoint.get("repairScan", "/identity/repair-scan", {
       query: RepairScanQuery,
       success: RepairScanPage,
-      error: [...common, wire(InvalidParameter)]
+      error: [...common, InvalidParameter.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -63,7 +62,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
     HttpApiEndpoint.post("repair", "/identity/repair", {
       payload: RepairRequest,
       success: RepairAnswer,
-      error: [...common, wire(ValidationError)]
+      error: [...common, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Preview or apply the primary-flag backfills; never merges and never touches duplicate groups")
       .annotate(
@@ -82,7 +81,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
     HttpApiEndpoint.get("listLinks", "/identity/links", {
       query: LinksQuery,
       success: LinkPage,
-      error: [...common, wire(InvalidParameter)]
+      error: [...common, InvalidParameter.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -93,7 +92,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
       params: LinkIdParams,
       payload: LinkDecision,
       success: LinkDecisionAnswer,
-      error: [...common, wire(ValidationError), wire(InvalidState)]
+      error: [...common, ValidationError.wire, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Accept (bind the visitor's touches to the customer and re-credit) or reject (never proposed again) a link")
       .annotate(

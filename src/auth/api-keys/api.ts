@@ -7,8 +7,7 @@ import {
   InsufficientScope,
   InvalidState,
   NotFound,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../../schema/errors.ts"
 import { policy } from "../../http/policy.ts"
 
@@ -26,7 +25,7 @@ const read = policy({ scopes: [], auth: ["session", "app_client", "user_token"],
 
 const workspace = { workspaceId: Schema.String }
 const key = { workspaceId: Schema.String, keyId: Schema.String }
-const errors = [wire(NotFound), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
+const errors = [NotFound.wire, InsufficientScope.wire, DatabaseUnavailable.wire] as const
 
 /** Workspace API keys (`/api/v1/workspaces/{workspaceId}/api-keys`). Decision 0019. */
 export const ApiKeysApi = HttpApiGroup.make("apiKeys")
@@ -35,7 +34,7 @@ export const ApiKeysApi = HttpApiGroup.make("apiKeys")
       params: workspace,
       query: PageQuery,
       success: ApiKeyPage,
-      error: [...errors, wire(ValidationError)]
+      error: [...errors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "The workspace's API keys, prefixes only (never a secret)")
       .annotateMerge(read),
@@ -43,7 +42,7 @@ export const ApiKeysApi = HttpApiGroup.make("apiKeys")
       params: workspace,
       payload: CreateApiKey,
       success: ApiKeyCreated,
-      error: [...errors, wire(ValidationError)]
+      error: [...errors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Create a key for one profile of the workspace; the plaintext key is shown once")
       .annotateMerge(manage("none")),
@@ -51,7 +50,7 @@ export const ApiKeysApi = HttpApiGroup.make("apiKeys")
       params: key,
       payload: UpdateApiKey,
       success: ApiKeyBody,
-      error: [...errors, wire(ValidationError), wire(InvalidState)]
+      error: [...errors, ValidationError.wire, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Rename a key, change its scopes or its rate limit (effective within about 10 seconds)")
       .annotateMerge(manage("optional")),
@@ -72,7 +71,7 @@ export const ApiKeysApi = HttpApiGroup.make("apiKeys")
     HttpApiEndpoint.post("rotateApiKey", "/workspaces/:workspaceId/api-keys/:keyId/rotate", {
       params: key,
       success: ApiKeyRotated,
-      error: [...errors, wire(InvalidState)]
+      error: [...errors, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Mint a successor (plaintext shown once); the old key stays valid 48 hours, then expires")
       .annotateMerge(manage("none"))
