@@ -23,19 +23,16 @@ import {
   ApiKeyRequired,
   ConversionNotFound,
   CustomerNotFound,
-  DatabaseUnavailable,
   ErasureNotFound,
-  InsufficientScope,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
+  profileErrors,
   ValidationError
 } from "../../schema/errors.ts"
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [NotFound.wire, InvalidRequest.wire, InsufficientScope.wire, DatabaseUnavailable.wire, InvalidParameter.wire] as const
+const common = [...profileErrors, InvalidParameter.wire] as const
 
 const projected = policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })
 const personRead = (scope: "customers:read" | "visitors:read") =>

@@ -6,12 +6,9 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   CustomerNotFound,
-  DatabaseUnavailable,
-  InsufficientScope,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
+  profileErrors,
   ValidationError
 } from "../../schema/errors.ts"
 import {
@@ -31,7 +28,7 @@ import {
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [NotFound.wire, InvalidRequest.wire, InsufficientScope.wire, DatabaseUnavailable.wire, InvalidParameter.wire] as const
+const common = [...profileErrors, InvalidParameter.wire] as const
 
 const read = policy({ scopes: ["customers:read"], auth: [...principals], grain: "profile", idempotency: "none", personData: true })
 const write = policy({

@@ -1,12 +1,9 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
-  DatabaseUnavailable,
   EntitlementRequired,
   IdempotencyKeyConflict,
-  InsufficientScope,
   InvalidParameter,
-  InvalidRequest,
-  NotFound,
+  profileErrors,
   UnknownAd,
   UnknownAnswerKey,
   UnknownCustomerRef,
@@ -23,7 +20,7 @@ import {
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [NotFound.wire, InvalidRequest.wire, InsufficientScope.wire, DatabaseUnavailable.wire, ValidationError.wire] as const
+const common = [...profileErrors, ValidationError.wire] as const
 
 /** Partner data writes: touches for attribution, so `attribution:write` and the add-on (decision 0033). */
 const partnerWrite = policy({

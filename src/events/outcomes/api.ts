@@ -1,18 +1,15 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
-  DatabaseUnavailable,
   EntitlementRequired,
   EventAlreadyExported,
   EventLinkedToConversation,
   EventNotFound,
   HealthcareScopeForbidden,
   IdempotencyKeyConflict,
-  InsufficientScope,
   InvalidDateRange,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
+  profileErrors,
   ValidationError
 } from "../../../schema/errors.ts"
 import {
@@ -28,7 +25,6 @@ import {
 import { policy } from "../../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [NotFound.wire, InvalidRequest.wire, InsufficientScope.wire, DatabaseUnavailable.wire] as const
 
 /** Server-side events, retractions and the conversions list. Decision 0029. */
 export const EventsApi = HttpApiGroup.make("events")
@@ -37,7 +33,7 @@ export const EventsApi = HttpApiGroup.make("events")
       payload: IngestEvent,
       success: IngestedEvent,
       error: [
-        ...common,
+        ...profileErrors,
         ValidationError.wire,
         InvalidParameter.wire,
         IdempotencyKeyConflict.wire,
@@ -66,21 +62,21 @@ export const EventsApi = HttpApiGroup.make("events")
     HttpApiEndpoint.post("retractEvent", "/events/retractions", {
       payload: RetractEvent,
       success: Retraction,
-      error: [...common, ValidationError.wire, EventNotFound.wire, EventAlreadyExported.wire, EventLinkedToConversation.wire]
+      error: [...profileErrors, ValidationError.wire, EventNotFound.wire, EventAlreadyExported.wire, EventLinkedToConversation.wire]
     })
       .annotate(OpenApi.Summary, "Retract an event by its idempotency_key: its conversions and credit go; answers counts only")
       .annotateMerge(policy({ scopes: ["events:write"], auth: [...principals], grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.get("listConversions", "/conversions", {
       query: ConversionsQuery,
       success: ConversionPage,
-      error: [...common, InvalidParameter.wire, InvalidDateRange.wire]
+      error: [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire]
     })
       .annotate(OpenApi.Summary, "The profile's conversions, newest first (keyset cursor; limit 1 to 200, default 50)")
       .annotateMerge(policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.get("replayOutcomes", "/outcomes/recorded", {
       query: OutcomeReplayQuery,
       success: OutcomeReplayPage,
-      error: [...common, InvalidParameter.wire, HealthcareScopeForbidden.wire]
+      error: [...profileErrors, InvalidParameter.wire, HealthcareScopeForbidden.wire]
     })
       .annotate(
         OpenApi.Summary,

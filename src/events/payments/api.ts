@@ -1,15 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   CustomerNotFound,
-  DatabaseUnavailable,
   EntitlementRequired,
   IdempotencyKeyConflict,
-  InsufficientScope,
   InvalidDateRange,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
+  profileErrors,
   ValidationError
 } from "../../../schema/errors.ts"
 import {
@@ -28,7 +25,6 @@ import {
 import { policy } from "../../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [NotFound.wire, InvalidRequest.wire, InsufficientScope.wire, DatabaseUnavailable.wire] as const
 
 const read = policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })
 
@@ -41,7 +37,7 @@ const write = policy({
   entitlement: "svc_attribution"
 })
 
-const writeErrors = [...common, ValidationError.wire, EntitlementRequired.wire] as const
+const writeErrors = [...profileErrors, ValidationError.wire, EntitlementRequired.wire] as const
 
 /** Payments with the merchant's actions applied, the actions, linkage, card-gateway payments. Decision 0032. */
 export const PaymentsApi = HttpApiGroup.make("payments")
@@ -49,7 +45,7 @@ export const PaymentsApi = HttpApiGroup.make("payments")
     HttpApiEndpoint.get("listPayments", "/payments", {
       query: PaymentsQuery,
       success: PaymentPage,
-      error: [...common, InvalidParameter.wire, InvalidDateRange.wire]
+      error: [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -59,7 +55,7 @@ export const PaymentsApi = HttpApiGroup.make("payments")
     HttpApiEndpoint.get("paymentLinkage", "/payments/linkage", {
       query: LinkageQuery,
       success: PaymentLinkagePage,
-      error: [...common, InvalidParameter.wire, InvalidDateRange.wire]
+      error: [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire]
     })
       .annotate(OpenApi.Summary, "How each sale reached an ad: the credited touch of each payment under a model, or why none")
       .annotateMerge(read),

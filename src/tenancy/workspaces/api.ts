@@ -5,8 +5,8 @@ import {
   DatabaseUnavailable,
   InsufficientScope,
   InvalidState,
-  NotFound,
-  ValidationError
+  ValidationError,
+  workspaceErrors
 } from "../../../schema/errors.ts"
 import {
   CreateWorkspace,
@@ -38,7 +38,6 @@ const ownerWrite = policy({ scopes: ["workspaces:write"], auth: ["session", "use
 const settingsWrite = policy({ scopes: [], auth: ["session", "app_client"], idempotency: "none", grain: "workspace" })
 
 const workspace = { workspaceId: Schema.String }
-const errors = [NotFound.wire, InsufficientScope.wire, DatabaseUnavailable.wire] as const
 
 export const WorkspacesApi = HttpApiGroup.make("workspaces")
   .add(
@@ -59,7 +58,7 @@ export const WorkspacesApi = HttpApiGroup.make("workspaces")
     HttpApiEndpoint.delete("archiveWorkspace", "/workspaces/:workspaceId", {
       params: workspace,
       success: WorkspaceBody,
-      error: [...errors, InvalidState.wire]
+      error: [...workspaceErrors, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Archive a workspace (owner only); 409 invalid_state while it holds a live profile")
       .annotateMerge(ownerWrite),
@@ -67,14 +66,14 @@ export const WorkspacesApi = HttpApiGroup.make("workspaces")
       params: workspace,
       payload: SetReportingCurrency,
       success: WorkspaceBody,
-      error: [...errors, ValidationError.wire]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Change the reporting currency (ISO-4217); an ad-account connect never overrides it")
       .annotateMerge(write("none")),
     HttpApiEndpoint.get("getMcpSettings", "/workspaces/:workspaceId/mcp-settings", {
       params: workspace,
       success: McpSettingsBody,
-      error: errors
+      error: workspaceErrors
     })
       .annotate(OpenApi.Summary, "The workspace's controls over MCP user tokens")
       .annotateMerge(read),
@@ -82,7 +81,7 @@ export const WorkspacesApi = HttpApiGroup.make("workspaces")
       params: workspace,
       payload: PutMcpSettings,
       success: McpSettingsBody,
-      error: [...errors, ValidationError.wire]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Replace the MCP settings (owner or admin session, or the creating app; never a user token)")
       .annotateMerge(settingsWrite),
@@ -90,14 +89,14 @@ export const WorkspacesApi = HttpApiGroup.make("workspaces")
       params: workspace,
       query: PageQuery,
       success: PiiAccessPage,
-      error: [...errors, ValidationError.wire]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Who read person data: newest first, the last 365 days (owner or admin)")
       .annotateMerge(read),
     HttpApiEndpoint.get("reportsHub", "/workspaces/:workspaceId/reports/hub", {
       params: workspace,
       success: ReportsHubBody,
-      error: errors
+      error: workspaceErrors
     })
       .annotate(OpenApi.Summary, "The reports hub: the caller's capabilities (can_edit: bulk schedule, can_apply: bulk generate)")
       .annotateMerge(read)
