@@ -1,15 +1,16 @@
 /**
- * The error catalogue: every code of the specification's error table, one class each.
+ * The error catalogue: every code of the specification's error table, said once in `table`.
  *
- * A handler fails with `new NotFound({ message })`; the HTTP layer renders it as
- * `{"error":{"code","message","status","request_id",...}}`. The class carries its code and
- * HTTP status; the wire schema (`wire(NotFound)`) is what endpoints declare, so the
+ * Each HTTP code has one class, declared from its row (`class NotFound extends
+ * ApiError("not_found") {}`). A handler fails with `new NotFound({ message })`; the HTTP layer
+ * renders it as `{"error":{"code","message","status","request_id",...}}`. The class carries its
+ * code and HTTP status; its wire schema (`NotFound.wire`) is what endpoints declare, so the
  * OpenAPI document lists every error an operation can answer.
  *
  * Two codes are not HTTP errors: `server_error` is an OAuth error (rendered in the OAuth
  * format by `/oauth/*`), and `not_reversible` is an outcome carried by a 200 response.
  */
-import { Schema, SchemaTransformation } from "effect"
+import { type Cause, Schema, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 
 /** `consent` on `consent_required`: the current version and the hash of each locale's text. */
@@ -39,413 +40,96 @@ export const ErrorFields = {
   http_status: Schema.optionalKey(Schema.Literal(422))
 }
 
-/** `unauthorized` (401): Missing, invalid, expired or revoked key or token. */
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", ErrorFields) {
-  static readonly code = "unauthorized"
-  static readonly status = 401
-}
+/**
+ * The specification's error table, in its order: per code the class tag and HTTP status (or,
+ * for the two codes that are not HTTP errors, their kind) and the description. The classes,
+ * their statuses, the OpenAPI error responses and /docs/errors are all read from it.
+ */
+const table = {
+  unauthorized: { tag: "Unauthorized", status: 401, description: "Missing, invalid, expired or revoked key or token." },
+  insufficient_scope: { tag: "InsufficientScope", status: 403, description: "A scope is missing; also routes refused to user tokens, projected-only reads asked for `?email=` or `?phone=` without `customers:read`, and person reads on healthcare profiles." },
+  api_key_required: { tag: "ApiKeyRequired", status: 403, description: "Erasure called with a session." },
+  rate_limit_exceeded: { tag: "RateLimitExceeded", status: 429, description: "Per-minute or own bucket exceeded, or an ad-platform throttle. Carries `Retry-After`." },
+  invalid_parameter: { tag: "InvalidParameter", status: 400, description: "Bad query parameter; also a `subject_ref` that looks like personal data, or a national id in declared-source." },
+  invalid_date_range: { tag: "InvalidDateRange", status: 400, description: "Range over 366 days or invalid dates." },
+  invalid_request: { tag: "InvalidRequest", status: 400, description: "Missing `profile_id` for a user token." },
+  validation_error: { tag: "ValidationError", status: 400, description: "Invalid body (400). Also 422 for an unknown `event_key` on a stage definition, malformed consent, or an ad-platform refusal of a budget between the service floor and its own minimum." },
+  not_found: { tag: "NotFound", status: 404, description: "Unknown or unreachable resource, unreachable profile, another app's profile, or a route this deployment does not serve." },
+  invalid_state: { tag: "InvalidState", status: 409, description: "The resource is not in a state that allows the operation." },
+  entitlement_required: { tag: "EntitlementRequired", status: 409, description: "The attribution add-on (`svc_attribution`) is off for this profile." },
+  healthcare_scope_forbidden: { tag: "HealthcareScopeForbidden", status: 403, description: "`analytics_pii` on a healthcare-family profile; replay of `outcome.recorded` by a non-provisioning caller." },
+  service_unavailable: { tag: "ServiceUnavailable", status: 503, description: "A privacy mode or key revocation could not be written; the grant is untouched. Retry." },
+  database_unavailable: { tag: "DatabaseUnavailable", status: 503, description: "The database is unreachable. Carries `Retry-After`; retry with the same body." },
+  link_tokens_disabled: { tag: "LinkTokensDisabled", status: 503, description: "This deployment has no link-token secret." },
+  internal_error: { tag: "InternalError", status: 500, description: "Server error. Report the `request_id`." },
+  consent_required: { tag: "ConsentRequired", status: 409, description: "Consent missing, wrong version, wrong hash or older than 24 hours." },
+  idempotency_key_conflict: { tag: "IdempotencyKeyConflict", status: 409, description: "The same `Idempotency-Key` was used with a different request." },
+  idempotency_key_in_flight: { tag: "IdempotencyKeyInFlight", status: 409, description: "A repeat arrived while the first request is still running. Retry with backoff." },
+  adplatform_connection_required: { tag: "AdplatformConnectionRequired", status: 409, description: "No usable ad-platform connection (or several, with no destination naming one)." },
+  adplatform_write_permission_missing: { tag: "AdplatformWritePermissionMissing", status: 403, description: "The connection lacks the manage-advertisements grant. Reconnect." },
+  budget_change_out_of_bounds: { tag: "BudgetChangeOutOfBounds", status: 422, description: "Outside +/-50 % of the live budget or below the floor." },
+  adset_not_editable: { tag: "AdsetNotEditable", status: 409, description: "The ad set (or its campaign) is archived or deleted." },
+  campaign_not_editable: { tag: "CampaignNotEditable", status: 409, description: "The campaign cannot be edited." },
+  campaign_not_found: { tag: "CampaignNotFound", status: 404, description: "Campaign writes: the campaign is unknown or not this profile's." },
+  campaign_not_pausable: { tag: "CampaignNotPausable", status: 409, description: "Campaign writes: the campaign cannot be paused in its current state." },
+  campaign_not_resumable: { tag: "CampaignNotResumable", status: 409, description: "Campaign writes: the campaign cannot be resumed in its current state." },
+  platform_safe_required: { tag: "PlatformSafeRequired", status: 409, description: "Provision before switching to `platform_safe`." },
+  platform_safe_audiences_disabled: { tag: "PlatformSafeAudiencesDisabled", status: 409, description: "Audience proposal or confirm on a Platform-Safe profile." },
+  clean_dataset_has_live_ad_sets: { tag: "CleanDatasetHasLiveAdSets", status: 409, description: "Clean Dataset ad sets are still delivering (or cannot be read); confirm with `confirm_live_ad_sets: true`." },
+  destination_conflict: { tag: "DestinationConflict", status: 409, description: "The export destination would match another; carries `conflicting_destination_id`. Nothing was written." },
+  event_not_found: { tag: "EventNotFound", status: 404, description: "Unknown retraction key." },
+  event_already_exported: { tag: "EventAlreadyExported", status: 409, description: "Retraction refused: a conversion export exists for the event." },
+  event_linked_to_conversation: { tag: "EventLinkedToConversation", status: 409, description: "Retraction refused: a conversation recorded the event as its lead." },
+  customer_not_found: { tag: "CustomerNotFound", status: 404, description: "Unknown, erased or another profile's customer (by-key journey, erasure)." },
+  conversion_not_found: { tag: "ConversionNotFound", status: 404, description: "Unknown conversion handle." },
+  erasure_not_found: { tag: "ErasureNotFound", status: 404, description: "Unknown erasure receipt." },
+  unknown_ad: { tag: "UnknownAd", status: 422, description: "Referral for an ad that is not the profile's." },
+  unknown_answer_key: { tag: "UnknownAnswerKey", status: 422, description: "Declared-source: the `answer_key` is not in the vocabulary." },
+  unknown_customer_ref: { tag: "UnknownCustomerRef", status: 422, description: "Declared-source: an unknown `external_ref` without email or phone." },
+  account_connected_elsewhere: { tag: "AccountConnectedElsewhere", status: 409, description: "Finalize for an account live on another profile of the workspace." },
+  chat_app_a_connection_required: { tag: "ChatAppAConnectionRequired", status: 409, description: "Dataset ensure: no business chat connection." },
+  social_dm_connection_required: { tag: "SocialDmConnectionRequired", status: 409, description: "Dataset ensure: no social direct-message connection." },
+  social_dm_login_required: { tag: "SocialDmLoginRequired", status: 409, description: "Dataset ensure: the account was connected through the wrong login type." },
+  feature_retired: { tag: "FeatureRetired", status: 410, description: "The operation is retired; it answers 410 until its sunset date and 404 afterwards." },
+  insights_enabling: { tag: "InsightsEnabling", status: 409, description: "Template analytics are being switched on; carries `retry_after_seconds`." },
+  insights_unsupported: { tag: "InsightsUnsupported", status: 422, description: "The account type refuses the insights switch." },
+  template_not_found: { tag: "TemplateNotFound", status: 404, description: "Template analytics: unknown template." },
+  adplatform_unavailable: { tag: "AdplatformUnavailable", status: 502, description: "The ad platform is unreachable." },
+  invalid_content: { tag: "InvalidContent", status: 422, description: "Media header of the wrong type or an unreachable URL." },
+  payload_too_large: { tag: "PayloadTooLarge", status: 413, description: "The request body (or media) is over its size limit." },
+  account_suspended: { tag: "AccountSuspended", status: 403, description: "Mailbox refusal on email send: the account is suspended." },
+  mailbox_disabled: { tag: "MailboxDisabled", status: 403, description: "Mailbox refusal on email send: the mailbox is disabled." },
+  auth_revoked: { tag: "AuthRevoked", status: 403, description: "Mailbox refusal on email send: authorization was revoked (adds `reconnect_required: true`)." },
+  quota_exceeded: { tag: "QuotaExceeded", status: 429, description: "The mailbox provider's quota is exhausted." },
+  recipient_rejected: { tag: "RecipientRejected", status: 422, description: "The provider refused the recipient." },
+  server_error: {
+    kind: "oauth",
+    status: 500,
+    description:
+      "OAuth error from `/oauth/token`: the profile's healthcare settings could not be read while minting. Retry."
+  },
+  not_reversible: {
+    kind: "outcome",
+    status: null,
+    description:
+      "An outcome, not an HTTP status: a rollback answers 200 with `outcome: not_reversible` and `reason_code: state_drifted`; nothing was written."
+  }
+} as const
 
-/** `insufficient_scope` (403): A scope is missing; also routes refused to user tokens, projected-only reads asked for `?email=` or `?phone=` without `customers:read`, and person reads on healthcare profiles. */
-export class InsufficientScope extends Schema.TaggedError<InsufficientScope>()("InsufficientScope", ErrorFields) {
-  static readonly code = "insufficient_scope"
-  static readonly status = 403
-}
+type Table = typeof table
 
-/** `api_key_required` (403): Erasure called with a session. */
-export class ApiKeyRequired extends Schema.TaggedError<ApiKeyRequired>()("ApiKeyRequired", ErrorFields) {
-  static readonly code = "api_key_required"
-  static readonly status = 403
-}
+/** The codes answered as HTTP errors: the rows with a class tag. */
+export type HttpCode = { [C in keyof Table]: Table[C] extends { readonly tag: string } ? C : never }[keyof Table]
 
-/** `rate_limit_exceeded` (429): Per-minute or own bucket exceeded, or an ad-platform throttle. Carries `Retry-After`. */
-export class RateLimitExceeded extends Schema.TaggedError<RateLimitExceeded>()("RateLimitExceeded", ErrorFields) {
-  static readonly code = "rate_limit_exceeded"
-  static readonly status = 429
-}
-
-/** `invalid_parameter` (400): Bad query parameter; also a `subject_ref` that looks like personal data, or a national id in declared-source. */
-export class InvalidParameter extends Schema.TaggedError<InvalidParameter>()("InvalidParameter", ErrorFields) {
-  static readonly code = "invalid_parameter"
-  static readonly status = 400
-}
-
-/** `invalid_date_range` (400): Range over 366 days or invalid dates. */
-export class InvalidDateRange extends Schema.TaggedError<InvalidDateRange>()("InvalidDateRange", ErrorFields) {
-  static readonly code = "invalid_date_range"
-  static readonly status = 400
-}
-
-/** `invalid_request` (400): Missing `profile_id` for a user token. */
-export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", ErrorFields) {
-  static readonly code = "invalid_request"
-  static readonly status = 400
-}
-
-/** `validation_error` (400): Invalid body (400). Also 422 for an unknown `event_key` on a stage definition, malformed consent, or an ad-platform refusal of a budget between the service floor and its own minimum. */
-export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", ErrorFields) {
-  static readonly code = "validation_error"
-  static readonly status = 400
-}
-
-/** `not_found` (404): Unknown or unreachable resource, unreachable profile, another app's profile, or a route this deployment does not serve. */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", ErrorFields) {
-  static readonly code = "not_found"
-  static readonly status = 404
-}
-
-/** `invalid_state` (409): The resource is not in a state that allows the operation. */
-export class InvalidState extends Schema.TaggedError<InvalidState>()("InvalidState", ErrorFields) {
-  static readonly code = "invalid_state"
-  static readonly status = 409
-}
-
-/** `entitlement_required` (409): The attribution add-on (`svc_attribution`) is off for this profile. */
-export class EntitlementRequired extends Schema.TaggedError<EntitlementRequired>()("EntitlementRequired", ErrorFields) {
-  static readonly code = "entitlement_required"
-  static readonly status = 409
-}
-
-/** `healthcare_scope_forbidden` (403): `analytics_pii` on a healthcare-family profile; replay of `outcome.recorded` by a non-provisioning caller. */
-export class HealthcareScopeForbidden extends Schema.TaggedError<HealthcareScopeForbidden>()("HealthcareScopeForbidden", ErrorFields) {
-  static readonly code = "healthcare_scope_forbidden"
-  static readonly status = 403
-}
-
-/** `service_unavailable` (503): A privacy mode or key revocation could not be written; the grant is untouched. Retry. */
-export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", ErrorFields) {
-  static readonly code = "service_unavailable"
-  static readonly status = 503
-}
-
-/** `database_unavailable` (503): The database is unreachable. Carries `Retry-After`; retry with the same body. */
-export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", ErrorFields) {
-  static readonly code = "database_unavailable"
-  static readonly status = 503
-}
-
-/** `link_tokens_disabled` (503): This deployment has no link-token secret. */
-export class LinkTokensDisabled extends Schema.TaggedError<LinkTokensDisabled>()("LinkTokensDisabled", ErrorFields) {
-  static readonly code = "link_tokens_disabled"
-  static readonly status = 503
-}
-
-/** `internal_error` (500): Server error. Report the `request_id`. */
-export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", ErrorFields) {
-  static readonly code = "internal_error"
-  static readonly status = 500
-}
-
-/** `consent_required` (409): Consent missing, wrong version, wrong hash or older than 24 hours. */
-export class ConsentRequired extends Schema.TaggedError<ConsentRequired>()("ConsentRequired", ErrorFields) {
-  static readonly code = "consent_required"
-  static readonly status = 409
-}
-
-/** `idempotency_key_conflict` (409): The same `Idempotency-Key` was used with a different request. */
-export class IdempotencyKeyConflict extends Schema.TaggedError<IdempotencyKeyConflict>()("IdempotencyKeyConflict", ErrorFields) {
-  static readonly code = "idempotency_key_conflict"
-  static readonly status = 409
-}
-
-/** `idempotency_key_in_flight` (409): A repeat arrived while the first request is still running. Retry with backoff. */
-export class IdempotencyKeyInFlight extends Schema.TaggedError<IdempotencyKeyInFlight>()("IdempotencyKeyInFlight", ErrorFields) {
-  static readonly code = "idempotency_key_in_flight"
-  static readonly status = 409
-}
-
-/** `adplatform_connection_required` (409): No usable ad-platform connection (or several, with no destination naming one). */
-export class AdplatformConnectionRequired extends Schema.TaggedError<AdplatformConnectionRequired>()("AdplatformConnectionRequired", ErrorFields) {
-  static readonly code = "adplatform_connection_required"
-  static readonly status = 409
-}
-
-/** `adplatform_write_permission_missing` (403): The connection lacks the manage-advertisements grant. Reconnect. */
-export class AdplatformWritePermissionMissing extends Schema.TaggedError<AdplatformWritePermissionMissing>()("AdplatformWritePermissionMissing", ErrorFields) {
-  static readonly code = "adplatform_write_permission_missing"
-  static readonly status = 403
-}
-
-/** `budget_change_out_of_bounds` (422): Outside +/-50 % of the live budget or below the floor. */
-export class BudgetChangeOutOfBounds extends Schema.TaggedError<BudgetChangeOutOfBounds>()("BudgetChangeOutOfBounds", ErrorFields) {
-  static readonly code = "budget_change_out_of_bounds"
-  static readonly status = 422
-}
-
-/** `adset_not_editable` (409): The ad set (or its campaign) is archived or deleted. */
-export class AdsetNotEditable extends Schema.TaggedError<AdsetNotEditable>()("AdsetNotEditable", ErrorFields) {
-  static readonly code = "adset_not_editable"
-  static readonly status = 409
-}
-
-/** `campaign_not_editable` (409): The campaign cannot be edited. */
-export class CampaignNotEditable extends Schema.TaggedError<CampaignNotEditable>()("CampaignNotEditable", ErrorFields) {
-  static readonly code = "campaign_not_editable"
-  static readonly status = 409
-}
-
-/** `campaign_not_found` (404): Campaign writes: the campaign is unknown or not this profile's. */
-export class CampaignNotFound extends Schema.TaggedError<CampaignNotFound>()("CampaignNotFound", ErrorFields) {
-  static readonly code = "campaign_not_found"
-  static readonly status = 404
-}
-
-/** `campaign_not_pausable` (409): Campaign writes: the campaign cannot be paused in its current state. */
-export class CampaignNotPausable extends Schema.TaggedError<CampaignNotPausable>()("CampaignNotPausable", ErrorFields) {
-  static readonly code = "campaign_not_pausable"
-  static readonly status = 409
-}
-
-/** `campaign_not_resumable` (409): Campaign writes: the campaign cannot be resumed in its current state. */
-export class CampaignNotResumable extends Schema.TaggedError<CampaignNotResumable>()("CampaignNotResumable", ErrorFields) {
-  static readonly code = "campaign_not_resumable"
-  static readonly status = 409
-}
-
-/** `platform_safe_required` (409): Provision before switching to `platform_safe`. */
-export class PlatformSafeRequired extends Schema.TaggedError<PlatformSafeRequired>()("PlatformSafeRequired", ErrorFields) {
-  static readonly code = "platform_safe_required"
-  static readonly status = 409
-}
-
-/** `platform_safe_audiences_disabled` (409): Audience proposal or confirm on a Platform-Safe profile. */
-export class PlatformSafeAudiencesDisabled extends Schema.TaggedError<PlatformSafeAudiencesDisabled>()("PlatformSafeAudiencesDisabled", ErrorFields) {
-  static readonly code = "platform_safe_audiences_disabled"
-  static readonly status = 409
-}
-
-/** `clean_dataset_has_live_ad_sets` (409): Clean Dataset ad sets are still delivering (or cannot be read); confirm with `confirm_live_ad_sets: true`. */
-export class CleanDatasetHasLiveAdSets extends Schema.TaggedError<CleanDatasetHasLiveAdSets>()("CleanDatasetHasLiveAdSets", ErrorFields) {
-  static readonly code = "clean_dataset_has_live_ad_sets"
-  static readonly status = 409
-}
-
-/** `destination_conflict` (409): The export destination would match another; carries `conflicting_destination_id`. Nothing was written. */
-export class DestinationConflict extends Schema.TaggedError<DestinationConflict>()("DestinationConflict", ErrorFields) {
-  static readonly code = "destination_conflict"
-  static readonly status = 409
-}
-
-/** `event_not_found` (404): Unknown retraction key. */
-export class EventNotFound extends Schema.TaggedError<EventNotFound>()("EventNotFound", ErrorFields) {
-  static readonly code = "event_not_found"
-  static readonly status = 404
-}
-
-/** `event_already_exported` (409): Retraction refused: a conversion export exists for the event. */
-export class EventAlreadyExported extends Schema.TaggedError<EventAlreadyExported>()("EventAlreadyExported", ErrorFields) {
-  static readonly code = "event_already_exported"
-  static readonly status = 409
-}
-
-/** `event_linked_to_conversation` (409): Retraction refused: a conversation recorded the event as its lead. */
-export class EventLinkedToConversation extends Schema.TaggedError<EventLinkedToConversation>()("EventLinkedToConversation", ErrorFields) {
-  static readonly code = "event_linked_to_conversation"
-  static readonly status = 409
-}
-
-/** `customer_not_found` (404): Unknown, erased or another profile's customer (by-key journey, erasure). */
-export class CustomerNotFound extends Schema.TaggedError<CustomerNotFound>()("CustomerNotFound", ErrorFields) {
-  static readonly code = "customer_not_found"
-  static readonly status = 404
-}
-
-/** `conversion_not_found` (404): Unknown conversion handle. */
-export class ConversionNotFound extends Schema.TaggedError<ConversionNotFound>()("ConversionNotFound", ErrorFields) {
-  static readonly code = "conversion_not_found"
-  static readonly status = 404
-}
-
-/** `erasure_not_found` (404): Unknown erasure receipt. */
-export class ErasureNotFound extends Schema.TaggedError<ErasureNotFound>()("ErasureNotFound", ErrorFields) {
-  static readonly code = "erasure_not_found"
-  static readonly status = 404
-}
-
-/** `unknown_ad` (422): Referral for an ad that is not the profile's. */
-export class UnknownAd extends Schema.TaggedError<UnknownAd>()("UnknownAd", ErrorFields) {
-  static readonly code = "unknown_ad"
-  static readonly status = 422
-}
-
-/** `unknown_answer_key` (422): Declared-source: the `answer_key` is not in the vocabulary. */
-export class UnknownAnswerKey extends Schema.TaggedError<UnknownAnswerKey>()("UnknownAnswerKey", ErrorFields) {
-  static readonly code = "unknown_answer_key"
-  static readonly status = 422
-}
-
-/** `unknown_customer_ref` (422): Declared-source: an unknown `external_ref` without email or phone. */
-export class UnknownCustomerRef extends Schema.TaggedError<UnknownCustomerRef>()("UnknownCustomerRef", ErrorFields) {
-  static readonly code = "unknown_customer_ref"
-  static readonly status = 422
-}
-
-/** `account_connected_elsewhere` (409): Finalize for an account live on another profile of the workspace. */
-export class AccountConnectedElsewhere extends Schema.TaggedError<AccountConnectedElsewhere>()("AccountConnectedElsewhere", ErrorFields) {
-  static readonly code = "account_connected_elsewhere"
-  static readonly status = 409
-}
-
-/** `chat_app_a_connection_required` (409): Dataset ensure: no business chat connection. */
-export class ChatAppAConnectionRequired extends Schema.TaggedError<ChatAppAConnectionRequired>()("ChatAppAConnectionRequired", ErrorFields) {
-  static readonly code = "chat_app_a_connection_required"
-  static readonly status = 409
-}
-
-/** `social_dm_connection_required` (409): Dataset ensure: no social direct-message connection. */
-export class SocialDmConnectionRequired extends Schema.TaggedError<SocialDmConnectionRequired>()("SocialDmConnectionRequired", ErrorFields) {
-  static readonly code = "social_dm_connection_required"
-  static readonly status = 409
-}
-
-/** `social_dm_login_required` (409): Dataset ensure: the account was connected through the wrong login type. */
-export class SocialDmLoginRequired extends Schema.TaggedError<SocialDmLoginRequired>()("SocialDmLoginRequired", ErrorFields) {
-  static readonly code = "social_dm_login_required"
-  static readonly status = 409
-}
-
-/** `feature_retired` (410): The operation is retired; it answers 410 until its sunset date and 404 afterwards. */
-export class FeatureRetired extends Schema.TaggedError<FeatureRetired>()("FeatureRetired", ErrorFields) {
-  static readonly code = "feature_retired"
-  static readonly status = 410
-}
-
-/** `insights_enabling` (409): Template analytics are being switched on; carries `retry_after_seconds`. */
-export class InsightsEnabling extends Schema.TaggedError<InsightsEnabling>()("InsightsEnabling", ErrorFields) {
-  static readonly code = "insights_enabling"
-  static readonly status = 409
-}
-
-/** `insights_unsupported` (422): The account type refuses the insights switch. */
-export class InsightsUnsupported extends Schema.TaggedError<InsightsUnsupported>()("InsightsUnsupported", ErrorFields) {
-  static readonly code = "insights_unsupported"
-  static readonly status = 422
-}
-
-/** `template_not_found` (404): Template analytics: unknown template. */
-export class TemplateNotFound extends Schema.TaggedError<TemplateNotFound>()("TemplateNotFound", ErrorFields) {
-  static readonly code = "template_not_found"
-  static readonly status = 404
-}
-
-/** `adplatform_unavailable` (502): The ad platform is unreachable. */
-export class AdplatformUnavailable extends Schema.TaggedError<AdplatformUnavailable>()("AdplatformUnavailable", ErrorFields) {
-  static readonly code = "adplatform_unavailable"
-  static readonly status = 502
-}
-
-/** `invalid_content` (422): Media header of the wrong type or an unreachable URL. */
-export class InvalidContent extends Schema.TaggedError<InvalidContent>()("InvalidContent", ErrorFields) {
-  static readonly code = "invalid_content"
-  static readonly status = 422
-}
-
-/** `payload_too_large` (413): The request body (or media) is over its size limit. */
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", ErrorFields) {
-  static readonly code = "payload_too_large"
-  static readonly status = 413
-}
-
-/** `account_suspended` (403): Mailbox refusal on email send: the account is suspended. */
-export class AccountSuspended extends Schema.TaggedError<AccountSuspended>()("AccountSuspended", ErrorFields) {
-  static readonly code = "account_suspended"
-  static readonly status = 403
-}
-
-/** `mailbox_disabled` (403): Mailbox refusal on email send: the mailbox is disabled. */
-export class MailboxDisabled extends Schema.TaggedError<MailboxDisabled>()("MailboxDisabled", ErrorFields) {
-  static readonly code = "mailbox_disabled"
-  static readonly status = 403
-}
-
-/** `auth_revoked` (403): Mailbox refusal on email send: authorization was revoked (adds `reconnect_required: true`). */
-export class AuthRevoked extends Schema.TaggedError<AuthRevoked>()("AuthRevoked", ErrorFields) {
-  static readonly code = "auth_revoked"
-  static readonly status = 403
-}
-
-/** `quota_exceeded` (429): The mailbox provider's quota is exhausted. */
-export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", ErrorFields) {
-  static readonly code = "quota_exceeded"
-  static readonly status = 429
-}
-
-/** `recipient_rejected` (422): The provider refused the recipient. */
-export class RecipientRejected extends Schema.TaggedError<RecipientRejected>()("RecipientRejected", ErrorFields) {
-  static readonly code = "recipient_rejected"
-  static readonly status = 422
-}
-
-const httpCatalogue = [
-  { tag: "Unauthorized", code: "unauthorized", status: 401, error: Unauthorized, description: "Missing, invalid, expired or revoked key or token." },
-  { tag: "InsufficientScope", code: "insufficient_scope", status: 403, error: InsufficientScope, description: "A scope is missing; also routes refused to user tokens, projected-only reads asked for `?email=` or `?phone=` without `customers:read`, and person reads on healthcare profiles." },
-  { tag: "ApiKeyRequired", code: "api_key_required", status: 403, error: ApiKeyRequired, description: "Erasure called with a session." },
-  { tag: "RateLimitExceeded", code: "rate_limit_exceeded", status: 429, error: RateLimitExceeded, description: "Per-minute or own bucket exceeded, or an ad-platform throttle. Carries `Retry-After`." },
-  { tag: "InvalidParameter", code: "invalid_parameter", status: 400, error: InvalidParameter, description: "Bad query parameter; also a `subject_ref` that looks like personal data, or a national id in declared-source." },
-  { tag: "InvalidDateRange", code: "invalid_date_range", status: 400, error: InvalidDateRange, description: "Range over 366 days or invalid dates." },
-  { tag: "InvalidRequest", code: "invalid_request", status: 400, error: InvalidRequest, description: "Missing `profile_id` for a user token." },
-  { tag: "ValidationError", code: "validation_error", status: 400, error: ValidationError, description: "Invalid body (400). Also 422 for an unknown `event_key` on a stage definition, malformed consent, or an ad-platform refusal of a budget between the service floor and its own minimum." },
-  { tag: "NotFound", code: "not_found", status: 404, error: NotFound, description: "Unknown or unreachable resource, unreachable profile, another app's profile, or a route this deployment does not serve." },
-  { tag: "InvalidState", code: "invalid_state", status: 409, error: InvalidState, description: "The resource is not in a state that allows the operation." },
-  { tag: "EntitlementRequired", code: "entitlement_required", status: 409, error: EntitlementRequired, description: "The attribution add-on (`svc_attribution`) is off for this profile." },
-  { tag: "HealthcareScopeForbidden", code: "healthcare_scope_forbidden", status: 403, error: HealthcareScopeForbidden, description: "`analytics_pii` on a healthcare-family profile; replay of `outcome.recorded` by a non-provisioning caller." },
-  { tag: "ServiceUnavailable", code: "service_unavailable", status: 503, error: ServiceUnavailable, description: "A privacy mode or key revocation could not be written; the grant is untouched. Retry." },
-  { tag: "DatabaseUnavailable", code: "database_unavailable", status: 503, error: DatabaseUnavailable, description: "The database is unreachable. Carries `Retry-After`; retry with the same body." },
-  { tag: "LinkTokensDisabled", code: "link_tokens_disabled", status: 503, error: LinkTokensDisabled, description: "This deployment has no link-token secret." },
-  { tag: "InternalError", code: "internal_error", status: 500, error: InternalError, description: "Server error. Report the `request_id`." },
-  { tag: "ConsentRequired", code: "consent_required", status: 409, error: ConsentRequired, description: "Consent missing, wrong version, wrong hash or older than 24 hours." },
-  { tag: "IdempotencyKeyConflict", code: "idempotency_key_conflict", status: 409, error: IdempotencyKeyConflict, description: "The same `Idempotency-Key` was used with a different request." },
-  { tag: "IdempotencyKeyInFlight", code: "idempotency_key_in_flight", status: 409, error: IdempotencyKeyInFlight, description: "A repeat arrived while the first request is still running. Retry with backoff." },
-  { tag: "AdplatformConnectionRequired", code: "adplatform_connection_required", status: 409, error: AdplatformConnectionRequired, description: "No usable ad-platform connection (or several, with no destination naming one)." },
-  { tag: "AdplatformWritePermissionMissing", code: "adplatform_write_permission_missing", status: 403, error: AdplatformWritePermissionMissing, description: "The connection lacks the manage-advertisements grant. Reconnect." },
-  { tag: "BudgetChangeOutOfBounds", code: "budget_change_out_of_bounds", status: 422, error: BudgetChangeOutOfBounds, description: "Outside +/-50 % of the live budget or below the floor." },
-  { tag: "AdsetNotEditable", code: "adset_not_editable", status: 409, error: AdsetNotEditable, description: "The ad set (or its campaign) is archived or deleted." },
-  { tag: "CampaignNotEditable", code: "campaign_not_editable", status: 409, error: CampaignNotEditable, description: "The campaign cannot be edited." },
-  { tag: "CampaignNotFound", code: "campaign_not_found", status: 404, error: CampaignNotFound, description: "Campaign writes: the campaign is unknown or not this profile's." },
-  { tag: "CampaignNotPausable", code: "campaign_not_pausable", status: 409, error: CampaignNotPausable, description: "Campaign writes: the campaign cannot be paused in its current state." },
-  { tag: "CampaignNotResumable", code: "campaign_not_resumable", status: 409, error: CampaignNotResumable, description: "Campaign writes: the campaign cannot be resumed in its current state." },
-  { tag: "PlatformSafeRequired", code: "platform_safe_required", status: 409, error: PlatformSafeRequired, description: "Provision before switching to `platform_safe`." },
-  { tag: "PlatformSafeAudiencesDisabled", code: "platform_safe_audiences_disabled", status: 409, error: PlatformSafeAudiencesDisabled, description: "Audience proposal or confirm on a Platform-Safe profile." },
-  { tag: "CleanDatasetHasLiveAdSets", code: "clean_dataset_has_live_ad_sets", status: 409, error: CleanDatasetHasLiveAdSets, description: "Clean Dataset ad sets are still delivering (or cannot be read); confirm with `confirm_live_ad_sets: true`." },
-  { tag: "DestinationConflict", code: "destination_conflict", status: 409, error: DestinationConflict, description: "The export destination would match another; carries `conflicting_destination_id`. Nothing was written." },
-  { tag: "EventNotFound", code: "event_not_found", status: 404, error: EventNotFound, description: "Unknown retraction key." },
-  { tag: "EventAlreadyExported", code: "event_already_exported", status: 409, error: EventAlreadyExported, description: "Retraction refused: a conversion export exists for the event." },
-  { tag: "EventLinkedToConversation", code: "event_linked_to_conversation", status: 409, error: EventLinkedToConversation, description: "Retraction refused: a conversation recorded the event as its lead." },
-  { tag: "CustomerNotFound", code: "customer_not_found", status: 404, error: CustomerNotFound, description: "Unknown, erased or another profile's customer (by-key journey, erasure)." },
-  { tag: "ConversionNotFound", code: "conversion_not_found", status: 404, error: ConversionNotFound, description: "Unknown conversion handle." },
-  { tag: "ErasureNotFound", code: "erasure_not_found", status: 404, error: ErasureNotFound, description: "Unknown erasure receipt." },
-  { tag: "UnknownAd", code: "unknown_ad", status: 422, error: UnknownAd, description: "Referral for an ad that is not the profile's." },
-  { tag: "UnknownAnswerKey", code: "unknown_answer_key", status: 422, error: UnknownAnswerKey, description: "Declared-source: the `answer_key` is not in the vocabulary." },
-  { tag: "UnknownCustomerRef", code: "unknown_customer_ref", status: 422, error: UnknownCustomerRef, description: "Declared-source: an unknown `external_ref` without email or phone." },
-  { tag: "AccountConnectedElsewhere", code: "account_connected_elsewhere", status: 409, error: AccountConnectedElsewhere, description: "Finalize for an account live on another profile of the workspace." },
-  { tag: "ChatAppAConnectionRequired", code: "chat_app_a_connection_required", status: 409, error: ChatAppAConnectionRequired, description: "Dataset ensure: no business chat connection." },
-  { tag: "SocialDmConnectionRequired", code: "social_dm_connection_required", status: 409, error: SocialDmConnectionRequired, description: "Dataset ensure: no social direct-message connection." },
-  { tag: "SocialDmLoginRequired", code: "social_dm_login_required", status: 409, error: SocialDmLoginRequired, description: "Dataset ensure: the account was connected through the wrong login type." },
-  { tag: "FeatureRetired", code: "feature_retired", status: 410, error: FeatureRetired, description: "The operation is retired; it answers 410 until its sunset date and 404 afterwards." },
-  { tag: "InsightsEnabling", code: "insights_enabling", status: 409, error: InsightsEnabling, description: "Template analytics are being switched on; carries `retry_after_seconds`." },
-  { tag: "InsightsUnsupported", code: "insights_unsupported", status: 422, error: InsightsUnsupported, description: "The account type refuses the insights switch." },
-  { tag: "TemplateNotFound", code: "template_not_found", status: 404, error: TemplateNotFound, description: "Template analytics: unknown template." },
-  { tag: "AdplatformUnavailable", code: "adplatform_unavailable", status: 502, error: AdplatformUnavailable, description: "The ad platform is unreachable." },
-  { tag: "InvalidContent", code: "invalid_content", status: 422, error: InvalidContent, description: "Media header of the wrong type or an unreachable URL." },
-  { tag: "PayloadTooLarge", code: "payload_too_large", status: 413, error: PayloadTooLarge, description: "The request body (or media) is over its size limit." },
-  { tag: "AccountSuspended", code: "account_suspended", status: 403, error: AccountSuspended, description: "Mailbox refusal on email send: the account is suspended." },
-  { tag: "MailboxDisabled", code: "mailbox_disabled", status: 403, error: MailboxDisabled, description: "Mailbox refusal on email send: the mailbox is disabled." },
-  { tag: "AuthRevoked", code: "auth_revoked", status: 403, error: AuthRevoked, description: "Mailbox refusal on email send: authorization was revoked (adds `reconnect_required: true`)." },
-  { tag: "QuotaExceeded", code: "quota_exceeded", status: 429, error: QuotaExceeded, description: "The mailbox provider's quota is exhausted." },
-  { tag: "RecipientRejected", code: "recipient_rejected", status: 422, error: RecipientRejected, description: "The provider refused the recipient." }
-] as const
-
-/** `validation_error` answered with 422 (unknown stage `event_key`, malformed consent, refused budget). */
-export const unprocessable = (message: string, fields?: { readonly reason?: string }) =>
-  new ValidationError({ message, http_status: 422, ...fields })
-
-/** Every error class of the catalogue. */
-export type ApiError = InstanceType<(typeof httpCatalogue)[number]["error"]>
-
-export interface ApiErrorClass {
-  new(fields: Schema.Struct.Type<typeof ErrorFields>): ApiError
+interface HttpRow {
   readonly code: string
   readonly status: number
 }
+
+/** The HTTP rows by class tag: how an error instance finds its code and status. */
+const byTag = new Map<string, HttpRow>(
+  Object.entries(table).flatMap(([code, row]) => ("tag" in row ? [[row.tag, { code, status: row.status }]] : []))
+)
 
 /** The body every error renders, exactly as the specification's envelope. */
 export const ErrorBody = Schema.Struct({
@@ -460,25 +144,28 @@ export const ErrorBody = Schema.Struct({
 export const ErrorEnvelope = Schema.Struct({ error: ErrorBody }).annotate({ identifier: "ErrorEnvelope" })
 export type ErrorEnvelope = typeof ErrorEnvelope.Type
 
-/** The status an error instance answers with. */
-export const statusOf = (error: ApiError): number =>
-  error._tag === "ValidationError" && error.http_status === 422 ? 422 : classOf(error).status
+/** What every catalogued error carries: its tag and the fields a handler sets. */
+type CataloguedError = { readonly _tag: string } & Schema.Struct.Type<typeof ErrorFields>
 
-export const classOf = (error: ApiError): ApiErrorClass => {
-  const entry = byTag.get(error._tag)
-  if (entry === undefined) throw new Error(`not a catalogued error: ${error._tag}`)
-  return entry
+const rowOf = (error: CataloguedError): HttpRow => {
+  const row = byTag.get(error._tag)
+  if (row === undefined) throw new Error(`not a catalogued error: ${error._tag}`)
+  return row
 }
+
+/** The status an error instance answers with. */
+const statusOf = (error: CataloguedError): number =>
+  error._tag === "ValidationError" && error.http_status === 422 ? 422 : rowOf(error).status
 
 /**
  * The envelope of an error, before the request-scoped fields are known. `request_id` and
  * `docs_url` are filled by the HTTP layer's renderer (src/http/envelope.ts), the one place
  * that knows the request.
  */
-export const toEnvelope = (error: ApiError, requestId = ""): ErrorEnvelope => {
+export const toEnvelope = (error: CataloguedError, requestId = ""): ErrorEnvelope => {
   const { _tag, http_status: _status, message, ...optional } = error
   const body: Record<string, unknown> = {
-    code: classOf(error).code,
+    code: rowOf(error).code,
     message,
     status: statusOf(error),
     request_id: requestId
@@ -494,52 +181,130 @@ export const envelopeBody = (envelope: ErrorEnvelope, requestId: string, docsBas
   error: { ...envelope.error, request_id: requestId, docs_url: `${docsBaseUrl}/docs/errors#${envelope.error.code}` }
 })
 
-const fromEnvelope = (cls: ApiErrorClass, envelope: ErrorEnvelope): ApiError => {
-  const { code: _code, status, request_id: _rid, docs_url: _docs, ...fields } = envelope.error
-  return new cls({ ...fields, ...(status === 422 && cls.code === "validation_error" ? { http_status: 422 } : {}) })
-}
-
-const wireCache = new Map<string, Schema.Top>()
-
 /**
  * The schema an endpoint declares for an error class: the envelope on the wire, the class
- * instance in code, annotated with the class's HTTP status.
+ * instance in code, annotated with the HTTP status it documents and the code's description.
  */
-export const wire = <C extends ApiErrorClass & Schema.Top>(cls: C): Schema.decodeTo<C, typeof ErrorEnvelope> => {
-  const cached = wireCache.get(cls.code)
-  if (cached !== undefined) return cached as Schema.decodeTo<C, typeof ErrorEnvelope>
-  const schema = ErrorEnvelope.pipe(
+const wireSchema = <E extends CataloguedError, Tag extends string>(
+  cls: Schema.Class<E, Schema.TaggedStruct<Tag, typeof ErrorFields>, Cause.YieldableError>,
+  code: HttpCode,
+  status: number,
+  identifier: string
+) =>
+  ErrorEnvelope.pipe(
     Schema.decodeTo(
       Schema.toType(cls),
       SchemaTransformation.transform({
-        decode: (envelope) => fromEnvelope(cls, envelope) as C["Type"],
-        encode: (error) => toEnvelope(error as ApiError)
+        decode: (envelope) => {
+          const { code: _code, status, request_id: _rid, docs_url: _docs, ...fields } = envelope.error
+          return cls.make({ ...fields, ...(status === 422 && code === "validation_error" ? { http_status: 422 } : {}) })
+        },
+        encode: (error) => toEnvelope(error)
       })
     ),
-    HttpApiSchema.status(cls.status)
-  ).annotate({ identifier: `Error_${cls.code}`, description: catalogueDescription(cls.code) })
-  wireCache.set(cls.code, schema)
-  return schema as unknown as Schema.decodeTo<C, typeof ErrorEnvelope>
+    HttpApiSchema.status(status)
+  ).annotate({ identifier, description: table[code].description })
+
+/**
+ * The base class of the catalogue's error for `code`, read from its row: the tag, `code`,
+ * `status` and `wire`, the schema endpoints declare. `wire` is built once, on first use, from
+ * the declared subclass, so a decoded error is an instance of that subclass.
+ */
+export const ApiError = <const Code extends HttpCode>(code: Code) => {
+  // Annotated so that each class keeps its own literal tag and status, not the union of all rows.
+  const row: Table[Code] = table[code]
+  const tag: Table[Code]["tag"] = row.tag
+  const status: Table[Code]["status"] = row.status
+  class CatalogueError extends Schema.TaggedError<CatalogueError>()(tag, ErrorFields) {
+    static readonly code = code
+    static readonly status = status
+    static get wire() {
+      return (wire ??= wireSchema(this, code, status, `Error_${code}`))
+    }
+  }
+  let wire: ReturnType<typeof wireSchema<CatalogueError, Table[Code]["tag"]>> | undefined
+  return CatalogueError
 }
+
+/** Every error of the catalogue, as an instance. */
+export type ApiError = { [C in HttpCode]: InstanceType<ReturnType<typeof ApiError<C>>> }[HttpCode]
+
+export class Unauthorized extends ApiError("unauthorized") {}
+export class InsufficientScope extends ApiError("insufficient_scope") {}
+export class ApiKeyRequired extends ApiError("api_key_required") {}
+export class RateLimitExceeded extends ApiError("rate_limit_exceeded") {}
+export class InvalidParameter extends ApiError("invalid_parameter") {}
+export class InvalidDateRange extends ApiError("invalid_date_range") {}
+export class InvalidRequest extends ApiError("invalid_request") {}
+export class ValidationError extends ApiError("validation_error") {}
+export class NotFound extends ApiError("not_found") {}
+export class InvalidState extends ApiError("invalid_state") {}
+export class EntitlementRequired extends ApiError("entitlement_required") {}
+export class HealthcareScopeForbidden extends ApiError("healthcare_scope_forbidden") {}
+export class ServiceUnavailable extends ApiError("service_unavailable") {}
+export class DatabaseUnavailable extends ApiError("database_unavailable") {}
+export class LinkTokensDisabled extends ApiError("link_tokens_disabled") {}
+export class InternalError extends ApiError("internal_error") {}
+export class ConsentRequired extends ApiError("consent_required") {}
+export class IdempotencyKeyConflict extends ApiError("idempotency_key_conflict") {}
+export class IdempotencyKeyInFlight extends ApiError("idempotency_key_in_flight") {}
+export class AdplatformConnectionRequired extends ApiError("adplatform_connection_required") {}
+export class AdplatformWritePermissionMissing extends ApiError("adplatform_write_permission_missing") {}
+export class BudgetChangeOutOfBounds extends ApiError("budget_change_out_of_bounds") {}
+export class AdsetNotEditable extends ApiError("adset_not_editable") {}
+export class CampaignNotEditable extends ApiError("campaign_not_editable") {}
+export class CampaignNotFound extends ApiError("campaign_not_found") {}
+export class CampaignNotPausable extends ApiError("campaign_not_pausable") {}
+export class CampaignNotResumable extends ApiError("campaign_not_resumable") {}
+export class PlatformSafeRequired extends ApiError("platform_safe_required") {}
+export class PlatformSafeAudiencesDisabled extends ApiError("platform_safe_audiences_disabled") {}
+export class CleanDatasetHasLiveAdSets extends ApiError("clean_dataset_has_live_ad_sets") {}
+export class DestinationConflict extends ApiError("destination_conflict") {}
+export class EventNotFound extends ApiError("event_not_found") {}
+export class EventAlreadyExported extends ApiError("event_already_exported") {}
+export class EventLinkedToConversation extends ApiError("event_linked_to_conversation") {}
+export class CustomerNotFound extends ApiError("customer_not_found") {}
+export class ConversionNotFound extends ApiError("conversion_not_found") {}
+export class ErasureNotFound extends ApiError("erasure_not_found") {}
+export class UnknownAd extends ApiError("unknown_ad") {}
+export class UnknownAnswerKey extends ApiError("unknown_answer_key") {}
+export class UnknownCustomerRef extends ApiError("unknown_customer_ref") {}
+export class AccountConnectedElsewhere extends ApiError("account_connected_elsewhere") {}
+export class ChatAppAConnectionRequired extends ApiError("chat_app_a_connection_required") {}
+export class SocialDmConnectionRequired extends ApiError("social_dm_connection_required") {}
+export class SocialDmLoginRequired extends ApiError("social_dm_login_required") {}
+export class FeatureRetired extends ApiError("feature_retired") {}
+export class InsightsEnabling extends ApiError("insights_enabling") {}
+export class InsightsUnsupported extends ApiError("insights_unsupported") {}
+export class TemplateNotFound extends ApiError("template_not_found") {}
+export class AdplatformUnavailable extends ApiError("adplatform_unavailable") {}
+export class InvalidContent extends ApiError("invalid_content") {}
+export class PayloadTooLarge extends ApiError("payload_too_large") {}
+export class AccountSuspended extends ApiError("account_suspended") {}
+export class MailboxDisabled extends ApiError("mailbox_disabled") {}
+export class AuthRevoked extends ApiError("auth_revoked") {}
+export class QuotaExceeded extends ApiError("quota_exceeded") {}
+export class RecipientRejected extends ApiError("recipient_rejected") {}
+
+/** `validation_error` answered with 422 (unknown stage `event_key`, malformed consent, refused budget). */
+export const unprocessable = (message: string, fields?: { readonly reason?: string }) =>
+  new ValidationError({ message, http_status: 422, ...fields })
 
 /**
  * `validation_error` answered with 422 (the cases `unprocessable` builds), for an endpoint's
- * description. Listed after `wire(ValidationError)`, which encodes every instance (the envelope
+ * description. Listed after `ValidationError.wire`, which encodes every instance (the envelope
  * carries the 422, which the renderer answers with), so this one only documents the status.
  */
-export const wireUnprocessable = ErrorEnvelope.pipe(
-  Schema.decodeTo(
-    Schema.toType(ValidationError),
-    SchemaTransformation.transform({
-      decode: (envelope) => {
-        const { code: _code, status: _status, request_id: _rid, docs_url: _docs, ...fields } = envelope.error
-        return new ValidationError({ ...fields, http_status: 422 })
-      },
-      encode: (error) => toEnvelope(error)
-    })
-  ),
-  HttpApiSchema.status(422)
-).annotate({ identifier: "Error_validation_error_422", description: catalogueDescription("validation_error") })
+export const wireUnprocessable = wireSchema(ValidationError, "validation_error", 422, "Error_validation_error_422")
+
+/**
+ * What every profile-grain route may answer besides its own errors: an unknown or unreachable
+ * profile, a user token without `profile_id`, a missing scope, the database down.
+ */
+export const profileErrors = [NotFound.wire, InvalidRequest.wire, InsufficientScope.wire, DatabaseUnavailable.wire] as const
+
+/** What every workspace-grain route may answer besides its own errors: an unknown workspace, a missing scope, the database down. */
+export const workspaceErrors = [NotFound.wire, InsufficientScope.wire, DatabaseUnavailable.wire] as const
 
 /** `not_reversible`: the outcome of a rollback whose object no longer carries what the ledger row wrote. */
 export const NotReversibleOutcome = Schema.Struct({
@@ -562,34 +327,17 @@ export interface CatalogueEntry {
 }
 
 /** The whole table, in the specification's order: what /docs/errors renders and the catalogue test checks. */
-export const catalogue: ReadonlyArray<CatalogueEntry> = [
-  ...httpCatalogue.map(({ code, status, description }) => ({ code, status, kind: "http" as const, description })),
-  {
-    code: "server_error",
-    status: 500,
-    kind: "oauth",
-    description:
-      "OAuth error from `/oauth/token`: the profile's healthcare settings could not be read while minting. Retry."
-  },
-  {
-    code: "not_reversible",
-    status: null,
-    kind: "outcome",
-    description:
-      "An outcome, not an HTTP status: a rollback answers 200 with `outcome: not_reversible` and `reason_code: state_drifted`; nothing was written."
-  }
-]
-
-const byTag = new Map<string, ApiErrorClass>(httpCatalogue.map((entry) => [entry.tag, entry.error]))
-
-function catalogueDescription(code: string): string {
-  return httpCatalogue.find((entry) => entry.code === code)?.description ?? code
-}
+export const catalogue: ReadonlyArray<CatalogueEntry> = Object.entries(table).map(([code, row]) => ({
+  code,
+  status: row.status,
+  kind: "tag" in row ? "http" : row.kind,
+  description: row.description
+}))
 
 /** The status a failure answers with when it is a catalogued error; 500 for anything else. */
 export const statusOfFailure = (failure: unknown): number => {
   if (typeof failure !== "object" || failure === null || !("_tag" in failure) || typeof failure._tag !== "string") return 500
-  const entry = byTag.get(failure._tag)
-  if (entry === undefined) return 500
-  return failure._tag === "ValidationError" && "http_status" in failure && failure.http_status === 422 ? 422 : entry.status
+  const row = byTag.get(failure._tag)
+  if (row === undefined) return 500
+  return failure._tag === "ValidationError" && "http_status" in failure && failure.http_status === 422 ? 422 : row.status
 }

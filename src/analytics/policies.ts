@@ -1,24 +1,9 @@
 /** Access policies and errors shared by the analytics routes (api.ts, insights-api.ts, campaigns-api.ts). */
-import {
-  DatabaseUnavailable,
-  InsufficientScope,
-  InvalidDateRange,
-  InvalidParameter,
-  InvalidRequest,
-  NotFound,
-  wire
-} from "../../schema/errors.ts"
+import { InvalidDateRange, InvalidParameter, profileErrors } from "../../schema/errors.ts"
 import { policy } from "../http/policy.ts"
 
 /** What every analytics read may answer besides its data. */
-export const analyticsErrors = [
-  wire(NotFound),
-  wire(InvalidRequest),
-  wire(InsufficientScope),
-  wire(DatabaseUnavailable),
-  wire(InvalidParameter),
-  wire(InvalidDateRange)
-] as const
+export const analyticsErrors = [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire] as const
 
 /** A profile-grain read under one scope, for keys, user tokens and console sessions. */
 export const profileRead = (scope: "analytics:read" | "campaigns:read" | "realtime:read") =>

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { PageQuery } from "../../schema/common.ts"
 import { ConnectionPage } from "../../schema/connections.ts"
-import { InvalidRequest, NotFound, wire } from "../../schema/errors.ts"
+import { InvalidRequest, NotFound } from "../../schema/errors.ts"
 import { policy } from "../http/policy.ts"
 
 export const ConnectionsApi = HttpApiGroup.make("connections")
@@ -9,7 +9,7 @@ export const ConnectionsApi = HttpApiGroup.make("connections")
     HttpApiEndpoint.get("listConnections", "/connections", {
       query: PageQuery,
       success: ConnectionPage,
-      error: [wire(NotFound), wire(InvalidRequest)]
+      error: [NotFound.wire, InvalidRequest.wire]
     })
       .annotate(OpenApi.Summary, "The profile's provider connections; reports delivers_spend")
       .annotateMerge(policy({

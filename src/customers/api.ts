@@ -23,20 +23,16 @@ import {
   ApiKeyRequired,
   ConversionNotFound,
   CustomerNotFound,
-  DatabaseUnavailable,
   ErasureNotFound,
-  InsufficientScope,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
-  ValidationError,
-  wire
+  profileErrors,
+  ValidationError
 } from "../../schema/errors.ts"
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable), wire(InvalidParameter)] as const
+const common = [...profileErrors, InvalidParameter.wire] as const
 
 const projected = policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })
 const personRead = (scope: "customers:read" | "visitors:read") =>
@@ -48,7 +44,7 @@ export const CustomersApi = HttpApiGroup.make("customers")
       params: ConversionJourneyParams,
       query: JourneyPageQuery,
       success: ConversionJourney,
-      error: [...common, wire(ConversionNotFound), wire(InvalidState)]
+      error: [...common, ConversionNotFound.wire, InvalidState.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -58,7 +54,7 @@ export const CustomersApi = HttpApiGroup.make("customers")
     HttpApiEndpoint.get("personJourney", "/customers/journey", {
       query: PersonJourneyQuery,
       success: PersonJourney,
-      error: [...common, wire(CustomerNotFound)]
+      error: [...common, CustomerNotFound.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -76,7 +72,7 @@ export const CustomersApi = HttpApiGroup.make("customers")
       params: CustomerIdParams,
       query: JourneyPageQuery,
       success: PersonJourney,
-      error: [...common, wire(CustomerNotFound)]
+      error: [...common, CustomerNotFound.wire]
     })
       .annotate(OpenApi.Summary, "A customer's full journey by customer_profile_id (heavy: 3 units)")
       .annotateMerge(personRead("customers:read")),
@@ -90,7 +86,7 @@ export const CustomersApi = HttpApiGroup.make("customers")
     HttpApiEndpoint.post("createErasure", "/customers/erasures", {
       payload: CreateErasure,
       success: ErasureAnswer,
-      error: [...common, wire(ValidationError), wire(ApiKeyRequired), wire(CustomerNotFound)]
+      error: [...common, ValidationError.wire, ApiKeyRequired.wire, CustomerNotFound.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -100,7 +96,7 @@ export const CustomersApi = HttpApiGroup.make("customers")
     HttpApiEndpoint.get("getErasure", "/customers/erasures/:erasure_id", {
       params: ErasureIdParams,
       success: ErasureAnswer,
-      error: [...common, wire(ErasureNotFound)]
+      error: [...common, ErasureNotFound.wire]
     })
       .annotate(OpenApi.Summary, "An erasure receipt")
       .annotateMerge(policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" }))

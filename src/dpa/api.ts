@@ -13,8 +13,7 @@ import {
   InvalidState,
   NotFound,
   Unauthorized,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../schema/errors.ts"
 import { policy } from "../http/policy.ts"
 
@@ -30,9 +29,9 @@ const profileRead = policy({ scopes: [], auth: ["session", "api_key", "app_clien
 const app = { appId: Schema.String }
 const profile = { profileId: Schema.String }
 
-const readErrors = [wire(Unauthorized), wire(InsufficientScope), wire(NotFound), wire(DatabaseUnavailable)]
-const acceptErrors = [...readErrors, wire(ValidationError)]
-const withdrawErrors = [...readErrors, wire(InvalidState)]
+const readErrors = [Unauthorized.wire, InsufficientScope.wire, NotFound.wire, DatabaseUnavailable.wire]
+const acceptErrors = [...readErrors, ValidationError.wire]
+const withdrawErrors = [...readErrors, InvalidState.wire]
 
 /** The DPA status table (app level and profile level) and the profile's BAA. Decision 0024. */
 export const DpaApi = HttpApiGroup.make("dpa")

@@ -17,8 +17,7 @@ import {
   NotFound,
   RateLimitExceeded,
   statusOfFailure,
-  Unauthorized,
-  wire
+  Unauthorized
 } from "../../schema/errors.ts"
 import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
 import { scopesOfMembership } from "../../schema/members.ts"
@@ -221,13 +220,13 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, { 
   "svc/Authentication",
   {
     error: [
-      wire(Unauthorized),
-      wire(InsufficientScope),
-      wire(InvalidRequest),
-      wire(NotFound),
-      wire(EntitlementRequired),
-      wire(RateLimitExceeded),
-      wire(DatabaseUnavailable)
+      Unauthorized.wire,
+      InsufficientScope.wire,
+      InvalidRequest.wire,
+      NotFound.wire,
+      EntitlementRequired.wire,
+      RateLimitExceeded.wire,
+      DatabaseUnavailable.wire
     ]
   }
 ) {}

@@ -18,8 +18,7 @@ import {
   DatabaseUnavailable,
   IdempotencyKeyConflict,
   IdempotencyKeyInFlight,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../schema/errors.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
 import { Principal, type PrincipalShape } from "../auth/principal.ts"
@@ -31,7 +30,7 @@ const STALE_CLAIM_SECONDS = 120
 const MAX_KEY_LENGTH = 255
 
 export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requires: Principal }>()("svc/Idempotency", {
-  error: [wire(ValidationError), wire(IdempotencyKeyConflict), wire(IdempotencyKeyInFlight), wire(DatabaseUnavailable)]
+  error: [ValidationError.wire, IdempotencyKeyConflict.wire, IdempotencyKeyInFlight.wire, DatabaseUnavailable.wire]
 }) {}
 
 const StoredRow = Schema.Struct({

@@ -1,7 +1,7 @@
 import { Effect, SchemaIssue } from "effect"
 import { HttpApiMiddleware } from "effect/http-api"
 import type { HttpApiSchemaError } from "effect/http-api/HttpApiError"
-import { InvalidDateRange, InvalidParameter, ValidationError, wire, PayloadTooLarge } from "../../schema/errors.ts"
+import { InvalidDateRange, InvalidParameter, ValidationError, PayloadTooLarge } from "../../schema/errors.ts"
 import { formatContractIssues } from "../../schema/issue-format.ts"
 import { ErrorCodeAnnotation } from "../../schema/query.ts"
 
@@ -71,7 +71,7 @@ export const requestSchemaError = (error: HttpApiSchemaError): InvalidParameter 
 /** Turns every request-decoding failure of the API into its 400 (`requestSchemaError`). */
 export class SchemaErrors extends HttpApiMiddleware.Service<SchemaErrors>()("svc/SchemaErrors", {
   // 413 too: the body cap is checked for every operation before its handler runs.
-  error: [wire(ValidationError), wire(InvalidParameter), wire(InvalidDateRange), wire(PayloadTooLarge)]
+  error: [ValidationError.wire, InvalidParameter.wire, InvalidDateRange.wire, PayloadTooLarge.wire]
 }) {}
 
 export const SchemaErrorsLayer = HttpApiMiddleware.layerSchemaErrorTransform(SchemaErrors, (error) => {

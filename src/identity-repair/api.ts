@@ -5,16 +5,7 @@
  * only (repair, link scan) need `attribution:write`.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import {
-  DatabaseUnavailable,
-  InsufficientScope,
-  InvalidParameter,
-  InvalidRequest,
-  InvalidState,
-  NotFound,
-  ValidationError,
-  wire
-} from "../../schema/errors.ts"
+import { InvalidParameter, InvalidState, profileErrors, ValidationError } from "../../schema/errors.ts"
 import {
   LinkDecision,
   LinkDecisionAnswer,
@@ -30,7 +21,6 @@ import {
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
 
 const write = policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" })
 
@@ -39,7 +29,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
     HttpApiEndpoint.get("repairScan", "/identity/repair-scan", {
       query: RepairScanQuery,
       success: RepairScanPage,
-      error: [...common, wire(InvalidParameter)]
+      error: [...profileErrors, InvalidParameter.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -63,7 +53,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
     HttpApiEndpoint.post("repair", "/identity/repair", {
       payload: RepairRequest,
       success: RepairAnswer,
-      error: [...common, wire(ValidationError)]
+      error: [...profileErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Preview or apply the primary-flag backfills; never merges and never touches duplicate groups")
       .annotate(
@@ -75,14 +65,14 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
       .annotateMerge(write),
     HttpApiEndpoint.post("scanLinks", "/identity/links/scan", {
       success: LinkScanAnswer,
-      error: common
+      error: profileErrors
     })
       .annotate(OpenApi.Summary, "Recompute the inferred identity links from the current evidence (decided links are kept as decided)")
       .annotateMerge(write),
     HttpApiEndpoint.get("listLinks", "/identity/links", {
       query: LinksQuery,
       success: LinkPage,
-      error: [...common, wire(InvalidParameter)]
+      error: [...profileErrors, InvalidParameter.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -93,7 +83,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
       params: LinkIdParams,
       payload: LinkDecision,
       success: LinkDecisionAnswer,
-      error: [...common, wire(ValidationError), wire(InvalidState)]
+      error: [...profileErrors, ValidationError.wire, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Accept (bind the visitor's touches to the customer and re-credit) or reject (never proposed again) a link")
       .annotate(

@@ -6,14 +6,10 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   CustomerNotFound,
-  DatabaseUnavailable,
-  InsufficientScope,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
-  ValidationError,
-  wire
+  profileErrors,
+  ValidationError
 } from "../../schema/errors.ts"
 import {
   Decision,
@@ -32,7 +28,7 @@ import {
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable), wire(InvalidParameter)] as const
+const common = [...profileErrors, InvalidParameter.wire] as const
 
 const read = policy({ scopes: ["customers:read"], auth: [...principals], grain: "profile", idempotency: "none", personData: true })
 const write = policy({
@@ -58,7 +54,7 @@ export const IdentityApi = HttpApiGroup.make("identity")
     HttpApiEndpoint.get("previewMergeProposal", "/identity/merge-proposals/:id/preview", {
       params: ProposalIdParams,
       success: MergePreviewAnswer,
-      error: [...common, wire(InvalidState)]
+      error: [...common, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "What merging the proposal's pair would move (the older customer survives)")
       .annotateMerge(read),
@@ -66,28 +62,28 @@ export const IdentityApi = HttpApiGroup.make("identity")
       params: ProposalIdParams,
       payload: Decision,
       success: DecisionAnswer,
-      error: [...common, wire(InvalidState), wire(ValidationError)]
+      error: [...common, InvalidState.wire, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Merge, dismiss (for good) or snooze a proposal; the same decision again answers it unchanged")
       .annotateMerge(write),
     HttpApiEndpoint.get("mergeHistory", "/identity/merge-history", {
       query: MergeHistoryQuery,
       success: MergeHistory,
-      error: [...common, wire(CustomerNotFound)]
+      error: [...common, CustomerNotFound.wire]
     })
       .annotate(OpenApi.Summary, "Past merges into a customer (by customer_profile_id or customer_key), newest first, with their audit log ids")
       .annotateMerge(read),
     HttpApiEndpoint.get("mergePreview", "/identity/merge-preview", {
       query: MergePreviewQuery,
       success: MergePreviewAnswer,
-      error: [...common, wire(CustomerNotFound), wire(InvalidState)]
+      error: [...common, CustomerNotFound.wire, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "What merging any two customers would move")
       .annotateMerge(read),
     HttpApiEndpoint.post("undoMerge", "/identity/merges/:auditLogId/undo", {
       params: UndoParams,
       success: UndoAnswer,
-      error: [...common, wire(InvalidState)]
+      error: [...common, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Undo a merge: both customers, their identifiers, touches and conversions restored exactly; attribution and first payments recomputed")
       .annotateMerge(write)

@@ -6,8 +6,7 @@ import {
   InvalidRequest,
   LinkTokensDisabled,
   NotFound,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../schema/errors.ts"
 import { IDENTIFIER_TYPES, MAX_LINK_TOKEN_SELECTORS, MintedLinkTokens, MintLinkTokens } from "../../schema/link-tokens.ts"
 import { policy } from "../http/policy.ts"
@@ -19,13 +18,13 @@ export const LinkTokensApi = HttpApiGroup.make("linkTokens")
       payload: MintLinkTokens,
       success: MintedLinkTokens,
       error: [
-        wire(NotFound),
-        wire(InvalidRequest),
-        wire(InsufficientScope),
-        wire(ValidationError),
-        wire(EntitlementRequired),
-        wire(LinkTokensDisabled),
-        wire(DatabaseUnavailable)
+        NotFound.wire,
+        InvalidRequest.wire,
+        InsufficientScope.wire,
+        ValidationError.wire,
+        EntitlementRequired.wire,
+        LinkTokensDisabled.wire,
+        DatabaseUnavailable.wire
       ]
     })
       .annotate(

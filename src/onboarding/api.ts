@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { DatabaseUnavailable, ValidationError, wire } from "../../schema/errors.ts"
+import { DatabaseUnavailable, ValidationError } from "../../schema/errors.ts"
 import { QuickstartCreated, QuickstartRequest } from "../../schema/people.ts"
 import { policy } from "../http/policy.ts"
 
@@ -9,7 +9,7 @@ export const OnboardingApi = HttpApiGroup.make("onboarding")
     HttpApiEndpoint.post("quickstart", "/quickstart", {
       payload: QuickstartRequest,
       success: QuickstartCreated,
-      error: [wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "A ready account: person, workspace, profile, tracking key, purchase definition and a new API key")
       .annotate(

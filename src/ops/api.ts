@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { DatabaseUnavailable, ServiceUnavailable, wire } from "../../schema/errors.ts"
+import { DatabaseUnavailable, ServiceUnavailable } from "../../schema/errors.ts"
 import { Health, OpenApiDocument, Readiness, ServiceStatusBody } from "../../schema/ops.ts"
 import { PUBLIC, policy } from "../http/policy.ts"
 
@@ -11,7 +11,7 @@ export const OpsApi = HttpApiGroup.make("ops")
       .annotateMerge(policy(PUBLIC)),
     HttpApiEndpoint.get("readyz", "/readyz", {
       success: Readiness,
-      error: [wire(DatabaseUnavailable), wire(ServiceUnavailable)]
+      error: [DatabaseUnavailable.wire, ServiceUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Readiness: database reachable, migrations applied and not stopping")
       .annotateMerge(policy(PUBLIC)),
@@ -20,7 +20,7 @@ export const OpsApi = HttpApiGroup.make("ops")
       .annotateMerge(policy(PUBLIC)),
     HttpApiEndpoint.get("status", "/api/v1/admin/status", {
       success: ServiceStatusBody,
-      error: wire(DatabaseUnavailable)
+      error: DatabaseUnavailable.wire
     })
       .annotate(OpenApi.Summary, "Service status for operators: version, runtime, database, migrations")
       .annotateMerge(policy({ scopes: [], auth: ["operator"], idempotency: "none", grain: "none" }))

@@ -1,17 +1,13 @@
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
-  DatabaseUnavailable,
   EntitlementRequired,
   IdempotencyKeyConflict,
-  InsufficientScope,
   InvalidParameter,
-  InvalidRequest,
-  NotFound,
+  profileErrors,
   UnknownAd,
   UnknownAnswerKey,
   UnknownCustomerRef,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../schema/errors.ts"
 import {
   AdReferralBatch,
@@ -24,7 +20,7 @@ import {
 import { policy } from "../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable), wire(ValidationError)] as const
+const common = [...profileErrors, ValidationError.wire] as const
 
 /** Partner data writes: touches for attribution, so `attribution:write` and the add-on (decision 0033). */
 const partnerWrite = policy({
@@ -41,7 +37,7 @@ export const PartnerDataApi = HttpApiGroup.make("partnerData")
     HttpApiEndpoint.post("recordAdReferrals", "/partner/ad-referrals", {
       payload: AdReferralBatch,
       success: AdReferralsRecorded,
-      error: [...common, wire(UnknownAd), wire(EntitlementRequired)]
+      error: [...common, UnknownAd.wire, EntitlementRequired.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -58,7 +54,7 @@ export const PartnerDataApi = HttpApiGroup.make("partnerData")
     HttpApiEndpoint.post("previewAdReferrals", "/partner/ad-referrals/preview", {
       payload: AdReferralBatch,
       success: AdReferralsPreview,
-      error: [...common, wire(UnknownAd)]
+      error: [...common, UnknownAd.wire]
     })
       .annotate(OpenApi.Summary, "Read-only: how many existing conversions a batch of up to 500 referrals would re-credit, per model")
       .annotateMerge(policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" })),
@@ -67,11 +63,11 @@ export const PartnerDataApi = HttpApiGroup.make("partnerData")
       success: [DeclaredSourceRecorded, DeclaredSourceExisting],
       error: [
         ...common,
-        wire(InvalidParameter),
-        wire(UnknownAnswerKey),
-        wire(UnknownCustomerRef),
-        wire(IdempotencyKeyConflict),
-        wire(EntitlementRequired)
+        InvalidParameter.wire,
+        UnknownAnswerKey.wire,
+        UnknownCustomerRef.wire,
+        IdempotencyKeyConflict.wire,
+        EntitlementRequired.wire
       ]
     })
       .annotate(OpenApi.Summary, "Record how a customer says they found the business: one answer per customer, the first stands")

@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
-import { DatabaseUnavailable, InvalidRequest, NotFound, ValidationError, wire } from "../../schema/errors.ts"
+import { DatabaseUnavailable, InvalidRequest, NotFound, ValidationError } from "../../schema/errors.ts"
 import {
   CreatePasswordLink,
   PasswordErrorPage,
@@ -22,7 +22,7 @@ export const PeopleAdminApi = HttpApiGroup.make("peopleAdmin")
     HttpApiEndpoint.post("createPasswordLink", "/people/password-links", {
       payload: CreatePasswordLink,
       success: PasswordLinkCreated,
-      error: [wire(NotFound), wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "A one-time link that sets a person's password: invite (creates the person) or reset")
       .annotate(
@@ -41,7 +41,7 @@ export const PasswordsApi = HttpApiGroup.make("passwords")
     HttpApiEndpoint.post("setPassword", "/passwords/set", {
       payload: SetPassword,
       success: PasswordSet,
-      error: [wire(InvalidRequest), wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [InvalidRequest.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Set a password with a one-time link's token; signs the person out everywhere")
       .annotate(
@@ -60,14 +60,14 @@ export const PasswordPagesApi = HttpApiGroup.make("passwordPages")
     HttpApiEndpoint.get("passwordPage", "/account/password", {
       payload: { token: Schema.optionalKey(Schema.String) },
       success: PasswordPage,
-      error: [PasswordErrorPage, wire(DatabaseUnavailable)]
+      error: [PasswordErrorPage, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The set-password form of a one-time link")
       .annotateMerge(publicOperation()),
     HttpApiEndpoint.post("passwordForm", "/account/password", {
       payload: SetPasswordForm.pipe(HttpApiSchema.asFormUrlEncoded()),
       success: PasswordPage,
-      error: [PasswordErrorPage, wire(DatabaseUnavailable)]
+      error: [PasswordErrorPage, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The set-password form's target: sets the password and uses the link up")
       .annotateMerge(publicOperation())

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { FeatureRetired, NotFound, wire } from "../../schema/errors.ts"
+import { FeatureRetired, NotFound } from "../../schema/errors.ts"
 import { policy } from "../http/policy.ts"
 
 const retiredPolicy = policy({ scopes: [], auth: ["api_key", "user_token", "session"], idempotency: "none", grain: "profile" })
@@ -10,7 +10,7 @@ export const RetiredApi = HttpApiGroup.make("retired")
   .add(
     HttpApiEndpoint.post("dashboardChat", "/dashboard/chat", {
       payload: Schema.Unknown,
-      error: [wire(FeatureRetired), wire(NotFound)]
+      error: [FeatureRetired.wire, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "Dashboard chat (retired)")
       .annotate(OpenApi.Deprecated, true)
@@ -18,7 +18,7 @@ export const RetiredApi = HttpApiGroup.make("retired")
     HttpApiEndpoint.post("topPerformersChat", "/workspaces/:workspaceId/top-performers/chat", {
       params: { workspaceId: Schema.String },
       payload: Schema.Unknown,
-      error: [wire(FeatureRetired), wire(NotFound)]
+      error: [FeatureRetired.wire, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "Top-performers chat (retired)")
       .annotate(OpenApi.Deprecated, true)

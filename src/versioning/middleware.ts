@@ -1,7 +1,7 @@
 import { Clock, Effect, Layer } from "effect"
 import { HttpEffect, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
-import { FeatureRetired, NotFound, wire } from "../../schema/errors.ts"
+import { FeatureRetired, NotFound } from "../../schema/errors.ts"
 import { deprecationHeader, findDeprecation, isPastSunset, sunsetHeader } from "./deprecations.ts"
 
 /**
@@ -10,7 +10,7 @@ import { deprecationHeader, findDeprecation, isPastSunset, sunsetHeader } from "
  * Decided by the Effect clock, so tests move time with a TestClock.
  */
 export class Deprecation extends HttpApiMiddleware.Service<Deprecation>()("svc/Deprecation", {
-  error: [wire(FeatureRetired), wire(NotFound)]
+  error: [FeatureRetired.wire, NotFound.wire]
 }) {}
 
 export const DeprecationLayer = Layer.succeed(Deprecation)((httpEffect, { endpoint }) => {

@@ -5,7 +5,6 @@
  */
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { wire } from "../../schema/errors.ts"
 import { InternalError, InvalidState } from "../../schema/errors.ts"
 import { Idempotency, IdempotencyLayer } from "../../src/http/idempotency.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
@@ -30,7 +29,7 @@ export const ProbeApi = HttpApi.make("probe")
           query: { limit: Schema.Int },
           success: Schema.Struct({ limit: Schema.Int })
         }).annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
-        HttpApiEndpoint.get("defect", "/probe/defect", { error: wire(InternalError) })
+        HttpApiEndpoint.get("defect", "/probe/defect", { error: InternalError.wire })
           .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
         HttpApiEndpoint.get("heavy", "/probe/heavy", { success: Schema.Struct({ ok: Schema.Boolean }) })
           .annotateMerge(policy({ scopes: [], auth: ["api_key"], idempotency: "none", grain: "profile", cost: 3 })),
@@ -66,7 +65,7 @@ export const ProbeApi = HttpApi.make("probe")
         HttpApiEndpoint.post("charge", "/probe/charge", {
           payload: Schema.Struct({ amount: Schema.Int, delay_ms: Schema.optionalKey(Schema.Int), fail: Schema.optionalKey(Schema.Boolean) }),
           success: Schema.Struct({ data: Schema.Struct({ charge_number: Schema.Int, amount: Schema.Int }) }).pipe(HttpApiSchema.status(201)),
-          error: wire(InvalidState)
+          error: InvalidState.wire
         }).annotateMerge(policy({ scopes: [], auth: ["api_key"], idempotency: "required", grain: "profile" }))
       )
       .prefix("/api/v1")

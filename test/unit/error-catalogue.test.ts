@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { catalogue, NotFound, toEnvelope, unprocessable, ValidationError, wire } from "../../schema/errors.ts"
+import { catalogue, NotFound, toEnvelope, unprocessable, ValidationError } from "../../schema/errors.ts"
 
 /** The spec's error section: the shared spec when it sits beside the repo, else the vendored copy. */
 const specErrorsSection = (): string => {
@@ -72,14 +72,14 @@ describe("error catalogue", () => {
 
   it("a class renders the spec envelope and round-trips through its wire schema", () => {
     const error = new NotFound({ message: "No such profile." })
-    const encoded = Schema.encodeSync(wire(NotFound))(error)
+    const encoded = Schema.encodeSync(NotFound.wire)(error)
     assert.deepStrictEqual(encoded, { error: { code: "not_found", message: "No such profile.", status: 404, request_id: "" } })
-    const decoded = Schema.decodeUnknownSync(wire(NotFound))({
+    const decoded = Schema.decodeUnknownSync(NotFound.wire)({
       error: { code: "not_found", message: "No such profile.", status: 404, request_id: "req_1" }
     })
     assert.strictEqual(decoded._tag, "NotFound")
     assert.strictEqual(decoded.message, "No such profile.")
-    const validation = Schema.encodeSync(wire(ValidationError))(unprocessable("consent malformed", { reason: "consent" }))
+    const validation = Schema.encodeSync(ValidationError.wire)(unprocessable("consent malformed", { reason: "consent" }))
     assert.deepStrictEqual(validation, {
       error: { code: "validation_error", message: "consent malformed", status: 422, request_id: "", reason: "consent" }
     })

@@ -22,7 +22,7 @@ import {
   TouchListQuery,
   UtmRefresh
 } from "../../../schema/analytics-insights.ts"
-import { RateLimitExceeded, wire } from "../../../schema/errors.ts"
+import { RateLimitExceeded } from "../../../schema/errors.ts"
 import { analyticsErrors, profileRead, ROLLUP_FRESHNESS } from "../policies.ts"
 
 const errors = analyticsErrors
@@ -62,7 +62,7 @@ export const InsightsApi = HttpApiGroup.make("insights")
       .annotateMerge(read),
     HttpApiEndpoint.post("refreshUtm", "/quality/utm/refresh", {
       success: UtmRefresh,
-      error: [...errors, wire(RateLimitExceeded)]
+      error: [...errors, RateLimitExceeded.wire]
     })
       .annotate(
         OpenApi.Summary,

@@ -18,7 +18,7 @@ import {
   UpsertGoalDefinition
 } from "../../../schema/attribution.ts"
 import { PageQuery } from "../../../schema/common.ts"
-import { DatabaseUnavailable, NotFound, ValidationError, wire, wireUnprocessable } from "../../../schema/errors.ts"
+import { DatabaseUnavailable, NotFound, ValidationError, wireUnprocessable } from "../../../schema/errors.ts"
 import { type OperationPolicy, policy } from "../../http/policy.ts"
 
 const profileCredentials: OperationPolicy["auth"] = ["api_key", "user_token", "session"]
@@ -46,14 +46,14 @@ const gatedWrite = policy({
 })
 
 const id = { id: Schema.String }
-const writeErrors = [wire(ValidationError), wire(DatabaseUnavailable)] as const
+const writeErrors = [ValidationError.wire, DatabaseUnavailable.wire] as const
 
 export const DefinitionsApi = HttpApiGroup.make("definitions")
   .add(
     HttpApiEndpoint.get("listGoalDefinitions", "/goals/definitions", {
       query: PageQuery,
       success: DefinitionPage,
-      error: [wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The profile's goal (conversion) definitions, oldest first")
       .annotateMerge(read),
@@ -71,7 +71,7 @@ export const DefinitionsApi = HttpApiGroup.make("definitions")
       params: id,
       payload: PatchGoalDefinition,
       success: DefinitionBody,
-      error: [...writeErrors, wire(NotFound)]
+      error: [...writeErrors, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "Edit a goal definition (the fields given); classification changes queue a replay")
       .annotateMerge(write("none")),
@@ -85,7 +85,7 @@ export const DefinitionsApi = HttpApiGroup.make("definitions")
       .annotateMerge(write("optional")),
     HttpApiEndpoint.get("getOutcomeDefinitions", "/profile/outcome-definitions", {
       success: OutcomeDefinitionsBody,
-      error: [wire(DatabaseUnavailable)]
+      error: [DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Every definition of the profile and the outcome keys (outcomes[].key) a pipeline-stage event_key may name")
       .annotateMerge(read),
@@ -100,7 +100,7 @@ export const DefinitionsApi = HttpApiGroup.make("definitions")
       params: id,
       payload: PatchOutcomeDefinition,
       success: DefinitionBody,
-      error: [...writeErrors, wireUnprocessable, wire(NotFound)]
+      error: [...writeErrors, wireUnprocessable, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "Set a pipeline-stage definition's event_key (one of outcomes[].key, else 422); idempotent")
       .annotateMerge(gatedWrite)

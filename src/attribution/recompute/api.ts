@@ -4,14 +4,14 @@
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { RecomputeAccepted, ReplayStatusBody } from "../../../schema/attribution.ts"
-import { DatabaseUnavailable, wire } from "../../../schema/errors.ts"
+import { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { policy } from "../../http/policy.ts"
 
 export const AttributionApi = HttpApiGroup.make("attribution")
   .add(
     HttpApiEndpoint.post("recompute", "/attribution/recompute", {
       success: RecomputeAccepted,
-      error: wire(DatabaseUnavailable)
+      error: DatabaseUnavailable.wire
     })
       .annotate(
         OpenApi.Summary,
@@ -26,7 +26,7 @@ export const AttributionApi = HttpApiGroup.make("attribution")
       })),
     HttpApiEndpoint.get("replayStatus", "/tracking/replay-status", {
       success: ReplayStatusBody,
-      error: wire(DatabaseUnavailable)
+      error: DatabaseUnavailable.wire
     })
       .annotate(OpenApi.Summary, "The profile's most recent attribution replay (state, progress, total), or data: null")
       .annotateMerge(policy({

@@ -2,14 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ApiKeyBody, ApiKeyCreated, ApiKeyPage, ApiKeyRotated, CreateApiKey, UpdateApiKey } from "../../../schema/api-keys.ts"
 import { PageQuery } from "../../../schema/common.ts"
-import {
-  DatabaseUnavailable,
-  InsufficientScope,
-  InvalidState,
-  NotFound,
-  ValidationError,
-  wire
-} from "../../../schema/errors.ts"
+import { InvalidState, ValidationError, workspaceErrors } from "../../../schema/errors.ts"
 import { policy } from "../../http/policy.ts"
 
 /**
@@ -26,7 +19,6 @@ const read = policy({ scopes: [], auth: ["session", "app_client", "user_token"],
 
 const workspace = { workspaceId: Schema.String }
 const key = { workspaceId: Schema.String, keyId: Schema.String }
-const errors = [wire(NotFound), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
 
 /** Workspace API keys (`/api/v1/workspaces/{workspaceId}/api-keys`). Decision 0019. */
 export const ApiKeysApi = HttpApiGroup.make("apiKeys")
@@ -35,7 +27,7 @@ export const ApiKeysApi = HttpApiGroup.make("apiKeys")
       params: workspace,
       query: PageQuery,
       success: ApiKeyPage,
-      error: [...errors, wire(ValidationError)]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "The workspace's API keys, prefixes only (never a secret)")
       .annotateMerge(read),
@@ -43,7 +35,7 @@ export const ApiKeysApi = HttpApiGroup.make("apiKeys")
       params: workspace,
       payload: CreateApiKey,
       success: ApiKeyCreated,
-      error: [...errors, wire(ValidationError)]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Create a key for one profile of the workspace; the plaintext key is shown once")
       .annotateMerge(manage("none")),
@@ -51,28 +43,28 @@ export const ApiKeysApi = HttpApiGroup.make("apiKeys")
       params: key,
       payload: UpdateApiKey,
       success: ApiKeyBody,
-      error: [...errors, wire(ValidationError), wire(InvalidState)]
+      error: [...workspaceErrors, ValidationError.wire, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Rename a key, change its scopes or its rate limit (effective within about 10 seconds)")
       .annotateMerge(manage("optional")),
     HttpApiEndpoint.delete("deleteApiKey", "/workspaces/:workspaceId/api-keys/:keyId", {
       params: key,
       success: ApiKeyBody,
-      error: errors
+      error: workspaceErrors
     })
       .annotate(OpenApi.Summary, "Revoke a key at once (the same as POST .../revoke); the record stays listed as revoked")
       .annotateMerge(manage("none")),
     HttpApiEndpoint.post("revokeApiKey", "/workspaces/:workspaceId/api-keys/:keyId/revoke", {
       params: key,
       success: ApiKeyBody,
-      error: errors
+      error: workspaceErrors
     })
       .annotate(OpenApi.Summary, "Revoke a key at once; it stops authenticating within about 10 seconds")
       .annotateMerge(manage("none")),
     HttpApiEndpoint.post("rotateApiKey", "/workspaces/:workspaceId/api-keys/:keyId/rotate", {
       params: key,
       success: ApiKeyRotated,
-      error: [...errors, wire(InvalidState)]
+      error: [...workspaceErrors, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Mint a successor (plaintext shown once); the old key stays valid 48 hours, then expires")
       .annotateMerge(manage("none"))

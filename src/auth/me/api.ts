@@ -1,12 +1,12 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { DatabaseUnavailable, Unauthorized, wire } from "../../../schema/errors.ts"
+import { DatabaseUnavailable, Unauthorized } from "../../../schema/errors.ts"
 import { MeBody } from "../../../schema/me.ts"
 import { policy } from "../../http/policy.ts"
 
 /** The `/api/v1/me` subtree: never reachable with a user token. */
 export const MeApi = HttpApiGroup.make("me")
   .add(
-    HttpApiEndpoint.get("getMe", "/me", { success: MeBody, error: [wire(Unauthorized), wire(DatabaseUnavailable)] })
+    HttpApiEndpoint.get("getMe", "/me", { success: MeBody, error: [Unauthorized.wire, DatabaseUnavailable.wire] })
       .annotate(OpenApi.Summary, "Who this credential is; for an app, return_url_supported lists its return origins")
       .annotateMerge(policy({ scopes: [], auth: ["app_client", "session", "api_key"], idempotency: "none", grain: "none" }))
   )

@@ -3,8 +3,7 @@ import {
   DatabaseUnavailable,
   InsufficientScope,
   Unauthorized,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../../schema/errors.ts"
 import { CreateMcpToken, CreateSession, McpTokenCreated, SessionCreated } from "../../../schema/sessions.ts"
 import { Principal } from "../principal.ts"
@@ -17,7 +16,7 @@ import { policy } from "../../http/policy.ts"
  * Decision 0021.
  */
 export class Csrf extends HttpApiMiddleware.Service<Csrf, { requires: Principal }>()("svc/Csrf", {
-  error: [wire(InsufficientScope), wire(Unauthorized), wire(DatabaseUnavailable)]
+  error: [InsufficientScope.wire, Unauthorized.wire, DatabaseUnavailable.wire]
 }) {}
 
 /** Console sign-in and sign-out, and the person's own MCP user tokens. Decision 0021. */
@@ -26,20 +25,20 @@ export const SessionsApi = HttpApiGroup.make("sessions")
     HttpApiEndpoint.post("createSession", "/sessions", {
       payload: CreateSession,
       success: SessionCreated,
-      error: [wire(Unauthorized), wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [Unauthorized.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Sign in with email and password; sets the svc_session cookie and returns the CSRF token")
       .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),
     HttpApiEndpoint.delete("deleteCurrentSession", "/sessions/current", {
       success: HttpApiSchema.NoContent,
-      error: [wire(Unauthorized), wire(InsufficientScope), wire(DatabaseUnavailable)]
+      error: [Unauthorized.wire, InsufficientScope.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Sign out: revokes this session and clears the cookie")
       .annotateMerge(policy({ scopes: [], auth: ["session"], idempotency: "none", grain: "none" })),
     HttpApiEndpoint.post("createMcpToken", "/me/mcp-tokens", {
       payload: CreateMcpToken,
       success: McpTokenCreated,
-      error: [wire(Unauthorized), wire(InsufficientScope), wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [Unauthorized.wire, InsufficientScope.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Mint an MCP user token for the signed-in person; the plaintext is shown once")
       .annotateMerge(policy({ scopes: [], auth: ["session"], idempotency: "none", grain: "none" }))

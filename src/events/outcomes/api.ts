@@ -1,20 +1,16 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
-  DatabaseUnavailable,
   EntitlementRequired,
   EventAlreadyExported,
   EventLinkedToConversation,
   EventNotFound,
   HealthcareScopeForbidden,
   IdempotencyKeyConflict,
-  InsufficientScope,
   InvalidDateRange,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
-  ValidationError,
-  wire
+  profileErrors,
+  ValidationError
 } from "../../../schema/errors.ts"
 import {
   ConversionPage,
@@ -29,7 +25,6 @@ import {
 import { policy } from "../../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
 
 /** Server-side events, retractions and the conversions list. Decision 0029. */
 export const EventsApi = HttpApiGroup.make("events")
@@ -38,12 +33,12 @@ export const EventsApi = HttpApiGroup.make("events")
       payload: IngestEvent,
       success: IngestedEvent,
       error: [
-        ...common,
-        wire(ValidationError),
-        wire(InvalidParameter),
-        wire(IdempotencyKeyConflict),
-        wire(InvalidState),
-        wire(EntitlementRequired)
+        ...profileErrors,
+        ValidationError.wire,
+        InvalidParameter.wire,
+        IdempotencyKeyConflict.wire,
+        InvalidState.wire,
+        EntitlementRequired.wire
       ]
     })
       .annotate(
@@ -67,21 +62,21 @@ export const EventsApi = HttpApiGroup.make("events")
     HttpApiEndpoint.post("retractEvent", "/events/retractions", {
       payload: RetractEvent,
       success: Retraction,
-      error: [...common, wire(ValidationError), wire(EventNotFound), wire(EventAlreadyExported), wire(EventLinkedToConversation)]
+      error: [...profileErrors, ValidationError.wire, EventNotFound.wire, EventAlreadyExported.wire, EventLinkedToConversation.wire]
     })
       .annotate(OpenApi.Summary, "Retract an event by its idempotency_key: its conversions and credit go; answers counts only")
       .annotateMerge(policy({ scopes: ["events:write"], auth: [...principals], grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.get("listConversions", "/conversions", {
       query: ConversionsQuery,
       success: ConversionPage,
-      error: [...common, wire(InvalidParameter), wire(InvalidDateRange)]
+      error: [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire]
     })
       .annotate(OpenApi.Summary, "The profile's conversions, newest first (keyset cursor; limit 1 to 200, default 50)")
       .annotateMerge(policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.get("replayOutcomes", "/outcomes/recorded", {
       query: OutcomeReplayQuery,
       success: OutcomeReplayPage,
-      error: [...common, wire(InvalidParameter), wire(HealthcareScopeForbidden)]
+      error: [...profileErrors, InvalidParameter.wire, HealthcareScopeForbidden.wire]
     })
       .annotate(
         OpenApi.Summary,

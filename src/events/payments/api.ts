@@ -1,17 +1,13 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   CustomerNotFound,
-  DatabaseUnavailable,
   EntitlementRequired,
   IdempotencyKeyConflict,
-  InsufficientScope,
   InvalidDateRange,
   InvalidParameter,
-  InvalidRequest,
   InvalidState,
-  NotFound,
-  ValidationError,
-  wire
+  profileErrors,
+  ValidationError
 } from "../../../schema/errors.ts"
 import {
   AssignPayer,
@@ -29,7 +25,6 @@ import {
 import { policy } from "../../http/policy.ts"
 
 const principals = ["api_key", "user_token", "session"] as const
-const common = [wire(NotFound), wire(InvalidRequest), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
 
 const read = policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })
 
@@ -42,7 +37,7 @@ const write = policy({
   entitlement: "svc_attribution"
 })
 
-const writeErrors = [...common, wire(ValidationError), wire(EntitlementRequired)] as const
+const writeErrors = [...profileErrors, ValidationError.wire, EntitlementRequired.wire] as const
 
 /** Payments with the merchant's actions applied, the actions, linkage, card-gateway payments. Decision 0032. */
 export const PaymentsApi = HttpApiGroup.make("payments")
@@ -50,7 +45,7 @@ export const PaymentsApi = HttpApiGroup.make("payments")
     HttpApiEndpoint.get("listPayments", "/payments", {
       query: PaymentsQuery,
       success: PaymentPage,
-      error: [...common, wire(InvalidParameter), wire(InvalidDateRange)]
+      error: [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -60,7 +55,7 @@ export const PaymentsApi = HttpApiGroup.make("payments")
     HttpApiEndpoint.get("paymentLinkage", "/payments/linkage", {
       query: LinkageQuery,
       success: PaymentLinkagePage,
-      error: [...common, wire(InvalidParameter), wire(InvalidDateRange)]
+      error: [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire]
     })
       .annotate(OpenApi.Summary, "How each sale reached an ad: the credited touch of each payment under a model, or why none")
       .annotateMerge(read),
@@ -76,7 +71,7 @@ export const PaymentsApi = HttpApiGroup.make("payments")
       params: PaymentIdParams,
       payload: AssignPayer,
       success: PaymentActionResult,
-      error: [...writeErrors, wire(CustomerNotFound)]
+      error: [...writeErrors, CustomerNotFound.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -87,7 +82,7 @@ export const PaymentsApi = HttpApiGroup.make("payments")
       params: PaymentIdParams,
       payload: RecordRefund,
       success: PaymentActionResult,
-      error: [...writeErrors, wire(InvalidState)]
+      error: [...writeErrors, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Record a refund made outside any provider (default: the whole amount); a repeat of the same refund answers the same")
       .annotateMerge(write),
@@ -101,7 +96,7 @@ export const PaymentsApi = HttpApiGroup.make("payments")
     HttpApiEndpoint.post("reportCardgwPayment", "/payments/cardgw", {
       payload: CardgwPayment,
       success: CardgwRecorded,
-      error: [...writeErrors, wire(InvalidParameter), wire(IdempotencyKeyConflict), wire(InvalidState)]
+      error: [...writeErrors, InvalidParameter.wire, IdempotencyKeyConflict.wire, InvalidState.wire]
     })
       .annotate(
         OpenApi.Summary,

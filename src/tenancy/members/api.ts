@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Schema } from "effect"
 import { PageQuery } from "../../../schema/common.ts"
-import { DatabaseUnavailable, InvalidState, NotFound, ValidationError, wire } from "../../../schema/errors.ts"
+import { DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
 import { MemberCreated, MemberPage, MemberReconciled, PutMember, RemovedMember } from "../../../schema/members.ts"
 import { policy } from "../../http/policy.ts"
 
@@ -14,7 +14,7 @@ export const MembersApi = HttpApiGroup.make("members")
       params: { workspaceId: Schema.String },
       query: PageQuery,
       success: MemberPage,
-      error: [wire(NotFound), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The team: active members with their workspace role and profile access")
       .annotateMerge(appCredential),
@@ -22,7 +22,7 @@ export const MembersApi = HttpApiGroup.make("members")
       params: { workspaceId: Schema.String },
       payload: PutMember,
       success: [MemberCreated, MemberReconciled],
-      error: [wire(NotFound), wire(ValidationError), wire(InvalidState), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, ValidationError.wire, InvalidState.wire, DatabaseUnavailable.wire]
     })
       .annotate(
         OpenApi.Summary,
@@ -32,7 +32,7 @@ export const MembersApi = HttpApiGroup.make("members")
     HttpApiEndpoint.delete("removeMember", "/workspaces/:workspaceId/members/:userId", {
       params: { workspaceId: Schema.String, userId: Schema.String },
       success: RemovedMember,
-      error: [wire(NotFound), wire(InvalidState), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, InvalidState.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Remove a member (soft: rows kept); removed: false when there was nothing to remove")
       .annotateMerge(appCredential)

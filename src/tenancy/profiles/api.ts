@@ -6,8 +6,7 @@ import {
   NotFound,
   RateLimitExceeded,
   ServiceUnavailable,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../../schema/errors.ts"
 import { Schema } from "effect"
 import {
@@ -33,12 +32,12 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
       payload: ProvisionProfile,
       success: [ProfileCreated, ProfileReplayed],
       error: [
-        wire(ValidationError),
-        wire(NotFound),
-        wire(InvalidState),
-        wire(HealthcareScopeForbidden),
-        wire(RateLimitExceeded),
-        wire(DatabaseUnavailable)
+        ValidationError.wire,
+        NotFound.wire,
+        InvalidState.wire,
+        HealthcareScopeForbidden.wire,
+        RateLimitExceeded.wire,
+        DatabaseUnavailable.wire
       ]
     })
       .annotate(
@@ -55,7 +54,7 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
     HttpApiEndpoint.delete("archiveProfile", "/profiles/:profileId", {
       params: { profileId: Schema.String },
       success: ArchivedProfile,
-      error: [wire(NotFound), wire(InvalidState), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, InvalidState.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Archive a provisioned profile and its workspace (memberships, keys and grants end)")
       .annotateMerge(appCredential),
@@ -63,7 +62,7 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
       params: { profileId: Schema.String },
       payload: AdoptProfile,
       success: [ProfileCreated, ProfileReplayed],
-      error: [wire(NotFound), wire(InvalidState), wire(HealthcareScopeForbidden), wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, InvalidState.wire, HealthcareScopeForbidden.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Stamp an external_ref on a profile provisioned without one: 201, then 200 on repeat")
       .annotateMerge(appCredential),
@@ -71,7 +70,7 @@ export const TenancyApi = HttpApiGroup.make("tenancy")
       params: { profileId: Schema.String, feature: Schema.String },
       payload: SetEntitlement,
       success: EntitlementBody,
-      error: [wire(NotFound), wire(InvalidState), wire(ValidationError), wire(ServiceUnavailable), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, InvalidState.wire, ValidationError.wire, ServiceUnavailable.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Turn the attribution add-on (svc_attribution) on or off; may move the privacy mode")
       .annotateMerge(appCredential)

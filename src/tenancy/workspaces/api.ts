@@ -5,9 +5,8 @@ import {
   DatabaseUnavailable,
   InsufficientScope,
   InvalidState,
-  NotFound,
   ValidationError,
-  wire
+  workspaceErrors
 } from "../../../schema/errors.ts"
 import {
   CreateWorkspace,
@@ -39,28 +38,27 @@ const ownerWrite = policy({ scopes: ["workspaces:write"], auth: ["session", "use
 const settingsWrite = policy({ scopes: [], auth: ["session", "app_client"], idempotency: "none", grain: "workspace" })
 
 const workspace = { workspaceId: Schema.String }
-const errors = [wire(NotFound), wire(InsufficientScope), wire(DatabaseUnavailable)] as const
 
 export const WorkspacesApi = HttpApiGroup.make("workspaces")
   .add(
     HttpApiEndpoint.get("listWorkspaces", "/workspaces", {
       query: PageQuery,
       success: WorkspacePage,
-      error: [wire(InsufficientScope), wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [InsufficientScope.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Live workspaces the person is an active member of, or that the calling app created")
       .annotateMerge(read),
     HttpApiEndpoint.post("createWorkspace", "/workspaces", {
       payload: CreateWorkspace,
       success: WorkspaceCreated,
-      error: [wire(InsufficientScope), wire(ValidationError), wire(DatabaseUnavailable)]
+      error: [InsufficientScope.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Create a workspace: the person becomes its owner; an app creates a bare workspace")
       .annotateMerge(write("optional")),
     HttpApiEndpoint.delete("archiveWorkspace", "/workspaces/:workspaceId", {
       params: workspace,
       success: WorkspaceBody,
-      error: [...errors, wire(InvalidState)]
+      error: [...workspaceErrors, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Archive a workspace (owner only); 409 invalid_state while it holds a live profile")
       .annotateMerge(ownerWrite),
@@ -68,14 +66,14 @@ export const WorkspacesApi = HttpApiGroup.make("workspaces")
       params: workspace,
       payload: SetReportingCurrency,
       success: WorkspaceBody,
-      error: [...errors, wire(ValidationError)]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Change the reporting currency (ISO-4217); an ad-account connect never overrides it")
       .annotateMerge(write("none")),
     HttpApiEndpoint.get("getMcpSettings", "/workspaces/:workspaceId/mcp-settings", {
       params: workspace,
       success: McpSettingsBody,
-      error: errors
+      error: workspaceErrors
     })
       .annotate(OpenApi.Summary, "The workspace's controls over MCP user tokens")
       .annotateMerge(read),
@@ -83,7 +81,7 @@ export const WorkspacesApi = HttpApiGroup.make("workspaces")
       params: workspace,
       payload: PutMcpSettings,
       success: McpSettingsBody,
-      error: [...errors, wire(ValidationError)]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Replace the MCP settings (owner or admin session, or the creating app; never a user token)")
       .annotateMerge(settingsWrite),
@@ -91,14 +89,14 @@ export const WorkspacesApi = HttpApiGroup.make("workspaces")
       params: workspace,
       query: PageQuery,
       success: PiiAccessPage,
-      error: [...errors, wire(ValidationError)]
+      error: [...workspaceErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Who read person data: newest first, the last 365 days (owner or admin)")
       .annotateMerge(read),
     HttpApiEndpoint.get("reportsHub", "/workspaces/:workspaceId/reports/hub", {
       params: workspace,
       success: ReportsHubBody,
-      error: errors
+      error: workspaceErrors
     })
       .annotate(OpenApi.Summary, "The reports hub: the caller's capabilities (can_edit: bulk schedule, can_apply: bulk generate)")
       .annotateMerge(read)

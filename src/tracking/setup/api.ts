@@ -9,8 +9,7 @@ import {
   InvalidParameter,
   InvalidState,
   NotFound,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../../schema/errors.ts"
 import {
   CommercePixelScript,
@@ -33,14 +32,14 @@ import {
 } from "../../../schema/tracking.ts"
 import { trackingManagerRead, trackingRead, trackingWrite } from "../policies.ts"
 
-const base = [wire(DatabaseUnavailable)]
+const base = [DatabaseUnavailable.wire]
 
 export const TrackingSetupApi = HttpApiGroup.make("trackingSetup")
   .add(
     HttpApiEndpoint.get("tagManagerInstaller", "/tracking/installers/gtm", {
       query: InstallerQuery,
       success: TagManagerContainer,
-      error: [...base, wire(NotFound)]
+      error: [...base, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "A tag-manager container export (exportFormatVersion 2) that installs the tracker on all pages")
       .annotate(
@@ -53,7 +52,7 @@ export const TrackingSetupApi = HttpApiGroup.make("trackingSetup")
     HttpApiEndpoint.get("commercePixelInstaller", "/tracking/installers/shopify-pixel", {
       query: InstallerQuery,
       success: CommercePixelScript,
-      error: [...base, wire(NotFound)]
+      error: [...base, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "The commerce platform's custom web pixel (application/javascript) posting to the collector")
       .annotate(
@@ -68,7 +67,7 @@ export const TrackingSetupApi = HttpApiGroup.make("trackingSetup")
     HttpApiEndpoint.post("registerCustomDomain", "/tracking/custom-domains", {
       payload: RegisterCustomDomain,
       success: [CustomDomainCreated, CustomDomainExisting],
-      error: [...base, wire(ValidationError), wire(InvalidState)]
+      error: [...base, ValidationError.wire, InvalidState.wire]
     })
       .annotate(OpenApi.Summary, "Register a first-party collector domain: answers the CNAME and TXT records to create")
       .annotate(
@@ -81,14 +80,14 @@ export const TrackingSetupApi = HttpApiGroup.make("trackingSetup")
     HttpApiEndpoint.delete("removeCustomDomain", "/tracking/custom-domains/:id", {
       params: { id: Schema.String },
       success: CustomDomainRemoved,
-      error: [...base, wire(NotFound)]
+      error: [...base, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "Remove a collector domain: the snippet falls back to the service's collector at once")
       .annotateMerge(trackingWrite),
     HttpApiEndpoint.post("verifyCustomDomain", "/tracking/custom-domains/:id/verify", {
       params: { id: Schema.String },
       success: CustomDomainBody,
-      error: [...base, wire(NotFound)]
+      error: [...base, NotFound.wire]
     })
       .annotate(OpenApi.Summary, "Re-check the domain's DNS records now and store the verdict (verified, pending, failed)")
       .annotate(
@@ -113,7 +112,7 @@ export const TrackingSetupApi = HttpApiGroup.make("trackingSetup")
     HttpApiEndpoint.get("listTrackedEvents", "/tracking/events", {
       query: TrackedEventsQuery,
       success: TrackedEventPage,
-      error: [...base, wire(InvalidParameter)]
+      error: [...base, InvalidParameter.wire]
     })
       .annotate(OpenApi.Summary, "The raw enriched-event feed: the profile's latest tracker touches, newest first")
       .annotate(

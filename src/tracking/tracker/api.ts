@@ -8,8 +8,7 @@ import {
   PayloadTooLarge,
   RateLimitExceeded,
   Unauthorized,
-  ValidationError,
-  wire
+  ValidationError
 } from "../../../schema/errors.ts"
 import { openObject } from "../../../schema/common.ts"
 import { LinkTokenParameter } from "../../../schema/link-tokens.ts"
@@ -29,7 +28,7 @@ import {
 import { policy } from "../../http/policy.ts"
 import { settingsWrite, trackingManagerRead, trackingRead, trackingWrite } from "../policies.ts"
 
-const readErrors = [wire(NotFound), wire(DatabaseUnavailable)]
+const readErrors = [NotFound.wire, DatabaseUnavailable.wire]
 
 /** Tracking keys, tracker settings and the snippet (decision 0031). */
 export const TrackingApi = HttpApiGroup.make("tracking")
@@ -61,7 +60,7 @@ export const TrackingApi = HttpApiGroup.make("tracking")
     HttpApiEndpoint.patch("updateTrackingSettings", "/tracking/settings", {
       payload: UpdateTrackingSettings,
       success: TrackingSettingsUpdated,
-      error: [...readErrors, wire(ValidationError)]
+      error: [...readErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Change tracker settings; a change queues one full attribution replay (meta.replay_job_id)")
       .annotate(
@@ -74,7 +73,7 @@ export const TrackingApi = HttpApiGroup.make("tracking")
     HttpApiEndpoint.get("getTrackingSnippet", "/tracking/snippet", {
       query: SnippetQuery,
       success: SnippetScript,
-      error: [...readErrors, wire(InvalidParameter)]
+      error: [...readErrors, InvalidParameter.wire]
     })
       .annotate(OpenApi.Summary, "The tracker script for the site (application/javascript)")
       .annotate(
@@ -111,12 +110,12 @@ export const CollectorApi = HttpApiGroup.make("collector")
       payload: CollectorPayload,
       success: HttpApiSchema.NoContent,
       error: [
-        wire(ValidationError),
-        wire(PayloadTooLarge),
-        wire(Unauthorized),
-        wire(InsufficientScope),
-        wire(RateLimitExceeded),
-        wire(DatabaseUnavailable)
+        ValidationError.wire,
+        PayloadTooLarge.wire,
+        Unauthorized.wire,
+        InsufficientScope.wire,
+        RateLimitExceeded.wire,
+        DatabaseUnavailable.wire
       ]
     })
       .annotate(OpenApi.Summary, "Tracker events: one web touch per event (204); bots are dropped with the same 204")
@@ -138,7 +137,7 @@ export const CollectorApi = HttpApiGroup.make("collector")
         pixel_id: SnippetQuery.pixel_id
       },
       success: SnippetScript,
-      error: [wire(NotFound), wire(InvalidParameter), wire(DatabaseUnavailable)]
+      error: [NotFound.wire, InvalidParameter.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The tracker script for a `<script src>` tag: public, cacheable (ETag, 5 minutes), for an active tracking key")
       .annotate(
@@ -150,7 +149,7 @@ export const CollectorApi = HttpApiGroup.make("collector")
       .annotateMerge(collectorPolicy),
     HttpApiEndpoint.options("collectPreflight", "/t/collect", {
       success: HttpApiSchema.NoContent,
-      error: [wire(InsufficientScope), wire(DatabaseUnavailable)]
+      error: [InsufficientScope.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "CORS pre-flight of the collector, for allowed origins")
       .annotateMerge(collectorPolicy)
