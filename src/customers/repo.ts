@@ -12,7 +12,6 @@ import { REPAIR_SAMPLE_SIZE, RepairIdentifierType, RepairScanSummary } from "../
 import { TouchColumns } from "../attribution/touches/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
-import { lockCustomers } from "./lock.ts"
 
 export const ConversionRef = Schema.Struct({
   outcome_event_id: Schema.String,
@@ -462,6 +461,17 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
           (rows) => new Map(rows.map((row) => [row.id, row.customer_key] as const))
         )
 
+      // Unprepared, planned for its ids each time: a prepared statement's generic plan, picked
+      // while the table was small, stays a sequential scan as the table grows until the next
+      // ANALYZE (decision 0047). Id order: two transactions locking overlapping sets never wait
+      // on each other in a cycle.
+      const lockCustomers = (customerIds: ReadonlyArray<string>) => {
+        const ids = [...new Set(customerIds)].sort()
+        return ids.length === 0
+          ? Effect.void
+          : Effect.asVoid(sql`SELECT id FROM customers WHERE id = ANY(${ids}::uuid[]) ORDER BY id FOR UPDATE`.unprepared)
+      }
+
       const addIdentifiers = (identifiers: ReadonlyArray<NewIdentifier>) => {
         const distinct = [
           ...new Map(identifiers.map((i) => [`${i.customerId}\u0000${i.kind}\u0000${i.value}`, i] as const)).values()
@@ -807,7 +817,7 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
           lockIdentifierValues,
           createKeylessCustomers,
           customerKeys,
-          lockCustomers: (customerIds: ReadonlyArray<string>) => lockCustomers(sql, customerIds),
+          lockCustomers,
           addIdentifiers,
           customerByAnonymousId,
           journeyRows,

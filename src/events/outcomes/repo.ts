@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { enqueueReplay } from "../../attribution/replay-queue.ts"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { compareText, type ProfileScoped, profileScoped } from "../../customers/repo.ts"
+import { compareText, CustomersRepo, type ProfileScoped, profileScoped } from "../../customers/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { recomputeFirstPayments } from "../payments/first-payments.ts"
@@ -212,6 +212,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   static readonly layer = Layer.effect(EventsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const customers = yield* CustomersRepo
       const facts = decodeRows(ProfileFacts)
       const storedEvents = decodeRows(StoredEvent)
       const definitions = decodeRows(Definition)
@@ -514,9 +515,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           queueReplay: (profileId: string, reason: string) => Effect.asVoid(enqueueReplay(sql, profileId, reason)),
           listConversions
         }),
-        recomputeFirstPayments: (customerIds) => Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql),
+        recomputeFirstPayments: (customerIds) =>
+          recomputeFirstPayments(customerIds).pipe(Effect.provideService(SqlClient, sql), Effect.provideService(CustomersRepo, customers)),
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide(CustomersRepo.layer))
 }

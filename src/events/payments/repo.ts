@@ -9,7 +9,7 @@ import { lockProfileAttribution } from "../../attribution/replay-queue.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
-import { lockCustomers } from "../../customers/lock.ts"
+import { CustomersRepo } from "../../customers/repo.ts"
 
 export const PaymentRow = Schema.Struct({
   payment_id: Schema.String,
@@ -163,6 +163,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
   static readonly layer = Layer.effect(PaymentsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const customers = yield* CustomersRepo
       const paymentRows = decodeRows(PaymentRow)
       const firstPayment = decodeFirstRow(PaymentRow)
       const linkageRows = decodeRows(LinkageRow)
@@ -345,7 +346,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         list: (profileId, filters, limit, after) => orDatabaseUnavailable(list(profileId, filters, limit, after)),
         find: (profileId, paymentId) => orDatabaseUnavailable(find(profileId, paymentId)),
         owners: (profileId, paymentId) => orDatabaseUnavailable(owners(profileId, paymentId)),
-        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(sql, customerIds)),
+        lockCustomers: customers.lockCustomers,
         lock: (profileId, paymentId) => orDatabaseUnavailable(lock(profileId, paymentId)),
         liveCustomer: (profileId, customerKey) => orDatabaseUnavailable(liveCustomer(profileId, customerKey)),
         setInstallment: (paymentId, installment) => orDatabaseUnavailable(setInstallment(paymentId, installment)),
@@ -354,7 +355,8 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         setRefund: (paymentId, amount, reason) => orDatabaseUnavailable(setRefund(paymentId, amount, reason)),
         clearRefund: (paymentId) => orDatabaseUnavailable(clearRefund(paymentId)),
         insertAction: (action) => orDatabaseUnavailable(insertAction(action)),
-        recomputeFirstPayments: (customerIds) => Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql),
+        recomputeFirstPayments: (customerIds) =>
+          recomputeFirstPayments(customerIds).pipe(Effect.provideService(SqlClient, sql), Effect.provideService(CustomersRepo, customers)),
         linkage: (profileId, filters, limit, after, model) =>
           orDatabaseUnavailable(linkage(profileId, filters, limit, after, model)),
         paymentDefinition: (profileId) => orDatabaseUnavailable(paymentDefinition(profileId)),
@@ -363,5 +365,5 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide(CustomersRepo.layer))
 }
