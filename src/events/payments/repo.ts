@@ -9,6 +9,7 @@ import { lockProfileAttribution } from "../../attribution/replay-queue.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
+import { TouchColumns } from "../../attribution/touches/repo.ts"
 import { CustomersRepo } from "../../customers/repo.ts"
 
 export const PaymentRow = Schema.Struct({
@@ -35,15 +36,7 @@ export const LinkageRow = Schema.Struct({
   touch_id: Schema.NullOr(Schema.String),
   touch_kind: Schema.NullOr(Schema.String),
   touch_at: Schema.NullOr(Schema.String),
-  channel: Schema.NullOr(Schema.String),
-  source: Schema.NullOr(Schema.String),
-  medium: Schema.NullOr(Schema.String),
-  campaign_external_id: Schema.NullOr(Schema.String),
-  campaign_name: Schema.NullOr(Schema.String),
-  ad_set_external_id: Schema.NullOr(Schema.String),
-  ad_set_name: Schema.NullOr(Schema.String),
-  ad_external_id: Schema.NullOr(Schema.String),
-  ad_name: Schema.NullOr(Schema.String),
+  ...TouchColumns.fields,
   join_method: Schema.NullOr(Schema.Literals(["ctwa_referral", "click_id", "link_token", "anonymous_id"])),
   click_id_kind: Schema.NullOr(Schema.String),
   credit_share: Schema.NullOr(Schema.String)
