@@ -1,4 +1,7 @@
-/** The owner of `outbox` (DESIGN.md, "Table ownership"): the rows server-side events leave for delivery, and their erasure. */
+/**
+ * The owner of `outbox` (DESIGN.md, "Table ownership"): the rows server-side events leave for
+ * delivery, their erasure, and the `outcome.recorded` replay's page (decision 0044).
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"

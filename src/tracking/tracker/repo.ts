@@ -1,4 +1,4 @@
-/** SQL of the web tracker: tracking keys, tracker settings, replay jobs, touches and drop counters. */
+/** SQL of the web tracker: tracking keys, tracker settings, replay jobs and drop counters; touches go through their owner. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
