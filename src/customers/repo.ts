@@ -299,6 +299,8 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
       const sql = yield* SqlClient
       const firstConversion = decodeFirstRow(ConversionRef)
       const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
+      const keyRows = decodeRows(Schema.Struct({ id: Schema.String, customer_key: Schema.NullOr(Schema.String) }))
       const storedRows = decodeRows(StoredRow)
       const firstFacts = decodeFirstRow(PersonFacts)
       const personConversionRows = decodeRows(PersonConversionRow)
@@ -335,13 +337,13 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
 
       const mergedSet = (customerId: string) =>
         Effect.map(
-          sql<{ id: string }>`
+          idRows(sql`
             WITH RECURSIVE merged(id, depth) AS (
               SELECT ${customerId}::uuid, 0
               UNION ALL
               SELECT c.id, merged.depth + 1 FROM customers c JOIN merged ON c.merged_into_id = merged.id WHERE merged.depth < 32
             )
-            SELECT DISTINCT id::text AS id FROM merged`,
+            SELECT DISTINCT id::text AS id FROM merged`),
           (rows) => rows.map((row) => row.id)
         )
 
@@ -456,8 +458,8 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
 
       const customerKeys = (customerIds: ReadonlyArray<string>) =>
         customerIds.length === 0 ? Effect.succeed(new Map<string, string | null>()) : Effect.map(
-          sql<{ id: string; customer_key: string | null }>`
-            SELECT id, customer_key FROM customers WHERE id = ANY(${[...new Set(customerIds)]}::uuid[])`,
+          keyRows(sql`
+            SELECT id, customer_key FROM customers WHERE id = ANY(${[...new Set(customerIds)]}::uuid[])`),
           (rows) => new Map(rows.map((row) => [row.id, row.customer_key] as const))
         )
 
@@ -659,7 +661,6 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
         Effect.asVoid(sql`
           UPDATE customer_erasures SET completed_at = now(), counts = ${JSON.stringify(counts)}::jsonb WHERE id = ${erasureId}`)
 
-      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
       const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
 
       const moveIdentifiers = (m: string, s: string) =>

@@ -185,6 +185,10 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
       const firstMoves = decodeFirstRow(Moves)
       const mergeRows = decodeRows(MergeRow)
       const firstMerge = decodeFirstRow(MergeRow)
+      const firstProposed = decodeFirstRow(Schema.Struct({ pairs: Schema.Number, proposed: Schema.Number }))
+      const firstCount = decodeFirstRow(Schema.Struct({ count: Schema.Number }))
+      const statusRows = decodeRows(Schema.Struct({ status: Schema.String, count: Schema.Number }))
+      const liveRows = decodeRows(Schema.Struct({ live: Schema.Boolean }))
 
       const effectiveStatus = sql.literal(
         "CASE WHEN p.status = 'snoozed' AND p.snoozed_until <= now() THEN 'open' ELSE p.status END"
@@ -208,7 +212,7 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
                                 WHERE x.profile_id = q.profile_id AND x.kind = q.kind AND x.value = q.value AND x.removed_at IS NULL
                                 OFFSET 0) i
             WHERE i.kind = ANY(${[...MATCHING_KINDS]}::text[])`
-        return sql<{ pairs: number; proposed: number }>`
+        return firstProposed(sql`
           WITH shared AS (
             SELECT h.profile_id, h.kind, h.value, array_agg(DISTINCT h.customer_id ORDER BY h.customer_id) AS ids
             FROM (${holders}) h
@@ -229,7 +233,7 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
             WHERE merge_proposals.status IN ('open', 'snoozed')
             RETURNING (xmax = 0) AS inserted
           )
-          SELECT (SELECT count(*)::int FROM pairs) AS pairs, (SELECT count(*)::int FROM written WHERE inserted) AS proposed`
+          SELECT (SELECT count(*)::int FROM pairs) AS pairs, (SELECT count(*)::int FROM written WHERE inserted) AS proposed`)
       }
 
       const proposeMerges = (
@@ -241,17 +245,17 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
 
       const scan = (profileId: string) =>
         Effect.gen(function*() {
-          const [written] = yield* propose({ profileId })
-          const [scanned] = yield* sql<{ count: number }>`
-            SELECT count(*)::int AS count FROM customers WHERE profile_id = ${profileId} AND merged_into_id IS NULL AND erased_at IS NULL`
+          const written = Option.getOrUndefined(yield* propose({ profileId }))
+          const scanned = Option.getOrUndefined(yield* firstCount(sql`
+            SELECT count(*)::int AS count FROM customers WHERE profile_id = ${profileId} AND merged_into_id IS NULL AND erased_at IS NULL`))
           return { pairs: written?.pairs ?? 0, proposed: written?.proposed ?? 0, customers_scanned: scanned?.count ?? 0 }
         })
 
       const statusCounts = (profileId: string) =>
         Effect.map(
-          sql<{ status: string; count: number }>`
+          statusRows(sql`
             SELECT ${effectiveStatus} AS status, count(*)::int AS count FROM merge_proposals p
-            WHERE p.profile_id = ${profileId} GROUP BY 1`,
+            WHERE p.profile_id = ${profileId} GROUP BY 1`),
           (rows) => Object.fromEntries(rows.map((row) => [row.status, row.count]))
         )
 
@@ -305,9 +309,9 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
 
       const lockPair = (a: string, b: string) =>
         Effect.map(
-          sql<{ live: boolean }>`
+          liveRows(sql`
             SELECT (merged_into_id IS NULL AND erased_at IS NULL) AS live FROM customers
-            WHERE id = ANY(${[a, b].sort()}::uuid[]) ORDER BY id FOR UPDATE`,
+            WHERE id = ANY(${[a, b].sort()}::uuid[]) ORDER BY id FOR UPDATE`),
           (rows) => rows.length === 2 && rows.every((row) => row.live)
         )
 

@@ -221,6 +221,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const windowRows = decodeRows(WindowConversion)
       const claimedRows = decodeRows(Schema.Struct({ id: Schema.String, occurred_at: Schema.String }))
       const conversionRows = decodeRows(ConversionRow)
+      const firstN = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
+      const firstPresent = decodeFirstRow(Schema.Struct({ present: Schema.Boolean }))
+      const firstCount = decodeFirstRow(Schema.Struct({ count: Schema.Number }))
+      const deletedRows = decodeRows(Schema.Struct({ customer_id: Schema.NullOr(Schema.String) }))
 
       const profileFacts = (profileIds: ReadonlyArray<string>) =>
         Effect.map(
@@ -322,26 +326,26 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const hasExport = (eventId: string) =>
         Effect.map(
-          sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM conversion_exports WHERE outcome_event_id = ${eventId}) AS present`,
-          (rows) => rows[0]?.present === true
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM conversion_exports WHERE outcome_event_id = ${eventId}) AS present`),
+          (row) => Option.isSome(row) && row.value.present
         )
 
       const hasConversationLead = (eventId: string) =>
         Effect.map(
-          sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM conversation_leads WHERE outcome_event_id = ${eventId}) AS present`,
-          (rows) => rows[0]?.present === true
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM conversation_leads WHERE outcome_event_id = ${eventId}) AS present`),
+          (row) => Option.isSome(row) && row.value.present
         )
 
       const deleteConversions = (eventId: string) =>
         Effect.gen(function*() {
-          const credits = yield* sql<{ count: number }>`
+          const credits = yield* firstCount(sql`
             SELECT count(*)::int AS count FROM attribution_credits a
-            JOIN conversions c ON c.id = a.conversion_id WHERE c.outcome_event_id = ${eventId}`
+            JOIN conversions c ON c.id = a.conversion_id WHERE c.outcome_event_id = ${eventId}`)
           // Credit rows go with their conversion (ON DELETE CASCADE).
-          const deleted = yield* sql<{ customer_id: string | null }>`
-            DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`
+          const deleted = yield* deletedRows(sql`
+            DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`)
           const customerIds = deleted.flatMap((row) => (row.customer_id === null ? [] : [row.customer_id]))
-          return { conversions: deleted.length, credits: credits[0]?.count ?? 0, customerIds }
+          return { conversions: deleted.length, credits: Option.match(credits, { onNone: () => 0, onSome: (row) => row.count }), customerIds }
         })
 
       const tombstone = (eventId: string, reason: string) =>
@@ -394,7 +398,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const recreditCustomer = (profileId: string, customerId: string) =>
         Effect.map(
-          decodeFirstRow(Schema.Struct({ n: Schema.Int }))(sql`
+          firstN(sql`
             WITH q AS (
               UPDATE conversions SET credited_at = NULL
               WHERE profile_id = ${profileId} AND customer_id = ${customerId}::uuid
