@@ -108,9 +108,9 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
   /**
    * The merge proposer (decision 0040): live customers of a profile that hold one identifier
    * value are the same person, maybe. Each such pair (every holder with the lowest id among them,
-   * so a value held by n customers gives n - 1 pairs) gets a merge proposal, never a merge; one
-   * statement, for the scan (a whole profile) and for identity resolution (the identifiers an
-   * ingest just attached). A pair proposed before keeps its proposal: open and snoozed ones get
+   * so a value held by n customers gives n - 1 pairs) gets a merge proposal, never a merge. This
+   * method runs it for the identifiers an ingest just attached; `scan` runs the same statement
+   * over a whole profile. A pair proposed before keeps its proposal: open and snoozed ones get
    * fresh evidence, decided ones (a dismissed pair stays apart) are left as they are.
    */
   readonly proposeMerges: (
