@@ -38,7 +38,20 @@ import { decodeCursor, pageOf } from "../platform/pagination.ts"
 import { normalizeEmail, phoneForLookup } from "../identity/normalize.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
-import { CustomersRepo, type CustomerRow, type ErasureRow, type Keyset, type StoredRow, type VisitorRow } from "./repo.ts"
+import { TouchesRepo } from "../attribution/touches/repo.ts"
+import { OutboxRepo } from "../events/outbox/repo.ts"
+import { EventsRepo } from "../events/outcomes/repo.ts"
+import { IdentityRepo } from "../identity/repo.ts"
+import { PartnerRepo } from "../partner/repo.ts"
+import {
+  type CustomerRow,
+  CustomersRepo,
+  type ErasureCounts,
+  type ErasureRow,
+  type Keyset,
+  type StoredRow,
+  type VisitorRow
+} from "./repo.ts"
 import { invalidQuery } from "../../schema/query-errors.ts"
 import { DEFAULT_JOURNEY_PAGE } from "../../schema/customers.ts"
 
@@ -231,6 +244,11 @@ export class CustomersService extends Context.Service<CustomersService, {
   static readonly layer = Layer.effect(CustomersService)(
     Effect.gen(function*() {
       const repo = yield* CustomersRepo
+      const events = yield* EventsRepo
+      const touches = yield* TouchesRepo
+      const partner = yield* PartnerRepo
+      const identity = yield* IdentityRepo
+      const outbox = yield* OutboxRepo
       const piiLog = yield* PiiAccessLog
       const audit = yield* AuditLog
       const healthcare = yield* HealthcareCheck
@@ -419,6 +437,29 @@ export class CustomersService extends Context.Service<CustomersService, {
             })
           )
 
+      /**
+       * Erases the customers (a survivor and the customers merged into it), in the caller's
+       * transaction: deletes their personal data and unlinks their conversions, events and
+       * touches, which stay without a person. Each table's owner runs its part.
+       */
+      const eraseCustomers = (erasureId: string, ids: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          yield* repo.lockCustomers(ids)
+          const conversions = yield* events.forgetConversionsOf(ids)
+          const eventCount = yield* events.forgetEventsOf(ids)
+          // The person's browsers: every touch of theirs, and every other touch from the same anonymous ids.
+          const touchCount = yield* touches.forgetCustomers(ids)
+          const declared = yield* partner.deleteDeclaredSourcesOf(ids)
+          const identifiers = yield* repo.deleteIdentifiers(ids)
+          yield* identity.deleteLinksOf(ids)
+          yield* identity.forgetProposalsOf(ids)
+          yield* outbox.forgetCustomers(ids)
+          yield* repo.markErased(ids)
+          const counts: ErasureCounts = { conversions, events: eventCount, touches: touchCount, identifiers, declared_sources: declared }
+          yield* repo.completeErasure(erasureId, counts)
+          return counts
+        })
+
       const erase = Effect.fn("Customers.erase")(function*(principal: PrincipalShape, profile: ProfileContext, body: CreateErasure) {
         if (principal.kind !== "api_key") {
           return yield* new ApiKeyRequired({ message: "Erasure is requested with an API key of the profile, not a session or token." })
@@ -441,7 +482,7 @@ export class CustomersService extends Context.Service<CustomersService, {
             selectorDigest: selectorDigest(erasureId, selector)
           })
           if (!claimed) return false
-          const counts = yield* repo.erase(erasureId, yield* repo.mergedSet(survivor.value))
+          const counts = yield* eraseCustomers(erasureId, yield* repo.mergedSet(survivor.value))
           yield* audit.record({
             actor: principal,
             action: "customer.erased",
@@ -467,5 +508,5 @@ export class CustomersService extends Context.Service<CustomersService, {
 
       return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure }
     })
-  ).pipe(Layer.provide([CustomersRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([CustomersRepo.layer, EventsRepo.layer, TouchesRepo.layer, PartnerRepo.layer, IdentityRepo.layer, OutboxRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
 }

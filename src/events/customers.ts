@@ -5,7 +5,10 @@
  * the same way. Identifier values arrive normalised (src/identity/normalize.ts).
  */
 import { Effect, Option } from "effect"
-import { type EventsRepo, type IdentifierKind, type KnownCustomer, type NewIdentifier, profileScoped } from "./outcomes/repo.ts"
+import type { TouchesRepo } from "../attribution/touches/repo.ts"
+import { type CustomersRepo, type IdentifierKind, type KnownCustomer, type NewIdentifier, profileScoped } from "../customers/repo.ts"
+import type { IdentityRepo } from "../identity/repo.ts"
+import type { EventsRepo } from "./outcomes/repo.ts"
 
 export interface CustomerTraits {
   /** The sender's own customer id (`customer_key`). */
@@ -40,7 +43,13 @@ const valueOf = (traits: CustomerTraits, kind: IdentifierKind): string | null =>
   }
 }
 
-type Repo = EventsRepo["Service"]
+/** The owners a resolution reads and writes through: customers and identifiers, merge proposals, touches, conversions. */
+export interface ResolutionRepos {
+  readonly customers: CustomersRepo["Service"]
+  readonly identity: IdentityRepo["Service"]
+  readonly touches: TouchesRepo["Service"]
+  readonly events: EventsRepo["Service"]
+}
 
 export interface CustomerRequest {
   readonly profileId: string
@@ -64,10 +73,11 @@ const older = (a: KnownCustomer | undefined, b: KnownCustomer | undefined) =>
  * statements, however many requests: the server-side ingest resolves a whole batch at once.
  */
 export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
-  repo: Repo,
+  repos: ResolutionRepos,
   requests: ReadonlyArray<CustomerRequest>
 ) {
-  const keyed = yield* repo.customersByKey(
+  const { customers, identity, touches, events } = repos
+  const keyed = yield* customers.customersByKey(
     requests.flatMap(({ profileId, traits }) => (traits.externalId === null ? [] : [{ profileId, name: traits.externalId }]))
   )
   const unkeyed = requests.filter((request) => request.traits.externalId === null)
@@ -79,8 +89,8 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
     })
     // A request without a key may create a customer for its identifiers: concurrent
     // resolutions by the same value take turns, so only the first creates one.
-    yield* repo.lockIdentifierValues(kind, values)
-    holders.set(kind, yield* repo.oldestHolders(kind, values))
+    yield* customers.lockIdentifierValues(kind, values)
+    holders.set(kind, yield* customers.oldestHolders(kind, values))
   }
   // Identifiers attached by earlier requests of this call, and the customers created by it.
   const attached = new Map<string, KnownCustomer>()
@@ -113,37 +123,43 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
     }
     return customer.id
   })
-  yield* repo.createKeylessCustomers(created)
-  yield* repo.lockCustomers(resolved.filter((id) => id !== null))
-  yield* repo.addIdentifiers(identifiers)
+  yield* customers.createKeylessCustomers(created)
+  yield* customers.lockCustomers(resolved.filter((id) => id !== null))
+  yield* customers.addIdentifiers(identifiers)
   // An identifier now held by two live customers never merges them: it raises a proposal.
-  yield* repo.proposeMerges(identifiers)
-  // The browsers named by anonymous id: their unbound touches join the person.
-  yield* repo.bindVisitorTouches(
+  yield* identity.proposeMerges(identifiers)
+  // The browsers named by anonymous id: their unbound touches join the person, and the
+  // conversions of the customers that got one are credited again.
+  const bound = yield* touches.bindVisitors(
     identifiers.flatMap((identifier) =>
       identifier.kind === "anonymous_id"
         ? [{ profileId: identifier.profileId, anonymousId: identifier.value, customerId: identifier.customerId }]
         : []
     )
   )
+  yield* events.recreditCredited(bound)
   return resolved
 })
 
 /** `resolveCustomers` for one request. */
-export const resolveCustomer = (repo: Repo, profileId: string, traits: CustomerTraits) =>
-  Effect.map(resolveCustomers(repo, [{ profileId, traits }]), (ids) => ids[0] ?? null)
+export const resolveCustomer = (repos: ResolutionRepos, profileId: string, traits: CustomerTraits) =>
+  Effect.map(resolveCustomers(repos, [{ profileId, traits }]), (ids) => ids[0] ?? null)
 
 /**
  * Read-only: the live customer `resolveCustomer` would pick now, if it exists already (an
  * unknown `external_id` names a customer that does not exist yet: none, never a fallback to
  * the email or phone). Writes nothing.
  */
-export const findCustomer = Effect.fn("Customers.find")(function*(repo: Repo, profileId: string, traits: CustomerTraits) {
-  if (traits.externalId !== null) return yield* repo.findCustomerByKey(profileId, traits.externalId)
+export const findCustomer = Effect.fn("Customers.find")(function*(
+  customers: CustomersRepo["Service"],
+  profileId: string,
+  traits: CustomerTraits
+) {
+  if (traits.externalId !== null) return yield* customers.customerByKey(profileId, traits.externalId)
   for (const kind of RESOLUTION_ORDER) {
     const value = valueOf(traits, kind)
     if (value === null) continue
-    const found = yield* repo.customerByIdentifier(profileId, kind, value)
+    const found = yield* customers.liveCustomerByIdentifier(profileId, kind, value)
     if (Option.isSome(found)) return found
   }
   return Option.none<string>()

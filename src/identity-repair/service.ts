@@ -39,7 +39,9 @@ import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
 import { decodeCursor, pageOf } from "../platform/pagination.ts"
 import { HealthcareCheck } from "../tenancy/healthcare.ts"
 import { isIsoDateTime } from "../../schema/events.ts"
-import { type BackfillOutcome, IdentityRepairRepo, type LinkKeyset, type LinkRow, type ScanRow } from "./repo.ts"
+import { type BackfillOutcome, CustomersRepo, type ScanRow } from "../customers/repo.ts"
+import { IdentityRepo } from "../identity/repo.ts"
+import { IdentityRepairRepo, type LinkKeyset, type LinkRow } from "./repo.ts"
 
 export const MAX_PAGE = 100
 export const DEFAULT_PAGE = 50
@@ -136,6 +138,8 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
   static readonly layer = Layer.effect(IdentityRepair)(
     Effect.gen(function*() {
       const repo = yield* IdentityRepairRepo
+      const customers = yield* CustomersRepo
+      const identity = yield* IdentityRepo
       const audit = yield* AuditLog
 
       const healthcare = yield* HealthcareCheck
@@ -146,7 +150,7 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
         const offset = input.offset ?? 0
         const limit = input.limit ?? DEFAULT_PAGE
         yield* refuseOnHealthcare(profile)
-        const { summary, rows } = yield* repo.scan(profile.profileId, offset, limit)
+        const { summary, rows } = yield* customers.repairScan(profile.profileId, offset, limit)
         const total = summary.missing_primary_email_count + summary.missing_primary_phone_count +
           summary.duplicate_email_group_count + summary.duplicate_phone_group_count
         const hasNext = offset + rows.length < total
@@ -171,11 +175,11 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
       ) {
         const types = RepairIdentifierTypes.filter((type) => request.identifier_types?.includes(type) ?? true)
         if (request.mode === "preview") {
-          return renderBackfills("preview", types, yield* repo.previewBackfills(profile.profileId, types))
+          return renderBackfills("preview", types, yield* customers.previewBackfills(profile.profileId, types))
         }
         return yield* repo.transaction(Effect.gen(function*() {
           yield* repo.lockProfile(profile.profileId, "repair")
-          const result = renderBackfills("apply", types, yield* repo.applyBackfills(profile.profileId, types))
+          const result = renderBackfills("apply", types, yield* customers.applyBackfills(profile.profileId, types))
           // Nothing written, nothing to audit: a repeat of an apply is a no-op.
           if (result.changed) {
             yield* audit.record({
@@ -201,7 +205,7 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
       const scanLinks = Effect.fn("IdentityRepair.scanLinks")(function*(profile: ProfileContext) {
         const counts = yield* repo.transaction(Effect.gen(function*() {
           yield* repo.lockProfile(profile.profileId, "links")
-          return yield* repo.scanLinks(profile.profileId)
+          return yield* identity.scanLinks(profile.profileId)
         }))
         yield* Effect.annotateCurrentSpan({ "svc.links.created": counts.created, "svc.links.withdrawn": counts.withdrawn })
         return {
@@ -248,7 +252,7 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
             })
           }
           if (decision.decision === "reject") {
-            yield* repo.reject(link.id)
+            yield* identity.rejectLink(link.id)
             yield* audit.record({
               actor: principal,
               action: "identity.link.rejected",
@@ -294,5 +298,5 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
 
       return { scan, repair, scanLinks, listLinks, decide }
     })
-  ).pipe(Layer.provide([IdentityRepairRepo.layer, AuditLog.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([IdentityRepairRepo.layer, CustomersRepo.layer, IdentityRepo.layer, AuditLog.layer, HealthcareCheck.layer]))
 }

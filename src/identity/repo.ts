@@ -1,12 +1,18 @@
-/** SQL of merge review: the proposer, the queue, merges and their undo (decision 0040). */
+/**
+ * SQL of merge review: the proposer, the queue, merges and their undo (decision 0040); the owner
+ * of `identity_links`, `merge_proposals` and `customer_merges` (DESIGN.md, "Table ownership").
+ * A merge and its undo move the rows of other tables through their owners' repositories.
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { recomputeFirstPayments } from "../events/payments/first-payments.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
+import { TouchesRepo } from "../attribution/touches/repo.ts"
+import { CustomersRepo } from "../customers/repo.ts"
+import { EventsRepo } from "../events/outcomes/repo.ts"
+import { PartnerRepo } from "../partner/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
-import { proposeMerges } from "./proposer.ts"
-import { liveCustomerByKey } from "../customers/live-by-key.ts"
+import type { IdentifierKind } from "../customers/repo.ts"
 
 const Identifier = Schema.Struct({ type: Schema.String, value: Schema.String })
 
@@ -74,6 +80,17 @@ export type MergeRow = typeof MergeRow.Type
 
 export const ScanCounts = Schema.Struct({ pairs: Schema.Number, proposed: Schema.Number, customers_scanned: Schema.Number })
 
+export const LinkScanCounts = Schema.Struct({ created: Schema.Int, updated: Schema.Int, withdrawn: Schema.Int })
+export type LinkScanCounts = typeof LinkScanCounts.Type
+
+/** The identifier kinds that make two customers the same person when both hold one value. */
+export const MATCHING_KINDS = ["email", "phone", "crm_contact_id", "national_id", "anonymous_id"] as const
+
+/** What the proposer looks at: a whole profile (the scan), or the identifiers an ingest just attached. */
+export type ProposerScope =
+  | { readonly profileId: string }
+  | { readonly identifiers: ReadonlyArray<{ readonly profileId: string; readonly kind: string; readonly value: string }> }
+
 export interface ProposalKeyset {
   readonly at: string
   readonly id: string
@@ -88,6 +105,17 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
    * already (a dismissed pair stays dismissed). Open and snoozed proposals get fresh evidence.
    */
   readonly scan: (profileId: string) => Repo<typeof ScanCounts.Type>
+  /**
+   * The merge proposer (decision 0040): live customers of a profile that hold one identifier
+   * value are the same person, maybe. Each such pair (every holder with the lowest id among them,
+   * so a value held by n customers gives n - 1 pairs) gets a merge proposal, never a merge. This
+   * method runs it for the identifiers an ingest just attached; `scan` runs the same statement
+   * over a whole profile. A pair proposed before keeps its proposal: open and snoozed ones get
+   * fresh evidence, decided ones (a dismissed pair stays apart) are left as they are.
+   */
+  readonly proposeMerges: (
+    identifiers: ReadonlyArray<{ readonly profileId: string; readonly kind: IdentifierKind; readonly value: string }>
+  ) => Repo<void>
   readonly statusCounts: (profileId: string) => Repo<Record<string, number>>
   readonly listProposals: (
     profileId: string,
@@ -122,11 +150,34 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
   readonly undo: (merge: MergeRow) => Repo<void>
   readonly history: (profileId: string, survivorId: string) => Repo<ReadonlyArray<MergeRow>>
   readonly customerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
+  /** Erasure: inferred visitor links to the customers go (they name the person's browsers). */
+  readonly deleteLinksOf: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** Erasure: merge proposals naming the customers lose their evidence (identifier values) and leave the queue. */
+  readonly forgetProposalsOf: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /**
+   * Recomputes the profile's identity link proposals from the current evidence (decision 0039):
+   * per (visitor, live customer), the evidence from the visitor's unbound touches. A click id
+   * matches when one of the customer's live outcome events carried the same value under the same
+   * kind; an anonymous id when the customer holds it as an identifier. Decided links are never touched.
+   */
+  readonly scanLinks: (profileId: string) => Repo<LinkScanCounts>
+  readonly rejectLink: (linkId: string) => Repo<void>
+  /** Marks the link accepted with the touches it bound, and withdraws the visitor's other open proposals. */
+  readonly acceptLink: (link: {
+    readonly id: string
+    readonly profileId: string
+    readonly anonymousId: string
+    readonly boundTouchCount: number
+  }) => Repo<void>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/IdentityRepo") {
   static readonly layer = Layer.effect(IdentityRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const customers = yield* CustomersRepo
+      const touches = yield* TouchesRepo
+      const events = yield* EventsRepo
+      const partner = yield* PartnerRepo
       const iso = (column: string) => isoTimestamp(sql, column)
       const proposalRows = decodeRows(ProposalRow)
       const firstProposal = decodeFirstRow(ProposalRow)
@@ -134,7 +185,10 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
       const firstMoves = decodeFirstRow(Moves)
       const mergeRows = decodeRows(MergeRow)
       const firstMerge = decodeFirstRow(MergeRow)
-      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const firstProposed = decodeFirstRow(Schema.Struct({ pairs: Schema.Number, proposed: Schema.Number }))
+      const firstCount = decodeFirstRow(Schema.Struct({ count: Schema.Number }))
+      const statusRows = decodeRows(Schema.Struct({ status: Schema.String, count: Schema.Number }))
+      const liveRows = decodeRows(Schema.Struct({ live: Schema.Boolean }))
 
       const effectiveStatus = sql.literal(
         "CASE WHEN p.status = 'snoozed' AND p.snoozed_until <= now() THEN 'open' ELSE p.status END"
@@ -143,19 +197,65 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
         ${iso("p.created_at")} AS created_at, ${iso("p.decided_at")} AS decided_at,
         ${iso("p.snoozed_until")} AS snoozed_until, p.merge_id`
 
+      /** Writes the proposals of the scope; answers `{pairs, proposed}`. */
+      const propose = (scope: ProposerScope) => {
+        const holders = "profileId" in scope
+          ? sql`
+            SELECT i.profile_id, i.kind, i.value, i.customer_id FROM customer_identifiers i
+            WHERE i.profile_id = ${scope.profileId} AND i.removed_at IS NULL AND i.kind = ANY(${[...MATCHING_KINDS]}::text[])`
+          : sql`
+            SELECT i.profile_id, i.kind, i.value, i.customer_id
+            FROM (SELECT DISTINCT * FROM unnest(${scope.identifiers.map((i) => i.profileId)}::uuid[],
+                                                ${scope.identifiers.map((i) => i.kind)}::text[],
+                                                ${scope.identifiers.map((i) => i.value)}::text[]) AS q(profile_id, kind, value)) q
+            CROSS JOIN LATERAL (SELECT * FROM customer_identifiers x
+                                WHERE x.profile_id = q.profile_id AND x.kind = q.kind AND x.value = q.value AND x.removed_at IS NULL
+                                OFFSET 0) i
+            WHERE i.kind = ANY(${[...MATCHING_KINDS]}::text[])`
+        return firstProposed(sql`
+          WITH shared AS (
+            SELECT h.profile_id, h.kind, h.value, array_agg(DISTINCT h.customer_id ORDER BY h.customer_id) AS ids
+            FROM (${holders}) h
+            JOIN customers c ON c.id = h.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
+            GROUP BY h.profile_id, h.kind, h.value
+            HAVING count(DISTINCT h.customer_id) > 1
+          ),
+          pairs AS (
+            SELECT s.profile_id, s.ids[1] AS a, other AS b,
+                   jsonb_agg(DISTINCT jsonb_build_object('type', s.kind, 'value', s.value)) AS evidence
+            FROM shared s CROSS JOIN LATERAL unnest(s.ids[2:]) AS other
+            GROUP BY s.profile_id, s.ids[1], other
+          ),
+          written AS (
+            INSERT INTO merge_proposals (id, profile_id, customer_a, customer_b, evidence)
+            SELECT gen_random_uuid(), profile_id, a, b, evidence FROM pairs ORDER BY profile_id, a, b
+            ON CONFLICT (profile_id, customer_a, customer_b) DO UPDATE SET evidence = EXCLUDED.evidence
+            WHERE merge_proposals.status IN ('open', 'snoozed')
+            RETURNING (xmax = 0) AS inserted
+          )
+          SELECT (SELECT count(*)::int FROM pairs) AS pairs, (SELECT count(*)::int FROM written WHERE inserted) AS proposed`)
+      }
+
+      const proposeMerges = (
+        identifiers: ReadonlyArray<{ readonly profileId: string; readonly kind: IdentifierKind; readonly value: string }>
+      ) =>
+        identifiers.length === 0
+          ? Effect.void
+          : Effect.asVoid(propose({ identifiers: identifiers.map((i) => ({ profileId: i.profileId, kind: i.kind, value: i.value })) }))
+
       const scan = (profileId: string) =>
         Effect.gen(function*() {
-          const [written] = yield* proposeMerges(sql, { profileId })
-          const [scanned] = yield* sql<{ count: number }>`
-            SELECT count(*)::int AS count FROM customers WHERE profile_id = ${profileId} AND merged_into_id IS NULL AND erased_at IS NULL`
+          const written = Option.getOrUndefined(yield* propose({ profileId }))
+          const scanned = Option.getOrUndefined(yield* firstCount(sql`
+            SELECT count(*)::int AS count FROM customers WHERE profile_id = ${profileId} AND merged_into_id IS NULL AND erased_at IS NULL`))
           return { pairs: written?.pairs ?? 0, proposed: written?.proposed ?? 0, customers_scanned: scanned?.count ?? 0 }
         })
 
       const statusCounts = (profileId: string) =>
         Effect.map(
-          sql<{ status: string; count: number }>`
+          statusRows(sql`
             SELECT ${effectiveStatus} AS status, count(*)::int AS count FROM merge_proposals p
-            WHERE p.profile_id = ${profileId} GROUP BY 1`,
+            WHERE p.profile_id = ${profileId} GROUP BY 1`),
           (rows) => Object.fromEntries(rows.map((row) => [row.status, row.count]))
         )
 
@@ -209,18 +309,11 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
 
       const lockPair = (a: string, b: string) =>
         Effect.map(
-          sql<{ live: boolean }>`
+          liveRows(sql`
             SELECT (merged_into_id IS NULL AND erased_at IS NULL) AS live FROM customers
-            WHERE id = ANY(${[a, b].sort()}::uuid[]) ORDER BY id FOR UPDATE`,
+            WHERE id = ANY(${[a, b].sort()}::uuid[]) ORDER BY id FOR UPDATE`),
           (rows) => rows.length === 2 && rows.every((row) => row.live)
         )
-
-      const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
-      const recompute = (customerIds: ReadonlyArray<string>) =>
-        Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql)
-      /** The customers' conversions are credited again by the attribution worker. */
-      const recredit = (customerIds: ReadonlyArray<string>) =>
-        sql`UPDATE conversions SET credited_at = NULL WHERE customer_id = ANY(${customerIds}::uuid[])`
 
       const merge = (input: {
         readonly mergeId: string
@@ -231,40 +324,23 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
       }) =>
         Effect.gen(function*() {
           const { mergedId: m, survivorId: s } = input
-          const touches = ids(yield* sql<{ id: string }>`UPDATE touches SET customer_id = ${s} WHERE customer_id = ${m} RETURNING id::text AS id`)
-          const events = ids(yield* sql<{ id: string }>`
-            UPDATE outcome_events SET customer_id = ${s} WHERE customer_id = ${m} RETURNING id::text AS id`)
-          const conversions = ids(yield* sql<{ id: string }>`
-            UPDATE conversions SET customer_id = ${s} WHERE customer_id = ${m} RETURNING id::text AS id`)
-          const payer = ids(yield* sql<{ id: string }>`
-            UPDATE conversions SET payer_customer_id = ${s} WHERE payer_customer_id = ${m} RETURNING id::text AS id`)
-          const hidden = ids(yield* sql<{ id: string }>`
-            UPDATE customer_identifiers x SET removed_at = now()
-            WHERE x.customer_id = ${m} AND x.removed_at IS NULL
-              AND EXISTS (SELECT 1 FROM customer_identifiers y WHERE y.customer_id = ${s} AND y.kind = x.kind
-                          AND y.value = x.value AND y.removed_at IS NULL)
-            RETURNING x.id::text AS id`)
-          const identifiers = ids(yield* sql<{ id: string }>`
-            UPDATE customer_identifiers SET customer_id = ${s} WHERE customer_id = ${m} AND removed_at IS NULL
-            RETURNING id::text AS id`)
+          const touchIds = yield* touches.moveToCustomer(m, s)
+          const eventIds = yield* events.moveEvents(m, s)
+          const conversionIds = yield* events.moveConversions(m, s)
+          const identifierIds = yield* customers.moveIdentifiers(m, s)
           // One declared source per customer: the survivor's answer stands when both answered.
-          const declared = ids(yield* sql<{ id: string }>`
-            UPDATE declared_sources SET customer_id = ${s}
-            WHERE customer_id = ${m} AND NOT EXISTS (SELECT 1 FROM declared_sources WHERE customer_id = ${s})
-            RETURNING id::text AS id`)
-          // Merges stay one level deep: customers merged into the merged one now point at the survivor.
-          const remerged = ids(yield* sql<{ id: string }>`
-            UPDATE customers SET merged_into_id = ${s} WHERE merged_into_id = ${m} RETURNING id::text AS id`)
-          yield* sql`UPDATE customers SET merged_into_id = ${s} WHERE id = ${m}`
-          yield* recredit([s])
-          yield* recompute([s, m])
+          const declared = yield* partner.moveDeclaredSources(m, s)
+          const remerged = yield* customers.markMerged(m, s)
+          // The survivor's conversions are credited again by the attribution worker.
+          yield* events.recreditCustomers([s])
+          yield* events.recomputeFirstPayments([s, m])
           const moved: Moved = {
-            touches,
-            outcome_events: events,
-            conversions,
-            payer_conversions: payer,
-            identifiers,
-            hidden_identifiers: hidden,
+            touches: touchIds,
+            outcome_events: eventIds,
+            conversions: conversionIds.conversions,
+            payer_conversions: conversionIds.payer,
+            identifiers: identifierIds.moved,
+            hidden_identifiers: identifierIds.hidden,
             declared_sources: declared,
             remerged
           }
@@ -298,19 +374,15 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
       const undo = (row: MergeRow) =>
         Effect.gen(function*() {
           const { merged_id: m, moved, survivor_id: s } = row
-          yield* sql`UPDATE touches SET customer_id = ${m} WHERE id = ANY(${moved.touches}::uuid[]) AND customer_id = ${s}`
-          yield* sql`UPDATE outcome_events SET customer_id = ${m} WHERE id = ANY(${moved.outcome_events}::uuid[]) AND customer_id = ${s}`
-          yield* sql`UPDATE conversions SET customer_id = ${m} WHERE id = ANY(${moved.conversions}::uuid[]) AND customer_id = ${s}`
-          yield* sql`
-            UPDATE conversions SET payer_customer_id = ${m}
-            WHERE id = ANY(${moved.payer_conversions}::uuid[]) AND payer_customer_id = ${s}`
-          yield* sql`UPDATE customer_identifiers SET customer_id = ${m} WHERE id = ANY(${moved.identifiers}::uuid[])`
-          yield* sql`UPDATE customer_identifiers SET removed_at = NULL WHERE id = ANY(${moved.hidden_identifiers}::uuid[])`
-          yield* sql`UPDATE declared_sources SET customer_id = ${m} WHERE id = ANY(${moved.declared_sources}::uuid[])`
-          yield* sql`UPDATE customers SET merged_into_id = ${m} WHERE id = ANY(${moved.remerged}::uuid[]) AND merged_into_id = ${s}`
-          yield* sql`UPDATE customers SET merged_into_id = NULL WHERE id = ${m}`
-          yield* recredit([s, m])
-          yield* recompute([s, m])
+          yield* touches.returnToCustomer(moved.touches, s, m)
+          yield* events.returnEvents(moved.outcome_events, s, m)
+          yield* events.returnConversions(moved.conversions, moved.payer_conversions, s, m)
+          yield* customers.restoreIdentifiers(m, moved.identifiers, moved.hidden_identifiers)
+          yield* partner.returnDeclaredSources(moved.declared_sources, m)
+          yield* customers.unmarkMerged(m, s, moved.remerged)
+          // Both customers' conversions are credited again by the attribution worker.
+          yield* events.recreditCustomers([s, m])
+          yield* events.recomputeFirstPayments([s, m])
           yield* sql`UPDATE customer_merges SET undone_at = now() WHERE id = ${row.id}`
           // The pair stays apart: a human said so. The proposer never reopens a dismissed pair.
           if (row.proposal_id !== null) {
@@ -324,26 +396,126 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
           WHERE g.profile_id = ${profileId} AND g.survivor_id = ${survivorId}
           ORDER BY g.merged_at DESC, g.id DESC`)
 
-      const customerByKey = (profileId: string, customerKey: string) =>
-        Effect.map(firstId(liveCustomerByKey(sql, profileId, customerKey)), Option.map((row) => row.id))
+      const deleteLinksOf = (customerIds: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`DELETE FROM identity_links WHERE customer_id = ANY(${customerIds}::uuid[])`)
+
+      const forgetProposalsOf = (customerIds: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          UPDATE merge_proposals
+          SET evidence = '[]'::jsonb,
+              status = CASE WHEN status IN ('open', 'snoozed') THEN 'superseded' ELSE status END,
+              decided_at = CASE WHEN status IN ('open', 'snoozed') THEN now() ELSE decided_at END
+          WHERE customer_a = ANY(${customerIds}::uuid[]) OR customer_b = ANY(${customerIds}::uuid[])`)
+
+      const scanCounts = decodeFirstRow(LinkScanCounts)
+
+      /** The link candidates as CTEs (`unbound`, `customer_clicks`, `evidence`, `visitors`, `candidates`). */
+      const candidates = (profileId: string) =>
+        sql`
+          unbound AS (
+            SELECT t.id, t.anonymous_id, t.click_id_kind, t.click_id FROM touches t
+            WHERE t.profile_id = ${profileId} AND t.anonymous_id IS NOT NULL AND t.customer_id IS NULL
+          ),
+          customer_clicks AS (
+            SELECT DISTINCT e.customer_id, k.key AS kind, k.value
+            FROM outcome_events e
+            JOIN customers c ON c.id = e.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
+            CROSS JOIN LATERAL jsonb_each_text(e.click_ids) k
+            WHERE e.profile_id = ${profileId} AND e.customer_id IS NOT NULL AND e.retracted_at IS NULL
+              AND e.click_ids <> '{}'::jsonb
+          ),
+          evidence AS (
+            SELECT u.anonymous_id, cc.customer_id, 'click_id' AS kind, u.click_id_kind, count(DISTINCT u.id)::int AS touch_count
+            FROM unbound u JOIN customer_clicks cc ON cc.kind = u.click_id_kind AND cc.value = u.click_id
+            GROUP BY u.anonymous_id, cc.customer_id, u.click_id_kind
+            UNION ALL
+            SELECT u.anonymous_id, i.customer_id, 'anonymous_id_identifier', NULL, count(DISTINCT u.id)::int
+            FROM unbound u
+            JOIN customer_identifiers i ON i.profile_id = ${profileId} AND i.kind = 'anonymous_id'
+              AND i.value = u.anonymous_id AND i.removed_at IS NULL
+            JOIN customers c ON c.id = i.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
+            GROUP BY u.anonymous_id, i.customer_id
+          ),
+          visitors AS (
+            SELECT anonymous_id, count(*)::int AS unbound_touch_count FROM unbound GROUP BY anonymous_id
+          ),
+          candidates AS (
+            SELECT e.anonymous_id, e.customer_id,
+                   jsonb_agg(jsonb_build_object('kind', e.kind, 'click_id_kind', e.click_id_kind, 'touch_count', e.touch_count)
+                             ORDER BY e.kind, e.click_id_kind) AS evidence,
+                   CASE WHEN bool_or(e.kind = 'anonymous_id_identifier') THEN 'anonymous_id' ELSE 'click_id' END AS join_method,
+                   v.unbound_touch_count
+            FROM evidence e JOIN visitors v ON v.anonymous_id = e.anonymous_id
+            GROUP BY e.anonymous_id, e.customer_id, v.unbound_touch_count
+          )`
+
+      const scanLinks = (profileId: string) =>
+        Effect.map(
+          scanCounts(sql`
+            WITH ${candidates(profileId)},
+            upserted AS (
+              INSERT INTO identity_links (id, profile_id, anonymous_id, customer_id, evidence, join_method, unbound_touch_count)
+              SELECT gen_random_uuid(), ${profileId}, c.anonymous_id, c.customer_id, c.evidence, c.join_method, c.unbound_touch_count
+              FROM candidates c
+              ON CONFLICT (profile_id, anonymous_id, customer_id) DO UPDATE
+              SET evidence = EXCLUDED.evidence, join_method = EXCLUDED.join_method,
+                  unbound_touch_count = EXCLUDED.unbound_touch_count, updated_at = now()
+              WHERE identity_links.status = 'proposed'
+                AND (identity_links.evidence, identity_links.join_method, identity_links.unbound_touch_count)
+                    IS DISTINCT FROM (EXCLUDED.evidence, EXCLUDED.join_method, EXCLUDED.unbound_touch_count)
+              RETURNING (xmax = 0) AS inserted
+            ),
+            withdrawn AS (
+              DELETE FROM identity_links l
+              WHERE l.profile_id = ${profileId} AND l.status = 'proposed'
+                AND NOT EXISTS (SELECT 1 FROM candidates c WHERE c.anonymous_id = l.anonymous_id AND c.customer_id = l.customer_id)
+              RETURNING l.id
+            )
+            SELECT (SELECT count(*)::int FROM upserted WHERE inserted) AS created,
+                   (SELECT count(*)::int FROM upserted WHERE NOT inserted) AS updated,
+                   (SELECT count(*)::int FROM withdrawn) AS withdrawn`),
+          Option.getOrElse(() => ({ created: 0, updated: 0, withdrawn: 0 }))
+        )
+
+      const rejectLink = (linkId: string) =>
+        Effect.asVoid(sql`UPDATE identity_links SET status = 'rejected', decided_at = now() WHERE id = ${linkId}::uuid`)
+
+      const acceptLink = (link: { readonly id: string; readonly profileId: string; readonly anonymousId: string; readonly boundTouchCount: number }) =>
+        Effect.gen(function*() {
+          yield* sql`
+            DELETE FROM identity_links
+            WHERE profile_id = ${link.profileId} AND anonymous_id = ${link.anonymousId} AND status = 'proposed'
+              AND id <> ${link.id}::uuid`
+          yield* sql`
+            UPDATE identity_links SET status = 'accepted', decided_at = now(), bound_touch_count = ${link.boundTouchCount}
+            WHERE id = ${link.id}::uuid`
+        })
 
       return {
-        scan: (profileId) => orDatabaseUnavailable(scan(profileId)),
-        statusCounts: (profileId) => orDatabaseUnavailable(statusCounts(profileId)),
-        listProposals: (profileId, status, after, limit) => orDatabaseUnavailable(listProposals(profileId, status, after, limit)),
-        proposal: (profileId, id, lock) => orDatabaseUnavailable(proposal(profileId, id, lock)),
-        sides: (profileId, customerIds) => orDatabaseUnavailable(sides(profileId, customerIds)),
-        previewMoves: (survivorId, mergedId) => orDatabaseUnavailable(previewMoves(survivorId, mergedId)),
-        lockPair: (a, b) => orDatabaseUnavailable(lockPair(a, b)),
-        merge: (input) => orDatabaseUnavailable(merge(input)),
-        setProposalStatus: (id, status, snoozedUntil, mergeId) => orDatabaseUnavailable(setProposalStatus(id, status, snoozedUntil, mergeId)),
-        supersede: (mergedId, except) => orDatabaseUnavailable(supersede(mergedId, except)),
-        mergeById: (profileId, id, lock) => orDatabaseUnavailable(mergeById(profileId, id, lock)),
-        undo: (row) => orDatabaseUnavailable(undo(row)),
-        history: (profileId, survivorId) => orDatabaseUnavailable(history(profileId, survivorId)),
-        customerByKey: (profileId, key) => orDatabaseUnavailable(customerByKey(profileId, key)),
+        ...atDatabaseBoundary({
+          scan,
+          proposeMerges,
+          statusCounts,
+          listProposals,
+          proposal,
+          sides,
+          previewMoves,
+          lockPair,
+          merge,
+          setProposalStatus,
+          supersede,
+          mergeById,
+          undo,
+          history,
+          deleteLinksOf,
+          forgetProposalsOf,
+          scanLinks,
+          rejectLink,
+          acceptLink
+        }),
+        customerByKey: customers.customerByKey,
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide([CustomersRepo.layer, TouchesRepo.layer, EventsRepo.layer, PartnerRepo.layer]))
 }

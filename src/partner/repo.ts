@@ -1,11 +1,14 @@
-/** SQL of partner data: the synced ads, referral and declared-source touches, re-credit marks (decision 0033). */
+/**
+ * SQL of partner data: the synced ads, existing touch keys and declared sources (decision 0033);
+ * the owner of `declared_sources` (DESIGN.md, "Table ownership"). Touches and re-credit marks
+ * go through their owners (src/attribution/touches/repo.ts, src/events/outcomes/repo.ts).
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CandidateTouch, candidateTouches } from "../attribution/candidate-touches.ts"
-import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { type TouchKind } from "../attribution/models/index.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
+import type { WindowConversion } from "../events/outcomes/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 /** A synced ad with its ad set and campaign. */
@@ -19,18 +22,6 @@ export const AdRow = Schema.Struct({
 })
 export type AdRow = typeof AdRow.Type
 
-/** A conversion whose lookback window holds a time, with what crediting needs. */
-export const WindowConversion = Schema.Struct({
-  id: Schema.String,
-  customer_id: Schema.String,
-  /** Epoch milliseconds (floored), as the crediting engine reads it. */
-  occurred_ms: Schema.Number,
-  window_days: Schema.Int,
-  eligible: Schema.Boolean
-})
-export type WindowConversion = typeof WindowConversion.Type
-
-
 export const StoredAnswer = Schema.Struct({
   answer_id: Schema.String,
   customer_id: Schema.String,
@@ -42,30 +33,6 @@ export const StoredAnswer = Schema.Struct({
   request_hash: Schema.String
 })
 export type StoredAnswer = typeof StoredAnswer.Type
-
-export interface NewTouch {
-  readonly id: string
-  readonly profileId: string
-  readonly kind: TouchKind
-  /** ISO 8601 with offset. */
-  readonly occurredAt: string
-  readonly sourceSystem: string
-  readonly idempotencyKey: string
-  readonly customerId: string
-  readonly joinMethod: "ctwa_referral" | null
-  readonly channel: string
-  readonly source: string
-  readonly medium: string
-  readonly campaignExternalId: string | null
-  readonly campaignName: string | null
-  readonly adSetExternalId: string | null
-  readonly adSetName: string | null
-  readonly adExternalId: string | null
-  readonly adName: string | null
-  readonly clickIdKind: string | null
-  readonly clickId: string | null
-  readonly payload: Readonly<Record<string, unknown>>
-}
 
 export interface NewAnswer {
   readonly id: string
@@ -80,13 +47,6 @@ export interface NewAnswer {
   readonly touchId: string
 }
 
-/** A customer and a time: a conversion of that customer whose window holds the time is affected. */
-export interface CustomerTime {
-  readonly customerId: string
-  /** ISO 8601 with offset. */
-  readonly at: string
-}
-
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class PartnerRepo extends Context.Service<PartnerRepo, {
@@ -98,15 +58,6 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
     sourceSystem: string,
     keys: ReadonlyArray<string>
   ) => Repo<ReadonlyArray<string>>
-  /** Inserts the touches (one statement); a key already taken is skipped. Answers the keys inserted. */
-  readonly insertTouches: (touches: ReadonlyArray<NewTouch>) => Repo<ReadonlyArray<string>>
-  /**
-   * Sets `credited_at = null` on every conversion of the profile whose customer and lookback
-   * window hold one of the pairs (the worker credits them again). Answers how many.
-   */
-  readonly requeueConversions: (profileId: string, pairs: ReadonlyArray<CustomerTime>) => Repo<number>
-  /** Read-only: the conversions `requeueConversions` would mark. */
-  readonly conversionsInWindow: (profileId: string, pairs: ReadonlyArray<CustomerTime>) => Repo<ReadonlyArray<WindowConversion>>
   /**
    * Read-only: the creditable touches of each conversion's customer in its window, as the crediting
    * engine gathers them (touches carrying the customer and those of its bound anonymous ids).
@@ -117,6 +68,12 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
   readonly answerByWamid: (profileId: string, wamid: string) => Repo<Option.Option<StoredAnswer>>
   readonly answerByCustomer: (customerId: string) => Repo<Option.Option<StoredAnswer>>
   readonly insertAnswer: (answer: NewAnswer) => Repo<void>
+  /** A merge: the merged customer's declared source goes to the survivor unless the survivor has one; answers its id. */
+  readonly moveDeclaredSources: (fromCustomerId: string, toCustomerId: string) => Repo<ReadonlyArray<string>>
+  /** A merge's undo: these declared sources go back to the merged customer. */
+  readonly returnDeclaredSources: (ids: ReadonlyArray<string>, toCustomerId: string) => Repo<void>
+  /** Erasure: deletes the customers' declared sources; answers how many. */
+  readonly deleteDeclaredSourcesOf: (customerIds: ReadonlyArray<string>) => Repo<number>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/PartnerRepo") {
@@ -125,7 +82,7 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
       const sql = yield* SqlClient
       const adRows = decodeRows(AdRow)
       const keyRows = decodeRows(Schema.Struct({ key: Schema.String }))
-      const windowRows = decodeRows(WindowConversion)
+      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
       const touchRows = decodeRows(CandidateTouch)
       const firstAnswer = decodeFirstRow(StoredAnswer)
 
@@ -146,81 +103,6 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
               AND idempotency_key = ANY(${[...keys]}::text[])`),
           (rows) => rows.map((row) => row.key)
         )
-
-      // One statement for the batch, its rows as a JSON document (arrays of only nulls carry no type).
-      const insertTouches = (touches: ReadonlyArray<NewTouch>) => {
-        if (touches.length === 0) return Effect.succeed<ReadonlyArray<string>>([])
-        const rows = touches.map((t) => ({
-          id: t.id,
-          profile_id: t.profileId,
-          kind: t.kind,
-          occurred_at: t.occurredAt,
-          source_system: t.sourceSystem,
-          idempotency_key: t.idempotencyKey,
-          customer_id: t.customerId,
-          join_method: t.joinMethod,
-          channel: t.channel,
-          source: t.source,
-          medium: t.medium,
-          campaign_external_id: t.campaignExternalId,
-          campaign_name: t.campaignName,
-          ad_set_external_id: t.adSetExternalId,
-          ad_set_name: t.adSetName,
-          ad_external_id: t.adExternalId,
-          ad_name: t.adName,
-          click_id_kind: t.clickIdKind,
-          click_id: t.clickId,
-          payload: t.payload
-        }))
-        return Effect.map(
-          keyRows(sql`
-            INSERT INTO touches (id, profile_id, kind, occurred_at, source_system, idempotency_key, customer_id, join_method,
-                                 channel, source, medium, campaign_external_id, campaign_name, ad_set_external_id,
-                                 ad_set_name, ad_external_id, ad_name, click_id_kind, click_id, payload)
-            SELECT r.id, r.profile_id, r.kind, r.occurred_at, r.source_system, r.idempotency_key, r.customer_id, r.join_method,
-                   r.channel, r.source, r.medium, r.campaign_external_id, r.campaign_name, r.ad_set_external_id,
-                   r.ad_set_name, r.ad_external_id, r.ad_name, r.click_id_kind, r.click_id, COALESCE(r.payload, '{}'::jsonb)
-            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
-              id uuid, profile_id uuid, kind text, occurred_at timestamptz, source_system text, idempotency_key text,
-              customer_id uuid, join_method text, channel text, source text, medium text, campaign_external_id text,
-              campaign_name text, ad_set_external_id text, ad_set_name text, ad_external_id text, ad_name text,
-              click_id_kind text, click_id text, payload jsonb)
-            ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING idempotency_key AS key`),
-          (rows) => rows.map((row) => row.key)
-        )
-      }
-
-      /** Conversions of the profile whose customer and window (both ends inclusive, as the models read it) hold a pair. */
-      const inWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
-        sql`
-          SELECT DISTINCT c.id
-          FROM unnest(${pairs.map((pair) => pair.customerId)}::uuid[], ${pairs.map((pair) => pair.at)}::timestamptz[])
-                 AS p(customer_id, at)
-          JOIN conversions c ON c.profile_id = ${profileId} AND c.customer_id = p.customer_id
-          LEFT JOIN conversion_definitions d ON d.id = c.definition_id
-          WHERE p.at <= c.occurred_at
-            AND p.at >= c.occurred_at - make_interval(days => COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}))`
-
-      const requeueConversions = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
-        pairs.length === 0
-          ? Effect.succeed(0)
-          : Effect.map(
-            sql`UPDATE conversions SET credited_at = NULL WHERE id IN (${inWindow(profileId, pairs)}) RETURNING id`,
-            (rows) => rows.length
-          )
-
-      const conversionsInWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
-        pairs.length === 0
-          ? Effect.succeed<ReadonlyArray<WindowConversion>>([])
-          : windowRows(sql`
-            SELECT c.id::text AS id, c.customer_id::text AS customer_id,
-                   floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
-                   COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
-                   COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
-            FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
-            WHERE c.id IN (${inWindow(profileId, pairs)})
-            ORDER BY c.occurred_at, c.id`)
 
       const touchesOf = (conversions: ReadonlyArray<WindowConversion>) =>
         conversions.length === 0
@@ -254,18 +136,34 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
           VALUES (${answer.id}, ${answer.profileId}, ${answer.customerId}, ${answer.answerKey}, ${answer.answerText},
                   ${answer.wamid}, ${answer.requestHash}, ${answer.answeredAt}::timestamptz, ${answer.touchId})`)
 
+      const moveDeclaredSources = (m: string, s: string) =>
+        Effect.map(
+          idRows(sql`
+            UPDATE declared_sources SET customer_id = ${s}
+            WHERE customer_id = ${m} AND NOT EXISTS (SELECT 1 FROM declared_sources WHERE customer_id = ${s})
+            RETURNING id::text AS id`),
+          (rows) => rows.map((row) => row.id)
+        )
+
+      const returnDeclaredSources = (ids: ReadonlyArray<string>, m: string) =>
+        Effect.asVoid(sql`UPDATE declared_sources SET customer_id = ${m} WHERE id = ANY(${ids}::uuid[])`)
+
+      const deleteDeclaredSourcesOf = (customerIds: ReadonlyArray<string>) =>
+        Effect.map(sql`DELETE FROM declared_sources WHERE customer_id = ANY(${customerIds}::uuid[]) RETURNING id`, (rows) => rows.length)
+
       return {
-        adsByPlatformIds: (profileId, ids) => orDatabaseUnavailable(adsByPlatformIds(profileId, ids)),
-        existingTouchKeys: (profileId, sourceSystem, keys) =>
-          orDatabaseUnavailable(existingTouchKeys(profileId, sourceSystem, keys)),
-        insertTouches: (touches) => orDatabaseUnavailable(insertTouches(touches)),
-        requeueConversions: (profileId, pairs) => orDatabaseUnavailable(requeueConversions(profileId, pairs)),
-        conversionsInWindow: (profileId, pairs) => orDatabaseUnavailable(conversionsInWindow(profileId, pairs)),
-        touchesOf: (conversions) => orDatabaseUnavailable(touchesOf(conversions)),
-        lockWamid: (profileId, wamid) => orDatabaseUnavailable(lockWamid(profileId, wamid)),
-        answerByWamid: (profileId, wamid) => orDatabaseUnavailable(answerByWamid(profileId, wamid)),
-        answerByCustomer: (customerId) => orDatabaseUnavailable(answerByCustomer(customerId)),
-        insertAnswer: (answer) => orDatabaseUnavailable(insertAnswer(answer)),
+        ...atDatabaseBoundary({
+          adsByPlatformIds,
+          existingTouchKeys,
+          touchesOf,
+          lockWamid,
+          answerByWamid,
+          answerByCustomer,
+          insertAnswer,
+          moveDeclaredSources,
+          returnDeclaredSources,
+          deleteDeclaredSourcesOf
+        }),
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })

@@ -33,12 +33,15 @@ import { creditAll, MODELS, type ModelResult, type TouchInput } from "../attribu
 import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
 import { canonicalJson, sha256 } from "../platform/json.ts"
 import { normalizeEmail, normalizePhone, phoneForLookup } from "../identity/normalize.ts"
-import { EventsRepo } from "../events/outcomes/repo.ts"
+import { type NewPartnerTouch, TouchesRepo } from "../attribution/touches/repo.ts"
+import { CustomersRepo } from "../customers/repo.ts"
+import { type CustomerTime, EventsRepo } from "../events/outcomes/repo.ts"
+import { IdentityRepo } from "../identity/repo.ts"
 import type { ProfileContext } from "../auth/principal.ts"
 import { orDatabaseUnavailable } from "../platform/database.ts"
 import { formatContractIssues } from "../../schema/issue-format.ts"
 import { findNationalId } from "./national-id.ts"
-import { type AdRow, type CustomerTime, type NewTouch, PartnerRepo, type StoredAnswer } from "./repo.ts"
+import { type AdRow, PartnerRepo, type StoredAnswer } from "./repo.ts"
 
 const decodeDeclareSource = Schema.decodeUnknownResult(DeclareSource, { onExcessProperty: "error" })
 const formatIssues = formatContractIssues
@@ -186,6 +189,9 @@ export class PartnerData extends Context.Service<PartnerData, {
     Effect.gen(function*() {
       const repo = yield* PartnerRepo
       const events = yield* EventsRepo
+      const customersRepo = yield* CustomersRepo
+      const touchesRepo = yield* TouchesRepo
+      const resolution = { customers: customersRepo, identity: yield* IdentityRepo, touches: touchesRepo, events }
       const engine = yield* CreditEngine
 
       /** Every referral's ad among the profile's synced ads, else 422 `unknown_ad` (nothing written). */
@@ -222,7 +228,7 @@ export class PartnerData extends Context.Service<PartnerData, {
         return fresh
       })
 
-      const referralTouch = (profileId: string, item: CheckedReferral, ad: AdRow, customerId: string): NewTouch => ({
+      const referralTouch = (profileId: string, item: CheckedReferral, ad: AdRow, customerId: string): NewPartnerTouch => ({
         id: crypto.randomUUID(),
         profileId,
         kind: "synthetic",
@@ -254,14 +260,14 @@ export class PartnerData extends Context.Service<PartnerData, {
           const people = [...new Map(fresh.map((item) => [item.traitsKey, item.traits] as const))].sort(([a], [b]) =>
             a < b ? -1 : a > b ? 1 : 0
           )
-          const resolved = yield* resolveCustomers(events, people.map(([, traits]) => ({ profileId: profile.profileId, traits })))
+          const resolved = yield* resolveCustomers(resolution, people.map(([, traits]) => ({ profileId: profile.profileId, traits })))
           const customers = new Map<string, string>()
           for (const [index, [key]] of people.entries()) {
             const customerId = resolved[index]
             if (customerId === undefined || customerId === null) return yield* Effect.die("a checked referral names nobody")
             customers.set(key, customerId)
           }
-          const touches: Array<NewTouch> = []
+          const touches: Array<NewPartnerTouch> = []
           for (const item of fresh) {
             const ad = ads.get(item.referral.ad_id)
             const customerId = customers.get(item.traitsKey)
@@ -269,9 +275,9 @@ export class PartnerData extends Context.Service<PartnerData, {
             touches.push(referralTouch(profile.profileId, item, ad, customerId))
           }
           // A key taken concurrently since the check is skipped by the insert: a duplicate too.
-          const inserted = new Set(yield* repo.insertTouches(touches))
+          const inserted = new Set(yield* touchesRepo.insertPartnerTouches(touches))
           const created = touches.filter((touch) => inserted.has(touch.idempotencyKey))
-          const recredit = yield* repo.requeueConversions(
+          const recredit = yield* events.requeueConversions(
             profile.profileId,
             created.map((touch) => ({ customerId: touch.customerId, at: touch.occurredAt }))
           )
@@ -297,7 +303,7 @@ export class PartnerData extends Context.Service<PartnerData, {
         for (const item of fresh) {
           let customer = found.get(item.traitsKey)
           if (customer === undefined) {
-            customer = yield* findCustomer(events, profile.profileId, item.traits)
+            customer = yield* findCustomer(customersRepo, profile.profileId, item.traits)
             found.set(item.traitsKey, customer)
           }
           if (Option.isNone(customer)) continue
@@ -308,7 +314,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           })
         }
         const pairs: Array<CustomerTime> = hypothetical.map((entry) => ({ customerId: entry.customerId, at: entry.at }))
-        const conversions = yield* repo.conversionsInWindow(profile.profileId, pairs)
+        const conversions = yield* events.conversionsInWindow(profile.profileId, pairs)
         const creditable = conversions.filter((conversion) => conversion.eligible)
         const recredits = zeroCounts()
         if (creditable.length > 0) {
@@ -421,7 +427,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           let customerId: string
           if (traits.externalId !== null && traits.email === null && traits.phone === null) {
             // A ref alone never creates a customer.
-            const known = yield* events.findCustomerByKey(profile.profileId, traits.externalId)
+            const known = yield* customersRepo.customerByKey(profile.profileId, traits.externalId)
             if (Option.isNone(known)) {
               return yield* new UnknownCustomerRef({
                 message:
@@ -429,9 +435,9 @@ export class PartnerData extends Context.Service<PartnerData, {
               })
             }
             customerId = known.value
-            yield* events.lockCustomers([customerId])
+            yield* customersRepo.lockCustomers([customerId])
           } else {
-            const resolved = yield* resolveCustomer(events, profile.profileId, traits)
+            const resolved = yield* resolveCustomer(resolution, profile.profileId, traits)
             if (resolved === null) return yield* Effect.die("a checked declared-source customer names nobody")
             customerId = resolved
           }
@@ -445,7 +451,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           const answerId = crypto.randomUUID()
           const touchId = crypto.randomUUID()
           const channel = DECLARED_SOURCE_CHANNELS[answerKey]
-          yield* repo.insertTouches([{
+          yield* touchesRepo.insertPartnerTouches([{
             id: touchId,
             profileId: profile.profileId,
             kind: "organic_interaction",
@@ -478,7 +484,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             answeredAt,
             touchId
           })
-          const recredit = yield* repo.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
+          const recredit = yield* events.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
           const stored = yield* repo.answerByCustomer(customerId)
           if (Option.isNone(stored)) return yield* Effect.die("the declared-source answer just stored is not readable")
           return {
@@ -490,5 +496,5 @@ export class PartnerData extends Context.Service<PartnerData, {
 
       return { recordReferrals, previewReferrals, declareSource }
     })
-  ).pipe(Layer.provide([PartnerRepo.layer, EventsRepo.layer, CreditEngine.layer]))
+  ).pipe(Layer.provide([PartnerRepo.layer, EventsRepo.layer, CustomersRepo.layer, TouchesRepo.layer, IdentityRepo.layer, CreditEngine.layer]))
 }

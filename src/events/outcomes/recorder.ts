@@ -15,7 +15,11 @@ import { type DatabaseUnavailable, IdempotencyKeyConflict, InvalidState } from "
 import { isHealthcareFamily } from "../../../schema/scopes.ts"
 import type { ProfileContext } from "../../auth/principal.ts"
 import { resolveCustomers } from "../customers.ts"
-import { EventsRepo, type NewConversion, type NewEvent, type NewOutboxRow, profileScoped, type StoredEvent } from "./repo.ts"
+import { TouchesRepo } from "../../attribution/touches/repo.ts"
+import { CustomersRepo, profileScoped } from "../../customers/repo.ts"
+import { IdentityRepo } from "../../identity/repo.ts"
+import { type NewOutboxRow, OutboxRepo } from "../outbox/repo.ts"
+import { EventsRepo, type NewConversion, type NewEvent, type StoredEvent } from "./repo.ts"
 
 export const OUTCOME_RECORDED = "outcome.recorded"
 /** `data.provider` of outcomes ingested through this API. */
@@ -110,6 +114,9 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
   static readonly layer = Layer.effect(OutcomeRecorder)(
     Effect.gen(function*() {
       const repo = yield* EventsRepo
+      const customersRepo = yield* CustomersRepo
+      const outboxRepo = yield* OutboxRepo
+      const resolution = { customers: customersRepo, identity: yield* IdentityRepo, touches: yield* TouchesRepo, events: repo }
 
       /** One transaction for the whole batch: an answer per outcome, in order. */
       const recordBatch = (batch: ReadonlyArray<Pending>) =>
@@ -153,7 +160,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
             })
 
             const customers = yield* resolveCustomers(
-              repo,
+              resolution,
               fresh.map(({ event, item }) => ({
                 profileId: event.profileId,
                 traits: {
@@ -195,7 +202,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
             const conversionOf = new Map(conversions.map((conversion) => [conversion.event.id, conversion.id] as const))
 
             // A customer found by external_id holds it as its key: only the others are read.
-            const keys = yield* repo.customerKeys(
+            const keys = yield* customersRepo.customerKeys(
               fresh.flatMap(({ item }, index) => {
                 const customerId = customers[index] ?? null
                 return customerId !== null && item.checked.externalId === null ? [customerId] : []
@@ -234,7 +241,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
                 }
               }
             })
-            yield* repo.insertOutbox(outbox)
+            yield* outboxRepo.insert(outbox)
 
             const stored = yield* repo.findEvents(
               entries.flatMap(({ event }) => claimed.has(event.id) ? [] : [{ profileId: event.profileId, name: event.idempotencyKey }])
@@ -287,5 +294,5 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
 
       return { record }
     })
-  ).pipe(Layer.provide(EventsRepo.layer))
+  ).pipe(Layer.provide([EventsRepo.layer, CustomersRepo.layer, IdentityRepo.layer, TouchesRepo.layer, OutboxRepo.layer]))
 }

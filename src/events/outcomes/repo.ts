@@ -1,14 +1,17 @@
-/** SQL of server-side events, retractions and the conversions list (decision 0029). */
+/**
+ * SQL of server-side events, retractions and the conversions list (decision 0029); the owner of
+ * `conversions` and `outcome_events` (DESIGN.md, "Table ownership"), with the statements merges,
+ * erasure, link decisions and partner data run on them.
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { enqueueReplay } from "../../attribution/replay-queue.ts"
+import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { compareText, CustomersRepo, type ProfileScoped, profileScoped } from "../../customers/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { proposeMerges } from "../../identity/proposer.ts"
 import { recomputeFirstPayments } from "../payments/first-payments.ts"
-import { liveCustomerByKey } from "../../customers/live-by-key.ts"
-import { lockCustomers } from "../../customers/lock.ts"
 
 export const ProfileFacts = Schema.Struct({
   id: Schema.String,
@@ -77,39 +80,6 @@ export interface NewEvent {
   readonly clickIds: Readonly<Record<string, string>>
 }
 
-/** A customer as identity resolution compares them: oldest first, then by id. */
-export const KnownCustomer = Schema.Struct({
-  id: Schema.String,
-  /** ISO 8601 UTC with microseconds (fixed width, sorts as text). */
-  created_at: Schema.String
-})
-export type KnownCustomer = typeof KnownCustomer.Type
-
-/** One map key for a pair of a profile and a name (an idempotency key, a customer key, an identifier). */
-export const profileScoped = (profileId: string, name: string) => `${profileId}\u0000${name}`
-
-export interface ProfileScoped {
-  readonly profileId: string
-  readonly name: string
-}
-
-/** The identifiers a customer is resolved by (besides `external_id`, its `customer_key`). */
-export type IdentifierKind = "crm_contact_id" | "national_id" | "email" | "phone" | "anonymous_id"
-
-export interface NewIdentifier {
-  readonly profileId: string
-  readonly customerId: string
-  readonly kind: IdentifierKind
-  readonly value: string
-}
-
-export interface NewOutboxRow {
-  readonly id: string
-  readonly profileId: string
-  readonly topic: string
-  readonly payload: unknown
-}
-
 export interface NewConversion {
   readonly id: string
   readonly event: NewEvent
@@ -133,13 +103,25 @@ export interface ConversionKeyset {
   readonly id: string
 }
 
+/** A conversion whose lookback window holds a time, with what crediting needs. */
+export const WindowConversion = Schema.Struct({
+  id: Schema.String,
+  customer_id: Schema.String,
+  /** Epoch milliseconds (floored), as the crediting engine reads it. */
+  occurred_ms: Schema.Number,
+  window_days: Schema.Int,
+  eligible: Schema.Boolean
+})
+export type WindowConversion = typeof WindowConversion.Type
+
+/** A customer and a time: a conversion of that customer whose window holds the time is affected. */
+export interface CustomerTime {
+  readonly customerId: string
+  /** ISO 8601 with offset. */
+  readonly at: string
+}
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
-
-/** Advisory-lock class (the first key of the two-key form) of identifier values ("SVC1"). */
-const IDENTIFIER_LOCK_CLASS = 0x53564331
-
-/** Code-unit order: any fixed order does, as long as every batch locks in the same one. */
-const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 export class EventsRepo extends Context.Service<EventsRepo, {
   /** Currency, healthcare family and provisioning app of each profile, by id. */
@@ -155,40 +137,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly findEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<StoredEvent>>
   /** The events stored under these keys, by `profileScoped(profile, key)`. */
   readonly findEvents: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, StoredEvent>>
-  /**
-   * The live customer with each `customer_key` (a merged customer's survivor), created where there is none (race-safe), by
-   * `profileScoped(profile, customer_key)`.
-   */
-  readonly customersByKey: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, KnownCustomer>>
-  /** The live customer with this `customer_key` (a merged one's survivor), if there is one (never creates). */
-  readonly findCustomerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
-  /** The oldest live customer holding this identifier. */
-  readonly customerByIdentifier: (profileId: string, kind: IdentifierKind, value: string) => Repo<Option.Option<string>>
-  /** The oldest live customer holding each identifier, by `profileScoped(profile, value)`. */
-  readonly oldestHolders: (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, KnownCustomer>>
-  /**
-   * Holds each `(profile, kind, value)` until the transaction ends (advisory locks, in a fixed
-   * order): two resolutions by one email or phone take turns, so the second sees the customer
-   * the first created instead of creating another one.
-   */
-  readonly lockIdentifierValues: (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) => Repo<void>
-  /** Customers known only by identifiers (no `customer_key`). */
-  readonly createKeylessCustomers: (customers: ReadonlyArray<{ readonly id: string; readonly profileId: string }>) => Repo<void>
-  /** The `customer_key` of each customer, by id. */
-  readonly customerKeys: (customerIds: ReadonlyArray<string>) => Repo<ReadonlyMap<string, string | null>>
-  /** Row-locks the customers (in id order) until the transaction ends: their identifiers and payments hold still. */
-  readonly lockCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
-  /** Adds each identifier to its customer unless the customer already holds it. */
-  readonly addIdentifiers: (identifiers: ReadonlyArray<NewIdentifier>) => Repo<void>
-  /** Merge proposals for the pairs of live customers now sharing one of these identifiers (src/identity/proposer.ts). */
-  readonly proposeMerges: (identifiers: ReadonlyArray<NewIdentifier>) => Repo<void>
-  /**
-   * Binds the unbound touches of these browsers (tracker anonymous ids) to their customers
-   * (`join_method: anonymous_id`) and queues the customers' conversions for re-credit.
-   */
-  readonly bindVisitorTouches: (
-    visitors: ReadonlyArray<{ readonly profileId: string; readonly anonymousId: string; readonly customerId: string }>
-  ) => Repo<void>
   readonly setEventCustomers: (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) => Repo<void>
   /**
    * For each `(profile, event_name)`, the definition that makes it a conversion (the default one,
@@ -199,7 +147,43 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly insertConversions: (conversions: ReadonlyArray<NewConversion>) => Repo<void>
   /** See `recomputeFirstPayments` (first-payments.ts). */
   readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
-  readonly insertOutbox: (rows: ReadonlyArray<NewOutboxRow>) => Repo<void>
+  /** The customers' conversions are credited again by the attribution worker (`credited_at` cleared). */
+  readonly recreditCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** As `recreditCustomers`, for the conversions credited already only (touches just joined their customers). */
+  readonly recreditCredited: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** `recreditCustomers` for one customer of the profile (an accepted identity link); answers how many. */
+  readonly recreditCustomer: (profileId: string, customerId: string) => Repo<number>
+  /**
+   * Sets `credited_at = null` on every conversion of the profile whose customer and lookback
+   * window hold one of the pairs (the worker credits them again). Answers how many.
+   */
+  readonly requeueConversions: (profileId: string, pairs: ReadonlyArray<CustomerTime>) => Repo<number>
+  /** Read-only: the conversions `requeueConversions` would mark. */
+  readonly conversionsInWindow: (profileId: string, pairs: ReadonlyArray<CustomerTime>) => Repo<ReadonlyArray<WindowConversion>>
+  /** A merge: the merged customer's outcome events go to the survivor; answers their ids. */
+  readonly moveEvents: (fromCustomerId: string, toCustomerId: string) => Repo<ReadonlyArray<string>>
+  /** A merge: the merged customer's conversions, and those it was assigned as payer of, go to the survivor; answers their ids. */
+  readonly moveConversions: (
+    fromCustomerId: string,
+    toCustomerId: string
+  ) => Repo<{ readonly conversions: ReadonlyArray<string>; readonly payer: ReadonlyArray<string> }>
+  /** A merge's undo: these events go back to the merged customer while the survivor still holds them. */
+  readonly returnEvents: (eventIds: ReadonlyArray<string>, fromCustomerId: string, toCustomerId: string) => Repo<void>
+  /** A merge's undo: these conversions and payer assignments go back while the survivor still holds them. */
+  readonly returnConversions: (
+    conversionIds: ReadonlyArray<string>,
+    payerConversionIds: ReadonlyArray<string>,
+    fromCustomerId: string,
+    toCustomerId: string
+  ) => Repo<void>
+  /**
+   * Erasure: a payment these customers were assigned as payer of goes back to its event's
+   * customer; then every conversion of theirs stays without a person (its credit rows and
+   * first-payment flag stand as recorded). Answers how many conversions lost their person.
+   */
+  readonly forgetConversionsOf: (customerIds: ReadonlyArray<string>) => Repo<number>
+  /** Erasure: the customers' outcome events stay without a person; answers how many. */
+  readonly forgetEventsOf: (customerIds: ReadonlyArray<string>) => Repo<number>
   /** The event under a key, row-locked until the transaction ends. */
   readonly lockEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<LockedEvent>>
   readonly hasExport: (eventId: string) => Repo<boolean>
@@ -228,16 +212,19 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   static readonly layer = Layer.effect(EventsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const customers = yield* CustomersRepo
       const facts = decodeRows(ProfileFacts)
       const storedEvents = decodeRows(StoredEvent)
       const definitions = decodeRows(Definition)
-      const knownCustomers = decodeRows(Schema.Struct({ ...KnownCustomer.fields, profile_id: Schema.String, name: Schema.String }))
       const firstLocked = decodeFirstRow(LockedEvent)
-      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
+      const windowRows = decodeRows(WindowConversion)
       const claimedRows = decodeRows(Schema.Struct({ id: Schema.String, occurred_at: Schema.String }))
       const conversionRows = decodeRows(ConversionRow)
-      const byScopedKey = (rows: ReadonlyArray<KnownCustomer & { readonly profile_id: string; readonly name: string }>) =>
-        new Map(rows.map((row) => [profileScoped(row.profile_id, row.name), { id: row.id, created_at: row.created_at }] as const))
+      const firstN = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
+      const firstPresent = decodeFirstRow(Schema.Struct({ present: Schema.Boolean }))
+      const firstCount = decodeFirstRow(Schema.Struct({ count: Schema.Number }))
+      const deletedRows = decodeRows(Schema.Struct({ customer_id: Schema.NullOr(Schema.String) }))
 
       const profileFacts = (profileIds: ReadonlyArray<string>) =>
         Effect.map(
@@ -288,106 +275,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.idempotency_key), row] as const))
         )
 
-      // A key held by a merged customer names its survivor (decision 0040).
-      const liveByKey = (profileId: string, customerKey: string) => firstId(liveCustomerByKey(sql, profileId, customerKey))
-
-      const liveByKeys = (keys: ReadonlyArray<ProfileScoped>) =>
-        Effect.map(
-          knownCustomers(sql`
-            SELECT q.profile_id, q.customer_key AS name, c.id, ${isoTimestamp(sql, "c.created_at")} AS created_at
-            FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, customer_key)
-            CROSS JOIN LATERAL (
-              SELECT s.id, s.created_at FROM customers x
-              JOIN customers s ON s.id = coalesce(x.merged_into_id, x.id) AND s.merged_into_id IS NULL AND s.erased_at IS NULL
-              WHERE x.profile_id = q.profile_id AND x.customer_key = q.customer_key AND x.erased_at IS NULL
-              ORDER BY x.merged_into_id IS NULL DESC LIMIT 1) c`),
-          byScopedKey
-        )
-
-      // Read; then INSERT ... ON CONFLICT DO NOTHING on the partial unique index (in key order) for
-      // the keys nobody holds, then read those: a concurrent creator makes the insert wait for its
-      // commit, so the read finds its row. A row merged or erased in between makes the loop insert again.
-      const customersByKey = (keys: ReadonlyArray<ProfileScoped>) =>
-        Effect.gen(function*() {
-          const found = new Map<string, KnownCustomer>()
-          let missing = [...new Map(keys.map((k) => [profileScoped(k.profileId, k.name), k] as const)).entries()]
-            .sort(([a], [b]) => compareText(a, b))
-            .map(([, k]) => k)
-          // Read first: a key held by a merged customer names its survivor, and must not be created again.
-          for (const [key, customer] of yield* liveByKeys(missing)) found.set(key, customer)
-          missing = missing.filter((k) => !found.has(profileScoped(k.profileId, k.name)))
-          for (let attempt = 0; attempt < 3 && missing.length > 0; attempt++) {
-            yield* sql`
-              INSERT INTO customers (id, profile_id, customer_key)
-              SELECT v.id, v.profile_id, v.customer_key
-              FROM unnest(${missing.map(() => crypto.randomUUID())}::uuid[], ${missing.map((k) => k.profileId)}::uuid[],
-                                   ${missing.map((k) => k.name)}::text[]) WITH ORDINALITY AS v(id, profile_id, customer_key, n)
-              ORDER BY n
-              ON CONFLICT (profile_id, customer_key) WHERE customer_key IS NOT NULL AND merged_into_id IS NULL AND erased_at IS NULL
-              DO NOTHING`
-            for (const [key, customer] of yield* liveByKeys(missing)) found.set(key, customer)
-            missing = missing.filter((k) => !found.has(profileScoped(k.profileId, k.name)))
-          }
-          if (missing.length > 0) return yield* Effect.die("customer upsert did not settle after three attempts")
-          return found
-        })
-
-      const customerByIdentifier = (profileId: string, kind: IdentifierKind, value: string) =>
-        Effect.map(
-          firstId(sql`
-            SELECT c.id FROM customer_identifiers i
-            JOIN customers c ON c.id = i.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
-            WHERE i.profile_id = ${profileId} AND i.kind = ${kind} AND i.value = ${value} AND i.removed_at IS NULL
-            ORDER BY c.created_at, c.id LIMIT 1`),
-          Option.map((row) => row.id)
-        )
-
-      const oldestHolders = (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) =>
-        values.length === 0 ? Effect.succeed(new Map<string, KnownCustomer>()) : Effect.map(
-          knownCustomers(sql`
-            SELECT q.profile_id, q.value AS name, c.id, ${isoTimestamp(sql, "c.created_at")} AS created_at
-            FROM unnest(${values.map((v) => v.profileId)}::uuid[], ${values.map((v) => v.name)}::text[]) AS q(profile_id, value)
-            CROSS JOIN LATERAL (
-              SELECT x.id, x.created_at FROM customer_identifiers i
-              JOIN customers x ON x.id = i.customer_id AND x.merged_into_id IS NULL AND x.erased_at IS NULL
-              WHERE i.profile_id = q.profile_id AND i.kind = ${kind} AND i.value = q.value AND i.removed_at IS NULL
-              ORDER BY x.created_at, x.id LIMIT 1) c`),
-          byScopedKey
-        )
-
-      const lockIdentifierValues = (kind: IdentifierKind, values: ReadonlyArray<ProfileScoped>) =>
-        values.length === 0 ? Effect.void : Effect.asVoid(sql`
-          SELECT pg_advisory_xact_lock(${IDENTIFIER_LOCK_CLASS}, s.h)
-          FROM (SELECT DISTINCT hashtext(q.profile_id || ':' || ${kind} || ':' || q.value) AS h
-                FROM unnest(${values.map((v) => v.profileId)}::text[], ${values.map((v) => v.name)}::text[]) AS q(profile_id, value)
-                ORDER BY h) s`)
-
-      const createKeylessCustomers = (customers: ReadonlyArray<{ readonly id: string; readonly profileId: string }>) =>
-        customers.length === 0 ? Effect.void : Effect.asVoid(sql`
-          INSERT INTO customers (id, profile_id)
-          SELECT * FROM unnest(${customers.map((c) => c.id)}::uuid[], ${customers.map((c) => c.profileId)}::uuid[])`)
-
-      const customerKeys = (customerIds: ReadonlyArray<string>) =>
-        customerIds.length === 0 ? Effect.succeed(new Map<string, string | null>()) : Effect.map(
-          sql<{ id: string; customer_key: string | null }>`
-            SELECT id, customer_key FROM customers WHERE id = ANY(${[...new Set(customerIds)]}::uuid[])`,
-          (rows) => new Map(rows.map((row) => [row.id, row.customer_key] as const))
-        )
-
-      const addIdentifiers = (identifiers: ReadonlyArray<NewIdentifier>) => {
-        const distinct = [
-          ...new Map(identifiers.map((i) => [`${i.customerId}\u0000${i.kind}\u0000${i.value}`, i] as const)).values()
-        ]
-        return distinct.length === 0 ? Effect.void : Effect.asVoid(sql`
-          INSERT INTO customer_identifiers (id, profile_id, customer_id, kind, value)
-          SELECT v.id, v.profile_id, v.customer_id, v.kind, v.value
-          FROM unnest(${distinct.map(() => crypto.randomUUID())}::uuid[], ${distinct.map((i) => i.profileId)}::uuid[],
-                      ${distinct.map((i) => i.customerId)}::uuid[], ${distinct.map((i) => i.kind)}::text[],
-                      ${distinct.map((i) => i.value)}::text[]) AS v(id, profile_id, customer_id, kind, value)
-          WHERE NOT EXISTS (SELECT 1 FROM customer_identifiers x
-                            WHERE x.customer_id = v.customer_id AND x.kind = v.kind AND x.value = v.value AND x.removed_at IS NULL)`)
-      }
-
       // Unprepared, planned for its ids each time, like `lockCustomers` (decision 0047).
       const setEventCustomers = (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) =>
         pairs.length === 0 ? Effect.void : Effect.asVoid(sql`
@@ -431,12 +318,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           ORDER BY v.n`)
       }
 
-      const insertOutbox = (rows: ReadonlyArray<NewOutboxRow>) =>
-        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
-          INSERT INTO outbox (id, profile_id, topic, payload)
-          SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
-                               ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[])`)
-
       const lockEvent = (profileId: string, idempotencyKey: string) =>
         firstLocked(sql`
           SELECT id, retracted_at IS NOT NULL AS retracted, customer_id FROM outcome_events
@@ -445,26 +326,26 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const hasExport = (eventId: string) =>
         Effect.map(
-          sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM conversion_exports WHERE outcome_event_id = ${eventId}) AS present`,
-          (rows) => rows[0]?.present === true
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM conversion_exports WHERE outcome_event_id = ${eventId}) AS present`),
+          (row) => Option.isSome(row) && row.value.present
         )
 
       const hasConversationLead = (eventId: string) =>
         Effect.map(
-          sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM conversation_leads WHERE outcome_event_id = ${eventId}) AS present`,
-          (rows) => rows[0]?.present === true
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM conversation_leads WHERE outcome_event_id = ${eventId}) AS present`),
+          (row) => Option.isSome(row) && row.value.present
         )
 
       const deleteConversions = (eventId: string) =>
         Effect.gen(function*() {
-          const credits = yield* sql<{ count: number }>`
+          const credits = yield* firstCount(sql`
             SELECT count(*)::int AS count FROM attribution_credits a
-            JOIN conversions c ON c.id = a.conversion_id WHERE c.outcome_event_id = ${eventId}`
+            JOIN conversions c ON c.id = a.conversion_id WHERE c.outcome_event_id = ${eventId}`)
           // Credit rows go with their conversion (ON DELETE CASCADE).
-          const deleted = yield* sql<{ customer_id: string | null }>`
-            DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`
+          const deleted = yield* deletedRows(sql`
+            DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`)
           const customerIds = deleted.flatMap((row) => (row.customer_id === null ? [] : [row.customer_id]))
-          return { conversions: deleted.length, credits: credits[0]?.count ?? 0, customerIds }
+          return { conversions: deleted.length, credits: Option.match(credits, { onNone: () => 0, onSome: (row) => row.count }), customerIds }
         })
 
       const tombstone = (eventId: string, reason: string) =>
@@ -505,62 +386,143 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           LIMIT ${limit + 1}`)
       }
 
-      return {
-        profileFacts: (profileIds) => orDatabaseUnavailable(profileFacts(profileIds)),
-        claimEvents: (events) => orDatabaseUnavailable(claimEvents(events)),
-        findEvent: (profileId, key) =>
-          orDatabaseUnavailable(
-            Effect.map(findEvents([{ profileId, name: key }]), (found) => Option.fromNullishOr(found.get(profileScoped(profileId, key))))
-          ),
-        findEvents: (keys) => orDatabaseUnavailable(keys.length === 0 ? Effect.succeed(new Map()) : findEvents(keys)),
-        customersByKey: (keys) => orDatabaseUnavailable(keys.length === 0 ? Effect.succeed(new Map()) : customersByKey(keys)),
-        findCustomerByKey: (profileId, key) =>
-          orDatabaseUnavailable(Effect.map(liveByKey(profileId, key), Option.map((row) => row.id))),
-        customerByIdentifier: (profileId, kind, value) => orDatabaseUnavailable(customerByIdentifier(profileId, kind, value)),
-        oldestHolders: (kind, values) => orDatabaseUnavailable(oldestHolders(kind, values)),
-        lockIdentifierValues: (kind, values) => orDatabaseUnavailable(lockIdentifierValues(kind, values)),
-        createKeylessCustomers: (customers) => orDatabaseUnavailable(createKeylessCustomers(customers)),
-        customerKeys: (customerIds) => orDatabaseUnavailable(customerKeys(customerIds)),
-        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(sql, customerIds)),
-        addIdentifiers: (identifiers) => orDatabaseUnavailable(addIdentifiers(identifiers)),
-        proposeMerges: (identifiers) =>
-          identifiers.length === 0
-            ? Effect.void
-            : orDatabaseUnavailable(Effect.asVoid(proposeMerges(sql, {
-              identifiers: identifiers.map((i) => ({ profileId: i.profileId, kind: i.kind, value: i.value }))
-            }))),
-        bindVisitorTouches: (visitors) =>
-          visitors.length === 0 ? Effect.void : orDatabaseUnavailable(Effect.asVoid(sql`
-            WITH bound AS (
-              UPDATE touches t SET customer_id = m.customer_id, join_method = 'anonymous_id'
-              FROM (
-                SELECT x.id, v.customer_id
-                FROM unnest(${visitors.map((v) => v.profileId)}::uuid[], ${visitors.map((v) => v.anonymousId)}::text[],
-                            ${visitors.map((v) => v.customerId)}::uuid[]) AS v(profile_id, anonymous_id, customer_id)
-                CROSS JOIN LATERAL (SELECT id FROM touches
-                                    WHERE profile_id = v.profile_id AND anonymous_id = v.anonymous_id AND customer_id IS NULL
-                                    OFFSET 0) x
-              ) m
-              WHERE t.id = m.id AND t.customer_id IS NULL
-              RETURNING t.customer_id
+      const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
+
+      const recreditCustomers = (customerIds: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`UPDATE conversions SET credited_at = NULL WHERE customer_id = ANY(${customerIds}::uuid[])`)
+
+      const recreditCredited = (customerIds: ReadonlyArray<string>) =>
+        customerIds.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE conversions SET credited_at = NULL
+          WHERE customer_id = ANY(${customerIds}::uuid[]) AND credited_at IS NOT NULL`)
+
+      const recreditCustomer = (profileId: string, customerId: string) =>
+        Effect.map(
+          firstN(sql`
+            WITH q AS (
+              UPDATE conversions SET credited_at = NULL
+              WHERE profile_id = ${profileId} AND customer_id = ${customerId}::uuid
+              RETURNING id
             )
-            UPDATE conversions SET credited_at = NULL
-            WHERE customer_id IN (SELECT DISTINCT customer_id FROM bound) AND credited_at IS NOT NULL`)),
-        setEventCustomers: (pairs) => orDatabaseUnavailable(setEventCustomers(pairs)),
-        definitionsFor: (names) => orDatabaseUnavailable(definitionsFor(names)),
-        insertConversions: (conversions) => orDatabaseUnavailable(insertConversions(conversions)),
-        recomputeFirstPayments: (customerIds) => Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql),
-        insertOutbox: (rows) => orDatabaseUnavailable(insertOutbox(rows)),
-        lockEvent: (profileId, key) => orDatabaseUnavailable(lockEvent(profileId, key)),
-        hasExport: (eventId) => orDatabaseUnavailable(hasExport(eventId)),
-        hasConversationLead: (eventId) => orDatabaseUnavailable(hasConversationLead(eventId)),
-        deleteConversions: (eventId) => orDatabaseUnavailable(deleteConversions(eventId)),
-        tombstone: (eventId, reason) => orDatabaseUnavailable(tombstone(eventId, reason)),
-        queueReplay: (profileId, reason) => orDatabaseUnavailable(Effect.asVoid(enqueueReplay(sql, profileId, reason))),
-        listConversions: (profileId, filters, limit, after) =>
-          orDatabaseUnavailable(listConversions(profileId, filters, limit, after)),
+            SELECT count(*)::int AS n FROM q`),
+          Option.match({ onNone: () => 0, onSome: (row) => row.n })
+        )
+
+      /** Conversions of the profile whose customer and window (both ends inclusive, as the models read it) hold a pair. */
+      const inWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+        sql`
+          SELECT DISTINCT c.id
+          FROM unnest(${pairs.map((pair) => pair.customerId)}::uuid[], ${pairs.map((pair) => pair.at)}::timestamptz[])
+                 AS p(customer_id, at)
+          JOIN conversions c ON c.profile_id = ${profileId} AND c.customer_id = p.customer_id
+          LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+          WHERE p.at <= c.occurred_at
+            AND p.at >= c.occurred_at - make_interval(days => COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}))`
+
+      const requeueConversions = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+        pairs.length === 0
+          ? Effect.succeed(0)
+          : Effect.map(
+            sql`UPDATE conversions SET credited_at = NULL WHERE id IN (${inWindow(profileId, pairs)}) RETURNING id`,
+            (rows) => rows.length
+          )
+
+      const conversionsInWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+        pairs.length === 0
+          ? Effect.succeed<ReadonlyArray<WindowConversion>>([])
+          : windowRows(sql`
+            SELECT c.id::text AS id, c.customer_id::text AS customer_id,
+                   floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
+                   COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
+                   COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
+            FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+            WHERE c.id IN (${inWindow(profileId, pairs)})
+            ORDER BY c.occurred_at, c.id`)
+
+      const moveEvents = (m: string, s: string) =>
+        Effect.map(
+          idRows(sql`UPDATE outcome_events SET customer_id = ${s} WHERE customer_id = ${m} RETURNING id::text AS id`),
+          ids
+        )
+
+      const moveConversions = (m: string, s: string) =>
+        Effect.gen(function*() {
+          const conversions = ids(yield* idRows(sql`
+            UPDATE conversions SET customer_id = ${s} WHERE customer_id = ${m} RETURNING id::text AS id`))
+          const payer = ids(yield* idRows(sql`
+            UPDATE conversions SET payer_customer_id = ${s} WHERE payer_customer_id = ${m} RETURNING id::text AS id`))
+          return { conversions, payer }
+        })
+
+      const returnEvents = (eventIds: ReadonlyArray<string>, s: string, m: string) =>
+        Effect.asVoid(sql`UPDATE outcome_events SET customer_id = ${m} WHERE id = ANY(${eventIds}::uuid[]) AND customer_id = ${s}`)
+
+      const returnConversions = (conversionIds: ReadonlyArray<string>, payerIds: ReadonlyArray<string>, s: string, m: string) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE conversions SET customer_id = ${m} WHERE id = ANY(${conversionIds}::uuid[]) AND customer_id = ${s}`
+          yield* sql`
+            UPDATE conversions SET payer_customer_id = ${m}
+            WHERE id = ANY(${payerIds}::uuid[]) AND payer_customer_id = ${s}`
+        })
+
+      const forgetConversionsOf = (customerIds: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          // A payment this person was assigned as payer of goes back to its event's customer.
+          yield* sql`
+            UPDATE conversions c SET payer_customer_id = NULL, customer_id = e.customer_id, credited_at = NULL
+            FROM outcome_events e
+            WHERE e.id = c.outcome_event_id AND c.payer_customer_id = ANY(${customerIds}::uuid[])
+              AND (e.customer_id IS NULL OR NOT e.customer_id = ANY(${customerIds}::uuid[]))`
+          // Conversions stay, without a person; their credit rows and first-payment flags stand as recorded.
+          const forgotten = yield* sql`
+            UPDATE conversions SET customer_id = NULL, payer_customer_id = NULL, subject_ref = NULL, order_group = NULL
+            WHERE customer_id = ANY(${customerIds}::uuid[]) OR payer_customer_id = ANY(${customerIds}::uuid[])
+            RETURNING id`
+          return forgotten.length
+        })
+
+      const forgetEventsOf = (customerIds: ReadonlyArray<string>) =>
+        Effect.map(
+          sql`
+            UPDATE outcome_events SET customer_id = NULL, subject_ref = NULL, order_group = NULL, click_ids = '{}'::jsonb
+            WHERE customer_id = ANY(${customerIds}::uuid[])
+            RETURNING id`,
+          (rows) => rows.length
+        )
+
+      return {
+        ...atDatabaseBoundary({
+          profileFacts,
+          claimEvents,
+          findEvent: (profileId: string, key: string) =>
+            Effect.map(findEvents([{ profileId, name: key }]), (found) => Option.fromNullishOr(found.get(profileScoped(profileId, key)))),
+          findEvents: (keys: ReadonlyArray<ProfileScoped>) => keys.length === 0 ? Effect.succeed(new Map<string, StoredEvent>()) : findEvents(keys),
+          setEventCustomers,
+          definitionsFor,
+          insertConversions,
+          recreditCustomers,
+          recreditCredited,
+          recreditCustomer,
+          requeueConversions,
+          conversionsInWindow,
+          moveEvents,
+          moveConversions,
+          returnEvents,
+          returnConversions,
+          forgetConversionsOf,
+          forgetEventsOf,
+          lockEvent,
+          hasExport,
+          hasConversationLead,
+          deleteConversions,
+          tombstone,
+          queueReplay: (profileId: string, reason: string) => Effect.asVoid(enqueueReplay(sql, profileId, reason)),
+          listConversions
+        }),
+        recomputeFirstPayments: (customerIds) =>
+          recomputeFirstPayments(customerIds).pipe(Effect.provideService(SqlClient, sql), Effect.provideService(CustomersRepo, customers)),
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide(CustomersRepo.layer))
 }

@@ -23,7 +23,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { lockCustomers } from "../../customers/lock.ts"
+import { CustomersRepo } from "../../customers/repo.ts"
 
 /** Same-purchase grouping: a balance within this long after the deposit. */
 export const SAME_PURCHASE_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
@@ -112,12 +112,12 @@ const changedFlags = (rows: ReadonlyArray<ConversionFacts>) => {
  */
 export const recomputeFirstPayments = (
   customerIds: ReadonlyArray<string>
-): Effect.Effect<number, DatabaseUnavailable, SqlClient> =>
+): Effect.Effect<number, DatabaseUnavailable, SqlClient | CustomersRepo> =>
   orDatabaseUnavailable(Effect.gen(function*() {
     if (customerIds.length === 0) return 0
     const sql = yield* SqlClient
     const ids = [...new Set(customerIds)]
-    yield* lockCustomers(sql, ids)
+    yield* (yield* CustomersRepo).lockCustomers(ids)
     // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
     // subquery into a join, which it may plan as a scan per customer while statistics are stale.
     const rows = yield* conversionFacts(sql`

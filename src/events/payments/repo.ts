@@ -9,7 +9,8 @@ import { lockProfileAttribution } from "../../attribution/replay-queue.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { recomputeFirstPayments } from "./first-payments.ts"
-import { lockCustomers } from "../../customers/lock.ts"
+import { TouchColumns } from "../../attribution/touches/repo.ts"
+import { CustomersRepo } from "../../customers/repo.ts"
 
 export const PaymentRow = Schema.Struct({
   payment_id: Schema.String,
@@ -35,15 +36,7 @@ export const LinkageRow = Schema.Struct({
   touch_id: Schema.NullOr(Schema.String),
   touch_kind: Schema.NullOr(Schema.String),
   touch_at: Schema.NullOr(Schema.String),
-  channel: Schema.NullOr(Schema.String),
-  source: Schema.NullOr(Schema.String),
-  medium: Schema.NullOr(Schema.String),
-  campaign_external_id: Schema.NullOr(Schema.String),
-  campaign_name: Schema.NullOr(Schema.String),
-  ad_set_external_id: Schema.NullOr(Schema.String),
-  ad_set_name: Schema.NullOr(Schema.String),
-  ad_external_id: Schema.NullOr(Schema.String),
-  ad_name: Schema.NullOr(Schema.String),
+  ...TouchColumns.fields,
   join_method: Schema.NullOr(Schema.Literals(["ctwa_referral", "click_id", "link_token", "anonymous_id"])),
   click_id_kind: Schema.NullOr(Schema.String),
   credit_share: Schema.NullOr(Schema.String)
@@ -163,6 +156,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
   static readonly layer = Layer.effect(PaymentsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const customers = yield* CustomersRepo
       const paymentRows = decodeRows(PaymentRow)
       const firstPayment = decodeFirstRow(PaymentRow)
       const linkageRows = decodeRows(LinkageRow)
@@ -345,7 +339,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         list: (profileId, filters, limit, after) => orDatabaseUnavailable(list(profileId, filters, limit, after)),
         find: (profileId, paymentId) => orDatabaseUnavailable(find(profileId, paymentId)),
         owners: (profileId, paymentId) => orDatabaseUnavailable(owners(profileId, paymentId)),
-        lockCustomers: (customerIds) => orDatabaseUnavailable(lockCustomers(sql, customerIds)),
+        lockCustomers: customers.lockCustomers,
         lock: (profileId, paymentId) => orDatabaseUnavailable(lock(profileId, paymentId)),
         liveCustomer: (profileId, customerKey) => orDatabaseUnavailable(liveCustomer(profileId, customerKey)),
         setInstallment: (paymentId, installment) => orDatabaseUnavailable(setInstallment(paymentId, installment)),
@@ -354,7 +348,8 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         setRefund: (paymentId, amount, reason) => orDatabaseUnavailable(setRefund(paymentId, amount, reason)),
         clearRefund: (paymentId) => orDatabaseUnavailable(clearRefund(paymentId)),
         insertAction: (action) => orDatabaseUnavailable(insertAction(action)),
-        recomputeFirstPayments: (customerIds) => Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql),
+        recomputeFirstPayments: (customerIds) =>
+          recomputeFirstPayments(customerIds).pipe(Effect.provideService(SqlClient, sql), Effect.provideService(CustomersRepo, customers)),
         linkage: (profileId, filters, limit, after, model) =>
           orDatabaseUnavailable(linkage(profileId, filters, limit, after, model)),
         paymentDefinition: (profileId) => orDatabaseUnavailable(paymentDefinition(profileId)),
@@ -363,5 +358,5 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide(CustomersRepo.layer))
 }

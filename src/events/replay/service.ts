@@ -5,17 +5,15 @@
  * healthcare-family profile only the provisioning app's keys may replay (403
  * `healthcare_scope_forbidden` for anyone else).
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Context, Effect, Layer, Option } from "effect"
 import { type DatabaseUnavailable, HealthcareScopeForbidden, InvalidParameter } from "../../../schema/errors.ts"
 import { DEFAULT_REPLAY_PAGE, type OutcomeRecordedEvent, type OutcomeReplayQuery } from "../../../schema/events.ts"
 import { isHealthcareFamily } from "../../../schema/scopes.ts"
 import { PiiAccessLog } from "../../audit/pii-access.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../auth/principal.ts"
 import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
-import { decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
-import { isoTimestamp } from "../../platform/sql-time.ts"
 import { OUTCOME_RECORDED } from "../outcomes/recorder.ts"
+import { OutboxRepo } from "../outbox/repo.ts"
 import { EventsRepo } from "../outcomes/repo.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
 
@@ -26,30 +24,6 @@ export { DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE } from "../../../schema/events.ts"
  * rows stamped before them, and a cursor must never pass over a row that appears later.
  */
 export const SETTLE_SECONDS = 10
-
-const Row = Schema.Struct({
-  id: Schema.String,
-  created_at: Schema.String,
-  payload: Schema.Struct({
-    data: Schema.Struct({
-      provider: Schema.String,
-      outcome_type: Schema.String,
-      occurred_at: Schema.String,
-      customer_key: Schema.NullOr(Schema.String),
-      value: Schema.NullOr(Schema.String),
-      currency: Schema.NullOr(Schema.String),
-      outcome_event_id: Schema.String,
-      conversion_id: Schema.NullOr(Schema.String)
-    }),
-    delivery: Schema.Struct({ customer_id: Schema.NullOr(Schema.String) })
-  }),
-  first_name: Schema.NullOr(Schema.String),
-  last_name: Schema.NullOr(Schema.String),
-  email: Schema.NullOr(Schema.String),
-  phone: Schema.NullOr(Schema.String),
-  customer_live: Schema.Boolean
-})
-
 
 export class OutcomeReplay extends Context.Service<OutcomeReplay, {
   readonly list: (
@@ -63,10 +37,9 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
 }>()("svc/OutcomeReplay") {
   static readonly layer = Layer.effect(OutcomeReplay)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const piiLog = yield* PiiAccessLog
-      const rows = decodeRows(Row)
       const events = yield* EventsRepo
+      const outbox = yield* OutboxRepo
 
       const list = Effect.fn("Events.replayOutcomes")(function*(
         principal: PrincipalShape,
@@ -95,27 +68,14 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: query.cursor ?? null } }
         const withContact = heldScopes(principal).includes("customers:read")
-        const start = Option.match(after, {
-          onNone: () => sql`o.created_at >= now() - make_interval(days => ${REPLAY_WINDOW_DAYS})`,
-          onSome: (keyset) =>
-            sql`o.created_at >= now() - make_interval(days => ${REPLAY_WINDOW_DAYS})
-                AND (o.created_at, o.id) > (${keyset.at}::timestamptz, ${keyset.id}::uuid)`
+        const found = yield* outbox.recorded({
+          profileId: profile.profileId,
+          topic: OUTCOME_RECORDED,
+          windowDays: REPLAY_WINDOW_DAYS,
+          settleSeconds: SETTLE_SECONDS,
+          after,
+          limit
         })
-        const found = yield* orDatabaseUnavailable(rows(sql`
-          SELECT o.id, ${isoTimestamp(sql, "o.created_at")} AS created_at, o.payload,
-                 c.first_name, c.last_name,
-                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
-                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
-                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
-                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
-                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live
-          FROM outbox o
-          LEFT JOIN customers c ON c.id = (o.payload->'delivery'->>'customer_id')::uuid
-          WHERE o.profile_id = ${profile.profileId} AND o.topic = ${OUTCOME_RECORDED}
-            AND o.created_at < now() - make_interval(secs => ${SETTLE_SECONDS})
-            AND ${start}
-          ORDER BY o.created_at, o.id
-          LIMIT ${limit + 1}`))
         const page = found.slice(0, limit)
         const last = page[page.length - 1]
         if (withContact && page.some((row) => row.customer_live)) {
@@ -159,5 +119,5 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
 
       return { list }
     })
-  ).pipe(Layer.provide([PiiAccessLog.layer, EventsRepo.layer]))
+  ).pipe(Layer.provide([PiiAccessLog.layer, EventsRepo.layer, OutboxRepo.layer]))
 }

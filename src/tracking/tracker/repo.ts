@@ -1,4 +1,4 @@
-/** SQL of the web tracker: tracking keys, tracker settings, replay jobs, touches and drop counters. */
+/** SQL of the web tracker: tracking keys, tracker settings, replay jobs and drop counters; touches go through their owner. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
@@ -6,6 +6,7 @@ import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } fro
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { enqueueReplay as enqueueAttributionReplay } from "../../attribution/replay-queue.ts"
 import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
+import { type NewWebTouch, TouchesRepo } from "../../attribution/touches/repo.ts"
 
 export const KeyRow = Schema.Struct({
   id: Schema.String,
@@ -47,39 +48,6 @@ export const CollectorTargetRow = Schema.Struct({
 })
 export type CollectorTargetRow = typeof CollectorTargetRow.Type
 
-export interface NewTouch {
-  readonly profileId: string
-  /** ISO time; null: when the database receives it. */
-  readonly occurredAt: string | null
-  readonly idempotencyKey: string | null
-  readonly eventType: string
-  readonly anonymousId: string
-  readonly sessionId: string | null
-  readonly channel: string
-  readonly source: string
-  readonly medium: string
-  readonly campaignExternalId: string | null
-  readonly campaignName: string | null
-  readonly clickIdKind: string | null
-  readonly clickId: string | null
-  readonly url: string
-  readonly path: string
-  readonly referrerDomain: string | null
-  readonly device: string | null
-  readonly browser: string | null
-  readonly os: string | null
-  readonly country: string | null
-  readonly city: string | null
-  /** The browser `Origin` the collector accepted (one of the allowed origins); null for other senders. */
-  readonly collectorOrigin: string | null
-  /**
-   * The customer a verified link token names (decision 0037): the touch binds to it, or to its
-   * survivor when it was merged, with `join_method: link_token`; an erased one binds nothing.
-   */
-  readonly linkCustomerId: string | null
-  readonly payload: Record<string, unknown>
-}
-
 export type DropReason = "bot" | "do_not_track"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
@@ -103,8 +71,8 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
   readonly collectorTarget: (key: string) => Repo<Option.Option<CollectorTargetRow>>
   /** Whether some live profile lists this origin in its allowed origins (the collector's pre-flight). */
   readonly originAllowedAnywhere: (origin: string) => Repo<boolean>
-  /** One touch row; None when an event with the same id was stored before. */
-  readonly insertTouch: (touch: NewTouch) => Repo<Option.Option<string>>
+  /** One touch row, written by the touches owner (src/attribution/touches/repo.ts); None when an event with the same id was stored before. */
+  readonly insertTouch: (touch: NewWebTouch) => Repo<Option.Option<string>>
   readonly countDrop: (profileId: string, reason: DropReason) => Repo<void>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
@@ -112,6 +80,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
   static readonly layer = Layer.effect(TrackingRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const touches = yield* TouchesRepo
       const tenancy = yield* TenancyRepo
 
       const keyColumns = sql`
@@ -220,47 +189,6 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
           (rows) => rows[0]?.allowed === true
         )
 
-      const insertTouch = (touch: NewTouch) =>
-        Effect.map(
-          sql<{ id: string }>`
-            WITH RECURSIVE linked_chain AS (
-              SELECT c.id, c.merged_into_id, c.erased_at, 0 AS depth FROM customers c
-              WHERE c.id = ${touch.linkCustomerId}::uuid AND c.profile_id = ${touch.profileId}
-              UNION ALL
-              SELECT c.id, c.merged_into_id, c.erased_at, l.depth + 1
-              FROM linked_chain l JOIN customers c ON c.id = l.merged_into_id AND c.profile_id = ${touch.profileId}
-              WHERE l.erased_at IS NULL AND l.depth < 16
-            ),
-            linked AS (
-              SELECT id AS customer_id FROM linked_chain WHERE merged_into_id IS NULL AND erased_at IS NULL LIMIT 1
-            ),
-            bound AS (
-              SELECT ci.customer_id
-              FROM customer_identifiers ci
-              JOIN customers c ON c.id = ci.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
-              WHERE ci.profile_id = ${touch.profileId} AND ci.kind = 'anonymous_id' AND ci.value = ${touch.anonymousId}
-                AND ci.removed_at IS NULL
-              ORDER BY ci.is_primary DESC, ci.created_at DESC
-              LIMIT 1)
-            INSERT INTO touches (
-              id, profile_id, kind, occurred_at, source_system, idempotency_key, event_type, anonymous_id, session_id,
-              customer_id, join_method, channel, source, medium, campaign_external_id, campaign_name, click_id_kind,
-              click_id, url, path, referrer_domain, device, browser, os, country, city, collector_origin, payload)
-            SELECT
-              ${crypto.randomUUID()}, ${touch.profileId}, 'web_touch', COALESCE(${touch.occurredAt}::timestamptz, now()),
-              'tracker', ${touch.idempotencyKey}, ${touch.eventType}, ${touch.anonymousId}, ${touch.sessionId},
-              COALESCE(l.customer_id, b.customer_id),
-              CASE WHEN l.customer_id IS NOT NULL THEN 'link_token' WHEN b.customer_id IS NOT NULL THEN 'anonymous_id' END,
-              ${touch.channel}, ${touch.source}, ${touch.medium}, ${touch.campaignExternalId}, ${touch.campaignName},
-              ${touch.clickIdKind}, ${touch.clickId}, ${touch.url}, ${touch.path}, ${touch.referrerDomain},
-              ${touch.device}, ${touch.browser}, ${touch.os}, ${touch.country}, ${touch.city}, ${touch.collectorOrigin},
-              ${JSON.stringify(touch.payload)}::jsonb
-            FROM (SELECT 1) AS one LEFT JOIN linked l ON true LEFT JOIN bound b ON true
-            ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING id`,
-          (rows) => Option.fromNullishOr(rows[0]?.id)
-        )
-
       const countDrop = (profileId: string, reason: DropReason) =>
         Effect.asVoid(sql`
           INSERT INTO tracking_drops (profile_id, day, reason, count)
@@ -277,10 +205,10 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
         enqueueReplay: (profileId, reason) => orDatabaseUnavailable(enqueueReplay(profileId, reason)),
         collectorTarget: (key) => orDatabaseUnavailable(collectorTarget(key)),
         originAllowedAnywhere: (origin) => orDatabaseUnavailable(originAllowedAnywhere(origin)),
-        insertTouch: (touch) => orDatabaseUnavailable(insertTouch(touch)),
+        insertTouch: touches.insertWebTouch,
         countDrop: (profileId, reason) => orDatabaseUnavailable(countDrop(profileId, reason)),
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide(TenancyRepo.layer))
+  ).pipe(Layer.provide([TenancyRepo.layer, TouchesRepo.layer]))
 }

@@ -1,0 +1,112 @@
+/**
+ * The owner of `outbox` (DESIGN.md, "Table ownership"): the rows server-side events leave for
+ * delivery, their erasure, and the `outcome.recorded` replay's page (decision 0044).
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+
+export interface NewOutboxRow {
+  readonly id: string
+  readonly profileId: string
+  readonly topic: string
+  readonly payload: unknown
+}
+
+/** An `outcome.recorded` row with its customer's contact (src/events/replay). */
+export const RecordedRow = Schema.Struct({
+  id: Schema.String,
+  created_at: Schema.String,
+  payload: Schema.Struct({
+    data: Schema.Struct({
+      provider: Schema.String,
+      outcome_type: Schema.String,
+      occurred_at: Schema.String,
+      customer_key: Schema.NullOr(Schema.String),
+      value: Schema.NullOr(Schema.String),
+      currency: Schema.NullOr(Schema.String),
+      outcome_event_id: Schema.String,
+      conversion_id: Schema.NullOr(Schema.String)
+    }),
+    delivery: Schema.Struct({ customer_id: Schema.NullOr(Schema.String) })
+  }),
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String),
+  customer_live: Schema.Boolean
+})
+export type RecordedRow = typeof RecordedRow.Type
+
+/** A page of one topic's rows of a profile: oldest first, within a window, settled, after a keyset. */
+export interface RecordedQuery {
+  readonly profileId: string
+  readonly topic: string
+  /** Rows older than this many days are not answered. */
+  readonly windowDays: number
+  /** Rows newer than this many seconds are not answered yet. */
+  readonly settleSeconds: number
+  readonly after: Option.Option<{ readonly at: string; readonly id: string }>
+  readonly limit: number
+}
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class OutboxRepo extends Context.Service<OutboxRepo, {
+  /** Inserts the rows (one statement), in the caller's transaction. */
+  readonly insert: (rows: ReadonlyArray<NewOutboxRow>) => Repo<void>
+  /**
+   * Erasure: `outcome.recorded` rows of these customers, delivered or not (the replay answers them
+   * too), lose the customer key and the customer to open.
+   */
+  readonly forgetCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** The page of rows (one more than `limit`), each with its customer's name, primary email and phone and whether it is live. */
+  readonly recorded: (query: RecordedQuery) => Repo<ReadonlyArray<RecordedRow>>
+}>()("svc/OutboxRepo") {
+  static readonly layer = Layer.effect(OutboxRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+
+      const insert = (rows: ReadonlyArray<NewOutboxRow>) =>
+        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
+          INSERT INTO outbox (id, profile_id, topic, payload)
+          SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
+                               ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[])`)
+
+      const forgetCustomers = (ids: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          UPDATE outbox
+          SET payload = jsonb_set(jsonb_set(payload, '{data,customer_key}', 'null'::jsonb), '{delivery,customer_id}', 'null'::jsonb)
+          WHERE payload->'delivery'->>'customer_id' = ANY(${ids}::text[])`)
+
+      const recordedRows = decodeRows(RecordedRow)
+      const recorded = ({ after, limit, profileId, settleSeconds, topic, windowDays }: RecordedQuery) => {
+        const start = Option.match(after, {
+          onNone: () => sql`o.created_at >= now() - make_interval(days => ${windowDays})`,
+          onSome: (keyset) =>
+            sql`o.created_at >= now() - make_interval(days => ${windowDays})
+                AND (o.created_at, o.id) > (${keyset.at}::timestamptz, ${keyset.id}::uuid)`
+        })
+        return recordedRows(sql`
+          SELECT o.id, ${isoTimestamp(sql, "o.created_at")} AS created_at, o.payload,
+                 c.first_name, c.last_name,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
+                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live
+          FROM outbox o
+          LEFT JOIN customers c ON c.id = (o.payload->'delivery'->>'customer_id')::uuid
+          WHERE o.profile_id = ${profileId} AND o.topic = ${topic}
+            AND o.created_at < now() - make_interval(secs => ${settleSeconds})
+            AND ${start}
+          ORDER BY o.created_at, o.id
+          LIMIT ${limit + 1}`)
+      }
+
+      return atDatabaseBoundary({ insert, forgetCustomers, recorded })
+    })
+  )
+}
