@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { recomputeFirstPayments } from "../events/payments/first-payments.ts"
+import { EventsRepo } from "../events/outcomes/repo.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { proposeMerges } from "./proposer.ts"
@@ -127,6 +127,7 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
   static readonly layer = Layer.effect(IdentityRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const events = yield* EventsRepo
       const iso = (column: string) => isoTimestamp(sql, column)
       const proposalRows = decodeRows(ProposalRow)
       const firstProposal = decodeFirstRow(ProposalRow)
@@ -216,8 +217,7 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
         )
 
       const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
-      const recompute = (customerIds: ReadonlyArray<string>) =>
-        Effect.provideService(recomputeFirstPayments(customerIds), SqlClient, sql)
+      const recompute = (customerIds: ReadonlyArray<string>) => events.recomputeFirstPayments(customerIds)
       /** The customers' conversions are credited again by the attribution worker. */
       const recredit = (customerIds: ReadonlyArray<string>) =>
         sql`UPDATE conversions SET credited_at = NULL WHERE customer_id = ANY(${customerIds}::uuid[])`
@@ -345,5 +345,5 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide(EventsRepo.layer))
 }

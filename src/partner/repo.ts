@@ -1,7 +1,7 @@
 /** SQL of partner data: the synced ads, referral and declared-source touches, re-credit marks (decision 0033). */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CandidateTouch, candidateTouches } from "../attribution/candidate-touches.ts"
+import { AttributionRepo, type CandidateTouch } from "../attribution/repo.ts"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { type TouchKind } from "../attribution/models/index.ts"
@@ -123,10 +123,10 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
   static readonly layer = Layer.effect(PartnerRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const attribution = yield* AttributionRepo
       const adRows = decodeRows(AdRow)
       const keyRows = decodeRows(Schema.Struct({ key: Schema.String }))
       const windowRows = decodeRows(WindowConversion)
-      const touchRows = decodeRows(CandidateTouch)
       const firstAnswer = decodeFirstRow(StoredAnswer)
 
       const adsByPlatformIds = (profileId: string, platformIds: ReadonlyArray<string>) =>
@@ -225,7 +225,7 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
       const touchesOf = (conversions: ReadonlyArray<WindowConversion>) =>
         conversions.length === 0
           ? Effect.succeed<ReadonlyArray<CandidateTouch>>([])
-          : touchRows(candidateTouches(sql, conversions))
+          : attribution.candidateTouches(conversions)
 
       const lockWamid = (profileId: string, wamid: string) =>
         Effect.asVoid(
@@ -269,5 +269,5 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide(AttributionRepo.layer))
 }

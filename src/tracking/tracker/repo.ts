@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { enqueueReplay as enqueueAttributionReplay } from "../../attribution/replay-queue.ts"
+import { ReplayQueue } from "../../attribution/jobs/repo.ts"
 import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
 
 export const KeyRow = Schema.Struct({
@@ -96,7 +96,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
   readonly writeSettings: (profileId: string, values: SettingsValues) => Repo<SettingsRow>
   /**
    * Queues a full attribution replay of the profile, or joins the one already queued
-   * (src/attribution/replay-queue.ts); answers the job's id. Commits with the caller's transaction.
+   * (src/attribution/jobs/repo.ts); answers the job's id. Commits with the caller's transaction.
    */
   readonly enqueueReplay: (profileId: string, reason: string) => Repo<string>
   /** The live key's profile (not archived) with its tracker settings. */
@@ -113,6 +113,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const tenancy = yield* TenancyRepo
+      const replays = yield* ReplayQueue
 
       const keyColumns = sql`
         k.id, k.profile_id, k.key, ${isoTimestamp(sql, "k.created_at")} AS created_at,
@@ -193,7 +194,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
 
       // The attribution domain's queue: the same per-profile lock and coalescing as every other enqueuer.
       const enqueueReplay = (profileId: string, reason: string) =>
-        Effect.map(enqueueAttributionReplay(sql, profileId, reason), (enqueued) => enqueued.jobId)
+        Effect.map(replays.enqueue(profileId, reason), (enqueued) => enqueued.jobId)
 
       const firstTarget = decodeFirstRow(CollectorTargetRow)
       const collectorTarget = (key: string) =>
@@ -282,5 +283,5 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide(TenancyRepo.layer))
+  ).pipe(Layer.provide([TenancyRepo.layer, ReplayQueue.layer]))
 }
