@@ -250,6 +250,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly reassignPayment: (paymentId: string, payerId: string | null, customerId: string | null) => Repo<void>
   /** Records a refund of the payment (now). */
   readonly setRefund: (paymentId: string, amount: string | null, reason: string | null) => Repo<void>
+  /** Undoes a recorded refund of the payment. */
   readonly clearRefund: (paymentId: string) => Repo<void>
   /**
    * Before deleting definitions: their conversions stay (with their keys) but lose the
@@ -633,6 +634,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             WHERE c.id = x.id
               AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)),
         setInstallment: (paymentId, installment) =>
+          // A payment with no customer has nothing to repeat: first unless it is a later installment.
           orDatabaseUnavailable(Effect.asVoid(sql`
             UPDATE conversions
             SET installment = ${installment},
