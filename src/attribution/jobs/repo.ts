@@ -177,9 +177,8 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
       const anyClaimable = (maxAttempts: number) =>
         Effect.map(
           firstCount(sql`
-            SELECT 1 AS n WHERE EXISTS (SELECT 1 ${claimable(maxAttempts)}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${
-            exhausted(maxAttempts)
-          })`),
+            SELECT 1 AS n
+            WHERE EXISTS (SELECT 1 ${claimable(maxAttempts)}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted(maxAttempts)})`),
           Option.isSome
         )
 
