@@ -26,7 +26,7 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CreditEngine } from "../../src/attribution/engine.ts"
-import { enqueueReplay } from "../../src/attribution/replay-queue.ts"
+import { ReplayQueue } from "../../src/attribution/jobs/repo.ts"
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { AnalyticsRollups, AnalyticsRollupSettings, defaultRollupSettings } from "../../src/analytics/rollups/repo.ts"
 import { CampaignsService } from "../../src/analytics/campaigns/service.ts"
@@ -68,6 +68,7 @@ const program = Effect.gen(function*() {
   const analytics = yield* AnalyticsService
   const rollups = yield* AnalyticsRollups
   const worker = yield* AttributionWorker
+  const queue = yield* ReplayQueue
   const campaigns = yield* CampaignsService
   console.log(
     KEPT_PROFILE !== undefined
@@ -98,7 +99,7 @@ const program = Effect.gen(function*() {
       const [credited] = yield* sql<{ any: boolean }>`
         SELECT EXISTS (SELECT 1 FROM conversions WHERE profile_id = ${dataset.profileId} AND credited_at IS NOT NULL) AS any`
       if (credited?.any !== true) {
-        yield* enqueueReplay(sql, dataset.profileId, "bench")
+        yield* queue.enqueue(dataset.profileId, "bench")
         const credited = yield* timed(worker.runNextReplay)
         console.log(`full replay (six models) in ${fmt(credited.seconds, 1)} s`)
         // What autovacuum does after a table grows this much: reads plan on current statistics.
@@ -176,7 +177,7 @@ await runInProcessBench("analytics", "a PostgreSQL the bench may write ten milli
     Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }),
     Layer.succeed(AnalyticsRollupSettings)({ ...defaultRollupSettings, enabled: false })
   )
-  return Layer.mergeAll(AnalyticsService.layer, CampaignsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer).pipe(
+  return Layer.mergeAll(AnalyticsService.layer, CampaignsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer, ReplayQueue.layer).pipe(
     Layer.provide(quiet),
     Layer.provideMerge(MigrationsLive),
     Layer.provideMerge(DatabaseLive),

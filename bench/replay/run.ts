@@ -11,9 +11,9 @@
  *   computes first, next to the same statistics computed as before (decision 0030's query: every
  *   path as an array, then `buildPathStats`);
  * - baseline "read": the candidate touches of every conversion with the replay's own SQL
- *   (`candidateTouches`, batches of the replay's size), nothing credited or written;
+ *   (`AttributionRepo.candidateTouches`, batches of the replay's size), nothing credited or written;
  * - baseline "compute": the six pure models (`creditAll`) over those paths in memory;
- * - four replays, each `enqueueReplay` then `AttributionWorker.runNextReplay` (the worker's real
+ * - four replays, each `ReplayQueue.enqueue` then `AttributionWorker.runNextReplay` (the worker's real
  *   code path: claim, lease, statistics, batches, locks, reads, writes, renewals, success):
  *   1. first credit: the conversions have no rows yet;
  *   2. after the `purchase` definition's window went from 30 to 14 days (rows deleted and changed);
@@ -34,12 +34,12 @@
  * measures a kept profile again without generating (its credit rows are deleted first; it stays),
  * BENCH_PROFILE=<id> BENCH_DROP=1 drops it.
  */
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CandidateTouch, candidateTouches } from "../../src/attribution/candidate-touches.ts"
 import { CreditEngine } from "../../src/attribution/engine.ts"
 import { creditAll, type PathStats, type TouchInput } from "../../src/attribution/models/index.ts"
-import { enqueueReplay, REPLAY_JOB_KIND } from "../../src/attribution/replay-queue.ts"
+import { REPLAY_JOB_KIND, ReplayQueue } from "../../src/attribution/jobs/repo.ts"
+import { AttributionRepo, type CandidateTouch } from "../../src/attribution/repo.ts"
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
@@ -104,6 +104,8 @@ const program = Effect.gen(function*() {
   const sql = yield* SqlClient
   const engine = yield* CreditEngine
   const worker = yield* AttributionWorker
+  const queue = yield* ReplayQueue
+  const attribution = yield* AttributionRepo
   const settings = yield* AttributionWorkerSettings
   const touchesWanted = intFromEnv("BENCH_TOUCHES", 1_000_000, 20_000_000)
   const customers = intFromEnv("BENCH_CUSTOMERS", Math.max(100, Math.floor(touchesWanted / 10)), 10_000_000)
@@ -174,14 +176,14 @@ const program = Effect.gen(function*() {
     ORDER BY c.occurred_at, c.id`
   const creditable = targets.filter((target) => target.eligible && target.customer_id !== null)
   const readRun = yield* clock(Effect.gen(function*() {
-    const rows: Array<unknown> = []
+    const rows: Array<CandidateTouch> = []
     for (let start = 0; start < creditable.length; start += settings.replayBatchSize) {
-      const batch = yield* candidateTouches(sql, creditable.slice(start, start + settings.replayBatchSize))
+      const batch = yield* attribution.candidateTouches(creditable.slice(start, start + settings.replayBatchSize))
       for (const row of batch) rows.push(row)
     }
     return rows
   }))
-  const candidates = yield* Schema.decodeUnknownEffect(Schema.Array(CandidateTouch))(readRun.value)
+  const candidates = readRun.value
   const paths = new Map<string, Array<TouchInput>>()
   for (const touch of candidates) {
     let list = paths.get(touch.conversion_id)
@@ -227,7 +229,7 @@ const program = Effect.gen(function*() {
     process.stdout.write(`replay ${i + 1}/${scenarios.length}: ${scenario.label} ...`)
     const cpuBefore = yield* cpuNow(sql)
     const run = yield* clock(Effect.gen(function*() {
-      const queued = yield* enqueueReplay(sql, dataset.profileId, scenario.reason)
+      const queued = yield* queue.enqueue(dataset.profileId, scenario.reason)
       const outcome = yield* worker.runNextReplay
       if (Option.isNone(outcome) || outcome.value.jobId !== queued.jobId || outcome.value.state !== "succeeded") {
         return yield* Effect.fail(new Error(`the replay did not succeed: ${JSON.stringify(outcome)}`))
@@ -278,7 +280,7 @@ const program = Effect.gen(function*() {
     )
   line("baseline: svc_model statistics (`pathStats`)", statsRun.seconds, "")
   line("(before: statistics as path arrays + `buildPathStats`)", reference.seconds, "")
-  line("baseline: read candidate touches (`candidateTouches`, no decode)", readRun.seconds, "")
+  line("baseline: read candidate touches (`AttributionRepo.candidateTouches`, decoded)", readRun.seconds, "")
   line("baseline: six models in memory (`creditAll`)", computeRun.seconds, `${fmt(creditRows)} computed`)
   const floor = statsRun.seconds + readRun.seconds + computeRun.seconds
   line("baseline: statistics + read + compute", floor, "")
@@ -330,7 +332,7 @@ await runInProcessBench("replay", "a PostgreSQL the bench may write a million to
     replayBatchSize: intFromEnv("BENCH_BATCH", defaultWorkerSettings.replayBatchSize, 100_000),
     replayBatchConcurrency: intFromEnv("BENCH_CONCURRENCY", defaultWorkerSettings.replayBatchConcurrency, 16)
   })
-  return Layer.mergeAll(AttributionWorker.layer, CreditEngine.layer).pipe(
+  return Layer.mergeAll(AttributionWorker.layer, CreditEngine.layer, ReplayQueue.layer, AttributionRepo.layer).pipe(
     Layer.provide(workerSettings),
     Layer.provideMerge(workerSettings),
     Layer.provideMerge(MigrationsLive),

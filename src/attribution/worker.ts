@@ -12,13 +12,13 @@
  *   a runner whose lease was taken over stops at its next write. A failed attempt is retried
  *   with backoff, and the job is `failed` after `maxAttempts`.
  */
-import { Cause, Context, Data, Duration, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Cause, Context, Data, Duration, Effect, Layer, Option, Result } from "effect"
+import { isSqlError } from "effect/sql/SqlError"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
-import { CreditEngine, type CreditTarget, type ReplayKeyset } from "./engine.ts"
+import { CreditEngine } from "./engine.ts"
+import { type ClaimedJob, ReplayQueue } from "./jobs/repo.ts"
 import type { PathStats } from "./models/index.ts"
-import { REPLAY_JOB_KIND } from "./replay-queue.ts"
+import { AttributionRepo, type CreditTarget, type ReplayKeyset } from "./repo.ts"
 
 export interface AttributionWorkerSettingsShape {
   /** Run the background fibers. Off: nothing runs unless `drainOnce` is called (tests that step by hand). */
@@ -64,14 +64,6 @@ export const AttributionWorkerSettings = Context.Reference<AttributionWorkerSett
 /** Another runner took the job over (our lease expired): stop without touching it. */
 class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly jobId: string }> {}
 
-const ClaimedJob = Schema.Struct({
-  id: Schema.String,
-  profile_id: Schema.String,
-  attempts: Schema.Int,
-  reason: Schema.String
-})
-type ClaimedJob = typeof ClaimedJob.Type
-
 export type ReplayOutcome =
   | { readonly jobId: string; readonly profileId: string; readonly state: "succeeded"; readonly progress: number }
   | { readonly jobId: string; readonly profileId: string; readonly state: "retrying" | "failed" | "lease_lost" }
@@ -96,6 +88,9 @@ const errorCodeOf = (cause: Cause.Cause<unknown>): string => {
       if (error._tag === "DatabaseUnavailable" || error._tag === "SqlError") return "database_error"
     }
   }
+  // A statement the database rejected reaches here as a defect (the repositories' boundary).
+  const defect = Cause.findDefect(cause)
+  if (Result.isSuccess(defect) && isSqlError(defect.success)) return "database_error"
   return "internal_error"
 }
 
@@ -109,12 +104,11 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
 }>()("svc/AttributionWorker") {
   static readonly layer = Layer.effect(AttributionWorker)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const repo = yield* AttributionRepo
+      const queue = yield* ReplayQueue
       const engine = yield* CreditEngine
       const settings = yield* AttributionWorkerSettings
       const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
-      const firstJob = decodeFirstRow(ClaimedJob)
-      const firstCount = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
 
       // svc_model statistics per profile, reused by crediting for `statsTtl` (a replay refreshes them).
       const statsCache = new Map<string, { readonly stats: PathStats; readonly at: number }>()
@@ -145,15 +139,15 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
 
       /** Locks, credits and marks up to `limit` waiting conversions (or just `onlyId`) in one transaction. */
       const creditLocked = (limit: number, onlyId?: string) =>
-        orDatabaseUnavailable(sql.withTransaction(Effect.gen(function*() {
-          yield* engine.tuneTransaction
-          const targets = yield* engine.lockPending(limit, onlyId)
+        repo.transaction(Effect.gen(function*() {
+          yield* repo.tuneTransaction
+          const targets = yield* repo.lockPending(limit, onlyId)
           if (targets.length === 0) return 0
           const stats = yield* statsFor(targets.map((target) => target.profile_id))
           const rows = yield* engine.credit(targets, (profileId) => stats.get(profileId))
           yield* Effect.annotateCurrentSpan({ "svc.attribution.conversions": targets.length, "svc.attribution.credit_rows": rows })
           return targets.length
-        })))
+        }))
 
       /** A connection failure or an interruption: the loop waits and tries the same work again. */
       const isRetryable = (cause: Cause.Cause<DatabaseUnavailable>) =>
@@ -165,7 +159,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
        * marked credited without rows; the next replay of its profile tries it again.
        */
       const creditOneByOne = Effect.fn("AttributionWorker.creditOneByOne")(function*() {
-        const ids = yield* orDatabaseUnavailable(engine.pendingIds(settings.creditBatchSize))
+        const ids = yield* repo.pendingIds(settings.creditBatchSize)
         let done = 0
         for (const id of ids) {
           yield* Effect.yieldNow
@@ -179,7 +173,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
             conversion_id: id,
             cause: exit.cause
           })
-          yield* orDatabaseUnavailable(sql.withTransaction(engine.markWithoutCredit(id)))
+          yield* repo.transaction(engine.markWithoutCredit(id))
           done++
         }
         return done
@@ -196,90 +190,19 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
         return exit.value
       })
 
-      /** Jobs whose runner died on their last attempt: nothing will retry them. */
-      const exhausted = sql`
-        kind = ${REPLAY_JOB_KIND} AND state = 'running' AND lease_until < now() AND attempts >= ${settings.maxAttempts}`
-      const failExhausted = sql`
-        UPDATE work_jobs SET state = 'failed', finished_at = now(), lease_until = NULL,
-               error = COALESCE(error, 'lease_expired')
-        WHERE ${exhausted}`
-
-      /** Claimable: queued and due, or running with an expired lease; never while the profile has a live replay. */
-      const claimable = sql`
-        FROM work_jobs c
-        WHERE c.kind = ${REPLAY_JOB_KIND}
-          AND ((c.state = 'queued' AND (c.lease_until IS NULL OR c.lease_until <= now()))
-            OR (c.state = 'running' AND c.lease_until < now() AND c.attempts < ${settings.maxAttempts}))
-          AND NOT EXISTS (
-            SELECT 1 FROM work_jobs r
-            WHERE r.profile_id = c.profile_id AND r.kind = ${REPLAY_JOB_KIND} AND r.state = 'running'
-              AND r.lease_until >= now() AND r.id <> c.id)`
-
-      /** Work for the replay loop: a claimable job, or an exhausted one to fail. */
-      const anyClaimable = Effect.map(
-        firstCount(sql`
-          SELECT 1 AS n WHERE EXISTS (SELECT 1 ${claimable}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted})`),
-        Option.isSome
-      )
-
-      const claim = Effect.gen(function*() {
-        yield* failExhausted
-        return yield* firstJob(sql`
-          UPDATE work_jobs j
-          SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
-              started_at = now(), finished_at = NULL, progress = 0
-          WHERE j.id = (SELECT c.id ${claimable} ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
-          RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason`)
-      })
-
       /** Fenced write: only while the job is still ours (same attempt, still running). */
+      const ours = (job: ClaimedJob) => (still: boolean) =>
+        still ? Effect.void : Effect.fail(new LeaseLost({ jobId: job.id }))
+
       const renew = (job: ClaimedJob, progress: number, total: number | null) =>
-        Effect.flatMap(
-          sql`
-            UPDATE work_jobs
-            SET progress = ${progress}, total = GREATEST(COALESCE(${total}::int, total), ${progress}),
-                lease_until = now() + make_interval(secs => ${leaseSeconds})
-            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
-            RETURNING id`,
-          (rows) => rows.length === 1 ? Effect.void : Effect.fail(new LeaseLost({ jobId: job.id }))
-        )
-
-      const succeed = (job: ClaimedJob, progress: number) =>
-        sql`
-          UPDATE work_jobs
-          SET state = 'succeeded', progress = ${progress}, total = GREATEST(COALESCE(total, 0), ${progress}),
-              finished_at = now(), lease_until = NULL, error = NULL
-          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
-          RETURNING id`
-
-      const fail = (job: ClaimedJob, code: string) => {
-        const last = job.attempts >= settings.maxAttempts
-        return sql`
-          UPDATE work_jobs
-          SET state = ${last ? "failed" : "queued"}, error = ${code},
-              finished_at = ${last ? sql`now()` : sql`NULL`},
-              lease_until = ${last ? sql`NULL` : sql`now() + make_interval(secs => ${backoffSeconds(job.attempts)})`}
-          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
-          RETURNING id`
-      }
-
-      /** On shutdown: hand the job back at once instead of waiting for the lease to expire. */
-      const release = (job: ClaimedJob) =>
-        sql`
-          UPDATE work_jobs SET state = 'queued', lease_until = NULL
-          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'`
+        Effect.flatMap(queue.renew(job, progress, total, leaseSeconds), ours(job))
 
       /** Fenced renewal after a batch: adds the batch to `progress`, only while the job is still ours. */
-      const advance = (job: ClaimedJob, done: number) =>
-        Effect.flatMap(
-          sql`
-            UPDATE work_jobs
-            SET progress = progress + ${done}, total = GREATEST(total, progress + ${done}),
-                lease_until = now() + make_interval(secs => ${leaseSeconds})
-            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
-            RETURNING id`,
-          (rows) => rows.length === 1 ? Effect.void : Effect.fail(new LeaseLost({ jobId: job.id }))
-        )
+      const advance = (job: ClaimedJob, done: number) => Effect.flatMap(queue.advance(job, done, leaseSeconds), ours(job))
+
+      /** Queued again after a backoff, or `failed` after the last attempt. */
+      const fail = (job: ClaimedJob, code: string) =>
+        queue.fail(job, code, job.attempts >= settings.maxAttempts ? null : backoffSeconds(job.attempts))
 
       /**
        * Recomputes every conversion of the profile with statistics computed once, in batches of
@@ -295,9 +218,9 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
         })
         const stats = yield* engine.pathStats(job.profile_id)
         remember(job.profile_id, stats)
-        const total = yield* engine.countConversions(job.profile_id)
+        const total = yield* repo.countConversions(job.profile_id)
         yield* renew(job, 0, total)
-        const bounds = yield* engine.replayBounds(job.profile_id, settings.replayBatchSize)
+        const bounds = yield* repo.replayBounds(job.profile_id, settings.replayBatchSize)
         /** One range: usually one batch; more when conversions were added to it since the bounds were read. */
         const runRange = (start: Option.Option<ReplayKeyset>, upTo: Option.Option<ReplayKeyset>) =>
           Effect.gen(function*() {
@@ -306,9 +229,9 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
             while (true) {
               // Let statements waiting for a connection go first (the embedded database has one).
               yield* Effect.yieldNow
-              const batch: ReadonlyArray<CreditTarget> = yield* sql.withTransaction(Effect.gen(function*() {
-                yield* engine.tuneTransaction
-                const targets = yield* engine.lockReplayRange(job.profile_id, after, upTo, settings.replayBatchSize)
+              const batch: ReadonlyArray<CreditTarget> = yield* repo.transaction(Effect.gen(function*() {
+                yield* repo.tuneTransaction
+                const targets = yield* repo.lockReplayRange(job.profile_id, after, upTo, settings.replayBatchSize)
                 if (targets.length === 0) return targets
                 yield* engine.credit(targets, () => stats)
                 yield* advance(job, targets.length)
@@ -327,8 +250,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
           { concurrency: Math.max(1, settings.replayBatchConcurrency) }
         )
         const progress = counts.reduce((sum, n) => sum + n, 0)
-        const done = yield* succeed(job, progress)
-        if (done.length !== 1) return yield* new LeaseLost({ jobId: job.id })
+        if (!(yield* queue.succeed(job, progress))) return yield* new LeaseLost({ jobId: job.id })
         return progress
       })
 
@@ -349,7 +271,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
             const code = errorCodeOf(cause)
             const state = job.attempts >= settings.maxAttempts ? "failed" : "retrying"
             return Effect.logError("attribution replay attempt failed", { job_id: job.id, attempt: job.attempts, state, cause }).pipe(
-              Effect.andThen(orDatabaseUnavailable(fail(job, code))),
+              Effect.andThen(fail(job, code)),
               Effect.catchCause((writeCause) =>
                 Effect.logError("attribution replay failure not recorded; the lease will expire", { job_id: job.id, cause: writeCause })
               ),
@@ -357,12 +279,12 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
             )
           }),
           Effect.onInterrupt(() =>
-            orDatabaseUnavailable(release(job)).pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore)
+            queue.release(job).pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore)
           )
         )
 
       const runNextReplay = Effect.fn("AttributionWorker.runNextReplay")(function*() {
-        const claimed = yield* orDatabaseUnavailable(claim)
+        const claimed = yield* queue.claim(settings.maxAttempts, leaseSeconds)
         if (Option.isNone(claimed)) return Option.none<ReplayOutcome>()
         return Option.some(yield* runClaimed(claimed.value))
       })
@@ -397,7 +319,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
           yield* Effect.sleep(settings.pollInterval)
           while (true) {
             const busy = yield* Effect.gen(function*() {
-              if (!(yield* idle(orDatabaseUnavailable(engine.anyPending)))) return false
+              if (!(yield* idle(repo.anyPending))) return false
               return (yield* creditPending()) >= settings.creditBatchSize
             }).pipe(survive("crediting"))
             // Busy: go again, after letting waiting statements have the connection.
@@ -410,7 +332,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
           yield* Effect.sleep(settings.pollInterval)
           while (true) {
             const busy = yield* Effect.gen(function*() {
-              if (!(yield* idle(orDatabaseUnavailable(anyClaimable)))) return false
+              if (!(yield* idle(queue.anyClaimable(settings.maxAttempts)))) return false
               return Option.isSome(yield* runNextReplay())
             }).pipe(survive("replay"))
             // Busy: go again, after letting waiting statements have the connection.
@@ -428,5 +350,5 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
 
       return { creditPending: creditPending(), runNextReplay: runNextReplay(), drainOnce: drainOnce() }
     })
-  ).pipe(Layer.provide(CreditEngine.layer))
+  ).pipe(Layer.provide([CreditEngine.layer, AttributionRepo.layer, ReplayQueue.layer]))
 }

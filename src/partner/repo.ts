@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CandidateTouch, candidateTouches } from "../attribution/candidate-touches.ts"
+import { AttributionRepo, type CandidateTouch } from "../attribution/repo.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { WindowConversion } from "../events/outcomes/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
@@ -80,10 +80,10 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
   static readonly layer = Layer.effect(PartnerRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const attribution = yield* AttributionRepo
       const adRows = decodeRows(AdRow)
       const keyRows = decodeRows(Schema.Struct({ key: Schema.String }))
       const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
-      const touchRows = decodeRows(CandidateTouch)
       const firstAnswer = decodeFirstRow(StoredAnswer)
 
       const adsByPlatformIds = (profileId: string, platformIds: ReadonlyArray<string>) =>
@@ -107,7 +107,7 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
       const touchesOf = (conversions: ReadonlyArray<WindowConversion>) =>
         conversions.length === 0
           ? Effect.succeed<ReadonlyArray<CandidateTouch>>([])
-          : touchRows(candidateTouches(sql, conversions))
+          : attribution.candidateTouches(conversions)
 
       const lockWamid = (profileId: string, wamid: string) =>
         Effect.asVoid(
@@ -167,5 +167,5 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide(AttributionRepo.layer))
 }

@@ -5,9 +5,10 @@ import { DefinitionKind } from "../../../schema/attribution.ts"
 import { isUuid } from "../../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { EventsRepo } from "../../events/outcomes/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { lockProfileAttribution } from "../replay-queue.ts"
+import { ReplayQueue } from "../jobs/repo.ts"
 
 export const DefinitionRow = Schema.Struct({
   id: Schema.String,
@@ -84,10 +85,24 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
   readonly seenAmong: (profileId: string, names: ReadonlyArray<string>) => Repo<ReadonlySet<string>>
   /** The read's `outcomes[]`: received event names and the names `event` definitions list. */
   readonly outcomeKeys: (profileId: string) => Repo<ReadonlyArray<OutcomeKeyRow>>
+  /**
+   * Creates an `event` definition listing `eventNames` that counts as cash and takes credit (the
+   * card gateway's built-in one); None when `conversionKey` is taken already.
+   */
+  readonly createCashEventDefinition: (
+    profileId: string,
+    conversionKey: string,
+    name: string,
+    eventNames: ReadonlyArray<string>
+  ) => Repo<Option.Option<string>>
+  /** Runs `effect` in one transaction (the repositories' statements join it): a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/DefinitionsRepo") {
   static readonly layer = Layer.effect(DefinitionsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const conversions = yield* EventsRepo
+      const replays = yield* ReplayQueue
       const rows = decodeRows(DefinitionRow)
       const firstRow = decodeFirstRow(DefinitionRow)
       const ownerRows = decodeRows(NameOwnerRow)
@@ -154,9 +169,7 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
 
       const remove = (profileId: string, ids: ReadonlyArray<string>) =>
         ids.length === 0 ? Effect.void : Effect.gen(function*() {
-          yield* sql`
-            UPDATE conversions SET definition_id = NULL, counts_as_cash = false, attribution_eligible = false
-            WHERE profile_id = ${profileId} AND definition_id = ANY(${ids}::uuid[])`
+          yield* conversions.detachDefinitions(profileId, ids)
           yield* sql`DELETE FROM conversion_definitions WHERE profile_id = ${profileId} AND id = ANY(${ids}::uuid[])`
         })
 
@@ -193,20 +206,43 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
           FROM seen s FULL JOIN defined f ON f.key = s.key
           ORDER BY 1`)
 
+      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const createCashEventDefinition = (
+        profileId: string,
+        conversionKey: string,
+        name: string,
+        eventNames: ReadonlyArray<string>
+      ) =>
+        Effect.map(
+          firstId(sql`
+            INSERT INTO conversion_definitions (id, profile_id, conversion_key, name, kind, event_names, counts_as_cash,
+                                                attribution_eligible)
+            VALUES (${crypto.randomUUID()}, ${profileId}, ${conversionKey}, ${name}, 'event',
+                    ${eventNames}::text[], true, true)
+            ON CONFLICT (profile_id, conversion_key) DO NOTHING
+            RETURNING id::text AS id`),
+          Option.map((row) => row.id)
+        )
+
       return {
-        lock: (profileId) => orDatabaseUnavailable(Effect.asVoid(lockProfileAttribution(sql, profileId))),
-        page: (profileId, p) => orDatabaseUnavailable(page(profileId, p)),
-        all: (profileId) => orDatabaseUnavailable(all(profileId)),
-        find: (profileId, id, lock) => orDatabaseUnavailable(find(profileId, id, lock)),
-        findByKey: (profileId, key, lock) => orDatabaseUnavailable(findByKey(profileId, key, lock)),
-        insert: (profileId, id, values) => orDatabaseUnavailable(insert(profileId, id, values)),
-        update: (profileId, id, values) => orDatabaseUnavailable(update(profileId, id, values)),
-        clearDefault: (profileId, keepId) => orDatabaseUnavailable(clearDefault(profileId, keepId)),
-        remove: (profileId, ids) => orDatabaseUnavailable(remove(profileId, ids)),
-        nameOwners: (profileId, names, exceptIds) => orDatabaseUnavailable(nameOwners(profileId, names, exceptIds)),
-        seenAmong: (profileId, names) => orDatabaseUnavailable(seenAmong(profileId, names)),
-        outcomeKeys: (profileId) => orDatabaseUnavailable(outcomeKeys(profileId))
+        ...atDatabaseBoundary({
+          lock: replays.lockProfile,
+          page,
+          all,
+          find,
+          findByKey,
+          insert,
+          update,
+          clearDefault,
+          remove,
+          nameOwners,
+          seenAmong,
+          outcomeKeys,
+          createCashEventDefinition
+        }),
+        // Generic, so outside `atDatabaseBoundary`'s mapped type; the same mapping for BEGIN and COMMIT.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  )
+  ).pipe(Layer.provide([EventsRepo.layer, ReplayQueue.layer]))
 }

@@ -10,7 +10,6 @@
  * nothing. Decision 0030.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import {
   type ConversionDefinition,
   DEFAULT_LOOKBACK_WINDOW_DAYS,
@@ -24,7 +23,6 @@ import { type DatabaseUnavailable, NotFound, unprocessable, type ValidationError
 import { AuditLog } from "../../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
-import { transactionFailures } from "../../platform/database.ts"
 import { type DefinitionRow, DefinitionsRepo, type DefinitionValues } from "./repo.ts"
 import {
   anyChanged,
@@ -37,7 +35,7 @@ import {
   replacementProblem,
   valuesOf
 } from "./rules.ts"
-import { ReplayQueue } from "../replay-queue.ts"
+import { ReplayQueue } from "../jobs/repo.ts"
 
 const noSuchDefinition = () => new NotFound({ message: "No such definition." })
 
@@ -90,13 +88,11 @@ export class Definitions extends Context.Service<Definitions, {
 }>()("svc/Definitions") {
   static readonly layer = Layer.effect(Definitions)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* DefinitionsRepo
       const queue = yield* ReplayQueue
       const audit = yield* AuditLog
 
-      const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, transactionFailures)
+      const inTransaction = repo.transaction
 
       const replayIf = (changed: boolean, profileId: string) =>
         changed

@@ -4,13 +4,11 @@
  * Decision 0030.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import type { ReplayJob } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AuditLog } from "../../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
-import { transactionFailures } from "../../platform/database.ts"
-import { ReplayQueue, renderReplayJob } from "../replay-queue.ts"
+import { renderReplayJob, ReplayQueue } from "../jobs/repo.ts"
 
 export interface Recomputed {
   readonly job: ReplayJob
@@ -25,7 +23,6 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
 }>()("svc/AttributionJobs") {
   static readonly layer = Layer.effect(AttributionJobs)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const queue = yield* ReplayQueue
       const audit = yield* AuditLog
 
@@ -42,7 +39,7 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
             details: { coalesced: queued.coalesced }
           })
           return queued
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(queue.transaction)
         const job = yield* queue.find(queued.jobId)
         if (Option.isNone(job)) return yield* Effect.die("a replay job vanished right after it was queued")
         return { job: renderReplayJob(job.value), coalesced: queued.coalesced } satisfies Recomputed

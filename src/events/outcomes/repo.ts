@@ -5,13 +5,13 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { enqueueReplay } from "../../attribution/replay-queue.ts"
+import { ReplayQueue } from "../../attribution/jobs/repo.ts"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { compareText, CustomersRepo, type ProfileScoped, profileScoped } from "../../customers/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { recomputeFirstPayments } from "../payments/first-payments.ts"
+import { changedFirstPaymentFlags, FirstPaymentFacts } from "../payments/first-payments.ts"
 
 export const ProfileFacts = Schema.Struct({
   id: Schema.String,
@@ -145,7 +145,14 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly definitionsFor: (names: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, Definition>>
   /** Inserts the conversions; `created_at` follows the array's order (arrival order breaks ties). */
   readonly insertConversions: (conversions: ReadonlyArray<NewConversion>) => Repo<void>
-  /** See `recomputeFirstPayments` (first-payments.ts). */
+  /**
+   * Recomputes `is_first_payment` of every conversion of the customers (the rules:
+   * first-payments.ts) and writes the flags that changed; answers how many changed. Locks the
+   * customer rows first (FOR UPDATE, in id order so concurrent callers never deadlock), so two
+   * recomputes of one customer never interleave: run it inside the transaction that changed the
+   * customers' payments (ingest, retraction, erasure, merge, a payment action) so it sees that
+   * change. One read and at most three writes, however many customers.
+   */
   readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
   /** The customers' conversions are credited again by the attribution worker (`credited_at` cleared). */
   readonly recreditCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
@@ -208,11 +215,38 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   ) => Repo<ReadonlyArray<ConversionRow>>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
+  /** Marks a conversion credited (with no credit rows: one whose crediting fails; a replay tries it again). */
+  readonly markCredited: (conversionId: string) => Repo<void>
+  /**
+   * After crediting `ids`: sets `credited_at` (keeping its first value: only whether it is set has
+   * a meaning) and refreshes the cash and eligibility flags from their definitions; rows whose
+   * flags and mark are already right are not rewritten.
+   */
+  readonly settleCredited: (ids: ReadonlyArray<string>) => Repo<void>
+  /** Marks a payment a later installment (or not); a payment with no customer is first unless it is one. */
+  readonly setInstallment: (paymentId: string, installment: boolean) => Repo<void>
+  /** Sets a payment's assigned payer only (the customer it belongs to stays). */
+  readonly setPayer: (paymentId: string, payerId: string | null) => Repo<void>
+  /**
+   * Sets a payment's assigned payer and the customer it now belongs to, and clears `credited_at`
+   * so that the worker credits it again (its credit rows are deleted by the caller).
+   */
+  readonly reassignPayment: (paymentId: string, payerId: string | null, customerId: string | null) => Repo<void>
+  /** Records a refund of the payment (now). */
+  readonly setRefund: (paymentId: string, amount: string | null, reason: string | null) => Repo<void>
+  /** Undoes a recorded refund of the payment. */
+  readonly clearRefund: (paymentId: string) => Repo<void>
+  /**
+   * Before deleting definitions: their conversions stay (with their keys) but lose the
+   * definition, so they no longer count as cash nor take credit.
+   */
+  readonly detachDefinitions: (profileId: string, definitionIds: ReadonlyArray<string>) => Repo<void>
 }>()("svc/EventsRepo") {
   static readonly layer = Layer.effect(EventsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const customers = yield* CustomersRepo
+      const replays = yield* ReplayQueue
       const facts = decodeRows(ProfileFacts)
       const storedEvents = decodeRows(StoredEvent)
       const definitions = decodeRows(Definition)
@@ -490,6 +524,28 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (rows) => rows.length
         )
 
+      const firstPaymentFacts = decodeRows(FirstPaymentFacts)
+      const recomputeFirstPayments = (customerIds: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          if (customerIds.length === 0) return 0
+          const ids = [...new Set(customerIds)]
+          yield* customers.lockCustomers(ids)
+          // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
+          // subquery into a join, which it may plan as a scan per customer while statistics are stale.
+          const rows = yield* firstPaymentFacts(sql`
+            SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+                   ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
+                   c.is_first_payment
+            FROM unnest(${ids}::uuid[]) AS q(id)
+            CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
+          const { nowFalse, nowNull, nowTrue } = changedFirstPaymentFlags(rows)
+          // Unprepared, planned for these ids each time, like `lockCustomers` (decision 0047).
+          if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`.unprepared
+          if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`.unprepared
+          if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`.unprepared
+          return nowTrue.length + nowFalse.length + nowNull.length
+        }).pipe(Effect.withSpan("Events.recomputeFirstPayments"))
+
       return {
         ...atDatabaseBoundary({
           profileFacts,
@@ -516,13 +572,56 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           hasConversationLead,
           deleteConversions,
           tombstone,
-          queueReplay: (profileId: string, reason: string) => Effect.asVoid(enqueueReplay(sql, profileId, reason)),
+          queueReplay: (profileId: string, reason: string) => Effect.asVoid(replays.enqueue(profileId, reason)),
           listConversions
         }),
-        recomputeFirstPayments: (customerIds) =>
-          recomputeFirstPayments(customerIds).pipe(Effect.provideService(SqlClient, sql), Effect.provideService(CustomersRepo, customers)),
-        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
+        recomputeFirstPayments: (customerIds) => orDatabaseUnavailable(recomputeFirstPayments(customerIds)),
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect))),
+        markCredited: (conversionId) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`
+            UPDATE conversions SET credited_at = now() WHERE id = ${conversionId} AND credited_at IS NULL`)),
+        settleCredited: (ids) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`
+            UPDATE conversions c SET
+              credited_at = COALESCE(c.credited_at, now()),
+              counts_as_cash = x.counts_as_cash,
+              attribution_eligible = x.attribution_eligible
+            FROM (
+              SELECT c2.id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
+                     COALESCE(d.attribution_eligible, c2.attribution_eligible) AS attribution_eligible
+              FROM conversions c2 LEFT JOIN conversion_definitions d ON d.id = c2.definition_id
+              WHERE c2.id = ANY(${ids}::uuid[])
+            ) x
+            WHERE c.id = x.id
+              AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)),
+        setInstallment: (paymentId, installment) =>
+          // A payment with no customer has nothing to repeat: first unless it is a later installment.
+          orDatabaseUnavailable(Effect.asVoid(sql`
+            UPDATE conversions
+            SET installment = ${installment},
+                is_first_payment = CASE WHEN customer_id IS NULL THEN NOT ${installment}::boolean ELSE is_first_payment END
+            WHERE id = ${paymentId}`)),
+        setPayer: (paymentId, payerId) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`UPDATE conversions SET payer_customer_id = ${payerId} WHERE id = ${paymentId}`)),
+        reassignPayment: (paymentId, payerId, customerId) =>
+          // Left without a customer, it has nothing to repeat (the recompute only sees customers' payments).
+          orDatabaseUnavailable(Effect.asVoid(sql`
+            UPDATE conversions
+            SET payer_customer_id = ${payerId}, customer_id = ${customerId}, credited_at = NULL,
+                is_first_payment = CASE WHEN ${customerId}::uuid IS NULL THEN NOT installment ELSE is_first_payment END
+            WHERE id = ${paymentId}`)),
+        setRefund: (paymentId, amount, reason) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`
+            UPDATE conversions SET refund_amount = ${amount}::numeric(20, 6), refunded_at = now(), refund_reason = ${reason}
+            WHERE id = ${paymentId}`)),
+        clearRefund: (paymentId) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`
+            UPDATE conversions SET refund_amount = NULL, refunded_at = NULL, refund_reason = NULL WHERE id = ${paymentId}`)),
+        detachDefinitions: (profileId, definitionIds) =>
+          orDatabaseUnavailable(Effect.asVoid(sql`
+            UPDATE conversions SET definition_id = NULL, counts_as_cash = false, attribution_eligible = false
+            WHERE profile_id = ${profileId} AND definition_id = ANY(${definitionIds}::uuid[])`))
       }
     })
-  ).pipe(Layer.provide(CustomersRepo.layer))
+  ).pipe(Layer.provide([CustomersRepo.layer, ReplayQueue.layer]))
 }

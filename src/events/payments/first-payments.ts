@@ -15,15 +15,11 @@
  * A payment with no customer has nothing to repeat: first.
  *
  * The flags are a function of the customer's whole set of payments, so they are recomputed
- * from scratch (`recomputeFirstPayments`) whenever that set changes: an ingest (a late,
- * back-dated payment can take the first place), a retraction, and later erasure and merges.
+ * from scratch (`EventsRepo.recomputeFirstPayments`, src/events/outcomes/repo.ts) whenever that
+ * set changes: an ingest (a late, back-dated payment can take the first place), a retraction,
+ * and later erasure and merges.
  */
-import { Effect, Schema } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
-import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
-import { isoTimestamp } from "../../platform/sql-time.ts"
-import { CustomersRepo } from "../../customers/repo.ts"
+import { Schema } from "effect"
 
 /** Same-purchase grouping: a balance within this long after the deposit. */
 export const SAME_PURCHASE_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
@@ -70,7 +66,8 @@ export const firstPaymentFlags = (payments: ReadonlyArray<PaymentFacts>): Readon
   return flags
 }
 
-const ConversionFacts = Schema.Struct({
+/** What the recompute reads of each conversion of the customers (EventsRepo.recomputeFirstPayments). */
+export const FirstPaymentFacts = Schema.Struct({
   id: Schema.String,
   customer_id: Schema.String,
   occurred_at: Schema.String,
@@ -81,12 +78,10 @@ const ConversionFacts = Schema.Struct({
   installment: Schema.Boolean,
   is_first_payment: Schema.NullOr(Schema.Boolean)
 })
-type ConversionFacts = typeof ConversionFacts.Type
-
-const conversionFacts = decodeRows(ConversionFacts)
+export type FirstPaymentFacts = typeof FirstPaymentFacts.Type
 
 /** The flag each conversion of one customer should carry, next to the one it carries. */
-const changedFlags = (rows: ReadonlyArray<ConversionFacts>) => {
+const changedFlags = (rows: ReadonlyArray<FirstPaymentFacts>) => {
   const flags = firstPaymentFlags(
     rows.filter((row) => row.counts_as_cash).map((row) => ({
       id: row.id,
@@ -104,47 +99,25 @@ const changedFlags = (rows: ReadonlyArray<ConversionFacts>) => {
 }
 
 /**
- * Recomputes `is_first_payment` of every conversion of the customers and writes the flags that
- * changed; answers how many changed. Locks the customer rows first (FOR UPDATE, in id order so
- * concurrent callers never deadlock), so two recomputes of one customer never interleave: run
- * it inside the transaction that changed the customers' payments (ingest, retraction, erasure,
- * merge) so it sees that change. One read and at most three writes, however many customers.
+ * The conversions, of every conversion of some customers, whose `is_first_payment` must change,
+ * by the value it changes to. The flags are a function of each customer's whole set of payments.
  */
-export const recomputeFirstPayments = (
-  customerIds: ReadonlyArray<string>
-): Effect.Effect<number, DatabaseUnavailable, SqlClient | CustomersRepo> =>
-  orDatabaseUnavailable(Effect.gen(function*() {
-    if (customerIds.length === 0) return 0
-    const sql = yield* SqlClient
-    const ids = [...new Set(customerIds)]
-    yield* (yield* CustomersRepo).lockCustomers(ids)
-    // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
-    // subquery into a join, which it may plan as a scan per customer while statistics are stale.
-    const rows = yield* conversionFacts(sql`
-      SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
-             ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
-             c.is_first_payment
-      FROM unnest(${ids}::uuid[]) AS q(id)
-      CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
-    const byCustomer = new Map<string, Array<ConversionFacts>>()
-    for (const row of rows) {
-      const list = byCustomer.get(row.customer_id)
-      if (list === undefined) byCustomer.set(row.customer_id, [row])
-      else list.push(row)
+export const changedFirstPaymentFlags = (rows: ReadonlyArray<FirstPaymentFacts>) => {
+  const byCustomer = new Map<string, Array<FirstPaymentFacts>>()
+  for (const row of rows) {
+    const list = byCustomer.get(row.customer_id)
+    if (list === undefined) byCustomer.set(row.customer_id, [row])
+    else list.push(row)
+  }
+  const nowTrue: Array<string> = []
+  const nowFalse: Array<string> = []
+  const nowNull: Array<string> = []
+  for (const list of byCustomer.values()) {
+    for (const { flag, id } of changedFlags(list)) {
+      if (flag === true) nowTrue.push(id)
+      else if (flag === false) nowFalse.push(id)
+      else nowNull.push(id)
     }
-    const nowTrue: Array<string> = []
-    const nowFalse: Array<string> = []
-    const nowNull: Array<string> = []
-    for (const list of byCustomer.values()) {
-      for (const { flag, id } of changedFlags(list)) {
-        if (flag === true) nowTrue.push(id)
-        else if (flag === false) nowFalse.push(id)
-        else nowNull.push(id)
-      }
-    }
-    // Unprepared, planned for these ids each time, like `lockCustomers` (decision 0047).
-    if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`.unprepared
-    if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`.unprepared
-    if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`.unprepared
-    return nowTrue.length + nowFalse.length + nowNull.length
-  }).pipe(Effect.withSpan("Events.recomputeFirstPayments")))
+  }
+  return { nowTrue, nowFalse, nowNull }
+}

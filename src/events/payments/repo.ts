@@ -5,12 +5,14 @@ import { isUuid } from "../../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { CreditModel } from "../../../schema/events.ts"
 import type { PaymentStatus } from "../../../schema/payments.ts"
-import { lockProfileAttribution } from "../../attribution/replay-queue.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { CreditsRepo } from "../../attribution/credits/repo.ts"
+import { DefinitionsRepo } from "../../attribution/definitions/repo.ts"
+import { ReplayQueue } from "../../attribution/jobs/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { recomputeFirstPayments } from "./first-payments.ts"
 import { TouchColumns } from "../../attribution/touches/repo.ts"
 import { CustomersRepo } from "../../customers/repo.ts"
+import { EventsRepo } from "../outcomes/repo.ts"
 
 export const PaymentRow = Schema.Struct({
   payment_id: Schema.String,
@@ -136,7 +138,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
   readonly setRefund: (paymentId: string, amount: string | null, reason: string | null) => Repo<void>
   readonly clearRefund: (paymentId: string) => Repo<void>
   readonly insertAction: (action: NewPaymentAction) => Repo<string>
-  /** See `recomputeFirstPayments` (first-payments.ts): the customers' flags, in the caller's transaction. */
+  /** See `EventsRepo.recomputeFirstPayments`: the customers' flags, in the caller's transaction. */
   readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
   /** Payments with their top credited touch under `model`, newest first, one more than `limit`. */
   readonly linkage: (
@@ -157,6 +159,10 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const customers = yield* CustomersRepo
+      const conversions = yield* EventsRepo
+      const credits = yield* CreditsRepo
+      const definitions = yield* DefinitionsRepo
+      const replays = yield* ReplayQueue
       const paymentRows = decodeRows(PaymentRow)
       const firstPayment = decodeFirstRow(PaymentRow)
       const linkageRows = decodeRows(LinkageRow)
@@ -243,37 +249,10 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
           Option.map((row) => row.id)
         )
 
-      const setInstallment = (paymentId: string, installment: boolean) =>
-        // A payment with no customer has nothing to repeat: first unless it is a later installment.
-        Effect.asVoid(sql`
-          UPDATE conversions
-          SET installment = ${installment},
-              is_first_payment = CASE WHEN customer_id IS NULL THEN NOT ${installment}::boolean ELSE is_first_payment END
-          WHERE id = ${paymentId}`)
-
       const setPayer = (paymentId: string, payerId: string | null, customerId: string | null, recredit: boolean) =>
-        Effect.gen(function*() {
-          if (!recredit) {
-            yield* sql`UPDATE conversions SET payer_customer_id = ${payerId} WHERE id = ${paymentId}`
-            return
-          }
-          yield* sql`DELETE FROM attribution_credits WHERE conversion_id = ${paymentId}`
-          // Left without a customer, it has nothing to repeat (the recompute only sees customers' payments).
-          yield* sql`
-            UPDATE conversions
-            SET payer_customer_id = ${payerId}, customer_id = ${customerId}, credited_at = NULL,
-                is_first_payment = CASE WHEN ${customerId}::uuid IS NULL THEN NOT installment ELSE is_first_payment END
-            WHERE id = ${paymentId}`
-        })
-
-      const setRefund = (paymentId: string, amount: string | null, reason: string | null) =>
-        Effect.asVoid(sql`
-          UPDATE conversions SET refund_amount = ${amount}::numeric(20, 6), refunded_at = now(), refund_reason = ${reason}
-          WHERE id = ${paymentId}`)
-
-      const clearRefund = (paymentId: string) =>
-        Effect.asVoid(sql`
-          UPDATE conversions SET refund_amount = NULL, refunded_at = NULL, refund_reason = NULL WHERE id = ${paymentId}`)
+        recredit
+          ? Effect.andThen(credits.clear(paymentId), conversions.reassignPayment(paymentId, payerId, customerId))
+          : conversions.setPayer(paymentId, payerId)
 
       const insertAction = (action: NewPaymentAction) => {
         const id = crypto.randomUUID()
@@ -323,40 +302,29 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
             rows.some((row) => row.kind === "event") ? "event_definition" : rows.length > 0 ? "other_definition" : "none"
         )
 
-      const createCardgwDefinition = (profileId: string) =>
-        Effect.map(
-          firstId(sql`
-            INSERT INTO conversion_definitions (id, profile_id, conversion_key, name, kind, event_names, counts_as_cash,
-                                                attribution_eligible)
-            VALUES (${crypto.randomUUID()}, ${profileId}, ${CARDGW_CONVERSION_KEY}, 'Card-gateway payment', 'event',
-                    ${[CARDGW_EVENT_NAME]}::text[], true, true)
-            ON CONFLICT (profile_id, conversion_key) DO NOTHING
-            RETURNING id::text AS id`),
-          Option.map((row) => row.id)
-        )
-
       return {
-        list: (profileId, filters, limit, after) => orDatabaseUnavailable(list(profileId, filters, limit, after)),
-        find: (profileId, paymentId) => orDatabaseUnavailable(find(profileId, paymentId)),
-        owners: (profileId, paymentId) => orDatabaseUnavailable(owners(profileId, paymentId)),
-        lockCustomers: customers.lockCustomers,
-        lock: (profileId, paymentId) => orDatabaseUnavailable(lock(profileId, paymentId)),
-        liveCustomer: (profileId, customerKey) => orDatabaseUnavailable(liveCustomer(profileId, customerKey)),
-        setInstallment: (paymentId, installment) => orDatabaseUnavailable(setInstallment(paymentId, installment)),
-        setPayer: (paymentId, payerId, customerId, recredit) =>
-          orDatabaseUnavailable(setPayer(paymentId, payerId, customerId, recredit)),
-        setRefund: (paymentId, amount, reason) => orDatabaseUnavailable(setRefund(paymentId, amount, reason)),
-        clearRefund: (paymentId) => orDatabaseUnavailable(clearRefund(paymentId)),
-        insertAction: (action) => orDatabaseUnavailable(insertAction(action)),
-        recomputeFirstPayments: (customerIds) =>
-          recomputeFirstPayments(customerIds).pipe(Effect.provideService(SqlClient, sql), Effect.provideService(CustomersRepo, customers)),
-        linkage: (profileId, filters, limit, after, model) =>
-          orDatabaseUnavailable(linkage(profileId, filters, limit, after, model)),
-        paymentDefinition: (profileId) => orDatabaseUnavailable(paymentDefinition(profileId)),
-        createCardgwDefinition: (profileId) => orDatabaseUnavailable(createCardgwDefinition(profileId)),
-        lockAttribution: (profileId) => orDatabaseUnavailable(Effect.asVoid(lockProfileAttribution(sql, profileId))),
+        ...atDatabaseBoundary({
+          list,
+          find,
+          owners,
+          lockCustomers: customers.lockCustomers,
+          lock,
+          liveCustomer,
+          setInstallment: conversions.setInstallment,
+          setPayer,
+          setRefund: conversions.setRefund,
+          clearRefund: conversions.clearRefund,
+          insertAction,
+          recomputeFirstPayments: conversions.recomputeFirstPayments,
+          linkage,
+          paymentDefinition,
+          createCardgwDefinition: (profileId: string) =>
+            definitions.createCashEventDefinition(profileId, CARDGW_CONVERSION_KEY, "Card-gateway payment", [CARDGW_EVENT_NAME]),
+          lockAttribution: replays.lockProfile
+        }),
+        // Generic, so outside `atDatabaseBoundary`'s mapped type; the same mapping for BEGIN and COMMIT.
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide(CustomersRepo.layer))
+  ).pipe(Layer.provide([CustomersRepo.layer, EventsRepo.layer, CreditsRepo.layer, DefinitionsRepo.layer, ReplayQueue.layer]))
 }

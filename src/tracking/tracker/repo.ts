@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { enqueueReplay as enqueueAttributionReplay } from "../../attribution/replay-queue.ts"
+import { ReplayQueue } from "../../attribution/jobs/repo.ts"
 import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
 import { type NewWebTouch, TouchesRepo } from "../../attribution/touches/repo.ts"
 
@@ -64,7 +64,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
   readonly writeSettings: (profileId: string, values: SettingsValues) => Repo<SettingsRow>
   /**
    * Queues a full attribution replay of the profile, or joins the one already queued
-   * (src/attribution/replay-queue.ts); answers the job's id. Commits with the caller's transaction.
+   * (src/attribution/jobs/repo.ts); answers the job's id. Commits with the caller's transaction.
    */
   readonly enqueueReplay: (profileId: string, reason: string) => Repo<string>
   /** The live key's profile (not archived) with its tracker settings. */
@@ -82,6 +82,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
       const sql = yield* SqlClient
       const touches = yield* TouchesRepo
       const tenancy = yield* TenancyRepo
+      const replays = yield* ReplayQueue
 
       const keyColumns = sql`
         k.id, k.profile_id, k.key, ${isoTimestamp(sql, "k.created_at")} AS created_at,
@@ -162,7 +163,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
 
       // The attribution domain's queue: the same per-profile lock and coalescing as every other enqueuer.
       const enqueueReplay = (profileId: string, reason: string) =>
-        Effect.map(enqueueAttributionReplay(sql, profileId, reason), (enqueued) => enqueued.jobId)
+        Effect.map(replays.enqueue(profileId, reason), (enqueued) => enqueued.jobId)
 
       const firstTarget = decodeFirstRow(CollectorTargetRow)
       const collectorTarget = (key: string) =>
@@ -210,5 +211,5 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([TenancyRepo.layer, TouchesRepo.layer]))
+  ).pipe(Layer.provide([TenancyRepo.layer, TouchesRepo.layer, ReplayQueue.layer]))
 }

@@ -1,0 +1,165 @@
+/**
+ * `attribution_credits`: one row per conversion, model and path touch, written by the crediting
+ * engine (src/attribution/engine.ts) as a difference against the stored rows (decision 0035).
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { atDatabaseBoundary } from "../../platform/database.ts"
+
+/** Rows of each kind (deleted, updated, inserted) per write statement (array parameters whatever the count). */
+const WRITE_CHUNK = 20_000
+
+/** Credit rows column by column, as the write statement takes them. */
+export interface CreditColumns {
+  readonly conversion: Array<string>
+  readonly model: Array<string>
+  readonly touch: Array<string>
+  readonly position: Array<number>
+  readonly share: Array<string>
+  readonly credited: Array<boolean>
+  readonly inWindow: Array<boolean>
+}
+
+export const emptyCreditColumns = (): CreditColumns => ({
+  conversion: [],
+  model: [],
+  touch: [],
+  position: [],
+  share: [],
+  credited: [],
+  inWindow: []
+})
+
+const sliceColumns = (columns: CreditColumns, start: number, end: number): CreditColumns => ({
+  conversion: columns.conversion.slice(start, end),
+  model: columns.model.slice(start, end),
+  touch: columns.touch.slice(start, end),
+  position: columns.position.slice(start, end),
+  share: columns.share.slice(start, end),
+  credited: columns.credited.slice(start, end),
+  inWindow: columns.inWindow.slice(start, end)
+})
+
+/** Stored rows to update in place: their `ctid` and new values. */
+export interface ChangedCredits {
+  readonly ctid: Array<string>
+  readonly position: Array<number>
+  readonly share: Array<string>
+  readonly credited: Array<boolean>
+  readonly inWindow: Array<boolean>
+}
+
+const sliceChanged = (changed: ChangedCredits, start: number, end: number): ChangedCredits => ({
+  ctid: changed.ctid.slice(start, end),
+  position: changed.position.slice(start, end),
+  share: changed.share.slice(start, end),
+  credited: changed.credited.slice(start, end),
+  inWindow: changed.inWindow.slice(start, end)
+})
+
+/** The stored credit rows of some conversions, one array per column (`credit_share` as its 10-decimal text, `ctid` as text). */
+export const StoredCredits = Schema.Struct({
+  ctid: Schema.Array(Schema.String),
+  conversion: Schema.Array(Schema.String),
+  model: Schema.Array(Schema.String),
+  touch: Schema.Array(Schema.String),
+  position: Schema.Array(Schema.Int),
+  share: Schema.Array(Schema.String),
+  credited: Schema.Array(Schema.Boolean),
+  in_window: Schema.Array(Schema.Boolean)
+})
+export type StoredCredits = typeof StoredCredits.Type
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class CreditsRepo extends Context.Service<CreditsRepo, {
+  /**
+   * The stored credit rows of `ids`, each with its `ctid` so that the write can address it
+   * without a join. One index scan per conversion (the `OFFSET 0` keeps the planner from
+   * turning it into a join whose plan would follow the table's statistics). The rows are
+   * turned into columns and decoded column-wise (decision 0035).
+   */
+  readonly stored: (ids: ReadonlyArray<string>) => Repo<StoredCredits>
+  /**
+   * Deletes and updates by `ctid` (rows read in this transaction, whose conversions it holds
+   * locked) and inserts the new rows, in statements of at most WRITE_CHUNK rows of each kind. An
+   * update keeps the row's key, so it does not re-check the foreign keys; an insert does.
+   */
+  readonly write: (gone: ReadonlyArray<string>, changed: ChangedCredits, added: CreditColumns) => Repo<void>
+  /** Deletes every credit row of the conversion (in the caller's transaction). */
+  readonly clear: (conversionId: string) => Repo<void>
+}>()("svc/CreditsRepo") {
+  static readonly layer = Layer.effect(CreditsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const decodeStored = Schema.decodeUnknownEffect(StoredCredits)
+
+      const stored = (ids: ReadonlyArray<string>) =>
+        Effect.flatMap(
+          sql<Record<string, unknown>>`
+            SELECT a.ctid::text AS ctid, a.conversion_id::text AS conversion, a.model, a.touch_id::text AS touch, a.position,
+                   a.credit_share::text AS share, a.is_credited AS credited, a.in_window
+            FROM unnest(${ids}::uuid[]) AS x(id)
+            CROSS JOIN LATERAL (
+              SELECT a.ctid, a.conversion_id, a.model, a.touch_id, a.position, a.credit_share, a.is_credited, a.in_window
+              FROM attribution_credits a WHERE a.conversion_id = x.id OFFSET 0
+            ) a`,
+          (rows) => {
+            const columns: Record<keyof typeof StoredCredits.fields, Array<unknown>> = {
+              ctid: [],
+              conversion: [],
+              model: [],
+              touch: [],
+              position: [],
+              share: [],
+              credited: [],
+              in_window: []
+            }
+            for (const row of rows) {
+              columns.ctid.push(row["ctid"])
+              columns.conversion.push(row["conversion"])
+              columns.model.push(row["model"])
+              columns.touch.push(row["touch"])
+              columns.position.push(row["position"])
+              columns.share.push(row["share"])
+              columns.credited.push(row["credited"])
+              columns.in_window.push(row["in_window"])
+            }
+            return decodeStored(columns)
+          }
+        )
+
+      const writeChunk = (gone: ReadonlyArray<string>, changed: ChangedCredits, added: CreditColumns) =>
+        sql`
+          WITH gone AS (
+            DELETE FROM attribution_credits WHERE ctid = ANY(${gone}::tid[])
+          ),
+          changed AS (
+            UPDATE attribution_credits a
+            SET position = u.position, credit_share = u.credit_share, is_credited = u.is_credited, in_window = u.in_window
+            FROM unnest(${changed.ctid}::tid[], ${changed.position}::int[], ${changed.share}::numeric[],
+                        ${changed.credited}::boolean[], ${changed.inWindow}::boolean[])
+              AS u(ctid, position, credit_share, is_credited, in_window)
+            WHERE a.ctid = u.ctid
+          )
+          INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
+          SELECT * FROM unnest(
+            ${added.conversion}::uuid[], ${added.model}::text[], ${added.touch}::uuid[], ${added.position}::int[],
+            ${added.share}::numeric[], ${added.credited}::boolean[], ${added.inWindow}::boolean[])`
+
+      const write = (gone: ReadonlyArray<string>, changed: ChangedCredits, added: CreditColumns) =>
+        Effect.gen(function*() {
+          // Bounded statements: at most WRITE_CHUNK rows of each kind per statement.
+          for (let start = 0; start < Math.max(gone.length, changed.ctid.length, added.conversion.length); start += WRITE_CHUNK) {
+            const end = start + WRITE_CHUNK
+            yield* writeChunk(gone.slice(start, end), sliceChanged(changed, start, end), sliceColumns(added, start, end))
+          }
+        })
+
+      const clear = (conversionId: string) => Effect.asVoid(sql`DELETE FROM attribution_credits WHERE conversion_id = ${conversionId}`)
+
+      return atDatabaseBoundary({ stored, write, clear })
+    })
+  )
+}

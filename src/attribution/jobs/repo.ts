@@ -1,0 +1,255 @@
+/**
+ * The durable queue of full-profile attribution replays: `work_jobs` rows of kind
+ * `attribution_replay` (migrations/0009_outcomes.ts), queued by every domain that changes what
+ * crediting reads and claimed by the worker (src/attribution/worker.ts). Enqueueing coalesces:
+ * while a replay of the profile is still `queued` (not yet claimed by a runner) a new request
+ * joins it, since that replay will read everything as it is when it starts. A `running` replay
+ * has already read part of the profile, so a change made meanwhile queues a new one.
+ * Decision 0030.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { type ReplayJob, ReplayState } from "../../../schema/attribution.ts"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+
+export const REPLAY_JOB_KIND = "attribution_replay"
+
+/** Why a replay was queued (`work_jobs.reason`). Other domains queue with their own reasons. */
+export type ReplayReason =
+  | "definitions_changed"
+  | "recompute_requested"
+  | (string & {})
+
+export const ReplayJobRow = Schema.Struct({
+  job_id: Schema.String,
+  profile_id: Schema.String,
+  state: ReplayState,
+  reason: Schema.String,
+  progress: Schema.Int,
+  total: Schema.NullOr(Schema.Int),
+  attempts: Schema.Int,
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String)
+})
+export type ReplayJobRow = typeof ReplayJobRow.Type
+
+export const renderReplayJob = (row: ReplayJobRow): ReplayJob => ({
+  job_id: row.job_id,
+  state: row.state,
+  reason: row.reason,
+  progress: row.progress,
+  total: row.total,
+  attempts: row.attempts,
+  created_at: row.created_at,
+  started_at: row.started_at,
+  finished_at: row.finished_at,
+  error: row.error
+})
+
+export interface Enqueued {
+  readonly jobId: string
+  /** An already queued replay of the profile was joined; nothing was inserted. */
+  readonly coalesced: boolean
+}
+
+/** A replay a runner claimed: `attempts` is its fencing token. */
+export const ClaimedJob = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  attempts: Schema.Int,
+  reason: Schema.String
+})
+export type ClaimedJob = typeof ClaimedJob.Type
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class ReplayQueue extends Context.Service<ReplayQueue, {
+  /**
+   * Queues a full replay of the profile, or joins the one already queued. Runs in the caller's
+   * transaction when there is one (so the replay is queued exactly when the change commits) and
+   * in its own otherwise. The queued row is locked (FOR UPDATE), so a runner cannot claim it
+   * between this check and the caller's commit: it either waits for the commit (and then reads
+   * the change) or has already claimed it (and then this inserts a new job).
+   */
+  readonly enqueue: (profileId: string, reason: ReplayReason) => Repo<Enqueued>
+  /**
+   * The transaction-scoped lock that serializes a profile's classification writes and replay
+   * enqueues (re-entrant within a transaction, released at commit or rollback).
+   */
+  readonly lockProfile: (profileId: string) => Repo<void>
+  /** The profile's most recent replay, if any. */
+  readonly latest: (profileId: string) => Repo<Option.Option<ReplayJobRow>>
+  readonly find: (jobId: string) => Repo<Option.Option<ReplayJobRow>>
+  /**
+   * Work for the replay loop: a claimable job (queued and due, or running with an expired lease
+   * and fewer than `maxAttempts` attempts), or an exhausted one to fail.
+   */
+  readonly anyClaimable: (maxAttempts: number) => Repo<boolean>
+  /**
+   * Fails the jobs whose runner died on their last attempt (nothing will retry them), then claims
+   * the oldest claimable job (never while its profile has a live replay), skipping rows another
+   * runner holds: `attempts` + 1, leased for `leaseSeconds`.
+   */
+  readonly claim: (maxAttempts: number, leaseSeconds: number) => Repo<Option.Option<ClaimedJob>>
+  /** Fenced renewal: sets `progress` (and `total` when given); false when the job is no longer ours. */
+  readonly renew: (job: ClaimedJob, progress: number, total: number | null, leaseSeconds: number) => Repo<boolean>
+  /** Fenced renewal after a batch: adds `done` to `progress`; false when the job is no longer ours. */
+  readonly advance: (job: ClaimedJob, done: number, leaseSeconds: number) => Repo<boolean>
+  /** Fenced: the job succeeded with `progress`; false when it is no longer ours. */
+  readonly succeed: (job: ClaimedJob, progress: number) => Repo<boolean>
+  /**
+   * Fenced: records a failed attempt with its error code; queued again after `retryAfterSeconds`,
+   * or `failed` for good when that is null.
+   */
+  readonly fail: (job: ClaimedJob, code: string, retryAfterSeconds: number | null) => Repo<void>
+  /** On shutdown: hand the job back at once instead of waiting for the lease to expire. */
+  readonly release: (job: ClaimedJob) => Repo<void>
+  /** Runs `effect` in one transaction (the repositories' statements join it): a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
+}>()("svc/ReplayQueue") {
+  static readonly layer = Layer.effect(ReplayQueue)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const firstJob = decodeFirstRow(ReplayJobRow)
+      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const firstClaimed = decodeFirstRow(ClaimedJob)
+      const firstCount = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
+
+      /** The columns of `ReplayJobRow`, from `work_jobs j`. */
+      const columns = sql`j.id::text AS job_id, j.profile_id::text AS profile_id, j.state, j.reason, j.progress, j.total, j.attempts,
+        ${isoTimestamp(sql, "j.created_at")} AS created_at,
+        ${isoTimestamp(sql, "j.started_at")} AS started_at,
+        ${isoTimestamp(sql, "j.finished_at")} AS finished_at,
+        j.error`
+
+      const lockProfile = (profileId: string) =>
+        Effect.asVoid(sql`SELECT true AS locked FROM pg_advisory_xact_lock(hashtextextended(${`attribution_replay:${profileId}`}, 0))`)
+
+      const enqueue = (profileId: string, reason: ReplayReason) =>
+        Effect.gen(function*() {
+          yield* lockProfile(profileId)
+          const queued = yield* firstId(sql`
+            SELECT id::text AS id FROM work_jobs
+            WHERE profile_id = ${profileId} AND kind = ${REPLAY_JOB_KIND} AND state = 'queued'
+            ORDER BY created_at, id LIMIT 1 FOR UPDATE`)
+          if (Option.isSome(queued)) return { jobId: queued.value.id, coalesced: true } satisfies Enqueued
+          const jobId = crypto.randomUUID()
+          yield* sql`
+            INSERT INTO work_jobs (id, profile_id, kind, reason, state)
+            VALUES (${jobId}, ${profileId}, ${REPLAY_JOB_KIND}, ${reason}, 'queued')`
+          return { jobId, coalesced: false } satisfies Enqueued
+        }).pipe(
+          sql.withTransaction,
+          Effect.withSpan("ReplayQueue.enqueue", { attributes: { "svc.profile_id": profileId, "svc.replay.reason": reason } })
+        )
+
+      const latest = (profileId: string) =>
+        firstJob(sql`
+          SELECT ${columns} FROM work_jobs j
+          WHERE j.profile_id = ${profileId} AND j.kind = ${REPLAY_JOB_KIND}
+          ORDER BY j.created_at DESC, j.id DESC LIMIT 1`).pipe(Effect.withSpan("ReplayQueue.latest"))
+
+      const find = (jobId: string) =>
+        firstJob(sql`SELECT ${columns} FROM work_jobs j WHERE j.id = ${jobId} AND j.kind = ${REPLAY_JOB_KIND}`).pipe(
+          Effect.withSpan("ReplayQueue.find")
+        )
+
+      /** Jobs whose runner died on their last attempt: nothing will retry them. */
+      const exhausted = (maxAttempts: number) =>
+        sql`kind = ${REPLAY_JOB_KIND} AND state = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
+
+      /** Claimable: queued and due, or running with an expired lease; never while the profile has a live replay. */
+      const claimable = (maxAttempts: number) =>
+        sql`
+        FROM work_jobs c
+        WHERE c.kind = ${REPLAY_JOB_KIND}
+          AND ((c.state = 'queued' AND (c.lease_until IS NULL OR c.lease_until <= now()))
+            OR (c.state = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
+          AND NOT EXISTS (
+            SELECT 1 FROM work_jobs r
+            WHERE r.profile_id = c.profile_id AND r.kind = ${REPLAY_JOB_KIND} AND r.state = 'running'
+              AND r.lease_until >= now() AND r.id <> c.id)`
+
+      const anyClaimable = (maxAttempts: number) =>
+        Effect.map(
+          firstCount(sql`
+            SELECT 1 AS n
+            WHERE EXISTS (SELECT 1 ${claimable(maxAttempts)}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted(maxAttempts)})`),
+          Option.isSome
+        )
+
+      const claim = (maxAttempts: number, leaseSeconds: number) =>
+        Effect.gen(function*() {
+          yield* sql`
+            UPDATE work_jobs SET state = 'failed', finished_at = now(), lease_until = NULL,
+                   error = COALESCE(error, 'lease_expired')
+            WHERE ${exhausted(maxAttempts)}`
+          return yield* firstClaimed(sql`
+            UPDATE work_jobs j
+            SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+                started_at = now(), finished_at = NULL, progress = 0
+            WHERE j.id = (SELECT c.id ${claimable(maxAttempts)} ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
+            RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason`)
+        })
+
+      const renew = (job: ClaimedJob, progress: number, total: number | null, leaseSeconds: number) =>
+        Effect.map(
+          sql`
+            UPDATE work_jobs
+            SET progress = ${progress}, total = GREATEST(COALESCE(${total}::int, total), ${progress}),
+                lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+            RETURNING id`,
+          (rows) => rows.length === 1
+        )
+
+      const advance = (job: ClaimedJob, done: number, leaseSeconds: number) =>
+        Effect.map(
+          sql`
+            UPDATE work_jobs
+            SET progress = progress + ${done}, total = GREATEST(total, progress + ${done}),
+                lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+            RETURNING id`,
+          (rows) => rows.length === 1
+        )
+
+      const succeed = (job: ClaimedJob, progress: number) =>
+        Effect.map(
+          sql`
+            UPDATE work_jobs
+            SET state = 'succeeded', progress = ${progress}, total = GREATEST(COALESCE(total, 0), ${progress}),
+                finished_at = now(), lease_until = NULL, error = NULL
+            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+            RETURNING id`,
+          (rows) => rows.length === 1
+        )
+
+      const fail = (job: ClaimedJob, code: string, retryAfterSeconds: number | null) => {
+        const last = retryAfterSeconds === null
+        return Effect.asVoid(sql`
+          UPDATE work_jobs
+          SET state = ${last ? "failed" : "queued"}, error = ${code},
+              finished_at = ${last ? sql`now()` : sql`NULL`},
+              lease_until = ${last ? sql`NULL` : sql`now() + make_interval(secs => ${retryAfterSeconds})`}
+          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+          RETURNING id`)
+      }
+
+      const release = (job: ClaimedJob) =>
+        Effect.asVoid(sql`
+          UPDATE work_jobs SET state = 'queued', lease_until = NULL
+          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'`)
+
+      return {
+        ...atDatabaseBoundary({ enqueue, lockProfile, latest, find, anyClaimable, claim, renew, advance, succeed, fail, release }),
+        // Generic, so outside `atDatabaseBoundary`'s mapped type; the same mapping for BEGIN and COMMIT.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
+    })
+  )
+}

@@ -1,0 +1,313 @@
+/**
+ * What crediting reads (src/attribution/engine.ts, the worker): conversions waiting for credit or
+ * to replay, with their definition's window and eligibility, the touches each may credit, and a
+ * profile's `svc_model` path steps. Decisions 0030 and 0035 (replay performance: statistics
+ * aggregated in SQL). The writes go to their owners: credit rows to the credits repository,
+ * `credited_at` to the conversions repository.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { isoTimestamp } from "../platform/sql-time.ts"
+import { TOUCH_KINDS } from "./models/types.ts"
+
+/** A conversion about to be credited, with what its definition says now. */
+export const CreditTarget = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  customer_id: Schema.NullOr(Schema.String),
+  /** Epoch milliseconds (floored). */
+  occurred_ms: Schema.Number,
+  /** The definition's window; 30 days for a conversion without a definition. */
+  window_days: Schema.Int,
+  /** The definition's `attribution_eligible` (the conversion's own flag without one). */
+  eligible: Schema.Boolean,
+  /** (occurred_at, id) key of the conversion, for a replay's batches. */
+  occurred_at: Schema.String
+})
+export type CreditTarget = typeof CreditTarget.Type
+
+export interface ReplayKeyset {
+  readonly occurredAt: string
+  readonly id: string
+}
+
+/** One touch a conversion may credit (`candidateTouches`). */
+export const CandidateTouch = Schema.Struct({
+  conversion_id: Schema.String,
+  id: Schema.String,
+  kind: Schema.Literals(TOUCH_KINDS),
+  channel: Schema.String,
+  occurred_ms: Schema.Number
+})
+export type CandidateTouch = typeof CandidateTouch.Type
+
+/** One group of path steps (`pathSteps`): how many touches of `channel` follow `previous` (null: first of a path). */
+export const StepRow = Schema.Struct({
+  converted: Schema.Boolean,
+  previous: Schema.NullOr(Schema.String),
+  channel: Schema.String,
+  /** The step is the last of its path. */
+  last: Schema.Boolean,
+  n: Schema.Int
+})
+export type StepRow = typeof StepRow.Type
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class AttributionRepo extends Context.Service<AttributionRepo, {
+  /**
+   * Locks up to `limit` conversions not yet credited (oldest first), skipping rows another runner
+   * holds; with `onlyId`, that conversion if it still waits.
+   */
+  readonly lockPending: (limit: number, onlyId?: string) => Repo<ReadonlyArray<CreditTarget>>
+  /** The ids of up to `limit` conversions waiting for credit, oldest first (no lock). */
+  readonly pendingIds: (limit: number) => Repo<ReadonlyArray<string>>
+  /** Whether any conversion waits for credit (cheap: the partial index on `credited_at IS NULL`). */
+  readonly anyPending: Repo<boolean>
+  /**
+   * How a replay splits the profile: the (occurred_at, id) key of every `size`-th conversion, in
+   * that order. Batch i holds the conversions after key i-1 up to key i (included); the last, those
+   * after the last key (so conversions added meanwhile are not missed).
+   */
+  readonly replayBounds: (profileId: string, size: number) => Repo<ReadonlyArray<ReplayKeyset>>
+  /**
+   * The first `limit` conversions of the profile after `after` up to `upTo` (included),
+   * (occurred_at, id) order, locked (waiting for other holders).
+   */
+  readonly lockReplayRange: (
+    profileId: string,
+    after: Option.Option<ReplayKeyset>,
+    upTo: Option.Option<ReplayKeyset>,
+    limit: number
+  ) => Repo<ReadonlyArray<CreditTarget>>
+  /**
+   * Session settings for the worker's transactions (`SET LOCAL`, so until the transaction ends):
+   * no JIT compilation, whose cost (tens of ms per statement, 0.8 s for the statistics) exceeds
+   * the statements' own on these short, index-driven queries.
+   */
+  readonly tuneTransaction: Repo<void>
+  readonly countConversions: (profileId: string) => Repo<number>
+  /**
+   * The touches a conversion may credit: those of its customer within its lookback window (1 ms
+   * of slack each side: the models decide the exact bounds), carrying the customer or one of the
+   * anonymous ids bound to it (`customer_identifiers` of kind `anonymous_id`); never `outcome`
+   * touches. One statement for a batch of conversions. Used by the crediting engine and by the
+   * ad-referral preview, so both see the same candidates.
+   */
+  readonly candidateTouches: (
+    conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>
+  ) => Repo<ReadonlyArray<CandidateTouch>>
+  /**
+   * The profile's `svc_model` path steps, counted in SQL (decision 0035): what `statsFromSteps`
+   * (engine.ts) turns into the statistics `buildPathStats` makes from the channel paths of
+   * decision 0030, without shipping the paths.
+   *
+   * Identities: a customer (its touches and those of the anonymous ids bound to it), or an
+   * anonymous id bound to no customer. Converting paths: one per attribution-eligible
+   * conversion, the channels of its customer's touches in its window. Non-converting paths: one
+   * per identity with no such conversion, its touches in the 30 days before its last touch.
+   * `outcome` touches are never on a path. Paths are ordered by (occurred_at, id).
+   *
+   * Each path touch becomes a step: its channel, the channel before it on the path (null for
+   * the first), and whether it is the last. Only the steps that count are kept (a first step, a
+   * change of channel, a last step) and grouped: a few hundred rows whatever the profile's size.
+   */
+  readonly pathSteps: (profileId: string) => Repo<ReadonlyArray<StepRow>>
+  /** Runs `effect` in one transaction (the crediting statements join it); no retry: the worker decides. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
+}>()("svc/AttributionRepo") {
+  static readonly layer = Layer.effect(AttributionRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const targetRows = decodeRows(CreditTarget)
+      const touchRows = decodeRows(CandidateTouch)
+      const stepRows = decodeRows(StepRow)
+      const countRows = decodeRows(Schema.Struct({ n: Schema.Int }))
+      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
+      const keysetRows = decodeRows(Schema.Struct({ occurred_at: Schema.String, id: Schema.String }))
+
+      const targetColumns = sql`c.id::text AS id, c.profile_id::text AS profile_id, c.customer_id::text AS customer_id,
+        floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
+        COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
+        COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible,
+        ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at`
+
+      const lockPending = (limit: number, onlyId?: string) =>
+        targetRows(sql`
+          SELECT ${targetColumns}
+          FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+          WHERE c.credited_at IS NULL ${onlyId === undefined ? sql`` : sql`AND c.id = ${onlyId}`}
+          ORDER BY c.created_at, c.id
+          LIMIT ${limit}
+          FOR UPDATE OF c SKIP LOCKED`)
+
+      const pendingIds = (limit: number) =>
+        Effect.map(
+          idRows(sql`SELECT id::text AS id FROM conversions WHERE credited_at IS NULL ORDER BY created_at, id LIMIT ${limit}`),
+          (rows) => rows.map((row) => row.id)
+        )
+
+      const anyPending = Effect.map(
+        sql`SELECT 1 AS one FROM conversions WHERE credited_at IS NULL LIMIT 1`,
+        (rows) => rows.length > 0
+      )
+
+      const replayBounds = (profileId: string, size: number) =>
+        Effect.map(
+          keysetRows(sql`
+            SELECT x.occurred_at, x.id FROM (
+              SELECT ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at, c.id::text AS id,
+                     row_number() OVER (ORDER BY c.occurred_at, c.id) AS n
+              FROM conversions c WHERE c.profile_id = ${profileId}
+            ) x
+            WHERE x.n % ${Math.max(1, Math.floor(size))} = 0
+            ORDER BY x.n`),
+          (rows) => rows.map((row): ReplayKeyset => ({ occurredAt: row.occurred_at, id: row.id }))
+        )
+
+      const lockReplayRange = (
+        profileId: string,
+        after: Option.Option<ReplayKeyset>,
+        upTo: Option.Option<ReplayKeyset>,
+        limit: number
+      ) =>
+        targetRows(sql`
+          SELECT ${targetColumns}
+          FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+          WHERE c.profile_id = ${profileId}
+            ${
+          Option.match(after, {
+            onNone: () => sql``,
+            onSome: (keyset) => sql`AND (c.occurred_at, c.id) > (${keyset.occurredAt}::timestamptz, ${keyset.id}::uuid)`
+          })
+        }
+            ${
+          Option.match(upTo, {
+            onNone: () => sql``,
+            onSome: (keyset) => sql`AND (c.occurred_at, c.id) <= (${keyset.occurredAt}::timestamptz, ${keyset.id}::uuid)`
+          })
+        }
+          ORDER BY c.occurred_at, c.id
+          LIMIT ${limit}
+          FOR UPDATE OF c`)
+
+      const tuneTransaction = Effect.asVoid(sql`SELECT set_config('jit', 'off', true)`)
+
+      const countConversions = (profileId: string) =>
+        Effect.map(countRows(sql`SELECT count(*)::int AS n FROM conversions WHERE profile_id = ${profileId}`), (rows) => rows[0]?.n ?? 0)
+
+      const candidateTouches = (conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>) =>
+        touchRows(sql`
+          SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
+                 floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms
+          FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.window_days)}::int[])
+                 AS x(conversion_id, window_days)
+          JOIN conversions c ON c.id = x.conversion_id
+          CROSS JOIN LATERAL (
+            SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
+            WHERE t.profile_id = c.profile_id AND t.customer_id = c.customer_id AND t.kind <> 'outcome'
+              AND t.occurred_at >= c.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+              AND t.occurred_at <= c.occurred_at + interval '1 millisecond'
+            UNION
+            SELECT t.id, t.kind, t.channel, t.occurred_at FROM customer_identifiers ci
+            JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
+            WHERE ci.customer_id = c.customer_id AND ci.profile_id = c.profile_id AND ci.kind = 'anonymous_id'
+              AND ci.removed_at IS NULL AND t.kind <> 'outcome'
+              AND t.occurred_at >= c.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+              AND t.occurred_at <= c.occurred_at + interval '1 millisecond'
+          ) t
+          WHERE c.customer_id IS NOT NULL`)
+
+      const pathSteps = (profileId: string) =>
+        // JIT compilation of this large plan costs more than it saves (about 0.8 s at 1M touches).
+        sql.withTransaction(Effect.andThen(tuneTransaction, stepRows(sql`
+            WITH conv AS MATERIALIZED (
+              SELECT c.id, c.customer_id, c.occurred_at, COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS days
+              FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+              WHERE c.profile_id = ${profileId} AND c.customer_id IS NOT NULL
+                AND COALESCE(d.attribution_eligible, c.attribution_eligible)
+            ),
+            converted_customers AS (SELECT DISTINCT customer_id FROM conv),
+            converting AS (
+              SELECT conv.id AS path, t.occurred_at, t.id, t.channel
+              FROM conv CROSS JOIN LATERAL (
+                SELECT t.id, t.occurred_at, t.channel FROM touches t
+                WHERE t.customer_id = conv.customer_id AND t.profile_id = ${profileId} AND t.kind <> 'outcome'
+                  AND t.occurred_at >= conv.occurred_at - make_interval(days => conv.days) AND t.occurred_at <= conv.occurred_at
+                UNION
+                SELECT t.id, t.occurred_at, t.channel FROM customer_identifiers ci
+                JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
+                WHERE ci.customer_id = conv.customer_id AND ci.profile_id = ${profileId} AND ci.kind = 'anonymous_id'
+                  AND ci.removed_at IS NULL AND t.kind <> 'outcome'
+                  AND t.occurred_at >= conv.occurred_at - make_interval(days => conv.days) AND t.occurred_at <= conv.occurred_at
+              ) t
+            ),
+            -- Every (touch, identity) pair once: the customers its anonymous id is bound to, and its
+            -- own customer; an unbound anonymous id is its own identity (cust zero, anon 'a:' || id).
+            identified AS (
+              SELECT t.id, t.occurred_at, t.channel,
+                     COALESCE(u.customer_id, '00000000-0000-0000-0000-000000000000'::uuid) AS cust,
+                     CASE WHEN u.customer_id IS NULL THEN 'a:' || t.anonymous_id ELSE '' END AS anon
+              FROM touches t
+              LEFT JOIN (
+                SELECT ci.value, array_agg(DISTINCT ci.customer_id) AS customers FROM customer_identifiers ci
+                WHERE ci.profile_id = ${profileId} AND ci.kind = 'anonymous_id' AND ci.removed_at IS NULL
+                GROUP BY ci.value
+              ) b ON b.value = t.anonymous_id
+              CROSS JOIN LATERAL unnest(CASE
+                WHEN b.customers IS NULL THEN ARRAY[t.customer_id]
+                WHEN t.customer_id IS NULL OR t.customer_id = ANY (b.customers) THEN b.customers
+                ELSE b.customers || t.customer_id END) AS u(customer_id)
+              WHERE t.profile_id = ${profileId} AND t.kind <> 'outcome' AND (t.customer_id IS NOT NULL OR t.anonymous_id IS NOT NULL)
+            ),
+            -- Each identity's touches newest first, in one sort: the newest touch's time, and for each
+            -- touch the one before it in path order (the next one here) and whether it is the newest.
+            marked AS (
+              SELECT i.cust, i.anon, i.channel, i.occurred_at,
+                     first_value(i.occurred_at) OVER w AS last_at,
+                     lead(i.channel) OVER w AS previous, lead(i.occurred_at) OVER w AS previous_at,
+                     lag(i.id) OVER w IS NULL AS last
+              FROM identified i
+              WINDOW w AS (PARTITION BY i.cust, i.anon ORDER BY i.occurred_at DESC, i.id DESC)
+            ),
+            steps AS (
+              SELECT true AS converted, channel, lag(channel) OVER w AS previous, lead(channel) OVER w IS NULL AS last
+              FROM converting WINDOW w AS (PARTITION BY path ORDER BY occurred_at, id)
+              UNION ALL
+              -- Non-converting paths: the touches of the newest 30 days of an identity without an
+              -- eligible conversion; a touch whose predecessor is older starts the path.
+              SELECT false, m.channel,
+                     CASE WHEN m.previous_at >= m.last_at - make_interval(days => ${DEFAULT_LOOKBACK_WINDOW_DAYS}) THEN m.previous END,
+                     m.last
+              FROM marked m
+              -- A hash anti-join: an EXISTS under NOT (... AND ...) stays a subplan per row, which
+              -- scans every conversion for every step (quadratic on a profile with many conversions).
+              LEFT JOIN converted_customers cc ON m.anon = '' AND cc.customer_id = m.cust
+              WHERE m.occurred_at >= m.last_at - make_interval(days => ${DEFAULT_LOOKBACK_WINDOW_DAYS})
+                AND cc.customer_id IS NULL
+            )
+            SELECT converted, previous, channel, last, count(*)::int AS n FROM steps
+            WHERE previous IS NULL OR previous <> channel OR last
+            GROUP BY converted, previous, channel, last`)))
+
+      return {
+        ...atDatabaseBoundary({
+          lockPending,
+          pendingIds,
+          anyPending,
+          replayBounds,
+          lockReplayRange,
+          tuneTransaction,
+          countConversions,
+          candidateTouches,
+          pathSteps
+        }),
+        // Generic, so outside `atDatabaseBoundary`'s mapped type; the same mapping for BEGIN and COMMIT.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
+    })
+  )
+}
