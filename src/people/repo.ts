@@ -1,13 +1,13 @@
 /**
- * People's passwords and their one-time links (decision 0053). Owns `password_links`, and of
- * `users` the password columns (`password_hash`, `password_set_at`) and the rows a local
- * invitation creates.
+ * People's passwords and their one-time links (decision 0053). The owner of `users` (the rows
+ * an invitation, a provisioning or a local invitation creates, and the password columns
+ * `password_hash`, `password_set_at`) and of `password_links`.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { PasswordLinkPurpose } from "../../schema/people.ts"
-import { decodeFirstRow } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow } from "../platform/database.ts"
 
 const PersonRow = Schema.Struct({ id: Schema.String, email: Schema.String, created: Schema.Boolean, has_password: Schema.Boolean })
 const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String })
@@ -19,7 +19,7 @@ const LinkRow = Schema.Struct({
 })
 const ExpiresRow = Schema.Struct({ expires_at: Schema.String })
 
-type Repo<A> = Effect.Effect<A, SqlError | Schema.SchemaError>
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export type PersonRow = typeof PersonRow.Type
 export type LinkRow = typeof LinkRow.Type
@@ -85,7 +85,7 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
       const setPasswordHash = (userId: string, hash: string) =>
         Effect.asVoid(sql`UPDATE users SET password_hash = ${hash}, password_set_at = now() WHERE id = ${userId}`)
 
-      return { ensure, findByEmail, insertLink, findLiveLink, consumeLink, setPasswordHash }
+      return atDatabaseBoundary({ ensure, findByEmail, insertLink, findLiveLink, consumeLink, setPasswordHash })
     })
   )
 }

@@ -23,6 +23,7 @@ import { CredentialStore } from "../../auth/principal.ts"
 import type { AppPrincipal } from "../../auth/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
 import { transactionFailures } from "../../platform/database.ts"
+import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { type MemberRow, MembersRepo, type ProfileMembershipRow } from "./repo.ts"
 
 /** Unknown, another app's, archived and malformed workspaces: one identical answer. */
@@ -95,6 +96,7 @@ export class Members extends Context.Service<Members, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const repo = yield* MembersRepo
+      const workspaces = yield* WorkspacesRepo
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
 
@@ -157,7 +159,7 @@ export class Members extends Context.Service<Members, {
           const created = !active
           let changed = created
           if (created || (Option.isSome(membership) && membership.value.role !== input.workspace_role)) {
-            yield* repo.activateMembership(workspace, user.id, input.workspace_role, Option.isSome(membership))
+            yield* workspaces.activateMembership(workspace, user.id, input.workspace_role, Option.isSome(membership))
             changed = true
           }
 
@@ -238,5 +240,5 @@ export class Members extends Context.Service<Members, {
 
       return { reconcile, remove, list }
     })
-  ).pipe(Layer.provide([MembersRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([MembersRepo.layer, WorkspacesRepo.layer, AuditLog.layer]))
 }
