@@ -11,6 +11,13 @@ import { atDatabaseBoundary, decodeFirstRow } from "../platform/database.ts"
 
 const PersonRow = Schema.Struct({ id: Schema.String, email: Schema.String, created: Schema.Boolean, has_password: Schema.Boolean })
 const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String })
+const NamedUserRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String)
+})
+export type NamedUserRow = typeof NamedUserRow.Type
 const LinkRow = Schema.Struct({
   user_id: Schema.String,
   email: Schema.String,
@@ -30,6 +37,8 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
   /** The person with this email (case-insensitive), created without a password when missing. */
   readonly ensure: (email: string) => Repo<PersonRow>
   readonly findByEmail: (email: string) => Repo<Option.Option<typeof UserRow.Type>>
+  /** The person by id, with their name. */
+  readonly find: (userId: string) => Repo<Option.Option<NamedUserRow>>
   /** A new link; the person's earlier unused links stop working. */
   readonly insertLink: (userId: string, purpose: PasswordLinkPurpose, tokenHash: string, ttlMinutes: number) => Repo<string>
   /** The live (unused, unexpired) link with this digest. */
@@ -59,6 +68,10 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
       const findByEmail = (email: string) =>
         firstUser(sql`SELECT id, email FROM users WHERE lower(email) = lower(${email.trim()})`)
 
+      const firstNamed = decodeFirstRow(NamedUserRow)
+      const find = (userId: string) =>
+        firstNamed(sql`SELECT id, email, first_name, last_name FROM users WHERE id = ${userId}`)
+
       const insertLink = (userId: string, purpose: PasswordLinkPurpose, tokenHash: string, ttlMinutes: number) =>
         Effect.gen(function*() {
           yield* sql`UPDATE password_links SET used_at = now() WHERE user_id = ${userId} AND used_at IS NULL`
@@ -85,7 +98,7 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
       const setPasswordHash = (userId: string, hash: string) =>
         Effect.asVoid(sql`UPDATE users SET password_hash = ${hash}, password_set_at = now() WHERE id = ${userId}`)
 
-      return atDatabaseBoundary({ ensure, findByEmail, insertLink, findLiveLink, consumeLink, setPasswordHash })
+      return atDatabaseBoundary({ ensure, findByEmail, find, insertLink, findLiveLink, consumeLink, setPasswordHash })
     })
   )
 }

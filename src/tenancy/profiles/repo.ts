@@ -76,6 +76,9 @@ export const PersonProfileRow = Schema.Struct({
 })
 export type PersonProfileRow = typeof PersonProfileRow.Type
 
+export const HealthcareSettingsRow = Schema.Struct({ privacy_mode: Schema.String, is_healthcare_agency: Schema.Boolean })
+export type HealthcareSettingsRow = typeof HealthcareSettingsRow.Type
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class TenancyRepo extends Context.Service<TenancyRepo, {
@@ -99,6 +102,10 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   readonly insertPersonProfile: (profile: NewPersonProfile) => Repo<PersonProfileRow>
   /** Stamps an external ref; false when another live profile of the app holds it. */
   readonly stampExternalRef: (appId: string, profileId: string, externalRef: string) => Repo<boolean>
+  /** The oldest live profile of the workspace with this name. */
+  readonly findLiveByName: (workspaceId: string, name: string) => Repo<Option.Option<string>>
+  /** What decides whether a profile is healthcare-family (S5); None for an unknown profile. */
+  readonly healthcareSettings: (profileId: string) => Repo<Option.Option<HealthcareSettingsRow>>
   /** Records the profile's own DPA or BAA as accepted in `version` by `acceptedBy`. */
   readonly acceptAgreement: (profileId: string, agreement: "dpa" | "baa", version: string, acceptedBy: string) => Repo<void>
   readonly withdrawAgreement: (profileId: string, agreement: "dpa" | "baa") => Repo<void>
@@ -233,6 +240,22 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           (rows) => rows[0]?.enabled === true
         )
 
+      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const findLiveByName = (workspaceId: string, name: string) =>
+        Effect.map(
+          firstId(sql`
+            SELECT id FROM profiles
+            WHERE workspace_id = ${workspaceId} AND archived_at IS NULL AND name = ${name}
+            ORDER BY created_at LIMIT 1`),
+          Option.map((row) => row.id)
+        )
+
+      const firstHealthcare = decodeFirstRow(HealthcareSettingsRow)
+      const healthcareSettings = (profileId: string) =>
+        firstHealthcare(sql`
+          SELECT p.privacy_mode, w.is_healthcare_agency FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
+          WHERE p.id = ${profileId}`)
+
       const setPrivacyMode = (profileId: string, mode: "platform_safe" | "hipaa") =>
         Effect.asVoid(sql`UPDATE profiles SET privacy_mode = ${mode} WHERE id = ${profileId}`)
 
@@ -264,6 +287,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
         findProvisionedForUpdate,
         insertProvisioned,
         setPrivacyMode,
+        findLiveByName,
+        healthcareSettings,
         acceptAgreement,
         withdrawAgreement
       })

@@ -54,6 +54,8 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
   /** Whether the live workspace was created by this app; `lock` locks the workspace row. */
   readonly createdByApp: (workspaceId: string, appId: string, lock: boolean) => Repo<boolean>
   readonly find: (workspaceId: string) => Repo<Option.Option<WorkspaceRow>>
+  /** The oldest live workspace with this name that the person owns (live membership). */
+  readonly findOwnedByName: (userId: string, name: string) => Repo<Option.Option<string>>
   readonly insert: (input: {
     readonly name: string
     readonly reportingCurrency: string | null
@@ -117,6 +119,17 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
         )
 
       const find = (workspaceId: string) => firstWorkspace(sql`SELECT ${columns} FROM workspaces w WHERE w.id = ${workspaceId}`)
+
+      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const findOwnedByName = (userId: string, name: string) =>
+        Effect.map(
+          firstId(sql`
+            SELECT w.id FROM workspaces w JOIN workspace_memberships m ON m.workspace_id = w.id
+            WHERE m.user_id = ${userId} AND m.role = 'owner' AND m.removed_at IS NULL
+              AND w.archived_at IS NULL AND w.name = ${name}
+            ORDER BY w.created_at LIMIT 1`),
+          Option.map((row) => row.id)
+        )
 
       const insert = (input: { readonly name: string; readonly reportingCurrency: string | null; readonly appId: string | null }) =>
         Effect.flatMap(
@@ -217,6 +230,7 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
         memberRole,
         createdByApp,
         find,
+        findOwnedByName,
         insert,
         remove,
         addOwner,
