@@ -10,7 +10,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { ConnectScope } from "../../schema/scopes.ts"
 import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
 import type { Keyset } from "../platform/pagination.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 export const OAuthAppRow = Schema.Struct({
@@ -86,6 +86,8 @@ export class AdminRepo extends Context.Service<AdminRepo, {
   /** Records the app's DPA as accepted in `version` by `acceptedBy`. */
   readonly acceptDpa: (appId: string, version: string, acceptedBy: string) => Repo<void>
   readonly withdrawDpa: (appId: string) => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/AdminRepo") {
   static readonly layer = Layer.effect(AdminRepo)(
     Effect.gen(function*() {
@@ -227,24 +229,28 @@ export class AdminRepo extends Context.Service<AdminRepo, {
       const withdrawDpa = (appId: string) =>
         Effect.asVoid(sql`UPDATE oauth_apps SET dpa_status = 'withdrawn', updated_at = now() WHERE id = ${appId}`)
 
-      return atDatabaseBoundary({
-        lockWorkspaceFlag,
-        upsertGrant,
-        revokeGrants,
-        acceptDpa,
-        withdrawDpa,
-        insertApp,
-        listApps: ({ limit, after }: { readonly limit: number; readonly after: Option.Option<Keyset> }) => listApps(limit, after),
-        findApp,
-        updateApp,
-        deleteApp,
-        setClientSecret,
-        setJwtSecret,
-        workspaceExists,
-        insertCommerceApp,
-        listCommerceApps,
-        disableCommerceApp
-      })
+      return {
+        ...atDatabaseBoundary({
+          lockWorkspaceFlag,
+          upsertGrant,
+          revokeGrants,
+          acceptDpa,
+          withdrawDpa,
+          insertApp,
+          listApps: ({ limit, after }: { readonly limit: number; readonly after: Option.Option<Keyset> }) => listApps(limit, after),
+          findApp,
+          updateApp,
+          deleteApp,
+          setClientSecret,
+          setJwtSecret,
+          workspaceExists,
+          insertCommerceApp,
+          listCommerceApps,
+          disableCommerceApp
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   ).pipe(Layer.provide(ApiKeysRepo.layer))
 }

@@ -3,7 +3,6 @@
  * a workspace's healthcare-agency flag (S5.3).
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import type {
   CommerceApp,
   CreateCommerceApp,
@@ -19,7 +18,6 @@ import { AuditLog } from "../audit/repo.ts"
 import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
 import { CredentialPrefix, mintClientId, mintSecret, mintSigningSecret, secretDigest } from "../auth/credentials/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../auth/principal.ts"
-import { transactionFailures } from "../platform/database.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { WorkspacesRepo } from "../tenancy/workspaces/repo.ts"
@@ -66,7 +64,6 @@ export class AdminService extends Context.Service<AdminService, {
 }>()("svc/AdminService") {
   static readonly layer = Layer.effect(AdminService)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* AdminRepo
       const keys = yield* ApiKeysRepo
       const workspaces = yield* WorkspacesRepo
@@ -215,7 +212,7 @@ export class AdminService extends Context.Service<AdminService, {
             })
           }
           return { workspace_id: workspaceId, is_healthcare_agency: flag, changed, revoked_keys: revokedKeys }
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(repo.transaction)
         // Committed: this runner stops the revoked keys at once (others within their cache's lifetime).
         if (result.revoked_keys > 0) yield* credentials.forget
         return result

@@ -10,7 +10,7 @@ import { AgreementStatus } from "../../schema/dpa.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { WorkspaceRole } from "../../schema/members.ts"
 import { PrivacyMode } from "../../schema/tenancy.ts"
-import { atDatabaseBoundary, decodeFirstRow } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 /** An app with an owner workspace, and the asking person's live role in that (live) workspace. */
@@ -64,6 +64,8 @@ export class DpaRepo extends Context.Service<DpaRepo, {
   readonly findProfile: (profileId: string, lock: boolean) => Repo<Option.Option<ProfileAgreementRow>>
   /** The person's live role in the workspace and whether they are a live member of the profile. */
   readonly standing: (workspaceId: string, profileId: string, userId: string) => Repo<Option.Option<StandingRow>>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/DpaRepo") {
   static readonly layer = Layer.effect(DpaRepo)(
     Effect.gen(function*() {
@@ -105,7 +107,11 @@ export class DpaRepo extends Context.Service<DpaRepo, {
           FROM workspace_memberships m
           WHERE m.workspace_id = ${workspaceId} AND m.user_id = ${userId} AND m.removed_at IS NULL`)
 
-      return atDatabaseBoundary({ findApp, findProfile, standing })
+      return {
+        ...atDatabaseBoundary({ findApp, findProfile, standing }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   )
 }

@@ -9,7 +9,6 @@
  * held until the privacy mode's agreement is accepted (`exportHold`).
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../schema/common.ts"
 import {
   type AcceptAgreement,
@@ -31,7 +30,6 @@ import type { WorkspaceRole } from "../../schema/members.ts"
 import { AdminRepo } from "../admin/repo.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
-import { transactionFailures } from "../platform/database.ts"
 import { TenancyRepo } from "../tenancy/profiles/repo.ts"
 import { type Agreement, type AppDpaRow, DpaRepo, type ProfileAgreementRow } from "./repo.ts"
 
@@ -195,14 +193,12 @@ export class DpaService extends Context.Service<DpaService, {
 }>()("svc/DpaService") {
   static readonly layer = Layer.effect(DpaService)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* DpaRepo
       const admin = yield* AdminRepo
       const profiles = yield* TenancyRepo
       const audit = yield* AuditLog
 
-      const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, transactionFailures)
+      const inTransaction = repo.transaction
 
       const asSession = (actor: PrincipalShape): Effect.Effect<SessionPrincipal, InsufficientScope> =>
         actor.kind === "session" ? Effect.succeed(actor) : Effect.fail(sessionOnly())

@@ -7,7 +7,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { PasswordLinkPurpose } from "../../schema/people.ts"
-import { atDatabaseBoundary, decodeFirstRow } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 
 const PersonRow = Schema.Struct({ id: Schema.String, email: Schema.String, created: Schema.Boolean, has_password: Schema.Boolean })
 const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String })
@@ -46,6 +46,8 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
   /** Marks the live link used, in the same statement that finds it: two uses cannot both win. */
   readonly consumeLink: (tokenHash: string) => Repo<Option.Option<LinkRow>>
   readonly setPasswordHash: (userId: string, hash: string) => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/PeopleRepo") {
   static readonly layer = Layer.effect(PeopleRepo)(
     Effect.gen(function*() {
@@ -98,7 +100,11 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
       const setPasswordHash = (userId: string, hash: string) =>
         Effect.asVoid(sql`UPDATE users SET password_hash = ${hash}, password_set_at = now() WHERE id = ${userId}`)
 
-      return atDatabaseBoundary({ ensure, findByEmail, find, insertLink, findLiveLink, consumeLink, setPasswordHash })
+      return {
+        ...atDatabaseBoundary({ ensure, findByEmail, find, insertLink, findLiveLink, consumeLink, setPasswordHash }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   )
 }

@@ -5,7 +5,6 @@
  * out everywhere. Hashing is the sessions' scrypt (decision 0021).
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ValidationError } from "../../schema/errors.ts"
 import type { PasswordLink, PasswordLinkPurpose } from "../../schema/people.ts"
 import { AuditLog } from "../audit/repo.ts"
@@ -13,7 +12,6 @@ import { hashPassword, Sessions } from "../auth/sessions/service.ts"
 import { randomBase62, secretDigest } from "../auth/credentials/tokens.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
 import { AppConfig } from "../platform/config.ts"
-import { transactionFailures } from "../platform/database.ts"
 import { PeopleRepo, type PersonRow } from "./repo.ts"
 
 /** An invitation is read when it is read (days); a reset is acted on at once (an hour). */
@@ -59,14 +57,12 @@ export class People extends Context.Service<People, {
 }>()("svc/People") {
   static readonly layer = Layer.effect(People)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* PeopleRepo
       const audit = yield* AuditLog
       const sessions = yield* Sessions
       const settings = yield* AppConfig
 
-      const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, transactionFailures)
+      const inTransaction = repo.transaction
 
       const ensure = Effect.fn("People.ensure")(function*(email: string) {
         return yield* repo.ensure(email.trim())

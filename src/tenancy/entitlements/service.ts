@@ -3,7 +3,6 @@
  * applied inside the Profile entity so that changes of one profile happen one at a time.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../../schema/common.ts"
 import type { DatabaseUnavailable, InvalidState } from "../../../schema/errors.ts"
 import { NotFound } from "../../../schema/errors.ts"
@@ -14,7 +13,6 @@ import { AuditLog } from "../../audit/repo.ts"
 import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import type { AppPrincipal } from "../../auth/principal.ts"
 import { ConnectionsRepo } from "../../connections/repo.ts"
-import { transactionFailures } from "../../platform/database.ts"
 import { movePrivacyMode } from "../privacy.ts"
 import { TenancyRepo } from "../profiles/repo.ts"
 import { EntitlementsRepo } from "./repo.ts"
@@ -34,7 +32,6 @@ export class Entitlements extends Context.Service<Entitlements, {
 }>()("svc/Entitlements") {
   static readonly layer = Layer.effect(Entitlements)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* TenancyRepo
       const entitlements = yield* EntitlementsRepo
       const admin = yield* AdminRepo
@@ -93,7 +90,7 @@ export class Entitlements extends Context.Service<Entitlements, {
             details: { feature: "svc_attribution", ...details }
           })
           return { profile_id: row.profile_id, feature: "svc_attribution" as const, enabled: request.enabled, changed: true, ...privacy }
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(repo.transaction)
       })
 
       return { setAttribution }

@@ -10,7 +10,7 @@ import { ProfileRole, WorkspaceRole } from "../../../schema/members.ts"
 import type { PermissionKey } from "../../../schema/members.ts"
 import { PeopleRepo } from "../../people/repo.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { atDatabaseBoundary } from "../../platform/database.ts"
+import { atDatabaseBoundary, orDatabaseUnavailable } from "../../platform/database.ts"
 import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -76,6 +76,8 @@ export class MembersRepo extends Context.Service<MembersRepo, {
   /** Active members in (created_at, user id) order, one more than `limit` when a next page exists. */
   readonly listMembers: (workspaceId: string, options: { readonly limit: number; readonly after: Option.Option<Keyset> }) => Repo<ReadonlyArray<MemberRow>>
   readonly findMember: (workspaceId: string, userId: string) => Repo<Option.Option<MemberRow>>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/MembersRepo") {
   static readonly layer = Layer.effect(MembersRepo)(
     Effect.gen(function*() {
@@ -198,21 +200,25 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           first
         )
 
-      return atDatabaseBoundary({
-        managedWorkspace,
-        liveProfileIds,
-        findUserByEmail,
-        ensureUser,
-        findMembership,
-        removeMembership,
-        profileMemberships,
-        upsertProfileMembership,
-        removeProfileMembershipsExcept,
-        endProfileMemberships,
-        revokeInvitations,
-        listMembers,
-        findMember
-      })
+      return {
+        ...atDatabaseBoundary({
+          managedWorkspace,
+          liveProfileIds,
+          findUserByEmail,
+          ensureUser,
+          findMembership,
+          removeMembership,
+          profileMemberships,
+          upsertProfileMembership,
+          removeProfileMembershipsExcept,
+          endProfileMemberships,
+          revokeInvitations,
+          listMembers,
+          findMember
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   ).pipe(Layer.provide([PeopleRepo.layer, WorkspacesRepo.layer]))
 }

@@ -12,7 +12,7 @@ import { AdminRepo } from "../../admin/repo.ts"
 import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import { ConnectionsRepo } from "../../connections/repo.ts"
 import { PeopleRepo } from "../../people/repo.ts"
-import { atDatabaseBoundary, decodeFirstRow } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { EntitlementsRepo } from "../entitlements/repo.ts"
 import { MembersRepo } from "../members/repo.ts"
 import { WorkspacesRepo } from "../workspaces/repo.ts"
@@ -109,6 +109,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   /** Records the profile's own DPA or BAA as accepted in `version` by `acceptedBy`. */
   readonly acceptAgreement: (profileId: string, agreement: "dpa" | "baa", version: string, acceptedBy: string) => Repo<void>
   readonly withdrawAgreement: (profileId: string, agreement: "dpa" | "baa") => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/TenancyRepo") {
   static readonly layer = Layer.effect(TenancyRepo)(
     Effect.gen(function*() {
@@ -277,21 +279,25 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
             : sql`UPDATE profiles SET baa_status = 'withdrawn' WHERE id = ${profileId}`
         )
 
-      return atDatabaseBoundary({
-        mcpWritebackEnabled,
-        workspaceRoleForUpdate,
-        insertPersonProfile,
-        findOwnedForUpdate,
-        archive,
-        stampExternalRef,
-        findProvisionedForUpdate,
-        insertProvisioned,
-        setPrivacyMode,
-        findLiveByName,
-        healthcareSettings,
-        acceptAgreement,
-        withdrawAgreement
-      })
+      return {
+        ...atDatabaseBoundary({
+          mcpWritebackEnabled,
+          workspaceRoleForUpdate,
+          insertPersonProfile,
+          findOwnedForUpdate,
+          archive,
+          stampExternalRef,
+          findProvisionedForUpdate,
+          insertProvisioned,
+          setPrivacyMode,
+          findLiveByName,
+          healthcareSettings,
+          acceptAgreement,
+          withdrawAgreement
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   ).pipe(Layer.provide([
     WorkspacesRepo.layer,

@@ -5,7 +5,6 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { RateLimiter } from "effect/persistence/RateLimiter"
-import { SqlClient } from "effect/sql/SqlClient"
 import {
   type DatabaseUnavailable,
   HealthcareScopeForbidden,
@@ -20,7 +19,6 @@ import { AuditLog } from "../../audit/repo.ts"
 import { AdminRepo } from "../../admin/repo.ts"
 import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import { type AppPrincipal, CredentialStore, type PrincipalShape } from "../../auth/principal.ts"
-import { transactionFailures } from "../../platform/database.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { TrackingRepo } from "../../tracking/tracker/repo.ts"
@@ -81,7 +79,6 @@ export class Provisioning extends Context.Service<Provisioning, {
 }>()("svc/Provisioning") {
   static readonly layer = Layer.effect(Provisioning)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* TenancyRepo
       const keys = yield* ApiKeysRepo
       const admin = yield* AdminRepo
@@ -207,8 +204,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           }
           return yield* Effect.die("provisioning did not converge")
         }).pipe(
-          sql.withTransaction,
-          transactionFailures,
+          repo.transaction,
           Effect.flatMap((result) => result.revoked_keys > 0 ? forgetCached(result) : Effect.succeed(result))
         )
       })
@@ -243,7 +239,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             details: { workspace_archived: true, revoked_keys: revokedKeys }
           })
           return { ...result, workspaceArchived: true }
-        }).pipe(sql.withTransaction, transactionFailures, Effect.flatMap(forgetCached))
+        }).pipe(repo.transaction, Effect.flatMap(forgetCached))
       })
 
       const adopt = Effect.fn("Provisioning.adopt")(function*(app: AppPrincipal, profileId: string, input: AdoptProfile) {
@@ -280,7 +276,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             details: { external_ref: input.external_ref, scopes: connectScopes }
           })
           return render(stamped, true, {}, 0, yield* tracking.ensureTrackingKey(row.profile_id))
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(repo.transaction)
       })
 
       const createForPerson = Effect.fn("Provisioning.createForPerson")(function*(
@@ -339,7 +335,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             entitlements: { svc_attribution: true },
             revoked_keys: 0
           } satisfies ProvisionedProfile
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(repo.transaction)
       })
 
       return { provision, createForPerson, archive, adopt }

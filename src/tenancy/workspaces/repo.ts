@@ -6,7 +6,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { type AssignableWorkspaceRole, WorkspaceRole } from "../../../schema/members.ts"
 import { PiiMode } from "../../../schema/workspaces.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 /** `id` and `created_at` are also the keyset of the listing. */
@@ -85,6 +85,8 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
   readonly putMcpSettings: (workspaceId: string, piiMode: PiiMode, writeback: boolean) => Repo<void>
   /** Rows of the last 365 days, newest first, one more than `limit`; the keyset continues downwards. */
   readonly piiAccessLog: (workspaceId: string, page: Page) => Repo<ReadonlyArray<PiiAccessRow>>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/WorkspacesRepo") {
   static readonly layer = Layer.effect(WorkspacesRepo)(
     Effect.gen(function*() {
@@ -226,28 +228,32 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
         }
           ORDER BY l.occurred_at DESC, l.id DESC LIMIT ${page.limit + 1}`)
 
-      return atDatabaseBoundary({
-        memberRole,
-        createdByApp,
-        find,
-        findOwnedByName,
-        insert,
-        remove,
-        addOwner,
-        activateMembership,
-        endMembership,
-        endMemberships,
-        setHealthcareFlag,
-        listForUser,
-        listForApp,
-        setReportingCurrency,
-        liveProfileCount,
-        archive,
-        archiveWithProfile,
-        mcpSettings,
-        putMcpSettings,
-        piiAccessLog
-      })
+      return {
+        ...atDatabaseBoundary({
+          memberRole,
+          createdByApp,
+          find,
+          findOwnedByName,
+          insert,
+          remove,
+          addOwner,
+          activateMembership,
+          endMembership,
+          endMemberships,
+          setHealthcareFlag,
+          listForUser,
+          listForApp,
+          setReportingCurrency,
+          liveProfileCount,
+          archive,
+          archiveWithProfile,
+          mcpSettings,
+          putMcpSettings,
+          piiAccessLog
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   )
 }
