@@ -1,7 +1,8 @@
 /**
  * SQL of partner consent (`/oauth/authorize`) and of the authorization-code exchange: the
  * authorizing app, email-matched profiles, consent tickets and authorization codes (both
- * stored as SHA-256 digests). Grants and provisioning go through src/tenancy/profiles/repo.ts.
+ * stored as SHA-256 digests). Grants go through src/admin/repo.ts, provisioning through
+ * src/tenancy/profiles/repo.ts and keys through src/auth/api-keys/repo.ts.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"

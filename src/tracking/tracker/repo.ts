@@ -142,8 +142,8 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
       const ensureKey = (profileId: string) =>
         sql.withTransaction(
           Effect.gen(function*() {
-            // Provisioning's statement mints the key (one live key per profile, by a partial
-            // unique index); this transaction then reads it. `now()` is the transaction's start,
+            // Provisioning's statement (ensureTrackingKey) mints the key (one live key per profile,
+            // by a partial unique index); this transaction then reads it. `now()` is the transaction's start,
             // so a key created at exactly that time was created by this call.
             yield* ensureTrackingKey(profileId)
             const row = yield* firstEnsured(sql`
