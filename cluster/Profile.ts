@@ -11,7 +11,7 @@ import { ProfileState } from "../schema/rpc.ts"
 import { EntitlementResult, PartnerPrivacyMode } from "../schema/tenancy.ts"
 import { AppConfig } from "../src/platform/config.ts"
 import { CurrentRequestId } from "../src/platform/request-id.ts"
-import { Entitlements } from "../src/tenancy/entitlements.ts"
+import { Entitlements } from "../src/tenancy/entitlements/service.ts"
 import { type ProfileRecord, ProfileRepo } from "./profile-repo.ts"
 
 /** Reads the state; a profile without a row answers epoch 0 and `updated_at: null`. Not persisted. */

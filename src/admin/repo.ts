@@ -1,12 +1,16 @@
-/** SQL of the operator surface: OAuth apps, commerce apps and the workspace healthcare-agency flag. */
+/**
+ * The owner of `oauth_apps` (with their DPA), `commerce_apps` and `grants`; the SQL of the operator
+ * surface. Keys go through src/auth/api-keys/repo.ts, workspaces through src/tenancy/workspaces/repo.ts.
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as SqlSchema from "effect/sql/SqlSchema"
 import { DpaStatus, ProfileResolution, RateTier, type UpdateOAuthApp } from "../../schema/admin.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import type { Scope } from "../../schema/scopes.ts"
+import type { ConnectScope } from "../../schema/scopes.ts"
+import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
 import type { Keyset } from "../platform/pagination.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 export const OAuthAppRow = Schema.Struct({
@@ -75,16 +79,20 @@ export class AdminRepo extends Context.Service<AdminRepo, {
   readonly disableCommerceApp: (id: string) => Repo<boolean>
   /** The live workspace's healthcare-agency flag, its row locked until the transaction ends. */
   readonly lockWorkspaceFlag: (id: string) => Repo<Option.Option<boolean>>
-  readonly setWorkspaceFlag: (id: string, isHealthcareAgency: boolean) => Repo<void>
-  /**
-   * Revokes, on every live profile of the workspace, the live delegated keys (minted for an
-   * OAuth app) carrying any of `scopes`; keys a person issued are untouched. Answers the count.
-   */
-  readonly revokeWorkspaceDelegatedKeysWith: (workspaceId: string, scopes: ReadonlyArray<Scope>) => Repo<number>
+  /** Upserts the app's grant on the profile with these connect scopes (clearing a revocation); answers its id. */
+  readonly upsertGrant: (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) => Repo<string>
+  /** Revokes the live grants of the app, or on the profile. */
+  readonly revokeGrants: (which: { readonly appId: string } | { readonly profileId: string }) => Repo<void>
+  /** Records the app's DPA as accepted in `version` by `acceptedBy`. */
+  readonly acceptDpa: (appId: string, version: string, acceptedBy: string) => Repo<void>
+  readonly withdrawDpa: (appId: string) => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/AdminRepo") {
   static readonly layer = Layer.effect(AdminRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const keys = yield* ApiKeysRepo
       const appColumns = sql`
         id, name, client_id, redirect_uris, allowed_return_origins, profile_resolution, rate_tier,
         owner_workspace_id, dpa_status, dpa_version,
@@ -141,10 +149,9 @@ export class AdminRepo extends Context.Service<AdminRepo, {
             const deleted = yield* sql`UPDATE oauth_apps SET deleted_at = now(), updated_at = now()
                                        WHERE id = ${id} AND deleted_at IS NULL RETURNING id`
             if (deleted.length === 0) return Option.none()
-            yield* sql`UPDATE grants SET revoked_at = now() WHERE app_id = ${id} AND revoked_at IS NULL`
-            const keys = yield* sql`UPDATE api_keys SET revoked_at = now()
-                                    WHERE oauth_app_id = ${id} AND revoked_at IS NULL RETURNING id`
-            return Option.some({ revokedKeys: keys.length })
+            yield* revokeGrants({ appId: id })
+            const revoked = yield* keys.revokeKeys({ kind: "app", appId: id })
+            return Option.some({ revokedKeys: revoked.length })
           })
         )
 
@@ -195,35 +202,55 @@ export class AdminRepo extends Context.Service<AdminRepo, {
           Option.map((row) => row.is_healthcare_agency)
         )
 
-      const revokeWorkspaceDelegatedKeysWith = (workspaceId: string, scopes: ReadonlyArray<Scope>) =>
+      const upsertGrant = (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) =>
         Effect.map(
-          sql`UPDATE api_keys k SET revoked_at = now()
-              FROM profiles p
-              WHERE k.profile_id = p.id AND p.workspace_id = ${workspaceId} AND p.archived_at IS NULL
-                AND k.oauth_app_id IS NOT NULL AND k.revoked_at IS NULL
-                AND k.scopes && ${scopes}::text[]
-              RETURNING k.id`,
-          (rows) => rows.length
+          sql<{ id: string }>`
+            INSERT INTO grants (id, app_id, profile_id, connect_scopes)
+            VALUES (${crypto.randomUUID()}, ${appId}, ${profileId}, ${connectScopes})
+            ON CONFLICT (app_id, profile_id) DO UPDATE
+              SET connect_scopes = EXCLUDED.connect_scopes, revoked_at = NULL, updated_at = now()
+            RETURNING id`,
+          (rows) => rows[0]?.id ?? ""
         )
 
+      const revokeGrants = (which: { readonly appId: string } | { readonly profileId: string }) =>
+        Effect.asVoid(
+          "appId" in which
+            ? sql`UPDATE grants SET revoked_at = now() WHERE app_id = ${which.appId} AND revoked_at IS NULL`
+            : sql`UPDATE grants SET revoked_at = now() WHERE profile_id = ${which.profileId} AND revoked_at IS NULL`
+        )
+
+      const acceptDpa = (appId: string, version: string, acceptedBy: string) =>
+        Effect.asVoid(sql`
+          UPDATE oauth_apps SET dpa_status = 'accepted', dpa_version = ${version}, dpa_accepted_at = now(),
+                                dpa_accepted_by = ${acceptedBy}, updated_at = now()
+          WHERE id = ${appId}`)
+
+      const withdrawDpa = (appId: string) =>
+        Effect.asVoid(sql`UPDATE oauth_apps SET dpa_status = 'withdrawn', updated_at = now() WHERE id = ${appId}`)
+
       return {
-        lockWorkspaceFlag: (id) => orDatabaseUnavailable(lockWorkspaceFlag(id)),
-        setWorkspaceFlag: (id, flag) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`UPDATE workspaces SET is_healthcare_agency = ${flag} WHERE id = ${id}`)),
-        revokeWorkspaceDelegatedKeysWith: (workspaceId, scopes) =>
-          orDatabaseUnavailable(revokeWorkspaceDelegatedKeysWith(workspaceId, scopes)),
-        insertApp: (app) => orDatabaseUnavailable(insertApp(app)),
-        listApps: ({ limit, after }) => orDatabaseUnavailable(listApps(limit, after)),
-        findApp: (id) => orDatabaseUnavailable(findApp(id)),
-        updateApp: (id, patch) => orDatabaseUnavailable(updateApp(id, patch)),
-        deleteApp: (id) => orDatabaseUnavailable(deleteApp(id)),
-        setClientSecret: (id, hash) => orDatabaseUnavailable(setClientSecret(id, hash)),
-        setJwtSecret: (id, encrypted) => orDatabaseUnavailable(setJwtSecret(id, encrypted)),
-        workspaceExists: (id) => orDatabaseUnavailable(workspaceExists(id)),
-        insertCommerceApp: (app) => orDatabaseUnavailable(insertCommerceApp(app)),
-        listCommerceApps: orDatabaseUnavailable(listCommerceApps),
-        disableCommerceApp: (id) => orDatabaseUnavailable(disableCommerceApp(id))
+        ...atDatabaseBoundary({
+          lockWorkspaceFlag,
+          upsertGrant,
+          revokeGrants,
+          acceptDpa,
+          withdrawDpa,
+          insertApp,
+          listApps: ({ limit, after }: { readonly limit: number; readonly after: Option.Option<Keyset> }) => listApps(limit, after),
+          findApp,
+          updateApp,
+          deleteApp,
+          setClientSecret,
+          setJwtSecret,
+          workspaceExists,
+          insertCommerceApp,
+          listCommerceApps,
+          disableCommerceApp
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  )
+  ).pipe(Layer.provide(ApiKeysRepo.layer))
 }

@@ -3,7 +3,6 @@
  * a workspace's healthcare-agency flag (S5.3).
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import type {
   CommerceApp,
   CreateCommerceApp,
@@ -16,11 +15,12 @@ import { isUuid, originOf } from "../../schema/common.ts"
 import { type DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../schema/errors.ts"
 import { PERSON_SCOPES } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
+import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
 import { CredentialPrefix, mintClientId, mintSecret, mintSigningSecret, secretDigest } from "../auth/credentials/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../auth/principal.ts"
-import { transactionFailures } from "../platform/database.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
 import { SecretBox } from "../platform/secret-box.ts"
+import { WorkspacesRepo } from "../tenancy/workspaces/repo.ts"
 import { AdminRepo, type CommerceAppRow, type OAuthAppRow } from "./repo.ts"
 
 const noSuchApp = () => new NotFound({ message: "No such OAuth app." })
@@ -64,8 +64,9 @@ export class AdminService extends Context.Service<AdminService, {
 }>()("svc/AdminService") {
   static readonly layer = Layer.effect(AdminService)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* AdminRepo
+      const keys = yield* ApiKeysRepo
+      const workspaces = yield* WorkspacesRepo
       const audit = yield* AuditLog
       const box = yield* SecretBox
       const credentials = yield* CredentialStore
@@ -194,10 +195,12 @@ export class AdminService extends Context.Service<AdminService, {
           const held = yield* repo.lockWorkspaceFlag(workspaceId)
           if (Option.isNone(held)) return yield* noSuchWorkspace()
           const changed = held.value !== flag
-          if (changed) yield* repo.setWorkspaceFlag(workspaceId, flag)
+          if (changed) yield* workspaces.setHealthcareFlag(workspaceId, flag)
           // On: every profile of the workspace is healthcare-family; sweep even when the flag was
           // already on, so a key that slipped through is caught. Off: nothing is revoked.
-          const revokedKeys = flag ? yield* repo.revokeWorkspaceDelegatedKeysWith(workspaceId, PERSON_SCOPES) : 0
+          const revokedKeys = flag
+            ? (yield* keys.revokeKeys({ kind: "delegated_in_workspace", workspaceId, scopes: PERSON_SCOPES })).length
+            : 0
           if (changed || revokedKeys > 0) {
             yield* audit.record({
               actor,
@@ -209,7 +212,7 @@ export class AdminService extends Context.Service<AdminService, {
             })
           }
           return { workspace_id: workspaceId, is_healthcare_agency: flag, changed, revoked_keys: revokedKeys }
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(repo.transaction)
         // Committed: this runner stops the revoked keys at once (others within their cache's lifetime).
         if (result.revoked_keys > 0) yield* credentials.forget
         return result
@@ -229,5 +232,5 @@ export class AdminService extends Context.Service<AdminService, {
         disableCommerceApp
       }
     })
-  ).pipe(Layer.provide([AdminRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([AdminRepo.layer, ApiKeysRepo.layer, WorkspacesRepo.layer, AuditLog.layer]))
 }

@@ -5,13 +5,10 @@
  * and never answered).
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
-
-export const PII_LOG_RETENTION_DAYS = 365
+import { PiiAccessRepo } from "./repo.ts"
 
 /** How often each runner deletes rows past retention (the delete is idempotent across runners). */
 const PURGE_EVERY = Duration.hours(6)
@@ -54,23 +51,23 @@ export class PiiAccessLog extends Context.Service<PiiAccessLog, {
 }>()("svc/PiiAccessLog") {
   static readonly layer = Layer.effect(PiiAccessLog)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const repo = yield* PiiAccessRepo
 
       const record = Effect.fn("PiiAccessLog.record")(function*(access: PiiAccess) {
         const actor = actorOf(access.principal)
         const requestId = yield* CurrentRequestId
-        yield* orDatabaseUnavailable(sql`
-          INSERT INTO pii_access_log (id, workspace_id, profile_id, actor_kind, actor_id, route, result, request_id)
-          VALUES (${crypto.randomUUID()}, ${access.workspaceId}, ${access.profileId}, ${actor.kind}, ${actor.id},
-                  ${access.route}, ${access.result}, ${requestId === "" ? null : requestId})`)
+        yield* repo.insert({
+          workspaceId: access.workspaceId,
+          profileId: access.profileId,
+          actorKind: actor.kind,
+          actorId: actor.id,
+          route: access.route,
+          result: access.result,
+          requestId: requestId === "" ? null : requestId
+        })
       })
 
-      const purge = orDatabaseUnavailable(
-        Effect.map(
-          sql`DELETE FROM pii_access_log WHERE occurred_at < now() - make_interval(days => ${PII_LOG_RETENTION_DAYS}) RETURNING id`,
-          (rows) => rows.length
-        )
-      ).pipe(Effect.withSpan("PiiAccessLog.purge"))
+      const purge = repo.purge.pipe(Effect.withSpan("PiiAccessLog.purge"))
 
       // The first purge waits a minute: start-up (and its readiness checks) go first.
       yield* purge.pipe(
@@ -83,5 +80,5 @@ export class PiiAccessLog extends Context.Service<PiiAccessLog, {
 
       return { record, purge }
     })
-  )
+  ).pipe(Layer.provide(PiiAccessRepo.layer))
 }

@@ -1,9 +1,12 @@
-/** The audit trail: one row per security-relevant change, with who did it and the request id. */
+/**
+ * The owner of `audit_events` (the audit trail: one row per security-relevant change, with who
+ * did it and the request id) and of `pii_access_log` (src/audit/pii-access.ts says when it is written).
+ */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { atDatabaseBoundary } from "../platform/database.ts"
 import { CurrentRequestId } from "../platform/request-id.ts"
 
 export interface AuditEntry {
@@ -45,14 +48,50 @@ export class AuditLog extends Context.Service<AuditLog, {
       const record = Effect.fn("AuditLog.record")(function*(entry: AuditEntry) {
         const actor = actorOf(entry.actor)
         const requestId = yield* CurrentRequestId
-        yield* orDatabaseUnavailable(sql`
+        yield* sql`
           INSERT INTO audit_events (id, workspace_id, profile_id, actor_kind, actor_id, actor_user_id, action,
                                     target_kind, target_id, details, request_id)
           VALUES (${entry.id ?? crypto.randomUUID()}, ${entry.workspaceId ?? null}, ${entry.profileId ?? null}, ${actor.kind},
                   ${actor.id}, ${actor.userId}, ${entry.action}, ${entry.targetKind}, ${entry.targetId},
-                  ${JSON.stringify(entry.details ?? {})}::jsonb, ${requestId === "" ? null : requestId})`)
+                  ${JSON.stringify(entry.details ?? {})}::jsonb, ${requestId === "" ? null : requestId})`
       })
-      return { record }
+      return atDatabaseBoundary({ record })
+    })
+  )
+}
+
+/** Days a PII access log row is kept (and answered). */
+export const PII_LOG_RETENTION_DAYS = 365
+
+/** One row of the PII access log, as the Authentication middleware records it. */
+export interface PiiAccessRow {
+  readonly workspaceId: string
+  readonly profileId: string | null
+  readonly actorKind: string
+  readonly actorId: string | null
+  readonly route: string
+  readonly result: string
+  readonly requestId: string | null
+}
+
+export class PiiAccessRepo extends Context.Service<PiiAccessRepo, {
+  readonly insert: (row: PiiAccessRow) => Effect.Effect<void, DatabaseUnavailable>
+  /** Deletes rows older than the retention; answers how many went. */
+  readonly purge: Effect.Effect<number, DatabaseUnavailable>
+}>()("svc/PiiAccessRepo") {
+  static readonly layer = Layer.effect(PiiAccessRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const insert = (row: PiiAccessRow) =>
+        Effect.asVoid(sql`
+          INSERT INTO pii_access_log (id, workspace_id, profile_id, actor_kind, actor_id, route, result, request_id)
+          VALUES (${crypto.randomUUID()}, ${row.workspaceId}, ${row.profileId}, ${row.actorKind}, ${row.actorId},
+                  ${row.route}, ${row.result}, ${row.requestId})`)
+      const purge = Effect.map(
+        sql`DELETE FROM pii_access_log WHERE occurred_at < now() - make_interval(days => ${PII_LOG_RETENTION_DAYS}) RETURNING id`,
+        (rows) => rows.length
+      )
+      return atDatabaseBoundary({ insert, purge })
     })
   )
 }

@@ -1,6 +1,7 @@
 /**
- * SQL of the agreements: an OAuth app's DPA (on `oauth_apps`), a profile's own DPA and BAA (on
- * `profiles`), and who may act on them. The effective DPA of a profile is computed at read time
+ * SQL of the agreements: reads an OAuth app's DPA (on `oauth_apps`), a profile's own DPA and BAA
+ * (on `profiles`), and who may act on them. Their owners write them: src/admin/repo.ts and
+ * src/tenancy/profiles/repo.ts. The effective DPA of a profile is computed at read time
  * from the profile's own columns and its provisioning app's (src/dpa/service.ts), never copied.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -9,7 +10,7 @@ import { AgreementStatus } from "../../schema/dpa.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { WorkspaceRole } from "../../schema/members.ts"
 import { PrivacyMode } from "../../schema/tenancy.ts"
-import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 
 /** An app with an owner workspace, and the asking person's live role in that (live) workspace. */
@@ -59,14 +60,12 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 export class DpaRepo extends Context.Service<DpaRepo, {
   /** A live app with a live owner workspace, and `userId`'s live role there; `lock` locks the app row. */
   readonly findApp: (appId: string, userId: string, lock: boolean) => Repo<Option.Option<AppDpaRow>>
-  readonly acceptApp: (appId: string, version: string, acceptedBy: string) => Repo<void>
-  readonly withdrawApp: (appId: string) => Repo<void>
   /** A profile of a live workspace (archived profiles included, flagged); `lock` locks the profile row. */
   readonly findProfile: (profileId: string, lock: boolean) => Repo<Option.Option<ProfileAgreementRow>>
   /** The person's live role in the workspace and whether they are a live member of the profile. */
   readonly standing: (workspaceId: string, profileId: string, userId: string) => Repo<Option.Option<StandingRow>>
-  readonly acceptProfile: (profileId: string, agreement: Agreement, version: string, acceptedBy: string) => Repo<void>
-  readonly withdrawProfile: (profileId: string, agreement: Agreement) => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/DpaRepo") {
   static readonly layer = Layer.effect(DpaRepo)(
     Effect.gen(function*() {
@@ -84,14 +83,6 @@ export class DpaRepo extends Context.Service<DpaRepo, {
           LEFT JOIN workspace_memberships m ON m.workspace_id = w.id AND m.user_id = ${userId} AND m.removed_at IS NULL
           WHERE a.id = ${appId} AND a.deleted_at IS NULL
           ${sql.literal(lock ? "FOR UPDATE OF a" : "")}`)
-
-      const acceptApp = (appId: string, version: string, acceptedBy: string) =>
-        sql`UPDATE oauth_apps SET dpa_status = 'accepted', dpa_version = ${version}, dpa_accepted_at = now(),
-                                  dpa_accepted_by = ${acceptedBy}, updated_at = now()
-            WHERE id = ${appId}`
-
-      const withdrawApp = (appId: string) =>
-        sql`UPDATE oauth_apps SET dpa_status = 'withdrawn', updated_at = now() WHERE id = ${appId}`
 
       const findProfile = (profileId: string, lock: boolean) =>
         firstProfile(sql`
@@ -116,29 +107,10 @@ export class DpaRepo extends Context.Service<DpaRepo, {
           FROM workspace_memberships m
           WHERE m.workspace_id = ${workspaceId} AND m.user_id = ${userId} AND m.removed_at IS NULL`)
 
-      const acceptProfile = (profileId: string, agreement: Agreement, version: string, acceptedBy: string) =>
-        agreement === "dpa"
-          ? sql`UPDATE profiles SET dpa_status = 'accepted', dpa_version = ${version}, dpa_accepted_at = now(),
-                                    dpa_accepted_by = ${acceptedBy}
-                WHERE id = ${profileId}`
-          : sql`UPDATE profiles SET baa_status = 'accepted', baa_version = ${version}, baa_accepted_at = now(),
-                                    baa_accepted_by = ${acceptedBy}
-                WHERE id = ${profileId}`
-
-      const withdrawProfile = (profileId: string, agreement: Agreement) =>
-        agreement === "dpa"
-          ? sql`UPDATE profiles SET dpa_status = 'withdrawn' WHERE id = ${profileId}`
-          : sql`UPDATE profiles SET baa_status = 'withdrawn' WHERE id = ${profileId}`
-
       return {
-        findApp: (appId, userId, lock) => orDatabaseUnavailable(findApp(appId, userId, lock)),
-        acceptApp: (appId, version, by) => orDatabaseUnavailable(Effect.asVoid(acceptApp(appId, version, by))),
-        withdrawApp: (appId) => orDatabaseUnavailable(Effect.asVoid(withdrawApp(appId))),
-        findProfile: (profileId, lock) => orDatabaseUnavailable(findProfile(profileId, lock)),
-        standing: (workspaceId, profileId, userId) => orDatabaseUnavailable(standing(workspaceId, profileId, userId)),
-        acceptProfile: (profileId, agreement, version, by) =>
-          orDatabaseUnavailable(Effect.asVoid(acceptProfile(profileId, agreement, version, by))),
-        withdrawProfile: (profileId, agreement) => orDatabaseUnavailable(Effect.asVoid(withdrawProfile(profileId, agreement)))
+        ...atDatabaseBoundary({ findApp, findProfile, standing }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
   )

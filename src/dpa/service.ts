@@ -9,7 +9,6 @@
  * held until the privacy mode's agreement is accepted (`exportHold`).
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../schema/common.ts"
 import {
   type AcceptAgreement,
@@ -28,9 +27,10 @@ import {
   ValidationError
 } from "../../schema/errors.ts"
 import type { WorkspaceRole } from "../../schema/members.ts"
+import { AdminRepo } from "../admin/repo.ts"
 import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
-import { transactionFailures } from "../platform/database.ts"
+import { TenancyRepo } from "../tenancy/profiles/repo.ts"
 import { type Agreement, type AppDpaRow, DpaRepo, type ProfileAgreementRow } from "./repo.ts"
 
 type SessionPrincipal = Extract<PrincipalShape, { readonly kind: "session" }>
@@ -193,12 +193,12 @@ export class DpaService extends Context.Service<DpaService, {
 }>()("svc/DpaService") {
   static readonly layer = Layer.effect(DpaService)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* DpaRepo
+      const admin = yield* AdminRepo
+      const profiles = yield* TenancyRepo
       const audit = yield* AuditLog
 
-      const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, transactionFailures)
+      const inTransaction = repo.transaction
 
       const asSession = (actor: PrincipalShape): Effect.Effect<SessionPrincipal, InsufficientScope> =>
         actor.kind === "session" ? Effect.succeed(actor) : Effect.fail(sessionOnly())
@@ -231,7 +231,7 @@ export class DpaService extends Context.Service<DpaService, {
           const row = yield* reachApp(session, appId, true)
           const move = yield* acceptMove("dpa", { status: row.dpa_status, version: row.dpa_version }, input.version)
           if (move === "unchanged") return { ...renderApp(row), changed: false }
-          yield* repo.acceptApp(row.id, input.version, session.userId)
+          yield* admin.acceptDpa(row.id, input.version, session.userId)
           yield* audit.record({
             actor: session,
             action: "dpa.accepted",
@@ -250,7 +250,7 @@ export class DpaService extends Context.Service<DpaService, {
           const row = yield* reachApp(session, appId, true)
           const move = yield* withdrawMove("dpa", { status: row.dpa_status, version: row.dpa_version })
           if (move === "unchanged") return { ...renderApp(row), changed: false }
-          yield* repo.withdrawApp(row.id)
+          yield* admin.withdrawDpa(row.id)
           yield* audit.record({
             actor: session,
             action: "dpa.withdrawn",
@@ -335,7 +335,7 @@ export class DpaService extends Context.Service<DpaService, {
           const stored = storedOf(row, agreement)
           const move = yield* acceptMove(agreement, stored, input.version)
           if (move === "unchanged") return { ...renderProfile(row), changed: false }
-          yield* repo.acceptProfile(row.profile_id, agreement, input.version, session.userId)
+          yield* profiles.acceptAgreement(row.profile_id, agreement, input.version, session.userId)
           yield* audit.record({
             actor: session,
             action: `${agreement}.accepted`,
@@ -365,7 +365,7 @@ export class DpaService extends Context.Service<DpaService, {
             inherited ? " The DPA this profile reads is its provisioning app's; the app's owner workspace withdraws it." : ""
           )
           if (move === "unchanged") return { ...renderProfile(row), changed: false }
-          yield* repo.withdrawProfile(row.profile_id, agreement)
+          yield* profiles.withdrawAgreement(row.profile_id, agreement)
           yield* audit.record({
             actor: session,
             action: `${agreement}.withdrawn`,
@@ -388,5 +388,5 @@ export class DpaService extends Context.Service<DpaService, {
 
       return { appDpa, acceptAppDpa, withdrawAppDpa, profileAgreements, acceptProfile, withdrawProfile, exportHold }
     })
-  ).pipe(Layer.provide([DpaRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([DpaRepo.layer, AdminRepo.layer, TenancyRepo.layer, AuditLog.layer]))
 }

@@ -8,11 +8,9 @@
  * running is 409 `idempotency_key_in_flight`. Only a 2xx is stored: any other outcome
  * releases the key so the client can retry.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
-import { SqlClient } from "effect/sql/SqlClient"
-import * as SqlSchema from "effect/sql/SqlSchema"
 import { createHash } from "node:crypto"
 import {
   DatabaseUnavailable,
@@ -20,27 +18,15 @@ import {
   IdempotencyKeyInFlight,
   ValidationError
 } from "../../schema/errors.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
 import { Principal, type PrincipalShape } from "../auth/principal.ts"
+import { IdempotencyRepo } from "../idempotency/repo.ts"
 import { Policy, PUBLIC } from "./policy.ts"
 
-export const REPLAY_WINDOW_HOURS = 24
-/** A claim older than this is from a request that died mid-flight; it may be taken over. */
-const STALE_CLAIM_SECONDS = 120
 const MAX_KEY_LENGTH = 255
 
 export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requires: Principal }>()("svc/Idempotency", {
   error: [ValidationError.wire, IdempotencyKeyConflict.wire, IdempotencyKeyInFlight.wire, DatabaseUnavailable.wire]
 }) {}
-
-const StoredRow = Schema.Struct({
-  request_hash: Schema.String,
-  state: Schema.Literals(["in_flight", "completed"]),
-  response_status: Schema.NullOr(Schema.Int),
-  response_headers: Schema.NullOr(Schema.Record(Schema.String, Schema.String)),
-  response_body: Schema.NullOr(Schema.String),
-  age_seconds: Schema.Finite
-})
 
 const scopeOf = (principal: PrincipalShape): string => {
   switch (principal.kind) {
@@ -64,31 +50,7 @@ const decoder = new TextDecoder()
 
 export const IdempotencyLayer = Layer.effect(Idempotency)(
   Effect.gen(function*() {
-    const sql = yield* SqlClient
-
-    const claim = SqlSchema.findOneOption({
-      Request: Schema.Struct({ scope: Schema.String, route: Schema.String, key: Schema.String, hash: Schema.String }),
-      Result: Schema.Struct({ claimed: Schema.Boolean }),
-      execute: ({ scope, route, key, hash }) =>
-        sql`INSERT INTO idempotency_keys (scope, route, key, request_hash, state, expires_at)
-            VALUES (${scope}, ${route}, ${key}, ${hash}, 'in_flight', now() + make_interval(hours => ${REPLAY_WINDOW_HOURS}))
-            ON CONFLICT (scope, route, key) DO UPDATE
-              SET request_hash = EXCLUDED.request_hash, state = 'in_flight', created_at = now(),
-                  expires_at = EXCLUDED.expires_at, response_status = NULL, response_headers = NULL, response_body = NULL
-              WHERE idempotency_keys.expires_at < now()
-                 OR (idempotency_keys.state = 'in_flight'
-                     AND idempotency_keys.created_at < now() - make_interval(secs => ${STALE_CLAIM_SECONDS}))
-            RETURNING true AS claimed`
-    })
-
-    const existing = SqlSchema.findOneOption({
-      Request: Schema.Struct({ scope: Schema.String, route: Schema.String, key: Schema.String }),
-      Result: StoredRow,
-      execute: ({ scope, route, key }) =>
-        sql`SELECT request_hash, state, response_status, response_headers, response_body,
-                   extract(epoch FROM now() - created_at)::float8 AS age_seconds
-            FROM idempotency_keys WHERE scope = ${scope} AND route = ${route} AND key = ${key}`
-    })
+    const repo = yield* IdempotencyRepo
 
     const complete = (scope: string, route: string, key: string, response: HttpServerResponse.HttpServerResponse) => {
       const body = response.body._tag === "Uint8Array" ? decoder.decode(response.body.body) : ""
@@ -97,14 +59,8 @@ export const IdempotencyLayer = Layer.effect(Idempotency)(
         if (replayedHeaders.has(name)) headers[name] = value
       }
       if (response.body._tag === "Uint8Array") headers["content-type"] = response.body.contentType
-      return sql`UPDATE idempotency_keys
-                 SET state = 'completed', response_status = ${response.status},
-                     response_headers = ${JSON.stringify(headers)}::jsonb, response_body = ${body}
-                 WHERE scope = ${scope} AND route = ${route} AND key = ${key}`
+      return repo.complete({ scope, route, key }, { status: response.status, headers, body })
     }
-
-    const release = (scope: string, route: string, key: string) =>
-      sql`DELETE FROM idempotency_keys WHERE scope = ${scope} AND route = ${route} AND key = ${key} AND state = 'in_flight'`
 
     return (httpEffect, { endpoint }) => {
       const policy = Context.getOrElse(endpoint.annotations, Policy, () => PUBLIC)
@@ -125,9 +81,9 @@ export const IdempotencyLayer = Layer.effect(Idempotency)(
         const body = yield* Effect.orDie(request.text)
         const hash = createHash("sha256").update(`${request.method}\n${request.url}\n${body}`).digest("hex")
 
-        const claimed = yield* orDatabaseUnavailable(claim({ scope, route, key, hash }))
-        if (Option.isNone(claimed)) {
-          const stored = yield* orDatabaseUnavailable(existing({ scope, route, key }))
+        const claimed = yield* repo.claim({ scope, route, key }, hash)
+        if (!claimed) {
+          const stored = yield* repo.find({ scope, route, key })
           if (Option.isNone(stored)) {
             return yield* new IdempotencyKeyInFlight({ message: "A request with this Idempotency-Key just finished; retry." })
           }
@@ -152,10 +108,10 @@ export const IdempotencyLayer = Layer.effect(Idempotency)(
           Effect.onExit((exit) =>
             exit._tag === "Success" && exit.value.status >= 200 && exit.value.status < 300
               ? complete(scope, route, key, exit.value).pipe(Effect.orDie)
-              : release(scope, route, key).pipe(Effect.ignore)
+              : repo.release({ scope, route, key }).pipe(Effect.ignore)
           )
         )
       })
     }
   })
-)
+).pipe(Layer.provide(IdempotencyRepo.layer))

@@ -1,8 +1,11 @@
-/** SQL of the agent OAuth surface (decision 0023): clients, consent tickets, authorization codes. */
+/**
+ * SQL of the agent OAuth surface (decision 0023): clients, consent tickets, authorization codes.
+ * The tokens themselves go through src/auth/user-tokens/repo.ts.
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeFirstRow, orDatabaseUnavailable, transactionFailures } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 
 export const ClientRow = Schema.Struct({
   client_id: Schema.String,
@@ -41,8 +44,6 @@ export const CodeRow = Schema.Struct({
 })
 export type CodeRow = typeof CodeRow.Type
 
-const RevokedRow = Schema.Struct({ id: Schema.String, user_id: Schema.String })
-export type RevokedRow = typeof RevokedRow.Type
 
 export interface NewClient {
   readonly clientId: string
@@ -87,24 +88,17 @@ export class McpOAuthRepo extends Context.Service<McpOAuthRepo, {
   /** The code row, locked until the transaction ends, with whether it is still live and already used. */
   readonly lockCode: (digest: string) => Repo<Option.Option<CodeRow>>
   readonly markCodeUsed: (digest: string, tokenId: string) => Repo<void>
-  /** Revokes a live user token; None when it was already revoked. */
-  readonly revokeToken: (tokenId: string) => Repo<Option.Option<RevokedRow>>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/McpOAuthRepo") {
   static readonly layer = Layer.effect(McpOAuthRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
 
-      const first = <S extends Schema.Top>(schema: S) => {
-        const firstRow = decodeFirstRow(schema)
-        return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => orDatabaseUnavailable(firstRow(statement))
-      }
-      const firstClient = first(ClientRow)
-      const firstSession = first(SessionRow)
-      const firstTicket = first(TicketRow)
-      const firstCode = first(CodeRow)
-      const firstRevoked = first(RevokedRow)
-      const run = <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => orDatabaseUnavailable(Effect.asVoid(statement))
+      const firstClient = decodeFirstRow(ClientRow)
+      const firstSession = decodeFirstRow(SessionRow)
+      const firstTicket = decodeFirstRow(TicketRow)
+      const firstCode = decodeFirstRow(CodeRow)
+      const run = Effect.asVoid
 
       const clientColumns = sql`client_id, client_name, redirect_uris, grants,
         extract(epoch FROM date_trunc('second', created_at))::float8 AS issued_at`
@@ -165,26 +159,19 @@ export class McpOAuthRepo extends Context.Service<McpOAuthRepo, {
       const markCodeUsed = (digest: string, tokenId: string) =>
         run(sql`UPDATE mcp_authorization_codes SET used_at = now(), token_id = ${tokenId} WHERE code_hash = ${digest}`)
 
-      const revokeToken = (tokenId: string) =>
-        firstRevoked(sql`
-          UPDATE user_tokens SET revoked_at = now() WHERE id = ${tokenId} AND revoked_at IS NULL
-          RETURNING id, user_id`)
-
-      const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
-        // BEGIN and COMMIT fail with SqlError; failures inside are already mapped by the statements.
-        transactionFailures(sql.withTransaction(effect))
-
       return {
-        insertClient,
-        findClient,
-        findSession,
-        insertTicket,
-        consumeTicket,
-        insertCode,
-        lockCode,
-        markCodeUsed,
-        revokeToken,
-        transaction
+        ...atDatabaseBoundary({
+          insertClient,
+          findClient,
+          findSession,
+          insertTicket,
+          consumeTicket,
+          insertCode,
+          lockCode,
+          markCodeUsed
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
   )

@@ -21,6 +21,7 @@ import { type McpGrant, McpGrants } from "../../schema/scopes.ts"
 import { AuditLog } from "../audit/repo.ts"
 import { Sessions } from "../auth/sessions/service.ts"
 import { randomBase62, secretDigest } from "../auth/credentials/tokens.ts"
+import { UserTokensRepo } from "../auth/user-tokens/repo.ts"
 import { DEFAULT_USER_TOKEN_UNITS_PER_MINUTE, userTokenMinter } from "../auth/user-tokens/service.ts"
 import { CredentialStore, type PrincipalShape } from "../auth/principal.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -136,6 +137,7 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
     Effect.gen(function*() {
       const settings = yield* AppConfig
       const repo = yield* McpOAuthRepo
+      const tokens = yield* UserTokensRepo
       const sessions = yield* Sessions
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
@@ -340,7 +342,7 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
           const actor: PrincipalShape = { kind: "session", userId: code.user_id, sessionId: code.session_id }
           if (code.used) {
             // RFC 6749 section 4.1.2: a code used twice revokes what it issued.
-            const revoked = code.token_id === null ? Option.none() : yield* repo.revokeToken(code.token_id)
+            const revoked = code.token_id === null ? Option.none() : yield* tokens.revoke(code.token_id)
             if (Option.isSome(revoked)) {
               yield* audit.record({
                 actor,
@@ -421,5 +423,5 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
 
       return { metadata, register, checkAuthorization, sessionOf, issueTicket, signIn, decide, exchange }
     })
-  ).pipe(Layer.provide([McpOAuthRepo.layer, AuditLog.layer, Sessions.layer]))
+  ).pipe(Layer.provide([McpOAuthRepo.layer, UserTokensRepo.layer, AuditLog.layer, Sessions.layer]))
 }

@@ -7,7 +7,6 @@
  * the person through a short internal session that is revoked before the answer.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { QuickstartBundle } from "../../schema/people.ts"
 import { DEFAULT_KEY_SCOPES } from "../../schema/scopes.ts"
@@ -18,8 +17,9 @@ import { Sessions } from "../auth/sessions/service.ts"
 import { CredentialStore, type PrincipalShape } from "../auth/principal.ts"
 import { People } from "../people/service.ts"
 import { AppConfig } from "../platform/config.ts"
-import { decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
+import { TenancyRepo } from "../tenancy/profiles/repo.ts"
 import { Provisioning } from "../tenancy/profiles/service.ts"
+import { WorkspacesRepo } from "../tenancy/workspaces/repo.ts"
 import { Workspaces } from "../tenancy/workspaces/service.ts"
 import { TrackingService } from "../tracking/tracker/service.ts"
 
@@ -28,7 +28,6 @@ export const QUICKSTART_WORKSPACE = "Quickstart"
 export const QUICKSTART_PROFILE = "Quickstart site"
 export const QUICKSTART_SCOPES = [...DEFAULT_KEY_SCOPES, "events:write", "goals:write", "tracking:write"] as const
 
-const IdRow = Schema.Struct({ id: Schema.String })
 const isTrackingOrigin = Schema.is(TrackingOrigin)
 
 /** The origins the quickstart's tracker accepts: the service's own (a page it serves, or curl with its Origin). */
@@ -44,7 +43,8 @@ export class Quickstart extends Context.Service<Quickstart, {
 }>()("svc/Quickstart") {
   static readonly layer = Layer.effect(Quickstart)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const workspacesRepo = yield* WorkspacesRepo
+      const profilesRepo = yield* TenancyRepo
       const settings = yield* AppConfig
       const people = yield* People
       const sessions = yield* Sessions
@@ -54,32 +54,17 @@ export class Quickstart extends Context.Service<Quickstart, {
       const tracking = yield* TrackingService
       const definitions = yield* Definitions
       const apiKeys = yield* ApiKeysService
-      const firstId = decodeFirstRow(IdRow)
-
-      const ownedWorkspace = (userId: string) =>
-        orDatabaseUnavailable(firstId(sql`
-          SELECT w.id FROM workspaces w JOIN workspace_memberships m ON m.workspace_id = w.id
-          WHERE m.user_id = ${userId} AND m.role = 'owner' AND m.removed_at IS NULL
-            AND w.archived_at IS NULL AND w.name = ${QUICKSTART_WORKSPACE}
-          ORDER BY w.created_at LIMIT 1`))
-
-      const liveProfile = (workspaceId: string) =>
-        orDatabaseUnavailable(firstId(sql`
-          SELECT id FROM profiles
-          WHERE workspace_id = ${workspaceId} AND archived_at IS NULL AND name = ${QUICKSTART_PROFILE}
-          ORDER BY created_at LIMIT 1`))
-
       const asPerson = Effect.fn("Quickstart.asPerson")(function*(
         person: Extract<PrincipalShape, { readonly kind: "session" }>,
         email: string
       ) {
-        const foundWorkspace = yield* ownedWorkspace(person.userId)
+        const foundWorkspace = yield* workspacesRepo.findOwnedByName(person.userId, QUICKSTART_WORKSPACE)
         const workspaceId = Option.isSome(foundWorkspace)
-          ? foundWorkspace.value.id
+          ? foundWorkspace.value
           : (yield* orDie(workspaces.create(person, { name: QUICKSTART_WORKSPACE }))).workspace_id
-        const foundProfile = yield* liveProfile(workspaceId)
+        const foundProfile = yield* profilesRepo.findLiveByName(workspaceId, QUICKSTART_PROFILE)
         const profileId = Option.isSome(foundProfile)
-          ? foundProfile.value.id
+          ? foundProfile.value
           : (yield* orDie(provisioning.createForPerson(person, {
             workspaceId,
             name: QUICKSTART_PROFILE,
@@ -153,5 +138,5 @@ export class Quickstart extends Context.Service<Quickstart, {
 
       return { run }
     })
-  )
+  ).pipe(Layer.provide([WorkspacesRepo.layer, TenancyRepo.layer]))
 }

@@ -1,16 +1,23 @@
 /**
- * People's passwords and their one-time links (decision 0053). Owns `password_links`, and of
- * `users` the password columns (`password_hash`, `password_set_at`) and the rows a local
- * invitation creates.
+ * People's passwords and their one-time links (decision 0053). The owner of `users` (the rows
+ * an invitation, a provisioning or a local invitation creates, and the password columns
+ * `password_hash`, `password_set_at`) and of `password_links`.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { PasswordLinkPurpose } from "../../schema/people.ts"
-import { decodeFirstRow } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../platform/database.ts"
 
 const PersonRow = Schema.Struct({ id: Schema.String, email: Schema.String, created: Schema.Boolean, has_password: Schema.Boolean })
 const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String })
+const NamedUserRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String)
+})
+export type NamedUserRow = typeof NamedUserRow.Type
 const LinkRow = Schema.Struct({
   user_id: Schema.String,
   email: Schema.String,
@@ -19,7 +26,7 @@ const LinkRow = Schema.Struct({
 })
 const ExpiresRow = Schema.Struct({ expires_at: Schema.String })
 
-type Repo<A> = Effect.Effect<A, SqlError | Schema.SchemaError>
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export type PersonRow = typeof PersonRow.Type
 export type LinkRow = typeof LinkRow.Type
@@ -30,6 +37,8 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
   /** The person with this email (case-insensitive), created without a password when missing. */
   readonly ensure: (email: string) => Repo<PersonRow>
   readonly findByEmail: (email: string) => Repo<Option.Option<typeof UserRow.Type>>
+  /** The person by id, with their name. */
+  readonly find: (userId: string) => Repo<Option.Option<NamedUserRow>>
   /** A new link; the person's earlier unused links stop working. */
   readonly insertLink: (userId: string, purpose: PasswordLinkPurpose, tokenHash: string, ttlMinutes: number) => Repo<string>
   /** The live (unused, unexpired) link with this digest. */
@@ -37,6 +46,8 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
   /** Marks the live link used, in the same statement that finds it: two uses cannot both win. */
   readonly consumeLink: (tokenHash: string) => Repo<Option.Option<LinkRow>>
   readonly setPasswordHash: (userId: string, hash: string) => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/PeopleRepo") {
   static readonly layer = Layer.effect(PeopleRepo)(
     Effect.gen(function*() {
@@ -58,6 +69,10 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
 
       const findByEmail = (email: string) =>
         firstUser(sql`SELECT id, email FROM users WHERE lower(email) = lower(${email.trim()})`)
+
+      const firstNamed = decodeFirstRow(NamedUserRow)
+      const find = (userId: string) =>
+        firstNamed(sql`SELECT id, email, first_name, last_name FROM users WHERE id = ${userId}`)
 
       const insertLink = (userId: string, purpose: PasswordLinkPurpose, tokenHash: string, ttlMinutes: number) =>
         Effect.gen(function*() {
@@ -85,7 +100,11 @@ export class PeopleRepo extends Context.Service<PeopleRepo, {
       const setPasswordHash = (userId: string, hash: string) =>
         Effect.asVoid(sql`UPDATE users SET password_hash = ${hash}, password_set_at = now() WHERE id = ${userId}`)
 
-      return { ensure, findByEmail, insertLink, findLiveLink, consumeLink, setPasswordHash }
+      return {
+        ...atDatabaseBoundary({ ensure, findByEmail, find, insertLink, findLiveLink, consumeLink, setPasswordHash }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   )
 }

@@ -5,7 +5,6 @@
  * out everywhere. Hashing is the sessions' scrypt (decision 0021).
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ValidationError } from "../../schema/errors.ts"
 import type { PasswordLink, PasswordLinkPurpose } from "../../schema/people.ts"
 import { AuditLog } from "../audit/repo.ts"
@@ -13,7 +12,6 @@ import { hashPassword, Sessions } from "../auth/sessions/service.ts"
 import { randomBase62, secretDigest } from "../auth/credentials/tokens.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
 import { AppConfig } from "../platform/config.ts"
-import { orDatabaseUnavailable, transactionFailures } from "../platform/database.ts"
 import { PeopleRepo, type PersonRow } from "./repo.ts"
 
 /** An invitation is read when it is read (days); a reset is acted on at once (an hour). */
@@ -59,17 +57,15 @@ export class People extends Context.Service<People, {
 }>()("svc/People") {
   static readonly layer = Layer.effect(People)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* PeopleRepo
       const audit = yield* AuditLog
       const sessions = yield* Sessions
       const settings = yield* AppConfig
 
-      const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, transactionFailures)
+      const inTransaction = repo.transaction
 
       const ensure = Effect.fn("People.ensure")(function*(email: string) {
-        return yield* orDatabaseUnavailable(repo.ensure(email.trim()))
+        return yield* repo.ensure(email.trim())
       })
 
       const issueLink = Effect.fn("People.issueLink")(function*(actor: PrincipalShape, rawEmail: string, purpose: PasswordLinkPurpose) {
@@ -77,12 +73,12 @@ export class People extends Context.Service<People, {
         const token = randomBase62(43)
         return yield* inTransaction(Effect.gen(function*() {
           const person = purpose === "invite"
-            ? yield* orDatabaseUnavailable(repo.ensure(email))
-            : yield* Effect.flatMap(orDatabaseUnavailable(repo.findByEmail(email)), (found) =>
+            ? yield* repo.ensure(email)
+            : yield* Effect.flatMap(repo.findByEmail(email), (found) =>
               Option.isSome(found)
                 ? Effect.succeed({ ...found.value, created: false })
                 : Effect.fail(new NotFound({ message: "No person has this email." })))
-          const expiresAt = yield* orDatabaseUnavailable(repo.insertLink(person.id, purpose, secretDigest(token), LINK_MINUTES[purpose]))
+          const expiresAt = yield* repo.insertLink(person.id, purpose, secretDigest(token), LINK_MINUTES[purpose])
           yield* audit.record({
             actor,
             action: "password_link.created",
@@ -103,7 +99,7 @@ export class People extends Context.Service<People, {
 
       const viewLink = Effect.fn("People.viewLink")(function*(token: string) {
         if (token === "") return Option.none()
-        const row = yield* orDatabaseUnavailable(repo.findLiveLink(secretDigest(token)))
+        const row = yield* repo.findLiveLink(secretDigest(token))
         return Option.map(row, (link): LinkView => ({ email: link.email, purpose: link.purpose, expiresAt: link.expires_at }))
       })
 
@@ -115,12 +111,12 @@ export class People extends Context.Service<People, {
         // The KDF runs before the transaction: no row stays locked while it works.
         const hash = yield* hashPassword(password)
         const changed = yield* inTransaction(Effect.gen(function*() {
-          const link = yield* orDatabaseUnavailable(repo.consumeLink(secretDigest(token)))
+          const link = yield* repo.consumeLink(secretDigest(token))
           if (Option.isNone(link)) return yield* unusableLink()
           if (link.value.email.trim().toLowerCase() === password.trim().toLowerCase()) {
             return yield* new ValidationError({ message: "The password must not be the email address.", reason: "weak_password" })
           }
-          yield* orDatabaseUnavailable(repo.setPasswordHash(link.value.user_id, hash))
+          yield* repo.setPasswordHash(link.value.user_id, hash)
           const actor: PrincipalShape = { kind: "anonymous" }
           yield* audit.record({
             actor,

@@ -3,12 +3,11 @@
  * agency) person reads are never answered, whatever the principal's scopes: keys never carry
  * the person scopes there, but a console session's membership may.
  */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Context, Effect, Layer, Option } from "effect"
 import { type DatabaseUnavailable, InsufficientScope } from "../../schema/errors.ts"
 import { isHealthcareFamily } from "../../schema/scopes.ts"
 import type { ProfileContext } from "../auth/principal.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
+import { TenancyRepo } from "./profiles/repo.ts"
 
 export class HealthcareCheck extends Context.Service<HealthcareCheck, {
   readonly isHealthcareFamily: (profileId: string) => Effect.Effect<boolean, DatabaseUnavailable>
@@ -17,14 +16,9 @@ export class HealthcareCheck extends Context.Service<HealthcareCheck, {
 }>()("svc/HealthcareCheck") {
   static readonly layer = Layer.effect(HealthcareCheck)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const profiles = yield* TenancyRepo
       const healthcare = (profileId: string) =>
-        orDatabaseUnavailable(Effect.map(
-          sql<{ privacy_mode: string; is_healthcare_agency: boolean }>`
-            SELECT p.privacy_mode, w.is_healthcare_agency FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
-            WHERE p.id = ${profileId}`,
-          (rows) => rows[0] !== undefined && isHealthcareFamily(rows[0])
-        ))
+        Effect.map(profiles.healthcareSettings(profileId), (settings) => Option.isSome(settings) && isHealthcareFamily(settings.value))
       return {
         isHealthcareFamily: healthcare,
         refuse: (profile) =>
@@ -39,5 +33,5 @@ export class HealthcareCheck extends Context.Service<HealthcareCheck, {
               : Effect.void)
       }
     })
-  )
+  ).pipe(Layer.provide(TenancyRepo.layer))
 }

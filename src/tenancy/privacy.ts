@@ -8,6 +8,7 @@ import { InvalidState } from "../../schema/errors.ts"
 import { PERSON_SCOPES } from "../../schema/scopes.ts"
 import type { PrivacyMode } from "../../schema/tenancy.ts"
 import type { AuditLog } from "../audit/repo.ts"
+import type { ApiKeysRepo } from "../auth/api-keys/repo.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
 import type { TenancyRepo } from "./profiles/repo.ts"
 
@@ -17,7 +18,7 @@ export interface PrivacyMove {
   readonly revokedKeys: number | undefined
 }
 
-export const movePrivacyMode = (repo: TenancyRepo["Service"], audit: AuditLog["Service"]) =>
+export const movePrivacyMode = (repo: TenancyRepo["Service"], keys: ApiKeysRepo["Service"], audit: AuditLog["Service"]) =>
   Effect.fn("Tenancy.movePrivacyMode")(function*(
     actor: PrincipalShape,
     profile: { readonly profile_id: string; readonly workspace_id: string; readonly privacy_mode: PrivacyMode },
@@ -33,7 +34,8 @@ export const movePrivacyMode = (repo: TenancyRepo["Service"], audit: AuditLog["S
       })
     }
     yield* repo.setPrivacyMode(profile.profile_id, requested)
-    const revokedKeys = yield* repo.revokeDelegatedKeysWith(profile.profile_id, PERSON_SCOPES)
+    const revokedKeys = (yield* keys.revokeKeys({ kind: "delegated_on_profile", profileId: profile.profile_id, scopes: PERSON_SCOPES }))
+      .length
     yield* audit.record({
       actor,
       action: "profile.privacy_mode_changed",

@@ -1,11 +1,57 @@
-/** SQL of the workspace API-key routes: who may manage a workspace's keys, and the keys themselves. */
+/**
+ * The owner of `api_keys`: minting (plaintext returned once, digest stored), revoking, and the
+ * SQL of the workspace API-key routes (who may manage a workspace's keys, and the keys themselves).
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { Scope } from "../../../schema/scopes.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { decodeFirstRow, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../credentials/tokens.ts"
+
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = 60
+
+export interface NewApiKey {
+  readonly profileId: string
+  readonly workspaceId: string
+  readonly scopes: ReadonlyArray<Scope>
+  readonly name?: string
+  readonly rateLimitPerMinute?: number
+  readonly oauthAppId?: string | null
+  readonly grantId?: string | null
+  readonly createdByUserId?: string | null
+  readonly rotatedFromId?: string | null
+}
+
+export interface MintedApiKey {
+  readonly id: string
+  /** The plaintext: returned to the caller once, never stored. */
+  readonly key: string
+  readonly prefix: string
+}
+
+/** A key a revocation just stopped. */
+export const RevokedKeyRow = Schema.Struct({ id: Schema.String, profile_id: Schema.String, workspace_id: Schema.String })
+export type RevokedKeyRow = typeof RevokedKeyRow.Type
+
+/** Which live keys a revocation stops (keys already revoked are never touched). */
+export type KeysToRevoke =
+  /** One key by id, optionally only when it is the workspace's. */
+  | { readonly kind: "key"; readonly keyId: string; readonly workspaceId?: string }
+  /** The key with this secret digest, when it was minted for the app. */
+  | { readonly kind: "secret"; readonly appId: string; readonly digest: string }
+  /** Every key minted for the app. */
+  | { readonly kind: "app"; readonly appId: string }
+  /** Every key of the workspace. */
+  | { readonly kind: "workspace"; readonly workspaceId: string }
+  /** Keys minted under a grant that carry any scope beyond `keepingScopes` (a narrowed grant). */
+  | { readonly kind: "grant"; readonly grantId: string; readonly keepingScopes: ReadonlyArray<Scope> }
+  /** Delegated keys (minted for an app) of the profile carrying any of `scopes`. */
+  | { readonly kind: "delegated_on_profile"; readonly profileId: string; readonly scopes: ReadonlyArray<Scope> }
+  /** Delegated keys on every live profile of the workspace carrying any of `scopes`; keys a person issued are untouched. */
+  | { readonly kind: "delegated_in_workspace"; readonly workspaceId: string; readonly scopes: ReadonlyArray<Scope> }
 
 export const KeyRow = Schema.Struct({
   id: Schema.String,
@@ -45,6 +91,12 @@ export interface KeyChanges {
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
+  /** Stores a new key (its digest only); answers the plaintext once. */
+  readonly mint: (key: NewApiKey) => Repo<MintedApiKey>
+  /** Stops the live keys `which` names; answers them. */
+  readonly revokeKeys: (which: KeysToRevoke) => Repo<ReadonlyArray<RevokedKeyRow>>
+  /** Replaces a key's scopes (a key narrowed right after its mint). */
+  readonly setScopes: (keyId: string, scopes: ReadonlyArray<Scope>) => Repo<void>
   /** The person's role in the live workspace; None when not a (current) member or no such live workspace. */
   readonly memberRole: (workspaceId: string, userId: string) => Repo<Option.Option<string>>
   /** Whether the live workspace was created by this OAuth app (`workspaces.created_by_app_id`). */
@@ -62,8 +114,6 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
   /** The same, row-locked until the transaction ends. */
   readonly findForUpdate: (workspaceId: string, keyId: string) => Repo<Option.Option<KeyRow>>
   readonly update: (keyId: string, changes: KeyChanges) => Repo<void>
-  /** Revokes the key if it is not yet revoked; false when it already was (or is not the workspace's). */
-  readonly revoke: (workspaceId: string, keyId: string) => Repo<boolean>
   /** Whether a key was already minted by rotating this one. */
   readonly hasSuccessor: (keyId: string) => Repo<boolean>
   /** Ends the key `hours` from now (or at its own earlier expiry). */
@@ -89,8 +139,8 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
         api_keys k JOIN profiles p ON p.id = k.profile_id AND p.archived_at IS NULL
         WHERE k.workspace_id = ${workspaceId}`
 
-      const decodeKeys = Schema.decodeUnknownEffect(Schema.Array(KeyRow))
-      const keys = <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => Effect.flatMap(statement, decodeKeys)
+      const keys = decodeRows(KeyRow)
+      const revokedRows = decodeRows(RevokedKeyRow)
       const firstKey = decodeFirstRow(KeyRow)
       const firstSettings = decodeFirstRow(ProfileSettings)
       const firstGrant = decodeFirstRow(GrantRow)
@@ -152,13 +202,50 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
             rate_limit_per_minute = COALESCE(${changes.rateLimitPerMinute ?? null}::int, rate_limit_per_minute)
           WHERE id = ${keyId}`)
 
-      const revoke = (workspaceId: string, keyId: string) =>
-        Effect.map(
-          sql`UPDATE api_keys SET revoked_at = now()
-              WHERE id = ${keyId} AND workspace_id = ${workspaceId} AND revoked_at IS NULL
-              RETURNING id`,
-          (rows) => rows.length > 0
-        )
+      const mint = Effect.fn("ApiKeysRepo.mint")(function*(input: NewApiKey) {
+        const key = mintSecret(CredentialPrefix.apiKey)
+        const id = crypto.randomUUID()
+        const prefix = displayPrefix(key, CredentialPrefix.apiKey)
+        yield* sql`
+          INSERT INTO api_keys (id, profile_id, workspace_id, name, prefix, secret_hash, scopes, rate_limit_per_minute,
+                                oauth_app_id, grant_id, created_by_user_id, rotated_from_id)
+          VALUES (${id}, ${input.profileId}, ${input.workspaceId}, ${input.name ?? ""}, ${prefix}, ${secretDigest(key)},
+                  ${input.scopes}, ${input.rateLimitPerMinute ?? DEFAULT_RATE_LIMIT_PER_MINUTE},
+                  ${input.oauthAppId ?? null}, ${input.grantId ?? null}, ${input.createdByUserId ?? null},
+                  ${input.rotatedFromId ?? null})`
+        return { id, key, prefix } satisfies MintedApiKey
+      })
+
+      const revokedWhere = (which: KeysToRevoke) => {
+        switch (which.kind) {
+          case "key":
+            return which.workspaceId === undefined
+              ? sql`id = ${which.keyId}`
+              : sql`id = ${which.keyId} AND workspace_id = ${which.workspaceId}`
+          case "secret":
+            return sql`secret_hash = ${which.digest} AND oauth_app_id = ${which.appId}`
+          case "app":
+            return sql`oauth_app_id = ${which.appId}`
+          case "workspace":
+            return sql`workspace_id = ${which.workspaceId}`
+          case "grant":
+            return sql`grant_id = ${which.grantId} AND NOT (scopes <@ ${which.keepingScopes}::text[])`
+          case "delegated_on_profile":
+            return sql`profile_id = ${which.profileId} AND oauth_app_id IS NOT NULL AND scopes && ${which.scopes}::text[]`
+          case "delegated_in_workspace":
+            return sql`profile_id IN (SELECT p.id FROM profiles p WHERE p.workspace_id = ${which.workspaceId} AND p.archived_at IS NULL)
+                       AND oauth_app_id IS NOT NULL AND scopes && ${which.scopes}::text[]`
+        }
+      }
+
+      const revokeKeys = (which: KeysToRevoke) =>
+        revokedRows(sql`
+          UPDATE api_keys SET revoked_at = now()
+          WHERE ${revokedWhere(which)} AND revoked_at IS NULL
+          RETURNING id, profile_id, workspace_id`)
+
+      const setScopes = (keyId: string, scopes: ReadonlyArray<Scope>) =>
+        Effect.asVoid(sql`UPDATE api_keys SET scopes = ${scopes} WHERE id = ${keyId}`)
 
       const hasSuccessor = (keyId: string) =>
         Effect.map(
@@ -173,18 +260,22 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
           WHERE id = ${keyId}`)
 
       return {
-        memberRole: (workspaceId, userId) => orDatabaseUnavailable(memberRole(workspaceId, userId)),
-        createdByApp: (workspaceId, appId) => orDatabaseUnavailable(createdByApp(workspaceId, appId)),
-        lockProfile: (workspaceId, profileId) => orDatabaseUnavailable(lockProfile(workspaceId, profileId)),
-        liveGrantOfApp: (appId, profileId) => orDatabaseUnavailable(liveGrantOfApp(appId, profileId)),
-        liveGrant: (grantId) => orDatabaseUnavailable(liveGrant(grantId)),
-        list: (workspaceId, limit, after) => orDatabaseUnavailable(list(workspaceId, limit, after)),
-        find: (workspaceId, keyId) => orDatabaseUnavailable(find(workspaceId, keyId)),
-        findForUpdate: (workspaceId, keyId) => orDatabaseUnavailable(findForUpdate(workspaceId, keyId)),
-        update: (keyId, changes) => orDatabaseUnavailable(update(keyId, changes)),
-        revoke: (workspaceId, keyId) => orDatabaseUnavailable(revoke(workspaceId, keyId)),
-        hasSuccessor: (keyId) => orDatabaseUnavailable(hasSuccessor(keyId)),
-        expireIn: (keyId, hours) => orDatabaseUnavailable(expireIn(keyId, hours)),
+        ...atDatabaseBoundary({
+          mint,
+          revokeKeys,
+          setScopes,
+          memberRole,
+          createdByApp,
+          lockProfile,
+          liveGrantOfApp,
+          liveGrant,
+          list,
+          find,
+          findForUpdate,
+          update,
+          hasSuccessor,
+          expireIn
+        }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }

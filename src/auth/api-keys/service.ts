@@ -29,8 +29,7 @@ import {
 import { AuditLog } from "../../audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
-import { ApiKeysRepo, type GrantRow, type KeyChanges, type KeyRow } from "./repo.ts"
-import { ApiKeys, DEFAULT_RATE_LIMIT_PER_MINUTE } from "./mint.ts"
+import { ApiKeysRepo, DEFAULT_RATE_LIMIT_PER_MINUTE, type GrantRow, type KeyChanges, type KeyRow } from "./repo.ts"
 
 /** Rotation: the old key keeps working this long beside its successor, then expires by itself. */
 export const ROTATION_GRACE_HOURS = 48
@@ -119,7 +118,6 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
   static readonly layer = Layer.effect(ApiKeysService)(
     Effect.gen(function*() {
       const repo = yield* ApiKeysRepo
-      const keys = yield* ApiKeys
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
 
@@ -245,7 +243,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
             yield* checkGrant(grant, healthcare, held)
             grantId = Option.getOrNull(Option.map(grant, (row) => row.id))
           }
-          const minted = yield* keys.mint({
+          const minted = yield* repo.mint({
             profileId,
             workspaceId,
             scopes: held,
@@ -343,7 +341,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
           const found = yield* repo.findForUpdate(workspaceId, keyId)
           if (Option.isNone(found)) return yield* notFound()
           // Already revoked: the same answer, nothing written, nothing audited.
-          if (found.value.status === "revoked" || !(yield* repo.revoke(workspaceId, keyId))) return render(found.value)
+          if (found.value.status === "revoked" || (yield* repo.revokeKeys({ kind: "key", keyId, workspaceId })).length === 0) return render(found.value)
           const row = yield* reread(workspaceId, keyId)
           yield* audit.record({
             actor,
@@ -404,7 +402,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
               reason: "no_scope_left"
             })
           }
-          const minted = yield* keys.mint({
+          const minted = yield* repo.mint({
             profileId: old.profile_id,
             workspaceId,
             scopes: held,
@@ -440,5 +438,5 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
 
       return { list, create, update, revoke, rotate }
     })
-  ).pipe(Layer.provide([ApiKeysRepo.layer, ApiKeys.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([ApiKeysRepo.layer, AuditLog.layer]))
 }

@@ -1,26 +1,11 @@
 /** `GET /api/v1/me`: the credential's own view of itself (an app, a key, or a signed-in person). */
-import { Context, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Context, Effect, Layer, Option } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { Me } from "../../../schema/me.ts"
+import { AdminRepo } from "../../admin/repo.ts"
 import { effectiveReturnOrigins } from "../../admin/service.ts"
+import { PeopleRepo } from "../../people/repo.ts"
 import type { PrincipalShape } from "../principal.ts"
-import { decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
-
-const AppRow = Schema.Struct({
-  id: Schema.String,
-  client_id: Schema.String,
-  name: Schema.String,
-  rate_tier: Schema.String,
-  redirect_uris: Schema.Array(Schema.String),
-  allowed_return_origins: Schema.Array(Schema.String)
-})
-const UserRow = Schema.Struct({
-  id: Schema.String,
-  email: Schema.String,
-  first_name: Schema.NullOr(Schema.String),
-  last_name: Schema.NullOr(Schema.String)
-})
 
 /** An API key's answer: what authentication already resolved, nothing to query. */
 export const keyView = (principal: Extract<PrincipalShape, { readonly kind: "api_key" }>): Me => ({
@@ -41,16 +26,13 @@ export class MeService extends Context.Service<MeService, {
 }>()("svc/MeService") {
   static readonly layer = Layer.effect(MeService)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
-      const firstApp = decodeFirstRow(AppRow)
-      const firstUser = decodeFirstRow(UserRow)
+      const apps = yield* AdminRepo
+      const people = yield* PeopleRepo
 
       const describeStored = Effect.fn("MeService.describe")(function*(principal: PrincipalShape) {
         switch (principal.kind) {
           case "app_client": {
-            const app = yield* orDatabaseUnavailable(firstApp(sql`
-              SELECT id, client_id, name, rate_tier, redirect_uris, allowed_return_origins
-              FROM oauth_apps WHERE id = ${principal.appId} AND deleted_at IS NULL`))
+            const app = yield* apps.findApp(principal.appId)
             return Option.map(app, (row): Me => ({
               kind: "app_client",
               app: { id: row.id, client_id: row.client_id, name: row.name, rate_tier: row.rate_tier },
@@ -60,8 +42,7 @@ export class MeService extends Context.Service<MeService, {
           case "api_key":
             return Option.some(keyView(principal))
           case "session": {
-            const user = yield* orDatabaseUnavailable(firstUser(sql`
-              SELECT id, email, first_name, last_name FROM users WHERE id = ${principal.userId}`))
+            const user = yield* people.find(principal.userId)
             return Option.map(user, (row): Me => ({ kind: "session", user: row }))
           }
           default:
@@ -75,5 +56,5 @@ export class MeService extends Context.Service<MeService, {
         principal.kind === "api_key" ? Effect.succeed(Option.some(keyView(principal))) : describeStored(principal)
       return { describe }
     })
-  )
+  ).pipe(Layer.provide([AdminRepo.layer, PeopleRepo.layer]))
 }

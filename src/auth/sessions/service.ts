@@ -7,21 +7,21 @@
  * `scrypt`), never on the event loop. A session secret and its CSRF token are random
  * high-entropy strings stored as SHA-256 digests.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { RateLimiter } from "effect/persistence/RateLimiter"
-import { SqlClient } from "effect/sql/SqlClient"
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
 import { type DatabaseUnavailable, InsufficientScope, type RateLimitExceeded, Unauthorized } from "../../../schema/errors.ts"
 import type { CreateMcpToken } from "../../../schema/sessions.ts"
 import type { McpGrant } from "../../../schema/scopes.ts"
 import { AuditLog } from "../../audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../principal.ts"
-import { decodeFirstRow, orDatabaseUnavailable, transactionFailures } from "../../platform/database.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
 import { peerAddressOf } from "../../platform/request-info.ts"
 import { CredentialPrefix, mintSecret, randomBase62, secretDigest } from "../credentials/tokens.ts"
+import { UserTokensRepo } from "../user-tokens/repo.ts"
 import { DEFAULT_USER_TOKEN_UNITS_PER_MINUTE, type NewMcpToken, userTokenMinter } from "../user-tokens/service.ts"
+import { SessionsRepo } from "./repo.ts"
 import { digestsEqual } from "../../platform/secrets.ts"
 
 export const SESSION_COOKIE = "svc_session"
@@ -73,9 +73,6 @@ const burnVerification = (password: string) =>
   Effect.as(derive(password, randomBytes(SCRYPT.saltBytes), SCRYPT.N, SCRYPT.r, SCRYPT.p, SCRYPT.keyBytes), false)
 
 
-const UserRow = Schema.Struct({ id: Schema.String, email: Schema.String, password_hash: Schema.NullOr(Schema.String) })
-const ExpiresRow = Schema.Struct({ expires_at: Schema.String })
-const CsrfRow = Schema.Struct({ csrf_token_hash: Schema.String })
 
 export interface NewSession {
   readonly userId: string
@@ -166,17 +163,13 @@ export class Sessions extends Context.Service<Sessions, {
 }>()("svc/Sessions") {
   static readonly layer = Layer.effect(Sessions)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const repo = yield* SessionsRepo
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
       const limiter = yield* RateLimiter
-      const firstUser = decodeFirstRow(UserRow)
-      const firstExpires = decodeFirstRow(ExpiresRow)
-      const firstCsrf = decodeFirstRow(CsrfRow)
       const mintUserToken = yield* userTokenMinter
 
-      const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
-        transactionFailures(sql.withTransaction(effect))
+      const transaction = repo.transaction
 
       const window = `${LOGIN_FAILURE_WINDOW_MINUTES} minutes` as const
 
@@ -215,8 +208,7 @@ export class Sessions extends Context.Service<Sessions, {
           const taken = yield* reserveFailure(bucket).pipe(Effect.tapError(() => releaseFailures(reserved)))
           if (Option.isSome(taken)) reserved.push(bucket)
         }
-        const user = yield* orDatabaseUnavailable(firstUser(sql`
-          SELECT id, email, password_hash FROM users WHERE lower(email) = lower(${email.trim()})`)).pipe(
+        const user = yield* repo.findLoginUser(email).pipe(
             // The attempt never reached the password: it is not a failure.
             Effect.tapError(() => releaseFailures(reserved))
           )
@@ -231,28 +223,29 @@ export class Sessions extends Context.Service<Sessions, {
         const csrfToken = randomBase62(43)
         const sessionId = crypto.randomUUID()
         const created = yield* transaction(Effect.gen(function*() {
-          const row = yield* orDatabaseUnavailable(firstExpires(sql`
-            INSERT INTO sessions (id, user_id, secret_hash, csrf_token_hash, expires_at)
-            VALUES (${sessionId}, ${user.value.id}, ${secretDigest(secret)}, ${secretDigest(csrfToken)},
-                    now() + make_interval(hours => ${SESSION_HOURS}))
-            RETURNING to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS expires_at`))
+          const expiresAt = yield* repo.insert({
+            id: sessionId,
+            userId: user.value.id,
+            secretHash: secretDigest(secret),
+            csrfTokenHash: secretDigest(csrfToken),
+            lifetime: { hours: SESSION_HOURS }
+          })
           yield* audit.record({
             actor: { kind: "session", userId: user.value.id, sessionId },
             action: "session.created",
             targetKind: "session",
             targetId: sessionId
           })
-          return row
+          return expiresAt
         }))
         if (Option.isNone(created)) return yield* Effect.die(new Error("INSERT ... RETURNING returned no row"))
-        return { userId: user.value.id, email: user.value.email, secret, csrfToken, expiresAt: created.value.expires_at }
+        return { userId: user.value.id, email: user.value.email, secret, csrfToken, expiresAt: created.value }
       })
 
       const logout = Effect.fn("Sessions.logout")(function*(principal: PrincipalShape) {
         if (principal.kind !== "session") return yield* sessionOnly()
         yield* transaction(Effect.gen(function*() {
-          yield* orDatabaseUnavailable(sql`
-            UPDATE sessions SET revoked_at = now() WHERE id = ${principal.sessionId} AND revoked_at IS NULL`)
+          yield* repo.revoke(principal.sessionId)
           yield* audit.record({ actor: principal, action: "session.revoked", targetKind: "session", targetId: principal.sessionId })
         }))
         yield* credentials.forget
@@ -262,10 +255,13 @@ export class Sessions extends Context.Service<Sessions, {
         const sessionId = crypto.randomUUID()
         yield* transaction(Effect.gen(function*() {
           // Random digests: no cookie or CSRF token exists for this session, so none can match.
-          yield* orDatabaseUnavailable(sql`
-            INSERT INTO sessions (id, user_id, secret_hash, csrf_token_hash, expires_at)
-            VALUES (${sessionId}, ${userId}, ${secretDigest(mintSecret(CredentialPrefix.session))},
-                    ${secretDigest(randomBase62(43))}, now() + interval '10 minutes')`)
+          yield* repo.insert({
+            id: sessionId,
+            userId,
+            secretHash: secretDigest(mintSecret(CredentialPrefix.session)),
+            csrfTokenHash: secretDigest(randomBase62(43)),
+            lifetime: { minutes: 10 }
+          })
           yield* audit.record({ actor, action: "session.created", targetKind: "session", targetId: sessionId, details: { internal: true } })
         }))
         return { kind: "session" as const, userId, sessionId }
@@ -273,7 +269,7 @@ export class Sessions extends Context.Service<Sessions, {
 
       const close = Effect.fn("Sessions.close")(function*(actor: PrincipalShape, sessionId: string) {
         yield* transaction(Effect.gen(function*() {
-          yield* orDatabaseUnavailable(sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`)
+          yield* repo.revoke(sessionId)
           yield* audit.record({ actor, action: "session.revoked", targetKind: "session", targetId: sessionId })
         }))
         yield* credentials.forget
@@ -281,24 +277,19 @@ export class Sessions extends Context.Service<Sessions, {
 
       const revokeAllOf = Effect.fn("Sessions.revokeAllOf")(function*(actor: PrincipalShape, userId: string) {
         const revoked = yield* transaction(Effect.gen(function*() {
-          const rows = yield* orDatabaseUnavailable(sql<{ id: string }>`
-            UPDATE sessions SET revoked_at = now()
-            WHERE user_id = ${userId} AND revoked_at IS NULL AND expires_at > now()
-            RETURNING id`)
-          for (const row of rows) {
-            yield* audit.record({ actor, action: "session.revoked", targetKind: "session", targetId: row.id, details: { reason: "password_changed" } })
+          const ids = yield* repo.revokeAllOf(userId)
+          for (const id of ids) {
+            yield* audit.record({ actor, action: "session.revoked", targetKind: "session", targetId: id, details: { reason: "password_changed" } })
           }
-          return rows.length
+          return ids.length
         }))
         yield* credentials.forget
         return revoked
       })
 
       const csrfMatches = Effect.fn("Sessions.csrfMatches")(function*(sessionId: string, token: string | undefined) {
-        const row = yield* orDatabaseUnavailable(firstCsrf(sql`
-          SELECT csrf_token_hash FROM sessions
-          WHERE id = ${sessionId} AND revoked_at IS NULL AND expires_at > now()`))
-        return Option.map(row, (found) => token !== undefined && token !== "" && digestsEqual(found.csrf_token_hash, secretDigest(token)))
+        const stored = yield* repo.csrfTokenHash(sessionId)
+        return Option.map(stored, (hash) => token !== undefined && token !== "" && digestsEqual(hash, secretDigest(token)))
       })
 
       const mintMcpToken = Effect.fn("Sessions.mintMcpToken")(function*(principal: PrincipalShape, input: CreateMcpToken) {
@@ -316,5 +307,5 @@ export class Sessions extends Context.Service<Sessions, {
 
       return { login, logout, openFor, close, revokeAllOf, csrfMatches, mintMcpToken }
     })
-  ).pipe(Layer.provide(AuditLog.layer))
+  ).pipe(Layer.provide([SessionsRepo.layer, UserTokensRepo.layer, AuditLog.layer]))
 }

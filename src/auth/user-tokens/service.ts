@@ -4,14 +4,13 @@
  * `POST /oauth/mcp/token` (decision 0023). Only the SHA-256 digest is stored; the plaintext
  * is returned once.
  */
-import { Effect, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
+import { Effect } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { McpGrant } from "../../../schema/scopes.ts"
 import { AuditLog } from "../../audit/repo.ts"
 import type { PrincipalShape } from "../principal.ts"
-import { decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../credentials/tokens.ts"
+import { UserTokensRepo } from "./repo.ts"
 
 /** Units per minute of a user token when none are asked for. */
 export const DEFAULT_USER_TOKEN_UNITS_PER_MINUTE = 120
@@ -40,8 +39,6 @@ export interface UserTokenRequest {
   readonly details?: Record<string, unknown>
 }
 
-const ExpiresRow = Schema.Struct({ expires_at: Schema.NullOr(Schema.String) })
-
 /**
  * A function that inserts a user token and its `user_token.created` audit event. It runs no
  * transaction of its own: call it inside the caller's, so the token and its audit row commit
@@ -50,11 +47,10 @@ const ExpiresRow = Schema.Struct({ expires_at: Schema.NullOr(Schema.String) })
 export const userTokenMinter: Effect.Effect<
   (request: UserTokenRequest) => Effect.Effect<NewMcpToken, DatabaseUnavailable>,
   never,
-  SqlClient | AuditLog
+  UserTokensRepo | AuditLog
 > = Effect.gen(function*() {
-  const sql = yield* SqlClient
+  const repo = yield* UserTokensRepo
   const audit = yield* AuditLog
-  const firstExpires = decodeFirstRow(ExpiresRow)
 
   return Effect.fn("UserTokens.mint")(function*(request: UserTokenRequest) {
     const grants = [...new Set(request.grants)]
@@ -63,11 +59,16 @@ export const userTokenMinter: Effect.Effect<
     const token = mintSecret(CredentialPrefix.userToken)
     const prefix = displayPrefix(token, CredentialPrefix.userToken)
     const id = crypto.randomUUID()
-    const row = yield* orDatabaseUnavailable(firstExpires(sql`
-      INSERT INTO user_tokens (id, user_id, prefix, secret_hash, grants, rate_limit_units_per_minute, mcp_client_id, expires_at)
-      VALUES (${id}, ${request.userId}, ${prefix}, ${secretDigest(token)}, ${grants}, ${rate}, ${request.mcpClientId},
-              CASE WHEN ${days}::int IS NULL THEN NULL ELSE now() + make_interval(days => ${days}::int) END)
-      RETURNING to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS expires_at`))
+    const expiresAt = yield* repo.insert({
+      id,
+      userId: request.userId,
+      prefix,
+      secretHash: secretDigest(token),
+      grants,
+      rateLimitUnitsPerMinute: rate,
+      mcpClientId: request.mcpClientId,
+      expiresInDays: days
+    })
     yield* audit.record({
       actor: request.actor,
       action: "user_token.created",
@@ -88,7 +89,7 @@ export const userTokenMinter: Effect.Effect<
       prefix,
       grants,
       rate_limit_units_per_minute: rate,
-      expires_at: Option.match(row, { onNone: () => null, onSome: (found) => found.expires_at })
+      expires_at: expiresAt
     } satisfies NewMcpToken
   })
 })

@@ -1,14 +1,14 @@
 /**
  * SQL of partner consent (`/oauth/authorize`) and of the authorization-code exchange: the
  * authorizing app, email-matched profiles, consent tickets and authorization codes (both
- * stored as SHA-256 digests). Grants and provisioning go through src/tenancy/profiles/repo.ts.
+ * stored as SHA-256 digests). Grants go through src/admin/repo.ts, provisioning through
+ * src/tenancy/profiles/repo.ts and keys through src/auth/api-keys/repo.ts.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { ConnectScope, Scope } from "../../../schema/scopes.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
-import { RevokedKeyRow } from "../token/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export const AuthorizingAppRow = Schema.Struct({
   id: Schema.String,
@@ -119,22 +119,15 @@ export class AuthorizeRepo extends Context.Service<AuthorizeRepo, {
   readonly markReplay: (appId: string, codeHash: string, now: Date) => Repo<Option.Option<{ readonly api_key_id: string | null }>>
   /** Records the key minted from a code; false when a replay was noted first (the key must not survive). */
   readonly attachKey: (codeId: string, keyId: string) => Repo<boolean>
-  /** Revokes a live key by id. */
-  readonly revokeKey: (keyId: string) => Repo<Option.Option<RevokedKeyRow>>
 }>()("svc/AuthorizeRepo") {
   static readonly layer = Layer.effect(AuthorizeRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const first = <S extends Schema.Top>(schema: S) => {
-        const firstRow = decodeFirstRow(schema)
-        return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => orDatabaseUnavailable(firstRow(statement))
-      }
-      const write = <A, E, R>(statement: Effect.Effect<A, E, R>) => orDatabaseUnavailable(Effect.asVoid(statement))
-      const firstApp = first(AuthorizingAppRow)
-      const firstTicket = first(TicketRow)
-      const firstSpent = first(SpentCodeRow)
-      const firstRevoked = first(RevokedKeyRow)
-      const firstReplay = first(Schema.Struct({ api_key_id: Schema.NullOr(Schema.String) }))
+      const write = <A, E, R>(statement: Effect.Effect<A, E, R>) => Effect.asVoid(statement)
+      const firstApp = decodeFirstRow(AuthorizingAppRow)
+      const firstTicket = decodeFirstRow(TicketRow)
+      const firstSpent = decodeFirstRow(SpentCodeRow)
+      const firstReplay = decodeFirstRow(Schema.Struct({ api_key_id: Schema.NullOr(Schema.String) }))
       const candidates = decodeRows(CandidateRow)
 
       const appColumns = sql`id, client_id, name, redirect_uris, profile_resolution, rate_tier, jwt_secret_encrypted`
@@ -146,13 +139,13 @@ export class AuthorizeRepo extends Context.Service<AuthorizeRepo, {
         firstApp(sql`SELECT ${appColumns} FROM oauth_apps WHERE id = ${appId} AND deleted_at IS NULL`)
 
       const findEmailCandidates = (appId: string, email: string) =>
-        orDatabaseUnavailable(candidates(sql`
+        candidates(sql`
           SELECT p.id AS profile_id, p.workspace_id, p.name, w.name AS workspace_name, p.privacy_mode,
                  w.is_healthcare_agency
           FROM profiles p JOIN workspaces w ON w.id = p.workspace_id AND w.archived_at IS NULL
           WHERE p.provisioned_by_app_id = ${appId} AND p.archived_at IS NULL AND lower(p.email) = lower(${email})
           ORDER BY p.created_at, p.id
-          LIMIT ${MAX_CANDIDATES}`))
+          LIMIT ${MAX_CANDIDATES}`)
 
       const insertTicket = (t: NewTicket) =>
         write(sql`
@@ -192,18 +185,13 @@ export class AuthorizeRepo extends Context.Service<AuthorizeRepo, {
           RETURNING api_key_id`)
 
       const attachKey = (codeId: string, keyId: string) =>
-        orDatabaseUnavailable(Effect.map(
+        Effect.map(
           sql`UPDATE oauth_authorization_codes SET api_key_id = ${keyId}
               WHERE id = ${codeId} AND replayed_at IS NULL RETURNING id`,
           (rows) => rows.length > 0
-        ))
+        )
 
-      const revokeKey = (keyId: string) =>
-        firstRevoked(sql`
-          UPDATE api_keys SET revoked_at = now() WHERE id = ${keyId} AND revoked_at IS NULL
-          RETURNING id, profile_id, workspace_id`)
-
-      return {
+      return atDatabaseBoundary({
         findApp,
         findAppById,
         findEmailCandidates,
@@ -213,9 +201,8 @@ export class AuthorizeRepo extends Context.Service<AuthorizeRepo, {
         insertCode,
         spendCode,
         markReplay,
-        attachKey,
-        revokeKey
-      }
+        attachKey
+      })
     })
   )
 }

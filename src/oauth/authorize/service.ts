@@ -20,7 +20,9 @@ import {
 import { AuditLog } from "../../audit/repo.ts"
 import { APP_TIER_LIMITS } from "../../auth/credentials/service.ts"
 import { randomBase62, secretDigest } from "../../auth/credentials/tokens.ts"
+import { AdminRepo } from "../../admin/repo.ts"
 import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
+import { TrackingRepo } from "../../tracking/tracker/repo.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { digestsEqual } from "../../platform/secrets.ts"
 import { type AuthorizingAppRow, AuthorizeRepo, isSecretShaped, SECRET_LENGTH, type TicketRow } from "./repo.ts"
@@ -135,6 +137,8 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
       const repo = yield* AuthorizeRepo
       const oauth = yield* OAuthRepo
       const tenancy = yield* TenancyRepo
+      const admin = yield* AdminRepo
+      const tracking = yield* TrackingRepo
       const audit = yield* AuditLog
       const box = yield* SecretBox
 
@@ -174,7 +178,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
           const connectScopes = unionScopes(held, request.requested)
           const grantId = connectScopes.length === unionScopes(held, []).length
             ? row.grant_id
-            : yield* tenancy.upsertGrant(request.app.id, row.profile_id, connectScopes)
+            : yield* admin.upsertGrant(request.app.id, row.profile_id, connectScopes)
           const code = yield* issueCode({ ...request, subject: request.hint.subject }, {
             profileId: row.profile_id,
             grantId,
@@ -333,7 +337,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
         const connectScopes = unionScopes(held, requested)
         const grantId = row.grant_id !== null && !row.grant_revoked && connectScopes.length === unionScopes(held, []).length
           ? row.grant_id
-          : yield* tenancy.upsertGrant(app.id, row.profile_id, connectScopes)
+          : yield* admin.upsertGrant(app.id, row.profile_id, connectScopes)
         const code = yield* issueCode({ app, redirectUri: ticket.redirect_uri, requested, now, subject: ticket.subject }, {
           profileId: row.profile_id,
           grantId,
@@ -380,7 +384,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
           return yield* Effect.die("a profile provisioned at consent could not be read back")
         }
         // As partner provisioning does: every provisioned profile has a live tracking key.
-        yield* tenancy.ensureTrackingKey(row.profile_id)
+        yield* tracking.ensureTrackingKey(row.profile_id)
         yield* audit.record({
           actor: actorOf(app),
           action: "profile.provisioned",
@@ -466,5 +470,5 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
 
       return { authorize, consent }
     })
-  ).pipe(Layer.provide([AuthorizeRepo.layer, OAuthRepo.layer, TenancyRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([AuthorizeRepo.layer, OAuthRepo.layer, TenancyRepo.layer, AdminRepo.layer, TrackingRepo.layer, AuditLog.layer]))
 }

@@ -2,8 +2,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { Scope } from "../../../schema/scopes.ts"
-import { decodeFirstRow, orDatabaseUnavailable, transactionFailures } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 
 export const ClientRow = Schema.Struct({
   id: Schema.String,
@@ -29,9 +28,6 @@ export const GrantRow = Schema.Struct({
 })
 export type GrantRow = typeof GrantRow.Type
 
-export const RevokedKeyRow = Schema.Struct({ id: Schema.String, profile_id: Schema.String, workspace_id: Schema.String })
-export type RevokedKeyRow = typeof RevokedKeyRow.Type
-
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class OAuthRepo extends Context.Service<OAuthRepo, {
@@ -45,9 +41,6 @@ export class OAuthRepo extends Context.Service<OAuthRepo, {
    * its revocation pass sees the new key.
    */
   readonly lockHealthcareSettings: (profileId: string) => Repo<Option.Option<HealthcareSettings>>
-  readonly setKeyScopes: (keyId: string, scopes: ReadonlyArray<Scope>) => Repo<void>
-  /** Revokes a live key minted for this app; None when the digest names no such key. */
-  readonly revokeAppKey: (appId: string, digest: string) => Repo<Option.Option<RevokedKeyRow>>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/OAuthRepo") {
@@ -55,14 +48,9 @@ export class OAuthRepo extends Context.Service<OAuthRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
 
-      const first = <S extends Schema.Top>(schema: S) => {
-        const firstRow = decodeFirstRow(schema)
-        return <E, R>(statement: Effect.Effect<ReadonlyArray<unknown>, E, R>) => orDatabaseUnavailable(firstRow(statement))
-      }
-      const firstClient = first(ClientRow)
-      const firstGrant = first(GrantRow)
-      const firstSettings = first(HealthcareSettings)
-      const firstRevoked = first(RevokedKeyRow)
+      const firstClient = decodeFirstRow(ClientRow)
+      const firstGrant = decodeFirstRow(GrantRow)
+      const firstSettings = decodeFirstRow(HealthcareSettings)
 
       const findClient = (clientId: string) =>
         firstClient(sql`
@@ -85,20 +73,11 @@ export class OAuthRepo extends Context.Service<OAuthRepo, {
           WHERE p.id = ${profileId}
           FOR SHARE OF p, w`)
 
-      const setKeyScopes = (keyId: string, scopes: ReadonlyArray<Scope>) =>
-        orDatabaseUnavailable(Effect.asVoid(sql`UPDATE api_keys SET scopes = ${scopes} WHERE id = ${keyId}`))
-
-      const revokeAppKey = (appId: string, digest: string) =>
-        firstRevoked(sql`
-          UPDATE api_keys SET revoked_at = now()
-          WHERE secret_hash = ${digest} AND oauth_app_id = ${appId} AND revoked_at IS NULL
-          RETURNING id, profile_id, workspace_id`)
-
-      const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
-        // BEGIN and COMMIT fail with SqlError; failures inside are already mapped by the statements.
-        transactionFailures(sql.withTransaction(effect))
-
-      return { findClient, findLiveGrant, lockHealthcareSettings, setKeyScopes, revokeAppKey, transaction }
+      return {
+        ...atDatabaseBoundary({ findClient, findLiveGrant, lockHealthcareSettings }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   )
 }

@@ -20,7 +20,7 @@ import {
 } from "../../../schema/scopes.ts"
 import { AuditLog } from "../../audit/repo.ts"
 import { APP_TIER_LIMITS } from "../../auth/credentials/service.ts"
-import { ApiKeys } from "../../auth/api-keys/mint.ts"
+import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import { CredentialPrefix, isWellFormed, secretDigest } from "../../auth/credentials/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../../auth/principal.ts"
 import { AuthorizeRepo, isSecretShaped } from "../authorize/repo.ts"
@@ -130,7 +130,7 @@ export class OAuthService extends Context.Service<OAuthService, {
     Effect.gen(function*() {
       const repo = yield* OAuthRepo
       const codes = yield* AuthorizeRepo
-      const keys = yield* ApiKeys
+      const keys = yield* ApiKeysRepo
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
 
@@ -169,7 +169,7 @@ export class OAuthService extends Context.Service<OAuthService, {
         if (held.length < scopes.length) {
           if (plan.onNarrowed === "refuse") return yield* consentOutdated()
           if (held.length === 0) return yield* invalidScope("customers:read and visitors:read are withheld on healthcare-family profiles.")
-          yield* repo.setKeyScopes(key.id, held)
+          yield* keys.setScopes(key.id, held)
         }
         yield* plan.afterMint(key.id)
         yield* audit.record({
@@ -226,7 +226,7 @@ export class OAuthService extends Context.Service<OAuthService, {
       const replayed = Effect.fn("OAuthService.replayed")(function*(app: AppClient, codeHash: string, now: Date) {
         const spent = yield* codes.markReplay(app.appId, codeHash, now)
         if (Option.isNone(spent) || spent.value.api_key_id === null) return
-        const revoked = yield* codes.revokeKey(spent.value.api_key_id)
+        const revoked = Option.fromNullishOr((yield* keys.revokeKeys({ kind: "key", keyId: spent.value.api_key_id }))[0])
         if (Option.isNone(revoked)) return
         yield* credentials.forget
         yield* audit.record({
@@ -290,7 +290,8 @@ export class OAuthService extends Context.Service<OAuthService, {
 
       const revoke = Effect.fn("OAuthService.revoke")(function*(app: AppClient, token: string) {
         if (!isWellFormed(token, CredentialPrefix.apiKey)) return
-        const revoked = yield* repo.revokeAppKey(app.appId, secretDigest(token)).pipe(
+        const revoked = yield* keys.revokeKeys({ kind: "secret", appId: app.appId, digest: secretDigest(token) }).pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
           Effect.catchTag("DatabaseUnavailable", orServerError(serverBusy))
         )
         if (Option.isNone(revoked)) return
@@ -309,5 +310,5 @@ export class OAuthService extends Context.Service<OAuthService, {
 
       return { authenticate, clientCredentials, authorizationCode, revoke }
     })
-  ).pipe(Layer.provide([OAuthRepo.layer, AuthorizeRepo.layer, ApiKeys.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([OAuthRepo.layer, AuthorizeRepo.layer, ApiKeysRepo.layer, AuditLog.layer]))
 }

@@ -1,11 +1,17 @@
-/** SQL of workspace members: the workspaces an app manages, people, and their workspace and profile memberships. */
+/**
+ * The owner of `profile_memberships` and `invitations`; the SQL of workspace members (the
+ * workspaces an app manages, people, and their memberships). People go through
+ * src/people/repo.ts, workspace memberships through src/tenancy/workspaces/repo.ts.
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { ProfileRole, WorkspaceRole } from "../../../schema/members.ts"
-import type { AssignableWorkspaceRole, PermissionKey } from "../../../schema/members.ts"
+import type { PermissionKey } from "../../../schema/members.ts"
+import { PeopleRepo } from "../../people/repo.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { orDatabaseUnavailable } from "../../platform/database.ts"
+import { atDatabaseBoundary, orDatabaseUnavailable } from "../../platform/database.ts"
+import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 export const MembershipRow = Schema.Struct({
@@ -50,8 +56,6 @@ export class MembersRepo extends Context.Service<MembersRepo, {
   /** The person with this email, created without a password when there is none. */
   readonly ensureUser: (email: string) => Repo<UserRow>
   readonly findMembership: (workspaceId: string, userId: string) => Repo<Option.Option<MembershipRow>>
-  /** Makes the membership active with `role` (inserting it, or reviving a removed one). */
-  readonly activateMembership: (workspaceId: string, userId: string, role: AssignableWorkspaceRole, revive: boolean) => Repo<void>
   /** Soft-removes the workspace membership and every live profile membership of the person in the workspace. */
   readonly removeMembership: (workspaceId: string, userId: string) => Repo<number>
   /** Live profile memberships on live profiles of the workspace, of these people. */
@@ -65,13 +69,21 @@ export class MembersRepo extends Context.Service<MembersRepo, {
   ) => Repo<void>
   /** Soft-removes the person's live profile memberships in the workspace except on `keep`; answers how many. */
   readonly removeProfileMembershipsExcept: (workspaceId: string, userId: string, keep: ReadonlyArray<string>) => Repo<number>
+  /** Soft-removes every live membership of the profile (archiving it). */
+  readonly endProfileMemberships: (profileId: string) => Repo<void>
+  /** Revokes the workspace's open invitations (archiving it). */
+  readonly revokeInvitations: (workspaceId: string) => Repo<void>
   /** Active members in (created_at, user id) order, one more than `limit` when a next page exists. */
   readonly listMembers: (workspaceId: string, options: { readonly limit: number; readonly after: Option.Option<Keyset> }) => Repo<ReadonlyArray<MemberRow>>
   readonly findMember: (workspaceId: string, userId: string) => Repo<Option.Option<MemberRow>>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/MembersRepo") {
   static readonly layer = Layer.effect(MembersRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const people = yield* PeopleRepo
+      const workspaces = yield* WorkspacesRepo
       const decodeMembership = Schema.decodeUnknownEffect(Schema.Array(MembershipRow))
       const decodeMembers = Schema.decodeUnknownEffect(Schema.Array(MemberRow))
       const decodeProfileMemberships = Schema.decodeUnknownEffect(Schema.Array(ProfileMembershipRow))
@@ -102,15 +114,7 @@ export class MembersRepo extends Context.Service<MembersRepo, {
         )
 
       const ensureUser = (email: string) =>
-        Effect.flatMap(
-          Effect.flatMap(
-            sql`INSERT INTO users (id, email) VALUES (${crypto.randomUUID()}, ${email})
-                ON CONFLICT (lower(email)) DO UPDATE SET email = users.email
-                RETURNING id, email`,
-            decodeUsers
-          ),
-          (rows) => rows[0] === undefined ? Effect.die("INSERT ... RETURNING gave no user") : Effect.succeed(rows[0])
-        )
+        Effect.map(people.ensure(email), (person): UserRow => ({ id: person.id, email: person.email }))
 
       const findMembership = (workspaceId: string, userId: string) =>
         Effect.map(
@@ -122,17 +126,9 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           first
         )
 
-      const activateMembership = (workspaceId: string, userId: string, role: AssignableWorkspaceRole, revive: boolean) =>
-        Effect.asVoid(sql`
-          INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${workspaceId}, ${userId}, ${role})
-          ON CONFLICT (workspace_id, user_id) DO UPDATE
-            SET role = EXCLUDED.role, removed_at = NULL, updated_at = now(),
-                created_at = ${revive ? sql.literal("now()") : sql.literal("workspace_memberships.created_at")}`)
-
       const removeMembership = (workspaceId: string, userId: string) =>
         Effect.gen(function*() {
-          yield* sql`UPDATE workspace_memberships SET removed_at = now(), updated_at = now()
-                     WHERE workspace_id = ${workspaceId} AND user_id = ${userId} AND removed_at IS NULL`
+          yield* workspaces.endMembership(workspaceId, userId)
           return yield* removeProfileMembershipsExcept(workspaceId, userId, [])
         })
 
@@ -170,6 +166,12 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           (rows) => rows.length
         )
 
+      const endProfileMemberships = (profileId: string) =>
+        Effect.asVoid(sql`UPDATE profile_memberships SET removed_at = now() WHERE profile_id = ${profileId} AND removed_at IS NULL`)
+
+      const revokeInvitations = (workspaceId: string) =>
+        Effect.asVoid(sql`UPDATE invitations SET revoked_at = now() WHERE workspace_id = ${workspaceId} AND revoked_at IS NULL`)
+
       const memberColumns = sql`m.user_id AS id, u.email, m.role, ${isoTimestamp(sql, "m.created_at")} AS created_at`
 
       const listMembers = (workspaceId: string, options: { readonly limit: number; readonly after: Option.Option<Keyset> }) =>
@@ -199,22 +201,24 @@ export class MembersRepo extends Context.Service<MembersRepo, {
         )
 
       return {
-        managedWorkspace: (appId, workspaceId, lock) => orDatabaseUnavailable(managedWorkspace(appId, workspaceId, lock)),
-        liveProfileIds: (workspaceId) => orDatabaseUnavailable(liveProfileIds(workspaceId)),
-        findUserByEmail: (email) => orDatabaseUnavailable(findUserByEmail(email)),
-        ensureUser: (email) => orDatabaseUnavailable(ensureUser(email)),
-        findMembership: (workspaceId, userId) => orDatabaseUnavailable(findMembership(workspaceId, userId)),
-        activateMembership: (workspaceId, userId, role, revive) =>
-          orDatabaseUnavailable(activateMembership(workspaceId, userId, role, revive)),
-        removeMembership: (workspaceId, userId) => orDatabaseUnavailable(removeMembership(workspaceId, userId)),
-        profileMemberships: (workspaceId, userIds) => orDatabaseUnavailable(profileMemberships(workspaceId, userIds)),
-        upsertProfileMembership: (profileId, userId, role, permissions) =>
-          orDatabaseUnavailable(upsertProfileMembership(profileId, userId, role, permissions)),
-        removeProfileMembershipsExcept: (workspaceId, userId, keep) =>
-          orDatabaseUnavailable(removeProfileMembershipsExcept(workspaceId, userId, keep)),
-        listMembers: (workspaceId, options) => orDatabaseUnavailable(listMembers(workspaceId, options)),
-        findMember: (workspaceId, userId) => orDatabaseUnavailable(findMember(workspaceId, userId))
+        ...atDatabaseBoundary({
+          managedWorkspace,
+          liveProfileIds,
+          findUserByEmail,
+          ensureUser,
+          findMembership,
+          removeMembership,
+          profileMemberships,
+          upsertProfileMembership,
+          removeProfileMembershipsExcept,
+          endProfileMemberships,
+          revokeInvitations,
+          listMembers,
+          findMember
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  )
+  ).pipe(Layer.provide([PeopleRepo.layer, WorkspacesRepo.layer]))
 }

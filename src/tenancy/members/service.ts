@@ -4,7 +4,6 @@
  * locked, so changes of one workspace's team happen one at a time.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../../schema/common.ts"
 import { type DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
 import {
@@ -22,7 +21,7 @@ import { AuditLog } from "../../audit/repo.ts"
 import { CredentialStore } from "../../auth/principal.ts"
 import type { AppPrincipal } from "../../auth/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
-import { transactionFailures } from "../../platform/database.ts"
+import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { type MemberRow, MembersRepo, type ProfileMembershipRow } from "./repo.ts"
 
 /** Unknown, another app's, archived and malformed workspaces: one identical answer. */
@@ -93,8 +92,8 @@ export class Members extends Context.Service<Members, {
 }>()("svc/Members") {
   static readonly layer = Layer.effect(Members)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* MembersRepo
+      const workspaces = yield* WorkspacesRepo
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
 
@@ -107,8 +106,7 @@ export class Members extends Context.Service<Members, {
           return id
         })
 
-      const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, transactionFailures)
+      const inTransaction = repo.transaction
 
       /** A committed membership change: this runner's cached memberships go at once (others within 5 s). */
       const changingAccess = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.tap(inTransaction(effect), () => credentials.forget)
@@ -157,7 +155,7 @@ export class Members extends Context.Service<Members, {
           const created = !active
           let changed = created
           if (created || (Option.isSome(membership) && membership.value.role !== input.workspace_role)) {
-            yield* repo.activateMembership(workspace, user.id, input.workspace_role, Option.isSome(membership))
+            yield* workspaces.activateMembership(workspace, user.id, input.workspace_role, Option.isSome(membership))
             changed = true
           }
 
@@ -238,5 +236,5 @@ export class Members extends Context.Service<Members, {
 
       return { reconcile, remove, list }
     })
-  ).pipe(Layer.provide([MembersRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([MembersRepo.layer, WorkspacesRepo.layer, AuditLog.layer]))
 }

@@ -1,11 +1,21 @@
-/** SQL of partner provisioning: the profile an app provisioned under an external ref, and its grant. */
+/**
+ * The owner of `profiles` (with their own DPA and BAA); the SQL of partner provisioning: the
+ * profile an app provisioned under an external ref. Provisioning and archiving write the other
+ * tables through their owners' repositories, in the caller's transaction.
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { ConnectScope, Scope } from "../../../schema/scopes.ts"
+import type { ConnectScope } from "../../../schema/scopes.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
-import { decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
-import { CredentialPrefix, mintSecret } from "../../auth/credentials/tokens.ts"
+import { AdminRepo } from "../../admin/repo.ts"
+import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
+import { ConnectionsRepo } from "../../connections/repo.ts"
+import { PeopleRepo } from "../../people/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
+import { EntitlementsRepo } from "../entitlements/repo.ts"
+import { MembersRepo } from "../members/repo.ts"
+import { WorkspacesRepo } from "../workspaces/repo.ts"
 
 export const ProvisionedRow = Schema.Struct({
   profile_id: Schema.String,
@@ -66,6 +76,9 @@ export const PersonProfileRow = Schema.Struct({
 })
 export type PersonProfileRow = typeof PersonProfileRow.Type
 
+export const HealthcareSettingsRow = Schema.Struct({ privacy_mode: Schema.String, is_healthcare_agency: Schema.Boolean })
+export type HealthcareSettingsRow = typeof HealthcareSettingsRow.Type
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class TenancyRepo extends Context.Service<TenancyRepo, {
@@ -77,16 +90,10 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
    */
   readonly insertProvisioned: (profile: NewProvisionedProfile) => Repo<Option.Option<string>>
   readonly setPrivacyMode: (profileId: string, mode: "platform_safe" | "hipaa") => Repo<void>
-  /** Upserts the app's grant on the profile with these connect scopes (clearing a revocation). */
-  readonly upsertGrant: (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) => Repo<string>
-  /** Revokes the live delegated keys (minted for an app) of a profile that carry any of `scopes`. */
-  readonly revokeDelegatedKeysWith: (profileId: string, scopes: ReadonlyArray<Scope>) => Repo<number>
   /** A profile `appId` provisioned (archived ones included), locked; None for unknown, foreign or human-created. */
   readonly findOwnedForUpdate: (appId: string, profileId: string) => Repo<Option.Option<OwnedRow>>
   /** Archives the profile and its workspace with the lifecycle table's cascade; answers the keys it revoked. */
   readonly archive: (profileId: string, workspaceId: string) => Repo<number>
-  /** The profile's live tracking key, created if it has none. */
-  readonly ensureTrackingKey: (profileId: string) => Repo<string>
   /** The person's role in a live workspace (live membership), the workspace row locked; None otherwise. */
   readonly workspaceRoleForUpdate: (workspaceId: string, userId: string) => Repo<Option.Option<string>>
   /** Whether the workspace lets MCP user tokens write (MCP settings; off until an owner or admin turns it on). */
@@ -95,10 +102,26 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   readonly insertPersonProfile: (profile: NewPersonProfile) => Repo<PersonProfileRow>
   /** Stamps an external ref; false when another live profile of the app holds it. */
   readonly stampExternalRef: (appId: string, profileId: string, externalRef: string) => Repo<boolean>
+  /** The oldest live profile of the workspace with this name. */
+  readonly findLiveByName: (workspaceId: string, name: string) => Repo<Option.Option<string>>
+  /** What decides whether a profile is healthcare-family (S5); None for an unknown profile. */
+  readonly healthcareSettings: (profileId: string) => Repo<Option.Option<HealthcareSettingsRow>>
+  /** Records the profile's own DPA or BAA as accepted in `version` by `acceptedBy`. */
+  readonly acceptAgreement: (profileId: string, agreement: "dpa" | "baa", version: string, acceptedBy: string) => Repo<void>
+  readonly withdrawAgreement: (profileId: string, agreement: "dpa" | "baa") => Repo<void>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/TenancyRepo") {
   static readonly layer = Layer.effect(TenancyRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const workspaces = yield* WorkspacesRepo
+      const members = yield* MembersRepo
+      const people = yield* PeopleRepo
+      const admin = yield* AdminRepo
+      const entitlements = yield* EntitlementsRepo
+      const keys = yield* ApiKeysRepo
+      const connections = yield* ConnectionsRepo
       const firstProvisioned = decodeFirstRow(ProvisionedRow)
       /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
       const provisionedColumns = sql`
@@ -123,10 +146,12 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
 
       const insertProvisioned = (input: NewProvisionedProfile) =>
         Effect.gen(function*() {
-          const workspaceId = crypto.randomUUID()
+          const workspaceId = (yield* workspaces.insert({
+            name: input.name,
+            reportingCurrency: input.reportingCurrency,
+            appId: input.appId
+          })).id
           const profileId = crypto.randomUUID()
-          yield* sql`INSERT INTO workspaces (id, name, reporting_currency, created_by_app_id)
-                     VALUES (${workspaceId}, ${input.name}, ${input.reportingCurrency}, ${input.appId})`
           // The partial unique index on (app, external_ref) decides between concurrent first calls.
           const claimed = yield* sql`
             INSERT INTO profiles (id, workspace_id, name, email, currency, external_ref, provisioned_by_app_id,
@@ -137,44 +162,18 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
             DO NOTHING
             RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
           if (!claimed) {
-            yield* sql`DELETE FROM workspaces WHERE id = ${workspaceId}`
+            yield* workspaces.remove(workspaceId)
             return Option.none<string>()
           }
-          yield* sql`INSERT INTO grants (id, app_id, profile_id, connect_scopes)
-                     VALUES (${crypto.randomUUID()}, ${input.appId}, ${profileId}, ${input.connectScopes})`
-          yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${profileId}, 'svc_attribution', false)`
+          // A brand-new profile: the upserts below insert.
+          yield* admin.upsertGrant(input.appId, profileId, input.connectScopes)
+          yield* entitlements.setAttribution(profileId, false)
           if (input.email !== null) {
-            const [user] = yield* sql<{ id: string }>`
-              INSERT INTO users (id, email) VALUES (${crypto.randomUUID()}, ${input.email})
-              ON CONFLICT (lower(email)) DO UPDATE SET email = users.email
-              RETURNING id`
-            if (user !== undefined) {
-              yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role)
-                         VALUES (${workspaceId}, ${user.id}, 'owner')`
-            }
+            const user = yield* people.ensure(input.email)
+            yield* workspaces.addOwner(workspaceId, user.id)
           }
           return Option.some(profileId)
         })
-
-      const upsertGrant = (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) =>
-        Effect.map(
-          sql<{ id: string }>`
-            INSERT INTO grants (id, app_id, profile_id, connect_scopes)
-            VALUES (${crypto.randomUUID()}, ${appId}, ${profileId}, ${connectScopes})
-            ON CONFLICT (app_id, profile_id) DO UPDATE
-              SET connect_scopes = EXCLUDED.connect_scopes, revoked_at = NULL, updated_at = now()
-            RETURNING id`,
-          (rows) => rows[0]?.id ?? ""
-        )
-
-      const revokeDelegatedKeysWith = (profileId: string, scopes: ReadonlyArray<Scope>) =>
-        Effect.map(
-          sql`UPDATE api_keys SET revoked_at = now()
-              WHERE profile_id = ${profileId} AND oauth_app_id IS NOT NULL AND revoked_at IS NULL
-                AND scopes && ${scopes}::text[]
-              RETURNING id`,
-          (rows) => rows.length
-        )
 
       const firstOwned = decodeFirstRow(OwnedRow)
       const findOwnedForUpdate = (appId: string, profileId: string) =>
@@ -192,16 +191,15 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
       const archive = (profileId: string, workspaceId: string) =>
         Effect.gen(function*() {
           yield* sql`UPDATE profiles SET archived_at = now() WHERE id = ${profileId}`
-          yield* sql`UPDATE workspaces SET archived_at = now() WHERE id = ${workspaceId}`
-          yield* sql`UPDATE workspace_memberships SET removed_at = now() WHERE workspace_id = ${workspaceId} AND removed_at IS NULL`
-          yield* sql`UPDATE profile_memberships SET removed_at = now() WHERE profile_id = ${profileId} AND removed_at IS NULL`
-          yield* sql`UPDATE invitations SET revoked_at = now() WHERE workspace_id = ${workspaceId} AND revoked_at IS NULL`
-          yield* sql`UPDATE grants SET revoked_at = now() WHERE profile_id = ${profileId} AND revoked_at IS NULL`
-          const keys = yield* sql`UPDATE api_keys SET revoked_at = now()
-                                  WHERE workspace_id = ${workspaceId} AND revoked_at IS NULL RETURNING id`
+          yield* workspaces.archiveWithProfile(workspaceId)
+          yield* workspaces.endMemberships(workspaceId)
+          yield* members.endProfileMemberships(profileId)
+          yield* members.revokeInvitations(workspaceId)
+          yield* admin.revokeGrants({ profileId })
+          const revoked = yield* keys.revokeKeys({ kind: "workspace", workspaceId })
           // Non-audit data of the profile goes; the audit trail and the PII access log stay.
-          yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
-          return keys.length
+          yield* connections.deleteForProfile(profileId)
+          return revoked.length
         })
 
       const stampExternalRef = (appId: string, profileId: string, externalRef: string) =>
@@ -212,22 +210,6 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
                   AND o.archived_at IS NULL AND o.id <> ${profileId})
               RETURNING id`,
           (rows) => rows.length > 0
-        )
-
-      const ensureTrackingKey = (profileId: string) =>
-        Effect.map(
-          // A CTE's SELECT does not see its own INSERT: one of the two branches answers.
-          sql<{ key: string }>`
-            WITH inserted AS (
-              INSERT INTO tracking_keys (id, profile_id, key)
-              VALUES (${crypto.randomUUID()}, ${profileId}, ${mintSecret(CredentialPrefix.trackingKey)})
-              ON CONFLICT (profile_id) WHERE revoked_at IS NULL DO NOTHING
-              RETURNING key)
-            SELECT key FROM inserted
-            UNION ALL
-            SELECT key FROM tracking_keys WHERE profile_id = ${profileId} AND revoked_at IS NULL
-            LIMIT 1`,
-          (rows) => rows[0]?.key ?? ""
         )
 
       const workspaceRoleForUpdate = (workspaceId: string, userId: string) =>
@@ -260,21 +242,70 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           (rows) => rows[0]?.enabled === true
         )
 
+      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const findLiveByName = (workspaceId: string, name: string) =>
+        Effect.map(
+          firstId(sql`
+            SELECT id FROM profiles
+            WHERE workspace_id = ${workspaceId} AND archived_at IS NULL AND name = ${name}
+            ORDER BY created_at LIMIT 1`),
+          Option.map((row) => row.id)
+        )
+
+      const firstHealthcare = decodeFirstRow(HealthcareSettingsRow)
+      const healthcareSettings = (profileId: string) =>
+        firstHealthcare(sql`
+          SELECT p.privacy_mode, w.is_healthcare_agency FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
+          WHERE p.id = ${profileId}`)
+
+      const setPrivacyMode = (profileId: string, mode: "platform_safe" | "hipaa") =>
+        Effect.asVoid(sql`UPDATE profiles SET privacy_mode = ${mode} WHERE id = ${profileId}`)
+
+      const acceptAgreement = (profileId: string, agreement: "dpa" | "baa", version: string, acceptedBy: string) =>
+        Effect.asVoid(
+          agreement === "dpa"
+            ? sql`UPDATE profiles SET dpa_status = 'accepted', dpa_version = ${version}, dpa_accepted_at = now(),
+                                      dpa_accepted_by = ${acceptedBy}
+                  WHERE id = ${profileId}`
+            : sql`UPDATE profiles SET baa_status = 'accepted', baa_version = ${version}, baa_accepted_at = now(),
+                                      baa_accepted_by = ${acceptedBy}
+                  WHERE id = ${profileId}`
+        )
+
+      const withdrawAgreement = (profileId: string, agreement: "dpa" | "baa") =>
+        Effect.asVoid(
+          agreement === "dpa"
+            ? sql`UPDATE profiles SET dpa_status = 'withdrawn' WHERE id = ${profileId}`
+            : sql`UPDATE profiles SET baa_status = 'withdrawn' WHERE id = ${profileId}`
+        )
+
       return {
-        mcpWritebackEnabled: (workspaceId) => orDatabaseUnavailable(mcpWritebackEnabled(workspaceId)),
-        ensureTrackingKey: (profileId) => orDatabaseUnavailable(ensureTrackingKey(profileId)),
-        workspaceRoleForUpdate: (workspaceId, userId) => orDatabaseUnavailable(workspaceRoleForUpdate(workspaceId, userId)),
-        insertPersonProfile: (input) => orDatabaseUnavailable(insertPersonProfile(input)),
-        findOwnedForUpdate: (appId, profileId) => orDatabaseUnavailable(findOwnedForUpdate(appId, profileId)),
-        archive: (profileId, workspaceId) => orDatabaseUnavailable(archive(profileId, workspaceId)),
-        stampExternalRef: (appId, profileId, ref) => orDatabaseUnavailable(stampExternalRef(appId, profileId, ref)),
-        findProvisionedForUpdate: (appId, externalRef) => orDatabaseUnavailable(findProvisionedForUpdate(appId, externalRef)),
-        insertProvisioned: (input) => orDatabaseUnavailable(insertProvisioned(input)),
-        setPrivacyMode: (profileId, mode) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`UPDATE profiles SET privacy_mode = ${mode} WHERE id = ${profileId}`)),
-        upsertGrant: (appId, profileId, scopes) => orDatabaseUnavailable(upsertGrant(appId, profileId, scopes)),
-        revokeDelegatedKeysWith: (profileId, scopes) => orDatabaseUnavailable(revokeDelegatedKeysWith(profileId, scopes))
+        ...atDatabaseBoundary({
+          mcpWritebackEnabled,
+          workspaceRoleForUpdate,
+          insertPersonProfile,
+          findOwnedForUpdate,
+          archive,
+          stampExternalRef,
+          findProvisionedForUpdate,
+          insertProvisioned,
+          setPrivacyMode,
+          findLiveByName,
+          healthcareSettings,
+          acceptAgreement,
+          withdrawAgreement
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  )
+  ).pipe(Layer.provide([
+    WorkspacesRepo.layer,
+    MembersRepo.layer,
+    PeopleRepo.layer,
+    AdminRepo.layer,
+    EntitlementsRepo.layer,
+    ApiKeysRepo.layer,
+    ConnectionsRepo.layer
+  ]))
 }

@@ -5,7 +5,6 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { RateLimiter } from "effect/persistence/RateLimiter"
-import { SqlClient } from "effect/sql/SqlClient"
 import {
   type DatabaseUnavailable,
   HealthcareScopeForbidden,
@@ -17,11 +16,12 @@ import {
 import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../../schema/scopes.ts"
 import type { AdoptProfile, ProvisionedProfile, ProvisionProfile } from "../../../schema/tenancy.ts"
 import { AuditLog } from "../../audit/repo.ts"
-import { ApiKeys } from "../../auth/api-keys/mint.ts"
+import { AdminRepo } from "../../admin/repo.ts"
+import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import { type AppPrincipal, CredentialStore, type PrincipalShape } from "../../auth/principal.ts"
-import { transactionFailures } from "../../platform/database.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
 import { isUuid } from "../../../schema/common.ts"
+import { TrackingRepo } from "../../tracking/tracker/repo.ts"
 import { movePrivacyMode } from "../privacy.ts"
 import { type OwnedRow, type ProvisionedRow, TenancyRepo } from "./repo.ts"
 
@@ -79,15 +79,16 @@ export class Provisioning extends Context.Service<Provisioning, {
 }>()("svc/Provisioning") {
   static readonly layer = Layer.effect(Provisioning)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* TenancyRepo
-      const keys = yield* ApiKeys
+      const keys = yield* ApiKeysRepo
+      const admin = yield* AdminRepo
+      const tracking = yield* TrackingRepo
       const audit = yield* AuditLog
       const limiter = yield* RateLimiter
       const credentials = yield* CredentialStore
       /** After a committed change that revoked keys or moved access: this runner stops them at once. */
       const forgetCached = <A>(result: A) => Effect.as(credentials.forget, result)
-      const movePrivacy = movePrivacyMode(repo, audit)
+      const movePrivacy = movePrivacyMode(repo, keys, audit)
 
       const meter = (app: AppPrincipal) =>
         Effect.asVoid(consumeBucket(limiter, {
@@ -145,7 +146,7 @@ export class Provisioning extends Context.Service<Provisioning, {
         })
         if (Option.isNone(claimed)) return Option.none<ProvisionedProfile>()
         const row = yield* reread(app, input.external_ref)
-        const trackingKey = yield* repo.ensureTrackingKey(row.profile_id)
+        const trackingKey = yield* tracking.ensureTrackingKey(row.profile_id)
         yield* audit.record({
           actor: app,
           action: "profile.provisioned",
@@ -173,11 +174,11 @@ export class Provisioning extends Context.Service<Provisioning, {
         const connectScopes: ReadonlyArray<ConnectScope> = existing.attribution_enabled
           ? [...new Set<ConnectScope>([...requested, "attribution"])]
           : requested
-        const grantId = yield* repo.upsertGrant(app.appId, existing.profile_id, connectScopes)
-        revoked += yield* keys.revokeForGrant(grantId, mintableScopes(connectScopes, healthcare))
+        const grantId = yield* admin.upsertGrant(app.appId, existing.profile_id, connectScopes)
+        revoked += (yield* keys.revokeKeys({ kind: "grant", grantId, keepingScopes: mintableScopes(connectScopes, healthcare) })).length
         const row = yield* reread(app, input.external_ref)
         // Profiles provisioned before tracking keys existed get theirs on the next replay.
-        const trackingKey = yield* repo.ensureTrackingKey(row.profile_id)
+        const trackingKey = yield* tracking.ensureTrackingKey(row.profile_id)
         yield* audit.record({
           actor: app,
           action: "profile.reprovisioned",
@@ -203,8 +204,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           }
           return yield* Effect.die("provisioning did not converge")
         }).pipe(
-          sql.withTransaction,
-          transactionFailures,
+          repo.transaction,
           Effect.flatMap((result) => result.revoked_keys > 0 ? forgetCached(result) : Effect.succeed(result))
         )
       })
@@ -239,7 +239,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             details: { workspace_archived: true, revoked_keys: revokedKeys }
           })
           return { ...result, workspaceArchived: true }
-        }).pipe(sql.withTransaction, transactionFailures, Effect.flatMap(forgetCached))
+        }).pipe(repo.transaction, Effect.flatMap(forgetCached))
       })
 
       const adopt = Effect.fn("Provisioning.adopt")(function*(app: AppPrincipal, profileId: string, input: AdoptProfile) {
@@ -251,7 +251,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           const asProvisioned = (externalRef: string): ProvisionedRow => ({ ...row, external_ref: externalRef })
           if (row.external_ref !== null) {
             if (row.external_ref === input.external_ref) {
-              return render(asProvisioned(row.external_ref), false, {}, 0, yield* repo.ensureTrackingKey(row.profile_id))
+              return render(asProvisioned(row.external_ref), false, {}, 0, yield* tracking.ensureTrackingKey(row.profile_id))
             }
             return yield* new InvalidState({ message: "The profile already carries another external_ref.", reason: "external_ref_set" })
           }
@@ -264,7 +264,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           const connectScopes: ReadonlyArray<ConnectScope> = row.attribution_enabled
             ? [...new Set<ConnectScope>([...requested, "attribution"])]
             : requested
-          yield* repo.upsertGrant(app.appId, row.profile_id, connectScopes)
+          yield* admin.upsertGrant(app.appId, row.profile_id, connectScopes)
           const stamped = yield* reread(app, input.external_ref)
           yield* audit.record({
             actor: app,
@@ -275,8 +275,8 @@ export class Provisioning extends Context.Service<Provisioning, {
             workspaceId: row.workspace_id,
             details: { external_ref: input.external_ref, scopes: connectScopes }
           })
-          return render(stamped, true, {}, 0, yield* repo.ensureTrackingKey(row.profile_id))
-        }).pipe(sql.withTransaction, transactionFailures)
+          return render(stamped, true, {}, 0, yield* tracking.ensureTrackingKey(row.profile_id))
+        }).pipe(repo.transaction)
       })
 
       const createForPerson = Effect.fn("Provisioning.createForPerson")(function*(
@@ -308,7 +308,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             currency: input.currency ?? null,
             timeZone: input.timeZone ?? "UTC"
           })
-          const trackingKey = yield* repo.ensureTrackingKey(row.profile_id)
+          const trackingKey = yield* tracking.ensureTrackingKey(row.profile_id)
           yield* audit.record({
             actor: person,
             action: "profile.created",
@@ -335,10 +335,10 @@ export class Provisioning extends Context.Service<Provisioning, {
             entitlements: { svc_attribution: true },
             revoked_keys: 0
           } satisfies ProvisionedProfile
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(repo.transaction)
       })
 
       return { provision, createForPerson, archive, adopt }
     })
-  ).pipe(Layer.provide([TenancyRepo.layer, ApiKeys.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([TenancyRepo.layer, ApiKeysRepo.layer, AdminRepo.layer, TrackingRepo.layer, AuditLog.layer]))
 }

@@ -1,12 +1,12 @@
-/** SQL of workspaces: rows, who reaches them, their MCP settings and their PII access log. */
+/** The owner of `workspaces`, `workspace_memberships` and `workspace_mcp_settings`; also reads the PII access log of a workspace. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { PII_LOG_RETENTION_DAYS } from "../../audit/pii-access.ts"
+import { PII_LOG_RETENTION_DAYS } from "../../audit/repo.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { WorkspaceRole } from "../../../schema/members.ts"
+import { type AssignableWorkspaceRole, WorkspaceRole } from "../../../schema/members.ts"
 import { PiiMode } from "../../../schema/workspaces.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 /** `id` and `created_at` are also the keyset of the listing. */
@@ -54,12 +54,23 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
   /** Whether the live workspace was created by this app; `lock` locks the workspace row. */
   readonly createdByApp: (workspaceId: string, appId: string, lock: boolean) => Repo<boolean>
   readonly find: (workspaceId: string) => Repo<Option.Option<WorkspaceRow>>
+  /** The oldest live workspace with this name that the person owns (live membership). */
+  readonly findOwnedByName: (userId: string, name: string) => Repo<Option.Option<string>>
   readonly insert: (input: {
     readonly name: string
     readonly reportingCurrency: string | null
     readonly appId: string | null
   }) => Repo<WorkspaceRow>
+  /** Deletes a workspace this transaction just inserted (its profile lost the race for an external ref). */
+  readonly remove: (workspaceId: string) => Repo<void>
   readonly addOwner: (workspaceId: string, userId: string) => Repo<void>
+  /** Makes the membership active with `role` (inserting it, or reviving a removed one). */
+  readonly activateMembership: (workspaceId: string, userId: string, role: AssignableWorkspaceRole, revive: boolean) => Repo<void>
+  /** Soft-removes the person's live membership of the workspace. */
+  readonly endMembership: (workspaceId: string, userId: string) => Repo<void>
+  /** Soft-removes every live membership of the workspace (archiving it). */
+  readonly endMemberships: (workspaceId: string) => Repo<void>
+  readonly setHealthcareFlag: (workspaceId: string, isHealthcareAgency: boolean) => Repo<void>
   /** Live workspaces where the person is an active member, (created_at, id) order, one more than `limit`. */
   readonly listForUser: (userId: string, page: Page) => Repo<ReadonlyArray<WorkspaceRow>>
   /** Live workspaces the app created, (created_at, id) order, one more than `limit`. */
@@ -67,11 +78,15 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
   readonly setReportingCurrency: (workspaceId: string, currency: string) => Repo<void>
   readonly liveProfileCount: (workspaceId: string) => Repo<number>
   readonly archive: (workspaceId: string) => Repo<void>
+  /** Archives the workspace with its profile (the lifecycle table's cascade), whether or not it already was. */
+  readonly archiveWithProfile: (workspaceId: string) => Repo<void>
   /** The stored settings, or the defaults (`redacted`, writeback off, `updated_at` null). */
   readonly mcpSettings: (workspaceId: string) => Repo<McpSettingsRow>
   readonly putMcpSettings: (workspaceId: string, piiMode: PiiMode, writeback: boolean) => Repo<void>
   /** Rows of the last 365 days, newest first, one more than `limit`; the keyset continues downwards. */
   readonly piiAccessLog: (workspaceId: string, page: Page) => Repo<ReadonlyArray<PiiAccessRow>>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/WorkspacesRepo") {
   static readonly layer = Layer.effect(WorkspacesRepo)(
     Effect.gen(function*() {
@@ -107,6 +122,17 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
 
       const find = (workspaceId: string) => firstWorkspace(sql`SELECT ${columns} FROM workspaces w WHERE w.id = ${workspaceId}`)
 
+      const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const findOwnedByName = (userId: string, name: string) =>
+        Effect.map(
+          firstId(sql`
+            SELECT w.id FROM workspaces w JOIN workspace_memberships m ON m.workspace_id = w.id
+            WHERE m.user_id = ${userId} AND m.role = 'owner' AND m.removed_at IS NULL
+              AND w.archived_at IS NULL AND w.name = ${name}
+            ORDER BY w.created_at LIMIT 1`),
+          Option.map((row) => row.id)
+        )
+
       const insert = (input: { readonly name: string; readonly reportingCurrency: string | null; readonly appId: string | null }) =>
         Effect.flatMap(
           firstWorkspace(sql`
@@ -118,6 +144,28 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
 
       const addOwner = (workspaceId: string, userId: string) =>
         Effect.asVoid(sql`INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${workspaceId}, ${userId}, 'owner')`)
+
+      const remove = (workspaceId: string) => Effect.asVoid(sql`DELETE FROM workspaces WHERE id = ${workspaceId}`)
+
+      const activateMembership = (workspaceId: string, userId: string, role: AssignableWorkspaceRole, revive: boolean) =>
+        Effect.asVoid(sql`
+          INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${workspaceId}, ${userId}, ${role})
+          ON CONFLICT (workspace_id, user_id) DO UPDATE
+            SET role = EXCLUDED.role, removed_at = NULL, updated_at = now(),
+                created_at = ${revive ? sql.literal("now()") : sql.literal("workspace_memberships.created_at")}`)
+
+      const endMembership = (workspaceId: string, userId: string) =>
+        Effect.asVoid(sql`UPDATE workspace_memberships SET removed_at = now(), updated_at = now()
+                          WHERE workspace_id = ${workspaceId} AND user_id = ${userId} AND removed_at IS NULL`)
+
+      const endMemberships = (workspaceId: string) =>
+        Effect.asVoid(sql`UPDATE workspace_memberships SET removed_at = now() WHERE workspace_id = ${workspaceId} AND removed_at IS NULL`)
+
+      const setHealthcareFlag = (workspaceId: string, flag: boolean) =>
+        Effect.asVoid(sql`UPDATE workspaces SET is_healthcare_agency = ${flag} WHERE id = ${workspaceId}`)
+
+      const archiveWithProfile = (workspaceId: string) =>
+        Effect.asVoid(sql`UPDATE workspaces SET archived_at = now() WHERE id = ${workspaceId}`)
 
       const after = (page: Page) =>
         Option.match(page.after, {
@@ -181,19 +229,30 @@ export class WorkspacesRepo extends Context.Service<WorkspacesRepo, {
           ORDER BY l.occurred_at DESC, l.id DESC LIMIT ${page.limit + 1}`)
 
       return {
-        memberRole: (workspaceId, userId, lock) => orDatabaseUnavailable(memberRole(workspaceId, userId, lock)),
-        createdByApp: (workspaceId, appId, lock) => orDatabaseUnavailable(createdByApp(workspaceId, appId, lock)),
-        find: (workspaceId) => orDatabaseUnavailable(find(workspaceId)),
-        insert: (input) => orDatabaseUnavailable(insert(input)),
-        addOwner: (workspaceId, userId) => orDatabaseUnavailable(addOwner(workspaceId, userId)),
-        listForUser: (userId, page) => orDatabaseUnavailable(listForUser(userId, page)),
-        listForApp: (appId, page) => orDatabaseUnavailable(listForApp(appId, page)),
-        setReportingCurrency: (workspaceId, currency) => orDatabaseUnavailable(setReportingCurrency(workspaceId, currency)),
-        liveProfileCount: (workspaceId) => orDatabaseUnavailable(liveProfileCount(workspaceId)),
-        archive: (workspaceId) => orDatabaseUnavailable(archive(workspaceId)),
-        mcpSettings: (workspaceId) => orDatabaseUnavailable(mcpSettings(workspaceId)),
-        putMcpSettings: (workspaceId, piiMode, writeback) => orDatabaseUnavailable(putMcpSettings(workspaceId, piiMode, writeback)),
-        piiAccessLog: (workspaceId, page) => orDatabaseUnavailable(piiAccessLog(workspaceId, page))
+        ...atDatabaseBoundary({
+          memberRole,
+          createdByApp,
+          find,
+          findOwnedByName,
+          insert,
+          remove,
+          addOwner,
+          activateMembership,
+          endMembership,
+          endMemberships,
+          setHealthcareFlag,
+          listForUser,
+          listForApp,
+          setReportingCurrency,
+          liveProfileCount,
+          archive,
+          archiveWithProfile,
+          mcpSettings,
+          putMcpSettings,
+          piiAccessLog
+        }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
   )

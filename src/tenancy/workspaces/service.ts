@@ -9,7 +9,6 @@
  * audited in the transaction that makes it. Decision 0020.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../../schema/common.ts"
 import { type DatabaseUnavailable, InsufficientScope, InvalidState, NotFound } from "../../../schema/errors.ts"
 import type { WorkspaceRole } from "../../../schema/members.ts"
@@ -24,7 +23,6 @@ import type {
 import { AuditLog } from "../../audit/repo.ts"
 import type { PrincipalShape } from "../../auth/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
-import { transactionFailures } from "../../platform/database.ts"
 import { type McpSettingsRow, type PiiAccessRow, type WorkspaceRow, WorkspacesRepo } from "./repo.ts"
 
 const noSuchWorkspace = () => new NotFound({ message: "No such workspace." })
@@ -97,12 +95,10 @@ export class Workspaces extends Context.Service<Workspaces, {
 }>()("svc/Workspaces") {
   static readonly layer = Layer.effect(Workspaces)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* WorkspacesRepo
       const audit = yield* AuditLog
 
-      const inTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(sql.withTransaction, transactionFailures)
+      const inTransaction = repo.transaction
 
       /** The workspace (lower-cased id) and the caller's standing in it; 404 when unreachable, 403 when the role is too low. */
       const reach = Effect.fn("Workspaces.reach")(function*(

@@ -5,8 +5,8 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { ReplayQueue } from "../../attribution/jobs/repo.ts"
-import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
 import { type NewWebTouch, TouchesRepo } from "../../attribution/touches/repo.ts"
+import { CredentialPrefix, mintSecret } from "../../auth/credentials/tokens.ts"
 
 export const KeyRow = Schema.Struct({
   id: Schema.String,
@@ -55,6 +55,8 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 export class TrackingRepo extends Context.Service<TrackingRepo, {
   /** The profile's live key, minted if it has none (`created` says which); safe under concurrency. */
   readonly ensureKey: (profileId: string) => Repo<KeyRow & { readonly created: boolean }>
+  /** The profile's live key (its plaintext), minted if it has none; one statement, safe under concurrency. */
+  readonly ensureTrackingKey: (profileId: string) => Repo<string>
   readonly activeKeys: (profileId: string) => Repo<ReadonlyArray<KeyRow>>
   /** Revokes the profile's key; None when the key is not the profile's. `revoked`: this call revoked it. */
   readonly revokeKey: (profileId: string, keyId: string) => Repo<Option.Option<KeyRow & { readonly revoked: boolean }>>
@@ -81,7 +83,6 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const touches = yield* TouchesRepo
-      const tenancy = yield* TenancyRepo
       const replays = yield* ReplayQueue
 
       const keyColumns = sql`
@@ -91,14 +92,30 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
         s.allowed_origins, s.capture_click_ids, s.cookie_domain, s.respect_do_not_track, s.allow_server_side,
         ${isoTimestamp(sql, "s.updated_at")} AS updated_at`
 
+      const ensureTrackingKey = (profileId: string) =>
+        Effect.map(
+          // A CTE's SELECT does not see its own INSERT: one of the two branches answers.
+          sql<{ key: string }>`
+            WITH inserted AS (
+              INSERT INTO tracking_keys (id, profile_id, key)
+              VALUES (${crypto.randomUUID()}, ${profileId}, ${mintSecret(CredentialPrefix.trackingKey)})
+              ON CONFLICT (profile_id) WHERE revoked_at IS NULL DO NOTHING
+              RETURNING key)
+            SELECT key FROM inserted
+            UNION ALL
+            SELECT key FROM tracking_keys WHERE profile_id = ${profileId} AND revoked_at IS NULL
+            LIMIT 1`,
+          (rows) => rows[0]?.key ?? ""
+        )
+
       const firstEnsured = decodeFirstRow(EnsuredRow)
       const ensureKey = (profileId: string) =>
         sql.withTransaction(
           Effect.gen(function*() {
-            // Provisioning's statement mints the key (one live key per profile, by a partial
-            // unique index); this transaction then reads it. `now()` is the transaction's start,
+            // Provisioning's statement (ensureTrackingKey) mints the key (one live key per profile,
+            // by a partial unique index); this transaction then reads it. `now()` is the transaction's start,
             // so a key created at exactly that time was created by this call.
-            yield* tenancy.ensureTrackingKey(profileId)
+            yield* ensureTrackingKey(profileId)
             const row = yield* firstEnsured(sql`
               SELECT ${keyColumns}, (k.created_at = now()) AS created
               FROM tracking_keys k WHERE k.profile_id = ${profileId} AND k.revoked_at IS NULL`)
@@ -198,6 +215,7 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
 
       return {
         ensureKey: (profileId) => orDatabaseUnavailable(ensureKey(profileId)),
+        ensureTrackingKey: (profileId) => orDatabaseUnavailable(ensureTrackingKey(profileId)),
         activeKeys: (profileId) => orDatabaseUnavailable(activeKeys(profileId)),
         revokeKey: (profileId, keyId) => orDatabaseUnavailable(revokeKey(profileId, keyId)),
         settings: (profileId) => orDatabaseUnavailable(settings(profileId)),
@@ -211,5 +229,5 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([TenancyRepo.layer, TouchesRepo.layer, ReplayQueue.layer]))
+  ).pipe(Layer.provide([TouchesRepo.layer, ReplayQueue.layer]))
 }

@@ -3,18 +3,19 @@
  * applied inside the Profile entity so that changes of one profile happen one at a time.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
-import { isUuid } from "../../schema/common.ts"
-import type { DatabaseUnavailable, InvalidState } from "../../schema/errors.ts"
-import { NotFound } from "../../schema/errors.ts"
-import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../schema/scopes.ts"
-import type { EntitlementResult, SetEntitlement } from "../../schema/tenancy.ts"
-import { AuditLog } from "../audit/repo.ts"
-import { ApiKeys } from "../auth/api-keys/mint.ts"
-import type { AppPrincipal } from "../auth/principal.ts"
-import { transactionFailures } from "../platform/database.ts"
-import { movePrivacyMode } from "./privacy.ts"
-import { TenancyRepo } from "./profiles/repo.ts"
+import { isUuid } from "../../../schema/common.ts"
+import type { DatabaseUnavailable, InvalidState } from "../../../schema/errors.ts"
+import { NotFound } from "../../../schema/errors.ts"
+import { type ConnectScope, isHealthcareFamily, mintableScopes } from "../../../schema/scopes.ts"
+import type { EntitlementResult, SetEntitlement } from "../../../schema/tenancy.ts"
+import { AdminRepo } from "../../admin/repo.ts"
+import { AuditLog } from "../../audit/repo.ts"
+import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
+import type { AppPrincipal } from "../../auth/principal.ts"
+import { ConnectionsRepo } from "../../connections/repo.ts"
+import { movePrivacyMode } from "../privacy.ts"
+import { TenancyRepo } from "../profiles/repo.ts"
+import { EntitlementsRepo } from "./repo.ts"
 
 /** Days of history a backfill asks the ad platform for when the add-on goes on. */
 export const STANDARD_BACKFILL_DAYS = 90
@@ -31,33 +32,14 @@ export class Entitlements extends Context.Service<Entitlements, {
 }>()("svc/Entitlements") {
   static readonly layer = Layer.effect(Entitlements)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
       const repo = yield* TenancyRepo
-      const keys = yield* ApiKeys
+      const entitlements = yield* EntitlementsRepo
+      const admin = yield* AdminRepo
+      const connections = yield* ConnectionsRepo
+      const keys = yield* ApiKeysRepo
       const audit = yield* AuditLog
       const noSuchProfile = () => new NotFound({ message: "No such profile." })
-      const movePrivacy = movePrivacyMode(repo, audit)
-
-      const enqueueBackfills = (profileId: string) =>
-        sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
-            SELECT gen_random_uuid(), profile_id, id, 'backfill', ${STANDARD_BACKFILL_DAYS}, 'attribution_enabled'
-            FROM connections WHERE profile_id = ${profileId} AND provider_kind = 'adplatform' AND disconnected_at IS NULL
-            RETURNING id`.pipe(Effect.map((rows) => rows.length))
-
-      /** The profile's last applied delivery is newer than `asOf` (the row is locked by the caller). */
-      const isStale = (profileId: string, asOf: string) =>
-        Effect.map(
-          sql<{ stale: boolean }>`
-            SELECT (delivery_as_of > ${asOf}::timestamptz) AS stale FROM entitlements
-            WHERE profile_id = ${profileId} AND feature = 'svc_attribution'`,
-          (rows) => rows[0]?.stale === true
-        )
-
-      const recordDelivery = (profileId: string, asOf: string) =>
-        sql`INSERT INTO entitlements (profile_id, feature, enabled, delivery_as_of)
-            VALUES (${profileId}, 'svc_attribution', false, ${asOf}::timestamptz)
-            ON CONFLICT (profile_id, feature) DO UPDATE
-              SET delivery_as_of = GREATEST(entitlements.delivery_as_of, EXCLUDED.delivery_as_of)`
+      const movePrivacy = movePrivacyMode(repo, keys, audit)
 
       const setAttribution = Effect.fn("Entitlements.setAttribution")(function*(
         app: AppPrincipal,
@@ -69,7 +51,7 @@ export class Entitlements extends Context.Service<Entitlements, {
           const found = yield* repo.findOwnedForUpdate(app.appId, profileId.toLowerCase())
           if (Option.isNone(found) || found.value.archived) return yield* noSuchProfile()
           const row = found.value
-          if (request.as_of !== undefined && (yield* isStale(row.profile_id, request.as_of))) {
+          if (request.as_of !== undefined && (yield* entitlements.isStale(row.profile_id, request.as_of))) {
             // An older delivery than one already applied: discarded, nothing written (no mode, no audit).
             return {
               profile_id: row.profile_id,
@@ -79,24 +61,24 @@ export class Entitlements extends Context.Service<Entitlements, {
               ignored_stale: true as const
             }
           }
-          if (request.as_of !== undefined) yield* recordDelivery(row.profile_id, request.as_of)
+          if (request.as_of !== undefined) yield* entitlements.recordDelivery(row.profile_id, request.as_of)
           const moved = yield* movePrivacy(app, row, request.privacy_mode)
           const privacyMode = moved.privacyMode
           const privacy = moved.revokedKeys === undefined ? {} : { revoked_keys: moved.revokedKeys, privacy_mode: privacyMode }
           if (request.enabled === row.attribution_enabled) {
             return { profile_id: row.profile_id, feature: "svc_attribution" as const, enabled: row.attribution_enabled, changed: false, ...privacy }
           }
-          yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${row.profile_id}, 'svc_attribution', ${request.enabled})
-                     ON CONFLICT (profile_id, feature) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()`
+          yield* entitlements.setAttribution(row.profile_id, request.enabled)
           const healthcare = isHealthcareFamily({ privacy_mode: privacyMode, is_healthcare_agency: row.is_healthcare_agency })
           let details: Record<string, unknown>
           if (request.enabled) {
-            yield* repo.upsertGrant(app.appId, row.profile_id, ON_SCOPES)
-            details = { backfills: yield* enqueueBackfills(row.profile_id) }
+            yield* admin.upsertGrant(app.appId, row.profile_id, ON_SCOPES)
+            details = { backfills: yield* connections.enqueueBackfills(row.profile_id, STANDARD_BACKFILL_DAYS, "attribution_enabled") }
           } else {
             // Narrowed, not revoked: the connect rail keeps working; keys of the wider grant stop.
-            const grantId = yield* repo.upsertGrant(app.appId, row.profile_id, OFF_SCOPES)
-            details = { revoked_keys: yield* keys.revokeForGrant(grantId, mintableScopes(OFF_SCOPES, healthcare)) }
+            const grantId = yield* admin.upsertGrant(app.appId, row.profile_id, OFF_SCOPES)
+            const revoked = yield* keys.revokeKeys({ kind: "grant", grantId, keepingScopes: mintableScopes(OFF_SCOPES, healthcare) })
+            details = { revoked_keys: revoked.length }
           }
           yield* audit.record({
             actor: app,
@@ -108,11 +90,11 @@ export class Entitlements extends Context.Service<Entitlements, {
             details: { feature: "svc_attribution", ...details }
           })
           return { profile_id: row.profile_id, feature: "svc_attribution" as const, enabled: request.enabled, changed: true, ...privacy }
-        }).pipe(sql.withTransaction, transactionFailures)
+        }).pipe(repo.transaction)
       })
 
       return { setAttribution }
     })
-  ).pipe(Layer.provide([TenancyRepo.layer, ApiKeys.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([TenancyRepo.layer, EntitlementsRepo.layer, AdminRepo.layer, ConnectionsRepo.layer, ApiKeysRepo.layer, AuditLog.layer]))
 }
 
