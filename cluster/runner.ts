@@ -18,7 +18,6 @@ import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
 
-
 const SHARD_GROUPS = ["default"] as const
 
 const advertisedAddress = (settings: AppSettings) =>

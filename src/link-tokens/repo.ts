@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeRows } from "../platform/database.ts"
 
 /** `customer_key` or one of the identifier types, with the value as normalised by the service. */
 export interface Lookup {
@@ -87,10 +87,7 @@ export class LinkTokensRepo extends Context.Service<LinkTokensRepo, {
           (rows) => rows[0]?.origins ?? []
         )
 
-      return {
-        resolve: (profileId, lookups) => orDatabaseUnavailable(resolve(profileId, lookups)),
-        allowedOrigins: (profileId) => orDatabaseUnavailable(allowedOrigins(profileId))
-      }
+      return atDatabaseBoundary({ resolve, allowedOrigins })
     })
   )
 }

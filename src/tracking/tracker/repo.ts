@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { enqueueReplay as enqueueAttributionReplay } from "../../attribution/replay-queue.ts"
 import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
@@ -268,17 +268,20 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
           ON CONFLICT (profile_id, day, reason) DO UPDATE SET count = tracking_drops.count + 1`)
 
       return {
-        ensureKey: (profileId) => orDatabaseUnavailable(ensureKey(profileId)),
-        activeKeys: (profileId) => orDatabaseUnavailable(activeKeys(profileId)),
-        revokeKey: (profileId, keyId) => orDatabaseUnavailable(revokeKey(profileId, keyId)),
-        settings: (profileId) => orDatabaseUnavailable(settings(profileId)),
-        lockSettings: (profileId) => orDatabaseUnavailable(lockSettings(profileId)),
-        writeSettings: (profileId, values) => orDatabaseUnavailable(writeSettings(profileId, values)),
-        enqueueReplay: (profileId, reason) => orDatabaseUnavailable(enqueueReplay(profileId, reason)),
-        collectorTarget: (key) => orDatabaseUnavailable(collectorTarget(key)),
-        originAllowedAnywhere: (origin) => orDatabaseUnavailable(originAllowedAnywhere(origin)),
-        insertTouch: (touch) => orDatabaseUnavailable(insertTouch(touch)),
-        countDrop: (profileId, reason) => orDatabaseUnavailable(countDrop(profileId, reason)),
+        ...atDatabaseBoundary({
+          ensureKey,
+          activeKeys,
+          revokeKey,
+          settings,
+          lockSettings,
+          writeSettings,
+          enqueueReplay,
+          collectorTarget,
+          originAllowedAnywhere,
+          insertTouch,
+          countDrop
+        }),
+        // Outside the boundary's mapping: `retryConflicts` must see the mapped failure of the whole transaction.
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
