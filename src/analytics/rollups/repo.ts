@@ -125,6 +125,9 @@ const TOUCH_DAY_COLUMNS: Columns<TouchDayRow> = {
 }
 
 const DirtyRow = Schema.Struct({ profile_id: Schema.String, day: Schema.NullOr(Schema.String) })
+const CountRow = Schema.Struct({ n: Schema.Number })
+const AnyRow = Schema.Struct({ any: Schema.Boolean })
+const IdRow = Schema.Struct({ id: Schema.String })
 
 export interface DrainResult {
   /** (profile, day) pairs recomputed. */
@@ -147,6 +150,9 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       const sql = yield* SqlClient
       const settings = yield* AnalyticsRollupSettings
       const dirtyRows = decodeRows(DirtyRow)
+      const countRows = decodeRows(CountRow)
+      const anyRows = decodeRows(AnyRow)
+      const idRows = decodeRows(IdRow)
 
       const targets = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
         sql`
@@ -301,12 +307,9 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         return yield* refreshBatch(Duration.toMillis(settledFor))
       })
 
-      const remaining = Effect.map(
-        sql<{ n: number }>`SELECT count(*)::int AS n FROM analytics_dirty`,
-        (rows) => rows[0]?.n ?? 0
-      )
+      const remaining = Effect.map(countRows(sql`SELECT count(*)::int AS n FROM analytics_dirty`), (rows) => rows[0]?.n ?? 0)
 
-      const anyDirty = Effect.map(sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM analytics_dirty) AS any`, (rows) => rows[0]?.any === true)
+      const anyDirty = Effect.map(anyRows(sql`SELECT EXISTS (SELECT 1 FROM analytics_dirty) AS any`), (rows) => rows[0]?.any === true)
 
       const drain = Effect.fn("AnalyticsRollups.drain")(function*() {
         let consumed = 0
@@ -323,7 +326,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
 
       const rebuild = Effect.fn("AnalyticsRollups.rebuild")(function*(profileId: string | null) {
         const profiles = profileId === null
-          ? (yield* sql<{ id: string }>`SELECT id::text AS id FROM profiles ORDER BY id`).map((row) => row.id)
+          ? (yield* idRows(sql`SELECT id::text AS id FROM profiles ORDER BY id`)).map((row) => row.id)
           : [profileId]
         for (const id of profiles) yield* sql`INSERT INTO analytics_dirty (profile_id, day) VALUES (${id}, NULL)`
         const { days } = yield* drain()
