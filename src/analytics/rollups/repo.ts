@@ -80,6 +80,9 @@ const ROLLUP_TABLES: ReadonlyArray<RollupTable> = [
   "analytics_campaign_days"
 ]
 
+/** What conversion-day rows share with credit-day and campaign-day rows. */
+type SharedMetrics = Omit<SliceMetrics, "outcomeValue">
+
 const groupColumns = <R extends SharedMetrics>(): Columns<R> => ({
   profile_id: ["uuid", (r) => r.profileId],
   model: ["text", (r) => r.model],
@@ -87,9 +90,6 @@ const groupColumns = <R extends SharedMetrics>(): Columns<R> => ({
   conversion_key: ["text", (r) => r.conversionKey],
   currency: ["text", (r) => r.currency]
 })
-/** What conversion-day rows share with credit-day and campaign-day rows. */
-type SharedMetrics = Omit<SliceMetrics, "outcomeValue">
-
 const countColumns = <R extends SharedMetrics>(): Columns<R> => ({
   conversions: ["int", (r) => r.conversions],
   cash_payments: ["int", (r) => r.cashPayments],
