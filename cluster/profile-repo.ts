@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Schema, SchemaTransformation } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as SqlSchema from "effect/sql/SqlSchema"
 import type { DatabaseUnavailable } from "../schema/errors.ts"
-import { orDatabaseUnavailable } from "../src/platform/database.ts"
+import { atDatabaseBoundary } from "../src/platform/database.ts"
 
 /** A profile's stored state; `updated_at` is null when no row exists yet. */
 export interface ProfileRecord {
@@ -60,16 +60,16 @@ export class ProfileRepo extends Context.Service<ProfileRepo, {
       })
 
       const find = Effect.fn("ProfileRepo.find")(function*(profileId: string) {
-        const row = yield* findRow(profileId).pipe(orDatabaseUnavailable)
+        const row = yield* findRow(profileId)
         return row._tag === "Some" ? row.value : { profile_id: profileId, revocation_epoch: 0, updated_at: null }
       })
 
       const bumpRevocationEpoch = Effect.fn("ProfileRepo.bumpRevocationEpoch")(function*(profileId: string) {
         // RETURNING always yields the row.
-        return yield* bumpRow(profileId).pipe(orDatabaseUnavailable, Effect.catchTag("NoSuchElementError", Effect.die))
+        return yield* bumpRow(profileId).pipe(Effect.catchTag("NoSuchElementError", Effect.die))
       })
 
-      return { find, bumpRevocationEpoch }
+      return atDatabaseBoundary({ find, bumpRevocationEpoch })
     })
   )
 }

@@ -6,21 +6,17 @@
  * their default prefix `cluster` (`cluster_runners`, `cluster_locks`, `cluster_messages`, ...).
  */
 import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
-import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
 import type { Config } from "effect"
 import { RunnerAddress, ShardId, Sharding, SingleRunner } from "effect/cluster"
 import type { ShardingConfig } from "effect/cluster"
 import type { SocketServerError } from "effect/socket/SocketServer"
-import { SqlClient } from "effect/sql/SqlClient"
-import * as SqlSchema from "effect/sql/SqlSchema"
+import type { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../schema/errors.ts"
 import type { ClusterStatusInfo } from "../schema/rpc.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
-import { orDatabaseUnavailable } from "../src/platform/database.ts"
 import { ProfileLive } from "./Profile.ts"
-
-/** Table prefix of the runner storage; the library default, so its migrations own the tables. */
-export const CLUSTER_TABLE_PREFIX = "cluster"
+import { RunnersRepo } from "./runners-repo.ts"
 
 const SHARD_GROUPS = ["default"] as const
 
@@ -55,8 +51,6 @@ const shardingLayer = (settings: AppSettings): ShardingLayer =>
     )
     : NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfig(settings) })
 
-const RunnerRow = Schema.Struct({ address: Schema.String, healthy: Schema.Boolean })
-
 /** What this process knows about the cluster: runners from the runner table, shards from Sharding. */
 export class ClusterStatus extends Context.Service<ClusterStatus, {
   readonly status: Effect.Effect<ClusterStatusInfo, DatabaseUnavailable>
@@ -65,11 +59,10 @@ export class ClusterStatus extends Context.Service<ClusterStatus, {
 }>()("svc/ClusterStatus") {
   static readonly layer = Layer.effect(ClusterStatus)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const runners = yield* RunnersRepo
       const sharding = yield* Sharding.Sharding
       const settings = yield* AppConfig
       const { cluster } = settings
-      const runnersTable = `${CLUSTER_TABLE_PREFIX}_runners`
       const expirationSeconds = Math.ceil(cluster.shardLockExpirationMs / 1000)
       const shardIds = SHARD_GROUPS.flatMap((group) =>
         Array.from({ length: cluster.shardsPerGroup }, (_, i) => ShardId.make(group, i + 1))
@@ -86,27 +79,16 @@ export class ClusterStatus extends Context.Service<ClusterStatus, {
         }
       }))
 
-      // A runner counts as healthy when flagged so and its heartbeat is younger than the lock expiry.
-      const findRunners = SqlSchema.findAll({
-        Request: Schema.Void,
-        Result: RunnerRow,
-        execute: () =>
-          sql`
-            SELECT address,
-                   (healthy AND last_heartbeat > NOW() - make_interval(secs => ${expirationSeconds})) AS healthy
-            FROM ${sql(runnersTable)}
-            ORDER BY address`
-      })
-
       const status = Effect.gen(function*() {
-        const runners = yield* findRunners(undefined)
+        // A runner counts as healthy when flagged so and its heartbeat is younger than the lock expiry.
+        const rows = yield* runners.list(expirationSeconds)
         const base = yield* local
-        return { ...base, runners }
-      }).pipe(orDatabaseUnavailable, Effect.withSpan("ClusterStatus.status"))
+        return { ...base, runners: rows }
+      }).pipe(Effect.withSpan("ClusterStatus.status"))
 
       return { status, local }
     })
-  )
+  ).pipe(Layer.provide(RunnersRepo.layer))
 }
 
 /**

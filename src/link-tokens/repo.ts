@@ -1,8 +1,8 @@
 /** SQL of link tokens: which customer each selector names (reads only; tokens are not stored). */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../platform/database.ts"
 
 /** `customer_key` or one of the identifier types, with the value as normalised by the service. */
 export interface Lookup {
@@ -24,6 +24,8 @@ export type Resolution = typeof Resolution.Type
 const MAX_MERGE_DEPTH = 16
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+const OriginsRow = Schema.Struct({ origins: Schema.Array(Schema.String) })
 
 export class LinkTokensRepo extends Context.Service<LinkTokensRepo, {
   /**
@@ -80,17 +82,14 @@ export class LinkTokensRepo extends Context.Service<LinkTokensRepo, {
           (rows) => new Map(rows.map((row) => [row.index, row] as const))
         )
 
+      const firstOrigins = decodeFirstRow(OriginsRow)
       const allowedOrigins = (profileId: string) =>
         Effect.map(
-          sql<{ origins: ReadonlyArray<string> }>`
-            SELECT allowed_origins AS origins FROM tracking_settings WHERE profile_id = ${profileId}`,
-          (rows) => rows[0]?.origins ?? []
+          firstOrigins(sql`SELECT allowed_origins AS origins FROM tracking_settings WHERE profile_id = ${profileId}`),
+          Option.match({ onNone: (): ReadonlyArray<string> => [], onSome: (row) => row.origins })
         )
 
-      return {
-        resolve: (profileId, lookups) => orDatabaseUnavailable(resolve(profileId, lookups)),
-        allowedOrigins: (profileId) => orDatabaseUnavailable(allowedOrigins(profileId))
-      }
+      return atDatabaseBoundary({ resolve, allowedOrigins })
     })
   )
 }

@@ -1,9 +1,9 @@
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { DatabaseUnavailable, ServiceUnavailable } from "../../schema/errors.ts"
 import { DATABASE_RETRY_AFTER_SECONDS, DatabaseInfo } from "../platform/database.ts"
 import { Lifecycle } from "../platform/lifecycle.ts"
-import { appliedMigrationId, latestMigrationId } from "../platform/migrator.ts"
+import { latestMigrationId } from "../platform/migrator.ts"
+import { DatabaseProbe } from "./repo.ts"
 
 export interface ReadinessReport {
   readonly mode: "postgres" | "embedded"
@@ -23,25 +23,24 @@ export class Health extends Context.Service<Health, {
 }>()("svc/Health") {
   static readonly layer = Layer.effect(Health)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const probe = yield* DatabaseProbe
       const info = yield* DatabaseInfo
       const lifecycle = yield* Lifecycle
-      const readiness = Effect.gen(function*() {
-        yield* sql`SELECT 1`
-        const applied = yield* appliedMigrationId
-        return { mode: info.mode, location: info.location, migrations: { applied, latest: latestMigrationId } }
-      }).pipe(
+      const readiness = probe.appliedMigration.pipe(
+        Effect.map((applied): ReadinessReport => ({
+          mode: info.mode,
+          location: info.location,
+          migrations: { applied, latest: latestMigrationId }
+        })),
         Effect.timeoutOrElse({
           duration: "2 seconds",
           orElse: () => Effect.fail(unavailable("database_unreachable", "The database did not answer in time."))
         }),
-        Effect.catchTag("SqlError", () => Effect.fail(unavailable("database_unreachable", "The database is unreachable."))),
         Effect.flatMap((report) =>
           report.migrations.applied < report.migrations.latest
             ? Effect.fail(unavailable("migrations_pending", `Migrations pending: ${report.migrations.applied} of ${report.migrations.latest} applied.`))
             : Effect.succeed(report)
         ),
-        Effect.provideService(SqlClient, sql),
         Effect.withSpan("Health.readiness")
       )
       const ready = Effect.suspend((): Effect.Effect<ReadinessReport, DatabaseUnavailable | ServiceUnavailable> =>
@@ -57,5 +56,5 @@ export class Health extends Context.Service<Health, {
       )
       return { readiness, ready }
     })
-  )
+  ).pipe(Layer.provide(DatabaseProbe.layer))
 }

@@ -15,7 +15,8 @@ import { RpcAuth, RpcUnauthorized, ServiceRpcs, type ServiceStatusInfo } from ".
 import { AppConfig } from "../platform/config.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { DatabaseInfo } from "../platform/database.ts"
-import { appliedMigrationId, latestMigrationId } from "../platform/migrator.ts"
+import { latestMigrationId } from "../platform/migrator.ts"
+import { DatabaseProbe } from "../ops/repo.ts"
 import { VERSION } from "../platform/version.ts"
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -41,12 +42,12 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
     const makeProfile = yield* Profile.client
     const clusterStatus = yield* ClusterStatus
     const database = yield* DatabaseInfo
-    const sql = yield* SqlClient
+    const databaseProbe = yield* DatabaseProbe
 
-    const probeDatabase = Effect.all({ reachable: sql`SELECT 1`, applied: appliedMigrationId }).pipe(
-      Effect.provideService(SqlClient, sql),
+    const probeDatabase = databaseProbe.appliedMigration.pipe(
+      Effect.map((applied) => ({ applied })),
       Effect.timeoutOrElse({ duration: "2 seconds", orElse: () => Effect.succeed(undefined) }),
-      Effect.catchTag("SqlError", () => Effect.succeed(undefined))
+      Effect.catchTag("DatabaseUnavailable", () => Effect.succeed(undefined))
     )
 
     const serviceStatus = Effect.fn("Rpc.ServiceStatus")(function*() {
@@ -77,7 +78,7 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
       })
     })
   })
-)
+).pipe(Layer.provide(DatabaseProbe.layer))
 
 /** Serves `ServiceRpcs` at `POST /rpc` on the application's HttpRouter. */
 export const RpcLive: Layer.Layer<

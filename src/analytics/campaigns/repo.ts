@@ -12,9 +12,8 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { CampaignLevel } from "../../../schema/analytics-campaigns.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
-import { decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
-import { campaignRowsOf, inRange } from "../sql/dimensions.ts"
-import { convertedMoney, convertedTotal } from "../sql/money.ts"
+import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
+import { AnalyticsFragments } from "../sql/repo.ts"
 import type { ReadScope } from "../overview/repo.ts"
 
 const MetricsRow = Schema.Struct({
@@ -128,6 +127,7 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
   static readonly layer = Layer.effect(CampaignsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const fragments = yield* AnalyticsFragments
       const metricRows = decodeRows(MetricsRow)
       const spendRows = decodeRows(SpendRow)
       const structureRows = decodeRows(StructureRow)
@@ -136,16 +136,16 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
       const trendSpendRows = decodeRows(TrendSpendSql)
 
       const convert = (scope: ReadScope, target: string | null, profileBlock: boolean, money: string) =>
-        convertedMoney(sql, scope.currency, target, profileBlock, money)
+        fragments.convertedMoney(scope.currency, target, profileBlock, money)
 
-      const total = (column: string) => convertedTotal(sql, column)
+      const total = fragments.convertedTotal
 
       const range = (scope: ReadScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 
       const metrics = (scope: ReadScope, level: CampaignLevel, only: string | undefined) => {
         return metricRows(sql`
           WITH base AS (
-            SELECT x.* FROM (${campaignRowsOf(sql, scope, level)}) x
+            SELECT x.* FROM (${fragments.campaignRowsOf(scope, level)}) x
             ${only === undefined ? sql`` : sql`WHERE x.platform_id = ${only}`}),
           counts AS (
             SELECT platform_id, sum(conversions)::int AS conversions, sum(cash_payments)::int AS cash_payments,
@@ -273,7 +273,7 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
             WITH base AS (
               SELECT x.day, x.currency, sum(x.conversions) AS conversions, sum(x.cash_payments) AS cash_payments,
                      sum(x.first_payments) AS first_payments, sum(x.credited_conversions) AS credited, sum(x.credited_revenue) AS money
-              FROM (${campaignRowsOf(sql, scope, "ad")}) x
+              FROM (${fragments.campaignRowsOf(scope, "ad")}) x
               WHERE x.platform_id <> ''
               GROUP BY x.day, x.currency),
             converted AS (
@@ -319,22 +319,23 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
           JOIN conversions c ON c.id = a.conversion_id
           WHERE tch.profile_id = ${scope.profileId} AND tch.campaign_external_id = ${page.platformId} ${sameTouch}
             AND c.profile_id = ${scope.profileId} AND c.refunded_at IS NULL
-            AND ${inRange(sql, scope, "c.occurred_at")} ${keyFilter} ${after}
+            AND ${fragments.inRange(scope, "c.occurred_at")} ${keyFilter} ${after}
           GROUP BY c.id
           ORDER BY c.occurred_at DESC, c.id DESC
           LIMIT ${page.take}`)
       }
 
-      return {
-        metrics: (scope, level, only) => orDatabaseUnavailable(metrics(scope, level, only)).pipe(Effect.withSpan("CampaignsRepo.metrics")),
-        spend: (scope, level, only) => orDatabaseUnavailable(spend(scope, level, only)).pipe(Effect.withSpan("CampaignsRepo.spend")),
-        structure: (scope, level, only) =>
-          orDatabaseUnavailable(structure(scope, level, only)).pipe(Effect.withSpan("CampaignsRepo.structure")),
-        known: (profileId, level, platformId) =>
-          orDatabaseUnavailable(known(profileId, level, platformId)).pipe(Effect.withSpan("CampaignsRepo.known")),
-        trend: (scope) => orDatabaseUnavailable(trend(scope)).pipe(Effect.withSpan("CampaignsRepo.trend")),
-        conversions: (scope, page) => orDatabaseUnavailable(conversions(scope, page)).pipe(Effect.withSpan("CampaignsRepo.conversions"))
-      }
+      return atDatabaseBoundary({
+        metrics: (scope: ReadScope, level: CampaignLevel, only?: string) =>
+          metrics(scope, level, only).pipe(Effect.withSpan("CampaignsRepo.metrics")),
+        spend: (scope: ReadScope, level: CampaignLevel, only?: string) => spend(scope, level, only).pipe(Effect.withSpan("CampaignsRepo.spend")),
+        structure: (scope: ReadScope, level: CampaignLevel, only?: string) =>
+          structure(scope, level, only).pipe(Effect.withSpan("CampaignsRepo.structure")),
+        known: (profileId: string, level: CampaignLevel, platformId: string) =>
+          known(profileId, level, platformId).pipe(Effect.withSpan("CampaignsRepo.known")),
+        trend: (scope: ReadScope) => trend(scope).pipe(Effect.withSpan("CampaignsRepo.trend")),
+        conversions: (scope: ReadScope, page: ConversionsPage) => conversions(scope, page).pipe(Effect.withSpan("CampaignsRepo.conversions"))
+      })
     })
-  )
+  ).pipe(Layer.provide(AnalyticsFragments.layer))
 }

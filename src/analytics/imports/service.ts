@@ -13,33 +13,15 @@
  * there is none), or the long form `day,base,quote,rate`.
  */
 import { Context, Effect, Layer, Result } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import { type DatabaseUnavailable, ValidationError } from "../../../schema/errors.ts"
 import { isCalendarDate } from "../../../schema/events.ts"
 import { normaliseAmount } from "../../events/money.ts"
-import { nullableColumn, orDatabaseUnavailable } from "../../platform/database.ts"
+import { AnalyticsImportsRepo, type FxRow, type SpendRow } from "./repo.ts"
 
-export interface SpendRow {
-  readonly profileId: string
-  readonly platform: string
-  readonly day: string
-  readonly campaignId: string | null
-  readonly adSetId: string | null
-  readonly adId: string
-  readonly currency: string
-  readonly amount: string
-}
-
-export interface FxRow {
-  readonly day: string
-  readonly base: string
-  readonly quote: string
-  readonly rate: string
-}
+export type { FxRow, SpendRow } from "./repo.ts"
 
 const CURRENCY = /^[A-Z]{3}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const CHUNK = 1000
 
 /** Minimal CSV: comma-separated, optional double quotes ("" inside quotes is a quote), CR/LF lines. */
 export const parseCsv = (text: string): Array<Array<string>> => {
@@ -153,8 +135,6 @@ export const parseFxCsv = (text: string): Result.Result<Array<FxRow>, Validation
   return Result.succeed(rows)
 }
 
-const chunks = <A>(rows: ReadonlyArray<A>) => Array.from({ length: Math.ceil(rows.length / CHUNK) }, (_, i) => rows.slice(i * CHUNK, (i + 1) * CHUNK))
-
 export class AnalyticsImports extends Context.Service<AnalyticsImports, {
   /** Upserts spend rows (one per profile, platform, day and ad); answers how many rows were written. */
   readonly upsertSpend: (rows: ReadonlyArray<SpendRow>) => Effect.Effect<number, DatabaseUnavailable | ValidationError>
@@ -162,46 +142,26 @@ export class AnalyticsImports extends Context.Service<AnalyticsImports, {
 }>()("svc/AnalyticsImports") {
   static readonly layer = Layer.effect(AnalyticsImports)(
     Effect.gen(function*() {
-      const sql = yield* SqlClient
+      const repo = yield* AnalyticsImportsRepo
 
       const upsertSpend = Effect.fn("AnalyticsImports.upsertSpend")(function*(rows: ReadonlyArray<SpendRow>) {
         const profiles = [...new Set(rows.map((row) => row.profileId))]
-        const known = yield* orDatabaseUnavailable(sql<{ id: string }>`
-          SELECT id::text AS id FROM profiles WHERE id = ANY(${profiles}::uuid[])`)
-        const missing = profiles.filter((id) => !known.some((row) => row.id === id))
+        const known = yield* repo.existingProfiles(profiles)
+        const missing = profiles.filter((id) => !known.includes(id))
         if (missing.length > 0) return yield* new ValidationError({ message: `profile_id: no such profile: ${missing.join(", ")}` })
         // Last row wins within one file as across files.
         const distinct = [...new Map(rows.map((row) => [`${row.profileId}\u0000${row.platform}\u0000${row.day}\u0000${row.adId}`, row] as const)).values()]
-        let written = 0
-        yield* orDatabaseUnavailable(sql.withTransaction(Effect.forEach(chunks(distinct), (chunk) =>
-          Effect.map(sql`
-            INSERT INTO ad_spend (profile_id, platform, day, campaign_external_id, ad_set_external_id, ad_external_id, currency, amount)
-            SELECT * FROM unnest(${chunk.map((r) => r.profileId)}::uuid[], ${chunk.map((r) => r.platform)}::text[],
-                                 ${chunk.map((r) => r.day)}::date[], ${nullableColumn(chunk.map((r) => r.campaignId))}::text[],
-                                 ${nullableColumn(chunk.map((r) => r.adSetId))}::text[], ${chunk.map((r) => r.adId)}::text[],
-                                 ${chunk.map((r) => r.currency)}::text[], ${chunk.map((r) => r.amount)}::numeric(20, 6)[])
-            ON CONFLICT (profile_id, platform, day, ad_external_id) DO UPDATE
-            SET campaign_external_id = EXCLUDED.campaign_external_id, ad_set_external_id = EXCLUDED.ad_set_external_id,
-                currency = EXCLUDED.currency, amount = EXCLUDED.amount, imported_at = now()`, () => {
-            written += chunk.length
-          }), { discard: true })))
-        return written
+        yield* repo.upsertSpend(distinct)
+        return distinct.length
       })
 
       const upsertFxRates = Effect.fn("AnalyticsImports.upsertFxRates")(function*(rows: ReadonlyArray<FxRow>, source = "ecb") {
         const distinct = [...new Map(rows.map((row) => [`${row.base}${row.quote}${row.day}`, row] as const)).values()]
-        yield* orDatabaseUnavailable(sql.withTransaction(Effect.forEach(chunks(distinct), (chunk) =>
-          sql`
-            INSERT INTO fx_rates (base, quote, day, rate, source)
-            SELECT b, q, d, r, ${source} FROM unnest(${chunk.map((r) => r.base)}::text[], ${chunk.map((r) => r.quote)}::text[],
-                                                     ${chunk.map((r) => r.day)}::date[], ${chunk.map((r) => r.rate)}::numeric[])
-                                         AS v(b, q, d, r)
-            ON CONFLICT (base, quote, day) DO UPDATE SET rate = EXCLUDED.rate, source = EXCLUDED.source, imported_at = now()`,
-          { discard: true })))
+        yield* repo.upsertFxRates(distinct, source)
         return distinct.length
       })
 
       return { upsertSpend, upsertFxRates }
     })
-  )
+  ).pipe(Layer.provide(AnalyticsImportsRepo.layer))
 }

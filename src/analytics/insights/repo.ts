@@ -12,9 +12,8 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { type UtmSummary, UtmSummary as UtmSummarySchema } from "../../../schema/analytics-insights.ts"
 import type { TouchFilter } from "../../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { inRange, touchesByValue } from "../sql/dimensions.ts"
-import { convertedMoney, convertedTotal } from "../sql/money.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { AnalyticsFragments } from "../sql/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export interface InsightScope {
   readonly profileId: string
@@ -136,6 +135,7 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
   static readonly layer = Layer.effect(InsightsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const fragments = yield* AnalyticsFragments
       const modelRows = decodeRows(ModelSqlRow)
       const valueRows = decodeRows(ValueRow)
       const firstQuality = decodeFirstRow(QualityRow)
@@ -148,9 +148,9 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
       const firstSummary = decodeFirstRow(Schema.Struct({ scanned_at: Schema.String, summary: UtmSummarySchema }))
 
       const convert = (scope: MoneyScope, target: string | null, profileBlock: boolean) =>
-        convertedMoney(sql, scope.currency, target, profileBlock)
+        fragments.convertedMoney(scope.currency, target, profileBlock)
 
-      const total = (column: string) => convertedTotal(sql, column)
+      const total = fragments.convertedTotal
 
       const dayRange = (scope: InsightScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 
@@ -163,7 +163,7 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
           ad_set: "t.ad_set_external_id",
           ad: "t.ad_external_id"
         }[filter.dimension]
-        return sql`t.profile_id = ${scope.profileId} AND ${inRange(sql, scope, "t.occurred_at")} AND t.kind <> 'outcome'
+        return sql`t.profile_id = ${scope.profileId} AND ${fragments.inRange(scope, "t.occurred_at")} AND t.kind <> 'outcome'
           ${filter === null || column === null ? sql`` : sql`AND ${sql.literal(column)} = ${filter.value}`}`
       }
 
@@ -203,12 +203,12 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
 
       const dimensionValues = (scope: InsightScope, dimension: string) =>
         valueRows(sql`
-          SELECT x.value, x.touches::int AS touches FROM (${touchesByValue(sql, scope, dimension)}) x
+          SELECT x.value, x.touches::int AS touches FROM (${fragments.touchesByValue(scope, dimension)}) x
           ORDER BY x.touches DESC, x.value`)
 
       const qualityRollup = (scope: InsightScope) => {
         const part = (dimension: string, condition: string) =>
-          sql`(SELECT COALESCE(sum(x.touches), 0)::int FROM (${touchesByValue(sql, scope, dimension)}) x
+          sql`(SELECT COALESCE(sum(x.touches), 0)::int FROM (${fragments.touchesByValue(scope, dimension)}) x
                WHERE ${sql.literal(condition)})`
         return Effect.map(
           firstQuality(sql`
@@ -328,19 +328,19 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
           (row) => Option.match(row, { onNone: () => Effect.die("the UTM scan stored no row"), onSome: Effect.succeed })
         )
 
-      return {
-        models: (scope) => orDatabaseUnavailable(models(scope)).pipe(Effect.withSpan("InsightsRepo.models")),
-        dimensionValues: (scope, dimension) =>
-          orDatabaseUnavailable(dimensionValues(scope, dimension)).pipe(Effect.withSpan("InsightsRepo.dimensionValues")),
-        qualityRollup: (scope) => orDatabaseUnavailable(qualityRollup(scope)).pipe(Effect.withSpan("InsightsRepo.qualityRollup")),
-        qualityRaw: (scope) => orDatabaseUnavailable(qualityRaw(scope)).pipe(Effect.withSpan("InsightsRepo.qualityRaw")),
-        touches: (scope, page) => orDatabaseUnavailable(touches(scope, page)).pipe(Effect.withSpan("InsightsRepo.touches")),
-        realtime: (profileId) => orDatabaseUnavailable(realtime(profileId)).pipe(Effect.withSpan("InsightsRepo.realtime")),
-        adPeople: (scope, group) => orDatabaseUnavailable(adPeople(scope, group)).pipe(Effect.withSpan("InsightsRepo.adPeople")),
-        unknownAdIds: (scope) => orDatabaseUnavailable(unknownAdIds(scope)).pipe(Effect.withSpan("InsightsRepo.unknownAdIds")),
-        lastUtmScan: (profileId) => orDatabaseUnavailable(lastUtmScan(profileId)).pipe(Effect.withSpan("InsightsRepo.lastUtmScan")),
-        scanUtm: (profileId) => orDatabaseUnavailable(scanUtm(profileId)).pipe(Effect.withSpan("InsightsRepo.scanUtm"))
-      }
+      return atDatabaseBoundary({
+        models: (scope: MoneyScope) => models(scope).pipe(Effect.withSpan("InsightsRepo.models")),
+        dimensionValues: (scope: InsightScope, dimension: string) =>
+          dimensionValues(scope, dimension).pipe(Effect.withSpan("InsightsRepo.dimensionValues")),
+        qualityRollup: (scope: InsightScope) => qualityRollup(scope).pipe(Effect.withSpan("InsightsRepo.qualityRollup")),
+        qualityRaw: (scope: InsightScope) => qualityRaw(scope).pipe(Effect.withSpan("InsightsRepo.qualityRaw")),
+        touches: (scope: InsightScope, page: TouchPage) => touches(scope, page).pipe(Effect.withSpan("InsightsRepo.touches")),
+        realtime: (profileId: string) => realtime(profileId).pipe(Effect.withSpan("InsightsRepo.realtime")),
+        adPeople: (scope: InsightScope, group: AdPeopleGroup) => adPeople(scope, group).pipe(Effect.withSpan("InsightsRepo.adPeople")),
+        unknownAdIds: (scope: InsightScope) => unknownAdIds(scope).pipe(Effect.withSpan("InsightsRepo.unknownAdIds")),
+        lastUtmScan: (profileId: string) => lastUtmScan(profileId).pipe(Effect.withSpan("InsightsRepo.lastUtmScan")),
+        scanUtm: (profileId: string) => scanUtm(profileId).pipe(Effect.withSpan("InsightsRepo.scanUtm"))
+      })
     })
-  )
+  ).pipe(Layer.provide(AnalyticsFragments.layer))
 }

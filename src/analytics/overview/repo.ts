@@ -10,9 +10,8 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { TouchFilter } from "../../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { CreditModel } from "../../../schema/events.ts"
-import { creditedByValue, touchesByValue } from "../sql/dimensions.ts"
-import { convertedMoney, convertedTotal } from "../sql/money.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { AnalyticsFragments } from "../sql/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export interface ProfileFacts {
   readonly time_zone: string
@@ -91,6 +90,7 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
   static readonly layer = Layer.effect(AnalyticsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const fragments = yield* AnalyticsFragments
       const firstFacts = decodeFirstRow(ProfileFactsRow)
       const measureRows = decodeRows(MeasuresRow)
       const spendRows = decodeRows(SpendRow)
@@ -102,9 +102,9 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
        * is taken as is (it is "in the profile's currency", which is unset).
        */
       const convert = (scope: ReadScope, target: string | null, profileBlock: boolean) =>
-        convertedMoney(sql, scope.currency, target, profileBlock)
+        fragments.convertedMoney(scope.currency, target, profileBlock)
 
-      const total = (column: string) => convertedTotal(sql, column)
+      const total = fragments.convertedTotal
 
       const range = (scope: ReadScope) => sql`x.day BETWEEN ${scope.start}::date AND ${scope.end}::date`
 
@@ -188,7 +188,7 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
 
       const breakdown = (scope: ReadScope, dimension: string) =>
         breakdownRows(sql`
-          WITH credited AS (${creditedByValue(sql, scope, dimension)}),
+          WITH credited AS (${fragments.creditedByValue(scope, dimension)}),
           converted AS (
             SELECT x.*, ${convert(scope, scope.currency, true)} AS in_profile,
                    ${convert(scope, scope.reportingCurrency, false)} AS in_reporting
@@ -198,7 +198,7 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
                    sum(first_payments)::int AS first_payments, trim_scale(sum(credited))::text AS credited_conversions,
                    ${total("in_profile")} AS credited_revenue, ${total("in_reporting")} AS reporting_credited_revenue
             FROM converted GROUP BY value),
-          touched AS (${touchesByValue(sql, scope, dimension)})
+          touched AS (${fragments.touchesByValue(scope, dimension)})
           SELECT COALESCE(v.value, t.value) AS value, COALESCE(t.touches, 0)::int AS touches,
                  COALESCE(v.conversions, 0) AS conversions, COALESCE(v.cash_payments, 0) AS cash_payments,
                  COALESCE(v.first_payments, 0) AS first_payments, COALESCE(v.credited_conversions, '0') AS credited_conversions,
@@ -207,13 +207,12 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
           FROM per_value v FULL JOIN touched t ON t.value = v.value
           ORDER BY conversions DESC, touches DESC, value`)
 
-      return {
-        profileFacts: (profileId) => orDatabaseUnavailable(profileFacts(profileId)).pipe(Effect.withSpan("AnalyticsRepo.profileFacts")),
-        measures: (scope, byDay) => orDatabaseUnavailable(measures(scope, byDay)).pipe(Effect.withSpan("AnalyticsRepo.measures")),
-        spend: (scope, byDay) => orDatabaseUnavailable(spend(scope, byDay)).pipe(Effect.withSpan("AnalyticsRepo.spend")),
-        breakdown: (scope, dimension) =>
-          orDatabaseUnavailable(breakdown(scope, dimension)).pipe(Effect.withSpan("AnalyticsRepo.breakdown"))
-      }
+      return atDatabaseBoundary({
+        profileFacts: (profileId: string) => profileFacts(profileId).pipe(Effect.withSpan("AnalyticsRepo.profileFacts")),
+        measures: (scope: ReadScope, byDay: boolean) => measures(scope, byDay).pipe(Effect.withSpan("AnalyticsRepo.measures")),
+        spend: (scope: ReadScope, byDay: boolean) => spend(scope, byDay).pipe(Effect.withSpan("AnalyticsRepo.spend")),
+        breakdown: (scope: ReadScope, dimension: string) => breakdown(scope, dimension).pipe(Effect.withSpan("AnalyticsRepo.breakdown"))
+      })
     })
-  )
+  ).pipe(Layer.provide(AnalyticsFragments.layer))
 }

@@ -13,7 +13,7 @@ import { Cause, Context, Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
-import { decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 import {
   buildRollupRows,
   type CampaignDayRow,
@@ -28,7 +28,7 @@ import {
   type TouchFact,
   type TouchTuple
 } from "./build.ts"
-import { CONVERSION_MEASURES_SQL, dimensionColumns } from "../sql/dimensions.ts"
+import { CONVERSION_MEASURES_SQL, dimensionColumns } from "../sql/repo.ts"
 
 export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */
@@ -64,53 +64,70 @@ const DAYS_PER_ROUND = 8
 const text = (value: unknown) => typeof value === "string" ? value : String(value)
 const textsFrom = (row: ReadonlyArray<unknown>, from: number) => row.slice(from).map(text)
 
-/** A rollup column: its name, its SQL type and its value in a row. */
-type Column<R> = readonly [name: string, type: string, value: (row: R) => string | number]
+/**
+ * A rollup table's columns: name → its SQL type and its value in a row, in the table's column
+ * order. The names are keys, not strings: a string literal that names a table here would count,
+ * for the table-ownership check, as a table the interpolated INSERT below may write.
+ */
+type Columns<R> = Readonly<Record<string, readonly [type: string, value: (row: R) => string | number]>>
 
-const groupColumns = <R extends Pick<SliceMetrics, "profileId" | "model" | "day" | "conversionKey" | "currency">>(): Array<Column<R>> => [
-  ["profile_id", "uuid", (r) => r.profileId],
-  ["model", "text", (r) => r.model],
-  ["day", "date", (r) => r.day],
-  ["conversion_key", "text", (r) => r.conversionKey],
-  ["currency", "text", (r) => r.currency]
+/** The tables the job writes; the only names `insertRows` and the recompute's DELETE take. */
+type RollupTable = "analytics_conversion_days" | "analytics_credit_days" | "analytics_touch_days" | "analytics_campaign_days"
+const ROLLUP_TABLES: ReadonlyArray<RollupTable> = [
+  "analytics_conversion_days",
+  "analytics_credit_days",
+  "analytics_touch_days",
+  "analytics_campaign_days"
 ]
-const countColumns = <R extends Pick<SliceMetrics, "conversions" | "cashPayments" | "firstPayments" | "creditedConversions" | "creditedRevenue">>(): Array<
-  Column<R>
-> => [
-  ["conversions", "int", (r) => r.conversions],
-  ["cash_payments", "int", (r) => r.cashPayments],
-  ["first_payments", "int", (r) => r.firstPayments],
-  ["credited_conversions", "numeric", (r) => r.creditedConversions],
-  ["credited_revenue", "numeric", (r) => r.creditedRevenue]
-]
-const CONVERSION_DAY_COLUMNS: ReadonlyArray<Column<ConversionDayRow>> = [
+
+/** What conversion-day rows share with credit-day and campaign-day rows. */
+type SharedMetrics = Omit<SliceMetrics, "outcomeValue">
+
+const groupColumns = <R extends SharedMetrics>(): Columns<R> => ({
+  profile_id: ["uuid", (r) => r.profileId],
+  model: ["text", (r) => r.model],
+  day: ["date", (r) => r.day],
+  conversion_key: ["text", (r) => r.conversionKey],
+  currency: ["text", (r) => r.currency]
+})
+const countColumns = <R extends SharedMetrics>(): Columns<R> => ({
+  conversions: ["int", (r) => r.conversions],
+  cash_payments: ["int", (r) => r.cashPayments],
+  first_payments: ["int", (r) => r.firstPayments],
+  credited_conversions: ["numeric", (r) => r.creditedConversions],
+  credited_revenue: ["numeric", (r) => r.creditedRevenue]
+})
+const CONVERSION_DAY_COLUMNS: Columns<ConversionDayRow> = {
   ...groupColumns<ConversionDayRow>(),
   ...countColumns<ConversionDayRow>(),
-  ["revenue", "numeric", (r) => r.revenue],
-  ["attributed_conversions", "int", (r) => r.attributedConversions]
-]
-const CREDIT_DAY_COLUMNS: ReadonlyArray<Column<CreditDayRow>> = [
+  revenue: ["numeric", (r) => r.revenue],
+  attributed_conversions: ["int", (r) => r.attributedConversions]
+}
+const CREDIT_DAY_COLUMNS: Columns<CreditDayRow> = {
   ...groupColumns<CreditDayRow>(),
-  ["dimension", "text", (r) => r.dimension],
-  ["value", "text", (r) => r.value],
+  dimension: ["text", (r) => r.dimension],
+  value: ["text", (r) => r.value],
   ...countColumns<CreditDayRow>()
-]
-const CAMPAIGN_DAY_COLUMNS: ReadonlyArray<Column<CampaignDayRow>> = [
+}
+const CAMPAIGN_DAY_COLUMNS: Columns<CampaignDayRow> = {
   ...groupColumns<CampaignDayRow>(),
-  ["level", "text", (r) => r.level],
-  ["platform_id", "text", (r) => r.platformId],
+  level: ["text", (r) => r.level],
+  platform_id: ["text", (r) => r.platformId],
   ...countColumns<CampaignDayRow>(),
-  ["outcome_value", "numeric", (r) => r.outcomeValue]
-]
-const TOUCH_DAY_COLUMNS: ReadonlyArray<Column<TouchDayRow>> = [
-  ["profile_id", "uuid", (r) => r.profileId],
-  ["day", "date", (r) => r.day],
-  ["dimension", "text", (r) => r.dimension],
-  ["value", "text", (r) => r.value],
-  ["touches", "int", (r) => r.touches]
-]
+  outcome_value: ["numeric", (r) => r.outcomeValue]
+}
+const TOUCH_DAY_COLUMNS: Columns<TouchDayRow> = {
+  profile_id: ["uuid", (r) => r.profileId],
+  day: ["date", (r) => r.day],
+  dimension: ["text", (r) => r.dimension],
+  value: ["text", (r) => r.value],
+  touches: ["int", (r) => r.touches]
+}
 
 const DirtyRow = Schema.Struct({ profile_id: Schema.String, day: Schema.NullOr(Schema.String) })
+const CountRow = Schema.Struct({ n: Schema.Number })
+const AnyRow = Schema.Struct({ any: Schema.Boolean })
+const IdRow = Schema.Struct({ id: Schema.String })
 
 export interface DrainResult {
   /** (profile, day) pairs recomputed. */
@@ -133,6 +150,9 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       const sql = yield* SqlClient
       const settings = yield* AnalyticsRollupSettings
       const dirtyRows = decodeRows(DirtyRow)
+      const countRows = decodeRows(CountRow)
+      const anyRows = decodeRows(AnyRow)
+      const idRows = decodeRows(IdRow)
 
       const targets = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
         sql`
@@ -193,10 +213,10 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         })
 
       /** One `INSERT … SELECT FROM unnest(...)` of `rows`, one array per column. */
-      const insertRows = <R>(table: string, rows: ReadonlyArray<R>, columns: ReadonlyArray<Column<R>>) =>
+      const insertRows = <R>(table: RollupTable, rows: ReadonlyArray<R>, columns: Columns<R>) =>
         rows.length === 0 ? Effect.void : Effect.asVoid(sql`
-          INSERT INTO ${sql(table)} (${sql.literal(columns.map(([name]) => name).join(", "))})
-          SELECT * FROM unnest(${sql.csv(columns.map(([, type, value]) => sql`${rows.map(value)}::${sql.literal(type)}[]`))})`)
+          INSERT INTO ${sql(table)} (${sql.literal(Object.keys(columns).join(", "))})
+          SELECT * FROM unnest(${sql.csv(Object.values(columns).map(([type, value]) => sql`${rows.map(value)}::${sql.literal(type)}[]`))})`)
 
       const writeRows = (rows: RollupRows) =>
         Effect.gen(function*() {
@@ -209,7 +229,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       /** Replaces the rollup rows of the (profile, day) pairs with what the raw tables say now. */
       const recompute = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
         Effect.gen(function*() {
-          for (const table of ["analytics_conversion_days", "analytics_credit_days", "analytics_touch_days", "analytics_campaign_days"]) {
+          for (const table of ROLLUP_TABLES) {
             yield* sql`
               DELETE FROM ${sql(table)} r USING unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
               WHERE r.profile_id = u.profile_id AND r.day = u.day`
@@ -284,15 +304,12 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       }))
 
       const refreshPending = Effect.fn("AnalyticsRollups.refreshPending")(function*(settledFor: Duration.Duration = Duration.zero) {
-        return yield* orDatabaseUnavailable(refreshBatch(Duration.toMillis(settledFor)))
+        return yield* refreshBatch(Duration.toMillis(settledFor))
       })
 
-      const remaining = Effect.map(
-        sql<{ n: number }>`SELECT count(*)::int AS n FROM analytics_dirty`,
-        (rows) => rows[0]?.n ?? 0
-      )
+      const remaining = Effect.map(countRows(sql`SELECT count(*)::int AS n FROM analytics_dirty`), (rows) => rows[0]?.n ?? 0)
 
-      const anyDirty = Effect.map(sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM analytics_dirty) AS any`, (rows) => rows[0]?.any === true)
+      const anyDirty = Effect.map(anyRows(sql`SELECT EXISTS (SELECT 1 FROM analytics_dirty) AS any`), (rows) => rows[0]?.any === true)
 
       const drain = Effect.fn("AnalyticsRollups.drain")(function*() {
         let consumed = 0
@@ -301,7 +318,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
           consumed += batch
           if (batch > 0) continue
           // Marks another runner holds: wait for its commit, so a caller reads caught-up rollups.
-          if ((yield* orDatabaseUnavailable(remaining)) === 0) break
+          if ((yield* remaining) === 0) break
           yield* Effect.sleep(Duration.millis(20))
         }
         return { days: consumed } satisfies DrainResult
@@ -309,22 +326,26 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
 
       const rebuild = Effect.fn("AnalyticsRollups.rebuild")(function*(profileId: string | null) {
         const profiles = profileId === null
-          ? (yield* orDatabaseUnavailable(sql<{ id: string }>`SELECT id::text AS id FROM profiles ORDER BY id`)).map((row) => row.id)
+          ? (yield* idRows(sql`SELECT id::text AS id FROM profiles ORDER BY id`)).map((row) => row.id)
           : [profileId]
-        for (const id of profiles) yield* orDatabaseUnavailable(sql`INSERT INTO analytics_dirty (profile_id, day) VALUES (${id}, NULL)`)
+        for (const id of profiles) yield* sql`INSERT INTO analytics_dirty (profile_id, day) VALUES (${id}, NULL)`
         const { days } = yield* drain()
         return { profiles: profiles.length, days }
       })
+
+      const service = atDatabaseBoundary({ refreshPending, drain: drain(), rebuild })
+      // The idle probe is this file's own: the loop reads it through the same boundary.
+      const probe = atDatabaseBoundary({ anyDirty })
 
       if (settings.enabled) {
         const loop = Effect.gen(function*() {
           yield* Effect.sleep(settings.pollInterval)
           while (true) {
             // The idle probe runs untraced: a poll that finds nothing is not worth a span per second.
-            const pending = yield* Effect.withTracerEnabled(orDatabaseUnavailable(anyDirty), false).pipe(
+            const pending = yield* Effect.withTracerEnabled(probe.anyDirty, false).pipe(
               Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.succeed(false))
             )
-            const consumed = !pending ? 0 : yield* refreshPending(settings.settleDelay).pipe(
+            const consumed = !pending ? 0 : yield* service.refreshPending(settings.settleDelay).pipe(
               Effect.catchCause((cause) =>
                 Cause.hasInterruptsOnly(cause)
                   ? Effect.failCause(cause)
@@ -336,7 +357,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
         yield* Effect.forkScoped(loop)
       }
 
-      return { refreshPending, drain: drain(), rebuild }
+      return service
     })
   )
 }

@@ -164,6 +164,21 @@ export const parseBound = (name: "start" | "end", raw: string): { readonly at: s
   return { at: next.toISOString(), inclusive: false }
 }
 
+/** `start` / `end` of a list as bounds (`parseBound`); `invalid_date_range` when start is after end. */
+export const parseBounds = (query: { readonly start?: string; readonly end?: string }): Effect.Effect<{
+  readonly start?: string
+  readonly end?: { readonly at: string; readonly inclusive: boolean }
+}, InvalidDateRange> => {
+  const start = query.start === undefined ? undefined : parseBound("start", query.start).at
+  const end = query.end === undefined ? undefined : parseBound("end", query.end)
+  if (start !== undefined && end !== undefined) {
+    const from = Date.parse(start)
+    const to = Date.parse(end.at)
+    if (end.inclusive ? from > to : from >= to) return Effect.fail(new InvalidDateRange({ message: "start is after end." }))
+  }
+  return Effect.succeed({ ...(start === undefined ? {} : { start }), ...(end === undefined ? {} : { end }) })
+}
+
 /** A 200 that counts as nothing is the newcomer's silent failure: say so, and that it is final for this event. */
 const noDefinitionWarning = (eventName: string) => ({
   code: "no_conversion_definition" as const,
@@ -280,15 +295,9 @@ export class EventsService extends Context.Service<EventsService, {
         const filters: { -readonly [K in keyof ConversionFilters]: ConversionFilters[K] } = {}
         if (query.customer_key !== undefined) filters.customerKey = query.customer_key
         if (query.conversion_key !== undefined) filters.conversionKey = query.conversion_key
-        if (query.start !== undefined) filters.start = parseBound("start", query.start).at
-        if (query.end !== undefined) filters.end = parseBound("end", query.end)
-        if (filters.start !== undefined && filters.end !== undefined) {
-          const start = Date.parse(filters.start)
-          const end = Date.parse(filters.end.at)
-          if (filters.end.inclusive ? start > end : start >= end) {
-            return yield* new InvalidDateRange({ message: "start is after end." })
-          }
-        }
+        const bounds = yield* parseBounds(query)
+        if (bounds.start !== undefined) filters.start = bounds.start
+        if (bounds.end !== undefined) filters.end = bounds.end
         let after = Option.none<{ occurredAt: string; id: string }>()
         if (query.cursor !== undefined && query.cursor !== "") {
           const keyset = decodeCursor(query.cursor)

@@ -51,7 +51,7 @@ import {
 import { EventsRepo } from "../outcomes/repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../outcomes/recorder.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
-import { CARDGW_KEY_PREFIX, EventsService, parseBound } from "../outcomes/service.ts"
+import { CARDGW_KEY_PREFIX, EventsService, parseBounds } from "../outcomes/service.ts"
 import { normalizeEmail, normalizePhone } from "../../identity/normalize.ts"
 import { checkSubjectRef } from "../subject-ref.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
@@ -157,15 +157,9 @@ const parseFilters = Effect.fn("Payments.parseFilters")(function*(
   const filters: { -readonly [K in keyof PaymentFilters]: PaymentFilters[K] } = {}
   if (query.customer_key !== undefined) filters.customerKey = query.customer_key
   if (query.status !== undefined) filters.status = query.status
-  if (query.start !== undefined) filters.start = parseBound("start", query.start).at
-  if (query.end !== undefined) filters.end = parseBound("end", query.end)
-  if (filters.start !== undefined && filters.end !== undefined) {
-    const start = Date.parse(filters.start)
-    const end = Date.parse(filters.end.at)
-    if (filters.end.inclusive ? start > end : start >= end) {
-      return yield* new InvalidDateRange({ message: "start is after end." })
-    }
-  }
+  const bounds = yield* parseBounds(query)
+  if (bounds.start !== undefined) filters.start = bounds.start
+  if (bounds.end !== undefined) filters.end = bounds.end
   return filters
 })
 

@@ -7,7 +7,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 export const VerificationRow = Schema.Struct({
@@ -242,14 +242,7 @@ export class TrackingDiagnosticsRepo extends Context.Service<TrackingDiagnostics
           return { totals: totals.value, channels }
         })
 
-      return {
-        startVerification: (profileId, windowMinutes) => orDatabaseUnavailable(startVerification(profileId, windowMinutes)),
-        latestVerification: (profileId) => orDatabaseUnavailable(latestVerification(profileId)),
-        settleVerification: (profileId, id) => orDatabaseUnavailable(settleVerification(profileId, id)),
-        feed: (profileId, limit, after) => orDatabaseUnavailable(feed(profileId, limit, after)),
-        ops: (profileId) => orDatabaseUnavailable(ops(profileId)),
-        quality: (profileId, days) => orDatabaseUnavailable(quality(profileId, days))
-      }
+      return atDatabaseBoundary({ startVerification, latestVerification, settleVerification, feed, ops, quality })
     })
   )
 }

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CustomDomainStatus, MissingDnsRecord } from "../../../schema/tracking.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 export const DomainRow = Schema.Struct({
@@ -129,16 +129,7 @@ export class TrackingDomainsRepo extends Context.Service<TrackingDomainsRepo, {
         firstHost(sql`
           SELECT profile_id, (verified_at IS NOT NULL) AS active FROM tracking_domains WHERE hostname = ${hostname}`)
 
-      return {
-        list: (profileId) => orDatabaseUnavailable(list(profileId)),
-        find: (profileId, id) => orDatabaseUnavailable(find(profileId, id)),
-        count: (profileId) => orDatabaseUnavailable(count(profileId)),
-        register: (profileId, hostname, token) => orDatabaseUnavailable(register(profileId, hostname, token)),
-        remove: (profileId, id) => orDatabaseUnavailable(remove(profileId, id)),
-        saveVerdict: (profileId, id, verdict) => orDatabaseUnavailable(saveVerdict(profileId, id, verdict)),
-        activeHostname: (profileId) => orDatabaseUnavailable(activeHostname(profileId)),
-        hostOwner: (hostname) => orDatabaseUnavailable(hostOwner(hostname))
-      }
+      return atDatabaseBoundary({ list, find, count, register, remove, saveVerdict, activeHostname, hostOwner })
     })
   )
 }

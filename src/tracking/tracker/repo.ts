@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { ReplayQueue } from "../../attribution/jobs/repo.ts"
 import { type NewWebTouch, TouchesRepo } from "../../attribution/touches/repo.ts"
@@ -214,18 +214,21 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
           ON CONFLICT (profile_id, day, reason) DO UPDATE SET count = tracking_drops.count + 1`)
 
       return {
-        ensureKey: (profileId) => orDatabaseUnavailable(ensureKey(profileId)),
-        ensureTrackingKey: (profileId) => orDatabaseUnavailable(ensureTrackingKey(profileId)),
-        activeKeys: (profileId) => orDatabaseUnavailable(activeKeys(profileId)),
-        revokeKey: (profileId, keyId) => orDatabaseUnavailable(revokeKey(profileId, keyId)),
-        settings: (profileId) => orDatabaseUnavailable(settings(profileId)),
-        lockSettings: (profileId) => orDatabaseUnavailable(lockSettings(profileId)),
-        writeSettings: (profileId, values) => orDatabaseUnavailable(writeSettings(profileId, values)),
-        enqueueReplay: (profileId, reason) => orDatabaseUnavailable(enqueueReplay(profileId, reason)),
-        collectorTarget: (key) => orDatabaseUnavailable(collectorTarget(key)),
-        originAllowedAnywhere: (origin) => orDatabaseUnavailable(originAllowedAnywhere(origin)),
+        ...atDatabaseBoundary({
+          ensureKey,
+          ensureTrackingKey,
+          activeKeys,
+          revokeKey,
+          settings,
+          lockSettings,
+          writeSettings,
+          enqueueReplay,
+          collectorTarget,
+          originAllowedAnywhere,
+          countDrop
+        }),
         insertTouch: touches.insertWebTouch,
-        countDrop: (profileId, reason) => orDatabaseUnavailable(countDrop(profileId, reason)),
+        // Outside the boundary's mapping: `retryConflicts` must see the mapped failure of the whole transaction.
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
