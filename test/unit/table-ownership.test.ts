@@ -82,77 +82,6 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   profile_state: "cluster/profile-repo.ts"
 }
 
-/**
- * Writes still outside their owner while issue 16 moves them; a new stray fails at once.
- * `OWNERSHIP_STRICT=1` ignores this list.
- */
-const PENDING: ReadonlyArray<string> = process.env["OWNERSHIP_STRICT"] === "1" ? [] : [
-  "ad_spend written by src/analytics/imports/service.ts (owner: src/analytics/imports/repo.ts)",
-  "api_keys written by src/admin/repo.ts (owner: src/auth/api-keys/repo.ts)",
-  "api_keys written by src/auth/api-keys/mint.ts (owner: src/auth/api-keys/repo.ts)",
-  "api_keys written by src/oauth/authorize/repo.ts (owner: src/auth/api-keys/repo.ts)",
-  "api_keys written by src/oauth/token/repo.ts (owner: src/auth/api-keys/repo.ts)",
-  "api_keys written by src/tenancy/profiles/repo.ts (owner: src/auth/api-keys/repo.ts)",
-  "attribution_credits written by src/attribution/engine.ts (owner: src/attribution/credits/repo.ts)",
-  "attribution_credits written by src/events/payments/repo.ts (owner: src/attribution/credits/repo.ts)",
-  "connections written by src/tenancy/profiles/repo.ts (owner: src/connections/repo.ts)",
-  "conversion_definitions written by src/events/payments/repo.ts (owner: src/attribution/definitions/repo.ts)",
-  "conversions written by src/analytics/rollups/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/attribution/definitions/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/attribution/engine.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/customers/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/events/payments/first-payments.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/events/payments/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/identity-repair/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/identity/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "conversions written by src/partner/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "customer_identifiers written by src/events/outcomes/repo.ts (owner: src/customers/repo.ts)",
-  "customer_identifiers written by src/identity-repair/repo.ts (owner: src/customers/repo.ts)",
-  "customer_identifiers written by src/identity/repo.ts (owner: src/customers/repo.ts)",
-  "customers written by src/events/outcomes/repo.ts (owner: src/customers/repo.ts)",
-  "customers written by src/identity/repo.ts (owner: src/customers/repo.ts)",
-  "declared_sources written by src/customers/repo.ts (owner: src/partner/repo.ts)",
-  "declared_sources written by src/identity/repo.ts (owner: src/partner/repo.ts)",
-  "entitlements written by src/tenancy/entitlements.ts (owner: src/tenancy/entitlements/repo.ts)",
-  "entitlements written by src/tenancy/profiles/repo.ts (owner: src/tenancy/entitlements/repo.ts)",
-  "fx_rates written by src/analytics/imports/service.ts (owner: src/analytics/imports/repo.ts)",
-  "grants written by src/tenancy/profiles/repo.ts (owner: src/admin/repo.ts)",
-  "idempotency_keys written by src/http/idempotency.ts (owner: src/idempotency/repo.ts)",
-  "identity_links written by src/customers/repo.ts (owner: src/identity/repo.ts)",
-  "identity_links written by src/identity-repair/repo.ts (owner: src/identity/repo.ts)",
-  "invitations written by src/tenancy/profiles/repo.ts (owner: src/tenancy/members/repo.ts)",
-  "merge_proposals written by src/customers/repo.ts (owner: src/identity/repo.ts)",
-  "merge_proposals written by src/identity/proposer.ts (owner: src/identity/repo.ts)",
-  "oauth_apps written by src/dpa/repo.ts (owner: src/admin/repo.ts)",
-  "outbox written by src/customers/repo.ts (owner: src/events/outbox/repo.ts)",
-  "outbox written by src/events/outcomes/repo.ts (owner: src/events/outbox/repo.ts)",
-  "outcome_events written by src/customers/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "outcome_events written by src/identity/repo.ts (owner: src/events/outcomes/repo.ts)",
-  "pii_access_log written by src/audit/pii-access.ts (owner: src/audit/repo.ts)",
-  "profile_memberships written by src/tenancy/profiles/repo.ts (owner: src/tenancy/members/repo.ts)",
-  "profiles written by src/dpa/repo.ts (owner: src/tenancy/profiles/repo.ts)",
-  "sessions written by src/auth/sessions/service.ts (owner: src/auth/sessions/repo.ts)",
-  "sync_jobs written by src/tenancy/entitlements.ts (owner: src/connections/repo.ts)",
-  "touches written by src/analytics/rollups/repo.ts (owner: src/attribution/touches/repo.ts)",
-  "touches written by src/customers/repo.ts (owner: src/attribution/touches/repo.ts)",
-  "touches written by src/events/outcomes/repo.ts (owner: src/attribution/touches/repo.ts)",
-  "touches written by src/identity-repair/repo.ts (owner: src/attribution/touches/repo.ts)",
-  "touches written by src/identity/repo.ts (owner: src/attribution/touches/repo.ts)",
-  "touches written by src/partner/repo.ts (owner: src/attribution/touches/repo.ts)",
-  "touches written by src/tracking/tracker/repo.ts (owner: src/attribution/touches/repo.ts)",
-  "tracking_keys written by src/tenancy/profiles/repo.ts (owner: src/tracking/tracker/repo.ts)",
-  "user_tokens written by src/auth/user-tokens/service.ts (owner: src/auth/user-tokens/repo.ts)",
-  "user_tokens written by src/mcp-oauth/repo.ts (owner: src/auth/user-tokens/repo.ts)",
-  "users written by src/tenancy/members/repo.ts (owner: src/people/repo.ts)",
-  "users written by src/tenancy/profiles/repo.ts (owner: src/people/repo.ts)",
-  "work_jobs written by src/attribution/replay-queue.ts (owner: src/attribution/jobs/repo.ts)",
-  "work_jobs written by src/attribution/worker.ts (owner: src/attribution/jobs/repo.ts)",
-  "workspace_memberships written by src/tenancy/members/repo.ts (owner: src/tenancy/workspaces/repo.ts)",
-  "workspace_memberships written by src/tenancy/profiles/repo.ts (owner: src/tenancy/workspaces/repo.ts)",
-  "workspaces written by src/admin/repo.ts (owner: src/tenancy/workspaces/repo.ts)",
-  "workspaces written by src/tenancy/profiles/repo.ts (owner: src/tenancy/workspaces/repo.ts)",
-]
-
 const filesUnder = (dir: string): ReadonlyArray<string> =>
   readdirSync(join(root, dir)).flatMap((name) => {
     const path = join(dir, name)
@@ -206,7 +135,7 @@ describe("table ownership", () => {
         if (OWNERS[table] !== path) strays.push(`${table} written by ${path} (owner: ${OWNERS[table] ?? "none yet"})`)
       }
     }
-    expect(strays.filter((stray) => !PENDING.includes(stray)).sort()).toEqual([])
+    expect(strays.sort()).toEqual([])
   })
 
   it("the check sees the statement forms it looks for", () => {
