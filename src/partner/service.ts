@@ -38,7 +38,6 @@ import { CustomersRepo } from "../customers/repo.ts"
 import { type CustomerTime, EventsRepo } from "../events/outcomes/repo.ts"
 import { IdentityRepo } from "../identity/repo.ts"
 import type { ProfileContext } from "../auth/principal.ts"
-import { orDatabaseUnavailable } from "../platform/database.ts"
 import { formatContractIssues } from "../../schema/issue-format.ts"
 import { findNationalId } from "./national-id.ts"
 import { type AdRow, PartnerRepo, type StoredAnswer } from "./repo.ts"
@@ -319,7 +318,7 @@ export class PartnerData extends Context.Service<PartnerData, {
         const recredits = zeroCounts()
         if (creditable.length > 0) {
           const existing = yield* repo.touchesOf(creditable)
-          const stats = yield* orDatabaseUnavailable(engine.pathStats(profile.profileId))
+          const stats = yield* engine.pathStats(profile.profileId)
           const touchesByConversion = new Map<string, Array<TouchInput>>()
           for (const touch of existing) {
             let list = touchesByConversion.get(touch.conversion_id)

@@ -546,6 +546,56 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           return nowTrue.length + nowFalse.length + nowNull.length
         }).pipe(Effect.withSpan("Events.recomputeFirstPayments"))
 
+      const markCredited = (conversionId: string) =>
+        Effect.asVoid(sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId} AND credited_at IS NULL`)
+
+      const settleCredited = (ids: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          UPDATE conversions c SET
+            credited_at = COALESCE(c.credited_at, now()),
+            counts_as_cash = x.counts_as_cash,
+            attribution_eligible = x.attribution_eligible
+          FROM (
+            SELECT c2.id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
+                   COALESCE(d.attribution_eligible, c2.attribution_eligible) AS attribution_eligible
+            FROM conversions c2 LEFT JOIN conversion_definitions d ON d.id = c2.definition_id
+            WHERE c2.id = ANY(${ids}::uuid[])
+          ) x
+          WHERE c.id = x.id
+            AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)
+
+      // A payment with no customer has nothing to repeat: first unless it is a later installment.
+      const setInstallment = (paymentId: string, installment: boolean) =>
+        Effect.asVoid(sql`
+          UPDATE conversions
+          SET installment = ${installment},
+              is_first_payment = CASE WHEN customer_id IS NULL THEN NOT ${installment}::boolean ELSE is_first_payment END
+          WHERE id = ${paymentId}`)
+
+      const setPayer = (paymentId: string, payerId: string | null) =>
+        Effect.asVoid(sql`UPDATE conversions SET payer_customer_id = ${payerId} WHERE id = ${paymentId}`)
+
+      // Left without a customer, it has nothing to repeat (the recompute only sees customers' payments).
+      const reassignPayment = (paymentId: string, payerId: string | null, customerId: string | null) =>
+        Effect.asVoid(sql`
+          UPDATE conversions
+          SET payer_customer_id = ${payerId}, customer_id = ${customerId}, credited_at = NULL,
+              is_first_payment = CASE WHEN ${customerId}::uuid IS NULL THEN NOT installment ELSE is_first_payment END
+          WHERE id = ${paymentId}`)
+
+      const setRefund = (paymentId: string, amount: string | null, reason: string | null) =>
+        Effect.asVoid(sql`
+          UPDATE conversions SET refund_amount = ${amount}::numeric(20, 6), refunded_at = now(), refund_reason = ${reason}
+          WHERE id = ${paymentId}`)
+
+      const clearRefund = (paymentId: string) =>
+        Effect.asVoid(sql`UPDATE conversions SET refund_amount = NULL, refunded_at = NULL, refund_reason = NULL WHERE id = ${paymentId}`)
+
+      const detachDefinitions = (profileId: string, definitionIds: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          UPDATE conversions SET definition_id = NULL, counts_as_cash = false, attribution_eligible = false
+          WHERE profile_id = ${profileId} AND definition_id = ANY(${definitionIds}::uuid[])`)
+
       return {
         ...atDatabaseBoundary({
           profileFacts,
@@ -573,54 +623,18 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           deleteConversions,
           tombstone,
           queueReplay: (profileId: string, reason: string) => Effect.asVoid(replays.enqueue(profileId, reason)),
-          listConversions
+          listConversions,
+          recomputeFirstPayments,
+          markCredited,
+          settleCredited,
+          setInstallment,
+          setPayer,
+          reassignPayment,
+          setRefund,
+          clearRefund,
+          detachDefinitions
         }),
-        recomputeFirstPayments: (customerIds) => orDatabaseUnavailable(recomputeFirstPayments(customerIds)),
-        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect))),
-        markCredited: (conversionId) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`
-            UPDATE conversions SET credited_at = now() WHERE id = ${conversionId} AND credited_at IS NULL`)),
-        settleCredited: (ids) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`
-            UPDATE conversions c SET
-              credited_at = COALESCE(c.credited_at, now()),
-              counts_as_cash = x.counts_as_cash,
-              attribution_eligible = x.attribution_eligible
-            FROM (
-              SELECT c2.id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
-                     COALESCE(d.attribution_eligible, c2.attribution_eligible) AS attribution_eligible
-              FROM conversions c2 LEFT JOIN conversion_definitions d ON d.id = c2.definition_id
-              WHERE c2.id = ANY(${ids}::uuid[])
-            ) x
-            WHERE c.id = x.id
-              AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)),
-        setInstallment: (paymentId, installment) =>
-          // A payment with no customer has nothing to repeat: first unless it is a later installment.
-          orDatabaseUnavailable(Effect.asVoid(sql`
-            UPDATE conversions
-            SET installment = ${installment},
-                is_first_payment = CASE WHEN customer_id IS NULL THEN NOT ${installment}::boolean ELSE is_first_payment END
-            WHERE id = ${paymentId}`)),
-        setPayer: (paymentId, payerId) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`UPDATE conversions SET payer_customer_id = ${payerId} WHERE id = ${paymentId}`)),
-        reassignPayment: (paymentId, payerId, customerId) =>
-          // Left without a customer, it has nothing to repeat (the recompute only sees customers' payments).
-          orDatabaseUnavailable(Effect.asVoid(sql`
-            UPDATE conversions
-            SET payer_customer_id = ${payerId}, customer_id = ${customerId}, credited_at = NULL,
-                is_first_payment = CASE WHEN ${customerId}::uuid IS NULL THEN NOT installment ELSE is_first_payment END
-            WHERE id = ${paymentId}`)),
-        setRefund: (paymentId, amount, reason) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`
-            UPDATE conversions SET refund_amount = ${amount}::numeric(20, 6), refunded_at = now(), refund_reason = ${reason}
-            WHERE id = ${paymentId}`)),
-        clearRefund: (paymentId) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`
-            UPDATE conversions SET refund_amount = NULL, refunded_at = NULL, refund_reason = NULL WHERE id = ${paymentId}`)),
-        detachDefinitions: (profileId, definitionIds) =>
-          orDatabaseUnavailable(Effect.asVoid(sql`
-            UPDATE conversions SET definition_id = NULL, counts_as_cash = false, attribution_eligible = false
-            WHERE profile_id = ${profileId} AND definition_id = ANY(${definitionIds}::uuid[])`))
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
   ).pipe(Layer.provide([CustomersRepo.layer, ReplayQueue.layer]))
