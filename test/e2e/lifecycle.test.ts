@@ -107,12 +107,15 @@ const runLoad = (service: ServiceProcess, workers: number, stopped: Promise<unkn
   return { acknowledgedPerWorker, finished }
 }
 
-/** Every keep-alive connection of the load has had two writes acknowledged: it is reused and busy. */
+/**
+ * The load is under way: every worker has had two writes acknowledged, so all of them are sending
+ * and the agent's keep-alive connections have been reused (what the signal must find).
+ */
 const underWay = (load: Load) =>
   waitUntil(
     () => Promise.resolve(load.acknowledgedPerWorker.every((n) => n >= 2)),
     30_000,
-    "two acknowledged writes on every load connection"
+    "two acknowledged writes from every load worker"
   )
 
 describe("start-up", () => {
