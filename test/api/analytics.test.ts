@@ -21,6 +21,7 @@ import {
   seedAnalyticsProfile as seedProfileWith
 } from "../support/analytics.ts"
 import { defineConversion, ingest } from "../support/events.ts"
+import { eventually } from "../support/eventually.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const seedAnalyticsProfile = (options: AnalyticsProfileOptions = {}) => seedProfileWith(["analytics:read", "events:write"], options)
@@ -352,12 +353,12 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("anal
         const at = new Date().toISOString()
         const answer = yield* ingest(profile.key, { event_name: "purchase", occurred_at: at, properties: { value: "12.5", currency: "EUR" } })
         assert.strictEqual(answer.status, 200, answer.text)
-        let seen = 0
         // The job's lag is its settle delay (3 s) plus a poll (1 s): allow a loaded machine 20 s.
-        for (let i = 0; i < 100 && seen === 0; i++) {
-          yield* Effect.sleep(Duration.millis(200))
-          seen = (yield* get(profile.key, "/api/v1/overview", { days: "2" })).json.data.current.outcomes
-        }
+        const seen = yield* eventually(
+          Effect.map(get(profile.key, "/api/v1/overview", { days: "2" }), (overview) => overview.json.data.current.outcomes),
+          (outcomes) => outcomes !== 0,
+          { what: "the outcome to reach the overview", within: "20 seconds", every: "200 millis" }
+        )
         assert.strictEqual(seen, 1)
       }))
 

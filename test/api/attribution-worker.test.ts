@@ -10,6 +10,7 @@ import { Duration, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const DAY = 86_400_000
@@ -397,11 +398,11 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
           const jobId: string = recompute.json.data.job_id
           const worker = yield* AttributionWorker
           const fiber = yield* Effect.forkChild(worker.runNextReplay)
-          let seen = yield* job(jobId)
-          for (let attempt = 0; attempt < 200 && !(seen?.state === "running" && seen.progress > 0); attempt++) {
-            yield* Effect.sleep("10 millis")
-            seen = yield* job(jobId)
-          }
+          const seen = yield* eventually(job(jobId), (row) => row?.state === "running" && row.progress > 0, {
+            what: "the replay to be under way",
+            within: "2 seconds",
+            every: "10 millis"
+          })
           assert.strictEqual(seen?.state, "running", "the replay is under way (200 batches of 3)")
           yield* Fiber.interrupt(fiber)
           const released = yield* job(jobId)
@@ -452,16 +453,6 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
 
 const background = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, pollInterval: Duration.millis(200) })
 
-/** Polls `check` every 100 ms for up to 15 s. */
-const eventually = <E, R>(check: Effect.Effect<boolean, E, R>) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 150; attempt++) {
-      if (yield* check) return true
-      yield* Effect.sleep("100 millis")
-    }
-    return false
-  })
-
 layer(serveApp(testSettings()).pipe(Layer.provide(background)), { timeout: "120 seconds", excludeTestServices: true })(
   "attribution worker (background fibers)",
   (it) => {
@@ -469,14 +460,17 @@ layer(serveApp(testSettings()).pipe(Layer.provide(background)), { timeout: "120 
       Effect.gen(function*() {
         const fixture = yield* seed
         const { conversionId } = yield* journey(fixture, null)
-        assert.isTrue(yield* eventually(creditedAt(conversionId)), "credited by the background worker")
+        yield* eventually(creditedAt(conversionId), (credited) => credited, {
+          what: "the background worker to credit the conversion",
+          within: "15 seconds"
+        })
         assert.lengthOf(yield* sumsOf(conversionId), 6)
         const recompute = yield* send(fixture.key, "POST", "/api/v1/attribution/recompute")
         assert.strictEqual(recompute.status, 202)
-        assert.isTrue(
-          yield* eventually(Effect.map(job(recompute.json.data.job_id), (row) => row?.state === "succeeded")),
-          "the replay finished in the background"
-        )
+        yield* eventually(job(recompute.json.data.job_id), (row) => row?.state === "succeeded", {
+          what: "the replay to finish in the background",
+          within: "15 seconds"
+        })
       }))
   }
 )

@@ -4,6 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credentials/service.ts"
 import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 
 const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } })
@@ -67,11 +68,11 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         const sql = yield* SqlClient
         yield* sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${id}`
         const revokedAt = Date.now()
-        let status = 200
-        while (status === 200 && Date.now() - revokedAt < 15_000) {
-          status = (yield* call("/api/v1/connections", bearer(key))).status
-          if (status === 200) yield* Effect.sleep("250 millis")
-        }
+        const { status } = yield* eventually(call("/api/v1/connections", bearer(key)), (answer) => answer.status !== 200, {
+          what: "the revoked key to be refused",
+          within: "15 seconds",
+          every: "250 millis"
+        })
         const elapsed = Date.now() - revokedAt
         assert.strictEqual(status, 401)
         assert.isAtMost(elapsed, AUTH_CACHE_TTL_MILLIS + 1_000)

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { postgresOptions } from "../../src/platform/database.ts"
 import { call, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { startTcpProxy } from "../support/tcp-proxy.ts"
 
 const databaseUrl = process.env["DATABASE_URL"]
@@ -37,11 +38,11 @@ describe.skipIf(databaseUrl === undefined)("database outage (real PostgreSQL beh
         assert.strictEqual(alive.status, 200, "liveness does not depend on the database")
 
         proxy.restore()
-        let recovered = yield* call("/api/v1/admin/status", operator)
-        for (let attempt = 0; attempt < 20 && recovered.status !== 200; attempt++) {
-          yield* Effect.sleep("250 millis")
-          recovered = yield* call("/api/v1/admin/status", operator)
-        }
+        const recovered = yield* eventually(call("/api/v1/admin/status", operator), (answer) => answer.status === 200, {
+          what: "the database to be reachable again",
+          within: "5 seconds",
+          every: "250 millis"
+        })
         assert.strictEqual(recovered.status, 200)
         assert.strictEqual(recovered.json.data.database.reachable, true)
       }).pipe(Effect.provide(serveApp(settings)))

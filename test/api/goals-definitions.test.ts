@@ -9,6 +9,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -477,11 +478,11 @@ layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 s
           const on = yield* asApp(app, `/api/v1/profiles/${profile.profileId}/entitlements/svc_attribution`, "PUT", { enabled: true })
           assert.strictEqual(on.status, 200)
           // The credential cache carries the tier for up to 5 s.
-          let allowed = yield* send(key, "PATCH", `/api/v1/outcome-definitions/${definitionId}`, { event_key: null })
-          for (let attempt = 0; attempt < 30 && allowed.status === 409; attempt++) {
-            yield* Effect.sleep("250 millis")
-            allowed = yield* send(key, "PATCH", `/api/v1/outcome-definitions/${definitionId}`, { event_key: null })
-          }
+          const allowed = yield* eventually(
+            send(key, "PATCH", `/api/v1/outcome-definitions/${definitionId}`, { event_key: null }),
+            (answer) => answer.status !== 409,
+            { what: "the add-on to reach the cached credential", within: "7500 millis", every: "250 millis" }
+          )
           assert.strictEqual(allowed.status, 200, allowed.text)
           assert.isNull(allowed.json.meta.replay_job_id)
         }))

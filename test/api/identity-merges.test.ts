@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { defineConversion, firstPaymentOf, ingest } from "../support/events.ts"
+import { eventually } from "../support/eventually.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const get = (key: string, path: string) => call(path, { headers: { authorization: `Bearer ${key}` } })
@@ -195,6 +196,14 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const anyPair = yield* get(world.key, `/api/v1/identity/merge-preview?a=${world.b}&b=${world.a}`)
         assert.deepStrictEqual(anyPair.json, preview.json)
 
+        // The background worker credits both payments first, so that the merge handing them back shows.
+        const [credited] = yield* eventually(
+          sql<{ n: number; last: string | null }>`
+            SELECT count(credited_at)::int AS n, max(credited_at)::text AS last FROM conversions
+            WHERE customer_id IN (${world.a}, ${world.b})`,
+          ([row]) => row?.n === 2,
+          { what: "the worker to credit both payments", within: "15 seconds" }
+        )
         const decided = yield* post(world.key, `/api/v1/identity/merge-proposals/${proposal.id}/decide`, { decision: "merge" })
         assert.strictEqual(decided.status, 200, decided.text)
         assert.strictEqual(decided.json.data.status, "merged")
@@ -213,9 +222,12 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.strictEqual(journey.json.meta.person.conversion_count, 2)
         const [moved] = yield* sql<{ customer_id: string }>`SELECT customer_id FROM touches WHERE id = ${world.touchB}`
         assert.strictEqual(moved!.customer_id, world.a)
-        const [pending] = yield* sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM conversions WHERE customer_id = ${world.a} AND credited_at IS NULL`
-        assert.isAtLeast(pending!.n, 0)
+        // Both conversions, now the survivor's, went back to the worker: each waits for credit, or was
+        // credited again after the merge (the worker's next transaction, later than its last credit).
+        const [handedBack] = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM conversions
+          WHERE customer_id = ${world.a} AND (credited_at IS NULL OR credited_at > ${credited!.last}::timestamptz)`
+        assert.strictEqual(handedBack!.n, 2)
 
         const history = yield* get(world.key, "/api/v1/identity/merge-history?customer_key=cust-a")
         assert.strictEqual(history.status, 200, history.text)

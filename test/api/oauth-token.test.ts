@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CredentialPrefix, isWellFormed, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { seedProfile } from "../support/tenancy.ts"
 
 interface App {
@@ -425,11 +426,11 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
       assert.isNotNull(row?.revoked_at)
 
       // Revocation reaches every runner within the 5 s auth cache.
-      let status = (yield* connections(key)).status
-      for (let waited = 0; status === 200 && waited < 10_000; waited += 250) {
-        yield* Effect.sleep("250 millis")
-        status = (yield* connections(key)).status
-      }
+      const { status } = yield* eventually(connections(key), (answer) => answer.status !== 200, {
+        what: "the revoked token to be refused",
+        within: "10 seconds",
+        every: "250 millis"
+      })
       assert.strictEqual(status, 401)
 
       const again = yield* post("/oauth/revoke", { token: key, client_id: app.clientId, client_secret: app.clientSecret })

@@ -20,6 +20,7 @@ import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
 import { CoreLive } from "../../src/platform/services.ts"
 import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
+import { eventually } from "../support/eventually.ts"
 
 const settingsFrom = (env: Record<string, string | undefined>): Effect.Effect<AppSettings> =>
   loadSettings.pipe(
@@ -60,13 +61,10 @@ const TracedApp = Layer.unwrap(
 
 /** Spans end after the response is written, so the client can get there first. */
 const finishedSpansWhen = (ready: (spans: ReadonlyArray<ReadableSpan>) => boolean) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 200; attempt++) {
-      const spans = exporter.getFinishedSpans()
-      if (ready(spans)) return spans
-      yield* Effect.sleep("10 millis")
-    }
-    return exporter.getFinishedSpans()
+  eventually(Effect.sync(() => exporter.getFinishedSpans()), ready, {
+    what: () => `the spans (finished: ${exporter.getFinishedSpans().map((span) => span.name).join(", ")})`,
+    within: "2 seconds",
+    every: "10 millis"
   })
 
 const parentOf = (span: ReadableSpan, spans: ReadonlyArray<ReadableSpan>) =>

@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { request } from "node:http"
 import { call, serveApp, testSettings, TestServer, withoutRequestId } from "../support/app.ts"
 import { DnsServer, DnsServerLive } from "../support/dns-server.ts"
+import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -196,15 +197,16 @@ layer(TestLayer, { timeout: "90 seconds", excludeTestServices: true })("tracker 
           }
         }
         handlers.get("page_viewed")?.({ id: "sh-0001-page", clientId: "c0ffee00-1111-2222-3333-444455556666", context })
-        // Events of one visit arrive apart: the landing is stored before the next one reads it.
-        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        // Events of one visit arrive apart: the pixel stores the landing before it sends the page
+        // view, so once that request is out the next event reads the stored landing.
+        yield* eventually(Effect.sync(() => sent.length), (n) => n >= 1, { what: "the page view to be sent", within: "5 seconds", every: "5 millis" })
         handlers.get("checkout_completed")?.({
           id: "sh-0002-checkout",
           clientId: "c0ffee00-1111-2222-3333-444455556666",
           context: { document: { location: { href: "https://shop.example.com/thank-you" }, referrer: "" } },
           data: { checkout: { totalPrice: { amount: 42.5, currencyCode: "EUR" }, order: { id: "gid://shop/Order/77" } } }
         })
-        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        yield* eventually(Effect.sync(() => sent.length), (n) => n >= 2, { what: "the checkout to be sent", within: "5 seconds", every: "5 millis" })
         assert.lengthOf(sent, 2)
         for (const request of sent) {
           assert.strictEqual(request.url, `${BASE_URL}/t/collect`)

@@ -4,6 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credentials/service.ts"
 import { CredentialPrefix, displayPrefix, isWellFormed, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, type HttpResult, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -28,11 +29,11 @@ const ownerOf = (profile: SeededProfile) =>
 const untilRefused = (key: string) =>
   Effect.gen(function*() {
     const started = Date.now()
-    let status = 200
-    while (status === 200 && Date.now() - started < 15_000) {
-      status = (yield* connections(key)).status
-      if (status === 200) yield* Effect.sleep("250 millis")
-    }
+    const { status } = yield* eventually(connections(key), (answer) => answer.status !== 200, {
+      what: "the key to be refused",
+      within: "15 seconds",
+      every: "250 millis"
+    })
     assert.strictEqual(status, 401)
     return Date.now() - started
   })

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
+import { eventually } from "../support/eventually.ts"
 import { createTestDatabase, type TestDatabase } from "./support/database.ts"
 import { type RunnerProcess, RUNNER_ADMIN_TOKEN, startRunner, stopRunner } from "./support/processes.ts"
 
@@ -23,17 +24,13 @@ const request = (url: string, init: RequestInit = {}) =>
   })
 
 const waitHealthy = (runner: RunnerProcess) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 90_000
-    while (Date.now() < deadline) {
-      const ok = yield* Effect.promise(() =>
-        fetch(`${runner.baseUrl}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false)
-      )
-      if (ok) return
-      yield* Effect.sleep("250 millis")
-    }
-    return yield* Effect.die(new Error(`runner ${runner.name} did not become ready\n${runner.tail()}`))
-  })
+  eventually(
+    Effect.promise(() =>
+      fetch(`${runner.baseUrl}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false)
+    ),
+    (ok) => ok,
+    { what: () => `runner ${runner.name} to become ready\n${runner.tail()}`, within: "90 seconds", every: "250 millis" }
+  )
 
 describe.skipIf(adminUrl === "")(
   adminUrl === "" ? "key revocation across runners (skipped: DATABASE_URL is not set)" : "key revocation across runners",
@@ -87,11 +84,11 @@ describe.skipIf(adminUrl === "")(
         const revokedAt = Date.now()
         // The revoking runner drops its cached copy at once.
         expect((yield* request(`${a.baseUrl}/api/v1/connections`, key)).status).toBe(401)
-        let statusOnB = 200
-        while (statusOnB === 200 && Date.now() - revokedAt < 20_000) {
-          statusOnB = (yield* request(`${b.baseUrl}/api/v1/connections`, key)).status
-          if (statusOnB === 200) yield* Effect.sleep("200 millis")
-        }
+        const { status: statusOnB } = yield* eventually(request(`${b.baseUrl}/api/v1/connections`, key), (answer) => answer.status !== 200, {
+          what: "runner B to refuse the revoked key",
+          within: "20 seconds",
+          every: "200 millis"
+        })
         const elapsed = Date.now() - revokedAt
         console.log(`revocation_visible_on_other_runner_ms=${elapsed}`)
         expect(statusOnB).toBe(401)

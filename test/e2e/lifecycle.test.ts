@@ -52,15 +52,22 @@ interface LoadResult {
   readonly readiness: ReadonlyArray<{ readonly outcome: Outcome; readonly sentAt: number }>
 }
 
+interface Load {
+  /** Writes acknowledged so far by each worker, read while the load runs. */
+  readonly acknowledgedPerWorker: ReadonlyArray<number>
+  readonly finished: Promise<LoadResult>
+}
+
 /**
  * Writes (operator app registrations) from `workers` keep-alive connections plus a readiness
  * poller, until `stop()` resolves and every connection is refused.
  */
-const runLoad = async (service: ServiceProcess, workers: number, stopped: Promise<unknown>): Promise<LoadResult> => {
+const runLoad = (service: ServiceProcess, workers: number, stopped: Promise<unknown>): Load => {
   const agent = new Agent({ keepAlive: true, maxSockets: workers })
   const outcomes: Array<{ outcome: Outcome; sentAt: number }> = []
   const readiness: Array<{ outcome: Outcome; sentAt: number }> = []
   const acknowledged: Array<string> = []
+  const acknowledgedPerWorker = Array.from({ length: workers }, () => 0)
   let done = false
   void stopped.then(() => {
     done = true
@@ -75,7 +82,11 @@ const runLoad = async (service: ServiceProcess, workers: number, stopped: Promis
         body: JSON.stringify({ name: `load ${n}-${sequence++}`, redirect_uris: ["https://partner.example/callback"] })
       })
       outcomes.push({ outcome, sentAt })
-      if (outcome.kind === "answered" && outcome.status === 201) acknowledged.push(JSON.parse(outcome.body).data.id)
+      if (outcome.kind === "answered" && outcome.status === 201) {
+        acknowledged.push(JSON.parse(outcome.body).data.id)
+        acknowledgedPerWorker[n]! += 1
+      }
+      // Pacing, not a wait: once the listener is closed, retry (as a client would) without spinning.
       if (outcome.kind === "refused") await new Promise((resolve) => setTimeout(resolve, 20))
     }
   }
@@ -84,14 +95,28 @@ const runLoad = async (service: ServiceProcess, workers: number, stopped: Promis
     while (!done) {
       const sentAt = Date.now()
       readiness.push({ outcome: await send(readinessAgent, `${service.baseUrl}/readyz`), sentAt })
+      // The sampling interval of readiness, not a wait: every sample is checked afterwards.
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
   }
-  await Promise.all([...Array.from({ length: workers }, (_, n) => worker(n)), poller()])
-  agent.destroy()
-  readinessAgent.destroy()
-  return { outcomes, acknowledged, readiness }
+  const finished = Promise.all([...Array.from({ length: workers }, (_, n) => worker(n)), poller()]).then(() => {
+    agent.destroy()
+    readinessAgent.destroy()
+    return { outcomes, acknowledged, readiness }
+  })
+  return { acknowledgedPerWorker, finished }
 }
+
+/**
+ * The load is under way: every worker has had two writes acknowledged, so all of them are sending
+ * and the agent's keep-alive connections have been reused (what the signal must find).
+ */
+const underWay = (load: Load) =>
+  waitUntil(
+    () => Promise.resolve(load.acknowledgedPerWorker.every((n) => n >= 2)),
+    30_000,
+    "two acknowledged writes from every load worker"
+  )
 
 describe("start-up", () => {
   for (const target of targets) {
@@ -106,6 +131,7 @@ describe("start-up", () => {
         void probe.then((outcome) => {
           if (outcome.kind === "answered" && outcome.status === 200) up = true
         })
+        // The probe rate, not a wait: every probe sent from spawn on is checked afterwards.
         await new Promise((resolve) => setTimeout(resolve, 50))
       }
       const outcomes = await Promise.all(probes)
@@ -133,11 +159,11 @@ describe("SIGTERM", () => {
     await waitUntil(healthy(service), 90_000, "the service to be ready")
     let signalledAt = Number.POSITIVE_INFINITY
     const load = runLoad(service, 8, service.exited)
-    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    await underWay(load)
     signalledAt = Date.now()
     service.child.kill("SIGTERM")
     const exit = await service.exited
-    const result = await load
+    const result = await load.finished
 
     const failures = result.outcomes.filter(({ outcome }) =>
       outcome.kind === "reset" || outcome.kind === "timeout" || outcome.kind === "other" ||
@@ -181,10 +207,10 @@ describe("SIGTERM", () => {
     const service = await startService({ ...target.env(), SVC_SHUTDOWN_GRACE_MS: "0" })
     await waitUntil(healthy(service), 90_000, "the service to be ready")
     const load = runLoad(service, 8, service.exited)
-    await new Promise((resolve) => setTimeout(resolve, 1_000))
+    await underWay(load)
     service.child.kill("SIGTERM")
     const exit = await service.exited
-    const result = await load
+    const result = await load.finished
     const serverErrors = result.outcomes.flatMap(({ outcome }) => outcome.kind === "answered" && outcome.status >= 500 ? [outcome] : [])
     console.info(`grace 0 (${target.name}): ${result.outcomes.length} requests, ${serverErrors.length} answered 503 at the deadline`)
     for (const outcome of serverErrors) {

@@ -15,6 +15,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { chromium } from "playwright-core"
 import { CHROMIUM_ARGS, chromiumPath, freePort, serveOnPort } from "../support/browser.ts"
+import { eventually } from "../support/eventually.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 /** A desktop Chrome agent: the default headless agent says "HeadlessChrome", which the collector drops as a bot. */
@@ -113,14 +114,13 @@ describe.skipIf(executablePath === undefined)("tracker in headless Chromium", ()
         yield* Effect.promise(() => tab.waitForURL(`${site.origin}/pricing`))
 
         const sql = yield* SqlClient
-        let touches: ReadonlyArray<WebTouch> = []
-        const deadline = Date.now() + 20_000
-        while (touches.length < 2 && Date.now() < deadline) {
-          yield* Effect.sleep("200 millis")
-          touches = yield* sql<WebTouch>`
+        const touches = yield* eventually(
+          sql<WebTouch>`
             SELECT anonymous_id, session_id, channel, source, medium, click_id_kind, path, url, browser
-            FROM touches WHERE profile_id = ${profile.profileId} ORDER BY occurred_at, received_at`
-        }
+            FROM touches WHERE profile_id = ${profile.profileId} ORDER BY occurred_at, received_at`,
+          (rows) => rows.length >= 2,
+          { what: "both page views to be stored", within: "20 seconds", every: "200 millis" }
+        )
         assert.lengthOf(touches, 2, "both page views arrived")
         const [landing, pricing] = touches
         assert.deepStrictEqual(touches.map((touch) => touch.path).sort(), ["/", "/pricing"])

@@ -98,6 +98,7 @@ const waitForHealth = async (port: number, child: ChildProcess): Promise<string 
     } catch {
       // Not listening yet.
     }
+    // The poll interval of a wait on a condition (a 200, or the process gone) with a deadline.
     await sleep(250)
   }
   return `no 200 from /healthz within ${STARTUP_TIMEOUT_MS / 1000} s`
