@@ -129,7 +129,7 @@ export class IdentityRepairRepo extends Context.Service<IdentityRepairRepo, {
       const accept = (link: LinkRow, profileId: string) =>
         Effect.gen(function*() {
           const boundTouchCount = yield* touches.bindVisitor(profileId, link.anonymous_id, link.customer_id, link.join_method)
-          // Later touches of the visitor bind on arrival, and crediting reads them (candidate-touches).
+          // Later touches of the visitor bind on arrival, and crediting reads them (`AttributionRepo.candidateTouches`).
           yield* customers.addIdentifiers([
             { profileId, customerId: link.customer_id, kind: "anonymous_id", value: link.anonymous_id }
           ])
