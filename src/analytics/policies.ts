@@ -1,13 +1,13 @@
 /** Access policies and errors shared by the analytics routes (api.ts, insights-api.ts, campaigns-api.ts). */
 import { InvalidDateRange, InvalidParameter, profileErrors } from "../../schema/errors.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
 /** What every analytics read may answer besides its data. */
 export const analyticsErrors = [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire] as const
 
 /** A profile-grain read under one scope, for keys, user tokens and console sessions. */
 export const profileRead = (scope: "analytics:read" | "campaigns:read" | "realtime:read") =>
-  policy({ scopes: [scope], auth: ["api_key", "user_token", "session"], grain: "profile", idempotency: "none" })
+  policy({ scopes: [scope], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 
 /**
  * The description of every read served from the rollups (decision 0051): a newcomer who sends an

@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { PageQuery } from "../../schema/common.ts"
 import { ConnectionPage } from "../../schema/connections.ts"
 import { InvalidRequest, NotFound } from "../../schema/errors.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
 export const ConnectionsApi = HttpApiGroup.make("connections")
   .add(
@@ -14,7 +14,7 @@ export const ConnectionsApi = HttpApiGroup.make("connections")
       .annotate(OpenApi.Summary, "The profile's provider connections; reports delivers_spend")
       .annotateMerge(policy({
         scopes: ["connections:read"],
-        auth: ["api_key", "user_token", "session"],
+        auth: PROFILE_PRINCIPALS,
         idempotency: "none",
         grain: "profile"
       }))

@@ -29,14 +29,13 @@ import {
   profileErrors,
   ValidationError
 } from "../../schema/errors.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
 const common = [...profileErrors, InvalidParameter.wire] as const
 
-const projected = policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })
+const projected = policy({ scopes: ["conversions:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 const personRead = (scope: "customers:read" | "visitors:read") =>
-  policy({ scopes: [scope], auth: [...principals], grain: "profile", idempotency: "none", cost: 3, personData: true })
+  policy({ scopes: [scope], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none", cost: 3, personData: true })
 
 export const CustomersApi = HttpApiGroup.make("customers")
   .add(
@@ -92,14 +91,14 @@ export const CustomersApi = HttpApiGroup.make("customers")
         OpenApi.Summary,
         "Erase a customer (API key only): personal data deleted, conversions kept without a person; the same request_ref answers the original receipt"
       )
-      .annotateMerge(policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" })),
+      .annotateMerge(policy({ scopes: ["attribution:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.get("getErasure", "/customers/erasures/:erasure_id", {
       params: ErasureIdParams,
       success: ErasureAnswer,
       error: [...common, ErasureNotFound.wire]
     })
       .annotate(OpenApi.Summary, "An erasure receipt")
-      .annotateMerge(policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" }))
+      .annotateMerge(policy({ scopes: ["attribution:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" }))
   )
   .prefix("/api/v1")
   .annotate(OpenApi.Description, "Customers, journeys and erasure")

@@ -32,6 +32,9 @@ export interface OperationPolicy {
 
 export class Policy extends Context.Service<Policy, OperationPolicy>()("svc/OperationPolicy") {}
 
+/** Who may call a profile-grain route: the profile's keys and its people (user tokens and sessions). */
+export const PROFILE_PRINCIPALS = ["api_key", "user_token", "session"] as const satisfies ReadonlyArray<CredentialKind>
+
 export const PUBLIC: OperationPolicy = { scopes: [], auth: [], idempotency: "none", grain: "none" }
 
 /**

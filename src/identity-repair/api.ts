@@ -18,11 +18,10 @@ import {
   RepairScanPage,
   RepairScanQuery
 } from "../../schema/identity-repair.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
 
-const write = policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" })
+const write = policy({ scopes: ["attribution:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 
 export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
   .add(
@@ -44,7 +43,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
       )
       .annotateMerge(policy({
         scopes: ["customers:read"],
-        auth: [...principals],
+        auth: PROFILE_PRINCIPALS,
         grain: "profile",
         idempotency: "none",
         cost: 3,
@@ -78,7 +77,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
         OpenApi.Summary,
         "Inferred-link review list, newest first: an anonymous visitor, the customer it likely is, and the evidence; status_counts describe the whole queue"
       )
-      .annotateMerge(policy({ scopes: ["customers:read"], auth: [...principals], grain: "profile", idempotency: "none", personData: true })),
+      .annotateMerge(policy({ scopes: ["customers:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none", personData: true })),
     HttpApiEndpoint.post("decideLink", "/identity/links/:id/decide", {
       params: LinkIdParams,
       payload: LinkDecision,
@@ -93,7 +92,7 @@ export const IdentityRepairApi = HttpApiGroup.make("identityRepair")
       )
       .annotateMerge(policy({
         scopes: ["attribution:write", "customers:read"],
-        auth: [...principals],
+        auth: PROFILE_PRINCIPALS,
         grain: "profile",
         idempotency: "none",
         personData: true

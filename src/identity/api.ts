@@ -25,15 +25,14 @@ import {
   UndoAnswer,
   UndoParams
 } from "../../schema/identity.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
 const common = [...profileErrors, InvalidParameter.wire] as const
 
-const read = policy({ scopes: ["customers:read"], auth: [...principals], grain: "profile", idempotency: "none", personData: true })
+const read = policy({ scopes: ["customers:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none", personData: true })
 const write = policy({
   scopes: ["customers:read", "attribution:write"],
-  auth: [...principals],
+  auth: PROFILE_PRINCIPALS,
   grain: "profile",
   idempotency: "none",
   personData: true

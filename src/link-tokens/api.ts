@@ -9,7 +9,7 @@ import {
   ValidationError
 } from "../../schema/errors.ts"
 import { IDENTIFIER_TYPES, MAX_LINK_TOKEN_SELECTORS, MintedLinkTokens, MintLinkTokens } from "../../schema/link-tokens.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
 /** Customer link tokens (decision 0037). */
 export const LinkTokensApi = HttpApiGroup.make("linkTokens")
@@ -45,7 +45,7 @@ export const LinkTokensApi = HttpApiGroup.make("linkTokens")
       )
       .annotateMerge(policy({
         scopes: ["attribution:write"],
-        auth: ["api_key", "user_token", "session"],
+        auth: PROFILE_PRINCIPALS,
         grain: "profile",
         idempotency: "none",
         entitlement: "svc_attribution"

@@ -17,15 +17,14 @@ import {
   DeclaredSourceRecorded,
   DeclareSource
 } from "../../schema/partner.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
 const common = [...profileErrors, ValidationError.wire] as const
 
 /** Partner data writes: touches for attribution, so `attribution:write` and the add-on (decision 0033). */
 const partnerWrite = policy({
   scopes: ["attribution:write"],
-  auth: [...principals],
+  auth: PROFILE_PRINCIPALS,
   grain: "profile",
   idempotency: "none",
   entitlement: "svc_attribution"
@@ -57,7 +56,7 @@ export const PartnerDataApi = HttpApiGroup.make("partnerData")
       error: [...common, UnknownAd.wire]
     })
       .annotate(OpenApi.Summary, "Read-only: how many existing conversions a batch of up to 500 referrals would re-credit, per model")
-      .annotateMerge(policy({ scopes: ["attribution:write"], auth: [...principals], grain: "profile", idempotency: "none" })),
+      .annotateMerge(policy({ scopes: ["attribution:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.post("declareSource", "/partner/declared-source", {
       payload: DeclareSource,
       success: [DeclaredSourceRecorded, DeclaredSourceExisting],

@@ -1,27 +1,26 @@
 /** Access policies of the tracking routes (src/tracking/tracker/api.ts and setup-api.ts). */
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
-const PEOPLE_AND_KEYS = ["api_key", "user_token", "session"] as const
 
 /** Tracking writes: keys, custom domains, verification attempts. No entitlement gate (decision 0034). */
-export const trackingWrite = policy({ scopes: ["tracking:write"], auth: PEOPLE_AND_KEYS, idempotency: "optional", grain: "profile" })
+export const trackingWrite = policy({ scopes: ["tracking:write"], auth: PROFILE_PRINCIPALS, idempotency: "optional", grain: "profile" })
 
 /** Tracking reads: whoever manages tracking or reads analytics. */
 export const trackingRead = policy({
   scopes: ["tracking:write", "analytics:read"],
   scopeMode: "any",
-  auth: PEOPLE_AND_KEYS,
+  auth: PROFILE_PRINCIPALS,
   idempotency: "none",
   grain: "profile"
 })
 
 /** Reads for whoever manages tracking only: the settings and the raw event feed (a debugging view). */
-export const trackingManagerRead = policy({ scopes: ["tracking:write"], auth: PEOPLE_AND_KEYS, idempotency: "none", grain: "profile" })
+export const trackingManagerRead = policy({ scopes: ["tracking:write"], auth: PROFILE_PRINCIPALS, idempotency: "none", grain: "profile" })
 
 /** A settings change queues an attribution replay: a write of the attribution tier. */
 export const settingsWrite = policy({
   scopes: ["tracking:write"],
-  auth: PEOPLE_AND_KEYS,
+  auth: PROFILE_PRINCIPALS,
   idempotency: "optional",
   grain: "profile",
   entitlement: "svc_attribution"

@@ -1,9 +1,9 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { FeatureRetired, NotFound } from "../../schema/errors.ts"
-import { policy } from "../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
-const retiredPolicy = policy({ scopes: [], auth: ["api_key", "user_token", "session"], idempotency: "none", grain: "profile" })
+const retiredPolicy = policy({ scopes: [], auth: PROFILE_PRINCIPALS, idempotency: "none", grain: "profile" })
 
 /** Operations the deprecation table retires: they answer 410 `feature_retired` until their sunset, 404 after. */
 export const RetiredApi = HttpApiGroup.make("retired")

@@ -19,27 +19,26 @@ import {
 } from "../../../schema/attribution.ts"
 import { PageQuery } from "../../../schema/common.ts"
 import { DatabaseUnavailable, NotFound, ValidationError, wireUnprocessable } from "../../../schema/errors.ts"
-import { type OperationPolicy, policy } from "../../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
-const profileCredentials: OperationPolicy["auth"] = ["api_key", "user_token", "session"]
 
 /** Reads: `goals:write` or `conversions:read`. */
 const read = policy({
   scopes: ["goals:write", "conversions:read"],
   scopeMode: "any",
-  auth: profileCredentials,
+  auth: PROFILE_PRINCIPALS,
   idempotency: "none",
   grain: "profile"
 })
 
 /** Classification writes: `goals:write` (each queues a full-profile replay). */
 const write = (idempotency: "optional" | "none") =>
-  policy({ scopes: ["goals:write"], auth: profileCredentials, idempotency, grain: "profile" })
+  policy({ scopes: ["goals:write"], auth: PROFILE_PRINCIPALS, idempotency, grain: "profile" })
 
 /** PATCH /outcome-definitions/{id} is the one definition write the spec gates on the attribution add-on. */
 const gatedWrite = policy({
   scopes: ["goals:write"],
-  auth: profileCredentials,
+  auth: PROFILE_PRINCIPALS,
   idempotency: "none",
   grain: "profile",
   entitlement: "svc_attribution"

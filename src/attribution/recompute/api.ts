@@ -5,7 +5,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { RecomputeAccepted, ReplayStatusBody } from "../../../schema/attribution.ts"
 import { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { policy } from "../../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
 export const AttributionApi = HttpApiGroup.make("attribution")
   .add(
@@ -19,7 +19,7 @@ export const AttributionApi = HttpApiGroup.make("attribution")
       )
       .annotateMerge(policy({
         scopes: ["attribution:write"],
-        auth: ["api_key", "user_token", "session"],
+        auth: PROFILE_PRINCIPALS,
         idempotency: "optional",
         grain: "profile",
         entitlement: "svc_attribution"
@@ -32,7 +32,7 @@ export const AttributionApi = HttpApiGroup.make("attribution")
       .annotateMerge(policy({
         scopes: ["analytics:read", "conversions:read"],
         scopeMode: "any",
-        auth: ["api_key", "user_token", "session"],
+        auth: PROFILE_PRINCIPALS,
         idempotency: "none",
         grain: "profile"
       }))

@@ -22,9 +22,8 @@ import {
   Retraction,
   RetractEvent
 } from "../../../schema/events.ts"
-import { policy } from "../../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
 
 /** Server-side events, retractions and the conversions list. Decision 0029. */
 export const EventsApi = HttpApiGroup.make("events")
@@ -54,7 +53,7 @@ export const EventsApi = HttpApiGroup.make("events")
       )
       .annotateMerge(policy({
         scopes: ["events:write"],
-        auth: [...principals],
+        auth: PROFILE_PRINCIPALS,
         grain: "profile",
         idempotency: "none",
         entitlement: "svc_attribution"
@@ -65,14 +64,14 @@ export const EventsApi = HttpApiGroup.make("events")
       error: [...profileErrors, ValidationError.wire, EventNotFound.wire, EventAlreadyExported.wire, EventLinkedToConversation.wire]
     })
       .annotate(OpenApi.Summary, "Retract an event by its idempotency_key: its conversions and credit go; answers counts only")
-      .annotateMerge(policy({ scopes: ["events:write"], auth: [...principals], grain: "profile", idempotency: "none" })),
+      .annotateMerge(policy({ scopes: ["events:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.get("listConversions", "/conversions", {
       query: ConversionsQuery,
       success: ConversionPage,
       error: [...profileErrors, InvalidParameter.wire, InvalidDateRange.wire]
     })
       .annotate(OpenApi.Summary, "The profile's conversions, newest first (keyset cursor; limit 1 to 200, default 50)")
-      .annotateMerge(policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })),
+      .annotateMerge(policy({ scopes: ["conversions:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.get("replayOutcomes", "/outcomes/recorded", {
       query: OutcomeReplayQuery,
       success: OutcomeReplayPage,
@@ -92,7 +91,7 @@ export const EventsApi = HttpApiGroup.make("events")
       .annotateMerge(policy({
         scopes: ["conversions:read", "customers:read"],
         scopeMode: "any",
-        auth: [...principals],
+        auth: PROFILE_PRINCIPALS,
         grain: "profile",
         idempotency: "none"
       }))

@@ -22,16 +22,15 @@ import {
   RecordRefund,
   SetInstallment
 } from "../../../schema/payments.ts"
-import { policy } from "../../http/policy.ts"
+import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
-const principals = ["api_key", "user_token", "session"] as const
 
-const read = policy({ scopes: ["conversions:read"], auth: [...principals], grain: "profile", idempotency: "none" })
+const read = policy({ scopes: ["conversions:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 
 /** Merchant actions and card-gateway payments: `events:write`, gated on the attribution add-on. */
 const write = policy({
   scopes: ["events:write"],
-  auth: [...principals],
+  auth: PROFILE_PRINCIPALS,
   grain: "profile",
   idempotency: "none",
   entitlement: "svc_attribution"
