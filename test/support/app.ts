@@ -10,10 +10,10 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createServer } from "node:http"
-import { HttpApp } from "../../src/http/app.ts"
+import { HttpApp } from "../../src/main/app.ts"
 import { AppConfig, type AppSettings, DEFAULT_KEEPALIVE_TIMEOUT_MS, DEFAULT_SHUTDOWN_GRACE_MS } from "../../src/platform/config.ts"
 import { CurrentRequestId } from "../../src/platform/request-id.ts"
-import { CoreLive } from "../../src/platform/services.ts"
+import { CoreLive } from "../../src/main/core.ts"
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789"
 /** Signs the link tokens of every test deployment (decision 0037); override with `Option.none()` to turn them off. */

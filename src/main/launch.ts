@@ -7,14 +7,14 @@
 import { Effect, Layer, type Scope } from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
-import { HttpApp } from "../http/app.ts"
-import { AppConfig, type AppSettings } from "./config.ts"
-import { DataDirLock, DataDirLocked } from "./data-dir-lock.ts"
-import { Lifecycle, watchStopSignals } from "./lifecycle.ts"
-import { LoggingLive } from "./logging.ts"
-import { CoreServicesLive } from "./services.ts"
-import { settingsOrExit } from "./startup.ts"
-import { TelemetryLive } from "./telemetry.ts"
+import { HttpApp } from "./app.ts"
+import { AppConfig, type AppSettings } from "../platform/config.ts"
+import { DataDirLock, DataDirLocked } from "../platform/data-dir-lock.ts"
+import { Lifecycle, watchStopSignals } from "../platform/lifecycle.ts"
+import { LoggingLive } from "../platform/logging.ts"
+import { CoreServicesLive } from "./core.ts"
+import { settingsOrExit } from "../platform/startup.ts"
+import { TelemetryLive } from "../platform/telemetry.ts"
 
 type AppServices = Exclude<Layer.Services<typeof HttpApp>, HttpRouter.HttpRouter>
 

@@ -10,12 +10,12 @@ import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
-import { AppConfig } from "./config.ts"
-import { DatabaseLive } from "./database.ts"
-import { migrate } from "./migrator.ts"
-import { RateLimiterLive } from "./rate-limit.ts"
-import { Lifecycle } from "./lifecycle.ts"
-import { SecretBox } from "./secret-box.ts"
+import { AppConfig } from "../platform/config.ts"
+import { DatabaseLive } from "../platform/database.ts"
+import { migrate } from "../platform/migrator.ts"
+import { RateLimiterLive } from "../platform/rate-limit.ts"
+import { Lifecycle } from "../platform/lifecycle.ts"
+import { SecretBox } from "../platform/secret-box.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(

@@ -68,12 +68,12 @@ import { OnboardingHandlers } from "../onboarding/handlers.ts"
 import { Quickstart } from "../onboarding/service.ts"
 import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
 import { People } from "../people/service.ts"
-import { Api } from "./api.ts"
-import { AuthenticationLayer } from "./auth.ts"
-import { DocsRoutes } from "./docs.ts"
-import { EnvelopeLayer } from "./envelope.ts"
-import { IdempotencyLayer } from "./idempotency.ts"
-import { SchemaErrorsLayer } from "./schema-errors.ts"
+import { Api } from "../http/api.ts"
+import { AuthenticationLayer } from "../http/auth.ts"
+import { DocsRoutes } from "../http/docs.ts"
+import { EnvelopeLayer } from "../http/envelope.ts"
+import { IdempotencyLayer } from "../http/idempotency.ts"
+import { SchemaErrorsLayer } from "../http/schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, IdentityRepairHandlers, LinkTokensHandlers, AnalyticsHandlers, CampaignsHandlers, InsightsHandlers]),
