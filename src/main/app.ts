@@ -1,73 +1,42 @@
 /**
  * The HTTP application: the API's routes with their handlers and middleware, the docs
- * pages and the global envelope middleware, as one layer over an HttpRouter.
+ * pages and the global envelope middleware, as one layer over an HttpRouter. Each handler
+ * group brings the services it calls; a service several groups share is built once (layers
+ * are memoised by reference within one build). The core services come from below (core.ts).
  */
 import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminHandlers } from "../admin/handlers.ts"
-import { AdminService } from "../admin/service.ts"
 import { AnalyticsHandlers } from "../analytics/overview/handlers.ts"
-import { AnalyticsService } from "../analytics/overview/service.ts"
 import { CampaignsHandlers } from "../analytics/campaigns/handlers.ts"
-import { CampaignsService } from "../analytics/campaigns/service.ts"
 import { InsightsHandlers } from "../analytics/insights/handlers.ts"
-import { InsightsService } from "../analytics/insights/service.ts"
 import { DefinitionsHandlers } from "../attribution/definitions/handlers.ts"
-import { Definitions } from "../attribution/definitions/service.ts"
 import { AttributionHandlers } from "../attribution/recompute/handlers.ts"
-import { AttributionJobs } from "../attribution/recompute/service.ts"
 import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
-import { ApiKeysService } from "../auth/api-keys/service.ts"
 import { MeHandlers } from "../auth/me/handlers.ts"
-import { MeService } from "../auth/me/service.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
-import { Sessions } from "../auth/sessions/service.ts"
 import { ConnectionsHandlers } from "../connections/handlers.ts"
-import { ConnectionsRepo } from "../connections/repo.ts"
+import { CustomersHandlers } from "../customers/handlers.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
-import { DpaService } from "../dpa/service.ts"
 import { EventsHandlers } from "../events/outcomes/handlers.ts"
-import { OutcomeReplay } from "../events/replay/service.ts"
-import { EventsService } from "../events/outcomes/service.ts"
 import { PaymentsHandlers } from "../events/payments/handlers.ts"
-import { PaymentsService } from "../events/payments/service.ts"
-import { OAuthAuthorize } from "../oauth/authorize/service.ts"
+import { IdentityHandlers } from "../identity/handlers.ts"
+import { IdentityRepairHandlers } from "../identity-repair/handlers.ts"
+import { LinkTokensHandlers } from "../link-tokens/handlers.ts"
 import { McpOAuthHandlers } from "../mcp-oauth/handlers.ts"
-import { McpOAuthService } from "../mcp-oauth/service.ts"
 import { OAuthHandlers } from "../oauth/handlers.ts"
-import { OAuthService } from "../oauth/token/service.ts"
+import { OnboardingHandlers } from "../onboarding/handlers.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
 import { PartnerDataHandlers } from "../partner/handlers.ts"
-import { CustomersHandlers } from "../customers/handlers.ts"
-import { CustomersService } from "../customers/service.ts"
-import { IdentityHandlers } from "../identity/handlers.ts"
-import { IdentityService } from "../identity/service.ts"
-import { IdentityRepairHandlers } from "../identity-repair/handlers.ts"
-import { IdentityRepair } from "../identity-repair/service.ts"
-import { PartnerData } from "../partner/service.ts"
-import { LinkTokensHandlers } from "../link-tokens/handlers.ts"
-import { LinkTokens } from "../link-tokens/service.ts"
-import { ProfileAccess } from "../tenancy/access.ts"
-import { TenancyHandlers } from "../tenancy/profiles/handlers.ts"
-import { CollectorHandlers, TrackingHandlers } from "../tracking/tracker/handlers.ts"
-import { TrackingDiagnostics } from "../tracking/diagnostics/service.ts"
-import { TrackingDomains } from "../tracking/domains/service.ts"
-import { TrackingInstallers } from "../tracking/installers/service.ts"
-import { TrackingSetupHandlers } from "../tracking/setup/handlers.ts"
-import { TrackingService } from "../tracking/tracker/service.ts"
-import { Provisioning } from "../tenancy/profiles/service.ts"
-import { MembersHandlers } from "../tenancy/members/handlers.ts"
-import { Members } from "../tenancy/members/service.ts"
-import { WorkspacesHandlers } from "../tenancy/workspaces/handlers.ts"
-import { Workspaces } from "../tenancy/workspaces/service.ts"
+import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
 import { RpcLive } from "../rpc/server.ts"
-import { Health } from "../ops/service.ts"
+import { MembersHandlers } from "../tenancy/members/handlers.ts"
+import { TenancyHandlers } from "../tenancy/profiles/handlers.ts"
+import { WorkspacesHandlers } from "../tenancy/workspaces/handlers.ts"
+import { TrackingSetupHandlers } from "../tracking/setup/handlers.ts"
+import { CollectorHandlers, TrackingHandlers } from "../tracking/tracker/handlers.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
 import { DeprecationLayer } from "../versioning/middleware.ts"
-import { OnboardingHandlers } from "../onboarding/handlers.ts"
-import { Quickstart } from "../onboarding/service.ts"
-import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
-import { People } from "../people/service.ts"
 import { Api } from "../http/api.ts"
 import { AuthenticationLayer } from "../http/auth.ts"
 import { DocsRoutes } from "../http/docs.ts"
@@ -76,12 +45,41 @@ import { IdempotencyLayer } from "../http/idempotency.ts"
 import { SchemaErrorsLayer } from "../http/schema-errors.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
-  Layer.provide([OpsHandlers, AdminHandlers, ConnectionsHandlers, TenancyHandlers, ApiKeysHandlers, MembersHandlers, WorkspacesHandlers, MeHandlers, SessionsHandlers, DpaHandlers, DefinitionsHandlers, AttributionHandlers, RetiredHandlers, OAuthHandlers, McpOAuthHandlers, EventsHandlers, PaymentsHandlers, TrackingHandlers, TrackingSetupHandlers, CollectorHandlers, PartnerDataHandlers, CustomersHandlers, IdentityHandlers, IdentityRepairHandlers, LinkTokensHandlers, AnalyticsHandlers, CampaignsHandlers, InsightsHandlers]),
-  Layer.provide([PeopleAdminHandlers, PasswordsHandlers, PasswordPagesHandlers, OnboardingHandlers]),
-  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
-  // Built on the domain services below (decision 0053).
-  Layer.provide(Quickstart.layer.pipe(Layer.provideMerge(People.layer))),
-  Layer.provide([Health.layer, AdminService.layer, ConnectionsRepo.layer, ProfileAccess.layer, Provisioning.layer, ApiKeysService.layer, Members.layer, Workspaces.layer, MeService.layer, Sessions.layer, DpaService.layer, Definitions.layer, AttributionJobs.layer, OAuthService.layer, OAuthAuthorize.layer, McpOAuthService.layer, EventsService.layer, OutcomeReplay.layer, PaymentsService.layer, TrackingService.layer, TrackingInstallers.layer, TrackingDomains.layer, TrackingDiagnostics.layer, PartnerData.layer, CustomersService.layer, IdentityService.layer, IdentityRepair.layer, LinkTokens.layer, AnalyticsService.layer, CampaignsService.layer, InsightsService.layer])
+  Layer.provide([
+    OpsHandlers,
+    AdminHandlers,
+    ConnectionsHandlers,
+    TenancyHandlers,
+    ApiKeysHandlers,
+    MembersHandlers,
+    WorkspacesHandlers,
+    MeHandlers,
+    SessionsHandlers,
+    DpaHandlers,
+    DefinitionsHandlers,
+    AttributionHandlers,
+    RetiredHandlers,
+    OAuthHandlers,
+    McpOAuthHandlers,
+    EventsHandlers,
+    PaymentsHandlers,
+    TrackingHandlers,
+    TrackingSetupHandlers,
+    CollectorHandlers,
+    PartnerDataHandlers,
+    CustomersHandlers,
+    IdentityHandlers,
+    IdentityRepairHandlers,
+    LinkTokensHandlers,
+    AnalyticsHandlers,
+    CampaignsHandlers,
+    InsightsHandlers,
+    PeopleAdminHandlers,
+    PasswordsHandlers,
+    PasswordPagesHandlers,
+    OnboardingHandlers
+  ]),
+  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )
 
 /** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
