@@ -33,7 +33,7 @@ import { CampaignsService } from "../../src/analytics/campaigns/service.ts"
 import { AnalyticsService } from "../../src/analytics/overview/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
-import { MigrationsLive } from "../../src/platform/services.ts"
+import { MigrationsLive } from "../../src/main/core.ts"
 import { type Dataset, dropDataset, existingDataset, generateDataset, SPAN_DAYS } from "../replay/dataset.ts"
 import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
 

@@ -185,7 +185,7 @@ const main = async () => {
   let profiled: ReadonlyArray<ProfiledRun> = []
   if (profileDir !== undefined) mkdirSync(profileDir, { recursive: true })
   const service = startProcess(
-    [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/platform/main.node.ts"],
+    [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/main/node.ts"],
     {
       ...process.env,
       DATABASE_URL: databaseUrl,

@@ -1,7 +1,7 @@
 /**
  * HTTP overhead benchmark (`npm run bench:http`).
  *
- * Compares the real service (`src/platform/main.node.ts`, embedded PGlite in a temp dir) with
+ * Compares the real service (`src/main/node.ts`, embedded PGlite in a temp dir) with
  * a bare `node:http` server that answers the same bytes for `GET /healthz` and for the 404
  * envelope of `GET /api/v1/nope`: same status, headers, body shape, a fresh request id per
  * request. A third server, the Effect platform alone (bench/http/effect-router.ts), separates the
@@ -83,7 +83,7 @@ const main = async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-"))
   const baseEnv: Record<string, string | undefined> = { ...process.env, DATABASE_URL: undefined, REDIS_URL: undefined }
   const service = startProcess(
-    ["src/platform/main.node.ts"],
+    ["src/main/node.ts"],
     { ...baseEnv, PORT: String(servicePort), HOST, SVC_DATA_DIR: join(dataDir, "db") },
     "service"
   )

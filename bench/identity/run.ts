@@ -30,7 +30,7 @@ import type { PrincipalShape } from "../../src/auth/principal.ts"
 import { IdentityRepo } from "../../src/identity/repo.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
-import { MigrationsLive } from "../../src/platform/services.ts"
+import { MigrationsLive } from "../../src/main/core.ts"
 import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
 
 const CUSTOMERS = intFromEnv("BENCH_CUSTOMERS", 1_000_000, 20_000_000)

@@ -499,7 +499,7 @@ const main = async () => {
   const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: undefined }
   const profileDir = process.env["BENCH_CPU_PROF"]
   const service = startProcess(
-    [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/platform/main.node.ts"],
+    [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/main/node.ts"],
     { ...env, PORT: String(servicePort), HOST, SVC_DATA_DIR: join(dataDir, "db"), LOG_LEVEL: "Warn" },
     "service"
   )

@@ -43,7 +43,7 @@ import { AttributionRepo, type CandidateTouch } from "../../src/attribution/repo
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
-import { MigrationsLive } from "../../src/platform/services.ts"
+import { MigrationsLive } from "../../src/main/core.ts"
 import { availableParallelism } from "node:os"
 import { fmt, intFromEnv, processCpuMs, runInProcessBench } from "../support.ts"
 import {

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
@@ -39,4 +39,4 @@ export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
         Effect.flatMap(Principal, (actor) =>
           Effect.as(admin.disableCommerceApp(actor, params.id), { data: { id: params.id, disabled: true as const } }))
     })
-  }))
+  })).pipe(Layer.provide(AdminService.layer))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
@@ -18,4 +18,4 @@ export const ConnectionsHandlers = HttpApiBuilder.group(Api, "connections", (han
           return toPage(rows, limit, (row) => row)
         })
     })
-  }))
+  })).pipe(Layer.provide([ConnectionsRepo.layer, ProfileAccess.layer]))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
@@ -24,4 +24,4 @@ export const CustomersHandlers = HttpApiBuilder.group(Api, "customers", (handler
       getErasure: ({ params }) =>
         Effect.map(Effect.flatMap(access.current, (profile) => customers.erasure(profile, params.erasure_id)), (data) => ({ data }))
     })
-  }))
+  })).pipe(Layer.provide([CustomersService.layer, ProfileAccess.layer]))

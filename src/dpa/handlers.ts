@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
@@ -24,4 +24,4 @@ export const DpaHandlers = HttpApiBuilder.group(Api, "dpa", (handlers) =>
       withdrawProfileBaa: ({ params }) =>
         Effect.flatMap(Principal, (actor) => data(dpa.withdrawProfile(actor, params.profileId, "baa")))
     })
-  }))
+  })).pipe(Layer.provide(DpaService.layer))

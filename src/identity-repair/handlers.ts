@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
@@ -20,4 +20,4 @@ export const IdentityRepairHandlers = HttpApiBuilder.group(Api, "identityRepair"
       decideLink: ({ params, payload }) =>
         Effect.flatMap(caller, ({ principal, profile }) => identity.decide(principal, profile, params.id, payload))
     })
-  }))
+  })).pipe(Layer.provide([IdentityRepair.layer, ProfileAccess.layer]))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
@@ -24,4 +24,4 @@ export const IdentityHandlers = HttpApiBuilder.group(Api, "identity", (handlers)
         Effect.map(Effect.flatMap(access.current, (profile) => identity.previewPair(profile, query)), (data) => ({ data })),
       undoMerge: ({ params }) => Effect.flatMap(caller, ({ actor, profile }) => identity.undo(actor, profile, params.auditLogId))
     })
-  }))
+  })).pipe(Layer.provide([IdentityService.layer, ProfileAccess.layer]))

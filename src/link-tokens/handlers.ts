@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
@@ -13,4 +13,4 @@ export const LinkTokensHandlers = HttpApiBuilder.group(Api, "linkTokens", (handl
       Effect.gen(function*() {
         return yield* linkTokens.mint(yield* Principal, yield* access.current, payload)
       }))
-  }))
+  })).pipe(Layer.provide([LinkTokens.layer, ProfileAccess.layer]))

@@ -3,7 +3,7 @@
  * query strings are read here, so a malformed request answers in the OAuth format (or as an
  * HTML page for the person), never as the envelope's `validation_error`.
  */
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { McpRegistrationError } from "../../schema/mcp-oauth.ts"
@@ -171,4 +171,4 @@ export const McpOAuthHandlers = HttpApiBuilder.group(Api, "mcpOAuth", (handlers)
           const issued = yield* service.exchange(params)
           return HttpApiSchema.withHeaders({ body: issued, headers: noStore })
         }))
-  }))
+  })).pipe(Layer.provide(McpOAuthService.layer))

@@ -4,7 +4,7 @@
  * in the OAuth format (or, for the browser endpoints, a page) instead of the envelope's
  * `validation_error`.
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { AuthorizePageError, noStore, OAuthInvalidClient, OAuthRequestError } from "../../schema/oauth.ts"
@@ -181,4 +181,4 @@ export const OAuthHandlers = HttpApiBuilder.group(Api, "oauth", (handlers) =>
           )
           return redirectResponse(yield* authorization.consent(form, request.cookies))
         }).pipe(Effect.catchTag("AuthorizePageError", pageResponse)))
-  }))
+  })).pipe(Layer.provide([OAuthService.layer, OAuthAuthorize.layer]))

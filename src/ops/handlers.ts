@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { HttpServerResponse } from "effect/http"
 import { Api } from "../http/api.ts"
@@ -31,7 +31,7 @@ export const OpsHandlers = HttpApiBuilder.group(Api, "ops", (handlers) =>
           }
         }))
     })
-  }))
+  })).pipe(Layer.provide(Health.layer))
 
 const runtimeName = () =>
   "Deno" in globalThis ? `deno` : `node ${process.versions.node}`

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
@@ -30,4 +30,4 @@ export const PartnerDataHandlers = HttpApiBuilder.group(Api, "partnerData", (han
           return { data: result, meta: { replayed } }
         })
     })
-  }))
+  })).pipe(Layer.provide([PartnerData.layer, ProfileAccess.layer]))

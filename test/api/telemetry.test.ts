@@ -14,10 +14,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { HttpApp } from "../../src/http/app.ts"
+import { HttpApp } from "../../src/main/app.ts"
+import { launch } from "../../src/main/launch.ts"
 import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/config.ts"
 import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
-import { CoreLive } from "../../src/platform/services.ts"
 import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
 import { eventually } from "../support/eventually.ts"
@@ -50,12 +50,15 @@ const TracedApp = Layer.unwrap(
       OTEL_SERVICE_NAME: "svc-telemetry-test",
       OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test"
     })
-    return HttpRouter.serve(HttpApp, { disableLogger: true, disableListenLog: true }).pipe(
-      Layer.provide(CoreLive),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-      Layer.provide([TelemetryTest(exporter), LoggingLive]),
-      Layer.provide(AppConfig.layerWith(settings))
-    )
+    return launch({
+      settings,
+      app: HttpApp,
+      server: (app) =>
+        HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
+          Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+        ),
+      observability: Layer.merge(TelemetryTest(exporter), LoggingLive)
+    })
   })
 )
 

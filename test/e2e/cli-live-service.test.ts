@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url"
 import { tempDir } from "../support/app.ts"
 import { repoRoot, startService, stopService, waitUntil } from "../support/service-process.ts"
 
-const cliEntry = fileURLToPath(new URL("../../src/platform/cli.ts", import.meta.url))
+const cliEntry = fileURLToPath(new URL("../../src/main/cli.ts", import.meta.url))
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string>) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

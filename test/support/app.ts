@@ -10,10 +10,10 @@ import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { createServer } from "node:http"
-import { HttpApp } from "../../src/http/app.ts"
-import { AppConfig, type AppSettings, DEFAULT_KEEPALIVE_TIMEOUT_MS, DEFAULT_SHUTDOWN_GRACE_MS } from "../../src/platform/config.ts"
+import { HttpApp } from "../../src/main/app.ts"
+import { launch } from "../../src/main/launch.ts"
+import { type AppSettings, DEFAULT_KEEPALIVE_TIMEOUT_MS, DEFAULT_SHUTDOWN_GRACE_MS } from "../../src/platform/config.ts"
 import { CurrentRequestId } from "../../src/platform/request-id.ts"
-import { CoreLive } from "../../src/platform/services.ts"
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789"
 /** Signs the link tokens of every test deployment (decision 0037); override with `Option.none()` to turn them off. */
@@ -67,14 +67,17 @@ type AppLayer = Layer.Layer<never, unknown, Layer.Services<typeof HttpApp>>
 
 /** Serves `app` (default: the service's HttpApp) with the core services over real HTTP. */
 export const serveApp = (settings: AppSettings, app: AppLayer = HttpApp) =>
-  serverUrl.pipe(
-    Layer.provideMerge(HttpRouter.serve(app, { disableLogger: true, disableListenLog: true })),
-    Layer.provideMerge(CoreLive),
-    Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+  launch({
+    settings,
+    app,
+    server: (app) =>
+      serverUrl.pipe(
+        Layer.provideMerge(HttpRouter.serve(app, { disableLogger: true, disableListenLog: true })),
+        Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+      ),
     // As LOG_LEVEL does when serving: the default "Warn" keeps the access lines out of test output.
-    Layer.provide(Layer.succeed(References.MinimumLogLevel)(settings.logLevel)),
-    Layer.provideMerge(AppConfig.layerWith(settings))
-  )
+    observability: Layer.succeed(References.MinimumLogLevel)(settings.logLevel)
+  })
 
 export interface HttpResult {
   readonly status: number

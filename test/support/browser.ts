@@ -13,9 +13,8 @@ import { HttpRouter } from "effect/http"
 import { existsSync } from "node:fs"
 import { createServer } from "node:http"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { HttpApp } from "../../src/http/app.ts"
-import { AppConfig } from "../../src/platform/config.ts"
-import { CoreLive } from "../../src/platform/services.ts"
+import { HttpApp } from "../../src/main/app.ts"
+import { launch } from "../../src/main/launch.ts"
 import { freePort } from "../cluster/support/processes.ts"
 import { testSettings } from "./app.ts"
 
@@ -44,10 +43,18 @@ export const CHROMIUM_ARGS = [
 export { freePort }
 
 /** The service on `port` of 127.0.0.1, its base URL naming that port; replays off (not what browser tests are about). */
-export const serveOnPort = (port: number) =>
-  HttpRouter.serve(HttpApp, { disableLogger: true, disableListenLog: true }).pipe(
-    Layer.provideMerge(CoreLive),
-    Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })),
-    Layer.provideMerge(AppConfig.layerWith(testSettings({ baseUrl: `http://127.0.0.1:${port}` }))),
+export const serveOnPort = (port: number) => {
+  const settings = testSettings({ baseUrl: `http://127.0.0.1:${port}` })
+  return launch({
+    settings,
+    app: HttpApp,
+    server: (app) =>
+      HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
+        Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" }))
+      ),
+    // The default logger, as before.
+    observability: Layer.empty
+  }).pipe(
     Layer.provide(Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }))
   )
+}

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { freePort } from "../cluster/support/processes.ts"
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url))
-const entry = fileURLToPath(new URL("../../src/platform/main.node.ts", import.meta.url))
+const entry = fileURLToPath(new URL("../../src/main/node.ts", import.meta.url))
 
 export const PROCESS_ADMIN_TOKEN = "process-test-operator-token-0123456789"
 
@@ -21,7 +21,7 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts the service with `env` on a free port: `node main.node.ts` under the test's (pinned)
+ * Starts the service with `env` on a free port: `node src/main/node.ts` under the test's (pinned)
  * Node, or `npm start` with `viaNpm`.
  */
 export const startService = async (

@@ -4,8 +4,8 @@ import { fileURLToPath } from "node:url"
 import { latestMigrationId, migrations } from "../../migrations/index.ts"
 import { tempDir } from "../support/app.ts"
 
-const entry = fileURLToPath(new URL("../../src/platform/main.node.ts", import.meta.url))
-const cli = fileURLToPath(new URL("../../src/platform/cli.ts", import.meta.url))
+const entry = fileURLToPath(new URL("../../src/main/node.ts", import.meta.url))
+const cli = fileURLToPath(new URL("../../src/main/cli.ts", import.meta.url))
 
 /** Runs an entry point with only the given variables (plus PATH) and returns its exit and stderr. */
 const run = (script: string, env: Record<string, string>, args: ReadonlyArray<string> = []) => {

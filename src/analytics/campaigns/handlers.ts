@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { ProfileAccess } from "../../tenancy/access.ts"
@@ -17,4 +17,4 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", (handler
       fatigueRisk: ({ query }) => Effect.flatMap(access.current, (profile) => campaigns.fatigueRisk(profile, query)),
       ad: ({ params, query }) => Effect.flatMap(access.current, (profile) => campaigns.ad(profile, params.id, query))
     })
-  }))
+  })).pipe(Layer.provide([CampaignsService.layer, ProfileAccess.layer]))

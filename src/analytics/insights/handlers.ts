@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal, type PrincipalShape, type ProfileContext } from "../../auth/principal.ts"
@@ -39,4 +39,4 @@ export const InsightsHandlers = HttpApiBuilder.group(Api, "insights", (handlers)
       touches: ({ query }) => withProfile((profile) => insights.touches(profile, query)),
       realtime: () => withProfile((profile) => insights.realtime(profile))
     })
-  }))
+  })).pipe(Layer.provide([InsightsService.layer, ProfileAccess.layer]))

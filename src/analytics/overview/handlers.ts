@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { ProfileAccess } from "../../tenancy/access.ts"
@@ -13,4 +13,4 @@ export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", (handler
       timeseries: ({ query }) => Effect.flatMap(access.current, (profile) => analytics.timeseries(profile, query)),
       breakdown: ({ params, query }) => Effect.flatMap(access.current, (profile) => analytics.breakdown(profile, params.dimension, query))
     })
-  }))
+  })).pipe(Layer.provide([AnalyticsService.layer, ProfileAccess.layer]))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal } from "../../auth/principal.ts"
@@ -39,4 +39,4 @@ export const DefinitionsHandlers = HttpApiBuilder.group(Api, "definitions", (han
         Effect.flatMap(caller, ({ actor, profile }) =>
           Effect.map(definitions.setEventKey(actor, profile, params.id, payload.event_key), edited))
     })
-  }))
+  })).pipe(Layer.provide([Definitions.layer, ProfileAccess.layer]))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal } from "../../auth/principal.ts"
@@ -19,4 +19,4 @@ export const AttributionHandlers = HttpApiBuilder.group(Api, "attribution", (han
             })))),
       replayStatus: () => Effect.flatMap(access.current, (profile) => Effect.map(jobs.replayStatus(profile), (data) => ({ data })))
     })
-  }))
+  })).pipe(Layer.provide([AttributionJobs.layer, ProfileAccess.layer]))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal } from "../principal.ts"
@@ -42,4 +42,4 @@ export const ApiKeysHandlers = HttpApiBuilder.group(Api, "apiKeys", (handlers) =
             }
           })))
     })
-  }))
+  })).pipe(Layer.provide(ApiKeysService.layer))

@@ -1,4 +1,4 @@
-import { Effect, Option, Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { type DatabaseUnavailable, Unauthorized } from "../../../schema/errors.ts"
@@ -46,4 +46,4 @@ export const MeHandlers = HttpApiBuilder.group(Api, "me", (handlers) =>
       )
     )
     return handlers.handleAll({ getMe: () => getMe })
-  }))
+  })).pipe(Layer.provide(MeService.layer))

@@ -45,7 +45,7 @@ export const SessionsHandlers = HttpApiBuilder.group(Api, "sessions", (handlers)
           return { data }
         })
     })
-  }))
+  })).pipe(Layer.provide(Sessions.layer))
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -73,4 +73,4 @@ export const CsrfLayer = Layer.effect(Csrf)(
         return yield* httpEffect
       })
   })
-)
+).pipe(Layer.provide(Sessions.layer))

@@ -1,4 +1,4 @@
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal } from "../../auth/principal.ts"
@@ -33,4 +33,4 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", (handlers) =>
       replayOutcomes: ({ query }) =>
         Effect.flatMap(Principal, (principal) => Effect.flatMap(access.current, (profile) => replay.list(principal, profile, query)))
     })
-  }))
+  })).pipe(Layer.provide([EventsService.layer, OutcomeReplay.layer, ProfileAccess.layer]))

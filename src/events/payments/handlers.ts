@@ -1,4 +1,4 @@
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal } from "../../auth/principal.ts"
@@ -49,4 +49,4 @@ export const PaymentsHandlers = HttpApiBuilder.group(Api, "payments", (handlers)
           return { data: yield* payments.reportCardgw(actor, profile, payload, literal) }
         })
     })
-  }))
+  })).pipe(Layer.provide([PaymentsService.layer, ProfileAccess.layer]))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { ReconciledMember } from "../../../schema/members.ts"
 import { Api } from "../../http/api.ts"
@@ -28,4 +28,4 @@ export const MembersHandlers = HttpApiBuilder.group(Api, "members", (handlers) =
           return { data: { removed: yield* members.remove(yield* appPrincipal, params.workspaceId, params.userId) } }
         })
     })
-  }))
+  })).pipe(Layer.provide(Members.layer))

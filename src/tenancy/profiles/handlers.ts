@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { routeProfileCall } from "../../../cluster/calls.ts"
 import { Profile } from "../../../cluster/Profile.ts"
 import { isUuid } from "../../../schema/common.ts"
@@ -103,4 +103,4 @@ export const TenancyHandlers = HttpApiBuilder.group(Api, "tenancy", (handlers) =
           return createdOrReplayed(yield* provisioning.adopt(yield* appPrincipal, params.profileId, payload))
         })
     })
-  }))
+  })).pipe(Layer.provide(Provisioning.layer))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal } from "../../auth/principal.ts"
@@ -26,4 +26,4 @@ export const WorkspacesHandlers = HttpApiBuilder.group(Api, "workspaces", (handl
       reportsHub: ({ params }) =>
         Effect.flatMap(Principal, (actor) => Effect.map(workspaces.reportsHub(actor, params.workspaceId), data))
     })
-  }))
+  })).pipe(Layer.provide(Workspaces.layer))

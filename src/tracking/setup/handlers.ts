@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
 import { Principal } from "../../auth/principal.ts"
@@ -51,4 +51,4 @@ export const TrackingSetupHandlers = HttpApiBuilder.group(Api, "trackingSetup", 
       getTrackingQuality: ({ query }) =>
         Effect.map(Effect.flatMap(access.current, (profile) => diagnostics.quality(profile, query.days)), (data) => ({ data }))
     })
-  }))
+  })).pipe(Layer.provide([TrackingDiagnostics.layer, TrackingDomains.layer, TrackingInstallers.layer, ProfileAccess.layer]))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { PayloadTooLarge } from "../../../schema/errors.ts"
@@ -39,7 +39,7 @@ export const TrackingHandlers = HttpApiBuilder.group(Api, "tracking", (handlers)
         Effect.flatMap(access.current, (profile) =>
           tracking.snippet(profile, { key: query.key, bundle: query.bundle, pixelId: query.pixel_id }))
     })
-  }))
+  })).pipe(Layer.provide([TrackingService.layer, ProfileAccess.layer]))
 
 const CORS_ALLOW = {
   "access-control-allow-methods": "POST, OPTIONS",
@@ -91,4 +91,4 @@ export const CollectorHandlers = HttpApiBuilder.group(Api, "collector", (handler
             headers: { ...CORS_ALLOW, "access-control-allow-origin": origin, vary: "Origin" }
           })
         }))
-  }))
+  })).pipe(Layer.provide([TrackingService.layer, ProfileAccess.layer]))

@@ -7,7 +7,7 @@ const SHARED_SECRETS_KEY = randomBytes(32).toString("base64")
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url))
 /** The service itself: each runner is the real Node entry point. */
-const runnerEntry = fileURLToPath(new URL("../../../src/platform/main.node.ts", import.meta.url))
+const runnerEntry = fileURLToPath(new URL("../../../src/main/node.ts", import.meta.url))
 
 /** Operator token of the runners started here. */
 export const RUNNER_ADMIN_TOKEN = "cluster-test-operator-token-0123456789"

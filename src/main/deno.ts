@@ -1,5 +1,5 @@
 /**
- * Deno entry point: the same service as main.node.ts (serve.ts), served by `Deno.serve`.
+ * Deno entry point: the same service as node.ts (launch.ts), served by `Deno.serve`.
  * Started by `deno task start` (deno.json); uses the npm-installed node_modules.
  */
 import { NodeServices } from "@effect/platform-node"
@@ -7,9 +7,9 @@ import { Effect, Layer, Runtime, type Scope } from "effect"
 import { Etag, HttpEffect, HttpPlatform, type HttpServerRequest } from "effect/http"
 import { ServeError } from "effect/http/HttpServerError"
 import { envelopeBody, toEnvelope } from "../../schema/errors.ts"
-import { Lifecycle, stoppedBeforeFinishing } from "./lifecycle.ts"
-import { newRequestId } from "./request-id.ts"
-import { serviceMain } from "./serve.ts"
+import { Lifecycle, stoppedBeforeFinishing } from "../platform/lifecycle.ts"
+import { newRequestId } from "../platform/request-id.ts"
+import { serviceMain } from "./launch.ts"
 
 const main = serviceMain({
   platform: Layer.mergeAll(HttpPlatform.layer, Etag.layerWeak).pipe(Layer.provideMerge(NodeServices.layer)),
@@ -35,7 +35,7 @@ const main = serviceMain({
           })
         })
       const server = yield* Effect.try({
-        // Listening starts here, after the application was built (serve.ts): no request waits on start-up.
+        // Listening starts here, after the application was built (launch.ts): no request waits on start-up.
         try: () =>
           Deno.serve(
             { port: settings.port, hostname: settings.host, onListen: () => {} },
@@ -66,7 +66,7 @@ const main = serviceMain({
   }
 })
 
-/** Stop signals drain (serve.ts); the exit code follows the result. */
+/** Stop signals drain (launch.ts); the exit code follows the result. */
 const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
   fiber.addObserver((exit) => teardown(exit, (code) => Deno.exit(code)))
 })

@@ -1,8 +1,8 @@
-/** Node entry point: the service on a Node HTTP server (src/platform/node-server.ts). */
+/** Node entry point: the service on a Node HTTP server (../platform/node-server.ts). */
 import { NodeHttpServer } from "@effect/platform-node"
 import { Runtime } from "effect"
-import { serveNode } from "./node-server.ts"
-import { serviceMain } from "./serve.ts"
+import { serveNode } from "../platform/node-server.ts"
+import { serviceMain } from "./launch.ts"
 
 const main = serviceMain({
   platform: NodeHttpServer.layerHttpServices,
@@ -23,7 +23,7 @@ const main = serviceMain({
   }
 })
 
-/** Like NodeRuntime.runMain, minus its signal handlers: stop signals drain (serve.ts), and the exit code follows the result. */
+/** Like NodeRuntime.runMain, minus its signal handlers: stop signals drain (launch.ts), and the exit code follows the result. */
 const runMain = Runtime.makeRunMain(({ fiber, teardown }) => {
   fiber.addObserver((exit) => teardown(exit, (code) => process.exit(code)))
 })

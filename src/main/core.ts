@@ -1,7 +1,7 @@
 /**
  * Everything a running service needs below the HTTP layer, in start-up order:
  * configuration, database, migrations, then the cluster runner, rate-limit store, credentials.
- * Shared by the Node and Deno entry points and by the tests.
+ * The launch pipe (launch.ts) builds it for the entry points and the tests.
  */
 import { ByteSize, Effect, Layer } from "effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
@@ -10,12 +10,11 @@ import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
-import { AppConfig } from "./config.ts"
-import { DatabaseLive } from "./database.ts"
-import { migrate } from "./migrator.ts"
-import { RateLimiterLive } from "./rate-limit.ts"
-import { Lifecycle } from "./lifecycle.ts"
-import { SecretBox } from "./secret-box.ts"
+import { AppConfig } from "../platform/config.ts"
+import { DatabaseLive } from "../platform/database.ts"
+import { migrate } from "../platform/migrator.ts"
+import { RateLimiterLive } from "../platform/rate-limit.ts"
+import { SecretBox } from "../platform/secret-box.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -30,7 +29,7 @@ const RequestLimitsLive = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
-/** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up. */
+/** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
@@ -46,6 +45,3 @@ export const CoreServicesLive = Layer.mergeAll(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)
 )
-
-/** The core services with a lifecycle of their own (tests and tools that serve the app in process). */
-export const CoreLive = Layer.merge(CoreServicesLive, Lifecycle.layer)

@@ -1,0 +1,86 @@
+/**
+ * The HTTP application: the API's routes with their handlers and middleware, the docs
+ * pages and the global envelope middleware, as one layer over an HttpRouter. Each handler
+ * group brings the services it calls; a service several groups share is built once (layers
+ * are memoised by reference within one build). The core services come from below (core.ts).
+ */
+import { Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { AdminHandlers } from "../admin/handlers.ts"
+import { AnalyticsHandlers } from "../analytics/overview/handlers.ts"
+import { CampaignsHandlers } from "../analytics/campaigns/handlers.ts"
+import { InsightsHandlers } from "../analytics/insights/handlers.ts"
+import { DefinitionsHandlers } from "../attribution/definitions/handlers.ts"
+import { AttributionHandlers } from "../attribution/recompute/handlers.ts"
+import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
+import { MeHandlers } from "../auth/me/handlers.ts"
+import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
+import { ConnectionsHandlers } from "../connections/handlers.ts"
+import { CustomersHandlers } from "../customers/handlers.ts"
+import { DpaHandlers } from "../dpa/handlers.ts"
+import { EventsHandlers } from "../events/outcomes/handlers.ts"
+import { PaymentsHandlers } from "../events/payments/handlers.ts"
+import { IdentityHandlers } from "../identity/handlers.ts"
+import { IdentityRepairHandlers } from "../identity-repair/handlers.ts"
+import { LinkTokensHandlers } from "../link-tokens/handlers.ts"
+import { McpOAuthHandlers } from "../mcp-oauth/handlers.ts"
+import { OAuthHandlers } from "../oauth/handlers.ts"
+import { OnboardingHandlers } from "../onboarding/handlers.ts"
+import { OpsHandlers } from "../ops/handlers.ts"
+import { PartnerDataHandlers } from "../partner/handlers.ts"
+import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
+import { RpcLive } from "../rpc/server.ts"
+import { MembersHandlers } from "../tenancy/members/handlers.ts"
+import { TenancyHandlers } from "../tenancy/profiles/handlers.ts"
+import { WorkspacesHandlers } from "../tenancy/workspaces/handlers.ts"
+import { TrackingSetupHandlers } from "../tracking/setup/handlers.ts"
+import { CollectorHandlers, TrackingHandlers } from "../tracking/tracker/handlers.ts"
+import { RetiredHandlers } from "../versioning/handlers.ts"
+import { DeprecationLayer } from "../versioning/middleware.ts"
+import { Api } from "../http/api.ts"
+import { AuthenticationLayer } from "../http/auth.ts"
+import { DocsRoutes } from "../http/docs.ts"
+import { EnvelopeLayer } from "../http/envelope.ts"
+import { IdempotencyLayer } from "../http/idempotency.ts"
+import { SchemaErrorsLayer } from "../http/schema-errors.ts"
+
+export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
+  Layer.provide([
+    OpsHandlers,
+    AdminHandlers,
+    ConnectionsHandlers,
+    TenancyHandlers,
+    ApiKeysHandlers,
+    MembersHandlers,
+    WorkspacesHandlers,
+    MeHandlers,
+    SessionsHandlers,
+    DpaHandlers,
+    DefinitionsHandlers,
+    AttributionHandlers,
+    RetiredHandlers,
+    OAuthHandlers,
+    McpOAuthHandlers,
+    EventsHandlers,
+    PaymentsHandlers,
+    TrackingHandlers,
+    TrackingSetupHandlers,
+    CollectorHandlers,
+    PartnerDataHandlers,
+    CustomersHandlers,
+    IdentityHandlers,
+    IdentityRepairHandlers,
+    LinkTokensHandlers,
+    AnalyticsHandlers,
+    CampaignsHandlers,
+    InsightsHandlers,
+    PeopleAdminHandlers,
+    PasswordsHandlers,
+    PasswordPagesHandlers,
+    OnboardingHandlers
+  ]),
+  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
+)
+
+/** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
+export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer)
