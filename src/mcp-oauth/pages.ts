@@ -6,10 +6,9 @@
  * client's redirect origin, since the form's answer is a redirect there).
  */
 import { HttpServerResponse } from "effect/http"
-import { createHash } from "node:crypto"
 import type { McpGrant } from "../../schema/scopes.ts"
 import { scopesOfMcpGrant } from "../../schema/scopes.ts"
-import { escapeHtml } from "../platform/html.ts"
+import { escapeHtml, htmlPages } from "../platform/html.ts"
 
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d232b}
@@ -19,35 +18,13 @@ button{padding:.5rem 1.1rem;margin:1rem .5rem 0 0;font-size:1rem;cursor:pointer}
 .error{color:#a4161a;background:#fdecea;padding:.6rem;border-radius:4px}.note{color:#5c6670;font-size:.9rem}
 li{margin:.4rem 0}`
 
-const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE, "utf8").digest("base64")}'`
+const pages = htmlPages(STYLE)
 
-const securityHeaders = (formTargets: ReadonlyArray<string>) => ({
-  "cache-control": "no-store",
-  pragma: "no-cache",
-  "x-frame-options": "DENY",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "content-security-policy": [
-    "default-src 'none'",
-    `style-src ${STYLE_HASH}`,
-    `form-action ${["'self'", ...formTargets].join(" ")}`,
-    "frame-ancestors 'none'",
-    "base-uri 'none'"
-  ].join("; ")
-})
-
-const document = (title: string, body: string) =>
-  `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<style>${STYLE}</style></head><body>
-${body}
-</body></html>`
+const document = pages.document
 
 /** An HTML page (200; handlers give error pages their status, see handlers.ts). */
 const htmlResponse = (html: string, formTargets: ReadonlyArray<string> = []) =>
-  HttpServerResponse.text(html, { contentType: "text/html; charset=utf-8", headers: securityHeaders(formTargets) })
+  HttpServerResponse.text(html, { contentType: "text/html; charset=utf-8", headers: pages.headers(formTargets) })
 
 /** A redirect to the client, with the same no-store and no-referrer headers. */
 export const redirectResponse = (location: string) =>

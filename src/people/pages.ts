@@ -3,8 +3,7 @@
  * interpolated value is escaped. No framing, no referrer (the token is in the address), no store.
  */
 import { HttpServerResponse } from "effect/http"
-import { createHash } from "node:crypto"
-import { escapeHtml } from "../platform/html.ts"
+import { escapeHtml, htmlPages } from "../platform/html.ts"
 import { PASSWORD_PAGE_PATH } from "./service.ts"
 
 const STYLE = `body{font:15px/1.5 system-ui,sans-serif;max-width:30rem;margin:3rem auto;padding:0 1rem;color:#1d232b}
@@ -12,29 +11,10 @@ h1{font-size:1.35rem}label{display:block;margin:.8rem 0 .2rem}input[type=passwor
 button{padding:.5rem 1.1rem;margin-top:1rem;font-size:1rem;cursor:pointer}code{font:13px ui-monospace,monospace}
 .error{color:#a4161a;background:#fdecea;padding:.6rem;border-radius:4px}.note{color:#5c6670;font-size:.9rem}`
 
-const STYLE_HASH = `'sha256-${createHash("sha256").update(STYLE, "utf8").digest("base64")}'`
-
-const headers = {
-  "cache-control": "no-store",
-  pragma: "no-cache",
-  "x-frame-options": "DENY",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "content-security-policy":
-    `default-src 'none'; style-src ${STYLE_HASH}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`
-}
+const pages = htmlPages(STYLE)
 
 const page = (title: string, body: string, status: 200 | 400 = 200) =>
-  HttpServerResponse.text(
-    `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<style>${STYLE}</style></head><body>
-${body}
-</body></html>`,
-    { contentType: "text/html; charset=utf-8", headers, status }
-  )
+  HttpServerResponse.text(pages.document(title, body), { contentType: "text/html; charset=utf-8", headers: pages.headers(), status })
 
 export const passwordFormPage = (input: {
   readonly token: string

@@ -1,6 +1,5 @@
 /** Channel, source and medium classification of web touches: the documented rules as a table (decision 0031). */
 import { assert, describe, it } from "@effect/vitest"
-import { CHANNELS as MODEL_CHANNELS } from "../../src/attribution/models/index.ts"
 import {
   CHANNELS,
   type ChannelInput,
@@ -238,8 +237,7 @@ describe("classify", () => {
     })
   }
 
-  it("every case's channel is one of the eight, and the attribution models know the same eight", () => {
-    assert.deepStrictEqual([...CHANNELS].sort(), [...MODEL_CHANNELS].sort())
+  it("every case's channel is one of the eight the attribution models know, and the table covers all eight", () => {
     for (const testCase of cases) assert.include(CHANNELS, testCase.expected.channel)
     const covered = new Set(cases.map((testCase) => testCase.expected.channel))
     assert.deepStrictEqual([...covered].sort(), [...CHANNELS].sort(), "the table covers every channel")

@@ -13,6 +13,7 @@ import { type UtmSummary, UtmSummary as UtmSummarySchema } from "../../../schema
 import type { TouchFilter } from "../../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsFragments } from "../sql/repo.ts"
+import { TouchColumns } from "../../attribution/touches/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export interface InsightScope {
@@ -59,15 +60,9 @@ const TouchRow = Schema.Struct({
   at: Schema.String,
   /** The keyset: `occurred_at` at full precision. */
   cursor_at: Schema.String,
+  ...TouchColumns.fields,
+  // Every stored touch has a channel; the touches list reads it as such.
   channel: Schema.String,
-  source: Schema.NullOr(Schema.String),
-  medium: Schema.NullOr(Schema.String),
-  campaign_external_id: Schema.NullOr(Schema.String),
-  campaign_name: Schema.NullOr(Schema.String),
-  ad_set_external_id: Schema.NullOr(Schema.String),
-  ad_set_name: Schema.NullOr(Schema.String),
-  ad_external_id: Schema.NullOr(Schema.String),
-  ad_name: Schema.NullOr(Schema.String),
   click_id_kind: Schema.NullOr(Schema.String),
   join_method: Schema.NullOr(Schema.String)
 })

@@ -4,7 +4,7 @@
  * and no Referer leaves the page (its URL carries the id_token_hint).
  */
 import type { ConnectScope } from "../../../schema/scopes.ts"
-import { escapeHtml } from "../../platform/html.ts"
+import { escapeHtml, htmlPages } from "../../platform/html.ts"
 import { scopesOfConnectScope } from "../../../schema/scopes.ts"
 
 
@@ -42,23 +42,13 @@ const STYLE = "body{font:15px/1.5 system-ui,sans-serif;max-width:34rem;margin:3r
   "button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem;border-radius:4px;border:1px solid #8a939e;background:#fff}" +
   "button[value=approve]{background:#0b63c5;border-color:#0b63c5;color:#fff}.muted{color:#5b6570}"
 
-/** Response headers of every page: no caching, no framing, nothing loaded from elsewhere, no Referer. */
-export const pageHeaders = (formTarget?: string): Record<string, string> => ({
-  "cache-control": "no-store",
-  pragma: "no-cache",
-  "x-frame-options": "DENY",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; ` +
-    `form-action 'self'${formTarget === undefined ? "" : ` ${formTarget}`}`
-})
+const pages = htmlPages(STYLE)
 
-const page = (title: string, body: string) =>
-  `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<style>${STYLE}</style></head><body>${body}</body></html>`
+/** Response headers of every page (src/platform/html.ts); the consent form may also post to the client's redirect origin. */
+export const pageHeaders = (formTarget?: string): Record<string, string> =>
+  pages.headers(formTarget === undefined ? [] : [formTarget])
+
+const page = pages.document
 
 export const consentPage = (screen: ConsentScreen): string => {
   const app = escapeHtml(screen.appName)

@@ -17,6 +17,7 @@
  *
  * Values are lower-cased and trimmed; source and medium are always non-empty strings.
  */
+import { type Channel, CHANNELS } from "../../attribution/models/types.ts"
 
 export const CLICK_ID_KINDS = ["gclid", "gbraid", "wbraid", "msclkid", "fbclid", "ttclid"] as const
 export type ClickIdKind = (typeof CLICK_ID_KINDS)[number]
@@ -24,17 +25,8 @@ export type ClickIdKind = (typeof CLICK_ID_KINDS)[number]
 export const UTM_KEYS = ["utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content", "utm_id"] as const
 export type UtmKey = (typeof UTM_KEYS)[number]
 
-export const CHANNELS = [
-  "paid_search",
-  "paid_social",
-  "organic_search",
-  "organic_social",
-  "referral",
-  "email",
-  "messaging",
-  "direct"
-] as const
-export type Channel = (typeof CHANNELS)[number]
+/** The channels classification produces are the ones the credit models know. */
+export { type Channel, CHANNELS }
 
 export interface ChannelInput {
   readonly utmSource?: string | null | undefined
