@@ -9,15 +9,9 @@ import { CreateOAuthApp } from "../../schema/admin.ts"
 import { AdminService } from "../admin/service.ts"
 import { AnalyticsImports, parseFxCsv, parseSpendCsv } from "../analytics/imports/service.ts"
 import { AnalyticsRollupSettings, AnalyticsRollups, defaultRollupSettings } from "../analytics/rollups/repo.ts"
-import { ApiKeysService } from "../auth/api-keys/service.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
-import { Sessions } from "../auth/sessions/service.ts"
-import { Definitions } from "../attribution/definitions/service.ts"
 import { Quickstart } from "../onboarding/service.ts"
 import { People } from "../people/service.ts"
-import { Provisioning } from "../tenancy/profiles/service.ts"
-import { Workspaces } from "../tenancy/workspaces/service.ts"
-import { TrackingService } from "../tracking/tracker/service.ts"
 import { PasswordLink, QuickstartBundle as QuickstartBundleSchema, type QuickstartBundle } from "../../schema/people.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DataDirLocked, type LockContents, readHolder } from "../platform/data-dir-lock.ts"
@@ -260,16 +254,7 @@ const analyticsCommand = Command.make("analytics").pipe(
 const withPeople = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(
     Effect.andThen(migrate, effect),
-    Quickstart.layer.pipe(
-      Layer.provideMerge(People.layer),
-      Layer.provideMerge(Layer.mergeAll(
-        Workspaces.layer,
-        Provisioning.layer,
-        TrackingService.layer,
-        Definitions.layer,
-        ApiKeysService.layer,
-        Sessions.layer
-      )),
+    Layer.merge(Quickstart.layer, People.layer).pipe(
       Layer.provideMerge(Layer.mergeAll(SecretBox.layer, CredentialStoreLive, RateLimiterLive)),
       Layer.provideMerge(DatabaseLive)
     )

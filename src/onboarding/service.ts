@@ -138,5 +138,9 @@ export class Quickstart extends Context.Service<Quickstart, {
 
       return { run }
     })
-  ).pipe(Layer.provide([WorkspacesRepo.layer, TenancyRepo.layer]))
+  ).pipe(
+    // Built on the domain services (decision 0053): one list for the HTTP group and the CLI.
+    Layer.provide([People.layer, Sessions.layer, Workspaces.layer, Provisioning.layer, TrackingService.layer, Definitions.layer, ApiKeysService.layer]),
+    Layer.provide([WorkspacesRepo.layer, TenancyRepo.layer])
+  )
 }

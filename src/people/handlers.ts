@@ -2,28 +2,26 @@ import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
-import { Sessions } from "../auth/sessions/service.ts"
 import { mediaTypeOf } from "../platform/request-info.ts"
 import { AppConfig } from "../platform/config.ts"
 import { passwordFormPage, passwordSetPage, unusableLinkPage } from "./pages.ts"
 import { People } from "./service.ts"
 
 /** People signs a person's sessions out when their password changes. */
-const PeopleLive = People.layer.pipe(Layer.provide(Sessions.layer))
 
 export const PeopleAdminHandlers = HttpApiBuilder.group(Api, "peopleAdmin", (handlers) =>
   Effect.gen(function*() {
     const people = yield* People
     return handlers.handle("createPasswordLink", ({ payload }) =>
       Effect.map(Effect.flatMap(Principal, (actor) => people.issueLink(actor, payload.email, payload.purpose)), (data) => ({ data })))
-  })).pipe(Layer.provide(PeopleLive))
+  })).pipe(Layer.provide(People.layer))
 
 export const PasswordsHandlers = HttpApiBuilder.group(Api, "passwords", (handlers) =>
   Effect.gen(function*() {
     const people = yield* People
     return handlers.handle("setPassword", ({ payload }) =>
       Effect.map(people.setPassword(payload.token, payload.password), (data) => ({ data })))
-  })).pipe(Layer.provide(PeopleLive))
+  })).pipe(Layer.provide(People.layer))
 
 /** Raw handlers: a malformed form answers the page again (or the unusable-link page), never the envelope. */
 export const PasswordPagesHandlers = HttpApiBuilder.group(Api, "passwordPages", (handlers) =>
@@ -57,4 +55,4 @@ export const PasswordPagesHandlers = HttpApiBuilder.group(Api, "passwordPages", 
             })
           )
         }))
-  })).pipe(Layer.provide(PeopleLive))
+  })).pipe(Layer.provide(People.layer))

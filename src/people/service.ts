@@ -134,5 +134,5 @@ export class People extends Context.Service<People, {
 
       return { ensure, issueLink, viewLink, setPassword }
     })
-  ).pipe(Layer.provide([PeopleRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([PeopleRepo.layer, AuditLog.layer, Sessions.layer]))
 }
