@@ -163,10 +163,11 @@ export class AdminRepo extends Context.Service<AdminRepo, {
         firstApp(sql`UPDATE oauth_apps SET jwt_secret_encrypted = ${encrypted}, updated_at = now()
                      WHERE id = ${id} AND deleted_at IS NULL RETURNING ${appColumns}`)
 
+      const firstPresent = decodeFirstRow(Schema.Struct({ present: Schema.Boolean }))
       const workspaceExists = (id: string) =>
         Effect.map(
-          sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = ${id} AND archived_at IS NULL) AS present`,
-          (rows) => rows[0]?.present === true
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = ${id} AND archived_at IS NULL) AS present`),
+          Option.exists((row) => row.present)
         )
 
       const insertCommerceApp = (app: NewCommerceApp) =>
@@ -202,15 +203,16 @@ export class AdminRepo extends Context.Service<AdminRepo, {
           Option.map((row) => row.is_healthcare_agency)
         )
 
+      const firstGrantId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
       const upsertGrant = (appId: string, profileId: string, connectScopes: ReadonlyArray<ConnectScope>) =>
         Effect.map(
-          sql<{ id: string }>`
+          firstGrantId(sql`
             INSERT INTO grants (id, app_id, profile_id, connect_scopes)
             VALUES (${crypto.randomUUID()}, ${appId}, ${profileId}, ${connectScopes})
             ON CONFLICT (app_id, profile_id) DO UPDATE
               SET connect_scopes = EXCLUDED.connect_scopes, revoked_at = NULL, updated_at = now()
-            RETURNING id`,
-          (rows) => rows[0]?.id ?? ""
+            RETURNING id`),
+          Option.match({ onNone: () => "", onSome: (row) => row.id })
         )
 
       const revokeGrants = (which: { readonly appId: string } | { readonly profileId: string }) =>

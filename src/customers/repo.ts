@@ -638,12 +638,12 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
         readonly selectorDigest: string
       }) =>
         Effect.map(
-          sql<{ id: string }>`
+          idRows(sql`
             INSERT INTO customer_erasures (id, profile_id, request_ref, customer_id, customer_key, reason, selector_digest)
             SELECT ${row.id}, ${row.profileId}, ${row.requestRef}, c.id, c.customer_key, ${row.reason}, ${row.selectorDigest}
             FROM customers c WHERE c.id = ${row.customerId}
             ON CONFLICT (profile_id, request_ref) DO NOTHING
-            RETURNING id`,
+            RETURNING id`),
           (rows) => rows.length === 1
         )
 

@@ -6,13 +6,13 @@
  * (day, currency) amount without a rate makes the entity's total null. The conversions list of
  * one campaign is a list of facts, so it reads the raw tables (keyset on occurred_at, id).
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { Fragment } from "effect/sql/Statement"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { CampaignLevel } from "../../../schema/analytics-campaigns.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
-import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import { AnalyticsFragments } from "../sql/repo.ts"
 import type { ReadScope } from "../overview/repo.ts"
 
@@ -134,6 +134,9 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
       const conversionRows = decodeRows(ConversionRow)
       const trendRows = decodeRows(TrendRowSql)
       const trendSpendRows = decodeRows(TrendSpendSql)
+      const platformIdRows = decodeRows(Schema.Struct({ platform_id: Schema.String }))
+      const firstKnown = decodeFirstRow(Schema.Struct({ known: Schema.Boolean }))
+      const firstMeasured = decodeFirstRow(Schema.Struct({ measured: Schema.Boolean }))
 
       const convert = (scope: ReadScope, target: string | null, profileBlock: boolean, money: string) =>
         fragments.convertedMoney(scope.currency, target, profileBlock, money)
@@ -188,8 +191,8 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
           const one = only === undefined ? sql`` : sql`AND ${column} = ${only}`
           // Without a filter, the distinct ids are walked through the level's index (one probe per
           // id) rather than read from every spend row the profile ever had.
-          const measured = yield* (scope.touchFilter === null && only === undefined
-            ? sql<{ platform_id: string }>`
+          const measured = yield* platformIdRows(scope.touchFilter === null && only === undefined
+            ? sql`
                 WITH RECURSIVE ids AS (
                   (SELECT ${column} AS platform_id FROM ad_spend x
                    WHERE x.profile_id = ${scope.profileId} AND ${column} IS NOT NULL ORDER BY ${column} LIMIT 1)
@@ -198,7 +201,7 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
                           WHERE x.profile_id = ${scope.profileId} AND ${column} > ids.platform_id ORDER BY ${column} LIMIT 1)
                   FROM ids WHERE ids.platform_id IS NOT NULL)
                 SELECT platform_id FROM ids WHERE platform_id IS NOT NULL`
-            : sql<{ platform_id: string }>`
+            : sql`
                 SELECT DISTINCT ${column} AS platform_id FROM ad_spend x
                 WHERE x.profile_id = ${scope.profileId} AND ${column} IS NOT NULL ${spendFilter(scope)} ${one}`)
           const rows = yield* spendRows(sql`
@@ -258,13 +261,13 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
       // Exactly the ids a list of the level can show (synced, credited under some model, or with spend), each probe on an index.
       const known = (profileId: string, level: CampaignLevel, platformId: string) =>
         Effect.map(
-          sql<{ known: boolean }>`
+          firstKnown(sql`
             SELECT EXISTS (SELECT 1 FROM ${sql(SYNCED_TABLE[level])} WHERE profile_id = ${profileId} AND platform_id = ${platformId})
                 OR EXISTS (SELECT 1 FROM analytics_campaign_days
                            WHERE profile_id = ${profileId} AND model = ANY(${CreditModels}::text[]) AND level = ${level}
                              AND platform_id = ${platformId})
-                OR EXISTS (SELECT 1 FROM ad_spend WHERE profile_id = ${profileId} AND ${sql(SPEND_ID[level])} = ${platformId}) AS known`,
-          (rows) => rows[0]?.known === true
+                OR EXISTS (SELECT 1 FROM ad_spend WHERE profile_id = ${profileId} AND ${sql(SPEND_ID[level])} = ${platformId}) AS known`),
+          Option.exists((row) => row.known)
         )
 
       const trend = (scope: ReadScope) =>
@@ -285,9 +288,9 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
                    ${total("in_profile")} AS credited_revenue, ${total("in_reporting")} AS reporting_credited_revenue
             FROM converted GROUP BY day ORDER BY day`)
           if (scope.touchFilter?.dimension === "channel") return { days, measured: false, spend: [] }
-          const [probe] = yield* sql<{ measured: boolean }>`
-            SELECT EXISTS (SELECT 1 FROM ad_spend x WHERE x.profile_id = ${scope.profileId} ${spendFilter(scope)}) AS measured`
-          if (probe?.measured !== true) return { days, measured: false, spend: [] }
+          const probe = yield* firstMeasured(sql`
+            SELECT EXISTS (SELECT 1 FROM ad_spend x WHERE x.profile_id = ${scope.profileId} ${spendFilter(scope)}) AS measured`)
+          if (!Option.exists(probe, (row) => row.measured)) return { days, measured: false, spend: [] }
           const spend = yield* trendSpendRows(sql`
             WITH base AS (
               SELECT x.day, x.currency, sum(x.amount) AS money FROM ad_spend x

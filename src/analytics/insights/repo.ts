@@ -140,6 +140,7 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
       const adPeopleRows = decodeRows(AdPeopleSqlRow)
       const unknownRows = decodeRows(UnknownIdRow)
       const firstScan = decodeFirstRow(ScanRow)
+      const firstCounted = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
       const firstSummary = decodeFirstRow(Schema.Struct({ scanned_at: Schema.String, summary: UtmSummarySchema }))
 
       const convert = (scope: MoneyScope, target: string | null, profileBlock: boolean) =>
@@ -190,10 +191,10 @@ export class InsightsRepo extends Context.Service<InsightsRepo, {
                    ${total("in_profile")} AS credited_revenue, ${total("in_reporting")} AS reporting_credited_revenue
             FROM converted GROUP BY model`)
           // Every model's rows hold every conversion: one model's count is the range's.
-          const [counted] = yield* sql<{ n: number }>`
+          const counted = yield* firstCounted(sql`
             SELECT COALESCE(sum(x.conversions), 0)::int AS n FROM analytics_conversion_days x
-            WHERE x.profile_id = ${scope.profileId} AND x.model = 'last_touch' AND ${dayRange(scope)} ${keyFilter}`
-          return { rows, businessConversions: counted?.n ?? 0 }
+            WHERE x.profile_id = ${scope.profileId} AND x.model = 'last_touch' AND ${dayRange(scope)} ${keyFilter}`)
+          return { rows, businessConversions: Option.match(counted, { onNone: () => 0, onSome: (row) => row.n }) }
         })
 
       const dimensionValues = (scope: InsightScope, dimension: string) =>

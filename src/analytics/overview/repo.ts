@@ -95,6 +95,7 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
       const measureRows = decodeRows(MeasuresRow)
       const spendRows = decodeRows(SpendRow)
       const breakdownRows = decodeRows(BreakdownRowSql)
+      const firstMeasured = decodeFirstRow(Schema.Struct({ measured: Schema.Boolean }))
 
       /**
        * `x.money` of `x.currency` ('' = the profile's) on `x.day` in `target`, rounded to 6 decimals;
@@ -167,9 +168,9 @@ export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {
 
       const spend = (scope: ReadScope, byDay: boolean) =>
         Effect.gen(function*() {
-          const [probe] = yield* sql<{ measured: boolean }>`
-            SELECT EXISTS (SELECT 1 FROM ad_spend x WHERE x.profile_id = ${scope.profileId} ${spendFilter(scope)}) AS measured`
-          if (probe?.measured !== true) return { measured: false, rows: [] }
+          const probe = yield* firstMeasured(sql`
+            SELECT EXISTS (SELECT 1 FROM ad_spend x WHERE x.profile_id = ${scope.profileId} ${spendFilter(scope)}) AS measured`)
+          if (!Option.exists(probe, (row) => row.measured)) return { measured: false, rows: [] }
           const rows = yield* spendRows(sql`
             WITH base AS (
               SELECT x.day, x.currency, sum(x.amount) AS money FROM ad_spend x

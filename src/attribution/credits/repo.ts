@@ -97,7 +97,8 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
 
       const stored = (ids: ReadonlyArray<string>) =>
         Effect.flatMap(
-          sql<Record<string, unknown>>`
+          // Decoded column by column (StoredCredits) once the rows are turned into columns.
+          sql`
             SELECT a.ctid::text AS ctid, a.conversion_id::text AS conversion, a.model, a.touch_id::text AS touch, a.position,
                    a.credit_share::text AS share, a.is_credited AS credited, a.in_window
             FROM unnest(${ids}::uuid[]) AS x(id)

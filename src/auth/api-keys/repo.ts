@@ -145,6 +145,7 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
       const firstSettings = decodeFirstRow(ProfileSettings)
       const firstGrant = decodeFirstRow(GrantRow)
       const firstRole = decodeFirstRow(Schema.Struct({ role: Schema.String }))
+      const firstPresent = decodeFirstRow(Schema.Struct({ present: Schema.Boolean }))
 
       const memberRole = (workspaceId: string, userId: string) =>
         Effect.map(
@@ -157,10 +158,10 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
 
       const createdByApp = (workspaceId: string, appId: string) =>
         Effect.map(
-          sql<{ present: boolean }>`
+          firstPresent(sql`
             SELECT EXISTS (SELECT 1 FROM workspaces
-                           WHERE id = ${workspaceId} AND archived_at IS NULL AND created_by_app_id = ${appId}) AS present`,
-          (rows) => rows[0]?.present === true
+                           WHERE id = ${workspaceId} AND archived_at IS NULL AND created_by_app_id = ${appId}) AS present`),
+          Option.exists((row) => row.present)
         )
 
       const lockProfile = (workspaceId: string, profileId: string) =>
@@ -249,8 +250,8 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
 
       const hasSuccessor = (keyId: string) =>
         Effect.map(
-          sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM api_keys WHERE rotated_from_id = ${keyId}) AS present`,
-          (rows) => rows[0]?.present === true
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM api_keys WHERE rotated_from_id = ${keyId}) AS present`),
+          Option.exists((row) => row.present)
         )
 
       const expireIn = (keyId: string, hours: number) =>

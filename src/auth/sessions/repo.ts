@@ -2,7 +2,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 
 const LoginRow = Schema.Struct({ id: Schema.String, email: Schema.String, password_hash: Schema.NullOr(Schema.String) })
 export type LoginRow = typeof LoginRow.Type
@@ -61,12 +61,13 @@ export class SessionsRepo extends Context.Service<SessionsRepo, {
       const revoke = (sessionId: string) =>
         Effect.asVoid(sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`)
 
+      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
       const revokeAllOf = (userId: string) =>
         Effect.map(
-          sql<{ id: string }>`
+          idRows(sql`
             UPDATE sessions SET revoked_at = now()
             WHERE user_id = ${userId} AND revoked_at IS NULL AND expires_at > now()
-            RETURNING id`,
+            RETURNING id`),
           (rows) => rows.map((row) => row.id)
         )
 

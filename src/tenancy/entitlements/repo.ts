@@ -1,8 +1,8 @@
 /** The owner of `entitlements`: the attribution add-on of a profile and the newest delivery applied to it. */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { atDatabaseBoundary } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow } from "../../platform/database.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -18,12 +18,14 @@ export class EntitlementsRepo extends Context.Service<EntitlementsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
 
+      // NULL when no delivery was recorded yet: not stale.
+      const firstStale = decodeFirstRow(Schema.Struct({ stale: Schema.NullOr(Schema.Boolean) }))
       const isStale = (profileId: string, asOf: string) =>
         Effect.map(
-          sql<{ stale: boolean }>`
+          firstStale(sql`
             SELECT (delivery_as_of > ${asOf}::timestamptz) AS stale FROM entitlements
-            WHERE profile_id = ${profileId} AND feature = 'svc_attribution'`,
-          (rows) => rows[0]?.stale === true
+            WHERE profile_id = ${profileId} AND feature = 'svc_attribution'`),
+          Option.exists((row) => row.stale === true)
         )
 
       const recordDelivery = (profileId: string, asOf: string) =>

@@ -10,7 +10,7 @@ import { ProfileRole, WorkspaceRole } from "../../../schema/members.ts"
 import type { PermissionKey } from "../../../schema/members.ts"
 import { PeopleRepo } from "../../people/repo.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { atDatabaseBoundary, orDatabaseUnavailable } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -101,9 +101,10 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           (rows) => rows.length > 0
         )
 
+      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
       const liveProfileIds = (workspaceId: string) =>
         Effect.map(
-          sql<{ id: string }>`SELECT id FROM profiles WHERE workspace_id = ${workspaceId} AND archived_at IS NULL`,
+          idRows(sql`SELECT id FROM profiles WHERE workspace_id = ${workspaceId} AND archived_at IS NULL`),
           (rows) => rows.map((row) => row.id)
         )
 

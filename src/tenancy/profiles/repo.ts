@@ -212,14 +212,15 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           (rows) => rows.length > 0
         )
 
+      const firstRole = decodeFirstRow(Schema.Struct({ role: Schema.String }))
       const workspaceRoleForUpdate = (workspaceId: string, userId: string) =>
         Effect.map(
-          sql<{ role: string }>`
+          firstRole(sql`
             SELECT m.role FROM workspaces w
             JOIN workspace_memberships m ON m.workspace_id = w.id AND m.user_id = ${userId} AND m.removed_at IS NULL
             WHERE w.id = ${workspaceId} AND w.archived_at IS NULL
-            FOR UPDATE OF w`,
-          (rows) => Option.fromNullishOr(rows[0]?.role)
+            FOR UPDATE OF w`),
+          Option.map((row) => row.role)
         )
 
       const firstPersonProfile = decodeFirstRow(PersonProfileRow)
@@ -236,10 +237,11 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           Option.match({ onNone: () => Effect.die("inserted profile not returned"), onSome: Effect.succeed })
         )
 
+      const firstEnabled = decodeFirstRow(Schema.Struct({ enabled: Schema.Boolean }))
       const mcpWritebackEnabled = (workspaceId: string) =>
         Effect.map(
-          sql<{ enabled: boolean }>`SELECT mcp_writeback_enabled AS enabled FROM workspace_mcp_settings WHERE workspace_id = ${workspaceId}`,
-          (rows) => rows[0]?.enabled === true
+          firstEnabled(sql`SELECT mcp_writeback_enabled AS enabled FROM workspace_mcp_settings WHERE workspace_id = ${workspaceId}`),
+          Option.exists((row) => row.enabled)
         )
 
       const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))

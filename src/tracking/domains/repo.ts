@@ -71,10 +71,11 @@ export class TrackingDomainsRepo extends Context.Service<TrackingDomainsRepo, {
       const find = (profileId: string, id: string) =>
         first(sql`SELECT ${columns} FROM tracking_domains d WHERE d.id = ${id} AND d.profile_id = ${profileId}`)
 
+      const firstCount = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
       const count = (profileId: string) =>
         Effect.map(
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM tracking_domains WHERE profile_id = ${profileId}`,
-          (found) => found[0]?.n ?? 0
+          firstCount(sql`SELECT count(*)::int AS n FROM tracking_domains WHERE profile_id = ${profileId}`),
+          Option.match({ onNone: () => 0, onSome: (row) => row.n })
         )
 
       const register = (profileId: string, hostname: string, token: string): Effect.Effect<Registration, SqlError | Schema.SchemaError> =>
@@ -115,13 +116,14 @@ export class TrackingDomainsRepo extends Context.Service<TrackingDomainsRepo, {
           RETURNING ${columns}`)
       }
 
+      const firstHostname = decodeFirstRow(Schema.Struct({ hostname: Schema.String }))
       const activeHostname = (profileId: string) =>
         Effect.map(
-          sql<{ hostname: string }>`
+          firstHostname(sql`
             SELECT hostname FROM tracking_domains
             WHERE profile_id = ${profileId} AND verified_at IS NOT NULL
-            ORDER BY verified_at, hostname LIMIT 1`,
-          (found) => Option.fromNullishOr(found[0]?.hostname)
+            ORDER BY verified_at, hostname LIMIT 1`),
+          Option.map((row) => row.hostname)
         )
 
       const firstHost = decodeFirstRow(HostRow)

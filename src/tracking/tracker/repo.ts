@@ -92,10 +92,11 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
         s.allowed_origins, s.capture_click_ids, s.cookie_domain, s.respect_do_not_track, s.allow_server_side,
         ${isoTimestamp(sql, "s.updated_at")} AS updated_at`
 
+      const firstKey = decodeFirstRow(Schema.Struct({ key: Schema.String }))
       const ensureTrackingKey = (profileId: string) =>
         Effect.map(
           // A CTE's SELECT does not see its own INSERT: one of the two branches answers.
-          sql<{ key: string }>`
+          firstKey(sql`
             WITH inserted AS (
               INSERT INTO tracking_keys (id, profile_id, key)
               VALUES (${crypto.randomUUID()}, ${profileId}, ${mintSecret(CredentialPrefix.trackingKey)})
@@ -104,8 +105,8 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
             SELECT key FROM inserted
             UNION ALL
             SELECT key FROM tracking_keys WHERE profile_id = ${profileId} AND revoked_at IS NULL
-            LIMIT 1`,
-          (rows) => rows[0]?.key ?? ""
+            LIMIT 1`),
+          Option.match({ onNone: () => "", onSome: (row) => row.key })
         )
 
       const firstEnsured = decodeFirstRow(EnsuredRow)
@@ -197,14 +198,15 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
           LEFT JOIN tracking_settings s ON s.profile_id = k.profile_id
           WHERE k.key = ${key} AND k.revoked_at IS NULL`)
 
+      const firstAllowed = decodeFirstRow(Schema.Struct({ allowed: Schema.Boolean }))
       const originAllowedAnywhere = (origin: string) =>
         Effect.map(
-          sql<{ allowed: boolean }>`
+          firstAllowed(sql`
             SELECT EXISTS (
               SELECT 1 FROM tracking_settings s
               JOIN profiles p ON p.id = s.profile_id AND p.archived_at IS NULL
-              WHERE s.allowed_origins @> ARRAY[${origin}]::text[]) AS allowed`,
-          (rows) => rows[0]?.allowed === true
+              WHERE s.allowed_origins @> ARRAY[${origin}]::text[]) AS allowed`),
+          Option.exists((row) => row.allowed)
         )
 
       const countDrop = (profileId: string, reason: DropReason) =>
