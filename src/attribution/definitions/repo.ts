@@ -1,7 +1,7 @@
 /** SQL of conversion definitions (`conversion_definitions`) and the outcome keys a stage may map to. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { DefinitionKind } from "../../../schema/attribution.ts"
+import { ConversionDefinition, DefinitionKind } from "../../../schema/attribution.ts"
 import { isUuid } from "../../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { Keyset } from "../../platform/pagination.ts"
@@ -10,20 +10,8 @@ import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable }
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { ReplayQueue } from "../jobs/repo.ts"
 
-export const DefinitionRow = Schema.Struct({
-  id: Schema.String,
-  conversion_key: Schema.String,
-  name: Schema.String,
-  kind: DefinitionKind,
-  event_names: Schema.Array(Schema.String),
-  event_key: Schema.NullOr(Schema.String),
-  lookback_window_days: Schema.Int,
-  is_default: Schema.Boolean,
-  counts_as_cash: Schema.Boolean,
-  attribution_eligible: Schema.Boolean,
-  created_at: Schema.String,
-  updated_at: Schema.String
-})
+/** A definition row is the published resource, column for column. */
+export const DefinitionRow = Schema.Struct(ConversionDefinition.fields)
 export type DefinitionRow = typeof DefinitionRow.Type
 
 /** Everything a write sets on a definition. */

@@ -9,7 +9,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { type ReplayJob, ReplayState } from "../../../schema/attribution.ts"
+import { ReplayJob } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
@@ -22,18 +22,10 @@ export type ReplayReason =
   | "recompute_requested"
   | (string & {})
 
+/** A job row: the published `ReplayJob` and the profile it replays. */
 export const ReplayJobRow = Schema.Struct({
-  job_id: Schema.String,
-  profile_id: Schema.String,
-  state: ReplayState,
-  reason: Schema.String,
-  progress: Schema.Int,
-  total: Schema.NullOr(Schema.Int),
-  attempts: Schema.Int,
-  created_at: Schema.String,
-  started_at: Schema.NullOr(Schema.String),
-  finished_at: Schema.NullOr(Schema.String),
-  error: Schema.NullOr(Schema.String)
+  ...ReplayJob.fields,
+  profile_id: Schema.String
 })
 export type ReplayJobRow = typeof ReplayJobRow.Type
 
