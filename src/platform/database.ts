@@ -156,19 +156,6 @@ export const atDatabaseBoundary = <M extends Record<string, unknown>>(methods: M
   ])) as { readonly [K in keyof M]: AtBoundary<M[K]> }
 
 /**
- * For a transaction's own failures (BEGIN, COMMIT): a lost connection is `database_unavailable`,
- * anything else a defect, as `orDatabaseUnavailable` does for statements.
- */
-export const transactionFailures = <A, E, R>(
-  effect: Effect.Effect<A, E | SqlError, R>
-): Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R> =>
-  Effect.catchIf(
-    effect,
-    (error): error is Extract<E | SqlError, SqlError> => isSqlError(error),
-    (error) => isConnectionFailure(error) ? Effect.fail(databaseUnavailable(reasonOf(error))) : Effect.die(error)
-  ) as Effect.Effect<A, Exclude<E, SqlError> | DatabaseUnavailable, R>
-
-/**
  * Failures that say nothing about the request: the connection is gone or refused, or the
  * database gave up on a transaction that can succeed as is when retried (deadlock,
  * serialization, lock or statement timeout). A statement the database rejects for its
