@@ -55,9 +55,31 @@ export interface AppSettings {
     readonly shardLockRefreshIntervalMs: number
     readonly shardLockExpirationMs: number
   }
+  /** The providers connections reach (decision 0055). */
+  readonly providers: {
+    /**
+     * `sandbox` (`SVC_PROVIDERS`, the default while no real provider is configured): the simulated
+     * providers of src/providers/sandbox; `live`: the real ones, each from `SVC_PROVIDER_<KIND>_URL`,
+     * `_CLIENT_ID` and `_CLIENT_SECRET`.
+     */
+    readonly mode: "sandbox" | "live"
+    /** Where the sandboxes answer: `SVC_SANDBOX_URL` (`npm run sandbox`), else `<base_url>/sandbox` served by this process. */
+    readonly sandboxUrl: string
+    /** Whether this process serves `/sandbox/<provider>/` itself (sandbox mode without `SVC_SANDBOX_URL`). */
+    readonly servesSandbox: boolean
+    /** Root of the sandbox apps' client secrets (`SVC_SANDBOX_SECRET`); the sandbox and the service derive them alike. */
+    readonly sandboxSecret: Redacted.Redacted<string>
+    /** How long a connect hand-off's links stay usable (`SVC_HANDOFF_TTL_SECONDS`). */
+    readonly handoffTtlSeconds: number
+  }
 }
 
 export const DEFAULT_SHUTDOWN_GRACE_MS = 15_000
+/** A hand-off is a person's round trip through a consent screen: an hour covers a slow one (decision 0055). */
+export const DEFAULT_HANDOFF_TTL_SECONDS = 3_600
+/** Documented, so that tests outside the project can sign sandbox callbacks (docs/sandbox-providers.md). */
+export const DEFAULT_SANDBOX_SECRET = "svc-sandbox-secret"
+
 /** Above AWS ALB's 60 s and nginx's 60 s upstream default (decision 0049). */
 export const DEFAULT_KEEPALIVE_TIMEOUT_MS = 75_000
 
@@ -93,7 +115,11 @@ const settingsConfig = Config.all({
   shardsPerGroup: Config.Int("SVC_SHARDS_PER_GROUP").pipe(Config.withDefault(300)),
   healthCheckIntervalMs: Config.Int("SVC_RUNNER_HEALTH_CHECK_MS").pipe(Config.withDefault(2_000)),
   shardLockRefreshIntervalMs: Config.Int("SVC_SHARD_LOCK_REFRESH_MS").pipe(Config.withDefault(2_000)),
-  shardLockExpirationMs: Config.Int("SVC_SHARD_LOCK_EXPIRATION_MS").pipe(Config.withDefault(6_000))
+  shardLockExpirationMs: Config.Int("SVC_SHARD_LOCK_EXPIRATION_MS").pipe(Config.withDefault(6_000)),
+  providersMode: Config.Literals(["sandbox", "live"], "SVC_PROVIDERS").pipe(Config.withDefault("sandbox" as const)),
+  sandboxUrl: Config.option(Config.URL("SVC_SANDBOX_URL")),
+  sandboxSecret: Config.Redacted("SVC_SANDBOX_SECRET").pipe(Config.withDefault(Redacted.make(DEFAULT_SANDBOX_SECRET))),
+  handoffTtlSeconds: Config.Int("SVC_HANDOFF_TTL_SECONDS").pipe(Config.withDefault(DEFAULT_HANDOFF_TTL_SECONDS))
 })
 
 /** Reads and cross-checks the settings; a bad value fails with a ConfigError naming its variable. */
@@ -141,6 +167,9 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (badServer !== undefined) {
     return yield* invalid("SVC_DNS_SERVERS", `${badServer} is not an IP address with an optional port (1.1.1.1, 10.0.0.2:53, [::1]:53)`)
   }
+  if (raw.handoffTtlSeconds < 1 || raw.handoffTtlSeconds > 7 * 86_400) {
+    return yield* invalid("SVC_HANDOFF_TTL_SECONDS", "must be from 1 to 604800 (seconds)")
+  }
   const baseUrl = Option.match(raw.baseUrl, {
     onNone: () => `http://localhost:${raw.port}`,
     onSome: (url) => url.toString().replace(/\/$/, "")
@@ -177,6 +206,16 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
       healthCheckIntervalMs: raw.healthCheckIntervalMs,
       shardLockRefreshIntervalMs: raw.shardLockRefreshIntervalMs,
       shardLockExpirationMs: raw.shardLockExpirationMs
+    },
+    providers: {
+      mode: raw.providersMode,
+      sandboxUrl: Option.match(raw.sandboxUrl, {
+        onNone: () => `${baseUrl}/sandbox`,
+        onSome: (url) => url.toString().replace(/\/$/, "")
+      }),
+      servesSandbox: raw.providersMode === "sandbox" && Option.isNone(raw.sandboxUrl),
+      sandboxSecret: raw.sandboxSecret,
+      handoffTtlSeconds: raw.handoffTtlSeconds
     }
   } satisfies AppSettings
 })

@@ -12,7 +12,13 @@ import { join } from "node:path"
 import { createServer } from "node:http"
 import { HttpApp } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
-import { type AppSettings, DEFAULT_KEEPALIVE_TIMEOUT_MS, DEFAULT_SHUTDOWN_GRACE_MS } from "../../src/platform/config.ts"
+import {
+  type AppSettings,
+  DEFAULT_HANDOFF_TTL_SECONDS,
+  DEFAULT_KEEPALIVE_TIMEOUT_MS,
+  DEFAULT_SANDBOX_SECRET,
+  DEFAULT_SHUTDOWN_GRACE_MS
+} from "../../src/platform/config.ts"
 import { CurrentRequestId } from "../../src/platform/request-id.ts"
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789"
@@ -49,6 +55,13 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
       healthCheckIntervalMs: 2000,
       shardLockRefreshIntervalMs: 2000,
       shardLockExpirationMs: 6000
+    },
+    providers: {
+      mode: "sandbox",
+      sandboxUrl: "http://svc.test/sandbox",
+      servesSandbox: true,
+      sandboxSecret: Redacted.make(DEFAULT_SANDBOX_SECRET),
+      handoffTtlSeconds: DEFAULT_HANDOFF_TTL_SECONDS
     },
     ...overrides
   }

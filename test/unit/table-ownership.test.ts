@@ -73,10 +73,13 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   analytics_utm_scans: "src/analytics/insights/repo.ts",
   // connections (written by provider sync, issue 17)
   connections: "src/connections/repo.ts",
-  sync_jobs: "src/connections/repo.ts",
-  ad_campaigns: null,
-  ad_sets: null,
-  ads: null,
+  connect_handoffs: "src/connections/handoffs/repo.ts",
+  pending_connections: "src/connections/handoffs/repo.ts",
+  provider_events: "src/connections/hooks/repo.ts",
+  sync_jobs: "src/connections/sync/repo.ts",
+  ad_campaigns: "src/connections/sync/structure-repo.ts",
+  ad_sets: "src/connections/sync/structure-repo.ts",
+  ads: "src/connections/sync/structure-repo.ts",
   conversion_exports: null,
   // cluster
   profile_state: "cluster/profile-repo.ts"

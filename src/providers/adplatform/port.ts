@@ -1,0 +1,130 @@
+/**
+ * The ad platform as the service needs it: the structure (campaigns, ad sets, ads and their
+ * creatives), daily insights with spend in the account's currency, live reads and writes
+ * (statuses, budgets, creatives), pixels, datasets and conversion events. Lists are streams of
+ * pages (never held whole); budgets and spend are integer minor units of the account currency.
+ */
+import type { Effect, Stream } from "effect"
+import { Context } from "effect"
+import type { ProviderError } from "../errors.ts"
+import type { ProviderSession } from "../oauth/port.ts"
+
+export type AdStatus = "active" | "paused" | "archived" | "deleted"
+
+export interface AdCampaign {
+  readonly id: string
+  readonly name: string
+  readonly status: AdStatus
+  readonly objective: string | null
+  readonly daily_budget_minor: number | null
+  readonly lifetime_budget_minor: number | null
+}
+
+export interface AdSet {
+  readonly id: string
+  readonly campaign_id: string
+  readonly name: string
+  readonly status: AdStatus
+  readonly learning_stage_status: "LEARNING" | "SUCCESS" | "FAIL" | null
+  readonly daily_budget_minor: number | null
+  readonly lifetime_budget_minor: number | null
+}
+
+export interface AdCreative {
+  readonly thumbnail_url: string | null
+  /** Click-to-chat ads: `chat_app_a`, `page_messenger`, `social_dm`; null for website ads. */
+  readonly destination_type: string | null
+  readonly destination_phone_number: string | null
+  readonly destination_page_id: string | null
+  readonly call_to_action_type: string | null
+  readonly greeting: string | null
+  readonly greeting_status: string | null
+  /** `{greeting, prefilled_text, ice_breakers: [{title, response}]}` or null when none is configured. */
+  readonly welcome_message: unknown
+}
+
+export interface Ad {
+  readonly id: string
+  readonly ad_set_id: string
+  readonly campaign_id: string
+  readonly name: string
+  readonly status: AdStatus
+  readonly creative: AdCreative
+}
+
+/** One ad's day (the account's time zone). */
+export interface InsightRow {
+  readonly date: string
+  readonly campaign_id: string
+  readonly ad_set_id: string
+  readonly ad_id: string
+  readonly currency: string
+  readonly spend_minor: number
+  readonly impressions: number
+  readonly clicks: number
+  /** Conversions the platform itself reports (its own attribution). */
+  readonly conversions: number
+  /** Messaging conversations started, as the platform reports them. */
+  readonly chats: number
+}
+
+export interface Pixel {
+  readonly id: string
+  readonly name: string
+}
+
+export interface Dataset {
+  readonly id: string
+  readonly name: string
+}
+
+export interface ConversionEvent {
+  readonly event_name: string
+  readonly event_time: number
+  readonly event_id: string
+  readonly action_source: string
+  readonly event_source_url?: string
+  readonly user_data: Readonly<Record<string, unknown>>
+  readonly custom_data?: Readonly<Record<string, unknown>>
+}
+
+export class AdPlatform extends Context.Service<AdPlatform, {
+  readonly campaigns: (session: ProviderSession) => Stream.Stream<AdCampaign, ProviderError>
+  readonly adSets: (session: ProviderSession) => Stream.Stream<AdSet, ProviderError>
+  readonly ads: (session: ProviderSession) => Stream.Stream<Ad, ProviderError>
+  /** Days `since`..`until` inclusive (YYYY-MM-DD), one row per ad and day with any delivery. */
+  readonly insights: (
+    session: ProviderSession,
+    range: { readonly since: string; readonly until: string }
+  ) => Stream.Stream<InsightRow, ProviderError>
+  readonly getCampaign: (session: ProviderSession, id: string) => Effect.Effect<AdCampaign, ProviderError>
+  readonly getAdSet: (session: ProviderSession, id: string) => Effect.Effect<AdSet, ProviderError>
+  readonly getAd: (session: ProviderSession, id: string) => Effect.Effect<Ad, ProviderError>
+  readonly setStatus: (
+    session: ProviderSession,
+    target: { readonly level: "campaign" | "ad_set" | "ad"; readonly id: string; readonly status: "active" | "paused" }
+  ) => Effect.Effect<void, ProviderError>
+  readonly setBudget: (
+    session: ProviderSession,
+    target: {
+      readonly level: "campaign" | "ad_set"
+      readonly id: string
+      readonly daily_budget_minor?: number
+      readonly lifetime_budget_minor?: number
+    }
+  ) => Effect.Effect<void, ProviderError>
+  readonly updateCreative: (
+    session: ProviderSession,
+    adId: string,
+    creative: Partial<AdCreative>
+  ) => Effect.Effect<void, ProviderError>
+  readonly pixels: (session: ProviderSession) => Effect.Effect<ReadonlyArray<Pixel>, ProviderError>
+  readonly datasets: (session: ProviderSession) => Effect.Effect<ReadonlyArray<Dataset>, ProviderError>
+  readonly createDataset: (session: ProviderSession, name: string) => Effect.Effect<Dataset, ProviderError>
+  /** Sends conversion events; answers how many the platform accepted. */
+  readonly sendEvents: (
+    session: ProviderSession,
+    datasetId: string,
+    events: ReadonlyArray<ConversionEvent>
+  ) => Effect.Effect<{ readonly events_received: number }, ProviderError>
+}>()("svc/AdPlatform") {}
