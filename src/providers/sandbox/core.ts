@@ -177,7 +177,8 @@ export const makeSandboxes = (options: SandboxesOptions) => {
           headers: { ...signCallback(provider, sandbox.clientSecret, body), "content-type": "application/json" }
         }).pipe(HttpClientRequest.bodyText(body, "application/json"))
         return client.execute(request).pipe(
-          Effect.map((response) => response.status),
+          // The answer is read to its end so the connection can be reused.
+          Effect.flatMap((response) => Effect.as(Effect.ignore(response.arrayBuffer), response.status)),
           Effect.timeout(Duration.millis(PUSH_TIMEOUT_MS)),
           Effect.orElseSucceed((): number | null => null),
           Effect.map((status) => {
