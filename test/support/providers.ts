@@ -1,0 +1,147 @@
+/**
+ * The service reachable at its own base URL, as the sandbox providers need it: the sandbox
+ * pushes callbacks to `${baseUrl}/hooks/<provider>` and the provider client calls
+ * `${baseUrl}/sandbox/...`, so the app is served on a port picked beforehand with `baseUrl` and
+ * `providers.sandboxUrl` pointing at it. Plus driving a consent screen like a person would.
+ */
+import { Effect, Layer } from "effect"
+import { createServer as createHttpServer } from "node:http"
+import { createServer } from "node:net"
+import { HttpApp } from "../../src/main/app.ts"
+import type { AppSettings } from "../../src/platform/config.ts"
+import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
+import type { ProviderKind } from "../../src/providers/registry.ts"
+import { DEFAULT_SANDBOX_SECRET } from "../../src/platform/config.ts"
+import { serveApp, testSettings } from "./app.ts"
+
+/** A port free right now on 127.0.0.1 (the OS picks it; the listener closes before the app binds it). */
+export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) => {
+  const server = createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+/** Settings for an app served at `http://127.0.0.1:<port>` with its sandboxes under `/sandbox`. */
+export const ownPortSettings = (port: number, overrides: Partial<AppSettings> = {}): AppSettings => {
+  const base = testSettings()
+  const baseUrl = `http://127.0.0.1:${port}`
+  return {
+    ...base,
+    port,
+    baseUrl,
+    ...overrides,
+    providers: { ...base.providers, sandboxUrl: `${baseUrl}/sandbox`, servesSandbox: true, ...overrides.providers }
+  }
+}
+
+/** The real app on a pre-picked port; `TestServer.url` is its base URL. */
+export const serveAppOnOwnPort = (
+  overrides: Partial<AppSettings> = {},
+  app: Parameters<typeof serveApp>[1] = HttpApp
+) => Layer.unwrap(Effect.map(freePort, (port) => serveApp(ownPortSettings(port, overrides), app)))
+
+/** The client secret a sandbox app has under the default `SVC_SANDBOX_SECRET`: what signs its callbacks. */
+export const sandboxSecretOf = (provider: ProviderKind, root: string = DEFAULT_SANDBOX_SECRET) =>
+  sandboxClientSecret(root, provider)
+
+export interface ConsentResult {
+  /** The consent form's response status (303 when it redirects back). */
+  readonly status: number
+  /** Where the provider sends the person back (not followed). */
+  readonly location: string | null
+  /** The consent page's address (after following `start_url`'s redirects). */
+  readonly consentUrl: string
+  readonly consentHtml: string
+}
+
+/**
+ * Plays the person at a consent screen: opens `startUrl` (following redirects to the
+ * provider's page), posts its form with `persona` and `decision`, and answers the redirect back
+ * without following it.
+ */
+export const driveConsent = (
+  startUrl: string,
+  choice: { readonly persona?: string; readonly decision?: "approve" | "cancel" } = {}
+) =>
+  Effect.promise(async (): Promise<ConsentResult> => {
+    const page = await fetch(startUrl, { redirect: "follow" })
+    const consentHtml = await page.text()
+    const form = new URLSearchParams({ persona: choice.persona ?? "one_account", decision: choice.decision ?? "approve" })
+    const posted = await fetch(page.url, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: form.toString()
+    })
+    await posted.text()
+    return { status: posted.status, location: posted.headers.get("location"), consentUrl: page.url, consentHtml }
+  })
+
+/** The code and state in a provider's redirect back (or its error). */
+export const redirectParams = (location: string | null) => {
+  const url = new URL(location ?? "http://invalid.example/")
+  return {
+    code: url.searchParams.get("code"),
+    state: url.searchParams.get("state"),
+    error: url.searchParams.get("error"),
+    errorReason: url.searchParams.get("error_reason")
+  }
+}
+
+/** A grant's tokens straight from a sandbox (consent as `persona`, then the code exchange), for tests of the sandbox itself. */
+export const sandboxToken = (baseUrl: string, provider: ProviderKind, persona = "one_account") =>
+  Effect.gen(function*() {
+    const redirectUri = "https://app.example/callback"
+    const authorize = new URL(`${baseUrl}/sandbox/${provider}/oauth/authorize`)
+    authorize.searchParams.set("client_id", `sandbox-${provider}`)
+    authorize.searchParams.set("redirect_uri", redirectUri)
+    authorize.searchParams.set("state", "test")
+    const consent = yield* driveConsent(authorize.toString(), { persona, decision: "approve" })
+    const { code } = redirectParams(consent.location)
+    const answer = yield* Effect.promise(() =>
+      fetch(`${baseUrl}/sandbox/${provider}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code: code ?? "",
+          redirect_uri: redirectUri,
+          client_id: `sandbox-${provider}`,
+          client_secret: sandboxSecretOf(provider)
+        }).toString()
+      }).then((response) => response.json() as Promise<{ access_token: string; refresh_token: string; scope: string }>)
+    )
+    return answer
+  })
+
+export interface CapturedCallback {
+  readonly path: string
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly body: string
+}
+
+/** A real HTTP server that records what is posted to it (a subscriber's callback URL), closed with the scope. */
+export const callbackCatcher = Effect.acquireRelease(
+  Effect.callback<{ readonly url: string; readonly received: Array<CapturedCallback>; readonly close: () => void }>((resume) => {
+    const received: Array<CapturedCallback> = []
+    const server = createHttpServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const headers: Record<string, string | undefined> = {}
+        for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(",") : value
+        received.push({ path: request.url ?? "", headers, body: Buffer.concat(chunks).toString("utf8") })
+        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+      })
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, received, close: () => server.close() }))
+    })
+  }),
+  (catcher) => Effect.sync(() => catcher.close())
+)
