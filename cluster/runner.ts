@@ -15,6 +15,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../schema/errors.ts"
 import type { ClusterStatusInfo } from "../schema/rpc.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
+import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
 
@@ -99,6 +100,6 @@ export const ClusterLive: Layer.Layer<
   Sharding.Sharding | ClusterStatus,
   Config.ConfigError | SocketServerError,
   AppConfig | SqlClient
-> = Layer.mergeAll(ProfileLive, ClusterStatus.layer).pipe(
+> = Layer.mergeAll(ProfileLive, HandOffLive, ClusterStatus.layer).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )
