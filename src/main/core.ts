@@ -15,6 +15,9 @@ import { DatabaseLive } from "../platform/database.ts"
 import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
+import { LeadSource } from "../connections/hooks/leads.ts"
+import { ProviderEndpoints } from "../providers/endpoints.ts"
+import { ProviderOAuthLayer } from "../providers/oauth/live.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -29,9 +32,13 @@ const RequestLimitsLive = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
+/** The provider clients (decision 0055): one instance per process, shared by the entities and the routes. */
+const ProvidersLive = Layer.mergeAll(ProviderOAuthLayer, ProviderEndpoints.layer, LeadSource.layer)
+
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
+  ProvidersLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
