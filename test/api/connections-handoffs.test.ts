@@ -38,10 +38,15 @@ const paramsOf = (location: string | null) => new URL(location ?? "http://invali
 /** Mints, consents at the sandbox as `persona`, and follows the provider's redirect to the service's callback. */
 const connectVia = Effect.fn("test.connectVia")(function*(
   key: string,
-  options: { readonly persona?: string; readonly decision?: "approve" | "cancel"; readonly provider?: string } = {}
+  options: {
+    readonly persona?: string
+    readonly decision?: "approve" | "cancel"
+    readonly provider?: string
+    readonly returnUrl?: string
+  } = {}
 ) {
   const { url } = yield* TestServer
-  const minted = yield* mint(key, options.provider ?? "adplatform", { return_url: `${url}/done?from=test` })
+  const minted = yield* mint(key, options.provider ?? "adplatform", { return_url: options.returnUrl ?? `${url}/done?from=test` })
   assert.strictEqual(minted.status, 201, minted.text)
   const handoff = minted.json.data
   const consent = yield* driveConsent(handoff.start_url, {
@@ -286,7 +291,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         yield* sql`UPDATE api_keys SET oauth_app_id = ${app.id}, created_at = now() - interval '1 hour' WHERE id = ${older.id}`
         const current = yield* seedApiKey(profile, { scopes: SCOPES })
         yield* sql`UPDATE api_keys SET oauth_app_id = ${app.id} WHERE id = ${current.id}`
-        const { handoff } = yield* connectVia(current.key)
+        const { callback, handoff } = yield* connectVia(current.key, { returnUrl: "https://partner.example/connected" })
+        assert.isTrue((callback.location ?? "").startsWith("https://partner.example/connected?status=success"))
         const poll = yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(current.key, "GET"))
         const connectionId: string = poll.json.data.result.connection_id
 

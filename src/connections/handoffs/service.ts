@@ -412,7 +412,11 @@ export class Handoffs extends Context.Service<Handoffs, {
             provider
           })
         }
-        const accessToken = Redacted.make(box.open(row.access_token_sealed))
+        // A token parked under another key (a replaced SVC_SECRETS_KEY) cannot be used: run the hand-off again.
+        const accessToken = yield* Effect.try({
+          try: () => Redacted.make(box.open(row.access_token_sealed)),
+          catch: () => new NotFound({ message: `The pending ${provider} selection is no longer usable; connect again.`, reason: "no_pending_selection" })
+        })
         const connectionId = yield* connect({
           profileId: profile.profileId,
           provider,
