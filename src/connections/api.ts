@@ -121,7 +121,8 @@ export const ConnectPagesApi = HttpApiGroup.make("connectPages")
     HttpApiEndpoint.get("handoffLink", "/h/:handle", {
       params: { handle: Schema.String },
       success: HandoffPage,
-      error: [HandoffErrorPage, DatabaseUnavailable.wire]
+      // 404 `not_found` only for an address no route matches (an empty handle).
+      error: [HandoffErrorPage, NotFound.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "A hand-off's link: redirects to the provider's consent (with a return_url) or a Continue card")
       .annotate(
@@ -133,7 +134,7 @@ export const ConnectPagesApi = HttpApiGroup.make("connectPages")
     HttpApiEndpoint.get("providerCallback", "/connect/:provider/callback", {
       params: ProviderParam,
       success: HandoffPage,
-      error: [HandoffErrorPage, ServiceUnavailable.wire, DatabaseUnavailable.wire]
+      error: [HandoffErrorPage, NotFound.wire, ServiceUnavailable.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The provider's OAuth redirect: completes the consent, returns the person to return_url")
       .annotate(

@@ -240,6 +240,50 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       }))
   })
 
+  describe("failures and recovery", () => {
+    it.effect("a provider failure is failed/internal_error and the same link works again", () =>
+      Effect.gen(function*() {
+        const { key } = yield* newProfileWithKey()
+        const { url } = yield* TestServer
+        const handoff = (yield* mint(key, "adplatform", { return_url: `${url}/done` })).json.data
+        const consent = yield* driveConsent(handoff.start_url)
+        // The provider refuses this code (a spent or forged one): the exchange fails.
+        const forged = new URL(consent.location ?? "")
+        forged.searchParams.set("code", "not-a-code")
+        const failed = yield* raw(forged.toString())
+        assert.strictEqual(failed.status, 302)
+        assert.strictEqual(paramsOf(failed.location).get("status"), "failed")
+        assert.strictEqual(paramsOf(failed.location).get("reason"), "internal_error")
+        // Not settled: the link leads to the consent again, and the real code completes it.
+        const link = yield* raw(handoff.handoff_url)
+        assert.strictEqual(link.status, 302)
+        assert.strictEqual(link.location, handoff.start_url)
+        const done = yield* raw(consent.location ?? "")
+        assert.strictEqual(paramsOf(done.location).get("status"), "success")
+      }))
+
+    it.effect("a consent stopped partway holds the link for 3 minutes, then the link is usable again", () =>
+      Effect.gen(function*() {
+        const { key } = yield* newProfileWithKey()
+        const { url } = yield* TestServer
+        const handoff = (yield* mint(key, "adplatform", { return_url: `${url}/done` })).json.data
+        const consent = yield* driveConsent(handoff.start_url)
+        const sql = yield* SqlClient
+        // What a crash between the code exchange and the write leaves behind.
+        yield* sql`UPDATE connect_handoffs SET status = 'in_consent', consent_started_at = now() - interval '1 minute'
+                   WHERE id = ${handoff.handoff_id}`
+        const held = yield* raw(handoff.handoff_url)
+        assert.strictEqual(paramsOf(held.location).get("reason"), "handoff_used")
+        const heldCallback = yield* raw(consent.location ?? "")
+        assert.strictEqual(paramsOf(heldCallback.location).get("reason"), "handoff_used")
+        yield* sql`UPDATE connect_handoffs SET consent_started_at = now() - interval '181 seconds' WHERE id = ${handoff.handoff_id}`
+        const usable = yield* raw(handoff.handoff_url)
+        assert.strictEqual(usable.location, handoff.start_url)
+        const done = yield* raw(consent.location ?? "")
+        assert.strictEqual(paramsOf(done.location).get("status"), "success")
+      }))
+  })
+
   describe("disconnect and DELETE", () => {
     it.effect("disconnect: 409 while a sync runs, 403 for an app key on a profile its app did not provision, then revoked with outbox, audit and the push channel closed", () =>
       Effect.gen(function*() {
@@ -360,6 +404,24 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(rows[0]?.payload.data["profile_id"], profile.profileId)
 
         assert.strictEqual((yield* call("/hooks/myspace", { method: "POST", body: "{}" })).status, 404)
+      }))
+
+    it.effect("a timestamped scheme refuses a stale timestamp (401) and takes a fresh one", () =>
+      Effect.gen(function*() {
+        const body = JSON.stringify({ event: "deal.updated", id: `evt-${crypto.randomUUID()}`, account_id: "portal-x" })
+        const signed = (timestamp: number) => ({
+          "content-type": "application/json",
+          "x-signature-timestamp": String(timestamp),
+          "x-signature-256": `sha256=${createHmac("sha256", sandboxSecretOf("crm")).update(`${timestamp}.${body}`, "utf8").digest("hex")}`
+        })
+        const now = Math.floor(Date.now() / 1000)
+        const stale = yield* call("/hooks/crm", { method: "POST", headers: signed(now - 600), body })
+        assert.strictEqual(stale.status, 401)
+        const fresh = yield* call("/hooks/crm", { method: "POST", headers: signed(now), body })
+        assert.strictEqual(fresh.status, 200, fresh.text)
+        assert.deepStrictEqual(fresh.json, { received: true, fresh: true })
+        const replay = yield* call("/hooks/crm", { method: "POST", headers: signed(now), body })
+        assert.deepStrictEqual(replay.json, { received: true, fresh: false })
       }))
 
     it.effect("a grant death (revoke_tokens fault) marks the connection reconnect_required with its event, once", () =>

@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { isUuid } from "../../../schema/common.ts"
 import { HandoffStatus } from "../../../schema/connections.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
@@ -80,6 +81,9 @@ export interface NewPending {
   readonly ttlSeconds: number
 }
 
+/** What a minted handle looks like (base64url). */
+const HANDLE = /^[A-Za-z0-9_-]{8,64}$/
+
 /** A consent stopped partway makes the link usable again after this long (api-concepts.md, Connect hand-off). */
 export const CONSENT_RECOVERY_SECONDS = 180
 
@@ -124,8 +128,13 @@ export class HandoffsRepo extends Context.Service<HandoffsRepo, {
           (row) => Option.match(row, { onNone: () => Effect.die("insert answered no row"), onSome: Effect.succeed })
         )
 
-      const find = (id: string) => first(sql`SELECT ${columns} FROM connect_handoffs WHERE id = ${id}`)
-      const findByHandle = (handle: string) => first(sql`SELECT ${columns} FROM connect_handoffs WHERE handle = ${handle}`)
+      // Ids and handles of another shape name nothing (and must not reach a uuid cast or carry a NUL).
+      const find = (id: string) =>
+        !isUuid(id) ? Effect.succeed(Option.none()) : first(sql`SELECT ${columns} FROM connect_handoffs WHERE id = ${id}`)
+      const findByHandle = (handle: string) =>
+        !HANDLE.test(handle)
+          ? Effect.succeed(Option.none())
+          : first(sql`SELECT ${columns} FROM connect_handoffs WHERE handle = ${handle}`)
       const findByState = (provider: string, stateHash: string) =>
         first(sql`SELECT ${columns} FROM connect_handoffs WHERE provider = ${provider} AND state_hash = ${stateHash}`)
 
