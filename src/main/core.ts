@@ -15,7 +15,7 @@ import { DatabaseLive } from "../platform/database.ts"
 import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
-import { LeadSource } from "../connections/hooks/leads.ts"
+import { AdPlatformLayer } from "../providers/adplatform/live.ts"
 import { ProviderEndpoints } from "../providers/endpoints.ts"
 import { ProviderOAuthLayer } from "../providers/oauth/live.ts"
 
@@ -33,7 +33,7 @@ const RequestLimitsLive = Layer.unwrap(
 )
 
 /** The provider clients (decision 0055): one instance per process, shared by the entities and the routes. */
-const ProvidersLive = Layer.mergeAll(ProviderOAuthLayer, ProviderEndpoints.layer, LeadSource.layer)
+const ProvidersLive = Layer.mergeAll(ProviderOAuthLayer, ProviderEndpoints.layer, AdPlatformLayer)
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(

@@ -406,6 +406,36 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual((yield* call("/hooks/myspace", { method: "POST", body: "{}" })).status, 404)
       }))
 
+    it.effect("a lead arriving at the sandbox is pushed, signed, and becomes leadgen.received with the lead's fields", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        yield* connectVia(key)
+        const list = yield* call("/api/v1/connections", json(key, "GET"))
+        const accountId: string = list.json.data[0].provider_account_id
+        const state = yield* sandboxState("adplatform")
+        const account = state.accounts.find((a: { id: string }) => a.id === accountId)
+        const adId: string = account.campaigns[0].ad_sets[0].ads[0].id
+        const leadgenId = `lead-${crypto.randomUUID()}`
+        const arrived = yield* call("/sandbox/adplatform/_state", {
+          method: "PATCH",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ arrive: { kind: "lead", ad_id: adId, leadgen_id: leadgenId } })
+        })
+        assert.strictEqual(arrived.status, 201, arrived.text)
+        const rows = yield* eventually(outboxRows(profile.profileId, "leadgen.received"), (r) => r.length > 0, {
+          what: "the leadgen.received row",
+          within: "15 seconds",
+          every: "200 millis"
+        })
+        assert.strictEqual(rows.length, 1)
+        const data = rows[0]?.payload.data ?? {}
+        assert.strictEqual(rows[0]?.payload.id, leadgenId)
+        assert.strictEqual(data["ad_id"], adId)
+        assert.strictEqual(data["profile_id"], profile.profileId)
+        assert.isArray(data["field_data"])
+        assert.isAbove((data["field_data"] as ReadonlyArray<unknown>).length, 0)
+      }))
+
     it.effect("a timestamped scheme refuses a stale timestamp (401) and takes a fresh one", () =>
       Effect.gen(function*() {
         const body = JSON.stringify({ event: "deal.updated", id: `evt-${crypto.randomUUID()}`, account_id: "portal-x" })
