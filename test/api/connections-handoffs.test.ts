@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
 import { call, serveApp, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { type PartnerApp, registerApp } from "../support/partner.ts"
+import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { driveConsent, freePort, ownPortSettings, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -354,6 +354,26 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.isFalse(revoked.get(current.id))
         assert.isFalse(revoked.get(ownKey.id))
         assert.strictEqual((yield* call("/api/v1/connections", json(current.key, "GET"))).json.data.length, 1)
+      }))
+  })
+
+  describe("archiving a profile", () => {
+    it.effect("takes its connections, hand-offs and pending selections with it", () =>
+      Effect.gen(function*() {
+        const app = yield* registerApp("Archiving partner")
+        const created = (yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `m-${crypto.randomUUID().slice(0, 8)}` })).json.data
+        const profile = { profileId: created.profile_id, workspaceId: created.workspace_id }
+        const { key } = yield* newProfileWithKey(profile)
+        yield* connectVia(key)
+        yield* connectVia(key, { persona: "two_accounts", provider: "crm" })
+        const archived = yield* asApp(app, `/api/v1/profiles/${created.profile_id}`, "DELETE")
+        assert.strictEqual(archived.status, 200, archived.text)
+        const sql = yield* SqlClient
+        const left = yield* sql<{ n: number }>`
+          SELECT (SELECT count(*) FROM connections WHERE profile_id = ${profile.profileId})
+               + (SELECT count(*) FROM connect_handoffs WHERE profile_id = ${profile.profileId})
+               + (SELECT count(*) FROM pending_connections WHERE profile_id = ${profile.profileId}) AS n`
+        assert.strictEqual(Number(left[0]?.n), 0)
       }))
   })
 
