@@ -179,6 +179,17 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(paramsOf(used.location).get("reason"), "handoff_used")
       }))
 
+    it.effect("a grant without the manage-ads permission connects as needs_action", () =>
+      Effect.gen(function*() {
+        const { key } = yield* newProfileWithKey()
+        const { callback } = yield* connectVia(key, { persona: "no_manage_ads_permission" })
+        assert.strictEqual(paramsOf(callback.location).get("status"), "success")
+        const connection = (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0]
+        assert.strictEqual(connection.status, "needs_action")
+        assert.strictEqual(connection.status_reason, "manage_ads_permission_missing")
+        assert.notInclude(connection.scopes, "ads_management")
+      }))
+
     it.effect("cancel: cancelled with user_cancelled; a link without return_url shows a Continue card", () =>
       Effect.gen(function*() {
         const { key } = yield* newProfileWithKey()
