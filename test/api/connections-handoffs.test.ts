@@ -485,11 +485,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(replay.json, { received: true, fresh: false })
       }))
 
-    it.effect("a grant death (revoke_tokens fault) marks the connection reconnect_required with its event, once", () =>
+    // Last of the layer's tests: the fault kills every grant the sandbox issued so far.
+    it.effect.each(["crm", "adplatform"])("a grant death (revoke_tokens fault) on %s marks the connection reconnect_required with its event, once", (provider) =>
       Effect.gen(function*() {
         const { key, profile } = yield* newProfileWithKey()
-        yield* connectVia(key, { provider: "crm" })
-        const faults = yield* call("/sandbox/crm/_faults", {
+        yield* connectVia(key, { provider })
+        const faults = yield* call(`/sandbox/${provider}/_faults`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ revoke_tokens: true })
@@ -502,7 +503,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         )
         assert.strictEqual(list.json.data[0].status_reason, "grant_revoked")
         assert.strictEqual((yield* outboxRows(profile.profileId, "connection.reconnect_required")).length, 1)
-        yield* call("/sandbox/crm/_faults", {
+        yield* call(`/sandbox/${provider}/_faults`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ revoke_tokens: false })

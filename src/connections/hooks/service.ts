@@ -32,7 +32,8 @@ const text = (value: unknown): string | null =>
 
 /**
  * The events of a callback body. The ad-platform family sends `{object, entry: [{id, time,
- * changes: [{field, value}]}]}` (a `leadgen` change names `leadgen_id`); the others send one
+ * changes: [{field, value}]}]}` (a `leadgen` change names `leadgen_id`, a `deauthorize` change is a
+ * grant death); the others send one
  * event object (`{event, id | event_id, account_id, ...}`); a grant death is
  * `{event: "grant_revoked", account_id, user_id, time}`.
  */
@@ -50,6 +51,11 @@ export const eventsOf = (body: Json): ReadonlyArray<HookEvent> => {
         const leadgenId = text(value["leadgen_id"])
         if (change["field"] === "leadgen" && leadgenId !== null && accountId !== null) {
           return [{ kind: "leadgen", eventId: leadgenId, accountId, value }]
+        }
+        // The ad-platform family's grant death: `{object: "permissions", entry: [{id, time, changes: [{field: "deauthorize", value: {user_id}}]}]}`.
+        if (change["field"] === "deauthorize" && accountId !== null) {
+          const eventId = `deauthorize:${accountId}:${text(value["user_id"]) ?? ""}:${text(entry["time"]) ?? ""}`
+          return [{ kind: "grant_revoked", eventId, accountId }]
         }
         const id = text(value["event_id"]) ?? text(value["id"])
         return id === null ? [] : [{ kind: "other", eventId: `${String(change["field"])}:${id}`, accountId }]
