@@ -16,8 +16,7 @@ import type { DatabaseUnavailable } from "../schema/errors.ts"
 import type { ClusterStatusInfo } from "../schema/rpc.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { SecretBox } from "../src/platform/secret-box.ts"
-import { ProviderEndpoints } from "../src/providers/endpoints.ts"
-import { ProviderOAuthLayer } from "../src/providers/oauth/live.ts"
+import { ProvidersLive } from "../src/providers/layer.ts"
 import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
@@ -106,7 +105,7 @@ export const ClusterLive: Layer.Layer<
 > = Layer.mergeAll(
   ProfileLive,
   // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.
-  HandOffLive.pipe(Layer.provide([ProviderOAuthLayer, ProviderEndpoints.layer, SecretBox.layer])),
+  HandOffLive.pipe(Layer.provide([ProvidersLive, SecretBox.layer])),
   ClusterStatus.layer
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))

@@ -15,9 +15,7 @@ import { DatabaseLive } from "../platform/database.ts"
 import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
-import { AdPlatformLayer } from "../providers/adplatform/live.ts"
-import { ProviderEndpoints } from "../providers/endpoints.ts"
-import { ProviderOAuthLayer } from "../providers/oauth/live.ts"
+import { ProvidersLive } from "../providers/layer.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -32,12 +30,10 @@ const RequestLimitsLive = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
-/** The provider clients (decision 0055): one instance per process, shared by the entities and the routes. */
-const ProvidersLive = Layer.mergeAll(ProviderOAuthLayer, ProviderEndpoints.layer, AdPlatformLayer)
-
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
+  // The provider ports for the routes (the HandOff entity gets the same layer, shared by reference).
   ProvidersLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
