@@ -179,6 +179,23 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(paramsOf(used.location).get("reason"), "handoff_used")
       }))
 
+    it.effect("two callbacks at once (a double click) run one consent: one connection, one event", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const { url } = yield* TestServer
+        const handoff = (yield* mint(key, "crm", { return_url: `${url}/done` })).json.data
+        const consent = yield* driveConsent(handoff.start_url)
+        const both = yield* Effect.all([raw(consent.location ?? ""), raw(consent.location ?? "")], { concurrency: 2 })
+        for (const answer of both) {
+          assert.strictEqual(answer.status, 302)
+          assert.strictEqual(paramsOf(answer.location).get("status"), "success")
+        }
+        const sql = yield* SqlClient
+        const count = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM connections WHERE profile_id = ${profile.profileId}`
+        assert.strictEqual(count[0]?.n, 1)
+        assert.strictEqual((yield* outboxRows(profile.profileId, "connection.connected")).length, 1)
+      }))
+
     it.effect("a grant without the manage-ads permission connects as needs_action", () =>
       Effect.gen(function*() {
         const { key } = yield* newProfileWithKey()
