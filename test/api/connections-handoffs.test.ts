@@ -46,7 +46,11 @@ const connectVia = Effect.fn("test.connectVia")(function*(
   } = {}
 ) {
   const { url } = yield* TestServer
-  const minted = yield* mint(key, options.provider ?? "adplatform", { return_url: options.returnUrl ?? `${url}/done?from=test` })
+  const provider = options.provider ?? "adplatform"
+  const minted = yield* mint(key, provider, {
+    return_url: options.returnUrl ?? `${url}/done?from=test`,
+    ...(provider === "commerce" ? { shop: "acme-store" } : {})
+  })
   assert.strictEqual(minted.status, 201, minted.text)
   const handoff = minted.json.data
   const consent = yield* driveConsent(handoff.start_url, {
@@ -177,6 +181,16 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const used = yield* raw(handoff.handoff_url)
         assert.strictEqual(used.status, 302)
         assert.strictEqual(paramsOf(used.location).get("reason"), "handoff_used")
+      }))
+
+    it.effect("a commerce hand-off carries the shop to the provider's consent and connects", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const { callback, handoff } = yield* connectVia(key, { provider: "commerce" })
+        assert.strictEqual(new URL(handoff.start_url).searchParams.get("shop"), "acme-store")
+        assert.strictEqual(paramsOf(callback.location).get("status"), "success")
+        const connected = yield* outboxRows(profile.profileId, "connection.connected")
+        assert.strictEqual(connected[0]?.payload.data["provider"], "commerce")
       }))
 
     it.effect("two callbacks at once (a double click) run one consent: one connection, one event", () =>
