@@ -300,6 +300,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const link = yield* raw(handoff.handoff_url)
         assert.strictEqual(link.status, 302)
         assert.strictEqual(link.location, handoff.start_url)
+        // A provider error other than the person's refusal is not settled either.
+        const broken = new URL(consent.location ?? "")
+        broken.searchParams.delete("code")
+        broken.searchParams.set("error", "server_error")
+        const providerError = yield* raw(broken.toString())
+        assert.strictEqual(paramsOf(providerError.location).get("reason"), "internal_error")
         const done = yield* raw(consent.location ?? "")
         assert.strictEqual(paramsOf(done.location).get("status"), "success")
       }))

@@ -319,8 +319,13 @@ export class Handoffs extends Context.Service<Handoffs, {
 
         if (input.error !== null || input.code === null) {
           if (row.status === "in_consent" && !row.consent_stale) return answer("failed", "handoff_used")
-          yield* repo.settle(handoffId, "cancelled", "user_cancelled", null)
-          return answer("cancelled", "user_cancelled")
+          // The person said no; any other error (or none, and no code) is the provider's failure: retry the link.
+          if (input.error === "access_denied") {
+            yield* repo.settle(handoffId, "cancelled", "user_cancelled", null)
+            return answer("cancelled", "user_cancelled")
+          }
+          yield* repo.settle(handoffId, "failed", "internal_error", null)
+          return answer("failed", "internal_error")
         }
         // One consent per hand-off: the claim fails while another consent holds it (recovered after 3 minutes).
         const claimed = yield* repo.beginConsent(handoffId)
