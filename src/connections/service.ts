@@ -79,6 +79,7 @@ export class Connections extends Context.Service<Connections, {
           yield* audit.record({
             actor: principal,
             action: "connection.disconnected",
+            withoutPerson: true,
             targetKind: "connection",
             targetId: id,
             workspaceId: record.workspace_id,

@@ -10,7 +10,7 @@ import { call, serveApp, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { driveConsent, freePort, ownPortSettings, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
-import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write"]
 
@@ -371,6 +371,23 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.isNull(audit[0]?.actor_user_id)
         assert.notDeepInclude((yield* sandboxState("email")).subscriptions, channel)
         assert.strictEqual((yield* call(`/api/v1/connections/${connectionId}/disconnect`, json(key, "POST"))).status, 404)
+      }))
+
+    it.effect("a person's session disconnects too; the audit entry still names no person", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const { handoff } = yield* connectVia(key, { provider: "calendar" })
+        const connectionId: string = (yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))).json.data.result.connection_id
+        const member = yield* seedMemberSession(profile, "owner")
+        const done = yield* call(`/api/v1/connections/${connectionId}/disconnect?profile_id=${profile.profileId}`, {
+          method: "POST",
+          headers: member.headers
+        })
+        assert.strictEqual(done.status, 200, done.text)
+        const sql = yield* SqlClient
+        const audit = yield* sql<{ actor_kind: string; actor_user_id: string | null }>`
+          SELECT actor_kind, actor_user_id FROM audit_events WHERE target_id = ${connectionId} AND action = 'connection.disconnected'`
+        assert.deepStrictEqual(audit.map((row) => [row.actor_kind, row.actor_user_id]), [["session", null]])
       }))
 
     it.effect("DELETE gives up the app's grant and revokes the app's older keys; the connection stays", () =>
