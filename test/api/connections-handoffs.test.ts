@@ -521,6 +521,41 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.isAbove((data["field_data"] as ReadonlyArray<unknown>).length, 0)
       }))
 
+    it.effect("when the lead cannot be read the callback is 503 and writes nothing; the redelivery writes it", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        yield* connectVia(key)
+        const accountId: string = (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0].provider_account_id
+        const faults = (body: unknown) =>
+          call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        // Every attempt of the lead read (the first and its retries) answers 500.
+        yield* faults({ fail_next: 4 })
+        const state = yield* sandboxState("adplatform")
+        const adId: string = state.accounts.find((a: { id: string }) => a.id === accountId).campaigns[0].ad_sets[0].ads[0].id
+        const leadgenId = `lead-${crypto.randomUUID()}`
+        yield* call("/sandbox/adplatform/_state", {
+          method: "PATCH",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ arrive: { kind: "lead", ad_id: adId, leadgen_id: leadgenId } })
+        })
+        const delivered = yield* eventually(
+          sandboxState("adplatform"),
+          (s) => (s.deliveries ?? []).some((d: { status: number | null; at: string }) => d.status === 503),
+          { what: "the push answered 503", within: "20 seconds", every: "200 millis" }
+        )
+        void delivered
+        assert.strictEqual((yield* outboxRows(profile.profileId, "leadgen.received")).length, 0)
+        const body = JSON.stringify({
+          object: "page",
+          entry: [{ id: accountId, time: Math.floor(Date.now() / 1000), changes: [{ field: "leadgen", value: { leadgen_id: leadgenId, ad_id: adId } }] }]
+        })
+        const again = yield* hook(body, sign(body))
+        assert.strictEqual(again.status, 200, again.text)
+        const rows = yield* outboxRows(profile.profileId, "leadgen.received")
+        assert.strictEqual(rows.length, 1)
+        assert.isArray(rows[0]?.payload.data["field_data"])
+      }))
+
     it.effect("a timestamped scheme refuses a stale timestamp (401) and takes a fresh one", () =>
       Effect.gen(function*() {
         const body = JSON.stringify({ event: "deal.updated", id: `evt-${crypto.randomUUID()}`, account_id: "portal-x" })
