@@ -49,9 +49,13 @@ export interface Faults {
   revoke_tokens: boolean
   /** How long access tokens issued from now on live (default 3600). */
   token_ttl_seconds: number
+  /** The rate limit per token per one-second window (default 100). */
+  rate_limit_per_second: number
 }
 
-const noFaults = (): Faults => ({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false, token_ttl_seconds: SANDBOX_TOKEN_TTL_SECONDS })
+const noFaults = (): Faults => ({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false, token_ttl_seconds: SANDBOX_TOKEN_TTL_SECONDS,
+  rate_limit_per_second: SANDBOX_RATE_LIMIT_PER_SECOND
+})
 
 interface GrantRecord extends Grant {
   revoked: boolean
@@ -333,11 +337,11 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       const now = Date.now()
       const window = sandbox.windows.get(accessToken)
       if (window === undefined || now - window.start >= 1000) sandbox.windows.set(accessToken, { start: now, count: 1 })
-      else if (window.count >= SANDBOX_RATE_LIMIT_PER_SECOND) {
+      else if (window.count >= sandbox.faults.rate_limit_per_second) {
         sandbox.counters.rate_limited++
         const retryAfter = Math.max(1, Math.ceil((window.start + 1000 - now) / 1000))
         return {
-          ...refuse(429, "rate_limited", `More than ${SANDBOX_RATE_LIMIT_PER_SECOND} calls a second on this token.`),
+          ...refuse(429, "rate_limited", `More than ${sandbox.faults.rate_limit_per_second} calls a second on this token.`),
           headers: { "retry-after": String(retryAfter) }
         }
       } else window.count++
@@ -448,7 +452,17 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
 
   const setFaults = (sandbox: ProviderSandbox, body: Record<string, unknown>, queue: ReturnType<typeof pushQueue>) => {
     const next = { ...sandbox.faults }
-    const { throttle, error_rate, fail_next, timeout_ms, missing_permission, revoke_tokens, token_ttl_seconds, expire_tokens } = body
+    const {
+      throttle,
+      error_rate,
+      fail_next,
+      timeout_ms,
+      missing_permission,
+      revoke_tokens,
+      token_ttl_seconds,
+      expire_tokens,
+      rate_limit_per_second
+    } = body
     const isCount = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value >= 0
     if (throttle !== undefined) {
       if (!isCount(throttle)) return invalid("throttle must be a count of calls (integer >= 0)")
@@ -481,6 +495,12 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
         return invalid("token_ttl_seconds must be an integer from 1 to 86400")
       }
       next.token_ttl_seconds = token_ttl_seconds
+    }
+    if (rate_limit_per_second !== undefined) {
+      if (typeof rate_limit_per_second !== "number" || !Number.isInteger(rate_limit_per_second) || rate_limit_per_second < 1) {
+        return invalid("rate_limit_per_second must be a positive integer")
+      }
+      next.rate_limit_per_second = rate_limit_per_second
     }
     if (expire_tokens !== undefined && typeof expire_tokens !== "boolean") return invalid("expire_tokens must be a boolean")
     if (error_rate !== undefined) sandbox.random = seededRandom(17)
