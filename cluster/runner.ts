@@ -15,6 +15,9 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../schema/errors.ts"
 import type { ClusterStatusInfo } from "../schema/rpc.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
+import { SecretBox } from "../src/platform/secret-box.ts"
+import { ProvidersLive } from "../src/providers/layer.ts"
+import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
 
@@ -92,13 +95,18 @@ export class ClusterStatus extends Context.Service<ClusterStatus, {
 }
 
 /**
- * Sharding for `AppConfig.cluster.mode`, with the Profile entity registered and
+ * Sharding for `AppConfig.cluster.mode`, with the Profile and HandOff entities registered and
  * `ClusterStatus` alongside.
  */
 export const ClusterLive: Layer.Layer<
   Sharding.Sharding | ClusterStatus,
   Config.ConfigError | SocketServerError,
   AppConfig | SqlClient
-> = Layer.mergeAll(ProfileLive, ClusterStatus.layer).pipe(
+> = Layer.mergeAll(
+  ProfileLive,
+  // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.
+  HandOffLive.pipe(Layer.provide([ProvidersLive, SecretBox.layer])),
+  ClusterStatus.layer
+).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )

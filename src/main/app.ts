@@ -15,7 +15,7 @@ import { AttributionHandlers } from "../attribution/recompute/handlers.ts"
 import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
 import { MeHandlers } from "../auth/me/handlers.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
-import { ConnectionsHandlers } from "../connections/handlers.ts"
+import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
 import { CustomersHandlers } from "../customers/handlers.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
 import { EventsHandlers } from "../events/outcomes/handlers.ts"
@@ -50,6 +50,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     OpsHandlers,
     AdminHandlers,
     ConnectionsHandlers,
+    ConnectPagesHandlers,
+    HooksHandlers,
     TenancyHandlers,
     ApiKeysHandlers,
     MembersHandlers,

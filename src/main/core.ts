@@ -15,6 +15,7 @@ import { DatabaseLive } from "../platform/database.ts"
 import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
+import { ProvidersLive } from "../providers/layer.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -32,6 +33,8 @@ const RequestLimitsLive = Layer.unwrap(
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
+  // The provider ports for the routes (the HandOff entity gets the same layer, shared by reference).
+  ProvidersLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
