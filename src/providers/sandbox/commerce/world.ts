@@ -7,6 +7,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Result, Schema } from "effect"
+import { ORDER_MILESTONES, type OrderMilestone } from "../../commerce/port.ts"
 import { shopDomain } from "../../commerce/shop.ts"
 import {
   isoAt,
@@ -20,9 +21,6 @@ import {
   type WorldPush,
   WorldRefusal
 } from "../world-kit.ts"
-
-export const ORDER_MILESTONES = ["created", "paid", "fulfilled", "delivered", "refunded", "cancelled"] as const
-export type OrderMilestone = (typeof ORDER_MILESTONES)[number]
 
 export interface Shop {
   readonly id: string
