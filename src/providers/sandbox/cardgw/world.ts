@@ -77,7 +77,6 @@ export class CardgwWorld {
   readonly accounts: ReadonlyArray<CardgwAccount> = ACCOUNTS
   private readonly payments = new Map<string, Payment>()
   private readonly now: () => number
-  writeCount = 0
 
   constructor(now: () => number = Date.now) {
     this.now = now
@@ -112,16 +111,10 @@ export class CardgwWorld {
     }
   }
 
-  /** The accounts a consent persona grants: the first merchant account, or both. */
-  accountsFor(persona: string): ReadonlyArray<CardgwAccount> {
-    return persona === "two_accounts" ? ACCOUNTS : ACCOUNTS.slice(0, 1)
-  }
-
   state() {
     return {
       accounts: this.accounts,
-      payments: [...this.payments.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
-      write_count: this.writeCount
+      payments: [...this.payments.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
     }
   }
 

@@ -131,7 +131,6 @@ export class CommerceWorld {
   private readonly orders = new Map<string, Order>()
   private readonly nextNumber = new Map<string, number>()
   private readonly now: () => number
-  writeCount = 0
 
   constructor(now: () => number = Date.now) {
     this.now = now
@@ -230,8 +229,7 @@ export class CommerceWorld {
     return {
       shops: byId(this.shops.values()),
       products: byId(this.products.values()),
-      orders: byId(this.orders.values()),
-      write_count: this.writeCount
+      orders: byId(this.orders.values())
     }
   }
 
@@ -430,13 +428,13 @@ export class CommerceWorld {
     }
   }
 
-  private push(shop: Shop, topic: string, body: unknown): WorldPush {
-    const eventId = randomUUID()
+  private push(shop: Shop, topic: string, object: unknown): WorldPush {
+    const eventId = `evt_${randomUUID()}`
     return {
       accountId: shop.id,
       eventId,
       topic,
-      body,
+      body: { id: eventId, type: topic, account_id: shop.id, shop_domain: shop.domain, created_at: isoAt(this.now()), data: { object } },
       headers: { "X-Shop-Topic": topic, "X-Shop-Domain": shop.domain, "X-Shop-Webhook-Id": eventId }
     }
   }

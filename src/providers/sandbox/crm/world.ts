@@ -122,7 +122,6 @@ export class CrmWorld {
   readonly accounts: ReadonlyArray<CrmAccount> = ACCOUNTS
   private readonly pipelines: Array<CrmPipeline> = []
   private readonly deals = new Map<string, CrmDeal>()
-  writeCount = 0
 
   private readonly now: () => number
 
@@ -168,17 +167,11 @@ export class CrmWorld {
     }
   }
 
-  /** The accounts a consent persona grants: the first portal, or both. */
-  accountsFor(persona: string): ReadonlyArray<CrmAccount> {
-    return persona === "two_accounts" ? ACCOUNTS : ACCOUNTS.slice(0, 1)
-  }
-
   state() {
     return {
       accounts: this.accounts,
       pipelines: this.pipelines,
-      deals: [...this.deals.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
-      write_count: this.writeCount
+      deals: [...this.deals.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
     }
   }
 
@@ -206,15 +199,13 @@ export class CrmWorld {
     return deal && deal.account_id === accountId ? deal : new WorldRefusal(404, "not_found", `no deal ${id}`)
   }
 
-  /** The API's write: moves a deal to another stage of its pipeline (counted in `write_count`). */
+  /** The API's write: moves a deal to another stage of its pipeline (pushes `deal.stage_changed`). */
   updateDeal(accountId: string, id: string, body: unknown): { deal: CrmDeal; pushes: Array<WorldPush> } | WorldRefusal {
     const found = this.getDeal(accountId, id)
     if (found instanceof WorldRefusal) return found
     const decoded = Schema.decodeUnknownResult(Schema.Struct({ stage_id: Schema.String }))(body)
     if (Result.isFailure(decoded)) return new WorldRefusal(400, "invalid_parameter", "stage_id is required")
     const moved = this.move(found, decoded.success.stage_id)
-    if (moved instanceof WorldRefusal) return moved
-    this.writeCount += 1
     return moved
   }
 

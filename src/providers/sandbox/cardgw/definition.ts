@@ -1,0 +1,40 @@
+/** The simulated card gateway as a sandbox kind (the world is cardgw/world.ts; the API is docs/sandbox-providers.md "cardgw"). */
+import { defineSandbox, notFound, ok } from "../kind.ts"
+import { applied, filter, pageQuery, reply } from "../world-reply.ts"
+import { CardgwWorld } from "./world.ts"
+
+export const cardgwSandbox = defineSandbox<CardgwWorld>({
+  provider: "cardgw",
+  seed: () => new CardgwWorld(),
+  accounts: (world) => world.accounts,
+  readScopes: ["payments.read"],
+  writeScope: "payments.write",
+  routes: [
+    {
+      method: "GET",
+      path: "/v1/accounts/:account/payments",
+      handler: (world, ctx) =>
+        ctx.reaches(ctx.params["account"]!)
+          ? reply(world.listPayments(ctx.params["account"]!, { ...pageQuery(ctx.query), ...filter(ctx.query, "created_since") }))
+          : notFound(`account ${ctx.params["account"]}`)
+    },
+    {
+      method: "GET",
+      path: "/v1/accounts/:account/payments/:payment",
+      handler: (world, ctx) =>
+        ctx.reaches(ctx.params["account"]!)
+          ? reply(world.getPayment(ctx.params["account"]!, ctx.params["payment"]!))
+          : notFound(`account ${ctx.params["account"]}`)
+    }
+  ],
+  state: (world) => world.state(),
+  patch: (world, object, ctx) => applied(ctx, world.patchObjects([object])),
+  arrive: (world, arrival, ctx) => applied(ctx, world.arrive(arrival)) ?? ok({ arrived: true }),
+  grantDeath: (accountId, userId, nowSeconds) => ({
+    id: `evt_grant_${accountId}_${userId}_${nowSeconds}`,
+    type: "account.application.deauthorized",
+    account_id: accountId,
+    created_at: new Date(nowSeconds * 1000).toISOString(),
+    data: { object: { user_id: userId } }
+  })
+})

@@ -1,0 +1,63 @@
+/** The simulated CRM as a sandbox kind (the world is crm/world.ts; the API is docs/sandbox-providers.md "crm"). */
+import { defineSandbox, notFound, ok } from "../kind.ts"
+import { applied, filter, pageQuery, pushAll, reply } from "../world-reply.ts"
+import { WorldRefusal } from "../world-kit.ts"
+import { CrmWorld } from "./world.ts"
+
+export const crmSandbox = defineSandbox<CrmWorld>({
+  provider: "crm",
+  seed: () => new CrmWorld(),
+  accounts: (world) => world.accounts,
+  readScopes: ["crm.objects.deals.read", "crm.schemas.pipelines.read"],
+  writeScope: "crm.objects.deals.write",
+  routes: [
+    {
+      method: "GET",
+      path: "/v1/accounts/:account/pipelines",
+      handler: (world, ctx) =>
+        ctx.reaches(ctx.params["account"]!)
+          ? reply(world.listPipelines(ctx.params["account"]!, pageQuery(ctx.query)))
+          : notFound(`account ${ctx.params["account"]}`)
+    },
+    {
+      method: "GET",
+      path: "/v1/accounts/:account/deals",
+      handler: (world, ctx) =>
+        ctx.reaches(ctx.params["account"]!)
+          ? reply(world.listDeals(ctx.params["account"]!, { ...pageQuery(ctx.query), ...filter(ctx.query, "updated_since") }))
+          : notFound(`account ${ctx.params["account"]}`)
+    },
+    {
+      method: "GET",
+      path: "/v1/accounts/:account/deals/:deal",
+      handler: (world, ctx) =>
+        ctx.reaches(ctx.params["account"]!)
+          ? reply(world.getDeal(ctx.params["account"]!, ctx.params["deal"]!))
+          : notFound(`account ${ctx.params["account"]}`)
+    },
+    {
+      method: "PATCH",
+      path: "/v1/accounts/:account/deals/:deal",
+      handler: (world, ctx) => {
+        if (!ctx.reaches(ctx.params["account"]!)) return notFound(`account ${ctx.params["account"]}`)
+        const refused = ctx.requireWrite()
+        if (refused) return refused
+        const moved = world.updateDeal(ctx.params["account"]!, ctx.params["deal"]!, ctx.body)
+        if (moved instanceof WorldRefusal) return reply(moved)
+        ctx.countWrite()
+        pushAll(ctx, moved.pushes)
+        return ok(moved.deal)
+      }
+    }
+  ],
+  state: (world) => world.state(),
+  patch: (world, object, ctx) => applied(ctx, world.patchObjects([object])),
+  arrive: (world, arrival, ctx) => applied(ctx, world.arrive(arrival)) ?? ok({ arrived: true }),
+  grantDeath: (accountId, userId, nowSeconds) => ({
+    id: `evt_grant_${accountId}_${userId}_${nowSeconds}`,
+    type: "grant.revoked",
+    account_id: accountId,
+    created_at: new Date(nowSeconds * 1000).toISOString(),
+    data: { object: { user_id: userId } }
+  })
+})

@@ -1,0 +1,35 @@
+/** Between the seeded worlds (world-kit.ts) and the sandbox core's replies (kind.ts). */
+import { type PushContext, refuse, type SandboxReply, ok } from "./kind.ts"
+import { type WorldPush, WorldRefusal } from "./world-kit.ts"
+
+/** A world's answer as the provider's reply: its refusal as the error body, anything else as 200. */
+export const reply = (answer: unknown): SandboxReply =>
+  answer instanceof WorldRefusal ? refuse(answer.status, answer.code, answer.message) : ok(answer)
+
+/** `?limit` and `?after` of a list request. */
+export const pageQuery = (query: URLSearchParams) => {
+  const limit = query.get("limit")
+  const after = query.get("after")
+  return {
+    ...(limit === null ? {} : { limit: Number(limit) }),
+    ...(after === null ? {} : { after })
+  }
+}
+
+/** A query filter, absent when not given. */
+export const filter = (query: URLSearchParams, name: string) => {
+  const value = query.get(name)
+  return value === null ? {} : { [name]: value }
+}
+
+/** Queues a world's pushes with the core (signed and posted to the account's subscribers). */
+export const pushAll = (ctx: PushContext, pushes: ReadonlyArray<WorldPush>) => {
+  for (const push of pushes) ctx.push(push.accountId, push.body)
+}
+
+/** The reply of a test control that applied and pushed. */
+export const applied = (ctx: PushContext, answer: ReadonlyArray<WorldPush> | WorldRefusal): SandboxReply | undefined => {
+  if (answer instanceof WorldRefusal) return reply(answer)
+  pushAll(ctx, answer)
+  return undefined
+}
