@@ -3,10 +3,28 @@
  * docs/sandbox-providers.md "commerce"). A consent is for the one shop its `shop` names.
  */
 import { parseShop } from "../../commerce/shop.ts"
-import { defineSandbox, invalid, notFound, ok } from "../kind.ts"
+import { type ApiContext, defineSandbox, invalid, notFound, ok, refuse, type SandboxReply } from "../kind.ts"
 import { applied, filter, pageQuery, pushAll, reply } from "../world-reply.ts"
 import { WorldRefusal } from "../world-kit.ts"
 import { CommerceWorld } from "./world.ts"
+
+/**
+ * The shop a call names when the grant reaches it and the app is installed there; else the
+ * reply: 404 for a shop out of reach, 401 `invalid_token` once the merchant uninstalled the app
+ * (as the real platform kills the app's tokens), until a consent installs it again.
+ */
+const shopOf = (world: CommerceWorld, ctx: ApiContext): string | SandboxReply => {
+  const id = ctx.params["shop"] ?? ""
+  const shop = world.shop(id)
+  if (shop === undefined || !ctx.reaches(id)) return notFound(`shop ${id}`)
+  return shop.installed ? id : refuse(401, "invalid_token", "The app is not installed on this shop.")
+}
+
+const onShop = (run: (world: CommerceWorld, shopId: string, ctx: ApiContext) => SandboxReply) =>
+(world: CommerceWorld, ctx: ApiContext): SandboxReply => {
+  const shop = shopOf(world, ctx)
+  return typeof shop === "string" ? run(world, shop, ctx) : shop
+}
 
 export const commerceSandbox = defineSandbox<CommerceWorld>({
   provider: "commerce",
@@ -22,45 +40,28 @@ export const commerceSandbox = defineSandbox<CommerceWorld>({
   readScopes: ["read_products", "read_orders", "read_inventory"],
   writeScope: "write_orders",
   routes: [
-    {
-      method: "GET",
-      path: "/v1/accounts/:shop",
-      handler: (world, ctx) => {
-        const shop = world.shop(ctx.params["shop"]!)
-        return shop && ctx.reaches(shop.id) ? ok(shop) : notFound(`shop ${ctx.params["shop"]}`)
-      }
-    },
+    { method: "GET", path: "/v1/accounts/:shop", handler: onShop((world, shop) => ok(world.shop(shop))) },
     {
       method: "GET",
       path: "/v1/accounts/:shop/products",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["shop"]!)
-          ? reply(world.listProducts(ctx.params["shop"]!, pageQuery(ctx.query)))
-          : notFound(`shop ${ctx.params["shop"]}`)
+      handler: onShop((world, shop, ctx) => reply(world.listProducts(shop, pageQuery(ctx.query))))
     },
     {
       method: "GET",
       path: "/v1/accounts/:shop/products/:product/stock",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["shop"]!)
-          ? reply(world.productStock(ctx.params["shop"]!, ctx.params["product"]!))
-          : notFound(`shop ${ctx.params["shop"]}`)
+      handler: onShop((world, shop, ctx) => reply(world.productStock(shop, ctx.params["product"] ?? "")))
     },
     {
       method: "GET",
       path: "/v1/accounts/:shop/orders",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["shop"]!)
-          ? reply(world.listOrders(ctx.params["shop"]!, { ...pageQuery(ctx.query), ...filter(ctx.query, "updated_since") }))
-          : notFound(`shop ${ctx.params["shop"]}`)
+      handler: onShop((world, shop, ctx) =>
+        reply(world.listOrders(shop, { ...pageQuery(ctx.query), ...filter(ctx.query, "updated_since") }))
+      )
     },
     {
       method: "GET",
       path: "/v1/accounts/:shop/orders/:order",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["shop"]!)
-          ? reply(world.getOrder(ctx.params["shop"]!, ctx.params["order"]!))
-          : notFound(`shop ${ctx.params["shop"]}`)
+      handler: onShop((world, shop, ctx) => reply(world.getOrder(shop, ctx.params["order"] ?? "")))
     }
   ],
   state: (world) => world.state(),
