@@ -1,5 +1,5 @@
 /** Between the seeded worlds (world-kit.ts) and the sandbox core's replies (kind.ts). */
-import { type PushContext, refuse, type SandboxReply, ok } from "./kind.ts"
+import { type ApiContext, notFound, ok, type PushContext, refuse, type SandboxReply } from "./kind.ts"
 import { type WorldPush, WorldRefusal } from "./world-kit.ts"
 
 /** A world's answer as the provider's reply: its refusal as the error body, anything else as 200. */
@@ -32,4 +32,11 @@ export const applied = (ctx: PushContext, answer: ReadonlyArray<WorldPush> | Wor
   if (answer instanceof WorldRefusal) return reply(answer)
   pushAll(ctx, answer)
   return undefined
+}
+
+/** A route on `/v1/accounts/:account/...`: runs when the grant reaches the account, else 404 as for an unknown one. */
+export const onAccount = <W>(run: (world: W, accountId: string, ctx: ApiContext) => SandboxReply) =>
+(world: W, ctx: ApiContext): SandboxReply => {
+  const accountId = ctx.params["account"] ?? ""
+  return ctx.reaches(accountId) ? run(world, accountId, ctx) : notFound(`account ${accountId}`)
 }

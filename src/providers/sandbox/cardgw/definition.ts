@@ -1,6 +1,6 @@
 /** The simulated card gateway as a sandbox kind (the world is cardgw/world.ts; the API is docs/sandbox-providers.md "cardgw"). */
-import { defineSandbox, notFound, ok } from "../kind.ts"
-import { applied, filter, pageQuery, reply } from "../world-reply.ts"
+import { defineSandbox, ok } from "../kind.ts"
+import { applied, filter, onAccount, pageQuery, reply } from "../world-reply.ts"
 import { CardgwWorld } from "./world.ts"
 
 export const cardgwSandbox = defineSandbox<CardgwWorld>({
@@ -13,18 +13,14 @@ export const cardgwSandbox = defineSandbox<CardgwWorld>({
     {
       method: "GET",
       path: "/v1/accounts/:account/payments",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["account"]!)
-          ? reply(world.listPayments(ctx.params["account"]!, { ...pageQuery(ctx.query), ...filter(ctx.query, "created_since") }))
-          : notFound(`account ${ctx.params["account"]}`)
+      handler: onAccount((world, account, ctx) =>
+        reply(world.listPayments(account, { ...pageQuery(ctx.query), ...filter(ctx.query, "created_since") }))
+      )
     },
     {
       method: "GET",
       path: "/v1/accounts/:account/payments/:payment",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["account"]!)
-          ? reply(world.getPayment(ctx.params["account"]!, ctx.params["payment"]!))
-          : notFound(`account ${ctx.params["account"]}`)
+      handler: onAccount((world, account, ctx) => reply(world.getPayment(account, ctx.params["payment"] ?? "")))
     }
   ],
   state: (world) => world.state(),

@@ -1,7 +1,7 @@
 /** The simulated CRM as a sandbox kind (the world is crm/world.ts; the API is docs/sandbox-providers.md "crm"). */
-import { defineSandbox, notFound, ok } from "../kind.ts"
-import { applied, filter, pageQuery, pushAll, reply } from "../world-reply.ts"
+import { defineSandbox, ok } from "../kind.ts"
 import { WorldRefusal } from "../world-kit.ts"
+import { applied, filter, onAccount, pageQuery, pushAll, reply } from "../world-reply.ts"
 import { CrmWorld } from "./world.ts"
 
 export const crmSandbox = defineSandbox<CrmWorld>({
@@ -14,40 +14,32 @@ export const crmSandbox = defineSandbox<CrmWorld>({
     {
       method: "GET",
       path: "/v1/accounts/:account/pipelines",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["account"]!)
-          ? reply(world.listPipelines(ctx.params["account"]!, pageQuery(ctx.query)))
-          : notFound(`account ${ctx.params["account"]}`)
+      handler: onAccount((world, account, ctx) => reply(world.listPipelines(account, pageQuery(ctx.query))))
     },
     {
       method: "GET",
       path: "/v1/accounts/:account/deals",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["account"]!)
-          ? reply(world.listDeals(ctx.params["account"]!, { ...pageQuery(ctx.query), ...filter(ctx.query, "updated_since") }))
-          : notFound(`account ${ctx.params["account"]}`)
+      handler: onAccount((world, account, ctx) =>
+        reply(world.listDeals(account, { ...pageQuery(ctx.query), ...filter(ctx.query, "updated_since") }))
+      )
     },
     {
       method: "GET",
       path: "/v1/accounts/:account/deals/:deal",
-      handler: (world, ctx) =>
-        ctx.reaches(ctx.params["account"]!)
-          ? reply(world.getDeal(ctx.params["account"]!, ctx.params["deal"]!))
-          : notFound(`account ${ctx.params["account"]}`)
+      handler: onAccount((world, account, ctx) => reply(world.getDeal(account, ctx.params["deal"] ?? "")))
     },
     {
       method: "PATCH",
       path: "/v1/accounts/:account/deals/:deal",
-      handler: (world, ctx) => {
-        if (!ctx.reaches(ctx.params["account"]!)) return notFound(`account ${ctx.params["account"]}`)
+      handler: onAccount((world, account, ctx) => {
         const refused = ctx.requireWrite()
         if (refused) return refused
-        const moved = world.updateDeal(ctx.params["account"]!, ctx.params["deal"]!, ctx.body)
+        const moved = world.updateDeal(account, ctx.params["deal"] ?? "", ctx.body)
         if (moved instanceof WorldRefusal) return reply(moved)
         ctx.countWrite()
         pushAll(ctx, moved.pushes)
         return ok(moved.deal)
-      }
+      })
     }
   ],
   state: (world) => world.state(),
