@@ -118,7 +118,9 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commer
       assert.strictEqual(subscribed.status, 200)
 
       const state = (yield* json("GET", "/sandbox/commerce/_state")).json
-      const created = state.orders.find((order: { status: string }) => order.status === "created")
+      const created = state.orders.find((order: { status: string; shop_id: string }) =>
+        order.status === "created" && order.shop_id === SEEDED_SHOP
+      )
       assert.isDefined(created)
       const moved = yield* json("PATCH", "/sandbox/commerce/_state", { objects: [{ id: created.id, status: "fulfilled" }] })
       assert.strictEqual(moved.status, 200)

@@ -4,13 +4,13 @@
  * the port and by `PATCH _state`, the signed pushes a subscribed callback receives, arrivals,
  * and a fault retried through the port.
  */
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { createHmac } from "node:crypto"
 import { CrmLive } from "../../src/providers/crm/live.ts"
 import { Crm } from "../../src/providers/crm/port.ts"
 import { CrmWorld } from "../../src/providers/sandbox/crm/world.ts"
-import { serveApp, testSettings } from "../support/app.ts"
+import { type HttpResult, serveApp, testSettings } from "../support/app.ts"
 import { appSecret, consent, json, providerHttpLayer, receiver, session } from "./sandbox-harness.ts"
 
 const PORTAL = "crm_portal_1001"
@@ -73,7 +73,7 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox crm th
       const seen: Array<string> = []
       let after: string | null = ""
       while (after !== null) {
-        const page = yield* json("GET", `/sandbox/crm/v1/accounts/${PORTAL}/deals?limit=7&after=${after}`, undefined, token)
+        const page: HttpResult = yield* json("GET", `/sandbox/crm/v1/accounts/${PORTAL}/deals?limit=7&after=${after}`, undefined, token)
         assert.strictEqual(page.status, 200)
         assert.isAtMost(page.json.data.length, 7)
         seen.push(...page.json.data.map((deal: { id: string }) => deal.id))

@@ -213,6 +213,7 @@ export class CommerceWorld {
         phone: withheld || random.next() < 0.3 ? null : person.phone,
         customer_id: withheld ? null : `cust_${handle}_${String(n).padStart(4, "0")}`,
         token: `${handle}${String(n).padStart(6, "0")}`,
+        arrived: false,
         attributes: random.next() < 0.5 ? { utm_source: "adplatform", utm_medium: "paid_social" } : {},
         milestones: path.map((status, step) => ({ status, at: isoAt(createdMs + step * random.int(1, 48) * 3_600_000) }))
       })
@@ -353,6 +354,7 @@ export class CommerceWorld {
       phone: input.phone ?? null,
       customer_id: input.customer_id ?? null,
       token,
+      arrived: true,
       attributes: input.attributes ?? {},
       milestones: input.status === "paid" ? [{ status: "created", at }, { status: "paid", at }] : [{ status: "created", at }]
     })
@@ -368,6 +370,7 @@ export class CommerceWorld {
       readonly phone: string | null
       readonly customer_id: string | null
       readonly token: string
+      readonly arrived: boolean
       readonly attributes: Readonly<Record<string, string>>
       readonly milestones: ReadonlyArray<{ readonly status: OrderMilestone; readonly at: string }>
     }
@@ -378,7 +381,8 @@ export class CommerceWorld {
     const first = input.milestones[0]!
     const order: Order = {
       ...statusFields(input.milestones),
-      id: `order_${shop.id}_${number}${input.token.length > 12 ? `_${input.token.slice(0, 6)}` : ""}`,
+      // Arrivals carry a random suffix: a restarted sandbox never reuses an order id the service has seen.
+      id: `order_${shop.id}_${number}${input.arrived ? `_${input.token.slice(0, 6)}` : ""}`,
       shop_id: shop.id,
       name: `#${number}`,
       number,
