@@ -10,7 +10,7 @@ import { CardGatewayLive } from "../../src/providers/cardgw/live.ts"
 import { CardGateway } from "../../src/providers/cardgw/port.ts"
 import { CardgwWorld } from "../../src/providers/sandbox/cardgw/world.ts"
 import { serveApp, testSettings } from "../support/app.ts"
-import { appSecret, consent, json, providerHttpLayer, receiver, session } from "./sandbox-harness.ts"
+import { appSecret, consent, json, providerHttpLayer, receiver, session, withOne500 } from "./sandbox-harness.ts"
 
 const ACCOUNT = "acct_cardgw_1001"
 
@@ -24,7 +24,7 @@ const signedWell = (headers: Record<string, string | Array<string> | undefined>,
 const app = CardGatewayLive.pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw through the CardGateway port", (it) => {
-  it.effect("seeded payments, deterministic, listed since a time and read one by one", () =>
+  it.effect("seeded payments, deterministic, listed since a time and read one by one; a 500 is retried", () =>
     Effect.gen(function*() {
       const fresh = new CardgwWorld().state()
       assert.deepStrictEqual(fresh, new CardgwWorld().state())
@@ -32,7 +32,8 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw
       assert.deepStrictEqual(served.json.payments, fresh.payments)
 
       const gateway = yield* CardGateway
-      const grant = session("cardgw", ACCOUNT, yield* consent("cardgw"))
+      const token = yield* consent("cardgw")
+      const grant = session("cardgw", ACCOUNT, token)
       const payments = yield* Stream.runCollect(gateway.payments(grant))
       assert.strictEqual(payments.length, 40)
       const times = payments.map((payment) => payment.created_at)
@@ -44,6 +45,10 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw
       assert.deepStrictEqual(yield* gateway.getPayment(grant, payments[7]!.id), payments[7])
       const missing = yield* Effect.flip(gateway.getPayment(grant, "pay_nope"))
       assert.strictEqual(missing._tag, "ProviderRefused")
+
+      const retried = yield* withOne500("cardgw", token, `/v1/accounts/${ACCOUNT}/payments/${payments[0]!.id}`, gateway.getPayment(grant, payments[0]!.id))
+      assert.deepStrictEqual(retried.sequence, [200, 500])
+      assert.strictEqual(retried.result.id, payments[0]!.id)
     }))
 
   it.effect("a payment arriving pushes payment.succeeded; a refund pushes payment.refunded, both signed", () =>

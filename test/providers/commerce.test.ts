@@ -12,7 +12,7 @@ import { Commerce } from "../../src/providers/commerce/port.ts"
 import { parseShop } from "../../src/providers/commerce/shop.ts"
 import { CommerceWorld, SEEDED_SHOP } from "../../src/providers/sandbox/commerce/world.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
-import { appSecret, consent, json, providerHttpLayer, receiver, session } from "./sandbox-harness.ts"
+import { appSecret, consent, json, providerHttpLayer, receiver, session, withOne500 } from "./sandbox-harness.ts"
 
 /** The documented scheme: base64 HMAC-SHA256 of the raw body under the app secret. */
 const signedWell = (headers: Record<string, string | Array<string> | undefined>, body: string) =>
@@ -106,6 +106,16 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commer
       assert.strictEqual(missing._tag, "ProviderRefused")
       const otherShop = yield* Effect.flip(Stream.runCollect(commerce.orders(session("commerce", "demo-outlet", token))))
       assert.strictEqual(otherShop._tag, "ProviderRefused")
+
+      // A 500 on the first attempt of a paged read is retried; the stream still yields every order once.
+      const retried = yield* withOne500(
+        "commerce",
+        token,
+        `/v1/accounts/${SEEDED_SHOP}/orders?limit=1`,
+        Stream.runCollect(commerce.orders(grant))
+      )
+      assert.deepStrictEqual(retried.sequence, [200, 500])
+      assert.deepStrictEqual(retried.result.map((order) => order.id), orders.map((order) => order.id))
     }))
 
   it.effect("an order moved by hand pushes a signed orders/updated; arrivals push orders/create and app/uninstalled", () =>

@@ -11,7 +11,7 @@ import { CrmLive } from "../../src/providers/crm/live.ts"
 import { Crm } from "../../src/providers/crm/port.ts"
 import { CrmWorld } from "../../src/providers/sandbox/crm/world.ts"
 import { type HttpResult, serveApp, testSettings } from "../support/app.ts"
-import { appSecret, consent, json, providerHttpLayer, receiver, session } from "./sandbox-harness.ts"
+import { appSecret, consent, json, providerHttpLayer, receiver, session, withOne500 } from "./sandbox-harness.ts"
 
 const PORTAL = "crm_portal_1001"
 const OTHER_PORTAL = "crm_portal_1002"
@@ -160,7 +160,7 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox crm th
       assert.strictEqual(hooks.received.length, 3)
     }))
 
-  it.effect("a write without the write permission is refused; a throttle is waited out through the port", () =>
+  it.effect("a write without the write permission is refused; a throttle and a 500 are retried through the port", () =>
     Effect.gen(function*() {
       const crm = yield* Crm
       const reader = session("crm", PORTAL, yield* consent("crm", { persona: "no_manage_ads_permission" }))
@@ -171,11 +171,17 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox crm th
       assert.strictEqual(denied._tag, "ProviderPermissionMissing")
       assert.strictEqual((yield* json("GET", "/sandbox/crm/_state")).json.write_count, state.write_count)
 
-      const grant = session("crm", PORTAL, yield* consent("crm"))
+      const token = yield* consent("crm")
+      const grant = session("crm", PORTAL, token)
       assert.strictEqual((yield* json("POST", "/sandbox/crm/_faults", { throttle: 1 })).status, 200)
       const started = Date.now()
       assert.strictEqual((yield* crm.getDeal(grant, deal.id)).id, deal.id)
       assert.isAtLeast(Date.now() - started, 900, "Retry-After: 1 was honoured")
       assert.strictEqual((yield* json("POST", "/sandbox/crm/_faults", {})).json.throttle, 0)
+
+      const retried = yield* withOne500("crm", token, `/v1/accounts/${PORTAL}/deals/${deal.id}`, crm.getDeal(grant, deal.id))
+      assert.deepStrictEqual(retried.sequence, [200, 500])
+      assert.strictEqual(retried.first, 200)
+      assert.strictEqual(retried.result.id, deal.id)
     }))
 })

@@ -110,3 +110,26 @@ export const session = (provider: ProviderKind, accountId: string, accessToken: 
   accountId,
   accessToken: Redacted.make(accessToken)
 })
+
+/**
+ * Runs `viaPort` while the sandbox answers its first attempt 500 and the retry 200. The
+ * `error_rate` fault draws from a seeded sequence restarted each time it is set; at 0.2 the
+ * first call of the sequence passes and the second fails, which the first half shows over plain
+ * HTTP (`probePath`), so the port's call, made second, must have been retried to succeed.
+ */
+export const withOne500 = <A, E, R>(
+  provider: ProviderKind,
+  token: string,
+  probePath: string,
+  viaPort: Effect.Effect<A, E, R>
+) =>
+  Effect.gen(function*() {
+    const faults = (body: unknown) => json("POST", `/sandbox/${provider}/_faults`, body)
+    const probe = () => json("GET", `/sandbox/${provider}${probePath}`, undefined, token)
+    yield* faults({ error_rate: 0.2 })
+    const sequence = [(yield* probe()).status, (yield* probe()).status]
+    yield* faults({ error_rate: 0.2 })
+    const first = (yield* probe()).status
+    const result = yield* Effect.ensuring(viaPort, faults({ error_rate: 0 }))
+    return { sequence, first, result }
+  })
