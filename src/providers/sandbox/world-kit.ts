@@ -124,6 +124,4 @@ export interface WorldPush {
   /** The event's name as the provider names it (`deal.stage_changed`, `orders/updated`). */
   readonly topic: string
   readonly body: unknown
-  /** Provider-specific headers besides the signature (e.g. the commerce topic and shop domain). */
-  readonly headers: Readonly<Record<string, string>>
 }

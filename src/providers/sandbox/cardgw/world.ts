@@ -206,8 +206,7 @@ export class CardgwWorld {
       accountId: payment.account_id,
       eventId,
       topic: type,
-      body: { id: eventId, type, account_id: payment.account_id, created_at: isoAt(this.now()), data: { object: payment } },
-      headers: {}
+      body: { id: eventId, type, account_id: payment.account_id, created_at: isoAt(this.now()), data: { object: payment } }
     }
   }
 }

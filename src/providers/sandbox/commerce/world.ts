@@ -438,8 +438,7 @@ export class CommerceWorld {
       accountId: shop.id,
       eventId,
       topic,
-      body: { id: eventId, type: topic, account_id: shop.id, shop_domain: shop.domain, created_at: isoAt(this.now()), data: { object } },
-      headers: { "X-Shop-Topic": topic, "X-Shop-Domain": shop.domain, "X-Shop-Webhook-Id": eventId }
+      body: { id: eventId, type: topic, account_id: shop.id, shop_domain: shop.domain, created_at: isoAt(this.now()), data: { object } }
     }
   }
 }

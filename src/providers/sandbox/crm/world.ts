@@ -299,8 +299,7 @@ export class CrmWorld {
       accountId: deal.account_id,
       eventId,
       topic: type,
-      body: { id: eventId, type, account_id: deal.account_id, created_at: isoAt(this.now()), data },
-      headers: {}
+      body: { id: eventId, type, account_id: deal.account_id, created_at: isoAt(this.now()), data }
     }
   }
 }
