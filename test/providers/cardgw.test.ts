@@ -64,7 +64,7 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw
       const arrived = yield* json("PATCH", "/sandbox/cardgw/_state", {
         arrive: { kind: "payment", amount_minor: 4_990, customer: { email: "payer@example.com", phone: "+34600000003" } }
       })
-      assert.strictEqual(arrived.status, 200)
+      assert.strictEqual(arrived.status, 201)
       assert.strictEqual(hooks.received.length, 1)
       assert.isTrue(signedWell(hooks.received[0]!.headers, hooks.received[0]!.body))
       const succeeded = JSON.parse(hooks.received[0]!.body)
@@ -72,6 +72,7 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw
       assert.strictEqual(succeeded.data.object.amount_minor, 4_990)
       assert.strictEqual(succeeded.data.object.customer.email, "payer@example.com")
       const id = succeeded.data.object.id as string
+      assert.strictEqual(arrived.json.payment.id, id)
       assert.strictEqual((yield* gateway.getPayment(grant, id)).status, "succeeded")
 
       const refunded = yield* json("PATCH", "/sandbox/cardgw/_state", { objects: [{ id, status: "refunded" }] })

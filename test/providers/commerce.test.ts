@@ -159,11 +159,12 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commer
       const arrived = yield* json("PATCH", "/sandbox/commerce/_state", {
         arrive: { kind: "order", email: "buyer@example.com", phone: "+34600000002", status: "paid", lines: [{ variant_id: variant.id, quantity: 1 }] }
       })
-      assert.strictEqual(arrived.status, 200)
+      assert.strictEqual(arrived.status, 201)
       assert.strictEqual(hooks.received.length, 2)
       const order = JSON.parse(hooks.received[1]!.body)
       assert.isTrue(signedWell(hooks.received[1]!.headers, hooks.received[1]!.body))
       assert.strictEqual(order.type, "orders/create")
+      assert.deepStrictEqual(order.data.object, arrived.json.order)
       assert.strictEqual(order.data.object.email, "buyer@example.com")
       assert.strictEqual(order.data.object.financial_status, "paid")
       assert.strictEqual(order.data.object.total_price, variant.price)
@@ -171,7 +172,8 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commer
       assert.strictEqual(stock.variants[0]!.stock, Math.max(0, variant.stock - 1))
 
       const uninstalled = yield* json("PATCH", "/sandbox/commerce/_state", { arrive: { kind: "app_uninstalled" } })
-      assert.strictEqual(uninstalled.status, 200)
+      assert.strictEqual(uninstalled.status, 201)
+      assert.isFalse(uninstalled.json.shop.installed)
       assert.strictEqual(hooks.received.length, 3)
       assert.strictEqual(JSON.parse(hooks.received[2]!.body).type, "app/uninstalled")
       const dead = yield* Effect.flip(commerce.getOrder(grant, created.id))

@@ -148,11 +148,12 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox crm th
       const arrived = yield* json("PATCH", "/sandbox/crm/_state", {
         arrive: { kind: "deal", name: "Walk-in", amount_minor: 12_500, contact: { email: "walkin@example.com", phone: "+34600000001" } }
       })
-      assert.strictEqual(arrived.status, 200)
+      assert.strictEqual(arrived.status, 201)
       assert.strictEqual(hooks.received.length, 3)
       const created = JSON.parse(hooks.received[2]!.body)
       assert.isTrue(signedWell(hooks.received[2]!.headers, hooks.received[2]!.body))
       assert.strictEqual(created.type, "deal.created")
+      assert.deepStrictEqual(created.data.object, arrived.json.deal)
       assert.strictEqual(created.data.object.contact.email, "walkin@example.com")
       assert.strictEqual((yield* crm.getDeal(grant, created.data.object.id)).amount_minor, 12_500)
       const bad = yield* json("PATCH", "/sandbox/crm/_state", { arrive: { kind: "deal", amount_minor: -1 } })

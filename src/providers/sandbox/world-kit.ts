@@ -125,3 +125,9 @@ export interface WorldPush {
   readonly topic: string
   readonly body: unknown
 }
+
+/** What an arrival made: the new object under its kind's name (the reply), and what is pushed. */
+export interface Arrived {
+  readonly reply: Readonly<Record<string, unknown>>
+  readonly pushes: ReadonlyArray<WorldPush>
+}

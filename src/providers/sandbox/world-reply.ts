@@ -1,6 +1,6 @@
 /** Between the seeded worlds (world-kit.ts) and the sandbox core's replies (kind.ts). */
 import { type ApiContext, notFound, ok, type PushContext, refuse, type SandboxReply } from "./kind.ts"
-import { type WorldPush, WorldRefusal } from "./world-kit.ts"
+import { type Arrived, type WorldPush, WorldRefusal } from "./world-kit.ts"
 
 /** A world's answer as the provider's reply: its refusal as the error body, anything else as 200. */
 export const reply = (answer: unknown): SandboxReply =>
@@ -39,4 +39,11 @@ export const onAccount = <W>(run: (world: W, accountId: string, ctx: ApiContext)
 (world: W, ctx: ApiContext): SandboxReply => {
   const accountId = ctx.params["account"] ?? ""
   return ctx.reaches(accountId) ? run(world, accountId, ctx) : notFound(`account ${accountId}`)
+}
+
+/** The reply to an arrival: 201 with what arrived, its pushes queued; or the world's refusal. */
+export const arrived = (ctx: PushContext, answer: Arrived | WorldRefusal): SandboxReply => {
+  if (answer instanceof WorldRefusal) return reply(answer)
+  pushAll(ctx, answer.pushes)
+  return ok(answer.reply, 201)
 }

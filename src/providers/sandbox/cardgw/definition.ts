@@ -1,6 +1,6 @@
 /** The simulated card gateway as a sandbox kind (the world is cardgw/world.ts; the API is docs/sandbox-providers.md "cardgw"). */
-import { defineSandbox, ok } from "../kind.ts"
-import { applied, filter, onAccount, pageQuery, reply } from "../world-reply.ts"
+import { defineSandbox } from "../kind.ts"
+import { applied, arrived, filter, onAccount, pageQuery, reply } from "../world-reply.ts"
 import { CardgwWorld } from "./world.ts"
 
 export const cardgwSandbox = defineSandbox<CardgwWorld>({
@@ -25,7 +25,7 @@ export const cardgwSandbox = defineSandbox<CardgwWorld>({
   ],
   state: (world) => world.state(),
   patch: (world, object, ctx) => applied(ctx, world.patchObjects([object])),
-  arrive: (world, arrival, ctx) => applied(ctx, world.arrive(arrival)) ?? ok({ arrived: true }),
+  arrive: (world, arrival, ctx) => arrived(ctx, world.arrive(arrival)),
   grantDeath: (accountId, userId, nowSeconds) => ({
     id: `evt_grant_${accountId}_${userId}_${nowSeconds}`,
     type: "account.application.deauthorized",

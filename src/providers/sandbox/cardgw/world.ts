@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto"
 import { Result, Schema } from "effect"
 import {
+  type Arrived,
   isoAt,
   keysetPage,
   type Page,
@@ -166,7 +167,7 @@ export class CardgwWorld {
   }
 
   /** `{arrive: {kind: "payment", ...}}`: a payment made at the gateway (pushes `payment.succeeded`). */
-  arrive(arrival: unknown): Array<WorldPush> | WorldRefusal {
+  arrive(arrival: unknown): Arrived | WorldRefusal {
     const decoded = Schema.decodeUnknownResult(PaymentArrival)(arrival)
     if (Result.isFailure(decoded)) {
       return new WorldRefusal(
@@ -197,7 +198,7 @@ export class CardgwWorld {
       refunded_at: null
     }
     this.payments.set(payment.id, payment)
-    return [this.push(payment, "payment.succeeded")]
+    return { reply: { payment }, pushes: [this.push(payment, "payment.succeeded")] }
   }
 
   private push(payment: Payment, type: string): WorldPush {

@@ -4,8 +4,7 @@
  */
 import { parseShop } from "../../commerce/shop.ts"
 import { type ApiContext, defineSandbox, invalid, notFound, ok, refuse, type SandboxReply } from "../kind.ts"
-import { applied, filter, pageQuery, pushAll, reply } from "../world-reply.ts"
-import { WorldRefusal } from "../world-kit.ts"
+import { applied, arrived, filter, pageQuery, reply } from "../world-reply.ts"
 import { CommerceWorld } from "./world.ts"
 
 /**
@@ -66,12 +65,7 @@ export const commerceSandbox = defineSandbox<CommerceWorld>({
   ],
   state: (world) => world.state(),
   patch: (world, object, ctx) => applied(ctx, world.patchObjects([object])),
-  arrive: (world, arrival, ctx) => {
-    const arrived = world.arrive(arrival)
-    if (arrived instanceof WorldRefusal) return reply(arrived)
-    pushAll(ctx, arrived.pushes)
-    return ok({ arrived: true })
-  },
+  arrive: (world, arrival, ctx) => arrived(ctx, world.arrive(arrival)),
   grantDeath: (accountId, _userId, nowSeconds) => ({
     id: `evt_grant_${accountId}_${nowSeconds}`,
     type: "app/uninstalled",

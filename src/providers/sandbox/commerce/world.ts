@@ -10,6 +10,7 @@ import { Result, Schema } from "effect"
 import { ORDER_MILESTONES, type OrderMilestone } from "../../commerce/port.ts"
 import { shopDomain } from "../../commerce/shop.ts"
 import {
+  type Arrived,
   isoAt,
   keysetPage,
   type Page,
@@ -307,16 +308,14 @@ export class CommerceWorld {
   }
 
   /** `{arrive: {kind: "order", ...}}` (pushes `orders/create`) or `{arrive: {kind: "app_uninstalled"}}`. */
-  arrive(arrival: unknown): { readonly pushes: Array<WorldPush>; readonly uninstalled: string | null } | WorldRefusal {
+  arrive(arrival: unknown): Arrived | WorldRefusal {
     const uninstall = Schema.decodeUnknownResult(UninstallArrival)(arrival)
     if (Result.isSuccess(uninstall)) {
       const shop = this.shops.get(uninstall.success.shop ?? SEEDED_SHOP)
       if (!shop) return new WorldRefusal(404, "not_found", `no shop ${uninstall.success.shop}`)
-      this.shops.set(shop.id, { ...shop, installed: false })
-      return {
-        pushes: [this.push(shop, "app/uninstalled", { id: shop.id, name: shop.name, domain: shop.domain })],
-        uninstalled: shop.id
-      }
+      const uninstalled = { ...shop, installed: false }
+      this.shops.set(shop.id, uninstalled)
+      return { reply: { shop: uninstalled }, pushes: [this.push(uninstalled, "app/uninstalled", uninstalled)] }
     }
     const decoded = Schema.decodeUnknownResult(OrderArrival)(arrival)
     if (Result.isFailure(decoded)) {
@@ -359,7 +358,7 @@ export class CommerceWorld {
       milestones: input.status === "paid" ? [{ status: "created", at }, { status: "paid", at }] : [{ status: "created", at }]
     })
     for (const line of lines) this.setStock(line.variant_id, (stock) => Math.max(0, stock - line.quantity))
-    return { pushes: [this.push(shop, "orders/create", order)], uninstalled: null }
+    return { reply: { order }, pushes: [this.push(shop, "orders/create", order)] }
   }
 
   private addOrder(

@@ -1,7 +1,7 @@
 /** The simulated CRM as a sandbox kind (the world is crm/world.ts; the API is docs/sandbox-providers.md "crm"). */
 import { defineSandbox, ok } from "../kind.ts"
 import { WorldRefusal } from "../world-kit.ts"
-import { applied, filter, onAccount, pageQuery, pushAll, reply } from "../world-reply.ts"
+import { applied, arrived, filter, onAccount, pageQuery, pushAll, reply } from "../world-reply.ts"
 import { CrmWorld } from "./world.ts"
 
 export const crmSandbox = defineSandbox<CrmWorld>({
@@ -44,7 +44,7 @@ export const crmSandbox = defineSandbox<CrmWorld>({
   ],
   state: (world) => world.state(),
   patch: (world, object, ctx) => applied(ctx, world.patchObjects([object])),
-  arrive: (world, arrival, ctx) => applied(ctx, world.arrive(arrival)) ?? ok({ arrived: true }),
+  arrive: (world, arrival, ctx) => arrived(ctx, world.arrive(arrival)),
   grantDeath: (accountId, userId, nowSeconds) => ({
     id: `evt_grant_${accountId}_${userId}_${nowSeconds}`,
     type: "grant.revoked",

@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { Result, Schema } from "effect"
 import {
+  type Arrived,
   isoAt,
   keysetPage,
   type Page,
@@ -238,7 +239,7 @@ export class CrmWorld {
   }
 
   /** `{arrive: {kind: "deal", ...}}`: a deal created in the CRM (pushes `deal.created`). */
-  arrive(arrival: unknown): Array<WorldPush> | WorldRefusal {
+  arrive(arrival: unknown): Arrived | WorldRefusal {
     const decoded = Schema.decodeUnknownResult(DealArrival)(arrival)
     if (Result.isFailure(decoded)) {
       return new WorldRefusal(400, "invalid_parameter", "arrive must be {kind: \"deal\", account_id?, pipeline_id?, stage_id?, name?, amount_minor?, currency?, contact?}")
@@ -273,7 +274,7 @@ export class CrmWorld {
       updated_at: at
     }
     this.deals.set(deal.id, deal)
-    return [this.push(deal, "deal.created", { object: deal })]
+    return { reply: { deal }, pushes: [this.push(deal, "deal.created", { object: deal })] }
   }
 
   private stageOf(pipelineId: string, stageId: string): CrmStage | undefined {
