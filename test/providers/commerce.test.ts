@@ -12,7 +12,8 @@ import { Commerce } from "../../src/providers/commerce/port.ts"
 import { parseShop } from "../../src/providers/commerce/shop.ts"
 import { CommerceWorld, SEEDED_SHOP } from "../../src/providers/sandbox/commerce/world.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
-import { appSecret, consent, json, providerHttpLayer, receiver, session, withOne500 } from "./sandbox-harness.ts"
+import { callbackCatcher } from "../support/providers.ts"
+import { appSecret, consent, json, providerHttpLayer, session, withOne500 } from "./sandbox-harness.ts"
 
 /** The documented scheme: base64 HMAC-SHA256 of the raw body under the app secret. */
 const signedWell = (headers: Record<string, string | Array<string> | undefined>, body: string) =>
@@ -108,20 +109,15 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commer
       assert.strictEqual(otherShop._tag, "ProviderRefused")
 
       // A 500 on the first attempt of a paged read is retried; the stream still yields every order once.
-      const retried = yield* withOne500(
-        "commerce",
-        token,
-        `/v1/accounts/${SEEDED_SHOP}/orders?limit=1`,
-        Stream.runCollect(commerce.orders(grant))
-      )
-      assert.deepStrictEqual(retried.sequence, [200, 500])
+      const retried = yield* withOne500("commerce", Stream.runCollect(commerce.orders(grant)))
+      assert.strictEqual(retried.left, 0, "the 500 was answered")
       assert.deepStrictEqual(retried.result.map((order) => order.id), orders.map((order) => order.id))
     }))
 
   it.effect("an order moved by hand pushes a signed orders/updated; arrivals push orders/create and app/uninstalled", () =>
     Effect.gen(function*() {
       const commerce = yield* Commerce
-      const hooks = yield* receiver
+      const hooks = yield* callbackCatcher
       const token = yield* consent("commerce", { shop: SEEDED_SHOP })
       const grant = session("commerce", SEEDED_SHOP, token)
       const subscribed = yield* json("POST", `/sandbox/commerce/v1/accounts/${SEEDED_SHOP}/subscriptions`, { callback_url: hooks.url }, token)

@@ -1,21 +1,20 @@
 /**
- * What the provider tests share: a consent run through a sandbox's real consent page and token
- * endpoint, a small local HTTP receiver to subscribe as a callback (it records raw bodies and
- * headers, to check signatures with the documented scheme), and a provider client pointed at
- * the sandboxes the test server serves.
+ * What the crm, commerce and cardgw tests share: a consent run through a sandbox's real consent
+ * page and token endpoint (with a commerce `shop`), a provider client pointed at the sandboxes the
+ * test server serves, and a 500 the port must retry. Callbacks are caught by
+ * test/support/providers.ts `callbackCatcher`.
  */
 import { Effect, Layer, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { createServer, type IncomingHttpHeaders } from "node:http"
-import type { AddressInfo } from "node:net"
-import { DEFAULT_SANDBOX_SECRET } from "../../src/platform/config.ts"
-import { ProviderEndpoints, sandboxClientId, sandboxClientSecret } from "../../src/providers/endpoints.ts"
+import { ProviderEndpoints, sandboxClientId } from "../../src/providers/endpoints.ts"
 import { DEFAULT_PROVIDER_HTTP, ProviderHttp } from "../../src/providers/http.ts"
 import type { ProviderSession } from "../../src/providers/oauth/port.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
 import { call, TestServer } from "../support/app.ts"
+import { sandboxSecretOf } from "../support/providers.ts"
 
-export const appSecret = (provider: ProviderKind) => sandboxClientSecret(DEFAULT_SANDBOX_SECRET, provider)
+/** The app secret each sandbox signs its callbacks with (under the default `SVC_SANDBOX_SECRET`). */
+export const appSecret = (provider: ProviderKind) => sandboxSecretOf(provider)
 
 const REDIRECT = "http://127.0.0.1:9/callback"
 
@@ -61,31 +60,6 @@ export const consent = (provider: ProviderKind, options: { readonly persona?: st
     return token.json.access_token as string
   })
 
-export interface Received {
-  readonly headers: IncomingHttpHeaders
-  readonly body: string
-}
-
-/** A callback receiver on 127.0.0.1:0 for the test's scope; answers 200 to every POST. */
-export const receiver = Effect.acquireRelease(
-  Effect.callback<{ readonly url: string; readonly received: Array<Received>; readonly close: () => void }>((resume) => {
-    const received: Array<Received> = []
-    const server = createServer((request, response) => {
-      const chunks: Array<Buffer> = []
-      request.on("data", (chunk: Buffer) => chunks.push(chunk))
-      request.on("end", () => {
-        received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8") })
-        response.writeHead(200).end()
-      })
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, received, close: () => server.close() }))
-    })
-  }),
-  (server) => Effect.sync(() => server.close())
-)
-
 /** Retries quickly, so a fault's retry shows within a test's time. */
 export const TEST_PROVIDER_HTTP = { ...DEFAULT_PROVIDER_HTTP, baseDelayMs: 20, maxDelayMs: 200, attemptTimeoutMs: 5_000 }
 
@@ -111,25 +85,12 @@ export const session = (provider: ProviderKind, accountId: string, accessToken: 
   accessToken: Redacted.make(accessToken)
 })
 
-/**
- * Runs `viaPort` while the sandbox answers its first attempt 500 and the retry 200. The
- * `error_rate` fault draws from a seeded sequence restarted each time it is set; at 0.2 the
- * first call of the sequence passes and the second fails, which the first half shows over plain
- * HTTP (`probePath`), so the port's call, made second, must have been retried to succeed.
- */
-export const withOne500 = <A, E, R>(
-  provider: ProviderKind,
-  token: string,
-  probePath: string,
-  viaPort: Effect.Effect<A, E, R>
-) =>
+/** Runs `viaPort` while the sandbox answers the next call 500 (`fail_next`): the port must retry to succeed. */
+export const withOne500 = <A, E, R>(provider: ProviderKind, viaPort: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    const faults = (body: unknown) => json("POST", `/sandbox/${provider}/_faults`, body)
-    const probe = () => json("GET", `/sandbox/${provider}${probePath}`, undefined, token)
-    yield* faults({ error_rate: 0.2 })
-    const sequence = [(yield* probe()).status, (yield* probe()).status]
-    yield* faults({ error_rate: 0.2 })
-    const first = (yield* probe()).status
-    const result = yield* Effect.ensuring(viaPort, faults({ error_rate: 0 }))
-    return { sequence, first, result }
+    const set = yield* json("POST", `/sandbox/${provider}/_faults`, { fail_next: 1 })
+    if (set.status !== 200) return yield* Effect.die(`_faults: ${set.status} ${set.text}`)
+    const result = yield* viaPort
+    const left = (yield* json("POST", `/sandbox/${provider}/_faults`, {})).json.fail_next as number
+    return { result, left }
   })
