@@ -93,4 +93,25 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw
       assert.strictEqual((yield* json("PATCH", "/sandbox/cardgw/_state", { arrive: { kind: "payment", amount_minor: 0 } })).status, 400)
       assert.strictEqual(hooks.received.length, 2)
     }))
+
+  // Last in this file: it kills every grant of the card-gateway sandbox.
+  it.effect("a grant killed at the gateway pushes a signed deauthorization; the port then answers ProviderAuthRevoked", () =>
+    Effect.gen(function*() {
+      const gateway = yield* CardGateway
+      const hooks = yield* callbackCatcher
+      const token = yield* consent("cardgw")
+      const grant = session("cardgw", ACCOUNT, token)
+      yield* json("POST", `/sandbox/cardgw/v1/accounts/${ACCOUNT}/subscriptions`, { callback_url: hooks.url }, token)
+      const payment = (yield* json("GET", "/sandbox/cardgw/_state")).json.payments[0]
+      assert.strictEqual((yield* gateway.getPayment(grant, payment.id)).id, payment.id)
+
+      assert.strictEqual((yield* json("POST", "/sandbox/cardgw/_faults", { revoke_tokens: true })).status, 200)
+      const deaths = hooks.received.filter((push) => JSON.parse(push.body).type === "account.application.deauthorized")
+      assert.isAtLeast(deaths.length, 1)
+      assert.isTrue(deaths.every((push) => signedWell(push.headers, push.body)))
+      assert.strictEqual(JSON.parse(deaths[0]!.body).account_id, ACCOUNT)
+      const dead = yield* Effect.flip(gateway.getPayment(grant, payment.id))
+      assert.strictEqual(dead._tag, "ProviderAuthRevoked")
+      yield* json("POST", "/sandbox/cardgw/_faults", { revoke_tokens: false })
+    }))
 })
