@@ -1,3 +1,5 @@
+import { randomUUID } from "node:crypto"
+
 /**
  * Small pieces the seeded sandbox worlds share: a seeded random source (the same data on every
  * start, so tests and demos can name objects), keyset paging with opaque cursors (a sync that
@@ -119,12 +121,24 @@ export const sinceFilter = (name: string, value: string | undefined): number | n
 /** A pushed callback a world change produces: the sandbox core signs it and posts it to subscribers. */
 export interface WorldPush {
   readonly accountId: string
-  /** The provider's event id (the receiver deduplicates on it). */
-  readonly eventId: string
-  /** The event's name as the provider names it (`deal.stage_changed`, `orders/updated`). */
-  readonly topic: string
   readonly body: unknown
 }
+
+/**
+ * The callback envelope of the crm, commerce and cardgw sandboxes: `id` the provider event id
+ * (the receiver deduplicates on it; random, so a restarted sandbox never repeats one), `type`
+ * the event as the provider names it (`deal.stage_changed`, `orders/updated`).
+ */
+export const worldPush = (
+  accountId: string,
+  type: string,
+  nowMs: number,
+  data: Readonly<Record<string, unknown>>,
+  extra: Readonly<Record<string, unknown>> = {}
+): WorldPush => ({
+  accountId,
+  body: { id: `evt_${randomUUID()}`, type, account_id: accountId, ...extra, created_at: isoAt(nowMs), data }
+})
 
 /** What an arrival made: the new object under its kind's name (the reply), and what is pushed. */
 export interface Arrived {

@@ -16,6 +16,7 @@ import {
   seedOf,
   sinceFilter,
   type WorldPush,
+  worldPush,
   WorldRefusal
 } from "../world-kit.ts"
 
@@ -202,12 +203,7 @@ export class CardgwWorld {
   }
 
   private push(payment: Payment, type: string): WorldPush {
-    const eventId = `evt_${randomUUID()}`
-    return {
-      accountId: payment.account_id,
-      eventId,
-      topic: type,
-      body: { id: eventId, type, account_id: payment.account_id, created_at: isoAt(this.now()), data: { object: payment } }
-    }
+    return worldPush(payment.account_id, type, this.now(), { object: payment })
   }
+
 }

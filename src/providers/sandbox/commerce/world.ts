@@ -20,6 +20,7 @@ import {
   seedOf,
   sinceFilter,
   type WorldPush,
+  worldPush,
   WorldRefusal
 } from "../world-kit.ts"
 
@@ -432,14 +433,9 @@ export class CommerceWorld {
   }
 
   private push(shop: Shop, topic: string, object: unknown): WorldPush {
-    const eventId = `evt_${randomUUID()}`
-    return {
-      accountId: shop.id,
-      eventId,
-      topic,
-      body: { id: eventId, type: topic, account_id: shop.id, shop_domain: shop.domain, created_at: isoAt(this.now()), data: { object } }
-    }
+    return worldPush(shop.id, topic, this.now(), { object }, { shop_domain: shop.domain })
   }
+
 }
 
 /** The order's status fields as its milestones make them. */

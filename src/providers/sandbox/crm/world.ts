@@ -17,6 +17,7 @@ import {
   seedOf,
   sinceFilter,
   type WorldPush,
+  worldPush,
   WorldRefusal
 } from "../world-kit.ts"
 
@@ -294,13 +295,8 @@ export class CrmWorld {
     }
   }
 
-  private push(deal: CrmDeal, type: string, data: Record<string, unknown>): WorldPush {
-    const eventId = `evt_${randomUUID()}`
-    return {
-      accountId: deal.account_id,
-      eventId,
-      topic: type,
-      body: { id: eventId, type, account_id: deal.account_id, created_at: isoAt(this.now()), data }
-    }
+  private push(deal: CrmDeal, type: string, data: Readonly<Record<string, unknown>>): WorldPush {
+    return worldPush(deal.account_id, type, this.now(), data)
   }
+
 }
