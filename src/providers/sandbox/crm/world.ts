@@ -207,8 +207,7 @@ export class CrmWorld {
     if (found instanceof WorldRefusal) return found
     const decoded = Schema.decodeUnknownResult(Schema.Struct({ stage_id: Schema.String }))(body)
     if (Result.isFailure(decoded)) return new WorldRefusal(400, "invalid_parameter", "stage_id is required")
-    const moved = this.move(found, decoded.success.stage_id)
-    return moved
+    return this.move(found, decoded.success.stage_id)
   }
 
   // --- test controls ----------------------------------------------------------------------
