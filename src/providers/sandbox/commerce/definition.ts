@@ -29,7 +29,7 @@ export const commerceSandbox = defineSandbox<CommerceWorld>({
   provider: "commerce",
   seed: () => new CommerceWorld(),
   accounts: (world) =>
-    world.state().shops.map((shop) => ({ id: shop.id, name: shop.name, currency: shop.currency, timezone: shop.timezone })),
+    world.allShops().map((shop) => ({ id: shop.id, name: shop.name, currency: shop.currency, timezone: shop.timezone })),
   grantAccounts: (world, _persona, authorize) => {
     const shop = parseShop(authorize.get("shop") ?? "")
     return shop === null

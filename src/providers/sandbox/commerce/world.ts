@@ -227,6 +227,10 @@ export class CommerceWorld {
     return this.shops.get(handle)
   }
 
+  allShops(): ReadonlyArray<Shop> {
+    return [...this.shops.values()]
+  }
+
   state() {
     const byId = <A extends { readonly id: string }>(items: Iterable<A>) => [...items].sort((a, b) => (a.id < b.id ? -1 : 1))
     return {
