@@ -4,11 +4,14 @@
  */
 import { Layer } from "effect"
 import { AdPlatformLive } from "./adplatform/live.ts"
+import { CardGatewayLive } from "./cardgw/live.ts"
+import { CommerceLive } from "./commerce/live.ts"
+import { CrmLive } from "./crm/live.ts"
 import { ProviderEndpoints } from "./endpoints.ts"
 import { ProviderHttp } from "./http.ts"
 import { ProviderOAuthLive } from "./oauth/live.ts"
 
-export const ProvidersLive = Layer.mergeAll(ProviderOAuthLive, AdPlatformLive).pipe(
+export const ProvidersLive = Layer.mergeAll(ProviderOAuthLive, AdPlatformLive, CrmLive, CommerceLive, CardGatewayLive).pipe(
   Layer.provideMerge(ProviderHttp.layer),
   Layer.provideMerge(ProviderEndpoints.layer)
 )

@@ -535,7 +535,7 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
         if (!isRecord(object)) continue
         const id = object["id"]
         if (typeof id !== "string") continue
-        const refused = sandbox.instance.patch({ ...object, id })
+        const refused = sandbox.instance.patch({ ...object, id }, { nowMs: Date.now(), push: queue.push })
         if (refused !== undefined) return refused
       }
     }

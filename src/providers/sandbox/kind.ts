@@ -13,7 +13,7 @@
  *   subscriptions are the core's. Handlers are plain functions answering a `SandboxReply`; a
  *   write calls `ctx.requireWrite()` first and `ctx.countWrite()` once it is accepted.
  * - `state(world)`: the kind's `_state` body (the core adds `app`, `subscriptions`, `faults`,
- *   `write_count` and `deliveries`); `patch(world, object)` applies one `{id, ...fields}` of
+ *   `write_count` and `deliveries`); `patch(world, object, ctx)` applies one `{id, ...fields}` of
  *   `PATCH _state {objects}`; `arrive(world, arrival, ctx)` handles `PATCH _state {arrive}` and
  *   queues what the provider pushes with `ctx.push(accountId, payload)`.
  * - `grantDeath(accountId, userId, nowSeconds)`: the payload pushed when a grant dies.
@@ -88,7 +88,12 @@ export interface SandboxDefinition<W> {
   readonly routes: ReadonlyArray<SandboxRoute<W>>
   readonly state: (world: W) => Readonly<Record<string, unknown>>
   /** Undefined when applied; a reply (404 unknown id, 400 bad field) when refused. */
-  readonly patch: (world: W, object: Readonly<Record<string, unknown>> & { readonly id: string }) => SandboxReply | undefined
+  /** `ctx` queues pushes, for changes the provider tells subscribers of (a deal moved, an order fulfilled). */
+  readonly patch: (
+    world: W,
+    object: Readonly<Record<string, unknown>> & { readonly id: string },
+    ctx: PushContext
+  ) => SandboxReply | undefined
   readonly arrive: (world: W, arrival: Readonly<Record<string, unknown>>, ctx: PushContext) => SandboxReply
   readonly grantDeath: (accountId: string, userId: string, nowSeconds: number) => unknown
 }
@@ -104,7 +109,7 @@ export interface SandboxInstance {
     | { readonly params: Record<string, string>; readonly run: (ctx: ApiContext) => SandboxReply }
     | undefined
   readonly state: () => Readonly<Record<string, unknown>>
-  readonly patch: (object: Readonly<Record<string, unknown>> & { readonly id: string }) => SandboxReply | undefined
+  readonly patch: (object: Readonly<Record<string, unknown>> & { readonly id: string }, ctx: PushContext) => SandboxReply | undefined
   readonly arrive: (arrival: Readonly<Record<string, unknown>>, ctx: PushContext) => SandboxReply
   readonly grantDeath: (accountId: string, userId: string, nowSeconds: number) => unknown
 }
@@ -153,7 +158,7 @@ export const defineSandbox = <W>(definition: SandboxDefinition<W>): SandboxKind 
         return undefined
       },
       state: () => definition.state(world),
-      patch: (object) => definition.patch(world, object),
+      patch: (object, ctx) => definition.patch(world, object, ctx),
       arrive: (arrival, ctx) => definition.arrive(world, arrival, ctx),
       grantDeath: definition.grantDeath
     }

@@ -4,10 +4,13 @@
  */
 import { PROVIDER_KINDS } from "../registry.ts"
 import { adplatformSandbox } from "./adplatform.ts"
+import { cardgwSandbox } from "./cardgw/definition.ts"
+import { commerceSandbox } from "./commerce/definition.ts"
+import { crmSandbox } from "./crm/definition.ts"
 import { genericSandbox } from "./generic.ts"
 import type { SandboxKind } from "./kind.ts"
 
-const DEDICATED: ReadonlyArray<SandboxKind> = [adplatformSandbox]
+const DEDICATED: ReadonlyArray<SandboxKind> = [adplatformSandbox, crmSandbox, commerceSandbox, cardgwSandbox]
 
 export const SANDBOX_KINDS: ReadonlyArray<SandboxKind> = PROVIDER_KINDS.map((provider) =>
   DEDICATED.find((kind) => kind.provider === provider) ?? genericSandbox(provider)

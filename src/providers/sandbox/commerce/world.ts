@@ -1,0 +1,464 @@
+/**
+ * The simulated commerce platform: shops (named by handle; one is seeded, any other handle a
+ * consent names is opened on the spot with its own seeded catalogue), products with variants
+ * and live stock, and orders moving through milestones. `PATCH _state` moves an order as the
+ * merchant's admin would and pushes `orders/updated`; arrivals create orders (`orders/create`)
+ * or uninstall the app (`app/uninstalled`).
+ */
+import { randomUUID } from "node:crypto"
+import { Result, Schema } from "effect"
+import { ORDER_MILESTONES, type OrderMilestone } from "../../commerce/port.ts"
+import { shopDomain } from "../../commerce/shop.ts"
+import {
+  type Arrived,
+  isoAt,
+  keysetPage,
+  type Page,
+  SEED_EPOCH_MS,
+  seededPerson,
+  seededRandom,
+  seedOf,
+  sinceFilter,
+  type WorldPush,
+  worldPush,
+  WorldRefusal
+} from "../world-kit.ts"
+
+export interface Shop {
+  readonly id: string
+  readonly name: string
+  readonly domain: string
+  readonly currency: string
+  readonly timezone: string
+  /** False once the merchant uninstalled the app (its grants are dead). */
+  readonly installed: boolean
+}
+
+export interface ProductVariant {
+  readonly id: string
+  readonly sku: string
+  readonly title: string
+  /** Decimal string in the shop's currency, as the platform answers prices. */
+  readonly price: string
+  /** Units in stock now (live). */
+  readonly stock: number
+}
+
+export interface Product {
+  readonly id: string
+  readonly shop_id: string
+  readonly title: string
+  readonly handle: string
+  readonly status: "active" | "draft"
+  readonly variants: ReadonlyArray<ProductVariant>
+  readonly updated_at: string
+}
+
+export interface OrderLine {
+  readonly product_id: string
+  readonly variant_id: string
+  readonly sku: string
+  readonly title: string
+  readonly quantity: number
+  readonly price: string
+}
+
+export interface Order {
+  readonly id: string
+  readonly shop_id: string
+  /** `#1001`: what the merchant and buyer call it. */
+  readonly name: string
+  readonly number: number
+  /** The latest milestone. */
+  readonly status: OrderMilestone
+  readonly milestones: ReadonlyArray<{ readonly status: OrderMilestone; readonly at: string }>
+  readonly financial_status: "pending" | "paid" | "refunded" | "voided"
+  readonly fulfillment_status: "fulfilled" | "delivered" | null
+  readonly currency: string
+  readonly total_price: string
+  readonly lines: ReadonlyArray<OrderLine>
+  /** Buyer contact; null when the buyer withheld it. */
+  readonly email: string | null
+  readonly phone: string | null
+  readonly customer_id: string | null
+  readonly cart_token: string | null
+  readonly checkout_token: string | null
+  /** The checkout's note attributes (a storefront pixel may leave an anonymous id or UTM values). */
+  readonly attributes: Readonly<Record<string, string>>
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export const SEEDED_SHOP = "sandbox-shop"
+export const COMMERCE_SEEDED_PRODUCTS_PER_SHOP = 24
+export const COMMERCE_SEEDED_ORDERS_PER_SHOP = 30
+
+/** Which milestones may follow which: forward along the happy path, refunds once paid, cancels before shipping. */
+const NEXT: Readonly<Record<OrderMilestone, ReadonlyArray<OrderMilestone>>> = {
+  created: ["paid", "fulfilled", "delivered", "cancelled"],
+  paid: ["fulfilled", "delivered", "refunded", "cancelled"],
+  fulfilled: ["delivered", "refunded"],
+  delivered: ["refunded"],
+  refunded: [],
+  cancelled: []
+}
+
+const PRODUCT_WORDS = ["Linen", "Cotton", "Wool", "Leather", "Ceramic", "Oak", "Steel", "Silk"]
+const PRODUCT_KINDS = ["shirt", "bag", "mug", "lamp", "scarf", "wallet", "vase", "notebook"]
+const SIZES = ["S", "M", "L"]
+
+const money = (minor: number) => `${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, "0")}`
+const minorOf = (price: string) => Math.round(Number(price) * 100)
+
+const OrderMove = Schema.Struct({ id: Schema.String, status: Schema.Literals(ORDER_MILESTONES) })
+const StockSet = Schema.Struct({ id: Schema.String, stock: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)) })
+const OrderArrival = Schema.Struct({
+  kind: Schema.Literal("order"),
+  shop: Schema.optionalKey(Schema.String),
+  email: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  phone: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  customer_id: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  status: Schema.optionalKey(Schema.Literals(["created", "paid"])),
+  attributes: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  lines: Schema.optionalKey(Schema.Array(Schema.Struct({
+    variant_id: Schema.String,
+    quantity: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+  })))
+})
+const UninstallArrival = Schema.Struct({ kind: Schema.Literal("app_uninstalled"), shop: Schema.optionalKey(Schema.String) })
+
+export class CommerceWorld {
+  private readonly shops = new Map<string, Shop>()
+  private readonly products = new Map<string, Product>()
+  private readonly orders = new Map<string, Order>()
+  private readonly nextNumber = new Map<string, number>()
+  private readonly now: () => number
+
+  constructor(now: () => number = Date.now) {
+    this.now = now
+    this.openShop(SEEDED_SHOP)
+  }
+
+  /** The shop a consent names, opened (and seeded from its handle) when new; reinstalls it. */
+  openShop(handle: string): Shop {
+    const existing = this.shops.get(handle)
+    if (existing) {
+      const reinstalled = { ...existing, installed: true }
+      this.shops.set(handle, reinstalled)
+      return reinstalled
+    }
+    const random = seededRandom(seedOf(`commerce:${handle}`))
+    const currency = handle === SEEDED_SHOP ? "EUR" : random.pick(["EUR", "USD", "GBP", "MXN"])
+    const shop: Shop = {
+      id: handle,
+      name: handle.split("-").map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join(" "),
+      domain: shopDomain(handle),
+      currency,
+      timezone: currency === "USD" ? "America/New_York" : currency === "MXN" ? "America/Mexico_City" : "Europe/Madrid",
+      installed: true
+    }
+    this.shops.set(handle, shop)
+    const variants: Array<{ readonly product: Product; readonly variant: ProductVariant }> = []
+    for (let n = 1; n <= COMMERCE_SEEDED_PRODUCTS_PER_SHOP; n++) {
+      const title = `${random.pick(PRODUCT_WORDS)} ${random.pick(PRODUCT_KINDS)}`
+      const productId = `prod_${handle}_${String(n).padStart(3, "0")}`
+      const priceMinor = random.int(5, 150) * 100 + random.pick([0, 50, 95])
+      const sized = random.next() < 0.4
+      const product: Product = {
+        id: productId,
+        shop_id: handle,
+        title,
+        handle: `${title.toLowerCase().replace(/ /g, "-")}-${n}`,
+        status: random.next() < 0.9 ? "active" : "draft",
+        variants: (sized ? SIZES : ["Default"]).map((size, index) => ({
+          id: `var_${handle}_${String(n).padStart(3, "0")}_${index + 1}`,
+          sku: `SKU-${String(n).padStart(3, "0")}-${size.toUpperCase()}`,
+          title: size,
+          price: money(priceMinor),
+          stock: random.int(0, 60)
+        })),
+        updated_at: isoAt(SEED_EPOCH_MS - random.int(30, 200) * 86_400_000)
+      }
+      this.products.set(productId, product)
+      for (const variant of product.variants) variants.push({ product, variant })
+    }
+    this.nextNumber.set(handle, 1001)
+    for (let n = 1; n <= COMMERCE_SEEDED_ORDERS_PER_SHOP; n++) {
+      const person = seededPerson(random, n, "buyer.example")
+      const createdMs = SEED_EPOCH_MS - random.int(1, 60) * 86_400_000 - random.int(0, 86_399) * 1000
+      const path: Array<OrderMilestone> = ["created"]
+      const roll = random.next()
+      if (roll < 0.1) path.push("cancelled")
+      else if (roll > 0.2) {
+        path.push("paid")
+        if (roll > 0.45) path.push("fulfilled")
+        if (roll > 0.65) path.push("delivered")
+        if (roll > 0.93) path.push("refunded")
+      }
+      const lineCount = random.int(1, 3)
+      const lines: Array<OrderLine> = []
+      for (let l = 0; l < lineCount; l++) {
+        const { product, variant } = random.pick(variants)
+        lines.push({
+          product_id: product.id,
+          variant_id: variant.id,
+          sku: variant.sku,
+          title: product.title,
+          quantity: random.int(1, 3),
+          price: variant.price
+        })
+      }
+      const withheld = random.next() < 0.1
+      this.addOrder(shop, {
+        lines,
+        email: withheld ? null : person.email,
+        phone: withheld || random.next() < 0.3 ? null : person.phone,
+        customer_id: withheld ? null : `cust_${handle}_${String(n).padStart(4, "0")}`,
+        token: `${handle}${String(n).padStart(6, "0")}`,
+        arrived: false,
+        attributes: random.next() < 0.5 ? { utm_source: "adplatform", utm_medium: "paid_social" } : {},
+        milestones: path.map((status, step) => ({ status, at: isoAt(createdMs + step * random.int(1, 48) * 3_600_000) }))
+      })
+    }
+    return shop
+  }
+
+  shop(handle: string): Shop | undefined {
+    return this.shops.get(handle)
+  }
+
+  allShops(): ReadonlyArray<Shop> {
+    return [...this.shops.values()]
+  }
+
+  state() {
+    const byId = <A extends { readonly id: string }>(items: Iterable<A>) => [...items].sort((a, b) => (a.id < b.id ? -1 : 1))
+    return {
+      shops: byId(this.shops.values()),
+      products: byId(this.products.values()),
+      orders: byId(this.orders.values())
+    }
+  }
+
+  // --- the provider's API -----------------------------------------------------------------
+
+  listProducts(shopId: string, query: { readonly limit?: number; readonly after?: string }): Page<Product> | WorldRefusal {
+    return keysetPage([...this.products.values()].filter((product) => product.shop_id === shopId), (p) => p.id, query)
+  }
+
+  /** Live stock of one product, per variant. */
+  productStock(shopId: string, productId: string) {
+    const product = this.products.get(productId)
+    if (!product || product.shop_id !== shopId) return new WorldRefusal(404, "not_found", `no product ${productId}`)
+    return {
+      product_id: product.id,
+      variants: product.variants.map((variant) => ({ id: variant.id, sku: variant.sku, stock: variant.stock }))
+    }
+  }
+
+  /** Orders of the shop updated at or after `updated_since`, oldest change first. */
+  listOrders(
+    shopId: string,
+    query: { readonly limit?: number; readonly after?: string; readonly updated_since?: string }
+  ): Page<Order> | WorldRefusal {
+    const since = sinceFilter("updated_since", query.updated_since)
+    if (since instanceof WorldRefusal) return since
+    const orders = [...this.orders.values()].filter((order) =>
+      order.shop_id === shopId && (since === null || Date.parse(order.updated_at) >= since)
+    )
+    return keysetPage(orders, (order) => `${order.updated_at}|${order.id}`, query)
+  }
+
+  getOrder(shopId: string, id: string): Order | WorldRefusal {
+    const order = this.orders.get(id)
+    return order && order.shop_id === shopId ? order : new WorldRefusal(404, "not_found", `no order ${id}`)
+  }
+
+  // --- test controls ----------------------------------------------------------------------
+
+  /**
+   * `{objects: [{id: <order id>, status}]}` moves orders (pushes `orders/updated`);
+   * `{objects: [{id: <variant id>, stock}]}` sets a variant's stock (no push).
+   */
+  patchObjects(objects: ReadonlyArray<unknown>): Array<WorldPush> | WorldRefusal {
+    const changes: Array<() => Array<WorldPush>> = []
+    for (const object of objects) {
+      const move = Schema.decodeUnknownResult(OrderMove)(object)
+      if (Result.isSuccess(move)) {
+        const order = this.orders.get(move.success.id)
+        if (!order) return new WorldRefusal(404, "not_found", `no order ${move.success.id}`)
+        const status = move.success.status
+        if (status !== order.status && !NEXT[order.status].includes(status)) {
+          return new WorldRefusal(409, "conflict", `order ${order.id} cannot move from ${order.status} to ${status}`)
+        }
+        changes.push(() => this.moveOrder(order.id, status))
+        continue
+      }
+      const stock = Schema.decodeUnknownResult(StockSet)(object)
+      if (Result.isSuccess(stock)) {
+        const product = [...this.products.values()].find((candidate) =>
+          candidate.variants.some((variant) => variant.id === stock.success.id)
+        )
+        if (!product) return new WorldRefusal(404, "not_found", `no variant ${stock.success.id}`)
+        changes.push(() => {
+          this.setStock(stock.success.id, () => stock.success.stock)
+          return []
+        })
+        continue
+      }
+      return new WorldRefusal(400, "invalid_parameter", "objects[] must be {id: <order id>, status} or {id: <variant id>, stock}")
+    }
+    // Checked first, applied after: a bad object changes nothing.
+    return changes.flatMap((change) => change())
+  }
+
+  /** `{arrive: {kind: "order", ...}}` (pushes `orders/create`) or `{arrive: {kind: "app_uninstalled"}}`. */
+  arrive(arrival: unknown): Arrived | WorldRefusal {
+    const uninstall = Schema.decodeUnknownResult(UninstallArrival)(arrival)
+    if (Result.isSuccess(uninstall)) {
+      const shop = this.shops.get(uninstall.success.shop ?? SEEDED_SHOP)
+      if (!shop) return new WorldRefusal(404, "not_found", `no shop ${uninstall.success.shop}`)
+      const uninstalled = { ...shop, installed: false }
+      this.shops.set(shop.id, uninstalled)
+      return { reply: { shop: uninstalled }, pushes: [this.push(uninstalled, "app/uninstalled", uninstalled)] }
+    }
+    const decoded = Schema.decodeUnknownResult(OrderArrival)(arrival)
+    if (Result.isFailure(decoded)) {
+      return new WorldRefusal(
+        400,
+        "invalid_parameter",
+        "arrive must be {kind: \"order\", shop?, email?, phone?, customer_id?, status?, attributes?, lines?: [{variant_id, quantity}]} or {kind: \"app_uninstalled\", shop?}"
+      )
+    }
+    const input = decoded.success
+    const shop = this.shops.get(input.shop ?? SEEDED_SHOP)
+    if (!shop) return new WorldRefusal(404, "not_found", `no shop ${input.shop}`)
+    const shopVariants = [...this.products.values()]
+      .filter((product) => product.shop_id === shop.id)
+      .flatMap((product) => product.variants.map((variant) => ({ product, variant })))
+    const wanted = input.lines ?? [{ variant_id: shopVariants[0]!.variant.id, quantity: 1 }]
+    const lines: Array<OrderLine> = []
+    for (const line of wanted) {
+      const found = shopVariants.find((candidate) => candidate.variant.id === line.variant_id)
+      if (!found) return new WorldRefusal(404, "not_found", `no variant ${line.variant_id} in shop ${shop.id}`)
+      lines.push({
+        product_id: found.product.id,
+        variant_id: found.variant.id,
+        sku: found.variant.sku,
+        title: found.product.title,
+        quantity: line.quantity,
+        price: found.variant.price
+      })
+    }
+    const at = isoAt(this.now())
+    const token = randomUUID().replaceAll("-", "")
+    const order = this.addOrder(shop, {
+      lines,
+      email: input.email ?? null,
+      phone: input.phone ?? null,
+      customer_id: input.customer_id ?? null,
+      token,
+      arrived: true,
+      attributes: input.attributes ?? {},
+      milestones: input.status === "paid" ? [{ status: "created", at }, { status: "paid", at }] : [{ status: "created", at }]
+    })
+    for (const line of lines) this.setStock(line.variant_id, (stock) => Math.max(0, stock - line.quantity))
+    return { reply: { order }, pushes: [this.push(shop, "orders/create", order)] }
+  }
+
+  private addOrder(
+    shop: Shop,
+    input: {
+      readonly lines: ReadonlyArray<OrderLine>
+      readonly email: string | null
+      readonly phone: string | null
+      readonly customer_id: string | null
+      readonly token: string
+      readonly arrived: boolean
+      readonly attributes: Readonly<Record<string, string>>
+      readonly milestones: ReadonlyArray<{ readonly status: OrderMilestone; readonly at: string }>
+    }
+  ): Order {
+    const number = this.nextNumber.get(shop.id) ?? 1001
+    this.nextNumber.set(shop.id, number + 1)
+    const totalMinor = input.lines.reduce((sum, line) => sum + minorOf(line.price) * line.quantity, 0)
+    const first = input.milestones[0]!
+    const order: Order = {
+      ...statusFields(input.milestones),
+      // Arrivals carry a random suffix: a restarted sandbox never reuses an order id the service has seen.
+      id: `order_${shop.id}_${number}${input.arrived ? `_${input.token.slice(0, 6)}` : ""}`,
+      shop_id: shop.id,
+      name: `#${number}`,
+      number,
+      milestones: input.milestones,
+      currency: shop.currency,
+      total_price: money(totalMinor),
+      lines: input.lines,
+      email: input.email,
+      phone: input.phone,
+      customer_id: input.customer_id,
+      cart_token: `cart_${input.token}`,
+      checkout_token: `chk_${input.token}`,
+      attributes: input.attributes,
+      created_at: first.at,
+      updated_at: input.milestones[input.milestones.length - 1]!.at
+    }
+    this.orders.set(order.id, order)
+    return order
+  }
+
+  private moveOrder(id: string, status: OrderMilestone): Array<WorldPush> {
+    const order = this.orders.get(id)!
+    if (order.status === status) return []
+    const at = isoAt(Math.max(this.now(), Date.parse(order.updated_at) + 1))
+    // Skipped steps are filled in (an order fulfilled straight from `created` was paid on the way).
+    const happy: ReadonlyArray<OrderMilestone> = ["created", "paid", "fulfilled", "delivered"]
+    const steps: Array<OrderMilestone> = happy.includes(status) && happy.includes(order.status)
+      ? happy.slice(happy.indexOf(order.status) + 1, happy.indexOf(status) + 1)
+      : [status]
+    const milestones = [...order.milestones, ...steps.map((step) => ({ status: step, at }))]
+    const moved: Order = { ...order, ...statusFields(milestones), milestones, updated_at: at }
+    this.orders.set(id, moved)
+    const shop = this.shops.get(order.shop_id)!
+    return [this.push(shop, "orders/updated", moved)]
+  }
+
+  private setStock(variantId: string, change: (stock: number) => number) {
+    for (const product of this.products.values()) {
+      if (!product.variants.some((variant) => variant.id === variantId)) continue
+      this.products.set(product.id, {
+        ...product,
+        variants: product.variants.map((variant) =>
+          variant.id === variantId ? { ...variant, stock: change(variant.stock) } : variant
+        ),
+        updated_at: isoAt(this.now())
+      })
+    }
+  }
+
+  private push(shop: Shop, topic: string, object: unknown): WorldPush {
+    return worldPush(shop.id, topic, this.now(), { object }, { shop_domain: shop.domain })
+  }
+
+}
+
+/** The order's status fields as its milestones make them. */
+const statusFields = (milestones: ReadonlyArray<{ readonly status: OrderMilestone }>) => {
+  const reached = new Set(milestones.map((milestone) => milestone.status))
+  const status = milestones[milestones.length - 1]!.status
+  return {
+    status,
+    financial_status: reached.has("refunded")
+      ? ("refunded" as const)
+      : reached.has("paid")
+      ? ("paid" as const)
+      : reached.has("cancelled")
+      ? ("voided" as const)
+      : ("pending" as const),
+    fulfillment_status: reached.has("delivered")
+      ? ("delivered" as const)
+      : reached.has("fulfilled")
+      ? ("fulfilled" as const)
+      : null
+  }
+}
