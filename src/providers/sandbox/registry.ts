@@ -4,10 +4,22 @@
  */
 import { PROVIDER_KINDS } from "../registry.ts"
 import { adplatformSandbox } from "./adplatform.ts"
+import { calendarSandbox } from "./calendar.ts"
+import { chatAppASandbox } from "./chat-app-a.ts"
+import { emailSandbox } from "./email.ts"
 import { genericSandbox } from "./generic.ts"
 import type { SandboxKind } from "./kind.ts"
+import { pageMessengerSandbox, shortVideoMessagingSandbox, socialDmSandbox } from "./messaging.ts"
 
-const DEDICATED: ReadonlyArray<SandboxKind> = [adplatformSandbox]
+const DEDICATED: ReadonlyArray<SandboxKind> = [
+  adplatformSandbox,
+  chatAppASandbox,
+  socialDmSandbox,
+  pageMessengerSandbox,
+  shortVideoMessagingSandbox,
+  emailSandbox,
+  calendarSandbox
+]
 
 export const SANDBOX_KINDS: ReadonlyArray<SandboxKind> = PROVIDER_KINDS.map((provider) =>
   DEDICATED.find((kind) => kind.provider === provider) ?? genericSandbox(provider)
