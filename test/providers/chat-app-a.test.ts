@@ -1,0 +1,166 @@
+/**
+ * The `chat_app_a` sandbox over real HTTP through the service's ChatAppA port: seeded business
+ * accounts, templates and conversations (click-to-chat referral with `ctwa_clid`), text and
+ * template sends, template analytics switching on (`insights_enabling`), the dataset, and inbound
+ * messages pushed signed to a subscribed receiver.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer, Option, Stream } from "effect"
+import { ChatAppALayer } from "../../src/providers/chat-app-a/live.ts"
+import { ChatAppA } from "../../src/providers/chat-app-a/port.ts"
+import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
+import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
+import { verifyCallback } from "../../src/providers/signing.ts"
+import { call } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
+import { sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { callbackReceiver, connectSandbox } from "../support/sandbox-kinds.ts"
+
+const ports = Layer.merge(ProviderOAuthLayer, ChatAppALayer)
+
+const patchState = (body: unknown) =>
+  call("/sandbox/chat_app_a/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+
+layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })("sandbox chat_app_a", (it) => {
+  it.effect("seeded: business account, phone number, templates, two conversations, one from an ad with ctwa_clid", () =>
+    Effect.gen(function*() {
+      const chat = yield* ChatAppA
+      const { session } = yield* connectSandbox("chat_app_a")
+      const account = yield* chat.businessAccount(session)
+      assert.deepStrictEqual([account.id, account.currency, account.insights], ["ca_waba_0001", "EUR", "off"])
+      const phones = yield* chat.phoneNumbers(session)
+      assert.deepStrictEqual(phones.map((p) => p.id), ["ca_phone_0001"])
+      const templates = yield* Stream.runCollect(chat.templates(session))
+      assert.deepStrictEqual(templates.map((t) => [t.name, t.status]), [["welcome", "APPROVED"], ["order_update", "APPROVED"], ["spring_promo", "PENDING"]])
+      const conversations = yield* Stream.runCollect(chat.conversations(session))
+      assert.strictEqual(conversations.length, 2)
+      const messages = yield* Stream.runCollect(Stream.flatMap(Stream.fromIterable(conversations), (c) => chat.messages(session, c.id)))
+      const referred = messages.filter((m) => m.referral !== null)
+      assert.strictEqual(referred.length, 1)
+      assert.strictEqual(referred[0]?.referral?.ctwa_clid, "clid_0001_1")
+      // The same seed gives the same world: _state shows the fixed shape.
+      const state = yield* call("/sandbox/chat_app_a/_state")
+      for (const key of ["business_accounts", "templates", "conversations", "messages", "datasets", "write_count"]) {
+        assert.property(state.json, key)
+      }
+    }).pipe(Effect.provide(ports)))
+
+  it.effect("sends text and approved templates; refuses unapproved and unknown templates and a read-only grant", () =>
+    Effect.gen(function*() {
+      const chat = yield* ChatAppA
+      const { session } = yield* connectSandbox("chat_app_a")
+      const before = (yield* call("/sandbox/chat_app_a/_state")).json.write_count as number
+      const text = yield* chat.sendText(session, { phoneNumberId: "ca_phone_0001", to: "351920000001", text: "Hello!" })
+      const template = yield* chat.sendTemplate(session, {
+        phoneNumberId: "ca_phone_0001",
+        to: "351920000001",
+        template: { name: "welcome", language: "en_US" }
+      })
+      assert.strictEqual(text.conversation_id, template.conversation_id)
+      const sent = yield* chat.getMessage(session, template.id)
+      assert.deepStrictEqual([sent.direction, sent.type, sent.template?.name, sent.status], ["outbound", "template", "welcome", "sent"])
+      const pending = yield* Effect.flip(chat.sendTemplate(session, {
+        phoneNumberId: "ca_phone_0001",
+        to: "351920000001",
+        template: { name: "spring_promo", language: "en_US" }
+      }))
+      assert.strictEqual(pending._tag === "ProviderRefused" ? pending.code : pending._tag, "template_not_approved")
+      const unknown = yield* Effect.flip(chat.sendTemplate(session, {
+        phoneNumberId: "ca_phone_0001",
+        to: "351920000001",
+        template: { name: "nosuch", language: "en_US" }
+      }))
+      assert.strictEqual(unknown._tag === "ProviderRefused" ? unknown.code : unknown._tag, "template_not_found")
+      const readOnly = yield* connectSandbox("chat_app_a", "no_manage_ads_permission")
+      const denied = yield* Effect.flip(chat.sendText(readOnly.session, { phoneNumberId: "ca_phone_0001", to: "1", text: "x" }))
+      assert.strictEqual(denied._tag, "ProviderPermissionMissing")
+      const after = (yield* call("/sandbox/chat_app_a/_state")).json.write_count as number
+      assert.strictEqual(after - before, 2)
+    }).pipe(Effect.provide(ports)))
+
+  it.effect("template analytics: the first call switches insights on (insights_enabling), then seeded daily rows", () =>
+    Effect.gen(function*() {
+      const chat = yield* ChatAppA
+      const { session } = yield* connectSandbox("chat_app_a", "two_accounts", 1)
+      assert.strictEqual(session.accountId, "ca_waba_0002")
+      const range = { since: "2026-10-01", until: "2026-10-03" }
+      const first = yield* Effect.flip(chat.templateAnalytics(session, range))
+      assert.strictEqual(first._tag, "TemplateInsightsEnabling")
+      if (first._tag === "TemplateInsightsEnabling") assert.isAtLeast(first.retryAfterSeconds, 1)
+      assert.strictEqual((yield* chat.businessAccount(session)).insights, "enabling")
+      const rows = yield* eventually(
+        chat.templateAnalytics(session, range).pipe(Effect.option),
+        Option.isSome,
+        { what: "template analytics to be on", within: "10 seconds", every: "250 millis" }
+      ).pipe(Effect.map(Option.getOrThrow))
+      // Two approved templates (the pending one has none) over three days, in the account's currency.
+      assert.strictEqual(rows.length, 6)
+      assert.isTrue(rows.every((row) => row.currency === "USD" && row.delivered <= row.sent && row.read <= row.delivered))
+      assert.deepStrictEqual(yield* chat.templateAnalytics(session, range), rows)
+      const one = yield* chat.templateAnalytics(session, { ...range, templateIds: ["ca_tpl_0002_1"] })
+      assert.deepStrictEqual(one, rows.filter((row) => row.template_id === "ca_tpl_0002_1"))
+      assert.strictEqual((yield* chat.businessAccount(session)).insights, "on")
+    }).pipe(Effect.provide(ports)))
+
+  it.effect("the business account's dataset: none, created once, then found", () =>
+    Effect.gen(function*() {
+      const chat = yield* ChatAppA
+      const { session } = yield* connectSandbox("chat_app_a", "two_accounts", 1)
+      assert.isTrue(Option.isNone(yield* chat.dataset(session)))
+      const created = yield* chat.createDataset(session)
+      const again = yield* chat.createDataset(session)
+      assert.deepStrictEqual(again, created)
+      assert.deepStrictEqual(yield* chat.dataset(session), Option.some(created))
+      const state = yield* call("/sandbox/chat_app_a/_state")
+      assert.deepInclude(state.json.datasets, { id: created.id, account_id: "ca_waba_0002", name: created.name })
+    }).pipe(Effect.provide(ports)))
+
+  it.effect("an inbound message from a click-to-chat ad and a read receipt are pushed, signed with the app secret", () =>
+    Effect.gen(function*() {
+      const oauth = yield* ProviderOAuth
+      const chat = yield* ChatAppA
+      const receiver = yield* callbackReceiver
+      const { session } = yield* connectSandbox("chat_app_a")
+      yield* oauth.subscribe(session, receiver.url)
+      const arrived = yield* patchState({
+        arrive: {
+          kind: "message",
+          phone_number_id: "ca_phone_0001",
+          from: "351930000009",
+          name: "Rita",
+          text: "Is the offer still on?",
+          referral: { ad_id: "ad_77", ctwa_clid: "clid-xyz", headline: "Spring offer" }
+        }
+      })
+      assert.strictEqual(arrived.status, 200)
+      yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 1, { what: "the push", within: "5 seconds" })
+      const push = receiver.received[0]
+      assert.isDefined(push)
+      if (push === undefined) return
+      assert.isTrue(verifyCallback("chat_app_a", sandboxSecretOf("chat_app_a"), push.headers, push.body))
+      assert.isFalse(verifyCallback("chat_app_a", sandboxSecretOf("chat_app_a"), push.headers, push.body.replace("clid-xyz", "clid-abc")))
+      const payload = JSON.parse(push.body)
+      const value = payload.entry[0].changes[0].value
+      assert.strictEqual(payload.entry[0].id, "ca_waba_0001")
+      assert.deepStrictEqual(value.messages[0].referral, { source_type: "ad", source_id: "ad_77", ctwa_clid: "clid-xyz", headline: "Spring offer" })
+      assert.strictEqual(value.contacts[0].profile.name, "Rita")
+      // The business answers, and the person reads it: a status push.
+      const reply = yield* chat.sendText(session, { phoneNumberId: "ca_phone_0001", to: "351930000009", text: "Yes!" })
+      yield* patchState({ arrive: { kind: "status", message_id: reply.id, status: "read" } })
+      yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 2, { what: "the status push", within: "5 seconds" })
+      const status = JSON.parse(receiver.received[1]?.body ?? "{}")
+      assert.deepInclude(status.entry[0].changes[0].value.statuses[0], { id: reply.id, status: "read" })
+      assert.strictEqual((yield* chat.getMessage(session, reply.id)).status, "read")
+    }).pipe(Effect.provide(ports), Effect.scoped))
+
+  it.effect("bad arrivals are 400 and change nothing", () =>
+    Effect.gen(function*() {
+      const before = (yield* call("/sandbox/chat_app_a/_state")).json.messages.length as number
+      assert.strictEqual((yield* patchState({ arrive: { kind: "message", from: "1" } })).status, 400)
+      assert.strictEqual((yield* patchState({ arrive: { kind: "message", from: "1", text: "x", referral: { ctwa_clid: "c" } } })).status, 400)
+      assert.strictEqual((yield* patchState({ arrive: { kind: "nosuch" } })).status, 400)
+      assert.strictEqual((yield* patchState({ objects: [{ id: "nosuch", status: "x" }] })).status, 404)
+      const after = (yield* call("/sandbox/chat_app_a/_state")).json.messages.length as number
+      assert.strictEqual(after, before)
+    }))
+})
