@@ -1,0 +1,133 @@
+/**
+ * The `email` sandbox over real HTTP through the Email port: seeded mailboxes and threads,
+ * sending (new thread and reply), the refusals set per mailbox (`account_suspended`,
+ * `mailbox_disabled`, `auth_revoked`, `quota_exceeded`, `recipient_rejected`), inbound mail and
+ * an RFC 3464 delivery-status report pushed signed, the report read back by dsn.ts.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer, Stream } from "effect"
+import { parseDeliveryReport } from "../../src/providers/email/dsn.ts"
+import { EmailLayer } from "../../src/providers/email/live.ts"
+import { Email } from "../../src/providers/email/port.ts"
+import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
+import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
+import { verifyCallback } from "../../src/providers/signing.ts"
+import { call } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
+import { sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { callbackReceiver, connectSandbox } from "../support/sandbox-kinds.ts"
+
+const ports = Layer.merge(ProviderOAuthLayer, EmailLayer)
+
+const patchState = (body: unknown) =>
+  call("/sandbox/email/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+
+const mail = { to: ["ana@customer.example"], subject: "Your quote", text: "Here it is." }
+
+layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })("sandbox email", (it) => {
+  it.effect("seeded mailbox and thread; sends a new thread and a reply in it", () =>
+    Effect.gen(function*() {
+      const email = yield* Email
+      const { session } = yield* connectSandbox("email")
+      const mailbox = yield* email.mailbox(session)
+      assert.deepStrictEqual([mailbox.id, mailbox.address, mailbox.state], ["em_mbx_0001", "team1@sandbox-mail.example", "active"])
+      const threads = yield* Stream.runCollect(email.threads(session))
+      assert.strictEqual(threads.length, 1)
+      const seeded = yield* Stream.runCollect(email.threadMessages(session, threads[0]?.id ?? ""))
+      assert.deepStrictEqual(seeded.map((m) => m.direction), ["inbound", "outbound"])
+      assert.strictEqual(seeded[1]?.in_reply_to, seeded[0]?.message_id_header)
+      const sent = yield* email.send(session, mail)
+      assert.notStrictEqual(sent.thread_id, threads[0]?.id)
+      const reply = yield* email.send(session, { ...mail, subject: "Re: Your quote", threadId: sent.thread_id, inReplyTo: sent.message_id_header })
+      assert.strictEqual(reply.thread_id, sent.thread_id)
+      const message = yield* email.getMessage(session, reply.id)
+      assert.deepStrictEqual([message.direction, message.delivery_status, message.in_reply_to], ["outbound", "sent", sent.message_id_header])
+      const state = yield* call("/sandbox/email/_state")
+      for (const key of ["mailboxes", "threads", "messages", "write_count"]) assert.property(state.json, key)
+    }).pipe(Effect.provide(ports)))
+
+  it.effect("each mailbox state refuses sends with its reason; a rejected domain too; back to active sends again", () =>
+    Effect.gen(function*() {
+      const email = yield* Email
+      const { session } = yield* connectSandbox("email", "two_accounts", 1)
+      const mailbox = session.accountId
+      assert.strictEqual(mailbox, "em_mbx_0002")
+      const before = (yield* call("/sandbox/email/_state")).json.write_count as number
+      for (const [state, reason] of [
+        ["suspended", "account_suspended"],
+        ["disabled", "mailbox_disabled"],
+        ["quota_exceeded", "quota_exceeded"],
+        ["recipient_rejected", "recipient_rejected"]
+      ] as const) {
+        assert.strictEqual((yield* patchState({ objects: [{ id: mailbox, state }] })).status, 200)
+        const refused = yield* Effect.flip(email.send(session, mail))
+        assert.deepStrictEqual([refused._tag, refused._tag === "EmailSendRefused" ? refused.reason : null], ["EmailSendRefused", reason])
+      }
+      yield* patchState({ objects: [{ id: mailbox, state: "auth_revoked" }] })
+      const revoked = yield* Effect.flip(email.send(session, mail))
+      assert.strictEqual(revoked._tag, "ProviderAuthRevoked")
+      yield* patchState({ objects: [{ id: mailbox, state: "active" }] })
+      const bounced = yield* Effect.flip(email.send(session, { ...mail, to: ["x@rejected.example"] }))
+      assert.strictEqual(bounced._tag === "EmailSendRefused" ? bounced.reason : bounced._tag, "recipient_rejected")
+      yield* email.send(session, mail)
+      assert.strictEqual((yield* call("/sandbox/email/_state")).json.write_count, before + 1)
+      // A state the provider does not have is refused and changes nothing.
+      assert.strictEqual((yield* patchState({ objects: [{ id: mailbox, state: "sleepy" }] })).status, 400)
+      assert.strictEqual((yield* email.mailbox(session)).state, "active")
+    }).pipe(Effect.provide(ports)))
+
+  it.effect("inbound mail and a delivery-status report are pushed signed; the report is RFC 3464", () =>
+    Effect.gen(function*() {
+      const oauth = yield* ProviderOAuth
+      const email = yield* Email
+      const receiver = yield* callbackReceiver
+      const { session } = yield* connectSandbox("email")
+      yield* oauth.subscribe(session, receiver.url)
+      const secret = sandboxSecretOf("email")
+
+      const sent = yield* email.send(session, { ...mail, to: ["gone@customer.example"] })
+      const inbound = yield* patchState({
+        arrive: { kind: "message", thread_id: sent.thread_id, from: "ana@customer.example", subject: "Re: Your quote", text: "Thanks!" }
+      })
+      assert.strictEqual(inbound.status, 200)
+      yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 1, { what: "the inbound push", within: "5 seconds" })
+      const first = receiver.received[0]
+      if (first === undefined) return assert.fail("no push")
+      assert.isTrue(verifyCallback("email", secret, first.headers, first.body))
+      assert.isFalse(verifyCallback("email", "wrong-secret", first.headers, first.body))
+      const reply = JSON.parse(first.body)
+      assert.deepInclude(reply, { event: "message.received", mailbox_id: "em_mbx_0001" })
+      assert.deepInclude(reply.message, { thread_id: sent.thread_id, in_reply_to: sent.message_id_header, body: "Thanks!" })
+
+      const report = yield* patchState({
+        arrive: { kind: "delivery_status", message_id: sent.id, status: "failed", diagnostic: "550 5.1.1 mailbox unavailable" }
+      })
+      assert.strictEqual(report.status, 200)
+      yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 2, { what: "the report push", within: "5 seconds" })
+      const second = receiver.received[1]
+      if (second === undefined) return assert.fail("no report push")
+      assert.isTrue(verifyCallback("email", secret, second.headers, second.body))
+      const bounce = JSON.parse(second.body).message
+      assert.match(bounce.content_type, /^multipart\/report; report-type=delivery-status; boundary=/)
+      assert.include(bounce.body, "Content-Type: message/delivery-status")
+      assert.deepStrictEqual(parseDeliveryReport(bounce.content_type, bounce.body), {
+        originalMessageId: sent.message_id_header,
+        recipient: "gone@customer.example",
+        action: "failed",
+        status: "5.1.1",
+        diagnostic: "550 5.1.1 mailbox unavailable"
+      })
+      assert.strictEqual((yield* email.getMessage(session, sent.id)).delivery_status, "failed")
+      // Ordinary mail is not a report.
+      assert.isNull(parseDeliveryReport("text/plain", "Thanks!"))
+    }).pipe(Effect.provide(ports), Effect.scoped))
+
+  it.effect("bad arrivals are 400 or 404 and add nothing", () =>
+    Effect.gen(function*() {
+      const before = (yield* call("/sandbox/email/_state")).json.messages.length as number
+      assert.strictEqual((yield* patchState({ arrive: { kind: "message", from: "not-an-address", text: "x" } })).status, 400)
+      assert.strictEqual((yield* patchState({ arrive: { kind: "message", thread_id: "nosuch", from: "a@b.example", text: "x" } })).status, 404)
+      assert.strictEqual((yield* patchState({ arrive: { kind: "delivery_status", message_id: "nosuch" } })).status, 404)
+      assert.strictEqual((yield* call("/sandbox/email/_state")).json.messages.length, before)
+    }))
+})
