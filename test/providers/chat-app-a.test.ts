@@ -163,4 +163,28 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const after = (yield* call("/sandbox/chat_app_a/_state")).json.messages.length as number
       assert.strictEqual(after, before)
     }))
+
+  // Last: revoking kills every grant of this sandbox.
+  it.effect("a grant death pushes a signed deauthorize change and the port answers ProviderAuthRevoked", () =>
+    Effect.gen(function*() {
+      const oauth = yield* ProviderOAuth
+      const chat = yield* ChatAppA
+      const receiver = yield* callbackReceiver
+      const { session } = yield* connectSandbox("chat_app_a")
+      yield* oauth.subscribe(session, receiver.url)
+      yield* call("/sandbox/chat_app_a/_faults", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ revoke_tokens: true })
+      })
+      yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 1, { what: "the grant-death push", within: "5 seconds" })
+      const push = receiver.received[0]
+      if (push === undefined) return assert.fail("no push")
+      assert.isTrue(verifyCallback("chat_app_a", sandboxSecretOf("chat_app_a"), push.headers, push.body))
+      const payload = JSON.parse(push.body)
+      assert.strictEqual(payload.entry[0].id, "ca_waba_0001")
+      assert.strictEqual(payload.entry[0].changes[0].field, "deauthorize")
+      assert.strictEqual((yield* Effect.flip(chat.businessAccount(session)))._tag, "ProviderAuthRevoked")
+      yield* call("/sandbox/chat_app_a/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ revoke_tokens: false }) })
+    }).pipe(Effect.provide(ports), Effect.scoped))
 })

@@ -130,4 +130,27 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual((yield* patchState({ arrive: { kind: "delivery_status", message_id: "nosuch" } })).status, 404)
       assert.strictEqual((yield* call("/sandbox/email/_state")).json.messages.length, before)
     }))
+
+  // Last: revoking kills every grant of this sandbox.
+  it.effect("a grant death pushes a signed grant_revoked and the port answers ProviderAuthRevoked", () =>
+    Effect.gen(function*() {
+      const oauth = yield* ProviderOAuth
+      const email = yield* Email
+      const receiver = yield* callbackReceiver
+      const { session } = yield* connectSandbox("email")
+      yield* oauth.subscribe(session, receiver.url)
+      const faults = yield* call("/sandbox/email/_faults", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ revoke_tokens: true })
+      })
+      assert.strictEqual(faults.status, 200)
+      yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 1, { what: "the grant-death push", within: "5 seconds" })
+      const push = receiver.received[0]
+      if (push === undefined) return assert.fail("no push")
+      assert.isTrue(verifyCallback("email", sandboxSecretOf("email"), push.headers, push.body))
+      assert.deepInclude(JSON.parse(push.body), { event: "grant_revoked", account_id: "em_mbx_0001" })
+      assert.strictEqual((yield* Effect.flip(email.mailbox(session)))._tag, "ProviderAuthRevoked")
+      yield* call("/sandbox/email/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ revoke_tokens: false }) })
+    }).pipe(Effect.provide(ports), Effect.scoped))
 })

@@ -73,14 +73,17 @@ const attendeesFrom = (value: unknown): Array<Attendee> | null => {
 
 const accountOf = (world: CalendarWorld, calendarId: string) => world.calendars.find((c) => c.id === calendarId)?.account_id
 
-const pushEvent = (world: CalendarWorld, ctx: PushContext, event: CalendarEvent, kind: "event.created" | "event.updated" | "event.cancelled") =>
-  ctx.push(accountOf(world, event.calendar_id) ?? "", {
+const pushEvent = (world: CalendarWorld, ctx: PushContext, event: CalendarEvent, kind: "event.created" | "event.updated" | "event.cancelled") => {
+  const accountId = accountOf(world, event.calendar_id) ?? ""
+  ctx.push(accountId, {
     event: kind,
-    event_id: `${event.id}:${event.updated_at}:${kind}`,
+    event_id: world.nextId("cal_change"),
+    account_id: accountId,
     calendar_id: event.calendar_id,
     timestamp: Math.floor(ctx.nowMs / 1000),
     data: event
   })
+}
 
 const createEvent = (world: CalendarWorld, calendar: Calendar, body: Readonly<Record<string, unknown>>, nowMs: number): CalendarEvent | string => {
   const start = text(body["start"])

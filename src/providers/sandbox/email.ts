@@ -142,6 +142,7 @@ const record = (world: MailWorld, fields: MailFields & { readonly threadId: stri
 const payload = (message: MailMessage): unknown => ({
   event: "message.received",
   event_id: `evt_${message.id}`,
+  account_id: message.mailbox_id,
   mailbox_id: message.mailbox_id,
   timestamp: Math.floor(Date.now() / 1000),
   message: {

@@ -310,12 +310,12 @@ const plainPayload = (kind: PlainKind, message: Message): unknown => {
   return { object: PLAIN[kind].object, entry: [{ id: message.account_id, time: Date.now(), messaging: [event] }] }
 }
 
-/** The grant-death callback of the kinds here (the ad platform family's `deauthorize` change). */
+/** The grant-death callback: the ad platform family's `deauthorize` change, or a flat `grant_revoked` event. */
 export const grantDeathPayload = (provider: ProviderKind, object: string | null) =>
 (accountId: string, userId: string, nowSeconds: number): unknown =>
   object === null
-    ? { event: "grant.revoked", event_id: `revoked:${accountId}:${userId}:${nowSeconds}`, account_id: accountId, user_id: userId, timestamp: nowSeconds }
-    : { object, entry: [{ id: accountId, time: nowSeconds * 1000, changes: [{ field: "deauthorize", value: { user_id: userId, provider } }] }] }
+    ? { event: "grant_revoked", event_id: `revoked:${provider}:${accountId}:${userId}:${nowSeconds}`, account_id: accountId, user_id: userId, time: nowSeconds }
+    : { object, entry: [{ id: accountId, time: nowSeconds, changes: [{ field: "deauthorize", value: { user_id: userId } }] }] }
 
 /**
  * `social_dm` accounts carry `login_type` (`business_login` first, `page_login` second) and the
