@@ -102,7 +102,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual((yield* chat.businessAccount(session)).insights, "on")
     }).pipe(Effect.provide(ports)))
 
-  it.effect("the business account's dataset: none, created once, then found", () =>
+  it.effect("the business account's dataset: none, created once, then found; it records business_messaging conversions", () =>
     Effect.gen(function*() {
       const chat = yield* ChatAppA
       const { session } = yield* connectSandbox("chat_app_a", "two_accounts", 1)
@@ -111,8 +111,22 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const again = yield* chat.createDataset(session)
       assert.deepStrictEqual(again, created)
       assert.deepStrictEqual(yield* chat.dataset(session), Option.some(created))
+      const event = {
+        event_name: "Purchase",
+        event_time: 1_790_000_000,
+        event_id: "ord-1",
+        action_source: "business_messaging",
+        messaging_channel: "chat_app_a" as const,
+        user_data: { ctwa_clid: "clid-1" },
+        custom_data: { value: 12.5, currency: "USD" }
+      }
+      assert.deepStrictEqual(yield* chat.sendEvents(session, created.id, [event]), { events_received: 1 })
+      const noClick = yield* Effect.flip(chat.sendEvents(session, created.id, [{ ...event, user_data: {} }]))
+      assert.strictEqual(noClick._tag === "ProviderRefused" ? noClick.code : noClick._tag, "invalid_parameter")
       const state = yield* call("/sandbox/chat_app_a/_state")
       assert.deepInclude(state.json.datasets, { id: created.id, account_id: "ca_waba_0002", name: created.name })
+      assert.strictEqual(state.json.received_events.length, 1)
+      assert.deepInclude(state.json.received_events[0], { dataset_id: created.id, event_id: "ord-1", action_source: "business_messaging" })
     }).pipe(Effect.provide(ports)))
 
   it.effect("an inbound message from a click-to-chat ad and a read receipt are pushed, signed with the app secret", () =>

@@ -42,6 +42,8 @@ const TemplateDayWire = Schema.Struct({
 
 const DatasetWire = Schema.Struct({ id: Schema.String, name: Schema.String })
 
+const EventsReceivedWire = Schema.Struct({ events_received: Schema.Int })
+
 const path = (...segments: ReadonlyArray<string>) => `/v1/${segments.map(encodeURIComponent).join("/")}`
 const account = (session: ProviderSession, ...rest: ReadonlyArray<string>) => path("accounts", session.accountId, ...rest)
 
@@ -85,7 +87,13 @@ export const ChatAppALive = Layer.effect(ChatAppA)(Effect.gen(function*() {
         Effect.catchTag("ProviderRefused", (error): Effect.Effect<Option.Option<never>, ProviderRefused> =>
           error.status === 404 ? Effect.succeed(Option.none()) : Effect.fail(error))
       ),
-    createDataset: (session) => sessionCall(http, session, "createDataset", DatasetWire, { method: "POST", path: account(session, "dataset"), json: {} })
+    createDataset: (session) => sessionCall(http, session, "createDataset", DatasetWire, { method: "POST", path: account(session, "dataset"), json: {} }),
+    sendEvents: (session, datasetId, events) =>
+      sessionCall(http, session, "sendEvents", EventsReceivedWire, {
+        method: "POST",
+        path: path("datasets", datasetId, "events"),
+        json: { data: events }
+      })
   }
 }))
 

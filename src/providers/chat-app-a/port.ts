@@ -9,6 +9,7 @@ import type { Effect, Option, Stream } from "effect"
 import { Context, Data } from "effect"
 import type { ProviderError } from "../errors.ts"
 import type { ProviderSession } from "../oauth/port.ts"
+import type { ConversionEvent } from "../adplatform/port.ts"
 import type { Conversation, Message, SentMessage } from "../messaging/port.ts"
 
 export interface BusinessAccount {
@@ -87,4 +88,14 @@ export class ChatAppA extends Context.Service<ChatAppA, {
   readonly dataset: (session: ProviderSession) => Effect.Effect<Option.Option<ChatDataset>, ProviderError>
   /** Idempotent: a business account has at most one dataset, which this answers if it exists. */
   readonly createDataset: (session: ProviderSession) => Effect.Effect<ChatDataset, ProviderError>
+  /**
+   * Conversions from chats to the dataset: `action_source: "business_messaging"`,
+   * `messaging_channel: "chat_app_a"` and `user_data.ctwa_clid` (refused otherwise); answers how
+   * many the platform accepted.
+   */
+  readonly sendEvents: (
+    session: ProviderSession,
+    datasetId: string,
+    events: ReadonlyArray<ConversionEvent & { readonly messaging_channel: "chat_app_a" }>
+  ) => Effect.Effect<{ readonly events_received: number }, ProviderError>
 }>()("svc/ChatAppA") {}

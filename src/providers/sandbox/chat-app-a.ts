@@ -9,7 +9,8 @@
  * `_state`: `{business_accounts: [{id, name, currency, timezone, insights: "off" | "enabling" |
  * "on", insights_ready_at, insights_delay_seconds, phone_numbers: [{id, display_phone_number,
  * verified_name}]}], templates: [{id, account_id, name, language, status, category}],
- * conversations, messages (as messaging.ts), datasets: [{id, account_id, name}], write_count}`.
+ * conversations, messages (as messaging.ts), datasets: [{id, account_id, name}], received_events:
+ * [{dataset_id, account_id, received_at, ...event}], write_count}`.
  * Arrivals: `{kind: "message", phone_number_id? | account_id?, from, name?, text, referral?:
  * {ad_id, ctwa_clid?, headline?}}` and `{kind: "status", message_id, status}`.
  */
@@ -61,8 +62,12 @@ interface ChatWorld {
   readonly accounts: Array<BusinessAccount>
   readonly templates: Array<Template>
   readonly datasets: Array<ChatDataset>
+  /** What the datasets' conversions endpoint accepted, newest last (the last KEPT_EVENTS). */
+  readonly receivedEvents: Array<Record<string, unknown>>
   readonly store: MessagingStore
 }
+
+const KEPT_EVENTS = 10_000
 
 const DAY_MS = 86_400_000
 const MAX_ANALYTICS_DAYS = 400
@@ -224,7 +229,7 @@ export const chatAppASandbox = defineSandbox<ChatWorld>({
       ].map((t, i) => ({ id: `ca_tpl_${account.id.slice(-4)}_${i + 1}`, account_id: account.id, language: "en_US", ...t }))
     )
     for (const account of accounts) store.seed(account.id, account.phone_numbers[0]?.display_phone_number ?? "", true)
-    return { accounts, templates, datasets: [], store }
+    return { accounts, templates, datasets: [], receivedEvents: [], store }
   },
   accounts: (world) => world.accounts.map((a) => ({ id: a.id, name: a.name, currency: a.currency, timezone: a.timezone })),
   readScopes: ["business_management"],
@@ -290,6 +295,38 @@ export const chatAppASandbox = defineSandbox<ChatWorld>({
         return ok(created)
       }
     },
+    {
+      // Conversions from chats: only `business_messaging` events carrying the ad's click id count.
+      method: "POST",
+      path: "/v1/datasets/:dataset/events",
+      handler: (world, ctx) => {
+        const id = ctx.params["dataset"] ?? ""
+        const dataset = world.datasets.find((d) => d.id === id)
+        if (dataset === undefined || !ctx.reaches(dataset.account_id)) return notFound(`dataset ${id}`)
+        const denied = ctx.requireWrite()
+        if (denied !== undefined) return denied
+        const data = isRecord(ctx.body) ? ctx.body["data"] : undefined
+        if (!Array.isArray(data) || data.length === 0 || data.length > 1_000) return invalid("data must be an array of 1 to 1000 events")
+        for (const event of data) {
+          if (!isRecord(event) || typeof event["event_name"] !== "string" || typeof event["event_time"] !== "number") {
+            return invalid("each event needs event_name (string) and event_time (unix seconds)")
+          }
+          if (event["action_source"] !== "business_messaging" || event["messaging_channel"] !== "chat_app_a") {
+            return invalid("events need action_source business_messaging and messaging_channel chat_app_a")
+          }
+          if (!isRecord(event["user_data"]) || text(event["user_data"]["ctwa_clid"]) === null) {
+            return invalid("user_data.ctwa_clid is required")
+          }
+        }
+        const receivedAt = new Date(ctx.nowMs).toISOString()
+        for (const event of data) {
+          if (isRecord(event)) world.receivedEvents.push({ dataset_id: id, account_id: dataset.account_id, received_at: receivedAt, ...event })
+        }
+        if (world.receivedEvents.length > KEPT_EVENTS) world.receivedEvents.splice(0, world.receivedEvents.length - KEPT_EVENTS)
+        ctx.countWrite()
+        return ok({ events_received: data.length })
+      }
+    },
     { method: "POST", path: "/v1/phone_numbers/:phone/messages", handler: send },
     ...conversationRoutes<ChatWorld>()
   ],
@@ -298,7 +335,8 @@ export const chatAppASandbox = defineSandbox<ChatWorld>({
     templates: world.templates,
     conversations: world.store.conversations,
     messages: world.store.messages,
-    datasets: world.datasets
+    datasets: world.datasets,
+    received_events: world.receivedEvents
   }),
   patch: (world, change) =>
     patchIn(
