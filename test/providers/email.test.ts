@@ -46,6 +46,41 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       for (const key of ["mailboxes", "threads", "messages", "write_count"]) assert.property(state.json, key)
     }).pipe(Effect.provide(ports)))
 
+  it.effect("labels, search, drafts and List-Unsubscribe headers", () =>
+    Effect.gen(function*() {
+      const email = yield* Email
+      const { session } = yield* connectSandbox("email", "two_accounts", 1)
+      assert.strictEqual(session.accountId, "em_mbx_0002")
+      const labels = yield* email.labels(session)
+      assert.deepStrictEqual(labels.map((l) => l.id), ["INBOX", "SENT", "IMPORTANT", "em_mbx_0002_leads"])
+      const [thread] = yield* Stream.runCollect(email.threads(session))
+      if (thread === undefined) return assert.fail("no seeded thread")
+      assert.deepStrictEqual([...thread.label_ids], ["INBOX", "SENT"])
+      const labelled = yield* email.setThreadLabels(session, thread.id, { add: ["em_mbx_0002_leads"], remove: ["INBOX"] })
+      assert.deepStrictEqual([...labelled.label_ids], ["SENT", "em_mbx_0002_leads"])
+      const foreign = yield* Effect.flip(email.setThreadLabels(session, thread.id, { add: ["em_mbx_0001_leads"] }))
+      assert.strictEqual(foreign._tag === "ProviderRefused" ? foreign.status : foreign._tag, 404)
+
+      const hits = yield* Stream.runCollect(email.search(session, "PREMIUM plan"))
+      assert.deepStrictEqual(hits.map((m) => m.direction), ["inbound"])
+      assert.strictEqual((yield* Stream.runCollect(email.search(session, "no-such-words"))).length, 0)
+
+      const draft = yield* email.createDraft(session, { to: ["bo@customer.example"], subject: "Proposal", text: "Draft text", threadId: thread.id })
+      assert.deepStrictEqual((yield* Stream.runCollect(email.drafts(session))).map((d) => d.id), [draft.id])
+      const sent = yield* email.sendDraft(session, draft.id)
+      assert.strictEqual(sent.thread_id, thread.id)
+      assert.strictEqual((yield* Stream.runCollect(email.drafts(session))).length, 0)
+
+      const unsubscribe = {
+        "List-Unsubscribe": "<https://svc.example/u/abc>",
+        "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"
+      }
+      const news = yield* email.send(session, { to: ["bo@customer.example"], subject: "News", text: "Hello", headers: unsubscribe })
+      assert.deepStrictEqual((yield* email.getMessage(session, news.id)).headers, unsubscribe)
+      const smuggled = yield* Effect.flip(email.send(session, { ...mail, headers: { Bcc: "spy@example.com" } }))
+      assert.strictEqual(smuggled._tag === "ProviderRefused" ? smuggled.code : smuggled._tag, "invalid_parameter")
+    }).pipe(Effect.provide(ports)))
+
   it.effect("each mailbox state refuses sends with its reason; a rejected domain too; back to active sends again", () =>
     Effect.gen(function*() {
       const email = yield* Email

@@ -19,6 +19,23 @@ export interface MailThread {
   readonly id: string
   readonly mailbox_id: string
   readonly subject: string
+  /** System labels (`INBOX`, `SENT`, `IMPORTANT`) and the mailbox's own. */
+  readonly label_ids: ReadonlyArray<string>
+  readonly updated_at: string
+}
+
+export interface MailLabel {
+  readonly id: string
+  readonly name: string
+  readonly type: "system" | "user"
+}
+
+export interface MailDraft {
+  readonly id: string
+  readonly thread_id: string | null
+  readonly to: ReadonlyArray<string>
+  readonly subject: string
+  readonly text: string
   readonly updated_at: string
 }
 
@@ -34,6 +51,8 @@ export interface MailMessage {
   readonly subject: string
   readonly text: string
   readonly content_type: string
+  /** Extra header fields the sender set (e.g. the RFC 8058 `List-Unsubscribe` pair). */
+  readonly headers: Readonly<Record<string, string>>
   readonly delivery_status: "received" | "sent" | "delivered" | "failed"
   readonly created_at: string
 }
@@ -42,6 +61,16 @@ export interface SentMail {
   readonly id: string
   readonly thread_id: string
   readonly message_id_header: string
+}
+
+export interface OutgoingMail {
+  readonly to: ReadonlyArray<string>
+  readonly subject: string
+  readonly text: string
+  readonly threadId?: string
+  readonly inReplyTo?: string
+  /** `List-Unsubscribe`, `List-Unsubscribe-Post` or `X-*` fields. */
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 /**
@@ -63,14 +92,20 @@ export class Email extends Context.Service<Email, {
   readonly threadMessages: (session: ProviderSession, threadId: string) => Stream.Stream<MailMessage, ProviderError>
   readonly getMessage: (session: ProviderSession, messageId: string) => Effect.Effect<MailMessage, ProviderError>
   /** A new thread, or a reply in `threadId` (`inReplyTo` the Message-ID answered). */
-  readonly send: (
+  readonly send: (session: ProviderSession, mail: OutgoingMail) => Effect.Effect<SentMail, ProviderError | EmailSendRefused>
+  /** Messages whose subject, text, sender or recipients hold every word of `query`, newest first. */
+  readonly search: (session: ProviderSession, query: string) => Stream.Stream<MailMessage, ProviderError>
+  readonly labels: (session: ProviderSession) => Effect.Effect<ReadonlyArray<MailLabel>, ProviderError>
+  readonly setThreadLabels: (
     session: ProviderSession,
-    mail: {
-      readonly to: ReadonlyArray<string>
-      readonly subject: string
-      readonly text: string
-      readonly threadId?: string
-      readonly inReplyTo?: string
-    }
-  ) => Effect.Effect<SentMail, ProviderError | EmailSendRefused>
+    threadId: string,
+    change: { readonly add?: ReadonlyArray<string>; readonly remove?: ReadonlyArray<string> }
+  ) => Effect.Effect<MailThread, ProviderError>
+  readonly drafts: (session: ProviderSession) => Stream.Stream<MailDraft, ProviderError>
+  readonly createDraft: (
+    session: ProviderSession,
+    draft: { readonly to: ReadonlyArray<string>; readonly subject: string; readonly text: string; readonly threadId?: string }
+  ) => Effect.Effect<MailDraft, ProviderError>
+  /** Sends the draft (the same refusals as `send`); the provider drops the draft once sent. */
+  readonly sendDraft: (session: ProviderSession, draftId: string) => Effect.Effect<SentMail, ProviderError | EmailSendRefused>
 }>()("svc/Email") {}

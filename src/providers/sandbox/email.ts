@@ -33,6 +33,27 @@ interface Thread {
   id: string
   mailbox_id: string
   subject: string
+  /** `INBOX` once anything arrived in it, `SENT` once the mailbox sent in it, plus user labels. */
+  label_ids: Array<string>
+  updated_at: string
+  [field: string]: unknown
+}
+
+interface Label {
+  id: string
+  mailbox_id: string
+  name: string
+  type: "system" | "user"
+  [field: string]: unknown
+}
+
+interface Draft {
+  id: string
+  mailbox_id: string
+  thread_id: string | null
+  to: Array<string>
+  subject: string
+  text: string
   updated_at: string
   [field: string]: unknown
 }
@@ -46,6 +67,8 @@ interface MailFields {
   subject: string
   text: string
   content_type: string
+  /** Extra header fields the sender set (`List-Unsubscribe`, `List-Unsubscribe-Post`, `X-*`). */
+  headers: Record<string, string>
   /** Outbound: `sent`, then `delivered` or `failed` when a report arrives; inbound: `received`. */
   delivery_status: "received" | "sent" | "delivered" | "failed"
 }
@@ -63,6 +86,8 @@ interface MailWorld {
   readonly mailboxes: Array<Mailbox>
   readonly threads: Array<Thread>
   readonly messages: Array<MailMessage>
+  readonly labels: Array<Label>
+  readonly drafts: Array<Draft>
   readonly nextId: (prefix: string) => string
 }
 
@@ -115,9 +140,12 @@ const deliveryReport = (original: MailMessage, recipient: string, status: string
 
 const record = (world: MailWorld, fields: MailFields & { readonly threadId: string | null; readonly at: string }): MailMessage => {
   const known = fields.threadId === null ? undefined : world.threads.find((t) => t.id === fields.threadId)
-  const thread: Thread = known ?? { id: world.nextId("em_thr"), mailbox_id: fields.mailbox_id, subject: fields.subject, updated_at: fields.at }
+  const thread: Thread = known ??
+    { id: world.nextId("em_thr"), mailbox_id: fields.mailbox_id, subject: fields.subject, label_ids: [], updated_at: fields.at }
   if (known === undefined) world.threads.push(thread)
   thread.updated_at = fields.at
+  const label = fields.direction === "inbound" ? "INBOX" : "SENT"
+  if (!thread.label_ids.includes(label)) thread.label_ids.push(label)
   const id = world.nextId("em_msg")
   const message: MailMessage = {
     id,
@@ -131,6 +159,7 @@ const record = (world: MailWorld, fields: MailFields & { readonly threadId: stri
     subject: fields.subject,
     text: fields.text,
     content_type: fields.content_type,
+    headers: fields.headers,
     delivery_status: fields.delivery_status,
     created_at: fields.at
   }
@@ -191,12 +220,104 @@ const send = (world: MailWorld, ctx: ApiContext): SandboxReply => {
   if (threadId !== null && !world.threads.some((t) => t.id === threadId && t.mailbox_id === mailbox.id)) {
     return notFound(`thread ${threadId}`)
   }
+  const headers = headersFrom(body["headers"])
+  if (headers === null) return invalid("headers must map List-Unsubscribe, List-Unsubscribe-Post or X-* names to strings")
   const message = record(world, {
     mailbox_id: mailbox.id, direction: "outbound", in_reply_to: text(body["in_reply_to"]), from: mailbox.address, to,
-    subject, text: words, content_type: "text/plain", delivery_status: "sent", threadId, at: new Date(ctx.nowMs).toISOString()
+    subject, text: words, content_type: "text/plain", headers, delivery_status: "sent", threadId,
+    at: new Date(ctx.nowMs).toISOString()
   })
   ctx.countWrite()
   return ok({ id: message.id, thread_id: message.thread_id, message_id_header: message.message_id_header })
+}
+
+const headersFrom = (value: unknown): Record<string, string> | null => {
+  if (value === undefined) return {}
+  if (!isRecord(value)) return null
+  const out: Record<string, string> = {}
+  for (const [name, field] of Object.entries(value)) {
+    if (typeof field !== "string" || /[\r\n]/.test(field)) return null
+    if (!/^(list-unsubscribe|list-unsubscribe-post|x-[a-z0-9-]+)$/i.test(name)) return null
+    out[name] = field
+  }
+  return out
+}
+
+/** The fields a draft or a send carries, checked alike. */
+const mailFields = (body: Record<string, unknown>) => {
+  const to = Array.isArray(body["to"]) ? body["to"].filter((v): v is string => typeof v === "string") : []
+  const subject = text(body["subject"])
+  const words = text(body["text"])
+  if (to.length === 0 || !to.every(addressOk) || subject === null || words === null) return null
+  return { to, subject, text: words }
+}
+
+const createDraft = (world: MailWorld, ctx: ApiContext): SandboxReply => {
+  const mailbox = reached(world, ctx)
+  if (!isMailbox(mailbox)) return mailbox
+  const denied = ctx.requireWrite()
+  if (denied !== undefined) return denied
+  const body = isRecord(ctx.body) ? ctx.body : {}
+  const fields = mailFields(body)
+  if (fields === null) return invalid("to (addresses), subject and text are required")
+  const threadId = text(body["thread_id"])
+  if (threadId !== null && !world.threads.some((t) => t.id === threadId && t.mailbox_id === mailbox.id)) {
+    return notFound(`thread ${threadId}`)
+  }
+  const draft: Draft = {
+    id: world.nextId("em_draft"),
+    mailbox_id: mailbox.id,
+    thread_id: threadId,
+    ...fields,
+    updated_at: new Date(ctx.nowMs).toISOString()
+  }
+  world.drafts.push(draft)
+  ctx.countWrite()
+  return ok(draft)
+}
+
+/** Sending a draft is a send (same refusals); the draft is gone once sent. */
+const sendDraft = (world: MailWorld, ctx: ApiContext): SandboxReply => {
+  const draft = world.drafts.find((d) => d.id === ctx.params["draft"])
+  if (draft === undefined || !ctx.reaches(draft.mailbox_id)) return notFound(`draft ${ctx.params["draft"]}`)
+  const reply = send(world, {
+    ...ctx,
+    params: { mailbox: draft.mailbox_id },
+    body: { to: draft.to, subject: draft.subject, text: draft.text, ...(draft.thread_id === null ? {} : { thread_id: draft.thread_id }) }
+  })
+  if (reply.status === 200) world.drafts.splice(world.drafts.indexOf(draft), 1)
+  return reply
+}
+
+const modifyLabels = (world: MailWorld, ctx: ApiContext): SandboxReply => {
+  const thread = world.threads.find((t) => t.id === ctx.params["thread"])
+  if (thread === undefined || !ctx.reaches(thread.mailbox_id)) return notFound(`thread ${ctx.params["thread"]}`)
+  const denied = ctx.requireWrite()
+  if (denied !== undefined) return denied
+  const body = isRecord(ctx.body) ? ctx.body : {}
+  const ids = (value: unknown) => Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []
+  const add = ids(body["add"])
+  const remove = ids(body["remove"])
+  const known = world.labels.filter((l) => l.mailbox_id === thread.mailbox_id).map((l) => l.id)
+  const unknown = [...add, ...remove].find((id) => !known.includes(id))
+  if (unknown !== undefined) return notFound(`label ${unknown}`)
+  thread.label_ids = [...thread.label_ids.filter((id) => !remove.includes(id)), ...add.filter((id) => !thread.label_ids.includes(id))]
+  ctx.countWrite()
+  return ok(thread)
+}
+
+/** Case-insensitive words all found in a message's subject, text, sender or recipients. */
+const search = (world: MailWorld, ctx: ApiContext): SandboxReply => {
+  const mailbox = reached(world, ctx)
+  if (!isMailbox(mailbox)) return mailbox
+  const words = (ctx.query.get("q") ?? "").toLowerCase().split(/\s+/).filter((w) => w.length > 0)
+  if (words.length === 0) return invalid("q is required")
+  const hits = world.messages.filter((m) => {
+    if (m.mailbox_id !== mailbox.id) return false
+    const haystack = `${m.subject}\n${m.text}\n${m.from}\n${m.to.join(" ")}`.toLowerCase()
+    return words.every((w) => haystack.includes(w))
+  })
+  return paged(hits.toReversed(), ctx.query)
 }
 
 export const emailSandbox = defineSandbox<MailWorld>({
@@ -211,19 +332,25 @@ export const emailSandbox = defineSandbox<MailWorld>({
       })),
       threads: [],
       messages: [],
+      labels: [],
+      drafts: [],
       nextId: idMaker()
+    }
+    for (const mailbox of world.mailboxes) {
+      for (const name of ["INBOX", "SENT", "IMPORTANT"]) world.labels.push({ id: name, mailbox_id: mailbox.id, name, type: "system" })
+      world.labels.push({ id: `${mailbox.id}_leads`, mailbox_id: mailbox.id, name: "Leads", type: "user" })
     }
     // One seeded thread per mailbox: a question and the business's answer.
     for (const mailbox of world.mailboxes) {
       const inbound = record(world, {
         mailbox_id: mailbox.id, direction: "inbound", in_reply_to: null, from: "lead@customer.example", to: [mailbox.address],
         subject: "Question about pricing", text: "Hello, what does the premium plan cost?", content_type: "text/plain",
-        delivery_status: "received", threadId: null, at: new Date(SEED_TIME).toISOString()
+        headers: {}, delivery_status: "received", threadId: null, at: new Date(SEED_TIME).toISOString()
       })
       record(world, {
         mailbox_id: mailbox.id, direction: "outbound", in_reply_to: inbound.message_id_header, from: mailbox.address,
         to: ["lead@customer.example"], subject: "Re: Question about pricing", text: "Hi! It is 49 a month.",
-        content_type: "text/plain", delivery_status: "delivered", threadId: inbound.thread_id,
+        content_type: "text/plain", headers: {}, delivery_status: "delivered", threadId: inbound.thread_id,
         at: new Date(SEED_TIME + 600_000).toISOString()
       })
     }
@@ -256,6 +383,26 @@ export const emailSandbox = defineSandbox<MailWorld>({
     { method: "POST", path: "/v1/accounts/:mailbox/messages", handler: send },
     {
       method: "GET",
+      path: "/v1/accounts/:mailbox/labels",
+      handler: (world, ctx) => {
+        const mailbox = reached(world, ctx)
+        return isMailbox(mailbox) ? paged(world.labels.filter((l) => l.mailbox_id === mailbox.id), ctx.query) : mailbox
+      }
+    },
+    { method: "POST", path: "/v1/threads/:thread/labels", handler: modifyLabels },
+    { method: "GET", path: "/v1/accounts/:mailbox/search", handler: search },
+    {
+      method: "GET",
+      path: "/v1/accounts/:mailbox/drafts",
+      handler: (world, ctx) => {
+        const mailbox = reached(world, ctx)
+        return isMailbox(mailbox) ? paged(world.drafts.filter((d) => d.mailbox_id === mailbox.id), ctx.query) : mailbox
+      }
+    },
+    { method: "POST", path: "/v1/accounts/:mailbox/drafts", handler: createDraft },
+    { method: "POST", path: "/v1/drafts/:draft/send", handler: sendDraft },
+    {
+      method: "GET",
       path: "/v1/threads/:thread/messages",
       handler: (world, ctx) => {
         const id = ctx.params["thread"] ?? ""
@@ -274,12 +421,18 @@ export const emailSandbox = defineSandbox<MailWorld>({
       }
     }
   ],
-  state: (world) => ({ mailboxes: world.mailboxes, threads: world.threads, messages: world.messages }),
+  state: (world) => ({
+    mailboxes: world.mailboxes,
+    labels: world.labels,
+    threads: world.threads,
+    messages: world.messages,
+    drafts: world.drafts
+  }),
   patch: (world, change) => {
     if ("state" in change && !(MAILBOX_STATES as ReadonlyArray<unknown>).includes(change["state"])) {
       return invalid(`state must be one of ${MAILBOX_STATES.join(", ")}`)
     }
-    return patchIn([world.mailboxes, world.threads, world.messages], change, ["mailbox_id", "thread_id", "address"])
+    return patchIn([world.mailboxes, world.threads, world.messages, world.drafts], change, ["mailbox_id", "thread_id", "address"])
   },
   arrive: (world, arrival, ctx) => {
     const at = new Date(ctx.nowMs).toISOString()
@@ -297,7 +450,7 @@ export const emailSandbox = defineSandbox<MailWorld>({
       const message = record(world, {
         mailbox_id: mailbox.id, direction: "inbound", in_reply_to: last?.message_id_header ?? null, from, to: [mailbox.address],
         subject: text(arrival["subject"]) ?? (thread !== undefined ? `Re: ${thread.subject}` : "(no subject)"), text: words,
-        content_type: "text/plain", delivery_status: "received", threadId: thread?.id ?? null, at
+        content_type: "text/plain", headers: {}, delivery_status: "received", threadId: thread?.id ?? null, at
       })
       ctx.push(mailbox.id, payload(message))
       return ok({ message_id: message.id, thread_id: message.thread_id })
@@ -314,7 +467,7 @@ export const emailSandbox = defineSandbox<MailWorld>({
       const bounce = record(world, {
         mailbox_id: original.mailbox_id, direction: "inbound", in_reply_to: original.message_id_header,
         from: "mailer-daemon@sandbox-mail.example", to: [mailbox?.address ?? ""], subject: "Delivery Status Notification",
-        text: report.body, content_type: report.contentType, delivery_status: "received", threadId: original.thread_id, at
+        text: report.body, content_type: report.contentType, headers: {}, delivery_status: "received", threadId: original.thread_id, at
       })
       ctx.push(original.mailbox_id, payload(bounce))
       return ok({ message_id: bounce.id, thread_id: bounce.thread_id })
