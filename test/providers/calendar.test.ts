@@ -67,6 +67,24 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual(denied._tag, "ProviderPermissionMissing")
     }).pipe(Effect.provide(ports)))
 
+  it.effect("creates and shares a calendar; moves an event; a cancelled event cannot be moved", () =>
+    Effect.gen(function*() {
+      const calendar = yield* CalendarProvider
+      const { session } = yield* connectSandbox("calendar", "two_accounts", 1)
+      const created = yield* calendar.createCalendar(session, { name: "Clinic rooms" })
+      assert.deepStrictEqual([created.name, created.timezone, created.primary], ["Clinic rooms", "Europe/Lisbon", false])
+      const shared = yield* calendar.shareCalendar(session, created.id, { email: "desk@clinic.example", role: "reader" })
+      const again = yield* calendar.shareCalendar(session, created.id, { email: "desk@clinic.example", role: "writer" })
+      assert.deepStrictEqual([shared.shared_with, again.shared_with], [[{ email: "desk@clinic.example", role: "reader" }], [{ email: "desk@clinic.example", role: "writer" }]])
+      assert.includeMembers((yield* Stream.runCollect(calendar.calendars(session))).map((c) => c.id), [created.id])
+      const event = yield* calendar.createEvent(session, created.id, { start: "2026-12-16T09:00:00Z", end: "2026-12-16T09:30:00Z", summary: "Room A" })
+      const moved = yield* calendar.updateEvent(session, created.id, event.id, { start: "2026-12-16T11:00:00Z", end: "2026-12-16T11:30:00Z" })
+      assert.deepStrictEqual([moved.start, moved.end, moved.summary], ["2026-12-16T11:00:00.000Z", "2026-12-16T11:30:00.000Z", "Room A"])
+      yield* calendar.cancelEvent(session, created.id, event.id)
+      const refused = yield* Effect.flip(calendar.updateEvent(session, created.id, event.id, { summary: "Room B" }))
+      assert.strictEqual(refused._tag === "ProviderRefused" ? refused.code : refused._tag, "event_cancelled")
+    }).pipe(Effect.provide(ports)))
+
   it.effect("a booking and a change made in the provider are pushed, signed", () =>
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth

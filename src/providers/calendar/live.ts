@@ -8,7 +8,13 @@ import { ProviderHttp } from "../http.ts"
 import { sessionCall, sessionPages } from "../messaging/live.ts"
 import { CalendarProvider } from "./port.ts"
 
-const CalendarWire = Schema.Struct({ id: Schema.String, name: Schema.String, timezone: Schema.String, primary: Schema.Boolean })
+const CalendarWire = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  timezone: Schema.String,
+  primary: Schema.Boolean,
+  shared_with: Schema.Array(Schema.Struct({ email: Schema.String, role: Schema.Literals(["reader", "writer"]) }))
+})
 
 const EventWire = Schema.Struct({
   id: Schema.String,
@@ -55,6 +61,24 @@ export const CalendarProviderLive = Layer.effect(CalendarProvider)(Effect.gen(fu
         method: "POST",
         path: path("calendars", calendarId, "events"),
         json: { start: event.start, end: event.end, summary: event.summary, attendees: event.attendees ?? [] }
+      }),
+    createCalendar: (session, calendar) =>
+      sessionCall(http, session, "createCalendar", CalendarWire, {
+        method: "POST",
+        path: path("accounts", session.accountId, "calendars"),
+        json: { name: calendar.name, ...(calendar.timezone === undefined ? {} : { timezone: calendar.timezone }) }
+      }),
+    shareCalendar: (session, calendarId, grant) =>
+      sessionCall(http, session, "shareCalendar", CalendarWire, {
+        method: "POST",
+        path: path("calendars", calendarId, "acl"),
+        json: { email: grant.email, role: grant.role }
+      }),
+    updateEvent: (session, calendarId, eventId, change) =>
+      sessionCall(http, session, "updateEvent", EventWire, {
+        method: "PATCH",
+        path: path("calendars", calendarId, "events", eventId),
+        json: change
       }),
     cancelEvent: (session, calendarId, eventId) =>
       sessionCall(http, session, "cancelEvent", EventWire, { method: "DELETE", path: path("calendars", calendarId, "events", eventId) })

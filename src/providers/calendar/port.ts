@@ -13,6 +13,7 @@ export interface Calendar {
   readonly name: string
   readonly timezone: string
   readonly primary: boolean
+  readonly shared_with: ReadonlyArray<{ readonly email: string; readonly role: "reader" | "writer" }>
 }
 
 export interface CalendarAttendee {
@@ -57,6 +58,28 @@ export class CalendarProvider extends Context.Service<CalendarProvider, {
       readonly start: string
       readonly end: string
       readonly summary: string
+      readonly attendees?: ReadonlyArray<string>
+    }
+  ) => Effect.Effect<CalendarEvent, ProviderError>
+  readonly createCalendar: (
+    session: ProviderSession,
+    calendar: { readonly name: string; readonly timezone?: string }
+  ) => Effect.Effect<Calendar, ProviderError>
+  /** Sharing again with the same address changes the role. */
+  readonly shareCalendar: (
+    session: ProviderSession,
+    calendarId: string,
+    grant: { readonly email: string; readonly role: "reader" | "writer" }
+  ) => Effect.Effect<Calendar, ProviderError>
+  /** Moves or edits an event; a cancelled one is refused (`ProviderRefused` `event_cancelled`). */
+  readonly updateEvent: (
+    session: ProviderSession,
+    calendarId: string,
+    eventId: string,
+    change: {
+      readonly start?: string
+      readonly end?: string
+      readonly summary?: string
       readonly attendees?: ReadonlyArray<string>
     }
   ) => Effect.Effect<CalendarEvent, ProviderError>

@@ -61,7 +61,7 @@ export const sessionCall = <S extends Schema.Top & { readonly DecodingServices: 
   session: ProviderSession,
   operation: string,
   schema: S,
-  request: { readonly method: "GET" | "POST" | "DELETE"; readonly path: string; readonly json?: unknown; readonly query?: Readonly<Record<string, string | number | undefined>> }
+  request: { readonly method: "GET" | "POST" | "PATCH" | "DELETE"; readonly path: string; readonly json?: unknown; readonly query?: Readonly<Record<string, string | number | undefined>> }
 ): Effect.Effect<S["Type"], ProviderError> => {
   const facts = { provider: session.provider, operation: `${session.provider}.${operation}` }
   return http.call({

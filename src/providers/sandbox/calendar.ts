@@ -9,7 +9,19 @@
  * primary}], events: [{id, calendar_id, start, end, summary, attendees: [{email,
  * response_status}], status, updated_at}], write_count}`.
  */
-import { type ApiContext, defineSandbox, hashOf, invalid, notFound, ok, paged, type PushContext, type SandboxReply, seededRandom } from "./kind.ts"
+import {
+  type ApiContext,
+  defineSandbox,
+  hashOf,
+  invalid,
+  notFound,
+  ok,
+  paged,
+  type PushContext,
+  refuse,
+  type SandboxReply,
+  seededRandom
+} from "./kind.ts"
 import { grantDeathPayload, idMaker, isRecord, patchIn, text } from "./messaging.ts"
 
 interface CalendarAccount {
@@ -25,6 +37,8 @@ interface Calendar {
   name: string
   timezone: string
   primary: boolean
+  /** Who else sees it, and how (`reader` or `writer`). */
+  shared_with: Array<{ email: string; role: "reader" | "writer" }>
   [field: string]: unknown
 }
 
@@ -145,8 +159,8 @@ export const calendarSandbox = defineSandbox<CalendarWorld>({
       timezone: "Europe/Lisbon"
     }))
     const calendars: Array<Calendar> = accounts.flatMap((account) => [
-      { id: `${account.id}_primary`, account_id: account.id, name: account.name, timezone: account.timezone, primary: true },
-      { id: `${account.id}_team`, account_id: account.id, name: "Team bookings", timezone: account.timezone, primary: false }
+      { id: `${account.id}_primary`, account_id: account.id, name: account.name, timezone: account.timezone, primary: true, shared_with: [] },
+      { id: `${account.id}_team`, account_id: account.id, name: "Team bookings", timezone: account.timezone, primary: false, shared_with: [] }
     ])
     const world: CalendarWorld = { accounts, calendars, events: [], nextId: idMaker() }
     // Four one-hour meetings per calendar in working hours of the seed week.
@@ -182,6 +196,50 @@ export const calendarSandbox = defineSandbox<CalendarWorld>({
       }
     },
     { method: "POST", path: "/v1/accounts/:account/freebusy", handler: freeBusy },
+    {
+      method: "POST",
+      path: "/v1/accounts/:account/calendars",
+      handler: (world, ctx) => {
+        const account = world.accounts.find((a) => a.id === ctx.params["account"])
+        if (account === undefined || !ctx.reaches(account.id)) return notFound(`account ${ctx.params["account"]}`)
+        const denied = ctx.requireWrite()
+        if (denied !== undefined) return denied
+        const body = isRecord(ctx.body) ? ctx.body : {}
+        const name = text(body["name"])
+        if (name === null) return invalid("name is required")
+        const created: Calendar = {
+          id: world.nextId(`${account.id}_cal`),
+          account_id: account.id,
+          name,
+          timezone: text(body["timezone"]) ?? account.timezone,
+          primary: false,
+          shared_with: []
+        }
+        world.calendars.push(created)
+        ctx.countWrite()
+        return ok(created)
+      }
+    },
+    {
+      // Sharing again with the same person changes the role.
+      method: "POST",
+      path: "/v1/calendars/:calendar/acl",
+      handler: (world, ctx) => {
+        const calendar = reached(world, ctx)
+        if (calendar === undefined) return notFound(`calendar ${ctx.params["calendar"]}`)
+        const denied = ctx.requireWrite()
+        if (denied !== undefined) return denied
+        const body = isRecord(ctx.body) ? ctx.body : {}
+        const email = text(body["email"])
+        const role = body["role"] ?? "reader"
+        if (email === null || !email.includes("@") || (role !== "reader" && role !== "writer")) {
+          return invalid("email and role (reader or writer) are required")
+        }
+        calendar.shared_with = [...calendar.shared_with.filter((s) => s.email !== email), { email, role }]
+        ctx.countWrite()
+        return ok(calendar)
+      }
+    },
     {
       method: "GET",
       path: "/v1/calendars/:calendar/events",
@@ -222,6 +280,31 @@ export const calendarSandbox = defineSandbox<CalendarWorld>({
         const calendar = reached(world, ctx)
         const event = calendar === undefined ? undefined : world.events.find((e) => e.id === ctx.params["event"] && e.calendar_id === calendar.id)
         return event === undefined ? notFound(`event ${ctx.params["event"]}`) : ok(event)
+      }
+    },
+    {
+      method: "PATCH",
+      path: "/v1/calendars/:calendar/events/:event",
+      handler: (world, ctx) => {
+        const calendar = reached(world, ctx)
+        const event = calendar === undefined ? undefined : world.events.find((e) => e.id === ctx.params["event"] && e.calendar_id === calendar.id)
+        if (event === undefined) return notFound(`event ${ctx.params["event"]}`)
+        const denied = ctx.requireWrite()
+        if (denied !== undefined) return denied
+        const body = isRecord(ctx.body) ? ctx.body : {}
+        const start = text(body["start"]) ?? event.start
+        const end = text(body["end"]) ?? event.end
+        if (!isInstant(start) || !isInstant(end) || Date.parse(end) <= Date.parse(start)) return invalid("start and end must be instants, end after start")
+        const attendees = body["attendees"] === undefined ? event.attendees : attendeesFrom(body["attendees"])
+        if (attendees === null) return invalid("attendees must be email addresses")
+        if (event.status === "cancelled") return refuse(409, "event_cancelled", "A cancelled event cannot be changed.")
+        event.start = new Date(start).toISOString()
+        event.end = new Date(end).toISOString()
+        event.summary = text(body["summary"]) ?? event.summary
+        event.attendees = attendees
+        event.updated_at = new Date(ctx.nowMs).toISOString()
+        ctx.countWrite()
+        return ok(event)
       }
     },
     {
