@@ -4,11 +4,24 @@
  */
 import { Layer } from "effect"
 import { AdPlatformLive } from "./adplatform/live.ts"
+import { CalendarProviderLive } from "./calendar/live.ts"
+import { ChatAppALive } from "./chat-app-a/live.ts"
+import { EmailLive } from "./email/live.ts"
 import { ProviderEndpoints } from "./endpoints.ts"
 import { ProviderHttp } from "./http.ts"
+import { PageMessengerLive, ShortVideoMessagingLive, SocialDmLive } from "./messaging/live.ts"
 import { ProviderOAuthLive } from "./oauth/live.ts"
 
-export const ProvidersLive = Layer.mergeAll(ProviderOAuthLive, AdPlatformLive).pipe(
+export const ProvidersLive = Layer.mergeAll(
+  ProviderOAuthLive,
+  AdPlatformLive,
+  ChatAppALive,
+  SocialDmLive,
+  PageMessengerLive,
+  ShortVideoMessagingLive,
+  EmailLive,
+  CalendarProviderLive
+).pipe(
   Layer.provideMerge(ProviderHttp.layer),
   Layer.provideMerge(ProviderEndpoints.layer)
 )

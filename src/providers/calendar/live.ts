@@ -5,7 +5,7 @@
 import { Effect, Layer, Schema } from "effect"
 import { ProviderEndpoints } from "../endpoints.ts"
 import { ProviderHttp } from "../http.ts"
-import { sessionCall, sessionPages } from "../messaging/live.ts"
+import { apiPath as path, sessionCall, sessionPages } from "../session-http.ts"
 import { CalendarProvider } from "./port.ts"
 
 const CalendarWire = Schema.Struct({
@@ -35,7 +35,6 @@ const FreeBusyWire = Schema.Struct({
   calendars: Schema.Record(Schema.String, Schema.Struct({ busy: Schema.Array(Interval) }))
 })
 
-const path = (...segments: ReadonlyArray<string>) => `/v1/${segments.map(encodeURIComponent).join("/")}`
 
 export const CalendarProviderLive = Layer.effect(CalendarProvider)(Effect.gen(function*() {
   const http = yield* ProviderHttp
@@ -60,13 +59,15 @@ export const CalendarProviderLive = Layer.effect(CalendarProvider)(Effect.gen(fu
       sessionCall(http, session, "createEvent", EventWire, {
         method: "POST",
         path: path("calendars", calendarId, "events"),
-        json: { start: event.start, end: event.end, summary: event.summary, attendees: event.attendees ?? [] }
+        json: { start: event.start, end: event.end, summary: event.summary, attendees: event.attendees ?? [] },
+        idempotent: false
       }),
     createCalendar: (session, calendar) =>
       sessionCall(http, session, "createCalendar", CalendarWire, {
         method: "POST",
         path: path("accounts", session.accountId, "calendars"),
-        json: { name: calendar.name, ...(calendar.timezone === undefined ? {} : { timezone: calendar.timezone }) }
+        json: { name: calendar.name, ...(calendar.timezone === undefined ? {} : { timezone: calendar.timezone }) },
+        idempotent: false
       }),
     shareCalendar: (session, calendarId, grant) =>
       sessionCall(http, session, "shareCalendar", CalendarWire, {

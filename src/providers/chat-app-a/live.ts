@@ -7,8 +7,9 @@ import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { ProviderEndpoints } from "../endpoints.ts"
 import type { ProviderRefused } from "../errors.ts"
 import { ProviderHttp } from "../http.ts"
-import { conversationReads, SentWire, sessionCall, sessionPages } from "../messaging/live.ts"
+import { conversationReads, SentWire } from "../messaging/live.ts"
 import type { ProviderSession } from "../oauth/port.ts"
+import { apiPath as path, sessionCall, sessionPages } from "../session-http.ts"
 import { ChatAppA, TemplateInsightsEnabling } from "./port.ts"
 
 const BusinessAccountWire = Schema.Struct({
@@ -44,7 +45,6 @@ const DatasetWire = Schema.Struct({ id: Schema.String, name: Schema.String })
 
 const EventsReceivedWire = Schema.Struct({ events_received: Schema.Int })
 
-const path = (...segments: ReadonlyArray<string>) => `/v1/${segments.map(encodeURIComponent).join("/")}`
 const account = (session: ProviderSession, ...rest: ReadonlyArray<string>) => path("accounts", session.accountId, ...rest)
 
 export const ChatAppALive = Layer.effect(ChatAppA)(Effect.gen(function*() {
@@ -73,13 +73,15 @@ export const ChatAppALive = Layer.effect(ChatAppA)(Effect.gen(function*() {
       sessionCall(http, session, "sendText", SentWire, {
         method: "POST",
         path: path("phone_numbers", request.phoneNumberId, "messages"),
-        json: { to: request.to, type: "text", text: { body: request.text } }
+        json: { to: request.to, type: "text", text: { body: request.text } },
+        idempotent: false
       }),
     sendTemplate: (session, request) =>
       sessionCall(http, session, "sendTemplate", SentWire, {
         method: "POST",
         path: path("phone_numbers", request.phoneNumberId, "messages"),
-        json: { to: request.to, type: "template", template: { name: request.template.name, language: request.template.language } }
+        json: { to: request.to, type: "template", template: { name: request.template.name, language: request.template.language } },
+        idempotent: false
       }),
     dataset: (session) =>
       sessionCall(http, session, "dataset", DatasetWire, { method: "GET", path: account(session, "dataset") }).pipe(

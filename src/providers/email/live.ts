@@ -8,7 +8,7 @@ import { Effect, Layer, Schema, Stream } from "effect"
 import { ProviderEndpoints } from "../endpoints.ts"
 import type { ProviderError, ProviderRefused } from "../errors.ts"
 import { ProviderHttp } from "../http.ts"
-import { sessionCall, sessionPages } from "../messaging/live.ts"
+import { apiPath as path, sessionCall, sessionPages } from "../session-http.ts"
 import { EMAIL_REFUSALS, type EmailRefusal, Email, EmailSendRefused } from "./port.ts"
 
 const MailboxWire = Schema.Struct({ id: Schema.String, address: Schema.String, name: Schema.String, state: Schema.String })
@@ -51,7 +51,6 @@ const MailMessageWire = Schema.Struct({
 
 const SentMailWire = Schema.Struct({ id: Schema.String, thread_id: Schema.String, message_id_header: Schema.String })
 
-const path = (...segments: ReadonlyArray<string>) => `/v1/${segments.map(encodeURIComponent).join("/")}`
 
 const isRefusal = (code: string): code is EmailRefusal => (EMAIL_REFUSALS as ReadonlyArray<string>).includes(code)
 
@@ -80,7 +79,8 @@ export const EmailLive = Layer.effect(Email)(Effect.gen(function*() {
           ...(mail.threadId === undefined ? {} : { thread_id: mail.threadId }),
           ...(mail.inReplyTo === undefined ? {} : { in_reply_to: mail.inReplyTo }),
           ...(mail.headers === undefined ? {} : { headers: mail.headers })
-        }
+        },
+        idempotent: false
       })),
     search: (session, query) =>
       sessionPages(http, session, "search", MailMessageWire, path("accounts", session.accountId, "search"), { q: query }),
@@ -101,10 +101,11 @@ export const EmailLive = Layer.effect(Email)(Effect.gen(function*() {
           subject: draft.subject,
           text: draft.text,
           ...(draft.threadId === undefined ? {} : { thread_id: draft.threadId })
-        }
+        },
+        idempotent: false
       }),
     sendDraft: (session, draftId) =>
-      refusals(sessionCall(http, session, "sendDraft", SentMailWire, { method: "POST", path: path("drafts", draftId, "send"), json: {} }))
+      refusals(sessionCall(http, session, "sendDraft", SentMailWire, { method: "POST", path: path("drafts", draftId, "send"), json: {}, idempotent: false }))
   }
 }))
 

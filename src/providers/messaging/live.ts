@@ -4,12 +4,11 @@
  * through the one provider client (bucket per connection, retries, spans). `chat_app_a` reuses
  * the conversation reads here.
  */
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { ProviderEndpoints } from "../endpoints.ts"
-import type { ProviderError } from "../errors.ts"
 import { ProviderHttp } from "../http.ts"
-import { decodeAnswer } from "../oauth/live.ts"
 import type { ProviderSession } from "../oauth/port.ts"
+import { apiPath as path, sessionCall, sessionPages } from "../session-http.ts"
 import { type MessagingApi, PageMessenger, ShortVideoMessaging, SocialDm } from "./port.ts"
 
 const Referral = Schema.Struct({
@@ -53,48 +52,6 @@ const AccountWire = Schema.Struct({
 
 type Http = typeof ProviderHttp.Service
 
-const path = (...segments: ReadonlyArray<string>) => `/v1/${segments.map(encodeURIComponent).join("/")}`
-
-/** One call on the session's connection, its answer decoded. */
-export const sessionCall = <S extends Schema.Top & { readonly DecodingServices: never }>(
-  http: Http,
-  session: ProviderSession,
-  operation: string,
-  schema: S,
-  request: { readonly method: "GET" | "POST" | "PATCH" | "DELETE"; readonly path: string; readonly json?: unknown; readonly query?: Readonly<Record<string, string | number | undefined>> }
-): Effect.Effect<S["Type"], ProviderError> => {
-  const facts = { provider: session.provider, operation: `${session.provider}.${operation}` }
-  return http.call({
-    ...facts,
-    connectionId: session.connectionId,
-    accessToken: session.accessToken,
-    method: request.method,
-    path: request.path,
-    json: request.json,
-    query: request.query
-  }).pipe(Effect.flatMap(decodeAnswer(schema, facts)))
-}
-
-/** Every item of a paged list on the session's connection, decoded as pulled. */
-export const sessionPages = <S extends Schema.Top & { readonly DecodingServices: never }>(
-  http: Http,
-  session: ProviderSession,
-  operation: string,
-  schema: S,
-  listPath: string,
-  query?: Readonly<Record<string, string | number | undefined>>
-): Stream.Stream<S["Type"], ProviderError> => {
-  const facts = { provider: session.provider, operation: `${session.provider}.${operation}` }
-  return http.pages({
-    ...facts,
-    connectionId: session.connectionId,
-    accessToken: session.accessToken,
-    method: "GET",
-    path: listPath,
-    query
-  }).pipe(Stream.mapEffect(decodeAnswer(schema, facts)))
-}
-
 export const conversationReads = (http: Http) => ({
   conversations: (session: ProviderSession) =>
     sessionPages(http, session, "conversations", ConversationWire, path("accounts", session.accountId, "conversations")),
@@ -114,7 +71,8 @@ export const messagingApi = (http: Http): MessagingApi => ({
     sessionCall(http, session, "sendText", SentWire, {
       method: "POST",
       path: path("accounts", session.accountId, "messages"),
-      json: { recipient_id: request.recipientId, text: request.text }
+      json: { recipient_id: request.recipientId, text: request.text },
+      idempotent: false
     })
 })
 
