@@ -166,6 +166,23 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual((yield* call("/sandbox/email/_state")).json.messages.length, before)
     }))
 
+  it.effect("a send answered 500 is sent again and lands once; a throttled read waits out Retry-After", () =>
+    Effect.gen(function*() {
+      const email = yield* Email
+      const { session } = yield* connectSandbox("email")
+      const faults = (body: unknown) =>
+        call("/sandbox/email/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+      const before = (yield* call("/sandbox/email/_state")).json.write_count as number
+      yield* faults({ fail_next: 1 })
+      const sent = yield* email.send(session, { ...mail, subject: "Retried once" })
+      assert.strictEqual((yield* call("/sandbox/email/_state")).json.write_count, before + 1)
+      assert.strictEqual((yield* email.getMessage(session, sent.id)).subject, "Retried once")
+      yield* faults({ throttle: 1 })
+      assert.strictEqual((yield* email.mailbox(session)).id, "em_mbx_0001")
+      const counters = (yield* call("/sandbox/email/_state")).json.counters
+      assert.isAtLeast(counters.faulted, 2)
+    }).pipe(Effect.provide(ports)))
+
   // Last: revoking kills every grant of this sandbox.
   it.effect("a grant death pushes a signed grant_revoked and the port answers ProviderAuthRevoked", () =>
     Effect.gen(function*() {

@@ -69,6 +69,7 @@ interface ChatWorld {
 
 const KEPT_EVENTS = 10_000
 
+const TEMPLATE_STATUSES: ReadonlyArray<string> = ["APPROVED", "PENDING", "REJECTED", "PAUSED"]
 const DAY_MS = 86_400_000
 const MAX_ANALYTICS_DAYS = 400
 const isDate = (value: string | null): value is string =>
@@ -338,12 +339,24 @@ export const chatAppASandbox = defineSandbox<ChatWorld>({
     datasets: world.datasets,
     received_events: world.receivedEvents
   }),
-  patch: (world, change) =>
-    patchIn(
+  patch: (world, change) => {
+    // The fields a test moves by hand must keep values the platform itself would show.
+    if ("insights" in change && !["off", "enabling", "on"].includes(String(change["insights"]))) {
+      return invalid("insights must be off, enabling or on")
+    }
+    if ("status" in change && world.templates.some((t) => t.id === change.id) && !TEMPLATE_STATUSES.includes(String(change["status"]))) {
+      return invalid(`a template's status is one of ${TEMPLATE_STATUSES.join(", ")}`)
+    }
+    const delay = change["insights_delay_seconds"]
+    if (delay !== undefined && (typeof delay !== "number" || !Number.isInteger(delay) || delay < 0 || delay > 86_400)) {
+      return invalid("insights_delay_seconds must be an integer from 0 to 86400")
+    }
+    return patchIn(
       [world.accounts, world.templates, world.store.conversations, world.store.messages, world.datasets],
       change,
       ["account_id", "conversation_id"]
-    ),
+    )
+  },
   arrive: (world, arrival, ctx) => {
     if (arrival["kind"] === "status") return statusArrival(world.store, arrival, ctx, (message) => payload(world, message))
     if (arrival["kind"] !== "message") return invalid("arrive.kind must be message or status")
