@@ -13,8 +13,8 @@ import { CALENDAR_SEED_WEEK } from "../../src/providers/sandbox/calendar.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
 import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
-import { callbackReceiver, connectSandbox } from "../support/sandbox-kinds.ts"
+import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, CalendarProviderLayer)
 
@@ -88,7 +88,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
   it.effect("a booking and a change made in the provider are pushed, signed", () =>
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
-      const receiver = yield* callbackReceiver
+      const receiver = yield* callbackCatcher
       const { session } = yield* connectSandbox("calendar")
       yield* oauth.subscribe(session, receiver.url)
       const booked = yield* patchState({

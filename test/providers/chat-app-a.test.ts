@@ -13,8 +13,8 @@ import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
 import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
-import { callbackReceiver, connectSandbox } from "../support/sandbox-kinds.ts"
+import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, ChatAppALayer)
 
@@ -133,7 +133,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
       const chat = yield* ChatAppA
-      const receiver = yield* callbackReceiver
+      const receiver = yield* callbackCatcher
       const { session } = yield* connectSandbox("chat_app_a")
       yield* oauth.subscribe(session, receiver.url)
       const arrived = yield* patchState({
@@ -186,7 +186,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
       const chat = yield* ChatAppA
-      const receiver = yield* callbackReceiver
+      const receiver = yield* callbackCatcher
       const { session } = yield* connectSandbox("chat_app_a")
       yield* oauth.subscribe(session, receiver.url)
       yield* call("/sandbox/chat_app_a/_faults", {

@@ -14,8 +14,8 @@ import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
 import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
-import { callbackReceiver, connectSandbox } from "../support/sandbox-kinds.ts"
+import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, EmailLayer)
 
@@ -115,7 +115,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
       const email = yield* Email
-      const receiver = yield* callbackReceiver
+      const receiver = yield* callbackCatcher
       const { session } = yield* connectSandbox("email")
       yield* oauth.subscribe(session, receiver.url)
       const secret = sandboxSecretOf("email")
@@ -188,7 +188,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
       const email = yield* Email
-      const receiver = yield* callbackReceiver
+      const receiver = yield* callbackCatcher
       const { session } = yield* connectSandbox("email")
       yield* oauth.subscribe(session, receiver.url)
       const faults = yield* call("/sandbox/email/_faults", {

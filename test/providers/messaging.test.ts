@@ -14,8 +14,8 @@ import type { ProviderKind } from "../../src/providers/registry.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
 import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
-import { callbackReceiver, connectSandbox } from "../support/sandbox-kinds.ts"
+import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, MessagingLayer)
 
@@ -80,7 +80,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       Effect.gen(function*() {
         const api: MessagingApi = yield* port
         const oauth = yield* ProviderOAuth
-        const receiver = yield* callbackReceiver
+        const receiver = yield* callbackCatcher
         const { session } = yield* connectSandbox(provider)
         yield* oauth.subscribe(session, receiver.url)
         const arrived = yield* patchState(provider, {
