@@ -45,11 +45,17 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       }
     }).pipe(Effect.provide(ports)))
 
-  it.effect("sends text and approved templates; refuses unapproved and unknown templates and a read-only grant", () =>
+  it.effect("sends text inside the service window and approved templates any time; refuses the rest", () =>
     Effect.gen(function*() {
       const chat = yield* ChatAppA
       const { session } = yield* connectSandbox("chat_app_a")
       const before = (yield* call("/sandbox/chat_app_a/_state")).json.write_count as number
+      // Free text needs the person to have written in the last 24 hours.
+      const cold = yield* Effect.flip(chat.sendText(session, { phoneNumberId: "ca_phone_0001", to: "351920000001", text: "Hello!" }))
+      assert.strictEqual(cold._tag === "ProviderRefused" ? cold.code : cold._tag, "recipient_unavailable")
+      const seeded = yield* Effect.flip(chat.sendText(session, { phoneNumberId: "ca_phone_0001", to: "ca_contact_0001_1", text: "Still there?" }))
+      assert.strictEqual(seeded._tag === "ProviderRefused" ? seeded.code : seeded._tag, "outside_service_window")
+      yield* patchState({ arrive: { kind: "message", phone_number_id: "ca_phone_0001", from: "351920000001", text: "Hi there" } })
       const text = yield* chat.sendText(session, { phoneNumberId: "ca_phone_0001", to: "351920000001", text: "Hello!" })
       const template = yield* chat.sendTemplate(session, {
         phoneNumberId: "ca_phone_0001",

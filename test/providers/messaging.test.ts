@@ -51,6 +51,10 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
         assert.deepStrictEqual(history.map((m) => m.direction), ["inbound", "outbound"])
         assert.isString(history[0]?.referral?.ad_id)
         const before = (yield* call(`/sandbox/${provider}/_state`)).json.write_count as number
+        // The seeded conversation is old: free text waits until the person writes again.
+        const stale = yield* Effect.flip(api.sendText(session, { recipientId: first.contact_id, text: "On our way" }))
+        assert.strictEqual(stale._tag === "ProviderRefused" ? stale.code : stale._tag, "outside_service_window")
+        yield* patchState(provider, { arrive: { kind: "message", account_id: session.accountId, from: first.contact_id, text: "Hello again" } })
         const sent = yield* api.sendText(session, { recipientId: first.contact_id, text: "On our way" })
         assert.strictEqual(sent.conversation_id, first.id)
         assert.strictEqual((yield* api.getMessage(session, sent.id)).text, "On our way")

@@ -17,6 +17,7 @@
 import { type ApiContext, defineSandbox, hashOf, invalid, notFound, ok, paged, refuse, type SandboxReply } from "./kind.ts"
 import {
   conversationRoutes,
+  freeTextRefusal,
   grantDeathPayload,
   isRecord,
   makeMessagingStore,
@@ -181,6 +182,9 @@ const send = (world: ChatWorld, ctx: ApiContext): SandboxReply => {
   if (type === "text") {
     words = isRecord(body["text"]) ? text(body["text"]["body"]) : null
     if (words === null) return invalid("text.body is required")
+    // Free text only inside the service window; a template opens a conversation any time.
+    const refused = freeTextRefusal(world.store, found.account.id, to, ctx.nowMs)
+    if (refused !== undefined) return refused
   } else if (type === "template") {
     const requested = isRecord(body["template"]) ? body["template"] : {}
     const name = text(requested["name"])

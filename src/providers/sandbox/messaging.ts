@@ -178,6 +178,22 @@ export const makeMessagingStore = (prefix: string) => {
 
 export type MessagingStore = ReturnType<typeof makeMessagingStore>
 
+/** How long after a person's last message the business may answer in free text (the platforms' customer-service window). */
+export const SERVICE_WINDOW_MS = 24 * 3_600_000
+
+/**
+ * Whether the business may send free text to `contactId` now: only within the service window
+ * of the person's last message (outside it `chat_app_a` needs a template; the others cannot).
+ */
+export const freeTextRefusal = (store: MessagingStore, accountId: string, contactId: string, nowMs: number): SandboxReply | undefined => {
+  const lastInbound = store.messages.findLast((m) => m.account_id === accountId && m.direction === "inbound" && m.from === contactId)
+  if (lastInbound === undefined) return refuse(400, "recipient_unavailable", "This person has not messaged the account.")
+  if (nowMs - Date.parse(lastInbound.created_at) > SERVICE_WINDOW_MS) {
+    return refuse(400, "outside_service_window", "The person's last message is more than 24 hours old.")
+  }
+  return undefined
+}
+
 /** The reads every messaging kind answers alike. */
 export const conversationRoutes = <W extends { readonly store: MessagingStore }>(): ReadonlyArray<SandboxRoute<W>> => [
   {
@@ -333,12 +349,13 @@ const plainSandbox = (kind: PlainKind) => {
     const recipient = text(body["recipient_id"])
     const words = text(body["text"])
     if (recipient === null || words === null) return invalid("recipient_id and text are required")
-    const known = world.store.conversations.find((c) => c.account_id === account && c.contact_id === recipient)
-    // The real platforms only let a business answer someone who wrote first.
-    if (known === undefined) return refuse(400, "recipient_unavailable", "this person has not messaged the account")
+    // The real platforms only let a business answer someone who wrote, and only for a while.
+    const refused = freeTextRefusal(world.store, account, recipient, ctx.nowMs)
+    if (refused !== undefined) return refused
+    const contactName = world.store.conversations.find((c) => c.account_id === account && c.contact_id === recipient)?.contact_name ?? recipient
     const message = world.store.record({
       account_id: account, direction: "outbound", from: account, to: recipient, type: "text", text: words, template: null,
-      referral: null, status: "sent", contactId: recipient, contactName: known.contact_name, at: new Date(ctx.nowMs).toISOString()
+      referral: null, status: "sent", contactId: recipient, contactName, at: new Date(ctx.nowMs).toISOString()
     })
     ctx.countWrite()
     return ok({ id: message.id, conversation_id: message.conversation_id })
