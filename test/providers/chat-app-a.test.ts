@@ -27,7 +27,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const chat = yield* ChatAppA
       const { session } = yield* connectSandbox("chat_app_a")
       const account = yield* chat.businessAccount(session)
-      assert.deepStrictEqual([account.id, account.currency, account.insights], ["ca_waba_0001", "EUR", "off"])
+      assert.deepStrictEqual([account.id, account.currency, account.insights], ["ca_waba_0001", "USD", "off"])
       const phones = yield* chat.phoneNumbers(session)
       assert.deepStrictEqual(phones.map((p) => p.id), ["ca_phone_0001"])
       const templates = yield* Stream.runCollect(chat.templates(session))
@@ -38,6 +38,9 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const referred = messages.filter((m) => m.referral !== null)
       assert.strictEqual(referred.length, 1)
       assert.strictEqual(referred[0]?.referral?.ctwa_clid, "clid_0001_1")
+      // The ad-platform sandbox's click-to-chat ad, pointing at this number.
+      assert.strictEqual(referred[0]?.referral?.ad_id, "ad_1001_2_1_1")
+      assert.strictEqual(phones[0]?.display_phone_number, "+15550001001")
       // The same seed gives the same world: _state shows the fixed shape.
       const state = yield* call("/sandbox/chat_app_a/_state")
       for (const key of ["business_accounts", "templates", "conversations", "messages", "datasets", "write_count"]) {
@@ -101,7 +104,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       ).pipe(Effect.map(Option.getOrThrow))
       // Two approved templates (the pending one has none) over three days, in the account's currency.
       assert.strictEqual(rows.length, 6)
-      assert.isTrue(rows.every((row) => row.currency === "USD" && row.delivered <= row.sent && row.read <= row.delivered))
+      assert.isTrue(rows.every((row) => row.currency === "EUR" && row.delivered <= row.sent && row.read <= row.delivered))
       assert.deepStrictEqual(yield* chat.templateAnalytics(session, range), rows)
       const one = yield* chat.templateAnalytics(session, { ...range, templateIds: ["ca_tpl_0002_1"] })
       assert.deepStrictEqual(one, rows.filter((row) => row.template_id === "ca_tpl_0002_1"))

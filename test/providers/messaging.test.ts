@@ -49,7 +49,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
         if (first === undefined) return
         const history = yield* Stream.runCollect(api.messages(session, first.id))
         assert.deepStrictEqual(history.map((m) => m.direction), ["inbound", "outbound"])
-        assert.isString(history[0]?.referral?.ad_id)
+        assert.strictEqual(history[0]?.referral?.ad_id, "ad_1001_2_1_1")
         const before = (yield* call(`/sandbox/${provider}/_state`)).json.write_count as number
         // The seeded conversation is old: free text waits until the person writes again.
         const stale = yield* Effect.flip(api.sendText(session, { recipientId: first.contact_id, text: "On our way" }))

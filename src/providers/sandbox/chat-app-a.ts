@@ -18,6 +18,7 @@ import { type ApiContext, defineSandbox, hashOf, invalid, notFound, ok, paged, r
 import {
   conversationRoutes,
   freeTextRefusal,
+  SEEDED_REFERRAL_ADS,
   grantDeathPayload,
   isRecord,
   makeMessagingStore,
@@ -219,12 +220,13 @@ export const chatAppASandbox = defineSandbox<ChatWorld>({
     const accounts: Array<BusinessAccount> = [1, 2, 3].map((n) => ({
       id: `ca_waba_000${n}`,
       name: `Sandbox Business ${n}`,
-      currency: n === 2 ? "USD" : "EUR",
+      // Alike the ad-platform sandbox's accounts (act_1001 USD, act_1002 EUR), whose chat ads point at these numbers.
+      currency: n === 2 ? "EUR" : "USD",
       timezone: "UTC",
       insights: "off",
       insights_ready_at: null,
       insights_delay_seconds: 2,
-      phone_numbers: [{ id: `ca_phone_000${n}`, display_phone_number: `+35191000000${n}`, verified_name: `Sandbox Business ${n}` }]
+      phone_numbers: [{ id: `ca_phone_000${n}`, display_phone_number: `+1555000100${n}`, verified_name: `Sandbox Business ${n}` }]
     }))
     const templates: Array<Template> = accounts.flatMap((account) =>
       [
@@ -233,7 +235,9 @@ export const chatAppASandbox = defineSandbox<ChatWorld>({
         { name: "spring_promo", category: "MARKETING" as const, status: "PENDING" as const }
       ].map((t, i) => ({ id: `ca_tpl_${account.id.slice(-4)}_${i + 1}`, account_id: account.id, language: "en_US", ...t }))
     )
-    for (const account of accounts) store.seed(account.id, account.phone_numbers[0]?.display_phone_number ?? "", true)
+    accounts.forEach((account, i) =>
+      store.seed(account.id, account.phone_numbers[0]?.display_phone_number ?? "", SEEDED_REFERRAL_ADS[i] ?? "", true)
+    )
     return { accounts, templates, datasets: [], receivedEvents: [], store }
   },
   accounts: (world) => world.accounts.map((a) => ({ id: a.id, name: a.name, currency: a.currency, timezone: a.timezone })),

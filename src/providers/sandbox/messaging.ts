@@ -99,6 +99,13 @@ export interface Message extends MessageFields {
 
 const FIRST_NAMES = ["Ana", "Ben", "Chloe", "Dev", "Ema", "Farid", "Gia", "Hugo", "Ines", "Jon"]
 const GREETINGS = ["Hi, is this still available?", "What are your opening hours?", "I saw your ad", "Can I book for Friday?"]
+/**
+ * The click-to-chat ads of the ad-platform sandbox (campaign "Chat Leads" of `act_1001`, "Chat
+ * Berlin" of `act_1002`) that started the seeded conversations of the first, second and third
+ * account: referrals resolve to ads a sync knows.
+ */
+export const SEEDED_REFERRAL_ADS = ["ad_1001_2_1_1", "ad_1002_2_1_1", "ad_1001_2_2_1"] as const
+
 /** Seeded conversations happened on this morning, so every start shows the same history. */
 const SEED_TIME = Date.UTC(2026, 0, 5, 9, 0, 0)
 
@@ -145,8 +152,8 @@ export const makeMessagingStore = (prefix: string) => {
     return message
   }
 
-  /** Two seeded conversations per account, the first started from a click-to-chat ad. */
-  const seed = (accountId: string, address: string, withClid: boolean) => {
+  /** Two seeded conversations per account, the first started from the click-to-chat ad `adId`. */
+  const seed = (accountId: string, address: string, adId: string, withClid: boolean) => {
     const random = seededRandom(hashOf(`${prefix}:${accountId}`))
     for (let c = 0; c < 2; c++) {
       const name = FIRST_NAMES[Math.floor(random() * FIRST_NAMES.length)] ?? "Ana"
@@ -154,7 +161,7 @@ export const makeMessagingStore = (prefix: string) => {
       const at = (minutes: number) => new Date(SEED_TIME + (c * 60 + minutes) * 60_000).toISOString()
       const referral: Referral | null = c === 0
         ? {
-          ad_id: `ad_${1 + Math.floor(random() * 5)}`,
+          ad_id: adId,
           source: "ad",
           ...(withClid ? { ctwa_clid: `clid_${accountId.slice(-4)}_${c + 1}` } : {}),
           headline: "Message us"
@@ -371,7 +378,7 @@ const plainSandbox = (kind: PlainKind) => {
         username: `sandbox_${prefix}_${n}`,
         ...(kind === "social_dm" ? { login_type: n === 2 ? "page_login" : "business_login", page_id: `pm_acct_000${n}` } : {})
       }))
-      for (const account of accounts) store.seed(account.id, account.id, false)
+      accounts.forEach((account, i) => store.seed(account.id, account.id, SEEDED_REFERRAL_ADS[i] ?? "", false))
       return { accounts, store }
     },
     accounts: (world) => world.accounts.map((a) => ({ id: a.id, name: a.name, currency: null, timezone: "UTC" })),
