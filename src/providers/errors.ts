@@ -38,6 +38,8 @@ export class ProviderRefused extends Data.TaggedError("ProviderRefused")<CallFac
   /** The provider's own error code. */
   readonly code: string
   readonly detail: string
+  /** When the provider says the refusal passes (`retry_after_seconds`, e.g. template analytics being switched on). */
+  readonly retryAfterSeconds?: number | undefined
 }> {}
 
 export type ProviderError =

@@ -72,7 +72,8 @@ const ErrorBody = Schema.Struct({
   error: Schema.Struct({
     code: Schema.String,
     message: Schema.optional(Schema.String),
-    permission: Schema.optional(Schema.String)
+    permission: Schema.optional(Schema.String),
+    retry_after_seconds: Schema.optional(Schema.Finite)
   })
 })
 
@@ -216,5 +217,6 @@ const outcome = (
   }
   if (status === 429) return Effect.fail(new ProviderThrottled({ ...facts, retryAfterSeconds: retryAfterSeconds(response) }))
   if (status >= 500 || status === 408) return Effect.fail(new ProviderUnavailable({ ...facts, status, detail }))
-  return Effect.fail(new ProviderRefused({ ...facts, status, code, detail }))
+  const retryAfter = Option.flatMap(error, (body) => Option.fromNullishOr(body.error.retry_after_seconds))
+  return Effect.fail(new ProviderRefused({ ...facts, status, code, detail, retryAfterSeconds: Option.getOrUndefined(retryAfter) }))
 }

@@ -1,0 +1,28 @@
+/**
+ * For the sandbox kinds' tests: a grant on a sandbox provider as a connection would hold it
+ * (consent driven like a person, through the service's ProviderOAuth, code exchanged, accounts
+ * read). Pushes are caught with `callbackCatcher` (./providers.ts).
+ */
+import { Effect } from "effect"
+import { ProviderOAuth, type ProviderSession } from "../../src/providers/oauth/port.ts"
+import type { ProviderKind } from "../../src/providers/registry.ts"
+import { driveConsent, redirectParams } from "./providers.ts"
+
+const REDIRECT = "https://app.example/callback"
+
+export const connectSandbox = (provider: ProviderKind, persona: string = "one_account", accountIndex = 0) =>
+  Effect.gen(function*() {
+    const oauth = yield* ProviderOAuth
+    const startUrl = yield* oauth.authorizeUrl(provider, { redirectUri: REDIRECT, state: "st" })
+    const consent = yield* driveConsent(startUrl, { persona, decision: "approve" })
+    const code = redirectParams(consent.location).code ?? ""
+    const tokens = yield* oauth.exchangeCode(provider, { code, redirectUri: REDIRECT })
+    const me = yield* oauth.identify(provider, tokens.accessToken)
+    const session: ProviderSession = {
+      provider,
+      connectionId: `conn-${provider}-${persona}-${accountIndex}`,
+      accountId: me.accounts[accountIndex]?.id ?? "",
+      accessToken: tokens.accessToken
+    }
+    return { session, me, tokens }
+  })
