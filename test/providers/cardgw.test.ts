@@ -22,7 +22,8 @@ const signedWell = (headers: Record<string, string | Array<string> | undefined>,
   return headers["x-signature-256"] === expected && Math.abs(Date.now() / 1000 - Number(timestamp)) < 300
 }
 
-const app = CardGatewayLive.pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
+// Fresh: the app built CardGatewayLive already (layers are memoised by reference) over its own client.
+const app = Layer.fresh(CardGatewayLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw through the CardGateway port", (it) => {
   it.effect("seeded payments, deterministic, listed since a time and read one by one; a 500 is retried", () =>

@@ -50,7 +50,8 @@ describe("commerce shop forms", () => {
   })
 })
 
-const app = CommerceLive.pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
+// Fresh: the app built CommerceLive already (layers are memoised by reference) over its own client.
+const app = Layer.fresh(CommerceLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commerce through the Commerce port", (it) => {
   it.effect("the seeded shop is what the sandbox serves; a consent names its shop in any form", () =>

@@ -24,7 +24,8 @@ const signedWell = (headers: Record<string, string | Array<string> | undefined>,
   return headers["x-signature-256"] === expected && Math.abs(Date.now() / 1000 - Number(timestamp)) < 300
 }
 
-const app = CrmLive.pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
+// Fresh: the app built CrmLive already (layers are memoised by reference) over its own client.
+const app = Layer.fresh(CrmLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox crm through the Crm port", (it) => {
   it.effect("the seeded world is deterministic and is what the sandbox serves", () =>

@@ -15,7 +15,8 @@ import { call, TestServer } from "../support/app.ts"
 import { sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 
 const client = (options: Partial<ProviderHttpOptions> = {}) =>
-  AdPlatformLive.pipe(
+  // Fresh: the app built AdPlatformLive already (layers are memoised by reference) over its own client.
+  Layer.fresh(AdPlatformLive).pipe(
     Layer.provideMerge(ProviderHttp.layerWith({ ...DEFAULT_PROVIDER_HTTP, ...options })),
     Layer.provide(FetchHttpClient.layer),
     Layer.provideMerge(ProviderEndpoints.layer)

@@ -35,8 +35,11 @@ const text = (value: unknown): string | null =>
  * changes: [{field, value}]}]}` (a `leadgen` change names `leadgen_id`, a `deauthorize` change is a
  * grant death); the others send one
  * event object (`{event, id | event_id, account_id, ...}`); a grant death is
- * `{event: "grant_revoked", account_id, user_id, time}`.
+ * `{event: "grant_revoked", account_id, user_id, time}` or `{id, type: "grant.revoked", account_id, ...}`.
  */
+/** The flat grant-death event names: the generic sandbox's, the CRM's and card gateway's (`grant.revoked`). */
+const GRANT_DEATHS = new Set(["grant_revoked", "grant.revoked", "deauthorize", "app.uninstalled"])
+
 export const eventsOf = (body: Json): ReadonlyArray<HookEvent> => {
   const entries = body["entry"]
   if (Array.isArray(entries)) {
@@ -64,7 +67,7 @@ export const eventsOf = (body: Json): ReadonlyArray<HookEvent> => {
   }
   const accountId = text(body["account_id"])
   const event = text(body["event"]) ?? text(body["type"]) ?? text(body["topic"])
-  if ((event === "grant_revoked" || event === "deauthorize" || event === "app.uninstalled") && accountId !== null) {
+  if (GRANT_DEATHS.has(event ?? "") && accountId !== null) {
     const id = text(body["event_id"]) ?? text(body["id"]) ??
       `${event}:${accountId}:${text(body["user_id"]) ?? ""}:${text(body["time"]) ?? ""}`
     return [{ kind: "grant_revoked", eventId: id, accountId }]
