@@ -15,8 +15,6 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   ) => Effect.Effect<ReadonlyArray<Connection & { readonly id: string }>, DatabaseUnavailable>
   /** Deletes every connection of the profile (archiving it: non-audit data goes). */
   readonly deleteForProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
-  /** Queues a backfill of `windowDays` for each live ad-platform connection of the profile; answers how many. */
-  readonly enqueueBackfills: (profileId: string, windowDays: number, reason: string) => Effect.Effect<number, DatabaseUnavailable>
 }>()("svc/ConnectionsRepo") {
   static readonly layer = Layer.effect(ConnectionsRepo)(
     Effect.gen(function*() {
@@ -46,16 +44,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
       const deleteForProfile = (profileId: string) =>
         Effect.asVoid(sql`DELETE FROM connections WHERE profile_id = ${profileId}`)
 
-      const enqueueBackfills = (profileId: string, windowDays: number, reason: string) =>
-        Effect.map(
-          sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
-              SELECT gen_random_uuid(), profile_id, id, 'backfill', ${windowDays}, ${reason}
-              FROM connections WHERE profile_id = ${profileId} AND provider_kind = 'adplatform' AND disconnected_at IS NULL
-              RETURNING id`,
-          (rows) => rows.length
-        )
-
-      return atDatabaseBoundary({ list, deleteForProfile, enqueueBackfills })
+      return atDatabaseBoundary({ list, deleteForProfile })
     })
   )
 }
