@@ -1,5 +1,6 @@
 /** Provider sync jobs of a profile's connections: triggering a sync and reading its progress (decision 0058). */
 import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
 import { Uuid } from "./common.ts"
 
 export const SyncJobKind = Schema.Literals(["backfill", "structure", "insights", "manual"])
@@ -52,10 +53,13 @@ export const SyncRequest = Schema.Struct({
 }).annotate({ identifier: "SyncRequest" })
 export type SyncRequest = typeof SyncRequest.Type
 
+/** 202: the jobs are queued; their progress is readable at `GET /api/v1/connections/sync/{job_id}`. */
 export const SyncQueued = Schema.Struct({
   /** The jobs queued, or the ones already queued or running that this request joined. */
   data: Schema.Array(SyncJob)
-}).annotate({ identifier: "SyncQueued" })
+}).annotate({ identifier: "SyncQueued" }).pipe(HttpApiSchema.status(202))
+
+export const SyncJobBody = Schema.Struct({ data: SyncJob }).annotate({ identifier: "SyncJobBody" })
 export type SyncQueued = typeof SyncQueued.Type
 
-export const SyncJobParams = Schema.Struct({ job_id: Schema.String })
+export const SyncJobParams = { job_id: Schema.String }

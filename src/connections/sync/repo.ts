@@ -118,7 +118,7 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
   readonly find: (profileId: string, jobId: string) => Repo<Option.Option<SyncJobRow>>
   /** True while a job of the connection is running under a live lease (disconnect answers 409 then). */
   readonly isSyncing: (connectionId: string) => Repo<boolean>
-  /** Whether the profile's attribution add-on (`svc_attribution`) is on now. */
+  /** Whether the profile's attribution add-on is on now (a person's profile, or `svc_attribution` enabled). */
   readonly attributionOn: (profileId: string) => Repo<boolean>
   readonly anyClaimable: (maxAttempts: number) => Repo<boolean>
   /**
@@ -135,6 +135,8 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
   readonly fail: (job: ClaimedSyncJob, code: string, retryAfterSeconds: number | null) => Repo<void>
   /** Fenced: nothing to do any more (connection gone, add-on off); `cancelled` with the code. */
   readonly cancel: (job: ClaimedSyncJob, code: string, progress: SyncProgress) => Repo<void>
+  /** Deletes every job of the profile (archiving it: non-audit data goes). */
+  readonly deleteForProfile: (profileId: string) => Repo<void>
   /** On shutdown: hands the job back at once instead of waiting for the lease to expire. */
   readonly release: (job: ClaimedSyncJob) => Repo<void>
 }>()("svc/SyncJobsRepo") {
@@ -146,6 +148,10 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
       const connectionRows = decodeRows(SyncableConnection)
       const firstFlag = decodeFirstRow(Schema.Struct({ flag: Schema.Boolean }))
       const counted = decodeFirstRow(Schema.Struct({ structure: Schema.Int, insights: Schema.Int }))
+
+      // The add-on is on for a profile a person created, and for a provisioned one while its entitlement is on.
+      const attributionOnSql = sql.literal(`(p.provisioned_by_app_id IS NULL OR COALESCE((
+        SELECT e.enabled FROM entitlements e WHERE e.profile_id = p.id AND e.feature = 'svc_attribution'), false))`)
 
       const columns = sql`j.id::text AS job_id, j.profile_id::text AS profile_id, j.connection_id::text AS connection_id,
         j.kind, j.status, j.reason, j.window_days, j.attempts, j.progress::text AS progress, j.error,
@@ -200,10 +206,9 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
         Effect.map(
           counted(sql`
             WITH live AS (
-              SELECT c.id, c.profile_id, COALESCE(e.enabled, false) AS entitled
-              FROM connections c
-              LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
-              WHERE c.disconnected_at IS NULL AND c.provider_kind = 'adplatform' AND c.status <> 'reconnect_required'
+              SELECT c.id, c.profile_id, ${attributionOnSql} AS entitled
+              FROM connections c JOIN profiles p ON p.id = c.profile_id
+              WHERE p.archived_at IS NULL AND c.disconnected_at IS NULL AND c.provider_kind = 'adplatform' AND c.status <> 'reconnect_required'
             ),
             wanted AS (
               SELECT id, profile_id, 'structure' AS kind, NULL::int AS window_days FROM live
@@ -246,7 +251,7 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
       const attributionOn = (profileId: string) =>
         Effect.map(
           firstFlag(sql`
-            SELECT COALESCE((SELECT enabled FROM entitlements WHERE profile_id = ${profileId} AND feature = 'svc_attribution'), false) AS flag`),
+            SELECT ${attributionOnSql} AS flag FROM profiles p WHERE p.id = ${profileId}`),
           (row) => Option.isSome(row) && row.value.flag
         )
 
@@ -330,7 +335,10 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
           UPDATE sync_jobs SET status = 'queued', lease_until = NULL, updated_at = now()
           WHERE ${ours(job)}`)
 
+      const deleteForProfile = (profileId: string) => Effect.asVoid(sql`DELETE FROM sync_jobs WHERE profile_id = ${profileId}`)
+
       return atDatabaseBoundary({
+        deleteForProfile,
         enqueueBackfills,
         enqueue,
         enqueueNightly,

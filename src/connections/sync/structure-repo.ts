@@ -35,6 +35,8 @@ export class StructureRepo extends Context.Service<StructureRepo, {
   readonly upsertAdSets: (scope: StructureScope, rows: ReadonlyArray<AdSet>) => Effect.Effect<number, DatabaseUnavailable>
   /** Upserts ads (with their creative and greeting fields) under their synced ad sets; answers how many were written. */
   readonly upsertAds: (scope: StructureScope, rows: ReadonlyArray<Ad>) => Effect.Effect<number, DatabaseUnavailable>
+  /** Deletes the profile's synced structure (archiving it: non-audit data goes). */
+  readonly deleteForProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/StructureRepo") {
   static readonly layer = Layer.effect(StructureRepo)(
     Effect.gen(function*() {
@@ -118,7 +120,14 @@ export class StructureRepo extends Context.Service<StructureRepo, {
           SELECT count(*)::int AS n FROM upserted`)
       }
 
-      return atDatabaseBoundary({ upsertCampaigns, upsertAdSets, upsertAds })
+      const deleteForProfile = (profileId: string) =>
+        Effect.gen(function*() {
+          yield* sql`DELETE FROM ads WHERE profile_id = ${profileId}`
+          yield* sql`DELETE FROM ad_sets WHERE profile_id = ${profileId}`
+          yield* sql`DELETE FROM ad_campaigns WHERE profile_id = ${profileId}`
+        })
+
+      return atDatabaseBoundary({ upsertCampaigns, upsertAdSets, upsertAds, deleteForProfile })
     })
   )
 }
