@@ -1,50 +1,249 @@
+/**
+ * The owner of `connections`: a profile's grants on provider accounts. Tokens arrive and leave
+ * sealed (SecretBox): this repository never sees them in clear.
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { Connection } from "../../schema/connections.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Keyset } from "../platform/pagination.ts"
-import { atDatabaseBoundary } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
+
+/** A connection with what the service needs to act on it (never on the wire). */
+export const ConnectionRecord = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  workspace_id: Schema.String,
+  provider: Schema.String,
+  status: Schema.String,
+  external_account_id: Schema.NullOr(Schema.String),
+  app_id: Schema.NullOr(Schema.String),
+  provisioned_by_app_id: Schema.NullOr(Schema.String),
+  access_token_sealed: Schema.NullOr(Schema.String),
+  refresh_token_sealed: Schema.NullOr(Schema.String),
+  token_expires_at: Schema.NullOr(Schema.String),
+  disconnected: Schema.Boolean,
+  app_grant_released: Schema.Boolean
+})
+export type ConnectionRecord = typeof ConnectionRecord.Type
+
+export interface SealedTokens {
+  readonly accessTokenSealed: string
+  readonly refreshTokenSealed: string | null
+  readonly expiresAt: Date | null
+  readonly scopes: ReadonlyArray<string>
+}
+
+export interface NewConnection {
+  readonly profileId: string
+  readonly provider: string
+  readonly accountId: string
+  readonly displayName: string
+  readonly currency: string | null
+  readonly timezone: string | null
+  readonly providerUserId: string | null
+  readonly tokens: SealedTokens
+  readonly appId: string | null
+  readonly handoffId: string | null
+  readonly shop: string | null
+  readonly status: string
+  readonly statusReason: string | null
+}
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   /** Live connections of a profile, oldest first, one more than `limit` to tell whether a page follows. */
-  readonly list: (
+  readonly list: (profileId: string, limit: number, after: Option.Option<Keyset>) => Repo<ReadonlyArray<Connection>>
+  /** One connection of the profile as the wire shows it (live or not). */
+  readonly view: (profileId: string, id: string) => Repo<Option.Option<Connection>>
+  readonly find: (id: string) => Repo<Option.Option<ConnectionRecord>>
+  /**
+   * Creates the live connection of (profile, provider, account), or renews the one already live
+   * (fresh tokens, status back to what the grant says): a reconnect keeps the connection's id.
+   * In the caller's transaction. Answers the id and whether it was created.
+   */
+  readonly upsertFromGrant: (input: NewConnection) => Repo<{ readonly id: string; readonly created: boolean }>
+  /** Of `accountIds`, those live on another profile of the same workspace. */
+  readonly liveElsewhere: (
     profileId: string,
-    limit: number,
-    after: Option.Option<Keyset>
-  ) => Effect.Effect<ReadonlyArray<Connection & { readonly id: string }>, DatabaseUnavailable>
+    provider: string,
+    accountIds: ReadonlyArray<string>
+  ) => Repo<ReadonlyArray<string>>
+  /** Of `accountIds`, those live on this profile. */
+  readonly liveHere: (profileId: string, provider: string, accountIds: ReadonlyArray<string>) => Repo<ReadonlyArray<string>>
+  /** Live connections on a provider account (every profile). */
+  readonly liveForAccount: (provider: string, accountId: string) => Repo<ReadonlyArray<ConnectionRecord>>
+  /** Marks a live connection `reconnect_required`; answers whether it changed (false when already so). */
+  readonly markReconnectRequired: (id: string, reason: string) => Repo<boolean>
+  /** Marks the connection disconnected; answers whether this call did it. */
+  readonly disconnect: (id: string) => Repo<boolean>
+  /** The app gives up its grant on the connection; answers whether this call did it. */
+  readonly releaseAppGrant: (id: string) => Repo<boolean>
+  /** Stores refreshed tokens. */
+  readonly updateTokens: (id: string, tokens: SealedTokens) => Repo<void>
+  /** A sync job of the connection is running now. */
+  readonly syncRunning: (id: string) => Repo<boolean>
   /** Deletes every connection of the profile (archiving it: non-audit data goes). */
-  readonly deleteForProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
+  readonly deleteForProfile: (profileId: string) => Repo<void>
+  /** Runs `effect` in one transaction (the connection, its outbox row and its audit entry commit together). */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ConnectionsRepo") {
   static readonly layer = Layer.effect(ConnectionsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const decode = Schema.decodeUnknownEffect(Schema.Array(Connection))
+      const wireRows = decodeRows(Connection)
+      const firstWire = decodeFirstRow(Connection)
+      const records = decodeRows(ConnectionRecord)
+      const firstRecord = decodeFirstRow(ConnectionRecord)
+      const IdRow = Schema.Struct({ id: Schema.String, created: Schema.Boolean })
+      const firstId = decodeFirstRow(IdRow)
+      const AccountRow = Schema.Struct({ external_account_id: Schema.String })
+      const accountRows = decodeRows(AccountRow)
+
       const columns = sql`
         c.id, c.provider, c.status, c.status_reason, c.display_name,
         (c.provider_kind = 'adplatform' AND COALESCE(e.enabled, false)) AS delivers_spend,
+        c.external_account_id AS provider_account_id, c.currency, c.scopes,
+        ${isoTimestamp(sql, "c.last_synced_at")} AS last_synced_at,
         ${isoTimestamp(sql, "c.created_at")} AS created_at`
+      const recordColumns = sql`
+        c.id, c.profile_id, p.workspace_id, c.provider, c.status, c.external_account_id, c.app_id,
+        p.provisioned_by_app_id, c.access_token_sealed, c.refresh_token_sealed,
+        ${isoTimestamp(sql, "c.token_expires_at")} AS token_expires_at,
+        (c.disconnected_at IS NOT NULL) AS disconnected, (c.app_grant_released_at IS NOT NULL) AS app_grant_released`
+
       const list = (profileId: string, limit: number, after: Option.Option<Keyset>) =>
+        wireRows(Option.match(after, {
+          onNone: () =>
+            sql`SELECT ${columns} FROM connections c
+                LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
+                WHERE c.profile_id = ${profileId} AND c.disconnected_at IS NULL
+                ORDER BY c.created_at, c.id LIMIT ${limit + 1}`,
+          onSome: (keyset) =>
+            sql`SELECT ${columns} FROM connections c
+                LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
+                WHERE c.profile_id = ${profileId} AND c.disconnected_at IS NULL
+                  AND (c.created_at, c.id) > (${keyset.createdAt}::timestamptz, ${keyset.id}::uuid)
+                ORDER BY c.created_at, c.id LIMIT ${limit + 1}`
+        }))
+
+      const view = (profileId: string, id: string) =>
+        firstWire(sql`SELECT ${columns} FROM connections c
+                      LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
+                      WHERE c.profile_id = ${profileId} AND c.id = ${id}`)
+
+      const find = (id: string) =>
+        firstRecord(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id WHERE c.id = ${id}`)
+
+      const upsertFromGrant = (input: NewConnection) =>
         Effect.flatMap(
-          Option.match(after, {
-            onNone: () =>
-              sql`SELECT ${columns} FROM connections c
-                  LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
-                  WHERE c.profile_id = ${profileId} AND c.disconnected_at IS NULL
-                  ORDER BY c.created_at, c.id LIMIT ${limit + 1}`,
-            onSome: (keyset) =>
-              sql`SELECT ${columns} FROM connections c
-                  LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
-                  WHERE c.profile_id = ${profileId} AND c.disconnected_at IS NULL
-                    AND (c.created_at, c.id) > (${keyset.createdAt}::timestamptz, ${keyset.id}::uuid)
-                  ORDER BY c.created_at, c.id LIMIT ${limit + 1}`
-          }),
-          decode
+          firstId(sql`
+            INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name, status,
+                                     status_reason, app_id, provider_user_id, currency, timezone, shop, scopes,
+                                     access_token_sealed, refresh_token_sealed, token_expires_at, handoff_id)
+            VALUES (${crypto.randomUUID()}, ${input.profileId}, ${input.provider}, ${input.provider}, ${input.accountId},
+                    ${input.displayName}, ${input.status}, ${input.statusReason}, ${input.appId}, ${input.providerUserId},
+                    ${input.currency}, ${input.timezone}, ${input.shop}, ${input.tokens.scopes}::text[],
+                    ${input.tokens.accessTokenSealed}, ${input.tokens.refreshTokenSealed},
+                    ${input.tokens.expiresAt?.toISOString() ?? null}::timestamptz, ${input.handoffId})
+            ON CONFLICT (profile_id, provider, external_account_id) WHERE disconnected_at IS NULL DO UPDATE SET
+              display_name = EXCLUDED.display_name, status = EXCLUDED.status, status_reason = EXCLUDED.status_reason,
+              app_id = COALESCE(EXCLUDED.app_id, connections.app_id), provider_user_id = EXCLUDED.provider_user_id,
+              currency = EXCLUDED.currency, timezone = EXCLUDED.timezone, scopes = EXCLUDED.scopes,
+              access_token_sealed = EXCLUDED.access_token_sealed, refresh_token_sealed = EXCLUDED.refresh_token_sealed,
+              token_expires_at = EXCLUDED.token_expires_at, handoff_id = EXCLUDED.handoff_id,
+              app_grant_released_at = NULL, updated_at = now()
+            RETURNING id, (xmax = 0) AS created`),
+          (row) => Option.match(row, { onNone: () => Effect.die("upsert answered no row"), onSome: Effect.succeed })
         )
+
+      const liveElsewhere = (profileId: string, provider: string, accountIds: ReadonlyArray<string>) =>
+        Effect.map(
+          accountRows(sql`
+            SELECT DISTINCT c.external_account_id FROM connections c
+            JOIN profiles here ON here.id = ${profileId}
+            JOIN profiles p ON p.id = c.profile_id AND p.workspace_id = here.workspace_id AND p.archived_at IS NULL
+            WHERE c.provider = ${provider} AND c.profile_id <> ${profileId} AND c.disconnected_at IS NULL
+              AND c.external_account_id = ANY(${accountIds}::text[])`),
+          (rows) => rows.map((row) => row.external_account_id)
+        )
+
+      const liveHere = (profileId: string, provider: string, accountIds: ReadonlyArray<string>) =>
+        Effect.map(
+          accountRows(sql`
+            SELECT external_account_id FROM connections
+            WHERE profile_id = ${profileId} AND provider = ${provider} AND disconnected_at IS NULL
+              AND external_account_id = ANY(${accountIds}::text[])`),
+          (rows) => rows.map((row) => row.external_account_id)
+        )
+
+      const liveForAccount = (provider: string, accountId: string) =>
+        records(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id
+                    WHERE c.provider = ${provider} AND c.external_account_id = ${accountId} AND c.disconnected_at IS NULL
+                    ORDER BY c.created_at, c.id`)
+
+      const markReconnectRequired = (id: string, reason: string) =>
+        Effect.map(
+          sql`UPDATE connections SET status = 'reconnect_required', status_reason = ${reason}, updated_at = now()
+              WHERE id = ${id} AND disconnected_at IS NULL AND status <> 'reconnect_required' RETURNING id`,
+          (rows) => rows.length > 0
+        )
+
+      const disconnect = (id: string) =>
+        Effect.map(
+          sql`UPDATE connections SET disconnected_at = now(), status = 'disconnected', status_reason = 'disconnected',
+                access_token_sealed = NULL, refresh_token_sealed = NULL, updated_at = now()
+              WHERE id = ${id} AND disconnected_at IS NULL RETURNING id`,
+          (rows) => rows.length > 0
+        )
+
+      const releaseAppGrant = (id: string) =>
+        Effect.map(
+          sql`UPDATE connections SET app_grant_released_at = now(), updated_at = now()
+              WHERE id = ${id} AND app_grant_released_at IS NULL RETURNING id`,
+          (rows) => rows.length > 0
+        )
+
+      const updateTokens = (id: string, tokens: SealedTokens) =>
+        Effect.asVoid(sql`
+          UPDATE connections SET access_token_sealed = ${tokens.accessTokenSealed},
+            refresh_token_sealed = COALESCE(${tokens.refreshTokenSealed}, refresh_token_sealed),
+            token_expires_at = ${tokens.expiresAt?.toISOString() ?? null}::timestamptz,
+            scopes = CASE WHEN cardinality(${tokens.scopes}::text[]) > 0 THEN ${tokens.scopes}::text[] ELSE scopes END,
+            updated_at = now()
+          WHERE id = ${id}`)
+
+      const syncRunning = (id: string) =>
+        Effect.map(
+          // A running job whose lease expired belongs to a dead runner: it does not hold a disconnect up.
+          sql`SELECT 1 AS running FROM sync_jobs WHERE connection_id = ${id} AND status = 'running' AND lease_until >= now() LIMIT 1`,
+          (rows) => rows.length > 0
+        )
+
       const deleteForProfile = (profileId: string) =>
         Effect.asVoid(sql`DELETE FROM connections WHERE profile_id = ${profileId}`)
 
-      return atDatabaseBoundary({ list, deleteForProfile })
+      return {
+        ...atDatabaseBoundary({
+        list,
+        view,
+        find,
+        upsertFromGrant,
+        liveElsewhere,
+        liveHere,
+        liveForAccount,
+        markReconnectRequired,
+        disconnect,
+        releaseAppGrant,
+        updateTokens,
+        syncRunning,
+        deleteForProfile
+      }),
+        // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
+        transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
+      }
     })
   )
 }

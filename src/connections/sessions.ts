@@ -1,14 +1,99 @@
 /**
- * PROVISIONAL (helper C): the interface of helper B's ConnectionSessions, so the sync worker
- * compiles before B's branch lands; B's file replaces this one at merge.
+ * Opening a connection's grant for a provider call: the sealed token opened, refreshed through
+ * ProviderOAuth when it expires within a minute (the new tokens stored sealed), and the grant's
+ * death reported once (`reconnect_required` plus the `connection.reconnect_required` event).
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import type { ProviderError } from "../providers/errors.ts"
-import type { ProviderSession } from "../providers/oauth/port.ts"
+import { OutboxRepo } from "../events/outbox/repo.ts"
+import { SecretBox } from "../platform/secret-box.ts"
+import { ProviderAuthRevoked, type ProviderError } from "../providers/errors.ts"
+import type { ProviderSession, TokenSet } from "../providers/oauth/port.ts"
+import { ProviderOAuth } from "../providers/oauth/port.ts"
+import { isProviderKind } from "../providers/registry.ts"
+import { CONNECTION_RECONNECT_REQUIRED, connectionEvent } from "./events.ts"
+import { type ConnectionRecord, ConnectionsRepo, type SealedTokens } from "./repo.ts"
+
+/** A token this close to its expiry is refreshed before use. */
+const REFRESH_MARGIN_MS = 60_000
 
 export class ConnectionSessions extends Context.Service<ConnectionSessions, {
+  /**
+   * A live session on the connection. Fails `ProviderAuthRevoked` when the connection is gone,
+   * disconnected, awaiting a reconnect or its refresh was refused (then reported, see below).
+   */
   readonly session: (connectionId: string) => Effect.Effect<ProviderSession, ProviderError | DatabaseUnavailable>
-  readonly reportAuthRevoked: (connectionId: string) => Effect.Effect<void, DatabaseUnavailable>
-}>()("svc/ConnectionSessions") {}
+  /**
+   * The provider said the grant is dead: marks the connection `reconnect_required` and writes
+   * `connection.reconnect_required`, once (a second report changes nothing). Answers whether
+   * this call marked it.
+   */
+  readonly reportAuthRevoked: (connectionId: string, reason?: string) => Effect.Effect<boolean, DatabaseUnavailable>
+}>()("svc/ConnectionSessions") {
+  static readonly layer = Layer.effect(ConnectionSessions)(
+    Effect.gen(function*() {
+      const repo = yield* ConnectionsRepo
+      const outbox = yield* OutboxRepo
+      const box = yield* SecretBox
+      const oauth = yield* ProviderOAuth
+
+      const reportAuthRevoked = Effect.fn("ConnectionSessions.reportAuthRevoked")(function*(
+        connectionId: string,
+        reason = "grant_revoked"
+      ) {
+        return yield* repo.transaction(Effect.gen(function*() {
+          const found = yield* repo.find(connectionId)
+          if (Option.isNone(found)) return false
+          const changed = yield* repo.markReconnectRequired(connectionId, reason)
+          if (changed) yield* outbox.insert([connectionEvent(CONNECTION_RECONNECT_REQUIRED, factsOf(found.value), reason)])
+          return changed
+        }))
+      })
+
+      const revoked = (record: ConnectionRecord, operation: string) =>
+        new ProviderAuthRevoked({ provider: isProviderKind(record.provider) ? record.provider : "adplatform", operation })
+
+      const seal = (tokens: TokenSet): SealedTokens => ({
+        accessTokenSealed: box.seal(Redacted.value(tokens.accessToken)),
+        refreshTokenSealed: Option.match(tokens.refreshToken, { onNone: () => null, onSome: (t) => box.seal(Redacted.value(t)) }),
+        expiresAt: Option.getOrNull(tokens.expiresAt),
+        scopes: tokens.scopes
+      })
+
+      const session = Effect.fn("ConnectionSessions.session")(function*(connectionId: string) {
+        const found = yield* repo.find(connectionId)
+        if (Option.isNone(found)) return yield* Effect.fail(new ProviderAuthRevoked({ provider: "adplatform", operation: "session" }))
+        const record = found.value
+        const provider = record.provider
+        if (
+          !isProviderKind(provider) || record.disconnected || record.status === "reconnect_required" ||
+          record.access_token_sealed === null || record.external_account_id === null
+        ) {
+          return yield* Effect.fail(revoked(record, "session"))
+        }
+        const base = { provider, connectionId: record.id, accountId: record.external_account_id }
+        const expiresAt = record.token_expires_at === null ? null : Date.parse(record.token_expires_at)
+        if (expiresAt === null || expiresAt - Date.now() > REFRESH_MARGIN_MS || record.refresh_token_sealed === null) {
+          return { ...base, accessToken: Redacted.make(box.open(record.access_token_sealed)) }
+        }
+        const refreshed = yield* oauth.refresh(provider, Redacted.make(box.open(record.refresh_token_sealed))).pipe(
+          Effect.tapError((error) =>
+            error._tag === "ProviderAuthRevoked" ? reportAuthRevoked(record.id, "refresh_refused") : Effect.void
+          )
+        )
+        yield* repo.updateTokens(record.id, seal(refreshed))
+        return { ...base, accessToken: refreshed.accessToken }
+      })
+
+      return { session, reportAuthRevoked }
+    })
+  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer]))
+}
+
+export const factsOf = (record: ConnectionRecord) => ({
+  profileId: record.profile_id,
+  connectionId: record.id,
+  provider: record.provider,
+  accountId: record.external_account_id,
+  provisionedByAppId: record.provisioned_by_app_id
+})
