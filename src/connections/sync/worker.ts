@@ -157,6 +157,11 @@ export class SyncWorker extends Context.Service<SyncWorker, {
         if (job.provider_kind !== "adplatform") return { state: "cancelled" as const, code: "provider_not_synced", progress }
         if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
 
+        // Insights alone while the add-on is off: nothing to ask the provider.
+        if ((job.kind === "insights" || job.kind === "backfill") && !(yield* jobs.attributionOn(job.profile_id))) {
+          return { state: "cancelled" as const, code: "attribution_disabled", progress }
+        }
+
         const session = yield* sessions.session(job.connection_id)
         const scope: StructureScope = { profileId: job.profile_id, connectionId: job.connection_id, currency: job.account_currency }
 
