@@ -44,6 +44,7 @@ import { DocsRoutes } from "../http/docs.ts"
 import { EnvelopeLayer } from "../http/envelope.ts"
 import { IdempotencyLayer } from "../http/idempotency.ts"
 import { SchemaErrorsLayer } from "../http/schema-errors.ts"
+import { SandboxRoutesIfServed } from "../providers/sandbox/routes.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([
@@ -84,5 +85,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )
 
-/** The API, the docs pages, the internal RPC surface at /rpc, and the envelope around all of them. */
-export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer)
+/**
+ * The API, the docs pages, the internal RPC surface at /rpc, the envelope around all of them,
+ * and the sandbox providers under /sandbox/ when this process serves them.
+ */
+export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer, SandboxRoutesIfServed)

@@ -86,7 +86,8 @@ export const serveApp = (settings: AppSettings, app: AppLayer = HttpApp) =>
     server: (app) =>
       serverUrl.pipe(
         Layer.provideMerge(HttpRouter.serve(app, { disableLogger: true, disableListenLog: true })),
-        Layer.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+        // `settings.port` is 0 (ephemeral) unless a test picked one (test/support/providers.ts).
+        Layer.provide(NodeHttpServer.layer(createServer, { port: settings.port, host: "127.0.0.1" }))
       ),
     // As LOG_LEVEL does when serving: the default "Warn" keeps the access lines out of test output.
     observability: Layer.succeed(References.MinimumLogLevel)(settings.logLevel)
