@@ -11,8 +11,9 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { ConnectionsRepo } from "../../src/connections/repo.ts"
 import { SyncWorker, SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/connections/sync/worker.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
+import { serveAppOnOwnPort } from "../support/providers.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -56,7 +57,7 @@ const sandbox = (method: string, path: string, body?: unknown) =>
 const setFaults = (faults: Record<string, unknown>) =>
   Effect.map(sandbox("POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
 
-const clearFaults = setFaults({ throttle: false, error_rate: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
+const clearFaults = setFaults({ throttle: 0, error_rate: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
 
 /**
  * A grant from the sandbox's consent page and token endpoint, stored as a live connection of the
@@ -157,7 +158,7 @@ const background = Layer.succeed(SyncWorkerSettings)({
   recentDays: 30
 })
 
-layer(serveApp(testSettings()).pipe(Layer.provide(background)), { timeout: "180 seconds", excludeTestServices: true })(
+layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 seconds", excludeTestServices: true })(
   "provider sync",
   (it) => {
     describe("POST /api/v1/connections/sync", () => {
@@ -374,7 +375,8 @@ layer(serveApp(testSettings()).pipe(Layer.provide(background)), { timeout: "180 
           yield* clearFaults
           const fixture = yield* personProfile
           const { connectionId } = yield* connect(fixture)
-          yield* setFaults({ throttle: true })
+          // More 429s in a row than the HTTP client retries: the attempt fails throttled and the job is queued again.
+          yield* setFaults({ throttle: 6 })
           const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           const throttled = yield* eventually(progress(fixture, queued.job_id), (job) => job.error === "provider_throttled", {
             what: "the job to be throttled",
