@@ -62,4 +62,4 @@ export const SyncQueued = Schema.Struct({
 export const SyncJobBody = Schema.Struct({ data: SyncJob }).annotate({ identifier: "SyncJobBody" })
 export type SyncQueued = typeof SyncQueued.Type
 
-export const SyncJobParams = { job_id: Schema.String }
+export const SyncJobParams = { job_id: Schema.String.annotate({ description: "The job id `POST /api/v1/connections/sync` answered." }) }
