@@ -14,6 +14,7 @@ import type { SocketServerError } from "effect/socket/SocketServer"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../schema/errors.ts"
 import type { ClusterStatusInfo } from "../schema/rpc.ts"
+import { NightlySyncLive } from "../src/connections/sync/cron.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
@@ -92,13 +93,13 @@ export class ClusterStatus extends Context.Service<ClusterStatus, {
 }
 
 /**
- * Sharding for `AppConfig.cluster.mode`, with the Profile entity registered and
- * `ClusterStatus` alongside.
+ * Sharding for `AppConfig.cluster.mode`, with the Profile entity and the nightly provider sync
+ * (decision 0058) registered and `ClusterStatus` alongside.
  */
 export const ClusterLive: Layer.Layer<
   Sharding.Sharding | ClusterStatus,
   Config.ConfigError | SocketServerError,
   AppConfig | SqlClient
-> = Layer.mergeAll(ProfileLive, ClusterStatus.layer).pipe(
+> = Layer.mergeAll(ProfileLive, NightlySyncLive, ClusterStatus.layer).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )
