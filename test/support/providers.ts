@@ -5,6 +5,7 @@
  * `providers.sandboxUrl` pointing at it. Plus driving a consent screen like a person would.
  */
 import { Effect, Layer } from "effect"
+import { createServer as createHttpServer } from "node:http"
 import { createServer } from "node:net"
 import { HttpApp } from "../../src/main/app.ts"
 import type { AppSettings } from "../../src/platform/config.ts"
@@ -89,3 +90,58 @@ export const redirectParams = (location: string | null) => {
     errorReason: url.searchParams.get("error_reason")
   }
 }
+
+/** A grant's tokens straight from a sandbox (consent as `persona`, then the code exchange), for tests of the sandbox itself. */
+export const sandboxToken = (baseUrl: string, provider: ProviderKind, persona = "one_account") =>
+  Effect.gen(function*() {
+    const redirectUri = "https://app.example/callback"
+    const authorize = new URL(`${baseUrl}/sandbox/${provider}/oauth/authorize`)
+    authorize.searchParams.set("client_id", `sandbox-${provider}`)
+    authorize.searchParams.set("redirect_uri", redirectUri)
+    authorize.searchParams.set("state", "test")
+    const consent = yield* driveConsent(authorize.toString(), { persona, decision: "approve" })
+    const { code } = redirectParams(consent.location)
+    const answer = yield* Effect.promise(() =>
+      fetch(`${baseUrl}/sandbox/${provider}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code: code ?? "",
+          redirect_uri: redirectUri,
+          client_id: `sandbox-${provider}`,
+          client_secret: sandboxSecretOf(provider)
+        }).toString()
+      }).then((response) => response.json() as Promise<{ access_token: string; refresh_token: string; scope: string }>)
+    )
+    return answer
+  })
+
+export interface CapturedCallback {
+  readonly path: string
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly body: string
+}
+
+/** A real HTTP server that records what is posted to it (a subscriber's callback URL), closed with the scope. */
+export const callbackCatcher = Effect.acquireRelease(
+  Effect.callback<{ readonly url: string; readonly received: Array<CapturedCallback>; readonly close: () => void }>((resume) => {
+    const received: Array<CapturedCallback> = []
+    const server = createHttpServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const headers: Record<string, string | undefined> = {}
+        for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(",") : value
+        received.push({ path: request.url ?? "", headers, body: Buffer.concat(chunks).toString("utf8") })
+        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+      })
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      resume(Effect.succeed({ url: `http://127.0.0.1:${port}`, received, close: () => server.close() }))
+    })
+  }),
+  (catcher) => Effect.sync(() => catcher.close())
+)

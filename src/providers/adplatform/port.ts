@@ -88,6 +88,16 @@ export interface ConversionEvent {
   readonly custom_data?: Readonly<Record<string, unknown>>
 }
 
+/** A lead-form submission as the platform answers it (`leadgen.received` merges `field_data` over it). */
+export interface Lead {
+  readonly leadgen_id: string
+  readonly form_id: string
+  readonly ad_id: string
+  readonly campaign_id: string
+  readonly created_time: string
+  readonly field_data: ReadonlyArray<{ readonly name: string; readonly values: ReadonlyArray<string> }>
+}
+
 export class AdPlatform extends Context.Service<AdPlatform, {
   readonly campaigns: (session: ProviderSession) => Stream.Stream<AdCampaign, ProviderError>
   readonly adSets: (session: ProviderSession) => Stream.Stream<AdSet, ProviderError>
@@ -127,4 +137,6 @@ export class AdPlatform extends Context.Service<AdPlatform, {
     datasetId: string,
     events: ReadonlyArray<ConversionEvent>
   ) => Effect.Effect<{ readonly events_received: number }, ProviderError>
+  /** One lead-form submission, by the `leadgen_id` of the platform's leadgen callback. */
+  readonly getLead: (session: ProviderSession, leadgenId: string) => Effect.Effect<Lead, ProviderError>
 }>()("svc/AdPlatform") {}

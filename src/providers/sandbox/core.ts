@@ -39,6 +39,8 @@ export interface Faults {
   throttle: number
   /** This share (0..1) of API calls answer 500, by a seeded sequence. */
   error_rate: number
+  /** The next N API calls answer 500 (exact, for retry tests). */
+  fail_next: number
   /** API calls wait this long before answering. */
   timeout_ms: number
   /** Grants lack the write scope (the manage-ads permission). */
@@ -47,7 +49,7 @@ export interface Faults {
   revoke_tokens: boolean
 }
 
-const noFaults = (): Faults => ({ throttle: 0, error_rate: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
+const noFaults = (): Faults => ({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
 
 interface GrantRecord extends Grant {
   revoked: boolean
@@ -336,6 +338,10 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
         sandbox.faults.throttle--
         return { ...refuse(429, "rate_limited", "Throttled (sandbox fault)."), headers: { "retry-after": "1" } }
       }
+      if (sandbox.faults.fail_next > 0) {
+        sandbox.faults.fail_next--
+        return refuse(500, "internal", "Internal error (sandbox fault).")
+      }
       if (sandbox.faults.error_rate > 0 && sandbox.random() < sandbox.faults.error_rate) {
         return refuse(500, "internal", "Internal error (sandbox fault).")
       }
@@ -429,10 +435,15 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
 
   const setFaults = (sandbox: ProviderSandbox, body: Record<string, unknown>, queue: ReturnType<typeof pushQueue>) => {
     const next = { ...sandbox.faults }
-    const { throttle, error_rate, timeout_ms, missing_permission, revoke_tokens } = body
+    const { throttle, error_rate, fail_next, timeout_ms, missing_permission, revoke_tokens } = body
+    const isCount = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value >= 0
     if (throttle !== undefined) {
-      if (typeof throttle !== "number" || !Number.isInteger(throttle) || throttle < 0) return invalid("throttle must be a count of calls (integer >= 0)")
+      if (!isCount(throttle)) return invalid("throttle must be a count of calls (integer >= 0)")
       next.throttle = throttle
+    }
+    if (fail_next !== undefined) {
+      if (!isCount(fail_next)) return invalid("fail_next must be a count of calls (integer >= 0)")
+      next.fail_next = fail_next
     }
     if (error_rate !== undefined) {
       if (typeof error_rate !== "number" || !(error_rate >= 0 && error_rate <= 1)) return invalid("error_rate must be a number from 0 to 1")
