@@ -86,7 +86,8 @@ const json = (url: string, init: RequestInit = {}) =>
   Effect.promise(async () => {
     const response = await fetch(url, init)
     const text = await response.text()
-    return { status: response.status, location: response.headers.get("location"), body: text.length > 0 ? JSON.parse(text) : null }
+    const isJson = (response.headers.get("content-type") ?? "").includes("json") && text.length > 0
+    return { status: response.status, location: response.headers.get("location"), body: isJson ? JSON.parse(text) : null }
   })
 
 const main = (sandboxUrl: string) =>
@@ -98,28 +99,25 @@ const main = (sandboxUrl: string) =>
     const worker = yield* SyncWorker
     const base = `${sandboxUrl}/adplatform`
 
-    // 1. The generated account, and a grant for it (not timed).
-    const before = yield* json(`${base}/_state`)
-    const known = new Set((before.body.accounts as ReadonlyArray<{ id: string }>).map((a) => a.id))
+    // 1. The generated account (listed first: the next `one_account` consent reaches it), and a grant for it (not timed).
+    const state = yield* json(`${base}/_state`)
     const arrived = yield* json(`${base}/_state`, {
       method: "PATCH",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ arrive: { kind: "generated_account", ads: ADS } })
     })
-    if (arrived.status !== 200) return yield* Effect.fail(new Error(`generated_account: ${arrived.status} ${JSON.stringify(arrived.body)}`))
-    const after = yield* json(`${base}/_state`)
-    const account = (after.body.accounts as ReadonlyArray<{ id: string; currency: string; name?: string }>).find((a) => !known.has(a.id))
-    if (account === undefined) return yield* Effect.fail(new Error("the sandbox generated no new account"))
+    if (arrived.status !== 201) return yield* Effect.fail(new Error(`generated_account: ${arrived.status} ${JSON.stringify(arrived.body)}`))
+    const account = arrived.body.account as { readonly id: string; readonly currency: string; readonly ads: number }
     const redirect = "http://127.0.0.1/callback"
     const consent = yield* json(
-      `${base}/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirect)}&state=bench&account=${account.id}`,
+      `${base}/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirect)}&state=bench`,
       {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ persona: "generated", decision: "approve" }).toString(),
+        body: new URLSearchParams({ persona: "one_account", decision: "approve" }).toString(),
         redirect: "manual"
       }
-    ).pipe(Effect.catchDefect(() => Effect.succeed({ status: 0, location: null, body: null })))
+    )
     const code = new URL(consent.location ?? "http://invalid/").searchParams.get("code")
     if (code === null) return yield* Effect.fail(new Error(`consent gave no code (${consent.status})`))
     const token = yield* json(`${base}/oauth/token`, {
@@ -129,8 +127,8 @@ const main = (sandboxUrl: string) =>
         grant_type: "authorization_code",
         code,
         redirect_uri: redirect,
-        client_id: after.body.app.client_id,
-        client_secret: after.body.app.client_secret
+        client_id: state.body.app.client_id,
+        client_secret: state.body.app.client_secret
       })
     })
     const workspaceId = crypto.randomUUID()
@@ -141,7 +139,7 @@ const main = (sandboxUrl: string) =>
       profileId,
       provider: "adplatform",
       accountId: account.id,
-      displayName: account.name ?? account.id,
+      displayName: `Generated ${account.id}`,
       currency: account.currency,
       timezone: "UTC",
       providerUserId: null,

@@ -8,6 +8,8 @@ import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLive } from "../../cluster/runner.ts"
 import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
+import { ConnectionSessions } from "../connections/sessions.ts"
+import { SyncWorker } from "../connections/sync/worker.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -15,6 +17,8 @@ import { DatabaseLive } from "../platform/database.ts"
 import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
+import { AdPlatformLayer } from "../providers/adplatform/live.ts"
+import { ProviderOAuthLayer } from "../providers/oauth/live.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -29,11 +33,21 @@ const RequestLimitsLive = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
+/**
+ * Works the provider sync queue in the background (decision 0058). The provider layers are
+ * shared by reference within a build: one HTTP client, one rate bucket per connection.
+ */
+const SyncLive = SyncWorker.layer.pipe(
+  Layer.provide(ConnectionSessions.layer),
+  Layer.provide([AdPlatformLayer, ProviderOAuthLayer, SecretBox.layer])
+)
+
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
+  SyncLive,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
   RateLimiterLive,
