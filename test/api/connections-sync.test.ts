@@ -240,7 +240,11 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           const sql = yield* SqlClient
           yield* clearFaults
           const fixture = yield* personProfile
-          const { connectionId } = yield* connect(fixture)
+          const { connectionId, accountId } = yield* connect(fixture)
+          // Spend shows in the profile's currency: the account's here, so no rate is needed.
+          const account = yield* sandboxAccount(accountId)
+          yield* sql`UPDATE profiles SET currency = ${account.currency} WHERE id = ${fixture.profileId}`
+          yield* sql`UPDATE workspaces SET reporting_currency = ${account.currency} WHERE id = ${fixture.workspaceId}`
           const [queued] = yield* trigger(fixture, { connection_id: connectionId })
           assert.strictEqual((yield* settled(fixture, queued.job_id)).status, "done")
           const expected = yield* sql<any>`
@@ -271,9 +275,12 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
             assert.strictEqual(shown.learning_stage_status, row.learning_stage_status)
             assert.strictEqual(shown.campaign_objective, row.objective)
           }
+          const [total] = yield* sql<any>`
+            SELECT sum(amount)::text AS spend FROM ad_spend
+            WHERE profile_id = ${fixture.profileId} AND day >= (now() AT TIME ZONE 'UTC')::date - 6`
           const overview = yield* send(fixture.key, "GET", `/api/v1/overview?${lastWeek()}`)
           assert.strictEqual(overview.status, 200, overview.text)
-          assert.include(overview.text, "\"spend\"")
+          assert.strictEqual(Number(overview.json.data.current.spend), Number(total.spend), overview.text)
         }))
 
       it.effect("ad referrals accept a synced ad and answer 422 unknown_ad for an id the sync never brought", () =>
