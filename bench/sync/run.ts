@@ -16,8 +16,9 @@
  *    written, renewals, success), timed.
  *
  * Printed: rows and rows/s per job, wall time, the process's peak RSS sampled every 50 ms (memory
- * bounded: pages are streamed, never held), the HTTP calls, 429s and 5xx the proxy saw, and the
- * job's attempts (1 = no retry budget exhausted). A job that does not end `done` in one attempt,
+ * bounded: pages are streamed, never held), the HTTP calls, 429s and 5xx the proxy saw, the
+ * job's attempts (1 = no retry budget exhausted), and the CPU seconds of this process, the sandbox
+ * process and PostgreSQL (whole processes: the proxy runs in this one). A job that does not end `done` in one attempt,
  * or whose written rows differ from the database's count, fails the run. The profile's rows are
  * deleted at the end (BENCH_KEEP=1 keeps them).
  */
@@ -37,7 +38,7 @@ import { AdPlatformLayer } from "../../src/providers/adplatform/live.ts"
 import { ProviderEndpoints } from "../../src/providers/endpoints.ts"
 import { ProviderHttp } from "../../src/providers/http.ts"
 import { ProviderOAuthLive } from "../../src/providers/oauth/live.ts"
-import { fmt, freePort, HOST, intFromEnv, runInProcessBench, sleep, startProcess, stopProcess } from "../support.ts"
+import { commandCpuMs, fmt, freePort, HOST, intFromEnv, processCpuMs, runInProcessBench, sleep, startProcess, stopProcess } from "../support.ts"
 
 const ADS = intFromEnv("BENCH_ADS", 5_000, 100_000)
 const DAYS = intFromEnv("BENCH_DAYS", 396, 1_000)
@@ -89,6 +90,13 @@ const json = (url: string, init: RequestInit = {}) =>
     const isJson = (response.headers.get("content-type") ?? "").includes("json") && text.length > 0
     return { status: response.status, location: response.headers.get("location"), body: isJson ? JSON.parse(text) : null }
   })
+
+/** CPU ms so far of this process, the sandbox process and PostgreSQL (same machine, from /proc). */
+const cpuNow = () => ({
+  service: processCpuMs(process.pid) ?? 0,
+  sandbox: processCpuMs(sandboxProcess.child.pid) ?? 0,
+  postgres: commandCpuMs("postgres") ?? 0
+})
 
 const main = (sandboxUrl: string) =>
   Effect.gen(function*() {
@@ -162,6 +170,7 @@ const main = (sandboxUrl: string) =>
         const [queued] = yield* jobs.enqueue(profileId, [connectionId], kind, windowDays, "bench")
         if (queued === undefined) return yield* Effect.fail(new Error(`no ${kind} job queued`))
         const calls = { ...seen }
+        const cpu = cpuNow()
         const started = performance.now()
         const { value: outcome, peakMb } = yield* peakRss(worker.runNext)
         const seconds = (performance.now() - started) / 1000
@@ -177,6 +186,11 @@ const main = (sandboxUrl: string) =>
           `${kind.padEnd(9)} ${fmt(rows).padStart(10)} rows  ${fmt(seconds, 2).padStart(7)} s  ${fmt(rows / seconds).padStart(8)} rows/s  ` +
             `peak RSS ${fmt(peakMb)} MB  calls ${fmt(seen.calls - calls.calls)}  429 ${seen.throttled - calls.throttled}  ` +
             `5xx ${seen.failed - calls.failed}  attempts ${job.attempts}`
+        )
+        const used = cpuNow()
+        console.log(
+          `          CPU s: service ${fmt((used.service - cpu.service) / 1000, 1)}, sandbox ${fmt((used.sandbox - cpu.sandbox) / 1000, 1)}, ` +
+            `postgres ${fmt((used.postgres - cpu.postgres) / 1000, 1)}`
         )
         return { rows, seconds }
       })

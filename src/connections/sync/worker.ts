@@ -11,7 +11,8 @@
  *   says; insights (spend, impressions, clicks, the platform's reported conversions and chats)
  *   only while the profile's `svc_attribution` is on, checked before every batch: while off an
  *   insights or backfill job is cancelled with `attribution_disabled`.
- * - Pages are streamed and written `batchSize` rows at a time: memory holds one batch.
+ * - Pages are streamed and written `batchSize` rows at a time, the next pages read while a batch
+ *   is written (at most two batches ahead): memory holds a few batches, never an account.
  * - A dead grant reports the connection `reconnect_required` and fails the job for good; a
  *   throttle or an outage queues it again after a jittered backoff (at least the provider's
  *   `Retry-After`); a refusal or a missing permission fails it for good.
@@ -139,6 +140,12 @@ export class SyncWorker extends Context.Service<SyncWorker, {
         return Math.min(600, base * (0.5 + Math.random() / 2))
       }
 
+      /**
+       * Batches of `batchSize` rows; the provider's next pages are read while a batch is written,
+       * at most two batches ahead (bounded memory; the reading fiber ends with the stream).
+       */
+      const batches = <A, E>(rows: Stream.Stream<A, E>) => rows.pipe(Stream.grouped(batchSize), Stream.buffer({ capacity: 2 }))
+
       const runJob = Effect.fn("SyncWorker.runJob")(function*(job: ClaimedSyncJob) {
         yield* Effect.annotateCurrentSpan({
           "svc.profile_id": job.profile_id,
@@ -167,20 +174,17 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
         if (job.kind === "structure" || job.kind === "manual") {
           yield* renew({ ...progress, phase: "structure" })
-          yield* platform.campaigns(session).pipe(
-            Stream.grouped(batchSize),
+          yield* batches(platform.campaigns(session)).pipe(
             Stream.runForEach((batch) =>
               Effect.flatMap(structure.upsertCampaigns(scope, batch), (n) => renew({ ...progress, campaigns: progress.campaigns + n }))
             )
           )
-          yield* platform.adSets(session).pipe(
-            Stream.grouped(batchSize),
+          yield* batches(platform.adSets(session)).pipe(
             Stream.runForEach((batch) =>
               Effect.flatMap(structure.upsertAdSets(scope, batch), (n) => renew({ ...progress, ad_sets: progress.ad_sets + n }))
             )
           )
-          yield* platform.ads(session).pipe(
-            Stream.grouped(batchSize),
+          yield* batches(platform.ads(session)).pipe(
             Stream.runForEach((batch) => Effect.flatMap(structure.upsertAds(scope, batch), (n) => renew({ ...progress, ads: progress.ads + n })))
           )
         }
@@ -214,8 +218,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
                 })))
                 yield* renew({ ...progress, insight_rows: progress.insight_rows + batch.length })
               })
-            const exit = yield* platform.insights(session, range).pipe(
-              Stream.grouped(batchSize),
+            const exit = yield* batches(platform.insights(session, range)).pipe(
               Stream.runForEach(write),
               Effect.exit
             )
