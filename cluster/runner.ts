@@ -16,6 +16,9 @@ import type { DatabaseUnavailable } from "../schema/errors.ts"
 import type { ClusterStatusInfo } from "../schema/rpc.ts"
 import { NightlySyncLive } from "../src/connections/sync/cron.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
+import { SecretBox } from "../src/platform/secret-box.ts"
+import { ProviderOAuthLayer } from "../src/providers/oauth/live.ts"
+import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
 
@@ -93,13 +96,19 @@ export class ClusterStatus extends Context.Service<ClusterStatus, {
 }
 
 /**
- * Sharding for `AppConfig.cluster.mode`, with the Profile entity and the nightly provider sync
- * (decision 0058) registered and `ClusterStatus` alongside.
+ * Sharding for `AppConfig.cluster.mode`, with the Profile and HandOff entities and the nightly
+ * provider sync (decision 0058) registered and `ClusterStatus` alongside.
  */
 export const ClusterLive: Layer.Layer<
   Sharding.Sharding | ClusterStatus,
   Config.ConfigError | SocketServerError,
   AppConfig | SqlClient
-> = Layer.mergeAll(ProfileLive, NightlySyncLive, ClusterStatus.layer).pipe(
+> = Layer.mergeAll(
+  ProfileLive,
+  // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.
+  HandOffLive.pipe(Layer.provide([ProviderOAuthLayer, SecretBox.layer])),
+  NightlySyncLive,
+  ClusterStatus.layer
+).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )

@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { isUuid } from "../../schema/common.ts"
 import { Connection } from "../../schema/connections.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Keyset } from "../platform/pagination.ts"
@@ -129,13 +130,14 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
                 ORDER BY c.created_at, c.id LIMIT ${limit + 1}`
         }))
 
+      // An id that is not a uuid names nothing (and must not reach a uuid cast).
       const view = (profileId: string, id: string) =>
-        firstWire(sql`SELECT ${columns} FROM connections c
+        !isUuid(id) ? Effect.succeed(Option.none()) : firstWire(sql`SELECT ${columns} FROM connections c
                       LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
                       WHERE c.profile_id = ${profileId} AND c.id = ${id}`)
 
       const find = (id: string) =>
-        firstRecord(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id WHERE c.id = ${id}`)
+        !isUuid(id) ? Effect.succeed(Option.none()) : firstRecord(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id WHERE c.id = ${id}`)
 
       const upsertFromGrant = (input: NewConnection) =>
         Effect.flatMap(

@@ -72,11 +72,16 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
           return yield* Effect.fail(revoked(record, "session"))
         }
         const base = { provider, connectionId: record.id, accountId: record.external_account_id }
+        // A token sealed under another key (a replaced SVC_SECRETS_KEY) cannot be used: the grant needs a reconnect.
+        const open = (sealed: string) =>
+          Effect.try({ try: () => Redacted.make(box.open(sealed)), catch: () => revoked(record, "session") }).pipe(
+            Effect.tapError(() => reportAuthRevoked(record.id, "token_unreadable"))
+          )
         const expiresAt = record.token_expires_at === null ? null : Date.parse(record.token_expires_at)
         if (expiresAt === null || expiresAt - Date.now() > REFRESH_MARGIN_MS || record.refresh_token_sealed === null) {
-          return { ...base, accessToken: Redacted.make(box.open(record.access_token_sealed)) }
+          return { ...base, accessToken: yield* open(record.access_token_sealed) }
         }
-        const refreshed = yield* oauth.refresh(provider, Redacted.make(box.open(record.refresh_token_sealed))).pipe(
+        const refreshed = yield* oauth.refresh(provider, yield* open(record.refresh_token_sealed)).pipe(
           Effect.tapError((error) =>
             error._tag === "ProviderAuthRevoked" ? reportAuthRevoked(record.id, "refresh_refused") : Effect.void
           )

@@ -15,7 +15,7 @@ import { MeApi } from "../auth/me/api.ts"
 import { OnboardingApi } from "../onboarding/api.ts"
 import { PasswordPagesApi, PasswordsApi, PeopleAdminApi } from "../people/api.ts"
 import { Csrf, SessionsApi } from "../auth/sessions/api.ts"
-import { ConnectionsApi } from "../connections/api.ts"
+import { ConnectPagesApi, ConnectionsApi, HooksApi } from "../connections/api.ts"
 import { ConnectionSyncApi } from "../connections/sync/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
@@ -87,6 +87,10 @@ export const Api = HttpApi.make("svc")
   .add(PasswordPagesApi)
   // The web tracker's collector: public, the tracking key in the body (decision 0031).
   .add(CollectorApi)
+  // A connect hand-off's browser side (the /h link, the provider's redirect) and the providers'
+  // signed callbacks: public, the hand-off's state or the provider's signature is the credential (decision 0057).
+  .add(ConnectPagesApi)
+  .add(HooksApi)
   // A body key no schema names is refused (400 naming it), as the published description's
   // `additionalProperties: false` says; objects that take other keys say so in their schema
   // (`openObject`, decision 0048). Bodies only: query strings and headers keep their defaults.

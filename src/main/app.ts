@@ -15,7 +15,7 @@ import { AttributionHandlers } from "../attribution/recompute/handlers.ts"
 import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
 import { MeHandlers } from "../auth/me/handlers.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
-import { ConnectionsHandlers } from "../connections/handlers.ts"
+import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
 import { ConnectionSyncHandlers } from "../connections/sync/handlers.ts"
 import { CustomersHandlers } from "../customers/handlers.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
@@ -52,6 +52,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     AdminHandlers,
     ConnectionsHandlers,
     ConnectionSyncHandlers,
+    ConnectPagesHandlers,
+    HooksHandlers,
     TenancyHandlers,
     ApiKeysHandlers,
     MembersHandlers,

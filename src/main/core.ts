@@ -18,6 +18,8 @@ import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { AdPlatformLayer } from "../providers/adplatform/live.ts"
+import { LeadSource } from "../connections/hooks/leads.ts"
+import { ProviderEndpoints } from "../providers/endpoints.ts"
 import { ProviderOAuthLayer } from "../providers/oauth/live.ts"
 
 /** Applies pending migrations before anything else touches the database. */
@@ -42,9 +44,13 @@ const SyncLive = SyncWorker.layer.pipe(
   Layer.provide([AdPlatformLayer, ProviderOAuthLayer, SecretBox.layer])
 )
 
+/** The provider clients (decision 0055): one instance per process, shared by the entities and the routes. */
+const ProvidersLive = Layer.mergeAll(ProviderOAuthLayer, ProviderEndpoints.layer, LeadSource.layer)
+
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
+  ProvidersLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
   SyncLive,

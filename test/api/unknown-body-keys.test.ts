@@ -31,6 +31,8 @@ const OPEN_OBJECTS = [
   `POST /t/collect ${JSON_TYPE} body`,
   `POST /t/collect ${JSON_TYPE} body.attribution`,
   `POST /t/collect ${JSON_TYPE} body.properties`,
+  // A provider's callback is the provider's own format, read raw and signed (decision 0057).
+  `POST /hooks/{provider} ${JSON_TYPE} body`,
   // OAuth: unrecognized parameters are ignored (RFC 6749 section 3.1, RFC 7591 section 2).
   `POST /oauth/token ${FORM_TYPE} body`,
   `POST /oauth/token ${JSON_TYPE} body`,

@@ -46,6 +46,8 @@ export type KeysToRevoke =
   | { readonly kind: "app"; readonly appId: string }
   /** Every key of the workspace. */
   | { readonly kind: "workspace"; readonly workspaceId: string }
+  /** The app's keys on the profile minted before `keyId` (its older generations; a connection's grant given up). */
+  | { readonly kind: "app_older_on_profile"; readonly appId: string; readonly profileId: string; readonly keyId: string }
   /** Keys minted under a grant that carry any scope beyond `keepingScopes` (a narrowed grant). */
   | { readonly kind: "grant"; readonly grantId: string; readonly keepingScopes: ReadonlyArray<Scope> }
   /** Delegated keys (minted for an app) of the profile carrying any of `scopes`. */
@@ -229,6 +231,9 @@ export class ApiKeysRepo extends Context.Service<ApiKeysRepo, {
             return sql`oauth_app_id = ${which.appId}`
           case "workspace":
             return sql`workspace_id = ${which.workspaceId}`
+          case "app_older_on_profile":
+            return sql`oauth_app_id = ${which.appId} AND profile_id = ${which.profileId} AND id <> ${which.keyId}
+                       AND created_at < (SELECT k.created_at FROM api_keys k WHERE k.id = ${which.keyId})`
           case "grant":
             return sql`grant_id = ${which.grantId} AND NOT (scopes <@ ${which.keepingScopes}::text[])`
           case "delegated_on_profile":

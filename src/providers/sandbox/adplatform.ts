@@ -578,16 +578,20 @@ const stateOf = (world: World) => ({
 const patchObject = (world: World, object: Readonly<Record<string, unknown>> & { readonly id: string }): SandboxReply | undefined => {
   const target = world.campaigns.get(object.id) ?? world.adSets.get(object.id) ?? world.ads.get(object.id)
   if (target === undefined) return notFound(`object ${object.id}`)
-  if ("learning_stage_status" in target && object["learning_stage_status"] !== undefined) {
-    const stage = LEARNING.find((candidate) => candidate === object["learning_stage_status"])
-    if (stage === undefined) return invalid("learning_stage_status must be LEARNING, SUCCESS or FAIL")
-    target.learning_stage_status = stage
+  const stageInput = object["learning_stage_status"]
+  const stage = LEARNING.find((candidate) => candidate !== null && candidate === stageInput)
+  if (stageInput !== undefined && (!("learning_stage_status" in target) || stage === undefined)) {
+    return invalid("learning_stage_status (ad sets) must be LEARNING, SUCCESS or FAIL")
   }
-  if ("objective" in target && object["objective"] !== undefined) {
-    if (typeof object["objective"] !== "string") return invalid("objective must be a string")
-    target.objective = object["objective"]
+  const objective = object["objective"]
+  if (objective !== undefined && (!("objective" in target) || typeof objective !== "string")) {
+    return invalid("objective (campaigns) must be a string")
   }
-  return applyFields(target, object, STATUSES)
+  const refused = applyFields(target, object, STATUSES)
+  if (refused !== undefined) return refused
+  if ("learning_stage_status" in target && stage !== undefined) target.learning_stage_status = stage
+  if ("objective" in target && typeof objective === "string") target.objective = objective
+  return undefined
 }
 
 const defaultLeadFields = (n: number) => [

@@ -1,0 +1,33 @@
+/** The owner of `provider_events`: provider callback event ids already handled, so a redelivery writes once. */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { atDatabaseBoundary, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+
+export class ProviderEventsRepo extends Context.Service<ProviderEventsRepo, {
+  readonly seen: (provider: string, eventId: string) => Effect.Effect<boolean, DatabaseUnavailable>
+  /** Records the event id; false when it was already there (in the caller's transaction: what it causes commits with it). */
+  readonly claim: (provider: string, eventId: string, connectionId: string | null) => Effect.Effect<boolean, DatabaseUnavailable>
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
+}>()("svc/ProviderEventsRepo") {
+  static readonly layer = Layer.effect(ProviderEventsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const seen = (provider: string, eventId: string) =>
+        Effect.map(
+          sql`SELECT 1 AS seen FROM provider_events WHERE provider = ${provider} AND event_id = ${eventId}`,
+          (rows) => rows.length > 0
+        )
+      const claim = (provider: string, eventId: string, connectionId: string | null) =>
+        Effect.map(
+          sql`INSERT INTO provider_events (provider, event_id, connection_id) VALUES (${provider}, ${eventId}, ${connectionId})
+              ON CONFLICT (provider, event_id) DO NOTHING RETURNING event_id`,
+          (rows) => rows.length > 0
+        )
+      return {
+        ...atDatabaseBoundary({ seen, claim }),
+        transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
+      }
+    })
+  )
+}

@@ -1,0 +1,119 @@
+/**
+ * A profile's connections: the list, disconnect (the push channel stopped, `connection.revoked`,
+ * an audit entry) and giving up an app's grant on one (decision 0057).
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import {
+  type DatabaseUnavailable,
+  InsufficientScope,
+  InvalidState,
+  NotFound
+} from "../../schema/errors.ts"
+import { AuditLog } from "../audit/repo.ts"
+import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
+import { CredentialStore, type PrincipalShape, type ProfileContext } from "../auth/principal.ts"
+import { OutboxRepo } from "../events/outbox/repo.ts"
+import { ProviderOAuth } from "../providers/oauth/port.ts"
+import { CONNECTION_REVOKED, connectionEvent } from "./events.ts"
+import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
+import { ConnectionSessions, factsOf } from "./sessions.ts"
+
+export class Connections extends Context.Service<Connections, {
+  readonly disconnect: (
+    principal: PrincipalShape,
+    profile: ProfileContext,
+    id: string
+  ) => Effect.Effect<{ readonly id: string; readonly provider: string }, NotFound | InsufficientScope | InvalidState | DatabaseUnavailable>
+  readonly releaseGrant: (
+    principal: PrincipalShape,
+    profile: ProfileContext,
+    id: string
+  ) => Effect.Effect<{ readonly released: boolean; readonly revokedKeys: number }, NotFound | InsufficientScope | DatabaseUnavailable>
+}>()("svc/Connections") {
+  static readonly layer = Layer.effect(Connections)(
+    Effect.gen(function*() {
+      const repo = yield* ConnectionsRepo
+      const outbox = yield* OutboxRepo
+      const audit = yield* AuditLog
+      const keys = yield* ApiKeysRepo
+      const credentials = yield* CredentialStore
+      const sessions = yield* ConnectionSessions
+      const oauth = yield* ProviderOAuth
+
+      const notFound = () => new NotFound({ message: "No such connection." })
+
+      const ofProfile = (profile: ProfileContext, id: string) =>
+        Effect.flatMap(repo.find(id), (found): Effect.Effect<ConnectionRecord, NotFound> =>
+          Option.isSome(found) && found.value.profile_id === profile.profileId && !found.value.disconnected
+            ? Effect.succeed(found.value)
+            : Effect.fail(notFound()))
+
+      const disconnect = Effect.fn("Connections.disconnect")(function*(principal: PrincipalShape, profile: ProfileContext, id: string) {
+        const record = yield* ofProfile(profile, id)
+        if (principal.kind === "api_key" && principal.oauthAppId !== null && record.provisioned_by_app_id !== principal.oauthAppId) {
+          return yield* new InsufficientScope({
+            message: "An app key may disconnect only on profiles its app provisioned.",
+            reason: "not_provisioning_app"
+          })
+        }
+        if (yield* repo.syncRunning(id)) {
+          return yield* new InvalidState({ message: "A sync of this connection is running; retry when it ends.", reason: "sync_running" })
+        }
+        // Stop the push channel first, while the token still opens; a dead grant has no channel left to stop.
+        yield* sessions.session(id).pipe(
+          Effect.flatMap((session) => oauth.unsubscribe(session)),
+          Effect.catch((error) =>
+            error._tag === "DatabaseUnavailable"
+              ? Effect.fail(error)
+              : Effect.logWarning("push channel unsubscribe failed", { connectionId: id, error: error._tag }))
+        )
+        yield* repo.transaction(Effect.gen(function*() {
+          const changed = yield* repo.disconnect(id)
+          if (!changed) return yield* Effect.fail(notFound())
+          yield* outbox.insert([connectionEvent(CONNECTION_REVOKED, factsOf(record), "disconnected")])
+          yield* audit.record({
+            actor: principal,
+            action: "connection.disconnected",
+            targetKind: "connection",
+            targetId: id,
+            workspaceId: record.workspace_id,
+            profileId: record.profile_id,
+            details: { provider: record.provider, provider_account_id: record.external_account_id }
+          })
+        }))
+        return { id, provider: record.provider }
+      })
+
+      const releaseGrant = Effect.fn("Connections.releaseGrant")(function*(principal: PrincipalShape, profile: ProfileContext, id: string) {
+        const record = yield* ofProfile(profile, id)
+        if (principal.kind !== "api_key" || principal.oauthAppId === null) {
+          return yield* new InsufficientScope({
+            message: "Only an app's key gives up the app's grant on a connection; a profile's own key disconnects instead.",
+            reason: "app_key_required"
+          })
+        }
+        const appId = principal.oauthAppId
+        const result = yield* repo.transaction(Effect.gen(function*() {
+          const released = yield* repo.releaseAppGrant(id)
+          const revoked = yield* keys.revokeKeys({ kind: "app_older_on_profile", appId, profileId: record.profile_id, keyId: principal.keyId })
+          if (released || revoked.length > 0) {
+            yield* audit.record({
+              actor: principal,
+              action: "connection.app_grant_released",
+              targetKind: "connection",
+              targetId: id,
+              workspaceId: record.workspace_id,
+              profileId: record.profile_id,
+              details: { provider: record.provider, revoked_keys: revoked.length }
+            })
+          }
+          return { released, revokedKeys: revoked.length }
+        }))
+        if (result.revokedKeys > 0) yield* credentials.forget
+        return result
+      })
+
+      return { disconnect, releaseGrant }
+    })
+  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AuditLog.layer, ApiKeysRepo.layer, ConnectionSessions.layer]))
+}
