@@ -1,19 +1,17 @@
 /**
  * Provider sync end to end through the sandbox ad platform served by the app itself (decision
- * 0058): an ad account is connected with a grant from the sandbox's own consent and token
- * endpoints, syncs are triggered over HTTP and worked by the background worker, and what they
+ * 0058): an ad account is connected through a connect hand-off and the sandbox's consent page,
+ * syncs are triggered over HTTP and worked by the background worker, and what they
  * wrote is compared with the sandbox's `_state`. Faults (throttle, token death) come from the
  * sandbox's `_faults`; a dead runner is a job left `running` under a lease that expires.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { ConnectionsRepo } from "../../src/connections/repo.ts"
 import { SyncWorker, SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/connections/sync/worker.ts"
-import { SecretBox } from "../../src/platform/secret-box.ts"
-import { call } from "../support/app.ts"
+import { call, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { serveAppOnOwnPort } from "../support/providers.ts"
+import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -59,61 +57,34 @@ const setFaults = (faults: Record<string, unknown>) =>
 
 const clearFaults = setFaults({ throttle: 0, error_rate: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
 
+/** Follows one redirect hop of the served app or the sandbox, not further. */
+const hop = (target: string) =>
+  Effect.promise(async () => {
+    const response = await fetch(target, { redirect: "manual" })
+    await response.text()
+    return { status: response.status, location: response.headers.get("location") }
+  })
+
 /**
- * A grant from the sandbox's consent page and token endpoint, stored as a live connection of the
- * profile through the connections repository (as a hand-off's callback stores it).
+ * Connects the sandbox's ad account through a connect hand-off, as a person would: mint, consent
+ * at the sandbox, back through the service's callback; the poll names the connection.
  */
-const connect = (fixture: SeededProfile) =>
+const connect = (fixture: Fixture) =>
   Effect.gen(function*() {
-    const redirect = "http://127.0.0.1/callback"
-    const consent = yield* call(`/sandbox/adplatform/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirect)}&state=s1`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ persona: "one_account", decision: "approve" }).toString(),
-      redirect: "manual"
-    })
-    assert.strictEqual(consent.status, 303, consent.text)
-    const code = new URL(consent.headers.get("location") ?? "").searchParams.get("code") ?? ""
-    const state = yield* sandbox("GET", "/_state")
-    const token = yield* call("/sandbox/adplatform/oauth/token", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        grant_type: "authorization_code",
-        code,
-        redirect_uri: redirect,
-        client_id: state.json.app.client_id,
-        client_secret: state.json.app.client_secret
-      })
-    })
-    assert.strictEqual(token.status, 200, token.text)
-    const me = yield* call("/sandbox/adplatform/v1/me", { headers: { authorization: `Bearer ${token.json.access_token}` } })
-    assert.strictEqual(me.status, 200, me.text)
-    const account = me.json.accounts[0]
-    const box = yield* SecretBox
-    const repo = yield* ConnectionsRepo
-    const { id } = yield* repo.upsertFromGrant({
-      profileId: fixture.profileId,
-      provider: "adplatform",
-      accountId: account.id,
-      displayName: account.name,
-      currency: account.currency,
-      timezone: account.timezone,
-      providerUserId: me.json.user_id,
-      tokens: {
-        accessTokenSealed: box.seal(token.json.access_token),
-        refreshTokenSealed: token.json.refresh_token ? box.seal(token.json.refresh_token) : null,
-        expiresAt: new Date(Date.now() + Number(token.json.expires_in ?? 3600) * 1000),
-        scopes: String(token.json.scope ?? "").split(" ").filter((s) => s.length > 0)
-      },
-      appId: null,
-      handoffId: null,
-      shop: null,
-      status: "active",
-      statusReason: null
-    })
-    return { connectionId: id, accountId: account.id as string }
-  }).pipe(Effect.provide(ConnectionsRepo.layer))
+    const sql = yield* SqlClient
+    const { url } = yield* TestServer
+    const minted = yield* send(fixture.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` })
+    assert.strictEqual(minted.status, 201, minted.text)
+    const consent = yield* driveConsent(minted.json.data.start_url)
+    assert.strictEqual(consent.status, 303)
+    const back = yield* hop(consent.location ?? "")
+    assert.strictEqual(back.status, 302)
+    const poll = yield* send(fixture.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
+    assert.strictEqual(poll.json.data.status, "success", poll.text)
+    const connectionId: string = poll.json.data.result.connection_id
+    const [row] = yield* sql<{ account: string }>`SELECT external_account_id AS account FROM connections WHERE id = ${connectionId}`
+    return { connectionId, accountId: row?.account ?? "" }
+  })
 
 const trigger = (fixture: Fixture, body: Record<string, unknown>) =>
   Effect.map(send(fixture.key, "POST", "/api/v1/connections/sync", body), (response) => {
