@@ -161,7 +161,7 @@ const referencePage = (): string => {
 <script src="${escape(ownAssets.init.path)}" defer></script>
 </head><body>
 <nav class="docs-bar"><strong>${escape(spec.info.title)} ${escape(spec.info.version)}</strong>
-<a href="/api/v1/openapi.json">openapi.json</a><a href="/docs/errors">Error codes</a></nav>
+<a href="/api/v1/openapi.json">openapi.json</a><a href="/docs/errors">Error codes</a><a href="/docs/sandbox">Demo with the sandbox providers</a></nav>
 <div id="swagger-ui"></div>
 <noscript><p>The interactive reference needs JavaScript. Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>;
 errors: <a href="/docs/errors">/docs/errors</a>.</p>${operationIndex()}</noscript>
@@ -186,6 +186,34 @@ Branch on <code>code</code>, not on the status alone: <code>not_found</code> als
   )
 }
 
+/** How to demo the product with no real account (docs/sandbox-providers.md has the whole contract). */
+const sandboxPage = (): string =>
+  page(
+    "Demo with the sandbox providers",
+    `<h1>Demo with the sandbox providers</h1>
+<p><a href="/docs">API reference</a> · <a href="/docs/errors">Error codes</a></p>
+<p>With <code>SVC_PROVIDERS=sandbox</code> (the default while no real provider is configured) the service connects to
+simulated providers served by itself under <code>/sandbox/&lt;provider&gt;/</code> (or by <code>npm run sandbox</code>
+on <code>SVC_SANDBOX_PORT</code>, with <code>SVC_SANDBOX_URL</code> pointing at it): an ad platform with accounts
+<code>act_1001</code> (USD) and <code>act_1002</code> (EUR), campaigns, ad sets, ads, daily insights and spend, lead forms,
+and the other provider kinds. Seeded and deterministic; nothing real is touched.</p>
+<ol>
+<li>Start the service (<code>npm start</code>) and make an API key (<code>npm run cli -- quickstart</code>).</li>
+<li>Mint a connect hand-off: <code>POST /api/v1/connections/adplatform/handoff</code>; open its <code>start_url</code> in a
+browser, pick a persona (<code>one_account</code>, <code>two_accounts</code>, <code>no_manage_ads_permission</code>) and Approve.</li>
+<li>See the connection (<code>GET /api/v1/connections</code>), sync it (<code>POST /api/v1/connections/sync</code>), then
+spend, ROAS and CAC in <code>GET /api/v1/campaigns</code> and <code>GET /api/v1/overview</code>.</li>
+<li>Act as the provider: <code>GET /sandbox/adplatform/_state</code> shows its objects;
+<code>PATCH /sandbox/adplatform/_state</code> with <code>{"objects":[{"id":"ad_1001_1_1_1","status":"paused"}]}</code>
+edits one by hand, with <code>{"arrive":{"kind":"lead","ad_id":"ad_1001_3_1_1"}}</code> submits a lead form (pushed,
+signed, to <code>/hooks/adplatform</code>); <code>POST /sandbox/adplatform/_faults</code> with <code>{"throttle":3}</code>,
+<code>{"error_rate":0.5}</code>, <code>{"timeout_ms":2000}</code>, <code>{"missing_permission":true}</code> or
+<code>{"revoke_tokens":true}</code> makes it misbehave.</li>
+</ol>
+<p>Callbacks are signed with HMAC-SHA256 over the raw body under the sandbox app's client secret,
+<code>hex(HMAC-SHA256(SVC_SANDBOX_SECRET, "&lt;provider&gt;"))</code>, shown in <code>_state.app</code>.</p>`
+  )
+
 /** Rendered once per process (the document does not change while it runs). */
 const html = (body: () => string) => {
   let rendered: string | undefined
@@ -199,5 +227,6 @@ const html = (body: () => string) => {
 export const DocsRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/docs", html(referencePage)),
   HttpRouter.add("GET", "/docs/errors", html(errorsPage)),
+  HttpRouter.add("GET", "/docs/sandbox", html(sandboxPage)),
   ...[...Object.values(vendorAssets), ...Object.values(ownAssets)].map(assetRoute)
 )

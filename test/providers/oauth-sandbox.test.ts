@@ -110,4 +110,12 @@ layer(serveAppOnOwnPort(), { timeout: "60 seconds", excludeTestServices: true })
       const unknown = yield* call("/sandbox/nosuch/_state")
       assert.strictEqual(unknown.status, 404)
     }))
+
+  it.effect("/docs/sandbox says how to demo with the sandbox providers", () =>
+    Effect.gen(function*() {
+      const page = yield* call("/docs/sandbox")
+      assert.strictEqual(page.status, 200)
+      assert.include(page.text, "/sandbox/adplatform/_faults")
+      assert.include((yield* call("/docs")).text, `href="/docs/sandbox"`)
+    }))
 })

@@ -104,8 +104,9 @@ export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
     schema: S,
     query?: Readonly<Record<string, string>>
   ): Stream.Stream<S["Type"], ProviderError> =>
+    // A page is decoded at once (one effect per page, not per row: insights run to millions of rows).
     http.pages(request(session, operation, { method: "GET", path, query })).pipe(
-      Stream.mapEffect(decodeAnswer(schema, facts(operation)))
+      Stream.mapArrayEffect(decodeAnswer(Schema.NonEmptyArray(schema), facts(operation)))
     )
 
   const one = <S extends Schema.Top & { readonly DecodingServices: never }>(

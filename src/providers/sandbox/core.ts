@@ -76,6 +76,8 @@ interface ProviderSandbox {
   faults: Faults
   random: () => number
   writeCount: number
+  /** API calls answered, and how many of them the rate limit or a fault refused. */
+  readonly counters: { api_calls: number; rate_limited: number; faulted: number }
   readonly deliveries: Array<Delivery>
   nextGrant: number
 }
@@ -151,6 +153,7 @@ export const makeSandboxes = (options: SandboxesOptions) => {
       faults: noFaults(),
       random: seededRandom(17),
       writeCount: 0,
+      counters: { api_calls: 0, rate_limited: 0, faulted: 0 },
       deliveries: [],
       nextGrant: 1
     })
@@ -327,6 +330,7 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       const window = sandbox.windows.get(accessToken)
       if (window === undefined || now - window.start >= 1000) sandbox.windows.set(accessToken, { start: now, count: 1 })
       else if (window.count >= SANDBOX_RATE_LIMIT_PER_SECOND) {
+        sandbox.counters.rate_limited++
         const retryAfter = Math.max(1, Math.ceil((window.start + 1000 - now) / 1000))
         return {
           ...refuse(429, "rate_limited", `More than ${SANDBOX_RATE_LIMIT_PER_SECOND} calls a second on this token.`),
@@ -336,13 +340,16 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       if (sandbox.faults.timeout_ms > 0) yield* Effect.sleep(Duration.millis(sandbox.faults.timeout_ms))
       if (sandbox.faults.throttle > 0) {
         sandbox.faults.throttle--
+        sandbox.counters.faulted++
         return { ...refuse(429, "rate_limited", "Throttled (sandbox fault)."), headers: { "retry-after": "1" } }
       }
       if (sandbox.faults.fail_next > 0) {
         sandbox.faults.fail_next--
+        sandbox.counters.faulted++
         return refuse(500, "internal", "Internal error (sandbox fault).")
       }
       if (sandbox.faults.error_rate > 0 && sandbox.random() < sandbox.faults.error_rate) {
+        sandbox.counters.faulted++
         return refuse(500, "internal", "Internal error (sandbox fault).")
       }
       return undefined
@@ -359,6 +366,7 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
     Effect.gen(function*() {
       const accessToken = bearer(request)
       const grant = grantOf(sandbox, accessToken)
+      sandbox.counters.api_calls++
       if (grant === undefined || accessToken === undefined) return invalidToken
       const refused = yield* gate(sandbox, accessToken)
       if (refused !== undefined) return refused
@@ -430,6 +438,7 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       revoked: grant.revoked
     })),
     faults: sandbox.faults,
+    counters: sandbox.counters,
     deliveries: sandbox.deliveries
   })
 
