@@ -20,7 +20,7 @@
  * job's attempts (1 = no retry budget exhausted), and the CPU seconds of this process, the sandbox
  * process and PostgreSQL (whole processes: the proxy runs in this one). A job that does not end `done` in one attempt,
  * or whose written rows differ from the database's count, fails the run. The profile's rows are
- * deleted at the end (BENCH_KEEP=1 keeps them).
+ * deleted at the end (BENCH_KEEP=1 keeps them). BENCH_BATCH overrides the worker's batch size.
  */
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -231,7 +231,12 @@ await runInProcessBench("sync", "a PostgreSQL the bench may write a year of spen
     ...loaded,
     providers: { ...loaded.providers, mode: "sandbox" as const, sandboxUrl, servesSandbox: false }
   })))
-  const workerSettings = Layer.succeed(SyncWorkerSettings)({ ...defaultSyncWorkerSettings, enabled: false })
+  // The worker's defaults, unless BENCH_BATCH asks for another batch size (to compare).
+  const workerSettings = Layer.succeed(SyncWorkerSettings)({
+    ...defaultSyncWorkerSettings,
+    enabled: false,
+    batchSize: intFromEnv("BENCH_BATCH", defaultSyncWorkerSettings.batchSize, 10_000)
+  })
   return Layer.mergeAll(SyncWorker.layer, SyncJobsRepo.layer, ConnectionsRepo.layer).pipe(
     Layer.provide(workerSettings),
     Layer.provide(ConnectionSessions.layer.pipe(Layer.provide(ProviderOAuthLive), Layer.provide(OutboxRepo.layer))),
