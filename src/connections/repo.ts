@@ -219,8 +219,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
 
       const syncRunning = (id: string) =>
         Effect.map(
-          // A running job whose lease expired belongs to a dead runner: it does not hold a disconnect up.
-          sql`SELECT 1 AS running FROM sync_jobs WHERE connection_id = ${id} AND status = 'running' AND lease_until >= now() LIMIT 1`,
+          sql`SELECT 1 AS running FROM sync_jobs WHERE connection_id = ${id} AND status = 'running' LIMIT 1`,
           (rows) => rows.length > 0
         )
 
