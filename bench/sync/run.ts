@@ -20,7 +20,8 @@
  * job's attempts (1 = no retry budget exhausted), and the CPU seconds of this process, the sandbox
  * process and PostgreSQL (whole processes: the proxy runs in this one). A job that does not end `done` in one attempt,
  * or whose written rows differ from the database's count, fails the run. The profile's rows are
- * deleted at the end (BENCH_KEEP=1 keeps them). BENCH_BATCH overrides the worker's batch size.
+ * deleted at the end (BENCH_KEEP=1 keeps them). BENCH_BATCH and BENCH_WRITERS override the worker's batch size
+ * and insight write concurrency (to compare).
  */
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -235,7 +236,8 @@ await runInProcessBench("sync", "a PostgreSQL the bench may write a year of spen
   const workerSettings = Layer.succeed(SyncWorkerSettings)({
     ...defaultSyncWorkerSettings,
     enabled: false,
-    batchSize: intFromEnv("BENCH_BATCH", defaultSyncWorkerSettings.batchSize, 10_000)
+    batchSize: intFromEnv("BENCH_BATCH", defaultSyncWorkerSettings.batchSize, 10_000),
+    writeConcurrency: intFromEnv("BENCH_WRITERS", defaultSyncWorkerSettings.writeConcurrency, 16)
   })
   return Layer.mergeAll(SyncWorker.layer, SyncJobsRepo.layer, ConnectionsRepo.layer).pipe(
     Layer.provide(workerSettings),

@@ -39,6 +39,8 @@ export interface SyncWorkerSettingsShape {
   readonly concurrency: number
   /** Rows written per statement (and per lease renewal). */
   readonly batchSize: number
+  /** Insight batches one job writes at once (each on its own database connection). */
+  readonly writeConcurrency: number
   /** An attempt running longer than this is failed (and retried). */
   readonly jobTimeout: Duration.Duration
   /** The first retry's pause; doubled per attempt (jittered), at most 10 minutes. */
@@ -54,6 +56,7 @@ export const defaultSyncWorkerSettings: SyncWorkerSettingsShape = {
   maxAttempts: 6,
   concurrency: 2,
   batchSize: 500,
+  writeConcurrency: 2,
   jobTimeout: Duration.minutes(60),
   retryBase: Duration.seconds(10),
   recentDays: 3
@@ -219,7 +222,9 @@ export class SyncWorker extends Context.Service<SyncWorker, {
                 yield* renew({ ...progress, insight_rows: progress.insight_rows + batch.length })
               })
             const exit = yield* batches(platform.insights(session, range)).pipe(
-              Stream.runForEach(write),
+              // Insight rows of different pages never share a key: batches may be written side by side.
+              Stream.mapEffect(write, { concurrency: Math.max(1, settings.writeConcurrency), unordered: true }),
+              Stream.runDrain,
               Effect.exit
             )
             if (exit._tag === "Failure") {
