@@ -163,80 +163,93 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           if (!(yield* jobs.renew(job, progress, leaseSeconds))) return yield* new LeaseLost({ jobId: job.id })
         })
 
-        if (!job.live) return { state: "cancelled" as const, code: "connection_disconnected", progress }
-        if (job.provider_kind !== "adplatform") return { state: "cancelled" as const, code: "provider_not_synced", progress }
-        if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
+        // The lease is renewed on a clock too, not only per batch: a provider backing off (Retry-After)
+        // must not let another runner take a job that is still being worked.
+        const heartbeat = Effect.gen(function*() {
+          while (true) {
+            yield* Effect.sleep(Duration.millis((leaseSeconds * 1000) / 3))
+            if (!(yield* jobs.renew(job, progress, leaseSeconds))) return yield* new LeaseLost({ jobId: job.id })
+          }
+        })
 
-        // Insights alone while the add-on is off: nothing to ask the provider.
-        if ((job.kind === "insights" || job.kind === "backfill") && !(yield* jobs.attributionOn(job.profile_id))) {
-          return { state: "cancelled" as const, code: "attribution_disabled", progress }
-        }
+        const work = Effect.gen(function*() {
+          if (!job.live) return { state: "cancelled" as const, code: "connection_disconnected", progress }
+          if (job.provider_kind !== "adplatform") return { state: "cancelled" as const, code: "provider_not_synced", progress }
+          if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
 
-        const session = yield* sessions.session(job.connection_id)
-        const scope: StructureScope = { profileId: job.profile_id, connectionId: job.connection_id, currency: job.account_currency }
+          // Insights alone while the add-on is off: nothing to ask the provider.
+          if ((job.kind === "insights" || job.kind === "backfill") && !(yield* jobs.attributionOn(job.profile_id))) {
+            return { state: "cancelled" as const, code: "attribution_disabled", progress }
+          }
 
-        if (job.kind === "structure" || job.kind === "manual") {
-          yield* renew({ ...progress, phase: "structure" })
-          yield* batches(platform.campaigns(session)).pipe(
-            Stream.runForEach((batch) =>
-              Effect.flatMap(structure.upsertCampaigns(scope, batch), (n) => renew({ ...progress, campaigns: progress.campaigns + n }))
+          const session = yield* sessions.session(job.connection_id)
+          const scope: StructureScope = { profileId: job.profile_id, connectionId: job.connection_id, currency: job.account_currency }
+
+          if (job.kind === "structure" || job.kind === "manual") {
+            yield* renew({ ...progress, phase: "structure" })
+            yield* batches(platform.campaigns(session)).pipe(
+              Stream.runForEach((batch) =>
+                Effect.flatMap(structure.upsertCampaigns(scope, batch), (n) => renew({ ...progress, campaigns: progress.campaigns + n }))
+              )
             )
-          )
-          yield* batches(platform.adSets(session)).pipe(
-            Stream.runForEach((batch) =>
-              Effect.flatMap(structure.upsertAdSets(scope, batch), (n) => renew({ ...progress, ad_sets: progress.ad_sets + n }))
+            yield* batches(platform.adSets(session)).pipe(
+              Stream.runForEach((batch) =>
+                Effect.flatMap(structure.upsertAdSets(scope, batch), (n) => renew({ ...progress, ad_sets: progress.ad_sets + n }))
+              )
             )
-          )
-          yield* batches(platform.ads(session)).pipe(
-            Stream.runForEach((batch) => Effect.flatMap(structure.upsertAds(scope, batch), (n) => renew({ ...progress, ads: progress.ads + n })))
-          )
-        }
+            yield* batches(platform.ads(session)).pipe(
+              Stream.runForEach((batch) => Effect.flatMap(structure.upsertAds(scope, batch), (n) => renew({ ...progress, ads: progress.ads + n })))
+            )
+          }
 
-        if (job.kind === "insights" || job.kind === "backfill" || job.kind === "manual") {
-          if (!(yield* jobs.attributionOn(job.profile_id))) {
-            if (job.kind !== "manual") return { state: "cancelled" as const, code: "attribution_disabled", progress }
-            progress = { ...progress, insights_skipped: "attribution_disabled" }
-          } else {
-            const days = Math.max(1, job.window_days ?? settings.recentDays)
-            const now = new Date()
-            const range = { since: isoDay(now, -(days - 1)), until: isoDay(now, 0) }
-            yield* renew({ ...progress, phase: "insights", since: range.since, until: range.until })
-            const write = (batch: ReadonlyArray<InsightRow>) =>
-              Effect.gen(function*() {
-                // The add-on can go off mid-job: no spend is written after it does.
-                if (!(yield* jobs.attributionOn(job.profile_id))) return yield* new AttributionOff()
-                yield* spend.upsertSyncedSpend(batch.map((row) => ({
-                  profileId: job.profile_id,
-                  platform: job.provider_kind,
-                  day: row.date,
-                  campaignId: row.campaign_id,
-                  adSetId: row.ad_set_id,
-                  adId: row.ad_id,
-                  currency: row.currency,
-                  spendMinor: row.spend_minor,
-                  impressions: row.impressions,
-                  clicks: row.clicks,
-                  reportedConversions: row.conversions,
-                  reportedChats: row.chats
-                })))
-                yield* renew({ ...progress, insight_rows: progress.insight_rows + batch.length })
-              })
-            const exit = yield* batches(platform.insights(session, range)).pipe(
-              // Insight rows of different pages never share a key: batches may be written side by side.
-              Stream.mapEffect(write, { concurrency: Math.max(1, settings.writeConcurrency), unordered: true }),
-              Stream.runDrain,
-              Effect.exit
-            )
-            if (exit._tag === "Failure") {
-              const off = Cause.findErrorOption(exit.cause)
-              if (Option.isSome(off) && off.value instanceof AttributionOff) {
-                return { state: "cancelled" as const, code: "attribution_disabled", progress }
+          if (job.kind === "insights" || job.kind === "backfill" || job.kind === "manual") {
+            if (!(yield* jobs.attributionOn(job.profile_id))) {
+              if (job.kind !== "manual") return { state: "cancelled" as const, code: "attribution_disabled", progress }
+              progress = { ...progress, insights_skipped: "attribution_disabled" }
+            } else {
+              const days = Math.max(1, job.window_days ?? settings.recentDays)
+              const now = new Date()
+              const range = { since: isoDay(now, -(days - 1)), until: isoDay(now, 0) }
+              yield* renew({ ...progress, phase: "insights", since: range.since, until: range.until })
+              const write = (batch: ReadonlyArray<InsightRow>) =>
+                Effect.gen(function*() {
+                  // The add-on can go off mid-job: no spend is written after it does.
+                  if (!(yield* jobs.attributionOn(job.profile_id))) return yield* new AttributionOff()
+                  yield* spend.upsertSyncedSpend(batch.map((row) => ({
+                    profileId: job.profile_id,
+                    platform: job.provider_kind,
+                    day: row.date,
+                    campaignId: row.campaign_id,
+                    adSetId: row.ad_set_id,
+                    adId: row.ad_id,
+                    currency: row.currency,
+                    spendMinor: row.spend_minor,
+                    impressions: row.impressions,
+                    clicks: row.clicks,
+                    reportedConversions: row.conversions,
+                    reportedChats: row.chats
+                  })))
+                  yield* renew({ ...progress, insight_rows: progress.insight_rows + batch.length })
+                })
+              const exit = yield* batches(platform.insights(session, range)).pipe(
+                // Insight rows of different pages never share a key: batches may be written side by side.
+                Stream.mapEffect(write, { concurrency: Math.max(1, settings.writeConcurrency), unordered: true }),
+                Stream.runDrain,
+                Effect.exit
+              )
+              if (exit._tag === "Failure") {
+                const off = Cause.findErrorOption(exit.cause)
+                if (Option.isSome(off) && off.value instanceof AttributionOff) {
+                  return { state: "cancelled" as const, code: "attribution_disabled", progress }
+                }
+                return yield* Effect.failCause(exit.cause)
               }
-              return yield* Effect.failCause(exit.cause)
             }
           }
-        }
-        return { state: "done" as const, code: null, progress }
+          return { state: "done" as const, code: null, progress }
+        })
+        // Whichever ends first ends the other: the work (done or failed), or a lost lease.
+        return yield* Effect.raceFirst(work, heartbeat)
       })
 
       const runClaimed = (job: ClaimedSyncJob): Effect.Effect<SyncOutcome> => {
