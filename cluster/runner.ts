@@ -17,7 +17,7 @@ import type { ClusterStatusInfo } from "../schema/rpc.ts"
 import { NightlySyncLive } from "../src/connections/sync/cron.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { SecretBox } from "../src/platform/secret-box.ts"
-import { ProviderOAuthLayer } from "../src/providers/oauth/live.ts"
+import { ProvidersLive } from "../src/providers/layer.ts"
 import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
@@ -106,7 +106,7 @@ export const ClusterLive: Layer.Layer<
 > = Layer.mergeAll(
   ProfileLive,
   // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.
-  HandOffLive.pipe(Layer.provide([ProviderOAuthLayer, SecretBox.layer])),
+  HandOffLive.pipe(Layer.provide([ProvidersLive, SecretBox.layer])),
   NightlySyncLive,
   ClusterStatus.layer
 ).pipe(

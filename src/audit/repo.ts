@@ -19,6 +19,8 @@ export interface AuditEntry {
   readonly workspaceId?: string | null
   readonly profileId?: string | null
   readonly details?: Record<string, unknown>
+  /** Leaves `actor_user_id` null whoever acted (a connection's disconnect, api-endpoints.md). */
+  readonly withoutPerson?: boolean
 }
 
 const actorOf = (principal: PrincipalShape): { readonly kind: string; readonly id: string | null; readonly userId: string | null } => {
@@ -52,7 +54,7 @@ export class AuditLog extends Context.Service<AuditLog, {
           INSERT INTO audit_events (id, workspace_id, profile_id, actor_kind, actor_id, actor_user_id, action,
                                     target_kind, target_id, details, request_id)
           VALUES (${entry.id ?? crypto.randomUUID()}, ${entry.workspaceId ?? null}, ${entry.profileId ?? null}, ${actor.kind},
-                  ${actor.id}, ${actor.userId}, ${entry.action}, ${entry.targetKind}, ${entry.targetId},
+                  ${actor.id}, ${entry.withoutPerson === true ? null : actor.userId}, ${entry.action}, ${entry.targetKind}, ${entry.targetId},
                   ${JSON.stringify(entry.details ?? {})}::jsonb, ${requestId === "" ? null : requestId})`
       })
       return atDatabaseBoundary({ record })

@@ -10,6 +10,8 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Keyset } from "../platform/pagination.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
+import { HandoffsRepo } from "./handoffs/repo.ts"
+import { ProviderEventsRepo } from "./hooks/repo.ts"
 
 /** A connection with what the service needs to act on it (never on the wire). */
 export const ConnectionRecord = Schema.Struct({
@@ -94,6 +96,8 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   static readonly layer = Layer.effect(ConnectionsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const handoffs = yield* HandoffsRepo
+      const providerEvents = yield* ProviderEventsRepo
       const wireRows = decodeRows(Connection)
       const firstWire = decodeFirstRow(Connection)
       const records = decodeRows(ConnectionRecord)
@@ -223,8 +227,13 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           (rows) => rows.length > 0
         )
 
+      // What references the connections goes first (through its owners).
       const deleteForProfile = (profileId: string) =>
-        Effect.asVoid(sql`DELETE FROM connections WHERE profile_id = ${profileId}`)
+        Effect.gen(function*() {
+          yield* handoffs.deleteForProfile(profileId)
+          yield* providerEvents.forgetProfile(profileId)
+          yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
+        })
 
       return {
         ...atDatabaseBoundary({
@@ -246,5 +255,5 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  )
+  ).pipe(Layer.provide([HandoffsRepo.layer, ProviderEventsRepo.layer]))
 }

@@ -59,8 +59,13 @@ export class Connections extends Context.Service<Connections, {
         if (yield* repo.syncRunning(id)) {
           return yield* new InvalidState({ message: "A sync of this connection is running; retry when it ends.", reason: "sync_running" })
         }
-        // Stop the push channel first, while the token still opens; a dead grant has no channel left to stop.
-        yield* sessions.session(id).pipe(
+        // The push channel is the account's (one per callback URL): it stays while another profile's
+        // connection still holds the account. It is stopped first, while the token still opens; a dead
+        // grant has no channel left to stop.
+        const others = record.external_account_id === null
+          ? []
+          : (yield* repo.liveForAccount(record.provider, record.external_account_id)).filter((other) => other.id !== id)
+        if (others.length === 0) yield* sessions.session(id).pipe(
           Effect.flatMap((session) => oauth.unsubscribe(session)),
           Effect.catch((error) =>
             error._tag === "DatabaseUnavailable"
@@ -74,6 +79,7 @@ export class Connections extends Context.Service<Connections, {
           yield* audit.record({
             actor: principal,
             action: "connection.disconnected",
+            withoutPerson: true,
             targetKind: "connection",
             targetId: id,
             workspaceId: record.workspace_id,

@@ -17,10 +17,7 @@ import { DatabaseLive } from "../platform/database.ts"
 import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
-import { AdPlatformLayer } from "../providers/adplatform/live.ts"
-import { LeadSource } from "../connections/hooks/leads.ts"
-import { ProviderEndpoints } from "../providers/endpoints.ts"
-import { ProviderOAuthLayer } from "../providers/oauth/live.ts"
+import { ProvidersLive } from "../providers/layer.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -36,20 +33,18 @@ const RequestLimitsLive = Layer.unwrap(
 )
 
 /**
- * Works the provider sync queue in the background (decision 0058). The provider layers are
- * shared by reference within a build: one HTTP client, one rate bucket per connection.
+ * Works the provider sync queue in the background (decision 0058), on the same provider layer as
+ * the routes and the entities (shared by reference: one HTTP client, one bucket per connection).
  */
 const SyncLive = SyncWorker.layer.pipe(
   Layer.provide(ConnectionSessions.layer),
-  Layer.provide([AdPlatformLayer, ProviderOAuthLayer, SecretBox.layer])
+  Layer.provide([ProvidersLive, SecretBox.layer])
 )
-
-/** The provider clients (decision 0055): one instance per process, shared by the entities and the routes. */
-const ProvidersLive = Layer.mergeAll(ProviderOAuthLayer, ProviderEndpoints.layer, LeadSource.layer)
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
+  // The provider ports for the routes (the HandOff entity gets the same layer, shared by reference).
   ProvidersLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,

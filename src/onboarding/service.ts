@@ -26,7 +26,8 @@ import { TrackingService } from "../tracking/tracker/service.ts"
 export const QUICKSTART_EMAIL = "you@example.com"
 export const QUICKSTART_WORKSPACE = "Quickstart"
 export const QUICKSTART_PROFILE = "Quickstart site"
-export const QUICKSTART_SCOPES = [...DEFAULT_KEY_SCOPES, "events:write", "goals:write", "tracking:write"] as const
+// The connections pair lets the sandbox demo (README) connect a provider with the same key.
+export const QUICKSTART_SCOPES = [...DEFAULT_KEY_SCOPES, "events:write", "goals:write", "tracking:write", "connections:read", "connections:write"] as const
 
 const isTrackingOrigin = Schema.is(TrackingOrigin)
 

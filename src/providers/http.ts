@@ -31,6 +31,12 @@ export interface ProviderRequest {
   readonly accessToken?: Redacted.Redacted<string> | undefined
   readonly json?: unknown
   readonly form?: Readonly<Record<string, string>> | undefined
+  /**
+   * False for a call that must not run twice (it creates something): a timeout or a dropped
+   * connection, after which the provider may have acted, is then not retried; answers that say
+   * it did not act (429, 5xx) still are. Default true.
+   */
+  readonly idempotent?: boolean | undefined
 }
 
 export interface ProviderHttpOptions {
@@ -128,7 +134,11 @@ export class ProviderHttp extends Context.Service<ProviderHttp, {
         // Every attempt waits for the connection's bucket, then gets its own time limit.
         const client = HttpClient.transformResponse(base, (response) =>
           Effect.andThen(take(request.connectionId), Effect.timeout(response, Duration.millis(options.attemptTimeoutMs))))
-          .pipe(HttpClient.retryTransient({ times: options.retries, schedule }))
+          .pipe(HttpClient.retryTransient({
+            retryOn: request.idempotent === false ? "response-only" : "errors-and-responses",
+            times: options.retries,
+            schedule
+          }))
         return client.execute(built).pipe(
           Effect.flatMap((response) =>
             response.text.pipe(

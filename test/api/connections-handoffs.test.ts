@@ -8,9 +8,9 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
 import { call, serveApp, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { type PartnerApp, registerApp } from "../support/partner.ts"
+import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { driveConsent, freePort, ownPortSettings, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
-import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write"]
 
@@ -46,7 +46,11 @@ const connectVia = Effect.fn("test.connectVia")(function*(
   } = {}
 ) {
   const { url } = yield* TestServer
-  const minted = yield* mint(key, options.provider ?? "adplatform", { return_url: options.returnUrl ?? `${url}/done?from=test` })
+  const provider = options.provider ?? "adplatform"
+  const minted = yield* mint(key, provider, {
+    return_url: options.returnUrl ?? `${url}/done?from=test`,
+    ...(provider === "commerce" ? { shop: "acme-store" } : {})
+  })
   assert.strictEqual(minted.status, 201, minted.text)
   const handoff = minted.json.data
   const consent = yield* driveConsent(handoff.start_url, {
@@ -179,6 +183,44 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(paramsOf(used.location).get("reason"), "handoff_used")
       }))
 
+    it.effect("a commerce hand-off carries the shop to the provider's consent and connects", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const { callback, handoff } = yield* connectVia(key, { provider: "commerce" })
+        assert.strictEqual(new URL(handoff.start_url).searchParams.get("shop"), "acme-store")
+        assert.strictEqual(paramsOf(callback.location).get("status"), "success")
+        const connected = yield* outboxRows(profile.profileId, "connection.connected")
+        assert.strictEqual(connected[0]?.payload.data["provider"], "commerce")
+      }))
+
+    it.effect("two callbacks at once (a double click) run one consent: one connection, one event", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const { url } = yield* TestServer
+        const handoff = (yield* mint(key, "crm", { return_url: `${url}/done` })).json.data
+        const consent = yield* driveConsent(handoff.start_url)
+        const both = yield* Effect.all([raw(consent.location ?? ""), raw(consent.location ?? "")], { concurrency: 2 })
+        for (const answer of both) {
+          assert.strictEqual(answer.status, 302)
+          assert.strictEqual(paramsOf(answer.location).get("status"), "success")
+        }
+        const sql = yield* SqlClient
+        const count = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM connections WHERE profile_id = ${profile.profileId}`
+        assert.strictEqual(count[0]?.n, 1)
+        assert.strictEqual((yield* outboxRows(profile.profileId, "connection.connected")).length, 1)
+      }))
+
+    it.effect("a grant without the manage-ads permission connects as needs_action", () =>
+      Effect.gen(function*() {
+        const { key } = yield* newProfileWithKey()
+        const { callback } = yield* connectVia(key, { persona: "no_manage_ads_permission" })
+        assert.strictEqual(paramsOf(callback.location).get("status"), "success")
+        const connection = (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0]
+        assert.strictEqual(connection.status, "needs_action")
+        assert.strictEqual(connection.status_reason, "manage_ads_permission_missing")
+        assert.notInclude(connection.scopes, "ads_management")
+      }))
+
     it.effect("cancel: cancelled with user_cancelled; a link without return_url shows a Continue card", () =>
       Effect.gen(function*() {
         const { key } = yield* newProfileWithKey()
@@ -258,6 +300,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const link = yield* raw(handoff.handoff_url)
         assert.strictEqual(link.status, 302)
         assert.strictEqual(link.location, handoff.start_url)
+        // A provider error other than the person's refusal is not settled either.
+        const broken = new URL(consent.location ?? "")
+        broken.searchParams.delete("code")
+        broken.searchParams.set("error", "server_error")
+        const providerError = yield* raw(broken.toString())
+        assert.strictEqual(paramsOf(providerError.location).get("reason"), "internal_error")
         const done = yield* raw(consent.location ?? "")
         assert.strictEqual(paramsOf(done.location).get("status"), "success")
       }))
@@ -289,10 +337,13 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const { key, profile } = yield* newProfileWithKey()
         const { url } = yield* TestServer
-        const { handoff } = yield* connectVia(key)
+        // A provider no other test connects, so this connection is the account's only one.
+        const { handoff } = yield* connectVia(key, { provider: "email" })
         const poll = yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))
         const connectionId: string = poll.json.data.result.connection_id
         const sql = yield* SqlClient
+        const channel = { account_id: (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0].provider_account_id, callback_url: `${url}/hooks/email` }
+        assert.deepInclude((yield* sandboxState("email")).subscriptions, channel)
 
         const jobId = crypto.randomUUID()
         yield* sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, status) VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'structure', 'running')`
@@ -309,20 +360,34 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
         const done = yield* call(`/api/v1/connections/${connectionId}/disconnect`, json(key, "POST"))
         assert.strictEqual(done.status, 200, done.text)
-        assert.deepStrictEqual(done.json.data, { id: connectionId, provider: "adplatform", disconnected: true })
+        assert.deepStrictEqual(done.json.data, { id: connectionId, provider: "email", disconnected: true })
         assert.strictEqual((yield* call("/api/v1/connections", json(key, "GET"))).json.data.length, 0)
         const revoked = yield* outboxRows(profile.profileId, "connection.revoked")
         assert.strictEqual(revoked.length, 1)
-        assert.strictEqual(revoked[0]?.payload.data["provider"], "adplatform")
+        assert.strictEqual(revoked[0]?.payload.data["provider"], "email")
         const audit = yield* sql<{ actor_user_id: string | null }>`
           SELECT actor_user_id FROM audit_events WHERE target_id = ${connectionId} AND action = 'connection.disconnected'`
         assert.strictEqual(audit.length, 1)
         assert.isNull(audit[0]?.actor_user_id)
-        const state = yield* sandboxState("adplatform")
-        const subscriptions = JSON.stringify(state.subscriptions ?? state)
-        assert.notInclude(subscriptions, `"account_id":"${poll.json.data.result.connection_id}"`)
+        assert.notDeepInclude((yield* sandboxState("email")).subscriptions, channel)
         assert.strictEqual((yield* call(`/api/v1/connections/${connectionId}/disconnect`, json(key, "POST"))).status, 404)
-        void url
+      }))
+
+    it.effect("a person's session disconnects too; the audit entry still names no person", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const { handoff } = yield* connectVia(key, { provider: "calendar" })
+        const connectionId: string = (yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))).json.data.result.connection_id
+        const member = yield* seedMemberSession(profile, "owner")
+        const done = yield* call(`/api/v1/connections/${connectionId}/disconnect?profile_id=${profile.profileId}`, {
+          method: "POST",
+          headers: member.headers
+        })
+        assert.strictEqual(done.status, 200, done.text)
+        const sql = yield* SqlClient
+        const audit = yield* sql<{ actor_kind: string; actor_user_id: string | null }>`
+          SELECT actor_kind, actor_user_id FROM audit_events WHERE target_id = ${connectionId} AND action = 'connection.disconnected'`
+        assert.deepStrictEqual(audit.map((row) => [row.actor_kind, row.actor_user_id]), [["session", null]])
       }))
 
     it.effect("DELETE gives up the app's grant and revokes the app's older keys; the connection stays", () =>
@@ -354,6 +419,26 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.isFalse(revoked.get(current.id))
         assert.isFalse(revoked.get(ownKey.id))
         assert.strictEqual((yield* call("/api/v1/connections", json(current.key, "GET"))).json.data.length, 1)
+      }))
+  })
+
+  describe("archiving a profile", () => {
+    it.effect("takes its connections, hand-offs and pending selections with it", () =>
+      Effect.gen(function*() {
+        const app = yield* registerApp("Archiving partner")
+        const created = (yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `m-${crypto.randomUUID().slice(0, 8)}` })).json.data
+        const profile = { profileId: created.profile_id, workspaceId: created.workspace_id }
+        const { key } = yield* newProfileWithKey(profile)
+        yield* connectVia(key)
+        yield* connectVia(key, { persona: "two_accounts", provider: "crm" })
+        const archived = yield* asApp(app, `/api/v1/profiles/${created.profile_id}`, "DELETE")
+        assert.strictEqual(archived.status, 200, archived.text)
+        const sql = yield* SqlClient
+        const left = yield* sql<{ n: number }>`
+          SELECT (SELECT count(*) FROM connections WHERE profile_id = ${profile.profileId})
+               + (SELECT count(*) FROM connect_handoffs WHERE profile_id = ${profile.profileId})
+               + (SELECT count(*) FROM pending_connections WHERE profile_id = ${profile.profileId}) AS n`
+        assert.strictEqual(Number(left[0]?.n), 0)
       }))
   })
 
@@ -406,6 +491,71 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual((yield* call("/hooks/myspace", { method: "POST", body: "{}" })).status, 404)
       }))
 
+    it.effect("a lead arriving at the sandbox is pushed, signed, and becomes leadgen.received with the lead's fields", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        yield* connectVia(key)
+        const list = yield* call("/api/v1/connections", json(key, "GET"))
+        const accountId: string = list.json.data[0].provider_account_id
+        const state = yield* sandboxState("adplatform")
+        const account = state.accounts.find((a: { id: string }) => a.id === accountId)
+        const adId: string = account.campaigns[0].ad_sets[0].ads[0].id
+        const leadgenId = `lead-${crypto.randomUUID()}`
+        const arrived = yield* call("/sandbox/adplatform/_state", {
+          method: "PATCH",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ arrive: { kind: "lead", ad_id: adId, leadgen_id: leadgenId } })
+        })
+        assert.strictEqual(arrived.status, 201, arrived.text)
+        const rows = yield* eventually(outboxRows(profile.profileId, "leadgen.received"), (r) => r.length > 0, {
+          what: "the leadgen.received row",
+          within: "15 seconds",
+          every: "200 millis"
+        })
+        assert.strictEqual(rows.length, 1)
+        const data = rows[0]?.payload.data ?? {}
+        assert.strictEqual(rows[0]?.payload.id, leadgenId)
+        assert.strictEqual(data["ad_id"], adId)
+        assert.strictEqual(data["profile_id"], profile.profileId)
+        assert.isArray(data["field_data"])
+        assert.isAbove((data["field_data"] as ReadonlyArray<unknown>).length, 0)
+      }))
+
+    it.effect("when the lead cannot be read the callback is 503 and writes nothing; the redelivery writes it", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        yield* connectVia(key)
+        const accountId: string = (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0].provider_account_id
+        const faults = (body: unknown) =>
+          call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        // Every attempt of the lead read (the first and its retries) answers 500.
+        yield* faults({ fail_next: 4 })
+        const state = yield* sandboxState("adplatform")
+        const adId: string = state.accounts.find((a: { id: string }) => a.id === accountId).campaigns[0].ad_sets[0].ads[0].id
+        const leadgenId = `lead-${crypto.randomUUID()}`
+        yield* call("/sandbox/adplatform/_state", {
+          method: "PATCH",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ arrive: { kind: "lead", ad_id: adId, leadgen_id: leadgenId } })
+        })
+        const delivered = yield* eventually(
+          sandboxState("adplatform"),
+          (s) => (s.deliveries ?? []).some((d: { status: number | null; at: string }) => d.status === 503),
+          { what: "the push answered 503", within: "20 seconds", every: "200 millis" }
+        )
+        void delivered
+        assert.strictEqual((yield* outboxRows(profile.profileId, "leadgen.received")).length, 0)
+        const body = JSON.stringify({
+          object: "page",
+          entry: [{ id: accountId, time: Math.floor(Date.now() / 1000), changes: [{ field: "leadgen", value: { leadgen_id: leadgenId, ad_id: adId } }] }]
+        })
+        const again = yield* hook(body, sign(body))
+        assert.strictEqual(again.status, 200, again.text)
+        const rows = yield* outboxRows(profile.profileId, "leadgen.received")
+        assert.strictEqual(rows.length, 1)
+        assert.isArray(rows[0]?.payload.data["field_data"])
+      }))
+
     it.effect("a timestamped scheme refuses a stale timestamp (401) and takes a fresh one", () =>
       Effect.gen(function*() {
         const body = JSON.stringify({ event: "deal.updated", id: `evt-${crypto.randomUUID()}`, account_id: "portal-x" })
@@ -424,11 +574,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(replay.json, { received: true, fresh: false })
       }))
 
-    it.effect("a grant death (revoke_tokens fault) marks the connection reconnect_required with its event, once", () =>
+    // Last of the layer's tests: the fault kills every grant the sandbox issued so far.
+    it.effect.each(["crm", "adplatform"])("a grant death (revoke_tokens fault) on %s marks the connection reconnect_required with its event, once", (provider) =>
       Effect.gen(function*() {
         const { key, profile } = yield* newProfileWithKey()
-        yield* connectVia(key, { provider: "crm" })
-        const faults = yield* call("/sandbox/crm/_faults", {
+        yield* connectVia(key, { provider })
+        const faults = yield* call(`/sandbox/${provider}/_faults`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ revoke_tokens: true })
@@ -441,7 +592,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         )
         assert.strictEqual(list.json.data[0].status_reason, "grant_revoked")
         assert.strictEqual((yield* outboxRows(profile.profileId, "connection.reconnect_required")).length, 1)
-        yield* call("/sandbox/crm/_faults", {
+        yield* call(`/sandbox/${provider}/_faults`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({ revoke_tokens: false })

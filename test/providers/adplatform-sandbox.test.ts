@@ -209,17 +209,22 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual((yield* call("/sandbox/adplatform/v1/me", bearer(fresh.access_token))).status, 200)
     }))
 
-  it.effect("the rate limit: more than 100 calls a second on one token answer 429 with Retry-After", () =>
+  it.effect("the rate limit: more calls a second on one token than the limit answer 429 with Retry-After", () =>
     Effect.gen(function*() {
       const { access_token } = yield* tokenFor()
+      // A low limit, so that a loaded machine still sends more than it within one second.
+      yield* faults({ rate_limit_per_second: 5 })
       const answers = yield* Effect.forEach(
-        Array.from({ length: 130 }, () => 0),
+        Array.from({ length: 12 }, () => 0),
         () => call("/sandbox/adplatform/v1/me", bearer(access_token)),
-        { concurrency: 20 }
+        { concurrency: 12 }
       )
+      yield* faults({ rate_limit_per_second: 100 })
       const limited = answers.filter((answer) => answer.status === 429)
       assert.isAbove(limited.length, 0)
+      assert.strictEqual(limited[0]!.json.error.code, "rate_limited")
       assert.isAtLeast(Number(limited[0]!.headers.get("retry-after")), 1)
+      assert.isAbove((yield* call("/sandbox/adplatform/_state")).json.counters.rate_limited, 0)
     }))
 
   it.effect("generated_account adds a large account listed first, its ads generated deterministically", () =>

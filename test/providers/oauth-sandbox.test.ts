@@ -111,6 +111,24 @@ layer(serveAppOnOwnPort(), { timeout: "60 seconds", excludeTestServices: true })
       assert.strictEqual(unknown.status, 404)
     }))
 
+  it.effect("expire_tokens: the access token answers 401 but the refresh token still works; token_ttl_seconds sets expires_in", () =>
+    Effect.gen(function*() {
+      const oauth = yield* ProviderOAuth
+      const { tokens } = yield* consentAndExchange("one_account")
+      const post = (body: unknown) =>
+        call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+      yield* post({ expire_tokens: true })
+      const expired = yield* Effect.flip(oauth.identify("adplatform", tokens.accessToken))
+      assert.strictEqual(expired._tag, "ProviderAuthRevoked")
+      yield* post({ token_ttl_seconds: 120 })
+      const refreshed = yield* oauth.refresh("adplatform", Option.getOrThrow(tokens.refreshToken))
+      yield* post({ token_ttl_seconds: 3600 })
+      const lifetime = Option.getOrThrow(refreshed.expiresAt).getTime() - Date.now()
+      assert.isTrue(lifetime > 100_000 && lifetime <= 120_000, String(lifetime))
+      assert.strictEqual((yield* oauth.identify("adplatform", refreshed.accessToken)).accounts.length, 1)
+      assert.strictEqual((yield* post({ token_ttl_seconds: 0 })).status, 400)
+    }).pipe(Effect.provide(ProviderOAuthLayer)))
+
   it.effect("/docs/sandbox says how to demo with the sandbox providers", () =>
     Effect.gen(function*() {
       const page = yield* call("/docs/sandbox")

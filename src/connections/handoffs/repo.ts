@@ -106,6 +106,8 @@ export class HandoffsRepo extends Context.Service<HandoffsRepo, {
   readonly pendingFor: (profileId: string, provider: string) => Repo<ReadonlyArray<PendingRow>>
   /** Marks the pending selection finalized; false when it already was. */
   readonly finalizePending: (id: string) => Repo<boolean>
+  /** Deletes the profile's hand-offs and pending selections (archiving it). */
+  readonly deleteForProfile: (profileId: string) => Repo<void>
 }>()("svc/HandoffsRepo") {
   static readonly layer = Layer.effect(HandoffsRepo)(
     Effect.gen(function*() {
@@ -178,7 +180,24 @@ export class HandoffsRepo extends Context.Service<HandoffsRepo, {
           (rows) => rows.length > 0
         )
 
-      return atDatabaseBoundary({ insert, find, findByHandle, findByState, beginConsent, settle, insertPending, pendingFor, finalizePending })
+      const deleteForProfile = (profileId: string) =>
+        Effect.andThen(
+          sql`DELETE FROM pending_connections WHERE profile_id = ${profileId}`,
+          sql`DELETE FROM connect_handoffs WHERE profile_id = ${profileId}`
+        ).pipe(Effect.asVoid)
+
+      return atDatabaseBoundary({
+        insert,
+        find,
+        findByHandle,
+        findByState,
+        beginConsent,
+        settle,
+        insertPending,
+        pendingFor,
+        finalizePending,
+        deleteForProfile
+      })
     })
   )
 }

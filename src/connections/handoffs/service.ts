@@ -20,6 +20,7 @@ import { OutboxRepo } from "../../events/outbox/repo.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import type { ProviderAccount, ProviderIdentity, ProviderSession, TokenSet } from "../../providers/oauth/port.ts"
+import { ProviderEndpoints } from "../../providers/endpoints.ts"
 import { ProviderOAuth } from "../../providers/oauth/port.ts"
 import { isProviderKind, type ProviderKind } from "../../providers/registry.ts"
 import { CONNECTION_CONNECTED, connectionEvent } from "../events.ts"
@@ -107,6 +108,7 @@ export class Handoffs extends Context.Service<Handoffs, {
       const apps = yield* AdminRepo
       const box = yield* SecretBox
       const oauth = yield* ProviderOAuth
+      const endpoints = yield* ProviderEndpoints
       const settings = yield* AppConfig
       const baseUrl = settings.baseUrl
       const ttlSeconds = settings.providers.handoffTtlSeconds
@@ -163,7 +165,8 @@ export class Handoffs extends Context.Service<Handoffs, {
         provider: string,
         body: MintHandoff
       ) {
-        if (!isProviderKind(provider)) return yield* Effect.fail(unknownProvider(provider))
+        // A provider this deployment has no app for (live mode without its settings) is unknown here too.
+        if (!isProviderKind(provider) || !endpoints.offered(provider)) return yield* Effect.fail(unknownProvider(provider))
         let shop: string | null = null
         if (provider === "commerce") {
           shop = body.shop === undefined ? null : shopHandle(body.shop)
@@ -316,8 +319,13 @@ export class Handoffs extends Context.Service<Handoffs, {
 
         if (input.error !== null || input.code === null) {
           if (row.status === "in_consent" && !row.consent_stale) return answer("failed", "handoff_used")
-          yield* repo.settle(handoffId, "cancelled", "user_cancelled", null)
-          return answer("cancelled", "user_cancelled")
+          // The person said no; any other error (or none, and no code) is the provider's failure: retry the link.
+          if (input.error === "access_denied") {
+            yield* repo.settle(handoffId, "cancelled", "user_cancelled", null)
+            return answer("cancelled", "user_cancelled")
+          }
+          yield* repo.settle(handoffId, "failed", "internal_error", null)
+          return answer("failed", "internal_error")
         }
         // One consent per hand-off: the claim fails while another consent holds it (recovered after 3 minutes).
         const claimed = yield* repo.beginConsent(handoffId)

@@ -8,6 +8,8 @@ export class ProviderEventsRepo extends Context.Service<ProviderEventsRepo, {
   readonly seen: (provider: string, eventId: string) => Effect.Effect<boolean, DatabaseUnavailable>
   /** Records the event id; false when it was already there (in the caller's transaction: what it causes commits with it). */
   readonly claim: (provider: string, eventId: string, connectionId: string | null) => Effect.Effect<boolean, DatabaseUnavailable>
+  /** Keeps the handled event ids of the profile's connections but drops the link to them (archiving it). */
+  readonly forgetProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ProviderEventsRepo") {
   static readonly layer = Layer.effect(ProviderEventsRepo)(
@@ -24,8 +26,12 @@ export class ProviderEventsRepo extends Context.Service<ProviderEventsRepo, {
               ON CONFLICT (provider, event_id) DO NOTHING RETURNING event_id`,
           (rows) => rows.length > 0
         )
+      // The ids stay so that a late redelivery still writes nothing.
+      const forgetProfile = (profileId: string) =>
+        Effect.asVoid(sql`UPDATE provider_events SET connection_id = NULL
+                          WHERE connection_id IN (SELECT id FROM connections WHERE profile_id = ${profileId})`)
       return {
-        ...atDatabaseBoundary({ seen, claim }),
+        ...atDatabaseBoundary({ seen, claim, forgetProfile }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })

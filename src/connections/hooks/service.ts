@@ -9,13 +9,13 @@
 import { Context, Effect, Layer, Redacted } from "effect"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized } from "../../../schema/errors.ts"
 import { OutboxRepo } from "../../events/outbox/repo.ts"
+import { AdPlatform } from "../../providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../../providers/endpoints.ts"
 import { verifyCallback } from "../../providers/signing.ts"
 import { isProviderKind, type ProviderKind } from "../../providers/registry.ts"
 import { leadgenEvent } from "../events.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
-import { LeadSource } from "./leads.ts"
 import { ProviderEventsRepo } from "./repo.ts"
 
 /** One event a callback carries. */
@@ -32,7 +32,8 @@ const text = (value: unknown): string | null =>
 
 /**
  * The events of a callback body. The ad-platform family sends `{object, entry: [{id, time,
- * changes: [{field, value}]}]}` (a `leadgen` change names `leadgen_id`); the others send one
+ * changes: [{field, value}]}]}` (a `leadgen` change names `leadgen_id`, a `deauthorize` change is a
+ * grant death); the others send one
  * event object (`{event, id | event_id, account_id, ...}`); a grant death is
  * `{event: "grant_revoked", account_id, user_id, time}`.
  */
@@ -50,6 +51,11 @@ export const eventsOf = (body: Json): ReadonlyArray<HookEvent> => {
         const leadgenId = text(value["leadgen_id"])
         if (change["field"] === "leadgen" && leadgenId !== null && accountId !== null) {
           return [{ kind: "leadgen", eventId: leadgenId, accountId, value }]
+        }
+        // The ad-platform family's grant death: `{object: "permissions", entry: [{id, time, changes: [{field: "deauthorize", value: {user_id}}]}]}`.
+        if (change["field"] === "deauthorize" && accountId !== null) {
+          const eventId = `deauthorize:${accountId}:${text(value["user_id"]) ?? ""}:${text(entry["time"]) ?? ""}`
+          return [{ kind: "grant_revoked", eventId, accountId }]
         }
         const id = text(value["event_id"]) ?? text(value["id"])
         return id === null ? [] : [{ kind: "other", eventId: `${String(change["field"])}:${id}`, accountId }]
@@ -84,15 +90,15 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const connections = yield* ConnectionsRepo
       const outbox = yield* OutboxRepo
       const sessions = yield* ConnectionSessions
-      const leads = yield* LeadSource
+      const adplatform = yield* AdPlatform
 
       /** The lead as the platform holds it, fetched on one of the account's connections; the webhook value when none can. */
       const fetchLead = (provider: ProviderKind, live: ReadonlyArray<ConnectionRecord>, leadgenId: string) =>
         Effect.gen(function*() {
           for (const record of live) {
             const lead = yield* sessions.session(record.id).pipe(
-              Effect.flatMap((session) => leads.getLead(session, leadgenId)),
-              Effect.map((found): Json | null => found),
+              Effect.flatMap((session) => adplatform.getLead(session, leadgenId)),
+              Effect.map((found): Json | null => ({ ...found })),
               Effect.catch((error): Effect.Effect<Json | null, DatabaseUnavailable | ServiceUnavailable> => {
                 switch (error._tag) {
                   case "DatabaseUnavailable":
@@ -125,7 +131,8 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
           switch (event.kind) {
             case "leadgen": {
               const live = yield* connections.liveForAccount(provider, event.accountId)
-              const lead = live.length === 0 ? null : yield* fetchLead(provider, live, event.eventId)
+              // Only the ad platform serves leads; the other kinds' lead events keep the webhook value.
+              const lead = live.length === 0 || provider !== "adplatform" ? null : yield* fetchLead(provider, live, event.eventId)
               // One row per profile holding the account (a profile may hold it once).
               const profiles = new Map(live.map((record) => [record.profile_id, record] as const))
               return yield* events.transaction(Effect.gen(function*() {

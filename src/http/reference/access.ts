@@ -2,6 +2,8 @@
 import type { GroupDocs } from "./types.ts"
 
 const appId = "The OAuth app's id."
+const providerName = "A provider kind: `adplatform`, `crm`, `commerce`, `cardgw`, `chat_app_a`, `social_dm`, `page_messenger`, `short_video_messaging`, `email` or `calendar`; any other is 404."
+const connectionId = "The connection's id."
 
 export const accessDocs: GroupDocs = {
   "ops.healthz": { description: "Answers 200 while the process runs, whatever the database does: for liveness probes. Public." },
@@ -29,6 +31,21 @@ export const accessDocs: GroupDocs = {
     description: "Sets `is_healthcare_agency`. Turning it on makes every profile of the workspace healthcare-family: delegated keys carrying `customers:read` or `visitors:read` are revoked."
   },
   "connections.listConnections": { description: "The profile's provider connections with their status (`needs_action`, `reconnect_required`, with `status_reason`) and `delivers_spend` (false while the attribution add-on is off)." },
+  "connections.mintHandoff": { parameters: { provider: providerName } },
+  "connections.getHandoff": {
+    description: "The hand-off's state (`minted`, `in_consent`, `success`, `pending_selection`, `failed`, `cancelled`) and `result`: the `status` and `reason` the person was returned with, and the connection made. An unsettled hand-off past `expires_at` answers `result.reason: handoff_expired`.",
+    parameters: { handoffId: "The `handoff_id` the mint answered." }
+  },
+  "connections.listPending": {
+    description: "Grants that reach several accounts wait here for a choice: each with its candidate accounts, and whether each is already live on this profile or on another profile of the workspace.",
+    parameters: { provider: providerName }
+  },
+  "connections.finalizePending": { parameters: { provider: providerName } },
+  "connections.disconnect": { parameters: { id: connectionId } },
+  "connections.releaseGrant": { parameters: { id: connectionId } },
+  "connectPages.handoffLink": { parameters: { handle: "The handle of the hand-off's `handoff_url`." } },
+  "connectPages.providerCallback": { parameters: { provider: providerName } },
+  "hooks.providerHook": { parameters: { provider: providerName } },
   "tenancy.archiveProfile": {
     description: "Archives a profile the calling app provisioned, and its workspace in the same transaction when it holds no other live profile: memberships, keys, grants and webhook subscriptions end. Again on an archived profile: 200. A second live profile in the workspace: 409 `invalid_state`. Unknown, another app's or human-created: 404."
   },

@@ -112,7 +112,9 @@ an API key. A user token never reaches \`/api/v1/me/**\` or the key and MCP-sett
 export const tagDescriptions: Readonly<Record<string, string>> = {
   ops: "Health, readiness, this description and the operator's status.",
   admin: "Operator surface (`SVC_ADMIN_TOKEN`): OAuth apps, commerce apps, workspace flags.",
-  connections: "Provider connections of a profile (ad platforms, CRMs, commerce, messaging).",
+  connections: "Provider connections of a profile (ad platforms, CRMs, commerce, messaging): connect hand-offs, pending account selections, disconnect.",
+  connectPages: "A connect hand-off in the browser: the `/h/<handle>` link and the provider's redirect back (on `SVC_BASE_URL`).",
+  hooks: "Providers' signed callbacks on `SVC_BASE_URL`: lead forms, grant deaths (and the CRM, commerce and messaging events of their issues).",
   tenancy: "Partner provisioning with an OAuth app's client credential (HTTP Basic): profiles, adopt, archive, the attribution add-on.",
   apiKeys: "A workspace's API keys: create (shown once), edit, revoke, rotate (48 hours of overlap).",
   members: "A workspace's team, reconciled by email.",

@@ -155,7 +155,7 @@ export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
         Effect.map((answer) => answer.data)
       ),
     createDataset: (session, name) =>
-      one(session, "createDataset", { method: "POST", path: `${account(session)}/datasets`, json: { name } }, Named),
+      one(session, "createDataset", { method: "POST", path: `${account(session)}/datasets`, json: { name }, idempotent: false }, Named),
     sendEvents: (session, datasetId, events) =>
       one(
         session,

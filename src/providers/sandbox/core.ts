@@ -47,9 +47,15 @@ export interface Faults {
   missing_permission: boolean
   /** Set true: every grant dies now (401 `invalid_token`) and a grant-death push goes out. */
   revoke_tokens: boolean
+  /** How long access tokens issued from now on live (default 3600). */
+  token_ttl_seconds: number
+  /** The rate limit per token per one-second window (default 100). */
+  rate_limit_per_second: number
 }
 
-const noFaults = (): Faults => ({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
+const noFaults = (): Faults => ({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false, token_ttl_seconds: SANDBOX_TOKEN_TTL_SECONDS,
+  rate_limit_per_second: SANDBOX_RATE_LIMIT_PER_SECOND
+})
 
 interface GrantRecord extends Grant {
   revoked: boolean
@@ -175,7 +181,8 @@ export const makeSandboxes = (options: SandboxesOptions) => {
           headers: { ...signCallback(provider, sandbox.clientSecret, body), "content-type": "application/json" }
         }).pipe(HttpClientRequest.bodyText(body, "application/json"))
         return client.execute(request).pipe(
-          Effect.map((response) => response.status),
+          // The answer is read to its end so the connection can be reused.
+          Effect.flatMap((response) => Effect.as(Effect.ignore(response.arrayBuffer), response.status)),
           Effect.timeout(Duration.millis(PUSH_TIMEOUT_MS)),
           Effect.orElseSucceed((): number | null => null),
           Effect.map((status) => {
@@ -265,12 +272,13 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
 
   const issueTokens = (sandbox: ProviderSandbox, grant: GrantRecord, refreshToken: string) => {
     const accessToken = secretToken("tok")
-    sandbox.tokens.set(accessToken, { grantId: grant.id, expiresAtMs: Date.now() + SANDBOX_TOKEN_TTL_SECONDS * 1000 })
+    const ttl = sandbox.faults.token_ttl_seconds
+    sandbox.tokens.set(accessToken, { grantId: grant.id, expiresAtMs: Date.now() + ttl * 1000 })
     sandbox.refreshTokens.set(refreshToken, grant.id)
     return jsonResponse(ok({
       access_token: accessToken,
       token_type: "bearer",
-      expires_in: SANDBOX_TOKEN_TTL_SECONDS,
+      expires_in: ttl,
       refresh_token: refreshToken,
       scope: scopesNow(sandbox, grant).join(" ")
     }))
@@ -329,11 +337,11 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       const now = Date.now()
       const window = sandbox.windows.get(accessToken)
       if (window === undefined || now - window.start >= 1000) sandbox.windows.set(accessToken, { start: now, count: 1 })
-      else if (window.count >= SANDBOX_RATE_LIMIT_PER_SECOND) {
+      else if (window.count >= sandbox.faults.rate_limit_per_second) {
         sandbox.counters.rate_limited++
         const retryAfter = Math.max(1, Math.ceil((window.start + 1000 - now) / 1000))
         return {
-          ...refuse(429, "rate_limited", `More than ${SANDBOX_RATE_LIMIT_PER_SECOND} calls a second on this token.`),
+          ...refuse(429, "rate_limited", `More than ${sandbox.faults.rate_limit_per_second} calls a second on this token.`),
           headers: { "retry-after": String(retryAfter) }
         }
       } else window.count++
@@ -444,7 +452,17 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
 
   const setFaults = (sandbox: ProviderSandbox, body: Record<string, unknown>, queue: ReturnType<typeof pushQueue>) => {
     const next = { ...sandbox.faults }
-    const { throttle, error_rate, fail_next, timeout_ms, missing_permission, revoke_tokens } = body
+    const {
+      throttle,
+      error_rate,
+      fail_next,
+      timeout_ms,
+      missing_permission,
+      revoke_tokens,
+      token_ttl_seconds,
+      expire_tokens,
+      rate_limit_per_second
+    } = body
     const isCount = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value >= 0
     if (throttle !== undefined) {
       if (!isCount(throttle)) return invalid("throttle must be a count of calls (integer >= 0)")
@@ -472,7 +490,24 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       if (typeof revoke_tokens !== "boolean") return invalid("revoke_tokens must be a boolean")
       next.revoke_tokens = revoke_tokens
     }
+    if (token_ttl_seconds !== undefined) {
+      if (typeof token_ttl_seconds !== "number" || !Number.isInteger(token_ttl_seconds) || token_ttl_seconds < 1 || token_ttl_seconds > 86_400) {
+        return invalid("token_ttl_seconds must be an integer from 1 to 86400")
+      }
+      next.token_ttl_seconds = token_ttl_seconds
+    }
+    if (rate_limit_per_second !== undefined) {
+      if (typeof rate_limit_per_second !== "number" || !Number.isInteger(rate_limit_per_second) || rate_limit_per_second < 1) {
+        return invalid("rate_limit_per_second must be a positive integer")
+      }
+      next.rate_limit_per_second = rate_limit_per_second
+    }
+    if (expire_tokens !== undefined && typeof expire_tokens !== "boolean") return invalid("expire_tokens must be a boolean")
     if (error_rate !== undefined) sandbox.random = seededRandom(17)
+    // A one-off action, not a lasting fault: every access token issued so far expires (refresh still works).
+    if (expire_tokens === true) {
+      for (const [token, record] of sandbox.tokens) sandbox.tokens.set(token, { ...record, expiresAtMs: 0 })
+    }
     if (revoke_tokens === true) {
       const nowSeconds = Math.floor(Date.now() / 1000)
       for (const grant of sandbox.grants.values()) {
