@@ -5,7 +5,7 @@
  * serves them), behind a counting HTTP proxy in this process (every answer's status is counted:
  * pages, 429s, 5xx). The service's own layers run in this process on the PostgreSQL of
  * `DATABASE_URL`: configuration, database pool, migrations, the connections repository, the
- * sessions, the provider HTTP client (its rate bucket and retries as configured by default) and
+ * sessions, the provider ports (`ProvidersLive`: the HTTP client with its default bucket and retries) and
  * the sync worker with its default settings (background fibers off: the bench steps it).
  *
  * 1. The sandbox generates one ad account with BENCH_ADS ads (5,000) (`{arrive: {kind:
@@ -30,15 +30,11 @@ import { ConnectionSessions } from "../../src/connections/sessions.ts"
 import { ConnectionsRepo } from "../../src/connections/repo.ts"
 import { SyncJobsRepo } from "../../src/connections/sync/repo.ts"
 import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
-import { OutboxRepo } from "../../src/events/outbox/repo.ts"
 import { MigrationsLive } from "../../src/main/core.ts"
 import { AppConfig, loadSettings } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { AdPlatformLayer } from "../../src/providers/adplatform/live.ts"
-import { ProviderEndpoints } from "../../src/providers/endpoints.ts"
-import { ProviderHttp } from "../../src/providers/http.ts"
-import { ProviderOAuthLive } from "../../src/providers/oauth/live.ts"
+import { ProvidersLive } from "../../src/providers/layer.ts"
 import { commandCpuMs, fmt, freePort, HOST, intFromEnv, processCpuMs, runInProcessBench, sleep, startProcess, stopProcess } from "../support.ts"
 
 const ADS = intFromEnv("BENCH_ADS", 5_000, 100_000)
@@ -241,11 +237,9 @@ await runInProcessBench("sync", "a PostgreSQL the bench may write a year of spen
   })
   return Layer.mergeAll(SyncWorker.layer, SyncJobsRepo.layer, ConnectionsRepo.layer).pipe(
     Layer.provide(workerSettings),
-    Layer.provide(ConnectionSessions.layer.pipe(Layer.provide(ProviderOAuthLive), Layer.provide(OutboxRepo.layer))),
-    Layer.provide(AdPlatformLayer),
+    Layer.provide(ConnectionSessions.layer),
+    Layer.provide(ProvidersLive),
     Layer.provideMerge(SecretBox.layer),
-    Layer.provide(ProviderHttp.layer),
-    Layer.provide(ProviderEndpoints.layer),
     Layer.provideMerge(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provide(settings)
