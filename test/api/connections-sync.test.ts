@@ -55,7 +55,7 @@ const sandbox = (method: string, path: string, body?: unknown) =>
 const setFaults = (faults: Record<string, unknown>) =>
   Effect.map(sandbox("POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
 
-const clearFaults = setFaults({ throttle: 0, error_rate: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
+const clearFaults = setFaults({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
 
 /** Follows one redirect hop of the served app or the sandbox, not further. */
 const hop = (target: string) =>
@@ -367,16 +367,16 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.isAtLeast(job.attempts, 2)
         }))
 
-      it.effect("a revoked grant marks the connection reconnect_required, writes the event and fails the job for good", () =>
+      it.effect("a grant the provider refuses mid-sync (401) marks the connection reconnect_required, writes the event and fails the job for good", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
           yield* clearFaults
           const fixture = yield* personProfile
           const { connectionId } = yield* connect(fixture)
-          yield* setFaults({ revoke_tokens: true })
+          // Every access token issued so far now answers 401 invalid_token, with no push: only the sync finds out.
+          yield* setFaults({ expire_tokens: true })
           const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           const job = yield* settled(fixture, queued.job_id)
-          yield* clearFaults
           assert.strictEqual(job.status, "failed", JSON.stringify(job))
           assert.strictEqual(job.error, "reconnect_required")
           assert.strictEqual(job.attempts, 1)
@@ -390,6 +390,37 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           )
           const refused = yield* send(fixture.key, "POST", "/api/v1/connections/sync", { connection_id: connectionId })
           assert.strictEqual(refused.status, 409, refused.text)
+          assert.strictEqual(refused.json.error.reason, "reconnect_required")
+        }))
+
+      it.effect("a revoked grant (the provider's push or the sync's 401, whichever comes first) leaves the job failed and one event", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient
+          yield* clearFaults
+          const fixture = yield* personProfile
+          const { connectionId } = yield* connect(fixture)
+          yield* setFaults({ revoke_tokens: true })
+          const answer = yield* send(fixture.key, "POST", "/api/v1/connections/sync", { connection_id: connectionId, kind: "structure" })
+          yield* clearFaults
+          if (answer.status === 202) {
+            const job = yield* settled(fixture, answer.json.data[0].job_id)
+            assert.strictEqual(job.status, "failed", JSON.stringify(job))
+            assert.strictEqual(job.error, "reconnect_required")
+          } else {
+            // The grant-death push reached the service first: the sync is refused up front.
+            assert.strictEqual(answer.status, 409, answer.text)
+          }
+          yield* eventually(
+            sql<any>`SELECT status FROM connections WHERE id = ${connectionId}`,
+            (rows) => rows[0]?.status === "reconnect_required",
+            { what: "the connection to need a reconnect", within: "20 seconds" }
+          )
+          assert.strictEqual(
+            yield* count(sql`
+              SELECT count(*)::int AS n FROM outbox
+              WHERE profile_id = ${fixture.profileId} AND topic = 'connection.reconnect_required'`),
+            1
+          )
         }))
 
       it.effect("a job whose runner died is claimed again once its lease expires and completes", () =>
