@@ -88,6 +88,8 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   readonly updateTokens: (id: string, tokens: SealedTokens) => Repo<void>
   /** A sync job of the connection is running now. */
   readonly syncRunning: (id: string) => Repo<boolean>
+  /** A sync of the connection finished: `last_synced_at` is now (decision 0058). */
+  readonly markSynced: (id: string) => Repo<void>
   /** Deletes every connection of the profile (archiving it: non-audit data goes). */
   readonly deleteForProfile: (profileId: string) => Repo<void>
   /** Runs `effect` in one transaction (the connection, its outbox row and its audit entry commit together). */
@@ -227,6 +229,9 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           (rows) => rows.length > 0
         )
 
+      const markSynced = (id: string) =>
+        Effect.asVoid(sql`UPDATE connections SET last_synced_at = now(), updated_at = now() WHERE id = ${id}`)
+
       // What references the connections goes first (through its owners).
       const deleteForProfile = (profileId: string) =>
         Effect.gen(function*() {
@@ -249,6 +254,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         releaseAppGrant,
         updateTokens,
         syncRunning,
+        markSynced,
         deleteForProfile
       }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.

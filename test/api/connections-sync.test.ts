@@ -200,6 +200,10 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.strictEqual(spend[0].reported, spend[0].n)
           assert.strictEqual(spend[0].currency, account.currency)
 
+          const listed = yield* send(fixture.key, "GET", "/api/v1/connections")
+          const shown = (listed.json.data as ReadonlyArray<any>).find((c) => c.id === connectionId)
+          assert.isString(shown?.last_synced_at, listed.text)
+
           // Syncing again writes the same rows again (upserts), never a second copy.
           const [again] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           assert.strictEqual((yield* settled(fixture, again.job_id)).status, "done")

@@ -22,6 +22,7 @@ import type { SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
 import { AdPlatform, type InsightRow } from "../../providers/adplatform/port.ts"
+import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
 import { type ClaimedSyncJob, emptyProgress, SyncJobsRepo } from "./repo.ts"
 import { type StructureScope, StructureRepo } from "./structure-repo.ts"
@@ -133,6 +134,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const spend = yield* AnalyticsImportsRepo
       const platform = yield* AdPlatform
       const sessions = yield* ConnectionSessions
+      const connections = yield* ConnectionsRepo
       const settings = yield* SyncWorkerSettings
       const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
       const batchSize = Math.max(1, settings.batchSize)
@@ -264,7 +266,8 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           Effect.flatMap((result) => {
             switch (result.state) {
               case "done":
-                return Effect.map(jobs.succeed(job, result.progress), (ok) => outcome(ok ? "done" : "lease_lost", null))
+                return Effect.flatMap(jobs.succeed(job, result.progress), (ok) =>
+                  ok ? Effect.as(connections.markSynced(job.connection_id), outcome("done", null)) : Effect.succeed(outcome("lease_lost", null)))
               case "cancelled":
                 return Effect.as(jobs.cancel(job, result.code, result.progress), outcome("cancelled", result.code))
               case "failed":
@@ -345,5 +348,5 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
       return { runNext: runNext(), drainOnce: drainOnce(), enqueueNightly }
     })
-  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer]))
+  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer]))
 }
