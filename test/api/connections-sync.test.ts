@@ -256,6 +256,11 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           const overview = yield* send(fixture.key, "GET", `/api/v1/overview?${lastWeek()}`)
           assert.strictEqual(overview.status, 200, overview.text)
           assert.strictEqual(Number(overview.json.data.current.spend), Number(total.spend), overview.text)
+          const series = yield* send(fixture.key, "GET", `/api/v1/timeseries?${lastWeek()}`)
+          assert.strictEqual(series.status, 200, series.text)
+          assert.strictEqual(series.json.meta.spend_measured, true)
+          const daily = (series.json.data as ReadonlyArray<any>).reduce((sum, point) => sum + Number(point.spend ?? 0), 0)
+          assert.closeTo(daily, Number(total.spend), 1e-6)
         }))
 
       it.effect("ad referrals accept a synced ad and answer 422 unknown_ad for an id the sync never brought", () =>
