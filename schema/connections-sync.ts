@@ -1,7 +1,7 @@
 /** Provider sync jobs of a profile's connections: triggering a sync and reading its progress (decision 0058). */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
-import { Uuid } from "./common.ts"
+import { Page, PageQuery, Uuid } from "./common.ts"
 
 export const SyncJobKind = Schema.Literals(["backfill", "structure", "insights", "manual"])
 export type SyncJobKind = typeof SyncJobKind.Type
@@ -63,3 +63,12 @@ export const SyncJobBody = Schema.Struct({ data: SyncJob }).annotate({ identifie
 export type SyncQueued = typeof SyncQueued.Type
 
 export const SyncJobParams = { job_id: Schema.String.annotate({ description: "The job id `POST /api/v1/connections/sync` answered." }) }
+
+/** `GET /api/v1/connections/sync`: the profile's sync jobs, newest first. */
+export const SyncJobsQuery = {
+  ...PageQuery,
+  connection_id: Schema.optionalKey(Uuid.annotate({ description: "Only this connection's jobs" }))
+}
+
+export const SyncJobPage = Page(SyncJob)
+export type SyncJobPage = typeof SyncJobPage.Type

@@ -288,7 +288,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.strictEqual(refused.json.error.code, "unknown_ad")
         }))
 
-      it.effect("two clicks queue one job; an unknown connection is 404, a bad body 400, an unknown job 404", () =>
+      it.effect("two clicks queue one job; the jobs list newest first; an unknown connection is 404, a bad body 400, an unknown job 404", () =>
         Effect.gen(function*() {
           yield* clearFaults
           const fixture = yield* personProfile
@@ -304,6 +304,19 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.deepStrictEqual(all.map((job) => job.connection_id), [connectionId])
           yield* settled(fixture, all[0].job_id)
 
+          // The list: newest first, keyset pages, one connection's or all, never another profile's.
+          const listed = yield* send(fixture.key, "GET", `/api/v1/connections/sync?connection_id=${connectionId}&limit=1`)
+          assert.strictEqual(listed.status, 200, listed.text)
+          assert.deepStrictEqual(listed.json.data.map((job: any) => job.job_id), [all[0].job_id])
+          assert.strictEqual(listed.json.pagination.has_next, true)
+          const next = yield* send(fixture.key, "GET", `/api/v1/connections/sync?limit=1&cursor=${listed.json.pagination.cursor}`)
+          assert.deepStrictEqual(next.json.data.map((job: any) => job.job_id), [first[0].job_id])
+          assert.strictEqual(next.json.pagination.has_next, false)
+          const badCursor = yield* send(fixture.key, "GET", "/api/v1/connections/sync?cursor=WyJ4IiwieSJd")
+          assert.strictEqual(badCursor.status, 200, badCursor.text)
+          const badConnection = yield* send(fixture.key, "GET", "/api/v1/connections/sync?connection_id=nope")
+          assert.strictEqual(badConnection.status, 400, badConnection.text)
+
           const unknown = yield* send(fixture.key, "POST", "/api/v1/connections/sync", { connection_id: crypto.randomUUID() })
           assert.strictEqual(unknown.status, 404, unknown.text)
           const bad = yield* send(fixture.key, "POST", "/api/v1/connections/sync", { connection_id: "not-a-uuid", kind: "everything" })
@@ -314,6 +327,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           const other = yield* personProfile
           const foreign = yield* send(other.key, "GET", `/api/v1/connections/sync/${first[0].job_id}`)
           assert.strictEqual(foreign.status, 404, foreign.text)
+          const foreignList = yield* send(other.key, "GET", "/api/v1/connections/sync")
+          assert.deepStrictEqual(foreignList.json.data, [])
           const readOnly = yield* seedApiKey(fixture, { scopes: ["connections:read"] })
           const refused = yield* send(readOnly.key, "POST", "/api/v1/connections/sync", {})
           assert.strictEqual(refused.status, 403, refused.text)

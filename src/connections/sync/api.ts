@@ -1,11 +1,11 @@
 /**
  * Syncs over HTTP (decision 0058): `POST /api/v1/connections/sync` (routes.tsv) and the progress
- * read `GET /api/v1/connections/sync/{job_id}` (designed: the spec says progress is readable with
- * `connections:read`, path not shown).
+ * reads `GET /api/v1/connections/sync[/{job_id}]` (designed: the spec says progress is readable
+ * with `connections:read`, path not shown).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { SyncJobBody, SyncJobParams, SyncQueued, SyncRequest } from "../../../schema/connections-sync.ts"
-import { DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
+import { SyncJobBody, SyncJobPage, SyncJobParams, SyncJobsQuery, SyncQueued, SyncRequest } from "../../../schema/connections-sync.ts"
+import { DatabaseUnavailable, InvalidRequest, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
 export const ConnectionSyncApi = HttpApiGroup.make("connectionSync")
@@ -32,6 +32,23 @@ export const ConnectionSyncApi = HttpApiGroup.make("connectionSync")
         scopes: ["connections:write"],
         auth: PROFILE_PRINCIPALS,
         idempotency: "optional",
+        grain: "profile"
+      })),
+    HttpApiEndpoint.get("listSyncJobs", "/connections/sync", {
+      query: SyncJobsQuery,
+      success: SyncJobPage,
+      error: [InvalidRequest.wire, DatabaseUnavailable.wire]
+    })
+      .annotate(OpenApi.Summary, "The profile's sync jobs, newest first (optionally of one connection), with status and progress")
+      .annotate(
+        OpenApi.Description,
+        "Every sync job of the profile (requested, nightly, backfill), newest first, keyset-paged; `connection_id` keeps one " +
+          "connection's. Each job as `GET /api/v1/connections/sync/{job_id}` shows it."
+      )
+      .annotateMerge(policy({
+        scopes: ["connections:read"],
+        auth: PROFILE_PRINCIPALS,
+        idempotency: "none",
         grain: "profile"
       })),
     HttpApiEndpoint.get("syncProgress", "/connections/sync/:job_id", {

@@ -11,6 +11,7 @@ export const ConnectionSyncHandlers = HttpApiBuilder.group(Api, "connectionSync"
     return handlers.handleAll({
       triggerSync: ({ payload }) =>
         Effect.flatMap(access.current, (profile) => Effect.map(sync.trigger(profile, payload), (data) => ({ data }))),
+      listSyncJobs: ({ query }) => Effect.flatMap(access.current, (profile) => sync.list(profile, query)),
       syncProgress: ({ params }) =>
         Effect.flatMap(access.current, (profile) => Effect.map(sync.progress(profile, params.job_id), (data) => ({ data })))
     })

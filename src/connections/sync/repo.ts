@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { type SyncJob, SyncJobKind, SyncJobStatus, type SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
+import type { Keyset } from "../../platform/pagination.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 /** The progress column as stored: whatever the last renewal wrote (`{}` before the first). */
@@ -116,6 +117,13 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
   /** The profile's live connections (all of them, or the one named). */
   readonly liveConnections: (profileId: string, connectionId: Option.Option<string>) => Repo<ReadonlyArray<SyncableConnection>>
   readonly find: (profileId: string, jobId: string) => Repo<Option.Option<SyncJobRow>>
+  /** The profile's jobs (of one connection, or all), newest first, one more than `limit` to tell whether a page follows. */
+  readonly list: (
+    profileId: string,
+    connectionId: Option.Option<string>,
+    limit: number,
+    before: Option.Option<Keyset>
+  ) => Repo<ReadonlyArray<SyncJobRow>>
   /** True while a job of the connection is running under a live lease (disconnect answers 409 then). */
   readonly isSyncing: (connectionId: string) => Repo<boolean>
   /** Whether the profile's attribution add-on is on now (a person's profile, or `svc_attribution` enabled). */
@@ -143,6 +151,7 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
   static readonly layer = Layer.effect(SyncJobsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      const jobRows = decodeRows(SyncJobRow)
       const firstJob = decodeFirstRow(SyncJobRow)
       const firstClaimed = decodeFirstRow(ClaimedSyncJob)
       const connectionRows = decodeRows(SyncableConnection)
@@ -238,6 +247,14 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
 
       const find = (profileId: string, jobId: string) =>
         firstJob(sql`SELECT ${columns} FROM sync_jobs j WHERE j.id = ${jobId} AND j.profile_id = ${profileId}`)
+
+      const list = (profileId: string, connectionId: Option.Option<string>, limit: number, before: Option.Option<Keyset>) =>
+        jobRows(sql`
+          SELECT ${columns} FROM sync_jobs j
+          WHERE j.profile_id = ${profileId}
+            ${Option.isSome(connectionId) ? sql`AND j.connection_id = ${connectionId.value}` : sql``}
+            ${Option.isSome(before) ? sql`AND (j.created_at, j.id) < (${before.value.createdAt}::timestamptz, ${before.value.id}::uuid)` : sql``}
+          ORDER BY j.created_at DESC, j.id DESC LIMIT ${limit + 1}`)
 
       const isSyncing = (connectionId: string) =>
         Effect.map(
@@ -344,6 +361,7 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
         enqueueNightly,
         liveConnections,
         find,
+        list,
         isSyncing,
         attributionOn,
         anyClaimable,

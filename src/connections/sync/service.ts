@@ -4,10 +4,11 @@
  * kind already queued or running; `GET /api/v1/connections/sync/{job_id}` reads its progress.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import type { SyncJob, SyncRequest } from "../../../schema/connections-sync.ts"
+import type { SyncJob, SyncJobPage, SyncRequest } from "../../../schema/connections-sync.ts"
 import { type DatabaseUnavailable, InvalidState, NotFound } from "../../../schema/errors.ts"
 import { isUuid } from "../../../schema/common.ts"
 import type { ProfileContext } from "../../auth/principal.ts"
+import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../platform/pagination.ts"
 import { renderSyncJob, SYNCED_PROVIDER_KINDS, SyncJobsRepo } from "./repo.ts"
 
 const noSuchConnection = () => new NotFound({ message: "No live connection of this profile has this id.", reason: "connection_not_found" })
@@ -19,6 +20,10 @@ export class ConnectionSync extends Context.Service<ConnectionSync, {
     request: SyncRequest
   ) => Effect.Effect<ReadonlyArray<SyncJob>, NotFound | InvalidState | DatabaseUnavailable>
   readonly progress: (profile: ProfileContext, jobId: string) => Effect.Effect<SyncJob, NotFound | DatabaseUnavailable>
+  readonly list: (
+    profile: ProfileContext,
+    query: { readonly connection_id?: string; readonly limit?: number; readonly cursor?: string }
+  ) => Effect.Effect<SyncJobPage, DatabaseUnavailable>
 }>()("svc/ConnectionSync") {
   static readonly layer = Layer.effect(ConnectionSync)(
     Effect.gen(function*() {
@@ -57,7 +62,19 @@ export class ConnectionSync extends Context.Service<ConnectionSync, {
         return renderSyncJob(row.value)
       })
 
-      return { trigger, progress }
+      const list = Effect.fn("ConnectionSync.list")(function*(
+        profile: ProfileContext,
+        query: { readonly connection_id?: string; readonly limit?: number; readonly cursor?: string }
+      ) {
+        const limit = query.limit ?? DEFAULT_PAGE_SIZE
+        // A cursor this list did not issue restarts it (never a bad cast in SQL).
+        const before = Option.filter(decodeCursor(query.cursor), (k) => isUuid(k.id) && !Number.isNaN(Date.parse(k.createdAt)))
+        const rows = yield* repo.list(profile.profileId, Option.fromUndefinedOr(query.connection_id), limit, before)
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.job_id }))
+        return { data: page.map(renderSyncJob), pagination }
+      })
+
+      return { trigger, progress, list }
     })
   ).pipe(Layer.provide(SyncJobsRepo.layer))
 }
