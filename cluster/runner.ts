@@ -14,6 +14,7 @@ import type { SocketServerError } from "effect/socket/SocketServer"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../schema/errors.ts"
 import type { ClusterStatusInfo } from "../schema/rpc.ts"
+import { NightlySyncLive } from "../src/connections/sync/cron.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { SecretBox } from "../src/platform/secret-box.ts"
 import { ProvidersLive } from "../src/providers/layer.ts"
@@ -95,8 +96,8 @@ export class ClusterStatus extends Context.Service<ClusterStatus, {
 }
 
 /**
- * Sharding for `AppConfig.cluster.mode`, with the Profile and HandOff entities registered and
- * `ClusterStatus` alongside.
+ * Sharding for `AppConfig.cluster.mode`, with the Profile and HandOff entities and the nightly
+ * provider sync (decision 0058) registered and `ClusterStatus` alongside.
  */
 export const ClusterLive: Layer.Layer<
   Sharding.Sharding | ClusterStatus,
@@ -106,6 +107,7 @@ export const ClusterLive: Layer.Layer<
   ProfileLive,
   // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.
   HandOffLive.pipe(Layer.provide([ProvidersLive, SecretBox.layer])),
+  NightlySyncLive,
   ClusterStatus.layer
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))

@@ -93,7 +93,10 @@ export const CampaignRow = Schema.Struct({
   /** spend / outcome_count, 6 decimals; null without spend or outcomes. */
   cac: NullableDecimal,
   cac_first_payment: NullableDecimal,
-  /** Null until the ad-platform sync supplies them (`meta.adplatform_reported_status`). */
+  /**
+   * The ad platform's own counts over the range, from the synced daily insights; null where no
+   * synced insights cover the entity in the range (`meta.adplatform_reported_status`).
+   */
   adplatform_reported_conversions: Schema.NullOr(Schema.Int),
   adplatform_reported_chats: Schema.NullOr(Schema.Int),
   /** `level=ad_set` only, from the synced copy; null at other levels. */
@@ -117,8 +120,11 @@ export const Campaigns = Schema.Struct({
   data: Schema.Array(CampaignRow),
   meta: Schema.Struct({
     ...MetaFields,
-    /** `not_synced`: the ad-platform sync does not supply reported conversions and chats yet. */
-    adplatform_reported_status: Schema.Literal("not_synced"),
+    /**
+     * `synced`: some row carries the platform's reported conversions and chats from the synced
+     * insights; `not_synced`: no synced insights cover the range (the add-on is off, or nothing synced yet).
+     */
+    adplatform_reported_status: Schema.Literals(["synced", "not_synced"]),
     unavailable_reason: UnavailableReason,
     reporting_unavailable_reason: UnavailableReason
   })

@@ -88,10 +88,10 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   readonly updateTokens: (id: string, tokens: SealedTokens) => Repo<void>
   /** A sync job of the connection is running now. */
   readonly syncRunning: (id: string) => Repo<boolean>
+  /** A sync of the connection finished: `last_synced_at` is now (decision 0058). */
+  readonly markSynced: (id: string) => Repo<void>
   /** Deletes every connection of the profile (archiving it: non-audit data goes). */
   readonly deleteForProfile: (profileId: string) => Repo<void>
-  /** Queues a backfill of `windowDays` for each live ad-platform connection of the profile; answers how many. */
-  readonly enqueueBackfills: (profileId: string, windowDays: number, reason: string) => Repo<number>
   /** Runs `effect` in one transaction (the connection, its outbox row and its audit entry commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ConnectionsRepo") {
@@ -229,6 +229,9 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           (rows) => rows.length > 0
         )
 
+      const markSynced = (id: string) =>
+        Effect.asVoid(sql`UPDATE connections SET last_synced_at = now(), updated_at = now() WHERE id = ${id}`)
+
       // What references the connections goes first (through its owners).
       const deleteForProfile = (profileId: string) =>
         Effect.gen(function*() {
@@ -236,15 +239,6 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           yield* providerEvents.forgetProfile(profileId)
           yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
         })
-
-      const enqueueBackfills = (profileId: string, windowDays: number, reason: string) =>
-        Effect.map(
-          sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
-              SELECT gen_random_uuid(), profile_id, id, 'backfill', ${windowDays}, ${reason}
-              FROM connections WHERE profile_id = ${profileId} AND provider_kind = 'adplatform' AND disconnected_at IS NULL
-              RETURNING id`,
-          (rows) => rows.length
-        )
 
       return {
         ...atDatabaseBoundary({
@@ -260,8 +254,8 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         releaseAppGrant,
         updateTokens,
         syncRunning,
-        deleteForProfile,
-        enqueueBackfills
+        markSynced,
+        deleteForProfile
       }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))

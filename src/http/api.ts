@@ -16,6 +16,7 @@ import { OnboardingApi } from "../onboarding/api.ts"
 import { PasswordPagesApi, PasswordsApi, PeopleAdminApi } from "../people/api.ts"
 import { Csrf, SessionsApi } from "../auth/sessions/api.ts"
 import { ConnectPagesApi, ConnectionsApi, HooksApi } from "../connections/api.ts"
+import { ConnectionSyncApi } from "../connections/sync/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
@@ -44,6 +45,7 @@ export const Api = HttpApi.make("svc")
   .add(OpsApi)
   .add(AdminApi)
   .add(ConnectionsApi)
+  .add(ConnectionSyncApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

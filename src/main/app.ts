@@ -16,6 +16,7 @@ import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
 import { MeHandlers } from "../auth/me/handlers.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
+import { ConnectionSyncHandlers } from "../connections/sync/handlers.ts"
 import { CustomersHandlers } from "../customers/handlers.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
 import { EventsHandlers } from "../events/outcomes/handlers.ts"
@@ -50,6 +51,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     OpsHandlers,
     AdminHandlers,
     ConnectionsHandlers,
+    ConnectionSyncHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

@@ -8,6 +8,8 @@ import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLive } from "../../cluster/runner.ts"
 import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
+import { ConnectionSessions } from "../connections/sessions.ts"
+import { SyncWorker } from "../connections/sync/worker.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -30,6 +32,15 @@ const RequestLimitsLive = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
+/**
+ * Works the provider sync queue in the background (decision 0058), on the same provider layer as
+ * the routes and the entities (shared by reference: one HTTP client, one bucket per connection).
+ */
+const SyncLive = SyncWorker.layer.pipe(
+  Layer.provide(ConnectionSessions.layer),
+  Layer.provide([ProvidersLive, SecretBox.layer])
+)
+
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
@@ -37,6 +48,7 @@ export const CoreServicesLive = Layer.mergeAll(
   ProvidersLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
+  SyncLive,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
   RateLimiterLive,

@@ -33,7 +33,10 @@ export type MetricsRow = typeof MetricsRow.Type
 const SpendRow = Schema.Struct({
   platform_id: Schema.String,
   spend: Schema.NullOr(Schema.String),
-  reporting_spend: Schema.NullOr(Schema.String)
+  reporting_spend: Schema.NullOr(Schema.String),
+  /** The platform's own counts from synced insights; null when no synced day carries them. */
+  reported_conversions: Schema.NullOr(Schema.Int),
+  reported_chats: Schema.NullOr(Schema.Int)
 })
 export type EntitySpendRow = typeof SpendRow.Type
 
@@ -206,14 +209,16 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
                 WHERE x.profile_id = ${scope.profileId} AND ${column} IS NOT NULL ${spendFilter(scope)} ${one}`)
           const rows = yield* spendRows(sql`
             WITH base AS (
-              SELECT ${column} AS platform_id, x.day, x.currency, sum(x.amount) AS money FROM ad_spend x
+              SELECT ${column} AS platform_id, x.day, x.currency, sum(x.amount) AS money,
+                     sum(x.reported_conversions) AS rc, sum(x.reported_chats) AS rh FROM ad_spend x
               WHERE x.profile_id = ${scope.profileId} AND ${column} IS NOT NULL AND ${range(scope)} ${spendFilter(scope)} ${one}
               GROUP BY 1, x.day, x.currency),
             converted AS (
               SELECT x.platform_id, ${convert(scope, scope.currency, true, "x.money")} AS in_profile,
-                     ${convert(scope, scope.reportingCurrency, false, "x.money")} AS in_reporting
+                     ${convert(scope, scope.reportingCurrency, false, "x.money")} AS in_reporting, x.rc, x.rh
               FROM base x)
-            SELECT platform_id, ${total("in_profile")} AS spend, ${total("in_reporting")} AS reporting_spend
+            SELECT platform_id, ${total("in_profile")} AS spend, ${total("in_reporting")} AS reporting_spend,
+                   sum(rc)::int AS reported_conversions, sum(rh)::int AS reported_chats
             FROM converted GROUP BY platform_id`)
           return { measured: new Set(measured.map((row) => row.platform_id)), rows }
         })

@@ -61,6 +61,13 @@ const reasonFor = (target: string | null, profileCurrency: string | null) =>
 export const WITHHELD_REASON = "no_model_served"
 const withheld = { value: null, status: "withheld" as const, reason: WITHHELD_REASON }
 
+/** A measured entity without spend rows in the range: zero spend, no reported counts. */
+const unspent = { spend: "0", reporting_spend: "0", reported_conversions: null, reported_chats: null }
+
+/** `synced` once any row carries the platform's reported counts from synced insights. */
+const reportedStatus = (rows: ReadonlyArray<CampaignRow>): "synced" | "not_synced" =>
+  rows.some((row) => row.adplatform_reported_conversions !== null || row.adplatform_reported_chats !== null) ? "synced" : "not_synced"
+
 const emptyMetrics = (platformId: string): MetricsRow => ({
   platform_id: platformId,
   conversions: 0,
@@ -132,7 +139,12 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         platformId: string,
         synced: { readonly id: string; readonly name: string; readonly status: string; readonly learning_stage_status: CampaignRow["learning_stage_status"]; readonly campaign_objective: string | null } | undefined,
         m: MetricsRow,
-        spend: { readonly spend: string | null; readonly reporting_spend: string | null } | null
+        spend: {
+          readonly spend: string | null
+          readonly reporting_spend: string | null
+          readonly reported_conversions: number | null
+          readonly reported_chats: number | null
+        } | null
       ): CampaignRow => {
         const reporting = facts.reporting_currency
         const spendP = spend === null ? null : spend.spend
@@ -157,8 +169,8 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           roas: roasOf(m.credited_revenue, spendP),
           cac: costPer(spendP, m.cash_payments),
           cac_first_payment: costPer(spendP, m.first_payments),
-          adplatform_reported_conversions: null,
-          adplatform_reported_chats: null,
+          adplatform_reported_conversions: spend?.reported_conversions ?? null,
+          adplatform_reported_chats: spend?.reported_chats ?? null,
           learning_stage_status: level === "ad_set" ? synced?.learning_stage_status ?? null : null,
           campaign_objective: level === "ad_set" ? synced?.campaign_objective ?? null : null,
           reporting: {
@@ -175,7 +187,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
 
       const campaigns = Effect.fn("Campaigns.list")(function*(profile: ProfileContext, query: CampaignsQueryInput) {
         const { level, facts, scope, meta } = yield* prepare(profile, query)
-        const head = { ...meta, adplatform_reported_status: "not_synced" as const }
+        const head = { ...meta, adplatform_reported_status: "not_synced" as "synced" | "not_synced" }
         if (!profile.attributionEnabled) {
           return { data: [], meta: { ...head, unavailable_reason: null, reporting_unavailable_reason: null } } satisfies Campaigns
         }
@@ -189,7 +201,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         const ids = [...new Set([...syncedById.keys(), ...byId.keys(), ...spendById.keys()])]
         const data = ids.map((platformId) => {
           const measured = spent.measured.has(platformId)
-          const spend = !measured ? null : spendById.get(platformId) ?? { spend: "0", reporting_spend: "0" }
+          const spend = !measured ? null : spendById.get(platformId) ?? unspent
           return rowOf(level, facts, platformId, syncedById.get(platformId), byId.get(platformId) ?? emptyMetrics(platformId), spend)
         }).sort((a, b) =>
           b.attributed_outcome_count - a.attributed_outcome_count ||
@@ -205,6 +217,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           data,
           meta: {
             ...head,
+            adplatform_reported_status: reportedStatus(data),
             unavailable_reason: missing ? reasonFor(facts.currency, facts.currency) : null,
             reporting_unavailable_reason: reportingMissing ? reasonFor(facts.reporting_currency, facts.currency) : null
           }
@@ -279,7 +292,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           fatigue_risk_tier: withheld,
           expected_lifespan_days: withheld
         }
-        const head = { ...meta, adplatform_reported_status: "not_synced" as const }
+        const head = { ...meta, adplatform_reported_status: "not_synced" as "synced" | "not_synced" }
         if (!profile.attributionEnabled) {
           return {
             data: { ...rowOf(level, facts, platformId, synced, emptyMetrics(platformId), null), learned },
@@ -288,7 +301,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         }
         const metrics = (yield* repo.metrics(scope, level, platformId)).find((row) => row.platform_id === platformId)
         const spent = yield* repo.spend(scope, level, platformId)
-        const spend = !spent.measured.has(platformId) ? null : spent.rows[0] ?? { spend: "0", reporting_spend: "0" }
+        const spend = !spent.measured.has(platformId) ? null : spent.rows[0] ?? unspent
         const row = rowOf(level, facts, platformId, synced, metrics ?? emptyMetrics(platformId), spend)
         const missing = row.credited_revenue === null || row.outcome_value === null || (spend !== null && row.spend === null)
         const reportingMissing = facts.reporting_currency === null || row.reporting.credited_revenue === null ||
@@ -297,6 +310,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
           data: { ...row, learned },
           meta: {
             ...head,
+            adplatform_reported_status: reportedStatus([row]),
             unavailable_reason: missing ? reasonFor(facts.currency, facts.currency) : null,
             reporting_unavailable_reason: reportingMissing ? reasonFor(facts.reporting_currency, facts.currency) : null
           }

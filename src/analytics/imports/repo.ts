@@ -1,6 +1,7 @@
 /**
  * The owner of `ad_spend` and `fx_rates` (decision 0041): the idempotent upserts of the operator's
- * imports. Each import runs in one transaction, in statements of at most CHUNK rows.
+ * imports (each in one transaction, in statements of at most CHUNK rows) and the ad-platform
+ * sync's days (decision 0058).
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -18,6 +19,32 @@ export interface SpendRow {
   readonly amount: string
 }
 
+/** One ad's day as the ad-platform sync brings it (source `sync`): spend in minor units of `currency`. */
+export interface SyncedSpendRow {
+  readonly profileId: string
+  readonly platform: string
+  readonly day: string
+  readonly campaignId: string
+  readonly adSetId: string
+  readonly adId: string
+  readonly currency: string
+  readonly spendMinor: number
+  readonly impressions: number
+  readonly clicks: number
+  readonly reportedConversions: number
+  readonly reportedChats: number
+}
+
+/** ISO-4217 currencies whose minor unit is not a hundredth (all others: 2 decimals). */
+const MINOR_EXPONENTS: Readonly<Record<string, number>> = {
+  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0, UYI: 0, VND: 0, VUV: 0,
+  XAF: 0, XOF: 0, XPF: 0,
+  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
+  CLF: 4, UYW: 4
+}
+
+export const minorExponent = (currency: string): number => MINOR_EXPONENTS[currency] ?? 2
+
 export interface FxRow {
   readonly day: string
   readonly base: string
@@ -29,6 +56,13 @@ const CHUNK = 1000
 
 const chunks = <A>(rows: ReadonlyArray<A>) => Array.from({ length: Math.ceil(rows.length / CHUNK) }, (_, i) => rows.slice(i * CHUNK, (i + 1) * CHUNK))
 
+/** The last row per (profile, platform, day, ad): an upsert statement may touch a row only once. */
+const lastPerAdDay = (rows: ReadonlyArray<SyncedSpendRow>): ReadonlyArray<SyncedSpendRow> => {
+  const byKey = new Map<string, SyncedSpendRow>()
+  for (const row of rows) byKey.set(`${row.profileId}|${row.platform}|${row.day}|${row.adId}`, row)
+  return byKey.size === rows.length ? rows : [...byKey.values()]
+}
+
 const ProfileIdRow = Schema.Struct({ id: Schema.String })
 
 export class AnalyticsImportsRepo extends Context.Service<AnalyticsImportsRepo, {
@@ -39,6 +73,13 @@ export class AnalyticsImportsRepo extends Context.Service<AnalyticsImportsRepo, 
    * already there takes the new campaign, ad set, currency and amount.
    */
   readonly upsertSpend: (rows: ReadonlyArray<SpendRow>) => Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * Upserts the ad platform's synced days (distinct on profile, platform, day and ad) with source
+   * `sync`: the amount in major units, impressions, clicks and the platform's reported
+   * conversions and chats. One statement per CHUNK rows, each its own transaction (a sync
+   * resumes by writing the same days again).
+   */
+  readonly upsertSyncedSpend: (rows: ReadonlyArray<SyncedSpendRow>) => Effect.Effect<void, DatabaseUnavailable>
   /** Upserts rates (distinct on base, quote and day) from `source` in one transaction. */
   readonly upsertFxRates: (rows: ReadonlyArray<FxRow>, source: string) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/AnalyticsImportsRepo") {
@@ -66,6 +107,27 @@ export class AnalyticsImportsRepo extends Context.Service<AnalyticsImportsRepo, 
                 currency = EXCLUDED.currency, amount = EXCLUDED.amount, imported_at = now()`,
           { discard: true }))
 
+      const upsertSyncedSpend = (rows: ReadonlyArray<SyncedSpendRow>) =>
+        Effect.forEach(chunks(lastPerAdDay(rows)), (chunk) =>
+          sql`
+            INSERT INTO ad_spend (profile_id, platform, day, campaign_external_id, ad_set_external_id, ad_external_id, currency,
+                                  amount, source, impressions, clicks, reported_conversions, reported_chats)
+            SELECT p, pl, d, c, s, a, cur, m / power(10::numeric, e), 'sync', i, k, rc, rh
+            FROM unnest(${chunk.map((r) => r.profileId)}::uuid[], ${chunk.map((r) => r.platform)}::text[],
+                        ${chunk.map((r) => r.day)}::date[], ${chunk.map((r) => r.campaignId)}::text[],
+                        ${chunk.map((r) => r.adSetId)}::text[], ${chunk.map((r) => r.adId)}::text[],
+                        ${chunk.map((r) => r.currency)}::text[], ${chunk.map((r) => String(r.spendMinor))}::numeric[],
+                        ${chunk.map((r) => minorExponent(r.currency))}::int[], ${chunk.map((r) => String(r.impressions))}::bigint[],
+                        ${chunk.map((r) => String(r.clicks))}::bigint[], ${chunk.map((r) => r.reportedConversions)}::int[],
+                        ${chunk.map((r) => r.reportedChats)}::int[])
+                 AS v(p, pl, d, c, s, a, cur, m, e, i, k, rc, rh)
+            ON CONFLICT (profile_id, platform, day, ad_external_id) DO UPDATE
+            SET campaign_external_id = EXCLUDED.campaign_external_id, ad_set_external_id = EXCLUDED.ad_set_external_id,
+                currency = EXCLUDED.currency, amount = EXCLUDED.amount, source = 'sync', impressions = EXCLUDED.impressions,
+                clicks = EXCLUDED.clicks, reported_conversions = EXCLUDED.reported_conversions,
+                reported_chats = EXCLUDED.reported_chats, imported_at = now()`,
+          { discard: true })
+
       const upsertFxRates = (rows: ReadonlyArray<FxRow>, source: string) =>
         sql.withTransaction(Effect.forEach(chunks(rows), (chunk) =>
           sql`
@@ -76,7 +138,7 @@ export class AnalyticsImportsRepo extends Context.Service<AnalyticsImportsRepo, 
             ON CONFLICT (base, quote, day) DO UPDATE SET rate = EXCLUDED.rate, source = EXCLUDED.source, imported_at = now()`,
           { discard: true }))
 
-      return atDatabaseBoundary({ existingProfiles, upsertSpend, upsertFxRates })
+      return atDatabaseBoundary({ existingProfiles, upsertSpend, upsertSyncedSpend, upsertFxRates })
     })
   )
 }

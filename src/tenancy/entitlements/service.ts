@@ -12,7 +12,7 @@ import { AdminRepo } from "../../admin/repo.ts"
 import { AuditLog } from "../../audit/repo.ts"
 import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import type { AppPrincipal } from "../../auth/principal.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
+import { SyncJobsRepo } from "../../connections/sync/repo.ts"
 import { movePrivacyMode } from "../privacy.ts"
 import { TenancyRepo } from "../profiles/repo.ts"
 import { EntitlementsRepo } from "./repo.ts"
@@ -35,7 +35,7 @@ export class Entitlements extends Context.Service<Entitlements, {
       const repo = yield* TenancyRepo
       const entitlements = yield* EntitlementsRepo
       const admin = yield* AdminRepo
-      const connections = yield* ConnectionsRepo
+      const syncJobs = yield* SyncJobsRepo
       const keys = yield* ApiKeysRepo
       const audit = yield* AuditLog
       const noSuchProfile = () => new NotFound({ message: "No such profile." })
@@ -73,7 +73,7 @@ export class Entitlements extends Context.Service<Entitlements, {
           let details: Record<string, unknown>
           if (request.enabled) {
             yield* admin.upsertGrant(app.appId, row.profile_id, ON_SCOPES)
-            details = { backfills: yield* connections.enqueueBackfills(row.profile_id, STANDARD_BACKFILL_DAYS, "attribution_enabled") }
+            details = { backfills: yield* syncJobs.enqueueBackfills(row.profile_id, STANDARD_BACKFILL_DAYS, "attribution_enabled") }
           } else {
             // Narrowed, not revoked: the connect rail keeps working; keys of the wider grant stop.
             const grantId = yield* admin.upsertGrant(app.appId, row.profile_id, OFF_SCOPES)
@@ -95,6 +95,6 @@ export class Entitlements extends Context.Service<Entitlements, {
 
       return { setAttribution }
     })
-  ).pipe(Layer.provide([TenancyRepo.layer, EntitlementsRepo.layer, AdminRepo.layer, ConnectionsRepo.layer, ApiKeysRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([TenancyRepo.layer, EntitlementsRepo.layer, AdminRepo.layer, SyncJobsRepo.layer, ApiKeysRepo.layer, AuditLog.layer]))
 }
 

@@ -11,6 +11,8 @@ import { PrivacyMode } from "../../../schema/tenancy.ts"
 import { AdminRepo } from "../../admin/repo.ts"
 import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import { ConnectionsRepo } from "../../connections/repo.ts"
+import { SyncJobsRepo } from "../../connections/sync/repo.ts"
+import { StructureRepo } from "../../connections/sync/structure-repo.ts"
 import { PeopleRepo } from "../../people/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { EntitlementsRepo } from "../entitlements/repo.ts"
@@ -122,6 +124,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
       const entitlements = yield* EntitlementsRepo
       const keys = yield* ApiKeysRepo
       const connections = yield* ConnectionsRepo
+      const syncJobs = yield* SyncJobsRepo
+      const structure = yield* StructureRepo
       const firstProvisioned = decodeFirstRow(ProvisionedRow)
       /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
       const provisionedColumns = sql`
@@ -198,6 +202,9 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           yield* admin.revokeGrants({ profileId })
           const revoked = yield* keys.revokeKeys({ kind: "workspace", workspaceId })
           // Non-audit data of the profile goes; the audit trail and the PII access log stay.
+          // What references the connections goes first.
+          yield* syncJobs.deleteForProfile(profileId)
+          yield* structure.deleteForProfile(profileId)
           yield* connections.deleteForProfile(profileId)
           return revoked.length
         })
@@ -308,6 +315,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
     AdminRepo.layer,
     EntitlementsRepo.layer,
     ApiKeysRepo.layer,
-    ConnectionsRepo.layer
+    ConnectionsRepo.layer,
+    SyncJobsRepo.layer,
+    StructureRepo.layer
   ]))
 }

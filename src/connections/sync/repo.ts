@@ -1,0 +1,377 @@
+/**
+ * The owner of `sync_jobs` (decision 0058): the durable queue of provider syncs. Jobs are queued
+ * by the entitlement switch (backfills), the nightly cron, and `POST /api/v1/connections/sync`;
+ * the sync worker claims them with a lease (`FOR UPDATE SKIP LOCKED`, one running job per
+ * connection), renews the lease with every page batch and finishes or fails them. `attempts`
+ * is the fencing token: a runner whose lease was taken over stops at its next write.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { type SyncJob, SyncJobKind, SyncJobStatus, type SyncProgress } from "../../../schema/connections-sync.ts"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
+import type { Keyset } from "../../platform/pagination.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+
+/** The progress column as stored: whatever the last renewal wrote (`{}` before the first). */
+const StoredProgress = Schema.Struct({
+  phase: Schema.optionalKey(Schema.NullOr(Schema.Literals(["structure", "insights"]))),
+  campaigns: Schema.optionalKey(Schema.Int),
+  ad_sets: Schema.optionalKey(Schema.Int),
+  ads: Schema.optionalKey(Schema.Int),
+  insight_rows: Schema.optionalKey(Schema.Int),
+  since: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  until: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  insights_skipped: Schema.optionalKey(Schema.NullOr(Schema.String))
+})
+
+export const emptyProgress: SyncProgress = {
+  phase: null,
+  campaigns: 0,
+  ad_sets: 0,
+  ads: 0,
+  insight_rows: 0,
+  since: null,
+  until: null,
+  insights_skipped: null
+}
+
+const SyncJobRow = Schema.Struct({
+  job_id: Schema.String,
+  profile_id: Schema.String,
+  connection_id: Schema.String,
+  kind: SyncJobKind,
+  status: SyncJobStatus,
+  reason: Schema.NullOr(Schema.String),
+  window_days: Schema.NullOr(Schema.Int),
+  attempts: Schema.Int,
+  progress: Schema.fromJsonString(StoredProgress),
+  error: Schema.NullOr(Schema.String),
+  run_after: Schema.String,
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.String)
+})
+export type SyncJobRow = typeof SyncJobRow.Type
+
+export const renderSyncJob = (row: SyncJobRow): SyncJob => ({
+  job_id: row.job_id,
+  connection_id: row.connection_id,
+  kind: row.kind,
+  status: row.status,
+  reason: row.reason,
+  window_days: row.window_days,
+  attempts: row.attempts,
+  progress: { ...emptyProgress, ...row.progress },
+  error: row.error,
+  run_after: row.run_after,
+  created_at: row.created_at,
+  started_at: row.started_at,
+  finished_at: row.finished_at
+})
+
+/** A job a runner claimed, with what the worker needs of its connection and profile. */
+export const ClaimedSyncJob = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  connection_id: Schema.String,
+  kind: SyncJobKind,
+  window_days: Schema.NullOr(Schema.Int),
+  attempts: Schema.Int,
+  /** The connection's provider kind, status and account; `live` false once disconnected. */
+  provider_kind: Schema.String,
+  connection_status: Schema.String,
+  live: Schema.Boolean,
+  account_currency: Schema.NullOr(Schema.String)
+})
+export type ClaimedSyncJob = typeof ClaimedSyncJob.Type
+
+/** A live connection of a profile, as the sync route needs it. */
+const SyncableConnection = Schema.Struct({ id: Schema.String, provider_kind: Schema.String, status: Schema.String })
+export type SyncableConnection = typeof SyncableConnection.Type
+
+/** Kinds the worker knows how to sync (decision 0058): the ad platform's structure and insights. */
+export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform"]
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
+  /** Queues a backfill of `windowDays` for each live ad-platform connection of the profile; answers how many. */
+  readonly enqueueBackfills: (profileId: string, windowDays: number, reason: string) => Repo<number>
+  /**
+   * Queues a job of `kind` on each connection (live, of a kind that syncs), joining the job of
+   * the same kind already queued or running on it instead of adding a second.
+   */
+  readonly enqueue: (
+    profileId: string,
+    connectionIds: ReadonlyArray<string>,
+    kind: SyncJobKind,
+    windowDays: number | null,
+    reason: string
+  ) => Repo<ReadonlyArray<SyncJobRow>>
+  /**
+   * The nightly run: a structure job for every live ad-platform connection, and an insights job
+   * of `insightsDays` for those whose profile has the attribution add-on on; joins queued ones.
+   */
+  readonly enqueueNightly: (insightsDays: number) => Repo<{ readonly structure: number; readonly insights: number }>
+  /** The profile's live connections (all of them, or the one named). */
+  readonly liveConnections: (profileId: string, connectionId: Option.Option<string>) => Repo<ReadonlyArray<SyncableConnection>>
+  readonly find: (profileId: string, jobId: string) => Repo<Option.Option<SyncJobRow>>
+  /** The profile's jobs (of one connection, or all), newest first, one more than `limit` to tell whether a page follows. */
+  readonly list: (
+    profileId: string,
+    connectionId: Option.Option<string>,
+    limit: number,
+    before: Option.Option<Keyset>
+  ) => Repo<ReadonlyArray<SyncJobRow>>
+  /** True while a job of the connection is running under a live lease (disconnect answers 409 then). */
+  readonly isSyncing: (connectionId: string) => Repo<boolean>
+  /** Whether the profile's attribution add-on is on now (a person's profile, or `svc_attribution` enabled). */
+  readonly attributionOn: (profileId: string) => Repo<boolean>
+  readonly anyClaimable: (maxAttempts: number) => Repo<boolean>
+  /**
+   * Fails jobs whose runner died on their last attempt, then claims the oldest claimable job
+   * (queued and due, or running with an expired lease), never while another job of the same
+   * connection runs, skipping rows another runner holds: `attempts` + 1, leased `leaseSeconds`.
+   */
+  readonly claim: (maxAttempts: number, leaseSeconds: number) => Repo<Option.Option<ClaimedSyncJob>>
+  /** Fenced renewal with the progress so far; false when the job is no longer ours. */
+  readonly renew: (job: ClaimedSyncJob, progress: SyncProgress, leaseSeconds: number) => Repo<boolean>
+  /** Fenced: done; false when it is no longer ours. */
+  readonly succeed: (job: ClaimedSyncJob, progress: SyncProgress) => Repo<boolean>
+  /** Fenced: a failed attempt, queued again after `retryAfterSeconds`, or `failed` for good when null. */
+  readonly fail: (job: ClaimedSyncJob, code: string, retryAfterSeconds: number | null) => Repo<void>
+  /** Fenced: nothing to do any more (connection gone, add-on off); `cancelled` with the code. */
+  readonly cancel: (job: ClaimedSyncJob, code: string, progress: SyncProgress) => Repo<void>
+  /** Deletes every job of the profile (archiving it: non-audit data goes). */
+  readonly deleteForProfile: (profileId: string) => Repo<void>
+  /** On shutdown: hands the job back at once instead of waiting for the lease to expire. */
+  readonly release: (job: ClaimedSyncJob) => Repo<void>
+}>()("svc/SyncJobsRepo") {
+  static readonly layer = Layer.effect(SyncJobsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const jobRows = decodeRows(SyncJobRow)
+      const firstJob = decodeFirstRow(SyncJobRow)
+      const firstClaimed = decodeFirstRow(ClaimedSyncJob)
+      const connectionRows = decodeRows(SyncableConnection)
+      const firstFlag = decodeFirstRow(Schema.Struct({ flag: Schema.Boolean }))
+      const counted = decodeFirstRow(Schema.Struct({ structure: Schema.Int, insights: Schema.Int }))
+
+      // The add-on is on for a profile a person created, and for a provisioned one while its entitlement is on.
+      const attributionOnSql = sql.literal(`(p.provisioned_by_app_id IS NULL OR COALESCE((
+        SELECT e.enabled FROM entitlements e WHERE e.profile_id = p.id AND e.feature = 'svc_attribution'), false))`)
+
+      const columns = sql`j.id::text AS job_id, j.profile_id::text AS profile_id, j.connection_id::text AS connection_id,
+        j.kind, j.status, j.reason, j.window_days, j.attempts, j.progress::text AS progress, j.error,
+        ${isoTimestamp(sql, "j.run_after")} AS run_after,
+        ${isoTimestamp(sql, "j.created_at")} AS created_at,
+        ${isoTimestamp(sql, "j.started_at")} AS started_at,
+        ${isoTimestamp(sql, "j.finished_at")} AS finished_at`
+
+      const enqueueBackfills = (profileId: string, windowDays: number, reason: string) =>
+        Effect.map(
+          sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
+              SELECT gen_random_uuid(), profile_id, id, 'backfill', ${windowDays}, ${reason}
+              FROM connections WHERE profile_id = ${profileId} AND provider_kind = 'adplatform' AND disconnected_at IS NULL
+              RETURNING id`,
+          (rows) => rows.length
+        )
+
+      /** Serializes enqueues on a connection, so two clicks join one job (released at commit). */
+      const lockConnection = (connectionId: string) =>
+        sql`SELECT true AS locked FROM pg_advisory_xact_lock(hashtextextended(${`sync_jobs:${connectionId}`}, 0))`
+
+      const enqueue = (
+        profileId: string,
+        connectionIds: ReadonlyArray<string>,
+        kind: SyncJobKind,
+        windowDays: number | null,
+        reason: string
+      ) =>
+        sql.withTransaction(Effect.forEach(connectionIds, (connectionId) =>
+          Effect.gen(function*() {
+            yield* lockConnection(connectionId)
+            const open = yield* firstJob(sql`
+              SELECT ${columns} FROM sync_jobs j
+              WHERE j.connection_id = ${connectionId} AND j.profile_id = ${profileId} AND j.kind = ${kind}
+                AND j.status IN ('queued', 'running')
+              ORDER BY j.created_at LIMIT 1`)
+            if (Option.isSome(open)) return open
+            return yield* firstJob(sql`
+              WITH inserted AS (
+                INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
+                SELECT gen_random_uuid(), c.profile_id, c.id, ${kind}, ${windowDays}, ${reason}
+                FROM connections c
+                WHERE c.id = ${connectionId} AND c.profile_id = ${profileId} AND c.disconnected_at IS NULL
+                  AND c.provider_kind = ANY(${SYNCED_PROVIDER_KINDS}::text[])
+                RETURNING *)
+              SELECT ${columns} FROM inserted j`)
+          }), { concurrency: 1 })).pipe(
+            Effect.map((rows) => rows.flatMap((row) => Option.isSome(row) ? [row.value] : []))
+          )
+
+      const enqueueNightly = (insightsDays: number) =>
+        Effect.map(
+          counted(sql`
+            WITH live AS (
+              SELECT c.id, c.profile_id, ${attributionOnSql} AS entitled
+              FROM connections c JOIN profiles p ON p.id = c.profile_id
+              WHERE p.archived_at IS NULL AND c.disconnected_at IS NULL AND c.provider_kind = 'adplatform' AND c.status <> 'reconnect_required'
+            ),
+            wanted AS (
+              SELECT id, profile_id, 'structure' AS kind, NULL::int AS window_days FROM live
+              UNION ALL
+              SELECT id, profile_id, 'insights', ${insightsDays}::int FROM live WHERE entitled
+            ),
+            inserted AS (
+              INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
+              SELECT gen_random_uuid(), w.profile_id, w.id, w.kind, w.window_days, 'nightly'
+              FROM wanted w
+              WHERE NOT EXISTS (
+                SELECT 1 FROM sync_jobs q
+                WHERE q.connection_id = w.id AND q.kind = w.kind AND q.status IN ('queued', 'running'))
+              RETURNING kind)
+            SELECT count(*) FILTER (WHERE kind = 'structure')::int AS structure,
+                   count(*) FILTER (WHERE kind = 'insights')::int AS insights
+            FROM inserted`),
+          Option.getOrElse(() => ({ structure: 0, insights: 0 }))
+        )
+
+      const liveConnections = (profileId: string, connectionId: Option.Option<string>) =>
+        connectionRows(sql`
+          SELECT c.id::text AS id, c.provider_kind, c.status FROM connections c
+          WHERE c.profile_id = ${profileId} AND c.disconnected_at IS NULL
+            ${Option.isSome(connectionId) ? sql`AND c.id = ${connectionId.value}` : sql``}
+          ORDER BY c.created_at, c.id`)
+
+      const find = (profileId: string, jobId: string) =>
+        firstJob(sql`SELECT ${columns} FROM sync_jobs j WHERE j.id = ${jobId} AND j.profile_id = ${profileId}`)
+
+      const list = (profileId: string, connectionId: Option.Option<string>, limit: number, before: Option.Option<Keyset>) =>
+        jobRows(sql`
+          SELECT ${columns} FROM sync_jobs j
+          WHERE j.profile_id = ${profileId}
+            ${Option.isSome(connectionId) ? sql`AND j.connection_id = ${connectionId.value}` : sql``}
+            ${Option.isSome(before) ? sql`AND (j.created_at, j.id) < (${before.value.createdAt}::timestamptz, ${before.value.id}::uuid)` : sql``}
+          ORDER BY j.created_at DESC, j.id DESC LIMIT ${limit + 1}`)
+
+      const isSyncing = (connectionId: string) =>
+        Effect.map(
+          firstFlag(sql`
+            SELECT EXISTS (
+              SELECT 1 FROM sync_jobs
+              WHERE connection_id = ${connectionId} AND status = 'running' AND lease_until >= now()) AS flag`),
+          (row) => Option.isSome(row) && row.value.flag
+        )
+
+      const attributionOn = (profileId: string) =>
+        Effect.map(
+          firstFlag(sql`
+            SELECT ${attributionOnSql} AS flag FROM profiles p WHERE p.id = ${profileId}`),
+          (row) => Option.isSome(row) && row.value.flag
+        )
+
+      const exhausted = (maxAttempts: number) =>
+        sql`status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
+
+      const claimable = (maxAttempts: number) =>
+        sql`
+        FROM sync_jobs c
+        WHERE ((c.status = 'queued' AND c.run_after <= now())
+            OR (c.status = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
+          AND NOT EXISTS (
+            SELECT 1 FROM sync_jobs r
+            WHERE r.connection_id = c.connection_id AND r.status = 'running' AND r.lease_until >= now() AND r.id <> c.id)`
+
+      const anyClaimable = (maxAttempts: number) =>
+        Effect.map(
+          firstFlag(sql`
+            SELECT (EXISTS (SELECT 1 ${claimable(maxAttempts)})
+                    OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${exhausted(maxAttempts)})) AS flag`),
+          (row) => Option.isSome(row) && row.value.flag
+        )
+
+      const claim = (maxAttempts: number, leaseSeconds: number) =>
+        Effect.gen(function*() {
+          yield* sql`
+            UPDATE sync_jobs SET status = 'failed', finished_at = now(), lease_until = NULL, updated_at = now(),
+                   error = COALESCE(error, 'lease_expired')
+            WHERE ${exhausted(maxAttempts)}`
+          return yield* firstClaimed(sql`
+            WITH claimed AS (
+              UPDATE sync_jobs j
+              SET status = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+                  started_at = now(), finished_at = NULL, updated_at = now(), progress = '{}'
+              WHERE j.id = (SELECT c.id ${claimable(maxAttempts)} ORDER BY c.run_after, c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
+              RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts)
+            SELECT j.id::text AS id, j.profile_id::text AS profile_id, j.connection_id::text AS connection_id, j.kind,
+                   j.window_days, j.attempts, c.provider_kind, c.status AS connection_status,
+                   (c.disconnected_at IS NULL) AS live, c.currency AS account_currency
+            FROM claimed j JOIN connections c ON c.id = j.connection_id`)
+        }).pipe(sql.withTransaction)
+
+      const ours = (job: ClaimedSyncJob) => sql`id = ${job.id} AND attempts = ${job.attempts} AND status = 'running'`
+
+      const renew = (job: ClaimedSyncJob, progress: SyncProgress, leaseSeconds: number) =>
+        Effect.map(
+          sql`
+            UPDATE sync_jobs SET progress = ${JSON.stringify(progress)}::jsonb, updated_at = now(),
+                   lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE ${ours(job)} RETURNING id`,
+          (rows) => rows.length === 1
+        )
+
+      const succeed = (job: ClaimedSyncJob, progress: SyncProgress) =>
+        Effect.map(
+          sql`
+            UPDATE sync_jobs SET status = 'done', progress = ${JSON.stringify(progress)}::jsonb, error = NULL,
+                   finished_at = now(), lease_until = NULL, updated_at = now()
+            WHERE ${ours(job)} RETURNING id`,
+          (rows) => rows.length === 1
+        )
+
+      const fail = (job: ClaimedSyncJob, code: string, retryAfterSeconds: number | null) => {
+        const last = retryAfterSeconds === null
+        return Effect.asVoid(sql`
+          UPDATE sync_jobs
+          SET status = ${last ? "failed" : "queued"}, error = ${code}, updated_at = now(), lease_until = NULL,
+              finished_at = ${last ? sql`now()` : sql`NULL`},
+              run_after = ${last ? sql`run_after` : sql`now() + make_interval(secs => ${retryAfterSeconds})`}
+          WHERE ${ours(job)}`)
+      }
+
+      const cancel = (job: ClaimedSyncJob, code: string, progress: SyncProgress) =>
+        Effect.asVoid(sql`
+          UPDATE sync_jobs SET status = 'cancelled', error = ${code}, progress = ${JSON.stringify(progress)}::jsonb,
+                 finished_at = now(), lease_until = NULL, updated_at = now()
+          WHERE ${ours(job)}`)
+
+      const release = (job: ClaimedSyncJob) =>
+        Effect.asVoid(sql`
+          UPDATE sync_jobs SET status = 'queued', lease_until = NULL, updated_at = now()
+          WHERE ${ours(job)}`)
+
+      const deleteForProfile = (profileId: string) => Effect.asVoid(sql`DELETE FROM sync_jobs WHERE profile_id = ${profileId}`)
+
+      return atDatabaseBoundary({
+        deleteForProfile,
+        enqueueBackfills,
+        enqueue,
+        enqueueNightly,
+        liveConnections,
+        find,
+        list,
+        isSyncing,
+        attributionOn,
+        anyClaimable,
+        claim,
+        renew,
+        succeed,
+        fail,
+        cancel,
+        release
+      })
+    })
+  )
+}
