@@ -391,6 +391,18 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.isAtLeast(job.attempts, 2)
         }))
 
+      it.effect("a provider answering 5xx past the client's retries: the job is queued again and completes", () =>
+        Effect.gen(function*() {
+          yield* clearFaults
+          const fixture = yield* personProfile
+          const { connectionId } = yield* connect(fixture)
+          yield* setFaults({ fail_next: 6 })
+          const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
+          const job = yield* settled(fixture, queued.job_id)
+          assert.strictEqual(job.status, "done", JSON.stringify(job))
+          assert.isAtLeast(job.attempts, 2)
+        }))
+
       it.effect("a grant the provider refuses mid-sync (401) marks the connection reconnect_required, writes the event and fails the job for good", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
