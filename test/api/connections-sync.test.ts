@@ -368,6 +368,17 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.strictEqual(backfill.status, "done", JSON.stringify(backfill))
           assert.strictEqual(backfill.attempts, 1)
           assert.isAbove(yield* count(sql`SELECT count(*)::int AS n FROM ad_spend WHERE profile_id = ${fixture.profileId}`), 0)
+
+          // Archiving the profile takes its jobs, its synced structure and its connections with it.
+          const archived = yield* asApp(fixture.app, `/api/v1/profiles/${fixture.profileId}`, "DELETE")
+          assert.strictEqual(archived.status, 200, archived.text)
+          for (const table of ["sync_jobs", "ads", "ad_sets", "ad_campaigns", "connections"]) {
+            assert.strictEqual(
+              yield* count(sql`SELECT count(*)::int AS n FROM ${sql(table)} WHERE profile_id = ${fixture.profileId}`),
+              0,
+              table
+            )
+          }
         }))
     })
 
