@@ -204,10 +204,17 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           const shown = (listed.json.data as ReadonlyArray<any>).find((c) => c.id === connectionId)
           assert.isString(shown?.last_synced_at, listed.text)
 
-          // Syncing again writes the same rows again (upserts), never a second copy.
+          // An ad paused by hand at the provider: the next sync brings the change, and writes the same
+          // rows again (upserts), never a second copy.
+          const target = ads.find((a) => a.status === "active") ?? ads[0]
+          const paused = yield* sandbox("PATCH", "/_state", { objects: [{ id: target.id, status: "paused" }] })
+          assert.strictEqual(paused.status, 200, paused.text)
           const [again] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           assert.strictEqual((yield* settled(fixture, again.job_id)).status, "done")
           assert.strictEqual(yield* count(sql`SELECT count(*)::int AS n FROM ads WHERE profile_id = ${fixture.profileId}`), ads.length)
+          const [pausedRow] = yield* sql<any>`SELECT status FROM ads WHERE profile_id = ${fixture.profileId} AND platform_id = ${target.id}`
+          assert.strictEqual(pausedRow.status, "paused")
+          yield* sandbox("PATCH", "/_state", { objects: [{ id: target.id, status: target.status }] })
         }))
 
       it.effect("synced spend and the platform's reported counts reach the campaign rows; an ad set carries its learning stage and objective", () =>
