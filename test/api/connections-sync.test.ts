@@ -204,10 +204,17 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           const shown = (listed.json.data as ReadonlyArray<any>).find((c) => c.id === connectionId)
           assert.isString(shown?.last_synced_at, listed.text)
 
-          // Syncing again writes the same rows again (upserts), never a second copy.
+          // An ad paused by hand at the provider: the next sync brings the change, and writes the same
+          // rows again (upserts), never a second copy.
+          const target = ads.find((a) => a.status === "active") ?? ads[0]
+          const paused = yield* sandbox("PATCH", "/_state", { objects: [{ id: target.id, status: "paused" }] })
+          assert.strictEqual(paused.status, 200, paused.text)
           const [again] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           assert.strictEqual((yield* settled(fixture, again.job_id)).status, "done")
           assert.strictEqual(yield* count(sql`SELECT count(*)::int AS n FROM ads WHERE profile_id = ${fixture.profileId}`), ads.length)
+          const [pausedRow] = yield* sql<any>`SELECT status FROM ads WHERE profile_id = ${fixture.profileId} AND platform_id = ${target.id}`
+          assert.strictEqual(pausedRow.status, "paused")
+          yield* sandbox("PATCH", "/_state", { objects: [{ id: target.id, status: target.status }] })
         }))
 
       it.effect("synced spend and the platform's reported counts reach the campaign rows; an ad set carries its learning stage and objective", () =>
@@ -368,6 +375,17 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.strictEqual(backfill.status, "done", JSON.stringify(backfill))
           assert.strictEqual(backfill.attempts, 1)
           assert.isAbove(yield* count(sql`SELECT count(*)::int AS n FROM ad_spend WHERE profile_id = ${fixture.profileId}`), 0)
+
+          // Archiving the profile takes its jobs, its synced structure and its connections with it.
+          const archived = yield* asApp(fixture.app, `/api/v1/profiles/${fixture.profileId}`, "DELETE")
+          assert.strictEqual(archived.status, 200, archived.text)
+          for (const table of ["sync_jobs", "ads", "ad_sets", "ad_campaigns", "connections"]) {
+            assert.strictEqual(
+              yield* count(sql`SELECT count(*)::int AS n FROM ${sql(table)} WHERE profile_id = ${fixture.profileId}`),
+              0,
+              table
+            )
+          }
         }))
     })
 
@@ -386,6 +404,18 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           })
           assert.include(["queued", "running"], throttled.status)
           yield* clearFaults
+          const job = yield* settled(fixture, queued.job_id)
+          assert.strictEqual(job.status, "done", JSON.stringify(job))
+          assert.isAtLeast(job.attempts, 2)
+        }))
+
+      it.effect("a provider answering 5xx past the client's retries: the job is queued again and completes", () =>
+        Effect.gen(function*() {
+          yield* clearFaults
+          const fixture = yield* personProfile
+          const { connectionId } = yield* connect(fixture)
+          yield* setFaults({ fail_next: 6 })
+          const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           const job = yield* settled(fixture, queued.job_id)
           assert.strictEqual(job.status, "done", JSON.stringify(job))
           assert.isAtLeast(job.attempts, 2)
