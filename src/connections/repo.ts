@@ -111,7 +111,9 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
 
       const columns = sql`
         c.id, c.provider, c.status, c.status_reason, c.display_name,
-        (c.provider_kind = 'adplatform' AND COALESCE(e.enabled, false)) AS delivers_spend,
+        -- The add-on rule of the sync (and of credentials): a profile a person created has every feature.
+        (c.provider_kind = 'adplatform' AND (COALESCE(e.enabled, false)
+          OR (SELECT p.provisioned_by_app_id IS NULL FROM profiles p WHERE p.id = c.profile_id))) AS delivers_spend,
         c.external_account_id AS provider_account_id, c.currency, c.scopes,
         ${isoTimestamp(sql, "c.last_synced_at")} AS last_synced_at,
         ${isoTimestamp(sql, "c.created_at")} AS created_at`

@@ -4,6 +4,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { AUTH_CACHE_TTL_MILLIS } from "../../src/auth/credentials/service.ts"
 import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
+import { connectBroker } from "../support/analytics.ts"
 import { eventually } from "../support/eventually.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 
@@ -29,9 +30,14 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
                    VALUES (${crypto.randomUUID()}, ${other.profileId}, 'crm', 'crm')`
         const one = yield* call("/api/v1/connections", bearer(key))
         assert.deepStrictEqual(one.json.data.map((c: { id: string }) => c.id), [connectionId])
-        assert.strictEqual(one.json.data[0].delivers_spend, false)
+        // A profile a person created has every feature, so its ad account delivers spend.
+        assert.strictEqual(one.json.data[0].delivers_spend, true)
+        // An app-provisioned one delivers spend only while the app keeps the add-on on.
+        const broker = yield* connectBroker(profile, ["connections:read"])
+        const off = yield* call("/api/v1/connections", bearer(broker))
+        assert.strictEqual(off.json.data[0].delivers_spend, false)
         yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${profile.profileId}, 'svc_attribution', true)`
-        const entitled = yield* call("/api/v1/connections", bearer(key))
+        const entitled = yield* call("/api/v1/connections", bearer(broker))
         assert.strictEqual(entitled.json.data[0].delivers_spend, true)
       }))
 

@@ -154,7 +154,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(connection.provider, "adplatform")
         assert.strictEqual(connection.status, "active")
         assert.isString(connection.provider_account_id)
-        assert.strictEqual(connection.delivers_spend, false)
+        // A profile a person created has the attribution add-on: its ad account delivers spend.
+        assert.strictEqual(connection.delivers_spend, true)
 
         // Tokens are sealed at rest.
         const sql = yield* SqlClient
