@@ -13,7 +13,7 @@ export type StageLocale = typeof StageLocale.Type
 
 export const StagesQuery = Schema.Struct({
   /** `en` (default) or `es`: the language of the labels; anything else is 400 `invalid_parameter`. */
-  locale: Schema.optionalKey(Schema.String)
+  locale: Schema.optionalKey(StageLocale)
 })
 
 /**

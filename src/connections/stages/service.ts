@@ -16,7 +16,6 @@ import {
 import {
   AdplatformUnavailable,
   type DatabaseUnavailable,
-  InvalidParameter,
   InvalidState,
   NotFound,
   RateLimitExceeded
@@ -85,14 +84,14 @@ const overallStatus = (stages: ReadonlyArray<PipelineStage>): StagesStatus =>
 
 const providerFacts = { provider: PROVIDER }
 
-type StagesError = NotFound | InvalidParameter | InvalidState | RateLimitExceeded | AdplatformUnavailable | DatabaseUnavailable
+type StagesError = NotFound | InvalidState | RateLimitExceeded | AdplatformUnavailable | DatabaseUnavailable
 
 export class ConnectionStages extends Context.Service<ConnectionStages, {
   readonly stages: (
     actor: PrincipalShape,
     profile: ProfileContext,
     provider: string,
-    locale: string | undefined
+    locale: StageLocale | undefined
   ) => Effect.Effect<PipelineStages, StagesError>
 }>()("svc/ConnectionStages") {
   static readonly layer = Layer.effect(ConnectionStages)(
@@ -165,20 +164,13 @@ export class ConnectionStages extends Context.Service<ConnectionStages, {
         actor: PrincipalShape,
         profile: ProfileContext,
         provider: string,
-        localeParam: string | undefined
+        localeParam: StageLocale | undefined
       ) {
+        const locale: StageLocale = localeParam ?? "en"
         if (!isProviderKind(provider)) return yield* new NotFound({ message: `No such provider: ${provider}.` })
         // Only a CRM has pipeline stages: for every other provider the route names nothing.
         if (provider !== PROVIDER) {
           return yield* new NotFound({ message: `Pipeline stages exist for the crm provider only, not ${provider}.`, reason: "not_a_crm" })
-        }
-        const locale: StageLocale | undefined = localeParam === undefined || localeParam === "en"
-          ? "en"
-          : localeParam === "es"
-          ? "es"
-          : undefined
-        if (locale === undefined) {
-          return yield* new InvalidParameter({ message: "query.locale: expected en or es.", reason: "locale" })
         }
         const canWrite = heldScopes(actor).includes("goals:write")
         const read = yield* definitions.outcomeDefinitions(profile)
