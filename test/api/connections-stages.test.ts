@@ -116,19 +116,19 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(data.next_step, null)
         assert.strictEqual(data.can_write, true)
         assert.deepStrictEqual(data.outcomes, ["appointment_booked", "purchase"])
-        // Every stage of both seeded pipelines, in board order.
+        // Every stage of both seeded pipelines: pipelines in the CRM's order, stages in board order.
         assert.deepStrictEqual(
           data.stages.map((s: any) => s.id),
           [
+            "stage_1001_appointments_booked",
+            "stage_1001_appointments_attended",
+            "stage_1001_appointments_paid",
+            "stage_1001_appointments_no_show",
             "stage_1001_sales_new",
             "stage_1001_sales_qualified",
             "stage_1001_sales_proposal",
             "stage_1001_sales_won",
-            "stage_1001_sales_lost",
-            "stage_1001_appointments_booked",
-            "stage_1001_appointments_attended",
-            "stage_1001_appointments_paid",
-            "stage_1001_appointments_no_show"
+            "stage_1001_sales_lost"
           ]
         )
         assert.deepStrictEqual(stage(en.json, SALES_WON), {
