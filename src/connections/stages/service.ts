@@ -20,15 +20,18 @@ import {
   NotFound,
   RateLimitExceeded
 } from "../../../schema/errors.ts"
+import type { Connection } from "../../../schema/connections.ts"
 import { Definitions } from "../../attribution/definitions/service.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../auth/principal.ts"
 import { Crm, type CrmPipeline, type CrmStage } from "../../providers/crm/port.ts"
 import type { ProviderError } from "../../providers/errors.ts"
 import { isProviderKind } from "../../providers/registry.ts"
+import type { Keyset } from "../../platform/pagination.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
 
 const PROVIDER = "crm"
+const PAGE = 100
 
 /** The event name a definition lists to map a stage (what a deal reaching it is recorded under). */
 export const stageEventName = (stageId: string) => `crm.stage.${stageId}`
@@ -160,6 +163,19 @@ export class ConnectionStages extends Context.Service<ConnectionStages, {
           })
         )
 
+      /** The profile's live CRM connections, every page of its connections read (a profile has few). */
+      const crmConnections = Effect.fn("ConnectionStages.crmConnections")(function*(profileId: string) {
+        const found: Array<Connection> = []
+        let after = Option.none<Keyset>()
+        while (true) {
+          const page = yield* connections.list(profileId, PAGE, after)
+          found.push(...page.slice(0, PAGE).filter((c) => c.provider === PROVIDER))
+          const last = page[PAGE - 1]
+          if (page.length <= PAGE || last === undefined) return found
+          after = Option.some({ createdAt: last.created_at, id: last.id })
+        }
+      })
+
       const stages = Effect.fn("ConnectionStages.stages")(function*(
         actor: PrincipalShape,
         profile: ProfileContext,
@@ -177,7 +193,7 @@ export class ConnectionStages extends Context.Service<ConnectionStages, {
         const keys = read.outcomes.map((outcome: OutcomeKey) => outcome.key)
         const base = { provider: PROVIDER, locale, can_write: canWrite, outcomes: keys }
 
-        const live = (yield* connections.list(profile.profileId, 100, Option.none())).filter((c) => c.provider === PROVIDER)
+        const live = yield* crmConnections(profile.profileId)
         const connection = live.find((c) => c.status !== "reconnect_required") ?? live[0]
         if (connection === undefined) {
           return { ...base, status: "not_connected", next_step: "connect_crm", connection_id: null, stages: [] } satisfies PipelineStages
