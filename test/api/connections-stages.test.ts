@@ -9,6 +9,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, TestServer } from "../support/app.ts"
+import { asApp, registerApp } from "../support/partner.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -259,6 +260,23 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const refused = yield* stagesOf(other)
         assert.strictEqual(refused.status, 403, refused.text)
         assert.strictEqual(refused.json.error.code, "insufficient_scope")
+      }))
+
+    it.effect("an app-provisioned profile with the add-on off: stages read, nothing writable, no outcome keys", () =>
+      Effect.gen(function*() {
+        yield* clearFaults
+        const app = yield* registerApp("Stages app")
+        const created = yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `m-${crypto.randomUUID().slice(0, 8)}` })
+        assert.strictEqual(created.status, 201, created.text)
+        const profile = { profileId: created.json.data.profile_id as string, workspaceId: created.json.data.workspace_id as string }
+        const { key } = yield* seedApiKey(profile, { scopes: WRITER, rateLimitPerMinute: 10_000 })
+        yield* connectCrm(key)
+        const read = yield* stagesOf(key)
+        assert.strictEqual(read.status, 200, read.text)
+        assert.strictEqual(read.json.data.can_write, true)
+        assert.deepStrictEqual(read.json.data.outcomes, [])
+        assert.strictEqual(read.json.data.status, "unmapped")
+        assert.isTrue(read.json.data.stages.every((s: any) => s.writable === false && s.current.source === "engine_default"))
       }))
 
     it.effect("bad input: a bad locale is 400 invalid_parameter; an unknown provider or one that is not a CRM is 404", () =>
