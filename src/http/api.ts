@@ -16,6 +16,7 @@ import { OnboardingApi } from "../onboarding/api.ts"
 import { PasswordPagesApi, PasswordsApi, PeopleAdminApi } from "../people/api.ts"
 import { Csrf, SessionsApi } from "../auth/sessions/api.ts"
 import { ConnectPagesApi, ConnectionsApi, HooksApi } from "../connections/api.ts"
+import { ConnectionStagesApi } from "../connections/stages/api.ts"
 import { ConnectionSyncApi } from "../connections/sync/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
@@ -46,6 +47,7 @@ export const Api = HttpApi.make("svc")
   .add(AdminApi)
   .add(ConnectionsApi)
   .add(ConnectionSyncApi)
+  .add(ConnectionStagesApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

@@ -16,6 +16,7 @@ import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
 import { MeHandlers } from "../auth/me/handlers.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
+import { ConnectionStagesHandlers } from "../connections/stages/handlers.ts"
 import { ConnectionSyncHandlers } from "../connections/sync/handlers.ts"
 import { CustomersHandlers } from "../customers/handlers.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
@@ -52,6 +53,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     AdminHandlers,
     ConnectionsHandlers,
     ConnectionSyncHandlers,
+    ConnectionStagesHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

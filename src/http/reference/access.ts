@@ -43,6 +43,49 @@ export const accessDocs: GroupDocs = {
   "connections.finalizePending": { parameters: { provider: providerName } },
   "connections.disconnect": { parameters: { id: connectionId } },
   "connections.releaseGrant": { parameters: { id: connectionId } },
+  "connectionStages.listPipelineStages": {
+    parameters: {
+      provider: "`crm`: pipeline stages exist for the CRM only; another provider kind is 404 (`reason: not_a_crm`), an unknown one 404.",
+      locale: "`en` (default) or `es`: the language of stage and pipeline labels; anything else is 400 `invalid_parameter`."
+    },
+    response: {
+      data: {
+        provider: "crm",
+        locale: "en",
+        status: "ready",
+        can_write: true,
+        next_step: null,
+        connection_id: "4f7c2a9e-0d1b-4c55-9a61-3f0e8b2d7c10",
+        outcomes: ["appointment_booked", "purchase"],
+        stages: [
+          {
+            id: "stage_1001_sales_won",
+            pipeline_id: "pipe_1001_sales",
+            pipeline_label: "Sales",
+            label: "Closed won",
+            position: 3,
+            kind: "won",
+            event_name: "crm.stage.stage_1001_sales_won",
+            suggested_outcome: "purchase",
+            current: { outcome: "purchase", source: "suggested", definition_id: null },
+            writable: true
+          },
+          {
+            id: "stage_1001_sales_lost",
+            pipeline_id: "pipe_1001_sales",
+            pipeline_label: "Sales",
+            label: "Closed lost",
+            position: 4,
+            kind: "lost",
+            event_name: "crm.stage.stage_1001_sales_lost",
+            suggested_outcome: null,
+            current: { outcome: null, source: "engine_default", definition_id: null },
+            writable: false
+          }
+        ]
+      }
+    }
+  },
   "connectPages.handoffLink": { parameters: { handle: "The handle of the hand-off's `handoff_url`." } },
   "connectPages.providerCallback": { parameters: { provider: providerName } },
   "hooks.providerHook": { parameters: { provider: providerName } },
