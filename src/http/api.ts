@@ -17,6 +17,7 @@ import { PasswordPagesApi, PasswordsApi, PeopleAdminApi } from "../people/api.ts
 import { Csrf, SessionsApi } from "../auth/sessions/api.ts"
 import { ConnectPagesApi, ConnectionsApi, HooksApi } from "../connections/api.ts"
 import { ConnectionSyncApi } from "../connections/sync/api.ts"
+import { CommerceLiveApi } from "../commerce/live/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
@@ -46,6 +47,7 @@ export const Api = HttpApi.make("svc")
   .add(AdminApi)
   .add(ConnectionsApi)
   .add(ConnectionSyncApi)
+  .add(CommerceLiveApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)
