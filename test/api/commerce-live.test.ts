@@ -44,14 +44,14 @@ const connectShop = Effect.fn("test.connectShop")(function*(key: string, shop: s
   const list = yield* call("/api/v1/connections", bearer(key))
   const connection = list.json.data.find((c: { provider: string }) => c.provider === "commerce")
   assert.isDefined(connection, list.text)
-  assert.strictEqual(connection.status, "connected", list.text)
+  assert.strictEqual(connection.status, "active", list.text)
   return connection as { id: string; provider_account_id: string }
 })
 
 const piiRows = (profile: SeededProfile) =>
   Effect.flatMap(SqlClient, (sql) =>
     sql<{ route: string; result: string; actor_kind: string }>`
-      SELECT route, result, actor_kind FROM pii_access_log WHERE profile_id = ${profile.profileId} ORDER BY created_at`)
+      SELECT route, result, actor_kind FROM pii_access_log WHERE profile_id = ${profile.profileId} ORDER BY occurred_at, id`)
 
 interface LiveVariant {
   readonly id: string
