@@ -76,6 +76,11 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   ) => Repo<ReadonlyArray<string>>
   /** Of `accountIds`, those live on this profile. */
   readonly liveHere: (profileId: string, provider: string, accountIds: ReadonlyArray<string>) => Repo<ReadonlyArray<string>>
+  /**
+   * The profile's newest connection on `provider` that is not disconnected (possibly awaiting a
+   * reconnect): what a live proxy read goes through (decision 0061).
+   */
+  readonly currentOf: (profileId: string, provider: string) => Repo<Option.Option<ConnectionRecord>>
   /** Live connections on a provider account (every profile). */
   readonly liveForAccount: (provider: string, accountId: string) => Repo<ReadonlyArray<ConnectionRecord>>
   /** Marks a live connection `reconnect_required`; answers whether it changed (false when already so). */
@@ -143,6 +148,12 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         !isUuid(id) ? Effect.succeed(Option.none()) : firstWire(sql`SELECT ${columns} FROM connections c
                       LEFT JOIN entitlements e ON e.profile_id = c.profile_id AND e.feature = 'svc_attribution'
                       WHERE c.profile_id = ${profileId} AND c.id = ${id}`)
+
+      // Connected beats awaiting a reconnect: a live grant answers even beside a dead one.
+      const currentOf = (profileId: string, provider: string) =>
+        firstRecord(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id
+                        WHERE c.profile_id = ${profileId} AND c.provider = ${provider} AND c.disconnected_at IS NULL
+                        ORDER BY (c.status = 'reconnect_required'), c.created_at DESC, c.id DESC LIMIT 1`)
 
       const find = (id: string) =>
         !isUuid(id) ? Effect.succeed(Option.none()) : firstRecord(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id WHERE c.id = ${id}`)
@@ -247,6 +258,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         list,
         view,
         find,
+        currentOf,
         upsertFromGrant,
         liveElsewhere,
         liveHere,

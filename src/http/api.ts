@@ -18,6 +18,7 @@ import { Csrf, SessionsApi } from "../auth/sessions/api.ts"
 import { ConnectPagesApi, ConnectionsApi, HooksApi } from "../connections/api.ts"
 import { ConnectionStagesApi } from "../connections/stages/api.ts"
 import { ConnectionSyncApi } from "../connections/sync/api.ts"
+import { CommerceLiveApi } from "../commerce/live/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
@@ -48,6 +49,7 @@ export const Api = HttpApi.make("svc")
   .add(ConnectionsApi)
   .add(ConnectionSyncApi)
   .add(ConnectionStagesApi)
+  .add(CommerceLiveApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

@@ -15,6 +15,7 @@ import { AttributionHandlers } from "../attribution/recompute/handlers.ts"
 import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
 import { MeHandlers } from "../auth/me/handlers.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
+import { CommerceLiveHandlers } from "../commerce/live/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
 import { ConnectionStagesHandlers } from "../connections/stages/handlers.ts"
 import { ConnectionSyncHandlers } from "../connections/sync/handlers.ts"
@@ -54,6 +55,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ConnectionsHandlers,
     ConnectionSyncHandlers,
     ConnectionStagesHandlers,
+    CommerceLiveHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

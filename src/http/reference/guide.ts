@@ -114,6 +114,7 @@ export const tagDescriptions: Readonly<Record<string, string>> = {
   admin: "Operator surface (`SVC_ADMIN_TOKEN`): OAuth apps, commerce apps, workspace flags.",
   connections: "Provider connections of a profile (ad platforms, CRMs, commerce, messaging): connect hand-offs, pending account selections, disconnect.",
   connectPages: "A connect hand-off in the browser: the `/h/<handle>` link and the provider's redirect back (on `SVC_BASE_URL`).",
+  commerceLive: "Live reads of the connected store (`commerce:live`): catalogue with stock, orders changed since a time with buyer email and phone; proxied to the store on every call, never served from the service's copy (decision 0061).",
   hooks: "Providers' signed callbacks on `SVC_BASE_URL`: lead forms, grant deaths (and the CRM, commerce and messaging events of their issues).",
   tenancy: "Partner provisioning with an OAuth app's client credential (HTTP Basic): profiles, adopt, archive, the attribution add-on.",
   apiKeys: "A workspace's API keys: create (shown once), edit, revoke, rotate (48 hours of overlap).",

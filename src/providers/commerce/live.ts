@@ -37,6 +37,24 @@ export const CommerceLive = Layer.effect(Commerce)(Effect.gen(function*() {
       Stream.mapEffect(decodeAnswer(schema, facts(operation)))
     )
 
+  const pageOf = <S extends Schema.Top & { readonly DecodingServices: never }>(
+    schema: S,
+    session: ProviderSession,
+    operation: string,
+    path: string,
+    query: Readonly<Record<string, string | number | undefined>>
+  ) =>
+    http.call({ ...request(session, operation), method: "GET", path, query }).pipe(
+      Effect.flatMap(decodeAnswer(
+        Schema.Struct({
+          data: Schema.Array(schema),
+          paging: Schema.optional(Schema.Struct({ next: Schema.optional(Schema.NullOr(Schema.String)) }))
+        }),
+        facts(operation)
+      )),
+      Effect.map((page) => ({ items: page.data, next: page.paging?.next ?? null }))
+    )
+
   return {
     shop: (session) => get(Shop, session, "shop", shopPath(session)),
     products: (session) => list(Product, session, "products", `${shopPath(session)}/products`),
@@ -46,6 +64,14 @@ export const CommerceLive = Layer.effect(Commerce)(Effect.gen(function*() {
       list(Order, session, "orders", `${shopPath(session)}/orders`, {
         updated_since: options?.updatedSince?.toISOString()
       }),
-    getOrder: (session, id) => get(Order, session, "getOrder", `${shopPath(session)}/orders/${encodeURIComponent(id)}`)
+    getOrder: (session, id) => get(Order, session, "getOrder", `${shopPath(session)}/orders/${encodeURIComponent(id)}`),
+    productsPage: (session, page) =>
+      pageOf(Product, session, "productsPage", `${shopPath(session)}/products`, { limit: page.limit, after: page.after }),
+    ordersPage: (session, page) =>
+      pageOf(Order, session, "ordersPage", `${shopPath(session)}/orders`, {
+        limit: page.limit,
+        after: page.after,
+        updated_since: page.updatedSince?.toISOString()
+      })
   }
 }))

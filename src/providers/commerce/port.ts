@@ -83,6 +83,19 @@ export const Order = Schema.Struct({
 })
 export type Order = typeof Order.Type
 
+/** One page of a provider list as the provider cut it; `next` is the provider's own cursor. */
+export interface ProviderPage<A> {
+  readonly items: ReadonlyArray<A>
+  readonly next: string | null
+}
+
+/** Where a single-page read starts and how much it takes (the provider caps `limit`). */
+export interface PageRequest {
+  readonly limit: number
+  /** The provider's cursor from a previous page's `next`. */
+  readonly after?: string | undefined
+}
+
 export class Commerce extends Context.Service<Commerce, {
   readonly shop: (session: ProviderSession) => Effect.Effect<Shop, ProviderError>
   readonly products: (session: ProviderSession) => Stream.Stream<Product, ProviderError>
@@ -94,4 +107,11 @@ export class Commerce extends Context.Service<Commerce, {
     options?: { readonly updatedSince?: Date | undefined }
   ) => Stream.Stream<Order, ProviderError>
   readonly getOrder: (session: ProviderSession, id: string) => Effect.Effect<Order, ProviderError>
+  /** One page of the catalogue, stock as the platform holds it now (live reads pass the cursor through). */
+  readonly productsPage: (session: ProviderSession, page: PageRequest) => Effect.Effect<ProviderPage<Product>, ProviderError>
+  /** One page of the orders changed at or after `updatedSince`, oldest change first. */
+  readonly ordersPage: (
+    session: ProviderSession,
+    page: PageRequest & { readonly updatedSince?: Date | undefined }
+  ) => Effect.Effect<ProviderPage<Order>, ProviderError>
 }>()("svc/Commerce") {}
