@@ -15,6 +15,7 @@ import { verifyCallback } from "../../providers/signing.ts"
 import { isProviderKind, type ProviderKind } from "../../providers/registry.ts"
 import { leadgenEvent } from "../events.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
+import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
 import { ProviderEventsRepo } from "./repo.ts"
 
@@ -22,7 +23,7 @@ import { ProviderEventsRepo } from "./repo.ts"
 export type HookEvent =
   | { readonly kind: "leadgen"; readonly eventId: string; readonly accountId: string; readonly value: Readonly<Record<string, unknown>> }
   | { readonly kind: "grant_revoked"; readonly eventId: string; readonly accountId: string }
-  | { readonly kind: "other"; readonly eventId: string; readonly accountId: string | null }
+  | { readonly kind: "other"; readonly eventId: string; readonly accountId: string | null; readonly body?: Json }
 
 type Json = Readonly<Record<string, unknown>>
 
@@ -73,7 +74,7 @@ export const eventsOf = (body: Json): ReadonlyArray<HookEvent> => {
     return [{ kind: "grant_revoked", eventId: id, accountId }]
   }
   const id = text(body["event_id"]) ?? text(body["id"])
-  return id === null ? [] : [{ kind: "other", eventId: id, accountId }]
+  return id === null ? [] : [{ kind: "other", eventId: id, accountId, body }]
 }
 
 export class ProviderHooks extends Context.Service<ProviderHooks, {
@@ -94,6 +95,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const outbox = yield* OutboxRepo
       const sessions = yield* ConnectionSessions
       const adplatform = yield* AdPlatform
+      const crmOutcomes = yield* CrmOutcomes
 
       /** The lead as the platform holds it, fetched on one of the account's connections; the webhook value when none can. */
       const fetchLead = (provider: ProviderKind, live: ReadonlyArray<ConnectionRecord>, leadgenId: string) =>
@@ -157,6 +159,10 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
               }))
             }
             case "other":
+              // Recorded before the id is claimed: the CRM's outcome keys make a redelivery after a crash write nothing twice.
+              if (provider === "crm" && event.accountId !== null && event.body !== undefined) {
+                yield* crmOutcomes.fromCallback(event.accountId, event.body)
+              }
               return yield* events.claim(provider, event.eventId, null)
           }
         })
@@ -186,5 +192,5 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
 
       return { receive }
     })
-  ).pipe(Layer.provide([ProviderEventsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ProviderEventsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, ConnectionSessions.layer, CrmOutcomes.layer]))
 }

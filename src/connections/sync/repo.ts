@@ -91,7 +91,7 @@ const SyncableConnection = Schema.Struct({ id: Schema.String, provider_kind: Sch
 export type SyncableConnection = typeof SyncableConnection.Type
 
 /** Kinds the worker knows how to sync (decision 0058): the ad platform's structure and insights. */
-export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform"]
+export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform", "crm"]
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -147,6 +147,8 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
   readonly deleteForProfile: (profileId: string) => Repo<void>
   /** On shutdown: hands the job back at once instead of waiting for the lease to expire. */
   readonly release: (job: ClaimedSyncJob) => Repo<void>
+  /** When the connection's last `done` job started (a CRM sync reads what changed since), none before the first. */
+  readonly lastFinishedStart: (connectionId: string) => Repo<Option.Option<string>>
 }>()("svc/SyncJobsRepo") {
   static readonly layer = Layer.effect(SyncJobsRepo)(
     Effect.gen(function*() {
@@ -352,6 +354,16 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
           UPDATE sync_jobs SET status = 'queued', lease_until = NULL, updated_at = now()
           WHERE ${ours(job)}`)
 
+      const firstStart = decodeFirstRow(Schema.Struct({ started_at: Schema.String }))
+      const lastFinishedStart = (connectionId: string) =>
+        Effect.map(
+          firstStart(sql`
+            SELECT ${isoTimestamp(sql, "started_at")} AS started_at FROM sync_jobs
+            WHERE connection_id = ${connectionId} AND status = 'done' AND started_at IS NOT NULL
+            ORDER BY started_at DESC LIMIT 1`),
+          Option.map((row) => row.started_at)
+        )
+
       const deleteForProfile = (profileId: string) => Effect.asVoid(sql`DELETE FROM sync_jobs WHERE profile_id = ${profileId}`)
 
       return atDatabaseBoundary({
@@ -370,7 +382,8 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
         succeed,
         fail,
         cancel,
-        release
+        release,
+        lastFinishedStart
       })
     })
   )

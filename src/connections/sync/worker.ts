@@ -24,7 +24,8 @@ import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
 import { AdPlatform, type InsightRow } from "../../providers/adplatform/port.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
-import { type ClaimedSyncJob, emptyProgress, SyncJobsRepo } from "./repo.ts"
+import { CrmOutcomes } from "../crm-outcomes/service.ts"
+import { type ClaimedSyncJob, emptyProgress, SYNCED_PROVIDER_KINDS, SyncJobsRepo } from "./repo.ts"
 import { type StructureScope, StructureRepo } from "./structure-repo.ts"
 
 export interface SyncWorkerSettingsShape {
@@ -135,6 +136,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const platform = yield* AdPlatform
       const sessions = yield* ConnectionSessions
       const connections = yield* ConnectionsRepo
+      const crmOutcomes = yield* CrmOutcomes
       const settings = yield* SyncWorkerSettings
       const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
       const batchSize = Math.max(1, settings.batchSize)
@@ -176,8 +178,13 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
         const work = Effect.gen(function*() {
           if (!job.live) return { state: "cancelled" as const, code: "connection_disconnected", progress }
-          if (job.provider_kind !== "adplatform") return { state: "cancelled" as const, code: "provider_not_synced", progress }
+          if (!SYNCED_PROVIDER_KINDS.includes(job.provider_kind)) return { state: "cancelled" as const, code: "provider_not_synced", progress }
           if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
+          // The CRM's deals at mapped stages become outcomes (decision 0062).
+          if (job.provider_kind === "crm") {
+            yield* crmOutcomes.syncJob(job, () => renew(progress))
+            return { state: "done" as const, code: null, progress }
+          }
 
           // Insights alone while the add-on is off: nothing to ask the provider.
           if ((job.kind === "insights" || job.kind === "backfill") && !(yield* jobs.attributionOn(job.profile_id))) {
@@ -348,5 +355,5 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
       return { runNext: runNext(), drainOnce: drainOnce(), enqueueNightly }
     })
-  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer]))
+  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer, CrmOutcomes.layer]))
 }

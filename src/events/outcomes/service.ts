@@ -56,6 +56,9 @@ const blank = (value: string | undefined) => value !== undefined && value.trim()
  */
 export const CARDGW_KEY_PREFIX = "cardgw:"
 
+/** Keys of outcomes recorded from CRM deals (`crm:<account>:<deal>:<stage>`, decision 0062), refused here likewise. */
+export const CRM_KEY_PREFIX = "crm:"
+
 /** A national id as matched: upper-case letters and digits only (spaces, dots and dashes dropped). */
 export const normalizeNationalId = (raw: string) => raw.replace(/[\s.\-/]/g, "").toUpperCase()
 
@@ -67,6 +70,11 @@ const checkEvent = (
   Effect.gen(function*() {
     if (blank(input.event_name)) return yield* new ValidationError({ message: "body.event_name: must not be blank" })
     if (blank(input.idempotency_key)) return yield* new ValidationError({ message: "body.idempotency_key: must not be blank" })
+    if (input.idempotency_key?.startsWith(CRM_KEY_PREFIX) === true) {
+      return yield* new ValidationError({
+        message: `body.idempotency_key: the prefix ${CRM_KEY_PREFIX} is reserved for outcomes of CRM deals`
+      })
+    }
     if (input.idempotency_key?.startsWith(CARDGW_KEY_PREFIX) === true) {
       return yield* new ValidationError({
         message: `body.idempotency_key: the prefix ${CARDGW_KEY_PREFIX} is reserved for card-gateway payments (POST /api/v1/payments/cardgw)`
