@@ -3,8 +3,8 @@
  * the provider app's secret (src/providers/signing.ts), each event handled once per provider
  * event id (`provider_events`, claimed in the transaction that writes what it causes). The ad
  * platform's lead-form submissions become `leadgen.received`; grant deaths mark the account's
- * connections `reconnect_required`. Other kinds (CRM deals, orders, messages) are recorded so
- * their issues can plug in.
+ * connections `reconnect_required`; CRM deals at mapped stages become outcomes (decision 0062).
+ * Other kinds (orders, messages) are recorded so their issues can plug in.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized } from "../../../schema/errors.ts"
