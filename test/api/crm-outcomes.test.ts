@@ -281,6 +281,76 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 1)
       }))
 
+    it.effect("a deal created at a mapped stage: deal.created records it, its customer found by the CRM contact id", () =>
+      Effect.gen(function*() {
+        const { fixture: profile } = yield* fixture(`other-${crypto.randomUUID()}@example.com`)
+        yield* connectCrm(profile.key)
+        yield* mapWon(profile.key)
+        const contactId = `contact_${crypto.randomUUID()}`
+        const customerKey = `crm-cust-${crypto.randomUUID()}`
+        const known = yield* send(profile.key, "POST", "/api/v1/events", {
+          event_name: "signup",
+          idempotency_key: `signup-${customerKey}`,
+          user_traits: { external_id: customerKey, crm_contact_id: contactId }
+        })
+        assert.strictEqual(known.status, 200, known.text)
+        const arrived = yield* sandbox("PATCH", "/_state", {
+          arrive: { kind: "deal", account_id: PORTAL, pipeline_id: SALES, stage_id: WON, amount_minor: 5000, contact: { id: contactId } }
+        })
+        assert.strictEqual(arrived.status, 201, arrived.text)
+        const dealId: string = arrived.json.deal.id
+        const rows = yield* eventually(crmRows(profile.profileId, dealId), (r) => r.length >= 1, {
+          what: "the created deal's outcome.recorded row",
+          within: "10 seconds"
+        })
+        assert.strictEqual(rows.length, 1)
+        assert.strictEqual(rows[0]!.payload.data["customer_key"], customerKey)
+        assert.strictEqual(rows[0]!.payload.data["value"], "50")
+      }))
+
+    it.effect("an event definition listing the stage's event name: the stage is recorded under that name, its own conversion", () =>
+      Effect.gen(function*() {
+        const email = `qualified-${crypto.randomUUID()}@example.com`
+        const { fixture: profile } = yield* fixture(email)
+        yield* connectCrm(profile.key)
+        const goal = yield* send(profile.key, "POST", "/api/v1/goals/definitions", {
+          conversion_key: "qualified_lead",
+          name: "Qualified lead",
+          event_names: [`crm.stage.${QUALIFIED}`]
+        })
+        assert.strictEqual(goal.status, 201, goal.text)
+        const deal = yield* newDeal(email)
+        yield* moveDeal(deal.id, QUALIFIED)
+        const rows = yield* eventually(crmRows(profile.profileId, deal.id), (r) => r.length >= 1, {
+          what: "the qualified deal's outcome.recorded row",
+          within: "10 seconds"
+        })
+        assert.strictEqual(rows[0]!.payload.data["outcome_type"], `crm.stage.${QUALIFIED}`)
+        const conversion = yield* Effect.flatMap(SqlClient, (sql) =>
+          sql<{ conversion_key: string }>`SELECT conversion_key FROM conversions WHERE id = ${rows[0]!.payload.data["conversion_id"]}`)
+        assert.strictEqual(conversion[0]?.conversion_key, "qualified_lead")
+      }))
+
+    it.effect("while the CRM cannot be read the callback is 503 and writes nothing; the redelivery records it", () =>
+      Effect.gen(function*() {
+        const email = `down-${crypto.randomUUID()}@example.com`
+        const { fixture: profile } = yield* fixture(email)
+        yield* connectCrm(profile.key)
+        yield* mapWon(profile.key)
+        const deal = yield* newDeal(email)
+        const atWon = { ...(yield* currentDeal(deal.id)), stage_id: WON }
+        const faults = (body: Record<string, unknown>) =>
+          Effect.map(sandbox("POST", "/_faults", body), (r) => assert.strictEqual(r.status, 200, r.text))
+        yield* faults({ error_rate: 1 })
+        const eventId = `evt_${crypto.randomUUID()}`
+        const refused = yield* pushDeal(atWon, { id: eventId }).pipe(Effect.ensuring(Effect.orDie(faults({ error_rate: 0 }))))
+        assert.strictEqual(refused.status, 503, refused.text)
+        assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
+        const again = yield* pushDeal(atWon, { id: eventId })
+        assert.deepStrictEqual(again.json, { received: true, fresh: true })
+        assert.strictEqual((yield* crmRows(profile.profileId, deal.id)).length, 1)
+      }))
+
     it.effect("POST /api/v1/events refuses the CRM's key prefix", () =>
       Effect.gen(function*() {
         const { fixture: profile } = yield* fixture(`prefix-${crypto.randomUUID()}@example.com`)
