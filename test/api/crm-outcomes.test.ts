@@ -9,7 +9,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
-import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
+import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
 import { call, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { driveConsent, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
@@ -348,6 +348,27 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
         const again = yield* pushDeal(atWon, { id: eventId })
         assert.deepStrictEqual(again.json, { received: true, fresh: true })
+        assert.strictEqual((yield* crmRows(profile.profileId, deal.id)).length, 1)
+      }))
+
+    it.effect("the nightly run queues a CRM connection's sync, which records a missed deal once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const email = `nightly-${crypto.randomUUID()}@example.com`
+        const { fixture: profile } = yield* fixture(email)
+        const deal = yield* newDeal(email)
+        yield* moveDeal(deal.id, WON)
+        const connectionId = yield* connectCrm(profile.key)
+        yield* mapWon(profile.key)
+        const worker = yield* SyncWorker
+        yield* worker.enqueueNightly
+        const jobs = yield* sql<{ kind: string }>`SELECT kind FROM sync_jobs WHERE connection_id = ${connectionId} AND reason = 'nightly'`
+        assert.deepStrictEqual(jobs.map((job) => job.kind), ["structure"])
+        yield* eventually(
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_jobs WHERE connection_id = ${connectionId} AND status = 'done'`,
+          (rows) => Number(rows[0]?.n) === 1,
+          { what: "the nightly CRM job done", within: "60 seconds" }
+        )
         assert.strictEqual((yield* crmRows(profile.profileId, deal.id)).length, 1)
       }))
 

@@ -110,8 +110,9 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
     reason: string
   ) => Repo<ReadonlyArray<SyncJobRow>>
   /**
-   * The nightly run: a structure job for every live ad-platform connection, and an insights job
-   * of `insightsDays` for those whose profile has the attribution add-on on; joins queued ones.
+   * The nightly run: a structure job for every live connection of a kind that syncs (a CRM's reads
+   * its deals), and an insights job of `insightsDays` for ad-platform ones whose profile has the
+   * attribution add-on on; joins queued ones.
    */
   readonly enqueueNightly: (insightsDays: number) => Repo<{ readonly structure: number; readonly insights: number }>
   /** The profile's live connections (all of them, or the one named). */
@@ -217,14 +218,16 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
         Effect.map(
           counted(sql`
             WITH live AS (
-              SELECT c.id, c.profile_id, ${attributionOnSql} AS entitled
+              SELECT c.id, c.profile_id, c.provider_kind, ${attributionOnSql} AS entitled
               FROM connections c JOIN profiles p ON p.id = c.profile_id
-              WHERE p.archived_at IS NULL AND c.disconnected_at IS NULL AND c.provider_kind = 'adplatform' AND c.status <> 'reconnect_required'
+              WHERE p.archived_at IS NULL AND c.disconnected_at IS NULL AND c.status <> 'reconnect_required'
+                AND c.provider_kind = ANY(${SYNCED_PROVIDER_KINDS}::text[])
             ),
             wanted AS (
+              -- A non-ad-platform kind's job reads what its provider brings (a CRM's deals, decision 0062).
               SELECT id, profile_id, 'structure' AS kind, NULL::int AS window_days FROM live
               UNION ALL
-              SELECT id, profile_id, 'insights', ${insightsDays}::int FROM live WHERE entitled
+              SELECT id, profile_id, 'insights', ${insightsDays}::int FROM live WHERE entitled AND provider_kind = 'adplatform'
             ),
             inserted AS (
               INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
