@@ -24,6 +24,7 @@ import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
 import { AdPlatform, type InsightRow } from "../../providers/adplatform/port.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
+import { CardgwPayments } from "./cardgw.ts"
 import { type ClaimedSyncJob, emptyProgress, SyncJobsRepo } from "./repo.ts"
 import { type StructureScope, StructureRepo } from "./structure-repo.ts"
 
@@ -135,6 +136,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const platform = yield* AdPlatform
       const sessions = yield* ConnectionSessions
       const connections = yield* ConnectionsRepo
+      const cardgw = yield* CardgwPayments
       const settings = yield* SyncWorkerSettings
       const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
       const batchSize = Math.max(1, settings.batchSize)
@@ -176,6 +178,13 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
         const work = Effect.gen(function*() {
           if (!job.live) return { state: "cancelled" as const, code: "connection_disconnected", progress }
+          // The card gateway's payments since the last sync (src/connections/sync/cardgw.ts).
+          if (job.provider_kind === "cardgw") {
+            if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
+            yield* renew(progress)
+            yield* cardgw.sync(job, () => renew(progress))
+            return { state: "done" as const, code: null, progress }
+          }
           if (job.provider_kind !== "adplatform") return { state: "cancelled" as const, code: "provider_not_synced", progress }
           if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
 
@@ -348,5 +357,5 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
       return { runNext: runNext(), drainOnce: drainOnce(), enqueueNightly }
     })
-  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer]))
+  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer, CardgwPayments.layer]))
 }
