@@ -212,6 +212,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           yield* eventually(recorded(fixture.profileId, disputed.id), (row) => row.outbox === 1, { what: "the payment recorded", ...within })
           const open = yield* sandbox("PATCH", "/_state", { objects: [{ id: disputed.id, dispute: { status: "open" } }] })
           assert.strictEqual(open.status, 200, open.text)
+          // The sandbox delivers its pushes before it answers: the open dispute was handled by now.
+          assert.deepStrictEqual(yield* recorded(fixture.profileId, disputed.id), { events: 1, conversions: 1, outbox: 1, refunds: 0 })
           const lost = yield* sandbox("PATCH", "/_state", { objects: [{ id: disputed.id, dispute: { status: "lost" } }] })
           assert.strictEqual(lost.status, 200, lost.text)
           const afterDispute = yield* eventually(recorded(fixture.profileId, disputed.id), (row) => row.refunds === 1, {
