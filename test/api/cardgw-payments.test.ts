@@ -269,15 +269,23 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
             assert.strictEqual(job.status, "done", JSON.stringify(job))
           })
           const totals = Effect.map(
-            sql<{ events: number; outbox: number }>`
+            sql<{ events: number; outbox: number; refunds: number }>`
               SELECT (SELECT count(*)::int FROM outcome_events WHERE profile_id = ${fixture.profileId} AND source = 'cardgw') AS events,
-                     (SELECT count(*)::int FROM outbox WHERE profile_id = ${fixture.profileId} AND topic = 'outcome.recorded') AS outbox`,
-            (rows) => rows[0] ?? { events: 0, outbox: 0 }
+                     (SELECT count(*)::int FROM outbox WHERE profile_id = ${fixture.profileId} AND topic = 'outcome.recorded') AS outbox,
+                     (SELECT count(*)::int FROM payment_actions WHERE profile_id = ${fixture.profileId} AND action = 'refund_recorded') AS refunds`,
+            (rows) => rows[0] ?? { events: 0, outbox: 0, refunds: 0 }
           )
           yield* sync
           const first = yield* totals
           assert.isAtLeast(first.events, 40)
           assert.strictEqual(first.outbox, first.events)
+          // The gateway's refunded payments come refunded, each once.
+          const state = yield* sandbox("GET", "/_state")
+          const refundedAtGateway = (state.json.payments as ReadonlyArray<any>).filter((p) =>
+            p.account_id === "acct_cardgw_1001" && p.status === "refunded"
+          ).length
+          assert.isAbove(refundedAtGateway, 0)
+          assert.strictEqual(first.refunds, refundedAtGateway)
 
           // The push channel closed (by another grant of the account, as the gateway's dashboard would):
           // a payment made now reaches the service only through the next sync.
