@@ -158,27 +158,27 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
         onBatch: (recorded: number) => Effect.Effect<void, E>
       ) =>
         Effect.gen(function*() {
-        const connection = yield* connections.find(job.connection_id)
-        if (Option.isNone(connection)) return 0
-        const view = yield* connections.view(job.profile_id, job.connection_id)
-        const last = Option.flatMap(view, (found) => Option.fromNullishOr(found.last_synced_at))
-        const createdSince = Option.isSome(last) ? new Date(Date.parse(last.value) - SYNC_OVERLAP_MS) : undefined
-        const profile = yield* profileOf(job.profile_id, connection.value.workspace_id)
-        const session = yield* sessions.session(job.connection_id)
-        let count = 0
-        yield* gateway.payments(session, { createdSince }).pipe(
-          Stream.grouped(100),
-          Stream.runForEach((batch) =>
-            Effect.gen(function*() {
-              for (const payment of batch) {
-                yield* record(profile, payment)
-                count++
-              }
-              yield* onBatch(count)
-            })
+          const connection = yield* connections.find(job.connection_id)
+          if (Option.isNone(connection)) return 0
+          const view = yield* connections.view(job.profile_id, job.connection_id)
+          const last = Option.flatMap(view, (found) => Option.fromNullishOr(found.last_synced_at))
+          const createdSince = Option.isSome(last) ? new Date(Date.parse(last.value) - SYNC_OVERLAP_MS) : undefined
+          const profile = yield* profileOf(job.profile_id, connection.value.workspace_id)
+          const session = yield* sessions.session(job.connection_id)
+          let count = 0
+          yield* gateway.payments(session, { createdSince }).pipe(
+            Stream.grouped(100),
+            Stream.runForEach((batch) =>
+              Effect.gen(function*() {
+                for (const payment of batch) {
+                  yield* record(profile, payment)
+                  count++
+                }
+                yield* onBatch(count)
+              })
+            )
           )
-        )
-        return count
+          return count
         }).pipe(Effect.withSpan("CardgwPayments.sync"))
 
       const hook = Effect.fn("CardgwPayments.hook")(function*(raw: unknown) {
