@@ -251,6 +251,28 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         }))
     })
 
+    describe("a grant death", () => {
+      it.effect("the gateway's deauthorization marks the connection reconnect_required, once", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient
+          const fixture = yield* profileWithKey
+          yield* connect(fixture)
+          const faults = (revoke: boolean) =>
+            Effect.map(sandbox("POST", "/_faults", { revoke_tokens: revoke }), (r) => assert.strictEqual(r.status, 200, r.text))
+          yield* faults(true)
+          const list = yield* eventually(
+            send(fixture.key, "GET", "/api/v1/connections"),
+            (r) => r.json.data[0]?.status === "reconnect_required",
+            { what: "the connection to need a reconnect", ...within }
+          )
+          assert.strictEqual(list.json.data[0].status_reason, "grant_revoked")
+          const [row] = yield* sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM outbox WHERE profile_id = ${fixture.profileId} AND topic = 'connection.reconnect_required'`
+          assert.strictEqual(row?.n, 1)
+          yield* faults(false)
+        }))
+    })
+
     describe("cardgw sync", () => {
       it.effect("a sync records the account's payments, those made while unsubscribed included, exactly once", () =>
         Effect.gen(function*() {
