@@ -14,6 +14,7 @@ import { ProviderEndpoints } from "../../providers/endpoints.ts"
 import { verifyCallback } from "../../providers/signing.ts"
 import { isProviderKind, type ProviderKind } from "../../providers/registry.ts"
 import { leadgenEvent } from "../events.ts"
+import { CardgwPayments } from "../sync/cardgw.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
@@ -39,7 +40,7 @@ const text = (value: unknown): string | null =>
  * `{event: "grant_revoked", account_id, user_id, time}` or `{id, type: "grant.revoked", account_id, ...}`.
  */
 /** The flat grant-death event names: the generic sandbox's, the CRM's and card gateway's (`grant.revoked`). */
-const GRANT_DEATHS = new Set(["grant_revoked", "grant.revoked", "deauthorize", "app.uninstalled"])
+const GRANT_DEATHS = new Set(["grant_revoked", "grant.revoked", "deauthorize", "app.uninstalled", "account.application.deauthorized"])
 
 export const eventsOf = (body: Json): ReadonlyArray<HookEvent> => {
   const entries = body["entry"]
@@ -96,6 +97,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const sessions = yield* ConnectionSessions
       const adplatform = yield* AdPlatform
       const crmOutcomes = yield* CrmOutcomes
+      const cardgw = yield* CardgwPayments
 
       /** The lead as the platform holds it, fetched on one of the account's connections; the webhook value when none can. */
       const fetchLead = (provider: ProviderKind, live: ReadonlyArray<ConnectionRecord>, leadgenId: string) =>
@@ -130,7 +132,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
           return null
         })
 
-      const handle = (provider: ProviderKind, event: HookEvent) =>
+      const handle = (provider: ProviderKind, event: HookEvent, body: Json) =>
         Effect.gen(function*() {
           if (yield* events.seen(provider, event.eventId)) return false
           switch (event.kind) {
@@ -163,6 +165,8 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
               if (provider === "crm" && event.accountId !== null && event.body !== undefined) {
                 yield* crmOutcomes.fromCallback(event.accountId, event.body)
               }
+              // A card-gateway payment is recorded first (idempotent by its payment id), then its event id claimed.
+              if (provider === "cardgw") yield* cardgw.hook(body)
               return yield* events.claim(provider, event.eventId, null)
           }
         })
@@ -185,12 +189,21 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
         if (!isRecord(parsed)) return yield* new InvalidRequest({ message: "The callback body is not a JSON object." })
         let fresh = false
         for (const event of eventsOf(parsed)) {
-          if (yield* handle(provider, event)) fresh = true
+          if (yield* handle(provider, event, parsed)) fresh = true
         }
         return { fresh }
       })
 
       return { receive }
     })
-  ).pipe(Layer.provide([ProviderEventsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, ConnectionSessions.layer, CrmOutcomes.layer]))
+  ).pipe(
+    Layer.provide([
+      ProviderEventsRepo.layer,
+      ConnectionsRepo.layer,
+      OutboxRepo.layer,
+      ConnectionSessions.layer,
+      CrmOutcomes.layer,
+      CardgwPayments.layer
+    ])
+  )
 }

@@ -25,6 +25,7 @@ import { AdPlatform, type InsightRow } from "../../providers/adplatform/port.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
+import { CardgwPayments } from "./cardgw.ts"
 import { type ClaimedSyncJob, emptyProgress, SYNCED_PROVIDER_KINDS, SyncJobsRepo } from "./repo.ts"
 import { type StructureScope, StructureRepo } from "./structure-repo.ts"
 
@@ -137,6 +138,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const sessions = yield* ConnectionSessions
       const connections = yield* ConnectionsRepo
       const crmOutcomes = yield* CrmOutcomes
+      const cardgw = yield* CardgwPayments
       const settings = yield* SyncWorkerSettings
       const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
       const batchSize = Math.max(1, settings.batchSize)
@@ -178,6 +180,13 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
         const work = Effect.gen(function*() {
           if (!job.live) return { state: "cancelled" as const, code: "connection_disconnected", progress }
+          // The card gateway's payments since the last sync (src/connections/sync/cardgw.ts).
+          if (job.provider_kind === "cardgw") {
+            if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
+            yield* renew(progress)
+            yield* cardgw.sync(job, () => renew(progress))
+            return { state: "done" as const, code: null, progress }
+          }
           if (!SYNCED_PROVIDER_KINDS.includes(job.provider_kind)) return { state: "cancelled" as const, code: "provider_not_synced", progress }
           if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
           // The CRM's deals at mapped stages become outcomes (decision 0062).
@@ -355,5 +364,14 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
       return { runNext: runNext(), drainOnce: drainOnce(), enqueueNightly }
     })
-  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer, CrmOutcomes.layer]))
+  ).pipe(
+    Layer.provide([
+      SyncJobsRepo.layer,
+      StructureRepo.layer,
+      AnalyticsImportsRepo.layer,
+      ConnectionsRepo.layer,
+      CrmOutcomes.layer,
+      CardgwPayments.layer
+    ])
+  )
 }

@@ -60,6 +60,23 @@ const Refund = Schema.Struct({
   status: Schema.Literal("refunded"),
   amount_refunded_minor: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
 })
+const DisputeChange = Schema.Struct({
+  id: Schema.String,
+  dispute: Schema.Struct({
+    status: Schema.Literals(["open", "won", "lost"]),
+    amount_minor: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
+  })
+})
+
+/** A chargeback on a payment: opened by the buyer's bank, then won or lost by the merchant. */
+export interface Dispute {
+  readonly id: string
+  readonly payment_id: string
+  readonly status: "open" | "won" | "lost"
+  readonly amount_minor: number
+  readonly updated_at: string
+}
+
 const PaymentArrival = Schema.Struct({
   kind: Schema.Literal("payment"),
   account_id: Schema.optionalKey(Schema.String),
@@ -78,6 +95,8 @@ const PaymentArrival = Schema.Struct({
 export class CardgwWorld {
   readonly accounts: ReadonlyArray<CardgwAccount> = ACCOUNTS
   private readonly payments = new Map<string, Payment>()
+  /** payment id → its dispute (one per payment). */
+  private readonly disputes = new Map<string, Dispute>()
   private readonly now: () => number
 
   constructor(now: () => number = Date.now) {
@@ -116,7 +135,8 @@ export class CardgwWorld {
   state() {
     return {
       accounts: this.accounts,
-      payments: [...this.payments.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
+      payments: [...this.payments.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+      disputes: [...this.disputes.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
     }
   }
 
@@ -144,6 +164,8 @@ export class CardgwWorld {
 
   /** `{objects: [{id: <payment id>, status: "refunded", amount_refunded_minor?}]}` (pushes `payment.refunded`). */
   patchObjects(objects: ReadonlyArray<unknown>): Array<WorldPush> | WorldRefusal {
+    const disputes = objects.map((object) => Schema.decodeUnknownResult(DisputeChange)(object))
+    if (disputes.length > 0 && disputes.every(Result.isSuccess)) return this.patchDisputes(disputes.map((d) => d.success))
     const refunds: Array<{ readonly payment: Payment; readonly amount: number }> = []
     for (const object of objects) {
       const decoded = Schema.decodeUnknownResult(Refund)(object)
@@ -200,6 +222,37 @@ export class CardgwWorld {
     }
     this.payments.set(payment.id, payment)
     return { reply: { payment }, pushes: [this.push(payment, "payment.succeeded")] }
+  }
+
+  /**
+   * `{objects: [{id: <payment id>, dispute: {status: "open" | "won" | "lost", amount_minor?}}]}`:
+   * opens or settles the payment's dispute (pushes `payment.disputed` with `{object: {payment, dispute}}`).
+   */
+  private patchDisputes(changes: ReadonlyArray<typeof DisputeChange.Type>): Array<WorldPush> | WorldRefusal {
+    for (const change of changes) {
+      const payment = this.payments.get(change.id)
+      if (!payment) return new WorldRefusal(404, "not_found", `no payment ${change.id}`)
+      const amount = change.dispute.amount_minor ?? this.disputes.get(change.id)?.amount_minor ?? payment.amount_minor
+      if (amount > payment.amount_minor) {
+        return new WorldRefusal(400, "invalid_parameter", `a dispute cannot exceed the payment (${payment.amount_minor})`)
+      }
+      const settled = this.disputes.get(change.id)?.status
+      if (settled === "won" || settled === "lost") return new WorldRefusal(409, "conflict", `the dispute of ${payment.id} is already ${settled}`)
+    }
+    const at = isoAt(this.now())
+    return changes.map((change) => {
+      const payment = this.payments.get(change.id)!
+      const previous = this.disputes.get(change.id)
+      const dispute: Dispute = {
+        id: previous?.id ?? `dp_${randomUUID().replaceAll("-", "").slice(0, 16)}`,
+        payment_id: payment.id,
+        status: change.dispute.status,
+        amount_minor: change.dispute.amount_minor ?? previous?.amount_minor ?? payment.amount_minor,
+        updated_at: at
+      }
+      this.disputes.set(payment.id, dispute)
+      return worldPush(payment.account_id, "payment.disputed", this.now(), { object: { payment, dispute } })
+    })
   }
 
   private push(payment: Payment, type: string): WorldPush {
