@@ -63,6 +63,8 @@ export class CommerceCopyRepo extends Context.Service<CommerceCopyRepo, {
   ) => Repo<ReadonlyArray<{ readonly order_id: string; readonly status: string }>>
   readonly products: (profileId: string, limit: number, after: string | null) => Repo<ReadonlyArray<CopiedProduct>>
   readonly orders: (profileId: string, lookup: OrderLookup, limit: number, after: string | null) => Repo<ReadonlyArray<CopiedOrder>>
+  /** When the connection's last sync finished (a read of `connections`, owned by src/connections/repo.ts). */
+  readonly lastSyncedAt: (connectionId: string) => Repo<Date | null>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/CommerceCopyRepo") {
   static readonly layer = Layer.effect(CommerceCopyRepo)(
@@ -168,8 +170,15 @@ export class CommerceCopyRepo extends Context.Service<CommerceCopyRepo, {
           ORDER BY order_id LIMIT ${limit}`)
       }
 
+      const lastSyncedAt = (connectionId: string) =>
+        Effect.map(
+          sql<{ readonly at: string | null }>`SELECT to_char(last_synced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
+                                              FROM connections WHERE id = ${connectionId}`,
+          (rows) => (rows[0]?.at == null ? null : new Date(rows[0].at))
+        )
+
       return {
-        ...atDatabaseBoundary({ upsertProducts, upsertOrders, claimMilestones, products, orders }),
+        ...atDatabaseBoundary({ upsertProducts, upsertOrders, claimMilestones, products, orders, lastSyncedAt }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })

@@ -8,6 +8,7 @@
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized } from "../../../schema/errors.ts"
+import { CommerceHooks } from "../../commerce/orders/hooks.ts"
 import { OutboxRepo } from "../../events/outbox/repo.ts"
 import { AdPlatform } from "../../providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../../providers/endpoints.ts"
@@ -94,6 +95,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const outbox = yield* OutboxRepo
       const sessions = yield* ConnectionSessions
       const adplatform = yield* AdPlatform
+      const commerceHooks = yield* CommerceHooks
 
       /** The lead as the platform holds it, fetched on one of the account's connections; the webhook value when none can. */
       const fetchLead = (provider: ProviderKind, live: ReadonlyArray<ConnectionRecord>, leadgenId: string) =>
@@ -177,6 +179,8 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
           Effect.orElseSucceed(() => null)
         )
         if (!isRecord(parsed)) return yield* new InvalidRequest({ message: "The callback body is not a JSON object." })
+        // The commerce platform's orders and uninstalls (src/commerce/orders/hooks.ts).
+        if (provider === "commerce") return { fresh: yield* commerceHooks.handle(parsed) }
         let fresh = false
         for (const event of eventsOf(parsed)) {
           if (yield* handle(provider, event)) fresh = true
@@ -186,5 +190,5 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
 
       return { receive }
     })
-  ).pipe(Layer.provide([ProviderEventsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ProviderEventsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, ConnectionSessions.layer, CommerceHooks.layer]))
 }

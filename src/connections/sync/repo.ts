@@ -91,7 +91,7 @@ const SyncableConnection = Schema.Struct({ id: Schema.String, provider_kind: Sch
 export type SyncableConnection = typeof SyncableConnection.Type
 
 /** Kinds the worker knows how to sync (decision 0058): the ad platform's structure and insights. */
-export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform"]
+export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform", "commerce"]
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 

@@ -21,6 +21,7 @@ import { Cause, Context, Data, Duration, Effect, Layer, Option, Stream } from "e
 import type { SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
+import { CommerceOrders } from "../../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../providers/adplatform/port.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
@@ -136,6 +137,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const sessions = yield* ConnectionSessions
       const connections = yield* ConnectionsRepo
       const settings = yield* SyncWorkerSettings
+      const commerceOrders = yield* CommerceOrders
       const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
       const batchSize = Math.max(1, settings.batchSize)
 
@@ -176,6 +178,14 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
         const work = Effect.gen(function*() {
           if (!job.live) return { state: "cancelled" as const, code: "connection_disconnected", progress }
+          if (job.provider_kind === "commerce" && job.connection_status !== "reconnect_required") {
+            // The store's catalogue and orders (src/commerce/orders/service.ts).
+            const record = yield* connections.find(job.connection_id)
+            if (Option.isNone(record)) return { state: "cancelled" as const, code: "connection_disconnected", progress }
+            const session = yield* sessions.session(job.connection_id)
+            yield* commerceOrders.sync(record.value, session, { batchSize, onBatch: () => renew(progress) })
+            return { state: "done" as const, code: null, progress }
+          }
           if (job.provider_kind !== "adplatform") return { state: "cancelled" as const, code: "provider_not_synced", progress }
           if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
 
@@ -348,5 +358,5 @@ export class SyncWorker extends Context.Service<SyncWorker, {
 
       return { runNext: runNext(), drainOnce: drainOnce(), enqueueNightly }
     })
-  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer]))
+  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer, AnalyticsImportsRepo.layer, ConnectionsRepo.layer, CommerceOrders.layer]))
 }
