@@ -14,7 +14,8 @@
  *   claimed and are idempotent, so a crash between the two redoes nothing twice.
  */
 import { Context, Effect, Layer, Option, Result, Stream } from "effect"
-import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import type { CommerceOrdersQuery, CommerceProductsQuery } from "../../../schema/commerce.ts"
+import { type DatabaseUnavailable, InvalidParameter } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../auth/principal.ts"
 import { CONNECTION_REVOKED, connectionEvent } from "../../connections/events.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../../connections/repo.ts"
@@ -26,10 +27,11 @@ import { EventsService } from "../../events/outcomes/service.ts"
 import { PaymentsService } from "../../events/payments/service.ts"
 import { normalizeEmail, normalizePhone } from "../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
+import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../platform/pagination.ts"
 import type { ProviderError } from "../../providers/errors.ts"
 import { Commerce, type Order } from "../../providers/commerce/port.ts"
 import type { ProviderSession } from "../../providers/oauth/port.ts"
-import { CommerceCopyRepo, type OrderHashes } from "./repo.ts"
+import { type CopiedOrder, type CopiedProduct, CommerceCopyRepo, type OrderHashes, type OrderLookup } from "./repo.ts"
 
 export const ORDER_STATUS_CHANGED = "order.status.changed"
 export const COMMERCE_ORIGIN: OutcomeOrigin = { source: "commerce", provider: "commerce" }
@@ -97,6 +99,75 @@ export interface SyncCounts {
   readonly milestones: number
 }
 
+type Json = ReadonlyArray<Readonly<Record<string, unknown>>>
+const asArray = (value: unknown): Json =>
+  Array.isArray(value) ? value.filter((v): v is Readonly<Record<string, unknown>> => typeof v === "object" && v !== null) : []
+const str = (value: unknown) => (typeof value === "string" ? value : String(value ?? ""))
+
+const renderProduct = (row: CopiedProduct) => ({
+  id: row.product_id,
+  title: row.title,
+  handle: row.handle,
+  status: row.status,
+  variants: asArray(row.variants).map((v) => ({ id: str(v["id"]), sku: str(v["sku"]), title: str(v["title"]), price: str(v["price"]) })),
+  updated_at: row.updated_at
+})
+
+// Only what the copy keeps: no buyer email, phone, customer id, cart or checkout token.
+const renderOrder = (row: CopiedOrder) => ({
+  id: row.order_id,
+  name: row.name,
+  number: Number(row.number),
+  status: row.status,
+  milestones: asArray(row.milestones).map((m) => ({ status: str(m["status"]), at: str(m["at"]) })),
+  financial_status: row.financial_status,
+  fulfillment_status: row.fulfillment_status,
+  currency: row.currency,
+  total_price: row.total_price,
+  lines: asArray(row.lines).map((l) => ({
+    product_id: str(l["product_id"]),
+    variant_id: str(l["variant_id"]),
+    sku: str(l["sku"]),
+    title: str(l["title"]),
+    quantity: Number(l["quantity"] ?? 0),
+    price: str(l["price"])
+  })),
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+export type CommerceProductItem = ReturnType<typeof renderProduct>
+export type CommerceOrderItem = ReturnType<typeof renderOrder>
+
+export interface CopyPage<A> {
+  readonly data: ReadonlyArray<A>
+  readonly pagination: { readonly has_next: boolean; readonly cursor: string | null }
+}
+
+const lookupOf = (query: CommerceOrdersQuery): Effect.Effect<OrderLookup, InvalidParameter> => {
+  const given = [query.number, query.email, query.phone].filter((v) => v !== undefined)
+  if (given.length > 1) {
+    return Effect.fail(new InvalidParameter({ message: "Look an order up by one of number, email or phone, not several.", reason: "lookup" }))
+  }
+  if (query.number !== undefined) {
+    const digits = query.number.trim().replace(/^#/, "")
+    if (!/^[0-9]{1,15}$/.test(digits)) {
+      return Effect.fail(new InvalidParameter({ message: "number: expected an order number such as 1001 or #1001.", reason: "number" }))
+    }
+    return Effect.succeed({ by: "number", number: Number(digits) })
+  }
+  if (query.email !== undefined) {
+    if (!query.email.includes("@")) return Effect.fail(new InvalidParameter({ message: "email: expected an email address.", reason: "email" }))
+    return Effect.succeed({ by: "email", hash: emailHash(query.email) })
+  }
+  if (query.phone !== undefined) {
+    const hash = phoneHash(query.phone)
+    if (hash === null) return Effect.fail(new InvalidParameter({ message: "phone: expected a phone number such as +15550001001.", reason: "phone" }))
+    return Effect.succeed({ by: "phone", hash })
+  }
+  return Effect.succeed({ by: "all" })
+}
+
 export class CommerceOrders extends Context.Service<CommerceOrders, {
   /** Writes the orders into the copy, their payments and refunds, and each new milestone once. Answers the milestones written. */
   readonly ingest: (record: ConnectionRecord, orders: ReadonlyArray<Order>) => Effect.Effect<number, DatabaseUnavailable>
@@ -112,6 +183,13 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
       readonly onBatch: (counts: SyncCounts) => Effect.Effect<void, E>
     }
   ) => Effect.Effect<SyncCounts, DatabaseUnavailable | ProviderError | E>
+  /** The catalogue of the copy, by product id. */
+  readonly products: (profile: ProfileContext, query: CommerceProductsQuery) => Effect.Effect<CopyPage<CommerceProductItem>, DatabaseUnavailable>
+  /** The orders of the copy, by order id, looked up by number, email or phone. */
+  readonly orders: (
+    profile: ProfileContext,
+    query: CommerceOrdersQuery
+  ) => Effect.Effect<CopyPage<CommerceOrderItem>, DatabaseUnavailable | InvalidParameter>
   /** The app was uninstalled from the shop: its live connections disconnected, each with its `connection.revoked` row. */
   readonly uninstalled: (accountId: string) => Effect.Effect<number, DatabaseUnavailable>
 }>()("svc/CommerceOrders") {
@@ -272,7 +350,24 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
         return n
       })
 
-      return { ingest, sync, uninstalled }
+      const products = Effect.fn("CommerceOrders.products")(function*(profile: ProfileContext, query: CommerceProductsQuery) {
+        const limit = query.limit ?? DEFAULT_PAGE_SIZE
+        const after = Option.getOrNull(Option.map(decodeCursor(query.cursor), (k) => k.id))
+        const rows = yield* copy.products(profile.profileId, limit + 1, after)
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: "", id: row.product_id }))
+        return { data: page.map(renderProduct), pagination }
+      })
+
+      const orders = Effect.fn("CommerceOrders.orders")(function*(profile: ProfileContext, query: CommerceOrdersQuery) {
+        const lookup = yield* lookupOf(query)
+        const limit = query.limit ?? DEFAULT_PAGE_SIZE
+        const after = Option.getOrNull(Option.map(decodeCursor(query.cursor), (k) => k.id))
+        const rows = yield* copy.orders(profile.profileId, lookup, limit + 1, after)
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: "", id: row.order_id }))
+        return { data: page.map(renderOrder), pagination }
+      })
+
+      return { ingest, sync, uninstalled, products, orders }
     })
   ).pipe(Layer.provide([CommerceCopyRepo.layer, OutboxRepo.layer, ConnectionsRepo.layer, EventsService.layer, PaymentsService.layer]))
 }
