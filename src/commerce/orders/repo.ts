@@ -100,10 +100,14 @@ export class CommerceCopyRepo extends Context.Service<CommerceCopyRepo, {
           sql`
           INSERT INTO commerce_orders (profile_id, shop, order_id, number, name, status, milestones, financial_status,
                                        fulfillment_status, currency, total_price, lines, email_hash, phone_hash, created_at, updated_at)
-          SELECT ${profileId}::uuid, ${shop}, * FROM unnest(
+          -- Nulls travel as '' (the driver cannot type an array holding only nulls).
+          SELECT ${profileId}::uuid, ${shop}, t.id, t.number, t.name, t.status, t.milestones, t.financial_status,
+                 NULLIF(t.fulfillment_status, ''), t.currency, t.total_price, t.lines, NULLIF(t.email_hash, ''),
+                 NULLIF(t.phone_hash, ''), t.created_at, t.updated_at
+          FROM unnest(
             ${list.map((i) => i.order.id)}::text[], ${list.map((i) => i.order.number)}::bigint[], ${list.map((i) => i.order.name)}::text[],
             ${list.map((i) => i.order.status)}::text[], ${list.map((i) => JSON.stringify(i.order.milestones))}::jsonb[],
-            ${list.map((i) => i.order.financial_status)}::text[], ${list.map((i) => i.order.fulfillment_status)}::text[],
+            ${list.map((i) => i.order.financial_status)}::text[], ${list.map((i) => i.order.fulfillment_status ?? "")}::text[],
             ${list.map((i) => i.order.currency)}::text[], ${list.map((i) => i.order.total_price)}::text[],
             ${
             list.map((i) =>
@@ -117,8 +121,10 @@ export class CommerceCopyRepo extends Context.Service<CommerceCopyRepo, {
               })))
             )
           }::jsonb[],
-            ${list.map((i) => i.hashes.emailHash)}::text[], ${list.map((i) => i.hashes.phoneHash)}::text[],
+            ${list.map((i) => i.hashes.emailHash ?? "")}::text[], ${list.map((i) => i.hashes.phoneHash ?? "")}::text[],
             ${list.map((i) => i.order.created_at)}::timestamptz[], ${list.map((i) => i.order.updated_at)}::timestamptz[])
+            AS t(id, number, name, status, milestones, financial_status, fulfillment_status, currency, total_price, lines,
+                 email_hash, phone_hash, created_at, updated_at)
           ON CONFLICT (profile_id, shop, order_id) DO UPDATE SET
             status = excluded.status, milestones = excluded.milestones, financial_status = excluded.financial_status,
             fulfillment_status = excluded.fulfillment_status, total_price = excluded.total_price, lines = excluded.lines,
