@@ -127,6 +127,14 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "240 secon
         const paid = yield* eventually(payments(profile.profileId, key1), (p) => p.length === 1, { what: "the payment", within: "10 seconds" })
         assert.strictEqual(paid[0]?.source, "commerce")
         assert.isNull(paid[0]?.refund ?? null)
+        const recorded = yield* eventually(
+          Effect.flatMap(SqlClient, (sql) =>
+            sql<{ provider: string }>`SELECT payload->'data'->>'provider' AS provider FROM outbox
+                                       WHERE profile_id = ${profile.profileId} AND topic = 'outcome.recorded'`),
+          (r) => r.length > 0,
+          { what: "outcome.recorded", within: "10 seconds" }
+        )
+        assert.deepStrictEqual(recorded.map((r) => r.provider), ["commerce"])
 
         // A replay of a delivered callback (same id): 200 and nothing written twice.
         const body = JSON.stringify({ id: `replay-${order.id}`, type: "orders/updated", account_id: shop, shop_domain: `${shop}.store.commerce.test`, created_at: new Date().toISOString(), data: { object: order } })
