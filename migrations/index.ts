@@ -24,6 +24,7 @@ import m0023 from "./0023_unfiltered_rollups.ts"
 import m0024 from "./0024_utm_dimensions.ts"
 import m0025 from "./0025_password_links.ts"
 import m0026 from "./0026_provider_connections.ts"
+import m0029 from "./0029_commerce_copy.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -55,7 +56,8 @@ export const migrations = {
   "0023_unfiltered_rollups": m0023,
   "0024_utm_dimensions": m0024,
   "0025_password_links": m0025,
-  "0026_provider_connections": m0026
+  "0026_provider_connections": m0026,
+  "0029_commerce_copy": m0029
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -19,6 +19,7 @@ import { ConnectPagesApi, ConnectionsApi, HooksApi } from "../connections/api.ts
 import { ConnectionStagesApi } from "../connections/stages/api.ts"
 import { ConnectionSyncApi } from "../connections/sync/api.ts"
 import { CommerceLiveApi } from "../commerce/live/api.ts"
+import { CommerceCopyApi } from "../commerce/orders/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
@@ -50,6 +51,7 @@ export const Api = HttpApi.make("svc")
   .add(ConnectionSyncApi)
   .add(ConnectionStagesApi)
   .add(CommerceLiveApi)
+  .add(CommerceCopyApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

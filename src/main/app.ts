@@ -16,6 +16,7 @@ import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
 import { MeHandlers } from "../auth/me/handlers.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
 import { CommerceLiveHandlers } from "../commerce/live/handlers.ts"
+import { CommerceCopyHandlers } from "../commerce/orders/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
 import { ConnectionStagesHandlers } from "../connections/stages/handlers.ts"
 import { ConnectionSyncHandlers } from "../connections/sync/handlers.ts"
@@ -56,6 +57,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ConnectionSyncHandlers,
     ConnectionStagesHandlers,
     CommerceLiveHandlers,
+    CommerceCopyHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

@@ -7,6 +7,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, TestServer } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -228,17 +229,21 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(failing.json.error.code, "adplatform_unavailable")
         assert.strictEqual(failing.json.error.reason, "store_unavailable")
 
+        // The commerce platform's grant death is the app's uninstall (`app/uninstalled`): a read racing the push is
+        // 409 `reconnect_required` (the store's 401), and once the push lands the connection is revoked (decision 0064).
         yield* sandbox("POST", "_faults", { revoke_tokens: true })
         const dead = yield* call("/api/v1/commerce/live/products?limit=1", bearer(key))
         yield* sandbox("POST", "_faults", { revoke_tokens: false })
         assert.strictEqual(dead.status, 409, dead.text)
-        assert.strictEqual(dead.json.error.reason, "reconnect_required")
-        const list = yield* call("/api/v1/connections", bearer(key))
-        const marked = list.json.data.find((c: { id: string }) => c.id === connection.id)
-        assert.strictEqual(marked.status, "reconnect_required", list.text)
+        assert.include(["reconnect_required", "commerce_connection_required"], dead.json.error.reason)
+        yield* eventually(
+          call("/api/v1/connections", bearer(key)),
+          (list) => list.json.data.find((c: { id: string; status: string }) => c.id === connection.id && c.status !== "disconnected") === undefined,
+          { what: "the uninstalled shop's connection revoked", within: "20 seconds" }
+        )
         const again = yield* call("/api/v1/commerce/live/orders?updated_since=2026-01-01", bearer(key))
         assert.strictEqual(again.status, 409, again.text)
-        assert.strictEqual(again.json.error.reason, "reconnect_required")
+        assert.strictEqual(again.json.error.reason, "commerce_connection_required")
       }))
   })
 })

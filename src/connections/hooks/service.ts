@@ -8,6 +8,7 @@
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized } from "../../../schema/errors.ts"
+import { CommerceHooks } from "../../commerce/orders/hooks.ts"
 import { OutboxRepo } from "../../events/outbox/repo.ts"
 import { AdPlatform } from "../../providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../../providers/endpoints.ts"
@@ -98,6 +99,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const adplatform = yield* AdPlatform
       const crmOutcomes = yield* CrmOutcomes
       const cardgw = yield* CardgwPayments
+      const commerceHooks = yield* CommerceHooks
 
       /** The lead as the platform holds it, fetched on one of the account's connections; the webhook value when none can. */
       const fetchLead = (provider: ProviderKind, live: ReadonlyArray<ConnectionRecord>, leadgenId: string) =>
@@ -187,6 +189,8 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
           Effect.orElseSucceed(() => null)
         )
         if (!isRecord(parsed)) return yield* new InvalidRequest({ message: "The callback body is not a JSON object." })
+        // The commerce platform's orders and uninstalls (src/commerce/orders/hooks.ts).
+        if (provider === "commerce") return { fresh: yield* commerceHooks.handle(parsed) }
         let fresh = false
         for (const event of eventsOf(parsed)) {
           if (yield* handle(provider, event, parsed)) fresh = true
@@ -203,7 +207,8 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       OutboxRepo.layer,
       ConnectionSessions.layer,
       CrmOutcomes.layer,
-      CardgwPayments.layer
+      CardgwPayments.layer,
+      CommerceHooks.layer
     ])
   )
 }

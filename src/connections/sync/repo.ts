@@ -90,8 +90,11 @@ export type ClaimedSyncJob = typeof ClaimedSyncJob.Type
 const SyncableConnection = Schema.Struct({ id: Schema.String, provider_kind: Schema.String, status: Schema.String })
 export type SyncableConnection = typeof SyncableConnection.Type
 
-/** Kinds the worker knows how to sync (decision 0058): the ad platform's structure and insights, the CRM's deals (0062), the card gateway's payments (0063). */
-export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform", "crm", "cardgw"]
+/**
+ * Kinds the worker knows how to sync (decision 0058): the ad platform's structure and insights,
+ * the CRM's deals (0062), the card gateway's payments (0063), the store's catalogue and orders (0064).
+ */
+export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform", "crm", "cardgw", "commerce"]
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 

@@ -21,6 +21,7 @@ import { Cause, Context, Data, Duration, Effect, Layer, Option, Stream } from "e
 import type { SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
+import { CommerceOrders } from "../../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../providers/adplatform/port.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
@@ -140,6 +141,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const crmOutcomes = yield* CrmOutcomes
       const cardgw = yield* CardgwPayments
       const settings = yield* SyncWorkerSettings
+      const commerceOrders = yield* CommerceOrders
       const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
       const batchSize = Math.max(1, settings.batchSize)
 
@@ -185,6 +187,14 @@ export class SyncWorker extends Context.Service<SyncWorker, {
             if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
             yield* renew(progress)
             yield* cardgw.sync(job, () => renew(progress))
+            return { state: "done" as const, code: null, progress }
+          }
+          if (job.provider_kind === "commerce" && job.connection_status !== "reconnect_required") {
+            // The store's catalogue and orders (src/commerce/orders/service.ts).
+            const record = yield* connections.find(job.connection_id)
+            if (Option.isNone(record)) return { state: "cancelled" as const, code: "connection_disconnected", progress }
+            const session = yield* sessions.session(job.connection_id)
+            yield* commerceOrders.sync(record.value, session, { batchSize, onBatch: () => renew(progress) })
             return { state: "done" as const, code: null, progress }
           }
           if (!SYNCED_PROVIDER_KINDS.includes(job.provider_kind)) return { state: "cancelled" as const, code: "provider_not_synced", progress }
@@ -371,7 +381,8 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       AnalyticsImportsRepo.layer,
       ConnectionsRepo.layer,
       CrmOutcomes.layer,
-      CardgwPayments.layer
+      CardgwPayments.layer,
+      CommerceOrders.layer
     ])
   )
 }

@@ -1,0 +1,15 @@
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { CommerceOrders } from "./service.ts"
+
+export const CommerceCopyHandlers = HttpApiBuilder.group(Api, "commerceCopy", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const orders = yield* CommerceOrders
+    return handlers.handleAll({
+      products: ({ query }) => Effect.flatMap(access.current, (profile) => orders.products(profile, query)),
+      orders: ({ query }) => Effect.flatMap(access.current, (profile) => orders.orders(profile, query))
+    })
+  })).pipe(Layer.provide([CommerceOrders.layer, ProfileAccess.layer]))
