@@ -18,6 +18,11 @@ export const CommerceCopyApi = HttpApiGroup.make("commerceCopy")
       error: errors
     })
       .annotate(OpenApi.Summary, "The connected store's catalogue as last synced (no stock: read it live)")
+      .annotate(
+        OpenApi.Description,
+        "Products and their variants as the last sync or push left them, paged. Stock is never copied: read it live " +
+          "(`GET /api/v1/commerce/live/products`, `commerce:live`)."
+      )
       .annotateMerge(read),
     HttpApiEndpoint.get("orders", "/commerce/orders", {
       query: CommerceOrdersQuery,
