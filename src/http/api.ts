@@ -8,6 +8,8 @@ import { AdminApi } from "../admin/api.ts"
 import { AnalyticsApi } from "../analytics/overview/api.ts"
 import { CampaignsApi } from "../analytics/campaigns/api.ts"
 import { InsightsApi } from "../analytics/insights/api.ts"
+import { CreativeAnalysisApi } from "../creatives/api.ts"
+import { RecommendationsApi } from "../recommendations/api.ts"
 import { AttributionApi } from "../attribution/recompute/api.ts"
 import { DefinitionsApi } from "../attribution/definitions/api.ts"
 import { ApiKeysApi } from "../auth/api-keys/api.ts"
@@ -77,6 +79,8 @@ export const Api = HttpApi.make("svc")
   .add(AnalyticsApi)
   .add(CampaignsApi)
   .add(InsightsApi)
+  .add(CreativeAnalysisApi)
+  .add(RecommendationsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -10,6 +10,8 @@ import { AdminHandlers } from "../admin/handlers.ts"
 import { AnalyticsHandlers } from "../analytics/overview/handlers.ts"
 import { CampaignsHandlers } from "../analytics/campaigns/handlers.ts"
 import { InsightsHandlers } from "../analytics/insights/handlers.ts"
+import { CreativeAnalysisHandlers } from "../creatives/handlers.ts"
+import { RecommendationsHandlers } from "../recommendations/handlers.ts"
 import { DefinitionsHandlers } from "../attribution/definitions/handlers.ts"
 import { AttributionHandlers } from "../attribution/recompute/handlers.ts"
 import { ApiKeysHandlers } from "../auth/api-keys/handlers.ts"
@@ -85,6 +87,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     AnalyticsHandlers,
     CampaignsHandlers,
     InsightsHandlers,
+    CreativeAnalysisHandlers,
+    RecommendationsHandlers,
     PeopleAdminHandlers,
     PasswordsHandlers,
     PasswordPagesHandlers,

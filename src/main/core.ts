@@ -10,6 +10,7 @@ import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { SyncWorker } from "../connections/sync/worker.ts"
+import { CreativeAnalysisWorker } from "../creatives/worker.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -51,6 +52,8 @@ export const CoreServicesLive = Layer.mergeAll(
   SyncLive,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
+  // Works the creative analysis queue (decision 0071).
+  CreativeAnalysisWorker.layer,
   RateLimiterLive,
   CredentialStoreLive,
   PiiAccessLog.layer,

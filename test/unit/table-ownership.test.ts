@@ -71,6 +71,9 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   analytics_touch_days: "src/analytics/rollups/repo.ts",
   analytics_campaign_days: "src/analytics/rollups/repo.ts",
   analytics_utm_scans: "src/analytics/insights/repo.ts",
+  // creative analysis and recommendations
+  creative_analysis_jobs: "src/creatives/repo.ts",
+  recommendations: "src/recommendations/repo.ts",
   // connections (written by provider sync, issue 17)
   connections: "src/connections/repo.ts",
   connect_handoffs: "src/connections/handoffs/repo.ts",
