@@ -1,0 +1,195 @@
+/**
+ * Recommendations end to end (decision 0072): real HTTP on a real database. The ad structure, the
+ * spend days and the last-touch credited conversions are seeded where the sync and the rollups
+ * write them; the list generates from them on read.
+ *
+ * The crafted week (EUR): ad set s1 (budget 100.00/day) spends 95/day with 10 conversions; s2
+ * (budget 50.00) 50/day with none; s3 (budget 200.00) 50/day with 2. Profile cost per outcome
+ * 1365 / 12 = 113.75. s1: 66.50 ≤ 70 % of it, 95 % of budget used → +20 % (12000). s2: no
+ * conversion, 350 ≥ 2 × 113.75 → -50 % (2500). Ad a2 (under s2): 350 ≥ 3 × 113.75 → pause.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { RecommendationsRepo } from "../../src/recommendations/repo.ts"
+import { call, serveApp, testSettings } from "../support/app.ts"
+import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+
+const send = (key: string, method: string, path: string) =>
+  call(path, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } })
+
+const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)
+
+const seedWorld = (profile: SeededProfile) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const campaignId = crypto.randomUUID()
+    yield* sql`INSERT INTO ad_campaigns (id, profile_id, platform_id, name, currency) VALUES (${campaignId}, ${profile.profileId}, 'c1', 'Campaign', 'EUR')`
+    const sets = [
+      { set: "s1", ad: "a1", budget: 10_000, spend: "95.00", conversions: 10 },
+      { set: "s2", ad: "a2", budget: 5_000, spend: "50.00", conversions: 0 },
+      { set: "s3", ad: "a3", budget: 20_000, spend: "50.00", conversions: 2 }
+    ]
+    for (const s of sets) {
+      const setId = crypto.randomUUID()
+      yield* sql`
+        INSERT INTO ad_sets (id, profile_id, campaign_id, platform_id, name, currency, daily_budget_minor)
+        VALUES (${setId}, ${profile.profileId}, ${campaignId}, ${s.set}, ${`Set ${s.set}`}, 'EUR', ${s.budget})`
+      yield* sql`
+        INSERT INTO ads (id, profile_id, ad_set_id, platform_id, name) VALUES (${crypto.randomUUID()}, ${profile.profileId}, ${setId}, ${s.ad}, ${`Ad ${s.ad}`})`
+      for (let offset = -6; offset <= 0; offset++) {
+        yield* sql`
+          INSERT INTO ad_spend (profile_id, platform, day, campaign_external_id, ad_set_external_id, ad_external_id, currency, amount,
+                                source, impressions, clicks, reported_conversions, reported_chats)
+          VALUES (${profile.profileId}, 'adplatform', ${day(offset)}::date, 'c1', ${s.set}, ${s.ad}, 'EUR', ${s.spend}, 'sync', 1000, 20, 0, 0)`
+      }
+      if (s.conversions > 0) {
+        for (const [level, platformId] of [["ad_set", s.set], ["ad", s.ad]] as const) {
+          yield* sql`
+            INSERT INTO analytics_campaign_days (profile_id, model, level, platform_id, day, conversion_key, currency, conversions,
+                                                 cash_payments, first_payments, credited_conversions, credited_revenue, outcome_value)
+            VALUES (${profile.profileId}, 'last_touch', ${level}, ${platformId}, ${day(-1)}::date, 'purchase', 'EUR', ${s.conversions},
+                    0, 0, ${s.conversions}, 0, 0)`
+        }
+      }
+    }
+  })
+
+const fixture = Effect.gen(function*() {
+  const profile = yield* seedProfile()
+  yield* seedWorld(profile)
+  const { key } = yield* seedApiKey(profile, { scopes: ["campaigns:read", "campaigns:apply"], rateLimitPerMinute: 10_000 })
+  return { ...profile, key }
+})
+
+const list = (key: string, query = "") =>
+  Effect.map(send(key, "GET", `/api/v1/recommendations${query}`), (response) => {
+    assert.strictEqual(response.status, 200, response.text)
+    return response.json
+  })
+
+const byRule = (data: ReadonlyArray<any>, rule: string) => {
+  const found = data.find((r) => r.rule.id === rule)
+  assert.isDefined(found, `recommendation ${rule}`)
+  return found
+}
+
+const rowCount = (profileId: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM recommendations WHERE profile_id = ${profileId}`, (rows) => Number(rows[0]?.n ?? 0)))
+
+layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: true })("recommendations", (it) => {
+  describe("generation", () => {
+    it.effect("the rules propose exactly the supported actions, with their rule, target and guardrailed budgets", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        const page = yield* list(f.key)
+        assert.deepStrictEqual(page.data.map((r: any) => r.rule.id).sort(), ["ad.pause_no_outcomes", "adset.budget_decrease", "adset.budget_increase"])
+        const increase = byRule(page.data, "adset.budget_increase")
+        assert.strictEqual(increase.status, "open")
+        assert.deepStrictEqual(increase.target, { level: "ad_set", platform_id: "s1", name: "Set s1" })
+        assert.deepStrictEqual(increase.action, { type: "budget", previous_daily_budget_minor: 10_000, new_daily_budget_minor: 12_000 })
+        assert.deepStrictEqual(increase.rule.thresholds, { min_outcomes: 3, max_cpo_share_of_profile: 0.7, min_budget_use: 0.9, change: 0.2 })
+        assert.strictEqual(increase.rule.inputs.cost_per_outcome, 66.5)
+        assert.strictEqual(increase.rule.inputs.profile_cost_per_outcome, 113.75)
+        assert.strictEqual(increase.rule.inputs.budget_use, 0.95)
+        const decrease = byRule(page.data, "adset.budget_decrease")
+        assert.deepStrictEqual(decrease.target, { level: "ad_set", platform_id: "s2", name: "Set s2" })
+        assert.deepStrictEqual(decrease.action, { type: "budget", previous_daily_budget_minor: 5_000, new_daily_budget_minor: 2_500 })
+        const pause = byRule(page.data, "ad.pause_no_outcomes")
+        assert.deepStrictEqual(pause.target, { level: "ad", platform_id: "a2", name: "Ad a2" })
+        assert.deepStrictEqual(pause.action, { type: "pause", previous_daily_budget_minor: null, new_daily_budget_minor: null })
+        assert.strictEqual(pause.rule.inputs.spend, 350)
+        assert.strictEqual(pause.rule.inputs.outcomes, 0)
+      }))
+
+    it.effect("reading again yields the same ids and no second row", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        const first = yield* list(f.key)
+        const second = yield* list(f.key)
+        assert.deepStrictEqual(second.data.map((r: any) => r.id).sort(), first.data.map((r: any) => r.id).sort())
+        assert.deepStrictEqual(second.data.map((r: any) => r.updated_at).sort(), first.data.map((r: any) => r.updated_at).sort())
+        assert.strictEqual(yield* rowCount(f.profileId), 3)
+      }))
+
+    it.effect("an open recommendation the data no longer supports expires", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        const sql = yield* SqlClient
+        yield* list(f.key)
+        yield* sql`DELETE FROM ad_spend WHERE profile_id = ${f.profileId} AND ad_external_id = 'a2'`
+        const page = yield* list(f.key)
+        assert.strictEqual(byRule(page.data, "ad.pause_no_outcomes").status, "expired")
+        const open = yield* list(f.key, "?status=open")
+        assert.isFalse(open.data.some((r: any) => r.rule.id === "ad.pause_no_outcomes"))
+      }))
+
+    it.effect("keyset pages: limit, has_next and the cursor", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        const first = yield* list(f.key, "?limit=2")
+        assert.strictEqual(first.data.length, 2)
+        assert.strictEqual(first.pagination.has_next, true)
+        const next = yield* list(f.key, `?limit=2&cursor=${first.pagination.cursor}`)
+        assert.strictEqual(next.data.length, 1)
+        assert.strictEqual(next.pagination.has_next, false)
+        const all = [...first.data, ...next.data].map((r: any) => r.id)
+        assert.strictEqual(new Set(all).size, 3)
+      }))
+  })
+
+  describe("dismiss", () => {
+    it.effect("an open one is dismissed, stays dismissed on the next generation, and a repeat answers it unchanged", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        const target = byRule((yield* list(f.key)).data, "adset.budget_decrease")
+        const dismissed = yield* send(f.key, "POST", `/api/v1/recommendations/${target.id}/dismiss`)
+        assert.strictEqual(dismissed.status, 200, dismissed.text)
+        assert.strictEqual(dismissed.json.data.status, "dismissed")
+        assert.isString(dismissed.json.data.dismissed_at)
+        const again = byRule((yield* list(f.key)).data, "adset.budget_decrease")
+        assert.strictEqual(again.id, target.id)
+        assert.strictEqual(again.status, "dismissed")
+        const repeat = yield* send(f.key, "POST", `/api/v1/recommendations/${target.id}/dismiss`)
+        assert.strictEqual(repeat.status, 200)
+        assert.strictEqual(repeat.json.data.dismissed_at, dismissed.json.data.dismissed_at)
+      }))
+
+    it.effect("an applied one (marked by the ad actions) cannot be dismissed: 409 invalid_state", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        const target = byRule((yield* list(f.key)).data, "ad.pause_no_outcomes")
+        const applied = yield* Effect.provide(
+          Effect.flatMap(RecommendationsRepo, (repo) => repo.markApplied(f.profileId, target.id, "act_123")),
+          RecommendationsRepo.layer
+        )
+        assert.strictEqual(applied._tag, "Some")
+        const refused = yield* send(f.key, "POST", `/api/v1/recommendations/${target.id}/dismiss`)
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "invalid_state")
+        const after = byRule((yield* list(f.key)).data, "ad.pause_no_outcomes")
+        assert.strictEqual(after.status, "applied")
+        assert.strictEqual(after.action_id, "act_123")
+      }))
+
+    it.effect("404 for another profile's recommendation and for a malformed id; 403 without campaigns:apply", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        const other = yield* fixture
+        const theirs = (yield* list(other.key)).data[0]
+        const foreign = yield* send(f.key, "POST", `/api/v1/recommendations/${theirs.id}/dismiss`)
+        assert.strictEqual(foreign.status, 404, foreign.text)
+        assert.strictEqual(foreign.json.error.code, "not_found")
+        assert.strictEqual((yield* send(f.key, "POST", "/api/v1/recommendations/not-an-id/dismiss")).status, 404)
+        const { key: readOnly } = yield* seedApiKey(f, { scopes: ["campaigns:read"] })
+        const mine = (yield* list(f.key)).data[0]
+        const refused = yield* send(readOnly, "POST", `/api/v1/recommendations/${mine.id}/dismiss`)
+        assert.strictEqual(refused.status, 403, refused.text)
+        assert.strictEqual(refused.json.error.code, "insufficient_scope")
+        assert.strictEqual((yield* list(f.key)).data.find((r: any) => r.id === mine.id).status, "open")
+        const { key: noRead } = yield* seedApiKey(f, { scopes: ["campaigns:apply"] })
+        assert.strictEqual((yield* send(noRead, "GET", "/api/v1/recommendations")).status, 403)
+      }))
+  })
+})
