@@ -113,7 +113,6 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
   static readonly layer = Layer.effect(CreativeAnalysisRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const jobRows = decodeRows(JobRow)
       const firstJob = decodeFirstRow(JobRow)
       const firstAd = decodeFirstRow(AdCreativeRow)
       const firstCount = decodeFirstRow(Count)
@@ -198,9 +197,10 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
       const claimable = (maxAttempts: number) =>
         sql`(status = 'queued' OR (status = 'running' AND lease_until < now() AND attempts < ${maxAttempts}))`
 
+      // The idle probe reads no row: only whether a claim would find one.
       const anyClaimable = (maxAttempts: number) =>
         Effect.map(
-          jobRows(sql`SELECT ${columns} FROM creative_analysis_jobs WHERE ${claimable(maxAttempts)} LIMIT 1`),
+          sql`SELECT 1 AS one FROM creative_analysis_jobs WHERE ${claimable(maxAttempts)} LIMIT 1`,
           (rows) => rows.length > 0
         )
 
