@@ -10,6 +10,7 @@ import { CreativeAnalysisRepo } from "../../src/creatives/repo.ts"
 import { CreativeAnalysisBudgets } from "../../src/creatives/service.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
+import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 /** The spec's budgets, but 25 a day per key, so the per-key day is reachable below a profile's 20 across two profiles. */
@@ -188,6 +189,20 @@ layer(serveApp(testSettings()).pipe(Layer.provide(budgets)), { timeout: "120 sec
         assert.notStrictEqual(changed.json.data.job_id, first.json.data.job_id)
         assert.strictEqual(yield* jobCount(f.caller), 20)
       }))
+
+    it.effect("two concurrent calls for the same creative queue one job", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture
+        yield* seedAd(f, "race")
+        const answers = yield* Effect.all([
+          send(f.key, "POST", "/api/v1/ads/race/creative-analysis"),
+          send(f.key, "POST", "/api/v1/ads/race/creative-analysis")
+        ], { concurrency: 2 })
+        assert.deepStrictEqual(answers.map((a) => a.status), [202, 202])
+        assert.strictEqual(answers[0]?.json.data.job_id, answers[1]?.json.data.job_id)
+        assert.deepStrictEqual(answers.map((a) => a.json.meta.deduplicated).sort(), [false, true])
+        assert.strictEqual(yield* jobCount(f.caller), 1)
+      }))
   })
 
   describe("budgets", () => {
@@ -245,6 +260,20 @@ layer(serveApp(testSettings()).pipe(Layer.provide(budgets)), { timeout: "120 sec
         assert.strictEqual(refused.status, 403, refused.text)
         assert.strictEqual(refused.json.error.code, "insufficient_scope")
         assert.strictEqual((yield* send(key, "GET", "/api/v1/ads/s/creative-analysis")).status, 403)
+      }))
+
+    it.effect("an app-provisioned profile with the attribution add-on off: 409 entitlement_required, nothing queued", () =>
+      Effect.gen(function*() {
+        const app = yield* registerApp("Creative app")
+        const created = yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `ca-${crypto.randomUUID().slice(0, 8)}` })
+        assert.strictEqual(created.status, 201, created.text)
+        const profile = { profileId: created.json.data.profile_id as string, workspaceId: created.json.data.workspace_id as string }
+        yield* seedAd(profile, "broker")
+        const { id, key } = yield* seedApiKey(profile, { scopes: ["creatives:write"] })
+        const refused = yield* send(key, "POST", "/api/v1/ads/broker/creative-analysis")
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "entitlement_required")
+        assert.strictEqual(yield* jobCount(`key:${id}`), 0)
       }))
 
     it.effect("404 for another profile's ad, and for an unknown one; nothing queued", () =>

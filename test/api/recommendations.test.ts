@@ -13,6 +13,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { RecommendationsRepo } from "../../src/recommendations/repo.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
+import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const send = (key: string, method: string, path: string) =>
@@ -136,6 +137,21 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.strictEqual(next.pagination.has_next, false)
         const all = [...first.data, ...next.data].map((r: any) => r.id)
         assert.strictEqual(new Set(all).size, 3)
+      }))
+  })
+
+  describe("tiers", () => {
+    it.effect("an app-provisioned profile with the attribution add-on off lists nothing and generates nothing", () =>
+      Effect.gen(function*() {
+        const app = yield* registerApp("Recommendations app")
+        const created = yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `rec-${crypto.randomUUID().slice(0, 8)}` })
+        assert.strictEqual(created.status, 201, created.text)
+        const profile = { profileId: created.json.data.profile_id as string, workspaceId: created.json.data.workspace_id as string }
+        yield* seedWorld(profile)
+        const { key } = yield* seedApiKey(profile, { scopes: ["campaigns:read"] })
+        const page = yield* list(key)
+        assert.deepStrictEqual(page, { data: [], pagination: { has_next: false, cursor: null } })
+        assert.strictEqual(yield* rowCount(profile.profileId), 0)
       }))
   })
 
