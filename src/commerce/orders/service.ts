@@ -24,6 +24,7 @@ import type { NewOutboxRow } from "../../events/outbox/repo.ts"
 import { OutboxRepo } from "../../events/outbox/repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../../events/outcomes/recorder.ts"
 import { EventsService } from "../../events/outcomes/service.ts"
+import { COMMERCE_DEFINITION } from "../../events/payments/repo.ts"
 import { PaymentsService } from "../../events/payments/service.ts"
 import { normalizeEmail, normalizePhone } from "../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
@@ -275,6 +276,14 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
         const shop = record.external_account_id ?? ""
         if (orders.length === 0) return 0
         yield* copy.upsertOrders(record.profile_id, shop, orders.map((order) => ({ order, hashes: hashesOf(order) })))
+        // A connected store's paid orders are payments out of the box, as the card gateway's are
+        // (decision 0067): the built-in definition is created unless one lists `payment` already.
+        if (orders.some((order) => order.milestones.some((m) => m.status === "paid"))) {
+          yield* payments.ensureBuiltinPayment({ kind: "operator" }, profileOf(record), COMMERCE_DEFINITION, "commerce_first_use").pipe(
+            Effect.catchTag("InvalidState", (error) =>
+              Effect.logWarning("commerce payment definition not created; payments are recorded without a conversion", { error }))
+          )
+        }
         for (const order of orders) yield* applyMoney(record, shop, order)
         const wanted = orders.flatMap((order) =>
           order.milestones.map((milestone) => ({ order, milestone, outboxId: crypto.randomUUID() }))

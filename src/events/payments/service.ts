@@ -38,7 +38,8 @@ import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../platform/paginati
 import { CurrentRequestId } from "../../platform/request-id.ts"
 import { normaliseAmount } from "../money.ts"
 import {
-  CARDGW_CONVERSION_KEY,
+  type BuiltinPaymentDefinition,
+  CARDGW_DEFINITION,
   type LinkageRow,
   type LockedPayment,
   type PaymentAction,
@@ -240,6 +241,16 @@ export class PaymentsService extends Context.Service<PaymentsService, {
     profile: ProfileContext,
     query: LinkageQueryInput
   ) => Effect.Effect<Paged<PaymentLinkage>, DatabaseUnavailable | InvalidParameter | InvalidDateRange>
+  /**
+   * Creates the built-in payment definition unless a definition lists `payment` already;
+   * `payment_definition_conflict` when another definition holds its key.
+   */
+  readonly ensureBuiltinPayment: (
+    actor: PrincipalShape,
+    profile: ProfileContext,
+    definition: BuiltinPaymentDefinition,
+    reason: string
+  ) => Effect.Effect<void, DatabaseUnavailable | InvalidState>
   /** `amount` is the source text of the body's `amount` when it was a JSON number. */
   readonly reportCardgw: (
     actor: PrincipalShape,
@@ -474,18 +485,21 @@ export class PaymentsService extends Context.Service<PaymentsService, {
       })
 
       /**
-       * The first card-gateway payment of a profile whose definitions do not list `payment`
-       * creates the built-in `cardgw_payment` definition (cash, attribution-eligible), under the
-       * lock definition writes take, so it never breaks the one-meaning rule.
+       * The first card-gateway payment (or connected store's paid order) of a profile whose
+       * definitions do not list `payment` creates the built-in definition (cash,
+       * attribution-eligible), under the lock definition writes take, so it never breaks the
+       * one-meaning rule.
        */
-      const ensureCardgwDefinition = Effect.fn("Payments.ensureCardgwDefinition")(function*(
+      const ensurePaymentDefinition = Effect.fn("Payments.ensurePaymentDefinition")(function*(
         actor: PrincipalShape,
-        profile: ProfileContext
+        profile: ProfileContext,
+        definition: BuiltinPaymentDefinition,
+        reason: string
       ) {
         const conflict = () =>
           new InvalidState({
             message:
-              `The profile has no event definition listing "payment" and the built-in "${CARDGW_CONVERSION_KEY}" cannot be created; ` +
+              `The profile has no event definition listing "payment" and the built-in "${definition.conversionKey}" cannot be created; ` +
               `list "payment" in an event definition (counts_as_cash) first.`,
             reason: "payment_definition_conflict"
           })
@@ -494,7 +508,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           const state = yield* repo.paymentDefinition(profile.profileId)
           if (state === "event_definition") return
           if (state === "other_definition") return yield* conflict()
-          const created = yield* repo.createCardgwDefinition(profile.profileId)
+          const created = yield* repo.createBuiltinDefinition(profile.profileId, definition)
           if (Option.isNone(created)) return yield* conflict()
           yield* audit.record({
             actor,
@@ -503,9 +517,20 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             targetId: created.value,
             workspaceId: profile.workspaceId,
             profileId: profile.profileId,
-            details: { conversion_key: CARDGW_CONVERSION_KEY, built_in: true, reason: "cardgw_first_use", replay_job_id: null }
+            details: { conversion_key: definition.conversionKey, built_in: true, reason, replay_job_id: null }
           })
         }))
+      })
+
+      const ensureBuiltinPayment = Effect.fn("Payments.ensureBuiltinPayment")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        definition: BuiltinPaymentDefinition,
+        reason: string
+      ) {
+        if ((yield* repo.paymentDefinition(profile.profileId)) !== "event_definition") {
+          yield* ensurePaymentDefinition(actor, profile, definition, reason)
+        }
       })
 
       const reportCardgw = Effect.fn("Payments.reportCardgw")(function*(
@@ -575,9 +600,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         // A repeat answers what the first call stored, whatever the definitions say now.
         const key = checked.idempotencyKey ?? ""
         if (Option.isNone(yield* eventsRepo.findEvent(profile.profileId, key))) {
-          if ((yield* repo.paymentDefinition(profile.profileId)) !== "event_definition") {
-            yield* ensureCardgwDefinition(actor, profile)
-          }
+          yield* ensureBuiltinPayment(actor, profile, CARDGW_DEFINITION, "cardgw_first_use")
         }
         const recorded = yield* events.record(profile, checked, hash, CARDGW_ORIGIN).pipe(
           Effect.catchTag("IdempotencyKeyConflict", () =>
@@ -590,7 +613,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return { outcome_event_id: recorded.outcome_event_id, payment_id: recorded.conversion_id }
       })
 
-      return { list, setInstallment, assignPayer, recordRefund, undoRefund, linkage, reportCardgw }
+      return { list, setInstallment, assignPayer, recordRefund, undoRefund, linkage, reportCardgw, ensureBuiltinPayment }
     })
   ).pipe(Layer.provide([PaymentsRepo.layer, EventsRepo.layer, EventsService.layer, AuditLog.layer]))
 }
