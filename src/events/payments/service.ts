@@ -232,6 +232,18 @@ export class PaymentsService extends Context.Service<PaymentsService, {
     paymentId: string,
     input: RefundInput
   ) => Effect.Effect<PaymentActionResult, ActionError | ValidationError | InvalidState>
+  /**
+   * A provider's running refund total on the payment (decision 0067): the store refunds an order
+   * in parts, each delivery carrying every refund so far. A total above the recorded one raises
+   * it; the same or a lower one (a late delivery) changes nothing; a refund the merchant recorded
+   * by hand under another reason stands. `amount` None: refunded whole. Capped at the amount paid.
+   */
+  readonly applyProviderRefund: (
+    actor: PrincipalShape,
+    profile: ProfileContext,
+    paymentId: string,
+    input: { readonly amount: Option.Option<string>; readonly reason: string }
+  ) => Effect.Effect<PaymentActionResult, ActionError | InvalidState>
   readonly undoRefund: (
     actor: PrincipalShape,
     profile: ProfileContext,
@@ -452,6 +464,42 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         }))
       })
 
+      const applyProviderRefund = Effect.fn("Payments.applyProviderRefund")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        paymentId: string,
+        input: { readonly amount: Option.Option<string>; readonly reason: string }
+      ) {
+        return yield* repo.transaction(Effect.gen(function*() {
+          const payment = yield* lockPayment(profile, paymentId, () => [])
+          if (payment.value_amount === null || !BigDecimal.isPositive(decimal(payment.value_amount))) {
+            return yield* new InvalidState({ message: "Nothing was paid on this payment, so there is nothing to refund.", reason: "nothing_to_refund" })
+          }
+          const paid = decimal(payment.value_amount)
+          const asked = Option.match(input.amount, { onNone: () => paid, onSome: decimal })
+          const amount = BigDecimal.isGreaterThan(asked, paid) ? paid : asked
+          if (payment.refunded) {
+            if (payment.refund_reason !== input.reason) {
+              return yield* new InvalidState({
+                message: "A manual refund is already recorded on this payment; it stands.",
+                reason: "already_refunded"
+              })
+            }
+            const current = payment.refund_amount === null ? paid : decimal(payment.refund_amount)
+            if (!BigDecimal.isGreaterThan(amount, current)) return yield* answer(profile, payment.id, false)
+          }
+          const text = BigDecimal.format(BigDecimal.normalize(amount))
+          yield* repo.setRefund(payment.id, text, input.reason)
+          yield* recordAction(actor, profile, payment, "refund_recorded", {
+            amount: text,
+            currency: payment.currency,
+            full: BigDecimal.equals(amount, paid),
+            reason: input.reason
+          })
+          return yield* answer(profile, payment.id, true)
+        }))
+      })
+
       const undoRefund = Effect.fn("Payments.undoRefund")(function*(
         actor: PrincipalShape,
         profile: ProfileContext,
@@ -613,7 +661,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return { outcome_event_id: recorded.outcome_event_id, payment_id: recorded.conversion_id }
       })
 
-      return { list, setInstallment, assignPayer, recordRefund, undoRefund, linkage, reportCardgw, ensureBuiltinPayment }
+      return { list, setInstallment, assignPayer, recordRefund, applyProviderRefund, undoRefund, linkage, reportCardgw, ensureBuiltinPayment }
     })
   ).pipe(Layer.provide([PaymentsRepo.layer, EventsRepo.layer, EventsService.layer, AuditLog.layer]))
 }
