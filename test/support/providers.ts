@@ -9,6 +9,7 @@ import { Effect, Layer } from "effect"
 import { createServer as createHttpServer } from "node:http"
 import { createServer } from "node:net"
 import { HttpApp } from "../../src/main/app.ts"
+import type { Handoff } from "../../schema/connections.ts"
 import type { AppSettings } from "../../src/platform/config.ts"
 import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
@@ -82,11 +83,11 @@ export const driveConsent = (
   })
 
 export interface HandoffRun {
-  /** The hand-off as minted (`handoff_id`, `start_url`, ...). */
-  readonly handoff: { readonly handoff_id: string; readonly start_url: string; readonly [field: string]: unknown }
+  /** The hand-off as minted. */
+  readonly handoff: Handoff
   readonly consent: ConsentResult
   /** The service's callback answer (302 back to `return_url`, or a page). */
-  readonly callback: { readonly status: number; readonly location: string | null }
+  readonly callback: { readonly status: number; readonly location: string | null; readonly text: string }
 }
 
 /**
@@ -115,7 +116,7 @@ export const runHandoff = (
       })
     })
     assert.strictEqual(minted.status, 201, minted.text)
-    const handoff = minted.json.data
+    const handoff: Handoff = minted.json.data
     const consent = yield* driveConsent(handoff.start_url, {
       ...(options.persona === undefined ? {} : { persona: options.persona }),
       decision: options.decision ?? "approve"
@@ -123,8 +124,8 @@ export const runHandoff = (
     assert.strictEqual(consent.status, 303, consent.consentHtml)
     const callback = yield* Effect.promise(async () => {
       const response = await fetch(consent.location ?? "", { redirect: "manual" })
-      await response.text()
-      return { status: response.status, location: response.headers.get("location") }
+      const text = await response.text()
+      return { status: response.status, location: response.headers.get("location"), text }
     })
     return { handoff, consent, callback } satisfies HandoffRun
   })
