@@ -13,12 +13,13 @@ import {
   type Arrived,
   isoAt,
   keysetPage,
+  listSince,
+  ownedOne,
   type Page,
   SEED_EPOCH_MS,
   seededPerson,
   seededRandom,
   seedOf,
-  sinceFilter,
   type WorldPush,
   worldPush,
   WorldRefusal
@@ -257,8 +258,8 @@ export class CommerceWorld {
 
   /** Live stock of one product, per variant. */
   productStock(shopId: string, productId: string) {
-    const product = this.products.get(productId)
-    if (!product || product.shop_id !== shopId) return new WorldRefusal(404, "not_found", `no product ${productId}`)
+    const product = ownedOne(this.products.get(productId), (p) => p.shop_id === shopId, "product", productId)
+    if (product instanceof WorldRefusal) return product
     return {
       product_id: product.id,
       variants: product.variants.map((variant) => ({ id: variant.id, sku: variant.sku, stock: variant.stock }))
@@ -270,17 +271,16 @@ export class CommerceWorld {
     shopId: string,
     query: { readonly limit?: number; readonly after?: string; readonly updated_since?: string }
   ): Page<Order> | WorldRefusal {
-    const since = sinceFilter("updated_since", query.updated_since)
-    if (since instanceof WorldRefusal) return since
-    const orders = [...this.orders.values()].filter((order) =>
-      order.shop_id === shopId && (since === null || Date.parse(order.updated_at) >= since)
-    )
-    return keysetPage(orders, (order) => `${order.updated_at}|${order.id}`, query)
+    return listSince(this.orders.values(), {
+      owned: (order) => order.shop_id === shopId,
+      filter: "updated_since",
+      since: query.updated_since,
+      at: (order) => order.updated_at
+    }, query)
   }
 
   getOrder(shopId: string, id: string): Order | WorldRefusal {
-    const order = this.orders.get(id)
-    return order && order.shop_id === shopId ? order : new WorldRefusal(404, "not_found", `no order ${id}`)
+    return ownedOne(this.orders.get(id), (order) => order.shop_id === shopId, "order", id)
   }
 
   // --- test controls ----------------------------------------------------------------------
