@@ -97,6 +97,9 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
           client = opened.value
         }
         const refreshed = yield* oauth.refresh(provider, yield* open(record.refresh_token_sealed), client).pipe(
+          // The token endpoint refuses a dead refresh token with 400 `invalid_grant` (RFC 6749 5.2),
+          // a body the client reads as a plain refusal: the grant is dead all the same.
+          Effect.catchTag("ProviderRefused", (error) => Effect.fail(error.status === 400 ? revoked(record, "refresh") : error)),
           Effect.tapError((error) =>
             error._tag === "ProviderAuthRevoked" ? reportAuthRevoked(record.id, "refresh_refused") : Effect.void
           )

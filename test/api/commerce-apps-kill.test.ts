@@ -16,7 +16,7 @@ import { call, OPERATOR_TOKEN } from "../support/app.ts"
 import { connectProvider, runHandoff, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
-const SCOPES = ["connections:read", "connections:write", "commerce:read"]
+const SCOPES = ["connections:read", "connections:write", "commerce:read", "commerce:live"]
 
 const operator = (method: string, path: string, body?: unknown) =>
   call(path, {
@@ -62,14 +62,23 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const shop = `kill-${crypto.randomUUID().slice(0, 8)}`
         const appId = yield* registerApp(shop, `custom-${shop}`)
 
+        // Tokens that expire within the refresh margin: every call refreshes, through the app the grant is of.
+        const faults = (body: unknown) =>
+          call("/sandbox/commerce/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+        assert.strictEqual((yield* faults({ token_ttl_seconds: 30 })).status, 200)
         // The hand-off goes to the consent as the custom app, with its scopes.
-        const connected = yield* connectProvider(key, "commerce", { shop })
+        const connected = yield* Effect.ensuring(connectProvider(key, "commerce", { shop }), faults({ token_ttl_seconds: 3600 }))
         assert.strictEqual(clientIdOf(connected.handoff.start_url), `custom-${shop}`)
         assert.strictEqual(new URL(connected.handoff.start_url).searchParams.get("scope"), "read_orders read_products")
         const connectionId = connected.connectionId
         const [made] = yield* sql<{ commerce_app_id: string | null }>`SELECT commerce_app_id FROM connections WHERE id = ${connectionId}`
         assert.strictEqual(made?.commerce_app_id, appId)
         assert.strictEqual(yield* subscribed(shop), 1)
+        // A refresh goes through the custom app (the store refuses the platform app a grant made to another app).
+        const live = yield* bearer(key, "GET", "/api/v1/commerce/live/products?limit=1")
+        assert.strictEqual(live.status, 200, live.text)
+        const [refreshed] = yield* sql<{ expires: string }>`SELECT token_expires_at::text AS expires FROM connections WHERE id = ${connectionId}`
+        assert.isAbove(Date.parse(refreshed?.expires ?? "") - Date.now(), 600_000)
 
         const killed = yield* operator("DELETE", `/api/v1/admin/commerce-apps/${appId}`)
         assert.strictEqual(killed.status, 200, killed.text)
