@@ -2,11 +2,13 @@ import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
+import { Connections } from "../connections/service.ts"
 import { AdminService } from "./service.ts"
 
 export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
     const admin = yield* AdminService
+    const connections = yield* Connections
     return handlers.handleAll({
       createOAuthApp: ({ payload }) =>
         Effect.flatMap(Principal, (actor) => Effect.map(admin.createApp(actor, payload), (data) => ({ data }))),
@@ -35,8 +37,12 @@ export const AdminHandlers = HttpApiBuilder.group(Api, "admin", (handlers) =>
       listCommerceApps: () => Effect.map(admin.listCommerceApps, (data) => ({ data })),
       createCommerceApp: ({ payload }) =>
         Effect.flatMap(Principal, (actor) => Effect.map(admin.createCommerceApp(actor, payload), (data) => ({ data }))),
+      // The channels first, while the tokens still open; then the app and its connections in one transaction.
       deleteCommerceApp: ({ params }) =>
         Effect.flatMap(Principal, (actor) =>
-          Effect.as(admin.disableCommerceApp(actor, params.id), { data: { id: params.id, disabled: true as const } }))
+          connections.stopCommerceAppChannels(params.id).pipe(
+            Effect.andThen(admin.disableCommerceApp(actor, params.id)),
+            Effect.as({ data: { id: params.id, disabled: true as const } })
+          ))
     })
-  })).pipe(Layer.provide(AdminService.layer))
+  })).pipe(Layer.provide([AdminService.layer, Connections.layer]))

@@ -41,6 +41,15 @@ export const CommerceAppRow = Schema.Struct({
 })
 export type CommerceAppRow = typeof CommerceAppRow.Type
 
+/** A live commerce app with its sealed client secret: what a hand-off and a refresh authenticate with. */
+export const CommerceAppCredentials = Schema.Struct({
+  id: Schema.String,
+  client_id: Schema.String,
+  client_secret_encrypted: Schema.String,
+  scopes: Schema.Array(Schema.String)
+})
+export type CommerceAppCredentials = typeof CommerceAppCredentials.Type
+
 export interface NewOAuthApp {
   readonly id: string
   readonly name: string
@@ -77,6 +86,10 @@ export class AdminRepo extends Context.Service<AdminRepo, {
   readonly insertCommerceApp: (app: NewCommerceApp) => Repo<Option.Option<CommerceAppRow>>
   readonly listCommerceApps: Repo<ReadonlyArray<CommerceAppRow>>
   readonly disableCommerceApp: (id: string) => Repo<boolean>
+  /** The live commerce app registered for the store (its handle), if any. */
+  readonly liveCommerceAppForShop: (shop: string) => Repo<Option.Option<CommerceAppCredentials>>
+  /** The commerce app by id while it is live (not disabled). */
+  readonly liveCommerceApp: (id: string) => Repo<Option.Option<CommerceAppCredentials>>
   /** The live workspace's healthcare-agency flag, its row locked until the transaction ends. */
   readonly lockWorkspaceFlag: (id: string) => Repo<Option.Option<boolean>>
   /** Upserts the app's grant on the profile with these connect scopes (clearing a revocation); answers its id. */
@@ -195,6 +208,14 @@ export class AdminRepo extends Context.Service<AdminRepo, {
           (rows) => rows.length > 0
         )
 
+      const credentialColumns = sql`id, client_id, client_secret_encrypted, scopes`
+      const firstCredentials = decodeFirstRow(CommerceAppCredentials)
+      const liveCommerceAppForShop = (shop: string) =>
+        firstCredentials(sql`SELECT ${credentialColumns} FROM commerce_apps WHERE shop = ${shop} AND disabled_at IS NULL`)
+      // FOR SHARE: a connection made through the app waits for a kill switch running on it, and then sees it dead.
+      const liveCommerceApp = (id: string) =>
+        firstCredentials(sql`SELECT ${credentialColumns} FROM commerce_apps WHERE id = ${id} AND disabled_at IS NULL FOR SHARE`)
+
       const FlagRow = Schema.Struct({ is_healthcare_agency: Schema.Boolean })
       const firstFlag = decodeFirstRow(FlagRow)
       const lockWorkspaceFlag = (id: string) =>
@@ -248,7 +269,9 @@ export class AdminRepo extends Context.Service<AdminRepo, {
           workspaceExists,
           insertCommerceApp,
           listCommerceApps,
-          disableCommerceApp
+          disableCommerceApp,
+          liveCommerceAppForShop,
+          liveCommerceApp
         }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))

@@ -18,12 +18,18 @@ import { AuditLog } from "../audit/repo.ts"
 import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
 import { CredentialPrefix, mintClientId, mintSecret, mintSigningSecret, secretDigest } from "../auth/credentials/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../auth/principal.ts"
+import { CONNECTION_REVOKED, connectionEvent } from "../connections/events.ts"
+import { ConnectionsRepo } from "../connections/repo.ts"
+import { OutboxRepo } from "../events/outbox/repo.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { WorkspacesRepo } from "../tenancy/workspaces/repo.ts"
 import { AdminRepo, type CommerceAppRow, type OAuthAppRow } from "./repo.ts"
 
 const noSuchApp = () => new NotFound({ message: "No such OAuth app." })
+
+/** The `status_reason` and `connection.revoked` reason of a connection whose commerce app was killed. */
+export const COMMERCE_APP_DISABLED = "commerce_app_disabled"
 
 /** Origins a hand-off may return to: those of the redirect URIs plus the extra allowed ones. */
 export const effectiveReturnOrigins = (row: Pick<OAuthAppRow, "redirect_uris" | "allowed_return_origins">) =>
@@ -70,6 +76,8 @@ export class AdminService extends Context.Service<AdminService, {
       const audit = yield* AuditLog
       const box = yield* SecretBox
       const credentials = yield* CredentialStore
+      const connections = yield* ConnectionsRepo
+      const outbox = yield* OutboxRepo
 
       const requireWorkspace = Effect.fn("AdminService.requireWorkspace")(function*(id: string | null | undefined) {
         if (id === null || id === undefined) return
@@ -178,9 +186,38 @@ export class AdminService extends Context.Service<AdminService, {
         return renderCommerceApp(created.value)
       })
 
+      /**
+       * The kill switch (decision 0066): the app disabled and every connection made through it
+       * revoked (`commerce_app_disabled`, one `connection.revoked` each) in one transaction, so a
+       * failed call changes nothing and may be retried. The push channels are stopped before
+       * (Connections.stopCommerceAppChannels), while the tokens still open.
+       */
       const disableCommerceApp = Effect.fn("AdminService.disableCommerceApp")(function*(actor: PrincipalShape, id: string) {
-        if (!isUuid(id) || !(yield* repo.disableCommerceApp(id))) return yield* new NotFound({ message: "No such commerce app." })
-        yield* audit.record({ actor, action: "commerce_app.disabled", targetKind: "commerce_app", targetId: id })
+        const noSuchCommerceApp = () => new NotFound({ message: "No such commerce app." })
+        if (!isUuid(id)) return yield* noSuchCommerceApp()
+        yield* repo.transaction(Effect.gen(function*() {
+          if (!(yield* repo.disableCommerceApp(id))) return yield* noSuchCommerceApp()
+          const live = yield* connections.liveForCommerceApp(id)
+          let revoked = 0
+          for (const record of live) {
+            if (!(yield* connections.disconnect(record.id, COMMERCE_APP_DISABLED))) continue
+            yield* outbox.insert([connectionEvent(CONNECTION_REVOKED, {
+              profileId: record.profile_id,
+              connectionId: record.id,
+              provider: record.provider,
+              accountId: record.external_account_id,
+              provisionedByAppId: record.provisioned_by_app_id
+            }, COMMERCE_APP_DISABLED)])
+            revoked++
+          }
+          yield* audit.record({
+            actor,
+            action: "commerce_app.disabled",
+            targetKind: "commerce_app",
+            targetId: id,
+            details: { revoked_connections: revoked }
+          })
+        }))
       })
 
       const setHealthcareAgency = Effect.fn("AdminService.setHealthcareAgency")(function*(
@@ -232,5 +269,5 @@ export class AdminService extends Context.Service<AdminService, {
         disableCommerceApp
       }
     })
-  ).pipe(Layer.provide([AdminRepo.layer, ApiKeysRepo.layer, WorkspacesRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([AdminRepo.layer, ApiKeysRepo.layer, WorkspacesRepo.layer, AuditLog.layer, ConnectionsRepo.layer, OutboxRepo.layer]))
 }

@@ -27,7 +27,9 @@ export const ConnectionRecord = Schema.Struct({
   refresh_token_sealed: Schema.NullOr(Schema.String),
   token_expires_at: Schema.NullOr(Schema.String),
   disconnected: Schema.Boolean,
-  app_grant_released: Schema.Boolean
+  app_grant_released: Schema.Boolean,
+  /** The merchant's custom commerce app the grant was made through (null: the platform's own app). */
+  commerce_app_id: Schema.NullOr(Schema.String)
 })
 export type ConnectionRecord = typeof ConnectionRecord.Type
 
@@ -50,6 +52,8 @@ export interface NewConnection {
   readonly appId: string | null
   readonly handoffId: string | null
   readonly shop: string | null
+  /** The merchant's custom commerce app the grant came through; absent or null: the platform's own app. */
+  readonly commerceAppId?: string | null
   readonly status: string
   readonly statusReason: string | null
 }
@@ -85,8 +89,10 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   readonly liveForAccount: (provider: string, accountId: string) => Repo<ReadonlyArray<ConnectionRecord>>
   /** Marks a live connection `reconnect_required`; answers whether it changed (false when already so). */
   readonly markReconnectRequired: (id: string, reason: string) => Repo<boolean>
-  /** Marks the connection disconnected; answers whether this call did it. */
-  readonly disconnect: (id: string) => Repo<boolean>
+  /** Marks the connection disconnected (`status_reason` `reason`, default `disconnected`); answers whether this call did it. */
+  readonly disconnect: (id: string, reason?: string) => Repo<boolean>
+  /** The live connections made through the commerce app. */
+  readonly liveForCommerceApp: (commerceAppId: string) => Repo<ReadonlyArray<ConnectionRecord>>
   /** The app gives up its grant on the connection; answers whether this call did it. */
   readonly releaseAppGrant: (id: string) => Repo<boolean>
   /** Stores refreshed tokens. */
@@ -126,7 +132,8 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         c.id, c.profile_id, p.workspace_id, c.provider, c.status, c.external_account_id, c.app_id,
         p.provisioned_by_app_id, c.access_token_sealed, c.refresh_token_sealed,
         ${isoTimestamp(sql, "c.token_expires_at")} AS token_expires_at,
-        (c.disconnected_at IS NOT NULL) AS disconnected, (c.app_grant_released_at IS NOT NULL) AS app_grant_released`
+        (c.disconnected_at IS NOT NULL) AS disconnected, (c.app_grant_released_at IS NOT NULL) AS app_grant_released,
+        c.commerce_app_id`
 
       const list = (profileId: string, limit: number, after: Option.Option<Keyset>) =>
         wireRows(Option.match(after, {
@@ -163,19 +170,21 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           firstId(sql`
             INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name, status,
                                      status_reason, app_id, provider_user_id, currency, timezone, shop, scopes,
-                                     access_token_sealed, refresh_token_sealed, token_expires_at, handoff_id)
+                                     access_token_sealed, refresh_token_sealed, token_expires_at, handoff_id,
+                                     commerce_app_id)
             VALUES (${crypto.randomUUID()}, ${input.profileId}, ${input.provider}, ${input.provider}, ${input.accountId},
                     ${input.displayName}, ${input.status}, ${input.statusReason}, ${input.appId}, ${input.providerUserId},
                     ${input.currency}, ${input.timezone}, ${input.shop}, ${input.tokens.scopes}::text[],
                     ${input.tokens.accessTokenSealed}, ${input.tokens.refreshTokenSealed},
-                    ${input.tokens.expiresAt?.toISOString() ?? null}::timestamptz, ${input.handoffId})
+                    ${input.tokens.expiresAt?.toISOString() ?? null}::timestamptz, ${input.handoffId},
+                    ${input.commerceAppId ?? null}::uuid)
             ON CONFLICT (profile_id, provider, external_account_id) WHERE disconnected_at IS NULL DO UPDATE SET
               display_name = EXCLUDED.display_name, status = EXCLUDED.status, status_reason = EXCLUDED.status_reason,
               app_id = COALESCE(EXCLUDED.app_id, connections.app_id), provider_user_id = EXCLUDED.provider_user_id,
               currency = EXCLUDED.currency, timezone = EXCLUDED.timezone, scopes = EXCLUDED.scopes,
               access_token_sealed = EXCLUDED.access_token_sealed, refresh_token_sealed = EXCLUDED.refresh_token_sealed,
               token_expires_at = EXCLUDED.token_expires_at, handoff_id = EXCLUDED.handoff_id,
-              app_grant_released_at = NULL, updated_at = now()
+              commerce_app_id = EXCLUDED.commerce_app_id, app_grant_released_at = NULL, updated_at = now()
             RETURNING id, (xmax = 0) AS created`),
           (row) => Option.match(row, { onNone: () => Effect.die("upsert answered no row"), onSome: Effect.succeed })
         )
@@ -212,9 +221,15 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           (rows) => rows.length > 0
         )
 
-      const disconnect = (id: string) =>
+      const liveForCommerceApp = (commerceAppId: string) =>
+        !isUuid(commerceAppId) ? Effect.succeed([]) : records(sql`
+          SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id
+          WHERE c.commerce_app_id = ${commerceAppId} AND c.disconnected_at IS NULL
+          ORDER BY c.created_at, c.id`)
+
+      const disconnect = (id: string, reason = "disconnected") =>
         Effect.map(
-          sql`UPDATE connections SET disconnected_at = now(), status = 'disconnected', status_reason = 'disconnected',
+          sql`UPDATE connections SET disconnected_at = now(), status = 'disconnected', status_reason = ${reason},
                 access_token_sealed = NULL, refresh_token_sealed = NULL, updated_at = now()
               WHERE id = ${id} AND disconnected_at IS NULL RETURNING id`,
           (rows) => rows.length > 0
@@ -265,6 +280,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         liveForAccount,
         markReconnectRequired,
         disconnect,
+        liveForCommerceApp,
         releaseAppGrant,
         updateTokens,
         syncRunning,

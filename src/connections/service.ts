@@ -24,6 +24,12 @@ export class Connections extends Context.Service<Connections, {
     profile: ProfileContext,
     id: string
   ) => Effect.Effect<{ readonly id: string; readonly provider: string }, NotFound | InsufficientScope | InvalidState | DatabaseUnavailable>
+  /**
+   * Stops the push channel of every live connection made through the commerce app (the kill
+   * switch runs this first, while their tokens still open). Best effort: a store that cannot
+   * be reached is logged; its callbacks are ignored once the connections are revoked.
+   */
+  readonly stopCommerceAppChannels: (commerceAppId: string) => Effect.Effect<void, DatabaseUnavailable>
   readonly releaseGrant: (
     principal: PrincipalShape,
     profile: ProfileContext,
@@ -90,6 +96,25 @@ export class Connections extends Context.Service<Connections, {
         return { id, provider: record.provider }
       })
 
+      const stopCommerceAppChannels = Effect.fn("Connections.stopCommerceAppChannels")(function*(commerceAppId: string) {
+        const through = yield* repo.liveForCommerceApp(commerceAppId)
+        const leaving = new Set(through.map((record) => record.id))
+        for (const record of through) {
+          // As disconnect: the channel is the account's, kept while a connection that stays holds it.
+          const others = record.external_account_id === null
+            ? []
+            : (yield* repo.liveForAccount(record.provider, record.external_account_id)).filter((other) => !leaving.has(other.id))
+          if (others.length > 0) continue
+          yield* sessions.session(record.id).pipe(
+            Effect.flatMap((session) => oauth.unsubscribe(session)),
+            Effect.catch((error) =>
+              error._tag === "DatabaseUnavailable"
+                ? Effect.fail(error)
+                : Effect.logWarning("push channel unsubscribe failed", { connectionId: record.id, error: error._tag }))
+          )
+        }
+      })
+
       const releaseGrant = Effect.fn("Connections.releaseGrant")(function*(principal: PrincipalShape, profile: ProfileContext, id: string) {
         const record = yield* ofProfile(profile, id)
         if (principal.kind !== "api_key" || principal.oauthAppId === null) {
@@ -119,7 +144,7 @@ export class Connections extends Context.Service<Connections, {
         return result
       })
 
-      return { disconnect, releaseGrant }
+      return { disconnect, stopCommerceAppChannels, releaseGrant }
     })
   ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AuditLog.layer, ApiKeysRepo.layer, ConnectionSessions.layer]))
 }

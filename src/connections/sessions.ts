@@ -5,12 +5,14 @@
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { AdminRepo } from "../admin/repo.ts"
 import { OutboxRepo } from "../events/outbox/repo.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProviderAuthRevoked, type ProviderError } from "../providers/errors.ts"
-import type { ProviderSession, TokenSet } from "../providers/oauth/port.ts"
+import type { ProviderClient, ProviderSession, TokenSet } from "../providers/oauth/port.ts"
 import { ProviderOAuth } from "../providers/oauth/port.ts"
 import { isProviderKind } from "../providers/registry.ts"
+import { commerceClient } from "./commerce-apps.ts"
 import { CONNECTION_RECONNECT_REQUIRED, connectionEvent } from "./events.ts"
 import { type ConnectionRecord, ConnectionsRepo, type SealedTokens } from "./repo.ts"
 
@@ -36,6 +38,7 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
       const outbox = yield* OutboxRepo
       const box = yield* SecretBox
       const oauth = yield* ProviderOAuth
+      const apps = yield* AdminRepo
 
       const reportAuthRevoked = Effect.fn("ConnectionSessions.reportAuthRevoked")(function*(
         connectionId: string,
@@ -81,7 +84,22 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
         if (expiresAt === null || expiresAt - Date.now() > REFRESH_MARGIN_MS || record.refresh_token_sealed === null) {
           return { ...base, accessToken: yield* open(record.access_token_sealed) }
         }
-        const refreshed = yield* oauth.refresh(provider, yield* open(record.refresh_token_sealed)).pipe(
+        // A grant made through a merchant's custom app refreshes through that app; a killed app has
+        // revoked its connections already, so a missing one means the grant is dead.
+        let client: ProviderClient | undefined
+        if (record.commerce_app_id !== null) {
+          const app = yield* apps.liveCommerceApp(record.commerce_app_id)
+          const opened = Option.isSome(app) ? yield* commerceClient(box, app.value) : Option.none<ProviderClient>()
+          if (Option.isNone(opened)) {
+            yield* reportAuthRevoked(record.id, "refresh_refused")
+            return yield* Effect.fail(revoked(record, "session"))
+          }
+          client = opened.value
+        }
+        const refreshed = yield* oauth.refresh(provider, yield* open(record.refresh_token_sealed), client).pipe(
+          // The token endpoint refuses a dead refresh token with 400 `invalid_grant` (RFC 6749 5.2),
+          // a body the client reads as a plain refusal: the grant is dead all the same.
+          Effect.catchTag("ProviderRefused", (error) => Effect.fail(error.status === 400 ? revoked(record, "refresh") : error)),
           Effect.tapError((error) =>
             error._tag === "ProviderAuthRevoked" ? reportAuthRevoked(record.id, "refresh_refused") : Effect.void
           )
@@ -92,7 +110,7 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
 
       return { session, reportAuthRevoked }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer]))
+  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AdminRepo.layer]))
 }
 
 export const factsOf = (record: ConnectionRecord) => ({

@@ -22,6 +22,16 @@ export const sandboxClientSecret = (sandboxSecret: string, provider: ProviderKin
 
 export const sandboxClientId = (provider: ProviderKind): string => `sandbox-${provider}`
 
+/**
+ * The client secret of a merchant's custom app at a sandbox that has them (commerce): hex
+ * HMAC-SHA256 of `<provider>:custom:<client id>` under `SVC_SANDBOX_SECRET`. Any client id is a
+ * custom app the sandbox knows, so a test registers one with `/api/v1/admin/commerce-apps`
+ * without a sandbox call first, and the sandbox and a service on another runner agree without
+ * shared state (decision 0066).
+ */
+export const sandboxCustomAppSecret = (sandboxSecret: string, provider: ProviderKind, clientId: string): string =>
+  createHmac("sha256", sandboxSecret).update(`${provider}:custom:${clientId}`, "utf8").digest("hex")
+
 export class ProviderEndpoints extends Context.Service<ProviderEndpoints, {
   readonly offered: (provider: ProviderKind) => boolean
   /** Callers check `offered` first: an unoffered provider's endpoint has an empty `baseUrl` (every call fails unavailable). */

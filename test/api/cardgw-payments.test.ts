@@ -12,7 +12,7 @@ import { SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/connect
 import { signCallback } from "../../src/providers/signing.ts"
 import { call, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { driveConsent, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, driveConsent, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "events:write", "conversions:read"]
@@ -41,27 +41,8 @@ const profileWithKey = Effect.gen(function*() {
   return { ...profile, key } satisfies Fixture
 })
 
-const hop = (target: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(target, { redirect: "manual" })
-    await response.text()
-    return { status: response.status, location: response.headers.get("location") }
-  })
-
 /** Connects the sandbox merchant account through a hand-off and the consent page, as a person would. */
-const connect = (fixture: Fixture) =>
-  Effect.gen(function*() {
-    const { url } = yield* TestServer
-    const minted = yield* send(fixture.key, "POST", "/api/v1/connections/cardgw/handoff", { return_url: `${url}/done` })
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url)
-    assert.strictEqual(consent.status, 303)
-    const back = yield* hop(consent.location ?? "")
-    assert.strictEqual(back.status, 302)
-    const poll = yield* send(fixture.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    return poll.json.data.result.connection_id as string
-  })
+const connect = (fixture: Fixture) => Effect.map(connectProvider(fixture.key, "cardgw"), (connected) => connected.connectionId)
 
 /** A payment made at the gateway (pushed as `payment.succeeded`); answers the sandbox's payment. */
 const arrive = (customer: Record<string, unknown>, extra: Record<string, unknown> = {}) =>

@@ -6,9 +6,9 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call, TestServer } from "../support/app.ts"
+import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "commerce:live"]
@@ -35,13 +35,7 @@ const newProfile = Effect.fn("test.newProfile")(function*(scopes: ReadonlyArray<
 
 /** Connects `shop` to the profile through the hand-off and the sandbox consent. */
 const connectShop = Effect.fn("test.connectShop")(function*(key: string, shop: string) {
-  const { url } = yield* TestServer
-  const minted = yield* call("/api/v1/connections/commerce/handoff", bearer(key, "POST", { return_url: `${url}/done`, shop }))
-  assert.strictEqual(minted.status, 201, minted.text)
-  const consent = yield* driveConsent(minted.json.data.start_url)
-  assert.strictEqual(consent.status, 303)
-  const back = yield* Effect.promise(() => fetch(consent.location ?? "", { redirect: "manual" }).then((r) => r.text()))
-  assert.isString(back)
+  yield* connectProvider(key, "commerce", { shop })
   const list = yield* call("/api/v1/connections", bearer(key))
   const connection = list.json.data.find((c: { provider: string }) => c.provider === "commerce")
   assert.isDefined(connection, list.text)

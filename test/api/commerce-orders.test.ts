@@ -10,10 +10,10 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
-import { driveConsent, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "commerce:read"]
@@ -40,12 +40,7 @@ const newProfile = Effect.fn("test.newProfile")(function*(scopes: ReadonlyArray<
 })
 
 const connectShop = Effect.fn("test.connectShop")(function*(key: string, shop: string) {
-  const { url } = yield* TestServer
-  const minted = yield* call("/api/v1/connections/commerce/handoff", bearer(key, "POST", { return_url: `${url}/done`, shop }))
-  assert.strictEqual(minted.status, 201, minted.text)
-  const consent = yield* driveConsent(minted.json.data.start_url)
-  assert.strictEqual(consent.status, 303)
-  yield* Effect.promise(() => fetch(consent.location ?? "", { redirect: "manual" }).then((r) => r.text()))
+  yield* connectProvider(key, "commerce", { shop })
   const list = yield* call("/api/v1/connections", bearer(key))
   const connection = list.json.data.find((c: { provider: string }) => c.provider === "commerce")
   assert.isDefined(connection, list.text)

@@ -9,7 +9,7 @@ import { createHmac } from "node:crypto"
 import { call, serveApp, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
-import { driveConsent, freePort, ownPortSettings, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { driveConsent, freePort, ownPortSettings, runHandoff, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write"]
@@ -47,19 +47,13 @@ const connectVia = Effect.fn("test.connectVia")(function*(
 ) {
   const { url } = yield* TestServer
   const provider = options.provider ?? "adplatform"
-  const minted = yield* mint(key, provider, {
-    return_url: options.returnUrl ?? `${url}/done?from=test`,
-    ...(provider === "commerce" ? { shop: "acme-store" } : {})
-  })
-  assert.strictEqual(minted.status, 201, minted.text)
-  const handoff = minted.json.data
-  const consent = yield* driveConsent(handoff.start_url, {
+  const run = yield* runHandoff(key, provider, {
+    returnUrl: options.returnUrl ?? `${url}/done?from=test`,
+    ...(provider === "commerce" ? { shop: "acme-store" } : {}),
     ...(options.persona === undefined ? {} : { persona: options.persona }),
-    decision: options.decision ?? "approve"
+    ...(options.decision === undefined ? {} : { decision: options.decision })
   })
-  assert.strictEqual(consent.status, 303)
-  const callback = yield* raw(consent.location ?? "")
-  return { handoff, callbackUrl: consent.location ?? "", callback }
+  return { handoff: run.handoff, callbackUrl: run.consent.location ?? "", callback: run.callback }
 })
 
 const outboxRows = (profileId: string, topic: string) =>

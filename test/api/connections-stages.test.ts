@@ -8,9 +8,9 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call, TestServer } from "../support/app.ts"
+import { call } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
-import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const WRITER = ["connections:read", "connections:write", "goals:write", "conversions:read"]
@@ -56,23 +56,7 @@ const defineOutcomes = (key: string) =>
   })
 
 /** Connects the sandbox CRM as a person would: mint, consent, back through the service's callback. */
-const connectCrm = (key: string) =>
-  Effect.gen(function*() {
-    const { url } = yield* TestServer
-    const minted = yield* send(key, "POST", "/api/v1/connections/crm/handoff", { return_url: `${url}/done` })
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url)
-    assert.strictEqual(consent.status, 303)
-    const back = yield* Effect.promise(async () => {
-      const response = await fetch(consent.location ?? "", { redirect: "manual" })
-      await response.text()
-      return response.status
-    })
-    assert.strictEqual(back, 302)
-    const poll = yield* send(key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    return poll.json.data.result.connection_id as string
-  })
+const connectCrm = (key: string) => Effect.map(connectProvider(key, "crm"), (connected) => connected.connectionId)
 
 const SALES_WON = "stage_1001_sales_won"
 const SALES_QUALIFIED = "stage_1001_sales_qualified"

@@ -9,9 +9,9 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { SyncWorker, SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/connections/sync/worker.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -57,14 +57,6 @@ const setFaults = (faults: Record<string, unknown>) =>
 
 const clearFaults = setFaults({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
 
-/** Follows one redirect hop of the served app or the sandbox, not further. */
-const hop = (target: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(target, { redirect: "manual" })
-    await response.text()
-    return { status: response.status, location: response.headers.get("location") }
-  })
-
 /**
  * Connects the sandbox's ad account through a connect hand-off, as a person would: mint, consent
  * at the sandbox, back through the service's callback; the poll names the connection.
@@ -72,16 +64,7 @@ const hop = (target: string) =>
 const connect = (fixture: Fixture) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const { url } = yield* TestServer
-    const minted = yield* send(fixture.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` })
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url)
-    assert.strictEqual(consent.status, 303)
-    const back = yield* hop(consent.location ?? "")
-    assert.strictEqual(back.status, 302)
-    const poll = yield* send(fixture.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    const connectionId: string = poll.json.data.result.connection_id
+    const { connectionId } = yield* connectProvider(fixture.key, "adplatform")
     const [row] = yield* sql<{ account: string }>`SELECT external_account_id AS account FROM connections WHERE id = ${connectionId}`
     return { connectionId, accountId: row?.account ?? "" }
   })

@@ -10,9 +10,9 @@ import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
 import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { driveConsent, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "goals:write", "conversions:read", "events:write"]
@@ -84,23 +84,7 @@ const mapWon = (key: string) =>
   })
 
 /** Connects the sandbox CRM as a person would: mint, consent, back through the service's callback. */
-const connectCrm = (key: string) =>
-  Effect.gen(function*() {
-    const { url } = yield* TestServer
-    const minted = yield* send(key, "POST", "/api/v1/connections/crm/handoff", { return_url: `${url}/done` })
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url)
-    assert.strictEqual(consent.status, 303)
-    const back = yield* Effect.promise(async () => {
-      const response = await fetch(consent.location ?? "", { redirect: "manual" })
-      await response.text()
-      return response.status
-    })
-    assert.strictEqual(back, 302)
-    const poll = yield* send(key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    return poll.json.data.result.connection_id as string
-  })
+const connectCrm = (key: string) => Effect.map(connectProvider(key, "crm"), (connected) => connected.connectionId)
 
 /** A new deal in the sales pipeline's first stage, its contact known by `email`; answers the deal. */
 const newDeal = (email: string) =>

@@ -4,15 +4,17 @@
  * `${baseUrl}/sandbox/...`, so the app is served on a port picked beforehand with `baseUrl` and
  * `providers.sandboxUrl` pointing at it. Plus driving a consent screen like a person would.
  */
+import { assert } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { createServer as createHttpServer } from "node:http"
 import { createServer } from "node:net"
 import { HttpApp } from "../../src/main/app.ts"
+import type { Handoff } from "../../schema/connections.ts"
 import type { AppSettings } from "../../src/platform/config.ts"
 import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
 import { DEFAULT_SANDBOX_SECRET } from "../../src/platform/config.ts"
-import { serveApp, testSettings } from "./app.ts"
+import { call, serveApp, TestServer, testSettings } from "./app.ts"
 
 /** A port free right now on 127.0.0.1 (the OS picks it; the listener closes before the app binds it). */
 export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) => {
@@ -78,6 +80,69 @@ export const driveConsent = (
     })
     await posted.text()
     return { status: posted.status, location: posted.headers.get("location"), consentUrl: page.url, consentHtml }
+  })
+
+export interface HandoffRun {
+  /** The hand-off as minted. */
+  readonly handoff: Handoff
+  readonly consent: ConsentResult
+  /** The service's callback answer (302 back to `return_url`, or a page). */
+  readonly callback: { readonly status: number; readonly location: string | null; readonly text: string }
+}
+
+/**
+ * Runs a connect hand-off as a person would: mints it with `key` (return to the test server's
+ * `/done` unless told), plays the provider's consent, and hands the provider's redirect to the
+ * service's callback without following the service's own redirect.
+ */
+export const runHandoff = (
+  key: string,
+  provider: string,
+  options: {
+    readonly shop?: string
+    readonly persona?: string
+    readonly decision?: "approve" | "cancel"
+    readonly returnUrl?: string
+  } = {}
+) =>
+  Effect.gen(function*() {
+    const { url } = yield* TestServer
+    const minted = yield* call(`/api/v1/connections/${provider}/handoff`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        return_url: options.returnUrl ?? `${url}/done`,
+        ...(options.shop === undefined ? {} : { shop: options.shop })
+      })
+    })
+    assert.strictEqual(minted.status, 201, minted.text)
+    const handoff: Handoff = minted.json.data
+    const consent = yield* driveConsent(handoff.start_url, {
+      ...(options.persona === undefined ? {} : { persona: options.persona }),
+      decision: options.decision ?? "approve"
+    })
+    assert.strictEqual(consent.status, 303, consent.consentHtml)
+    const callback = yield* Effect.promise(async () => {
+      const response = await fetch(consent.location ?? "", { redirect: "manual" })
+      const text = await response.text()
+      return { status: response.status, location: response.headers.get("location"), text }
+    })
+    return { handoff, consent, callback } satisfies HandoffRun
+  })
+
+/**
+ * Connects `provider` (commerce: the store `shop`) to the key's profile through a hand-off and
+ * the sandbox consent; asserts it succeeded and answers the connection id and the run.
+ */
+export const connectProvider = (key: string, provider: string, options: { readonly shop?: string; readonly persona?: string } = {}) =>
+  Effect.gen(function*() {
+    const run = yield* runHandoff(key, provider, options)
+    assert.strictEqual(run.callback.status, 302)
+    const poll = yield* call(`/api/v1/connections/handoffs/${run.handoff.handoff_id}`, {
+      headers: { authorization: `Bearer ${key}` }
+    })
+    assert.strictEqual(poll.json.data.status, "success", poll.text)
+    return { connectionId: poll.json.data.result.connection_id as string, ...run }
   })
 
 /** The code and state in a provider's redirect back (or its error). */

@@ -13,7 +13,7 @@
  *   that payment through the payments service. Both are recorded before the milestones are
  *   claimed and are idempotent, so a crash between the two redoes nothing twice.
  */
-import { Context, Effect, Layer, Option, Result, Stream } from "effect"
+import { BigDecimal, Context, Effect, Layer, Option, Result, Stream } from "effect"
 import type { CommerceOrdersQuery, CommerceProductsQuery } from "../../../schema/commerce.ts"
 import { type DatabaseUnavailable, InvalidParameter } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../auth/principal.ts"
@@ -24,6 +24,7 @@ import type { NewOutboxRow } from "../../events/outbox/repo.ts"
 import { OutboxRepo } from "../../events/outbox/repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../../events/outcomes/recorder.ts"
 import { EventsService } from "../../events/outcomes/service.ts"
+import { COMMERCE_DEFINITION } from "../../events/payments/repo.ts"
 import { PaymentsService } from "../../events/payments/service.ts"
 import { normalizeEmail, normalizePhone } from "../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
@@ -254,14 +255,20 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
           const paid = order.milestones.find((m) => m.status === "paid")
           if (paid === undefined) return
           const recorded = yield* recordPayment(record, shop, order, paid.at)
-          if (!order.milestones.some((m) => m.status === "refunded")) return
+          const refunds = order.refunds ?? []
+          const whole = order.milestones.some((m) => m.status === "refunded")
+          if (!whole && refunds.length === 0) return
           if (Option.isNone(recorded) || recorded.value.conversion_id === null) return
-          // The whole order refunded, recorded as the payment's refund; a repeat answers the same and writes nothing.
-          yield* payments.recordRefund(
+          // The store's refunds so far, as the payment's refund (decision 0067): whole once the order
+          // is refunded, else their sum; a repeat or a late delivery answers the same and writes nothing.
+          const amount = whole
+            ? Option.none<string>()
+            : Option.some(BigDecimal.format(BigDecimal.sumAll(refunds.map((refund) => BigDecimal.fromStringUnsafe(refund.amount)))))
+          yield* payments.applyProviderRefund(
             { kind: "operator" },
             profileOf(record),
             recorded.value.conversion_id,
-            { amount: Option.none(), reason: "refunded in the store" }
+            { amount, reason: "refunded in the store" }
           ).pipe(
             Effect.catch((error) =>
               error._tag === "DatabaseUnavailable"
@@ -275,6 +282,14 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
         const shop = record.external_account_id ?? ""
         if (orders.length === 0) return 0
         yield* copy.upsertOrders(record.profile_id, shop, orders.map((order) => ({ order, hashes: hashesOf(order) })))
+        // A connected store's paid orders are payments out of the box, as the card gateway's are
+        // (decision 0067): the built-in definition is created unless one lists `payment` already.
+        if (orders.some((order) => order.milestones.some((m) => m.status === "paid"))) {
+          yield* payments.ensureBuiltinPayment({ kind: "operator" }, profileOf(record), COMMERCE_DEFINITION, "commerce_first_use").pipe(
+            Effect.catchTag("InvalidState", (error) =>
+              Effect.logWarning("commerce payment definition not created; payments are recorded without a conversion", { error }))
+          )
+        }
         for (const order of orders) yield* applyMoney(record, shop, order)
         const wanted = orders.flatMap((order) =>
           order.milestones.map((milestone) => ({ order, milestone, outboxId: crypto.randomUUID() }))

@@ -3,7 +3,7 @@
  * the provider's callback completes (run by the HandOff entity, one message at a time per
  * hand-off), the pending account selection and its finalize.
  */
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { originOf } from "../../../schema/common.ts"
 import type { Connection, FinalizePending, Handoff, MintHandoff, PendingSelection } from "../../../schema/connections.ts"
@@ -19,10 +19,11 @@ import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
 import { OutboxRepo } from "../../events/outbox/repo.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
-import type { ProviderAccount, ProviderIdentity, ProviderSession, TokenSet } from "../../providers/oauth/port.ts"
+import type { ProviderAccount, ProviderClient, ProviderIdentity, ProviderSession, TokenSet } from "../../providers/oauth/port.ts"
 import { ProviderEndpoints } from "../../providers/endpoints.ts"
 import { ProviderOAuth } from "../../providers/oauth/port.ts"
 import { isProviderKind, type ProviderKind } from "../../providers/registry.ts"
+import { commerceClient } from "../commerce-apps.ts"
 import { CONNECTION_CONNECTED, connectionEvent } from "../events.ts"
 import { ConnectionsRepo, type SealedTokens } from "../repo.ts"
 import { type HandoffRow, HandoffsRepo, type PendingRow } from "./repo.ts"
@@ -53,6 +54,9 @@ export type LinkAnswer =
     readonly returnTo: string | null
   }
   | { readonly _tag: "Unknown" }
+
+/** The custom commerce app the tokens came through was killed while the consent ran. */
+class CommerceAppKilled extends Data.TaggedError("CommerceAppKilled")<{}> {}
 
 /** The manage-ads grant an ad-platform connection needs for writes. */
 const MANAGE_ADS = "ads_management"
@@ -117,14 +121,31 @@ export class Handoffs extends Context.Service<Handoffs, {
       /** The OAuth `state` is derived from the hand-off id, so it is never stored (only its hash is). */
       const stateOf = (handoffId: string) => box.keyedHash("connect-handoff-state", handoffId)
 
-      const startUrl = (row: HandoffRow) =>
-        isProviderKind(row.provider)
-          ? oauth.authorizeUrl(row.provider, {
-            redirectUri: callbackUrl(row.provider),
+      /**
+       * The merchant's custom app registered for the hand-off's store, looked up at each use: a
+       * killed app is never used again, and a link minted before an app was registered (or
+       * killed) follows what holds now (decision 0066). None: the deployment's own app.
+       */
+      const customApp = (row: { readonly provider: string; readonly shop: string | null }) =>
+        Effect.gen(function*() {
+          if (row.provider !== "commerce" || row.shop === null) return Option.none<{ id: string; client: ProviderClient }>()
+          const app = yield* apps.liveCommerceAppForShop(row.shop)
+          if (Option.isNone(app)) return Option.none()
+          const client = yield* commerceClient(box, app.value)
+          return Option.map(client, (c) => ({ id: app.value.id, client: c }))
+        })
+
+      const startUrl = (row: HandoffRow) => {
+        const provider = row.provider
+        if (!isProviderKind(provider)) return Effect.die(`hand-off ${row.id} of unknown provider ${provider}`)
+        return Effect.flatMap(customApp(row), (custom) =>
+          oauth.authorizeUrl(provider, {
+            redirectUri: callbackUrl(provider),
             state: stateOf(row.id),
-            ...(row.shop === null ? {} : { shop: row.shop })
-          })
-          : Effect.die(`hand-off ${row.id} of unknown provider ${row.provider}`)
+            ...(row.shop === null ? {} : { shop: row.shop }),
+            ...(Option.isSome(custom) ? { client: custom.value.client } : {})
+          }))
+      }
 
       const wire = (row: HandoffRow) =>
         Effect.map(startUrl(row), (start): Handoff => {
@@ -254,11 +275,17 @@ export class Handoffs extends Context.Service<Handoffs, {
         readonly appId: string | null
         readonly handoffId: string
         readonly shop: string | null
+        readonly commerceAppId: string | null
         readonly settleHandoff: (connectionId: string) => Effect.Effect<void, DatabaseUnavailable | NotFound>
       }) =>
         Effect.gen(function*() {
           const missingManage = input.provider === "adplatform" && !input.tokens.scopes.includes(MANAGE_ADS)
           const connectionId = yield* connections.transaction(Effect.gen(function*() {
+            // The app is share-locked until the connection commits: a kill switch running on it
+            // waits, then revokes this connection too; one that ran first leaves the app dead here.
+            if (input.commerceAppId !== null && Option.isNone(yield* apps.liveCommerceApp(input.commerceAppId))) {
+              return yield* new CommerceAppKilled()
+            }
             const { id } = yield* connections.upsertFromGrant({
               profileId: input.profileId,
               provider: input.provider,
@@ -271,6 +298,7 @@ export class Handoffs extends Context.Service<Handoffs, {
               appId: input.appId,
               handoffId: input.handoffId,
               shop: input.shop,
+              commerceAppId: input.commerceAppId,
               status: missingManage ? "needs_action" : "active",
               statusReason: missingManage ? "manage_ads_permission_missing" : null
             })
@@ -331,8 +359,13 @@ export class Handoffs extends Context.Service<Handoffs, {
         const claimed = yield* repo.beginConsent(handoffId)
         if (!claimed) return answer("failed", "handoff_used")
 
+        const custom = yield* customApp(row)
         const exchanged = yield* Effect.gen(function*() {
-          const tokens = yield* oauth.exchangeCode(provider, { code: input.code ?? "", redirectUri: callbackUrl(provider) })
+          const tokens = yield* oauth.exchangeCode(provider, {
+            code: input.code ?? "",
+            redirectUri: callbackUrl(provider),
+            ...(Option.isSome(custom) ? { client: custom.value.client } : {})
+          })
           const identity: ProviderIdentity = yield* oauth.identify(provider, tokens.accessToken)
           return { tokens, identity }
         }).pipe(Effect.option)
@@ -360,12 +393,20 @@ export class Handoffs extends Context.Service<Handoffs, {
             appId: row.app_id,
             handoffId,
             shop: row.shop,
+            commerceAppId: Option.isSome(custom) ? custom.value.id : null,
             settleHandoff: (id) => repo.settle(handoffId, "success", null, id)
           }).pipe(
             // Only a concurrent finalize fails here, and a consent has none.
-            Effect.catchTag("NotFound", (error) => Effect.die(error))
+            Effect.catchTag("NotFound", (error) => Effect.die(error)),
+            Effect.map(Option.some),
+            // Its grant died with the app: the link stays usable, and the next consent goes through what holds now.
+            Effect.catchTag("CommerceAppKilled", () => Effect.succeed(Option.none<string>()))
           )
-          return answer("success", null, connectionId)
+          if (Option.isNone(connectionId)) {
+            yield* repo.settle(handoffId, "failed", "internal_error", null)
+            return answer("failed", "internal_error")
+          }
+          return answer("success", null, connectionId.value)
         }
         yield* connections.transaction(Effect.gen(function*() {
           yield* repo.insertPending({
@@ -440,6 +481,8 @@ export class Handoffs extends Context.Service<Handoffs, {
           appId: row.app_id,
           handoffId: row.handoff_id,
           shop: row.shop,
+          // A commerce consent names one shop, so it never parks a selection.
+          commerceAppId: null,
           settleHandoff: (id) =>
             Effect.gen(function*() {
               const finalized = yield* repo.finalizePending(row.id)
@@ -448,7 +491,7 @@ export class Handoffs extends Context.Service<Handoffs, {
               }
               yield* repo.settle(row.handoff_id, "success", null, id)
             })
-        })
+        }).pipe(Effect.catchTag("CommerceAppKilled", (error) => Effect.die(error)))
         const view = yield* connections.view(profile.profileId, connectionId)
         return yield* Option.match(view, { onNone: () => Effect.die("connection vanished"), onSome: Effect.succeed })
       })

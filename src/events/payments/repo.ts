@@ -110,6 +110,16 @@ export type PaymentDefinitionState = "event_definition" | "other_definition" | "
 
 export const CARDGW_EVENT_NAME = "payment"
 export const CARDGW_CONVERSION_KEY = "cardgw_payment"
+/** The built-in definition a connected store's first paid order creates (decision 0067). */
+export const COMMERCE_CONVERSION_KEY = "commerce_payment"
+
+/** A built-in cash definition listing `payment`: the card gateway's or the commerce store's. */
+export interface BuiltinPaymentDefinition {
+  readonly conversionKey: string
+  readonly name: string
+}
+export const CARDGW_DEFINITION: BuiltinPaymentDefinition = { conversionKey: CARDGW_CONVERSION_KEY, name: "Card-gateway payment" }
+export const COMMERCE_DEFINITION: BuiltinPaymentDefinition = { conversionKey: COMMERCE_CONVERSION_KEY, name: "Store payment" }
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -149,8 +159,8 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
     model: CreditModel
   ) => Repo<ReadonlyArray<LinkageRow>>
   readonly paymentDefinition: (profileId: string) => Repo<PaymentDefinitionState>
-  /** Creates the built-in `cardgw_payment` definition; None when that key is taken already. */
-  readonly createCardgwDefinition: (profileId: string) => Repo<Option.Option<string>>
+  /** Creates a built-in payment definition (`cardgw_payment`, `commerce_payment`); None when that key is taken already. */
+  readonly createBuiltinDefinition: (profileId: string, definition: BuiltinPaymentDefinition) => Repo<Option.Option<string>>
   /** The lock definition writes take (decision 0030), held until the transaction ends. */
   readonly lockAttribution: (profileId: string) => Repo<void>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
@@ -318,8 +328,8 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
           recomputeFirstPayments: conversions.recomputeFirstPayments,
           linkage,
           paymentDefinition,
-          createCardgwDefinition: (profileId: string) =>
-            definitions.createCashEventDefinition(profileId, CARDGW_CONVERSION_KEY, "Card-gateway payment", [CARDGW_EVENT_NAME]),
+          createBuiltinDefinition: (profileId: string, definition: BuiltinPaymentDefinition) =>
+            definitions.createCashEventDefinition(profileId, definition.conversionKey, definition.name, [CARDGW_EVENT_NAME]),
           lockAttribution: replays.lockProfile
         }),
         // Generic, so outside `atDatabaseBoundary`'s mapped type; the same mapping for BEGIN and COMMIT.

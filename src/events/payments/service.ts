@@ -38,7 +38,8 @@ import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../platform/paginati
 import { CurrentRequestId } from "../../platform/request-id.ts"
 import { normaliseAmount } from "../money.ts"
 import {
-  CARDGW_CONVERSION_KEY,
+  type BuiltinPaymentDefinition,
+  CARDGW_DEFINITION,
   type LinkageRow,
   type LockedPayment,
   type PaymentAction,
@@ -231,6 +232,18 @@ export class PaymentsService extends Context.Service<PaymentsService, {
     paymentId: string,
     input: RefundInput
   ) => Effect.Effect<PaymentActionResult, ActionError | ValidationError | InvalidState>
+  /**
+   * A provider's running refund total on the payment (decision 0067): the store refunds an order
+   * in parts, each delivery carrying every refund so far. A total above the recorded one raises
+   * it; the same or a lower one (a late delivery) changes nothing; a refund the merchant recorded
+   * by hand under another reason stands. `amount` None: refunded whole. Capped at the amount paid.
+   */
+  readonly applyProviderRefund: (
+    actor: PrincipalShape,
+    profile: ProfileContext,
+    paymentId: string,
+    input: { readonly amount: Option.Option<string>; readonly reason: string }
+  ) => Effect.Effect<PaymentActionResult, ActionError | InvalidState>
   readonly undoRefund: (
     actor: PrincipalShape,
     profile: ProfileContext,
@@ -240,6 +253,16 @@ export class PaymentsService extends Context.Service<PaymentsService, {
     profile: ProfileContext,
     query: LinkageQueryInput
   ) => Effect.Effect<Paged<PaymentLinkage>, DatabaseUnavailable | InvalidParameter | InvalidDateRange>
+  /**
+   * Creates the built-in payment definition unless a definition lists `payment` already;
+   * `payment_definition_conflict` when another definition holds its key.
+   */
+  readonly ensureBuiltinPayment: (
+    actor: PrincipalShape,
+    profile: ProfileContext,
+    definition: BuiltinPaymentDefinition,
+    reason: string
+  ) => Effect.Effect<void, DatabaseUnavailable | InvalidState>
   /** `amount` is the source text of the body's `amount` when it was a JSON number. */
   readonly reportCardgw: (
     actor: PrincipalShape,
@@ -441,6 +464,42 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         }))
       })
 
+      const applyProviderRefund = Effect.fn("Payments.applyProviderRefund")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        paymentId: string,
+        input: { readonly amount: Option.Option<string>; readonly reason: string }
+      ) {
+        return yield* repo.transaction(Effect.gen(function*() {
+          const payment = yield* lockPayment(profile, paymentId, () => [])
+          if (payment.value_amount === null || !BigDecimal.isPositive(decimal(payment.value_amount))) {
+            return yield* new InvalidState({ message: "Nothing was paid on this payment, so there is nothing to refund.", reason: "nothing_to_refund" })
+          }
+          const paid = decimal(payment.value_amount)
+          const asked = Option.match(input.amount, { onNone: () => paid, onSome: decimal })
+          const amount = BigDecimal.isGreaterThan(asked, paid) ? paid : asked
+          if (payment.refunded) {
+            if (payment.refund_reason !== input.reason) {
+              return yield* new InvalidState({
+                message: "A manual refund is already recorded on this payment; it stands.",
+                reason: "already_refunded"
+              })
+            }
+            const current = payment.refund_amount === null ? paid : decimal(payment.refund_amount)
+            if (!BigDecimal.isGreaterThan(amount, current)) return yield* answer(profile, payment.id, false)
+          }
+          const text = BigDecimal.format(BigDecimal.normalize(amount))
+          yield* repo.setRefund(payment.id, text, input.reason)
+          yield* recordAction(actor, profile, payment, "refund_recorded", {
+            amount: text,
+            currency: payment.currency,
+            full: BigDecimal.equals(amount, paid),
+            reason: input.reason
+          })
+          return yield* answer(profile, payment.id, true)
+        }))
+      })
+
       const undoRefund = Effect.fn("Payments.undoRefund")(function*(
         actor: PrincipalShape,
         profile: ProfileContext,
@@ -474,18 +533,21 @@ export class PaymentsService extends Context.Service<PaymentsService, {
       })
 
       /**
-       * The first card-gateway payment of a profile whose definitions do not list `payment`
-       * creates the built-in `cardgw_payment` definition (cash, attribution-eligible), under the
-       * lock definition writes take, so it never breaks the one-meaning rule.
+       * The first card-gateway payment (or connected store's paid order) of a profile whose
+       * definitions do not list `payment` creates the built-in definition (cash,
+       * attribution-eligible), under the lock definition writes take, so it never breaks the
+       * one-meaning rule.
        */
-      const ensureCardgwDefinition = Effect.fn("Payments.ensureCardgwDefinition")(function*(
+      const ensurePaymentDefinition = Effect.fn("Payments.ensurePaymentDefinition")(function*(
         actor: PrincipalShape,
-        profile: ProfileContext
+        profile: ProfileContext,
+        definition: BuiltinPaymentDefinition,
+        reason: string
       ) {
         const conflict = () =>
           new InvalidState({
             message:
-              `The profile has no event definition listing "payment" and the built-in "${CARDGW_CONVERSION_KEY}" cannot be created; ` +
+              `The profile has no event definition listing "payment" and the built-in "${definition.conversionKey}" cannot be created; ` +
               `list "payment" in an event definition (counts_as_cash) first.`,
             reason: "payment_definition_conflict"
           })
@@ -494,7 +556,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           const state = yield* repo.paymentDefinition(profile.profileId)
           if (state === "event_definition") return
           if (state === "other_definition") return yield* conflict()
-          const created = yield* repo.createCardgwDefinition(profile.profileId)
+          const created = yield* repo.createBuiltinDefinition(profile.profileId, definition)
           if (Option.isNone(created)) return yield* conflict()
           yield* audit.record({
             actor,
@@ -503,9 +565,20 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             targetId: created.value,
             workspaceId: profile.workspaceId,
             profileId: profile.profileId,
-            details: { conversion_key: CARDGW_CONVERSION_KEY, built_in: true, reason: "cardgw_first_use", replay_job_id: null }
+            details: { conversion_key: definition.conversionKey, built_in: true, reason, replay_job_id: null }
           })
         }))
+      })
+
+      const ensureBuiltinPayment = Effect.fn("Payments.ensureBuiltinPayment")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        definition: BuiltinPaymentDefinition,
+        reason: string
+      ) {
+        if ((yield* repo.paymentDefinition(profile.profileId)) !== "event_definition") {
+          yield* ensurePaymentDefinition(actor, profile, definition, reason)
+        }
       })
 
       const reportCardgw = Effect.fn("Payments.reportCardgw")(function*(
@@ -575,9 +648,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         // A repeat answers what the first call stored, whatever the definitions say now.
         const key = checked.idempotencyKey ?? ""
         if (Option.isNone(yield* eventsRepo.findEvent(profile.profileId, key))) {
-          if ((yield* repo.paymentDefinition(profile.profileId)) !== "event_definition") {
-            yield* ensureCardgwDefinition(actor, profile)
-          }
+          yield* ensureBuiltinPayment(actor, profile, CARDGW_DEFINITION, "cardgw_first_use")
         }
         const recorded = yield* events.record(profile, checked, hash, CARDGW_ORIGIN).pipe(
           Effect.catchTag("IdempotencyKeyConflict", () =>
@@ -590,7 +661,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return { outcome_event_id: recorded.outcome_event_id, payment_id: recorded.conversion_id }
       })
 
-      return { list, setInstallment, assignPayer, recordRefund, undoRefund, linkage, reportCardgw }
+      return { list, setInstallment, assignPayer, recordRefund, applyProviderRefund, undoRefund, linkage, reportCardgw, ensureBuiltinPayment }
     })
   ).pipe(Layer.provide([PaymentsRepo.layer, EventsRepo.layer, EventsService.layer, AuditLog.layer]))
 }

@@ -58,6 +58,14 @@ export const OrderLine = Schema.Struct({
 })
 export type OrderLine = typeof OrderLine.Type
 
+/** One refund the store made on an order (a part of it, or the rest); `amount` a decimal string. */
+export const OrderRefund = Schema.Struct({
+  id: Schema.String,
+  amount: Schema.String.check(Schema.isPattern(/^\d{1,15}(\.\d{1,6})?$/, { message: "Expected a decimal amount" })),
+  at: Schema.String
+})
+export type OrderRefund = typeof OrderRefund.Type
+
 export const Order = Schema.Struct({
   id: Schema.String,
   /** `#1001`: what the merchant and the buyer call it. */
@@ -66,7 +74,7 @@ export const Order = Schema.Struct({
   /** The latest milestone. */
   status: OrderMilestone,
   milestones: Schema.Array(Schema.Struct({ status: OrderMilestone, at: Schema.String })),
-  financial_status: Schema.Literals(["pending", "paid", "refunded", "voided"]),
+  financial_status: Schema.Literals(["pending", "paid", "partially_refunded", "refunded", "voided"]),
   fulfillment_status: Schema.NullOr(Schema.Literals(["fulfilled", "delivered"])),
   currency: Schema.String,
   total_price: Schema.String,
@@ -77,6 +85,8 @@ export const Order = Schema.Struct({
   customer_id: Schema.NullOr(Schema.String),
   cart_token: Schema.NullOr(Schema.String),
   checkout_token: Schema.NullOr(Schema.String),
+  /** The store's refunds, oldest first (absent from a store that does not list them: a `refunded` order is refunded whole). */
+  refunds: Schema.optionalKey(Schema.Array(OrderRefund)),
   attributes: Schema.Record(Schema.String, Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String

@@ -7,7 +7,7 @@ import { ProviderEndpoints } from "../endpoints.ts"
 import { ProviderUnavailable } from "../errors.ts"
 import { ProviderHttp } from "../http.ts"
 import type { ProviderKind } from "../registry.ts"
-import { ProviderOAuth, type TokenSet } from "./port.ts"
+import { type ProviderClient, ProviderOAuth, type TokenSet } from "./port.ts"
 
 const TokenResponse = Schema.Struct({
   access_token: Schema.String,
@@ -43,15 +43,21 @@ export const ProviderOAuthLive = Layer.effect(ProviderOAuth)(Effect.gen(function
   const endpoints = yield* ProviderEndpoints
   const http = yield* ProviderHttp
 
-  const tokenSet = (provider: ProviderKind, operation: string, form: Record<string, string>) =>
+  /** The app's credentials: the merchant's own when given, else the deployment's app for the provider. */
+  const clientOf = (provider: ProviderKind, client: ProviderClient | undefined) => {
+    const endpoint = endpoints.endpoint(provider)
+    return client ?? { clientId: endpoint.clientId, clientSecret: endpoint.clientSecret, scopes: [] }
+  }
+
+  const tokenSet = (provider: ProviderKind, operation: string, form: Record<string, string>, client: ProviderClient | undefined) =>
     Effect.gen(function*() {
-      const endpoint = endpoints.endpoint(provider)
+      const app = clientOf(provider, client)
       const body = yield* http.call({
         provider,
         operation,
         method: "POST",
         path: "/oauth/token",
-        form: { ...form, client_id: endpoint.clientId, client_secret: Redacted.value(endpoint.clientSecret) }
+        form: { ...form, client_id: app.clientId, client_secret: Redacted.value(app.clientSecret) }
       })
       const answer = yield* decodeAnswer(TokenResponse, { provider, operation })(body)
       const now = yield* Clock.currentTimeMillis
@@ -67,8 +73,10 @@ export const ProviderOAuthLive = Layer.effect(ProviderOAuth)(Effect.gen(function
     authorizeUrl: (provider, request) =>
       Effect.sync(() => {
         const endpoint = endpoints.endpoint(provider)
+        const app = clientOf(provider, request.client)
         const url = new URL(`${endpoint.baseUrl}/oauth/authorize`)
-        url.searchParams.set("client_id", endpoint.clientId)
+        url.searchParams.set("client_id", app.clientId)
+        if (app.scopes.length > 0) url.searchParams.set("scope", app.scopes.join(" "))
         url.searchParams.set("redirect_uri", request.redirectUri)
         url.searchParams.set("state", request.state)
         url.searchParams.set("response_type", "code")
@@ -80,12 +88,12 @@ export const ProviderOAuthLive = Layer.effect(ProviderOAuth)(Effect.gen(function
         grant_type: "authorization_code",
         code: request.code,
         redirect_uri: request.redirectUri
-      }),
-    refresh: (provider, refreshToken) =>
+      }, request.client),
+    refresh: (provider, refreshToken, client) =>
       tokenSet(provider, `${provider}.refresh`, {
         grant_type: "refresh_token",
         refresh_token: Redacted.value(refreshToken)
-      }),
+      }, client),
     identify: (provider, accessToken) =>
       http.call({ provider, operation: `${provider}.identify`, method: "GET", path: "/v1/me", accessToken }).pipe(
         Effect.flatMap(decodeAnswer(MeResponse, { provider, operation: `${provider}.identify` })),

@@ -42,17 +42,32 @@ export interface ProviderSession {
   readonly accessToken: Redacted.Redacted<string>
 }
 
+/**
+ * The app the service authenticates as, when not the deployment's own for the provider: a
+ * merchant's custom commerce app registered through `/api/v1/admin/commerce-apps` (decision 0066).
+ */
+export interface ProviderClient {
+  readonly clientId: string
+  readonly clientSecret: Redacted.Redacted<string>
+  /** Asked for at the consent (`scope`); empty: the provider's defaults. */
+  readonly scopes: ReadonlyArray<string>
+}
+
 export class ProviderOAuth extends Context.Service<ProviderOAuth, {
   /** The provider's consent address (a hand-off's `start_url` leads here). `shop` for commerce. */
   readonly authorizeUrl: (
     provider: ProviderKind,
-    request: { readonly redirectUri: string; readonly state: string; readonly shop?: string }
+    request: { readonly redirectUri: string; readonly state: string; readonly shop?: string; readonly client?: ProviderClient }
   ) => Effect.Effect<string>
   readonly exchangeCode: (
     provider: ProviderKind,
-    request: { readonly code: string; readonly redirectUri: string }
+    request: { readonly code: string; readonly redirectUri: string; readonly client?: ProviderClient }
   ) => Effect.Effect<TokenSet, ProviderError>
-  readonly refresh: (provider: ProviderKind, refreshToken: Redacted.Redacted<string>) => Effect.Effect<TokenSet, ProviderError>
+  readonly refresh: (
+    provider: ProviderKind,
+    refreshToken: Redacted.Redacted<string>,
+    client?: ProviderClient
+  ) => Effect.Effect<TokenSet, ProviderError>
   readonly identify: (provider: ProviderKind, accessToken: Redacted.Redacted<string>) => Effect.Effect<ProviderIdentity, ProviderError>
   /** Opens the push channel: the provider posts this account's events to `callbackUrl`. */
   readonly subscribe: (session: ProviderSession, callbackUrl: string) => Effect.Effect<void, ProviderError>

@@ -99,24 +99,51 @@ const pushEvent = (world: CalendarWorld, ctx: PushContext, event: CalendarEvent,
   })
 }
 
-const createEvent = (world: CalendarWorld, calendar: Calendar, body: Readonly<Record<string, unknown>>, nowMs: number): CalendarEvent | string => {
-  const start = text(body["start"])
-  const end = text(body["end"])
+type EventFields = Pick<CalendarEvent, "start" | "end" | "summary" | "attendees">
+
+/**
+ * The event's fields after `body` (a new event, a PATCH, a `event_changed` arrival): a field
+ * left out keeps its value in `base`. Answers the refusal's text when a field is wrong.
+ */
+const eventFields = (base: EventFields, body: Readonly<Record<string, unknown>>): EventFields | string => {
+  const start = text(body["start"]) ?? base.start
+  const end = text(body["end"]) ?? base.end
   if (!isInstant(start) || !isInstant(end) || Date.parse(end) <= Date.parse(start)) return "start and end must be instants, end after start"
-  const attendees = attendeesFrom(body["attendees"])
+  const attendees = body["attendees"] === undefined ? base.attendees : attendeesFrom(body["attendees"])
   if (attendees === null) return "attendees must be email addresses"
+  return {
+    start: new Date(start).toISOString(),
+    end: new Date(end).toISOString(),
+    summary: text(body["summary"]) ?? base.summary,
+    attendees
+  }
+}
+
+/** A new event has no start or end until the body gives them. */
+const NEW_EVENT: EventFields = { start: "", end: "", summary: "(no title)", attendees: [] }
+
+const createEvent = (world: CalendarWorld, calendar: Calendar, body: Readonly<Record<string, unknown>>, nowMs: number): CalendarEvent | string => {
+  const fields = eventFields(NEW_EVENT, body)
+  if (typeof fields === "string") return fields
   const event: CalendarEvent = {
     id: world.nextId("cal_evt"),
     calendar_id: calendar.id,
-    start: new Date(start).toISOString(),
-    end: new Date(end).toISOString(),
-    summary: text(body["summary"]) ?? "(no title)",
-    attendees,
+    ...fields,
     status: "confirmed",
     updated_at: new Date(nowMs).toISOString()
   }
   world.events.push(event)
   return event
+}
+
+/** Sets the changed fields (and `status` when given) and stamps the change. */
+const applyChange = (event: CalendarEvent, fields: EventFields, nowMs: number, status: CalendarEvent["status"] = event.status) => {
+  event.start = fields.start
+  event.end = fields.end
+  event.summary = fields.summary
+  event.attendees = fields.attendees
+  event.status = status
+  event.updated_at = new Date(nowMs).toISOString()
 }
 
 const overlaps = (event: CalendarEvent, min: number, max: number) => Date.parse(event.end) > min && Date.parse(event.start) < max
@@ -125,6 +152,12 @@ const overlaps = (event: CalendarEvent, min: number, max: number) => Date.parse(
 const reached = (world: CalendarWorld, ctx: ApiContext) => {
   const calendar = world.calendars.find((c) => c.id === ctx.params["calendar"])
   return calendar !== undefined && ctx.reaches(calendar.account_id) ? calendar : undefined
+}
+
+/** The event named by `:event` in the calendar named by `:calendar`, if the grant reaches it. */
+const reachedEvent = (world: CalendarWorld, ctx: ApiContext) => {
+  const calendar = reached(world, ctx)
+  return calendar === undefined ? undefined : world.events.find((e) => e.id === ctx.params["event"] && e.calendar_id === calendar.id)
 }
 
 const freeBusy = (world: CalendarWorld, ctx: ApiContext): SandboxReply => {
@@ -286,23 +319,14 @@ export const calendarSandbox = defineSandbox<CalendarWorld>({
       method: "PATCH",
       path: "/v1/calendars/:calendar/events/:event",
       handler: (world, ctx) => {
-        const calendar = reached(world, ctx)
-        const event = calendar === undefined ? undefined : world.events.find((e) => e.id === ctx.params["event"] && e.calendar_id === calendar.id)
+        const event = reachedEvent(world, ctx)
         if (event === undefined) return notFound(`event ${ctx.params["event"]}`)
         const denied = ctx.requireWrite()
         if (denied !== undefined) return denied
-        const body = isRecord(ctx.body) ? ctx.body : {}
-        const start = text(body["start"]) ?? event.start
-        const end = text(body["end"]) ?? event.end
-        if (!isInstant(start) || !isInstant(end) || Date.parse(end) <= Date.parse(start)) return invalid("start and end must be instants, end after start")
-        const attendees = body["attendees"] === undefined ? event.attendees : attendeesFrom(body["attendees"])
-        if (attendees === null) return invalid("attendees must be email addresses")
+        const fields = eventFields(event, isRecord(ctx.body) ? ctx.body : {})
+        if (typeof fields === "string") return invalid(fields)
         if (event.status === "cancelled") return refuse(409, "event_cancelled", "A cancelled event cannot be changed.")
-        event.start = new Date(start).toISOString()
-        event.end = new Date(end).toISOString()
-        event.summary = text(body["summary"]) ?? event.summary
-        event.attendees = attendees
-        event.updated_at = new Date(ctx.nowMs).toISOString()
+        applyChange(event, fields, ctx.nowMs)
         ctx.countWrite()
         return ok(event)
       }
@@ -311,8 +335,7 @@ export const calendarSandbox = defineSandbox<CalendarWorld>({
       method: "DELETE",
       path: "/v1/calendars/:calendar/events/:event",
       handler: (world, ctx) => {
-        const calendar = reached(world, ctx)
-        const event = calendar === undefined ? undefined : world.events.find((e) => e.id === ctx.params["event"] && e.calendar_id === calendar.id)
+        const event = reachedEvent(world, ctx)
         if (event === undefined) return notFound(`event ${ctx.params["event"]}`)
         const denied = ctx.requireWrite()
         if (denied !== undefined) return denied
@@ -341,19 +364,11 @@ export const calendarSandbox = defineSandbox<CalendarWorld>({
     if (arrival["kind"] === "event_changed") {
       const event = world.events.find((e) => e.id === arrival["event_id"])
       if (event === undefined) return notFound(`event ${String(arrival["event_id"])}`)
-      const start = text(arrival["start"]) ?? event.start
-      const end = text(arrival["end"]) ?? event.end
+      const fields = eventFields(event, arrival)
+      if (typeof fields === "string") return invalid(fields)
       const status = arrival["status"] ?? event.status
-      if (!isInstant(start) || !isInstant(end) || Date.parse(end) <= Date.parse(start)) return invalid("start and end must be instants, end after start")
       if (status !== "confirmed" && status !== "cancelled") return invalid("status must be confirmed or cancelled")
-      const attendees = arrival["attendees"] === undefined ? event.attendees : attendeesFrom(arrival["attendees"])
-      if (attendees === null) return invalid("attendees must be email addresses")
-      event.start = new Date(start).toISOString()
-      event.end = new Date(end).toISOString()
-      event.summary = text(arrival["summary"]) ?? event.summary
-      event.attendees = attendees
-      event.status = status
-      event.updated_at = new Date(ctx.nowMs).toISOString()
+      applyChange(event, fields, ctx.nowMs, status)
       pushEvent(world, ctx, event, status === "cancelled" ? "event.cancelled" : "event.updated")
       return ok(event)
     }

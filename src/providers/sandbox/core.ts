@@ -9,7 +9,7 @@ import { Duration, Effect, Option, Schema } from "effect"
 import { HttpClient, HttpClientRequest, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import { escapeHtml, htmlPages } from "../../platform/html.ts"
-import { sandboxClientId, sandboxClientSecret } from "../endpoints.ts"
+import { sandboxClientId, sandboxClientSecret, sandboxCustomAppSecret } from "../endpoints.ts"
 import { type ProviderKind } from "../registry.ts"
 import { signCallback } from "../signing.ts"
 import {
@@ -59,7 +59,13 @@ const noFaults = (): Faults => ({ throttle: 0, error_rate: 0, fail_next: 0, time
 
 interface GrantRecord extends Grant {
   revoked: boolean
+  /** The app the consent was given to: its tokens are exchanged and refreshed by that app only. */
+  readonly clientId: string
 }
+
+/** Kinds whose merchants register their own (custom-distribution) apps. */
+const CUSTOM_APP_PROVIDERS: ReadonlySet<ProviderKind> = new Set(["commerce"])
+const MAX_CLIENT_ID_LENGTH = 200
 
 interface Delivery {
   readonly account_id: string
@@ -74,6 +80,8 @@ interface ProviderSandbox {
   readonly clientSecret: string
   readonly grants: Map<string, GrantRecord>
   readonly codes: Map<string, { readonly grantId: string; readonly redirectUri: string; used: boolean; readonly expiresAtMs: number }>
+  /** The secret of a custom app with this client id; undefined when the kind has none (decision 0066). */
+  readonly customAppSecret: ((clientId: string) => string) | undefined
   readonly tokens: Map<string, { readonly grantId: string; readonly expiresAtMs: number }>
   readonly refreshTokens: Map<string, string>
   /** account id → callback URL → the grant that subscribed it. */
@@ -150,6 +158,9 @@ export const makeSandboxes = (options: SandboxesOptions) => {
       instance: kind.create(),
       clientId: sandboxClientId(kind.provider),
       clientSecret: sandboxClientSecret(options.secret, kind.provider),
+      customAppSecret: CUSTOM_APP_PROVIDERS.has(kind.provider)
+        ? (clientId) => sandboxCustomAppSecret(options.secret, kind.provider, clientId)
+        : undefined,
       grants: new Map(),
       codes: new Map(),
       tokens: new Map(),
@@ -202,12 +213,23 @@ export const makeSandboxes = (options: SandboxesOptions) => {
 
   // --- Consent --------------------------------------------------------------------------------
 
+  /** The platform's own app, or (where merchants have them) any custom app id of sane length. */
+  const knownClient = (sandbox: ProviderSandbox, clientId: string) =>
+    clientId === sandbox.clientId ||
+    (sandbox.customAppSecret !== undefined && clientId.length > 0 && clientId.length <= MAX_CLIENT_ID_LENGTH)
+
+  const secretOf = (sandbox: ProviderSandbox, clientId: string) =>
+    clientId === sandbox.clientId || sandbox.customAppSecret === undefined ? sandbox.clientSecret : sandbox.customAppSecret(clientId)
+
   const consent = (provider: ProviderKind, sandbox: ProviderSandbox, method: string, url: URL, body: Record<string, unknown>) => {
     const query = url.searchParams
     const clientId = query.get("client_id")
     const redirectUri = query.get("redirect_uri") ?? ""
     const state = query.get("state") ?? ""
-    if (clientId !== sandbox.clientId) return errorPage(400, `Unknown app: client_id must be ${sandbox.clientId}.`)
+    if (clientId === null || !knownClient(sandbox, clientId)) {
+      return errorPage(400, `Unknown app: client_id must be ${sandbox.clientId}${sandbox.customAppSecret === undefined ? "" : " or a custom app's"}.`)
+    }
+    const scope = query.get("scope")
     const redirectOrigin = origin(redirectUri)
     if (redirectOrigin === undefined) return errorPage(400, "redirect_uri must be an http(s) URL.")
     if (method === "GET") {
@@ -219,7 +241,8 @@ export const makeSandboxes = (options: SandboxesOptions) => {
         200,
         `Sandbox ${provider}: consent`,
         `<h1>Connect your ${escapeHtml(provider)} account</h1>
-<p>The app <b>${escapeHtml(sandbox.clientId)}</b> asks to read your accounts and manage them on your behalf.</p>
+<p>The app <b>${escapeHtml(clientId)}</b> asks to read your accounts and manage them on your behalf.</p>
+${scope === null ? "" : `<p>Permissions asked: <b>${escapeHtml(scope)}</b></p>`}
 ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
 <form method="post">
 <p><label>Sign in as <select name="persona">${options}</select></label></p>
@@ -255,7 +278,8 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       scopes: persona === "no_manage_ads_permission"
         ? [...sandbox.instance.readScopes]
         : [...sandbox.instance.readScopes, sandbox.instance.writeScope],
-      revoked: false
+      revoked: false,
+      clientId
     }
     sandbox.grants.set(grant.id, grant)
     const code = secretToken("code")
@@ -285,7 +309,9 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
   }
 
   const token = (sandbox: ProviderSandbox, body: Record<string, unknown>) => {
-    if (body["client_id"] !== sandbox.clientId || body["client_secret"] !== sandbox.clientSecret) {
+    const clientId = body["client_id"]
+    const secret = body["client_secret"]
+    if (typeof clientId !== "string" || !knownClient(sandbox, clientId) || secret !== secretOf(sandbox, clientId)) {
       return oauthError(401, "invalid_client", "unknown client_id or wrong client_secret")
     }
     if (body["grant_type"] === "authorization_code") {
@@ -293,15 +319,19 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       if (code === undefined || code.used || code.expiresAtMs < Date.now() || code.redirectUri !== body["redirect_uri"]) {
         return oauthError(400, "invalid_grant", "the code is unknown, used, expired or for another redirect_uri")
       }
-      code.used = true
       const grant = sandbox.grants.get(code.grantId)
+      // A code works for the app it was issued to only (it stays usable for that app).
+      if (grant !== undefined && grant.clientId !== clientId) return oauthError(400, "invalid_grant", "the code was issued to another app")
+      code.used = true
       if (grant === undefined || grant.revoked) return oauthError(400, "invalid_grant", "the grant was revoked")
       return issueTokens(sandbox, grant, secretToken("ref"))
     }
     if (body["grant_type"] === "refresh_token") {
       const refreshToken = typeof body["refresh_token"] === "string" ? body["refresh_token"] : ""
       const grant = sandbox.grants.get(sandbox.refreshTokens.get(refreshToken) ?? "")
-      if (grant === undefined || grant.revoked) return oauthError(400, "invalid_grant", "the refresh token is unknown or revoked")
+      if (grant === undefined || grant.revoked || grant.clientId !== clientId) {
+        return oauthError(400, "invalid_grant", "the refresh token is unknown, revoked or another app's")
+      }
       return issueTokens(sandbox, grant, refreshToken)
     }
     return oauthError(400, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")

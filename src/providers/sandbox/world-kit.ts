@@ -145,3 +145,31 @@ export interface Arrived {
   readonly reply: Readonly<Record<string, unknown>>
   readonly pushes: ReadonlyArray<WorldPush>
 }
+
+/**
+ * One page of an account's objects dated at or after the `since` filter (`updated_since`,
+ * `created_since`), oldest first by (date, id): the list-since read the crm, commerce and cardgw
+ * worlds share. A malformed filter or cursor is the refusal.
+ */
+export const listSince = <A extends { readonly id: string }>(
+  items: Iterable<A>,
+  options: {
+    /** Whether the object is the calling account's. */
+    readonly owned: (item: A) => boolean
+    /** The filter's name and value as the caller gave it. */
+    readonly filter: string
+    readonly since: string | undefined
+    /** The date the filter and the order read (`updated_at`, `created_at`). */
+    readonly at: (item: A) => string
+  },
+  request: { readonly limit?: number | undefined; readonly after?: string | undefined }
+): Page<A> | WorldRefusal => {
+  const since = sinceFilter(options.filter, options.since)
+  if (since instanceof WorldRefusal) return since
+  const matching = [...items].filter((item) => options.owned(item) && (since === null || Date.parse(options.at(item)) >= since))
+  return keysetPage(matching, (item) => `${options.at(item)}|${item.id}`, request)
+}
+
+/** The object when it is the calling account's, else 404 naming its `kind` (another account's object is not found either). */
+export const ownedOne = <A>(found: A | undefined, owned: (item: A) => boolean, kind: string, id: string): A | WorldRefusal =>
+  found !== undefined && owned(found) ? found : new WorldRefusal(404, "not_found", `no ${kind} ${id}`)

@@ -8,13 +8,13 @@ import { Result, Schema } from "effect"
 import {
   type Arrived,
   isoAt,
-  keysetPage,
+  listSince,
+  ownedOne,
   type Page,
   SEED_EPOCH_MS,
   seededPerson,
   seededRandom,
   seedOf,
-  sinceFilter,
   type WorldPush,
   worldPush,
   WorldRefusal
@@ -147,17 +147,16 @@ export class CardgwWorld {
     accountId: string,
     query: { readonly limit?: number; readonly after?: string; readonly created_since?: string }
   ): Page<Payment> | WorldRefusal {
-    const since = sinceFilter("created_since", query.created_since)
-    if (since instanceof WorldRefusal) return since
-    const payments = [...this.payments.values()].filter((payment) =>
-      payment.account_id === accountId && (since === null || Date.parse(payment.created_at) >= since)
-    )
-    return keysetPage(payments, (payment) => `${payment.created_at}|${payment.id}`, query)
+    return listSince(this.payments.values(), {
+      owned: (payment) => payment.account_id === accountId,
+      filter: "created_since",
+      since: query.created_since,
+      at: (payment) => payment.created_at
+    }, query)
   }
 
   getPayment(accountId: string, id: string): Payment | WorldRefusal {
-    const payment = this.payments.get(id)
-    return payment && payment.account_id === accountId ? payment : new WorldRefusal(404, "not_found", `no payment ${id}`)
+    return ownedOne(this.payments.get(id), (payment) => payment.account_id === accountId, "payment", id)
   }
 
   // --- test controls ----------------------------------------------------------------------

@@ -13,12 +13,13 @@ import {
   type Arrived,
   isoAt,
   keysetPage,
+  listSince,
+  ownedOne,
   type Page,
   SEED_EPOCH_MS,
   seededPerson,
   seededRandom,
   seedOf,
-  sinceFilter,
   type WorldPush,
   worldPush,
   WorldRefusal
@@ -72,7 +73,7 @@ export interface Order {
   /** The latest milestone. */
   readonly status: OrderMilestone
   readonly milestones: ReadonlyArray<{ readonly status: OrderMilestone; readonly at: string }>
-  readonly financial_status: "pending" | "paid" | "refunded" | "voided"
+  readonly financial_status: "pending" | "paid" | "partially_refunded" | "refunded" | "voided"
   readonly fulfillment_status: "fulfilled" | "delivered" | null
   readonly currency: string
   readonly total_price: string
@@ -83,10 +84,18 @@ export interface Order {
   readonly customer_id: string | null
   readonly cart_token: string | null
   readonly checkout_token: string | null
+  /** The refunds made, oldest first: parts of the order, then (on `refunded`) the rest. */
+  readonly refunds: ReadonlyArray<OrderRefund>
   /** The checkout's note attributes (a storefront pixel may leave an anonymous id or UTM values). */
   readonly attributes: Readonly<Record<string, string>>
   readonly created_at: string
   readonly updated_at: string
+}
+
+export interface OrderRefund {
+  readonly id: string
+  readonly amount: string
+  readonly at: string
 }
 
 export const SEEDED_SHOP = "sandbox-shop"
@@ -111,6 +120,7 @@ const money = (minor: number) => `${Math.floor(minor / 100)}.${String(minor % 10
 const minorOf = (price: string) => Math.round(Number(price) * 100)
 
 const OrderMove = Schema.Struct({ id: Schema.String, status: Schema.Literals(ORDER_MILESTONES) })
+const RefundSet = Schema.Struct({ id: Schema.String, refund: Schema.String.check(Schema.isPattern(/^\d{1,9}(\.\d{1,2})?$/)) })
 const StockSet = Schema.Struct({ id: Schema.String, stock: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)) })
 const OrderArrival = Schema.Struct({
   kind: Schema.Literal("order"),
@@ -248,8 +258,8 @@ export class CommerceWorld {
 
   /** Live stock of one product, per variant. */
   productStock(shopId: string, productId: string) {
-    const product = this.products.get(productId)
-    if (!product || product.shop_id !== shopId) return new WorldRefusal(404, "not_found", `no product ${productId}`)
+    const product = ownedOne(this.products.get(productId), (p) => p.shop_id === shopId, "product", productId)
+    if (product instanceof WorldRefusal) return product
     return {
       product_id: product.id,
       variants: product.variants.map((variant) => ({ id: variant.id, sku: variant.sku, stock: variant.stock }))
@@ -261,23 +271,24 @@ export class CommerceWorld {
     shopId: string,
     query: { readonly limit?: number; readonly after?: string; readonly updated_since?: string }
   ): Page<Order> | WorldRefusal {
-    const since = sinceFilter("updated_since", query.updated_since)
-    if (since instanceof WorldRefusal) return since
-    const orders = [...this.orders.values()].filter((order) =>
-      order.shop_id === shopId && (since === null || Date.parse(order.updated_at) >= since)
-    )
-    return keysetPage(orders, (order) => `${order.updated_at}|${order.id}`, query)
+    return listSince(this.orders.values(), {
+      owned: (order) => order.shop_id === shopId,
+      filter: "updated_since",
+      since: query.updated_since,
+      at: (order) => order.updated_at
+    }, query)
   }
 
   getOrder(shopId: string, id: string): Order | WorldRefusal {
-    const order = this.orders.get(id)
-    return order && order.shop_id === shopId ? order : new WorldRefusal(404, "not_found", `no order ${id}`)
+    return ownedOne(this.orders.get(id), (order) => order.shop_id === shopId, "order", id)
   }
 
   // --- test controls ----------------------------------------------------------------------
 
   /**
    * `{objects: [{id: <order id>, status}]}` moves orders (pushes `orders/updated`);
+   * `{objects: [{id: <order id>, refund: "12.50"}]}` refunds part of a paid order (pushes
+   * `orders/updated`; the part that leaves nothing makes it `refunded`);
    * `{objects: [{id: <variant id>, stock}]}` sets a variant's stock (no push).
    */
   patchObjects(objects: ReadonlyArray<unknown>): Array<WorldPush> | WorldRefusal {
@@ -294,6 +305,22 @@ export class CommerceWorld {
         changes.push(() => this.moveOrder(order.id, status))
         continue
       }
+      const refund = Schema.decodeUnknownResult(RefundSet)(object)
+      if (Result.isSuccess(refund)) {
+        const order = this.orders.get(refund.success.id)
+        if (!order) return new WorldRefusal(404, "not_found", `no order ${refund.success.id}`)
+        const minor = minorOf(refund.success.refund)
+        const left = refundableMinor(order)
+        if (!order.milestones.some((m) => m.status === "paid") || order.status === "refunded" || order.status === "cancelled") {
+          return new WorldRefusal(409, "conflict", `order ${order.id} is not paid and unrefunded (${order.status})`)
+        }
+        if (minor <= 0 || minor > left) {
+          return new WorldRefusal(400, "invalid_parameter", `refund must be more than 0 and at most ${money(left)}`)
+        }
+        // The last part refunds the order: the `refunded` milestone, as a whole refund is.
+        changes.push(() => minor === left ? this.moveOrder(order.id, "refunded") : this.refundPart(order.id, minor))
+        continue
+      }
       const stock = Schema.decodeUnknownResult(StockSet)(object)
       if (Result.isSuccess(stock)) {
         const product = [...this.products.values()].find((candidate) =>
@@ -306,7 +333,11 @@ export class CommerceWorld {
         })
         continue
       }
-      return new WorldRefusal(400, "invalid_parameter", "objects[] must be {id: <order id>, status} or {id: <variant id>, stock}")
+      return new WorldRefusal(
+        400,
+        "invalid_parameter",
+        "objects[] must be {id: <order id>, status}, {id: <order id>, refund: \"<amount>\"} or {id: <variant id>, stock}"
+      )
     }
     // Checked first, applied after: a bad object changes nothing.
     return changes.flatMap((change) => change())
@@ -383,10 +414,14 @@ export class CommerceWorld {
     this.nextNumber.set(shop.id, number + 1)
     const totalMinor = input.lines.reduce((sum, line) => sum + minorOf(line.price) * line.quantity, 0)
     const first = input.milestones[0]!
+    const id = `order_${shop.id}_${number}${input.arrived ? `_${input.token.slice(0, 6)}` : ""}`
+    const refunded = input.milestones.find((m) => m.status === "refunded")
+    const refunds = refunded === undefined ? [] : [{ id: `refund_${id}_1`, amount: money(totalMinor), at: refunded.at }]
     const order: Order = {
-      ...statusFields(input.milestones),
+      ...statusFields(input.milestones, refunds),
       // Arrivals carry a random suffix: a restarted sandbox never reuses an order id the service has seen.
-      id: `order_${shop.id}_${number}${input.arrived ? `_${input.token.slice(0, 6)}` : ""}`,
+      id,
+      refunds,
       shop_id: shop.id,
       name: `#${number}`,
       number,
@@ -417,10 +452,21 @@ export class CommerceWorld {
       ? happy.slice(happy.indexOf(order.status) + 1, happy.indexOf(status) + 1)
       : [status]
     const milestones = [...order.milestones, ...steps.map((step) => ({ status: step, at }))]
-    const moved: Order = { ...order, ...statusFields(milestones), milestones, updated_at: at }
+    // Refunding the order refunds what is left of it.
+    const refunds = status === "refunded" ? withRefund(order, refundableMinor(order), at) : order.refunds
+    const moved: Order = { ...order, ...statusFields(milestones, refunds), milestones, refunds, updated_at: at }
     this.orders.set(id, moved)
     const shop = this.shops.get(order.shop_id)!
     return [this.push(shop, "orders/updated", moved)]
+  }
+
+  private refundPart(id: string, minor: number): Array<WorldPush> {
+    const order = this.orders.get(id)!
+    const at = isoAt(Math.max(this.now(), Date.parse(order.updated_at) + 1))
+    const refunds = withRefund(order, minor, at)
+    const refunded: Order = { ...order, ...statusFields(order.milestones, refunds), refunds, updated_at: at }
+    this.orders.set(id, refunded)
+    return [this.push(this.shops.get(order.shop_id)!, "orders/updated", refunded)]
   }
 
   private setStock(variantId: string, change: (stock: number) => number) {
@@ -442,14 +488,23 @@ export class CommerceWorld {
 
 }
 
-/** The order's status fields as its milestones make them. */
-const statusFields = (milestones: ReadonlyArray<{ readonly status: OrderMilestone }>) => {
+/** What of the order is not refunded yet, in minor units. */
+const refundableMinor = (order: Order) =>
+  minorOf(order.total_price) - order.refunds.reduce((sum, refund) => sum + minorOf(refund.amount), 0)
+
+const withRefund = (order: Order, minor: number, at: string): ReadonlyArray<OrderRefund> =>
+  minor <= 0 ? order.refunds : [...order.refunds, { id: `refund_${order.id}_${order.refunds.length + 1}`, amount: money(minor), at }]
+
+/** The order's status fields as its milestones and refunds make them. */
+const statusFields = (milestones: ReadonlyArray<{ readonly status: OrderMilestone }>, refunds: ReadonlyArray<OrderRefund>) => {
   const reached = new Set(milestones.map((milestone) => milestone.status))
   const status = milestones[milestones.length - 1]!.status
   return {
     status,
     financial_status: reached.has("refunded")
       ? ("refunded" as const)
+      : refunds.length > 0
+      ? ("partially_refunded" as const)
       : reached.has("paid")
       ? ("paid" as const)
       : reached.has("cancelled")

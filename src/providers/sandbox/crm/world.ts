@@ -10,12 +10,13 @@ import {
   type Arrived,
   isoAt,
   keysetPage,
+  listSince,
+  ownedOne,
   type Page,
   SEED_EPOCH_MS,
   seededPerson,
   seededRandom,
   seedOf,
-  sinceFilter,
   type WorldPush,
   worldPush,
   WorldRefusal
@@ -188,17 +189,16 @@ export class CrmWorld {
     accountId: string,
     query: { readonly limit?: number; readonly after?: string; readonly updated_since?: string }
   ): Page<CrmDeal> | WorldRefusal {
-    const since = sinceFilter("updated_since", query.updated_since)
-    if (since instanceof WorldRefusal) return since
-    const deals = [...this.deals.values()].filter((deal) =>
-      deal.account_id === accountId && (since === null || Date.parse(deal.updated_at) >= since)
-    )
-    return keysetPage(deals, (deal) => `${deal.updated_at}|${deal.id}`, query)
+    return listSince(this.deals.values(), {
+      owned: (deal) => deal.account_id === accountId,
+      filter: "updated_since",
+      since: query.updated_since,
+      at: (deal) => deal.updated_at
+    }, query)
   }
 
   getDeal(accountId: string, id: string): CrmDeal | WorldRefusal {
-    const deal = this.deals.get(id)
-    return deal && deal.account_id === accountId ? deal : new WorldRefusal(404, "not_found", `no deal ${id}`)
+    return ownedOne(this.deals.get(id), (deal) => deal.account_id === accountId, "deal", id)
   }
 
   /** The API's write: moves a deal to another stage of its pipeline (pushes `deal.stage_changed`). */
