@@ -5,6 +5,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
+import { AdActionsApi } from "../ads/actions/api.ts"
 import { AnalyticsApi } from "../analytics/overview/api.ts"
 import { CampaignsApi } from "../analytics/campaigns/api.ts"
 import { InsightsApi } from "../analytics/insights/api.ts"
@@ -77,6 +78,8 @@ export const Api = HttpApi.make("svc")
   .add(AnalyticsApi)
   .add(CampaignsApi)
   .add(InsightsApi)
+  // Ad actions (issue 19).
+  .add(AdActionsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

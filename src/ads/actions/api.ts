@@ -1,0 +1,129 @@
+/**
+ * Ad actions over HTTP (routes.tsv "Ad actions"; api-endpoints.md rules 1-4): writes need
+ * `campaigns:apply`, an `Idempotency-Key` (required) and, on an app-provisioned profile, the
+ * attribution add-on; the campaign status read needs `campaigns:read`.
+ */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { ActionEntry, ActionIdParams, BudgetAnswer, BudgetChange, CampaignStatus, PlatformIdParams } from "../../../schema/ad-actions.ts"
+import {
+  AdplatformConnectionRequired,
+  AdplatformUnavailable,
+  AdplatformWritePermissionMissing,
+  AdsetNotEditable,
+  BudgetChangeOutOfBounds,
+  CampaignNotEditable,
+  CampaignNotPausable,
+  CampaignNotResumable,
+  EntitlementRequired,
+  IdempotencyKeyConflict,
+  IdempotencyKeyInFlight,
+  InvalidState,
+  profileErrors,
+  RateLimitExceeded,
+  ServiceUnavailable,
+  ValidationError,
+  wireUnprocessable
+} from "../../../schema/errors.ts"
+import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
+
+const apply = policy({
+  scopes: ["campaigns:apply"],
+  auth: PROFILE_PRINCIPALS,
+  idempotency: "required",
+  grain: "profile",
+  entitlement: "svc_attribution"
+})
+const read = policy({ scopes: ["campaigns:read"], auth: PROFILE_PRINCIPALS, idempotency: "none", grain: "profile" })
+
+const platformErrors = [
+  ...profileErrors,
+  AdplatformConnectionRequired.wire,
+  AdplatformWritePermissionMissing.wire,
+  AdplatformUnavailable.wire,
+  RateLimitExceeded.wire,
+  ServiceUnavailable.wire
+] as const
+const writeErrors = [
+  ...platformErrors,
+  EntitlementRequired.wire,
+  IdempotencyKeyConflict.wire,
+  IdempotencyKeyInFlight.wire,
+  ValidationError.wire,
+  InvalidState.wire
+] as const
+/**
+ * Every write answers the same catalogue: the entity that runs them is shared (one error
+ * schema), and a rollback can end in any refusal of the write it undoes.
+ */
+const actionErrors = [
+  ...writeErrors,
+  BudgetChangeOutOfBounds.wire,
+  wireUnprocessable,
+  AdsetNotEditable.wire,
+  CampaignNotEditable.wire,
+  CampaignNotPausable.wire,
+  CampaignNotResumable.wire
+] as const
+
+export const AdActionsApi = HttpApiGroup.make("adActions")
+  .add(
+    HttpApiEndpoint.post("pauseAd", "/ads/:id/pause", { params: PlatformIdParams, success: ActionEntry, error: actionErrors })
+      .annotate(OpenApi.Summary, "Pause an ad (its ad platform id); already paused answers outcome no_change with no write")
+      .annotateMerge(apply),
+    HttpApiEndpoint.post("resumeAd", "/ads/:id/resume", { params: PlatformIdParams, success: ActionEntry, error: actionErrors })
+      .annotate(OpenApi.Summary, "Resume an ad; already active answers outcome no_change; archived or deleted is 409 invalid_state")
+      .annotateMerge(apply),
+    HttpApiEndpoint.post("adSetBudget", "/adsets/:id/budget", {
+      params: PlatformIdParams,
+      payload: BudgetChange,
+      success: BudgetAnswer,
+      error: actionErrors
+    })
+      .annotate(OpenApi.Summary, "Change an ad set's daily or lifetime budget: +/-50 % of the live budget, floor 100, a person on record")
+      .annotateMerge(apply),
+    HttpApiEndpoint.get("campaignStatus", "/campaigns/:id/status", { params: PlatformIdParams, success: CampaignStatus, error: [...platformErrors, ...actionErrors] })
+      .annotate(
+        OpenApi.Summary,
+        "Live status, ads a pause would stop, budget, recent daily spend, each action's availability, and a confirm_token"
+      )
+      .annotate(
+        OpenApi.Description,
+        "Derive the Idempotency-Key of the follow-up write from `confirm_token` (for instance `<confirm_token>:pause`): it " +
+          "changes when the campaign's live state changes, so a confirmation given on a stale view is a new request."
+      )
+      .annotateMerge(read),
+    HttpApiEndpoint.post("pauseCampaign", "/campaigns/:id/pause", {
+      params: PlatformIdParams,
+      success: ActionEntry,
+      error: actionErrors
+    })
+      .annotate(OpenApi.Summary, "Pause a campaign in one write; answers affected_ads_count, action_id and the undo call")
+      .annotateMerge(apply),
+    HttpApiEndpoint.post("resumeCampaign", "/campaigns/:id/resume", {
+      params: PlatformIdParams,
+      success: ActionEntry,
+      error: actionErrors
+    })
+      .annotate(OpenApi.Summary, "Resume a campaign (no_change when active); after a service pause it is that pause's undo (rollback_of)")
+      .annotateMerge(apply),
+    HttpApiEndpoint.post("campaignBudget", "/campaigns/:id/budget", {
+      params: PlatformIdParams,
+      payload: BudgetChange,
+      success: BudgetAnswer,
+      error: actionErrors
+    })
+      .annotate(OpenApi.Summary, "Change a campaign's own (campaign-level) daily or lifetime budget: +/-50 %, floor 100, a person on record")
+      .annotateMerge(apply),
+    HttpApiEndpoint.post("rollbackAction", "/conversion-sync/actions/:action_id/rollback", {
+      params: ActionIdParams,
+      success: ActionEntry,
+      error: actionErrors
+    })
+      .annotate(
+        OpenApi.Summary,
+        "Restore an ad action's pre-state while the object still carries what it wrote; else outcome not_reversible (state_drifted), nothing written"
+      )
+      .annotateMerge(apply)
+  )
+  .prefix("/api/v1")
+  .annotate(OpenApi.Description, "Ad actions: pause, resume, budgets, rollback")
