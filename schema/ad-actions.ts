@@ -5,8 +5,16 @@
  */
 import { Schema } from "effect"
 
-export const PlatformIdParams = { id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)) }
-export const ActionIdParams = { action_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)) }
+export const PlatformIdParams = {
+  id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)).annotate({
+    description: "The ad platform's own id of the ad, ad set or campaign (as `platform_id` shows it)"
+  })
+}
+export const ActionIdParams = {
+  action_id: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)).annotate({
+    description: "The `action_id` of an ad-action ledger entry, as the write answered it"
+  })
+}
 
 export const AppliedByBasis = Schema.Literals(["applied_by", "person", "app_shadow_owner"])
 export type AppliedByBasis = typeof AppliedByBasis.Type
