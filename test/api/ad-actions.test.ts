@@ -270,6 +270,28 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(ownerSession.json.previous_budget_minor, live + 500)
       }))
 
+    it.effect("a key minted by the provisioning app records the workspace's active owner (app_shadow_owner) when applied_by is absent", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const app = yield* registerApp("Ad actions provisioning app")
+        const { id, key } = yield* seedApiKey(f, { scopes: SCOPES, rateLimitPerMinute: 10_000 })
+        yield* sql`UPDATE api_keys SET oauth_app_id = ${app.id} WHERE id = ${id}`
+        const noOwner = yield* send(key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 2_100 })
+        assert.strictEqual(noOwner.status, 422, noOwner.text)
+        assert.strictEqual(noOwner.json.error.code, "validation_error")
+        const owner = yield* seedMemberSession(f, "owner")
+        const live = (yield* objectOf(set)).daily_budget_minor as number
+        const changed = yield* send(key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 100 })
+        assert.strictEqual(changed.status, 200, changed.text)
+        assert.strictEqual(changed.json.applied_by_basis, "app_shadow_owner")
+        assert.strictEqual(changed.json.applied_by, owner.userId)
+        const [row] = yield* ledger(f.profileId, set)
+        assert.strictEqual(row.applied_by, owner.userId)
+        assert.strictEqual(row.applied_by_basis, "app_shadow_owner")
+      }))
+
     it.effect("outside +/-50 % or below the floor: 422 budget_change_out_of_bounds and nothing reaches the platform; the platform's own minimum is 422 validation_error", () =>
       Effect.gen(function*() {
         const f = yield* fixture()

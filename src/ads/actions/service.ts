@@ -135,14 +135,18 @@ export class AdActions extends Context.Service<AdActions, {
             reconnect_required: true
           }))
 
-      /** Connection, ownership and the write grant, in the spec's order (404, 409, 403), nothing written. */
-      const resolve = Effect.fn("AdActions.resolve")(function*(profile: ProfileContext, level: Level, id: string, write: boolean) {
-        const { connection, synced } = yield* pickConnection(profile, level, id)
+      /** Ownership and the write grant on the picked connection, in the spec's order (404 before 403), nothing written. */
+      const resolve = Effect.fn("AdActions.resolve")(function*(
+        picked: { readonly connection: AdConnection; readonly synced: boolean },
+        level: Level,
+        id: string
+      ) {
+        const { connection, synced } = picked
         // An object missing from the synced copy is looked up live first: a foreign id is 404 before any 403.
-        if (write && synced) yield* writable(connection)
+        if (synced) yield* writable(connection)
         const session = yield* Effect.mapError(sessions.session(connection.id), (e) => e._tag === "DatabaseUnavailable" ? e : fromProvider(e))
         const entity = yield* entityOf(session, level, id)
-        if (write && !synced) yield* writable(connection)
+        if (!synced) yield* writable(connection)
         return { connection, session, entity } satisfies Resolved
       })
 
@@ -187,12 +191,11 @@ export class AdActions extends Context.Service<AdActions, {
         level: Level,
         id: string,
         op: ActionCommand["op"],
-        extra: { readonly budget: ActionCommand["budget"]; readonly person: PersonOnRecord | null; readonly resolveLevel?: Level; readonly actionId?: string }
+        extra: { readonly budget: ActionCommand["budget"]; readonly person: PersonOnRecord | null; readonly actionId?: string }
       ) {
-        const resolveLevel = extra.resolveLevel ?? level
-        const { connection } = yield* pickConnection(profile, resolveLevel, id)
-        return yield* audited(actor, profile, { action: op, level, id, connectionId: connection.id }, Effect.gen(function*() {
-          const resolved = yield* resolve(profile, resolveLevel, id, true)
+        const picked = yield* pickConnection(profile, level, id)
+        return yield* audited(actor, profile, { action: op, level, id, connectionId: picked.connection.id }, Effect.gen(function*() {
+          const resolved = yield* resolve(picked, level, id)
           return yield* call(resolved.entity, {
             profileId: profile.profileId,
             connectionId: resolved.connection.id,
