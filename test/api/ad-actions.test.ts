@@ -14,6 +14,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, TestServer } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
@@ -342,6 +343,34 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const audited = yield* audits(f.profileId, set)
         assert.strictEqual(audited.length, 1)
         assert.strictEqual(audited[0].details.refused, "AdsetNotEditable")
+      }))
+  })
+
+  describe("the synced copy", () => {
+    it.effect("an ad set archived in the synced copy is 409 adset_not_editable when the platform cannot be read live, audited, nothing written", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const { userId } = yield* seedMemberSession(f, "owner")
+        yield* patchObjects([{ id: set, status: "archived" }])
+        const queued = yield* send(f.key, "POST", "/api/v1/connections/sync", { connection_id: f.connectionId })
+        assert.strictEqual(queued.status, 202, queued.text)
+        const jobId: string = queued.json.data[0].job_id
+        const job = yield* eventually(
+          Effect.map(send(f.key, "GET", `/api/v1/connections/sync/${jobId}`, undefined, null), (r) => r.json.data),
+          (j) => ["done", "failed", "cancelled"].includes(j.status),
+          { what: `sync job ${jobId}`, within: "60 seconds", every: "200 millis" }
+        )
+        assert.strictEqual(job.status, "done", JSON.stringify(job))
+        const before = yield* writeCount
+        yield* setFaults({ fail_next: 100 })
+        const refused = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 2_100, applied_by: userId })
+        yield* clearFaults
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "adset_not_editable")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* ledger(f.profileId, set)).length, 0)
+        assert.strictEqual((yield* audits(f.profileId, set)).length, 1)
       }))
   })
 

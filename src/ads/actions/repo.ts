@@ -66,7 +66,12 @@ export const AdConnection = Schema.Struct({
 })
 export type AdConnection = typeof AdConnection.Type
 
-const SyncedObject = Schema.Struct({ status: Schema.String, connection_id: Schema.NullOr(Schema.String) })
+/** `ad_set_id`: the ad set's platform id (the object's own for an ad set; an ad's ad set; null for a campaign). */
+const SyncedObject = Schema.Struct({
+  status: Schema.String,
+  connection_id: Schema.NullOr(Schema.String),
+  ad_set_id: Schema.NullOr(Schema.String)
+})
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -159,13 +164,17 @@ export class AdActionsRepo extends Context.Service<AdActionsRepo, {
         Result: SyncedObject,
         execute: ({ level, platformId, profileId }) =>
           level === "campaign"
-            ? sql`SELECT status, connection_id FROM ad_campaigns WHERE profile_id = ${profileId} AND platform_id = ${platformId}`
+            ? sql`SELECT status, connection_id, NULL::text AS ad_set_id FROM ad_campaigns
+                  WHERE profile_id = ${profileId} AND platform_id = ${platformId}`
             : level === "ad_set"
             // An ad set is not editable when its campaign is archived or deleted either.
-            ? sql`SELECT CASE WHEN c.status IN ('archived', 'deleted') THEN c.status ELSE s.status END AS status, s.connection_id
+            ? sql`SELECT CASE WHEN c.status IN ('archived', 'deleted') THEN c.status ELSE s.status END AS status, s.connection_id,
+                         s.platform_id AS ad_set_id
                   FROM ad_sets s JOIN ad_campaigns c ON c.id = s.campaign_id
                   WHERE s.profile_id = ${profileId} AND s.platform_id = ${platformId}`
-            : sql`SELECT status, connection_id FROM ads WHERE profile_id = ${profileId} AND platform_id = ${platformId}`
+            : sql`SELECT a.status, a.connection_id, s.platform_id AS ad_set_id
+                  FROM ads a JOIN ad_sets s ON s.id = a.ad_set_id
+                  WHERE a.profile_id = ${profileId} AND a.platform_id = ${platformId}`
       })
       const synced = (profileId: string, level: Level, platformId: string) => syncedRow({ profileId, level, platformId })
 

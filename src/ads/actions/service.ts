@@ -44,7 +44,6 @@ type Failure = ActionError | ServiceUnavailable | DatabaseUnavailable
 
 interface Resolved {
   readonly connection: AdConnection
-  readonly session: ProviderSession
   /** The entity instance that serialises writes to the object: the ad set for ads and ad sets, the campaign for campaigns. */
   readonly entity: { readonly kind: "ad_set" | "campaign"; readonly id: string }
 }
@@ -105,8 +104,10 @@ export class AdActions extends Context.Service<AdActions, {
         const usable = all.filter((c) => c.status !== "reconnect_required" && c.external_account_id !== null)
         const synced = yield* repo.synced(profile.profileId, level, id)
         const named = Option.flatMap(synced, (row) => Option.fromNullishOr(usable.find((c) => c.id === row.connection_id)))
-        if (Option.isSome(named)) return { connection: named.value, synced: true }
-        if (usable.length === 1 && usable[0] !== undefined) return { connection: usable[0], synced: Option.isSome(synced) }
+        const entity = Option.map(synced, (row) =>
+          level === "campaign" ? { kind: "campaign" as const, id } : { kind: "ad_set" as const, id: row.ad_set_id ?? id })
+        if (Option.isSome(named)) return { connection: named.value, synced: entity }
+        if (usable.length === 1 && usable[0] !== undefined) return { connection: usable[0], synced: entity }
         if (usable.length === 0 && Option.isNone(synced) && all.length === 0) return yield* notFound(level)
         return yield* new AdplatformConnectionRequired({
           message: usable.length === 0
@@ -137,17 +138,21 @@ export class AdActions extends Context.Service<AdActions, {
 
       /** Ownership and the write grant on the picked connection, in the spec's order (404 before 403), nothing written. */
       const resolve = Effect.fn("AdActions.resolve")(function*(
-        picked: { readonly connection: AdConnection; readonly synced: boolean },
+        picked: { readonly connection: AdConnection; readonly synced: Option.Option<Resolved["entity"]> },
         level: Level,
         id: string
       ) {
         const { connection, synced } = picked
-        // An object missing from the synced copy is looked up live first: a foreign id is 404 before any 403.
-        if (synced) yield* writable(connection)
+        // In the synced copy: the profile's, and its entity known without touching the platform.
+        if (Option.isSome(synced)) {
+          yield* writable(connection)
+          return { connection, entity: synced.value } satisfies Resolved
+        }
+        // Otherwise looked up live first: a foreign id is 404 before any 403.
         const session = yield* Effect.mapError(sessions.session(connection.id), (e) => e._tag === "DatabaseUnavailable" ? e : fromProvider(e))
         const entity = yield* entityOf(session, level, id)
-        if (!synced) yield* writable(connection)
-        return { connection, session, entity } satisfies Resolved
+        yield* writable(connection)
+        return { connection, entity } satisfies Resolved
       })
 
       const call = (entity: Resolved["entity"], command: ActionCommand): Effect.Effect<ActionOutcome, Failure> =>
