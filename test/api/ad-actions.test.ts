@@ -415,6 +415,19 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(refused.json.error.code, "adplatform_connection_required")
       }))
 
+    it.effect("several usable connections and none named by the synced copy is 409 adplatform_connection_required, nothing written", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const second = yield* connectFresh(f)
+        assert.notStrictEqual(second.connectionId, f.connectionId)
+        const before = yield* writeCount
+        const refused = yield* send(f.key, "POST", `/api/v1/ads/ad_${second.n}_2_1_1/pause`)
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "adplatform_connection_required")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* objectOf(`ad_${second.n}_2_1_1`)).status, "active")
+      }))
+
     it.effect("on an app-provisioned profile with the add-on off, writes are 409 entitlement_required", () =>
       Effect.gen(function*() {
         const app = yield* registerApp("Ad actions app")
