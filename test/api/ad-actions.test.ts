@@ -248,6 +248,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         })
         assert.strictEqual(both.status, 400, both.text)
         assert.strictEqual(yield* writeCount, before)
+        // A refused person on a resolved connection is an audited attempt; a malformed body is not an attempt.
+        assert.deepStrictEqual((yield* audits(f.profileId, set)).map((a) => a.details.refused), ["ValidationError", "ValidationError"])
 
         const changed = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 500, applied_by: owner.userId })
         assert.strictEqual(changed.status, 200, changed.text)

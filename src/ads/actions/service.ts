@@ -189,19 +189,28 @@ export class AdActions extends Context.Service<AdActions, {
           return yield* exit
         })
 
-      /** Resolution, then the audited entity call. */
+      /**
+       * Resolution, then the audited entity call. The person on record is settled inside the
+       * audited part, after the 404/403 refusals: a refused person on a resolved connection is an
+       * audited attempt too.
+       */
       const act = Effect.fn("AdActions.act")(function*(
         actor: PrincipalShape,
         profile: ProfileContext,
         level: Level,
         id: string,
         op: ActionCommand["op"],
-        extra: { readonly budget: ActionCommand["budget"]; readonly person: PersonOnRecord | null; readonly actionId?: string }
+        extra: {
+          readonly budget: ActionCommand["budget"]
+          readonly person: Effect.Effect<PersonOnRecord | null, Failure>
+          readonly actionId?: string
+        }
       ) {
         const picked = yield* pickConnection(profile, level, id)
         return yield* audited(actor, profile, { action: op, level, id, connectionId: picked.connection.id }, Effect.gen(function*() {
           const resolved = yield* resolve(picked, level, id)
-          return yield* call(resolved.entity, {
+          const person = yield* extra.person
+          const outcome = yield* call(resolved.entity, {
             profileId: profile.profileId,
             connectionId: resolved.connection.id,
             level,
@@ -209,10 +218,11 @@ export class AdActions extends Context.Service<AdActions, {
             op,
             budget: extra.budget,
             actionId: extra.actionId ?? null,
-            appliedBy: extra.person?.appliedBy ?? null,
-            basis: extra.person?.basis ?? null
+            appliedBy: person?.appliedBy ?? null,
+            basis: person?.basis ?? null
           })
-        }).pipe(Effect.map((outcome) => ({ ...outcome, action_id: outcome.entry.action_id, outcome: outcome.entry.outcome }))))
+          return { ...outcome, person, action_id: outcome.entry.action_id, outcome: outcome.entry.outcome }
+        }))
       })
 
       /** Decision 0069: who a budget change is recorded against. */
@@ -253,25 +263,31 @@ export class AdActions extends Context.Service<AdActions, {
         return Effect.succeed(daily !== undefined ? { field: "daily" as const, minor: daily } : { field: "lifetime" as const, minor: lifetime ?? 0 })
       }
 
-      const changeBudget = Effect.fn("AdActions.changeBudget")(function*(
+      const budgetAct = Effect.fn("AdActions.budgetAct")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        target: { readonly level: "ad_set" | "campaign"; readonly id: string; readonly field: "daily" | "lifetime"; readonly minor: number },
+        person: Effect.Effect<PersonOnRecord, Failure>
+      ) {
+        const done = yield* act(actor, profile, target.level, target.id, "budget", {
+          budget: { field: target.field, minor: target.minor },
+          person
+        })
+        const budget = done.budget ?? { budget_type: target.field, previous_budget_minor: target.minor, budget_minor: target.minor }
+        return { ...done.entry, ...budget, applied_by: done.person?.appliedBy ?? "" } satisfies BudgetAnswer
+      })
+
+      const changeBudget = (
         actor: PrincipalShape,
         profile: ProfileContext,
         target: { readonly level: "ad_set" | "campaign"; readonly id: string; readonly field: "daily" | "lifetime"; readonly minor: number },
         person: PersonOnRecord
-      ) {
-        const outcome = yield* act(actor, profile, target.level, target.id, "budget", {
-          budget: { field: target.field, minor: target.minor },
-          person
-        })
-        const budget = outcome.budget ?? { budget_type: target.field, previous_budget_minor: target.minor, budget_minor: target.minor }
-        return { ...outcome.entry, ...budget, applied_by: person.appliedBy } satisfies BudgetAnswer
-      })
+      ) => budgetAct(actor, profile, target, Effect.succeed(person))
 
       const budgetRoute = (level: "ad_set" | "campaign") =>
         Effect.fn("AdActions.budget")(function*(actor: PrincipalShape, profile: ProfileContext, id: string, body: BudgetChange) {
           const { field, minor } = yield* budgetField(body)
-          const person = yield* personOnRecord(actor, profile, body.applied_by)
-          return yield* changeBudget(actor, profile, { level, id, field, minor }, person)
+          return yield* budgetAct(actor, profile, { level, id, field, minor }, personOnRecord(actor, profile, body.applied_by))
         })
 
       const setStatus = Effect.fn("AdActions.setStatus")(function*(
@@ -280,7 +296,7 @@ export class AdActions extends Context.Service<AdActions, {
         target: { readonly level: "ad" | "campaign"; readonly id: string; readonly op: "pause" | "resume" },
         person: PersonOnRecord | null
       ) {
-        const outcome = yield* act(actor, profile, target.level, target.id, target.op, { budget: null, person })
+        const outcome = yield* act(actor, profile, target.level, target.id, target.op, { budget: null, person: Effect.succeed(person) })
         return outcome.entry
       })
 
@@ -291,7 +307,7 @@ export class AdActions extends Context.Service<AdActions, {
         const person = row.value.applied_by === null || row.value.applied_by_basis === null
           ? null
           : { appliedBy: row.value.applied_by, basis: row.value.applied_by_basis }
-        const outcome = yield* act(actor, profile, level, id, "rollback", { budget: null, person, actionId })
+        const outcome = yield* act(actor, profile, level, id, "rollback", { budget: null, person: Effect.succeed(person), actionId })
         return outcome.entry
       })
 
