@@ -69,11 +69,22 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
   .add(
     HttpApiEndpoint.post("pauseAd", "/ads/:id/pause", { params: PlatformIdParams, success: ActionEntry, error: actionErrors })
       .annotate(OpenApi.Summary, "Pause an ad (its ad platform id); already paused answers outcome no_change with no write")
-      .annotate(OpenApi.Description, "Pauses the ad on the ad platform and answers the ledger entry (`action_id`, `pre_state`, the undo call). An ad already paused answers `outcome: no_change` and nothing is written; an archived or deleted ad is 409 `invalid_state`. Refused before any write: an ad not on the profile's accounts (404), no usable connection (409 `adplatform_connection_required`), no manage-ads grant (403 `adplatform_write_permission_missing`).")
+      .annotate(
+        OpenApi.Description,
+        "Pauses the ad on the ad platform and answers the ledger entry (`action_id`, `pre_state`, the undo " +
+          "call). An ad already paused answers `outcome: no_change` and nothing is written; an archived or " +
+          "deleted ad is 409 `invalid_state`. Refused before any write: an ad not on the profile's accounts " +
+          "(404), no usable connection (409 `adplatform_connection_required`), no manage-ads grant (403 " +
+          "`adplatform_write_permission_missing`)."
+      )
       .annotateMerge(apply),
     HttpApiEndpoint.post("resumeAd", "/ads/:id/resume", { params: PlatformIdParams, success: ActionEntry, error: actionErrors })
       .annotate(OpenApi.Summary, "Resume an ad; already active answers outcome no_change; archived or deleted is 409 invalid_state")
-      .annotate(OpenApi.Description, "Resumes the ad; an active ad answers `outcome: no_change` with no write; an archived or deleted ad is 409 `invalid_state`. Same refusals and ledger entry as the pause.")
+      .annotate(
+        OpenApi.Description,
+        "Resumes the ad; an active ad answers `outcome: no_change` with no write; an archived or deleted ad " +
+          "is 409 `invalid_state`. Same refusals and ledger entry as the pause."
+      )
       .annotateMerge(apply),
     HttpApiEndpoint.post("adSetBudget", "/adsets/:id/budget", {
       params: PlatformIdParams,
@@ -82,7 +93,16 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Change an ad set's daily or lifetime budget: +/-50 % of the live budget, floor 100, a person on record")
-      .annotate(OpenApi.Description, "Send exactly one of `new_daily_budget_minor` and `new_lifetime_budget_minor` (minor units of the ad account's currency). The live budget is read first: outside +/-50 % of it or below 100 is 422 `budget_change_out_of_bounds` and nothing is sent; an ad set whose campaign owns the budget, or a field that is not the ad set's budget type, is 409 `invalid_state`; an archived or deleted ad set (or campaign) is 409 `adset_not_editable`; a budget the platform refuses under its own minimum is 422 `validation_error`. `applied_by` names the person on record (decision 0069). Writes to one ad set run one after the other.")
+      .annotate(
+        OpenApi.Description,
+        "Send exactly one of `new_daily_budget_minor` and `new_lifetime_budget_minor` (minor units of the ad " +
+          "account's currency). The live budget is read first: outside +/-50 % of it or below 100 is 422 " +
+          "`budget_change_out_of_bounds` and nothing is sent; an ad set whose campaign owns the budget, or a " +
+          "field that is not the ad set's budget type, is 409 `invalid_state`; an archived or deleted ad set " +
+          "(or campaign) is 409 `adset_not_editable`; a budget the platform refuses under its own minimum is " +
+          "422 `validation_error`. `applied_by` names the person on record (decision 0069). Writes to one ad " +
+          "set run one after the other."
+      )
       .annotateMerge(apply),
     HttpApiEndpoint.get("campaignStatus", "/campaigns/:id/status", { params: PlatformIdParams, success: CampaignStatus, error: [...platformErrors, ...actionErrors] })
       .annotate(
@@ -101,7 +121,12 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Pause a campaign in one write; answers affected_ads_count, action_id and the undo call")
-      .annotate(OpenApi.Description, "One status write on the campaign; `affected_ads_count` counts the active ads in active ad sets it stops; `undo` is the campaign resume. A paused campaign answers `outcome: no_change`; an archived or deleted one is 409 `campaign_not_pausable`.")
+      .annotate(
+        OpenApi.Description,
+        "One status write on the campaign; `affected_ads_count` counts the active ads in active ad sets it " +
+          "stops; `undo` is the campaign resume. A paused campaign answers `outcome: no_change`; an archived " +
+          "or deleted one is 409 `campaign_not_pausable`."
+      )
       .annotateMerge(apply),
     HttpApiEndpoint.post("resumeCampaign", "/campaigns/:id/resume", {
       params: PlatformIdParams,
@@ -109,7 +134,12 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Resume a campaign (no_change when active); after a service pause it is that pause's undo (rollback_of)")
-      .annotate(OpenApi.Description, "Sets the campaign active. After a pause made through the service, the entry's `rollback_of` names that pause; ads paused on their own stay paused. An active campaign answers `outcome: no_change`; an archived or deleted one is 409 `campaign_not_resumable`.")
+      .annotate(
+        OpenApi.Description,
+        "Sets the campaign active. After a pause made through the service, the entry's `rollback_of` names " +
+          "that pause; ads paused on their own stay paused. An active campaign answers `outcome: no_change`; " +
+          "an archived or deleted one is 409 `campaign_not_resumable`."
+      )
       .annotateMerge(apply),
     HttpApiEndpoint.post("campaignBudget", "/campaigns/:id/budget", {
       params: PlatformIdParams,
@@ -118,7 +148,12 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Change a campaign's own (campaign-level) daily or lifetime budget: +/-50 %, floor 100, a person on record")
-      .annotate(OpenApi.Description, "Only a campaign that owns its budget (campaign-level budget) can change it: otherwise, or when archived or deleted, 409 `campaign_not_editable`. Same bounds, person on record and ledger entry as the ad-set budget.")
+      .annotate(
+        OpenApi.Description,
+        "Only a campaign that owns its budget (campaign-level budget) can change it: otherwise, or when " +
+          "archived or deleted, 409 `campaign_not_editable`. Same bounds, person on record and ledger entry as " +
+          "the ad-set budget."
+      )
       .annotateMerge(apply),
     HttpApiEndpoint.post("rollbackAction", "/conversion-sync/actions/:action_id/rollback", {
       params: ActionIdParams,

@@ -114,6 +114,9 @@ export const fromProvider = (error: ProviderError): ActionError => {
   }
 }
 
+/** What a live read can end in once the synced fallback is applied. */
+type Unreadable = AdsetNotEditable | ProviderUnavailable
+
 const isProviderError = (error: ProviderError | ActionError): error is ProviderError => error._tag.startsWith("Provider")
 
 interface Live {
@@ -228,10 +231,10 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
           appliedByBasis: command.basis
         }
         const readOrFallback = readLive(session, command.level, command.objectId).pipe(
-          Effect.catchTag("ProviderUnavailable", (error): Effect.Effect<never, AdsetNotEditable | ProviderUnavailable | DatabaseUnavailable> =>
+          Effect.catchTag("ProviderUnavailable", (error): Effect.Effect<never, Unreadable | DatabaseUnavailable> =>
             // Status read live, the synced status only as a fallback (state table): a gone ad set is still refused.
             command.op === "budget" && command.level === "ad_set"
-              ? Effect.flatMap(repo.synced(command.profileId, "ad_set", command.objectId), (synced): Effect.Effect<never, AdsetNotEditable | ProviderUnavailable> =>
+              ? Effect.flatMap(repo.synced(command.profileId, "ad_set", command.objectId), (synced): Effect.Effect<never, Unreadable> =>
                 Option.isSome(synced) && (synced.value.status === "archived" || synced.value.status === "deleted")
                   ? Effect.fail(new AdsetNotEditable({ message: `The ad set is ${synced.value.status} (last synced status).` }))
                   : Effect.fail(error))
@@ -240,6 +243,9 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
         const live = yield* provider(readOrFallback)
         const preOf = { status: live.status, daily: live.daily, lifetime: live.lifetime }
         const nothing = { status: null, daily: null, lifetime: null }
+        /** An action that finds the object already as asked: recorded, nothing written. */
+        const noChange = (action: ActionCommand["op"]) =>
+          settledWithoutWrite({ ...base, action, pre: preOf, written: nothing, affectedAdsCount: null, rollbackOf: null }, "no_change")
 
         if (command.op === "pause" || command.op === "resume") {
           const target = command.op === "pause" ? "paused" : "active"
@@ -250,8 +256,7 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
               : new InvalidState({ message })
           }
           if (live.status === target) {
-            const entry = yield* settledWithoutWrite({ ...base, action: command.op, pre: preOf, written: nothing, affectedAdsCount: null, rollbackOf: null }, "no_change")
-            return { entry, budget: null }
+            return { entry: yield* noChange(command.op), budget: null }
           }
           const affected = command.level === "campaign" ? yield* provider(deliveringAds(session, command.objectId)) : null
           // A campaign resume after a service pause is that pause's undo.
@@ -266,23 +271,35 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
             affectedAdsCount: affected,
             rollbackOf: undone
           }
-          const entry = yield* applied(action, platform.setStatus(session, { level: command.level, id: command.objectId, status: target }))
+          const write = platform.setStatus(session, { level: command.level, id: command.objectId, status: target })
+          const entry = yield* applied(action, write)
           return { entry, budget: null }
         }
 
         if (command.op === "budget") {
           const change = command.budget
-          if (change === null || command.level === "ad") return yield* new ValidationError({ message: "A budget change names its field." })
+          if (change === null || command.level === "ad") {
+            return yield* new ValidationError({ message: "A budget change names its field." })
+          }
           if (command.level === "ad_set") {
-            const gone = GONE.includes(live.status) ? live.status : live.campaignStatus !== undefined && GONE.includes(live.campaignStatus) ? `in a ${live.campaignStatus} campaign` : null
+            const campaignGone = live.campaignStatus !== undefined && GONE.includes(live.campaignStatus)
+            const gone = GONE.includes(live.status) ? live.status : campaignGone ? `in a ${live.campaignStatus} campaign` : null
             if (gone !== null) return yield* new AdsetNotEditable({ message: `The ad set is ${gone}: its budget cannot change.` })
             if (live.campaignOwnsBudget === true) {
-              return yield* new InvalidState({ message: "The ad set's campaign owns the budget: change it on the campaign.", reason: "campaign_budget" })
+              return yield* new InvalidState({
+                message: "The ad set's campaign owns the budget: change it on the campaign.",
+                reason: "campaign_budget"
+              })
             }
           } else {
-            if (GONE.includes(live.status)) return yield* new CampaignNotEditable({ message: `The campaign is ${live.status}: its budget cannot change.` })
+            if (GONE.includes(live.status)) {
+              return yield* new CampaignNotEditable({ message: `The campaign is ${live.status}: its budget cannot change.` })
+            }
             if (live.daily === null && live.lifetime === null) {
-              return yield* new CampaignNotEditable({ message: "The campaign has no budget of its own: its ad sets hold the budgets.", reason: "no_campaign_budget" })
+              return yield* new CampaignNotEditable({
+                message: "The campaign has no budget of its own: its ad sets hold the budgets.",
+                reason: "no_campaign_budget"
+              })
             }
           }
           const current = change.field === "daily" ? live.daily : live.lifetime
@@ -296,19 +313,23 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
           }
           if (change.minor < BUDGET_FLOOR_MINOR || 2 * change.minor < current || 2 * change.minor > 3 * current) {
             return yield* new BudgetChangeOutOfBounds({
-              message: `The new budget must be within +/-50 % of the live budget ${current} (${Math.ceil(current / 2)} to ${Math.floor(current * 1.5)}) and at least ${BUDGET_FLOOR_MINOR}.`
+              message: `The new budget must be within +/-50 % of the live budget ${current} ` +
+                `(${Math.ceil(current / 2)} to ${Math.floor(current * 1.5)}) and at least ${BUDGET_FLOOR_MINOR}.`
             })
           }
           const budget = { budget_type: change.field, previous_budget_minor: current, budget_minor: change.minor }
           if (change.minor === current) {
-            const entry = yield* settledWithoutWrite({ ...base, action: "budget", pre: preOf, written: nothing, affectedAdsCount: null, rollbackOf: null }, "no_change")
-            return { entry, budget }
+            return { entry: yield* noChange("budget"), budget }
           }
           const action: NewAction = {
             ...base,
             action: "budget",
             pre: preOf,
-            written: { status: null, daily: change.field === "daily" ? change.minor : null, lifetime: change.field === "lifetime" ? change.minor : null },
+            written: {
+              status: null,
+              daily: change.field === "daily" ? change.minor : null,
+              lifetime: change.field === "lifetime" ? change.minor : null
+            },
             affectedAdsCount: null,
             rollbackOf: null
           }
@@ -321,11 +342,16 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
         }
 
         // rollback
-        const found: Option.Option<ActionRow> = command.actionId === null ? Option.none() : yield* repo.find(command.profileId, command.actionId)
+        const found: Option.Option<ActionRow> = command.actionId === null
+          ? Option.none()
+          : yield* repo.find(command.profileId, command.actionId)
         if (Option.isNone(found)) return yield* new NotFound({ message: "No ad action with this id on the profile." })
         const row = found.value
         if (row.state !== "applied" || row.action === "rollback") {
-          return yield* new InvalidState({ message: "Only an applied pause, resume or budget change can be rolled back.", reason: "not_applied" })
+          return yield* new InvalidState({
+            message: "Only an applied pause, resume or budget change can be rolled back.",
+            reason: "not_applied"
+          })
         }
         const drifted = (row.written_status !== null && live.status !== row.written_status) ||
           (row.written_daily_budget_minor !== null && live.daily !== row.written_daily_budget_minor) ||
@@ -335,10 +361,15 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
           const entry = yield* settledWithoutWrite({ ...rollbackBase, written: nothing }, "not_reversible")
           return { entry, budget: null }
         }
-        const restoreStatus = row.written_status !== null && (row.pre_status === "active" || row.pre_status === "paused") ? row.pre_status : null
+        const restoreStatus = row.written_status !== null && (row.pre_status === "active" || row.pre_status === "paused")
+          ? row.pre_status
+          : null
         const restoreDaily = row.written_daily_budget_minor !== null ? row.pre_daily_budget_minor : null
         const restoreLifetime = row.written_lifetime_budget_minor !== null ? row.pre_lifetime_budget_minor : null
-        const action: NewAction = { ...rollbackBase, written: { status: restoreStatus, daily: restoreDaily, lifetime: restoreLifetime } }
+        const action: NewAction = {
+          ...rollbackBase,
+          written: { status: restoreStatus, daily: restoreDaily, lifetime: restoreLifetime }
+        }
         const level = command.level
         const write = Effect.gen(function*() {
           if (restoreStatus !== null) yield* platform.setStatus(session, { level, id: command.objectId, status: restoreStatus })

@@ -34,6 +34,14 @@ import { type AdConnection, AdActionsRepo, type Level } from "./repo.ts"
 /** The ad platform's permission that lets a grant write ads. */
 export const MANAGE_ADS = "ads_management"
 
+/** A budget change: the object (its platform id) and the new value of one budget field, in minor units. */
+export interface BudgetTarget {
+  readonly level: "ad_set" | "campaign"
+  readonly id: string
+  readonly field: "daily" | "lifetime"
+  readonly minor: number
+}
+
 /** The person a budget change is recorded against, and on what basis. */
 export interface PersonOnRecord {
   readonly appliedBy: string
@@ -74,7 +82,7 @@ export class AdActions extends Context.Service<AdActions, {
   readonly changeBudget: (
     actor: PrincipalShape,
     profile: ProfileContext,
-    target: { readonly level: "ad_set" | "campaign"; readonly id: string; readonly field: "daily" | "lifetime"; readonly minor: number },
+    target: BudgetTarget,
     person: PersonOnRecord
   ) => Effect.Effect<BudgetAnswer, Failure>
   /** A pause or resume on behalf of a basis the caller settled (a recommendation's apply). */
@@ -94,6 +102,9 @@ export class AdActions extends Context.Service<AdActions, {
       const box = yield* SecretBox
       const adSets = yield* AdSet.client
       const campaigns = yield* Campaign.client
+
+      const openSession = (connection: AdConnection) =>
+        Effect.mapError(sessions.session(connection.id), (e) => e._tag === "DatabaseUnavailable" ? e : fromProvider(e))
 
       const notFound = (level: Level) =>
         new NotFound({ message: `No ${level === "ad_set" ? "ad set" : level} with this id on the profile's ad accounts.` })
@@ -149,7 +160,7 @@ export class AdActions extends Context.Service<AdActions, {
           return { connection, entity: synced.value } satisfies Resolved
         }
         // Otherwise looked up live first: a foreign id is 404 before any 403.
-        const session = yield* Effect.mapError(sessions.session(connection.id), (e) => e._tag === "DatabaseUnavailable" ? e : fromProvider(e))
+        const session = yield* openSession(connection)
         const entity = yield* entityOf(session, level, id)
         yield* writable(connection)
         return { connection, entity } satisfies Resolved
@@ -232,7 +243,10 @@ export class AdActions extends Context.Service<AdActions, {
         explicit: string | undefined
       ) {
         const ownerOrAdmin = (userId: string) =>
-          Effect.map(repo.workspaceRole(profile.workspaceId, userId), (role) => Option.isSome(role) && (role.value === "owner" || role.value === "admin"))
+          Effect.map(
+            repo.workspaceRole(profile.workspaceId, userId),
+            (role) => Option.isSome(role) && (role.value === "owner" || role.value === "admin")
+          )
         const refuse = (message: string) => unprocessable(message, { reason: "applied_by_not_allowed" })
         if (actor.kind === "user_token" || actor.kind === "session") {
           if (explicit === undefined || explicit === actor.userId) return { appliedBy: actor.userId, basis: "person" as const }
@@ -251,22 +265,28 @@ export class AdActions extends Context.Service<AdActions, {
           if (Option.isNone(owner)) return yield* refuse("The workspace has no active owner to record the change against: send applied_by.")
           return { appliedBy: owner.value, basis: "app_shadow_owner" as const }
         }
-        return yield* new ValidationError({ message: "body.applied_by: a budget change needs a person on record (an owner or admin user id)." })
+        return yield* new ValidationError({
+          message: "body.applied_by: a budget change needs a person on record (an owner or admin user id)."
+        })
       })
 
       const budgetField = (body: BudgetChange) => {
         const daily = body.new_daily_budget_minor
         const lifetime = body.new_lifetime_budget_minor
         if ((daily === undefined) === (lifetime === undefined)) {
-          return Effect.fail(new ValidationError({ message: "body: send exactly one of new_daily_budget_minor and new_lifetime_budget_minor." }))
+          return Effect.fail(new ValidationError({
+            message: "body: send exactly one of new_daily_budget_minor and new_lifetime_budget_minor."
+          }))
         }
-        return Effect.succeed(daily !== undefined ? { field: "daily" as const, minor: daily } : { field: "lifetime" as const, minor: lifetime ?? 0 })
+        return Effect.succeed(
+          daily !== undefined ? { field: "daily" as const, minor: daily } : { field: "lifetime" as const, minor: lifetime ?? 0 }
+        )
       }
 
       const budgetAct = Effect.fn("AdActions.budgetAct")(function*(
         actor: PrincipalShape,
         profile: ProfileContext,
-        target: { readonly level: "ad_set" | "campaign"; readonly id: string; readonly field: "daily" | "lifetime"; readonly minor: number },
+        target: BudgetTarget,
         person: Effect.Effect<PersonOnRecord, Failure>
       ) {
         const done = yield* act(actor, profile, target.level, target.id, "budget", {
@@ -280,7 +300,7 @@ export class AdActions extends Context.Service<AdActions, {
       const changeBudget = (
         actor: PrincipalShape,
         profile: ProfileContext,
-        target: { readonly level: "ad_set" | "campaign"; readonly id: string; readonly field: "daily" | "lifetime"; readonly minor: number },
+        target: BudgetTarget,
         person: PersonOnRecord
       ) => budgetAct(actor, profile, target, Effect.succeed(person))
 
@@ -313,7 +333,7 @@ export class AdActions extends Context.Service<AdActions, {
 
       const campaignStatus = Effect.fn("AdActions.campaignStatus")(function*(profile: ProfileContext, campaignId: string) {
         const { connection } = yield* pickConnection(profile, "campaign", campaignId)
-        const session = yield* Effect.mapError(sessions.session(connection.id), (e) => e._tag === "DatabaseUnavailable" ? e : fromProvider(e))
+        const session = yield* openSession(connection)
         const live = yield* Effect.mapError(platform.getCampaign(session, campaignId), fromProvider)
         const sets = yield* Effect.mapError(
           Stream.runCollect(platform.adSets(session).pipe(Stream.filter((s) => s.campaign_id === campaignId && s.status === "active"))),
@@ -344,11 +364,19 @@ export class AdActions extends Context.Service<AdActions, {
         const canWrite = connection.scopes.includes(MANAGE_ADS)
         const unavailable = (reason: string) => ({ available: false, reason })
         const available = { available: true, reason: null }
-        const gate = (ok: boolean, reason: string) => !canWrite ? unavailable("write_permission_missing") : gone ? unavailable(live.status) : ok ? available : unavailable(reason)
+        const gate = (ok: boolean, reason: string) =>
+          !canWrite ? unavailable("write_permission_missing") : gone ? unavailable(live.status) : ok ? available : unavailable(reason)
         const ownBudget = live.daily_budget_minor !== null || live.lifetime_budget_minor !== null
         const token = box.keyedHash(
           "campaign-confirm",
-          [profile.profileId, campaignId, live.status, live.daily_budget_minor ?? "-", live.lifetime_budget_minor ?? "-", stopping.length].join("|")
+          [
+            profile.profileId,
+            campaignId,
+            live.status,
+            live.daily_budget_minor ?? "-",
+            live.lifetime_budget_minor ?? "-",
+            stopping.length
+          ].join("|")
         )
         return {
           campaign_id: live.id,
