@@ -18,6 +18,10 @@ import { NightlySyncLive } from "../src/connections/sync/cron.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { SecretBox } from "../src/platform/secret-box.ts"
 import { ProvidersLive } from "../src/providers/layer.ts"
+import { AdActionEngine } from "../src/ads/actions/engine.ts"
+import { ConnectionSessions } from "../src/connections/sessions.ts"
+import { AdSetLive } from "./AdSet.ts"
+import { CampaignLive } from "./Campaign.ts"
 import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
 import { RunnersRepo } from "./runners-repo.ts"
@@ -108,7 +112,13 @@ export const ClusterLive: Layer.Layer<
   // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.
   HandOffLive.pipe(Layer.provide([ProvidersLive, SecretBox.layer])),
   NightlySyncLive,
-  ClusterStatus.layer
+  ClusterStatus.layer,
+  // Ad actions (issue 19): one message at a time per ad set and per campaign, on the same provider layer.
+  Layer.mergeAll(AdSetLive, CampaignLive).pipe(
+    Layer.provide(AdActionEngine.layer),
+    Layer.provide(ConnectionSessions.layer),
+    Layer.provide([ProvidersLive, SecretBox.layer])
+  )
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )

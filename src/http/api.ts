@@ -5,6 +5,7 @@
  */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
+import { AdActionsApi } from "../ads/actions/api.ts"
 import { AnalyticsApi } from "../analytics/overview/api.ts"
 import { CampaignsApi } from "../analytics/campaigns/api.ts"
 import { InsightsApi } from "../analytics/insights/api.ts"
@@ -81,6 +82,8 @@ export const Api = HttpApi.make("svc")
   .add(InsightsApi)
   .add(CreativeAnalysisApi)
   .add(RecommendationsApi)
+  // Ad actions (issue 19).
+  .add(AdActionsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -16,6 +16,7 @@ import {
   DatabaseUnavailable,
   IdempotencyKeyConflict,
   IdempotencyKeyInFlight,
+  InvalidRequest,
   ValidationError
 } from "../../schema/errors.ts"
 import { Principal, type PrincipalShape } from "../auth/principal.ts"
@@ -25,7 +26,7 @@ import { Policy, PUBLIC } from "./policy.ts"
 const MAX_KEY_LENGTH = 255
 
 export class Idempotency extends HttpApiMiddleware.Service<Idempotency, { requires: Principal }>()("svc/Idempotency", {
-  error: [ValidationError.wire, IdempotencyKeyConflict.wire, IdempotencyKeyInFlight.wire, DatabaseUnavailable.wire]
+  error: [ValidationError.wire, InvalidRequest.wire, IdempotencyKeyConflict.wire, IdempotencyKeyInFlight.wire, DatabaseUnavailable.wire]
 }) {}
 
 const scopeOf = (principal: PrincipalShape): string => {
@@ -70,7 +71,8 @@ export const IdempotencyLayer = Layer.effect(Idempotency)(
         const key = request.headers["idempotency-key"]
         if (key === undefined || key === "") {
           if (policy.idempotency === "optional") return yield* httpEffect
-          return yield* new ValidationError({ message: "header.idempotency-key: this operation requires an Idempotency-Key header" })
+          // A missing required header is a malformed request, not an invalid body (api-endpoints.md, Ad actions rule 1).
+          return yield* new InvalidRequest({ message: "header.idempotency-key: this operation requires an Idempotency-Key header" })
         }
         if (key.length > MAX_KEY_LENGTH) {
           return yield* new ValidationError({ message: `header.idempotency-key: at most ${MAX_KEY_LENGTH} characters` })

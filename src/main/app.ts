@@ -7,6 +7,7 @@
 import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminHandlers } from "../admin/handlers.ts"
+import { AdActionsHandlers } from "../ads/actions/handlers.ts"
 import { AnalyticsHandlers } from "../analytics/overview/handlers.ts"
 import { CampaignsHandlers } from "../analytics/campaigns/handlers.ts"
 import { InsightsHandlers } from "../analytics/insights/handlers.ts"
@@ -92,7 +93,9 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     PeopleAdminHandlers,
     PasswordsHandlers,
     PasswordPagesHandlers,
-    OnboardingHandlers
+    OnboardingHandlers,
+    // Ad actions (issue 19).
+    AdActionsHandlers
   ]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )

@@ -18,12 +18,12 @@ const unique = (label: string) => `${label}-${crypto.randomUUID()}`
 
 layer(serveApp(testSettings(), ProbeApp), { timeout: "60 seconds", excludeTestServices: true })("Idempotency-Key", (it) => {
   describe("an operation that requires the header", () => {
-    it.effect("refuses a request without it: 400 validation_error naming the header", () =>
+    it.effect("refuses a request without it: 400 invalid_request naming the header", () =>
       Effect.gen(function*() {
         const before = chargeCounter.value
         const response = yield* charge(undefined, { amount: 100 })
         assert.strictEqual(response.status, 400)
-        assert.strictEqual(response.json.error.code, "validation_error")
+        assert.strictEqual(response.json.error.code, "invalid_request")
         assert.include(response.json.error.message, "idempotency-key")
         assert.strictEqual(chargeCounter.value, before)
       }))

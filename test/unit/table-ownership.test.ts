@@ -86,6 +86,8 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   ad_campaigns: "src/connections/sync/structure-repo.ts",
   ad_sets: "src/connections/sync/structure-repo.ts",
   ads: "src/connections/sync/structure-repo.ts",
+  // ad actions (issue 19)
+  ad_actions: "src/ads/actions/repo.ts",
   conversion_exports: null,
   // cluster
   profile_state: "cluster/profile-repo.ts"

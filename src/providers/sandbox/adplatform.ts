@@ -15,6 +15,7 @@ import {
   notFound,
   ok,
   paged,
+  refuse,
   type SandboxReply,
   type SandboxRoute
 } from "./kind.ts"
@@ -471,6 +472,26 @@ const writeRoute = <A extends { readonly account_id: string }>(
 
 const WRITABLE_STATUSES: ReadonlyArray<AdStatus> = ["active", "paused"]
 
+// --- Ad actions (issue 19): the platform's own budget minimum ---------------------------------
+
+/**
+ * The platform's own minimum for a daily or lifetime budget through the API, in minor units of
+ * any currency: above the service's floor (100), so a budget between the two reaches the
+ * platform and is refused with its own `budget_below_minimum` (the service answers 422).
+ * `PATCH _state` is not held to it (tests set any budget).
+ */
+export const PLATFORM_MIN_BUDGET_MINOR = 500
+
+const belowMinimum = (fields: Readonly<Record<string, unknown>>): SandboxReply | undefined => {
+  for (const field of ["daily_budget_minor", "lifetime_budget_minor"] as const) {
+    const value = fields[field]
+    if (typeof value === "number" && value < PLATFORM_MIN_BUDGET_MINOR) {
+      return refuse(400, "budget_below_minimum", `${field} must be at least ${PLATFORM_MIN_BUDGET_MINOR} in the account's currency`)
+    }
+  }
+  return undefined
+}
+
 const routes: ReadonlyArray<SandboxRoute<World>> = [
   listRoute("/v1/accounts/:account/campaigns", (account) => account.campaigns.map(campaignWire)),
   listRoute("/v1/accounts/:account/adsets", (account) => account.campaigns.flatMap((c) => c.ad_sets.map(adSetWire))),
@@ -505,8 +526,8 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
   getRoute("/v1/campaigns/:id", (world) => world.campaigns, "campaign", campaignWire),
   getRoute("/v1/adsets/:id", (world) => world.adSets, "ad set", adSetWire),
   getRoute("/v1/ads/:id", (world) => world.ads, "ad", adWire),
-  writeRoute("/v1/campaigns/:id", (world) => world.campaigns, "campaign", (c, f) => applyFields(c, f, WRITABLE_STATUSES)),
-  writeRoute("/v1/adsets/:id", (world) => world.adSets, "ad set", (s, f) => applyFields(s, f, WRITABLE_STATUSES)),
+  writeRoute("/v1/campaigns/:id", (world) => world.campaigns, "campaign", (c, f) => belowMinimum(f) ?? applyFields(c, f, WRITABLE_STATUSES)),
+  writeRoute("/v1/adsets/:id", (world) => world.adSets, "ad set", (s, f) => belowMinimum(f) ?? applyFields(s, f, WRITABLE_STATUSES)),
   writeRoute("/v1/ads/:id", (world) => world.ads, "ad", (a, f) => applyFields(a, f, WRITABLE_STATUSES)),
   writeRoute("/v1/ads/:id/creative", (world) => world.ads, "ad", applyCreative),
   {

@@ -1,0 +1,569 @@
+/**
+ * Ad actions (issue 19; api-endpoints.md "Ad actions", api-concepts.md state table and action
+ * ledger; decisions 0068-0070) end to end: the real app, the sandbox ad platform it serves
+ * itself, an ad account connected through a connect hand-off. Each test gets a fresh generated
+ * account (the sandbox lists it first, so the next consent reaches it) so tests do not share
+ * objects. What reached the platform is read from the sandbox's `_state` (`write_count`, the
+ * objects) and compared with the ledger (`ad_actions`) and the audit log.
+ *
+ * A generated account of 120 ads: campaign 1 owns a 10,000 daily budget (10 ad sets of 10 ads);
+ * campaign 2 has no budget of its own: its ad set 1 runs on a daily budget, ad set 2 on a
+ * lifetime budget of 100,000.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { call, TestServer } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
+import { asApp, registerApp } from "../support/partner.ts"
+import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+
+const SCOPES = ["connections:read", "connections:write", "campaigns:read", "campaigns:apply"]
+
+interface Fixture extends SeededProfile {
+  readonly key: string
+  readonly account: string
+  readonly connectionId: string
+  /** The account's number: ids are `cmp_<n>_<c>`, `as_<n>_<c>_<s>`, `ad_<n>_<c>_<s>_<a>`. */
+  readonly n: string
+}
+
+const send = (key: string, method: string, path: string, body?: unknown, idempotencyKey?: string | null) =>
+  call(path, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      "content-type": "application/json",
+      ...(idempotencyKey === null ? {} : { "idempotency-key": idempotencyKey ?? crypto.randomUUID() })
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+
+const sandbox = (method: string, path: string, body?: unknown) =>
+  call(`/sandbox/adplatform${path}`, {
+    method,
+    headers: { "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+
+const setFaults = (faults: Record<string, unknown>) =>
+  Effect.map(sandbox("POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
+
+const clearFaults = setFaults({
+  throttle: 0,
+  error_rate: 0,
+  fail_next: 0,
+  timeout_ms: 0,
+  missing_permission: false,
+  revoke_tokens: false,
+  rate_limit_per_second: 100
+})
+
+const patchObjects = (objects: ReadonlyArray<Record<string, unknown>>) =>
+  Effect.map(sandbox("PATCH", "/_state", { objects }), (response) => assert.strictEqual(response.status, 200, response.text))
+
+const state = Effect.map(sandbox("GET", "/_state"), (response) => response.json)
+
+const writeCount = Effect.map(state, (s) => s.write_count as number)
+
+/** An object of the sandbox by id, as `_state` shows it. */
+const objectOf = (id: string) =>
+  Effect.map(state, (s) => {
+    for (const account of s.accounts as ReadonlyArray<any>) {
+      for (const campaign of account.campaigns) {
+        if (campaign.id === id) return campaign
+        for (const set of campaign.ad_sets) {
+          if (set.id === id) return set
+          for (const ad of set.ads) if (ad.id === id) return ad
+        }
+      }
+    }
+    return assert.fail(`no sandbox object ${id}`)
+  })
+
+const hop = (target: string) =>
+  Effect.promise(async () => {
+    const response = await fetch(target, { redirect: "manual" })
+    await response.text()
+    return { status: response.status, location: response.headers.get("location") }
+  })
+
+/** A fresh generated account, connected to `profile` through a hand-off as a person would (persona chosen at consent). */
+const connectFresh = (profile: SeededProfile & { readonly key: string }, persona = "one_account") =>
+  Effect.gen(function*() {
+    const { url } = yield* TestServer
+    const arrived = yield* sandbox("PATCH", "/_state", { arrive: { kind: "generated_account", ads: 120 } })
+    assert.strictEqual(arrived.status, 201, arrived.text)
+    const account: string = arrived.json.account.id
+    const minted = yield* send(profile.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` }, null)
+    assert.strictEqual(minted.status, 201, minted.text)
+    const consent = yield* driveConsent(minted.json.data.start_url, { persona })
+    assert.strictEqual(consent.status, 303)
+    const back = yield* hop(consent.location ?? "")
+    assert.strictEqual(back.status, 302)
+    const poll = yield* send(profile.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`, undefined, null)
+    assert.strictEqual(poll.json.data.status, "success", poll.text)
+    return { account, connectionId: poll.json.data.result.connection_id as string, n: account.slice(4) }
+  })
+
+/** A person-created profile (add-on on) with a key holding `campaigns:apply`, and a fresh account connected. */
+const fixture = (persona = "one_account") =>
+  Effect.gen(function*() {
+    yield* clearFaults
+    const profile = yield* seedProfile()
+    const { key } = yield* seedApiKey(profile, { scopes: SCOPES, rateLimitPerMinute: 100_000 })
+    const connected = yield* connectFresh({ ...profile, key }, persona)
+    return { ...profile, key, ...connected } satisfies Fixture
+  })
+
+const ledger = (profileId: string, objectId: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql<any>`SELECT id, action, state, reason_code, applied_by, applied_by_basis, pre_status,
+                    pre_daily_budget_minor::float8 AS pre_daily, written_status,
+                    written_daily_budget_minor::float8 AS written_daily, written_lifetime_budget_minor::float8 AS written_lifetime,
+                    rollback_of, affected_ads_count
+             FROM ad_actions WHERE profile_id = ${profileId} AND object_id = ${objectId}
+             ORDER BY created_at, id`)
+
+const audits = (profileId: string, targetId: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql<any>`SELECT action, details FROM audit_events WHERE profile_id = ${profileId} AND target_id = ${targetId}
+             AND action LIKE 'ad_action.%' ORDER BY occurred_at, id`)
+
+layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true })("ad actions", (it) => {
+  describe("POST /api/v1/ads/{id}/pause and /resume", () => {
+    it.effect("a pause writes once with a ledger entry and its undo; a second pause is no_change with no write; resume restores", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const ad = `ad_${f.n}_2_1_1`
+        const before = yield* writeCount
+        const paused = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
+        assert.strictEqual(paused.status, 200, paused.text)
+        assert.strictEqual(paused.json.outcome, "applied")
+        assert.strictEqual(paused.json.status, "paused")
+        assert.strictEqual(paused.json.pre_state.status, "active")
+        assert.strictEqual(paused.json.rollback_of, null)
+        assert.deepStrictEqual(paused.json.undo, { method: "POST", path: `/api/v1/ads/${ad}/resume` })
+        assert.strictEqual((yield* objectOf(ad)).status, "paused")
+        assert.strictEqual(yield* writeCount, before + 1)
+
+        const again = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
+        assert.strictEqual(again.status, 200, again.text)
+        assert.strictEqual(again.json.outcome, "no_change")
+        assert.strictEqual(again.json.undo, null)
+        assert.strictEqual(yield* writeCount, before + 1)
+
+        const resumed = yield* send(f.key, "POST", `/api/v1/ads/${ad}/resume`)
+        assert.strictEqual(resumed.json.outcome, "applied", resumed.text)
+        assert.strictEqual((yield* objectOf(ad)).status, "active")
+        assert.strictEqual(yield* writeCount, before + 2)
+
+        const rows = yield* ledger(f.profileId, ad)
+        assert.deepStrictEqual(rows.map((r) => [r.action, r.state, r.written_status]), [
+          ["pause", "applied", "paused"],
+          ["pause", "no_change", null],
+          ["resume", "applied", "active"]
+        ])
+        assert.strictEqual(rows[0].id, paused.json.action_id)
+        // One audit row per attempt.
+        assert.strictEqual((yield* audits(f.profileId, ad)).length, 3)
+      }))
+
+    it.effect("an archived ad is 409 invalid_state and nothing is written; an unknown ad is 404", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const ad = `ad_${f.n}_2_1_2`
+        yield* patchObjects([{ id: ad, status: "archived" }])
+        const before = yield* writeCount
+        const refused = yield* send(f.key, "POST", `/api/v1/ads/${ad}/resume`)
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "invalid_state")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* objectOf(ad)).status, "archived")
+        assert.strictEqual((yield* ledger(f.profileId, ad)).length, 0)
+        assert.strictEqual((yield* audits(f.profileId, ad)).length, 1, "the refused attempt is audited")
+
+        const unknown = yield* send(f.key, "POST", `/api/v1/ads/ad_999999_1_1_1/pause`)
+        assert.strictEqual(unknown.status, 404, unknown.text)
+        assert.strictEqual(unknown.json.error.code, "not_found")
+        assert.strictEqual(yield* writeCount, before)
+      }))
+  })
+
+  describe("Idempotency-Key", () => {
+    it.effect("required: without it 400 invalid_request naming the header, nothing written; a repeat replays without calling the platform; another body is 409 conflict", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const { userId } = yield* seedMemberSession(f, "owner")
+        const live = (yield* objectOf(set)).daily_budget_minor as number
+        const before = yield* writeCount
+
+        const missing = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 100, applied_by: userId }, null)
+        assert.strictEqual(missing.status, 400, missing.text)
+        assert.strictEqual(missing.json.error.code, "invalid_request")
+        assert.include(missing.json.error.message, "Idempotency-Key")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* ledger(f.profileId, set)).length, 0)
+
+        const key = crypto.randomUUID()
+        const body = { new_daily_budget_minor: live + 100, applied_by: userId }
+        const first = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, body, key)
+        assert.strictEqual(first.status, 200, first.text)
+        const replay = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, body, key)
+        assert.strictEqual(replay.status, 200, replay.text)
+        assert.strictEqual(replay.headers.get("idempotent-replayed"), "true")
+        assert.deepStrictEqual(replay.json, first.json)
+        assert.strictEqual(yield* writeCount, before + 1)
+
+        const conflict = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { ...body, new_daily_budget_minor: live + 200 }, key)
+        assert.strictEqual(conflict.status, 409, conflict.text)
+        assert.strictEqual(conflict.json.error.code, "idempotency_key_conflict")
+        assert.strictEqual(yield* writeCount, before + 1)
+        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live + 100)
+      }))
+  })
+
+  describe("POST /api/v1/adsets/{id}/budget", () => {
+    it.effect("answers budget_type, previous and new budget and the basis; the person on record is checked", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const owner = yield* seedMemberSession(f, "owner")
+        const analyst = yield* seedMemberSession(f, "analyst")
+        const live = (yield* objectOf(set)).daily_budget_minor as number
+        const before = yield* writeCount
+
+        const nobody = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 10 })
+        assert.strictEqual(nobody.status, 400, nobody.text)
+        assert.strictEqual(nobody.json.error.code, "validation_error")
+        const notAdmin = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 10, applied_by: analyst.userId })
+        assert.strictEqual(notAdmin.status, 422, notAdmin.text)
+        assert.strictEqual(notAdmin.json.error.code, "validation_error")
+        const both = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, {
+          new_daily_budget_minor: live + 10,
+          new_lifetime_budget_minor: live + 10,
+          applied_by: owner.userId
+        })
+        assert.strictEqual(both.status, 400, both.text)
+        assert.strictEqual(yield* writeCount, before)
+        // A refused person on a resolved connection is an audited attempt; a malformed body is not an attempt.
+        assert.deepStrictEqual((yield* audits(f.profileId, set)).map((a) => a.details.refused), ["ValidationError", "ValidationError"])
+
+        const changed = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 500, applied_by: owner.userId })
+        assert.strictEqual(changed.status, 200, changed.text)
+        assert.strictEqual(changed.json.budget_type, "daily")
+        assert.strictEqual(changed.json.previous_budget_minor, live)
+        assert.strictEqual(changed.json.budget_minor, live + 500)
+        assert.strictEqual(changed.json.applied_by_basis, "applied_by")
+        assert.strictEqual(changed.json.applied_by, owner.userId)
+        assert.strictEqual(changed.json.pre_state.daily_budget_minor, live)
+        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live + 500)
+
+        // A signed-in person is the person on record.
+        const ownerSession = yield* call(`/api/v1/adsets/${set}/budget?profile_id=${f.profileId}`, {
+          method: "POST",
+          headers: { ...owner.headers, "content-type": "application/json", "idempotency-key": crypto.randomUUID() },
+          body: JSON.stringify({ new_daily_budget_minor: live + 700 })
+        })
+        assert.strictEqual(ownerSession.status, 200, ownerSession.text)
+        assert.strictEqual(ownerSession.json.applied_by_basis, "person")
+        assert.strictEqual(ownerSession.json.applied_by, owner.userId)
+        assert.strictEqual(ownerSession.json.previous_budget_minor, live + 500)
+      }))
+
+    it.effect("a key minted by the provisioning app records the workspace's active owner (app_shadow_owner) when applied_by is absent", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const app = yield* registerApp("Ad actions provisioning app")
+        const { id, key } = yield* seedApiKey(f, { scopes: SCOPES, rateLimitPerMinute: 10_000 })
+        yield* sql`UPDATE api_keys SET oauth_app_id = ${app.id} WHERE id = ${id}`
+        const noOwner = yield* send(key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 2_100 })
+        assert.strictEqual(noOwner.status, 422, noOwner.text)
+        assert.strictEqual(noOwner.json.error.code, "validation_error")
+        const owner = yield* seedMemberSession(f, "owner")
+        const live = (yield* objectOf(set)).daily_budget_minor as number
+        const changed = yield* send(key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 100 })
+        assert.strictEqual(changed.status, 200, changed.text)
+        assert.strictEqual(changed.json.applied_by_basis, "app_shadow_owner")
+        assert.strictEqual(changed.json.applied_by, owner.userId)
+        const [row] = yield* ledger(f.profileId, set)
+        assert.strictEqual(row.applied_by, owner.userId)
+        assert.strictEqual(row.applied_by_basis, "app_shadow_owner")
+      }))
+
+    it.effect("outside +/-50 % or below the floor: 422 budget_change_out_of_bounds and nothing reaches the platform; the platform's own minimum is 422 validation_error", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const { userId } = yield* seedMemberSession(f, "admin")
+        yield* patchObjects([{ id: set, daily_budget_minor: 600 }])
+        const before = yield* writeCount
+        for (const value of [901, 299, 99]) {
+          const refused = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: value, applied_by: userId })
+          assert.strictEqual(refused.status, 422, `${value}: ${refused.text}`)
+          assert.strictEqual(refused.json.error.code, "budget_change_out_of_bounds")
+        }
+        assert.strictEqual(yield* writeCount, before)
+        const edge = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 900, applied_by: userId })
+        assert.strictEqual(edge.status, 200, edge.text)
+        yield* patchObjects([{ id: set, daily_budget_minor: 600 }])
+        // 400 is within the service's bounds (floor 100, 300..900) but under the platform's minimum of 500.
+        const platform = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 400, applied_by: userId })
+        assert.strictEqual(platform.status, 422, platform.text)
+        assert.strictEqual(platform.json.error.code, "validation_error")
+        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, 600)
+        const rows = yield* ledger(f.profileId, set)
+        assert.deepStrictEqual(rows.map((r) => r.state), ["applied", "failed"])
+      }))
+
+    it.effect("an ad set whose campaign owns the budget, or a daily change on a lifetime budget, is 409 invalid_state; an archived one 409 adset_not_editable, audited", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const { userId } = yield* seedMemberSession(f, "owner")
+        const before = yield* writeCount
+        const owned = yield* send(f.key, "POST", `/api/v1/adsets/as_${f.n}_1_1/budget`, { new_daily_budget_minor: 1_000, applied_by: userId })
+        assert.strictEqual(owned.status, 409, owned.text)
+        assert.strictEqual(owned.json.error.code, "invalid_state")
+        const lifetime = yield* send(f.key, "POST", `/api/v1/adsets/as_${f.n}_2_2/budget`, { new_daily_budget_minor: 1_000, applied_by: userId })
+        assert.strictEqual(lifetime.status, 409, lifetime.text)
+        assert.strictEqual(lifetime.json.error.code, "invalid_state")
+        const lifetimeOk = yield* send(f.key, "POST", `/api/v1/adsets/as_${f.n}_2_2/budget`, { new_lifetime_budget_minor: 120_000, applied_by: userId })
+        assert.strictEqual(lifetimeOk.status, 200, lifetimeOk.text)
+        assert.strictEqual(lifetimeOk.json.budget_type, "lifetime")
+        assert.strictEqual((yield* objectOf(`as_${f.n}_2_2`)).lifetime_budget_minor, 120_000)
+
+        const set = `as_${f.n}_2_1`
+        yield* patchObjects([{ id: set, status: "archived" }])
+        const gone = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 2_100, applied_by: userId })
+        assert.strictEqual(gone.status, 409, gone.text)
+        assert.strictEqual(gone.json.error.code, "adset_not_editable")
+        assert.strictEqual(yield* writeCount, before + 1)
+        const audited = yield* audits(f.profileId, set)
+        assert.strictEqual(audited.length, 1)
+        assert.strictEqual(audited[0].details.refused, "AdsetNotEditable")
+      }))
+  })
+
+  describe("the synced copy", () => {
+    it.effect("an ad set archived in the synced copy is 409 adset_not_editable when the platform cannot be read live, audited, nothing written", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const { userId } = yield* seedMemberSession(f, "owner")
+        yield* patchObjects([{ id: set, status: "archived" }])
+        const queued = yield* send(f.key, "POST", "/api/v1/connections/sync", { connection_id: f.connectionId })
+        assert.strictEqual(queued.status, 202, queued.text)
+        const jobId: string = queued.json.data[0].job_id
+        const job = yield* eventually(
+          Effect.map(send(f.key, "GET", `/api/v1/connections/sync/${jobId}`, undefined, null), (r) => r.json.data),
+          (j) => ["done", "failed", "cancelled"].includes(j.status),
+          { what: `sync job ${jobId}`, within: "60 seconds", every: "200 millis" }
+        )
+        assert.strictEqual(job.status, "done", JSON.stringify(job))
+        const before = yield* writeCount
+        yield* setFaults({ fail_next: 100 })
+        const refused = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 2_100, applied_by: userId })
+        yield* clearFaults
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "adset_not_editable")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* ledger(f.profileId, set)).length, 0)
+        assert.strictEqual((yield* audits(f.profileId, set)).length, 1)
+      }))
+  })
+
+  describe("refusals before the platform is written", () => {
+    it.effect("a connection without the manage-ads grant is 403 adplatform_write_permission_missing; a throttle 429 with Retry-After; an unreachable platform 502", () =>
+      Effect.gen(function*() {
+        const noGrant = yield* fixture("no_manage_ads_permission")
+        const before = yield* writeCount
+        const refused = yield* send(noGrant.key, "POST", `/api/v1/ads/ad_${noGrant.n}_2_1_1/pause`)
+        assert.strictEqual(refused.status, 403, refused.text)
+        assert.strictEqual(refused.json.error.code, "adplatform_write_permission_missing")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* audits(noGrant.profileId, `ad_${noGrant.n}_2_1_1`)).length, 1)
+
+        const f = yield* fixture()
+        const ad = `ad_${f.n}_2_1_1`
+        yield* setFaults({ throttle: 50 })
+        const throttled = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
+        assert.strictEqual(throttled.status, 429, throttled.text)
+        assert.strictEqual(throttled.json.error.code, "rate_limit_exceeded")
+        assert.isNotNull(throttled.headers.get("retry-after"))
+        yield* setFaults({ throttle: 0, fail_next: 50 })
+        const down = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
+        assert.strictEqual(down.status, 502, down.text)
+        assert.strictEqual(down.json.error.code, "adplatform_unavailable")
+        yield* setFaults({ fail_next: 0, missing_permission: true })
+        const revoked = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
+        assert.strictEqual(revoked.status, 403, revoked.text)
+        assert.strictEqual(revoked.json.error.code, "adplatform_write_permission_missing")
+        yield* clearFaults
+        assert.strictEqual((yield* objectOf(ad)).status, "active")
+        assert.strictEqual(yield* writeCount, before)
+      }))
+
+    it.effect("a connection awaiting a reconnect is 409 adplatform_connection_required", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const f = yield* fixture()
+        yield* sql`UPDATE connections SET status = 'reconnect_required' WHERE id = ${f.connectionId}`
+        const refused = yield* send(f.key, "POST", `/api/v1/ads/ad_${f.n}_2_1_1/pause`)
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "adplatform_connection_required")
+      }))
+
+    it.effect("several usable connections and none named by the synced copy is 409 adplatform_connection_required, nothing written", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const second = yield* connectFresh(f)
+        assert.notStrictEqual(second.connectionId, f.connectionId)
+        const before = yield* writeCount
+        const refused = yield* send(f.key, "POST", `/api/v1/ads/ad_${second.n}_2_1_1/pause`)
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "adplatform_connection_required")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* objectOf(`ad_${second.n}_2_1_1`)).status, "active")
+      }))
+
+    it.effect("on an app-provisioned profile with the add-on off, writes are 409 entitlement_required", () =>
+      Effect.gen(function*() {
+        const app = yield* registerApp("Ad actions app")
+        const created = yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `m-${crypto.randomUUID().slice(0, 8)}` })
+        assert.strictEqual(created.status, 201, created.text)
+        const profile = { profileId: created.json.data.profile_id as string, workspaceId: created.json.data.workspace_id as string }
+        const { key } = yield* seedApiKey(profile, { scopes: SCOPES, rateLimitPerMinute: 10_000 })
+        const refused = yield* send(key, "POST", "/api/v1/ads/ad_1001_1_1_1/pause")
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "entitlement_required")
+      }))
+  })
+
+  describe("campaigns", () => {
+    it.effect("status shows what a pause would stop and a confirm_token; a pause is one write; the resume undoes it and ads paused on their own stay paused", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const campaign = `cmp_${f.n}_2`
+        const ownAd = `ad_${f.n}_2_1_3`
+        yield* patchObjects([{ id: ownAd, status: "paused" }])
+        const status = yield* send(f.key, "GET", `/api/v1/campaigns/${campaign}/status`, undefined, null)
+        assert.strictEqual(status.status, 200, status.text)
+        assert.strictEqual(status.json.status, "active")
+        assert.strictEqual(status.json.ads_a_pause_would_stop.length, 19)
+        assert.deepStrictEqual(status.json.actions.pause, { available: true, reason: null })
+        assert.deepStrictEqual(status.json.actions.resume, { available: false, reason: "already_active" })
+        assert.deepStrictEqual(status.json.actions.budget, { available: false, reason: "no_campaign_budget" })
+        assert.match(status.json.confirm_token, /^ct_/)
+
+        const before = yield* writeCount
+        const paused = yield* send(f.key, "POST", `/api/v1/campaigns/${campaign}/pause`, undefined, `${status.json.confirm_token}:pause`)
+        assert.strictEqual(paused.status, 200, paused.text)
+        assert.strictEqual(paused.json.affected_ads_count, 19)
+        assert.deepStrictEqual(paused.json.undo, { method: "POST", path: `/api/v1/campaigns/${campaign}/resume` })
+        assert.strictEqual(yield* writeCount, before + 1)
+        const after = yield* send(f.key, "GET", `/api/v1/campaigns/${campaign}/status`, undefined, null)
+        assert.notStrictEqual(after.json.confirm_token, status.json.confirm_token, "the token follows the live state")
+
+        const resumed = yield* send(f.key, "POST", `/api/v1/campaigns/${campaign}/resume`)
+        assert.strictEqual(resumed.status, 200, resumed.text)
+        assert.strictEqual(resumed.json.outcome, "applied")
+        assert.strictEqual(resumed.json.rollback_of, paused.json.action_id)
+        assert.strictEqual((yield* objectOf(campaign)).status, "active")
+        assert.strictEqual((yield* objectOf(ownAd)).status, "paused")
+        const again = yield* send(f.key, "POST", `/api/v1/campaigns/${campaign}/resume`)
+        assert.strictEqual(again.json.outcome, "no_change", again.text)
+        assert.strictEqual(yield* writeCount, before + 2)
+      }))
+
+    it.effect("a campaign budget: its own budget within +/-50 %; a campaign without one is 409 campaign_not_editable", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const { userId } = yield* seedMemberSession(f, "owner")
+        const changed = yield* send(f.key, "POST", `/api/v1/campaigns/cmp_${f.n}_1/budget`, { new_daily_budget_minor: 14_000, applied_by: userId })
+        assert.strictEqual(changed.status, 200, changed.text)
+        assert.strictEqual(changed.json.previous_budget_minor, 10_000)
+        assert.strictEqual((yield* objectOf(`cmp_${f.n}_1`)).daily_budget_minor, 14_000)
+        const far = yield* send(f.key, "POST", `/api/v1/campaigns/cmp_${f.n}_1/budget`, { new_daily_budget_minor: 30_000, applied_by: userId })
+        assert.strictEqual(far.status, 422, far.text)
+        assert.strictEqual(far.json.error.code, "budget_change_out_of_bounds")
+        const none = yield* send(f.key, "POST", `/api/v1/campaigns/cmp_${f.n}_2/budget`, { new_daily_budget_minor: 1_000, applied_by: userId })
+        assert.strictEqual(none.status, 409, none.text)
+        assert.strictEqual(none.json.error.code, "campaign_not_editable")
+      }))
+  })
+
+  describe("POST /api/v1/conversion-sync/actions/{action_id}/rollback", () => {
+    it.effect("restores the pre-state while the object carries what the row wrote; after a drift answers not_reversible and writes nothing", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const { userId } = yield* seedMemberSession(f, "owner")
+        const live = (yield* objectOf(set)).daily_budget_minor as number
+        const changed = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 300, applied_by: userId })
+        assert.strictEqual(changed.status, 200, changed.text)
+        const rolled = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${changed.json.action_id}/rollback`)
+        assert.strictEqual(rolled.status, 200, rolled.text)
+        assert.strictEqual(rolled.json.outcome, "applied")
+        assert.strictEqual(rolled.json.rollback_of, changed.json.action_id)
+        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live)
+
+        const second = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 400, applied_by: userId })
+        assert.strictEqual(second.status, 200, second.text)
+        yield* patchObjects([{ id: set, daily_budget_minor: live + 450 }])
+        const before = yield* writeCount
+        const drifted = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${second.json.action_id}/rollback`)
+        assert.strictEqual(drifted.status, 200, drifted.text)
+        assert.strictEqual(drifted.json.outcome, "not_reversible")
+        assert.strictEqual(drifted.json.reason_code, "state_drifted")
+        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live + 450)
+
+        const unknown = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${crypto.randomUUID()}/rollback`)
+        assert.strictEqual(unknown.status, 404, unknown.text)
+      }))
+  })
+
+  describe("concurrency", () => {
+    it.effect("50 parallel changes with one key and 50 with distinct keys on one ad set: exactly the allowed writes reach the platform, applied one after the other, and the ledger ends where the platform is", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const set = `as_${f.n}_2_1`
+        const { userId } = yield* seedMemberSession(f, "owner")
+        yield* setFaults({ rate_limit_per_second: 100_000 })
+        yield* patchObjects([{ id: set, daily_budget_minor: 10_000 }])
+        const before = yield* writeCount
+        const shared = crypto.randomUUID()
+        const sameKey = Array.from({ length: 50 }, () =>
+          send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 10_500, applied_by: userId }, shared))
+        // Every value differs, and all lie within +/-50 % of any of the others: each is allowed against whatever it reads.
+        const distinct = Array.from({ length: 50 }, (_, i) =>
+          send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 10_001 + i, applied_by: userId }))
+        const answers = yield* Effect.all([...sameKey, ...distinct], { concurrency: "unbounded" })
+        const same = answers.slice(0, 50)
+        const fresh = same.filter((a) => a.status === 200 && a.headers.get("idempotent-replayed") === null)
+        assert.strictEqual(fresh.length, 1, same.map((a) => a.status).join(","))
+        for (const answer of same) {
+          assert.include([200, 409], answer.status, answer.text)
+          if (answer.status === 409) assert.strictEqual(answer.json.error.code, "idempotency_key_in_flight")
+        }
+        for (const answer of answers.slice(50)) assert.strictEqual(answer.status, 200, answer.text)
+
+        const applied = (yield* ledger(f.profileId, set)).filter((r) => r.state === "applied")
+        const noChange = answers.filter((a) => a.status === 200 && a.json.outcome === "no_change" && a.headers.get("idempotent-replayed") === null)
+        assert.strictEqual(applied.length + noChange.length, 51)
+        assert.strictEqual(yield* writeCount, before + applied.length)
+        // Serialised: each write read the budget the previous one left.
+        let current = 10_000
+        for (const row of applied) {
+          assert.strictEqual(row.pre_daily, current)
+          current = row.written_daily
+        }
+        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, current)
+        yield* clearFaults
+      }), { timeout: 60_000 })
+  })
+})
