@@ -83,7 +83,12 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   ad_campaigns: "src/connections/sync/structure-repo.ts",
   ad_sets: "src/connections/sync/structure-repo.ts",
   ads: "src/connections/sync/structure-repo.ts",
-  conversion_exports: null,
+  conversion_exports: "src/exports/pipeline/repo.ts",
+  // conversion sync (issue 20)
+  conversion_sync_settings: "src/exports/catalog/repo.ts",
+  export_destinations: "src/exports/destinations/repo.ts",
+  export_rules: "src/exports/rules/repo.ts",
+  export_deliveries: "src/exports/pipeline/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }
