@@ -3,6 +3,7 @@
  * rules, the test event and the delivery ledger (decisions 0073-0075).
  */
 import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
 import { Page, PageQuery } from "./common.ts"
 import { PrivacyMode } from "./tenancy.ts"
 
@@ -63,8 +64,10 @@ export const Destination = Schema.Struct({
 export type Destination = typeof Destination.Type
 
 export const DestinationEnvelope = Schema.Struct({ data: Destination })
+export const DestinationCreated = Schema.Struct({ data: Destination }).pipe(HttpApiSchema.status(201))
 export const DestinationPage = Page(Destination)
 export const DestinationsQuery = PageQuery
+export type DestinationsQuery = Schema.Struct.Type<typeof DestinationsQuery>
 
 export const CreateDestination = Schema.Struct({
   kind: DestinationKind,
@@ -107,8 +110,10 @@ export const Rule = Schema.Struct({
 export type Rule = typeof Rule.Type
 
 export const RuleEnvelope = Schema.Struct({ data: Rule })
+export const RuleCreated = Schema.Struct({ data: Rule }).pipe(HttpApiSchema.status(201))
 export const RulePage = Page(Rule)
 export const RulesQuery = PageQuery
+export type RulesQuery = Schema.Struct.Type<typeof RulesQuery>
 
 export const CreateRule = Schema.Struct({
   conversion_key: EventName,

@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>

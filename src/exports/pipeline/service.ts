@@ -229,28 +229,36 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         return toPage(rows, limit, renderDelivery)
       })
 
-      if (settings.enabled) {
-        const loop = Effect.gen(function*() {
-          yield* Effect.sleep(settings.pollInterval)
-          while (true) {
-            const busy = yield* runOnce.pipe(
-              Effect.withTracerEnabled(false),
-              Effect.catchCause((cause) =>
-                Cause.hasInterruptsOnly(cause)
-                  ? Effect.failCause(cause)
-                  : Effect.as(Effect.logWarning("export worker: a poll failed; retrying after the poll interval", cause), 0)
-              )
-            )
-            yield* busy > 0 ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
-          }
-        })
-        yield* Effect.forkScoped(loop)
-      }
-
       return { runOnce, send, deliveries }
     })
-  ).pipe(Layer.provide([ExportsRepo.layer, DpaService.layer]))
+  ).pipe(Layer.provide([ExportsRepo.layer, DpaService.layer, ConnectionSessions.layer]))
 }
+
+/**
+ * Works the export queue in the background, one fiber per process (started by CoreServicesLive,
+ * like the sync worker); several runners share the queue through leases.
+ */
+export const ExportWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* ExportWorkerSettings
+  if (!settings.enabled) return
+  const pipeline = yield* ExportPipeline
+  const loop = Effect.gen(function*() {
+    // The first poll waits one interval: start-up work goes first.
+    yield* Effect.sleep(settings.pollInterval)
+    while (true) {
+      const busy = yield* pipeline.runOnce.pipe(
+        Effect.withTracerEnabled(false),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.as(Effect.logWarning("export worker: a poll failed; retrying after the poll interval", cause), 0)
+        )
+      )
+      yield* busy > 0 ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+    }
+  })
+  yield* Effect.forkScoped(loop)
+})).pipe(Layer.provide(ExportPipeline.layer))
 
 export const renderDelivery = (row: DeliveryRow) => ({
   id: row.id,
