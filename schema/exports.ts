@@ -95,8 +95,14 @@ export const MESSAGING_EVENT_NAMES = ["LeadSubmitted", "QualifiedLead", "Purchas
 
 const EventName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100))
 
-/** Overrides are checked by the service (422 for an unknown key or a messaging name the platform does not know). */
-export const EventNameOverrides = Schema.Record(Schema.String, Schema.NullOr(Schema.String))
+/**
+ * The platform's event name per destination kind; the messaging name is checked by the service
+ * (422 for a name the platform does not know). Other keys are refused like any unknown key (400).
+ */
+export const EventNameOverrides = Schema.Struct({
+  adplatform_capi: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  adplatform_capi_messaging: Schema.optionalKey(Schema.NullOr(Schema.String))
+})
 
 export const Rule = Schema.Struct({
   id: Schema.String,

@@ -219,11 +219,14 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         assert.strictEqual(foreign.status, 400, foreign.text)
       }))
 
-    it.effect("platform_event_name_overrides: unknown keys and unknown messaging names are 422, nothing written", () =>
+    it.effect("platform_event_name_overrides: a messaging name the platform does not know is 422, an unknown key 400; nothing written", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient
         const fixture = yield* newProfile
-        for (const overrides of [{ tiktok: "Lead" }, { adplatform_capi_messaging: "Lead" }, { adplatform_capi_messaging: "purchase" }]) {
+        const unknownKey = yield* send(fixture.key, "POST", "/api/v1/exports/rules", { conversion_key: "lead", platform_event_name_overrides: { tiktok: "Lead" } })
+        assert.strictEqual(unknownKey.status, 400, unknownKey.text)
+        assert.strictEqual(unknownKey.json.error.code, "validation_error")
+        for (const overrides of [{ adplatform_capi_messaging: "Lead" }, { adplatform_capi_messaging: "purchase" }, { adplatform_capi: " " }]) {
           const refused = yield* send(fixture.key, "POST", "/api/v1/exports/rules", { conversion_key: "lead", platform_event_name_overrides: overrides })
           assert.strictEqual(refused.status, 422, refused.text)
           assert.strictEqual(refused.json.error.code, "validation_error")
