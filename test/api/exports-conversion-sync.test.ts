@@ -15,7 +15,7 @@ import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { registerApp } from "../support/partner.ts"
-import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { driveConsent, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write", "conversions:read"]
@@ -109,6 +109,43 @@ const ingestLead = (fixture: Fixture, body: Record<string, unknown> = {}) =>
       return { outcomeEventId: response.json.data.outcome_event_id as string, key: JSON.parse(String(response.text)) }
     }
   )
+
+/** A new dataset on the sandbox's `act_1001`, made with the sandbox's own API. */
+const newSandboxDataset = (name: string) =>
+  Effect.gen(function*() {
+    const { url } = yield* TestServer
+    const token = yield* sandboxToken(url, "adplatform")
+    const created = yield* call("/sandbox/adplatform/v1/accounts/act_1001/datasets", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" },
+      body: JSON.stringify({ name })
+    })
+    assert.strictEqual(created.status, 201, created.text)
+    return created.json.id as string
+  })
+
+const acceptDpa = (fixture: Fixture) =>
+  Effect.gen(function*() {
+    const owner = yield* seedMemberSession(fixture, "owner")
+    const accepted = yield* call(`/api/v1/profiles/${fixture.profileId}/dpa/accept`, {
+      method: "POST",
+      headers: { ...owner.headers, "content-type": "application/json" },
+      body: JSON.stringify({ version: CURRENT_DPA_VERSION })
+    })
+    assert.strictEqual(accepted.status, 200, accepted.text)
+  })
+
+/** The ledger rows of each outcome once `n` decisions exist for it. */
+const decided = (fixture: Fixture, outcomeEventId: string, n: number) =>
+  Effect.map(
+    eventually(ledger(fixture), (r) => rowsOf(r, outcomeEventId).filter((row) => row.decision !== "held").length >= n, {
+      what: `${n} decisions for ${outcomeEventId}`,
+      within: "20 seconds"
+    }),
+    (rows) => rowsOf(rows, outcomeEventId)
+  )
+
+const byDestination = (rows: ReadonlyArray<any>, destinationId: string) => rows.find((row) => row.destination_id === destinationId)
 
 const rowsOf = (rows: ReadonlyArray<any>, outcomeEventId: string) => rows.filter((row) => row.outcome_event_id === outcomeEventId)
 
@@ -340,6 +377,93 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         assert.deepStrictEqual(event.user_data.em, [sha256("ana@example.com")])
         assert.notInclude(JSON.stringify(event), "ivf")
         assert.notInclude(JSON.stringify(event), "Ana@")
+      }))
+
+    it.effect("action_source routing: ctwa_clid to the messaging dataset, business_messaging without it as chat, degraded without the lane", () =>
+      Effect.gen(function*() {
+        const fixture = yield* wired({ adplatform_capi: "Lead", adplatform_capi_messaging: "LeadSubmitted" })
+        const messaging = yield* send(fixture.key, "POST", "/api/v1/exports/destinations", {
+          kind: "adplatform_capi_messaging",
+          connection_id: fixture.connectionId,
+          dataset_id: "ds_1001_1",
+          name: "Chat account dataset"
+        })
+        assert.strictEqual(messaging.status, 201, messaging.text)
+        const messagingId: string = messaging.json.data.id
+
+        // Omitted action_source with a ctwa_clid: inferred business_messaging, sent to the chat account's dataset only.
+        const ctwa = yield* ingestLead(fixture, { click_ids: { ctwa_clid: "ctwa-1" } })
+        const ctwaRows = yield* decided(fixture, ctwa.outcomeEventId, 2)
+        assert.deepStrictEqual(
+          [byDestination(ctwaRows, messagingId), byDestination(ctwaRows, fixture.destinationId)].map((r) => [r.decision, r.action_source, r.skip_reason, r.event_name]),
+          [["delivered", "business_messaging", null, "LeadSubmitted"], ["skipped", null, "routed_to_messaging_dataset", null]]
+        )
+        const [sent] = yield* received(byDestination(ctwaRows, messagingId).event_id)
+        assert.strictEqual(sent.user_data.ctwa_clid, "ctwa-1")
+
+        // business_messaging without a ctwa_clid: the website lane, as chat.
+        const chat = yield* ingestLead(fixture, { action_source: "business_messaging" })
+        const chatRows = yield* decided(fixture, chat.outcomeEventId, 2)
+        assert.deepStrictEqual(
+          [byDestination(chatRows, fixture.destinationId), byDestination(chatRows, messagingId)].map((r) => [r.decision, r.action_source, r.skip_reason]),
+          [["delivered", "chat", null], ["skipped", null, "not_messaging_lane"]]
+        )
+        const [asChat] = yield* received(byDestination(chatRows, fixture.destinationId).event_id)
+        assert.strictEqual(asChat.action_source, "chat")
+        assert.isUndefined(asChat.event_source_url)
+
+        // The rule off the messaging lane: a ctwa_clid event degrades to system_generated on the website dataset.
+        const rules = yield* send(fixture.key, "GET", "/api/v1/exports/rules")
+        const off = yield* send(fixture.key, "PATCH", `/api/v1/exports/rules/${rules.json.data[0].id}`, {
+          platform_event_name_overrides: { adplatform_capi: "Lead", adplatform_capi_messaging: null }
+        })
+        assert.strictEqual(off.status, 200, off.text)
+        const degraded = yield* ingestLead(fixture, { action_source: "business_messaging", click_ids: { ctwa_clid: "ctwa-2" } })
+        const degradedRows = yield* decided(fixture, degraded.outcomeEventId, 2)
+        assert.deepStrictEqual(
+          [byDestination(degradedRows, fixture.destinationId), byDestination(degradedRows, messagingId)].map((r) => [r.decision, r.action_source, r.skip_reason]),
+          [
+            ["delivered", "system_generated", "action_source_degraded:business_messaging_to_system_generated"],
+            ["skipped", null, "messaging_lane_off"]
+          ]
+        )
+        const filtered = yield* ledger(fixture, "?skip_reason=action_source_degraded:business_messaging_to_system_generated")
+        assert.deepStrictEqual(filtered.map((r) => r.outcome_event_id), [degraded.outcomeEventId])
+      }))
+
+    it.effect("Platform-Safe target clean: other destinations suppressed; with no Clean Dataset nothing is sent; with one only it receives", () =>
+      Effect.gen(function*() {
+        const fixture = yield* wired({ adplatform_capi: "Lead" })
+        const put = yield* send(fixture.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "platform_safe", platform_safe_target: "clean" })
+        assert.strictEqual(put.status, 200, put.text)
+        yield* acceptDpa(fixture)
+
+        const first = yield* ingestLead(fixture)
+        const [suppressed] = yield* decided(fixture, first.outcomeEventId, 1)
+        assert.deepStrictEqual(
+          [suppressed.decision, suppressed.routing, suppressed.skip_reason, suppressed.action_source],
+          ["suppressed", "suppressed_platform_safe", "platform_safe_clean_dataset_inactive", null]
+        )
+        assert.strictEqual((yield* received(suppressed.event_id)).length, 0)
+
+        const dataset = yield* newSandboxDataset("Clean Dataset")
+        const clean = yield* send(fixture.key, "POST", "/api/v1/exports/destinations", {
+          kind: "adplatform_capi",
+          connection_id: fixture.connectionId,
+          dataset_id: dataset,
+          name: "Clean Dataset",
+          clean_dataset: true
+        })
+        assert.strictEqual(clean.status, 201, clean.text)
+        const second = yield* ingestLead(fixture)
+        const rows = yield* decided(fixture, second.outcomeEventId, 2)
+        const toClean = byDestination(rows, clean.json.data.id)
+        const toExisting = byDestination(rows, fixture.destinationId)
+        assert.deepStrictEqual([toExisting.decision, toExisting.routing, toExisting.skip_reason], ["suppressed", "suppressed_platform_safe", null])
+        assert.strictEqual(toClean.decision, "delivered")
+        const [event] = yield* received(toClean.event_id)
+        assert.strictEqual(event.dataset_id, dataset)
+        assert.strictEqual((yield* received(toExisting.event_id)).length, 0)
       }))
   })
 })

@@ -53,8 +53,8 @@ export class DestinationsRepo extends Context.Service<DestinationsRepo, {
   readonly list: (profileId: string, limit: number, after: Option.Option<{ readonly createdAt: string; readonly id: string }>) => Repo<ReadonlyArray<DestinationRow>>
   /** Every live destination of the profile (the pipeline's routing). */
   readonly live: (profileId: string) => Repo<ReadonlyArray<DestinationRow>>
-  /** Applies the changes; false when a live (kind, dataset) match refused them. */
-  readonly update: (profileId: string, id: string, changes: DestinationChanges) => Repo<boolean>
+  /** Applies the changes, unless the destination is gone or a live (kind, dataset) match refuses them. */
+  readonly update: (profileId: string, id: string, changes: DestinationChanges) => Repo<"updated" | "missing" | "conflict">
   /** Soft delete: ledger rows keep pointing at it. */
   readonly remove: (profileId: string, id: string) => Repo<boolean>
   /** Whether the ad-platform connection belongs to the profile and is live. */
@@ -109,17 +109,21 @@ export class DestinationsRepo extends Context.Service<DestinationsRepo, {
           WHERE d.profile_id = ${profileId} AND d.deleted_at IS NULL ORDER BY d.created_at, d.id`)
 
       const update = (profileId: string, id: string, changes: DestinationChanges) =>
-        Effect.map(
-          sql`
-            UPDATE export_destinations SET
-              dataset_id = COALESCE(${changes.dataset_id ?? null}, dataset_id),
-              name = COALESCE(${changes.name ?? null}, name),
-              status = COALESCE(${changes.status ?? null}, status),
-              clean_dataset = COALESCE(${changes.clean_dataset ?? null}::boolean, clean_dataset),
-              updated_at = now()
-            WHERE profile_id = ${profileId} AND id = ${id} AND deleted_at IS NULL
-            RETURNING id`,
-          (updated) => updated.length === 1
+        sql`
+          UPDATE export_destinations SET
+            dataset_id = COALESCE(${changes.dataset_id ?? null}, dataset_id),
+            name = COALESCE(${changes.name ?? null}, name),
+            status = COALESCE(${changes.status ?? null}, status),
+            clean_dataset = COALESCE(${changes.clean_dataset ?? null}::boolean, clean_dataset),
+            updated_at = now()
+          WHERE profile_id = ${profileId} AND id = ${id} AND deleted_at IS NULL
+          RETURNING id`.pipe(
+          Effect.map((updated): "updated" | "missing" => (updated.length === 1 ? "updated" : "missing")),
+          // Another write took the (kind, dataset) between the check and this statement: the index refuses it.
+          Effect.catchIf(
+            (error) => error.reason._tag === "ConstraintError",
+            () => Effect.succeed("conflict" as const)
+          )
         )
 
       const remove = (profileId: string, id: string) =>

@@ -101,14 +101,19 @@ export class ExportDestinations extends Context.Service<ExportDestinations, {
 
       const update = Effect.fn("ExportDestinations.update")(function*(profile: ProfileContext, id: string, body: UpdateDestination) {
         const current = yield* findOr404(profile, id)
-        return yield* repo.transaction(Effect.gen(function*() {
-          if (body.dataset_id !== undefined && body.dataset_id !== current.dataset_id) {
-            const other = yield* repo.conflicting(profile.profileId, current.kind, body.dataset_id, current.id)
-            if (Option.isSome(other)) return yield* conflict(other.value)
-          }
-          if (!(yield* repo.update(profile.profileId, current.id, body))) return yield* noSuchDestination()
-          return render(Option.getOrThrow(yield* repo.find(profile.profileId, current.id)))
-        }))
+        const clash = () =>
+          Effect.flatMap(
+            repo.conflicting(profile.profileId, current.kind, body.dataset_id ?? current.dataset_id, current.id),
+            (other) => Effect.fail(conflict(Option.getOrElse(other, () => "")))
+          )
+        if (body.dataset_id !== undefined && body.dataset_id !== current.dataset_id) {
+          if (Option.isSome(yield* repo.conflicting(profile.profileId, current.kind, body.dataset_id, current.id))) return yield* clash()
+        }
+        // One statement, no transaction: a conflict the unique index finds leaves nothing written.
+        const outcome = yield* repo.update(profile.profileId, current.id, body)
+        if (outcome === "missing") return yield* noSuchDestination()
+        if (outcome === "conflict") return yield* clash()
+        return render(Option.getOrThrow(yield* repo.find(profile.profileId, current.id)))
       })
 
       const remove = Effect.fn("ExportDestinations.remove")(function*(profile: ProfileContext, id: string) {

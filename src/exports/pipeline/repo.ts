@@ -50,7 +50,8 @@ export const ExportFacts = Schema.Struct({
   privacy_config: Schema.NullOr(PrivacyConfig),
   website_destination: Schema.Boolean,
   messaging_destination: Schema.Boolean,
-  clean_destination: Schema.Boolean
+  clean_destination: Schema.Boolean,
+  attribution_enabled: Schema.Boolean
 })
 export type ExportFacts = typeof ExportFacts.Type
 
@@ -122,6 +123,9 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const claimed = decodeRows(ClaimedExport)
+      // The add-on is on, or a person created the profile (the same test as the sync worker's).
+      const attributionOn = sql.literal(`(p.provisioned_by_app_id IS NULL OR COALESCE((
+        SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`)
       const firstFacts = decodeFirstRow(ExportFacts)
       const deliveryRows = decodeRows(DeliveryRow)
 
@@ -136,7 +140,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             JOIN outcome_events e ON e.id = c.outcome_event_id AND e.retracted_at IS NULL
             JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
               AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
-            WHERE r.enabled
+            JOIN profiles p ON p.id = r.profile_id
+            WHERE r.enabled AND ${attributionOn}
               AND c.created_at > now() - make_interval(hours => ${windowHours})
               AND c.created_at >= r.created_at AND c.created_at >= d.created_at
               AND NOT EXISTS (SELECT 1 FROM conversion_exports x WHERE x.outcome_event_id = c.outcome_event_id AND x.destination_id = d.id)
@@ -178,7 +183,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
                          AND o.deleted_at IS NULL AND o.status = 'active'
                          AND (r.destination_ids IS NULL OR o.id = ANY (r.destination_ids))) AS messaging_destination,
                  EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.clean_dataset
-                         AND o.deleted_at IS NULL AND o.status = 'active') AS clean_destination
+                         AND o.deleted_at IS NULL AND o.status = 'active') AS clean_destination,
+                 ${attributionOn} AS attribution_enabled
           FROM conversion_exports x
           JOIN outcome_events e ON e.id = x.outcome_event_id
           JOIN conversions c ON c.outcome_event_id = x.outcome_event_id

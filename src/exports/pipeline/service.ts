@@ -92,6 +92,8 @@ type Plan =
 export const planExport = (facts: ExportFacts, eventId: string): Plan => {
   const final = (e: LedgerEntry): Plan => ({ _tag: "Final", entry: e })
   if (facts.retracted) return final(entry("skipped", { skipReason: "event_retracted" }))
+  // While the attribution add-on is off nothing is exported (it was on when the export was queued).
+  if (!facts.attribution_enabled) return final(entry("skipped", { skipReason: "attribution_disabled" }))
   if (!facts.destination_live) return final(entry("skipped", { skipReason: "destination_disabled" }))
   if (facts.privacy_mode === "platform_safe") {
     if (facts.platform_safe_target === "clean" && !facts.clean_dataset) {
