@@ -46,6 +46,8 @@ export default Effect.gen(function*() {
       updated_at timestamptz NOT NULL DEFAULT now(),
       UNIQUE (profile_id, conversion_key)
     )`
+  // The export sweep reads recent conversions per rule (profile, conversion key) by arrival.
+  yield* sql`CREATE INDEX conversions_export_sweep ON conversions (profile_id, conversion_key, created_at)`
   yield* sql`ALTER TABLE conversion_exports ADD COLUMN destination_id uuid REFERENCES export_destinations (id)`
   yield* sql`ALTER TABLE conversion_exports ADD COLUMN rule_id uuid REFERENCES export_rules (id)`
   yield* sql`ALTER TABLE conversion_exports ADD COLUMN event_id text`

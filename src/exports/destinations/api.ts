@@ -22,7 +22,9 @@ import {
 } from "../../../schema/exports.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
-const write = policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none", entitlement: "svc_attribution" })
+/** Creates and the test event take an optional `Idempotency-Key` (a retry answers the first answer). */
+const write = (idempotency: "optional" | "none") =>
+  policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency, entitlement: "svc_attribution" })
 const writeErrors = [...profileErrors, ValidationError.wire, EntitlementRequired.wire] as const
 
 export const ExportDestinationsApi = HttpApiGroup.make("exportDestinations")
@@ -46,7 +48,7 @@ export const ExportDestinationsApi = HttpApiGroup.make("exportDestinations")
         "`kind` `adplatform_capi` (website lane) or `adplatform_capi_messaging` (business-messaging lane). A live destination with " +
           "the same kind and dataset answers 409 `destination_conflict` with `conflicting_destination_id`; nothing is written."
       )
-      .annotateMerge(write),
+      .annotateMerge(write("optional")),
     HttpApiEndpoint.patch("updateDestination", "/exports/destinations/:id", {
       params: DestinationIdParams,
       payload: UpdateDestination,
@@ -55,7 +57,7 @@ export const ExportDestinationsApi = HttpApiGroup.make("exportDestinations")
     })
       .annotate(OpenApi.Summary, "Edit, disable or re-enable an export destination")
       .annotate(OpenApi.Description, "A dataset another live destination of the same kind already uses answers 409 `destination_conflict`; nothing is written.")
-      .annotateMerge(write),
+      .annotateMerge(write("none")),
     HttpApiEndpoint.delete("deleteDestination", "/exports/destinations/:id", {
       params: DestinationIdParams,
       success: Deleted,
@@ -63,7 +65,7 @@ export const ExportDestinationsApi = HttpApiGroup.make("exportDestinations")
     })
       .annotate(OpenApi.Summary, "Delete an export destination")
       .annotate(OpenApi.Description, "Nothing more is sent to it; its delivery ledger rows stay.")
-      .annotateMerge(write),
+      .annotateMerge(write("none")),
     HttpApiEndpoint.post("testDestination", "/exports/destinations/:id/test-event", {
       params: DestinationIdParams,
       payload: TestEvent,
@@ -76,6 +78,6 @@ export const ExportDestinationsApi = HttpApiGroup.make("exportDestinations")
         "Goes through the same send path as the pipeline, marked as a test (`custom_data.test_event`, no person); the ledger " +
           "records it with `test: true`. 502 `adplatform_unavailable` when the platform does not take it."
       )
-      .annotateMerge(write)
+      .annotateMerge(write("optional"))
   )
   .prefix("/api/v1")

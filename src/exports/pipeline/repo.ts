@@ -102,10 +102,10 @@ export interface DeliveriesFilter {
 export class ExportsRepo extends Context.Service<ExportsRepo, {
   /**
    * Queues every attribution-eligible conversion a live rule reaches, once per live destination,
-   * recorded since both the rule and the destination existed (within `windowHours`). Idempotent:
-   * the (outcome, destination) pair is unique and its ids derive from the pair.
+   * recorded since both the rule and the destination existed (within the last `windowSeconds`).
+   * Idempotent: the (outcome, destination) pair is unique and its ids derive from the pair.
    */
-  readonly enqueue: (windowHours: number, limit: number) => Repo<number>
+  readonly enqueue: (windowSeconds: number, limit: number) => Repo<number>
   /** Leases up to `limit` due exports (pending, or held and due for a recheck). */
   readonly claim: (limit: number, leaseSeconds: number) => Repo<ReadonlyArray<ClaimedExport>>
   readonly facts: (exportId: string) => Repo<Option.Option<ExportFacts>>
@@ -129,7 +129,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const firstFacts = decodeFirstRow(ExportFacts)
       const deliveryRows = decodeRows(DeliveryRow)
 
-      const enqueue = (windowHours: number, limit: number) =>
+      const enqueue = (windowSeconds: number, limit: number) =>
         Effect.map(
           sql`
             INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
@@ -142,7 +142,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
               AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
             JOIN profiles p ON p.id = r.profile_id
             WHERE r.enabled AND ${attributionOn}
-              AND c.created_at > now() - make_interval(hours => ${windowHours})
+              AND c.created_at > now() - make_interval(secs => ${windowSeconds})
               AND c.created_at >= r.created_at AND c.created_at >= d.created_at
               AND NOT EXISTS (SELECT 1 FROM conversion_exports x WHERE x.outcome_event_id = c.outcome_event_id AND x.destination_id = d.id)
             ORDER BY c.created_at

@@ -29,8 +29,11 @@ export interface ExportWorkerSettingsShape {
   readonly retryBase: Duration.Duration
   /** How often a held export is checked again (DPA or BAA accepted since). */
   readonly holdRecheck: Duration.Duration
-  /** Conversions older than this are not queued by the sweep. */
-  readonly windowHours: number
+  /** Every poll's sweep reads conversions this recent (a cheap range of the index). */
+  readonly recentWindow: Duration.Duration
+  /** Every `fullSweepEvery`-th poll reads this far back: what a slow commit or an outage left behind. */
+  readonly fullWindow: Duration.Duration
+  readonly fullSweepEvery: number
 }
 
 export const defaultExportWorkerSettings: ExportWorkerSettingsShape = {
@@ -41,7 +44,9 @@ export const defaultExportWorkerSettings: ExportWorkerSettingsShape = {
   maxAttempts: 8,
   retryBase: Duration.seconds(5),
   holdRecheck: Duration.seconds(30),
-  windowHours: 24
+  recentWindow: Duration.minutes(10),
+  fullWindow: Duration.hours(24),
+  fullSweepEvery: 60
 }
 
 export const ExportWorkerSettings = Context.Reference<ExportWorkerSettingsShape>("svc/ExportWorkerSettings", {
@@ -204,8 +209,11 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         )
       })
 
+      let polls = 0
       const runOnce = Effect.gen(function*() {
-        yield* repo.enqueue(settings.windowHours, 1000)
+        // The first poll after a start and every `fullSweepEvery`-th read the whole window.
+        const full = polls++ % Math.max(1, settings.fullSweepEvery) === 0
+        yield* repo.enqueue(Duration.toSeconds(full ? settings.fullWindow : settings.recentWindow), 1000)
         const jobs = yield* repo.claim(settings.batchSize, leaseSeconds)
         // One export's failure never stops the batch: its lease expires and it is claimed again.
         yield* Effect.forEach(

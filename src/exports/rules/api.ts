@@ -4,7 +4,8 @@ import { EntitlementRequired, InvalidParameter, InvalidState, profileErrors, Val
 import { CreateRule, RuleCreated, RuleEnvelope, RuleIdParams, RulePage, RulesQuery, UpdateRule } from "../../../schema/exports.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
-const write = policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none", entitlement: "svc_attribution" })
+const write = (idempotency: "optional" | "none") =>
+  policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency, entitlement: "svc_attribution" })
 const OVERRIDES =
   "`platform_event_name_overrides` keys: `adplatform_capi` (the website event name) and `adplatform_capi_messaging` (one of the " +
   "platform's messaging names such as `LeadSubmitted`, `QualifiedLead`, `Purchase`, or null to keep the rule off that lane); any " +
@@ -23,7 +24,7 @@ export const ExportRulesApi = HttpApiGroup.make("exportRules")
     })
       .annotate(OpenApi.Summary, "Create the export rule of a conversion key")
       .annotate(OpenApi.Description, `${OVERRIDES} A second rule for the same conversion key is 409 \`invalid_state\`.`)
-      .annotateMerge(write),
+      .annotateMerge(write("optional")),
     HttpApiEndpoint.patch("updateRule", "/exports/rules/:id", {
       params: RuleIdParams,
       payload: UpdateRule,
@@ -32,6 +33,6 @@ export const ExportRulesApi = HttpApiGroup.make("exportRules")
     })
       .annotate(OpenApi.Summary, "Edit an export rule: destinations, event-name overrides, enabled")
       .annotate(OpenApi.Description, `${OVERRIDES} Sent overrides replace the stored ones whole.`)
-      .annotateMerge(write)
+      .annotateMerge(write("none"))
   )
   .prefix("/api/v1")
