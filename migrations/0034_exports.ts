@@ -59,7 +59,7 @@ export default Effect.gen(function*() {
   yield* sql`CREATE UNIQUE INDEX conversion_exports_pair ON conversion_exports (outcome_event_id, destination_id)`
   yield* sql`
     CREATE INDEX conversion_exports_due ON conversion_exports (next_attempt_at)
-    WHERE status IN ('pending', 'held')`
+    WHERE status IN ('pending', 'held') AND destination_id IS NOT NULL`
   yield* sql`
     CREATE TABLE export_deliveries (
       id uuid PRIMARY KEY,

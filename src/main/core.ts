@@ -10,7 +10,7 @@ import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { SyncWorker } from "../connections/sync/worker.ts"
-import { ExportWorkerLive } from "../exports/pipeline/service.ts"
+import { ExportPipeline, ExportWorkerLive } from "../exports/pipeline/service.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -43,7 +43,7 @@ const SyncLive = SyncWorker.layer.pipe(
 )
 
 /** Works the conversion-export queue in the background (decision 0075), on the same provider layer. */
-const ExportsLive = ExportWorkerLive.pipe(Layer.provide([ProvidersLive, SecretBox.layer]))
+const ExportsLive = ExportWorkerLive.pipe(Layer.provideMerge(ExportPipeline.layer), Layer.provide([ProvidersLive, SecretBox.layer]))
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(

@@ -159,6 +159,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           WHERE x.id IN (
             SELECT id FROM conversion_exports
             WHERE status IN ('pending', 'held') AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+              -- Rows from before the pipeline (no destination) are not the worker's to send.
+              AND destination_id IS NOT NULL AND event_id IS NOT NULL
             ORDER BY next_attempt_at LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
           RETURNING x.id, x.profile_id, x.outcome_event_id, x.destination_id, x.event_id, x.attempts, x.status, x.lease_token::text AS lease_token`)

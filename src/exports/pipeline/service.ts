@@ -149,6 +149,8 @@ export const planExport = (facts: ExportFacts, eventId: string): Plan => {
 export class ExportPipeline extends Context.Service<ExportPipeline, {
   /** One sweep and one batch of decisions; answers how many exports were decided (tests, bench). */
   readonly runOnce: Effect.Effect<number, DatabaseUnavailable>
+  /** The sweep alone over the full window; answers how many exports it queued (tests, bench). */
+  readonly sweep: Effect.Effect<number, DatabaseUnavailable>
   /** Sends one event to a destination's dataset through the same path as the pipeline. */
   readonly send: (
     connectionId: string,
@@ -239,7 +241,9 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         return toPage(rows, limit, renderDelivery)
       })
 
-      return { runOnce, send, deliveries }
+      const sweep = repo.enqueue(Duration.toSeconds(settings.fullWindow), 1000)
+
+      return { runOnce, sweep, send, deliveries }
     })
   ).pipe(Layer.provide([ExportsRepo.layer, DpaService.layer, ConnectionSessions.layer]))
 }
@@ -268,7 +272,7 @@ export const ExportWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     }
   })
   yield* Effect.forkScoped(loop)
-})).pipe(Layer.provide(ExportPipeline.layer))
+}))
 
 export const renderDelivery = (row: DeliveryRow) => ({
   id: row.id,
