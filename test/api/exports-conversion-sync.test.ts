@@ -195,6 +195,18 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         assert.strictEqual(again.json.data.revoked_keys, 0)
         const read = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/catalog")
         assert.deepStrictEqual(read.json.data.settings, again.json.data.settings)
+
+        // A partner app's delegated key cannot move the mode back out; nothing changes.
+        const lowered = yield* send(delegatedPlain.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "standard" })
+        assert.strictEqual(lowered.status, 403, lowered.text)
+        const appKey = yield* seedApiKey(fixture, { scopes: ["exports:write", "exports:read"] })
+        yield* sql`UPDATE api_keys SET oauth_app_id = ${app.id} WHERE id = ${appKey.id}`
+        const locked = yield* send(appKey.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "standard" })
+        assert.strictEqual(locked.status, 409, locked.text)
+        assert.strictEqual(locked.json.error.code, "invalid_state")
+        assert.strictEqual(locked.json.error.reason, "privacy_mode_locked")
+        const after = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/catalog")
+        assert.deepStrictEqual(after.json.data.settings, again.json.data.settings)
       }))
 
     it.effect("a key without exports:write gets 403 insufficient_scope and nothing changes", () =>

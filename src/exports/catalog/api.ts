@@ -1,6 +1,6 @@
 /** The conversion-sync catalog over HTTP (routes.tsv "Conversion sync and Platform-Safe"; decision 0073). */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { EntitlementRequired, profileErrors, ValidationError } from "../../../schema/errors.ts"
+import { EntitlementRequired, InvalidState, profileErrors, ValidationError } from "../../../schema/errors.ts"
 import { Catalog, PutCatalog } from "../../../schema/exports.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
@@ -13,14 +13,15 @@ export const ConversionSyncCatalogApi = HttpApiGroup.make("conversionSyncCatalog
     HttpApiEndpoint.put("putCatalog", "/conversion-sync/catalog", {
       payload: PutCatalog,
       success: Catalog,
-      error: [...profileErrors, ValidationError.wire, EntitlementRequired.wire]
+      error: [...profileErrors, ValidationError.wire, InvalidState.wire, EntitlementRequired.wire]
     })
       .annotate(OpenApi.Summary, "Replace the privacy settings: the mode, the whole privacy_config, the Platform-Safe target")
       .annotate(
         OpenApi.Description,
         "The PUT replaces `privacy_config` (absent or null clears it: re-send the current one to keep it). `custom` needs a " +
           "`privacy_config`. An absent `platform_safe_target` keeps the stored one. Moving to `platform_safe` or `hipaa` revokes " +
-          "the live delegated keys carrying `customers:read` or `visitors:read`; `revoked_keys` counts them."
+          "the live delegated keys carrying `customers:read` or `visitors:read`; `revoked_keys` counts them. A partner app's " +
+          "delegated key cannot move a mode other than `standard` (409 `invalid_state`, reason `privacy_mode_locked`)."
       )
       .annotateMerge(policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none", entitlement: "svc_attribution" }))
   )

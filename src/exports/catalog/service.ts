@@ -4,7 +4,7 @@
  * healthcare-family mode revokes the live delegated keys that carry a person scope (S5.3).
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { type DatabaseUnavailable, NotFound, ValidationError } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
 import type { PutCatalog } from "../../../schema/exports.ts"
 import { PERSON_SCOPES } from "../../../schema/scopes.ts"
 import { AuditLog } from "../../audit/repo.ts"
@@ -39,7 +39,7 @@ export class ConversionSyncCatalog extends Context.Service<ConversionSyncCatalog
     actor: PrincipalShape,
     profile: ProfileContext,
     body: PutCatalog
-  ) => Effect.Effect<CatalogView, NotFound | ValidationError | DatabaseUnavailable>
+  ) => Effect.Effect<CatalogView, NotFound | ValidationError | InvalidState | DatabaseUnavailable>
 }>()("svc/ConversionSyncCatalog") {
   static readonly layer = Layer.effect(ConversionSyncCatalog)(
     Effect.gen(function*() {
@@ -63,6 +63,13 @@ export class ConversionSyncCatalog extends Context.Service<ConversionSyncCatalog
           const found = yield* repo.find(profile.profileId, true)
           if (Option.isNone(found)) return yield* noSuchProfile()
           const before = found.value
+          // As on the partner rows of the lifecycle table: an app's delegated key never moves a mode other than standard.
+          if (actor.kind === "api_key" && actor.oauthAppId !== null && before.privacy_mode !== "standard" && body.privacy_mode !== before.privacy_mode) {
+            return yield* new InvalidState({
+              message: `The privacy mode is ${before.privacy_mode}; only the merchant changes it, not a partner app's key.`,
+              reason: "privacy_mode_locked"
+            })
+          }
           const target = body.platform_safe_target ?? before.platform_safe_target
           yield* tenancy.setPrivacySettings(before.profile_id, body.privacy_mode, target)
           yield* repo.putConfig(before.profile_id, config)
