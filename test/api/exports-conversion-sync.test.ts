@@ -391,6 +391,18 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         assert.notInclude(JSON.stringify(event), "Ana@")
       }))
 
+    it.effect("HIPAA: held until the BAA is accepted (an accepted DPA is not enough)", () =>
+      Effect.gen(function*() {
+        const fixture = yield* wired()
+        const put = yield* send(fixture.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "hipaa" })
+        assert.strictEqual(put.status, 200, put.text)
+        yield* acceptDpa(fixture)
+        const { outcomeEventId } = yield* ingestLead(fixture)
+        const rows = yield* eventually(ledger(fixture), (r) => rowsOf(r, outcomeEventId).length > 0, { what: "the hold", within: "20 seconds" })
+        assert.deepStrictEqual(rowsOf(rows, outcomeEventId).map((r) => [r.decision, r.skip_reason]), [["held", "baa_not_accepted"]])
+        assert.strictEqual((yield* received(rowsOf(rows, outcomeEventId)[0].event_id)).length, 0)
+      }))
+
     it.effect("action_source routing: ctwa_clid to the messaging dataset, business_messaging without it as chat, degraded without the lane", () =>
       Effect.gen(function*() {
         const fixture = yield* wired({ adplatform_capi: "Lead", adplatform_capi_messaging: "LeadSubmitted" })
