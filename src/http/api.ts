@@ -23,6 +23,10 @@ import { ConnectionStagesApi } from "../connections/stages/api.ts"
 import { ConnectionSyncApi } from "../connections/sync/api.ts"
 import { CommerceLiveApi } from "../commerce/live/api.ts"
 import { CommerceCopyApi } from "../commerce/orders/api.ts"
+import { ConversionSyncCatalogApi } from "../exports/catalog/api.ts"
+import { ExportDestinationsApi } from "../exports/destinations/api.ts"
+import { ExportDeliveriesApi } from "../exports/pipeline/api.ts"
+import { ExportRulesApi } from "../exports/rules/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
@@ -55,6 +59,10 @@ export const Api = HttpApi.make("svc")
   .add(ConnectionStagesApi)
   .add(CommerceLiveApi)
   .add(CommerceCopyApi)
+  .add(ConversionSyncCatalogApi)
+  .add(ExportDestinationsApi)
+  .add(ExportRulesApi)
+  .add(ExportDeliveriesApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

@@ -20,6 +20,10 @@ import { MeHandlers } from "../auth/me/handlers.ts"
 import { CsrfLayer, SessionsHandlers } from "../auth/sessions/handlers.ts"
 import { CommerceLiveHandlers } from "../commerce/live/handlers.ts"
 import { CommerceCopyHandlers } from "../commerce/orders/handlers.ts"
+import { ConversionSyncCatalogHandlers } from "../exports/catalog/handlers.ts"
+import { ExportDestinationsHandlers } from "../exports/destinations/handlers.ts"
+import { ExportDeliveriesHandlers } from "../exports/pipeline/handlers.ts"
+import { ExportRulesHandlers } from "../exports/rules/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
 import { ConnectionStagesHandlers } from "../connections/stages/handlers.ts"
 import { ConnectionSyncHandlers } from "../connections/sync/handlers.ts"
@@ -61,6 +65,10 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ConnectionStagesHandlers,
     CommerceLiveHandlers,
     CommerceCopyHandlers,
+    ConversionSyncCatalogHandlers,
+    ExportDestinationsHandlers,
+    ExportRulesHandlers,
+    ExportDeliveriesHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

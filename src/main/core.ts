@@ -11,6 +11,7 @@ import { AttributionWorker } from "../attribution/worker.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { SyncWorker } from "../connections/sync/worker.ts"
 import { CreativeAnalysisWorker } from "../creatives/worker.ts"
+import { ExportPipeline, ExportWorkerLive } from "../exports/pipeline/service.ts"
 import { PiiAccessLog } from "../audit/pii-access.ts"
 import { CredentialStoreLive } from "../auth/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -42,6 +43,9 @@ const SyncLive = SyncWorker.layer.pipe(
   Layer.provide([ProvidersLive, SecretBox.layer])
 )
 
+/** Works the conversion-export queue in the background (decision 0075), on the same provider layer. */
+const ExportsLive = ExportWorkerLive.pipe(Layer.provideMerge(ExportPipeline.layer), Layer.provide([ProvidersLive, SecretBox.layer]))
+
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
@@ -50,6 +54,7 @@ export const CoreServicesLive = Layer.mergeAll(
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
   SyncLive,
+  ExportsLive,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
   // Works the creative analysis queue (decision 0071).

@@ -88,7 +88,12 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   ads: "src/connections/sync/structure-repo.ts",
   // ad actions (issue 19)
   ad_actions: "src/ads/actions/repo.ts",
-  conversion_exports: null,
+  conversion_exports: "src/exports/pipeline/repo.ts",
+  // conversion sync (issue 20)
+  conversion_sync_settings: "src/exports/catalog/repo.ts",
+  export_destinations: "src/exports/destinations/repo.ts",
+  export_rules: "src/exports/rules/repo.ts",
+  export_deliveries: "src/exports/pipeline/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }

@@ -92,6 +92,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
    */
   readonly insertProvisioned: (profile: NewProvisionedProfile) => Repo<Option.Option<string>>
   readonly setPrivacyMode: (profileId: string, mode: "platform_safe" | "hipaa") => Repo<void>
+  /** The conversion-sync catalog's PUT: any mode, and the Platform-Safe target. */
+  readonly setPrivacySettings: (profileId: string, mode: PrivacyMode, target: "existing" | "clean") => Repo<void>
   /** A profile `appId` provisioned (archived ones included), locked; None for unknown, foreign or human-created. */
   readonly findOwnedForUpdate: (appId: string, profileId: string) => Repo<Option.Option<OwnedRow>>
   /** Archives the profile and its workspace with the lifecycle table's cascade; answers the keys it revoked. */
@@ -270,6 +272,10 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
       const setPrivacyMode = (profileId: string, mode: "platform_safe" | "hipaa") =>
         Effect.asVoid(sql`UPDATE profiles SET privacy_mode = ${mode} WHERE id = ${profileId}`)
 
+      // The conversion-sync catalog's PUT (src/exports/catalog): the owner's mode and target.
+      const setPrivacySettings = (profileId: string, mode: PrivacyMode, target: "existing" | "clean") =>
+        Effect.asVoid(sql`UPDATE profiles SET privacy_mode = ${mode}, platform_safe_target = ${target} WHERE id = ${profileId}`)
+
       const acceptAgreement = (profileId: string, agreement: "dpa" | "baa", version: string, acceptedBy: string) =>
         Effect.asVoid(
           agreement === "dpa"
@@ -299,6 +305,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           findProvisionedForUpdate,
           insertProvisioned,
           setPrivacyMode,
+          setPrivacySettings,
           findLiveByName,
           healthcareSettings,
           acceptAgreement,

@@ -1,0 +1,247 @@
+/**
+ * The owner of `conversion_exports` (the export queue: one row per (outcome, destination), its
+ * stable dedup event id and its lease) and `export_deliveries` (the ledger: one row per attempt
+ * decision, written in the same transaction as the decision, fenced by the lease token).
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { PrivacyConfig } from "../../../schema/exports.ts"
+import { PrivacyMode } from "../../../schema/tenancy.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export const ClaimedExport = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  outcome_event_id: Schema.String,
+  destination_id: Schema.String,
+  event_id: Schema.String,
+  attempts: Schema.Int,
+  status: Schema.String,
+  lease_token: Schema.String
+})
+export type ClaimedExport = typeof ClaimedExport.Type
+
+/** Everything one export decision reads, in one statement. */
+export const ExportFacts = Schema.Struct({
+  event_name: Schema.String,
+  conversion_key: Schema.String,
+  occurred_epoch: Schema.Number,
+  value_amount: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  action_source: Schema.NullOr(Schema.String),
+  click_ids: Schema.Record(Schema.String, Schema.String),
+  external_id: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String),
+  retracted: Schema.Boolean,
+  overrides: Schema.Record(Schema.String, Schema.NullOr(Schema.String)),
+  rule_destination_ids: Schema.NullOr(Schema.Array(Schema.String)),
+  kind: Schema.Literals(["adplatform_capi", "adplatform_capi_messaging"]),
+  connection_id: Schema.String,
+  dataset_id: Schema.String,
+  clean_dataset: Schema.Boolean,
+  destination_live: Schema.Boolean,
+  privacy_mode: PrivacyMode,
+  platform_safe_target: Schema.Literals(["existing", "clean"]),
+  privacy_config: Schema.NullOr(PrivacyConfig),
+  website_destination: Schema.Boolean,
+  messaging_destination: Schema.Boolean,
+  clean_destination: Schema.Boolean,
+  attribution_enabled: Schema.Boolean
+})
+export type ExportFacts = typeof ExportFacts.Type
+
+export type Decision = "delivered" | "retrying" | "failed" | "held" | "skipped" | "suppressed"
+
+export interface LedgerEntry {
+  readonly decision: Decision
+  readonly actionSource: string | null
+  readonly skipReason: string | null
+  readonly routing: string | null
+  readonly eventName: string | null
+  readonly providerStatus: number | null
+  readonly errorCode: string | null
+}
+
+export interface TestLedgerEntry extends LedgerEntry {
+  readonly profileId: string
+  readonly destinationId: string
+  readonly eventId: string
+}
+
+export const DeliveryRow = Schema.Struct({
+  id: Schema.String,
+  destination_id: Schema.NullOr(Schema.String),
+  outcome_event_id: Schema.NullOr(Schema.String),
+  event_id: Schema.NullOr(Schema.String),
+  attempt: Schema.Int,
+  decision: Schema.Literals(["delivered", "retrying", "failed", "held", "skipped", "suppressed"]),
+  action_source: Schema.NullOr(Schema.String),
+  skip_reason: Schema.NullOr(Schema.String),
+  routing: Schema.NullOr(Schema.String),
+  event_name: Schema.NullOr(Schema.String),
+  provider_status: Schema.NullOr(Schema.Int),
+  error_code: Schema.NullOr(Schema.String),
+  is_test: Schema.Boolean,
+  created_at: Schema.String
+})
+export type DeliveryRow = typeof DeliveryRow.Type
+
+export interface DeliveriesFilter {
+  readonly profileId: string
+  readonly destinationId: string | null
+  readonly skipReason: string | null
+  readonly limit: number
+  readonly after: Option.Option<{ readonly createdAt: string; readonly id: string }>
+}
+
+export class ExportsRepo extends Context.Service<ExportsRepo, {
+  /**
+   * Queues every attribution-eligible conversion a live rule reaches, once per live destination,
+   * recorded since both the rule and the destination existed (within the last `windowSeconds`).
+   * Idempotent: the (outcome, destination) pair is unique and its ids derive from the pair.
+   */
+  readonly enqueue: (windowSeconds: number, limit: number) => Repo<number>
+  /** Leases up to `limit` due exports (pending, or held and due for a recheck). */
+  readonly claim: (limit: number, leaseSeconds: number) => Repo<ReadonlyArray<ClaimedExport>>
+  readonly facts: (exportId: string) => Repo<Option.Option<ExportFacts>>
+  /**
+   * Writes the decision and its ledger row (none for a hold that was already held), only while
+   * the lease token is ours; answers whether it was. `retryInSeconds` is the next attempt of a
+   * `retrying` or `held` decision.
+   */
+  readonly decide: (claimed: ClaimedExport, entry: LedgerEntry, retryInSeconds: number | null, countsAttempt: boolean) => Repo<boolean>
+  /** A test event's ledger row (no export: test events never block a retraction). */
+  readonly recordTest: (entry: TestLedgerEntry) => Repo<void>
+  readonly deliveries: (filter: DeliveriesFilter) => Repo<ReadonlyArray<DeliveryRow>>
+}>()("svc/ExportsRepo") {
+  static readonly layer = Layer.effect(ExportsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const claimed = decodeRows(ClaimedExport)
+      // The add-on is on, or a person created the profile (the same test as the sync worker's).
+      const attributionOn = sql.literal(`(p.provisioned_by_app_id IS NULL OR COALESCE((
+        SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`)
+      const firstFacts = decodeFirstRow(ExportFacts)
+      const deliveryRows = decodeRows(DeliveryRow)
+
+      const enqueue = (windowSeconds: number, limit: number) =>
+        Effect.map(
+          sql`
+            INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
+            SELECT md5(c.outcome_event_id::text || ':' || d.id::text)::uuid, c.profile_id, c.outcome_event_id, d.kind, d.id, r.id,
+                   'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
+            FROM export_rules r
+            JOIN conversions c ON c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.attribution_eligible
+            JOIN outcome_events e ON e.id = c.outcome_event_id AND e.retracted_at IS NULL
+            JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
+              AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
+            JOIN profiles p ON p.id = r.profile_id
+            WHERE r.enabled AND ${attributionOn}
+              AND c.created_at > now() - make_interval(secs => ${windowSeconds})
+              AND c.created_at >= r.created_at AND c.created_at >= d.created_at
+              AND NOT EXISTS (SELECT 1 FROM conversion_exports x WHERE x.outcome_event_id = c.outcome_event_id AND x.destination_id = d.id)
+            ORDER BY c.created_at
+            LIMIT ${limit}
+            ON CONFLICT (outcome_event_id, destination_id) DO NOTHING
+            RETURNING id`,
+          (rows) => rows.length
+        )
+
+      const claim = (limit: number, leaseSeconds: number) =>
+        claimed(sql`
+          UPDATE conversion_exports x
+          SET lease_until = now() + make_interval(secs => ${leaseSeconds}), lease_token = ${crypto.randomUUID()}
+          WHERE x.id IN (
+            SELECT id FROM conversion_exports
+            WHERE status IN ('pending', 'held') AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+              -- Rows from before the pipeline (no destination) are not the worker's to send.
+              AND destination_id IS NOT NULL AND event_id IS NOT NULL
+            ORDER BY next_attempt_at LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED)
+          RETURNING x.id, x.profile_id, x.outcome_event_id, x.destination_id, x.event_id, x.attempts, x.status, x.lease_token::text AS lease_token`)
+
+      const facts = (exportId: string) =>
+        firstFacts(sql`
+          SELECT e.event_name, c.conversion_key, extract(epoch FROM e.occurred_at)::float8 AS occurred_epoch,
+                 c.value_amount::text AS value_amount, c.currency, e.action_source, e.click_ids,
+                 cu.customer_key AS external_id,
+                 (SELECT i.value FROM customer_identifiers i WHERE i.customer_id = e.customer_id AND i.kind = 'email' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
+                 (SELECT i.value FROM customer_identifiers i WHERE i.customer_id = e.customer_id AND i.kind = 'phone' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
+                 e.retracted_at IS NOT NULL AS retracted,
+                 r.platform_event_name_overrides AS overrides, r.destination_ids::text[] AS rule_destination_ids,
+                 d.kind, d.connection_id, d.dataset_id, d.clean_dataset, (d.deleted_at IS NULL AND d.status = 'active') AS destination_live,
+                 p.privacy_mode, p.platform_safe_target, s.privacy_config,
+                 EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.kind = 'adplatform_capi'
+                         AND o.deleted_at IS NULL AND o.status = 'active'
+                         AND (r.destination_ids IS NULL OR o.id = ANY (r.destination_ids))) AS website_destination,
+                 EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.kind = 'adplatform_capi_messaging'
+                         AND o.deleted_at IS NULL AND o.status = 'active'
+                         AND (r.destination_ids IS NULL OR o.id = ANY (r.destination_ids))) AS messaging_destination,
+                 EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.clean_dataset
+                         AND o.deleted_at IS NULL AND o.status = 'active') AS clean_destination,
+                 ${attributionOn} AS attribution_enabled
+          FROM conversion_exports x
+          JOIN outcome_events e ON e.id = x.outcome_event_id
+          JOIN conversions c ON c.outcome_event_id = x.outcome_event_id
+          JOIN export_rules r ON r.id = x.rule_id
+          JOIN export_destinations d ON d.id = x.destination_id
+          JOIN profiles p ON p.id = x.profile_id
+          LEFT JOIN customers cu ON cu.id = e.customer_id
+          LEFT JOIN conversion_sync_settings s ON s.profile_id = x.profile_id
+          WHERE x.id = ${exportId}`)
+
+      const statusOf = (decision: Decision) =>
+        decision === "retrying" ? "pending" : decision
+
+      const decide = (job: ClaimedExport, entry: LedgerEntry, retryInSeconds: number | null, countsAttempt: boolean) =>
+        Effect.gen(function*() {
+          const attempts = countsAttempt ? job.attempts + 1 : job.attempts
+          const updated = yield* sql`
+            UPDATE conversion_exports
+            SET status = ${statusOf(entry.decision)}, attempts = ${attempts}, lease_until = NULL, lease_token = NULL, updated_at = now(),
+                next_attempt_at = now() + make_interval(secs => ${retryInSeconds ?? 0})
+            WHERE id = ${job.id} AND lease_token = ${job.lease_token}::uuid
+            RETURNING id`
+          if (updated.length === 0) return false
+          // A recheck that finds the export still held is not a new decision.
+          if (entry.decision === "held" && job.status === "held") return true
+          yield* sql`
+            INSERT INTO export_deliveries (id, profile_id, export_id, destination_id, outcome_event_id, event_id, attempt, decision,
+                                           action_source, skip_reason, routing, event_name, provider_status, error_code)
+            VALUES (${crypto.randomUUID()}, ${job.profile_id}, ${job.id}, ${job.destination_id}, ${job.outcome_event_id}, ${job.event_id},
+                    ${attempts}, ${entry.decision}, ${entry.actionSource}, ${entry.skipReason}, ${entry.routing}, ${entry.eventName},
+                    ${entry.providerStatus}, ${entry.errorCode})`
+          return true
+        }).pipe(sql.withTransaction)
+
+      const recordTest = (entry: TestLedgerEntry) =>
+        Effect.asVoid(sql`
+          INSERT INTO export_deliveries (id, profile_id, destination_id, event_id, attempt, decision, action_source, skip_reason,
+                                         routing, event_name, provider_status, error_code, is_test)
+          VALUES (${crypto.randomUUID()}, ${entry.profileId}, ${entry.destinationId}, ${entry.eventId}, 1, ${entry.decision},
+                  ${entry.actionSource}, ${entry.skipReason}, ${entry.routing}, ${entry.eventName}, ${entry.providerStatus},
+                  ${entry.errorCode}, true)`)
+
+      const deliveries = (filter: DeliveriesFilter) =>
+        deliveryRows(sql`
+          SELECT id, destination_id, outcome_event_id, event_id, attempt, decision, action_source, skip_reason, routing, event_name,
+                 provider_status, error_code, is_test, ${isoTimestamp(sql, "created_at")} AS created_at
+          FROM export_deliveries
+          WHERE profile_id = ${filter.profileId}
+            ${filter.destinationId === null ? sql`` : sql`AND destination_id = ${filter.destinationId}`}
+            ${filter.skipReason === null ? sql`` : sql`AND skip_reason = ${filter.skipReason}`}
+            ${Option.match(filter.after, { onNone: () => sql``, onSome: (k) => sql`AND (created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)` })}
+          ORDER BY created_at DESC, id DESC LIMIT ${filter.limit + 1}`)
+
+      return atDatabaseBoundary({ enqueue, claim, facts, decide, recordTest, deliveries })
+    })
+  )
+}
+

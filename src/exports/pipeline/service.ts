@@ -1,0 +1,292 @@
+/**
+ * The export pipeline (issue 20 part 3, decision 0075). A sweep queues every attribution-eligible
+ * conversion a live rule reaches, once per destination (`conversion_exports`); workers lease due
+ * exports (SKIP LOCKED), decide each one (suppressed, skipped, held, delivered, retrying, failed),
+ * and write the decision with its one ledger row, fenced by the lease. A send carries the export's
+ * stable event id, so a send repeated after a crash is one event at the platform (its dedup).
+ */
+import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { type DatabaseUnavailable, InvalidParameter } from "../../../schema/errors.ts"
+import type { DeliveriesQuery } from "../../../schema/exports.ts"
+import { isUuid } from "../../../schema/common.ts"
+import type { ProfileContext } from "../../auth/principal.ts"
+import { ConnectionSessions } from "../../connections/sessions.ts"
+import { DpaService } from "../../dpa/service.ts"
+import { decodeCursor, toPage } from "../../platform/pagination.ts"
+import { AdPlatform, type ConversionEvent } from "../../providers/adplatform/port.ts"
+import type { ProviderError } from "../../providers/errors.ts"
+import { type ClaimedExport, type DeliveryRow, type ExportFacts, ExportsRepo, type LedgerEntry } from "./repo.ts"
+import { decideLane, inferActionSource } from "./routing.ts"
+import { scrub } from "./scrub.ts"
+
+export interface ExportWorkerSettingsShape {
+  readonly enabled: boolean
+  readonly pollInterval: Duration.Duration
+  readonly lease: Duration.Duration
+  readonly batchSize: number
+  readonly maxAttempts: number
+  /** The first retry's pause, doubled per attempt (jittered), at most 10 minutes. */
+  readonly retryBase: Duration.Duration
+  /** How often a held export is checked again (DPA or BAA accepted since). */
+  readonly holdRecheck: Duration.Duration
+  /** Every poll's sweep reads conversions this recent (a cheap range of the index). */
+  readonly recentWindow: Duration.Duration
+  /** Every `fullSweepEvery`-th poll reads this far back: what a slow commit or an outage left behind. */
+  readonly fullWindow: Duration.Duration
+  readonly fullSweepEvery: number
+}
+
+export const defaultExportWorkerSettings: ExportWorkerSettingsShape = {
+  enabled: true,
+  pollInterval: Duration.seconds(1),
+  lease: Duration.seconds(60),
+  batchSize: 50,
+  maxAttempts: 8,
+  retryBase: Duration.seconds(5),
+  holdRecheck: Duration.seconds(30),
+  recentWindow: Duration.minutes(10),
+  fullWindow: Duration.hours(24),
+  fullSweepEvery: 60
+}
+
+export const ExportWorkerSettings = Context.Reference<ExportWorkerSettingsShape>("svc/ExportWorkerSettings", {
+  defaultValue: () => defaultExportWorkerSettings
+})
+
+/** A send's outcome as the ledger records it. */
+interface SendVerdict {
+  readonly retry: boolean
+  readonly code: string
+  readonly status: number | null
+  readonly atLeastSeconds: number
+}
+
+const verdictOf = (error: ProviderError | DatabaseUnavailable): SendVerdict => {
+  switch (error._tag) {
+    case "ProviderThrottled":
+      return { retry: true, code: "provider_throttled", status: 429, atLeastSeconds: error.retryAfterSeconds ?? 0 }
+    case "ProviderUnavailable":
+      return { retry: true, code: "provider_unavailable", status: null, atLeastSeconds: 0 }
+    case "DatabaseUnavailable":
+      return { retry: true, code: "database_error", status: null, atLeastSeconds: 0 }
+    case "ProviderAuthRevoked":
+      return { retry: false, code: "reconnect_required", status: 401, atLeastSeconds: 0 }
+    case "ProviderPermissionMissing":
+      return { retry: false, code: "permission_missing", status: 403, atLeastSeconds: 0 }
+    case "ProviderRefused":
+      return { retry: false, code: "provider_refused", status: error.status, atLeastSeconds: 0 }
+  }
+}
+
+const entry = (decision: LedgerEntry["decision"], fields: Partial<LedgerEntry> = {}): LedgerEntry => ({
+  decision,
+  actionSource: null,
+  skipReason: null,
+  routing: null,
+  eventName: null,
+  providerStatus: null,
+  errorCode: null,
+  ...fields
+})
+
+/** The decision for an export before anything is sent: suppression and Platform-Safe routing first. */
+type Plan =
+  | { readonly _tag: "Final"; readonly entry: LedgerEntry }
+  | { readonly _tag: "Send"; readonly event: ConversionEvent; readonly actionSource: string; readonly skipReason: string | null }
+
+export const planExport = (facts: ExportFacts, eventId: string): Plan => {
+  const final = (e: LedgerEntry): Plan => ({ _tag: "Final", entry: e })
+  if (facts.retracted) return final(entry("skipped", { skipReason: "event_retracted" }))
+  // While the attribution add-on is off nothing is exported (it was on when the export was queued).
+  if (!facts.attribution_enabled) return final(entry("skipped", { skipReason: "attribution_disabled" }))
+  if (!facts.destination_live) return final(entry("skipped", { skipReason: "destination_disabled" }))
+  if (facts.privacy_mode === "platform_safe") {
+    if (facts.platform_safe_target === "clean" && !facts.clean_dataset) {
+      // Clean target: only the Clean Dataset receives; with none active, nothing is sent anywhere.
+      return final(entry("suppressed", {
+        routing: "suppressed_platform_safe",
+        skipReason: facts.clean_destination ? null : "platform_safe_clean_dataset_inactive"
+      }))
+    }
+    if (facts.platform_safe_target === "existing" && facts.clean_dataset) {
+      return final(entry("skipped", { skipReason: "platform_safe_clean_dataset_inactive" }))
+    }
+  }
+  const clickIds = facts.click_ids
+  const actionSource = inferActionSource(facts.action_source, clickIds)
+  const messagingName = facts.overrides["adplatform_capi_messaging"]
+  const lane = decideLane(facts.kind, {
+    actionSource,
+    hasCtwaClid: clickIds["ctwa_clid"] !== undefined,
+    messagingDestination: facts.messaging_destination,
+    messagingLaneOn: typeof messagingName === "string",
+    websiteDestination: facts.website_destination
+  })
+  if (!lane.send) return final(entry("skipped", { skipReason: lane.skipReason }))
+  const eventName = facts.kind === "adplatform_capi_messaging"
+    ? (messagingName ?? facts.event_name)
+    : (facts.overrides["adplatform_capi"] ?? facts.event_name)
+  const customData: Record<string, unknown> = {
+    value: facts.value_amount === null ? null : Number(facts.value_amount),
+    currency: facts.currency
+  }
+  const event = scrub(facts.privacy_mode, facts.privacy_config, {
+    eventId,
+    eventName,
+    eventTime: Math.floor(facts.occurred_epoch),
+    actionSource: lane.actionSource,
+    // Server-side events carry no page URL today; a website event with one would be cut per mode.
+    eventSourceUrl: null,
+    email: facts.email,
+    phone: facts.phone,
+    externalId: facts.external_id,
+    clickIds,
+    customData
+  })
+  return { _tag: "Send", event, actionSource: lane.actionSource, skipReason: lane.skipReason }
+}
+
+export class ExportPipeline extends Context.Service<ExportPipeline, {
+  /** One sweep and one batch of decisions; answers how many exports were decided (tests, bench). */
+  readonly runOnce: Effect.Effect<number, DatabaseUnavailable>
+  /** The sweep alone over the full window; answers how many exports it queued (tests, bench). */
+  readonly sweep: Effect.Effect<number, DatabaseUnavailable>
+  /** Sends one event to a destination's dataset through the same path as the pipeline. */
+  readonly send: (
+    connectionId: string,
+    datasetId: string,
+    event: ConversionEvent
+  ) => Effect.Effect<{ readonly events_received: number }, ProviderError | DatabaseUnavailable>
+  readonly deliveries: (
+    profile: ProfileContext,
+    query: DeliveriesQuery
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<ReturnType<typeof renderDelivery>>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, InvalidParameter | DatabaseUnavailable>
+}>()("svc/ExportPipeline") {
+  static readonly layer = Layer.effect(ExportPipeline)(
+    Effect.gen(function*() {
+      const repo = yield* ExportsRepo
+      const platform = yield* AdPlatform
+      const sessions = yield* ConnectionSessions
+      const dpa = yield* DpaService
+      const settings = yield* ExportWorkerSettings
+      const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
+
+      const backoffSeconds = (attempts: number) => {
+        const base = Duration.toSeconds(settings.retryBase) * 2 ** Math.max(0, attempts - 1)
+        return Math.min(600, base * (0.5 + Math.random() / 2))
+      }
+
+      const send = (connectionId: string, datasetId: string, event: ConversionEvent) =>
+        Effect.flatMap(sessions.session(connectionId), (session) => platform.sendEvents(session, datasetId, [event]))
+
+      const decideOne = Effect.fn("ExportPipeline.decide")(function*(job: ClaimedExport) {
+        const found = yield* repo.facts(job.id)
+        if (Option.isNone(found)) return yield* repo.decide(job, entry("skipped", { skipReason: "event_retracted" }), null, false)
+        const facts = found.value
+        const plan = planExport(facts, job.event_id)
+        if (plan._tag === "Final") return yield* repo.decide(job, plan.entry, null, false)
+        // Held until the profile's DPA (Platform-Safe) or BAA (HIPAA) is accepted; checked again later.
+        const hold = yield* dpa.exportHold(job.profile_id).pipe(Effect.catchTag("NotFound", () => Effect.succeedNone))
+        if (Option.isSome(hold)) {
+          return yield* repo.decide(
+            job,
+            entry("held", { skipReason: hold.value, actionSource: plan.actionSource, eventName: plan.event.event_name }),
+            Duration.toSeconds(settings.holdRecheck),
+            false
+          )
+        }
+        const sent = yield* Effect.exit(send(facts.connection_id, facts.dataset_id, plan.event))
+        const base = { actionSource: plan.actionSource, eventName: plan.event.event_name, skipReason: plan.skipReason }
+        if (sent._tag === "Success") return yield* repo.decide(job, entry("delivered", { ...base, providerStatus: 200 }), null, true)
+        const failure = Cause.findErrorOption(sent.cause)
+        if (Option.isNone(failure)) return yield* Effect.failCause(Cause.die(Cause.squash(sent.cause)))
+        const verdict = verdictOf(failure.value)
+        if (failure.value._tag === "ProviderAuthRevoked") yield* sessions.reportAuthRevoked(facts.connection_id)
+        const last = !verdict.retry || job.attempts + 1 >= settings.maxAttempts
+        return yield* repo.decide(
+          job,
+          entry(last ? "failed" : "retrying", { ...base, providerStatus: verdict.status, errorCode: verdict.code }),
+          last ? null : Math.max(verdict.atLeastSeconds, backoffSeconds(job.attempts + 1)),
+          true
+        )
+      })
+
+      let polls = 0
+      const runOnce = Effect.gen(function*() {
+        // The first poll after a start and every `fullSweepEvery`-th read the whole window.
+        const full = polls++ % Math.max(1, settings.fullSweepEvery) === 0
+        yield* repo.enqueue(Duration.toSeconds(full ? settings.fullWindow : settings.recentWindow), 1000)
+        const jobs = yield* repo.claim(settings.batchSize, leaseSeconds)
+        // One export's failure never stops the batch: its lease expires and it is claimed again.
+        yield* Effect.forEach(
+          jobs,
+          (job) => decideOne(job).pipe(Effect.catchCause((cause) => Effect.logWarning("export decision failed; lease will expire", { export_id: job.id, cause }))),
+          { concurrency: 4, discard: true }
+        )
+        return jobs.length
+      }).pipe(Effect.withSpan("ExportPipeline.runOnce"))
+
+      const deliveries = Effect.fn("ExportPipeline.deliveries")(function*(profile: ProfileContext, query: DeliveriesQuery) {
+        if (query.destination_id !== undefined && !isUuid(query.destination_id)) {
+          return yield* new InvalidParameter({ message: "destination_id: expected a UUID" })
+        }
+        const limit = query.limit ?? 50
+        const rows = yield* repo.deliveries({
+          profileId: profile.profileId,
+          destinationId: query.destination_id?.toLowerCase() ?? null,
+          skipReason: query.skip_reason ?? null,
+          limit,
+          after: decodeCursor(query.cursor)
+        })
+        return toPage(rows, limit, renderDelivery)
+      })
+
+      const sweep = repo.enqueue(Duration.toSeconds(settings.fullWindow), 1000)
+
+      return { runOnce, sweep, send, deliveries }
+    })
+  ).pipe(Layer.provide([ExportsRepo.layer, DpaService.layer, ConnectionSessions.layer]))
+}
+
+/**
+ * Works the export queue in the background, one fiber per process (started by CoreServicesLive,
+ * like the sync worker); several runners share the queue through leases.
+ */
+export const ExportWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* ExportWorkerSettings
+  if (!settings.enabled) return
+  const pipeline = yield* ExportPipeline
+  const loop = Effect.gen(function*() {
+    // The first poll waits one interval: start-up work goes first.
+    yield* Effect.sleep(settings.pollInterval)
+    while (true) {
+      const busy = yield* pipeline.runOnce.pipe(
+        Effect.withTracerEnabled(false),
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause)
+            ? Effect.failCause(cause)
+            : Effect.as(Effect.logWarning("export worker: a poll failed; retrying after the poll interval", cause), 0)
+        )
+      )
+      yield* busy > 0 ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+    }
+  })
+  yield* Effect.forkScoped(loop)
+}))
+
+export const renderDelivery = (row: DeliveryRow) => ({
+  id: row.id,
+  destination_id: row.destination_id,
+  outcome_event_id: row.outcome_event_id,
+  event_id: row.event_id,
+  attempt: row.attempt,
+  decision: row.decision,
+  action_source: row.action_source,
+  skip_reason: row.skip_reason,
+  routing: row.routing,
+  event_name: row.event_name,
+  provider_status: row.provider_status,
+  error_code: row.error_code,
+  test: row.is_test,
+  created_at: row.created_at
+})

@@ -1,0 +1,17 @@
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { ExportRules } from "./service.ts"
+
+export const ExportRulesHandlers = HttpApiBuilder.group(Api, "exportRules", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const rules = yield* ExportRules
+    const data = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.map(effect, (value) => ({ data: value }))
+    return handlers.handleAll({
+      listRules: ({ query }) => Effect.flatMap(access.current, (profile) => rules.list(profile, query)),
+      createRule: ({ payload }) => Effect.flatMap(access.current, (profile) => data(rules.create(profile, payload))),
+      updateRule: ({ params, payload }) => Effect.flatMap(access.current, (profile) => data(rules.update(profile, params.id, payload)))
+    })
+  })).pipe(Layer.provide([ExportRules.layer, ProfileAccess.layer]))
