@@ -4,6 +4,7 @@
  * the source of truth. Attendee and share addresses are personal data.
  */
 import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
 import { Page, PageQuery } from "./common.ts"
 import { isIsoDateTime } from "./dates.ts"
 import { DateOrDateTimeParam } from "./query.ts"
@@ -38,6 +39,7 @@ export const CalendarItem = Schema.Struct({
 
 export const CalendarPage = Page(CalendarItem)
 export const CalendarBody = Schema.Struct({ data: CalendarItem })
+export const CalendarCreated = Schema.Struct({ data: CalendarItem }).pipe(HttpApiSchema.status(201))
 
 export const CalendarsQuery = Schema.Struct({ ...PageQuery })
 export type CalendarsQuery = typeof CalendarsQuery.Type
@@ -56,8 +58,10 @@ export const ShareCalendar = Schema.Struct({
 })
 export type ShareCalendar = typeof ShareCalendar.Type
 
-export const CalendarParam = { calendarId: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)) }
-export const EventParam = { ...CalendarParam, eventId: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)) }
+const ProviderId = (description: string) => Schema.String.annotate({ description }).check(Schema.isMinLength(1), Schema.isMaxLength(200))
+
+export const CalendarParam = { calendarId: ProviderId("the calendar's id at the provider") }
+export const EventParam = { ...CalendarParam, eventId: ProviderId("the event's id at the provider") }
 
 export const CalendarEventItem = Schema.Struct({
   id: Schema.String,
@@ -75,6 +79,7 @@ export const CalendarEventItem = Schema.Struct({
 
 export const CalendarEventPage = Page(CalendarEventItem)
 export const CalendarEventBody = Schema.Struct({ data: CalendarEventItem })
+export const CalendarEventCreated = Schema.Struct({ data: CalendarEventItem }).pipe(HttpApiSchema.status(201))
 
 export const EventsQuery = Schema.Struct({
   ...PageQuery,

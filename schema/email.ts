@@ -67,7 +67,9 @@ export const SearchQuery = Schema.Struct({
 })
 export type SearchQuery = typeof SearchQuery.Type
 
-export const ThreadParam = { threadId: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)) }
+export const ThreadParam = {
+  threadId: Schema.String.annotate({ description: "the thread's id at the mail provider" }).check(Schema.isMinLength(1), Schema.isMaxLength(200))
+}
 
 const Text = (max: number) => Schema.String.check(Schema.isPattern(/\S/u, { message: "must not be blank" }), Schema.isMaxLength(max))
 

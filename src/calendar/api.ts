@@ -7,6 +7,8 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
   CalendarBody,
+  CalendarCreated,
+  CalendarEventCreated,
   CalendarEventBody,
   CalendarEventPage,
   CalendarPage,
@@ -55,7 +57,7 @@ export const CalendarApi = HttpApiGroup.make("calendar")
       .annotate(OpenApi.Summary, "The connected account's calendars, read live from the provider")
       .annotate(OpenApi.Description, "Each with `shared_with` (address and role). Paged: `limit` 1 to 100, `cursor`." + failures)
       .annotateMerge(scoped("calendar.read", false)),
-    HttpApiEndpoint.post("createCalendar", "/calendars", { payload: CreateCalendar, success: CalendarBody, error: errors })
+    HttpApiEndpoint.post("createCalendar", "/calendars", { payload: CreateCalendar, success: CalendarCreated, error: errors })
       .annotate(OpenApi.Summary, "Creates a calendar at the provider")
       .annotate(OpenApi.Description, "Body `{name, timezone?}` (an IANA zone; the account's when absent). Optional `Idempotency-Key`." + failures)
       .annotateMerge(scoped("calendar.manage", true)),
@@ -84,7 +86,7 @@ export const CalendarApi = HttpApiGroup.make("calendar")
     HttpApiEndpoint.post("createEvent", "/calendars/:calendarId/events", {
       params: CalendarParam,
       payload: CreateEvent,
-      success: CalendarEventBody,
+      success: CalendarEventCreated,
       error: errors
     })
       .annotate(OpenApi.Summary, "Creates an event at the provider")

@@ -128,7 +128,8 @@ export const InboxApi = HttpApiGroup.make("inbox")
       success: ConversationBody,
       error: writeErrors
     })
-      .annotate(OpenApi.Summary, "Unlinks the conversation's customer (nothing linked: answered unchanged)")
+      .annotate(OpenApi.Summary, "Unlinks the conversation's customer")
+      .annotate(OpenApi.Description, "Answers the conversation with `customer_linked: false`; with nothing linked it is answered unchanged. Approved identifiers stay with the customer.")
       .annotateMerge(write("none")),
     HttpApiEndpoint.get("listExtractionProposals", "/conversations/:conversationId/extraction-proposals", {
       params: ConversationParam,
