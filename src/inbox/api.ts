@@ -137,7 +137,7 @@ export const InboxApi = HttpApiGroup.make("inbox")
       error: readErrors
     })
       .annotate(OpenApi.Summary, "Email addresses and phone numbers found in the conversation's inbound messages, proposed as identifiers")
-      .annotate(OpenApi.Description, "Each once per conversation, normalised (lower-cased email, E.164 phone), with `status` `pending`, `approved` or `rejected`.")
+      .annotate(OpenApi.Description, "Each once per conversation, normalised (lower-cased email, E.164 phone), with `status` `pending`, `approved` or `rejected`; oldest first, within one message email addresses before phone numbers.")
       .annotateMerge(read),
     HttpApiEndpoint.post("decideExtractionProposal", "/conversations/extraction-proposals/:proposalId/decide", {
       params: ProposalParam,

@@ -268,7 +268,7 @@ export class InboxRepo extends Context.Service<InboxRepo, {
       const proposals = (conversationId: string) =>
         proposalRows(sql`
           SELECT ${proposalColumns} FROM inbox_extraction_proposals p
-          WHERE p.conversation_id = ${conversationId} ORDER BY p.created_at, p.id`)
+          WHERE p.conversation_id = ${conversationId} ORDER BY p.created_at, p.identifier_type, p.value, p.id`)
 
       const proposal = (profileId: string, id: string, lock: boolean) =>
         oneProposal(sql`
