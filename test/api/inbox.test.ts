@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call } from "../support/app.ts"
 import { bearer, channelProfile, connectChannel, narrowKey, piiRows, sandbox } from "../support/channels.ts"
+import { eventually } from "../support/eventually.ts"
 import { serveAppOnOwnPort } from "../support/providers.ts"
 
 const SCOPES = ["conversations:read", "conversations:write"]
@@ -128,6 +129,34 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         ["GET /api/v1/conversations", "allowed"],
         ["GET /api/v1/conversations/:conversationId", "allowed"]
       ])
+    }))
+
+  it.effect("a message pushed after the list was read shows at once (the push, not the next backfill); chat_app_a replies from its number", () =>
+    Effect.gen(function*() {
+      const { key } = yield* inboxProfile()
+      yield* connectChannel(key, "chat_app_a")
+      yield* conversations(key)
+      const dmContact = `sdm_person_${tag()}`
+      yield* dmArrives(dmContact, "Pushed: are you open?")
+      const mailFrom = `pia-${tag()}@customer.example`
+      yield* mailArrives(mailFrom, "Pushed", "Pushed mail")
+      const waId = `3460${Math.floor(1_000_000 + Math.random() * 8_999_999)}`
+      const chat = yield* sandbox("chat_app_a", "PATCH", "_state", { arrive: { kind: "message", from: waId, name: "Rui", text: "Pushed chat" } })
+      assert.isBelow(chat.status, 300, chat.text)
+
+      const seen = yield* eventually(
+        conversations(key),
+        (list) => [dmContact, mailFrom, waId].every((id) => list.some((c) => c.contact.id === id)),
+        { what: "the pushed messages in the inbox", within: "10 seconds" }
+      )
+      const whatsapp = findBy(seen, waId)
+      assert.strictEqual(whatsapp.channel, "chat_app_a")
+      assert.strictEqual(findBy(seen, mailFrom).channel, "email")
+
+      const replied = yield* call(`/api/v1/conversations/${whatsapp.id}/reply`, bearer(key, "POST", { text: "Yes, until 8" }))
+      assert.strictEqual(replied.status, 201, replied.text)
+      assert.strictEqual(replied.json.data.sender, "ca_phone_0001")
+      assert.deepStrictEqual((yield* outboundTo("chat_app_a", waId)).map((m) => m.text), ["Yes, until 8"])
     }))
 
   it.effect("replies through the channel's provider and records them; a retry with the Idempotency-Key sends nothing twice", () =>
