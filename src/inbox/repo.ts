@@ -121,6 +121,7 @@ export class InboxRepo extends Context.Service<InboxRepo, {
   /** The newest `limit`, answered oldest first. */
   readonly messages: (conversationId: string, limit: number) => Repo<ReadonlyArray<MessageRow>>
   readonly lastInbound: (conversationId: string) => Repo<Option.Option<MessageRow>>
+  readonly messageByProviderId: (conversationId: string, providerMessageId: string) => Repo<Option.Option<MessageRow>>
   readonly drafts: (conversationId: string) => Repo<ReadonlyArray<DraftRow>>
   readonly insertDraft: (
     draft: { readonly profileId: string; readonly conversationId: string; readonly body: string; readonly providerDraftId: string | null }
@@ -238,6 +239,11 @@ export class InboxRepo extends Context.Service<InboxRepo, {
           WHERE m.conversation_id = ${conversationId} AND m.direction = 'inbound'
           ORDER BY m.sent_at DESC, m.id DESC LIMIT 1`)
 
+      const messageByProviderId = (conversationId: string, providerMessageId: string) =>
+        oneMessage(sql`
+          SELECT ${messageColumns} FROM inbox_messages m
+          WHERE m.conversation_id = ${conversationId} AND m.provider_message_id = ${providerMessageId}`)
+
       const drafts = (conversationId: string) =>
         draftRows(sql`
           SELECT d.id, d.conversation_id, d.body, d.provider_draft_id, ${isoTimestamp(sql, "d.created_at")} AS created_at
@@ -303,6 +309,7 @@ export class InboxRepo extends Context.Service<InboxRepo, {
           find,
           messages,
           lastInbound,
+          messageByProviderId,
           drafts,
           insertDraft,
           setLabels,

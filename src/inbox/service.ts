@@ -366,10 +366,9 @@ export class Inbox extends Context.Service<Inbox, {
           contactName: null,
           subject: null
         }, [{ providerMessageId: sent.id, direction: "outbound", sender: sent.sender, body: text, rfc822MessageId: sent.rfc822, status: "sent", sentAt: at }])
-        const messages = yield* repo.messages(row.id, CONVERSATION_MESSAGES)
-        const mine = messages.find((m) => m.provider_message_id === sent.id)
-        // Recorded just above, in the same conversation; a push may have recorded it first, which is the same message.
-        return mine === undefined ? yield* Effect.die("the sent message is not in the copy") : renderMessage(mine)
+        // Recorded just above (or by a push that came first, which is the same message).
+        const mine = yield* repo.messageByProviderId(row.id, sent.id)
+        return Option.isNone(mine) ? yield* Effect.die("the sent message is not in the copy") : renderMessage(mine.value)
       })
 
       const draft = Effect.fn("Inbox.draft")(function*(profile: ProfileContext, id: string, body: DraftBody) {
