@@ -367,4 +367,20 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const logged = yield* piiRows(owner.profile)
       assert.isTrue(logged.some((r) => r.route === "POST /api/v1/conversations/:conversationId/reply" && r.result === "denied"), JSON.stringify(logged))
     }))
+
+  it.effect("person reads are refused on a healthcare-family profile (403), logged as denied", () =>
+    Effect.gen(function*() {
+      const { key, profile } = yield* inboxProfile()
+      const dm = (yield* conversations(key))[0]
+      assert.isDefined(dm)
+      yield* Effect.flatMap(SqlClient, (sql) => sql`UPDATE profiles SET privacy_mode = 'hipaa' WHERE id = ${profile.profileId}`)
+      for (const path of ["/api/v1/conversations", `/api/v1/conversations/${dm?.id}`, `/api/v1/conversations/${dm?.id}/extraction-proposals`]) {
+        const refused = yield* call(path, bearer(key))
+        assert.strictEqual(refused.status, 403, `${path}: ${refused.text}`)
+        assert.strictEqual(refused.json.error.code, "insufficient_scope")
+        assert.strictEqual(refused.json.error.reason, "healthcare_family_profile")
+      }
+      const rows = yield* piiRows(profile)
+      assert.isTrue(rows.some((r) => r.route === "GET /api/v1/conversations" && r.result === "denied"), JSON.stringify(rows))
+    }))
 })
