@@ -44,6 +44,10 @@ import { TrackingSetupApi } from "../tracking/setup/api.ts"
 import { MembersApi } from "../tenancy/members/api.ts"
 import { WorkspacesApi } from "../tenancy/workspaces/api.ts"
 import { RetiredApi } from "../versioning/api.ts"
+// Inbox, email and calendar (issue 21, part 7).
+import { CalendarApi } from "../calendar/api.ts"
+import { EmailApi } from "../email/api.ts"
+import { InboxApi } from "../inbox/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
 import { securitySchemes } from "./policy.ts"
@@ -92,6 +96,9 @@ export const Api = HttpApi.make("svc")
   .add(RecommendationsApi)
   // Ad actions (issue 19).
   .add(AdActionsApi)
+  .add(InboxApi)
+  .add(EmailApi)
+  .add(CalendarApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

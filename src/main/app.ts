@@ -49,6 +49,10 @@ import { CollectorHandlers, TrackingHandlers } from "../tracking/tracker/handler
 import { RetiredHandlers } from "../versioning/handlers.ts"
 import { DeprecationLayer } from "../versioning/middleware.ts"
 import { Api } from "../http/api.ts"
+// Inbox, email and calendar (issue 21, part 7).
+import { CalendarHandlers } from "../calendar/handlers.ts"
+import { EmailHandlers } from "../email/handlers.ts"
+import { InboxHandlers } from "../inbox/handlers.ts"
 import { AuthenticationLayer } from "../http/auth.ts"
 import { DocsRoutes } from "../http/docs.ts"
 import { EnvelopeLayer } from "../http/envelope.ts"
@@ -105,6 +109,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     // Ad actions (issue 19).
     AdActionsHandlers
   ]),
+  // Inbox, email and calendar (issue 21, part 7).
+  Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )
 

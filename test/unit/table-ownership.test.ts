@@ -81,6 +81,12 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   provider_events: "src/connections/hooks/repo.ts",
   sync_jobs: "src/connections/sync/repo.ts",
   commerce_products: "src/commerce/orders/repo.ts",
+  // inbox (issue 21, part 7)
+  inbox_conversations: "src/inbox/repo.ts",
+  inbox_messages: "src/inbox/repo.ts",
+  inbox_drafts: "src/inbox/repo.ts",
+  inbox_extraction_proposals: "src/inbox/repo.ts",
+  inbox_backfills: "src/inbox/repo.ts",
   commerce_orders: "src/commerce/orders/repo.ts",
   commerce_order_milestones: "src/commerce/orders/repo.ts",
   ad_campaigns: "src/connections/sync/structure-repo.ts",

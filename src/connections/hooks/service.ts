@@ -20,6 +20,9 @@ import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
 import { ProviderEventsRepo } from "./repo.ts"
+// The inbox's copy of inbound messages (issue 21 part 7, decision 0079).
+import { pushedMessages } from "../../inbox/pushes.ts"
+import { Inbox } from "../../inbox/service.ts"
 
 /** One event a callback carries. */
 export type HookEvent =
@@ -100,6 +103,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const crmOutcomes = yield* CrmOutcomes
       const cardgw = yield* CardgwPayments
       const commerceHooks = yield* CommerceHooks
+      const inbox = yield* Inbox
 
       /** The lead as the platform holds it, fetched on one of the account's connections; the webhook value when none can. */
       const fetchLead = (provider: ProviderKind, live: ReadonlyArray<ConnectionRecord>, leadgenId: string) =>
@@ -191,6 +195,8 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
         if (!isRecord(parsed)) return yield* new InvalidRequest({ message: "The callback body is not a JSON object." })
         // The commerce platform's orders and uninstalls (src/commerce/orders/hooks.ts).
         if (provider === "commerce") return { fresh: yield* commerceHooks.handle(parsed) }
+        // Recorded in the inbox first, idempotent by message id: a redelivery records nothing twice.
+        for (const pushed of pushedMessages(provider, parsed)) yield* inbox.ingestPushed(provider, pushed.accountId, pushed.messageId)
         let fresh = false
         for (const event of eventsOf(parsed)) {
           if (yield* handle(provider, event, parsed)) fresh = true
@@ -209,6 +215,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       CrmOutcomes.layer,
       CardgwPayments.layer,
       CommerceHooks.layer
-    ])
+    ]),
+    Layer.provide(Inbox.layer)
   )
 }

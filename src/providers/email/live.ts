@@ -58,7 +58,9 @@ const isRefusal = (code: string): code is EmailRefusal => (EMAIL_REFUSALS as Rea
 const refusals = <A, R>(effect: Effect.Effect<A, ProviderError, R>) =>
   effect.pipe(
     Effect.catchTag("ProviderRefused", (error): Effect.Effect<never, ProviderRefused | EmailSendRefused> =>
-      isRefusal(error.code) ? Effect.fail(new EmailSendRefused({ reason: error.code, detail: error.detail })) : Effect.fail(error))
+      isRefusal(error.code)
+        ? Effect.fail(new EmailSendRefused({ reason: error.code, detail: error.detail, providerStatus: error.status, providerCode: error.code }))
+        : Effect.fail(error))
   )
 
 export const EmailLive = Layer.effect(Email)(Effect.gen(function*() {

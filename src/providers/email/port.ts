@@ -83,6 +83,9 @@ export type EmailRefusal = typeof EMAIL_REFUSALS[number]
 export class EmailSendRefused extends Data.TaggedError("EmailSendRefused")<{
   readonly reason: EmailRefusal
   readonly detail: string
+  /** The provider's own HTTP status and error code, answered as `provider_status` and `provider_code`. */
+  readonly providerStatus?: number | undefined
+  readonly providerCode?: string | undefined
 }> {}
 
 export class Email extends Context.Service<Email, {

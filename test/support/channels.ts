@@ -1,0 +1,55 @@
+/**
+ * Channel connections for the inbox, email and calendar tests: a profile with a key holding the
+ * given scopes, connected to a sandbox provider through the real hand-off and consent.
+ */
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { call, TestServer } from "./app.ts"
+import { driveConsent } from "./providers.ts"
+import { seedApiKey, seedProfile, type SeededProfile } from "./tenancy.ts"
+
+export const bearer = (key: string, method = "GET", body?: unknown, headers: Record<string, string> = {}) => ({
+  method,
+  headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+  ...(body === undefined ? {} : { body: JSON.stringify(body) })
+})
+
+/** A call on a sandbox provider's own API (`_state` reads and changes, arrivals). */
+export const sandbox = (provider: string, method: string, path: string, body?: unknown) =>
+  call(`/sandbox/${provider}/${path}`, {
+    method,
+    headers: { "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+
+/** A profile with a key holding `scopes` (plus the connect rail's). */
+export const channelProfile = Effect.fn("test.channelProfile")(function*(scopes: ReadonlyArray<string>) {
+  const profile = yield* seedProfile()
+  const { key } = yield* seedApiKey(profile, { scopes: ["connections:read", "connections:write", ...scopes], rateLimitPerMinute: 1000 })
+  return { profile, key }
+})
+
+/** Another key of the same profile, with only `scopes`. */
+export const narrowKey = (profile: SeededProfile, scopes: ReadonlyArray<string>) =>
+  Effect.map(seedApiKey(profile, { scopes, rateLimitPerMinute: 1000 }), (seeded) => seeded.key)
+
+/** Connects `provider` to the key's profile through the hand-off and the sandbox consent (its first account). */
+export const connectChannel = Effect.fn("test.connectChannel")(function*(key: string, provider: string) {
+  const { url } = yield* TestServer
+  const minted = yield* call(`/api/v1/connections/${provider}/handoff`, bearer(key, "POST", { return_url: `${url}/done` }))
+  assert.strictEqual(minted.status, 201, minted.text)
+  const consent = yield* driveConsent(minted.json.data.start_url)
+  assert.strictEqual(consent.status, 303)
+  yield* Effect.promise(() => fetch(consent.location ?? "", { redirect: "manual" }).then((r) => r.text()))
+  const list = yield* call("/api/v1/connections", bearer(key))
+  const connection = list.json.data.find((c: { provider: string }) => c.provider === provider)
+  assert.isDefined(connection, list.text)
+  assert.strictEqual(connection.status, "active", list.text)
+  return connection as { id: string; provider_account_id: string }
+})
+
+export const piiRows = (profile: SeededProfile) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql<{ route: string; result: string; actor_kind: string }>`
+      SELECT route, result, actor_kind FROM pii_access_log WHERE profile_id = ${profile.profileId} ORDER BY occurred_at, id`)
