@@ -20,6 +20,8 @@ import { ConnectionStagesApi } from "../connections/stages/api.ts"
 import { ConnectionSyncApi } from "../connections/sync/api.ts"
 import { CommerceLiveApi } from "../commerce/live/api.ts"
 import { CommerceCopyApi } from "../commerce/orders/api.ts"
+import { WebhookDeliveriesApi } from "../webhooks/delivery/api.ts"
+import { WebhookSubscriptionsApi } from "../webhooks/subscriptions/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
@@ -77,6 +79,8 @@ export const Api = HttpApi.make("svc")
   .add(AnalyticsApi)
   .add(CampaignsApi)
   .add(InsightsApi)
+  .add(WebhookSubscriptionsApi)
+  .add(WebhookDeliveriesApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

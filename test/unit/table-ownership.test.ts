@@ -84,6 +84,9 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   ad_sets: "src/connections/sync/structure-repo.ts",
   ads: "src/connections/sync/structure-repo.ts",
   conversion_exports: null,
+  // webhooks
+  webhook_subscriptions: "src/webhooks/subscriptions/repo.ts",
+  webhook_deliveries: "src/webhooks/delivery/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }
