@@ -47,7 +47,7 @@ export default Effect.gen(function*() {
       batch_id uuid NOT NULL,
       seq integer NOT NULL,
       redelivery_of uuid,
-      status text NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+      status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'succeeded', 'failed')),
       attempts integer NOT NULL DEFAULT 0,
       next_attempt_at timestamptz NOT NULL DEFAULT now(),
       lease_until timestamptz,
