@@ -98,12 +98,14 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const insert = (rows: ReadonlyArray<NewDelivery>) =>
         rows.length === 0 ? Effect.void : Effect.asVoid(sql`
           INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, created_at)
-          -- clock_timestamp(): one batch's rows get increasing times, so the log lists them in order.
-          SELECT *, clock_timestamp() FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.subscriptionId)}::uuid[],
-                               ${rows.map((r) => r.profileId)}::uuid[], ${rows.map((r) => r.outboxId)}::uuid[],
-                               ${rows.map((r) => r.eventId)}::text[], ${rows.map((r) => r.eventType)}::text[],
-                               ${rows.map((r) => r.body)}::text[], ${rows.map((r) => r.batchId)}::uuid[],
-                               ${rows.map((r) => r.seq)}::int[])
+          -- A microsecond per position: one batch's rows get increasing times, so the log lists them in
+          -- order (clock_timestamp() is too coarse on PGlite).
+          SELECT t.*, now() + make_interval(secs => t.seq / 1000000.0)
+          FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.subscriptionId)}::uuid[],
+                      ${rows.map((r) => r.profileId)}::uuid[], ${rows.map((r) => r.outboxId)}::uuid[],
+                      ${rows.map((r) => r.eventId)}::text[], ${rows.map((r) => r.eventType)}::text[],
+                      ${rows.map((r) => r.body)}::text[], ${rows.map((r) => r.batchId)}::uuid[],
+                      ${rows.map((r) => r.seq)}::int[]) AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq)
           ON CONFLICT (subscription_id, outbox_id) WHERE redelivery_of IS NULL DO NOTHING`)
 
       const claim = (limit: number, leaseSeconds: number, token: string) =>
