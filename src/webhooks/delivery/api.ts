@@ -5,6 +5,8 @@ import { InvalidParameter, profileErrors } from "../../../schema/errors.ts"
 import { WebhookDeliveriesQuery, WebhookDeliveryPage, WebhookRedelivery } from "../../../schema/webhooks.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
+const IDDESC = "The delivery's id (from the log)"
+
 const read = policy({ scopes: ["connections:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 const write = policy({ scopes: ["connections:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "optional" })
 
@@ -24,11 +26,16 @@ export const WebhookDeliveriesApi = HttpApiGroup.make("webhookDeliveries")
       )
       .annotateMerge(read),
     HttpApiEndpoint.post("redeliver", "/webhooks/deliveries/:id/redeliver", {
-      params: { id: Schema.String },
+      params: { id: Schema.String.annotate({ description: IDDESC }) },
       success: WebhookRedelivery,
       error: profileErrors
     })
       .annotate(OpenApi.Summary, "Send a delivery's event again: 202 with the new delivery (same webhook-id, fresh signature)")
+      .annotate(
+        OpenApi.Description,
+        "A new delivery of the same body to the same subscription, due now, on its own ladder; the original stays in the " +
+          "log. The subscription must still exist (else 404); a paused or disabled one holds it until it is active."
+      )
       .annotateMerge(write)
   )
   .prefix("/api/v1")

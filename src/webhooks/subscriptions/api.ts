@@ -17,6 +17,8 @@ import {
 } from "../../../schema/webhooks.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
+const IDDESC = "The subscription's id"
+
 const read = policy({ scopes: ["connections:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 const write = policy({ scopes: ["connections:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "optional" })
 const writeOnce = policy({ scopes: ["connections:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
@@ -29,6 +31,7 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
       error: [...profileErrors, InvalidParameter.wire]
     })
       .annotate(OpenApi.Summary, "The profile's webhook subscriptions (secrets are never shown again)")
+      .annotate(OpenApi.Description, "Oldest first, paged by `cursor`; deleted subscriptions are not listed.")
       .annotateMerge(read),
     HttpApiEndpoint.post("create", "/webhooks/subscriptions", {
       payload: CreateWebhookSubscription,
@@ -47,7 +50,7 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
       )
       .annotateMerge(write),
     HttpApiEndpoint.patch("update", "/webhooks/subscriptions/:id", {
-      params: { id: Schema.String },
+      params: { id: Schema.String.annotate({ description: IDDESC }) },
       payload: UpdateWebhookSubscription,
       success: WebhookSubscription,
       error: [...profileErrors, ValidationError.wire]
@@ -60,14 +63,15 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
       )
       .annotateMerge(writeOnce),
     HttpApiEndpoint.delete("remove", "/webhooks/subscriptions/:id", {
-      params: { id: Schema.String },
+      params: { id: Schema.String.annotate({ description: IDDESC }) },
       success: WebhookSubscriptionDeleted,
       error: profileErrors
     })
       .annotate(OpenApi.Summary, "Delete a subscription; its waiting deliveries end failed")
+      .annotate(OpenApi.Description, "Nothing more is sent to it; its deliveries stay in the log, the waiting ones `failed` with `subscription_deleted`.")
       .annotateMerge(writeOnce),
     HttpApiEndpoint.post("rotateSecret", "/webhooks/subscriptions/:id/rotate-secret", {
-      params: { id: Schema.String },
+      params: { id: Schema.String.annotate({ description: IDDESC }) },
       success: WebhookSubscriptionWithSecret,
       error: profileErrors
     })
