@@ -10,10 +10,12 @@ import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
 import { createServer } from "node:http"
+import { signCallback } from "../../src/providers/signing.ts"
 import { defaultWebhookSettings, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
+import { sandboxSecretOf } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 interface Hook {
@@ -373,6 +375,59 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(hooks.hooks.length, 1)
         const log = yield* deliveries(world.key, `?subscription_id=${sub.id}`)
         assert.include(log[0], { status: "succeeded", attempts: 2 })
+      }))
+
+    it.effect("message.received from the mailbox push: a bounce carries delivery_failure read from its report, a reply null, thread ids kept", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const mailbox = `mbx-${crypto.randomUUID()}`
+        const connectionId = crypto.randomUUID()
+        yield* sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id)
+                   VALUES (${connectionId}, ${world.profileId}, 'email', 'email', ${mailbox})`
+        const hooks = yield* receiver
+        yield* subscribe(world.key, { url: hooks.url, event_types: ["message.received"] })
+        const boundary = "b-1"
+        const report = [
+          `--${boundary}`, "Content-Type: text/plain", "", "Undeliverable.", "",
+          `--${boundary}`, "Content-Type: message/delivery-status", "",
+          "Reporting-MTA: dns; mx.example.net", "",
+          "Final-Recipient: rfc822; nobody@customer.example", "Action: failed", "Status: 5.1.1",
+          "Diagnostic-Code: smtp; 550 5.1.1 User unknown", "",
+          `--${boundary}`, "Content-Type: text/rfc822-headers", "", "Message-ID: <sent-1@svc.example>", "",
+          `--${boundary}--`, ""
+        ].join("\n")
+        const push = (eventId: string, message: Record<string, unknown>) => {
+          const raw = JSON.stringify({ event: "message.received", event_id: eventId, account_id: mailbox, mailbox_id: mailbox, timestamp: 1764000000, message })
+          return call("/hooks/email", { method: "POST", headers: { "content-type": "application/json", ...signCallback("email", sandboxSecretOf("email"), raw) }, body: raw })
+        }
+        const bounce = yield* push(`evt-${crypto.randomUUID()}`, {
+          id: "m-2", thread_id: "t-1", message_id_header: "<dsn-2@mx.example.net>", in_reply_to: null, from: "mailer-daemon@mx.example.net",
+          to: ["team@svc.example"], subject: "Undelivered", content_type: `multipart/report; report-type=delivery-status; boundary="${boundary}"`, body: report
+        })
+        assert.strictEqual(bounce.status, 200, bounce.text)
+        const replyId = `evt-${crypto.randomUUID()}`
+        const reply = yield* push(replyId, {
+          id: "m-3", thread_id: "t-1", message_id_header: "<r-3@customer.example>", in_reply_to: "<sent-1@svc.example>", from: "ana@customer.example",
+          to: ["team@svc.example"], subject: "Re: quote", content_type: "text/plain", body: "Thanks!"
+        })
+        assert.strictEqual(reply.status, 200, reply.text)
+        // The provider delivering the same push again adds nothing.
+        assert.strictEqual((yield* push(replyId, { id: "m-3", thread_id: "t-1" })).status, 200)
+        yield* waitHooks(hooks.hooks, 2, "two message.received")
+        const [failure, answer] = hooks.hooks.map((h) => h.body)
+        assert.include(failure, { type: "message.received", provider: "email" })
+        assert.include(failure.data, { thread_id: "t-1", message_id: "m-2", connection_id: connectionId, text: null })
+        assert.deepStrictEqual(failure.data.delivery_failure, {
+          failed_recipient: "nobody@customer.example",
+          status: "5.1.1",
+          original_rfc822_message_id: "<sent-1@svc.example>",
+          action: "failed",
+          diagnostic_code: "550 5.1.1 User unknown"
+        })
+        assert.include(answer.data, { thread_id: "t-1", rfc822_message_id: "<r-3@customer.example>", in_reply_to: "<sent-1@svc.example>", text: "Thanks!", delivery_failure: null })
+        yield* Effect.sleep(Duration.millis(400))
+        assert.strictEqual(hooks.hooks.length, 2)
       }))
 
     it.effect("lifecycle events are opt-in; healthcare outcome.recorded goes only to the provisioning app, contact per its grant", () =>
