@@ -443,6 +443,8 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
           rateLimitPerMinute: 1000
         })
         yield* sql`UPDATE api_keys SET oauth_app_id = ${appId} WHERE id = ${appKeyId}`
+        yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${world.profileId}, 'svc_attribution', true)`
+        yield* sql`UPDATE profiles SET provisioned_by_app_id = ${appId}, privacy_mode = 'hipaa' WHERE id = ${world.profileId}`
         const own = yield* receiver
         const app = yield* receiver
         yield* subscribe(world.key, { url: own.url })
@@ -452,12 +454,23 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         const [plain] = yield* outcomeRows(world, 1)
         yield* waitHooks(app.hooks, 3, "the app's three events")
         yield* waitHooks(own.hooks, 1, "the profile key's plain outcome")
-        assert.deepStrictEqual(app.hooks.map((h) => h.body.type), ["connection.connected", "outcome.recorded", "outcome.recorded"])
-        assert.deepStrictEqual(app.hooks.slice(1).map((h) => h.body.id), [healthcare, plain])
+        // Three batches: order is promised within a batch only, so compare as sets.
+        assert.deepStrictEqual(app.hooks.map((h) => h.body.type).sort(), ["connection.connected", "outcome.recorded", "outcome.recorded"])
+        const outcomes = app.hooks.filter((h) => h.body.type === "outcome.recorded")
+        assert.sameMembers(outcomes.map((h) => h.body.id), [healthcare, plain])
         // The app's grant holds customers:read: the contact key is there (null: no live customer behind these rows).
-        assert.property(app.hooks[1]!.body.data, "contact")
+        for (const hook of outcomes) assert.property(hook.body.data, "contact")
         yield* Effect.sleep(Duration.millis(500))
         assert.deepStrictEqual(own.hooks.map((h) => h.body.id), [plain])
+        // With the attribution add-on off (connect-broker tier), outcomes are not delivered; lifecycle events still are.
+        yield* sql`UPDATE entitlements SET enabled = false WHERE profile_id = ${world.profileId} AND feature = 'svc_attribution'`
+        yield* outcomeRows(world, 1)
+        const connected = yield* topicRow(world, "connection.connected", { provider: "email" })
+        yield* waitHooks(app.hooks, 4, "the lifecycle event on the connect-broker tier")
+        assert.strictEqual(app.hooks[3]!.body.id, connected)
+        yield* Effect.sleep(Duration.millis(400))
+        assert.strictEqual(app.hooks.length, 4)
+        assert.strictEqual(own.hooks.length, 1)
       }))
   })
 })

@@ -93,15 +93,17 @@ const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
 
 /**
  * The body one subscription receives for one outbox row, or None when it must not receive it:
- * the event type is not among its types, or an `outcome.recorded` of a healthcare-family profile
- * goes to anyone but the provisioning app. The contact of `outcome.recorded` only when the
- * subscription's credential opens it.
+ * the event type is not among its types; an `outcome.recorded` of a profile on the connect-broker
+ * tier; an `outcome.recorded` of a healthcare-family profile to anyone but the provisioning app.
+ * The contact of `outcome.recorded` only when the subscription's credential opens it.
  */
 export const bodyFor = (row: UnpublishedRow, subscription: FanOutSubscription): Option.Option<{ readonly id: string; readonly body: string }> => {
   if (!subscription.event_types.includes(row.topic)) return Option.none()
   const payload = isRecord(row.payload) ? row.payload : {}
   const delivery = isRecord(payload["delivery"]) ? payload["delivery"] : {}
   const data = isRecord(payload["data"]) ? payload["data"] : {}
+  // The connect-broker tier gets no outcomes, as its replay reads empty (decision 0026).
+  if (row.topic === "outcome.recorded" && !subscription.attribution_enabled) return Option.none()
   if (row.topic === "outcome.recorded" && delivery["healthcare_family"] === true) {
     const app = delivery["provisioned_by_app_id"]
     if (subscription.oauth_app_id === null || subscription.oauth_app_id !== app) return Option.none()

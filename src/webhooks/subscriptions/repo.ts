@@ -33,7 +33,9 @@ export const FanOutSubscription = Schema.Struct({
   profile_id: Schema.String,
   oauth_app_id: Schema.NullOr(Schema.String),
   event_types: Schema.Array(Schema.String),
-  contact_allowed: Schema.Boolean
+  contact_allowed: Schema.Boolean,
+  /** The profile is on the attribution tier: `outcome.recorded` is delivered (the replay reads empty otherwise). */
+  attribution_enabled: Schema.Boolean
 })
 export type FanOutSubscription = typeof FanOutSubscription.Type
 
@@ -169,8 +171,12 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
                      AND (k.expires_at IS NULL OR k.expires_at > now())
                      AND 'customers:read' = ANY(k.scopes)
                      AND (CASE WHEN s.oauth_app_id IS NOT NULL THEN k.oauth_app_id = s.oauth_app_id ELSE k.id = s.api_key_id END)
-                 ) AS contact_allowed
+                 ) AS contact_allowed,
+                 (p.provisioned_by_app_id IS NULL OR COALESCE((
+                   SELECT e.enabled FROM entitlements e WHERE e.profile_id = p.id AND e.feature = 'svc_attribution'), false)
+                 ) AS attribution_enabled
           FROM webhook_subscriptions s
+          JOIN profiles p ON p.id = s.profile_id
           WHERE s.profile_id = ANY(${[...profileIds]}::uuid[]) AND s.deleted_at IS NULL AND s.status <> 'disabled'
           ORDER BY s.created_at, s.id`)
 
