@@ -4,7 +4,7 @@
  * request going to the checked address without a second look-up and never following a redirect;
  * and Standard Webhooks signatures and the retry ladder (decision 0078).
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Duration, Effect, Exit, Option } from "effect"
 import { createHmac } from "node:crypto"
 import { createServer } from "node:http"
@@ -17,6 +17,7 @@ import {
 } from "../../src/webhooks/delivery/public-host.ts"
 import { defaultWebhookSettings, nextDelaySeconds, retryAfterSeconds } from "../../src/webhooks/delivery/service.ts"
 import { newSecret, signedHeaders } from "../../src/webhooks/delivery/signing.ts"
+import { DnsServer, DnsServerLive } from "../support/dns-server.ts"
 
 const NONE = parseAllowList([])
 
@@ -186,5 +187,35 @@ describe("signing and the ladder", () => {
     assert.strictEqual(retryAfterSeconds("30"), 30)
     assert.strictEqual(retryAfterSeconds(new Date(Date.now() + 60_000).toUTCString(), Date.now()) !== undefined, true)
     assert.isUndefined(retryAfterSeconds("soon"))
+  })
+})
+
+describe("checkTarget over real DNS (test/support/dns-server.ts)", () => {
+  layer(DnsServerLive)((it) => {
+    it.effect("names resolving to private, loopback, metadata or ULA addresses are refused; every address must be public", () =>
+      Effect.gen(function*() {
+        const dns = yield* DnsServer
+        const servers = [`127.0.0.1:${dns.port}`]
+        dns.set("rebind.test", { a: ["10.0.0.7"] })
+        dns.set("loop.test", { a: ["127.0.0.1"] })
+        dns.set("meta.test", { a: ["169.254.169.254"] })
+        dns.set("ula.test", { aaaa: ["fd00::1"] })
+        dns.set("mixed.test", { a: ["93.184.216.34"], aaaa: ["::1"] })
+        dns.set("public.test", { a: ["93.184.216.34"] })
+        const reason = (url: string, allow = NONE) =>
+          Effect.map(Effect.exit(checkTarget(url, allow, servers)), (exit) =>
+            Exit.isFailure(exit) ? Option.getOrUndefined(Option.map(Exit.findErrorOption(exit), (error) => error.reason)) : "accepted")
+        for (const host of ["rebind.test", "loop.test", "meta.test", "ula.test", "mixed.test"]) {
+          assert.strictEqual(yield* reason(`https://${host}/hook`), "host_not_public", host)
+        }
+        assert.strictEqual(yield* reason("https://nowhere.test/hook"), "host_unresolvable")
+        // The checked address is the one the request will use: no second look-up can swap it.
+        const checked = yield* checkTarget("https://public.test/hook", NONE, servers)
+        assert.strictEqual(checked.address, "93.184.216.34")
+        assert.strictEqual(checked.url.hostname, "public.test")
+        // The allow-list by name lets a development host through, with plain http.
+        assert.strictEqual(yield* reason("http://rebind.test/hook", parseAllowList(["rebind.test"])), "accepted")
+        assert.include(dns.questions, "A rebind.test")
+      }))
   })
 })
