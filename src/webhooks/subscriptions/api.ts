@@ -20,8 +20,8 @@ import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 const IDDESC = "The subscription's id"
 
 const read = policy({ scopes: ["connections:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
-const write = policy({ scopes: ["connections:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "optional" })
-const writeOnce = policy({ scopes: ["connections:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
+// No Idempotency-Key replay on the routes that answer a secret: a replay store would keep it in clear (as API keys).
+const write = policy({ scopes: ["connections:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 
 export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
   .add(
@@ -61,7 +61,7 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
         "While paused, events still queue for the subscription and are delivered, in order, once it is active again. " +
           "A subscription disabled by a 410 answer is turned back on with `status: active` (its URL is checked again)."
       )
-      .annotateMerge(writeOnce),
+      .annotateMerge(write),
     HttpApiEndpoint.delete("remove", "/webhooks/subscriptions/:id", {
       params: { id: Schema.String.annotate({ description: IDDESC }) },
       success: WebhookSubscriptionDeleted,
@@ -69,7 +69,7 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
     })
       .annotate(OpenApi.Summary, "Delete a subscription; its waiting deliveries end failed")
       .annotate(OpenApi.Description, "Nothing more is sent to it; its deliveries stay in the log, the waiting ones `failed` with `subscription_deleted`.")
-      .annotateMerge(writeOnce),
+      .annotateMerge(write),
     HttpApiEndpoint.post("rotateSecret", "/webhooks/subscriptions/:id/rotate-secret", {
       params: { id: Schema.String.annotate({ description: IDDESC }) },
       success: WebhookSubscriptionWithSecret,
