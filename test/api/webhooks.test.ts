@@ -15,6 +15,7 @@ import { defaultWebhookSettings, WebhookSettings } from "../../src/webhooks/deli
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
+import { asApp, registerApp } from "../support/partner.ts"
 import { sandboxSecretOf } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -200,6 +201,22 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
   })
 
   describe("delivery", () => {
+    it.effect("the workspace's archival pauses its subscriptions (status_reason workspace_archived)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const app = yield* registerApp()
+        const created = (yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `ref-${crypto.randomUUID()}`, email: "o@shop.example" })).json.data
+        const profile = { profileId: created.profile_id, workspaceId: created.workspace_id }
+        const { key } = yield* seedApiKey(profile, { scopes: ["connections:read", "connections:write"] })
+        const hooks = yield* receiver
+        const sub = yield* subscribe(key, { url: hooks.url })
+        const archived = yield* asApp(app, `/api/v1/profiles/${created.profile_id}`, "DELETE")
+        assert.strictEqual(archived.status, 200, archived.text)
+        const [row] = yield* sql<{ status: string; status_reason: string | null }>`
+          SELECT status, status_reason FROM webhook_subscriptions WHERE id = ${sub.id}`
+        assert.deepStrictEqual({ ...row }, { status: "paused", status_reason: "workspace_archived" })
+      }))
+
     it.effect("signed per Standard Webhooks, in outbox order, once each; the outbox rows are published and logged", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient
