@@ -55,6 +55,8 @@ export default Effect.gen(function*() {
       last_status_code integer,
       last_error text,
       last_attempt_at timestamptz,
+      -- The ladder counts from the first attempt (a delivery held by a pause starts its ladder on resume).
+      first_attempt_at timestamptz,
       created_at timestamptz NOT NULL DEFAULT now(),
       completed_at timestamptz
     )`

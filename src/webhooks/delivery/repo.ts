@@ -39,7 +39,7 @@ export const DeliveryRow = Schema.Struct({
   redelivery_of: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   completed_at: Schema.NullOr(Schema.String),
-  /** Seconds since the row was created: where the ladder stands. */
+  /** Seconds since the first attempt (0 before it): where the ladder stands. */
   age_seconds: Schema.Finite
 })
 export type DeliveryRow = typeof DeliveryRow.Type
@@ -91,7 +91,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           CASE WHEN ${alias}.status = 'pending' THEN ${iso(`${alias}.next_attempt_at`)} END AS next_attempt_at,
           ${iso(`${alias}.last_attempt_at`)} AS last_attempt_at, ${alias}.last_status_code, ${alias}.last_error,
           ${alias}.redelivery_of, ${iso(`${alias}.created_at`)} AS created_at, ${iso(`${alias}.completed_at`)} AS completed_at,
-          extract(epoch FROM now() - ${alias}.created_at)::float8 AS age_seconds`)
+          extract(epoch FROM now() - COALESCE(${alias}.first_attempt_at, now()))::float8 AS age_seconds`)
       const many = decodeRows(DeliveryRow)
       const one = decodeFirstRow(DeliveryRow)
 
@@ -111,7 +111,8 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const claim = (limit: number, leaseSeconds: number, token: string) =>
         many(sql`
           UPDATE webhook_deliveries d
-          SET attempts = d.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds})
+          SET attempts = d.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+              first_attempt_at = COALESCE(d.first_attempt_at, now())
           WHERE d.id IN (
             SELECT c.id FROM webhook_deliveries c
             JOIN webhook_subscriptions s ON s.id = c.subscription_id

@@ -10,8 +10,8 @@
  *   earlier row of its (subscription, batch) is still pending: order within a batch holds even
  *   across retries. A runner that dies leaves a lease that expires; another takes the row over.
  *   Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
- * - The ladder: attempts at about 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 24 h after the event
- *   reached the subscription, jittered; a `Retry-After` pushes the next attempt later, never
+ * - The ladder: attempts at about 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 24 h after the first
+ *   attempt (a pause does not use the ladder up), jittered; a `Retry-After` pushes the next attempt later, never
  *   sooner. 2xx succeeds; 410 fails the row and disables the subscription; anything else
  *   (including a redirect, a refused target, a timeout) waits for the next step, and after the
  *   last one the row fails.
