@@ -447,6 +447,27 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(hooks.hooks.length, 2)
       }))
 
+    it.effect("order.status.changed carries provider commerce; leadgen.received (opt-in) carries the leadgen_id as its id", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        yield* subscribe(world.key, { url: hooks.url, event_types: ["order.status.changed", "leadgen.received"] })
+        yield* topicRow(world, "order.status.changed", { status: "fulfilled", name: "#1001", email: null })
+        const rowId = crypto.randomUUID()
+        const leadgenId = `lead-${crypto.randomUUID()}`
+        const lead = { id: leadgenId, type: "leadgen.received", created_at: new Date().toISOString(), data: { leadgen_id: leadgenId, form_id: "f-1", profile_id: world.profileId }, delivery: { profile_id: world.profileId } }
+        yield* sql`INSERT INTO outbox (id, profile_id, topic, payload) VALUES (${rowId}, ${world.profileId}, 'leadgen.received', ${JSON.stringify(lead)}::jsonb)`
+        yield* waitHooks(hooks.hooks, 2, "the order and the lead")
+        const order = hooks.hooks.find((h) => h.body.type === "order.status.changed")!.body
+        assert.include(order, { provider: "commerce" })
+        assert.include(order.data, { status: "fulfilled", name: "#1001" })
+        const received = hooks.hooks.find((h) => h.body.type === "leadgen.received")!
+        assert.include(received.body, { id: leadgenId, provider: "svc" })
+        assert.strictEqual(received.headers["webhook-id"], leadgenId)
+        assert.include(received.body.data, { form_id: "f-1", profile_id: world.profileId })
+      }))
+
     it.effect("lifecycle events are opt-in; healthcare outcome.recorded goes only to the provisioning app, contact per its grant", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient
