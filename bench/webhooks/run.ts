@@ -37,7 +37,7 @@ if (process.argv.includes("--worker")) {
   const settings = Layer.succeed(WebhookSettings)({
     ...defaultWebhookSettings,
     lease: Duration.seconds(5),
-    pollInterval: Duration.millis(200),
+    pollInterval: Duration.millis(intFromEnv("BENCH_POLL_MS", 200, 10_000)),
     concurrency: intFromEnv("BENCH_CONCURRENCY", defaultWebhookSettings.concurrency, 1000)
   })
   const layer = WebhookWorkerLive.pipe(
