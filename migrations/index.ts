@@ -29,6 +29,7 @@ import m0031 from "./0031_commerce_app_connections.ts"
 import m0032 from "./0032_ad_actions.ts"
 import m0033 from "./0033_creative_analysis.ts"
 import m0034 from "./0034_exports.ts"
+import m0035 from "./0035_webhooks.ts"
 import m0036 from "./0036_inbox.ts"
 
 /**
@@ -67,6 +68,7 @@ export const migrations = {
   "0032_ad_actions": m0032,
   "0033_creative_analysis": m0033,
   "0034_exports": m0034,
+  "0035_webhooks": m0035,
   "0036_inbox": m0036
 }
 

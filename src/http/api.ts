@@ -27,6 +27,8 @@ import { ConversionSyncCatalogApi } from "../exports/catalog/api.ts"
 import { ExportDestinationsApi } from "../exports/destinations/api.ts"
 import { ExportDeliveriesApi } from "../exports/pipeline/api.ts"
 import { ExportRulesApi } from "../exports/rules/api.ts"
+import { WebhookDeliveriesApi } from "../webhooks/delivery/api.ts"
+import { WebhookSubscriptionsApi } from "../webhooks/subscriptions/api.ts"
 import { DpaApi } from "../dpa/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
@@ -99,6 +101,8 @@ export const Api = HttpApi.make("svc")
   .add(InboxApi)
   .add(EmailApi)
   .add(CalendarApi)
+  .add(WebhookSubscriptionsApi)
+  .add(WebhookDeliveriesApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

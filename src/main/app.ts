@@ -47,6 +47,8 @@ import { WorkspacesHandlers } from "../tenancy/workspaces/handlers.ts"
 import { TrackingSetupHandlers } from "../tracking/setup/handlers.ts"
 import { CollectorHandlers, TrackingHandlers } from "../tracking/tracker/handlers.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
+import { WebhookDeliveriesHandlers } from "../webhooks/delivery/handlers.ts"
+import { WebhookSubscriptionsHandlers } from "../webhooks/subscriptions/handlers.ts"
 import { DeprecationLayer } from "../versioning/middleware.ts"
 import { Api } from "../http/api.ts"
 // Inbox, email and calendar (issue 21, part 7).
@@ -108,6 +110,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     OnboardingHandlers,
     // Ad actions (issue 19).
     AdActionsHandlers
+    WebhookSubscriptionsHandlers,
+    WebhookDeliveriesHandlers
   ]),
   // Inbox, email and calendar (issue 21, part 7).
   Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),

@@ -20,6 +20,7 @@ import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProvidersLive } from "../providers/layer.ts"
+import { WebhookWorkerLive } from "../webhooks/delivery/service.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -63,7 +64,9 @@ export const CoreServicesLive = Layer.mergeAll(
   CredentialStoreLive,
   PiiAccessLog.layer,
   RequestLimitsLive,
-  SecretBox.layer
+  SecretBox.layer,
+  // Fans the outbox out to webhook subscriptions and works the delivery ladder (decision 0078).
+  WebhookWorkerLive.pipe(Layer.provide(SecretBox.layer))
 ).pipe(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)

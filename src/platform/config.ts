@@ -35,6 +35,12 @@ export interface AppSettings {
    * `ip` or `ip:port`); empty or unset: the system's resolvers.
    */
   readonly dnsServers?: ReadonlyArray<string>
+  /**
+   * UNSAFE outside local development (`SVC_WEBHOOK_ALLOW_HOSTS`, comma-separated host names or
+   * CIDRs; unset by default): webhook targets on these hosts or addresses pass the public-host rule
+   * (decision 0077), and may use plain http.
+   */
+  readonly webhookAllowHosts?: ReadonlyArray<string>
   readonly logFormat: "json" | "pretty"
   readonly logLevel: "All" | "Trace" | "Debug" | "Info" | "Warn" | "Error" | "Fatal" | "None"
   readonly otel: {
@@ -100,6 +106,7 @@ const settingsConfig = Config.all({
   shutdownGraceMs: Config.Int("SVC_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(DEFAULT_SHUTDOWN_GRACE_MS)),
   keepAliveTimeoutMs: Config.Int("SVC_KEEPALIVE_TIMEOUT_MS").pipe(Config.withDefault(DEFAULT_KEEPALIVE_TIMEOUT_MS)),
   dnsServers: Config.String("SVC_DNS_SERVERS").pipe(Config.withDefault("")),
+  webhookAllowHosts: Config.String("SVC_WEBHOOK_ALLOW_HOSTS").pipe(Config.withDefault("")),
   logFormat: Config.Literals(["json", "pretty"], "SVC_LOG_FORMAT").pipe(Config.withDefault("json" as const)),
   logLevel: Config.Literals(["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"], "LOG_LEVEL").pipe(
     Config.withDefault("Info" as const)
@@ -189,6 +196,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     shutdownGraceMs: raw.shutdownGraceMs,
     keepAliveTimeoutMs: raw.keepAliveTimeoutMs,
     dnsServers,
+    webhookAllowHosts: raw.webhookAllowHosts.split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""),
     logFormat: raw.logFormat,
     logLevel: raw.logLevel,
     otel: {

@@ -10,6 +10,10 @@ import { Context, Effect, Layer } from "effect"
 export interface DnsRecords {
   readonly cname?: string
   readonly txt?: ReadonlyArray<string>
+  /** IPv4 addresses (A). */
+  readonly a?: ReadonlyArray<string>
+  /** IPv6 addresses (AAAA), full or `::`-compressed, without an embedded IPv4 tail. */
+  readonly aaaa?: ReadonlyArray<string>
 }
 
 export interface TestDnsServer {
@@ -25,7 +29,19 @@ export interface TestDnsServer {
 
 export class DnsServer extends Context.Service<DnsServer, TestDnsServer>()("test/DnsServer") {}
 
-const TYPE = { CNAME: 5, TXT: 16 } as const
+const TYPE = { A: 1, CNAME: 5, TXT: 16, AAAA: 28 } as const
+
+const encodeA = (address: string): Buffer => Buffer.from(address.split(".").map(Number))
+
+const encodeAaaa = (address: string): Buffer => {
+  const [head = "", tail] = address.split("::")
+  const left = head === "" ? [] : head.split(":")
+  const right = tail === undefined || tail === "" ? [] : tail.split(":")
+  const groups = [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right]
+  const bytes = Buffer.alloc(16)
+  groups.forEach((group, index) => bytes.writeUInt16BE(parseInt(group, 16), index * 2))
+  return bytes
+}
 const CLASS_IN = 1
 const TTL = 60
 
@@ -102,6 +118,10 @@ const respond = (question: Question, records: DnsRecords | undefined): Buffer =>
     ? [answer(TYPE.CNAME, encodeName(records.cname))]
     : question.type === TYPE.TXT
     ? (records.txt ?? []).map((value) => answer(TYPE.TXT, encodeTxt(value)))
+    : question.type === TYPE.A
+    ? (records.a ?? []).map((value) => answer(TYPE.A, encodeA(value)))
+    : question.type === TYPE.AAAA
+    ? (records.aaaa ?? []).map((value) => answer(TYPE.AAAA, encodeAaaa(value)))
     : []
   const header = Buffer.alloc(12)
   header.writeUInt16BE(question.id, 0)
@@ -125,7 +145,15 @@ export const DnsServerLive = Layer.effect(DnsServer)(
         socket.on("message", (message, peer) => {
           const question = parseQuestion(message)
           if (question === undefined) return
-          const type = question.type === TYPE.CNAME ? "CNAME" : question.type === TYPE.TXT ? "TXT" : String(question.type)
+          const type = question.type === TYPE.CNAME
+            ? "CNAME"
+            : question.type === TYPE.TXT
+            ? "TXT"
+            : question.type === TYPE.A
+            ? "A"
+            : question.type === TYPE.AAAA
+            ? "AAAA"
+            : String(question.type)
           questions.push(`${type} ${question.name}`)
           if (quiet) return
           socket.send(respond(question, zone.get(question.name)), peer.port, peer.address)

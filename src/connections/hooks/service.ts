@@ -14,7 +14,8 @@ import { AdPlatform } from "../../providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../../providers/endpoints.ts"
 import { verifyCallback } from "../../providers/signing.ts"
 import { isProviderKind, type ProviderKind } from "../../providers/registry.ts"
-import { leadgenEvent } from "../events.ts"
+import { leadgenEvent, MESSAGE_RECEIVED, messageReceivedEvent } from "../events.ts"
+import { parseDeliveryReport } from "../../providers/email/dsn.ts"
 import { CardgwPayments } from "../sync/cardgw.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
@@ -166,7 +167,21 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
                 return true
               }))
             }
-            case "other":
+            case "other": {
+              // An inbound message (a bounce included): one `message.received` per profile holding the mailbox or account.
+              if (event.body !== undefined && event.accountId !== null && text(event.body["event"]) === MESSAGE_RECEIVED) {
+                const inbound = event.body
+                const live = yield* connections.liveForAccount(provider, event.accountId)
+                const profiles = new Map(live.map((record) => [record.profile_id, record] as const))
+                return yield* events.transaction(Effect.gen(function*() {
+                  const claimed = yield* events.claim(provider, event.eventId, live[0]?.id ?? null)
+                  if (!claimed) return false
+                  yield* outbox.insert([...profiles.values()].map((record) =>
+                    messageReceivedEvent(provider, factsOf(record), inbound, parseDeliveryReport)
+                  ))
+                  return true
+                }))
+              }
               // Recorded before the id is claimed: the CRM's outcome keys make a redelivery after a crash write nothing twice.
               if (provider === "crm" && event.accountId !== null && event.body !== undefined) {
                 yield* crmOutcomes.fromCallback(event.accountId, event.body)
@@ -174,6 +189,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
               // A card-gateway payment is recorded first (idempotent by its payment id), then its event id claimed.
               if (provider === "cardgw") yield* cardgw.hook(body)
               return yield* events.claim(provider, event.eventId, null)
+            }
           }
         })
 

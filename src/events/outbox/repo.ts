@@ -52,6 +52,21 @@ export interface RecordedQuery {
   readonly limit: number
 }
 
+/** An unpublished row as the webhook fan-out reads it (src/webhooks/delivery), with the contact `outcome.recorded` may carry. */
+export const UnpublishedRow = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  topic: Schema.String,
+  payload: Schema.Unknown,
+  created_at: Schema.String,
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String),
+  customer_live: Schema.Boolean
+})
+export type UnpublishedRow = typeof UnpublishedRow.Type
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class OutboxRepo extends Context.Service<OutboxRepo, {
@@ -64,6 +79,13 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
   readonly forgetCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
   /** The page of rows (one more than `limit`), each with its customer's name, primary email and phone and whether it is live. */
   readonly recorded: (query: RecordedQuery) => Repo<ReadonlyArray<RecordedRow>>
+  /**
+   * The oldest unpublished rows (up to `limit`, in order), locked for the caller's transaction;
+   * rows another transaction holds are skipped (several workers share the outbox).
+   */
+  readonly claimUnpublished: (limit: number) => Repo<ReadonlyArray<UnpublishedRow>>
+  /** Stamps `published_at`: the rows were handed to the webhook delivery (in the caller's transaction). */
+  readonly markPublished: (ids: ReadonlyArray<string>) => Repo<void>
 }>()("svc/OutboxRepo") {
   static readonly layer = Layer.effect(OutboxRepo)(
     Effect.gen(function*() {
@@ -106,7 +128,32 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
           LIMIT ${limit + 1}`)
       }
 
-      return atDatabaseBoundary({ insert, forgetCustomers, recorded })
+      const unpublishedRows = decodeRows(UnpublishedRow)
+      const claimUnpublished = (limit: number) =>
+        unpublishedRows(sql`
+          WITH claimed AS (
+            SELECT id, profile_id, topic, payload, created_at FROM outbox
+            WHERE published_at IS NULL
+            ORDER BY created_at, id
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED)
+          SELECT o.id, o.profile_id, o.topic, o.payload, ${isoTimestamp(sql, "o.created_at")} AS created_at,
+                 c.first_name, c.last_name,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
+                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live
+          FROM claimed o
+          -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
+          LEFT JOIN customers c ON c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
+          ORDER BY o.created_at, o.id`)
+
+      const markPublished = (ids: ReadonlyArray<string>) =>
+        ids.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE outbox SET published_at = now() WHERE id = ANY(${[...ids]}::uuid[]) AND published_at IS NULL`)
+
+      return atDatabaseBoundary({ insert, forgetCustomers, recorded, claimUnpublished, markPublished })
     })
   )
 }

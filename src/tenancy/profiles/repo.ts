@@ -12,6 +12,7 @@ import { AdminRepo } from "../../admin/repo.ts"
 import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
 import { ConnectionsRepo } from "../../connections/repo.ts"
 import { SyncJobsRepo } from "../../connections/sync/repo.ts"
+import { WebhookSubscriptionsRepo } from "../../webhooks/subscriptions/repo.ts"
 import { StructureRepo } from "../../connections/sync/structure-repo.ts"
 import { PeopleRepo } from "../../people/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
@@ -127,6 +128,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
       const keys = yield* ApiKeysRepo
       const connections = yield* ConnectionsRepo
       const syncJobs = yield* SyncJobsRepo
+      const webhookSubscriptions = yield* WebhookSubscriptionsRepo
       const structure = yield* StructureRepo
       const firstProvisioned = decodeFirstRow(ProvisionedRow)
       /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
@@ -203,6 +205,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           yield* members.revokeInvitations(workspaceId)
           yield* admin.revokeGrants({ profileId })
           const revoked = yield* keys.revokeKeys({ kind: "workspace", workspaceId })
+          // Paused, not deleted: the subscriptions stay visible to an operator restoring the workspace.
+          yield* webhookSubscriptions.pauseForWorkspace(workspaceId)
           // Non-audit data of the profile goes; the audit trail and the PII access log stay.
           // What references the connections goes first.
           yield* syncJobs.deleteForProfile(profileId)
@@ -324,6 +328,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
     ApiKeysRepo.layer,
     ConnectionsRepo.layer,
     SyncJobsRepo.layer,
+    WebhookSubscriptionsRepo.layer,
     StructureRepo.layer
   ]))
 }

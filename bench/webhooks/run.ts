@@ -1,0 +1,218 @@
+/**
+ * Webhook delivery (`npm run bench:webhooks`). Decision 0078; figures in bench/README.md.
+ *
+ * On the PostgreSQL of `DATABASE_URL` (required). A local receiver serves BENCH_ENDPOINTS
+ * endpoints (100), one in a hundred answering 500; one profile has one subscription per endpoint
+ * (`outcome.recorded`), seeded by SQL with sealed secrets. Outbox rows are inserted as the
+ * recorder writes them, and the service's delivery worker (`WebhookWorkerLive`, default settings
+ * but a 5 s lease) runs in a child process (`--worker`):
+ *
+ * 1. throughput: BENCH_EVENTS (200) events x endpoints deliveries; deliveries/s = successful
+ *    deliveries / seconds from the insert to the last one. Baseline, same run: this process posts
+ *    the same signed bodies to the same receiver with plain `node:http`, as many in flight as the
+ *    worker allows (2 loops x 8), nothing durable.
+ * 2. restart mid-ladder: as many events again; the worker is killed (SIGKILL) once 40 % have
+ *    arrived, while the failing endpoint's deliveries wait on the ladder, and a second worker
+ *    finishes. Checked: every (endpoint, event) that should succeed arrived (none lost), how many
+ *    arrived twice (requests in flight at the kill: at least once, deduplicable by webhook-id),
+ *    and that the failing endpoint's deliveries are still pending on the ladder after the restart.
+ */
+import { Duration, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { randomBytes } from "node:crypto"
+import { createServer, request as httpRequest, Agent } from "node:http"
+import { MigrationsLive } from "../../src/main/core.ts"
+import { AppConfig } from "../../src/platform/config.ts"
+import { DatabaseLive } from "../../src/platform/database.ts"
+import { SecretBox } from "../../src/platform/secret-box.ts"
+import { defaultWebhookSettings, WebhookSettings, WebhookWorkerLive } from "../../src/webhooks/delivery/service.ts"
+import { newSecret, signedHeaders } from "../../src/webhooks/delivery/signing.ts"
+import { fmt, intFromEnv, sleep, startProcess } from "../support.ts"
+
+const ENDPOINTS = intFromEnv("BENCH_ENDPOINTS", 100, 10_000)
+const EVENTS = intFromEnv("BENCH_EVENTS", 200, 100_000)
+
+if (process.argv.includes("--worker")) {
+  // The worker process: the service's delivery worker and nothing else.
+  const settings = Layer.succeed(WebhookSettings)({
+    ...defaultWebhookSettings,
+    lease: Duration.seconds(5),
+    pollInterval: Duration.millis(intFromEnv("BENCH_POLL_MS", 200, 10_000)),
+    concurrency: intFromEnv("BENCH_CONCURRENCY", defaultWebhookSettings.concurrency, 1000)
+  })
+  const layer = WebhookWorkerLive.pipe(
+    Layer.provide(SecretBox.layer),
+    Layer.provide(settings),
+    Layer.provideMerge(MigrationsLive),
+    Layer.provideMerge(DatabaseLive),
+    Layer.provide(AppConfig.layer)
+  )
+  await Effect.runPromise(Layer.launch(layer))
+} else {
+  await main()
+}
+
+async function main() {
+  if (process.env["DATABASE_URL"] === undefined) {
+    console.log("bench:webhooks needs DATABASE_URL (a PostgreSQL database); nothing measured")
+    process.exitCode = 1
+    return
+  }
+  const secretsKey = process.env["SVC_SECRETS_KEY"] ?? randomBytes(32).toString("base64")
+  const env = { ...process.env, SVC_SECRETS_KEY: secretsKey, SVC_WEBHOOK_ALLOW_HOSTS: "127.0.0.1", LOG_LEVEL: "Warn" }
+
+  // The receiver: endpoint e0, e100, ... answer 500; the others 200. Counts 2xx receipts per (endpoint, webhook-id).
+  const ok = new Map<string, number>()
+  let requests = 0
+  let lastOk = 0
+  const server = createServer((req, res) => {
+    req.resume()
+    req.on("end", () => {
+      requests++
+      const endpoint = Number((req.url ?? "/e0").slice(2))
+      if (endpoint % 100 === 0) return void res.writeHead(500).end()
+      const key = `${endpoint}|${req.headers["webhook-id"]}`
+      ok.set(key, (ok.get(key) ?? 0) + 1)
+      lastOk = Date.now()
+      res.writeHead(200).end()
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()))
+  const address = server.address()
+  const port = typeof address === "object" && address !== null ? address.port : 0
+  const healthy = Array.from({ length: ENDPOINTS }, (_, k) => k).filter((k) => k % 100 !== 0)
+  const failing = Array.from({ length: ENDPOINTS }, (_, k) => k).filter((k) => k % 100 === 0)
+
+  const db = <A, E>(program: Effect.Effect<A, E, SqlClient | SecretBox>) =>
+    Effect.runPromise(Effect.scoped(program).pipe(
+      Effect.provide(SecretBox.layer),
+      Effect.provide(MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))),
+      Effect.provide(AppConfig.layer)
+    ))
+  process.env["SVC_SECRETS_KEY"] = secretsKey
+
+  const { profileId, secrets } = await db(Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const box = yield* SecretBox
+    const workspaceId = crypto.randomUUID()
+    const profileId = crypto.randomUUID()
+    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench webhooks')`
+    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'bench webhooks')`
+    const secrets = Array.from({ length: ENDPOINTS }, () => newSecret())
+    yield* sql`
+      INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+      SELECT gen_random_uuid(), ${profileId}, ${workspaceId}, u, '{outcome.recorded}', 'active', s
+      FROM unnest(${secrets.map((_, k) => `http://127.0.0.1:${port}/e${k}`)}::text[], ${secrets.map((s) => box.seal(s))}::text[]) AS t(u, s)`
+    return { profileId, secrets }
+  }))
+
+  const insertEvents = (count: number) =>
+    db(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const ids = Array.from({ length: count }, () => crypto.randomUUID())
+      const payloads = ids.map((id) => JSON.stringify({
+        id,
+        type: "outcome.recorded",
+        created_at: new Date().toISOString(),
+        data: { provider: "svc", outcome_type: "purchase", occurred_at: new Date().toISOString(), customer_key: null, value: "10.00", currency: "EUR", outcome_event_id: crypto.randomUUID(), conversion_id: null },
+        delivery: { profile_id: profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: null }
+      }))
+      yield* sql`
+        INSERT INTO outbox (id, profile_id, topic, payload, created_at)
+        SELECT id, ${profileId}, 'outcome.recorded', p, now() + make_interval(secs => n / 1000000.0)
+        FROM unnest(${ids}::uuid[], ${payloads}::jsonb[]) WITH ORDINALITY AS t(id, p, n)`
+      return ids
+    }))
+
+  const arrived = (ids: ReadonlyArray<string>) => {
+    let unique = 0
+    let twice = 0
+    for (const id of ids) {
+      for (const k of healthy) {
+        const n = ok.get(`${k}|${id}`) ?? 0
+        if (n > 0) unique++
+        if (n > 1) twice += n - 1
+      }
+    }
+    return { unique, twice }
+  }
+  const waitArrived = async (ids: ReadonlyArray<string>, target: number, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs
+    while (arrived(ids).unique < target) {
+      if (Date.now() > deadline) throw new Error(`only ${arrived(ids).unique} of ${target} deliveries arrived`)
+      await sleep(50)
+    }
+  }
+
+  // 1. Throughput.
+  const expected = EVENTS * healthy.length
+  const worker1 = startProcess(["bench/webhooks/run.ts", "--worker"], env, "worker 1")
+  await sleep(3_000)
+  const startedAt = Date.now()
+  const first = await insertEvents(EVENTS)
+  await waitArrived(first, expected, 600_000).catch((error: unknown) => {
+    console.error(worker1.output())
+    throw error
+  })
+  const serviceSeconds = (lastOk - startedAt) / 1000
+  const serviceRate = expected / serviceSeconds
+  const serviceRequests = requests
+
+  // Baseline: the same signed bodies, plain node:http, 16 in flight, nothing durable.
+  const agent = new Agent({ keepAlive: true, maxSockets: 16 })
+  const jobs = first.flatMap((id) => healthy.map((k) => ({ id, k })))
+  const body = JSON.stringify({ id: "x", type: "outcome.recorded", provider: "svc", created_at: new Date().toISOString(), data: {} })
+  let next = 0
+  const baseStart = Date.now()
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < jobs.length) {
+      const job = jobs[next++]!
+      await new Promise<void>((resolve, reject) => {
+        const req = httpRequest({
+          host: "127.0.0.1", port, path: `/e${job.k}`, method: "POST", agent,
+          headers: { "content-type": "application/json", ...signedHeaders([secrets[job.k]!], `base-${job.id}`, Math.floor(Date.now() / 1000), body) }
+        }, (res) => {
+          res.resume()
+          res.on("end", () => resolve())
+        })
+        req.on("error", reject)
+        req.end(body)
+      })
+    }
+  }))
+  const baseRate = jobs.length / ((Date.now() - baseStart) / 1000)
+
+  // 2. Restart mid-ladder.
+  const second = await insertEvents(EVENTS)
+  await waitArrived(second, Math.floor(expected * 0.4), 600_000)
+  worker1.child.kill("SIGKILL")
+  const killedAt = arrived(second).unique
+  await new Promise<void>((r) => (worker1.child.exitCode !== null || worker1.child.signalCode !== null) ? r() : worker1.child.once("exit", () => r()))
+  const worker2 = startProcess(["bench/webhooks/run.ts", "--worker"], env, "worker 2")
+  await waitArrived(second, expected, 600_000).catch((error: unknown) => {
+    console.error(worker2.output())
+    throw error
+  })
+  await sleep(2_000)
+  const after = arrived(second)
+  const ladder = await db(Effect.gen(function*() {
+    const sql = yield* SqlClient
+    return yield* sql<{ status: string; n: number; min_attempts: number }>`
+      SELECT d.status, count(*)::int AS n, min(d.attempts)::int AS min_attempts
+      FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+      WHERE s.url = ANY(${failing.map((k) => `http://127.0.0.1:${port}/e${k}`)}::text[]) AND d.outbox_id = ANY(${second}::uuid[])
+      GROUP BY d.status`
+  }))
+  worker2.child.kill("SIGKILL")
+  server.close()
+  agent.destroy()
+
+  console.log(`bench:webhooks — ${ENDPOINTS} endpoints (${ENDPOINTS - healthy.length} answering 500), ${EVENTS} events per phase`)
+  console.log(`  service worker : ${fmt(expected)} deliveries in ${fmt(serviceSeconds, 2)} s = ${fmt(serviceRate)} deliveries/s (receiver saw ${fmt(serviceRequests)} requests, retries of the failing endpoint included)`)
+  console.log(`  baseline       : plain node:http, 16 in flight: ${fmt(baseRate)} requests/s`)
+  console.log(`  ratio          : ${fmt(serviceRate / baseRate, 2)}x the baseline`)
+  console.log(`  restart        : SIGKILL after ${fmt(killedAt)} of ${fmt(expected)}; after the second worker: ${fmt(after.unique)} arrived, ${fmt(expected - after.unique)} lost, ${fmt(after.twice)} arrived twice`)
+  console.log(`  failing endpoint after the restart: ${ladder.map((r) => `${r.n} ${r.status} (attempts >= ${r.min_attempts})`).join(", ")}`)
+  if (after.unique < expected) process.exitCode = 1
+  process.exit()
+}

@@ -1,0 +1,115 @@
+/**
+ * Webhook subscriptions and deliveries (routes.tsv Webhooks; decisions 0076-0078): a profile's
+ * endpoints, the event types each receives (lifecycle events opt-in), the `whsec_` secret shown
+ * once at creation and rotation, and the delivery log.
+ */
+import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+import { Page, PageQuery } from "./common.ts"
+import { LiteralParam, UuidParam } from "./query.ts"
+
+/** Every event the service pushes (api-endpoints.md, Events). */
+export const WEBHOOK_EVENT_TYPES = [
+  "outcome.recorded",
+  "order.status.changed",
+  "leadgen.received",
+  "connection.connected",
+  "connection.revoked",
+  "connection.reconnect_required",
+  "channel.health.updated",
+  "message.received"
+] as const
+export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
+
+/** Lifecycle events (and the opt-in lead push): delivered only to a subscription that names them (decision 0076). */
+export const OPT_IN_EVENT_TYPES: ReadonlyArray<WebhookEventType> = [
+  "leadgen.received",
+  "connection.connected",
+  "connection.revoked",
+  "connection.reconnect_required",
+  "channel.health.updated"
+]
+
+/** What a subscription receives without `event_types`. */
+export const DEFAULT_EVENT_TYPES: ReadonlyArray<WebhookEventType> = WEBHOOK_EVENT_TYPES.filter((type) => !OPT_IN_EVENT_TYPES.includes(type))
+
+export const WebhookEventTypeSchema = Schema.Literals(WEBHOOK_EVENT_TYPES)
+
+const Url = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2048)).annotate({
+  description: "https URL of a public host (checked at registration and at every attempt; redirects are not followed)"
+})
+const Description = Schema.String.check(Schema.isMaxLength(500))
+const EventTypes = Schema.Array(WebhookEventTypeSchema).check(Schema.isMinLength(1), Schema.isMaxLength(WEBHOOK_EVENT_TYPES.length))
+
+export const WebhookSubscription = Schema.Struct({
+  id: Schema.String,
+  url: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  event_types: Schema.Array(Schema.String),
+  /** `active`, `paused` (by the caller or the workspace's archival) or `disabled` (the endpoint answered 410). */
+  status: Schema.Literals(["active", "paused", "disabled"]),
+  status_reason: Schema.NullOr(Schema.String),
+  /** Set while the secret before the last rotation still signs too (24 hours). */
+  previous_secret_expires_at: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  updated_at: Schema.String
+}).annotate({ identifier: "WebhookSubscription" })
+export type WebhookSubscription = typeof WebhookSubscription.Type
+
+/** A subscription with its signing secret: answered once, at creation and at each rotation. */
+export const WebhookSubscriptionWithSecret = Schema.Struct({
+  ...WebhookSubscription.fields,
+  secret: Schema.String.annotate({ description: "`whsec_` + base64 key; shown only in this answer" })
+}).annotate({ identifier: "WebhookSubscriptionWithSecret" })
+
+export const WebhookSubscriptionCreated = WebhookSubscriptionWithSecret.pipe(HttpApiSchema.status(201))
+
+export const CreateWebhookSubscription = Schema.Struct({
+  url: Url,
+  event_types: Schema.optionalKey(EventTypes),
+  description: Schema.optionalKey(Description)
+})
+export type CreateWebhookSubscription = typeof CreateWebhookSubscription.Type
+
+export const UpdateWebhookSubscription = Schema.Struct({
+  url: Schema.optionalKey(Url),
+  event_types: Schema.optionalKey(EventTypes),
+  description: Schema.optionalKey(Schema.NullOr(Description)),
+  /** `paused` stops deliveries (they wait); `active` resumes, also after a 410 disabled it. */
+  status: Schema.optionalKey(Schema.Literals(["active", "paused"]))
+})
+export type UpdateWebhookSubscription = typeof UpdateWebhookSubscription.Type
+
+export const WebhookSubscriptionPage = Page(WebhookSubscription)
+export const WebhookSubscriptionsQuery = PageQuery
+
+export const WebhookSubscriptionDeleted = Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) })
+
+export const WebhookDelivery = Schema.Struct({
+  id: Schema.String,
+  subscription_id: Schema.String,
+  event_id: Schema.String,
+  event_type: Schema.String,
+  /** `pending` (waiting for its next attempt), `succeeded` (a 2xx) or `failed` (ladder spent, 410, or subscription deleted). */
+  status: Schema.Literals(["pending", "succeeded", "failed"]),
+  attempts: Schema.Int,
+  next_attempt_at: Schema.NullOr(Schema.String),
+  last_attempt_at: Schema.NullOr(Schema.String),
+  last_status_code: Schema.NullOr(Schema.Int),
+  last_error: Schema.NullOr(Schema.String),
+  redelivery_of: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  completed_at: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "WebhookDelivery" })
+export type WebhookDelivery = typeof WebhookDelivery.Type
+
+export const WebhookDeliveryPage = Page(WebhookDelivery)
+export const WebhookRedelivery = WebhookDelivery.pipe(HttpApiSchema.status(202))
+
+export const WebhookDeliveriesQuery = {
+  ...PageQuery,
+  subscription_id: Schema.optionalKey(UuidParam("only this subscription's deliveries")),
+  status: Schema.optionalKey(LiteralParam(["pending", "succeeded", "failed"], "only deliveries in this state"))
+}
+export type WebhookDeliveriesQuery = Schema.Struct.Type<typeof WebhookDeliveriesQuery>
+export type WebhookSubscriptionsQuery = Schema.Struct.Type<typeof WebhookSubscriptionsQuery>

@@ -1,0 +1,15 @@
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { WebhookDeliveries } from "./service.ts"
+
+export const WebhookDeliveriesHandlers = HttpApiBuilder.group(Api, "webhookDeliveries", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const deliveries = yield* WebhookDeliveries
+    return handlers.handleAll({
+      list: ({ query }) => Effect.flatMap(access.current, (profile) => deliveries.list(profile, query)),
+      redeliver: ({ params }) => Effect.flatMap(access.current, (profile) => deliveries.redeliver(profile, params.id))
+    })
+  })).pipe(Layer.provide([WebhookDeliveries.layer, ProfileAccess.layer]))

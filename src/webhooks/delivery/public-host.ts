@@ -1,0 +1,302 @@
+/**
+ * The public-host rule (decision 0077): a subscription URL's host is resolved, every address it
+ * resolves to must be public (not private, loopback, link-local, CGNAT, ULA, metadata, reserved,
+ * multicast), and the request then connects to the address that was checked (no second look-up),
+ * never following a redirect. `SVC_WEBHOOK_ALLOW_HOSTS` (host names or CIDRs) lets chosen
+ * addresses through for local development only.
+ */
+import { Data, Duration, Effect } from "effect"
+import { lookup } from "node:dns/promises"
+import { Resolver } from "node:dns/promises"
+import { request as httpRequest } from "node:http"
+import { request as httpsRequest } from "node:https"
+import { isIP } from "node:net"
+
+export type AddressClass =
+  | "public"
+  | "unspecified"
+  | "loopback"
+  | "private"
+  | "link_local"
+  | "metadata"
+  | "cgnat"
+  | "ula"
+  | "multicast"
+  | "reserved"
+
+/** An IPv4 address as a 32-bit unsigned number, or undefined. */
+const v4Number = (address: string): number | undefined => {
+  const parts = address.split(".")
+  if (parts.length !== 4) return undefined
+  let value = 0
+  for (const part of parts) {
+    if (!/^\d{1,3}$/.test(part)) return undefined
+    const byte = Number(part)
+    if (byte > 255) return undefined
+    value = value * 256 + byte
+  }
+  return value
+}
+
+/** An IPv6 address as 8 16-bit groups (an embedded dotted IPv4 tail included), or undefined. */
+const v6Groups = (address: string): ReadonlyArray<number> | undefined => {
+  let text = address.toLowerCase().replace(/^\[|\]$/g, "").replace(/%.*$/, "")
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
+  if (dotted !== null) {
+    const v4 = v4Number(dotted[1] ?? "")
+    if (v4 === undefined) return undefined
+    text = text.slice(0, dotted.index) + `${Math.floor(v4 / 65536).toString(16)}:${(v4 % 65536).toString(16)}`
+  }
+  const halves = text.split("::")
+  if (halves.length > 2) return undefined
+  const head = halves[0] === "" ? [] : (halves[0] ?? "").split(":")
+  const tail = halves.length === 2 ? (halves[1] === "" ? [] : (halves[1] ?? "").split(":")) : []
+  const missing = 8 - head.length - tail.length
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
+  const groups = [...head, ...Array<string>(halves.length === 2 ? missing : 0).fill("0"), ...tail]
+  if (groups.some((group) => !/^[0-9a-f]{1,4}$/.test(group))) return undefined
+  return groups.map((group) => parseInt(group, 16))
+}
+
+const inV4 = (value: number, base: string, bits: number) => {
+  const start = v4Number(base) ?? 0
+  const size = 2 ** (32 - bits)
+  return value >= start && value < start + size
+}
+
+export const classifyV4 = (address: string): AddressClass => {
+  const value = v4Number(address)
+  if (value === undefined) return "reserved"
+  if (value === (v4Number("169.254.169.254") ?? 0) || value === (v4Number("100.100.100.200") ?? 0)) return "metadata"
+  if (inV4(value, "0.0.0.0", 8)) return "unspecified"
+  if (inV4(value, "127.0.0.0", 8)) return "loopback"
+  if (inV4(value, "10.0.0.0", 8) || inV4(value, "172.16.0.0", 12) || inV4(value, "192.168.0.0", 16)) return "private"
+  if (inV4(value, "169.254.0.0", 16)) return "link_local"
+  if (inV4(value, "100.64.0.0", 10)) return "cgnat"
+  if (inV4(value, "224.0.0.0", 4)) return "multicast"
+  if (
+    inV4(value, "192.0.0.0", 24) || inV4(value, "192.0.2.0", 24) || inV4(value, "198.18.0.0", 15) ||
+    inV4(value, "198.51.100.0", 24) || inV4(value, "203.0.113.0", 24) || inV4(value, "240.0.0.0", 4)
+  ) return "reserved"
+  return "public"
+}
+
+const v4OfGroups = (high: number, low: number) =>
+  `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`
+
+export const classifyV6 = (address: string): AddressClass => {
+  const groups = v6Groups(address)
+  if (groups === undefined) return "reserved"
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = groups
+  const zeroHead = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0
+  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d): the IPv4 address decides.
+  if (zeroHead && g5 === 0xffff) return classifyV4(v4OfGroups(g6, g7))
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return classifyV4(v4OfGroups(g6, g7))
+  if (zeroHead && g5 === 0 && g6 === 0 && g7 === 0) return "unspecified"
+  if (zeroHead && g5 === 0 && g6 === 0 && g7 === 1) return "loopback"
+  if (zeroHead && g5 === 0) return classifyV4(v4OfGroups(g6, g7))
+  // The AWS instance metadata service's IPv6 address (inside the ULA range, named for clarity).
+  if (g0 === 0xfd00 && g1 === 0x0ec2 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0 && g6 === 0 && g7 === 0x254) return "metadata"
+  if ((g0 & 0xfe00) === 0xfc00) return "ula"
+  if ((g0 & 0xffc0) === 0xfe80) return "link_local"
+  // Site-local (deprecated, still private).
+  if ((g0 & 0xffc0) === 0xfec0) return "private"
+  if ((g0 & 0xff00) === 0xff00) return "multicast"
+  if (g0 === 0x2001 && g1 === 0x0db8) return "reserved"
+  // 6to4 embeds an IPv4 address: it decides.
+  if (g0 === 0x2002) return classifyV4(v4OfGroups(g1, g2))
+  // Teredo and the rest of 2001::/23 are special-purpose.
+  if (g0 === 0x2001 && g1 < 0x0200) return "reserved"
+  if ((g0 & 0xe000) !== 0x2000) return "reserved"
+  return "public"
+}
+
+export const classifyAddress = (address: string): AddressClass => {
+  const family = isIP(address.replace(/^\[|\]$/g, ""))
+  return family === 4 ? classifyV4(address) : family === 6 ? classifyV6(address) : "reserved"
+}
+
+/** `SVC_WEBHOOK_ALLOW_HOSTS`: host names (exact) and CIDRs let through the rule (local development only). */
+export interface AllowList {
+  readonly hosts: ReadonlyArray<string>
+  readonly cidrs: ReadonlyArray<{ readonly family: 4 | 6; readonly bits: number; readonly base: ReadonlyArray<number> }>
+}
+
+const bitsOf = (family: 4 | 6, address: string): ReadonlyArray<number> | undefined => {
+  if (family === 4) {
+    const value = v4Number(address)
+    return value === undefined ? undefined : [value >>> 16, value & 0xffff]
+  }
+  return v6Groups(address)
+}
+
+export const parseAllowList = (entries: ReadonlyArray<string>): AllowList => {
+  const hosts: Array<string> = []
+  const cidrs: Array<AllowList["cidrs"][number]> = []
+  for (const raw of entries) {
+    const entry = raw.trim().toLowerCase()
+    if (entry === "") continue
+    const [address = "", prefix] = entry.split("/")
+    const family = isIP(address)
+    if (family === 4 || family === 6) {
+      const base = bitsOf(family, address)
+      const max = family === 4 ? 32 : 128
+      const bits = prefix === undefined ? max : Number(prefix)
+      if (base !== undefined && Number.isInteger(bits) && bits >= 0 && bits <= max) cidrs.push({ family, bits, base })
+    } else {
+      hosts.push(entry.replace(/\.$/, ""))
+    }
+  }
+  return { hosts, cidrs }
+}
+
+const inCidr = (cidr: AllowList["cidrs"][number], groups: ReadonlyArray<number>) => {
+  let remaining = cidr.bits
+  for (let index = 0; index < cidr.base.length && remaining > 0; index++) {
+    const take = Math.min(16, remaining)
+    const mask = (0xffff << (16 - take)) & 0xffff
+    if (((groups[index] ?? 0) & mask) !== ((cidr.base[index] ?? 0) & mask)) return false
+    remaining -= take
+  }
+  return true
+}
+
+export const isAllowed = (allow: AllowList, host: string, address: string): boolean => {
+  if (allow.hosts.includes(host.toLowerCase().replace(/\.$/, ""))) return true
+  const family = isIP(address)
+  if (family !== 4 && family !== 6) return false
+  const groups = bitsOf(family, address)
+  return groups !== undefined && allow.cidrs.some((cidr) => cidr.family === family && inCidr(cidr, groups))
+}
+
+/** Why a URL is not a deliverable target (`reason` is the error's machine-readable reason). */
+export class TargetRefused extends Data.TaggedError("TargetRefused")<{
+  readonly reason: "url_invalid" | "url_scheme" | "host_unresolvable" | "host_not_public"
+  readonly message: string
+}> {}
+
+export interface CheckedTarget {
+  readonly url: URL
+  /** The address the request connects to: the one that was checked. */
+  readonly address: string
+  readonly family: 4 | 6
+}
+
+const DNS_TIMEOUT_MS = 5_000
+
+/** Every address `host` resolves to (A and AAAA), through `servers` when given, else the system's resolver. */
+const resolveAll = (host: string, servers: ReadonlyArray<string>) =>
+  Effect.tryPromise({
+    try: async (): Promise<ReadonlyArray<{ address: string; family: number }>> => {
+      if (servers.length === 0) return lookup(host, { all: true, verbatim: true })
+      const resolver = new Resolver({ timeout: DNS_TIMEOUT_MS / 2, tries: 2 })
+      resolver.setServers([...servers])
+      const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)])
+      return [
+        ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 })) : []),
+        ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 })) : [])
+      ]
+    },
+    catch: () => new TargetRefused({ reason: "host_unresolvable", message: `The host ${host} does not resolve` })
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(DNS_TIMEOUT_MS),
+      orElse: () => Effect.fail(new TargetRefused({ reason: "host_unresolvable", message: `The host ${host} did not resolve in time` }))
+    })
+  )
+
+/**
+ * Checks `raw` against the rule and answers the address to connect to. Every resolved address
+ * must pass (a host answering one public and one private address is refused: the attacker
+ * controls which one a later look-up would pick).
+ */
+export const checkTarget = (raw: string, allow: AllowList, dnsServers: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const url = URL.canParse(raw) ? new URL(raw) : undefined
+    if (url === undefined || (url.protocol !== "https:" && url.protocol !== "http:")) {
+      return yield* new TargetRefused({ reason: "url_invalid", message: "`url` is not an absolute http(s) URL" })
+    }
+    if (url.username !== "" || url.password !== "") {
+      return yield* new TargetRefused({ reason: "url_invalid", message: "`url` must not carry credentials" })
+    }
+    const host = url.hostname.replace(/^\[|\]$/g, "")
+    const literal = isIP(host)
+    const resolved = literal === 4 || literal === 6
+      ? [{ address: host, family: literal }]
+      : yield* resolveAll(host, dnsServers)
+    if (resolved.length === 0) {
+      return yield* new TargetRefused({ reason: "host_unresolvable", message: `The host ${host} does not resolve` })
+    }
+    for (const { address } of resolved) {
+      const kind = classifyAddress(address)
+      if (kind !== "public" && !isAllowed(allow, host, address)) {
+        return yield* new TargetRefused({
+          reason: "host_not_public",
+          message: `The host ${host} resolves to a ${kind.replace("_", "-")} address; webhook targets must be public hosts`
+        })
+      }
+    }
+    // Plain http only for a target the development allow-list lets through.
+    if (url.protocol !== "https:" && !(url.protocol === "http:" && resolved.every(({ address }) => isAllowed(allow, host, address)))) {
+      return yield* new TargetRefused({ reason: "url_scheme", message: "`url` must be an https URL" })
+    }
+    const first = resolved[0] ?? { address: host, family: 4 }
+    return { url, address: first.address, family: first.family === 6 ? 6 : 4 } satisfies CheckedTarget
+  })
+
+export interface PostResult {
+  readonly status: number
+  readonly retryAfter: string | undefined
+  readonly location: string | undefined
+}
+
+export class PostFailed extends Data.TaggedError("PostFailed")<{ readonly message: string }> {}
+
+/**
+ * POSTs `body` to the checked address (the URL's host only in `Host` and TLS SNI), never following
+ * a redirect, within `timeout` for the whole exchange; the answer's body is read and dropped.
+ */
+export const postToChecked = (
+  target: CheckedTarget,
+  headers: Readonly<Record<string, string>>,
+  body: string,
+  timeout: Duration.Duration
+) =>
+  Effect.callback<PostResult, PostFailed>((resume, signal) => {
+    const { url } = target
+    const secure = url.protocol === "https:"
+    const hostname = url.hostname.replace(/^\[|\]$/g, "")
+    const request = (secure ? httpsRequest : httpRequest)({
+      host: target.address,
+      family: target.family,
+      port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),
+      path: `${url.pathname}${url.search}`,
+      method: "POST",
+      headers: { ...headers, host: url.host, "content-length": String(Buffer.byteLength(body)) },
+      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
+      signal
+    }, (response) => {
+      response.on("data", () => {})
+      response.on("end", () => {
+        clearTimeout(timer)
+        const retryAfter = response.headers["retry-after"]
+        resume(Effect.succeed({ status: response.statusCode ?? 0, retryAfter, location: response.headers.location }))
+      })
+      response.on("error", (error) => {
+        clearTimeout(timer)
+        resume(Effect.fail(new PostFailed({ message: error.message })))
+      })
+    })
+    const timer = setTimeout(() => {
+      request.destroy(new Error(`no answer within ${Duration.toSeconds(timeout)} s`))
+    }, Duration.toMillis(timeout))
+    request.on("error", (error) => {
+      clearTimeout(timer)
+      resume(Effect.fail(new PostFailed({ message: error.message })))
+    })
+    request.end(body)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      request.destroy()
+    })
+  })

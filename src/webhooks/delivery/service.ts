@@ -1,0 +1,346 @@
+/**
+ * Webhook delivery (decision 0078): the outbox fanned out to durable delivery rows in order,
+ * and the worker that signs and posts them on the 24-hour ladder.
+ *
+ * - Fan-out: up to `batchSize` (200) unpublished outbox rows, oldest first, are claimed (SKIP
+ *   LOCKED), one delivery row per matching subscription is written with the batch's id and the
+ *   row's position, and the rows get `published_at`, all in one transaction: a crash leaves
+ *   either all of it or none.
+ * - Attempts: a due row is claimed under a lease (its token fences the result), only when no
+ *   earlier row of its (subscription, batch) is still pending: order within a batch holds even
+ *   across retries. A runner that dies leaves a lease that expires; another takes the row over.
+ *   Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
+ * - The ladder: attempts at about 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 24 h after the first
+ *   attempt (a pause does not use the ladder up), jittered; a `Retry-After` pushes the next attempt later, never
+ *   sooner. 2xx succeeds; 410 fails the row and disables the subscription; anything else
+ *   (including a redirect, a refused target, a timeout) waits for the next step, and after the
+ *   last one the row fails.
+ */
+import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
+import { invalidQuery } from "../../../schema/query-errors.ts"
+import type { WebhookDeliveriesQuery, WebhookDelivery } from "../../../schema/webhooks.ts"
+import type { ProfileContext } from "../../auth/principal.ts"
+import { OutboxRepo, type UnpublishedRow } from "../../events/outbox/repo.ts"
+import { AppConfig } from "../../platform/config.ts"
+import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
+import { SecretBox } from "../../platform/secret-box.ts"
+import { isUuid } from "../../../schema/common.ts"
+import { type FanOutSubscription, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
+import { checkTarget, parseAllowList, postToChecked } from "./public-host.ts"
+import { type DeliveryRow, type NewDelivery, WebhookDeliveriesRepo } from "./repo.ts"
+import { signedHeaders } from "./signing.ts"
+
+export interface WebhookSettingsShape {
+  /** Run the background fibers. Off: nothing runs unless `drainOnce` is called. */
+  readonly enabled: boolean
+  readonly pollInterval: Duration.Duration
+  /** How long a claimed delivery stays ours: above `timeout`, so a live attempt never loses it. */
+  readonly lease: Duration.Duration
+  /** Outbox rows per fan-out batch (the spec's "enqueued batch of up to 200"). */
+  readonly batchSize: number
+  /** Deliveries attempted at once by one process. */
+  readonly concurrency: number
+  /** When each attempt is due, from the moment the event reached the subscription (first: 0). */
+  readonly ladder: ReadonlyArray<Duration.Duration>
+  /** Each attempt's whole exchange. */
+  readonly timeout: Duration.Duration
+  /** How long the secret before a rotation keeps signing. */
+  readonly rotationGrace: Duration.Duration
+}
+
+export const defaultWebhookSettings: WebhookSettingsShape = {
+  enabled: true,
+  pollInterval: Duration.seconds(1),
+  lease: Duration.seconds(60),
+  batchSize: 200,
+  concurrency: 8,
+  ladder: [
+    Duration.zero,
+    Duration.seconds(5),
+    Duration.minutes(5),
+    Duration.minutes(30),
+    Duration.hours(2),
+    Duration.hours(5),
+    Duration.hours(10),
+    Duration.hours(24)
+  ],
+  timeout: Duration.seconds(15),
+  rotationGrace: Duration.hours(24)
+}
+
+/** The delivery settings; provide another value (a short ladder in tests) over `CoreServicesLive`. */
+export const WebhookSettings = Context.Reference<WebhookSettingsShape>("svc/WebhookSettings", {
+  defaultValue: () => defaultWebhookSettings
+})
+
+/** The `provider` of each event (api-endpoints.md, Events). */
+const providerOf = (topic: string, data: Readonly<Record<string, unknown>>): string => {
+  switch (topic) {
+    case "order.status.changed":
+      return "commerce"
+    case "channel.health.updated":
+      return "email"
+    case "message.received":
+      return typeof data["channel"] === "string" ? data["channel"] : "svc"
+    default:
+      return "svc"
+  }
+}
+
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The body one subscription receives for one outbox row, or None when it must not receive it:
+ * the event type is not among its types; an `outcome.recorded` of a profile on the connect-broker
+ * tier; an `outcome.recorded` of a healthcare-family profile to anyone but the provisioning app.
+ * The contact of `outcome.recorded` only when the subscription's credential opens it.
+ */
+export const bodyFor = (row: UnpublishedRow, subscription: FanOutSubscription): Option.Option<{ readonly id: string; readonly body: string }> => {
+  if (!subscription.event_types.includes(row.topic)) return Option.none()
+  const payload = isRecord(row.payload) ? row.payload : {}
+  const delivery = isRecord(payload["delivery"]) ? payload["delivery"] : {}
+  const data = isRecord(payload["data"]) ? payload["data"] : {}
+  // The connect-broker tier gets no outcomes, as its replay reads empty (decision 0026).
+  if (row.topic === "outcome.recorded" && !subscription.attribution_enabled) return Option.none()
+  if (row.topic === "outcome.recorded" && delivery["healthcare_family"] === true) {
+    const app = delivery["provisioned_by_app_id"]
+    if (subscription.oauth_app_id === null || subscription.oauth_app_id !== app) return Option.none()
+  }
+  const id = typeof payload["id"] === "string" ? payload["id"] : row.id
+  const withContact = row.topic === "outcome.recorded" && subscription.contact_allowed
+    ? {
+      ...data,
+      contact: row.customer_live
+        ? { customer_key: data["customer_key"] ?? null, first_name: row.first_name, last_name: row.last_name, email: row.email, phone: row.phone }
+        : null
+    }
+    : data
+  const event = {
+    id,
+    type: row.topic,
+    provider: providerOf(row.topic, data),
+    created_at: typeof payload["created_at"] === "string" ? payload["created_at"] : row.created_at,
+    data: withContact
+  }
+  return Option.some({ id, body: JSON.stringify(event) })
+}
+
+/** Seconds until the attempt after attempt number `attempts`, or None when the ladder is spent. */
+export const nextDelaySeconds = (
+  ladder: ReadonlyArray<Duration.Duration>,
+  attempts: number,
+  ageSeconds: number,
+  retryAfterSeconds: number | undefined,
+  random: () => number = Math.random
+): Option.Option<number> => {
+  const next = ladder[attempts]
+  if (next === undefined) return Option.none()
+  const previous = ladder[attempts - 1] ?? Duration.zero
+  const step = Duration.toSeconds(next) - Duration.toSeconds(previous)
+  // Jitter of up to a tenth of the step either way spreads the retries of one outage.
+  const jitter = (random() * 2 - 1) * step * 0.1
+  const due = Math.max(0, Duration.toSeconds(next) + jitter - ageSeconds)
+  return Option.some(Math.max(due, retryAfterSeconds ?? 0))
+}
+
+/** `Retry-After` as seconds (a number of seconds or an HTTP date). */
+export const retryAfterSeconds = (header: string | undefined, now = Date.now()): number | undefined => {
+  if (header === undefined) return undefined
+  if (/^\d+$/.test(header.trim())) return Number(header.trim())
+  const at = Date.parse(header)
+  return Number.isNaN(at) ? undefined : Math.max(0, (at - now) / 1000)
+}
+
+const render = (row: DeliveryRow): WebhookDelivery => ({
+  id: row.id,
+  subscription_id: row.subscription_id,
+  event_id: row.event_id,
+  event_type: row.event_type,
+  status: row.status,
+  attempts: row.attempts,
+  next_attempt_at: row.next_attempt_at,
+  last_attempt_at: row.last_attempt_at,
+  last_status_code: row.last_status_code,
+  last_error: row.last_error,
+  redelivery_of: row.redelivery_of,
+  created_at: row.created_at,
+  completed_at: row.completed_at
+})
+
+export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
+
+export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
+  readonly list: (profile: ProfileContext, query: WebhookDeliveriesQuery) => Effect.Effect<
+    { readonly data: ReadonlyArray<WebhookDelivery>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
+    DatabaseUnavailable | InvalidParameter
+  >
+  readonly redeliver: (profile: ProfileContext, id: string) => Effect.Effect<WebhookDelivery, DatabaseUnavailable | NotFound>
+  /** One fan-out batch; answers how many outbox rows it published. */
+  readonly fanOutOnce: Effect.Effect<number, DatabaseUnavailable>
+  /** One round of due attempts; answers their outcomes. */
+  readonly attemptDue: Effect.Effect<ReadonlyArray<AttemptOutcome>, DatabaseUnavailable>
+}>()("svc/WebhookDeliveries") {
+  static readonly layer = Layer.effect(WebhookDeliveries)(
+    Effect.gen(function*() {
+      const settings = yield* WebhookSettings
+      const config = yield* AppConfig
+      const box = yield* SecretBox
+      const outbox = yield* OutboxRepo
+      const subscriptions = yield* WebhookSubscriptionsRepo
+      const deliveries = yield* WebhookDeliveriesRepo
+      const allow = parseAllowList(config.webhookAllowHosts ?? [])
+      const dnsServers = config.dnsServers ?? []
+      const leaseSeconds = Duration.toSeconds(settings.lease)
+
+      const list = Effect.fn("Webhooks.listDeliveries")(function*(profile: ProfileContext, query: WebhookDeliveriesQuery) {
+        const limit = query.limit ?? 50
+        let after = Option.none<{ readonly at: string; readonly id: string }>()
+        if (query.cursor !== undefined && query.cursor !== "") {
+          const keyset = decodeCursor(query.cursor)
+          if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) || !isUuid(keyset.value.id)) {
+            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
+          }
+          after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
+        }
+        const rows = yield* deliveries.list({
+          profileId: profile.profileId,
+          subscriptionId: query.subscription_id?.toLowerCase(),
+          status: query.status,
+          after,
+          limit
+        })
+        const page = rows.slice(0, limit)
+        const last = page[page.length - 1]
+        const hasNext = rows.length > limit && last !== undefined
+        return {
+          data: page.map(render),
+          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
+        }
+      })
+
+      const notFound = () => new NotFound({ message: "No such webhook delivery" })
+
+      const redeliver = Effect.fn("Webhooks.redeliver")(function*(profile: ProfileContext, id: string) {
+        if (!isUuid(id)) return yield* notFound()
+        const found = yield* deliveries.find(profile.profileId, id.toLowerCase())
+        if (Option.isNone(found)) return yield* notFound()
+        const subscription = yield* subscriptions.byId(found.value.subscription_id)
+        if (Option.isNone(subscription)) return yield* notFound()
+        return render(yield* deliveries.redeliver(found.value, crypto.randomUUID()))
+      })
+
+      const fanOutOnce = Effect.withSpan("Webhooks.fanOut")(deliveries.transaction(Effect.gen(function*() {
+        const rows = yield* outbox.claimUnpublished(settings.batchSize)
+        if (rows.length === 0) return 0
+        const subs = yield* subscriptions.forFanOut([...new Set(rows.map((row) => row.profile_id))])
+        const batchId = crypto.randomUUID()
+        const fresh: Array<NewDelivery> = []
+        rows.forEach((row, seq) => {
+          for (const subscription of subs) {
+            if (subscription.profile_id !== row.profile_id) continue
+            const body = bodyFor(row, subscription)
+            if (Option.isNone(body)) continue
+            fresh.push({
+              id: crypto.randomUUID(),
+              subscriptionId: subscription.id,
+              profileId: row.profile_id,
+              outboxId: row.id,
+              eventId: body.value.id,
+              eventType: row.topic,
+              body: body.value.body,
+              batchId,
+              seq
+            })
+          }
+        })
+        yield* deliveries.insert(fresh)
+        yield* outbox.markPublished(rows.map((row) => row.id))
+        return rows.length
+      })))
+
+      /** One attempt of a claimed row. */
+      const attempt = (row: DeliveryRow, token: string) =>
+        Effect.gen(function*() {
+          const subscription = yield* subscriptions.byId(row.subscription_id)
+          if (Option.isNone(subscription)) {
+            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_deleted" })) ? "failed" : "lease_lost"
+          }
+          const sub = subscription.value
+          const secrets = [
+            box.open(sub.secret_sealed),
+            ...(sub.previous_secret_sealed !== null && sub.previous_secret_expires_at !== null ? [box.open(sub.previous_secret_sealed)] : [])
+          ]
+          const result = yield* checkTarget(sub.url, allow, dnsServers).pipe(
+            Effect.flatMap((target) =>
+              postToChecked(target, {
+                "content-type": "application/json",
+                "user-agent": "svc-webhooks/1",
+                ...signedHeaders(secrets, row.event_id, Math.floor(Date.now() / 1000), row.body)
+              }, row.body, settings.timeout)
+            ),
+            Effect.map((answer) => ({ ok: true as const, answer })),
+            Effect.catch((error) => Effect.succeed({ ok: false as const, error: error.message }))
+          )
+          const record = result.ok
+            ? { statusCode: result.answer.status, error: result.answer.status >= 300 && result.answer.status < 400 ? "redirect_not_followed" : null }
+            : { statusCode: null, error: result.error.slice(0, 500) }
+          if (result.ok && result.answer.status >= 200 && result.answer.status < 300) {
+            return (yield* deliveries.succeed(row.id, token, record)) ? "succeeded" : "lease_lost"
+          }
+          if (result.ok && result.answer.status === 410) {
+            const failed = yield* deliveries.fail(row.id, token, { ...record, error: "endpoint_gone" })
+            yield* subscriptions.disable(sub.id, "endpoint_gone")
+            return failed ? "failed" : "lease_lost"
+          }
+          const delay = nextDelaySeconds(
+            settings.ladder,
+            row.attempts,
+            row.age_seconds,
+            result.ok ? retryAfterSeconds(result.answer.retryAfter) : undefined
+          )
+          if (Option.isNone(delay)) return (yield* deliveries.fail(row.id, token, record)) ? "failed" : "lease_lost"
+          return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" : "lease_lost"
+        }).pipe(Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }))
+
+      const attemptDue = Effect.gen(function*() {
+        const token = crypto.randomUUID()
+        const claimed = yield* deliveries.claim(settings.concurrency, leaseSeconds, token)
+        return yield* Effect.forEach(claimed, (row) => attempt(row, token), { concurrency: "unbounded" })
+      })
+
+      return { list, redeliver, fanOutOnce, attemptDue }
+    })
+  ).pipe(Layer.provide([OutboxRepo.layer, WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
+}
+
+/**
+ * The background worker (started by `CoreServicesLive`, like the sync worker): fans the outbox out
+ * and attempts what is due, polling while idle.
+ */
+export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* WebhookSettings
+  if (!settings.enabled) return
+  const webhooks = yield* WebhookDeliveries
+  const loop = Effect.gen(function*() {
+    // The first poll waits one interval: start-up work (migrations, the runner) goes first.
+    yield* Effect.sleep(settings.pollInterval)
+    while (true) {
+      const busy = yield* Effect.gen(function*() {
+        const published = yield* Effect.withTracerEnabled(webhooks.fanOutOnce, false)
+        const outcomes = yield* Effect.withTracerEnabled(webhooks.attemptDue, false)
+        return published > 0 || outcomes.length > 0
+      }).pipe(Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.as(Effect.logWarning("webhook worker: a poll failed; retrying after the poll interval", cause), false)
+      ))
+      yield* busy ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+    }
+  })
+  // Two loops: one slow endpoint (up to the timeout) does not hold every other delivery back.
+  // Scoped to the layer: the fibers end with the process; their leases expire and another runner takes the rows over.
+  yield* Effect.forkScoped(loop)
+  yield* Effect.forkScoped(loop)
+})).pipe(Layer.provide(WebhookDeliveries.layer))

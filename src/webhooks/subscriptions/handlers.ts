@@ -1,0 +1,24 @@
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Principal } from "../../auth/principal.ts"
+import { Api } from "../../http/api.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { WebhookSubscriptions } from "./service.ts"
+
+export const WebhookSubscriptionsHandlers = HttpApiBuilder.group(Api, "webhookSubscriptions", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const subscriptions = yield* WebhookSubscriptions
+    return handlers.handleAll({
+      list: ({ query }) => Effect.flatMap(access.current, (profile) => subscriptions.list(profile, query)),
+      create: ({ payload }) =>
+        Effect.gen(function*() {
+          const principal = yield* Principal
+          const profile = yield* access.current
+          return yield* subscriptions.create(principal, profile, payload)
+        }),
+      update: ({ params, payload }) => Effect.flatMap(access.current, (profile) => subscriptions.update(profile, params.id, payload)),
+      remove: ({ params }) => Effect.flatMap(access.current, (profile) => subscriptions.remove(profile, params.id)),
+      rotateSecret: ({ params }) => Effect.flatMap(access.current, (profile) => subscriptions.rotateSecret(profile, params.id))
+    })
+  })).pipe(Layer.provide([WebhookSubscriptions.layer, ProfileAccess.layer]))

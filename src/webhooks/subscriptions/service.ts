@@ -1,0 +1,158 @@
+/**
+ * Webhook subscriptions (routes.tsv Webhooks; decision 0076): a profile's endpoints, registered
+ * with the profile's API key (an OAuth app's key for the profiles it provisioned, or a profile
+ * key), each URL held to the public-host rule (decision 0077), the `whsec_` secret shown once at
+ * creation and at each rotation (the previous one keeps signing for 24 hours), pause and resume.
+ */
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { isUuid } from "../../../schema/common.ts"
+import { type DatabaseUnavailable, type InvalidParameter, NotFound, ValidationError } from "../../../schema/errors.ts"
+import { invalidQuery } from "../../../schema/query-errors.ts"
+import {
+  type CreateWebhookSubscription,
+  DEFAULT_EVENT_TYPES,
+  type UpdateWebhookSubscription,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookSubscription,
+  type WebhookSubscriptionsQuery
+} from "../../../schema/webhooks.ts"
+import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
+import { AppConfig } from "../../platform/config.ts"
+import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
+import { SecretBox } from "../../platform/secret-box.ts"
+import { checkTarget, parseAllowList } from "../delivery/public-host.ts"
+import { WebhookDeliveriesRepo } from "../delivery/repo.ts"
+import { WebhookSettings } from "../delivery/service.ts"
+import { newSecret } from "../delivery/signing.ts"
+import { type SubscriptionRow, WebhookSubscriptionsRepo } from "./repo.ts"
+
+const render = (row: SubscriptionRow): WebhookSubscription => ({
+  id: row.id,
+  url: row.url,
+  description: row.description,
+  event_types: row.event_types,
+  status: row.status,
+  status_reason: row.status_reason,
+  previous_secret_expires_at: row.previous_secret_expires_at,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+/** The event types in the catalogue's order, each once. */
+const normalizeTypes = (types: ReadonlyArray<string>) => WEBHOOK_EVENT_TYPES.filter((type) => types.includes(type))
+
+type Failure = DatabaseUnavailable | NotFound | ValidationError
+
+export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, {
+  readonly create: (principal: PrincipalShape, profile: ProfileContext, body: CreateWebhookSubscription) =>
+    Effect.Effect<WebhookSubscription & { readonly secret: string }, DatabaseUnavailable | ValidationError>
+  readonly list: (profile: ProfileContext, query: WebhookSubscriptionsQuery) => Effect.Effect<
+    { readonly data: ReadonlyArray<WebhookSubscription>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
+    DatabaseUnavailable | InvalidParameter
+  >
+  readonly update: (profile: ProfileContext, id: string, body: UpdateWebhookSubscription) => Effect.Effect<WebhookSubscription, Failure>
+  readonly remove: (profile: ProfileContext, id: string) => Effect.Effect<{ readonly id: string; readonly deleted: true }, DatabaseUnavailable | NotFound>
+  readonly rotateSecret: (profile: ProfileContext, id: string) =>
+    Effect.Effect<WebhookSubscription & { readonly secret: string }, DatabaseUnavailable | NotFound>
+}>()("svc/WebhookSubscriptions") {
+  static readonly layer = Layer.effect(WebhookSubscriptions)(
+    Effect.gen(function*() {
+      const repo = yield* WebhookSubscriptionsRepo
+      const deliveries = yield* WebhookDeliveriesRepo
+      const box = yield* SecretBox
+      const config = yield* AppConfig
+      const settings = yield* WebhookSettings
+      const allow = parseAllowList(config.webhookAllowHosts ?? [])
+      const dnsServers = config.dnsServers ?? []
+
+      /** The public-host rule at registration: a refusal is 400 `validation_error` naming why. */
+      const checked = (url: string) =>
+        Effect.catchTag(
+          checkTarget(url, allow, dnsServers),
+          "TargetRefused",
+          (refused) => Effect.fail(new ValidationError({ message: `url: ${refused.message}`, reason: refused.reason }))
+        )
+
+      const notFound = () => new NotFound({ message: "No such webhook subscription" })
+      const idOf = (id: string) => isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(notFound())
+
+      const create = Effect.fn("Webhooks.createSubscription")(function*(
+        principal: PrincipalShape,
+        profile: ProfileContext,
+        body: CreateWebhookSubscription
+      ) {
+        const target = yield* checked(body.url)
+        const secret = newSecret()
+        const row = yield* repo.insert({
+          id: crypto.randomUUID(),
+          profileId: profile.profileId,
+          workspaceId: profile.workspaceId,
+          apiKeyId: principal.kind === "api_key" ? principal.keyId : null,
+          oauthAppId: principal.kind === "api_key" ? principal.oauthAppId : null,
+          url: target.url.toString(),
+          description: body.description ?? null,
+          eventTypes: normalizeTypes(body.event_types ?? DEFAULT_EVENT_TYPES),
+          secretSealed: box.seal(secret)
+        })
+        return { ...render(row), secret }
+      })
+
+      const list = Effect.fn("Webhooks.listSubscriptions")(function*(profile: ProfileContext, query: WebhookSubscriptionsQuery) {
+        const limit = query.limit ?? 50
+        let after = Option.none<{ readonly at: string; readonly id: string }>()
+        if (query.cursor !== undefined && query.cursor !== "") {
+          const keyset = decodeCursor(query.cursor)
+          if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) || !isUuid(keyset.value.id)) {
+            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
+          }
+          after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
+        }
+        const rows = yield* repo.list(profile.profileId, after, limit)
+        const page = rows.slice(0, limit)
+        const last = page[page.length - 1]
+        const hasNext = rows.length > limit && last !== undefined
+        return {
+          data: page.map(render),
+          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
+        }
+      })
+
+      const update = Effect.fn("Webhooks.updateSubscription")(function*(profile: ProfileContext, rawId: string, body: UpdateWebhookSubscription) {
+        const id = yield* idOf(rawId)
+        const current = yield* repo.byId(id)
+        if (Option.isNone(current) || current.value.profile_id !== profile.profileId) return yield* notFound()
+        // A new URL, or a subscription turned active again, is checked now (a disabled one may point elsewhere by then).
+        const url = body.url ?? current.value.url
+        const target = body.url !== undefined || (body.status === "active" && current.value.status !== "active")
+          ? Option.some(yield* checked(url))
+          : Option.none()
+        const updated = yield* repo.update(profile.profileId, id, {
+          ...(Option.isSome(target) && body.url !== undefined ? { url: target.value.url.toString() } : {}),
+          ...(body.description !== undefined ? { description: body.description } : {}),
+          ...(body.event_types !== undefined ? { eventTypes: normalizeTypes(body.event_types) } : {}),
+          ...(body.status !== undefined ? { status: body.status } : {})
+        })
+        if (Option.isNone(updated)) return yield* notFound()
+        return render(updated.value)
+      })
+
+      const remove = Effect.fn("Webhooks.deleteSubscription")(function*(profile: ProfileContext, rawId: string) {
+        const id = yield* idOf(rawId)
+        if (!(yield* repo.remove(profile.profileId, id))) return yield* notFound()
+        // What was waiting for it will never be sent.
+        yield* deliveries.failPending(id, "subscription_deleted")
+        return { id, deleted: true as const }
+      })
+
+      const rotateSecret = Effect.fn("Webhooks.rotateSecret")(function*(profile: ProfileContext, rawId: string) {
+        const id = yield* idOf(rawId)
+        const secret = newSecret()
+        const rotated = yield* repo.rotate(profile.profileId, id, box.seal(secret), Duration.toSeconds(settings.rotationGrace))
+        if (Option.isNone(rotated)) return yield* notFound()
+        return { ...render(rotated.value), secret }
+      })
+
+      return { create, list, update, remove, rotateSecret }
+    })
+  ).pipe(Layer.provide([WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
+}

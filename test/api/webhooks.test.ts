@@ -1,0 +1,514 @@
+/**
+ * Webhook subscriptions and delivery over real HTTP (decisions 0076-0078): a local receiver gets
+ * the outbox's events signed per Standard Webhooks, in order, retried on a (shortened) ladder,
+ * `Retry-After` honoured, 410 disabling, rotation's two signatures, pause and resume, the log and
+ * redelivery, a lease left by a dead runner taken over, the healthcare rule of `outcome.recorded`,
+ * opt-in lifecycle events, and the public-host rule at registration.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Duration, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { createHmac } from "node:crypto"
+import { createServer } from "node:http"
+import { signCallback } from "../../src/providers/signing.ts"
+import { defaultWebhookSettings, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
+import { call, serveApp, testSettings } from "../support/app.ts"
+import { defineConversion, ingest } from "../support/events.ts"
+import { eventually } from "../support/eventually.ts"
+import { asApp, registerApp } from "../support/partner.ts"
+import { sandboxSecretOf } from "../support/providers.ts"
+import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+
+interface Hook {
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly body: any
+  readonly raw: string
+  readonly at: number
+}
+
+interface Answer {
+  readonly status: number
+  readonly headers?: Record<string, string>
+}
+
+/** A subscriber's endpoint: records every request and answers what `answer` says for the n-th one (from 0). */
+const receiver = Effect.acquireRelease(
+  Effect.callback<{ url: string; hooks: Array<Hook>; answer: { next: (n: number) => Answer }; close: () => void }>((resume) => {
+    const hooks: Array<Hook> = []
+    const answer = { next: (_n: number): Answer => ({ status: 200 }) }
+    const server = createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const raw = Buffer.concat(chunks).toString("utf8")
+        const headers: Record<string, string | undefined> = {}
+        for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(",") : value
+        const reply = answer.next(hooks.length)
+        hooks.push({ headers, body: JSON.parse(raw), raw, at: Date.now() })
+        response.writeHead(reply.status, reply.headers ?? {}).end()
+      })
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, hooks, answer, close: () => server.close() }))
+    })
+  }),
+  (server) => Effect.sync(() => server.close())
+)
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json" })
+const send = (key: string, method: string, path: string, body?: unknown) =>
+  call(path, { method, headers: bearer(key), ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+
+const signature = (secret: string, hook: Hook) =>
+  `v1,${createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
+    .update(`${hook.headers["webhook-id"]}.${hook.headers["webhook-timestamp"]}.${hook.raw}`).digest("base64")}`
+
+const fixture = Effect.fn("test.webhooksFixture")(function*() {
+  const profile = yield* seedProfile()
+  const { id: keyId, key } = yield* seedApiKey(profile, { scopes: ["connections:read", "connections:write"], rateLimitPerMinute: 10_000 })
+  return { ...profile, key, keyId }
+})
+
+const subscribe = (key: string, body: Record<string, unknown>) =>
+  Effect.map(send(key, "POST", "/api/v1/webhooks/subscriptions", body), (answer) => {
+    assert.strictEqual(answer.status, 201, answer.text)
+    return answer.json as { id: string; secret: string; status: string; event_types: ReadonlyArray<string> }
+  })
+
+/** Outbox rows as the producers write them, one statement (so one fan-out batch), oldest first. */
+const outcomeRows = Effect.fn("test.outcomeRows")(function*(
+  profile: SeededProfile,
+  count: number,
+  delivery: Record<string, unknown> = {}
+) {
+  const sql = yield* SqlClient
+  const ids = Array.from({ length: count }, () => crypto.randomUUID())
+  const payloads = ids.map((id, index) => ({
+    id,
+    type: "outcome.recorded",
+    created_at: new Date().toISOString(),
+    data: {
+      provider: "crm",
+      outcome_type: "purchase",
+      occurred_at: "2026-11-01T10:00:00Z",
+      customer_key: `c-${index}`,
+      value: `${index + 1}.00`,
+      currency: "EUR",
+      outcome_event_id: crypto.randomUUID(),
+      conversion_id: null
+    },
+    delivery: { profile_id: profile.profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: null, ...delivery }
+  }))
+  yield* sql`
+    INSERT INTO outbox (id, profile_id, topic, payload, created_at)
+    SELECT id, ${profile.profileId}, 'outcome.recorded', payload, now() + make_interval(secs => n / 1000.0)
+    FROM unnest(${ids}::uuid[], ${payloads.map((p) => JSON.stringify(p))}::jsonb[]) WITH ORDINALITY AS t(id, payload, n)`
+  return ids
+})
+
+const topicRow = Effect.fn("test.topicRow")(function*(profile: SeededProfile, topic: string, data: Record<string, unknown>) {
+  const sql = yield* SqlClient
+  const id = crypto.randomUUID()
+  const payload = { id, type: topic, created_at: new Date().toISOString(), data, delivery: { profile_id: profile.profileId } }
+  yield* sql`INSERT INTO outbox (id, profile_id, topic, payload) VALUES (${id}, ${profile.profileId}, ${topic}, ${JSON.stringify(payload)}::jsonb)`
+  return id
+})
+
+const deliveries = (key: string, query = "") =>
+  Effect.map(send(key, "GET", `/api/v1/webhooks/deliveries${query}`), (answer) => {
+    assert.strictEqual(answer.status, 200, answer.text)
+    return answer.json.data as ReadonlyArray<any>
+  })
+
+const waitHooks = (hooks: Array<Hook>, count: number, what: string, within: Duration.Input = "10 seconds") =>
+  eventually(Effect.sync(() => hooks.length), (n) => n >= count, { what, within })
+
+/** A ladder of seconds instead of hours: the shape is what is tested. */
+const background = Layer.succeed(WebhookSettings)({
+  ...defaultWebhookSettings,
+  pollInterval: Duration.millis(100),
+  lease: Duration.seconds(3),
+  ladder: [Duration.zero, Duration.millis(400), Duration.millis(800), Duration.millis(1200)],
+  timeout: Duration.seconds(2)
+})
+
+layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.provide(background)), {
+  timeout: "120 seconds",
+  excludeTestServices: true
+})("webhooks", (it) => {
+  describe("subscriptions", () => {
+    it.effect("create answers the whsec_ secret once with the default event types; list, patch and delete; scopes enforced", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        const created = yield* subscribe(world.key, { url: hooks.url, description: "orders" })
+        assert.match(created.secret, /^whsec_[A-Za-z0-9+/]+=*$/)
+        assert.strictEqual(created.status, "active")
+        assert.deepStrictEqual(created.event_types, ["outcome.recorded", "order.status.changed", "message.received"])
+        const listed = yield* send(world.key, "GET", "/api/v1/webhooks/subscriptions")
+        assert.strictEqual(listed.status, 200, listed.text)
+        assert.deepStrictEqual(listed.json.data.map((s: any) => s.id), [created.id])
+        assert.notProperty(listed.json.data[0], "secret")
+        assert.notInclude(listed.text, created.secret)
+        const patched = yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${created.id}`, {
+          event_types: ["connection.connected", "outcome.recorded", "connection.connected"],
+          status: "paused"
+        })
+        assert.strictEqual(patched.status, 200, patched.text)
+        assert.deepStrictEqual(patched.json.event_types, ["outcome.recorded", "connection.connected"])
+        assert.strictEqual(patched.json.status, "paused")
+        const unknownType = yield* send(world.key, "POST", "/api/v1/webhooks/subscriptions", { url: hooks.url, event_types: ["nope"] })
+        assert.strictEqual(unknownType.status, 400, unknownType.text)
+        assert.strictEqual(unknownType.json.error.code, "validation_error")
+        // Another profile's key sees a 404, byte-identical to a missing one.
+        const other = yield* fixture()
+        const foreign = yield* send(other.key, "PATCH", `/api/v1/webhooks/subscriptions/${created.id}`, { status: "active" })
+        const missing = yield* send(other.key, "PATCH", `/api/v1/webhooks/subscriptions/${crypto.randomUUID()}`, { status: "active" })
+        assert.strictEqual(foreign.status, 404)
+        assert.strictEqual(foreign.json.error.message, missing.json.error.message)
+        const { key: readOnly } = yield* seedApiKey(world, { scopes: ["connections:read"] })
+        const refused = yield* send(readOnly, "POST", "/api/v1/webhooks/subscriptions", { url: hooks.url })
+        assert.strictEqual(refused.status, 403, refused.text)
+        assert.strictEqual(refused.json.error.code, "insufficient_scope")
+        const removed = yield* send(world.key, "DELETE", `/api/v1/webhooks/subscriptions/${created.id}`)
+        assert.deepStrictEqual(removed.json, { id: created.id, deleted: true })
+        assert.strictEqual((yield* send(world.key, "DELETE", `/api/v1/webhooks/subscriptions/${created.id}`)).status, 404)
+        assert.deepStrictEqual((yield* send(world.key, "GET", "/api/v1/webhooks/subscriptions")).json.data, [])
+      }))
+
+    it.effect("the public-host rule at registration: private, loopback, metadata and plain-http public targets are 400, nothing stored", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        for (const [url, reason] of [
+          ["https://10.0.0.8/hook", "host_not_public"],
+          ["https://169.254.169.254/latest", "host_not_public"],
+          ["https://[::ffff:192.168.1.1]/", "host_not_public"],
+          ["https://100.64.0.1/", "host_not_public"],
+          ["https://[fd00::1]/", "host_not_public"],
+          ["http://127.0.0.2:8080/hook", "host_not_public"],
+          ["http://93.184.216.34/hook", "url_scheme"],
+          ["javascript:alert(1)", "url_invalid"]
+        ] as const) {
+          const answer = yield* send(world.key, "POST", "/api/v1/webhooks/subscriptions", { url })
+          assert.strictEqual(answer.status, 400, `${url}: ${answer.text}`)
+          assert.strictEqual(answer.json.error.code, "validation_error")
+          assert.strictEqual(answer.json.error.reason, reason, url)
+        }
+        assert.deepStrictEqual((yield* send(world.key, "GET", "/api/v1/webhooks/subscriptions")).json.data, [])
+      }))
+  })
+
+  describe("delivery", () => {
+    it.effect("the workspace's archival pauses its subscriptions (status_reason workspace_archived)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const app = yield* registerApp()
+        const created = (yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `ref-${crypto.randomUUID()}`, email: "o@shop.example" })).json.data
+        const profile = { profileId: created.profile_id, workspaceId: created.workspace_id }
+        const { key } = yield* seedApiKey(profile, { scopes: ["connections:read", "connections:write"] })
+        const hooks = yield* receiver
+        const sub = yield* subscribe(key, { url: hooks.url })
+        const archived = yield* asApp(app, `/api/v1/profiles/${created.profile_id}`, "DELETE")
+        assert.strictEqual(archived.status, 200, archived.text)
+        const [row] = yield* sql<{ status: string; status_reason: string | null }>`
+          SELECT status, status_reason FROM webhook_subscriptions WHERE id = ${sub.id}`
+        assert.deepStrictEqual({ ...row }, { status: "paused", status_reason: "workspace_archived" })
+      }))
+
+    it.effect("signed per Standard Webhooks, in outbox order, once each; the outbox rows are published and logged", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        const ids = yield* outcomeRows(world, 5)
+        yield* waitHooks(hooks.hooks, 5, "five deliveries")
+        assert.deepStrictEqual(hooks.hooks.map((h) => h.body.id), ids)
+        for (const hook of hooks.hooks) {
+          assert.strictEqual(hook.headers["webhook-signature"], signature(sub.secret, hook))
+          assert.strictEqual(hook.headers["webhook-id"], hook.body.id)
+          assert.approximately(Number(hook.headers["webhook-timestamp"]), Date.now() / 1000, 30)
+          assert.strictEqual(hook.headers["content-type"], "application/json")
+        }
+        const first = hooks.hooks[0]!.body
+        assert.deepStrictEqual(Object.keys(first).sort(), ["created_at", "data", "id", "provider", "type"])
+        assert.include(first, { type: "outcome.recorded", provider: "svc" })
+        assert.include(first.data, { provider: "crm", customer_key: "c-0", value: "1.00", conversion_id: null })
+        // Without customers:read behind the subscription there is no contact.
+        assert.notProperty(first.data, "contact")
+        const published = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE id = ANY(${ids}::uuid[]) AND published_at IS NOT NULL`
+        assert.strictEqual(published[0]!.n, 5)
+        const log = yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}`), (rows) => rows.every((r) => r.status === "succeeded"), {
+          what: "the log to show five successes",
+          within: "5 seconds"
+        })
+        assert.strictEqual(log.length, 5)
+        assert.deepStrictEqual(log.map((r) => r.event_id), [...ids].reverse())
+        assert.include(log[0], { attempts: 1, last_status_code: 200, next_attempt_at: null, redelivery_of: null })
+        // Never twice.
+        yield* Effect.sleep(Duration.millis(500))
+        assert.strictEqual(hooks.hooks.length, 5)
+      }))
+
+    it.effect("an event recorded through POST /api/v1/events reaches the subscriber with its contact when the key holds customers:read", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const { key: writer } = yield* seedApiKey(world, { scopes: ["events:write", "customers:read", "connections:write"], rateLimitPerMinute: 1000 })
+        yield* defineConversion(world.profileId, "sale", ["purchase"], { countsAsCash: true })
+        const hooks = yield* receiver
+        yield* subscribe(writer, { url: hooks.url })
+        const answer = yield* ingest(writer, {
+          event_name: "purchase",
+          properties: { value: "12.50", currency: "EUR" },
+          user_traits: { external_id: "c-77", email: "ana@example.com" }
+        })
+        assert.strictEqual(answer.status, 200, answer.text)
+        yield* waitHooks(hooks.hooks, 1, "the recorded outcome")
+        const event = hooks.hooks[0]!.body
+        assert.strictEqual(event.type, "outcome.recorded")
+        assert.include(event.data, { outcome_event_id: answer.json.data.outcome_event_id, customer_key: "c-77", value: "12.5" })
+        assert.include(event.data.contact, { customer_key: "c-77", email: "ana@example.com" })
+      }))
+
+    it.effect("a 500 is retried on the ladder, Retry-After pushes the next attempt later, order holds behind a failing event", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        hooks.answer.next = (n) => n === 0 ? { status: 500 } : n === 1 ? { status: 503, headers: { "retry-after": "2" } } : { status: 200 }
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        const ids = yield* outcomeRows(world, 2)
+        yield* waitHooks(hooks.hooks, 4, "two failures, then both events")
+        assert.deepStrictEqual(hooks.hooks.map((h) => h.body.id), [ids[0], ids[0], ids[0], ids[1]])
+        // Retry-After: 2 beat the ladder's next step (about 0.4 s after the first retry).
+        const gap = hooks.hooks[2]!.at - hooks.hooks[1]!.at
+        assert.isAtLeast(gap, 1900, `gap ${gap} ms`)
+        const log = yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}&status=succeeded`), (rows) => rows.length === 2, {
+          what: "both succeeded",
+          within: "5 seconds"
+        })
+        assert.strictEqual(log.find((r) => r.event_id === ids[0])?.attempts, 3)
+      }))
+
+    it.effect("the ladder spent: the delivery fails after its last step; 410 fails it at once and disables the subscription", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const failing = yield* receiver
+        failing.answer.next = () => ({ status: 500 })
+        const spent = yield* subscribe(world.key, { url: failing.url })
+        const gone = yield* receiver
+        gone.answer.next = () => ({ status: 410 })
+        const disabled = yield* subscribe(world.key, { url: gone.url })
+        yield* outcomeRows(world, 1)
+        const failed = yield* eventually(deliveries(world.key, `?subscription_id=${spent.id}`), (rows) => rows[0]?.status === "failed", {
+          what: "the ladder to be spent",
+          within: "10 seconds"
+        })
+        assert.include(failed[0], { attempts: 4, last_status_code: 500 })
+        assert.strictEqual(failing.hooks.length, 4)
+        const goneLog = yield* deliveries(world.key, `?subscription_id=${disabled.id}`)
+        assert.include(goneLog[0], { status: "failed", attempts: 1, last_status_code: 410, last_error: "endpoint_gone" })
+        const listed = (yield* send(world.key, "GET", "/api/v1/webhooks/subscriptions")).json.data.find((s: any) => s.id === disabled.id)
+        assert.include(listed, { status: "disabled", status_reason: "endpoint_gone" })
+        // A disabled subscription is not sent (nor queued) anything until it is turned on again.
+        yield* outcomeRows(world, 1)
+        yield* Effect.sleep(Duration.millis(600))
+        assert.strictEqual(gone.hooks.length, 1)
+        gone.answer.next = () => ({ status: 200 })
+        const resumed = yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${disabled.id}`, { status: "active" })
+        assert.include(resumed.json, { status: "active", status_reason: null })
+        const [after] = yield* outcomeRows(world, 1)
+        yield* waitHooks(gone.hooks, 2, "an event after re-enabling")
+        assert.strictEqual(gone.hooks[1]!.body.id, after)
+      }))
+
+    it.effect("rotation: both secrets sign for the grace period, each verifiable; the new secret is shown once", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        const rotated = yield* send(world.key, "POST", `/api/v1/webhooks/subscriptions/${sub.id}/rotate-secret`)
+        assert.strictEqual(rotated.status, 200, rotated.text)
+        assert.notStrictEqual(rotated.json.secret, sub.secret)
+        assert.approximately(Date.parse(rotated.json.previous_secret_expires_at) - Date.now(), 24 * 3600 * 1000, 60_000)
+        yield* outcomeRows(world, 1)
+        yield* waitHooks(hooks.hooks, 1, "a delivery after rotation")
+        const hook = hooks.hooks[0]!
+        assert.deepStrictEqual(hook.headers["webhook-signature"]!.split(" "), [signature(rotated.json.secret, hook), signature(sub.secret, hook)])
+      }))
+
+    it.effect("pause holds deliveries, resume sends them in order; redelivery repeats an event with the same webhook-id", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        const paused = yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${sub.id}`, { status: "paused" })
+        assert.strictEqual(paused.json.status, "paused")
+        const ids = yield* outcomeRows(world, 3)
+        yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}`), (rows) => rows.length === 3, { what: "three queued deliveries", within: "5 seconds" })
+        yield* Effect.sleep(Duration.millis(500))
+        assert.strictEqual(hooks.hooks.length, 0)
+        yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${sub.id}`, { status: "active" })
+        yield* waitHooks(hooks.hooks, 3, "the held deliveries")
+        assert.deepStrictEqual(hooks.hooks.map((h) => h.body.id), ids)
+        const log = yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}&status=succeeded`), (rows) => rows.length === 3, {
+          what: "three successes",
+          within: "5 seconds"
+        })
+        const again = yield* send(world.key, "POST", `/api/v1/webhooks/deliveries/${log[0].id}/redeliver`)
+        assert.strictEqual(again.status, 202, again.text)
+        assert.include(again.json, { status: "pending", redelivery_of: log[0].id, event_id: log[0].event_id })
+        yield* waitHooks(hooks.hooks, 4, "the redelivery")
+        assert.strictEqual(hooks.hooks[3]!.headers["webhook-id"], log[0].event_id)
+        assert.strictEqual(hooks.hooks[3]!.raw, hooks.hooks.find((h) => h.body.id === log[0].event_id)!.raw)
+        const other = yield* fixture()
+        assert.strictEqual((yield* send(other.key, "POST", `/api/v1/webhooks/deliveries/${log[0].id}/redeliver`)).status, 404)
+        assert.strictEqual((yield* send(world.key, "GET", "/api/v1/webhooks/deliveries?cursor=%%%")).status, 400)
+      }))
+
+    it.effect("a lease left by a runner that died mid-attempt expires and another attempt delivers it, once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        const sub = yield* subscribe(world.key, { url: hooks.url, event_types: ["connection.connected"] })
+        // Paused while the "dead runner" takes the row, so the live worker cannot get there first.
+        yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${sub.id}`, { status: "paused" })
+        yield* topicRow(world, "connection.connected", { provider: "crm" })
+        const [row] = yield* eventually(
+          sql<{ id: string }>`SELECT id FROM webhook_deliveries WHERE subscription_id = ${sub.id}`,
+          (rows) => rows.length === 1,
+          { what: "the queued delivery", within: "5 seconds" }
+        )
+        yield* sql`UPDATE webhook_deliveries SET attempts = 1, lease_token = ${crypto.randomUUID()},
+                   lease_until = now() + interval '1500 milliseconds' WHERE id = ${row!.id}`
+        const resumedAt = Date.now()
+        yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${sub.id}`, { status: "active" })
+        yield* waitHooks(hooks.hooks, 1, "the taken-over delivery")
+        assert.isAtLeast(hooks.hooks[0]!.at - resumedAt, 1000)
+        assert.include(hooks.hooks[0]!.body, { type: "connection.connected", provider: "svc" })
+        yield* Effect.sleep(Duration.millis(500))
+        assert.strictEqual(hooks.hooks.length, 1)
+        const log = yield* deliveries(world.key, `?subscription_id=${sub.id}`)
+        assert.include(log[0], { status: "succeeded", attempts: 2 })
+      }))
+
+    it.effect("message.received from the mailbox push: a bounce carries delivery_failure read from its report, a reply null, thread ids kept", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const mailbox = `mbx-${crypto.randomUUID()}`
+        const connectionId = crypto.randomUUID()
+        yield* sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id)
+                   VALUES (${connectionId}, ${world.profileId}, 'email', 'email', ${mailbox})`
+        const hooks = yield* receiver
+        yield* subscribe(world.key, { url: hooks.url, event_types: ["message.received"] })
+        const boundary = "b-1"
+        const report = [
+          `--${boundary}`, "Content-Type: text/plain", "", "Undeliverable.", "",
+          `--${boundary}`, "Content-Type: message/delivery-status", "",
+          "Reporting-MTA: dns; mx.example.net", "",
+          "Final-Recipient: rfc822; nobody@customer.example", "Action: failed", "Status: 5.1.1",
+          "Diagnostic-Code: smtp; 550 5.1.1 User unknown", "",
+          `--${boundary}`, "Content-Type: text/rfc822-headers", "", "Message-ID: <sent-1@svc.example>", "",
+          `--${boundary}--`, ""
+        ].join("\n")
+        const push = (eventId: string, message: Record<string, unknown>) => {
+          const raw = JSON.stringify({ event: "message.received", event_id: eventId, account_id: mailbox, mailbox_id: mailbox, timestamp: 1764000000, message })
+          return call("/hooks/email", { method: "POST", headers: { "content-type": "application/json", ...signCallback("email", sandboxSecretOf("email"), raw) }, body: raw })
+        }
+        const bounce = yield* push(`evt-${crypto.randomUUID()}`, {
+          id: "m-2", thread_id: "t-1", message_id_header: "<dsn-2@mx.example.net>", in_reply_to: null, from: "mailer-daemon@mx.example.net",
+          to: ["team@svc.example"], subject: "Undelivered", content_type: `multipart/report; report-type=delivery-status; boundary="${boundary}"`, body: report
+        })
+        assert.strictEqual(bounce.status, 200, bounce.text)
+        const replyId = `evt-${crypto.randomUUID()}`
+        const reply = yield* push(replyId, {
+          id: "m-3", thread_id: "t-1", message_id_header: "<r-3@customer.example>", in_reply_to: "<sent-1@svc.example>", from: "ana@customer.example",
+          to: ["team@svc.example"], subject: "Re: quote", content_type: "text/plain", body: "Thanks!"
+        })
+        assert.strictEqual(reply.status, 200, reply.text)
+        // The provider delivering the same push again adds nothing.
+        assert.strictEqual((yield* push(replyId, { id: "m-3", thread_id: "t-1" })).status, 200)
+        yield* waitHooks(hooks.hooks, 2, "two message.received")
+        const [failure, answer] = hooks.hooks.map((h) => h.body)
+        assert.include(failure, { type: "message.received", provider: "email" })
+        assert.include(failure.data, { thread_id: "t-1", message_id: "m-2", connection_id: connectionId, text: null })
+        assert.deepStrictEqual(failure.data.delivery_failure, {
+          failed_recipient: "nobody@customer.example",
+          status: "5.1.1",
+          original_rfc822_message_id: "<sent-1@svc.example>",
+          action: "failed",
+          diagnostic_code: "550 5.1.1 User unknown"
+        })
+        assert.include(answer.data, { thread_id: "t-1", rfc822_message_id: "<r-3@customer.example>", in_reply_to: "<sent-1@svc.example>", text: "Thanks!", delivery_failure: null })
+        yield* Effect.sleep(Duration.millis(400))
+        assert.strictEqual(hooks.hooks.length, 2)
+      }))
+
+    it.effect("order.status.changed carries provider commerce; leadgen.received (opt-in) carries the leadgen_id as its id", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        yield* subscribe(world.key, { url: hooks.url, event_types: ["order.status.changed", "leadgen.received"] })
+        yield* topicRow(world, "order.status.changed", { status: "fulfilled", name: "#1001", email: null })
+        const rowId = crypto.randomUUID()
+        const leadgenId = `lead-${crypto.randomUUID()}`
+        const lead = { id: leadgenId, type: "leadgen.received", created_at: new Date().toISOString(), data: { leadgen_id: leadgenId, form_id: "f-1", profile_id: world.profileId }, delivery: { profile_id: world.profileId } }
+        yield* sql`INSERT INTO outbox (id, profile_id, topic, payload) VALUES (${rowId}, ${world.profileId}, 'leadgen.received', ${JSON.stringify(lead)}::jsonb)`
+        yield* waitHooks(hooks.hooks, 2, "the order and the lead")
+        const order = hooks.hooks.find((h) => h.body.type === "order.status.changed")!.body
+        assert.include(order, { provider: "commerce" })
+        assert.include(order.data, { status: "fulfilled", name: "#1001" })
+        const received = hooks.hooks.find((h) => h.body.type === "leadgen.received")!
+        assert.include(received.body, { id: leadgenId, provider: "svc" })
+        assert.strictEqual(received.headers["webhook-id"], leadgenId)
+        assert.include(received.body.data, { form_id: "f-1", profile_id: world.profileId })
+      }))
+
+    it.effect("lifecycle events are opt-in; healthcare outcome.recorded goes only to the provisioning app, contact per its grant", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const appId = crypto.randomUUID()
+        yield* sql`
+          INSERT INTO oauth_apps (id, name, client_id, client_secret_hash, jwt_secret_encrypted)
+          VALUES (${appId}, 'Clinic partner', ${`client-${appId}`}, 'x', 'x')`
+        const { id: appKeyId, key: appKey } = yield* seedApiKey(world, {
+          scopes: ["connections:read", "connections:write", "customers:read"],
+          rateLimitPerMinute: 1000
+        })
+        yield* sql`UPDATE api_keys SET oauth_app_id = ${appId} WHERE id = ${appKeyId}`
+        yield* sql`INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${world.profileId}, 'svc_attribution', true)`
+        yield* sql`UPDATE profiles SET provisioned_by_app_id = ${appId}, privacy_mode = 'hipaa' WHERE id = ${world.profileId}`
+        const own = yield* receiver
+        const app = yield* receiver
+        yield* subscribe(world.key, { url: own.url })
+        yield* subscribe(appKey, { url: app.url, event_types: ["outcome.recorded", "connection.connected"] })
+        yield* topicRow(world, "connection.connected", { provider: "crm" })
+        const [healthcare] = yield* outcomeRows(world, 1, { provisioned_by_app_id: appId, healthcare_family: true })
+        const [plain] = yield* outcomeRows(world, 1)
+        yield* waitHooks(app.hooks, 3, "the app's three events")
+        yield* waitHooks(own.hooks, 1, "the profile key's plain outcome")
+        // Three batches: order is promised within a batch only, so compare as sets.
+        assert.deepStrictEqual(app.hooks.map((h) => h.body.type).sort(), ["connection.connected", "outcome.recorded", "outcome.recorded"])
+        const outcomes = app.hooks.filter((h) => h.body.type === "outcome.recorded")
+        assert.sameMembers(outcomes.map((h) => h.body.id), [healthcare, plain])
+        // The app's grant holds customers:read: the contact key is there (null: no live customer behind these rows).
+        for (const hook of outcomes) assert.property(hook.body.data, "contact")
+        yield* Effect.sleep(Duration.millis(500))
+        assert.deepStrictEqual(own.hooks.map((h) => h.body.id), [plain])
+        // With the attribution add-on off (connect-broker tier), outcomes are not delivered; lifecycle events still are.
+        yield* sql`UPDATE entitlements SET enabled = false WHERE profile_id = ${world.profileId} AND feature = 'svc_attribution'`
+        yield* outcomeRows(world, 1)
+        const connected = yield* topicRow(world, "connection.connected", { provider: "email" })
+        yield* waitHooks(app.hooks, 4, "the lifecycle event on the connect-broker tier")
+        assert.strictEqual(app.hooks[3]!.body.id, connected)
+        yield* Effect.sleep(Duration.millis(400))
+        assert.strictEqual(app.hooks.length, 4)
+        assert.strictEqual(own.hooks.length, 1)
+      }))
+  })
+})
