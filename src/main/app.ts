@@ -109,7 +109,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     PasswordPagesHandlers,
     OnboardingHandlers,
     // Ad actions (issue 19).
-    AdActionsHandlers
+    AdActionsHandlers,
     WebhookSubscriptionsHandlers,
     WebhookDeliveriesHandlers
   ]),
