@@ -37,6 +37,7 @@ import { TrackingSetupApi } from "../tracking/setup/api.ts"
 import { MembersApi } from "../tenancy/members/api.ts"
 import { WorkspacesApi } from "../tenancy/workspaces/api.ts"
 import { RetiredApi } from "../versioning/api.ts"
+import { ReportsApi } from "../reports/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
 import { securitySchemes } from "./policy.ts"
@@ -77,6 +78,7 @@ export const Api = HttpApi.make("svc")
   .add(AnalyticsApi)
   .add(CampaignsApi)
   .add(InsightsApi)
+  .add(ReportsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -40,6 +40,7 @@ import { WorkspacesHandlers } from "../tenancy/workspaces/handlers.ts"
 import { TrackingSetupHandlers } from "../tracking/setup/handlers.ts"
 import { CollectorHandlers, TrackingHandlers } from "../tracking/tracker/handlers.ts"
 import { RetiredHandlers } from "../versioning/handlers.ts"
+import { ReportsHandlers } from "../reports/handlers.ts"
 import { DeprecationLayer } from "../versioning/middleware.ts"
 import { Api } from "../http/api.ts"
 import { AuthenticationLayer } from "../http/auth.ts"
@@ -88,7 +89,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     PeopleAdminHandlers,
     PasswordsHandlers,
     PasswordPagesHandlers,
-    OnboardingHandlers
+    OnboardingHandlers,
+    ReportsHandlers
   ]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )

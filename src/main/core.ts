@@ -18,6 +18,7 @@ import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProvidersLive } from "../providers/layer.ts"
+import { ReportWorker } from "../reports/worker.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -41,6 +42,12 @@ const SyncLive = SyncWorker.layer.pipe(
   Layer.provide([ProvidersLive, SecretBox.layer])
 )
 
+/** Runs the reports' schedules in the background (decision 0086), on the same provider layer. */
+const ReportsLive = ReportWorker.layer.pipe(
+  Layer.provide(ConnectionSessions.layer),
+  Layer.provide([ProvidersLive, SecretBox.layer])
+)
+
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
   ClusterLive,
@@ -49,6 +56,7 @@ export const CoreServicesLive = Layer.mergeAll(
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
   SyncLive,
+  ReportsLive,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
   RateLimiterLive,

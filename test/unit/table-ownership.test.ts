@@ -84,6 +84,9 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   ad_sets: "src/connections/sync/structure-repo.ts",
   ads: "src/connections/sync/structure-repo.ts",
   conversion_exports: null,
+  // reports
+  reports: "src/reports/repo.ts",
+  report_runs: "src/reports/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }
