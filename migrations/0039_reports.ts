@@ -19,6 +19,7 @@ export default Effect.gen(function*() {
       profile_id uuid NOT NULL REFERENCES profiles (id) ON DELETE CASCADE,
       name text NOT NULL,
       reads jsonb NOT NULL,
+      range jsonb NOT NULL,
       filters jsonb NOT NULL,
       schedule jsonb,
       recipients jsonb NOT NULL,
