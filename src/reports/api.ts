@@ -42,6 +42,7 @@ export const ReportsApi = HttpApiGroup.make("reports")
   .add(
     HttpApiEndpoint.get("listReports", "/reports", { query: ReportsQuery, success: ReportPage, error: [...profileErrors, InvalidParameter.wire] })
       .annotate(OpenApi.Summary, "The profile's saved reports, oldest first, keyset-paged")
+      .annotate(OpenApi.Description, "Each report with its reads, range, filters, schedule, recipients and `next_run_at` (the next scheduled slot, UTC).")
       .annotateMerge(write("none")),
     HttpApiEndpoint.post("createReport", "/reports", {
       payload: CreateReport,
@@ -60,6 +61,12 @@ export const ReportsApi = HttpApiGroup.make("reports")
       .annotateMerge(write("optional")),
     HttpApiEndpoint.post("generateReport", "/reports/:id/generate", { params: ReportParams, success: ReportRunCreated, error: readErrors })
       .annotate(OpenApi.Summary, "Run the report's reads now: 201 with the run and its CSV and PDF download paths")
+      .annotate(
+        OpenApi.Description,
+        "Runs the analytics reads the report names over its range (a relative range resolved in the profile's time zone now) and " +
+          "keeps the CSV and the PDF on the run: `csv.url` and `pdf.url` download them. The figures are the analytics reads' own " +
+          "(served from the rollups: see `meta.as_of` there). A read the parameters make invalid answers that read's error."
+      )
       .annotateMerge(write("optional")),
     HttpApiEndpoint.post("sendReport", "/reports/:id/send", {
       params: ReportParams,
@@ -90,9 +97,15 @@ export const ReportsApi = HttpApiGroup.make("reports")
       .annotateMerge(write("optional")),
     HttpApiEndpoint.get("reportCsv", "/reports/:id/runs/:runId/csv", { params: ReportRunParams, success: CsvFile, error: profileErrors })
       .annotate(OpenApi.Summary, "A run's CSV (RFC 4180: section, key, metric, value; formula-like cells prefixed with ')")
+      .annotate(
+        OpenApi.Description,
+        "`text/csv`, CRLF records `section,key,metric,value`: one record per figure of each read. A text cell starting with `=`, `+`, " +
+          "`-`, `@`, tab or carriage return is prefixed with `'` so a spreadsheet never runs it. 404 for a run without files yet."
+      )
       .annotateMerge(write("none")),
     HttpApiEndpoint.get("reportPdf", "/reports/:id/runs/:runId/pdf", { params: ReportRunParams, success: PdfFile, error: profileErrors })
       .annotate(OpenApi.Summary, "A run's PDF (the same tables)")
+      .annotate(OpenApi.Description, "`application/pdf` (PDF 1.4, Helvetica, A4 landscape): the report's name and range, then one table per read. 404 for a run without files yet.")
       .annotateMerge(write("none"))
   )
   .prefix("/api/v1")

@@ -271,6 +271,56 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
       }))
   })
 
+  describe("refusals and takeovers", () => {
+    it.effect("a mailbox refusal answers its code and leaves the run generated; it is sent by run_id once the mailbox is back", () =>
+      Effect.gen(function*() {
+        const { key } = yield* newProfile()
+        yield* connectEmail(key)
+        const created = yield* call("/api/v1/reports", bearer(key, "POST", { name: "Refused", reads: ["overview"], range: "today", recipients: ["a@example.com"] }))
+        const path = `/api/v1/reports/${created.json.data.id}/send`
+        const patch = (state: string) =>
+          call("/sandbox/email/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ objects: [{ id: "em_mbx_0001", state }] }) })
+        yield* patch("suspended")
+        const refused = yield* call(path, bearer(key, "POST", {})).pipe(Effect.ensuring(patch("active")))
+        assert.strictEqual(refused.status, 403, refused.text)
+        assert.deepStrictEqual([refused.json.error.code, refused.json.error.provider], ["account_suspended", "email"])
+        const sql = yield* SqlClient
+        const [run] = yield* sql<{ id: string; status: string }>`SELECT id, status FROM report_runs WHERE report_id = ${created.json.data.id}`
+        assert.strictEqual(run?.status, "generated")
+        const sent = yield* call(path, bearer(key, "POST", { run_id: run?.id, recipients: ["b@example.com"] }))
+        assert.strictEqual(sent.status, 201, sent.text)
+        assert.deepStrictEqual([sent.json.data.id, sent.json.data.status, sent.json.data.recipients], [run?.id, "sent", ["b@example.com"]])
+        const bad = yield* call(path, bearer(key, "POST", { recipients: ["nope"] }))
+        assert.deepStrictEqual([bad.status, bad.json.error.reason], [422, "invalid_field:recipients[0]"])
+      }))
+
+    it.effect("a dead worker's run is taken over; one that died while sending is failed, never sent again", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfile()
+        yield* connectEmail(key)
+        const created = yield* call("/api/v1/reports", bearer(key, "POST", {
+          name: "Takeover", reads: ["overview"], range: "today", schedule: { frequency: "daily", hour: 3 }, recipients: ["c@example.com"]
+        }))
+        const id: string = created.json.data.id
+        const sql = yield* SqlClient
+        const stalled = crypto.randomUUID()
+        const cut = crypto.randomUUID()
+        yield* sql`
+          INSERT INTO report_runs (id, report_id, profile_id, trigger, slot, status, attempts, lease_until) VALUES
+            (${stalled}, ${id}, ${profile.profileId}, 'scheduled', now() - interval '2 days', 'running', 1, now() - interval '1 second'),
+            (${cut}, ${id}, ${profile.profileId}, 'scheduled', now() - interval '1 day', 'sending', 1, now() - interval '1 second')`
+        const before = (yield* sandboxMessages).length
+        yield* (yield* ReportWorker).runOnce
+        const runs = yield* sql<{ id: string; status: string; error: string | null; attempts: number }>`
+          SELECT id, status, error, attempts FROM report_runs WHERE report_id = ${id}`
+        const byId = new Map(runs.map((r) => [r.id, r]))
+        assert.deepStrictEqual(byId.get(stalled), { id: stalled, status: "sent", error: null, attempts: 2 })
+        assert.deepStrictEqual(byId.get(cut), { id: cut, status: "failed", error: "send_outcome_unknown", attempts: 1 })
+        const messages = (yield* sandboxMessages).slice(before).filter((m) => String(m.subject).startsWith("Takeover"))
+        assert.strictEqual(messages.length, 1)
+      }))
+  })
+
   describe("schedule", () => {
     it.effect("a due slot runs once, sent to the recipients, even with two workers racing; the next slot is set", () =>
       Effect.gen(function*() {
