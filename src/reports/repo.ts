@@ -95,6 +95,8 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
   readonly markSent: (runId: string, messageId: string) => Repo<void>
   /** A failed run; `back` puts a `sending` run back to `generated` when the provider surely sent nothing. */
   readonly markFailed: (runId: string, error: string, back?: "generated") => Repo<void>
+  /** Fails a run still open (`running`, or `generated` after a refused send, whose reason is kept). */
+  readonly failOpen: (runId: string, error: string) => Repo<void>
   /**
    * Every report whose next slot is due: a run per (report, slot) (once, whoever races), and the
    * report moved to its next slot (`nextOf`). Answers the runs this call created.
@@ -219,6 +221,11 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
         Effect.asVoid(sql`
           UPDATE report_runs SET status = ${back ?? "failed"}, error = ${error}, lease_until = NULL WHERE id = ${runId}`)
 
+      const failOpen = (runId: string, error: string) =>
+        Effect.asVoid(sql`
+          UPDATE report_runs SET status = 'failed', error = COALESCE(error, ${error}), lease_until = NULL
+          WHERE id = ${runId} AND status IN ('running', 'generated')`)
+
       const dueRows = decodeRows(Schema.Struct({ ...ReportRow.fields, time_zone: Schema.String }))
       const enqueueDue = (nextOf: (report: ReportRow, timeZone: string, slot: Date) => Date) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -280,6 +287,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           markSending,
           markSent,
           markFailed,
+          failOpen,
           enqueueDue,
           claim
         })

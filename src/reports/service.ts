@@ -22,6 +22,7 @@ import {
   unprocessable,
   type ValidationError
 } from "../../schema/errors.ts"
+import { isUuid } from "../../schema/common.ts"
 import { CreditModels } from "../../schema/events.ts"
 import {
   type CreateReport,
@@ -402,8 +403,12 @@ export class Reports extends Context.Service<Reports, {
               ]
             })
           ),
-          // A refusal means nothing was sent: the run goes back to `generated`, sendable again.
-          Effect.tapError((error) => repo.markFailed(runId, error._tag, error._tag === "DatabaseUnavailable" ? undefined : "generated")),
+          Effect.tapError((error) =>
+            // An unreachable provider may have taken the mail: never sent again. A refusal sent nothing: sendable again.
+            error._tag === "ProviderUnavailable"
+              ? repo.markFailed(runId, "send_outcome_unknown")
+              : repo.markFailed(runId, sendReason(error), "generated")
+          ),
           Effect.catch(sendFailure(connectionId))
         )
         yield* repo.markSent(runId, sent.id)
@@ -416,6 +421,7 @@ export class Reports extends Context.Service<Reports, {
         if (recipients.length === 0) return yield* invalid("recipients", "the report has no recipients: name some")
         let runId: string
         if (input.run_id !== undefined) {
+          if (!isUuid(input.run_id)) return yield* new NotFound({ message: "No such run of this report." })
           const run = yield* repo.run(report.id, input.run_id.toLowerCase()).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.fail(new NotFound({ message: "No such run of this report." })), onSome: Effect.succeed }))
           )
@@ -460,22 +466,36 @@ export class Reports extends Context.Service<Reports, {
         )
         if (outcome._tag === "Failure") {
           const error = outcome.failure
+          // The database away: the lease runs out and the run is tried again.
           if (error._tag === "DatabaseUnavailable") return yield* error
-          // `deliver` already recorded a refused send; a read that failed is recorded here.
-          const current = yield* repo.run(report.id, run.id)
-          if (Option.isSome(current) && current.value.status === "running") {
-            yield* repo.markFailed(run.id, "reason" in error && typeof error.reason === "string" ? error.reason : error._tag)
-          } else if (Option.isSome(current) && current.value.status === "generated" && current.value.error !== null) {
-            yield* repo.markFailed(run.id, current.value.error)
-          } else if (Option.isSome(current) && current.value.status === "generated") {
-            yield* repo.markFailed(run.id, "reason" in error && typeof error.reason === "string" ? error.reason : error._tag)
-          }
+          // A refused send already recorded its reason (kept); a read that failed is recorded here.
+          yield* repo.failOpen(run.id, "reason" in error && typeof error.reason === "string" ? error.reason : error._tag)
         }
       })
 
       return { create, list, generate, send, csv, pdf, work, nextOf }
     })
   ).pipe(Layer.provide([ReportsRepo.layer, AnalyticsService.layer, ConnectionsRepo.layer, ConnectionSessions.layer]))
+}
+
+/** What a failed send is recorded as on the run. */
+const sendReason = (error: ProviderError | EmailSendRefused | DatabaseUnavailable): string => {
+  switch (error._tag) {
+    case "EmailSendRefused":
+      return error.reason
+    case "ProviderAuthRevoked":
+      return "auth_revoked"
+    case "ProviderThrottled":
+      return "provider_throttled"
+    case "ProviderPermissionMissing":
+      return "email_send_permission_missing"
+    case "ProviderRefused":
+      return "provider_refused"
+    case "ProviderUnavailable":
+      return "provider_unavailable"
+    case "DatabaseUnavailable":
+      return "database_unavailable"
+  }
 }
 
 const dimensionOf = (name: string): BreakdownDimension => BREAKDOWN_DIMENSIONS.find((d) => d === name) ?? "channel"

@@ -290,6 +290,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         const sent = yield* call(path, bearer(key, "POST", { run_id: run?.id, recipients: ["b@example.com"] }))
         assert.strictEqual(sent.status, 201, sent.text)
         assert.deepStrictEqual([sent.json.data.id, sent.json.data.status, sent.json.data.recipients], [run?.id, "sent", ["b@example.com"]])
+        const unknownRun = yield* call(path, bearer(key, "POST", { run_id: "not-a-run" }))
+        assert.deepStrictEqual([unknownRun.status, unknownRun.json.error.code], [404, "not_found"])
         const bad = yield* call(path, bearer(key, "POST", { recipients: ["nope"] }))
         assert.deepStrictEqual([bad.status, bad.json.error.reason], [422, "invalid_field:recipients[0]"])
       }))
