@@ -7,6 +7,7 @@
  * without the scope; the hub's capabilities agree with what the routes allow.
  */
 import { assert, describe, layer } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { defaultReportWorkerSettings, ReportWorker, ReportWorkerSettings } from "../../src/reports/worker.ts"
@@ -113,6 +114,16 @@ const checkPdf = (bytes: Uint8Array): string => {
     assert.strictEqual(text.slice(start + Number(match[1]), start + Number(match[1]) + 10), "\nendstream")
   }
   return [...text.matchAll(/\(((?:\\.|[^\\)])*)\) Tj/g)].map((m) => (m[1] ?? "").replace(/\\(.)/g, "$1")).join(" ")
+}
+
+/** The text poppler's pdftotext reads from the PDF, when the machine has it (it checks the file independently of our parser). */
+const popplerText = (bytes: Uint8Array): string | undefined => {
+  const probe = spawnSync("pdftotext", ["-v"])
+  if (probe.error !== undefined) return undefined
+  const result = spawnSync("pdftotext", ["-layout", "-", "-"], { input: bytes })
+  assert.strictEqual(result.status, 0, String(result.stderr))
+  assert.strictEqual(String(result.stderr), "", "pdftotext reported a problem")
+  return String(result.stdout)
 }
 
 const sandboxMessages = Effect.map(call("/sandbox/email/_state"), (r) => r.json.messages as Array<Record<string, any>>)
@@ -225,6 +236,10 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         assert.strictEqual(pdfFile.type, "application/pdf")
         const shown = checkPdf(pdfFile.bytes)
         for (const figure of ["March (=risky)", "2026-03-02", "120.5", "80", "200.5", "paid_social"]) assert.include(shown, figure)
+        const poppler = popplerText(pdfFile.bytes)
+        if (poppler !== undefined) {
+          for (const figure of ["March (=risky)", "2026-03-02", "120.5", "200.5", "paid_social"]) assert.include(poppler, figure)
+        }
 
         // Another profile's key sees nothing of it.
         const other = yield* newProfile()
