@@ -407,11 +407,18 @@ export class Reports extends Context.Service<Reports, {
             // An unreachable provider may have taken the mail: never sent again. A refusal sent nothing: sendable again.
             error._tag === "ProviderUnavailable"
               ? repo.markFailed(runId, "send_outcome_unknown")
-              : repo.markFailed(runId, sendReason(error), "generated")
+              : Effect.andThen(
+                repo.markFailed(runId, sendReason(error), "generated"),
+                // The mailbox's standing refused it: the connection needs the owner's action (api-concepts "Connection health").
+                error._tag === "EmailSendRefused" && error.reason !== "recipient_rejected"
+                  ? connections.markSendRefused(connectionId, error.reason)
+                  : Effect.void
+              )
           ),
           Effect.catch(sendFailure(connectionId))
         )
         yield* repo.markSent(runId, sent.id)
+        yield* connections.clearSendRefused(connectionId)
         return yield* Effect.flatMap(repo.run(report.id, runId), Option.match({ onNone: () => Effect.fail(notFound()), onSome: Effect.succeed }))
       })
 

@@ -302,8 +302,12 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         const sql = yield* SqlClient
         const [run] = yield* sql<{ id: string; status: string }>`SELECT id, status FROM report_runs WHERE report_id = ${created.json.data.id}`
         assert.strictEqual(run?.status, "generated")
+        const health = Effect.map(call("/api/v1/connections", bearer(key)), (r) =>
+          r.json.data.filter((c: { provider: string }) => c.provider === "email").map((c: Record<string, unknown>) => [c.status, c.status_reason]))
+        assert.deepStrictEqual(yield* health, [["needs_action", "account_suspended"]])
         const sent = yield* call(path, bearer(key, "POST", { run_id: run?.id, recipients: ["b@example.com"] }))
         assert.strictEqual(sent.status, 201, sent.text)
+        assert.deepStrictEqual(yield* health, [["active", null]])
         assert.deepStrictEqual([sent.json.data.id, sent.json.data.status, sent.json.data.recipients], [run?.id, "sent", ["b@example.com"]])
         const unknownRun = yield* call(path, bearer(key, "POST", { run_id: "not-a-run" }))
         assert.deepStrictEqual([unknownRun.status, unknownRun.json.error.code], [404, "not_found"])
