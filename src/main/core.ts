@@ -43,10 +43,7 @@ const SyncLive = SyncWorker.layer.pipe(
 )
 
 /** Runs the reports' schedules in the background (decision 0086), on the same provider layer. */
-const ReportsLive = ReportWorker.layer.pipe(
-  Layer.provide(ConnectionSessions.layer),
-  Layer.provide([ProvidersLive, SecretBox.layer])
-)
+const ReportsLive = ReportWorker.layer.pipe(Layer.provide([ProvidersLive, SecretBox.layer]))
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
