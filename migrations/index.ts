@@ -31,6 +31,7 @@ import m0033 from "./0033_creative_analysis.ts"
 import m0034 from "./0034_exports.ts"
 import m0035 from "./0035_webhooks.ts"
 import m0036 from "./0036_inbox.ts"
+import m0039 from "./0039_reports.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -69,7 +70,8 @@ export const migrations = {
   "0033_creative_analysis": m0033,
   "0034_exports": m0034,
   "0035_webhooks": m0035,
-  "0036_inbox": m0036
+  "0036_inbox": m0036,
+  "0039_reports": m0039
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

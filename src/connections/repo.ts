@@ -103,6 +103,13 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   readonly markSynced: (id: string) => Repo<void>
   /** Deletes every connection of the profile (archiving it: non-audit data goes). */
   readonly deleteForProfile: (profileId: string) => Repo<void>
+  /**
+   * Email send health (api-concepts "Connection health"): a send the provider refused for the
+   * mailbox's standing sets `needs_action` with the refusal as `status_reason`; the first send it
+   * accepts clears that. Each answers whether it changed the connection.
+   */
+  readonly markSendRefused: (id: string, reason: string) => Repo<boolean>
+  readonly clearSendRefused: (id: string) => Repo<boolean>
   /** Runs `effect` in one transaction (the connection, its outbox row and its audit entry commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ConnectionsRepo") {
@@ -268,6 +275,21 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
         })
 
+      const SEND_REFUSALS = ["account_suspended", "mailbox_disabled", "quota_exceeded"]
+      const markSendRefused = (id: string, reason: string) =>
+        Effect.map(
+          sql`UPDATE connections SET status = 'needs_action', status_reason = ${reason}, updated_at = now()
+              WHERE id = ${id} AND disconnected_at IS NULL AND status IN ('active', 'needs_action')
+                AND status_reason IS DISTINCT FROM ${reason} RETURNING id`,
+          (rows) => rows.length > 0
+        )
+      const clearSendRefused = (id: string) =>
+        Effect.map(
+          sql`UPDATE connections SET status = 'active', status_reason = NULL, updated_at = now()
+              WHERE id = ${id} AND status = 'needs_action' AND status_reason = ANY(${SEND_REFUSALS}::text[]) RETURNING id`,
+          (rows) => rows.length > 0
+        )
+
       return {
         ...atDatabaseBoundary({
         list,
@@ -285,7 +307,9 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         updateTokens,
         syncRunning,
         markSynced,
-        deleteForProfile
+        deleteForProfile,
+        markSendRefused,
+        clearSendRefused
       }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))

@@ -50,6 +50,7 @@ import { RetiredApi } from "../versioning/api.ts"
 import { CalendarApi } from "../calendar/api.ts"
 import { EmailApi } from "../email/api.ts"
 import { InboxApi } from "../inbox/api.ts"
+import { ReportsApi } from "../reports/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
 import { securitySchemes } from "./policy.ts"
@@ -103,6 +104,7 @@ export const Api = HttpApi.make("svc")
   .add(CalendarApi)
   .add(WebhookSubscriptionsApi)
   .add(WebhookDeliveriesApi)
+  .add(ReportsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

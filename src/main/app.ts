@@ -49,6 +49,7 @@ import { CollectorHandlers, TrackingHandlers } from "../tracking/tracker/handler
 import { RetiredHandlers } from "../versioning/handlers.ts"
 import { WebhookDeliveriesHandlers } from "../webhooks/delivery/handlers.ts"
 import { WebhookSubscriptionsHandlers } from "../webhooks/subscriptions/handlers.ts"
+import { ReportsHandlers } from "../reports/handlers.ts"
 import { DeprecationLayer } from "../versioning/middleware.ts"
 import { Api } from "../http/api.ts"
 // Inbox, email and calendar (issue 21, part 7).
@@ -111,7 +112,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     // Ad actions (issue 19).
     AdActionsHandlers,
     WebhookSubscriptionsHandlers,
-    WebhookDeliveriesHandlers
+    WebhookDeliveriesHandlers,
+    ReportsHandlers,
   ]),
   // Inbox, email and calendar (issue 21, part 7).
   Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),

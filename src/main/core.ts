@@ -21,6 +21,7 @@ import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProvidersLive } from "../providers/layer.ts"
 import { WebhookWorkerLive } from "../webhooks/delivery/service.ts"
+import { ReportWorker } from "../reports/worker.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -46,6 +47,8 @@ const SyncLive = SyncWorker.layer.pipe(
 
 /** Works the conversion-export queue in the background (decision 0075), on the same provider layer. */
 const ExportsLive = ExportWorkerLive.pipe(Layer.provideMerge(ExportPipeline.layer), Layer.provide([ProvidersLive, SecretBox.layer]))
+/** Runs the reports' schedules in the background (decision 0086), on the same provider layer. */
+const ReportsLive = ReportWorker.layer.pipe(Layer.provide([ProvidersLive, SecretBox.layer]))
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
@@ -56,6 +59,7 @@ export const CoreServicesLive = Layer.mergeAll(
   AttributionWorker.layer,
   SyncLive,
   ExportsLive,
+  ReportsLive,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
   // Works the creative analysis queue (decision 0071).
@@ -66,7 +70,7 @@ export const CoreServicesLive = Layer.mergeAll(
   RequestLimitsLive,
   SecretBox.layer,
   // Fans the outbox out to webhook subscriptions and works the delivery ladder (decision 0078).
-  WebhookWorkerLive.pipe(Layer.provide(SecretBox.layer))
+  WebhookWorkerLive.pipe(Layer.provide(SecretBox.layer)),
 ).pipe(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)

@@ -103,6 +103,9 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   // webhooks
   webhook_subscriptions: "src/webhooks/subscriptions/repo.ts",
   webhook_deliveries: "src/webhooks/delivery/repo.ts",
+  // reports
+  reports: "src/reports/repo.ts",
+  report_runs: "src/reports/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }

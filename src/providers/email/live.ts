@@ -80,7 +80,14 @@ export const EmailLive = Layer.effect(Email)(Effect.gen(function*() {
           text: mail.text,
           ...(mail.threadId === undefined ? {} : { thread_id: mail.threadId }),
           ...(mail.inReplyTo === undefined ? {} : { in_reply_to: mail.inReplyTo }),
-          ...(mail.headers === undefined ? {} : { headers: mail.headers })
+          ...(mail.headers === undefined ? {} : { headers: mail.headers }),
+          ...(mail.attachments === undefined || mail.attachments.length === 0 ? {} : {
+            attachments: mail.attachments.map((a) => ({
+              filename: a.filename,
+              content_type: a.contentType,
+              content_base64: Buffer.from(a.content).toString("base64")
+            }))
+          })
         },
         idempotent: false
       })),

@@ -71,6 +71,14 @@ export interface OutgoingMail {
   readonly inReplyTo?: string
   /** `List-Unsubscribe`, `List-Unsubscribe-Post` or `X-*` fields. */
   readonly headers?: Readonly<Record<string, string>>
+  /** Files sent with the text (the message goes as `multipart/mixed`). */
+  readonly attachments?: ReadonlyArray<MailAttachment>
+}
+
+export interface MailAttachment {
+  readonly filename: string
+  readonly contentType: string
+  readonly content: Uint8Array
 }
 
 /**

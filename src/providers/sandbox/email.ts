@@ -71,6 +71,15 @@ interface MailFields {
   headers: Record<string, string>
   /** Outbound: `sent`, then `delivered` or `failed` when a report arrives; inbound: `received`. */
   delivery_status: "received" | "sent" | "delivered" | "failed"
+  /** Files sent with the text (the message is then `multipart/mixed`). */
+  attachments?: Array<SandboxAttachment>
+}
+
+interface SandboxAttachment {
+  filename: string
+  content_type: string
+  size: number
+  content_base64: string
 }
 
 interface MailMessage extends MailFields {
@@ -161,6 +170,7 @@ const record = (world: MailWorld, fields: MailFields & { readonly threadId: stri
     content_type: fields.content_type,
     headers: fields.headers,
     delivery_status: fields.delivery_status,
+    ...(fields.attachments === undefined || fields.attachments.length === 0 ? {} : { attachments: fields.attachments }),
     created_at: fields.at
   }
   world.messages.push(message)
@@ -222,10 +232,12 @@ const send = (world: MailWorld, ctx: ApiContext): SandboxReply => {
   }
   const headers = headersFrom(body["headers"])
   if (headers === null) return invalid("headers must map List-Unsubscribe, List-Unsubscribe-Post or X-* names to strings")
+  const attachments = attachmentsFrom(body["attachments"])
+  if (attachments === null) return invalid("attachments must be [{filename, content_type, content_base64}], at most 10 MB in all")
   const message = record(world, {
     mailbox_id: mailbox.id, direction: "outbound", in_reply_to: text(body["in_reply_to"]), from: mailbox.address, to,
-    subject, text: words, content_type: "text/plain", headers, delivery_status: "sent", threadId,
-    at: new Date(ctx.nowMs).toISOString()
+    subject, text: words, content_type: attachments.length === 0 ? "text/plain" : "multipart/mixed", headers, delivery_status: "sent",
+    attachments, threadId, at: new Date(ctx.nowMs).toISOString()
   })
   ctx.countWrite()
   return ok({ id: message.id, thread_id: message.thread_id, message_id_header: message.message_id_header })
@@ -241,6 +253,25 @@ const headersFrom = (value: unknown): Record<string, string> | null => {
     out[name] = field
   }
   return out
+}
+
+/** `attachments` of a send: each a file name, a media type and base64 content; null when malformed. */
+const attachmentsFrom = (value: unknown): Array<SandboxAttachment> | null => {
+  if (value === undefined) return []
+  if (!Array.isArray(value)) return null
+  const out: Array<SandboxAttachment> = []
+  let total = 0
+  for (const item of value) {
+    if (!isRecord(item)) return null
+    const filename = text(item["filename"])
+    const contentType = text(item["content_type"])
+    const content = item["content_base64"]
+    if (filename === null || contentType === null || typeof content !== "string" || !/^[A-Za-z0-9+/]*={0,2}$/.test(content)) return null
+    const size = Buffer.from(content, "base64").length
+    total += size
+    out.push({ filename, content_type: contentType, size, content_base64: content })
+  }
+  return total > 10_000_000 ? null : out
 }
 
 /** The fields a draft or a send carries, checked alike. */

@@ -268,6 +268,7 @@ export class Workspaces extends Context.Service<Workspaces, {
         const { workspaceId, standing } = yield* reach(actor, rawWorkspaceId, "member", false)
         const byRole = standing.kind === "app" || ROLES_OF.manager.includes(standing.role)
         // A user token's capabilities are also bounded by its grant: bulk actions are report writes.
+        // True exactly when the caller holds `reports:write` on every profile (decision 0085).
         const byGrant = actor.kind !== "user_token" || actor.scopes.includes("reports:write")
         const allowed = byRole && byGrant
         return { workspace_id: workspaceId, capabilities: { can_edit: allowed, can_apply: allowed } } satisfies ReportsHub
