@@ -201,7 +201,8 @@ describe("TelemetryLive", () => {
       assert.isTrue(Context.get(span.annotations, Tracer.DisablePropagation))
     }))
 
-  it.effect("with an endpoint installs the OpenTelemetry tracer", () =>
+  // Live clock: the OTLP metrics exporter it also starts flushes on the way out, with a time limit.
+  it.live("with an endpoint installs the OpenTelemetry tracer", () =>
     Effect.gen(function*() {
       const settings = yield* baseSettings
       const withEndpoint: AppSettings = {
