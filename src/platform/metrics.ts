@@ -74,13 +74,17 @@ export const observe = (
 ): Effect.Effect<void> => Metric.update(Metric.withAttributes(histogram, attributes), seconds)
 
 /** Runs `effect` and observes its duration in seconds on `histogram`, with attributes from its outcome. */
-export const timed = <A, E, R>(
+export const timed = (
   histogram: Metric.Metric<number, unknown>,
   attributes: (exit: { readonly ok: boolean }) => Readonly<Record<string, string>>
 ) =>
-(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
     const started = performance.now()
     return Effect.onExit(effect, (exit) =>
       observe(histogram, (performance.now() - started) / 1000, attributes({ ok: exit._tag === "Success" })))
   })
+
+/** Wraps one RPC call (in the server's per-call middleware) to observe its duration by service, method and outcome. */
+export const timedRpcCall = (service: string, method: string) =>
+  timed(rpcServerDuration, ({ ok }) => ({ "rpc.system": "effect_rpc", "rpc.service": service, "rpc.method": method, "svc.outcome": ok ? "ok" : "error" }))

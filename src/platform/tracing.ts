@@ -178,3 +178,13 @@ export const finishServerSpan = (request: ServedRequestFacts, route: string | un
     }
     return Effect.void
   })
+
+/**
+ * The RPC server's span options (RPC semantic conventions): spans `{service}.{method}` with
+ * `rpc.system`, `rpc.service` and `rpc.method` (Effect RPC adds the method). For every
+ * `RpcServer.layer*` of this service.
+ */
+export const rpcServerSpans = (service: string) => ({
+  spanPrefix: service,
+  spanAttributes: { "rpc.system": "effect_rpc", "rpc.service": service }
+})

@@ -21,6 +21,7 @@ import { IdentityRepo } from "../../identity/repo.ts"
 import { type NewOutboxRow, OutboxRepo } from "../outbox/repo.ts"
 import { EventsRepo, type NewConversion, type NewEvent, type StoredEvent } from "./repo.ts"
 import { recorderBatchSize, recorderCommitDuration, timed } from "../../platform/metrics.ts"
+import { currentTraceContext, type TraceContext } from "../../platform/tracing.ts"
 
 export const OUTCOME_RECORDED = "outcome.recorded"
 /** `data.provider` of outcomes ingested through this API. */
@@ -71,6 +72,8 @@ interface Pending {
   readonly requestHash: string
   readonly origin: OutcomeOrigin
   readonly span: Option.Option<Tracer.AnySpan>
+  /** The request's W3C trace context, stored with its outbox row. */
+  readonly trace: Option.Option<TraceContext>
   readonly done: Deferred.Deferred<Ingested, RecordError | DatabaseUnavailable>
 }
 
@@ -217,6 +220,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
                 id,
                 profileId: event.profileId,
                 topic: OUTCOME_RECORDED,
+                trace: Option.getOrUndefined(item.trace),
                 payload: {
                   id,
                   type: OUTCOME_RECORDED,
@@ -292,7 +296,8 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
       ) {
         const done = yield* Deferred.make<Ingested, RecordError | DatabaseUnavailable>()
         const span = yield* Effect.option(Effect.currentSpan)
-        yield* Queue.offer(queue, { profile, checked, requestHash, origin, span, done })
+        const trace = yield* currentTraceContext
+        yield* Queue.offer(queue, { profile, checked, requestHash, origin, span, trace, done })
         return yield* Deferred.await(done)
       })
 
