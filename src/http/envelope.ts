@@ -254,10 +254,14 @@ interface Access extends RequestAccess {
   route: string | undefined
 }
 
-/** The matched route's template: the router puts it in the fiber's context for the handler, and it is gone once the handler's caller restores that. */
+/**
+ * The matched route's template: the router puts it in the fiber's context for the handler, and it is gone once the handler's caller restores that.
+ * The catch-all 404 route (`*`) is no route: the span keeps its bare `{method}` name, as the semantic conventions ask.
+ */
 const noteRoute = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, access: Access) =>
   Effect.onExit(httpEffect, () => {
-    access.route = Context.getOrUndefined(access.fiber.context, HttpRouter.RouteContext)?.route.path
+    const path = Context.getOrUndefined(access.fiber.context, HttpRouter.RouteContext)?.route.path
+    access.route = path === "*" ? undefined : path
     return Effect.void
   })
 

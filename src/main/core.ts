@@ -18,6 +18,7 @@ import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProvidersLive } from "../providers/layer.ts"
+import { QueueGaugesLive } from "../ops/service.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -51,6 +52,8 @@ export const CoreServicesLive = Layer.mergeAll(
   SyncLive,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
+  // Reads the durable queues' backlog into the metrics (decision 0084).
+  QueueGaugesLive,
   RateLimiterLive,
   CredentialStoreLive,
   PiiAccessLog.layer,

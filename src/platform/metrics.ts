@@ -20,15 +20,6 @@ export const rpcServerDuration = Metric.histogram("rpc.server.call.duration", {
   boundaries: SECONDS
 })
 
-export const dbOperationDuration = Metric.histogram("db.client.operation.duration", {
-  description: "Duration of database statements, in seconds, by operation",
-  boundaries: SECONDS
-})
-
-export const dbPoolConnections = Metric.gauge("db.client.connection.count", {
-  description: "Database connections of the pool, by state (used, idle)"
-})
-
 export const providerCallDuration = Metric.histogram("http.client.request.duration", {
   description: "Duration of provider calls (all attempts), in seconds, by provider, operation and outcome",
   boundaries: SECONDS

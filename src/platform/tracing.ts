@@ -88,14 +88,18 @@ export const withLinkedJobSpan = (
 ) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
   const parent = parentFromW3c(queuedBy.traceparent ?? undefined, queuedBy.tracestate ?? undefined)
+  const tracestate = cleanTracestate(queuedBy.tracestate ?? undefined)
+  // @effect/opentelemetry builds a link's span context without its trace state: it goes on the
+  // link as an attribute instead, and on to the job's own outgoing calls.
+  const linkAttributes = tracestate === "" ? { "svc.link": "queued_by" } : { "svc.link": "queued_by", "w3c.tracestate": tracestate }
   return effect.pipe(
-    Effect.provideService(CurrentTraceState, cleanTracestate(queuedBy.tracestate ?? undefined)),
+    Effect.provideService(CurrentTraceState, tracestate),
     Effect.withSpan(`process ${destination}`, {
       kind: "consumer",
       root: true,
       links: Option.match(parent, {
         onNone: () => [],
-        onSome: (span) => [{ span, attributes: { "svc.link": "queued_by" } }]
+        onSome: (span) => [{ span, attributes: linkAttributes }]
       }),
       attributes: {
         "messaging.system": "postgresql",

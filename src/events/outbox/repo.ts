@@ -80,8 +80,9 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
             INSERT INTO outbox (id, profile_id, topic, payload, traceparent, tracestate)
             SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
                                  ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
-                                 ${traces.map((t) => t?.traceparent ?? null)}::text[],
-                                 ${traces.map((t) => t === undefined || t.tracestate === "" ? null : t.tracestate)}::text[])`)
+                                 -- '' for none: the driver cannot type an array holding only nulls.
+                                 array_replace(${traces.map((t) => t?.traceparent ?? "")}::text[], '', NULL),
+                                 array_replace(${traces.map((t) => t?.tracestate ?? "")}::text[], '', NULL))`)
         })
 
       const forgetCustomers = (ids: ReadonlyArray<string>) =>
