@@ -260,6 +260,13 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
       )
       assert.isDefined(count, text.slice(0, 2000))
       assert.isAtLeast(Number(count!.split(" ").at(-1)), 3)
+      // The cluster's gauges and the queue backlogs (read at start, then every 15 s).
+      assert.match(text, /^effect_cluster_shards(\{[^}]*\})? \d+$/m)
+      for (const queue of ["outbox", "replays", "sync_jobs"]) {
+        assert.match(text, new RegExp(`^svc_queue_depth\\{svc_queue="${queue}"\\} \\d+$`, "m"))
+        assert.match(text, new RegExp(`^svc_queue_lag\\{svc_queue="${queue}"\\} [0-9.e+-]+$`, "m"))
+      }
+      assert.match(text, /^svc_rollup_lag [0-9.e+-]+$/m)
       // The refusals above are counted under their own status.
       assert.isTrue(text.split("\n").some((line) => line.startsWith("http_server_request_duration_count{") && line.includes(`http_route="/metrics"`) && line.includes(`http_response_status_code="401"`)))
     }))
