@@ -31,6 +31,7 @@ import m0033 from "./0033_creative_analysis.ts"
 import m0034 from "./0034_exports.ts"
 import m0035 from "./0035_webhooks.ts"
 import m0036 from "./0036_inbox.ts"
+import m0038 from "./0038_trace_context.ts"
 import m0039 from "./0039_reports.ts"
 
 /**
@@ -71,6 +72,7 @@ export const migrations = {
   "0034_exports": m0034,
   "0035_webhooks": m0035,
   "0036_inbox": m0036,
+  "0038_trace_context": m0038,
   "0039_reports": m0039
 }
 

@@ -19,6 +19,7 @@ import { CreditEngine } from "./engine.ts"
 import { type ClaimedJob, ReplayQueue } from "./jobs/repo.ts"
 import type { PathStats } from "./models/index.ts"
 import { AttributionRepo, type CreditTarget, type ReplayKeyset } from "./repo.ts"
+import { withLinkedJobSpan } from "../platform/tracing.ts"
 
 export interface AttributionWorkerSettingsShape {
   /** Run the background fibers. Off: nothing runs unless `drainOnce` is called (tests that step by hand). */
@@ -256,6 +257,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
 
       const runClaimed = (job: ClaimedJob): Effect.Effect<ReplayOutcome> =>
         replay(job).pipe(
+          withLinkedJobSpan("work_jobs attribution_replay", job, { "messaging.message.id": job.id, "svc.profile_id": job.profile_id }),
           Effect.timeout(settings.replayTimeout),
           Effect.map((progress): ReplayOutcome => ({ jobId: job.id, profileId: job.profile_id, state: "succeeded", progress })),
           Effect.tap((outcome) => Effect.logInfo("attribution replay succeeded", outcome)),

@@ -6,8 +6,8 @@
  * already an envelope and only lacks the request-scoped fields), as bare framework answers
  * (an unknown route, an unsupported content type, a body over the cap), or as defects.
  */
-import { Cause, Context, Effect, type Fiber, Layer, LogLevel, Option, References, Tracer } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Cause, Context, Effect, type Fiber, Layer, LogLevel, Metric, Option, References, Tracer } from "effect"
+import { HttpMiddleware, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiSchemaError } from "effect/http-api/HttpApiError"
 import { isSqlError } from "effect/sql/SqlError"
 import type { unhandled } from "effect/Types"
@@ -25,6 +25,8 @@ import { AppConfig } from "../platform/config.ts"
 import { stoppedBeforeFinishing } from "../platform/lifecycle.ts"
 import { CurrentRequestAccess, CurrentRequestId, newRequestId, type RequestAccess } from "../platform/request-id.ts"
 import { databaseUnavailable, isConnectionFailure } from "../platform/database.ts"
+import { httpServerDuration, observe, rateLimitRejections } from "../platform/metrics.ts"
+import { finishServerSpan, withServerSpan } from "../platform/tracing.ts"
 import { requestSchemaError } from "./schema-errors.ts"
 import { unstorableInBody, unstorableInUrl, unstorableRefusal } from "./unstorable-input.ts"
 
@@ -217,11 +219,33 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
       Effect.withFiber((fiber) => {
         const access: Access = { started: performance.now(), fiber, route: undefined, principalKind: null, profileId: null }
         const noted = Effect.provideService(noteRoute(httpEffect, access), CurrentRequestAccess, access)
-        return Effect.tap(respond(noted), (response) => logAccess(access, response))
+        const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+        const served = Effect.tap(respond(noted), (response) =>
+          Effect.all([
+            finishServerSpan(request, access.route, response.status),
+            measure(request.method, access, response.status),
+            logAccess(access, response)
+          ], { discard: true }))
+        // The platform's server span is switched off where telemetry is installed (it cannot carry
+        // `tracestate`): this one replaces it (decision 0083); elsewhere the platform's is renamed.
+        return fiber.getRef(HttpMiddleware.TracerDisabledWhen)(request) ? withServerSpan(request)(served) : served
       })
   }),
   { global: true }
 )
+
+/** The request's duration by method, route and status; every 429 the edge answers (rate limits, throttles) by route. */
+const measure = (method: string, access: Access, status: number): Effect.Effect<void> => {
+  const route = access.route ?? "(not routed)"
+  const duration = observe(httpServerDuration, (performance.now() - access.started) / 1000, {
+    "http.request.method": method,
+    "http.route": route,
+    "http.response.status_code": String(status)
+  })
+  return status === 429
+    ? Effect.andThen(duration, Metric.update(Metric.withAttributes(rateLimitRejections, { "http.route": route }), 1))
+    : duration
+}
 
 /** What the access line needs beyond the response: set when the request starts, by the auth middleware and when its route ran. */
 interface Access extends RequestAccess {
@@ -230,10 +254,14 @@ interface Access extends RequestAccess {
   route: string | undefined
 }
 
-/** The matched route's template: the router puts it in the fiber's context for the handler, and it is gone once the handler's caller restores that. */
+/**
+ * The matched route's template: the router puts it in the fiber's context for the handler, and it is gone once the handler's caller restores that.
+ * The catch-all 404 route (`*`) is no route: the span keeps its bare `{method}` name, as the semantic conventions ask.
+ */
 const noteRoute = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, access: Access) =>
   Effect.onExit(httpEffect, () => {
-    access.route = Context.getOrUndefined(access.fiber.context, HttpRouter.RouteContext)?.route.path
+    const path = Context.getOrUndefined(access.fiber.context, HttpRouter.RouteContext)?.route.path
+    access.route = path === "*" ? undefined : path
     return Effect.void
   })
 

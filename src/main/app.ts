@@ -41,6 +41,7 @@ import { OpsHandlers } from "../ops/handlers.ts"
 import { PartnerDataHandlers } from "../partner/handlers.ts"
 import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
 import { RpcLive } from "../rpc/server.ts"
+import { MetricsRoute } from "../ops/pages.ts"
 import { MembersHandlers } from "../tenancy/members/handlers.ts"
 import { TenancyHandlers } from "../tenancy/profiles/handlers.ts"
 import { WorkspacesHandlers } from "../tenancy/workspaces/handlers.ts"
@@ -124,4 +125,4 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
  * The API, the docs pages, the internal RPC surface at /rpc, the envelope around all of them,
  * and the sandbox providers under /sandbox/ when this process serves them.
  */
-export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer, SandboxRoutesIfServed)
+export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer, SandboxRoutesIfServed, MetricsRoute)

@@ -22,6 +22,7 @@ import { SecretBox } from "../platform/secret-box.ts"
 import { ProvidersLive } from "../providers/layer.ts"
 import { WebhookWorkerLive } from "../webhooks/delivery/service.ts"
 import { ReportWorker } from "../reports/worker.ts"
+import { QueueGaugesLive } from "../ops/service.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -64,6 +65,8 @@ export const CoreServicesLive = Layer.mergeAll(
   AnalyticsRollups.layer,
   // Works the creative analysis queue (decision 0071).
   CreativeAnalysisWorker.layer,
+  // Reads the durable queues' backlog into the metrics (decision 0084).
+  QueueGaugesLive,
   RateLimiterLive,
   CredentialStoreLive,
   PiiAccessLog.layer,

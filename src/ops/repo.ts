@@ -2,10 +2,10 @@
  * The database probe behind readiness (`/readyz`) and the RPC status: one round trip, then the
  * id of the last applied migration.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { DatabaseUnavailable } from "../../schema/errors.ts"
-import { DATABASE_RETRY_AFTER_SECONDS } from "../platform/database.ts"
+import { atDatabaseBoundary, DATABASE_RETRY_AFTER_SECONDS, decodeRows } from "../platform/database.ts"
 import { appliedMigrationId } from "../platform/migrator.ts"
 
 export class DatabaseProbe extends Context.Service<DatabaseProbe, {
@@ -33,6 +33,40 @@ export class DatabaseProbe extends Context.Service<DatabaseProbe, {
         Effect.provideService(SqlClient, sql)
       )
       return { appliedMigration }
+    })
+  )
+}
+
+/** One durable queue's backlog: rows waiting and the age of the oldest, in seconds. */
+export const QueueBacklog = Schema.Struct({
+  queue: Schema.String,
+  depth: Schema.Int,
+  lag_seconds: Schema.Finite
+})
+export type QueueBacklog = typeof QueueBacklog.Type
+
+/**
+ * Reads (never writes) the backlog of the durable queues for the metrics (decision 0084): the
+ * outbox (unpublished rows), replays (`work_jobs` queued), syncs (`sync_jobs` queued and due),
+ * and the analytics rollups (`analytics_dirty` marks not yet folded in). One statement.
+ */
+export class QueueBacklogs extends Context.Service<QueueBacklogs, {
+  readonly read: Effect.Effect<ReadonlyArray<QueueBacklog>, DatabaseUnavailable>
+}>()("svc/QueueBacklogs") {
+  static readonly layer = Layer.effect(QueueBacklogs)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const rows = decodeRows(QueueBacklog)
+      const backlog = (queue: string, from: string, waiting: string, since: string) =>
+        sql`SELECT ${queue}::text AS queue, count(*)::int AS depth,
+                   COALESCE(EXTRACT(EPOCH FROM now() - min(${sql.literal(since)})), 0)::float8 AS lag_seconds
+            FROM ${sql.literal(from)} WHERE ${sql.literal(waiting)}`
+      const read = rows(sql`
+        ${backlog("outbox", "outbox", "published_at IS NULL", "created_at")}
+        UNION ALL ${backlog("replays", "work_jobs", "state = 'queued'", "created_at")}
+        UNION ALL ${backlog("sync_jobs", "sync_jobs", "status = 'queued' AND run_after <= now()", "run_after")}
+        UNION ALL ${backlog("rollups", "analytics_dirty", "true", "marked_at")}`)
+      return atDatabaseBoundary({ read })
     })
   )
 }

@@ -1,9 +1,10 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Metric, Schedule } from "effect"
 import { DatabaseUnavailable, ServiceUnavailable } from "../../schema/errors.ts"
 import { DATABASE_RETRY_AFTER_SECONDS, DatabaseInfo } from "../platform/database.ts"
 import { Lifecycle } from "../platform/lifecycle.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
-import { DatabaseProbe } from "./repo.ts"
+import { queueDepth, queueLag, rollupLag } from "../platform/metrics.ts"
+import { DatabaseProbe, QueueBacklogs } from "./repo.ts"
 
 export interface ReadinessReport {
   readonly mode: "postgres" | "embedded"
@@ -58,3 +59,31 @@ export class Health extends Context.Service<Health, {
     })
   ).pipe(Layer.provide(DatabaseProbe.layer))
 }
+
+/** How often each runner reads the queue backlogs (every runner reports the same figures: take the max across runners). */
+const BACKLOG_POLL = "15 seconds"
+
+/**
+ * Keeps the queue gauges current (decision 0084): `svc.queue.depth` / `svc.queue.lag` per queue
+ * and `svc.rollup.lag`, read every 15 s by a background fiber. A database outage skips a reading
+ * (the gauges keep their last value; `/readyz` tells the outage).
+ */
+export const QueueGaugesLive = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const backlogs = yield* QueueBacklogs
+    const reading = backlogs.read.pipe(
+      Effect.flatMap((rows) =>
+        Effect.forEach(rows, (row) =>
+          row.queue === "rollups"
+            ? Metric.update(rollupLag, row.lag_seconds)
+            : Effect.andThen(
+              Metric.update(Metric.withAttributes(queueDepth, { "svc.queue": row.queue }), row.depth),
+              Metric.update(Metric.withAttributes(queueLag, { "svc.queue": row.queue }), row.lag_seconds)
+            ), { discard: true })
+      ),
+      Effect.catchTag("DatabaseUnavailable", () => Effect.void),
+      Effect.withTracerEnabled(false)
+    )
+    yield* Effect.forkScoped(Effect.repeat(reading, Schedule.spaced(BACKLOG_POLL)))
+  })
+).pipe(Layer.provide(QueueBacklogs.layer))

@@ -12,6 +12,8 @@ import {
   type SpanProcessor
 } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Layer, Option, References, Tracer } from "effect"
+import { FetchHttpClient, HttpMiddleware } from "effect/http"
+import { OtlpExporter, OtlpMetrics, OtlpSerialization } from "effect/observability"
 import { AppConfig, type AppSettings } from "./config.ts"
 import { VERSION } from "./version.ts"
 
@@ -48,8 +50,25 @@ export const resourceConfig = (settings: AppSettings) => ({
   attributes: parseKeyValueList(settings.otel.resourceAttributes)
 })
 
+/**
+ * The SDK tracer. The platform's own HTTP server span is switched off: the envelope middleware
+ * opens one that keeps the caller's `tracestate` and is named `{method} {route}` (decision 0083).
+ */
 const tracing = (settings: AppSettings, spanProcessor: SpanProcessor): Layer.Layer<never> =>
-  NodeSdk.layer(() => ({ spanProcessor, resource: resourceConfig(settings), shutdownTimeout: "5 seconds" }))
+  Layer.merge(
+    NodeSdk.layer(() => ({ spanProcessor, resource: resourceConfig(settings), shutdownTimeout: "5 seconds" })),
+    Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true)
+  )
+
+/** Metrics pushed to `${endpoint}/v1/metrics` every 15 s (and at shutdown), cumulative as Prometheus reads them (decision 0084). */
+const otlpMetrics = (settings: AppSettings, endpoint: string): Layer.Layer<never> =>
+  Layer.effectDiscard(OtlpMetrics.make({
+    url: `${endpoint}/v1/metrics`,
+    resource: resourceConfig(settings),
+    headers: parseKeyValueList(settings.otel.headers),
+    exportInterval: "15 seconds",
+    shutdownTimeout: "5 seconds"
+  })).pipe(Layer.provide([FetchHttpClient.layer, OtlpSerialization.layerJson, OtlpExporter.layerFlusher]))
 
 /** No exporter: spans are not even created (they would go nowhere). */
 export const TracingDisabled: Layer.Layer<never> = Layer.succeed(References.TracerEnabled)(false)
@@ -60,14 +79,17 @@ export const TelemetryLive: Layer.Layer<never, never, AppConfig> = Layer.unwrap(
     Option.match(settings.otel.endpoint, {
       onNone: () => TracingDisabled,
       onSome: (endpoint) =>
-        tracing(
-          settings,
-          new BatchSpanProcessor(
-            new OTLPTraceExporter({
-              url: `${endpoint}/v1/traces`,
-              headers: parseKeyValueList(settings.otel.headers)
-            })
-          )
+        Layer.merge(
+          tracing(
+            settings,
+            new BatchSpanProcessor(
+              new OTLPTraceExporter({
+                url: `${endpoint}/v1/traces`,
+                headers: parseKeyValueList(settings.otel.headers)
+              })
+            )
+          ),
+          otlpMetrics(settings, endpoint)
         )
     })
   )

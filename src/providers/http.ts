@@ -5,7 +5,7 @@
  * interruptible sleep in the caller's fiber: nothing is forked), one span per call, and the
  * outcome mapped onto src/providers/errors.ts. Lists come as lazily fetched pages.
  */
-import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schedule, Schema, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Metric, Option, Redacted, Schedule, Schema, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import {
   type ProviderError,
@@ -16,6 +16,8 @@ import {
   ProviderUnavailable
 } from "./errors.ts"
 import { ProviderEndpoints } from "./endpoints.ts"
+import { observe, providerCallDuration, providerThrottles } from "../platform/metrics.ts"
+import { CurrentTraceState } from "../platform/tracing.ts"
 import type { ProviderKind } from "./registry.ts"
 
 export interface ProviderRequest {
@@ -140,26 +142,44 @@ export class ProviderHttp extends Context.Service<ProviderHttp, {
             times: options.retries,
             schedule
           }))
-        return client.execute(built).pipe(
-          Effect.flatMap((response) =>
-            response.text.pipe(
-              Effect.timeout(Duration.millis(options.attemptTimeoutMs)),
-              Effect.map((text) => ({ response, text }))
-            )
-          ),
-          Effect.mapError((error) =>
-            new ProviderUnavailable({ ...facts, status: null, detail: error._tag === "TimeoutError" ? "timed out" : error.message })
-          ),
-          Effect.tap(({ response }) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
-          Effect.flatMap(({ response, text }) => outcome(facts, response, text)),
-          Effect.withSpan(`provider.${request.operation}`, {
-            attributes: {
-              "provider.name": request.provider,
-              "provider.operation": request.operation,
-              ...(request.connectionId === undefined ? {} : { "provider.connection_id": request.connectionId })
-            }
-          })
-        )
+        // The client span adds `traceparent`; the caller's `tracestate` goes on with it (W3C).
+        const traced = Effect.withFiber((fiber) => {
+          const tracestate = fiber.getRef(CurrentTraceState)
+          return client.execute(tracestate === "" ? built : HttpClientRequest.setHeader(built, "tracestate", tracestate))
+        })
+        return Effect.suspend(() => {
+          const started = performance.now()
+          return traced.pipe(
+            Effect.flatMap((response) =>
+              response.text.pipe(
+                Effect.timeout(Duration.millis(options.attemptTimeoutMs)),
+                Effect.map((text) => ({ response, text }))
+              )
+            ),
+            Effect.mapError((error) =>
+              new ProviderUnavailable({ ...facts, status: null, detail: error._tag === "TimeoutError" ? "timed out" : error.message })
+            ),
+            Effect.tap(({ response }) => Effect.annotateCurrentSpan("http.response.status_code", response.status)),
+            Effect.flatMap(({ response, text }) => outcome(facts, response, text)),
+            Effect.onExit((exit) => {
+              const result = exit._tag === "Success" ? "ok" : exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error._tag ?? "defect"
+              const attributes = { "svc.provider": request.provider, "svc.provider.operation": request.operation, "svc.outcome": result }
+              return Effect.andThen(
+                observe(providerCallDuration, (performance.now() - started) / 1000, attributes),
+                result === "ProviderThrottled"
+                  ? Metric.update(Metric.withAttributes(providerThrottles, { "svc.provider": request.provider, "svc.provider.operation": request.operation }), 1)
+                  : Effect.void
+              )
+            }),
+            Effect.withSpan(`provider.${request.operation}`, {
+              attributes: {
+                "provider.name": request.provider,
+                "provider.operation": request.operation,
+                ...(request.connectionId === undefined ? {} : { "provider.connection_id": request.connectionId })
+              }
+            })
+          )
+        })
       }
 
       const pages = (request: ProviderRequest, pageSize: number = PAGE_LIMIT): Stream.Stream<unknown, ProviderError> =>

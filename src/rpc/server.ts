@@ -18,6 +18,8 @@ import { DatabaseInfo } from "../platform/database.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
 import { DatabaseProbe } from "../ops/repo.ts"
 import { VERSION } from "../platform/version.ts"
+import { timedRpcCall } from "../platform/metrics.ts"
+import { rpcServerSpans } from "../platform/tracing.ts"
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
 
@@ -28,11 +30,12 @@ export const RpcAuthLive = Layer.effect(RpcAuth)(
     const expected = rpcToken
     const refuse = (message: string) => Effect.fail(new RpcUnauthorized({ message }))
 
-    return RpcAuth.of((effect, { headers }) => {
+    return RpcAuth.of((effect, { headers, rpc }) => {
       if (Option.isNone(expected)) return refuse("RPC is disabled: no SVC_RPC_TOKEN is configured.")
       const match = BEARER.exec(headers["authorization"] ?? "")
       if (match === null) return refuse("Missing bearer token.")
-      return secretMatches(match[1] ?? "", expected.value) ? effect : refuse("Invalid bearer token.")
+      // Calls let through are timed by method (rpc.server.call.duration).
+      return secretMatches(match[1] ?? "", expected.value) ? timedRpcCall("ServiceRpcs", rpc._tag)(effect) : refuse("Invalid bearer token.")
     })
   })
 )
@@ -85,6 +88,6 @@ export const RpcLive: Layer.Layer<
   never,
   never,
   HttpRouter.HttpRouter | AppConfig | Sharding.Sharding | ClusterStatus | DatabaseInfo | SqlClient
-> = RpcServer.layerHttp({ group: ServiceRpcs, path: "/rpc", protocol: "http" }).pipe(
+> = RpcServer.layerHttp({ group: ServiceRpcs, path: "/rpc", protocol: "http", ...rpcServerSpans("ServiceRpcs") }).pipe(
   Layer.provide([ServiceHandlersLive, RpcAuthLive, RpcSerialization.layerJson])
 )

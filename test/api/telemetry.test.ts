@@ -19,6 +19,7 @@ import { launch } from "../../src/main/launch.ts"
 import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/config.ts"
 import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
 import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
+import { cleanTracestate, CurrentTraceState, currentTraceContext, parentFromW3c, withLinkedJobSpan } from "../../src/platform/tracing.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
 import { eventually } from "../support/eventually.ts"
 
@@ -111,7 +112,10 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
       assert.strictEqual(typeof resource["service.version"], "string")
       assert.strictEqual(resource["deployment.environment.name"], "test")
 
-      const sqlSpans = spans.filter((span) => span.attributes["db.system.name"] === "postgresql")
+      // Background workers' statements land in the same exporter, in traces of their own.
+      const sqlSpans = spans.filter((span) =>
+        span.attributes["db.system.name"] === "postgresql" && span.spanContext().traceId === serverSpan.spanContext().traceId
+      )
       assert.isAbove(sqlSpans.length, 0, `spans: ${spans.map((span) => span.name).join(", ")}`)
       for (const sqlSpan of sqlSpans) {
         assert.strictEqual(sqlSpan.kind, SpanKind.CLIENT)
@@ -185,6 +189,87 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
       assert.strictEqual(serverSpan?.spanContext().traceId, traceId)
       assert.strictEqual(serverSpan?.parentSpanContext?.spanId, parentId)
     }))
+
+  it.effect("traceparent with tracestate: the server span is `{method} {route}`, continues the trace and keeps the tracestate", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      exporter.reset()
+      const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+      const parentId = "00f067aa0ba902b7"
+      const response = yield* Effect.promise(() =>
+        fetch(`${HttpServer.formatAddress(server.address)}/healthz?probe=1`, {
+          headers: { traceparent: `00-${traceId}-${parentId}-01`, tracestate: "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7" }
+        })
+      )
+      yield* Effect.promise(() => response.arrayBuffer())
+      const spans = yield* finishedSpansWhen((spans) => spans.some(isServerSpan))
+      const serverSpan = spans.find(isServerSpan)!
+      assert.strictEqual(serverSpan.name, "GET /healthz")
+      assert.strictEqual(serverSpan.spanContext().traceId, traceId)
+      assert.strictEqual(serverSpan.parentSpanContext?.spanId, parentId)
+      assert.strictEqual(serverSpan.spanContext().traceState?.serialize(), "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
+      assert.strictEqual(serverSpan.attributes["url.path"], "/healthz")
+      assert.strictEqual(serverSpan.attributes["http.route"], "/healthz")
+      assert.strictEqual(serverSpan.attributes["server.address"], "127.0.0.1")
+    }))
+
+  it.effect("an unknown route keeps the bare `{method}` name; a malformed traceparent starts a new trace", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      exporter.reset()
+      const response = yield* Effect.promise(() =>
+        fetch(`${HttpServer.formatAddress(server.address)}/no/such/route`, {
+          headers: { traceparent: "00-00000000000000000000000000000000-00f067aa0ba902b7-01", tracestate: "a=b" }
+        })
+      )
+      yield* Effect.promise(() => response.arrayBuffer())
+      assert.strictEqual(response.status, 404)
+      const spans = yield* finishedSpansWhen((spans) => spans.some(isServerSpan))
+      const serverSpan = spans.find(isServerSpan)!
+      assert.strictEqual(serverSpan.name, "GET")
+      assert.isUndefined(serverSpan.parentSpanContext)
+      assert.isUndefined(serverSpan.spanContext().traceState)
+      assert.strictEqual(serverSpan.attributes["http.response.status_code"], 404)
+    }))
+
+  it.effect("GET /metrics: Prometheus text with the request duration series, only for the operator", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const base = HttpServer.formatAddress(server.address)
+      for (let i = 0; i < 3; i++) {
+        const response = yield* Effect.promise(() => fetch(`${base}/healthz`))
+        yield* Effect.promise(() => response.arrayBuffer())
+      }
+      const refused = yield* Effect.promise(() => fetch(`${base}/metrics`))
+      const refusedBody = (yield* Effect.promise(() => refused.json())) as { error: { code: string; request_id: string } }
+      assert.strictEqual(refused.status, 401)
+      assert.strictEqual(refusedBody.error.code, "unauthorized")
+      assert.strictEqual(refusedBody.error.request_id, refused.headers.get("x-request-id"))
+      const wrong = yield* Effect.promise(() => fetch(`${base}/metrics`, { headers: { authorization: "Bearer not-the-token" } }))
+      yield* Effect.promise(() => wrong.arrayBuffer())
+      assert.strictEqual(wrong.status, 401)
+
+      const response = yield* Effect.promise(() => fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }))
+      const text = yield* Effect.promise(() => response.text())
+      assert.strictEqual(response.status, 200)
+      assert.match(response.headers.get("content-type") ?? "", /^text\/plain; version=0\.0\.4/)
+      assert.include(text, "# TYPE http_server_request_duration histogram")
+      const count = text.split("\n").find((line) =>
+        line.startsWith("http_server_request_duration_count{") && line.includes(`http_route="/healthz"`) &&
+        line.includes(`http_response_status_code="200"`) && line.includes(`http_request_method="GET"`)
+      )
+      assert.isDefined(count, text.slice(0, 2000))
+      assert.isAtLeast(Number(count!.split(" ").at(-1)), 3)
+      // The cluster's gauges and the queue backlogs (read at start, then every 15 s).
+      assert.match(text, /^effect_cluster_shards(\{[^}]*\})? \d+$/m)
+      for (const queue of ["outbox", "replays", "sync_jobs"]) {
+        assert.match(text, new RegExp(`^svc_queue_depth\\{svc_queue="${queue}"\\} \\d+$`, "m"))
+        assert.match(text, new RegExp(`^svc_queue_lag\\{svc_queue="${queue}"\\} [0-9.e+-]+$`, "m"))
+      }
+      assert.match(text, /^svc_rollup_lag [0-9.e+-]+$/m)
+      // The refusals above are counted under their own status.
+      assert.isTrue(text.split("\n").some((line) => line.startsWith("http_server_request_duration_count{") && line.includes(`http_route="/metrics"`) && line.includes(`http_response_status_code="401"`)))
+    }))
 })
 
 const baseSettings = settingsFrom({ SVC_DATA_DIR: "/nonexistent", LOG_LEVEL: "Info" })
@@ -201,7 +286,8 @@ describe("TelemetryLive", () => {
       assert.isTrue(Context.get(span.annotations, Tracer.DisablePropagation))
     }))
 
-  it.effect("with an endpoint installs the OpenTelemetry tracer", () =>
+  // Live clock: the OTLP metrics exporter it also starts flushes on the way out, with a time limit.
+  it.live("with an endpoint installs the OpenTelemetry tracer", () =>
     Effect.gen(function*() {
       const settings = yield* baseSettings
       const withEndpoint: AppSettings = {
@@ -216,6 +302,48 @@ describe("TelemetryLive", () => {
       assert.notStrictEqual(tracer, Tracer.nativeTracer)
       assert.isTrue(enabled)
     }))
+
+  it.effect("a background job's span links to the trace that queued it, with its tracestate", () =>
+    Effect.gen(function*() {
+      const settings = yield* baseSettings
+      const jobs = new InMemorySpanExporter()
+      const result = yield* Effect.gen(function*() {
+        // What a request stores with the row it queues, then what the worker does with it.
+        const context = yield* Effect.provideService(currentTraceContext, CurrentTraceState, "vendor=abc").pipe(
+          Effect.withSpan("GET /request", { kind: "server" })
+        )
+        const row = Option.getOrThrow(context)
+        yield* Effect.void.pipe(withLinkedJobSpan("work_jobs test", { traceparent: row.traceparent, tracestate: row.tracestate }))
+        // Read before the layer closes: shutting the exporter down empties it.
+        return { row, finished: jobs.getFinishedSpans().slice() }
+      }).pipe(Effect.provide(TelemetryTest(jobs).pipe(Layer.provide(AppConfig.layerWith(settings)))))
+      const queued = result.row
+      assert.strictEqual(queued.tracestate, "vendor=abc")
+      const [request, job] = [
+        result.finished.find((span) => span.name === "GET /request"),
+        result.finished.find((span) => span.name === "process work_jobs test")
+      ]
+      assert.isDefined(request)
+      assert.isDefined(job)
+      assert.strictEqual(queued.traceparent, `00-${request!.spanContext().traceId}-${request!.spanContext().spanId}-01`)
+      assert.strictEqual(job!.kind, SpanKind.CONSUMER)
+      assert.notStrictEqual(job!.spanContext().traceId, request!.spanContext().traceId)
+      assert.strictEqual(job!.links.length, 1)
+      assert.strictEqual(job!.links[0]!.context.traceId, request!.spanContext().traceId)
+      assert.strictEqual(job!.links[0]!.context.spanId, request!.spanContext().spanId)
+      assert.strictEqual(job!.links[0]!.attributes?.["w3c.tracestate"], "vendor=abc")
+      assert.strictEqual(job!.attributes["messaging.destination.name"], "work_jobs test")
+    }))
+
+  it("parses W3C trace context strictly and keeps a sane tracestate", () => {
+    assert.isTrue(Option.isSome(parentFromW3c("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")))
+    for (const bad of ["", "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-4bf92f35-00f067aa0ba902b7-01", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"]) {
+      assert.isTrue(Option.isNone(parentFromW3c(bad)), bad)
+    }
+    assert.strictEqual(cleanTracestate(" a=1,b=2 "), "a=1,b=2")
+    assert.strictEqual(cleanTracestate("x".repeat(513)), "")
+    assert.strictEqual(cleanTracestate("a=\u0000"), "")
+  })
 
   it.effect("annotateRequestSpan reaches the server span through nested spans", () =>
     Effect.gen(function*() {

@@ -13,6 +13,7 @@ import { ReplayJob } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
+import { currentTraceContext } from "../../platform/tracing.ts"
 
 export const REPLAY_JOB_KIND = "attribution_replay"
 
@@ -53,7 +54,10 @@ export const ClaimedJob = Schema.Struct({
   id: Schema.String,
   profile_id: Schema.String,
   attempts: Schema.Int,
-  reason: Schema.String
+  reason: Schema.String,
+  /** The trace that queued it (W3C), null when queued outside a traced request. */
+  traceparent: Schema.NullOr(Schema.String),
+  tracestate: Schema.NullOr(Schema.String)
 })
 export type ClaimedJob = typeof ClaimedJob.Type
 
@@ -130,9 +134,12 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
             ORDER BY created_at, id LIMIT 1 FOR UPDATE`)
           if (Option.isSome(queued)) return { jobId: queued.value.id, coalesced: true } satisfies Enqueued
           const jobId = crypto.randomUUID()
+          // The queuing request's trace, for the replay's span to link to (decision 0083).
+          const trace = Option.getOrUndefined(yield* currentTraceContext)
           yield* sql`
-            INSERT INTO work_jobs (id, profile_id, kind, reason, state)
-            VALUES (${jobId}, ${profileId}, ${REPLAY_JOB_KIND}, ${reason}, 'queued')`
+            INSERT INTO work_jobs (id, profile_id, kind, reason, state, traceparent, tracestate)
+            VALUES (${jobId}, ${profileId}, ${REPLAY_JOB_KIND}, ${reason}, 'queued',
+                    ${trace?.traceparent ?? null}, ${trace === undefined || trace.tracestate === "" ? null : trace.tracestate})`
           return { jobId, coalesced: false } satisfies Enqueued
         }).pipe(
           sql.withTransaction,
@@ -185,7 +192,7 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
             SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
                 started_at = now(), finished_at = NULL, progress = 0
             WHERE j.id = (SELECT c.id ${claimable(maxAttempts)} ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
-            RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason`)
+            RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason, j.traceparent, j.tracestate`)
         })
 
       const renew = (job: ClaimedJob, progress: number, total: number | null, leaseSeconds: number) =>

@@ -12,6 +12,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
+import { currentTraceContext } from "../../platform/tracing.ts"
 
 /** The progress column as stored: whatever the last renewal wrote (`{}` before the first). */
 const StoredProgress = Schema.Struct({
@@ -78,6 +79,9 @@ export const ClaimedSyncJob = Schema.Struct({
   kind: SyncJobKind,
   window_days: Schema.NullOr(Schema.Int),
   attempts: Schema.Int,
+  /** The trace that queued it (W3C), null for nightly jobs and jobs queued outside a traced request. */
+  traceparent: Schema.NullOr(Schema.String),
+  tracestate: Schema.NullOr(Schema.String),
   /** The connection's provider kind, status and account; `live` false once disconnected. */
   provider_kind: Schema.String,
   connection_status: Schema.String,
@@ -175,14 +179,21 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
         ${isoTimestamp(sql, "j.started_at")} AS started_at,
         ${isoTimestamp(sql, "j.finished_at")} AS finished_at`
 
+      /** The queuing request's trace as two columns' values, for the job's span to link to (decision 0083). */
+      const traceValues = Effect.map(currentTraceContext, (trace) =>
+        Option.match(trace, {
+          onNone: () => sql`NULL::text, NULL::text`,
+          onSome: ({ traceparent, tracestate }) => sql`${traceparent}::text, ${tracestate === "" ? null : tracestate}::text`
+        }))
+
       const enqueueBackfills = (profileId: string, windowDays: number, reason: string) =>
-        Effect.map(
-          sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
-              SELECT gen_random_uuid(), profile_id, id, 'backfill', ${windowDays}, ${reason}
+        Effect.flatMap(traceValues, (trace) => Effect.map(
+          sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason, traceparent, tracestate)
+              SELECT gen_random_uuid(), profile_id, id, 'backfill', ${windowDays}, ${reason}, ${trace}
               FROM connections WHERE profile_id = ${profileId} AND provider_kind = 'adplatform' AND disconnected_at IS NULL
               RETURNING id`,
           (rows) => rows.length
-        )
+        ))
 
       /** Serializes enqueues on a connection, so two clicks join one job (released at commit). */
       const lockConnection = (connectionId: string) =>
@@ -204,10 +215,11 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
                 AND j.status IN ('queued', 'running')
               ORDER BY j.created_at LIMIT 1`)
             if (Option.isSome(open)) return open
+            const trace = yield* traceValues
             return yield* firstJob(sql`
               WITH inserted AS (
-                INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason)
-                SELECT gen_random_uuid(), c.profile_id, c.id, ${kind}, ${windowDays}, ${reason}
+                INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, reason, traceparent, tracestate)
+                SELECT gen_random_uuid(), c.profile_id, c.id, ${kind}, ${windowDays}, ${reason}, ${trace}
                 FROM connections c
                 WHERE c.id = ${connectionId} AND c.profile_id = ${profileId} AND c.disconnected_at IS NULL
                   AND c.provider_kind = ANY(${SYNCED_PROVIDER_KINDS}::text[])
@@ -312,9 +324,9 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
               SET status = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
                   started_at = now(), finished_at = NULL, updated_at = now(), progress = '{}'
               WHERE j.id = (SELECT c.id ${claimable(maxAttempts)} ORDER BY c.run_after, c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
-              RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts)
+              RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts, j.traceparent, j.tracestate)
             SELECT j.id::text AS id, j.profile_id::text AS profile_id, j.connection_id::text AS connection_id, j.kind,
-                   j.window_days, j.attempts, c.provider_kind, c.status AS connection_status,
+                   j.window_days, j.attempts, j.traceparent, j.tracestate, c.provider_kind, c.status AS connection_status,
                    (c.disconnected_at IS NULL) AS live, c.currency AS account_currency
             FROM claimed j JOIN connections c ON c.id = j.connection_id`)
         }).pipe(sql.withTransaction)

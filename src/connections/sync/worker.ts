@@ -23,6 +23,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
 import { CommerceOrders } from "../../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../providers/adplatform/port.ts"
+import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
@@ -288,6 +289,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           error
         })
         return runJob(job).pipe(
+          withLinkedJobSpan(`sync_jobs ${job.kind}`, job, { "messaging.message.id": job.id, "svc.connection_id": job.connection_id }),
           Effect.timeout(settings.jobTimeout),
           Effect.flatMap((result) => {
             switch (result.state) {

@@ -7,12 +7,15 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
+import { currentTraceContext, type TraceContext } from "../../platform/tracing.ts"
 
 export interface NewOutboxRow {
   readonly id: string
   readonly profileId: string
   readonly topic: string
   readonly payload: unknown
+  /** The trace that queued it, when not the current one (the recorder's batch holds several requests' rows). */
+  readonly trace?: TraceContext | undefined
 }
 
 /** An `outcome.recorded` row with its customer's contact (src/events/replay). */
@@ -91,11 +94,18 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
 
+      // Each row keeps the trace that queued it (its own, or the current one) for the delivery's span to link to (decision 0083).
       const insert = (rows: ReadonlyArray<NewOutboxRow>) =>
-        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
-          INSERT INTO outbox (id, profile_id, topic, payload)
-          SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
-                               ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[])`)
+        rows.length === 0 ? Effect.void : Effect.flatMap(currentTraceContext, (current) => {
+          const traces = rows.map((r) => r.trace ?? Option.getOrUndefined(current))
+          return Effect.asVoid(sql`
+            INSERT INTO outbox (id, profile_id, topic, payload, traceparent, tracestate)
+            SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
+                                 ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
+                                 -- '' for none: the driver cannot type an array holding only nulls.
+                                 array_replace(${traces.map((t) => t?.traceparent ?? "")}::text[], '', NULL),
+                                 array_replace(${traces.map((t) => t?.tracestate ?? "")}::text[], '', NULL))`)
+        })
 
       const forgetCustomers = (ids: ReadonlyArray<string>) =>
         Effect.asVoid(sql`

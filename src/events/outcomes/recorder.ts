@@ -10,7 +10,7 @@
  * its customer is resolved, its conversion written, the first payments of its customer
  * recomputed, and its `outcome.recorded` outbox row written, all in the same transaction.
  */
-import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue, Tracer } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Metric, Option, Queue, Tracer } from "effect"
 import { type DatabaseUnavailable, IdempotencyKeyConflict, InvalidState } from "../../../schema/errors.ts"
 import { isHealthcareFamily } from "../../../schema/scopes.ts"
 import type { ProfileContext } from "../../auth/principal.ts"
@@ -20,6 +20,8 @@ import { CustomersRepo, profileScoped } from "../../customers/repo.ts"
 import { IdentityRepo } from "../../identity/repo.ts"
 import { type NewOutboxRow, OutboxRepo } from "../outbox/repo.ts"
 import { EventsRepo, type NewConversion, type NewEvent, type StoredEvent } from "./repo.ts"
+import { recorderBatchSize, recorderCommitDuration, timed } from "../../platform/metrics.ts"
+import { currentTraceContext, type TraceContext } from "../../platform/tracing.ts"
 
 export const OUTCOME_RECORDED = "outcome.recorded"
 /** `data.provider` of outcomes ingested through this API. */
@@ -70,6 +72,8 @@ interface Pending {
   readonly requestHash: string
   readonly origin: OutcomeOrigin
   readonly span: Option.Option<Tracer.AnySpan>
+  /** The request's W3C trace context, stored with its outbox row. */
+  readonly trace: Option.Option<TraceContext>
   readonly done: Deferred.Deferred<Ingested, RecordError | DatabaseUnavailable>
 }
 
@@ -216,6 +220,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
                 id,
                 profileId: event.profileId,
                 topic: OUTCOME_RECORDED,
+                trace: Option.getOrUndefined(item.trace),
                 payload: {
                   id,
                   type: OUTCOME_RECORDED,
@@ -254,6 +259,9 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
             }))
           }))
         }).pipe(
+          // Batch size and commit latency: how well group commit is batching (docs/runbook.md).
+          Effect.tap(() => Metric.update(recorderBatchSize, batch.length)),
+          timed(recorderCommitDuration, ({ ok }) => ({ "svc.outcome": ok ? "committed" : "failed" })),
           Effect.withSpan("Events.recordBatch", {
             attributes: { "svc.events.batch_size": batch.length },
             links: batch.flatMap((item) => Option.isSome(item.span) ? [{ span: item.span.value, attributes: {} }] : [])
@@ -288,7 +296,8 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
       ) {
         const done = yield* Deferred.make<Ingested, RecordError | DatabaseUnavailable>()
         const span = yield* Effect.option(Effect.currentSpan)
-        yield* Queue.offer(queue, { profile, checked, requestHash, origin, span, done })
+        const trace = yield* currentTraceContext
+        yield* Queue.offer(queue, { profile, checked, requestHash, origin, span, trace, done })
         return yield* Deferred.await(done)
       })
 

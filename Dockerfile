@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+# The service image: Node 24.21.0 (the version pinned in package.json devDependencies), the
+# production dependencies and the TypeScript sources, which Node 24 runs directly (type
+# stripping: no build step). Not built on the machine it was written on (no network there);
+# see docs/runbook.md.
+
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+
+# 1. Production dependencies only: `npm ci --omit=dev` leaves out vitest, typescript and the
+#    pinned node/deno binaries (the base image is the pinned Node).
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# 2. The runtime: sources and dependencies owned by root, read-only to the service user.
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    SVC_LOG_FORMAT=json \
+    SVC_DATA_DIR=/data
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY schema ./schema
+COPY src ./src
+COPY cluster ./cluster
+COPY migrations ./migrations
+# The embedded database's directory (only used without DATABASE_URL), writable by the service user.
+RUN mkdir -p /data && chown node:node /data
+# The official image's unprivileged user (uid 1000).
+USER node
+EXPOSE 8080 34431
+# `node` directly, PID 1 receives SIGTERM and drains (npm would not pass it on). Liveness probe
+# without curl: Node's fetch.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+STOPSIGNAL SIGTERM
+CMD ["node", "src/main/node.ts"]

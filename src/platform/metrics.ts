@@ -1,0 +1,81 @@
+/**
+ * Metrics (decision 0084): Effect metrics in the process-wide registry, exported over OTLP
+ * when an endpoint is configured and rendered in Prometheus text format at `GET /metrics`
+ * (operator credential). Names follow the OpenTelemetry semantic conventions where one exists
+ * (`http.server.request.duration`, `db.client.operation.duration`...), `svc.*` otherwise;
+ * Prometheus sees dots as underscores. docs/runbook.md says what each one means.
+ */
+import { Effect, Metric } from "effect"
+
+// Seconds, as the semantic conventions ask: 5 ms to 10 s.
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10]
+
+export const httpServerDuration = Metric.histogram("http.server.request.duration", {
+  description: "Duration of HTTP server requests, in seconds, by method, route and status",
+  boundaries: SECONDS
+})
+
+export const rpcServerDuration = Metric.histogram("rpc.server.call.duration", {
+  description: "Duration of RPC calls served, in seconds, by service, method and outcome",
+  boundaries: SECONDS
+})
+
+export const providerCallDuration = Metric.histogram("http.client.request.duration", {
+  description: "Duration of provider calls (all attempts), in seconds, by provider, operation and outcome",
+  boundaries: SECONDS
+})
+
+export const providerThrottles = Metric.counter("svc.provider.throttles", {
+  description: "Provider answers of 429 (after retries), by provider and operation",
+  incremental: true
+})
+
+export const rateLimitRejections = Metric.counter("svc.rate_limit.rejections", {
+  description: "Requests refused with 429 rate_limited, by principal kind",
+  incremental: true
+})
+
+export const recorderBatchSize = Metric.histogram("svc.recorder.batch.size", {
+  description: "Outcome events committed together by the group-commit recorder",
+  boundaries: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+})
+
+export const recorderCommitDuration = Metric.histogram("svc.recorder.commit.duration", {
+  description: "Duration of one group commit of the outcome recorder, in seconds",
+  boundaries: SECONDS
+})
+
+export const queueDepth = Metric.gauge("svc.queue.depth", {
+  description: "Rows waiting in a durable queue, by queue (outbox, replays, work_jobs, sync_jobs)"
+})
+
+export const queueLag = Metric.gauge("svc.queue.lag", {
+  description: "Age in seconds of the oldest row waiting in a durable queue, by queue"
+})
+
+export const rollupLag = Metric.gauge("svc.rollup.lag", {
+  description: "Seconds between the newest fact and what the analytics rollups have folded in"
+})
+
+/** Observes `seconds` on `histogram` with `attributes` (one series per distinct set). */
+export const observe = (
+  histogram: Metric.Metric<number, unknown>,
+  seconds: number,
+  attributes: Readonly<Record<string, string>>
+): Effect.Effect<void> => Metric.update(Metric.withAttributes(histogram, attributes), seconds)
+
+/** Runs `effect` and observes its duration in seconds on `histogram`, with attributes from its outcome. */
+export const timed = (
+  histogram: Metric.Metric<number, unknown>,
+  attributes: (exit: { readonly ok: boolean }) => Readonly<Record<string, string>>
+) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    const started = performance.now()
+    return Effect.onExit(effect, (exit) =>
+      observe(histogram, (performance.now() - started) / 1000, attributes({ ok: exit._tag === "Success" })))
+  })
+
+/** Wraps one RPC call (in the server's per-call middleware) to observe its duration by service, method and outcome. */
+export const timedRpcCall = (service: string, method: string) =>
+  timed(rpcServerDuration, ({ ok }) => ({ "rpc.system": "effect_rpc", "rpc.service": service, "rpc.method": method, "svc.outcome": ok ? "ok" : "error" }))
