@@ -173,14 +173,17 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
   readonly ingest: (record: ConnectionRecord, orders: ReadonlyArray<Order>) => Effect.Effect<number, DatabaseUnavailable>
   /**
    * The catalogue and the orders changed since the connection's last finished sync (less an
-   * hour's overlap; every order on the first), `batchSize` at a time, `onBatch` after each.
+   * hour's overlap; every order on the first), or since `resumeFrom` (an earlier attempt's
+   * checkpoint), `batchSize` at a time. `onBatch` after each, with the counts and the checkpoint:
+   * the `updated_at` of the batch's last order, every order up to it being wholly written.
    */
   readonly sync: <E>(
     record: ConnectionRecord,
     session: ProviderSession,
     options: {
       readonly batchSize: number
-      readonly onBatch: (counts: SyncCounts) => Effect.Effect<void, E>
+      readonly resumeFrom?: string | null
+      readonly onBatch: (counts: SyncCounts, checkpoint?: string) => Effect.Effect<void, E>
     }
   ) => Effect.Effect<SyncCounts, DatabaseUnavailable | ProviderError | E>
   /** The catalogue of the copy, by product id. */
@@ -303,13 +306,20 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
         session: ProviderSession,
         options: {
           readonly batchSize: number
-          readonly onBatch: (counts: SyncCounts) => Effect.Effect<void, E>
+          readonly resumeFrom?: string | null
+          readonly onBatch: (counts: SyncCounts, checkpoint?: string) => Effect.Effect<void, E>
         }
       ) => Effect.gen(function*() {
         const shop = record.external_account_id ?? ""
         const last = yield* copy.lastSyncedAt(record.id)
+        const resumed = options.resumeFrom == null ? Number.NaN : Date.parse(options.resumeFrom)
         // The overlap re-reads a little: ingest is idempotent, and an order changed while the last sync ran is not missed.
-        const since = last === null ? undefined : new Date(last.getTime() - SYNC_OVERLAP_MS)
+        // A resumed attempt starts at its checkpoint (`updated_since` is inclusive: the orders at that instant are read again).
+        const since = !Number.isNaN(resumed)
+          ? new Date(resumed)
+          : last === null
+          ? undefined
+          : new Date(last.getTime() - SYNC_OVERLAP_MS)
         let counts: SyncCounts = { products: 0, orders: 0, milestones: 0 }
         const size = Math.max(1, options.batchSize)
         yield* commerce.products(session).pipe(
@@ -329,7 +339,9 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
             Effect.gen(function*() {
               const written = yield* ingest(record, batch)
               counts = { ...counts, orders: counts.orders + batch.length, milestones: counts.milestones + written }
-              yield* options.onBatch(counts)
+              // Pages come oldest change first: the batch's latest change is how far the copy is complete.
+              const reached = batch.reduce((max, order) => (order.updated_at > max ? order.updated_at : max), "")
+              yield* options.onBatch(counts, reached === "" ? undefined : new Date(reached).toISOString())
             })
           )
         )
