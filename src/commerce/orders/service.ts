@@ -350,8 +350,8 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
               const written = yield* ingest(record, batch)
               counts = { ...counts, orders: counts.orders + batch.length, milestones: counts.milestones + written }
               // Pages come oldest change first: the batch's latest change is how far the copy is complete.
-              const reached = batch.reduce((max, order) => (order.updated_at > max ? order.updated_at : max), "")
-              yield* options.onBatch(counts, reached === "" ? undefined : new Date(reached).toISOString())
+              const reached = batch.reduce((max, order) => Math.max(max, Date.parse(order.updated_at) || 0), 0)
+              yield* options.onBatch(counts, reached > 0 ? new Date(reached).toISOString() : undefined)
             })
           )
         )
