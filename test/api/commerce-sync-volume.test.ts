@@ -1,6 +1,6 @@
 /**
  * The commerce sync at volume, exactly once across an interruption (issue 18, Measure; decision
- * 0065): a shop of 2,000 generated orders (`generated_orders`, four milestones each) synced by the
+ * 0065): a shop of 1,000 generated orders (`generated_orders`, four milestones each) synced by the
  * worker stepped by hand, interrupted mid-sync, then taken up again: the second attempt resumes at
  * the job's checkpoint, and every milestone, its `order.status.changed` row and every paid
  * order's payment exist exactly once; a full re-read afterwards writes nothing. The real process
@@ -16,7 +16,8 @@ import { eventually } from "../support/eventually.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
-const ORDERS = 2_000
+const ORDERS = 1_000
+const BATCH = 50
 const SHOP = "volume-sync"
 
 const bearer = (key: string, method = "GET", body?: unknown) => ({
@@ -63,11 +64,11 @@ const counts = (profileId: string) =>
 
 const job = (key: string, jobId: string) => Effect.map(call(`/api/v1/connections/sync/${jobId}`, bearer(key)), (r) => r.json.data)
 
-// The worker is stepped by hand (no background fibers), 100 orders a batch: 2,000 orders are 20 batches.
+// The worker is stepped by hand (no background fibers), 50 orders a batch: 1,000 orders are 20 batches.
 const manual = Layer.succeed(SyncWorkerSettings)({
   ...defaultSyncWorkerSettings,
   enabled: false,
-  batchSize: 100,
+  batchSize: BATCH,
   lease: Duration.seconds(30)
 })
 
@@ -85,7 +86,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "120 seconds",
         assert.strictEqual(consent.status, 303)
         yield* Effect.promise(() => fetch(consent.location ?? "", { redirect: "manual" }).then((r) => r.text()))
 
-        // The volume arrival: bad input is refused and changes nothing; then 2,000 orders.
+        // The volume arrival: bad input is refused and changes nothing; then 1,000 orders.
         const refused = yield* sandbox("PATCH", "_state", { arrive: { kind: "generated_orders", shop: SHOP, orders: 0 } })
         assert.strictEqual(refused.status, 400, refused.text)
         const arrived = yield* sandbox("PATCH", "_state", { arrive: { kind: "generated_orders", shop: SHOP, orders: ORDERS, seed: 7 } })
@@ -122,7 +123,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "120 seconds",
         const done = yield* job(key, jobId)
         assert.strictEqual(done.status, "done", JSON.stringify(done))
         assert.strictEqual(done.attempts, 2)
-        assert.isBelow(done.progress.orders, totalOrders - atInterrupt.orders + 2 * 100, JSON.stringify(done.progress))
+        assert.isBelow(done.progress.orders, totalOrders - atInterrupt.orders + 2 * BATCH, JSON.stringify(done.progress))
         const after = yield* counts(profile.profileId)
         // What the second attempt says it wrote is exactly what was missing.
         assert.strictEqual(done.progress.milestones, after.milestones - atInterrupt.milestones)
@@ -149,6 +150,6 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "120 seconds",
         assert.strictEqual(rereadJob.progress.milestones, 0)
         assert.strictEqual(rereadJob.progress.products, 24)
         assert.deepStrictEqual(yield* counts(profile.profileId), after)
-      }))
+      }), 120_000)
   })
 })
