@@ -359,7 +359,7 @@ export class CommerceWorld {
       return new WorldRefusal(
         400,
         "invalid_parameter",
-        "arrive must be {kind: \"order\", shop?, email?, phone?, customer_id?, status?, attributes?, lines?: [{variant_id, quantity}]} or {kind: \"app_uninstalled\", shop?}"
+        "arrive must be {kind: \"order\", shop?, email?, phone?, customer_id?, status?, attributes?, lines?: [{variant_id, quantity}]} or {kind: \"app_uninstalled\", shop?} or {kind: \"generated_orders\", shop?, orders: 1..1000000, seed?}"
       )
     }
     const input = decoded.success
