@@ -4,11 +4,11 @@
  * without `updated_since`; they read back alike by id; bad arrivals are refused.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { CommerceWorld, SEEDED_SHOP } from "../../src/providers/sandbox/commerce/world.ts"
+import { CommerceWorld, type Order, SEEDED_SHOP } from "../../src/providers/sandbox/commerce/world.ts"
 import { WorldRefusal } from "../../src/providers/sandbox/world-kit.ts"
 
 const readAll = (world: CommerceWorld, query: { readonly updated_since?: string; readonly limit?: number }) => {
-  const seen: Array<{ id: string; updated_at: string; milestones: ReadonlyArray<{ status: string }> }> = []
+  const seen: Array<Order> = []
   let after: string | undefined
   for (let pages = 0; pages < 1_000; pages++) {
     const page = world.listOrders(SEEDED_SHOP, { ...query, ...(after === undefined ? {} : { after }) })
