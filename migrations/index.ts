@@ -25,6 +25,7 @@ import m0024 from "./0024_utm_dimensions.ts"
 import m0025 from "./0025_password_links.ts"
 import m0026 from "./0026_provider_connections.ts"
 import m0029 from "./0029_commerce_copy.ts"
+import m0030 from "./0030_sync_checkpoint.ts"
 import m0031 from "./0031_commerce_app_connections.ts"
 import m0032 from "./0032_ad_actions.ts"
 import m0033 from "./0033_creative_analysis.ts"
@@ -66,6 +67,7 @@ export const migrations = {
   "0025_password_links": m0025,
   "0026_provider_connections": m0026,
   "0029_commerce_copy": m0029,
+  "0030_sync_checkpoint": m0030,
   "0031_commerce_app_connections": m0031,
   "0032_ad_actions": m0032,
   "0033_creative_analysis": m0033,

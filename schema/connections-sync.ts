@@ -21,7 +21,15 @@ export const SyncProgress = Schema.Struct({
   since: Schema.NullOr(Schema.String),
   until: Schema.NullOr(Schema.String),
   /** Why insights were not synced (`attribution_disabled`), null otherwise. */
-  insights_skipped: Schema.NullOr(Schema.String)
+  insights_skipped: Schema.NullOr(Schema.String),
+  /** A commerce sync: products and orders copied, `order.status.changed` milestones written (each once: a re-read writes none). */
+  products: Schema.Int,
+  orders: Schema.Int,
+  milestones: Schema.Int,
+  /** A CRM sync: deals read. */
+  deals: Schema.Int,
+  /** A card-gateway sync: payments recorded. */
+  payments: Schema.Int
 }).annotate({ identifier: "SyncProgress" })
 export type SyncProgress = typeof SyncProgress.Type
 

@@ -62,7 +62,9 @@ export const ConnectionSyncApi = HttpApiGroup.make("connectionSync")
         "`status` moves `queued` → `running` → `done`, `failed` or `cancelled`. A throttled or unavailable provider queues the job " +
           "again (`error` says why, `run_after` when it is next tried; `attempts` counts tries). `failed` for good: " +
           "`reconnect_required` (the connection must be reconnected), `permission_missing`, `provider_refused`. `progress` counts the " +
-          "rows written by the current attempt. 404 for a job of another profile."
+          "rows written by the current attempt: campaigns, ad sets, ads and insight rows (ad platform); products, orders and newly " +
+          "written milestones (commerce); deals (CRM); payments (card gateway). A commerce job taken over after a crash resumes " +
+          "where its last written batch ended. 404 for a job of another profile."
       )
       .annotateMerge(policy({
         scopes: ["connections:read"],

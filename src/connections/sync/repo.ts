@@ -23,7 +23,12 @@ const StoredProgress = Schema.Struct({
   insight_rows: Schema.optionalKey(Schema.Int),
   since: Schema.optionalKey(Schema.NullOr(Schema.String)),
   until: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  insights_skipped: Schema.optionalKey(Schema.NullOr(Schema.String))
+  insights_skipped: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  products: Schema.optionalKey(Schema.Int),
+  orders: Schema.optionalKey(Schema.Int),
+  milestones: Schema.optionalKey(Schema.Int),
+  deals: Schema.optionalKey(Schema.Int),
+  payments: Schema.optionalKey(Schema.Int)
 })
 
 export const emptyProgress: SyncProgress = {
@@ -34,7 +39,12 @@ export const emptyProgress: SyncProgress = {
   insight_rows: 0,
   since: null,
   until: null,
-  insights_skipped: null
+  insights_skipped: null,
+  products: 0,
+  orders: 0,
+  milestones: 0,
+  deals: 0,
+  payments: 0
 }
 
 const SyncJobRow = Schema.Struct({
@@ -86,7 +96,9 @@ export const ClaimedSyncJob = Schema.Struct({
   provider_kind: Schema.String,
   connection_status: Schema.String,
   live: Schema.Boolean,
-  account_currency: Schema.NullOr(Schema.String)
+  account_currency: Schema.NullOr(Schema.String),
+  /** Where an earlier attempt had got to (migration 0030); null for a first attempt or a sync that keeps none. */
+  checkpoint: Schema.NullOr(Schema.String)
 })
 export type ClaimedSyncJob = typeof ClaimedSyncJob.Type
 
@@ -143,8 +155,11 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
    * connection runs, skipping rows another runner holds: `attempts` + 1, leased `leaseSeconds`.
    */
   readonly claim: (maxAttempts: number, leaseSeconds: number) => Repo<Option.Option<ClaimedSyncJob>>
-  /** Fenced renewal with the progress so far; false when the job is no longer ours. */
-  readonly renew: (job: ClaimedSyncJob, progress: SyncProgress, leaseSeconds: number) => Repo<boolean>
+  /**
+   * Fenced renewal with the progress so far (and, when given, where the job has got to: a later
+   * attempt resumes there); false when the job is no longer ours.
+   */
+  readonly renew: (job: ClaimedSyncJob, progress: SyncProgress, leaseSeconds: number, checkpoint?: string) => Repo<boolean>
   /** Fenced: done; false when it is no longer ours. */
   readonly succeed: (job: ClaimedSyncJob, progress: SyncProgress) => Repo<boolean>
   /** Fenced: a failed attempt, queued again after `retryAfterSeconds`, or `failed` for good when null. */
@@ -324,19 +339,20 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
               SET status = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
                   started_at = now(), finished_at = NULL, updated_at = now(), progress = '{}'
               WHERE j.id = (SELECT c.id ${claimable(maxAttempts)} ORDER BY c.run_after, c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
-              RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts, j.traceparent, j.tracestate)
+              RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts, j.traceparent, j.tracestate, j.checkpoint)
             SELECT j.id::text AS id, j.profile_id::text AS profile_id, j.connection_id::text AS connection_id, j.kind,
-                   j.window_days, j.attempts, j.traceparent, j.tracestate, c.provider_kind, c.status AS connection_status,
+                   j.window_days, j.attempts, j.traceparent, j.tracestate, j.checkpoint, c.provider_kind, c.status AS connection_status,
                    (c.disconnected_at IS NULL) AS live, c.currency AS account_currency
             FROM claimed j JOIN connections c ON c.id = j.connection_id`)
         }).pipe(sql.withTransaction)
 
       const ours = (job: ClaimedSyncJob) => sql`id = ${job.id} AND attempts = ${job.attempts} AND status = 'running'`
 
-      const renew = (job: ClaimedSyncJob, progress: SyncProgress, leaseSeconds: number) =>
+      const renew = (job: ClaimedSyncJob, progress: SyncProgress, leaseSeconds: number, checkpoint?: string) =>
         Effect.map(
           sql`
             UPDATE sync_jobs SET progress = ${JSON.stringify(progress)}::jsonb, updated_at = now(),
+                   checkpoint = COALESCE(${checkpoint ?? null}::text, checkpoint),
                    lease_until = now() + make_interval(secs => ${leaseSeconds})
             WHERE ${ours(job)} RETURNING id`,
           (rows) => rows.length === 1

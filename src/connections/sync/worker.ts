@@ -167,9 +167,9 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           "svc.connection_id": job.connection_id
         })
         let progress: SyncProgress = { ...emptyProgress }
-        const renew = Effect.fnUntraced(function*(next: SyncProgress) {
+        const renew = Effect.fnUntraced(function*(next: SyncProgress, checkpoint?: string) {
           progress = next
-          if (!(yield* jobs.renew(job, progress, leaseSeconds))) return yield* new LeaseLost({ jobId: job.id })
+          if (!(yield* jobs.renew(job, progress, leaseSeconds, checkpoint))) return yield* new LeaseLost({ jobId: job.id })
         })
 
         // The lease is renewed on a clock too, not only per batch: a provider backing off (Retry-After)
@@ -187,7 +187,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           if (job.provider_kind === "cardgw") {
             if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
             yield* renew(progress)
-            yield* cardgw.sync(job, () => renew(progress))
+            yield* cardgw.sync(job, (payments) => renew({ ...progress, payments }))
             return { state: "done" as const, code: null, progress }
           }
           if (job.provider_kind === "commerce" && job.connection_status !== "reconnect_required") {
@@ -195,14 +195,20 @@ export class SyncWorker extends Context.Service<SyncWorker, {
             const record = yield* connections.find(job.connection_id)
             if (Option.isNone(record)) return { state: "cancelled" as const, code: "connection_disconnected", progress }
             const session = yield* sessions.session(job.connection_id)
-            yield* commerceOrders.sync(record.value, session, { batchSize, onBatch: () => renew(progress) })
+            // A job taken over after a crash resumes at the checkpoint its last batch left.
+            yield* commerceOrders.sync(record.value, session, {
+              batchSize,
+              resumeFrom: job.checkpoint,
+              onBatch: (counts, checkpoint) =>
+                renew({ ...progress, products: counts.products, orders: counts.orders, milestones: counts.milestones }, checkpoint)
+            })
             return { state: "done" as const, code: null, progress }
           }
           if (!SYNCED_PROVIDER_KINDS.includes(job.provider_kind)) return { state: "cancelled" as const, code: "provider_not_synced", progress }
           if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
           // The CRM's deals at mapped stages become outcomes (decision 0062).
           if (job.provider_kind === "crm") {
-            yield* crmOutcomes.syncJob(job, () => renew(progress))
+            yield* crmOutcomes.syncJob(job, (deals) => renew({ ...progress, deals }))
             return { state: "done" as const, code: null, progress }
           }
 

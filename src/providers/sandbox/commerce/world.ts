@@ -12,14 +12,16 @@ import { shopDomain } from "../../commerce/shop.ts"
 import {
   type Arrived,
   isoAt,
+  DEFAULT_PAGE,
   keysetPage,
-  listSince,
   ownedOne,
+  MAX_PAGE,
   type Page,
   SEED_EPOCH_MS,
   seededPerson,
   seededRandom,
   seedOf,
+  sinceFilter,
   type WorldPush,
   worldPush,
   WorldRefusal
@@ -101,6 +103,25 @@ export interface OrderRefund {
 export const SEEDED_SHOP = "sandbox-shop"
 export const COMMERCE_SEEDED_PRODUCTS_PER_SHOP = 24
 export const COMMERCE_SEEDED_ORDERS_PER_SHOP = 30
+/** The most orders one `generated_orders` arrival makes (they are computed on read, not held). */
+export const MAX_GENERATED_ORDERS = 1_000_000
+/** A generated order's milestones, after its creation: paid in 10 minutes, fulfilled in a day, delivered in three. */
+const GENERATED_STEPS: ReadonlyArray<readonly [OrderMilestone, number]> = [
+  ["created", 0],
+  ["paid", 600_000],
+  ["fulfilled", 86_400_000],
+  ["delivered", 3 * 86_400_000]
+]
+
+/** A shop's block of generated orders: order `i` is computed from the block and `i` alone. */
+interface GeneratedBlock {
+  readonly seed: number
+  readonly count: number
+  /** Order 0's creation; order `i` is created `i` seconds later, so `updated_at` grows with `i`. */
+  readonly startMs: number
+  readonly firstNumber: number
+  readonly variants: ReadonlyArray<{ readonly product: Product; readonly variant: ProductVariant }>
+}
 
 /** Which milestones may follow which: forward along the happy path, refunds once paid, cancels before shipping. */
 const NEXT: Readonly<Record<OrderMilestone, ReadonlyArray<OrderMilestone>>> = {
@@ -136,12 +157,20 @@ const OrderArrival = Schema.Struct({
   })))
 })
 const UninstallArrival = Schema.Struct({ kind: Schema.Literal("app_uninstalled"), shop: Schema.optionalKey(Schema.String) })
+const GeneratedOrdersArrival = Schema.Struct({
+  kind: Schema.Literal("generated_orders"),
+  shop: Schema.optionalKey(Schema.String),
+  orders: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(MAX_GENERATED_ORDERS)),
+  seed: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+})
 
 export class CommerceWorld {
   private readonly shops = new Map<string, Shop>()
   private readonly products = new Map<string, Product>()
   private readonly orders = new Map<string, Order>()
   private readonly nextNumber = new Map<string, number>()
+  /** Per shop, its `generated_orders` block (volume: computed on read, see `generatedOrder`). */
+  private readonly generated = new Map<string, GeneratedBlock>()
   private readonly now: () => number
 
   constructor(now: () => number = Date.now) {
@@ -271,16 +300,17 @@ export class CommerceWorld {
     shopId: string,
     query: { readonly limit?: number; readonly after?: string; readonly updated_since?: string }
   ): Page<Order> | WorldRefusal {
-    return listSince(this.orders.values(), {
-      owned: (order) => order.shop_id === shopId,
-      filter: "updated_since",
-      since: query.updated_since,
-      at: (order) => order.updated_at
-    }, query)
+    const since = sinceFilter("updated_since", query.updated_since)
+    if (since instanceof WorldRefusal) return since
+    const orders = [...this.orders.values()].filter((order) =>
+      order.shop_id === shopId && (since === null || Date.parse(order.updated_at) >= since)
+    )
+    orders.push(...this.generatedCandidates(shopId, query, since))
+    return keysetPage(orders, (order) => `${order.updated_at}|${order.id}`, query)
   }
 
   getOrder(shopId: string, id: string): Order | WorldRefusal {
-    return ownedOne(this.orders.get(id), (order) => order.shop_id === shopId, "order", id)
+    return ownedOne(this.orders.get(id) ?? this.generatedById(shopId, id), (order) => order.shop_id === shopId, "order", id)
   }
 
   // --- test controls ----------------------------------------------------------------------
@@ -345,6 +375,8 @@ export class CommerceWorld {
 
   /** `{arrive: {kind: "order", ...}}` (pushes `orders/create`) or `{arrive: {kind: "app_uninstalled"}}`. */
   arrive(arrival: unknown): Arrived | WorldRefusal {
+    const volume = Schema.decodeUnknownResult(GeneratedOrdersArrival)(arrival)
+    if (Result.isSuccess(volume)) return this.generateOrders(volume.success)
     const uninstall = Schema.decodeUnknownResult(UninstallArrival)(arrival)
     if (Result.isSuccess(uninstall)) {
       const shop = this.shops.get(uninstall.success.shop ?? SEEDED_SHOP)
@@ -358,7 +390,7 @@ export class CommerceWorld {
       return new WorldRefusal(
         400,
         "invalid_parameter",
-        "arrive must be {kind: \"order\", shop?, email?, phone?, customer_id?, status?, attributes?, lines?: [{variant_id, quantity}]} or {kind: \"app_uninstalled\", shop?}"
+        "arrive must be {kind: \"order\", shop?, email?, phone?, customer_id?, status?, attributes?, lines?: [{variant_id, quantity}]} or {kind: \"app_uninstalled\", shop?} or {kind: \"generated_orders\", shop?, orders: 1..1000000, seed?}"
       )
     }
     const input = decoded.success
@@ -395,6 +427,131 @@ export class CommerceWorld {
     })
     for (const line of lines) this.setStock(line.variant_id, (stock) => Math.max(0, stock - line.quantity))
     return { reply: { order }, pushes: [this.push(shop, "orders/create", order)] }
+  }
+
+  /**
+   * `{kind: "generated_orders", shop?, orders, seed?}`: the shop holds `orders` more orders, each
+   * `created` → `paid` → `fulfilled` → `delivered` (four milestones), deterministic from the seed
+   * and computed from their index on read (a 100,000-order shop costs no memory). No callbacks:
+   * they are for a sync to read. One block per shop; a second arrival replaces it.
+   */
+  private generateOrders(input: typeof GeneratedOrdersArrival.Type): Arrived | WorldRefusal {
+    const shop = this.shops.get(input.shop ?? SEEDED_SHOP)
+    if (!shop) return new WorldRefusal(404, "not_found", `no shop ${input.shop}`)
+    const variants = [...this.products.values()]
+      .filter((product) => product.shop_id === shop.id && product.status === "active")
+      .flatMap((product) => product.variants.map((variant) => ({ product, variant })))
+    const firstNumber = this.nextNumber.get(shop.id) ?? 1001
+    this.nextNumber.set(shop.id, firstNumber + input.orders)
+    // Every order delivered an hour before now at the latest: all of them are in any `updated_since` read from then on.
+    const lastDeliveredMs = this.now() - 3_600_000
+    const block: GeneratedBlock = {
+      seed: input.seed ?? 1,
+      count: input.orders,
+      startMs: Math.floor((lastDeliveredMs - 3 * 86_400_000 - (input.orders - 1) * 1000) / 1000) * 1000,
+      firstNumber,
+      variants
+    }
+    this.generated.set(shop.id, block)
+    const first = this.generatedOrder(shop, block, 0)
+    const last = this.generatedOrder(shop, block, block.count - 1)
+    return {
+      reply: {
+        shop: shop.id,
+        orders: block.count,
+        milestones: block.count * GENERATED_STEPS.length,
+        first_order_id: first.id,
+        last_order_id: last.id,
+        first_updated_at: first.updated_at,
+        last_updated_at: last.updated_at
+      },
+      pushes: []
+    }
+  }
+
+  /** Order `i` of a generated block: the same for the same seed and index, whenever it is read. */
+  private generatedOrder(shop: Shop, block: GeneratedBlock, i: number): Order {
+    const random = seededRandom(seedOf(`commerce:${shop.id}:${block.seed}:${i}`))
+    const number = block.firstNumber + i
+    const createdMs = block.startMs + i * 1000
+    const milestones = GENERATED_STEPS.map(([status, after]) => ({ status, at: isoAt(createdMs + after) }))
+    const lines: Array<OrderLine> = []
+    const lineCount = block.variants.length === 0 ? 0 : random.int(1, 3)
+    for (let l = 0; l < lineCount; l++) {
+      const { product, variant } = random.pick(block.variants)
+      lines.push({
+        product_id: product.id,
+        variant_id: variant.id,
+        sku: variant.sku,
+        title: product.title,
+        quantity: random.int(1, 3),
+        price: variant.price
+      })
+    }
+    const token = `${shop.id}g${block.seed}_${i}`
+    const withheld = random.next() < 0.1
+    return {
+      ...statusFields(milestones, []),
+      refunds: [],
+      id: generatedOrderId(shop.id, block.seed, i),
+      shop_id: shop.id,
+      name: `#${number}`,
+      number,
+      milestones,
+      currency: shop.currency,
+      total_price: money(lines.reduce((sum, line) => sum + minorOf(line.price) * line.quantity, 0)),
+      lines,
+      email: withheld ? null : `buyer.${block.seed}.${i}@generated.example`,
+      phone: withheld || random.next() < 0.3 ? null : `+1555${String(i % 10_000_000).padStart(7, "0")}`,
+      customer_id: withheld ? null : `cust_${shop.id}_g${block.seed}_${i}`,
+      cart_token: `cart_${token}`,
+      checkout_token: `chk_${token}`,
+      attributes: random.next() < 0.5 ? { utm_source: "adplatform", utm_medium: "paid_social" } : {},
+      created_at: milestones[0]!.at,
+      updated_at: milestones[milestones.length - 1]!.at
+    }
+  }
+
+  /**
+   * The generated orders a page may need: the first `limit + 1` after the cursor and at or after
+   * `since`. Keys grow with the index, so the start is a binary search; the rest of the block
+   * cannot be on this page (keysetPage merges these with the stored orders and cuts the page).
+   */
+  private generatedCandidates(
+    shopId: string,
+    query: { readonly limit?: number; readonly after?: string },
+    since: number | null
+  ): Array<Order> {
+    const block = this.generated.get(shopId)
+    const shop = this.shops.get(shopId)
+    if (block === undefined || shop === undefined) return []
+    const updatedMs = (i: number) => block.startMs + i * 1000 + GENERATED_STEPS[GENERATED_STEPS.length - 1]![1]
+    const keyOf = (i: number) => `${isoAt(updatedMs(i))}|${generatedOrderId(shopId, block.seed, i)}`
+    const afterKey = cursorKey(query.after)
+    // The first index whose key is past the cursor and whose change is at or after `since`.
+    let lo = 0
+    let hi = block.count
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      const before = (afterKey !== null && keyOf(mid) <= afterKey) || (since !== null && updatedMs(mid) < since)
+      if (before) lo = mid + 1
+      else hi = mid
+    }
+    const wanted = Math.min(typeof query.limit === "number" && query.limit > 0 ? query.limit : DEFAULT_PAGE, MAX_PAGE) + 1
+    const orders: Array<Order> = []
+    for (let i = lo; i < Math.min(block.count, lo + wanted); i++) orders.push(this.generatedOrder(shop, block, i))
+    return orders
+  }
+
+  private generatedById(shopId: string, id: string): Order | undefined {
+    const block = this.generated.get(shopId)
+    const shop = this.shops.get(shopId)
+    if (block === undefined || shop === undefined) return undefined
+    const prefix = generatedOrderId(shopId, block.seed, 0).slice(0, -1)
+    const index = id.startsWith(prefix) ? Number(id.slice(prefix.length)) : NaN
+    return Number.isInteger(index) && index >= 0 && index < block.count && generatedOrderId(shopId, block.seed, index) === id
+      ? this.generatedOrder(shop, block, index)
+      : undefined
   }
 
   private addOrder(
@@ -486,6 +643,15 @@ export class CommerceWorld {
     return worldPush(shop.id, topic, this.now(), { object }, { shop_domain: shop.domain })
   }
 
+}
+
+const generatedOrderId = (shopId: string, seed: number, i: number) => `order_${shopId}_g${seed}_${i}`
+
+/** The key a keyset cursor carries (world-kit's encoding), or null when there is none or it is not one. */
+const cursorKey = (after: string | undefined): string | null => {
+  if (after === undefined || after === "") return null
+  const text = Buffer.from(after, "base64url").toString("utf8")
+  return text.startsWith("k:") ? text.slice(2) : null
 }
 
 /** What of the order is not refunded yet, in minor units. */
