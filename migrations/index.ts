@@ -28,6 +28,7 @@ import m0029 from "./0029_commerce_copy.ts"
 import m0031 from "./0031_commerce_app_connections.ts"
 import m0032 from "./0032_ad_actions.ts"
 import m0033 from "./0033_creative_analysis.ts"
+import m0040 from "./0040_url_tags.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -63,7 +64,8 @@ export const migrations = {
   "0029_commerce_copy": m0029,
   "0031_commerce_app_connections": m0031,
   "0032_ad_actions": m0032,
-  "0033_creative_analysis": m0033
+  "0033_creative_analysis": m0033,
+  "0040_url_tags": m0040
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))
