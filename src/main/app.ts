@@ -8,6 +8,7 @@ import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminHandlers } from "../admin/handlers.ts"
 import { AdActionsHandlers } from "../ads/actions/handlers.ts"
+import { UrlTagsHandlers } from "../ads/url-tags/handlers.ts"
 import { AnalyticsHandlers } from "../analytics/overview/handlers.ts"
 import { CampaignsHandlers } from "../analytics/campaigns/handlers.ts"
 import { InsightsHandlers } from "../analytics/insights/handlers.ts"
@@ -95,7 +96,9 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     PasswordPagesHandlers,
     OnboardingHandlers,
     // Ad actions (issue 19).
-    AdActionsHandlers
+    AdActionsHandlers,
+    // URL tags on ads (issue 19).
+    UrlTagsHandlers
   ]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )

@@ -94,7 +94,9 @@ export class AdActions extends Context.Service<AdActions, {
    * Whether the profile can write ads at all, before any object is named: a usable ad-platform
    * connection (else 409 `adplatform_connection_required`) holding the manage-ads grant (else 403).
    */
-  readonly writeGate: (profile: ProfileContext) => Effect.Effect<void, Failure>
+  readonly writeGate: (
+    profile: ProfileContext
+  ) => Effect.Effect<void, AdplatformConnectionRequired | AdplatformWritePermissionMissing | DatabaseUnavailable>
   /** Decision 0069: who a write is recorded against, for a caller naming `applied_by` or not. */
   readonly personOnRecord: (actor: PrincipalShape, profile: ProfileContext, appliedBy: string | undefined) => Effect.Effect<PersonOnRecord, Failure>
   /** A pause or resume on behalf of a basis the caller settled (a recommendation's apply). */
