@@ -700,9 +700,20 @@ const patchObject = (world: World, object: Readonly<Record<string, unknown>> & {
   if (review !== undefined && (!("creative_in_review" in target) || typeof review !== "boolean")) {
     return invalid("creative_in_review (ads) must be a boolean")
   }
+  const tags = object["url_tags"]
+  if (tags !== undefined && (!("creatives" in target) || typeof tags !== "string" || !URL_TAGS.test(tags))) {
+    return invalid("url_tags (ads) must be key=value pairs joined by &")
+  }
   const refused = applyFields(target, object, STATUSES)
   if (refused !== undefined) return refused
   if ("creative_in_review" in target && typeof review === "boolean") target.creative_in_review = review
+  // As in the platform's own UI: new URL tags are a new creative (learning restarts).
+  if ("creatives" in target && typeof tags === "string") {
+    const id = `cr_${target.id}_${world.nextCreative++}`
+    target.creative = { ...target.creative, id, url_tags: tags }
+    target.creatives.set(id, target.creative)
+    restartLearning(world, target)
+  }
   if ("learning_stage_status" in target && stage !== undefined) target.learning_stage_status = stage
   if ("objective" in target && typeof objective === "string") target.objective = objective
   return undefined
