@@ -110,7 +110,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const f = yield* fixture()
         const [locked, fine] = [`ad_${f.n}_2_2_1`, `ad_${f.n}_2_2_2`]
-        yield* patchObjects([{ id: locked, creative_in_review: true }])
+        // The fine ad carries an advertiser's own parameters: they stay, the service's keys are replaced.
+        yield* patchObjects([{ id: locked, creative_in_review: true }, { id: fine, url_tags: "ref=partner&utm_source=manual" }])
         const answer = yield* apply(f.key, [locked, fine])
         assert.strictEqual(answer.status, 200, answer.text)
         const [refused, applied] = answer.json.data.results
@@ -119,6 +120,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(refused.error.provider_status, 400)
         assert.strictEqual(refused.error.provider_code, "creative_in_review")
         assert.strictEqual(applied.result, "applied")
+        assert.strictEqual((yield* objectOf(fine)).url_tags, `ref=partner&${TRACKING_URL_TAGS}`)
         assert.strictEqual((yield* objectOf(locked)).creative_id, `cr_${locked}_1`)
         assert.deepStrictEqual((yield* ledger(f.profileId, locked)).map((r: any) => [r.action, r.state, r.written_creative_id]), [[
           "url_tags",

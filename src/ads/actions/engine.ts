@@ -215,6 +215,13 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
         return wanted.split("&").every((pair) => have.has(pair))
       }
 
+      /** The wanted pairs, after the creative's own parameters whose keys they do not set (an advertiser's extra tags stay). */
+      const mergeTags = (current: string | null, wanted: string) => {
+        const keys = new Set(wanted.split("&").map((pair) => pair.split("=")[0]))
+        const kept = (current ?? "").split("&").filter((pair) => pair !== "" && !keys.has(pair.split("=")[0]))
+        return [...kept, wanted].join("&")
+      }
+
       /**
        * URL tags on one ad (decision 0088): read live, refuse what cannot carry them (gone, not a
        * link ad), `no_change` when the creative already carries them, else a pending row, the new
@@ -240,7 +247,7 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
           }
           if (carries(ad.creative.url_tags, tags)) return { entry: yield* settledWithoutWrite(draft, "no_change"), budget: null }
           const id = yield* repo.insert(draft, "pending")
-          const exit = yield* Effect.exit(platform.createTaggedCreative(session, base.objectId, tags))
+          const exit = yield* Effect.exit(platform.createTaggedCreative(session, base.objectId, mergeTags(ad.creative.url_tags, tags)))
           yield* repo.settle(id, exit._tag === "Success" ? "applied" : "failed", exit._tag === "Success" ? exit.value.id : null)
           const created = yield* provider(exit)
           const entry = entryOf({ ...draft, creative: { pre: created.previous_creative_id ?? ad.creative.id, written: created.id } }, id, "applied", null)
