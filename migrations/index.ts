@@ -34,6 +34,7 @@ import m0035 from "./0035_webhooks.ts"
 import m0036 from "./0036_inbox.ts"
 import m0038 from "./0038_trace_context.ts"
 import m0039 from "./0039_reports.ts"
+import m0040 from "./0040_url_tags.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -75,7 +76,8 @@ export const migrations = {
   "0035_webhooks": m0035,
   "0036_inbox": m0036,
   "0038_trace_context": m0038,
-  "0039_reports": m0039
+  "0039_reports": m0039,
+  "0040_url_tags": m0040
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

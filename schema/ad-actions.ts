@@ -32,12 +32,21 @@ export type PreState = typeof PreState.Type
 /** A call that undoes an action (the campaign resume, or the rollback route). */
 export const UndoCall = Schema.Struct({ method: Schema.Literal("POST"), path: Schema.String })
 
+/** A URL-tag change (or its rollback) moves the ad from one creative to another. */
+export const CreativeChange = Schema.Struct({
+  /** The creative the ad carried before the call. */
+  previous_creative_id: Schema.NullOr(Schema.String),
+  /** The creative the call put the ad on; null when nothing was written. */
+  creative_id: Schema.NullOr(Schema.String)
+})
+
 /** One action ledger entry, as every ad-action write answers it. */
 export const ActionEntry = Schema.Struct({
   action_id: Schema.String,
   level: Schema.Literals(["ad", "ad_set", "campaign"]),
   object_id: Schema.String,
-  action: Schema.Literals(["pause", "resume", "budget", "rollback"]),
+  /** `url_tags`: the ad's URL tags were set (a new creative, decision 0088). */
+  action: Schema.Literals(["pause", "resume", "budget", "rollback", "url_tags"]),
   /** `applied`: written; `no_change`: already so, nothing written; `not_reversible`: refused rollback. */
   outcome: Schema.Literals(["applied", "no_change", "not_reversible"]),
   /** The object's status after the call, as the service left it. */
@@ -48,6 +57,8 @@ export const ActionEntry = Schema.Struct({
   applied_by_basis: Schema.NullOr(AppliedByBasis),
   pre_state: PreState,
   undo: Schema.NullOr(UndoCall),
+  /** Present on URL-tag changes and their rollbacks only. */
+  creative: Schema.optionalKey(CreativeChange),
   created_at: Schema.String
 })
 export type ActionEntry = typeof ActionEntry.Type

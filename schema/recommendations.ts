@@ -3,6 +3,7 @@
  * came from (`rule: {id, thresholds, inputs}`), its target and the proposed action.
  */
 import { Schema } from "effect"
+import { ActionEntry } from "./ad-actions.ts"
 import { Page, PageQuery } from "./common.ts"
 import { Rule } from "./creative-analysis.ts"
 
@@ -46,3 +47,17 @@ export const RecommendationBody = Schema.Struct({ data: Recommendation }).annota
 export type RecommendationBody = typeof RecommendationBody.Type
 
 export const RecommendationParams = { id: Schema.String.annotate({ description: "The recommendation id" }) }
+
+/** The apply body: the person on record (decision 0069; defaults in decision 0087). */
+export const ApplyRecommendation = Schema.Struct({
+  applied_by: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(100)).annotate({
+    description: "The user id of the workspace owner or admin on record; defaults as decision 0087 says"
+  }))
+}).annotate({ identifier: "ApplyRecommendation" })
+export type ApplyRecommendation = typeof ApplyRecommendation.Type
+
+/** The applied recommendation and the ad-action ledger entry that applied it (roll back with its `action_id`). */
+export const RecommendationApplied = Schema.Struct({
+  data: Schema.Struct({ recommendation: Recommendation, action: ActionEntry })
+}).annotate({ identifier: "RecommendationApplied" })
+export type RecommendationApplied = typeof RecommendationApplied.Type

@@ -6,6 +6,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "../admin/api.ts"
 import { AdActionsApi } from "../ads/actions/api.ts"
+import { UrlTagsApi } from "../ads/url-tags/api.ts"
 import { AnalyticsApi } from "../analytics/overview/api.ts"
 import { CampaignsApi } from "../analytics/campaigns/api.ts"
 import { InsightsApi } from "../analytics/insights/api.ts"
@@ -105,6 +106,8 @@ export const Api = HttpApi.make("svc")
   .add(WebhookSubscriptionsApi)
   .add(WebhookDeliveriesApi)
   .add(ReportsApi)
+  // URL tags on ads (issue 19).
+  .add(UrlTagsApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

@@ -8,6 +8,7 @@ import { Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminHandlers } from "../admin/handlers.ts"
 import { AdActionsHandlers } from "../ads/actions/handlers.ts"
+import { UrlTagsHandlers } from "../ads/url-tags/handlers.ts"
 import { AnalyticsHandlers } from "../analytics/overview/handlers.ts"
 import { CampaignsHandlers } from "../analytics/campaigns/handlers.ts"
 import { InsightsHandlers } from "../analytics/insights/handlers.ts"
@@ -115,6 +116,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     WebhookSubscriptionsHandlers,
     WebhookDeliveriesHandlers,
     ReportsHandlers,
+    // URL tags on ads (issue 19).
+    UrlTagsHandlers,
   ]),
   // Inbox, email and calendar (issue 21, part 7).
   Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),

@@ -4,8 +4,33 @@
  * (`POST /api/v1/recommendations/{id}/apply`) is built on the ad actions.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { EntitlementRequired, InvalidState, profileErrors } from "../../schema/errors.ts"
-import { RecommendationBody, RecommendationPage, RecommendationParams, RecommendationsQuery } from "../../schema/recommendations.ts"
+import {
+  AdplatformConnectionRequired,
+  AdplatformUnavailable,
+  AdplatformWritePermissionMissing,
+  AdsetNotEditable,
+  BudgetChangeOutOfBounds,
+  CampaignNotEditable,
+  CampaignNotPausable,
+  CampaignNotResumable,
+  EntitlementRequired,
+  IdempotencyKeyConflict,
+  IdempotencyKeyInFlight,
+  InvalidState,
+  profileErrors,
+  RateLimitExceeded,
+  ServiceUnavailable,
+  ValidationError,
+  wireUnprocessable
+} from "../../schema/errors.ts"
+import {
+  ApplyRecommendation,
+  RecommendationApplied,
+  RecommendationBody,
+  RecommendationPage,
+  RecommendationParams,
+  RecommendationsQuery
+} from "../../schema/recommendations.ts"
 import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
 const RULES =
@@ -46,6 +71,49 @@ export const RecommendationsApi = HttpApiGroup.make("recommendations")
         auth: PROFILE_PRINCIPALS,
         grain: "profile",
         idempotency: "optional",
+        entitlement: "svc_attribution"
+      })),
+    HttpApiEndpoint.post("applyRecommendation", "/recommendations/:id/apply", {
+      params: RecommendationParams,
+      payload: ApplyRecommendation,
+      success: RecommendationApplied,
+      error: [
+        ...profileErrors,
+        InvalidState.wire,
+        EntitlementRequired.wire,
+        IdempotencyKeyConflict.wire,
+        IdempotencyKeyInFlight.wire,
+        ValidationError.wire,
+        wireUnprocessable,
+        BudgetChangeOutOfBounds.wire,
+        AdsetNotEditable.wire,
+        CampaignNotEditable.wire,
+        CampaignNotPausable.wire,
+        CampaignNotResumable.wire,
+        AdplatformConnectionRequired.wire,
+        AdplatformWritePermissionMissing.wire,
+        AdplatformUnavailable.wire,
+        RateLimitExceeded.wire,
+        ServiceUnavailable.wire
+      ]
+    })
+      .annotate(OpenApi.Summary, "Apply an open recommendation through the ad actions: same guardrails, ledger entry and audit")
+      .annotate(
+        OpenApi.Description,
+        "Runs the recommendation's action (the ad set's new daily budget, or the ad's pause) exactly as the ad-action " +
+          "routes do: the live object is read, +/-50 % and the floor of 100 hold, the ad platform is written once, a ledger " +
+          "entry and an audit row are kept. The answer carries the recommendation (now `applied`, with `action_id`) and the " +
+          "ledger entry; roll it back with `POST /api/v1/conversion-sync/actions/{action_id}/rollback`. `applied_by_basis` " +
+          "is `applied_by` (the body names a person, or a signed-in person applies it) or `app_shadow_owner` (a " +
+          "provisioning-app key without `applied_by`: the workspace owner). A plain profile key must name `applied_by`. " +
+          "A dismissed, applied or expired recommendation is 409 `invalid_state`; an id not this profile's is 404 " +
+          "(decision 0087)."
+      )
+      .annotateMerge(policy({
+        scopes: ["campaigns:apply"],
+        auth: PROFILE_PRINCIPALS,
+        grain: "profile",
+        idempotency: "required",
         entitlement: "svc_attribution"
       }))
   )

@@ -1,5 +1,7 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { AdActions } from "../ads/actions/service.ts"
+import { Principal } from "../auth/principal.ts"
 import { Api } from "../http/api.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
 import { Recommendations } from "./service.ts"
@@ -11,6 +13,9 @@ export const RecommendationsHandlers = HttpApiBuilder.group(Api, "recommendation
     return handlers.handleAll({
       listRecommendations: ({ query }) => Effect.flatMap(access.current, (profile) => recommendations.list(profile, query)),
       dismissRecommendation: ({ params }) =>
-        Effect.flatMap(access.current, (profile) => recommendations.dismiss(profile, params.id))
+        Effect.flatMap(access.current, (profile) => recommendations.dismiss(profile, params.id)),
+      applyRecommendation: ({ params, payload }) =>
+        Effect.flatMap(Principal, (actor) =>
+          Effect.flatMap(access.current, (profile) => recommendations.apply(actor, profile, params.id, payload)))
     })
-  })).pipe(Layer.provide([Recommendations.layer, ProfileAccess.layer]))
+  })).pipe(Layer.provide([Recommendations.layer.pipe(Layer.provide(AdActions.layer)), ProfileAccess.layer]))

@@ -12,10 +12,19 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
-import { type DatabaseUnavailable, InvalidState, NotFound } from "../../schema/errors.ts"
-import type { Recommendation, RecommendationBody, RecommendationPage, RecommendationStatus } from "../../schema/recommendations.ts"
+import { type DatabaseUnavailable, InvalidState, NotFound, type ServiceUnavailable } from "../../schema/errors.ts"
+import type {
+  ApplyRecommendation,
+  Recommendation,
+  RecommendationApplied,
+  RecommendationBody,
+  RecommendationPage,
+  RecommendationStatus
+} from "../../schema/recommendations.ts"
+import type { ActionError } from "../ads/actions/engine.ts"
+import { AdActions } from "../ads/actions/service.ts"
 import { minorExponent } from "../analytics/imports/repo.ts"
-import type { ProfileContext } from "../auth/principal.ts"
+import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
 import { type EntityStats, type Proposal, type RecommendationRow, RecommendationsRepo } from "./repo.ts"
 
@@ -101,10 +110,21 @@ export class Recommendations extends Context.Service<Recommendations, {
     query: { readonly limit?: number; readonly cursor?: string; readonly status?: RecommendationStatus }
   ) => Effect.Effect<RecommendationPage, DatabaseUnavailable>
   readonly dismiss: (profile: ProfileContext, id: string) => Effect.Effect<RecommendationBody, NotFound | InvalidState | DatabaseUnavailable>
+  /**
+   * Applies an open recommendation's action through the ad actions (same guardrails, ledger and
+   * audit; decision 0087) and marks it applied with the ledger entry's id.
+   */
+  readonly apply: (
+    actor: PrincipalShape,
+    profile: ProfileContext,
+    id: string,
+    body: ApplyRecommendation
+  ) => Effect.Effect<RecommendationApplied, ActionError | ServiceUnavailable | DatabaseUnavailable>
 }>()("svc/Recommendations") {
   static readonly layer = Layer.effect(Recommendations)(
     Effect.gen(function*() {
       const repo = yield* RecommendationsRepo
+      const actions = yield* AdActions
 
       const generate = Effect.fn("Recommendations.generate")(function*(profileId: string) {
         const now = Date.now()
@@ -139,7 +159,52 @@ export class Recommendations extends Context.Service<Recommendations, {
         })
       })
 
-      return { list, dismiss }
+      const notOpen = (row: RecommendationRow) =>
+        new InvalidState({
+          message: `The recommendation is ${row.status}; only an open one can be applied.`,
+          reason: `recommendation_${row.status}`
+        })
+
+      const apply = Effect.fn("Recommendations.apply")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        id: string,
+        body: ApplyRecommendation
+      ) {
+        const found = yield* repo.find(profile.profileId, id)
+        if (Option.isNone(found)) return yield* notFound(id)
+        const row = found.value
+        if (row.status !== "open") return yield* notOpen(row)
+        const settled = yield* actions.personOnRecord(actor, profile, body.applied_by)
+        // The spec names two bases here: a person acting for themselves is on record as `applied_by`.
+        const person = { appliedBy: settled.appliedBy, basis: settled.basis === "person" ? "applied_by" as const : settled.basis }
+        const entry = row.action_type === "budget" && row.target_level !== "ad" && row.new_daily_budget_minor !== null
+          ? yield* actions.changeBudget(actor, profile, {
+            level: row.target_level,
+            id: row.target_platform_id,
+            field: "daily",
+            minor: row.new_daily_budget_minor
+          }, person)
+          : row.action_type === "pause" && row.target_level !== "ad_set"
+          ? yield* actions.setStatus(actor, profile, { level: row.target_level, id: row.target_platform_id, op: "pause" }, person)
+          : yield* new InvalidState({ message: "The recommendation's action cannot be applied.", reason: "recommendation_unappliable" })
+        // Another apply or a dismissal may have won meanwhile; the action itself is absolute (a
+        // budget value, a pause), so a second run of it was a no_change.
+        const marked = yield* repo.markApplied(profile.profileId, id, entry.action_id)
+        if (Option.isNone(marked)) {
+          const now = yield* repo.find(profile.profileId, id)
+          return yield* Option.isSome(now) ? notOpen(now.value) : notFound(id)
+        }
+        const { action_id, level, object_id, action, outcome, status, affected_ads_count, rollback_of, reason_code, applied_by_basis, pre_state, undo, created_at } = entry
+        return {
+          data: {
+            recommendation: render(marked.value),
+            action: { action_id, level, object_id, action, outcome, status, affected_ads_count, rollback_of, reason_code, applied_by_basis, pre_state, undo, created_at }
+          }
+        } satisfies RecommendationApplied
+      })
+
+      return { list, dismiss, apply }
     })
   ).pipe(Layer.provide(RecommendationsRepo.layer))
 }

@@ -12,9 +12,11 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { RecommendationsRepo } from "../../src/recommendations/repo.ts"
+import { type AdFixture, adFixture, objectOf, send as sendKeyed, WRITE_SCOPES, writeCount } from "../support/adplatform.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
-import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+import { serveAppOnOwnPort } from "../support/providers.ts"
+import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const send = (key: string, method: string, path: string) =>
   call(path, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } })
@@ -208,4 +210,160 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.strictEqual((yield* send(noRead, "GET", "/api/v1/recommendations")).status, 403)
       }))
   })
+})
+
+/**
+ * The synced copy of a connected sandbox account's campaign 2, with a week that makes the rules
+ * propose a +20 % on ad set 1 (daily budget `budget`, 95 % used, 10 conversions) and a pause of
+ * ad 2.1 (ad set 2 spends 50.00 a day with none; profile cost per outcome well under a third of
+ * its 350).
+ */
+const seedSynced = (f: AdFixture, budget: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const [campaign] = yield* sql<{ id: string }>`
+      INSERT INTO ad_campaigns (id, profile_id, connection_id, platform_id, name, currency)
+      VALUES (${crypto.randomUUID()}, ${f.profileId}, ${f.connectionId}, ${`cmp_${f.n}_2`}, 'Generated 2', 'USD')
+      ON CONFLICT (profile_id, platform_id) DO UPDATE SET currency = 'USD' RETURNING id`
+    const sets = [
+      { set: `as_${f.n}_2_1`, ad: `ad_${f.n}_2_1_1`, budget, spend: (0.95 * budget / 100).toFixed(2), conversions: 10 },
+      { set: `as_${f.n}_2_2`, ad: `ad_${f.n}_2_2_1`, budget: null, spend: "50.00", conversions: 0 }
+    ]
+    for (const s of sets) {
+      const [set] = yield* sql<{ id: string }>`
+        INSERT INTO ad_sets (id, profile_id, connection_id, campaign_id, platform_id, name, currency, daily_budget_minor)
+        VALUES (${crypto.randomUUID()}, ${f.profileId}, ${f.connectionId}, ${campaign?.id}, ${s.set}, ${`Set ${s.set}`}, 'USD', ${s.budget})
+        ON CONFLICT (profile_id, platform_id) DO UPDATE SET daily_budget_minor = EXCLUDED.daily_budget_minor, status = 'active'
+        RETURNING id`
+      yield* sql`
+        INSERT INTO ads (id, profile_id, connection_id, ad_set_id, platform_id, name)
+        VALUES (${crypto.randomUUID()}, ${f.profileId}, ${f.connectionId}, ${set?.id}, ${s.ad}, ${`Ad ${s.ad}`})
+        ON CONFLICT (profile_id, platform_id) DO UPDATE SET status = 'active'`
+      for (let offset = -6; offset <= 0; offset++) {
+        yield* sql`
+          INSERT INTO ad_spend (profile_id, platform, day, campaign_external_id, ad_set_external_id, ad_external_id, currency, amount,
+                                source, impressions, clicks, reported_conversions, reported_chats)
+          VALUES (${f.profileId}, 'adplatform', ${day(offset)}::date, ${`cmp_${f.n}_2`}, ${s.set}, ${s.ad}, 'USD', ${s.spend}, 'sync',
+                  1000, 20, 0, 0)`
+      }
+      if (s.conversions > 0) {
+        for (const [level, platformId] of [["ad_set", s.set], ["ad", s.ad]] as const) {
+          yield* sql`
+            INSERT INTO analytics_campaign_days (profile_id, model, level, platform_id, day, conversion_key, currency, conversions,
+                                                 cash_payments, first_payments, credited_conversions, credited_revenue, outcome_value)
+            VALUES (${f.profileId}, 'last_touch', ${level}, ${platformId}, ${day(-1)}::date, 'purchase', 'USD', ${s.conversions},
+                    0, 0, ${s.conversions}, 0, 0)`
+        }
+      }
+    }
+  })
+
+/** A connected sandbox account with its synced copy and the open recommendations it yields. */
+const applyFixture = Effect.gen(function*() {
+  const f = yield* adFixture()
+  const budget = (yield* objectOf(`as_${f.n}_2_1`)).daily_budget_minor as number
+  yield* seedSynced(f, budget)
+  const page = yield* list(f.key)
+  return { f, budget, increase: byRule(page.data, "adset.budget_increase"), pause: byRule(page.data, "ad.pause_no_outcomes") }
+})
+
+const actionRow = (profileId: string, id: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      sql<any>`SELECT action, state, level, object_id, applied_by, applied_by_basis, written_daily_budget_minor::float8 AS written_daily,
+                      written_status
+               FROM ad_actions WHERE profile_id = ${profileId} AND id = ${id}`,
+      (rows) => rows[0]
+    ))
+
+layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true })("recommendation apply", (it) => {
+  it.effect("a budget increase applies through the ad actions: sandbox changed, ledger row, applied with action_id; replay; rollback restores", () =>
+    Effect.gen(function*() {
+      const { budget, f, increase } = yield* applyFixture
+      const set = `as_${f.n}_2_1`
+      assert.strictEqual(increase.action.new_daily_budget_minor, Math.round(budget * 1.2))
+      const path = `/api/v1/recommendations/${increase.id}/apply`
+      const before = yield* writeCount
+      // A plain profile key names no person: the person on record is required (decision 0069).
+      const nobody = yield* sendKeyed(f.key, "POST", path, {})
+      assert.strictEqual(nobody.status, 400, nobody.text)
+      assert.strictEqual(nobody.json.error.code, "validation_error")
+      const missingKey = yield* sendKeyed(f.key, "POST", path, {}, null)
+      assert.strictEqual(missingKey.status, 400, missingKey.text)
+      assert.strictEqual(yield* writeCount, before)
+      const owner = yield* seedMemberSession(f, "owner")
+      const idem = crypto.randomUUID()
+      const applied = yield* sendKeyed(f.key, "POST", path, { applied_by: owner.userId }, idem)
+      assert.strictEqual(applied.status, 200, applied.text)
+      const { action, recommendation } = applied.json.data
+      assert.strictEqual(action.action, "budget")
+      assert.strictEqual(action.outcome, "applied")
+      assert.strictEqual(action.level, "ad_set")
+      assert.strictEqual(action.object_id, set)
+      assert.strictEqual(action.applied_by_basis, "applied_by")
+      assert.strictEqual(action.rollback_of, null)
+      assert.strictEqual(action.pre_state.daily_budget_minor, budget)
+      assert.deepStrictEqual(action.undo, { method: "POST", path: `/api/v1/conversion-sync/actions/${action.action_id}/rollback` })
+      assert.strictEqual(recommendation.status, "applied")
+      assert.strictEqual(recommendation.action_id, action.action_id)
+      assert.strictEqual((yield* objectOf(set)).daily_budget_minor, Math.round(budget * 1.2))
+      assert.strictEqual(yield* writeCount, before + 1)
+      const row = yield* actionRow(f.profileId, action.action_id)
+      assert.deepStrictEqual(row, {
+        action: "budget",
+        state: "applied",
+        level: "ad_set",
+        object_id: set,
+        applied_by: owner.userId,
+        applied_by_basis: "applied_by",
+        written_daily: Math.round(budget * 1.2),
+        written_status: null
+      })
+      // The same key and body replays the first answer without touching the platform.
+      const replay = yield* sendKeyed(f.key, "POST", path, { applied_by: owner.userId }, idem)
+      assert.strictEqual(replay.status, 200, replay.text)
+      assert.deepStrictEqual(replay.json, applied.json)
+      assert.strictEqual(yield* writeCount, before + 1)
+      const conflict = yield* sendKeyed(f.key, "POST", path, {}, idem)
+      assert.strictEqual(conflict.status, 409, conflict.text)
+      assert.strictEqual(conflict.json.error.code, "idempotency_key_conflict")
+      // A new key on an applied recommendation: 409, nothing written.
+      const again = yield* sendKeyed(f.key, "POST", path, { applied_by: owner.userId })
+      assert.strictEqual(again.status, 409, again.text)
+      assert.strictEqual(again.json.error.code, "invalid_state")
+      assert.strictEqual(yield* writeCount, before + 1)
+      const rolled = yield* sendKeyed(f.key, "POST", `/api/v1/conversion-sync/actions/${action.action_id}/rollback`)
+      assert.strictEqual(rolled.status, 200, rolled.text)
+      assert.strictEqual(rolled.json.outcome, "applied")
+      assert.strictEqual(rolled.json.rollback_of, action.action_id)
+      assert.strictEqual((yield* objectOf(set)).daily_budget_minor, budget)
+    }))
+
+  it.effect("a pause with a provisioning-app key is on record as the owner (app_shadow_owner); a dismissed one is 409 invalid_state", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const { f, increase, pause } = yield* applyFixture
+      const ad = `ad_${f.n}_2_2_1`
+      const owner = yield* seedMemberSession(f, "owner")
+      const app = yield* registerApp("Recommendation apply app")
+      const { id, key } = yield* seedApiKey(f, { scopes: WRITE_SCOPES, rateLimitPerMinute: 10_000 })
+      yield* sql`UPDATE api_keys SET oauth_app_id = ${app.id} WHERE id = ${id}`
+      const applied = yield* sendKeyed(key, "POST", `/api/v1/recommendations/${pause.id}/apply`, {})
+      assert.strictEqual(applied.status, 200, applied.text)
+      assert.strictEqual(applied.json.data.action.action, "pause")
+      assert.strictEqual(applied.json.data.action.applied_by_basis, "app_shadow_owner")
+      assert.strictEqual((yield* objectOf(ad)).status, "paused")
+      const row = yield* actionRow(f.profileId, applied.json.data.action.action_id)
+      assert.strictEqual(row.applied_by, owner.userId)
+      assert.strictEqual(row.applied_by_basis, "app_shadow_owner")
+      const dismissed = yield* sendKeyed(f.key, "POST", `/api/v1/recommendations/${increase.id}/dismiss`)
+      assert.strictEqual(dismissed.status, 200, dismissed.text)
+      const before = yield* writeCount
+      const refused = yield* sendKeyed(key, "POST", `/api/v1/recommendations/${increase.id}/apply`, {})
+      assert.strictEqual(refused.status, 409, refused.text)
+      assert.strictEqual(refused.json.error.code, "invalid_state")
+      assert.strictEqual(yield* writeCount, before)
+      const unknown = yield* sendKeyed(key, "POST", `/api/v1/recommendations/${crypto.randomUUID()}/apply`, {})
+      assert.strictEqual(unknown.status, 404, unknown.text)
+    }))
 })

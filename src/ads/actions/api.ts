@@ -55,7 +55,7 @@ const writeErrors = [
  * Every write answers the same catalogue: the entity that runs them is shared (one error
  * schema), and a rollback can end in any refusal of the write it undoes.
  */
-const actionErrors = [
+export const actionErrors = [
   ...writeErrors,
   BudgetChangeOutOfBounds.wire,
   wireUnprocessable,

@@ -38,12 +38,14 @@ export const ActionCommand = Schema.Struct({
   connectionId: Schema.String,
   level: Schema.Literals(["ad", "ad_set", "campaign"]),
   objectId: Schema.String,
-  op: Schema.Literals(["pause", "resume", "budget", "rollback"]),
+  op: Schema.Literals(["pause", "resume", "budget", "rollback", "url_tags"]),
   budget: Schema.NullOr(Schema.Struct({ field: Schema.Literals(["daily", "lifetime"]), minor: Schema.Int })),
   /** rollback: the ledger row undone. */
   actionId: Schema.NullOr(Schema.String),
   appliedBy: Schema.NullOr(Schema.String),
-  basis: Schema.NullOr(AppliedByBasis)
+  basis: Schema.NullOr(AppliedByBasis),
+  /** url_tags: the URL tags to set on the ad's creative. */
+  urlTags: Schema.optionalKey(Schema.String)
 })
 export type ActionCommand = typeof ActionCommand.Type
 
@@ -200,8 +202,80 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
         applied_by_basis: action.appliedByBasis,
         pre_state: { status: action.pre.status, daily_budget_minor: action.pre.daily, lifetime_budget_minor: action.pre.lifetime },
         undo: state === "applied" ? undoOf(action, id) : null,
+        ...(action.creative === undefined
+          ? {}
+          : { creative: { previous_creative_id: action.creative.pre, creative_id: state === "applied" ? action.creative.written : null } }),
         created_at: new Date().toISOString()
       })
+
+      /** The same tags whatever their order: every pair of `wanted` is already on the creative. */
+      const carries = (current: string | null, wanted: string) => {
+        if (current === null) return false
+        const have = new Set(current.split("&"))
+        return wanted.split("&").every((pair) => have.has(pair))
+      }
+
+      /** The wanted pairs, after the creative's own parameters whose keys they do not set (an advertiser's extra tags stay). */
+      const mergeTags = (current: string | null, wanted: string) => {
+        const keys = new Set(wanted.split("&").map((pair) => pair.split("=")[0]))
+        const kept = (current ?? "").split("&").filter((pair) => pair !== "" && !keys.has(pair.split("=")[0]))
+        return [...kept, wanted].join("&")
+      }
+
+      /**
+       * URL tags on one ad (decision 0088): read live, refuse what cannot carry them (gone, not a
+       * link ad), `no_change` when the creative already carries them, else a pending row, the new
+       * creative at the platform, and the row settled with the creative the platform created.
+       */
+      const urlTags = (session: ProviderSession, base: Omit<NewAction, "action" | "pre" | "written" | "affectedAdsCount" | "rollbackOf">, tags: string) =>
+        Effect.gen(function*() {
+          const ad = yield* provider(platform.getAd(session, base.objectId))
+          if (GONE.includes(ad.status)) {
+            return yield* new InvalidState({ message: `The ad is ${ad.status}: its URL tags cannot change.`, reason: ad.status })
+          }
+          if (ad.creative.destination_type !== null) {
+            return yield* new InvalidState({ message: "The ad does not link to a website: URL tags do not apply.", reason: "not_a_link_ad" })
+          }
+          const draft: NewAction = {
+            ...base,
+            action: "url_tags",
+            pre: { status: ad.status, daily: null, lifetime: null },
+            written: { status: null, daily: null, lifetime: null },
+            affectedAdsCount: null,
+            rollbackOf: null,
+            creative: { pre: ad.creative.id, written: null }
+          }
+          if (carries(ad.creative.url_tags, tags)) return { entry: yield* settledWithoutWrite(draft, "no_change"), budget: null }
+          const id = yield* repo.insert(draft, "pending")
+          const exit = yield* Effect.exit(platform.createTaggedCreative(session, base.objectId, mergeTags(ad.creative.url_tags, tags)))
+          yield* repo.settle(id, exit._tag === "Success" ? "applied" : "failed", exit._tag === "Success" ? exit.value.id : null)
+          const created = yield* provider(exit)
+          const entry = entryOf({ ...draft, creative: { pre: created.previous_creative_id ?? ad.creative.id, written: created.id } }, id, "applied", null)
+          return { entry, budget: null }
+        })
+
+      /** Rollback of a URL-tag change: the previous creative back, only while the ad still carries the written one. */
+      const rollbackUrlTags = (session: ProviderSession, base: Omit<NewAction, "action" | "pre" | "written" | "affectedAdsCount" | "rollbackOf">, row: ActionRow) =>
+        Effect.gen(function*() {
+          const ad = yield* provider(platform.getAd(session, row.object_id))
+          if (GONE.includes(ad.status)) {
+            return yield* new InvalidState({ message: `The ad is ${ad.status}: its creative cannot change.`, reason: ad.status })
+          }
+          const previous = row.pre_creative_id
+          const draft: NewAction = {
+            ...base,
+            action: "rollback",
+            pre: { status: ad.status, daily: null, lifetime: null },
+            written: { status: null, daily: null, lifetime: null },
+            affectedAdsCount: null,
+            rollbackOf: row.id,
+            creative: { pre: ad.creative.id, written: previous }
+          }
+          if (previous === null || row.written_creative_id === null || ad.creative.id !== row.written_creative_id) {
+            return { entry: yield* settledWithoutWrite({ ...draft, creative: { pre: ad.creative.id, written: null } }, "not_reversible"), budget: null }
+          }
+          return { entry: yield* applied(draft, platform.setCreative(session, row.object_id, previous)), budget: null }
+        })
 
       /** Records an action that writes nothing (already so, or a refused rollback). */
       const settledWithoutWrite = (action: NewAction, state: "no_change" | "not_reversible") =>
@@ -229,6 +303,12 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
           objectId: command.objectId,
           appliedBy: command.appliedBy,
           appliedByBasis: command.basis
+        }
+        if (command.op === "url_tags") {
+          if (command.level !== "ad" || command.urlTags === undefined) {
+            return yield* new ValidationError({ message: "URL tags are set on an ad and name the tags." })
+          }
+          return yield* urlTags(session, base, command.urlTags)
         }
         const readOrFallback = readLive(session, command.level, command.objectId).pipe(
           Effect.catchTag("ProviderUnavailable", (error): Effect.Effect<never, Unreadable | DatabaseUnavailable> =>
@@ -349,10 +429,11 @@ export class AdActionEngine extends Context.Service<AdActionEngine, {
         const row = found.value
         if (row.state !== "applied" || row.action === "rollback") {
           return yield* new InvalidState({
-            message: "Only an applied pause, resume or budget change can be rolled back.",
+            message: "Only an applied pause, resume, budget or URL-tag change can be rolled back.",
             reason: "not_applied"
           })
         }
+        if (row.action === "url_tags") return yield* rollbackUrlTags(session, base, row)
         const drifted = (row.written_status !== null && live.status !== row.written_status) ||
           (row.written_daily_budget_minor !== null && live.daily !== row.written_daily_budget_minor) ||
           (row.written_lifetime_budget_minor !== null && live.lifetime !== row.written_lifetime_budget_minor)

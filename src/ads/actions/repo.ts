@@ -14,7 +14,7 @@ import { atDatabaseBoundary } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 export type Level = "ad" | "ad_set" | "campaign"
-export type ActionKind = "pause" | "resume" | "budget" | "rollback"
+export type ActionKind = "pause" | "resume" | "budget" | "rollback" | "url_tags"
 export type ObjectStatus = "active" | "paused" | "archived" | "deleted"
 
 const Budget = Schema.NullOr(Schema.Number)
@@ -25,7 +25,7 @@ export const ActionRow = Schema.Struct({
   connection_id: Schema.String,
   level: Schema.Literals(["ad", "ad_set", "campaign"]),
   object_id: Schema.String,
-  action: Schema.Literals(["pause", "resume", "budget", "rollback"]),
+  action: Schema.Literals(["pause", "resume", "budget", "rollback", "url_tags"]),
   state: Schema.Literals(["pending", "applied", "no_change", "not_reversible", "failed"]),
   reason_code: Schema.NullOr(Schema.String),
   applied_by: Schema.NullOr(Schema.String),
@@ -38,6 +38,9 @@ export const ActionRow = Schema.Struct({
   written_lifetime_budget_minor: Budget,
   affected_ads_count: Schema.NullOr(Schema.Number),
   rollback_of: Schema.NullOr(Schema.String),
+  /** URL-tag changes (migration 0040): the ad's creative before the call and the one the row put it on. */
+  pre_creative_id: Schema.NullOr(Schema.String),
+  written_creative_id: Schema.NullOr(Schema.String),
   created_at: Schema.String
 })
 export type ActionRow = typeof ActionRow.Type
@@ -54,6 +57,8 @@ export interface NewAction {
   readonly written: { readonly status: "active" | "paused" | null; readonly daily: number | null; readonly lifetime: number | null }
   readonly affectedAdsCount: number | null
   readonly rollbackOf: string | null
+  /** URL-tag changes: the creative before, and the one written (null until the platform named it). */
+  readonly creative?: { readonly pre: string | null; readonly written: string | null }
 }
 
 export type Settled = "applied" | "no_change" | "not_reversible" | "failed"
@@ -78,14 +83,21 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 export class AdActionsRepo extends Context.Service<AdActionsRepo, {
   /** Writes a `pending` row before the provider is called (or a settled one when nothing is sent); answers its id. */
   readonly insert: (action: NewAction, state: "pending" | Settled, reasonCode?: string | null) => Repo<string>
-  /** Settles a pending row once the provider answered. */
-  readonly settle: (id: string, state: Settled) => Repo<void>
+  /** Settles a pending row once the provider answered (a URL-tag change also records the creative the platform created). */
+  readonly settle: (id: string, state: Settled, writtenCreativeId?: string | null) => Repo<void>
   readonly find: (profileId: string, id: string) => Repo<Option.Option<ActionRow>>
   /**
    * The newest applied service pause of the object not undone since (no applied resume or
    * rollback after it): what a campaign resume undoes.
    */
   readonly openPause: (profileId: string, level: Level, objectId: string) => Repo<Option.Option<ActionRow>>
+  /**
+   * The newest applied URL-tag change of the ad that no applied rollback undid: what the URL-tag
+   * undo puts back.
+   */
+  readonly openUrlTagChange: (profileId: string, adId: string) => Repo<Option.Option<ActionRow>>
+  /** The profile's newest URL-tag changes and their rollbacks, settled or pending, newest first. */
+  readonly urlTagChanges: (profileId: string, limit: number) => Repo<ReadonlyArray<ActionRow>>
   /** The profile's ad-platform connections not disconnected, with their granted scopes. */
   readonly connections: (profileId: string) => Repo<ReadonlyArray<AdConnection>>
   /** The object in the profile's synced structure copy (status and connection), if there. */
@@ -103,7 +115,8 @@ export class AdActionsRepo extends Context.Service<AdActionsRepo, {
         applied_by_basis, pre_status, pre_daily_budget_minor::float8 AS pre_daily_budget_minor,
         pre_lifetime_budget_minor::float8 AS pre_lifetime_budget_minor, written_status,
         written_daily_budget_minor::float8 AS written_daily_budget_minor,
-        written_lifetime_budget_minor::float8 AS written_lifetime_budget_minor, affected_ads_count, rollback_of`)
+        written_lifetime_budget_minor::float8 AS written_lifetime_budget_minor, affected_ads_count, rollback_of,
+        pre_creative_id, written_creative_id`)
 
       const insert = (action: NewAction, state: "pending" | Settled, reasonCode: string | null = null) => {
         const id = crypto.randomUUID()
@@ -111,18 +124,21 @@ export class AdActionsRepo extends Context.Service<AdActionsRepo, {
           sql`INSERT INTO ad_actions (id, profile_id, connection_id, level, object_id, action, state, reason_code, applied_by,
                                       applied_by_basis, pre_status, pre_daily_budget_minor, pre_lifetime_budget_minor,
                                       written_status, written_daily_budget_minor, written_lifetime_budget_minor,
-                                      affected_ads_count, rollback_of, settled_at)
+                                      affected_ads_count, rollback_of, pre_creative_id, written_creative_id, settled_at)
               VALUES (${id}, ${action.profileId}, ${action.connectionId}, ${action.level}, ${action.objectId}, ${action.action},
                       ${state}, ${reasonCode}, ${action.appliedBy}, ${action.appliedByBasis}, ${action.pre.status},
                       ${action.pre.daily}, ${action.pre.lifetime}, ${action.written.status}, ${action.written.daily},
                       ${action.written.lifetime}, ${action.affectedAdsCount}, ${action.rollbackOf},
+                      ${action.creative?.pre ?? null}, ${action.creative?.written ?? null},
                       ${state === "pending" ? null : new Date().toISOString()}::timestamptz)`,
           id
         )
       }
 
-      const settle = (id: string, state: Settled) =>
-        Effect.asVoid(sql`UPDATE ad_actions SET state = ${state}, settled_at = now() WHERE id = ${id} AND state = 'pending'`)
+      const settle = (id: string, state: Settled, writtenCreativeId: string | null = null) =>
+        Effect.asVoid(sql`UPDATE ad_actions SET state = ${state}, settled_at = now(),
+                            written_creative_id = COALESCE(${writtenCreativeId}, written_creative_id)
+                          WHERE id = ${id} AND state = 'pending'`)
 
       const findRow = SqlSchema.findOneOption({
         Request: Schema.Struct({ profileId: Schema.String, id: Schema.String }),
@@ -149,6 +165,32 @@ export class AdActionsRepo extends Context.Service<AdActionsRepo, {
               ORDER BY a.created_at DESC LIMIT 1`
       })
       const openPause = (profileId: string, level: Level, objectId: string) => openPauseRow({ profileId, level, objectId })
+
+      const openUrlTagRow = SqlSchema.findOneOption({
+        Request: Schema.Struct({ profileId: Schema.String, adId: Schema.String }),
+        Result: ActionRow,
+        execute: ({ adId, profileId }) =>
+          sql`SELECT ${columns}, ${isoTimestamp(sql, "a.created_at")} AS created_at
+              FROM ad_actions a
+              WHERE a.profile_id = ${profileId} AND a.level = 'ad' AND a.object_id = ${adId}
+                AND a.action = 'url_tags' AND a.state = 'applied'
+                AND NOT EXISTS (SELECT 1 FROM ad_actions u WHERE u.rollback_of = a.id AND u.state = 'applied')
+              ORDER BY a.created_at DESC, a.id DESC LIMIT 1`
+      })
+      const openUrlTagChange = (profileId: string, adId: string) => openUrlTagRow({ profileId, adId })
+
+      const urlTagRows = SqlSchema.findAll({
+        Request: Schema.Struct({ profileId: Schema.String, limit: Schema.Number }),
+        Result: ActionRow,
+        execute: ({ limit, profileId }) =>
+          sql`SELECT ${columns}, ${isoTimestamp(sql, "a.created_at")} AS created_at
+              FROM ad_actions a
+              WHERE a.profile_id = ${profileId} AND a.level = 'ad'
+                AND (a.action = 'url_tags' OR (a.action = 'rollback' AND a.written_creative_id IS NOT NULL)
+                     OR EXISTS (SELECT 1 FROM ad_actions o WHERE o.id = a.rollback_of AND o.action = 'url_tags'))
+              ORDER BY a.created_at DESC, a.id DESC LIMIT ${limit}`
+      })
+      const urlTagChanges = (profileId: string, limit: number) => urlTagRows({ profileId, limit })
 
       const connections = SqlSchema.findAll({
         Request: Schema.String,
@@ -198,7 +240,7 @@ export class AdActionsRepo extends Context.Service<AdActionsRepo, {
       const workspaceRole = (workspaceId: string, userId: string) =>
         isUuid(userId) ? Effect.map(role({ workspaceId, userId }), Option.map((row) => row.role)) : Effect.succeed(Option.none<string>())
 
-      return atDatabaseBoundary({ insert, settle, find, openPause, connections, synced, activeOwner, workspaceRole })
+      return atDatabaseBoundary({ insert, settle, find, openPause, openUrlTagChange, urlTagChanges, connections, synced, activeOwner, workspaceRole })
     })
   )
 }

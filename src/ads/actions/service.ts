@@ -85,6 +85,20 @@ export class AdActions extends Context.Service<AdActions, {
     target: BudgetTarget,
     person: PersonOnRecord
   ) => Effect.Effect<BudgetAnswer, Failure>
+  /**
+   * URL tags on one ad's creative (a new creative at the platform, decision 0088): the same
+   * refusals, entity, ledger and audit as the other ad writes.
+   */
+  readonly setUrlTags: (actor: PrincipalShape, profile: ProfileContext, adId: string, urlTags: string) => Effect.Effect<ActionEntry, Failure>
+  /**
+   * Whether the profile can write ads at all, before any object is named: a usable ad-platform
+   * connection (else 409 `adplatform_connection_required`) holding the manage-ads grant (else 403).
+   */
+  readonly writeGate: (
+    profile: ProfileContext
+  ) => Effect.Effect<void, AdplatformConnectionRequired | AdplatformWritePermissionMissing | DatabaseUnavailable>
+  /** Decision 0069: who a write is recorded against, for a caller naming `applied_by` or not. */
+  readonly personOnRecord: (actor: PrincipalShape, profile: ProfileContext, appliedBy: string | undefined) => Effect.Effect<PersonOnRecord, Failure>
   /** A pause or resume on behalf of a basis the caller settled (a recommendation's apply). */
   readonly setStatus: (
     actor: PrincipalShape,
@@ -215,6 +229,7 @@ export class AdActions extends Context.Service<AdActions, {
           readonly budget: ActionCommand["budget"]
           readonly person: Effect.Effect<PersonOnRecord | null, Failure>
           readonly actionId?: string
+          readonly urlTags?: string
         }
       ) {
         const picked = yield* pickConnection(profile, level, id)
@@ -230,7 +245,8 @@ export class AdActions extends Context.Service<AdActions, {
             budget: extra.budget,
             actionId: extra.actionId ?? null,
             appliedBy: person?.appliedBy ?? null,
-            basis: person?.basis ?? null
+            basis: person?.basis ?? null,
+            ...(extra.urlTags === undefined ? {} : { urlTags: extra.urlTags })
           })
           return { ...outcome, person, action_id: outcome.entry.action_id, outcome: outcome.entry.outcome }
         }))
@@ -320,6 +336,34 @@ export class AdActions extends Context.Service<AdActions, {
         return outcome.entry
       })
 
+      const setUrlTags = Effect.fn("AdActions.setUrlTags")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        adId: string,
+        urlTags: string
+      ) {
+        const outcome = yield* act(actor, profile, "ad", adId, "url_tags", { budget: null, person: Effect.succeed(null), urlTags })
+        return outcome.entry
+      })
+
+      const writeGate = Effect.fn("AdActions.writeGate")(function*(profile: ProfileContext) {
+        const usable = (yield* repo.connections(profile.profileId)).filter((c) =>
+          c.status !== "reconnect_required" && c.external_account_id !== null
+        )
+        if (usable.length === 0) {
+          return yield* new AdplatformConnectionRequired({
+            message: "The profile has no usable ad-platform connection: connect (or reconnect) the ad account first.",
+            reason: "no_usable_connection"
+          })
+        }
+        if (!usable.some((c) => c.scopes.includes(MANAGE_ADS))) {
+          return yield* new AdplatformWritePermissionMissing({
+            message: "The ad-platform connection lacks the manage-advertisements grant. Reconnect it and grant it.",
+            reconnect_required: true
+          })
+        }
+      })
+
       const rollback = Effect.fn("AdActions.rollback")(function*(actor: PrincipalShape, profile: ProfileContext, actionId: string) {
         const row = yield* repo.find(profile.profileId, actionId)
         if (Option.isNone(row)) return yield* new NotFound({ message: "No ad action with this id on the profile." })
@@ -405,6 +449,9 @@ export class AdActions extends Context.Service<AdActions, {
         campaignBudget: budgetRoute("campaign"),
         rollback,
         changeBudget,
+        setUrlTags,
+        writeGate,
+        personOnRecord,
         setStatus
       }
     })

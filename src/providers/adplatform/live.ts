@@ -35,6 +35,8 @@ const AdSetWire = Schema.Struct({
 })
 
 const Creative = Schema.Struct({
+  id: Schema.NullOr(Schema.String),
+  url_tags: Schema.NullOr(Schema.String),
   thumbnail_url: Schema.NullOr(Schema.String),
   destination_type: Schema.NullOr(Schema.String),
   destination_phone_number: Schema.NullOr(Schema.String),
@@ -66,6 +68,8 @@ const Insight = Schema.Struct({
   conversions: Schema.Number,
   chats: Schema.Number
 })
+
+const TaggedCreative = Schema.Struct({ id: Schema.String, previous_creative_id: Schema.NullOr(Schema.String) })
 
 const Named = Schema.Struct({ id: Schema.String, name: Schema.String })
 const Listed = Schema.Struct({ data: Schema.Array(Named) })
@@ -146,6 +150,15 @@ export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
       }),
     updateCreative: (session, adId, creative) =>
       write(session, "updateCreative", `/v1/ads/${encodeURIComponent(adId)}/creative`, creative),
+    createTaggedCreative: (session, adId, urlTags) =>
+      one(
+        session,
+        "createTaggedCreative",
+        { method: "POST", path: `/v1/ads/${encodeURIComponent(adId)}/creatives`, json: { url_tags: urlTags }, idempotent: false },
+        TaggedCreative
+      ),
+    setCreative: (session, adId, creativeId) =>
+      write(session, "setCreative", `/v1/ads/${encodeURIComponent(adId)}`, { creative_id: creativeId }),
     pixels: (session) =>
       one(session, "listPixels", { method: "GET", path: `${account(session)}/pixels`, query: { limit: 500 } }, Listed).pipe(
         Effect.map((answer) => answer.data)

@@ -31,6 +31,10 @@ export interface AdSet {
 }
 
 export interface AdCreative {
+  /** The creative's own id: a URL-tag change puts the ad on a new creative (a new id). */
+  readonly id: string | null
+  /** The URL parameters the platform appends to the ad's link (`k=v&k2=v2`); null when none. */
+  readonly url_tags: string | null
   readonly thumbnail_url: string | null
   /** Click-to-chat ads: `chat_app_a`, `page_messenger`, `social_dm`; null for website ads. */
   readonly destination_type: string | null
@@ -128,6 +132,17 @@ export class AdPlatform extends Context.Service<AdPlatform, {
     adId: string,
     creative: Partial<AdCreative>
   ) => Effect.Effect<void, ProviderError>
+  /**
+   * A new creative for the ad: a copy of its current one carrying these URL tags. The platform
+   * puts the ad on it and restarts its ad set's learning; answers both ids. Not idempotent.
+   */
+  readonly createTaggedCreative: (
+    session: ProviderSession,
+    adId: string,
+    urlTags: string
+  ) => Effect.Effect<{ readonly id: string; readonly previous_creative_id: string | null }, ProviderError>
+  /** Puts the ad back on a creative it carried before (also restarts learning). */
+  readonly setCreative: (session: ProviderSession, adId: string, creativeId: string) => Effect.Effect<void, ProviderError>
   readonly pixels: (session: ProviderSession) => Effect.Effect<ReadonlyArray<Pixel>, ProviderError>
   readonly datasets: (session: ProviderSession) => Effect.Effect<ReadonlyArray<Dataset>, ProviderError>
   readonly createDataset: (session: ProviderSession, name: string) => Effect.Effect<Dataset, ProviderError>

@@ -28,6 +28,10 @@ interface AdRecord {
   name: string
   status: AdStatus
   creative: AdCreative
+  /** Every creative the ad has carried, by id (URL-tag changes create new ones; the ad may go back to any of them). */
+  readonly creatives: Map<string, AdCreative>
+  /** Test control: while true the platform refuses creative changes (an ad under review). */
+  creative_in_review: boolean
 }
 
 interface AdSetRecord {
@@ -86,6 +90,7 @@ interface World {
   readonly leads: Map<string, Lead>
   nextLead: number
   nextDataset: number
+  nextCreative: number
 }
 
 /** Ads deliver from this day on (insights before it are empty). */
@@ -95,6 +100,8 @@ const MAX_RANGE_DAYS = 1_130
 const KEPT_EVENTS = 1_000
 
 const websiteCreative = (adId: string): AdCreative => ({
+  id: `cr_${adId}_1`,
+  url_tags: null,
   thumbnail_url: `https://sandbox.invalid/thumbs/${adId}.png`,
   destination_type: null,
   destination_phone_number: null,
@@ -106,6 +113,8 @@ const websiteCreative = (adId: string): AdCreative => ({
 })
 
 const chatCreative = (adId: string, accountNumber: string): AdCreative => ({
+  id: `cr_${adId}_1`,
+  url_tags: null,
   thumbnail_url: `https://sandbox.invalid/thumbs/${adId}.png`,
   destination_type: "chat_app_a",
   destination_phone_number: `+1555000${accountNumber.slice(-4)}`,
@@ -185,8 +194,11 @@ const buildAccount = (
           ad_set_id: adSetId,
           name: `${plan.name} · ad ${s + 1}.${a + 1}`,
           status: "active",
-          creative: plan.chat ? chatCreative(adId, spec.number) : websiteCreative(adId)
+          creative: plan.chat ? chatCreative(adId, spec.number) : websiteCreative(adId),
+          creatives: new Map(),
+          creative_in_review: false
         }
+        ad.creatives.set(ad.creative.id ?? adId, ad.creative)
         adSet.ads.push(ad)
         account.ads.push(ad)
         world.ads.set(adId, ad)
@@ -210,7 +222,8 @@ const seed = (): World => {
     receivedEvents: [],
     leads: new Map(),
     nextLead: 1,
-    nextDataset: 2
+    nextDataset: 2,
+    nextCreative: 2
   }
   world.accounts.push(
     buildAccount(world, { number: "1001", name: "Sandbox Ads USD", currency: "USD", timezone: "America/New_York" }, [
@@ -384,6 +397,8 @@ const applyCreative = (ad: AdRecord, fields: Readonly<Record<string, unknown>>):
   }
   if (!changed) return invalid(`send at least one of ${[...CREATIVE_FIELDS, "welcome_message"].join(", ")}`)
   ad.creative = {
+    id: ad.creative.id,
+    url_tags: ad.creative.url_tags,
     thumbnail_url: stringOrNull(next["thumbnail_url"]),
     destination_type: stringOrNull(next["destination_type"]),
     destination_phone_number: stringOrNull(next["destination_phone_number"]),
@@ -392,6 +407,58 @@ const applyCreative = (ad: AdRecord, fields: Readonly<Record<string, unknown>>):
     greeting: stringOrNull(next["greeting"]),
     greeting_status: stringOrNull(next["greeting_status"]),
     welcome_message: next["welcome_message"] ?? null
+  }
+  if (ad.creative.id !== null) ad.creatives.set(ad.creative.id, ad.creative)
+  return undefined
+}
+
+// --- URL tags (issue 19): a creative change is a new creative and restarts learning -----------
+
+/** A URL-tag string as the platform takes it: `key=value` pairs joined by `&`, no `?` or `#`. */
+const URL_TAGS = /^[A-Za-z0-9_.~-]+=[^&?#\s]+(&[A-Za-z0-9_.~-]+=[^&?#\s]+)*$/
+
+/** Why the ad's creative cannot change now (then nothing changes), as the real platform refuses it. */
+const creativeRefusal = (ad: AdRecord): SandboxReply | undefined =>
+  ad.status === "archived" || ad.status === "deleted"
+    ? refuse(400, "ad_not_editable", `the ad is ${ad.status}`)
+    : ad.creative_in_review
+    ? refuse(400, "creative_in_review", "the ad's creative is under review; try again once the review ends")
+    : undefined
+
+/** Like the real platform: a new creative (or another one) on an ad puts its ad set back into learning. */
+const restartLearning = (world: World, ad: AdRecord) => {
+  const set = world.adSets.get(ad.ad_set_id)
+  if (set !== undefined) set.learning_stage_status = "LEARNING"
+}
+
+/** `POST /v1/ads/:id/creatives {url_tags}`: a copy of the current creative with these URL tags, under a new id. */
+const newTaggedCreative = (world: World, ad: AdRecord, fields: Readonly<Record<string, unknown>>): SandboxReply => {
+  const tags = fields["url_tags"]
+  if (typeof tags !== "string" || tags.length > 1_000 || !URL_TAGS.test(tags)) {
+    return invalid("url_tags must be key=value pairs joined by & (at most 1000 characters)")
+  }
+  const refused = creativeRefusal(ad)
+  if (refused !== undefined) return refused
+  if (ad.creative.destination_type !== null) return refuse(400, "not_a_link_ad", "URL tags apply to ads that link to a website")
+  const previous = ad.creative.id
+  const id = `cr_${ad.id}_${world.nextCreative++}`
+  ad.creative = { ...ad.creative, id, url_tags: tags }
+  ad.creatives.set(id, ad.creative)
+  restartLearning(world, ad)
+  return ok({ id, previous_creative_id: previous }, 201)
+}
+
+/** `POST /v1/ads/:id {creative_id?, status?, name?}`: `creative_id` puts the ad on a creative it carried before. */
+const adWrite = (world: World, ad: AdRecord, fields: Readonly<Record<string, unknown>>): SandboxReply | undefined => {
+  const creativeId = fields["creative_id"]
+  if (creativeId === undefined) return applyFields(ad, fields, WRITABLE_STATUSES)
+  const creative = typeof creativeId === "string" ? ad.creatives.get(creativeId) : undefined
+  if (creative === undefined) return invalid("creative_id must name a creative this ad has carried")
+  const refused = creativeRefusal(ad) ?? applyFields(ad, fields, WRITABLE_STATUSES)
+  if (refused !== undefined) return refused
+  if (ad.creative.id !== creative.id) {
+    ad.creative = creative
+    restartLearning(world, ad)
   }
   return undefined
 }
@@ -454,7 +521,7 @@ const writeRoute = <A extends { readonly account_id: string }>(
   path: `/v1/${string}`,
   index: (world: World) => Map<string, A>,
   what: string,
-  apply: (found: A, fields: Readonly<Record<string, unknown>>) => SandboxReply | undefined
+  apply: (found: A, fields: Readonly<Record<string, unknown>>, world: World) => SandboxReply | undefined
 ): SandboxRoute<World> => ({
   method: "POST",
   path,
@@ -463,7 +530,7 @@ const writeRoute = <A extends { readonly account_id: string }>(
     if (isReply(found)) return found
     const missing = ctx.requireWrite()
     if (missing !== undefined) return missing
-    const refused = apply(found, fieldsOf(ctx.body))
+    const refused = apply(found, fieldsOf(ctx.body), world)
     if (refused !== undefined) return refused
     ctx.countWrite()
     return ok({ success: true })
@@ -528,8 +595,21 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
   getRoute("/v1/ads/:id", (world) => world.ads, "ad", adWire),
   writeRoute("/v1/campaigns/:id", (world) => world.campaigns, "campaign", (c, f) => belowMinimum(f) ?? applyFields(c, f, WRITABLE_STATUSES)),
   writeRoute("/v1/adsets/:id", (world) => world.adSets, "ad set", (s, f) => belowMinimum(f) ?? applyFields(s, f, WRITABLE_STATUSES)),
-  writeRoute("/v1/ads/:id", (world) => world.ads, "ad", (a, f) => applyFields(a, f, WRITABLE_STATUSES)),
+  writeRoute("/v1/ads/:id", (world) => world.ads, "ad", (a, f, world) => adWrite(world, a, f)),
   writeRoute("/v1/ads/:id/creative", (world) => world.ads, "ad", applyCreative),
+  {
+    method: "POST",
+    path: "/v1/ads/:id/creatives",
+    handler: (world, ctx) => {
+      const ad = reachable(world.ads, ctx, "ad")
+      if (isReply(ad)) return ad
+      const missing = ctx.requireWrite()
+      if (missing !== undefined) return missing
+      const reply = newTaggedCreative(world, ad, fieldsOf(ctx.body))
+      if (reply.status === 201) ctx.countWrite()
+      return reply
+    }
+  },
   {
     method: "POST",
     path: "/v1/datasets/:id/events",
@@ -586,7 +666,15 @@ const stateOf = (world: World) => ({
         learning_stage_status: s.learning_stage_status,
         daily_budget_minor: s.daily_budget_minor,
         lifetime_budget_minor: s.lifetime_budget_minor,
-        ads: s.ads.map((a) => ({ id: a.id, name: a.name, status: a.status, destination_type: a.creative.destination_type }))
+        ads: s.ads.map((a) => ({
+          id: a.id,
+          name: a.name,
+          status: a.status,
+          destination_type: a.creative.destination_type,
+          creative_id: a.creative.id,
+          url_tags: a.creative.url_tags,
+          creative_in_review: a.creative_in_review
+        }))
       }))
     })),
     pixels: account.pixels,
@@ -608,8 +696,24 @@ const patchObject = (world: World, object: Readonly<Record<string, unknown>> & {
   if (objective !== undefined && (!("objective" in target) || typeof objective !== "string")) {
     return invalid("objective (campaigns) must be a string")
   }
+  const review = object["creative_in_review"]
+  if (review !== undefined && (!("creative_in_review" in target) || typeof review !== "boolean")) {
+    return invalid("creative_in_review (ads) must be a boolean")
+  }
+  const tags = object["url_tags"]
+  if (tags !== undefined && (!("creatives" in target) || typeof tags !== "string" || !URL_TAGS.test(tags))) {
+    return invalid("url_tags (ads) must be key=value pairs joined by &")
+  }
   const refused = applyFields(target, object, STATUSES)
   if (refused !== undefined) return refused
+  if ("creative_in_review" in target && typeof review === "boolean") target.creative_in_review = review
+  // As in the platform's own UI: new URL tags are a new creative (learning restarts).
+  if ("creatives" in target && typeof tags === "string") {
+    const id = `cr_${target.id}_${world.nextCreative++}`
+    target.creative = { ...target.creative, id, url_tags: tags }
+    target.creatives.set(id, target.creative)
+    restartLearning(world, target)
+  }
   if ("learning_stage_status" in target && stage !== undefined) target.learning_stage_status = stage
   if ("objective" in target && typeof objective === "string") target.objective = objective
   return undefined
