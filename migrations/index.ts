@@ -25,6 +25,7 @@ import m0024 from "./0024_utm_dimensions.ts"
 import m0025 from "./0025_password_links.ts"
 import m0026 from "./0026_provider_connections.ts"
 import m0029 from "./0029_commerce_copy.ts"
+import m0037 from "./0037_rpc_credentials.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -57,7 +58,8 @@ export const migrations = {
   "0024_utm_dimensions": m0024,
   "0025_password_links": m0025,
   "0026_provider_connections": m0026,
-  "0029_commerce_copy": m0029
+  "0029_commerce_copy": m0029,
+  "0037_rpc_credentials": m0037
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))
