@@ -14,6 +14,7 @@ import { RpcSerialization, RpcServer } from "effect/rpc"
 import { routeProfileCall } from "../../cluster/calls.ts"
 import { Profile } from "../../cluster/Profile.ts"
 import { ClusterStatus } from "../../cluster/runner.ts"
+import type { IngestEvent } from "../../schema/events.ts"
 import { type IngestBatchItem, RecordedFeedItem, ServiceRpcs, type ServiceStatusInfo } from "../../schema/rpc.ts"
 import { CampaignsService } from "../analytics/campaigns/service.ts"
 import { AnalyticsService } from "../analytics/overview/service.ts"
@@ -30,6 +31,13 @@ import { VERSION } from "../platform/version.ts"
 import { RpcAuthLive, RpcCaller } from "./auth.ts"
 import { RpcCredentials } from "./credentials/service.ts"
 import { RpcCredentialsRepo } from "./credentials/repo.ts"
+
+/**
+ * A numeric `properties.value` as its literal: over HTTP the literal is re-read from the body;
+ * an RPC payload carries the number itself, whose shortest form is its literal.
+ */
+const valueLiteralOf = (event: IngestEvent): Option.Option<string> =>
+  typeof event.properties?.value === "number" ? Option.some(String(event.properties.value)) : Option.none()
 
 /** How long the feed waits before asking the outbox again once it has caught up. */
 const FEED_POLL = Duration.seconds(1)
@@ -120,12 +128,12 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
       ProfileBumpRevocationEpoch: Effect.fn("Rpc.ProfileBumpRevocationEpoch")(function*({ profile_id }) {
         return yield* routeProfileCall(makeProfile(profile_id.toLowerCase()).BumpRevocationEpoch(), "outcome_unknown")
       }),
-      EventsIngest: ({ event }) => asCaller((_, profile) => events.ingest(profile, event, Option.none())),
+      EventsIngest: ({ event }) => asCaller((_, profile) => events.ingest(profile, event, valueLiteralOf(event))),
       EventsIngestBatch: ({ events: batch }) =>
         asCaller((_, profile) =>
           Effect.map(
             Effect.forEach(batch, (event) =>
-              events.ingest(profile, event, Option.none()).pipe(
+              events.ingest(profile, event, valueLiteralOf(event)).pipe(
                 Effect.map((data): IngestBatchItem => ({ ok: true, data })),
                 // One event's refusal is its answer; an unreachable database fails the batch (retry it whole).
                 Effect.catchTags({
