@@ -132,7 +132,11 @@ export const RpcAuthErrors = Schema.Union([
 ])
 
 /** Authenticates, checks scopes and the profile list, meters and logs every call (src/rpc/auth.ts). */
-export class RpcAuth extends RpcMiddleware.Service<RpcAuth>()("svc/RpcAuth", { error: RpcAuthErrors }) {}
+export class RpcAuth extends RpcMiddleware.Service<RpcAuth>()("svc/RpcAuth", {
+  error: RpcAuthErrors,
+  // The client half (src/rpc/client.ts) puts the credential in every request's RPC headers.
+  requiredForClient: true
+}) {}
 
 const ProfileErrors = Schema.Union([DatabaseUnavailable, ServiceUnavailable])
 

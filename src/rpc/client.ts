@@ -4,18 +4,19 @@
  *   const rpc = yield* makeServiceClient({ url: "http://svc:8080", credential, transport: "websocket", serialization: "binary" })
  *   const overview = yield* rpc.AnalyticsOverview({ profile_id, query: { start: "2026-03-01", end: "2026-03-31" } })
  *
- * The credential (an operator-minted `svc_rpc_...` secret, decision 0081) travels as
- * `authorization: Bearer` on the HTTP request or on the WebSocket upgrade; the server hands it
- * to every call's RPC headers. Transport failures surface as `RpcClientError`; the server's
+ * The credential (an operator-minted `svc_rpc_...` secret, decision 0081) travels in every
+ * request's RPC headers as `authorization: Bearer <secret>` (the client half of `RpcAuth`), the
+ * same on HTTP and WebSocket. Transport failures surface as `RpcClientError`; the server's
  * refusals as the HTTP catalogue's tagged errors (`Unauthorized`, `InsufficientScope`, ...).
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import type { Scope } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
-import { RpcClient, RpcSerialization } from "effect/rpc"
+import { FetchHttpClient } from "effect/http"
+import { Headers } from "effect/http"
+import { RpcClient, RpcMiddleware, RpcSerialization } from "effect/rpc"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
 import { Socket } from "effect/socket"
-import { ServiceRpcs } from "../../schema/rpc.ts"
+import { RpcAuth, ServiceRpcs } from "../../schema/rpc.ts"
 
 export type ServiceRpcClient = RpcClient.RpcClient<ServiceRpcs, RpcClientError>
 
@@ -40,23 +41,26 @@ export const endpointOf = (options: ServiceClientOptions): string => {
 
 const protocol = (options: ServiceClientOptions) => {
   const serialization = options.serialization === "binary" ? RpcSerialization.layerSchemaBinary() : RpcSerialization.layerJson
-  const secret = Redacted.isRedacted(options.credential) ? Redacted.value(options.credential) : options.credential
   if (options.transport === "websocket") {
-    return RpcClient.layerProtocolSocket({ retryTransientErrors: true }).pipe(
-      Layer.provide(Socket.layerWebSocket(endpointOf(options), { headers: { authorization: `Bearer ${secret}` } })),
+    return RpcClient.layerProtocolSocket().pipe(
+      Layer.provide(Socket.layerWebSocket(endpointOf(options))),
       Layer.provide([Socket.layerWebSocketConstructorGlobal, serialization])
     )
   }
-  return RpcClient.layerProtocolHttp({
-    url: endpointOf(options),
-    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(secret))
-  }).pipe(Layer.provide([FetchHttpClient.layer, serialization]))
+  return RpcClient.layerProtocolHttp({ url: endpointOf(options) }).pipe(Layer.provide([FetchHttpClient.layer, serialization]))
+}
+
+/** The client half of `RpcAuth`: the credential in the RPC headers of every request. */
+export const credentialHeader = (credential: string | Redacted.Redacted<string>) => {
+  const authorization = `Bearer ${Redacted.isRedacted(credential) ? Redacted.value(credential) : credential}`
+  return RpcMiddleware.layerClient(RpcAuth, ({ next, request }) =>
+    next({ ...request, headers: Headers.set(request.headers, "authorization", authorization) }))
 }
 
 /** A client whose connection resources live as long as the surrounding scope. */
 export const makeServiceClient = (options: ServiceClientOptions): Effect.Effect<ServiceRpcClient, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const context = yield* Layer.build(protocol(options))
+    const context = yield* Layer.build(Layer.merge(protocol(options), credentialHeader(options.credential)))
     return yield* RpcClient.make(ServiceRpcs).pipe(Effect.provideContext(context))
   })
 

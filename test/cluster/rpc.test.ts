@@ -5,14 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { RpcClient, RpcSerialization } from "effect/rpc"
+import { RpcClient, RpcMiddleware, RpcSerialization } from "effect/rpc"
 import { SqlClient } from "effect/sql/SqlClient"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomBytes, randomUUID } from "node:crypto"
 import packageJson from "../../package.json" with { type: "json" }
-import { ServiceRpcs } from "../../schema/rpc.ts"
+import { RpcAuth, ServiceRpcs } from "../../schema/rpc.ts"
 import { AppConfig, loadSettings } from "../../src/platform/config.ts"
 import { latestMigrationId } from "../../src/platform/migrator.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
@@ -75,7 +75,11 @@ const client = () => makeServiceClient({ url: rpcUrl, credential: TOKEN })
 const clientWithoutHeader = (url: string) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
-      RpcClient.layerProtocolHttp({ url }).pipe(Layer.provide([FetchHttpClient.layer, RpcSerialization.layerJson]))
+      Layer.merge(
+        RpcClient.layerProtocolHttp({ url }).pipe(Layer.provide([FetchHttpClient.layer, RpcSerialization.layerJson])),
+        // The client half of the auth middleware, adding no credential.
+        RpcMiddleware.layerClient(RpcAuth, ({ next, request }) => next(request))
+      )
     )
     return yield* RpcClient.make(ServiceRpcs).pipe(Effect.provideContext(context))
   })
