@@ -189,9 +189,10 @@ export const IngestBatchItem = Schema.Union([
 export type IngestBatchItem = typeof IngestBatchItem.Type
 
 /**
- * Up to 500 events of one profile, recorded in order, each exactly as `EventsIngest` would (one
- * event's refusal does not stop the others); `results[i]` answers `events[i]`. Retrying the
- * whole batch is safe: every event is idempotent on its `idempotency_key`.
+ * Up to 500 events of one profile, each recorded exactly as `EventsIngest` would (one event's
+ * refusal does not stop the others); `results[i]` answers `events[i]`. Events are recorded
+ * concurrently, as that many HTTP requests would be: do not rely on their commit order. Retrying
+ * the whole batch is safe: every event is idempotent on its `idempotency_key`.
  */
 export class EventsIngestBatch extends Rpc.make("EventsIngestBatch", {
   payload: {

@@ -39,6 +39,12 @@ import { RpcCredentialsRepo } from "./credentials/repo.ts"
 const valueLiteralOf = (event: IngestEvent): Option.Option<string> =>
   typeof event.properties?.value === "number" ? Option.some(String(event.properties.value)) : Option.none()
 
+/**
+ * Events of a batch recorded at once: they share the recorder's group commit (decision 0036) as
+ * concurrent HTTP requests do; answers stay in the batch's order.
+ */
+const BATCH_CONCURRENCY = 32
+
 /** How long the feed waits before asking the outbox again once it has caught up. */
 const FEED_POLL = Duration.seconds(1)
 
@@ -142,7 +148,7 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
                   IdempotencyKeyConflict: (error) => Effect.succeed<IngestBatchItem>({ ok: false, error }),
                   InvalidState: (error) => Effect.succeed<IngestBatchItem>({ ok: false, error })
                 })
-              )),
+              ), { concurrency: BATCH_CONCURRENCY }),
             (results) => ({ results })
           )),
       ConversionsList: ({ query }) => asCaller((_, profile) => events.listConversions(profile, query)),
