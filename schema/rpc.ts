@@ -161,7 +161,7 @@ export class ProfileBumpRevocationEpoch extends Rpc.make("ProfileBumpRevocationE
   payload: { profile_id: ProfileId },
   success: ProfileState,
   error: ProfileErrors
-}).annotate(RpcPolicy, CLUSTER) {}
+}).annotate(RpcPolicy, { ...CLUSTER, scopes: ["profiles:write"] }) {}
 
 
 // ---- Parity with the HTTP API: the same request and answer schemas, the same errors. ----

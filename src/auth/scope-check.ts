@@ -38,7 +38,17 @@ export const checkScopes = (
   halves?: UserTokenHalves
 ): InsufficientScope | undefined => {
   const held = scopesOf(principal)
-  if (held === undefined || policy.scopes.length === 0) return undefined
+  return held === undefined ? undefined : checkHeldScopes(principal.kind, held, policy, halves)
+}
+
+/** The same check on scopes held by a credential of `kind` (e.g. an RPC credential on a call naming no profile). */
+export const checkHeldScopes = (
+  kind: PrincipalShape["kind"],
+  held: ReadonlyArray<string>,
+  policy: ScopeRequirement,
+  halves?: UserTokenHalves
+): InsufficientScope | undefined => {
+  if (policy.scopes.length === 0) return undefined
   // The common answer (allowed) without building the list of what is missing.
   if (policy.scopeMode === "any" ? policy.scopes.some((scope) => held.includes(scope)) : policy.scopes.every((scope) => held.includes(scope))) {
     return undefined
@@ -47,13 +57,12 @@ export const checkScopes = (
   const satisfied = policy.scopeMode === "any" ? missing.length < policy.scopes.length : missing.length === 0
   if (satisfied) return undefined
   const needed = policy.scopeMode === "any" ? policy.scopes.join(" or ") : missing.join(", ")
-  const message = principal.kind === "user_token"
+  const message = kind === "user_token"
     ? halves === undefined
       ? `This token lacks ${needed}: the token's grant and the person's membership must both allow it.`
       : `This token lacks ${needed}: ${describeMissing(missing, halves)}.`
-    : principal.kind === "session"
+    : kind === "session"
     ? `Your membership on this profile does not allow ${needed}.`
     : `This credential lacks the scope ${needed}.`
   return new InsufficientScope({ message, reason: `missing_scope:${missing.join(",")}` })
 }
-

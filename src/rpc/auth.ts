@@ -12,12 +12,12 @@ import { EntitlementRequired, NotFound, statusOfFailure, Unauthorized, Insuffici
 import { RpcAuth, RpcPolicy, type RpcPolicyShape } from "../../schema/rpc.ts"
 import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
 import type { PrincipalShape } from "../auth/principal.ts"
-import { checkScopes } from "../auth/scope-check.ts"
+import { checkHeldScopes, checkScopes } from "../auth/scope-check.ts"
 import { AppConfig } from "../platform/config.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { RpcCredentials } from "./credentials/service.ts"
-import { RpcCredentialsRepo } from "./credentials/repo.ts"
+import { type CredentialRow, RpcCredentialsRepo } from "./credentials/repo.ts"
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
 const METER_WINDOW = Duration.minutes(1)
@@ -36,6 +36,15 @@ const profileIdOf = (payload: unknown): string | undefined =>
   typeof payload === "object" && payload !== null && "profile_id" in payload && typeof payload.profile_id === "string"
     ? payload.profile_id
     : undefined
+
+/** The credential's per-minute bucket, as an API key's over HTTP. */
+const bucketOf = (credential: CredentialRow, policy: RpcPolicyShape) => ({
+  key: `service:${credential.id}`,
+  limit: credential.rate_limit_per_minute,
+  window: METER_WINDOW,
+  tokens: policy.cost ?? 1,
+  exceeded: { message: `Rate limit of ${credential.rate_limit_per_minute} requests per minute exceeded.` }
+})
 
 export const RpcAuthLive = Layer.effect(RpcAuth)(
   Effect.gen(function*() {
@@ -66,7 +75,13 @@ export const RpcAuthLive = Layer.effect(RpcAuth)(
         if (profileId !== undefined && credential.profile_ids !== null && !credential.profile_ids.includes(profileId)) {
           return yield* new NotFound({ message: "No such profile.", reason: "profile_not_in_credential" })
         }
-        if (profileId === undefined || policy.cluster === true) return yield* effect
+        if (profileId === undefined || policy.cluster === true) {
+          // The cluster calls read or bump an entity, not profile data: scopes and the allowance only.
+          const refused = checkHeldScopes("service", credential.scopes, policy)
+          if (refused !== undefined) return yield* refused
+          yield* consumeBucket(limiter, bucketOf(credential, policy))
+          return yield* effect
+        }
         const profile = isUuid(profileId) ? yield* repo.profile(profileId) : Option.none()
         if (Option.isNone(profile)) return yield* new NotFound({ message: "No such profile." })
         const principal: PrincipalShape = {
@@ -89,13 +104,7 @@ export const RpcAuthLive = Layer.effect(RpcAuth)(
           }
           const refused = checkScopes(principal, policy)
           if (refused !== undefined) return yield* refused
-          yield* consumeBucket(limiter, {
-            key: `service:${credential.id}`,
-            limit: credential.rate_limit_per_minute,
-            window: METER_WINDOW,
-            tokens: policy.cost ?? 1,
-            exceeded: { message: `Rate limit of ${credential.rate_limit_per_minute} requests per minute exceeded.` }
-          })
+          yield* consumeBucket(limiter, bucketOf(credential, policy))
           return yield* Effect.provideService(effect, RpcCaller, principal)
         })
         if (policy.personData !== true) return yield* served

@@ -209,6 +209,22 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.strictEqual(garbage._tag, "Unauthorized")
       }))
 
+    it.effect("the cluster calls: a status for any credential, a revocation-epoch bump only with profiles:write", () =>
+      Effect.gen(function*() {
+        const world = yield* seedWorld()
+        const reader = yield* client(world.secret)
+        const status = yield* reader.ServiceStatus()
+        assert.strictEqual(status.database.reachable, true)
+        const refused = yield* Effect.flip(reader.ProfileBumpRevocationEpoch({ profile_id: world.profileId }))
+        assert.strictEqual(refused._tag, "InsufficientScope")
+        assert.strictEqual(refused._tag === "InsufficientScope" ? refused.reason : undefined, "missing_scope:profiles:write")
+        const writer = yield* mint({ name: "ops", scopes: ["profiles:write"], profileIds: [world.profileId] })
+        const bumped = yield* (yield* client(writer.secret)).ProfileBumpRevocationEpoch({ profile_id: world.profileId })
+        assert.strictEqual(bumped.revocation_epoch, 1)
+        const elsewhere = yield* Effect.flip((yield* client(writer.secret)).ProfileGetState({ profile_id: crypto.randomUUID() }))
+        assert.strictEqual(elsewhere._tag, "NotFound")
+      }))
+
     it.effect("the credential's per-minute allowance is enforced with the HTTP error", () =>
       Effect.gen(function*() {
         const world = yield* seedWorld()
