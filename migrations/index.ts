@@ -32,6 +32,7 @@ import m0033 from "./0033_creative_analysis.ts"
 import m0034 from "./0034_exports.ts"
 import m0035 from "./0035_webhooks.ts"
 import m0036 from "./0036_inbox.ts"
+import m0037 from "./0037_rpc_credentials.ts"
 import m0038 from "./0038_trace_context.ts"
 import m0039 from "./0039_reports.ts"
 import m0040 from "./0040_url_tags.ts"
@@ -75,6 +76,7 @@ export const migrations = {
   "0034_exports": m0034,
   "0035_webhooks": m0035,
   "0036_inbox": m0036,
+  "0037_rpc_credentials": m0037,
   "0038_trace_context": m0038,
   "0039_reports": m0039,
   "0040_url_tags": m0040

@@ -2,12 +2,54 @@
  * The RPC contract for internal services: what `/rpc` answers (src/rpc/server.ts) and what
  * `makeServiceClient` (src/rpc/client.ts) calls. Schemas only, no I/O.
  *
- * Every call carries `Authorization: Bearer <SVC_RPC_TOKEN>`; without a configured token the
- * server refuses every call with `RpcUnauthorized`.
+ * Every call carries the RPC header `authorization: Bearer <credential>` (decision 0081): an
+ * internal-service credential the operator minted (`svc_rpc_...`), checked per call with the
+ * scope rules, rate limit and PII access log of HTTP; each profile call names its `profile_id`.
+ * The deprecated `SVC_RPC_TOKEN` still opens the three cluster calls for one release.
+ * Errors are the HTTP catalogue's tagged errors (schema/errors.ts), the same code for the same
+ * refusal.
  */
-import { Schema } from "effect"
+import { Context, Schema } from "effect"
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
-import { DatabaseUnavailable, ServiceUnavailable } from "./errors.ts"
+import { AnalyticsQuery, Overview, Timeseries } from "./analytics.ts"
+import { Campaigns, CampaignsQuery } from "./analytics-campaigns.ts"
+import { RecomputeAccepted, ReplayStatusBody } from "./attribution.ts"
+import {
+  ConversionJourney,
+  CreateErasure,
+  CustomerPage,
+  CustomersQuery,
+  ErasureAnswer,
+  JourneyPageQuery,
+  PersonJourney,
+  PersonJourneyQuery
+} from "./customers.ts"
+import {
+  ApiKeyRequired,
+  ConversionNotFound,
+  CustomerNotFound,
+  DatabaseUnavailable,
+  EntitlementRequired,
+  HealthcareScopeForbidden,
+  IdempotencyKeyConflict,
+  InsufficientScope,
+  InvalidDateRange,
+  InvalidParameter,
+  InvalidState,
+  NotFound,
+  RateLimitExceeded,
+  ServiceUnavailable,
+  Unauthorized,
+  ValidationError
+} from "./errors.ts"
+import {
+  ConversionPage,
+  ConversionsQuery,
+  IngestedEvent,
+  IngestEvent,
+  MAX_REPLAY_PAGE,
+  OutcomeRecordedEvent
+} from "./events.ts"
 
 export { DatabaseUnavailable, ServiceUnavailable }
 
@@ -62,24 +104,52 @@ export const ServiceStatusInfo = Schema.Struct({
 }).annotate({ identifier: "ServiceStatus" })
 export type ServiceStatusInfo = typeof ServiceStatusInfo.Type
 
-/** Missing, malformed or wrong bearer token, or no token configured on the server. */
-export class RpcUnauthorized extends Schema.TaggedError<RpcUnauthorized>()("RpcUnauthorized", {
-  message: Schema.String
-}) {}
+/**
+ * What a call requires of its credential, read by the RPC authentication middleware: the same
+ * fields as an HTTP operation's policy (src/http/policy.ts), so both adapters ask the same.
+ */
+export interface RpcPolicyShape {
+  readonly scopes: ReadonlyArray<string>
+  readonly scopeMode?: "all" | "any"
+  /** Units of the per-minute allowance (heavy reads cost 3, as over HTTP). */
+  readonly cost?: number
+  readonly entitlement?: "svc_attribution"
+  /** Answers customer personal data: every call is written to the workspace's PII access log. */
+  readonly personData?: boolean
+  /** The three cluster calls: no profile data, also open to the deprecated `SVC_RPC_TOKEN`. */
+  readonly cluster?: boolean
+}
+export class RpcPolicy extends Context.Service<RpcPolicy, RpcPolicyShape>()("svc/RpcPolicy") {}
 
-/** Bearer-token authentication of every call (implemented in src/rpc/server.ts). */
-export class RpcAuth extends RpcMiddleware.Service<RpcAuth>()("svc/RpcAuth", { error: RpcUnauthorized }) {}
+/** The refusals of authentication, before any handler runs (the HTTP middleware's, same codes). */
+export const RpcAuthErrors = Schema.Union([
+  Unauthorized,
+  InsufficientScope,
+  NotFound,
+  EntitlementRequired,
+  RateLimitExceeded,
+  DatabaseUnavailable
+])
+
+/** Authenticates, checks scopes and the profile list, meters and logs every call (src/rpc/auth.ts). */
+export class RpcAuth extends RpcMiddleware.Service<RpcAuth>()("svc/RpcAuth", {
+  error: RpcAuthErrors,
+  // The client half (src/rpc/client.ts) puts the credential in every request's RPC headers.
+  requiredForClient: true
+}) {}
 
 const ProfileErrors = Schema.Union([DatabaseUnavailable, ServiceUnavailable])
 
-export class ServiceStatus extends Rpc.make("ServiceStatus", { success: ServiceStatusInfo }) {}
+const CLUSTER: RpcPolicyShape = { scopes: [], cluster: true }
+
+export class ServiceStatus extends Rpc.make("ServiceStatus", { success: ServiceStatusInfo }).annotate(RpcPolicy, CLUSTER) {}
 
 /** Reads the profile's state on the runner owning its shard. */
 export class ProfileGetState extends Rpc.make("ProfileGetState", {
   payload: { profile_id: ProfileId },
   success: ProfileState,
   error: ProfileErrors
-}) {}
+}).annotate(RpcPolicy, CLUSTER) {}
 
 /**
  * Increments the profile's revocation epoch on the runner owning its shard. The message is
@@ -91,7 +161,193 @@ export class ProfileBumpRevocationEpoch extends Rpc.make("ProfileBumpRevocationE
   payload: { profile_id: ProfileId },
   success: ProfileState,
   error: ProfileErrors
-}) {}
+}).annotate(RpcPolicy, { ...CLUSTER, scopes: ["profiles:write"] }) {}
 
-export const ServiceRpcs = RpcGroup.make(ServiceStatus, ProfileGetState, ProfileBumpRevocationEpoch).middleware(RpcAuth)
+
+// ---- Parity with the HTTP API: the same request and answer schemas, the same errors. ----
+
+const profileErrors = [NotFound, InvalidParameter, DatabaseUnavailable] as const
+const analyticsErrors = Schema.Union([...profileErrors, InvalidDateRange])
+
+/** `POST /api/v1/events`: idempotent on the event's `idempotency_key`, the same answer as HTTP. */
+export class EventsIngest extends Rpc.make("EventsIngest", {
+  payload: { profile_id: ProfileId, event: IngestEvent },
+  success: IngestedEvent,
+  error: Schema.Union([...profileErrors, ValidationError, IdempotencyKeyConflict, InvalidState])
+}).annotate(RpcPolicy, { scopes: ["events:write"], entitlement: "svc_attribution" }) {}
+
+export const MAX_INGEST_BATCH = 500
+
+/** One event's answer in a batch: what `POST /api/v1/events` would have answered for it. */
+export const IngestBatchItem = Schema.Union([
+  Schema.Struct({ ok: Schema.Literal(true), data: IngestedEvent }),
+  Schema.Struct({
+    ok: Schema.Literal(false),
+    error: Schema.Union([ValidationError, InvalidParameter, IdempotencyKeyConflict, InvalidState, NotFound])
+  })
+]).annotate({ identifier: "IngestBatchItem" })
+export type IngestBatchItem = typeof IngestBatchItem.Type
+
+/**
+ * Up to 500 events of one profile, each recorded exactly as `EventsIngest` would (one event's
+ * refusal does not stop the others); `results[i]` answers `events[i]`. Events are recorded
+ * concurrently, as that many HTTP requests would be: do not rely on their commit order. Retrying
+ * the whole batch is safe: every event is idempotent on its `idempotency_key`.
+ */
+export class EventsIngestBatch extends Rpc.make("EventsIngestBatch", {
+  payload: {
+    profile_id: ProfileId,
+    events: Schema.Array(IngestEvent).check(Schema.isMinLength(1), Schema.isMaxLength(MAX_INGEST_BATCH))
+  },
+  success: Schema.Struct({ results: Schema.Array(IngestBatchItem) }),
+  error: DatabaseUnavailable
+}).annotate(RpcPolicy, { scopes: ["events:write"], entitlement: "svc_attribution", cost: 1 }) {}
+
+/** `GET /api/v1/conversions`. */
+export class ConversionsList extends Rpc.make("ConversionsList", {
+  payload: { profile_id: ProfileId, query: Schema.Struct(ConversionsQuery) },
+  success: ConversionPage,
+  error: analyticsErrors
+}).annotate(RpcPolicy, { scopes: ["conversions:read"] }) {}
+
+/** `GET /api/v1/overview`. */
+export class AnalyticsOverview extends Rpc.make("AnalyticsOverview", {
+  payload: { profile_id: ProfileId, query: Schema.Struct(AnalyticsQuery) },
+  success: Overview,
+  error: analyticsErrors
+}).annotate(RpcPolicy, { scopes: ["analytics:read"] }) {}
+
+/** `GET /api/v1/timeseries`. */
+export class AnalyticsTimeseries extends Rpc.make("AnalyticsTimeseries", {
+  payload: { profile_id: ProfileId, query: Schema.Struct(AnalyticsQuery) },
+  success: Timeseries,
+  error: analyticsErrors
+}).annotate(RpcPolicy, { scopes: ["analytics:read"] }) {}
+
+/** `GET /api/v1/campaigns`. */
+export class CampaignsList extends Rpc.make("CampaignsList", {
+  payload: { profile_id: ProfileId, query: Schema.Struct(CampaignsQuery) },
+  success: Campaigns,
+  error: analyticsErrors
+}).annotate(RpcPolicy, { scopes: ["campaigns:read"] }) {}
+
+/** `GET /api/v1/conversions/{id}/journey`. */
+export class ConversionJourneyGet extends Rpc.make("ConversionJourneyGet", {
+  payload: { profile_id: ProfileId, conversion_id: Schema.String, query: Schema.Struct(JourneyPageQuery) },
+  success: ConversionJourney,
+  error: Schema.Union([...profileErrors, ConversionNotFound, InvalidState])
+}).annotate(RpcPolicy, { scopes: ["conversions:read"] }) {}
+
+/** `GET /api/v1/customers/journey` (projected: no contact data). */
+export class PersonJourneyGet extends Rpc.make("PersonJourneyGet", {
+  payload: { profile_id: ProfileId, query: Schema.Struct(PersonJourneyQuery) },
+  success: PersonJourney,
+  error: Schema.Union([...profileErrors, CustomerNotFound, InsufficientScope])
+}).annotate(RpcPolicy, { scopes: ["conversions:read"] }) {}
+
+/** `GET /api/v1/customers/{id}/journey`: person data, logged. */
+export class CustomerJourneyGet extends Rpc.make("CustomerJourneyGet", {
+  payload: { profile_id: ProfileId, customer_id: Schema.String, query: Schema.Struct(JourneyPageQuery) },
+  success: PersonJourney,
+  error: Schema.Union([...profileErrors, CustomerNotFound, InsufficientScope])
+}).annotate(RpcPolicy, { scopes: ["customers:read"], cost: 3, personData: true }) {}
+
+/** `GET /api/v1/customers` (by `email`, `phone` or `external_ref`): person data, logged. */
+export class CustomersResolve extends Rpc.make("CustomersResolve", {
+  payload: { profile_id: ProfileId, query: Schema.Struct(CustomersQuery) },
+  success: CustomerPage,
+  error: Schema.Union([...profileErrors, InsufficientScope])
+}).annotate(RpcPolicy, { scopes: ["customers:read"], cost: 3, personData: true }) {}
+
+/** `POST /api/v1/customers/erasures`: idempotent on `request_ref`. */
+export class CustomersErase extends Rpc.make("CustomersErase", {
+  payload: { profile_id: ProfileId, erasure: CreateErasure },
+  success: ErasureAnswer,
+  error: Schema.Union([...profileErrors, ValidationError, ApiKeyRequired, CustomerNotFound])
+}).annotate(RpcPolicy, { scopes: ["attribution:write"] }) {}
+
+/** `POST /api/v1/attribution/recompute`: joins a replay already queued. */
+export class AttributionRecompute extends Rpc.make("AttributionRecompute", {
+  payload: { profile_id: ProfileId },
+  success: RecomputeAccepted,
+  error: DatabaseUnavailable
+}).annotate(RpcPolicy, { scopes: ["attribution:write"] }) {}
+
+/** `GET /api/v1/tracking/replay-status`. */
+export class ReplayStatusGet extends Rpc.make("ReplayStatusGet", {
+  payload: { profile_id: ProfileId },
+  success: ReplayStatusBody,
+  error: DatabaseUnavailable
+}).annotate(RpcPolicy, { scopes: ["analytics:read", "conversions:read"], scopeMode: "any" }) {}
+
+/** One `outcome.recorded` event of the feed and the cursor to resume after it. */
+export const RecordedFeedItem = Schema.Struct({ event: OutcomeRecordedEvent, cursor: Schema.String })
+  .annotate({ identifier: "RecordedFeedItem" })
+
+/**
+ * Server streaming of `GET /api/v1/outcomes/recorded`: the profile's `outcome.recorded` events
+ * oldest first from `cursor` (absent: the start of the 90-day window), then each new one as it
+ * settles, until the caller stops. The same order, settling delay, contact rule and healthcare
+ * rule as the replay route; reconnecting with the last item's `cursor` resumes without a gap.
+ */
+export class OutcomesRecordedFeed extends Rpc.make("OutcomesRecordedFeed", {
+  payload: {
+    profile_id: ProfileId,
+    cursor: Schema.optionalKey(Schema.String),
+    /** Events read per page from the outbox (1 to 200, default 200). */
+    page_size: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_REPLAY_PAGE })))
+  },
+  success: RecordedFeedItem,
+  error: Schema.Union([...profileErrors, HealthcareScopeForbidden]),
+  stream: true
+}).annotate(RpcPolicy, { scopes: ["conversions:read", "customers:read"], scopeMode: "any" }) {}
+
+
+export const ServiceRpcs = RpcGroup.make(
+  ServiceStatus,
+  ProfileGetState,
+  ProfileBumpRevocationEpoch,
+  EventsIngest,
+  EventsIngestBatch,
+  ConversionsList,
+  AnalyticsOverview,
+  AnalyticsTimeseries,
+  CampaignsList,
+  ConversionJourneyGet,
+  PersonJourneyGet,
+  CustomerJourneyGet,
+  CustomersResolve,
+  CustomersErase,
+  AttributionRecompute,
+  ReplayStatusGet,
+  OutcomesRecordedFeed
+).middleware(RpcAuth)
 export type ServiceRpcs = RpcGroup.Rpcs<typeof ServiceRpcs>
+
+// ---- Internal-service credentials (decision 0081): what the operator mints and lists. ----
+
+export const RpcCredential = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  /** The secret's first characters (`svc_rpc_` and four more), to recognise it; never the secret. */
+  prefix: Schema.String,
+  scopes: Schema.Array(Schema.String),
+  /** The profiles its calls may name; null: every profile. */
+  profile_ids: Schema.NullOr(Schema.Array(Schema.String)),
+  rate_limit_per_minute: Schema.Int,
+  status: Schema.Literals(["active", "expired", "revoked"]),
+  rotated_from_id: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  expires_at: Schema.NullOr(Schema.String),
+  revoked_at: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "RpcCredential" })
+export type RpcCredential = typeof RpcCredential.Type
+
+/** A new credential and its secret, shown this once. */
+export const MintedRpcCredential = Schema.Struct({
+  credential: RpcCredential,
+  secret: Schema.String,
+  /** On a rotation: the previous credential, now ending at its `expires_at` (48 hours). */
+  rotated_from: Schema.optionalKey(RpcCredential)
+}).annotate({ identifier: "MintedRpcCredential" })
+export type MintedRpcCredential = typeof MintedRpcCredential.Type

@@ -34,6 +34,8 @@ const actorOf = (principal: PrincipalShape): { readonly kind: string; readonly i
       return { kind: "session", id: principal.userId }
     case "app_client":
       return { kind: "app_client", id: principal.appId }
+    case "service":
+      return { kind: "service", id: principal.credentialId }
     case "operator":
     case "anonymous":
       return { kind: principal.kind, id: null }

@@ -31,6 +31,8 @@ const actorOf = (principal: PrincipalShape): { readonly kind: string; readonly i
       return { kind: "user_token", id: principal.tokenId, userId: principal.userId }
     case "app_client":
       return { kind: "app_client", id: principal.appId, userId: null }
+    case "service":
+      return { kind: "service", id: principal.credentialId, userId: null }
     case "session":
       return { kind: "session", id: principal.sessionId, userId: principal.userId }
     case "operator":

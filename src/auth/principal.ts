@@ -58,6 +58,14 @@ export type PrincipalShape =
     readonly rateLimitPerMinute: number
   }
   | {
+    /** An internal service over `/rpc` (decision 0081), acting on the profile its call names. */
+    readonly kind: "service"
+    readonly credentialId: string
+    readonly scopes: ReadonlyArray<string>
+    readonly rateLimitPerMinute: number
+    readonly profile: ProfileContext
+  }
+  | {
     readonly kind: "session"
     readonly userId: string
     readonly sessionId: string
@@ -118,7 +126,10 @@ export class CredentialStore extends Context.Service<CredentialStore, Credential
 
 /** The scopes a principal holds; `undefined` for kinds that are not scope-bearing. */
 export const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> | undefined =>
-  principal.kind === "api_key" || principal.kind === "user_token" || principal.kind === "session" ? principal.scopes : undefined
+  principal.kind === "api_key" || principal.kind === "user_token" || principal.kind === "session" ||
+    principal.kind === "service"
+    ? principal.scopes
+    : undefined
 
 /**
  * The scopes a principal acts with on this request, none for kinds that carry no scopes (a user

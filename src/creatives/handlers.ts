@@ -16,6 +16,8 @@ const callerOf = (principal: PrincipalShape): string => {
       return `session:${principal.sessionId}`
     case "app_client":
       return `app:${principal.appId}`
+    case "service":
+      return `service:${principal.credentialId}`
     case "operator":
     case "anonymous":
       return principal.kind

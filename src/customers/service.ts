@@ -461,7 +461,8 @@ export class CustomersService extends Context.Service<CustomersService, {
         })
 
       const erase = Effect.fn("Customers.erase")(function*(principal: PrincipalShape, profile: ProfileContext, body: CreateErasure) {
-        if (principal.kind !== "api_key") {
+        // An internal service's credential stands where the profile's key would (decision 0081).
+        if (principal.kind !== "api_key" && principal.kind !== "service") {
           return yield* new ApiKeyRequired({ message: "Erasure is requested with an API key of the profile, not a session or token." })
         }
         const selector = yield* selectorOf(body)

@@ -21,10 +21,12 @@ import {
 } from "../../schema/errors.ts"
 import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
 import { scopesOfMembership } from "../../schema/members.ts"
-import { CredentialStore, Principal, type PrincipalShape, scopesOf } from "../auth/principal.ts"
+import { CredentialStore, Principal, type PrincipalShape } from "../auth/principal.ts"
+import { checkScopes, type UserTokenHalves } from "../auth/scope-check.ts"
 import { parseBasicCredentials } from "../auth/credentials/basic.ts"
 import { CredentialPrefix } from "../auth/credentials/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
+export { checkScopes, type UserTokenHalves }
 import { CurrentRequestAccess } from "../platform/request-id.ts"
 import { DataDirLock } from "../platform/data-dir-lock.ts"
 import { consumeBucket, fixedWindowConsumeOf, rateLimitExceeded } from "../platform/rate-limit.ts"
@@ -90,52 +92,6 @@ const operatorAccessOff = () =>
   })
 
 const describeKinds = (kinds: ReadonlyArray<CredentialKind>) => kinds.map((kind) => kind.replace("_", " ")).join(", ")
-
-/**
- * What a user token lacks, and why: its MCP grant, the person's membership on the profile, or
- * both (the two halves of its effective scopes).
- */
-export interface UserTokenHalves {
-  readonly grant: ReadonlyArray<string>
-  readonly membership: ReadonlyArray<string>
-  readonly workspaceRole: string
-}
-
-const describeMissing = (missing: ReadonlyArray<string>, halves: UserTokenHalves) => {
-  const grantLacks = missing.filter((scope) => !halves.grant.includes(scope))
-  const membershipLacks = missing.filter((scope) => !halves.membership.includes(scope))
-  return [
-    grantLacks.length > 0 ? `the token's MCP grant does not include ${grantLacks.join(", ")}` : "the token's MCP grant allows it",
-    membershipLacks.length > 0
-      ? `the person's membership (${halves.workspaceRole}) does not allow ${membershipLacks.join(", ")}`
-      : "the person's membership allows it"
-  ].join("; ")
-}
-
-export const checkScopes = (
-  principal: PrincipalShape,
-  policy: OperationPolicy,
-  halves?: UserTokenHalves
-): InsufficientScope | undefined => {
-  const held = scopesOf(principal)
-  if (held === undefined || policy.scopes.length === 0) return undefined
-  // The common answer (allowed) without building the list of what is missing.
-  if (policy.scopeMode === "any" ? policy.scopes.some((scope) => held.includes(scope)) : policy.scopes.every((scope) => held.includes(scope))) {
-    return undefined
-  }
-  const missing = policy.scopes.filter((scope) => !held.includes(scope))
-  const satisfied = policy.scopeMode === "any" ? missing.length < policy.scopes.length : missing.length === 0
-  if (satisfied) return undefined
-  const needed = policy.scopeMode === "any" ? policy.scopes.join(" or ") : missing.join(", ")
-  const message = principal.kind === "user_token"
-    ? halves === undefined
-      ? `This token lacks ${needed}: the token's grant and the person's membership must both allow it.`
-      : `This token lacks ${needed}: ${describeMissing(missing, halves)}.`
-    : principal.kind === "session"
-    ? `Your membership on this profile does not allow ${needed}.`
-    : `This credential lacks the scope ${needed}.`
-  return new InsufficientScope({ message, reason: `missing_scope:${missing.join(",")}` })
-}
 
 /** The `X-RateLimit-*` headers of a take, set on whatever answer the request ends with. */
 const rateLimitHeaders = (result: ConsumeResult): HttpEffect.PreResponseHandler => {

@@ -37,6 +37,8 @@ const scopeOf = (principal: PrincipalShape): string => {
       return `user_token:${principal.tokenId}`
     case "app_client":
       return `app:${principal.appId}`
+    case "service":
+      return `service:${principal.credentialId}`
     case "session":
       return `session:${principal.userId}`
     case "operator":

@@ -19,6 +19,7 @@ import { CliDatabaseLive as DatabaseLive, DatabaseInfo } from "../platform/datab
 import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { appliedMigrationId, latestMigrationId, migrate } from "../platform/migrator.ts"
 import { SecretBox } from "../platform/secret-box.ts"
+import { RpcCredentials } from "../rpc/credentials/service.ts"
 import { settingsOrExit } from "../platform/startup.ts"
 import { VERSION } from "../platform/version.ts"
 
@@ -369,7 +370,63 @@ const peopleCommand = Command.make("people").pipe(
   Command.withSubcommands([passwordLinkCommand("invite", "invite"), passwordLinkCommand("reset-password", "reset")])
 )
 
-export const commands = [migrateCommand, statusCommand, quickstartCommand, peopleCommand, oauthAppsCommand, workspacesCommand, spendCommand, fxCommand, analyticsCommand] as const
+/** Internal-service credentials for /rpc (decision 0081): minted here, shown once, stored as digests. */
+const withRpcCredentials = <A, E extends { readonly message: string }, R>(name: string, effect: Effect.Effect<A, E, R>) =>
+  dispatch(
+    `rpc-credentials ${name}`,
+    Effect.provide(
+      Effect.andThen(migrate, effect).pipe(
+        // A refusal (unknown scope, no such credential) is one line, as every CLI refusal.
+        Effect.mapError((error) => new CliRefusal({ message: `rpc-credentials ${name}: ${error.message}` }))
+      ),
+      RpcCredentials.layer.pipe(Layer.provideMerge(DatabaseLive))
+    )
+  )
+
+const rpcCredentialsCreate = Command.make("create", {
+  name: Flag.String("name").pipe(Flag.withDescription("Which service holds it, e.g. billing-worker")),
+  scopes: Flag.String("scope").pipe(Flag.atLeast(1), Flag.withDescription("A scope its calls may use (repeat)")),
+  profiles: Flag.String("profile").pipe(Flag.atLeast(0), Flag.withDescription("A profile id its calls may name (repeat; none: every profile)")),
+  rate: Flag.Int("rate-limit-per-minute").pipe(Flag.optional, Flag.withDescription("Calls per minute (default 6000)"))
+}, (flags) =>
+  withRpcCredentials("create", Effect.gen(function*() {
+    const credentials = yield* RpcCredentials
+    yield* printJson({
+      data: yield* credentials.mint({
+        name: flags.name,
+        scopes: flags.scopes,
+        profileIds: flags.profiles.length === 0 ? undefined : flags.profiles,
+        rateLimitPerMinute: Option.getOrUndefined(flags.rate)
+      })
+    })
+  }))).pipe(Command.withDescription("Mint an internal-service credential for /rpc; prints its secret once."))
+
+const rpcCredentialsList = Command.make("list", {}, () =>
+  withRpcCredentials("list", Effect.flatMap(RpcCredentials, (credentials) =>
+    Effect.flatMap(credentials.list, (data) => printJson({ data }))))).pipe(
+    Command.withDescription("List internal-service credentials (never their secrets).")
+  )
+
+const credentialId = Argument.String("credential-id").pipe(Argument.withDescription("The credential's id"))
+
+const rpcCredentialsRotate = Command.make("rotate", { id: credentialId }, ({ id }) =>
+  withRpcCredentials("rotate", Effect.flatMap(RpcCredentials, (credentials) =>
+    Effect.flatMap(credentials.rotate(id), (data) => printJson({ data }))))).pipe(
+    Command.withDescription("Mint a successor (secret shown once); the old credential stays valid 48 hours.")
+  )
+
+const rpcCredentialsRevoke = Command.make("revoke", { id: credentialId }, ({ id }) =>
+  withRpcCredentials("revoke", Effect.flatMap(RpcCredentials, (credentials) =>
+    Effect.flatMap(credentials.revoke(id), (data) => printJson({ data }))))).pipe(
+    Command.withDescription("Revoke a credential now: its next call is refused with unauthorized.")
+  )
+
+const rpcCredentialsCommand = Command.make("rpc-credentials").pipe(
+  Command.withDescription("Internal-service credentials for /rpc (decision 0081)."),
+  Command.withSubcommands([rpcCredentialsCreate, rpcCredentialsList, rpcCredentialsRotate, rpcCredentialsRevoke])
+)
+
+export const commands = [migrateCommand, statusCommand, quickstartCommand, peopleCommand, oauthAppsCommand, workspacesCommand, spendCommand, fxCommand, analyticsCommand, rpcCredentialsCommand] as const
 
 const cli = Command.make("svc").pipe(
   Command.withDescription("Attribution service operator commands."),

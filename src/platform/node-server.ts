@@ -11,6 +11,7 @@
  *   deadline is interrupted, which the envelope renders as 503 `service_unavailable`.
  */
 import { NodeHttpServer } from "@effect/platform-node"
+import { WebSocketServer } from "@effect/platform-node/NodeWS"
 import { Clock, Effect, Exit, Scope } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { ServeError } from "effect/http/HttpServerError"
@@ -55,6 +56,13 @@ export const serveNode = <E, R>(
     // Request fibers live here; closing it at the deadline interrupts what is still running.
     const requestScope = yield* Scope.fork(scope, "parallel")
     const handler = yield* NodeHttpServer.makeHandler(httpEffect, { scope: requestScope })
+    // WebSocket upgrades (the `/rpc/ws` endpoints, decision 0082): the platform server's handler,
+    // on a `ws` server created on first use and closed with the scope.
+    const webSockets = yield* Effect.cached(Effect.acquireRelease(
+      Effect.sync(() => new WebSocketServer({ noServer: true })),
+      (wss) => Effect.callback<void>((resume) => wss.close(() => resume(Effect.void)))
+    ).pipe(Scope.provide(scope)))
+    const upgradeHandler = yield* NodeHttpServer.makeUpgradeHandler(webSockets, httpEffect, { scope: requestScope })
 
     const server = createServer({ requestTimeout: Math.max(300_000, options.headersTimeoutMs) })
     server.keepAliveTimeout = options.keepAliveTimeoutMs
@@ -82,6 +90,7 @@ export const serveNode = <E, R>(
       })
       handler(request, response)
     })
+    server.on("upgrade", upgradeHandler)
     server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
       answerClientError(error, socket, options.docsBaseUrl)
     })

@@ -1,37 +1,66 @@
 /**
  * Typed client of the internal RPC surface (schema/rpc.ts), for other internal services:
  *
- *   const client = yield* makeServiceClient({ url: "http://svc:8080/rpc", token })
- *   const state = yield* client.ProfileGetState({ profile_id })
+ *   const rpc = yield* makeServiceClient({ url: "http://svc:8080", credential, transport: "websocket", serialization: "binary" })
+ *   const overview = yield* rpc.AnalyticsOverview({ profile_id, query: { start: "2026-03-01", end: "2026-03-31" } })
  *
- * Transport failures surface as `RpcClientError`; the server's refusals as the contract's
- * typed errors (`RpcUnauthorized`, `DatabaseUnavailable`, `ServiceUnavailable`).
+ * The credential (an operator-minted `svc_rpc_...` secret, decision 0081) travels in every
+ * request's RPC headers as `authorization: Bearer <secret>` (the client half of `RpcAuth`), the
+ * same on HTTP and WebSocket. Transport failures surface as `RpcClientError`; the server's
+ * refusals as the HTTP catalogue's tagged errors (`Unauthorized`, `InsufficientScope`, ...).
  */
-import { Context, Effect, Layer } from "effect"
-import type { Redacted, Scope } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
-import { RpcClient, RpcSerialization } from "effect/rpc"
+import { Context, Effect, Layer, Redacted } from "effect"
+import type { Scope } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { Headers } from "effect/http"
+import { RpcClient, RpcMiddleware, RpcSerialization } from "effect/rpc"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
-import { ServiceRpcs } from "../../schema/rpc.ts"
+import { Socket } from "effect/socket"
+import { RpcAuth, ServiceRpcs } from "../../schema/rpc.ts"
 
 export type ServiceRpcClient = RpcClient.RpcClient<ServiceRpcs, RpcClientError>
 
 export interface ServiceClientOptions {
-  /** The full endpoint, e.g. `http://127.0.0.1:8080/rpc`. */
+  /** The service's base URL, e.g. `http://127.0.0.1:8080` (a trailing `/rpc` is accepted too). */
   readonly url: string
-  readonly token: string | Redacted.Redacted<string>
+  /** An internal-service credential (`svc_rpc_...`), or the deprecated SVC_RPC_TOKEN for the cluster calls. */
+  readonly credential: string | Redacted.Redacted<string>
+  /** `http` (default): one request per call; `websocket`: one connection for every call, and streams. */
+  readonly transport?: "http" | "websocket"
+  /** `json` (default) or `binary` (Effect's SchemaBinary, the compact encoding; decision 0082). */
+  readonly serialization?: "json" | "binary"
 }
 
-const protocol = (options: ServiceClientOptions) =>
-  RpcClient.layerProtocolHttp({
-    url: options.url,
-    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(options.token))
-  }).pipe(Layer.provide([FetchHttpClient.layer, RpcSerialization.layerJson]))
+/** The endpoint of a transport and serialisation (src/rpc/server.ts serves all four). */
+export const endpointOf = (options: ServiceClientOptions): string => {
+  const base = options.url.replace(/\/+$/, "").replace(/\/rpc$/, "")
+  const ws = options.transport === "websocket"
+  const path = `${ws ? "/rpc/ws" : "/rpc"}${options.serialization === "binary" ? "/binary" : ""}`
+  return `${ws ? base.replace(/^http/, "ws") : base}${path}`
+}
+
+const protocol = (options: ServiceClientOptions) => {
+  const serialization = options.serialization === "binary" ? RpcSerialization.layerSchemaBinary() : RpcSerialization.layerJson
+  if (options.transport === "websocket") {
+    return RpcClient.layerProtocolSocket().pipe(
+      Layer.provide(Socket.layerWebSocket(endpointOf(options))),
+      Layer.provide([Socket.layerWebSocketConstructorGlobal, serialization])
+    )
+  }
+  return RpcClient.layerProtocolHttp({ url: endpointOf(options) }).pipe(Layer.provide([FetchHttpClient.layer, serialization]))
+}
+
+/** The client half of `RpcAuth`: the credential in the RPC headers of every request. */
+export const credentialHeader = (credential: string | Redacted.Redacted<string>) => {
+  const authorization = `Bearer ${Redacted.isRedacted(credential) ? Redacted.value(credential) : credential}`
+  return RpcMiddleware.layerClient(RpcAuth, ({ next, request }) =>
+    next({ ...request, headers: Headers.set(request.headers, "authorization", authorization) }))
+}
 
 /** A client whose connection resources live as long as the surrounding scope. */
 export const makeServiceClient = (options: ServiceClientOptions): Effect.Effect<ServiceRpcClient, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const context = yield* Layer.build(protocol(options))
+    const context = yield* Layer.build(Layer.merge(protocol(options), credentialHeader(options.credential)))
     return yield* RpcClient.make(ServiceRpcs).pipe(Effect.provideContext(context))
   })
 

@@ -1,44 +1,71 @@
 /**
- * The internal RPC surface: `ServiceRpcs` (schema/rpc.ts) served at `POST /rpc` with JSON
- * serialization on the same HttpRouter as the HTTP API. Profile calls go through the sharding
- * client, so a call made on any runner lands on the runner owning the profile's shard.
+ * The internal RPC surface: `ServiceRpcs` (schema/rpc.ts) on the same HttpRouter as the HTTP
+ * API, over HTTP and WebSocket, JSON or binary (decision 0082):
+ *
+ *   POST /rpc              HTTP, JSON          GET /rpc/ws          WebSocket, JSON
+ *   POST /rpc/binary       HTTP, SchemaBinary  GET /rpc/ws/binary   WebSocket, SchemaBinary
+ *
+ * The parity calls run the HTTP API's domain services with the caller the RPC middleware
+ * resolved (src/rpc/auth.ts); cluster calls go through the sharding client, so a call made on
+ * any runner lands on the runner owning the profile's shard.
  */
-import { Effect, Layer, Option } from "effect"
-import type { Sharding } from "effect/cluster"
-import type { HttpRouter } from "effect/http"
+import { Duration, Effect, Layer, Option, Stream } from "effect"
 import { RpcSerialization, RpcServer } from "effect/rpc"
-import { SqlClient } from "effect/sql/SqlClient"
 import { routeProfileCall } from "../../cluster/calls.ts"
 import { Profile } from "../../cluster/Profile.ts"
 import { ClusterStatus } from "../../cluster/runner.ts"
-import { RpcAuth, RpcUnauthorized, ServiceRpcs, type ServiceStatusInfo } from "../../schema/rpc.ts"
-import { AppConfig } from "../platform/config.ts"
-import { secretMatches } from "../platform/secrets.ts"
+import type { IngestEvent } from "../../schema/events.ts"
+import { type IngestBatchItem, RecordedFeedItem, ServiceRpcs, type ServiceStatusInfo } from "../../schema/rpc.ts"
+import { CampaignsService } from "../analytics/campaigns/service.ts"
+import { AnalyticsService } from "../analytics/overview/service.ts"
+import { AttributionJobs } from "../attribution/recompute/service.ts"
+import { Principal, type PrincipalShape, type ProfileContext } from "../auth/principal.ts"
+import { CustomersService } from "../customers/service.ts"
+import { EventsService } from "../events/outcomes/service.ts"
+import { OutcomeReplay } from "../events/replay/service.ts"
 import { DatabaseInfo } from "../platform/database.ts"
+import { encodeCursor } from "../platform/pagination.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
 import { DatabaseProbe } from "../ops/repo.ts"
 import { VERSION } from "../platform/version.ts"
-import { timedRpcCall } from "../platform/metrics.ts"
 import { rpcServerSpans } from "../platform/tracing.ts"
+import { RpcAuthLive, RpcCaller } from "./auth.ts"
+import { RpcCredentials } from "./credentials/service.ts"
+import { RpcCredentialsRepo } from "./credentials/repo.ts"
 
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
+/**
+ * A numeric `properties.value` as its literal: over HTTP the literal is re-read from the body;
+ * an RPC payload carries the number itself, whose shortest form is its literal.
+ */
+const valueLiteralOf = (event: IngestEvent): Option.Option<string> =>
+  typeof event.properties?.value === "number" ? Option.some(String(event.properties.value)) : Option.none()
 
-/** `Authorization: Bearer <SVC_RPC_TOKEN>`, compared in constant time; no token configured refuses all. */
-export const RpcAuthLive = Layer.effect(RpcAuth)(
-  Effect.gen(function*() {
-    const { rpcToken } = yield* AppConfig
-    const expected = rpcToken
-    const refuse = (message: string) => Effect.fail(new RpcUnauthorized({ message }))
+/**
+ * Events of a batch recorded at once: they share the recorder's group commit (decision 0036) as
+ * concurrent HTTP requests do; answers stay in the batch's order.
+ */
+const BATCH_CONCURRENCY = 32
 
-    return RpcAuth.of((effect, { headers, rpc }) => {
-      if (Option.isNone(expected)) return refuse("RPC is disabled: no SVC_RPC_TOKEN is configured.")
-      const match = BEARER.exec(headers["authorization"] ?? "")
-      if (match === null) return refuse("Missing bearer token.")
-      // Calls let through are timed by method (rpc.server.call.duration).
-      return secretMatches(match[1] ?? "", expected.value) ? timedRpcCall("ServiceRpcs", rpc._tag)(effect) : refuse("Invalid bearer token.")
-    })
-  })
+/** How long the feed waits before asking the outbox again once it has caught up. */
+const FEED_POLL = Duration.seconds(1)
+
+/**
+ * The caller and the profile of a parity call, as the middleware resolved them. Reached only
+ * through the middleware, which resolves a `service` principal for every call naming a profile.
+ */
+const caller: Effect.Effect<{ readonly principal: PrincipalShape; readonly profile: ProfileContext }> = Effect.gen(
+  function*() {
+    const principal = yield* RpcCaller
+    if (principal === undefined || principal.kind !== "service") {
+      return yield* Effect.die("a parity RPC call reached its handler without a resolved caller")
+    }
+    return { principal, profile: principal.profile }
+  }
 )
+
+/** Runs a domain call as the resolved caller (the `Principal` the HTTP handlers read too). */
+const asCaller = <A, E, R>(run: (principal: PrincipalShape, profile: ProfileContext) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(caller, ({ principal, profile }) => Effect.provideService(run(principal, profile), Principal, principal))
 
 const ServiceHandlersLive = ServiceRpcs.toLayer(
   Effect.gen(function*() {
@@ -71,6 +98,35 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
       return status
     })
 
+    const events = yield* EventsService
+    const replay = yield* OutcomeReplay
+    const analytics = yield* AnalyticsService
+    const campaigns = yield* CampaignsService
+    const customers = yield* CustomersService
+    const jobs = yield* AttributionJobs
+
+    /** The feed: replay pages from the cursor, each event with the cursor after it; polls once caught up. */
+    const recordedFeed = (
+      principal: PrincipalShape,
+      profile: ProfileContext,
+      cursor: string | undefined,
+      pageSize: number
+    ) =>
+      Stream.paginate(cursor, (from: string | undefined) =>
+        Effect.gen(function*() {
+          const page = yield* replay.list(principal, profile, from === undefined ? { limit: pageSize } : { cursor: from, limit: pageSize })
+          const next = page.pagination.cursor ?? from
+          if (page.data.length === 0) yield* Effect.sleep(FEED_POLL)
+          // Every item carries a cursor: the page's for its last event, else a keyset just after it.
+          const items: ReadonlyArray<typeof RecordedFeedItem.Type> = page.data.map((event, index) => ({
+            event,
+            cursor: index === page.data.length - 1 && next !== undefined
+              ? next
+              : encodeCursor({ createdAt: event.created_at, id: event.id })
+          }))
+          return [items, Option.some(next)] as const
+        }))
+
     return ServiceRpcs.of({
       ServiceStatus: serviceStatus,
       ProfileGetState: Effect.fn("Rpc.ProfileGetState")(function*({ profile_id }) {
@@ -78,16 +134,68 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
       }),
       ProfileBumpRevocationEpoch: Effect.fn("Rpc.ProfileBumpRevocationEpoch")(function*({ profile_id }) {
         return yield* routeProfileCall(makeProfile(profile_id.toLowerCase()).BumpRevocationEpoch(), "outcome_unknown")
-      })
+      }),
+      EventsIngest: ({ event }) => asCaller((_, profile) => events.ingest(profile, event, valueLiteralOf(event))),
+      EventsIngestBatch: ({ events: batch }) =>
+        asCaller((_, profile) =>
+          Effect.map(
+            Effect.forEach(batch, (event) =>
+              events.ingest(profile, event, valueLiteralOf(event)).pipe(
+                Effect.map((data): IngestBatchItem => ({ ok: true, data })),
+                // One event's refusal is its answer; an unreachable database fails the batch (retry it whole).
+                Effect.catchTags({
+                  ValidationError: (error) => Effect.succeed<IngestBatchItem>({ ok: false, error }),
+                  InvalidParameter: (error) => Effect.succeed<IngestBatchItem>({ ok: false, error }),
+                  IdempotencyKeyConflict: (error) => Effect.succeed<IngestBatchItem>({ ok: false, error }),
+                  InvalidState: (error) => Effect.succeed<IngestBatchItem>({ ok: false, error })
+                })
+              ), { concurrency: BATCH_CONCURRENCY }),
+            (results) => ({ results })
+          )),
+      ConversionsList: ({ query }) => asCaller((_, profile) => events.listConversions(profile, query)),
+      AnalyticsOverview: ({ query }) => asCaller((_, profile) => analytics.overview(profile, query)),
+      AnalyticsTimeseries: ({ query }) => asCaller((_, profile) => analytics.timeseries(profile, query)),
+      CampaignsList: ({ query }) => asCaller((_, profile) => campaigns.campaigns(profile, query)),
+      ConversionJourneyGet: ({ conversion_id, query }) =>
+        asCaller((principal, profile) => customers.conversionJourney(principal, profile, conversion_id, query)),
+      PersonJourneyGet: ({ query }) => asCaller((principal, profile) => customers.personJourney(principal, profile, query)),
+      CustomerJourneyGet: ({ customer_id, query }) =>
+        asCaller((principal, profile) => customers.customerJourney(principal, profile, customer_id, query)),
+      CustomersResolve: ({ query }) => asCaller((_, profile) => customers.listCustomers(profile, query)),
+      CustomersErase: ({ erasure }) =>
+        asCaller((principal, profile) => Effect.map(customers.erase(principal, profile, erasure), (data) => ({ data }))),
+      AttributionRecompute: () =>
+        asCaller((principal, profile) =>
+          Effect.map(jobs.recompute(principal, profile), (recomputed) => ({
+            data: recomputed.job,
+            meta: { coalesced: recomputed.coalesced }
+          }))),
+      ReplayStatusGet: () => asCaller((_, profile) => Effect.map(jobs.replayStatus(profile), (data) => ({ data }))),
+      OutcomesRecordedFeed: ({ cursor, page_size }) =>
+        Stream.unwrap(Effect.map(caller, ({ principal, profile }) => recordedFeed(principal, profile, cursor, page_size ?? 200)))
     })
   })
-).pipe(Layer.provide(DatabaseProbe.layer))
+).pipe(Layer.provide([
+  DatabaseProbe.layer,
+  EventsService.layer,
+  OutcomeReplay.layer,
+  AnalyticsService.layer,
+  CampaignsService.layer,
+  CustomersService.layer,
+  AttributionJobs.layer
+]))
 
-/** Serves `ServiceRpcs` at `POST /rpc` on the application's HttpRouter. */
-export const RpcLive: Layer.Layer<
-  never,
-  never,
-  HttpRouter.HttpRouter | AppConfig | Sharding.Sharding | ClusterStatus | DatabaseInfo | SqlClient
-> = RpcServer.layerHttp({ group: ServiceRpcs, path: "/rpc", protocol: "http", ...rpcServerSpans("ServiceRpcs") }).pipe(
-  Layer.provide([ServiceHandlersLive, RpcAuthLive, RpcSerialization.layerJson])
+const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary") =>
+  RpcServer.layerHttp({
+    group: ServiceRpcs,
+    path,
+    protocol: path.startsWith("/rpc/ws") ? "websocket" : "http",
+    ...rpcServerSpans("ServiceRpcs")
+  }).pipe(Layer.provide(path.endsWith("/binary") ? RpcSerialization.layerSchemaBinary() : RpcSerialization.layerJson))
+
+/** Serves `ServiceRpcs` on the application's HttpRouter, on every transport and serialisation. */
+export const RpcLive = Layer.mergeAll(serve("/rpc"), serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary")).pipe(
+  Layer.provide([ServiceHandlersLive, RpcAuthLive]),
+  Layer.provide(RpcCredentials.layer),
+  Layer.provide(RpcCredentialsRepo.layer)
 )

@@ -19,7 +19,7 @@ export class ProfileAccess extends Context.Service<ProfileAccess, {
           attributionEnabled: principal.attributionEnabled
         })
       }
-      if ((principal.kind === "user_token" || principal.kind === "session") && principal.profile !== undefined) {
+      if ((principal.kind === "user_token" || principal.kind === "session" || principal.kind === "service") && principal.profile !== undefined) {
         return Effect.succeed(principal.profile)
       }
       // Only profile-grain operations ask; their policy makes the middleware resolve the profile.

@@ -129,7 +129,7 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
   it.effect("an entity call (RPC ProfileBumpRevocationEpoch) is a child span of its request, with its SQL beneath", () =>
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
-      const client = yield* makeServiceClient({ url: `${HttpServer.formatAddress(server.address)}/rpc`, token: RPC_TOKEN })
+      const client = yield* makeServiceClient({ url: `${HttpServer.formatAddress(server.address)}/rpc`, credential: RPC_TOKEN })
       exporter.reset()
       const state = yield* client.ProfileBumpRevocationEpoch({ profile_id: crypto.randomUUID() })
       assert.strictEqual(state.revocation_epoch, 1)

@@ -2,23 +2,20 @@
  * The RPC surface in-process on a single runner: PostgreSQL (a fresh database) when
  * DATABASE_URL is set, the embedded database in a temporary directory otherwise.
  */
-import { NodeHttpServer } from "@effect/platform-node"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Option, Schedule, Scope } from "effect"
-import { FetchHttpClient, HttpRouter } from "effect/http"
-import { RpcClient, RpcSerialization } from "effect/rpc"
+import { ConfigProvider, Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { RpcClient, RpcMiddleware, RpcSerialization } from "effect/rpc"
 import { SqlClient } from "effect/sql/SqlClient"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { randomBytes, randomUUID } from "node:crypto"
 import packageJson from "../../package.json" with { type: "json" }
-import { ServiceRpcs } from "../../schema/rpc.ts"
+import { RpcAuth, ServiceRpcs } from "../../schema/rpc.ts"
 import { AppConfig, loadSettings } from "../../src/platform/config.ts"
 import { latestMigrationId } from "../../src/platform/migrator.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
-import { RpcLive } from "../../src/rpc/server.ts"
 import { serverLayer, serverPort } from "./support/app.ts"
 import { createTestDatabase, type TestDatabase } from "./support/database.ts"
 
@@ -30,7 +27,6 @@ let database: TestDatabase | undefined
 let dataDir: string | undefined
 let appContext: Context.Context<SqlClient> | undefined
 let rpcUrl = ""
-let noTokenRpcUrl = ""
 
 const urlOf = (port: number) => `http://127.0.0.1:${port}/rpc`
 
@@ -54,18 +50,6 @@ beforeAll(async () => {
   appContext = context
   rpcUrl = urlOf(Effect.runSync(serverPort.pipe(Effect.provideContext(context))))
 
-  // A second `/rpc` over the same cluster and database, on a deployment without SVC_RPC_TOKEN.
-  const noToken = await Effect.runPromise(
-    Layer.buildWithScope(
-      HttpRouter.serve(RpcLive, { disableListenLog: true, disableLogger: true }).pipe(
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
-        Layer.provide(AppConfig.layerWith({ ...settings, rpcToken: Option.none() })),
-        Layer.provide(Layer.succeedContext(context))
-      ),
-      closeable
-    )
-  )
-  noTokenRpcUrl = urlOf(Effect.runSync(serverPort.pipe(Effect.provideContext(noToken))))
 })
 
 afterAll(async () => {
@@ -85,13 +69,17 @@ const storedMessages = (profileId: string) =>
       ORDER BY id`
   })
 
-const client = () => makeServiceClient({ url: rpcUrl, token: TOKEN })
+const client = () => makeServiceClient({ url: rpcUrl, credential: TOKEN })
 
 /** A client that sends no Authorization header at all. */
 const clientWithoutHeader = (url: string) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
-      RpcClient.layerProtocolHttp({ url }).pipe(Layer.provide([FetchHttpClient.layer, RpcSerialization.layerJson]))
+      Layer.merge(
+        RpcClient.layerProtocolHttp({ url }).pipe(Layer.provide([FetchHttpClient.layer, RpcSerialization.layerJson])),
+        // The client half of the auth middleware, adding no credential.
+        RpcMiddleware.layerClient(RpcAuth, ({ next, request }) => next(request))
+      )
     )
     return yield* RpcClient.make(ServiceRpcs).pipe(Effect.provideContext(context))
   })
@@ -165,19 +153,12 @@ describe("RPC /rpc on a single runner", () => {
 
   it.live("a wrong or missing token is refused", () =>
     Effect.gen(function*() {
-      const wrong = yield* makeServiceClient({ url: rpcUrl, token: `${TOKEN}x` })
+      const wrong = yield* makeServiceClient({ url: rpcUrl, credential: `${TOKEN}x` })
       const wrongError = yield* Effect.flip(wrong.ServiceStatus())
-      expect(wrongError._tag).toBe("RpcUnauthorized")
+      expect(wrongError._tag).toBe("Unauthorized")
 
       const anonymous = yield* clientWithoutHeader(rpcUrl)
       const missingError = yield* Effect.flip(anonymous.ProfileGetState({ profile_id: randomUUID() }))
-      expect(missingError._tag).toBe("RpcUnauthorized")
-    }), 30_000)
-
-  it.live("every call is refused when no token is configured", () =>
-    Effect.gen(function*() {
-      const rpc = yield* makeServiceClient({ url: noTokenRpcUrl, token: TOKEN })
-      const error = yield* Effect.flip(rpc.ServiceStatus())
-      expect(error._tag).toBe("RpcUnauthorized")
+      expect(missingError._tag).toBe("Unauthorized")
     }), 30_000)
 })

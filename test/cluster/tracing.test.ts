@@ -104,12 +104,12 @@ describe.skipIf(adminUrl === "")(
         })
         const a = yield* Effect.promise(() => startRunner({ name: "A", databaseUrl: database!.url, token: TOKEN, env: env("A") }))
         runners.push(a)
-        const clientA = yield* makeServiceClient({ url: a.rpcUrl, token: TOKEN })
+        const clientA = yield* makeServiceClient({ url: a.rpcUrl, credential: TOKEN })
         yield* waitFor("runner A to own every shard", "30 seconds", Effect.map(clientA.ServiceStatus(), (s) =>
           s.cluster.shards.owned_by_this_runner === s.cluster.shards.total ? s : undefined))
         const b = yield* Effect.promise(() => startRunner({ name: "B", databaseUrl: database!.url, token: TOKEN, env: env("B") }))
         runners.push(b)
-        const clientB = yield* makeServiceClient({ url: b.rpcUrl, token: TOKEN })
+        const clientB = yield* makeServiceClient({ url: b.rpcUrl, credential: TOKEN })
         yield* waitFor("runner B to own shards", "30 seconds", Effect.map(clientB.ServiceStatus(), (s) =>
           s.cluster.shards.owned_by_this_runner > 0 ? s : undefined))
 

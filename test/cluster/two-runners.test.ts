@@ -61,13 +61,13 @@ describe.skipIf(adminUrl === "")(
         // A first, so migrations run once; B joins the running cluster.
         const a = yield* Effect.promise(() => startRunner({ name: "A", databaseUrl, token: TOKEN, env: runnerEnv }))
         runners.push(a)
-        const clientA = yield* makeServiceClient({ url: a.rpcUrl, token: TOKEN })
+        const clientA = yield* makeServiceClient({ url: a.rpcUrl, credential: TOKEN })
         yield* waitFor("runner A to own every shard", "30 seconds", Effect.map(status(clientA), (s) =>
           s.cluster.shards.owned_by_this_runner === s.cluster.shards.total ? s : undefined))
 
         const b = yield* Effect.promise(() => startRunner({ name: "B", databaseUrl, token: TOKEN, env: runnerEnv }))
         runners.push(b)
-        const clientB = yield* makeServiceClient({ url: b.rpcUrl, token: TOKEN })
+        const clientB = yield* makeServiceClient({ url: b.rpcUrl, credential: TOKEN })
         const settled = yield* waitFor(
           "both runners healthy with the shards split between them",
           "30 seconds",

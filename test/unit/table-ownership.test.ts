@@ -39,6 +39,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   idempotency_keys: "src/idempotency/repo.ts",
   audit_events: "src/audit/repo.ts",
   pii_access_log: "src/audit/repo.ts",
+  rpc_credentials: "src/rpc/credentials/repo.ts",
   // records
   touches: "src/attribution/touches/repo.ts",
   conversions: "src/events/outcomes/repo.ts",

@@ -11,6 +11,8 @@ export const CredentialPrefix = {
   userToken: "svc_user_",
   clientSecret: "svc_secret_",
   session: "svc_sess_",
+  /** An internal service's `/rpc` credential (decision 0081). */
+  rpcCredential: "svc_rpc_",
   /** Public, not a secret: the web tracker's snippet carries it (stored as is, not digested). */
   trackingKey: "svc_pub_"
 } as const

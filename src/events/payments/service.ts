@@ -184,6 +184,8 @@ const actorColumns = (principal: PrincipalShape) => {
       return { actorKind: "session", actorId: principal.sessionId, actorUserId: principal.userId }
     case "app_client":
       return { actorKind: "app_client", actorId: principal.appId, actorUserId: null }
+    case "service":
+      return { actorKind: "service", actorId: principal.credentialId, actorUserId: null }
     case "operator":
     case "anonymous":
       return { actorKind: principal.kind, actorId: null, actorUserId: null }

@@ -6,6 +6,9 @@ import { ClusterLive } from "../../../cluster/runner.ts"
 import { DatabaseLive } from "../../../src/platform/database.ts"
 import { migrate } from "../../../src/platform/migrator.ts"
 import { RpcLive } from "../../../src/rpc/server.ts"
+import { PiiAccessLog } from "../../../src/audit/pii-access.ts"
+import { RateLimiterLive } from "../../../src/platform/rate-limit.ts"
+import { SecretBox } from "../../../src/platform/secret-box.ts"
 
 const MigrationsLive = Layer.effectDiscard(Effect.orDie(migrate))
 
@@ -16,6 +19,8 @@ const MigrationsLive = Layer.effectDiscard(Effect.orDie(migrate))
 export const serverLayer = (options: { readonly host?: string; readonly port: number }) =>
   HttpRouter.serve(RpcLive, { disableListenLog: true, disableLogger: true }).pipe(
     Layer.provideMerge(ClusterLive),
+    // What the RPC middleware and the parity calls' services need besides the cluster.
+    Layer.provide(Layer.mergeAll(PiiAccessLog.layer, RateLimiterLive, SecretBox.layer)),
     Layer.provide(MigrationsLive),
     Layer.provideMerge(DatabaseLive),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host ?? "127.0.0.1" }))
