@@ -30,6 +30,8 @@ import m0032 from "./0032_ad_actions.ts"
 import m0033 from "./0033_creative_analysis.ts"
 import m0034 from "./0034_exports.ts"
 import m0036 from "./0036_inbox.ts"
+// Channel health (issue 21, part 5).
+import m0042 from "./0042_channel_health.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -67,7 +69,9 @@ export const migrations = {
   "0032_ad_actions": m0032,
   "0033_creative_analysis": m0033,
   "0034_exports": m0034,
-  "0036_inbox": m0036
+  "0036_inbox": m0036,
+  // Channel health (issue 21, part 5).
+  "0042_channel_health": m0042
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

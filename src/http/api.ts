@@ -48,6 +48,8 @@ import { RetiredApi } from "../versioning/api.ts"
 import { CalendarApi } from "../calendar/api.ts"
 import { EmailApi } from "../email/api.ts"
 import { InboxApi } from "../inbox/api.ts"
+// Messaging sends (issue 21, part 5).
+import { MessagesApi } from "../messages/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
 import { securitySchemes } from "./policy.ts"
@@ -99,6 +101,8 @@ export const Api = HttpApi.make("svc")
   .add(InboxApi)
   .add(EmailApi)
   .add(CalendarApi)
+  // Messaging sends (issue 21, part 5).
+  .add(MessagesApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.
