@@ -32,11 +32,11 @@ export const unsubscribeHeaders = (
 ): Effect.Effect<Readonly<Record<string, string>>, ValidationError> => {
   const url = listUnsubscribe.url.trim()
   const parsed = URL.canParse(url) ? new URL(url) : null
+  if (listUnsubscribe.one_click === true && parsed?.protocol !== "https:") {
+    return Effect.fail(invalid("list_unsubscribe.one_click", "one-click unsubscribe (RFC 8058) needs an https: url"))
+  }
   if (parsed === null || (parsed.protocol !== "https:" && parsed.protocol !== "mailto:")) {
     return Effect.fail(invalid("list_unsubscribe.url", "must be an https: or mailto: URL"))
-  }
-  if (listUnsubscribe.one_click === true && parsed.protocol !== "https:") {
-    return Effect.fail(invalid("list_unsubscribe.one_click", "one-click unsubscribe (RFC 8058) needs an https: url"))
   }
   if (/[<>\s,]/u.test(url)) return Effect.fail(invalid("list_unsubscribe.url", "must not contain spaces, commas or angle brackets"))
   return Effect.succeed({
