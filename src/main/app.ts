@@ -55,6 +55,9 @@ import { EmailHandlers } from "../email/handlers.ts"
 import { InboxHandlers } from "../inbox/handlers.ts"
 // Messaging sends (issue 21, part 5).
 import { MessagesHandlers } from "../messages/handlers.ts"
+// Chat surfaces (issue 21, part 6).
+import { ChatAdsHandlers } from "../chat-surfaces/ads/handlers.ts"
+import { ChatTemplatesHandlers } from "../chat-surfaces/templates/handlers.ts"
 import { AuthenticationLayer } from "../http/auth.ts"
 import { DocsRoutes } from "../http/docs.ts"
 import { EnvelopeLayer } from "../http/envelope.ts"
@@ -115,6 +118,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),
   // Messaging sends (issue 21, part 5).
   Layer.provide([MessagesHandlers]),
+  // Chat surfaces (issue 21, part 6).
+  Layer.provide([ChatAdsHandlers, ChatTemplatesHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )
 

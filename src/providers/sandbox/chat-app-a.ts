@@ -121,6 +121,11 @@ const analytics = (world: ChatWorld, account: BusinessAccount, ctx: ApiContext):
   const until = ctx.query.get("until")
   if (!isDate(since) || !isDate(until) || since > until) return invalid("since and until must be YYYY-MM-DD, since <= until")
   if ((Date.parse(until) - Date.parse(since)) / DAY_MS >= MAX_ANALYTICS_DAYS) return invalid(`at most ${MAX_ANALYTICS_DAYS} days at once`)
+  // Template analytics of an account type that refuses the switch (issue 21 part 6; a test sets
+  // `insights_supported: false` through `PATCH _state`).
+  if (account["insights_supported"] === false) {
+    return refuse(422, "insights_unsupported", "This account type cannot switch template analytics on.")
+  }
   if (account.insights === "off") {
     account.insights = "enabling"
     account.insights_ready_at = new Date(ctx.nowMs + account.insights_delay_seconds * 1000).toISOString()
