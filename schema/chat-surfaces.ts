@@ -4,6 +4,7 @@
  * chat account's message templates with their analytics over UTC days.
  */
 import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
 import { Page, PageQuery } from "./common.ts"
 import { CalendarDateParam, NonBlankParam, UuidParam } from "./query.ts"
 
@@ -92,3 +93,22 @@ export const TemplateAnalytics = Schema.Struct({
     fetched_at: Schema.String
   })
 }).annotate({ identifier: "TemplateAnalytics" })
+
+export const TemplateHeaderMedia = Schema.Struct({
+  format: Schema.Literals(["IMAGE", "VIDEO", "DOCUMENT"]),
+  url: Schema.String.check(Schema.isMinLength(8), Schema.isMaxLength(2000))
+})
+
+export const CreateTemplateBody = Schema.Struct({
+  connection_id: Schema.optionalKey(Schema.String.check(Schema.isUUID())),
+  name: Schema.String.check(Schema.isPattern(/^[a-z0-9_]{1,512}$/u, { message: "lower-case letters, digits and _, at most 512" })),
+  language: Schema.String.check(Schema.isPattern(/^[a-z]{2,3}(_[A-Z]{2})?$/u, { message: "a language code such as en_US" })),
+  category: Schema.Literals(["MARKETING", "UTILITY", "AUTHENTICATION"]),
+  /** Exclusive with `header_media`. */
+  header_text: Schema.optionalKey(Schema.String.check(Schema.isPattern(/\S/u, { message: "must not be blank" }), Schema.isMaxLength(60))),
+  header_media: Schema.optionalKey(TemplateHeaderMedia),
+  body_text: Schema.String.check(Schema.isPattern(/\S/u, { message: "must not be blank" }), Schema.isMaxLength(1024))
+})
+export type CreateTemplateBody = typeof CreateTemplateBody.Type
+
+export const TemplateCreated = Schema.Struct({ data: ChatTemplate }).pipe(HttpApiSchema.status(201))

@@ -8,7 +8,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call } from "../support/app.ts"
+import { call, type HttpResult } from "../support/app.ts"
 import { bearer, channelProfile, connectChannel, narrowKey, sandbox } from "../support/channels.ts"
 import { eventually } from "../support/eventually.ts"
 import { serveAppOnOwnPort } from "../support/providers.ts"
@@ -72,7 +72,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const walked: Array<string> = []
       let cursor: string | null = null
       do {
-        const page = yield* call(`/api/v1/partner/whatsapp/ads?limit=1${cursor === null ? "" : `&cursor=${cursor}`}`, bearer(key))
+        const page: HttpResult = yield* call(`/api/v1/partner/whatsapp/ads?limit=1${cursor === null ? "" : `&cursor=${cursor}`}`, bearer(key))
         assert.strictEqual(page.status, 200, page.text)
         walked.push(...page.json.data.map((a: ChatAd) => a.ad_id))
         cursor = page.json.pagination.has_next ? page.json.pagination.cursor : null

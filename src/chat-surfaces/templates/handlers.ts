@@ -10,6 +10,8 @@ export const ChatTemplatesHandlers = HttpApiBuilder.group(Api, "chatTemplates", 
     const templates = yield* ChatTemplates
     return handlers.handleAll({
       listChatTemplates: ({ query }) => Effect.flatMap(access.current, (profile) => Effect.map(templates.list(profile, query), (data) => ({ data }))),
+      createChatTemplate: ({ payload }) =>
+        Effect.flatMap(access.current, (profile) => Effect.map(templates.create(profile, payload), (data) => ({ data }))),
       getChatTemplateAnalytics: ({ params, query }) =>
         Effect.flatMap(access.current, (profile) => Effect.map(templates.analytics(profile, params.name.trim(), query), (data) => ({ data })))
     })

@@ -7,21 +7,26 @@
  * is kept 15 minutes per (connection, template, language, range) in this process.
  */
 import { Context, Effect, Layer, Option, Stream } from "effect"
-import type { TemplateAnalyticsQuery, TemplatesQuery } from "../../../schema/chat-surfaces.ts"
+import type { CreateTemplateBody, TemplateAnalyticsQuery, TemplatesQuery } from "../../../schema/chat-surfaces.ts"
 import {
   ChatAppAConnectionRequired,
   type DatabaseUnavailable,
   InsightsEnabling,
   InsightsUnsupported,
+  InvalidContent,
   InvalidDateRange,
   NotFound,
-  TemplateNotFound
+  PayloadTooLarge,
+  TemplateNotFound,
+  ValidationError
 } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../auth/principal.ts"
 import { type LiveCallError, liveCaller } from "../../connections/live-call.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import type { ProviderRefused } from "../../providers/errors.ts"
+import { ProviderEndpoints } from "../../providers/endpoints.ts"
+import { checkMedia } from "./media.ts"
 import { ChatAppA, type MessageTemplate, type TemplateAnalyticsDay } from "../../providers/chat-app-a/port.ts"
 
 const PROVIDER = "chat_app_a"
@@ -93,6 +98,14 @@ type Analytics = ReturnType<typeof series> & {
 
 export class ChatTemplates extends Context.Service<ChatTemplates, {
   readonly list: (profile: ProfileContext, query: TemplatesQuery) => Effect.Effect<ReadonlyArray<ReturnType<typeof renderTemplate>>, TemplatesError>
+  /**
+   * A new template (`PENDING` at the platform). `header_media` is fetched first: a wrong type or an
+   * unreachable URL is 422 `invalid_content`, over the format's size 413 `payload_too_large`.
+   */
+  readonly create: (
+    profile: ProfileContext,
+    body: CreateTemplateBody
+  ) => Effect.Effect<ReturnType<typeof renderTemplate>, TemplatesError | ValidationError | InvalidContent | PayloadTooLarge>
   readonly analytics: (
     profile: ProfileContext,
     name: string,
@@ -105,6 +118,12 @@ export class ChatTemplates extends Context.Service<ChatTemplates, {
       const onConnection = yield* liveCaller
       const chat = yield* ChatAppA
       const cache = new Map<string, { readonly at: number; readonly value: Analytics }>()
+      const endpoints = yield* ProviderEndpoints
+      // The sandbox's own origin is the one private address a media fetch may reach (its test media).
+      const sandboxBase = endpoints.offered(PROVIDER) ? endpoints.endpoint(PROVIDER).baseUrl : ""
+      const trusted: ReadonlySet<string> = new Set(
+        URL.canParse(sandboxBase) && sandboxBase.includes("/sandbox/") ? [new URL(sandboxBase).origin] : []
+      )
 
       /** The profile's current chat_app_a connection, the one `connection_id` must name when given. */
       const connectionOf = (profile: ProfileContext, connectionId: string | undefined) =>
@@ -129,6 +148,36 @@ export class ChatTemplates extends Context.Service<ChatTemplates, {
       const list = Effect.fn("ChatTemplates.list")(function*(profile: ProfileContext, query: TemplatesQuery) {
         yield* connectionOf(profile, query.connection_id)
         return (yield* templatesOf(profile)).map(renderTemplate)
+      })
+
+      const create = Effect.fn("ChatTemplates.create")(function*(profile: ProfileContext, body: CreateTemplateBody) {
+        if (body.header_text !== undefined && body.header_media !== undefined) {
+          return yield* new ValidationError({ message: "body.header_media: exclusive with header_text; send one header" })
+        }
+        yield* connectionOf(profile, body.connection_id)
+        if (body.header_media !== undefined) {
+          const media = body.header_media
+          const checked = yield* checkMedia(media.url.trim(), media.format, trusted)
+          if (checked.kind === "invalid") {
+            return yield* new InvalidContent({ message: `header_media: ${checked.problem}.`, reason: "media_unusable" })
+          }
+          if (checked.kind === "too_large") {
+            return yield* new PayloadTooLarge({
+              message: `header_media: a ${media.format} header is at most ${Math.round(checked.maxBytes / (1024 * 1024))} MB.`,
+              reason: "media_too_large"
+            })
+          }
+        }
+        const created = yield* onConnection(profile.profileId, PROVIDER, { what: "The business account" }, (session) =>
+          chat.createTemplate(session, {
+            name: body.name,
+            language: body.language,
+            category: body.category,
+            bodyText: body.body_text.trim(),
+            ...(body.header_text === undefined ? {} : { headerText: body.header_text.trim() }),
+            ...(body.header_media === undefined ? {} : { headerMedia: { format: body.header_media.format, url: body.header_media.url.trim() } })
+          }))
+        return renderTemplate(created)
       })
 
       const fetch = (profile: ProfileContext, connection: ConnectionRecord, name: string, language: string | undefined, start: string, end: string) =>
@@ -190,7 +239,7 @@ export class ChatTemplates extends Context.Service<ChatTemplates, {
         return value
       })
 
-      return { list, analytics }
+      return { list, create, analytics }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, ProviderEndpoints.layer]))
 }
