@@ -8,7 +8,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, type HttpResult } from "../support/app.ts"
+import { call, type HttpResult, TestServer } from "../support/app.ts"
 import { bearer, channelProfile, connectChannel, narrowKey, sandbox } from "../support/channels.ts"
 import { eventually } from "../support/eventually.ts"
 import { serveAppOnOwnPort } from "../support/providers.ts"
@@ -187,6 +187,67 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
       const reader = yield* narrowKey(profile, ["conversations:read"])
       const refused = yield* analytics(reader, "welcome", range)
+      assert.strictEqual(refused.status, 403, refused.text)
+      assert.strictEqual(refused.json.error.code, "insufficient_scope")
+    }))
+
+  it.effect("template create: header_text or header_media (fetched: type, size, reachable, public), 409 on a used name, scope", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const { key, profile } = yield* channelProfile(["chat_app_a", "chat_app_a:read"])
+      yield* connectChannel(key, "chat_app_a")
+      const create = (body: Record<string, unknown>, as = key) =>
+        call("/api/v1/whatsapp/templates", bearer(as, "POST", { language: "en_US", category: "MARKETING", body_text: "Hello {{1}}", ...body }))
+      const media = (file: string, bytes?: number) => `${url}/sandbox/chat_app_a/media/${file}${bytes === undefined ? "" : `?bytes=${bytes}`}`
+      const name = () => `promo_${crypto.randomUUID().slice(0, 8).replace(/-/g, "")}`
+      const templatesAtPlatform = Effect.map(sandbox("chat_app_a", "GET", "_state"), (state) =>
+        (state.json.templates as ReadonlyArray<{ name: string; status: string }>))
+
+      const both = yield* create({ name: name(), header_text: "Hi", header_media: { format: "IMAGE", url: media("a.jpg") } })
+      assert.strictEqual(both.status, 400, both.text)
+      assert.strictEqual(both.json.error.code, "validation_error")
+      assert.include(both.json.error.message, "header_media")
+
+      const withImage = name()
+      const created = yield* create({ name: withImage, header_media: { format: "IMAGE", url: media("banner.jpg", 2048) } })
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual(created.json.data.name, withImage)
+      assert.strictEqual(created.json.data.status, "PENDING")
+      const withText = name()
+      const texted = yield* create({ name: withText, header_text: "Spring sale" })
+      assert.strictEqual(texted.status, 201, texted.text)
+      const again = yield* create({ name: withText, header_text: "Spring sale" })
+      assert.strictEqual(again.status, 409, again.text)
+      assert.strictEqual(again.json.error.code, "invalid_state")
+      assert.strictEqual(again.json.error.reason, "template_exists")
+
+      const MB = 1024 * 1024
+      const refusals: ReadonlyArray<readonly [Record<string, unknown>, number, string]> = [
+        [{ format: "IMAGE", url: media("notes.txt") }, 422, "invalid_content"],
+        [{ format: "VIDEO", url: media("banner.jpg") }, 422, "invalid_content"],
+        [{ format: "IMAGE", url: `${url}/sandbox/chat_app_a/media/missing.gif` }, 422, "invalid_content"],
+        [{ format: "IMAGE", url: media("big.jpg", 5 * MB + 1) }, 413, "payload_too_large"],
+        [{ format: "VIDEO", url: media("big.mp4", 16 * MB + 1) }, 413, "payload_too_large"],
+        [{ format: "IMAGE", url: "https://127.0.0.1/banner.jpg" }, 422, "invalid_content"],
+        [{ format: "IMAGE", url: "https://169.254.169.254/latest/meta-data" }, 422, "invalid_content"],
+        [{ format: "IMAGE", url: "https://localhost/banner.jpg" }, 422, "invalid_content"],
+        [{ format: "IMAGE", url: "http://example.com/banner.jpg" }, 422, "invalid_content"]
+      ]
+      for (const [header, status, code] of refusals) {
+        const refused = yield* create({ name: name(), header_media: header })
+        assert.strictEqual(refused.status, status, `${JSON.stringify(header)}: ${refused.text}`)
+        assert.strictEqual(refused.json.error.code, code)
+        // Refused for the address itself, before any connection (not merely unreachable).
+        if (String(header["url"]).startsWith("https://")) assert.include(refused.json.error.message, "private address")
+      }
+      const fits = yield* create({ name: name(), header_media: { format: "IMAGE", url: media("max.png", 5 * MB) } })
+      assert.strictEqual(fits.status, 201, fits.text)
+      const names = (yield* templatesAtPlatform).map((t) => t.name)
+      assert.include(names, withImage)
+      assert.strictEqual(names.filter((n) => n.startsWith("promo_")).length, 3, "refused templates never reached the platform")
+
+      const reader = yield* narrowKey(profile, ["chat_app_a:read"])
+      const refused = yield* create({ name: name(), header_text: "x" }, reader)
       assert.strictEqual(refused.status, 403, refused.text)
       assert.strictEqual(refused.json.error.code, "insufficient_scope")
     }))
