@@ -102,7 +102,8 @@ export const TemplateHeaderMedia = Schema.Struct({
 export const CreateTemplateBody = Schema.Struct({
   connection_id: Schema.optionalKey(Schema.String.check(Schema.isUUID())),
   name: Schema.String.check(Schema.isPattern(/^[a-z0-9_]{1,512}$/u, { message: "lower-case letters, digits and _, at most 512" })),
-  language: Schema.String.check(Schema.isPattern(/^[a-z]{2,3}(_[A-Z]{2})?$/u, { message: "a language code such as en_US" })),
+  /** The platform's language code (`en_US`, `pt_BR`, `zh_Hant`); the platform refuses one it does not know. */
+  language: Schema.String.check(Schema.isPattern(/^[A-Za-z]{2,8}([_-][A-Za-z0-9]{2,8})?$/u, { message: "a language code such as en_US" })),
   category: Schema.Literals(["MARKETING", "UTILITY", "AUTHENTICATION"]),
   /** Exclusive with `header_media`. */
   header_text: Schema.optionalKey(Schema.String.check(Schema.isPattern(/\S/u, { message: "must not be blank" }), Schema.isMaxLength(60))),
