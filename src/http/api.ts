@@ -52,6 +52,11 @@ import { CalendarApi } from "../calendar/api.ts"
 import { EmailApi } from "../email/api.ts"
 import { InboxApi } from "../inbox/api.ts"
 import { ReportsApi } from "../reports/api.ts"
+// Messaging sends (issue 21, part 5).
+import { MessagesApi } from "../messages/api.ts"
+// Chat surfaces (issue 21, part 6).
+import { ChatAdsApi } from "../chat-surfaces/ads/api.ts"
+import { ChatTemplatesApi } from "../chat-surfaces/templates/api.ts"
 import { Deprecation } from "../versioning/middleware.ts"
 import { Authentication } from "./auth.ts"
 import { securitySchemes } from "./policy.ts"
@@ -108,6 +113,11 @@ export const Api = HttpApi.make("svc")
   .add(ReportsApi)
   // URL tags on ads (issue 19).
   .add(UrlTagsApi)
+  // Messaging sends (issue 21, part 5).
+  .add(MessagesApi)
+  // Chat surfaces (issue 21, part 6).
+  .add(ChatAdsApi)
+  .add(ChatTemplatesApi)
   // Listed innermost first: decoding errors are mapped, idempotency (which needs the
   // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
   // then credentials, then the deprecation table.

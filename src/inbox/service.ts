@@ -33,6 +33,7 @@ import { INBOX_CHANNELS } from "../../schema/inbox.ts"
 import type { ProfileContext } from "../auth/principal.ts"
 import { type LiveCallError, liveCaller } from "../connections/live-call.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
+import { ConnectionHealth } from "../connections/health/service.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { CustomersRepo } from "../customers/repo.ts"
 import { authRevoked as mailboxAuthRevoked } from "../email/service.ts"
@@ -141,6 +142,15 @@ interface Sent {
   readonly rfc822: string | null
 }
 
+/** A sent message as `recordOutbound` takes it. */
+export interface OutboundMessage {
+  readonly providerMessageId: string
+  readonly sender: string
+  readonly text: string
+  readonly rfc822MessageId: string | null
+  readonly sentAt: string
+}
+
 const notFound = (id: string) => new NotFound({ message: `Conversation ${id} was not found.` })
 
 export class Inbox extends Context.Service<Inbox, {
@@ -181,6 +191,17 @@ export class Inbox extends Context.Service<Inbox, {
    * live connection of the account and recorded in those profiles' inboxes, once.
    */
   readonly ingestPushed: (provider: string, accountId: string, messageId: string) => Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * A message the service sent outside a reply (`POST /api/v1/messages`), recorded in the copy in
+   * the provider's conversation (the mail thread for email), so the person's answer lands in the
+   * same conversation. Answers the conversation's id and the recorded message.
+   */
+  readonly recordOutbound: (
+    profileId: string,
+    channel: InboxChannel,
+    conversation: { readonly id: string; readonly contactId: string; readonly subject: string | null },
+    message: OutboundMessage
+  ) => Effect.Effect<{ readonly conversationId: string; readonly message: RenderedMessage }, DatabaseUnavailable>
 }>()("svc/Inbox") {
   static readonly layer = Layer.effect(Inbox)(
     Effect.gen(function*() {
@@ -191,6 +212,7 @@ export class Inbox extends Context.Service<Inbox, {
       const onConnection = yield* liveCaller
       const email = yield* Email
       const chatAppA = yield* ChatAppA
+      const health = yield* ConnectionHealth
       const plain: Record<"social_dm" | "page_messenger" | "short_video_messaging", MessagingApi> = {
         social_dm: yield* SocialDm,
         page_messenger: yield* PageMessenger,
@@ -324,14 +346,15 @@ export class Inbox extends Context.Service<Inbox, {
         const channel = row.channel
         if (channel === "email") {
           return Effect.flatMap(repo.lastInbound(row.id), (inbound) =>
-            onConnection(profile.profileId, "email", { what: `Conversation ${row.id}`, authRevoked: mailboxAuthRevoked }, (session) =>
-              email.send(session, {
+            onConnection(profile.profileId, "email", { what: `Conversation ${row.id}`, authRevoked: mailboxAuthRevoked }, (session, connection) =>
+              // The provider's verdict on the mailbox sets or clears the connection's health (decision 0092).
+              health.observe(connection, email.send(session, {
                 to: [row.contact_id],
                 subject: replySubject(row.subject),
                 text,
                 threadId: row.provider_conversation_id,
                 ...(Option.isSome(inbound) && inbound.value.rfc822_message_id !== null ? { inReplyTo: inbound.value.rfc822_message_id } : {})
-              }).pipe(
+              })).pipe(
                 Effect.map((sent): Sent => ({ id: sent.id, sender: session.accountId, rfc822: sent.message_id_header })),
                 Effect.catchTag("EmailSendRefused", (refused) => Effect.fail(mailboxRefusal(refused)))
               )))
@@ -355,20 +378,41 @@ export class Inbox extends Context.Service<Inbox, {
             })))
       }
 
+      /** Records one sent message and reads it back (a push that came first recorded the same message). */
+      const recordSent = (
+        profileId: string,
+        channel: InboxChannel,
+        conversation: { readonly id: string; readonly contactId: string; readonly subject: string | null },
+        message: OutboundMessage
+      ) =>
+        Effect.gen(function*() {
+          const conversationId = yield* record(profileId, channel, { ...conversation, contactName: null }, [{
+            providerMessageId: message.providerMessageId,
+            direction: "outbound",
+            sender: message.sender,
+            body: message.text,
+            rfc822MessageId: message.rfc822MessageId,
+            status: "sent",
+            sentAt: message.sentAt
+          }])
+          const mine = yield* repo.messageByProviderId(conversationId, message.providerMessageId)
+          return Option.isNone(mine)
+            ? yield* Effect.die("the sent message is not in the copy")
+            : { conversationId, message: renderMessage(mine.value) }
+        })
+
+      const recordOutbound = Effect.fn("Inbox.recordOutbound")(recordSent)
+
       const reply = Effect.fn("Inbox.reply")(function*(profile: ProfileContext, id: string, body: ReplyBody) {
         const row = yield* owned(profile, id)
         const text = body.text.trim()
         const sent = yield* send(profile, row, text)
-        const at = new Date().toISOString()
-        yield* record(profile.profileId, row.channel, {
+        const recorded = yield* recordSent(profile.profileId, row.channel, {
           id: row.provider_conversation_id,
           contactId: row.contact_id,
-          contactName: null,
           subject: null
-        }, [{ providerMessageId: sent.id, direction: "outbound", sender: sent.sender, body: text, rfc822MessageId: sent.rfc822, status: "sent", sentAt: at }])
-        // Recorded just above (or by a push that came first, which is the same message).
-        const mine = yield* repo.messageByProviderId(row.id, sent.id)
-        return Option.isNone(mine) ? yield* Effect.die("the sent message is not in the copy") : renderMessage(mine.value)
+        }, { providerMessageId: sent.id, sender: sent.sender, text, rfc822MessageId: sent.rfc822, sentAt: new Date().toISOString() })
+        return recorded.message
       })
 
       const draft = Effect.fn("Inbox.draft")(function*(profile: ProfileContext, id: string, body: DraftBody) {
@@ -483,7 +527,7 @@ export class Inbox extends Context.Service<Inbox, {
         }
       })
 
-      return { list, get, reply, draft, setLabels, linkCustomer, unlinkCustomer, proposals, decide, ingestPushed }
+      return { list, get, reply, draft, setLabels, linkCustomer, unlinkCustomer, proposals, decide, ingestPushed, recordOutbound }
     })
-  ).pipe(Layer.provide([InboxRepo.layer, CustomersRepo.layer, ConnectionsRepo.layer, ConnectionSessions.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([InboxRepo.layer, CustomersRepo.layer, ConnectionsRepo.layer, ConnectionSessions.layer, HealthcareCheck.layer, ConnectionHealth.layer]))
 }

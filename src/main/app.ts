@@ -58,6 +58,11 @@ import { Api } from "../http/api.ts"
 import { CalendarHandlers } from "../calendar/handlers.ts"
 import { EmailHandlers } from "../email/handlers.ts"
 import { InboxHandlers } from "../inbox/handlers.ts"
+// Messaging sends (issue 21, part 5).
+import { MessagesHandlers } from "../messages/handlers.ts"
+// Chat surfaces (issue 21, part 6).
+import { ChatAdsHandlers } from "../chat-surfaces/ads/handlers.ts"
+import { ChatTemplatesHandlers } from "../chat-surfaces/templates/handlers.ts"
 import { AuthenticationLayer } from "../http/auth.ts"
 import { DocsRoutes } from "../http/docs.ts"
 import { EnvelopeLayer } from "../http/envelope.ts"
@@ -121,6 +126,10 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   ]),
   // Inbox, email and calendar (issue 21, part 7).
   Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),
+  // Messaging sends (issue 21, part 5).
+  Layer.provide([MessagesHandlers]),
+  // Chat surfaces (issue 21, part 6).
+  Layer.provide([ChatAdsHandlers, ChatTemplatesHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )
 

@@ -88,6 +88,8 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   inbox_drafts: "src/inbox/repo.ts",
   inbox_extraction_proposals: "src/inbox/repo.ts",
   inbox_backfills: "src/inbox/repo.ts",
+  // channel health (issue 21, part 5)
+  connection_health: "src/connections/health/repo.ts",
   commerce_orders: "src/commerce/orders/repo.ts",
   commerce_order_milestones: "src/commerce/orders/repo.ts",
   ad_campaigns: "src/connections/sync/structure-repo.ts",

@@ -68,6 +68,20 @@ export const ChatAppALive = Layer.effect(ChatAppA)(Effect.gen(function*() {
             ? Effect.fail(new TemplateInsightsEnabling({ retryAfterSeconds: error.retryAfterSeconds ?? 60 }))
             : Effect.fail(error))
       ),
+    createTemplate: (session, template) =>
+      sessionCall(http, session, "createTemplate", TemplateWire, {
+        method: "POST",
+        path: account(session, "templates"),
+        json: {
+          name: template.name,
+          language: template.language,
+          category: template.category,
+          body_text: template.bodyText,
+          ...(template.headerText === undefined ? {} : { header_text: template.headerText }),
+          ...(template.headerMedia === undefined ? {} : { header_media: template.headerMedia })
+        },
+        idempotent: false
+      }),
     ...conversationReads(http),
     sendText: (session, request) =>
       sessionCall(http, session, "sendText", SentWire, {

@@ -35,6 +35,16 @@ export interface MessageTemplate {
   readonly category: "MARKETING" | "UTILITY" | "AUTHENTICATION"
 }
 
+/** A template to create: a text header or a media one (already checked by the service), a body. */
+export interface NewTemplate {
+  readonly name: string
+  readonly language: string
+  readonly category: MessageTemplate["category"]
+  readonly headerText?: string
+  readonly headerMedia?: { readonly format: "IMAGE" | "VIDEO" | "DOCUMENT"; readonly url: string }
+  readonly bodyText: string
+}
+
 /** One template's day; `cost_minor` in the business account's currency. */
 export interface TemplateAnalyticsDay {
   readonly template_id: string
@@ -69,6 +79,11 @@ export class ChatAppA extends Context.Service<ChatAppA, {
     session: ProviderSession,
     request: { readonly since: string; readonly until: string; readonly templateIds?: ReadonlyArray<string> }
   ) => Effect.Effect<ReadonlyArray<TemplateAnalyticsDay>, ProviderError | TemplateInsightsEnabling>
+  /**
+   * A new template, `PENDING` until the platform reviews it (issue 21 part 6). Refused with
+   * `ProviderRefused` 409 `template_exists` for a name already used in that language.
+   */
+  readonly createTemplate: (session: ProviderSession, template: NewTemplate) => Effect.Effect<MessageTemplate, ProviderError>
   readonly conversations: (session: ProviderSession) => Stream.Stream<Conversation, ProviderError>
   readonly messages: (session: ProviderSession, conversationId: string) => Stream.Stream<Message, ProviderError>
   readonly getMessage: (session: ProviderSession, messageId: string) => Effect.Effect<Message, ProviderError>

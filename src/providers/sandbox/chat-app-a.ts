@@ -121,6 +121,11 @@ const analytics = (world: ChatWorld, account: BusinessAccount, ctx: ApiContext):
   const until = ctx.query.get("until")
   if (!isDate(since) || !isDate(until) || since > until) return invalid("since and until must be YYYY-MM-DD, since <= until")
   if ((Date.parse(until) - Date.parse(since)) / DAY_MS >= MAX_ANALYTICS_DAYS) return invalid(`at most ${MAX_ANALYTICS_DAYS} days at once`)
+  // Template analytics of an account type that refuses the switch (issue 21 part 6; a test sets
+  // `insights_supported: false` through `PATCH _state`).
+  if (account["insights_supported"] === false) {
+    return refuse(422, "insights_unsupported", "This account type cannot switch template analytics on.")
+  }
   if (account.insights === "off") {
     account.insights = "enabling"
     account.insights_ready_at = new Date(ctx.nowMs + account.insights_delay_seconds * 1000).toISOString()
@@ -268,6 +273,42 @@ export const chatAppASandbox = defineSandbox<ChatWorld>({
         return account === undefined
           ? notFound(`business account ${ctx.params["account"]}`)
           : paged(world.templates.filter((t) => t.account_id === account.id), ctx.query)
+      }
+    },
+    // Template creation (issue 21 part 6): PENDING until reviewed; a name is unique per language.
+    {
+      method: "POST",
+      path: "/v1/accounts/:account/templates",
+      handler: (world, ctx) => {
+        const account = reached(world, ctx)
+        if (account === undefined) return notFound(`business account ${ctx.params["account"]}`)
+        const denied = ctx.requireWrite()
+        if (denied !== undefined) return denied
+        const body = isRecord(ctx.body) ? ctx.body : {}
+        const name = text(body["name"])
+        const language = text(body["language"])
+        const category = body["category"]
+        if (name === null || !/^[a-z0-9_]{1,512}$/.test(name) || language === null || text(body["body_text"]) === null) {
+          return invalid("name (a-z, 0-9, _), language and body_text are required")
+        }
+        if (category !== "MARKETING" && category !== "UTILITY" && category !== "AUTHENTICATION") {
+          return invalid("category must be MARKETING, UTILITY or AUTHENTICATION")
+        }
+        if (body["header_text"] !== undefined && body["header_media"] !== undefined) return invalid("one header: header_text or header_media")
+        if (world.templates.some((t) => t.account_id === account.id && t.name === name && t.language === language)) {
+          return refuse(409, "template_exists", `A template ${name} in ${language} exists.`)
+        }
+        ctx.countWrite()
+        const template: Template = {
+          id: `ca_tpl_${account.id.slice(-4)}_${world.templates.filter((t) => t.account_id === account.id).length + 1}`,
+          account_id: account.id,
+          name,
+          language,
+          status: "PENDING",
+          category
+        }
+        world.templates.push(template)
+        return ok(template)
       }
     },
     {

@@ -576,6 +576,15 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
     return ok(state(sandbox))
   }
 
+  // --- Test media (issue 21 part 6) -----------------------------------------------------------
+
+  const MEDIA_TYPES: Record<string, string> = { jpg: "image/jpeg", png: "image/png", mp4: "video/mp4", pdf: "application/pdf", txt: "text/plain" }
+  const testMedia = (extension: string, bytes: string | null) => {
+    const size = bytes === null ? 1024 : Number(bytes)
+    if (!Number.isInteger(size) || size < 0 || size > 110 * 1024 * 1024) return jsonResponse(invalid("bytes must be an integer from 0 to 115343360"))
+    return HttpServerResponse.uint8Array(new Uint8Array(size), { contentType: MEDIA_TYPES[extension] ?? "application/octet-stream" })
+  }
+
   // --- Dispatch -------------------------------------------------------------------------------
 
   const handle = (request: HttpServerRequest.HttpServerRequest) =>
@@ -601,6 +610,10 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
         if (grant !== undefined) revokeGrant(sandbox, grant)
         return jsonResponse(ok({ success: true }))
       }
+      // Test media (issue 21 part 6): `/sandbox/<provider>/media/<name>.<jpg|png|mp4|pdf|txt>?bytes=N`
+      // answers N bytes (default 1024, at most 110 MB) of that type, unauthenticated, for media checks.
+      const media = /^\/media\/[A-Za-z0-9_-]{1,64}\.(jpg|png|mp4|pdf|txt)$/.exec(path)
+      if (media !== null && request.method === "GET") return testMedia(media[1] ?? "txt", url.searchParams.get("bytes"))
       let reply: SandboxReply
       if (path === "/_state" && request.method === "GET") reply = ok(state(sandbox))
       else if (path === "/_state" && request.method === "PATCH") reply = patchState(sandbox, body, queue)

@@ -1,0 +1,16 @@
+import { Effect, Layer } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../../http/api.ts"
+import { ProfileAccess } from "../../tenancy/access.ts"
+import { ChatAds } from "./service.ts"
+
+export const ChatAdsHandlers = HttpApiBuilder.group(Api, "chatAds", (handlers) =>
+  Effect.gen(function*() {
+    const access = yield* ProfileAccess
+    const ads = yield* ChatAds
+    return handlers.handleAll({
+      listChatAds: ({ query }) => Effect.flatMap(access.current, (profile) => ads.list(profile, query)),
+      getChatAdWelcome: ({ params }) =>
+        Effect.flatMap(access.current, (profile) => Effect.map(ads.welcome(profile, params.ad_id.trim()), (data) => ({ data })))
+    })
+  })).pipe(Layer.provide([ChatAds.layer, ProfileAccess.layer]))
