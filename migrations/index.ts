@@ -29,6 +29,7 @@ import m0031 from "./0031_commerce_app_connections.ts"
 import m0032 from "./0032_ad_actions.ts"
 import m0033 from "./0033_creative_analysis.ts"
 import m0034 from "./0034_exports.ts"
+import m0041 from "./0041_platform_safe.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -65,7 +66,8 @@ export const migrations = {
   "0031_commerce_app_connections": m0031,
   "0032_ad_actions": m0032,
   "0033_creative_analysis": m0033,
-  "0034_exports": m0034
+  "0034_exports": m0034,
+  "0041_platform_safe": m0041
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

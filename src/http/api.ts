@@ -25,6 +25,7 @@ import { CommerceLiveApi } from "../commerce/live/api.ts"
 import { CommerceCopyApi } from "../commerce/orders/api.ts"
 import { ConversionSyncCatalogApi } from "../exports/catalog/api.ts"
 import { ExportDestinationsApi } from "../exports/destinations/api.ts"
+import { PlatformSafeApi } from "../exports/platform-safe/api.ts"
 import { ExportDeliveriesApi } from "../exports/pipeline/api.ts"
 import { ExportRulesApi } from "../exports/rules/api.ts"
 import { DpaApi } from "../dpa/api.ts"
@@ -63,6 +64,7 @@ export const Api = HttpApi.make("svc")
   .add(ExportDestinationsApi)
   .add(ExportRulesApi)
   .add(ExportDeliveriesApi)
+  .add(PlatformSafeApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

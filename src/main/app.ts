@@ -22,6 +22,7 @@ import { CommerceLiveHandlers } from "../commerce/live/handlers.ts"
 import { CommerceCopyHandlers } from "../commerce/orders/handlers.ts"
 import { ConversionSyncCatalogHandlers } from "../exports/catalog/handlers.ts"
 import { ExportDestinationsHandlers } from "../exports/destinations/handlers.ts"
+import { PlatformSafeHandlers } from "../exports/platform-safe/handlers.ts"
 import { ExportDeliveriesHandlers } from "../exports/pipeline/handlers.ts"
 import { ExportRulesHandlers } from "../exports/rules/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
@@ -69,6 +70,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ExportDestinationsHandlers,
     ExportRulesHandlers,
     ExportDeliveriesHandlers,
+    PlatformSafeHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

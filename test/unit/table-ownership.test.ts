@@ -94,6 +94,8 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   export_destinations: "src/exports/destinations/repo.ts",
   export_rules: "src/exports/rules/repo.ts",
   export_deliveries: "src/exports/pipeline/repo.ts",
+  platform_safe_datasets: "src/exports/platform-safe/repo.ts",
+  platform_safe_rebuilds: "src/exports/platform-safe/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }

@@ -19,6 +19,7 @@ import {
   type SandboxReply,
   type SandboxRoute
 } from "./kind.ts"
+import { noteWrite, platformSafeRoutes, platformSafeState } from "./adplatform-platform-safe.ts"
 
 interface AdRecord {
   readonly id: string
@@ -450,7 +451,7 @@ const getRoute = <A extends { readonly account_id: string }>(
   }
 })
 
-const writeRoute = <A extends { readonly account_id: string }>(
+const writeRoute = <A extends { readonly account_id: string; readonly id: string }>(
   path: `/v1/${string}`,
   index: (world: World) => Map<string, A>,
   what: string,
@@ -466,6 +467,7 @@ const writeRoute = <A extends { readonly account_id: string }>(
     const refused = apply(found, fieldsOf(ctx.body))
     if (refused !== undefined) return refused
     ctx.countWrite()
+    noteWrite(world, found.id, fieldsOf(ctx.body))
     return ok({ success: true })
   }
 })
@@ -561,7 +563,9 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
       const ad = lead === undefined ? undefined : world.ads.get(lead.ad_id)
       return lead === undefined || ad === undefined || !ctx.reaches(ad.account_id) ? notFound(`lead ${ctx.params["id"]}`) : ok(lead)
     }
-  }
+  },
+  // Platform-Safe (issue 20 part 4): datasets' custom conversions, ad-set optimization, copies.
+  ...platformSafeRoutes
 ]
 
 // --- Test controls ----------------------------------------------------------------------------
@@ -593,7 +597,8 @@ const stateOf = (world: World) => ({
     datasets: account.datasets
   })),
   received_events: world.receivedEvents,
-  leads: [...world.leads.values()]
+  leads: [...world.leads.values()],
+  platform_safe: platformSafeState(world)
 })
 
 const patchObject = (world: World, object: Readonly<Record<string, unknown>> & { readonly id: string }): SandboxReply | undefined => {

@@ -1,0 +1,137 @@
+/**
+ * Platform-Safe (issue 20 part 4, decisions 0089-0090): provisioning the Clean Dataset, the
+ * target switch, and the re-point / rebuild of ad sets with the consent contract.
+ */
+import { Schema } from "effect"
+import { PlatformSafeTarget } from "./exports.ts"
+import { PrivacyMode } from "./tenancy.ts"
+
+/** The current consent version for automated ad-set rebuilds (api-concepts.md, consent contract). */
+export const REBUILD_CONSENT_VERSION = "2026-09-23.duplicate-swap.v1"
+
+/**
+ * The consent texts, line by line, per locale: rendered joined by single newlines with no
+ * trailing newline; `text_hash` is the SHA-256 (lowercase hex, UTF-8) of exactly that string.
+ */
+export const REBUILD_CONSENT_LINES = {
+  en: [
+    "I authorise the automated rebuild of the selected ad sets.",
+    "Each rebuilt ad set is a copy: a new ad set with a new id, and its reporting starts again from zero.",
+    "The learning phase restarts on each copy.",
+    "Each copy is created paused, switched on after its ads exist, and the original is then paused; the original is never deleted.",
+    "For a short time both the original and the copy can deliver.",
+    "If the ad platform refuses to pause the original, both keep spending until I pause one.",
+    "If I choose to run both, the original keeps running next to the copy and the budget is doubled."
+  ],
+  es: [
+    "Autorizo la reconstrucción automática de los conjuntos de anuncios seleccionados.",
+    "Cada conjunto reconstruido es una copia: un conjunto de anuncios nuevo con un id nuevo, y sus informes empiezan de nuevo desde cero.",
+    "La fase de aprendizaje se reinicia en cada copia.",
+    "Cada copia se crea en pausa, se activa cuando sus anuncios existen y después se pausa el original; el original nunca se elimina.",
+    "Durante un breve tiempo pueden entregar tanto el original como la copia.",
+    "Si la plataforma publicitaria rechaza pausar el original, ambos siguen gastando hasta que yo pause uno.",
+    "Si elijo mantener ambos activos, el original sigue activo junto a la copia y el presupuesto se duplica."
+  ]
+} as const
+
+export type ConsentLocale = keyof typeof REBUILD_CONSENT_LINES
+
+/** The text of a locale exactly as rendered (and hashed). */
+export const rebuildConsentText = (locale: ConsentLocale): string => REBUILD_CONSENT_LINES[locale].join("\n")
+
+export const PromotedObject = Schema.Struct({ pixel_id: Schema.String, custom_event_type: Schema.String })
+
+export const ProvisionBody = Schema.Struct({
+  dataset_name: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)))
+})
+export type ProvisionBody = typeof ProvisionBody.Type
+
+export const ProvisionChecks = Schema.Struct({
+  privacy_mode: PrivacyMode,
+  /** The ad-platform connection used (the spec's neutral form of the platform's connection id). */
+  adplatform_connection_id: Schema.NullOr(Schema.String),
+  ads_management: Schema.Boolean,
+  outcome_types_tracked: Schema.Array(Schema.String),
+  outcome_types_mapped: Schema.Array(Schema.String),
+  dpa_status: Schema.String,
+  platform_safe_target: PlatformSafeTarget
+})
+export type ProvisionChecks = typeof ProvisionChecks.Type
+
+export const CustomConversion = Schema.Struct({ outcome_type: Schema.String, id: Schema.String, custom_event_type: Schema.String })
+
+export const ProvisionAnswer = Schema.Struct({
+  status: Schema.Literals(["provisioned", "already_provisioned", "action_required"]),
+  reason: Schema.NullOr(Schema.Literals(["ads_management_missing", "pixel_slot_taken"])),
+  missing_permissions: Schema.optionalKey(Schema.Array(Schema.String)),
+  manual_steps: Schema.optionalKey(Schema.Array(Schema.String)),
+  clean_dataset_id: Schema.NullOr(Schema.String),
+  destination_id: Schema.NullOr(Schema.String),
+  custom_conversions: Schema.Array(CustomConversion),
+  checks: ProvisionChecks
+})
+export type ProvisionAnswer = typeof ProvisionAnswer.Type
+
+export const ProvisionResult = Schema.Struct({ data: ProvisionAnswer })
+
+export const TargetBody = Schema.Struct({
+  target: PlatformSafeTarget,
+  confirm_live_ad_sets: Schema.optionalKey(Schema.Boolean)
+})
+export type TargetBody = typeof TargetBody.Type
+
+export const AdSetToRecreate = Schema.Struct({
+  ad_set_id: Schema.String,
+  name: Schema.String,
+  status: Schema.String,
+  current: PromotedObject,
+  /** The Clean Dataset target: the standard event on the clean dataset, not the custom conversion. */
+  target: Schema.Struct({ pixel_id: Schema.String, custom_event_type: Schema.String, optimize_on: Schema.Literal("standard_event") })
+})
+export type AdSetToRecreate = typeof AdSetToRecreate.Type
+
+export const TargetAnswer = Schema.Struct({
+  switched: Schema.Boolean,
+  platform_safe_target: PlatformSafeTarget,
+  ad_sets_to_recreate: Schema.Array(AdSetToRecreate),
+  /** When switching to `clean` needed a provision: its answer (`action_required` leaves the target). */
+  provision: Schema.NullOr(ProvisionAnswer)
+})
+export type TargetAnswer = typeof TargetAnswer.Type
+export const TargetResult = Schema.Struct({ data: TargetAnswer })
+
+const AdSetId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100), Schema.isPattern(/^[A-Za-z0-9_.:-]+$/))
+
+export const RepointBody = Schema.Struct({
+  ad_set_ids: Schema.Array(AdSetId).check(Schema.isMinLength(1), Schema.isMaxLength(50)),
+  confirm_recreate: Schema.optionalKey(Schema.Boolean),
+  duplicate_swap_mode: Schema.optionalKey(Schema.Literals(["switch", "run_both"])),
+  /** `{version, text_hash, accepted_by, accepted_at}`; checked by the service (422 when malformed). */
+  consent: Schema.optionalKey(Schema.Unknown)
+})
+export type RepointBody = typeof RepointBody.Type
+
+export const RepointOutcome = Schema.Struct({
+  ad_set_id: Schema.String,
+  outcome: Schema.Literals(["repointed", "already_repointed", "needs_recreate", "recreated", "duplicated", "not_found", "in_progress"]),
+  new_ad_set_id: Schema.NullOr(Schema.String),
+  /** The platform refused to pause the original: both keep spending. */
+  pause_refused: Schema.Boolean
+})
+export type RepointOutcome = typeof RepointOutcome.Type
+
+export const RebuildWarning = Schema.Struct({
+  code: Schema.Literals(["new_ad_set_ids", "learning_reset", "double_spend_window", "double_spend_risk", "budget_doubled"]),
+  ad_set_ids: Schema.Array(Schema.String)
+})
+export type RebuildWarning = typeof RebuildWarning.Type
+
+export const RepointAnswer = Schema.Struct({
+  results: Schema.Array(RepointOutcome),
+  needs_recreate: Schema.Array(Schema.String),
+  recreated: Schema.Array(Schema.String),
+  duplicated: Schema.Array(Schema.String),
+  warnings: Schema.Array(RebuildWarning)
+})
+export type RepointAnswer = typeof RepointAnswer.Type
+export const RepointResult = Schema.Struct({ data: RepointAnswer })
