@@ -305,7 +305,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
             ["status", mine, "paused"]
           ]
         )
-        const byId = new Map(state.ad_set_optimizations.map((o: any) => [o.id, o]))
+        const byId = new Map<string, any>(state.ad_set_optimizations.map((o: any) => [o.id, o]))
         assert.strictEqual(byId.get(mine).status, "paused", "the original is paused, not deleted")
         assert.deepStrictEqual(byId.get(copy).promoted_object, { pixel_id: datasetId, custom_event_type: "PURCHASE" })
         assert.strictEqual(byId.get(copy).status, "active")
@@ -335,7 +335,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           ["new_ad_set_ids", "learning_reset", "budget_doubled"]
         )
         const state = yield* sandboxState
-        const byId = new Map(state.ad_set_optimizations.map((o: any) => [o.id, o]))
+        const byId = new Map<string, any>(state.ad_set_optimizations.map((o: any) => [o.id, o]))
         assert.strictEqual(byId.get(mine).status, "active")
         assert.strictEqual(byId.get(answer.json.data.results[0].new_ad_set_id).status, "active")
 
@@ -347,7 +347,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const inPlace = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/repoint", { ad_set_ids: [draft.json.id] })
         assert.strictEqual(inPlace.status, 200, inPlace.text)
         assert.strictEqual(inPlace.json.data.results[0].outcome, "repointed")
-        const after = new Map((yield* sandboxState).ad_set_optimizations.map((o: any) => [o.id, o]))
+        const after = new Map<string, any>((yield* sandboxState).ad_set_optimizations.map((o: any) => [o.id, o]))
         assert.deepStrictEqual(after.get(draft.json.id).promoted_object, { pixel_id: datasetId, custom_event_type: "LEAD" })
         // The platform itself refuses the change on a published ad set.
         const frozen = yield* platformCall("POST", `/adsets/${mine}/promoted_object`, { pixel_id: datasetId, custom_event_type: "LEAD" })
