@@ -31,4 +31,15 @@ export default Effect.gen(function*() {
       updated_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (profile_id, original_ad_set_id)
     )`
+  // The dataset each data source (business chat, website pixel, social DM) is wired to.
+  yield* sql`
+    CREATE TABLE data_source_datasets (
+      profile_id uuid NOT NULL REFERENCES profiles (id),
+      source text NOT NULL CHECK (source IN ('whatsapp', 'website', 'instagram')),
+      account_id text NOT NULL,
+      dataset_id text NOT NULL,
+      destination_id uuid,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (profile_id, source)
+    )`
 })

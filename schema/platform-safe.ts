@@ -3,6 +3,7 @@
  * target switch, and the re-point / rebuild of ad sets with the consent contract.
  */
 import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
 import { PlatformSafeTarget } from "./exports.ts"
 import { PrivacyMode } from "./tenancy.ts"
 
@@ -135,3 +136,33 @@ export const RepointAnswer = Schema.Struct({
 })
 export type RepointAnswer = typeof RepointAnswer.Type
 export const RepointResult = Schema.Struct({ data: RepointAnswer })
+
+export const DataSource = Schema.Literals(["whatsapp", "website", "instagram"])
+export type DataSource = typeof DataSource.Type
+
+const EnsuredFields = {
+  source: DataSource,
+  /** The chat business account, the pixel, or the social account the dataset belongs to. */
+  account_id: Schema.String,
+  dataset_id: Schema.String,
+  destination_id: Schema.String,
+  /** The ad account's pixels (website only; empty for the other sources). */
+  selectable_pixels: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String }))
+}
+
+/** 201: the dataset was created (or attached) and wired now. */
+export const EnsureCreated = Schema.Struct({ data: Schema.Struct({ ...EnsuredFields, created: Schema.Literal(true) }) }).pipe(
+  HttpApiSchema.status(201)
+)
+/** 200: it already existed. */
+export const EnsureExisting = Schema.Struct({ data: Schema.Struct({ ...EnsuredFields, created: Schema.Literal(false) }) })
+
+export const EnsureBody = Schema.Struct({
+  dataset_name: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)))
+})
+export type EnsureBody = typeof EnsureBody.Type
+
+export const EnsureWebsiteBody = Schema.Struct({
+  pixel_id: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)))
+})
+export type EnsureWebsiteBody = typeof EnsureWebsiteBody.Type

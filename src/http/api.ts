@@ -26,6 +26,7 @@ import { CommerceCopyApi } from "../commerce/orders/api.ts"
 import { ConversionSyncCatalogApi } from "../exports/catalog/api.ts"
 import { ExportDestinationsApi } from "../exports/destinations/api.ts"
 import { PlatformSafeApi } from "../exports/platform-safe/api.ts"
+import { DataSourcesApi } from "../exports/data-sources/api.ts"
 import { ExportDeliveriesApi } from "../exports/pipeline/api.ts"
 import { ExportRulesApi } from "../exports/rules/api.ts"
 import { DpaApi } from "../dpa/api.ts"
@@ -65,6 +66,7 @@ export const Api = HttpApi.make("svc")
   .add(ExportRulesApi)
   .add(ExportDeliveriesApi)
   .add(PlatformSafeApi)
+  .add(DataSourcesApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

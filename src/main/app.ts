@@ -23,6 +23,7 @@ import { CommerceCopyHandlers } from "../commerce/orders/handlers.ts"
 import { ConversionSyncCatalogHandlers } from "../exports/catalog/handlers.ts"
 import { ExportDestinationsHandlers } from "../exports/destinations/handlers.ts"
 import { PlatformSafeHandlers } from "../exports/platform-safe/handlers.ts"
+import { DataSourcesHandlers } from "../exports/data-sources/handlers.ts"
 import { ExportDeliveriesHandlers } from "../exports/pipeline/handlers.ts"
 import { ExportRulesHandlers } from "../exports/rules/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
@@ -71,6 +72,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ExportRulesHandlers,
     ExportDeliveriesHandlers,
     PlatformSafeHandlers,
+    DataSourcesHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

@@ -113,9 +113,11 @@ export const standardEventOf = (outcomeType: string): string => {
   return "OTHER"
 }
 
-type PlatformFailure = RateLimitExceeded | AdplatformWritePermissionMissing | AdplatformConnectionRequired | AdplatformUnavailable
 
-const fromProvider = (error: ProviderError): PlatformFailure => {
+
+export type PlatformFailure = RateLimitExceeded | AdplatformWritePermissionMissing | AdplatformConnectionRequired | AdplatformUnavailable
+
+export const fromProvider = (error: ProviderError): PlatformFailure => {
   switch (error._tag) {
     case "ProviderThrottled":
       return new RateLimitExceeded({

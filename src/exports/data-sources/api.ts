@@ -1,0 +1,67 @@
+/** Data-source datasets over HTTP (routes.tsv "Conversion sync and Platform-Safe"; decision 0091). */
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import {
+  AdplatformConnectionRequired,
+  AdplatformUnavailable,
+  AdplatformWritePermissionMissing,
+  ChatAppAConnectionRequired,
+  EntitlementRequired,
+  InvalidState,
+  profileErrors,
+  RateLimitExceeded,
+  SocialDmConnectionRequired,
+  SocialDmLoginRequired,
+  ValidationError,
+  wireUnprocessable
+} from "../../../schema/errors.ts"
+import { EnsureBody, EnsureCreated, EnsureExisting, EnsureWebsiteBody } from "../../../schema/platform-safe.ts"
+import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
+
+const write = policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "optional", entitlement: "svc_attribution" })
+const errors = [
+  ...profileErrors,
+  ValidationError.wire,
+  EntitlementRequired.wire,
+  InvalidState.wire,
+  AdplatformConnectionRequired.wire,
+  AdplatformWritePermissionMissing.wire,
+  RateLimitExceeded.wire,
+  AdplatformUnavailable.wire
+] as const
+
+export const DataSourcesApi = HttpApiGroup.make("dataSources")
+  .add(
+    HttpApiEndpoint.post("ensureWhatsappDataset", "/conversion-sync/data-sources/whatsapp/ensure", {
+      payload: EnsureBody,
+      success: [EnsureCreated, EnsureExisting],
+      error: [...errors, ChatAppAConnectionRequired.wire]
+    })
+      .annotate(OpenApi.Summary, "Create (or find) the business chat account's dataset and wire it")
+      .annotate(OpenApi.Description, "201 when created now, 200 when it exists. 409 `chat_app_a_connection_required` without a business chat connection, before any ad-platform call.")
+      .annotateMerge(write),
+    HttpApiEndpoint.post("ensureWebsiteDataset", "/conversion-sync/data-sources/website/ensure", {
+      payload: EnsureWebsiteBody,
+      success: [EnsureCreated, EnsureExisting],
+      error: [...errors, wireUnprocessable]
+    })
+      .annotate(OpenApi.Summary, "Attach one of the ad account's existing pixels to the website source")
+      .annotate(
+        OpenApi.Description,
+        "Never creates a pixel. `pixel_id` names one of `selectable_pixels` (optional when the account has exactly one); " +
+          "an unknown one is 422; none to choose from or several without `pixel_id` is 409 `invalid_state`."
+      )
+      .annotateMerge(write),
+    HttpApiEndpoint.post("ensureInstagramDataset", "/conversion-sync/data-sources/instagram/ensure", {
+      payload: EnsureBody,
+      success: [EnsureCreated, EnsureExisting],
+      error: [...errors, SocialDmConnectionRequired.wire, SocialDmLoginRequired.wire]
+    })
+      .annotate(OpenApi.Summary, "Create (or find) the social DM account's dataset and wire it")
+      .annotate(
+        OpenApi.Description,
+        "409 `social_dm_connection_required` without a connection, 409 `social_dm_login_required` for an account connected " +
+          "through the wrong login type, both before any ad-platform call. 201 when created now, 200 when it exists."
+      )
+      .annotateMerge(write)
+  )
+  .prefix("/api/v1")
