@@ -166,3 +166,77 @@ export const EnsureWebsiteBody = Schema.Struct({
   pixel_id: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)))
 })
 export type EnsureWebsiteBody = typeof EnsureWebsiteBody.Type
+
+export const WiringQuery = Schema.Struct({
+  force: Schema.optionalKey(Schema.Literals(["0", "1"]).annotate({ description: "`1` reads the ad platform live (`ad_sets_to_move`)." }))
+})
+export type WiringQuery = typeof WiringQuery.Type
+
+export const AdSetToMove = Schema.Struct({
+  ad_set_id: Schema.String,
+  name: Schema.String,
+  current: PromotedObject,
+  /** `wire_optimization` (a draft, re-pointed in place) or `recreate_ad_set` (published: duplicate swap). */
+  remediation: Schema.Literals(["wire_optimization", "recreate_ad_set"])
+})
+
+export const PlatformSafeWiring = Schema.Struct({
+  target: PlatformSafeTarget,
+  target_destination_ids: Schema.Array(Schema.String),
+  suppressed_destination_ids: Schema.Array(Schema.String),
+  platform_safe_dataset: Schema.Struct({ status: Schema.Literals(["missing", "provisioned"]), clean_dataset_id: Schema.NullOr(Schema.String) }),
+  event_mapping: Schema.Array(Schema.Struct({
+    rule_id: Schema.String,
+    conversion_key: Schema.String,
+    destination_id: Schema.String,
+    /** The neutral name sent; null when the outcome's own event name is sent (neutralised). */
+    event_name: Schema.NullOr(Schema.String),
+    double_count_risk: Schema.Boolean,
+    other_sources_7d: Schema.Int
+  })),
+  categorization: Schema.Struct({
+    checklist: Schema.Array(Schema.Struct({ item: Schema.String, done: Schema.Boolean, remediation: Schema.NullOr(Schema.String) })),
+    events_not_accepted: Schema.Array(Schema.String)
+  }),
+  dpa_status: Schema.Struct({ status: Schema.String, remediation: Schema.NullOr(Schema.Literal("sign_dpa")) }),
+  ad_sets_to_move: Schema.NullOr(Schema.Array(AdSetToMove)),
+  cannot_automate: Schema.Array(Schema.Struct({ code: Schema.String, message: Schema.String }))
+})
+
+export const Wiring = Schema.Struct({
+  data: Schema.Struct({
+    profile_id: Schema.String,
+    privacy_mode: PrivacyMode,
+    /** Whether this answer read the ad platform (force=1 or recheck). */
+    live: Schema.Boolean,
+    destinations: Schema.Array(Schema.Struct({
+      id: Schema.String,
+      kind: Schema.String,
+      dataset_id: Schema.String,
+      clean_dataset: Schema.Boolean,
+      status: Schema.String,
+      routing: Schema.Literals(["active", "suppressed_platform_safe", "inactive"])
+    })),
+    platform_safe: Schema.NullOr(PlatformSafeWiring)
+  })
+})
+export type WiringView = typeof Wiring.Type["data"]
+
+export const WireAdSetsBody = Schema.Struct({
+  rule_id: Schema.String.check(Schema.isUUID()),
+  ad_set_ids: Schema.Array(AdSetId).check(Schema.isMinLength(1), Schema.isMaxLength(50)),
+  confirm_duplicate_swap: Schema.optionalKey(Schema.Boolean),
+  duplicate_swap_mode: Schema.optionalKey(Schema.Literals(["switch", "run_both"])),
+  consent: Schema.optionalKey(Schema.Unknown)
+})
+export type WireAdSetsBody = typeof WireAdSetsBody.Type
+
+export const WireAdSetsResult = Schema.Struct({
+  data: Schema.Struct({
+    results: Schema.Array(RepointOutcome),
+    needs_duplicate_swap: Schema.Array(Schema.String),
+    recreated: Schema.Array(Schema.String),
+    duplicated: Schema.Array(Schema.String),
+    warnings: Schema.Array(RebuildWarning)
+  })
+})

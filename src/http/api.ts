@@ -27,6 +27,7 @@ import { ConversionSyncCatalogApi } from "../exports/catalog/api.ts"
 import { ExportDestinationsApi } from "../exports/destinations/api.ts"
 import { PlatformSafeApi } from "../exports/platform-safe/api.ts"
 import { DataSourcesApi } from "../exports/data-sources/api.ts"
+import { ConversionSyncWiringApi } from "../exports/wiring/api.ts"
 import { ExportDeliveriesApi } from "../exports/pipeline/api.ts"
 import { ExportRulesApi } from "../exports/rules/api.ts"
 import { DpaApi } from "../dpa/api.ts"
@@ -67,6 +68,7 @@ export const Api = HttpApi.make("svc")
   .add(ExportDeliveriesApi)
   .add(PlatformSafeApi)
   .add(DataSourcesApi)
+  .add(ConversionSyncWiringApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

@@ -24,6 +24,7 @@ import { ConversionSyncCatalogHandlers } from "../exports/catalog/handlers.ts"
 import { ExportDestinationsHandlers } from "../exports/destinations/handlers.ts"
 import { PlatformSafeHandlers } from "../exports/platform-safe/handlers.ts"
 import { DataSourcesHandlers } from "../exports/data-sources/handlers.ts"
+import { ConversionSyncWiringHandlers } from "../exports/wiring/handlers.ts"
 import { ExportDeliveriesHandlers } from "../exports/pipeline/handlers.ts"
 import { ExportRulesHandlers } from "../exports/rules/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
@@ -73,6 +74,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ExportDeliveriesHandlers,
     PlatformSafeHandlers,
     DataSourcesHandlers,
+    ConversionSyncWiringHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

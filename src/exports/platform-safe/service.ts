@@ -34,14 +34,15 @@ import {
   type RepointBody,
   type RepointOutcome,
   type TargetAnswer,
-  type TargetBody
+  type TargetBody,
+  type WireAdSetsBody
 } from "../../../schema/platform-safe.ts"
 import { AdActionsRepo, type AdConnection } from "../../ads/actions/repo.ts"
 import { AuditLog } from "../../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { DpaService } from "../../dpa/service.ts"
-import { AdPlatform, type AdSetOptimization } from "../../providers/adplatform/port.ts"
+import { AdPlatform, type AdSetOptimization, type PromotedObject as PromotedObjectValue } from "../../providers/adplatform/port.ts"
 import type { ProviderError } from "../../providers/errors.ts"
 import type { ProviderSession } from "../../providers/oauth/port.ts"
 import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
@@ -142,6 +143,10 @@ export const fromProvider = (error: ProviderError): PlatformFailure => {
   }
 }
 
+export interface WireAdSetsAnswer extends Omit<RepointAnswer, "needs_recreate"> {
+  readonly needs_duplicate_swap: ReadonlyArray<string>
+}
+
 type Failure = NotFound | PlatformSafeRequired | InvalidState | DatabaseUnavailable | PlatformFailure
 
 export class PlatformSafe extends Context.Service<PlatformSafe, {
@@ -156,6 +161,13 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
     profile: ProfileContext,
     body: RepointBody
   ) => Effect.Effect<RepointAnswer, Failure | ConsentRequired | ValidationError>
+  readonly wireAdSets: (
+    actor: PrincipalShape,
+    profile: ProfileContext,
+    body: WireAdSetsBody,
+    destination: { readonly dataset_id: string; readonly connection_id: string },
+    conversionKey: string
+  ) => Effect.Effect<WireAdSetsAnswer, Failure | ConsentRequired | ValidationError>
 }>()("svc/PlatformSafe") {
   static readonly layer = Layer.effect(PlatformSafe)(
     Effect.gen(function*() {
@@ -398,7 +410,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
         profileId: string,
         session: ProviderSession,
         original: AdSetOptimization,
-        clean: CleanDatasetRow,
+        target: PromotedObjectValue,
         mode: "switch" | "run_both"
       ) {
         let state: RebuildRow = yield* repo.startRebuild(profileId, original.id, mode)
@@ -412,7 +424,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
         if (state.step === "create") {
           const created = yield* onPlatform(platform.createAdSet(session, original.campaign_id, {
             name: `${original.name} · Platform-Safe`,
-            promoted_object: { pixel_id: clean.dataset_id, custom_event_type: original.promoted_object.custom_event_type },
+            promoted_object: target,
             daily_budget_minor: original.daily_budget_minor,
             lifetime_budget_minor: original.lifetime_budget_minor
           }))
@@ -462,28 +474,50 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
         const confirmed = body.confirm_recreate === true
         if (confirmed && byCredential) yield* checkConsent(body.consent, Date.now())
         const connection = yield* connectionFor(row.profile_id, cleanRow)
+        return yield* pointAdSets(actor, row, connection, body.ad_set_ids, (o) => ({
+          pixel_id: clean.dataset_id,
+          custom_event_type: o.promoted_object.custom_event_type
+        }), confirmed, body.duplicate_swap_mode ?? "switch", confirmed && byCredential ? body.consent : null)
+      })
+
+      /**
+       * Points each ad set at `targetOf(it)`: already there, re-pointed in place (a draft),
+       * listed as needing a rebuild, or rebuilt by duplicate swap when `confirmed`.
+       */
+      const pointAdSets = Effect.fn("PlatformSafe.pointAdSets")(function*(
+        actor: PrincipalShape,
+        row: CatalogRow,
+        connection: AdConnection,
+        adSetIds: ReadonlyArray<string>,
+        targetOf: (o: AdSetOptimization) => PromotedObjectValue,
+        confirmed: boolean,
+        mode: "switch" | "run_both",
+        consent: unknown
+      ) {
         if (!connection.scopes.includes(MANAGE_ADS)) {
           return yield* new AdplatformWritePermissionMissing({ message: "The ad-platform connection lacks the manage-advertisements grant.", reconnect_required: true })
         }
         const session = yield* onPlatform(sessions.session(connection.id))
         const optimizations = yield* onPlatform(platform.adSetOptimizations(session))
-        const mode = body.duplicate_swap_mode ?? "switch"
         const results: Array<RepointOutcome> = []
-        for (const id of [...new Set(body.ad_set_ids)]) {
+        for (const id of [...new Set(adSetIds)]) {
           const found = optimizations.find((o) => o.id === id)
           const outcome = (o: RepointOutcome["outcome"], newId: string | null = null, pauseRefused = false) =>
             results.push({ ad_set_id: id, outcome: o, new_ad_set_id: newId, pause_refused: pauseRefused })
           if (found === undefined) {
             outcome("not_found")
-          } else if (found.promoted_object.pixel_id === clean.dataset_id) {
+            continue
+          }
+          const goal = targetOf(found)
+          if (found.promoted_object.pixel_id === goal.pixel_id && found.promoted_object.custom_event_type === goal.custom_event_type) {
             outcome("already_repointed")
           } else if (!found.published) {
-            yield* onPlatform(platform.setPromotedObject(session, id, { pixel_id: clean.dataset_id, custom_event_type: found.promoted_object.custom_event_type }))
+            yield* onPlatform(platform.setPromotedObject(session, id, goal))
             outcome("repointed")
           } else if (!confirmed) {
             outcome("needs_recreate")
           } else {
-            const done = yield* rebuild(row.profile_id, session, found, clean, mode)
+            const done = yield* rebuild(row.profile_id, session, found, goal, mode)
             outcome(done.mode === "switch" ? "recreated" : "duplicated", done.copy_ad_set_id, done.pause_refused)
           }
         }
@@ -505,7 +539,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
             targetId: row.profile_id,
             profileId: row.profile_id,
             workspaceId: row.workspace_id,
-            details: { mode, ad_set_ids: rebuilt, consent: confirmed && byCredential ? body.consent : null }
+            details: { mode, ad_set_ids: rebuilt, consent }
           })
         }
         return {
@@ -517,7 +551,40 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
         }
       })
 
-      return { provision, target, repoint }
+      /** `POST /wiring/ad-sets`: the rule's destination dataset and standard event, consent as for repoint. */
+      const wireAdSets = Effect.fn("PlatformSafe.wireAdSets")(function*(
+        actor: PrincipalShape,
+        profile: ProfileContext,
+        body: WireAdSetsBody,
+        destination: { readonly dataset_id: string; readonly connection_id: string },
+        conversionKey: string
+      ) {
+        const row = yield* catalog.find(profile.profileId, false)
+        if (Option.isNone(row)) return yield* new NotFound({ message: "No such profile." })
+        const byCredential = actor.kind === "api_key" || actor.kind === "user_token"
+        const confirmed = body.confirm_duplicate_swap === true
+        if (confirmed && byCredential) yield* checkConsent(body.consent, Date.now())
+        const all = yield* adRepo.connections(profile.profileId)
+        const connection = all.find((c) => c.id === destination.connection_id && c.status !== "reconnect_required" && c.external_account_id !== null)
+        if (connection === undefined) {
+          return yield* new AdplatformConnectionRequired({ message: "The rule's destination connection needs a reconnect.", reason: "no_usable_connection" })
+        }
+        const event = standardEventOf(conversionKey)
+        const answer = yield* pointAdSets(
+          actor,
+          row.value,
+          connection,
+          body.ad_set_ids,
+          () => ({ pixel_id: destination.dataset_id, custom_event_type: event }),
+          confirmed,
+          body.duplicate_swap_mode ?? "switch",
+          confirmed && byCredential ? body.consent : null
+        )
+        const { needs_recreate, ...rest } = answer
+        return { ...rest, needs_duplicate_swap: needs_recreate }
+      })
+
+      return { provision, target, repoint, wireAdSets }
     })
   ).pipe(Layer.provide([PlatformSafeRepo.layer, CatalogRepo.layer, TenancyRepo.layer, DestinationsRepo.layer, AdActionsRepo.layer, ConnectionSessions.layer, DpaService.layer, AuditLog.layer]))
 }
