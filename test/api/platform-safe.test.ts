@@ -7,6 +7,7 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { REBUILD_CONSENT_VERSION, rebuildConsentText } from "../../schema/platform-safe.ts"
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { call, TestServer } from "../support/app.ts"
@@ -355,5 +356,107 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(frozen.json.error.code, "adset_field_frozen")
       }))
   })
-})
+  describe("wiring", () => {
+    it.effect("null block outside Platform-Safe; the block's routing, DPA remediation, ad_sets_to_move only with force=1 or recheck; the 7-day alerts", () =>
+      Effect.gen(function*() {
+        const standard = yield* newProfile("standard")
+        const plain = yield* send(standard.key, "GET", "/api/v1/conversion-sync/wiring")
+        assert.strictEqual(plain.status, 200, plain.text)
+        assert.strictEqual(plain.json.data.platform_safe, null)
 
+        const fixture = yield* newProfile()
+        const connectionId = yield* connect(fixture)
+        const ordinary = yield* send(fixture.key, "POST", "/api/v1/exports/destinations", {
+          kind: "adplatform_capi",
+          connection_id: connectionId,
+          dataset_id: "ds_1001_1",
+          name: "Website"
+        })
+        assert.strictEqual(ordinary.status, 201, ordinary.text)
+        const rule = yield* send(fixture.key, "POST", "/api/v1/exports/rules", { conversion_key: "lead", platform_event_name_overrides: { adplatform_capi: "Lead" } })
+        assert.strictEqual(rule.status, 201, rule.text)
+        const provision = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/provision", {})
+        const cleanDestination = provision.json.data.destination_id as string
+        const mine = yield* publishedAdSet("Wiring check")
+
+        const cached = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/wiring")
+        assert.strictEqual(cached.status, 200, cached.text)
+        const block = cached.json.data.platform_safe
+        assert.strictEqual(block.target, "clean")
+        assert.deepStrictEqual(block.target_destination_ids, [cleanDestination])
+        assert.deepStrictEqual(block.suppressed_destination_ids, [ordinary.json.data.id])
+        assert.deepStrictEqual(block.platform_safe_dataset, { status: "provisioned", clean_dataset_id: provision.json.data.clean_dataset_id })
+        assert.deepStrictEqual(block.dpa_status, { status: "not_accepted", remediation: "sign_dpa" })
+        assert.strictEqual(block.ad_sets_to_move, null)
+        assert.deepStrictEqual(block.event_mapping.map((m: any) => [m.destination_id, m.event_name, m.double_count_risk]), [[cleanDestination, "Lead", false]])
+        assert.strictEqual(cached.json.data.destinations.find((d: any) => d.id === ordinary.json.data.id).routing, "suppressed_platform_safe")
+
+        for (const live of [
+          yield* send(fixture.key, "GET", "/api/v1/conversion-sync/wiring?force=1"),
+          yield* send(fixture.key, "POST", "/api/v1/conversion-sync/wiring/recheck")
+        ]) {
+          assert.strictEqual(live.status, 200, live.text)
+          const move = live.json.data.platform_safe.ad_sets_to_move.find((a: any) => a.ad_set_id === mine)
+          assert.strictEqual(move.remediation, "recreate_ad_set")
+        }
+
+        // Alerts over 7 days, from the ledger: Lead refused on 3 distinct days; another profile sends Lead to the same dataset.
+        const sql = yield* SqlClient
+        const cleanDataset = provision.json.data.clean_dataset_id as string
+        for (const daysAgo of [1, 2, 3]) {
+          yield* sql`INSERT INTO export_deliveries (id, profile_id, destination_id, attempt, decision, event_name, created_at)
+                     VALUES (${crypto.randomUUID()}, ${fixture.profileId}, ${cleanDestination}, 1, 'failed', 'Lead', now() - make_interval(days => ${daysAgo}))`
+        }
+        yield* sql`INSERT INTO export_deliveries (id, profile_id, destination_id, attempt, decision, event_name, created_at)
+                   VALUES (${crypto.randomUUID()}, ${fixture.profileId}, ${cleanDestination}, 1, 'delivered', 'Schedule', now() - interval '1 day')`
+        const other = yield* newProfile()
+        const otherConnection = yield* connect(other)
+        const shared = yield* send(other.key, "POST", "/api/v1/exports/destinations", {
+          kind: "adplatform_capi",
+          connection_id: otherConnection,
+          dataset_id: cleanDataset,
+          name: "Shared"
+        })
+        assert.strictEqual(shared.status, 201, shared.text)
+        yield* sql`INSERT INTO export_deliveries (id, profile_id, destination_id, attempt, decision, event_name)
+                   VALUES (${crypto.randomUUID()}, ${other.profileId}, ${shared.json.data.id}, 1, 'delivered', 'Schedule')`
+        const alerted = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/wiring")
+        assert.deepStrictEqual(alerted.json.data.platform_safe.categorization.events_not_accepted, ["Lead"])
+        const mapping = alerted.json.data.platform_safe.event_mapping[0]
+        assert.strictEqual(mapping.other_sources_7d, 1)
+        assert.strictEqual(mapping.double_count_risk, true)
+      }))
+
+    it.effect("ad-sets: the first round lists needs_duplicate_swap, the confirmed second rebuilds on the rule's dataset and event", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile()
+        const datasetId = yield* provisioned(fixture)
+        const rule = yield* send(fixture.key, "POST", "/api/v1/exports/rules", { conversion_key: "lead" })
+        assert.strictEqual(rule.status, 201, rule.text)
+        const mine = yield* publishedAdSet("Wire me")
+        const first = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/wiring/ad-sets", { rule_id: rule.json.data.id, ad_set_ids: [mine] })
+        assert.strictEqual(first.status, 200, first.text)
+        assert.deepStrictEqual(first.json.data.needs_duplicate_swap, [mine])
+        const refused = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/wiring/ad-sets", {
+          rule_id: rule.json.data.id,
+          ad_set_ids: [mine],
+          confirm_duplicate_swap: true
+        })
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "consent_required")
+        const second = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/wiring/ad-sets", {
+          rule_id: rule.json.data.id,
+          ad_set_ids: [mine],
+          confirm_duplicate_swap: true,
+          duplicate_swap_mode: "switch",
+          consent: consentOf("en")
+        })
+        assert.strictEqual(second.status, 200, second.text)
+        assert.deepStrictEqual(second.json.data.recreated, [mine])
+        const copy = second.json.data.results[0].new_ad_set_id
+        const state = yield* sandboxState
+        const byId = new Map<string, any>(state.ad_set_optimizations.map((o: any) => [o.id, o]))
+        assert.deepStrictEqual(byId.get(copy).promoted_object, { pixel_id: datasetId, custom_event_type: "LEAD" })
+      }))
+  })
+})
