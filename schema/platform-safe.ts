@@ -240,3 +240,38 @@ export const WireAdSetsResult = Schema.Struct({
     warnings: Schema.Array(RebuildWarning)
   })
 })
+
+export const DataSourcesList = Schema.Struct({
+  data: Schema.Array(Schema.Struct({
+    source: DataSource,
+    provider: Schema.String,
+    connected: Schema.Boolean,
+    wired: Schema.Boolean,
+    dataset_id: Schema.NullOr(Schema.String),
+    destination_id: Schema.NullOr(Schema.String),
+    blockers: Schema.Array(Schema.String),
+    export_preview_30d: Schema.Struct({ outcomes: Schema.Int }),
+    /** Other profiles of the workspace sending to the same dataset. */
+    shared_with_profiles: Schema.Array(Schema.String),
+    /** `meta_destination_shared` (neutral: the ad-platform destination is shared with another profile). */
+    warning: Schema.NullOr(Schema.Literal("meta_destination_shared"))
+  }))
+})
+
+export const DataSourceOptions = Schema.Struct({
+  data: Schema.Array(Schema.Struct({
+    source: DataSource,
+    provider: Schema.String,
+    connected: Schema.Boolean,
+    ensure_path: Schema.String,
+    /** What the ensure call does: create a dataset, or attach an existing pixel. */
+    action: Schema.Literals(["create_dataset", "attach_pixel"])
+  }))
+})
+
+export const CreateDataset = Schema.Struct({
+  source: DataSource,
+  pixel_id: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100))),
+  dataset_name: Schema.optionalKey(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)))
+})
+export type CreateDataset = typeof CreateDataset.Type

@@ -5,6 +5,7 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { call, TestServer } from "../support/app.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
@@ -126,6 +127,47 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const again = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/data-sources/website/ensure", { pixel_id: "px_1001" })
         assert.strictEqual(again.status, 200, again.text)
         assert.strictEqual(yield* adWrites, before, "no pixel or dataset was created")
+      }))
+  })
+  describe("data-sources, options, datasets", () => {
+    it.effect("lists each source's wiring, blockers and sharing; options; POST datasets runs the source's ensure", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile
+        const empty = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/data-sources")
+        assert.strictEqual(empty.status, 200, empty.text)
+        assert.deepStrictEqual(empty.json.data.map((s: any) => [s.source, s.wired, s.blockers]), [
+          ["whatsapp", false, ["adplatform_connection_required", "chat_app_a_connection_required"]],
+          ["website", false, ["adplatform_connection_required"]],
+          ["instagram", false, ["adplatform_connection_required", "social_dm_connection_required"]]
+        ])
+        yield* connect(fixture, "adplatform")
+        const options = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/data-source-options")
+        assert.strictEqual(options.status, 200, options.text)
+        assert.deepStrictEqual(options.json.data.map((o: any) => [o.source, o.connected, o.action]), [
+          ["whatsapp", false, "create_dataset"],
+          ["website", true, "attach_pixel"],
+          ["instagram", false, "create_dataset"]
+        ])
+        const created = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/datasets", { source: "website" })
+        assert.strictEqual(created.status, 201, created.text)
+        const again = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/datasets", { source: "website" })
+        assert.strictEqual(again.status, 200, again.text)
+
+        // A sibling profile of the workspace on the same pixel: shared, with the neutral warning.
+        const sql = yield* SqlClient
+        const sibling = { workspaceId: fixture.workspaceId, profileId: crypto.randomUUID() }
+        yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${sibling.profileId}, ${fixture.workspaceId}, 'Sibling')`
+        const siblingKey = (yield* seedApiKey(sibling, { scopes: SCOPES, rateLimitPerMinute: 10_000 })).key
+        yield* connect({ ...sibling, key: siblingKey }, "adplatform")
+        const siblingWired = yield* send(siblingKey, "POST", "/api/v1/conversion-sync/datasets", { source: "website" })
+        assert.strictEqual(siblingWired.status, 201, siblingWired.text)
+        const listed = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/data-sources")
+        const website = listed.json.data.find((s: any) => s.source === "website")
+        assert.strictEqual(website.wired, true)
+        assert.strictEqual(website.dataset_id, "px_1001")
+        assert.deepStrictEqual(website.shared_with_profiles, [sibling.profileId])
+        assert.strictEqual(website.warning, "meta_destination_shared")
+        assert.deepStrictEqual(website.export_preview_30d, { outcomes: 0 })
       }))
   })
 })

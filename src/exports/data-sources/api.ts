@@ -14,10 +14,19 @@ import {
   ValidationError,
   wireUnprocessable
 } from "../../../schema/errors.ts"
-import { EnsureBody, EnsureCreated, EnsureExisting, EnsureWebsiteBody } from "../../../schema/platform-safe.ts"
+import {
+  CreateDataset,
+  DataSourceOptions,
+  DataSourcesList,
+  EnsureBody,
+  EnsureCreated,
+  EnsureExisting,
+  EnsureWebsiteBody
+} from "../../../schema/platform-safe.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
 const write = policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "optional", entitlement: "svc_attribution" })
+const read = policy({ scopes: ["exports:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 const errors = [
   ...profileErrors,
   ValidationError.wire,
@@ -62,6 +71,25 @@ export const DataSourcesApi = HttpApiGroup.make("dataSources")
         "409 `social_dm_connection_required` without a connection, 409 `social_dm_login_required` for an account connected " +
           "through the wrong login type, both before any ad-platform call. 201 when created now, 200 when it exists."
       )
+      .annotateMerge(write),
+    HttpApiEndpoint.get("listDataSources", "/conversion-sync/data-sources", { success: DataSourcesList, error: profileErrors })
+      .annotate(OpenApi.Summary, "Per data source: whether its dataset is wired, blockers, 30-day export preview, sharing")
+      .annotate(
+        OpenApi.Description,
+        "Business chat (`whatsapp`), website pixel (`website`), social DM (`instagram`). `shared_with_profiles` lists the " +
+          "workspace's other profiles on the same dataset; `warning: meta_destination_shared` when any other profile sends to it."
+      )
+      .annotateMerge(read),
+    HttpApiEndpoint.get("listDataSourceOptions", "/conversion-sync/data-source-options", { success: DataSourceOptions, error: profileErrors })
+      .annotate(OpenApi.Summary, "Connectable data sources")
+      .annotateMerge(read),
+    HttpApiEndpoint.post("createDataset", "/conversion-sync/datasets", {
+      payload: CreateDataset,
+      success: [EnsureCreated, EnsureExisting],
+      error: [...errors, wireUnprocessable, ChatAppAConnectionRequired.wire, SocialDmConnectionRequired.wire, SocialDmLoginRequired.wire]
+    })
+      .annotate(OpenApi.Summary, "Create or retrieve a data source's dataset and wire it as a Conversions API destination")
+      .annotate(OpenApi.Description, "`source` picks the ensure call it runs (same answers and errors).")
       .annotateMerge(write)
   )
   .prefix("/api/v1")

@@ -41,6 +41,33 @@ export interface Ensured {
   readonly created: boolean
 }
 
+const SOURCES = [
+  { source: "whatsapp", provider: "chat_app_a", action: "create_dataset" },
+  { source: "website", provider: "adplatform", action: "attach_pixel" },
+  { source: "instagram", provider: "social_dm", action: "create_dataset" }
+] as const
+
+export interface SourceView {
+  readonly source: DataSource
+  readonly provider: string
+  readonly connected: boolean
+  readonly wired: boolean
+  readonly dataset_id: string | null
+  readonly destination_id: string | null
+  readonly blockers: ReadonlyArray<string>
+  readonly export_preview_30d: { readonly outcomes: number }
+  readonly shared_with_profiles: ReadonlyArray<string>
+  readonly warning: "meta_destination_shared" | null
+}
+
+export interface SourceOption {
+  readonly source: DataSource
+  readonly provider: string
+  readonly connected: boolean
+  readonly ensure_path: string
+  readonly action: "create_dataset" | "attach_pixel"
+}
+
 type Failure = PlatformFailure | InvalidState | ValidationError | DatabaseUnavailable
 
 export class DataSources extends Context.Service<DataSources, {
@@ -50,6 +77,8 @@ export class DataSources extends Context.Service<DataSources, {
     profile: ProfileContext,
     body: EnsureBody
   ) => Effect.Effect<Ensured, Failure | SocialDmConnectionRequired | SocialDmLoginRequired>
+  readonly list: (profile: ProfileContext) => Effect.Effect<ReadonlyArray<SourceView>, DatabaseUnavailable>
+  readonly options: (profile: ProfileContext) => Effect.Effect<ReadonlyArray<SourceOption>, DatabaseUnavailable>
 }>()("svc/DataSources") {
   static readonly layer = Layer.effect(DataSources)(
     Effect.gen(function*() {
@@ -185,7 +214,52 @@ export class DataSources extends Context.Service<DataSources, {
         return { source: "website" as const, account_id: chosen.id, dataset_id: chosen.id, destination_id: destinationId, selectable_pixels: selectable, created: true }
       })
 
-      return { ensureWhatsapp, ensureWebsite, ensureInstagram }
+      const connectedTo = (profileId: string, provider: string) => Effect.map(sourceConnection(profileId, provider), Option.isSome)
+
+      const list = Effect.fn("DataSources.list")(function*(profile: ProfileContext) {
+        const stored = yield* repo.all(profile.profileId)
+        const adConnected = yield* connectedTo(profile.profileId, "adplatform")
+        const views: Array<SourceView> = []
+        for (const { source, provider } of SOURCES) {
+          const row = stored.find((r) => r.source === source)
+          const connected = yield* connectedTo(profile.profileId, provider)
+          const blockers = [
+            ...(adConnected ? [] : ["adplatform_connection_required"]),
+            ...(connected || provider === "adplatform" ? [] : [provider === "chat_app_a" ? "chat_app_a_connection_required" : "social_dm_connection_required"])
+          ]
+          const destinationId = row?.destination_id ?? null
+          const share = row === undefined ? { sameWorkspace: [], any: false } : yield* repo.sharing(profile.profileId, row.dataset_id)
+          views.push({
+            source,
+            provider,
+            connected,
+            wired: destinationId !== null,
+            dataset_id: row?.dataset_id ?? null,
+            destination_id: destinationId,
+            blockers,
+            export_preview_30d: { outcomes: destinationId === null ? 0 : yield* repo.preview30d(profile.profileId, destinationId) },
+            shared_with_profiles: share.sameWorkspace,
+            warning: share.any ? "meta_destination_shared" : null
+          })
+        }
+        return views
+      })
+
+      const options = Effect.fn("DataSources.options")(function*(profile: ProfileContext) {
+        const out: Array<SourceOption> = []
+        for (const { source, provider, action } of SOURCES) {
+          out.push({
+            source,
+            provider,
+            connected: yield* connectedTo(profile.profileId, provider),
+            ensure_path: `/api/v1/conversion-sync/data-sources/${source}/ensure`,
+            action
+          })
+        }
+        return out
+      })
+
+      return { ensureWhatsapp, ensureWebsite, ensureInstagram, list, options }
     })
   ).pipe(Layer.provide([DataSourcesRepo.layer, ConnectionsRepo.layer, AdActionsRepo.layer, DestinationsRepo.layer, ConnectionSessions.layer]))
 }
