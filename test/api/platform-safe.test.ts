@@ -459,4 +459,31 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(byId.get(copy).promoted_object, { pixel_id: datasetId, custom_event_type: "LEAD" })
       }))
   })
+  // Last: the generated account is listed first, so later consents would reach it.
+  describe("provision on a full ad account", () => {
+    it.effect("the platform refuses a dataset: 200 action_required pixel_slot_taken with manual_steps; nothing recorded", () =>
+      Effect.gen(function*() {
+        const arrived = yield* call("/sandbox/adplatform/_state", {
+          method: "PATCH",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ arrive: { kind: "generated_account", id: "act_7701", ads: 10 } })
+        })
+        assert.strictEqual(arrived.status, 201, arrived.text)
+        const fixture = yield* newProfile()
+        yield* connect(fixture)
+        for (let n = 1; n < 40; n++) {
+          const made = yield* platformCall("POST", "/accounts/act_7701/datasets", { name: `Filler ${n}` })
+          assert.strictEqual(made.status, 201, made.text)
+        }
+        const answer = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/provision", {})
+        assert.strictEqual(answer.status, 200, answer.text)
+        assert.strictEqual(answer.json.data.status, "action_required")
+        assert.strictEqual(answer.json.data.reason, "pixel_slot_taken")
+        assert.ok(answer.json.data.manual_steps.length > 0)
+        assert.strictEqual(answer.json.data.clean_dataset_id, null)
+        assert.strictEqual(answer.json.data.checks.platform_safe_target, "existing")
+        const read = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/catalog")
+        assert.strictEqual(read.json.data.settings.platform_safe_target, "existing")
+      }))
+  })
 })

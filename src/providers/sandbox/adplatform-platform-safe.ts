@@ -79,6 +79,12 @@ const extraOf = (world: object): Extra => {
   return found
 }
 
+/** Datasets an ad account holds at most; one more is refused with `dataset_limit_reached`. */
+export const MAX_DATASETS_PER_ACCOUNT = 40
+
+export const datasetLimitReached = () =>
+  refuse(400, "dataset_limit_reached", `an ad account holds at most ${MAX_DATASETS_PER_ACCOUNT} datasets: remove one first`)
+
 /** Standard events an ad set can optimize on (the real platform's `custom_event_type` values). */
 export const STANDARD_EVENTS = ["LEAD", "PURCHASE", "COMPLETE_REGISTRATION", "CONTACT", "SCHEDULE", "SUBMIT_APPLICATION", "OTHER"] as const
 

@@ -19,7 +19,7 @@ import {
   type SandboxReply,
   type SandboxRoute
 } from "./kind.ts"
-import { noteWrite, platformSafeRoutes, platformSafeState } from "./adplatform-platform-safe.ts"
+import { datasetLimitReached, MAX_DATASETS_PER_ACCOUNT, noteWrite, platformSafeRoutes, platformSafeState } from "./adplatform-platform-safe.ts"
 
 interface AdRecord {
   readonly id: string
@@ -518,6 +518,8 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
       if (missing !== undefined) return missing
       const name = fieldsOf(ctx.body)["name"]
       if (typeof name !== "string" || name.length === 0 || name.length > 200) return invalid("name must be 1 to 200 characters")
+      // Platform-Safe (issue 20 part 4): an account holds a bounded number of datasets, as on the real platform.
+      if (account.datasets.length >= MAX_DATASETS_PER_ACCOUNT) return datasetLimitReached()
       const dataset = { id: `ds_${account.id.slice(4)}_${world.nextDataset++}`, name }
       account.datasets.push(dataset)
       world.datasets.set(dataset.id, account.id)
