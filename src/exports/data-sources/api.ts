@@ -82,6 +82,11 @@ export const DataSourcesApi = HttpApiGroup.make("dataSources")
       .annotateMerge(read),
     HttpApiEndpoint.get("listDataSourceOptions", "/conversion-sync/data-source-options", { success: DataSourceOptions, error: profileErrors })
       .annotate(OpenApi.Summary, "Connectable data sources")
+      .annotate(
+        OpenApi.Description,
+        "Each source with the provider it needs, whether the profile has it connected, its ensure route, and whether the ensure " +
+          "creates a dataset (`create_dataset`) or attaches an existing pixel (`attach_pixel`)."
+      )
       .annotateMerge(read),
     HttpApiEndpoint.post("createDataset", "/conversion-sync/datasets", {
       payload: CreateDataset,

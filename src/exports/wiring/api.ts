@@ -43,6 +43,7 @@ export const ConversionSyncWiringApi = HttpApiGroup.make("conversionSyncWiring")
       error: [...profileErrors, ...platformErrors]
     })
       .annotate(OpenApi.Summary, "Re-read the wiring live from the ad platform")
+      .annotate(OpenApi.Description, "The same answer as `GET /wiring?force=1`: the ad platform is read now and `ad_sets_to_move` is listed.")
       .annotateMerge(policy({ scopes: ["exports:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.post("wireAdSets", "/conversion-sync/wiring/ad-sets", {
       payload: WireAdSetsBody,
