@@ -36,6 +36,7 @@ import m0037 from "./0037_rpc_credentials.ts"
 import m0038 from "./0038_trace_context.ts"
 import m0039 from "./0039_reports.ts"
 import m0040 from "./0040_url_tags.ts"
+import m0041 from "./0041_platform_safe.ts"
 import m0042 from "./0042_channel_health.ts"
 
 /**
@@ -81,6 +82,7 @@ export const migrations = {
   "0038_trace_context": m0038,
   "0039_reports": m0039,
   "0040_url_tags": m0040,
+  "0041_platform_safe": m0041,
   "0042_channel_health": m0042
 }
 

@@ -26,6 +26,9 @@ import { CommerceLiveApi } from "../commerce/live/api.ts"
 import { CommerceCopyApi } from "../commerce/orders/api.ts"
 import { ConversionSyncCatalogApi } from "../exports/catalog/api.ts"
 import { ExportDestinationsApi } from "../exports/destinations/api.ts"
+import { PlatformSafeApi } from "../exports/platform-safe/api.ts"
+import { DataSourcesApi } from "../exports/data-sources/api.ts"
+import { ConversionSyncWiringApi } from "../exports/wiring/api.ts"
 import { ExportDeliveriesApi } from "../exports/pipeline/api.ts"
 import { ExportRulesApi } from "../exports/rules/api.ts"
 import { WebhookDeliveriesApi } from "../webhooks/delivery/api.ts"
@@ -76,6 +79,9 @@ export const Api = HttpApi.make("svc")
   .add(ExportDestinationsApi)
   .add(ExportRulesApi)
   .add(ExportDeliveriesApi)
+  .add(PlatformSafeApi)
+  .add(DataSourcesApi)
+  .add(ConversionSyncWiringApi)
   .add(TenancyApi)
   .add(ApiKeysApi)
   .add(MembersApi)

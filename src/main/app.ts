@@ -23,6 +23,9 @@ import { CommerceLiveHandlers } from "../commerce/live/handlers.ts"
 import { CommerceCopyHandlers } from "../commerce/orders/handlers.ts"
 import { ConversionSyncCatalogHandlers } from "../exports/catalog/handlers.ts"
 import { ExportDestinationsHandlers } from "../exports/destinations/handlers.ts"
+import { PlatformSafeHandlers } from "../exports/platform-safe/handlers.ts"
+import { DataSourcesHandlers } from "../exports/data-sources/handlers.ts"
+import { ConversionSyncWiringHandlers } from "../exports/wiring/handlers.ts"
 import { ExportDeliveriesHandlers } from "../exports/pipeline/handlers.ts"
 import { ExportRulesHandlers } from "../exports/rules/handlers.ts"
 import { ConnectionsHandlers, ConnectPagesHandlers, HooksHandlers } from "../connections/handlers.ts"
@@ -83,6 +86,9 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ExportDestinationsHandlers,
     ExportRulesHandlers,
     ExportDeliveriesHandlers,
+    PlatformSafeHandlers,
+    DataSourcesHandlers,
+    ConversionSyncWiringHandlers,
     ConnectPagesHandlers,
     HooksHandlers,
     TenancyHandlers,

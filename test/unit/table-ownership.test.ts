@@ -109,6 +109,9 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   // reports
   reports: "src/reports/repo.ts",
   report_runs: "src/reports/repo.ts",
+  platform_safe_datasets: "src/exports/platform-safe/repo.ts",
+  platform_safe_rebuilds: "src/exports/platform-safe/repo.ts",
+  data_source_datasets: "src/exports/data-sources/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }

@@ -84,6 +84,24 @@ const LeadWire = Schema.Struct({
   field_data: Schema.Array(Schema.Struct({ name: Schema.String, values: Schema.Array(Schema.String) }))
 })
 
+// Platform-Safe (issue 20 part 4)
+const Promoted = Schema.Struct({ pixel_id: Schema.String, custom_event_type: Schema.String })
+const Optimizations = Schema.Struct({
+  data: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    campaign_id: Schema.String,
+    name: Schema.String,
+    status: Status,
+    published: Schema.Boolean,
+    promoted_object: Promoted,
+    daily_budget_minor: Budget,
+    lifetime_budget_minor: Budget,
+    ad_ids: Schema.Array(Schema.String)
+  }))
+})
+const Created = Schema.Struct({ id: Schema.String })
+const CopiedAd = Schema.Struct({ copied_ad_id: Schema.String })
+
 export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
   const http = yield* ProviderHttp
 
@@ -177,7 +195,30 @@ export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
         EventsReceived
       ).pipe(Effect.map((answer) => ({ events_received: answer.events_received }))),
     getLead: (session, leadgenId) =>
-      one(session, "getLead", { method: "GET", path: `/v1/leads/${encodeURIComponent(leadgenId)}` }, LeadWire)
+      one(session, "getLead", { method: "GET", path: `/v1/leads/${encodeURIComponent(leadgenId)}` }, LeadWire),
+    // Platform-Safe (issue 20 part 4). Creations are not idempotent on the platform: the caller records each id at once.
+    adSetOptimizations: (session) =>
+      one(session, "listAdSetOptimizations", { method: "GET", path: `${account(session)}/adset_optimizations` }, Optimizations).pipe(
+        Effect.map((answer) => answer.data)
+      ),
+    createCustomConversion: (session, datasetId, conversion) =>
+      one(session, "createCustomConversion", {
+        method: "POST",
+        path: `/v1/datasets/${encodeURIComponent(datasetId)}/customconversions`,
+        json: conversion,
+        idempotent: false
+      }, Created),
+    createAdSet: (session, campaignId, adSet) =>
+      one(session, "createAdSet", {
+        method: "POST",
+        path: `/v1/campaigns/${encodeURIComponent(campaignId)}/adsets`,
+        json: { ...adSet, status: "paused" },
+        idempotent: false
+      }, Created),
+    copyAd: (session, adId, adSetId) =>
+      one(session, "copyAd", { method: "POST", path: `/v1/ads/${encodeURIComponent(adId)}/copies`, json: { adset_id: adSetId }, idempotent: false }, CopiedAd),
+    setPromotedObject: (session, adSetId, promoted) =>
+      write(session, "setPromotedObject", `/v1/adsets/${encodeURIComponent(adSetId)}/promoted_object`, promoted)
   }
 }))
 

@@ -92,6 +92,25 @@ export interface ConversionEvent {
   readonly custom_data?: Readonly<Record<string, unknown>>
 }
 
+/** Platform-Safe (issue 20 part 4): the dataset and standard event an ad set optimizes on. */
+export interface PromotedObject {
+  readonly pixel_id: string
+  readonly custom_event_type: string
+}
+
+/** An ad set's optimization; `published` ad sets have it frozen (a change needs a new ad set). */
+export interface AdSetOptimization {
+  readonly id: string
+  readonly campaign_id: string
+  readonly name: string
+  readonly status: AdStatus
+  readonly published: boolean
+  readonly promoted_object: PromotedObject
+  readonly daily_budget_minor: number | null
+  readonly lifetime_budget_minor: number | null
+  readonly ad_ids: ReadonlyArray<string>
+}
+
 /** A lead-form submission as the platform answers it (`leadgen.received` merges `field_data` over it). */
 export interface Lead {
   readonly leadgen_id: string
@@ -154,4 +173,25 @@ export class AdPlatform extends Context.Service<AdPlatform, {
   ) => Effect.Effect<{ readonly events_received: number }, ProviderError>
   /** One lead-form submission, by the `leadgen_id` of the platform's leadgen callback. */
   readonly getLead: (session: ProviderSession, leadgenId: string) => Effect.Effect<Lead, ProviderError>
+  // Platform-Safe (issue 20 part 4): custom conversions, ad-set optimization, the duplicate swap's writes.
+  readonly adSetOptimizations: (session: ProviderSession) => Effect.Effect<ReadonlyArray<AdSetOptimization>, ProviderError>
+  readonly createCustomConversion: (
+    session: ProviderSession,
+    datasetId: string,
+    conversion: { readonly name: string; readonly custom_event_type: string }
+  ) => Effect.Effect<{ readonly id: string }, ProviderError>
+  /** A new ad set, created paused, optimizing on `promoted_object`. */
+  readonly createAdSet: (
+    session: ProviderSession,
+    campaignId: string,
+    adSet: {
+      readonly name: string
+      readonly promoted_object: PromotedObject
+      readonly daily_budget_minor: number | null
+      readonly lifetime_budget_minor: number | null
+    }
+  ) => Effect.Effect<{ readonly id: string }, ProviderError>
+  readonly copyAd: (session: ProviderSession, adId: string, adSetId: string) => Effect.Effect<{ readonly copied_ad_id: string }, ProviderError>
+  /** Refused by the platform (`adset_field_frozen`) on a published ad set. */
+  readonly setPromotedObject: (session: ProviderSession, adSetId: string, promoted: PromotedObject) => Effect.Effect<void, ProviderError>
 }>()("svc/AdPlatform") {}

@@ -19,6 +19,7 @@ import {
   type SandboxReply,
   type SandboxRoute
 } from "./kind.ts"
+import { datasetLimitReached, MAX_DATASETS_PER_ACCOUNT, noteWrite, platformSafeRoutes, platformSafeState } from "./adplatform-platform-safe.ts"
 
 interface AdRecord {
   readonly id: string
@@ -517,7 +518,7 @@ const getRoute = <A extends { readonly account_id: string }>(
   }
 })
 
-const writeRoute = <A extends { readonly account_id: string }>(
+const writeRoute = <A extends { readonly account_id: string; readonly id: string }>(
   path: `/v1/${string}`,
   index: (world: World) => Map<string, A>,
   what: string,
@@ -533,6 +534,7 @@ const writeRoute = <A extends { readonly account_id: string }>(
     const refused = apply(found, fieldsOf(ctx.body), world)
     if (refused !== undefined) return refused
     ctx.countWrite()
+    noteWrite(world, found.id, fieldsOf(ctx.body))
     return ok({ success: true })
   }
 })
@@ -583,6 +585,8 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
       if (missing !== undefined) return missing
       const name = fieldsOf(ctx.body)["name"]
       if (typeof name !== "string" || name.length === 0 || name.length > 200) return invalid("name must be 1 to 200 characters")
+      // Platform-Safe (issue 20 part 4): an account holds a bounded number of datasets, as on the real platform.
+      if (account.datasets.length >= MAX_DATASETS_PER_ACCOUNT) return datasetLimitReached()
       const dataset = { id: `ds_${account.id.slice(4)}_${world.nextDataset++}`, name }
       account.datasets.push(dataset)
       world.datasets.set(dataset.id, account.id)
@@ -641,7 +645,9 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
       const ad = lead === undefined ? undefined : world.ads.get(lead.ad_id)
       return lead === undefined || ad === undefined || !ctx.reaches(ad.account_id) ? notFound(`lead ${ctx.params["id"]}`) : ok(lead)
     }
-  }
+  },
+  // Platform-Safe (issue 20 part 4): datasets' custom conversions, ad-set optimization, copies.
+  ...platformSafeRoutes
 ]
 
 // --- Test controls ----------------------------------------------------------------------------
@@ -681,7 +687,8 @@ const stateOf = (world: World) => ({
     datasets: account.datasets
   })),
   received_events: world.receivedEvents,
-  leads: [...world.leads.values()]
+  leads: [...world.leads.values()],
+  platform_safe: platformSafeState(world)
 })
 
 const patchObject = (world: World, object: Readonly<Record<string, unknown>> & { readonly id: string }): SandboxReply | undefined => {
