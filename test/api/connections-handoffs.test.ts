@@ -332,13 +332,14 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const { key, profile } = yield* newProfileWithKey()
         const { url } = yield* TestServer
-        // A provider no other test connects, so this connection is the account's only one.
-        const { handoff } = yield* connectVia(key, { provider: "email" })
+        // A provider no other test file connects (they share the database and the sandbox's seeded
+        // accounts), so this connection is the account's only one and its push channel closes.
+        const { handoff } = yield* connectVia(key, { provider: "short_video_messaging" })
         const poll = yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))
         const connectionId: string = poll.json.data.result.connection_id
         const sql = yield* SqlClient
-        const channel = { account_id: (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0].provider_account_id, callback_url: `${url}/hooks/email` }
-        assert.deepInclude((yield* sandboxState("email")).subscriptions, channel)
+        const channel = { account_id: (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0].provider_account_id, callback_url: `${url}/hooks/short_video_messaging` }
+        assert.deepInclude((yield* sandboxState("short_video_messaging")).subscriptions, channel)
 
         const jobId = crypto.randomUUID()
         yield* sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, status) VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'structure', 'running')`
@@ -355,16 +356,16 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
         const done = yield* call(`/api/v1/connections/${connectionId}/disconnect`, json(key, "POST"))
         assert.strictEqual(done.status, 200, done.text)
-        assert.deepStrictEqual(done.json.data, { id: connectionId, provider: "email", disconnected: true })
+        assert.deepStrictEqual(done.json.data, { id: connectionId, provider: "short_video_messaging", disconnected: true })
         assert.strictEqual((yield* call("/api/v1/connections", json(key, "GET"))).json.data.length, 0)
         const revoked = yield* outboxRows(profile.profileId, "connection.revoked")
         assert.strictEqual(revoked.length, 1)
-        assert.strictEqual(revoked[0]?.payload.data["provider"], "email")
+        assert.strictEqual(revoked[0]?.payload.data["provider"], "short_video_messaging")
         const audit = yield* sql<{ actor_user_id: string | null }>`
           SELECT actor_user_id FROM audit_events WHERE target_id = ${connectionId} AND action = 'connection.disconnected'`
         assert.strictEqual(audit.length, 1)
         assert.isNull(audit[0]?.actor_user_id)
-        assert.notDeepInclude((yield* sandboxState("email")).subscriptions, channel)
+        assert.notDeepInclude((yield* sandboxState("short_video_messaging")).subscriptions, channel)
         assert.strictEqual((yield* call(`/api/v1/connections/${connectionId}/disconnect`, json(key, "POST"))).status, 404)
       }))
 

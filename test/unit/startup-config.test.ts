@@ -12,7 +12,8 @@ const run = (script: string, env: Record<string, string>, args: ReadonlyArray<st
   const result = spawnSync(process.execPath, [script, ...args], {
     env: { PATH: process.env["PATH"] ?? "", SVC_DATA_DIR: tempDir("cfg"), ...env },
     encoding: "utf8",
-    timeout: 30_000
+    // A fresh embedded database (initdb and every migration) can take tens of seconds on a busy machine.
+    timeout: 60_000
   })
   return { status: result.status, stderr: result.stderr.trim(), stdout: result.stdout.trim() }
 }
@@ -50,7 +51,7 @@ describe("CLI", () => {
     assert.deepStrictEqual(JSON.parse(again.stdout), { applied: [], latest: latestMigrationId })
     const after = run(cli, { SVC_DATA_DIR: dataDir }, ["status"])
     assert.deepInclude(JSON.parse(after.stdout), { migrations: { applied: latestMigrationId, latest: latestMigrationId, pending: 0 } })
-  }, 60_000)
+  }, 180_000)
 
   it("oauth-apps create registers an app and prints its secrets once; list never shows them", () => {
     const dataDir = tempDir("cli-apps")
@@ -70,5 +71,5 @@ describe("CLI", () => {
     const refused = run(cli, { SVC_DATA_DIR: dataDir }, ["oauth-apps", "create", "--name", "Bad", "--redirect-uri", "http://bad.example/cb"])
     assert.strictEqual(refused.status, 1)
     assert.include(refused.stdout + refused.stderr, "Expected https")
-  }, 60_000)
+  }, 120_000)
 })
