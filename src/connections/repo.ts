@@ -103,13 +103,6 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   readonly markSynced: (id: string) => Repo<void>
   /** Deletes every connection of the profile (archiving it: non-audit data goes). */
   readonly deleteForProfile: (profileId: string) => Repo<void>
-  /**
-   * Email send health (api-concepts "Connection health"): a send the provider refused for the
-   * mailbox's standing sets `needs_action` with the refusal as `status_reason`; the first send it
-   * accepts clears that. Each answers whether it changed the connection.
-   */
-  readonly markSendRefused: (id: string, reason: string) => Repo<boolean>
-  readonly clearSendRefused: (id: string) => Repo<boolean>
   /** Runs `effect` in one transaction (the connection, its outbox row and its audit entry commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ConnectionsRepo") {
@@ -127,8 +120,14 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
       const AccountRow = Schema.Struct({ external_account_id: Schema.String })
       const accountRows = decodeRows(AccountRow)
 
+      // Send health (decision 0097): a mailbox refusal recorded by ConnectionHealth shows as
+      // `needs_action` with its code over a grant that is otherwise `active`; the grant's own states
+      // (`reconnect_required`, `disconnected`) win. Read here so every reader sees one status.
+      const sendRefusal = sql`(SELECT h.reason FROM connection_health h WHERE h.connection_id = c.id AND h.health = 'needs_action')`
+      const status = sql`CASE WHEN c.status = 'active' AND ${sendRefusal} IS NOT NULL THEN 'needs_action' ELSE c.status END AS status`
+      const statusReason = sql`CASE WHEN c.status = 'active' AND ${sendRefusal} IS NOT NULL THEN ${sendRefusal} ELSE c.status_reason END AS status_reason`
       const columns = sql`
-        c.id, c.provider, c.status, c.status_reason, c.display_name,
+        c.id, c.provider, ${status}, ${statusReason}, c.display_name,
         -- The add-on rule of the sync (and of credentials): a profile a person created has every feature.
         (c.provider_kind = 'adplatform' AND (COALESCE(e.enabled, false)
           OR (SELECT p.provisioned_by_app_id IS NULL FROM profiles p WHERE p.id = c.profile_id))) AS delivers_spend,
@@ -136,7 +135,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         ${isoTimestamp(sql, "c.last_synced_at")} AS last_synced_at,
         ${isoTimestamp(sql, "c.created_at")} AS created_at`
       const recordColumns = sql`
-        c.id, c.profile_id, p.workspace_id, c.provider, c.status, c.external_account_id, c.app_id,
+        c.id, c.profile_id, p.workspace_id, c.provider, ${status}, c.external_account_id, c.app_id,
         p.provisioned_by_app_id, c.access_token_sealed, c.refresh_token_sealed,
         ${isoTimestamp(sql, "c.token_expires_at")} AS token_expires_at,
         (c.disconnected_at IS NOT NULL) AS disconnected, (c.app_grant_released_at IS NOT NULL) AS app_grant_released,
@@ -275,21 +274,6 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
           yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
         })
 
-      const SEND_REFUSALS = ["account_suspended", "mailbox_disabled", "quota_exceeded"]
-      const markSendRefused = (id: string, reason: string) =>
-        Effect.map(
-          sql`UPDATE connections SET status = 'needs_action', status_reason = ${reason}, updated_at = now()
-              WHERE id = ${id} AND disconnected_at IS NULL AND status IN ('active', 'needs_action')
-                AND status_reason IS DISTINCT FROM ${reason} RETURNING id`,
-          (rows) => rows.length > 0
-        )
-      const clearSendRefused = (id: string) =>
-        Effect.map(
-          sql`UPDATE connections SET status = 'active', status_reason = NULL, updated_at = now()
-              WHERE id = ${id} AND status = 'needs_action' AND status_reason = ANY(${SEND_REFUSALS}::text[]) RETURNING id`,
-          (rows) => rows.length > 0
-        )
-
       return {
         ...atDatabaseBoundary({
         list,
@@ -308,8 +292,6 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         syncRunning,
         markSynced,
         deleteForProfile,
-        markSendRefused,
-        clearSendRefused
       }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))

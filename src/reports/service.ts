@@ -43,6 +43,7 @@ import {
 } from "../../schema/reports.ts"
 import { AnalyticsService } from "../analytics/overview/service.ts"
 import type { ProfileContext } from "../auth/principal.ts"
+import { ConnectionHealth } from "../connections/health/service.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { decodeCursor, toPage } from "../platform/pagination.ts"
@@ -232,6 +233,7 @@ export class Reports extends Context.Service<Reports, {
       const repo = yield* ReportsRepo
       const analytics = yield* AnalyticsService
       const connections = yield* ConnectionsRepo
+      const health = yield* ConnectionHealth
       const sessions = yield* ConnectionSessions
       const email = yield* Email
 
@@ -393,7 +395,8 @@ export class Reports extends Context.Service<Reports, {
         const period = `${run.value.range_start}_${run.value.range_end}`
         const sent = yield* sessions.session(connectionId).pipe(
           Effect.flatMap((session) =>
-            email.send(session, {
+            // ConnectionHealth records what the send says about the mailbox (refusal sets, acceptance clears).
+            health.observe(connection.value, email.send(session, {
               to: recipients,
               subject: `${report.name}: ${run.value.range_start} to ${run.value.range_end}`,
               text: `${report.name}, ${run.value.range_start} to ${run.value.range_end}. The figures are attached as CSV and PDF.`,
@@ -401,24 +404,17 @@ export class Reports extends Context.Service<Reports, {
                 { filename: `${slug}_${period}.csv`, contentType: "text/csv; charset=utf-8", content: new Uint8Array(Buffer.from(csv.value, "utf8")) },
                 { filename: `${slug}_${period}.pdf`, contentType: "application/pdf", content: pdf.value }
               ]
-            })
+            }))
           ),
           Effect.tapError((error) =>
             // An unreachable provider may have taken the mail: never sent again. A refusal sent nothing: sendable again.
             error._tag === "ProviderUnavailable"
               ? repo.markFailed(runId, "send_outcome_unknown")
-              : Effect.andThen(
-                repo.markFailed(runId, sendReason(error), "generated"),
-                // The mailbox's standing refused it: the connection needs the owner's action (api-concepts "Connection health").
-                error._tag === "EmailSendRefused" && error.reason !== "recipient_rejected"
-                  ? connections.markSendRefused(connectionId, error.reason)
-                  : Effect.void
-              )
+              : repo.markFailed(runId, sendReason(error), "generated")
           ),
           Effect.catch(sendFailure(connectionId))
         )
         yield* repo.markSent(runId, sent.id)
-        yield* connections.clearSendRefused(connectionId)
         return yield* Effect.flatMap(repo.run(report.id, runId), Option.match({ onNone: () => Effect.fail(notFound()), onSome: Effect.succeed }))
       })
 
@@ -482,7 +478,7 @@ export class Reports extends Context.Service<Reports, {
 
       return { create, list, generate, send, csv, pdf, work, nextOf }
     })
-  ).pipe(Layer.provide([ReportsRepo.layer, AnalyticsService.layer, ConnectionsRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ReportsRepo.layer, AnalyticsService.layer, ConnectionsRepo.layer, ConnectionSessions.layer, ConnectionHealth.layer]))
 }
 
 /** What a failed send is recorded as on the run. */

@@ -24,6 +24,7 @@ import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
 import { stageEventName, stageMapping, suggestOutcome } from "../stages/service.ts"
 import { type ClaimedSyncJob, SyncJobsRepo } from "../sync/repo.ts"
+import { laterOf, latestOf } from "../sync/checkpoint.ts"
 
 const PROVIDER = "crm"
 
@@ -108,7 +109,8 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
    */
   readonly syncJob: <E>(
     job: ClaimedSyncJob,
-    onBatch: (deals: number) => Effect.Effect<void, E>
+    /** After each batch is wholly recorded: the deals seen, and the latest change of the batch (the checkpoint). */
+    onBatch: (deals: number, checkpoint: string) => Effect.Effect<void, E>
   ) => Effect.Effect<number, E | ProviderError | DatabaseUnavailable>
 }>()("svc/CrmOutcomes") {
   static readonly layer = Layer.effect(CrmOutcomes)(
@@ -212,7 +214,7 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
         }
       })
 
-      const syncJob = <E>(job: ClaimedSyncJob, onBatch: (deals: number) => Effect.Effect<void, E>) =>
+      const syncJob = <E>(job: ClaimedSyncJob, onBatch: (deals: number, checkpoint: string) => Effect.Effect<void, E>) =>
         Effect.gen(function*() {
           const found = yield* connections.find(job.connection_id)
           if (Option.isNone(found)) return 0
@@ -221,7 +223,10 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
           const mappings = yield* mappingsOf(profile)
           const stages = stagesOf(yield* Stream.runCollect(crm.pipelines(session)))
           const last = yield* jobs.lastFinishedStart(job.connection_id)
-          const updatedSince = Option.getOrUndefined(Option.map(last, (at) => new Date(Date.parse(at) - SYNC_OVERLAP_MS)))
+          const fromLast = Option.getOrUndefined(Option.map(last, (at) => new Date(Date.parse(at) - SYNC_OVERLAP_MS)))
+          // A job taken over after a crash resumes at its checkpoint (decision 0065): deals are read
+          // oldest change first and the filter is inclusive, so the batch cut by the crash is read again.
+          const updatedSince = laterOf(fromLast, job.checkpoint)
           let seen = 0
           yield* crm.deals(session, { updatedSince }).pipe(
             Stream.grouped(BATCH),
@@ -229,7 +234,7 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
               Effect.gen(function*() {
                 yield* recordDeals(profile, session.accountId, batch, stages, mappings)
                 seen += batch.length
-                yield* onBatch(seen)
+                yield* onBatch(seen, latestOf(batch.map((deal) => deal.updated_at)))
               })
             )
           )

@@ -35,6 +35,11 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 export class ConnectionHealthRepo extends Context.Service<ConnectionHealthRepo, {
   /** The connection's row; `lock` holds it until the transaction ends (two sends take turns). */
   readonly current: (connectionId: string, lock: boolean) => Repo<Option.Option<HealthRow>>
+  /**
+   * Creates the connection's `ok` row when it has none (an existing row is left as it is), so that
+   * two first refusals racing on a healthy connection both lock the same row and take turns.
+   */
+  readonly ensure: (connectionId: string, profileId: string, provider: string) => Repo<void>
   /** Writes the new health (creating the row on the first decisive send); answers the row. */
   readonly save: (change: HealthChange) => Repo<HealthRow>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
@@ -47,6 +52,12 @@ export class ConnectionHealthRepo extends Context.Service<ConnectionHealthRepo, 
 
       const current = (connectionId: string, lock: boolean) =>
         first(sql`SELECT ${columns} FROM connection_health WHERE connection_id = ${connectionId} ${lock ? sql`FOR UPDATE` : sql``}`)
+
+      const ensure = (connectionId: string, profileId: string, provider: string) =>
+        Effect.asVoid(sql`
+          INSERT INTO connection_health (connection_id, profile_id, provider, health, changed_at)
+          VALUES (${connectionId}, ${profileId}, ${provider}, 'ok', now())
+          ON CONFLICT (connection_id) DO NOTHING`)
 
       const save = (change: HealthChange) =>
         Effect.flatMap(
@@ -61,7 +72,7 @@ export class ConnectionHealthRepo extends Context.Service<ConnectionHealthRepo, 
         )
 
       return {
-        ...atDatabaseBoundary({ current, save }),
+        ...atDatabaseBoundary({ current, ensure, save }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })

@@ -82,6 +82,9 @@ export class ConnectionHealth extends Context.Service<ConnectionHealth, {
 
       const record = Effect.fn("ConnectionHealth.record")(function*(connection: ConnectionRecord, outcome: HealthOutcome) {
         yield* repo.transaction(Effect.gen(function*() {
+          // A refusal on a connection without a row creates it first: without a row, `FOR UPDATE`
+          // locks nothing and two simultaneous first refusals would both see `ok` and both emit.
+          if (outcome.health !== "ok") yield* repo.ensure(connection.id, connection.profile_id, connection.provider)
           const current = yield* repo.current(connection.id, true)
           const previous: HealthState = Option.match(current, { onNone: () => "ok", onSome: (row) => row.health })
           const sameReason = Option.match(current, { onNone: () => outcome.reason === null, onSome: (row) => row.reason === outcome.reason })

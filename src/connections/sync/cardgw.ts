@@ -18,6 +18,7 @@ import { CardGateway, Payment } from "../../providers/cardgw/port.ts"
 import type { ProviderError } from "../../providers/errors.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
+import { laterOf, latestOf } from "./checkpoint.ts"
 import { SyncJobsRepo } from "./repo.ts"
 
 /** The gateway acts, not a person: audit rows of its refunds name the service itself. */
@@ -94,8 +95,9 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
   ) => Effect.Effect<CardgwRecordResult, DatabaseUnavailable>
   /** A sync job's work: every payment created since the connection's last sync (a little before), recorded. */
   readonly sync: <E>(
-    job: { readonly profile_id: string; readonly connection_id: string },
-    onBatch: (recorded: number) => Effect.Effect<void, E>
+    job: { readonly profile_id: string; readonly connection_id: string; readonly checkpoint: string | null },
+    /** After each batch is wholly recorded: the payments seen, and the batch's latest creation (the checkpoint). */
+    onBatch: (recorded: number, checkpoint: string) => Effect.Effect<void, E>
   ) => Effect.Effect<number, DatabaseUnavailable | ProviderError | E>
   /** A callback's event for every profile holding the account; true when it was one of the payment events. */
   readonly hook: (body: unknown) => Effect.Effect<boolean, DatabaseUnavailable>
@@ -154,15 +156,17 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
       })
 
       const sync = <E>(
-        job: { readonly profile_id: string; readonly connection_id: string },
-        onBatch: (recorded: number) => Effect.Effect<void, E>
+        job: { readonly profile_id: string; readonly connection_id: string; readonly checkpoint: string | null },
+        onBatch: (recorded: number, checkpoint: string) => Effect.Effect<void, E>
       ) =>
         Effect.gen(function*() {
           const connection = yield* connections.find(job.connection_id)
           if (Option.isNone(connection)) return 0
           const view = yield* connections.view(job.profile_id, job.connection_id)
           const last = Option.flatMap(view, (found) => Option.fromNullishOr(found.last_synced_at))
-          const createdSince = Option.isSome(last) ? new Date(Date.parse(last.value) - SYNC_OVERLAP_MS) : undefined
+          // A job taken over after a crash resumes at its checkpoint (decision 0065): payments come
+          // oldest first and the filter is inclusive, so the batch cut by the crash is read again.
+          const createdSince = laterOf(Option.isSome(last) ? new Date(Date.parse(last.value) - SYNC_OVERLAP_MS) : undefined, job.checkpoint)
           const profile = yield* profileOf(job.profile_id, connection.value.workspace_id)
           const session = yield* sessions.session(job.connection_id)
           let count = 0
@@ -174,7 +178,7 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
                   yield* record(profile, payment)
                   count++
                 }
-                yield* onBatch(count)
+                yield* onBatch(count, latestOf(batch.map((payment) => payment.created_at)))
               })
             )
           )

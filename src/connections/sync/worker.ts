@@ -187,7 +187,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           if (job.provider_kind === "cardgw") {
             if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
             yield* renew(progress)
-            yield* cardgw.sync(job, (payments) => renew({ ...progress, payments }))
+            yield* cardgw.sync(job, (payments, checkpoint) => renew({ ...progress, payments }, checkpoint))
             return { state: "done" as const, code: null, progress }
           }
           if (job.provider_kind === "commerce" && job.connection_status !== "reconnect_required") {
@@ -208,7 +208,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           if (job.connection_status === "reconnect_required") return { state: "failed" as const, code: "reconnect_required", progress }
           // The CRM's deals at mapped stages become outcomes (decision 0062).
           if (job.provider_kind === "crm") {
-            yield* crmOutcomes.syncJob(job, (deals) => renew({ ...progress, deals }))
+            yield* crmOutcomes.syncJob(job, (deals, checkpoint) => renew({ ...progress, deals }, checkpoint))
             return { state: "done" as const, code: null, progress }
           }
 
