@@ -32,6 +32,7 @@ import m0034 from "./0034_exports.ts"
 import m0035 from "./0035_webhooks.ts"
 import m0036 from "./0036_inbox.ts"
 import m0039 from "./0039_reports.ts"
+import m0043 from "./0043_export_cursor.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -71,7 +72,8 @@ export const migrations = {
   "0034_exports": m0034,
   "0035_webhooks": m0035,
   "0036_inbox": m0036,
-  "0039_reports": m0039
+  "0039_reports": m0039,
+  "0043_export_cursor": m0043
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

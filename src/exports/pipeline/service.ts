@@ -31,9 +31,15 @@ export interface ExportWorkerSettingsShape {
   readonly holdRecheck: Duration.Duration
   /** Every poll's sweep reads conversions this recent (a cheap range of the index). */
   readonly recentWindow: Duration.Duration
-  /** Every `fullSweepEvery`-th poll reads this far back: what a slow commit or an outage left behind. */
-  readonly fullWindow: Duration.Duration
-  readonly fullSweepEvery: number
+  /**
+   * Every `cursorEvery`-th poll (and the first) also runs the complete sweep, a durable cursor per
+   * rule (decision 0094): what an outage or a stopped worker left behind, however old.
+   */
+  readonly cursorEvery: number
+  /** The cursor stays this far behind now: room for a transaction that has not committed yet. */
+  readonly cursorLag: Duration.Duration
+  /** A decision that dies (an undecodable row) this many times is marked failed. */
+  readonly maxDefects: number
 }
 
 export const defaultExportWorkerSettings: ExportWorkerSettingsShape = {
@@ -45,8 +51,9 @@ export const defaultExportWorkerSettings: ExportWorkerSettingsShape = {
   retryBase: Duration.seconds(5),
   holdRecheck: Duration.seconds(30),
   recentWindow: Duration.minutes(10),
-  fullWindow: Duration.hours(24),
-  fullSweepEvery: 60
+  cursorEvery: 10,
+  cursorLag: Duration.minutes(1),
+  maxDefects: 3
 }
 
 export const ExportWorkerSettings = Context.Reference<ExportWorkerSettingsShape>("svc/ExportWorkerSettings", {
@@ -149,7 +156,7 @@ export const planExport = (facts: ExportFacts, eventId: string): Plan => {
 export class ExportPipeline extends Context.Service<ExportPipeline, {
   /** One sweep and one batch of decisions; answers how many exports were decided (tests, bench). */
   readonly runOnce: Effect.Effect<number, DatabaseUnavailable>
-  /** The sweep alone over the full window; answers how many exports it queued (tests, bench). */
+  /** The complete sweep alone (the cursor, no lag); answers how many exports it queued (tests). */
   readonly sweep: Effect.Effect<number, DatabaseUnavailable>
   /** Sends one event to a destination's dataset through the same path as the pipeline. */
   readonly send: (
@@ -211,16 +218,35 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         )
       })
 
+      /**
+       * A decision that died (not the database being away): counted, and after `maxDefects` the
+       * export is failed with one ledger row, so an undecodable row is not retried forever.
+       */
+      const onDefect = (job: ClaimedExport, cause: Cause.Cause<DatabaseUnavailable>) =>
+        Effect.gen(function*() {
+          yield* Effect.logWarning("export decision failed", { export_id: job.id, cause })
+          if (Cause.hasInterruptsOnly(cause) || Option.isSome(Cause.findErrorOption(cause))) return
+          if (job.attempts + 1 >= settings.maxDefects) {
+            yield* repo.decide(job, entry("failed", { errorCode: "export_undecodable" }), null, true)
+          } else {
+            yield* repo.release(job, backoffSeconds(job.attempts + 1))
+          }
+        }).pipe(Effect.catchCause((again) => Effect.logWarning("export defect not recorded; lease will expire", { export_id: job.id, cause: again })))
+
       let polls = 0
+      let cursorBehind = false
+      const cursorLagSeconds = Duration.toSeconds(settings.cursorLag)
       const runOnce = Effect.gen(function*() {
-        // The first poll after a start and every `fullSweepEvery`-th read the whole window.
-        const full = polls++ % Math.max(1, settings.fullSweepEvery) === 0
-        yield* repo.enqueue(Duration.toSeconds(full ? settings.fullWindow : settings.recentWindow), 1000)
+        // Every poll queues what arrived lately at once (low lag); the first poll after a start,
+        // every `cursorEvery`-th, and the next after a full cursor batch run the complete sweep.
+        const cursorPoll = cursorBehind || polls++ % Math.max(1, settings.cursorEvery) === 0
+        yield* repo.enqueue(Duration.toSeconds(settings.recentWindow), 1000)
+        if (cursorPoll) cursorBehind = (yield* repo.enqueueFromCursor(cursorLagSeconds, 1000)).full
         const jobs = yield* repo.claim(settings.batchSize, leaseSeconds)
-        // One export's failure never stops the batch: its lease expires and it is claimed again.
+        // One export's failure never stops the batch.
         yield* Effect.forEach(
           jobs,
-          (job) => decideOne(job).pipe(Effect.catchCause((cause) => Effect.logWarning("export decision failed; lease will expire", { export_id: job.id, cause }))),
+          (job) => decideOne(job).pipe(Effect.catchCause((cause) => onDefect(job, cause))),
           { concurrency: 4, discard: true }
         )
         return jobs.length
@@ -241,7 +267,15 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         return toPage(rows, limit, renderDelivery)
       })
 
-      const sweep = repo.enqueue(Duration.toSeconds(settings.fullWindow), 1000)
+      // Tests and the bench drive it with no lag: they know nothing is in flight.
+      const sweep = Effect.gen(function*() {
+        let queued = 0
+        while (true) {
+          const pass = yield* repo.enqueueFromCursor(0, 1000)
+          queued += pass.queued
+          if (!pass.full) return queued
+        }
+      })
 
       return { runOnce, sweep, send, deliveries }
     })
