@@ -212,7 +212,7 @@ const drive = async (port: number, key: string, label: string, seconds: number, 
   agent.destroy()
   const elapsed = (Date.now() - start) / 1000
   const sorted = Float64Array.from(latencies).sort()
-  return { committed, failed, seconds: elapsed, rate: committed.length / elapsed, p50: percentile(sorted, 50), p95: percentile(sorted, 95) }
+  return { committed, failed, seconds: elapsed, rate: committed.length / elapsed, p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95) }
 }
 
 const eventIdOf = (outcomeEventId: string, destinationId: string) =>
@@ -242,8 +242,8 @@ const exported = async (committed: ReadonlyArray<Committed>, destinationId: stri
     repeats,
     perSecond: lags.length / ((lastAck - firstCommit) / 1000),
     lastAck,
-    p50: percentile(sorted, 50),
-    p95: percentile(sorted, 95),
+    p50: percentile(sorted, 0.5),
+    p95: percentile(sorted, 0.95),
     max: sorted.length === 0 ? 0 : sorted[sorted.length - 1]!
   }
 }
