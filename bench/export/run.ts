@@ -322,7 +322,7 @@ async function main() {
     upAgainAt = Date.now()
   })
   const afterRestart = await exported(restart.committed, destinationId, DRAIN_TIMEOUT_MS)
-  console.log(`  restart       : SIGKILL at half-way, down ${fmt((upAgainAt - killedAt) / 1000, 1)} s; ${fmt(restart.committed.length)} committed, ${fmt(restart.failed)} refused while down`)
+  console.log(`  restart       : SIGKILL at half-way, down ${fmt((upAgainAt - killedAt) / 1000, 1)} s; ${fmt(restart.committed.length)} committed, ${fmt(restart.failed)} failed (refused while down, or timed out at 10 s)`)
   console.log(`  after restart : ${fmt(afterRestart.distinct)} of ${fmt(restart.committed.length)} acknowledged by distinct event_id, lost ${afterRestart.lost}, raw repeats ${afterRestart.repeats}; lag p50 ${fmt(afterRestart.p50)} ms, p95 ${fmt(afterRestart.p95)} ms; ${fmt(afterRestart.perSecond)} outcomes/s commit to ack`)
   const drainFrom = upAgainAt
   const drained = restart.committed.filter((c) => c.at <= killedAt).length
