@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
@@ -127,6 +127,11 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
    * `retrying` or `held` decision.
    */
   readonly decide: (claimed: ClaimedExport, entry: LedgerEntry, retryInSeconds: number | null, countsAttempt: boolean) => Repo<boolean>
+  /**
+   * `delivered` for every export of one acknowledged call, each with its ledger row, in one
+   * transaction; only exports whose lease token is still ours. Answers how many were.
+   */
+  readonly deliverMany: (delivered: ReadonlyArray<{ readonly claimed: ClaimedExport; readonly entry: LedgerEntry }>) => Repo<number>
   /** A test event's ledger row (no export: test events never block a retraction). */
   readonly recordTest: (entry: TestLedgerEntry) => Repo<void>
   readonly deliveries: (filter: DeliveriesFilter) => Repo<ReadonlyArray<DeliveryRow>>
@@ -295,6 +300,36 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           return true
         }).pipe(sql.withTransaction)
 
+      const deliverMany = (delivered: ReadonlyArray<{ readonly claimed: ClaimedExport; readonly entry: LedgerEntry }>) =>
+        Effect.gen(function*() {
+          if (delivered.length === 0) return 0
+          const col = <A>(pick: (d: { readonly claimed: ClaimedExport; readonly entry: LedgerEntry }) => A) => delivered.map(pick)
+          const updated = yield* sql<{ id: string }>`
+            UPDATE conversion_exports x
+            SET status = 'delivered', attempts = x.attempts + 1, lease_until = NULL, lease_token = NULL, updated_at = now(),
+                next_attempt_at = now()
+            FROM unnest(${col((d) => d.claimed.id)}::uuid[], ${col((d) => d.claimed.lease_token)}::uuid[]) AS t(id, token)
+            WHERE x.id = t.id AND x.lease_token = t.token
+            RETURNING x.id::text AS id`
+          if (updated.length === 0) return 0
+          const ours = new Set(updated.map((row) => row.id))
+          const rows = delivered.filter((d) => ours.has(d.claimed.id))
+          const pick = <A>(f: (d: { readonly claimed: ClaimedExport; readonly entry: LedgerEntry }) => A) => rows.map(f)
+          yield* sql`
+            INSERT INTO export_deliveries (id, profile_id, export_id, destination_id, outcome_event_id, event_id, attempt, decision,
+                                           action_source, skip_reason, routing, event_name, provider_status, error_code)
+            SELECT gen_random_uuid(), v.profile_id, v.export_id, v.destination_id, v.outcome_event_id, v.event_id, v.attempt, 'delivered',
+                   v.action_source, v.skip_reason, NULL, v.event_name, 200, NULL
+            FROM unnest(
+              ${pick((d) => d.claimed.profile_id)}::uuid[], ${pick((d) => d.claimed.id)}::uuid[],
+              ${pick((d) => d.claimed.destination_id)}::uuid[], ${pick((d) => d.claimed.outcome_event_id)}::uuid[],
+              ${pick((d) => d.claimed.event_id)}::text[], ${pick((d) => d.claimed.attempts + 1)}::int[],
+              ${nullableColumn(pick((d) => d.entry.actionSource))}::text[], ${nullableColumn(pick((d) => d.entry.skipReason))}::text[],
+              ${nullableColumn(pick((d) => d.entry.eventName))}::text[])
+            AS v(profile_id, export_id, destination_id, outcome_event_id, event_id, attempt, action_source, skip_reason, event_name)`
+          return rows.length
+        }).pipe(sql.withTransaction)
+
       const recordTest = (entry: TestLedgerEntry) =>
         Effect.asVoid(sql`
           INSERT INTO export_deliveries (id, profile_id, destination_id, event_id, attempt, decision, action_source, skip_reason,
@@ -314,7 +349,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ${Option.match(filter.after, { onNone: () => sql``, onSome: (k) => sql`AND (created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)` })}
           ORDER BY created_at DESC, id DESC LIMIT ${filter.limit + 1}`)
 
-      return atDatabaseBoundary({ enqueue, enqueueFromCursor, release, claim, facts, decide, recordTest, deliveries })
+      return atDatabaseBoundary({ enqueue, enqueueFromCursor, release, claim, facts, decide, deliverMany, recordTest, deliveries })
     })
   )
 }

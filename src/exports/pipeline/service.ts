@@ -269,6 +269,14 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
           if (group.length > 1 && refusedOf(sent)) {
             return yield* Effect.forEach(group, (ready) => sendGroup([ready]), { concurrency: 4, discard: true })
           }
+          if (sent._tag === "Success") {
+            // One transaction for the call's exports: the per-export round trips are what limit the rate.
+            yield* repo.deliverMany(group.map(({ job, plan }) => ({
+              claimed: job,
+              entry: entry("delivered", { actionSource: plan.actionSource, eventName: plan.event.event_name, skipReason: plan.skipReason, providerStatus: 200 })
+            })))
+            return
+          }
           yield* Effect.forEach(
             group,
             (ready) => settle(ready, sent).pipe(Effect.catchCause((cause) => onDefect(ready.job, cause))),
