@@ -103,6 +103,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   export_destinations: "src/exports/destinations/repo.ts",
   export_rules: "src/exports/rules/repo.ts",
   export_deliveries: "src/exports/pipeline/repo.ts",
+  export_sweep_cursors: "src/exports/pipeline/repo.ts",
   // webhooks
   webhook_subscriptions: "src/webhooks/subscriptions/repo.ts",
   webhook_deliveries: "src/webhooks/delivery/repo.ts",

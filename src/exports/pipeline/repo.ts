@@ -8,7 +8,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
@@ -106,6 +106,18 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
    * Idempotent: the (outcome, destination) pair is unique and its ids derive from the pair.
    */
   readonly enqueue: (windowSeconds: number, limit: number) => Repo<number>
+  /**
+   * The complete sweep (decision 0094): per rule, up to `limitPerRule` conversions past the rule's
+   * durable cursor and older than `lagSeconds` are queued like `enqueue` does, and the cursor moves
+   * past them in the same statement. Answers how many exports were queued and how many conversions
+   * were read (a full batch means more may wait).
+   */
+  readonly enqueueFromCursor: (lagSeconds: number, limitPerRule: number) => Repo<{ readonly queued: number; readonly scanned: number; readonly full: boolean }>
+  /**
+   * A decision that could not be made (a defect: an undecodable row, a bug) counts an attempt and
+   * frees the lease until `retryInSeconds`, without a ledger row; answers whether the lease was ours.
+   */
+  readonly release: (claimed: ClaimedExport, retryInSeconds: number) => Repo<boolean>
   /** Leases up to `limit` due exports (pending, or held and due for a recheck). */
   readonly claim: (limit: number, leaseSeconds: number) => Repo<ReadonlyArray<ClaimedExport>>
   readonly facts: (exportId: string) => Repo<Option.Option<ExportFacts>>
@@ -115,6 +127,11 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
    * `retrying` or `held` decision.
    */
   readonly decide: (claimed: ClaimedExport, entry: LedgerEntry, retryInSeconds: number | null, countsAttempt: boolean) => Repo<boolean>
+  /**
+   * `delivered` for every export of one acknowledged call, each with its ledger row, in one
+   * transaction; only exports whose lease token is still ours. Answers how many were.
+   */
+  readonly deliverMany: (delivered: ReadonlyArray<{ readonly claimed: ClaimedExport; readonly entry: LedgerEntry }>) => Repo<number>
   /** A test event's ledger row (no export: test events never block a retraction). */
   readonly recordTest: (entry: TestLedgerEntry) => Repo<void>
   readonly deliveries: (filter: DeliveriesFilter) => Repo<ReadonlyArray<DeliveryRow>>
@@ -127,6 +144,10 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const attributionOn = sql.literal(`(p.provisioned_by_app_id IS NULL OR COALESCE((
         SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`)
       const firstFacts = decodeFirstRow(ExportFacts)
+      // A retraction locks its outcome row FOR UPDATE; the sweep waits for it and then sees the
+      // tombstone (READ COMMITTED re-checks a locked row), so a racing retraction is skipped
+      // instead of queued, and an outcome the sweep queued first is refused its retraction (409).
+      const lockOutcome = sql.literal("FOR KEY SHARE OF e")
       const deliveryRows = decodeRows(DeliveryRow)
 
       const enqueue = (windowSeconds: number, limit: number) =>
@@ -147,9 +168,67 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
               AND NOT EXISTS (SELECT 1 FROM conversion_exports x WHERE x.outcome_event_id = c.outcome_event_id AND x.destination_id = d.id)
             ORDER BY c.created_at
             LIMIT ${limit}
+            ${lockOutcome}
             ON CONFLICT (outcome_event_id, destination_id) DO NOTHING
             RETURNING id`,
           (rows) => rows.length
+        )
+
+      const cursorCounts = decodeFirstRow(Schema.Struct({ queued: Schema.Int, scanned: Schema.Int, full: Schema.Boolean }))
+      const enqueueFromCursor = (lagSeconds: number, limitPerRule: number) =>
+        Effect.map(
+          cursorCounts(sql`
+            WITH batch AS (
+              SELECT r.id AS rule_id, c.id, c.created_at
+              FROM export_rules r
+              LEFT JOIN export_sweep_cursors k ON k.rule_id = r.id
+              CROSS JOIN LATERAL (
+                SELECT c.id, c.created_at FROM conversions c
+                WHERE c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.created_at >= r.created_at
+                  -- The lag leaves room for a transaction that stamped created_at and has not committed yet.
+                  AND c.created_at < now() - make_interval(secs => ${lagSeconds})
+                  AND (k.rule_id IS NULL OR (c.created_at, c.id) > (k.after_created_at, k.after_id))
+                ORDER BY c.created_at, c.id
+                LIMIT ${limitPerRule}) c
+            ),
+            queued AS (
+              INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
+              SELECT md5(c.outcome_event_id::text || ':' || d.id::text)::uuid, c.profile_id, c.outcome_event_id, d.kind, d.id, r.id,
+                     'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
+              FROM batch b
+              JOIN export_rules r ON r.id = b.rule_id
+              JOIN conversions c ON c.id = b.id AND c.attribution_eligible
+              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.retracted_at IS NULL
+              JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
+                AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
+              JOIN profiles p ON p.id = r.profile_id
+              WHERE r.enabled AND ${attributionOn} AND c.created_at >= d.created_at
+              ${lockOutcome}
+              ON CONFLICT (outcome_event_id, destination_id) DO NOTHING
+              RETURNING id
+            ),
+            moved AS (
+              INSERT INTO export_sweep_cursors (rule_id, after_created_at, after_id)
+              SELECT DISTINCT ON (rule_id) rule_id, created_at, id FROM batch ORDER BY rule_id, created_at DESC, id DESC
+              ON CONFLICT (rule_id) DO UPDATE SET after_created_at = excluded.after_created_at, after_id = excluded.after_id, updated_at = now()
+                -- A runner that read an older cursor never moves it back.
+                WHERE (export_sweep_cursors.after_created_at, export_sweep_cursors.after_id) < (excluded.after_created_at, excluded.after_id)
+              RETURNING rule_id
+            )
+            SELECT (SELECT count(*) FROM queued)::int AS queued, (SELECT count(*) FROM batch)::int AS scanned,
+                   COALESCE((SELECT max(n) FROM (SELECT count(*) AS n FROM batch GROUP BY rule_id) g), 0) >= ${limitPerRule} AS full`),
+          Option.match({ onNone: () => ({ queued: 0, scanned: 0, full: false }), onSome: (row) => row })
+        )
+
+      const release = (job: ClaimedExport, retryInSeconds: number) =>
+        Effect.map(
+          sql`
+            UPDATE conversion_exports
+            SET attempts = attempts + 1, lease_until = NULL, lease_token = NULL, updated_at = now(),
+                next_attempt_at = now() + make_interval(secs => ${retryInSeconds})
+            WHERE id = ${job.id} AND lease_token = ${job.lease_token}::uuid
+            RETURNING id`,
+          (rows) => rows.length > 0
         )
 
       const claim = (limit: number, leaseSeconds: number) =>
@@ -221,6 +300,36 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           return true
         }).pipe(sql.withTransaction)
 
+      const deliverMany = (delivered: ReadonlyArray<{ readonly claimed: ClaimedExport; readonly entry: LedgerEntry }>) =>
+        Effect.gen(function*() {
+          if (delivered.length === 0) return 0
+          const col = <A>(pick: (d: { readonly claimed: ClaimedExport; readonly entry: LedgerEntry }) => A) => delivered.map(pick)
+          const updated = yield* sql<{ id: string }>`
+            UPDATE conversion_exports x
+            SET status = 'delivered', attempts = x.attempts + 1, lease_until = NULL, lease_token = NULL, updated_at = now(),
+                next_attempt_at = now()
+            FROM unnest(${col((d) => d.claimed.id)}::uuid[], ${col((d) => d.claimed.lease_token)}::uuid[]) AS t(id, token)
+            WHERE x.id = t.id AND x.lease_token = t.token
+            RETURNING x.id::text AS id`
+          if (updated.length === 0) return 0
+          const ours = new Set(updated.map((row) => row.id))
+          const rows = delivered.filter((d) => ours.has(d.claimed.id))
+          const pick = <A>(f: (d: { readonly claimed: ClaimedExport; readonly entry: LedgerEntry }) => A) => rows.map(f)
+          yield* sql`
+            INSERT INTO export_deliveries (id, profile_id, export_id, destination_id, outcome_event_id, event_id, attempt, decision,
+                                           action_source, skip_reason, routing, event_name, provider_status, error_code)
+            SELECT gen_random_uuid(), v.profile_id, v.export_id, v.destination_id, v.outcome_event_id, v.event_id, v.attempt, 'delivered',
+                   v.action_source, v.skip_reason, NULL, v.event_name, 200, NULL
+            FROM unnest(
+              ${pick((d) => d.claimed.profile_id)}::uuid[], ${pick((d) => d.claimed.id)}::uuid[],
+              ${pick((d) => d.claimed.destination_id)}::uuid[], ${pick((d) => d.claimed.outcome_event_id)}::uuid[],
+              ${pick((d) => d.claimed.event_id)}::text[], ${pick((d) => d.claimed.attempts + 1)}::int[],
+              ${nullableColumn(pick((d) => d.entry.actionSource))}::text[], ${nullableColumn(pick((d) => d.entry.skipReason))}::text[],
+              ${nullableColumn(pick((d) => d.entry.eventName))}::text[])
+            AS v(profile_id, export_id, destination_id, outcome_event_id, event_id, attempt, action_source, skip_reason, event_name)`
+          return rows.length
+        }).pipe(sql.withTransaction)
+
       const recordTest = (entry: TestLedgerEntry) =>
         Effect.asVoid(sql`
           INSERT INTO export_deliveries (id, profile_id, destination_id, event_id, attempt, decision, action_source, skip_reason,
@@ -240,7 +349,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ${Option.match(filter.after, { onNone: () => sql``, onSome: (k) => sql`AND (created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)` })}
           ORDER BY created_at DESC, id DESC LIMIT ${filter.limit + 1}`)
 
-      return atDatabaseBoundary({ enqueue, claim, facts, decide, recordTest, deliveries })
+      return atDatabaseBoundary({ enqueue, enqueueFromCursor, release, claim, facts, decide, deliverMany, recordTest, deliveries })
     })
   )
 }

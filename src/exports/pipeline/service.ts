@@ -5,7 +5,7 @@
  * and write the decision with its one ledger row, fenced by the lease. A send carries the export's
  * stable event id, so a send repeated after a crash is one event at the platform (its dedup).
  */
-import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { type DatabaseUnavailable, InvalidParameter } from "../../../schema/errors.ts"
 import type { DeliveriesQuery } from "../../../schema/exports.ts"
 import { isUuid } from "../../../schema/common.ts"
@@ -24,6 +24,8 @@ export interface ExportWorkerSettingsShape {
   readonly pollInterval: Duration.Duration
   readonly lease: Duration.Duration
   readonly batchSize: number
+  /** At most this many events in one call to a dataset (the platform takes up to 1,000). */
+  readonly sendChunk: number
   readonly maxAttempts: number
   /** The first retry's pause, doubled per attempt (jittered), at most 10 minutes. */
   readonly retryBase: Duration.Duration
@@ -31,22 +33,36 @@ export interface ExportWorkerSettingsShape {
   readonly holdRecheck: Duration.Duration
   /** Every poll's sweep reads conversions this recent (a cheap range of the index). */
   readonly recentWindow: Duration.Duration
-  /** Every `fullSweepEvery`-th poll reads this far back: what a slow commit or an outage left behind. */
-  readonly fullWindow: Duration.Duration
-  readonly fullSweepEvery: number
+  /**
+   * Every `cursorEvery`-th poll (and the first) also runs the complete sweep, a durable cursor per
+   * rule (decision 0094): what an outage or a stopped worker left behind, however old.
+   */
+  readonly cursorEvery: number
+  /** The cursor stays this far behind now: room for a transaction that has not committed yet. */
+  readonly cursorLag: Duration.Duration
+  /** A decision that dies (an undecodable row) this many times is marked failed. */
+  readonly maxDefects: number
 }
 
 export const defaultExportWorkerSettings: ExportWorkerSettingsShape = {
   enabled: true,
   pollInterval: Duration.seconds(1),
   lease: Duration.seconds(60),
-  batchSize: 50,
+  batchSize: 500,
+  sendChunk: 250,
   maxAttempts: 8,
   retryBase: Duration.seconds(5),
   holdRecheck: Duration.seconds(30),
   recentWindow: Duration.minutes(10),
-  fullWindow: Duration.hours(24),
-  fullSweepEvery: 60
+  cursorEvery: 10,
+  cursorLag: Duration.minutes(1),
+  maxDefects: 3
+}
+
+const chunked = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += Math.max(1, size)) out.push(items.slice(i, i + Math.max(1, size)))
+  return out
 }
 
 export const ExportWorkerSettings = Context.Reference<ExportWorkerSettingsShape>("svc/ExportWorkerSettings", {
@@ -149,7 +165,7 @@ export const planExport = (facts: ExportFacts, eventId: string): Plan => {
 export class ExportPipeline extends Context.Service<ExportPipeline, {
   /** One sweep and one batch of decisions; answers how many exports were decided (tests, bench). */
   readonly runOnce: Effect.Effect<number, DatabaseUnavailable>
-  /** The sweep alone over the full window; answers how many exports it queued (tests, bench). */
+  /** The complete sweep alone (the cursor, no lag); answers how many exports it queued (tests). */
   readonly sweep: Effect.Effect<number, DatabaseUnavailable>
   /** Sends one event to a destination's dataset through the same path as the pipeline. */
   readonly send: (
@@ -176,53 +192,139 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         return Math.min(600, base * (0.5 + Math.random() / 2))
       }
 
-      const send = (connectionId: string, datasetId: string, event: ConversionEvent) =>
-        Effect.flatMap(sessions.session(connectionId), (session) => platform.sendEvents(session, datasetId, [event]))
+      const send = (connectionId: string, datasetId: string, events: ReadonlyArray<ConversionEvent>) =>
+        Effect.flatMap(sessions.session(connectionId), (session) => platform.sendEvents(session, datasetId, events))
 
-      const decideOne = Effect.fn("ExportPipeline.decide")(function*(job: ClaimedExport) {
+      /** An export ready to send: its decision waits for the platform's answer. */
+      interface Ready {
+        readonly job: ClaimedExport
+        readonly facts: ExportFacts
+        readonly plan: Extract<Plan, { readonly _tag: "Send" }>
+      }
+
+      /** Everything before the send; answers the export if it is to be sent, else decides it. */
+      const prepare = Effect.fn("ExportPipeline.prepare")(function*(job: ClaimedExport) {
         const found = yield* repo.facts(job.id)
-        if (Option.isNone(found)) return yield* repo.decide(job, entry("skipped", { skipReason: "event_retracted" }), null, false)
+        if (Option.isNone(found)) {
+          yield* repo.decide(job, entry("skipped", { skipReason: "event_retracted" }), null, false)
+          return Option.none<Ready>()
+        }
         const facts = found.value
         const plan = planExport(facts, job.event_id)
-        if (plan._tag === "Final") return yield* repo.decide(job, plan.entry, null, false)
+        if (plan._tag === "Final") {
+          yield* repo.decide(job, plan.entry, null, false)
+          return Option.none<Ready>()
+        }
         // Held until the profile's DPA (Platform-Safe) or BAA (HIPAA) is accepted; checked again later.
         const hold = yield* dpa.exportHold(job.profile_id).pipe(Effect.catchTag("NotFound", () => Effect.succeedNone))
         if (Option.isSome(hold)) {
-          return yield* repo.decide(
+          yield* repo.decide(
             job,
             entry("held", { skipReason: hold.value, actionSource: plan.actionSource, eventName: plan.event.event_name }),
             Duration.toSeconds(settings.holdRecheck),
             false
           )
+          return Option.none<Ready>()
         }
-        const sent = yield* Effect.exit(send(facts.connection_id, facts.dataset_id, plan.event))
-        const base = { actionSource: plan.actionSource, eventName: plan.event.event_name, skipReason: plan.skipReason }
-        if (sent._tag === "Success") return yield* repo.decide(job, entry("delivered", { ...base, providerStatus: 200 }), null, true)
-        const failure = Cause.findErrorOption(sent.cause)
-        if (Option.isNone(failure)) return yield* Effect.failCause(Cause.die(Cause.squash(sent.cause)))
-        const verdict = verdictOf(failure.value)
-        if (failure.value._tag === "ProviderAuthRevoked") yield* sessions.reportAuthRevoked(facts.connection_id)
-        const last = !verdict.retry || job.attempts + 1 >= settings.maxAttempts
-        return yield* repo.decide(
-          job,
-          entry(last ? "failed" : "retrying", { ...base, providerStatus: verdict.status, errorCode: verdict.code }),
-          last ? null : Math.max(verdict.atLeastSeconds, backoffSeconds(job.attempts + 1)),
-          true
-        )
+        return Option.some<Ready>({ job, facts, plan })
       })
 
+      /** Each export's decision once the platform answered the call that carried it. */
+      const settle = (ready: Ready, sent: Exit.Exit<unknown, ProviderError | DatabaseUnavailable>) =>
+        Effect.gen(function*() {
+          const { job, plan } = ready
+          const base = { actionSource: plan.actionSource, eventName: plan.event.event_name, skipReason: plan.skipReason }
+          if (sent._tag === "Success") return yield* repo.decide(job, entry("delivered", { ...base, providerStatus: 200 }), null, true)
+          const failure = Cause.findErrorOption(sent.cause)
+          if (Option.isNone(failure)) return yield* Effect.failCause(Cause.die(Cause.squash(sent.cause)))
+          const verdict = verdictOf(failure.value)
+          const last = !verdict.retry || job.attempts + 1 >= settings.maxAttempts
+          return yield* repo.decide(
+            job,
+            entry(last ? "failed" : "retrying", { ...base, providerStatus: verdict.status, errorCode: verdict.code }),
+            last ? null : Math.max(verdict.atLeastSeconds, backoffSeconds(job.attempts + 1)),
+            true
+          )
+        })
+
+      const revokedOf = (sent: Exit.Exit<unknown, ProviderError | DatabaseUnavailable>) =>
+        sent._tag === "Failure" && Option.exists(Cause.findErrorOption(sent.cause), (e) => e._tag === "ProviderAuthRevoked")
+
+      const refusedOf = (sent: Exit.Exit<unknown, ProviderError | DatabaseUnavailable>) =>
+        sent._tag === "Failure" && Option.exists(Cause.findErrorOption(sent.cause), (e) => e._tag === "ProviderRefused")
+
+      /**
+       * One call per dataset for up to `sendChunk` events (the connection's request budget, not the
+       * event count, is what limits a per-event send); each export then gets its own decision. A
+       * refused call of several events is retried one event per call, so one bad event does not
+       * fail the others.
+       */
+      const sendGroup = (group: ReadonlyArray<Ready>): Effect.Effect<void, DatabaseUnavailable> =>
+        Effect.gen(function*() {
+          const first = group[0]
+          if (first === undefined) return
+          const { connection_id, dataset_id } = first.facts
+          const sent = yield* Effect.exit(send(connection_id, dataset_id, group.map((ready) => ready.plan.event)))
+          if (revokedOf(sent)) yield* sessions.reportAuthRevoked(connection_id)
+          if (group.length > 1 && refusedOf(sent)) {
+            return yield* Effect.forEach(group, (ready) => sendGroup([ready]), { concurrency: 4, discard: true })
+          }
+          if (sent._tag === "Success") {
+            // One transaction for the call's exports: the per-export round trips are what limit the rate.
+            yield* repo.deliverMany(group.map(({ job, plan }) => ({
+              claimed: job,
+              entry: entry("delivered", { actionSource: plan.actionSource, eventName: plan.event.event_name, skipReason: plan.skipReason, providerStatus: 200 })
+            })))
+            return
+          }
+          yield* Effect.forEach(
+            group,
+            (ready) => settle(ready, sent).pipe(Effect.catchCause((cause) => onDefect(ready.job, cause))),
+            { concurrency: 8, discard: true }
+          )
+        })
+
+      /**
+       * A decision that died (not the database being away): counted, and after `maxDefects` the
+       * export is failed with one ledger row, so an undecodable row is not retried forever.
+       */
+      const onDefect = (job: ClaimedExport, cause: Cause.Cause<DatabaseUnavailable>) =>
+        Effect.gen(function*() {
+          yield* Effect.logWarning("export decision failed", { export_id: job.id, cause })
+          if (Cause.hasInterruptsOnly(cause) || Option.isSome(Cause.findErrorOption(cause))) return
+          if (job.attempts + 1 >= settings.maxDefects) {
+            yield* repo.decide(job, entry("failed", { errorCode: "export_undecodable" }), null, true)
+          } else {
+            yield* repo.release(job, backoffSeconds(job.attempts + 1))
+          }
+        }).pipe(Effect.catchCause((again) => Effect.logWarning("export defect not recorded; lease will expire", { export_id: job.id, cause: again })))
+
       let polls = 0
+      let cursorBehind = false
+      const cursorLagSeconds = Duration.toSeconds(settings.cursorLag)
       const runOnce = Effect.gen(function*() {
-        // The first poll after a start and every `fullSweepEvery`-th read the whole window.
-        const full = polls++ % Math.max(1, settings.fullSweepEvery) === 0
-        yield* repo.enqueue(Duration.toSeconds(full ? settings.fullWindow : settings.recentWindow), 1000)
+        // Every poll queues what arrived lately at once (low lag); the first poll after a start,
+        // every `cursorEvery`-th, and the next after a full cursor batch run the complete sweep.
+        const cursorPoll = cursorBehind || polls++ % Math.max(1, settings.cursorEvery) === 0
+        yield* repo.enqueue(Duration.toSeconds(settings.recentWindow), 1000)
+        if (cursorPoll) cursorBehind = (yield* repo.enqueueFromCursor(cursorLagSeconds, 1000)).full
         const jobs = yield* repo.claim(settings.batchSize, leaseSeconds)
-        // One export's failure never stops the batch: its lease expires and it is claimed again.
-        yield* Effect.forEach(
+        // One export's failure never stops the batch.
+        const prepared = yield* Effect.forEach(
           jobs,
-          (job) => decideOne(job).pipe(Effect.catchCause((cause) => Effect.logWarning("export decision failed; lease will expire", { export_id: job.id, cause }))),
-          { concurrency: 4, discard: true }
+          (job) => prepare(job).pipe(Effect.catchCause((cause) => Effect.as(onDefect(job, cause), Option.none<Ready>()))),
+          { concurrency: 8 }
         )
+        const groups = new Map<string, Array<Ready>>()
+        for (const ready of prepared) {
+          if (Option.isNone(ready)) continue
+          const key = `${ready.value.facts.connection_id}|${ready.value.facts.dataset_id}`
+          const group = groups.get(key) ?? []
+          if (group.length === 0) groups.set(key, group)
+          group.push(ready.value)
+        }
+        const chunks = [...groups.values()].flatMap((group) => chunked(group, settings.sendChunk))
+        yield* Effect.forEach(chunks, sendGroup, { concurrency: 4, discard: true })
         return jobs.length
       }).pipe(Effect.withSpan("ExportPipeline.runOnce"))
 
@@ -241,9 +343,17 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         return toPage(rows, limit, renderDelivery)
       })
 
-      const sweep = repo.enqueue(Duration.toSeconds(settings.fullWindow), 1000)
+      // Tests and the bench drive it with no lag: they know nothing is in flight.
+      const sweep = Effect.gen(function*() {
+        let queued = 0
+        while (true) {
+          const pass = yield* repo.enqueueFromCursor(0, 1000)
+          queued += pass.queued
+          if (!pass.full) return queued
+        }
+      })
 
-      return { runOnce, sweep, send, deliveries }
+      return { runOnce, sweep, send: (connectionId: string, datasetId: string, event: ConversionEvent) => send(connectionId, datasetId, [event]), deliveries }
     })
   ).pipe(Layer.provide([ExportsRepo.layer, DpaService.layer, ConnectionSessions.layer]))
 }
