@@ -1,8 +1,9 @@
 /**
  * The internal RPC surface: `ServiceRpcs` (schema/rpc.ts) on the same HttpRouter as the HTTP
- * API, over HTTP and WebSocket, JSON or binary (decision 0082):
+ * API, over HTTP and WebSocket, JSON, MessagePack or SchemaBinary (decision 0082):
  *
  *   POST /rpc              HTTP, JSON          GET /rpc/ws          WebSocket, JSON
+ *   POST /rpc/msgpack      HTTP, MessagePack   GET /rpc/ws/msgpack  WebSocket, MessagePack
  *   POST /rpc/binary       HTTP, SchemaBinary  GET /rpc/ws/binary   WebSocket, SchemaBinary
  *
  * The parity calls run the HTTP API's domain services with the caller the RPC middleware
@@ -27,6 +28,7 @@ import { DatabaseInfo } from "../platform/database.ts"
 import { encodeCursor } from "../platform/pagination.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
 import { DatabaseProbe } from "../ops/repo.ts"
+import { layerMsgPack } from "./msgpack.ts"
 import { VERSION } from "../platform/version.ts"
 import { rpcServerSpans } from "../platform/tracing.ts"
 import { RpcAuthLive, RpcCaller } from "./auth.ts"
@@ -185,16 +187,19 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
   AttributionJobs.layer
 ]))
 
-const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary") =>
+const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/rpc/msgpack" | "/rpc/ws/msgpack") =>
   RpcServer.layerHttp({
     group: ServiceRpcs,
     path,
     protocol: path.startsWith("/rpc/ws") ? "websocket" : "http",
     ...rpcServerSpans("ServiceRpcs")
-  }).pipe(Layer.provide(path.endsWith("/binary") ? RpcSerialization.layerSchemaBinary() : RpcSerialization.layerJson))
+  }).pipe(Layer.provide(
+    path.endsWith("/binary") ? RpcSerialization.layerSchemaBinary() : path.endsWith("/msgpack") ? layerMsgPack : RpcSerialization.layerJson
+  ))
 
 /** Serves `ServiceRpcs` on the application's HttpRouter, on every transport and serialisation. */
-export const RpcLive = Layer.mergeAll(serve("/rpc"), serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary")).pipe(
+export const RpcLive = Layer.mergeAll(serve("/rpc"), serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
+  serve("/rpc/msgpack"), serve("/rpc/ws/msgpack")).pipe(
   Layer.provide([ServiceHandlersLive, RpcAuthLive]),
   Layer.provide(RpcCredentials.layer),
   Layer.provide(RpcCredentialsRepo.layer)

@@ -1,6 +1,7 @@
 /**
  * The RPC parity calls and internal-service credentials (decisions 0081, 0082) against the real
- * application: each call over HTTP + JSON, the feed and a few calls over WebSocket + SchemaBinary,
+ * application: each call over HTTP + JSON, the batch over HTTP + MessagePack, the feed over
+ * WebSocket + MessagePack, a few calls over WebSocket + SchemaBinary,
  * the same answers and errors as the HTTP routes, and the credential rules (scopes, profile list,
  * revocation, rotation grace, rate limit, PII access log).
  */
@@ -98,7 +99,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
     it.effect("EventsIngestBatch answers each event as EventsIngest would, in order; a retried batch is the same", () =>
       Effect.gen(function*() {
         const world = yield* seedWorld()
-        const rpc = yield* client(world.secret, { serialization: "binary" })
+        const rpc = yield* client(world.secret, { serialization: "msgpack" })
         const events = [purchase("b-1"), { event_name: "purchase", properties: { subject_ref: "+33 6 12 34 56 78" } }, purchase("b-3")]
         const first = yield* rpc.EventsIngestBatch({ profile_id: world.profileId, events })
         assert.deepStrictEqual(first.results.map((result) => result.ok), [true, false, true])
@@ -251,7 +252,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
   })
 
   describe("outcome.recorded feed", () => {
-    it.effect("streams the replay's events in order over WebSocket + SchemaBinary and resumes from a cursor", () =>
+    it.effect("streams the replay's events in order over WebSocket + MessagePack and resumes from a cursor", () =>
       Effect.gen(function*() {
         const world = yield* seedWorld()
         const writer = yield* client(world.secret)
@@ -260,7 +261,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
           ids.push((yield* writer.EventsIngest({ profile_id: world.profileId, event: purchase(key) })).data.outcome_event_id)
         }
         yield* settleOutbox(world.profileId)
-        const rpc = yield* client(world.secret, { transport: "websocket", serialization: "binary" })
+        const rpc = yield* client(world.secret, { transport: "websocket", serialization: "msgpack" })
         const head = yield* rpc.OutcomesRecordedFeed({ profile_id: world.profileId, page_size: 2 }).pipe(Stream.take(2), Stream.runCollect)
         assert.deepStrictEqual(head.map((item) => item.event.data.outcome_event_id), ids.slice(0, 2))
         const cursor = head[1]?.cursor ?? ""
