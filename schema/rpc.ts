@@ -37,6 +37,7 @@ import {
   InvalidParameter,
   InvalidState,
   NotFound,
+  PayloadTooLarge,
   RateLimitExceeded,
   ServiceUnavailable,
   Unauthorized,
@@ -50,6 +51,7 @@ import {
   MAX_REPLAY_PAGE,
   OutcomeRecordedEvent
 } from "./events.ts"
+import { CollectEvent } from "./tracking.ts"
 
 export { DatabaseUnavailable, ServiceUnavailable }
 
@@ -303,12 +305,35 @@ export class OutcomesRecordedFeed extends Rpc.make("OutcomesRecordedFeed", {
 }).annotate(RpcPolicy, { scopes: ["conversions:read", "customers:read"], scopeMode: "any" }) {}
 
 
+/** What the collector did with a server-side touch (`stored`, or a repeat of its `event_id`, or dropped). */
+export const TouchRecorded = Schema.Struct({
+  result: Schema.Literals(["stored", "duplicate", "dropped_bot", "dropped_do_not_track"])
+}).annotate({ identifier: "TouchRecorded" })
+
+/**
+ * A server-side touch (decision 0096): the tracker event `POST /t/collect` takes, sent by a
+ * service instead of a browser, recorded by the same collector code with the same validation
+ * (size, schema, 7-day/5-minute window, bot user agents, the profile's `allow_server_side`
+ * setting, since no `Origin` comes with it). `event.tracking_key` must be a key of `profile_id`.
+ * Idempotent on `event.event_id`. `user_agent` is the browser's, when the service relays one.
+ */
+export class TouchesRecord extends Rpc.make("TouchesRecord", {
+  payload: {
+    profile_id: ProfileId,
+    event: CollectEvent,
+    user_agent: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024)))
+  },
+  success: TouchRecorded,
+  error: Schema.Union([...profileErrors, ValidationError, PayloadTooLarge, Unauthorized, InsufficientScope, RateLimitExceeded])
+}).annotate(RpcPolicy, { scopes: ["events:write"] }) {}
+
 export const ServiceRpcs = RpcGroup.make(
   ServiceStatus,
   ProfileGetState,
   ProfileBumpRevocationEpoch,
   EventsIngest,
   EventsIngestBatch,
+  TouchesRecord,
   ConversionsList,
   AnalyticsOverview,
   AnalyticsTimeseries,

@@ -24,6 +24,7 @@ import { Principal, type PrincipalShape, type ProfileContext } from "../auth/pri
 import { CustomersService } from "../customers/service.ts"
 import { EventsService } from "../events/outcomes/service.ts"
 import { OutcomeReplay } from "../events/replay/service.ts"
+import { TrackingService } from "../tracking/tracker/service.ts"
 import { DatabaseInfo } from "../platform/database.ts"
 import { encodeCursor } from "../platform/pagination.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
@@ -106,6 +107,7 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
     const campaigns = yield* CampaignsService
     const customers = yield* CustomersService
     const jobs = yield* AttributionJobs
+    const tracking = yield* TrackingService
 
     /** The feed: replay pages from the cursor, each event with the cursor after it; polls once caught up. */
     const recordedFeed = (
@@ -154,6 +156,18 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
               ), { concurrency: BATCH_CONCURRENCY }),
             (results) => ({ results })
           )),
+      TouchesRecord: ({ event, user_agent }) =>
+        asCaller((_, profile) =>
+          Effect.map(
+            // The collector itself: a server's request (no Origin, no peer address to meter), same checks.
+            tracking.collect({
+              body: new TextEncoder().encode(JSON.stringify(event)),
+              headers: { "content-type": "application/json", "user-agent": user_agent },
+              peerAddress: Option.none(),
+              profileId: profile.profileId
+            }),
+            ({ result }) => ({ result })
+          )),
       ConversionsList: ({ query }) => asCaller((_, profile) => events.listConversions(profile, query)),
       AnalyticsOverview: ({ query }) => asCaller((_, profile) => analytics.overview(profile, query)),
       AnalyticsTimeseries: ({ query }) => asCaller((_, profile) => analytics.timeseries(profile, query)),
@@ -184,7 +198,8 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
   AnalyticsService.layer,
   CampaignsService.layer,
   CustomersService.layer,
-  AttributionJobs.layer
+  AttributionJobs.layer,
+  TrackingService.layer
 ]))
 
 const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/rpc/msgpack" | "/rpc/ws/msgpack") =>
