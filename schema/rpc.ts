@@ -51,6 +51,7 @@ import {
   MAX_REPLAY_PAGE,
   OutcomeRecordedEvent
 } from "./events.ts"
+import { EntitlementBody, SetEntitlement } from "./tenancy.ts"
 import { CollectEvent } from "./tracking.ts"
 
 export { DatabaseUnavailable, ServiceUnavailable }
@@ -327,6 +328,24 @@ export class TouchesRecord extends Rpc.make("TouchesRecord", {
   error: Schema.Union([...profileErrors, ValidationError, PayloadTooLarge, Unauthorized, InsufficientScope, RateLimitExceeded])
 }).annotate(RpcPolicy, { scopes: ["events:write"] }) {}
 
+/**
+ * Scopes only an internal-service credential holds (decision 0096): the HTTP route they mirror
+ * belongs to the provisioning app, so no API key or token scope grants it.
+ */
+export const RPC_ONLY_SCOPES = ["entitlements:write"] as const
+
+/**
+ * `PUT /api/v1/profiles/{id}/entitlements/svc_attribution` for an internal service (decision
+ * 0096): the same state machine, through the Profile entity, within the grant of the app that
+ * provisioned the profile (a profile no app provisioned is `NotFound`, as over HTTP); the audit
+ * rows name the service credential. Needs `entitlements:write`; not gated by the add-on itself.
+ */
+export class EntitlementsSet extends Rpc.make("EntitlementsSet", {
+  payload: { profile_id: ProfileId, feature: Schema.Literal("svc_attribution"), change: SetEntitlement },
+  success: EntitlementBody,
+  error: Schema.Union([...profileErrors, InvalidState, ValidationError, ServiceUnavailable])
+}).annotate(RpcPolicy, { scopes: ["entitlements:write"] }) {}
+
 export const ServiceRpcs = RpcGroup.make(
   ServiceStatus,
   ProfileGetState,
@@ -345,7 +364,8 @@ export const ServiceRpcs = RpcGroup.make(
   CustomersErase,
   AttributionRecompute,
   ReplayStatusGet,
-  OutcomesRecordedFeed
+  OutcomesRecordedFeed,
+  EntitlementsSet
 ).middleware(RpcAuth)
 export type ServiceRpcs = RpcGroup.Rpcs<typeof ServiceRpcs>
 
