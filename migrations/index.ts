@@ -37,6 +37,7 @@ import m0038 from "./0038_trace_context.ts"
 import m0039 from "./0039_reports.ts"
 import m0040 from "./0040_url_tags.ts"
 import m0042 from "./0042_channel_health.ts"
+import m0045 from "./0045_webhook_delivery_trace.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -81,7 +82,8 @@ export const migrations = {
   "0038_trace_context": m0038,
   "0039_reports": m0039,
   "0040_url_tags": m0040,
-  "0042_channel_health": m0042
+  "0042_channel_health": m0042,
+  "0045_webhook_delivery_trace": m0045
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))
