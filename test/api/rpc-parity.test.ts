@@ -180,10 +180,16 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const scope = yield* Effect.flip(rpc.AnalyticsOverview({ profile_id: world.profileId, query: {} }))
         assert.strictEqual(scope._tag, "InsufficientScope")
         assert.strictEqual(scope._tag === "InsufficientScope" ? scope.reason : undefined, "missing_scope:analytics:read")
+        // Each call's refusal names its request id, as the HTTP envelope does; a new one per call.
+        const scopeRequestId = scope._tag === "InsufficientScope" ? scope.request_id : undefined
+        assert.match(scopeRequestId ?? "", /^req_[0-9a-f]{32}$/)
         const listed = yield* rpc.ConversionsList({ profile_id: world.profileId, query: {} })
         assert.deepStrictEqual(listed.data, [])
         const unlisted = yield* Effect.flip(rpc.ConversionsList({ profile_id: other.profileId, query: {} }))
         assert.strictEqual(unlisted._tag, "NotFound")
+        const unlistedRequestId = unlisted._tag === "NotFound" ? unlisted.request_id : undefined
+        assert.match(unlistedRequestId ?? "", /^req_[0-9a-f]{32}$/)
+        assert.notStrictEqual(unlistedRequestId, scopeRequestId)
         const unknown = yield* Effect.flip(
           (yield* client(world.secret)).ConversionsList({ profile_id: crypto.randomUUID(), query: {} })
         )
@@ -243,11 +249,13 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const rpc = yield* client(world.secret)
         yield* rpc.CustomersResolve({ profile_id: world.profileId, query: {} })
         const sql = yield* SqlClient
-        const rows = yield* sql<{ actor_kind: string; actor_id: string; route: string; result: string }>`
-          SELECT actor_kind, actor_id, route, result FROM pii_access_log WHERE profile_id = ${world.profileId}`
-        assert.deepStrictEqual(rows.map((row) => ({ ...row })), [
+        const rows = yield* sql<{ actor_kind: string; actor_id: string; route: string; result: string; request_id: string | null }>`
+          SELECT actor_kind, actor_id, route, result, request_id FROM pii_access_log WHERE profile_id = ${world.profileId}`
+        assert.deepStrictEqual(rows.map(({ request_id: _id, ...row }) => row), [
           { actor_kind: "service", actor_id: world.credentialId, route: "RPC CustomersResolve", result: "allowed" }
         ])
+        // The call's request id, generated per RPC call as HTTP does per request.
+        assert.match(rows[0]?.request_id ?? "", /^req_[0-9a-f]{32}$/)
       }))
   })
 
