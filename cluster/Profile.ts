@@ -36,7 +36,9 @@ export const SetEntitlement = Rpc.make("SetEntitlement", {
     request_id: Schema.String,
     enabled: Schema.Boolean,
     privacy_mode: Schema.optionalKey(PartnerPrivacyMode),
-    as_of: Schema.optionalKey(Schema.String)
+    as_of: Schema.optionalKey(Schema.String),
+    /** Set when an internal service sent it over RPC (decision 0096): the audit names the credential. */
+    service_credential_id: Schema.optionalKey(Schema.String)
   },
   success: EntitlementResult,
   error: Schema.Union([NotFound, InvalidState, DatabaseUnavailable])
@@ -67,7 +69,8 @@ export const ProfileLive = Profile.toLayer(
             enabled: payload.enabled,
             ...(payload.privacy_mode === undefined ? {} : { privacy_mode: payload.privacy_mode }),
             ...(payload.as_of === undefined ? {} : { as_of: payload.as_of })
-          }
+          },
+          payload.service_credential_id
         ).pipe(Effect.provideService(CurrentRequestId, payload.request_id))
     })
   })

@@ -39,6 +39,7 @@ import m0040 from "./0040_url_tags.ts"
 import m0041 from "./0041_platform_safe.ts"
 import m0042 from "./0042_channel_health.ts"
 import m0043 from "./0043_export_cursor.ts"
+import m0045 from "./0045_webhook_delivery_trace.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -85,7 +86,8 @@ export const migrations = {
   "0040_url_tags": m0040,
   "0041_platform_safe": m0041,
   "0042_channel_health": m0042,
-  "0043_export_cursor": m0043
+  "0043_export_cursor": m0043,
+  "0045_webhook_delivery_trace": m0045
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

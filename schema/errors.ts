@@ -37,7 +37,9 @@ export const ErrorFields = {
   message: Schema.String,
   ...OptionalErrorFields,
   /** Only `validation_error` varies: 400 by default, 422 for the cases the spec names. */
-  http_status: Schema.optionalKey(Schema.Literal(422))
+  http_status: Schema.optionalKey(Schema.Literal(422)),
+  /** Set on RPC refusals (src/rpc/auth.ts): the call's id, as HTTP puts it in the envelope. HTTP renders its own. */
+  request_id: Schema.optionalKey(Schema.String)
 }
 
 /**

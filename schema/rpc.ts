@@ -37,6 +37,7 @@ import {
   InvalidParameter,
   InvalidState,
   NotFound,
+  PayloadTooLarge,
   RateLimitExceeded,
   ServiceUnavailable,
   Unauthorized,
@@ -50,6 +51,8 @@ import {
   MAX_REPLAY_PAGE,
   OutcomeRecordedEvent
 } from "./events.ts"
+import { EntitlementBody, SetEntitlement } from "./tenancy.ts"
+import { CollectEvent } from "./tracking.ts"
 
 export { DatabaseUnavailable, ServiceUnavailable }
 
@@ -303,12 +306,53 @@ export class OutcomesRecordedFeed extends Rpc.make("OutcomesRecordedFeed", {
 }).annotate(RpcPolicy, { scopes: ["conversions:read", "customers:read"], scopeMode: "any" }) {}
 
 
+/** What the collector did with a server-side touch (`stored`, or a repeat of its `event_id`, or dropped). */
+export const TouchRecorded = Schema.Struct({
+  result: Schema.Literals(["stored", "duplicate", "dropped_bot", "dropped_do_not_track"])
+}).annotate({ identifier: "TouchRecorded" })
+
+/**
+ * A server-side touch (decision 0096): the tracker event `POST /t/collect` takes, sent by a
+ * service instead of a browser, recorded by the same collector code with the same validation
+ * (size, schema, 7-day/5-minute window, bot user agents, the profile's `allow_server_side`
+ * setting, since no `Origin` comes with it). `event.tracking_key` must be a key of `profile_id`.
+ * Idempotent on `event.event_id`. `user_agent` is the browser's, when the service relays one.
+ */
+export class TouchesRecord extends Rpc.make("TouchesRecord", {
+  payload: {
+    profile_id: ProfileId,
+    event: CollectEvent,
+    user_agent: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024)))
+  },
+  success: TouchRecorded,
+  error: Schema.Union([...profileErrors, ValidationError, PayloadTooLarge, Unauthorized, InsufficientScope, RateLimitExceeded])
+}).annotate(RpcPolicy, { scopes: ["events:write"] }) {}
+
+/**
+ * Scopes only an internal-service credential holds (decision 0096): the HTTP route they mirror
+ * belongs to the provisioning app, so no API key or token scope grants it.
+ */
+export const RPC_ONLY_SCOPES = ["entitlements:write"] as const
+
+/**
+ * `PUT /api/v1/profiles/{id}/entitlements/svc_attribution` for an internal service (decision
+ * 0096): the same state machine, through the Profile entity, within the grant of the app that
+ * provisioned the profile (a profile no app provisioned is `NotFound`, as over HTTP); the audit
+ * rows name the service credential. Needs `entitlements:write`; not gated by the add-on itself.
+ */
+export class EntitlementsSet extends Rpc.make("EntitlementsSet", {
+  payload: { profile_id: ProfileId, feature: Schema.Literal("svc_attribution"), change: SetEntitlement },
+  success: EntitlementBody,
+  error: Schema.Union([...profileErrors, InvalidState, ValidationError, ServiceUnavailable])
+}).annotate(RpcPolicy, { scopes: ["entitlements:write"] }) {}
+
 export const ServiceRpcs = RpcGroup.make(
   ServiceStatus,
   ProfileGetState,
   ProfileBumpRevocationEpoch,
   EventsIngest,
   EventsIngestBatch,
+  TouchesRecord,
   ConversionsList,
   AnalyticsOverview,
   AnalyticsTimeseries,
@@ -320,7 +364,8 @@ export const ServiceRpcs = RpcGroup.make(
   CustomersErase,
   AttributionRecompute,
   ReplayStatusGet,
-  OutcomesRecordedFeed
+  OutcomesRecordedFeed,
+  EntitlementsSet
 ).middleware(RpcAuth)
 export type ServiceRpcs = RpcGroup.Rpcs<typeof ServiceRpcs>
 

@@ -5,7 +5,7 @@
  * the tables grow by every run). Two profiles seeded by SQL, each with a default `purchase`
  * definition: one written through `POST /api/v1/events` (an API key, N keep-alive connections,
  * one event per request, the load generator of bench/support.ts), one through
- * `EventsIngestBatch` over WebSocket + SchemaBinary (an internal-service credential, W callers on
+ * `EventsIngestBatch` over WebSocket + MessagePack (an internal-service credential, W callers on
  * one socket, B events per call). Bodies are alike: a unique `idempotency_key`, a decimal value,
  * currency and a customer from a pool of BENCH_CUSTOMERS.
  *
@@ -142,10 +142,10 @@ const main = async () => {
     const httpSide = await seed("http")
     const rpcSide = await seed("rpc")
     const rpc = await Effect.runPromise(
-      Scope.provide(makeServiceClient({ url: `http://${HOST}:${port}`, credential: rpcSide.credential, transport: "websocket", serialization: "binary" }), scope)
+      Scope.provide(makeServiceClient({ url: `http://${HOST}:${port}`, credential: rpcSide.credential, transport: "websocket", serialization: "msgpack" }), scope)
     )
     console.log(
-      `node ${process.versions.node}; HTTP: ${connections} connections, 1 event per request; RPC: WebSocket + SchemaBinary, ` +
+      `node ${process.versions.node}; HTTP: ${connections} connections, 1 event per request; RPC: WebSocket + MessagePack, ` +
         `${callers} callers, ${batch} events per call; ${warmupSeconds} s warm-up, ${rounds} rounds of ${durationSeconds} s each; 127.0.0.1`
     )
     const httpOffset = { n: 0 }

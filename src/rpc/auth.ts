@@ -18,6 +18,7 @@ import { AppConfig } from "../platform/config.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { secretMatches } from "../platform/secrets.ts"
 import { RpcCredentials } from "./credentials/service.ts"
+import { CurrentRequestId, newRequestId } from "../platform/request-id.ts"
 import { type CredentialRow, RpcCredentialsRepo } from "./credentials/repo.ts"
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -55,7 +56,16 @@ export const RpcAuthLive = Layer.effect(RpcAuth)(
     const limiter = yield* RateLimiter
     const piiLog = yield* PiiAccessLog
 
-    return RpcAuth.of((call, { headers, payload, rpc }) => {
+    return RpcAuth.of((call, options) => {
+      // One id per call, as HTTP has per request: on its PII log rows, its audit rows and its refusal.
+      const requestId = newRequestId()
+      return authorize(call, options).pipe(
+        Effect.mapError((error) => withRequestId(error, requestId)),
+        Effect.provideService(CurrentRequestId, requestId)
+      )
+    })
+
+    function authorize(call: Parameters<typeof RpcAuth.Service>[0], { headers, payload, rpc }: Parameters<typeof RpcAuth.Service>[1]) {
       // Calls are timed by method (rpc.server.call.duration, decision 0084).
       const effect = timedRpcCall("ServiceRpcs", rpc._tag)(call)
       const policy = Context.getOrElse(rpc.annotations, RpcPolicy, () => NO_POLICY)
@@ -125,6 +135,16 @@ export const RpcAuthLive = Layer.effect(RpcAuth)(
             }))
           }).pipe(Effect.catch((error) => Effect.logWarning("PII access not logged", error))))
       })
-    })
+    }
   })
 )
+
+/**
+ * A catalogued refusal with the call's `request_id` (a copy: errors are values). Anything else
+ * (a defect's cause, a transport error) passes as it is.
+ */
+const withRequestId = <E>(error: E, requestId: string): E => {
+  if (!(error instanceof Error) || !("_tag" in error) || !("message" in error)) return error
+  const stamped: E = Object.assign(Object.create(Object.getPrototypeOf(error)), error, { request_id: requestId })
+  return stamped
+}

@@ -1,7 +1,7 @@
 /**
  * Typed client of the internal RPC surface (schema/rpc.ts), for other internal services:
  *
- *   const rpc = yield* makeServiceClient({ url: "http://svc:8080", credential, transport: "websocket", serialization: "binary" })
+ *   const rpc = yield* makeServiceClient({ url: "http://svc:8080", credential, transport: "websocket", serialization: "msgpack" })
  *   const overview = yield* rpc.AnalyticsOverview({ profile_id, query: { start: "2026-03-01", end: "2026-03-31" } })
  *
  * The credential (an operator-minted `svc_rpc_...` secret, decision 0081) travels in every
@@ -17,6 +17,7 @@ import { RpcClient, RpcMiddleware, RpcSerialization } from "effect/rpc"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
 import { Socket } from "effect/socket"
 import { RpcAuth, ServiceRpcs } from "../../schema/rpc.ts"
+import { layerMsgPack } from "./msgpack.ts"
 
 export type ServiceRpcClient = RpcClient.RpcClient<ServiceRpcs, RpcClientError>
 
@@ -27,20 +28,23 @@ export interface ServiceClientOptions {
   readonly credential: string | Redacted.Redacted<string>
   /** `http` (default): one request per call; `websocket`: one connection for every call, and streams. */
   readonly transport?: "http" | "websocket"
-  /** `json` (default) or `binary` (Effect's SchemaBinary, the compact encoding; decision 0082). */
-  readonly serialization?: "json" | "binary"
+  /** `json` (default), `msgpack` (MessagePack) or `binary` (Effect's SchemaBinary); decision 0082. */
+  readonly serialization?: "json" | "msgpack" | "binary"
 }
 
-/** The endpoint of a transport and serialisation (src/rpc/server.ts serves all four). */
+/** The endpoint of a transport and serialisation (src/rpc/server.ts serves all six). */
 export const endpointOf = (options: ServiceClientOptions): string => {
   const base = options.url.replace(/\/+$/, "").replace(/\/rpc$/, "")
   const ws = options.transport === "websocket"
-  const path = `${ws ? "/rpc/ws" : "/rpc"}${options.serialization === "binary" ? "/binary" : ""}`
+  const suffix = options.serialization === "binary" ? "/binary" : options.serialization === "msgpack" ? "/msgpack" : ""
+  const path = `${ws ? "/rpc/ws" : "/rpc"}${suffix}`
   return `${ws ? base.replace(/^http/, "ws") : base}${path}`
 }
 
 const protocol = (options: ServiceClientOptions) => {
-  const serialization = options.serialization === "binary" ? RpcSerialization.layerSchemaBinary() : RpcSerialization.layerJson
+  const serialization = options.serialization === "binary"
+    ? RpcSerialization.layerSchemaBinary()
+    : options.serialization === "msgpack" ? layerMsgPack : RpcSerialization.layerJson
   if (options.transport === "websocket") {
     return RpcClient.layerProtocolSocket().pipe(
       Layer.provide(Socket.layerWebSocket(endpointOf(options))),

@@ -1,8 +1,9 @@
 /**
  * The internal RPC surface: `ServiceRpcs` (schema/rpc.ts) on the same HttpRouter as the HTTP
- * API, over HTTP and WebSocket, JSON or binary (decision 0082):
+ * API, over HTTP and WebSocket, JSON, MessagePack or SchemaBinary (decision 0082):
  *
  *   POST /rpc              HTTP, JSON          GET /rpc/ws          WebSocket, JSON
+ *   POST /rpc/msgpack      HTTP, MessagePack   GET /rpc/ws/msgpack  WebSocket, MessagePack
  *   POST /rpc/binary       HTTP, SchemaBinary  GET /rpc/ws/binary   WebSocket, SchemaBinary
  *
  * The parity calls run the HTTP API's domain services with the caller the RPC middleware
@@ -19,14 +20,19 @@ import { type IngestBatchItem, RecordedFeedItem, ServiceRpcs, type ServiceStatus
 import { CampaignsService } from "../analytics/campaigns/service.ts"
 import { AnalyticsService } from "../analytics/overview/service.ts"
 import { AttributionJobs } from "../attribution/recompute/service.ts"
-import { Principal, type PrincipalShape, type ProfileContext } from "../auth/principal.ts"
+import { CredentialStore, Principal, type PrincipalShape, type ProfileContext } from "../auth/principal.ts"
 import { CustomersService } from "../customers/service.ts"
 import { EventsService } from "../events/outcomes/service.ts"
 import { OutcomeReplay } from "../events/replay/service.ts"
+import { TrackingService } from "../tracking/tracker/service.ts"
+import { TenancyRepo } from "../tenancy/profiles/repo.ts"
+import { CurrentRequestId } from "../platform/request-id.ts"
+import { NotFound } from "../../schema/errors.ts"
 import { DatabaseInfo } from "../platform/database.ts"
 import { encodeCursor } from "../platform/pagination.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
 import { DatabaseProbe } from "../ops/repo.ts"
+import { layerMsgPack } from "./msgpack.ts"
 import { VERSION } from "../platform/version.ts"
 import { rpcServerSpans } from "../platform/tracing.ts"
 import { RpcAuthLive, RpcCaller } from "./auth.ts"
@@ -104,6 +110,8 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
     const campaigns = yield* CampaignsService
     const customers = yield* CustomersService
     const jobs = yield* AttributionJobs
+    const tracking = yield* TrackingService
+    const tenancy = yield* TenancyRepo
 
     /** The feed: replay pages from the cursor, each event with the cursor after it; polls once caught up. */
     const recordedFeed = (
@@ -152,6 +160,18 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
               ), { concurrency: BATCH_CONCURRENCY }),
             (results) => ({ results })
           )),
+      TouchesRecord: ({ event, user_agent }) =>
+        asCaller((_, profile) =>
+          Effect.map(
+            // The collector itself: a server's request (no Origin, no peer address to meter), same checks.
+            tracking.collect({
+              body: new TextEncoder().encode(JSON.stringify(event)),
+              headers: { "content-type": "application/json", "user-agent": user_agent },
+              peerAddress: Option.none(),
+              profileId: profile.profileId
+            }),
+            ({ result }) => ({ result })
+          )),
       ConversionsList: ({ query }) => asCaller((_, profile) => events.listConversions(profile, query)),
       AnalyticsOverview: ({ query }) => asCaller((_, profile) => analytics.overview(profile, query)),
       AnalyticsTimeseries: ({ query }) => asCaller((_, profile) => analytics.timeseries(profile, query)),
@@ -171,6 +191,42 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
             meta: { coalesced: recomputed.coalesced }
           }))),
       ReplayStatusGet: () => asCaller((_, profile) => Effect.map(jobs.replayStatus(profile), (data) => ({ data }))),
+      EntitlementsSet: ({ change }) =>
+        asCaller((principal, profile) =>
+          Effect.gen(function*() {
+            const app = yield* tenancy.provisioningAppOf(profile.profileId)
+            if (Option.isNone(app)) return yield* new NotFound({ message: "No such profile." })
+            // The HTTP route's path: the Profile entity, one change of a profile at a time, on its runner.
+            const result = yield* routeProfileCall(
+              makeProfile(profile.profileId).SetEntitlement({
+                app_id: app.value.app_id,
+                client_id: app.value.client_id,
+                request_id: yield* CurrentRequestId,
+                enabled: change.enabled,
+                ...(change.privacy_mode === undefined ? {} : { privacy_mode: change.privacy_mode }),
+                ...(change.as_of === undefined ? {} : { as_of: change.as_of }),
+                ...(principal.kind === "service" ? { service_credential_id: principal.credentialId } : {})
+              }),
+              "outcome_unknown"
+            )
+            // As the HTTP route: this runner re-reads the credentials the change revoked or unlocked at once.
+            // (Optional: the cluster-only test server runs without the HTTP credential store.)
+            const store = yield* Effect.serviceOption(CredentialStore)
+            if (Option.isSome(store) && (result.changed || result.revoked_keys !== undefined)) yield* store.value.forget
+            return {
+              data: {
+                profile_id: result.profile_id,
+                feature: result.feature,
+                enabled: result.enabled,
+                changed: result.changed,
+                ...(result.ignored_stale === true ? { ignored_stale: true as const } : {})
+              },
+              meta: { profile_id: result.profile_id },
+              ...(result.revoked_keys === undefined || result.privacy_mode === undefined
+                ? {}
+                : { grant: { revoked_keys: result.revoked_keys, privacy_mode: result.privacy_mode } })
+            }
+          })),
       OutcomesRecordedFeed: ({ cursor, page_size }) =>
         Stream.unwrap(Effect.map(caller, ({ principal, profile }) => recordedFeed(principal, profile, cursor, page_size ?? 200)))
     })
@@ -182,19 +238,24 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
   AnalyticsService.layer,
   CampaignsService.layer,
   CustomersService.layer,
-  AttributionJobs.layer
+  AttributionJobs.layer,
+  TrackingService.layer,
+  TenancyRepo.layer
 ]))
 
-const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary") =>
+const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/rpc/msgpack" | "/rpc/ws/msgpack") =>
   RpcServer.layerHttp({
     group: ServiceRpcs,
     path,
     protocol: path.startsWith("/rpc/ws") ? "websocket" : "http",
     ...rpcServerSpans("ServiceRpcs")
-  }).pipe(Layer.provide(path.endsWith("/binary") ? RpcSerialization.layerSchemaBinary() : RpcSerialization.layerJson))
+  }).pipe(Layer.provide(
+    path.endsWith("/binary") ? RpcSerialization.layerSchemaBinary() : path.endsWith("/msgpack") ? layerMsgPack : RpcSerialization.layerJson
+  ))
 
 /** Serves `ServiceRpcs` on the application's HttpRouter, on every transport and serialisation. */
-export const RpcLive = Layer.mergeAll(serve("/rpc"), serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary")).pipe(
+export const RpcLive = Layer.mergeAll(serve("/rpc"), serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
+  serve("/rpc/msgpack"), serve("/rpc/ws/msgpack")).pipe(
   Layer.provide([ServiceHandlersLive, RpcAuthLive]),
   Layer.provide(RpcCredentials.layer),
   Layer.provide(RpcCredentialsRepo.layer)

@@ -1,6 +1,7 @@
 /**
  * The RPC parity calls and internal-service credentials (decisions 0081, 0082) against the real
- * application: each call over HTTP + JSON, the feed and a few calls over WebSocket + SchemaBinary,
+ * application: each call over HTTP + JSON, the batch over HTTP + MessagePack, the feed over
+ * WebSocket + MessagePack, a few calls over WebSocket + SchemaBinary,
  * the same answers and errors as the HTTP routes, and the credential rules (scopes, profile list,
  * revocation, rotation grace, rate limit, PII access log).
  */
@@ -98,7 +99,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
     it.effect("EventsIngestBatch answers each event as EventsIngest would, in order; a retried batch is the same", () =>
       Effect.gen(function*() {
         const world = yield* seedWorld()
-        const rpc = yield* client(world.secret, { serialization: "binary" })
+        const rpc = yield* client(world.secret, { serialization: "msgpack" })
         const events = [purchase("b-1"), { event_name: "purchase", properties: { subject_ref: "+33 6 12 34 56 78" } }, purchase("b-3")]
         const first = yield* rpc.EventsIngestBatch({ profile_id: world.profileId, events })
         assert.deepStrictEqual(first.results.map((result) => result.ok), [true, false, true])
@@ -179,10 +180,16 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const scope = yield* Effect.flip(rpc.AnalyticsOverview({ profile_id: world.profileId, query: {} }))
         assert.strictEqual(scope._tag, "InsufficientScope")
         assert.strictEqual(scope._tag === "InsufficientScope" ? scope.reason : undefined, "missing_scope:analytics:read")
+        // Each call's refusal names its request id, as the HTTP envelope does; a new one per call.
+        const scopeRequestId = scope._tag === "InsufficientScope" ? scope.request_id : undefined
+        assert.match(scopeRequestId ?? "", /^req_[0-9a-f]{32}$/)
         const listed = yield* rpc.ConversionsList({ profile_id: world.profileId, query: {} })
         assert.deepStrictEqual(listed.data, [])
         const unlisted = yield* Effect.flip(rpc.ConversionsList({ profile_id: other.profileId, query: {} }))
         assert.strictEqual(unlisted._tag, "NotFound")
+        const unlistedRequestId = unlisted._tag === "NotFound" ? unlisted.request_id : undefined
+        assert.match(unlistedRequestId ?? "", /^req_[0-9a-f]{32}$/)
+        assert.notStrictEqual(unlistedRequestId, scopeRequestId)
         const unknown = yield* Effect.flip(
           (yield* client(world.secret)).ConversionsList({ profile_id: crypto.randomUUID(), query: {} })
         )
@@ -242,16 +249,18 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const rpc = yield* client(world.secret)
         yield* rpc.CustomersResolve({ profile_id: world.profileId, query: {} })
         const sql = yield* SqlClient
-        const rows = yield* sql<{ actor_kind: string; actor_id: string; route: string; result: string }>`
-          SELECT actor_kind, actor_id, route, result FROM pii_access_log WHERE profile_id = ${world.profileId}`
-        assert.deepStrictEqual(rows.map((row) => ({ ...row })), [
+        const rows = yield* sql<{ actor_kind: string; actor_id: string; route: string; result: string; request_id: string | null }>`
+          SELECT actor_kind, actor_id, route, result, request_id FROM pii_access_log WHERE profile_id = ${world.profileId}`
+        assert.deepStrictEqual(rows.map(({ request_id: _id, ...row }) => row), [
           { actor_kind: "service", actor_id: world.credentialId, route: "RPC CustomersResolve", result: "allowed" }
         ])
+        // The call's request id, generated per RPC call as HTTP does per request.
+        assert.match(rows[0]?.request_id ?? "", /^req_[0-9a-f]{32}$/)
       }))
   })
 
   describe("outcome.recorded feed", () => {
-    it.effect("streams the replay's events in order over WebSocket + SchemaBinary and resumes from a cursor", () =>
+    it.effect("streams the replay's events in order over WebSocket + MessagePack and resumes from a cursor", () =>
       Effect.gen(function*() {
         const world = yield* seedWorld()
         const writer = yield* client(world.secret)
@@ -260,7 +269,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
           ids.push((yield* writer.EventsIngest({ profile_id: world.profileId, event: purchase(key) })).data.outcome_event_id)
         }
         yield* settleOutbox(world.profileId)
-        const rpc = yield* client(world.secret, { transport: "websocket", serialization: "binary" })
+        const rpc = yield* client(world.secret, { transport: "websocket", serialization: "msgpack" })
         const head = yield* rpc.OutcomesRecordedFeed({ profile_id: world.profileId, page_size: 2 }).pipe(Stream.take(2), Stream.runCollect)
         assert.deepStrictEqual(head.map((item) => item.event.data.outcome_event_id), ids.slice(0, 2))
         const cursor = head[1]?.cursor ?? ""

@@ -272,6 +272,36 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.include(event.data.contact, { customer_key: "c-77", email: "ana@example.com" })
       }))
 
+    it.effect("a delivery row carries the trace context its outbox row holds (the context its attempt span links to)", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const { key: writer } = yield* seedApiKey(world, { scopes: ["events:write", "connections:write"], rateLimitPerMinute: 1000 })
+        yield* defineConversion(world.profileId, "sale", ["purchase"], { countsAsCash: true })
+        const hooks = yield* receiver
+        const sub = yield* subscribe(writer, { url: hooks.url })
+        const answer = yield* call("/api/v1/events", {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${writer}`,
+            "content-type": "application/json",
+            traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            tracestate: "vendor=abc"
+          },
+          body: JSON.stringify({ event_name: "purchase", properties: { value: "3.00", currency: "EUR" } })
+        })
+        assert.strictEqual(answer.status, 200, answer.text)
+        yield* waitHooks(hooks.hooks, 1, "the traced outcome")
+        const sql = yield* SqlClient
+        // The outbox row holds the context of the request's write; the delivery row carries it on.
+        const rows = yield* sql<{ traceparent: string | null; tracestate: string | null; queued_by: string | null; queued_state: string | null }>`
+          SELECT d.traceparent, d.tracestate, o.traceparent AS queued_by, o.tracestate AS queued_state
+          FROM webhook_deliveries d JOIN outbox o ON o.id = d.outbox_id WHERE d.subscription_id = ${sub.id}`
+        assert.strictEqual(rows.length, 1)
+        assert.match(rows[0]?.traceparent ?? "", /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/)
+        assert.strictEqual(rows[0]?.traceparent, rows[0]?.queued_by)
+        assert.strictEqual(rows[0]?.tracestate, rows[0]?.queued_state)
+      }))
+
     it.effect("a 500 is retried on the ladder, Retry-After pushes the next attempt later, order holds behind a failing event", () =>
       Effect.gen(function*() {
         const world = yield* fixture()

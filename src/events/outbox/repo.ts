@@ -66,7 +66,10 @@ export const UnpublishedRow = Schema.Struct({
   last_name: Schema.NullOr(Schema.String),
   email: Schema.NullOr(Schema.String),
   phone: Schema.NullOr(Schema.String),
-  customer_live: Schema.Boolean
+  customer_live: Schema.Boolean,
+  /** The W3C context of the request that wrote the row: the webhook deliveries carry it on. */
+  traceparent: Schema.NullOr(Schema.String),
+  tracestate: Schema.NullOr(Schema.String)
 })
 export type UnpublishedRow = typeof UnpublishedRow.Type
 
@@ -142,7 +145,7 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
       const claimUnpublished = (limit: number) =>
         unpublishedRows(sql`
           WITH claimed AS (
-            SELECT id, profile_id, topic, payload, created_at FROM outbox
+            SELECT id, profile_id, topic, payload, created_at, traceparent, tracestate FROM outbox
             WHERE published_at IS NULL
             ORDER BY created_at, id
             LIMIT ${limit}
@@ -153,7 +156,8 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
                   ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
                  (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
-                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live
+                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live,
+                 o.traceparent, o.tracestate
           FROM claimed o
           -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
           LEFT JOIN customers c ON c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END

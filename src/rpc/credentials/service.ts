@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { isUuid } from "../../../schema/common.ts"
 import { type DatabaseUnavailable, NotFound, ValidationError } from "../../../schema/errors.ts"
-import type { MintedRpcCredential, RpcCredential } from "../../../schema/rpc.ts"
+import { type MintedRpcCredential, type RpcCredential, RPC_ONLY_SCOPES } from "../../../schema/rpc.ts"
 import { Scopes } from "../../../schema/scopes.ts"
 import { ROTATION_GRACE_HOURS } from "../../auth/api-keys/service.ts"
 import { CredentialPrefix, displayPrefix, isWellFormed, mintSecret, secretDigest } from "../../auth/credentials/tokens.ts"
@@ -24,7 +24,7 @@ export interface MintRpcCredential {
 
 const render = (row: CredentialRow): RpcCredential => ({ ...row })
 
-const knownScopes: ReadonlyArray<string> = Scopes
+const knownScopes: ReadonlyArray<string> = [...Scopes, ...RPC_ONLY_SCOPES]
 
 export class RpcCredentials extends Context.Service<RpcCredentials, {
   readonly mint: (input: MintRpcCredential) => Effect.Effect<MintedRpcCredential, ValidationError | DatabaseUnavailable>

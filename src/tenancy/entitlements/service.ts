@@ -11,7 +11,7 @@ import type { EntitlementResult, SetEntitlement } from "../../../schema/tenancy.
 import { AdminRepo } from "../../admin/repo.ts"
 import { AuditLog } from "../../audit/repo.ts"
 import { ApiKeysRepo } from "../../auth/api-keys/repo.ts"
-import type { AppPrincipal } from "../../auth/principal.ts"
+import type { AppPrincipal, PrincipalShape } from "../../auth/principal.ts"
 import { SyncJobsRepo } from "../../connections/sync/repo.ts"
 import { movePrivacyMode } from "../privacy.ts"
 import { TenancyRepo } from "../profiles/repo.ts"
@@ -24,10 +24,15 @@ const ON_SCOPES: ReadonlyArray<ConnectScope> = ["connections", "attribution"]
 const OFF_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
 
 export class Entitlements extends Context.Service<Entitlements, {
+  /**
+   * `serviceCredentialId`: an internal service changed it over RPC within the app's grant
+   * (decision 0096); the audit names that credential instead of the app.
+   */
   readonly setAttribution: (
     app: AppPrincipal,
     profileId: string,
-    request: SetEntitlement
+    request: SetEntitlement,
+    serviceCredentialId?: string
   ) => Effect.Effect<EntitlementResult, NotFound | InvalidState | DatabaseUnavailable>
 }>()("svc/Entitlements") {
   static readonly layer = Layer.effect(Entitlements)(
@@ -44,13 +49,21 @@ export class Entitlements extends Context.Service<Entitlements, {
       const setAttribution = Effect.fn("Entitlements.setAttribution")(function*(
         app: AppPrincipal,
         profileId: string,
-        request: SetEntitlement
+        request: SetEntitlement,
+        serviceCredentialId?: string
       ) {
         if (!isUuid(profileId)) return yield* noSuchProfile()
         return yield* Effect.gen(function*() {
           const found = yield* repo.findOwnedForUpdate(app.appId, profileId.toLowerCase())
           if (Option.isNone(found) || found.value.archived) return yield* noSuchProfile()
           const row = found.value
+          const actor: PrincipalShape = serviceCredentialId === undefined ? app : {
+            kind: "service",
+            credentialId: serviceCredentialId,
+            scopes: [],
+            rateLimitPerMinute: 0,
+            profile: { profileId: row.profile_id, workspaceId: row.workspace_id, attributionEnabled: row.attribution_enabled }
+          }
           if (request.as_of !== undefined && (yield* entitlements.isStale(row.profile_id, request.as_of))) {
             // An older delivery than one already applied: discarded, nothing written (no mode, no audit).
             return {
@@ -62,7 +75,7 @@ export class Entitlements extends Context.Service<Entitlements, {
             }
           }
           if (request.as_of !== undefined) yield* entitlements.recordDelivery(row.profile_id, request.as_of)
-          const moved = yield* movePrivacy(app, row, request.privacy_mode)
+          const moved = yield* movePrivacy(actor, row, request.privacy_mode)
           const privacyMode = moved.privacyMode
           const privacy = moved.revokedKeys === undefined ? {} : { revoked_keys: moved.revokedKeys, privacy_mode: privacyMode }
           if (request.enabled === row.attribution_enabled) {
@@ -81,7 +94,7 @@ export class Entitlements extends Context.Service<Entitlements, {
             details = { revoked_keys: revoked.length }
           }
           yield* audit.record({
-            actor: app,
+            actor,
             action: request.enabled ? "entitlement.enabled" : "entitlement.disabled",
             targetKind: "profile",
             targetId: row.profile_id,

@@ -97,6 +97,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   readonly setPrivacySettings: (profileId: string, mode: PrivacyMode, target: "existing" | "clean") => Repo<void>
   /** A profile `appId` provisioned (archived ones included), locked; None for unknown, foreign or human-created. */
   readonly findOwnedForUpdate: (appId: string, profileId: string) => Repo<Option.Option<OwnedRow>>
+  /** The app that provisioned a live profile (the RPC entitlement call acts within its grant); None for a person's profile. */
+  readonly provisioningAppOf: (profileId: string) => Repo<Option.Option<{ readonly app_id: string; readonly client_id: string }>>
   /** Archives the profile and its workspace with the lifecycle table's cascade; answers the keys it revoked. */
   readonly archive: (profileId: string, workspaceId: string) => Repo<number>
   /** The person's role in a live workspace (live membership), the workspace row locked; None otherwise. */
@@ -184,6 +186,14 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
         })
 
       const firstOwned = decodeFirstRow(OwnedRow)
+
+      const firstApp = decodeFirstRow(Schema.Struct({ app_id: Schema.String, client_id: Schema.String }))
+      const provisioningAppOf = (profileId: string) =>
+        firstApp(
+          sql`
+            SELECT a.id::text AS app_id, a.client_id FROM profiles p JOIN oauth_apps a ON a.id = p.provisioned_by_app_id
+            WHERE p.id = ${profileId} AND p.archived_at IS NULL`
+        )
       const findOwnedForUpdate = (appId: string, profileId: string) =>
         firstOwned(
             sql`
@@ -304,6 +314,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           workspaceRoleForUpdate,
           insertPersonProfile,
           findOwnedForUpdate,
+          provisioningAppOf,
           archive,
           stampExternalRef,
           findProvisionedForUpdate,

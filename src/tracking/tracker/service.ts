@@ -159,6 +159,11 @@ export interface CollectRequest {
   readonly headers: Readonly<Record<string, string | undefined>>
   /** The client's address (metered per tracking key); none when the transport has none. */
   readonly peerAddress: Option.Option<string>
+  /**
+   * The profile an authenticated server-side caller named (the RPC `TouchesRecord` call): a
+   * tracking key of another profile is refused as an unknown one, so keys are not probed across profiles.
+   */
+  readonly profileId?: string
 }
 
 /**
@@ -451,6 +456,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         const found = yield* targetOf(event.tracking_key)
         if (Option.isNone(found)) return yield* unknownTrackingKey()
         const target = found.value
+        if (request.profileId !== undefined && request.profileId !== target.profile_id) return yield* unknownTrackingKey()
         if (Option.isSome(request.peerAddress)) {
           yield* consumeBucket(limiter, {
             key: `collect:${event.tracking_key}:${request.peerAddress.value}`,

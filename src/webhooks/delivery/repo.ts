@@ -18,6 +18,9 @@ export interface NewDelivery {
   readonly body: string
   readonly batchId: string
   readonly seq: number
+  /** The W3C context of the request that queued the event (its outbox row's). */
+  readonly traceparent: string | null
+  readonly tracestate: string | null
 }
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
@@ -40,7 +43,9 @@ export const DeliveryRow = Schema.Struct({
   created_at: Schema.String,
   completed_at: Schema.NullOr(Schema.String),
   /** Seconds since the first attempt (0 before it): where the ladder stands. */
-  age_seconds: Schema.Finite
+  age_seconds: Schema.Finite,
+  traceparent: Schema.NullOr(Schema.String),
+  tracestate: Schema.NullOr(Schema.String)
 })
 export type DeliveryRow = typeof DeliveryRow.Type
 
@@ -91,13 +96,15 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           CASE WHEN ${alias}.status = 'pending' THEN ${iso(`${alias}.next_attempt_at`)} END AS next_attempt_at,
           ${iso(`${alias}.last_attempt_at`)} AS last_attempt_at, ${alias}.last_status_code, ${alias}.last_error,
           ${alias}.redelivery_of, ${iso(`${alias}.created_at`)} AS created_at, ${iso(`${alias}.completed_at`)} AS completed_at,
-          extract(epoch FROM now() - COALESCE(${alias}.first_attempt_at, now()))::float8 AS age_seconds`)
+          extract(epoch FROM now() - COALESCE(${alias}.first_attempt_at, now()))::float8 AS age_seconds,
+          ${alias}.traceparent, ${alias}.tracestate`)
       const many = decodeRows(DeliveryRow)
       const one = decodeFirstRow(DeliveryRow)
 
       const insert = (rows: ReadonlyArray<NewDelivery>) =>
         rows.length === 0 ? Effect.void : Effect.asVoid(sql`
-          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, created_at)
+          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq,
+                                          traceparent, tracestate, created_at)
           -- A microsecond per position: one batch's rows get increasing times, so the log lists them in
           -- order (clock_timestamp() is too coarse on PGlite).
           SELECT t.*, now() + make_interval(secs => t.seq / 1000000.0)
@@ -105,7 +112,10 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                       ${rows.map((r) => r.profileId)}::uuid[], ${rows.map((r) => r.outboxId)}::uuid[],
                       ${rows.map((r) => r.eventId)}::text[], ${rows.map((r) => r.eventType)}::text[],
                       ${rows.map((r) => r.body)}::text[], ${rows.map((r) => r.batchId)}::uuid[],
-                      ${rows.map((r) => r.seq)}::int[]) AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq)
+                      ${rows.map((r) => r.seq)}::int[],
+                      array_replace(${rows.map((r) => r.traceparent ?? "")}::text[], '', NULL),
+                      array_replace(${rows.map((r) => r.tracestate ?? "")}::text[], '', NULL))
+            AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate)
           ON CONFLICT (subscription_id, outbox_id) WHERE redelivery_of IS NULL DO NOTHING`)
 
       const claim = (limit: number, leaseSeconds: number, token: string) =>
@@ -171,9 +181,10 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
         Effect.flatMap(
           one(sql`
             INSERT INTO webhook_deliveries AS d
-              (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, redelivery_of)
+              (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, redelivery_of,
+               traceparent, tracestate)
             VALUES (${id}, ${of.subscription_id}, ${of.profile_id}, ${of.outbox_id}, ${of.event_id}, ${of.event_type},
-                    ${of.body}, ${id}, 0, ${of.id})
+                    ${of.body}, ${id}, 0, ${of.id}, ${of.traceparent}, ${of.tracestate})
             RETURNING ${columns("d")}`),
           (found) => Option.match(found, { onNone: () => Effect.die("the insert returned no row"), onSome: Effect.succeed })
         )

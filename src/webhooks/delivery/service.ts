@@ -30,6 +30,7 @@ import { type FanOutSubscription, WebhookSubscriptionsRepo } from "../subscripti
 import { checkTarget, parseAllowList, postToChecked } from "./public-host.ts"
 import { type DeliveryRow, type NewDelivery, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
+import { withLinkedJobSpan } from "../../platform/tracing.ts"
 
 export interface WebhookSettingsShape {
   /** Run the background fibers. Off: nothing runs unless `drainOnce` is called. */
@@ -251,7 +252,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               eventType: row.topic,
               body: body.value.body,
               batchId,
-              seq
+              seq,
+              traceparent: row.traceparent,
+              tracestate: row.tracestate
             })
           }
         })
@@ -302,7 +305,17 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           )
           if (Option.isNone(delay)) return (yield* deliveries.fail(row.id, token, record)) ? "failed" : "lease_lost"
           return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" : "lease_lost"
-        }).pipe(Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }))
+        }).pipe(
+          Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }),
+          // A root span linked to the request that queued the event (decision 0083), traced even
+          // though the polling loop around it is not.
+          withLinkedJobSpan("webhook_deliveries", row, {
+            "messaging.message.id": row.id,
+            "svc.profile_id": row.profile_id,
+            "svc.webhook.event_id": row.event_id
+          }),
+          Effect.withTracerEnabled(true)
+        )
 
       const attemptDue = Effect.gen(function*() {
         const token = crypto.randomUUID()
