@@ -38,6 +38,7 @@ import m0039 from "./0039_reports.ts"
 import m0040 from "./0040_url_tags.ts"
 import m0041 from "./0041_platform_safe.ts"
 import m0042 from "./0042_channel_health.ts"
+import m0047 from "./0047_dpa_handoffs.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -83,7 +84,8 @@ export const migrations = {
   "0039_reports": m0039,
   "0040_url_tags": m0040,
   "0041_platform_safe": m0041,
-  "0042_channel_health": m0042
+  "0042_channel_health": m0042,
+  "0047_dpa_handoffs": m0047
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

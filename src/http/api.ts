@@ -34,6 +34,7 @@ import { ExportRulesApi } from "../exports/rules/api.ts"
 import { WebhookDeliveriesApi } from "../webhooks/delivery/api.ts"
 import { WebhookSubscriptionsApi } from "../webhooks/subscriptions/api.ts"
 import { DpaApi } from "../dpa/api.ts"
+import { DpaHandoffApi, DpaHandoffPagesApi } from "../dpa/handoff/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
 import { McpOAuthApi } from "../mcp-oauth/api.ts"
@@ -92,6 +93,9 @@ export const Api = HttpApi.make("svc")
   .add(PeopleAdminApi)
   .add(OnboardingApi)
   .add(DpaApi)
+  // DPA hand-off to a profile's own owner: the app's route and the HTML page (decision 0098).
+  .add(DpaHandoffApi)
+  .add(DpaHandoffPagesApi)
   .add(TrackingApi)
   .add(TrackingSetupApi)
   .add(RetiredApi)
