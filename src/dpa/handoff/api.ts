@@ -2,12 +2,16 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { DpaHandoffBody, DpaHandoffErrorPage, DpaHandoffPage, MintDpaHandoff } from "../../../schema/dpa-handoff.ts"
 import { DatabaseUnavailable, InsufficientScope, NotFound, Unauthorized, ValidationError } from "../../../schema/errors.ts"
-import { policy } from "../../http/policy.ts"
+import { policy, PUBLIC } from "../../http/policy.ts"
 
 /** The calling app mints the link (decision 0098). */
 const appCredential = policy({ scopes: [], auth: ["app_client"], idempotency: "optional", grain: "none" })
-/** The page is read and posted by a person signed in to the console. */
-const consolePage = policy({ scopes: [], auth: ["session"], idempotency: "none", grain: "none" })
+/**
+ * The page sits outside the API middleware (like the set-password page): a plain HTML form
+ * cannot send the X-CSRF-Token header, so the handlers read the session cookie themselves and
+ * refuse cross-site posts (Sec-Fetch-Site, Origin) instead.
+ */
+const consolePage = policy(PUBLIC)
 
 export const DpaHandoffApi = HttpApiGroup.make("dpaHandoff")
   .add(
@@ -27,14 +31,14 @@ export const DpaHandoffPagesApi = HttpApiGroup.make("dpaHandoffPages")
     HttpApiEndpoint.get("dpaHandoffPage", "/legal/dpa/handoff", {
       payload: { token: Schema.optionalKey(Schema.String) },
       success: DpaHandoffPage,
-      error: [DpaHandoffErrorPage, Unauthorized.wire, DatabaseUnavailable.wire]
+      error: [DpaHandoffErrorPage, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The DPA hand-off page: the DPA and its accept form")
       .annotateMerge(consolePage),
     HttpApiEndpoint.post("dpaHandoffForm", "/legal/dpa/handoff", {
       payload: Schema.Struct({ token: Schema.String, version: Schema.String }).pipe(HttpApiSchema.asFormUrlEncoded()),
       success: DpaHandoffPage,
-      error: [DpaHandoffErrorPage, Unauthorized.wire, DatabaseUnavailable.wire]
+      error: [DpaHandoffErrorPage, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The hand-off form's target: accepts the DPA and uses the link up")
       .annotateMerge(consolePage)
