@@ -49,7 +49,7 @@ export class DpaHandoffRepo extends Context.Service<DpaHandoffRepo, {
       const appReaches = (appId: string, profileId: string) =>
         Effect.map(
           firstReach(sql`
-            SELECT (p.provisioned_by_app_id = ${appId} OR EXISTS (
+            SELECT (p.provisioned_by_app_id IS NOT DISTINCT FROM ${appId} OR EXISTS (
                       SELECT 1 FROM grants g
                       WHERE g.app_id = ${appId} AND g.profile_id = p.id AND g.revoked_at IS NULL)) AS reaches
             FROM profiles p JOIN workspaces w ON w.id = p.workspace_id AND w.archived_at IS NULL
