@@ -12,6 +12,8 @@ const appCredential = policy({ scopes: [], auth: ["app_client"], idempotency: "o
  * refuse cross-site posts (Sec-Fetch-Site, Origin) instead.
  */
 const consolePage = policy(PUBLIC)
+// A token or version carrying unstorable characters (NUL) is refused before the handler by the
+// shared input filter, with the JSON `validation_error` (documented here as such).
 
 export const DpaHandoffApi = HttpApiGroup.make("dpaHandoff")
   .add(
@@ -31,14 +33,14 @@ export const DpaHandoffPagesApi = HttpApiGroup.make("dpaHandoffPages")
     HttpApiEndpoint.get("dpaHandoffPage", "/legal/dpa/handoff", {
       payload: { token: Schema.optionalKey(Schema.String) },
       success: DpaHandoffPage,
-      error: [DpaHandoffErrorPage, DatabaseUnavailable.wire]
+      error: [DpaHandoffErrorPage, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The DPA hand-off page: the DPA and its accept form")
       .annotateMerge(consolePage),
     HttpApiEndpoint.post("dpaHandoffForm", "/legal/dpa/handoff", {
       payload: Schema.Struct({ token: Schema.String, version: Schema.String }).pipe(HttpApiSchema.asFormUrlEncoded()),
       success: DpaHandoffPage,
-      error: [DpaHandoffErrorPage, DatabaseUnavailable.wire]
+      error: [DpaHandoffErrorPage, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The hand-off form's target: accepts the DPA and uses the link up")
       .annotateMerge(consolePage)
