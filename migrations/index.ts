@@ -40,6 +40,7 @@ import m0041 from "./0041_platform_safe.ts"
 import m0042 from "./0042_channel_health.ts"
 import m0043 from "./0043_export_cursor.ts"
 import m0045 from "./0045_webhook_delivery_trace.ts"
+import m0047 from "./0047_dpa_handoffs.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -87,7 +88,8 @@ export const migrations = {
   "0041_platform_safe": m0041,
   "0042_channel_health": m0042,
   "0043_export_cursor": m0043,
-  "0045_webhook_delivery_trace": m0045
+  "0045_webhook_delivery_trace": m0045,
+  "0047_dpa_handoffs": m0047
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -34,6 +34,7 @@ import { ExportRulesApi } from "../exports/rules/api.ts"
 import { WebhookDeliveriesApi } from "../webhooks/delivery/api.ts"
 import { WebhookSubscriptionsApi } from "../webhooks/subscriptions/api.ts"
 import { DpaApi } from "../dpa/api.ts"
+import { DpaHandoffApi, DpaHandoffPagesApi } from "../dpa/handoff/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
 import { McpOAuthApi } from "../mcp-oauth/api.ts"
@@ -92,6 +93,8 @@ export const Api = HttpApi.make("svc")
   .add(PeopleAdminApi)
   .add(OnboardingApi)
   .add(DpaApi)
+  // DPA hand-off to a profile's own owner: the app's route (decision 0098).
+  .add(DpaHandoffApi)
   .add(TrackingApi)
   .add(TrackingSetupApi)
   .add(RetiredApi)
@@ -138,6 +141,8 @@ export const Api = HttpApi.make("svc")
   .add(McpOAuthApi)
   // The set-password page of a one-time link: HTML, public (decision 0053).
   .add(PasswordPagesApi)
+  // The DPA hand-off page: HTML; reads the session cookie itself (decision 0098).
+  .add(DpaHandoffPagesApi)
   // The web tracker's collector: public, the tracking key in the body (decision 0031).
   .add(CollectorApi)
   // A connect hand-off's browser side (the /h link, the provider's redirect) and the providers'

@@ -33,6 +33,7 @@ import { ConnectionStagesHandlers } from "../connections/stages/handlers.ts"
 import { ConnectionSyncHandlers } from "../connections/sync/handlers.ts"
 import { CustomersHandlers } from "../customers/handlers.ts"
 import { DpaHandlers } from "../dpa/handlers.ts"
+import { DpaHandoffHandlers, DpaHandoffPagesHandlers } from "../dpa/handoff/handlers.ts"
 import { EventsHandlers } from "../events/outcomes/handlers.ts"
 import { PaymentsHandlers } from "../events/payments/handlers.ts"
 import { IdentityHandlers } from "../identity/handlers.ts"
@@ -98,6 +99,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     MeHandlers,
     SessionsHandlers,
     DpaHandlers,
+    DpaHandoffHandlers,
+    DpaHandoffPagesHandlers,
     DefinitionsHandlers,
     AttributionHandlers,
     RetiredHandlers,

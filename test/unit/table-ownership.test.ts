@@ -24,6 +24,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   entitlements: "src/tenancy/entitlements/repo.ts",
   users: "src/people/repo.ts",
   password_links: "src/people/repo.ts",
+  dpa_handoffs: "src/dpa/handoff/repo.ts",
   // auth and apps
   api_keys: "src/auth/api-keys/repo.ts",
   sessions: "src/auth/sessions/repo.ts",

@@ -126,6 +126,8 @@ export const tagDescriptions: Readonly<Record<string, string>> = {
   peopleAdmin: "Operator: one-time set-password links (invite or reset).",
   onboarding: "Operator: a ready account in one call (what `npm run cli -- quickstart` uses).",
   dpa: "Data-processing agreements (DPA) and business-associate agreements (BAA) of apps and profiles.",
+  dpaHandoff: "A single-use URL for a profile's own owner to accept the DPA.",
+  dpaHandoffPages: "The HTML DPA hand-off page.",
   tracking: "The web tracker: tracking keys, the snippet, tracker settings.",
   trackingSetup: "Installing and checking the tracker: installers, first-party collector domains, install verification, diagnostics.",
   retired: "Retired routes: they answer 410 `feature_retired` until their sunset date.",
