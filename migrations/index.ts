@@ -30,6 +30,7 @@ import m0032 from "./0032_ad_actions.ts"
 import m0033 from "./0033_creative_analysis.ts"
 import m0034 from "./0034_exports.ts"
 import m0035 from "./0035_webhooks.ts"
+import m0044 from "./0044_webhook_rotation_and_delivery.ts"
 import m0036 from "./0036_inbox.ts"
 import m0039 from "./0039_reports.ts"
 
@@ -71,7 +72,8 @@ export const migrations = {
   "0034_exports": m0034,
   "0035_webhooks": m0035,
   "0036_inbox": m0036,
-  "0039_reports": m0039
+  "0039_reports": m0039,
+  "0044_webhook_rotation_and_delivery": m0044
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -510,5 +510,132 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(app.hooks.length, 4)
         assert.strictEqual(own.hooks.length, 1)
       }))
+
+    it.effect("a 410 releases what waits behind it; a failing endpoint holds no other subscription; a deletion releases its rows", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const gone = yield* receiver
+        gone.answer.next = () => ({ status: 410 })
+        const failing = yield* receiver
+        failing.answer.next = () => ({ status: 500 })
+        const healthy = yield* receiver
+        const goneSub = yield* subscribe(world.key, { url: gone.url })
+        const failingSub = yield* subscribe(world.key, { url: failing.url })
+        yield* subscribe(world.key, { url: healthy.url })
+        const ids = yield* outcomeRows(world, 3)
+        yield* waitHooks(healthy.hooks, 3, "the healthy subscription's three deliveries")
+        assert.deepStrictEqual(healthy.hooks.map((h) => h.body.id), ids)
+        // Meanwhile the failing endpoint's first event is still on its ladder, the others behind it, in order.
+        const held = yield* deliveries(world.key, `?subscription_id=${failingSub.id}`)
+        assert.isTrue(held.every((row) => row.status === "pending"), JSON.stringify(held))
+        assert.isTrue(failing.hooks.every((h) => h.body.id === ids[0]))
+        const goneLog = yield* eventually(
+          deliveries(world.key, `?subscription_id=${goneSub.id}`),
+          (rows) => rows.length === 3 && rows.every((row) => row.status === "failed"),
+          { what: "the disabled subscription's rows released", within: "5 seconds" }
+        )
+        const byEvent = new Map(goneLog.map((row) => [row.event_id, row] as const))
+        assert.include(byEvent.get(ids[0]!), { last_status_code: 410, last_error: "endpoint_gone" })
+        for (const id of ids.slice(1)) assert.include(byEvent.get(id), { last_status_code: null, last_error: "subscription_disabled" })
+        assert.strictEqual(gone.hooks.length, 1)
+        // A deleted subscription's waiting rows end failed at once, and are never sent.
+        yield* send(world.key, "DELETE", `/api/v1/webhooks/subscriptions/${failingSub.id}`)
+        const released = yield* deliveries(world.key, `?subscription_id=${failingSub.id}`)
+        assert.isTrue(released.every((row) => row.status === "failed"), JSON.stringify(released))
+        // The one on its ladder included (an attempt under way loses its lease and records nothing).
+        assert.sameMembers(released.filter((row) => row.last_error === "subscription_deleted").map((row) => row.event_id), ids)
+        const sent = failing.hooks.length
+        yield* Effect.sleep(Duration.millis(600))
+        assert.strictEqual(failing.hooks.length, sent)
+      }))
+
+    it.effect("rotate-secret retried at once keeps every earlier secret signing for its own grace", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        const first = yield* send(world.key, "POST", `/api/v1/webhooks/subscriptions/${sub.id}/rotate-secret`)
+        const retried = yield* send(world.key, "POST", `/api/v1/webhooks/subscriptions/${sub.id}/rotate-secret`)
+        assert.strictEqual(first.status, 200, first.text)
+        assert.strictEqual(retried.status, 200, retried.text)
+        assert.approximately(Date.parse(retried.json.previous_secret_expires_at) - Date.now(), 24 * 3600 * 1000, 60_000)
+        yield* outcomeRows(world, 1)
+        yield* waitHooks(hooks.hooks, 1, "a delivery after two rotations")
+        const hook = hooks.hooks[0]!
+        // The receiver still holding the original secret verifies it: nothing was cut short.
+        assert.deepStrictEqual(hook.headers["webhook-signature"]!.split(" "), [
+          signature(retried.json.secret, hook),
+          signature(first.json.secret, hook),
+          signature(sub.secret, hook)
+        ])
+      }))
+
+    it.effect("message.received from the nested entry[] pushes of the social and chat kinds, once per message; receipts and replays add nothing", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        yield* subscribe(world.key, { url: hooks.url, event_types: ["message.received"] })
+        const socialAccount = `ig-${crypto.randomUUID()}`
+        const chatAccount = `waba-${crypto.randomUUID()}`
+        const socialConnection = crypto.randomUUID()
+        const chatConnection = crypto.randomUUID()
+        yield* sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id)
+                   VALUES (${socialConnection}, ${world.profileId}, 'social_dm', 'social_dm', ${socialAccount}),
+                          (${chatConnection}, ${world.profileId}, 'chat_app_a', 'chat_app_a', ${chatAccount})`
+        const push = (provider: "social_dm" | "chat_app_a", body: unknown) => {
+          const raw = JSON.stringify(body)
+          return call(`/hooks/${provider}`, { method: "POST", headers: { "content-type": "application/json", ...signCallback(provider, sandboxSecretOf(provider), raw) }, body: raw })
+        }
+        const socialMid = `mid-${crypto.randomUUID()}`
+        const social = {
+          object: "instagram",
+          entry: [{
+            id: socialAccount,
+            time: Date.now(),
+            messaging: [
+              { sender: { id: "user-1" }, recipient: { id: socialAccount }, timestamp: 1764000000000, message: { mid: socialMid, text: "Hi there" } },
+              { sender: { id: socialAccount }, recipient: { id: "user-1" }, timestamp: 1764000001000, delivery: { mids: ["mid-out"], watermark: 1, status: "delivered" } }
+            ]
+          }]
+        }
+        const chatId = `wamid-${crypto.randomUUID()}`
+        const chat = {
+          object: "chat_app_a_business_account",
+          entry: [{
+            id: chatAccount,
+            changes: [{
+              field: "messages",
+              value: {
+                messaging_product: "chat_app_a",
+                metadata: { display_phone_number: "+15550001", phone_number_id: "pn-1" },
+                messages: [{ id: chatId, from: "15557777", timestamp: "1764000100", type: "text", text: { body: "Price?" } }]
+              }
+            }, {
+              field: "messages",
+              value: { messaging_product: "chat_app_a", statuses: [{ id: "wamid-out", status: "read", timestamp: "1764000200", recipient_id: "15557777" }] }
+            }]
+          }]
+        }
+        for (const [provider, body] of [["social_dm", social], ["chat_app_a", chat], ["social_dm", social], ["chat_app_a", chat]] as const) {
+          const answer = yield* push(provider, body)
+          assert.strictEqual(answer.status, 200, answer.text)
+        }
+        yield* waitHooks(hooks.hooks, 2, "one message.received per pushed message")
+        const byChannel = new Map(hooks.hooks.map((h) => [h.body.data.channel, h.body] as const))
+        assert.include(byChannel.get("social_dm"), { type: "message.received", provider: "social_dm" })
+        assert.include(byChannel.get("social_dm").data, {
+          message_id: socialMid, from: "user-1", to: socialAccount, text: "Hi there",
+          connection_id: socialConnection, received_at: "2025-11-24T16:00:00.000Z"
+        })
+        assert.include(byChannel.get("chat_app_a").data, {
+          message_id: chatId, from: "15557777", to: "+15550001", text: "Price?", connection_id: chatConnection
+        })
+        const rows = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM outbox WHERE profile_id = ${world.profileId} AND topic = 'message.received'`
+        assert.strictEqual(rows[0]!.n, 2)
+        yield* Effect.sleep(Duration.millis(400))
+        assert.strictEqual(hooks.hooks.length, 2)
+      }))
   })
 })

@@ -26,8 +26,8 @@ import { AppConfig } from "../../platform/config.ts"
 import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { isUuid } from "../../../schema/common.ts"
-import { type FanOutSubscription, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
-import { checkTarget, parseAllowList, postToChecked } from "./public-host.ts"
+import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
+import { checkTarget, parseAllowList, postToChecked, resolveCache } from "./public-host.ts"
 import { type DeliveryRow, type NewDelivery, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 
@@ -54,7 +54,7 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   pollInterval: Duration.seconds(1),
   lease: Duration.seconds(60),
   batchSize: 200,
-  concurrency: 8,
+  concurrency: 32,
   ladder: [
     Duration.zero,
     Duration.seconds(5),
@@ -169,6 +169,16 @@ const render = (row: DeliveryRow): WebhookDelivery => ({
   completed_at: row.completed_at
 })
 
+/** How long a host's resolved addresses are reused by the delivery worker (each attempt still classifies them). */
+const HOST_CACHE_SECONDS = 5
+
+interface Signer {
+  readonly id: string
+  readonly url: string
+  readonly status: SubscriptionRow["status"]
+  readonly secrets: ReadonlyArray<string>
+}
+
 export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 
 export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
@@ -193,6 +203,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       const allow = parseAllowList(config.webhookAllowHosts ?? [])
       const dnsServers = config.dnsServers ?? []
       const leaseSeconds = Duration.toSeconds(settings.lease)
+      // Plain http passes the rule only through the development allow-list (decision 0077): a
+      // process without one leaves those rows to one that has it (tests share one database).
+      const plainHttp = allow.hosts.length > 0 || allow.cidrs.length > 0
 
       const list = Effect.fn("Webhooks.listDeliveries")(function*(profile: ProfileContext, query: WebhookDeliveriesQuery) {
         const limit = query.limit ?? 50
@@ -260,24 +273,26 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         return rows.length
       })))
 
-      /** One attempt of a claimed row. */
-      const attempt = (row: DeliveryRow, token: string) =>
+      // The public-host check's look-ups, shared by every attempt of this process for a few seconds.
+      const resolved = resolveCache(HOST_CACHE_SECONDS)
+
+      /** One attempt of a claimed row (its subscription read with the round's others). */
+      const attempt = (row: DeliveryRow, token: string, subscription: Option.Option<Signer>) =>
         Effect.gen(function*() {
-          const subscription = yield* subscriptions.byId(row.subscription_id)
           if (Option.isNone(subscription)) {
             return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_deleted" })) ? "failed" : "lease_lost"
           }
           const sub = subscription.value
-          const secrets = [
-            box.open(sub.secret_sealed),
-            ...(sub.previous_secret_sealed !== null && sub.previous_secret_expires_at !== null ? [box.open(sub.previous_secret_sealed)] : [])
-          ]
-          const result = yield* checkTarget(sub.url, allow, dnsServers).pipe(
+          // Left behind by a 410 (or a fan-out racing it): released, never sent.
+          if (sub.status === "disabled") {
+            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_disabled" })) ? "failed" : "lease_lost"
+          }
+          const result = yield* checkTarget(sub.url, allow, dnsServers, resolved).pipe(
             Effect.flatMap((target) =>
               postToChecked(target, {
                 "content-type": "application/json",
                 "user-agent": "svc-webhooks/1",
-                ...signedHeaders(secrets, row.event_id, Math.floor(Date.now() / 1000), row.body)
+                ...signedHeaders(sub.secrets, row.event_id, Math.floor(Date.now() / 1000), row.body)
               }, row.body, settings.timeout)
             ),
             Effect.map((answer) => ({ ok: true as const, answer })),
@@ -286,12 +301,16 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           const record = result.ok
             ? { statusCode: result.answer.status, error: result.answer.status >= 300 && result.answer.status < 400 ? "redirect_not_followed" : null }
             : { statusCode: null, error: result.error.slice(0, 500) }
+          // Each result is recorded as soon as it is known: a batch of settlements would widen the
+          // window in which a crash repeats a request the receiver already took (decision 0095).
           if (result.ok && result.answer.status >= 200 && result.answer.status < 300) {
             return (yield* deliveries.succeed(row.id, token, record)) ? "succeeded" : "lease_lost"
           }
           if (result.ok && result.answer.status === 410) {
             const failed = yield* deliveries.fail(row.id, token, { ...record, error: "endpoint_gone" })
             yield* subscriptions.disable(sub.id, "endpoint_gone")
+            // What waits behind it would otherwise stay pending until someone turns it on again.
+            yield* deliveries.failPending(sub.id, "subscription_disabled")
             return failed ? "failed" : "lease_lost"
           }
           const delay = nextDelaySeconds(
@@ -306,8 +325,28 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
 
       const attemptDue = Effect.gen(function*() {
         const token = crypto.randomUUID()
-        const claimed = yield* deliveries.claim(settings.concurrency, leaseSeconds, token)
-        return yield* Effect.forEach(claimed, (row) => attempt(row, token), { concurrency: "unbounded" })
+        // One claim and one subscription read per round, instead of a read per delivery.
+        const claimed = yield* deliveries.claim(settings.concurrency, leaseSeconds, token, plainHttp)
+        if (claimed.length === 0) return []
+        const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
+        const signers = new Map(subs.map((sub) => [sub.id, signerOf(sub)] as const))
+        return yield* Effect.forEach(
+          claimed,
+          (row) => attempt(row, token, Option.fromNullishOr(signers.get(row.subscription_id))),
+          { concurrency: "unbounded" }
+        )
+      })
+
+      /** What an attempt needs of its subscription, the secrets opened once per round. */
+      const signerOf = (sub: SubscriptionRow): Signer => ({
+        id: sub.id,
+        url: sub.url,
+        status: sub.status,
+        secrets: [
+          box.open(sub.secret_sealed),
+          ...(sub.previous_secret_sealed !== null && sub.previous_secret_expires_at !== null ? [box.open(sub.previous_secret_sealed)] : []),
+          ...(sub.older_secret_sealed !== null ? [box.open(sub.older_secret_sealed)] : [])
+        ]
       })
 
       return { list, redeliver, fanOutOnce, attemptDue }
