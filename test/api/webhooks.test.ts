@@ -549,6 +549,37 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(failing.hooks.length, sent)
       }))
 
+    it.effect("endpoints that do not answer hold one slot each for their timeout, not the other subscriptions", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        // Takes the request and never answers: the attempt ends at the 2 s timeout.
+        const started: Array<number> = []
+        const silent = yield* Effect.acquireRelease(
+          Effect.callback<{ url: string; close: () => void }>((resume) => {
+            const server = createServer((request) => {
+              started.push(Date.now())
+              request.resume()
+            })
+            server.listen(0, "127.0.0.1", () => {
+              const address = server.address()
+              const port = typeof address === "object" && address !== null ? address.port : 0
+              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { server.closeAllConnections(); server.close() } }))
+            })
+          }),
+          (server) => Effect.sync(() => server.close())
+        )
+        const healthy = yield* receiver
+        // Three silent subscriptions: more than any one claim could wait behind.
+        for (const n of [1, 2, 3]) yield* subscribe(world.key, { url: `${silent.url}?n=${n}` })
+        yield* subscribe(world.key, { url: healthy.url })
+        const ids = yield* outcomeRows(world, 3)
+        yield* waitHooks(healthy.hooks, 3, "the healthy subscription's deliveries")
+        yield* eventually(Effect.sync(() => started.length), (n) => n >= 1, { what: "the silent endpoint's request", within: "5 seconds" })
+        assert.deepStrictEqual(healthy.hooks.map((h) => h.body.id), ids)
+        // All three arrived before the silent endpoint's first attempt could time out.
+        assert.isBelow(healthy.hooks[2]!.at - started[0]!, 2000)
+      }))
+
     it.effect("rotate-secret retried at once keeps every earlier secret signing for its own grace", () =>
       Effect.gen(function*() {
         const world = yield* fixture()

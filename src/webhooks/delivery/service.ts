@@ -16,7 +16,7 @@
  *   (including a redirect, a refused target, a timeout) waits for the next step, and after the
  *   last one the row fails.
  */
-import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
 import type { WebhookDeliveriesQuery, WebhookDelivery } from "../../../schema/webhooks.ts"
@@ -39,7 +39,7 @@ export interface WebhookSettingsShape {
   readonly lease: Duration.Duration
   /** Outbox rows per fan-out batch (the spec's "enqueued batch of up to 200"). */
   readonly batchSize: number
-  /** Deliveries attempted at once by one process. */
+  /** Deliveries attempted at once by one process (each claim takes at most the free slots). */
   readonly concurrency: number
   /** When each attempt is due, from the moment the event reached the subscription (first: 0). */
   readonly ladder: ReadonlyArray<Duration.Duration>
@@ -189,8 +189,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
   readonly redeliver: (profile: ProfileContext, id: string) => Effect.Effect<WebhookDelivery, DatabaseUnavailable | NotFound>
   /** One fan-out batch; answers how many outbox rows it published. */
   readonly fanOutOnce: Effect.Effect<number, DatabaseUnavailable>
-  /** One round of due attempts; answers their outcomes. */
-  readonly attemptDue: Effect.Effect<ReadonlyArray<AttemptOutcome>, DatabaseUnavailable>
+  /** Claims up to `limit` due deliveries; answers one attempt to run per claimed row (each settles its own result). */
+  readonly claimDue: (limit: number) => Effect.Effect<ReadonlyArray<Effect.Effect<AttemptOutcome, DatabaseUnavailable>>, DatabaseUnavailable>
 }>()("svc/WebhookDeliveries") {
   static readonly layer = Layer.effect(WebhookDeliveries)(
     Effect.gen(function*() {
@@ -323,19 +323,16 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" : "lease_lost"
         }).pipe(Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }))
 
-      const attemptDue = Effect.gen(function*() {
-        const token = crypto.randomUUID()
-        // One claim and one subscription read per round, instead of a read per delivery.
-        const claimed = yield* deliveries.claim(settings.concurrency, leaseSeconds, token, plainHttp)
-        if (claimed.length === 0) return []
-        const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
-        const signers = new Map(subs.map((sub) => [sub.id, signerOf(sub)] as const))
-        return yield* Effect.forEach(
-          claimed,
-          (row) => attempt(row, token, Option.fromNullishOr(signers.get(row.subscription_id))),
-          { concurrency: "unbounded" }
-        )
-      })
+      const claimDue = (limit: number) =>
+        Effect.gen(function*() {
+          const token = crypto.randomUUID()
+          // One claim and one subscription read for up to `limit` rows, instead of a read per delivery.
+          const claimed = yield* deliveries.claim(limit, leaseSeconds, token, plainHttp)
+          if (claimed.length === 0) return []
+          const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
+          const signers = new Map(subs.map((sub) => [sub.id, signerOf(sub)] as const))
+          return claimed.map((row) => attempt(row, token, Option.fromNullishOr(signers.get(row.subscription_id))))
+        })
 
       /** What an attempt needs of its subscription, the secrets opened once per round. */
       const signerOf = (sub: SubscriptionRow): Signer => ({
@@ -349,37 +346,63 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         ]
       })
 
-      return { list, redeliver, fanOutOnce, attemptDue }
+      return { list, redeliver, fanOutOnce, claimDue }
     })
   ).pipe(Layer.provide([OutboxRepo.layer, WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
 }
 
 /**
- * The background worker (started by `CoreServicesLive`, like the sync worker): fans the outbox out
- * and attempts what is due, polling while idle.
+ * The background worker (started by `CoreServicesLive`, like the sync worker): one loop fans the
+ * outbox out; a dispatcher keeps up to `concurrency` attempts running, claiming as many rows as
+ * slots are free. Each attempt runs on its own: a slow endpoint (up to the timeout) holds one
+ * slot, never the other subscriptions' deliveries (decision 0095).
  */
 export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* WebhookSettings
   if (!settings.enabled) return
   const webhooks = yield* WebhookDeliveries
-  const loop = Effect.gen(function*() {
+  const concurrency = Math.max(1, settings.concurrency)
+  const logged = <A, E, R>(what: string, fallback: A, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    effect.pipe(Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.as(Effect.logWarning(`webhook worker: ${what} failed; retrying after the poll interval`, cause), fallback)
+    ))
+
+  const fanOut = Effect.gen(function*() {
     // The first poll waits one interval: start-up work (migrations, the runner) goes first.
     yield* Effect.sleep(settings.pollInterval)
     while (true) {
-      const busy = yield* Effect.gen(function*() {
-        const published = yield* Effect.withTracerEnabled(webhooks.fanOutOnce, false)
-        const outcomes = yield* Effect.withTracerEnabled(webhooks.attemptDue, false)
-        return published > 0 || outcomes.length > 0
-      }).pipe(Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.as(Effect.logWarning("webhook worker: a poll failed; retrying after the poll interval", cause), false)
-      ))
-      yield* busy ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+      const published = yield* logged("a fan-out", 0, Effect.withTracerEnabled(webhooks.fanOutOnce, false))
+      yield* published > 0 ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
     }
   })
-  // Two loops: one slow endpoint (up to the timeout) does not hold every other delivery back.
+
+  const dispatch = Effect.gen(function*() {
+    // Free slots as tokens: an attempt takes one and gives it back when it ends, however it ends.
+    const slots = yield* Queue.bounded<true>(concurrency)
+    yield* Queue.offerAll(slots, Array.from({ length: concurrency }, () => true as const))
+    yield* Effect.sleep(settings.pollInterval)
+    while (true) {
+      const first = yield* Queue.takeBetween(slots, 1, concurrency)
+      // Under load slots free one by one: a moment's wait gathers a few, one claim for them.
+      const free = first.length * 4 >= concurrency
+        ? first
+        : [...first, ...(yield* Effect.andThen(Effect.sleep(Duration.millis(5)), Queue.takeBetween(slots, 0, concurrency - first.length)))]
+      const none: ReadonlyArray<Effect.Effect<AttemptOutcome, DatabaseUnavailable>> = []
+      const attempts = yield* logged("a claim", none, Effect.withTracerEnabled(webhooks.claimDue(free.length), false))
+      yield* Queue.offerAll(slots, free.slice(attempts.length))
+      for (const attempt of attempts) {
+        const settled: AttemptOutcome = "lease_lost"
+        yield* Effect.forkChild(
+          logged("an attempt", settled, Effect.withTracerEnabled(attempt, false)).pipe(Effect.ensuring(Queue.offer(slots, true)))
+        )
+      }
+      // Idle (nothing due): poll again after the interval; busy: claim again as slots free up.
+      if (attempts.length === 0) yield* Effect.sleep(settings.pollInterval)
+    }
+  })
   // Scoped to the layer: the fibers end with the process; their leases expire and another runner takes the rows over.
-  yield* Effect.forkScoped(loop)
-  yield* Effect.forkScoped(loop)
+  yield* Effect.forkScoped(fanOut)
+  yield* Effect.forkScoped(dispatch)
 })).pipe(Layer.provide(WebhookDeliveries.layer))
