@@ -49,6 +49,22 @@ if (process.argv.includes("--worker")) {
     Layer.provideMerge(DatabaseLive),
     Layer.provide(AppConfig.layer)
   )
+  // BENCH_PROFILE=<dir>: a CPU profile of this worker's first BENCH_PROFILE_SECONDS (15), for
+  // where the time goes (a .cpuprofile per worker process; SIGKILL would lose one written at exit).
+  const profileDir = process.env["BENCH_PROFILE"]
+  if (profileDir !== undefined) {
+    const { Session } = await import("node:inspector/promises")
+    const { writeFileSync } = await import("node:fs")
+    const session = new Session()
+    session.connect()
+    await session.post("Profiler.enable")
+    await session.post("Profiler.start")
+    setTimeout(() => {
+      void session.post("Profiler.stop").then(({ profile }) =>
+        writeFileSync(`${profileDir}/worker-${process.pid}.cpuprofile`, JSON.stringify(profile))
+      )
+    }, intFromEnv("BENCH_PROFILE_SECONDS", 15, 600) * 1000)
+  }
   await Effect.runPromise(Layer.launch(layer))
 } else {
   await main()
