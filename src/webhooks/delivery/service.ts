@@ -179,6 +179,15 @@ interface Signer {
   readonly secrets: ReadonlyArray<string>
 }
 
+/** Every sealed secret opened, or undefined when one does not open (sealed under another key). */
+const openAll = (box: { readonly open: (sealed: string) => string }, sealed: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+  try {
+    return sealed.map((one) => box.open(one))
+  } catch {
+    return undefined
+  }
+}
+
 export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 
 export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
@@ -323,6 +332,15 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" : "lease_lost"
         }).pipe(Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }))
 
+      /** The subscription's secret does not open here: no request, the next step of the ladder. */
+      const unreadable = (row: DeliveryRow, token: string) =>
+        Effect.gen(function*() {
+          const record = { statusCode: null, error: "signing_secret_unreadable" }
+          const delay = nextDelaySeconds(settings.ladder, row.attempts, row.age_seconds, undefined)
+          if (Option.isNone(delay)) return (yield* deliveries.fail(row.id, token, record)) ? "failed" as const : "lease_lost" as const
+          return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" as const : "lease_lost" as const
+        })
+
       const claimDue = (limit: number) =>
         Effect.gen(function*() {
           const token = crypto.randomUUID()
@@ -330,21 +348,28 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           const claimed = yield* deliveries.claim(limit, leaseSeconds, token, plainHttp)
           if (claimed.length === 0) return []
           const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
-          const signers = new Map(subs.map((sub) => [sub.id, signerOf(sub)] as const))
-          return claimed.map((row) => attempt(row, token, Option.fromNullishOr(signers.get(row.subscription_id))))
+          const live = new Map(subs.map((sub) => [sub.id, sub] as const))
+          return claimed.map((row) => {
+            const sub = live.get(row.subscription_id)
+            if (sub === undefined) return attempt(row, token, Option.none())
+            const signer = signerOf(sub)
+            return Option.isSome(signer) ? attempt(row, token, signer) : unreadable(row, token)
+          })
         })
 
-      /** What an attempt needs of its subscription, the secrets opened once per round. */
-      const signerOf = (sub: SubscriptionRow): Signer => ({
-        id: sub.id,
-        url: sub.url,
-        status: sub.status,
-        secrets: [
-          box.open(sub.secret_sealed),
-          ...(sub.previous_secret_sealed !== null && sub.previous_secret_expires_at !== null ? [box.open(sub.previous_secret_sealed)] : []),
-          ...(sub.older_secret_sealed !== null ? [box.open(sub.older_secret_sealed)] : [])
+      /**
+       * What an attempt needs of its subscription, the secrets opened once per claim; None when a
+       * secret does not open (sealed under another key): that row waits on the ladder, the others go on.
+       */
+      const signerOf = (sub: SubscriptionRow): Option.Option<Signer> => {
+        const sealed = [
+          sub.secret_sealed,
+          ...(sub.previous_secret_sealed !== null && sub.previous_secret_expires_at !== null ? [sub.previous_secret_sealed] : []),
+          ...(sub.older_secret_sealed !== null ? [sub.older_secret_sealed] : [])
         ]
-      })
+        const secrets = openAll(box, sealed)
+        return secrets === undefined ? Option.none() : Option.some({ id: sub.id, url: sub.url, status: sub.status, secrets })
+      }
 
       return { list, redeliver, fanOutOnce, claimDue }
     })
