@@ -39,6 +39,7 @@ import m0040 from "./0040_url_tags.ts"
 import m0041 from "./0041_platform_safe.ts"
 import m0042 from "./0042_channel_health.ts"
 import m0043 from "./0043_export_cursor.ts"
+import m0044 from "./0044_webhook_rotation_and_delivery.ts"
 import m0045 from "./0045_webhook_delivery_trace.ts"
 import m0047 from "./0047_dpa_handoffs.ts"
 
@@ -88,6 +89,7 @@ export const migrations = {
   "0041_platform_safe": m0041,
   "0042_channel_health": m0042,
   "0043_export_cursor": m0043,
+  "0044_webhook_rotation_and_delivery": m0044,
   "0045_webhook_delivery_trace": m0045,
   "0047_dpa_handoffs": m0047
 }

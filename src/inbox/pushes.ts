@@ -17,10 +17,28 @@ const records = (value: unknown): ReadonlyArray<Json> => (Array.isArray(value) ?
 export interface PushedMessage {
   readonly accountId: string
   readonly messageId: string
+  /** What the push itself says of the message (for `message.received`; the inbox reads it back instead). */
+  readonly seen: PushedContent
 }
 
-const present = (accountId: string | null, messageId: string | null): ReadonlyArray<PushedMessage> =>
-  accountId === null || messageId === null ? [] : [{ accountId, messageId }]
+export interface PushedContent {
+  readonly from: string | null
+  readonly to: string | null
+  readonly text: string | null
+  readonly conversationId: string | null
+  /** Unix seconds, when the push gives them. */
+  readonly timestamp: number | null
+}
+
+const none: PushedContent = { from: null, to: null, text: null, conversationId: null, timestamp: null }
+
+const present = (accountId: string | null, messageId: string | null, seen: PushedContent = none): ReadonlyArray<PushedMessage> =>
+  accountId === null || messageId === null ? [] : [{ accountId, messageId, seen }]
+
+const seconds = (value: unknown, unit: number): number | null => {
+  const number = typeof value === "number" ? value : typeof value === "string" && /^\d+$/.test(value) ? Number(value) : NaN
+  return Number.isFinite(number) ? Math.floor(number / unit) : null
+}
 
 export const pushedMessages = (provider: string, body: Json): ReadonlyArray<PushedMessage> => {
   switch (provider) {
@@ -28,14 +46,33 @@ export const pushedMessages = (provider: string, body: Json): ReadonlyArray<Push
     case "page_messenger":
       return records(body["entry"]).flatMap((entry) =>
         records(entry["messaging"]).flatMap((event) =>
-          isRecord(event["message"]) ? present(text(entry["id"]), text(event["message"]["mid"])) : []
+          isRecord(event["message"])
+            ? present(text(entry["id"]), text(event["message"]["mid"]), {
+              from: isRecord(event["sender"]) ? text(event["sender"]["id"]) : null,
+              to: isRecord(event["recipient"]) ? text(event["recipient"]["id"]) : null,
+              text: text(event["message"]["text"]),
+              conversationId: null,
+              // Milliseconds in this family's pushes.
+              timestamp: seconds(event["timestamp"], 1000)
+            })
+            : []
         )
       )
     case "chat_app_a":
       return records(body["entry"]).flatMap((entry) =>
         records(entry["changes"]).flatMap((change) =>
           change["field"] === "messages" && isRecord(change["value"])
-            ? records(change["value"]["messages"]).flatMap((message) => present(text(entry["id"]), text(message["id"])))
+            ? records(change["value"]["messages"]).flatMap((message) =>
+              present(text(entry["id"]), text(message["id"]), {
+                from: text(message["from"]),
+                to: isRecord(change["value"]) && isRecord(change["value"]["metadata"])
+                  ? text(change["value"]["metadata"]["display_phone_number"])
+                  : null,
+                text: isRecord(message["text"]) ? text(message["text"]["body"]) : null,
+                conversationId: null,
+                timestamp: seconds(message["timestamp"], 1)
+              })
+            )
             : []
         )
       )

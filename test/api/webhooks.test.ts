@@ -462,7 +462,9 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         // The provider delivering the same push again adds nothing.
         assert.strictEqual((yield* push(replyId, { id: "m-3", thread_id: "t-1" })).status, 200)
         yield* waitHooks(hooks.hooks, 2, "two message.received")
-        const [failure, answer] = hooks.hooks.map((h) => h.body)
+        // Two pushes, two fan-out batches: order is promised within a batch only.
+        const failure = hooks.hooks.find((h) => h.body.data.message_id === "m-2")!.body
+        const answer = hooks.hooks.find((h) => h.body.data.message_id === "m-3")!.body
         assert.include(failure, { type: "message.received", provider: "email" })
         assert.include(failure.data, { thread_id: "t-1", message_id: "m-2", connection_id: connectionId, text: null })
         assert.deepStrictEqual(failure.data.delivery_failure, {
@@ -539,6 +541,164 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         yield* Effect.sleep(Duration.millis(400))
         assert.strictEqual(app.hooks.length, 4)
         assert.strictEqual(own.hooks.length, 1)
+      }))
+
+    it.effect("a 410 releases what waits behind it; a failing endpoint holds no other subscription; a deletion releases its rows", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const gone = yield* receiver
+        gone.answer.next = () => ({ status: 410 })
+        const failing = yield* receiver
+        failing.answer.next = () => ({ status: 500 })
+        const healthy = yield* receiver
+        const goneSub = yield* subscribe(world.key, { url: gone.url })
+        const failingSub = yield* subscribe(world.key, { url: failing.url })
+        yield* subscribe(world.key, { url: healthy.url })
+        const ids = yield* outcomeRows(world, 3)
+        yield* waitHooks(healthy.hooks, 3, "the healthy subscription's three deliveries")
+        assert.deepStrictEqual(healthy.hooks.map((h) => h.body.id), ids)
+        // Meanwhile the failing endpoint's first event is still on its ladder, the others behind it, in order.
+        const held = yield* deliveries(world.key, `?subscription_id=${failingSub.id}`)
+        assert.isTrue(held.every((row) => row.status === "pending"), JSON.stringify(held))
+        assert.isTrue(failing.hooks.every((h) => h.body.id === ids[0]))
+        const goneLog = yield* eventually(
+          deliveries(world.key, `?subscription_id=${goneSub.id}`),
+          (rows) => rows.length === 3 && rows.every((row) => row.status === "failed"),
+          { what: "the disabled subscription's rows released", within: "5 seconds" }
+        )
+        const byEvent = new Map(goneLog.map((row) => [row.event_id, row] as const))
+        assert.include(byEvent.get(ids[0]!), { last_status_code: 410, last_error: "endpoint_gone" })
+        for (const id of ids.slice(1)) assert.include(byEvent.get(id), { last_status_code: null, last_error: "subscription_disabled" })
+        assert.strictEqual(gone.hooks.length, 1)
+        // A deleted subscription's waiting rows end failed at once, and are never sent.
+        yield* send(world.key, "DELETE", `/api/v1/webhooks/subscriptions/${failingSub.id}`)
+        const released = yield* deliveries(world.key, `?subscription_id=${failingSub.id}`)
+        assert.isTrue(released.every((row) => row.status === "failed"), JSON.stringify(released))
+        // The one on its ladder included (an attempt under way loses its lease and records nothing).
+        assert.sameMembers(released.filter((row) => row.last_error === "subscription_deleted").map((row) => row.event_id), ids)
+        const sent = failing.hooks.length
+        yield* Effect.sleep(Duration.millis(600))
+        assert.strictEqual(failing.hooks.length, sent)
+      }))
+
+    it.effect("endpoints that do not answer hold one slot each for their timeout, not the other subscriptions", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        // Takes the request and never answers: the attempt ends at the 2 s timeout.
+        const started: Array<number> = []
+        const silent = yield* Effect.acquireRelease(
+          Effect.callback<{ url: string; close: () => void }>((resume) => {
+            const server = createServer((request) => {
+              started.push(Date.now())
+              request.resume()
+            })
+            server.listen(0, "127.0.0.1", () => {
+              const address = server.address()
+              const port = typeof address === "object" && address !== null ? address.port : 0
+              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { server.closeAllConnections(); server.close() } }))
+            })
+          }),
+          (server) => Effect.sync(() => server.close())
+        )
+        const healthy = yield* receiver
+        // Three silent subscriptions: more than any one claim could wait behind.
+        for (const n of [1, 2, 3]) yield* subscribe(world.key, { url: `${silent.url}?n=${n}` })
+        yield* subscribe(world.key, { url: healthy.url })
+        const ids = yield* outcomeRows(world, 3)
+        yield* waitHooks(healthy.hooks, 3, "the healthy subscription's deliveries")
+        yield* eventually(Effect.sync(() => started.length), (n) => n >= 1, { what: "the silent endpoint's request", within: "5 seconds" })
+        assert.deepStrictEqual(healthy.hooks.map((h) => h.body.id), ids)
+        // All three arrived before the silent endpoint's first attempt could time out.
+        assert.isBelow(healthy.hooks[2]!.at - started[0]!, 2000)
+      }))
+
+    it.effect("rotate-secret retried at once keeps every earlier secret signing for its own grace", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        const first = yield* send(world.key, "POST", `/api/v1/webhooks/subscriptions/${sub.id}/rotate-secret`)
+        const retried = yield* send(world.key, "POST", `/api/v1/webhooks/subscriptions/${sub.id}/rotate-secret`)
+        assert.strictEqual(first.status, 200, first.text)
+        assert.strictEqual(retried.status, 200, retried.text)
+        assert.approximately(Date.parse(retried.json.previous_secret_expires_at) - Date.now(), 24 * 3600 * 1000, 60_000)
+        yield* outcomeRows(world, 1)
+        yield* waitHooks(hooks.hooks, 1, "a delivery after two rotations")
+        const hook = hooks.hooks[0]!
+        // The receiver still holding the original secret verifies it: nothing was cut short.
+        assert.deepStrictEqual(hook.headers["webhook-signature"]!.split(" "), [
+          signature(retried.json.secret, hook),
+          signature(first.json.secret, hook),
+          signature(sub.secret, hook)
+        ])
+      }))
+
+    it.effect("message.received from the nested entry[] pushes of the social and chat kinds, once per message; receipts and replays add nothing", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        yield* subscribe(world.key, { url: hooks.url, event_types: ["message.received"] })
+        const socialAccount = `ig-${crypto.randomUUID()}`
+        const chatAccount = `waba-${crypto.randomUUID()}`
+        const socialConnection = crypto.randomUUID()
+        const chatConnection = crypto.randomUUID()
+        yield* sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id)
+                   VALUES (${socialConnection}, ${world.profileId}, 'social_dm', 'social_dm', ${socialAccount}),
+                          (${chatConnection}, ${world.profileId}, 'chat_app_a', 'chat_app_a', ${chatAccount})`
+        const push = (provider: "social_dm" | "chat_app_a", body: unknown) => {
+          const raw = JSON.stringify(body)
+          return call(`/hooks/${provider}`, { method: "POST", headers: { "content-type": "application/json", ...signCallback(provider, sandboxSecretOf(provider), raw) }, body: raw })
+        }
+        const socialMid = `mid-${crypto.randomUUID()}`
+        const social = {
+          object: "instagram",
+          entry: [{
+            id: socialAccount,
+            time: Date.now(),
+            messaging: [
+              { sender: { id: "user-1" }, recipient: { id: socialAccount }, timestamp: 1764000000000, message: { mid: socialMid, text: "Hi there" } },
+              { sender: { id: socialAccount }, recipient: { id: "user-1" }, timestamp: 1764000001000, delivery: { mids: ["mid-out"], watermark: 1, status: "delivered" } }
+            ]
+          }]
+        }
+        const chatId = `wamid-${crypto.randomUUID()}`
+        const chat = {
+          object: "chat_app_a_business_account",
+          entry: [{
+            id: chatAccount,
+            changes: [{
+              field: "messages",
+              value: {
+                messaging_product: "chat_app_a",
+                metadata: { display_phone_number: "+15550001", phone_number_id: "pn-1" },
+                messages: [{ id: chatId, from: "15557777", timestamp: "1764000100", type: "text", text: { body: "Price?" } }]
+              }
+            }, {
+              field: "messages",
+              value: { messaging_product: "chat_app_a", statuses: [{ id: "wamid-out", status: "read", timestamp: "1764000200", recipient_id: "15557777" }] }
+            }]
+          }]
+        }
+        for (const [provider, body] of [["social_dm", social], ["chat_app_a", chat], ["social_dm", social], ["chat_app_a", chat]] as const) {
+          const answer = yield* push(provider, body)
+          assert.strictEqual(answer.status, 200, answer.text)
+        }
+        yield* waitHooks(hooks.hooks, 2, "one message.received per pushed message")
+        const byChannel = new Map(hooks.hooks.map((h) => [h.body.data.channel, h.body] as const))
+        assert.include(byChannel.get("social_dm"), { type: "message.received", provider: "social_dm" })
+        assert.include(byChannel.get("social_dm").data, {
+          message_id: socialMid, from: "user-1", to: socialAccount, text: "Hi there",
+          connection_id: socialConnection, received_at: "2025-11-24T16:00:00.000Z"
+        })
+        assert.include(byChannel.get("chat_app_a").data, {
+          message_id: chatId, from: "15557777", to: "+15550001", text: "Price?", connection_id: chatConnection
+        })
+        const rows = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM outbox WHERE profile_id = ${world.profileId} AND topic = 'message.received'`
+        assert.strictEqual(rows[0]!.n, 2)
+        yield* Effect.sleep(Duration.millis(400))
+        assert.strictEqual(hooks.hooks.length, 2)
       }))
   })
 })

@@ -22,7 +22,7 @@ import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
 import { ProviderEventsRepo } from "./repo.ts"
 // The inbox's copy of inbound messages (issue 21 part 7, decision 0079).
-import { pushedMessages } from "../../inbox/pushes.ts"
+import { type PushedMessage, pushedMessages } from "../../inbox/pushes.ts"
 import { Inbox } from "../../inbox/service.ts"
 
 /** One event a callback carries. */
@@ -193,6 +193,34 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
           }
         })
 
+      /** `message.received` for a message of a nested push; the claimed id `message:<id>` makes a redelivery write nothing. */
+      const nestedMessage = (provider: ProviderKind, pushed: PushedMessage) =>
+        Effect.gen(function*() {
+          const eventId = `message:${pushed.messageId}`
+          if (yield* events.seen(provider, eventId)) return false
+          const live = yield* connections.liveForAccount(provider, pushed.accountId)
+          const profiles = new Map(live.map((record) => [record.profile_id, record] as const))
+          // The flat shape `messageReceivedEvent` reads (`{timestamp, data: {...}}`).
+          const flat: Json = {
+            ...(pushed.seen.timestamp === null ? {} : { timestamp: pushed.seen.timestamp }),
+            data: {
+              message_id: pushed.messageId,
+              conversation_id: pushed.seen.conversationId,
+              from: pushed.seen.from,
+              to: pushed.seen.to,
+              text: pushed.seen.text
+            }
+          }
+          return yield* events.transaction(Effect.gen(function*() {
+            const claimed = yield* events.claim(provider, eventId, live[0]?.id ?? null)
+            if (!claimed) return false
+            yield* outbox.insert([...profiles.values()].map((record) =>
+              messageReceivedEvent(provider, factsOf(record), flat, parseDeliveryReport)
+            ))
+            return true
+          }))
+        })
+
       const receive = Effect.fn("ProviderHooks.receive")(function*(
         provider: string,
         headers: Readonly<Record<string, string | undefined>>,
@@ -212,8 +240,16 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
         // The commerce platform's orders and uninstalls (src/commerce/orders/hooks.ts).
         if (provider === "commerce") return { fresh: yield* commerceHooks.handle(parsed) }
         // Recorded in the inbox first, idempotent by message id: a redelivery records nothing twice.
-        for (const pushed of pushedMessages(provider, parsed)) yield* inbox.ingestPushed(provider, pushed.accountId, pushed.messageId)
+        const pushes = pushedMessages(provider, parsed)
+        for (const pushed of pushes) yield* inbox.ingestPushed(provider, pushed.accountId, pushed.messageId)
         let fresh = false
+        // The nested `{object, entry: [...]}` pushes (social, page, chat kinds) carry their messages
+        // inside entries; each becomes one `message.received`, once per message id.
+        if (Array.isArray(parsed["entry"])) {
+          for (const pushed of pushes) {
+            if (yield* nestedMessage(provider, pushed)) fresh = true
+          }
+        }
         for (const event of eventsOf(parsed)) {
           if (yield* handle(provider, event, parsed)) fresh = true
         }

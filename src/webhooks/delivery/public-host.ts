@@ -8,8 +8,8 @@
 import { Data, Duration, Effect } from "effect"
 import { lookup } from "node:dns/promises"
 import { Resolver } from "node:dns/promises"
-import { request as httpRequest } from "node:http"
-import { request as httpsRequest } from "node:https"
+import { Agent as HttpAgent, request as httpRequest } from "node:http"
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP } from "node:net"
 
 export type AddressClass =
@@ -205,12 +205,42 @@ const resolveAll = (host: string, servers: ReadonlyArray<string>) =>
     })
   )
 
+type Resolved = ReadonlyArray<{ address: string; family: number }>
+
+/**
+ * A short-lived memory of look-ups for the delivery worker: a host's addresses are reused for at
+ * most `seconds` (kept below common DNS TTLs), only successful answers are kept, and every attempt
+ * still classifies the addresses and connects to the one it checked.
+ */
+export interface ResolveCache {
+  readonly get: (host: string) => Resolved | undefined
+  readonly set: (host: string, addresses: Resolved) => void
+}
+
+export const resolveCache = (seconds: number, now: () => number = Date.now): ResolveCache => {
+  const entries = new Map<string, { readonly until: number; readonly addresses: Resolved }>()
+  return {
+    get: (host) => {
+      const entry = entries.get(host)
+      if (entry === undefined) return undefined
+      if (entry.until > now()) return entry.addresses
+      entries.delete(host)
+      return undefined
+    },
+    set: (host, addresses) => {
+      // Bounded: a flood of distinct hosts starts it afresh rather than growing it.
+      if (entries.size >= 10_000) entries.clear()
+      entries.set(host, { until: now() + seconds * 1000, addresses })
+    }
+  }
+}
+
 /**
  * Checks `raw` against the rule and answers the address to connect to. Every resolved address
  * must pass (a host answering one public and one private address is refused: the attacker
  * controls which one a later look-up would pick).
  */
-export const checkTarget = (raw: string, allow: AllowList, dnsServers: ReadonlyArray<string>) =>
+export const checkTarget = (raw: string, allow: AllowList, dnsServers: ReadonlyArray<string>, cache?: ResolveCache) =>
   Effect.gen(function*() {
     const url = URL.canParse(raw) ? new URL(raw) : undefined
     if (url === undefined || (url.protocol !== "https:" && url.protocol !== "http:")) {
@@ -221,9 +251,13 @@ export const checkTarget = (raw: string, allow: AllowList, dnsServers: ReadonlyA
     }
     const host = url.hostname.replace(/^\[|\]$/g, "")
     const literal = isIP(host)
+    const cached = literal === 4 || literal === 6 ? undefined : cache?.get(host)
     const resolved = literal === 4 || literal === 6
       ? [{ address: host, family: literal }]
-      : yield* resolveAll(host, dnsServers)
+      : cached ?? (yield* Effect.tap(resolveAll(host, dnsServers), (addresses) =>
+        Effect.sync(() => {
+          if (addresses.length > 0) cache?.set(host, addresses)
+        })))
     if (resolved.length === 0) {
       return yield* new TargetRefused({ reason: "host_unresolvable", message: `The host ${host} does not resolve` })
     }
@@ -250,6 +284,14 @@ export interface PostResult {
   readonly location: string | undefined
 }
 
+/**
+ * Kept-alive connections, pooled by the address connected to (the checked one, never the host
+ * name), its port and, for TLS, the server name: a reused socket always leads to a checked address.
+ * Idle sockets close after 4 s, before the usual 5 s idle limit of a receiver's server.
+ */
+const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64, timeout: 4_000 })
+const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64, timeout: 4_000 })
+
 export class PostFailed extends Data.TaggedError("PostFailed")<{ readonly message: string }> {}
 
 /**
@@ -267,6 +309,7 @@ export const postToChecked = (
     const secure = url.protocol === "https:"
     const hostname = url.hostname.replace(/^\[|\]$/g, "")
     const request = (secure ? httpsRequest : httpRequest)({
+      agent: secure ? httpsAgent : httpAgent,
       host: target.address,
       family: target.family,
       port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),

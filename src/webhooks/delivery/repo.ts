@@ -68,10 +68,12 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   /** Inserts the rows; a (subscription, event) already delivered once is skipped. */
   readonly insert: (rows: ReadonlyArray<NewDelivery>) => Repo<void>
   /**
-   * Claims up to `limit` due deliveries of active subscriptions, each the first pending one of its
+   * Claims up to `limit` due deliveries of subscriptions that are not paused, each the first pending one of its
    * (subscription, batch): `attempts` + 1 and a lease under `token` until `leaseSeconds` from now.
+   * Without `plainHttp` (no development allow-list here), plain-http subscriptions are left to a
+   * process that has one: this one would refuse them anyway.
    */
-  readonly claim: (limit: number, leaseSeconds: number, token: string) => Repo<ReadonlyArray<DeliveryRow>>
+  readonly claim: (limit: number, leaseSeconds: number, token: string, plainHttp: boolean) => Repo<ReadonlyArray<DeliveryRow>>
   /** The attempt succeeded (false: the lease was lost, nothing written). */
   readonly succeed: (id: string, token: string, attempt: AttemptRecord) => Repo<boolean>
   /** The attempt failed; the next one is `delaySeconds` from now. */
@@ -118,7 +120,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
             AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate)
           ON CONFLICT (subscription_id, outbox_id) WHERE redelivery_of IS NULL DO NOTHING`)
 
-      const claim = (limit: number, leaseSeconds: number, token: string) =>
+      const claim = (limit: number, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(sql`
           UPDATE webhook_deliveries d
           SET attempts = d.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
@@ -128,7 +130,9 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
             JOIN webhook_subscriptions s ON s.id = c.subscription_id
             WHERE c.status = 'pending' AND c.next_attempt_at <= now()
               AND (c.lease_until IS NULL OR c.lease_until < now())
-              AND s.status = 'active' AND s.deleted_at IS NULL
+              -- A deleted or disabled subscription's rows are claimed too, to be released (failed), never sent.
+              AND (s.status <> 'paused' OR s.deleted_at IS NOT NULL)
+              AND (${plainHttp} OR s.url LIKE 'https://%')
               AND NOT EXISTS (
                 SELECT 1 FROM webhook_deliveries e
                 WHERE e.subscription_id = c.subscription_id AND e.batch_id = c.batch_id

@@ -16,7 +16,7 @@
  *   (including a redirect, a refused target, a timeout) waits for the next step, and after the
  *   last one the row fails.
  */
-import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
 import type { WebhookDeliveriesQuery, WebhookDelivery } from "../../../schema/webhooks.ts"
@@ -26,8 +26,8 @@ import { AppConfig } from "../../platform/config.ts"
 import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { isUuid } from "../../../schema/common.ts"
-import { type FanOutSubscription, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
-import { checkTarget, parseAllowList, postToChecked } from "./public-host.ts"
+import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
+import { checkTarget, parseAllowList, postToChecked, resolveCache } from "./public-host.ts"
 import { type DeliveryRow, type NewDelivery, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
@@ -40,7 +40,7 @@ export interface WebhookSettingsShape {
   readonly lease: Duration.Duration
   /** Outbox rows per fan-out batch (the spec's "enqueued batch of up to 200"). */
   readonly batchSize: number
-  /** Deliveries attempted at once by one process. */
+  /** Deliveries attempted at once by one process (each claim takes at most the free slots). */
   readonly concurrency: number
   /** When each attempt is due, from the moment the event reached the subscription (first: 0). */
   readonly ladder: ReadonlyArray<Duration.Duration>
@@ -55,7 +55,7 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   pollInterval: Duration.seconds(1),
   lease: Duration.seconds(60),
   batchSize: 200,
-  concurrency: 8,
+  concurrency: 32,
   ladder: [
     Duration.zero,
     Duration.seconds(5),
@@ -170,6 +170,25 @@ const render = (row: DeliveryRow): WebhookDelivery => ({
   completed_at: row.completed_at
 })
 
+/** How long a host's resolved addresses are reused by the delivery worker (each attempt still classifies them). */
+const HOST_CACHE_SECONDS = 5
+
+interface Signer {
+  readonly id: string
+  readonly url: string
+  readonly status: SubscriptionRow["status"]
+  readonly secrets: ReadonlyArray<string>
+}
+
+/** Every sealed secret opened, or undefined when one does not open (sealed under another key). */
+const openAll = (box: { readonly open: (sealed: string) => string }, sealed: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+  try {
+    return sealed.map((one) => box.open(one))
+  } catch {
+    return undefined
+  }
+}
+
 export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 
 export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
@@ -180,8 +199,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
   readonly redeliver: (profile: ProfileContext, id: string) => Effect.Effect<WebhookDelivery, DatabaseUnavailable | NotFound>
   /** One fan-out batch; answers how many outbox rows it published. */
   readonly fanOutOnce: Effect.Effect<number, DatabaseUnavailable>
-  /** One round of due attempts; answers their outcomes. */
-  readonly attemptDue: Effect.Effect<ReadonlyArray<AttemptOutcome>, DatabaseUnavailable>
+  /** Claims up to `limit` due deliveries; answers one attempt to run per claimed row (each settles its own result). */
+  readonly claimDue: (limit: number) => Effect.Effect<ReadonlyArray<Effect.Effect<AttemptOutcome, DatabaseUnavailable>>, DatabaseUnavailable>
 }>()("svc/WebhookDeliveries") {
   static readonly layer = Layer.effect(WebhookDeliveries)(
     Effect.gen(function*() {
@@ -194,6 +213,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       const allow = parseAllowList(config.webhookAllowHosts ?? [])
       const dnsServers = config.dnsServers ?? []
       const leaseSeconds = Duration.toSeconds(settings.lease)
+      // Plain http passes the rule only through the development allow-list (decision 0077): a
+      // process without one leaves those rows to one that has it (tests share one database).
+      const plainHttp = allow.hosts.length > 0 || allow.cidrs.length > 0
 
       const list = Effect.fn("Webhooks.listDeliveries")(function*(profile: ProfileContext, query: WebhookDeliveriesQuery) {
         const limit = query.limit ?? 50
@@ -263,24 +285,26 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         return rows.length
       })))
 
-      /** One attempt of a claimed row. */
-      const attempt = (row: DeliveryRow, token: string) =>
+      // The public-host check's look-ups, shared by every attempt of this process for a few seconds.
+      const resolved = resolveCache(HOST_CACHE_SECONDS)
+
+      /** One attempt of a claimed row (its subscription read with the round's others). */
+      const attempt = (row: DeliveryRow, token: string, subscription: Option.Option<Signer>) =>
         Effect.gen(function*() {
-          const subscription = yield* subscriptions.byId(row.subscription_id)
           if (Option.isNone(subscription)) {
             return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_deleted" })) ? "failed" : "lease_lost"
           }
           const sub = subscription.value
-          const secrets = [
-            box.open(sub.secret_sealed),
-            ...(sub.previous_secret_sealed !== null && sub.previous_secret_expires_at !== null ? [box.open(sub.previous_secret_sealed)] : [])
-          ]
-          const result = yield* checkTarget(sub.url, allow, dnsServers).pipe(
+          // Left behind by a 410 (or a fan-out racing it): released, never sent.
+          if (sub.status === "disabled") {
+            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_disabled" })) ? "failed" : "lease_lost"
+          }
+          const result = yield* checkTarget(sub.url, allow, dnsServers, resolved).pipe(
             Effect.flatMap((target) =>
               postToChecked(target, {
                 "content-type": "application/json",
                 "user-agent": "svc-webhooks/1",
-                ...signedHeaders(secrets, row.event_id, Math.floor(Date.now() / 1000), row.body)
+                ...signedHeaders(sub.secrets, row.event_id, Math.floor(Date.now() / 1000), row.body)
               }, row.body, settings.timeout)
             ),
             Effect.map((answer) => ({ ok: true as const, answer })),
@@ -289,12 +313,16 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           const record = result.ok
             ? { statusCode: result.answer.status, error: result.answer.status >= 300 && result.answer.status < 400 ? "redirect_not_followed" : null }
             : { statusCode: null, error: result.error.slice(0, 500) }
+          // Each result is recorded as soon as it is known: a batch of settlements would widen the
+          // window in which a crash repeats a request the receiver already took (decision 0095).
           if (result.ok && result.answer.status >= 200 && result.answer.status < 300) {
             return (yield* deliveries.succeed(row.id, token, record)) ? "succeeded" : "lease_lost"
           }
           if (result.ok && result.answer.status === 410) {
             const failed = yield* deliveries.fail(row.id, token, { ...record, error: "endpoint_gone" })
             yield* subscriptions.disable(sub.id, "endpoint_gone")
+            // What waits behind it would otherwise stay pending until someone turns it on again.
+            yield* deliveries.failPending(sub.id, "subscription_disabled")
             return failed ? "failed" : "lease_lost"
           }
           const delay = nextDelaySeconds(
@@ -317,43 +345,102 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           Effect.withTracerEnabled(true)
         )
 
-      const attemptDue = Effect.gen(function*() {
-        const token = crypto.randomUUID()
-        const claimed = yield* deliveries.claim(settings.concurrency, leaseSeconds, token)
-        return yield* Effect.forEach(claimed, (row) => attempt(row, token), { concurrency: "unbounded" })
-      })
+      /** The subscription's secret does not open here: no request, the next step of the ladder. */
+      const unreadable = (row: DeliveryRow, token: string) =>
+        Effect.gen(function*() {
+          const record = { statusCode: null, error: "signing_secret_unreadable" }
+          const delay = nextDelaySeconds(settings.ladder, row.attempts, row.age_seconds, undefined)
+          if (Option.isNone(delay)) return (yield* deliveries.fail(row.id, token, record)) ? "failed" as const : "lease_lost" as const
+          return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" as const : "lease_lost" as const
+        })
 
-      return { list, redeliver, fanOutOnce, attemptDue }
+      const claimDue = (limit: number) =>
+        Effect.gen(function*() {
+          const token = crypto.randomUUID()
+          // One claim and one subscription read for up to `limit` rows, instead of a read per delivery.
+          const claimed = yield* deliveries.claim(limit, leaseSeconds, token, plainHttp)
+          if (claimed.length === 0) return []
+          const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
+          const live = new Map(subs.map((sub) => [sub.id, sub] as const))
+          return claimed.map((row) => {
+            const sub = live.get(row.subscription_id)
+            if (sub === undefined) return attempt(row, token, Option.none())
+            const signer = signerOf(sub)
+            return Option.isSome(signer) ? attempt(row, token, signer) : unreadable(row, token)
+          })
+        })
+
+      /**
+       * What an attempt needs of its subscription, the secrets opened once per claim; None when a
+       * secret does not open (sealed under another key): that row waits on the ladder, the others go on.
+       */
+      const signerOf = (sub: SubscriptionRow): Option.Option<Signer> => {
+        const sealed = [
+          sub.secret_sealed,
+          ...(sub.previous_secret_sealed !== null && sub.previous_secret_expires_at !== null ? [sub.previous_secret_sealed] : []),
+          ...(sub.older_secret_sealed !== null ? [sub.older_secret_sealed] : [])
+        ]
+        const secrets = openAll(box, sealed)
+        return secrets === undefined ? Option.none() : Option.some({ id: sub.id, url: sub.url, status: sub.status, secrets })
+      }
+
+      return { list, redeliver, fanOutOnce, claimDue }
     })
   ).pipe(Layer.provide([OutboxRepo.layer, WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
 }
 
 /**
- * The background worker (started by `CoreServicesLive`, like the sync worker): fans the outbox out
- * and attempts what is due, polling while idle.
+ * The background worker (started by `CoreServicesLive`, like the sync worker): one loop fans the
+ * outbox out; a dispatcher keeps up to `concurrency` attempts running, claiming as many rows as
+ * slots are free. Each attempt runs on its own: a slow endpoint (up to the timeout) holds one
+ * slot, never the other subscriptions' deliveries (decision 0095).
  */
 export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* WebhookSettings
   if (!settings.enabled) return
   const webhooks = yield* WebhookDeliveries
-  const loop = Effect.gen(function*() {
+  const concurrency = Math.max(1, settings.concurrency)
+  const logged = <A, E, R>(what: string, fallback: A, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    effect.pipe(Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.as(Effect.logWarning(`webhook worker: ${what} failed; retrying after the poll interval`, cause), fallback)
+    ))
+
+  const fanOut = Effect.gen(function*() {
     // The first poll waits one interval: start-up work (migrations, the runner) goes first.
     yield* Effect.sleep(settings.pollInterval)
     while (true) {
-      const busy = yield* Effect.gen(function*() {
-        const published = yield* Effect.withTracerEnabled(webhooks.fanOutOnce, false)
-        const outcomes = yield* Effect.withTracerEnabled(webhooks.attemptDue, false)
-        return published > 0 || outcomes.length > 0
-      }).pipe(Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.as(Effect.logWarning("webhook worker: a poll failed; retrying after the poll interval", cause), false)
-      ))
-      yield* busy ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
+      const published = yield* logged("a fan-out", 0, Effect.withTracerEnabled(webhooks.fanOutOnce, false))
+      yield* published > 0 ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
     }
   })
-  // Two loops: one slow endpoint (up to the timeout) does not hold every other delivery back.
+
+  const dispatch = Effect.gen(function*() {
+    // Free slots as tokens: an attempt takes one and gives it back when it ends, however it ends.
+    const slots = yield* Queue.bounded<true>(concurrency)
+    yield* Queue.offerAll(slots, Array.from({ length: concurrency }, () => true as const))
+    yield* Effect.sleep(settings.pollInterval)
+    while (true) {
+      const first = yield* Queue.takeBetween(slots, 1, concurrency)
+      // Under load slots free one by one: a moment's wait gathers a few, one claim for them.
+      const free = first.length * 4 >= concurrency
+        ? first
+        : [...first, ...(yield* Effect.andThen(Effect.sleep(Duration.millis(5)), Queue.takeBetween(slots, 0, concurrency - first.length)))]
+      const none: ReadonlyArray<Effect.Effect<AttemptOutcome, DatabaseUnavailable>> = []
+      const attempts = yield* logged("a claim", none, Effect.withTracerEnabled(webhooks.claimDue(free.length), false))
+      yield* Queue.offerAll(slots, free.slice(attempts.length))
+      for (const attempt of attempts) {
+        const settled: AttemptOutcome = "lease_lost"
+        yield* Effect.forkChild(
+          logged("an attempt", settled, Effect.withTracerEnabled(attempt, false)).pipe(Effect.ensuring(Queue.offer(slots, true)))
+        )
+      }
+      // Idle (nothing due): poll again after the interval; busy: claim again as slots free up.
+      if (attempts.length === 0) yield* Effect.sleep(settings.pollInterval)
+    }
+  })
   // Scoped to the layer: the fibers end with the process; their leases expire and another runner takes the rows over.
-  yield* Effect.forkScoped(loop)
-  yield* Effect.forkScoped(loop)
+  yield* Effect.forkScoped(fanOut)
+  yield* Effect.forkScoped(dispatch)
 })).pipe(Layer.provide(WebhookDeliveries.layer))

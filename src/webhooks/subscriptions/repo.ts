@@ -22,6 +22,8 @@ export const SubscriptionRow = Schema.Struct({
   secret_sealed: Schema.String,
   previous_secret_sealed: Schema.NullOr(Schema.String),
   previous_secret_expires_at: Schema.NullOr(Schema.String),
+  /** The secret before the previous one, while its own grace lasts (null after it). */
+  older_secret_sealed: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
 })
@@ -66,9 +68,11 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
   readonly find: (profileId: string, id: string) => Repo<Option.Option<SubscriptionRow>>
   /** A live subscription by id alone (the delivery worker). */
   readonly byId: (id: string) => Repo<Option.Option<SubscriptionRow>>
+  /** The live ones of these subscriptions (one round of the delivery worker). */
+  readonly byIds: (ids: ReadonlyArray<string>) => Repo<ReadonlyArray<SubscriptionRow>>
   readonly list: (profileId: string, after: Option.Option<{ readonly at: string; readonly id: string }>, limit: number) => Repo<ReadonlyArray<SubscriptionRow>>
   readonly update: (profileId: string, id: string, change: SubscriptionChange) => Repo<Option.Option<SubscriptionRow>>
-  /** A new secret; the current one keeps signing until `graceSeconds` from now. */
+  /** A new secret; the current one keeps signing until `graceSeconds` from now, a still-live previous one until its own expiry. */
   readonly rotate: (profileId: string, id: string, secretSealed: string, graceSeconds: number) => Repo<Option.Option<SubscriptionRow>>
   readonly remove: (profileId: string, id: string) => Repo<boolean>
   /** The endpoint answered 410: no more deliveries until the caller sets it `active` again. */
@@ -85,6 +89,7 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
         status, status_reason, secret_sealed, previous_secret_sealed,
         CASE WHEN previous_secret_expires_at > now()
              THEN to_char(previous_secret_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') END AS previous_secret_expires_at,
+        CASE WHEN older_secret_expires_at > now() THEN older_secret_sealed END AS older_secret_sealed,
         to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at,
         to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS updated_at`)
       const one = decodeFirstRow(SubscriptionRow)
@@ -107,6 +112,10 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
 
       const byId = (id: string) =>
         one(sql`SELECT ${columns} FROM webhook_subscriptions WHERE id = ${id} AND deleted_at IS NULL`)
+
+      const byIds = (ids: ReadonlyArray<string>) =>
+        ids.length === 0 ? Effect.succeed([]) : many(sql`
+          SELECT ${columns} FROM webhook_subscriptions WHERE id = ANY(${[...ids]}::uuid[]) AND deleted_at IS NULL`)
 
       const list = (profileId: string, after: Option.Option<{ readonly at: string; readonly id: string }>, limit: number) =>
         many(sql`
@@ -134,6 +143,9 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
       const rotate = (profileId: string, id: string, secretSealed: string, graceSeconds: number) =>
         one(sql`
           UPDATE webhook_subscriptions SET
+            -- The previous secret, while still live, stays until its own expiry (a retried rotation drops nothing).
+            older_secret_sealed = CASE WHEN previous_secret_expires_at > now() THEN previous_secret_sealed END,
+            older_secret_expires_at = CASE WHEN previous_secret_expires_at > now() THEN previous_secret_expires_at END,
             previous_secret_sealed = secret_sealed,
             previous_secret_expires_at = now() + make_interval(secs => ${graceSeconds}),
             secret_sealed = ${secretSealed},
@@ -180,7 +192,7 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
           WHERE s.profile_id = ANY(${[...profileIds]}::uuid[]) AND s.deleted_at IS NULL AND s.status <> 'disabled'
           ORDER BY s.created_at, s.id`)
 
-      return atDatabaseBoundary({ insert, find, byId, list, update, rotate, remove, disable, pauseForWorkspace, forFanOut })
+      return atDatabaseBoundary({ insert, find, byId, byIds, list, update, rotate, remove, disable, pauseForWorkspace, forFanOut })
     })
   )
 }
