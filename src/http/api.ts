@@ -41,6 +41,7 @@ import { McpOAuthApi } from "../mcp-oauth/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { PartnerDataApi } from "../partner/api.ts"
+import { AudiencesApi } from "../audiences/api.ts"
 import { LinkTokensApi } from "../link-tokens/api.ts"
 import { CustomersApi } from "../customers/api.ts"
 import { IdentityApi } from "../identity/api.ts"
@@ -103,6 +104,7 @@ export const Api = HttpApi.make("svc")
   .add(EventsApi)
   .add(PaymentsApi)
   .add(PartnerDataApi)
+  .add(AudiencesApi)
   .add(LinkTokensApi)
   .add(CustomersApi)
   .add(IdentityApi)

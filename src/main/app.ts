@@ -44,6 +44,7 @@ import { OAuthHandlers } from "../oauth/handlers.ts"
 import { OnboardingHandlers } from "../onboarding/handlers.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
 import { PartnerDataHandlers } from "../partner/handlers.ts"
+import { AudiencesHandlers } from "../audiences/handlers.ts"
 import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
 import { RpcLive } from "../rpc/server.ts"
 import { MetricsRoute } from "../ops/pages.ts"
@@ -112,6 +113,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     TrackingSetupHandlers,
     CollectorHandlers,
     PartnerDataHandlers,
+    AudiencesHandlers,
     CustomersHandlers,
     IdentityHandlers,
     IdentityRepairHandlers,
