@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { DatabaseUnavailable } from "../../schema/errors.ts"
-import { atDatabaseBoundary, DATABASE_RETRY_AFTER_SECONDS, decodeRows } from "../platform/database.ts"
+import { APPLICATION_NAME, atDatabaseBoundary, DATABASE_RETRY_AFTER_SECONDS, decodeRows } from "../platform/database.ts"
 import { appliedMigrationId } from "../platform/migrator.ts"
 
 export class DatabaseProbe extends Context.Service<DatabaseProbe, {
@@ -45,6 +45,13 @@ export const QueueBacklog = Schema.Struct({
 })
 export type QueueBacklog = typeof QueueBacklog.Type
 
+/** Sessions of this service in one state. */
+export const ConnectionCount = Schema.Struct({
+  state: Schema.Literals(["idle", "used"]),
+  count: Schema.Int
+})
+export type ConnectionCount = typeof ConnectionCount.Type
+
 /**
  * Reads (never writes) the backlog of the durable queues for the metrics (decision 0084): the
  * outbox (unpublished rows), replays (`work_jobs` queued), syncs (`sync_jobs` queued and due),
@@ -52,6 +59,8 @@ export type QueueBacklog = typeof QueueBacklog.Type
  */
 export class QueueBacklogs extends Context.Service<QueueBacklogs, {
   readonly read: Effect.Effect<ReadonlyArray<QueueBacklog>, DatabaseUnavailable>
+  /** This service's sessions on PostgreSQL by state (idle | used), as the server sees them; PostgreSQL only. */
+  readonly connections: Effect.Effect<ReadonlyArray<ConnectionCount>, DatabaseUnavailable>
 }>()("svc/QueueBacklogs") {
   static readonly layer = Layer.effect(QueueBacklogs)(
     Effect.gen(function*() {
@@ -66,7 +75,17 @@ export class QueueBacklogs extends Context.Service<QueueBacklogs, {
         UNION ALL ${backlog("replays", "work_jobs", "state = 'queued'", "created_at")}
         UNION ALL ${backlog("sync_jobs", "sync_jobs", "status = 'queued' AND run_after <= now()", "run_after")}
         UNION ALL ${backlog("rollups", "analytics_dirty", "true", "marked_at")}`)
-      return atDatabaseBoundary({ read })
+      // The driver's pool keeps its counts private (decision 0084), so the server's view is read:
+      // sessions named after this service on this database, minus the one reading.
+      const connections = decodeRows(ConnectionCount)(sql`
+        SELECT s.state, count(a.pid)::int AS count
+        FROM (VALUES ('idle'), ('used')) AS s(state)
+        LEFT JOIN pg_stat_activity a
+          ON a.datname = current_database() AND a.application_name = ${APPLICATION_NAME}
+         AND a.pid <> pg_backend_pid()
+         AND (CASE WHEN a.state = 'idle' THEN 'idle' ELSE 'used' END) = s.state
+        GROUP BY s.state ORDER BY s.state`)
+      return atDatabaseBoundary({ read, connections })
     })
   )
 }

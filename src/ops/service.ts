@@ -1,9 +1,9 @@
 import { Context, Effect, Layer, Metric, Schedule } from "effect"
 import { DatabaseUnavailable, ServiceUnavailable } from "../../schema/errors.ts"
-import { DATABASE_RETRY_AFTER_SECONDS, DatabaseInfo } from "../platform/database.ts"
+import { APPLICATION_NAME, DATABASE_RETRY_AFTER_SECONDS, DatabaseInfo } from "../platform/database.ts"
 import { Lifecycle } from "../platform/lifecycle.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
-import { queueDepth, queueLag, rollupLag } from "../platform/metrics.ts"
+import { dbConnectionCount, queueDepth, queueLag, rollupLag } from "../platform/metrics.ts"
 import { DatabaseProbe, QueueBacklogs } from "./repo.ts"
 
 export interface ReadinessReport {
@@ -71,6 +71,7 @@ const BACKLOG_POLL = "15 seconds"
 export const QueueGaugesLive = Layer.effectDiscard(
   Effect.gen(function*() {
     const backlogs = yield* QueueBacklogs
+    const info = yield* DatabaseInfo
     const reading = backlogs.read.pipe(
       Effect.flatMap((rows) =>
         Effect.forEach(rows, (row) =>
@@ -85,5 +86,19 @@ export const QueueGaugesLive = Layer.effectDiscard(
       Effect.withTracerEnabled(false)
     )
     yield* Effect.forkScoped(Effect.repeat(reading, Schedule.spaced(BACKLOG_POLL)))
+    // The embedded database is one in-process session with no server view of it: no pool gauges there.
+    if (info.mode === "postgres") {
+      const sampling = backlogs.connections.pipe(
+        Effect.flatMap((rows) =>
+          Effect.forEach(rows, (row) =>
+            Metric.update(Metric.withAttributes(dbConnectionCount, {
+              "db.client.connection.state": row.state,
+              "db.client.connection.pool.name": APPLICATION_NAME
+            }), row.count), { discard: true })),
+        Effect.catchTag("DatabaseUnavailable", () => Effect.void),
+        Effect.withTracerEnabled(false)
+      )
+      yield* Effect.forkScoped(Effect.repeat(sampling, Schedule.spaced(BACKLOG_POLL)))
+    }
   })
 ).pipe(Layer.provide(QueueBacklogs.layer))

@@ -34,6 +34,9 @@ export const postgresOptions = (url: Redacted.Redacted<string>) => {
   }
 }
 
+/** The `application_name` of this service's PostgreSQL sessions (the pool gauges count them by it). */
+export const APPLICATION_NAME = "attribution-service"
+
 const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
   const options = postgresOptions(url)
   return Layer.merge(
@@ -44,7 +47,7 @@ const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
       // Requests answer 503 database_unavailable quickly while the server is away.
       connectTimeout: "3 seconds",
       idleTimeout: "60 seconds",
-      applicationName: "attribution-service",
+      applicationName: APPLICATION_NAME,
       // Timestamps are rendered and compared in UTC whatever the server's default.
       startupParameters: { timezone: "UTC" }
     }),

@@ -57,6 +57,10 @@ export const rollupLag = Metric.gauge("svc.rollup.lag", {
   description: "Seconds between the newest fact and what the analytics rollups have folded in"
 })
 
+export const dbConnectionCount = Metric.gauge("db.client.connection.count", {
+  description: "Sessions of this service open on PostgreSQL, by db.client.connection.state (idle | used), from pg_stat_activity"
+})
+
 /** Observes `seconds` on `histogram` with `attributes` (one series per distinct set). */
 export const observe = (
   histogram: Metric.Metric<number, unknown>,

@@ -267,6 +267,12 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
         assert.match(text, new RegExp(`^svc_queue_lag\\{svc_queue="${queue}"\\} [0-9.e+-]+$`, "m"))
       }
       assert.match(text, /^svc_rollup_lag [0-9.e+-]+$/m)
+      // Pool gauges: this service's sessions by state on PostgreSQL; none on the embedded database.
+      for (const state of ["idle", "used"]) {
+        const series = new RegExp(`^db_client_connection_count\\{[^}]*db_client_connection_state="${state}"[^}]*\\} \\d+$`, "m")
+        if (process.env.DATABASE_URL) assert.match(text, series)
+        else assert.notMatch(text, series)
+      }
       // The refusals above are counted under their own status.
       assert.isTrue(text.split("\n").some((line) => line.startsWith("http_server_request_duration_count{") && line.includes(`http_route="/metrics"`) && line.includes(`http_response_status_code="401"`)))
     }))
