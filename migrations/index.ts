@@ -42,6 +42,7 @@ import m0043 from "./0043_export_cursor.ts"
 import m0044 from "./0044_webhook_rotation_and_delivery.ts"
 import m0045 from "./0045_webhook_delivery_trace.ts"
 import m0047 from "./0047_dpa_handoffs.ts"
+import m0048 from "./0048_creative_job_trace.ts"
 import m0049 from "./0049_audience_exclusions.ts"
 
 /**
@@ -93,6 +94,7 @@ export const migrations = {
   "0044_webhook_rotation_and_delivery": m0044,
   "0045_webhook_delivery_trace": m0045,
   "0047_dpa_handoffs": m0047,
+  "0048_creative_job_trace": m0048,
   "0049_audience_exclusions": m0049
 }
 

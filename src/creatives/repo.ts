@@ -11,6 +11,7 @@ import { CreativeAnalysisResult, CreativeAnalysisStatus } from "../../schema/cre
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
+import { currentTraceContext } from "../platform/tracing.ts"
 
 export const JobRow = Schema.Struct({
   id: Schema.String,
@@ -66,7 +67,14 @@ const PeerRow = Schema.Struct({ ad_platform_id: Schema.String, ctr: Schema.Numbe
 export type PeerRow = typeof PeerRow.Type
 
 const Count = Schema.Struct({ n: Schema.Number, oldest: Schema.NullOr(Schema.Number) })
-const Claimed = Schema.Struct({ id: Schema.String, profile_id: Schema.String, ad_platform_id: Schema.String, attempts: Schema.Int })
+const Claimed = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  ad_platform_id: Schema.String,
+  attempts: Schema.Int,
+  traceparent: Schema.NullOr(Schema.String),
+  tracestate: Schema.NullOr(Schema.String)
+})
 export type ClaimedJob = typeof Claimed.Type
 
 export interface Budgets {
@@ -134,10 +142,15 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
 
       const insert = (request: QueueRequest) =>
         Effect.flatMap(
-          firstJob(sql`
-            INSERT INTO creative_analysis_jobs (id, profile_id, ad_platform_id, creative_fingerprint, caller)
-            VALUES (gen_random_uuid(), ${request.profileId}, ${request.adPlatformId}, ${request.fingerprint}, ${request.caller})
-            RETURNING ${columns}`),
+          // The queuing request's trace, for the job's span to link to (decision 0083).
+          Effect.flatMap(currentTraceContext, (current) => {
+            const trace = Option.getOrUndefined(current)
+            return firstJob(sql`
+              INSERT INTO creative_analysis_jobs (id, profile_id, ad_platform_id, creative_fingerprint, caller, traceparent, tracestate)
+              VALUES (gen_random_uuid(), ${request.profileId}, ${request.adPlatformId}, ${request.fingerprint}, ${request.caller},
+                      ${trace?.traceparent ?? null}, ${trace === undefined || trace.tracestate === "" ? null : trace.tracestate})
+              RETURNING ${columns}`)
+          }),
           (row) => Option.isSome(row) ? Effect.succeed(row.value) : Effect.die("insert returned no row")
         )
 
@@ -217,7 +230,7 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
                 lease_until = now() + make_interval(secs => ${leaseSeconds})
             WHERE j.id = (SELECT c.id FROM creative_analysis_jobs c WHERE ${claimable(maxAttempts)}
                           ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.ad_platform_id, j.attempts`)
+            RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.ad_platform_id, j.attempts, j.traceparent, j.tracestate`)
         }).pipe(sql.withTransaction)
 
       const ours = (job: ClaimedJob) => sql`id = ${job.id} AND attempts = ${job.attempts} AND status = 'running'`

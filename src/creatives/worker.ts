@@ -5,6 +5,7 @@
  * running job survives a restart. An attempt that fails is queued again up to `maxAttempts`.
  */
 import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { withLinkedJobSpan } from "../platform/tracing.ts"
 import { CreativeAnalysis } from "./service.ts"
 import { type ClaimedJob, CreativeAnalysisRepo } from "./repo.ts"
 
@@ -56,7 +57,11 @@ export class CreativeAnalysisWorker extends Context.Service<CreativeAnalysisWork
       const runNext = Effect.gen(function*() {
         const claimed = yield* repo.claim(settings.maxAttempts, leaseSeconds)
         if (Option.isNone(claimed)) return Option.none<string>()
-        return Option.some(yield* run(claimed.value))
+        const job = claimed.value
+        // A span of its own, linked to the request that queued the job (decision 0083).
+        return Option.some(yield* run(job).pipe(
+          withLinkedJobSpan("creative_analysis_jobs", job, { "messaging.message.id": job.id, "svc.profile_id": job.profile_id })
+        ))
       }).pipe(
         Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause)
