@@ -13,109 +13,22 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call, TestServer } from "../support/app.ts"
+import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
-import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
-import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
-
-const SCOPES = ["connections:read", "connections:write", "campaigns:read", "campaigns:apply"]
-
-interface Fixture extends SeededProfile {
-  readonly key: string
-  readonly account: string
-  readonly connectionId: string
-  /** The account's number: ids are `cmp_<n>_<c>`, `as_<n>_<c>_<s>`, `ad_<n>_<c>_<s>_<a>`. */
-  readonly n: string
-}
-
-const send = (key: string, method: string, path: string, body?: unknown, idempotencyKey?: string | null) =>
-  call(path, {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      "content-type": "application/json",
-      ...(idempotencyKey === null ? {} : { "idempotency-key": idempotencyKey ?? crypto.randomUUID() })
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-
-const sandbox = (method: string, path: string, body?: unknown) =>
-  call(`/sandbox/adplatform${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-
-const setFaults = (faults: Record<string, unknown>) =>
-  Effect.map(sandbox("POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
-
-const clearFaults = setFaults({
-  throttle: 0,
-  error_rate: 0,
-  fail_next: 0,
-  timeout_ms: 0,
-  missing_permission: false,
-  revoke_tokens: false,
-  rate_limit_per_second: 100
-})
-
-const patchObjects = (objects: ReadonlyArray<Record<string, unknown>>) =>
-  Effect.map(sandbox("PATCH", "/_state", { objects }), (response) => assert.strictEqual(response.status, 200, response.text))
-
-const state = Effect.map(sandbox("GET", "/_state"), (response) => response.json)
-
-const writeCount = Effect.map(state, (s) => s.write_count as number)
-
-/** An object of the sandbox by id, as `_state` shows it. */
-const objectOf = (id: string) =>
-  Effect.map(state, (s) => {
-    for (const account of s.accounts as ReadonlyArray<any>) {
-      for (const campaign of account.campaigns) {
-        if (campaign.id === id) return campaign
-        for (const set of campaign.ad_sets) {
-          if (set.id === id) return set
-          for (const ad of set.ads) if (ad.id === id) return ad
-        }
-      }
-    }
-    return assert.fail(`no sandbox object ${id}`)
-  })
-
-const hop = (target: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(target, { redirect: "manual" })
-    await response.text()
-    return { status: response.status, location: response.headers.get("location") }
-  })
-
-/** A fresh generated account, connected to `profile` through a hand-off as a person would (persona chosen at consent). */
-const connectFresh = (profile: SeededProfile & { readonly key: string }, persona = "one_account") =>
-  Effect.gen(function*() {
-    const { url } = yield* TestServer
-    const arrived = yield* sandbox("PATCH", "/_state", { arrive: { kind: "generated_account", ads: 120 } })
-    assert.strictEqual(arrived.status, 201, arrived.text)
-    const account: string = arrived.json.account.id
-    const minted = yield* send(profile.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` }, null)
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url, { persona })
-    assert.strictEqual(consent.status, 303)
-    const back = yield* hop(consent.location ?? "")
-    assert.strictEqual(back.status, 302)
-    const poll = yield* send(profile.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`, undefined, null)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    return { account, connectionId: poll.json.data.result.connection_id as string, n: account.slice(4) }
-  })
-
-/** A person-created profile (add-on on) with a key holding `campaigns:apply`, and a fresh account connected. */
-const fixture = (persona = "one_account") =>
-  Effect.gen(function*() {
-    yield* clearFaults
-    const profile = yield* seedProfile()
-    const { key } = yield* seedApiKey(profile, { scopes: SCOPES, rateLimitPerMinute: 100_000 })
-    const connected = yield* connectFresh({ ...profile, key }, persona)
-    return { ...profile, key, ...connected } satisfies Fixture
-  })
+import { serveAppOnOwnPort } from "../support/providers.ts"
+import { seedApiKey, seedMemberSession } from "../support/tenancy.ts"
+import {
+  adFixture as fixture,
+  clearFaults,
+  connectFresh,
+  objectOf,
+  patchObjects,
+  send,
+  setFaults,
+  WRITE_SCOPES as SCOPES,
+  writeCount
+} from "../support/adplatform.ts"
 
 const ledger = (profileId: string, objectId: string) =>
   Effect.flatMap(SqlClient, (sql) =>

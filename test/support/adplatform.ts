@@ -1,7 +1,7 @@
 /**
  * The sandbox ad platform for ad-write tests (recommendation apply, URL tags): a fresh generated
  * account connected to a seeded profile through a connect hand-off, as a person would, and the
- * sandbox's `_state` and test controls. Same steps as test/api/ad-actions.test.ts.
+ * sandbox's `_state` and test controls, shared by the ad-actions, recommendation and URL-tag tests.
  *
  * A generated account of 120 ads: campaign 1 (ads `ad_<n>_1_*`) is click-to-chat with its own
  * budget; campaign 2 (website ads) has ad set 1 on a daily budget and ad set 2 on a lifetime one.
