@@ -137,3 +137,25 @@ export const scopesOf = (principal: PrincipalShape): ReadonlyArray<string> | und
  */
 export const heldScopes = (principal: PrincipalShape): ReadonlyArray<string> => scopesOf(principal) ?? []
 
+
+/**
+ * The credential a per-key budget is metered against (the spec's own buckets are per key: UTM
+ * scans, creative analyses): one string per API key, user token, session, app or service.
+ */
+export const meteringKeyOf = (principal: PrincipalShape): string => {
+  switch (principal.kind) {
+    case "api_key":
+      return `key:${principal.keyId}`
+    case "user_token":
+      return `token:${principal.tokenId}`
+    case "session":
+      return `session:${principal.sessionId}`
+    case "app_client":
+      return `app:${principal.appId}`
+    case "service":
+      return `service:${principal.credentialId}`
+    case "operator":
+    case "anonymous":
+      return principal.kind
+  }
+}

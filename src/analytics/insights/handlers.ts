@@ -1,28 +1,9 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../../http/api.ts"
-import { Principal, type PrincipalShape, type ProfileContext } from "../../auth/principal.ts"
+import { meteringKeyOf, Principal, type ProfileContext } from "../../auth/principal.ts"
 import { ProfileAccess } from "../../tenancy/access.ts"
 import { InsightsService } from "./service.ts"
-
-/** The credential a UTM scan is metered against (the spec's bucket is per key). */
-const callerOf = (principal: PrincipalShape): string => {
-  switch (principal.kind) {
-    case "api_key":
-      return `key:${principal.keyId}`
-    case "user_token":
-      return `token:${principal.tokenId}`
-    case "session":
-      return `session:${principal.sessionId}`
-    case "app_client":
-      return `app:${principal.appId}`
-    case "service":
-      return `service:${principal.credentialId}`
-    case "operator":
-    case "anonymous":
-      return principal.kind
-  }
-}
 
 export const InsightsHandlers = HttpApiBuilder.group(Api, "insights", (handlers) =>
   Effect.gen(function*() {
@@ -37,7 +18,7 @@ export const InsightsHandlers = HttpApiBuilder.group(Api, "insights", (handlers)
       quality: ({ query }) => withProfile((profile) => insights.quality(profile, query)),
       adIds: ({ query }) => withProfile((profile) => insights.adIds(profile, query)),
       refreshUtm: () =>
-        Effect.flatMap(Principal, (principal) => withProfile((profile) => insights.refreshUtm(profile, callerOf(principal)))),
+        Effect.flatMap(Principal, (principal) => withProfile((profile) => insights.refreshUtm(profile, meteringKeyOf(principal)))),
       touches: ({ query }) => withProfile((profile) => insights.touches(profile, query)),
       realtime: () => withProfile((profile) => insights.realtime(profile))
     })
