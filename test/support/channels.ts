@@ -5,8 +5,8 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call, TestServer } from "./app.ts"
-import { driveConsent } from "./providers.ts"
+import { call } from "./app.ts"
+import { connectProvider } from "./providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "./tenancy.ts"
 
 export const bearer = (key: string, method = "GET", body?: unknown, headers: Record<string, string> = {}) => ({
@@ -36,14 +36,9 @@ export const narrowKey = (profile: SeededProfile, scopes: ReadonlyArray<string>)
 
 /** Connects `provider` to the key's profile through the hand-off and the sandbox consent (its first account). */
 export const connectChannel = Effect.fn("test.connectChannel")(function*(key: string, provider: string) {
-  const { url } = yield* TestServer
-  const minted = yield* call(`/api/v1/connections/${provider}/handoff`, bearer(key, "POST", { return_url: `${url}/done` }))
-  assert.strictEqual(minted.status, 201, minted.text)
-  const consent = yield* driveConsent(minted.json.data.start_url)
-  assert.strictEqual(consent.status, 303)
-  yield* Effect.promise(() => fetch(consent.location ?? "", { redirect: "manual" }).then((r) => r.text()))
+  const { connectionId } = yield* connectProvider(key, provider)
   const list = yield* call("/api/v1/connections", bearer(key))
-  const connection = list.json.data.find((c: { provider: string }) => c.provider === provider)
+  const connection = list.json.data.find((c: { id: string }) => c.id === connectionId)
   assert.isDefined(connection, list.text)
   assert.strictEqual(connection.status, "active", list.text)
   return connection as { id: string; provider_account_id: string }
