@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # The service image: Node 24.21.0 (the version pinned in package.json devDependencies), the
 # production dependencies and the TypeScript sources, which Node 24 runs directly (type
 # stripping: no build step). Not built on the machine it was written on (no network there);
@@ -7,11 +6,15 @@
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 # 1. Production dependencies only: `npm ci --omit=dev` leaves out vitest, typescript and the
-#    pinned node/deno binaries (the base image is the pinned Node).
+#    pinned node/deno binaries (the base image is the pinned Node). Behind a TLS-inspecting
+#    proxy, pass its CA as a build secret (`--secret id=npm_ca,src=proxy-ca.crt`): it is trusted
+#    for this step only and stored in no layer.
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
+    --mount=type=secret,id=npm_ca \
+    if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
     npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 # 2. The runtime: sources and dependencies owned by root, read-only to the service user.
