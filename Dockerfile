@@ -1,7 +1,9 @@
 # The service image: Node 24.21.0 (the version pinned in package.json devDependencies), the
 # production dependencies and the TypeScript sources, which Node 24 runs directly (type
-# stripping: no build step). Not built on the machine it was written on (no network there);
-# see docs/runbook.md.
+# stripping: no build step). Built and run with Docker 20.10 / BuildKit on a machine without a
+# registry, on a stand-in base (docs/runbook.md, "Building the image on a machine without a
+# registry"). No `# syntax=` line: it makes BuildKit pull docker/dockerfile from Docker Hub,
+# and the built-in frontend already has `RUN --mount` (decision 0104).
 
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
