@@ -10,14 +10,16 @@ ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 # 1. Production dependencies only: `npm ci --omit=dev` leaves out vitest, typescript and the
 #    pinned node/deno binaries (the base image is the pinned Node). Behind a TLS-inspecting
 #    proxy, pass its CA as a build secret (`--secret id=npm_ca,src=proxy-ca.crt`): it is trusted
-#    for this step only and stored in no layer.
+#    for this step only and stored in no layer. Source maps and type declarations are dropped:
+#    nothing reads them at run time (no --enable-source-maps): 143 MB of dependencies become 80.
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm \
     --mount=type=secret,id=npm_ca \
     if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
-    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund && \
+    find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete
 
 # 2. The runtime: sources and dependencies owned by root, read-only to the service user.
 FROM ${NODE_IMAGE} AS runtime
