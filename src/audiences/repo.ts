@@ -63,6 +63,11 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
   readonly saveAudience: (profileId: string, audience: { readonly connectionId: string; readonly adAccountId: string; readonly audienceId: string }) => Repo<void>
   readonly saveSynced: (profileId: string, synced: SyncedList) => Repo<void>
   readonly saveLookalike: (profileId: string, lookalikeId: string | null, country: string | null) => Repo<void>
+  /**
+   * Takes the lease of one enabled list last synced before `olderThanSeconds` ago whose profile may
+   * upload (not hipaa; Platform-Safe with the switch on); answers its profile id.
+   */
+  readonly claimDue: (olderThanSeconds: number, leaseSeconds: number) => Repo<Option.Option<string>>
   /** Off: no platform audience, no lookalike, counts zero, consent dropped. */
   readonly markOff: (profileId: string) => Repo<void>
 }>()("svc/AudiencesRepo") {
@@ -140,6 +145,27 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
           return taken.length > 0
         })
 
+      const dueRow = decodeFirstRow(Schema.Struct({ profile_id: Schema.String }))
+      const claimDue = (olderThanSeconds: number, leaseSeconds: number) =>
+        Effect.map(
+          dueRow(sql`
+            UPDATE customer_list_audiences SET sync_lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE profile_id = (
+              SELECT l.profile_id FROM customer_list_audiences l
+              JOIN profiles p ON p.id = l.profile_id
+              LEFT JOIN conversion_sync_settings s ON s.profile_id = l.profile_id
+              WHERE l.status = 'enabled'
+                AND (l.last_synced_at IS NULL OR l.last_synced_at < now() - make_interval(secs => ${olderThanSeconds}))
+                AND (l.sync_lease_until IS NULL OR l.sync_lease_until < now())
+                AND p.privacy_mode <> 'hipaa'
+                AND (p.privacy_mode <> 'platform_safe' OR COALESCE(s.platform_safe_audiences, 'disabled') = 'enabled')
+              ORDER BY l.last_synced_at NULLS FIRST
+              LIMIT 1
+              FOR UPDATE OF l SKIP LOCKED)
+            RETURNING profile_id::text AS profile_id`),
+          (row) => Option.map(row, (r) => r.profile_id)
+        )
+
       const releaseList = (profileId: string) =>
         Effect.asVoid(sql`UPDATE customer_list_audiences SET sync_lease_until = NULL WHERE profile_id = ${profileId}`)
 
@@ -180,6 +206,7 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
           findList,
           claimList,
           releaseList,
+          claimDue,
           saveAudience,
           saveSynced,
           saveLookalike,

@@ -182,6 +182,8 @@ export class CustomerLists extends Context.Service<CustomerLists, {
   readonly lookalike: (actor: PrincipalShape, profile: ProfileContext, country: string) => Effect.Effect<LookalikeAnswer, Gate | PlatformFailure>
   /** Re-uploads an enabled list (after its exclusions changed); nothing when the list is off. */
   readonly resync: (profileId: string) => Effect.Effect<void, NotFound | InvalidState | DatabaseUnavailable | PlatformFailure>
+  /** The same, for a caller already holding the list's lease (the daily refresh). */
+  readonly resyncHeld: (profileId: string) => Effect.Effect<void, NotFound | DatabaseUnavailable | PlatformFailure>
 }>()("svc/CustomerLists") {
   static readonly layer = Layer.effect(CustomerLists)(
     Effect.gen(function*() {
@@ -477,19 +479,27 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         return answer.value
       })
 
-      const resync = Effect.fn("CustomerLists.resync")(function*(profileId: string) {
+      /** Whether the list is enabled and may upload now. */
+      const runnable = Effect.fn("CustomerLists.runnable")(function*(profileId: string) {
         const row = yield* repo.findList(profileId)
-        if (Option.isNone(row) || row.value.status !== "enabled" || row.value.connection_id === null || row.value.consent_version === null) return
-        const settings = yield* settingsOf(profileId)
+        if (Option.isNone(row) || row.value.status !== "enabled" || row.value.connection_id === null || row.value.consent_version === null) return false
         // A list that may not run now is not uploaded to (it keeps what it had until re-enabled or deleted).
-        if (Option.isSome(blockOf(settings))) return
-        const connection = { id: row.value.connection_id, external_account_id: row.value.ad_account_id }
-        const version = row.value.consent_version
-        // The stored consent stays (undefined keeps it).
-        yield* leased(profileId, syncLocked(profileId, connection, version, undefined))
+        return Option.isNone(blockOf(yield* settingsOf(profileId)))
       })
 
-      return { get, post, remove, lookalike, resync }
+      const resyncHeld = Effect.fn("CustomerLists.resyncHeld")(function*(profileId: string) {
+        const row = Option.getOrNull(yield* repo.findList(profileId))
+        if (row === null || !(yield* runnable(profileId)) || row.connection_id === null || row.consent_version === null) return
+        // The stored consent stays (undefined keeps it).
+        yield* syncLocked(profileId, { id: row.connection_id, external_account_id: row.ad_account_id }, row.consent_version, undefined)
+      })
+
+      const resync = Effect.fn("CustomerLists.resync")(function*(profileId: string) {
+        if (!(yield* runnable(profileId))) return
+        yield* leased(profileId, resyncHeld(profileId))
+      })
+
+      return { get, post, remove, lookalike, resync, resyncHeld }
     })
   ).pipe(Layer.provide([AudiencesRepo.layer, CatalogRepo.layer, AdActionsRepo.layer, ConnectionSessions.layer, AuditLog.layer]))
 }

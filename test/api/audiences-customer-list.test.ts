@@ -18,6 +18,8 @@ import {
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { call, TestServer } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
+import { CustomerListRefresh } from "../../src/audiences/worker.ts"
+import { eventually } from "../support/eventually.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -215,7 +217,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           member_count: 2,
           excluded_count: 0,
           skipped_count: 1,
-          consent: [CUSTOMER_LIST_CONSENT_V1, CUSTOMER_LIST_CONSENT_V2].map((version) => ({
+          consent: ([CUSTOMER_LIST_CONSENT_V1, CUSTOMER_LIST_CONSENT_V2] as const).map((version) => ({
             version,
             text_hashes: { en: sha256(customerListConsentText(version, "en")), es: sha256(customerListConsentText(version, "es")) }
           }))
@@ -331,6 +333,41 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const cleared = yield* send(fixture.key, "PUT", `/api/v1/profiles/${fixture.profileId}/audience-exclusions`, { customer_ids: [] })
         assert.strictEqual(cleared.status, 200, cleared.text)
         assert.deepStrictEqual((yield* audienceOf(audienceId)).members, [[h("ana.paid@example.com"), h("34600111222")]])
+      }))
+  })
+
+  describe("daily refresh", () => {
+    it.effect("a list synced over a day ago is re-uploaded: a new paying customer joins, an erased one leaves; a recent one is left alone", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile()
+        yield* connect(fixture)
+        yield* enable(fixture)
+        const { bo } = yield* population(fixture)
+        const confirmed = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
+        assert.strictEqual(confirmed.status, 201, confirmed.text)
+        const audienceId: string = confirmed.json.data.platform_audience_id
+        const replaces = (yield* audienceOf(audienceId)).replaces
+
+        yield* customerBy(fixture, "order_paid", { email: "new.payer@example.com" })
+        const sql = yield* SqlClient
+        yield* sql`UPDATE customers SET erased_at = now() WHERE id = ${bo}`
+        // Synced recently: a refresh leaves it.
+        yield* (yield* CustomerListRefresh).runOnce
+        assert.strictEqual((yield* audienceOf(audienceId)).replaces, replaces)
+
+        yield* sql`UPDATE customer_list_audiences SET last_synced_at = now() - interval '25 hours' WHERE profile_id = ${fixture.profileId}`
+        yield* (yield* CustomerListRefresh).runOnce
+        // The background fiber may have taken it first: wait for the platform's membership.
+        const refreshed = yield* eventually(audienceOf(audienceId), (a) => a.replaces > replaces, { what: "the refresh", within: "20 seconds" })
+        assert.deepStrictEqual([...refreshed.members].sort(), [
+          [h("ana.paid@example.com"), h("34600111222")],
+          [h("new.payer@example.com"), ""]
+        ].sort())
+        const state = yield* eventually(send(fixture.key, "GET", LIST), (r) => r.json.data.member_count === 2 && Date.parse(r.json.data.last_synced_at) > Date.now() - 60_000, {
+          what: "the refreshed state",
+          within: "20 seconds"
+        })
+        assert.strictEqual(state.json.data.consent_version, CUSTOMER_LIST_CONSENT_V1)
       }))
   })
 
