@@ -20,7 +20,7 @@ import { call, TestServer } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
 import { CustomerListRefresh } from "../../src/audiences/worker.ts"
 import { eventually } from "../support/eventually.ts"
-import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { driveConsent, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
@@ -333,6 +333,52 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const cleared = yield* send(fixture.key, "PUT", `/api/v1/profiles/${fixture.profileId}/audience-exclusions`, { customer_ids: [] })
         assert.strictEqual(cleared.status, 200, cleared.text)
         assert.deepStrictEqual((yield* audienceOf(audienceId)).members, [[h("ana.paid@example.com"), h("34600111222")]])
+      }))
+  })
+
+  describe("retries and the sandbox's checks", () => {
+    it.effect("two confirms at once make one platform audience; the sandbox refuses rows that are not hashes", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile()
+        yield* connect(fixture)
+        yield* enable(fixture)
+        yield* population(fixture)
+        const before = (yield* audiences).length
+        const both = yield* Effect.all(
+          [0, 1].map(() => send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })),
+          { concurrency: 2 }
+        )
+        const statuses = both.map((r) => r.status).sort()
+        // Either serialised (201 then 200) or the second found the first running (409, retry later).
+        assert.ok(
+          JSON.stringify(statuses) === "[200,201]" || JSON.stringify(statuses) === "[201,409]",
+          both.map((r) => r.text).join(" | ")
+        )
+        for (const r of both) if (r.status === 409) assert.strictEqual(r.json.error.reason, "customer_list_sync_in_progress")
+        assert.strictEqual((yield* audiences).length, before + 1)
+        const retried = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
+        assert.strictEqual(retried.status, 200, retried.text)
+        assert.strictEqual((yield* audiences).length, before + 1)
+
+        // The sandbox validates like the platform: 64 lowercase hex per value, known schema fields.
+        const { url } = yield* TestServer
+        const token = yield* sandboxToken(url, "adplatform")
+        const replace = (payload: unknown) =>
+          call(`/sandbox/adplatform/v1/customaudiences/${retried.json.data.platform_audience_id}/usersreplace`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" },
+            body: JSON.stringify({ session: { session_id: 7, batch_seq: 1, last_batch_flag: true, estimated_num_total: 1 }, payload })
+          })
+        for (const payload of [
+          { schema: ["EMAIL"], data: [["someone@example.com"]] },
+          { schema: ["EMAIL"], data: [[h("a").toUpperCase()]] },
+          { schema: ["NAME"], data: [[h("a")]] },
+          { schema: ["EMAIL", "PHONE"], data: [[h("a")]] }
+        ]) {
+          const refused = yield* replace(payload)
+          assert.strictEqual(refused.status, 400, refused.text)
+          assert.strictEqual(refused.json.error.code, "invalid_parameter")
+        }
       }))
   })
 
