@@ -306,8 +306,13 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         const before = Option.getOrNull(yield* repo.findList(profileId))
         let audienceId = before !== null && before.connection_id === connection.id ? before.platform_audience_id : null
         if (before !== null && before.platform_audience_id !== null && audienceId === null && before.connection_id !== null) {
-          // Moved to another connection: the old audience goes (already gone is fine).
-          yield* dropAudiences(before)
+          // Moved to another connection: the old audience goes when the old connection still works; an
+          // unreachable one must not block the new list (its audience is then the merchant's to remove).
+          yield* dropAudiences(before).pipe(Effect.catch((e) =>
+            e._tag === "DatabaseUnavailable"
+              ? Effect.fail(e)
+              : Effect.logWarning("customer list: the previous connection's audience could not be deleted", { error: e._tag })
+          ))
         }
         if (audienceId === null) {
           const made = yield* onPlatform(platform.createCustomAudience(session, {
