@@ -284,7 +284,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         const sessionId = 1 + Math.floor(Math.random() * 2 ** 48)
         const batches = Math.max(1, Math.ceil(built.rows.length / BATCH_ROWS))
         for (let i = 0; i < batches; i++) {
-          yield* onPlatform(platform.replaceAudienceUsers(session, audienceId, {
+          yield* (platform.replaceAudienceUsers(session, audienceId, {
             session_id: sessionId,
             batch_seq: i + 1,
             last_batch: i === batches - 1,
@@ -314,17 +314,24 @@ export class CustomerLists extends Context.Service<CustomerLists, {
               : Effect.logWarning("customer list: the previous connection's audience could not be deleted", { error: e._tag })
           ))
         }
-        if (audienceId === null) {
+        const create = Effect.gen(function*() {
           const made = yield* onPlatform(platform.createCustomAudience(session, {
             name: "Paying customers",
             description: "Customer list of paying customers (hashed), kept by the attribution service"
           }))
-          audienceId = made.id
-          yield* repo.saveAudience(profileId, { connectionId: connection.id, adAccountId: session.accountId, audienceId })
-        }
+          yield* repo.saveAudience(profileId, { connectionId: connection.id, adAccountId: session.accountId, audienceId: made.id })
+          return made.id
+        })
+        const current = audienceId ?? (yield* create)
         const fields = CUSTOMER_LIST_FIELDS[version]
         const built = build(yield* repo.payingCustomers(profileId), fields)
-        yield* upload(session, audienceId, fields, built)
+        // An audience deleted on the platform's side (404) is made again once, then filled.
+        yield* onPlatform(upload(session, current, fields, built)).pipe(
+          Effect.catchTag("AdplatformUnavailable", (e) =>
+            e.provider_status === 404 && audienceId !== null
+              ? Effect.flatMap(create, (fresh) => onPlatform(upload(session, fresh, fields, built)))
+              : Effect.fail(e))
+        )
         yield* repo.saveSynced(profileId, {
           consentVersion: version,
           consent,

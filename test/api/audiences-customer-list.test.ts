@@ -379,6 +379,17 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           assert.strictEqual(refused.status, 400, refused.text)
           assert.strictEqual(refused.json.error.code, "invalid_parameter")
         }
+
+        // Deleted on the platform's side: the next confirm makes a new audience and fills it.
+        const gone = yield* call(`/sandbox/adplatform/v1/customaudiences/${retried.json.data.platform_audience_id}`, {
+          method: "DELETE",
+          headers: { authorization: `Bearer ${token.access_token}` }
+        })
+        assert.strictEqual(gone.status, 200, gone.text)
+        const remade = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
+        assert.strictEqual(remade.status, 200, remade.text)
+        assert.notStrictEqual(remade.json.data.platform_audience_id, retried.json.data.platform_audience_id)
+        assert.strictEqual((yield* audienceOf(remade.json.data.platform_audience_id)).members.length, 2)
       }))
   })
 
