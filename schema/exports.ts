@@ -20,10 +20,15 @@ export const PrivacyConfig = Schema.Struct({
 })
 export type PrivacyConfig = typeof PrivacyConfig.Type
 
+/** Customer-list audiences of a Platform-Safe profile: off until the merchant enables them (decision 0100). */
+export const PlatformSafeAudiences = Schema.Literals(["enabled", "disabled"])
+export type PlatformSafeAudiences = typeof PlatformSafeAudiences.Type
+
 export const CatalogSettings = Schema.Struct({
   privacy_mode: PrivacyMode,
   privacy_config: Schema.NullOr(PrivacyConfig),
-  platform_safe_target: PlatformSafeTarget
+  platform_safe_target: PlatformSafeTarget,
+  platform_safe_audiences: PlatformSafeAudiences
 })
 
 export const Catalog = Schema.Struct({
@@ -38,7 +43,9 @@ export const Catalog = Schema.Struct({
 export const PutCatalog = Schema.Struct({
   privacy_mode: PrivacyMode,
   privacy_config: Schema.optionalKey(Schema.NullOr(PrivacyConfig)),
-  platform_safe_target: Schema.optionalKey(PlatformSafeTarget)
+  platform_safe_target: Schema.optionalKey(PlatformSafeTarget),
+  /** Absent keeps the stored value (default `disabled`). */
+  platform_safe_audiences: Schema.optionalKey(PlatformSafeAudiences)
 })
 export type PutCatalog = typeof PutCatalog.Type
 

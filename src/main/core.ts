@@ -23,6 +23,7 @@ import { ProvidersLive } from "../providers/layer.ts"
 import { WebhookWorkerLive } from "../webhooks/delivery/service.ts"
 import { ReportWorker } from "../reports/worker.ts"
 import { QueueGaugesLive } from "../ops/service.ts"
+import { CustomerListRefresh } from "../audiences/worker.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -50,6 +51,8 @@ const SyncLive = SyncWorker.layer.pipe(
 const ExportsLive = ExportWorkerLive.pipe(Layer.provideMerge(ExportPipeline.layer), Layer.provide([ProvidersLive, SecretBox.layer]))
 /** Runs the reports' schedules in the background (decision 0086), on the same provider layer. */
 const ReportsLive = ReportWorker.layer.pipe(Layer.provide([ProvidersLive, SecretBox.layer]))
+/** Refreshes enabled customer-list audiences daily (decision 0100), on the same provider layer. */
+const CustomerListRefreshLive = CustomerListRefresh.layer.pipe(Layer.provide([ProvidersLive, SecretBox.layer]))
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
@@ -74,6 +77,7 @@ export const CoreServicesLive = Layer.mergeAll(
   SecretBox.layer,
   // Fans the outbox out to webhook subscriptions and works the delivery ladder (decision 0078).
   WebhookWorkerLive.pipe(Layer.provide(SecretBox.layer)),
+  CustomerListRefreshLive
 ).pipe(
   Layer.provideMerge(MigrationsLive),
   Layer.provideMerge(DatabaseLive)

@@ -165,7 +165,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         const fixture = yield* newProfile
         const initial = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/catalog")
         assert.strictEqual(initial.status, 200, initial.text)
-        assert.deepStrictEqual(initial.json.data.settings, { privacy_mode: "standard", privacy_config: null, platform_safe_target: "existing" })
+        assert.deepStrictEqual(initial.json.data.settings, { privacy_mode: "standard", privacy_config: null, platform_safe_target: "existing", platform_safe_audiences: "disabled" })
 
         const app = yield* registerApp("Catalog partner")
         const delegatedPerson = yield* seedApiKey(fixture, { scopes: ["customers:read", "analytics:read"] })
@@ -180,7 +180,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         const config = { url_mode: "origin", custom_data_allowlist: ["value", "currency"] }
         const put = yield* send(fixture.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "platform_safe", privacy_config: config })
         assert.strictEqual(put.status, 200, put.text)
-        assert.deepStrictEqual(put.json.data.settings, { privacy_mode: "platform_safe", privacy_config: config, platform_safe_target: "existing" })
+        assert.deepStrictEqual(put.json.data.settings, { privacy_mode: "platform_safe", privacy_config: config, platform_safe_target: "existing", platform_safe_audiences: "disabled" })
         assert.strictEqual(put.json.data.revoked_keys, 1)
         const keys = yield* sql<{ id: string; revoked: boolean }>`SELECT id, revoked_at IS NOT NULL AS revoked FROM api_keys WHERE profile_id = ${fixture.profileId}`
         const revoked = new Map(keys.map((k) => [k.id, k.revoked]))
@@ -189,9 +189,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         assert.strictEqual(revoked.get(ownPerson.id), false)
 
         // The PUT replaces privacy_config: sent without it, it is cleared.
-        const again = yield* send(fixture.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "platform_safe", platform_safe_target: "clean" })
+        const again = yield* send(fixture.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "platform_safe", platform_safe_target: "clean", platform_safe_audiences: "disabled" })
         assert.strictEqual(again.status, 200, again.text)
-        assert.deepStrictEqual(again.json.data.settings, { privacy_mode: "platform_safe", privacy_config: null, platform_safe_target: "clean" })
+        assert.deepStrictEqual(again.json.data.settings, { privacy_mode: "platform_safe", privacy_config: null, platform_safe_target: "clean", platform_safe_audiences: "disabled" })
         assert.strictEqual(again.json.data.revoked_keys, 0)
         const read = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/catalog")
         assert.deepStrictEqual(read.json.data.settings, again.json.data.settings)
@@ -458,7 +458,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
     it.effect("Platform-Safe target clean: other destinations suppressed; with no Clean Dataset nothing is sent; with one only it receives", () =>
       Effect.gen(function*() {
         const fixture = yield* wired({ adplatform_capi: "Lead" })
-        const put = yield* send(fixture.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "platform_safe", platform_safe_target: "clean" })
+        const put = yield* send(fixture.key, "PUT", "/api/v1/conversion-sync/catalog", { privacy_mode: "platform_safe", platform_safe_target: "clean", platform_safe_audiences: "disabled" })
         assert.strictEqual(put.status, 200, put.text)
         yield* acceptDpa(fixture)
 

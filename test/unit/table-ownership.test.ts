@@ -58,6 +58,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   customer_merges: "src/identity/repo.ts",
   declared_sources: "src/partner/repo.ts",
   audience_exclusions: "src/audiences/repo.ts",
+  customer_list_audiences: "src/audiences/repo.ts",
   conversation_leads: null,
   // tracking
   tracking_keys: "src/tracking/tracker/repo.ts",

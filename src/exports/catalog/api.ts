@@ -8,7 +8,8 @@ export const ConversionSyncCatalogApi = HttpApiGroup.make("conversionSyncCatalog
   .add(
     HttpApiEndpoint.get("getCatalog", "/conversion-sync/catalog", { success: Catalog, error: profileErrors })
       .annotate(OpenApi.Summary, "The profile's conversion-sync privacy settings")
-      .annotate(OpenApi.Description, "`settings.privacy_mode`, `settings.privacy_config` and `settings.platform_safe_target` (`existing` by default).")
+      .annotate(OpenApi.Description, "`settings.privacy_mode`, `settings.privacy_config`, `settings.platform_safe_target` (`existing` by default) and " +
+        "`settings.platform_safe_audiences` (`disabled` by default).")
       .annotateMerge(policy({ scopes: ["exports:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.put("putCatalog", "/conversion-sync/catalog", {
       payload: PutCatalog,
@@ -21,7 +22,8 @@ export const ConversionSyncCatalogApi = HttpApiGroup.make("conversionSyncCatalog
         "The PUT replaces `privacy_config` (absent or null clears it: re-send the current one to keep it). `custom` needs a " +
           "`privacy_config`. An absent `platform_safe_target` keeps the stored one. Moving to `platform_safe` or `hipaa` revokes " +
           "the live delegated keys carrying `customers:read` or `visitors:read`; `revoked_keys` counts them. A partner app's " +
-          "delegated key cannot move a mode other than `standard` (409 `invalid_state`, reason `privacy_mode_locked`)."
+          "delegated key cannot move a mode other than `standard` (409 `invalid_state`, reason `privacy_mode_locked`). " +
+          "`platform_safe_audiences` (`enabled` or `disabled`; absent keeps it) switches a Platform-Safe profile's customer-list audiences on."
       )
       .annotateMerge(policy({ scopes: ["exports:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none", entitlement: "svc_attribution" }))
   )

@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { PlatformSafeTarget, PrivacyConfig } from "../../../schema/exports.ts"
+import { PlatformSafeAudiences, PlatformSafeTarget, PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 
@@ -17,7 +17,8 @@ export const CatalogRow = Schema.Struct({
   privacy_mode: PrivacyMode,
   platform_safe_target: PlatformSafeTarget,
   is_healthcare_agency: Schema.Boolean,
-  privacy_config: Schema.NullOr(PrivacyConfig)
+  privacy_config: Schema.NullOr(PrivacyConfig),
+  platform_safe_audiences: PlatformSafeAudiences
 })
 export type CatalogRow = typeof CatalogRow.Type
 
@@ -26,6 +27,8 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
   readonly find: (profileId: string, lock: boolean) => Repo<Option.Option<CatalogRow>>
   /** Replaces `privacy_config` (null clears it). */
   readonly putConfig: (profileId: string, config: PrivacyConfig | null) => Repo<void>
+  /** Sets the Platform-Safe audience switch (decision 0100). */
+  readonly setAudiences: (profileId: string, value: PlatformSafeAudiences) => Repo<void>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/CatalogRepo") {
   static readonly layer = Layer.effect(CatalogRepo)(
@@ -35,7 +38,7 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
       const find = (profileId: string, lock: boolean) =>
         first(sql`
           SELECT p.id AS profile_id, p.workspace_id, p.privacy_mode, p.platform_safe_target, w.is_healthcare_agency,
-                 s.privacy_config
+                 s.privacy_config, COALESCE(s.platform_safe_audiences, 'disabled') AS platform_safe_audiences
           FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
           LEFT JOIN conversion_sync_settings s ON s.profile_id = p.id
           WHERE p.id = ${profileId} ${lock ? sql`FOR UPDATE OF p` : sql``}`)
@@ -44,8 +47,13 @@ export class CatalogRepo extends Context.Service<CatalogRepo, {
           INSERT INTO conversion_sync_settings (profile_id, privacy_config, updated_at)
           VALUES (${profileId}, ${config === null ? null : JSON.stringify(config)}::jsonb, now())
           ON CONFLICT (profile_id) DO UPDATE SET privacy_config = EXCLUDED.privacy_config, updated_at = now()`)
+      const setAudiences = (profileId: string, value: PlatformSafeAudiences) =>
+        Effect.asVoid(sql`
+          INSERT INTO conversion_sync_settings (profile_id, platform_safe_audiences, updated_at)
+          VALUES (${profileId}, ${value}, now())
+          ON CONFLICT (profile_id) DO UPDATE SET platform_safe_audiences = EXCLUDED.platform_safe_audiences, updated_at = now()`)
       return {
-        ...atDatabaseBoundary({ find, putConfig }),
+        ...atDatabaseBoundary({ find, putConfig, setAudiences }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })

@@ -19,6 +19,7 @@ export interface CatalogView {
     readonly privacy_mode: CatalogRow["privacy_mode"]
     readonly privacy_config: CatalogRow["privacy_config"]
     readonly platform_safe_target: CatalogRow["platform_safe_target"]
+    readonly platform_safe_audiences: CatalogRow["platform_safe_audiences"]
   }
   readonly revoked_keys: number
 }
@@ -27,7 +28,12 @@ const HEALTHCARE_MODES: ReadonlyArray<string> = ["platform_safe", "hipaa"]
 
 const viewOf = (row: CatalogRow, revoked: number): CatalogView => ({
   profile_id: row.profile_id,
-  settings: { privacy_mode: row.privacy_mode, privacy_config: row.privacy_config, platform_safe_target: row.platform_safe_target },
+  settings: {
+    privacy_mode: row.privacy_mode,
+    privacy_config: row.privacy_config,
+    platform_safe_target: row.platform_safe_target,
+    platform_safe_audiences: row.platform_safe_audiences
+  },
   revoked_keys: revoked
 })
 
@@ -73,6 +79,9 @@ export class ConversionSyncCatalog extends Context.Service<ConversionSyncCatalog
           const target = body.platform_safe_target ?? before.platform_safe_target
           yield* tenancy.setPrivacySettings(before.profile_id, body.privacy_mode, target)
           yield* repo.putConfig(before.profile_id, config)
+          // Absent keeps the stored switch (decision 0100).
+          const audiences = body.platform_safe_audiences ?? before.platform_safe_audiences
+          if (audiences !== before.platform_safe_audiences) yield* repo.setAudiences(before.profile_id, audiences)
           // Entering the healthcare family: delegated keys lose their person reads (S5.3); a person's own keys stay.
           const entering = HEALTHCARE_MODES.includes(body.privacy_mode) && !HEALTHCARE_MODES.includes(before.privacy_mode)
           const revoked = entering
@@ -85,9 +94,21 @@ export class ConversionSyncCatalog extends Context.Service<ConversionSyncCatalog
             targetId: before.profile_id,
             profileId: before.profile_id,
             workspaceId: before.workspace_id,
-            details: { from: before.privacy_mode, to: body.privacy_mode, platform_safe_target: target, revoked_keys: revoked }
+            details: {
+              from: before.privacy_mode,
+              to: body.privacy_mode,
+              platform_safe_target: target,
+              platform_safe_audiences: audiences,
+              revoked_keys: revoked
+            }
           })
-          return viewOf({ ...before, privacy_mode: body.privacy_mode, platform_safe_target: target, privacy_config: config }, revoked)
+          return viewOf({
+            ...before,
+            privacy_mode: body.privacy_mode,
+            platform_safe_target: target,
+            privacy_config: config,
+            platform_safe_audiences: audiences
+          }, revoked)
         }))
       })
 

@@ -101,6 +101,7 @@ const Optimizations = Schema.Struct({
 })
 const Created = Schema.Struct({ id: Schema.String })
 const CopiedAd = Schema.Struct({ copied_ad_id: Schema.String })
+const UsersReplaced = Schema.Struct({ num_received: Schema.Number })
 
 export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
   const http = yield* ProviderHttp
@@ -218,7 +219,46 @@ export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
     copyAd: (session, adId, adSetId) =>
       one(session, "copyAd", { method: "POST", path: `/v1/ads/${encodeURIComponent(adId)}/copies`, json: { adset_id: adSetId }, idempotent: false }, CopiedAd),
     setPromotedObject: (session, adSetId, promoted) =>
-      write(session, "setPromotedObject", `/v1/adsets/${encodeURIComponent(adSetId)}/promoted_object`, promoted)
+      write(session, "setPromotedObject", `/v1/adsets/${encodeURIComponent(adSetId)}/promoted_object`, promoted),
+    // Customer-list audiences (issue 20 part 5, decision 0100).
+    createCustomAudience: (session, audience) =>
+      one(session, "createCustomAudience", {
+        method: "POST",
+        path: `${account(session)}/customaudiences`,
+        json: { ...audience, subtype: "CUSTOM", customer_file_source: "USER_PROVIDED_ONLY" },
+        idempotent: false
+      }, Created),
+    // A batch re-sent with its session id and sequence replaces itself: safe to retry.
+    replaceAudienceUsers: (session, audienceId, batch) =>
+      one(session, "replaceAudienceUsers", {
+        method: "POST",
+        path: `/v1/customaudiences/${encodeURIComponent(audienceId)}/usersreplace`,
+        json: {
+          session: {
+            session_id: batch.session_id,
+            batch_seq: batch.batch_seq,
+            last_batch_flag: batch.last_batch,
+            estimated_num_total: batch.estimated_total
+          },
+          payload: { schema: batch.schema, data: batch.data }
+        }
+      }, UsersReplaced),
+    deleteAudience: (session, audienceId) =>
+      http.call(request(session, "deleteAudience", { method: "DELETE", path: `/v1/customaudiences/${encodeURIComponent(audienceId)}` })).pipe(
+        Effect.asVoid
+      ),
+    createLookalike: (session, lookalike) =>
+      one(session, "createLookalike", {
+        method: "POST",
+        path: `${account(session)}/customaudiences`,
+        json: {
+          name: lookalike.name,
+          subtype: "LOOKALIKE",
+          origin_audience_id: lookalike.origin_audience_id,
+          lookalike_spec: { ratio: lookalike.ratio, country: lookalike.country }
+        },
+        idempotent: false
+      }, Created)
   }
 }))
 

@@ -121,6 +121,21 @@ export interface Lead {
   readonly field_data: ReadonlyArray<{ readonly name: string; readonly values: ReadonlyArray<string> }>
 }
 
+/** One batch of a full replace of a customer-list audience's members (the platform's `usersreplace`). */
+export interface UsersReplaceBatch {
+  /** The same for every batch of one replace; a new id starts a new replace. */
+  readonly session_id: number
+  /** 1, 2, ... in order. */
+  readonly batch_seq: number
+  /** The replace takes effect (members absent from the session drop out) on this batch. */
+  readonly last_batch: boolean
+  readonly estimated_total: number
+  /** Field names, e.g. `EMAIL`, `PHONE`, `FN`, `LN`, `COUNTRY`. */
+  readonly schema: ReadonlyArray<string>
+  /** One row per person: SHA-256 hex of each normalised field, "" when unknown. */
+  readonly data: ReadonlyArray<ReadonlyArray<string>>
+}
+
 export class AdPlatform extends Context.Service<AdPlatform, {
   readonly campaigns: (session: ProviderSession) => Stream.Stream<AdCampaign, ProviderError>
   readonly adSets: (session: ProviderSession) => Stream.Stream<AdSet, ProviderError>
@@ -194,4 +209,21 @@ export class AdPlatform extends Context.Service<AdPlatform, {
   readonly copyAd: (session: ProviderSession, adId: string, adSetId: string) => Effect.Effect<{ readonly copied_ad_id: string }, ProviderError>
   /** Refused by the platform (`adset_field_frozen`) on a published ad set. */
   readonly setPromotedObject: (session: ProviderSession, adSetId: string, promoted: PromotedObject) => Effect.Effect<void, ProviderError>
+  // Customer-list audiences (issue 20 part 5, decision 0100). Creations are not idempotent: the caller records each id at once.
+  readonly createCustomAudience: (
+    session: ProviderSession,
+    audience: { readonly name: string; readonly description: string }
+  ) => Effect.Effect<{ readonly id: string }, ProviderError>
+  readonly replaceAudienceUsers: (
+    session: ProviderSession,
+    audienceId: string,
+    batch: UsersReplaceBatch
+  ) => Effect.Effect<{ readonly num_received: number }, ProviderError>
+  /** Deletes a custom or lookalike audience; an audience already gone is refused with 404 `not_found`. */
+  readonly deleteAudience: (session: ProviderSession, audienceId: string) => Effect.Effect<void, ProviderError>
+  /** Refused with `lookalike_source_too_small` under the platform's minimum of matched members. */
+  readonly createLookalike: (
+    session: ProviderSession,
+    lookalike: { readonly name: string; readonly origin_audience_id: string; readonly ratio: number; readonly country: string }
+  ) => Effect.Effect<{ readonly id: string }, ProviderError>
 }>()("svc/AdPlatform") {}

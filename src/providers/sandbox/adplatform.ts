@@ -19,6 +19,7 @@ import {
   type SandboxReply,
   type SandboxRoute
 } from "./kind.ts"
+import { audienceRoutes, audiencesState } from "./adplatform-audiences.ts"
 import { datasetLimitReached, MAX_DATASETS_PER_ACCOUNT, noteWrite, platformSafeRoutes, platformSafeState } from "./adplatform-platform-safe.ts"
 
 interface AdRecord {
@@ -647,7 +648,9 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
     }
   },
   // Platform-Safe (issue 20 part 4): datasets' custom conversions, ad-set optimization, copies.
-  ...platformSafeRoutes
+  ...platformSafeRoutes,
+  // Customer-list audiences (issue 20 part 5): custom audiences, usersreplace, lookalikes.
+  ...audienceRoutes
 ]
 
 // --- Test controls ----------------------------------------------------------------------------
@@ -688,7 +691,8 @@ const stateOf = (world: World) => ({
   })),
   received_events: world.receivedEvents,
   leads: [...world.leads.values()],
-  platform_safe: platformSafeState(world)
+  platform_safe: platformSafeState(world),
+  custom_audiences: audiencesState(world)
 })
 
 const patchObject = (world: World, object: Readonly<Record<string, unknown>> & { readonly id: string }): SandboxReply | undefined => {
