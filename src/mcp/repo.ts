@@ -32,12 +32,15 @@ export class McpRepo extends Context.Service<McpRepo, {
   readonly reachableProfiles: (userId: string, workspaceId: string | undefined) => Repo<ReadonlyArray<ReachableProfile>>
   /** The workspace's MCP `pii_mode`; `redacted` until its settings are written. */
   readonly piiMode: (workspaceId: string) => Repo<PiiMode>
+  /** The workspace's `mcp_writeback_enabled`, read now (not through the credential cache); false until written. */
+  readonly writebackEnabled: (workspaceId: string) => Repo<boolean>
 }>()("svc/McpRepo") {
   static readonly layer = Layer.effect(McpRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const profiles = decodeRows(ReachableProfile)
       const firstMode = decodeFirstRow(Schema.Struct({ pii_mode: PiiMode }))
+      const firstWriteback = decodeFirstRow(Schema.Struct({ mcp_writeback_enabled: Schema.Boolean }))
 
       const reachableProfiles = (userId: string, workspaceId: string | undefined) =>
         profiles(sql`
@@ -59,7 +62,13 @@ export class McpRepo extends Context.Service<McpRepo, {
           (row) => Option.match(row, { onNone: (): PiiMode => "redacted", onSome: ({ pii_mode }) => pii_mode })
         )
 
-      return atDatabaseBoundary({ reachableProfiles, piiMode })
+      const writebackEnabled = (workspaceId: string) =>
+        Effect.map(
+          firstWriteback(sql`SELECT mcp_writeback_enabled FROM workspace_mcp_settings WHERE workspace_id = ${workspaceId}`),
+          (row) => Option.match(row, { onNone: () => false, onSome: ({ mcp_writeback_enabled }) => mcp_writeback_enabled })
+        )
+
+      return atDatabaseBoundary({ reachableProfiles, piiMode, writebackEnabled })
     })
   )
 }

@@ -232,8 +232,9 @@ export class McpServer extends Context.Service<McpServer, {
         if (!isUuid(profileId)) return yield* new NotFound({ message: "No such profile." })
         const found = yield* store.membership(principal.userId, profileId.toLowerCase())
         if (Option.isNone(found)) return yield* new NotFound({ message: "No such profile." })
-        const { membership, mcpWritebackEnabled, profile } = found.value
-        if (tool.write && !mcpWritebackEnabled) {
+        const { membership, profile } = found.value
+        // Read now rather than through the credential cache: switching writeback off stops agents at once.
+        if (tool.write && !(yield* repo.writebackEnabled(profile.workspaceId))) {
           return yield* new InsufficientScope({
             message: "This workspace does not let MCP user tokens write (mcp_writeback_enabled is off in its MCP settings).",
             reason: "mcp_writeback_disabled"
