@@ -55,23 +55,11 @@ export const JsonRpcAccepted = HttpApiSchema.Accepted
 /**
  * A transport-level refusal in JSON-RPC form: malformed JSON (400, -32700), not a JSON-RPC
  * message (400, -32600), a missing or unknown `Mcp-Session-Id` (400 / 404), an unsupported
- * `MCP-Protocol-Version` (400), a body that is not `application/json` (415).
+ * `MCP-Protocol-Version` (400), a body that is not `application/json` (415). The raw handler
+ * writes these answers itself; the schemas document them.
  */
-export class McpTransportError extends Schema.TaggedError<McpTransportError>()("McpTransportError", {
-  status: Schema.Int,
-  body: JsonRpcResponse
-}) {}
-
 const transportFailure = (status: number) =>
-  McpTransportError.pipe(
-    HttpApiSchema.encodeToWithHeaders({
-      body: JsonRpcResponse.pipe(HttpApiSchema.status(status)).annotate({ identifier: `JsonRpcTransportError_${status}` }),
-      headers: {}
-    }, {
-      decode: ({ body }) => new McpTransportError({ status, body }),
-      encode: (error) => ({ body: error.body, headers: {} })
-    })
-  )
+  JsonRpcResponse.pipe(HttpApiSchema.status(status)).annotate({ identifier: `JsonRpcTransportError_${status}` })
 
 export const McpBadRequestResponse = transportFailure(400)
 export const McpUnknownSessionResponse = transportFailure(404)

@@ -1,5 +1,5 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { DatabaseUnavailable, InsufficientScope, RateLimitExceeded, Unauthorized } from "../../schema/errors.ts"
+import { DatabaseUnavailable, InsufficientScope, RateLimitExceeded, Unauthorized, ValidationError } from "../../schema/errors.ts"
 import {
   JsonRpcAccepted,
   JsonRpcAnswer,
@@ -35,6 +35,8 @@ export const McpApi = HttpApiGroup.make("mcp")
       success: [JsonRpcAnswer, JsonRpcAccepted],
       error: [
         McpBadRequestResponse,
+        // The edge's refusal of text PostgreSQL cannot store (NUL, lone surrogates), before any handler.
+        ValidationError.wire,
         Unauthorized.wire,
         InsufficientScope.wire,
         McpUnknownSessionResponse,

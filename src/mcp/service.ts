@@ -81,7 +81,8 @@ type Read =
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isInteger(u))
+/** The published `id` schema's integers are the safe ones; a larger number would not survive a round trip anyway. */
+const isId = (u: unknown): u is Id => typeof u === "string" || (typeof u === "number" && Number.isSafeInteger(u))
 
 const readMessage = (u: unknown): Read => {
   if (!isRecord(u)) return { _tag: "Invalid", id: null, message: "A JSON-RPC message is a JSON object." }
@@ -95,7 +96,7 @@ const readMessage = (u: unknown): Read => {
   }
   if (typeof u["method"] !== "string") return { _tag: "Invalid", id: echoId, message: "method must be a string." }
   if (id !== undefined && !isId(id)) {
-    return { _tag: "Invalid", id: null, message: "id must be a string or an integer (MCP forbids null)." }
+    return { _tag: "Invalid", id: null, message: "id must be a string or a safe integer (MCP forbids null)." }
   }
   const params = u["params"]
   if (params !== undefined && !isRecord(params)) return { _tag: "Invalid", id: echoId, message: "params must be an object." }
