@@ -234,6 +234,38 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.deepStrictEqual(yield* definitionsOf(profile.profileId, "demo_booked"), [{ name: "Demo booked" }])
       }))
 
+    it.effect("journeys: projected under pii_mode redacted even with mcp:read_pii; the person's row once the workspace says full", () =>
+      Effect.gen(function*() {
+        const { owner, profile, token } = yield* fixture(["mcp:read", "mcp:read_pii"])
+        const ingested = yield* ingest(profile.key, {
+          event_name: "purchase",
+          idempotency_key: `order-${crypto.randomUUID()}`,
+          occurred_at: new Date().toISOString(),
+          properties: { value: 10, currency: "EUR" },
+          user_traits: { external_id: "cust-pii", email: "pii@example.com" }
+        })
+        assert.strictEqual(ingested.status, 200, ingested.text)
+        const conversionId = ingested.json.data.conversion_id
+        const { sessionId } = yield* initialize(token)
+        const args = { profile_id: profile.profileId, id: conversionId }
+
+        const redacted = yield* callTool(token, sessionId, "conversion_journey", args)
+        assert.strictEqual(redacted.isError, false, JSON.stringify(redacted))
+        assert.strictEqual(redacted.structuredContent.meta.conversion.customer_key, "cust-pii")
+        assert.notProperty(redacted.structuredContent.meta.conversion, "customer_profile_id")
+
+        yield* setMcpSettings(profile, owner, { pii_mode: "full", mcp_writeback_enabled: false })
+        const full = yield* callTool(token, sessionId, "conversion_journey", args)
+        assert.strictEqual(full.isError, false, JSON.stringify(full))
+        assert.isString(full.structuredContent.meta.conversion.customer_profile_id)
+
+        // Without the mcp:read_pii grant, pii_mode full changes nothing.
+        const reader = yield* mintToken(owner, { grants: ["mcp:read"] })
+        const readerSession = yield* initialize(reader)
+        const projected = yield* callTool(reader, readerSession.sessionId, "conversion_journey", args)
+        assert.notProperty(projected.structuredContent.meta.conversion, "customer_profile_id")
+      }))
+
     it.effect("bad arguments are a tool error validation_error naming the field; an unknown tool is -32602", () =>
       Effect.gen(function*() {
         const { owner, profile, token } = yield* fixture(["mcp:read", "mcp:write"])
