@@ -38,6 +38,7 @@ import { DpaHandoffApi, DpaHandoffPagesApi } from "../dpa/handoff/api.ts"
 import { EventsApi } from "../events/outcomes/api.ts"
 import { PaymentsApi } from "../events/payments/api.ts"
 import { McpOAuthApi } from "../mcp-oauth/api.ts"
+import { McpApi } from "../mcp/api.ts"
 import { OAuthApi } from "../oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { PartnerDataApi } from "../partner/api.ts"
@@ -151,6 +152,8 @@ export const Api = HttpApi.make("svc")
   // signed callbacks: public, the hand-off's state or the provider's signature is the credential (decision 0057).
   .add(ConnectPagesApi)
   .add(HooksApi)
+  // The agent surface (MCP): JSON-RPC errors and its own token check with a WWW-Authenticate challenge (decision 0103).
+  .add(McpApi)
   // A body key no schema names is refused (400 naming it), as the published description's
   // `additionalProperties: false` says; objects that take other keys say so in their schema
   // (`openObject`, decision 0048). Bodies only: query strings and headers keep their defaults.

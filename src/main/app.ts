@@ -40,6 +40,7 @@ import { IdentityHandlers } from "../identity/handlers.ts"
 import { IdentityRepairHandlers } from "../identity-repair/handlers.ts"
 import { LinkTokensHandlers } from "../link-tokens/handlers.ts"
 import { McpOAuthHandlers } from "../mcp-oauth/handlers.ts"
+import { McpHandlers } from "../mcp/handlers.ts"
 import { OAuthHandlers } from "../oauth/handlers.ts"
 import { OnboardingHandlers } from "../onboarding/handlers.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
@@ -141,6 +142,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([MessagesHandlers]),
   // Chat surfaces (issue 21, part 6).
   Layer.provide([ChatAdsHandlers, ChatTemplatesHandlers]),
+  // The agent surface (decision 0103).
+  Layer.provide([McpHandlers]),
   Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
 )
 

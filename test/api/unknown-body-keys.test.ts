@@ -43,7 +43,10 @@ const OPEN_OBJECTS = [
   `POST /oauth/mcp/authorize/sign-in ${FORM_TYPE} body`,
   `POST /oauth/mcp/authorize/decision ${FORM_TYPE} body`,
   `POST /oauth/mcp/token ${FORM_TYPE} body`,
-  `POST /oauth/mcp/token ${JSON_TYPE} body`
+  `POST /oauth/mcp/token ${JSON_TYPE} body`,
+  // JSON-RPC: each MCP method defines its own params; tool arguments are checked per tool (decision 0103).
+  `POST /mcp ${JSON_TYPE} body.params`,
+  `POST /mcp ${JSON_TYPE} body.0.params`
 ]
 
 type JsonSchema = Record<string, any>

@@ -1,0 +1,417 @@
+/**
+ * The agent surface `POST /mcp` (decision 0103) over real HTTP: the MCP handshake, tools over the
+ * same services as /api/v1 (answers compared with the HTTP routes), scope and writeback refusals
+ * as tool errors, session and protocol-version rules, and the transport's error codes.
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { call, serveApp, testSettings } from "../support/app.ts"
+import { defineConversion, ingest, seedEventsProfile } from "../support/events.ts"
+import { seedMemberSession, type SeededProfile } from "../support/tenancy.ts"
+
+type Session = Effect.Success<ReturnType<typeof seedMemberSession>>
+
+const ACCEPT = "application/json, text/event-stream"
+
+/** A user token minted by the person the way an agent's owner does (POST /api/v1/me/mcp-tokens). */
+const mintToken = (person: Session, body: Record<string, unknown>) =>
+  Effect.map(
+    call("/api/v1/me/mcp-tokens", {
+      method: "POST",
+      headers: { ...person.headers, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    }),
+    (minted) => {
+      assert.strictEqual(minted.status, 201, minted.text)
+      return String(minted.json.data.token)
+    }
+  )
+
+const post = (token: string | undefined, body: unknown, headers: Record<string, string> = {}) =>
+  call("/mcp", {
+    method: "POST",
+    headers: {
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      "content-type": "application/json",
+      accept: ACCEPT,
+      ...headers
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body)
+  })
+
+/** `initialize` and `notifications/initialized`: the session id to send afterwards. */
+const initialize = Effect.fn("test.mcpInitialize")(function*(token: string, protocolVersion = "2025-06-18") {
+  const opened = yield* post(token, {
+    jsonrpc: "2.0",
+    id: 0,
+    method: "initialize",
+    params: { protocolVersion, capabilities: {}, clientInfo: { name: "test-agent", version: "1.0.0" } }
+  })
+  assert.strictEqual(opened.status, 200, opened.text)
+  const sessionId = opened.headers.get("mcp-session-id")
+  assert.isString(sessionId)
+  const initialized = yield* post(token, { jsonrpc: "2.0", method: "notifications/initialized" }, {
+    "mcp-session-id": sessionId ?? ""
+  })
+  assert.strictEqual(initialized.status, 202)
+  assert.strictEqual(initialized.text, "")
+  return { sessionId: sessionId ?? "", opened }
+})
+
+let nextId = 1
+const rpc = (token: string, sessionId: string, method: string, params?: Record<string, unknown>) =>
+  post(token, { jsonrpc: "2.0", id: nextId++, method, ...(params === undefined ? {} : { params }) }, {
+    "mcp-session-id": sessionId,
+    "mcp-protocol-version": "2025-06-18"
+  })
+
+const callTool = (token: string, sessionId: string, name: string, args: Record<string, unknown>) =>
+  Effect.map(rpc(token, sessionId, "tools/call", { name, arguments: args }), (answer) => {
+    assert.strictEqual(answer.status, 200, answer.text)
+    assert.isUndefined(answer.json.error, answer.text)
+    return answer.json.result
+  })
+
+/** A profile with the "sale" definition, an events key, its owner, and the owner's token with `grants`. */
+const fixture = Effect.fn("test.mcpFixture")(function*(grants: ReadonlyArray<string>, tokenOptions: Record<string, unknown> = {}) {
+  const profile = yield* seedEventsProfile()
+  yield* defineConversion(profile.profileId, "sale", ["purchase"], { countsAsCash: true })
+  const owner = yield* seedMemberSession(profile, "owner")
+  const token = yield* mintToken(owner, { grants, ...tokenOptions })
+  return { profile, owner, token }
+})
+
+const setMcpSettings = (profile: SeededProfile, owner: Session, settings: { pii_mode: string; mcp_writeback_enabled: boolean }) =>
+  Effect.map(
+    call(`/api/v1/workspaces/${profile.workspaceId}/mcp-settings`, {
+      method: "PUT",
+      headers: { ...owner.headers, "content-type": "application/json" },
+      body: JSON.stringify(settings)
+    }),
+    (response) => assert.strictEqual(response.status, 200, response.text)
+  )
+
+const definitionsOf = (profileId: string, key: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql<{ name: string }>`SELECT name FROM conversion_definitions WHERE profile_id = ${profileId} AND conversion_key = ${key}`)
+
+layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: true })("POST /mcp", (it) => {
+  describe("handshake and read tools", () => {
+    it.effect("initialize, tools/list, and tools/call answering what the HTTP routes answer for ingested data", () =>
+      Effect.gen(function*() {
+        const { profile, token } = yield* fixture(["mcp:read"])
+        const { sessionId, opened } = yield* initialize(token)
+        assert.strictEqual(opened.json.jsonrpc, "2.0")
+        assert.strictEqual(opened.json.id, 0)
+        assert.strictEqual(opened.json.result.protocolVersion, "2025-06-18")
+        assert.deepStrictEqual(opened.json.result.capabilities, { tools: { listChanged: false } })
+        assert.strictEqual(opened.json.result.serverInfo.name, "attribution-service")
+
+        const pong = yield* rpc(token, sessionId, "ping")
+        assert.deepStrictEqual(pong.json, { jsonrpc: "2.0", id: pong.json.id, result: {} })
+
+        const listed = yield* rpc(token, sessionId, "tools/list")
+        assert.strictEqual(listed.status, 200)
+        const tools: ReadonlyArray<any> = listed.json.result.tools
+        const names = tools.map((tool) => tool.name)
+        for (
+          const expected of [
+            "list_workspaces",
+            "list_profiles",
+            "analytics_overview",
+            "analytics_timeseries",
+            "list_campaigns",
+            "list_conversions",
+            "conversion_journey",
+            "conversion_sync_wiring",
+            "list_export_deliveries",
+            "upsert_goal_definition",
+            "dismiss_recommendation"
+          ]
+        ) assert.include(names, expected)
+        const conversionsTool = tools.find((tool) => tool.name === "list_conversions")
+        assert.strictEqual(conversionsTool.inputSchema.type, "object")
+        assert.deepStrictEqual(conversionsTool.inputSchema.required, ["profile_id"])
+        assert.strictEqual(conversionsTool.inputSchema.additionalProperties, false)
+        assert.strictEqual(conversionsTool.inputSchema.properties.limit.type, "string")
+        assert.strictEqual(conversionsTool.annotations.readOnlyHint, true)
+        const upsertTool = tools.find((tool) => tool.name === "upsert_goal_definition")
+        assert.includeMembers(upsertTool.inputSchema.required, ["profile_id", "conversion_key", "name", "event_names"])
+        assert.strictEqual(upsertTool.annotations.readOnlyHint, false)
+
+        const ingested = yield* ingest(profile.key, {
+          event_name: "purchase",
+          idempotency_key: `order-${crypto.randomUUID()}`,
+          occurred_at: new Date().toISOString(),
+          properties: { value: 42.5, currency: "EUR" },
+          user_traits: { external_id: "cust-mcp" }
+        })
+        assert.strictEqual(ingested.status, 200, ingested.text)
+        const conversionId = ingested.json.data.conversion_id
+
+        const conversions = yield* callTool(token, sessionId, "list_conversions", { profile_id: profile.profileId })
+        assert.strictEqual(conversions.isError, false)
+        assert.strictEqual(conversions.structuredContent.data.length, 1)
+        assert.strictEqual(conversions.structuredContent.data[0].conversion_id, conversionId)
+        assert.deepStrictEqual(JSON.parse(conversions.content[0].text), conversions.structuredContent)
+        const viaHttp = yield* call(`/api/v1/conversions?profile_id=${profile.profileId}`, {
+          headers: { authorization: `Bearer ${token}` }
+        })
+        assert.strictEqual(viaHttp.status, 200)
+        assert.deepStrictEqual(conversions.structuredContent, viaHttp.json)
+
+        const overview = yield* callTool(token, sessionId, "analytics_overview", { profile_id: profile.profileId, days: "7" })
+        assert.strictEqual(overview.isError, false, JSON.stringify(overview))
+        const overviewViaHttp = yield* call(`/api/v1/overview?profile_id=${profile.profileId}&days=7`, {
+          headers: { authorization: `Bearer ${token}` }
+        })
+        assert.deepStrictEqual(overview.structuredContent, overviewViaHttp.json)
+
+        const profiles = yield* callTool(token, sessionId, "list_profiles", {})
+        assert.deepStrictEqual(profiles.structuredContent.data.map((row: any) => row.profile_id), [profile.profileId])
+        assert.strictEqual(profiles.structuredContent.data[0].workspace_role, "owner")
+        const workspaces = yield* callTool(token, sessionId, "list_workspaces", {})
+        assert.deepStrictEqual(workspaces.structuredContent.data.map((row: any) => row.workspace_id), [profile.workspaceId])
+      }))
+
+    it.effect("a profile the person cannot reach is not_found, the same as one that does not exist", () =>
+      Effect.gen(function*() {
+        const { token } = yield* fixture(["mcp:read"])
+        const other = yield* seedEventsProfile()
+        const { sessionId } = yield* initialize(token)
+        const foreign = yield* callTool(token, sessionId, "list_conversions", { profile_id: other.profileId })
+        const missing = yield* callTool(token, sessionId, "list_conversions", { profile_id: crypto.randomUUID() })
+        for (const refused of [foreign, missing]) {
+          assert.strictEqual(refused.isError, true)
+          assert.strictEqual(refused.structuredContent.error.code, "not_found")
+          assert.strictEqual(refused.structuredContent.error.status, 404)
+        }
+      }))
+  })
+
+  describe("scopes and writeback", () => {
+    it.effect("a tool outside the token's grant is a tool error insufficient_scope naming the grant", () =>
+      Effect.gen(function*() {
+        const { profile, token } = yield* fixture(["mcp:read"])
+        const { sessionId } = yield* initialize(token)
+        const refused = yield* callTool(token, sessionId, "list_export_deliveries", { profile_id: profile.profileId })
+        assert.strictEqual(refused.isError, true)
+        assert.strictEqual(refused.structuredContent.error.code, "insufficient_scope")
+        assert.strictEqual(refused.structuredContent.error.status, 403)
+        assert.include(refused.structuredContent.error.message, "MCP grant does not include exports:read")
+        assert.isString(refused.structuredContent.error.request_id)
+      }))
+
+    it.effect("a write tool needs mcp_writeback_enabled: refused and nothing written while off, applied (and safe to repeat) once on", () =>
+      Effect.gen(function*() {
+        const { owner, profile, token } = yield* fixture(["mcp:read", "mcp:write"])
+        const { sessionId } = yield* initialize(token)
+        const goal = { profile_id: profile.profileId, conversion_key: "demo_booked", name: "Demo booked", event_names: ["demo"] }
+
+        const refused = yield* callTool(token, sessionId, "upsert_goal_definition", goal)
+        assert.strictEqual(refused.isError, true)
+        assert.strictEqual(refused.structuredContent.error.code, "insufficient_scope")
+        assert.strictEqual(refused.structuredContent.error.reason, "mcp_writeback_disabled")
+        assert.deepStrictEqual(yield* definitionsOf(profile.profileId, "demo_booked"), [])
+
+        yield* setMcpSettings(profile, owner, { pii_mode: "redacted", mcp_writeback_enabled: true })
+        const created = yield* callTool(token, sessionId, "upsert_goal_definition", goal)
+        assert.strictEqual(created.isError, false, JSON.stringify(created))
+        assert.strictEqual(created.structuredContent.data.conversion_key, "demo_booked")
+        assert.strictEqual(created.structuredContent.meta.created, true)
+        const repeated = yield* callTool(token, sessionId, "upsert_goal_definition", goal)
+        assert.strictEqual(repeated.structuredContent.meta.created, false)
+        assert.strictEqual(repeated.structuredContent.data.id, created.structuredContent.data.id)
+        assert.deepStrictEqual(yield* definitionsOf(profile.profileId, "demo_booked"), [{ name: "Demo booked" }])
+
+        // A read-only grant stays read-only with writeback on.
+        const reader = yield* mintToken(owner, { grants: ["mcp:read"] })
+        const readerSession = yield* initialize(reader)
+        const readOnly = yield* callTool(reader, readerSession.sessionId, "upsert_goal_definition", { ...goal, name: "Renamed" })
+        assert.strictEqual(readOnly.structuredContent.error.code, "insufficient_scope")
+        assert.include(readOnly.structuredContent.error.message, "goals:write")
+        assert.deepStrictEqual(yield* definitionsOf(profile.profileId, "demo_booked"), [{ name: "Demo booked" }])
+      }))
+
+    it.effect("journeys: projected under pii_mode redacted even with mcp:read_pii; the person's row once the workspace says full", () =>
+      Effect.gen(function*() {
+        const { owner, profile, token } = yield* fixture(["mcp:read", "mcp:read_pii"])
+        const ingested = yield* ingest(profile.key, {
+          event_name: "purchase",
+          idempotency_key: `order-${crypto.randomUUID()}`,
+          occurred_at: new Date().toISOString(),
+          properties: { value: 10, currency: "EUR" },
+          user_traits: { external_id: "cust-pii", email: "pii@example.com" }
+        })
+        assert.strictEqual(ingested.status, 200, ingested.text)
+        const conversionId = ingested.json.data.conversion_id
+        const { sessionId } = yield* initialize(token)
+        const args = { profile_id: profile.profileId, id: conversionId }
+
+        const redacted = yield* callTool(token, sessionId, "conversion_journey", args)
+        assert.strictEqual(redacted.isError, false, JSON.stringify(redacted))
+        assert.strictEqual(redacted.structuredContent.meta.conversion.customer_key, "cust-pii")
+        assert.notProperty(redacted.structuredContent.meta.conversion, "customer_profile_id")
+
+        yield* setMcpSettings(profile, owner, { pii_mode: "full", mcp_writeback_enabled: false })
+        const full = yield* callTool(token, sessionId, "conversion_journey", args)
+        assert.strictEqual(full.isError, false, JSON.stringify(full))
+        assert.isString(full.structuredContent.meta.conversion.customer_profile_id)
+
+        // Without the mcp:read_pii grant, pii_mode full changes nothing.
+        const reader = yield* mintToken(owner, { grants: ["mcp:read"] })
+        const readerSession = yield* initialize(reader)
+        const projected = yield* callTool(reader, readerSession.sessionId, "conversion_journey", args)
+        assert.notProperty(projected.structuredContent.meta.conversion, "customer_profile_id")
+      }))
+
+    it.effect("bad arguments are a tool error validation_error naming the field; an unknown tool is -32602", () =>
+      Effect.gen(function*() {
+        const { owner, profile, token } = yield* fixture(["mcp:read", "mcp:write"])
+        yield* setMcpSettings(profile, owner, { pii_mode: "redacted", mcp_writeback_enabled: true })
+        const { sessionId } = yield* initialize(token)
+        const missing = yield* callTool(token, sessionId, "upsert_goal_definition", { profile_id: profile.profileId, name: "x" })
+        assert.strictEqual(missing.isError, true)
+        assert.strictEqual(missing.structuredContent.error.code, "validation_error")
+        assert.include(missing.structuredContent.error.message, "arguments.conversion_key")
+        const excess = yield* callTool(token, sessionId, "list_conversions", { profile_id: profile.profileId, surprise: 1 })
+        assert.strictEqual(excess.structuredContent.error.code, "validation_error")
+        assert.include(excess.structuredContent.error.message, "surprise")
+        const badLimit = yield* callTool(token, sessionId, "list_conversions", { profile_id: profile.profileId, limit: "0" })
+        assert.strictEqual(badLimit.structuredContent.error.code, "validation_error")
+        const noProfile = yield* callTool(token, sessionId, "list_conversions", {})
+        assert.strictEqual(noProfile.structuredContent.error.code, "validation_error")
+        assert.include(noProfile.structuredContent.error.message, "arguments.profile_id")
+        assert.deepStrictEqual(yield* definitionsOf(profile.profileId, "x"), [])
+
+        const unknown = yield* rpc(token, sessionId, "tools/call", { name: "drop_tables", arguments: {} })
+        assert.strictEqual(unknown.status, 200)
+        assert.strictEqual(unknown.json.error.code, -32602)
+        assert.isUndefined(unknown.json.result)
+      }))
+  })
+
+  describe("transport rules", () => {
+    it.effect("sessions: required after initialize (400), bound to the token (404), revision negotiated and checked", () =>
+      Effect.gen(function*() {
+        const { owner, token } = yield* fixture(["mcp:read"])
+        const { sessionId } = yield* initialize(token)
+        const other = yield* mintToken(owner, { grants: ["mcp:read"] })
+
+        const without = yield* post(token, { jsonrpc: "2.0", id: 1, method: "tools/list" })
+        assert.strictEqual(without.status, 400)
+        assert.strictEqual(without.json.error.code, -32600)
+        const forged = yield* post(token, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { "mcp-session-id": "2025-06-18.abc.def" })
+        assert.strictEqual(forged.status, 404)
+        assert.strictEqual(forged.json.error.code, -32001)
+        const borrowed = yield* post(other, { jsonrpc: "2.0", id: 3, method: "tools/list" }, { "mcp-session-id": sessionId })
+        assert.strictEqual(borrowed.status, 404)
+        const unsupported = yield* post(token, { jsonrpc: "2.0", id: 4, method: "ping" }, {
+          "mcp-session-id": sessionId,
+          "mcp-protocol-version": "2024-11-05"
+        })
+        assert.strictEqual(unsupported.status, 400)
+        assert.include(unsupported.json.error.message, "MCP-Protocol-Version")
+
+        // An unknown revision is answered with the newest this server speaks; an older supported one is kept.
+        const newest = yield* initialize(token, "2099-01-01")
+        assert.strictEqual(newest.opened.json.result.protocolVersion, "2025-06-18")
+        const older = yield* initialize(token, "2025-03-26")
+        assert.strictEqual(older.opened.json.result.protocolVersion, "2025-03-26")
+        // Batches belong to 2025-03-26 only.
+        const batch = [{ jsonrpc: "2.0", id: "a", method: "ping" }, { jsonrpc: "2.0", method: "notifications/initialized" }, {
+          jsonrpc: "2.0",
+          id: "b",
+          method: "tools/list"
+        }]
+        const batched = yield* post(token, batch, { "mcp-session-id": older.sessionId })
+        assert.strictEqual(batched.status, 200)
+        assert.deepStrictEqual(batched.json.map((one: any) => one.id), ["a", "b"])
+        const refusedBatch = yield* post(token, batch, { "mcp-session-id": sessionId })
+        assert.strictEqual(refusedBatch.status, 400)
+        assert.strictEqual(refusedBatch.json.error.code, -32600)
+        const initializeInBatch = yield* post(token, [{ jsonrpc: "2.0", id: 9, method: "initialize", params: { protocolVersion: "2025-03-26" } }])
+        assert.strictEqual(initializeInBatch.status, 400)
+      }))
+
+    it.effect("malformed JSON is 400 -32700; not a message 400 -32600; an unknown method -32601; wrong media type 415", () =>
+      Effect.gen(function*() {
+        const { token } = yield* fixture(["mcp:read"])
+        const { sessionId } = yield* initialize(token)
+        const headers = { "mcp-session-id": sessionId }
+        const garbled = yield* post(token, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ", headers)
+        assert.strictEqual(garbled.status, 400)
+        assert.deepStrictEqual(garbled.json, { jsonrpc: "2.0", id: null, error: { code: -32700, message: garbled.json.error.message } })
+        const notMessage = yield* post(token, { id: 2, method: "ping" }, headers)
+        assert.strictEqual(notMessage.status, 400)
+        assert.strictEqual(notMessage.json.error.code, -32600)
+        assert.strictEqual(notMessage.json.id, 2)
+        const nullId = yield* post(token, { jsonrpc: "2.0", id: null, method: "ping" }, headers)
+        assert.strictEqual(nullId.status, 400)
+        const unknown = yield* rpc(token, sessionId, "resources/list")
+        assert.strictEqual(unknown.status, 200)
+        assert.strictEqual(unknown.json.error.code, -32601)
+        const text = yield* post(token, "{}", { ...headers, "content-type": "text/plain" })
+        assert.strictEqual(text.status, 415)
+        const nul = yield* rpc(token, sessionId, "tools/call", { name: "list_conversions", arguments: { profile_id: "\u0000" } })
+        assert.isBelow(nul.status, 500)
+      }))
+
+    it.effect("credentials: none or unknown is 401 with the protected-resource challenge; an API key is 403", () =>
+      Effect.gen(function*() {
+        const { profile } = yield* fixture(["mcp:read"])
+        const anonymous = yield* post(undefined, { jsonrpc: "2.0", id: 1, method: "ping" })
+        assert.strictEqual(anonymous.status, 401)
+        assert.strictEqual(anonymous.json.error.code, "unauthorized")
+        const challenge = anonymous.headers.get("www-authenticate") ?? ""
+        assert.match(challenge, /^Bearer resource_metadata="http[^"]+\/\.well-known\/oauth-protected-resource"$/)
+        const revoked = yield* post("svc_user_not-a-real-token", { jsonrpc: "2.0", id: 1, method: "ping" })
+        assert.strictEqual(revoked.status, 401)
+        assert.isNotNull(revoked.headers.get("www-authenticate"))
+        const apiKey = yield* post(profile.key, { jsonrpc: "2.0", id: 1, method: "ping" })
+        assert.strictEqual(apiKey.status, 403)
+        assert.strictEqual(apiKey.json.error.code, "insufficient_scope")
+        assert.strictEqual(apiKey.json.error.reason, "credential_kind_not_accepted")
+
+        const metadata = yield* call("/.well-known/oauth-protected-resource")
+        assert.strictEqual(metadata.status, 200)
+        assert.match(metadata.json.resource, /\/mcp$/)
+        assert.lengthOf(metadata.json.authorization_servers, 1)
+        const server = yield* call("/.well-known/oauth-authorization-server")
+        assert.strictEqual(server.json.issuer, metadata.json.authorization_servers[0])
+      }))
+
+    it.effect("GET and DELETE /mcp are 405 with Allow: POST; an event-stream-only Accept gets one SSE event", () =>
+      Effect.gen(function*() {
+        const { token } = yield* fixture(["mcp:read"])
+        for (const method of ["GET", "DELETE"]) {
+          const refused = yield* call("/mcp", { method, headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" } })
+          assert.strictEqual(refused.status, 405)
+          assert.strictEqual(refused.headers.get("allow"), "POST")
+        }
+        const { sessionId } = yield* initialize(token)
+        const streamed = yield* post(token, { jsonrpc: "2.0", id: 7, method: "ping" }, {
+          "mcp-session-id": sessionId,
+          accept: "text/event-stream"
+        })
+        assert.strictEqual(streamed.status, 200)
+        assert.match(streamed.headers.get("content-type") ?? "", /^text\/event-stream/)
+        assert.strictEqual(streamed.text, `event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: 7, result: {} })}\n\n`)
+      }))
+
+    it.effect("each request spends the token's per-minute units: over the allowance is 429 with Retry-After", () =>
+      Effect.gen(function*() {
+        const { token } = yield* fixture(["mcp:read"], { rate_limit_units_per_minute: 3 })
+        const { sessionId } = yield* initialize(token)
+        // initialize and notifications/initialized took 2 units.
+        const third = yield* rpc(token, sessionId, "ping")
+        assert.strictEqual(third.status, 200)
+        assert.strictEqual(third.headers.get("x-ratelimit-remaining"), "0")
+        const fourth = yield* rpc(token, sessionId, "ping")
+        assert.strictEqual(fourth.status, 429)
+        assert.strictEqual(fourth.json.error.code, "rate_limit_exceeded")
+        assert.isNotNull(fourth.headers.get("retry-after"))
+      }))
+  })
+})
