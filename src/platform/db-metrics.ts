@@ -10,7 +10,8 @@
  * placeholders exactly like the runtime's own (ids `noop`, `DisablePropagation`, nothing
  * recorded), except that a client span notes the few attributes above until it ends.
  */
-import { Cause, Context, Exit, Metric, Option, type Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Metric, Option, type Tracer } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
 import { Tracer as TracerModule } from "effect"
 import { dbOperationDuration, dbPendingRequests } from "./metrics.ts"
 
@@ -207,4 +208,30 @@ export const dbMetricsTracer = (context: Context.Context<never>, inner: Tracer.T
     },
     ...(inner.context === undefined ? {} : { context: inner.context })
   })
+}
+
+/**
+ * The client with its top-level transactions counted in `db.client.connection.pending_requests`
+ * from their start until their body runs (the connection is theirs and `BEGIN` done). The SQL
+ * client opens no span per transaction wait, so this one method is wrapped; a nested
+ * transaction (a savepoint) already holds its connection and is not counted.
+ */
+export const countTransactionWaits = <C extends SqlClient>(client: C): C => {
+  const withTransaction = client.withTransaction
+  const counted: SqlClient["withTransaction"] = (effect) =>
+    Effect.flatMap(Effect.serviceOption(client.transactionService), (open) =>
+      Option.isSome(open)
+        ? withTransaction(effect)
+        : Effect.withFiber((fiber) => {
+          const context = fiber.context
+          let waiting = true
+          setPending(context, 1)
+          const started = Effect.sync(() => {
+            if (!waiting) return
+            waiting = false
+            setPending(context, -1)
+          })
+          return withTransaction(Effect.andThen(started, effect)).pipe(Effect.ensuring(started))
+        }))
+  return Object.assign(client, { withTransaction: counted })
 }

@@ -13,6 +13,7 @@ import { createServer } from "node:http"
 import { HttpApp } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
 import { operationOf } from "../../src/platform/db-metrics.ts"
+import { AppConfig } from "../../src/platform/config.ts"
 import { TelemetryLive } from "../../src/platform/telemetry.ts"
 import { currentTraceContext } from "../../src/platform/tracing.ts"
 import { call, OPERATOR_TOKEN, TestServer, testSettings } from "../support/app.ts"
@@ -29,6 +30,10 @@ const Untraced = launch({
     ),
   observability: Layer.merge(TelemetryLive, Layer.succeed(References.MinimumLogLevel)("Warn"))
 })
+
+/** Runs `effect` as the service's own fibers run: under TelemetryLive without an endpoint (the test's fiber has its own tracer otherwise). */
+const asService = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(effect, TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(settings))))
 
 const App = Layer.effect(TestServer)(
   Effect.map(HttpServer.HttpServer, (server) => ({ url: HttpServer.formatAddress(server.address) }))
@@ -73,9 +78,9 @@ layer(App, { timeout: "60 seconds", excludeTestServices: true })("database metri
       assert.strictEqual(series(after, "db_client_connection_pending_requests", ['db_system_name="postgresql"']), 0)
 
       // Tracing stays off: no trace context is stored or sent, as before the metrics tracer.
-      const context = yield* currentTraceContext.pipe(Effect.withSpan("probe"))
+      const context = yield* asService(currentTraceContext.pipe(Effect.withSpan("probe", { kind: "server" })))
       assert.strictEqual(context._tag, "None")
-      const span = yield* Effect.currentSpan.pipe(Effect.withSpan("probe"))
+      const span = yield* asService(Effect.currentSpan.pipe(Effect.withSpan("probe")))
       assert.strictEqual(span.traceId, "noop")
       assert.isTrue(Context.get(span.annotations, Tracer.DisablePropagation))
     }))
@@ -83,15 +88,15 @@ layer(App, { timeout: "60 seconds", excludeTestServices: true })("database metri
   it.effect("a failed statement is counted under its error.type; a transaction's statements under theirs", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const failed = yield* sql`SELECT no_such_column_h2 FROM (SELECT 1) AS t`.pipe(Effect.flip)
+      const failed = yield* asService(sql`SELECT no_such_column_h2 FROM (SELECT 1) AS t`.pipe(Effect.flip))
       assert.strictEqual(failed._tag, "SqlError")
-      yield* sql.withTransaction(Effect.gen(function*() {
+      yield* asService(sql.withTransaction(Effect.gen(function*() {
         yield* sql`SELECT 1`
-        yield* sql`WITH x AS (SELECT 1 AS n) UPDATE profiles SET updated_at = updated_at WHERE id IN (SELECT NULL::uuid FROM x)`
-      }))
+        yield* sql`WITH x AS (SELECT 1 AS n) UPDATE profiles SET time_zone = time_zone WHERE id IN (SELECT NULL::uuid FROM x)`
+      })))
       const lines = yield* scrape
       const errors = lines.filter((line) =>
-        line.startsWith("db_client_operation_duration_count{") && line.includes('db_operation_name="SELECT"') && line.includes("error_type=")
+        line.startsWith("db_client_operation_duration_count{") && line.includes('db_operation_name="SELECT"') && line.includes('error_type="SqlSyntaxError"')
       )
       assert.strictEqual(errors.length, 1, lines.filter((line) => line.startsWith("db_client_operation_duration_count")).join("\n"))
       assert.isAtLeast(Number(errors[0]!.split(" ").at(-1)), 1)
@@ -99,20 +104,23 @@ layer(App, { timeout: "60 seconds", excludeTestServices: true })("database metri
     }))
 
   // The embedded database is one session without a pool: its statements queue on the session, never for a connection.
-  it.effect.skipIf(process.env["DATABASE_URL"] === undefined)("statements waiting for a pooled connection are pending until they get one", () =>
+  it.effect.skipIf(process.env["DATABASE_URL"] === undefined)("statements and transactions waiting for a pooled connection are pending until they get one", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      // More concurrent sleepers than the pool has connections (10).
-      const sleepers = Effect.forEach(Array.from({ length: 12 }, (_, i) => i), () => sql`SELECT pg_sleep(0.3)`, { concurrency: "unbounded", discard: true })
-      const fiber = yield* Effect.forkChild(sleepers)
-      let peak = 0
-      for (let i = 0; i < 40 && peak === 0; i++) {
-        yield* Effect.sleep("10 millis")
-        peak = series(yield* scrape, "db_client_connection_pending_requests", ['db_system_name="postgresql"']) ?? 0
+      const pendingNow = Effect.map(scrape, (lines) => series(lines, "db_client_connection_pending_requests", ['db_system_name="postgresql"']) ?? 0)
+      // More concurrent sleepers than the pool has connections (10): single statements, then transactions.
+      const rounds = [() => sql`SELECT pg_sleep(0.3)`, () => sql.withTransaction(sql`SELECT pg_sleep(0.3)`)]
+      for (const sleeper of rounds) {
+        const fiber = yield* Effect.forkChild(asService(Effect.forEach(Array.from({ length: 12 }), sleeper, { concurrency: "unbounded", discard: true })))
+        let peak = 0
+        for (let i = 0; i < 40 && peak < 2; i++) {
+          yield* Effect.sleep("10 millis")
+          peak = yield* pendingNow
+        }
+        yield* Fiber.join(fiber)
+        assert.isAtLeast(peak, 2)
+        assert.strictEqual(yield* pendingNow, 0)
       }
-      yield* Fiber.join(fiber)
-      assert.isAtLeast(peak, 2)
-      assert.strictEqual(series(yield* scrape, "db_client_connection_pending_requests", ['db_system_name="postgresql"']), 0)
     }))
 })
 

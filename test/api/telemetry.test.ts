@@ -240,6 +240,10 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
         const response = yield* Effect.promise(() => fetch(`${base}/healthz`))
         yield* Effect.promise(() => response.arrayBuffer())
       }
+      // Readiness runs `SELECT 1`: a statement for the database metrics.
+      const ready = yield* Effect.promise(() => fetch(`${base}/readyz`))
+      yield* Effect.promise(() => ready.arrayBuffer())
+      assert.strictEqual(ready.status, 200)
       const refused = yield* Effect.promise(() => fetch(`${base}/metrics`))
       const refusedBody = (yield* Effect.promise(() => refused.json())) as { error: { code: string; request_id: string } }
       assert.strictEqual(refused.status, 401)
@@ -273,6 +277,14 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
         if (process.env.DATABASE_URL) assert.match(text, series)
         else assert.notMatch(text, series)
       }
+      // Statement durations (decision 0101): the readiness probe's `SELECT 1` at least, and the pending gauge.
+      const selects = text.split("\n").find((line) =>
+        line.startsWith("db_client_operation_duration_count{") && line.includes(`db_operation_name="SELECT"`) &&
+        line.includes(`db_system_name="postgresql"`) && !line.includes("error_type")
+      )
+      assert.isDefined(selects, text.split("\n").filter((line) => line.startsWith("db_")).join("\n"))
+      assert.isAtLeast(Number(selects!.split(" ").at(-1)), 1)
+      assert.match(text, /^db_client_connection_pending_requests\{db_system_name="postgresql"\} \d+$/m)
       // The refusals above are counted under their own status.
       assert.isTrue(text.split("\n").some((line) => line.startsWith("http_server_request_duration_count{") && line.includes(`http_route="/metrics"`) && line.includes(`http_response_status_code="401"`)))
     }))
@@ -281,15 +293,21 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
 const baseSettings = settingsFrom({ SVC_DATA_DIR: "/nonexistent", LOG_LEVEL: "Info" })
 
 describe("TelemetryLive", () => {
-  it.effect("without an endpoint installs no tracer and switches span creation off", () =>
+  it.effect("without an endpoint installs only the placeholder tracer of the database metrics: nothing is recorded or propagated", () =>
     Effect.gen(function*() {
       const settings = yield* baseSettings
-      const [tracer, enabled, span] = yield* Effect.gen(function*() {
-        return [yield* Tracer.Tracer, yield* References.TracerEnabled, yield* Effect.withSpan(Effect.currentSpan, "probe")] as const
+      const [tracer, span, context] = yield* Effect.gen(function*() {
+        return [
+          yield* Tracer.Tracer,
+          yield* Effect.withSpan(Effect.currentSpan, "probe"),
+          yield* currentTraceContext.pipe(Effect.withSpan("GET /probe", { kind: "server" }))
+        ] as const
       }).pipe(Effect.provide(TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(settings)))))
-      assert.strictEqual(tracer, Tracer.nativeTracer)
-      assert.isFalse(enabled)
+      assert.notStrictEqual(tracer, Tracer.nativeTracer)
       assert.isTrue(Context.get(span.annotations, Tracer.DisablePropagation))
+      assert.strictEqual(span.traceId, "noop")
+      assert.isFalse(span.sampled)
+      assert.isTrue(Option.isNone(context))
     }))
 
   // Live clock: the OTLP metrics exporter it also starts flushes on the way out, with a time limit.
