@@ -10,10 +10,10 @@
  * placeholders exactly like the runtime's own (ids `noop`, `DisablePropagation`, nothing
  * recorded), except that a client span notes the few attributes above until it ends.
  */
-import { Cause, Context, Effect, Exit, Metric, Option, type Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Option, type Tracer } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import { Tracer as TracerModule } from "effect"
-import { dbOperationDuration, dbPendingRequests } from "./metrics.ts"
+import { dbOperationDurationSeries, dbPendingRequests } from "./metrics.ts"
 
 const SYSTEM = "db.system.name"
 const QUERY = "db.query.text"
@@ -111,10 +111,7 @@ class StatementProbe {
   ended(exit: Exit.Exit<unknown, unknown>): void {
     this.handedOff()
     if (this.system === undefined) return
-    const errorType = errorTypeOf(exit)
-    const attributes: Record<string, string> = { "db.system.name": this.system, "db.operation.name": operationOf(this.query) }
-    if (errorType !== undefined) attributes["error.type"] = errorType
-    Metric.withAttributes(dbOperationDuration, attributes).updateUnsafe((performance.now() - this.started) / 1000, this.context)
+    seriesOf(this.system, operationOf(this.query), errorTypeOf(exit)).updateUnsafe((performance.now() - this.started) / 1000, this.context)
   }
 
   private handedOff(): void {
@@ -126,7 +123,23 @@ class StatementProbe {
 
 const setPending = (context: Context.Context<never>, change: number) => {
   pending += change
-  Metric.withAttributes(dbPendingRequests, { "db.system.name": "postgresql" }).updateUnsafe(pending, context)
+  dbPendingRequests.updateUnsafe(pending, context)
+}
+
+// One histogram per series (few: systems × operations × error types), made once.
+const series = new Map<string, ReturnType<typeof dbOperationDurationSeries>>()
+const seriesOf = (system: string, operation: string, errorType: string | undefined) => {
+  const key = `${system}|${operation}|${errorType ?? ""}`
+  let metric = series.get(key)
+  if (metric === undefined) {
+    metric = dbOperationDurationSeries(
+      errorType === undefined
+        ? { "db.system.name": system, "db.operation.name": operation }
+        : { "db.system.name": system, "db.operation.name": operation, "error.type": errorType }
+    )
+    series.set(key, metric)
+  }
+  return metric
 }
 
 type SpanOptions = Parameters<Tracer.Tracer["span"]>[0]
