@@ -10,9 +10,8 @@
  * placeholders exactly like the runtime's own (ids `noop`, `DisablePropagation`, nothing
  * recorded), except that a client span notes the few attributes above until it ends.
  */
-import { Cause, Context, Effect, Exit, Option, type Tracer } from "effect"
+import { Cause, Context, Effect, Exit, Option, Tracer } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
-import { Tracer as TracerModule } from "effect"
 import { dbOperationDurationSeries, dbPendingRequests } from "./metrics.ts"
 
 const SYSTEM = "db.system.name"
@@ -160,7 +159,7 @@ class Placeholder implements Tracer.Span {
   constructor(options: SpanOptions, status: Tracer.SpanStatus) {
     this.name = options.name
     this.parent = options.parent
-    this.annotations = Context.add(options.annotations, TracerModule.DisablePropagation, true)
+    this.annotations = Context.add(options.annotations, Tracer.DisablePropagation, true)
     this.kind = options.kind
     this.status = status
   }
@@ -196,12 +195,12 @@ class UntracedClientSpan extends Placeholder {
  */
 export const dbMetricsTracer = (context: Context.Context<never>, inner: Tracer.Tracer | undefined): Tracer.Tracer => {
   if (inner === undefined) {
-    return TracerModule.make({
+    return Tracer.make({
       span: (options) =>
         options.kind === "client" ? new UntracedClientSpan(options, new StatementProbe(context)) : new Placeholder(options, ENDED)
     })
   }
-  return TracerModule.make({
+  return Tracer.make({
     span(options) {
       const span = inner.span(options)
       if (options.kind !== "client") return span
