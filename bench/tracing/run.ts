@@ -3,7 +3,7 @@
  * service with trace export on against the same service with it off, in the same run.
  *
  * Two service processes (`src/main/node.ts`), each on its own embedded PGlite in a temporary
- * directory: "off" without `OTEL_EXPORTER_OTLP_ENDPOINT` (no span is created), "on" exporting
+ * directory: "off" without `OTEL_EXPORTER_OTLP_ENDPOINT` (placeholder spans only, decision 0101), "on" exporting
  * every span over OTLP/HTTP to a receiver in this process that reads and discards each batch
  * (the collector's cost is not the service's). Rounds alternate off, on, on, off... on the same
  * keep-alive load generator, so a drift of the machine lands on both alike. The path is

@@ -7,6 +7,7 @@ import { DatabaseUnavailable } from "../../schema/errors.ts"
 import { mkdirSync } from "node:fs"
 import { AppConfig } from "./config.ts"
 import { DataDirLock, holdDataDir, type LockContents } from "./data-dir-lock.ts"
+import { countTransactionWaits } from "./db-metrics.ts"
 import { pgliteStream } from "./pglite.ts"
 
 /** Which database this process runs on; reported by readiness, status and the RPC surface. */
@@ -40,7 +41,8 @@ export const APPLICATION_NAME = "attribution-service"
 const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
   const options = postgresOptions(url)
   return Layer.merge(
-    PgClient.layer({
+    // Built as `PgClient.layer` does, with transactions counted while they wait for a connection (decision 0101).
+    PgClient.layerFrom(Effect.map(PgClient.make({
       ...options,
       maxConnections: 10,
       minConnections: 0,
@@ -50,7 +52,7 @@ const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
       applicationName: APPLICATION_NAME,
       // Timestamps are rendered and compared in UTC whatever the server's default.
       startupParameters: { timezone: "UTC" }
-    }),
+    }), countTransactionWaits)),
     Layer.merge(
       Layer.succeed(DatabaseInfo)({ mode: "postgres", location: `${options.host}:${options.port}/${options.database}` }),
       DataDirLock.none
@@ -79,7 +81,7 @@ const embeddedLayer = (dataDir: string, opener: LockContents["kind"]): ClientLay
       const client = yield* PgClient.makeClient({ stream: () => pgliteStream(db), database: "postgres", username: "postgres", ssl: false })
       // The cluster's runner storage switches to table leases for a single-session database.
       Object.defineProperty(client, "driver", { value: "pglite" })
-      return client
+      return countTransactionWaits(client)
     })
   )
   return Layer.merge(client, Layer.succeed(DatabaseInfo)({ mode: "embedded", location: dataDir })).pipe(

@@ -83,3 +83,23 @@ export const timed = (
 /** Wraps one RPC call (in the server's per-call middleware) to observe its duration by service, method and outcome. */
 export const timedRpcCall = (service: string, method: string) =>
   timed(rpcServerDuration, ({ ok }) => ({ "rpc.system": "effect_rpc", "rpc.service": service, "rpc.method": method, "svc.outcome": ok ? "ok" : "error" }))
+
+// Statements take from well under a millisecond to seconds: finer at the low end than SECONDS.
+const DB_SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+const DB_OPERATION_DURATION = {
+  name: "db.client.operation.duration",
+  description: "Duration of database statements, in seconds, from the statement's start (waiting for a connection included) to its result, by db.system.name, db.operation.name and error.type (decision 0101)"
+}
+
+/**
+ * One series of `db.client.operation.duration`, its attributes fixed: updated per statement, so
+ * the series key is computed once (`withAttributes` computes it again on every update).
+ */
+export const dbOperationDurationSeries = (attributes: Readonly<Record<string, string>>) =>
+  Metric.histogram(DB_OPERATION_DURATION.name, { description: DB_OPERATION_DURATION.description, boundaries: DB_SECONDS, attributes })
+
+export const dbPendingRequests = Metric.gauge("db.client.connection.pending_requests", {
+  description: "Statements of this process waiting for a pooled connection, and transactions waiting for theirs (decision 0101)",
+  attributes: { "db.system.name": "postgresql" }
+})

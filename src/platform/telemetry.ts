@@ -1,7 +1,7 @@
 /**
  * Tracing. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans go to `${endpoint}/v1/traces` over
- * OTLP/HTTP through a batching processor. Without it no tracer is installed and span
- * creation is switched off, so the request path pays nothing for tracing.
+ * OTLP/HTTP through a batching processor. Without it spans are placeholders that record and
+ * export nothing; only the SQL client's statement spans feed the database metrics (decision 0101).
  */
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
@@ -11,10 +11,11 @@ import {
   type SpanExporter,
   type SpanProcessor
 } from "@opentelemetry/sdk-trace-base"
-import { Context, Effect, Layer, Option, References, Tracer } from "effect"
+import { Context, Effect, Layer, Option, Tracer } from "effect"
 import { FetchHttpClient, HttpMiddleware } from "effect/http"
 import { OtlpExporter, OtlpMetrics, OtlpSerialization } from "effect/observability"
 import { AppConfig, type AppSettings } from "./config.ts"
+import { dbMetricsTracer } from "./db-metrics.ts"
 import { VERSION } from "./version.ts"
 
 /**
@@ -56,9 +57,20 @@ export const resourceConfig = (settings: AppSettings) => ({
  */
 const tracing = (settings: AppSettings, spanProcessor: SpanProcessor): Layer.Layer<never> =>
   Layer.merge(
-    NodeSdk.layer(() => ({ spanProcessor, resource: resourceConfig(settings), shutdownTimeout: "5 seconds" })),
+    meteredTracer.pipe(
+      Layer.provide(NodeSdk.layer(() => ({ spanProcessor, resource: resourceConfig(settings), shutdownTimeout: "5 seconds" })))
+    ),
     Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true)
   )
+
+/** The tracer in place (the SDK's, or none) wrapped to feed the database metrics from statement spans (decision 0101). */
+const meteredTracer: Layer.Layer<never> = Layer.effect(Tracer.Tracer)(
+  Effect.gen(function*() {
+    const inner = yield* Tracer.Tracer
+    const context = yield* Effect.context<never>()
+    return dbMetricsTracer(context, inner === Tracer.nativeTracer ? undefined : inner)
+  })
+)
 
 /** Metrics pushed to `${endpoint}/v1/metrics` every 15 s (and at shutdown), cumulative as Prometheus reads them (decision 0084). */
 const otlpMetrics = (settings: AppSettings, endpoint: string): Layer.Layer<never> =>
@@ -70,8 +82,15 @@ const otlpMetrics = (settings: AppSettings, endpoint: string): Layer.Layer<never
     shutdownTimeout: "5 seconds"
   })).pipe(Layer.provide([FetchHttpClient.layer, OtlpSerialization.layerJson, OtlpExporter.layerFlusher]))
 
-/** No exporter: spans are not even created (they would go nowhere). */
-export const TracingDisabled: Layer.Layer<never> = Layer.succeed(References.TracerEnabled)(false)
+/**
+ * No exporter: spans are placeholders (no ids, nothing recorded, nothing propagated); the
+ * statement spans among them still time the database metrics. The server span is the
+ * envelope's, as with the SDK, so requests take one path either way.
+ */
+export const TracingDisabled: Layer.Layer<never> = Layer.merge(
+  meteredTracer,
+  Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true)
+)
 
 /** OTLP/HTTP exporter when an endpoint is configured, tracing switched off otherwise. */
 export const TelemetryLive: Layer.Layer<never, never, AppConfig> = Layer.unwrap(

@@ -9,6 +9,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { REPORT_READS, RUN_STATUSES, StoredFilters, StoredRange, StoredSchedule } from "../../schema/reports.ts"
 import { atDatabaseBoundary, decodeRows } from "../platform/database.ts"
 import type { Keyset } from "../platform/pagination.ts"
+import type { TraceContext } from "../platform/tracing.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -49,6 +50,14 @@ export const RunRow = Schema.Struct({
 })
 export type RunRow = typeof RunRow.Type
 
+/** A claimed run with the trace context of the request that scheduled it (scheduled runs only; decision 0101). */
+export const ClaimedRun = Schema.Struct({
+  ...RunRow.fields,
+  traceparent: Schema.NullOr(Schema.String),
+  tracestate: Schema.NullOr(Schema.String)
+})
+export type ClaimedRun = typeof ClaimedRun.Type
+
 /** What a scheduled run needs to know of its profile, read from tenancy's tables. */
 export const ProfileRow = Schema.Struct({
   profile_id: Schema.String,
@@ -68,7 +77,23 @@ export interface NewReport {
   readonly schedule: StoredSchedule | null
   readonly recipients: ReadonlyArray<string>
   readonly nextRunAt: Date | null
+  /** The trace context of the creating request, for the spans of the scheduled runs (decision 0101). */
+  readonly queuedBy: TraceContext | null
 }
+
+/**
+ * The stored schedule: with the creating request's trace context under `queued_by` (kept in the
+ * schedule's jsonb, stripped from every read but `claim`'s; decision 0101).
+ */
+const storedSchedule = (report: NewReport) =>
+  report.queuedBy === null
+    ? report.schedule
+    : {
+      ...report.schedule,
+      queued_by: report.queuedBy.tracestate === ""
+        ? { traceparent: report.queuedBy.traceparent }
+        : { traceparent: report.queuedBy.traceparent, tracestate: report.queuedBy.tracestate }
+    }
 
 export interface Generated {
   readonly rangeStart: string
@@ -106,13 +131,14 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
    * Claims a run to work (`pending`, or `running` with its lease expired: attempts + 1). A run
    * left `sending` by a dead worker is never sent again: it is failed `send_outcome_unknown`.
    */
-  readonly claim: (leaseSeconds: number, maxAttempts: number) => Repo<Option.Option<RunRow>>
+  readonly claim: (leaseSeconds: number, maxAttempts: number) => Repo<Option.Option<ClaimedRun>>
 }>()("svc/ReportsRepo") {
   static readonly layer = Layer.effect(ReportsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      // The schedule's `queued_by` (the creating request's trace context) is read only by `claim`.
       const reportColumns = sql.literal(
-        `id, profile_id, name, reads, range, filters, schedule, recipients, ${iso("next_run_at")} AS next_run_at, ${iso("created_at")} AS created_at`
+        `id, profile_id, name, reads, range, filters, schedule - 'queued_by' AS schedule, recipients, ${iso("next_run_at")} AS next_run_at, ${iso("created_at")} AS created_at`
       )
       const runColumns = sql.literal(
         `id, report_id, profile_id, trigger, ${iso("slot")} AS slot, status, range_start::text AS range_start,
@@ -121,6 +147,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
       )
       const reports = decodeRows(ReportRow)
       const runs = decodeRows(RunRow)
+      const claimedRuns = decodeRows(ClaimedRun)
       const profiles = decodeRows(ProfileRow)
 
       const profile = (profileId: string) =>
@@ -143,7 +170,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
             INSERT INTO reports (id, profile_id, name, reads, range, filters, schedule, recipients, next_run_at)
             VALUES (${report.id}, ${report.profileId}, ${report.name}, ${JSON.stringify(report.reads)}::jsonb,
                     ${JSON.stringify(report.range)}::jsonb, ${JSON.stringify(report.filters)}::jsonb,
-                    ${report.schedule === null ? null : JSON.stringify(report.schedule)}::jsonb,
+                    ${report.schedule === null ? null : JSON.stringify(storedSchedule(report))}::jsonb,
                     ${JSON.stringify(report.recipients)}::jsonb, ${report.nextRunAt === null ? null : report.nextRunAt.toISOString()}::timestamptz)
             RETURNING ${reportColumns}`),
           (rows) => (rows[0] === undefined ? Effect.die(new Error("INSERT reports returned no row")) : Effect.succeed(rows[0]))
@@ -226,6 +253,11 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           UPDATE report_runs SET status = 'failed', error = COALESCE(error, ${error}), lease_until = NULL
           WHERE id = ${runId} AND status IN ('running', 'generated')`)
 
+      // A scheduled run was queued by the request that set its schedule; a manual run is its request's own work.
+      const queuedBy = (field: "traceparent" | "tracestate") =>
+        sql.literal(`(SELECT r.schedule -> 'queued_by' ->> '${field}' FROM reports r
+                      WHERE r.id = report_runs.report_id AND report_runs.trigger = 'scheduled')`)
+
       const dueRows = decodeRows(Schema.Struct({ ...ReportRow.fields, time_zone: Schema.String }))
       const enqueueDue = (nextOf: (report: ReportRow, timeZone: string, slot: Date) => Date) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -261,13 +293,13 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           yield* sql`
             UPDATE report_runs SET status = 'failed', error = COALESCE(error, 'attempts_exhausted'), lease_until = NULL
             WHERE status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
-          const claimed = yield* runs(sql`
+          const claimed = yield* claimedRuns(sql`
             UPDATE report_runs SET status = 'running', attempts = attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds})
             WHERE id = (
               SELECT id FROM report_runs
               WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
               ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING ${runColumns}`)
+            RETURNING ${runColumns}, ${queuedBy("traceparent")} AS traceparent, ${queuedBy("tracestate")} AS tracestate`)
           return Option.fromNullishOr(claimed[0])
         }))
 

@@ -47,6 +47,7 @@ import { ConnectionHealth } from "../connections/health/service.ts"
 import { ConnectionsRepo } from "../connections/repo.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { decodeCursor, toPage } from "../platform/pagination.ts"
+import { currentTraceContext } from "../platform/tracing.ts"
 import type { ProviderError } from "../providers/errors.ts"
 import { Email, type EmailSendRefused } from "../providers/email/port.ts"
 import { toCsv } from "./csv.ts"
@@ -259,7 +260,9 @@ export class Reports extends Context.Service<Reports, {
           id: crypto.randomUUID(),
           profileId: profile.profileId,
           ...checked,
-          nextRunAt: checked.schedule === null ? null : nextSlot(checked.schedule, timeZone, new Date())
+          nextRunAt: checked.schedule === null ? null : nextSlot(checked.schedule, timeZone, new Date()),
+          // Its scheduled runs' spans link back to this request (decision 0101).
+          queuedBy: Option.getOrNull(yield* currentTraceContext)
         })
         return render(row)
       })

@@ -8,6 +8,7 @@
  */
 import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { withLinkedJobSpan } from "../platform/tracing.ts"
 import { ReportsRepo } from "./repo.ts"
 import { Reports, RUN_LEASE_SECONDS } from "./service.ts"
 
@@ -45,7 +46,15 @@ export class ReportWorker extends Context.Service<ReportWorker, {
         while (true) {
           const claimed = yield* repo.claim(RUN_LEASE_SECONDS, settings.maxAttempts)
           if (Option.isNone(claimed)) return worked
-          yield* reports.work(claimed.value)
+          const run = claimed.value
+          // Its own trace, linked to the request that scheduled it (decision 0101).
+          yield* reports.work(run).pipe(
+            withLinkedJobSpan(`report_runs ${run.trigger}`, run, {
+              "messaging.message.id": run.id,
+              "svc.profile_id": run.profile_id,
+              "svc.report_id": run.report_id
+            })
+          )
           worked++
         }
       }).pipe(Effect.withSpan("ReportWorker.runOnce"))

@@ -20,8 +20,11 @@ import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/co
 import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
 import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
 import { cleanTracestate, CurrentTraceState, currentTraceContext, parentFromW3c, withLinkedJobSpan } from "../../src/platform/tracing.ts"
+import { ReportWorker } from "../../src/reports/worker.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
+import { SqlClient } from "effect/sql/SqlClient"
 import { eventually } from "../support/eventually.ts"
+import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const settingsFrom = (env: Record<string, string | undefined>): Effect.Effect<AppSettings> =>
   loadSettings.pipe(
@@ -232,6 +235,63 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
       assert.strictEqual(serverSpan.attributes["http.response.status_code"], 404)
     }))
 
+  it.effect("a scheduled report run is its own trace, linked to the request that scheduled it, with its tracestate", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const sql = yield* SqlClient
+      const profile = yield* seedProfile()
+      const { key } = yield* seedApiKey(profile, { scopes: ["reports:write", "analytics:read"], rateLimitPerMinute: 10_000 })
+      exporter.reset()
+      const traceId = "5bf92f3577b34da6a3ce929d0e0e4736"
+      const response = yield* Effect.promise(() =>
+        fetch(`${HttpServer.formatAddress(server.address)}/api/v1/reports`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${key}`,
+            "content-type": "application/json",
+            traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+            tracestate: "vendor=report"
+          },
+          body: JSON.stringify({ name: "Traced", reads: ["overview"], range: "yesterday", schedule: { frequency: "daily", hour: 6 }, recipients: ["t@example.com"] })
+        })
+      )
+      const created = (yield* Effect.promise(() => response.json())) as { data: { id: string; schedule: Record<string, unknown> } }
+      assert.strictEqual(response.status, 201)
+      // The stored trace context is not part of the report.
+      assert.deepStrictEqual(created.data.schedule, { frequency: "daily", hour: 6, weekday: null, day_of_month: null })
+      yield* sql`UPDATE reports SET next_run_at = now() - interval '1 minute' WHERE id = ${created.data.id}`
+      // This fiber's tracer is not the app's: the worker step runs under a tracer of the same kind with its own
+      // exporter (shutting one down empties it). The app's worker polls too: whichever works the run, once.
+      const jobs = new InMemorySpanExporter()
+      const worker = yield* ReportWorker
+      const jobSpans = yield* Effect.gen(function*() {
+        yield* worker.runOnce
+        return jobs.getFinishedSpans().slice()
+      }).pipe(Effect.provide(TelemetryTest(jobs).pipe(Layer.provide(AppConfig.layerWith(yield* baseSettings)))))
+      const [run] = yield* sql<{ id: string }>`SELECT id::text AS id FROM report_runs WHERE report_id = ${created.data.id}`
+      assert.isDefined(run)
+      const isJob = (span: ReadableSpan) => span.name === "process report_runs scheduled" && span.attributes["messaging.message.id"] === run!.id
+      const requestSpans = yield* finishedSpansWhen((spans) => spans.some(isServerSpan) && (spans.some(isJob) || jobSpans.some(isJob)))
+      const spans = [...requestSpans, ...jobSpans]
+      const job = spans.find(isJob)!
+      assert.strictEqual(job.kind, SpanKind.CONSUMER)
+      assert.notStrictEqual(job.spanContext().traceId, traceId)
+      assert.isUndefined(job.parentSpanContext)
+      assert.strictEqual(job.attributes["svc.report_id"], created.data.id)
+      assert.strictEqual(job.links.length, 1)
+      const link = job.links[0]!
+      assert.strictEqual(link.context.traceId, traceId)
+      assert.strictEqual(link.attributes?.["w3c.tracestate"], "vendor=report")
+      // The link names a span of the creating request's trace, beneath its server span.
+      const serverSpan = spans.find((span) => isServerSpan(span) && span.spanContext().traceId === traceId)
+      const linked = spans.find((span) => span.spanContext().spanId === link.context.spanId)
+      assert.isDefined(serverSpan)
+      assert.isDefined(linked)
+      assert.isTrue(linked === serverSpan || descendsFrom(linked!, serverSpan!, spans))
+      // The run's own work (its reads) is beneath the job span.
+      assert.isTrue(spans.some((span) => span.name === "Reports.work" && span.parentSpanContext?.spanId === job.spanContext().spanId))
+    }))
+
   it.effect("GET /metrics: Prometheus text with the request duration series, only for the operator", () =>
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
@@ -240,6 +300,10 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
         const response = yield* Effect.promise(() => fetch(`${base}/healthz`))
         yield* Effect.promise(() => response.arrayBuffer())
       }
+      // Readiness runs `SELECT 1`: a statement for the database metrics.
+      const ready = yield* Effect.promise(() => fetch(`${base}/readyz`))
+      yield* Effect.promise(() => ready.arrayBuffer())
+      assert.strictEqual(ready.status, 200)
       const refused = yield* Effect.promise(() => fetch(`${base}/metrics`))
       const refusedBody = (yield* Effect.promise(() => refused.json())) as { error: { code: string; request_id: string } }
       assert.strictEqual(refused.status, 401)
@@ -273,6 +337,14 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
         if (process.env.DATABASE_URL) assert.match(text, series)
         else assert.notMatch(text, series)
       }
+      // Statement durations (decision 0101): the readiness probe's `SELECT 1` at least, and the pending gauge.
+      const selects = text.split("\n").find((line) =>
+        line.startsWith("db_client_operation_duration_count{") && line.includes(`db_operation_name="SELECT"`) &&
+        line.includes(`db_system_name="postgresql"`) && !line.includes("error_type")
+      )
+      assert.isDefined(selects, text.split("\n").filter((line) => line.startsWith("db_")).join("\n"))
+      assert.isAtLeast(Number(selects!.split(" ").at(-1)), 1)
+      assert.match(text, /^db_client_connection_pending_requests\{db_system_name="postgresql"\} \d+$/m)
       // The refusals above are counted under their own status.
       assert.isTrue(text.split("\n").some((line) => line.startsWith("http_server_request_duration_count{") && line.includes(`http_route="/metrics"`) && line.includes(`http_response_status_code="401"`)))
     }))
@@ -281,15 +353,21 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
 const baseSettings = settingsFrom({ SVC_DATA_DIR: "/nonexistent", LOG_LEVEL: "Info" })
 
 describe("TelemetryLive", () => {
-  it.effect("without an endpoint installs no tracer and switches span creation off", () =>
+  it.effect("without an endpoint installs only the placeholder tracer of the database metrics: nothing is recorded or propagated", () =>
     Effect.gen(function*() {
       const settings = yield* baseSettings
-      const [tracer, enabled, span] = yield* Effect.gen(function*() {
-        return [yield* Tracer.Tracer, yield* References.TracerEnabled, yield* Effect.withSpan(Effect.currentSpan, "probe")] as const
+      const [tracer, span, context] = yield* Effect.gen(function*() {
+        return [
+          yield* Tracer.Tracer,
+          yield* Effect.withSpan(Effect.currentSpan, "probe"),
+          yield* currentTraceContext.pipe(Effect.withSpan("GET /probe", { kind: "server" }))
+        ] as const
       }).pipe(Effect.provide(TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(settings)))))
-      assert.strictEqual(tracer, Tracer.nativeTracer)
-      assert.isFalse(enabled)
+      assert.notStrictEqual(tracer, Tracer.nativeTracer)
       assert.isTrue(Context.get(span.annotations, Tracer.DisablePropagation))
+      assert.strictEqual(span.traceId, "noop")
+      assert.isFalse(span.sampled)
+      assert.isTrue(Option.isNone(context))
     }))
 
   // Live clock: the OTLP metrics exporter it also starts flushes on the way out, with a time limit.
