@@ -50,7 +50,7 @@ export const RunRow = Schema.Struct({
 })
 export type RunRow = typeof RunRow.Type
 
-/** A claimed run with the trace context of the request that scheduled it (scheduled runs only; decision 0101). */
+/** A claimed run with the trace context of the request it belongs to (decision 0101): null when untraced. */
 export const ClaimedRun = Schema.Struct({
   ...RunRow.fields,
   traceparent: Schema.NullOr(Schema.String),
@@ -81,19 +81,9 @@ export interface NewReport {
   readonly queuedBy: TraceContext | null
 }
 
-/**
- * The stored schedule: with the creating request's trace context under `queued_by` (kept in the
- * schedule's jsonb, stripped from every read but `claim`'s; decision 0101).
- */
-const storedSchedule = (report: NewReport) =>
-  report.queuedBy === null
-    ? report.schedule
-    : {
-      ...report.schedule,
-      queued_by: report.queuedBy.tracestate === ""
-        ? { traceparent: report.queuedBy.traceparent }
-        : { traceparent: report.queuedBy.traceparent, tracestate: report.queuedBy.tracestate }
-    }
+/** A trace context as its two columns: an empty `tracestate` is stored null. */
+const traceColumns = (trace: TraceContext | null) =>
+  [trace?.traceparent ?? null, trace === null || trace.tracestate === "" ? null : trace.tracestate] as const
 
 export interface Generated {
   readonly rangeStart: string
@@ -109,8 +99,8 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
   readonly list: (profileId: string, limit: number, after: Option.Option<Keyset>) => Repo<ReadonlyArray<ReportRow>>
   readonly find: (profileId: string, id: string) => Repo<Option.Option<ReportRow>>
   readonly findById: (id: string) => Repo<Option.Option<ReportRow>>
-  /** A manual run, claimed by its caller at once (`running`, leased). */
-  readonly insertManualRun: (id: string, report: ReportRow, leaseSeconds: number) => Repo<RunRow>
+  /** A manual run, claimed by its caller at once (`running`, leased); `trace` is its request's, kept for a takeover. */
+  readonly insertManualRun: (id: string, report: ReportRow, leaseSeconds: number, trace: TraceContext | null) => Repo<RunRow>
   readonly run: (reportId: string, runId: string) => Repo<Option.Option<RunRow>>
   readonly csv: (reportId: string, runId: string) => Repo<Option.Option<string>>
   readonly pdf: (reportId: string, runId: string) => Repo<Option.Option<Uint8Array>>
@@ -136,9 +126,8 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
   static readonly layer = Layer.effect(ReportsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      // The schedule's `queued_by` (the creating request's trace context) is read only by `claim`.
       const reportColumns = sql.literal(
-        `id, profile_id, name, reads, range, filters, schedule - 'queued_by' AS schedule, recipients, ${iso("next_run_at")} AS next_run_at, ${iso("created_at")} AS created_at`
+        `id, profile_id, name, reads, range, filters, schedule, recipients, ${iso("next_run_at")} AS next_run_at, ${iso("created_at")} AS created_at`
       )
       const runColumns = sql.literal(
         `id, report_id, profile_id, trigger, ${iso("slot")} AS slot, status, range_start::text AS range_start,
@@ -164,17 +153,20 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
       const count = (profileId: string) =>
         Effect.map(sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM reports WHERE profile_id = ${profileId}`, (rows) => rows[0]?.n ?? 0)
 
-      const insert = (report: NewReport) =>
-        Effect.flatMap(
+      const insert = (report: NewReport) => {
+        const [traceparent, tracestate] = traceColumns(report.queuedBy)
+        return Effect.flatMap(
           reports(sql`
-            INSERT INTO reports (id, profile_id, name, reads, range, filters, schedule, recipients, next_run_at)
+            INSERT INTO reports (id, profile_id, name, reads, range, filters, schedule, recipients, next_run_at, traceparent, tracestate)
             VALUES (${report.id}, ${report.profileId}, ${report.name}, ${JSON.stringify(report.reads)}::jsonb,
                     ${JSON.stringify(report.range)}::jsonb, ${JSON.stringify(report.filters)}::jsonb,
-                    ${report.schedule === null ? null : JSON.stringify(storedSchedule(report))}::jsonb,
-                    ${JSON.stringify(report.recipients)}::jsonb, ${report.nextRunAt === null ? null : report.nextRunAt.toISOString()}::timestamptz)
+                    ${report.schedule === null ? null : JSON.stringify(report.schedule)}::jsonb,
+                    ${JSON.stringify(report.recipients)}::jsonb, ${report.nextRunAt === null ? null : report.nextRunAt.toISOString()}::timestamptz,
+                    ${traceparent}::text, ${tracestate}::text)
             RETURNING ${reportColumns}`),
           (rows) => (rows[0] === undefined ? Effect.die(new Error("INSERT reports returned no row")) : Effect.succeed(rows[0]))
         )
+      }
 
       const list = (profileId: string, limit: number, after: Option.Option<Keyset>) => {
         const from = Option.match(after, {
@@ -193,14 +185,17 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
       const findById = (id: string) =>
         Effect.map(reports(sql`SELECT ${reportColumns} FROM reports WHERE id = ${id}`), (rows) => Option.fromNullishOr(rows[0]))
 
-      const insertManualRun = (id: string, report: ReportRow, leaseSeconds: number) =>
-        Effect.flatMap(
+      const insertManualRun = (id: string, report: ReportRow, leaseSeconds: number, trace: TraceContext | null) => {
+        const [traceparent, tracestate] = traceColumns(trace)
+        return Effect.flatMap(
           runs(sql`
-            INSERT INTO report_runs (id, report_id, profile_id, trigger, status, attempts, lease_until)
-            VALUES (${id}, ${report.id}, ${report.profile_id}, 'manual', 'running', 1, now() + make_interval(secs => ${leaseSeconds}))
+            INSERT INTO report_runs (id, report_id, profile_id, trigger, status, attempts, lease_until, traceparent, tracestate)
+            VALUES (${id}, ${report.id}, ${report.profile_id}, 'manual', 'running', 1, now() + make_interval(secs => ${leaseSeconds}),
+                    ${traceparent}::text, ${tracestate}::text)
             RETURNING ${runColumns}`),
           (rows) => (rows[0] === undefined ? Effect.die(new Error("INSERT report_runs returned no row")) : Effect.succeed(rows[0]))
         )
+      }
 
       const run = (reportId: string, runId: string) =>
         Effect.map(runs(sql`SELECT ${runColumns} FROM report_runs WHERE id = ${runId} AND report_id = ${reportId}`), (rows) =>
@@ -253,11 +248,6 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           UPDATE report_runs SET status = 'failed', error = COALESCE(error, ${error}), lease_until = NULL
           WHERE id = ${runId} AND status IN ('running', 'generated')`)
 
-      // A scheduled run was queued by the request that set its schedule; a manual run is its request's own work.
-      const queuedBy = (field: "traceparent" | "tracestate") =>
-        sql.literal(`(SELECT r.schedule -> 'queued_by' ->> '${field}' FROM reports r
-                      WHERE r.id = report_runs.report_id AND report_runs.trigger = 'scheduled')`)
-
       const dueRows = decodeRows(Schema.Struct({ ...ReportRow.fields, time_zone: Schema.String }))
       const enqueueDue = (nextOf: (report: ReportRow, timeZone: string, slot: Date) => Date) =>
         sql.withTransaction(Effect.gen(function*() {
@@ -270,8 +260,10 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
             if (report.next_run_at === null) continue
             const slot = new Date(report.next_run_at)
             const inserted = yield* sql<{ readonly id: string }>`
-              INSERT INTO report_runs (id, report_id, profile_id, trigger, slot, status)
-              VALUES (${crypto.randomUUID()}, ${report.id}, ${report.profile_id}, 'scheduled', ${slot.toISOString()}::timestamptz, 'pending')
+              -- Queued by the request that set the schedule: its trace context goes with the run.
+              INSERT INTO report_runs (id, report_id, profile_id, trigger, slot, status, traceparent, tracestate)
+              SELECT ${crypto.randomUUID()}::uuid, r.id, r.profile_id, 'scheduled', ${slot.toISOString()}::timestamptz, 'pending', r.traceparent, r.tracestate
+              FROM reports r WHERE r.id = ${report.id}
               ON CONFLICT (report_id, slot) DO NOTHING RETURNING id`
             created += inserted.length
             // Skipped slots (the service was down for days) are not caught up: the next one is after now.
@@ -299,7 +291,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
               SELECT id FROM report_runs
               WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
               ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING ${runColumns}, ${queuedBy("traceparent")} AS traceparent, ${queuedBy("tracestate")} AS tracestate`)
+            RETURNING ${runColumns}, traceparent, tracestate`)
           return Option.fromNullishOr(claimed[0])
         }))
 

@@ -313,7 +313,8 @@ export class Reports extends Context.Service<Reports, {
       })
 
       const generateRun = Effect.fn("Reports.generateRun")(function*(report: ReportRow, context: ProfileContext, facts: ProfileRow) {
-        const run = yield* repo.insertManualRun(crypto.randomUUID(), report, RUN_LEASE_SECONDS)
+        // A worker taking the run over after a crash links its span back to this request (decision 0101).
+        const run = yield* repo.insertManualRun(crypto.randomUUID(), report, RUN_LEASE_SECONDS, Option.getOrNull(yield* currentTraceContext))
         const made = yield* produce(report, context, facts).pipe(
           Effect.tapError((error) => repo.markFailed(run.id, error._tag === "DatabaseUnavailable" ? "database_unavailable" : error.message))
         )

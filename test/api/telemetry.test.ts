@@ -292,6 +292,57 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
       assert.isTrue(spans.some((span) => span.name === "Reports.work" && span.parentSpanContext?.spanId === job.spanContext().spanId))
     }))
 
+  it.effect("trace context in columns: the report's, not in its schedule JSON; a manual run taken over after a crash keeps its link", () =>
+    Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const sql = yield* SqlClient
+      const profile = yield* seedProfile()
+      const { key } = yield* seedApiKey(profile, { scopes: ["reports:write", "analytics:read"], rateLimitPerMinute: 10_000 })
+      const base = HttpServer.formatAddress(server.address)
+      const traceId = "6bf92f3577b34da6a3ce929d0e0e4736"
+      const headers = {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/json",
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+        tracestate: "vendor=manual"
+      }
+      const response = yield* Effect.promise(() =>
+        fetch(`${base}/api/v1/reports`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ name: "Manual", reads: ["overview"], range: "yesterday", schedule: { frequency: "daily", hour: 6 }, recipients: ["t@example.com"] })
+        })
+      )
+      assert.strictEqual(response.status, 201)
+      const created = (yield* Effect.promise(() => response.json())) as { data: { id: string } }
+      const [stored] = yield* sql<{ traceparent: string | null; tracestate: string | null; queued: boolean }>`
+        SELECT traceparent, tracestate, (schedule -> 'queued_by') IS NOT NULL AS queued FROM reports WHERE id = ${created.data.id}`
+      assert.match(stored?.traceparent ?? "", new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
+      assert.strictEqual(stored?.tracestate, "vendor=manual")
+      assert.isFalse(stored?.queued)
+      const generated = yield* Effect.promise(() => fetch(`${base}/api/v1/reports/${created.data.id}/generate`, { method: "POST", headers }))
+      assert.strictEqual(generated.status, 201)
+      const run = ((yield* Effect.promise(() => generated.json())) as { data: { id: string } }).data
+      // As if its process died mid-run: running, its lease expired.
+      yield* sql`UPDATE report_runs SET status = 'running', lease_until = now() - interval '1 minute' WHERE id = ${run.id}`
+      const jobs = new InMemorySpanExporter()
+      const worker = yield* ReportWorker
+      const isJob = (span: ReadableSpan) => span.name === "process report_runs manual" && span.attributes["messaging.message.id"] === run.id
+      const jobSpans = yield* Effect.gen(function*() {
+        yield* worker.runOnce
+        return jobs.getFinishedSpans().slice()
+      }).pipe(Effect.provide(TelemetryTest(jobs).pipe(Layer.provide(AppConfig.layerWith(yield* baseSettings)))))
+      // The app's worker polls too: whichever took the run over.
+      const spans = [...(yield* finishedSpansWhen((spans) => spans.some(isJob) || jobSpans.some(isJob))), ...jobSpans]
+      const job = spans.find(isJob)!
+      assert.notStrictEqual(job.spanContext().traceId, traceId)
+      assert.strictEqual(job.links.length, 1)
+      assert.strictEqual(job.links[0]!.context.traceId, traceId)
+      assert.strictEqual(job.links[0]!.attributes?.["w3c.tracestate"], "vendor=manual")
+      const [after] = yield* sql<{ status: string; attempts: number }>`SELECT status, attempts FROM report_runs WHERE id = ${run.id}`
+      assert.deepStrictEqual(after, { status: "generated", attempts: 2 })
+    }))
+
   it.effect("GET /metrics: Prometheus text with the request duration series, only for the operator", () =>
     Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
