@@ -121,6 +121,23 @@ export type CustomerListState = typeof CustomerListState.Type
 
 export const CustomerListBodyAnswer = Schema.Struct({ data: CustomerListState })
 
+/** What this DELETE did at the ad platform (decision 0100); null when there was nothing there to delete. */
+export const CustomerListPlatformDeletion = Schema.Struct({
+  /** True: deleted now (or already gone); false: left on the platform, see `reason`. */
+  deleted: Schema.Boolean,
+  /** `connection_unusable`: the connection holding it is disconnected, revoked or lacks the grant; null when deleted. */
+  reason: Schema.NullOr(Schema.Literal("connection_unusable")),
+  /** The audience deleted, or left on the platform for the merchant to remove. */
+  platform_audience_id: Schema.NullOr(Schema.String),
+  lookalike_id: Schema.NullOr(Schema.String)
+})
+export type CustomerListPlatformDeletion = typeof CustomerListPlatformDeletion.Type
+
+/** 200: the list is off; `platform_audience` says what happened at the platform. */
+export const CustomerListDeleted = Schema.Struct({
+  data: Schema.Struct({ ...StateFields, platform_audience: Schema.NullOr(CustomerListPlatformDeletion) })
+})
+
 /** 201: this confirm created the platform audience. */
 export const CustomerListCreated = Schema.Struct({
   data: Schema.Struct({ ...StateFields, created: Schema.Literal(true) })

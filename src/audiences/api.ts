@@ -19,6 +19,7 @@ import {
   CustomerListBody,
   CustomerListBodyAnswer,
   CustomerListCreated,
+  CustomerListDeleted,
   CustomerListProposal,
   CustomerListResynced,
   LookalikeBody,
@@ -92,11 +93,17 @@ export const AudiencesApi = HttpApiGroup.make("audiences")
       )
       .annotateMerge(write),
     HttpApiEndpoint.delete("deleteCustomerList", "/partner/audiences/customer-list", {
-      success: CustomerListBodyAnswer,
+      success: CustomerListDeleted,
       error: [...profileErrors, EntitlementRequired.wire, ...platformErrors]
     })
       .annotate(OpenApi.Summary, "Delete the platform audience and its lookalike; the list is off")
-      .annotate(OpenApi.Description, "Idempotent: a second DELETE answers 200 with the same off state and calls nothing.")
+      .annotate(
+        OpenApi.Description,
+        "Idempotent: a second DELETE answers 200 with the same off state and calls nothing (`platform_audience` null). " +
+          "When the connection holding the audience is disconnected, revoked or lacks the grant, the list is still " +
+          "switched off and never synced again: `platform_audience` `{deleted: false, reason: \"connection_unusable\"}` " +
+          "names the audience left on the platform. A platform outage answers the error: the same DELETE retries."
+      )
       .annotateMerge(write),
     HttpApiEndpoint.post("postCustomerListLookalike", "/partner/audiences/customer-list/lookalike", {
       payload: LookalikeBody,

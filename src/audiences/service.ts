@@ -9,6 +9,7 @@ import {
   customerListConsentText,
   type CustomerListField,
   type CustomerListLocale,
+  type CustomerListPlatformDeletion,
   type CustomerListState
 } from "../../schema/audiences.ts"
 import {
@@ -175,10 +176,22 @@ export interface LookalikeAnswer {
 
 type ListFailure = Gate | PlatformFailure | ConsentRequired | ValidationError
 
+/** The off state and what the DELETE did at the platform (null: nothing was there). */
+export interface RemoveAnswer extends CustomerListState {
+  readonly platform_audience: CustomerListPlatformDeletion | null
+}
+
+/**
+ * A failure that says the connection itself cannot act (disconnected, deleted, revoked, lacking the
+ * grant), not a passing fault: a retry would fail the same way until the merchant reconnects.
+ */
+const connectionUnusable = (error: ProviderError): boolean =>
+  error._tag === "ProviderAuthRevoked" || error._tag === "ProviderPermissionMissing"
+
 export class CustomerLists extends Context.Service<CustomerLists, {
   readonly get: (profile: ProfileContext) => Effect.Effect<CustomerListState, NotFound | DatabaseUnavailable>
   readonly post: (actor: PrincipalShape, profile: ProfileContext, body: CustomerListBody) => Effect.Effect<PostAnswer, ListFailure>
-  readonly remove: (actor: PrincipalShape, profile: ProfileContext) => Effect.Effect<CustomerListState, NotFound | InvalidState | DatabaseUnavailable | PlatformFailure>
+  readonly remove: (actor: PrincipalShape, profile: ProfileContext) => Effect.Effect<RemoveAnswer, NotFound | InvalidState | DatabaseUnavailable | PlatformFailure>
   readonly lookalike: (actor: PrincipalShape, profile: ProfileContext, country: string) => Effect.Effect<LookalikeAnswer, Gate | PlatformFailure>
   /** Re-uploads an enabled list (after its exclusions changed); nothing when the list is off. */
   readonly resync: (profileId: string) => Effect.Effect<void, NotFound | InvalidState | DatabaseUnavailable | PlatformFailure>
@@ -354,6 +367,46 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         }
       })
 
+      /**
+       * DELETE's platform side: the lookalike, then the audience (already gone counts). An unusable
+       * connection leaves what is still there and says so; any other failure is answered (a retry finishes).
+       */
+      const removeAtPlatform = Effect.fn("CustomerLists.removeAtPlatform")(function*(row: CustomerListRow) {
+        const connectionId = row.connection_id
+        if (connectionId === null || (row.platform_audience_id === null && row.lookalike_id === null)) return null
+        // What is left at the platform so far, for the answer when the connection fails midway.
+        let lookalikeLeft = row.lookalike_id
+        const drop = Effect.gen(function*() {
+          const session = yield* sessions.session(connectionId)
+          const remove = (id: string) =>
+            platform.deleteAudience(session, id).pipe(
+              Effect.catchTag("ProviderRefused", (e) => (e.status === 404 ? Effect.void : Effect.fail(e))),
+              // The platform says the grant is dead: the connection is marked for a reconnect.
+              Effect.tapError((e) => (e._tag === "ProviderAuthRevoked" ? sessions.reportAuthRevoked(connectionId) : Effect.void))
+            )
+          if (row.lookalike_id !== null) {
+            yield* remove(row.lookalike_id)
+            lookalikeLeft = null
+          }
+          if (row.platform_audience_id !== null) yield* remove(row.platform_audience_id)
+        })
+        return yield* drop.pipe(
+          Effect.as<CustomerListPlatformDeletion>({ deleted: true, reason: null, platform_audience_id: row.platform_audience_id, lookalike_id: row.lookalike_id }),
+          Effect.catch((e): Effect.Effect<CustomerListPlatformDeletion, DatabaseUnavailable | PlatformFailure> =>
+            e._tag === "DatabaseUnavailable"
+              ? Effect.fail(e)
+              : connectionUnusable(e)
+              ? Effect.succeed<CustomerListPlatformDeletion>({
+                deleted: false,
+                reason: "connection_unusable",
+                platform_audience_id: row.platform_audience_id,
+                lookalike_id: lookalikeLeft
+              })
+              : Effect.fail(fromProvider(e))
+          )
+        )
+      })
+
       const proposalOf = Effect.fn("CustomerLists.proposal")(function*(profileId: string, version: CustomerListConsentVersion) {
         const fields = CUSTOMER_LIST_FIELDS[version]
         const built = build(yield* repo.payingCustomers(profileId), fields)
@@ -412,12 +465,15 @@ export class CustomerLists extends Context.Service<CustomerLists, {
       const remove = Effect.fn("CustomerLists.remove")(function*(actor: PrincipalShape, profile: ProfileContext) {
         const settings = yield* settingsOf(profile.profileId)
         const row = yield* repo.findList(profile.profileId)
-        // Switching off is always allowed (also while disabled or hipaa): it only takes data back.
+        // Switching off is always allowed (also while disabled or hipaa, or with its connection gone).
+        let platformAudience: CustomerListPlatformDeletion | null = null
         if (Option.isSome(row) && (row.value.platform_audience_id !== null || row.value.status === "enabled")) {
-          yield* leased(profile.profileId, Effect.gen(function*() {
+          platformAudience = yield* leased(profile.profileId, Effect.gen(function*() {
             const current = yield* repo.findList(profile.profileId)
-            if (Option.isSome(current)) yield* dropAudiences(current.value)
+            const done = Option.isSome(current) ? yield* removeAtPlatform(current.value) : null
+            // Off stops every later sync (the refresh takes enabled lists only).
             yield* repo.markOff(profile.profileId)
+            return done
           }))
           yield* audit.record({
             actor,
@@ -426,10 +482,15 @@ export class CustomerLists extends Context.Service<CustomerLists, {
             targetId: profile.profileId,
             profileId: profile.profileId,
             workspaceId: settings.workspace_id,
-            details: { platform_audience_id: row.value.platform_audience_id, lookalike_id: row.value.lookalike_id }
+            details: {
+              platform_audience_id: row.value.platform_audience_id,
+              lookalike_id: row.value.lookalike_id,
+              platform_deleted: platformAudience?.deleted ?? false,
+              reason: platformAudience?.reason ?? null
+            }
           })
         }
-        return stateOf(profile.profileId, yield* repo.findList(profile.profileId), blockOf(settings))
+        return { ...stateOf(profile.profileId, yield* repo.findList(profile.profileId), blockOf(settings)), platform_audience: platformAudience }
       })
 
       const lookalike = Effect.fn("CustomerLists.lookalike")(function*(actor: PrincipalShape, profile: ProfileContext, countryInput: string) {

@@ -478,16 +478,76 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(deleted.json.data.status, "off")
         assert.strictEqual(deleted.json.data.platform_audience_id, null)
         assert.strictEqual(deleted.json.data.lookalike, null)
+        assert.deepStrictEqual(deleted.json.data.platform_audience, { deleted: true, reason: null, platform_audience_id: source, lookalike_id: lookalikeId })
         assert.strictEqual((yield* audienceOf(source)).deleted, true)
         assert.strictEqual((yield* audienceOf(lookalikeId)).deleted, true)
         const twice = yield* send(fixture.key, "DELETE", LIST)
         assert.strictEqual(twice.status, 200, twice.text)
-        assert.deepStrictEqual(twice.json.data, deleted.json.data)
+        // The same state; this call did nothing at the platform.
+        assert.deepStrictEqual(twice.json.data, { ...deleted.json.data, platform_audience: null })
 
         // Confirmed again after DELETE: a new platform audience, 201.
         const back = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
         assert.strictEqual(back.status, 201, back.text)
         assert.notStrictEqual(back.json.data.platform_audience_id, source)
+      }))
+  })
+
+  describe("DELETE without a usable connection", () => {
+    it.effect("a platform outage answers 502 and changes nothing; a disconnected connection: 200 off, the audience named as left, never synced again", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile()
+        const connectionId = yield* connect(fixture)
+        yield* enable(fixture)
+        yield* population(fixture)
+        const confirmed = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
+        assert.strictEqual(confirmed.status, 201, confirmed.text)
+        const audienceId: string = confirmed.json.data.platform_audience_id
+
+        // A passing platform fault is answered: the list stays on, so the same DELETE retries.
+        const faults = (body: Record<string, unknown>) =>
+          Effect.map(call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }), (r) =>
+            assert.strictEqual(r.status, 200, r.text))
+        yield* faults({ fail_next: 100 })
+        const outage = yield* send(fixture.key, "DELETE", LIST).pipe(Effect.ensuring(Effect.orDie(faults({ fail_next: 0 }))))
+        assert.strictEqual(outage.status, 502, outage.text)
+        assert.strictEqual(outage.json.error.code, "adplatform_unavailable")
+        const still = yield* send(fixture.key, "GET", LIST)
+        assert.strictEqual(still.json.data.status, "enabled")
+        assert.strictEqual(still.json.data.platform_audience_id, audienceId)
+        assert.strictEqual((yield* audienceOf(audienceId)).deleted, false)
+
+        const disconnected = yield* send(fixture.key, "POST", `/api/v1/connections/${connectionId}/disconnect`)
+        assert.strictEqual(disconnected.status, 200, disconnected.text)
+        const replaces = (yield* audienceOf(audienceId)).replaces
+        const deleted = yield* send(fixture.key, "DELETE", LIST)
+        assert.strictEqual(deleted.status, 200, deleted.text)
+        assert.strictEqual(deleted.json.data.status, "off")
+        assert.strictEqual(deleted.json.data.platform_audience_id, null)
+        assert.deepStrictEqual(deleted.json.data.platform_audience, {
+          deleted: false,
+          reason: "connection_unusable",
+          platform_audience_id: audienceId,
+          lookalike_id: null
+        })
+        // Left on the platform: the merchant's to remove there.
+        assert.strictEqual((yield* audienceOf(audienceId)).deleted, false)
+        const state = yield* send(fixture.key, "GET", LIST)
+        assert.strictEqual(state.json.data.status, "off")
+        assert.strictEqual(state.json.data.platform_audience_id, null)
+
+        // Never synced again: neither the daily refresh (even when due) nor an exclusions change.
+        const sql = yield* SqlClient
+        yield* sql`UPDATE customer_list_audiences SET last_synced_at = now() - interval '25 hours' WHERE profile_id = ${fixture.profileId}`
+        yield* (yield* CustomerListRefresh).runOnce
+        const put = yield* send(fixture.key, "PUT", `/api/v1/profiles/${fixture.profileId}/audience-exclusions`, { customer_ids: [] })
+        assert.strictEqual(put.status, 200, put.text)
+        assert.strictEqual((yield* audienceOf(audienceId)).replaces, replaces)
+        const [row] = yield* sql<{ status: string }>`SELECT status FROM customer_list_audiences WHERE profile_id = ${fixture.profileId}`
+        assert.strictEqual(row?.status, "off")
+        const twice = yield* send(fixture.key, "DELETE", LIST)
+        assert.strictEqual(twice.status, 200, twice.text)
+        assert.strictEqual(twice.json.data.platform_audience, null)
       }))
   })
 
