@@ -31,8 +31,8 @@ export const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), `svc-${pre
  * A data directory for an embedded database: a copy of the run's migrated template
  * (test/support/global-setup.ts) when there is one, else empty (initdb and every migration at start).
  */
-const embeddedDataDir = () => {
-  const dir = tempDir("data")
+export const migratedDataDir = (prefix = "data") => {
+  const dir = tempDir(prefix)
   const template = process.env["SVC_TEST_PGLITE_TEMPLATE"]
   if (template !== undefined && existsSync(template)) cpSync(template, dir, { recursive: true })
   return dir
@@ -45,7 +45,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     host: "127.0.0.1",
     baseUrl: "http://svc.test",
     databaseUrl: databaseUrl ? Option.some(Redacted.make(databaseUrl)) : Option.none(),
-    dataDir: databaseUrl ? tempDir("data") : embeddedDataDir(),
+    dataDir: databaseUrl ? tempDir("data") : migratedDataDir(),
     adminToken: Option.some(Redacted.make(OPERATOR_TOKEN)),
     rpcToken: Option.none(),
     secretsKey: Option.none(),
