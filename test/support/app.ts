@@ -8,7 +8,7 @@ import { TestClock } from "effect/testing"
 import { HttpRouter, HttpServer } from "effect/http"
 import { cpSync, existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { createServer } from "node:http"
 import { HttpApp } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
@@ -32,9 +32,11 @@ export const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), `svc-${pre
  * (test/support/global-setup.ts) when there is one, else empty (initdb and every migration at start).
  */
 export const migratedDataDir = (prefix = "data") => {
-  const dir = tempDir(prefix)
   const template = process.env["SVC_TEST_PGLITE_TEMPLATE"]
-  if (template !== undefined && existsSync(template)) cpSync(template, dir, { recursive: true })
+  if (template === undefined || !existsSync(template)) return tempDir(prefix)
+  // Beside the template, so the run's teardown removes the copies with it (~40 MB each).
+  const dir = mkdtempSync(join(dirname(template), `${prefix}-`))
+  cpSync(template, dir, { recursive: true })
   return dir
 }
 

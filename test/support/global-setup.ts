@@ -4,8 +4,9 @@
  * the test processes in SVC_TEST_PGLITE_TEMPLATE: `testSettings()` (test/support/app.ts) starts
  * each app on a copy of it (about 0.1 s) instead of a fresh initdb plus every migration (about
  * 8 s each, over 100 apps a run). Startup still runs the migrator on the copy, which finds nothing
- * to do; tests that start the service as a process keep their own fresh directory, so migrating
- * an empty database stays covered.
+ * to do; the start-up tests (test/e2e/lifecycle.test.ts, test/e2e/cli-live-service.test.ts,
+ * test/unit/startup-config.test.ts) keep an empty directory, so migrating one stays covered.
+ * The copies are made beside the template and removed with it when the run ends.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
