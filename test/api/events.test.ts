@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { serveApp, testSettings } from "../support/app.ts"
 import {
   defineConversion,
@@ -33,7 +34,13 @@ const outcomeIdOf = (response: { readonly status: number; readonly json: any }) 
   return response.json.data.outcome_event_id as string
 }
 
-layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: true })("POST /api/v1/events", (it) => {
+/**
+ * Ingest is checked as it leaves a conversion (`credited_at` null, for the worker): the worker is
+ * off, else its 1 s poll can credit it before the test reads it on a loaded machine.
+ */
+const workerOff = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })
+
+layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 seconds", excludeTestServices: true })("POST /api/v1/events", (it) => {
   describe("recording an event", () => {
     it.effect("answers outcome_event_id and conversion_id; stores the event, conversion, customer, identifiers and the outcome.recorded outbox row", () =>
       Effect.gen(function*() {

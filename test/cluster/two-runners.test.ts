@@ -62,12 +62,16 @@ describe.skipIf(adminUrl === "")(
         const a = yield* Effect.promise(() => startRunner({ name: "A", databaseUrl, token: TOKEN, env: runnerEnv }))
         runners.push(a)
         const clientA = yield* makeServiceClient({ url: a.rpcUrl, credential: TOKEN })
+        // Starting a process (and migrating) can take most of 30 s on a loaded machine: the
+        // cluster deadlines below count from the moment the runner answers.
+        yield* waitFor("runner A to answer", "90 seconds", status(clientA))
         yield* waitFor("runner A to own every shard", "30 seconds", Effect.map(status(clientA), (s) =>
           s.cluster.shards.owned_by_this_runner === s.cluster.shards.total ? s : undefined))
 
         const b = yield* Effect.promise(() => startRunner({ name: "B", databaseUrl, token: TOKEN, env: runnerEnv }))
         runners.push(b)
         const clientB = yield* makeServiceClient({ url: b.rpcUrl, credential: TOKEN })
+        yield* waitFor("runner B to answer", "90 seconds", status(clientB))
         const settled = yield* waitFor(
           "both runners healthy with the shards split between them",
           "30 seconds",
@@ -124,6 +128,6 @@ describe.skipIf(adminUrl === "")(
         const statusAfter = yield* status(clientA)
         expect(statusAfter.cluster.shards.owned_by_this_runner).toBe(statusAfter.cluster.shards.total)
         expect(statusAfter.cluster.runners.find((r) => r.address === b.address)?.healthy ?? false).toBe(false)
-      }), 90_000)
+      }), 300_000)
   }
 )

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Agent } from "node:http"
 import { connect } from "node:net"
 import { join } from "node:path"
-import { tempDir } from "../support/app.ts"
+import { migratedDataDir, tempDir } from "../support/app.ts"
 import {
   type Outcome,
   PROCESS_ADMIN_TOKEN,
@@ -20,8 +20,15 @@ import {
 
 const databaseUrl = process.env["DATABASE_URL"]
 
-const targets: ReadonlyArray<{ readonly name: string; readonly env: () => Record<string, string> }> = [
-  { name: "embedded", env: () => ({ SVC_DATA_DIR: join(tempDir("lifecycle"), "db") }) },
+/**
+ * `env(true)`: an empty embedded directory (start-up creates and migrates it); otherwise a copy of
+ * the run's migrated one (test/support/global-setup.ts), as only the start-up test is about start-up.
+ */
+const targets: ReadonlyArray<{ readonly name: string; readonly env: (fresh?: boolean) => Record<string, string> }> = [
+  {
+    name: "embedded",
+    env: (fresh = false) => ({ SVC_DATA_DIR: fresh ? join(tempDir("lifecycle"), "db") : migratedDataDir("lifecycle") })
+  },
   ...(databaseUrl === undefined ? [] : [{ name: "postgres", env: () => ({ DATABASE_URL: databaseUrl }) }])
 ]
 
@@ -121,7 +128,7 @@ const underWay = (load: Load) =>
 describe("start-up", () => {
   for (const target of targets) {
     it(`answers or refuses every probe from spawn on (${target.name})`, { timeout: 120_000 }, async () => {
-      const service = await startService(target.env())
+      const service = await startService(target.env(true))
       const probes: Array<Promise<Outcome>> = []
       const deadline = Date.now() + 90_000
       let up = false

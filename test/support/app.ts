@@ -6,9 +6,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Clock, Context, type Duration, Effect, Layer, Logger, Option, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import { HttpRouter, HttpServer } from "effect/http"
-import { mkdtempSync } from "node:fs"
+import { cpSync, existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { createServer } from "node:http"
 import { HttpApp } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
@@ -27,6 +27,19 @@ export const LINK_TOKEN_SECRET = "test-link-token-secret-0123456789abcdef"
 
 export const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), `svc-${prefix}-`))
 
+/**
+ * A data directory for an embedded database: a copy of the run's migrated template
+ * (test/support/global-setup.ts) when there is one, else empty (initdb and every migration at start).
+ */
+export const migratedDataDir = (prefix = "data") => {
+  const template = process.env["SVC_TEST_PGLITE_TEMPLATE"]
+  if (template === undefined || !existsSync(template)) return tempDir(prefix)
+  // Beside the template, so the run's teardown removes the copies with it (~40 MB each).
+  const dir = mkdtempSync(join(dirname(template), `${prefix}-`))
+  cpSync(template, dir, { recursive: true })
+  return dir
+}
+
 export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings => {
   const databaseUrl = process.env["DATABASE_URL"]
   return {
@@ -34,7 +47,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     host: "127.0.0.1",
     baseUrl: "http://svc.test",
     databaseUrl: databaseUrl ? Option.some(Redacted.make(databaseUrl)) : Option.none(),
-    dataDir: tempDir("data"),
+    dataDir: databaseUrl ? tempDir("data") : migratedDataDir(),
     adminToken: Option.some(Redacted.make(OPERATOR_TOKEN)),
     rpcToken: Option.none(),
     secretsKey: Option.none(),

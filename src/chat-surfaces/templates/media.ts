@@ -2,7 +2,8 @@
  * The media check of a template's `header_media` (decision 0093): the URL is fetched once to learn
  * its type and size before the template goes to the platform. Only `https:` (or the sandbox's own
  * origin); the host is resolved by the connection's own lookup, which refuses private, loopback,
- * link-local, CGNAT, ULA, multicast and metadata addresses, so the address checked is the one
+ * link-local, CGNAT, ULA, multicast, metadata, documentation and other reserved addresses (the
+ * shared classifier, src/platform/public-address.ts), so the address checked is the one
  * connected to (no second lookup); redirects are not followed; 10 s; the body is read only up to
  * the format's limit plus one byte.
  */
@@ -10,7 +11,8 @@ import { Effect } from "effect"
 import { lookup as dnsLookup } from "node:dns"
 import http from "node:http"
 import https from "node:https"
-import { BlockList, isIP, type LookupFunction } from "node:net"
+import { isIP, type LookupFunction } from "node:net"
+import { isPublicAddress } from "../../platform/public-address.ts"
 
 export const MEDIA_FORMATS = ["IMAGE", "VIDEO", "DOCUMENT"] as const
 export type MediaFormat = typeof MEDIA_FORMATS[number]
@@ -25,20 +27,8 @@ export const MEDIA_RULES: Record<MediaFormat, { readonly types: ReadonlyArray<st
 
 const TIMEOUT_MS = 10_000
 
-const refused = new BlockList()
-for (const [network, prefix] of [
-  ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
-  ["192.0.0.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15], ["224.0.0.0", 4], ["240.0.0.0", 4]
-] as const) refused.addSubnet(network, prefix, "ipv4")
-for (const [network, prefix] of [
-  ["::", 128], ["::1", 128], ["::ffff:0:0", 96], ["64:ff9b::", 96], ["fc00::", 7], ["fe80::", 10], ["ff00::", 8]
-] as const) refused.addSubnet(network, prefix, "ipv6")
-
-/** Whether an address is one a fetch must never reach. */
-export const isPrivateAddress = (address: string): boolean => {
-  const family = isIP(address)
-  return family === 0 || refused.check(address, family === 4 ? "ipv4" : "ipv6")
-}
+/** Whether an address is one a fetch must never reach: anything but a public address (src/platform/public-address.ts). */
+export const isPrivateAddress = (address: string): boolean => !isPublicAddress(address)
 
 export type MediaResult =
   | { readonly kind: "ok"; readonly contentType: string; readonly bytes: number }
