@@ -29,7 +29,7 @@ import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { CatalogRepo } from "../exports/catalog/repo.ts"
 import { normaliseEmail, normalisePhone, sha256 } from "../exports/pipeline/scrub.ts"
-import { fromProvider, type PlatformFailure } from "../exports/platform-safe/service.ts"
+import { fromProvider, onPlatform, type PlatformFailure } from "../exports/platform-safe/service.ts"
 import { AdPlatform } from "../providers/adplatform/port.ts"
 import type { ProviderError } from "../providers/errors.ts"
 import type { ProviderSession } from "../providers/oauth/port.ts"
@@ -207,8 +207,6 @@ export class CustomerLists extends Context.Service<CustomerLists, {
       const platform = yield* AdPlatform
       const audit = yield* AuditLog
 
-      const onPlatform = <A>(effect: Effect.Effect<A, ProviderError | DatabaseUnavailable>) =>
-        Effect.mapError(effect, (e) => (e._tag === "DatabaseUnavailable" ? e : fromProvider(e)))
 
       const settingsOf = Effect.fn("CustomerLists.settings")(function*(profileId: string) {
         const row = yield* catalog.find(profileId, false)

@@ -20,7 +20,7 @@ import { call, TestServer } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
 import { CustomerListRefresh } from "../../src/audiences/worker.ts"
 import { eventually } from "../support/eventually.ts"
-import { driveConsent, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
@@ -54,12 +54,6 @@ const audienceOf = (id: string) =>
     return found === undefined ? assert.fail(`no sandbox audience ${id}`) : found
   })
 
-const hop = (target: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(target, { redirect: "manual" })
-    await response.text()
-  })
-
 interface Fixture extends SeededProfile {
   readonly key: string
 }
@@ -76,16 +70,7 @@ const newProfile = (mode: "platform_safe" | "standard" | "hipaa" = "platform_saf
   })
 
 const connect = (fixture: Fixture) =>
-  Effect.gen(function*() {
-    const { url } = yield* TestServer
-    const minted = yield* send(fixture.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` })
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url, { persona: "one_account" })
-    yield* hop(consent.location ?? "")
-    const poll = yield* send(fixture.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    return poll.json.data.result.connection_id as string
-  })
+  Effect.map(connectProvider(fixture.key, "adplatform", { persona: "one_account" }), (run) => run.connectionId)
 
 const enable = (fixture: Fixture, value: "enabled" | "disabled" = "enabled") =>
   Effect.gen(function*() {

@@ -15,7 +15,7 @@ import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { registerApp } from "../support/partner.ts"
-import { driveConsent, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write", "conversions:read"]
@@ -41,13 +41,6 @@ const received = (eventId: string) =>
   Effect.map(sandbox("GET", "/_state"), (response) =>
     (response.json.received_events as ReadonlyArray<any>).filter((event) => event.event_id === eventId))
 
-const hop = (target: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(target, { redirect: "manual" })
-    await response.text()
-    return { status: response.status, location: response.headers.get("location") }
-  })
-
 interface Fixture extends SeededProfile {
   readonly key: string
 }
@@ -60,17 +53,7 @@ const newProfile = Effect.gen(function*() {
 })
 
 const connect = (fixture: Fixture) =>
-  Effect.gen(function*() {
-    const { url } = yield* TestServer
-    const minted = yield* send(fixture.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` })
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url)
-    assert.strictEqual(consent.status, 303)
-    yield* hop(consent.location ?? "")
-    const poll = yield* send(fixture.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    return poll.json.data.result.connection_id as string
-  })
+  Effect.map(connectProvider(fixture.key, "adplatform"), (run) => run.connectionId)
 
 /** A profile with a website destination on the sandbox's dataset and a rule for `lead`. */
 const wired = (overrides: Record<string, string | null> = {}) =>

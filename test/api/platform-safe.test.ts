@@ -12,7 +12,7 @@ import { REBUILD_CONSENT_VERSION, rebuildConsentText } from "../../schema/platfo
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
-import { driveConsent, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write"]
@@ -25,12 +25,6 @@ const send = (key: string, method: string, path: string, body?: unknown) =>
   })
 
 const sandboxState = Effect.map(call("/sandbox/adplatform/_state", { method: "GET" }), (r) => r.json.platform_safe)
-
-const hop = (target: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(target, { redirect: "manual" })
-    await response.text()
-  })
 
 interface Fixture extends SeededProfile {
   readonly key: string
@@ -48,16 +42,7 @@ const newProfile = (mode: "platform_safe" | "standard" = "platform_safe") =>
   })
 
 const connect = (fixture: Fixture, persona = "one_account") =>
-  Effect.gen(function*() {
-    const { url } = yield* TestServer
-    const minted = yield* send(fixture.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` })
-    assert.strictEqual(minted.status, 201, minted.text)
-    const consent = yield* driveConsent(minted.json.data.start_url, { persona })
-    yield* hop(consent.location ?? "")
-    const poll = yield* send(fixture.key, "GET", `/api/v1/connections/handoffs/${minted.json.data.handoff_id}`)
-    assert.strictEqual(poll.json.data.status, "success", poll.text)
-    return poll.json.data.result.connection_id as string
-  })
+  Effect.map(connectProvider(fixture.key, "adplatform", { persona }), (run) => run.connectionId)
 
 /** The sandbox's own API with a grant on act_1001. */
 const platformCall = (method: string, path: string, body?: unknown) =>

@@ -24,10 +24,9 @@ import type { ProfileContext } from "../../auth/principal.ts"
 import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { AdPlatform } from "../../providers/adplatform/port.ts"
-import type { ProviderError } from "../../providers/errors.ts"
 import { SocialDm } from "../../providers/messaging/port.ts"
 import { DestinationsRepo } from "../destinations/repo.ts"
-import { fromProvider, type PlatformFailure } from "../platform-safe/service.ts"
+import { onPlatform, type PlatformFailure } from "../platform-safe/service.ts"
 import { DataSourcesRepo, type SourceRow } from "./repo.ts"
 
 const MANAGE_ADS = "ads_management"
@@ -90,8 +89,6 @@ export class DataSources extends Context.Service<DataSources, {
       const platform = yield* AdPlatform
       const socialDm = yield* SocialDm
 
-      const onPlatform = <A>(effect: Effect.Effect<A, ProviderError | DatabaseUnavailable>) =>
-        Effect.mapError(effect, (e) => (e._tag === "DatabaseUnavailable" ? e : fromProvider(e)))
 
       /** The source's own live connection (not awaiting a reconnect), if any. */
       const sourceConnection = (profileId: string, provider: string) =>

@@ -114,8 +114,6 @@ export const standardEventOf = (outcomeType: string): string => {
   return "OTHER"
 }
 
-
-
 export type PlatformFailure = RateLimitExceeded | AdplatformWritePermissionMissing | AdplatformConnectionRequired | AdplatformUnavailable
 
 export const fromProvider = (error: ProviderError): PlatformFailure => {
@@ -142,6 +140,10 @@ export const fromProvider = (error: ProviderError): PlatformFailure => {
       return new AdplatformUnavailable({ message: "The ad platform is unreachable; retry.", provider: "adplatform" })
   }
 }
+
+/** An ad-platform call with its provider errors as the documented codes (database errors pass). */
+export const onPlatform = <A>(effect: Effect.Effect<A, ProviderError | DatabaseUnavailable>): Effect.Effect<A, PlatformFailure | DatabaseUnavailable> =>
+  Effect.mapError(effect, (e) => (e._tag === "DatabaseUnavailable" ? e : fromProvider(e)))
 
 export interface WireAdSetsAnswer extends Omit<RepointAnswer, "needs_recreate"> {
   readonly needs_duplicate_swap: ReadonlyArray<string>
@@ -181,8 +183,6 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
       const dpa = yield* DpaService
       const audit = yield* AuditLog
 
-      const onPlatform = <A>(effect: Effect.Effect<A, ProviderError | DatabaseUnavailable>) =>
-        Effect.mapError(effect, (e) => (e._tag === "DatabaseUnavailable" ? e : fromProvider(e)))
 
       const settings = Effect.fn("PlatformSafe.settings")(function*(profileId: string) {
         const row = yield* catalog.find(profileId, false)

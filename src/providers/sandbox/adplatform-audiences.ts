@@ -7,7 +7,7 @@
  * as on the real platform). Every row is validated (64 lowercase hex or "" per schema field).
  * `_state.custom_audiences` shows each audience with its members.
  */
-import { invalid, notFound, ok, refuse, type SandboxReply } from "./kind.ts"
+import { type ApiContext, bodyFields, invalid, isSandboxReply, notFound, ok, refuse, type SandboxReply, type SandboxRoute } from "./kind.ts"
 
 /** Field names a customer list accepts (the real platform's schema keys). */
 export const AUDIENCE_FIELDS = ["EMAIL", "PHONE", "FN", "LN", "COUNTRY", "EXTERN_ID"] as const
@@ -50,22 +50,9 @@ const extraOf = (world: object): Extra => {
   return found
 }
 
-const fieldsOf = (body: unknown): Readonly<Record<string, unknown>> =>
-  typeof body === "object" && body !== null && !Array.isArray(body) ? { ...body } : {}
+type Ctx = ApiContext
 
-interface Ctx {
-  readonly params: Readonly<Record<string, string>>
-  readonly body: unknown
-  readonly reaches: (accountId: string) => boolean
-  readonly requireWrite: () => SandboxReply | undefined
-  readonly countWrite: () => void
-}
-
-interface Route {
-  readonly method: "GET" | "POST" | "DELETE"
-  readonly path: `/v1/${string}`
-  readonly handler: (world: WorldLike, ctx: Ctx) => SandboxReply
-}
+type Route = SandboxRoute<WorldLike>
 
 const audienceOf = (world: WorldLike, ctx: Ctx): Audience | undefined => {
   const found = extraOf(world).audiences.get(ctx.params["id"] ?? "")
@@ -114,7 +101,7 @@ const createLookalike = (world: WorldLike, ctx: Ctx, accountId: string, fields: 
   if (origin === undefined || origin.deleted || origin.account_id !== accountId || origin.subtype !== "CUSTOM") {
     return invalid("origin_audience_id must be a customer-list audience of the account")
   }
-  const spec = fieldsOf(fields["lookalike_spec"])
+  const spec = bodyFields(fields["lookalike_spec"])
   const ratio = spec["ratio"]
   const country = spec["country"]
   if (typeof ratio !== "number" || !(ratio >= 0.01 && ratio <= 0.2)) return invalid("lookalike_spec.ratio must be from 0.01 to 0.20")
@@ -169,24 +156,22 @@ const batchOf = (payload: Readonly<Record<string, unknown>>): { schema: Readonly
   return { schema: schema.filter((f: unknown): f is string => typeof f === "string"), data: rows }
 }
 
-const isReply = (value: object): value is SandboxReply => "status" in value && "body" in value
-
 const usersReplace = (world: WorldLike, ctx: Ctx): SandboxReply => {
   const audience = audienceOf(world, ctx)
   if (audience === undefined) return notFound(`custom audience ${ctx.params["id"]}`)
   const missing = ctx.requireWrite()
   if (missing !== undefined) return missing
   if (audience.subtype !== "CUSTOM") return invalid("only a customer-list audience takes users")
-  const fields = fieldsOf(ctx.body)
-  const session = fieldsOf(fields["session"])
+  const fields = bodyFields(ctx.body)
+  const session = bodyFields(fields["session"])
   const sessionId = session["session_id"]
   const seq = session["batch_seq"]
   const last = session["last_batch_flag"]
   if (typeof sessionId !== "number" || !Number.isSafeInteger(sessionId) || sessionId <= 0) return invalid("session.session_id must be a positive integer")
   if (typeof seq !== "number" || !Number.isInteger(seq) || seq < 1) return invalid("session.batch_seq must be 1, 2, ...")
   if (typeof last !== "boolean") return invalid("session.last_batch_flag must be a boolean")
-  const batch = batchOf(fieldsOf(fields["payload"]))
-  if (isReply(batch)) return batch
+  const batch = batchOf(bodyFields(fields["payload"]))
+  if (isSandboxReply(batch)) return batch
   // A new session id starts a new replace (what an earlier, unfinished one staged is dropped).
   if (audience.pending === null || audience.pending.session_id !== sessionId) {
     if (seq !== 1) return refuse(400, "replace_session_unknown", `session ${sessionId} is not open: start it with batch_seq 1`)
@@ -220,7 +205,7 @@ export const audienceRoutes: ReadonlyArray<Route> = [
       if (!world.accounts.some((a) => a.id === accountId) || !ctx.reaches(accountId)) return notFound(`ad account ${accountId}`)
       const missing = ctx.requireWrite()
       if (missing !== undefined) return missing
-      const fields = fieldsOf(ctx.body)
+      const fields = bodyFields(ctx.body)
       switch (fields["subtype"]) {
         case "CUSTOM":
           return createCustom(world, ctx, accountId, fields)

@@ -8,7 +8,7 @@
  * so that a test observes a duplicate swap's sequence.
  */
 import type { AdCreative, AdStatus } from "../adplatform/port.ts"
-import { invalid, notFound, ok, refuse, type SandboxReply } from "./kind.ts"
+import { type ApiContext, bodyFields, invalid, isSandboxReply, notFound, ok, refuse, type SandboxReply, type SandboxRoute } from "./kind.ts"
 
 export interface PromotedObject {
   readonly pixel_id: string
@@ -123,12 +123,9 @@ const optimizationWire = (world: WorldLike, adSet: AdSetLike) => ({
   ad_ids: adSet.ads.map((ad) => ad.id)
 })
 
-const fieldsOf = (body: unknown): Readonly<Record<string, unknown>> =>
-  typeof body === "object" && body !== null && !Array.isArray(body) ? { ...body } : {}
-
 /** A promoted object on a dataset of the account, with a standard event; or the refusal. */
 const promotedFrom = (world: WorldLike, accountId: string, value: unknown): PromotedObject | SandboxReply => {
-  const fields = fieldsOf(value)
+  const fields = bodyFields(value)
   const pixelId = fields["pixel_id"]
   const event = fields["custom_event_type"]
   if (typeof pixelId !== "string" || world.datasets.get(pixelId) !== accountId) return invalid("promoted_object.pixel_id must be a dataset of the ad set's account")
@@ -136,21 +133,9 @@ const promotedFrom = (world: WorldLike, accountId: string, value: unknown): Prom
   return { pixel_id: pixelId, custom_event_type: event }
 }
 
-const isReply = (value: object): value is SandboxReply => "status" in value && "body" in value
+type Ctx = ApiContext
 
-interface Ctx {
-  readonly params: Readonly<Record<string, string>>
-  readonly body: unknown
-  readonly reaches: (accountId: string) => boolean
-  readonly requireWrite: () => SandboxReply | undefined
-  readonly countWrite: () => void
-}
-
-interface Route {
-  readonly method: "GET" | "POST"
-  readonly path: `/v1/${string}`
-  readonly handler: (world: WorldLike, ctx: Ctx) => SandboxReply
-}
+type Route = SandboxRoute<WorldLike>
 
 const accountOf = (world: WorldLike, ctx: Ctx) => {
   const id = ctx.params["account"] ?? ""
@@ -183,7 +168,7 @@ export const platformSafeRoutes: ReadonlyArray<Route> = [
       if (accountId === undefined || !ctx.reaches(accountId)) return notFound(`dataset ${datasetId}`)
       const missing = ctx.requireWrite()
       if (missing !== undefined) return missing
-      const fields = fieldsOf(ctx.body)
+      const fields = bodyFields(ctx.body)
       const name = fields["name"]
       const event = fields["custom_event_type"]
       if (typeof name !== "string" || name.length === 0 || name.length > 100) return invalid("name must be 1 to 100 characters")
@@ -205,14 +190,14 @@ export const platformSafeRoutes: ReadonlyArray<Route> = [
       if (account === undefined || campaign === undefined || !ctx.reaches(account.id)) return notFound(`campaign ${ctx.params["id"]}`)
       const missing = ctx.requireWrite()
       if (missing !== undefined) return missing
-      const fields = fieldsOf(ctx.body)
+      const fields = bodyFields(ctx.body)
       const name = fields["name"]
       if (typeof name !== "string" || name.length === 0 || name.length > 400) return invalid("name must be 1 to 400 characters")
       if (fields["status"] !== undefined && fields["status"] !== "paused" && fields["status"] !== "PAUSED") {
         return invalid("a new ad set is created paused")
       }
       const promoted = promotedFrom(world, account.id, fields["promoted_object"])
-      if (isReply(promoted)) return promoted
+      if (isSandboxReply(promoted)) return promoted
       const budget = (key: string) => {
         const value = fields[key]
         return typeof value === "number" && Number.isInteger(value) && value > 0 ? value : null
@@ -251,7 +236,7 @@ export const platformSafeRoutes: ReadonlyArray<Route> = [
         return refuse(400, "adset_field_frozen", "promoted_object and optimization_goal cannot change on a published ad set: create a new ad set")
       }
       const promoted = promotedFrom(world, adSet.account_id, ctx.body)
-      if (isReply(promoted)) return promoted
+      if (isSandboxReply(promoted)) return promoted
       const extra = extraOf(world)
       extra.promoted.set(adSet, promoted)
       extra.log.push({ seq: extra.next++, object: "ad_set", id: adSet.id, action: "promoted_object" })
@@ -268,7 +253,7 @@ export const platformSafeRoutes: ReadonlyArray<Route> = [
       if (ad === undefined || !ctx.reaches(ad.account_id)) return notFound(`ad ${ctx.params["id"]}`)
       const missing = ctx.requireWrite()
       if (missing !== undefined) return missing
-      const targetId = fieldsOf(ctx.body)["adset_id"]
+      const targetId = bodyFields(ctx.body)["adset_id"]
       const target = typeof targetId === "string" ? world.adSets.get(targetId) : undefined
       if (target === undefined || target.account_id !== ad.account_id) return invalid("adset_id must be an ad set of the ad's account")
       const account = world.accounts.find((a) => a.id === ad.account_id)

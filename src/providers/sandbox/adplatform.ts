@@ -9,6 +9,7 @@
 import type { AdCreative, AdStatus } from "../adplatform/port.ts"
 import {
   type ApiContext,
+  bodyFields,
   defineSandbox,
   hashOf,
   invalid,
@@ -467,9 +468,6 @@ const adWrite = (world: World, ad: AdRecord, fields: Readonly<Record<string, unk
 
 const stringOrNull = (value: unknown): string | null => (typeof value === "string" ? value : null)
 
-const fieldsOf = (body: unknown): Readonly<Record<string, unknown>> =>
-  typeof body === "object" && body !== null && !Array.isArray(body) ? { ...body } : {}
-
 // --- Routes -----------------------------------------------------------------------------------
 
 const accountFor = (world: World, ctx: ApiContext): AccountRecord | SandboxReply => {
@@ -532,10 +530,10 @@ const writeRoute = <A extends { readonly account_id: string; readonly id: string
     if (isReply(found)) return found
     const missing = ctx.requireWrite()
     if (missing !== undefined) return missing
-    const refused = apply(found, fieldsOf(ctx.body), world)
+    const refused = apply(found, bodyFields(ctx.body), world)
     if (refused !== undefined) return refused
     ctx.countWrite()
-    noteWrite(world, found.id, fieldsOf(ctx.body))
+    noteWrite(world, found.id, bodyFields(ctx.body))
     return ok({ success: true })
   }
 })
@@ -584,7 +582,7 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
       if (!isAccount(account)) return account
       const missing = ctx.requireWrite()
       if (missing !== undefined) return missing
-      const name = fieldsOf(ctx.body)["name"]
+      const name = bodyFields(ctx.body)["name"]
       if (typeof name !== "string" || name.length === 0 || name.length > 200) return invalid("name must be 1 to 200 characters")
       // Platform-Safe (issue 20 part 4): an account holds a bounded number of datasets, as on the real platform.
       if (account.datasets.length >= MAX_DATASETS_PER_ACCOUNT) return datasetLimitReached()
@@ -610,7 +608,7 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
       if (isReply(ad)) return ad
       const missing = ctx.requireWrite()
       if (missing !== undefined) return missing
-      const reply = newTaggedCreative(world, ad, fieldsOf(ctx.body))
+      const reply = newTaggedCreative(world, ad, bodyFields(ctx.body))
       if (reply.status === 201) ctx.countWrite()
       return reply
     }
@@ -622,17 +620,17 @@ const routes: ReadonlyArray<SandboxRoute<World>> = [
       const id = ctx.params["id"] ?? ""
       const accountId = world.datasets.get(id)
       if (accountId === undefined || !ctx.reaches(accountId)) return notFound(`dataset ${id}`)
-      const data = fieldsOf(ctx.body)["data"]
+      const data = bodyFields(ctx.body)["data"]
       if (!Array.isArray(data) || data.length === 0 || data.length > 1_000) return invalid("data must be an array of 1 to 1000 events")
       for (const event of data) {
-        const fields = fieldsOf(event)
+        const fields = bodyFields(event)
         if (typeof fields["event_name"] !== "string" || typeof fields["event_time"] !== "number") {
           return invalid("each event needs event_name (string) and event_time (unix seconds)")
         }
       }
       const receivedAt = new Date(ctx.nowMs).toISOString()
       for (const event of data) {
-        world.receivedEvents.push({ dataset_id: id, account_id: accountId, received_at: receivedAt, ...fieldsOf(event) })
+        world.receivedEvents.push({ dataset_id: id, account_id: accountId, received_at: receivedAt, ...bodyFields(event) })
       }
       if (world.receivedEvents.length > KEPT_EVENTS) world.receivedEvents.splice(0, world.receivedEvents.length - KEPT_EVENTS)
       return ok({ events_received: data.length, fbtrace_id: `trace_${world.receivedEvents.length}` })
@@ -738,7 +736,7 @@ const defaultLeadFields = (n: number) => [
 
 const isFieldData = (value: unknown): value is ReadonlyArray<{ readonly name: string; readonly values: ReadonlyArray<string> }> =>
   Array.isArray(value) && value.every((entry) => {
-    const fields = fieldsOf(entry)
+    const fields = bodyFields(entry)
     return typeof fields["name"] === "string" && Array.isArray(fields["values"]) &&
       fields["values"].every((v: unknown) => typeof v === "string")
   })

@@ -40,6 +40,13 @@ export const refuse = (
   extra: Readonly<Record<string, unknown>> = {}
 ): SandboxReply => ({ status, body: { error: { code, message, ...extra } } })
 
+/** A JSON body's fields; anything but an object reads as none (the route then names what is missing). */
+export const bodyFields = (body: unknown): Readonly<Record<string, unknown>> =>
+  typeof body === "object" && body !== null && !Array.isArray(body) ? { ...body } : {}
+
+/** Whether a value built by a route step is the refusal to answer instead. */
+export const isSandboxReply = (value: object): value is SandboxReply => "status" in value && "body" in value
+
 export const notFound = (what: string) => refuse(404, "not_found", `${what} does not exist`)
 export const invalid = (message: string) => refuse(400, "invalid_parameter", message)
 
