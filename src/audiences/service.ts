@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import {
   CUSTOMER_LIST_CONSENT_LINES,
   CUSTOMER_LIST_CONSENT_V1,
@@ -28,6 +28,7 @@ import { AuditLog } from "../audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { CatalogRepo } from "../exports/catalog/repo.ts"
+import { checkConsentContract } from "../exports/consent.ts"
 import { normaliseEmail, normalisePhone, sha256 } from "../exports/pipeline/scrub.ts"
 import { fromProvider, onPlatform, type PlatformFailure } from "../exports/platform-safe/service.ts"
 import { AdPlatform } from "../providers/adplatform/port.ts"
@@ -37,13 +38,10 @@ import { AudiencesRepo, type CustomerListRow, type PayingCustomer } from "./repo
 
 // --- Customer lists (issue 20 part 5, decision 0100) ------------------------------------------
 
-const CONSENT_MAX_AGE_MS = 24 * 60 * 60 * 1000
-const CONSENT_MAX_AHEAD_MS = 5 * 60 * 1000
 const BATCH_ROWS = 500
 const SYNC_LEASE_SECONDS = 300
 const LOOKALIKE_RATIO = 0.01
 const VERSIONS: ReadonlyArray<CustomerListConsentVersion> = [CUSTOMER_LIST_CONSENT_V1, CUSTOMER_LIST_CONSENT_V2]
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
 
 /** A version's `consent` hint: the version and the SHA-256 of its text per locale. */
 export const customerListHint = (version: CustomerListConsentVersion) => ({
@@ -53,47 +51,26 @@ export const customerListHint = (version: CustomerListConsentVersion) => ({
   )
 })
 
-const ConsentShape = Schema.Struct({
-  version: Schema.String.check(Schema.isMinLength(1)),
-  text_hash: Schema.String.check(Schema.isMinLength(1)),
-  accepted_by: Schema.String.check(Schema.isMinLength(1)),
-  accepted_at: Schema.String.check(Schema.isMinLength(1))
-})
-
-const isVersion = (value: string): value is CustomerListConsentVersion => VERSIONS.some((v) => v === value)
-
 /**
- * The repoint's consent contract (decision 0090) over the two list versions: malformed is 422;
- * missing, an unknown version, another hash or older than 24 hours is 409 `consent_required`
- * with the hint of the version asked for (the newest when it is unknown). Answers the version.
+ * The repoint's consent contract (decision 0090, src/exports/consent.ts) over the two list
+ * versions: malformed is 422; missing, an unknown version, another hash or older than 24 hours is
+ * 409 `consent_required` with the hint of the version asked for (the newest when it is unknown).
+ * Answers the version.
  */
 export const checkListConsent = (
   consent: unknown,
   nowMs: number
-): Effect.Effect<CustomerListConsentVersion, ConsentRequired | ValidationError> => {
-  const required = (message: string, version: CustomerListConsentVersion = CUSTOMER_LIST_CONSENT_V2) =>
-    Effect.fail(new ConsentRequired({ message, consent: customerListHint(version) }))
-  if (consent === undefined || consent === null) return required("A confirmed customer list carries the merchant's consent.")
-  const decoded = Schema.decodeUnknownOption(ConsentShape)(consent)
-  if (Option.isNone(decoded)) {
-    return Effect.fail(unprocessable("body.consent: {version, text_hash, accepted_by, accepted_at}, four non-empty strings", { reason: "consent_malformed" }))
-  }
-  const c = decoded.value
-  const at = Date.parse(c.accepted_at)
-  if (!ISO_TIME.test(c.accepted_at) || Number.isNaN(at)) {
-    return Effect.fail(unprocessable("body.consent.accepted_at: an ISO 8601 time", { reason: "consent_malformed" }))
-  }
-  if (at - nowMs > CONSENT_MAX_AHEAD_MS) {
-    return Effect.fail(unprocessable("body.consent.accepted_at: at most 5 minutes in the future", { reason: "consent_in_future" }))
-  }
-  const version = c.version
-  if (!isVersion(version)) return required(`The consent versions are ${VERSIONS.join(" and ")}.`)
-  if (!Object.values(customerListHint(version).text_hashes).includes(c.text_hash)) {
-    return required("text_hash is not the SHA-256 of the consent text of this version in a supported locale.", version)
-  }
-  if (nowMs - at > CONSENT_MAX_AGE_MS) return required("The consent is older than 24 hours: ask the merchant again.", version)
-  return Effect.succeed(version)
-}
+): Effect.Effect<CustomerListConsentVersion, ConsentRequired | ValidationError> =>
+  checkConsentContract(consent, nowMs, {
+    versions: VERSIONS.map(customerListHint),
+    fallback: customerListHint(CUSTOMER_LIST_CONSENT_V2),
+    messages: {
+      missing: "A confirmed customer list carries the merchant's consent.",
+      unknownVersion: `The consent versions are ${VERSIONS.join(" and ")}.`,
+      unknownHash: "text_hash is not the SHA-256 of the consent text of this version in a supported locale.",
+      tooOld: "The consent is older than 24 hours: ask the merchant again."
+    }
+  })
 
 /** Trimmed, lower-cased (names). */
 const normaliseName = (name: string): string => name.trim().toLowerCase()

@@ -6,7 +6,7 @@
  * platform allows, else by duplicate swap (copy created paused, ads copied, copy switched on,
  * original paused last and never deleted; `run_both` keeps the original running).
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import {
   AdplatformConnectionRequired,
   AdplatformUnavailable,
@@ -18,7 +18,6 @@ import {
   NotFound,
   PlatformSafeRequired,
   RateLimitExceeded,
-  unprocessable,
   type ValidationError
 } from "../../../schema/errors.ts"
 import {
@@ -47,14 +46,12 @@ import type { ProviderError } from "../../providers/errors.ts"
 import type { ProviderSession } from "../../providers/oauth/port.ts"
 import { TenancyRepo } from "../../tenancy/profiles/repo.ts"
 import { CatalogRepo, type CatalogRow } from "../catalog/repo.ts"
+import { checkConsentContract } from "../consent.ts"
 import { DestinationsRepo } from "../destinations/repo.ts"
 import { sha256 } from "../pipeline/scrub.ts"
 import { type CleanDatasetRow, PlatformSafeRepo, type RebuildRow, type StoredConversion } from "./repo.ts"
 
 const MANAGE_ADS = "ads_management"
-const CONSENT_MAX_AGE_MS = 24 * 60 * 60 * 1000
-const CONSENT_MAX_AHEAD_MS = 5 * 60 * 1000
-
 /** The current version and each locale's hash, as the 409 `consent_required` carries them. */
 export const consentHint = () => ({
   version: REBUILD_CONSENT_VERSION,
@@ -63,44 +60,22 @@ export const consentHint = () => ({
   )
 })
 
-const ConsentShape = Schema.Struct({
-  version: Schema.String.check(Schema.isMinLength(1)),
-  text_hash: Schema.String.check(Schema.isMinLength(1)),
-  accepted_by: Schema.String.check(Schema.isMinLength(1)),
-  accepted_at: Schema.String.check(Schema.isMinLength(1))
-})
-
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
-
-const consentRequired = (message: string) => new ConsentRequired({ message, consent: consentHint() })
-
 /**
- * The consent contract: malformed (not four non-empty strings, `accepted_at` not an ISO 8601
- * time, or more than 5 minutes ahead) is 422; missing, another version, another hash or older
- * than 24 hours is 409 `consent_required` carrying the current version and hashes.
+ * The consent contract for a rebuild (decision 0090): one version; 409 `consent_required`
+ * carries it and its hashes, 422 when malformed (src/exports/consent.ts).
  */
 export const checkConsent = (consent: unknown, nowMs: number): Effect.Effect<void, ConsentRequired | ValidationError> => {
-  if (consent === undefined || consent === null) {
-    return Effect.fail(consentRequired("A rebuild confirmed by a key or token carries the person's consent."))
-  }
-  const decoded = Schema.decodeUnknownOption(ConsentShape)(consent)
-  if (Option.isNone(decoded)) {
-    return Effect.fail(unprocessable("body.consent: {version, text_hash, accepted_by, accepted_at}, four non-empty strings", { reason: "consent_malformed" }))
-  }
-  const c = decoded.value
-  const at = Date.parse(c.accepted_at)
-  if (!ISO_TIME.test(c.accepted_at) || Number.isNaN(at)) {
-    return Effect.fail(unprocessable("body.consent.accepted_at: an ISO 8601 time", { reason: "consent_malformed" }))
-  }
-  if (at - nowMs > CONSENT_MAX_AHEAD_MS) {
-    return Effect.fail(unprocessable("body.consent.accepted_at: at most 5 minutes in the future", { reason: "consent_in_future" }))
-  }
-  if (c.version !== REBUILD_CONSENT_VERSION) return Effect.fail(consentRequired(`The consent version is ${REBUILD_CONSENT_VERSION}.`))
-  if (!Object.values(consentHint().text_hashes).includes(c.text_hash)) {
-    return Effect.fail(consentRequired("text_hash is not the SHA-256 of the consent text in a supported locale."))
-  }
-  if (nowMs - at > CONSENT_MAX_AGE_MS) return Effect.fail(consentRequired("The consent is older than 24 hours: ask the person again."))
-  return Effect.void
+  const hint = consentHint()
+  return Effect.asVoid(checkConsentContract(consent, nowMs, {
+    versions: [hint],
+    fallback: hint,
+    messages: {
+      missing: "A rebuild confirmed by a key or token carries the person's consent.",
+      unknownVersion: `The consent version is ${REBUILD_CONSENT_VERSION}.`,
+      unknownHash: "text_hash is not the SHA-256 of the consent text in a supported locale.",
+      tooOld: "The consent is older than 24 hours: ask the person again."
+    }
+  }))
 }
 
 /** The standard event a recreated ad set optimizes on, from the outcome type's name. */
