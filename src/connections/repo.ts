@@ -12,6 +12,7 @@ import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, 
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { HandoffsRepo } from "./handoffs/repo.ts"
 import { ProviderEventsRepo } from "./hooks/repo.ts"
+import { PushWorld } from "./hooks/push-world.ts"
 
 /** A connection with what the service needs to act on it (never on the wire). */
 export const ConnectionRecord = Schema.Struct({
@@ -216,9 +217,14 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         )
 
       const liveForAccount = (provider: string, accountId: string) =>
-        records(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id
+        Effect.flatMap(PushWorld, ({ profileId }) =>
+          Effect.map(
+            records(sql`SELECT ${recordColumns} FROM connections c JOIN profiles p ON p.id = c.profile_id
                     WHERE c.provider = ${provider} AND c.external_account_id = ${accountId} AND c.disconnected_at IS NULL
-                    ORDER BY c.created_at, c.id`)
+                    ORDER BY c.created_at, c.id`),
+            // A sandbox push reaches its own world's profile only (./hooks/push-world.ts).
+            (rows) => profileId === undefined ? rows : rows.filter((row) => row.profile_id === profileId)
+          ))
 
       const markReconnectRequired = (id: string, reason: string) =>
         Effect.map(

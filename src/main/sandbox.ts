@@ -1,13 +1,19 @@
 /**
  * `npm run sandbox`: the sandbox providers alone, on `SVC_SANDBOX_PORT` (default 8090), for
  * setups where several service runners share one set of simulated providers (point them at it
- * with `SVC_SANDBOX_URL=http://<host>:8090/sandbox`). Reads `SVC_SANDBOX_SECRET` like the service.
+ * with `SVC_SANDBOX_URL=http://<host>:8090/sandbox`). Reads `SVC_SANDBOX_SECRET`,
+ * `SVC_SECRETS_KEY` (world handles, decision 0109), `SVC_BASE_URL` (the service whose
+ * `/hooks/<provider>` pushes go to) and `SVC_ADMIN_TOKEN` like the service; with `DATABASE_URL`
+ * the profiles' API keys open their worlds' test controls too, else the operator token only.
  */
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Config, Effect, Layer, Redacted } from "effect"
+import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../platform/config.ts"
+import { CredentialStoreLive } from "../auth/credentials/service.ts"
+import { CliDatabaseLive } from "../platform/database.ts"
+import { SecretBox } from "../platform/secret-box.ts"
 import { SandboxRoutes } from "../providers/sandbox/routes.ts"
 
 const main = Effect.gen(function*() {
@@ -16,10 +22,16 @@ const main = Effect.gen(function*() {
   const secret = yield* Config.Redacted("SVC_SANDBOX_SECRET").pipe(Config.withDefault(Redacted.make(DEFAULT_SANDBOX_SECRET)))
   const settings = yield* loadSettings
   yield* Effect.logInfo(`Sandbox providers on http://${host}:${port}/sandbox/<provider>/`)
+  const config = AppConfig.layerWith({ ...settings, providers: { ...settings.providers, sandboxSecret: secret } })
+  // API keys are checked against the service's database when there is a shared one.
+  const credentials = Option.isSome(settings.databaseUrl)
+    ? CredentialStoreLive.pipe(Layer.provide(CliDatabaseLive))
+    : Layer.empty
   return yield* Layer.launch(
     HttpRouter.serve(SandboxRoutes, { disableLogger: true }).pipe(
       Layer.provide(NodeHttpServer.layer(createServer, { port, host })),
-      Layer.provide(AppConfig.layerWith({ ...settings, providers: { ...settings.providers, sandboxSecret: secret } }))
+      Layer.provide(Layer.mergeAll(SecretBox.layer, credentials)),
+      Layer.provide(config)
     )
   )
 })

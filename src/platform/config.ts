@@ -75,6 +75,11 @@ export interface AppSettings {
     readonly servesSandbox: boolean
     /** Root of the sandbox apps' client secrets (`SVC_SANDBOX_SECRET`); the sandbox and the service derive them alike. */
     readonly sandboxSecret: Redacted.Redacted<string>
+    /**
+     * Origins besides this service's own `/hooks/<provider>` that sandbox pushes may go to
+     * (`SVC_SANDBOX_CALLBACK_ORIGINS`, comma-separated; none by default, decision 0109).
+     */
+    readonly sandboxCallbackOrigins: ReadonlyArray<string>
     /** How long a connect hand-off's links stay usable (`SVC_HANDOFF_TTL_SECONDS`). */
     readonly handoffTtlSeconds: number
   }
@@ -126,6 +131,7 @@ const settingsConfig = Config.all({
   providersMode: Config.Literals(["sandbox", "live"], "SVC_PROVIDERS").pipe(Config.withDefault("sandbox" as const)),
   sandboxUrl: Config.option(Config.URL("SVC_SANDBOX_URL")),
   sandboxSecret: Config.Redacted("SVC_SANDBOX_SECRET").pipe(Config.withDefault(Redacted.make(DEFAULT_SANDBOX_SECRET))),
+  sandboxCallbackOrigins: Config.String("SVC_SANDBOX_CALLBACK_ORIGINS").pipe(Config.withDefault("")),
   handoffTtlSeconds: Config.Int("SVC_HANDOFF_TTL_SECONDS").pipe(Config.withDefault(DEFAULT_HANDOFF_TTL_SECONDS))
 })
 
@@ -162,6 +168,13 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   }
   if (raw.clusterMode === "socket" && Option.isNone(raw.secretsKey)) {
     return yield* invalid("SVC_SECRETS_KEY", "several runners must share one key: set it in socket mode")
+  }
+  const sandboxCallbackOrigins = raw.sandboxCallbackOrigins.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  const notOrigin = sandboxCallbackOrigins.find((entry) =>
+    !URL.canParse(entry) || !["http:", "https:"].includes(new URL(entry).protocol) || new URL(entry).origin !== entry.replace(/\/$/, "")
+  )
+  if (notOrigin !== undefined) {
+    return yield* invalid("SVC_SANDBOX_CALLBACK_ORIGINS", `"${notOrigin}" is not an http(s) origin (scheme://host[:port])`)
   }
   if (Option.isSome(raw.linkTokenSecret) && Redacted.value(raw.linkTokenSecret.value).length < 32) {
     return yield* invalid("SVC_LINK_TOKEN_SECRET", "expected at least 32 characters (openssl rand -base64 32)")
@@ -223,6 +236,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
       }),
       servesSandbox: raw.providersMode === "sandbox" && Option.isNone(raw.sandboxUrl),
       sandboxSecret: raw.sandboxSecret,
+      sandboxCallbackOrigins: sandboxCallbackOrigins,
       handoffTtlSeconds: raw.handoffTtlSeconds
     }
   } satisfies AppSettings

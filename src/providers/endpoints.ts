@@ -7,7 +7,9 @@
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHmac } from "node:crypto"
 import { AppConfig } from "../platform/config.ts"
+import { SecretBox } from "../platform/secret-box.ts"
 import { PROVIDER_KINDS, type ProviderKind } from "./registry.ts"
+import { sandboxWorlds, type SandboxWorlds } from "./sandbox-world.ts"
 
 export interface ProviderEndpoint {
   /** No trailing slash: API paths (`/oauth/token`, `/v1/me`) are appended. */
@@ -36,9 +38,12 @@ export class ProviderEndpoints extends Context.Service<ProviderEndpoints, {
   readonly offered: (provider: ProviderKind) => boolean
   /** Callers check `offered` first: an unoffered provider's endpoint has an empty `baseUrl` (every call fails unavailable). */
   readonly endpoint: (provider: ProviderKind) => ProviderEndpoint
+  /** In sandbox mode, the world handles: consent links name the profile's world, pushes are routed by it (decision 0109). */
+  readonly sandboxWorlds: Option.Option<SandboxWorlds>
 }>()("svc/ProviderEndpoints") {
   static readonly layer = Layer.effect(ProviderEndpoints)(Effect.gen(function*() {
     const settings = yield* AppConfig
+    const box = yield* SecretBox
     const endpoints = new Map<ProviderKind, ProviderEndpoint>()
     if (settings.providers.mode === "sandbox") {
       const root = Redacted.value(settings.providers.sandboxSecret)
@@ -73,7 +78,8 @@ export class ProviderEndpoints extends Context.Service<ProviderEndpoints, {
     }
     return {
       offered: (provider) => endpoints.has(provider),
-      endpoint: (provider) => endpoints.get(provider) ?? unoffered
+      endpoint: (provider) => endpoints.get(provider) ?? unoffered,
+      sandboxWorlds: settings.providers.mode === "sandbox" ? Option.some(sandboxWorlds(box.keyedHash)) : Option.none()
     }
-  }))
+  })).pipe(Layer.provide(SecretBox.layer))
 }

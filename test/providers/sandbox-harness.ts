@@ -4,7 +4,7 @@
  * test server serves, and a 500 the port must retry. Callbacks are caught by
  * test/support/providers.ts `callbackCatcher`.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { ProviderEndpoints, sandboxClientId } from "../../src/providers/endpoints.ts"
 import { DEFAULT_PROVIDER_HTTP, ProviderHttp } from "../../src/providers/http.ts"
@@ -12,6 +12,10 @@ import type { ProviderSession } from "../../src/providers/oauth/port.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
 import { call, TestServer } from "../support/app.ts"
 import { sandboxSecretOf } from "../support/providers.ts"
+import { asOperator, worldHandle } from "../support/sandbox-world.ts"
+
+/** The sandbox world these tests of the sandbox itself act in: a profile id of their own (decision 0109). */
+export const WORLD = crypto.randomUUID()
 
 /** The app secret each sandbox signs its callbacks with (under the default `SVC_SANDBOX_SECRET`). */
 export const appSecret = (provider: ProviderKind) => sandboxSecretOf(provider)
@@ -19,7 +23,7 @@ export const appSecret = (provider: ProviderKind) => sandboxSecretOf(provider)
 const REDIRECT = "http://127.0.0.1:9/callback"
 
 export const json = (method: string, path: string, body?: unknown, token?: string) =>
-  call(path, {
+  /\/_(state|faults)$/.test(path) && token === undefined ? control(method, path, body) : call(path, {
     method,
     headers: {
       ...(body === undefined ? {} : { "content-type": "application/json" }),
@@ -28,10 +32,20 @@ export const json = (method: string, path: string, body?: unknown, token?: strin
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
+/** A test-control call (`_state`, `_faults`) on this file's world, as the operator. */
+export const control = (method: string, path: string, body?: unknown) => {
+  const operator = asOperator(path, WORLD)
+  return call(operator.path, {
+    method,
+    headers: { ...operator.headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+}
+
 /** Approves the consent page as `persona` and exchanges the code: the grant's access token. */
 export const consent = (provider: ProviderKind, options: { readonly persona?: string; readonly shop?: string } = {}) =>
   Effect.gen(function*() {
-    const query = new URLSearchParams({ client_id: sandboxClientId(provider), redirect_uri: REDIRECT, state: "st" })
+    const query = new URLSearchParams({ client_id: sandboxClientId(provider), redirect_uri: REDIRECT, state: "st", sandbox_world: worldHandle(WORLD) })
     if (options.shop !== undefined) query.set("shop", options.shop)
     const path = `/sandbox/${provider}/oauth/authorize?${query}`
     const page = yield* call(path)
@@ -72,7 +86,8 @@ export const providerHttpLayer = Layer.unwrap(Effect.map(TestServer, ({ url }) =
         baseUrl: `${url}/sandbox/${provider}`,
         clientId: sandboxClientId(provider),
         clientSecret: Redacted.make(appSecret(provider))
-      })
+      }),
+      sandboxWorlds: Option.none()
     })),
     Layer.provide(FetchHttpClient.layer)
   )

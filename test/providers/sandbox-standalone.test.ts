@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import { AppConfig } from "../../src/platform/config.ts"
+import { SecretBox } from "../../src/platform/secret-box.ts"
 import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
 import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { SandboxRoutes } from "../../src/providers/sandbox/routes.ts"
@@ -21,6 +22,7 @@ const StandaloneSetup = Layer.unwrap(Effect.gen(function*() {
   })
   const sandboxes = HttpRouter.serve(SandboxRoutes, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })),
+    Layer.provide(SecretBox.layer),
     Layer.provide(AppConfig.layerWith(settings))
   )
   return Layer.merge(serveApp(settings), sandboxes)
@@ -34,7 +36,7 @@ layer(StandaloneSetup, { timeout: "60 seconds", excludeTestServices: true })("sa
       assert.strictEqual((yield* call("/sandbox/adplatform/_state")).status, 404)
       const oauth = yield* ProviderOAuth
       const redirectUri = "https://app.example/callback"
-      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri, state: "alone" })
+      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri, state: "alone", profileId: crypto.randomUUID() })
       assert.isTrue(startUrl.startsWith(settings.providers.sandboxUrl))
       const consent = yield* driveConsent(startUrl)
       const { code } = redirectParams(consent.location)

@@ -5,7 +5,7 @@
  * the provider and records the headers it receives.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer, type IncomingHttpHeaders } from "node:http"
@@ -37,7 +37,8 @@ const clientFor = (baseUrl: string) =>
     Layer.provide(FetchHttpClient.layer),
     Layer.provide(Layer.succeed(ProviderEndpoints)({
       offered: () => true,
-      endpoint: () => ({ baseUrl, clientId: "client", clientSecret: Redacted.make("secret") })
+      endpoint: () => ({ baseUrl, clientId: "client", clientSecret: Redacted.make("secret") }),
+      sandboxWorlds: Option.none()
     }))
   )
 

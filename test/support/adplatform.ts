@@ -34,17 +34,18 @@ export const send = (key: string, method: string, path: string, body?: unknown, 
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-export const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the key's profile's sandbox world (decision 0109). */
+export const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/adplatform${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-export const setFaults = (faults: Record<string, unknown>) =>
-  Effect.map(sandbox("POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
+export const setFaults = (key: string, faults: Record<string, unknown>) =>
+  Effect.map(sandbox(key, "POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
 
-export const clearFaults = setFaults({
+export const clearFaults = (key: string) => setFaults(key, {
   throttle: 0,
   error_rate: 0,
   fail_next: 0,
@@ -54,16 +55,16 @@ export const clearFaults = setFaults({
   rate_limit_per_second: 100
 })
 
-export const patchObjects = (objects: ReadonlyArray<Record<string, unknown>>) =>
-  Effect.map(sandbox("PATCH", "/_state", { objects }), (response) => assert.strictEqual(response.status, 200, response.text))
+export const patchObjects = (key: string, objects: ReadonlyArray<Record<string, unknown>>) =>
+  Effect.map(sandbox(key, "PATCH", "/_state", { objects }), (response) => assert.strictEqual(response.status, 200, response.text))
 
-export const sandboxState = Effect.map(sandbox("GET", "/_state"), (response) => response.json)
+export const sandboxState = (key: string) => Effect.map(sandbox(key, "GET", "/_state"), (response) => response.json)
 
-export const writeCount = Effect.map(sandboxState, (s) => s.write_count as number)
+export const writeCount = (key: string) => Effect.map(sandboxState(key), (s) => s.write_count as number)
 
 /** An object of the sandbox by id, as `_state` shows it. */
-export const objectOf = (id: string) =>
-  Effect.map(sandboxState, (s) => {
+export const objectOf = (key: string, id: string) =>
+  Effect.map(sandboxState(key), (s) => {
     for (const account of s.accounts as ReadonlyArray<any>) {
       for (const campaign of account.campaigns) {
         if (campaign.id === id) return campaign
@@ -87,7 +88,7 @@ const hop = (target: string) =>
 export const connectFresh = (profile: SeededProfile & { readonly key: string }, persona = "one_account") =>
   Effect.gen(function*() {
     const { url } = yield* TestServer
-    const arrived = yield* sandbox("PATCH", "/_state", { arrive: { kind: "generated_account", ads: 120 } })
+    const arrived = yield* sandbox(profile.key, "PATCH", "/_state", { arrive: { kind: "generated_account", ads: 120 } })
     assert.strictEqual(arrived.status, 201, arrived.text)
     const account: string = arrived.json.account.id
     const minted = yield* send(profile.key, "POST", "/api/v1/connections/adplatform/handoff", { return_url: `${url}/done` }, null)

@@ -22,6 +22,8 @@ import {
 import { CurrentRequestId } from "../../src/platform/request-id.ts"
 
 export const OPERATOR_TOKEN = "test-operator-token-0123456789"
+/** The secrets key of every test app: sandbox world handles are keyed by it (test/support/sandbox-world.ts). */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString("base64")
 /** Signs the link tokens of every test deployment (decision 0037); override with `Option.none()` to turn them off. */
 export const LINK_TOKEN_SECRET = "test-link-token-secret-0123456789abcdef"
 
@@ -50,7 +52,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     dataDir: databaseUrl ? tempDir("data") : migratedDataDir(),
     adminToken: Option.some(Redacted.make(OPERATOR_TOKEN)),
     rpcToken: Option.none(),
-    secretsKey: Option.none(),
+    secretsKey: Option.some(Redacted.make(TEST_SECRETS_KEY)),
     redisUrl: Option.none(),
     linkTokenSecret: Option.some(Redacted.make(LINK_TOKEN_SECRET)),
     maxBodyBytes: 64 * 1024,
@@ -74,6 +76,7 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
       sandboxUrl: "http://svc.test/sandbox",
       servesSandbox: true,
       sandboxSecret: Redacted.make(DEFAULT_SANDBOX_SECRET),
+      sandboxCallbackOrigins: [],
       handoffTtlSeconds: DEFAULT_HANDOFF_TTL_SECONDS
     },
     ...overrides

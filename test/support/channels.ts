@@ -15,11 +15,11 @@ export const bearer = (key: string, method = "GET", body?: unknown, headers: Rec
   ...(body === undefined ? {} : { body: JSON.stringify(body) })
 })
 
-/** A call on a sandbox provider's own API (`_state` reads and changes, arrivals). */
-export const sandbox = (provider: string, method: string, path: string, body?: unknown) =>
+/** A test-control call on the key's profile's sandbox world (`_state` reads and changes, arrivals; decision 0109). */
+export const sandbox = (key: string, provider: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/${provider}/${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 

@@ -15,6 +15,7 @@ import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
 import { DEFAULT_SANDBOX_SECRET } from "../../src/platform/config.ts"
 import { call, serveApp, TestServer, testSettings } from "./app.ts"
+import { worldHandle } from "./sandbox-world.ts"
 
 /** A port free right now on 127.0.0.1 (the OS picks it; the listener closes before the app binds it). */
 export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) => {
@@ -156,11 +157,15 @@ export const redirectParams = (location: string | null) => {
   }
 }
 
+/** The world `sandboxToken` consents in unless told: a profile id of this test file's own (decision 0109). */
+export const SANDBOX_TOKEN_WORLD = crypto.randomUUID()
+
 /** A grant's tokens straight from a sandbox (consent as `persona`, then the code exchange), for tests of the sandbox itself. */
-export const sandboxToken = (baseUrl: string, provider: ProviderKind, persona = "one_account") =>
+export const sandboxToken = (baseUrl: string, provider: ProviderKind, persona = "one_account", world = SANDBOX_TOKEN_WORLD) =>
   Effect.gen(function*() {
     const redirectUri = "https://app.example/callback"
     const authorize = new URL(`${baseUrl}/sandbox/${provider}/oauth/authorize`)
+    authorize.searchParams.set("sandbox_world", worldHandle(world))
     authorize.searchParams.set("client_id", `sandbox-${provider}`)
     authorize.searchParams.set("redirect_uri", redirectUri)
     authorize.searchParams.set("state", "test")

@@ -142,6 +142,7 @@ export class Handoffs extends Context.Service<Handoffs, {
           oauth.authorizeUrl(provider, {
             redirectUri: callbackUrl(provider),
             state: stateOf(row.id),
+            profileId: row.profile_id,
             ...(row.shop === null ? {} : { shop: row.shop }),
             ...(Option.isSome(custom) ? { client: custom.value.client } : {})
           }))

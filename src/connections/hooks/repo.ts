@@ -3,6 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { PushWorld } from "./push-world.ts"
 
 export class ProviderEventsRepo extends Context.Service<ProviderEventsRepo, {
   readonly seen: (provider: string, eventId: string) => Effect.Effect<boolean, DatabaseUnavailable>
@@ -15,17 +16,22 @@ export class ProviderEventsRepo extends Context.Service<ProviderEventsRepo, {
   static readonly layer = Layer.effect(ProviderEventsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      // A sandbox push's ids are its world's: every world numbers its objects alike (./push-world.ts).
+      const keyed = <A, E, R>(eventId: string, use: (key: string) => Effect.Effect<A, E, R>) =>
+        Effect.flatMap(PushWorld, ({ profileId }) => use(profileId === undefined ? eventId : `${eventId}@${profileId}`))
       const seen = (provider: string, eventId: string) =>
-        Effect.map(
-          sql`SELECT 1 AS seen FROM provider_events WHERE provider = ${provider} AND event_id = ${eventId}`,
-          (rows) => rows.length > 0
-        )
+        keyed(eventId, (key) =>
+          Effect.map(
+            sql`SELECT 1 AS seen FROM provider_events WHERE provider = ${provider} AND event_id = ${key}`,
+            (rows) => rows.length > 0
+          ))
       const claim = (provider: string, eventId: string, connectionId: string | null) =>
-        Effect.map(
-          sql`INSERT INTO provider_events (provider, event_id, connection_id) VALUES (${provider}, ${eventId}, ${connectionId})
+        keyed(eventId, (key) =>
+          Effect.map(
+            sql`INSERT INTO provider_events (provider, event_id, connection_id) VALUES (${provider}, ${key}, ${connectionId})
               ON CONFLICT (provider, event_id) DO NOTHING RETURNING event_id`,
-          (rows) => rows.length > 0
-        )
+            (rows) => rows.length > 0
+          ))
       // The ids stay so that a late redelivery still writes nothing.
       const forgetProfile = (profileId: string) =>
         Effect.asVoid(sql`UPDATE provider_events SET connection_id = NULL

@@ -6,7 +6,7 @@
  * connections `reconnect_required`; CRM deals at mapped stages become outcomes (decision 0062).
  * Other kinds (orders, messages) are recorded so their issues can plug in.
  */
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized } from "../../../schema/errors.ts"
 import { CommerceHooks } from "../../commerce/orders/hooks.ts"
 import { OutboxRepo } from "../../events/outbox/repo.ts"
@@ -20,6 +20,8 @@ import { CardgwPayments } from "../sync/cardgw.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
+import { SANDBOX_WORLD_HEADER } from "../../providers/sandbox-world.ts"
+import { PushWorld } from "./push-world.ts"
 import { ProviderEventsRepo } from "./repo.ts"
 // The inbox's copy of inbound messages (issue 21 part 7, decision 0079).
 import { type PushedMessage, pushedMessages } from "../../inbox/pushes.ts"
@@ -233,10 +235,25 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
         if (!verifyCallback(provider, secret, headers, rawBody)) {
           return yield* new Unauthorized({ message: "The callback's signature is missing or does not match.", reason: "bad_signature" })
         }
+        // A sandbox push names its world (decision 0109): it reaches that profile's connections only,
+        // and its event ids are that world's (every world numbers its objects alike).
+        let world: string | undefined
+        if (Option.isSome(endpoints.sandboxWorlds)) {
+          const named = headers[SANDBOX_WORLD_HEADER]
+          world = named === undefined ? undefined : endpoints.sandboxWorlds.value.profileOf(named)
+          if (world === undefined) {
+            return yield* new Unauthorized({ message: "The callback names no sandbox world of this service.", reason: "bad_signature" })
+          }
+        }
         const parsed: unknown = yield* Effect.try({ try: () => JSON.parse(rawBody), catch: () => null }).pipe(
           Effect.orElseSucceed(() => null)
         )
         if (!isRecord(parsed)) return yield* new InvalidRequest({ message: "The callback body is not a JSON object." })
+        return yield* dispatch(provider, parsed).pipe(Effect.provideService(PushWorld, { profileId: world }))
+      })
+
+      const dispatch = (provider: ProviderKind, parsed: Json) =>
+        Effect.gen(function*() {
         // The commerce platform's orders and uninstalls (src/commerce/orders/hooks.ts).
         if (provider === "commerce") return { fresh: yield* commerceHooks.handle(parsed) }
         // Recorded in the inbox first, idempotent by message id: a redelivery records nothing twice.
@@ -254,7 +271,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
           if (yield* handle(provider, event, parsed)) fresh = true
         }
         return { fresh }
-      })
+        })
 
       return { receive }
     })

@@ -7,6 +7,7 @@ import { ProviderEndpoints } from "../endpoints.ts"
 import { ProviderUnavailable } from "../errors.ts"
 import { ProviderHttp } from "../http.ts"
 import type { ProviderKind } from "../registry.ts"
+import { SANDBOX_WORLD_PARAM } from "../sandbox-world.ts"
 import { type ProviderClient, ProviderOAuth, type TokenSet } from "./port.ts"
 
 const TokenResponse = Schema.Struct({
@@ -81,6 +82,10 @@ export const ProviderOAuthLive = Layer.effect(ProviderOAuth)(Effect.gen(function
         url.searchParams.set("state", request.state)
         url.searchParams.set("response_type", "code")
         if (request.shop !== undefined) url.searchParams.set("shop", request.shop)
+        const worlds = endpoints.sandboxWorlds
+        if (Option.isSome(worlds) && request.profileId !== undefined) {
+          url.searchParams.set(SANDBOX_WORLD_PARAM, worlds.value.handle(request.profileId))
+        }
         return url.toString()
       }),
     exchangeCode: (provider, request) =>

@@ -57,7 +57,14 @@ export class ProviderOAuth extends Context.Service<ProviderOAuth, {
   /** The provider's consent address (a hand-off's `start_url` leads here). `shop` for commerce. */
   readonly authorizeUrl: (
     provider: ProviderKind,
-    request: { readonly redirectUri: string; readonly state: string; readonly shop?: string; readonly client?: ProviderClient }
+    request: {
+      readonly redirectUri: string
+      readonly state: string
+      readonly shop?: string
+      readonly client?: ProviderClient
+      /** The profile connecting: in sandbox mode the link names its world (decision 0109). */
+      readonly profileId?: string
+    }
   ) => Effect.Effect<string>
   readonly exchangeCode: (
     provider: ProviderKind,

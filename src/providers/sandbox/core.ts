@@ -6,11 +6,12 @@
  * token, the faults, and the `_state` / `_faults` test controls; each kind owns its world.
  */
 import { Duration, Effect, Option, Schema } from "effect"
-import { HttpClient, HttpClientRequest, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpClientRequest, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomBytes } from "node:crypto"
 import { escapeHtml, htmlPages } from "../../platform/html.ts"
 import { sandboxClientId, sandboxClientSecret, sandboxCustomAppSecret } from "../endpoints.ts"
 import { type ProviderKind } from "../registry.ts"
+import { SANDBOX_WORLD_HEADER, SANDBOX_WORLD_PARAM, type SandboxWorlds } from "../sandbox-world.ts"
 import { signCallback } from "../signing.ts"
 import {
   type ApiContext,
@@ -75,6 +76,8 @@ interface Delivery {
 }
 
 interface ProviderSandbox {
+  /** The profile whose world this is (decision 0109). */
+  readonly profileId: string
   readonly instance: SandboxInstance
   readonly clientId: string
   readonly clientSecret: string
@@ -96,7 +99,15 @@ interface ProviderSandbox {
   nextGrant: number
 }
 
-const secretToken = (prefix: string) => `${prefix}_${randomBytes(18).toString("base64url")}`
+/**
+ * A code or token of a world: random, with its world's profile after `~`, so the token endpoint
+ * and the API find the world from the value alone (it must still be one that world issued).
+ */
+const secretToken = (prefix: string, profileId: string) => `${prefix}_${randomBytes(18).toString("base64url")}~${profileId}`
+const ownerOf = (value: string): string | undefined => {
+  const at = value.lastIndexOf("~")
+  return at < 0 ? undefined : value.slice(at + 1)
+}
 
 const STYLE = "body{font:16px system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#1d1d1f}" +
   "h1{font-size:1.3rem}.note{color:#555;font-size:.9rem}select,button{font:inherit;padding:.4rem .8rem;margin:.3rem 0}" +
@@ -141,10 +152,21 @@ const origin = (url: string) => {
   return parsed !== undefined && (parsed.protocol === "http:" || parsed.protocol === "https:") ? parsed.origin : undefined
 }
 
+/** Whose world a test-control request may act on, or why it may not (answered as `{error: {code, message}}`). */
+export type ControlCaller =
+  | { readonly _tag: "World"; readonly profileId: string }
+  | { readonly _tag: "Refused"; readonly status: number; readonly code: string; readonly message: string }
+
 export interface SandboxesOptions {
   /** `SVC_SANDBOX_SECRET`: the apps' client secrets derive from it. */
   readonly secret: string
   readonly kinds: ReadonlyArray<SandboxKind>
+  /** World handles (consent links, pushes). */
+  readonly worlds: SandboxWorlds
+  /** The credential of a `_state` / `_faults` request: the profile's API key, or the operator's with `?profile_id=`. */
+  readonly controlCaller: (request: HttpServerRequest.HttpServerRequest, url: URL) => Effect.Effect<ControlCaller>
+  /** Whether a push may go to this callback URL: the service's own `/hooks/<provider>`, or an origin the operator opened. */
+  readonly callbackAllowed: (provider: ProviderKind, url: string) => boolean
 }
 
 /**
@@ -152,9 +174,17 @@ export interface SandboxesOptions {
  * this process's memory: a restart is a fresh, identically seeded world.
  */
 export const makeSandboxes = (options: SandboxesOptions) => {
+  const kinds = new Map<string, SandboxKind>(options.kinds.map((kind) => [kind.provider, kind] as const))
+  /** `<profile id>/<provider>` → that world's sandbox of the provider, made on first use. */
   const sandboxes = new Map<string, ProviderSandbox>()
-  for (const kind of options.kinds) {
-    sandboxes.set(kind.provider, {
+  const sandboxOf = (profileId: string, provider: ProviderKind): ProviderSandbox => {
+    const key = `${profileId}/${provider}`
+    const found = sandboxes.get(key)
+    if (found !== undefined) return found
+    const kind = kinds.get(provider)
+    if (kind === undefined) throw new Error(`no sandbox kind ${provider}`)
+    const made: ProviderSandbox = {
+      profileId,
       instance: kind.create(),
       clientId: sandboxClientId(kind.provider),
       clientSecret: sandboxClientSecret(options.secret, kind.provider),
@@ -173,7 +203,14 @@ export const makeSandboxes = (options: SandboxesOptions) => {
       counters: { api_calls: 0, rate_limited: 0, faulted: 0 },
       deliveries: [],
       nextGrant: 1
-    })
+    }
+    sandboxes.set(key, made)
+    return made
+  }
+  /** The world a code or token was issued in; undefined when it names none this process holds. */
+  const sandboxOfSecret = (provider: ProviderKind, value: string | undefined) => {
+    const owner = value === undefined ? undefined : ownerOf(value)
+    return owner === undefined ? undefined : sandboxes.get(`${owner}/${provider}`)
   }
 
   const scopesNow = (sandbox: ProviderSandbox, grant: Grant) =>
@@ -189,9 +226,15 @@ export const makeSandboxes = (options: SandboxesOptions) => {
       return yield* Effect.forEach(targets, ({ accountId, url, payload }) => {
         const body = JSON.stringify(payload)
         const request = HttpClientRequest.post(url, {
-          headers: { ...signCallback(provider, sandbox.clientSecret, body), "content-type": "application/json" }
+          headers: {
+            ...signCallback(provider, sandbox.clientSecret, body),
+            "content-type": "application/json",
+            [SANDBOX_WORLD_HEADER]: options.worlds.handle(sandbox.profileId)
+          }
         }).pipe(HttpClientRequest.bodyText(body, "application/json"))
+        // A redirect is an answer, not a place to go: a push never leaves the URL subscribed.
         return client.execute(request).pipe(
+          Effect.provideService(FetchHttpClient.RequestInit, { redirect: "manual" }),
           // The answer is read to its end so the connection can be reused.
           Effect.flatMap((response) => Effect.as(Effect.ignore(response.arrayBuffer), response.status)),
           Effect.timeout(Duration.millis(PUSH_TIMEOUT_MS)),
@@ -213,12 +256,22 @@ export const makeSandboxes = (options: SandboxesOptions) => {
 
   // --- Consent --------------------------------------------------------------------------------
 
+  type App = Pick<ProviderSandbox, "clientId" | "clientSecret" | "customAppSecret">
+  /** The provider's registered apps, the same in every world. */
+  const appOf = (provider: ProviderKind): App => ({
+    clientId: sandboxClientId(provider),
+    clientSecret: sandboxClientSecret(options.secret, provider),
+    customAppSecret: CUSTOM_APP_PROVIDERS.has(provider)
+      ? (clientId) => sandboxCustomAppSecret(options.secret, provider, clientId)
+      : undefined
+  })
+
   /** The platform's own app, or (where merchants have them) any custom app id of sane length. */
-  const knownClient = (sandbox: ProviderSandbox, clientId: string) =>
+  const knownClient = (sandbox: App, clientId: string) =>
     clientId === sandbox.clientId ||
     (sandbox.customAppSecret !== undefined && clientId.length > 0 && clientId.length <= MAX_CLIENT_ID_LENGTH)
 
-  const secretOf = (sandbox: ProviderSandbox, clientId: string) =>
+  const secretOf = (sandbox: App, clientId: string) =>
     clientId === sandbox.clientId || sandbox.customAppSecret === undefined ? sandbox.clientSecret : sandbox.customAppSecret(clientId)
 
   const consent = (provider: ProviderKind, sandbox: ProviderSandbox, method: string, url: URL, body: Record<string, unknown>) => {
@@ -282,7 +335,7 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       clientId
     }
     sandbox.grants.set(grant.id, grant)
-    const code = secretToken("code")
+    const code = secretToken("code", sandbox.profileId)
     sandbox.codes.set(code, { grantId: grant.id, redirectUri, used: false, expiresAtMs: Date.now() + CODE_TTL_MS })
     back.searchParams.set("code", code)
     back.searchParams.set("state", state)
@@ -295,7 +348,7 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
     jsonResponse({ status, body: { error, error_description: description } })
 
   const issueTokens = (sandbox: ProviderSandbox, grant: GrantRecord, refreshToken: string) => {
-    const accessToken = secretToken("tok")
+    const accessToken = secretToken("tok", sandbox.profileId)
     const ttl = sandbox.faults.token_ttl_seconds
     sandbox.tokens.set(accessToken, { grantId: grant.id, expiresAtMs: Date.now() + ttl * 1000 })
     sandbox.refreshTokens.set(refreshToken, grant.id)
@@ -308,14 +361,18 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
     }))
   }
 
-  const token = (sandbox: ProviderSandbox, body: Record<string, unknown>) => {
+  const token = (provider: ProviderKind, body: Record<string, unknown>) => {
     const clientId = body["client_id"]
     const secret = body["client_secret"]
-    if (typeof clientId !== "string" || !knownClient(sandbox, clientId) || secret !== secretOf(sandbox, clientId)) {
+    const app = appOf(provider)
+    if (typeof clientId !== "string" || !knownClient(app, clientId) || secret !== secretOf(app, clientId)) {
       return oauthError(401, "invalid_client", "unknown client_id or wrong client_secret")
     }
     if (body["grant_type"] === "authorization_code") {
-      const code = typeof body["code"] === "string" ? sandbox.codes.get(body["code"]) : undefined
+      const given = typeof body["code"] === "string" ? body["code"] : undefined
+      const sandbox = sandboxOfSecret(provider, given)
+      const code = sandbox === undefined || given === undefined ? undefined : sandbox.codes.get(given)
+      if (sandbox === undefined) return oauthError(400, "invalid_grant", "the code is unknown, used, expired or for another redirect_uri")
       if (code === undefined || code.used || code.expiresAtMs < Date.now() || code.redirectUri !== body["redirect_uri"]) {
         return oauthError(400, "invalid_grant", "the code is unknown, used, expired or for another redirect_uri")
       }
@@ -324,12 +381,13 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
       if (grant !== undefined && grant.clientId !== clientId) return oauthError(400, "invalid_grant", "the code was issued to another app")
       code.used = true
       if (grant === undefined || grant.revoked) return oauthError(400, "invalid_grant", "the grant was revoked")
-      return issueTokens(sandbox, grant, secretToken("ref"))
+      return issueTokens(sandbox, grant, secretToken("ref", sandbox.profileId))
     }
     if (body["grant_type"] === "refresh_token") {
       const refreshToken = typeof body["refresh_token"] === "string" ? body["refresh_token"] : ""
-      const grant = sandbox.grants.get(sandbox.refreshTokens.get(refreshToken) ?? "")
-      if (grant === undefined || grant.revoked || grant.clientId !== clientId) {
+      const sandbox = sandboxOfSecret(provider, refreshToken)
+      const grant = sandbox?.grants.get(sandbox.refreshTokens.get(refreshToken) ?? "")
+      if (sandbox === undefined || grant === undefined || grant.revoked || grant.clientId !== clientId) {
         return oauthError(400, "invalid_grant", "the refresh token is unknown, revoked or another app's")
       }
       return issueTokens(sandbox, grant, refreshToken)
@@ -424,6 +482,9 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
         if (request.method === "POST") {
           const callbackUrl = body["callback_url"]
           if (typeof callbackUrl !== "string" || origin(callbackUrl) === undefined) return invalid("callback_url must be an http(s) URL")
+          if (!options.callbackAllowed(sandbox.instance.provider, callbackUrl)) {
+            return invalid("callback_url must be the service's own /hooks/<provider> (or an origin the operator opened)")
+          }
           const subscribers = sandbox.subscriptions.get(accountId) ?? new Map<string, string>()
           subscribers.set(callbackUrl, grant.id)
           sandbox.subscriptions.set(accountId, subscribers)
@@ -461,7 +522,8 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
   // --- Test controls --------------------------------------------------------------------------
 
   const state = (sandbox: ProviderSandbox) => ({
-    app: { client_id: sandbox.clientId, client_secret: sandbox.clientSecret },
+    // The app's client id only: its secret is the operator's (SVC_SANDBOX_SECRET), never shown.
+    app: { client_id: sandbox.clientId },
     ...sandbox.instance.state(),
     write_count: sandbox.writeCount,
     subscriptions: [...sandbox.subscriptions].flatMap(([accountId, subscribers]) =>
@@ -578,54 +640,92 @@ ${shop === null ? "" : `<p>Shop: <b>${escapeHtml(shop)}</b></p>`}
 
   // --- Test media (issue 21 part 6) -----------------------------------------------------------
 
-  const MEDIA_TYPES: Record<string, string> = { jpg: "image/jpeg", png: "image/png", mp4: "video/mp4", pdf: "application/pdf", txt: "text/plain" }
+  const MB = 1024 * 1024
+  /**
+   * The largest answer of each type: one byte over the spec's template media limit (JPEG/PNG 5 MB,
+   * MP4 16 MB, PDF 100 MB), enough to show a refusal for size and no more.
+   */
+  const MEDIA: Record<string, { readonly type: string; readonly maxBytes: number }> = {
+    jpg: { type: "image/jpeg", maxBytes: 5 * MB + 1 },
+    png: { type: "image/png", maxBytes: 5 * MB + 1 },
+    mp4: { type: "video/mp4", maxBytes: 16 * MB + 1 },
+    pdf: { type: "application/pdf", maxBytes: 100 * MB + 1 },
+    txt: { type: "text/plain", maxBytes: 64 * 1024 }
+  }
   const testMedia = (extension: string, bytes: string | null) => {
+    const media = MEDIA[extension] ?? { type: "text/plain", maxBytes: 64 * 1024 }
     const size = bytes === null ? 1024 : Number(bytes)
-    if (!Number.isInteger(size) || size < 0 || size > 110 * 1024 * 1024) return jsonResponse(invalid("bytes must be an integer from 0 to 115343360"))
-    return HttpServerResponse.uint8Array(new Uint8Array(size), { contentType: MEDIA_TYPES[extension] ?? "application/octet-stream" })
+    if (!Number.isInteger(size) || size < 0 || size > media.maxBytes) {
+      return jsonResponse(invalid(`bytes must be an integer from 0 to ${media.maxBytes} for .${extension}`))
+    }
+    return HttpServerResponse.uint8Array(new Uint8Array(size), { contentType: media.type })
   }
 
   // --- Dispatch -------------------------------------------------------------------------------
+
+  const controlRefusal = (refused: Extract<ControlCaller, { _tag: "Refused" }>) =>
+    jsonResponse({
+      ...refuse(refused.status, refused.code, refused.message),
+      headers: refused.status === 401 ? { "www-authenticate": `Bearer realm="sandbox"` } : {}
+    })
 
   const handle = (request: HttpServerRequest.HttpServerRequest) =>
     Effect.gen(function*() {
       const url = new URL(request.url, "http://sandbox.invalid")
       const match = /^\/sandbox\/([a-z_]+)(\/.*)?$/.exec(url.pathname)
-      const sandbox = match === null ? undefined : sandboxes.get(match[1] ?? "")
-      if (match === null || sandbox === undefined) return jsonResponse(notFound("sandbox provider"))
-      const provider = sandbox.instance.provider
+      const kind = match === null ? undefined : kinds.get(match[1] ?? "")
+      if (match === null || kind === undefined) return jsonResponse(notFound("sandbox provider"))
+      const provider = kind.provider
       const path = (match[2] ?? "/").replace(/\/$/, "") || "/"
+      // Test media (issue 21 part 6): `/sandbox/<provider>/media/<name>.<jpg|png|mp4|pdf|txt>?bytes=N`
+      // answers N zero bytes of that type (default 1024, capped above), without a token, for media checks.
+      const media = /^\/media\/[A-Za-z0-9_-]{1,64}\.(jpg|png|mp4|pdf|txt)$/.exec(path)
+      if (media !== null && request.method === "GET") return testMedia(media[1] ?? "txt", url.searchParams.get("bytes"))
+      const isControl = path === "/_state" || path === "/_faults"
+      // Test controls name their world by credential, checked before the body is read.
+      const caller = isControl ? yield* options.controlCaller(request, url) : undefined
+      if (caller !== undefined && caller._tag === "Refused") return controlRefusal(caller)
       const text = request.method === "GET" || request.method === "HEAD" ? "" : yield* Effect.orElseSucceed(request.text, () => "")
       const body = parseBody(text, request.headers["content-type"] ?? "")
       if (body === undefined) return jsonResponse(invalid("the body must be JSON or a form"))
       const queue = pushQueue()
 
       if (path === "/oauth/authorize" && (request.method === "GET" || request.method === "POST")) {
-        return consent(provider, sandbox, request.method, url, body)
+        // The consent belongs to the world its link names (the service's hand-off signs it).
+        const handle = url.searchParams.get(SANDBOX_WORLD_PARAM)
+        const profileId = handle === null ? undefined : options.worlds.profileOf(handle)
+        if (profileId === undefined) {
+          return errorPage(400, "This consent link names no sandbox world of this service: start it from a connect hand-off.")
+        }
+        return consent(provider, sandboxOf(profileId, provider), request.method, url, body)
       }
-      if (path === "/oauth/token" && request.method === "POST") return token(sandbox, body)
+      if (path === "/oauth/token" && request.method === "POST") return token(provider, body)
       if (path === "/oauth/revoke" && request.method === "POST") {
         const given = typeof body["token"] === "string" ? body["token"] : bearer(request)
-        const grant = grantOf(sandbox, given)
-        if (grant !== undefined) revokeGrant(sandbox, grant)
+        const sandbox = sandboxOfSecret(provider, given)
+        const grant = sandbox === undefined ? undefined : grantOf(sandbox, given)
+        if (sandbox !== undefined && grant !== undefined) revokeGrant(sandbox, grant)
         return jsonResponse(ok({ success: true }))
       }
-      // Test media (issue 21 part 6): `/sandbox/<provider>/media/<name>.<jpg|png|mp4|pdf|txt>?bytes=N`
-      // answers N bytes (default 1024, at most 110 MB) of that type, unauthenticated, for media checks.
-      const media = /^\/media\/[A-Za-z0-9_-]{1,64}\.(jpg|png|mp4|pdf|txt)$/.exec(path)
-      if (media !== null && request.method === "GET") return testMedia(media[1] ?? "txt", url.searchParams.get("bytes"))
       let reply: SandboxReply
-      if (path === "/_state" && request.method === "GET") reply = ok(state(sandbox))
-      else if (path === "/_state" && request.method === "PATCH") reply = patchState(sandbox, body, queue)
-      else if (path === "/_faults" && request.method === "POST") reply = setFaults(sandbox, body, queue)
-      else if (path.startsWith("/v1/")) reply = yield* api(sandbox, request, path, url, body, queue)
-      else reply = notFound(`${request.method} ${path}`)
-      if (queue.queue.length > 0) {
+      let sandbox: ProviderSandbox | undefined
+      if (caller !== undefined) {
+        sandbox = sandboxOf(caller.profileId, provider)
+        if (path === "/_state" && request.method === "GET") reply = ok(state(sandbox))
+        else if (path === "/_state" && request.method === "PATCH") reply = patchState(sandbox, body, queue)
+        else if (path === "/_faults" && request.method === "POST") reply = setFaults(sandbox, body, queue)
+        else reply = notFound(`${request.method} ${path}`)
+      } else if (path.startsWith("/v1/")) {
+        const accessToken = bearer(request)
+        sandbox = sandboxOfSecret(provider, accessToken)
+        reply = sandbox === undefined ? invalidToken : yield* api(sandbox, request, path, url, body, queue)
+      } else reply = notFound(`${request.method} ${path}`)
+      if (sandbox !== undefined && queue.queue.length > 0) {
         const deliveries = yield* deliver(provider, sandbox, queue.queue)
-        if (isRecord(reply.body) && (path === "/_state" || path === "/_faults")) reply = { ...reply, body: { ...reply.body, deliveries } }
+        if (isRecord(reply.body) && isControl) reply = { ...reply, body: { ...reply.body, deliveries } }
       }
       return jsonResponse(reply)
     })
 
-  return { handle, providers: [...sandboxes.keys()] }
+  return { handle, providers: [...kinds.keys()] }
 }
