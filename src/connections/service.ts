@@ -13,8 +13,10 @@ import { AuditLog } from "../audit/repo.ts"
 import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
 import { CredentialStore, type PrincipalShape, type ProfileContext } from "../auth/principal.ts"
 import { OutboxRepo } from "../events/outbox/repo.ts"
+import { AppConfig } from "../platform/config.ts"
 import { ProviderOAuth } from "../providers/oauth/port.ts"
 import { CONNECTION_REVOKED, connectionEvent } from "./events.ts"
+import { PushWorld } from "./hooks/push-world.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
 import { ConnectionSessions, factsOf } from "./sessions.ts"
 
@@ -43,6 +45,11 @@ export class Connections extends Context.Service<Connections, {
       const audit = yield* AuditLog
       const keys = yield* ApiKeysRepo
       const credentials = yield* CredentialStore
+      const settings = yield* AppConfig
+      // In sandbox mode an account's push channel is its world's (decision 0109): only the same
+      // profile's connections share it.
+      const inWorldOf = <A, E, R>(record: ConnectionRecord, effect: Effect.Effect<A, E, R>) =>
+        settings.providers.mode === "sandbox" ? Effect.provideService(effect, PushWorld, { profileId: record.profile_id }) : effect
       const sessions = yield* ConnectionSessions
       const oauth = yield* ProviderOAuth
 
@@ -70,7 +77,7 @@ export class Connections extends Context.Service<Connections, {
         // grant has no channel left to stop.
         const others = record.external_account_id === null
           ? []
-          : (yield* repo.liveForAccount(record.provider, record.external_account_id)).filter((other) => other.id !== id)
+          : (yield* inWorldOf(record, repo.liveForAccount(record.provider, record.external_account_id))).filter((other) => other.id !== id)
         if (others.length === 0) yield* sessions.session(id).pipe(
           Effect.flatMap((session) => oauth.unsubscribe(session)),
           Effect.catch((error) =>
@@ -103,7 +110,7 @@ export class Connections extends Context.Service<Connections, {
           // As disconnect: the channel is the account's, kept while a connection that stays holds it.
           const others = record.external_account_id === null
             ? []
-            : (yield* repo.liveForAccount(record.provider, record.external_account_id)).filter((other) => !leaving.has(other.id))
+            : (yield* inWorldOf(record, repo.liveForAccount(record.provider, record.external_account_id))).filter((other) => !leaving.has(other.id))
           if (others.length > 0) continue
           yield* sessions.session(record.id).pipe(
             Effect.flatMap((session) => oauth.unsubscribe(session)),

@@ -26,6 +26,7 @@ import { type ConnectionRecord, ConnectionsRepo } from "../../connections/repo.t
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import type { ProviderRefused } from "../../providers/errors.ts"
 import { ProviderEndpoints } from "../../providers/endpoints.ts"
+import { AppConfig } from "../../platform/config.ts"
 import { checkMedia } from "./media.ts"
 import { ChatAppA, type MessageTemplate, type TemplateAnalyticsDay } from "../../providers/chat-app-a/port.ts"
 
@@ -119,11 +120,13 @@ export class ChatTemplates extends Context.Service<ChatTemplates, {
       const chat = yield* ChatAppA
       const cache = new Map<string, { readonly at: number; readonly value: Analytics }>()
       const endpoints = yield* ProviderEndpoints
-      // The sandbox's own origin is the one private address a media fetch may reach (its test media).
+      const settings = yield* AppConfig
+      // A sandbox served alone (`SVC_SANDBOX_URL`) is the one private origin a media fetch may reach
+      // (its test media); this service's own origin never (a fetch of itself, issue 29 item 4).
+      const ownOrigin = new URL(settings.baseUrl).origin
       const sandboxBase = endpoints.offered(PROVIDER) ? endpoints.endpoint(PROVIDER).baseUrl : ""
-      const trusted: ReadonlySet<string> = new Set(
-        URL.canParse(sandboxBase) && sandboxBase.includes("/sandbox/") ? [new URL(sandboxBase).origin] : []
-      )
+      const sandboxOrigin = URL.canParse(sandboxBase) && sandboxBase.includes("/sandbox/") ? new URL(sandboxBase).origin : ownOrigin
+      const trusted: ReadonlySet<string> = new Set(sandboxOrigin === ownOrigin ? [] : [sandboxOrigin])
 
       /** The profile's current chat_app_a connection, the one `connection_id` must name when given. */
       const connectionOf = (profile: ProfileContext, connectionId: string | undefined) =>
@@ -157,7 +160,10 @@ export class ChatTemplates extends Context.Service<ChatTemplates, {
         yield* connectionOf(profile, body.connection_id)
         if (body.header_media !== undefined) {
           const media = body.header_media
-          const checked = yield* checkMedia(media.url.trim(), media.format, trusted)
+          const url = media.url.trim()
+          const checked = URL.canParse(url) && new URL(url).origin === ownOrigin
+            ? { kind: "invalid" as const, problem: "url points at this service" }
+            : yield* checkMedia(url, media.format, trusted)
           if (checked.kind === "invalid") {
             return yield* new InvalidContent({ message: `header_media: ${checked.problem}.`, reason: "media_unusable" })
           }
