@@ -203,7 +203,8 @@ and the other provider kinds. Seeded and deterministic; nothing real is touched.
 browser, pick a persona (<code>one_account</code>, <code>two_accounts</code>, <code>no_manage_ads_permission</code>) and Approve.</li>
 <li>See the connection (<code>GET /api/v1/connections</code>), sync it (<code>POST /api/v1/connections/sync</code>), then
 spend, ROAS and CAC in <code>GET /api/v1/campaigns</code> and <code>GET /api/v1/overview</code>.</li>
-<li>Act as the provider: <code>GET /sandbox/adplatform/_state</code> shows its objects;
+<li>Act as the provider, with your API key as <code>Authorization: Bearer</code> (it opens your profile's own
+sandbox world; the operator token with <code>?profile_id=</code> opens any): <code>GET /sandbox/adplatform/_state</code> shows its objects;
 <code>PATCH /sandbox/adplatform/_state</code> with <code>{"objects":[{"id":"ad_1001_1_1_1","status":"paused"}]}</code>
 edits one by hand, with <code>{"arrive":{"kind":"lead","ad_id":"ad_1001_3_1_1"}}</code> submits a lead form (pushed,
 signed, to <code>/hooks/adplatform</code>); <code>POST /sandbox/adplatform/_faults</code> with <code>{"throttle":3}</code>,
@@ -211,7 +212,8 @@ signed, to <code>/hooks/adplatform</code>); <code>POST /sandbox/adplatform/_faul
 <code>{"revoke_tokens":true}</code> makes it misbehave.</li>
 </ol>
 <p>Callbacks are signed with HMAC-SHA256 over the raw body under the sandbox app's client secret,
-<code>hex(HMAC-SHA256(SVC_SANDBOX_SECRET, "&lt;provider&gt;"))</code>, shown in <code>_state.app</code>.</p>`
+<code>hex(HMAC-SHA256(SVC_SANDBOX_SECRET, "&lt;provider&gt;"))</code> (never shown by <code>_state</code>), and name
+their world in <code>X-Sandbox-World</code>.</p>`
   )
 
 /** Rendered once per process (the document does not change while it runs). */
