@@ -27,6 +27,12 @@ export const TokenForm = openObject(Schema.Struct({
   redirect_uri: Schema.optionalKey(
     Schema.String.annotate({ description: "authorization_code: exactly the redirect_uri the code was issued for" })
   ),
+  code_verifier: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "authorization_code: the PKCE verifier (43 to 128 characters of [A-Za-z0-9-._~], RFC 7636) when the " +
+        "code was issued with a code_challenge; refused for a code issued without one"
+    })
+  ),
   client_id: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" })),
   client_secret: Schema.optionalKey(Schema.String.annotate({ description: "client_secret_post only" }))
 })).annotate({ identifier: "OAuthTokenRequest" })
@@ -143,7 +149,15 @@ export const AuthorizeQuery = Schema.Struct({
   ),
   id_token_hint: Schema.String.annotate({
     description: "HS256 JWT signed with the app's jwt secret: iss = client_id, sub, exp, email; external_ref in that mode"
-  })
+  }),
+  code_challenge: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "PKCE (optional for partner apps, recommended): BASE64URL(SHA-256(code_verifier)), 43 characters"
+    })
+  ),
+  code_challenge_method: Schema.optionalKey(
+    Schema.String.annotate({ description: "`S256`, required with code_challenge; `plain` is refused" })
+  )
 }).annotate({ identifier: "OAuthAuthorizeRequest" })
 
 /** `POST /oauth/authorize/consent`: the consent screen's form. */

@@ -87,7 +87,8 @@ export class McpOAuthRepo extends Context.Service<McpOAuthRepo, {
   readonly insertCode: (code: NewCode) => Repo<void>
   /** The code row, locked until the transaction ends, with whether it is still live and already used. */
   readonly lockCode: (digest: string) => Repo<Option.Option<CodeRow>>
-  readonly markCodeUsed: (digest: string, tokenId: string) => Repo<void>
+  /** Spends the code; `tokenId` null when it was refused (a wrong PKCE verifier) and minted nothing. */
+  readonly markCodeUsed: (digest: string, tokenId: string | null) => Repo<void>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/McpOAuthRepo") {
   static readonly layer = Layer.effect(McpOAuthRepo)(
@@ -156,7 +157,7 @@ export class McpOAuthRepo extends Context.Service<McpOAuthRepo, {
           FROM mcp_authorization_codes WHERE code_hash = ${digest}
           FOR UPDATE`)
 
-      const markCodeUsed = (digest: string, tokenId: string) =>
+      const markCodeUsed = (digest: string, tokenId: string | null) =>
         run(sql`UPDATE mcp_authorization_codes SET used_at = now(), token_id = ${tokenId} WHERE code_hash = ${digest}`)
 
       return {

@@ -5,9 +5,8 @@
  * code exchange that mints an MCP user token through the same minter as
  * `POST /api/v1/me/mcp-tokens`.
  */
-import { Context, Data, Effect, Layer, Option } from "effect"
+import { Context, Data, Effect, Layer, Option, Result } from "effect"
 import { RateLimiter } from "effect/persistence/RateLimiter"
-import { createHash } from "node:crypto"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import {
   type AuthorizationServerMetadata,
@@ -26,7 +25,7 @@ import { DEFAULT_USER_TOKEN_UNITS_PER_MINUTE, userTokenMinter } from "../auth/us
 import { CredentialStore, type PrincipalShape } from "../auth/principal.ts"
 import { AppConfig } from "../platform/config.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
-import { digestsEqual } from "../platform/secrets.ts"
+import { CODE_CHALLENGE_METHODS, isVerifierShaped, MALFORMED_VERIFIER, requiredChallenge, verifierRefusal } from "../oauth/pkce.ts"
 import { isMcpGrant, parseGrants, redirectUriRegistered, validateClientMetadata } from "./client-metadata.ts"
 import { type ClientRow, McpOAuthRepo, type SessionRow, type TicketRow } from "./repo.ts"
 
@@ -101,12 +100,6 @@ export const redirectWith = (redirectUri: string, params: Record<string, string 
   return url.toString()
 }
 
-/** BASE64URL(SHA-256(verifier)) (RFC 7636 section 4.2). */
-const s256 = (verifier: string) => createHash("sha256").update(verifier, "ascii").digest("base64url")
-
-const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/
-const CHALLENGE = /^[A-Za-z0-9_-]{43}$/
-
 export class McpOAuthService extends Context.Service<McpOAuthService, {
   readonly metadata: () => AuthorizationServerMetadata
   readonly register: (
@@ -151,7 +144,7 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
         registration_endpoint: `${settings.baseUrl}/oauth/mcp/register`,
         response_types_supported: ["code"],
         grant_types_supported: ["authorization_code"],
-        code_challenge_methods_supported: ["S256"],
+        code_challenge_methods_supported: [...CODE_CHALLENGE_METHODS],
         token_endpoint_auth_methods_supported: ["none"],
         scopes_supported: [...McpGrants]
       })
@@ -234,16 +227,10 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
         if (responseType !== "code") {
           return redirect("unsupported_response_type", "Only response_type=code is served.")
         }
-        const challenge = params.values.get("code_challenge")
-        if (challenge === undefined) {
-          return redirect("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256.")
-        }
-        if (params.values.get("code_challenge_method") !== "S256") {
-          return redirect("invalid_request", "code_challenge_method must be S256; plain is not accepted.")
-        }
-        if (!CHALLENGE.test(challenge)) {
-          return redirect("invalid_request", "code_challenge must be the 43-character BASE64URL SHA-256 of the verifier.")
-        }
+        // Every client here is public (token_endpoint_auth_method none): PKCE is required (decision 0106).
+        const pkce = requiredChallenge(params.values.get("code_challenge"), params.values.get("code_challenge_method"))
+        if (Result.isFailure(pkce)) return redirect("invalid_request", pkce.failure)
+        const challenge = pkce.success
         const scope = params.values.get("scope")
         const grants = scope === undefined ? ["mcp:read" as const] : parseGrants(scope)
         if (grants === undefined) {
@@ -361,8 +348,11 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
           if (code.redirect_uri !== redirectUri) {
             return { _tag: "Refused", description: "redirect_uri differs from the one of the authorization request." }
           }
-          if (!digestsEqual(s256(verifier), code.code_challenge)) {
-            return { _tag: "Refused", description: "The code_verifier does not match the code_challenge." }
+          const pkceRefused = verifierRefusal(code.code_challenge, verifier)
+          if (pkceRefused !== undefined) {
+            // A code presented with a wrong verifier may have leaked: it is spent, as in the partner flow (decision 0106).
+            yield* repo.markCodeUsed(digest, null)
+            return { _tag: "Refused", description: pkceRefused }
           }
           const grants = code.grants.filter(isMcpGrant)
           const token = yield* mintUserToken({
@@ -396,9 +386,7 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
         const code = params.values.get("code") ?? ""
         const redirectUri = params.values.get("redirect_uri") ?? ""
         const verifier = params.values.get("code_verifier") ?? ""
-        if (!VERIFIER.test(verifier)) {
-          return yield* invalidRequest("code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636).")
-        }
+        if (!isVerifierShaped(verifier)) return yield* invalidRequest(MALFORMED_VERIFIER)
         const client = yield* repo.findClient(clientId).pipe(Effect.catchTag("DatabaseUnavailable", orServerError))
         if (Option.isNone(client)) return yield* new OAuthInvalidClient({ error_description: "Unknown client_id." })
         const redeemed = yield* redeem(secretDigest(code), clientId, redirectUri, verifier).pipe(

@@ -51,8 +51,13 @@ export const OAuthApi = HttpApiGroup.make("oauth")
       .annotate(
         OpenApi.Description,
         "client_secret_basic or client_secret_post (not both). `grant_type=client_credentials` with `profile_id` and " +
-          "an optional `scope` (a subset of the grant's scopes). The answer's `scope` lists what the key holds: " +
-          "customers:read and visitors:read are withheld on healthcare-family profiles."
+          "an optional `scope` (a subset of the grant's scopes), or `grant_type=authorization_code` with the `code` " +
+          "and `redirect_uri` of /oauth/authorize. The answer's `scope` lists what the key holds: customers:read and " +
+          "visitors:read are withheld on healthcare-family profiles. PKCE (RFC 7636, decision 0106): a code issued " +
+          "with a `code_challenge` needs the `code_verifier` whose BASE64URL(SHA-256) equals it, and a `code_verifier` " +
+          "sent for a code issued without one is refused; either failure is 400 `invalid_grant` and spends the code " +
+          "(a second attempt is `invalid_grant` too). A malformed `code_verifier` is 400 `invalid_request` and spends " +
+          "nothing."
       )
       .annotateMerge(appClient()),
     HttpApiEndpoint.post("revoke", "/oauth/revoke", {
@@ -75,7 +80,11 @@ export const OAuthApi = HttpApiGroup.make("oauth")
           "`error`, `error_description` and `state`. `profile_resolution: external_ref` resolves the profile from the " +
           "hint's `external_ref` claim and redirects with `code` and `state` at once (`external_ref_required`, " +
           "`unknown_external_ref` otherwise); `email` shows a consent screen for the profiles whose owner email matches " +
-          "the hint's `email`, or offers to create one. Codes are single use, 10 minutes, exchanged at /oauth/token."
+          "the hint's `email`, or offers to create one. Codes are single use, 10 minutes, exchanged at /oauth/token. " +
+          "PKCE (decision 0106) is optional for partner apps (confidential clients) and recommended: " +
+          "`code_challenge` with `code_challenge_method=S256` binds the code to its `code_verifier`; `plain`, any other " +
+          "method, a method without a challenge, a challenge without a method, or a challenge that is not 43 BASE64URL " +
+          "characters redirects `invalid_request` and issues no code."
       )
       .annotateMerge(policy(PUBLIC)),
     HttpApiEndpoint.post("consent", "/oauth/authorize/consent", {

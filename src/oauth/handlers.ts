@@ -144,7 +144,11 @@ export const OAuthHandlers = HttpApiBuilder.group(Api, "oauth", (handlers) =>
           }
           const issued = grantType === "client_credentials"
             ? yield* oauth.clientCredentials(app, { profileId: params.get("profile_id"), scope: params.get("scope") })
-            : yield* oauth.authorizationCode(app, { code: params.get("code"), redirectUri: params.get("redirect_uri") })
+            : yield* oauth.authorizationCode(app, {
+              code: params.get("code"),
+              redirectUri: params.get("redirect_uri"),
+              codeVerifier: params.get("code_verifier")
+            })
           return HttpApiSchema.withHeaders({
             body: {
               access_token: issued.accessToken,

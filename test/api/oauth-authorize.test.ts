@@ -2,6 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { SignJWT } from "jose"
+import { createHash, randomBytes } from "node:crypto"
 import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { call, type HttpResult, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 
@@ -209,6 +210,22 @@ const footprint = Effect.fn("test.footprint")(function*(app: App) {
 })
 
 const ref = () => `merchant-${crypto.randomUUID().slice(0, 8)}`
+
+/** A PKCE pair the way a client makes one (RFC 7636 section 4.1, 4.2): 32 random bytes, S256. */
+const pkcePair = () => {
+  const verifier = randomBytes(32).toString("base64url")
+  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") }
+}
+
+/** Codes and consent tickets the app holds, and every key minted for it, revoked or not. */
+const issuedFor = Effect.fn("test.issuedFor")(function*(app: App) {
+  const sql = yield* SqlClient
+  const [row] = yield* sql<{ codes: number; tickets: number; keys: number }>`
+    SELECT (SELECT count(*)::int FROM oauth_authorization_codes WHERE app_id = ${app.id}) AS codes,
+           (SELECT count(*)::int FROM oauth_consent_tickets WHERE app_id = ${app.id}) AS tickets,
+           (SELECT count(*)::int FROM api_keys WHERE oauth_app_id = ${app.id}) AS keys`
+  return row
+})
 
 layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: true })("GET /oauth/authorize", (it) => {
   describe("requests that are never redirected (RFC 6749 section 4.1.2.1)", () => {
@@ -739,6 +756,222 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
       }))
   })
 
+  describe("PKCE (RFC 7636; decision 0106)", () => {
+    it.effect("S256 round trip: the challenge is stored with the code and the verifier buys the key (external_ref)", () =>
+      Effect.gen(function*() {
+        const app = yield* newApp("PKCE external_ref", { profileResolution: "external_ref" })
+        const externalRef = ref()
+        const profile = yield* provision(app, { external_ref: externalRef })
+        const signed = yield* hint(app, { external_ref: externalRef })
+        // The example of RFC 7636 appendix B pins the transform independently of this file's helper.
+        const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+        const challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        const code = assertCodeRedirect(
+          yield* authorize(request(app, signed, { code_challenge: challenge, code_challenge_method: "S256" }))
+        )
+        const sql = yield* SqlClient
+        const [stored] = yield* sql<{ code_challenge: string | null }>`
+          SELECT code_challenge FROM oauth_authorization_codes WHERE code_hash = ${secretDigest(code)}`
+        assert.strictEqual(stored?.code_challenge, challenge)
+
+        const issued = yield* token(app, { grant_type: "authorization_code", code, redirect_uri: CALLBACK, code_verifier: verifier })
+        assert.strictEqual(issued.status, 200, issued.text)
+        assert.strictEqual(issued.json.profile_id, profile.profileId)
+        assert.strictEqual((yield* connections(issued.json.access_token)).status, 200)
+        assert.strictEqual((yield* codeRow(code))?.api_key_id, (yield* liveKeysOf(app, profile.profileId))[0]?.id)
+      }))
+
+    it.effect("S256 round trip through the consent screen: the ticket carries the challenge to the code (email)", () =>
+      Effect.gen(function*() {
+        const app = yield* newApp("PKCE email")
+        const profile = yield* provision(app, { external_ref: ref(), email: "pkce@shop.example" })
+        const signed = yield* hint(app, { email: "pkce@shop.example" })
+        const { verifier, challenge } = pkcePair()
+        const { ticket, cookie } = consentOf(
+          yield* authorize(request(app, signed, { code_challenge: challenge, code_challenge_method: "S256" }))
+        )
+        const sql = yield* SqlClient
+        const [stored] = yield* sql<{ code_challenge: string | null }>`
+          SELECT code_challenge FROM oauth_consent_tickets WHERE ticket_hash = ${secretDigest(ticket)}`
+        assert.strictEqual(stored?.code_challenge, challenge)
+        const code = assertCodeRedirect(yield* answer({ ticket, decision: "approve", profile_id: profile.profileId }, cookie))
+        const issued = yield* token(app, { grant_type: "authorization_code", code, redirect_uri: CALLBACK, code_verifier: verifier })
+        assert.strictEqual(issued.status, 200, issued.text)
+        assert.strictEqual(issued.json.profile_id, profile.profileId)
+        assert.strictEqual(issued.json.scope, CONNECTIONS.join(" "))
+      }))
+
+    it.effect("plain, another method, a half-sent pair or a malformed challenge redirects invalid_request; nothing is issued", () =>
+      Effect.gen(function*() {
+        const byRef = yield* newApp("PKCE refusals, external_ref", { profileResolution: "external_ref" })
+        const externalRef = ref()
+        const profile = yield* provision(byRef, { external_ref: externalRef })
+        const byEmail = yield* newApp("PKCE refusals, email")
+        yield* provision(byEmail, { external_ref: ref(), email: "refused@shop.example" })
+        const { verifier, challenge } = pkcePair()
+        const wrongMethod = "code_challenge_method must be S256; plain is not accepted."
+        const malformed = "code_challenge must be the 43-character BASE64URL SHA-256 of the verifier."
+        const cases: Array<[Record<string, string>, string]> = [
+          [{ code_challenge: verifier, code_challenge_method: "plain" }, wrongMethod],
+          [{ code_challenge: challenge, code_challenge_method: "plain" }, wrongMethod],
+          [{ code_challenge: challenge, code_challenge_method: "s256" }, wrongMethod],
+          [{ code_challenge: challenge, code_challenge_method: "S512" }, wrongMethod],
+          // RFC 7636 reads a missing method as plain.
+          [{ code_challenge: challenge }, wrongMethod],
+          [{ code_challenge_method: "S256" }, "code_challenge_method was sent without code_challenge."],
+          [{ code_challenge: challenge.slice(0, 42), code_challenge_method: "S256" }, malformed],
+          [{ code_challenge: `${challenge}A`, code_challenge_method: "S256" }, malformed],
+          [{ code_challenge: `${challenge}=`, code_challenge_method: "S256" }, malformed],
+          [{ code_challenge: `${challenge.slice(0, 42)}+`, code_challenge_method: "S256" }, malformed],
+          [{ code_challenge: `${challenge.slice(0, 42)}.`, code_challenge_method: "S256" }, malformed],
+          [{ code_challenge: "a".repeat(128), code_challenge_method: "S256" }, malformed]
+        ]
+        const before = { byRef: yield* issuedFor(byRef), byEmail: yield* issuedFor(byEmail) }
+        for (const app of [byRef, byEmail]) {
+          const signed = yield* hint(app, app === byRef ? { external_ref: externalRef } : { email: "refused@shop.example" })
+          for (const [extra, description] of cases) {
+            const response = yield* authorize(request(app, signed, { scope: "analytics", ...extra }))
+            assertErrorRedirect(response, "invalid_request", description)
+            assert.deepStrictEqual(response.headers.getSetCookie(), [])
+          }
+          const repeated = new URLSearchParams(request(app, signed, { code_challenge: challenge, code_challenge_method: "S256" }))
+          repeated.append("code_challenge", pkcePair().challenge)
+          assertErrorRedirect(
+            yield* call(`/oauth/authorize?${repeated.toString()}`, { redirect: "manual" }),
+            "invalid_request",
+            "Parameter code_challenge is repeated."
+          )
+        }
+        // No code, no ticket, no key, and the grant was not widened to the requested scope.
+        assert.deepStrictEqual(yield* issuedFor(byRef), before.byRef)
+        assert.deepStrictEqual(yield* issuedFor(byEmail), before.byEmail)
+        assert.deepStrictEqual(before.byRef, { codes: 0, tickets: 0, keys: 0 })
+        assert.deepStrictEqual((yield* grantOf(byRef, profile.profileId))?.connect_scopes, ["connections"])
+      }))
+
+    /** An external_ref app with a provisioned profile and a fresh code, issued with a challenge unless `pkce` is false. */
+    const pkceCode = Effect.fn("test.pkceCode")(function*(name: string, pkce = true) {
+      const app = yield* newApp(name, { profileResolution: "external_ref" })
+      const externalRef = ref()
+      const profile = yield* provision(app, { external_ref: externalRef })
+      const signed = yield* hint(app, { external_ref: externalRef })
+      const pair = pkcePair()
+      const extra: Record<string, string> = pkce ? { code_challenge: pair.challenge, code_challenge_method: "S256" } : {}
+      const code = assertCodeRedirect(yield* authorize(request(app, signed, extra)))
+      return { app, profile, code, verifier: pair.verifier }
+    })
+
+    const exchangeWith = (app: App, code: string, verifier?: string) =>
+      token(app, {
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: CALLBACK,
+        ...(verifier === undefined ? {} : { code_verifier: verifier })
+      })
+
+    /** Refused with invalid_grant, the code spent with no key behind it, and the right request refused afterwards. */
+    const assertSpentWithoutKey = Effect.fn("test.assertSpentWithoutKey")(function*(
+      flow: { readonly app: App; readonly profile: { readonly profileId: string }; readonly code: string },
+      refused: HttpResult,
+      description: string,
+      retry: ReturnType<typeof exchangeWith>
+    ) {
+      assertOAuthError(refused, 400, "invalid_grant")
+      assert.strictEqual(refused.json.error_description, description)
+      const stored = yield* codeRow(flow.code)
+      assert.isNotNull(stored?.used_at ?? null, "a refused verifier spends the code")
+      assert.isNull(stored?.api_key_id ?? null)
+      assert.deepStrictEqual(yield* issuedFor(flow.app), { codes: 1, tickets: 0, keys: 0 })
+      const again = yield* retry
+      assertOAuthError(again, 400, "invalid_grant")
+      assert.strictEqual(again.json.error_description, "The authorization code is invalid, expired or already used.")
+      assert.deepStrictEqual(yield* issuedFor(flow.app), { codes: 1, tickets: 0, keys: 0 })
+    })
+
+    it.effect("a wrong verifier is invalid_grant, mints nothing and spends the code: the right verifier is refused afterwards", () =>
+      Effect.gen(function*() {
+        const flow = yield* pkceCode("PKCE wrong verifier")
+        const refused = yield* exchangeWith(flow.app, flow.code, pkcePair().verifier)
+        yield* assertSpentWithoutKey(
+          flow,
+          refused,
+          "The code_verifier does not match the code_challenge.",
+          exchangeWith(flow.app, flow.code, flow.verifier)
+        )
+      }))
+
+    it.effect("a missing verifier for a code issued with a challenge is invalid_grant and spends the code", () =>
+      Effect.gen(function*() {
+        const flow = yield* pkceCode("PKCE missing verifier")
+        const refused = yield* exchangeWith(flow.app, flow.code)
+        yield* assertSpentWithoutKey(
+          flow,
+          refused,
+          "code_verifier is required: the code was issued with a code_challenge.",
+          exchangeWith(flow.app, flow.code, flow.verifier)
+        )
+      }))
+
+    it.effect("a verifier for a code issued without a challenge is invalid_grant (downgrade) and spends the code", () =>
+      Effect.gen(function*() {
+        const flow = yield* pkceCode("PKCE downgrade", false)
+        const sql = yield* SqlClient
+        const stored = yield* sql<{ code_challenge: string | null }>`
+          SELECT code_challenge FROM oauth_authorization_codes WHERE code_hash = ${secretDigest(flow.code)}`
+        assert.deepStrictEqual(stored, [{ code_challenge: null }])
+        const refused = yield* exchangeWith(flow.app, flow.code, flow.verifier)
+        yield* assertSpentWithoutKey(
+          flow,
+          refused,
+          "code_verifier was sent for a code issued without code_challenge.",
+          exchangeWith(flow.app, flow.code)
+        )
+      }))
+
+    /** A code issued for the given verifier's S256 challenge. */
+    const pkceCodeWithVerifier = Effect.fn("test.pkceCodeWithVerifier")(function*(verifier: string) {
+      const app = yield* newApp("PKCE given verifier", { profileResolution: "external_ref" })
+      const externalRef = ref()
+      yield* provision(app, { external_ref: externalRef })
+      const signed = yield* hint(app, { external_ref: externalRef })
+      const challenge = createHash("sha256").update(verifier).digest("base64url")
+      const code = assertCodeRedirect(
+        yield* authorize(request(app, signed, { code_challenge: challenge, code_challenge_method: "S256" }))
+      )
+      return { app, code, verifier }
+    })
+
+    it.effect("a malformed verifier is invalid_request and spends nothing; the right verifier then works once", () =>
+      Effect.gen(function*() {
+        const flow = yield* pkceCode("PKCE malformed verifier")
+        for (const verifier of ["too-short", "a".repeat(42), "a".repeat(129), `${"a".repeat(43)}!`, `${"a".repeat(43)}+`]) {
+          const refused = yield* exchangeWith(flow.app, flow.code, verifier)
+          assertOAuthError(refused, 400, "invalid_request")
+          assert.strictEqual(
+            refused.json.error_description,
+            "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636)."
+          )
+        }
+        assert.isNull((yield* codeRow(flow.code))?.used_at ?? null)
+        assert.deepStrictEqual(yield* issuedFor(flow.app), { codes: 1, tickets: 0, keys: 0 })
+        // The longest verifier RFC 7636 allows, with every unreserved character class.
+        const longest = yield* pkceCodeWithVerifier(`${"Az09-._~".repeat(16)}`)
+        const issuedLongest = yield* exchangeWith(longest.app, longest.code, longest.verifier)
+        assert.strictEqual(issuedLongest.status, 200, issuedLongest.text)
+        const issued = yield* exchangeWith(flow.app, flow.code, flow.verifier)
+        assert.strictEqual(issued.status, 200, issued.text)
+        assertOAuthError(yield* exchangeWith(flow.app, flow.code, flow.verifier), 400, "invalid_grant")
+      }))
+
+    it.effect("a code without PKCE still exchanges without a verifier (partner apps are confidential clients)", () =>
+      Effect.gen(function*() {
+        const flow = yield* pkceCode("PKCE optional", false)
+        const issued = yield* exchangeWith(flow.app, flow.code)
+        assert.strictEqual(issued.status, 200, issued.text)
+        assert.strictEqual(issued.json.profile_id, flow.profile.profileId)
+      }))
+  })
+
   describe("published description", () => {
     it.effect("lists GET /oauth/authorize and POST /oauth/authorize/consent in the oauth group", () =>
       Effect.gen(function*() {
@@ -751,8 +984,13 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.deepStrictEqual(get["x-auth"], [])
         assert.includeMembers(
           get.parameters.map((parameter: { name: string }) => parameter.name),
-          ["response_type", "client_id", "redirect_uri", "state", "scope", "id_token_hint"]
+          ["response_type", "client_id", "redirect_uri", "state", "scope", "id_token_hint", "code_challenge", "code_challenge_method"]
         )
+        assert.include(get.description, "code_challenge_method=S256")
+        const tokenPost = spec.paths["/oauth/token"]?.post
+        const tokenForm = spec.components.schemas["OAuthTokenRequest"]
+        assert.property(tokenForm.properties, "code_verifier")
+        assert.include(tokenPost.description, "code_verifier")
         assert.includeMembers(Object.keys(get.responses), ["200", "302", "400"])
         assert.includeMembers(Object.keys(post.responses), ["302", "400", "403"])
         assert.property(post.requestBody.content, FORM)

@@ -419,12 +419,11 @@ layer(serveApp(testSettings()), { timeout: "90 seconds", excludeTestServices: tr
       assert.strictEqual(outside.searchParams.get("error"), "invalid_scope")
     }))
 
-  it.effect("a wrong verifier, another client, another redirect_uri: invalid_grant; the right exchange still works once", () =>
+  it.effect("another client, another redirect_uri, an unknown code: invalid_grant; the right exchange still works once", () =>
     Effect.gen(function*() {
       const flow = yield* toCode()
       const otherClient = yield* registerClient()
       const attempts = [
-        { client_id: flow.clientId, code: flow.code, redirect_uri: REDIRECT, code_verifier: pkce().verifier },
         { client_id: otherClient, code: flow.code, redirect_uri: REDIRECT, code_verifier: flow.verifier },
         { client_id: flow.clientId, code: flow.code, redirect_uri: "https://agent.example/other", code_verifier: flow.verifier },
         { client_id: flow.clientId, code: "not-a-code", redirect_uri: REDIRECT, code_verifier: flow.verifier }
@@ -436,6 +435,22 @@ layer(serveApp(testSettings()), { timeout: "90 seconds", excludeTestServices: tr
       assert.strictEqual(minted[0]?.count, 0)
       const issued = yield* exchange(flow)
       assert.strictEqual(issued.status, 200)
+    }))
+
+  it.effect("a wrong verifier is invalid_grant and spends the code (decision 0106): the right verifier is refused afterwards", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const flow = yield* toCode()
+      const wrong = yield* token({ client_id: flow.clientId, code: flow.code, redirect_uri: REDIRECT, code_verifier: pkce().verifier })
+      assertOAuthError(wrong, 400, "invalid_grant")
+      assert.strictEqual(wrong.json.error_description, "The code_verifier does not match the code_challenge.")
+      const codes = yield* sql<{ used: boolean; token_id: string | null }>`
+        SELECT used_at IS NOT NULL AS used, token_id FROM mcp_authorization_codes WHERE code_hash = ${secretDigest(flow.code)}`
+      assert.deepStrictEqual(codes, [{ used: true, token_id: null }])
+      assertOAuthError(yield* exchange(flow), 400, "invalid_grant")
+      const minted = yield* sql<{ count: number }>`
+        SELECT count(*)::int AS count FROM user_tokens WHERE mcp_client_id = ${flow.clientId}`
+      assert.strictEqual(minted[0]?.count, 0)
     }))
 
   it.effect("malformed token requests: invalid_request, unsupported_grant_type, and invalid_client for an unknown client", () =>

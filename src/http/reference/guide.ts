@@ -90,6 +90,8 @@ healthcare-family profile never carry \`customers:read\` or \`visitors:read\`.
 3. The app exchanges its credential for a key: \`POST /oauth/token\` with \`grant_type=client_credentials\` and
    \`profile_id\` (or \`grant_type=authorization_code\` with the code from \`/oauth/authorize\`). The answer's
    \`access_token\` is an API key (\`svc_live_...\`, carrying \`oauth_app_id\`) and \`scope\` lists the scopes it holds.
+   Use PKCE with \`/oauth/authorize\`: send \`code_challenge\` (BASE64URL of the SHA-256 of a random
+   \`code_verifier\`) with \`code_challenge_method=S256\` (\`plain\` is refused), then the \`code_verifier\` with the code.
 4. After any grant change (provisioning again, the attribution add-on turned on or off, a privacy-mode change) ask
    for a fresh key the same way: keys minted under a wider grant are revoked.
 

@@ -125,7 +125,7 @@ const STRING_BY_NAME: Readonly<Record<string, string>> = {
   state: "af0ifjsldkj",
   code: "ac_9f8e7d6c5b4a",
   code_verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
-  code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGgSKcMd5c",
+  code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
   dimension: "channel",
   version: "2026-09-01",
   scope: "connections:read connections:write",

@@ -43,6 +43,7 @@ export const TicketRow = Schema.Struct({
   email: Schema.String,
   name: Schema.NullOr(Schema.String),
   profile_ids: Schema.Array(Schema.String),
+  code_challenge: Schema.NullOr(Schema.String),
   used: Schema.Boolean,
   expired: Schema.Boolean
 })
@@ -55,6 +56,8 @@ export const SpentCodeRow = Schema.Struct({
   grant_id: Schema.String,
   redirect_uri: Schema.String,
   scopes: Schema.Array(Schema.String),
+  /** The S256 challenge of the authorization request (decision 0106); null without PKCE. */
+  code_challenge: Schema.NullOr(Schema.String),
   expired: Schema.Boolean
 })
 export type SpentCodeRow = typeof SpentCodeRow.Type
@@ -70,6 +73,7 @@ export interface NewTicket {
   readonly email: string
   readonly name: string | null
   readonly profileIds: ReadonlyArray<string>
+  readonly codeChallenge: string | null
   readonly expiresAt: Date
 }
 
@@ -82,6 +86,7 @@ export interface NewCode {
   readonly connectScopes: ReadonlyArray<ConnectScope>
   readonly scopes: ReadonlyArray<Scope>
   readonly subject: string
+  readonly codeChallenge: string | null
   readonly expiresAt: Date
 }
 
@@ -150,15 +155,15 @@ export class AuthorizeRepo extends Context.Service<AuthorizeRepo, {
       const insertTicket = (t: NewTicket) =>
         write(sql`
           INSERT INTO oauth_consent_tickets (id, ticket_hash, cookie_hash, app_id, redirect_uri, state, connect_scopes,
-                                             subject, email, name, profile_ids, expires_at)
+                                             subject, email, name, profile_ids, code_challenge, expires_at)
           VALUES (${crypto.randomUUID()}, ${t.ticketHash}, ${t.cookieHash}, ${t.appId}, ${t.redirectUri}, ${t.state},
                   ${t.connectScopes}::text[], ${t.subject}, ${t.email}, ${t.name}, ${t.profileIds}::uuid[],
-                  ${t.expiresAt})`)
+                  ${t.codeChallenge}, ${t.expiresAt})`)
 
       const lockTicket = (ticketHash: string, now: Date) =>
         firstTicket(sql`
           SELECT id, cookie_hash, app_id, redirect_uri, state, connect_scopes, subject, email, name,
-                 profile_ids::text[] AS profile_ids, (used_at IS NOT NULL) AS used, (expires_at <= ${now}) AS expired
+                 profile_ids::text[] AS profile_ids, code_challenge, (used_at IS NOT NULL) AS used, (expires_at <= ${now}) AS expired
           FROM oauth_consent_tickets WHERE ticket_hash = ${ticketHash}
           FOR UPDATE`)
 
@@ -168,15 +173,15 @@ export class AuthorizeRepo extends Context.Service<AuthorizeRepo, {
       const insertCode = (c: NewCode) =>
         write(sql`
           INSERT INTO oauth_authorization_codes (id, code_hash, app_id, profile_id, grant_id, redirect_uri, connect_scopes,
-                                                 scopes, subject, expires_at)
+                                                 scopes, subject, code_challenge, expires_at)
           VALUES (${crypto.randomUUID()}, ${c.codeHash}, ${c.appId}, ${c.profileId}, ${c.grantId}, ${c.redirectUri},
-                  ${c.connectScopes}::text[], ${c.scopes}::text[], ${c.subject}, ${c.expiresAt})`)
+                  ${c.connectScopes}::text[], ${c.scopes}::text[], ${c.subject}, ${c.codeChallenge}, ${c.expiresAt})`)
 
       const spendCode = (appId: string, codeHash: string, now: Date) =>
         firstSpent(sql`
           UPDATE oauth_authorization_codes SET used_at = ${now}
           WHERE code_hash = ${codeHash} AND app_id = ${appId} AND used_at IS NULL
-          RETURNING id, profile_id, grant_id, redirect_uri, scopes, (expires_at <= ${now}) AS expired`)
+          RETURNING id, profile_id, grant_id, redirect_uri, scopes, code_challenge, (expires_at <= ${now}) AS expired`)
 
       const markReplay = (appId: string, codeHash: string, now: Date) =>
         firstReplay(sql`

@@ -8,7 +8,7 @@
  * hint and get a code at once; `email` apps get a consent screen whose approval (a single-use
  * ticket plus a SameSite cookie) grants, or creates a workspace and profile for the email.
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { AuthorizePageError, AuthorizeRedirectError } from "../../../schema/oauth.ts"
 import {
   type ConnectScope,
@@ -29,6 +29,7 @@ import { type AuthorizingAppRow, AuthorizeRepo, isSecretShaped, SECRET_LENGTH, t
 import { verifyHint, type VerifiedHint } from "./hint.ts"
 import type { ConsentScreen } from "./pages.ts"
 import { OAuthRepo } from "../token/repo.ts"
+import { optionalChallenge } from "../pkce.ts"
 import type { AppClient } from "../token/service.ts"
 
 /** Codes and consent tickets live 10 minutes. */
@@ -120,6 +121,8 @@ interface Request {
   readonly state: string | undefined
   readonly requested: ReadonlyArray<ConnectScope>
   readonly hint: VerifiedHint
+  /** The S256 challenge to store with the code (decision 0106); null without PKCE. */
+  readonly codeChallenge: string | null
   readonly now: number
 }
 
@@ -143,7 +146,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
       const box = yield* SecretBox
 
       const issueCode = Effect.fn("OAuthAuthorize.issueCode")(function*(
-        request: Pick<Request, "app" | "redirectUri" | "requested" | "now"> & { readonly subject: string },
+        request: Pick<Request, "app" | "redirectUri" | "requested" | "codeChallenge" | "now"> & { readonly subject: string },
         target: { readonly profileId: string; readonly grantId: string; readonly scopes: ReadonlyArray<Scope> }
       ) {
         const code = randomBase62(SECRET_LENGTH)
@@ -156,6 +159,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
           connectScopes: request.requested,
           scopes: target.scopes,
           subject: request.subject,
+          codeChallenge: request.codeChallenge,
           expiresAt: new Date(request.now + CODE_TTL_SECONDS * 1000)
         })
         return code
@@ -231,6 +235,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
           email,
           name: request.hint.name ?? null,
           profileIds: eligible.map((candidate) => candidate.profile_id),
+          codeChallenge: request.codeChallenge,
           expiresAt: new Date(request.now + TICKET_TTL_SECONDS * 1000)
         })
         return {
@@ -280,13 +285,16 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
         const responseType = single("response_type")
         if (responseType === undefined) return yield* fail("invalid_request", "response_type is required.")
         if (responseType !== "code") return yield* fail("unsupported_response_type", "Only response_type=code is served.")
+        // Partner apps are confidential clients, so PKCE is optional here; when sent it must be S256 (decision 0106).
+        const pkce = optionalChallenge(single("code_challenge"), single("code_challenge_method"))
+        if (Result.isFailure(pkce)) return yield* fail("invalid_request", pkce.failure)
         const requested = yield* parseConnectScopes(single("scope"))
         const token = single("id_token_hint")
         if (token === undefined) return yield* fail("invalid_request", "id_token_hint is required.")
         const now = yield* Clock.currentTimeMillis
         const secret = yield* openSecret(app)
         const hint = yield* verifyHint(token, secret, app.client_id, now)
-        const request: Request = { app, redirectUri, state, requested, hint, now }
+        const request: Request = { app, redirectUri, state, requested, hint, codeChallenge: pkce.success, now }
         return app.profile_resolution === "external_ref" ? yield* byExternalRef(request) : yield* byEmail(request)
       })
 
@@ -338,7 +346,14 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
         const grantId = row.grant_id !== null && !row.grant_revoked && connectScopes.length === unionScopes(held, []).length
           ? row.grant_id
           : yield* admin.upsertGrant(app.id, row.profile_id, connectScopes)
-        const code = yield* issueCode({ app, redirectUri: ticket.redirect_uri, requested, now, subject: ticket.subject }, {
+        const code = yield* issueCode({
+          app,
+          redirectUri: ticket.redirect_uri,
+          requested,
+          codeChallenge: ticket.code_challenge,
+          now,
+          subject: ticket.subject
+        }, {
           profileId: row.profile_id,
           grantId,
           scopes: mintableScopes(connectScopes, healthcare)
@@ -394,7 +409,14 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
           workspaceId: row.workspace_id,
           details: { via: "oauth_consent", subject: ticket.subject, scopes: requested, privacy_mode: "standard" }
         })
-        const code = yield* issueCode({ app, redirectUri: ticket.redirect_uri, requested, now, subject: ticket.subject }, {
+        const code = yield* issueCode({
+          app,
+          redirectUri: ticket.redirect_uri,
+          requested,
+          codeChallenge: ticket.code_challenge,
+          now,
+          subject: ticket.subject
+        }, {
           profileId: row.profile_id,
           grantId: row.grant_id,
           scopes: mintableScopes(requested, false)

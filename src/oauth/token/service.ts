@@ -26,6 +26,7 @@ import { CredentialStore, type PrincipalShape } from "../../auth/principal.ts"
 import { AuthorizeRepo, isSecretShaped } from "../authorize/repo.ts"
 import { OAuthRepo } from "./repo.ts"
 import { digestsEqual } from "../../platform/secrets.ts"
+import { isVerifierShaped, MALFORMED_VERIFIER, verifierRefusal } from "../pkce.ts"
 
 export type AppClient = Extract<PrincipalShape, { readonly kind: "app_client" }>
 
@@ -43,6 +44,8 @@ export interface ClientCredentialsGrant {
 export interface AuthorizationCodeGrant {
   readonly code: string | undefined
   readonly redirectUri: string | undefined
+  /** PKCE (decision 0106): needed exactly when the code was issued with a code_challenge. */
+  readonly codeVerifier: string | undefined
 }
 
 export interface IssuedKey {
@@ -118,7 +121,7 @@ export class OAuthService extends Context.Service<OAuthService, {
     app: AppClient,
     grant: ClientCredentialsGrant
   ) => Effect.Effect<IssuedKey, OAuthRequestError | OAuthServerError>
-  /** Exchanges a code from `/oauth/authorize` (decision 0022): spent first, whatever happens next. */
+  /** Exchanges a code from `/oauth/authorize` (decisions 0022, 0106): spent first, whatever happens next. */
   readonly authorizationCode: (
     app: AppClient,
     grant: AuthorizationCodeGrant
@@ -247,6 +250,10 @@ export class OAuthService extends Context.Service<OAuthService, {
         if (input.redirectUri === undefined) {
           return yield* new OAuthRequestError({ error: "invalid_request", error_description: "redirect_uri is required." })
         }
+        // A verifier that could match no challenge is a malformed request: answered before the code is spent.
+        if (input.codeVerifier !== undefined && !isVerifierShaped(input.codeVerifier)) {
+          return yield* new OAuthRequestError({ error: "invalid_request", error_description: MALFORMED_VERIFIER })
+        }
         if (!isSecretShaped(input.code)) return yield* badCode()
         const codeHash = secretDigest(input.code)
         const now = new Date(yield* Clock.currentTimeMillis)
@@ -266,6 +273,9 @@ export class OAuthService extends Context.Service<OAuthService, {
             error_description: "redirect_uri differs from the one the code was issued for."
           })
         }
+        // Checked after the spend: a code presented with a wrong or missing verifier stays spent (decision 0106).
+        const pkceRefused = verifierRefusal(code.code_challenge, input.codeVerifier)
+        if (pkceRefused !== undefined) return yield* new OAuthRequestError({ error: "invalid_grant", error_description: pkceRefused })
         const consented = code.scopes.filter(isScope)
         const select = (granted: ReadonlyArray<Scope>, healthcare: boolean) => {
           const scopes = consented.filter((scope) => granted.includes(scope))
