@@ -15,6 +15,8 @@ ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The empty package that package.json's overrides put in @scarf/scarf's place (issue 29).
+COPY overrides ./overrides
 RUN --mount=type=cache,target=/root/.npm \
     --mount=type=secret,id=npm_ca \
     if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
@@ -30,6 +32,7 @@ ENV NODE_ENV=production \
     SVC_DATA_DIR=/data
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
+COPY --from=deps /app/overrides ./overrides
 COPY package.json ./
 COPY schema ./schema
 COPY src ./src

@@ -21,7 +21,8 @@ const TOOLS =
   "conversion_journey, list_recommendations, conversion_sync_wiring, list_export_deliveries (reads), " +
   "upsert_goal_definition, dismiss_recommendation (writes: need the mcp:write grant and the workspace's " +
   "mcp_writeback_enabled). Each needs the scope of its HTTP operation; a call without it answers a tool result with " +
-  "`isError: true` and the envelope `insufficient_scope`."
+  "`isError: true` and the envelope `insufficient_scope`. `tools/list` names only the tools the token's grant lets it " +
+  "call (the same scope rule as `tools/call`); a profile where the person's membership allows less still refuses."
 
 /**
  * The agent surface (decision 0103): Model Context Protocol over the Streamable HTTP transport.

@@ -23,7 +23,6 @@ import { MCP_PROTOCOL_VERSIONS, type McpProtocolVersion } from "../../schema/mcp
 import { scopesOfMembership } from "../../schema/members.ts"
 import { isUuid } from "../../schema/common.ts"
 import { CredentialStore, type PrincipalShape } from "../auth/principal.ts"
-import { checkHeldScopes } from "../auth/scope-check.ts"
 import { AnalyticsService } from "../analytics/overview/service.ts"
 import { CampaignsService } from "../analytics/campaigns/service.ts"
 import { Definitions } from "../attribution/definitions/service.ts"
@@ -38,7 +37,7 @@ import { CurrentRequestId } from "../platform/request-id.ts"
 import { digestsEqual } from "../platform/secrets.ts"
 import { VERSION } from "../platform/version.ts"
 import { McpRepo } from "./repo.ts"
-import { makeTools, type McpTool } from "./tools.ts"
+import { makeTools, type McpTool, toolScopeRefusal } from "./tools.ts"
 
 export type UserTokenPrincipal = PrincipalShape & { readonly kind: "user_token" }
 
@@ -214,19 +213,28 @@ export class McpServer extends Context.Service<McpServer, {
         repo
       })
       const byName = new Map(tools.map((tool) => [tool.name, tool]))
-      const listed = tools.map((tool) => ({
-        name: tool.name,
-        title: tool.title,
-        description: tool.description,
-        inputSchema: inputSchemaOf(tool),
-        annotations: {
+      const catalogue = tools.map((tool) => ({
+        tool,
+        listing: {
+          name: tool.name,
           title: tool.title,
-          readOnlyHint: !tool.write,
-          destructiveHint: false,
-          idempotentHint: true,
-          openWorldHint: false
+          description: tool.description,
+          inputSchema: inputSchemaOf(tool),
+          annotations: {
+            title: tool.title,
+            readOnlyHint: !tool.write,
+            destructiveHint: false,
+            idempotentHint: true,
+            openWorldHint: false
+          }
         }
       }))
+      /**
+       * What `tools/list` shows this token: the tools its grant lets it call, by the rule
+       * `tools/call` enforces. A profile where the person's membership is narrower still refuses.
+       */
+      const listedFor = (principal: UserTokenPrincipal) =>
+        catalogue.filter(({ tool }) => toolScopeRefusal(tool, principal.scopes) === undefined).map(({ listing }) => listing)
 
       /** The profile a call names, as the person reaches it, with the scopes the token holds there. */
       const onProfile = Effect.fn("Mcp.onProfile")(function*(principal: UserTokenPrincipal, tool: McpTool, profileId: string) {
@@ -253,7 +261,7 @@ export class McpServer extends Context.Service<McpServer, {
         const scopes = intersected.includes("customers:read") && (yield* repo.piiMode(profile.workspaceId)) === "redacted"
           ? intersected.filter((scope) => scope !== "customers:read")
           : intersected
-        const refused = checkHeldScopes("user_token", scopes, { scopes: tool.scopes }, {
+        const refused = toolScopeRefusal(tool, scopes, {
           grant: principal.scopes,
           membership: allowed,
           workspaceRole: membership.workspaceRole
@@ -277,7 +285,7 @@ export class McpServer extends Context.Service<McpServer, {
         const outcome = yield* Effect.result(tool.grain === "person" && tool.scopes.length > 0
           ? Effect.flatMap(
             Effect.suspend(() => {
-              const refused = checkHeldScopes("user_token", principal.scopes, { scopes: tool.scopes })
+              const refused = toolScopeRefusal(tool, principal.scopes)
               return refused === undefined ? Effect.void : Effect.fail(refused)
             }),
             () => run
@@ -308,7 +316,7 @@ export class McpServer extends Context.Service<McpServer, {
           case "ping":
             return rpcResult(id, {})
           case "tools/list":
-            return rpcResult(id, { tools: listed })
+            return rpcResult(id, { tools: listedFor(principal) })
           case "tools/call": {
             const name = params["name"]
             if (typeof name !== "string") return rpcError(id, RpcCode.invalidParams, "params.name must be a tool name.")

@@ -13,6 +13,7 @@ import { ConversionsQuery } from "../../schema/events.ts"
 import { DeliveriesQuery } from "../../schema/exports.ts"
 import { RecommendationParams, RecommendationsQuery } from "../../schema/recommendations.ts"
 import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
+import { checkHeldScopes, type UserTokenHalves } from "../auth/scope-check.ts"
 import type { AnalyticsService } from "../analytics/overview/service.ts"
 import type { CampaignsService } from "../analytics/campaigns/service.ts"
 import type { Definitions } from "../attribution/definitions/service.ts"
@@ -64,6 +65,15 @@ export interface PersonTool extends ToolBase {
 }
 
 export type McpTool = ProfileTool | PersonTool
+
+/**
+ * The one scope rule of a tool, for `tools/list` and `tools/call` alike: the refusal when `held`
+ * lacks any of the tool's scopes, undefined when it may be called. `tools/list` asks it of the
+ * token's grant; `tools/call` of the effective scopes on the named profile (grant ∩ membership),
+ * with `halves` to say which half is short.
+ */
+export const toolScopeRefusal = (tool: McpTool, held: ReadonlyArray<string>, halves?: UserTokenHalves) =>
+  checkHeldScopes("user_token", held, { scopes: tool.scopes }, halves)
 
 export const ProfileIdArg = Schema.String.annotate({ description: "The profile to act on (uuid); list_profiles names those you can reach" })
 

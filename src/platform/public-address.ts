@@ -5,6 +5,13 @@
  * CGNAT, ULA, site-local, metadata, multicast and broadcast, documentation and the other reserved
  * ranges. IPv4-mapped, IPv4-compatible, NAT64 and 6to4 addresses are judged by the IPv4 address
  * they carry. Anything that is not an IP address is `reserved` (never public).
+ *
+ * Checked against IANA's IPv4 and IPv6 special-purpose address registries: every range they mark
+ * not globally reachable is refused. Stricter than the registries, whole blocks are refused where
+ * they carve out a few anycast or identifier addresses (192.0.0.9 and .10 in 192.0.0.0/24;
+ * 2001:1::1-3, 2001:3::/32, 2001:4:112::/48 and ORCHIDv2 in 2001::/23): none is a place to
+ * deliver to. The AS112 and AMT blocks (192.31.196.0/24, 192.52.193.0/24, 192.175.48.0/24,
+ * 2620:4f:8000::/48) are ordinary routed unicast and stay public.
  */
 import { isIP } from "node:net"
 
@@ -70,11 +77,13 @@ export const classifyV4 = (address: string): AddressClass => {
   if (inV4(value, "169.254.0.0", 16)) return "link_local"
   if (inV4(value, "100.64.0.0", 10)) return "cgnat"
   if (inV4(value, "224.0.0.0", 4)) return "multicast"
-  // IETF protocol assignments, the three documentation networks, benchmarking, and 240/4 with
-  // the limited broadcast address 255.255.255.255.
+  // IETF protocol assignments, the three documentation networks, the deprecated 6to4 relay
+  // anycast (RFC 7526: whoever answers there is nobody in particular), benchmarking, and 240/4
+  // with the limited broadcast address 255.255.255.255.
   if (
-    inV4(value, "192.0.0.0", 24) || inV4(value, "192.0.2.0", 24) || inV4(value, "198.18.0.0", 15) ||
-    inV4(value, "198.51.100.0", 24) || inV4(value, "203.0.113.0", 24) || inV4(value, "240.0.0.0", 4)
+    inV4(value, "192.0.0.0", 24) || inV4(value, "192.0.2.0", 24) || inV4(value, "192.88.99.0", 24) ||
+    inV4(value, "198.18.0.0", 15) || inV4(value, "198.51.100.0", 24) || inV4(value, "203.0.113.0", 24) ||
+    inV4(value, "240.0.0.0", 4)
   ) return "reserved"
   return "public"
 }
@@ -100,12 +109,14 @@ export const classifyV6 = (address: string): AddressClass => {
   // Site-local (deprecated, still private).
   if ((g0 & 0xffc0) === 0xfec0) return "private"
   if ((g0 & 0xff00) === 0xff00) return "multicast"
-  if (g0 === 0x2001 && g1 === 0x0db8) return "reserved"
+  // The two documentation prefixes, 2001:db8::/32 and 3fff::/20 (RFC 9637).
+  if ((g0 === 0x2001 && g1 === 0x0db8) || (g0 === 0x3fff && g1 < 0x1000)) return "reserved"
   // 6to4 embeds an IPv4 address: it decides.
   if (g0 === 0x2002) return classifyV4(v4OfGroups(g1, g2))
   // Teredo and the rest of 2001::/23 are special-purpose.
   if (g0 === 0x2001 && g1 < 0x0200) return "reserved"
-  // Only global unicast (2000::/3) is routable on the internet.
+  // Only global unicast (2000::/3) is routable on the internet; this also refuses the local-use
+  // NAT64 prefix 64:ff9b:1::/48, discard-only 100::/64 and the SRv6 SIDs of 5f00::/16.
   if ((g0 & 0xe000) !== 0x2000) return "reserved"
   return "public"
 }

@@ -92,6 +92,25 @@ const setMcpSettings = (profile: SeededProfile, owner: Session, settings: { pii_
     (response) => assert.strictEqual(response.status, 200, response.text)
   )
 
+/** Every tool, in the order tools/list answers them. */
+const ALL_TOOLS = [
+  "list_workspaces",
+  "list_profiles",
+  "analytics_overview",
+  "analytics_timeseries",
+  "list_campaigns",
+  "list_conversions",
+  "conversion_journey",
+  "list_recommendations",
+  "conversion_sync_wiring",
+  "list_export_deliveries",
+  "upsert_goal_definition",
+  "dismiss_recommendation"
+]
+
+/** What the mcp:read grant (analytics, campaigns, conversions) lets a token call. */
+const READ_TOOLS = ALL_TOOLS.slice(0, 8)
+
 const definitionsOf = (profileId: string, key: string) =>
   Effect.flatMap(SqlClient, (sql) =>
     sql<{ name: string }>`SELECT name FROM conversion_definitions WHERE profile_id = ${profileId} AND conversion_key = ${key}`)
@@ -114,31 +133,14 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const listed = yield* rpc(token, sessionId, "tools/list")
         assert.strictEqual(listed.status, 200)
         const tools: ReadonlyArray<any> = listed.json.result.tools
-        const names = tools.map((tool) => tool.name)
-        for (
-          const expected of [
-            "list_workspaces",
-            "list_profiles",
-            "analytics_overview",
-            "analytics_timeseries",
-            "list_campaigns",
-            "list_conversions",
-            "conversion_journey",
-            "conversion_sync_wiring",
-            "list_export_deliveries",
-            "upsert_goal_definition",
-            "dismiss_recommendation"
-          ]
-        ) assert.include(names, expected)
+        // mcp:read holds no exports:read, goals:write or campaigns:apply: the wiring, deliveries and write tools are not listed.
+        assert.deepStrictEqual(tools.map((tool) => tool.name), READ_TOOLS)
         const conversionsTool = tools.find((tool) => tool.name === "list_conversions")
         assert.strictEqual(conversionsTool.inputSchema.type, "object")
         assert.deepStrictEqual(conversionsTool.inputSchema.required, ["profile_id"])
         assert.strictEqual(conversionsTool.inputSchema.additionalProperties, false)
         assert.strictEqual(conversionsTool.inputSchema.properties.limit.type, "string")
         assert.strictEqual(conversionsTool.annotations.readOnlyHint, true)
-        const upsertTool = tools.find((tool) => tool.name === "upsert_goal_definition")
-        assert.includeMembers(upsertTool.inputSchema.required, ["profile_id", "conversion_key", "name", "event_names"])
-        assert.strictEqual(upsertTool.annotations.readOnlyHint, false)
 
         const ingested = yield* ingest(profile.key, {
           event_name: "purchase",
@@ -191,6 +193,83 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
   })
 
   describe("scopes and writeback", () => {
+    it.effect("tools/list names exactly the tools the token may call: each listed one runs, each other is insufficient_scope", () =>
+      Effect.gen(function*() {
+        const { owner, profile, token: full } = yield* fixture(["mcp:read", "mcp:read_pii", "mcp:write"])
+        yield* setMcpSettings(profile, owner, { pii_mode: "redacted", mcp_writeback_enabled: true })
+        const ingested = yield* ingest(profile.key, {
+          event_name: "purchase",
+          idempotency_key: `order-${crypto.randomUUID()}`,
+          occurred_at: new Date().toISOString(),
+          properties: { value: 5, currency: "EUR" },
+          user_traits: { external_id: "cust-list" }
+        })
+        assert.strictEqual(ingested.status, 200, ingested.text)
+        const onProfile = { profile_id: profile.profileId }
+        // Arguments every tool accepts, so a refusal can only come from the token, not the input.
+        const argumentsOf: Record<string, Record<string, unknown>> = {
+          list_workspaces: {},
+          list_profiles: {},
+          analytics_overview: { ...onProfile, days: "7" },
+          analytics_timeseries: { ...onProfile, days: "7" },
+          list_campaigns: onProfile,
+          list_conversions: onProfile,
+          conversion_journey: { ...onProfile, id: ingested.json.data.conversion_id },
+          list_recommendations: onProfile,
+          conversion_sync_wiring: onProfile,
+          list_export_deliveries: onProfile,
+          upsert_goal_definition: { ...onProfile, conversion_key: "demo_booked", name: "Demo booked", event_names: ["demo"] },
+          // No such recommendation: a listed call reaches the service and answers not_found.
+          dismiss_recommendation: { ...onProfile, id: crypto.randomUUID() }
+        }
+        const listedNames = (token: string, sessionId: string) =>
+          Effect.map(rpc(token, sessionId, "tools/list"), (listed) => {
+            assert.strictEqual(listed.status, 200, listed.text)
+            return listed.json.result.tools.map((tool: any) => String(tool.name))
+          })
+
+        const fullSession = yield* initialize(full)
+        assert.deepStrictEqual(yield* listedNames(full, fullSession.sessionId), ALL_TOOLS)
+        const upsertTool = (yield* rpc(full, fullSession.sessionId, "tools/list")).json.result.tools
+          .find((tool: any) => tool.name === "upsert_goal_definition")
+        assert.includeMembers(upsertTool.inputSchema.required, ["profile_id", "conversion_key", "name", "event_names"])
+        assert.strictEqual(upsertTool.annotations.readOnlyHint, false)
+
+        let written = false
+        for (
+          const [grants, expected] of [
+            [["mcp:read"], READ_TOOLS],
+            [["mcp:write"], [
+              "list_workspaces",
+              "list_profiles",
+              "conversion_sync_wiring",
+              "list_export_deliveries",
+              "upsert_goal_definition",
+              "dismiss_recommendation"
+            ]],
+            [["mcp:read_pii"], ["list_workspaces", "list_profiles"]]
+          ] as const
+        ) {
+          const token = yield* mintToken(owner, { grants })
+          const { sessionId } = yield* initialize(token)
+          const listed: ReadonlyArray<string> = yield* listedNames(token, sessionId)
+          assert.deepStrictEqual(listed, expected, grants.join(" "))
+          for (const name of ALL_TOOLS) {
+            const result = yield* callTool(token, sessionId, name, argumentsOf[name] ?? {})
+            const code = result.isError ? result.structuredContent.error.code : undefined
+            if (listed.includes(name)) {
+              const reached = code === undefined || (name === "dismiss_recommendation" && code === "not_found")
+              assert.isTrue(reached, `${grants.join(" ")} ${name}: ${JSON.stringify(result)}`)
+            } else {
+              assert.strictEqual(code, "insufficient_scope", `${grants.join(" ")} ${name}`)
+            }
+          }
+          // A refused upsert writes nothing; the one listed (mcp:write) wrote the definition.
+          written = written || listed.includes("upsert_goal_definition")
+          assert.deepStrictEqual(yield* definitionsOf(profile.profileId, "demo_booked"), written ? [{ name: "Demo booked" }] : [])
+        }
+      }))
+
     it.effect("a tool outside the token's grant is a tool error insufficient_scope naming the grant", () =>
       Effect.gen(function*() {
         const { profile, token } = yield* fixture(["mcp:read"])

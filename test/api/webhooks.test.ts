@@ -198,6 +198,21 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         }
         assert.deepStrictEqual((yield* send(world.key, "GET", "/api/v1/webhooks/subscriptions")).json.data, [])
       }))
+
+    it.effect("the 6to4 relay anycast 192.88.99.0/24 is not public: as IPv4, IPv4-mapped and inside 6to4, 400 host_not_public, nothing stored", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        for (const url of ["https://192.88.99.1/hook", "https://[::ffff:192.88.99.1]/hook", "https://[2002:c058:6301::1]/hook"]) {
+          const answer = yield* send(world.key, "POST", "/api/v1/webhooks/subscriptions", { url })
+          assert.strictEqual(answer.status, 400, `${url}: ${answer.text}`)
+          assert.strictEqual(answer.json.error.code, "validation_error")
+          assert.strictEqual(answer.json.error.reason, "host_not_public", url)
+        }
+        const [row] = yield* sql<{ count: number }>`
+          SELECT count(*)::int AS count FROM webhook_subscriptions WHERE profile_id = ${world.profileId}`
+        assert.strictEqual(row?.count, 0)
+      }))
   })
 
   describe("delivery", () => {
