@@ -126,6 +126,7 @@ export const AuthorizeQuery = Schema.Struct({
 export const SignInForm = openObject(Schema.Struct({
   email: Schema.String,
   password: Schema.String,
+  form_token: described("The form token of the sign-in page, matching its `__Host-svc_form` cookie (decision 0107)"),
   ...AuthorizeQuery.fields
 })).annotate({ identifier: "McpSignInForm" })
 
@@ -140,7 +141,7 @@ export const HtmlPage = Schema.String.pipe(HttpApiSchema.asText({ contentType: "
   description: "HTML page: the sign-in form (again, with the reason, after a refused sign-in) or the consent screen"
 })
 
-const errorPage = (status: 400 | 403, description: string) =>
+const errorPage = (status: 400 | 403 | 429, description: string) =>
   Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }), HttpApiSchema.status(status)).annotate({
     description
   })
@@ -160,7 +161,16 @@ export const DecisionErrorPage = errorPage(
   "Error page, never a redirect: not posted as a form or not answered (approve or deny with the page's ticket), the " +
     "session is signed out, or the consent screen expired, was already answered or was shown to another sign-in"
 )
-export const CrossSitePage = errorPage(403, "Error page: the form was posted from another site (Sec-Fetch-Site: cross-site)")
+export const CrossSitePage = errorPage(
+  403,
+  "Error page: the form was posted from another site (`Sec-Fetch-Site` other than same-origin, or a foreign `Origin`), " +
+    "or the sign-in form without its page's form token and cookie (decision 0107)"
+)
+export const SignInThrottledPage = errorPage(
+  429,
+  "The sign-in form again, saying when to retry (`Retry-After`): too many failed sign-ins for this email from this " +
+    "address, or from this address (decision 0107)"
+)
 
 /** 302 to the client's redirect_uri with `code` and `state`, or `error` and `state`. */
 export const RedirectToClient = HttpApiSchema.Empty(302).annotate({

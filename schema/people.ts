@@ -61,6 +61,8 @@ export const PasswordSet = Schema.Struct({
 
 /** The set-password page's form. */
 export const SetPasswordForm = Schema.Struct({
+  /** The page's form token, matching its `__Host-svc_form` cookie (decision 0107). */
+  form_token: Schema.String,
   token: Schema.String,
   password: Schema.String,
   password_confirmation: Schema.String
@@ -71,6 +73,10 @@ export const PasswordPage = Schema.String.pipe(HttpApiSchema.asText({ contentTyp
 })
 export const PasswordErrorPage = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }), HttpApiSchema.status(400))
   .annotate({ description: "HTML page: the link is unknown, expired or used, or the form was not filled in right" })
+export const PasswordFormRefusedPage = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" }), HttpApiSchema.status(403))
+  .annotate({
+    description: "HTML page: the form was posted from another site, or without its page's form token and cookie; nothing changed"
+  })
 
 /** `POST /api/v1/admin/quickstart` (operator): a ready-to-use account on this service. */
 export const QuickstartRequest = Schema.Struct({

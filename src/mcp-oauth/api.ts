@@ -15,7 +15,8 @@ import {
   McpTokenSuccess,
   RedirectToClient,
   SignInErrorPage,
-  SignInForm
+  SignInForm,
+  SignInThrottledPage
 } from "../../schema/mcp-oauth.ts"
 import {
   formOrJson,
@@ -65,7 +66,7 @@ export const McpOAuthApi = HttpApiGroup.make("mcpOAuth")
     HttpApiEndpoint.post("signIn", "/oauth/mcp/authorize/sign-in", {
       payload: SignInForm.pipe(HttpApiSchema.asFormUrlEncoded()),
       success: [HtmlPage, RedirectToClient],
-      error: [SignInErrorPage, CrossSitePage, OAuthServerErrorResponse]
+      error: [SignInErrorPage, CrossSitePage, SignInThrottledPage, OAuthServerErrorResponse]
     })
       .annotate(OpenApi.Summary, "The consent screen's sign-in form: sets the svc_session cookie and shows the consent screen")
       .annotateMerge(publicOperation()),

@@ -8,8 +8,18 @@ import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { McpRegistrationError } from "../../schema/mcp-oauth.ts"
 import { noStore, OAuthRequestError } from "../../schema/oauth.ts"
+import {
+  checkFormPost,
+  FORM_TOKEN_FIELD,
+  type FormGrant,
+  formGrantFor,
+  ownOriginOf,
+  requestSiteOf,
+  withFormCookie
+} from "../auth/same-origin.ts"
 import { SESSION_COOKIE, SESSION_HOURS } from "../auth/sessions/service.ts"
 import { Api } from "../http/api.ts"
+import { AppConfig } from "../platform/config.ts"
 import { parseJsonOrUndefined } from "../platform/json.ts"
 import { mediaTypeOf, peerAddressOf } from "../platform/request-info.ts"
 import { consentPage, errorPage, redirectResponse, signInPage } from "./pages.ts"
@@ -64,18 +74,22 @@ const tokenParamsOf = (request: HttpServerRequest.HttpServerRequest) =>
     return Effect.fail(invalidRequest("Send the parameters as application/x-www-form-urlencoded."))
   })
 
-/** A browser's own statement that a form post comes from another site (Fetch Metadata). */
-const isCrossSite = (request: HttpServerRequest.HttpServerRequest) => request.headers["sec-fetch-site"] === "cross-site"
-
 /** The error page with an error status (the envelope middleware leaves HTML answers as they are). */
 const errorAnswer = (message: string, status: 400 | 403 = 400) =>
   Effect.succeed(HttpServerResponse.setStatus(errorPage(message), status))
 
 const crossSite = () => errorAnswer("A form posted from another site cannot answer this consent screen.", 403)
+const crossSiteSignIn = () => errorAnswer("A sign-in posted from another site is refused: nobody was signed in.", 403)
+const staleSignIn = () =>
+  errorAnswer(
+    "This sign-in form was not opened here, or has expired (its form token does not match): nobody was signed in.",
+    403
+  )
 
 export const McpOAuthHandlers = HttpApiBuilder.group(Api, "mcpOAuth", (handlers) =>
   Effect.gen(function*() {
     const service = yield* McpOAuthService
+    const ownOrigin = ownOriginOf((yield* AppConfig).baseUrl)
 
     const consent = (request: AuthorizationRequest, session: { readonly email: string }, ticket: string) =>
       consentPage({
@@ -88,15 +102,26 @@ export const McpOAuthHandlers = HttpApiBuilder.group(Api, "mcpOAuth", (handlers)
         tokenDays: MCP_TOKEN_DAYS
       })
 
-    const signInForm = (params: RequestParams, request: AuthorizationRequest, email: string, error: string | null) =>
-      signInPage({
-        request: params.values,
-        clientName: request.client.client_name,
-        clientId: request.client.client_id,
-        redirectUri: request.redirectUri,
-        email,
-        error
-      })
+    /** The sign-in form with its form token; the cookie the token matches is set with it when new. */
+    const signInForm = (
+      params: RequestParams,
+      request: AuthorizationRequest,
+      grant: FormGrant,
+      email: string,
+      error: string | null
+    ) =>
+      withFormCookie(
+        signInPage({
+          request: params.values,
+          clientName: request.client.client_name,
+          clientId: request.client.client_id,
+          redirectUri: request.redirectUri,
+          email,
+          error,
+          formToken: grant.token
+        }),
+        grant
+      )
 
     return handlers
       .handle("metadata", () => Effect.succeed(service.metadata()))
@@ -119,15 +144,22 @@ export const McpOAuthHandlers = HttpApiBuilder.group(Api, "mcpOAuth", (handlers)
           if (check._tag === "ErrorPage") return yield* errorAnswer(check.message)
           if (check._tag === "Redirect") return redirectResponse(check.location)
           const session = yield* service.sessionOf(request.cookies[SESSION_COOKIE])
-          if (Option.isNone(session)) return signInForm(params, check.request, "", null)
+          if (Option.isNone(session)) return signInForm(params, check.request, formGrantFor(request), "", null)
           const ticket = yield* service.issueTicket(session.value, check.request)
           return consent(check.request, session.value, ticket)
         }))
       .handleRaw("signIn", ({ request }) =>
         Effect.gen(function*() {
-          if (isCrossSite(request)) return yield* crossSite()
+          // Login CSRF (decision 0107): the site the browser names first, then the form token.
           const form = yield* formOf(request)
+          const guard = checkFormPost(
+            request,
+            ownOrigin,
+            Option.isSome(form) ? form.value.values.get(FORM_TOKEN_FIELD) : undefined
+          )
+          if (guard._tag === "Refused" && guard.reason === "cross_site") return yield* crossSiteSignIn()
           if (Option.isNone(form)) return yield* errorAnswer("The sign-in form must be posted as a form.")
+          if (guard._tag === "Refused") return yield* staleSignIn()
           const params = form.value
           const check = yield* service.checkAuthorization(params)
           if (check._tag === "ErrorPage") return yield* errorAnswer(check.message)
@@ -135,9 +167,17 @@ export const McpOAuthHandlers = HttpApiBuilder.group(Api, "mcpOAuth", (handlers)
           const email = params.values.get("email") ?? ""
           const outcome = yield* service.signIn(email, params.values.get("password") ?? "").pipe(
             Effect.map((signedIn) => ({ _tag: "SignedIn" as const, signedIn })),
-            Effect.catchTag("SignInRefused", (refused) => Effect.succeed({ _tag: "Refused" as const, message: refused.message }))
+            Effect.catchTag("SignInRefused", (refused) => Effect.succeed({ _tag: "Refused" as const, refused }))
           )
-          if (outcome._tag === "Refused") return signInForm(params, check.request, email, outcome.message)
+          if (outcome._tag === "Refused") {
+            const again = signInForm(params, check.request, guard.grant, email, outcome.refused.message)
+            const retryAfter = outcome.refused.retryAfterSeconds
+            // Throttled: the form again, as the 429 it is.
+            return retryAfter === undefined ? again : again.pipe(
+              HttpServerResponse.setStatus(429),
+              HttpServerResponse.setHeader("retry-after", String(retryAfter))
+            )
+          }
           const signedIn = outcome.signedIn
           const ticket = yield* service.issueTicket(signedIn.session, check.request)
           return HttpServerResponse.setCookieUnsafe(
@@ -149,7 +189,8 @@ export const McpOAuthHandlers = HttpApiBuilder.group(Api, "mcpOAuth", (handlers)
         }))
       .handleRaw("decide", ({ request }) =>
         Effect.gen(function*() {
-          if (isCrossSite(request)) return yield* crossSite()
+          // The ticket (bound to the session) is this form's token; the site check is the shared one.
+          if (requestSiteOf(request, ownOrigin) === "cross-site") return yield* crossSite()
           const form = yield* formOf(request)
           if (Option.isNone(form)) return yield* errorAnswer("The consent form must be posted as a form.")
           const ticket = form.value.values.get("ticket")

@@ -8,6 +8,7 @@
 import { HttpServerResponse } from "effect/http"
 import type { McpGrant } from "../../schema/scopes.ts"
 import { scopesOfMcpGrant } from "../../schema/scopes.ts"
+import { FORM_TOKEN_FIELD } from "../auth/same-origin.ts"
 import { escapeHtml, htmlPages } from "../platform/html.ts"
 
 
@@ -68,6 +69,8 @@ export interface SignInPage {
   readonly redirectUri: string
   readonly email: string
   readonly error: string | null
+  /** The form token matching the page's `__Host-svc_form` cookie (decision 0107). */
+  readonly formToken: string
 }
 
 const CARRIED = ["response_type", "client_id", "redirect_uri", "state", "scope", "code_challenge", "code_challenge_method"]
@@ -84,6 +87,7 @@ export const signInPage = (page: SignInPage) => {
 <p>${clientLabel(page.clientName, page.clientId)} wants access to your account. Sign in to review what it asks for.</p>
 ${page.error === null ? "" : `<p class="error" role="alert">${escapeHtml(page.error)}</p>`}
 <form method="post" action="/oauth/mcp/authorize/sign-in">
+<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${escapeHtml(page.formToken)}">
 ${hidden}
 <label for="email">Email</label>
 <input id="email" type="email" name="email" autocomplete="username" required value="${escapeHtml(page.email)}">

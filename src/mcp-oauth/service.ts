@@ -76,8 +76,14 @@ export type AuthorizationCheck =
   | { readonly _tag: "Redirect"; readonly location: string }
   | { readonly _tag: "Valid"; readonly request: AuthorizationRequest }
 
-/** The consent screen's sign-in was refused (wrong password, throttled): show the form again. */
-export class SignInRefused extends Data.TaggedError("SignInRefused")<{ readonly message: string }> {}
+/**
+ * The consent screen's sign-in was refused (wrong password, throttled): show the form again.
+ * A throttled one says when to retry.
+ */
+export class SignInRefused extends Data.TaggedError("SignInRefused")<{
+  readonly message: string
+  readonly retryAfterSeconds?: number
+}> {}
 
 export interface SignedIn {
   readonly session: SessionRow
@@ -268,17 +274,18 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
         if (email.length > 320 || password.length > 1024) {
           return yield* new SignInRefused({ message: "Unknown email or wrong password." })
         }
-        // Sessions.login keeps its own failure throttling (per email and per client address).
+        // Sessions.login keeps its own failure throttling (per email and address, and per address).
         const created = yield* sessions.login(email, password).pipe(
           Effect.catchTags({
             Unauthorized: (refused) => Effect.fail(new SignInRefused({ message: refused.message })),
             RateLimitExceeded: (throttled) =>
               Effect.fail(
-                new SignInRefused({
-                  message: throttled.retry_after_seconds === undefined
-                    ? throttled.message
-                    : `${throttled.message} Try again in ${throttled.retry_after_seconds} seconds.`
-                })
+                throttled.retry_after_seconds === undefined
+                  ? new SignInRefused({ message: throttled.message })
+                  : new SignInRefused({
+                    message: `${throttled.message} Try again in ${throttled.retry_after_seconds} seconds.`,
+                    retryAfterSeconds: throttled.retry_after_seconds
+                  })
               ),
             DatabaseUnavailable: orServerError
           })

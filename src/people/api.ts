@@ -4,6 +4,7 @@ import { DatabaseUnavailable, InvalidRequest, NotFound, ValidationError } from "
 import {
   CreatePasswordLink,
   PasswordErrorPage,
+  PasswordFormRefusedPage,
   PasswordLinkCreated,
   PasswordPage,
   PasswordSet,
@@ -67,7 +68,7 @@ export const PasswordPagesApi = HttpApiGroup.make("passwordPages")
     HttpApiEndpoint.post("passwordForm", "/account/password", {
       payload: SetPasswordForm.pipe(HttpApiSchema.asFormUrlEncoded()),
       success: PasswordPage,
-      error: [PasswordErrorPage, DatabaseUnavailable.wire]
+      error: [PasswordErrorPage, PasswordFormRefusedPage, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "The set-password form's target: sets the password and uses the link up")
       .annotateMerge(publicOperation())

@@ -2,9 +2,10 @@ import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../http/api.ts"
 import { Principal } from "../auth/principal.ts"
+import { checkFormPost, FORM_TOKEN_FIELD, formGrantFor, ownOriginOf } from "../auth/same-origin.ts"
 import { mediaTypeOf } from "../platform/request-info.ts"
 import { AppConfig } from "../platform/config.ts"
-import { passwordFormPage, passwordSetPage, unusableLinkPage } from "./pages.ts"
+import { foreignFormPage, passwordFormPage, passwordSetPage, unusableLinkPage } from "./pages.ts"
 import { People } from "./service.ts"
 
 /** People signs a person's sessions out when their password changes. */
@@ -28,24 +29,37 @@ export const PasswordPagesHandlers = HttpApiBuilder.group(Api, "passwordPages", 
   Effect.gen(function*() {
     const people = yield* People
     const settings = yield* AppConfig
+    const ownOrigin = ownOriginOf(settings.baseUrl)
     return handlers
       .handleRaw("passwordPage", ({ request }) =>
         Effect.gen(function*() {
           const token = new URL(request.url, "http://localhost").searchParams.get("token") ?? ""
           const link = yield* people.viewLink(token)
           if (Option.isNone(link)) return unusableLinkPage()
-          return passwordFormPage({ token, email: link.value.email, purpose: link.value.purpose, error: null })
+          return passwordFormPage({
+            token,
+            email: link.value.email,
+            purpose: link.value.purpose,
+            error: null,
+            grant: formGrantFor(request)
+          })
         }))
       .handleRaw("passwordForm", ({ request }) =>
         Effect.gen(function*() {
           const text = yield* Effect.orDie(request.text)
-          if (mediaTypeOf(request.headers["content-type"]) !== "application/x-www-form-urlencoded") return unusableLinkPage()
-          const form = new URLSearchParams(text)
+          const isForm = mediaTypeOf(request.headers["content-type"]) === "application/x-www-form-urlencoded"
+          const form = new URLSearchParams(isForm ? text : "")
+          // Defence in depth (decision 0107): the link's token is already a secret another site lacks.
+          const guard = checkFormPost(request, ownOrigin, form.get(FORM_TOKEN_FIELD) ?? undefined)
+          if (guard._tag === "Refused" && guard.reason === "cross_site") return foreignFormPage("cross_site")
+          if (!isForm) return unusableLinkPage()
+          if (guard._tag === "Refused") return foreignFormPage(guard.reason)
           const token = form.get("token") ?? ""
           const password = form.get("password") ?? ""
           const link = yield* people.viewLink(token)
           if (Option.isNone(link)) return unusableLinkPage()
-          const again = (error: string) => passwordFormPage({ token, email: link.value.email, purpose: link.value.purpose, error })
+          const again = (error: string) =>
+            passwordFormPage({ token, email: link.value.email, purpose: link.value.purpose, error, grant: guard.grant })
           if (password !== (form.get("password_confirmation") ?? "")) return again("The two passwords differ.")
           return yield* people.setPassword(token, password).pipe(
             Effect.map((changed) => passwordSetPage(changed.email, settings.baseUrl)),

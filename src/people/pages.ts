@@ -3,6 +3,7 @@
  * interpolated value is escaped. No framing, no referrer (the token is in the address), no store.
  */
 import { HttpServerResponse } from "effect/http"
+import { FORM_TOKEN_FIELD, type FormGrant, withFormCookie } from "../auth/same-origin.ts"
 import { escapeHtml, htmlPages } from "../platform/html.ts"
 import { PASSWORD_PAGE_PATH } from "./service.ts"
 
@@ -13,21 +14,24 @@ button{padding:.5rem 1.1rem;margin-top:1rem;font-size:1rem;cursor:pointer}code{f
 
 const pages = htmlPages(STYLE)
 
-const page = (title: string, body: string, status: 200 | 400 = 200) =>
+const page = (title: string, body: string, status: 200 | 400 | 403 = 200) =>
   HttpServerResponse.text(pages.document(title, body), { contentType: "text/html; charset=utf-8", headers: pages.headers(), status })
 
+/** The form, with its form token; the cookie the token matches is set with it when new (decision 0107). */
 export const passwordFormPage = (input: {
   readonly token: string
   readonly email: string
   readonly purpose: "invite" | "reset"
   readonly error: string | null
+  readonly grant: FormGrant
 }) =>
-  page(
+  withFormCookie(page(
     input.purpose === "invite" ? "Choose your password" : "Choose a new password",
     `<h1>${input.purpose === "invite" ? "Choose your password" : "Choose a new password"}</h1>
 <p>For <strong>${escapeHtml(input.email)}</strong>.</p>
 ${input.error === null ? "" : `<p class="error">${escapeHtml(input.error)}</p>`}
 <form method="post" action="${PASSWORD_PAGE_PATH}">
+<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${escapeHtml(input.grant.token)}">
 <input type="hidden" name="token" value="${escapeHtml(input.token)}">
 <label for="password">Password (at least 8 characters)</label>
 <input id="password" name="password" type="password" autocomplete="new-password" minlength="8" maxlength="1024" required>
@@ -37,7 +41,7 @@ ${input.error === null ? "" : `<p class="error">${escapeHtml(input.error)}</p>`}
 </form>
 <p class="note">This link works once. Setting a password signs you out of every other session.</p>`,
     input.error === null ? 200 : 400
-  )
+  ), input.grant)
 
 export const passwordSetPage = (email: string, baseUrl: string) =>
   page(
@@ -54,4 +58,17 @@ export const unusableLinkPage = () =>
 <p>It is unknown, expired or already used. Ask your operator for a new one
 (<code>npm run cli -- people reset-password --email ...</code>).</p>`,
     400
+  )
+
+/** A form post another site made, or one without the page's form token: nothing was changed (decision 0107). */
+export const foreignFormPage = (reason: "cross_site" | "form_token") =>
+  page(
+    "Form refused",
+    `<h1>This form was refused</h1>
+<p>${
+      reason === "cross_site"
+        ? "It was posted from another site. Nothing was changed."
+        : "It was not opened here, or has expired. Nothing was changed."
+    } Open the link itself again.</p>`,
+    403
   )

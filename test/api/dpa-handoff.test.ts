@@ -143,7 +143,12 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.include(wrongVersion.text, "Accept the Data Processing Agreement")
         assert.strictEqual((yield* storedDpa(profile.profileId))?.dpa_status, "not_accepted")
 
-        const accepted = yield* submit(owner.cookie, token, CURRENT_DPA_VERSION)
+        const sameSite = yield* submit(owner.cookie, token, CURRENT_DPA_VERSION, { "sec-fetch-site": "same-site" })
+        assert.strictEqual(sameSite.status, 400)
+        assert.include(sameSite.text, "another site")
+
+        // The page sends no referrer, so a browser's own post says Origin: null (decision 0107).
+        const accepted = yield* submit(owner.cookie, token, CURRENT_DPA_VERSION, { "sec-fetch-site": "same-origin", origin: "null" })
         assert.strictEqual(accepted.status, 200, accepted.text)
         assert.strictEqual((yield* storedDpa(profile.profileId))?.dpa_status, "accepted")
       }))

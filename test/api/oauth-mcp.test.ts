@@ -73,8 +73,24 @@ const authorizeParams = (clientId: string, challenge: string, extra: Record<stri
 const authorize = (params: Record<string, string>, headers: Record<string, string> = {}) =>
   call(`/oauth/mcp/authorize?${new URLSearchParams(params).toString()}`, { redirect: "manual", headers })
 
-const signIn = (params: Record<string, string>, email: string, password = PASSWORD) =>
-  post("/oauth/mcp/authorize/sign-in", { ...params, email, password })
+/** The sign-in form's token and the pre-session cookie it matches (decision 0107). */
+const formOf = (page: HttpResult) => {
+  const token = /name="form_token" value="([^"]+)"/.exec(page.text)?.[1]
+  const cookie = /__Host-svc_form=([^;]+)/.exec(page.headers.get("set-cookie") ?? "")?.[1]
+  assert.isDefined(token, "the sign-in form carries a form token")
+  assert.isDefined(cookie, "the sign-in form sets its cookie")
+  return { token: token ?? "", cookie: `__Host-svc_form=${cookie ?? ""}` }
+}
+
+/** Opens the sign-in form, then posts it as the browser does (same origin, with its token and cookie). */
+const signIn = Effect.fn("test.signIn")(function*(params: Record<string, string>, email: string, password = PASSWORD) {
+  const form = formOf(yield* authorize(params))
+  return yield* post(
+    "/oauth/mcp/authorize/sign-in",
+    { ...params, form_token: form.token, email, password },
+    { cookie: form.cookie, "sec-fetch-site": "same-origin", origin: "null" }
+  )
+})
 
 const cookieOf = (response: HttpResult) => {
   const match = /svc_session=([^;]+)/.exec(response.headers.get("set-cookie") ?? "")

@@ -98,11 +98,15 @@ layer(serveAppWithRequestClock(testSettings()), { timeout: "60 seconds", exclude
       assert.strictEqual((yield* call(`/account/password?token=${tokenOf(first.json.data.url)}`)).status, 400)
 
       const token = tokenOf(reset.json.data.url)
+      // The page sets the form's pre-session cookie and carries the token matching it (decision 0107).
+      const page = yield* call(`/account/password?token=${token}`)
+      const formToken = /name="form_token" value="([^"]+)"/.exec(page.text)?.[1] ?? ""
+      const formCookie = /(__Host-svc_form=[^;]+)/.exec(page.headers.get("set-cookie") ?? "")?.[1] ?? ""
       const form = (password: string, confirmation: string) =>
         call("/account/password", {
           method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ token, password, password_confirmation: confirmation }).toString()
+          headers: { "content-type": "application/x-www-form-urlencoded", cookie: formCookie, "sec-fetch-site": "same-origin" },
+          body: new URLSearchParams({ form_token: formToken, token, password, password_confirmation: confirmation }).toString()
         })
       const mismatch = yield* form("second password 2", "something else")
       assert.strictEqual(mismatch.status, 400)

@@ -25,7 +25,7 @@ export const SessionsApi = HttpApiGroup.make("sessions")
     HttpApiEndpoint.post("createSession", "/sessions", {
       payload: CreateSession,
       success: SessionCreated,
-      error: [Unauthorized.wire, ValidationError.wire, DatabaseUnavailable.wire]
+      error: [Unauthorized.wire, InsufficientScope.wire, ValidationError.wire, DatabaseUnavailable.wire]
     })
       .annotate(OpenApi.Summary, "Sign in with email and password; sets the svc_session cookie and returns the CSRF token")
       .annotateMerge(policy({ scopes: [], auth: [], idempotency: "none", grain: "none" })),

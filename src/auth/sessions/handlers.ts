@@ -3,7 +3,9 @@ import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { InsufficientScope, Unauthorized } from "../../../schema/errors.ts"
 import { Api } from "../../http/api.ts"
+import { AppConfig } from "../../platform/config.ts"
 import { Principal } from "../principal.ts"
+import { isForeignApiCall, ownOriginOf } from "../same-origin.ts"
 import { Csrf } from "./api.ts"
 import { CSRF_HEADER, SESSION_COOKIE, SESSION_HOURS, Sessions } from "./service.ts"
 
@@ -15,9 +17,18 @@ const onResponse = (f: (response: HttpServerResponse.HttpServerResponse) => Http
 export const SessionsHandlers = HttpApiBuilder.group(Api, "sessions", (handlers) =>
   Effect.gen(function*() {
     const sessions = yield* Sessions
+    const ownOrigin = ownOriginOf((yield* AppConfig).baseUrl)
     return handlers.handleAll({
       createSession: ({ payload }) =>
         Effect.gen(function*() {
+          // Login CSRF (decision 0107): a browser posting from another site signs no one in.
+          if (isForeignApiCall(yield* HttpServerRequest.HttpServerRequest, ownOrigin)) {
+            return yield* new InsufficientScope({
+              message: "A sign-in posted from another site is refused: sign in from this service's own origin, " +
+                "or from a client that is not a browser.",
+              reason: "csrf"
+            })
+          }
           const session = yield* sessions.login(payload.email, payload.password)
           yield* onResponse((response) =>
             HttpServerResponse.setCookieUnsafe(response, SESSION_COOKIE, session.secret, {

@@ -18,6 +18,7 @@ import { AuditLog } from "../../audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../principal.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
 import { peerAddressOf } from "../../platform/request-info.ts"
+import { v6Groups } from "../../platform/public-address.ts"
 import { CredentialPrefix, mintSecret, randomBase62, secretDigest } from "../credentials/tokens.ts"
 import { UserTokensRepo } from "../user-tokens/repo.ts"
 import { DEFAULT_USER_TOKEN_UNITS_PER_MINUTE, type NewMcpToken, userTokenMinter } from "../user-tokens/service.ts"
@@ -85,13 +86,17 @@ export interface NewSession {
 export type { NewMcpToken } from "../user-tokens/service.ts"
 
 /**
- * Login throttling (decision 0025): failed sign-ins per email and per client address, counted in
- * the shared rate limiter (memory, or Redis with REDIS_URL). Each failure raises its counter by
- * one and extends its life by window / limit; the counter clears when it lapses, so a burst of
- * `limit` failures refuses further attempts for about the window.
+ * Login throttling (decisions 0025, 0107): failed sign-ins per (email, client address) and per
+ * client address, counted in the shared rate limiter (memory, or Redis with REDIS_URL). Each
+ * failure raises its counter by one and extends its life by window / limit; the counter clears
+ * when it lapses, so a burst of `limit` failures refuses further attempts for about the window.
+ * Nothing counts per email alone: failures from one address never refuse the right password
+ * from another (no one can lock a person out from afar).
  */
 export const LOGIN_FAILURE_WINDOW_MINUTES = 15
-export const LOGIN_FAILURES_PER_EMAIL = 10
+/** Failures for one email from one client address. */
+export const LOGIN_FAILURES_PER_EMAIL_AND_ADDRESS = 10
+/** Failures from one client address, whatever the emails. */
 export const LOGIN_FAILURES_PER_ADDRESS = 50
 
 interface FailureBucket {
@@ -101,27 +106,41 @@ interface FailureBucket {
   readonly reason: string
 }
 
-/** The calling peer's address, when there is a request. */
+/**
+ * The throttled client: the directly connected peer (as everywhere in the service: no proxy
+ * header is trusted), an IPv6 peer by its /64, the block one subscriber is handed.
+ */
+export const throttleAddressOf = (address: string): string => {
+  if (!address.includes(":")) return address
+  const groups = v6Groups(address)
+  return groups === undefined ? address : `${groups.slice(0, 4).map((group) => group.toString(16)).join(":")}::/64`
+}
+
+/** The calling peer's address for throttling, when there is a request. */
 const clientAddress = Effect.map(
   Effect.serviceOption(HttpServerRequest.HttpServerRequest),
-  (request) => Option.getOrUndefined(Option.flatMap(request, peerAddressOf))
+  (request) => Option.getOrUndefined(Option.map(Option.flatMap(request, peerAddressOf), throttleAddressOf))
 )
 
-const failureBuckets = (email: string, address: string | undefined): ReadonlyArray<FailureBucket> => [
-  {
-    // The digest keeps email addresses out of the counter store's keys.
-    key: `login:email:${secretDigest(email.trim().toLowerCase())}`,
-    limit: LOGIN_FAILURES_PER_EMAIL,
-    message: "Too many failed sign-ins for this email. Wait before trying again.",
-    reason: "login_throttled_email"
-  },
-  ...(address === undefined || address === "" ? [] : [{
-    key: `login:address:${address}`,
-    limit: LOGIN_FAILURES_PER_ADDRESS,
-    message: "Too many failed sign-ins from this address. Wait before trying again.",
-    reason: "login_throttled_address"
-  }])
-]
+const failureBuckets = (email: string, address: string | undefined): ReadonlyArray<FailureBucket> => {
+  // Without a peer address (the service serves TCP only, so never in practice) they share one.
+  const from = address === undefined || address === "" ? "unknown" : address
+  return [
+    {
+      // The digest keeps email addresses out of the counter store's keys.
+      key: `login:email-address:${secretDigest(email.trim().toLowerCase())}:${from}`,
+      limit: LOGIN_FAILURES_PER_EMAIL_AND_ADDRESS,
+      message: "Too many failed sign-ins for this email from this address. Wait before trying again.",
+      reason: "login_throttled_email"
+    },
+    {
+      key: `login:address:${from}`,
+      limit: LOGIN_FAILURES_PER_ADDRESS,
+      message: "Too many failed sign-ins from this address. Wait before trying again.",
+      reason: "login_throttled_address"
+    }
+  ]
+}
 
 const badLogin = () => new Unauthorized({ message: "Unknown email or wrong password." })
 const sessionOnly = () =>
@@ -130,7 +149,8 @@ const sessionOnly = () =>
 export class Sessions extends Context.Service<Sessions, {
   /**
    * A new session for a person whose password matches; the same 401 for every failure. After
-   * repeated failures for the email (or from the client address), 429 without checking the password.
+   * repeated failures for the email from the client's address (or from that address for any
+   * email), 429 without checking the password; another address is not affected.
    */
   readonly login: (
     email: string,

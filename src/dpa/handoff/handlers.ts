@@ -2,6 +2,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { appPrincipal, CredentialStore, type PrincipalShape } from "../../auth/principal.ts"
+import { ownOriginOf, requestSiteOf } from "../../auth/same-origin.ts"
 import { SESSION_COOKIE } from "../../auth/sessions/service.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { Api } from "../../http/api.ts"
@@ -26,7 +27,7 @@ export const DpaHandoffPagesHandlers = HttpApiBuilder.group(Api, "dpaHandoffPage
   Effect.gen(function*() {
     const handoffs = yield* DpaHandoffs
     const credentials = yield* CredentialStore
-    const ownOrigin = new URL((yield* AppConfig).baseUrl).origin
+    const ownOrigin = ownOriginOf((yield* AppConfig).baseUrl)
     /** The signed-in person from the console's session cookie; None without a live session. */
     const sessionOf = (request: HttpServerRequest.HttpServerRequest) => {
       const cookie = request.cookies[SESSION_COOKIE]
@@ -34,11 +35,8 @@ export const DpaHandoffPagesHandlers = HttpApiBuilder.group(Api, "dpaHandoffPage
         ? Effect.succeed(Option.none<PrincipalShape>())
         : Effect.map(credentials.session(Redacted.make(cookie)), Option.filter((principal) => principal.kind === "session"))
     }
-    // Browsers send both on a form post; either naming another site refuses it (no CSRF header here).
-    const isCrossSite = (request: HttpServerRequest.HttpServerRequest) => {
-      const origin = request.headers["origin"]
-      return request.headers["sec-fetch-site"] === "cross-site" || (origin !== undefined && origin !== ownOrigin)
-    }
+    // The shared check (decision 0107): `Origin: null` is what this no-referrer page's own post sends.
+    const isCrossSite = (request: HttpServerRequest.HttpServerRequest) => requestSiteOf(request, ownOrigin) === "cross-site"
     return handlers
       .handleRaw("dpaHandoffPage", ({ request }) =>
         Effect.gen(function*() {

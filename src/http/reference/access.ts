@@ -119,7 +119,7 @@ export const accessDocs: GroupDocs = {
   "workspaces.reportsHub": { description: "The caller's capabilities on the reports hub: `can_edit` (bulk schedule) and `can_apply` (bulk generate)." },
   "me.getMe": { description: "The calling credential: the key's profile and scopes, the token's person, or the app (with `return_url_supported`, its effective return origins)." },
   "sessions.createSession": {
-    description: "Signs a person in: sets the `svc_session` cookie (HttpOnly) and returns `csrf_token`, to send as `X-CSRF-Token` on every write of the session. Repeated failures are throttled (429 with `Retry-After`)."
+    description: "Signs a person in: sets the `svc_session` cookie (HttpOnly) and returns `csrf_token`, to send as `X-CSRF-Token` on every write of the session. A browser's post from another site (`Sec-Fetch-Site` other than same-origin, or an `Origin` other than the service's own) is 403 `insufficient_scope`, reason `csrf`, and signs nobody in; a client that sends neither header (curl, SDKs) is not affected. Failures are throttled per email and client address (10 in 15 minutes) and per client address (50): 429 with `Retry-After`; another address is not affected (decision 0107)."
   },
   "sessions.deleteCurrentSession": { description: "Signs out: the session is revoked and the cookie cleared. 204." },
   "sessions.createMcpToken": { description: "Mints an MCP user token for the signed-in person with the MCP grants asked for (`mcp:read` by default). The plaintext is in this answer only. Refused to user tokens." },
@@ -142,8 +142,8 @@ export const accessDocs: GroupDocs = {
   },
   "oauth.revoke": { description: "RFC 7009: revokes an API key minted for this app; any other token also answers 200 (nothing is said about tokens of others). Client credential by HTTP Basic or in the body." },
   "mcpOAuth.metadata": { description: "RFC 8414 metadata of the agent OAuth surface: endpoints, PKCE method `S256`, `none` client authentication. Public." },
-  "mcpOAuth.signIn": { description: "The sign-in form of the consent screen: on success sets `svc_session` and shows the consent screen; on failure shows the form again (throttled like `POST /api/v1/sessions`)." },
+  "mcpOAuth.signIn": { description: "The sign-in form of the consent screen: on success sets `svc_session` and shows the consent screen; on failure shows the form again (throttled like `POST /api/v1/sessions`: then as a 429 with `Retry-After`). Posted by the sign-in page only: a post another site makes (`Sec-Fetch-Site` other than same-origin, or a foreign `Origin`), or one without the page's `form_token` matching its `__Host-svc_form` cookie, is a 403 page and signs nobody in (decision 0107)." },
   "passwordPages.passwordPage": { description: "The HTML form a one-time set-password link opens. Public; the token in the URL is the credential." },
-  "passwordPages.passwordForm": { description: "The form's target: sets the password, uses the link up, and signs the person out of every other session. Answers an HTML page." },
+  "passwordPages.passwordForm": { description: "The form's target: sets the password, uses the link up, and signs the person out of every other session. Answers an HTML page. Like the sign-in form, it refuses a post from another site, or without the page's `form_token` and cookie (403 page, nothing changed; decision 0107)." },
   "collector.collectPreflight": { description: "CORS pre-flight for `POST /t/collect`: allowed origins of the tracking key get the CORS headers; others get none." }
 }
