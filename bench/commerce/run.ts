@@ -32,7 +32,9 @@ import { MigrationsLive } from "../../src/main/core.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
+import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
 import { fmt, freePort, HOST, intFromEnv, processCpuMs, runInProcessBench, sleep, startProcess, stopProcess, waitFor } from "../support.ts"
 
 const ORDERS = intFromEnv("BENCH_ORDERS", 100_000, 1_000_000)
@@ -40,7 +42,8 @@ const KILL_AT = Math.min(0.9, Math.max(0.05, Number(process.env["BENCH_KILL_AT"]
 const SHOP = "bench-shop"
 const POLL_MS = 200
 
-// The bench and the service it spawns seal and open the connection's tokens with one key.
+// The bench, the sandbox and the service it spawns seal and open the connection's tokens, and key
+// sandbox world handles (decision 0109), with one key.
 process.env["SVC_SECRETS_KEY"] ??= randomBytes(32).toString("base64")
 
 const json = (url: string, init: RequestInit = {}) =>
@@ -67,10 +70,23 @@ const main = (sandboxUrl: string, sandboxPid: number | undefined) =>
     const jobs = yield* SyncJobsRepo
     const base = `${sandboxUrl}/commerce`
 
-    // 1. A grant for the shop (the consent opens it), then its orders (not timed).
+    // 1. A profile with an API key (its sandbox world's test controls open with it), a grant for
+    //    the shop in that world (the consent opens it), then its orders (not timed).
+    const workspaceId = crypto.randomUUID()
+    const profileId = crypto.randomUUID()
+    const key = mintSecret(CredentialPrefix.apiKey)
+    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench:commerce')`
+    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'bench:commerce')`
+    yield* sql`
+      INSERT INTO api_keys (id, profile_id, workspace_id, prefix, secret_hash, scopes)
+      VALUES (${crypto.randomUUID()}, ${profileId}, ${workspaceId}, ${displayPrefix(key, CredentialPrefix.apiKey)},
+              ${secretDigest(key)}, ${["connections:read"]})`
+    const control = { authorization: `Bearer ${key}` }
     const redirect = "http://127.0.0.1/callback"
+    const world = encodeURIComponent(sandboxWorlds(box.keyedHash).handle(profileId))
     const consent = yield* json(
-      `${base}/oauth/authorize?client_id=sandbox-commerce&redirect_uri=${encodeURIComponent(redirect)}&state=bench&shop=${SHOP}`,
+      `${base}/oauth/authorize?client_id=sandbox-commerce&redirect_uri=${encodeURIComponent(redirect)}&state=bench&shop=${SHOP}` +
+        `&${SANDBOX_WORLD_PARAM}=${world}`,
       {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -94,21 +110,17 @@ const main = (sandboxUrl: string, sandboxPid: number | undefined) =>
     if (typeof token.body?.access_token !== "string") return yield* Effect.fail(new Error(`token: ${token.status} ${JSON.stringify(token.body)}`))
     const arrived = yield* json(`${base}/_state`, {
       method: "PATCH",
-      headers: { "content-type": "application/json" },
+      headers: { ...control, "content-type": "application/json" },
       body: JSON.stringify({ arrive: { kind: "generated_orders", shop: SHOP, orders: ORDERS, seed: 1 } })
     })
     if (arrived.status !== 201) return yield* Effect.fail(new Error(`generated_orders: ${arrived.status} ${JSON.stringify(arrived.body)}`))
-    const state = yield* json(`${base}/_state`)
+    const state = yield* json(`${base}/_state`, { headers: control })
     const seeded = (state.body.orders as ReadonlyArray<{ shop_id: string; milestones: ReadonlyArray<{ status: string }> }>)
       .filter((o) => o.shop_id === SHOP)
     const totalOrders = ORDERS + seeded.length
     const totalMilestones = ORDERS * 4 + seeded.reduce((n, o) => n + o.milestones.length, 0)
     const paidOrders = ORDERS + seeded.filter((o) => o.milestones.some((m) => m.status === "paid")).length
 
-    const workspaceId = crypto.randomUUID()
-    const profileId = crypto.randomUUID()
-    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench:commerce')`
-    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'bench:commerce')`
     // A paid order is a payment; a cash definition listing `payment` makes it a conversion, as a merchant would set up.
     yield* sql`
       INSERT INTO conversion_definitions (id, profile_id, conversion_key, name, kind, event_names, counts_as_cash, is_default)
@@ -282,7 +294,8 @@ const sandboxPort = await freePort()
 const sandboxProcess = startProcess(["src/main/sandbox.ts"], { ...process.env, SVC_SANDBOX_PORT: String(sandboxPort), HOST }, "sandbox")
 const sandboxUrl = `http://${HOST}:${sandboxPort}/sandbox`
 for (let i = 0; i < 100; i++) {
-  const up = await fetch(`${sandboxUrl}/commerce/_state`).then((r) => r.ok, () => false)
+  // Test media answers without a credential (test controls do not): the sandbox is up.
+  const up = await fetch(`${sandboxUrl}/commerce/media/ready.txt?bytes=0`).then((r) => r.ok, () => false)
   if (up) break
   await sleep(100)
 }

@@ -255,17 +255,28 @@ async function main() {
     process.exitCode = 1
     return
   }
+  // The service and the sandbox key sandbox world handles with one key (decision 0109): the
+  // hand-off's consent link names the profile's world, and the sandbox pushes to this service's
+  // own /hooks/<provider> only.
+  const secretsKey = process.env["SVC_SECRETS_KEY"] ?? randomBytes(32).toString("base64")
+  const servicePort = await freePort()
   const sandboxPort = await freePort()
-  const sandbox = startProcess(["src/main/sandbox.ts"], { ...process.env, HOST, SVC_SANDBOX_PORT: String(sandboxPort), LOG_LEVEL: "Warn" }, "sandbox")
+  const sandbox = startProcess(["src/main/sandbox.ts"], {
+    ...process.env,
+    HOST,
+    SVC_SANDBOX_PORT: String(sandboxPort),
+    SVC_SECRETS_KEY: secretsKey,
+    SVC_BASE_URL: `http://${HOST}:${servicePort}`,
+    LOG_LEVEL: "Warn"
+  }, "sandbox")
   await waitForSandbox(sandboxPort)
   const proxy = await startProxy(sandboxPort)
-  const servicePort = await freePort()
   const serviceEnv = {
     ...process.env,
     HOST,
     PORT: String(servicePort),
     DATABASE_URL: databaseUrl,
-    SVC_SECRETS_KEY: process.env["SVC_SECRETS_KEY"] ?? randomBytes(32).toString("base64"),
+    SVC_SECRETS_KEY: secretsKey,
     SVC_SANDBOX_URL: `http://${HOST}:${proxy.port}/sandbox`,
     SVC_BASE_URL: `http://${HOST}:${servicePort}`,
     // Its own cluster runner port and no Redis: other processes on this machine use the defaults.
@@ -348,7 +359,8 @@ async function main() {
 const waitForSandbox = async (port: number) => {
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
-    const ok = await fetch(`http://${HOST}:${port}/sandbox/adplatform/_state`).then(async (r) => {
+    // Test media answers without a credential (test controls do not): the sandbox is up.
+    const ok = await fetch(`http://${HOST}:${port}/sandbox/adplatform/media/ready.txt?bytes=0`).then(async (r) => {
       await r.arrayBuffer()
       return r.status === 200
     }, () => false)

@@ -13,40 +13,58 @@
  */
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { spawn } from "node:child_process"
+import { randomBytes, randomUUID } from "node:crypto"
 import { AdPlatformLive } from "../../src/providers/adplatform/live.ts"
 import { AdPlatform } from "../../src/providers/adplatform/port.ts"
 import { ProviderEndpoints, sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import { ProviderHttp } from "../../src/providers/http.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
+import { SecretBox } from "../../src/platform/secret-box.ts"
+import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
 import { fmt, freePort, HOST, intFromEnv } from "../support.ts"
 
 const ADS = intFromEnv("BENCH_ADS", 5_000, 50_000)
 const DAYS = intFromEnv("BENCH_DAYS", 396, 1_130)
 
+// The sandbox's test controls open to the operator token with `?profile_id=` (no database here for
+// an API key), and its world handles are keyed by the secrets key: this process and the sandbox
+// share both (decision 0109). The bench acts in a world of its own.
+process.env["SVC_SECRETS_KEY"] ??= randomBytes(32).toString("base64")
+const OPERATOR_TOKEN = process.env["SVC_ADMIN_TOKEN"] ?? `bench-${randomBytes(16).toString("hex")}`
+const WORLD = randomUUID()
+const SANDBOX_SECRET = process.env["SVC_SANDBOX_SECRET"] ?? DEFAULT_SANDBOX_SECRET
+
 const main = async () => {
   const port = await freePort()
   const base = `http://${HOST}:${port}/sandbox/adplatform`
   const child = spawn(process.execPath, ["src/main/sandbox.ts"], {
-    env: { ...process.env, SVC_SANDBOX_PORT: String(port), HOST, LOG_LEVEL: "Warn" },
+    env: { ...process.env, SVC_ADMIN_TOKEN: OPERATOR_TOKEN, SVC_SANDBOX_PORT: String(port), HOST, LOG_LEVEL: "Warn" },
     stdio: ["ignore", "ignore", "inherit"]
   })
+  // The bench's world's test controls, as the operator.
+  const control = `${base}/_state?profile_id=${WORLD}`
+  const operator = { authorization: `Bearer ${OPERATOR_TOKEN}` }
   try {
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline) {
-      const up = await fetch(`${base}/_state`).then((r) => r.ok, () => false)
+      const up = await fetch(control, { headers: operator }).then((r) => r.ok, () => false)
       if (up) break
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
     const json = (method: string, body: unknown) => ({
       method,
-      headers: { "content-type": "application/json" },
+      headers: { ...operator, "content-type": "application/json" },
       body: JSON.stringify(body)
     })
-    const generated = await fetch(`${base}/_state`, json("PATCH", { arrive: { kind: "generated_account", id: "act_5000", ads: ADS } }))
+    const generated = await fetch(control, json("PATCH", { arrive: { kind: "generated_account", id: "act_5000", ads: ADS } }))
     if (generated.status !== 201) throw new Error(`generated_account: ${generated.status} ${await generated.text()}`)
     // Consent as a person would (the default persona reaches the generated account, listed first).
     const redirectUri = "http://bench.invalid/callback"
-    const authorize = `${base}/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirectUri)}&state=b`
+    const settings = await Effect.runPromise(loadSettings.pipe(Effect.orDie))
+    const box = SecretBox.make(Buffer.from(process.env["SVC_SECRETS_KEY"] ?? "", "base64"))
+    const world = sandboxWorlds(box.keyedHash).handle(WORLD)
+    const authorize = `${base}/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirectUri)}&state=b` +
+      `&${SANDBOX_WORLD_PARAM}=${encodeURIComponent(world)}`
     const consent = await fetch(authorize, {
       method: "POST",
       redirect: "manual",
@@ -62,7 +80,7 @@ const main = async () => {
         code,
         redirect_uri: redirectUri,
         client_id: "sandbox-adplatform",
-        client_secret: sandboxClientSecret(DEFAULT_SANDBOX_SECRET, "adplatform")
+        client_secret: sandboxClientSecret(SANDBOX_SECRET, "adplatform")
       }).toString()
     }).then((r) => r.json() as Promise<{ access_token: string }>)
 
@@ -98,7 +116,6 @@ const main = async () => {
       const insightsMs = performance.now() - started
       return { adCount, structureMs, rows, spend, insightsMs }
     })
-    const settings = await Effect.runPromise(loadSettings.pipe(Effect.orDie))
     const config = AppConfig.layerWith({
       ...settings,
       providers: { ...settings.providers, mode: "sandbox", sandboxUrl: `http://${HOST}:${port}/sandbox`, servesSandbox: false }
@@ -110,7 +127,7 @@ const main = async () => {
     )
     sample()
     const result = await Effect.runPromise(Effect.provide(program, layer))
-    const state = await fetch(`${base}/_state`).then((r) => r.json() as Promise<{ counters: { api_calls: number; rate_limited: number; faulted: number } }>)
+    const state = await fetch(control, { headers: operator }).then((r) => r.json() as Promise<{ counters: { api_calls: number; rate_limited: number; faulted: number } }>)
     const pages = Math.ceil(result.rows / 500) + Math.ceil(result.adCount / 500)
     const seconds = result.insightsMs / 1000
     console.log(`bench:sync:provider — ${fmt(result.adCount)} ads, ${DAYS} days (${since}..${until})`)

@@ -25,20 +25,28 @@
  */
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { randomBytes } from "node:crypto"
 import { createServer, request as httpRequest } from "node:http"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { ConnectionSessions } from "../../src/connections/sessions.ts"
 import { ConnectionsRepo } from "../../src/connections/repo.ts"
 import { SyncJobsRepo } from "../../src/connections/sync/repo.ts"
 import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
 import { MigrationsLive } from "../../src/main/core.ts"
-import { AppConfig, loadSettings } from "../../src/platform/config.ts"
+import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
+import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import { ProvidersLive } from "../../src/providers/layer.ts"
+import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
 import { commandCpuMs, fmt, freePort, HOST, intFromEnv, processCpuMs, runInProcessBench, sleep, startProcess, stopProcess } from "../support.ts"
 
 const ADS = intFromEnv("BENCH_ADS", 5_000, 100_000)
 const DAYS = intFromEnv("BENCH_DAYS", 396, 1_000)
+
+// The bench and the sandbox it spawns key sandbox world handles with one key (decision 0109): the
+// consent link names the bench profile's world, whose test controls its API key opens.
+process.env["SVC_SECRETS_KEY"] ??= randomBytes(32).toString("base64")
 
 /** What the counting proxy saw. */
 const seen = { calls: 0, throttled: 0, failed: 0 }
@@ -104,18 +112,31 @@ const main = (sandboxUrl: string) =>
     const worker = yield* SyncWorker
     const base = `${sandboxUrl}/adplatform`
 
-    // 1. The generated account (listed first: the next `one_account` consent reaches it), and a grant for it (not timed).
-    const state = yield* json(`${base}/_state`)
+    // 1. A profile with an API key (its sandbox world's test controls open with it), the generated
+    //    account in that world (listed first: the next `one_account` consent reaches it), and a grant for it (not timed).
+    const workspaceId = crypto.randomUUID()
+    const profileId = crypto.randomUUID()
+    const key = mintSecret(CredentialPrefix.apiKey)
+    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench:sync')`
+    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'bench:sync')`
+    yield* sql`
+      INSERT INTO api_keys (id, profile_id, workspace_id, prefix, secret_hash, scopes)
+      VALUES (${crypto.randomUUID()}, ${profileId}, ${workspaceId}, ${displayPrefix(key, CredentialPrefix.apiKey)},
+              ${secretDigest(key)}, ${["connections:read"]})`
+    const control = { authorization: `Bearer ${key}` }
+    const state = yield* json(`${base}/_state`, { headers: control })
+    if (state.status !== 200) return yield* Effect.fail(new Error(`_state: ${state.status} ${JSON.stringify(state.body)}`))
     const arrived = yield* json(`${base}/_state`, {
       method: "PATCH",
-      headers: { "content-type": "application/json" },
+      headers: { ...control, "content-type": "application/json" },
       body: JSON.stringify({ arrive: { kind: "generated_account", ads: ADS } })
     })
     if (arrived.status !== 201) return yield* Effect.fail(new Error(`generated_account: ${arrived.status} ${JSON.stringify(arrived.body)}`))
     const account = arrived.body.account as { readonly id: string; readonly currency: string; readonly ads: number }
     const redirect = "http://127.0.0.1/callback"
     const consent = yield* json(
-      `${base}/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirect)}&state=bench`,
+      `${base}/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirect)}&state=bench` +
+        `&${SANDBOX_WORLD_PARAM}=${encodeURIComponent(sandboxWorlds(box.keyedHash).handle(profileId))}`,
       {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -133,13 +154,11 @@ const main = (sandboxUrl: string) =>
         code,
         redirect_uri: redirect,
         client_id: state.body.app.client_id,
-        client_secret: state.body.app.client_secret
+        // `_state` shows no secret: the app's derives from the sandbox's root, as the service derives it.
+        client_secret: sandboxClientSecret(process.env["SVC_SANDBOX_SECRET"] ?? DEFAULT_SANDBOX_SECRET, "adplatform")
       })
     })
-    const workspaceId = crypto.randomUUID()
-    const profileId = crypto.randomUUID()
-    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench:sync')`
-    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'bench:sync')`
+    if (typeof token.body?.access_token !== "string") return yield* Effect.fail(new Error(`token: ${token.status} ${JSON.stringify(token.body)}`))
     const { id: connectionId } = yield* connections.upsertFromGrant({
       profileId,
       provider: "adplatform",
@@ -210,6 +229,7 @@ const main = (sandboxUrl: string) =>
       yield* sql`DELETE FROM ads WHERE profile_id = ${profileId}`
       yield* sql`DELETE FROM ad_sets WHERE profile_id = ${profileId}`
       yield* sql`DELETE FROM ad_campaigns WHERE profile_id = ${profileId}`
+      yield* sql`DELETE FROM api_keys WHERE profile_id = ${profileId}`
     }
   })
 
@@ -218,7 +238,8 @@ const sandboxProcess = startProcess(["src/main/sandbox.ts"], { ...process.env, S
 const proxy = await startProxy(sandboxPort)
 const sandboxUrl = `http://${HOST}:${proxy.port}/sandbox`
 for (let i = 0; i < 100; i++) {
-  const up = await fetch(`http://${HOST}:${sandboxPort}/sandbox/adplatform/_state`).then((r) => r.ok, () => false)
+  // Test media answers without a credential (test controls do not): the sandbox is up.
+  const up = await fetch(`http://${HOST}:${sandboxPort}/sandbox/adplatform/media/ready.txt?bytes=0`).then((r) => r.ok, () => false)
   if (up) break
   await sleep(100)
 }

@@ -50,7 +50,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const f = yield* fixture()
         const ad = `ad_${f.n}_2_1_1`
-        const before = yield* writeCount
+        const before = yield* writeCount(f.key)
         const paused = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
         assert.strictEqual(paused.status, 200, paused.text)
         assert.strictEqual(paused.json.outcome, "applied")
@@ -58,19 +58,19 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(paused.json.pre_state.status, "active")
         assert.strictEqual(paused.json.rollback_of, null)
         assert.deepStrictEqual(paused.json.undo, { method: "POST", path: `/api/v1/ads/${ad}/resume` })
-        assert.strictEqual((yield* objectOf(ad)).status, "paused")
-        assert.strictEqual(yield* writeCount, before + 1)
+        assert.strictEqual((yield* objectOf(f.key, ad)).status, "paused")
+        assert.strictEqual(yield* writeCount(f.key), before + 1)
 
         const again = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
         assert.strictEqual(again.status, 200, again.text)
         assert.strictEqual(again.json.outcome, "no_change")
         assert.strictEqual(again.json.undo, null)
-        assert.strictEqual(yield* writeCount, before + 1)
+        assert.strictEqual(yield* writeCount(f.key), before + 1)
 
         const resumed = yield* send(f.key, "POST", `/api/v1/ads/${ad}/resume`)
         assert.strictEqual(resumed.json.outcome, "applied", resumed.text)
-        assert.strictEqual((yield* objectOf(ad)).status, "active")
-        assert.strictEqual(yield* writeCount, before + 2)
+        assert.strictEqual((yield* objectOf(f.key, ad)).status, "active")
+        assert.strictEqual(yield* writeCount(f.key), before + 2)
 
         const rows = yield* ledger(f.profileId, ad)
         assert.deepStrictEqual(rows.map((r) => [r.action, r.state, r.written_status]), [
@@ -87,20 +87,20 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const f = yield* fixture()
         const ad = `ad_${f.n}_2_1_2`
-        yield* patchObjects([{ id: ad, status: "archived" }])
-        const before = yield* writeCount
+        yield* patchObjects(f.key, [{ id: ad, status: "archived" }])
+        const before = yield* writeCount(f.key)
         const refused = yield* send(f.key, "POST", `/api/v1/ads/${ad}/resume`)
         assert.strictEqual(refused.status, 409, refused.text)
         assert.strictEqual(refused.json.error.code, "invalid_state")
-        assert.strictEqual(yield* writeCount, before)
-        assert.strictEqual((yield* objectOf(ad)).status, "archived")
+        assert.strictEqual(yield* writeCount(f.key), before)
+        assert.strictEqual((yield* objectOf(f.key, ad)).status, "archived")
         assert.strictEqual((yield* ledger(f.profileId, ad)).length, 0)
         assert.strictEqual((yield* audits(f.profileId, ad)).length, 1, "the refused attempt is audited")
 
         const unknown = yield* send(f.key, "POST", `/api/v1/ads/ad_999999_1_1_1/pause`)
         assert.strictEqual(unknown.status, 404, unknown.text)
         assert.strictEqual(unknown.json.error.code, "not_found")
-        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual(yield* writeCount(f.key), before)
       }))
   })
 
@@ -110,14 +110,14 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const set = `as_${f.n}_2_1`
         const { userId } = yield* seedMemberSession(f, "owner")
-        const live = (yield* objectOf(set)).daily_budget_minor as number
-        const before = yield* writeCount
+        const live = (yield* objectOf(f.key, set)).daily_budget_minor as number
+        const before = yield* writeCount(f.key)
 
         const missing = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 100, applied_by: userId }, null)
         assert.strictEqual(missing.status, 400, missing.text)
         assert.strictEqual(missing.json.error.code, "invalid_request")
         assert.include(missing.json.error.message, "Idempotency-Key")
-        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual(yield* writeCount(f.key), before)
         assert.strictEqual((yield* ledger(f.profileId, set)).length, 0)
 
         const key = crypto.randomUUID()
@@ -128,13 +128,13 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(replay.status, 200, replay.text)
         assert.strictEqual(replay.headers.get("idempotent-replayed"), "true")
         assert.deepStrictEqual(replay.json, first.json)
-        assert.strictEqual(yield* writeCount, before + 1)
+        assert.strictEqual(yield* writeCount(f.key), before + 1)
 
         const conflict = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { ...body, new_daily_budget_minor: live + 200 }, key)
         assert.strictEqual(conflict.status, 409, conflict.text)
         assert.strictEqual(conflict.json.error.code, "idempotency_key_conflict")
-        assert.strictEqual(yield* writeCount, before + 1)
-        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live + 100)
+        assert.strictEqual(yield* writeCount(f.key), before + 1)
+        assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, live + 100)
       }))
   })
 
@@ -145,8 +145,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const set = `as_${f.n}_2_1`
         const owner = yield* seedMemberSession(f, "owner")
         const analyst = yield* seedMemberSession(f, "analyst")
-        const live = (yield* objectOf(set)).daily_budget_minor as number
-        const before = yield* writeCount
+        const live = (yield* objectOf(f.key, set)).daily_budget_minor as number
+        const before = yield* writeCount(f.key)
 
         const nobody = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 10 })
         assert.strictEqual(nobody.status, 400, nobody.text)
@@ -160,7 +160,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           applied_by: owner.userId
         })
         assert.strictEqual(both.status, 400, both.text)
-        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual(yield* writeCount(f.key), before)
         // A refused person on a resolved connection is an audited attempt; a malformed body is not an attempt.
         assert.deepStrictEqual((yield* audits(f.profileId, set)).map((a) => a.details.refused), ["ValidationError", "ValidationError"])
 
@@ -172,7 +172,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(changed.json.applied_by_basis, "applied_by")
         assert.strictEqual(changed.json.applied_by, owner.userId)
         assert.strictEqual(changed.json.pre_state.daily_budget_minor, live)
-        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live + 500)
+        assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, live + 500)
 
         // A signed-in person is the person on record.
         const ownerSession = yield* call(`/api/v1/adsets/${set}/budget?profile_id=${f.profileId}`, {
@@ -198,7 +198,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(noOwner.status, 422, noOwner.text)
         assert.strictEqual(noOwner.json.error.code, "validation_error")
         const owner = yield* seedMemberSession(f, "owner")
-        const live = (yield* objectOf(set)).daily_budget_minor as number
+        const live = (yield* objectOf(f.key, set)).daily_budget_minor as number
         const changed = yield* send(key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 100 })
         assert.strictEqual(changed.status, 200, changed.text)
         assert.strictEqual(changed.json.applied_by_basis, "app_shadow_owner")
@@ -213,22 +213,22 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const set = `as_${f.n}_2_1`
         const { userId } = yield* seedMemberSession(f, "admin")
-        yield* patchObjects([{ id: set, daily_budget_minor: 600 }])
-        const before = yield* writeCount
+        yield* patchObjects(f.key, [{ id: set, daily_budget_minor: 600 }])
+        const before = yield* writeCount(f.key)
         for (const value of [901, 299, 99]) {
           const refused = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: value, applied_by: userId })
           assert.strictEqual(refused.status, 422, `${value}: ${refused.text}`)
           assert.strictEqual(refused.json.error.code, "budget_change_out_of_bounds")
         }
-        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual(yield* writeCount(f.key), before)
         const edge = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 900, applied_by: userId })
         assert.strictEqual(edge.status, 200, edge.text)
-        yield* patchObjects([{ id: set, daily_budget_minor: 600 }])
+        yield* patchObjects(f.key, [{ id: set, daily_budget_minor: 600 }])
         // 400 is within the service's bounds (floor 100, 300..900) but under the platform's minimum of 500.
         const platform = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 400, applied_by: userId })
         assert.strictEqual(platform.status, 422, platform.text)
         assert.strictEqual(platform.json.error.code, "validation_error")
-        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, 600)
+        assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, 600)
         const rows = yield* ledger(f.profileId, set)
         assert.deepStrictEqual(rows.map((r) => r.state), ["applied", "failed"])
       }))
@@ -237,7 +237,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const f = yield* fixture()
         const { userId } = yield* seedMemberSession(f, "owner")
-        const before = yield* writeCount
+        const before = yield* writeCount(f.key)
         const owned = yield* send(f.key, "POST", `/api/v1/adsets/as_${f.n}_1_1/budget`, { new_daily_budget_minor: 1_000, applied_by: userId })
         assert.strictEqual(owned.status, 409, owned.text)
         assert.strictEqual(owned.json.error.code, "invalid_state")
@@ -247,14 +247,14 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const lifetimeOk = yield* send(f.key, "POST", `/api/v1/adsets/as_${f.n}_2_2/budget`, { new_lifetime_budget_minor: 120_000, applied_by: userId })
         assert.strictEqual(lifetimeOk.status, 200, lifetimeOk.text)
         assert.strictEqual(lifetimeOk.json.budget_type, "lifetime")
-        assert.strictEqual((yield* objectOf(`as_${f.n}_2_2`)).lifetime_budget_minor, 120_000)
+        assert.strictEqual((yield* objectOf(f.key, `as_${f.n}_2_2`)).lifetime_budget_minor, 120_000)
 
         const set = `as_${f.n}_2_1`
-        yield* patchObjects([{ id: set, status: "archived" }])
+        yield* patchObjects(f.key, [{ id: set, status: "archived" }])
         const gone = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 2_100, applied_by: userId })
         assert.strictEqual(gone.status, 409, gone.text)
         assert.strictEqual(gone.json.error.code, "adset_not_editable")
-        assert.strictEqual(yield* writeCount, before + 1)
+        assert.strictEqual(yield* writeCount(f.key), before + 1)
         const audited = yield* audits(f.profileId, set)
         assert.strictEqual(audited.length, 1)
         assert.strictEqual(audited[0].details.refused, "AdsetNotEditable")
@@ -267,7 +267,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const set = `as_${f.n}_2_1`
         const { userId } = yield* seedMemberSession(f, "owner")
-        yield* patchObjects([{ id: set, status: "archived" }])
+        yield* patchObjects(f.key, [{ id: set, status: "archived" }])
         const queued = yield* send(f.key, "POST", "/api/v1/connections/sync", { connection_id: f.connectionId })
         assert.strictEqual(queued.status, 202, queued.text)
         const jobId: string = queued.json.data[0].job_id
@@ -277,13 +277,13 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           { what: `sync job ${jobId}`, within: "60 seconds", every: "200 millis" }
         )
         assert.strictEqual(job.status, "done", JSON.stringify(job))
-        const before = yield* writeCount
-        yield* setFaults({ fail_next: 100 })
+        const before = yield* writeCount(f.key)
+        yield* setFaults(f.key, { fail_next: 100 })
         const refused = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 2_100, applied_by: userId })
-        yield* clearFaults
+        yield* clearFaults(f.key)
         assert.strictEqual(refused.status, 409, refused.text)
         assert.strictEqual(refused.json.error.code, "adset_not_editable")
-        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual(yield* writeCount(f.key), before)
         assert.strictEqual((yield* ledger(f.profileId, set)).length, 0)
         assert.strictEqual((yield* audits(f.profileId, set)).length, 1)
       }))
@@ -293,31 +293,33 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
     it.effect("a connection without the manage-ads grant is 403 adplatform_write_permission_missing; a throttle 429 with Retry-After; an unreachable platform 502", () =>
       Effect.gen(function*() {
         const noGrant = yield* fixture("no_manage_ads_permission")
-        const before = yield* writeCount
+        const noGrantBefore = yield* writeCount(noGrant.key)
         const refused = yield* send(noGrant.key, "POST", `/api/v1/ads/ad_${noGrant.n}_2_1_1/pause`)
         assert.strictEqual(refused.status, 403, refused.text)
         assert.strictEqual(refused.json.error.code, "adplatform_write_permission_missing")
-        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual(yield* writeCount(noGrant.key), noGrantBefore)
         assert.strictEqual((yield* audits(noGrant.profileId, `ad_${noGrant.n}_2_1_1`)).length, 1)
 
+        // Each profile has its own sandbox world (decision 0109): this one's writes are counted in its own.
         const f = yield* fixture()
         const ad = `ad_${f.n}_2_1_1`
-        yield* setFaults({ throttle: 50 })
+        const before = yield* writeCount(f.key)
+        yield* setFaults(f.key, { throttle: 50 })
         const throttled = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
         assert.strictEqual(throttled.status, 429, throttled.text)
         assert.strictEqual(throttled.json.error.code, "rate_limit_exceeded")
         assert.isNotNull(throttled.headers.get("retry-after"))
-        yield* setFaults({ throttle: 0, fail_next: 50 })
+        yield* setFaults(f.key, { throttle: 0, fail_next: 50 })
         const down = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
         assert.strictEqual(down.status, 502, down.text)
         assert.strictEqual(down.json.error.code, "adplatform_unavailable")
-        yield* setFaults({ fail_next: 0, missing_permission: true })
+        yield* setFaults(f.key, { fail_next: 0, missing_permission: true })
         const revoked = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
         assert.strictEqual(revoked.status, 403, revoked.text)
         assert.strictEqual(revoked.json.error.code, "adplatform_write_permission_missing")
-        yield* clearFaults
-        assert.strictEqual((yield* objectOf(ad)).status, "active")
-        assert.strictEqual(yield* writeCount, before)
+        yield* clearFaults(f.key)
+        assert.strictEqual((yield* objectOf(f.key, ad)).status, "active")
+        assert.strictEqual(yield* writeCount(f.key), before)
       }))
 
     it.effect("a connection awaiting a reconnect is 409 adplatform_connection_required", () =>
@@ -335,12 +337,12 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const second = yield* connectFresh(f)
         assert.notStrictEqual(second.connectionId, f.connectionId)
-        const before = yield* writeCount
+        const before = yield* writeCount(f.key)
         const refused = yield* send(f.key, "POST", `/api/v1/ads/ad_${second.n}_2_1_1/pause`)
         assert.strictEqual(refused.status, 409, refused.text)
         assert.strictEqual(refused.json.error.code, "adplatform_connection_required")
-        assert.strictEqual(yield* writeCount, before)
-        assert.strictEqual((yield* objectOf(`ad_${second.n}_2_1_1`)).status, "active")
+        assert.strictEqual(yield* writeCount(f.key), before)
+        assert.strictEqual((yield* objectOf(f.key, `ad_${second.n}_2_1_1`)).status, "active")
       }))
 
     it.effect("on an app-provisioned profile with the add-on off, writes are 409 entitlement_required", () =>
@@ -362,7 +364,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const campaign = `cmp_${f.n}_2`
         const ownAd = `ad_${f.n}_2_1_3`
-        yield* patchObjects([{ id: ownAd, status: "paused" }])
+        yield* patchObjects(f.key, [{ id: ownAd, status: "paused" }])
         const status = yield* send(f.key, "GET", `/api/v1/campaigns/${campaign}/status`, undefined, null)
         assert.strictEqual(status.status, 200, status.text)
         assert.strictEqual(status.json.status, "active")
@@ -372,12 +374,12 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.deepStrictEqual(status.json.actions.budget, { available: false, reason: "no_campaign_budget" })
         assert.match(status.json.confirm_token, /^ct_/)
 
-        const before = yield* writeCount
+        const before = yield* writeCount(f.key)
         const paused = yield* send(f.key, "POST", `/api/v1/campaigns/${campaign}/pause`, undefined, `${status.json.confirm_token}:pause`)
         assert.strictEqual(paused.status, 200, paused.text)
         assert.strictEqual(paused.json.affected_ads_count, 19)
         assert.deepStrictEqual(paused.json.undo, { method: "POST", path: `/api/v1/campaigns/${campaign}/resume` })
-        assert.strictEqual(yield* writeCount, before + 1)
+        assert.strictEqual(yield* writeCount(f.key), before + 1)
         const after = yield* send(f.key, "GET", `/api/v1/campaigns/${campaign}/status`, undefined, null)
         assert.notStrictEqual(after.json.confirm_token, status.json.confirm_token, "the token follows the live state")
 
@@ -385,11 +387,11 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(resumed.status, 200, resumed.text)
         assert.strictEqual(resumed.json.outcome, "applied")
         assert.strictEqual(resumed.json.rollback_of, paused.json.action_id)
-        assert.strictEqual((yield* objectOf(campaign)).status, "active")
-        assert.strictEqual((yield* objectOf(ownAd)).status, "paused")
+        assert.strictEqual((yield* objectOf(f.key, campaign)).status, "active")
+        assert.strictEqual((yield* objectOf(f.key, ownAd)).status, "paused")
         const again = yield* send(f.key, "POST", `/api/v1/campaigns/${campaign}/resume`)
         assert.strictEqual(again.json.outcome, "no_change", again.text)
-        assert.strictEqual(yield* writeCount, before + 2)
+        assert.strictEqual(yield* writeCount(f.key), before + 2)
       }))
 
     it.effect("a campaign budget: its own budget within +/-50 %; a campaign without one is 409 campaign_not_editable", () =>
@@ -399,7 +401,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const changed = yield* send(f.key, "POST", `/api/v1/campaigns/cmp_${f.n}_1/budget`, { new_daily_budget_minor: 14_000, applied_by: userId })
         assert.strictEqual(changed.status, 200, changed.text)
         assert.strictEqual(changed.json.previous_budget_minor, 10_000)
-        assert.strictEqual((yield* objectOf(`cmp_${f.n}_1`)).daily_budget_minor, 14_000)
+        assert.strictEqual((yield* objectOf(f.key, `cmp_${f.n}_1`)).daily_budget_minor, 14_000)
         const far = yield* send(f.key, "POST", `/api/v1/campaigns/cmp_${f.n}_1/budget`, { new_daily_budget_minor: 30_000, applied_by: userId })
         assert.strictEqual(far.status, 422, far.text)
         assert.strictEqual(far.json.error.code, "budget_change_out_of_bounds")
@@ -415,25 +417,25 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const set = `as_${f.n}_2_1`
         const { userId } = yield* seedMemberSession(f, "owner")
-        const live = (yield* objectOf(set)).daily_budget_minor as number
+        const live = (yield* objectOf(f.key, set)).daily_budget_minor as number
         const changed = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 300, applied_by: userId })
         assert.strictEqual(changed.status, 200, changed.text)
         const rolled = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${changed.json.action_id}/rollback`)
         assert.strictEqual(rolled.status, 200, rolled.text)
         assert.strictEqual(rolled.json.outcome, "applied")
         assert.strictEqual(rolled.json.rollback_of, changed.json.action_id)
-        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live)
+        assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, live)
 
         const second = yield* send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: live + 400, applied_by: userId })
         assert.strictEqual(second.status, 200, second.text)
-        yield* patchObjects([{ id: set, daily_budget_minor: live + 450 }])
-        const before = yield* writeCount
+        yield* patchObjects(f.key, [{ id: set, daily_budget_minor: live + 450 }])
+        const before = yield* writeCount(f.key)
         const drifted = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${second.json.action_id}/rollback`)
         assert.strictEqual(drifted.status, 200, drifted.text)
         assert.strictEqual(drifted.json.outcome, "not_reversible")
         assert.strictEqual(drifted.json.reason_code, "state_drifted")
-        assert.strictEqual(yield* writeCount, before)
-        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, live + 450)
+        assert.strictEqual(yield* writeCount(f.key), before)
+        assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, live + 450)
 
         const unknown = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${crypto.randomUUID()}/rollback`)
         assert.strictEqual(unknown.status, 404, unknown.text)
@@ -446,9 +448,9 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const set = `as_${f.n}_2_1`
         const { userId } = yield* seedMemberSession(f, "owner")
-        yield* setFaults({ rate_limit_per_second: 100_000 })
-        yield* patchObjects([{ id: set, daily_budget_minor: 10_000 }])
-        const before = yield* writeCount
+        yield* setFaults(f.key, { rate_limit_per_second: 100_000 })
+        yield* patchObjects(f.key, [{ id: set, daily_budget_minor: 10_000 }])
+        const before = yield* writeCount(f.key)
         const shared = crypto.randomUUID()
         const sameKey = Array.from({ length: 50 }, () =>
           send(f.key, "POST", `/api/v1/adsets/${set}/budget`, { new_daily_budget_minor: 10_500, applied_by: userId }, shared))
@@ -468,15 +470,15 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const applied = (yield* ledger(f.profileId, set)).filter((r) => r.state === "applied")
         const noChange = answers.filter((a) => a.status === 200 && a.json.outcome === "no_change" && a.headers.get("idempotent-replayed") === null)
         assert.strictEqual(applied.length + noChange.length, 51)
-        assert.strictEqual(yield* writeCount, before + applied.length)
+        assert.strictEqual(yield* writeCount(f.key), before + applied.length)
         // Serialised: each write read the budget the previous one left.
         let current = 10_000
         for (const row of applied) {
           assert.strictEqual(row.pre_daily, current)
           current = row.written_daily
         }
-        assert.strictEqual((yield* objectOf(set)).daily_budget_minor, current)
-        yield* clearFaults
+        assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, current)
+        yield* clearFaults(f.key)
       }), { timeout: 60_000 })
   })
 })

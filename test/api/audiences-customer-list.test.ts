@@ -21,6 +21,7 @@ import { defineConversion, ingest } from "../support/events.ts"
 import { CustomerListRefresh } from "../../src/audiences/worker.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
@@ -44,12 +45,17 @@ interface SandboxAudience {
   readonly lookalike_spec?: { readonly ratio: number; readonly country: string }
 }
 
-const audiences = Effect.map(
-  call("/sandbox/adplatform/_state", { method: "GET" }),
-  (r) => r.json.custom_audiences as ReadonlyArray<SandboxAudience>
-)
-const audienceOf = (id: string) =>
-  Effect.map(audiences, (all) => {
+/** The custom audiences in the sandbox world of `key`'s profile (decision 0109). */
+const audiences = (key: string) =>
+  Effect.map(
+    call("/sandbox/adplatform/_state", { method: "GET", headers: keyAuth(key) }),
+    (r) => {
+      assert.strictEqual(r.status, 200, r.text)
+      return r.json.custom_audiences as ReadonlyArray<SandboxAudience>
+    }
+  )
+const audienceOf = (key: string, id: string) =>
+  Effect.map(audiences(key), (all) => {
     const found = all.find((a) => a.id === id)
     return found === undefined ? assert.fail(`no sandbox audience ${id}`) : found
   })
@@ -161,7 +167,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(state.json.data.reason, "platform_safe_audiences_disabled")
         assert.strictEqual(state.json.data.platform_audience_id, null)
 
-        const before = (yield* audiences).length
+        const before = (yield* audiences(fixture.key)).length
         for (const body of [{}, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) }]) {
           const refused = yield* send(fixture.key, "POST", LIST, body)
           assert.strictEqual(refused.status, 409, refused.text)
@@ -170,7 +176,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const lookalike = yield* send(fixture.key, "POST", `${LIST}/lookalike`, { country: "ES" })
         assert.strictEqual(lookalike.status, 409, lookalike.text)
         assert.strictEqual(lookalike.json.error.code, "platform_safe_audiences_disabled")
-        assert.strictEqual((yield* audiences).length, before)
+        assert.strictEqual((yield* audiences(fixture.key)).length, before)
         const sql = yield* SqlClient
         const rows = yield* sql`SELECT 1 FROM customer_list_audiences WHERE profile_id = ${fixture.profileId}`
         assert.strictEqual(rows.length, 0)
@@ -240,7 +246,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           assert.strictEqual(malformed.status, 422, malformed.text)
           assert.strictEqual(malformed.json.error.code, "validation_error")
         }
-        assert.strictEqual((yield* audiences).filter((a) => a.subtype === "CUSTOM" && a.members.length === 0 && a.replaces === 0).length, 0)
+        assert.strictEqual((yield* audiences(fixture.key)).filter((a) => a.subtype === "CUSTOM" && a.members.length === 0 && a.replaces === 0).length, 0)
         assert.strictEqual((yield* send(fixture.key, "GET", LIST)).json.data.platform_audience_id, null)
 
         // v1 (Spanish text): exactly the hashed email and phone of the two paying customers with either.
@@ -255,18 +261,18 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(first.json.data.member_count, 2)
         assert.strictEqual(first.json.data.skipped_count, 1)
         const v1Rows = [[h("ana.paid@example.com"), h("34600111222")], [h("bo@example.com"), ""]]
-        const uploaded = yield* audienceOf(audienceId)
+        const uploaded = yield* audienceOf(fixture.key, audienceId)
         assert.deepStrictEqual(uploaded.schema, ["EMAIL", "PHONE"])
         assert.deepStrictEqual([...uploaded.members].sort(), [...v1Rows].sort())
 
         // Re-confirm: 200, the same platform audience, one more full replace, no second audience.
-        const count = (yield* audiences).length
+        const count = (yield* audiences(fixture.key)).length
         const again = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
         assert.strictEqual(again.status, 200, again.text)
         assert.strictEqual(again.json.data.created, false)
         assert.strictEqual(again.json.data.platform_audience_id, audienceId)
-        assert.strictEqual((yield* audiences).length, count)
-        assert.strictEqual((yield* audienceOf(audienceId)).replaces, 2)
+        assert.strictEqual((yield* audiences(fixture.key)).length, count)
+        assert.strictEqual((yield* audienceOf(fixture.key, audienceId)).replaces, 2)
         // A v1 list's proposal stays v1 until re-confirmed with v2.
         assert.strictEqual((yield* send(fixture.key, "POST", LIST, {})).json.data.consent_version, CUSTOMER_LIST_CONSENT_V1)
 
@@ -274,13 +280,13 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const v2 = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V2) })
         assert.strictEqual(v2.status, 200, v2.text)
         assert.deepStrictEqual(v2.json.data.fields, ["EMAIL", "PHONE", "FN", "LN", "COUNTRY"])
-        const v2Audience = yield* audienceOf(audienceId)
+        const v2Audience = yield* audienceOf(fixture.key, audienceId)
         assert.deepStrictEqual(v2Audience.schema, ["EMAIL", "PHONE", "FN", "LN", "COUNTRY"])
         assert.deepStrictEqual([...v2Audience.members].sort(), [
           [h("ana.paid@example.com"), h("34600111222"), h("ana"), h("garcía"), h("es")],
           [h("bo@example.com"), "", h("bo"), "", ""]
         ].sort())
-        assert.strictEqual((yield* audiences).length, count)
+        assert.strictEqual((yield* audiences(fixture.key)).length, count)
 
         const state = yield* send(fixture.key, "GET", LIST)
         assert.strictEqual(state.json.data.status, "enabled")
@@ -301,11 +307,11 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const confirmed = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
         assert.strictEqual(confirmed.status, 201, confirmed.text)
         const audienceId: string = confirmed.json.data.platform_audience_id
-        assert.strictEqual((yield* audienceOf(audienceId)).members.length, 2)
+        assert.strictEqual((yield* audienceOf(fixture.key, audienceId)).members.length, 2)
 
         const excluded = yield* send(fixture.key, "PUT", `/api/v1/profiles/${fixture.profileId}/audience-exclusions`, { customer_ids: [ana] })
         assert.strictEqual(excluded.status, 200, excluded.text)
-        assert.deepStrictEqual((yield* audienceOf(audienceId)).members, [[h("bo@example.com"), ""]])
+        assert.deepStrictEqual((yield* audienceOf(fixture.key, audienceId)).members, [[h("bo@example.com"), ""]])
         const state = yield* send(fixture.key, "GET", LIST)
         assert.strictEqual(state.json.data.member_count, 1)
         assert.strictEqual(state.json.data.excluded_count, 1)
@@ -317,7 +323,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         yield* sql`UPDATE customers SET erased_at = now() WHERE id = ${bo}`
         const cleared = yield* send(fixture.key, "PUT", `/api/v1/profiles/${fixture.profileId}/audience-exclusions`, { customer_ids: [] })
         assert.strictEqual(cleared.status, 200, cleared.text)
-        assert.deepStrictEqual((yield* audienceOf(audienceId)).members, [[h("ana.paid@example.com"), h("34600111222")]])
+        assert.deepStrictEqual((yield* audienceOf(fixture.key, audienceId)).members, [[h("ana.paid@example.com"), h("34600111222")]])
       }))
   })
 
@@ -328,7 +334,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         yield* connect(fixture)
         yield* enable(fixture)
         yield* population(fixture)
-        const before = (yield* audiences).length
+        const before = (yield* audiences(fixture.key)).length
         const both = yield* Effect.all(
           [0, 1].map(() => send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })),
           { concurrency: 2 }
@@ -340,14 +346,15 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           both.map((r) => r.text).join(" | ")
         )
         for (const r of both) if (r.status === 409) assert.strictEqual(r.json.error.reason, "customer_list_sync_in_progress")
-        assert.strictEqual((yield* audiences).length, before + 1)
+        assert.strictEqual((yield* audiences(fixture.key)).length, before + 1)
         const retried = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
         assert.strictEqual(retried.status, 200, retried.text)
-        assert.strictEqual((yield* audiences).length, before + 1)
+        assert.strictEqual((yield* audiences(fixture.key)).length, before + 1)
 
         // The sandbox validates like the platform: 64 lowercase hex per value, known schema fields.
         const { url } = yield* TestServer
-        const token = yield* sandboxToken(url, "adplatform")
+        // In the profile's own sandbox world (decision 0109), where its audience is.
+        const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId as ReturnType<typeof crypto.randomUUID>)
         const replace = (payload: unknown) =>
           call(`/sandbox/adplatform/v1/customaudiences/${retried.json.data.platform_audience_id}/usersreplace`, {
             method: "POST",
@@ -374,7 +381,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const remade = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
         assert.strictEqual(remade.status, 200, remade.text)
         assert.notStrictEqual(remade.json.data.platform_audience_id, retried.json.data.platform_audience_id)
-        assert.strictEqual((yield* audienceOf(remade.json.data.platform_audience_id)).members.length, 2)
+        assert.strictEqual((yield* audienceOf(fixture.key, remade.json.data.platform_audience_id)).members.length, 2)
       }))
   })
 
@@ -388,19 +395,19 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const confirmed = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
         assert.strictEqual(confirmed.status, 201, confirmed.text)
         const audienceId: string = confirmed.json.data.platform_audience_id
-        const replaces = (yield* audienceOf(audienceId)).replaces
+        const replaces = (yield* audienceOf(fixture.key, audienceId)).replaces
 
         yield* customerBy(fixture, "order_paid", { email: "new.payer@example.com" })
         const sql = yield* SqlClient
         yield* sql`UPDATE customers SET erased_at = now() WHERE id = ${bo}`
         // Synced recently: a refresh leaves it.
         yield* (yield* CustomerListRefresh).runOnce
-        assert.strictEqual((yield* audienceOf(audienceId)).replaces, replaces)
+        assert.strictEqual((yield* audienceOf(fixture.key, audienceId)).replaces, replaces)
 
         yield* sql`UPDATE customer_list_audiences SET last_synced_at = now() - interval '25 hours' WHERE profile_id = ${fixture.profileId}`
         yield* (yield* CustomerListRefresh).runOnce
         // The background fiber may have taken it first: wait for the platform's membership.
-        const refreshed = yield* eventually(audienceOf(audienceId), (a) => a.replaces > replaces, { what: "the refresh", within: "20 seconds" })
+        const refreshed = yield* eventually(audienceOf(fixture.key, audienceId), (a) => a.replaces > replaces, { what: "the refresh", within: "20 seconds" })
         assert.deepStrictEqual([...refreshed.members].sort(), [
           [h("ana.paid@example.com"), h("34600111222")],
           [h("new.payer@example.com"), ""]
@@ -433,13 +440,13 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const small = yield* send(fixture.key, "POST", `${LIST}/lookalike`, { country: "ES" })
         assert.strictEqual(small.status, 409, small.text)
         assert.strictEqual(small.json.error.reason, "lookalike_source_too_small")
-        assert.ok(!(yield* audiences).some((a) => a.origin_audience_id === source))
+        assert.ok(!(yield* audiences(fixture.key)).some((a) => a.origin_audience_id === source))
 
         yield* manyPaying(fixture.profileId, 120)
         const resync = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V2) })
         assert.strictEqual(resync.status, 200, resync.text)
         assert.strictEqual(resync.json.data.member_count, 122)
-        assert.strictEqual((yield* audienceOf(source)).members.length, 122)
+        assert.strictEqual((yield* audienceOf(fixture.key, source)).members.length, 122)
 
         const made = yield* send(fixture.key, "POST", `${LIST}/lookalike`, { country: "es" })
         assert.strictEqual(made.status, 201, made.text)
@@ -448,14 +455,14 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(made.json.data.lookalike.ratio, 0.01)
         assert.strictEqual(made.json.data.lookalike.country, "ES")
         const lookalikeId: string = made.json.data.lookalike.platform_audience_id
-        const onPlatform = yield* audienceOf(lookalikeId)
+        const onPlatform = yield* audienceOf(fixture.key, lookalikeId)
         assert.strictEqual(onPlatform.subtype, "LOOKALIKE")
         assert.strictEqual(onPlatform.origin_audience_id, source)
         assert.deepStrictEqual(onPlatform.lookalike_spec, { ratio: 0.01, country: "ES" })
         const repeat = yield* send(fixture.key, "POST", `${LIST}/lookalike`, { country: "ES" })
         assert.strictEqual(repeat.status, 200, repeat.text)
         assert.strictEqual(repeat.json.data.lookalike.platform_audience_id, lookalikeId)
-        assert.strictEqual((yield* audiences).filter((a) => a.origin_audience_id === source).length, 1)
+        assert.strictEqual((yield* audiences(fixture.key)).filter((a) => a.origin_audience_id === source).length, 1)
         assert.strictEqual((yield* send(fixture.key, "GET", LIST)).json.data.lookalike.platform_audience_id, lookalikeId)
 
         const deleted = yield* send(fixture.key, "DELETE", LIST)
@@ -464,8 +471,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(deleted.json.data.platform_audience_id, null)
         assert.strictEqual(deleted.json.data.lookalike, null)
         assert.deepStrictEqual(deleted.json.data.platform_audience, { deleted: true, reason: null, platform_audience_id: source, lookalike_id: lookalikeId })
-        assert.strictEqual((yield* audienceOf(source)).deleted, true)
-        assert.strictEqual((yield* audienceOf(lookalikeId)).deleted, true)
+        assert.strictEqual((yield* audienceOf(fixture.key, source)).deleted, true)
+        assert.strictEqual((yield* audienceOf(fixture.key, lookalikeId)).deleted, true)
         const twice = yield* send(fixture.key, "DELETE", LIST)
         assert.strictEqual(twice.status, 200, twice.text)
         // The same state; this call did nothing at the platform.
@@ -491,7 +498,11 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
 
         // A passing platform fault is answered: the list stays on, so the same DELETE retries.
         const faults = (body: Record<string, unknown>) =>
-          Effect.map(call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }), (r) =>
+          Effect.map(call("/sandbox/adplatform/_faults", {
+            method: "POST",
+            headers: { "content-type": "application/json", ...keyAuth(fixture.key) },
+            body: JSON.stringify(body)
+          }), (r) =>
             assert.strictEqual(r.status, 200, r.text))
         yield* faults({ fail_next: 100 })
         const outage = yield* send(fixture.key, "DELETE", LIST).pipe(Effect.ensuring(Effect.orDie(faults({ fail_next: 0 }))))
@@ -500,11 +511,11 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const still = yield* send(fixture.key, "GET", LIST)
         assert.strictEqual(still.json.data.status, "enabled")
         assert.strictEqual(still.json.data.platform_audience_id, audienceId)
-        assert.strictEqual((yield* audienceOf(audienceId)).deleted, false)
+        assert.strictEqual((yield* audienceOf(fixture.key, audienceId)).deleted, false)
 
         const disconnected = yield* send(fixture.key, "POST", `/api/v1/connections/${connectionId}/disconnect`)
         assert.strictEqual(disconnected.status, 200, disconnected.text)
-        const replaces = (yield* audienceOf(audienceId)).replaces
+        const replaces = (yield* audienceOf(fixture.key, audienceId)).replaces
         const deleted = yield* send(fixture.key, "DELETE", LIST)
         assert.strictEqual(deleted.status, 200, deleted.text)
         assert.strictEqual(deleted.json.data.status, "off")
@@ -516,7 +527,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           lookalike_id: null
         })
         // Left on the platform: the merchant's to remove there.
-        assert.strictEqual((yield* audienceOf(audienceId)).deleted, false)
+        assert.strictEqual((yield* audienceOf(fixture.key, audienceId)).deleted, false)
         const state = yield* send(fixture.key, "GET", LIST)
         assert.strictEqual(state.json.data.status, "off")
         assert.strictEqual(state.json.data.platform_audience_id, null)
@@ -527,7 +538,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         yield* (yield* CustomerListRefresh).runOnce
         const put = yield* send(fixture.key, "PUT", `/api/v1/profiles/${fixture.profileId}/audience-exclusions`, { customer_ids: [] })
         assert.strictEqual(put.status, 200, put.text)
-        assert.strictEqual((yield* audienceOf(audienceId)).replaces, replaces)
+        assert.strictEqual((yield* audienceOf(fixture.key, audienceId)).replaces, replaces)
         const [row] = yield* sql<{ status: string }>`SELECT status FROM customer_list_audiences WHERE profile_id = ${fixture.profileId}`
         assert.strictEqual(row?.status, "off")
         const twice = yield* send(fixture.key, "DELETE", LIST)

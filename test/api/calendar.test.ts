@@ -19,7 +19,11 @@ interface CalendarItem {
   readonly shared_with: ReadonlyArray<{ email: string; role: string }>
 }
 
-const writeCount = Effect.map(sandbox("calendar", "GET", "_state"), (state) => state.json.write_count as number)
+/** The write count of the key's profile's calendar sandbox world (decision 0109). */
+const writeCount = (key: string) => Effect.map(sandbox(key, "calendar", "GET", "_state"), (state) => {
+  assert.strictEqual(state.status, 200, state.text)
+  return state.json.write_count as number
+})
 
 layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true })("calendar", (it) => {
   it.effect("lists the account's calendars live, creates one (201) and shares it; sharing again changes the role", () =>
@@ -80,7 +84,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       assert.deepStrictEqual(listed.json.data.map((e: { id: string }) => e.id), [event.id])
 
       // Changed at the provider behind the service's back: the read shows it at once (no copy).
-      yield* sandbox("calendar", "PATCH", "_state", { objects: [{ id: event.id, summary: "Renamed at the provider" }] })
+      const renamed = yield* sandbox(key, "calendar", "PATCH", "_state", { objects: [{ id: event.id, summary: "Renamed at the provider" }] })
+      assert.strictEqual(renamed.status, 200, renamed.text)
       const live = yield* call(`/api/v1/calendars/${calendarId}/events?${window}`, bearer(key))
       assert.strictEqual(live.json.data[0].summary, "Renamed at the provider")
 
@@ -113,7 +118,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const calendarId = `${connection.provider_account_id}_primary`
       const reader = yield* narrowKey(profile, ["calendar.read"])
       const writer = yield* narrowKey(profile, ["calendar"])
-      const before = yield* writeCount
+      const before = yield* writeCount(key)
 
       assert.strictEqual((yield* call("/api/v1/calendars", bearer(reader))).status, 200)
       assert.strictEqual((yield* call(`/api/v1/calendars/${calendarId}/events`, bearer(reader))).status, 200)
@@ -132,7 +137,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(refused.status, 403, `${method} ${path}: ${refused.text}`)
         assert.strictEqual(refused.json.error.code, "insufficient_scope")
       }
-      assert.strictEqual(yield* writeCount, before)
+      assert.strictEqual(yield* writeCount(key), before)
     }))
 
   it.effect("a calendar or event the connected account does not hold is 404; no connection is 409", () =>
@@ -161,7 +166,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const { key } = yield* channelProfile(ALL)
       yield* connectChannel(key, "calendar")
-      const before = yield* writeCount
+      const before = yield* writeCount(key)
       const events = "/api/v1/calendars/cal_acct_0001_primary/events"
       const bad: ReadonlyArray<readonly [string, string, unknown]> = [
         ["POST", events, { start: "2027-01-01T11:00:00Z", end: "2027-01-01T10:00:00Z", summary: "backwards" }],
@@ -184,6 +189,6 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const cursor = yield* call(`${events}?cursor=bm90LWFuLWlk`, bearer(key))
       assert.strictEqual(cursor.status, 400, cursor.text)
       assert.strictEqual(cursor.json.error.code, "invalid_parameter")
-      assert.strictEqual(yield* writeCount, before)
+      assert.strictEqual(yield* writeCount(key), before)
     }))
 })

@@ -13,6 +13,7 @@ import { signCallback } from "../../src/providers/signing.ts"
 import { call, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, driveConsent, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth, withWorld, worldHandle } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "events:write", "conversions:read"]
@@ -28,10 +29,11 @@ const send = (key: string, method: string, path: string, body?: unknown) =>
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the key's profile's sandbox gateway world (decision 0109). */
+const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/cardgw${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...keyAuth(key) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
@@ -45,8 +47,8 @@ const profileWithKey = Effect.gen(function*() {
 const connect = (fixture: Fixture) => Effect.map(connectProvider(fixture.key, "cardgw"), (connected) => connected.connectionId)
 
 /** A payment made at the gateway (pushed as `payment.succeeded`); answers the sandbox's payment. */
-const arrive = (customer: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-  Effect.map(sandbox("PATCH", "/_state", { arrive: { kind: "payment", customer, ...extra } }), (response) => {
+const arrive = (key: string, customer: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  Effect.map(sandbox(key, "PATCH", "/_state", { arrive: { kind: "payment", customer, ...extra } }), (response) => {
     assert.strictEqual(response.status, 201, response.text)
     return response.json.payment
   })
@@ -89,12 +91,15 @@ const eventIdOf = (profileId: string, gatewayPaymentId: string) =>
     return row?.id ?? ""
   })
 
-/** A callback as the gateway sends it, signed with the sandbox app's secret (or another). */
-const hook = (body: unknown, secret = sandboxSecretOf("cardgw")) => {
+/**
+ * A callback as the gateway sends it, signed with the sandbox app's secret (or another), naming
+ * the sandbox world of `profileId` (`x-sandbox-world`, decision 0109).
+ */
+const hook = (profileId: string, body: unknown, secret = sandboxSecretOf("cardgw")) => {
   const raw = JSON.stringify(body)
   return call("/hooks/cardgw", {
     method: "POST",
-    headers: { "content-type": "application/json", ...signCallback("cardgw", secret, raw) },
+    headers: { "content-type": "application/json", ...signCallback("cardgw", secret, raw), "x-sandbox-world": worldHandle(profileId) },
     body: raw
   })
 }
@@ -135,7 +140,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           })
           assert.strictEqual(known.status, 200, known.text)
 
-          const payment = yield* arrive({ email: email.toUpperCase(), name: "Ana" }, { amount_minor: 4250, description: "Order 77" })
+          const payment = yield* arrive(fixture.key, { email: email.toUpperCase(), name: "Ana" }, { amount_minor: 4250, description: "Order 77" })
           const counts = yield* eventually(recorded(fixture.profileId, payment.id), (row) => row.outbox === 1, {
             what: "the pushed payment recorded",
             ...within
@@ -155,9 +160,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
 
           // The same callback again (same event id), and the same payment under another event id.
           const replayBody = envelope("payment.succeeded", payment)
-          const first = yield* hook(replayBody)
+          const first = yield* hook(fixture.profileId, replayBody)
           assert.strictEqual(first.status, 200, first.text)
-          const again = yield* hook(replayBody)
+          const again = yield* hook(fixture.profileId, replayBody)
           assert.deepStrictEqual(again.json, { received: true, fresh: false })
           assert.deepStrictEqual(yield* recorded(fixture.profileId, payment.id), counts)
         }))
@@ -166,10 +171,10 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         Effect.gen(function*() {
           const fixture = yield* profileWithKey
           yield* connect(fixture)
-          const payment = yield* arrive({ email: `bo-${crypto.randomUUID().slice(0, 8)}@example.com` }, { amount_minor: 10_000 })
+          const payment = yield* arrive(fixture.key, { email: `bo-${crypto.randomUUID().slice(0, 8)}@example.com` }, { amount_minor: 10_000 })
           yield* eventually(recorded(fixture.profileId, payment.id), (row) => row.outbox === 1, { what: "the payment recorded", ...within })
 
-          const refunded = yield* sandbox("PATCH", "/_state", { objects: [{ id: payment.id, status: "refunded", amount_refunded_minor: 2500 }] })
+          const refunded = yield* sandbox(fixture.key, "PATCH", "/_state", { objects: [{ id: payment.id, status: "refunded", amount_refunded_minor: 2500 }] })
           assert.strictEqual(refunded.status, 200, refunded.text)
           const counts = yield* eventually(recorded(fixture.profileId, payment.id), (row) => row.refunds === 1, {
             what: "the refund applied",
@@ -182,20 +187,20 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.strictEqual(listed.refunded.amount, "25")
 
           // The refund's callback delivered again under a new event id: nothing changes.
-          const state = yield* sandbox("GET", "/_state")
+          const state = yield* sandbox(fixture.key, "GET", "/_state")
           const now = (state.json.payments as ReadonlyArray<any>).find((row) => row.id === payment.id)
-          const replay = yield* hook(envelope("payment.refunded", now))
+          const replay = yield* hook(fixture.profileId, envelope("payment.refunded", now))
           assert.strictEqual(replay.status, 200, replay.text)
           assert.deepStrictEqual(yield* recorded(fixture.profileId, payment.id), counts)
 
           // Disputes: an open one records nothing more; a lost one refunds the disputed amount.
-          const disputed = yield* arrive({ email: `cy-${crypto.randomUUID().slice(0, 8)}@example.com` }, { amount_minor: 3000 })
+          const disputed = yield* arrive(fixture.key, { email: `cy-${crypto.randomUUID().slice(0, 8)}@example.com` }, { amount_minor: 3000 })
           yield* eventually(recorded(fixture.profileId, disputed.id), (row) => row.outbox === 1, { what: "the payment recorded", ...within })
-          const open = yield* sandbox("PATCH", "/_state", { objects: [{ id: disputed.id, dispute: { status: "open" } }] })
+          const open = yield* sandbox(fixture.key, "PATCH", "/_state", { objects: [{ id: disputed.id, dispute: { status: "open" } }] })
           assert.strictEqual(open.status, 200, open.text)
           // The sandbox delivers its pushes before it answers: the open dispute was handled by now.
           assert.deepStrictEqual(yield* recorded(fixture.profileId, disputed.id), { events: 1, conversions: 1, outbox: 1, refunds: 0 })
-          const lost = yield* sandbox("PATCH", "/_state", { objects: [{ id: disputed.id, dispute: { status: "lost" } }] })
+          const lost = yield* sandbox(fixture.key, "PATCH", "/_state", { objects: [{ id: disputed.id, dispute: { status: "lost" } }] })
           assert.strictEqual(lost.status, 200, lost.text)
           const afterDispute = yield* eventually(recorded(fixture.profileId, disputed.id), (row) => row.refunds === 1, {
             what: "the lost dispute applied",
@@ -224,7 +229,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
             refunded_at: null
           }
           const body = envelope("payment.succeeded", forged)
-          const response = yield* hook(body, "not-the-secret")
+          const response = yield* hook(fixture.profileId, body, "not-the-secret")
           assert.strictEqual(response.status, 401, response.text)
           assert.deepStrictEqual(yield* recorded(fixture.profileId, forged.id), { events: 0, conversions: 0, outbox: 0, refunds: 0 })
           const [seen] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM provider_events WHERE event_id = ${body.id}`
@@ -239,7 +244,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           const fixture = yield* profileWithKey
           yield* connect(fixture)
           const faults = (revoke: boolean) =>
-            Effect.map(sandbox("POST", "/_faults", { revoke_tokens: revoke }), (r) => assert.strictEqual(r.status, 200, r.text))
+            Effect.map(sandbox(fixture.key, "POST", "/_faults", { revoke_tokens: revoke }), (r) => assert.strictEqual(r.status, 200, r.text))
           yield* faults(true)
           const list = yield* eventually(
             send(fixture.key, "GET", "/api/v1/connections"),
@@ -283,7 +288,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.isAtLeast(first.events, 40)
           assert.strictEqual(first.outbox, first.events)
           // The gateway's refunded payments come refunded, each once.
-          const state = yield* sandbox("GET", "/_state")
+          const state = yield* sandbox(fixture.key, "GET", "/_state")
           const refundedAtGateway = (state.json.payments as ReadonlyArray<any>).filter((p) =>
             p.account_id === "acct_cardgw_1001" && p.status === "refunded"
           ).length
@@ -294,16 +299,22 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           // a payment made now reaches the service only through the next sync.
           const { url } = yield* TestServer
           const redirectUri = "http://127.0.0.1:9/callback"
-          const consent = yield* driveConsent(
-            `${url}/sandbox/cardgw/oauth/authorize?client_id=sandbox-cardgw&redirect_uri=${encodeURIComponent(redirectUri)}&state=s`
-          )
+          // In this profile's sandbox world (decision 0109), where its connection's subscription is.
+          const consent = yield* driveConsent(withWorld(
+            `${url}/sandbox/cardgw/oauth/authorize?client_id=sandbox-cardgw&redirect_uri=${encodeURIComponent(redirectUri)}&state=s`,
+            fixture.profileId
+          ))
           const code = new URL(consent.location ?? "http://invalid/").searchParams.get("code") ?? ""
-          const token = yield* sandbox("POST", "/oauth/token", {
-            grant_type: "authorization_code",
-            code,
-            redirect_uri: redirectUri,
-            client_id: "sandbox-cardgw",
-            client_secret: sandboxSecretOf("cardgw")
+          const token = yield* call("/sandbox/cardgw/oauth/token", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              grant_type: "authorization_code",
+              code,
+              redirect_uri: redirectUri,
+              client_id: "sandbox-cardgw",
+              client_secret: sandboxSecretOf("cardgw")
+            })
           })
           assert.strictEqual(token.status, 200, token.text)
           const unsubscribe = yield* call("/sandbox/cardgw/v1/accounts/acct_cardgw_1001/subscriptions", {
@@ -311,8 +322,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
             headers: { authorization: `Bearer ${token.json.access_token}` }
           })
           assert.strictEqual(unsubscribe.status, 200, unsubscribe.text)
-          assert.deepStrictEqual((yield* sandbox("GET", "/_state")).json.subscriptions, [])
-          const missed = yield* arrive({ email: `dee-${crypto.randomUUID().slice(0, 8)}@example.com` }, { amount_minor: 1200 })
+          assert.deepStrictEqual((yield* sandbox(fixture.key, "GET", "/_state")).json.subscriptions, [])
+          const missed = yield* arrive(fixture.key, { email: `dee-${crypto.randomUUID().slice(0, 8)}@example.com` }, { amount_minor: 1200 })
           assert.deepStrictEqual(yield* recorded(fixture.profileId, missed.id), { events: 0, conversions: 0, outbox: 0, refunds: 0 })
           yield* sync
           const counts = yield* recorded(fixture.profileId, missed.id)

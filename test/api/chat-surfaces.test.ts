@@ -7,11 +7,55 @@
  * the 15-minute cache).
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { call, type HttpResult, TestServer } from "../support/app.ts"
-import { bearer, channelProfile, connectChannel, narrowKey, sandbox } from "../support/channels.ts"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { createServer } from "node:http"
+import { AppConfig } from "../../src/platform/config.ts"
+import { SecretBox } from "../../src/platform/secret-box.ts"
+import { SandboxRoutes } from "../../src/providers/sandbox/routes.ts"
+import { call, type HttpResult, serveApp, TestServer } from "../support/app.ts"
+import { bearer, channelProfile, connectChannel, narrowKey } from "../support/channels.ts"
 import { eventually } from "../support/eventually.ts"
-import { serveAppOnOwnPort } from "../support/providers.ts"
+import { freePort, ownPortSettings } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
+
+/**
+ * The service on its own port and the sandboxes served alone on a second one (as `npm run sandbox`
+ * serves them), so the template media (the sandbox's test media) comes from an origin other than
+ * the service's: a media fetch never reaches this service itself (issue 29 item 4). The sandboxes
+ * check API keys against the app's credential store, so a profile's key opens its own world.
+ */
+const Setup = Layer.unwrap(Effect.gen(function*() {
+  const port = yield* freePort
+  const sandboxPort = yield* freePort
+  const settings = ownPortSettings(port, {
+    providers: { servesSandbox: false, sandboxUrl: `http://127.0.0.1:${sandboxPort}/sandbox` }
+  })
+  const sandboxes = HttpRouter.serve(SandboxRoutes, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provide(NodeHttpServer.layer(createServer, { port: sandboxPort, host: "127.0.0.1" })),
+    Layer.provide(SecretBox.layer),
+    // A router of their own: built on the app's memo map they would join the app's router (and
+    // the service would serve /sandbox/ itself again).
+    Layer.provide(Layer.effect(Layer.CurrentMemoMap)(Layer.makeMemoMap))
+  )
+  return sandboxes.pipe(Layer.provideMerge(serveApp(settings)))
+}))
+
+/** A test-control call on the key's profile's world of the sandboxes served alone (decision 0109). */
+const sandbox = (key: string, provider: string, method: string, path: string, body?: unknown) =>
+  Effect.gen(function*() {
+    const settings = yield* AppConfig
+    const response = yield* Effect.promise(() =>
+      fetch(`${settings.providers.sandboxUrl}/${provider}/${path}`, {
+        method,
+        headers: { "content-type": "application/json", ...keyAuth(key) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      })
+    )
+    const text = yield* Effect.promise(() => response.text())
+    return { status: response.status, headers: response.headers, text, json: text.length > 0 ? JSON.parse(text) : undefined } as HttpResult
+  })
 
 const SCOPES = ["chat_app_a:read"]
 const ACCOUNT = "ca_waba_0001"
@@ -24,16 +68,18 @@ interface ChatAd {
   readonly greeting_status: string | null
 }
 
-const patchChat = (object: Record<string, unknown>) =>
-  Effect.flatMap(sandbox("chat_app_a", "PATCH", "_state", { objects: [object] }), (answer) =>
+const patchChat = (key: string, object: Record<string, unknown>) =>
+  Effect.flatMap(sandbox(key, "chat_app_a", "PATCH", "_state", { objects: [object] }), (answer) =>
     Effect.sync(() => assert.isBelow(answer.status, 300, answer.text)))
 
 const analytics = (key: string, name: string, query: string) => call(`/api/v1/whatsapp/templates/${name}/analytics?${query}`, bearer(key))
 
-layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true })("chat surfaces", (it) => {
+layer(Setup, { timeout: "120 seconds", excludeTestServices: true })("chat surfaces", (it) => {
   it.effect("click-to-chat ads keyset by ad_id; welcome message, welcome null, 404; 409 without a connection", () =>
     Effect.gen(function*() {
       const { key } = yield* channelProfile(SCOPES)
+      // The service serves no /sandbox/ of its own here: the sandboxes answer on their port only.
+      assert.strictEqual((yield* call("/sandbox/adplatform/_state", bearer(key))).status, 404)
       const none = yield* call("/api/v1/partner/whatsapp/ads", bearer(key))
       assert.strictEqual(none.status, 409, none.text)
       assert.strictEqual(none.json.error.code, "adplatform_connection_required")
@@ -56,7 +102,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       assert.isString(first?.destination.phone_number)
 
       // The state names every ad of the connected account: the website ones are left out.
-      const state = yield* sandbox("adplatform", "GET", "_state")
+      const state = yield* sandbox(key, "adplatform", "GET", "_state")
+      assert.strictEqual(state.status, 200, state.text)
       const account = (state.json.accounts as ReadonlyArray<{
         id: string
         campaigns: ReadonlyArray<{ ad_sets: ReadonlyArray<{ ads: ReadonlyArray<{ id: string; destination_type: string | null }> }> }>
@@ -144,14 +191,14 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
       // Cached: a paused template (the platform then reports nothing) does not change the answer for 15 minutes.
       const [welcome] = (templates.json.data as ReadonlyArray<{ id: string; name: string }>).filter((t) => t.name === "welcome")
-      yield* patchChat({ id: welcome?.id ?? "", status: "PAUSED" })
+      yield* patchChat(key, { id: welcome?.id ?? "", status: "PAUSED" })
       const cached = yield* analytics(key, "welcome", range)
       assert.strictEqual(cached.status, 200, cached.text)
       assert.deepStrictEqual(cached.json.data, data)
       const fresh = yield* analytics(key, "welcome", "start=2026-01-01&end=2026-01-09")
       assert.strictEqual(fresh.status, 200, fresh.text)
       assert.strictEqual(fresh.json.data.totals.sent, 0, "another range is read anew")
-      yield* patchChat({ id: welcome?.id ?? "", status: "APPROVED" })
+      yield* patchChat(key, { id: welcome?.id ?? "", status: "APPROVED" })
 
       const unknown = yield* analytics(key, "no_such_template", range)
       assert.strictEqual(unknown.status, 404, unknown.text)
@@ -177,12 +224,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
       yield* Effect.ensuring(
         Effect.gen(function*() {
-          yield* patchChat({ id: ACCOUNT, insights_supported: false })
+          yield* patchChat(key, { id: ACCOUNT, insights_supported: false })
           const unsupported = yield* analytics(key, "welcome", "start=2026-02-01&end=2026-02-02")
           assert.strictEqual(unsupported.status, 422, unsupported.text)
           assert.strictEqual(unsupported.json.error.code, "insights_unsupported")
         }),
-        Effect.ignore(patchChat({ id: ACCOUNT, insights_supported: true }))
+        Effect.ignore(patchChat(key, { id: ACCOUNT, insights_supported: true }))
       )
 
       const reader = yield* narrowKey(profile, ["conversations:read"])
@@ -194,14 +241,20 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
   it.effect("template create: header_text or header_media (fetched: type, size, reachable, public), 409 on a used name, scope", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
+      const settings = yield* AppConfig
       const { key, profile } = yield* channelProfile(["chat_app_a", "chat_app_a:read"])
       yield* connectChannel(key, "chat_app_a")
       const create = (body: Record<string, unknown>, as = key) =>
         call("/api/v1/whatsapp/templates", bearer(as, "POST", { language: "en_US", category: "MARKETING", body_text: "Hello {{1}}", ...body }))
-      const media = (file: string, bytes?: number) => `${url}/sandbox/chat_app_a/media/${file}${bytes === undefined ? "" : `?bytes=${bytes}`}`
+      // The sandbox's test media, on the sandboxes' own origin (not the service's).
+      const mediaBase = `${settings.providers.sandboxUrl}/chat_app_a/media`
+      assert.notStrictEqual(new URL(mediaBase).origin, new URL(url).origin)
+      const media = (file: string, bytes?: number) => `${mediaBase}/${file}${bytes === undefined ? "" : `?bytes=${bytes}`}`
       const name = () => `promo_${crypto.randomUUID().slice(0, 8).replace(/-/g, "")}`
-      const templatesAtPlatform = Effect.map(sandbox("chat_app_a", "GET", "_state"), (state) =>
-        (state.json.templates as ReadonlyArray<{ name: string; status: string }>))
+      const templatesAtPlatform = Effect.map(sandbox(key, "chat_app_a", "GET", "_state"), (state) => {
+        assert.strictEqual(state.status, 200, state.text)
+        return state.json.templates as ReadonlyArray<{ name: string; status: string }>
+      })
 
       const both = yield* create({ name: name(), header_text: "Hi", header_media: { format: "IMAGE", url: media("a.jpg") } })
       assert.strictEqual(both.status, 400, both.text)
@@ -225,7 +278,9 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const refusals: ReadonlyArray<readonly [Record<string, unknown>, number, string]> = [
         [{ format: "IMAGE", url: media("notes.txt") }, 422, "invalid_content"],
         [{ format: "VIDEO", url: media("banner.jpg") }, 422, "invalid_content"],
-        [{ format: "IMAGE", url: `${url}/sandbox/chat_app_a/media/missing.gif` }, 422, "invalid_content"],
+        [{ format: "IMAGE", url: `${mediaBase}/missing.gif` }, 422, "invalid_content"],
+        // This service's own origin is never fetched (issue 29 item 4), whatever the path.
+        [{ format: "IMAGE", url: `${url}/anything.jpg` }, 422, "invalid_content"],
         [{ format: "IMAGE", url: media("big.jpg", 5 * MB + 1) }, 413, "payload_too_large"],
         [{ format: "VIDEO", url: media("big.mp4", 16 * MB + 1) }, 413, "payload_too_large"],
         [{ format: "IMAGE", url: "https://127.0.0.1/banner.jpg" }, 422, "invalid_content"],

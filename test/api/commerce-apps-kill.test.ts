@@ -14,6 +14,7 @@ import { sandboxCustomAppSecret } from "../../src/providers/endpoints.ts"
 import { DEFAULT_SANDBOX_SECRET } from "../../src/platform/config.ts"
 import { call, OPERATOR_TOKEN } from "../support/app.ts"
 import { connectProvider, runHandoff, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth, worldHandle } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "commerce:read", "commerce:live"]
@@ -48,9 +49,12 @@ const registerApp = (shop: string, clientId: string) =>
 
 const clientIdOf = (startUrl: string) => new URL(startUrl).searchParams.get("client_id")
 
-const subscribed = (shop: string) =>
-  Effect.map(call("/sandbox/commerce/_state"), (state) =>
-    (state.json.subscriptions as ReadonlyArray<{ account_id: string }>).filter((s) => s.account_id === shop).length)
+/** The push subscriptions for `shop` in the key's profile's sandbox world (decision 0109). */
+const subscribed = (key: string, shop: string) =>
+  Effect.map(call("/sandbox/commerce/_state", { headers: keyAuth(key) }), (state) => {
+    assert.strictEqual(state.status, 200, state.text)
+    return (state.json.subscriptions as ReadonlyArray<{ account_id: string }>).filter((s) => s.account_id === shop).length
+  })
 
 layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true })("commerce apps: the kill switch", (it) => {
   describe("DELETE /api/v1/admin/commerce-apps/{id}", () => {
@@ -64,7 +68,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
         // Tokens that expire within the refresh margin: every call refreshes, through the app the grant is of.
         const faults = (body: unknown) =>
-          call("/sandbox/commerce/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+          call("/sandbox/commerce/_faults", { method: "POST", headers: { "content-type": "application/json", ...keyAuth(key) }, body: JSON.stringify(body) })
         assert.strictEqual((yield* faults({ token_ttl_seconds: 30 })).status, 200)
         // The hand-off goes to the consent as the custom app, with its scopes.
         const connected = yield* Effect.ensuring(connectProvider(key, "commerce", { shop }), faults({ token_ttl_seconds: 3600 }))
@@ -73,7 +77,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const connectionId = connected.connectionId
         const [made] = yield* sql<{ commerce_app_id: string | null }>`SELECT commerce_app_id FROM connections WHERE id = ${connectionId}`
         assert.strictEqual(made?.commerce_app_id, appId)
-        assert.strictEqual(yield* subscribed(shop), 1)
+        assert.strictEqual(yield* subscribed(key, shop), 1)
         // A refresh goes through the custom app (the store refuses the platform app a grant made to another app).
         const live = yield* bearer(key, "GET", "/api/v1/commerce/live/products?limit=1")
         assert.strictEqual(live.status, 200, live.text)
@@ -92,7 +96,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           SELECT payload->'data'->>'reason' AS reason, payload->'data'->>'connection_id' AS connection_id
           FROM outbox WHERE profile_id = ${profile.profileId} AND topic = 'connection.revoked'`
         assert.deepStrictEqual(revoked, [{ reason: "commerce_app_disabled", connection_id: connectionId }])
-        assert.strictEqual(yield* subscribed(shop), 0)
+        assert.strictEqual(yield* subscribed(key, shop), 0)
         const listed = yield* bearer(key, "GET", "/api/v1/connections")
         assert.notInclude(listed.json.data.map((c: { id: string }) => c.id), connectionId)
 
@@ -105,12 +109,16 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const [jobs] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_jobs WHERE connection_id = ${connectionId}`
         assert.strictEqual(jobs?.n, 0)
 
-        // A signed callback for the store (as a late delivery) writes nothing for the revoked connection.
+        // A signed callback for the store (as a late delivery, in this profile's sandbox world) writes nothing for the revoked connection.
         const order = { id: `ord_${shop}`, name: "#1", number: 1, status: "created", milestones: [{ status: "created", at: new Date().toISOString() }] }
         const body = JSON.stringify({ id: `late-${shop}`, type: "orders/create", account_id: shop, created_at: new Date().toISOString(), data: { object: order } })
         const hook = yield* call("/hooks/commerce", {
           method: "POST",
-          headers: { "content-type": "application/json", "x-shop-hmac-sha256": createHmac("sha256", sandboxSecretOf("commerce")).update(body, "utf8").digest("base64") },
+          headers: {
+            "content-type": "application/json",
+            "x-shop-hmac-sha256": createHmac("sha256", sandboxSecretOf("commerce")).update(body, "utf8").digest("base64"),
+            "x-sandbox-world": worldHandle(profile.profileId)
+          },
           body
         })
         assert.isBelow(hook.status, 300, hook.text)

@@ -19,10 +19,11 @@ const bearer = (key: string, method = "GET", body?: unknown) => ({
   ...(body === undefined ? {} : { body: JSON.stringify(body) })
 })
 
-const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the key's profile's sandbox store world (decision 0109). */
+const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/commerce/${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
@@ -86,7 +87,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           for (const p of second.json.data) assert.notInclude(firstIds, p.id)
         }
 
-        const moved = yield* sandbox("PATCH", "_state", { objects: [{ id: variant.id, stock: variant.stock + 37 }] })
+        const moved = yield* sandbox(key, "PATCH", "_state", { objects: [{ id: variant.id, stock: variant.stock + 37 }] })
         assert.isBelow(moved.status, 300, moved.text)
         const again = yield* call("/api/v1/commerce/live/products?limit=2", bearer(key))
         assert.strictEqual(again.status, 200, again.text)
@@ -111,12 +112,12 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const { key, profile } = yield* newProfile()
         yield* connectShop(key, "live-orders")
         const since = new Date(Date.now() - 1000).toISOString()
-        const arrived = yield* sandbox("PATCH", "_state", {
+        const arrived = yield* sandbox(key, "PATCH", "_state", {
           arrive: { kind: "order", shop: "live-orders", email: "buyer@example.com", phone: "+34600111222", status: "paid" }
         })
         assert.strictEqual(arrived.status, 201, arrived.text)
         const orderId: string = arrived.json.order.id
-        const withheld = yield* sandbox("PATCH", "_state", { arrive: { kind: "order", shop: "live-orders", status: "created" } })
+        const withheld = yield* sandbox(key, "PATCH", "_state", { arrive: { kind: "order", shop: "live-orders", status: "created" } })
         assert.strictEqual(withheld.status, 201, withheld.text)
 
         const read = yield* call(`/api/v1/commerce/live/orders?updated_since=${encodeURIComponent(since)}`, bearer(key))
@@ -136,7 +137,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.notProperty(mine, "customer_id")
         assert.notProperty(mine, "cart_token")
 
-        const shipped = yield* sandbox("PATCH", "_state", { objects: [{ id: orderId, status: "fulfilled" }] })
+        const shipped = yield* sandbox(key, "PATCH", "_state", { objects: [{ id: orderId, status: "fulfilled" }] })
         assert.isBelow(shipped.status, 300, shipped.text)
         const after = yield* call(`/api/v1/commerce/live/orders?updated_since=${encodeURIComponent(since)}`, bearer(key))
         assert.strictEqual(after.status, 200, after.text)
@@ -205,29 +206,29 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const connection = yield* connectShop(key, "live-faults")
 
         // One throttled answer is retried by the client and never seen.
-        yield* sandbox("POST", "_faults", { throttle: 1 })
+        yield* sandbox(key, "POST", "_faults", { throttle: 1 })
         const retried = yield* call("/api/v1/commerce/live/products?limit=1", bearer(key))
         assert.strictEqual(retried.status, 200, retried.text)
 
-        yield* sandbox("POST", "_faults", { throttle: 100 })
+        yield* sandbox(key, "POST", "_faults", { throttle: 100 })
         const throttled = yield* call("/api/v1/commerce/live/products?limit=1", bearer(key))
-        yield* sandbox("POST", "_faults", { throttle: 0 })
+        yield* sandbox(key, "POST", "_faults", { throttle: 0 })
         assert.strictEqual(throttled.status, 429, throttled.text)
         assert.strictEqual(throttled.json.error.code, "rate_limit_exceeded")
         assert.isAtLeast(Number(throttled.headers.get("retry-after")), 1)
 
-        yield* sandbox("POST", "_faults", { fail_next: 100 })
+        yield* sandbox(key, "POST", "_faults", { fail_next: 100 })
         const failing = yield* call("/api/v1/commerce/live/products?limit=1", bearer(key))
-        yield* sandbox("POST", "_faults", { fail_next: 0 })
+        yield* sandbox(key, "POST", "_faults", { fail_next: 0 })
         assert.strictEqual(failing.status, 502, failing.text)
         assert.strictEqual(failing.json.error.code, "adplatform_unavailable")
         assert.strictEqual(failing.json.error.reason, "store_unavailable")
 
         // The commerce platform's grant death is the app's uninstall (`app/uninstalled`): a read racing the push is
         // 409 `reconnect_required` (the store's 401), and once the push lands the connection is revoked (decision 0064).
-        yield* sandbox("POST", "_faults", { revoke_tokens: true })
+        yield* sandbox(key, "POST", "_faults", { revoke_tokens: true })
         const dead = yield* call("/api/v1/commerce/live/products?limit=1", bearer(key))
-        yield* sandbox("POST", "_faults", { revoke_tokens: false })
+        yield* sandbox(key, "POST", "_faults", { revoke_tokens: false })
         assert.strictEqual(dead.status, 409, dead.text)
         assert.include(["reconnect_required", "commerce_connection_required"], dead.json.error.reason)
         yield* eventually(

@@ -14,6 +14,7 @@ import { call } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { worldHandle } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "commerce:read"]
@@ -24,10 +25,11 @@ const bearer = (key: string, method = "GET", body?: unknown) => ({
   ...(body === undefined ? {} : { body: JSON.stringify(body) })
 })
 
-const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the key's profile's sandbox store world (decision 0109). */
+const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/commerce/${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
@@ -77,6 +79,13 @@ const payments = (profileId: string, orderGroup: string) =>
 
 const signed = (body: string) => createHmac("sha256", sandboxSecretOf("commerce")).update(body, "utf8").digest("base64")
 
+/** A store callback's headers: signed over `signedBody`, naming `profileId`'s sandbox world as the sandbox does (decision 0109). */
+const hookHeaders = (profileId: string, signedBody: string) => ({
+  "content-type": "application/json",
+  "x-shop-hmac-sha256": signed(signedBody),
+  "x-sandbox-world": worldHandle(profileId)
+})
+
 const background = Layer.succeed(SyncWorkerSettings)({
   ...defaultSyncWorkerSettings,
   pollInterval: Duration.millis(100),
@@ -91,7 +100,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "240 secon
         const { key, profile } = yield* newProfile()
         const shop = "orders-push"
         yield* connectShop(key, shop)
-        const arrived = yield* sandbox("PATCH", "_state", {
+        const arrived = yield* sandbox(key, "PATCH", "_state", {
           arrive: { kind: "order", shop, email: "Buyer@Example.com", phone: "+34600111222", status: "created", attributes: { utm_source: "ads" } }
         })
         assert.strictEqual(arrived.status, 201, arrived.text)
@@ -99,7 +108,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "240 secon
         yield* waitMilestones(profile.profileId, order.id, ["created"])
 
         for (const status of ["paid", "fulfilled", "delivered"]) {
-          const moved = yield* sandbox("PATCH", "_state", { objects: [{ id: order.id, status }] })
+          const moved = yield* sandbox(key, "PATCH", "_state", { objects: [{ id: order.id, status }] })
           assert.isBelow(moved.status, 300, moved.text)
         }
         const rows = yield* waitMilestones(profile.profileId, order.id, ["created", "paid", "fulfilled", "delivered"])
@@ -133,15 +142,15 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "240 secon
 
         // A replay of a delivered callback (same id): 200 and nothing written twice.
         const body = JSON.stringify({ id: `replay-${order.id}`, type: "orders/updated", account_id: shop, shop_domain: `${shop}.store.commerce.test`, created_at: new Date().toISOString(), data: { object: order } })
-        const first = yield* call("/hooks/commerce", { method: "POST", headers: { "content-type": "application/json", "x-shop-hmac-sha256": signed(body) }, body })
+        const first = yield* call("/hooks/commerce", { method: "POST", headers: hookHeaders(profile.profileId, body), body })
         assert.isBelow(first.status, 300, first.text)
-        const again = yield* call("/hooks/commerce", { method: "POST", headers: { "content-type": "application/json", "x-shop-hmac-sha256": signed(body) }, body })
+        const again = yield* call("/hooks/commerce", { method: "POST", headers: hookHeaders(profile.profileId, body), body })
         assert.isBelow(again.status, 300, again.text)
         const after = yield* milestones(profile.profileId)
         assert.strictEqual(ofOrder(after, order.id).length, 4)
 
         // Refunded: the payment's refund, still one payment.
-        const refund = yield* sandbox("PATCH", "_state", { objects: [{ id: order.id, status: "refunded" }] })
+        const refund = yield* sandbox(key, "PATCH", "_state", { objects: [{ id: order.id, status: "refunded" }] })
         assert.isBelow(refund.status, 300, refund.text)
         yield* waitMilestones(profile.profileId, order.id, ["refunded"])
         const refunded = yield* eventually(payments(profile.profileId, key1), (p) => p[0]?.refund != null, { what: "the refund", within: "10 seconds" })
@@ -156,7 +165,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "240 secon
         const shop = "orders-badsig"
         yield* connectShop(key, shop)
         const body = JSON.stringify({ id: "forged-1", type: "orders/create", account_id: shop, data: { object: { id: "x" } } })
-        const forged = yield* call("/hooks/commerce", { method: "POST", headers: { "content-type": "application/json", "x-shop-hmac-sha256": signed(body + " ") }, body })
+        const forged = yield* call("/hooks/commerce", { method: "POST", headers: hookHeaders(profile.profileId, body + " "), body })
         assert.strictEqual(forged.status, 401, forged.text)
         const sql = yield* SqlClient
         const [seen] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM provider_events WHERE provider = 'commerce' AND event_id = 'forged-1'`
@@ -183,7 +192,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "240 secon
         })
         const job = yield* runSync
         assert.strictEqual(job.status, "done", JSON.stringify(job))
-        const state = yield* sandbox("GET", "_state")
+        const state = yield* sandbox(key, "GET", "_state")
         const seeded = (state.json.orders as ReadonlyArray<any>).filter((o) => o.shop_id === shop || o.shop === shop)
         assert.isAbove(seeded.length, 0)
         const rows = yield* milestones(profile.profileId)
@@ -231,7 +240,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "240 secon
         const { key, profile } = yield* newProfile()
         const shop = "orders-uninstall"
         const connection = yield* connectShop(key, shop)
-        const gone = yield* sandbox("PATCH", "_state", { arrive: { kind: "app_uninstalled", shop } })
+        const gone = yield* sandbox(key, "PATCH", "_state", { arrive: { kind: "app_uninstalled", shop } })
         assert.strictEqual(gone.status, 201, gone.text)
         const sql = yield* SqlClient
         const revoked = yield* eventually(

@@ -15,8 +15,13 @@ import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "commerce:read"]
 
-const sandbox = (body: unknown) =>
-  call("/sandbox/commerce/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+/** A `_state` change in the key's profile's sandbox store world (decision 0109). */
+const sandbox = (key: string, body: unknown) =>
+  call("/sandbox/commerce/_state", {
+    method: "PATCH",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify(body)
+  })
 
 const payment = (profileId: string, key: string) =>
   Effect.flatMap(SqlClient, (sql) =>
@@ -46,7 +51,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const shop = `pay-${crypto.randomUUID().slice(0, 8)}`
         yield* connectProvider(key, "commerce", { shop })
 
-        const arrived = yield* sandbox({ arrive: { kind: "order", shop, email: "buyer@example.com", status: "paid" } })
+        const arrived = yield* sandbox(key, { arrive: { kind: "order", shop, email: "buyer@example.com", status: "paid" } })
         assert.strictEqual(arrived.status, 201, arrived.text)
         const order = arrived.json.order
         const idempotencyKey = `commerce:${shop}:${order.id}`
@@ -64,13 +69,13 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const total = cents(order.total_price)
         const part = Math.floor(total / 4)
         assert.isAbove(part, 0)
-        const first = yield* sandbox({ objects: [{ id: order.id, refund: money(part) }] })
+        const first = yield* sandbox(key, { objects: [{ id: order.id, refund: money(part) }] })
         assert.strictEqual(first.status, 200, first.text)
         yield* eventually(payment(profile.profileId, idempotencyKey), (rows) => rows[0]?.refund != null && cents(rows[0].refund) === part, {
           what: "the first partial refund",
           within: "20 seconds"
         })
-        const second = yield* sandbox({ objects: [{ id: order.id, refund: money(part) }] })
+        const second = yield* sandbox(key, { objects: [{ id: order.id, refund: money(part) }] })
         assert.strictEqual(second.status, 200, second.text)
         yield* eventually(payment(profile.profileId, idempotencyKey), (rows) => cents(rows[0]?.refund ?? "0") === 2 * part, {
           what: "the running total of two refunds",
@@ -80,10 +85,10 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.notInclude((yield* milestonesOf(profile.profileId, order.id)).map((m) => m.status), "refunded")
 
         // More than what is left is refused and changes nothing.
-        const tooMuch = yield* sandbox({ objects: [{ id: order.id, refund: money(total) }] })
+        const tooMuch = yield* sandbox(key, { objects: [{ id: order.id, refund: money(total) }] })
         assert.strictEqual(tooMuch.status, 400, tooMuch.text)
 
-        const rest = yield* sandbox({ objects: [{ id: order.id, refund: money(total - 2 * part) }] })
+        const rest = yield* sandbox(key, { objects: [{ id: order.id, refund: money(total - 2 * part) }] })
         assert.strictEqual(rest.status, 200, rest.text)
         const whole = yield* eventually(payment(profile.profileId, idempotencyKey), (rows) => cents(rows[0]?.refund ?? "0") === total, {
           what: "the order refunded whole",
@@ -98,7 +103,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(statuses.map((m) => m.status).sort(), ["created", "paid", "refunded"])
 
         // A refund on a refunded order is refused.
-        const after = yield* sandbox({ objects: [{ id: order.id, refund: "0.01" }] })
+        const after = yield* sandbox(key, { objects: [{ id: order.id, refund: "0.01" }] })
         assert.strictEqual(after.status, 409, after.text)
       }))
   })

@@ -26,10 +26,11 @@ const bearer = (key: string, method = "GET", body?: unknown) => ({
   ...(body === undefined ? {} : { body: JSON.stringify(body) })
 })
 
-const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the key's profile's sandbox store world (decision 0109). */
+const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/commerce/${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
@@ -87,14 +88,14 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "120 seconds",
         yield* Effect.promise(() => fetch(consent.location ?? "", { redirect: "manual" }).then((r) => r.text()))
 
         // The volume arrival: bad input is refused and changes nothing; then 1,000 orders.
-        const refused = yield* sandbox("PATCH", "_state", { arrive: { kind: "generated_orders", shop: SHOP, orders: 0 } })
+        const refused = yield* sandbox(key, "PATCH", "_state", { arrive: { kind: "generated_orders", shop: SHOP, orders: 0 } })
         assert.strictEqual(refused.status, 400, refused.text)
-        const arrived = yield* sandbox("PATCH", "_state", { arrive: { kind: "generated_orders", shop: SHOP, orders: ORDERS, seed: 7 } })
+        const arrived = yield* sandbox(key, "PATCH", "_state", { arrive: { kind: "generated_orders", shop: SHOP, orders: ORDERS, seed: 7 } })
         assert.strictEqual(arrived.status, 201, arrived.text)
         assert.strictEqual(arrived.json.orders, ORDERS)
         assert.strictEqual(arrived.json.milestones, ORDERS * 4)
         // The seeded orders of the shop (held by the sandbox) come on top of the generated ones.
-        const state = yield* sandbox("GET", "_state")
+        const state = yield* sandbox(key, "GET", "_state")
         const seeded = (state.json.orders as ReadonlyArray<{ shop_id: string; milestones: ReadonlyArray<{ status: string }> }>)
           .filter((o) => o.shop_id === SHOP)
         const totalOrders = ORDERS + seeded.length

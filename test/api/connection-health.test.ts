@@ -18,13 +18,14 @@ import { serveAppOnOwnPort } from "../support/providers.ts"
 
 const MAILBOX = "em_mbx_0001"
 
-const setMailbox = (state: string) =>
-  Effect.flatMap(sandbox("email", "PATCH", "_state", { objects: [{ id: MAILBOX, state }] }), (answer) =>
+/** Sets the mailbox's state in the sandbox world of `key`'s profile (decision 0109). */
+const setMailbox = (key: string, state: string) =>
+  Effect.flatMap(sandbox(key, "email", "PATCH", "_state", { objects: [{ id: MAILBOX, state }] }), (answer) =>
     Effect.sync(() => assert.isBelow(answer.status, 300, answer.text)))
 
-/** Runs `effect` with the mailbox in `state`, and puts it back to `active` whatever happens. */
-const withMailbox = <A, E, R>(state: string, effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(setMailbox(state), () => Effect.ensuring(effect, Effect.ignore(setMailbox("active"))))
+/** Runs `effect` with the mailbox of `key`'s world in `state`, and puts it back to `active` whatever happens. */
+const withMailbox = <A, E, R>(key: string, state: string, effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(setMailbox(key, state), () => Effect.ensuring(effect, Effect.ignore(setMailbox(key, "active"))))
 
 const healthEvents = (profileId: string) =>
   Effect.flatMap(SqlClient, (sql) =>
@@ -55,7 +56,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
       assert.strictEqual(created.status, 201, created.text)
       const path = `/api/v1/reports/${created.json.data.id}/send`
 
-      const refused = yield* withMailbox("suspended", call(path, bearer(key, "POST", {})))
+      const refused = yield* withMailbox(key, "suspended", call(path, bearer(key, "POST", {})))
       assert.strictEqual(refused.status, 403, refused.text)
       assert.strictEqual(refused.json.error.code, "account_suspended")
       assert.deepStrictEqual(yield* listed(key, connection.id), ["needs_action", "account_suspended"])
@@ -66,7 +67,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
       )
 
       // The same refusal again changes nothing: no second event.
-      const again = yield* withMailbox("suspended", call(path, bearer(key, "POST", {})))
+      const again = yield* withMailbox(key, "suspended", call(path, bearer(key, "POST", {})))
       assert.strictEqual(again.status, 403, again.text)
       assert.strictEqual((yield* healthEvents(profile.profileId)).length, 1)
 
@@ -89,7 +90,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
       const { key, profile } = yield* channelProfile(["conversations:read", "conversations:write"])
       const connection = yield* connectChannel(key, "email")
       const message = { channel: "email", to: "p@example.com", subject: "Hi", text: "Hello" }
-      const refused = yield* withMailbox("disabled", call("/api/v1/messages", bearer(key, "POST", message)))
+      const refused = yield* withMailbox(key, "disabled", call("/api/v1/messages", bearer(key, "POST", message)))
       assert.strictEqual(refused.json.error.code, "mailbox_disabled", refused.text)
       assert.deepStrictEqual(yield* listed(key, connection.id), ["needs_action", "mailbox_disabled"])
       const sent = yield* call("/api/v1/messages", bearer(key, "POST", message))

@@ -10,6 +10,7 @@ import { call, serveApp, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { driveConsent, freePort, ownPortSettings, runHandoff, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth, worldHandle } from "../support/sandbox-world.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write"]
@@ -61,7 +62,12 @@ const outboxRows = (profileId: string, topic: string) =>
     sql<{ id: string; payload: { id: string; data: Record<string, unknown> } }>`
       SELECT id, payload FROM outbox WHERE profile_id = ${profileId} AND topic = ${topic} ORDER BY created_at, id`)
 
-const sandboxState = (provider: string) => Effect.map(call(`/sandbox/${provider}/_state`), (r) => r.json)
+/** A provider's `_state` in the sandbox world of `key`'s profile (decision 0109). */
+const sandboxState = (key: string, provider: string) =>
+  Effect.map(call(`/sandbox/${provider}/_state`, { headers: keyAuth(key) }), (r) => {
+    assert.strictEqual(r.status, 200, r.text)
+    return r.json
+  })
 
 const newProfileWithKey = Effect.fn("test.newProfileWithKey")(function*(profile?: SeededProfile) {
   const seeded = profile ?? (yield* seedProfile())
@@ -161,7 +167,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(connected[0]?.payload.data["provider"], "adplatform")
 
         // The push channel is open on the account.
-        const state = yield* sandboxState("adplatform")
+        const state = yield* sandboxState(key, "adplatform")
         assert.include(JSON.stringify(state), `${url}/hooks/adplatform`)
 
         // The same callback again (a double click): the first outcome, nothing written twice.
@@ -332,14 +338,14 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const { key, profile } = yield* newProfileWithKey()
         const { url } = yield* TestServer
-        // A provider no other test file connects (they share the database and the sandbox's seeded
-        // accounts), so this connection is the account's only one and its push channel closes.
+        // A provider no other test file connects (they share the database), and the profile's own
+        // sandbox world (decision 0109): this connection is the account's only one, so its push channel closes.
         const { handoff } = yield* connectVia(key, { provider: "short_video_messaging" })
         const poll = yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))
         const connectionId: string = poll.json.data.result.connection_id
         const sql = yield* SqlClient
         const channel = { account_id: (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0].provider_account_id, callback_url: `${url}/hooks/short_video_messaging` }
-        assert.deepInclude((yield* sandboxState("short_video_messaging")).subscriptions, channel)
+        assert.deepInclude((yield* sandboxState(key, "short_video_messaging")).subscriptions, channel)
 
         const jobId = crypto.randomUUID()
         yield* sql`INSERT INTO sync_jobs (id, profile_id, connection_id, kind, status) VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'structure', 'running')`
@@ -365,7 +371,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           SELECT actor_user_id FROM audit_events WHERE target_id = ${connectionId} AND action = 'connection.disconnected'`
         assert.strictEqual(audit.length, 1)
         assert.isNull(audit[0]?.actor_user_id)
-        assert.notDeepInclude((yield* sandboxState("short_video_messaging")).subscriptions, channel)
+        assert.notDeepInclude((yield* sandboxState(key, "short_video_messaging")).subscriptions, channel)
         assert.strictEqual((yield* call(`/api/v1/connections/${connectionId}/disconnect`, json(key, "POST"))).status, 404)
       }))
 
@@ -440,10 +446,15 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
   describe("provider callbacks", () => {
     const sign = (body: string) => `sha256=${createHmac("sha256", sandboxSecretOf("adplatform")).update(body, "utf8").digest("hex")}`
-    const hook = (body: string, signature: string | null) =>
+    /** A callback as the sandbox sends it: signed, naming the world (decision 0109) of the profile meant to receive it. */
+    const hook = (body: string, signature: string | null, world: string | null) =>
       call("/hooks/adplatform", {
         method: "POST",
-        headers: { "content-type": "application/json", ...(signature === null ? {} : { "x-hub-signature-256": signature }) },
+        headers: {
+          "content-type": "application/json",
+          ...(signature === null ? {} : { "x-hub-signature-256": signature }),
+          ...(world === null ? {} : { "x-sandbox-world": world })
+        },
         body
       })
 
@@ -464,18 +475,26 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
             changes: [{ field: "leadgen", value: { leadgen_id: leadgenId, form_id: "f1", ad_id: "ad1", account_id: accountId } }]
           }]
         })
-        const bad = yield* hook(body, "sha256=00")
+        const world = worldHandle(profile.profileId)
+        const bad = yield* hook(body, "sha256=00", world)
         assert.strictEqual(bad.status, 401)
         assert.strictEqual(bad.json.error.code, "unauthorized")
-        assert.strictEqual((yield* hook(body, null)).status, 401)
+        assert.strictEqual((yield* hook(body, null, world)).status, 401)
+        // A well-signed push naming no world, or a forged one, reaches no tenant (decision 0109).
+        for (const forged of [null, `${profile.profileId}.${"0".repeat(32)}`]) {
+          const unnamed = yield* hook(body, sign(body), forged)
+          assert.strictEqual(unnamed.status, 401, unnamed.text)
+          assert.strictEqual(unnamed.json.error.code, "unauthorized")
+          assert.strictEqual(unnamed.json.error.reason, "bad_signature")
+        }
         const sql = yield* SqlClient
         const seen = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM provider_events WHERE event_id = ${leadgenId}`
         assert.strictEqual(seen[0]?.n, 0)
 
-        const first = yield* hook(body, sign(body))
+        const first = yield* hook(body, sign(body), world)
         assert.strictEqual(first.status, 200, first.text)
         assert.deepStrictEqual(first.json, { received: true, fresh: true })
-        const again = yield* hook(body, sign(body))
+        const again = yield* hook(body, sign(body), world)
         assert.deepStrictEqual(again.json, { received: true, fresh: false })
         const rows = yield* outboxRows(profile.profileId, "leadgen.received")
         assert.strictEqual(rows.length, 1)
@@ -493,13 +512,13 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         yield* connectVia(key)
         const list = yield* call("/api/v1/connections", json(key, "GET"))
         const accountId: string = list.json.data[0].provider_account_id
-        const state = yield* sandboxState("adplatform")
+        const state = yield* sandboxState(key, "adplatform")
         const account = state.accounts.find((a: { id: string }) => a.id === accountId)
         const adId: string = account.campaigns[0].ad_sets[0].ads[0].id
         const leadgenId = `lead-${crypto.randomUUID()}`
         const arrived = yield* call("/sandbox/adplatform/_state", {
           method: "PATCH",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...keyAuth(key) },
           body: JSON.stringify({ arrive: { kind: "lead", ad_id: adId, leadgen_id: leadgenId } })
         })
         assert.strictEqual(arrived.status, 201, arrived.text)
@@ -523,19 +542,25 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         yield* connectVia(key)
         const accountId: string = (yield* call("/api/v1/connections", json(key, "GET"))).json.data[0].provider_account_id
         const faults = (body: unknown) =>
-          call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+          call("/sandbox/adplatform/_faults", {
+            method: "POST",
+            headers: { "content-type": "application/json", ...keyAuth(key) },
+            body: JSON.stringify(body)
+          })
         // Every attempt of the lead read (the first and its retries) answers 500.
-        yield* faults({ fail_next: 4 })
-        const state = yield* sandboxState("adplatform")
+        const failing = yield* faults({ fail_next: 4 })
+        assert.strictEqual(failing.status, 200, failing.text)
+        const state = yield* sandboxState(key, "adplatform")
         const adId: string = state.accounts.find((a: { id: string }) => a.id === accountId).campaigns[0].ad_sets[0].ads[0].id
         const leadgenId = `lead-${crypto.randomUUID()}`
-        yield* call("/sandbox/adplatform/_state", {
+        const arrived = yield* call("/sandbox/adplatform/_state", {
           method: "PATCH",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...keyAuth(key) },
           body: JSON.stringify({ arrive: { kind: "lead", ad_id: adId, leadgen_id: leadgenId } })
         })
+        assert.strictEqual(arrived.status, 201, arrived.text)
         const delivered = yield* eventually(
-          sandboxState("adplatform"),
+          sandboxState(key, "adplatform"),
           (s) => (s.deliveries ?? []).some((d: { status: number | null; at: string }) => d.status === 503),
           { what: "the push answered 503", within: "20 seconds", every: "200 millis" }
         )
@@ -545,7 +570,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           object: "page",
           entry: [{ id: accountId, time: Math.floor(Date.now() / 1000), changes: [{ field: "leadgen", value: { leadgen_id: leadgenId, ad_id: adId } }] }]
         })
-        const again = yield* hook(body, sign(body))
+        const again = yield* hook(body, sign(body), worldHandle(profile.profileId))
         assert.strictEqual(again.status, 200, again.text)
         const rows = yield* outboxRows(profile.profileId, "leadgen.received")
         assert.strictEqual(rows.length, 1)
@@ -554,9 +579,11 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
     it.effect("a timestamped scheme refuses a stale timestamp (401) and takes a fresh one", () =>
       Effect.gen(function*() {
+        const { profile } = yield* newProfileWithKey()
         const body = JSON.stringify({ event: "deal.updated", id: `evt-${crypto.randomUUID()}`, account_id: "portal-x" })
         const signed = (timestamp: number) => ({
           "content-type": "application/json",
+          "x-sandbox-world": worldHandle(profile.profileId),
           "x-signature-timestamp": String(timestamp),
           "x-signature-256": `sha256=${createHmac("sha256", sandboxSecretOf("crm")).update(`${timestamp}.${body}`, "utf8").digest("hex")}`
         })
@@ -570,14 +597,14 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(replay.json, { received: true, fresh: false })
       }))
 
-    // Last of the layer's tests: the fault kills every grant the sandbox issued so far.
+    // The fault kills every grant the profile's sandbox world issued so far (decision 0109).
     it.effect.each(["crm", "adplatform"])("a grant death (revoke_tokens fault) on %s marks the connection reconnect_required with its event, once", (provider) =>
       Effect.gen(function*() {
         const { key, profile } = yield* newProfileWithKey()
         yield* connectVia(key, { provider })
         const faults = yield* call(`/sandbox/${provider}/_faults`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...keyAuth(key) },
           body: JSON.stringify({ revoke_tokens: true })
         })
         assert.strictEqual(faults.status, 200, faults.text)
@@ -588,11 +615,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         )
         assert.strictEqual(list.json.data[0].status_reason, "grant_revoked")
         assert.strictEqual((yield* outboxRows(profile.profileId, "connection.reconnect_required")).length, 1)
-        yield* call(`/sandbox/${provider}/_faults`, {
+        const restored = yield* call(`/sandbox/${provider}/_faults`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...keyAuth(key) },
           body: JSON.stringify({ revoke_tokens: false })
         })
+        assert.strictEqual(restored.status, 200, restored.text)
       }))
   })
 })

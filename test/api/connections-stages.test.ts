@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { call } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const WRITER = ["connections:read", "connections:write", "goals:write", "conversions:read"]
@@ -28,13 +29,15 @@ const send = (key: string, method: string, path: string, body?: unknown) =>
 
 const stagesOf = (key: string, query = "") => send(key, "GET", `/api/v1/connections/crm/stages${query}`)
 
-const faults = (body: Record<string, unknown>) =>
+/** Sets the CRM's faults in the sandbox world of `key`'s profile (decision 0109). */
+const faults = (key: string, body: Record<string, unknown>) =>
   Effect.map(
-    call("/sandbox/crm/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    call("/sandbox/crm/_faults", { method: "POST", headers: { "content-type": "application/json", ...keyAuth(key) }, body: JSON.stringify(body) }),
     (response) => assert.strictEqual(response.status, 200, response.text)
   )
 
-const clearFaults = faults({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
+const clearFaults = (key: string) =>
+  faults(key, { throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
 
 const fixture = Effect.gen(function*() {
   const profile = yield* seedProfile()
@@ -88,8 +91,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
     it.effect("a connected CRM: its stages live in en and es, suggestions among the outcome keys, ready", () =>
       Effect.gen(function*() {
-        yield* clearFaults
         const profile = yield* fixture
+        yield* clearFaults(profile.key)
         yield* defineOutcomes(profile.key)
         const connectionId = yield* connectCrm(profile.key)
 
@@ -150,8 +153,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
     it.effect("without an outcome key for a won stage: unmapped with next_step map_stages", () =>
       Effect.gen(function*() {
-        yield* clearFaults
         const profile = yield* fixture
+        yield* clearFaults(profile.key)
         yield* connectCrm(profile.key)
         const read = yield* stagesOf(profile.key)
         assert.strictEqual(read.status, 200, read.text)
@@ -162,8 +165,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
     it.effect("mappings written through PUT and PATCH outcome-definitions and POST goals/definitions read as user", () =>
       Effect.gen(function*() {
-        yield* clearFaults
         const profile = yield* fixture
+        yield* clearFaults(profile.key)
         yield* defineOutcomes(profile.key)
         yield* connectCrm(profile.key)
         const before = yield* stagesOf(profile.key)
@@ -229,8 +232,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
     it.effect("scopes: connections:read or analytics:read reads (without goals:write nothing is writable); neither is 403", () =>
       Effect.gen(function*() {
-        yield* clearFaults
         const profile = yield* fixture
+        yield* clearFaults(profile.key)
         yield* connectCrm(profile.key)
         for (const scopes of [["connections:read"], ["analytics:read"]]) {
           const { key } = yield* seedApiKey(profile, { scopes })
@@ -248,12 +251,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
     it.effect("an app-provisioned profile with the add-on off: stages read, nothing writable, no outcome keys", () =>
       Effect.gen(function*() {
-        yield* clearFaults
         const app = yield* registerApp("Stages app")
         const created = yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `m-${crypto.randomUUID().slice(0, 8)}` })
         assert.strictEqual(created.status, 201, created.text)
         const profile = { profileId: created.json.data.profile_id as string, workspaceId: created.json.data.workspace_id as string }
         const { key } = yield* seedApiKey(profile, { scopes: WRITER, rateLimitPerMinute: 10_000 })
+        yield* clearFaults(key)
         yield* connectCrm(key)
         const read = yield* stagesOf(key)
         assert.strictEqual(read.status, 200, read.text)
@@ -283,28 +286,28 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
     it.effect("provider failures: throttled 429 with Retry-After, failing 502 adplatform_unavailable, a dead grant reconnect_required", () =>
       Effect.gen(function*() {
-        yield* clearFaults
         const sql = yield* SqlClient
         const profile = yield* fixture
+        yield* clearFaults(profile.key)
         const connectionId = yield* connectCrm(profile.key)
 
-        yield* faults({ throttle: 20 })
+        yield* faults(profile.key, { throttle: 20 })
         const throttled = yield* stagesOf(profile.key)
         assert.strictEqual(throttled.status, 429, throttled.text)
         assert.strictEqual(throttled.json.error.code, "rate_limit_exceeded")
         assert.strictEqual(throttled.json.error.provider, "crm")
         assert.isNotNull(throttled.headers.get("retry-after"))
-        yield* clearFaults
+        yield* clearFaults(profile.key)
 
-        yield* faults({ fail_next: 20 })
+        yield* faults(profile.key, { fail_next: 20 })
         const failing = yield* stagesOf(profile.key)
         assert.strictEqual(failing.status, 502, failing.text)
         assert.strictEqual(failing.json.error.code, "adplatform_unavailable")
         assert.strictEqual(failing.json.error.provider, "crm")
-        yield* clearFaults
+        yield* clearFaults(profile.key)
         assert.strictEqual((yield* stagesOf(profile.key)).status, 200)
 
-        yield* faults({ revoke_tokens: true })
+        yield* faults(profile.key, { revoke_tokens: true })
         const dead = yield* stagesOf(profile.key)
         assert.strictEqual(dead.status, 200, dead.text)
         assert.strictEqual(dead.json.data.status, "reconnect_required")
@@ -316,7 +319,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const again = yield* stagesOf(profile.key)
         assert.strictEqual(again.json.data.status, "reconnect_required")
         assert.strictEqual(again.json.data.connection_id, connectionId)
-        yield* clearFaults
+        yield* clearFaults(profile.key)
       }))
   })
 })

@@ -12,6 +12,7 @@ import { SyncWorker, SyncWorkerSettings, defaultSyncWorkerSettings } from "../..
 import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
@@ -45,17 +46,19 @@ const brokerProfile = Effect.gen(function*() {
   return { ...profile, key, app } satisfies Fixture & { readonly app: PartnerApp }
 })
 
-const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the sandbox world of `key`'s profile (decision 0109). */
+const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/adplatform${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...keyAuth(key) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-const setFaults = (faults: Record<string, unknown>) =>
-  Effect.map(sandbox("POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
+const setFaults = (key: string, faults: Record<string, unknown>) =>
+  Effect.map(sandbox(key, "POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
 
-const clearFaults = setFaults({ throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
+const clearFaults = (key: string) =>
+  setFaults(key, { throttle: 0, error_rate: 0, fail_next: 0, timeout_ms: 0, missing_permission: false, revoke_tokens: false })
 
 /**
  * Connects the sandbox's ad account through a connect hand-off, as a person would: mint, consent
@@ -96,9 +99,10 @@ const lastWeek = () => {
 
 const count = (statement: Effect.Effect<ReadonlyArray<any>, unknown, never>) => Effect.map(statement, (rows) => Number(rows[0]?.n ?? 0))
 
-/** The sandbox's account as `_state` shows it. */
-const sandboxAccount = (accountId: string) =>
-  Effect.map(sandbox("GET", "/_state"), (response) => {
+/** The sandbox's account as `_state` shows it, in the world of `key`'s profile. */
+const sandboxAccount = (key: string, accountId: string) =>
+  Effect.map(sandbox(key, "GET", "/_state"), (response) => {
+    assert.strictEqual(response.status, 200, response.text)
     const account = (response.json.accounts as ReadonlyArray<any>).find((a) => a.id === accountId)
     assert.isDefined(account, `account ${accountId} in the sandbox`)
     return account
@@ -119,8 +123,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
       it.effect("a manual sync copies the account's structure with the sandbox's ids and budgets, and its insights into ad_spend", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId, accountId } = yield* connect(fixture)
           const [queued] = yield* trigger(fixture, { connection_id: connectionId })
           assert.strictEqual(queued.kind, "manual")
@@ -129,7 +133,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.strictEqual(job.status, "done", JSON.stringify(job))
           assert.strictEqual(job.error, null)
 
-          const account = yield* sandboxAccount(accountId)
+          const account = yield* sandboxAccount(fixture.key, accountId)
           const campaigns = account.campaigns as ReadonlyArray<any>
           const adSets = campaigns.flatMap((c) => c.ad_sets as ReadonlyArray<any>)
           const ads = adSets.flatMap((s) => s.ads as ReadonlyArray<any>)
@@ -190,24 +194,24 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           // An ad paused by hand at the provider: the next sync brings the change, and writes the same
           // rows again (upserts), never a second copy.
           const target = ads.find((a) => a.status === "active") ?? ads[0]
-          const paused = yield* sandbox("PATCH", "/_state", { objects: [{ id: target.id, status: "paused" }] })
+          const paused = yield* sandbox(fixture.key, "PATCH", "/_state", { objects: [{ id: target.id, status: "paused" }] })
           assert.strictEqual(paused.status, 200, paused.text)
           const [again] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           assert.strictEqual((yield* settled(fixture, again.job_id)).status, "done")
           assert.strictEqual(yield* count(sql`SELECT count(*)::int AS n FROM ads WHERE profile_id = ${fixture.profileId}`), ads.length)
           const [pausedRow] = yield* sql<any>`SELECT status FROM ads WHERE profile_id = ${fixture.profileId} AND platform_id = ${target.id}`
           assert.strictEqual(pausedRow.status, "paused")
-          yield* sandbox("PATCH", "/_state", { objects: [{ id: target.id, status: target.status }] })
+          yield* sandbox(fixture.key, "PATCH", "/_state", { objects: [{ id: target.id, status: target.status }] })
         }))
 
       it.effect("synced spend and the platform's reported counts reach the campaign rows; an ad set carries its learning stage and objective", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId, accountId } = yield* connect(fixture)
           // Spend shows in the profile's currency: the account's here, so no rate is needed.
-          const account = yield* sandboxAccount(accountId)
+          const account = yield* sandboxAccount(fixture.key, accountId)
           yield* sql`UPDATE profiles SET currency = ${account.currency} WHERE id = ${fixture.profileId}`
           yield* sql`UPDATE workspaces SET reporting_currency = ${account.currency} WHERE id = ${fixture.workspaceId}`
           const [queued] = yield* trigger(fixture, { connection_id: connectionId })
@@ -256,8 +260,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
       it.effect("ad referrals accept a synced ad and answer 422 unknown_ad for an id the sync never brought", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
           const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           assert.strictEqual((yield* settled(fixture, queued.job_id)).status, "done")
@@ -280,8 +284,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
 
       it.effect("two clicks queue one job; the jobs list newest first; an unknown connection is 404, a bad body 400, an unknown job 404", () =>
         Effect.gen(function*() {
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
           const [first, second] = yield* Effect.all([
             trigger(fixture, { connection_id: connectionId, kind: "structure" }),
@@ -331,8 +335,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
       it.effect("while off, structure syncs and spend does not; turning it on works the backfill once", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const fixture = yield* brokerProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
           const [manual] = yield* trigger(fixture, { connection_id: connectionId })
           const done = yield* settled(fixture, manual.job_id)
@@ -375,18 +379,18 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
     describe("failures", () => {
       it.effect("a throttled sync is queued again after a backoff and completes once the provider lets it", () =>
         Effect.gen(function*() {
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
           // More 429s in a row than the HTTP client retries: the attempt fails throttled and the job is queued again.
-          yield* setFaults({ throttle: 6 })
+          yield* setFaults(fixture.key, { throttle: 6 })
           const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           const throttled = yield* eventually(progress(fixture, queued.job_id), (job) => job.error === "provider_throttled", {
             what: "the job to be throttled",
             within: "60 seconds"
           })
           assert.include(["queued", "running"], throttled.status)
-          yield* clearFaults
+          yield* clearFaults(fixture.key)
           const job = yield* settled(fixture, queued.job_id)
           assert.strictEqual(job.status, "done", JSON.stringify(job))
           assert.isAtLeast(job.attempts, 2)
@@ -394,10 +398,10 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
 
       it.effect("a provider answering 5xx past the client's retries: the job is queued again and completes", () =>
         Effect.gen(function*() {
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
-          yield* setFaults({ fail_next: 6 })
+          yield* setFaults(fixture.key, { fail_next: 6 })
           const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           const job = yield* settled(fixture, queued.job_id)
           assert.strictEqual(job.status, "done", JSON.stringify(job))
@@ -407,11 +411,11 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
       it.effect("a grant the provider refuses mid-sync (401) marks the connection reconnect_required, writes the event and fails the job for good", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
           // Every access token issued so far now answers 401 invalid_token, with no push: only the sync finds out.
-          yield* setFaults({ expire_tokens: true })
+          yield* setFaults(fixture.key, { expire_tokens: true })
           const [queued] = yield* trigger(fixture, { connection_id: connectionId, kind: "structure" })
           const job = yield* settled(fixture, queued.job_id)
           assert.strictEqual(job.status, "failed", JSON.stringify(job))
@@ -433,12 +437,12 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
       it.effect("a revoked grant (the provider's push or the sync's 401, whichever comes first) leaves the job failed and one event", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
-          yield* setFaults({ revoke_tokens: true })
+          yield* setFaults(fixture.key, { revoke_tokens: true })
           const answer = yield* send(fixture.key, "POST", "/api/v1/connections/sync", { connection_id: connectionId, kind: "structure" })
-          yield* clearFaults
+          yield* clearFaults(fixture.key)
           if (answer.status === 202) {
             const job = yield* settled(fixture, answer.json.data[0].job_id)
             assert.strictEqual(job.status, "failed", JSON.stringify(job))
@@ -463,8 +467,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
       it.effect("a job whose runner died is claimed again once its lease expires and completes", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const fixture = yield* personProfile
+          yield* clearFaults(fixture.key)
           const { connectionId } = yield* connect(fixture)
           const jobId = crypto.randomUUID()
           // A runner claimed it (attempt 1) and died: the row stays running under a lease about to expire.
@@ -485,9 +489,10 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
       it.effect("queues structure for every live ad-platform connection and recent insights where the add-on is on", () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient
-          yield* clearFaults
           const on = yield* personProfile
           const off = yield* brokerProfile
+          yield* clearFaults(on.key)
+          yield* clearFaults(off.key)
           const a = yield* connect(on)
           const b = yield* connect(off)
           const worker = yield* SyncWorker

@@ -13,6 +13,7 @@ import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../..
 import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth, worldHandle } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "goals:write", "conversions:read", "events:write"]
@@ -32,10 +33,11 @@ const send = (key: string, method: string, path: string, body?: unknown) =>
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the key's profile's sandbox CRM world (decision 0109). */
+const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/crm${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...keyAuth(key) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
@@ -87,9 +89,9 @@ const mapWon = (key: string) =>
 const connectCrm = (key: string) => Effect.map(connectProvider(key, "crm"), (connected) => connected.connectionId)
 
 /** A new deal in the sales pipeline's first stage, its contact known by `email`; answers the deal. */
-const newDeal = (email: string) =>
+const newDeal = (key: string, email: string) =>
   Effect.gen(function*() {
-    const arrived = yield* sandbox("PATCH", "/_state", {
+    const arrived = yield* sandbox(key, "PATCH", "/_state", {
       arrive: {
         kind: "deal",
         account_id: PORTAL,
@@ -104,8 +106,8 @@ const newDeal = (email: string) =>
     return arrived.json.deal as { id: string; contact: { id: string } }
   })
 
-const moveDeal = (dealId: string, stageId: string) =>
-  Effect.map(sandbox("PATCH", "/_state", { objects: [{ id: dealId, stage_id: stageId }] }), (response) => {
+const moveDeal = (key: string, dealId: string, stageId: string) =>
+  Effect.map(sandbox(key, "PATCH", "/_state", { objects: [{ id: dealId, stage_id: stageId }] }), (response) => {
     assert.strictEqual(response.status, 200, response.text)
     return response.json
   })
@@ -125,8 +127,15 @@ const eventsOfDeal = (profileId: string, dealId: string) =>
       SELECT idempotency_key, event_name, source FROM outcome_events
       WHERE profile_id = ${profileId} AND idempotency_key LIKE ${`crm:${PORTAL}:${dealId}:%`}`)
 
-/** A CRM callback signed as the sandbox signs (or with a wrong secret). */
-const pushDeal = (deal: unknown, options: { readonly id?: string; readonly secret?: string } = {}) => {
+/**
+ * A CRM callback signed as the sandbox signs (or with a wrong secret), naming the world of
+ * `profileId` as the sandbox does (`x-sandbox-world`, decision 0109), or the `world` given (null: none).
+ */
+const pushDeal = (
+  profileId: string,
+  deal: unknown,
+  options: { readonly id?: string; readonly secret?: string; readonly world?: string | null } = {}
+) => {
   const body = JSON.stringify({
     id: options.id ?? `evt_${crypto.randomUUID()}`,
     type: "deal.stage_changed",
@@ -136,15 +145,24 @@ const pushDeal = (deal: unknown, options: { readonly id?: string; readonly secre
   })
   const timestamp = Math.floor(Date.now() / 1000)
   const signature = createHmac("sha256", options.secret ?? sandboxSecretOf("crm")).update(`${timestamp}.${body}`, "utf8").digest("hex")
+  const world = options.world === undefined ? worldHandle(profileId) : options.world
   return call("/hooks/crm", {
     method: "POST",
-    headers: { "content-type": "application/json", "x-signature-timestamp": String(timestamp), "x-signature-256": `sha256=${signature}` },
+    headers: {
+      "content-type": "application/json",
+      "x-signature-timestamp": String(timestamp),
+      "x-signature-256": `sha256=${signature}`,
+      ...(world === null ? {} : { "x-sandbox-world": world })
+    },
     body
   })
 }
 
-const currentDeal = (dealId: string) =>
-  Effect.map(sandbox("GET", "/_state"), (response) => (response.json.deals as ReadonlyArray<any>).find((d) => d.id === dealId))
+const currentDeal = (key: string, dealId: string) =>
+  Effect.map(sandbox(key, "GET", "/_state"), (response) => {
+    assert.strictEqual(response.status, 200, response.text)
+    return (response.json.deals as ReadonlyArray<any>).find((d) => d.id === dealId)
+  })
 
 const syncOnce = (key: string, connectionId: string) =>
   Effect.gen(function*() {
@@ -175,12 +193,12 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         const connectionId = yield* connectCrm(profile.key)
         yield* mapWon(profile.key)
 
-        const deal = yield* newDeal(email)
+        const deal = yield* newDeal(profile.key, email)
         // Created at the first (unmapped) stage, then qualified (unmapped): nothing.
-        yield* moveDeal(deal.id, QUALIFIED)
+        yield* moveDeal(profile.key, deal.id, QUALIFIED)
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
 
-        const moved = yield* moveDeal(deal.id, WON)
+        const moved = yield* moveDeal(profile.key, deal.id, WON)
         assert.isTrue((moved.deliveries as ReadonlyArray<any>).some((d) => d.status === 200), JSON.stringify(moved.deliveries))
         const rows = yield* eventually(crmRows(profile.profileId, deal.id), (r) => r.length >= 1, {
           what: "the pushed deal's outcome.recorded row",
@@ -206,13 +224,13 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         )
 
         // Away and back to the same stage, the callback replayed, a new callback for the same stage, a sync: nothing new.
-        yield* moveDeal(deal.id, QUALIFIED)
-        yield* moveDeal(deal.id, WON)
-        const now = yield* currentDeal(deal.id)
+        yield* moveDeal(profile.key, deal.id, QUALIFIED)
+        yield* moveDeal(profile.key, deal.id, WON)
+        const now = yield* currentDeal(profile.key, deal.id)
         const eventId = `evt_${crypto.randomUUID()}`
-        const first = yield* pushDeal(now, { id: eventId })
+        const first = yield* pushDeal(profile.profileId, now, { id: eventId })
         assert.strictEqual(first.status, 200, first.text)
-        const replay = yield* pushDeal(now, { id: eventId })
+        const replay = yield* pushDeal(profile.profileId, now, { id: eventId })
         assert.deepStrictEqual(replay.json, { received: true, fresh: false })
         yield* syncOnce(profile.key, connectionId)
         assert.strictEqual((yield* crmRows(profile.profileId, deal.id)).length, 1)
@@ -225,15 +243,23 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         const { fixture: profile } = yield* fixture(email)
         yield* connectCrm(profile.key)
         yield* mapWon(profile.key)
-        const deal = yield* newDeal(email)
-        yield* moveDeal(deal.id, "stage_1001_sales_lost")
-        yield* moveDeal(deal.id, QUALIFIED)
+        const deal = yield* newDeal(profile.key, email)
+        yield* moveDeal(profile.key, deal.id, "stage_1001_sales_lost")
+        yield* moveDeal(profile.key, deal.id, QUALIFIED)
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
 
-        const atWon = { ...(yield* currentDeal(deal.id)), stage_id: WON }
+        const atWon = { ...(yield* currentDeal(profile.key, deal.id)), stage_id: WON }
         const eventId = `evt_${crypto.randomUUID()}`
-        const forged = yield* pushDeal(atWon, { id: eventId, secret: "not-the-secret" })
+        const forged = yield* pushDeal(profile.profileId, atWon, { id: eventId, secret: "not-the-secret" })
         assert.strictEqual(forged.status, 401, forged.text)
+        assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
+        // Signed right but naming no sandbox world, or a world handle that is not this service's: 401 too (decision 0109).
+        const [mac = ""] = worldHandle(profile.profileId).split(".").slice(1)
+        for (const world of [null, `${profile.profileId}.${mac.replace(/./g, "0")}`, crypto.randomUUID()]) {
+          const unnamed = yield* pushDeal(profile.profileId, atWon, { id: eventId, world })
+          assert.strictEqual(unnamed.status, 401, unnamed.text)
+          assert.strictEqual(unnamed.json.error.reason, "bad_signature", unnamed.text)
+        }
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
         const seen = yield* Effect.flatMap(SqlClient, (sql) =>
           sql<{ n: number }>`SELECT count(*)::int AS n FROM provider_events WHERE provider = 'crm' AND event_id = ${eventId}`)
@@ -245,8 +271,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         const email = `synced-${crypto.randomUUID()}@example.com`
         const { customerKey, fixture: profile } = yield* fixture(email)
         // Moved before this profile connected: no callback reaches it.
-        const deal = yield* newDeal(email)
-        yield* moveDeal(deal.id, WON)
+        const deal = yield* newDeal(profile.key, email)
+        yield* moveDeal(profile.key, deal.id, WON)
         const connectionId = yield* connectCrm(profile.key)
         yield* mapWon(profile.key)
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
@@ -259,7 +285,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
 
         // Synced again, then the callback arriving late: still one.
         yield* syncOnce(profile.key, connectionId)
-        const late = yield* pushDeal(yield* currentDeal(deal.id))
+        const late = yield* pushDeal(profile.profileId, yield* currentDeal(profile.key, deal.id))
         assert.strictEqual(late.status, 200, late.text)
         assert.strictEqual((yield* crmRows(profile.profileId, deal.id)).length, 1)
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 1)
@@ -278,7 +304,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           user_traits: { external_id: customerKey, crm_contact_id: contactId }
         })
         assert.strictEqual(known.status, 200, known.text)
-        const arrived = yield* sandbox("PATCH", "/_state", {
+        const arrived = yield* sandbox(profile.key, "PATCH", "/_state", {
           arrive: { kind: "deal", account_id: PORTAL, pipeline_id: SALES, stage_id: WON, amount_minor: 5000, contact: { id: contactId } }
         })
         assert.strictEqual(arrived.status, 201, arrived.text)
@@ -303,8 +329,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           event_names: [`crm.stage.${QUALIFIED}`]
         })
         assert.strictEqual(goal.status, 201, goal.text)
-        const deal = yield* newDeal(email)
-        yield* moveDeal(deal.id, QUALIFIED)
+        const deal = yield* newDeal(profile.key, email)
+        yield* moveDeal(profile.key, deal.id, QUALIFIED)
         const rows = yield* eventually(crmRows(profile.profileId, deal.id), (r) => r.length >= 1, {
           what: "the qualified deal's outcome.recorded row",
           within: "10 seconds"
@@ -321,16 +347,16 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         const { fixture: profile } = yield* fixture(email)
         yield* connectCrm(profile.key)
         yield* mapWon(profile.key)
-        const deal = yield* newDeal(email)
-        const atWon = { ...(yield* currentDeal(deal.id)), stage_id: WON }
+        const deal = yield* newDeal(profile.key, email)
+        const atWon = { ...(yield* currentDeal(profile.key, deal.id)), stage_id: WON }
         const faults = (body: Record<string, unknown>) =>
-          Effect.map(sandbox("POST", "/_faults", body), (r) => assert.strictEqual(r.status, 200, r.text))
+          Effect.map(sandbox(profile.key, "POST", "/_faults", body), (r) => assert.strictEqual(r.status, 200, r.text))
         yield* faults({ error_rate: 1 })
         const eventId = `evt_${crypto.randomUUID()}`
-        const refused = yield* pushDeal(atWon, { id: eventId }).pipe(Effect.ensuring(Effect.orDie(faults({ error_rate: 0 }))))
+        const refused = yield* pushDeal(profile.profileId, atWon, { id: eventId }).pipe(Effect.ensuring(Effect.orDie(faults({ error_rate: 0 }))))
         assert.strictEqual(refused.status, 503, refused.text)
         assert.strictEqual((yield* eventsOfDeal(profile.profileId, deal.id)).length, 0)
-        const again = yield* pushDeal(atWon, { id: eventId })
+        const again = yield* pushDeal(profile.profileId, atWon, { id: eventId })
         assert.deepStrictEqual(again.json, { received: true, fresh: true })
         assert.strictEqual((yield* crmRows(profile.profileId, deal.id)).length, 1)
       }))
@@ -340,8 +366,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         const sql = yield* SqlClient
         const email = `nightly-${crypto.randomUUID()}@example.com`
         const { fixture: profile } = yield* fixture(email)
-        const deal = yield* newDeal(email)
-        yield* moveDeal(deal.id, WON)
+        const deal = yield* newDeal(profile.key, email)
+        yield* moveDeal(profile.key, deal.id, WON)
         const connectionId = yield* connectCrm(profile.key)
         yield* mapWon(profile.key)
         const worker = yield* SyncWorker

@@ -11,13 +11,18 @@ import { call } from "../support/app.ts"
 import { bearer, channelProfile, connectChannel, narrowKey, piiRows, sandbox } from "../support/channels.ts"
 import { serveAppOnOwnPort } from "../support/providers.ts"
 
-const arrive = (fields: Record<string, unknown>) =>
-  Effect.map(sandbox("email", "PATCH", "_state", { arrive: { kind: "message", ...fields } }), (answer) => {
+/** A message arriving in the key's profile's mail sandbox world (decision 0109). */
+const arrive = (key: string, fields: Record<string, unknown>) =>
+  Effect.map(sandbox(key, "email", "PATCH", "_state", { arrive: { kind: "message", ...fields } }), (answer) => {
     assert.isBelow(answer.status, 300, answer.text)
     return answer.json as { message_id: string; thread_id: string }
   })
 
-const mailState = Effect.map(sandbox("email", "GET", "_state"), (state) => state.json)
+const mailState = (key: string) =>
+  Effect.map(sandbox(key, "email", "GET", "_state"), (state) => {
+    assert.strictEqual(state.status, 200, state.text)
+    return state.json
+  })
 
 const unique = () => `w${crypto.randomUUID().slice(0, 8)}`
 
@@ -34,7 +39,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const connection = yield* connectChannel(key, "email")
       assert.strictEqual(connection.provider_account_id, "em_mbx_0001")
       const word = unique()
-      const arrived = yield* arrive({ mailbox_id: "em_mbx_0001", from: "ana@customer.example", subject: `Booking ${word}`, text: "Hello" })
+      const arrived = yield* arrive(key, { mailbox_id: "em_mbx_0001", from: "ana@customer.example", subject: `Booking ${word}`, text: "Hello" })
 
       const listed = yield* call("/api/v1/email/threads", bearer(key))
       assert.strictEqual(listed.status, 200, listed.text)
@@ -79,7 +84,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const { key } = yield* channelProfile(["email"])
       yield* connectChannel(key, "email")
-      const elsewhere = yield* arrive({ mailbox_id: "em_mbx_0002", from: "bo@customer.example", subject: "Not yours", text: "x" })
+      const elsewhere = yield* arrive(key, { mailbox_id: "em_mbx_0002", from: "bo@customer.example", subject: "Not yours", text: "x" })
       for (const id of [elsewhere.thread_id, "em_thr_nope"]) {
         const missing = yield* call(`/api/v1/email/threads/${id}`, bearer(key))
         assert.strictEqual(missing.status, 404, missing.text)
@@ -94,8 +99,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const { key } = yield* channelProfile(["email"])
       yield* connectChannel(key, "email")
       const word = unique()
-      const arrived = yield* arrive({ mailbox_id: "em_mbx_0001", from: "cy@customer.example", subject: "Quote", text: `Need a quote ${word}` })
-      const sentBefore = (yield* mailState).messages.filter((m: { direction: string }) => m.direction === "outbound").length
+      const arrived = yield* arrive(key, { mailbox_id: "em_mbx_0001", from: "cy@customer.example", subject: "Quote", text: `Need a quote ${word}` })
+      const sentBefore = (yield* mailState(key)).messages.filter((m: { direction: string }) => m.direction === "outbound").length
 
       const created = yield* call("/api/v1/email/drafts", bearer(key, "POST", {
         to: ["cy@customer.example"],
@@ -105,7 +110,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       }))
       assert.strictEqual(created.status, 201, created.text)
       assert.strictEqual(created.json.data.thread_id, arrived.thread_id)
-      const state = yield* mailState
+      const state = yield* mailState(key)
       assert.isTrue(state.drafts.some((d: { id: string }) => d.id === created.json.data.id), "the draft is the provider's")
       assert.strictEqual(state.messages.filter((m: { direction: string }) => m.direction === "outbound").length, sentBefore)
 
@@ -144,7 +149,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(refused.status, 403, `${method} ${path}: ${refused.text}`)
         assert.strictEqual(refused.json.error.code, "insufficient_scope")
       }
-      const writes = (yield* mailState).write_count
+      const writes = (yield* mailState(key)).write_count
       for (
         const body of [
           { to: [], subject: "s", text: "t" },
@@ -165,7 +170,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const cursor = yield* call("/api/v1/email/threads?cursor=bm9wZQ", bearer(key))
       assert.strictEqual(cursor.status, 400, cursor.text)
       assert.strictEqual(cursor.json.error.code, "invalid_parameter")
-      assert.strictEqual((yield* mailState).write_count, writes)
+      assert.strictEqual((yield* mailState(key)).write_count, writes)
     }))
 
   it.effect("a revoked grant is 403 auth_revoked with reconnect_required and the provider's fields; the connection is marked", () =>
@@ -173,7 +178,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const { key } = yield* channelProfile(["email"])
       const connection = yield* connectChannel(key, "email")
       assert.strictEqual(connection.provider_account_id, "em_mbx_0001")
-      const revoked = yield* sandbox("email", "PATCH", "_state", { objects: [{ id: "em_mbx_0001", state: "auth_revoked" }] })
+      const revoked = yield* sandbox(key, "email", "PATCH", "_state", { objects: [{ id: "em_mbx_0001", state: "auth_revoked" }] })
       assert.isBelow(revoked.status, 300, revoked.text)
       const dead = yield* call("/api/v1/email/threads", bearer(key))
       assert.strictEqual(dead.status, 403, dead.text)
@@ -190,8 +195,11 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const again = yield* call("/api/v1/email/labels", bearer(key))
       assert.strictEqual(again.status, 403, again.text)
       assert.strictEqual(again.json.error.code, "auth_revoked")
-    }).pipe(
-      // The mailbox is shared by this file's profiles: active again whatever happened.
-      Effect.ensuring(Effect.ignore(sandbox("email", "PATCH", "_state", { objects: [{ id: "em_mbx_0001", state: "active" }] })))
-    ))
+
+      // The mailbox revoked is this profile's world's (decision 0109): another profile's is untouched.
+      const { key: otherKey } = yield* channelProfile(["email"])
+      yield* connectChannel(otherKey, "email")
+      const other = yield* call("/api/v1/email/threads", bearer(otherKey))
+      assert.strictEqual(other.status, 200, other.text)
+    }))
 })

@@ -16,6 +16,7 @@ import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { registerApp } from "../support/partner.ts"
 import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write", "conversions:read"]
@@ -27,19 +28,22 @@ const send = (key: string, method: string, path: string, body?: unknown) =>
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-const sandbox = (method: string, path: string, body?: unknown) =>
+/** A test-control call on the sandbox world of `key`'s profile (decision 0109). */
+const sandbox = (key: string, method: string, path: string, body?: unknown) =>
   call(`/sandbox/adplatform${path}`, {
     method,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...keyAuth(key) },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-const setFaults = (faults: Record<string, unknown>) =>
-  Effect.map(sandbox("POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
+const setFaults = (key: string, faults: Record<string, unknown>) =>
+  Effect.map(sandbox(key, "POST", "/_faults", faults), (response) => assert.strictEqual(response.status, 200, response.text))
 
-const received = (eventId: string) =>
-  Effect.map(sandbox("GET", "/_state"), (response) =>
-    (response.json.received_events as ReadonlyArray<any>).filter((event) => event.event_id === eventId))
+const received = (key: string, eventId: string) =>
+  Effect.map(sandbox(key, "GET", "/_state"), (response) => {
+    assert.strictEqual(response.status, 200, response.text)
+    return (response.json.received_events as ReadonlyArray<any>).filter((event) => event.event_id === eventId)
+  })
 
 interface Fixture extends SeededProfile {
   readonly key: string
@@ -93,11 +97,11 @@ const ingestLead = (fixture: Fixture, body: Record<string, unknown> = {}) =>
     }
   )
 
-/** A new dataset on the sandbox's `act_1001`, made with the sandbox's own API. */
-const newSandboxDataset = (name: string) =>
+/** A new dataset on `act_1001` of `fixture`'s sandbox world, made with the sandbox's own API. */
+const newSandboxDataset = (fixture: Fixture, name: string) =>
   Effect.gen(function*() {
     const { url } = yield* TestServer
-    const token = yield* sandboxToken(url, "adplatform")
+    const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId as ReturnType<typeof crypto.randomUUID>)
     const created = yield* call("/sandbox/adplatform/v1/accounts/act_1001/datasets", {
       method: "POST",
       headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" },
@@ -290,7 +294,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         assert.strictEqual(answer.status, 200, answer.text)
         assert.deepStrictEqual(answer.json.data.platform_reply, { events_received: 1 })
         assert.strictEqual(answer.json.data.test, true)
-        const seen = yield* received(answer.json.data.event_id)
+        const seen = yield* received(fixture.key, answer.json.data.event_id)
         assert.strictEqual(seen.length, 1)
         assert.strictEqual(seen[0].dataset_id, "ds_1001_1")
         assert.deepStrictEqual(seen[0].custom_data, { test_event: true })
@@ -312,7 +316,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         assert.strictEqual(rowsOf(rows, outcomeEventId).length, 1)
         assert.strictEqual(row.action_source, "system_generated")
         assert.strictEqual(row.destination_id, fixture.destinationId)
-        const seen = yield* received(row.event_id)
+        const seen = yield* received(fixture.key, row.event_id)
         assert.strictEqual(seen.length, 1)
         assert.strictEqual(seen[0].event_name, "Lead")
         assert.deepStrictEqual(seen[0].user_data.em, [sha256("ana@example.com")])
@@ -329,17 +333,17 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
       Effect.gen(function*() {
         const fixture = yield* wired()
         // More 500s than the HTTP client's own retries: the attempt fails and the worker backs off.
-        yield* setFaults({ fail_next: 4 })
+        yield* setFaults(fixture.key, { fail_next: 4 })
         const { outcomeEventId } = yield* ingestLead(fixture)
         const rows = yield* eventually(ledger(fixture), (r) => rowsOf(r, outcomeEventId).some((row) => row.decision === "delivered"), {
           what: "the delivery after the fault",
           within: "30 seconds"
-        }).pipe(Effect.ensuring(setFaults({ fail_next: 0 }).pipe(Effect.ignore)))
+        }).pipe(Effect.ensuring(setFaults(fixture.key, { fail_next: 0 }).pipe(Effect.ignore)))
         const mine = rowsOf(rows, outcomeEventId).reverse()
         assert.deepStrictEqual(mine.map((r) => [r.decision, r.attempt]), [["retrying", 1], ["delivered", 2]])
         assert.strictEqual(mine[0].error_code, "provider_unavailable")
         assert.strictEqual(mine[0].event_id, mine[1].event_id)
-        assert.strictEqual((yield* received(mine[1].event_id)).length, 1)
+        assert.strictEqual((yield* received(fixture.key, mine[1].event_id)).length, 1)
       }))
 
     it.effect("Platform-Safe: held until the DPA is accepted, then sent scrubbed", () =>
@@ -350,7 +354,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         const { outcomeEventId } = yield* ingestLead(fixture, { action_source: "website" })
         const held = yield* eventually(ledger(fixture), (r) => rowsOf(r, outcomeEventId).length > 0, { what: "the hold", within: "20 seconds" })
         assert.deepStrictEqual(rowsOf(held, outcomeEventId).map((r) => [r.decision, r.skip_reason]), [["held", "dpa_not_accepted"]])
-        assert.strictEqual((yield* received(rowsOf(held, outcomeEventId)[0].event_id)).length, 0)
+        assert.strictEqual((yield* received(fixture.key, rowsOf(held, outcomeEventId)[0].event_id)).length, 0)
 
         const owner = yield* seedMemberSession(fixture, "owner")
         const accepted = yield* call(`/api/v1/profiles/${fixture.profileId}/dpa/accept`, {
@@ -366,7 +370,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         const mine = rowsOf(rows, outcomeEventId).reverse()
         // One row per decision: the held rechecks added none.
         assert.deepStrictEqual(mine.map((r) => r.decision), ["held", "delivered"])
-        const [event] = yield* received(mine[1].event_id)
+        const [event] = yield* received(fixture.key, mine[1].event_id)
         assert.strictEqual(event.event_name, `Conversion_${sha256("ivf_consult_booked").slice(0, 10)}`)
         assert.strictEqual(event.action_source, "website")
         assert.deepStrictEqual(event.user_data.em, [sha256("ana@example.com")])
@@ -383,7 +387,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         const { outcomeEventId } = yield* ingestLead(fixture)
         const rows = yield* eventually(ledger(fixture), (r) => rowsOf(r, outcomeEventId).length > 0, { what: "the hold", within: "20 seconds" })
         assert.deepStrictEqual(rowsOf(rows, outcomeEventId).map((r) => [r.decision, r.skip_reason]), [["held", "baa_not_accepted"]])
-        assert.strictEqual((yield* received(rowsOf(rows, outcomeEventId)[0].event_id)).length, 0)
+        assert.strictEqual((yield* received(fixture.key, rowsOf(rows, outcomeEventId)[0].event_id)).length, 0)
       }))
 
     it.effect("action_source routing: ctwa_clid to the messaging dataset, business_messaging without it as chat, degraded without the lane", () =>
@@ -405,7 +409,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
           [byDestination(ctwaRows, messagingId), byDestination(ctwaRows, fixture.destinationId)].map((r) => [r.decision, r.action_source, r.skip_reason, r.event_name]),
           [["delivered", "business_messaging", null, "LeadSubmitted"], ["skipped", null, "routed_to_messaging_dataset", null]]
         )
-        const [sent] = yield* received(byDestination(ctwaRows, messagingId).event_id)
+        const [sent] = yield* received(fixture.key, byDestination(ctwaRows, messagingId).event_id)
         assert.strictEqual(sent.user_data.ctwa_clid, "ctwa-1")
 
         // business_messaging without a ctwa_clid: the website lane, as chat.
@@ -415,7 +419,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
           [byDestination(chatRows, fixture.destinationId), byDestination(chatRows, messagingId)].map((r) => [r.decision, r.action_source, r.skip_reason]),
           [["delivered", "chat", null], ["skipped", null, "not_messaging_lane"]]
         )
-        const [asChat] = yield* received(byDestination(chatRows, fixture.destinationId).event_id)
+        const [asChat] = yield* received(fixture.key, byDestination(chatRows, fixture.destinationId).event_id)
         assert.strictEqual(asChat.action_source, "chat")
         assert.isUndefined(asChat.event_source_url)
 
@@ -451,9 +455,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
           [suppressed.decision, suppressed.routing, suppressed.skip_reason, suppressed.action_source],
           ["suppressed", "suppressed_platform_safe", "platform_safe_clean_dataset_inactive", null]
         )
-        assert.strictEqual((yield* received(suppressed.event_id)).length, 0)
+        assert.strictEqual((yield* received(fixture.key, suppressed.event_id)).length, 0)
 
-        const dataset = yield* newSandboxDataset("Clean Dataset")
+        const dataset = yield* newSandboxDataset(fixture, "Clean Dataset")
         const clean = yield* send(fixture.key, "POST", "/api/v1/exports/destinations", {
           kind: "adplatform_capi",
           connection_id: fixture.connectionId,
@@ -468,9 +472,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 secon
         const toExisting = byDestination(rows, fixture.destinationId)
         assert.deepStrictEqual([toExisting.decision, toExisting.routing, toExisting.skip_reason], ["suppressed", "suppressed_platform_safe", null])
         assert.strictEqual(toClean.decision, "delivered")
-        const [event] = yield* received(toClean.event_id)
+        const [event] = yield* received(fixture.key, toClean.event_id)
         assert.strictEqual(event.dataset_id, dataset)
-        assert.strictEqual((yield* received(toExisting.event_id)).length, 0)
+        assert.strictEqual((yield* received(fixture.key, toExisting.event_id)).length, 0)
       }))
   })
 })

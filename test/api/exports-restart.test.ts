@@ -12,6 +12,7 @@ import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
@@ -77,7 +78,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "90 seconds", 
         )
 
         const exports = yield* sql<{ event_id: string }>`SELECT event_id FROM conversion_exports WHERE profile_id = ${profile.profileId}`
-        const state = yield* call("/sandbox/adplatform/_state")
+        // What reached the sandbox, in the world of the profile that connected it (decision 0109).
+        const state = yield* call("/sandbox/adplatform/_state", { headers: keyAuth(key) })
+        assert.strictEqual(state.status, 200, state.text)
         const ids = new Set(exports.map((e) => e.event_id))
         const seen = (state.json.received_events as ReadonlyArray<any>).filter((e) => ids.has(e.event_id)).map((e) => e.event_id)
         assert.strictEqual(seen.length, 12)

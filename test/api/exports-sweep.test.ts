@@ -13,6 +13,7 @@ import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
@@ -125,7 +126,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "60 seconds", 
           (yield* ledgerOf(fixture.profileId)).map((r) => [r.outcome_event_id, r.decision, r.attempt, r.error_code]),
           [[outcome, "failed", 3, "export_undecodable"]]
         )
-        const state = yield* call("/sandbox/adplatform/_state")
+        // What reached the sandbox, in the world of the profile that connected it (decision 0109).
+        const state = yield* call("/sandbox/adplatform/_state", { headers: keyAuth(fixture.key) })
+        assert.strictEqual(state.status, 200, state.text)
         const eventId = failed[0]?.event_id
         const sent = (state.json.received_events as ReadonlyArray<any>).filter((e) => e.event_id === eventId)
         assert.strictEqual(sent.length, 0)
@@ -141,7 +144,10 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "60 seconds", 
         yield* eventually(pipeline.runOnce, (n) => n === 0, { what: "an idle queue", within: "15 seconds", every: "50 millis" })
         const outcomes = yield* Effect.forEach([1, 2, 3, 4, 5, 6], (i) => fixture.ingest(`batched-${i}`))
         yield* pipeline.sweep
-        const callsOf = Effect.map(call("/sandbox/adplatform/_state"), (state) => state.json.counters.api_calls as number)
+        const callsOf = Effect.map(call("/sandbox/adplatform/_state", { headers: keyAuth(fixture.key) }), (state) => {
+          assert.strictEqual(state.status, 200, state.text)
+          return state.json.counters.api_calls as number
+        })
         const before = yield* callsOf
         yield* pipeline.runOnce
         assert.strictEqual((yield* callsOf) - before, 1)

@@ -36,18 +36,19 @@ interface Proposal {
 
 const tag = () => crypto.randomUUID().slice(0, 8)
 
-const dmArrives = (from: string, text: string, name = "Lu") =>
+/** A direct message arriving in the key's profile's sandbox world (decision 0109). */
+const dmArrives = (key: string, from: string, text: string, name = "Lu") =>
   Effect.map(
-    sandbox("social_dm", "PATCH", "_state", { arrive: { kind: "message", account_id: "sdm_acct_0001", from, name, text } }),
+    sandbox(key, "social_dm", "PATCH", "_state", { arrive: { kind: "message", account_id: "sdm_acct_0001", from, name, text } }),
     (answer) => {
       assert.isBelow(answer.status, 300, answer.text)
       return answer.json as { message_id: string; conversation_id: string }
     }
   )
 
-const mailArrives = (from: string, subject: string, text: string) =>
+const mailArrives = (key: string, from: string, subject: string, text: string) =>
   Effect.map(
-    sandbox("email", "PATCH", "_state", { arrive: { kind: "message", mailbox_id: "em_mbx_0001", from, subject, text } }),
+    sandbox(key, "email", "PATCH", "_state", { arrive: { kind: "message", mailbox_id: "em_mbx_0001", from, subject, text } }),
     (answer) => {
       assert.isBelow(answer.status, 300, answer.text)
       return answer.json as { message_id: string; thread_id: string }
@@ -74,10 +75,13 @@ const inboxProfile = Effect.fn("test.inboxProfile")(function*() {
   return { key, profile }
 })
 
-const outboundTo = (provider: string, recipient: string) =>
-  Effect.map(sandbox(provider, "GET", "_state"), (state) =>
-    (state.json.messages as ReadonlyArray<{ direction: string; to: string | ReadonlyArray<string>; text: string; thread_id?: string; in_reply_to?: string | null }>)
-      .filter((m) => m.direction === "outbound" && (Array.isArray(m.to) ? m.to.includes(recipient) : m.to === recipient)))
+/** What the key's profile's sandbox world of `provider` sent to `recipient` (decision 0109). */
+const outboundTo = (key: string, provider: string, recipient: string) =>
+  Effect.map(sandbox(key, provider, "GET", "_state"), (state) => {
+    assert.strictEqual(state.status, 200, state.text)
+    return (state.json.messages as ReadonlyArray<{ direction: string; to: string | ReadonlyArray<string>; text: string; thread_id?: string; in_reply_to?: string | null }>)
+      .filter((m) => m.direction === "outbound" && (Array.isArray(m.to) ? m.to.includes(recipient) : m.to === recipient))
+  })
 
 const seedCustomer = (profileId: string, customerKey: string) =>
   Effect.flatMap(SqlClient, (sql) =>
@@ -94,9 +98,9 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const { key, profile } = yield* inboxProfile()
       const dmContact = `sdm_person_${tag()}`
-      yield* dmArrives(dmContact, "Hi, I saw your ad")
+      yield* dmArrives(key, dmContact, "Hi, I saw your ad")
       const mailFrom = `mia-${tag()}@customer.example`
-      const mail = yield* mailArrives(mailFrom, "Opening hours", "When are you open?")
+      const mail = yield* mailArrives(key, mailFrom, "Opening hours", "When are you open?")
 
       const all = yield* conversations(key)
       const dm = findBy(all, dmContact)
@@ -137,11 +141,11 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       yield* connectChannel(key, "chat_app_a")
       yield* conversations(key)
       const dmContact = `sdm_person_${tag()}`
-      yield* dmArrives(dmContact, "Pushed: are you open?")
+      yield* dmArrives(key, dmContact, "Pushed: are you open?")
       const mailFrom = `pia-${tag()}@customer.example`
-      yield* mailArrives(mailFrom, "Pushed", "Pushed mail")
+      yield* mailArrives(key, mailFrom, "Pushed", "Pushed mail")
       const waId = `3460${Math.floor(1_000_000 + Math.random() * 8_999_999)}`
-      const chat = yield* sandbox("chat_app_a", "PATCH", "_state", { arrive: { kind: "message", from: waId, name: "Rui", text: "Pushed chat" } })
+      const chat = yield* sandbox(key, "chat_app_a", "PATCH", "_state", { arrive: { kind: "message", from: waId, name: "Rui", text: "Pushed chat" } })
       assert.isBelow(chat.status, 300, chat.text)
 
       const seen = yield* eventually(
@@ -156,16 +160,16 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const replied = yield* call(`/api/v1/conversations/${whatsapp.id}/reply`, bearer(key, "POST", { text: "Yes, until 8" }))
       assert.strictEqual(replied.status, 201, replied.text)
       assert.strictEqual(replied.json.data.sender, "ca_phone_0001")
-      assert.deepStrictEqual((yield* outboundTo("chat_app_a", waId)).map((m) => m.text), ["Yes, until 8"])
+      assert.deepStrictEqual((yield* outboundTo(key, "chat_app_a", waId)).map((m) => m.text), ["Yes, until 8"])
     }))
 
   it.effect("replies through the channel's provider and records them; a retry with the Idempotency-Key sends nothing twice", () =>
     Effect.gen(function*() {
       const { key } = yield* inboxProfile()
       const dmContact = `sdm_person_${tag()}`
-      yield* dmArrives(dmContact, "Do you deliver?")
+      yield* dmArrives(key, dmContact, "Do you deliver?")
       const mailFrom = `noa-${tag()}@customer.example`
-      const mail = yield* mailArrives(mailFrom, "Invoice", "Please send the invoice")
+      const mail = yield* mailArrives(key, mailFrom, "Invoice", "Please send the invoice")
       const all = yield* conversations(key)
       const dm = findBy(all, dmContact)
       const thread = findBy(all, mailFrom)
@@ -178,7 +182,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const retried = yield* call(`/api/v1/conversations/${dm.id}/reply`, bearer(key, "POST", { text: "Yes, every day" }, headers))
       assert.strictEqual(retried.status, 201, retried.text)
       assert.strictEqual(retried.json.data.id, replied.json.data.id)
-      const sent = yield* outboundTo("social_dm", dmContact)
+      const sent = yield* outboundTo(key, "social_dm", dmContact)
       assert.deepStrictEqual(sent.map((m) => m.text), ["Yes, every day"])
       assert.strictEqual(sent.length, 1)
       const detail = yield* call(`/api/v1/conversations/${dm.id}`, bearer(key))
@@ -187,7 +191,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const mailed = yield* call(`/api/v1/conversations/${thread.id}/reply`, bearer(key, "POST", { text: "Attached" }))
       assert.strictEqual(mailed.status, 201, mailed.text)
       assert.match(mailed.json.data.rfc822_message_id, /^<.+>$/)
-      const out = yield* outboundTo("email", mailFrom)
+      const out = yield* outboundTo(key, "email", mailFrom)
       assert.strictEqual(out.length, 1)
       assert.strictEqual(out[0]?.thread_id, mail.thread_id, "the reply is in the thread")
       const inbound = yield* call(`/api/v1/conversations/${thread.id}`, bearer(key))
@@ -198,9 +202,9 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const { key } = yield* inboxProfile()
       const rejected = `zed-${tag()}@rejected.example`
-      yield* mailArrives(rejected, "Hello", "Hi")
+      yield* mailArrives(key, rejected, "Hello", "Hi")
       const fine = `ola-${tag()}@customer.example`
-      yield* mailArrives(fine, "Hello", "Hi")
+      yield* mailArrives(key, fine, "Hello", "Hi")
       const all = yield* conversations(key)
 
       const refused = yield* call(`/api/v1/conversations/${findBy(all, rejected).id}/reply`, bearer(key, "POST", { text: "x" }))
@@ -211,9 +215,9 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       assert.strictEqual(refused.json.error.provider_code, "recipient_rejected")
       assert.isString(refused.json.error.provider_message)
 
-      yield* sandbox("email", "PATCH", "_state", { objects: [{ id: "em_mbx_0001", state: "suspended" }] })
+      yield* sandbox(key, "email", "PATCH", "_state", { objects: [{ id: "em_mbx_0001", state: "suspended" }] })
       const suspended = yield* call(`/api/v1/conversations/${findBy(all, fine).id}/reply`, bearer(key, "POST", { text: "x" })).pipe(
-        Effect.ensuring(Effect.ignore(sandbox("email", "PATCH", "_state", { objects: [{ id: "em_mbx_0001", state: "active" }] })))
+        Effect.ensuring(Effect.ignore(sandbox(key, "email", "PATCH", "_state", { objects: [{ id: "em_mbx_0001", state: "active" }] })))
       )
       assert.strictEqual(suspended.status, 403, suspended.text)
       assert.strictEqual(suspended.json.error.code, "account_suspended")
@@ -226,9 +230,9 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const { key } = yield* inboxProfile()
       const dmContact = `sdm_person_${tag()}`
-      yield* dmArrives(dmContact, "Price?")
+      yield* dmArrives(key, dmContact, "Price?")
       const mailFrom = `ivy-${tag()}@customer.example`
-      yield* mailArrives(mailFrom, "Price", "Price?")
+      yield* mailArrives(key, mailFrom, "Price", "Price?")
       const all = yield* conversations(key)
       const dm = findBy(all, dmContact)
 
@@ -237,11 +241,11 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       assert.isNull(chatDraft.json.data.provider_draft_id)
       const mailDraft = yield* call(`/api/v1/conversations/${findBy(all, mailFrom).id}/drafts`, bearer(key, "POST", { text: "It is 20" }))
       assert.strictEqual(mailDraft.status, 201, mailDraft.text)
-      const state = yield* sandbox("email", "GET", "_state")
+      const state = yield* sandbox(key, "email", "GET", "_state")
       assert.isTrue(state.json.drafts.some((d: { id: string; to: ReadonlyArray<string> }) =>
         d.id === mailDraft.json.data.provider_draft_id && d.to.includes(mailFrom)
       ))
-      assert.deepStrictEqual(yield* outboundTo("social_dm", dmContact), [], "a draft sends nothing")
+      assert.deepStrictEqual(yield* outboundTo(key, "social_dm", dmContact), [], "a draft sends nothing")
       const detail = yield* call(`/api/v1/conversations/${dm.id}`, bearer(key))
       assert.deepStrictEqual(detail.json.data.drafts.map((d: { text: string }) => d.text), ["It is 20"])
 
@@ -263,7 +267,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const { key, profile } = yield* inboxProfile()
       const dmContact = `sdm_person_${tag()}`
-      yield* dmArrives(dmContact, "my email is Lu.Perez@Example.com and my phone is +34 600 111 222, order 1001")
+      yield* dmArrives(key, dmContact, "my email is Lu.Perez@Example.com and my phone is +34 600 111 222, order 1001")
       const dm = findBy(yield* conversations(key), dmContact)
       assert.strictEqual(dm.pending_proposals, 2)
       const listed = yield* call(`/api/v1/conversations/${dm.id}/extraction-proposals`, bearer(key))
@@ -318,7 +322,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const owner = yield* inboxProfile()
       const dmContact = `sdm_person_${tag()}`
-      yield* dmArrives(dmContact, "write to me at someone@example.org")
+      yield* dmArrives(owner.key, dmContact, "write to me at someone@example.org")
       const dm = findBy(yield* conversations(owner.key), dmContact)
       const proposal = (yield* call(`/api/v1/conversations/${dm.id}/extraction-proposals`, bearer(owner.key))).json.data[0] as Proposal
 
@@ -361,7 +365,9 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const refused = yield* call(path, bearer(neither))
         assert.strictEqual(refused.status, 403, `${path}: ${refused.text}`)
       }
-      assert.deepStrictEqual(yield* outboundTo("social_dm", dmContact), [])
+      // Nothing sent, in the owner's sandbox world or the stranger's (each profile has its own, decision 0109).
+      assert.deepStrictEqual(yield* outboundTo(owner.key, "social_dm", dmContact), [])
+      assert.deepStrictEqual(yield* outboundTo(stranger.key, "social_dm", dmContact), [])
       const still = yield* call(`/api/v1/conversations/${dm.id}/extraction-proposals`, bearer(owner.key))
       assert.strictEqual(still.json.data[0].status, "pending")
       const logged = yield* piiRows(owner.profile)

@@ -31,21 +31,23 @@ interface SandboxMail {
   readonly headers: Readonly<Record<string, string>>
 }
 
-const mailState = Effect.map(sandbox("email", "GET", "_state"), (state) => ({
-  messages: state.json.messages as ReadonlyArray<SandboxMail>,
-  writes: state.json.write_count as number
-}))
+/** The key's profile's mail sandbox world (decision 0109). */
+const mailState = (key: string) =>
+  Effect.map(sandbox(key, "email", "GET", "_state"), (state) => {
+    assert.strictEqual(state.status, 200, state.text)
+    return { messages: state.json.messages as ReadonlyArray<SandboxMail>, writes: state.json.write_count as number }
+  })
 
-const mailTo = (recipient: string) =>
-  Effect.map(mailState, (state) => state.messages.filter((m) => m.direction === "outbound" && m.to.includes(recipient)))
+const mailTo = (key: string, recipient: string) =>
+  Effect.map(mailState(key), (state) => state.messages.filter((m) => m.direction === "outbound" && m.to.includes(recipient)))
 
-const setMailbox = (state: string) =>
-  Effect.flatMap(sandbox("email", "PATCH", "_state", { objects: [{ id: MAILBOX, state }] }), (answer) =>
+const setMailbox = (key: string, state: string) =>
+  Effect.flatMap(sandbox(key, "email", "PATCH", "_state", { objects: [{ id: MAILBOX, state }] }), (answer) =>
     Effect.sync(() => assert.isBelow(answer.status, 300, answer.text)))
 
 /** Runs `effect` with the mailbox in `state`, and puts it back to `active` whatever happens. */
-const withMailbox = <A, E, R>(state: string, effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(setMailbox(state), () => Effect.ensuring(effect, Effect.ignore(setMailbox("active"))))
+const withMailbox = <A, E, R>(key: string, state: string, effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(setMailbox(key, state), () => Effect.ensuring(effect, Effect.ignore(setMailbox(key, "active"))))
 
 const mailProfile = Effect.fn("test.mailProfile")(function*() {
   const { key, profile } = yield* channelProfile(SCOPES)
@@ -86,7 +88,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       assert.isString(data.thread_id)
       assert.deepStrictEqual(data.to, [to])
 
-      const [received] = yield* mailTo(to)
+      const [received] = yield* mailTo(key, to)
       assert.isDefined(received)
       assert.strictEqual(received?.id, data.provider_message_id)
       assert.strictEqual(received?.thread_id, data.thread_id)
@@ -101,14 +103,14 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       assert.strictEqual(continued.status, 201, continued.text)
       assert.strictEqual(continued.json.data.thread_id, data.thread_id)
       assert.strictEqual(continued.json.data.conversation_id, data.conversation_id)
-      const both = yield* mailTo(to)
+      const both = yield* mailTo(key, to)
       assert.strictEqual(both.length, 2)
       assert.strictEqual(both[1]?.subject, "Re: Your booking")
       assert.strictEqual(both[1]?.in_reply_to, data.rfc822_message_id)
       assert.deepStrictEqual(both[1]?.headers, {}, "no unsubscribe pair unless asked")
 
       // The person answers in the thread: the push lands it in the conversation the send opened.
-      const answered = yield* sandbox("email", "PATCH", "_state", {
+      const answered = yield* sandbox(key, "email", "PATCH", "_state", {
         arrive: { kind: "message", mailbox_id: MAILBOX, thread_id: data.thread_id, from: to, text: "Thanks, see you" }
       })
       assert.isBelow(answered.status, 300, answered.text)
@@ -141,18 +143,18 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const again = yield* send(key, body, headers)
       assert.strictEqual(again.status, 201, again.text)
       assert.deepStrictEqual(again.json, first.json)
-      assert.strictEqual((yield* mailTo(to)).length, 1)
+      assert.strictEqual((yield* mailTo(key, to)).length, 1)
       const other = yield* send(key, { ...body, text: "Something else" }, headers)
       assert.strictEqual(other.status, 409, other.text)
       assert.strictEqual(other.json.error.code, "idempotency_key_conflict")
-      assert.strictEqual((yield* mailTo(to)).length, 1)
+      assert.strictEqual((yield* mailTo(key, to)).length, 1)
     }))
 
   it.effect("bad input is 400 validation_error and sends nothing", () =>
     Effect.gen(function*() {
       const { key } = yield* mailProfile()
       const to = `cy-${tag()}@customer.example`
-      const before = (yield* mailState).writes
+      const before = (yield* mailState(key)).writes
       const cases: ReadonlyArray<readonly [unknown, string]> = [
         [{ channel: "email", to, subject: "x", text: "y", list_unsubscribe: { url: "http://shop.example/u", one_click: true } }, "one_click"],
         [{ channel: "email", to, subject: "x", text: "y", list_unsubscribe: { url: "javascript:alert(1)" } }, "list_unsubscribe.url"],
@@ -169,7 +171,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(refused.json.error.code, "validation_error")
         assert.include(refused.json.error.message, field)
       }
-      assert.strictEqual((yield* mailState).writes, before, "nothing reached the mailbox")
+      assert.strictEqual((yield* mailState(key)).writes, before, "nothing reached the mailbox")
 
       const { key: unconnected } = yield* channelProfile(SCOPES)
       const none = yield* send(unconnected, { channel: "email", to, subject: "x", text: "y" })
@@ -199,7 +201,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         ["quota_exceeded", 429, "quota_exceeded"]
       ] as const
       for (const [state, status, code] of expect) {
-        const refused = yield* withMailbox(state, send(key, body))
+        const refused = yield* withMailbox(key, state, send(key, body))
         assert.strictEqual(refused.status, status, refused.text)
         assert.strictEqual(refused.json.error.code, code)
         assert.strictEqual(refused.json.error.provider, "email")
@@ -209,9 +211,9 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(yield* healthOf(connection.id), [{ health: "needs_action", reason: code }])
       }
       // The same refusal twice changes nothing and emits nothing more.
-      const twice = yield* withMailbox("quota_exceeded", send(key, body))
+      const twice = yield* withMailbox(key, "quota_exceeded", send(key, body))
       assert.strictEqual(twice.status, 429, twice.text)
-      assert.strictEqual((yield* mailTo(to)).length, 0, "nothing was sent")
+      assert.strictEqual((yield* mailTo(key, to)).length, 0, "nothing was sent")
 
       const accepted = yield* send(key, body)
       assert.strictEqual(accepted.status, 201, accepted.text)
@@ -234,13 +236,13 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const { connection, key, profile } = yield* mailProfile()
       const from = `eve-${tag()}@customer.example`
-      const arrived = yield* sandbox("email", "PATCH", "_state", { arrive: { kind: "message", mailbox_id: MAILBOX, from, subject: "Q", text: "Open?" } })
+      const arrived = yield* sandbox(key, "email", "PATCH", "_state", { arrive: { kind: "message", mailbox_id: MAILBOX, from, subject: "Q", text: "Open?" } })
       assert.isBelow(arrived.status, 300, arrived.text)
       const list = yield* call("/api/v1/conversations?channel=email", bearer(key))
       const conversation = (list.json.data as ReadonlyArray<{ id: string; contact: { id: string } }>).find((c) => c.contact.id === from)
       assert.isDefined(conversation, list.text)
       const path = `/api/v1/conversations/${conversation?.id}/reply`
-      const refused = yield* withMailbox("disabled", call(path, bearer(key, "POST", { text: "Yes" })))
+      const refused = yield* withMailbox(key, "disabled", call(path, bearer(key, "POST", { text: "Yes" })))
       assert.strictEqual(refused.status, 403, refused.text)
       assert.strictEqual(refused.json.error.code, "mailbox_disabled")
       assert.deepStrictEqual(yield* healthOf(connection.id), [{ health: "needs_action", reason: "mailbox_disabled" }])
@@ -253,7 +255,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
   it.effect("a dead grant is 403 auth_revoked with reconnect_required; health reconnect_required with its event", () =>
     Effect.gen(function*() {
       const { connection, key, profile } = yield* mailProfile()
-      const dead = yield* withMailbox("auth_revoked", send(key, { channel: "email", to: `fay-${tag()}@customer.example`, subject: "x", text: "y" }))
+      const dead = yield* withMailbox(key, "auth_revoked", send(key, { channel: "email", to: `fay-${tag()}@customer.example`, subject: "x", text: "y" }))
       assert.strictEqual(dead.status, 403, dead.text)
       assert.strictEqual(dead.json.error.code, "auth_revoked")
       assert.strictEqual(dead.json.error.reconnect_required, true)
@@ -268,7 +270,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const { key, profile } = yield* channelProfile(SCOPES)
       yield* connectChannel(key, "social_dm")
       const person = `sdm_person_${tag()}`
-      const wrote = yield* sandbox("social_dm", "PATCH", "_state", {
+      const wrote = yield* sandbox(key, "social_dm", "PATCH", "_state", {
         arrive: { kind: "message", account_id: "sdm_acct_0001", from: person, name: "Lu", text: "Hello?" }
       })
       assert.isBelow(wrote.status, 300, wrote.text)

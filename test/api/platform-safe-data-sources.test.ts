@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, TestServer } from "../support/app.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write"]
@@ -52,7 +53,12 @@ const connect = (fixture: Fixture, provider: string, account?: string) =>
     assert.strictEqual(poll.json.data.status, "success", poll.text)
   })
 
-const adWrites = Effect.map(call("/sandbox/adplatform/_state", { method: "GET" }), (r) => JSON.stringify(r.json.accounts) + r.json.write_count)
+/** The ad platform's accounts and write count in the sandbox world of `key`'s profile (decision 0109). */
+const adWrites = (key: string) =>
+  Effect.map(call("/sandbox/adplatform/_state", { method: "GET", headers: keyAuth(key) }), (r) => {
+    assert.strictEqual(r.status, 200, r.text)
+    return JSON.stringify(r.json.accounts) + r.json.write_count
+  })
 
 layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true })("data sources", (it) => {
   describe("whatsapp/ensure", () => {
@@ -60,11 +66,11 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const fixture = yield* newProfile
         yield* connect(fixture, "adplatform")
-        const before = yield* adWrites
+        const before = yield* adWrites(fixture.key)
         const refused = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/data-sources/whatsapp/ensure", {})
         assert.strictEqual(refused.status, 409, refused.text)
         assert.strictEqual(refused.json.error.code, "chat_app_a_connection_required")
-        assert.strictEqual(yield* adWrites, before, "no ad-platform write")
+        assert.strictEqual(yield* adWrites(fixture.key), before, "no ad-platform write")
 
         yield* connect(fixture, "chat_app_a")
         const created = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/data-sources/whatsapp/ensure", {})
@@ -86,7 +92,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const fixture = yield* newProfile
         yield* connect(fixture, "adplatform")
-        const before = yield* adWrites
+        const before = yield* adWrites(fixture.key)
         const none = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/data-sources/instagram/ensure", {})
         assert.strictEqual(none.status, 409, none.text)
         assert.strictEqual(none.json.error.code, "social_dm_connection_required")
@@ -95,7 +101,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const wrongLogin = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/data-sources/instagram/ensure", {})
         assert.strictEqual(wrongLogin.status, 409, wrongLogin.text)
         assert.strictEqual(wrongLogin.json.error.code, "social_dm_login_required")
-        assert.strictEqual(yield* adWrites, before, "no ad-platform write")
+        assert.strictEqual(yield* adWrites(fixture.key), before, "no ad-platform write")
       }))
 
     it.effect("a business-login account gets its dataset: 201 then 200", () =>
@@ -116,7 +122,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const fixture = yield* newProfile
         yield* connect(fixture, "adplatform")
-        const before = yield* adWrites
+        const before = yield* adWrites(fixture.key)
         const unknown = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/data-sources/website/ensure", { pixel_id: "px_nope" })
         assert.strictEqual(unknown.status, 422, unknown.text)
         assert.strictEqual(unknown.json.error.code, "validation_error")
@@ -126,7 +132,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(attached.json.data.selectable_pixels.map((p: any) => p.id), ["px_1001"])
         const again = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/data-sources/website/ensure", { pixel_id: "px_1001" })
         assert.strictEqual(again.status, 200, again.text)
-        assert.strictEqual(yield* adWrites, before, "no pixel or dataset was created")
+        assert.strictEqual(yield* adWrites(fixture.key), before, "no pixel or dataset was created")
       }))
   })
   describe("data-sources, options, datasets", () => {

@@ -13,6 +13,7 @@ import { sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write"]
@@ -24,7 +25,12 @@ const send = (key: string, method: string, path: string, body?: unknown) =>
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
 
-const sandboxState = Effect.map(call("/sandbox/adplatform/_state", { method: "GET" }), (r) => r.json.platform_safe)
+/** The Platform-Safe part of `_state` in the sandbox world of `key`'s profile (decision 0109). */
+const sandboxState = (key: string) =>
+  Effect.map(call("/sandbox/adplatform/_state", { method: "GET", headers: keyAuth(key) }), (r) => {
+    assert.strictEqual(r.status, 200, r.text)
+    return r.json.platform_safe
+  })
 
 interface Fixture extends SeededProfile {
   readonly key: string
@@ -44,11 +50,12 @@ const newProfile = (mode: "platform_safe" | "standard" = "platform_safe") =>
 const connect = (fixture: Fixture, persona = "one_account") =>
   Effect.map(connectProvider(fixture.key, "adplatform", { persona }), (run) => run.connectionId)
 
-/** The sandbox's own API with a grant on act_1001. */
-const platformCall = (method: string, path: string, body?: unknown) =>
+/** The sandbox's own API with a grant on act_1001, in the sandbox world of `fixture`'s profile. */
+const platformCall = (fixture: SeededProfile, method: string, path: string, body?: unknown) =>
   Effect.gen(function*() {
     const { url } = yield* TestServer
-    const token = yield* sandboxToken(url, "adplatform")
+    // sandboxToken types its world as a UUID (its default is crypto.randomUUID()); a profile id is one.
+    const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId as ReturnType<typeof crypto.randomUUID>)
     return yield* call(`/sandbox/adplatform/v1${path}`, {
       method,
       headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" },
@@ -56,10 +63,10 @@ const platformCall = (method: string, path: string, body?: unknown) =>
     })
   })
 
-/** A published ad set of its own on act_1001 (optimizing on the ordinary dataset), with two copied ads. */
-const publishedAdSet = (name: string) =>
+/** A published ad set of its own on `fixture`'s act_1001 (optimizing on the ordinary dataset), with two copied ads. */
+const publishedAdSet = (fixture: SeededProfile, name: string) =>
   Effect.gen(function*() {
-    const created = yield* platformCall("POST", "/campaigns/cmp_1001_1/adsets", {
+    const created = yield* platformCall(fixture, "POST", "/campaigns/cmp_1001_1/adsets", {
       name,
       promoted_object: { pixel_id: "ds_1001_1", custom_event_type: "PURCHASE" },
       daily_budget_minor: 2_000
@@ -67,10 +74,10 @@ const publishedAdSet = (name: string) =>
     assert.strictEqual(created.status, 201, created.text)
     const id = created.json.id as string
     for (const ad of ["ad_1001_1_1_1", "ad_1001_1_1_2"]) {
-      const copied = yield* platformCall("POST", `/ads/${ad}/copies`, { adset_id: id })
+      const copied = yield* platformCall(fixture, "POST", `/ads/${ad}/copies`, { adset_id: id })
       assert.strictEqual(copied.status, 201, copied.text)
     }
-    const on = yield* platformCall("POST", `/adsets/${id}`, { status: "active" })
+    const on = yield* platformCall(fixture, "POST", `/adsets/${id}`, { status: "active" })
     assert.strictEqual(on.status, 200, on.text)
     return id
   })
@@ -136,7 +143,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const fixture = yield* newProfile()
         yield* connect(fixture)
-        const before = (yield* sandboxState).custom_conversions.length
+        const before = (yield* sandboxState(fixture.key)).custom_conversions.length
         const first = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/provision", { dataset_name: "Clean one" })
         assert.strictEqual(first.status, 200, first.text)
         assert.strictEqual(first.json.data.status, "provisioned")
@@ -147,7 +154,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           first.json.data.custom_conversions.map((c: any) => [c.outcome_type, c.custom_event_type]),
           [["lead", "LEAD"], ["purchase", "PURCHASE"]]
         )
-        const after = yield* sandboxState
+        const after = yield* sandboxState(fixture.key)
         const made = after.custom_conversions.slice(before)
         assert.strictEqual(made.length, 2)
         assert.ok(made.every((c: any) => c.dataset_id === datasetId && c.name.startsWith("Conversion_")), JSON.stringify(made))
@@ -163,7 +170,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(second.json.data.status, "already_provisioned")
         assert.strictEqual(second.json.data.clean_dataset_id, datasetId)
         assert.ok(second.json.data.checks !== undefined)
-        assert.strictEqual((yield* sandboxState).custom_conversions.length, after.custom_conversions.length)
+        assert.strictEqual((yield* sandboxState(fixture.key)).custom_conversions.length, after.custom_conversions.length)
       }))
   })
 
@@ -172,7 +179,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const fixture = yield* newProfile()
         const datasetId = yield* provisioned(fixture)
-        const mine = yield* publishedAdSet("Target check")
+        const mine = yield* publishedAdSet(fixture, "Target check")
         const toClean = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/target", { target: "clean" })
         assert.strictEqual(toClean.status, 200, toClean.text)
         assert.strictEqual(toClean.json.data.platform_safe_target, "clean")
@@ -181,12 +188,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.deepStrictEqual(listed.current, { pixel_id: "ds_1001_1", custom_event_type: "PURCHASE" })
 
         // An ad set delivering on the Clean Dataset blocks the way back.
-        const onClean = yield* platformCall("POST", "/campaigns/cmp_1001_1/adsets", {
+        const onClean = yield* platformCall(fixture, "POST", "/campaigns/cmp_1001_1/adsets", {
           name: "On clean",
           promoted_object: { pixel_id: datasetId, custom_event_type: "LEAD" }
         })
         assert.strictEqual(onClean.status, 201, onClean.text)
-        yield* platformCall("POST", `/adsets/${onClean.json.id}`, { status: "active" })
+        yield* platformCall(fixture, "POST", `/adsets/${onClean.json.id}`, { status: "active" })
         const blocked = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/target", { target: "existing" })
         assert.strictEqual(blocked.status, 409, blocked.text)
         assert.strictEqual(blocked.json.error.code, "clean_dataset_has_live_ad_sets")
@@ -218,8 +225,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const fixture = yield* newProfile()
         yield* provisioned(fixture)
-        const mine = yield* publishedAdSet("Consent check")
-        const logBefore = (yield* sandboxState).ad_set_log.length
+        const mine = yield* publishedAdSet(fixture, "Consent check")
+        const logBefore = (yield* sandboxState(fixture.key)).ad_set_log.length
         const attempt = (consent: unknown) =>
           send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/repoint", {
             ad_set_ids: [mine],
@@ -251,7 +258,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           assert.strictEqual(refused.status, 422, refused.text)
           assert.strictEqual(refused.json.error.code, "validation_error")
         }
-        assert.strictEqual((yield* sandboxState).ad_set_log.length, logBefore, "nothing reached the ad platform")
+        assert.strictEqual((yield* sandboxState(fixture.key)).ad_set_log.length, logBefore, "nothing reached the ad platform")
 
         // Without confirmation nothing is rebuilt: the frozen ad set is listed in needs_recreate.
         const first = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/repoint", { ad_set_ids: [mine] })
@@ -264,8 +271,8 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const fixture = yield* newProfile()
         const datasetId = yield* provisioned(fixture)
-        const mine = yield* publishedAdSet("Swap me")
-        const logBefore = (yield* sandboxState).ad_set_log.length
+        const mine = yield* publishedAdSet(fixture, "Swap me")
+        const logBefore = (yield* sandboxState(fixture.key)).ad_set_log.length
         const body = { ad_set_ids: [mine], confirm_recreate: true, consent: consentOf("es") }
         const done = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/repoint", body)
         assert.strictEqual(done.status, 200, done.text)
@@ -279,7 +286,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           [["new_ad_set_ids", [mine]], ["learning_reset", [mine]], ["double_spend_window", [mine]]]
         )
 
-        const state = yield* sandboxState
+        const state = yield* sandboxState(fixture.key)
         const log = state.ad_set_log.slice(logBefore)
         assert.deepStrictEqual(
           log.map((e: any) => [e.action, e.object === "ad" ? e.ad_set_id : e.id, e.status ?? null]),
@@ -299,14 +306,14 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
 
         const retry = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/repoint", body)
         assert.strictEqual(retry.status, 200, retry.text)
-        assert.strictEqual((yield* sandboxState).ad_set_log.length, state.ad_set_log.length, "a retry writes nothing more")
+        assert.strictEqual((yield* sandboxState(fixture.key)).ad_set_log.length, state.ad_set_log.length, "a retry writes nothing more")
       }))
 
     it.effect("run_both keeps the original running and warns budget_doubled; a signed-in session needs no consent; an unpublished ad set is re-pointed in place", () =>
       Effect.gen(function*() {
         const fixture = yield* newProfile()
         const datasetId = yield* provisioned(fixture)
-        const mine = yield* publishedAdSet("Run both")
+        const mine = yield* publishedAdSet(fixture, "Run both")
         const owner = yield* seedMemberSession(fixture, "owner")
         const answer = yield* call(`/api/v1/conversion-sync/platform-safe/repoint?profile_id=${fixture.profileId}`, {
           method: "POST",
@@ -320,23 +327,23 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
           answer.json.data.warnings.map((w: any) => w.code),
           ["new_ad_set_ids", "learning_reset", "budget_doubled"]
         )
-        const state = yield* sandboxState
+        const state = yield* sandboxState(fixture.key)
         const byId = new Map<string, any>(state.ad_set_optimizations.map((o: any) => [o.id, o]))
         assert.strictEqual(byId.get(mine).status, "active")
         assert.strictEqual(byId.get(answer.json.data.results[0].new_ad_set_id).status, "active")
 
         // A draft ad set (never switched on) is not frozen: re-pointed in place, no copy.
-        const draft = yield* platformCall("POST", "/campaigns/cmp_1001_1/adsets", {
+        const draft = yield* platformCall(fixture, "POST", "/campaigns/cmp_1001_1/adsets", {
           name: "Draft",
           promoted_object: { pixel_id: "ds_1001_1", custom_event_type: "LEAD" }
         })
         const inPlace = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/repoint", { ad_set_ids: [draft.json.id] })
         assert.strictEqual(inPlace.status, 200, inPlace.text)
         assert.strictEqual(inPlace.json.data.results[0].outcome, "repointed")
-        const after = new Map<string, any>((yield* sandboxState).ad_set_optimizations.map((o: any) => [o.id, o]))
+        const after = new Map<string, any>((yield* sandboxState(fixture.key)).ad_set_optimizations.map((o: any) => [o.id, o]))
         assert.deepStrictEqual(after.get(draft.json.id).promoted_object, { pixel_id: datasetId, custom_event_type: "LEAD" })
         // The platform itself refuses the change on a published ad set.
-        const frozen = yield* platformCall("POST", `/adsets/${mine}/promoted_object`, { pixel_id: datasetId, custom_event_type: "LEAD" })
+        const frozen = yield* platformCall(fixture, "POST", `/adsets/${mine}/promoted_object`, { pixel_id: datasetId, custom_event_type: "LEAD" })
         assert.strictEqual(frozen.status, 400, frozen.text)
         assert.strictEqual(frozen.json.error.code, "adset_field_frozen")
       }))
@@ -362,7 +369,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(rule.status, 201, rule.text)
         const provision = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/provision", {})
         const cleanDestination = provision.json.data.destination_id as string
-        const mine = yield* publishedAdSet("Wiring check")
+        const mine = yield* publishedAdSet(fixture, "Wiring check")
 
         const cached = yield* send(fixture.key, "GET", "/api/v1/conversion-sync/wiring")
         assert.strictEqual(cached.status, 200, cached.text)
@@ -420,7 +427,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const datasetId = yield* provisioned(fixture)
         const rule = yield* send(fixture.key, "POST", "/api/v1/exports/rules", { conversion_key: "lead" })
         assert.strictEqual(rule.status, 201, rule.text)
-        const mine = yield* publishedAdSet("Wire me")
+        const mine = yield* publishedAdSet(fixture, "Wire me")
         const first = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/wiring/ad-sets", { rule_id: rule.json.data.id, ad_set_ids: [mine] })
         assert.strictEqual(first.status, 200, first.text)
         assert.deepStrictEqual(first.json.data.needs_duplicate_swap, [mine])
@@ -441,25 +448,25 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(second.status, 200, second.text)
         assert.deepStrictEqual(second.json.data.recreated, [mine])
         const copy = second.json.data.results[0].new_ad_set_id
-        const state = yield* sandboxState
+        const state = yield* sandboxState(fixture.key)
         const byId = new Map<string, any>(state.ad_set_optimizations.map((o: any) => [o.id, o]))
         assert.deepStrictEqual(byId.get(copy).promoted_object, { pixel_id: datasetId, custom_event_type: "LEAD" })
       }))
   })
-  // Last: the generated account is listed first, so later consents would reach it.
+  // Last: the generated account is listed first, so later consents in this profile's world would reach it.
   describe("provision on a full ad account", () => {
     it.effect("the platform refuses a dataset: 200 action_required pixel_slot_taken with manual_steps; nothing recorded", () =>
       Effect.gen(function*() {
+        const fixture = yield* newProfile()
         const arrived = yield* call("/sandbox/adplatform/_state", {
           method: "PATCH",
-          headers: { "content-type": "application/json" },
+          headers: { "content-type": "application/json", ...keyAuth(fixture.key) },
           body: JSON.stringify({ arrive: { kind: "generated_account", id: "act_7701", ads: 10 } })
         })
         assert.strictEqual(arrived.status, 201, arrived.text)
-        const fixture = yield* newProfile()
         yield* connect(fixture)
         for (let n = 1; n < 40; n++) {
-          const made = yield* platformCall("POST", "/accounts/act_7701/datasets", { name: `Filler ${n}` })
+          const made = yield* platformCall(fixture, "POST", "/accounts/act_7701/datasets", { name: `Filler ${n}` })
           assert.strictEqual(made.status, 201, made.text)
         }
         const answer = yield* send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/provision", {})

@@ -261,7 +261,7 @@ const seedSynced = (f: AdFixture, budget: number) =>
 /** A connected sandbox account with its synced copy and the open recommendations it yields. */
 const applyFixture = Effect.gen(function*() {
   const f = yield* adFixture()
-  const budget = (yield* objectOf(`as_${f.n}_2_1`)).daily_budget_minor as number
+  const budget = (yield* objectOf(f.key, `as_${f.n}_2_1`)).daily_budget_minor as number
   yield* seedSynced(f, budget)
   const page = yield* list(f.key)
   return { f, budget, increase: byRule(page.data, "adset.budget_increase"), pause: byRule(page.data, "ad.pause_no_outcomes") }
@@ -283,14 +283,14 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       const set = `as_${f.n}_2_1`
       assert.strictEqual(increase.action.new_daily_budget_minor, Math.round(budget * 1.2))
       const path = `/api/v1/recommendations/${increase.id}/apply`
-      const before = yield* writeCount
+      const before = yield* writeCount(f.key)
       // A plain profile key names no person: the person on record is required (decision 0069).
       const nobody = yield* sendKeyed(f.key, "POST", path, {})
       assert.strictEqual(nobody.status, 400, nobody.text)
       assert.strictEqual(nobody.json.error.code, "validation_error")
       const missingKey = yield* sendKeyed(f.key, "POST", path, {}, null)
       assert.strictEqual(missingKey.status, 400, missingKey.text)
-      assert.strictEqual(yield* writeCount, before)
+      assert.strictEqual(yield* writeCount(f.key), before)
       const owner = yield* seedMemberSession(f, "owner")
       const idem = crypto.randomUUID()
       const applied = yield* sendKeyed(f.key, "POST", path, { applied_by: owner.userId }, idem)
@@ -306,8 +306,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       assert.deepStrictEqual(action.undo, { method: "POST", path: `/api/v1/conversion-sync/actions/${action.action_id}/rollback` })
       assert.strictEqual(recommendation.status, "applied")
       assert.strictEqual(recommendation.action_id, action.action_id)
-      assert.strictEqual((yield* objectOf(set)).daily_budget_minor, Math.round(budget * 1.2))
-      assert.strictEqual(yield* writeCount, before + 1)
+      assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, Math.round(budget * 1.2))
+      assert.strictEqual(yield* writeCount(f.key), before + 1)
       const row = yield* actionRow(f.profileId, action.action_id)
       assert.deepStrictEqual(row, {
         action: "budget",
@@ -323,7 +323,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       const replay = yield* sendKeyed(f.key, "POST", path, { applied_by: owner.userId }, idem)
       assert.strictEqual(replay.status, 200, replay.text)
       assert.deepStrictEqual(replay.json, applied.json)
-      assert.strictEqual(yield* writeCount, before + 1)
+      assert.strictEqual(yield* writeCount(f.key), before + 1)
       const conflict = yield* sendKeyed(f.key, "POST", path, {}, idem)
       assert.strictEqual(conflict.status, 409, conflict.text)
       assert.strictEqual(conflict.json.error.code, "idempotency_key_conflict")
@@ -331,12 +331,12 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       const again = yield* sendKeyed(f.key, "POST", path, { applied_by: owner.userId })
       assert.strictEqual(again.status, 409, again.text)
       assert.strictEqual(again.json.error.code, "invalid_state")
-      assert.strictEqual(yield* writeCount, before + 1)
+      assert.strictEqual(yield* writeCount(f.key), before + 1)
       const rolled = yield* sendKeyed(f.key, "POST", `/api/v1/conversion-sync/actions/${action.action_id}/rollback`)
       assert.strictEqual(rolled.status, 200, rolled.text)
       assert.strictEqual(rolled.json.outcome, "applied")
       assert.strictEqual(rolled.json.rollback_of, action.action_id)
-      assert.strictEqual((yield* objectOf(set)).daily_budget_minor, budget)
+      assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, budget)
     }))
 
   it.effect("a pause with a provisioning-app key is on record as the owner (app_shadow_owner); a dismissed one is 409 invalid_state", () =>
@@ -352,17 +352,17 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       assert.strictEqual(applied.status, 200, applied.text)
       assert.strictEqual(applied.json.data.action.action, "pause")
       assert.strictEqual(applied.json.data.action.applied_by_basis, "app_shadow_owner")
-      assert.strictEqual((yield* objectOf(ad)).status, "paused")
+      assert.strictEqual((yield* objectOf(f.key, ad)).status, "paused")
       const row = yield* actionRow(f.profileId, applied.json.data.action.action_id)
       assert.strictEqual(row.applied_by, owner.userId)
       assert.strictEqual(row.applied_by_basis, "app_shadow_owner")
       const dismissed = yield* sendKeyed(f.key, "POST", `/api/v1/recommendations/${increase.id}/dismiss`)
       assert.strictEqual(dismissed.status, 200, dismissed.text)
-      const before = yield* writeCount
+      const before = yield* writeCount(f.key)
       const refused = yield* sendKeyed(key, "POST", `/api/v1/recommendations/${increase.id}/apply`, {})
       assert.strictEqual(refused.status, 409, refused.text)
       assert.strictEqual(refused.json.error.code, "invalid_state")
-      assert.strictEqual(yield* writeCount, before)
+      assert.strictEqual(yield* writeCount(f.key), before)
       const unknown = yield* sendKeyed(key, "POST", `/api/v1/recommendations/${crypto.randomUUID()}/apply`, {})
       assert.strictEqual(unknown.status, 404, unknown.text)
     }))

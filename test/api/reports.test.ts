@@ -126,7 +126,12 @@ const popplerText = (bytes: Uint8Array): string | undefined => {
   return String(result.stdout)
 }
 
-const sandboxMessages = Effect.map(call("/sandbox/email/_state"), (r) => r.json.messages as Array<Record<string, any>>)
+/** The messages of the key's profile's mail sandbox world (decision 0109). */
+const sandboxMessages = (key: string) =>
+  Effect.map(call("/sandbox/email/_state", { headers: { authorization: `Bearer ${key}` } }), (r) => {
+    assert.strictEqual(r.status, 200, r.text)
+    return r.json.messages as Array<Record<string, any>>
+  })
 
 const workerOff = Layer.succeed(ReportWorkerSettings)({ ...defaultReportWorkerSettings, enabled: false })
 
@@ -260,7 +265,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         assert.deepStrictEqual([unconnected.json.error.code, unconnected.json.error.reason], ["invalid_state", "email_connection_required"])
 
         yield* connectEmail(key)
-        const before = (yield* sandboxMessages).length
+        const before = (yield* sandboxMessages(key)).length
         const idem = { "idempotency-key": crypto.randomUUID() }
         const sent = yield* call(path, bearer(key, "POST", {}, idem))
         assert.strictEqual(sent.status, 201, sent.text)
@@ -269,7 +274,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         const again = yield* call(path, bearer(key, "POST", {}, idem))
         assert.strictEqual(again.status, 201)
         assert.strictEqual(again.json.data.id, sent.json.data.id)
-        const messages = (yield* sandboxMessages).slice(before)
+        const messages = (yield* sandboxMessages(key)).slice(before)
         assert.strictEqual(messages.length, 1)
         const message = messages[0] ?? {}
         assert.strictEqual(message.id, sent.json.data.message_id)
@@ -294,8 +299,13 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         const created = yield* call("/api/v1/reports", bearer(key, "POST", { name: "Refused", reads: ["overview"], range: "today", recipients: ["a@example.com"] }))
         const path = `/api/v1/reports/${created.json.data.id}/send`
         const patch = (state: string) =>
-          call("/sandbox/email/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ objects: [{ id: "em_mbx_0001", state }] }) })
-        yield* patch("suspended")
+          call("/sandbox/email/_state", {
+            method: "PATCH",
+            headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+            body: JSON.stringify({ objects: [{ id: "em_mbx_0001", state }] })
+          })
+        const suspended = yield* patch("suspended")
+        assert.strictEqual(suspended.status, 200, suspended.text)
         const refused = yield* call(path, bearer(key, "POST", {})).pipe(Effect.ensuring(patch("active")))
         assert.strictEqual(refused.status, 403, refused.text)
         assert.deepStrictEqual([refused.json.error.code, refused.json.error.provider], ["account_suspended", "email"])
@@ -330,14 +340,14 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
           INSERT INTO report_runs (id, report_id, profile_id, trigger, slot, status, attempts, lease_until) VALUES
             (${stalled}, ${id}, ${profile.profileId}, 'scheduled', now() - interval '2 days', 'running', 1, now() - interval '1 second'),
             (${cut}, ${id}, ${profile.profileId}, 'scheduled', now() - interval '1 day', 'sending', 1, now() - interval '1 second')`
-        const before = (yield* sandboxMessages).length
+        const before = (yield* sandboxMessages(key)).length
         yield* (yield* ReportWorker).runOnce
         const runs = yield* sql<{ id: string; status: string; error: string | null; attempts: number }>`
           SELECT id, status, error, attempts FROM report_runs WHERE report_id = ${id}`
         const byId = new Map(runs.map((r) => [r.id, r]))
         assert.deepStrictEqual(byId.get(stalled), { id: stalled, status: "sent", error: null, attempts: 2 })
         assert.deepStrictEqual(byId.get(cut), { id: cut, status: "failed", error: "send_outcome_unknown", attempts: 1 })
-        const messages = (yield* sandboxMessages).slice(before).filter((m) => String(m.subject).startsWith("Takeover"))
+        const messages = (yield* sandboxMessages(key)).slice(before).filter((m) => String(m.subject).startsWith("Takeover"))
         assert.strictEqual(messages.length, 1)
       }))
   })
@@ -355,13 +365,13 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         const sql = yield* SqlClient
         const slot = new Date(Date.now() - 60_000)
         yield* sql`UPDATE reports SET next_run_at = ${slot.toISOString()}::timestamptz WHERE id = ${id}`
-        const before = (yield* sandboxMessages).length
+        const before = (yield* sandboxMessages(key)).length
         const worker = yield* ReportWorker
         yield* Effect.all([worker.runOnce, worker.runOnce], { concurrency: 2 })
         yield* worker.runOnce
         const runs = yield* sql<{ status: string; trigger: string; slot: Date }>`SELECT status, trigger, slot FROM report_runs WHERE report_id = ${id}`
         assert.deepStrictEqual(runs.map((r) => [r.status, r.trigger]), [["sent", "scheduled"]])
-        const messages = (yield* sandboxMessages).slice(before).filter((m) => String(m.subject).startsWith("Daily"))
+        const messages = (yield* sandboxMessages(key)).slice(before).filter((m) => String(m.subject).startsWith("Daily"))
         assert.strictEqual(messages.length, 1)
         assert.deepStrictEqual(messages[0]?.to, ["team@example.com"])
         const [report] = yield* sql<{ next: Date }>`SELECT next_run_at AS next FROM reports WHERE id = ${id}`

@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
 import { call } from "../support/app.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
+import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const bearer = (key: string, method = "GET", body?: unknown) => ({
@@ -45,7 +46,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(manual)), { timeout: "120 seconds",
         const list = yield* call("/api/v1/connections", bearer(key))
         const account: string = list.json.data.find((x: { id: string }) => x.id === connectionId).provider_account_id
 
-        const state = yield* call(`/sandbox/${c.provider}/_state`)
+        // The profile's own sandbox world (decision 0109), opened with its key.
+        const state = yield* call(`/sandbox/${c.provider}/_state`, { headers: keyAuth(key) })
+        assert.strictEqual(state.status, 200, state.text)
         const instants = (state.json[c.items] as ReadonlyArray<Record<string, string>>)
           .filter((item) => item["account_id"] === account)
           .map((item) => item[c.at] ?? "")

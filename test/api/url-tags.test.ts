@@ -42,8 +42,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const [a1, a2, archived] = [`ad_${f.n}_2_1_1`, `ad_${f.n}_2_1_2`, `ad_${f.n}_2_1_3`]
         const chat = `ad_${f.n}_1_1_1`
-        yield* patchObjects([{ id: archived, status: "archived" }, { id: `as_${f.n}_2_1`, learning_stage_status: "SUCCESS" }])
-        const before = yield* writeCount
+        yield* patchObjects(f.key, [{ id: archived, status: "archived" }, { id: `as_${f.n}_2_1`, learning_stage_status: "SUCCESS" }])
+        const before = yield* writeCount(f.key)
         const idem = crypto.randomUUID()
         const answer = yield* apply(f.key, [a1, a2, chat, archived, "ad_not_ours", a1], idem)
         assert.strictEqual(answer.status, 200, answer.text)
@@ -62,12 +62,12 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(first.previous_creative_id, `cr_${a1}_1`)
         assert.notStrictEqual(first.creative_id, first.previous_creative_id)
         assert.isNull(first.error)
-        const live = yield* objectOf(a1)
+        const live = yield* objectOf(f.key, a1)
         assert.strictEqual(live.creative_id, first.creative_id)
         assert.strictEqual(live.url_tags, TRACKING_URL_TAGS)
-        assert.strictEqual((yield* objectOf(`as_${f.n}_2_1`)).learning_stage_status, "LEARNING")
-        assert.strictEqual((yield* objectOf(chat)).url_tags, null)
-        assert.strictEqual(yield* writeCount, before + 2)
+        assert.strictEqual((yield* objectOf(f.key, `as_${f.n}_2_1`)).learning_stage_status, "LEARNING")
+        assert.strictEqual((yield* objectOf(f.key, chat)).url_tags, null)
+        assert.strictEqual(yield* writeCount(f.key), before + 2)
         const rows = yield* ledger(f.profileId, a1)
         assert.deepStrictEqual(rows.map((r: any) => ({ ...r, id: undefined })), [{
           id: undefined,
@@ -102,8 +102,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
           "skipped",
           "already_tagged"
         ]])
-        assert.strictEqual(yield* writeCount, before + 2)
-        assert.strictEqual((yield* objectOf(a1)).creative_id, first.creative_id)
+        assert.strictEqual(yield* writeCount(f.key), before + 2)
+        assert.strictEqual((yield* objectOf(f.key, a1)).creative_id, first.creative_id)
       }))
 
     it.effect("the platform's refusal is that ad's result (refused, with its code), recorded failed; the others still apply", () =>
@@ -111,7 +111,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const f = yield* fixture()
         const [locked, fine] = [`ad_${f.n}_2_2_1`, `ad_${f.n}_2_2_2`]
         // The fine ad carries an advertiser's own parameters: they stay, the service's keys are replaced.
-        yield* patchObjects([{ id: locked, creative_in_review: true }, { id: fine, url_tags: "ref=partner&utm_source=manual" }])
+        yield* patchObjects(f.key, [{ id: locked, creative_in_review: true }, { id: fine, url_tags: "ref=partner&utm_source=manual" }])
         const answer = yield* apply(f.key, [locked, fine])
         assert.strictEqual(answer.status, 200, answer.text)
         const [refused, applied] = answer.json.data.results
@@ -120,8 +120,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(refused.error.provider_status, 400)
         assert.strictEqual(refused.error.provider_code, "creative_in_review")
         assert.strictEqual(applied.result, "applied")
-        assert.strictEqual((yield* objectOf(fine)).url_tags, `ref=partner&${TRACKING_URL_TAGS}`)
-        assert.strictEqual((yield* objectOf(locked)).creative_id, `cr_${locked}_1`)
+        assert.strictEqual((yield* objectOf(f.key, fine)).url_tags, `ref=partner&${TRACKING_URL_TAGS}`)
+        assert.strictEqual((yield* objectOf(f.key, locked)).creative_id, `cr_${locked}_1`)
         assert.deepStrictEqual((yield* ledger(f.profileId, locked)).map((r: any) => [r.action, r.state, r.written_creative_id]), [[
           "url_tags",
           "failed",
@@ -133,7 +133,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       Effect.gen(function*() {
         const f = yield* fixture()
         const ad = `ad_${f.n}_2_1_1`
-        const before = yield* writeCount
+        const before = yield* writeCount(f.key)
         const unacknowledged = yield* send(f.key, "POST", APPLY, { ad_ids: [ad] })
         assert.strictEqual(unacknowledged.status, 422, unacknowledged.text)
         assert.strictEqual(unacknowledged.json.error.code, "validation_error")
@@ -151,9 +151,9 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const noScope = yield* apply(readOnly, [ad])
         assert.strictEqual(noScope.status, 403, noScope.text)
         assert.strictEqual(noScope.json.error.code, "insufficient_scope")
-        assert.strictEqual(yield* writeCount, before)
+        assert.strictEqual(yield* writeCount(f.key), before)
         assert.deepStrictEqual(yield* ledger(f.profileId, ad), [])
-        assert.strictEqual((yield* objectOf(ad)).url_tags, null)
+        assert.strictEqual((yield* objectOf(f.key, ad)).url_tags, null)
       }))
   })
 
@@ -172,21 +172,21 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(undone.json.data.outcome, "applied")
         assert.strictEqual(undone.json.data.rollback_of, applied[0].action_id)
         assert.deepStrictEqual(undone.json.data.creative, { previous_creative_id: applied[0].creative_id, creative_id: `cr_${ad}_1` })
-        const live = yield* objectOf(ad)
+        const live = yield* objectOf(f.key, ad)
         assert.strictEqual(live.creative_id, `cr_${ad}_1`)
         assert.strictEqual(live.url_tags, null)
         const twice = yield* send(f.key, "POST", UNDO, { ad_id: ad })
         assert.strictEqual(twice.status, 404, twice.text)
         // Someone re-tags the other ad in the platform's own UI: its change can no longer be undone.
-        yield* patchObjects([{ id: other, url_tags: "utm_source=manual" }])
-        const moved = (yield* objectOf(other)).creative_id
-        const before = yield* writeCount
+        yield* patchObjects(f.key, [{ id: other, url_tags: "utm_source=manual" }])
+        const moved = (yield* objectOf(f.key, other)).creative_id
+        const before = yield* writeCount(f.key)
         const drifted = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${applied[1].action_id}/rollback`)
         assert.strictEqual(drifted.status, 200, drifted.text)
         assert.strictEqual(drifted.json.outcome, "not_reversible")
         assert.strictEqual(drifted.json.reason_code, "state_drifted")
-        assert.strictEqual(yield* writeCount, before)
-        assert.strictEqual((yield* objectOf(other)).creative_id, moved)
+        assert.strictEqual(yield* writeCount(f.key), before)
+        assert.strictEqual((yield* objectOf(f.key, other)).creative_id, moved)
         const rows = yield* ledger(f.profileId, other)
         assert.deepStrictEqual(rows.map((r: any) => [r.action, r.state, r.reason_code]), [["url_tags", "applied", null], [
           "rollback",

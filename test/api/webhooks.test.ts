@@ -17,6 +17,7 @@ import { defineConversion, ingest } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { sandboxSecretOf } from "../support/providers.ts"
+import { worldHandle } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 interface Hook {
@@ -461,7 +462,12 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         ].join("\n")
         const push = (eventId: string, message: Record<string, unknown>) => {
           const raw = JSON.stringify({ event: "message.received", event_id: eventId, account_id: mailbox, mailbox_id: mailbox, timestamp: 1764000000, message })
-          return call("/hooks/email", { method: "POST", headers: { "content-type": "application/json", ...signCallback("email", sandboxSecretOf("email"), raw) }, body: raw })
+          // Named as the sandbox names its pushes: the world of the profile they are for (decision 0109).
+          return call("/hooks/email", {
+            method: "POST",
+            headers: { "content-type": "application/json", ...signCallback("email", sandboxSecretOf("email"), raw), "x-sandbox-world": worldHandle(world.profileId) },
+            body: raw
+          })
         }
         const bounce = yield* push(`evt-${crypto.randomUUID()}`, {
           id: "m-2", thread_id: "t-1", message_id_header: "<dsn-2@mx.example.net>", in_reply_to: null, from: "mailer-daemon@mx.example.net",
@@ -663,7 +669,12 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
                           (${chatConnection}, ${world.profileId}, 'chat_app_a', 'chat_app_a', ${chatAccount})`
         const push = (provider: "social_dm" | "chat_app_a", body: unknown) => {
           const raw = JSON.stringify(body)
-          return call(`/hooks/${provider}`, { method: "POST", headers: { "content-type": "application/json", ...signCallback(provider, sandboxSecretOf(provider), raw) }, body: raw })
+          // Named as the sandbox names its pushes: the world of the profile they are for (decision 0109).
+          return call(`/hooks/${provider}`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...signCallback(provider, sandboxSecretOf(provider), raw), "x-sandbox-world": worldHandle(world.profileId) },
+            body: raw
+          })
         }
         const socialMid = `mid-${crypto.randomUUID()}`
         const social = {

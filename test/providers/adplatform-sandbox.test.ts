@@ -7,8 +7,17 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { verifyCallback } from "../../src/providers/signing.ts"
 import { call, TestServer } from "../support/app.ts"
-import { callbackCatcher, sandboxSecretOf, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import {
+  callbackCatcher,
+  LOOPBACK_CALLBACKS,
+  SANDBOX_TOKEN_WORLD,
+  sandboxControl,
+  sandboxSecretOf,
+  sandboxToken,
+  serveAppOnOwnPort
+} from "../support/providers.ts"
 import { eventually } from "../support/eventually.ts"
+import { worldHandle } from "../support/sandbox-world.ts"
 
 const json = (method: string, body: unknown, token?: string): RequestInit => ({
   method,
@@ -20,12 +29,18 @@ const bearer = (token: string): RequestInit => ({ headers: { authorization: `Bea
 const tokenFor = (persona = "one_account") =>
   Effect.flatMap(TestServer, ({ url }) => sandboxToken(url, "adplatform", persona))
 
-const faults = (body: unknown) => call("/sandbox/adplatform/_faults", json("POST", body))
+// The test controls of this file's world (the one `sandboxToken` consents in), as the operator.
+const faults = (body: unknown) => sandboxControl("adplatform", "POST", "_faults", body)
+const worldState = (method = "GET", body?: unknown) => sandboxControl("adplatform", method, "_state", body)
 
-layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })("ad platform sandbox", (it) => {
+layer(serveAppOnOwnPort({ providers: LOOPBACK_CALLBACKS }), { timeout: "90 seconds", excludeTestServices: true })("ad platform sandbox", (it) => {
   it.effect("_state has the fixed shape: accounts → campaigns → ad_sets → ads, received_events, write_count", () =>
     Effect.gen(function*() {
-      const state = yield* call("/sandbox/adplatform/_state")
+      // Test controls open to a credential only (decision 0109): an anonymous caller is refused.
+      const anonymous = yield* call("/sandbox/adplatform/_state")
+      assert.strictEqual(anonymous.status, 401)
+      assert.strictEqual(anonymous.json.error.code, "unauthorized")
+      const state = yield* worldState()
       assert.strictEqual(state.status, 200)
       const { accounts, received_events, write_count } = state.json
       assert.isArray(received_events)
@@ -41,25 +56,25 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
 
   it.effect("PATCH _state edits by hand (not a provider write); unknown ids 404, bad values 400, nothing changed", () =>
     Effect.gen(function*() {
-      const before = (yield* call("/sandbox/adplatform/_state")).json
+      const before = (yield* worldState()).json
       const adSet = before.accounts[0].campaigns[1].ad_sets[0]
       const ad = adSet.ads[0]
-      const patched = yield* call("/sandbox/adplatform/_state", json("PATCH", {
+      const patched = yield* worldState("PATCH", {
         objects: [{ id: ad.id, status: "PAUSED" }, { id: adSet.id, daily_budget_minor: 7_500 }]
-      }))
+      })
       assert.strictEqual(patched.status, 200)
-      const after = (yield* call("/sandbox/adplatform/_state")).json
+      const after = (yield* worldState()).json
       const adSetAfter = after.accounts[0].campaigns[1].ad_sets[0]
       assert.strictEqual(adSetAfter.ads[0].status, "paused")
       assert.strictEqual(adSetAfter.daily_budget_minor, 7_500)
       assert.strictEqual(after.write_count, before.write_count)
-      const unknown = yield* call("/sandbox/adplatform/_state", json("PATCH", { objects: [{ id: "ad_nope", status: "paused" }] }))
+      const unknown = yield* worldState("PATCH", { objects: [{ id: "ad_nope", status: "paused" }] })
       assert.strictEqual(unknown.status, 404)
       assert.strictEqual(unknown.json.error.code, "not_found")
-      const bad = yield* call("/sandbox/adplatform/_state", json("PATCH", { objects: [{ id: ad.id, status: "sleeping" }] }))
+      const bad = yield* worldState("PATCH", { objects: [{ id: ad.id, status: "sleeping" }] })
       assert.strictEqual(bad.status, 400)
-      assert.strictEqual((yield* call("/sandbox/adplatform/_state")).json.accounts[0].campaigns[1].ad_sets[0].ads[0].status, "paused")
-      yield* call("/sandbox/adplatform/_state", json("PATCH", { objects: [{ id: ad.id, status: "active" }] }))
+      assert.strictEqual((yield* worldState()).json.accounts[0].campaigns[1].ad_sets[0].ads[0].status, "paused")
+      yield* worldState("PATCH", { objects: [{ id: ad.id, status: "active" }] })
     }))
 
   it.effect("the API: paged lists, one object, writes counted, insights deterministic per (ad, date)", () =>
@@ -85,12 +100,12 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.isTrue(Number.isInteger(row.spend_minor) && row.spend_minor > 0)
       const badRange = yield* call("/sandbox/adplatform/v1/accounts/act_1001/insights?since=2025-02-01&until=2025-01-01", bearer(access_token))
       assert.strictEqual(badRange.status, 400)
-      const before = (yield* call("/sandbox/adplatform/_state")).json.write_count
+      const before = (yield* worldState()).json.write_count
       const paused = yield* call(`/sandbox/adplatform/v1/ads/${row.ad_id}`, json("POST", { status: "paused" }, access_token))
       assert.strictEqual(paused.status, 200)
       const ad = yield* call(`/sandbox/adplatform/v1/ads/${row.ad_id}`, bearer(access_token))
       assert.strictEqual(ad.json.status, "paused")
-      assert.strictEqual((yield* call("/sandbox/adplatform/_state")).json.write_count, before + 1)
+      assert.strictEqual((yield* worldState()).json.write_count, before + 1)
       yield* call(`/sandbox/adplatform/v1/ads/${row.ad_id}`, json("POST", { status: "active" }, access_token))
     }))
 
@@ -104,7 +119,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       }, access_token))
       assert.strictEqual(sent.status, 200)
       assert.strictEqual(sent.json.events_received, 1)
-      const state = (yield* call("/sandbox/adplatform/_state")).json
+      const state = (yield* worldState()).json
       assert.isTrue(state.received_events.some((e: any) => e.event_id === "evt-1" && e.dataset_id === datasetId))
     }))
 
@@ -116,15 +131,17 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
         callback_url: `${catcher.url}/hooks/adplatform`
       }, access_token))
       assert.strictEqual(subscribed.status, 200)
-      const arrived = yield* call("/sandbox/adplatform/_state", json("PATCH", {
+      const arrived = yield* worldState("PATCH", {
         arrive: { kind: "lead", ad_id: "ad_1001_3_1_1", field_data: [{ name: "email", values: ["lead@example.com"] }] }
-      }))
+      })
       assert.strictEqual(arrived.status, 201)
       const leadgenId = arrived.json.lead.leadgen_id
       const pushed = yield* eventually(Effect.sync(() => catcher.received), (r) => r.length > 0, { what: "leadgen push", within: "5 seconds" })
       const push = pushed[0]!
       assert.strictEqual(push.path, "/hooks/adplatform")
       assert.isTrue(verifyCallback("adplatform", sandboxSecretOf("adplatform"), push.headers, push.body))
+      // The push names the world it came from (decision 0109).
+      assert.strictEqual(push.headers["x-sandbox-world"], worldHandle(SANDBOX_TOKEN_WORLD))
       const body = JSON.parse(push.body)
       assert.strictEqual(body.object, "page")
       assert.strictEqual(body.entry[0].id, "act_1001")
@@ -224,12 +241,12 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.isAbove(limited.length, 0)
       assert.strictEqual(limited[0]!.json.error.code, "rate_limited")
       assert.isAtLeast(Number(limited[0]!.headers.get("retry-after")), 1)
-      assert.isAbove((yield* call("/sandbox/adplatform/_state")).json.counters.rate_limited, 0)
+      assert.isAbove((yield* worldState()).json.counters.rate_limited, 0)
     }))
 
   it.effect("generated_account adds a large account listed first, its ads generated deterministically", () =>
     Effect.gen(function*() {
-      const generated = yield* call("/sandbox/adplatform/_state", json("PATCH", { arrive: { kind: "generated_account", id: "act_9001", ads: 250 } }))
+      const generated = yield* worldState("PATCH", { arrive: { kind: "generated_account", id: "act_9001", ads: 250 } })
       assert.strictEqual(generated.status, 201)
       assert.deepInclude(generated.json.account, { id: "act_9001", ads: 250, campaigns: 3 })
       const { access_token } = yield* tokenFor()

@@ -11,19 +11,18 @@ import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
 import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { CALENDAR_SEED_WEEK } from "../../src/providers/sandbox/calendar.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
-import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { callbackCatcher, LOOPBACK_CALLBACKS, sandboxControl, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, CalendarProviderLayer)
 
 const patchState = (body: unknown) =>
-  call("/sandbox/calendar/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  sandboxControl("calendar", "PATCH", "_state", body)
 
 const week = { timeMin: CALENDAR_SEED_WEEK, timeMax: "2026-12-12T00:00:00.000Z" }
 
-layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })("sandbox calendar", (it) => {
+layer(serveAppOnOwnPort({ providers: LOOPBACK_CALLBACKS }), { timeout: "90 seconds", excludeTestServices: true })("sandbox calendar", (it) => {
   it.effect("seeded calendars and events in the seed week; free/busy matches the events", () =>
     Effect.gen(function*() {
       const calendar = yield* CalendarProvider
@@ -39,7 +38,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.deepStrictEqual(busy["cal_acct_0001_primary"], events.map((e) => ({ start: e.start, end: e.end })))
       const outside = yield* Stream.runCollect(calendar.events(session, "cal_acct_0001_primary", { timeMin: "2027-01-01T00:00:00Z" }))
       assert.strictEqual(outside.length, 0)
-      const state = yield* call("/sandbox/calendar/_state")
+      const state = yield* sandboxControl("calendar", "GET", "_state")
       for (const key of ["calendars", "events", "write_count"]) assert.property(state.json, key)
     }).pipe(Effect.provide(ports)))
 
@@ -47,7 +46,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
     Effect.gen(function*() {
       const calendar = yield* CalendarProvider
       const { session } = yield* connectSandbox("calendar")
-      const before = (yield* call("/sandbox/calendar/_state")).json.write_count as number
+      const before = (yield* sandboxControl("calendar", "GET", "_state")).json.write_count as number
       const slot = { start: "2026-12-14T10:00:00.000Z", end: "2026-12-14T10:30:00.000Z" }
       const created = yield* calendar.createEvent(session, "cal_acct_0001_team", { ...slot, summary: "Demo", attendees: ["lead@customer.example"] })
       assert.deepStrictEqual([created.summary, created.status, created.attendees[0]?.email], ["Demo", "confirmed", "lead@customer.example"])
@@ -57,7 +56,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual(cancelled.status, "cancelled")
       assert.strictEqual((yield* calendar.cancelEvent(session, "cal_acct_0001_team", created.id)).status, "cancelled")
       assert.deepStrictEqual((yield* calendar.freeBusy(session, { ...window, calendarIds: ["cal_acct_0001_team"] }))["cal_acct_0001_team"], [])
-      assert.strictEqual((yield* call("/sandbox/calendar/_state")).json.write_count, before + 2)
+      assert.strictEqual((yield* sandboxControl("calendar", "GET", "_state")).json.write_count, before + 2)
       const backwards = yield* Effect.flip(calendar.createEvent(session, "cal_acct_0001_team", { start: slot.end, end: slot.start, summary: "x" }))
       assert.strictEqual(backwards._tag === "ProviderRefused" ? backwards.code : backwards._tag, "invalid_parameter")
       const foreign = yield* Effect.flip(calendar.createEvent(session, "cal_acct_0002_team", { ...slot, summary: "x" }))

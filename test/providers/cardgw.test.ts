@@ -10,7 +10,7 @@ import { CardGatewayLive } from "../../src/providers/cardgw/live.ts"
 import { CardGateway } from "../../src/providers/cardgw/port.ts"
 import { CardgwWorld } from "../../src/providers/sandbox/cardgw/world.ts"
 import { serveApp, testSettings } from "../support/app.ts"
-import { callbackCatcher } from "../support/providers.ts"
+import { callbackCatcher, LOOPBACK_CALLBACKS } from "../support/providers.ts"
 import { appSecret, consent, json, providerHttpLayer, session, withOne500 } from "./sandbox-harness.ts"
 
 const ACCOUNT = "acct_cardgw_1001"
@@ -22,8 +22,10 @@ const signedWell = (headers: Record<string, string | Array<string> | undefined>,
   return headers["x-signature-256"] === expected && Math.abs(Date.now() / 1000 - Number(timestamp)) < 300
 }
 
+// Pushes go to a callbackCatcher on 127.0.0.1: an origin the operator opens (decision 0109).
+const settings = testSettings({ providers: { ...testSettings().providers, ...LOOPBACK_CALLBACKS } })
 // Fresh: the app built CardGatewayLive already (layers are memoised by reference) over its own client.
-const app = Layer.fresh(CardGatewayLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
+const app = Layer.fresh(CardGatewayLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw through the CardGateway port", (it) => {
   it.effect("seeded payments, deterministic, listed since a time and read one by one; a 500 is retried", () =>

@@ -11,17 +11,16 @@ import { ChatAppA } from "../../src/providers/chat-app-a/port.ts"
 import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
 import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
-import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { callbackCatcher, LOOPBACK_CALLBACKS, sandboxControl, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, ChatAppALayer)
 
 const patchState = (body: unknown) =>
-  call("/sandbox/chat_app_a/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  sandboxControl("chat_app_a", "PATCH", "_state", body)
 
-layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })("sandbox chat_app_a", (it) => {
+layer(serveAppOnOwnPort({ providers: LOOPBACK_CALLBACKS }), { timeout: "90 seconds", excludeTestServices: true })("sandbox chat_app_a", (it) => {
   it.effect("seeded: business account, phone number, templates, two conversations, one from an ad with ctwa_clid", () =>
     Effect.gen(function*() {
       const chat = yield* ChatAppA
@@ -42,7 +41,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual(referred[0]?.referral?.ad_id, "ad_1001_2_1_1")
       assert.strictEqual(phones[0]?.display_phone_number, "+15550001001")
       // The same seed gives the same world: _state shows the fixed shape.
-      const state = yield* call("/sandbox/chat_app_a/_state")
+      const state = yield* sandboxControl("chat_app_a", "GET", "_state")
       for (const key of ["business_accounts", "templates", "conversations", "messages", "datasets", "write_count"]) {
         assert.property(state.json, key)
       }
@@ -52,7 +51,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
     Effect.gen(function*() {
       const chat = yield* ChatAppA
       const { session } = yield* connectSandbox("chat_app_a")
-      const before = (yield* call("/sandbox/chat_app_a/_state")).json.write_count as number
+      const before = (yield* sandboxControl("chat_app_a", "GET", "_state")).json.write_count as number
       // Free text needs the person to have written in the last 24 hours.
       const cold = yield* Effect.flip(chat.sendText(session, { phoneNumberId: "ca_phone_0001", to: "351920000001", text: "Hello!" }))
       assert.strictEqual(cold._tag === "ProviderRefused" ? cold.code : cold._tag, "recipient_unavailable")
@@ -83,7 +82,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const readOnly = yield* connectSandbox("chat_app_a", "no_manage_ads_permission")
       const denied = yield* Effect.flip(chat.sendText(readOnly.session, { phoneNumberId: "ca_phone_0001", to: "1", text: "x" }))
       assert.strictEqual(denied._tag, "ProviderPermissionMissing")
-      const after = (yield* call("/sandbox/chat_app_a/_state")).json.write_count as number
+      const after = (yield* sandboxControl("chat_app_a", "GET", "_state")).json.write_count as number
       assert.strictEqual(after - before, 2)
     }).pipe(Effect.provide(ports)))
 
@@ -132,7 +131,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.deepStrictEqual(yield* chat.sendEvents(session, created.id, [event]), { events_received: 1 })
       const noClick = yield* Effect.flip(chat.sendEvents(session, created.id, [{ ...event, user_data: {} }]))
       assert.strictEqual(noClick._tag === "ProviderRefused" ? noClick.code : noClick._tag, "invalid_parameter")
-      const state = yield* call("/sandbox/chat_app_a/_state")
+      const state = yield* sandboxControl("chat_app_a", "GET", "_state")
       assert.deepInclude(state.json.datasets, { id: created.id, account_id: "ca_waba_0002", name: created.name })
       assert.strictEqual(state.json.received_events.length, 1)
       assert.deepInclude(state.json.received_events[0], { dataset_id: created.id, event_id: "ord-1", action_source: "business_messaging" })
@@ -178,7 +177,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
 
   it.effect("bad arrivals are 400 and change nothing", () =>
     Effect.gen(function*() {
-      const before = (yield* call("/sandbox/chat_app_a/_state")).json.messages.length as number
+      const before = (yield* sandboxControl("chat_app_a", "GET", "_state")).json.messages.length as number
       assert.strictEqual((yield* patchState({ arrive: { kind: "message", from: "1" } })).status, 400)
       assert.strictEqual((yield* patchState({ arrive: { kind: "message", from: "1", text: "x", referral: { ctwa_clid: "c" } } })).status, 400)
       assert.strictEqual((yield* patchState({ arrive: { kind: "nosuch" } })).status, 400)
@@ -186,7 +185,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual((yield* patchState({ objects: [{ id: "ca_tpl_0001_1", status: "LIVE" }] })).status, 400)
       assert.strictEqual((yield* patchState({ objects: [{ id: "ca_waba_0003", insights: "maybe" }] })).status, 400)
       assert.strictEqual((yield* patchState({ objects: [{ id: "ca_waba_0003", insights_delay_seconds: -1 }] })).status, 400)
-      const after = (yield* call("/sandbox/chat_app_a/_state")).json.messages.length as number
+      const after = (yield* sandboxControl("chat_app_a", "GET", "_state")).json.messages.length as number
       assert.strictEqual(after, before)
     }))
 
@@ -198,11 +197,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const receiver = yield* callbackCatcher
       const { session } = yield* connectSandbox("chat_app_a")
       yield* oauth.subscribe(session, receiver.url)
-      yield* call("/sandbox/chat_app_a/_faults", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ revoke_tokens: true })
-      })
+      yield* sandboxControl("chat_app_a", "POST", "_faults", { revoke_tokens: true })
       yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 1, { what: "the grant-death push", within: "5 seconds" })
       const push = receiver.received[0]
       if (push === undefined) return assert.fail("no push")
@@ -211,6 +206,6 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual(payload.entry[0].id, "ca_waba_0001")
       assert.strictEqual(payload.entry[0].changes[0].field, "deauthorize")
       assert.strictEqual((yield* Effect.flip(chat.businessAccount(session)))._tag, "ProviderAuthRevoked")
-      yield* call("/sandbox/chat_app_a/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ revoke_tokens: false }) })
+      yield* sandboxControl("chat_app_a", "POST", "_faults", { revoke_tokens: false })
     }).pipe(Effect.provide(ports), Effect.scoped))
 })

@@ -12,8 +12,9 @@ import { Commerce } from "../../src/providers/commerce/port.ts"
 import { parseShop } from "../../src/providers/commerce/shop.ts"
 import { CommerceWorld, SEEDED_SHOP } from "../../src/providers/sandbox/commerce/world.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
-import { callbackCatcher } from "../support/providers.ts"
-import { appSecret, consent, json, providerHttpLayer, session, withOne500 } from "./sandbox-harness.ts"
+import { callbackCatcher, LOOPBACK_CALLBACKS } from "../support/providers.ts"
+import { worldHandle } from "../support/sandbox-world.ts"
+import { appSecret, consent, json, providerHttpLayer, session, withOne500, WORLD } from "./sandbox-harness.ts"
 
 /** The documented scheme: base64 HMAC-SHA256 of the raw body under the app secret. */
 const signedWell = (headers: Record<string, string | Array<string> | undefined>, body: string) =>
@@ -50,8 +51,10 @@ describe("commerce shop forms", () => {
   })
 })
 
+// Pushes go to a callbackCatcher on 127.0.0.1: an origin the operator opens (decision 0109).
+const settings = testSettings({ providers: { ...testSettings().providers, ...LOOPBACK_CALLBACKS } })
 // Fresh: the app built CommerceLive already (layers are memoised by reference) over its own client.
-const app = Layer.fresh(CommerceLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
+const app = Layer.fresh(CommerceLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commerce through the Commerce port", (it) => {
   it.effect("the seeded shop is what the sandbox serves; a consent names its shop in any form", () =>
@@ -70,7 +73,9 @@ layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commer
       assert.isTrue(shop.installed)
 
       const refused = yield* call(
-        "/sandbox/commerce/oauth/authorize?client_id=sandbox-commerce&redirect_uri=http://127.0.0.1:9/cb&state=s&shop=not%20a%20shop",
+        `/sandbox/commerce/oauth/authorize?client_id=sandbox-commerce&redirect_uri=http://127.0.0.1:9/cb&state=s&shop=not%20a%20shop&sandbox_world=${
+          encodeURIComponent(worldHandle(WORLD))
+        }`,
         {
           method: "POST",
           redirect: "manual",

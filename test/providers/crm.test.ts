@@ -11,7 +11,7 @@ import { CrmLive } from "../../src/providers/crm/live.ts"
 import { Crm } from "../../src/providers/crm/port.ts"
 import { CrmWorld } from "../../src/providers/sandbox/crm/world.ts"
 import { type HttpResult, serveApp, testSettings } from "../support/app.ts"
-import { callbackCatcher } from "../support/providers.ts"
+import { callbackCatcher, LOOPBACK_CALLBACKS } from "../support/providers.ts"
 import { appSecret, consent, json, providerHttpLayer, session, withOne500 } from "./sandbox-harness.ts"
 
 const PORTAL = "crm_portal_1001"
@@ -24,8 +24,10 @@ const signedWell = (headers: Record<string, string | Array<string> | undefined>,
   return headers["x-signature-256"] === expected && Math.abs(Date.now() / 1000 - Number(timestamp)) < 300
 }
 
+// Pushes go to a callbackCatcher on 127.0.0.1: an origin the operator opens (decision 0109).
+const settings = testSettings({ providers: { ...testSettings().providers, ...LOOPBACK_CALLBACKS } })
 // Fresh: the app built CrmLive already (layers are memoised by reference) over its own client.
-const app = Layer.fresh(CrmLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(testSettings())))
+const app = Layer.fresh(CrmLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox crm through the Crm port", (it) => {
   it.effect("the seeded world is deterministic and is what the sandbox serves", () =>

@@ -12,19 +12,18 @@ import { Email } from "../../src/providers/email/port.ts"
 import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
 import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
-import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { callbackCatcher, LOOPBACK_CALLBACKS, sandboxControl, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, EmailLayer)
 
 const patchState = (body: unknown) =>
-  call("/sandbox/email/_state", { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  sandboxControl("email", "PATCH", "_state", body)
 
 const mail = { to: ["ana@customer.example"], subject: "Your quote", text: "Here it is." }
 
-layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })("sandbox email", (it) => {
+layer(serveAppOnOwnPort({ providers: LOOPBACK_CALLBACKS }), { timeout: "90 seconds", excludeTestServices: true })("sandbox email", (it) => {
   it.effect("seeded mailbox and thread; sends a new thread and a reply in it", () =>
     Effect.gen(function*() {
       const email = yield* Email
@@ -42,7 +41,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.strictEqual(reply.thread_id, sent.thread_id)
       const message = yield* email.getMessage(session, reply.id)
       assert.deepStrictEqual([message.direction, message.delivery_status, message.in_reply_to], ["outbound", "sent", sent.message_id_header])
-      const state = yield* call("/sandbox/email/_state")
+      const state = yield* sandboxControl("email", "GET", "_state")
       for (const key of ["mailboxes", "threads", "messages", "write_count"]) assert.property(state.json, key)
     }).pipe(Effect.provide(ports)))
 
@@ -87,7 +86,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const { session } = yield* connectSandbox("email", "two_accounts", 1)
       const mailbox = session.accountId
       assert.strictEqual(mailbox, "em_mbx_0002")
-      const before = (yield* call("/sandbox/email/_state")).json.write_count as number
+      const before = (yield* sandboxControl("email", "GET", "_state")).json.write_count as number
       for (const [state, reason] of [
         ["suspended", "account_suspended"],
         ["disabled", "mailbox_disabled"],
@@ -105,7 +104,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const bounced = yield* Effect.flip(email.send(session, { ...mail, to: ["x@rejected.example"] }))
       assert.strictEqual(bounced._tag === "EmailSendRefused" ? bounced.reason : bounced._tag, "recipient_rejected")
       yield* email.send(session, mail)
-      assert.strictEqual((yield* call("/sandbox/email/_state")).json.write_count, before + 1)
+      assert.strictEqual((yield* sandboxControl("email", "GET", "_state")).json.write_count, before + 1)
       // A state the provider does not have is refused and changes nothing.
       assert.strictEqual((yield* patchState({ objects: [{ id: mailbox, state: "sleepy" }] })).status, 400)
       assert.strictEqual((yield* email.mailbox(session)).state, "active")
@@ -159,27 +158,26 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
 
   it.effect("bad arrivals are 400 or 404 and add nothing", () =>
     Effect.gen(function*() {
-      const before = (yield* call("/sandbox/email/_state")).json.messages.length as number
+      const before = (yield* sandboxControl("email", "GET", "_state")).json.messages.length as number
       assert.strictEqual((yield* patchState({ arrive: { kind: "message", from: "not-an-address", text: "x" } })).status, 400)
       assert.strictEqual((yield* patchState({ arrive: { kind: "message", thread_id: "nosuch", from: "a@b.example", text: "x" } })).status, 404)
       assert.strictEqual((yield* patchState({ arrive: { kind: "delivery_status", message_id: "nosuch" } })).status, 404)
-      assert.strictEqual((yield* call("/sandbox/email/_state")).json.messages.length, before)
+      assert.strictEqual((yield* sandboxControl("email", "GET", "_state")).json.messages.length, before)
     }))
 
   it.effect("a send answered 500 is sent again and lands once; a throttled read waits out Retry-After", () =>
     Effect.gen(function*() {
       const email = yield* Email
       const { session } = yield* connectSandbox("email")
-      const faults = (body: unknown) =>
-        call("/sandbox/email/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
-      const before = (yield* call("/sandbox/email/_state")).json.write_count as number
+      const faults = (body: unknown) => sandboxControl("email", "POST", "_faults", body)
+      const before = (yield* sandboxControl("email", "GET", "_state")).json.write_count as number
       yield* faults({ fail_next: 1 })
       const sent = yield* email.send(session, { ...mail, subject: "Retried once" })
-      assert.strictEqual((yield* call("/sandbox/email/_state")).json.write_count, before + 1)
+      assert.strictEqual((yield* sandboxControl("email", "GET", "_state")).json.write_count, before + 1)
       assert.strictEqual((yield* email.getMessage(session, sent.id)).subject, "Retried once")
       yield* faults({ throttle: 1 })
       assert.strictEqual((yield* email.mailbox(session)).id, "em_mbx_0001")
-      const counters = (yield* call("/sandbox/email/_state")).json.counters
+      const counters = (yield* sandboxControl("email", "GET", "_state")).json.counters
       assert.isAtLeast(counters.faulted, 2)
     }).pipe(Effect.provide(ports)))
 
@@ -191,11 +189,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       const receiver = yield* callbackCatcher
       const { session } = yield* connectSandbox("email")
       yield* oauth.subscribe(session, receiver.url)
-      const faults = yield* call("/sandbox/email/_faults", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ revoke_tokens: true })
-      })
+      const faults = yield* sandboxControl("email", "POST", "_faults", { revoke_tokens: true })
       assert.strictEqual(faults.status, 200)
       yield* eventually(Effect.sync(() => receiver.received.length), (n) => n >= 1, { what: "the grant-death push", within: "5 seconds" })
       const push = receiver.received[0]
@@ -203,6 +197,6 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
       assert.isTrue(verifyCallback("email", sandboxSecretOf("email"), push.headers, push.body))
       assert.deepInclude(JSON.parse(push.body), { event: "grant_revoked", account_id: "em_mbx_0001" })
       assert.strictEqual((yield* Effect.flip(email.mailbox(session)))._tag, "ProviderAuthRevoked")
-      yield* call("/sandbox/email/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ revoke_tokens: false }) })
+      yield* sandboxControl("email", "POST", "_faults", { revoke_tokens: false })
     }).pipe(Effect.provide(ports), Effect.scoped))
 })

@@ -12,15 +12,14 @@ import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
 import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
 import { verifyCallback } from "../../src/providers/signing.ts"
-import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
-import { callbackCatcher, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import { callbackCatcher, LOOPBACK_CALLBACKS, sandboxControl, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { connectSandbox } from "../support/sandbox-kinds.ts"
 
 const ports = Layer.merge(ProviderOAuthLayer, MessagingLayer)
 
 const patchState = (provider: ProviderKind, body: unknown) =>
-  call(`/sandbox/${provider}/_state`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+  sandboxControl(provider, "PATCH", "_state", body)
 
 const KINDS = [
   { provider: "social_dm" as const, port: Effect.gen(function*(): Effect.fn.Return<MessagingApi, never, SocialDm> {
@@ -34,7 +33,7 @@ const KINDS = [
   }), prefix: "svm" }
 ]
 
-layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })("sandbox messaging kinds", (it) => {
+layer(serveAppOnOwnPort({ providers: LOOPBACK_CALLBACKS }), { timeout: "90 seconds", excludeTestServices: true })("sandbox messaging kinds", (it) => {
   it.effect("seeded accounts and conversations; replies go to people who wrote; a read-only grant cannot send", () =>
     Effect.forEach(KINDS, ({ provider, port, prefix }) =>
       Effect.gen(function*() {
@@ -50,7 +49,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
         const history = yield* Stream.runCollect(api.messages(session, first.id))
         assert.deepStrictEqual(history.map((m) => m.direction), ["inbound", "outbound"])
         assert.strictEqual(history[0]?.referral?.ad_id, "ad_1001_2_1_1")
-        const before = (yield* call(`/sandbox/${provider}/_state`)).json.write_count as number
+        const before = (yield* sandboxControl(provider, "GET", "_state")).json.write_count as number
         // The seeded conversation is old: free text waits until the person writes again.
         const stale = yield* Effect.flip(api.sendText(session, { recipientId: first.contact_id, text: "On our way" }))
         assert.strictEqual(stale._tag === "ProviderRefused" ? stale.code : stale._tag, "outside_service_window")
@@ -63,7 +62,7 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
         const readOnly = yield* connectSandbox(provider, "no_manage_ads_permission")
         const denied = yield* Effect.flip(api.sendText(readOnly.session, { recipientId: first.contact_id, text: "x" }))
         assert.strictEqual(denied._tag, "ProviderPermissionMissing")
-        assert.strictEqual((yield* call(`/sandbox/${provider}/_state`)).json.write_count, before + 1)
+        assert.strictEqual((yield* sandboxControl(provider, "GET", "_state")).json.write_count, before + 1)
       })).pipe(Effect.provide(ports)))
 
   it.effect("social_dm knows each account's login type: business_login first, page_login second", () =>
@@ -121,10 +120,10 @@ layer(serveAppOnOwnPort(), { timeout: "90 seconds", excludeTestServices: true })
 
   it.effect("bad arrivals are 400, unknown objects 404, and nothing changes", () =>
     Effect.gen(function*() {
-      const before = (yield* call("/sandbox/page_messenger/_state")).json.messages.length as number
+      const before = (yield* sandboxControl("page_messenger", "GET", "_state")).json.messages.length as number
       assert.strictEqual((yield* patchState("page_messenger", { arrive: { kind: "message", text: "no sender" } })).status, 400)
       assert.strictEqual((yield* patchState("page_messenger", { arrive: { kind: "status", message_id: "nosuch", status: "read" } })).status, 404)
       assert.strictEqual((yield* patchState("page_messenger", { arrive: { kind: "message", account_id: "nosuch", from: "a", text: "b" } })).status, 404)
-      assert.strictEqual((yield* call("/sandbox/page_messenger/_state")).json.messages.length, before)
+      assert.strictEqual((yield* sandboxControl("page_messenger", "GET", "_state")).json.messages.length, before)
     }))
 })

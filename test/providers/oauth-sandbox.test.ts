@@ -8,14 +8,22 @@ import { Effect, Option, Redacted } from "effect"
 import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
 import { call, TestServer } from "../support/app.ts"
-import { driveConsent, redirectParams, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
+import {
+  driveConsent,
+  redirectParams,
+  SANDBOX_TOKEN_WORLD,
+  sandboxControl,
+  sandboxSecretOf,
+  serveAppOnOwnPort
+} from "../support/providers.ts"
+import { worldHandle } from "../support/sandbox-world.ts"
 
 const REDIRECT = "https://app.example/callback"
 
 const consentAndExchange = (persona: string) =>
   Effect.gen(function*() {
     const oauth = yield* ProviderOAuth
-    const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri: REDIRECT, state: "st-1" })
+    const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri: REDIRECT, state: "st-1", profileId: SANDBOX_TOKEN_WORLD })
     const consent = yield* driveConsent(startUrl, { persona, decision: "approve" })
     const back = redirectParams(consent.location)
     assert.strictEqual(consent.status, 303)
@@ -29,7 +37,7 @@ layer(serveAppOnOwnPort(), { timeout: "60 seconds", excludeTestServices: true })
   it.effect("the consent page: one POST form, a persona select defaulting to one_account, approve and cancel buttons", () =>
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
-      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri: REDIRECT, state: "s" })
+      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri: REDIRECT, state: "s", profileId: SANDBOX_TOKEN_WORLD })
       const { url } = yield* TestServer
       assert.isTrue(startUrl.startsWith(`${url}/sandbox/adplatform/oauth/authorize?`))
       const page = yield* call(startUrl.slice(url.length))
@@ -43,12 +51,22 @@ layer(serveAppOnOwnPort(), { timeout: "60 seconds", excludeTestServices: true })
       assert.include(page.text, `value="no_manage_ads_permission"`)
       assert.include(page.text, `name="decision" value="approve"`)
       assert.include(page.text, `name="decision" value="cancel"`)
+      // The link names its sandbox world (decision 0109); one that names none, or a forged one, is refused.
+      const link = new URL(startUrl)
+      assert.strictEqual(link.searchParams.get("sandbox_world"), worldHandle(SANDBOX_TOKEN_WORLD))
+      for (const world of [null, `${SANDBOX_TOKEN_WORLD}.${"0".repeat(32)}`]) {
+        if (world === null) link.searchParams.delete("sandbox_world")
+        else link.searchParams.set("sandbox_world", world)
+        const refused = yield* call(link.toString().slice(url.length))
+        assert.strictEqual(refused.status, 400)
+        assert.notInclude(refused.text, `name="persona"`)
+      }
     }).pipe(Effect.provide(ProviderOAuthLayer)))
 
   it.effect("cancel redirects back with error=access_denied and the state", () =>
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
-      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri: REDIRECT, state: "st-2" })
+      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri: REDIRECT, state: "st-2", profileId: SANDBOX_TOKEN_WORLD })
       const consent = yield* driveConsent(startUrl, { decision: "cancel" })
       assert.strictEqual(consent.status, 303)
       const back = redirectParams(consent.location)
@@ -89,10 +107,17 @@ layer(serveAppOnOwnPort(), { timeout: "60 seconds", excludeTestServices: true })
       const me = yield* oauth.identify("adplatform", tokens.accessToken)
       const accountId = me.accounts[0]?.id ?? ""
       const session = { provider: "adplatform" as const, connectionId: "conn-1", accountId, accessToken: tokens.accessToken }
-      yield* oauth.subscribe(session, "https://svc.example/hooks/adplatform")
-      const state = yield* call("/sandbox/adplatform/_state")
-      assert.deepInclude(state.json.subscriptions, { account_id: accountId, callback_url: "https://svc.example/hooks/adplatform" })
-      assert.strictEqual(state.json.app.client_secret, sandboxSecretOf("adplatform"))
+      const { url } = yield* TestServer
+      // Pushes go to this service's own /hooks/<provider> only (decision 0109): another host is refused.
+      const elsewhere = yield* Effect.flip(oauth.subscribe(session, "https://svc.example/hooks/adplatform"))
+      assert.strictEqual(elsewhere._tag, "ProviderRefused")
+      yield* oauth.subscribe(session, `${url}/hooks/adplatform`)
+      const state = yield* sandboxControl("adplatform", "GET", "_state")
+      assert.deepInclude(state.json.subscriptions, { account_id: accountId, callback_url: `${url}/hooks/adplatform` })
+      assert.notDeepInclude(state.json.subscriptions, { account_id: accountId, callback_url: "https://svc.example/hooks/adplatform" })
+      // _state names the app but never shows its secret.
+      assert.deepStrictEqual(state.json.app, { client_id: "sandbox-adplatform" })
+      assert.notInclude(state.text, sandboxSecretOf("adplatform"))
       yield* oauth.revoke(session)
       const dead = yield* Effect.flip(oauth.identify("adplatform", tokens.accessToken))
       assert.strictEqual(dead._tag, "ProviderAuthRevoked")
@@ -115,8 +140,7 @@ layer(serveAppOnOwnPort(), { timeout: "60 seconds", excludeTestServices: true })
     Effect.gen(function*() {
       const oauth = yield* ProviderOAuth
       const { tokens } = yield* consentAndExchange("one_account")
-      const post = (body: unknown) =>
-        call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+      const post = (body: unknown) => sandboxControl("adplatform", "POST", "_faults", body)
       yield* post({ expire_tokens: true })
       const expired = yield* Effect.flip(oauth.identify("adplatform", tokens.accessToken))
       assert.strictEqual(expired._tag, "ProviderAuthRevoked")

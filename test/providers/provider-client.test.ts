@@ -11,8 +11,8 @@ import { AdPlatform } from "../../src/providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../../src/providers/endpoints.ts"
 import { DEFAULT_PROVIDER_HTTP, ProviderHttp, type ProviderHttpOptions } from "../../src/providers/http.ts"
 import type { ProviderSession } from "../../src/providers/oauth/port.ts"
-import { call, TestServer } from "../support/app.ts"
-import { sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
+import { TestServer } from "../support/app.ts"
+import { sandboxControl, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 
 const client = (options: Partial<ProviderHttpOptions> = {}) =>
   // Fresh: the app built AdPlatformLive already (layers are memoised by reference) over its own client.
@@ -35,8 +35,9 @@ const session = (persona = "one_account") =>
     } satisfies ProviderSession
   })
 
-const faults = (body: unknown) =>
-  call("/sandbox/adplatform/_faults", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+// The test controls of the world `sandboxToken` consents in (this file's own), as the operator.
+const faults = (body: unknown) => sandboxControl("adplatform", "POST", "_faults", body)
+const worldState = () => sandboxControl("adplatform", "GET", "_state")
 
 const elapsed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
@@ -74,12 +75,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       const days = yield* Stream.runCollect(ads.insights(s, { since: "2025-03-01", until: "2025-03-31" }))
       assert.isAbove(days.length, 200)
       assert.isTrue(days.every((row) => row.currency === "USD" && row.date >= "2025-03-01" && row.date <= "2025-03-31"))
-      const before = (yield* call("/sandbox/adplatform/_state")).json.write_count
+      const before = (yield* worldState()).json.write_count
       yield* ads.setStatus(s, { level: "ad", id: "ad_1001_1_1_1", status: "paused" })
       yield* ads.setBudget(s, { level: "ad_set", id: "as_1001_2_1", daily_budget_minor: 4_200 })
       yield* ads.updateCreative(s, "ad_1001_2_1_1", { greeting: "Hello from the test" })
       const dataset = yield* ads.createDataset(s, "Test dataset")
-      const state = (yield* call("/sandbox/adplatform/_state")).json
+      const state = (yield* worldState()).json
       assert.strictEqual(state.write_count, before + 4)
       assert.strictEqual((yield* ads.getAd(s, "ad_1001_1_1_1")).status, "paused")
       assert.strictEqual((yield* ads.getAdSet(s, "as_1001_2_1")).daily_budget_minor, 4_200)
@@ -101,11 +102,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const ads = yield* AdPlatform
       const s = yield* session()
-      const arrived = yield* call("/sandbox/adplatform/_state", {
-        method: "PATCH",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ arrive: { kind: "lead", ad_id: "ad_1001_3_1_2" } })
-      })
+      const arrived = yield* sandboxControl("adplatform", "PATCH", "_state", { arrive: { kind: "lead", ad_id: "ad_1001_3_1_2" } })
       const lead = yield* ads.getLead(s, arrived.json.lead.leadgen_id)
       assert.strictEqual(lead.ad_id, "ad_1001_3_1_2")
       assert.strictEqual(lead.campaign_id, "cmp_1001_3")
@@ -133,7 +130,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       yield* faults({ fail_next: 1 })
       const campaign = yield* ads.getCampaign(s, "cmp_1001_1")
       assert.strictEqual(campaign.id, "cmp_1001_1")
-      assert.strictEqual((yield* call("/sandbox/adplatform/_state")).json.faults.fail_next, 0)
+      assert.strictEqual((yield* worldState()).json.faults.fail_next, 0)
       yield* faults({ throttle: 1 })
       const { ms } = yield* elapsed(ads.getCampaign(s, "cmp_1001_1"))
       assert.isAtLeast(ms, 1_000)
@@ -162,7 +159,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
     Effect.gen(function*() {
       const ads = yield* AdPlatform
       const s = yield* session()
-      const counted = () => Effect.map(call("/sandbox/adplatform/_state"), (state) => state.json.counters.api_calls as number)
+      const counted = () => Effect.map(worldState(), (state) => state.json.counters.api_calls as number)
       yield* faults({ timeout_ms: 500 })
       const before = yield* counted()
       const slow = yield* Effect.flip(ads.createDataset(s, "Once only"))

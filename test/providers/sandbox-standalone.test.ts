@@ -14,6 +14,7 @@ import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
 import { SandboxRoutes } from "../../src/providers/sandbox/routes.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { driveConsent, freePort, redirectParams } from "../support/providers.ts"
+import { asOperator, keyAuth } from "../support/sandbox-world.ts"
 
 const StandaloneSetup = Layer.unwrap(Effect.gen(function*() {
   const port = yield* freePort
@@ -36,12 +37,20 @@ layer(StandaloneSetup, { timeout: "60 seconds", excludeTestServices: true })("sa
       assert.strictEqual((yield* call("/sandbox/adplatform/_state")).status, 404)
       const oauth = yield* ProviderOAuth
       const redirectUri = "https://app.example/callback"
-      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri, state: "alone", profileId: crypto.randomUUID() })
+      const world = crypto.randomUUID()
+      const startUrl = yield* oauth.authorizeUrl("adplatform", { redirectUri, state: "alone", profileId: world })
       assert.isTrue(startUrl.startsWith(settings.providers.sandboxUrl))
       const consent = yield* driveConsent(startUrl)
       const { code } = redirectParams(consent.location)
       const tokens = yield* oauth.exchangeCode("adplatform", { code: code ?? "", redirectUri })
       const me = yield* oauth.identify("adplatform", tokens.accessToken)
       assert.strictEqual(me.accounts[0]?.id, "act_1001")
+      // Served alone, without a database: test controls open to the operator token only (decision 0109).
+      const control = (path: string, headers: Record<string, string> = {}) =>
+        Effect.promise(() => fetch(`${settings.providers.sandboxUrl}/adplatform${path}`, { headers }).then((r) => r.status))
+      assert.strictEqual(yield* control("/_state"), 401)
+      assert.strictEqual(yield* control("/_state", keyAuth("svc_live_not_a_key")), 401)
+      const operator = asOperator("/_state", world)
+      assert.strictEqual(yield* control(operator.path, operator.headers), 200)
     }).pipe(Effect.provide(ProviderOAuthLayer)))
 })

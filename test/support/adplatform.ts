@@ -105,7 +105,7 @@ export const connectFresh = (profile: SeededProfile & { readonly key: string }, 
 /** A person-created profile (add-on on) with a key holding `campaigns:apply`, and a fresh account connected. */
 export const adFixture = (persona = "one_account", scopes: ReadonlyArray<string> = WRITE_SCOPES) =>
   Effect.gen(function*() {
-    yield* clearFaults
+    // A fresh profile has a fresh sandbox world: no faults to clear.
     const profile = yield* seedProfile()
     const { key } = yield* seedApiKey(profile, { scopes, rateLimitPerMinute: 100_000 })
     const connected = yield* connectFresh({ ...profile, key }, persona)

@@ -15,7 +15,7 @@ import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
 import { DEFAULT_SANDBOX_SECRET } from "../../src/platform/config.ts"
 import { call, serveApp, TestServer, testSettings } from "./app.ts"
-import { worldHandle } from "./sandbox-world.ts"
+import { asOperator, worldHandle } from "./sandbox-world.ts"
 
 /** A port free right now on 127.0.0.1 (the OS picks it; the listener closes before the app binds it). */
 export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) => {
@@ -27,8 +27,17 @@ export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) 
   })
 })
 
+/** Overrides of the test settings, where `providers` may name only the fields it changes. */
+export type OwnPortOverrides = Partial<Omit<AppSettings, "providers">> & { readonly providers?: Partial<AppSettings["providers"]> }
+
+/**
+ * Opens every port of `http://127.0.0.1` to sandbox pushes (decision 0109: by default they go only
+ * to the service's own `/hooks/<provider>`), for tests that catch pushes with `callbackCatcher`.
+ */
+export const LOOPBACK_CALLBACKS = { sandboxCallbackOrigins: ["http://127.0.0.1"] } as const satisfies Partial<AppSettings["providers"]>
+
 /** Settings for an app served at `http://127.0.0.1:<port>` with its sandboxes under `/sandbox`. */
-export const ownPortSettings = (port: number, overrides: Partial<AppSettings> = {}): AppSettings => {
+export const ownPortSettings = (port: number, overrides: OwnPortOverrides = {}): AppSettings => {
   const base = testSettings()
   const baseUrl = `http://127.0.0.1:${port}`
   return {
@@ -42,7 +51,7 @@ export const ownPortSettings = (port: number, overrides: Partial<AppSettings> = 
 
 /** The real app on a pre-picked port; `TestServer.url` is its base URL. */
 export const serveAppOnOwnPort = (
-  overrides: Partial<AppSettings> = {},
+  overrides: OwnPortOverrides = {},
   app: Parameters<typeof serveApp>[1] = HttpApp
 ) => Layer.unwrap(Effect.map(freePort, (port) => serveApp(ownPortSettings(port, overrides), app)))
 
@@ -159,6 +168,25 @@ export const redirectParams = (location: string | null) => {
 
 /** The world `sandboxToken` consents in unless told: a profile id of this test file's own (decision 0109). */
 export const SANDBOX_TOKEN_WORLD = crypto.randomUUID()
+
+/**
+ * A test-control call (`_state`, `_faults`) on a sandbox world as the operator (`?profile_id=`),
+ * for tests of the sandbox itself: `SANDBOX_TOKEN_WORLD` unless told.
+ */
+export const sandboxControl = (
+  provider: ProviderKind,
+  method: string,
+  control: "_state" | "_faults",
+  body?: unknown,
+  world: string = SANDBOX_TOKEN_WORLD
+) => {
+  const operator = asOperator(`/sandbox/${provider}/${control}`, world)
+  return call(operator.path, {
+    method,
+    headers: { ...operator.headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+}
 
 /** A grant's tokens straight from a sandbox (consent as `persona`, then the code exchange), for tests of the sandbox itself. */
 export const sandboxToken = (baseUrl: string, provider: ProviderKind, persona = "one_account", world = SANDBOX_TOKEN_WORLD) =>

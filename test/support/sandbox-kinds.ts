@@ -6,14 +6,18 @@
 import { Effect } from "effect"
 import { ProviderOAuth, type ProviderSession } from "../../src/providers/oauth/port.ts"
 import type { ProviderKind } from "../../src/providers/registry.ts"
-import { driveConsent, redirectParams } from "./providers.ts"
+import { driveConsent, redirectParams, SANDBOX_TOKEN_WORLD } from "./providers.ts"
 
 const REDIRECT = "https://app.example/callback"
 
-export const connectSandbox = (provider: ProviderKind, persona: string = "one_account", accountIndex = 0) =>
+/**
+ * Connects in `world` (a profile id; the file's `SANDBOX_TOKEN_WORLD` unless told): the consent
+ * link names it as a hand-off's does, and `sandboxControl` (./providers.ts) reaches its `_state`.
+ */
+export const connectSandbox = (provider: ProviderKind, persona: string = "one_account", accountIndex = 0, world = SANDBOX_TOKEN_WORLD) =>
   Effect.gen(function*() {
     const oauth = yield* ProviderOAuth
-    const startUrl = yield* oauth.authorizeUrl(provider, { redirectUri: REDIRECT, state: "st" })
+    const startUrl = yield* oauth.authorizeUrl(provider, { redirectUri: REDIRECT, state: "st", profileId: world })
     const consent = yield* driveConsent(startUrl, { persona, decision: "approve" })
     const code = redirectParams(consent.location).code ?? ""
     const tokens = yield* oauth.exchangeCode(provider, { code, redirectUri: REDIRECT })
