@@ -7,14 +7,15 @@ import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
-import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../platform/config.ts"
+import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettingsWithoutDatabase } from "../platform/config.ts"
 import { SandboxRoutes } from "../providers/sandbox/routes.ts"
 
 const main = Effect.gen(function*() {
   const port = yield* Config.Port("SVC_SANDBOX_PORT").pipe(Config.withDefault(8090))
   const host = yield* Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
   const secret = yield* Config.Redacted("SVC_SANDBOX_SECRET").pipe(Config.withDefault(Redacted.make(DEFAULT_SANDBOX_SECRET)))
-  const settings = yield* loadSettings
+  // No database and nothing sealed here: a shared environment's DATABASE_URL asks for no secrets key.
+  const settings = yield* loadSettingsWithoutDatabase
   yield* Effect.logInfo(`Sandbox providers on http://${host}:${port}/sandbox/<provider>/`)
   return yield* Layer.launch(
     HttpRouter.serve(SandboxRoutes, { disableLogger: true }).pipe(
