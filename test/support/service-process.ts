@@ -22,6 +22,8 @@ export interface ServiceProcess {
   readonly baseUrl: string
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
   readonly tail: () => string
+  /** Every line of stdout and stderr kept so far (the last 400). */
+  readonly output: () => ReadonlyArray<string>
 }
 
 /**
@@ -65,7 +67,8 @@ export const startService = async (
     port,
     baseUrl: `http://127.0.0.1:${port}`,
     exited,
-    tail: () => lines.slice(-40).join("\n")
+    tail: () => lines.slice(-40).join("\n"),
+    output: () => [...lines]
   }
 }
 
