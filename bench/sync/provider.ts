@@ -17,7 +17,7 @@ import { AdPlatformLive } from "../../src/providers/adplatform/live.ts"
 import { AdPlatform } from "../../src/providers/adplatform/port.ts"
 import { ProviderEndpoints, sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import { ProviderHttp } from "../../src/providers/http.ts"
-import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
+import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettingsWithoutDatabase } from "../../src/platform/config.ts"
 import { fmt, freePort, HOST, intFromEnv } from "../support.ts"
 
 const ADS = intFromEnv("BENCH_ADS", 5_000, 50_000)
@@ -98,7 +98,7 @@ const main = async () => {
       const insightsMs = performance.now() - started
       return { adCount, structureMs, rows, spend, insightsMs }
     })
-    const settings = await Effect.runPromise(loadSettings.pipe(Effect.orDie))
+    const settings = await Effect.runPromise(loadSettingsWithoutDatabase.pipe(Effect.orDie))
     const config = AppConfig.layerWith({
       ...settings,
       providers: { ...settings.providers, mode: "sandbox", sandboxUrl: `http://${HOST}:${port}/sandbox`, servesSandbox: false }
