@@ -38,8 +38,10 @@ COPY schema ./schema
 COPY src ./src
 COPY cluster ./cluster
 COPY migrations ./migrations
-# The embedded database's directory (only used without DATABASE_URL), writable by the service user.
-RUN mkdir -p /data && chown node:node /data
+# The embedded database's directory (only used without DATABASE_URL): the service user's alone
+# (0700; the service also tightens it at start, decision 0105). NODE_ENV=production makes every
+# start production-shaped: SVC_SECRETS_KEY is required and SVC_PROVIDERS defaults to live.
+RUN install -d -m 0700 -o node -g node /data
 # The official image's unprivileged user (uid 1000).
 USER node
 EXPOSE 8080 34431

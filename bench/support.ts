@@ -8,6 +8,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { connect, createServer as createNetServer, type Socket } from "node:net"
 import { resolve } from "node:path"
+import { keyFileContent } from "../src/platform/secret-box.ts"
 
 export const HOST = "127.0.0.1"
 
@@ -458,6 +459,18 @@ export const waitFor = async (port: number, child: ChildProcess, timeoutMs: numb
 export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
 /**
+ * `SVC_SECRETS_KEY` for a bench on DATABASE_URL, where the service requires one (decision 0105):
+ * the caller's, else the key generated into `$SVC_DATA_DIR/secrets.key` (default `./.data`) as the
+ * service did before, so what an earlier run sealed stays readable. Set in this process's env, so
+ * in-process settings and spawned services (`...process.env`) use the same key.
+ */
+export const useSecretsKey = (): string => {
+  const key = process.env["SVC_SECRETS_KEY"] || keyFileContent(process.env["SVC_DATA_DIR"] || "./.data")
+  process.env["SVC_SECRETS_KEY"] = key
+  return key
+}
+
+/**
  * The end of an in-process bench (`bench:<name>`): without DATABASE_URL it says what it `needs`
  * and exits 1; else it runs `program` scoped on `layer()` (built only then), logging warnings and
  * up, and sets the exit code.
@@ -473,6 +486,7 @@ export const runInProcessBench = async <A, E, R, LE>(
     process.exitCode = 1
     return
   }
+  useSecretsKey()
   await Effect.runPromise(
     program.pipe(Effect.scoped, Effect.provide(layer()), Effect.provideService(References.MinimumLogLevel, "Warn"))
   ).then(

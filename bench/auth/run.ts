@@ -31,7 +31,7 @@ import { createHash } from "node:crypto"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { fmt, freePort, HOST, interleavedLoad, intFromEnv, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
+import { fmt, freePort, HOST, interleavedLoad, intFromEnv, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
 
 const ADMIN_TOKEN = "bench-operator-token-0123456789"
 
@@ -189,6 +189,7 @@ const main = async () => {
     {
       ...process.env,
       DATABASE_URL: databaseUrl,
+      SVC_SECRETS_KEY: useSecretsKey(),
       REDIS_URL: undefined,
       PORT: String(port),
       HOST,

@@ -277,6 +277,8 @@ async function main() {
     PORT: String(servicePort),
     DATABASE_URL: databaseUrl,
     SVC_SECRETS_KEY: secretsKey,
+    // On DATABASE_URL the simulated providers are asked for, never the default (decision 0105).
+    SVC_PROVIDERS: "sandbox",
     SVC_SANDBOX_URL: `http://${HOST}:${proxy.port}/sandbox`,
     SVC_BASE_URL: `http://${HOST}:${servicePort}`,
     // Its own cluster runner port and no Redis: other processes on this machine use the defaults.

@@ -45,7 +45,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
-import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
+import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
 
 const EVENT_NAME = "purchase"
 const POOL_SIZE = 10 // the service's (src/platform/database.ts)
@@ -496,7 +496,7 @@ const main = async () => {
   const barePort = await freePort()
   const batchedPort = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-ingest-"))
-  const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: undefined }
+  const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, SVC_SECRETS_KEY: useSecretsKey(), REDIS_URL: undefined }
   const profileDir = process.env["BENCH_CPU_PROF"]
   const service = startProcess(
     [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/main/node.ts"],

@@ -25,7 +25,7 @@ import { join } from "node:path"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
-import { fmt, freePort, HOST, intFromEnv, load, percentile, startProcess, stopProcess, waitFor } from "../support.ts"
+import { fmt, freePort, HOST, intFromEnv, load, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
 
 const databaseUrl = process.env["DATABASE_URL"]
 if (databaseUrl === undefined || databaseUrl === "") {
@@ -131,7 +131,7 @@ const main = async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-rpc-"))
   const service = startProcess(
     ["src/main/node.ts"],
-    { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: undefined, PORT: String(port), HOST, SVC_DATA_DIR: join(dataDir, "db"), LOG_LEVEL: "Warn" },
+    { ...process.env, DATABASE_URL: databaseUrl, SVC_SECRETS_KEY: useSecretsKey(), REDIS_URL: undefined, PORT: String(port), HOST, SVC_DATA_DIR: join(dataDir, "db"), LOG_LEVEL: "Warn" },
     "service"
   )
   const scope = await Effect.runPromise(Scope.make())

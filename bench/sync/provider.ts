@@ -18,7 +18,7 @@ import { AdPlatformLive } from "../../src/providers/adplatform/live.ts"
 import { AdPlatform } from "../../src/providers/adplatform/port.ts"
 import { ProviderEndpoints, sandboxClientSecret } from "../../src/providers/endpoints.ts"
 import { ProviderHttp } from "../../src/providers/http.ts"
-import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
+import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettingsWithoutDatabase } from "../../src/platform/config.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
 import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
 import { fmt, freePort, HOST, intFromEnv } from "../support.ts"
@@ -60,7 +60,8 @@ const main = async () => {
     if (generated.status !== 201) throw new Error(`generated_account: ${generated.status} ${await generated.text()}`)
     // Consent as a person would (the default persona reaches the generated account, listed first).
     const redirectUri = "http://bench.invalid/callback"
-    const settings = await Effect.runPromise(loadSettings.pipe(Effect.orDie))
+    // No database here: a shared environment's DATABASE_URL asks nothing of this bench.
+    const settings = await Effect.runPromise(loadSettingsWithoutDatabase.pipe(Effect.orDie))
     const box = SecretBox.make(Buffer.from(process.env["SVC_SECRETS_KEY"] ?? "", "base64"))
     const world = sandboxWorlds(box.keyedHash).handle(WORLD)
     const authorize = `${base}/oauth/authorize?client_id=sandbox-adplatform&redirect_uri=${encodeURIComponent(redirectUri)}&state=b` +

@@ -192,7 +192,8 @@ const sandboxPage = (): string =>
     "Demo with the sandbox providers",
     `<h1>Demo with the sandbox providers</h1>
 <p><a href="/docs">API reference</a> · <a href="/docs/errors">Error codes</a></p>
-<p>With <code>SVC_PROVIDERS=sandbox</code> (the default while no real provider is configured) the service connects to
+<p>With <code>SVC_PROVIDERS=sandbox</code> (the default only on the embedded database outside <code>NODE_ENV=production</code>;
+with <code>DATABASE_URL</code> or in production it must be set, and a warning is logged at start) the service connects to
 simulated providers served by itself under <code>/sandbox/&lt;provider&gt;/</code> (or by <code>npm run sandbox</code>
 on <code>SVC_SANDBOX_PORT</code>, with <code>SVC_SANDBOX_URL</code> pointing at it): an ad platform with accounts
 <code>act_1001</code> (USD) and <code>act_1002</code> (EUR), campaigns, ad sets, ads, daily insights and spend, lead forms,

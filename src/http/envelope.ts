@@ -192,8 +192,9 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
         // A CORS preflight reads nothing of its URL.
         const urlField = request.method !== "OPTIONS" && readsQuery(request.url) ? unstorableInUrl(request.url) : undefined
         if (urlField !== undefined) return Effect.succeed(refusal(request, urlField, context))
-        // The sandbox providers stand in for other companies' servers: their answers keep their own shapes.
-        const sandbox = request.url.startsWith("/sandbox/")
+        // The sandbox providers stand in for other companies' servers: their answers keep their own
+        // shapes. Not served here (live mode), /sandbox/ is an unknown route like any other.
+        const sandbox = settings.providers.servesSandbox && request.url.startsWith("/sandbox/")
         const guarded = hasBody(request) && !sandbox
           ? Effect.flatMap(request.text, (text) => {
             const bodyField = unstorableInBody(text)

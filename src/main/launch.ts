@@ -9,10 +9,10 @@
  * 0049). A stop signal during start-up unwinds what was built; one while serving drains.
  * Either way the process exits 0; a failure to start exits 1.
  */
-import { Effect, Layer, type Scope } from "effect"
+import { Effect, Layer, Option, type Scope } from "effect"
 import { HttpRouter, type HttpServerRequest, type HttpServerResponse } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
-import { AppConfig, type AppSettings } from "../platform/config.ts"
+import { AppConfig, type AppSettings, sandboxWarning } from "../platform/config.ts"
 import { DataDirLock, DataDirLocked } from "../platform/data-dir-lock.ts"
 import { Lifecycle, watchStopSignals } from "../platform/lifecycle.ts"
 import { LoggingLive } from "../platform/logging.ts"
@@ -92,6 +92,9 @@ const running = <P>(options: ServiceOptions<P>, settings: AppSettings) =>
   Effect.gen(function*() {
     const lifecycle = yield* Lifecycle
     yield* watchStopSignals(options.listenSignal)
+    // Simulated providers on a production-shaped start were asked for: said once, before serving.
+    const warning = sandboxWarning(settings)
+    if (Option.isSome(warning)) yield* Effect.logWarning(warning.value)
     const serving = Layer.launch(launch({
       settings,
       app: HttpApp,

@@ -20,6 +20,8 @@ const main = Effect.gen(function*() {
   const port = yield* Config.Port("SVC_SANDBOX_PORT").pipe(Config.withDefault(8090))
   const host = yield* Config.String("HOST").pipe(Config.withDefault("0.0.0.0"))
   const secret = yield* Config.Redacted("SVC_SANDBOX_SECRET").pipe(Config.withDefault(Redacted.make(DEFAULT_SANDBOX_SECRET)))
+  // With DATABASE_URL the profiles' API keys are checked there, and SVC_SECRETS_KEY (the service's:
+  // world handles are keyed by it) is required as it is for the service.
   const settings = yield* loadSettings
   yield* Effect.logInfo(`Sandbox providers on http://${host}:${port}/sandbox/<provider>/`)
   const config = AppConfig.layerWith({ ...settings, providers: { ...settings.providers, sandboxSecret: secret } })

@@ -1,5 +1,5 @@
 import { isIP } from "node:net"
-import { Config, Context, Data, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Context, Data, Effect, Layer, Option, Redacted } from "effect"
 
 /**
  * Every setting the service reads from its environment. One place, read once at start-up;
@@ -13,8 +13,16 @@ export interface AppSettings {
   readonly dataDir: string
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   readonly rpcToken: Option.Option<Redacted.Redacted<string>>
-  /** Key for secrets stored encrypted (32 bytes, base64); unset: generated into the data directory. */
+  /**
+   * Key for secrets stored encrypted (32 bytes, base64). Required on a production-shaped start;
+   * unset otherwise: generated into the data directory (decision 0105).
+   */
   readonly secretsKey: Option.Option<Redacted.Redacted<string>>
+  /**
+   * `DATABASE_URL` is set or `NODE_ENV=production` (decision 0105): the providers default to
+   * `live` and `SVC_SECRETS_KEY` is required. False: the embedded database outside production.
+   */
+  readonly productionShaped: boolean
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   /**
    * Secret that signs and encrypts customer link tokens (`SVC_LINK_TOKEN_SECRET`, at least 32
@@ -64,9 +72,10 @@ export interface AppSettings {
   /** The providers connections reach (decision 0055). */
   readonly providers: {
     /**
-     * `sandbox` (`SVC_PROVIDERS`, the default while no real provider is configured): the simulated
-     * providers of src/providers/sandbox; `live`: the real ones, each from `SVC_PROVIDER_<KIND>_URL`,
-     * `_CLIENT_ID` and `_CLIENT_SECRET`.
+     * `SVC_PROVIDERS`. `sandbox`: the simulated providers of src/providers/sandbox (the default on
+     * the embedded database outside production only); `live` (the default on a production-shaped
+     * start): the real ones, each from `SVC_PROVIDER_<KIND>_URL`, `_CLIENT_ID` and `_CLIENT_SECRET`
+     * (decision 0105).
      */
     readonly mode: "sandbox" | "live"
     /** Where the sandboxes answer: `SVC_SANDBOX_URL` (`npm run sandbox`), else `<base_url>/sandbox` served by this process. */
@@ -128,14 +137,15 @@ const settingsConfig = Config.all({
   healthCheckIntervalMs: Config.Int("SVC_RUNNER_HEALTH_CHECK_MS").pipe(Config.withDefault(2_000)),
   shardLockRefreshIntervalMs: Config.Int("SVC_SHARD_LOCK_REFRESH_MS").pipe(Config.withDefault(2_000)),
   shardLockExpirationMs: Config.Int("SVC_SHARD_LOCK_EXPIRATION_MS").pipe(Config.withDefault(6_000)),
-  providersMode: Config.Literals(["sandbox", "live"], "SVC_PROVIDERS").pipe(Config.withDefault("sandbox" as const)),
+  nodeEnv: Config.String("NODE_ENV").pipe(Config.withDefault("")),
+  // No default here: it depends on where the service runs (loadSettings, decision 0105).
+  providersMode: Config.option(Config.Literals(["sandbox", "live"], "SVC_PROVIDERS")),
   sandboxUrl: Config.option(Config.URL("SVC_SANDBOX_URL")),
   sandboxSecret: Config.Redacted("SVC_SANDBOX_SECRET").pipe(Config.withDefault(Redacted.make(DEFAULT_SANDBOX_SECRET))),
   sandboxCallbackOrigins: Config.String("SVC_SANDBOX_CALLBACK_ORIGINS").pipe(Config.withDefault("")),
   handoffTtlSeconds: Config.Int("SVC_HANDOFF_TTL_SECONDS").pipe(Config.withDefault(DEFAULT_HANDOFF_TTL_SECONDS))
 })
 
-/** Reads and cross-checks the settings; a bad value fails with a ConfigError naming its variable. */
 /** A setting that parsed but does not make sense (with the variable it came from). */
 export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
   readonly variable: string
@@ -146,8 +156,10 @@ export class InvalidSetting extends Data.TaggedError("InvalidSetting")<{
   }
 }
 
+/** Reads and cross-checks the settings; a bad value fails with a ConfigError naming its variable. */
 export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | InvalidSetting> = Effect.gen(function*() {
   const raw = yield* settingsConfig
+  const productionShaped = Option.isSome(raw.databaseUrl) || raw.nodeEnv === "production"
   if (raw.maxBodyBytes < 1024) {
     return yield* invalid("SVC_MAX_BODY_BYTES", "must be at least 1024")
   }
@@ -166,9 +178,6 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (Option.isSome(raw.secretsKey) && Buffer.from(Redacted.value(raw.secretsKey.value), "base64").length !== 32) {
     return yield* invalid("SVC_SECRETS_KEY", "expected 32 bytes, base64-encoded (openssl rand -base64 32)")
   }
-  if (raw.clusterMode === "socket" && Option.isNone(raw.secretsKey)) {
-    return yield* invalid("SVC_SECRETS_KEY", "several runners must share one key: set it in socket mode")
-  }
   const sandboxCallbackOrigins = raw.sandboxCallbackOrigins.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
   const notOrigin = sandboxCallbackOrigins.find((entry) =>
     !URL.canParse(entry) || !["http:", "https:"].includes(new URL(entry).protocol) || new URL(entry).origin !== entry.replace(/\/$/, "")
@@ -182,6 +191,15 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (Option.isSome(raw.databaseUrl) && !/^postgres(ql)?:\/\//.test(Redacted.value(raw.databaseUrl.value))) {
     return yield* invalid("DATABASE_URL", "expected a postgres:// or postgresql:// URL")
   }
+  // A key generated into one container's data directory is lost with it, and differs per runner:
+  // every stored provider token would become unreadable (socket mode needs DATABASE_URL, so it is covered).
+  if (productionShaped && Option.isNone(raw.secretsKey)) {
+    const where = Option.isSome(raw.databaseUrl) ? "DATABASE_URL is set" : "NODE_ENV=production"
+    return yield* invalid(
+      "SVC_SECRETS_KEY",
+      `required when ${where} (every restart and runner must open stored secrets with one key); make one with: openssl rand -base64 32`
+    )
+  }
   const dnsServers = raw.dnsServers.split(",").map((server) => server.trim()).filter((server) => server !== "")
   const badServer = dnsServers.find((server) => !isDnsServer(server))
   if (badServer !== undefined) {
@@ -190,6 +208,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (raw.handoffTtlSeconds < 1 || raw.handoffTtlSeconds > 7 * 86_400) {
     return yield* invalid("SVC_HANDOFF_TTL_SECONDS", "must be from 1 to 604800 (seconds)")
   }
+  const providersMode = Option.getOrElse(raw.providersMode, () => productionShaped ? "live" as const : "sandbox" as const)
   const baseUrl = Option.match(raw.baseUrl, {
     onNone: () => `http://localhost:${raw.port}`,
     onSome: (url) => url.toString().replace(/\/$/, "")
@@ -203,6 +222,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     adminToken: raw.adminToken,
     rpcToken: raw.rpcToken,
     secretsKey: raw.secretsKey,
+    productionShaped,
     redisUrl: raw.redisUrl,
     linkTokenSecret: raw.linkTokenSecret,
     maxBodyBytes: raw.maxBodyBytes,
@@ -229,18 +249,42 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
       shardLockExpirationMs: raw.shardLockExpirationMs
     },
     providers: {
-      mode: raw.providersMode,
+      mode: providersMode,
       sandboxUrl: Option.match(raw.sandboxUrl, {
         onNone: () => `${baseUrl}/sandbox`,
         onSome: (url) => url.toString().replace(/\/$/, "")
       }),
-      servesSandbox: raw.providersMode === "sandbox" && Option.isNone(raw.sandboxUrl),
+      servesSandbox: providersMode === "sandbox" && Option.isNone(raw.sandboxUrl),
       sandboxSecret: raw.sandboxSecret,
       sandboxCallbackOrigins: sandboxCallbackOrigins,
       handoffTtlSeconds: raw.handoffTtlSeconds
     }
   } satisfies AppSettings
 })
+
+/**
+ * The settings of a process that opens no database and seals nothing (`npm run sandbox`, the
+ * provider bench): `DATABASE_URL` and `NODE_ENV` are left out, so the rules of a production-shaped
+ * start (a required `SVC_SECRETS_KEY`) do not stop it.
+ */
+export const loadSettingsWithoutDatabase: Effect.Effect<AppSettings, Config.ConfigError | InvalidSetting> = Effect.suspend(() => {
+  const { DATABASE_URL: _database, NODE_ENV: _environment, ...env } = process.env
+  return loadSettings.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env)))
+})
+
+/**
+ * The one warning a start logs about its settings: simulated providers chosen explicitly on a
+ * production-shaped start (they are never its default there; decision 0105).
+ */
+export const sandboxWarning = (settings: AppSettings): Option.Option<string> =>
+  settings.productionShaped && settings.providers.mode === "sandbox"
+    ? Option.some(
+      `SVC_PROVIDERS=sandbox on a production-shaped start (DATABASE_URL set or NODE_ENV=production): ` +
+        `connections reach simulated providers, which answer ${
+          settings.providers.servesSandbox ? "under /sandbox on this service" : `at ${settings.providers.sandboxUrl}`
+        }; they must not face real users`
+    )
+    : Option.none()
 
 /** `1.1.1.1`, `1.1.1.1:53`, `2606:4700::1111` or `[2606:4700::1111]:53`: what the resolver's setServers takes. */
 const isDnsServer = (server: string): boolean => {

@@ -4,8 +4,8 @@ import { Context, Effect, Layer, Option, Redacted, Schedule, Schema } from "effe
 import type { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { DatabaseUnavailable } from "../../schema/errors.ts"
-import { mkdirSync } from "node:fs"
 import { AppConfig } from "./config.ts"
+import { privateDir, privateTree } from "./data-dir.ts"
 import { DataDirLock, holdDataDir, type LockContents } from "./data-dir-lock.ts"
 import { countTransactionWaits } from "./db-metrics.ts"
 import { pgliteStream } from "./pglite.ts"
@@ -67,7 +67,7 @@ const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
 const embeddedLayer = (dataDir: string, opener: LockContents["kind"]): ClientLayer => {
   // Held before PGlite opens the directory and released after it closes (decision 0052).
   const lock = Layer.effect(DataDirLock)(Effect.gen(function*() {
-    mkdirSync(dataDir, { recursive: true })
+    yield* warnIfNotPrivate(dataDir, Effect.sync(() => privateDir(dataDir)))
     return yield* holdDataDir(dataDir, opener)
   }))
   const client = PgClient.layerFrom(
@@ -78,6 +78,8 @@ const embeddedLayer = (dataDir: string, opener: LockContents["kind"]): ClientLay
         Effect.promise(() => PGlite.create(dataDir)),
         (db) => Effect.promise(() => db.close()).pipe(Effect.ignore)
       )
+      // initdb's files are 0666 (and relcache files 0644): the owner's only, now that they exist.
+      yield* warnIfNotPrivate(dataDir, Effect.sync(() => privateTree(dataDir)))
       const client = yield* PgClient.makeClient({ stream: () => pgliteStream(db), database: "postgres", username: "postgres", ssl: false })
       // The cluster's runner storage switches to table leases for a single-session database.
       Object.defineProperty(client, "driver", { value: "pglite" })
@@ -88,6 +90,14 @@ const embeddedLayer = (dataDir: string, opener: LockContents["kind"]): ClientLay
     Layer.provideMerge(lock)
   )
 }
+
+/** What could not be made the owner's alone (a directory or file of another user) is said once, not fatal. */
+const warnIfNotPrivate = (dataDir: string, tightened: Effect.Effect<ReadonlyArray<string>>) =>
+  Effect.flatMap(tightened, (problems) =>
+    problems.length === 0 ? Effect.void : Effect.logWarning(
+      `SVC_DATA_DIR ${dataDir}: ${problems.length} path(s) could not be made the service user's alone ` +
+        `(directories 0700, files 0600): ${problems.slice(0, 3).join(", ")}`
+    ))
 
 const databaseFor = (opener: LockContents["kind"]): Layer.Layer<PgClient.PgClient | SqlClient | DatabaseInfo | DataDirLock, unknown, AppConfig> =>
   Layer.unwrap(

@@ -1,13 +1,15 @@
 /**
  * Encryption for the few secrets the service must read back (an OAuth app's JWT signing
  * secret, a commerce app's client secret): AES-256-GCM with a key from `SVC_SECRETS_KEY`
- * (32 bytes, base64), or, when unset, a key generated once into `SVC_DATA_DIR/secrets.key`.
+ * (32 bytes, base64), or, when unset (only on the embedded database outside production, decision
+ * 0105), a key generated once into `SVC_DATA_DIR/secrets.key`.
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from "node:crypto"
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { AppConfig } from "./config.ts"
+import { privateDir } from "./data-dir.ts"
 
 const VERSION = "v1"
 
@@ -65,11 +67,14 @@ export class SecretBox extends Context.Service<SecretBox, {
   )
 }
 
-/** The generated key of a deployment without `SVC_SECRETS_KEY` (created once, readable by the owner only). */
-const keyFileContent = (dataDir: string): string => {
+/**
+ * The generated key of a development start without `SVC_SECRETS_KEY` (created once, readable by
+ * the owner only, in a directory only the owner may enter).
+ */
+export const keyFileContent = (dataDir: string): string => {
   const path = join(dataDir, "secrets.key")
   if (!existsSync(path)) {
-    mkdirSync(dataDir, { recursive: true })
+    privateDir(dataDir)
     writeFileSync(path, randomBytes(32).toString("base64"), { flag: "wx", mode: 0o600 })
     chmodSync(path, 0o600)
   }

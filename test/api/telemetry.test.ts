@@ -10,6 +10,7 @@ import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trac
 import { ConfigProvider, Context, Effect, Layer, Logger, Option, References, Tracer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { TestConsole } from "effect/testing"
+import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
@@ -50,6 +51,8 @@ const TracedApp = Layer.unwrap(
       SVC_ADMIN_TOKEN: ADMIN_TOKEN,
       SVC_RPC_TOKEN: RPC_TOKEN,
       DATABASE_URL: process.env["DATABASE_URL"],
+      // Required on DATABASE_URL (decision 0105); on the embedded database it stays generated.
+      SVC_SECRETS_KEY: process.env["DATABASE_URL"] ? randomBytes(32).toString("base64") : undefined,
       LOG_LEVEL: "Warn",
       OTEL_SERVICE_NAME: "svc-telemetry-test",
       OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test"

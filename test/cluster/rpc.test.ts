@@ -35,6 +35,8 @@ beforeAll(async () => {
   if (adminUrl !== undefined && adminUrl !== "") {
     database = await createTestDatabase(adminUrl, "svc_rpc_test")
     env["DATABASE_URL"] = database.url
+    // Required on DATABASE_URL (decision 0105).
+    env["SVC_SECRETS_KEY"] = randomBytes(32).toString("base64")
   } else {
     dataDir = mkdtempSync(join(tmpdir(), "svc-rpc-test-"))
     env["SVC_DATA_DIR"] = dataDir

@@ -5,6 +5,7 @@
  * Prints one line per check, then `N passed, M failed`; exits 1 on any failure.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -201,7 +202,12 @@ const targets: Array<Target> = [{ name: "embedded", env: baseEnv() }]
 const databaseUrl = process.env["DATABASE_URL"]
 if (databaseUrl) {
   const redisUrl = process.env["REDIS_URL"]
-  targets.push({ name: "postgres", env: { ...baseEnv(), DATABASE_URL: databaseUrl, ...(redisUrl ? { REDIS_URL: redisUrl } : {}) } })
+  // On DATABASE_URL the service refuses to start without a secrets key (decision 0105): one per run.
+  const secretsKey = process.env["SVC_SECRETS_KEY"] || randomBytes(32).toString("base64")
+  targets.push({
+    name: "postgres",
+    env: { ...baseEnv(), DATABASE_URL: databaseUrl, SVC_SECRETS_KEY: secretsKey, ...(redisUrl ? { REDIS_URL: redisUrl } : {}) }
+  })
 } else {
   console.log("DATABASE_URL is not set: checking the embedded database only")
 }

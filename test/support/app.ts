@@ -53,6 +53,8 @@ export const testSettings = (overrides: Partial<AppSettings> = {}): AppSettings 
     adminToken: Option.some(Redacted.make(OPERATOR_TOKEN)),
     rpcToken: Option.none(),
     secretsKey: Option.some(Redacted.make(TEST_SECRETS_KEY)),
+    // Built, not loaded: the start-up rules of loadSettings (decision 0105) do not apply.
+    productionShaped: false,
     redisUrl: Option.none(),
     linkTokenSecret: Option.some(Redacted.make(LINK_TOKEN_SECRET)),
     maxBodyBytes: 64 * 1024,

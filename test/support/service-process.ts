@@ -3,6 +3,7 @@
  * client that tells the ways a request can fail apart (refused, reset, timed out, answered).
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import { Agent, request } from "node:http"
 import { fileURLToPath } from "node:url"
 import { freePort } from "../cluster/support/processes.ts"
@@ -12,17 +13,24 @@ const entry = fileURLToPath(new URL("../../src/main/node.ts", import.meta.url))
 
 export const PROCESS_ADMIN_TOKEN = "process-test-operator-token-0123456789"
 
+/** One key per test file: a restarted service opens what the first one sealed. */
+export const PROCESS_SECRETS_KEY = randomBytes(32).toString("base64")
+
 export interface ServiceProcess {
   readonly child: ChildProcess
   readonly port: number
   readonly baseUrl: string
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
   readonly tail: () => string
+  /** Every line of stdout and stderr kept so far (the last 400). */
+  readonly output: () => ReadonlyArray<string>
 }
 
 /**
  * Starts the service with `env` on a free port: `node src/main/node.ts` under the test's (pinned)
- * Node, or `npm start` with `viaNpm`.
+ * Node, or `npm start` with `viaNpm`. On `DATABASE_URL` (or `NODE_ENV=production`), where the
+ * service requires `SVC_SECRETS_KEY` (decision 0105), it gets `PROCESS_SECRETS_KEY` unless the
+ * environment or `env` names one (`SVC_SECRETS_KEY: ""` starts it without).
  */
 export const startService = async (
   env: Record<string, string>,
@@ -30,8 +38,11 @@ export const startService = async (
 ): Promise<ServiceProcess> => {
   const port = options.port ?? await freePort()
   const lines: Array<string> = []
+  const merged = { ...process.env, ...env }
+  const needsKey = (merged["DATABASE_URL"] ?? "") !== "" || merged["NODE_ENV"] === "production"
   const childEnv = {
     ...process.env,
+    ...(needsKey && process.env["SVC_SECRETS_KEY"] === undefined ? { SVC_SECRETS_KEY: PROCESS_SECRETS_KEY } : {}),
     HOST: "127.0.0.1",
     PORT: String(port),
     SVC_ADMIN_TOKEN: PROCESS_ADMIN_TOKEN,
@@ -56,7 +67,8 @@ export const startService = async (
     port,
     baseUrl: `http://127.0.0.1:${port}`,
     exited,
-    tail: () => lines.slice(-40).join("\n")
+    tail: () => lines.slice(-40).join("\n"),
+    output: () => [...lines]
   }
 }
 

@@ -1,0 +1,146 @@
+/**
+ * Safe start-up defaults through the real entry point (decision 0105): which providers a start
+ * gets, the one warning for simulated providers asked for on a production-shaped start, whether
+ * `/sandbox/` is served, and the embedded data directory being the service user's alone (0700
+ * directories, 0600 files, PGlite's and the generated key's included). The whole matrix, as a
+ * function, is in test/unit/startup-config.test.ts; these are the process starts.
+ */
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { chmodSync, existsSync, readdirSync, rmSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { Agent } from "node:http"
+import { randomBytes } from "node:crypto"
+import { tempDir } from "../support/app.ts"
+import { send, type ServiceProcess, startService, stopService, waitUntil } from "../support/service-process.ts"
+
+const WARNING = "SVC_PROVIDERS=sandbox on a production-shaped start"
+const databaseUrl = process.env["DATABASE_URL"]
+
+/** Nothing the start-up rules read is inherited from the test run's environment unless given here. */
+const clean = { DATABASE_URL: "", NODE_ENV: "", SVC_PROVIDERS: "", SVC_SECRETS_KEY: "", SVC_SANDBOX_URL: "", LOG_LEVEL: "Warn" }
+
+const ready = async (service: ServiceProcess) => {
+  await waitUntil(async () => {
+    if (service.child.exitCode !== null) throw new Error(`the service exited ${service.child.exitCode}:\n${service.tail()}`)
+    const outcome = await send(new Agent({ keepAlive: false }), `${service.baseUrl}/readyz`, { timeoutMs: 2_000 })
+    return outcome.kind === "answered" && outcome.status === 200
+  }, 150_000, "/readyz 200")
+}
+
+const statusOf = async (service: ServiceProcess, path: string) => {
+  const outcome = await send(new Agent({ keepAlive: false }), `${service.baseUrl}${path}`)
+  if (outcome.kind !== "answered") throw new Error(`${path}: ${outcome.kind} ${outcome.code}`)
+  return outcome
+}
+
+const warnings = (service: ServiceProcess) => service.output().filter((line) => line.includes(WARNING))
+
+/** Every directory and regular file under `root` (itself included), with its permission bits. */
+const tree = (root: string): ReadonlyArray<{ readonly path: string; readonly directory: boolean; readonly mode: number }> => {
+  const found = [{ path: root, directory: true, mode: statSync(root).mode & 0o777 }]
+  for (const name of readdirSync(root, { recursive: true, encoding: "utf8" })) {
+    const path = join(root, name)
+    const stats = statSync(path, { throwIfNoEntry: false })
+    if (stats === undefined || (!stats.isDirectory() && !stats.isFile())) continue
+    found.push({ path, directory: stats.isDirectory(), mode: stats.mode & 0o777 })
+  }
+  return found
+}
+
+const assertPrivate = (root: string) => {
+  const entries = tree(root)
+  // PGlite's initdb alone writes about a thousand files: the check is not over an empty tree.
+  assert.isAbove(entries.filter((entry) => !entry.directory).length, 500)
+  const loose = entries.filter((entry) => entry.mode !== (entry.directory ? 0o700 : 0o600))
+  assert.deepStrictEqual(loose.map((entry) => `${entry.path} ${entry.mode.toString(8)}`), [])
+}
+
+describe("the embedded database's data directory and the providers a start gets", () => {
+  const parent = tempDir("startup-defaults")
+  const dataDir = join(parent, "db")
+  afterAll(() => rmSync(parent, { recursive: true, force: true }))
+
+  it("a fresh embedded start: the sandbox by default, no warning, directory 0700 and every file 0600 (PGlite's, the key's)", { timeout: 240_000 }, async () => {
+    const service = await startService({ ...clean, SVC_DATA_DIR: dataDir })
+    try {
+      await ready(service)
+      // Served here (the status an anonymous caller gets is the sandbox's own business).
+      assert.notStrictEqual((await statusOf(service, "/sandbox/adplatform/_state")).status, 404)
+      assert.deepStrictEqual(warnings(service), [])
+      assert.isTrue(existsSync(join(dataDir, "secrets.key")))
+      assert.isTrue(existsSync(join(dataDir, "PG_VERSION")))
+      assertPrivate(dataDir)
+    } finally {
+      assert.strictEqual((await stopService(service)).code, 0, service.tail())
+    }
+    // What was written on the way out (a checkpoint) too.
+    assertPrivate(dataDir)
+  })
+
+  it("NODE_ENV=production: live by default, /sandbox/ not served, no warning; a directory left open is tightened at start", { timeout: 180_000 }, async () => {
+    chmodSync(dataDir, 0o755)
+    chmodSync(join(dataDir, "base"), 0o755)
+    chmodSync(join(dataDir, "PG_VERSION"), 0o666)
+    chmodSync(join(dataDir, "secrets.key"), 0o644)
+    const service = await startService({ ...clean, SVC_DATA_DIR: dataDir, NODE_ENV: "production", SVC_SECRETS_KEY: randomBytes(32).toString("base64") })
+    try {
+      await ready(service)
+      const state = await statusOf(service, "/sandbox/adplatform/_state")
+      assert.strictEqual(state.status, 404)
+      assert.strictEqual(JSON.parse(state.body).error.code, "not_found")
+      assert.deepStrictEqual(warnings(service), [])
+      assertPrivate(dataDir)
+    } finally {
+      assert.strictEqual((await stopService(service)).code, 0, service.tail())
+    }
+  })
+
+  it("NODE_ENV=production with SVC_PROVIDERS=sandbox: served, and said once as a warning", { timeout: 180_000 }, async () => {
+    const service = await startService({
+      ...clean,
+      SVC_DATA_DIR: dataDir,
+      NODE_ENV: "production",
+      SVC_PROVIDERS: "sandbox",
+      SVC_SECRETS_KEY: randomBytes(32).toString("base64")
+    })
+    try {
+      await ready(service)
+      assert.notStrictEqual((await statusOf(service, "/sandbox/adplatform/_state")).status, 404)
+      const said = warnings(service)
+      assert.strictEqual(said.length, 1, service.output().join("\n"))
+      const line = JSON.parse(said[0] ?? "{}")
+      assert.strictEqual(line.level, "WARN")
+      assert.match(line.message, /under \/sandbox on this service; they must not face real users$/)
+    } finally {
+      assert.strictEqual((await stopService(service)).code, 0, service.tail())
+    }
+  })
+})
+
+describe.skipIf(databaseUrl === undefined || databaseUrl === "")("on DATABASE_URL", () => {
+  const key = randomBytes(32).toString("base64")
+
+  it("SVC_PROVIDERS unset: live, /sandbox/ answers 404, no warning", { timeout: 120_000 }, async () => {
+    const service = await startService({ ...clean, DATABASE_URL: databaseUrl ?? "", SVC_SECRETS_KEY: key })
+    try {
+      await ready(service)
+      const state = await statusOf(service, "/sandbox/adplatform/_state")
+      assert.strictEqual(state.status, 404)
+      assert.strictEqual(JSON.parse(state.body).error.code, "not_found")
+      assert.deepStrictEqual(warnings(service), [])
+    } finally {
+      assert.strictEqual((await stopService(service)).code, 0, service.tail())
+    }
+  })
+
+  it("SVC_PROVIDERS=sandbox: served, and said once as a warning", { timeout: 120_000 }, async () => {
+    const service = await startService({ ...clean, DATABASE_URL: databaseUrl ?? "", SVC_SECRETS_KEY: key, SVC_PROVIDERS: "sandbox" })
+    try {
+      await ready(service)
+      assert.notStrictEqual((await statusOf(service, "/sandbox/adplatform/_state")).status, 404)
+      assert.strictEqual(warnings(service).length, 1, service.output().join("\n"))
+    } finally {
+      assert.strictEqual((await stopService(service)).code, 0, service.tail())
+    }
+  })
+})
