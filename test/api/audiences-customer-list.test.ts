@@ -354,7 +354,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         // The sandbox validates like the platform: 64 lowercase hex per value, known schema fields.
         const { url } = yield* TestServer
         // In the profile's own sandbox world (decision 0109), where its audience is.
-        const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId as ReturnType<typeof crypto.randomUUID>)
+        const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId)
         const replace = (payload: unknown) =>
           call(`/sandbox/adplatform/v1/customaudiences/${retried.json.data.platform_audience_id}/usersreplace`, {
             method: "POST",

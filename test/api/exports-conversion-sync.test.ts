@@ -101,7 +101,7 @@ const ingestLead = (fixture: Fixture, body: Record<string, unknown> = {}) =>
 const newSandboxDataset = (fixture: Fixture, name: string) =>
   Effect.gen(function*() {
     const { url } = yield* TestServer
-    const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId as ReturnType<typeof crypto.randomUUID>)
+    const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId)
     const created = yield* call("/sandbox/adplatform/v1/accounts/act_1001/datasets", {
       method: "POST",
       headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" },

@@ -55,7 +55,7 @@ const platformCall = (fixture: SeededProfile, method: string, path: string, body
   Effect.gen(function*() {
     const { url } = yield* TestServer
     // sandboxToken types its world as a UUID (its default is crypto.randomUUID()); a profile id is one.
-    const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId as ReturnType<typeof crypto.randomUUID>)
+    const token = yield* sandboxToken(url, "adplatform", "one_account", fixture.profileId)
     return yield* call(`/sandbox/adplatform/v1${path}`, {
       method,
       headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" },

@@ -189,7 +189,7 @@ export const sandboxControl = (
 }
 
 /** A grant's tokens straight from a sandbox (consent as `persona`, then the code exchange), for tests of the sandbox itself. */
-export const sandboxToken = (baseUrl: string, provider: ProviderKind, persona = "one_account", world = SANDBOX_TOKEN_WORLD) =>
+export const sandboxToken = (baseUrl: string, provider: ProviderKind, persona = "one_account", world: string = SANDBOX_TOKEN_WORLD) =>
   Effect.gen(function*() {
     const redirectUri = "https://app.example/callback"
     const authorize = new URL(`${baseUrl}/sandbox/${provider}/oauth/authorize`)
