@@ -145,6 +145,16 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
       const audit = yield* AuditLog
       const box = yield* SecretBox
 
+      /** What a consent ticket asked for, as `issueCode` takes it (both approvals issue from a ticket). */
+      const codeRequestOf = (app: AuthorizingAppRow, ticket: TicketRow, requested: ReadonlyArray<ConnectScope>, now: number) => ({
+        app,
+        redirectUri: ticket.redirect_uri,
+        requested,
+        codeChallenge: ticket.code_challenge,
+        now,
+        subject: ticket.subject
+      })
+
       const issueCode = Effect.fn("OAuthAuthorize.issueCode")(function*(
         request: Pick<Request, "app" | "redirectUri" | "requested" | "codeChallenge" | "now"> & { readonly subject: string },
         target: { readonly profileId: string; readonly grantId: string; readonly scopes: ReadonlyArray<Scope> }
@@ -346,14 +356,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
         const grantId = row.grant_id !== null && !row.grant_revoked && connectScopes.length === unionScopes(held, []).length
           ? row.grant_id
           : yield* admin.upsertGrant(app.id, row.profile_id, connectScopes)
-        const code = yield* issueCode({
-          app,
-          redirectUri: ticket.redirect_uri,
-          requested,
-          codeChallenge: ticket.code_challenge,
-          now,
-          subject: ticket.subject
-        }, {
+        const code = yield* issueCode(codeRequestOf(app, ticket, requested, now), {
           profileId: row.profile_id,
           grantId,
           scopes: mintableScopes(connectScopes, healthcare)
@@ -409,14 +412,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
           workspaceId: row.workspace_id,
           details: { via: "oauth_consent", subject: ticket.subject, scopes: requested, privacy_mode: "standard" }
         })
-        const code = yield* issueCode({
-          app,
-          redirectUri: ticket.redirect_uri,
-          requested,
-          codeChallenge: ticket.code_challenge,
-          now,
-          subject: ticket.subject
-        }, {
+        const code = yield* issueCode(codeRequestOf(app, ticket, requested, now), {
           profileId: row.profile_id,
           grantId: row.grant_id,
           scopes: mintableScopes(requested, false)
