@@ -63,6 +63,9 @@ export const ActionEntry = Schema.Struct({
 })
 export type ActionEntry = typeof ActionEntry.Type
 
+/** What a pause, resume or rollback answers: the ledger entry in `data` (api-concepts.md, Conventions). */
+export const ActionEntryBody = Schema.Struct({ data: ActionEntry })
+
 const Minor = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(1_000_000_000_000))
 
 /** Exactly one of the two budget fields (the handler says which is missing or doubled). */
@@ -82,6 +85,8 @@ export const BudgetAnswer = Schema.Struct({
   applied_by: Schema.String
 })
 export type BudgetAnswer = typeof BudgetAnswer.Type
+
+export const BudgetAnswerBody = Schema.Struct({ data: BudgetAnswer })
 
 export const ActionAvailability = Schema.Struct({
   available: Schema.Boolean,
@@ -104,3 +109,5 @@ export const CampaignStatus = Schema.Struct({
   confirm_token: Schema.String
 })
 export type CampaignStatus = typeof CampaignStatus.Type
+
+export const CampaignStatusBody = Schema.Struct({ data: CampaignStatus })

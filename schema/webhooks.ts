@@ -62,7 +62,12 @@ export const WebhookSubscriptionWithSecret = Schema.Struct({
   secret: Schema.String.annotate({ description: "`whsec_` + base64 key; shown only in this answer" })
 }).annotate({ identifier: "WebhookSubscriptionWithSecret" })
 
-export const WebhookSubscriptionCreated = WebhookSubscriptionWithSecret.pipe(HttpApiSchema.status(201))
+/** Single answers ride in `data` like every success body (api-concepts.md, Conventions). */
+export const WebhookSubscriptionBody = Schema.Struct({ data: WebhookSubscription }).annotate({ identifier: "WebhookSubscriptionBody" })
+export const WebhookSubscriptionSecretBody = Schema.Struct({ data: WebhookSubscriptionWithSecret }).annotate({
+  identifier: "WebhookSubscriptionSecretBody"
+})
+export const WebhookSubscriptionCreated = WebhookSubscriptionSecretBody.pipe(HttpApiSchema.status(201))
 
 export const CreateWebhookSubscription = Schema.Struct({
   url: Url,
@@ -83,7 +88,9 @@ export type UpdateWebhookSubscription = typeof UpdateWebhookSubscription.Type
 export const WebhookSubscriptionPage = Page(WebhookSubscription)
 export const WebhookSubscriptionsQuery = PageQuery
 
-export const WebhookSubscriptionDeleted = Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) })
+export const WebhookSubscriptionDeleted = Schema.Struct({
+  data: Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) })
+}).annotate({ identifier: "WebhookSubscriptionDeleted" })
 
 export const WebhookDelivery = Schema.Struct({
   id: Schema.String,
@@ -104,7 +111,9 @@ export const WebhookDelivery = Schema.Struct({
 export type WebhookDelivery = typeof WebhookDelivery.Type
 
 export const WebhookDeliveryPage = Page(WebhookDelivery)
-export const WebhookRedelivery = WebhookDelivery.pipe(HttpApiSchema.status(202))
+export const WebhookRedelivery = Schema.Struct({ data: WebhookDelivery }).annotate({ identifier: "WebhookRedelivery" }).pipe(
+  HttpApiSchema.status(202)
+)
 
 export const WebhookDeliveriesQuery = {
   ...PageQuery,

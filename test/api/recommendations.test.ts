@@ -334,8 +334,8 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       assert.strictEqual(yield* writeCount(f.key), before + 1)
       const rolled = yield* sendKeyed(f.key, "POST", `/api/v1/conversion-sync/actions/${action.action_id}/rollback`)
       assert.strictEqual(rolled.status, 200, rolled.text)
-      assert.strictEqual(rolled.json.outcome, "applied")
-      assert.strictEqual(rolled.json.rollback_of, action.action_id)
+      assert.strictEqual(rolled.json.data.outcome, "applied")
+      assert.strictEqual(rolled.json.data.rollback_of, action.action_id)
       assert.strictEqual((yield* objectOf(f.key, set)).daily_budget_minor, budget)
     }))
 

@@ -75,7 +75,9 @@ const fixture = Effect.fn("test.webhooksFixture")(function*() {
 const subscribe = (key: string, body: Record<string, unknown>) =>
   Effect.map(send(key, "POST", "/api/v1/webhooks/subscriptions", body), (answer) => {
     assert.strictEqual(answer.status, 201, answer.text)
-    return answer.json as { id: string; secret: string; status: string; event_types: ReadonlyArray<string> }
+    // Every success body is `{data}` (api-concepts.md, Conventions).
+    assert.deepStrictEqual(Object.keys(answer.json), ["data"])
+    return answer.json.data as { id: string; secret: string; status: string; event_types: ReadonlyArray<string> }
   })
 
 /** Outbox rows as the producers write them, one statement (so one fan-out batch), oldest first. */
@@ -158,8 +160,9 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
           status: "paused"
         })
         assert.strictEqual(patched.status, 200, patched.text)
-        assert.deepStrictEqual(patched.json.event_types, ["outcome.recorded", "connection.connected"])
-        assert.strictEqual(patched.json.status, "paused")
+        assert.deepStrictEqual(Object.keys(patched.json), ["data"])
+        assert.deepStrictEqual(patched.json.data.event_types, ["outcome.recorded", "connection.connected"])
+        assert.strictEqual(patched.json.data.status, "paused")
         const unknownType = yield* send(world.key, "POST", "/api/v1/webhooks/subscriptions", { url: hooks.url, event_types: ["nope"] })
         assert.strictEqual(unknownType.status, 400, unknownType.text)
         assert.strictEqual(unknownType.json.error.code, "validation_error")
@@ -174,7 +177,7 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(refused.status, 403, refused.text)
         assert.strictEqual(refused.json.error.code, "insufficient_scope")
         const removed = yield* send(world.key, "DELETE", `/api/v1/webhooks/subscriptions/${created.id}`)
-        assert.deepStrictEqual(removed.json, { id: created.id, deleted: true })
+        assert.deepStrictEqual(removed.json, { data: { id: created.id, deleted: true } })
         assert.strictEqual((yield* send(world.key, "DELETE", `/api/v1/webhooks/subscriptions/${created.id}`)).status, 404)
         assert.deepStrictEqual((yield* send(world.key, "GET", "/api/v1/webhooks/subscriptions")).json.data, [])
       }))
@@ -363,7 +366,7 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(gone.hooks.length, 1)
         gone.answer.next = () => ({ status: 200 })
         const resumed = yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${disabled.id}`, { status: "active" })
-        assert.include(resumed.json, { status: "active", status_reason: null })
+        assert.include(resumed.json.data, { status: "active", status_reason: null })
         const [after] = yield* outcomeRows(world, 1)
         yield* waitHooks(gone.hooks, 2, "an event after re-enabling")
         assert.strictEqual(gone.hooks[1]!.body.id, after)
@@ -376,12 +379,13 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         const sub = yield* subscribe(world.key, { url: hooks.url })
         const rotated = yield* send(world.key, "POST", `/api/v1/webhooks/subscriptions/${sub.id}/rotate-secret`)
         assert.strictEqual(rotated.status, 200, rotated.text)
-        assert.notStrictEqual(rotated.json.secret, sub.secret)
-        assert.approximately(Date.parse(rotated.json.previous_secret_expires_at) - Date.now(), 24 * 3600 * 1000, 60_000)
+        assert.deepStrictEqual(Object.keys(rotated.json), ["data"])
+        assert.notStrictEqual(rotated.json.data.secret, sub.secret)
+        assert.approximately(Date.parse(rotated.json.data.previous_secret_expires_at) - Date.now(), 24 * 3600 * 1000, 60_000)
         yield* outcomeRows(world, 1)
         yield* waitHooks(hooks.hooks, 1, "a delivery after rotation")
         const hook = hooks.hooks[0]!
-        assert.deepStrictEqual(hook.headers["webhook-signature"]!.split(" "), [signature(rotated.json.secret, hook), signature(sub.secret, hook)])
+        assert.deepStrictEqual(hook.headers["webhook-signature"]!.split(" "), [signature(rotated.json.data.secret, hook), signature(sub.secret, hook)])
       }))
 
     it.effect("pause holds deliveries, resume sends them in order; redelivery repeats an event with the same webhook-id", () =>
@@ -390,7 +394,7 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         const hooks = yield* receiver
         const sub = yield* subscribe(world.key, { url: hooks.url })
         const paused = yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${sub.id}`, { status: "paused" })
-        assert.strictEqual(paused.json.status, "paused")
+        assert.strictEqual(paused.json.data.status, "paused")
         const ids = yield* outcomeRows(world, 3)
         yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}`), (rows) => rows.length === 3, { what: "three queued deliveries", within: "5 seconds" })
         yield* Effect.sleep(Duration.millis(500))
@@ -404,7 +408,8 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         })
         const again = yield* send(world.key, "POST", `/api/v1/webhooks/deliveries/${log[0].id}/redeliver`)
         assert.strictEqual(again.status, 202, again.text)
-        assert.include(again.json, { status: "pending", redelivery_of: log[0].id, event_id: log[0].event_id })
+        assert.deepStrictEqual(Object.keys(again.json), ["data"])
+        assert.include(again.json.data, { status: "pending", redelivery_of: log[0].id, event_id: log[0].event_id })
         yield* waitHooks(hooks.hooks, 4, "the redelivery")
         assert.strictEqual(hooks.hooks[3]!.headers["webhook-id"], log[0].event_id)
         assert.strictEqual(hooks.hooks[3]!.raw, hooks.hooks.find((h) => h.body.id === log[0].event_id)!.raw)
@@ -642,14 +647,14 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         const retried = yield* send(world.key, "POST", `/api/v1/webhooks/subscriptions/${sub.id}/rotate-secret`)
         assert.strictEqual(first.status, 200, first.text)
         assert.strictEqual(retried.status, 200, retried.text)
-        assert.approximately(Date.parse(retried.json.previous_secret_expires_at) - Date.now(), 24 * 3600 * 1000, 60_000)
+        assert.approximately(Date.parse(retried.json.data.previous_secret_expires_at) - Date.now(), 24 * 3600 * 1000, 60_000)
         yield* outcomeRows(world, 1)
         yield* waitHooks(hooks.hooks, 1, "a delivery after two rotations")
         const hook = hooks.hooks[0]!
         // The receiver still holding the original secret verifies it: nothing was cut short.
         assert.deepStrictEqual(hook.headers["webhook-signature"]!.split(" "), [
-          signature(retried.json.secret, hook),
-          signature(first.json.secret, hook),
+          signature(retried.json.data.secret, hook),
+          signature(first.json.data.secret, hook),
           signature(sub.secret, hook)
         ])
       }))

@@ -4,7 +4,7 @@
  * attribution add-on; the campaign status read needs `campaigns:read`.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { ActionEntry, ActionIdParams, BudgetAnswer, BudgetChange, CampaignStatus, PlatformIdParams } from "../../../schema/ad-actions.ts"
+import { ActionEntryBody, ActionIdParams, BudgetAnswerBody, BudgetChange, CampaignStatusBody, PlatformIdParams } from "../../../schema/ad-actions.ts"
 import {
   AdplatformConnectionRequired,
   AdplatformUnavailable,
@@ -67,7 +67,7 @@ export const actionErrors = [
 
 export const AdActionsApi = HttpApiGroup.make("adActions")
   .add(
-    HttpApiEndpoint.post("pauseAd", "/ads/:id/pause", { params: PlatformIdParams, success: ActionEntry, error: actionErrors })
+    HttpApiEndpoint.post("pauseAd", "/ads/:id/pause", { params: PlatformIdParams, success: ActionEntryBody, error: actionErrors })
       .annotate(OpenApi.Summary, "Pause an ad (its ad platform id); already paused answers outcome no_change with no write")
       .annotate(
         OpenApi.Description,
@@ -78,7 +78,7 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
           "`adplatform_write_permission_missing`)."
       )
       .annotateMerge(apply),
-    HttpApiEndpoint.post("resumeAd", "/ads/:id/resume", { params: PlatformIdParams, success: ActionEntry, error: actionErrors })
+    HttpApiEndpoint.post("resumeAd", "/ads/:id/resume", { params: PlatformIdParams, success: ActionEntryBody, error: actionErrors })
       .annotate(OpenApi.Summary, "Resume an ad; already active answers outcome no_change; archived or deleted is 409 invalid_state")
       .annotate(
         OpenApi.Description,
@@ -89,7 +89,7 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
     HttpApiEndpoint.post("adSetBudget", "/adsets/:id/budget", {
       params: PlatformIdParams,
       payload: BudgetChange,
-      success: BudgetAnswer,
+      success: BudgetAnswerBody,
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Change an ad set's daily or lifetime budget: +/-50 % of the live budget, floor 100, a person on record")
@@ -104,7 +104,7 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
           "set run one after the other."
       )
       .annotateMerge(apply),
-    HttpApiEndpoint.get("campaignStatus", "/campaigns/:id/status", { params: PlatformIdParams, success: CampaignStatus, error: [...platformErrors, ...actionErrors] })
+    HttpApiEndpoint.get("campaignStatus", "/campaigns/:id/status", { params: PlatformIdParams, success: CampaignStatusBody, error: [...platformErrors, ...actionErrors] })
       .annotate(
         OpenApi.Summary,
         "Live status, ads a pause would stop, budget, recent daily spend, each action's availability, and a confirm_token"
@@ -117,7 +117,7 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
       .annotateMerge(read),
     HttpApiEndpoint.post("pauseCampaign", "/campaigns/:id/pause", {
       params: PlatformIdParams,
-      success: ActionEntry,
+      success: ActionEntryBody,
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Pause a campaign in one write; answers affected_ads_count, action_id and the undo call")
@@ -130,7 +130,7 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
       .annotateMerge(apply),
     HttpApiEndpoint.post("resumeCampaign", "/campaigns/:id/resume", {
       params: PlatformIdParams,
-      success: ActionEntry,
+      success: ActionEntryBody,
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Resume a campaign (no_change when active); after a service pause it is that pause's undo (rollback_of)")
@@ -144,7 +144,7 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
     HttpApiEndpoint.post("campaignBudget", "/campaigns/:id/budget", {
       params: PlatformIdParams,
       payload: BudgetChange,
-      success: BudgetAnswer,
+      success: BudgetAnswerBody,
       error: actionErrors
     })
       .annotate(OpenApi.Summary, "Change a campaign's own (campaign-level) daily or lifetime budget: +/-50 %, floor 100, a person on record")
@@ -157,7 +157,7 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
       .annotateMerge(apply),
     HttpApiEndpoint.post("rollbackAction", "/conversion-sync/actions/:action_id/rollback", {
       params: ActionIdParams,
-      success: ActionEntry,
+      success: ActionEntryBody,
       error: actionErrors
     })
       .annotate(

@@ -8,12 +8,12 @@ import { InvalidParameter, profileErrors, ValidationError } from "../../../schem
 import {
   CreateWebhookSubscription,
   UpdateWebhookSubscription,
-  WebhookSubscription,
+  WebhookSubscriptionBody,
   WebhookSubscriptionCreated,
   WebhookSubscriptionDeleted,
   WebhookSubscriptionPage,
   WebhookSubscriptionsQuery,
-  WebhookSubscriptionWithSecret
+  WebhookSubscriptionSecretBody
 } from "../../../schema/webhooks.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
@@ -52,7 +52,7 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
     HttpApiEndpoint.patch("update", "/webhooks/subscriptions/:id", {
       params: { id: Schema.String.annotate({ description: IDDESC }) },
       payload: UpdateWebhookSubscription,
-      success: WebhookSubscription,
+      success: WebhookSubscriptionBody,
       error: [...profileErrors, ValidationError.wire]
     })
       .annotate(OpenApi.Summary, "Change the URL, event types or description; `status: paused` pauses, `active` resumes")
@@ -72,7 +72,7 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
       .annotateMerge(write),
     HttpApiEndpoint.post("rotateSecret", "/webhooks/subscriptions/:id/rotate-secret", {
       params: { id: Schema.String.annotate({ description: IDDESC }) },
-      success: WebhookSubscriptionWithSecret,
+      success: WebhookSubscriptionSecretBody,
       error: profileErrors
     })
       .annotate(OpenApi.Summary, "A new signing secret, shown once; the previous one also signs for 24 hours")

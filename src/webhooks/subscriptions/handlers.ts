@@ -5,6 +5,9 @@ import { Api } from "../../http/api.ts"
 import { ProfileAccess } from "../../tenancy/access.ts"
 import { WebhookSubscriptions } from "./service.ts"
 
+/** Single answers ride in `data`, as every success body does (api-concepts.md, Conventions). */
+const wrap = <A>(data: A) => ({ data })
+
 export const WebhookSubscriptionsHandlers = HttpApiBuilder.group(Api, "webhookSubscriptions", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
@@ -15,10 +18,11 @@ export const WebhookSubscriptionsHandlers = HttpApiBuilder.group(Api, "webhookSu
         Effect.gen(function*() {
           const principal = yield* Principal
           const profile = yield* access.current
-          return yield* subscriptions.create(principal, profile, payload)
+          return { data: yield* subscriptions.create(principal, profile, payload) }
         }),
-      update: ({ params, payload }) => Effect.flatMap(access.current, (profile) => subscriptions.update(profile, params.id, payload)),
-      remove: ({ params }) => Effect.flatMap(access.current, (profile) => subscriptions.remove(profile, params.id)),
-      rotateSecret: ({ params }) => Effect.flatMap(access.current, (profile) => subscriptions.rotateSecret(profile, params.id))
+      update: ({ params, payload }) =>
+        Effect.flatMap(access.current, (profile) => Effect.map(subscriptions.update(profile, params.id, payload), wrap)),
+      remove: ({ params }) => Effect.flatMap(access.current, (profile) => Effect.map(subscriptions.remove(profile, params.id), wrap)),
+      rotateSecret: ({ params }) => Effect.flatMap(access.current, (profile) => Effect.map(subscriptions.rotateSecret(profile, params.id), wrap))
     })
   })).pipe(Layer.provide([WebhookSubscriptions.layer, ProfileAccess.layer]))
