@@ -17,7 +17,7 @@ import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { serveAppOnOwnPort } from "../support/providers.ts"
-import { seedApiKey, seedMemberSession } from "../support/tenancy.ts"
+import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 import {
   adFixture as fixture,
   clearFaults,
@@ -25,6 +25,7 @@ import {
   objectOf,
   patchObjects,
   send,
+  sandboxState,
   setFaults,
   WRITE_SCOPES as SCOPES,
   writeCount
@@ -358,6 +359,89 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         const refused = yield* send(key, "POST", "/api/v1/ads/ad_1001_1_1_1/pause")
         assert.strictEqual(refused.status, 409, refused.text)
         assert.strictEqual(refused.json.error.code, "entitlement_required")
+      }))
+  })
+
+  describe("without an ad-platform connection (decision 0110)", () => {
+    const profileWrites = (profileId: string) =>
+      Effect.flatMap(SqlClient, (sql) =>
+        sql<{ ledger: number; audit: number }>`
+          SELECT (SELECT count(*)::int FROM ad_actions WHERE profile_id = ${profileId}) AS ledger,
+                 (SELECT count(*)::int FROM audit_events WHERE profile_id = ${profileId} AND action LIKE 'ad_action.%') AS audit`)
+
+    /** Every ad, ad-set and campaign write, and the campaign status read, on the given ids. */
+    const everyWrite = (ids: { ad: string; set: string; campaign: string; actionId: string }, appliedBy: string) =>
+      [
+        ["POST", `/api/v1/ads/${ids.ad}/pause`, undefined],
+        ["POST", `/api/v1/ads/${ids.ad}/resume`, undefined],
+        ["POST", `/api/v1/adsets/${ids.set}/budget`, { new_daily_budget_minor: 1_000, applied_by: appliedBy }],
+        ["GET", `/api/v1/campaigns/${ids.campaign}/status`, undefined],
+        ["POST", `/api/v1/campaigns/${ids.campaign}/pause`, undefined],
+        ["POST", `/api/v1/campaigns/${ids.campaign}/resume`, undefined],
+        ["POST", `/api/v1/campaigns/${ids.campaign}/budget`, { new_daily_budget_minor: 10_000, applied_by: appliedBy }],
+        ["POST", `/api/v1/conversion-sync/actions/${ids.actionId}/rollback`, undefined]
+      ] as const
+
+    it.effect("after the connection is disconnected, every write (known or unknown id) is 409 adplatform_connection_required: no platform write, no ledger or audit row", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const { userId } = yield* seedMemberSession(f, "owner")
+        const ad = `ad_${f.n}_2_1_1`
+        const paused = yield* send(f.key, "POST", `/api/v1/ads/${ad}/pause`)
+        assert.strictEqual(paused.status, 200, paused.text)
+        const gone = yield* send(f.key, "POST", `/api/v1/connections/${f.connectionId}/disconnect`)
+        assert.strictEqual(gone.status, 200, gone.text)
+
+        const platformBefore = yield* sandboxState(f.key)
+        const rowsBefore = (yield* profileWrites(f.profileId))[0]
+        const known = { ad, set: `as_${f.n}_2_1`, campaign: `cmp_${f.n}_1`, actionId: paused.json.data.action_id as string }
+        const unknown = { ad: "ad_999999_1_1_1", set: "as_999999_1_1", campaign: "cmp_999999_1", actionId: known.actionId }
+        for (const [method, path, body] of [...everyWrite(known, userId), ...everyWrite(unknown, userId)]) {
+          const answer = yield* send(f.key, method, path, body, method === "GET" ? null : undefined)
+          assert.strictEqual(answer.status, 409, `${method} ${path}: ${answer.text}`)
+          assert.strictEqual(answer.json.error.code, "adplatform_connection_required", `${method} ${path}`)
+        }
+        const platformAfter = yield* sandboxState(f.key)
+        assert.strictEqual(platformAfter.write_count, platformBefore.write_count)
+        assert.deepStrictEqual(platformAfter.accounts, platformBefore.accounts, "no object changed at the platform")
+        assert.deepStrictEqual((yield* profileWrites(f.profileId))[0], rowsBefore, "no ledger row, no audit row")
+        assert.strictEqual((yield* objectOf(f.key, ad)).status, "paused")
+        // An action id the profile never had is still 404: the ledger is the service's own.
+        const noAction = yield* send(f.key, "POST", `/api/v1/conversion-sync/actions/${crypto.randomUUID()}/rollback`)
+        assert.strictEqual(noAction.status, 404, noAction.text)
+        assert.strictEqual(noAction.json.error.code, "not_found")
+      }))
+
+    it.effect("a profile that never connected an ad account answers 409 adplatform_connection_required, not 404", () =>
+      Effect.gen(function*() {
+        const bare = yield* seedProfile()
+        const { key } = yield* seedApiKey(bare, { scopes: SCOPES, rateLimitPerMinute: 10_000 })
+        const { userId } = yield* seedMemberSession(bare, "owner")
+        const before = (yield* sandboxState(key)).write_count
+        const ids = { ad: "ad_1001_2_1_1", set: "as_1001_2_1", campaign: "cmp_1001_1", actionId: crypto.randomUUID() }
+        // The rollback of an unknown action is 404 before any connection is looked for; the rest are 409.
+        for (const [method, path, body] of everyWrite(ids, userId).filter(([, path]) => !path.endsWith("/rollback"))) {
+          const answer = yield* send(key, method, path, body, method === "GET" ? null : undefined)
+          assert.strictEqual(answer.status, 409, `${method} ${path}: ${answer.text}`)
+          assert.strictEqual(answer.json.error.code, "adplatform_connection_required", `${method} ${path}`)
+        }
+        assert.strictEqual((yield* sandboxState(key)).write_count, before)
+        assert.deepStrictEqual((yield* profileWrites(bare.profileId))[0], { ledger: 0, audit: 0 })
+      }))
+
+    it.effect("with a connection, an unknown ad, ad set or campaign is still 404 not_found and nothing is written", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const { userId } = yield* seedMemberSession(f, "owner")
+        const before = yield* writeCount(f.key)
+        const ids = { ad: "ad_999999_1_1_1", set: "as_999999_1_1", campaign: "cmp_999999_1", actionId: crypto.randomUUID() }
+        for (const [method, path, body] of everyWrite(ids, userId)) {
+          const answer = yield* send(f.key, method, path, body, method === "GET" ? null : undefined)
+          assert.strictEqual(answer.status, 404, `${method} ${path}: ${answer.text}`)
+          assert.strictEqual(answer.json.error.code, "not_found", `${method} ${path}`)
+        }
+        assert.strictEqual(yield* writeCount(f.key), before)
+        assert.strictEqual((yield* profileWrites(f.profileId))[0]!.ledger, 0)
       }))
   })
 

@@ -366,4 +366,25 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
       const unknown = yield* sendKeyed(key, "POST", `/api/v1/recommendations/${crypto.randomUUID()}/apply`, {})
       assert.strictEqual(unknown.status, 404, unknown.text)
     }))
+  it.effect("after the ad-platform connection is disconnected, applying a budget or a pause is 409 adplatform_connection_required: nothing written, still open", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const { f, increase, pause } = yield* applyFixture
+      const owner = yield* seedMemberSession(f, "owner")
+      const gone = yield* sendKeyed(f.key, "POST", `/api/v1/connections/${f.connectionId}/disconnect`)
+      assert.strictEqual(gone.status, 200, gone.text)
+      const before = yield* writeCount(f.key)
+      for (const recommendation of [increase, pause]) {
+        const refused = yield* sendKeyed(f.key, "POST", `/api/v1/recommendations/${recommendation.id}/apply`, { applied_by: owner.userId })
+        assert.strictEqual(refused.status, 409, refused.text)
+        assert.strictEqual(refused.json.error.code, "adplatform_connection_required")
+      }
+      assert.strictEqual(yield* writeCount(f.key), before)
+      const rows = yield* sql<{ ledger: number; audit: number; open: number }>`
+        SELECT (SELECT count(*)::int FROM ad_actions WHERE profile_id = ${f.profileId}) AS ledger,
+               (SELECT count(*)::int FROM audit_events WHERE profile_id = ${f.profileId} AND action LIKE 'ad_action.%') AS audit,
+               (SELECT count(*)::int FROM recommendations WHERE profile_id = ${f.profileId} AND id IN (${increase.id}, ${pause.id})
+                  AND status = 'open') AS open`
+      assert.deepStrictEqual(rows[0], { ledger: 0, audit: 0, open: 2 })
+    }))
 })

@@ -73,9 +73,9 @@ export const AdActionsApi = HttpApiGroup.make("adActions")
         OpenApi.Description,
         "Pauses the ad on the ad platform and answers the ledger entry (`action_id`, `pre_state`, the undo " +
           "call). An ad already paused answers `outcome: no_change` and nothing is written; an archived or " +
-          "deleted ad is 409 `invalid_state`. Refused before any write: an ad not on the profile's accounts " +
-          "(404), no usable connection (409 `adplatform_connection_required`), no manage-ads grant (403 " +
-          "`adplatform_write_permission_missing`)."
+          "deleted ad is 409 `invalid_state`. Refused before any write: no usable ad-platform connection (409 " +
+          "`adplatform_connection_required`, whatever the id), an ad the connection does not show on the profile's " +
+          "accounts (404), no manage-ads grant (403 `adplatform_write_permission_missing`)."
       )
       .annotateMerge(apply),
     HttpApiEndpoint.post("resumeAd", "/ads/:id/resume", { params: PlatformIdParams, success: ActionEntryBody, error: actionErrors })

@@ -1,9 +1,9 @@
 /**
  * Ad actions (issue 19; api-endpoints.md "Ad actions"; decisions 0068-0070): what the routes and,
  * later, a recommendation's apply call. This side resolves everything that does not need the
- * object's live state and refuses before the ad platform is written: the object is the
- * profile's (404), one usable ad-platform connection (409 `adplatform_connection_required`)
- * holding the manage-ads grant (403), the person on record for a budget. The entity of the
+ * object's live state and refuses before the ad platform is written: one usable ad-platform
+ * connection (409 `adplatform_connection_required`, decision 0110), the object is the profile's
+ * (404), the connection holds the manage-ads grant (403), the person on record for a budget. The entity of the
  * object (cluster/AdSet.ts, cluster/Campaign.ts) then runs the live read, the checks, the write
  * and the ledger (engine.ts). Every attempt on a resolved connection leaves one audit row.
  */
@@ -120,10 +120,12 @@ export class AdActions extends Context.Service<AdActions, {
       const openSession = (connection: AdConnection) =>
         Effect.mapError(sessions.session(connection.id), (e) => e._tag === "DatabaseUnavailable" ? e : fromProvider(e))
 
-      const notFound = (level: Level) =>
-        new NotFound({ message: `No ${level === "ad_set" ? "ad set" : level} with this id on the profile's ad accounts.` })
-
-      /** The connection to act through: the one the synced copy names, else the only usable one. */
+      /**
+       * The connection to act through: the one the synced copy names, else the only usable one.
+       * Without a usable connection the answer is 409 whatever the id (decision 0110): the ad
+       * platform's ids are only known to be the profile's through a connection, so an unknown id
+       * is 404 only once a connection can look it up, as the URL tags' write gate answers.
+       */
       const pickConnection = Effect.fn("AdActions.pickConnection")(function*(profile: ProfileContext, level: Level, id: string) {
         const all = yield* repo.connections(profile.profileId)
         const usable = all.filter((c) => c.status !== "reconnect_required" && c.external_account_id !== null)
@@ -133,7 +135,6 @@ export class AdActions extends Context.Service<AdActions, {
           level === "campaign" ? { kind: "campaign" as const, id } : { kind: "ad_set" as const, id: row.ad_set_id ?? id })
         if (Option.isSome(named)) return { connection: named.value, synced: entity }
         if (usable.length === 1 && usable[0] !== undefined) return { connection: usable[0], synced: entity }
-        if (usable.length === 0 && Option.isNone(synced) && all.length === 0) return yield* notFound(level)
         return yield* new AdplatformConnectionRequired({
           message: usable.length === 0
             ? "The profile has no usable ad-platform connection: connect (or reconnect) the ad account first."
