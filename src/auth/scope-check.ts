@@ -9,6 +9,8 @@ import { type PrincipalShape, scopesOf } from "./principal.ts"
 export interface ScopeRequirement {
   readonly scopes: ReadonlyArray<string>
   readonly scopeMode?: "all" | "any"
+  /** The body field naming the one scope of `scopes` needed (see `checkNamedScope`). */
+  readonly scopeFrom?: string
 }
 
 /**
@@ -66,3 +68,13 @@ export const checkHeldScopes = (
     : `This credential lacks the scope ${needed}.`
   return new InsufficientScope({ message, reason: `missing_scope:${missing.join(",")}` })
 }
+
+/**
+ * The second half of a `scopeFrom` requirement: the scope the body named (one of the operation's
+ * `scopes`, which the middleware checked as `any`) must be held itself.
+ */
+export const checkNamedScope = (
+  principal: PrincipalShape,
+  policy: ScopeRequirement,
+  named: string
+): InsufficientScope | undefined => checkScopes(principal, { scopes: policy.scopes.includes(named) ? [named] : policy.scopes })

@@ -140,7 +140,10 @@ export const ConnectPagesApi = HttpApiGroup.make("connectPages")
       .annotate(
         OpenApi.Description,
         "`code` and `state` (approve) or `error` and `state` (cancel). Ends at `return_url` with `status` (`success`, " +
-          "`pending_selection`, `failed`, `cancelled`), `reason` and `handoff_id`; without a return_url, a page saying so."
+          "`pending_selection`, `failed`, `cancelled`), `reason` (`connected`, `account_selection_required`, `user_cancelled`, " +
+          "`internal_error`, ...) and `handoff_id`; without a return_url, a page saying so. A consent reaching a hand-off " +
+          "already used (the redirect replayed, a double click, `start_url` opened again) answers `status=failed`, " +
+          "`reason=handoff_used` and changes nothing."
       )
       .annotateMerge(publicOperation)
   )

@@ -14,6 +14,12 @@ export interface OperationPolicy {
   readonly scopes: ReadonlyArray<string>
   /** `all` (default): every scope; `any`: one of them (e.g. `conversions:read or customers:read`). */
   readonly scopeMode?: "all" | "any"
+  /**
+   * The body field whose value names the one scope of `scopes` the call needs (a message send
+   * needs its `channel`'s scope). The middleware checks `any` before the body is read; the
+   * handler checks the named one with `checkNamedScope`. Published as `x-scope-from: body.<field>`.
+   */
+  readonly scopeFrom?: string
   /** Credential kinds the operation accepts. Empty: public. */
   readonly auth: ReadonlyArray<CredentialKind>
   readonly idempotency: "required" | "optional" | "none"
@@ -45,6 +51,7 @@ export const policy = (policy: OperationPolicy): Context.Context<Policy | OpenAp
   Context.make(Policy, policy).pipe(Context.add(OpenApi.Override, {
     "x-scopes": [...policy.scopes],
     ...(policy.scopeMode === "any" ? { "x-scope-mode": "any" } : {}),
+    ...(policy.scopeFrom !== undefined ? { "x-scope-from": `body.${policy.scopeFrom}` } : {}),
     "x-auth": [...policy.auth],
     "x-idempotency": policy.idempotency,
     "x-scope-grain": policy.grain,

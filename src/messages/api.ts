@@ -1,6 +1,7 @@
 /**
  * `POST /api/v1/messages` (api-endpoints.md "Partner data, audiences, messaging"; decision 0092).
- * `conversations:write`: a sent message joins the inbox's copy, which that scope writes.
+ * The channel's own scope (`email`, `chat_app_a`, ...): the spec's scope table gives sending on a
+ * channel to that channel's scope, which a partner app's channel connect scope mints (decision 0111).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import {
@@ -16,10 +17,21 @@ import {
   ValidationError,
   wireUnprocessable
 } from "../../schema/errors.ts"
+import { INBOX_CHANNELS } from "../../schema/inbox.ts"
 import { SendMessageBody, SentMessageCreated } from "../../schema/messages.ts"
-import { policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
+import { type OperationPolicy, policy, PROFILE_PRINCIPALS } from "../http/policy.ts"
 
-const send = policy({ scopes: ["conversations:write"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "optional", personData: true })
+/** Published and enforced from this one value: the middleware checks `any`, the handler the body's `channel`. */
+export const SEND_POLICY: OperationPolicy = {
+  scopes: INBOX_CHANNELS,
+  scopeMode: "any",
+  scopeFrom: "channel",
+  auth: PROFILE_PRINCIPALS,
+  grain: "profile",
+  idempotency: "optional",
+  personData: true
+}
+const send = policy(SEND_POLICY)
 
 export const MessagesApi = HttpApiGroup.make("messages")
   .add(
@@ -43,7 +55,8 @@ export const MessagesApi = HttpApiGroup.make("messages")
       .annotate(OpenApi.Summary, "Sends one message on a connected channel; answers its thread and the provider's ids")
       .annotate(
         OpenApi.Description,
-        "`channel` is `email` or a chat channel (`chat_app_a`, `social_dm`, `page_messenger`, `short_video_messaging`). " +
+        "`channel` is `email` or a chat channel (`chat_app_a`, `social_dm`, `page_messenger`, `short_video_messaging`); " +
+          "the credential needs that channel's scope (`x-scope-from: body.channel`), else 403 `insufficient_scope`. " +
           "Email: `to` (an address or up to 50), `subject` (required unless `thread_id` continues a thread, then `Re:` " +
           "its subject), `text`, optional `list_unsubscribe: {url, one_click}` written as `List-Unsubscribe: <url>` " +
           "and, with `one_click: true` (https only, else 400 `validation_error`), `List-Unsubscribe-Post: " +

@@ -1,7 +1,10 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { Principal } from "../auth/principal.ts"
+import { checkNamedScope } from "../auth/scope-check.ts"
 import { Api } from "../http/api.ts"
 import { ProfileAccess } from "../tenancy/access.ts"
+import { SEND_POLICY } from "./api.ts"
 import { Messages } from "./service.ts"
 
 export const MessagesHandlers = HttpApiBuilder.group(Api, "messages", (handlers) =>
@@ -9,6 +12,13 @@ export const MessagesHandlers = HttpApiBuilder.group(Api, "messages", (handlers)
     const access = yield* ProfileAccess
     const messages = yield* Messages
     return handlers.handleAll({
-      sendMessage: ({ payload }) => Effect.flatMap(access.current, (profile) => Effect.map(messages.send(profile, payload), (sent) => ({ data: sent })))
+      sendMessage: ({ payload }) =>
+        Effect.gen(function*() {
+          // The channel's own scope, from the same policy the document publishes; before anything is read or sent.
+          const refused = checkNamedScope(yield* Principal, SEND_POLICY, payload.channel)
+          if (refused !== undefined) return yield* refused
+          const profile = yield* access.current
+          return { data: yield* messages.send(profile, payload) }
+        })
     })
   })).pipe(Layer.provide([Messages.layer, ProfileAccess.layer]))

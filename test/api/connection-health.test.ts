@@ -87,7 +87,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
 
   it.effect("messages: the same mechanism, visible on the connection list", () =>
     Effect.gen(function*() {
-      const { key, profile } = yield* channelProfile(["conversations:read", "conversations:write"])
+      const { key, profile } = yield* channelProfile(["conversations:read", "conversations:write", "email"])
       const connection = yield* connectChannel(key, "email")
       const message = { channel: "email", to: "p@example.com", subject: "Hi", text: "Hello" }
       const refused = yield* withMailbox(key, "disabled", call("/api/v1/messages", bearer(key, "POST", message)))

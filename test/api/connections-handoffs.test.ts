@@ -141,11 +141,15 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(callback.status, 302, callback.text)
         const back = paramsOf(callback.location)
         assert.isTrue((callback.location ?? "").startsWith(`${url}/done?`))
+        assert.deepStrictEqual([...back.keys()].sort(), ["handoff_id", "reason", "status"])
         assert.strictEqual(back.get("status"), "success")
+        assert.strictEqual(back.get("reason"), "connected")
         assert.strictEqual(back.get("handoff_id"), handoff.handoff_id)
 
         const poll = yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))
         assert.strictEqual(poll.json.data.status, "success")
+        // The same reason lands in result.reason.
+        assert.strictEqual(poll.json.data.result.reason, "connected")
         const connectionId = poll.json.data.result.connection_id
         assert.isString(connectionId)
         const list = yield* call("/api/v1/connections", json(key, "GET"))
@@ -170,10 +174,14 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const state = yield* sandboxState(key, "adplatform")
         assert.include(JSON.stringify(state), `${url}/hooks/adplatform`)
 
-        // The same callback again (a double click): the first outcome, nothing written twice.
+        // The same callback again (a double click): the link is used; nothing written twice.
         const again = yield* raw(consent.location ?? "")
         assert.strictEqual(again.status, 302)
-        assert.strictEqual(paramsOf(again.location).get("status"), "success")
+        assert.deepStrictEqual(Object.fromEntries(paramsOf(again.location)), {
+          status: "failed",
+          reason: "handoff_used",
+          handoff_id: handoff.handoff_id
+        })
         assert.strictEqual((yield* outboxRows(profile.profileId, "connection.connected")).length, 1)
         const count = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM connections WHERE profile_id = ${profile.profileId}`
         assert.strictEqual(count[0]?.n, 1)
@@ -201,10 +209,12 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const handoff = (yield* mint(key, "crm", { return_url: `${url}/done` })).json.data
         const consent = yield* driveConsent(handoff.start_url)
         const both = yield* Effect.all([raw(consent.location ?? ""), raw(consent.location ?? "")], { concurrency: 2 })
-        for (const answer of both) {
-          assert.strictEqual(answer.status, 302)
-          assert.strictEqual(paramsOf(answer.location).get("status"), "success")
-        }
+        // One consent per hand-off: the first connects, the second finds the link used.
+        for (const answer of both) assert.strictEqual(answer.status, 302)
+        assert.deepStrictEqual(
+          both.map((answer) => `${paramsOf(answer.location).get("status")}/${paramsOf(answer.location).get("reason")}`).sort(),
+          ["failed/handoff_used", "success/connected"]
+        )
         const sql = yield* SqlClient
         const count = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM connections WHERE profile_id = ${profile.profileId}`
         assert.strictEqual(count[0]?.n, 1)
@@ -244,6 +254,7 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         const { key, profile } = yield* newProfileWithKey()
         const { callback } = yield* connectVia(key, { persona: "two_accounts" })
         assert.strictEqual(paramsOf(callback.location).get("status"), "pending_selection")
+        assert.strictEqual(paramsOf(callback.location).get("reason"), "account_selection_required")
         const pending = yield* call("/api/v1/connections/pending/adplatform", json(key, "GET"))
         assert.strictEqual(pending.status, 200)
         assert.strictEqual(pending.json.data.length, 1)
@@ -280,6 +291,110 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual((yield* call("/api/v1/connections/pending/adplatform", json(key, "GET"))).json.data.length, 0)
         assert.strictEqual((yield* outboxRows(profile.profileId, "connection.connected")).length, 1)
         assert.strictEqual((yield* call("/api/v1/connections/pending/myspace", json(key, "GET"))).status, 404)
+      }))
+  })
+
+  describe("re-entering a used hand-off (state table: link opened after use)", () => {
+    /** Every way back into a settled hand-off answers `failed`/`handoff_used` to `return_url` and writes nothing. */
+    const reenterAll = Effect.fn("test.reenterAll")(function*(handoff: { handoff_id: string; handoff_url: string; start_url: string }, callbackUrl: string) {
+      // connectVia's return_url carries `from=test`: its own query is kept.
+      const expected = { from: "test", status: "failed", reason: "handoff_used", handoff_id: handoff.handoff_id }
+      const { url } = yield* TestServer
+      // The /h/ page.
+      const link = yield* raw(handoff.handoff_url)
+      assert.strictEqual(link.status, 302)
+      assert.isTrue((link.location ?? "").startsWith(`${url}/done?`))
+      assert.deepStrictEqual(Object.fromEntries(paramsOf(link.location)), expected)
+      // start_url again: the provider consents afresh (a new code), the service refuses the used hand-off.
+      for (const decision of ["approve", "cancel"] as const) {
+        const consent = yield* driveConsent(handoff.start_url, { decision })
+        assert.strictEqual(consent.status, 303)
+        // An approval brings a fresh code (a cancel the same `error=access_denied`).
+        if (decision === "approve") assert.notStrictEqual(new URL(consent.location ?? "").searchParams.get("code"), new URL(callbackUrl).searchParams.get("code"))
+        const back = yield* raw(consent.location ?? "")
+        assert.strictEqual(back.status, 302, back.text)
+        assert.deepStrictEqual(Object.fromEntries(paramsOf(back.location)), expected, decision)
+      }
+      // The provider's redirect replayed as it was.
+      const replay = yield* raw(callbackUrl)
+      assert.strictEqual(replay.status, 302)
+      assert.deepStrictEqual(Object.fromEntries(paramsOf(replay.location)), expected)
+    })
+
+    const countOf = (profileId: string) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const rows = yield* sql<{ connections: number; pending: number }>`
+          SELECT (SELECT count(*)::int FROM connections WHERE profile_id = ${profileId}) AS connections,
+                 (SELECT count(*)::int FROM pending_connections WHERE profile_id = ${profileId}) AS pending`
+        return { ...rows[0], connected: (yield* outboxRows(profileId, "connection.connected")).length }
+      })
+
+    it.effect("after success: the /h/ link, start_url (approve or cancel) and the replayed callback answer handoff_used; one connection, one event, the poll unchanged", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const { callback, callbackUrl, handoff } = yield* connectVia(key)
+        assert.deepStrictEqual(Object.fromEntries(paramsOf(callback.location)), {
+          from: "test",
+          status: "success",
+          reason: "connected",
+          handoff_id: handoff.handoff_id
+        })
+        const before = (yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))).json.data
+        assert.strictEqual(before.result.reason, "connected")
+        assert.deepStrictEqual(yield* countOf(profile.profileId), { connections: 1, pending: 0, connected: 1 })
+
+        yield* reenterAll(handoff, callbackUrl)
+
+        assert.deepStrictEqual(yield* countOf(profile.profileId), { connections: 1, pending: 0, connected: 1 })
+        const after = (yield* call(`/api/v1/connections/handoffs/${handoff.handoff_id}`, json(key, "GET"))).json.data
+        assert.deepStrictEqual(after, before)
+      }))
+
+    it.effect("after cancel and after a pending selection: the same handoff_used everywhere; nothing connected, nothing parked twice", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const cancelled = yield* connectVia(key, { decision: "cancel" })
+        assert.deepStrictEqual(Object.fromEntries(paramsOf(cancelled.callback.location)), {
+          from: "test",
+          status: "cancelled",
+          reason: "user_cancelled",
+          handoff_id: cancelled.handoff.handoff_id
+        })
+        yield* reenterAll(cancelled.handoff, cancelled.callbackUrl)
+        assert.deepStrictEqual(yield* countOf(profile.profileId), { connections: 0, pending: 0, connected: 0 })
+        const poll = yield* call(`/api/v1/connections/handoffs/${cancelled.handoff.handoff_id}`, json(key, "GET"))
+        assert.deepStrictEqual(poll.json.data.result, { status: "cancelled", reason: "user_cancelled", connection_id: null })
+
+        const parked = yield* connectVia(key, { persona: "two_accounts" })
+        assert.deepStrictEqual(Object.fromEntries(paramsOf(parked.callback.location)), {
+          from: "test",
+          status: "pending_selection",
+          reason: "account_selection_required",
+          handoff_id: parked.handoff.handoff_id
+        })
+        yield* reenterAll(parked.handoff, parked.callbackUrl)
+        assert.deepStrictEqual(yield* countOf(profile.profileId), { connections: 0, pending: 1, connected: 0 })
+        const parkedPoll = yield* call(`/api/v1/connections/handoffs/${parked.handoff.handoff_id}`, json(key, "GET"))
+        assert.deepStrictEqual(parkedPoll.json.data.result, { status: "pending_selection", reason: "account_selection_required", connection_id: null })
+      }))
+
+    it.effect("without a return_url the used hand-off answers the 400 page naming handoff_used", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfileWithKey()
+        const handoff = (yield* mint(key, "crm", {})).json.data
+        const first = yield* driveConsent(handoff.start_url)
+        const done = yield* raw(first.location ?? "")
+        assert.strictEqual(done.status, 200)
+        assert.include(done.text, "reason: <code>connected</code>")
+        const second = yield* driveConsent(handoff.start_url)
+        const used = yield* raw(second.location ?? "")
+        assert.strictEqual(used.status, 400)
+        assert.include(used.text, "reason: <code>handoff_used</code>")
+        const link = yield* raw(handoff.handoff_url)
+        assert.strictEqual(link.status, 400)
+        assert.include(link.text, "<code>handoff_used</code>")
+        assert.deepStrictEqual(yield* countOf(profile.profileId), { connections: 1, pending: 0, connected: 1 })
       }))
   })
 

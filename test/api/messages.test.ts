@@ -14,7 +14,8 @@ import { bearer, channelProfile, connectChannel, narrowKey, sandbox } from "../s
 import { eventually } from "../support/eventually.ts"
 import { serveAppOnOwnPort } from "../support/providers.ts"
 
-const SCOPES = ["conversations:read", "conversations:write"]
+/** Sending needs the channel's own scope; the inbox reads and replies need the conversations pair. */
+const SCOPES = ["conversations:read", "conversations:write", "email", "social_dm"]
 const MAILBOX = "em_mbx_0001"
 
 const tag = () => crypto.randomUUID().slice(0, 8)
@@ -283,9 +284,17 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
       assert.strictEqual(detail.status, 200, detail.text)
       assert.include(detail.json.data.messages.map((m: { text: string }) => m.text), "Hello Lu")
 
-      const reader = yield* narrowKey(profile, ["conversations:read"])
-      const refused = yield* send(reader, { channel: "social_dm", to: person, text: "x" })
-      assert.strictEqual(refused.status, 403, refused.text)
-      assert.strictEqual(refused.json.error.code, "insufficient_scope")
+      // The inbox's scopes do not send; another channel's scope does not either.
+      for (const scopes of [["conversations:read", "conversations:write"], ["email"]]) {
+        const other = yield* narrowKey(profile, scopes)
+        const refused = yield* send(other, { channel: "social_dm", to: person, text: "x" })
+        assert.strictEqual(refused.status, 403, refused.text)
+        assert.strictEqual(refused.json.error.code, "insufficient_scope")
+        // Without any channel scope the middleware refuses first, naming every channel scope (any one would pass it).
+        if (scopes.includes("email")) assert.strictEqual(refused.json.error.reason, "missing_scope:social_dm")
+        else assert.include(refused.json.error.reason.split(/[:,]/), "social_dm")
+      }
+      const only = yield* narrowKey(profile, ["social_dm"])
+      assert.strictEqual((yield* send(only, { channel: "social_dm", to: person, text: "again" })).status, 201)
     }))
 })

@@ -1,6 +1,7 @@
 /**
  * Click-to-chat ads and their welcome message (routes.tsv "Partner data, audiences, messaging";
- * decision 0093), under `chat_app_a:read`.
+ * decision 0093), read under `chat_app_a` (the spec's scope for them, which the
+ * channel connect scope mints) or its read-only subset `chat_app_a:read` (decision 0111).
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { AdParam, AdWelcome, ChatAdPage, ChatAdsQuery } from "../../../schema/chat-surfaces.ts"
@@ -15,7 +16,7 @@ import {
 } from "../../../schema/errors.ts"
 import { policy, PROFILE_PRINCIPALS } from "../../http/policy.ts"
 
-const read = policy({ scopes: ["chat_app_a:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
+const read = policy({ scopes: ["chat_app_a", "chat_app_a:read"], scopeMode: "any", auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })
 
 const errors = [
   ...profileErrors,

@@ -72,13 +72,27 @@ export const returnLocation = (returnUrl: string, answer: { readonly handoffId: 
   return url.toString()
 }
 
+/**
+ * The machine `reason` of an ending that is not a refusal: every return carries one (the spec's
+ * `status`, `reason`, `handoff_id`), and the poll's `result.reason` is the same value.
+ */
+export const CONNECTED = "connected"
+export const SELECTION_REQUIRED = "account_selection_required"
+
 const settled = (row: HandoffRow): ConsentOutcome | null => {
   switch (row.status) {
     case "success":
     case "pending_selection":
     case "cancelled":
     case "failed":
-      return { handoffId: row.id, status: row.status, reason: row.reason, connectionId: row.connection_id, returnUrl: row.return_url }
+      return {
+        handoffId: row.id,
+        status: row.status,
+        // Rows settled before every ending carried a reason.
+        reason: row.reason ?? (row.status === "success" ? CONNECTED : row.status === "pending_selection" ? SELECTION_REQUIRED : null),
+        connectionId: row.connection_id,
+        returnUrl: row.return_url
+      }
     default:
       return null
   }
@@ -339,9 +353,12 @@ export class Handoffs extends Context.Service<Handoffs, {
           connectionId,
           returnUrl: row.return_url
         })
-        // A second callback (a double click on the provider's screen) answers the first one's outcome and writes nothing.
-        const done = settled(row)
-        if (done !== null && !(row.status === "failed" && row.reason === "internal_error")) return done
+        // Any consent reaching a settled hand-off (the callback replayed, a double click, `start_url`
+        // opened again) is a use of a used link: `handoff_used`, as its `/h/` link answers, and
+        // nothing is written; the poll keeps the first outcome.
+        if (settled(row) !== null && !(row.status === "failed" && row.reason === "internal_error")) {
+          return answer("failed", "handoff_used")
+        }
         if (row.expired) return answer("failed", "handoff_expired")
         const provider = row.provider
         if (!isProviderKind(provider)) return yield* Effect.die(`hand-off ${row.id} of unknown provider ${provider}`)
@@ -395,7 +412,7 @@ export class Handoffs extends Context.Service<Handoffs, {
             handoffId,
             shop: row.shop,
             commerceAppId: Option.isSome(custom) ? custom.value.id : null,
-            settleHandoff: (id) => repo.settle(handoffId, "success", null, id)
+            settleHandoff: (id) => repo.settle(handoffId, "success", CONNECTED, id)
           }).pipe(
             // Only a concurrent finalize fails here, and a consent has none.
             Effect.catchTag("NotFound", (error) => Effect.die(error)),
@@ -407,7 +424,7 @@ export class Handoffs extends Context.Service<Handoffs, {
             yield* repo.settle(handoffId, "failed", "internal_error", null)
             return answer("failed", "internal_error")
           }
-          return answer("success", null, connectionId.value)
+          return answer("success", CONNECTED, connectionId.value)
         }
         yield* connections.transaction(Effect.gen(function*() {
           yield* repo.insertPending({
@@ -422,9 +439,9 @@ export class Handoffs extends Context.Service<Handoffs, {
             tokenExpiresAt: sealed.expiresAt,
             ttlSeconds
           })
-          yield* repo.settle(handoffId, "pending_selection", null, null)
+          yield* repo.settle(handoffId, "pending_selection", SELECTION_REQUIRED, null)
         }))
-        return answer("pending_selection", null)
+        return answer("pending_selection", SELECTION_REQUIRED)
       })
 
       const pendingWire = (row: PendingRow, elsewhere: ReadonlySet<string>, here: ReadonlySet<string>): PendingSelection => ({
@@ -490,7 +507,7 @@ export class Handoffs extends Context.Service<Handoffs, {
               if (!finalized) {
                 return yield* new NotFound({ message: `No pending ${provider} account selection.`, reason: "no_pending_selection" })
               }
-              yield* repo.settle(row.handoff_id, "success", null, id)
+              yield* repo.settle(row.handoff_id, "success", CONNECTED, id)
             })
         }).pipe(Effect.catchTag("CommerceAppKilled", (error) => Effect.die(error)))
         const view = yield* connections.view(profile.profileId, connectionId)

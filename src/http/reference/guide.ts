@@ -57,7 +57,8 @@ Errors are \`{"error": {"code", "message", "status", "request_id", "docs_url"}}\
 ## Authentication
 
 Every call sends \`Authorization: Bearer <credential>\` unless it says otherwise. Each operation lists the
-credential kinds it takes (\`x-auth\`), the scopes it needs (\`x-scopes\`, all of them unless \`x-scope-mode: any\`),
+credential kinds it takes (\`x-auth\`), the scopes it needs (\`x-scopes\`, all of them unless \`x-scope-mode: any\`;
+with \`x-scope-from: body.channel\` the one the body's \`channel\` names),
 and what the credential is scoped to (\`x-scope-grain\`: a profile, a workspace or an app).
 
 | Credential | Looks like | How you get one | Where it works |
