@@ -106,6 +106,27 @@ export type WebhookDelivery = typeof WebhookDelivery.Type
 export const WebhookDeliveryPage = Page(WebhookDelivery)
 export const WebhookRedelivery = WebhookDelivery.pipe(HttpApiSchema.status(202))
 
+/**
+ * One attempt of a delivery (decision 0112): when its request started, the answer's status code
+ * (null when none came: a refused target, a timeout, no request sent), how long it took (null when
+ * no request was sent) and what went wrong (at most 500 characters), as Stripe and Svix log them.
+ */
+export const WebhookDeliveryAttempt = Schema.Struct({
+  /** The delivery that made it: the one asked about, or a redelivery of the same event to the same subscription. */
+  delivery_id: Schema.String,
+  /** Its number within that delivery (1 for the first). */
+  attempt: Schema.Int,
+  attempted_at: Schema.String,
+  status_code: Schema.NullOr(Schema.Int),
+  duration_ms: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "WebhookDeliveryAttempt" })
+export type WebhookDeliveryAttempt = typeof WebhookDeliveryAttempt.Type
+
+export const WebhookDeliveryAttemptPage = Page(WebhookDeliveryAttempt)
+export const WebhookDeliveryAttemptsQuery = PageQuery
+export type WebhookDeliveryAttemptsQuery = Schema.Struct.Type<typeof WebhookDeliveryAttemptsQuery>
+
 export const WebhookDeliveriesQuery = {
   ...PageQuery,
   subscription_id: Schema.optionalKey(UuidParam("only this subscription's deliveries")),
