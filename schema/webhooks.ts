@@ -112,14 +112,16 @@ export const WebhookRedelivery = WebhookDelivery.pipe(HttpApiSchema.status(202))
  * no request was sent) and what went wrong (at most 500 characters), as Stripe and Svix log them.
  */
 export const WebhookDeliveryAttempt = Schema.Struct({
-  /** The delivery that made it: the one asked about, or a redelivery of the same event to the same subscription. */
-  delivery_id: Schema.String,
-  /** Its number within that delivery (1 for the first). */
-  attempt: Schema.Int,
-  attempted_at: Schema.String,
-  status_code: Schema.NullOr(Schema.Int),
-  duration_ms: Schema.NullOr(Schema.Int),
-  error: Schema.NullOr(Schema.String)
+  delivery_id: Schema.String.annotate({
+    description: "The delivery that made the attempt: the one asked about, or a redelivery of the same event to the same subscription"
+  }),
+  attempt: Schema.Int.annotate({ description: "The attempt's number within that delivery (1 for the first)" }),
+  attempted_at: Schema.String.annotate({ description: "When the attempt's request started (ISO 8601, UTC)" }),
+  status_code: Schema.NullOr(Schema.Int).annotate({ description: "The endpoint's HTTP status; null when no answer came" }),
+  duration_ms: Schema.NullOr(Schema.Int).annotate({ description: "How long the request took, in milliseconds; null when none was sent" }),
+  error: Schema.NullOr(Schema.String).annotate({
+    description: "What went wrong besides the status (`redirect_not_followed`, `endpoint_gone`, a network error, ...), at most 500 characters"
+  })
 }).annotate({ identifier: "WebhookDeliveryAttempt" })
 export type WebhookDeliveryAttempt = typeof WebhookDeliveryAttempt.Type
 
