@@ -28,7 +28,8 @@ export const WebhookDeliveriesApi = HttpApiGroup.make("webhookDeliveries")
         OpenApi.Description,
         "A delivery is `pending` until a 2xx answer (`succeeded`), or `failed` once the 24-hour ladder (about 0, 5 s, " +
           "5 min, 30 min, 2 h, 5 h, 10 h, 24 h, jittered) is spent, the endpoint answered 410 (which also disables the " +
-          "subscription) or the subscription was deleted. `Retry-After` moves the next attempt later."
+          "subscription) or the subscription was deleted. `Retry-After` moves the next attempt later. A delivery shows its " +
+          "last answer; `GET /api/v1/webhooks/deliveries/{id}/attempts` lists every attempt."
       )
       .annotateMerge(read),
     HttpApiEndpoint.get("attempts", "/webhooks/deliveries/:id/attempts", {

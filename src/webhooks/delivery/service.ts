@@ -15,6 +15,9 @@
  *   sooner. 2xx succeeds; 410 fails the row and disables the subscription; anything else
  *   (including a redirect, a refused target, a timeout) waits for the next step, and after the
  *   last one the row fails.
+ * - The attempt log (decision 0112): each recorded result appends the attempt (time, status code,
+ *   duration, error) in the same statement; the log of an event to a subscription includes its
+ *   redeliveries.
  */
 import { Cause, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
