@@ -115,6 +115,29 @@ export const WebhookRedelivery = Schema.Struct({ data: WebhookDelivery }).annota
   HttpApiSchema.status(202)
 )
 
+/**
+ * One attempt of a delivery (decision 0112): when its request started, the answer's status code
+ * (null when none came: a refused target, a timeout, no request sent), how long it took (null when
+ * no request was sent) and what went wrong (at most 500 characters), as Stripe and Svix log them.
+ */
+export const WebhookDeliveryAttempt = Schema.Struct({
+  delivery_id: Schema.String.annotate({
+    description: "The delivery that made the attempt: the one asked about, or a redelivery of the same event to the same subscription"
+  }),
+  attempt: Schema.Int.annotate({ description: "The attempt's number within that delivery (1 for the first)" }),
+  attempted_at: Schema.String.annotate({ description: "When the attempt's request started (ISO 8601, UTC)" }),
+  status_code: Schema.NullOr(Schema.Int).annotate({ description: "The endpoint's HTTP status; null when no answer came" }),
+  duration_ms: Schema.NullOr(Schema.Int).annotate({ description: "How long the request took, in milliseconds; null when none was sent" }),
+  error: Schema.NullOr(Schema.String).annotate({
+    description: "What went wrong besides the status (`redirect_not_followed`, `endpoint_gone`, a network error, ...), at most 500 characters"
+  })
+}).annotate({ identifier: "WebhookDeliveryAttempt" })
+export type WebhookDeliveryAttempt = typeof WebhookDeliveryAttempt.Type
+
+export const WebhookDeliveryAttemptPage = Page(WebhookDeliveryAttempt)
+export const WebhookDeliveryAttemptsQuery = PageQuery
+export type WebhookDeliveryAttemptsQuery = Schema.Struct.Type<typeof WebhookDeliveryAttemptsQuery>
+
 export const WebhookDeliveriesQuery = {
   ...PageQuery,
   subscription_id: Schema.optionalKey(UuidParam("only this subscription's deliveries")),

@@ -125,6 +125,14 @@ const deliveries = (key: string, query = "") =>
     return answer.json.data as ReadonlyArray<any>
   })
 
+/** A delivery's attempt log (decision 0112): every page, oldest first. */
+const attemptLog = (key: string, deliveryId: string) =>
+  Effect.map(send(key, "GET", `/api/v1/webhooks/deliveries/${deliveryId}/attempts?limit=100`), (answer) => {
+    assert.strictEqual(answer.status, 200, answer.text)
+    assert.strictEqual(answer.json.pagination.has_next, false)
+    return answer.json.data as ReadonlyArray<any>
+  })
+
 const waitHooks = (hooks: Array<Hook>, count: number, what: string, within: Duration.Input = "10 seconds") =>
   eventually(Effect.sync(() => hooks.length), (n) => n >= count, { what, within })
 
@@ -340,6 +348,73 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(log.find((r) => r.event_id === ids[0])?.attempts, 3)
       }))
 
+    it.effect("the attempt log keeps every attempt (500 then 200) in order with code, duration and time; a redelivery appends to it", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        hooks.answer.next = (n) => n === 0 ? { status: 500 } : { status: 200 }
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        const [eventId] = yield* outcomeRows(world, 1)
+        const [delivery] = yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}`), (rows) => rows[0]?.status === "succeeded", {
+          what: "the delivery after one 500",
+          within: "10 seconds"
+        })
+        // The row keeps only the last answer; the log keeps both.
+        assert.include(delivery, { event_id: eventId, attempts: 2, last_status_code: 200, last_error: null })
+        const log = yield* attemptLog(world.key, delivery.id)
+        assert.deepStrictEqual(log.map((a) => [a.delivery_id, a.attempt, a.status_code, a.error]), [
+          [delivery.id, 1, 500, null],
+          [delivery.id, 2, 200, null]
+        ])
+        for (const entry of log) {
+          assert.isTrue(Number.isInteger(entry.duration_ms) && entry.duration_ms >= 0 && entry.duration_ms < 2_000, JSON.stringify(entry))
+          assert.match(entry.attempted_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/)
+        }
+        // The 500 was retried on the ladder (about 0.4 s later): the second attempt started after the first.
+        assert.isAbove(Date.parse(log[1].attempted_at), Date.parse(log[0].attempted_at))
+        assert.isAtMost(Date.parse(log[1].attempted_at), Date.parse(delivery.last_attempt_at))
+
+        const again = yield* send(world.key, "POST", `/api/v1/webhooks/deliveries/${delivery.id}/redeliver`)
+        assert.strictEqual(again.status, 202, again.text)
+        yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}&status=succeeded`), (rows) => rows.length === 2, {
+          what: "the redelivery",
+          within: "5 seconds"
+        })
+        const appended = yield* attemptLog(world.key, delivery.id)
+        assert.deepStrictEqual(appended.map((a) => [a.delivery_id, a.attempt, a.status_code]), [
+          [delivery.id, 1, 500],
+          [delivery.id, 2, 200],
+          [again.json.id, 1, 200]
+        ])
+        // The redelivery shows the same log: it is the event's to the subscription.
+        assert.deepStrictEqual(yield* attemptLog(world.key, again.json.id), appended)
+
+        // Pages of one, in order; a cursor this list did not answer is 400; another profile's delivery is 404.
+        const first = yield* send(world.key, "GET", `/api/v1/webhooks/deliveries/${delivery.id}/attempts?limit=1`)
+        assert.strictEqual(first.status, 200, first.text)
+        assert.deepStrictEqual(first.json.data, [appended[0]])
+        assert.strictEqual(first.json.pagination.has_next, true)
+        const second = yield* send(world.key, "GET", `/api/v1/webhooks/deliveries/${delivery.id}/attempts?limit=1&cursor=${first.json.pagination.cursor}`)
+        assert.deepStrictEqual(second.json.data, [appended[1]])
+        const badCursor = yield* send(world.key, "GET", `/api/v1/webhooks/deliveries/${delivery.id}/attempts?cursor=%%%`)
+        assert.strictEqual(badCursor.status, 400, badCursor.text)
+        assert.strictEqual(badCursor.json.error.code, "invalid_parameter")
+        const other = yield* fixture()
+        const foreign = yield* send(other.key, "GET", `/api/v1/webhooks/deliveries/${delivery.id}/attempts`)
+        assert.strictEqual(foreign.status, 404, foreign.text)
+        assert.strictEqual(foreign.json.error.code, "not_found")
+        assert.strictEqual((yield* send(world.key, "GET", "/api/v1/webhooks/deliveries/not-a-uuid/attempts")).status, 404)
+        const noScope = yield* seedApiKey(world, { scopes: ["exports:read"] })
+        assert.strictEqual((yield* send(noScope.key, "GET", `/api/v1/webhooks/deliveries/${delivery.id}/attempts`)).status, 403)
+
+        // One log row per recorded attempt, never more than the rows' counts.
+        const [counted] = yield* sql<{ logged: number; attempts: number }>`
+          SELECT (SELECT count(*)::int FROM webhook_delivery_attempts WHERE subscription_id = ${sub.id}) AS logged,
+                 (SELECT sum(attempts)::int FROM webhook_deliveries WHERE subscription_id = ${sub.id}) AS attempts`
+        assert.deepStrictEqual(counted, { logged: 3, attempts: 3 })
+      }))
+
     it.effect("the ladder spent: the delivery fails after its last step; 410 fails it at once and disables the subscription", () =>
       Effect.gen(function*() {
         const world = yield* fixture()
@@ -356,8 +431,10 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         })
         assert.include(failed[0], { attempts: 4, last_status_code: 500 })
         assert.strictEqual(failing.hooks.length, 4)
+        assert.deepStrictEqual((yield* attemptLog(world.key, failed[0].id)).map((a) => [a.attempt, a.status_code]), [[1, 500], [2, 500], [3, 500], [4, 500]])
         const goneLog = yield* deliveries(world.key, `?subscription_id=${disabled.id}`)
         assert.include(goneLog[0], { status: "failed", attempts: 1, last_status_code: 410, last_error: "endpoint_gone" })
+        assert.deepStrictEqual((yield* attemptLog(world.key, goneLog[0].id)).map((a) => [a.attempt, a.status_code, a.error]), [[1, 410, "endpoint_gone"]])
         const listed = (yield* send(world.key, "GET", "/api/v1/webhooks/subscriptions")).json.data.find((s: any) => s.id === disabled.id)
         assert.include(listed, { status: "disabled", status_reason: "endpoint_gone" })
         // A disabled subscription is not sent (nor queued) anything until it is turned on again.
@@ -443,6 +520,8 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(hooks.hooks.length, 1)
         const log = yield* deliveries(world.key, `?subscription_id=${sub.id}`)
         assert.include(log[0], { status: "succeeded", attempts: 2 })
+        // The dead runner's attempt recorded no result, so it has no log entry; the one that delivered does.
+        assert.deepStrictEqual((yield* attemptLog(world.key, log[0].id)).map((a) => [a.attempt, a.status_code]), [[2, 200]])
       }))
 
     it.effect("message.received from the mailbox push: a bounce carries delivery_failure read from its report, a reply null, thread ids kept", () =>

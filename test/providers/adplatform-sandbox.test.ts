@@ -123,6 +123,31 @@ layer(serveAppOnOwnPort({ providers: LOOPBACK_CALLBACKS }), { timeout: "90 secon
       assert.isTrue(state.received_events.some((e: any) => e.event_id === "evt-1" && e.dataset_id === datasetId))
     }))
 
+  it.effect("conversions: a pixel is a dataset (same validation); an unknown id or another world's account still 404s", () =>
+    Effect.gen(function*() {
+      const { access_token } = yield* tokenFor()
+      const pixels = yield* call("/sandbox/adplatform/v1/accounts/act_1001/pixels", bearer(access_token))
+      const pixelId: string = pixels.json.data[0].id
+      assert.strictEqual(pixelId, "px_1001")
+      const event = { event_name: "Lead", event_time: 1_760_000_000, event_id: "px-evt-1", action_source: "website", user_data: { em: ["x"] } }
+      const sent = yield* call(`/sandbox/adplatform/v1/datasets/${pixelId}/events`, json("POST", { data: [event] }, access_token))
+      assert.strictEqual(sent.status, 200, sent.text)
+      assert.strictEqual(sent.json.events_received, 1)
+      const state = (yield* worldState()).json
+      const seen = state.received_events.filter((e: any) => e.event_id === "px-evt-1")
+      assert.deepStrictEqual(seen.map((e: any) => [e.dataset_id, e.account_id]), [["px_1001", "act_1001"]])
+
+      const malformed = yield* call(`/sandbox/adplatform/v1/datasets/${pixelId}/events`, json("POST", { data: [{ event_name: "Lead" }] }, access_token))
+      assert.strictEqual(malformed.status, 400, malformed.text)
+      const unknown = yield* call("/sandbox/adplatform/v1/datasets/px_9999/events", json("POST", { data: [event] }, access_token))
+      assert.strictEqual(unknown.status, 404, unknown.text)
+      // The one_account persona reaches act_1001 only: act_1002's pixel exists but is not its to write to.
+      const foreign = yield* call("/sandbox/adplatform/v1/datasets/px_1002/events", json("POST", { data: [event] }, access_token))
+      assert.strictEqual(foreign.status, 404, foreign.text)
+      const after = (yield* worldState()).json
+      assert.strictEqual(after.received_events.filter((e: any) => e.event_id === "px-evt-1").length, 1, "only the accepted event was recorded")
+    }))
+
   it.effect("a lead arrival pushes the leadgen webhook signed with X-Hub-Signature-256; GET /v1/leads answers it", () =>
     Effect.gen(function*() {
       const catcher = yield* callbackCatcher

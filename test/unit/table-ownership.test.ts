@@ -110,6 +110,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   // webhooks
   webhook_subscriptions: "src/webhooks/subscriptions/repo.ts",
   webhook_deliveries: "src/webhooks/delivery/repo.ts",
+  webhook_delivery_attempts: "src/webhooks/delivery/repo.ts",
   // reports
   reports: "src/reports/repo.ts",
   report_runs: "src/reports/repo.ts",

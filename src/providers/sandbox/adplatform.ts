@@ -162,7 +162,10 @@ const buildAccount = (
     pixels: [{ id: `px_${spec.number}`, name: `${spec.name} pixel` }],
     datasets: [{ id: `ds_${spec.number}_1`, name: `${spec.name} dataset` }]
   }
+  // On the real platform a pixel id is a dataset id: the conversions endpoint (and custom
+  // conversions, promoted objects) take either, so the pixel joins the same index.
   world.datasets.set(`ds_${spec.number}_1`, accountId)
+  world.datasets.set(`px_${spec.number}`, accountId)
   plans.forEach((plan, c) => {
     const campaignId = `cmp_${spec.number}_${c + 1}`
     const campaign: CampaignRecord = {

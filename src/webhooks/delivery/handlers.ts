@@ -10,6 +10,7 @@ export const WebhookDeliveriesHandlers = HttpApiBuilder.group(Api, "webhookDeliv
     const deliveries = yield* WebhookDeliveries
     return handlers.handleAll({
       list: ({ query }) => Effect.flatMap(access.current, (profile) => deliveries.list(profile, query)),
+      attempts: ({ params, query }) => Effect.flatMap(access.current, (profile) => deliveries.attempts(profile, params.id, query)),
       redeliver: ({ params }) => Effect.flatMap(access.current, (profile) => Effect.map(deliveries.redeliver(profile, params.id), (data) => ({ data })))
     })
   })).pipe(Layer.provide([WebhookDeliveries.layer, ProfileAccess.layer]))

@@ -1,7 +1,8 @@
 /**
  * The owner of `webhook_deliveries` (decision 0078): one durable row per (subscription, event),
  * written in outbox order by batches, claimed under a lease whose token fences every later
- * write, and the delivery log.
+ * write, and the delivery log; and of `webhook_delivery_attempts` (decision 0112): every
+ * attempt, appended by the statement that records its result.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -60,7 +61,25 @@ export interface DeliveryFilter {
 export interface AttemptRecord {
   readonly statusCode: number | null
   readonly error: string | null
+  /** How long the request took; null when none was sent. */
+  readonly durationMs: number | null
 }
+
+/** What an error keeps of its text, in the row and in the attempt log (the table checks it too). */
+export const MAX_ERROR_LENGTH = 500
+
+const bounded = (error: string | null) => (error === null ? null : error.slice(0, MAX_ERROR_LENGTH))
+
+export const AttemptRow = Schema.Struct({
+  id: Schema.String,
+  delivery_id: Schema.String,
+  attempt: Schema.Int,
+  attempted_at: Schema.String,
+  status_code: Schema.NullOr(Schema.Int),
+  duration_ms: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String)
+})
+export type AttemptRow = typeof AttemptRow.Type
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -84,6 +103,11 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   readonly failPending: (subscriptionId: string, reason: string) => Repo<void>
   readonly list: (filter: DeliveryFilter) => Repo<ReadonlyArray<DeliveryRow>>
   readonly find: (profileId: string, id: string) => Repo<Option.Option<DeliveryRow>>
+  /**
+   * The attempts of `of`'s event to its subscription, the delivery and every redelivery of it, in
+   * the order they were recorded, after the attempt `afterId`; `limit` + 1 rows.
+   */
+  readonly attempts: (of: DeliveryRow, afterId: string | null, limit: number) => Repo<ReadonlyArray<AttemptRow>>
   /** A new pending row repeating `of` (its own batch), due now. */
   readonly redeliver: (of: DeliveryRow, id: string) => Repo<DeliveryRow>
   /** Runs `effect` in one transaction (the fan-out: outbox rows claimed, deliveries written, rows published). */
@@ -142,18 +166,33 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
             FOR UPDATE OF c SKIP LOCKED)
           RETURNING ${columns("d")}`)
 
-      /** Records an attempt under its lease: `outcome` ends the row, else the next attempt is `delaySeconds` away. */
-      const finish = (id: string, token: string, attempt: AttemptRecord, outcome: "succeeded" | "failed" | null, delaySeconds: number) =>
-        Effect.map(
-          sql`UPDATE webhook_deliveries SET
-                status = COALESCE(${outcome}, status),
-                completed_at = CASE WHEN ${outcome}::text IS NULL THEN NULL ELSE now() END,
-                next_attempt_at = now() + make_interval(secs => ${delaySeconds}),
-                last_status_code = ${attempt.statusCode}, last_error = ${attempt.error},
-                lease_token = NULL, lease_until = NULL, last_attempt_at = now()
-              WHERE id = ${id} AND lease_token = ${token} AND status = 'pending' RETURNING id`,
+      /**
+       * Records an attempt under its lease: `outcome` ends the row, else the next attempt is
+       * `delaySeconds` away. The same statement appends the attempt to the log (one round trip,
+       * one commit: the result and its log entry are kept or lost together); a lost lease writes neither.
+       */
+      const finish = (id: string, token: string, attempt: AttemptRecord, outcome: "succeeded" | "failed" | null, delaySeconds: number) => {
+        const error = bounded(attempt.error)
+        const durationMs = attempt.durationMs === null ? null : Math.max(0, Math.round(attempt.durationMs))
+        return Effect.map(
+          sql`WITH done AS (
+                UPDATE webhook_deliveries SET
+                  status = COALESCE(${outcome}, status),
+                  completed_at = CASE WHEN ${outcome}::text IS NULL THEN NULL ELSE now() END,
+                  next_attempt_at = now() + make_interval(secs => ${delaySeconds}),
+                  last_status_code = ${attempt.statusCode}, last_error = ${error},
+                  lease_token = NULL, lease_until = NULL, last_attempt_at = now()
+                WHERE id = ${id} AND lease_token = ${token} AND status = 'pending'
+                RETURNING id, subscription_id, outbox_id, attempts)
+              INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
+              -- When the request started: the result is recorded as it ends.
+              SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(${durationMs}::int, 0) / 1000.0),
+                     ${attempt.statusCode}::int, ${durationMs}::int, ${error}::text
+              FROM done
+              RETURNING delivery_id`,
           (rows) => rows.length > 0
         )
+      }
 
       const succeed = (id: string, token: string, attempt: AttemptRecord) => finish(id, token, attempt, "succeeded", 0)
       const retry = (id: string, token: string, attempt: AttemptRecord, delaySeconds: number) => finish(id, token, attempt, null, delaySeconds)
@@ -161,7 +200,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
 
       const failPending = (subscriptionId: string, reason: string) =>
         Effect.asVoid(sql`
-          UPDATE webhook_deliveries SET status = 'failed', completed_at = now(), last_error = ${reason},
+          UPDATE webhook_deliveries SET status = 'failed', completed_at = now(), last_error = ${bounded(reason)},
                  lease_token = NULL, lease_until = NULL
           WHERE subscription_id = ${subscriptionId} AND status = 'pending'`)
 
@@ -181,6 +220,16 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const find = (profileId: string, id: string) =>
         one(sql`SELECT ${columns("d")} FROM webhook_deliveries d WHERE d.id = ${id} AND d.profile_id = ${profileId}`)
 
+      const attempts = (of: DeliveryRow, afterId: string | null, limit: number) =>
+        decodeRows(AttemptRow)(sql`
+          SELECT a.id::text AS id, a.delivery_id, a.attempt, ${sql.literal(iso("a.attempted_at"))} AS attempted_at,
+                 a.status_code, a.duration_ms, a.error
+          FROM webhook_delivery_attempts a
+          WHERE a.subscription_id = ${of.subscription_id} AND a.outbox_id = ${of.outbox_id}
+            AND ${afterId === null ? sql`true` : sql`a.id > ${afterId}::bigint`}
+          ORDER BY a.id
+          LIMIT ${limit + 1}`)
+
       const redeliver = (of: DeliveryRow, id: string) =>
         Effect.flatMap(
           one(sql`
@@ -194,7 +243,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
         )
 
       return {
-        ...atDatabaseBoundary({ insert, claim, succeed, retry, fail, failPending, list, find, redeliver }),
+        ...atDatabaseBoundary({ insert, claim, succeed, retry, fail, failPending, list, find, attempts, redeliver }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }

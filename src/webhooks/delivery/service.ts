@@ -15,20 +15,23 @@
  *   sooner. 2xx succeeds; 410 fails the row and disables the subscription; anything else
  *   (including a redirect, a refused target, a timeout) waits for the next step, and after the
  *   last one the row fails.
+ * - The attempt log (decision 0112): each recorded result appends the attempt (time, status code,
+ *   duration, error) in the same statement; the log of an event to a subscription includes its
+ *   redeliveries.
  */
 import { Cause, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
-import type { WebhookDeliveriesQuery, WebhookDelivery } from "../../../schema/webhooks.ts"
+import type { WebhookDeliveriesQuery, WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryAttemptsQuery } from "../../../schema/webhooks.ts"
 import type { ProfileContext } from "../../auth/principal.ts"
 import { OutboxRepo, type UnpublishedRow } from "../../events/outbox/repo.ts"
 import { AppConfig } from "../../platform/config.ts"
-import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
+import { decodeCursor, encodeCursor, pageOf } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
 import { checkTarget, parseAllowList, postToChecked, resolveCache } from "./public-host.ts"
-import { type DeliveryRow, type NewDelivery, WebhookDeliveriesRepo } from "./repo.ts"
+import { type AttemptRow, type DeliveryRow, type NewDelivery, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 
@@ -170,6 +173,15 @@ const render = (row: DeliveryRow): WebhookDelivery => ({
   completed_at: row.completed_at
 })
 
+const renderAttempt = (row: AttemptRow): WebhookDeliveryAttempt => ({
+  delivery_id: row.delivery_id,
+  attempt: row.attempt,
+  attempted_at: row.attempted_at,
+  status_code: row.status_code,
+  duration_ms: row.duration_ms,
+  error: row.error
+})
+
 /** How long a host's resolved addresses are reused by the delivery worker (each attempt still classifies them). */
 const HOST_CACHE_SECONDS = 5
 
@@ -197,6 +209,11 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
     DatabaseUnavailable | InvalidParameter
   >
   readonly redeliver: (profile: ProfileContext, id: string) => Effect.Effect<WebhookDelivery, DatabaseUnavailable | NotFound>
+  /** Every attempt of the delivery's event to its subscription (redeliveries included), oldest first. */
+  readonly attempts: (profile: ProfileContext, id: string, query: WebhookDeliveryAttemptsQuery) => Effect.Effect<
+    { readonly data: ReadonlyArray<WebhookDeliveryAttempt>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
+    DatabaseUnavailable | NotFound | InvalidParameter
+  >
   /** One fan-out batch; answers how many outbox rows it published. */
   readonly fanOutOnce: Effect.Effect<number, DatabaseUnavailable>
   /** Claims up to `limit` due deliveries; answers one attempt to run per claimed row (each settles its own result). */
@@ -254,6 +271,25 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         return render(yield* deliveries.redeliver(found.value, crypto.randomUUID()))
       })
 
+      const attempts = Effect.fn("Webhooks.deliveryAttempts")(function*(profile: ProfileContext, id: string, query: WebhookDeliveryAttemptsQuery) {
+        const limit = query.limit ?? 50
+        let afterId: string | null = null
+        if (query.cursor !== undefined && query.cursor !== "") {
+          // The keyset is the attempt's place in the log (its sequence number).
+          const keyset = decodeCursor(query.cursor)
+          if (Option.isNone(keyset) || !/^[0-9]{1,19}$/.test(keyset.value.id)) {
+            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
+          }
+          afterId = keyset.value.id
+        }
+        if (!isUuid(id)) return yield* notFound()
+        const found = yield* deliveries.find(profile.profileId, id.toLowerCase())
+        if (Option.isNone(found)) return yield* notFound()
+        const rows = yield* deliveries.attempts(found.value, afterId, limit)
+        const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.attempted_at, id: row.id }))
+        return { data: page.map(renderAttempt), pagination }
+      })
+
       const fanOutOnce = Effect.withSpan("Webhooks.fanOut")(deliveries.transaction(Effect.gen(function*() {
         const rows = yield* outbox.claimUnpublished(settings.batchSize)
         if (rows.length === 0) return 0
@@ -292,14 +328,14 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       const attempt = (row: DeliveryRow, token: string, subscription: Option.Option<Signer>) =>
         Effect.gen(function*() {
           if (Option.isNone(subscription)) {
-            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_deleted" })) ? "failed" : "lease_lost"
+            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_deleted", durationMs: null })) ? "failed" : "lease_lost"
           }
           const sub = subscription.value
           // Left behind by a 410 (or a fan-out racing it): released, never sent.
           if (sub.status === "disabled") {
-            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_disabled" })) ? "failed" : "lease_lost"
+            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_disabled", durationMs: null })) ? "failed" : "lease_lost"
           }
-          const result = yield* checkTarget(sub.url, allow, dnsServers, resolved).pipe(
+          const [took, result] = yield* checkTarget(sub.url, allow, dnsServers, resolved).pipe(
             Effect.flatMap((target) =>
               postToChecked(target, {
                 "content-type": "application/json",
@@ -308,11 +344,13 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               }, row.body, settings.timeout)
             ),
             Effect.map((answer) => ({ ok: true as const, answer })),
-            Effect.catch((error) => Effect.succeed({ ok: false as const, error: error.message }))
+            Effect.catch((error) => Effect.succeed({ ok: false as const, error: error.message })),
+            Effect.timed
           )
+          const durationMs = Duration.toMillis(took)
           const record = result.ok
-            ? { statusCode: result.answer.status, error: result.answer.status >= 300 && result.answer.status < 400 ? "redirect_not_followed" : null }
-            : { statusCode: null, error: result.error.slice(0, 500) }
+            ? { statusCode: result.answer.status, error: result.answer.status >= 300 && result.answer.status < 400 ? "redirect_not_followed" : null, durationMs }
+            : { statusCode: null, error: result.error, durationMs }
           // Each result is recorded as soon as it is known: a batch of settlements would widen the
           // window in which a crash repeats a request the receiver already took (decision 0095).
           if (result.ok && result.answer.status >= 200 && result.answer.status < 300) {
@@ -348,7 +386,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       /** The subscription's secret does not open here: no request, the next step of the ladder. */
       const unreadable = (row: DeliveryRow, token: string) =>
         Effect.gen(function*() {
-          const record = { statusCode: null, error: "signing_secret_unreadable" }
+          const record = { statusCode: null, error: "signing_secret_unreadable", durationMs: null }
           const delay = nextDelaySeconds(settings.ladder, row.attempts, row.age_seconds, undefined)
           if (Option.isNone(delay)) return (yield* deliveries.fail(row.id, token, record)) ? "failed" as const : "lease_lost" as const
           return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" as const : "lease_lost" as const
@@ -384,7 +422,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         return secrets === undefined ? Option.none() : Option.some({ id: sub.id, url: sub.url, status: sub.status, secrets })
       }
 
-      return { list, redeliver, fanOutOnce, claimDue }
+      return { list, redeliver, attempts, fanOutOnce, claimDue }
     })
   ).pipe(Layer.provide([OutboxRepo.layer, WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
 }
