@@ -385,10 +385,10 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.deepStrictEqual(appended.map((a) => [a.delivery_id, a.attempt, a.status_code]), [
           [delivery.id, 1, 500],
           [delivery.id, 2, 200],
-          [again.json.id, 1, 200]
+          [again.json.data.id, 1, 200]
         ])
         // The redelivery shows the same log: it is the event's to the subscription.
-        assert.deepStrictEqual(yield* attemptLog(world.key, again.json.id), appended)
+        assert.deepStrictEqual(yield* attemptLog(world.key, again.json.data.id), appended)
 
         // Pages of one, in order; a cursor this list did not answer is 400; another profile's delivery is 404.
         const first = yield* send(world.key, "GET", `/api/v1/webhooks/deliveries/${delivery.id}/attempts?limit=1`)
