@@ -264,7 +264,7 @@ const streamingCalls: ReadonlySet<string> = new Set(
 )
 
 /** A streaming call sent as plain JSON over HTTP: answered as a defect naming the framed ways. */
-export class StreamNeedsFraming extends Data.TaggedError("StreamNeedsFraming")<{ readonly message: string }> {}
+class StreamNeedsFraming extends Data.TaggedError("StreamNeedsFraming")<{ readonly message: string }> {}
 
 const requestedStream = (message: unknown): string | undefined =>
   typeof message === "object" && message !== null && "_tag" in message && message._tag === "Request" &&
