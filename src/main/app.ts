@@ -48,6 +48,7 @@ import { PartnerDataHandlers } from "../partner/handlers.ts"
 import { AudiencesHandlers } from "../audiences/handlers.ts"
 import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../people/handlers.ts"
 import { RpcLive } from "../rpc/server.ts"
+import { MetricsAtStart } from "./metrics.ts"
 import { MetricsRoute } from "../ops/pages.ts"
 import { MembersHandlers } from "../tenancy/members/handlers.ts"
 import { TenancyHandlers } from "../tenancy/profiles/handlers.ts"
@@ -149,6 +150,7 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
 
 /**
  * The API, the docs pages, the internal RPC surface at /rpc, the envelope around all of them,
+ * the metrics a scraper sees from start-up (./metrics.ts),
  * and the sandbox providers under /sandbox/ when this process serves them.
  */
-export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer, SandboxRoutesIfServed, MetricsRoute)
+export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer, SandboxRoutesIfServed, MetricsRoute, MetricsAtStart)

@@ -9,6 +9,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { Unauthorized } from "../../schema/errors.ts"
 import { AppConfig } from "../platform/config.ts"
+import { completeExposition } from "../platform/metrics.ts"
 import { secretMatches } from "../platform/secrets.ts"
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -39,7 +40,8 @@ export const MetricsRoute = Layer.unwrap(AppConfig.useSync((settings) =>
       if (match === null || !secretMatches(match[1] ?? "", settings.adminToken.value)) {
         return unauthorized("Missing, invalid, expired or revoked credential.")
       }
-      const body = yield* PrometheusMetrics.format()
+      // Every known family with HELP and TYPE, series or not yet (decision 0084).
+      const body = completeExposition(yield* PrometheusMetrics.format())
       return HttpServerResponse.text(body, { contentType: CONTENT_TYPE, headers: { "cache-control": "no-store" } })
     })
   )

@@ -31,7 +31,7 @@ export const providerThrottles = Metric.counter("svc.provider.throttles", {
 })
 
 export const rateLimitRejections = Metric.counter("svc.rate_limit.rejections", {
-  description: "Requests refused with 429 rate_limited, by principal kind",
+  description: "Requests this service answered 429 (rate limits, sign-in throttles), by route",
   incremental: true
 })
 
@@ -46,7 +46,7 @@ export const recorderCommitDuration = Metric.histogram("svc.recorder.commit.dura
 })
 
 export const queueDepth = Metric.gauge("svc.queue.depth", {
-  description: "Rows waiting in a durable queue, by queue (outbox, replays, work_jobs, sync_jobs)"
+  description: "Rows waiting in a durable queue, by queue (outbox, replays, sync_jobs)"
 })
 
 export const queueLag = Metric.gauge("svc.queue.lag", {
@@ -92,6 +92,12 @@ const DB_OPERATION_DURATION = {
   description: "Duration of database statements, in seconds, from the statement's start (waiting for a connection included) to its result, by db.system.name, db.operation.name and error.type (decision 0101)"
 }
 
+/** The family itself, for its declaration in the scrape; its series are `dbOperationDurationSeries`. */
+const dbOperationDuration = Metric.histogram(DB_OPERATION_DURATION.name, {
+  description: DB_OPERATION_DURATION.description,
+  boundaries: DB_SECONDS
+})
+
 /**
  * One series of `db.client.operation.duration`, its attributes fixed: updated per statement, so
  * the series key is computed once (`withAttributes` computes it again on every update).
@@ -103,3 +109,92 @@ export const dbPendingRequests = Metric.gauge("db.client.connection.pending_requ
   description: "Statements of this process waiting for a pooled connection, and transactions waiting for theirs (decision 0101)",
   attributes: { "db.system.name": "postgresql" }
 })
+
+// ---- The scrape (GET /metrics): every family from start-up, each with HELP and TYPE. ----
+
+/** A metric family as Prometheus sees it. */
+export interface MetricFamily {
+  readonly name: string
+  readonly type: "counter" | "gauge" | "histogram"
+  readonly help: string
+}
+
+/** The Prometheus name of a metric id, as `PrometheusMetrics` writes it (dots and other characters as `_`). */
+export const prometheusName = (id: string): string =>
+  id.replace(/[^a-zA-Z0-9_:]/g, "_").replace(/^([0-9:])/, "_$1").replace(/_+/g, "_").replace(/_$/, "")
+
+const familyOf = (metric: { readonly id: string; readonly type: Metric.Metric.Type; readonly description: string | undefined }): MetricFamily => ({
+  name: prometheusName(metric.id),
+  type: metric.type === "Histogram" ? "histogram" : metric.type === "Gauge" ? "gauge" : "counter",
+  help: metric.description ?? metric.id
+})
+
+/** The families this service reports (this module's metrics). */
+const serviceFamilies: ReadonlyArray<MetricFamily> = [
+  httpServerDuration,
+  rpcServerDuration,
+  providerCallDuration,
+  providerThrottles,
+  rateLimitRejections,
+  recorderBatchSize,
+  recorderCommitDuration,
+  queueDepth,
+  queueLag,
+  rollupLag,
+  dbConnectionCount,
+  dbOperationDuration,
+  dbPendingRequests
+].map(familyOf)
+
+/**
+ * The cluster's gauges (effect/cluster `ClusterMetrics`) carry no description: their HELP here.
+ * Each runner reports its own view. The per-entity `effect_cluster_entity_mailbox_size` is off
+ * (one series per resident entity); `_max` per entity type is always on.
+ */
+const clusterFamilies: ReadonlyArray<MetricFamily> = [
+  { name: "effect_cluster_shards", type: "gauge", help: "Shards this runner owns" },
+  { name: "effect_cluster_shards_releasing", type: "gauge", help: "Shards this runner is releasing to another runner" },
+  { name: "effect_cluster_runners", type: "gauge", help: "Runners this runner knows of" },
+  { name: "effect_cluster_runners_healthy", type: "gauge", help: "Runners this runner knows of that answer its health checks" },
+  { name: "effect_cluster_entities", type: "gauge", help: "Entities resident on this runner, by entity type" },
+  {
+    name: "effect_cluster_entity_mailbox_size_max",
+    type: "gauge",
+    help: "Largest mailbox (messages waiting) among the resident entities of each type on this runner, by type"
+  },
+  { name: "effect_cluster_singletons", type: "gauge", help: "Cluster singletons running on this runner" },
+  // A timer with the library's own description; its series come with the first shard released.
+  { name: "effect_cluster_shard_release", type: "histogram", help: "Time taken to release a shard, including entity teardown, retries and lock storage recovery" }
+]
+
+/** Every family the scrape declares from start-up, before any traffic. */
+export const exportedFamilies: ReadonlyArray<MetricFamily> = [...serviceFamilies, ...clusterFamilies]
+
+/**
+ * Completes `PrometheusMetrics.format()` output: a HELP line for every family that has none (the
+ * library's cluster gauges have no description), and HELP and TYPE for every known family that has
+ * no series yet (a histogram by route before the first request), so a scraper sees each from start-up.
+ */
+export const completeExposition = (text: string, families: ReadonlyArray<MetricFamily> = exportedFamilies): string => {
+  const known = new Map(families.map((family) => [family.name, family]))
+  const lines = text.split("\n").filter((line) => line !== "")
+  const out: Array<string> = []
+  const seen = new Set<string>()
+  for (const line of lines) {
+    const type = /^# TYPE (\S+) /.exec(line)
+    if (type?.[1] !== undefined) {
+      const name = type[1]
+      seen.add(name)
+      const help = known.get(name)?.help
+      if (!out.at(-1)?.startsWith(`# HELP ${name} `) && help !== undefined) out.push(`# HELP ${name} ${escapeHelp(help)}`)
+    }
+    out.push(line)
+  }
+  for (const family of families) {
+    if (!seen.has(family.name)) out.push(`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} ${family.type}`)
+  }
+  return out.length === 0 ? "" : `${out.join("\n")}\n`
+}
+
+/** HELP text escapes backslash and newline (the text format's rule). */
+const escapeHelp = (text: string) => text.replace(/\\/g, "\\\\").replace(/\n/g, "\\n")

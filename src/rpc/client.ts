@@ -21,15 +21,23 @@ import { layerMsgPack } from "./msgpack.ts"
 
 export type ServiceRpcClient = RpcClient.RpcClient<ServiceRpcs, RpcClientError>
 
+/** The transports the client offers. */
+export const TRANSPORTS = ["http", "websocket"] as const
+/** The serialisations the client offers. */
+export const SERIALIZATIONS = ["json", "msgpack", "binary"] as const
+
 export interface ServiceClientOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:8080` (a trailing `/rpc` is accepted too). */
   readonly url: string
   /** An internal-service credential (`svc_rpc_...`), or the deprecated SVC_RPC_TOKEN for the cluster calls. */
   readonly credential: string | Redacted.Redacted<string>
-  /** `http` (default): one request per call; `websocket`: one connection for every call, and streams. */
-  readonly transport?: "http" | "websocket"
-  /** `json` (default), `msgpack` (MessagePack) or `binary` (Effect's SchemaBinary); decision 0082. */
-  readonly serialization?: "json" | "msgpack" | "binary"
+  /** `http` (default): one request per call (a stream's answer streams back in it); `websocket`: one connection for every call. */
+  readonly transport?: typeof TRANSPORTS[number]
+  /**
+   * `json` (default; NDJSON over HTTP, so streams deliver as they go), `msgpack` (MessagePack) or
+   * `binary` (Effect's SchemaBinary); decisions 0082, 0113. Every one carries streams on both transports.
+   */
+  readonly serialization?: typeof SERIALIZATIONS[number]
 }
 
 /** The endpoint of a transport and serialisation (src/rpc/server.ts serves all six). */
@@ -42,10 +50,13 @@ export const endpointOf = (options: ServiceClientOptions): string => {
 }
 
 const protocol = (options: ServiceClientOptions) => {
+  const websocket = options.transport === "websocket"
+  // JSON over HTTP is sent as NDJSON: framed, so a stream's items arrive as they leave; plain JSON
+  // would answer only when the call ends (POST /rpc picks by Content-Type; decision 0113).
   const serialization = options.serialization === "binary"
     ? RpcSerialization.layerSchemaBinary()
-    : options.serialization === "msgpack" ? layerMsgPack : RpcSerialization.layerJson
-  if (options.transport === "websocket") {
+    : options.serialization === "msgpack" ? layerMsgPack : websocket ? RpcSerialization.layerJson : RpcSerialization.layerNdjson
+  if (websocket) {
     return RpcClient.layerProtocolSocket().pipe(
       Layer.provide(Socket.layerWebSocket(endpointOf(options))),
       Layer.provide([Socket.layerWebSocketConstructorGlobal, serialization])

@@ -1,17 +1,22 @@
 /**
  * The internal RPC surface: `ServiceRpcs` (schema/rpc.ts) on the same HttpRouter as the HTTP
- * API, over HTTP and WebSocket, JSON, MessagePack or SchemaBinary (decision 0082):
+ * API, over HTTP and WebSocket, JSON, MessagePack or SchemaBinary (decisions 0082, 0113):
  *
- *   POST /rpc              HTTP, JSON          GET /rpc/ws          WebSocket, JSON
- *   POST /rpc/msgpack      HTTP, MessagePack   GET /rpc/ws/msgpack  WebSocket, MessagePack
- *   POST /rpc/binary       HTTP, SchemaBinary  GET /rpc/ws/binary   WebSocket, SchemaBinary
+ *   POST /rpc              HTTP, NDJSON or JSON  GET /rpc/ws          WebSocket, JSON
+ *   POST /rpc/msgpack      HTTP, MessagePack     GET /rpc/ws/msgpack  WebSocket, MessagePack
+ *   POST /rpc/binary       HTTP, SchemaBinary    GET /rpc/ws/binary   WebSocket, SchemaBinary
+ *
+ * `POST /rpc` picks by Content-Type: `application/x-ndjson` is framed (one message a line, so a
+ * stream's items leave as they come); anything else is plain JSON, one array answered when every
+ * call of the request has ended, which a stream never does: a streaming call there is refused.
  *
  * The parity calls run the HTTP API's domain services with the caller the RPC middleware
  * resolved (src/rpc/auth.ts); cluster calls go through the sharding client, so a call made on
  * any runner lands on the runner owning the profile's shard.
  */
-import { Duration, Effect, Layer, Option, Stream } from "effect"
-import { RpcSerialization, RpcServer } from "effect/rpc"
+import { Data, Duration, Effect, Layer, Option, Stream } from "effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
+import { RpcSchema, RpcSerialization, RpcServer } from "effect/rpc"
 import { routeProfileCall } from "../../cluster/calls.ts"
 import { Profile } from "../../cluster/Profile.ts"
 import { ClusterStatus } from "../../cluster/runner.ts"
@@ -243,7 +248,7 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
   TenancyRepo.layer
 ]))
 
-const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/rpc/msgpack" | "/rpc/ws/msgpack") =>
+const serve = (path: "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/rpc/msgpack" | "/rpc/ws/msgpack") =>
   RpcServer.layerHttp({
     group: ServiceRpcs,
     path,
@@ -253,8 +258,72 @@ const serve = (path: "/rpc" | "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/r
     path.endsWith("/binary") ? RpcSerialization.layerSchemaBinary() : path.endsWith("/msgpack") ? layerMsgPack : RpcSerialization.layerJson
   ))
 
+/** The calls whose answer is a stream. */
+const streamingCalls: ReadonlySet<string> = new Set(
+  Array.from(ServiceRpcs.requests.values()).filter((rpc) => RpcSchema.isStreamSchema(rpc.successSchema)).map((rpc) => rpc._tag)
+)
+
+/** A streaming call sent as plain JSON over HTTP: answered as a defect naming the framed ways. */
+class StreamNeedsFraming extends Data.TaggedError("StreamNeedsFraming")<{ readonly message: string }> {}
+
+const requestedStream = (message: unknown): string | undefined =>
+  typeof message === "object" && message !== null && "_tag" in message && message._tag === "Request" &&
+    "tag" in message && typeof message.tag === "string" && streamingCalls.has(message.tag)
+    ? message.tag
+    : undefined
+
+/**
+ * Plain JSON over HTTP, refusing streaming calls at once: its answer is written when every call
+ * of the request has ended, so a stream's items would never leave (the feed never ends).
+ */
+const plainJson: RpcSerialization.RpcSerialization["Service"] = RpcSerialization.RpcSerialization.of({
+  ...RpcSerialization.json,
+  makeUnsafe: () => {
+    const parser = RpcSerialization.json.makeUnsafe()
+    return {
+      decode: (data) => {
+        const messages = parser.decode(data)
+        const stream = messages.map(requestedStream).find((tag) => tag !== undefined)
+        if (stream !== undefined) {
+          // Thrown as the parsers report bad input; the server answers it as the request's defect.
+          throw new StreamNeedsFraming({
+            message: `${stream} is a stream: plain JSON over HTTP answers only when a call ends. ` +
+              "Send Content-Type: application/x-ndjson to POST /rpc, or use /rpc/msgpack, /rpc/binary or a WebSocket endpoint."
+          })
+        }
+        return messages
+      },
+      encode: parser.encode
+    }
+  }
+})
+
+const NDJSON = "application/x-ndjson"
+
+/** True when the request's media type is NDJSON (parameters and case aside). */
+const sendsNdjson = (request: HttpServerRequest.HttpServerRequest) =>
+  (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase() === NDJSON
+
+/** A server of `ServiceRpcs` on one HTTP protocol. */
+const serverOn = (protocol: RpcServer.Protocol["Service"]) =>
+  RpcServer.layer(ServiceRpcs, rpcServerSpans("ServiceRpcs")).pipe(Layer.provide(Layer.succeed(RpcServer.Protocol)(protocol)))
+
+/** `POST /rpc`: NDJSON (framed) or plain JSON by the request's Content-Type, one route. */
+const serveHttpJson = Layer.unwrap(Effect.gen(function*() {
+  const framed = yield* RpcServer.makeProtocolWithHttpEffect().pipe(
+    Effect.provideService(RpcSerialization.RpcSerialization, RpcSerialization.ndjson)
+  )
+  const plain = yield* RpcServer.makeProtocolWithHttpEffect().pipe(
+    Effect.provideService(RpcSerialization.RpcSerialization, plainJson)
+  )
+  const router = yield* HttpRouter.HttpRouter
+  yield* router.add("POST", "/rpc", Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    sendsNdjson(request) ? framed.httpEffect : plain.httpEffect))
+  return Layer.merge(serverOn(framed.protocol), serverOn(plain.protocol))
+}))
+
 /** Serves `ServiceRpcs` on the application's HttpRouter, on every transport and serialisation. */
-export const RpcLive = Layer.mergeAll(serve("/rpc"), serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
+export const RpcLive = Layer.mergeAll(serveHttpJson, serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
   serve("/rpc/msgpack"), serve("/rpc/ws/msgpack")).pipe(
   Layer.provide([ServiceHandlersLive, RpcAuthLive]),
   Layer.provide(RpcCredentials.layer),

@@ -10,22 +10,11 @@ import { Effect, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { Overview } from "../../schema/analytics.ts"
 import { makeServiceClient, type ServiceClientOptions } from "../../src/rpc/client.ts"
-import { type MintRpcCredential, RpcCredentials } from "../../src/rpc/credentials/service.ts"
+import { RpcCredentials } from "../../src/rpc/credentials/service.ts"
 import { call, serveApp, TestServer, testSettings } from "../support/app.ts"
-import { defineConversion, ingest } from "../support/events.ts"
-import { seedApiKey, seedProfile } from "../support/tenancy.ts"
-
-const ALL = [
-  "events:write",
-  "conversions:read",
-  "analytics:read",
-  "campaigns:read",
-  "customers:read",
-  "attribution:write"
-]
-
-const mint = (input: MintRpcCredential) =>
-  Effect.flatMap(RpcCredentials, (credentials) => credentials.mint(input)).pipe(Effect.provide(RpcCredentials.layer))
+import { ingest } from "../support/events.ts"
+import { ALL_RPC_SCOPES, mintRpcCredential, purchaseEvent, seedRpcWorld, settleOutbox } from "../support/rpc.ts"
+import { seedProfile } from "../support/tenancy.ts"
 
 const withCredentials = <A, E, R>(run: (credentials: typeof RpcCredentials.Service) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(RpcCredentials, run).pipe(Effect.provide(RpcCredentials.layer))
@@ -34,36 +23,13 @@ const withCredentials = <A, E, R>(run: (credentials: typeof RpcCredentials.Servi
 const client = (secret: string, options: Partial<ServiceClientOptions> = {}) =>
   Effect.flatMap(TestServer, ({ url }) => makeServiceClient({ url, credential: secret, ...options }))
 
-/** A profile with a purchase definition, a full-scope credential and an HTTP key of the same scopes. */
-const seedWorld = Effect.fn("test.seedRpcWorld")(function*() {
-  const profile = yield* seedProfile()
-  yield* defineConversion(profile.profileId, "sale", ["purchase"], { countsAsCash: true })
-  const minted = yield* mint({ name: "billing-worker", scopes: ALL })
-  const { key } = yield* seedApiKey(profile, { scopes: ALL, rateLimitPerMinute: 1000 })
-  return { ...profile, secret: minted.secret, credentialId: minted.credential.id, key }
-})
-
-/** Makes the profile's outbox rows old enough for the replay (it answers settled events only). */
-const settleOutbox = (profileId: string) =>
-  Effect.flatMap(SqlClient, (sql) =>
-    sql`UPDATE outbox SET created_at = created_at - interval '1 minute' WHERE profile_id = ${profileId}`)
-
-const purchase = (key: string, extra: Record<string, unknown> = {}) => ({
-  event_name: "purchase",
-  idempotency_key: key,
-  occurred_at: "2026-03-01T10:00:00Z",
-  properties: { value: "12.50", currency: "EUR" },
-  user_traits: { external_id: `c-${key}`, email: `${key}@example.com` },
-  ...extra
-})
-
 layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: true })("RPC parity", (it) => {
   describe("events", () => {
     it.effect("EventsIngest answers as POST /api/v1/events and is idempotent on the key, across both adapters", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const rpc = yield* client(world.secret)
-        const event = purchase(crypto.randomUUID())
+        const event = purchaseEvent(crypto.randomUUID())
         const first = yield* rpc.EventsIngest({ profile_id: world.profileId, event })
         assert.isString(first.data.conversion_id)
         const again = yield* rpc.EventsIngest({ profile_id: world.profileId, event })
@@ -80,7 +46,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
     it.effect("a refused event is the same tagged error as the HTTP code, and nothing is written", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const rpc = yield* client(world.secret)
         const bad = { event_name: "purchase", properties: { subject_ref: "ana@example.com" } }
         const http = yield* ingest(world.key, bad)
@@ -98,16 +64,16 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
     it.effect("EventsIngestBatch answers each event as EventsIngest would, in order; a retried batch is the same", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const rpc = yield* client(world.secret, { serialization: "msgpack" })
-        const events = [purchase("b-1"), { event_name: "purchase", properties: { subject_ref: "+33 6 12 34 56 78" } }, purchase("b-3")]
+        const events = [purchaseEvent("b-1"), { event_name: "purchase", properties: { subject_ref: "+33 6 12 34 56 78" } }, purchaseEvent("b-3")]
         const first = yield* rpc.EventsIngestBatch({ profile_id: world.profileId, events })
         assert.deepStrictEqual(first.results.map((result) => result.ok), [true, false, true])
         const refused = first.results[1]
         assert.strictEqual(refused?.ok === false ? refused.error._tag : undefined, "InvalidParameter")
         const again = yield* rpc.EventsIngestBatch({ profile_id: world.profileId, events })
         assert.deepStrictEqual(again.results.filter((r) => r.ok), first.results.filter((r) => r.ok))
-        const single = yield* rpc.EventsIngest({ profile_id: world.profileId, event: purchase("b-3") })
+        const single = yield* rpc.EventsIngest({ profile_id: world.profileId, event: purchaseEvent("b-3") })
         const third = first.results[2]
         assert.deepStrictEqual(third?.ok === true ? third.data : undefined, single)
       }))
@@ -116,9 +82,9 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
   describe("reads and writes", () => {
     it.effect("every read answers what its HTTP route answers", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const rpc = yield* client(world.secret)
-        const ingested = yield* rpc.EventsIngest({ profile_id: world.profileId, event: purchase("r-1") })
+        const ingested = yield* rpc.EventsIngest({ profile_id: world.profileId, event: purchaseEvent("r-1") })
         const auth = { headers: { authorization: `Bearer ${world.key}` } }
         const profile_id = world.profileId
 
@@ -156,10 +122,10 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
     it.effect("recompute, replay status and erasure", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const rpc = yield* client(world.secret, { transport: "websocket", serialization: "binary" })
         const profile_id = world.profileId
-        yield* rpc.EventsIngest({ profile_id, event: purchase("e-1") })
+        yield* rpc.EventsIngest({ profile_id, event: purchaseEvent("e-1") })
         const queued = yield* rpc.AttributionRecompute({ profile_id })
         const status = yield* rpc.ReplayStatusGet({ profile_id })
         assert.strictEqual(status.data?.job_id, queued.data.job_id)
@@ -173,9 +139,9 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
   describe("credentials", () => {
     it.effect("a call outside the credential's scopes or profiles is refused as over HTTP", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const other = yield* seedProfile()
-        const narrow = yield* mint({ name: "reader", scopes: ["conversions:read"], profileIds: [world.profileId] })
+        const narrow = yield* mintRpcCredential({ name: "reader", scopes: ["conversions:read"], profileIds: [world.profileId] })
         const rpc = yield* client(narrow.secret)
         const scope = yield* Effect.flip(rpc.AnalyticsOverview({ profile_id: world.profileId, query: {} }))
         assert.strictEqual(scope._tag, "InsufficientScope")
@@ -198,12 +164,12 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
     it.effect("a revoked credential is refused at its next call; a rotated one works 48 hours beside its successor", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const rotated = yield* withCredentials((credentials) => credentials.rotate(world.credentialId))
         assert.strictEqual(rotated.rotated_from?.id, world.credentialId)
         const expiresIn = Date.parse(rotated.rotated_from?.expires_at ?? "") - Date.now()
         assert.isTrue(expiresIn > 47.9 * 3600_000 && expiresIn <= 48 * 3600_000, String(expiresIn))
-        assert.deepStrictEqual(rotated.credential.scopes, ALL)
+        assert.deepStrictEqual(rotated.credential.scopes, ALL_RPC_SCOPES)
         const old = yield* client(world.secret)
         const successor = yield* client(rotated.secret)
         yield* old.ConversionsList({ profile_id: world.profileId, query: {} })
@@ -218,14 +184,14 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
     it.effect("the cluster calls: a status for any credential, a revocation-epoch bump only with profiles:write", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const reader = yield* client(world.secret)
         const status = yield* reader.ServiceStatus()
         assert.strictEqual(status.database.reachable, true)
         const refused = yield* Effect.flip(reader.ProfileBumpRevocationEpoch({ profile_id: world.profileId }))
         assert.strictEqual(refused._tag, "InsufficientScope")
         assert.strictEqual(refused._tag === "InsufficientScope" ? refused.reason : undefined, "missing_scope:profiles:write")
-        const writer = yield* mint({ name: "ops", scopes: ["profiles:write"], profileIds: [world.profileId] })
+        const writer = yield* mintRpcCredential({ name: "ops", scopes: ["profiles:write"], profileIds: [world.profileId] })
         const bumped = yield* (yield* client(writer.secret)).ProfileBumpRevocationEpoch({ profile_id: world.profileId })
         assert.strictEqual(bumped.revocation_epoch, 1)
         const elsewhere = yield* Effect.flip((yield* client(writer.secret)).ProfileGetState({ profile_id: crypto.randomUUID() }))
@@ -234,8 +200,8 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
     it.effect("the credential's per-minute allowance is enforced with the HTTP error", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
-        const limited = yield* mint({ name: "tight", scopes: ["conversions:read"], rateLimitPerMinute: 2 })
+        const world = yield* seedRpcWorld()
+        const limited = yield* mintRpcCredential({ name: "tight", scopes: ["conversions:read"], rateLimitPerMinute: 2 })
         const rpc = yield* client(limited.secret)
         yield* rpc.ConversionsList({ profile_id: world.profileId, query: {} })
         yield* rpc.ConversionsList({ profile_id: world.profileId, query: {} })
@@ -245,7 +211,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
     it.effect("a customer read writes a PII access log row naming the credential", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const rpc = yield* client(world.secret)
         yield* rpc.CustomersResolve({ profile_id: world.profileId, query: {} })
         const sql = yield* SqlClient
@@ -262,11 +228,11 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
   describe("outcome.recorded feed", () => {
     it.effect("streams the replay's events in order over WebSocket + MessagePack and resumes from a cursor", () =>
       Effect.gen(function*() {
-        const world = yield* seedWorld()
+        const world = yield* seedRpcWorld()
         const writer = yield* client(world.secret)
         const ids: Array<string> = []
         for (const key of ["f-1", "f-2", "f-3"]) {
-          ids.push((yield* writer.EventsIngest({ profile_id: world.profileId, event: purchase(key) })).data.outcome_event_id)
+          ids.push((yield* writer.EventsIngest({ profile_id: world.profileId, event: purchaseEvent(key) })).data.outcome_event_id)
         }
         yield* settleOutbox(world.profileId)
         const rpc = yield* client(world.secret, { transport: "websocket", serialization: "msgpack" })
