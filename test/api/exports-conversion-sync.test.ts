@@ -6,10 +6,10 @@
  * sandbox fault, the test event, and a retraction refused once an export exists.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Duration, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CURRENT_DPA_VERSION } from "../../schema/dpa.ts"
-import { defaultExportWorkerSettings, ExportWorkerSettings } from "../../src/exports/pipeline/service.ts"
+import { quickExportWorker } from "../support/exports.ts"
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
@@ -136,15 +136,7 @@ const byDestination = (rows: ReadonlyArray<any>, destinationId: string) => rows.
 
 const rowsOf = (rows: ReadonlyArray<any>, outcomeEventId: string) => rows.filter((row) => row.outcome_event_id === outcomeEventId)
 
-const background = Layer.succeed(ExportWorkerSettings)({
-  ...defaultExportWorkerSettings,
-  pollInterval: Duration.millis(100),
-  retryBase: Duration.millis(200),
-  holdRecheck: Duration.millis(300),
-  lease: Duration.seconds(5)
-})
-
-layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 seconds", excludeTestServices: true })("conversion sync", (it) => {
+layer(serveAppOnOwnPort().pipe(Layer.provide(quickExportWorker)), { timeout: "120 seconds", excludeTestServices: true })("conversion sync", (it) => {
   describe("catalog", () => {
     it.effect("GET answers the defaults; PUT replaces privacy_config and moving to platform_safe revokes delegated person keys", () =>
       Effect.gen(function*() {

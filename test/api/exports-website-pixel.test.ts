@@ -7,9 +7,9 @@
  * test event reaches it too, and a destination on an id the platform does not know still fails.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Duration, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { defaultExportWorkerSettings, ExportWorkerSettings } from "../../src/exports/pipeline/service.ts"
+import { quickExportWorker } from "../support/exports.ts"
 import { normaliseEmail, normalisePhone, sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { call } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
@@ -53,15 +53,7 @@ const newProfile = Effect.gen(function*() {
   return { ...profile, key, connectionId }
 })
 
-const background = Layer.succeed(ExportWorkerSettings)({
-  ...defaultExportWorkerSettings,
-  pollInterval: Duration.millis(100),
-  retryBase: Duration.millis(200),
-  holdRecheck: Duration.millis(300),
-  lease: Duration.seconds(5)
-})
-
-layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "120 seconds", excludeTestServices: true })("website pixel lane", (it) => {
+layer(serveAppOnOwnPort().pipe(Layer.provide(quickExportWorker)), { timeout: "120 seconds", excludeTestServices: true })("website pixel lane", (it) => {
   describe("data source → destination → export", () => {
     it.effect("ensure wires the pixel; a web touch and an outcome export to it hashed; the test event reaches it", () =>
       Effect.gen(function*() {
