@@ -101,7 +101,7 @@ export const TargetAnswer = Schema.Struct({
 export type TargetAnswer = typeof TargetAnswer.Type
 export const TargetResult = Schema.Struct({ data: TargetAnswer })
 
-const AdSetId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100), Schema.isPattern(/^[A-Za-z0-9_.:-]+$/))
+const AdSetId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100), Schema.isPattern(/^[A-Za-z0-9_.:-]+$/u))
 
 const AdSetIds = Schema.Array(AdSetId).check(Schema.isMinLength(1), Schema.isMaxLength(50))
 

@@ -7,6 +7,7 @@
  * and are referenced, so the document does not repeat them per operation.
  */
 import type { OpenApi } from "effect/http-api"
+import type { JsonSchema } from "effect/JsonSchema"
 import { catalogue, type HttpCode } from "../../../schema/errors.ts"
 import { isNode } from "./synthesize.ts"
 
@@ -180,20 +181,51 @@ const rowsByText = new Map<string, Row>(
   })
 )
 
+const isEnvelopeRef = (member: unknown) => isNode(member) && member["$ref"] === ENVELOPE_REF
+
 /** Whether the schema is `ErrorEnvelope`, alone or as an `anyOf` of nothing else. */
 const isEnvelopeSchema = (schema: unknown): boolean => {
   if (!isNode(schema)) return false
-  if (schema["$ref"] === ENVELOPE_REF) return true
+  if (isEnvelopeRef(schema)) return true
   const members = schema["anyOf"]
-  return Array.isArray(members) && members.length > 0 && members.every((member) => isNode(member) && member["$ref"] === ENVELOPE_REF)
+  return Array.isArray(members) && members.length > 0 && members.every(isEnvelopeRef)
 }
 
-/** The codes of one generated error response, or undefined when it is not (only) catalogue errors. */
-const codesOf = (status: string, response: OpenApi.OpenApiSpecResponse): ReadonlyArray<Row> | undefined => {
-  const media = response.content?.["application/json"]
-  if (media === undefined || Object.keys(response.content ?? {}).length !== 1 || !isEnvelopeSchema(media.schema)) return undefined
-  const rows = response.description.split(" | ").map((text: string) => rowsByText.get(`${status}|${text}`))
-  return rows.every((row): row is Row => row !== undefined) ? rows : undefined
+/** An `anyOf` without repeated members (HttpApi lists `ErrorEnvelope` once per error class). */
+const withoutRepeats = (schema: JsonSchema): JsonSchema => {
+  const anyOf = schema["anyOf"]
+  if (!Array.isArray(anyOf)) return schema
+  const seen = new Set<string>()
+  const members = anyOf.filter((member) => {
+    const key = JSON.stringify(member)
+    return seen.has(key) ? false : (seen.add(key), true)
+  })
+  const [only] = members
+  return members.length === 1 && isNode(only) ? { ...only } : { ...schema, anyOf: members }
+}
+
+interface Codes {
+  readonly rows: ReadonlyArray<Row>
+  /** Description parts that are not catalogue errors (an HTML page, a JSON-RPC transport error). */
+  readonly others: ReadonlyArray<string>
+}
+
+const codesOf = (status: string, response: OpenApi.OpenApiSpecResponse): Codes => {
+  const rows: Array<Row> = []
+  const others: Array<string> = []
+  for (const text of response.description.split(" | ")) {
+    const row = rowsByText.get(`${status}|${text}`)
+    if (row === undefined) others.push(text)
+    else rows.push(row)
+  }
+  return { rows, others }
+}
+
+/** Whether the response is only catalogue errors: one JSON media type, the envelope. */
+const onlyEnvelope = (response: OpenApi.OpenApiSpecResponse, codes: Codes): boolean => {
+  const content = response.content ?? {}
+  return codes.others.length === 0 && codes.rows.length > 0 && Object.keys(content).length === 1 &&
+    isEnvelopeSchema(content["application/json"]?.schema)
 }
 
 interface Example {
@@ -218,25 +250,46 @@ export class ErrorResponses {
   readonly #examples = new Map<string, Example>()
   readonly #responses = new Map<string, OpenApi.OpenApiSpecResponse>()
 
-  /** A reference to the shared response, or the response as it was when it is not a catalogue error answer. */
+  /** The example references of these codes (each example kept once, in `components.examples`). */
+  #examplesOf(rows: ReadonlyArray<Row>, status: string): Record<string, { readonly $ref: string }> {
+    const examples: Record<string, { readonly $ref: string }> = {}
+    for (const row of rows) {
+      const exampleKey = `${row.code}_${status}`
+      this.#examples.set(exampleKey, { summary: `${row.code} (${status})`, value: errorEnvelopeExample(row.code, Number(status)) })
+      examples[row.code] = { $ref: `#/components/examples/${exampleKey}` }
+    }
+    return examples
+  }
+
+  /**
+   * An answer of catalogue errors only: a reference to the shared response. One that also
+   * answers in another form (an HTML page, a JSON-RPC error): kept inline, its repeated members
+   * dropped and the envelope's examples added.
+   */
   response(status: string, response: OpenApi.OpenApiSpecResponse): OpenApi.OpenApiSpecResponse {
-    const rows = codesOf(status, response)
-    if (rows === undefined) return response
-    const code = Number(status)
+    const codes = codesOf(status, response)
+    const { rows } = codes
+    if (rows.length === 0) return response
+    const listed = rows.length === 1
+      ? `\`${rows[0]!.code}\`: ${rows[0]!.description}`
+      : rows.map((row) => `- \`${row.code}\`: ${row.description}`).join("\n")
+    if (!onlyEnvelope(response, codes)) {
+      const content: OpenApi.OpenApiSpecContent = {}
+      for (const [type, media] of Object.entries(response.content ?? {})) {
+        const schema = withoutRepeats(media.schema)
+        const carriesEnvelope = type === "application/json" &&
+          (isEnvelopeRef(schema) || (isNode(schema) && Array.isArray(schema["anyOf"]) && schema["anyOf"].some(isEnvelopeRef)))
+        // Built apart: the generated media type has no `examples` field, OpenAPI 3.1's has.
+        const next = carriesEnvelope ? { ...media, schema, examples: this.#examplesOf(rows, status) } : { ...media, schema }
+        content[type] = next
+      }
+      return { ...response, description: [...codes.others, listed].join("\n\n"), content }
+    }
     const key = `Error_${status}.${rows.map((row) => row.code).join(".")}`
     if (!this.#responses.has(key)) {
-      const examples: Record<string, { readonly $ref: string }> = {}
-      for (const row of rows) {
-        const exampleKey = `${row.code}_${status}`
-        this.#examples.set(exampleKey, { summary: `${row.code} (${status})`, value: errorEnvelopeExample(row.code, code) })
-        examples[row.code] = { $ref: `#/components/examples/${exampleKey}` }
-      }
-      const description = rows.length === 1
-        ? `\`${rows[0]!.code}\`: ${rows[0]!.description}`
-        : rows.map((row) => `- \`${row.code}\`: ${row.description}`).join("\n")
       // Built apart: the generated media type has no `examples` field, OpenAPI 3.1's has.
-      const media = { schema: { $ref: ENVELOPE_REF }, examples }
-      this.#responses.set(key, { description, content: { "application/json": media } })
+      const media = { schema: { $ref: ENVELOPE_REF }, examples: this.#examplesOf(rows, status) }
+      this.#responses.set(key, { description: listed, content: { "application/json": media } })
     }
     // A Reference Object; OpenAPI 3.1 lets its `description` stand beside the `$ref`.
     const reference = { $ref: `#/components/responses/${key}`, description: codeList(rows) }

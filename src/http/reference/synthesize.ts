@@ -216,7 +216,9 @@ const NUMBER_BY_NAME: Readonly<Record<string, number>> = {
   total: 1200,
   progress: 1200,
   uptime_seconds: 86400,
-  collector_lag_ms: 180
+  collector_lag_ms: 180,
+  // The lookalike's only ratio: 1 %.
+  ratio: 0.01
 }
 
 const numberFor = (node: Node, name: string | undefined, integer: boolean): number => {
