@@ -15,12 +15,15 @@ import { accessDocs } from "./access.ts"
 import { analyticsDocs } from "./analytics.ts"
 import { eventsDocs } from "./events.ts"
 import { peopleDocs } from "./people.ts"
+import { requestDocs } from "./requests.ts"
 import { trackingDocs } from "./tracking.ts"
 
 /** Every group's documentation by operationId. */
-export const operationDocs: Readonly<Record<string, OperationDoc>> = Object.assign(
-  {},
-  ...([accessDocs, trackingDocs, eventsDocs, peopleDocs, analyticsDocs] satisfies ReadonlyArray<GroupDocs>)
+export const operationDocs: Readonly<Record<string, OperationDoc>> = Object.fromEntries(
+  [...new Set(([accessDocs, trackingDocs, eventsDocs, peopleDocs, analyticsDocs, requestDocs] satisfies ReadonlyArray<GroupDocs>)
+    .flatMap((docs) => Object.keys(docs)))]
+    // A group's description and response stay; the hand-written request example is added beside them.
+    .map((id) => [id, Object.assign({}, accessDocs[id], trackingDocs[id], eventsDocs[id], peopleDocs[id], analyticsDocs[id], requestDocs[id])])
 )
 
 export const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const
