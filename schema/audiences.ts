@@ -90,10 +90,15 @@ export const CustomerListBody = Schema.Struct({
 })
 export type CustomerListBody = typeof CustomerListBody.Type
 
+/** ISO 3166-1 alpha-2, upper case: what the lookalike answers (the body's code, upper-cased). */
+const CountryCode = Schema.String.annotate({ description: "ISO 3166-1 alpha-2 country code, upper case (for example `ES`)." }).check(
+  Schema.isPattern(/^[A-Z]{2}$/u, { message: "Expected an ISO 3166-1 alpha-2 country code (two upper-case letters)" })
+)
+
 export const LookalikeState = Schema.Struct({
   platform_audience_id: Schema.String,
   ratio: Schema.Finite,
-  country: Schema.String,
+  country: CountryCode,
   created_at: Schema.String
 })
 
@@ -160,8 +165,10 @@ export const CustomerListProposal = Schema.Struct({
 })
 
 export const LookalikeBody = Schema.Struct({
-  /** ISO 3166-1 alpha-2. */
-  country: Schema.String.check(Schema.isPattern(/^[A-Za-z]{2}$/, { message: "Expected an ISO 3166-1 alpha-2 country code" }))
+  /** ISO 3166-1 alpha-2; either case is accepted and the lookalike is made (and answered) in upper case. */
+  country: Schema.String.annotate({
+    description: "ISO 3166-1 alpha-2 country code (`ES`); either case is accepted, the answer's `lookalike.country` is upper case."
+  }).check(Schema.isPattern(/^[A-Za-z]{2}$/u, { message: "Expected an ISO 3166-1 alpha-2 country code" }))
 })
 
 export const LookalikeAnswerFields = { profile_id: Schema.String, source_audience_id: Schema.String, lookalike: LookalikeState }

@@ -22,7 +22,7 @@ export const ConsentHint = Schema.Struct({
 /** The envelope's optional fields, rendered only when present. */
 const OptionalErrorFields = {
   reason: Schema.optionalKey(Schema.String),
-  retry_after_seconds: Schema.optionalKey(Schema.Int),
+  retry_after_seconds: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
   consent: Schema.optionalKey(ConsentHint),
   conflicting_destination_id: Schema.optionalKey(Schema.String),
   reconnect_required: Schema.optionalKey(Schema.Boolean),
@@ -137,7 +137,8 @@ const byTag = new Map<string, HttpRow>(
 export const ErrorBody = Schema.Struct({
   code: Schema.String,
   message: Schema.String,
-  status: Schema.Int,
+  /** The HTTP status the error is answered with. */
+  status: Schema.Int.check(Schema.isBetween({ minimum: 400, maximum: 599 })),
   request_id: Schema.String,
   docs_url: Schema.optionalKey(Schema.String),
   ...OptionalErrorFields

@@ -2,7 +2,7 @@
  * Platform-Safe (issue 20 part 4, decisions 0089-0090): provisioning the Clean Dataset, the
  * target switch, and the re-point / rebuild of ad sets with the consent contract.
  */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 import { PlatformSafeTarget } from "./exports.ts"
 import { PrivacyMode } from "./tenancy.ts"
@@ -101,15 +101,47 @@ export const TargetAnswer = Schema.Struct({
 export type TargetAnswer = typeof TargetAnswer.Type
 export const TargetResult = Schema.Struct({ data: TargetAnswer })
 
-const AdSetId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100), Schema.isPattern(/^[A-Za-z0-9_.:-]+$/))
+const AdSetId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100), Schema.isPattern(/^[A-Za-z0-9_.:-]+$/u))
 
-export const RepointBody = Schema.Struct({
-  ad_set_ids: Schema.Array(AdSetId).check(Schema.isMinLength(1), Schema.isMaxLength(50)),
+const AdSetIds = Schema.Array(AdSetId).check(Schema.isMinLength(1), Schema.isMaxLength(50))
+
+const RepointFields = {
   confirm_recreate: Schema.optionalKey(Schema.Boolean),
   duplicate_swap_mode: Schema.optionalKey(Schema.Literals(["switch", "run_both"])),
   /** `{version, text_hash, accepted_by, accepted_at}`; checked by the service (422 when malformed). */
   consent: Schema.optionalKey(Schema.Unknown)
-})
+}
+
+const sameIds = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => a.length === b.length && a.every((id, i) => id === b[i])
+
+/**
+ * The repoint body as sent: the specification spells the list `ad_sets_ids` (api-endpoints.md),
+ * the service `ad_set_ids`; either is accepted, both only when they list the same ids.
+ */
+const RepointWire = Schema.Struct({
+  ad_set_ids: Schema.optionalKey(AdSetIds.annotate({ description: "The ad sets to point at the Clean Dataset (1 to 50 ids)." })),
+  ad_sets_ids: Schema.optionalKey(
+    AdSetIds.annotate({ description: "The same list under the specification's spelling; send one of the two (both only with the same ids)." })
+  ),
+  ...RepointFields
+}).check(Schema.makeFilter((body) => {
+  if (body.ad_set_ids === undefined && body.ad_sets_ids === undefined) return "Expected `ad_set_ids` (or its alias `ad_sets_ids`)"
+  if (body.ad_set_ids !== undefined && body.ad_sets_ids !== undefined && !sameIds(body.ad_set_ids, body.ad_sets_ids)) {
+    return "`ad_set_ids` and its alias `ad_sets_ids` list different ad sets; send one of them"
+  }
+  return undefined
+}))
+
+/** What the service reads: one list, `ad_set_ids`, whichever spelling carried it. */
+export const RepointBody = RepointWire.pipe(
+  Schema.decodeTo(
+    Schema.Struct({ ad_set_ids: AdSetIds, ...RepointFields }),
+    SchemaTransformation.transform({
+      decode: ({ ad_set_ids, ad_sets_ids, ...rest }) => ({ ...rest, ad_set_ids: ad_set_ids ?? ad_sets_ids ?? [] }),
+      encode: (body) => body
+    })
+  )
+)
 export type RepointBody = typeof RepointBody.Type
 
 export const RepointOutcome = Schema.Struct({

@@ -1,17 +1,18 @@
 /**
  * The API reference at /docs: Swagger UI (the `swagger-ui-dist` npm package, served from
- * node_modules under /docs/assets/..., nothing from a CDN) rendering /api/v1/openapi.json, and
- * the error reference at /docs/errors (generated from the catalogue, one anchor per code:
- * `docs_url` points there).
+ * node_modules under /docs/assets/..., nothing from a CDN) rendering one tag of the document at a
+ * time (`/docs?tag=<tag>`, the document cut to that tag at /docs/openapi/<tag>.json; the whole
+ * /api/v1/openapi.json kept a browser busy for seconds), and the error reference at /docs/errors
+ * (generated from the catalogue, one anchor per code: `docs_url` points there).
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
-import { catalogue } from "../../schema/errors.ts"
+import { catalogue, NotFound, toEnvelope } from "../../schema/errors.ts"
 import { escapeHtml } from "../platform/html.ts"
-import { openApiDocument } from "./openapi.ts"
+import { documentTags, openApiDocument, tagDocumentJson } from "./openapi.ts"
 
 const escape = (value: unknown) => escapeHtml(String(value))
 
@@ -62,11 +63,26 @@ const ownAsset = (name: string, contentType: string, text: string): Asset => {
   return { path: `/docs/assets/${hash}/${name}`, contentType, body: () => bytes }
 }
 
-/** Swagger UI's start-up, a file of its own because the CSP refuses inline scripts. */
+/** The tag /docs opens with: the Quickstart's first call (`POST /api/v1/events`) is in it, and its view carries the guide. */
+export const FIRST_TAG = "events"
+
+/**
+ * Swagger UI's start-up, a file of its own because the CSP refuses inline scripts. It renders the
+ * tag named by `?tag=` (one the page's picker lists, else the first), and the picker reloads the
+ * page on another tag.
+ */
 const initScript = `"use strict";
 window.addEventListener("DOMContentLoaded", function () {
+  var picker = document.getElementById("docs-tag");
+  var known = Array.prototype.map.call(picker.options, function (option) { return option.value; });
+  var asked = new URLSearchParams(window.location.search).get("tag");
+  var tag = known.indexOf(asked) >= 0 ? asked : ${JSON.stringify(FIRST_TAG)};
+  picker.value = tag;
+  picker.addEventListener("change", function () {
+    window.location.assign("/docs?tag=" + encodeURIComponent(picker.value));
+  });
   window.ui = SwaggerUIBundle({
-    url: "/api/v1/openapi.json",
+    url: "/docs/openapi/" + encodeURIComponent(tag) + ".json",
     dom_id: "#swagger-ui",
     deepLinking: true,
     // No badge from the public validator: the page makes no request off this origin.
@@ -89,7 +105,7 @@ window.addEventListener("DOMContentLoaded", function () {
 
 const referenceCss = `body{margin:0;background:#fff}
 .docs-bar{display:flex;gap:1.5rem;align-items:center;padding:.6rem 1.25rem;background:#1d232b;color:#fff;font:14px/1.4 system-ui,sans-serif}
-.docs-bar a{color:#cfe3ff;text-decoration:none}.docs-bar a:hover{text-decoration:underline}.docs-bar strong{font-size:15px}
+.docs-bar a{color:#cfe3ff;text-decoration:none}.docs-bar select{font:inherit;padding:.15rem .3rem}.docs-bar a:hover{text-decoration:underline}.docs-bar strong{font-size:15px}
 .swagger-ui .info .markdown table{border-collapse:collapse}.swagger-ui .info .markdown td,.swagger-ui .info .markdown th{border:1px solid #dde1e6;padding:.3rem .5rem;vertical-align:top}
 noscript table{border-collapse:collapse;margin:1rem}noscript td{padding:.2rem .5rem;font:13px ui-monospace,monospace}
 `
@@ -140,7 +156,7 @@ const operationIndex = (): string => {
     for (const [method, raw] of Object.entries(item as Record<string, Operation>)) {
       if (!METHODS.includes(method)) continue
       const tag = raw.tags?.[0] ?? "default"
-      const anchor = `#/${encodeURIComponent(tag)}/${encodeURIComponent(raw.operationId ?? "")}`
+      const anchor = `/docs?tag=${encodeURIComponent(tag)}#/${encodeURIComponent(tag)}/${encodeURIComponent(raw.operationId ?? "")}`
       rows.push(`<tr><td>${method.toUpperCase()}</td><td><a href="${escape(anchor)}">${escape(path)}</a></td><td>${
         escape(raw.summary ?? "")
       }</td></tr>`)
@@ -161,7 +177,10 @@ const referencePage = (): string => {
 <script src="${escape(ownAssets.init.path)}" defer></script>
 </head><body>
 <nav class="docs-bar"><strong>${escape(spec.info.title)} ${escape(spec.info.version)}</strong>
-<a href="/api/v1/openapi.json">openapi.json</a><a href="/docs/errors">Error codes</a><a href="/docs/sandbox">Demo with the sandbox providers</a></nav>
+<label>Section <select id="docs-tag">${
+    documentTags().map((tag) => `<option value="${escape(tag.name)}">${escape(tag.name)} (${tag.operations})</option>`).join("")
+  }</select></label>
+<a href="/docs?tag=${escape(FIRST_TAG)}">Quickstart</a><a href="/api/v1/openapi.json">openapi.json</a><a href="/docs/errors">Error codes</a><a href="/docs/sandbox">Demo with the sandbox providers</a></nav>
 <div id="swagger-ui"></div>
 <noscript><p>The interactive reference needs JavaScript. Machine-readable: <a href="/api/v1/openapi.json">/api/v1/openapi.json</a>;
 errors: <a href="/docs/errors">/docs/errors</a>.</p>${operationIndex()}</noscript>
@@ -227,8 +246,24 @@ const html = (body: () => string) => {
   )
 }
 
+/** One tag's document (`/docs/openapi/<tag>.json`), built on first use and kept. */
+const tagDocumentRoute = HttpRouter.add(
+  "GET",
+  "/docs/openapi/:file",
+  Effect.map(HttpRouter.params, (params) => {
+    const file = params["file"] ?? ""
+    const json = file.endsWith(".json") ? tagDocumentJson(file.slice(0, -".json".length), FIRST_TAG) : undefined
+    // The envelope layer fills `request_id` and `docs_url`.
+    if (json === undefined) {
+      return HttpServerResponse.jsonUnsafe(toEnvelope(new NotFound({ message: "No tag of the API reference has this name." })), { status: 404 })
+    }
+    return HttpServerResponse.text(json, { contentType: "application/json", headers: { "cache-control": "no-cache" } })
+  })
+)
+
 export const DocsRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/docs", html(referencePage)),
+  tagDocumentRoute,
   HttpRouter.add("GET", "/docs/errors", html(errorsPage)),
   HttpRouter.add("GET", "/docs/sandbox", html(sandboxPage)),
   ...[...Object.values(vendorAssets), ...Object.values(ownAssets)].map(assetRoute)

@@ -12,12 +12,10 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql/SqlClient"
 import * as fc from "fast-check"
 import { catalogue } from "../../schema/errors.ts"
 import { McpGrants, Scopes, scopesOfMcpGrants } from "../../schema/scopes.ts"
-import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
-import { call, OPERATOR_TOKEN, serveApp, TestServer, testSettings } from "../support/app.ts"
+import { call, serveApp, TestServer, testSettings } from "../support/app.ts"
 import {
   type Case,
   casesOf,
@@ -31,8 +29,7 @@ import {
   SpecValidator,
   urlOf
 } from "../support/fuzz.ts"
-import { asApp, type PartnerApp, registerApp } from "../support/partner.ts"
-import { seedApiKey, seedMemberSession } from "../support/tenancy.ts"
+import { type Fixture, type Kind, makeFixture } from "../support/fuzz-fixture.ts"
 
 const envInt = (name: string, fallback: number) => {
   const value = process.env[name]
@@ -56,53 +53,6 @@ const REQUEST_TIMEOUT_MS = 20_000
 const REPORTED = 20
 /** FUZZ_VERBOSE=1 prints, per operation, the statuses its credentialed requests got (is the fuzzing reaching the handlers?). */
 const VERBOSE = process.env["FUZZ_VERBOSE"] === "1"
-
-type Kind = "api_key" | "user_token" | "app_client" | "session" | "operator"
-
-interface Fixture {
-  readonly app: PartnerApp
-  readonly workspaceId: string
-  readonly profileId: string
-  readonly apiKeyId: string
-  readonly userId: string
-  readonly headers: Readonly<Record<Kind, Readonly<Record<string, string>>>>
-}
-
-/**
- * A partner app, the profile it provisioned (add-on on), and every credential kind on it with
- * every scope and rate limits out of the way, so that requests reach the handlers.
- */
-const makeFixture = Effect.gen(function*() {
-  const sql = yield* SqlClient
-  const app = yield* registerApp("Fuzz partner")
-  yield* sql`UPDATE oauth_apps SET rate_tier = 'internal' WHERE id = ${app.id}`
-  const tag = crypto.randomUUID().slice(0, 8)
-  const provisioned = yield* asApp(app, "/api/v1/profiles", "POST", { external_ref: `fuzz-${tag}`, email: `owner-${tag}@fuzz.example` })
-  assert.strictEqual(provisioned.status, 201, provisioned.text)
-  const profile = { workspaceId: String(provisioned.json.data.workspace_id), profileId: String(provisioned.json.data.profile_id) }
-  yield* sql`
-    INSERT INTO entitlements (profile_id, feature, enabled) VALUES (${profile.profileId}, 'svc_attribution', true)
-    ON CONFLICT (profile_id, feature) DO UPDATE SET enabled = true`
-  const apiKey = yield* seedApiKey(profile, { scopes: Scopes, rateLimitPerMinute: 1_000_000 })
-  const session = yield* seedMemberSession(profile, "owner")
-  const userToken = mintSecret(CredentialPrefix.userToken)
-  yield* sql`
-    INSERT INTO user_tokens (id, user_id, prefix, secret_hash, grants, rate_limit_units_per_minute)
-    VALUES (${crypto.randomUUID()}, ${session.userId}, 'svc_user_f', ${secretDigest(userToken)}, ${McpGrants}, 1000000)`
-  return {
-    app,
-    ...profile,
-    apiKeyId: apiKey.id,
-    userId: session.userId,
-    headers: {
-      api_key: { authorization: `Bearer ${apiKey.key}` },
-      user_token: { authorization: `Bearer ${userToken}` },
-      app_client: { authorization: app.basic },
-      session: session.headers,
-      operator: { authorization: `Bearer ${OPERATOR_TOKEN}` }
-    }
-  } satisfies Fixture
-})
 
 const DAY = 86_400_000
 const isoDay = (offsetDays: number) => new Date(Date.now() + offsetDays * DAY).toISOString().slice(0, 10)

@@ -267,6 +267,27 @@ layer(serveAppOnOwnPort(), { timeout: "120 seconds", excludeTestServices: true }
         assert.strictEqual(first.json.data.results[0].outcome, "needs_recreate")
       }))
 
+    it.effect("the specification's spelling `ad_sets_ids` is an alias of `ad_set_ids`; both differing, or neither, is 400 validation_error", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile()
+        yield* provisioned(fixture)
+        const mine = yield* publishedAdSet(fixture, "Alias check")
+        const repoint = (body: unknown) => send(fixture.key, "POST", "/api/v1/conversion-sync/platform-safe/repoint", body)
+        for (const body of [{ ad_sets_ids: [mine] }, { ad_set_ids: [mine], ad_sets_ids: [mine] }]) {
+          const answer = yield* repoint(body)
+          assert.strictEqual(answer.status, 200, answer.text)
+          assert.deepStrictEqual(answer.json.data.needs_recreate, [mine])
+          assert.strictEqual(answer.json.data.results[0].ad_set_id, mine)
+        }
+        const logBefore = (yield* sandboxState(fixture.key)).ad_set_log.length
+        for (const body of [{ ad_set_ids: [mine], ad_sets_ids: ["as_other"] }, { confirm_recreate: true }, { ad_sets_ids: [] }]) {
+          const refused = yield* repoint(body)
+          assert.strictEqual(refused.status, 400, refused.text)
+          assert.strictEqual(refused.json.error.code, "validation_error")
+        }
+        assert.strictEqual((yield* sandboxState(fixture.key)).ad_set_log.length, logBefore, "nothing reached the ad platform")
+      }))
+
     it.effect("duplicate swap: copy created paused, ads copied, copy switched on, original paused last and kept; a retry creates nothing more", () =>
       Effect.gen(function*() {
         const fixture = yield* newProfile()

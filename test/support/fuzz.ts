@@ -61,6 +61,16 @@ export interface Operation {
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
 
+/** The responses with each `$ref` to `components.responses` replaced by the shared response it names. */
+export const resolvedResponses = (spec: Node, responses: Node): Node =>
+  Object.fromEntries(Object.entries(responses).map(([status, response]) => {
+    const ref = isNode(response) ? stringAt(response, "$ref") : undefined
+    const shared = ref?.startsWith("#/components/responses/")
+      ? nodeAt(nodeAt(nodeAt(spec, "components") ?? {}, "responses") ?? {}, ref.slice("#/components/responses/".length))
+      : undefined
+    return [status, shared ?? response]
+  }))
+
 export const operationsOf = (spec: Node): ReadonlyArray<Operation> => {
   const operations: Array<Operation> = []
   for (const [path, item] of Object.entries(nodeAt(spec, "paths") ?? {})) {
@@ -95,7 +105,7 @@ export const operationsOf = (spec: Node): ReadonlyArray<Operation> => {
         grain: stringAt(node, "x-scope-grain") ?? "none",
         idempotency: stringAt(node, "x-idempotency") ?? "none",
         anonymousAlternative: security.some((requirement) => Object.keys(requirement).length === 0),
-        responses: nodeAt(node, "responses") ?? {}
+        responses: resolvedResponses(spec, nodeAt(node, "responses") ?? {})
       })
     }
   }

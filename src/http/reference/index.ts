@@ -8,18 +8,22 @@
 import type { OpenApi } from "effect/http-api"
 import { guide, tagDescriptions } from "./guide.ts"
 import { sharedParameters } from "./parameters.ts"
+import { ErrorResponses } from "./errors.ts"
 import { isNode, Synthesizer } from "./synthesize.ts"
 import type { GroupDocs, OperationDoc } from "./types.ts"
 import { accessDocs } from "./access.ts"
 import { analyticsDocs } from "./analytics.ts"
 import { eventsDocs } from "./events.ts"
 import { peopleDocs } from "./people.ts"
+import { requestDocs } from "./requests.ts"
 import { trackingDocs } from "./tracking.ts"
 
 /** Every group's documentation by operationId. */
-export const operationDocs: Readonly<Record<string, OperationDoc>> = Object.assign(
-  {},
-  ...([accessDocs, trackingDocs, eventsDocs, peopleDocs, analyticsDocs] satisfies ReadonlyArray<GroupDocs>)
+export const operationDocs: Readonly<Record<string, OperationDoc>> = Object.fromEntries(
+  [...new Set(([accessDocs, trackingDocs, eventsDocs, peopleDocs, analyticsDocs, requestDocs] satisfies ReadonlyArray<GroupDocs>)
+    .flatMap((docs) => Object.keys(docs)))]
+    // A group's description and response stay; the hand-written request example is added beside them.
+    .map((id) => [id, Object.assign({}, accessDocs[id], trackingDocs[id], eventsDocs[id], peopleDocs[id], analyticsDocs[id], requestDocs[id])])
 )
 
 export const HTTP_METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const
@@ -50,7 +54,11 @@ const withExamples = (
   return out
 }
 
-const documentOperation = (operation: OpenApi.OpenAPISpecOperation, synthesizer: Synthesizer): OpenApi.OpenAPISpecOperation => {
+const documentOperation = (
+  operation: OpenApi.OpenAPISpecOperation,
+  synthesizer: Synthesizer,
+  errors: ErrorResponses
+): OpenApi.OpenAPISpecOperation => {
   const doc = operationDocs[operation.operationId]
   const description = operation.description !== undefined && operation.description !== ""
     ? operation.description
@@ -59,7 +67,9 @@ const documentOperation = (operation: OpenApi.OpenAPISpecOperation, synthesizer:
   const [first] = successStatuses(operation.responses)
   for (const [status, response] of Object.entries(operation.responses)) {
     const content = response.content
-    responses[Number(status)] = content === undefined || !/^[23]\d\d$/.test(status)
+    responses[Number(status)] = /^[45]\d\d$/.test(status)
+      ? errors.response(status, response)
+      : content === undefined || !/^[23]\d\d$/.test(status)
       ? response
       : {
         ...response,
@@ -88,17 +98,21 @@ const documentOperation = (operation: OpenApi.OpenAPISpecOperation, synthesizer:
 /** The document with the reference applied; the input is not changed. */
 export const applyReference = (spec: OpenApi.OpenAPISpec): OpenApi.OpenAPISpec => {
   const synthesizer = new Synthesizer({ components: spec.components })
+  const errors = new ErrorResponses()
   const paths: OpenApi.OpenAPISpecPaths = {}
   for (const [path, item] of Object.entries(spec.paths)) {
     const next = { ...item }
     for (const method of HTTP_METHODS) {
       const operation = next[method]
-      if (operation !== undefined) next[method] = documentOperation(operation, synthesizer)
+      if (operation !== undefined) next[method] = documentOperation(operation, synthesizer, errors)
     }
     paths[path] = next
   }
+  // Built apart: the generated components type has no `examples` field, OpenAPI 3.1's has.
+  const components = { ...spec.components, responses: errors.responses(), examples: errors.examples() }
   return {
     ...spec,
+    components,
     info: { ...spec.info, description: guide },
     tags: spec.tags.map((tag) => {
       const description = tagDescriptions[tag.name] ?? tag.description

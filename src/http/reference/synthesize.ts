@@ -81,7 +81,7 @@ const STRING_BY_NAME: Readonly<Record<string, string>> = {
   key: "svc_live_9Hq2…",
   prefix: "svc_live_9Hq2",
   access_token: "svc_live_9Hq2Wm7Xc4Vb1Nz8Lk5Jp3Rt6Ys0Du",
-  token: "svc_ut_5Fb8Nc2Mx7Qw4Ez1Ry9Tu6Io3Pa0Sd",
+  token: "svc_user_5Fb8Nc2Mx7Qw4Ez1Ry9Tu6Io3Pa0Sd",
   tracking_key: "svc_tk_8Jd3Kf6Lg9Mh2Nb5",
   token_type: "bearer",
   time_zone: "Europe/Madrid",
@@ -220,7 +220,9 @@ const NUMBER_BY_NAME: Readonly<Record<string, number>> = {
   total: 1200,
   progress: 1200,
   uptime_seconds: 86400,
-  collector_lag_ms: 180
+  collector_lag_ms: 180,
+  // The lookalike's only ratio: 1 %.
+  ratio: 0.01
 }
 
 const numberFor = (node: Node, name: string | undefined, integer: boolean): number => {
