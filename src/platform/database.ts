@@ -186,7 +186,25 @@ const connectionReasons = new Set([
   "LockTimeoutError"
 ])
 
-export const isConnectionFailure = (error: SqlError): boolean => connectionReasons.has(error.reason._tag)
+/**
+ * SQLSTATE classes that say the server, not the statement, is the problem: 08 (connection
+ * exception) and 57P (operator intervention: shutting down, crash shutdown, starting up after a
+ * restart, 57P03, while it replays its log). The driver files 57P under `UnknownError`, so the
+ * code is read from the cause it keeps.
+ */
+const unavailableSqlStates = /^(08|57P)/
+
+/** What the socket says when the server is not there (yet) or went away mid-conversation. */
+const unavailableSocketCodes = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH"])
+
+const codeOf = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : undefined
+
+export const isConnectionFailure = (error: SqlError): boolean => {
+  if (connectionReasons.has(error.reason._tag)) return true
+  const code = codeOf(error.reason.cause)
+  return code !== undefined && (unavailableSqlStates.test(code) || unavailableSocketCodes.has(code))
+}
 
 /** A transaction the database aborted to resolve a conflict with another one: it can succeed as is when run again. */
 const conflictReasons = new Set(["DeadlockError", "SerializationError"])

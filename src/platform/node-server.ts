@@ -31,8 +31,14 @@ export interface NodeServeOptions {
   readonly docsBaseUrl: string
 }
 
-/** A connection idle this long while draining is closed; a shorter wait races a client's next request. */
-const DRAIN_IDLE_CLOSE_MS = 250
+/**
+ * A connection idle this long while draining is closed. Shorter races the client's next request
+ * on a connection it just had an answer on: a client under load takes hundreds of milliseconds
+ * to send it (with 100 keep-alive writers on a busy CPU, 250 ms reset up to half the requests
+ * sent after the signal). A connection in use closes itself sooner, after its next answer
+ * (`Connection: close`).
+ */
+const DRAIN_IDLE_CLOSE_MS = 2_000
 const DRAIN_POLL_MS = 25
 /** After the deadline, how long the interrupted requests get to write their 503. */
 const DEADLINE_ANSWER_MS = 2_000
@@ -118,10 +124,7 @@ export const serveNode = <E, R>(
       // closed once it has been idle long enough not to race the client's next request.
       const closeIdle = Effect.gen(function*() {
         while (connections.size > 0) {
-          const now = Date.now()
-          for (const [socket, connection] of connections) {
-            if (connection.active === 0 && now - connection.idleSince >= DRAIN_IDLE_CLOSE_MS) socket.end()
-          }
+          yield* endIdleConnections(connections)
           yield* Effect.sleep(DRAIN_POLL_MS)
         }
       })
@@ -145,6 +148,29 @@ export const serveNode = <E, R>(
 
     const address = server.address()
     return typeof address === "object" && address !== null ? address.port : options.port
+  })
+
+/**
+ * Ends the connections idle for `DRAIN_IDLE_CLOSE_MS` whose client has sent nothing since. The
+ * decision is taken in a `setImmediate` callback, after the event loop's I/O phase: a request
+ * that reached the socket while the loop was busy is read there first (its connection is then
+ * active, or has read more bytes) instead of being cut unread by a timer that fired before it.
+ */
+const endIdleConnections = (connections: ReadonlyMap<Socket, ConnectionState>) =>
+  Effect.callback<void>((resume) => {
+    const now = Date.now()
+    const candidates: Array<readonly [Socket, number]> = []
+    for (const [socket, connection] of connections) {
+      if (connection.active === 0 && now - connection.idleSince >= DRAIN_IDLE_CLOSE_MS) candidates.push([socket, socket.bytesRead])
+    }
+    if (candidates.length === 0) return resume(Effect.void)
+    setImmediate(() => {
+      for (const [socket, bytesRead] of candidates) {
+        const connection = connections.get(socket)
+        if (connection !== undefined && connection.active === 0 && socket.bytesRead === bytesRead && !socket.writableEnded) socket.end()
+      }
+      resume(Effect.void)
+    })
   })
 
 /**

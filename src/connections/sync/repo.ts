@@ -2,11 +2,12 @@
  * The owner of `sync_jobs` (decision 0058): the durable queue of provider syncs. Jobs are queued
  * by the entitlement switch (backfills), the nightly cron, and `POST /api/v1/connections/sync`;
  * the sync worker claims them with a lease (`FOR UPDATE SKIP LOCKED`, one running job per
- * connection), renews the lease with every page batch and finishes or fails them. `attempts`
+ * connection, held by a unique index), renews the lease with every page batch and finishes or fails them. `attempts`
  * is the fencing token: a runner whose lease was taken over stops at its next write.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { isSqlError } from "effect/sql/SqlError"
 import { type SyncJob, SyncJobKind, SyncJobStatus, type SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
@@ -114,6 +115,15 @@ export const SYNCED_PROVIDER_KINDS: ReadonlyArray<string> = ["adplatform", "crm"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
+/** The index that allows one running job per connection (migration 0054). */
+const ONE_RUNNING_INDEX = "sync_jobs_one_running"
+
+/** Claims lost in a row to other claimers before this poll gives up (the next poll tries again). */
+const CLAIM_CONFLICT_RETRIES = 8
+
+const isRunningConflict = (error: unknown): boolean =>
+  isSqlError(error) && error.reason._tag === "UniqueViolation" && error.reason.constraint === ONE_RUNNING_INDEX
+
 export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
   /** Queues a backfill of `windowDays` for each live ad-platform connection of the profile; answers how many. */
   readonly enqueueBackfills: (profileId: string, windowDays: number, reason: string) => Repo<number>
@@ -152,7 +162,9 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
   /**
    * Fails jobs whose runner died on their last attempt, then claims the oldest claimable job
    * (queued and due, or running with an expired lease), never while another job of the same
-   * connection runs, skipping rows another runner holds: `attempts` + 1, leased `leaseSeconds`.
+   * connection is running (an expired one is taken over first), skipping rows another runner
+   * holds: `attempts` + 1, leased `leaseSeconds`. Losing a connection to a concurrent claimer
+   * is not an error: the claim takes another job, or none.
    */
   readonly claim: (maxAttempts: number, leaseSeconds: number) => Repo<Option.Option<ClaimedSyncJob>>
   /**
@@ -316,8 +328,7 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
         WHERE ((c.status = 'queued' AND c.run_after <= now())
             OR (c.status = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
           AND NOT EXISTS (
-            SELECT 1 FROM sync_jobs r
-            WHERE r.connection_id = c.connection_id AND r.status = 'running' AND r.lease_until >= now() AND r.id <> c.id)`
+            SELECT 1 FROM sync_jobs r WHERE r.connection_id = c.connection_id AND r.status = 'running' AND r.id <> c.id)`
 
       const anyClaimable = (maxAttempts: number) =>
         Effect.map(
@@ -327,7 +338,7 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
           (row) => Option.isSome(row) && row.value.flag
         )
 
-      const claim = (maxAttempts: number, leaseSeconds: number) =>
+      const claimOnce = (maxAttempts: number, leaseSeconds: number) =>
         Effect.gen(function*() {
           yield* sql`
             UPDATE sync_jobs SET status = 'failed', finished_at = now(), lease_until = NULL, updated_at = now(),
@@ -345,6 +356,17 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
                    (c.disconnected_at IS NULL) AS live, c.currency AS account_currency
             FROM claimed j JOIN connections c ON c.id = j.connection_id`)
         }).pipe(sql.withTransaction)
+
+      /**
+       * The `NOT EXISTS` above is read before another claimer's start commits; the unique index
+       * (migration 0054) refuses the second start of a connection's job. That claim is run again:
+       * it then sees the connection busy and takes another job, or none.
+       */
+      const claim = (maxAttempts: number, leaseSeconds: number) =>
+        claimOnce(maxAttempts, leaseSeconds).pipe(
+          Effect.retry({ times: CLAIM_CONFLICT_RETRIES, while: isRunningConflict }),
+          Effect.catchIf(isRunningConflict, () => Effect.succeed(Option.none<ClaimedSyncJob>()))
+        )
 
       const ours = (job: ClaimedSyncJob) => sql`id = ${job.id} AND attempts = ${job.attempts} AND status = 'running'`
 
