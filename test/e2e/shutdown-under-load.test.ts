@@ -15,6 +15,7 @@ import { Agent } from "node:http"
 import { availableParallelism } from "node:os"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
+import { migrate } from "../../src/platform/migrator.ts"
 import { migratedDataDir, testSettings } from "../support/app.ts"
 import { seedEventsProfile } from "../support/events.ts"
 import { type Outcome, send, startService, stopService, waitUntil } from "../support/service-process.ts"
@@ -32,7 +33,8 @@ const onDatabase = <A, E>(target: { readonly env: Record<string, string> }, effe
     databaseUrl: url === undefined ? Option.none() : Option.some(Redacted.make(url)),
     dataDir: target.env["SVC_DATA_DIR"] ?? migratedDataDir("shutdown")
   })
-  return Effect.runPromise(effect.pipe(Effect.provide(DatabaseLive), Effect.provide(AppConfig.layerWith(settings)), Effect.scoped))
+  // Migrated first: this file may be the first of a run on a fresh database.
+  return Effect.runPromise(Effect.andThen(migrate, effect).pipe(Effect.provide(DatabaseLive), Effect.provide(AppConfig.layerWith(settings)), Effect.scoped))
 }
 
 /** A process spinning on one core until killed. */
