@@ -61,6 +61,7 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
         assert.isTrue((family.help ?? "").trim().length > 0, `${family.name} has no HELP`)
       }
       const named = runbookFamilies()
+      console.info(`metrics scrape before traffic: ${families.size} families, each with HELP and TYPE; the runbook names ${named.length}, all present`)
       assert.isAtLeast(named.length, 15, named.join(", "))
       for (const name of named) {
         const family = families.get(name)
