@@ -24,7 +24,9 @@ export const PROCESS_TESTS = [
   "test/e2e/lifecycle.test.ts",
   "test/e2e/sign-in-browser.test.ts",
   "test/e2e/startup-defaults.test.ts",
-  "test/e2e/tracker-browser.test.ts"
+  "test/e2e/tracker-browser.test.ts",
+  // Starts the service's start-up check as a Node process per case (28 of them, ~80 s).
+  "test/unit/startup-config.test.ts"
 ]
 
 const separate = process.env["SVC_TEST_CHAOS"] === "1"
