@@ -1,10 +1,10 @@
+import { availableParallelism } from "node:os"
 import { configDefaults, defineConfig } from "vitest/config"
 
 /**
  * Multi-process cluster and chaos tests (several service processes, SIGKILL fail-over): not in the
- * default run (kept under ~10 minutes), run by `npm run test:chaos` (needs DATABASE_URL, like
- * these files themselves). The behaviour each checks across processes has an in-process test in
- * the default run (README, Tests).
+ * default run, run by `npm run test:chaos` (needs DATABASE_URL, like these files themselves). The
+ * behaviour each checks across processes has an in-process test in the default run (README, Tests).
  */
 export const CHAOS_TESTS = [
   "test/cluster/two-runners.test.ts",
@@ -12,17 +12,45 @@ export const CHAOS_TESTS = [
   "test/cluster/key-revocation.test.ts"
 ]
 
-const chaos = process.env["SVC_TEST_CHAOS"] === "1"
+/**
+ * Tests that start the service (or a browser) as separate processes and wait on their start-up,
+ * shutdown and timing: not in the default run, run one file at a time by `npm run test:process`
+ * (`.ci/run` runs it on PostgreSQL and on PGlite). Beside the parallel default run they would
+ * compete for the same cores and their start-up deadlines would measure the machine's load.
+ */
+export const PROCESS_TESTS = [
+  "test/e2e/cli-live-service.test.ts",
+  "test/e2e/docs-browser.test.ts",
+  "test/e2e/lifecycle.test.ts",
+  "test/e2e/sign-in-browser.test.ts",
+  "test/e2e/startup-defaults.test.ts",
+  "test/e2e/tracker-browser.test.ts",
+  // Starts the service's start-up check as a Node process per case (28 of them, ~80 s).
+  "test/unit/startup-config.test.ts"
+]
+
+const separate = process.env["SVC_TEST_CHAOS"] === "1"
+  ? CHAOS_TESTS
+  : process.env["SVC_TEST_PROCESS"] === "1"
+  ? PROCESS_TESTS
+  : undefined
+
+/** Workers of the default run: one per core (SVC_TEST_WORKERS overrides, 1 runs the files one at a time). */
+const workers = Number(process.env["SVC_TEST_WORKERS"] ?? availableParallelism())
 
 export default defineConfig({
   test: {
-    include: chaos ? CHAOS_TESTS : ["test/**/*.test.ts"],
-    exclude: chaos ? [...configDefaults.exclude] : [...configDefaults.exclude, ...CHAOS_TESTS],
+    include: separate ?? ["test/**/*.test.ts"],
+    exclude: separate ? [...configDefaults.exclude] : [...configDefaults.exclude, ...CHAOS_TESTS, ...PROCESS_TESTS],
     // On the embedded database: one migrated PGlite directory that each test app starts on a copy of.
+    // On PostgreSQL: one migrated template database that each worker gets a copy of.
     globalSetup: ["test/support/global-setup.ts"],
-    // API and cluster tests share one Postgres database per run; files run one at a time
-    // so that the two-runner tests and the outage test do not fight over it.
-    fileParallelism: false,
+    // Points DATABASE_URL at the worker's own database (PostgreSQL only).
+    setupFiles: ["test/support/worker-database.ts"],
+    // Files of the default run share nothing (a database per worker, ephemeral ports, temp
+    // directories), so they run in parallel; the separate steps run one file at a time.
+    fileParallelism: separate === undefined && workers > 1,
+    maxWorkers: separate === undefined ? Math.max(1, workers) : 1,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ["default"]
