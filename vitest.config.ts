@@ -19,12 +19,8 @@ export const CHAOS_TESTS = [
  * compete for the same cores and their start-up deadlines would measure the machine's load.
  */
 export const PROCESS_TESTS = [
-  "test/e2e/cli-live-service.test.ts",
-  "test/e2e/docs-browser.test.ts",
-  "test/e2e/lifecycle.test.ts",
-  "test/e2e/sign-in-browser.test.ts",
-  "test/e2e/startup-defaults.test.ts",
-  "test/e2e/tracker-browser.test.ts",
+  // Every process and browser test (lifecycle, drain under a busy CPU, start-up defaults, browsers).
+  "test/e2e/**/*.test.ts",
   // Starts the service's start-up check as a Node process per case (28 of them, ~80 s).
   "test/unit/startup-config.test.ts"
 ]
