@@ -125,7 +125,9 @@ layer(App, { timeout: "60 seconds", excludeTestServices: true })("database metri
         }
         yield* Fiber.join(fiber)
         assert.isAtLeast(peak, 2)
-        assert.strictEqual(yield* pendingNow, 0)
+        // Back to 0 once they have their connections (a background worker's statement may be
+        // between queueing and its connection at one scrape on a loaded machine).
+        yield* eventually(pendingNow, (pending) => pending === 0, { what: "no statement left waiting", within: "10 seconds" })
       }
     }))
 })
