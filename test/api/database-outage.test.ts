@@ -9,18 +9,23 @@ import { startTcpProxy } from "../support/tcp-proxy.ts"
 const databaseUrl = process.env["DATABASE_URL"]
 const operator = { headers: { authorization: `Bearer ${OPERATOR_TOKEN}` } }
 
+/** A TCP proxy in front of DATABASE_URL (closed with the scope), and app settings that reach the database through it. */
+const behindProxy = Effect.gen(function*() {
+  const target = postgresOptions(Redacted.make(databaseUrl ?? ""))
+  const proxy = yield* Effect.acquireRelease(
+    Effect.promise(() => startTcpProxy({ host: target.host, port: target.port })),
+    (proxy) => Effect.promise(() => proxy.close())
+  )
+  const viaProxy = new URL(databaseUrl ?? "")
+  viaProxy.hostname = "127.0.0.1"
+  viaProxy.port = String(proxy.port)
+  return { proxy, settings: testSettings({ databaseUrl: Option.some(Redacted.make(viaProxy.toString())) }) }
+})
+
 describe.skipIf(databaseUrl === undefined)("database outage (real PostgreSQL behind a cuttable proxy)", () => {
   it.live("requests answer 503 database_unavailable with Retry-After, then recover without a restart", () =>
     Effect.gen(function*() {
-      const target = postgresOptions(Redacted.make(databaseUrl ?? ""))
-      const proxy = yield* Effect.acquireRelease(
-        Effect.promise(() => startTcpProxy({ host: target.host, port: target.port })),
-        (proxy) => Effect.promise(() => proxy.close())
-      )
-      const viaProxy = new URL(databaseUrl ?? "")
-      viaProxy.hostname = "127.0.0.1"
-      viaProxy.port = String(proxy.port)
-      const settings = testSettings({ databaseUrl: Option.some(Redacted.make(viaProxy.toString())) })
+      const { proxy, settings } = yield* behindProxy
 
       yield* Effect.gen(function*() {
         const before = yield* call("/readyz")
@@ -61,15 +66,7 @@ interface Seen {
 describe.skipIf(databaseUrl === undefined)("database restarting (SQLSTATE 57P03 from a proxy playing a server replaying its log)", () => {
   it.live("every request answers 503 database_unavailable with Retry-After while it starts up, never 500; 200 once it is up", () =>
     Effect.gen(function*() {
-      const target = postgresOptions(Redacted.make(databaseUrl ?? ""))
-      const proxy = yield* Effect.acquireRelease(
-        Effect.promise(() => startTcpProxy({ host: target.host, port: target.port })),
-        (proxy) => Effect.promise(() => proxy.close())
-      )
-      const viaProxy = new URL(databaseUrl ?? "")
-      viaProxy.hostname = "127.0.0.1"
-      viaProxy.port = String(proxy.port)
-      const settings = testSettings({ databaseUrl: Option.some(Redacted.make(viaProxy.toString())) })
+      const { proxy, settings } = yield* behindProxy
 
       yield* Effect.gen(function*() {
         const profile = yield* seedEventsProfile()
