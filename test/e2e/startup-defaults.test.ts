@@ -35,6 +35,25 @@ const statusOf = async (service: ServiceProcess, path: string) => {
 
 const warnings = (service: ServiceProcess) => service.output().filter((line) => line.includes(WARNING))
 
+/** Starts the service with `env`, runs `check` once it is ready, and stops it: it must exit 0. */
+const whileServed = async (env: Record<string, string>, check: (service: ServiceProcess) => Promise<void> | void) => {
+  const service = await startService(env)
+  try {
+    await ready(service)
+    await check(service)
+  } finally {
+    assert.strictEqual((await stopService(service)).code, 0, service.tail())
+  }
+}
+
+/** `/sandbox/` is not served (the normal 404 envelope) and nothing warned about it. */
+const assertSandboxNotServed = async (service: ServiceProcess) => {
+  const state = await statusOf(service, "/sandbox/adplatform/_state")
+  assert.strictEqual(state.status, 404)
+  assert.strictEqual(JSON.parse(state.body).error.code, "not_found")
+  assert.deepStrictEqual(warnings(service), [])
+}
+
 /** Every directory and regular file under `root` (itself included), with its permission bits. */
 const tree = (root: string): ReadonlyArray<{ readonly path: string; readonly directory: boolean; readonly mode: number }> => {
   const found = [{ path: root, directory: true, mode: statSync(root).mode & 0o777 }]
@@ -61,18 +80,14 @@ describe("the embedded database's data directory and the providers a start gets"
   afterAll(() => rmSync(parent, { recursive: true, force: true }))
 
   it("a fresh embedded start: the sandbox by default, no warning, directory 0700 and every file 0600 (PGlite's, the key's)", { timeout: 240_000 }, async () => {
-    const service = await startService({ ...clean, SVC_DATA_DIR: dataDir })
-    try {
-      await ready(service)
+    await whileServed({ ...clean, SVC_DATA_DIR: dataDir }, async (service) => {
       // Served here (the status an anonymous caller gets is the sandbox's own business).
       assert.notStrictEqual((await statusOf(service, "/sandbox/adplatform/_state")).status, 404)
       assert.deepStrictEqual(warnings(service), [])
       assert.isTrue(existsSync(join(dataDir, "secrets.key")))
       assert.isTrue(existsSync(join(dataDir, "PG_VERSION")))
       assertPrivate(dataDir)
-    } finally {
-      assert.strictEqual((await stopService(service)).code, 0, service.tail())
-    }
+    })
     // What was written on the way out (a checkpoint) too.
     assertPrivate(dataDir)
   })
@@ -82,38 +97,27 @@ describe("the embedded database's data directory and the providers a start gets"
     chmodSync(join(dataDir, "base"), 0o755)
     chmodSync(join(dataDir, "PG_VERSION"), 0o666)
     chmodSync(join(dataDir, "secrets.key"), 0o644)
-    const service = await startService({ ...clean, SVC_DATA_DIR: dataDir, NODE_ENV: "production", SVC_SECRETS_KEY: randomBytes(32).toString("base64") })
-    try {
-      await ready(service)
-      const state = await statusOf(service, "/sandbox/adplatform/_state")
-      assert.strictEqual(state.status, 404)
-      assert.strictEqual(JSON.parse(state.body).error.code, "not_found")
-      assert.deepStrictEqual(warnings(service), [])
+    await whileServed({ ...clean, SVC_DATA_DIR: dataDir, NODE_ENV: "production", SVC_SECRETS_KEY: randomBytes(32).toString("base64") }, async (service) => {
+      await assertSandboxNotServed(service)
       assertPrivate(dataDir)
-    } finally {
-      assert.strictEqual((await stopService(service)).code, 0, service.tail())
-    }
+    })
   })
 
   it("NODE_ENV=production with SVC_PROVIDERS=sandbox: served, and said once as a warning", { timeout: 180_000 }, async () => {
-    const service = await startService({
+    await whileServed({
       ...clean,
       SVC_DATA_DIR: dataDir,
       NODE_ENV: "production",
       SVC_PROVIDERS: "sandbox",
       SVC_SECRETS_KEY: randomBytes(32).toString("base64")
-    })
-    try {
-      await ready(service)
+    }, async (service) => {
       assert.notStrictEqual((await statusOf(service, "/sandbox/adplatform/_state")).status, 404)
       const said = warnings(service)
       assert.strictEqual(said.length, 1, service.output().join("\n"))
       const line = JSON.parse(said[0] ?? "{}")
       assert.strictEqual(line.level, "WARN")
       assert.match(line.message, /under \/sandbox on this service; they must not face real users$/)
-    } finally {
-      assert.strictEqual((await stopService(service)).code, 0, service.tail())
-    }
+    })
   })
 })
 
@@ -121,26 +125,15 @@ describe.skipIf(databaseUrl === undefined || databaseUrl === "")("on DATABASE_UR
   const key = randomBytes(32).toString("base64")
 
   it("SVC_PROVIDERS unset: live, /sandbox/ answers 404, no warning", { timeout: 120_000 }, async () => {
-    const service = await startService({ ...clean, DATABASE_URL: databaseUrl ?? "", SVC_SECRETS_KEY: key })
-    try {
-      await ready(service)
-      const state = await statusOf(service, "/sandbox/adplatform/_state")
-      assert.strictEqual(state.status, 404)
-      assert.strictEqual(JSON.parse(state.body).error.code, "not_found")
-      assert.deepStrictEqual(warnings(service), [])
-    } finally {
-      assert.strictEqual((await stopService(service)).code, 0, service.tail())
-    }
+    await whileServed({ ...clean, DATABASE_URL: databaseUrl ?? "", SVC_SECRETS_KEY: key }, async (service) => {
+      await assertSandboxNotServed(service)
+    })
   })
 
   it("SVC_PROVIDERS=sandbox: served, and said once as a warning", { timeout: 120_000 }, async () => {
-    const service = await startService({ ...clean, DATABASE_URL: databaseUrl ?? "", SVC_SECRETS_KEY: key, SVC_PROVIDERS: "sandbox" })
-    try {
-      await ready(service)
+    await whileServed({ ...clean, DATABASE_URL: databaseUrl ?? "", SVC_SECRETS_KEY: key, SVC_PROVIDERS: "sandbox" }, async (service) => {
       assert.notStrictEqual((await statusOf(service, "/sandbox/adplatform/_state")).status, 404)
       assert.strictEqual(warnings(service).length, 1, service.output().join("\n"))
-    } finally {
-      assert.strictEqual((await stopService(service)).code, 0, service.tail())
-    }
+    })
   })
 })
