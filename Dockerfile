@@ -37,6 +37,7 @@ COPY package.json ./
 COPY schema ./schema
 COPY src ./src
 COPY cluster ./cluster
+COPY sandbox ./sandbox
 COPY migrations ./migrations
 # The embedded database's directory (only used without DATABASE_URL): the service user's alone
 # (0700; the service also tightens it at start, decision 0105). NODE_ENV=production makes every

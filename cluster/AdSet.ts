@@ -7,13 +7,8 @@
  * with the same Idempotency-Key runs it again.
  */
 import { Effect } from "effect"
-import { Entity } from "effect/cluster"
-import { Rpc } from "effect/rpc"
-import { ActionCommand, ActionError, ActionOutcome, AdActionEngine } from "../src/ads/actions/engine.ts"
-
-export const ActOnAdSet = Rpc.make("Act", { payload: ActionCommand, success: ActionOutcome, error: ActionError })
-
-export const AdSet = Entity.make("AdSet", [ActOnAdSet])
+import { AdActionEngine } from "../src/ads/actions/engine.ts"
+import { AdSet } from "../src/ads/actions/entities.ts"
 
 export const AdSetLive = AdSet.toLayer(
   Effect.gen(function*() {

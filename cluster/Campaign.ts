@@ -3,13 +3,8 @@
  * resume, budget, rollback) run one at a time, like the AdSet entity's (decision 0068).
  */
 import { Effect } from "effect"
-import { Entity } from "effect/cluster"
-import { Rpc } from "effect/rpc"
-import { ActionCommand, ActionError, ActionOutcome, AdActionEngine } from "../src/ads/actions/engine.ts"
-
-export const ActOnCampaign = Rpc.make("Act", { payload: ActionCommand, success: ActionOutcome, error: ActionError })
-
-export const Campaign = Entity.make("Campaign", [ActOnCampaign])
+import { AdActionEngine } from "../src/ads/actions/engine.ts"
+import { Campaign } from "../src/ads/actions/entities.ts"
 
 export const CampaignLive = Campaign.toLayer(
   Effect.gen(function*() {

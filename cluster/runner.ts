@@ -6,30 +6,24 @@
  * their default prefix `cluster` (`cluster_runners`, `cluster_locks`, `cluster_messages`, ...).
  */
 import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Duration, Layer, Option } from "effect"
 import type { Config } from "effect"
-import { RunnerAddress, ShardId, Sharding, SingleRunner } from "effect/cluster"
+import { RunnerAddress, Sharding, SingleRunner } from "effect/cluster"
 import type { ShardingConfig } from "effect/cluster"
 import type { SocketServerError } from "effect/socket/SocketServer"
 import type { SqlClient } from "effect/sql/SqlClient"
-import type { DatabaseUnavailable } from "../schema/errors.ts"
-import type { ClusterStatusInfo } from "../schema/rpc.ts"
-import { NightlySyncLive } from "../src/connections/sync/cron.ts"
+import { NightlySyncLive } from "../src/ingestion/sync/cron.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { SecretBox } from "../src/platform/secret-box.ts"
-import { ProvidersLive } from "../src/providers/layer.ts"
+import { ProvidersLive } from "../src/connections/providers/layer.ts"
 import { AdActionEngine } from "../src/ads/actions/engine.ts"
 import { ConnectionSessions } from "../src/connections/sessions.ts"
 import { AdSetLive } from "./AdSet.ts"
 import { CampaignLive } from "./Campaign.ts"
 import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
-import { RunnersRepo } from "./runners-repo.ts"
+import { ClusterStatus, SHARD_GROUPS } from "../src/platform/cluster-status.ts"
 
-const SHARD_GROUPS = ["default"] as const
-
-const advertisedAddress = (settings: AppSettings) =>
-  `${settings.cluster.runnerAdvertiseHost}:${settings.cluster.runnerPort}`
 
 /**
  * Every field set explicitly: ShardingConfig otherwise reads unprefixed env names (`HOST`,
@@ -58,46 +52,6 @@ const shardingLayer = (settings: AppSettings): ShardingLayer =>
       Layer.provide(NodeCrypto.layerDigest)
     )
     : NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfig(settings) })
-
-/** What this process knows about the cluster: runners from the runner table, shards from Sharding. */
-export class ClusterStatus extends Context.Service<ClusterStatus, {
-  readonly status: Effect.Effect<ClusterStatusInfo, DatabaseUnavailable>
-  /** The same without reading the database (`runners` empty): for status pages while it is away. */
-  readonly local: Effect.Effect<ClusterStatusInfo>
-}>()("svc/ClusterStatus") {
-  static readonly layer = Layer.effect(ClusterStatus)(
-    Effect.gen(function*() {
-      const runners = yield* RunnersRepo
-      const sharding = yield* Sharding.Sharding
-      const settings = yield* AppConfig
-      const { cluster } = settings
-      const expirationSeconds = Math.ceil(cluster.shardLockExpirationMs / 1000)
-      const shardIds = SHARD_GROUPS.flatMap((group) =>
-        Array.from({ length: cluster.shardsPerGroup }, (_, i) => ShardId.make(group, i + 1))
-      )
-      const runnerAddress = cluster.mode === "single" ? "single" : advertisedAddress(settings)
-
-      const local = Effect.sync((): ClusterStatusInfo => ({
-        mode: cluster.mode,
-        runner_address: runnerAddress,
-        runners: [],
-        shards: {
-          total: shardIds.length,
-          owned_by_this_runner: shardIds.filter((id) => sharding.hasShardId(id)).length
-        }
-      }))
-
-      const status = Effect.gen(function*() {
-        // A runner counts as healthy when flagged so and its heartbeat is younger than the lock expiry.
-        const rows = yield* runners.list(expirationSeconds)
-        const base = yield* local
-        return { ...base, runners: rows }
-      }).pipe(Effect.withSpan("ClusterStatus.status"))
-
-      return { status, local }
-    })
-  ).pipe(Layer.provide(RunnersRepo.layer))
-}
 
 /**
  * Sharding for `AppConfig.cluster.mode`, with the Profile and HandOff entities and the nightly

@@ -10,7 +10,7 @@ import { SqlClient } from "effect/sql/SqlClient"
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient
-  // A later installment is never a first payment (src/events/payments/first-payments.ts).
+  // A later installment is never a first payment (src/ingestion/events/payments/first-payments.ts).
   yield* sql`ALTER TABLE conversions ADD COLUMN installment boolean NOT NULL DEFAULT false`
   // The customer the merchant said paid. While set, `customer_id` is this customer: first
   // payments and attribution follow the payer; the event keeps the customer it was sent with.

@@ -2,7 +2,7 @@
  * The commerce sync at volume, across a process kill (`npm run bench:commerce`; issue 18 Measure,
  * decision 0065; figures in bench/README.md).
  *
- * The sandbox providers run alone in a child process (`src/main/sandbox.ts`), so they outlive the
+ * The sandbox providers run alone in a child process (`sandbox/main.ts`), so they outlive the
  * service. This process connects a shop (consent and token at the sandbox, the connection stored
  * through `ConnectionsRepo` on the PostgreSQL of `DATABASE_URL`, with a cash conversion
  * definition listing `payment`), has the sandbox generate BENCH_ORDERS orders (100,000) of four
@@ -27,14 +27,14 @@ import { readFileSync } from "node:fs"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { ConnectionsRepo } from "../../src/connections/repo.ts"
-import { renderSyncJob, SyncJobsRepo } from "../../src/connections/sync/repo.ts"
+import { renderSyncJob, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
 import { MigrationsLive } from "../../src/main/core.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
-import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
-import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
+import { sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
+import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/connections/providers/sandbox-world.ts"
 import { fmt, freePort, HOST, intFromEnv, processCpuMs, runInProcessBench, sleep, startProcess, stopProcess, waitFor } from "../support.ts"
 
 const ORDERS = intFromEnv("BENCH_ORDERS", 100_000, 1_000_000)
@@ -291,7 +291,7 @@ const main = (sandboxUrl: string, sandboxPid: number | undefined) =>
   })
 
 const sandboxPort = await freePort()
-const sandboxProcess = startProcess(["src/main/sandbox.ts"], { ...process.env, SVC_SANDBOX_PORT: String(sandboxPort), HOST }, "sandbox")
+const sandboxProcess = startProcess(["sandbox/main.ts"], { ...process.env, SVC_SANDBOX_PORT: String(sandboxPort), HOST }, "sandbox")
 const sandboxUrl = `http://${HOST}:${sandboxPort}/sandbox`
 for (let i = 0; i < 100; i++) {
   // Test media answers without a credential (test controls do not): the sandbox is up.

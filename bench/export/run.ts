@@ -3,7 +3,7 @@
  * bench/README.md ("export").
  *
  * On the PostgreSQL of `DATABASE_URL` (required). The sandbox providers run alone in a child
- * process (`src/main/sandbox.ts`) behind a counting proxy in this process: every ad-platform
+ * process (`sandbox/main.ts`) behind a counting proxy in this process: every ad-platform
  * events call the sandbox answers 200 is an acknowledgement, stamped with this process's clock
  * per `event_id`. The service runs as a child process (`src/main/node.ts`, default settings, the
  * export worker on) pointed at the proxy (`SVC_SANDBOX_URL`). Seeded: a person's profile (the
@@ -29,7 +29,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { createHash, randomBytes } from "node:crypto"
 import { Agent, createServer, request as httpRequest } from "node:http"
-import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
 import { fmt, freePort, HOST, intFromEnv, percentile, sleep, startProcess, stopProcess, waitFor } from "../support.ts"
 
@@ -261,7 +261,7 @@ async function main() {
   const secretsKey = process.env["SVC_SECRETS_KEY"] ?? randomBytes(32).toString("base64")
   const servicePort = await freePort()
   const sandboxPort = await freePort()
-  const sandbox = startProcess(["src/main/sandbox.ts"], {
+  const sandbox = startProcess(["sandbox/main.ts"], {
     ...process.env,
     HOST,
     SVC_SANDBOX_PORT: String(sandboxPort),

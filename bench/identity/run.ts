@@ -25,8 +25,8 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CustomersService } from "../../src/customers/service.ts"
-import type { PrincipalShape } from "../../src/auth/principal.ts"
+import { CustomersService } from "../../src/identity/customers/service.ts"
+import type { PrincipalShape } from "../../src/kernel/principal.ts"
 import { IdentityRepo } from "../../src/identity/repo.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"

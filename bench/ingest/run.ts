@@ -43,7 +43,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { createServer as createHttpServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
 import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
 

@@ -14,13 +14,13 @@
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
-import { AdPlatformLive } from "../../src/providers/adplatform/live.ts"
-import { AdPlatform } from "../../src/providers/adplatform/port.ts"
-import { ProviderEndpoints, sandboxClientSecret } from "../../src/providers/endpoints.ts"
-import { ProviderHttp } from "../../src/providers/http.ts"
+import { AdPlatformLive } from "../../src/connections/providers/adplatform/live.ts"
+import { AdPlatform } from "../../src/connections/providers/adplatform/port.ts"
+import { ProviderEndpoints, sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
+import { ProviderHttp } from "../../src/connections/providers/http.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettingsWithoutDatabase } from "../../src/platform/config.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
+import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/connections/providers/sandbox-world.ts"
 import { fmt, freePort, HOST, intFromEnv } from "../support.ts"
 
 const ADS = intFromEnv("BENCH_ADS", 5_000, 50_000)
@@ -37,7 +37,7 @@ const SANDBOX_SECRET = process.env["SVC_SANDBOX_SECRET"] ?? DEFAULT_SANDBOX_SECR
 const main = async () => {
   const port = await freePort()
   const base = `http://${HOST}:${port}/sandbox/adplatform`
-  const child = spawn(process.execPath, ["src/main/sandbox.ts"], {
+  const child = spawn(process.execPath, ["sandbox/main.ts"], {
     env: { ...process.env, SVC_ADMIN_TOKEN: OPERATOR_TOKEN, SVC_SANDBOX_PORT: String(port), HOST, LOG_LEVEL: "Warn" },
     stdio: ["ignore", "ignore", "inherit"]
   })

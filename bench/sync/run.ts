@@ -1,7 +1,7 @@
 /**
  * Provider sync throughput (`npm run bench:sync`). Decision 0058; figures in bench/README.md.
  *
- * The sandbox providers run alone in a child process (`src/main/sandbox.ts`, as `npm run sandbox`
+ * The sandbox providers run alone in a child process (`sandbox/main.ts`, as `npm run sandbox`
  * serves them), behind a counting HTTP proxy in this process (every answer's status is counted:
  * pages, 429s, 5xx). The service's own layers run in this process on the PostgreSQL of
  * `DATABASE_URL`: configuration, database pool, migrations, the connections repository, the
@@ -27,18 +27,18 @@ import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import { createServer, request as httpRequest } from "node:http"
-import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { ConnectionSessions } from "../../src/connections/sessions.ts"
 import { ConnectionsRepo } from "../../src/connections/repo.ts"
-import { SyncJobsRepo } from "../../src/connections/sync/repo.ts"
-import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
+import { SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
+import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { MigrationsLive } from "../../src/main/core.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
 import { DatabaseLive } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { sandboxClientSecret } from "../../src/providers/endpoints.ts"
-import { ProvidersLive } from "../../src/providers/layer.ts"
-import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
+import { sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
+import { ProvidersLive } from "../../src/connections/providers/layer.ts"
+import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/connections/providers/sandbox-world.ts"
 import { commandCpuMs, fmt, freePort, HOST, intFromEnv, processCpuMs, runInProcessBench, sleep, startProcess, stopProcess } from "../support.ts"
 
 const ADS = intFromEnv("BENCH_ADS", 5_000, 100_000)
@@ -234,7 +234,7 @@ const main = (sandboxUrl: string) =>
   })
 
 const sandboxPort = await freePort()
-const sandboxProcess = startProcess(["src/main/sandbox.ts"], { ...process.env, SVC_SANDBOX_PORT: String(sandboxPort), HOST }, "sandbox")
+const sandboxProcess = startProcess(["sandbox/main.ts"], { ...process.env, SVC_SANDBOX_PORT: String(sandboxPort), HOST }, "sandbox")
 const proxy = await startProxy(sandboxPort)
 const sandboxUrl = `http://${HOST}:${proxy.port}/sandbox`
 for (let i = 0; i < 100; i++) {

@@ -1,14 +1,14 @@
 /**
  * The crediting engine: the pure credit models (src/attribution/models) over what crediting
  * reads (src/attribution/repo.ts): it credits conversions under every model, writes the credit
- * rows (src/attribution/credits/repo.ts) and marks the conversions (src/events/outcomes/repo.ts),
+ * rows (src/attribution/credits/repo.ts) and marks the conversions (src/attribution/conversions/repo.ts),
  * and builds a profile's `svc_model` path statistics. Its writes run inside the worker's
  * transactions. Decisions 0030 and 0035 (replay performance: rows written as a difference,
  * statistics aggregated in SQL).
  */
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { EventsRepo } from "../events/outcomes/repo.ts"
+import { EventsRepo } from "./conversions/repo.ts"
 import { type ChangedCredits, CreditsRepo, emptyCreditColumns } from "./credits/repo.ts"
 import { creditAll, type PathStats, type TouchInput } from "./models/index.ts"
 import { AttributionRepo, type CreditTarget, type StepRow } from "./repo.ts"

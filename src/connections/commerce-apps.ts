@@ -1,13 +1,13 @@
 /**
  * A merchant's custom commerce app as the OAuth client a hand-off and a token refresh use
- * (decision 0066). The secret is sealed in `commerce_apps` (owner src/admin/repo.ts); one
+ * (decision 0066). The secret is sealed in `commerce_apps` (owner src/accounts/admin/repo.ts); one
  * sealed under a replaced `SVC_SECRETS_KEY` cannot be used, which the caller reports as it
  * reports any dead grant.
  */
 import { Effect, Option, Redacted } from "effect"
-import type { CommerceAppCredentials } from "../admin/repo.ts"
+import type { CommerceAppCredentials } from "../accounts/admin/repo.ts"
 import type { SecretBox } from "../platform/secret-box.ts"
-import type { ProviderClient } from "../providers/oauth/port.ts"
+import type { ProviderClient } from "./providers/oauth/port.ts"
 
 /** The app as a client; None when its secret cannot be opened. */
 export const commerceClient = (

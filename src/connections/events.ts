@@ -3,7 +3,7 @@
  * `outcome.recorded`: `topic` is the event name, `payload` the event (`id`, `type`,
  * `created_at`, `data` with `provider`) and the `delivery` facts the webhooks issue reads.
  */
-import type { NewOutboxRow } from "../events/outbox/repo.ts"
+import type { NewOutboxRow } from "../kernel/outbox/repo.ts"
 
 export const CONNECTION_CONNECTED = "connection.connected"
 export const CONNECTION_REVOKED = "connection.revoked"

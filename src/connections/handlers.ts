@@ -1,22 +1,21 @@
 import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { HandOff } from "../../cluster/HandOff.ts"
-import { routeProfileCall } from "../../cluster/calls.ts"
-import { Principal } from "../auth/principal.ts"
-import { Api } from "../http/api.ts"
+import { HandOff } from "./handoffs/entity.ts"
+import { routeProfileCall } from "../platform/entity-calls.ts"
+import { Principal } from "../kernel/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
-import { ProfileAccess } from "../tenancy/access.ts"
+import { ProfileAccess } from "../kernel/access.ts"
 import { returnLocation, Handoffs } from "./handoffs/service.ts"
 import { ProviderHooks } from "./hooks/service.ts"
 import { continueCard, outcomePage, redirectTo, refusedPage } from "./pages.ts"
-import { ConnectionsRepo } from "./repo.ts"
 import { Connections } from "./service.ts"
-import { isProviderKind } from "../providers/registry.ts"
+import { isProviderKind } from "./providers/registry.ts"
+import { groupApi, publicGroupApi } from "../http/group-api.ts"
+import { ConnectionsApi, ConnectPagesApi, HooksApi } from "./api.ts"
 
-export const ConnectionsHandlers = HttpApiBuilder.group(Api, "connections", (handlers) =>
+export const ConnectionsHandlers = HttpApiBuilder.group(groupApi(ConnectionsApi), "connections", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
-    const repo = yield* ConnectionsRepo
     const handoffs = yield* Handoffs
     const connections = yield* Connections
     return handlers.handleAll({
@@ -24,7 +23,7 @@ export const ConnectionsHandlers = HttpApiBuilder.group(Api, "connections", (han
         Effect.gen(function*() {
           const profile = yield* access.current
           const limit = query.limit ?? DEFAULT_PAGE_SIZE
-          const rows = yield* repo.list(profile.profileId, limit, decodeCursor(query.cursor))
+          const rows = yield* connections.list(profile, limit, decodeCursor(query.cursor))
           return toPage(rows, limit, (row) => row)
         }),
       mintHandoff: ({ params, payload }) =>
@@ -63,10 +62,10 @@ export const ConnectionsHandlers = HttpApiBuilder.group(Api, "connections", (han
           return { data: { id: params.id, released: result.released, revoked_keys: result.revokedKeys } }
         })
     })
-  })).pipe(Layer.provide([ConnectionsRepo.layer, ProfileAccess.layer, Handoffs.layer, Connections.layer]))
+  })).pipe(Layer.provide([ProfileAccess.layer, Handoffs.layer, Connections.layer]))
 
 /** Raw handlers: browsers get redirects and pages, never the JSON envelope (except when the database is away). */
-export const ConnectPagesHandlers = HttpApiBuilder.group(Api, "connectPages", (handlers) =>
+export const ConnectPagesHandlers = HttpApiBuilder.group(publicGroupApi(ConnectPagesApi), "connectPages", (handlers) =>
   Effect.gen(function*() {
     const handoffs = yield* Handoffs
     const makeHandOff = yield* HandOff.client
@@ -102,7 +101,7 @@ export const ConnectPagesHandlers = HttpApiBuilder.group(Api, "connectPages", (h
         }))
   })).pipe(Layer.provide(Handoffs.layer))
 
-export const HooksHandlers = HttpApiBuilder.group(Api, "hooks", (handlers) =>
+export const HooksHandlers = HttpApiBuilder.group(publicGroupApi(HooksApi), "hooks", (handlers) =>
   Effect.gen(function*() {
     const hooks = yield* ProviderHooks
     return handlers.handleRaw("providerHook", ({ params, request }) =>

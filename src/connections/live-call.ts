@@ -16,8 +16,8 @@ import {
   unprocessable,
   type ValidationError
 } from "../../schema/errors.ts"
-import type { ProviderError } from "../providers/errors.ts"
-import type { ProviderSession } from "../providers/oauth/port.ts"
+import type { ProviderError } from "./providers/errors.ts"
+import type { ProviderSession } from "./providers/oauth/port.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
 import { ConnectionSessions } from "./sessions.ts"
 

@@ -9,18 +9,26 @@ import {
   InvalidState,
   NotFound
 } from "../../schema/errors.ts"
-import { AuditLog } from "../audit/repo.ts"
-import { ApiKeysRepo } from "../auth/api-keys/repo.ts"
-import { CredentialStore, type PrincipalShape, type ProfileContext } from "../auth/principal.ts"
-import { OutboxRepo } from "../events/outbox/repo.ts"
+import { AuditLog } from "../kernel/audit/repo.ts"
+import { ApiKeysRepo } from "../accounts/api-keys/repo.ts"
+import { CredentialStore, type PrincipalShape, type ProfileContext } from "../kernel/principal.ts"
+import { OutboxRepo } from "../kernel/outbox/repo.ts"
 import { AppConfig } from "../platform/config.ts"
-import { ProviderOAuth } from "../providers/oauth/port.ts"
+import type { Keyset } from "../platform/pagination.ts"
+import type { Connection } from "../../schema/connections.ts"
+import { ProviderOAuth } from "./providers/oauth/port.ts"
 import { CONNECTION_REVOKED, connectionEvent } from "./events.ts"
 import { PushWorld } from "./hooks/push-world.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
 import { ConnectionSessions, factsOf } from "./sessions.ts"
 
 export class Connections extends Context.Service<Connections, {
+  /** A page of the profile's connections, keyset by the repository's order. */
+  readonly list: (
+    profile: ProfileContext,
+    limit: number,
+    after: Option.Option<Keyset>
+  ) => Effect.Effect<ReadonlyArray<Connection>, DatabaseUnavailable>
   readonly disconnect: (
     principal: PrincipalShape,
     profile: ProfileContext,
@@ -151,7 +159,11 @@ export class Connections extends Context.Service<Connections, {
         return result
       })
 
-      return { disconnect, stopCommerceAppChannels, releaseGrant }
+      const list = Effect.fn("Connections.list")(function*(profile: ProfileContext, limit: number, after: Option.Option<Keyset>) {
+        return yield* repo.list(profile.profileId, limit, after)
+      })
+
+      return { list, disconnect, stopCommerceAppChannels, releaseGrant }
     })
   ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AuditLog.layer, ApiKeysRepo.layer, ConnectionSessions.layer]))
 }

@@ -19,12 +19,12 @@ import {
   statusOfFailure,
   Unauthorized
 } from "../../schema/errors.ts"
-import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
+import { PiiAccessLog, piiResultOf } from "../kernel/audit/pii-access.ts"
 import { scopesOfMembership } from "../../schema/members.ts"
-import { CredentialStore, Principal, type PrincipalShape } from "../auth/principal.ts"
-import { checkScopes, type UserTokenHalves } from "../auth/scope-check.ts"
-import { parseBasicCredentials } from "../auth/credentials/basic.ts"
-import { CredentialPrefix } from "../auth/credentials/tokens.ts"
+import { CredentialStore, Principal, type PrincipalShape } from "../kernel/principal.ts"
+import { checkScopes, type UserTokenHalves } from "../kernel/scope-check.ts"
+import { parseBasicCredentials } from "../kernel/credentials/basic.ts"
+import { CredentialPrefix } from "../kernel/credentials/tokens.ts"
 import { AppConfig } from "../platform/config.ts"
 export { checkScopes, type UserTokenHalves }
 import { CurrentRequestAccess } from "../platform/request-id.ts"

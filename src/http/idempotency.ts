@@ -19,8 +19,8 @@ import {
   InvalidRequest,
   ValidationError
 } from "../../schema/errors.ts"
-import { Principal, type PrincipalShape } from "../auth/principal.ts"
-import { IdempotencyRepo } from "../idempotency/repo.ts"
+import { Principal, type PrincipalShape } from "../kernel/principal.ts"
+import { IdempotencyRepo } from "./idempotency-repo.ts"
 import { Policy, PUBLIC } from "./policy.ts"
 
 const MAX_KEY_LENGTH = 255

@@ -7,7 +7,7 @@
 import { HttpServerResponse } from "effect/http"
 import { isStorableText } from "../../schema/common.ts"
 import { InvalidParameter, ValidationError } from "../../schema/errors.ts"
-import { errorPage, pageHeaders } from "../oauth/authorize/pages.ts"
+import { errorPage, formPages } from "../platform/html.ts"
 
 const PROBLEM = "must not contain NUL characters or unpaired UTF-16 surrogates"
 
@@ -95,7 +95,7 @@ export const unstorableRefusal = (
       return {
         response: HttpServerResponse.html(errorPage("Invalid request", `The request ${message}.`)).pipe(
           HttpServerResponse.setStatus(400),
-          HttpServerResponse.setHeaders(pageHeaders())
+          HttpServerResponse.setHeaders(formPages.headers())
         )
       }
     }

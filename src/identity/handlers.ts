@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../http/api.ts"
-import { Principal } from "../auth/principal.ts"
-import { ProfileAccess } from "../tenancy/access.ts"
+import { Principal } from "../kernel/principal.ts"
+import { ProfileAccess } from "../kernel/access.ts"
 import { IdentityService } from "./service.ts"
+import { groupApi } from "../http/group-api.ts"
+import { IdentityApi } from "./api.ts"
 
-export const IdentityHandlers = HttpApiBuilder.group(Api, "identity", (handlers) =>
+export const IdentityHandlers = HttpApiBuilder.group(groupApi(IdentityApi), "identity", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const identity = yield* IdentityService

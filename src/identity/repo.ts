@@ -7,12 +7,12 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { TouchesRepo } from "../attribution/touches/repo.ts"
-import { CustomersRepo } from "../customers/repo.ts"
-import { EventsRepo } from "../events/outcomes/repo.ts"
-import { PartnerRepo } from "../partner/repo.ts"
+import { CustomersRepo } from "./customers/repo.ts"
+import { EventsRepo } from "../attribution/conversions/repo.ts"
+import { PartnerRepo } from "../ingestion/partner/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
-import type { IdentifierKind } from "../customers/repo.ts"
+import type { IdentifierKind } from "./customers/repo.ts"
 
 const Identifier = Schema.Struct({ type: Schema.String, value: Schema.String })
 

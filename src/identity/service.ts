@@ -26,10 +26,10 @@ import {
   type ProposalsQuery,
   type StatusCounts
 } from "../../schema/identity.ts"
-import { AuditLog } from "../audit/repo.ts"
-import type { PrincipalShape, ProfileContext } from "../auth/principal.ts"
+import { AuditLog } from "../kernel/audit/repo.ts"
+import type { PrincipalShape, ProfileContext } from "../kernel/principal.ts"
 import { decodeCursor, pageOf } from "../platform/pagination.ts"
-import { HealthcareCheck } from "../tenancy/healthcare.ts"
+import { HealthcareCheck } from "../accounts/healthcare.ts"
 import { IdentityRepo, type MergeRow, type ProposalRow, type SideRow } from "./repo.ts"
 import { invalidQuery } from "../../schema/query-errors.ts"
 

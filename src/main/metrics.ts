@@ -10,7 +10,7 @@ import { Effect, Layer, Metric } from "effect"
 import { ClusterMetrics } from "effect/cluster"
 import { HttpApi } from "effect/http-api"
 import { rateLimitRejections, recorderBatchSize, recorderCommitDuration } from "../platform/metrics.ts"
-import { Api } from "../http/api.ts"
+import { Api } from "./api.ts"
 
 /** The route templates whose contract answers 429 (`rate_limit_exceeded`), as the edge labels them. */
 export const rateLimitedRoutes = (): ReadonlyArray<string> => {

@@ -9,13 +9,14 @@ import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { RateLimiter } from "effect/persistence/RateLimiter"
 import { InsufficientScope, Unauthorized } from "../../schema/errors.ts"
-import { CredentialPrefix } from "../auth/credentials/tokens.ts"
-import { CredentialStore } from "../auth/principal.ts"
-import { Api } from "../http/api.ts"
+import { CredentialPrefix } from "../kernel/credentials/tokens.ts"
+import { CredentialStore } from "../kernel/principal.ts"
 import { AppConfig } from "../platform/config.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { mediaTypeOf } from "../platform/request-info.ts"
 import { McpServer, RpcCode } from "./service.ts"
+import { publicGroupApi } from "../http/group-api.ts"
+import { McpApi } from "./api.ts"
 
 const METER_WINDOW = Duration.minutes(1)
 
@@ -38,7 +39,7 @@ const notAllowed = (message: string) =>
     { status: 405, headers: { allow: "POST" } }
   ))
 
-export const McpHandlers = HttpApiBuilder.group(Api, "mcp", (handlers) =>
+export const McpHandlers = HttpApiBuilder.group(publicGroupApi(McpApi), "mcp", (handlers) =>
   Effect.gen(function*() {
     const settings = yield* AppConfig
     const store = yield* CredentialStore

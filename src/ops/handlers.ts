@@ -1,16 +1,18 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { HttpServerResponse } from "effect/http"
-import { Api } from "../http/api.ts"
-import { openApiJson } from "../http/openapi.ts"
+import { PublishedDocument } from "../http/published-document.ts"
 import { VERSION } from "../platform/version.ts"
 import { Health } from "./service.ts"
+import { groupApi } from "../http/group-api.ts"
+import { OpsApi } from "./api.ts"
 
 const startedAt = Date.now()
 
-export const OpsHandlers = HttpApiBuilder.group(Api, "ops", (handlers) =>
+export const OpsHandlers = HttpApiBuilder.group(groupApi(OpsApi), "ops", (handlers) =>
   Effect.gen(function*() {
     const health = yield* Health
+    const document = yield* PublishedDocument
     return handlers.handleAll({
       healthz: () => Effect.succeed({ status: "ok" as const }),
       readyz: () =>
@@ -19,8 +21,7 @@ export const OpsHandlers = HttpApiBuilder.group(Api, "ops", (handlers) =>
           database: { mode: report.mode, reachable: true },
           migrations: report.migrations
         })),
-      // Serialized once: the document is large (about 800 KB) and never changes while running.
-      openapi: () => Effect.succeed(HttpServerResponse.text(openApiJson(), { contentType: "application/json" })),
+      openapi: () => Effect.succeed(HttpServerResponse.text(document.json(), { contentType: "application/json" })),
       status: () =>
         Effect.map(health.readiness, (report) => ({
           data: {

@@ -72,7 +72,7 @@ export interface AppSettings {
   /** The providers connections reach (decision 0055). */
   readonly providers: {
     /**
-     * `SVC_PROVIDERS`. `sandbox`: the simulated providers of src/providers/sandbox (the default on
+     * `SVC_PROVIDERS`. `sandbox`: the simulated providers of sandbox (the default on
      * the embedded database outside production only); `live` (the default on a production-shaped
      * start): the real ones, each from `SVC_PROVIDER_<KIND>_URL`, `_CLIENT_ID` and `_CLIENT_SECRET`
      * (decision 0105).

@@ -38,3 +38,17 @@ ${body}
     })
   }
 }
+
+/** The plain style of the sign-in, consent and error pages (OAuth, and the HTTP adapter's refusals on HTML routes). */
+const FORM_PAGE_STYLE = "body{font:15px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1d232b}" +
+  "code{font:13px ui-monospace,monospace;background:#f1f3f5;padding:.1rem .3rem;border-radius:3px}" +
+  "fieldset{border:1px solid #dde1e6;border-radius:4px;margin:1rem 0}label{display:block;margin:.3rem 0}" +
+  "button{font:inherit;padding:.5rem 1.2rem;margin-right:.5rem;border-radius:4px;border:1px solid #8a939e;background:#fff}" +
+  "button[value=approve]{background:#0b63c5;border-color:#0b63c5;color:#fff}.muted{color:#5b6570}"
+
+
+export const formPages = htmlPages(FORM_PAGE_STYLE)
+
+/** A page saying what went wrong, in the plain style. */
+export const errorPage = (title: string, message: string): string =>
+  formPages.document(title, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p>`)

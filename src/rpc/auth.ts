@@ -3,7 +3,7 @@
  * built from the same parts: the credential from the RPC header `authorization: Bearer <secret>`
  * (sent in every request message, so it works over HTTP and WebSocket alike), the profile the
  * call names checked against the credential's list, the entitlement gate, the scope check
- * (src/auth/scope-check.ts), the per-credential rate limit and the PII access log.
+ * (src/kernel/scope-check.ts), the per-credential rate limit and the PII access log.
  */
 import { Cause, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { RateLimiter } from "effect/persistence/RateLimiter"
@@ -11,9 +11,9 @@ import { isUuid } from "../../schema/common.ts"
 import { timedRpcCall } from "../platform/metrics.ts"
 import { EntitlementRequired, NotFound, statusOfFailure, Unauthorized, InsufficientScope } from "../../schema/errors.ts"
 import { RpcAuth, RpcPolicy, type RpcPolicyShape } from "../../schema/rpc.ts"
-import { PiiAccessLog, piiResultOf } from "../audit/pii-access.ts"
-import type { PrincipalShape } from "../auth/principal.ts"
-import { checkHeldScopes, checkScopes } from "../auth/scope-check.ts"
+import { PiiAccessLog, piiResultOf } from "../kernel/audit/pii-access.ts"
+import type { PrincipalShape } from "../kernel/principal.ts"
+import { checkHeldScopes, checkScopes } from "../kernel/scope-check.ts"
 import { AppConfig } from "../platform/config.ts"
 import { consumeBucket } from "../platform/rate-limit.ts"
 import { secretMatches } from "../platform/secrets.ts"

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
 import { call, OPERATOR_TOKEN, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 

@@ -18,7 +18,7 @@ import {
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { call, TestServer } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
-import { CustomerListRefresh } from "../../src/audiences/worker.ts"
+import { CustomerListRefresh } from "../../src/exports/audiences/worker.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth } from "../support/sandbox-world.ts"

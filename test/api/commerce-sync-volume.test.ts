@@ -9,7 +9,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
+import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { call, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"

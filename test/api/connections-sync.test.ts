@@ -8,7 +8,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { SyncWorker, SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/connections/sync/worker.ts"
+import { SyncWorker, SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { call } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"

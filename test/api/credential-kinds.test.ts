@@ -6,7 +6,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { call, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 import { registerApp } from "../support/partner.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"

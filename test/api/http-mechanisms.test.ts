@@ -12,7 +12,7 @@ import {
 } from "../support/app.ts"
 import { ProbeApp } from "../support/probe-api.ts"
 import { SqlClient } from "effect/sql/SqlClient"
-import { PiiAccessLog } from "../../src/audit/pii-access.ts"
+import { PiiAccessLog } from "../../src/kernel/audit/pii-access.ts"
 
 const json = (body: unknown, headers: Record<string, string> = {}) => ({
   method: "POST",

@@ -11,7 +11,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { deriveLinkTokenKeys, mintLinkToken, verifyLinkToken } from "../../src/link-tokens/token.ts"
+import { deriveLinkTokenKeys, mintLinkToken, verifyLinkToken } from "../../src/identity/link-tokens/token.ts"
 import { call, LINK_TOKEN_SECRET, serveApp, testSettings } from "../support/app.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 

@@ -12,7 +12,7 @@ import {
   LOGIN_FAILURES_PER_ADDRESS,
   LOGIN_FAILURES_PER_EMAIL_AND_ADDRESS,
   throttleAddressOf
-} from "../../src/auth/sessions/service.ts"
+} from "../../src/accounts/sessions/service.ts"
 import { adjustRequestTime, type HttpResult, serveAppWithRequestClock, testSettings } from "../support/app.ts"
 import { callFrom, freshLoopbackAddress } from "../support/peer.ts"
 

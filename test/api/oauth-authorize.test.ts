@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { SignJWT } from "jose"
 import { createHash, randomBytes } from "node:crypto"
-import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, isWellFormed, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { call, type HttpResult, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 
 const CALLBACK = "https://partner.example/callback"

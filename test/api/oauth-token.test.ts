@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialPrefix, isWellFormed, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, isWellFormed, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { call, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { seedProfile } from "../support/tenancy.ts"

@@ -10,7 +10,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { type Fixture, type Kind, makeFixture } from "../support/fuzz-fixture.ts"
-import { ids } from "../../src/http/reference/synthesize.ts"
+import { ids } from "../../src/main/reference/synthesize.ts"
 import { isNode, type Node, operationsOf } from "../support/fuzz.ts"
 
 /** Refusals of the input itself: what an example must never get. */

@@ -2,7 +2,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { type SeededProfile, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 

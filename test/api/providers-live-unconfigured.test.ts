@@ -6,7 +6,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { PROVIDER_KINDS } from "../../src/providers/registry.ts"
+import { PROVIDER_KINDS } from "../../src/connections/providers/registry.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 

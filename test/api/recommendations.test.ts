@@ -11,7 +11,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { RecommendationsRepo } from "../../src/recommendations/repo.ts"
+import { RecommendationsRepo } from "../../src/ads/recommendations/repo.ts"
 import { type AdFixture, adFixture, objectOf, send as sendKeyed, WRITE_SCOPES, writeCount } from "../support/adplatform.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"

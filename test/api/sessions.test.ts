@@ -1,8 +1,8 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { hashPassword } from "../../src/auth/sessions/service.ts"
-import { secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { hashPassword } from "../../src/accounts/sessions/service.ts"
+import { secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { adjustRequestTime, call, serveAppWithRequestClock, testSettings } from "../support/app.ts"
 import { seedProfile } from "../support/tenancy.ts"
 

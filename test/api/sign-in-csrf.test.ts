@@ -9,7 +9,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createHash, randomBytes } from "node:crypto"
-import { hashPassword, LOGIN_FAILURES_PER_EMAIL_AND_ADDRESS } from "../../src/auth/sessions/service.ts"
+import { hashPassword, LOGIN_FAILURES_PER_EMAIL_AND_ADDRESS } from "../../src/accounts/sessions/service.ts"
 import { call, type HttpResult, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 import { callFrom, freshLoopbackAddress } from "../support/peer.ts"
 

@@ -7,7 +7,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
+import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { call } from "../support/app.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth } from "../support/sandbox-world.ts"

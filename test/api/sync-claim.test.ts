@@ -8,8 +8,8 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Exit, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { type ClaimedSyncJob, emptyProgress, SyncJobsRepo } from "../../src/connections/sync/repo.ts"
-import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/connections/sync/worker.ts"
+import { type ClaimedSyncJob, emptyProgress, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
+import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { serveApp, testSettings } from "../support/app.ts"
 import { seedProfile } from "../support/tenancy.ts"
 

@@ -21,7 +21,7 @@ import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/co
 import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
 import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
 import { cleanTracestate, CurrentTraceState, currentTraceContext, parentFromW3c, withLinkedJobSpan } from "../../src/platform/tracing.ts"
-import { ReportWorker } from "../../src/reports/worker.ts"
+import { ReportWorker } from "../../src/analytics/reports/worker.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
 import { SqlClient } from "effect/sql/SqlClient"
 import { eventually } from "../support/eventually.ts"

@@ -5,7 +5,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"

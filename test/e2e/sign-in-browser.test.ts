@@ -16,7 +16,7 @@ import { createHash, randomBytes } from "node:crypto"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { chromium, type Request } from "playwright-core"
-import { hashPassword } from "../../src/auth/sessions/service.ts"
+import { hashPassword } from "../../src/accounts/sessions/service.ts"
 import { escapeHtml } from "../../src/platform/html.ts"
 import { CHROMIUM_ARGS, chromiumPath, freePort, serveOnPort } from "../support/browser.ts"
 

@@ -5,7 +5,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { verifyCallback } from "../../src/providers/signing.ts"
+import { verifyCallback } from "../../src/connections/providers/signing.ts"
 import { call, TestServer } from "../support/app.ts"
 import {
   callbackCatcher,

@@ -4,8 +4,8 @@
  * without `updated_since`; they read back alike by id; bad arrivals are refused.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { CommerceWorld, type Order, SEEDED_SHOP } from "../../src/providers/sandbox/commerce/world.ts"
-import { WorldRefusal } from "../../src/providers/sandbox/world-kit.ts"
+import { CommerceWorld, type Order, SEEDED_SHOP } from "../../sandbox/commerce/world.ts"
+import { WorldRefusal } from "../../sandbox/world-kit.ts"
 
 const readAll = (world: CommerceWorld, query: { readonly updated_since?: string; readonly limit?: number }) => {
   const seen: Array<Order> = []

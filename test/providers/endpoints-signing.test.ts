@@ -6,8 +6,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Redacted } from "effect"
 import { createHmac } from "node:crypto"
 import { AppConfig } from "../../src/platform/config.ts"
-import { ProviderEndpoints, sandboxClientSecret } from "../../src/providers/endpoints.ts"
-import { signCallback, verifyCallback } from "../../src/providers/signing.ts"
+import { ProviderEndpoints, sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
+import { signCallback, verifyCallback } from "../../src/connections/providers/signing.ts"
 import { testSettings } from "../support/app.ts"
 
 const endpointsWith = (mode: "sandbox" | "live", env: Record<string, string> = {}) =>

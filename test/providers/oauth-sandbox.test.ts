@@ -5,8 +5,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
-import { ProviderOAuth } from "../../src/providers/oauth/port.ts"
-import { ProviderOAuthLayer } from "../../src/providers/oauth/live.ts"
+import { ProviderOAuth } from "../../src/connections/providers/oauth/port.ts"
+import { ProviderOAuthLayer } from "../../src/connections/providers/oauth/live.ts"
 import { call, TestServer } from "../support/app.ts"
 import {
   driveConsent,

@@ -11,8 +11,8 @@ import { PrometheusMetrics } from "effect/observability"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
 import { CurrentTraceState } from "../../src/platform/tracing.ts"
-import { ProviderEndpoints } from "../../src/providers/endpoints.ts"
-import { DEFAULT_PROVIDER_HTTP, ProviderHttp } from "../../src/providers/http.ts"
+import { ProviderEndpoints } from "../../src/connections/providers/endpoints.ts"
+import { DEFAULT_PROVIDER_HTTP, ProviderHttp } from "../../src/connections/providers/http.ts"
 
 /** A provider answering `{}` to everything, keeping the headers of each request. */
 const fakeProvider = Effect.acquireRelease(

@@ -8,12 +8,12 @@ import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema }
 import { InternalError, InvalidState } from "../../schema/errors.ts"
 import { Idempotency, IdempotencyLayer } from "../../src/http/idempotency.ts"
 import { scopesOfMcpGrants } from "../../schema/scopes.ts"
-import { CredentialStore, Principal, type PrincipalShape, type ResolvedMembership } from "../../src/auth/principal.ts"
+import { CredentialStore, Principal, type PrincipalShape, type ResolvedMembership } from "../../src/kernel/principal.ts"
 import { Authentication, AuthenticationLayer } from "../../src/http/auth.ts"
 import { EnvelopeLayer } from "../../src/http/envelope.ts"
 import { policy } from "../../src/http/policy.ts"
 import { SchemaErrors, SchemaErrorsLayer } from "../../src/http/schema-errors.ts"
-import { Deprecation, DeprecationLayer } from "../../src/versioning/middleware.ts"
+import { Deprecation, DeprecationLayer } from "../../src/http/versioning/middleware.ts"
 
 const Item = Schema.Struct({ qty: Schema.Int.check(Schema.isGreaterThan(0)) })
 

@@ -4,8 +4,8 @@
  * read). Pushes are caught with `callbackCatcher` (./providers.ts).
  */
 import { Effect } from "effect"
-import { ProviderOAuth, type ProviderSession } from "../../src/providers/oauth/port.ts"
-import type { ProviderKind } from "../../src/providers/registry.ts"
+import { ProviderOAuth, type ProviderSession } from "../../src/connections/providers/oauth/port.ts"
+import type { ProviderKind } from "../../src/connections/providers/registry.ts"
 import { driveConsent, redirectParams, SANDBOX_TOKEN_WORLD } from "./providers.ts"
 
 const REDIRECT = "https://app.example/callback"

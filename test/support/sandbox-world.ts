@@ -5,7 +5,7 @@
  * `?profile_id=`, and names that world on its consent links (`sandbox_world`).
  */
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/providers/sandbox-world.ts"
+import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/connections/providers/sandbox-world.ts"
 import { OPERATOR_TOKEN, TEST_SECRETS_KEY } from "./app.ts"
 
 const worlds = sandboxWorlds(SecretBox.make(Buffer.from(TEST_SECRETS_KEY, "base64")).keyedHash)

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/auth/credentials/tokens.ts"
+import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 
 export interface SeededProfile {
   readonly workspaceId: string

@@ -11,9 +11,9 @@ import { OpenApi } from "effect/http-api"
 import { describe, expect, it } from "vitest"
 import { catalogue } from "../../schema/errors.ts"
 import { ConnectScopes } from "../../schema/scopes.ts"
-import { Api } from "../../src/http/api.ts"
-import { documentTags, openApiDocument, openApiJson, tagDocumentJson } from "../../src/http/openapi.ts"
-import { applyReference } from "../../src/http/reference/index.ts"
+import { Api } from "../../src/main/api.ts"
+import { documentTags, openApiDocument, openApiJson, tagDocumentJson } from "../../src/main/openapi.ts"
+import { applyReference } from "../../src/main/reference/index.ts"
 import { isNode, type Node, resolvedResponses, SpecValidator } from "../support/fuzz.ts"
 
 const spec: Node = JSON.parse(openApiJson())
@@ -49,7 +49,7 @@ describe("API reference", () => {
     const missing: Array<string> = []
     for (const { label, operation } of operations) {
       if (!nonEmpty(operation["summary"])) missing.push(`${label}: summary`)
-      if (!nonEmpty(operation["description"])) missing.push(`${label}: description (src/http/reference/)`)
+      if (!nonEmpty(operation["description"])) missing.push(`${label}: description (src/main/reference/)`)
       const parameters = operation["parameters"]
       for (const parameter of Array.isArray(parameters) ? parameters.filter(isNode) : []) {
         if (!nonEmpty(parameter["description"])) missing.push(`${label}: parameter ${String(parameter["name"])}`)

@@ -4,8 +4,8 @@
  * checkout's metadata.
  */
 import { describe, expect, it } from "vitest"
-import { fromMinor, reportBody } from "../../src/connections/sync/cardgw.ts"
-import type { Payment } from "../../src/providers/cardgw/port.ts"
+import { fromMinor, reportBody } from "../../src/ingestion/sync/cardgw.ts"
+import type { Payment } from "../../src/connections/providers/cardgw/port.ts"
 
 const payment = (fields: Partial<Payment> = {}): Payment => ({
   id: "pay_1",

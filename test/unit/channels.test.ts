@@ -8,7 +8,7 @@ import {
   clickIdOf,
   hostKind,
   isSameSite
-} from "../../src/tracking/tracker/channels.ts"
+} from "../../src/ingestion/tracking/tracker/channels.ts"
 
 const PAGE = "shop.example.com"
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest"
 import type { ConversionDefinition } from "../../schema/attribution.ts"
 import { stageEventName, stageMapping, suggestOutcome } from "../../src/connections/stages/service.ts"
-import type { CrmStage } from "../../src/providers/crm/port.ts"
+import type { CrmStage } from "../../src/connections/providers/crm/port.ts"
 
 const stage = (kind: CrmStage["kind"], en: string, es = en): CrmStage => ({ id: `stage_${en}`, label: { en, es }, position: 0, kind })
 

@@ -3,7 +3,7 @@
  * bounce with folded lines and the returned message, a delay notice, and mail that is no report.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { parseDeliveryReport } from "../../src/providers/email/dsn.ts"
+import { parseDeliveryReport } from "../../src/connections/providers/email/dsn.ts"
 
 const postfix = [
   "This is a MIME-encapsulated message.",

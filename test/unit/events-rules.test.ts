@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Result } from "effect"
-import { firstPaymentFlags, type PaymentFacts } from "../../src/events/payments/first-payments.ts"
-import { normaliseAmount, rawValueLiteral } from "../../src/events/money.ts"
-import { checkSubjectRef } from "../../src/events/subject-ref.ts"
+import { firstPaymentFlags, type PaymentFacts } from "../../src/ingestion/events/payments/first-payments.ts"
+import { normaliseAmount, rawValueLiteral } from "../../src/kernel/money.ts"
+import { checkSubjectRef } from "../../src/ingestion/events/subject-ref.ts"
 
 const amount = (literal: string) => Result.match(normaliseAmount(literal), { onSuccess: (text) => text, onFailure: () => "refused" })
 

@@ -5,7 +5,7 @@
  * the same answer for every case.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { isPrivateAddress } from "../../src/chat-surfaces/templates/media.ts"
+import { isPrivateAddress } from "../../src/messaging/templates/media.ts"
 import { classifyAddress, isPublicAddress } from "../../src/platform/public-address.ts"
 import { checkTarget, parseAllowList } from "../../src/webhooks/delivery/public-host.ts"
 import { Effect, Exit } from "effect"

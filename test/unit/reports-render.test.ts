@@ -3,9 +3,9 @@
  * structure, relative ranges and scheduled slots in a zone with DST.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { toCsv } from "../../src/reports/csv.ts"
-import { pdfString, toPdf } from "../../src/reports/pdf.ts"
-import { nextSlot, resolveRange, todayIn, zonedInstant } from "../../src/reports/schedule.ts"
+import { toCsv } from "../../src/analytics/reports/csv.ts"
+import { pdfString, toPdf } from "../../src/analytics/reports/pdf.ts"
+import { nextSlot, resolveRange, todayIn, zonedInstant } from "../../src/analytics/reports/schedule.ts"
 
 describe("reports rendering", () => {
   it("CSV: CRLF records, quotes doubled, commas and line breaks quoted, formula-like text defused, numbers kept", () => {

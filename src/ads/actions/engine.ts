@@ -24,9 +24,9 @@ import {
   ValidationError
 } from "../../../schema/errors.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
-import { AdPlatform, type AdStatus } from "../../providers/adplatform/port.ts"
-import type { ProviderError, ProviderUnavailable } from "../../providers/errors.ts"
-import type { ProviderSession } from "../../providers/oauth/port.ts"
+import { AdPlatform, type AdStatus } from "../../connections/providers/adplatform/port.ts"
+import type { ProviderError, ProviderUnavailable } from "../../connections/providers/errors.ts"
+import type { ProviderSession } from "../../connections/providers/oauth/port.ts"
 import { AdActionsRepo, type ActionRow, type Level, type NewAction, type Settled } from "./repo.ts"
 
 /** The service's floor for a budget, whatever the currency (api-concepts.md, Limits). */

@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Principal, type PrincipalShape, type ProfileContext } from "../../auth/principal.ts"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal, type PrincipalShape, type ProfileContext } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { AdActions } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { AdActionsApi } from "./api.ts"
 
-export const AdActionsHandlers = HttpApiBuilder.group(Api, "adActions", (handlers) =>
+export const AdActionsHandlers = HttpApiBuilder.group(groupApi(AdActionsApi), "adActions", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const actions = yield* AdActions

@@ -8,9 +8,8 @@
  * and the ledger (engine.ts). Every attempt on a resolved connection leaves one audit row.
  */
 import { Context, Effect, Layer, Option, Stream } from "effect"
-import { AdSet } from "../../../cluster/AdSet.ts"
-import { routeProfileCall } from "../../../cluster/calls.ts"
-import { Campaign } from "../../../cluster/Campaign.ts"
+import { AdSet, Campaign } from "./entities.ts"
+import { routeProfileCall } from "../../platform/entity-calls.ts"
 import type { ActionEntry, AppliedByBasis, BudgetAnswer, BudgetChange, CampaignStatus } from "../../../schema/ad-actions.ts"
 import {
   AdplatformConnectionRequired,
@@ -21,13 +20,13 @@ import {
   unprocessable,
   ValidationError
 } from "../../../schema/errors.ts"
-import { AuditLog } from "../../audit/repo.ts"
-import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
+import { AuditLog } from "../../kernel/audit/repo.ts"
+import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
-import { AdPlatform } from "../../providers/adplatform/port.ts"
-import type { ProviderError } from "../../providers/errors.ts"
-import type { ProviderSession } from "../../providers/oauth/port.ts"
+import { AdPlatform } from "../../connections/providers/adplatform/port.ts"
+import type { ProviderError } from "../../connections/providers/errors.ts"
+import type { ProviderSession } from "../../connections/providers/oauth/port.ts"
 import { type ActionCommand, type ActionError, type ActionOutcome, fromProvider } from "./engine.ts"
 import { type AdConnection, AdActionsRepo, type Level } from "./repo.ts"
 

@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Principal } from "../../auth/principal.ts"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { UrlTags } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { UrlTagsApi } from "./api.ts"
 
-export const UrlTagsHandlers = HttpApiBuilder.group(Api, "urlTags", (handlers) =>
+export const UrlTagsHandlers = HttpApiBuilder.group(groupApi(UrlTagsApi), "urlTags", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const tags = yield* UrlTags

@@ -25,7 +25,7 @@ import {
   type UrlTagsStatus,
   type UrlTagsUndone
 } from "../../../schema/url-tags.ts"
-import { heldScopes, type PrincipalShape, type ProfileContext } from "../../auth/principal.ts"
+import { heldScopes, type PrincipalShape, type ProfileContext } from "../../kernel/principal.ts"
 import type { ActionError } from "../actions/engine.ts"
 import { type ActionRow, AdActionsRepo } from "../actions/repo.ts"
 import { AdActions } from "../actions/service.ts"

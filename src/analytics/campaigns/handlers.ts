@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { CampaignsService } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { CampaignsApi } from "./api.ts"
 
-export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", (handlers) =>
+export const CampaignsHandlers = HttpApiBuilder.group(groupApi(CampaignsApi), "campaigns", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const campaigns = yield* CampaignsService

@@ -22,7 +22,7 @@ import {
   type Unattributed
 } from "../../../schema/analytics-campaigns.ts"
 import { type DatabaseUnavailable, type InvalidDateRange, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
-import type { ProfileContext } from "../../auth/principal.ts"
+import type { ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, pageOf } from "../../platform/pagination.ts"
 import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "../overview/repo.ts"
 import { CampaignsRepo, type MetricsRow } from "./repo.ts"

@@ -15,7 +15,7 @@
 import { Context, Effect, Layer, Result } from "effect"
 import { type DatabaseUnavailable, ValidationError } from "../../../schema/errors.ts"
 import { isCalendarDate } from "../../../schema/events.ts"
-import { normaliseAmount } from "../../events/money.ts"
+import { normaliseAmount } from "../../kernel/money.ts"
 import { AnalyticsImportsRepo, type FxRow, type SpendRow } from "./repo.ts"
 
 export type { FxRow, SpendRow } from "./repo.ts"

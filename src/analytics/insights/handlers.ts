@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { meteringKeyOf, Principal, type ProfileContext } from "../../auth/principal.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { meteringKeyOf, Principal, type ProfileContext } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { InsightsService } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { InsightsApi } from "./api.ts"
 
-export const InsightsHandlers = HttpApiBuilder.group(Api, "insights", (handlers) =>
+export const InsightsHandlers = HttpApiBuilder.group(groupApi(InsightsApi), "insights", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const insights = yield* InsightsService

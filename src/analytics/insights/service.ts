@@ -35,7 +35,7 @@ import {
   type RateLimitExceeded
 } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
-import type { ProfileContext } from "../../auth/principal.ts"
+import type { ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, pageOf } from "../../platform/pagination.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
 import { type InsightScope, InsightsRepo, UTM_SCAN_WINDOW_DAYS } from "./repo.ts"

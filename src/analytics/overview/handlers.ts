@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { AnalyticsService } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { AnalyticsApi } from "./api.ts"
 
-export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", (handlers) =>
+export const AnalyticsHandlers = HttpApiBuilder.group(groupApi(AnalyticsApi), "analytics", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const analytics = yield* AnalyticsService

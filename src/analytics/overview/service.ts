@@ -19,7 +19,7 @@ import {
 } from "../../../schema/analytics.ts"
 import { type DatabaseUnavailable, InvalidDateRange, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { CreditModel } from "../../../schema/events.ts"
-import type { ProfileContext } from "../../auth/principal.ts"
+import type { ProfileContext } from "../../kernel/principal.ts"
 import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "./repo.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
 

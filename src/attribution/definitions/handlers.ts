@@ -1,9 +1,10 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { Principal } from "../../auth/principal.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { Definitions, type Written } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { DefinitionsApi } from "./api.ts"
 
 /** 201 with `meta.created: true` when the definition was created, 200 otherwise. */
 const upserted = (written: Written) =>
@@ -13,7 +14,7 @@ const upserted = (written: Written) =>
 
 const edited = (written: Written) => ({ data: written.definition, meta: { replay_job_id: written.replayJobId } })
 
-export const DefinitionsHandlers = HttpApiBuilder.group(Api, "definitions", (handlers) =>
+export const DefinitionsHandlers = HttpApiBuilder.group(groupApi(DefinitionsApi), "definitions", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const definitions = yield* Definitions

@@ -5,7 +5,7 @@ import { ConversionDefinition, DefinitionKind } from "../../../schema/attributio
 import { isUuid } from "../../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { EventsRepo } from "../../events/outcomes/repo.ts"
+import { EventsRepo } from "../conversions/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { ReplayQueue } from "../jobs/repo.ts"

@@ -20,8 +20,8 @@ import {
   type UpsertGoalDefinition
 } from "../../../schema/attribution.ts"
 import { type DatabaseUnavailable, NotFound, unprocessable, type ValidationError } from "../../../schema/errors.ts"
-import { AuditLog } from "../../audit/repo.ts"
-import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
+import { AuditLog } from "../../kernel/audit/repo.ts"
+import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
 import { type DefinitionRow, DefinitionsRepo, type DefinitionValues } from "./repo.ts"
 import {

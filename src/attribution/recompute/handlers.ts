@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { Principal } from "../../auth/principal.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { AttributionJobs } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { AttributionApi } from "./api.ts"
 
-export const AttributionHandlers = HttpApiBuilder.group(Api, "attribution", (handlers) =>
+export const AttributionHandlers = HttpApiBuilder.group(groupApi(AttributionApi), "attribution", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const jobs = yield* AttributionJobs

@@ -6,8 +6,8 @@
 import { Context, Effect, Layer, Option } from "effect"
 import type { ReplayJob } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { AuditLog } from "../../audit/repo.ts"
-import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
+import { AuditLog } from "../../kernel/audit/repo.ts"
+import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { renderReplayJob, ReplayQueue } from "../jobs/repo.ts"
 
 export interface Recomputed {

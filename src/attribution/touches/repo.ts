@@ -22,7 +22,7 @@ export const TouchColumns = Schema.Struct({
 })
 export type TouchColumns = typeof TouchColumns.Type
 
-/** A web tracker touch (src/tracking/tracker). */
+/** A web tracker touch (src/ingestion/tracking/tracker). */
 export interface NewWebTouch {
   readonly profileId: string
   /** ISO time; null: when the database receives it. */

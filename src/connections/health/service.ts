@@ -7,9 +7,9 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { OutboxRepo } from "../../events/outbox/repo.ts"
-import { EmailSendRefused } from "../../providers/email/port.ts"
-import { ProviderAuthRevoked } from "../../providers/errors.ts"
+import { OutboxRepo } from "../../kernel/outbox/repo.ts"
+import { EmailSendRefused } from "../providers/email/port.ts"
+import { ProviderAuthRevoked } from "../providers/errors.ts"
 import type { ConnectionRecord } from "../repo.ts"
 import { ConnectionHealthRepo, type HealthRow, type HealthState } from "./repo.ts"
 

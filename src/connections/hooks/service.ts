@@ -1,6 +1,6 @@
 /**
  * Provider callbacks (`POST /hooks/{provider}`): the signature checked over the raw body under
- * the provider app's secret (src/providers/signing.ts), each event handled once per provider
+ * the provider app's secret (src/connections/providers/signing.ts), each event handled once per provider
  * event id (`provider_events`, claimed in the transaction that writes what it causes). The ad
  * platform's lead-form submissions become `leadgen.received`; grant deaths mark the account's
  * connections `reconnect_required`; CRM deals at mapped stages become outcomes (decision 0062).
@@ -8,24 +8,24 @@
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized } from "../../../schema/errors.ts"
-import { CommerceHooks } from "../../commerce/orders/hooks.ts"
-import { OutboxRepo } from "../../events/outbox/repo.ts"
-import { AdPlatform } from "../../providers/adplatform/port.ts"
-import { ProviderEndpoints } from "../../providers/endpoints.ts"
-import { verifyCallback } from "../../providers/signing.ts"
-import { isProviderKind, type ProviderKind } from "../../providers/registry.ts"
+import { CommerceHooks } from "../../ingestion/commerce/orders/hooks.ts"
+import { OutboxRepo } from "../../kernel/outbox/repo.ts"
+import { AdPlatform } from "../providers/adplatform/port.ts"
+import { ProviderEndpoints } from "../providers/endpoints.ts"
+import { verifyCallback } from "../providers/signing.ts"
+import { isProviderKind, type ProviderKind } from "../providers/registry.ts"
 import { leadgenEvent, MESSAGE_RECEIVED, messageReceivedEvent } from "../events.ts"
-import { parseDeliveryReport } from "../../providers/email/dsn.ts"
-import { CardgwPayments } from "../sync/cardgw.ts"
+import { parseDeliveryReport } from "../providers/email/dsn.ts"
+import { CardgwPayments } from "../../ingestion/sync/cardgw.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
-import { CrmOutcomes } from "../crm-outcomes/service.ts"
+import { CrmOutcomes } from "../../ingestion/crm-outcomes/service.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
-import { SANDBOX_WORLD_HEADER } from "../../providers/sandbox-world.ts"
+import { SANDBOX_WORLD_HEADER } from "../providers/sandbox-world.ts"
 import { PushWorld } from "./push-world.ts"
 import { ProviderEventsRepo } from "./repo.ts"
 // The inbox's copy of inbound messages (issue 21 part 7, decision 0079).
-import { type PushedMessage, pushedMessages } from "../../inbox/pushes.ts"
-import { Inbox } from "../../inbox/service.ts"
+import { type PushedMessage, pushedMessages } from "../../messaging/inbox/pushes.ts"
+import { Inbox } from "../../messaging/inbox/service.ts"
 
 /** One event a callback carries. */
 export type HookEvent =
@@ -254,7 +254,7 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
 
       const dispatch = (provider: ProviderKind, parsed: Json) =>
         Effect.gen(function*() {
-        // The commerce platform's orders and uninstalls (src/commerce/orders/hooks.ts).
+        // The commerce platform's orders and uninstalls (src/ingestion/commerce/orders/hooks.ts).
         if (provider === "commerce") return { fresh: yield* commerceHooks.handle(parsed) }
         // Recorded in the inbox first, idempotent by message id: a redelivery records nothing twice.
         const pushes = pushedMessages(provider, parsed)

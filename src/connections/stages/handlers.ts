@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Principal } from "../../auth/principal.ts"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { ConnectionStages } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { ConnectionStagesApi } from "./api.ts"
 
-export const ConnectionStagesHandlers = HttpApiBuilder.group(Api, "connectionStages", (handlers) =>
+export const ConnectionStagesHandlers = HttpApiBuilder.group(groupApi(ConnectionStagesApi), "connectionStages", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const stages = yield* ConnectionStages

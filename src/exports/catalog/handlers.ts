@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Principal } from "../../auth/principal.ts"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { ConversionSyncCatalog } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { ConversionSyncCatalogApi } from "./api.ts"
 
-export const ConversionSyncCatalogHandlers = HttpApiBuilder.group(Api, "conversionSyncCatalog", (handlers) =>
+export const ConversionSyncCatalogHandlers = HttpApiBuilder.group(groupApi(ConversionSyncCatalogApi), "conversionSyncCatalog", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const catalog = yield* ConversionSyncCatalog

@@ -1,14 +1,15 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { DataSources, type Ensured } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { DataSourcesApi } from "./api.ts"
 
 /** 201 with `created: true` when this call wired the dataset, 200 otherwise. */
 const envelope = (ensured: Ensured) =>
   ensured.created ? { data: { ...ensured, created: true as const } } : { data: { ...ensured, created: false as const } }
 
-export const DataSourcesHandlers = HttpApiBuilder.group(Api, "dataSources", (handlers) =>
+export const DataSourcesHandlers = HttpApiBuilder.group(groupApi(DataSourcesApi), "dataSources", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const service = yield* DataSources

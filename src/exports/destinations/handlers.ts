@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { ExportDestinations } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { ExportDestinationsApi } from "./api.ts"
 
-export const ExportDestinationsHandlers = HttpApiBuilder.group(Api, "exportDestinations", (handlers) =>
+export const ExportDestinationsHandlers = HttpApiBuilder.group(groupApi(ExportDestinationsApi), "exportDestinations", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const destinations = yield* ExportDestinations

@@ -15,7 +15,7 @@ import {
 } from "../../../schema/errors.ts"
 import { isUuid } from "../../../schema/common.ts"
 import type { CreateDestination, Destination, DestinationsQuery, UpdateDestination } from "../../../schema/exports.ts"
-import type { ProfileContext } from "../../auth/principal.ts"
+import type { ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, toPage } from "../../platform/pagination.ts"
 import { ExportPipeline } from "../pipeline/service.ts"
 import { ExportsRepo } from "../pipeline/repo.ts"

@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { ExportPipeline } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { ExportDeliveriesApi } from "./api.ts"
 
-export const ExportDeliveriesHandlers = HttpApiBuilder.group(Api, "exportDeliveries", (handlers) =>
+export const ExportDeliveriesHandlers = HttpApiBuilder.group(groupApi(ExportDeliveriesApi), "exportDeliveries", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const pipeline = yield* ExportPipeline

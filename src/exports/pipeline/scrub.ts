@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto"
 import type { PrivacyMode } from "../../../schema/tenancy.ts"
 import type { PrivacyConfig } from "../../../schema/exports.ts"
-import type { ConversionEvent } from "../../providers/adplatform/port.ts"
+import type { ConversionEvent } from "../../connections/providers/adplatform/port.ts"
 
 /** `custom_data` keys that never describe the person or their condition. */
 export const PLATFORM_SAFE_CUSTOM_DATA = ["value", "currency", "order_id"] as const

@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Principal } from "../../auth/principal.ts"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { PlatformSafe } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { PlatformSafeApi } from "./api.ts"
 
-export const PlatformSafeHandlers = HttpApiBuilder.group(Api, "platformSafe", (handlers) =>
+export const PlatformSafeHandlers = HttpApiBuilder.group(groupApi(PlatformSafeApi), "platformSafe", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const service = yield* PlatformSafe

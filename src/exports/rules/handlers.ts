@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { ExportRules } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { ExportRulesApi } from "./api.ts"
 
-export const ExportRulesHandlers = HttpApiBuilder.group(Api, "exportRules", (handlers) =>
+export const ExportRulesHandlers = HttpApiBuilder.group(groupApi(ExportRulesApi), "exportRules", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const rules = yield* ExportRules

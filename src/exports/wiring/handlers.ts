@@ -1,11 +1,12 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Principal } from "../../auth/principal.ts"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { ConversionSyncWiring } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { ConversionSyncWiringApi } from "./api.ts"
 
-export const ConversionSyncWiringHandlers = HttpApiBuilder.group(Api, "conversionSyncWiring", (handlers) =>
+export const ConversionSyncWiringHandlers = HttpApiBuilder.group(groupApi(ConversionSyncWiringApi), "conversionSyncWiring", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const wiring = yield* ConversionSyncWiring

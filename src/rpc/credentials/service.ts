@@ -7,8 +7,8 @@ import { isUuid } from "../../../schema/common.ts"
 import { type DatabaseUnavailable, NotFound, ValidationError } from "../../../schema/errors.ts"
 import { type MintedRpcCredential, type RpcCredential, RPC_ONLY_SCOPES } from "../../../schema/rpc.ts"
 import { Scopes } from "../../../schema/scopes.ts"
-import { ROTATION_GRACE_HOURS } from "../../auth/api-keys/service.ts"
-import { CredentialPrefix, displayPrefix, isWellFormed, mintSecret, secretDigest } from "../../auth/credentials/tokens.ts"
+import { ROTATION_GRACE_HOURS } from "../../accounts/api-keys/service.ts"
+import { CredentialPrefix, displayPrefix, isWellFormed, mintSecret, secretDigest } from "../../kernel/credentials/tokens.ts"
 import { type CredentialRow, RpcCredentialsRepo } from "./repo.ts"
 
 /** Calls per minute unless the operator says otherwise: internal traffic, ten times a key's default. */

@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { WebhookDeliveries } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { WebhookDeliveriesApi } from "./api.ts"
 
-export const WebhookDeliveriesHandlers = HttpApiBuilder.group(Api, "webhookDeliveries", (handlers) =>
+export const WebhookDeliveriesHandlers = HttpApiBuilder.group(groupApi(WebhookDeliveriesApi), "webhookDeliveries", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const deliveries = yield* WebhookDeliveries

@@ -1,14 +1,15 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Principal } from "../../auth/principal.ts"
-import { Api } from "../../http/api.ts"
-import { ProfileAccess } from "../../tenancy/access.ts"
+import { Principal } from "../../kernel/principal.ts"
+import { ProfileAccess } from "../../kernel/access.ts"
 import { WebhookSubscriptions } from "./service.ts"
+import { groupApi } from "../../http/group-api.ts"
+import { WebhookSubscriptionsApi } from "./api.ts"
 
 /** Single answers ride in `data`, as every success body does (api-concepts.md, Conventions). */
 const wrap = <A>(data: A) => ({ data })
 
-export const WebhookSubscriptionsHandlers = HttpApiBuilder.group(Api, "webhookSubscriptions", (handlers) =>
+export const WebhookSubscriptionsHandlers = HttpApiBuilder.group(groupApi(WebhookSubscriptionsApi), "webhookSubscriptions", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const subscriptions = yield* WebhookSubscriptions

@@ -16,7 +16,7 @@ import {
   type WebhookSubscription,
   type WebhookSubscriptionsQuery
 } from "../../../schema/webhooks.ts"
-import type { PrincipalShape, ProfileContext } from "../../auth/principal.ts"
+import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"

@@ -6,7 +6,7 @@ import { ClusterLive } from "../../../cluster/runner.ts"
 import { DatabaseLive } from "../../../src/platform/database.ts"
 import { migrate } from "../../../src/platform/migrator.ts"
 import { RpcLive } from "../../../src/rpc/server.ts"
-import { PiiAccessLog } from "../../../src/audit/pii-access.ts"
+import { PiiAccessLog } from "../../../src/kernel/audit/pii-access.ts"
 import { RateLimiterLive } from "../../../src/platform/rate-limit.ts"
 import { SecretBox } from "../../../src/platform/secret-box.ts"
 

@@ -1,0 +1,80 @@
+/**
+ * The report scheduler (decision 0086): one background fiber per process (started by
+ * `CoreServicesLive`), safe with several processes on one PostgreSQL. Each poll turns every due
+ * slot into one run (unique per report and slot: two workers racing create it once), then
+ * claims runs with a lease and works them: generated, and a scheduled run sent to the report's
+ * recipients. A run whose worker died is taken over once its lease expires; one that died while
+ * sending is failed `send_outcome_unknown`, never sent a second time.
+ */
+import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { withLinkedJobSpan } from "../../platform/tracing.ts"
+import { ReportsRepo } from "./repo.ts"
+import { Reports, RUN_LEASE_SECONDS } from "./service.ts"
+
+export interface ReportWorkerSettingsShape {
+  /** Run the background fiber. Off: nothing runs unless `runOnce` is called. */
+  readonly enabled: boolean
+  readonly pollInterval: Duration.Duration
+  /** Attempts of a run before it is `failed`. */
+  readonly maxAttempts: number
+}
+
+export const defaultReportWorkerSettings: ReportWorkerSettingsShape = {
+  enabled: true,
+  pollInterval: Duration.seconds(15),
+  maxAttempts: 3
+}
+
+export const ReportWorkerSettings = Context.Reference<ReportWorkerSettingsShape>("svc/ReportWorkerSettings", {
+  defaultValue: () => defaultReportWorkerSettings
+})
+
+export class ReportWorker extends Context.Service<ReportWorker, {
+  /** Enqueues the due slots, then works every claimable run; answers the runs worked. */
+  readonly runOnce: Effect.Effect<number, DatabaseUnavailable>
+}>()("svc/ReportWorker") {
+  static readonly layer = Layer.effect(ReportWorker)(
+    Effect.gen(function*() {
+      const repo = yield* ReportsRepo
+      const reports = yield* Reports
+      const settings = yield* ReportWorkerSettings
+
+      const runOnce = Effect.gen(function*() {
+        yield* repo.enqueueDue(reports.nextOf)
+        let worked = 0
+        while (true) {
+          const claimed = yield* repo.claim(RUN_LEASE_SECONDS, settings.maxAttempts)
+          if (Option.isNone(claimed)) return worked
+          const run = claimed.value
+          // Its own trace, linked to the request that scheduled it (decision 0101).
+          yield* reports.work(run).pipe(
+            withLinkedJobSpan(`report_runs ${run.trigger}`, run, {
+              "messaging.message.id": run.id,
+              "svc.profile_id": run.profile_id,
+              "svc.report_id": run.report_id
+            })
+          )
+          worked++
+        }
+      }).pipe(Effect.withSpan("ReportWorker.runOnce"))
+
+      if (settings.enabled) {
+        const loop = Effect.gen(function*() {
+          yield* Effect.sleep(settings.pollInterval)
+          while (true) {
+            yield* runOnce.pipe(Effect.catchCause((cause) =>
+              Cause.hasInterruptsOnly(cause)
+                ? Effect.failCause(cause)
+                : Effect.as(Effect.logWarning("report worker: a poll failed; retrying after the poll interval", cause), 0)
+            ))
+            yield* Effect.sleep(settings.pollInterval)
+          }
+        })
+        yield* Effect.forkScoped(loop)
+      }
+
+      return { runOnce }
+    })
+  ).pipe(Layer.provide([ReportsRepo.layer, Reports.layer]))
+}

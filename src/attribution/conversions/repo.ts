@@ -1,0 +1,641 @@
+/**
+ * SQL of server-side events, retractions and the conversions list (decision 0029); the owner of
+ * `conversions` and `outcome_events` (DESIGN.md, "Table ownership"), with the statements merges,
+ * erasure, link decisions and partner data run on them.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { ReplayQueue } from "../jobs/repo.ts"
+import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../../schema/attribution.ts"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { compareText, CustomersRepo, type ProfileScoped, profileScoped } from "../../identity/customers/repo.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+import { changedFirstPaymentFlags, FirstPaymentFacts } from "../../ingestion/events/payments/first-payments.ts"
+
+export const ProfileFacts = Schema.Struct({
+  id: Schema.String,
+  currency: Schema.NullOr(Schema.String),
+  privacy_mode: Schema.String,
+  is_healthcare_agency: Schema.Boolean,
+  provisioned_by_app_id: Schema.NullOr(Schema.String)
+})
+export type ProfileFacts = typeof ProfileFacts.Type
+
+export const StoredEvent = Schema.Struct({
+  profile_id: Schema.String,
+  idempotency_key: Schema.String,
+  id: Schema.String,
+  request_hash: Schema.String,
+  retracted: Schema.Boolean,
+  conversion_id: Schema.NullOr(Schema.String)
+})
+export type StoredEvent = typeof StoredEvent.Type
+
+export const Definition = Schema.Struct({
+  profile_id: Schema.String,
+  event_name: Schema.String,
+  id: Schema.String,
+  conversion_key: Schema.String,
+  counts_as_cash: Schema.Boolean,
+  attribution_eligible: Schema.Boolean
+})
+export type Definition = typeof Definition.Type
+
+const LockedEvent = Schema.Struct({
+  id: Schema.String,
+  retracted: Schema.Boolean,
+  customer_id: Schema.NullOr(Schema.String)
+})
+export type LockedEvent = typeof LockedEvent.Type
+
+export const ConversionRow = Schema.Struct({
+  outcome_event_id: Schema.String,
+  conversion_id: Schema.String,
+  conversion_key: Schema.String,
+  occurred_at: Schema.String,
+  value_amount: Schema.NullOr(Schema.String),
+  currency: Schema.NullOr(Schema.String),
+  customer_key: Schema.NullOr(Schema.String),
+  is_first_payment: Schema.NullOr(Schema.Boolean)
+})
+export type ConversionRow = typeof ConversionRow.Type
+
+export interface NewEvent {
+  readonly id: string
+  readonly profileId: string
+  /** `outcome_events.source`: `api` for POST /api/v1/events, `cardgw` for card-gateway payments (decision 0032). */
+  readonly source: string
+  readonly idempotencyKey: string
+  readonly requestHash: string
+  readonly eventName: string
+  /** ISO 8601 with offset. */
+  readonly occurredAt: string
+  /** Plain decimal text, or null. */
+  readonly valueAmount: string | null
+  readonly currency: string | null
+  readonly subjectRef: string | null
+  readonly orderGroup: string | null
+  readonly actionSource: string | null
+  readonly clickIds: Readonly<Record<string, string>>
+}
+
+export interface NewConversion {
+  readonly id: string
+  readonly event: NewEvent
+  readonly definition: Definition
+  readonly customerId: string | null
+  /** Set here only when there is no customer (a lone payment is a first one); else recomputed. */
+  readonly isFirstPayment: boolean | null
+}
+
+export interface ConversionFilters {
+  readonly customerKey?: string
+  readonly conversionKey?: string
+  /** Inclusive lower bound, ISO 8601 with offset. */
+  readonly start?: string
+  /** Upper bound, ISO 8601 with offset; exclusive for a date (its next midnight), inclusive for a date-time. */
+  readonly end?: { readonly at: string; readonly inclusive: boolean }
+}
+
+export interface ConversionKeyset {
+  readonly occurredAt: string
+  readonly id: string
+}
+
+/** A conversion whose lookback window holds a time, with what crediting needs. */
+export const WindowConversion = Schema.Struct({
+  id: Schema.String,
+  customer_id: Schema.String,
+  /** Epoch milliseconds (floored), as the crediting engine reads it. */
+  occurred_ms: Schema.Number,
+  window_days: Schema.Int,
+  eligible: Schema.Boolean
+})
+export type WindowConversion = typeof WindowConversion.Type
+
+/** A customer and a time: a conversion of that customer whose window holds the time is affected. */
+export interface CustomerTime {
+  readonly customerId: string
+  /** ISO 8601 with offset. */
+  readonly at: string
+}
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class EventsRepo extends Context.Service<EventsRepo, {
+  /** Currency, healthcare family and provisioning app of each profile, by id. */
+  readonly profileFacts: (profileIds: ReadonlyArray<string>) => Repo<ReadonlyMap<string, ProfileFacts>>
+  /**
+   * Claims `(profile, idempotency_key)` for each new event (keys distinct): the stored
+   * `occurred_at` (ISO UTC) of each event this call inserted, by event id. A key already taken
+   * is left out (the insert waits for a concurrent claimer to finish first). Claims in key order,
+   * so two concurrent batches never wait on each other in a cycle.
+   */
+  readonly claimEvents: (events: ReadonlyArray<NewEvent>) => Repo<ReadonlyMap<string, string>>
+  /** The event stored under a key, with its conversion. */
+  readonly findEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<StoredEvent>>
+  /** The events stored under these keys, by `profileScoped(profile, key)`. */
+  readonly findEvents: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, StoredEvent>>
+  readonly setEventCustomers: (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) => Repo<void>
+  /**
+   * For each `(profile, event_name)`, the definition that makes it a conversion (the default one,
+   * else the oldest), by `profileScoped(profile, event_name)`.
+   */
+  readonly definitionsFor: (names: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, Definition>>
+  /** Inserts the conversions; `created_at` follows the array's order (arrival order breaks ties). */
+  readonly insertConversions: (conversions: ReadonlyArray<NewConversion>) => Repo<void>
+  /**
+   * Recomputes `is_first_payment` of every conversion of the customers (the rules:
+   * first-payments.ts) and writes the flags that changed; answers how many changed. Locks the
+   * customer rows first (FOR UPDATE, in id order so concurrent callers never deadlock), so two
+   * recomputes of one customer never interleave: run it inside the transaction that changed the
+   * customers' payments (ingest, retraction, erasure, merge, a payment action) so it sees that
+   * change. One read and at most three writes, however many customers.
+   */
+  readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
+  /** The customers' conversions are credited again by the attribution worker (`credited_at` cleared). */
+  readonly recreditCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** As `recreditCustomers`, for the conversions credited already only (touches just joined their customers). */
+  readonly recreditCredited: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** `recreditCustomers` for one customer of the profile (an accepted identity link); answers how many. */
+  readonly recreditCustomer: (profileId: string, customerId: string) => Repo<number>
+  /**
+   * Sets `credited_at = null` on every conversion of the profile whose customer and lookback
+   * window hold one of the pairs (the worker credits them again). Answers how many.
+   */
+  readonly requeueConversions: (profileId: string, pairs: ReadonlyArray<CustomerTime>) => Repo<number>
+  /** Read-only: the conversions `requeueConversions` would mark. */
+  readonly conversionsInWindow: (profileId: string, pairs: ReadonlyArray<CustomerTime>) => Repo<ReadonlyArray<WindowConversion>>
+  /** A merge: the merged customer's outcome events go to the survivor; answers their ids. */
+  readonly moveEvents: (fromCustomerId: string, toCustomerId: string) => Repo<ReadonlyArray<string>>
+  /** A merge: the merged customer's conversions, and those it was assigned as payer of, go to the survivor; answers their ids. */
+  readonly moveConversions: (
+    fromCustomerId: string,
+    toCustomerId: string
+  ) => Repo<{ readonly conversions: ReadonlyArray<string>; readonly payer: ReadonlyArray<string> }>
+  /** A merge's undo: these events go back to the merged customer while the survivor still holds them. */
+  readonly returnEvents: (eventIds: ReadonlyArray<string>, fromCustomerId: string, toCustomerId: string) => Repo<void>
+  /** A merge's undo: these conversions and payer assignments go back while the survivor still holds them. */
+  readonly returnConversions: (
+    conversionIds: ReadonlyArray<string>,
+    payerConversionIds: ReadonlyArray<string>,
+    fromCustomerId: string,
+    toCustomerId: string
+  ) => Repo<void>
+  /**
+   * Erasure: a payment these customers were assigned as payer of goes back to its event's
+   * customer; then every conversion of theirs stays without a person (its credit rows and
+   * first-payment flag stand as recorded). Answers how many conversions lost their person.
+   */
+  readonly forgetConversionsOf: (customerIds: ReadonlyArray<string>) => Repo<number>
+  /** Erasure: the customers' outcome events stay without a person; answers how many. */
+  readonly forgetEventsOf: (customerIds: ReadonlyArray<string>) => Repo<number>
+  /** The event under a key, row-locked until the transaction ends. */
+  readonly lockEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<LockedEvent>>
+  readonly hasExport: (eventId: string) => Repo<boolean>
+  readonly hasConversationLead: (eventId: string) => Repo<boolean>
+  /**
+   * Deletes the event's conversions and their credit rows; answers both counts and the customers
+   * the conversions belonged to (a payer assignment may have moved one away from the event's customer).
+   */
+  readonly deleteConversions: (
+    eventId: string
+  ) => Repo<{ readonly conversions: number; readonly credits: number; readonly customerIds: ReadonlyArray<string> }>
+  /** Marks the event retracted and drops what it carried beyond its name, time and key. */
+  readonly tombstone: (eventId: string, reason: string) => Repo<void>
+  /** Queues (or joins the already queued) full-profile attribution replay, in the caller's transaction. */
+  readonly queueReplay: (profileId: string, reason: string) => Repo<void>
+  /** The profile's conversions, newest first, one more than `limit`. */
+  readonly listConversions: (
+    profileId: string,
+    filters: ConversionFilters,
+    limit: number,
+    after: Option.Option<ConversionKeyset>
+  ) => Repo<ReadonlyArray<ConversionRow>>
+  /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
+  /** Marks a conversion credited (with no credit rows: one whose crediting fails; a replay tries it again). */
+  readonly markCredited: (conversionId: string) => Repo<void>
+  /**
+   * After crediting `ids`: sets `credited_at` (keeping its first value: only whether it is set has
+   * a meaning) and refreshes the cash and eligibility flags from their definitions; rows whose
+   * flags and mark are already right are not rewritten.
+   */
+  readonly settleCredited: (ids: ReadonlyArray<string>) => Repo<void>
+  /** Marks a payment a later installment (or not); a payment with no customer is first unless it is one. */
+  readonly setInstallment: (paymentId: string, installment: boolean) => Repo<void>
+  /** Sets a payment's assigned payer only (the customer it belongs to stays). */
+  readonly setPayer: (paymentId: string, payerId: string | null) => Repo<void>
+  /**
+   * Sets a payment's assigned payer and the customer it now belongs to, and clears `credited_at`
+   * so that the worker credits it again (its credit rows are deleted by the caller).
+   */
+  readonly reassignPayment: (paymentId: string, payerId: string | null, customerId: string | null) => Repo<void>
+  /** Records a refund of the payment (now). */
+  readonly setRefund: (paymentId: string, amount: string | null, reason: string | null) => Repo<void>
+  /** Undoes a recorded refund of the payment. */
+  readonly clearRefund: (paymentId: string) => Repo<void>
+  /**
+   * Before deleting definitions: their conversions stay (with their keys) but lose the
+   * definition, so they no longer count as cash nor take credit.
+   */
+  readonly detachDefinitions: (profileId: string, definitionIds: ReadonlyArray<string>) => Repo<void>
+}>()("svc/EventsRepo") {
+  static readonly layer = Layer.effect(EventsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const customers = yield* CustomersRepo
+      const replays = yield* ReplayQueue
+      const facts = decodeRows(ProfileFacts)
+      const storedEvents = decodeRows(StoredEvent)
+      const definitions = decodeRows(Definition)
+      const firstLocked = decodeFirstRow(LockedEvent)
+      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
+      const windowRows = decodeRows(WindowConversion)
+      const claimedRows = decodeRows(Schema.Struct({ id: Schema.String, occurred_at: Schema.String }))
+      const conversionRows = decodeRows(ConversionRow)
+      const firstN = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
+      const firstPresent = decodeFirstRow(Schema.Struct({ present: Schema.Boolean }))
+      const firstCount = decodeFirstRow(Schema.Struct({ count: Schema.Number }))
+      const deletedRows = decodeRows(Schema.Struct({ customer_id: Schema.NullOr(Schema.String) }))
+
+      const profileFacts = (profileIds: ReadonlyArray<string>) =>
+        Effect.map(
+          facts(sql`
+            SELECT p.id, p.currency, p.privacy_mode, w.is_healthcare_agency, p.provisioned_by_app_id
+            FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
+            WHERE p.id = ANY(${[...new Set(profileIds)]}::uuid[])`),
+          (rows) => new Map(rows.map((row) => [row.id, row] as const))
+        )
+
+      const claimEvents = (events: ReadonlyArray<NewEvent>) => {
+        if (events.length === 0) return Effect.succeed(new Map<string, string>())
+        const sorted = [...events].sort((a, b) => compareText(profileScoped(a.profileId, a.idempotencyKey), profileScoped(b.profileId, b.idempotencyKey)))
+        const column = <A>(pick: (event: NewEvent) => A) => sorted.map(pick)
+        return Effect.map(
+          claimedRows(sql`
+            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
+                                        value_amount, currency, subject_ref, order_group, action_source, click_ids)
+            SELECT v.id, v.profile_id, v.idempotency_key, v.request_hash, v.source, v.event_name, v.occurred_at, v.value_amount,
+                   v.currency, v.subject_ref, v.order_group, v.action_source, v.click_ids
+            FROM unnest(
+              ${column((e) => e.id)}::uuid[], ${column((e) => e.profileId)}::uuid[], ${column((e) => e.idempotencyKey)}::text[],
+              ${column((e) => e.requestHash)}::text[], ${column((e) => e.source)}::text[], ${column((e) => e.eventName)}::text[],
+              ${column((e) => e.occurredAt)}::timestamptz[], ${nullableColumn(column((e) => e.valueAmount))}::numeric(20, 6)[],
+              ${nullableColumn(column((e) => e.currency))}::text[], ${nullableColumn(column((e) => e.subjectRef))}::text[],
+              ${nullableColumn(column((e) => e.orderGroup))}::text[], ${nullableColumn(column((e) => e.actionSource))}::text[], ${column((e) => JSON.stringify(e.clickIds))}::jsonb[])
+            WITH ORDINALITY AS v(id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at, value_amount,
+                                 currency, subject_ref, order_group, action_source, click_ids, n)
+            ORDER BY n
+            ON CONFLICT (profile_id, idempotency_key) DO NOTHING
+            RETURNING id, ${isoTimestamp(sql, "occurred_at")} AS occurred_at`),
+          (rows) => new Map(rows.map((row) => [row.id, row.occurred_at] as const))
+        )
+      }
+
+      // Batch lookups are one LATERAL subquery per key, with LIMIT (the keys are unique): the
+      // planner cannot flatten it into a join, so every key is an index probe even while a table's
+      // statistics are stale (a fresh table looks empty, and a join plan then scans it per key).
+      const findEvents = (keys: ReadonlyArray<ProfileScoped>) =>
+        Effect.map(
+          storedEvents(sql`
+            SELECT e.profile_id, e.idempotency_key, e.id, e.request_hash, e.retracted_at IS NOT NULL AS retracted,
+                   c.id AS conversion_id
+            FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, idempotency_key)
+            CROSS JOIN LATERAL (SELECT * FROM outcome_events x
+                                WHERE x.profile_id = q.profile_id AND x.idempotency_key = q.idempotency_key LIMIT 1) e
+            LEFT JOIN LATERAL (SELECT id FROM conversions x WHERE x.outcome_event_id = e.id LIMIT 1) c ON true`),
+          (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.idempotency_key), row] as const))
+        )
+
+      // Unprepared, planned for its ids each time, like `lockCustomers` (decision 0047).
+      const setEventCustomers = (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) =>
+        pairs.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE outcome_events o SET customer_id = v.customer_id
+          FROM unnest(${pairs.map((p) => p.eventId)}::uuid[], ${pairs.map((p) => p.customerId)}::uuid[]) AS v(id, customer_id)
+          WHERE o.id = v.id`.unprepared)
+
+      const definitionsFor = (names: ReadonlyArray<ProfileScoped>) =>
+        names.length === 0 ? Effect.succeed(new Map<string, Definition>()) : Effect.map(
+          definitions(sql`
+            SELECT DISTINCT ON (q.profile_id, q.event_name) q.profile_id, q.event_name,
+                   d.id, d.conversion_key, d.counts_as_cash, d.attribution_eligible
+            FROM unnest(${names.map((n) => n.profileId)}::uuid[], ${names.map((n) => n.name)}::text[]) AS q(profile_id, event_name)
+            JOIN conversion_definitions d ON d.profile_id = q.profile_id AND d.kind = 'event' AND q.event_name = ANY (d.event_names)
+            ORDER BY q.profile_id, q.event_name, d.is_default DESC, d.created_at, d.id`),
+          (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.event_name), row] as const))
+        )
+
+      const insertConversions = (conversions: ReadonlyArray<NewConversion>) => {
+        if (conversions.length === 0) return Effect.void
+        const column = <A>(pick: (conversion: NewConversion) => A) => conversions.map(pick)
+        // clock_timestamp() per row: conversions of one batch keep their arrival order in created_at.
+        return Effect.asVoid(sql`
+          INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at,
+                                   value_amount, currency, customer_id, subject_ref, order_group, counts_as_cash,
+                                   attribution_eligible, is_first_payment, created_at)
+          SELECT v.id, v.profile_id, v.outcome_event_id, v.definition_id, v.conversion_key, v.occurred_at, v.value_amount,
+                 v.currency, v.customer_id, v.subject_ref, v.order_group, v.counts_as_cash, v.attribution_eligible,
+                 v.is_first_payment, clock_timestamp()
+          FROM unnest(
+            ${column((c) => c.id)}::uuid[], ${column((c) => c.event.profileId)}::uuid[], ${column((c) => c.event.id)}::uuid[],
+            ${column((c) => c.definition.id)}::uuid[], ${column((c) => c.definition.conversion_key)}::text[],
+            ${column((c) => c.event.occurredAt)}::timestamptz[], ${nullableColumn(column((c) => c.event.valueAmount))}::numeric(20, 6)[],
+            ${nullableColumn(column((c) => c.event.currency))}::text[], ${nullableColumn(column((c) => c.customerId))}::uuid[],
+            ${nullableColumn(column((c) => c.event.subjectRef))}::text[], ${nullableColumn(column((c) => c.event.orderGroup))}::text[],
+            ${column((c) => c.definition.counts_as_cash)}::boolean[], ${column((c) => c.definition.attribution_eligible)}::boolean[],
+            ${nullableColumn(column((c) => c.isFirstPayment))}::boolean[])
+          WITH ORDINALITY AS v(id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, value_amount,
+                               currency, customer_id, subject_ref, order_group, counts_as_cash, attribution_eligible,
+                               is_first_payment, n)
+          ORDER BY v.n`)
+      }
+
+      const lockEvent = (profileId: string, idempotencyKey: string) =>
+        firstLocked(sql`
+          SELECT id, retracted_at IS NOT NULL AS retracted, customer_id FROM outcome_events
+          WHERE profile_id = ${profileId} AND idempotency_key = ${idempotencyKey}
+          FOR UPDATE`)
+
+      const hasExport = (eventId: string) =>
+        Effect.map(
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM conversion_exports WHERE outcome_event_id = ${eventId}) AS present`),
+          (row) => Option.isSome(row) && row.value.present
+        )
+
+      const hasConversationLead = (eventId: string) =>
+        Effect.map(
+          firstPresent(sql`SELECT EXISTS (SELECT 1 FROM conversation_leads WHERE outcome_event_id = ${eventId}) AS present`),
+          (row) => Option.isSome(row) && row.value.present
+        )
+
+      const deleteConversions = (eventId: string) =>
+        Effect.gen(function*() {
+          const credits = yield* firstCount(sql`
+            SELECT count(*)::int AS count FROM attribution_credits a
+            JOIN conversions c ON c.id = a.conversion_id WHERE c.outcome_event_id = ${eventId}`)
+          // Credit rows go with their conversion (ON DELETE CASCADE).
+          const deleted = yield* deletedRows(sql`
+            DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`)
+          const customerIds = deleted.flatMap((row) => (row.customer_id === null ? [] : [row.customer_id]))
+          return { conversions: deleted.length, credits: Option.match(credits, { onNone: () => 0, onSome: (row) => row.count }), customerIds }
+        })
+
+      const tombstone = (eventId: string, reason: string) =>
+        Effect.asVoid(sql`
+          UPDATE outcome_events
+          SET retracted_at = now(), retraction_reason = ${reason}, value_amount = NULL, currency = NULL,
+              subject_ref = NULL, order_group = NULL, customer_id = NULL, action_source = NULL, click_ids = '{}'::jsonb
+          WHERE id = ${eventId}`)
+
+
+      const listConversions = (
+        profileId: string,
+        filters: ConversionFilters,
+        limit: number,
+        after: Option.Option<ConversionKeyset>
+      ) => {
+        const clauses = [sql`c.profile_id = ${profileId}`]
+        if (filters.customerKey !== undefined) clauses.push(sql`cu.customer_key = ${filters.customerKey}`)
+        if (filters.conversionKey !== undefined) clauses.push(sql`c.conversion_key = ${filters.conversionKey}`)
+        if (filters.start !== undefined) clauses.push(sql`c.occurred_at >= ${filters.start}::timestamptz`)
+        if (filters.end !== undefined) {
+          clauses.push(
+            filters.end.inclusive
+              ? sql`c.occurred_at <= ${filters.end.at}::timestamptz`
+              : sql`c.occurred_at < ${filters.end.at}::timestamptz`
+          )
+        }
+        if (Option.isSome(after)) {
+          clauses.push(sql`(c.occurred_at, c.id) < (${after.value.occurredAt}::timestamptz, ${after.value.id}::uuid)`)
+        }
+        return conversionRows(sql`
+          SELECT c.outcome_event_id, c.id AS conversion_id, c.conversion_key,
+                 ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+                 trim_scale(c.value_amount)::text AS value_amount, c.currency, cu.customer_key, c.is_first_payment
+          FROM conversions c LEFT JOIN customers cu ON cu.id = c.customer_id
+          WHERE ${sql.and(clauses)}
+          ORDER BY c.occurred_at DESC, c.id DESC
+          LIMIT ${limit + 1}`)
+      }
+
+      const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
+
+      const recreditCustomers = (customerIds: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`UPDATE conversions SET credited_at = NULL WHERE customer_id = ANY(${customerIds}::uuid[])`)
+
+      const recreditCredited = (customerIds: ReadonlyArray<string>) =>
+        customerIds.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE conversions SET credited_at = NULL
+          WHERE customer_id = ANY(${customerIds}::uuid[]) AND credited_at IS NOT NULL`)
+
+      const recreditCustomer = (profileId: string, customerId: string) =>
+        Effect.map(
+          firstN(sql`
+            WITH q AS (
+              UPDATE conversions SET credited_at = NULL
+              WHERE profile_id = ${profileId} AND customer_id = ${customerId}::uuid
+              RETURNING id
+            )
+            SELECT count(*)::int AS n FROM q`),
+          Option.match({ onNone: () => 0, onSome: (row) => row.n })
+        )
+
+      /** Conversions of the profile whose customer and window (both ends inclusive, as the models read it) hold a pair. */
+      const inWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+        sql`
+          SELECT DISTINCT c.id
+          FROM unnest(${pairs.map((pair) => pair.customerId)}::uuid[], ${pairs.map((pair) => pair.at)}::timestamptz[])
+                 AS p(customer_id, at)
+          JOIN conversions c ON c.profile_id = ${profileId} AND c.customer_id = p.customer_id
+          LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+          WHERE p.at <= c.occurred_at
+            AND p.at >= c.occurred_at - make_interval(days => COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}))`
+
+      const requeueConversions = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+        pairs.length === 0
+          ? Effect.succeed(0)
+          : Effect.map(
+            sql`UPDATE conversions SET credited_at = NULL WHERE id IN (${inWindow(profileId, pairs)}) RETURNING id`,
+            (rows) => rows.length
+          )
+
+      const conversionsInWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+        pairs.length === 0
+          ? Effect.succeed<ReadonlyArray<WindowConversion>>([])
+          : windowRows(sql`
+            SELECT c.id::text AS id, c.customer_id::text AS customer_id,
+                   floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
+                   COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
+                   COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
+            FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+            WHERE c.id IN (${inWindow(profileId, pairs)})
+            ORDER BY c.occurred_at, c.id`)
+
+      const moveEvents = (m: string, s: string) =>
+        Effect.map(
+          idRows(sql`UPDATE outcome_events SET customer_id = ${s} WHERE customer_id = ${m} RETURNING id::text AS id`),
+          ids
+        )
+
+      const moveConversions = (m: string, s: string) =>
+        Effect.gen(function*() {
+          const conversions = ids(yield* idRows(sql`
+            UPDATE conversions SET customer_id = ${s} WHERE customer_id = ${m} RETURNING id::text AS id`))
+          const payer = ids(yield* idRows(sql`
+            UPDATE conversions SET payer_customer_id = ${s} WHERE payer_customer_id = ${m} RETURNING id::text AS id`))
+          return { conversions, payer }
+        })
+
+      const returnEvents = (eventIds: ReadonlyArray<string>, s: string, m: string) =>
+        Effect.asVoid(sql`UPDATE outcome_events SET customer_id = ${m} WHERE id = ANY(${eventIds}::uuid[]) AND customer_id = ${s}`)
+
+      const returnConversions = (conversionIds: ReadonlyArray<string>, payerIds: ReadonlyArray<string>, s: string, m: string) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE conversions SET customer_id = ${m} WHERE id = ANY(${conversionIds}::uuid[]) AND customer_id = ${s}`
+          yield* sql`
+            UPDATE conversions SET payer_customer_id = ${m}
+            WHERE id = ANY(${payerIds}::uuid[]) AND payer_customer_id = ${s}`
+        })
+
+      const forgetConversionsOf = (customerIds: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          // A payment this person was assigned as payer of goes back to its event's customer.
+          yield* sql`
+            UPDATE conversions c SET payer_customer_id = NULL, customer_id = e.customer_id, credited_at = NULL
+            FROM outcome_events e
+            WHERE e.id = c.outcome_event_id AND c.payer_customer_id = ANY(${customerIds}::uuid[])
+              AND (e.customer_id IS NULL OR NOT e.customer_id = ANY(${customerIds}::uuid[]))`
+          // Conversions stay, without a person; their credit rows and first-payment flags stand as recorded.
+          const forgotten = yield* sql`
+            UPDATE conversions SET customer_id = NULL, payer_customer_id = NULL, subject_ref = NULL, order_group = NULL
+            WHERE customer_id = ANY(${customerIds}::uuid[]) OR payer_customer_id = ANY(${customerIds}::uuid[])
+            RETURNING id`
+          return forgotten.length
+        })
+
+      const forgetEventsOf = (customerIds: ReadonlyArray<string>) =>
+        Effect.map(
+          sql`
+            UPDATE outcome_events SET customer_id = NULL, subject_ref = NULL, order_group = NULL, click_ids = '{}'::jsonb
+            WHERE customer_id = ANY(${customerIds}::uuid[])
+            RETURNING id`,
+          (rows) => rows.length
+        )
+
+      const firstPaymentFacts = decodeRows(FirstPaymentFacts)
+      const recomputeFirstPayments = (customerIds: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          if (customerIds.length === 0) return 0
+          const ids = [...new Set(customerIds)]
+          yield* customers.lockCustomers(ids)
+          // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
+          // subquery into a join, which it may plan as a scan per customer while statistics are stale.
+          const rows = yield* firstPaymentFacts(sql`
+            SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+                   ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
+                   c.is_first_payment
+            FROM unnest(${ids}::uuid[]) AS q(id)
+            CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
+          const { nowFalse, nowNull, nowTrue } = changedFirstPaymentFlags(rows)
+          // Unprepared, planned for these ids each time, like `lockCustomers` (decision 0047).
+          if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`.unprepared
+          if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`.unprepared
+          if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`.unprepared
+          return nowTrue.length + nowFalse.length + nowNull.length
+        }).pipe(Effect.withSpan("Events.recomputeFirstPayments"))
+
+      const markCredited = (conversionId: string) =>
+        Effect.asVoid(sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId} AND credited_at IS NULL`)
+
+      const settleCredited = (ids: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          UPDATE conversions c SET
+            credited_at = COALESCE(c.credited_at, now()),
+            counts_as_cash = x.counts_as_cash,
+            attribution_eligible = x.attribution_eligible
+          FROM (
+            SELECT c2.id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
+                   COALESCE(d.attribution_eligible, c2.attribution_eligible) AS attribution_eligible
+            FROM conversions c2 LEFT JOIN conversion_definitions d ON d.id = c2.definition_id
+            WHERE c2.id = ANY(${ids}::uuid[])
+          ) x
+          WHERE c.id = x.id
+            AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)
+
+      // A payment with no customer has nothing to repeat: first unless it is a later installment.
+      const setInstallment = (paymentId: string, installment: boolean) =>
+        Effect.asVoid(sql`
+          UPDATE conversions
+          SET installment = ${installment},
+              is_first_payment = CASE WHEN customer_id IS NULL THEN NOT ${installment}::boolean ELSE is_first_payment END
+          WHERE id = ${paymentId}`)
+
+      const setPayer = (paymentId: string, payerId: string | null) =>
+        Effect.asVoid(sql`UPDATE conversions SET payer_customer_id = ${payerId} WHERE id = ${paymentId}`)
+
+      // Left without a customer, it has nothing to repeat (the recompute only sees customers' payments).
+      const reassignPayment = (paymentId: string, payerId: string | null, customerId: string | null) =>
+        Effect.asVoid(sql`
+          UPDATE conversions
+          SET payer_customer_id = ${payerId}, customer_id = ${customerId}, credited_at = NULL,
+              is_first_payment = CASE WHEN ${customerId}::uuid IS NULL THEN NOT installment ELSE is_first_payment END
+          WHERE id = ${paymentId}`)
+
+      const setRefund = (paymentId: string, amount: string | null, reason: string | null) =>
+        Effect.asVoid(sql`
+          UPDATE conversions SET refund_amount = ${amount}::numeric(20, 6), refunded_at = now(), refund_reason = ${reason}
+          WHERE id = ${paymentId}`)
+
+      const clearRefund = (paymentId: string) =>
+        Effect.asVoid(sql`UPDATE conversions SET refund_amount = NULL, refunded_at = NULL, refund_reason = NULL WHERE id = ${paymentId}`)
+
+      const detachDefinitions = (profileId: string, definitionIds: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          UPDATE conversions SET definition_id = NULL, counts_as_cash = false, attribution_eligible = false
+          WHERE profile_id = ${profileId} AND definition_id = ANY(${definitionIds}::uuid[])`)
+
+      return {
+        ...atDatabaseBoundary({
+          profileFacts,
+          claimEvents,
+          findEvent: (profileId: string, key: string) =>
+            Effect.map(findEvents([{ profileId, name: key }]), (found) => Option.fromNullishOr(found.get(profileScoped(profileId, key)))),
+          findEvents: (keys: ReadonlyArray<ProfileScoped>) => keys.length === 0 ? Effect.succeed(new Map<string, StoredEvent>()) : findEvents(keys),
+          setEventCustomers,
+          definitionsFor,
+          insertConversions,
+          recreditCustomers,
+          recreditCredited,
+          recreditCustomer,
+          requeueConversions,
+          conversionsInWindow,
+          moveEvents,
+          moveConversions,
+          returnEvents,
+          returnConversions,
+          forgetConversionsOf,
+          forgetEventsOf,
+          lockEvent,
+          hasExport,
+          hasConversationLead,
+          deleteConversions,
+          tombstone,
+          queueReplay: (profileId: string, reason: string) => Effect.asVoid(replays.enqueue(profileId, reason)),
+          listConversions,
+          recomputeFirstPayments,
+          markCredited,
+          settleCredited,
+          setInstallment,
+          setPayer,
+          reassignPayment,
+          setRefund,
+          clearRefund,
+          detachDefinitions
+        }),
+        transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
+      }
+    })
+  ).pipe(Layer.provide([CustomersRepo.layer, ReplayQueue.layer]))
+}

@@ -1,0 +1,123 @@
+/**
+ * First payments (decision 0029). A payment is a conversion whose definition `counts_as_cash`;
+ * `is_first_payment` is null on every other conversion.
+ *
+ * Per customer, payments fall into streams: one per distinct `subject_ref`, and one for the
+ * untagged payments. In each stream, ordered by `occurred_at` (then arrival, then id):
+ * - the first payment is a first payment (the "deposit");
+ * - a payment at most 7 days (7 × 24 h) after it is the same purchase (a balance): first too;
+ * - a payment carrying the same `order_group` as it is another order of the same first
+ *   purchase: first too, however late;
+ * - every other payment is a repeat (false).
+ * An untagged payment that occurs after any tagged payment of the customer is never first.
+ * A payment the merchant marked as a later installment (decision 0032) is never first and
+ * anchors nothing: it is left out of the streams.
+ * A payment with no customer has nothing to repeat: first.
+ *
+ * The flags are a function of the customer's whole set of payments, so they are recomputed
+ * from scratch (`EventsRepo.recomputeFirstPayments`, src/attribution/conversions/repo.ts) whenever that
+ * set changes: an ingest (a late, back-dated payment can take the first place), a retraction,
+ * and later erasure and merges.
+ */
+import { Schema } from "effect"
+
+/** Same-purchase grouping: a balance within this long after the deposit. */
+export const SAME_PURCHASE_WINDOW_MS = 7 * 24 * 60 * 60 * 1000
+
+export interface PaymentFacts {
+  readonly id: string
+  /** ISO 8601 UTC with microseconds (fixed width, so it sorts as text). */
+  readonly occurredAt: string
+  readonly createdAt: string
+  readonly subjectRef: string | null
+  readonly orderGroup: string | null
+  /** Marked by the merchant as a later installment (decision 0032): never first. Default false. */
+  readonly installment?: boolean
+}
+
+const compare = (a: PaymentFacts, b: PaymentFacts) =>
+  a.occurredAt < b.occurredAt ? -1 : a.occurredAt > b.occurredAt ? 1 :
+  a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 :
+  a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+
+/** `is_first_payment` of each of one customer's payments. */
+export const firstPaymentFlags = (payments: ReadonlyArray<PaymentFacts>): ReadonlyMap<string, boolean> => {
+  const flags = new Map<string, boolean>()
+  for (const payment of payments) if (payment.installment === true) flags.set(payment.id, false)
+  const ordered = payments.filter((payment) => payment.installment !== true).sort(compare)
+  const firstTagged = ordered.find((payment) => payment.subjectRef !== null)
+  const anchors = new Map<string, PaymentFacts>()
+  for (const payment of ordered) {
+    if (payment.subjectRef === null && firstTagged !== undefined && payment.occurredAt > firstTagged.occurredAt) {
+      flags.set(payment.id, false)
+      continue
+    }
+    const stream = payment.subjectRef === null ? "" : `ref:${payment.subjectRef}`
+    const anchor = anchors.get(stream)
+    if (anchor === undefined) {
+      anchors.set(stream, payment)
+      flags.set(payment.id, true)
+      continue
+    }
+    const withinWindow = Date.parse(payment.occurredAt) - Date.parse(anchor.occurredAt) <= SAME_PURCHASE_WINDOW_MS
+    const sameOrderGroup = anchor.orderGroup !== null && payment.orderGroup === anchor.orderGroup
+    flags.set(payment.id, withinWindow || sameOrderGroup)
+  }
+  return flags
+}
+
+/** What the recompute reads of each conversion of the customers (EventsRepo.recomputeFirstPayments). */
+export const FirstPaymentFacts = Schema.Struct({
+  id: Schema.String,
+  customer_id: Schema.String,
+  occurred_at: Schema.String,
+  created_at: Schema.String,
+  subject_ref: Schema.NullOr(Schema.String),
+  order_group: Schema.NullOr(Schema.String),
+  counts_as_cash: Schema.Boolean,
+  installment: Schema.Boolean,
+  is_first_payment: Schema.NullOr(Schema.Boolean)
+})
+export type FirstPaymentFacts = typeof FirstPaymentFacts.Type
+
+/** The flag each conversion of one customer should carry, next to the one it carries. */
+const changedFlags = (rows: ReadonlyArray<FirstPaymentFacts>) => {
+  const flags = firstPaymentFlags(
+    rows.filter((row) => row.counts_as_cash).map((row) => ({
+      id: row.id,
+      occurredAt: row.occurred_at,
+      createdAt: row.created_at,
+      subjectRef: row.subject_ref,
+      orderGroup: row.order_group,
+      installment: row.installment
+    }))
+  )
+  return rows.flatMap((row) => {
+    const flag = row.counts_as_cash ? (flags.get(row.id) ?? null) : null
+    return flag === row.is_first_payment ? [] : [{ id: row.id, flag }]
+  })
+}
+
+/**
+ * The conversions, of every conversion of some customers, whose `is_first_payment` must change,
+ * by the value it changes to. The flags are a function of each customer's whole set of payments.
+ */
+export const changedFirstPaymentFlags = (rows: ReadonlyArray<FirstPaymentFacts>) => {
+  const byCustomer = new Map<string, Array<FirstPaymentFacts>>()
+  for (const row of rows) {
+    const list = byCustomer.get(row.customer_id)
+    if (list === undefined) byCustomer.set(row.customer_id, [row])
+    else list.push(row)
+  }
+  const nowTrue: Array<string> = []
+  const nowFalse: Array<string> = []
+  const nowNull: Array<string> = []
+  for (const list of byCustomer.values()) {
+    for (const { flag, id } of changedFlags(list)) {
+      if (flag === true) nowTrue.push(id)
+      else if (flag === false) nowFalse.push(id)
+      else nowNull.push(id)
+    }
+  }
+  return { nowTrue, nowFalse, nowNull }
+}

@@ -1,0 +1,173 @@
+/**
+ * The owner of `outbox` (DESIGN.md, "Table ownership"): the rows server-side events leave for
+ * delivery, their erasure, and the `outcome.recorded` replay's page (decision 0044).
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
+import { isoTimestamp } from "../../platform/sql-time.ts"
+import { currentTraceContext, type TraceContext } from "../../platform/tracing.ts"
+
+export interface NewOutboxRow {
+  readonly id: string
+  readonly profileId: string
+  readonly topic: string
+  readonly payload: unknown
+  /** The trace that queued it, when not the current one (the recorder's batch holds several requests' rows). */
+  readonly trace?: TraceContext | undefined
+}
+
+/** An `outcome.recorded` row with its customer's contact (src/ingestion/events/replay). */
+export const RecordedRow = Schema.Struct({
+  id: Schema.String,
+  created_at: Schema.String,
+  payload: Schema.Struct({
+    data: Schema.Struct({
+      provider: Schema.String,
+      outcome_type: Schema.String,
+      occurred_at: Schema.String,
+      customer_key: Schema.NullOr(Schema.String),
+      value: Schema.NullOr(Schema.String),
+      currency: Schema.NullOr(Schema.String),
+      outcome_event_id: Schema.String,
+      conversion_id: Schema.NullOr(Schema.String)
+    }),
+    delivery: Schema.Struct({ customer_id: Schema.NullOr(Schema.String) })
+  }),
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String),
+  customer_live: Schema.Boolean
+})
+export type RecordedRow = typeof RecordedRow.Type
+
+/** A page of one topic's rows of a profile: oldest first, within a window, settled, after a keyset. */
+export interface RecordedQuery {
+  readonly profileId: string
+  readonly topic: string
+  /** Rows older than this many days are not answered. */
+  readonly windowDays: number
+  /** Rows newer than this many seconds are not answered yet. */
+  readonly settleSeconds: number
+  readonly after: Option.Option<{ readonly at: string; readonly id: string }>
+  readonly limit: number
+}
+
+/** An unpublished row as the webhook fan-out reads it (src/webhooks/delivery), with the contact `outcome.recorded` may carry. */
+export const UnpublishedRow = Schema.Struct({
+  id: Schema.String,
+  profile_id: Schema.String,
+  topic: Schema.String,
+  payload: Schema.Unknown,
+  created_at: Schema.String,
+  first_name: Schema.NullOr(Schema.String),
+  last_name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  phone: Schema.NullOr(Schema.String),
+  customer_live: Schema.Boolean,
+  /** The W3C context of the request that wrote the row: the webhook deliveries carry it on. */
+  traceparent: Schema.NullOr(Schema.String),
+  tracestate: Schema.NullOr(Schema.String)
+})
+export type UnpublishedRow = typeof UnpublishedRow.Type
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class OutboxRepo extends Context.Service<OutboxRepo, {
+  /** Inserts the rows (one statement), in the caller's transaction. */
+  readonly insert: (rows: ReadonlyArray<NewOutboxRow>) => Repo<void>
+  /**
+   * Erasure: `outcome.recorded` rows of these customers, delivered or not (the replay answers them
+   * too), lose the customer key and the customer to open.
+   */
+  readonly forgetCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
+  /** The page of rows (one more than `limit`), each with its customer's name, primary email and phone and whether it is live. */
+  readonly recorded: (query: RecordedQuery) => Repo<ReadonlyArray<RecordedRow>>
+  /**
+   * The oldest unpublished rows (up to `limit`, in order), locked for the caller's transaction;
+   * rows another transaction holds are skipped (several workers share the outbox).
+   */
+  readonly claimUnpublished: (limit: number) => Repo<ReadonlyArray<UnpublishedRow>>
+  /** Stamps `published_at`: the rows were handed to the webhook delivery (in the caller's transaction). */
+  readonly markPublished: (ids: ReadonlyArray<string>) => Repo<void>
+}>()("svc/OutboxRepo") {
+  static readonly layer = Layer.effect(OutboxRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+
+      // Each row keeps the trace that queued it (its own, or the current one) for the delivery's span to link to (decision 0083).
+      const insert = (rows: ReadonlyArray<NewOutboxRow>) =>
+        rows.length === 0 ? Effect.void : Effect.flatMap(currentTraceContext, (current) => {
+          const traces = rows.map((r) => r.trace ?? Option.getOrUndefined(current))
+          return Effect.asVoid(sql`
+            INSERT INTO outbox (id, profile_id, topic, payload, traceparent, tracestate)
+            SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
+                                 ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
+                                 -- '' for none: the driver cannot type an array holding only nulls.
+                                 array_replace(${traces.map((t) => t?.traceparent ?? "")}::text[], '', NULL),
+                                 array_replace(${traces.map((t) => t?.tracestate ?? "")}::text[], '', NULL))`)
+        })
+
+      const forgetCustomers = (ids: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          UPDATE outbox
+          SET payload = jsonb_set(jsonb_set(payload, '{data,customer_key}', 'null'::jsonb), '{delivery,customer_id}', 'null'::jsonb)
+          WHERE payload->'delivery'->>'customer_id' = ANY(${ids}::text[])`)
+
+      const recordedRows = decodeRows(RecordedRow)
+      const recorded = ({ after, limit, profileId, settleSeconds, topic, windowDays }: RecordedQuery) => {
+        const start = Option.match(after, {
+          onNone: () => sql`o.created_at >= now() - make_interval(days => ${windowDays})`,
+          onSome: (keyset) =>
+            sql`o.created_at >= now() - make_interval(days => ${windowDays})
+                AND (o.created_at, o.id) > (${keyset.at}::timestamptz, ${keyset.id}::uuid)`
+        })
+        return recordedRows(sql`
+          SELECT o.id, ${isoTimestamp(sql, "o.created_at")} AS created_at, o.payload,
+                 c.first_name, c.last_name,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
+                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live
+          FROM outbox o
+          LEFT JOIN customers c ON c.id = (o.payload->'delivery'->>'customer_id')::uuid
+          WHERE o.profile_id = ${profileId} AND o.topic = ${topic}
+            AND o.created_at < now() - make_interval(secs => ${settleSeconds})
+            AND ${start}
+          ORDER BY o.created_at, o.id
+          LIMIT ${limit + 1}`)
+      }
+
+      const unpublishedRows = decodeRows(UnpublishedRow)
+      const claimUnpublished = (limit: number) =>
+        unpublishedRows(sql`
+          WITH claimed AS (
+            SELECT id, profile_id, topic, payload, created_at, traceparent, tracestate FROM outbox
+            WHERE published_at IS NULL
+            ORDER BY created_at, id
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED)
+          SELECT o.id, o.profile_id, o.topic, o.payload, ${isoTimestamp(sql, "o.created_at")} AS created_at,
+                 c.first_name, c.last_name,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
+                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
+                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live,
+                 o.traceparent, o.tracestate
+          FROM claimed o
+          -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
+          LEFT JOIN customers c ON c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
+          ORDER BY o.created_at, o.id`)
+
+      const markPublished = (ids: ReadonlyArray<string>) =>
+        ids.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE outbox SET published_at = now() WHERE id = ANY(${[...ids]}::uuid[]) AND published_at IS NULL`)
+
+      return atDatabaseBoundary({ insert, forgetCustomers, recorded, claimUnpublished, markPublished })
+    })
+  )
+}
