@@ -69,7 +69,9 @@ export const UnpublishedRow = Schema.Struct({
   customer_live: Schema.Boolean,
   /** The W3C context of the request that wrote the row: the webhook deliveries carry it on. */
   traceparent: Schema.NullOr(Schema.String),
-  tracestate: Schema.NullOr(Schema.String)
+  tracestate: Schema.NullOr(Schema.String),
+  /** The producer's enqueued batch (the transaction that wrote the row); null for rows written before it was kept. */
+  batch: Schema.NullOr(Schema.String)
 })
 export type UnpublishedRow = typeof UnpublishedRow.Type
 
@@ -86,8 +88,10 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
   /** The page of rows (one more than `limit`), each with its customer's name, primary email and phone and whether it is live. */
   readonly recorded: (query: RecordedQuery) => Repo<ReadonlyArray<RecordedRow>>
   /**
-   * The oldest unpublished rows (up to `limit`, in order), locked for the caller's transaction;
-   * rows another transaction holds are skipped (several workers share the outbox).
+   * The oldest unpublished rows (up to `limit`, in order) and the rest of the producer batches
+   * they belong to (up to `limit` more), locked for the caller's transaction, which must be open:
+   * one fan-out at a time (a transaction-scoped advisory lock; another caller meanwhile gets no
+   * rows), so a producer batch of up to `limit` rows is never split between two fan-outs.
    */
   readonly claimUnpublished: (limit: number) => Repo<ReadonlyArray<UnpublishedRow>>
   /** Stamps `published_at`: the rows were handed to the webhook delivery (in the caller's transaction). */
@@ -143,13 +147,25 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
 
       const unpublishedRows = decodeRows(UnpublishedRow)
       const claimUnpublished = (limit: number) =>
-        unpublishedRows(sql`
-          WITH claimed AS (
-            SELECT id, profile_id, topic, payload, created_at, traceparent, tracestate FROM outbox
+        Effect.flatMap(
+          sql<{ held: boolean }>`SELECT pg_try_advisory_xact_lock(hashtextextended('outbox_fan_out', 0)) AS held`,
+          ([lock]) => lock?.held !== true ? Effect.succeed([]) : unpublishedRows(sql`
+          WITH head AS (
+            SELECT id, batch FROM outbox
             WHERE published_at IS NULL
             ORDER BY created_at, id
             LIMIT ${limit}
-            FOR UPDATE SKIP LOCKED)
+            FOR UPDATE SKIP LOCKED),
+          rest AS (
+            SELECT o.id FROM outbox o
+            WHERE o.published_at IS NULL AND o.batch IN (SELECT h.batch FROM head h WHERE h.batch IS NOT NULL)
+              AND o.id NOT IN (SELECT h.id FROM head h)
+            ORDER BY o.created_at, o.id
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED),
+          claimed AS (
+            SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch FROM outbox o
+            WHERE o.id IN (SELECT id FROM head UNION ALL SELECT id FROM rest))
           SELECT o.id, o.profile_id, o.topic, o.payload, ${isoTimestamp(sql, "o.created_at")} AS created_at,
                  c.first_name, c.last_name,
                  (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
@@ -157,11 +173,12 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
                  (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
                  (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live,
-                 o.traceparent, o.tracestate
+                 o.traceparent, o.tracestate, o.batch::text AS batch
           FROM claimed o
           -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
           LEFT JOIN customers c ON c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
           ORDER BY o.created_at, o.id`)
+        )
 
       const markPublished = (ids: ReadonlyArray<string>) =>
         ids.length === 0 ? Effect.void : Effect.asVoid(sql`

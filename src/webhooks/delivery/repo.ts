@@ -22,6 +22,8 @@ export interface NewDelivery {
   /** The W3C context of the request that queued the event (its outbox row's). */
   readonly traceparent: string | null
   readonly tracestate: string | null
+  /** The first row of its (subscription, batch): the only one that may be attempted now. */
+  readonly ready: boolean
 }
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
@@ -81,24 +83,51 @@ export const AttemptRow = Schema.Struct({
 })
 export type AttemptRow = typeof AttemptRow.Type
 
+/** One attempt's result, recorded under the lease `token` that claimed it. */
+export interface Settlement {
+  readonly id: string
+  readonly token: string
+  /** Ends the row; null: it waits `delaySeconds` for its next attempt. */
+  readonly outcome: "succeeded" | "failed" | null
+  readonly delaySeconds: number
+  readonly attempt: AttemptRecord
+}
+
+/** A subscription's attempts this process has under way (its claim takes at most the rest of the limit). */
+export interface Busy {
+  readonly subscriptionId: string
+  readonly inFlight: number
+}
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo, {
   /** Inserts the rows; a (subscription, event) already delivered once is skipped. */
   readonly insert: (rows: ReadonlyArray<NewDelivery>) => Repo<void>
   /**
-   * Claims up to `limit` due deliveries of subscriptions that are not paused, each the first pending one of its
-   * (subscription, batch): `attempts` + 1 and a lease under `token` until `leaseSeconds` from now.
+   * Claims up to `limit` due deliveries of subscriptions that are not paused, each the head of its
+   * (subscription, batch) (`ready`), at most `perSubscription` per subscription less what `busy`
+   * says it already has under way, oldest due first: `attempts` + 1 and a lease under `token`
+   * until `leaseSeconds` from now. Each subscription's due heads are read through
+   * `webhook_deliveries_ready` and the read stops at its limit: the cost follows the
+   * subscriptions and the rows handed out, not the backlog, whatever the planner's statistics.
    * Without `plainHttp` (no development allow-list here), plain-http subscriptions are left to a
    * process that has one: this one would refuse them anyway.
    */
-  readonly claim: (limit: number, leaseSeconds: number, token: string, plainHttp: boolean) => Repo<ReadonlyArray<DeliveryRow>>
-  /** The attempt succeeded (false: the lease was lost, nothing written). */
-  readonly succeed: (id: string, token: string, attempt: AttemptRecord) => Repo<boolean>
-  /** The attempt failed; the next one is `delaySeconds` from now. */
-  readonly retry: (id: string, token: string, attempt: AttemptRecord, delaySeconds: number) => Repo<boolean>
-  /** The attempt failed for good (ladder spent, 410). */
-  readonly fail: (id: string, token: string, attempt: AttemptRecord) => Repo<boolean>
+  readonly claim: (
+    limit: number,
+    perSubscription: number,
+    busy: ReadonlyArray<Busy>,
+    leaseSeconds: number,
+    token: string,
+    plainHttp: boolean
+  ) => Repo<ReadonlyArray<DeliveryRow>>
+  /**
+   * Records the results in one statement, each under its lease (a lost lease writes nothing for
+   * that row), appends each to the attempt log, and makes the next row of each ended row's
+   * (subscription, batch) its head. Answers the ids written.
+   */
+  readonly settle: (results: ReadonlyArray<Settlement>) => Repo<ReadonlySet<string>>
   /** A deleted subscription's waiting deliveries end `failed`. */
   readonly failPending: (subscriptionId: string, reason: string) => Repo<void>
   readonly list: (filter: DeliveryFilter) => Repo<ReadonlyArray<DeliveryRow>>
@@ -108,7 +137,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
    * the order they were recorded, after the attempt `afterId`; `limit` + 1 rows.
    */
   readonly attempts: (of: DeliveryRow, afterId: string | null, limit: number) => Repo<ReadonlyArray<AttemptRow>>
-  /** A new pending row repeating `of` (its own batch), due now. */
+  /** A new pending row repeating `of` (its own batch, so its head), due now. */
   readonly redeliver: (of: DeliveryRow, id: string) => Repo<DeliveryRow>
   /** Runs `effect` in one transaction (the fan-out: outbox rows claimed, deliveries written, rows published). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
@@ -130,7 +159,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const insert = (rows: ReadonlyArray<NewDelivery>) =>
         rows.length === 0 ? Effect.void : Effect.asVoid(sql`
           INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq,
-                                          traceparent, tracestate, created_at)
+                                          traceparent, tracestate, ready, created_at)
           -- A microsecond per position: one batch's rows get increasing times, so the log lists them in
           -- order (clock_timestamp() is too coarse on PGlite).
           SELECT t.*, now() + make_interval(secs => t.seq / 1000000.0)
@@ -140,63 +169,76 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                       ${rows.map((r) => r.body)}::text[], ${rows.map((r) => r.batchId)}::uuid[],
                       ${rows.map((r) => r.seq)}::int[],
                       array_replace(${rows.map((r) => r.traceparent ?? "")}::text[], '', NULL),
-                      array_replace(${rows.map((r) => r.tracestate ?? "")}::text[], '', NULL))
-            AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate)
+                      array_replace(${rows.map((r) => r.tracestate ?? "")}::text[], '', NULL),
+                      ${rows.map((r) => r.ready)}::bool[])
+            AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate, ready)
           ON CONFLICT (subscription_id, outbox_id) WHERE redelivery_of IS NULL DO NOTHING`)
 
-      const claim = (limit: number, leaseSeconds: number, token: string, plainHttp: boolean) =>
+      const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(sql`
           UPDATE webhook_deliveries d
           SET attempts = d.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
               first_attempt_at = COALESCE(d.first_attempt_at, now())
-          WHERE d.id IN (
-            SELECT c.id FROM webhook_deliveries c
-            JOIN webhook_subscriptions s ON s.id = c.subscription_id
-            WHERE c.status = 'pending' AND c.next_attempt_at <= now()
-              AND (c.lease_until IS NULL OR c.lease_until < now())
-              -- A deleted or disabled subscription's rows are claimed too, to be released (failed), never sent.
-              AND (s.status <> 'paused' OR s.deleted_at IS NOT NULL)
+          FROM (
+            SELECT h.id FROM webhook_subscriptions s
+            LEFT JOIN unnest(${busy.map((b) => b.subscriptionId)}::uuid[], ${busy.map((b) => b.inFlight)}::int[]) AS b(subscription_id, n)
+              ON b.subscription_id = s.id
+            -- Each subscription's due heads, oldest first, through webhook_deliveries_ready; the read stops
+            -- at what this subscription may still take, so rows behind a head are never read.
+            CROSS JOIN LATERAL (
+              SELECT c.id, c.next_attempt_at, c.seq FROM webhook_deliveries c
+              WHERE c.subscription_id = s.id AND c.status = 'pending' AND c.ready AND c.next_attempt_at <= now()
+                AND (c.lease_until IS NULL OR c.lease_until < now())
+              ORDER BY c.next_attempt_at, c.seq
+              LIMIT least(${limit}::int, greatest(0, ${perSubscription}::int - COALESCE(b.n, 0)))
+              FOR UPDATE OF c SKIP LOCKED) h
+            -- A deleted or disabled subscription's rows are claimed too, to be released (failed), never sent.
+            WHERE (s.status <> 'paused' OR s.deleted_at IS NOT NULL)
               AND (${plainHttp} OR s.url LIKE 'https://%')
-              AND NOT EXISTS (
-                SELECT 1 FROM webhook_deliveries e
-                WHERE e.subscription_id = c.subscription_id AND e.batch_id = c.batch_id
-                  AND e.status = 'pending' AND e.seq < c.seq)
-            ORDER BY c.next_attempt_at, c.seq
-            LIMIT ${limit}
-            FOR UPDATE OF c SKIP LOCKED)
+            ORDER BY h.next_attempt_at, h.seq
+            LIMIT ${limit}) picked
+          WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
           RETURNING ${columns("d")}`)
 
-      /**
-       * Records an attempt under its lease: `outcome` ends the row, else the next attempt is
-       * `delaySeconds` away. The same statement appends the attempt to the log (one round trip,
-       * one commit: the result and its log entry are kept or lost together); a lost lease writes neither.
-       */
-      const finish = (id: string, token: string, attempt: AttemptRecord, outcome: "succeeded" | "failed" | null, delaySeconds: number) => {
-        const error = bounded(attempt.error)
-        const durationMs = attempt.durationMs === null ? null : Math.max(0, Math.round(attempt.durationMs))
-        return Effect.map(
-          sql`WITH done AS (
-                UPDATE webhook_deliveries SET
-                  status = COALESCE(${outcome}, status),
-                  completed_at = CASE WHEN ${outcome}::text IS NULL THEN NULL ELSE now() END,
-                  next_attempt_at = now() + make_interval(secs => ${delaySeconds}),
-                  last_status_code = ${attempt.statusCode}, last_error = ${error},
-                  lease_token = NULL, lease_until = NULL, last_attempt_at = now()
-                WHERE id = ${id} AND lease_token = ${token} AND status = 'pending'
-                RETURNING id, subscription_id, outbox_id, attempts)
-              INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
-              -- When the request started: the result is recorded as it ends.
-              SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(${durationMs}::int, 0) / 1000.0),
-                     ${attempt.statusCode}::int, ${durationMs}::int, ${error}::text
-              FROM done
-              RETURNING delivery_id`,
-          (rows) => rows.length > 0
+      const settle = (results: ReadonlyArray<Settlement>) =>
+        results.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
+          sql<{ delivery_id: string }>`
+            WITH input AS (
+              -- '' and -1 stand for none: the driver cannot type an array holding only nulls; the delays go
+              -- as text, since whole and fractional numbers would be typed apart.
+              SELECT t.id, t.token, NULLIF(t.outcome, '') AS outcome, t.delay::float8 AS delay, NULLIF(t.code, -1) AS code,
+                     NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms
+              FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.token)}::uuid[],
+                          ${results.map((r) => r.outcome ?? "")}::text[], ${results.map((r) => String(r.delaySeconds))}::text[],
+                          ${results.map((r) => r.attempt.statusCode ?? -1)}::int[], ${results.map((r) => bounded(r.attempt.error) ?? "")}::text[],
+                          ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[])
+                AS t(id, token, outcome, delay, code, error, duration_ms)),
+            done AS (
+              UPDATE webhook_deliveries d SET
+                status = COALESCE(i.outcome, d.status),
+                completed_at = CASE WHEN i.outcome IS NULL THEN NULL ELSE now() END,
+                next_attempt_at = now() + make_interval(secs => i.delay),
+                last_status_code = i.code, last_error = i.error,
+                lease_token = NULL, lease_until = NULL, last_attempt_at = now()
+              FROM input i
+              WHERE d.id = i.id AND d.lease_token = i.token AND d.status = 'pending'
+              RETURNING d.id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
+            following AS (
+              -- An ended row hands its batch on: the next pending row of its (subscription, batch) becomes the head.
+              UPDATE webhook_deliveries n SET ready = true
+              WHERE n.status = 'pending' AND n.id IN (
+                SELECT (SELECT e.id FROM webhook_deliveries e
+                        WHERE e.subscription_id = f.subscription_id AND e.batch_id = f.batch_id AND e.status = 'pending' AND e.seq > f.seq
+                        ORDER BY e.seq LIMIT 1)
+                FROM done f WHERE f.outcome IS NOT NULL))
+            INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
+            -- When the request started: the result is recorded as it ends.
+            SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
+                   code, duration_ms, error
+            FROM done
+            RETURNING delivery_id`,
+          (rows) => new Set(rows.map((row) => row.delivery_id))
         )
-      }
-
-      const succeed = (id: string, token: string, attempt: AttemptRecord) => finish(id, token, attempt, "succeeded", 0)
-      const retry = (id: string, token: string, attempt: AttemptRecord, delaySeconds: number) => finish(id, token, attempt, null, delaySeconds)
-      const fail = (id: string, token: string, attempt: AttemptRecord) => finish(id, token, attempt, "failed", 0)
 
       const failPending = (subscriptionId: string, reason: string) =>
         Effect.asVoid(sql`
@@ -235,15 +277,15 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           one(sql`
             INSERT INTO webhook_deliveries AS d
               (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, redelivery_of,
-               traceparent, tracestate)
+               traceparent, tracestate, ready)
             VALUES (${id}, ${of.subscription_id}, ${of.profile_id}, ${of.outbox_id}, ${of.event_id}, ${of.event_type},
-                    ${of.body}, ${id}, 0, ${of.id}, ${of.traceparent}, ${of.tracestate})
+                    ${of.body}, ${id}, 0, ${of.id}, ${of.traceparent}, ${of.tracestate}, true)
             RETURNING ${columns("d")}`),
           (found) => Option.match(found, { onNone: () => Effect.die("the insert returned no row"), onSome: Effect.succeed })
         )
 
       return {
-        ...atDatabaseBoundary({ insert, claim, succeed, retry, fail, failPending, list, find, attempts, redeliver }),
+        ...atDatabaseBoundary({ insert, claim, settle, failPending, list, find, attempts, redeliver }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }

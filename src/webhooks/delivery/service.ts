@@ -6,10 +6,17 @@
  *   LOCKED), one delivery row per matching subscription is written with the batch's id and the
  *   row's position, and the rows get `published_at`, all in one transaction: a crash leaves
  *   either all of it or none.
- * - Attempts: a due row is claimed under a lease (its token fences the result), only when no
- *   earlier row of its (subscription, batch) is still pending: order within a batch holds even
- *   across retries. A runner that dies leaves a lease that expires; another takes the row over.
- *   Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
+ * - Batches (issue 34): a delivery's batch is the producer's enqueued batch (the outbox rows one
+ *   transaction wrote: a batch ingest, a sync page), taken whole by one fan-out. Order holds within
+ *   it only (api-endpoints.md); unrelated events to one subscription go out concurrently, up to
+ *   `perSubscription` at once per process.
+ * - Attempts: only the head of a (subscription, batch) (`ready`) is claimed, under a lease (its
+ *   token fences the result); recording its end makes the next row the head: order within a
+ *   batch holds even across retries. A runner that dies leaves a lease that expires; another
+ *   takes the row over. Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
+ * - Results are written together, every `settleInterval`, one statement for all that ended
+ *   meanwhile; an attempt holds its slot (and its row its lease) until its result is written, so
+ *   a crash repeats only requests that were in flight.
  * - The ladder: attempts at about 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 24 h after the first
  *   attempt (a pause does not use the ladder up), jittered; a `Retry-After` pushes the next attempt later, never
  *   sooner. 2xx succeeds; 410 fails the row and disables the subscription; anything else
@@ -19,7 +26,7 @@
  *   duration, error) in the same statement; the log of an event to a subscription includes its
  *   redeliveries.
  */
-import { Cause, Context, Duration, Effect, Layer, Option, Queue } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
 import type { WebhookDeliveriesQuery, WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryAttemptsQuery } from "../../../schema/webhooks.ts"
@@ -31,7 +38,7 @@ import { SecretBox } from "../../platform/secret-box.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
 import { checkTarget, parseAllowList, postToChecked, resolveCache } from "./public-host.ts"
-import { type AttemptRow, type DeliveryRow, type NewDelivery, WebhookDeliveriesRepo } from "./repo.ts"
+import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 
@@ -45,6 +52,13 @@ export interface WebhookSettingsShape {
   readonly batchSize: number
   /** Deliveries attempted at once by one process (each claim takes at most the free slots). */
   readonly concurrency: number
+  /**
+   * Deliveries to one subscription attempted at once by one process: a slow endpoint holds at most
+   * this many slots, and a fast one is not held to one request per round trip.
+   */
+  readonly perSubscription: number
+  /** How long a result waits to be written with the others that ended meanwhile (one statement for all). */
+  readonly settleInterval: Duration.Duration
   /** When each attempt is due, from the moment the event reached the subscription (first: 0). */
   readonly ladder: ReadonlyArray<Duration.Duration>
   /** Each attempt's whole exchange. */
@@ -58,7 +72,9 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   pollInterval: Duration.seconds(1),
   lease: Duration.seconds(60),
   batchSize: 200,
-  concurrency: 32,
+  concurrency: 64,
+  perSubscription: 32,
+  settleInterval: Duration.millis(10),
   ladder: [
     Duration.zero,
     Duration.seconds(5),
@@ -203,6 +219,11 @@ const openAll = (box: { readonly open: (sealed: string) => string }, sealed: Rea
 
 export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 
+export interface ClaimedAttempt {
+  readonly subscriptionId: string
+  readonly run: Effect.Effect<AttemptOutcome, DatabaseUnavailable>
+}
+
 export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
   readonly list: (profile: ProfileContext, query: WebhookDeliveriesQuery) => Effect.Effect<
     { readonly data: ReadonlyArray<WebhookDelivery>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
@@ -216,8 +237,11 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
   >
   /** One fan-out batch; answers how many outbox rows it published. */
   readonly fanOutOnce: Effect.Effect<number, DatabaseUnavailable>
-  /** Claims up to `limit` due deliveries; answers one attempt to run per claimed row (each settles its own result). */
-  readonly claimDue: (limit: number) => Effect.Effect<ReadonlyArray<Effect.Effect<AttemptOutcome, DatabaseUnavailable>>, DatabaseUnavailable>
+  /**
+   * Claims up to `limit` due deliveries, per subscription no more than `perSubscription` less what
+   * `busy` has under way; answers one attempt to run per claimed row (each settles its own result).
+   */
+  readonly claimDue: (limit: number, busy: ReadonlyArray<Busy>) => Effect.Effect<ReadonlyArray<ClaimedAttempt>, DatabaseUnavailable>
 }>()("svc/WebhookDeliveries") {
   static readonly layer = Layer.effect(WebhookDeliveries)(
     Effect.gen(function*() {
@@ -294,14 +318,24 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         const rows = yield* outbox.claimUnpublished(settings.batchSize)
         if (rows.length === 0) return 0
         const subs = yield* subscriptions.forFanOut([...new Set(rows.map((row) => row.profile_id))])
-        const batchId = crypto.randomUUID()
+        // One delivery batch per producer batch (rows written before batches were kept: one for all of them).
+        const batches = new Map<string, string>()
+        const heads = new Set<string>()
         const fresh: Array<NewDelivery> = []
         rows.forEach((row, seq) => {
+          const key = row.batch ?? ""
+          const batchId = batches.get(key) ?? crypto.randomUUID()
+          batches.set(key, batchId)
           for (const subscription of subs) {
             if (subscription.profile_id !== row.profile_id) continue
             const body = bodyFor(row, subscription)
             if (Option.isNone(body)) continue
+            // Rows come in outbox order: a (subscription, batch)'s first one is its head.
+            const head = `${subscription.id}|${batchId}`
+            const ready = !heads.has(head)
+            heads.add(head)
             fresh.push({
+              ready,
               id: crypto.randomUUID(),
               subscriptionId: subscription.id,
               profileId: row.profile_id,
@@ -324,16 +358,40 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // The public-host check's look-ups, shared by every attempt of this process for a few seconds.
       const resolved = resolveCache(HOST_CACHE_SECONDS)
 
+      // Results that ended and wait to be written: the first one in waits `settleInterval`, then
+      // writes all that came meanwhile in one statement. Each attempt waits for its own write, so
+      // its slot (and its row's lease) is held until the result is kept.
+      let waiting: Array<{ readonly settlement: Settlement; readonly written: Deferred.Deferred<boolean, DatabaseUnavailable> }> = []
+      const flush = Effect.gen(function*() {
+        yield* Effect.sleep(settings.settleInterval)
+        const batch = waiting
+        waiting = []
+        const exit = yield* Effect.exit(deliveries.settle(batch.map((entry) => entry.settlement)))
+        for (const { settlement, written } of batch) {
+          yield* Deferred.done(written, Exit.map(exit, (ids) => ids.has(settlement.id)))
+        }
+      }).pipe(Effect.uninterruptible)
+      /** Records the attempt's result under its lease; false: the lease was lost, nothing written. */
+      const settle = (row: DeliveryRow, token: string, outcome: Settlement["outcome"], delaySeconds: number, record: AttemptRecord) =>
+        Effect.gen(function*() {
+          const written = yield* Deferred.make<boolean, DatabaseUnavailable>()
+          const first = waiting.length === 0
+          waiting.push({ settlement: { id: row.id, token, outcome, delaySeconds, attempt: record }, written })
+          if (first) yield* flush
+          return yield* Deferred.await(written)
+        })
+      const ended = (outcome: "succeeded" | "failed") => (written: boolean): AttemptOutcome => written ? outcome : "lease_lost"
+
       /** One attempt of a claimed row (its subscription read with the round's others). */
       const attempt = (row: DeliveryRow, token: string, subscription: Option.Option<Signer>) =>
         Effect.gen(function*() {
           if (Option.isNone(subscription)) {
-            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_deleted", durationMs: null })) ? "failed" : "lease_lost"
+            return ended("failed")(yield* settle(row, token, "failed", 0, { statusCode: null, error: "subscription_deleted", durationMs: null }))
           }
           const sub = subscription.value
           // Left behind by a 410 (or a fan-out racing it): released, never sent.
           if (sub.status === "disabled") {
-            return (yield* deliveries.fail(row.id, token, { statusCode: null, error: "subscription_disabled", durationMs: null })) ? "failed" : "lease_lost"
+            return ended("failed")(yield* settle(row, token, "failed", 0, { statusCode: null, error: "subscription_disabled", durationMs: null }))
           }
           const [took, result] = yield* checkTarget(sub.url, allow, dnsServers, resolved).pipe(
             Effect.flatMap((target) =>
@@ -351,13 +409,13 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           const record = result.ok
             ? { statusCode: result.answer.status, error: result.answer.status >= 300 && result.answer.status < 400 ? "redirect_not_followed" : null, durationMs }
             : { statusCode: null, error: result.error, durationMs }
-          // Each result is recorded as soon as it is known: a batch of settlements would widen the
-          // window in which a crash repeats a request the receiver already took (decision 0095).
+          // Written with the results that end within `settleInterval`; the slot and the lease are held
+          // until then, so a crash repeats only what was in flight (decision 0095, issue 34).
           if (result.ok && result.answer.status >= 200 && result.answer.status < 300) {
-            return (yield* deliveries.succeed(row.id, token, record)) ? "succeeded" : "lease_lost"
+            return ended("succeeded")(yield* settle(row, token, "succeeded", 0, record))
           }
           if (result.ok && result.answer.status === 410) {
-            const failed = yield* deliveries.fail(row.id, token, { ...record, error: "endpoint_gone" })
+            const failed = yield* settle(row, token, "failed", 0, { ...record, error: "endpoint_gone" })
             yield* subscriptions.disable(sub.id, "endpoint_gone")
             // What waits behind it would otherwise stay pending until someone turns it on again.
             yield* deliveries.failPending(sub.id, "subscription_disabled")
@@ -369,8 +427,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             row.age_seconds,
             result.ok ? retryAfterSeconds(result.answer.retryAfter) : undefined
           )
-          if (Option.isNone(delay)) return (yield* deliveries.fail(row.id, token, record)) ? "failed" : "lease_lost"
-          return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" : "lease_lost"
+          if (Option.isNone(delay)) return ended("failed")(yield* settle(row, token, "failed", 0, record))
+          return (yield* settle(row, token, null, delay.value, record)) ? "retry" : "lease_lost"
         }).pipe(
           Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }),
           // A root span linked to the request that queued the event (decision 0083), traced even
@@ -388,23 +446,27 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         Effect.gen(function*() {
           const record = { statusCode: null, error: "signing_secret_unreadable", durationMs: null }
           const delay = nextDelaySeconds(settings.ladder, row.attempts, row.age_seconds, undefined)
-          if (Option.isNone(delay)) return (yield* deliveries.fail(row.id, token, record)) ? "failed" as const : "lease_lost" as const
-          return (yield* deliveries.retry(row.id, token, record, delay.value)) ? "retry" as const : "lease_lost" as const
+          if (Option.isNone(delay)) return ended("failed")(yield* settle(row, token, "failed", 0, record))
+          return (yield* settle(row, token, null, delay.value, record)) ? "retry" as const : "lease_lost" as const
         })
 
-      const claimDue = (limit: number) =>
+      const claimDue = (limit: number, busy: ReadonlyArray<Busy>) =>
         Effect.gen(function*() {
           const token = crypto.randomUUID()
           // One claim and one subscription read for up to `limit` rows, instead of a read per delivery.
-          const claimed = yield* deliveries.claim(limit, leaseSeconds, token, plainHttp)
+          const claimed = yield* deliveries.claim(limit, Math.max(1, settings.perSubscription), busy, leaseSeconds, token, plainHttp)
           if (claimed.length === 0) return []
           const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
           const live = new Map(subs.map((sub) => [sub.id, sub] as const))
-          return claimed.map((row) => {
+          return claimed.map((row): ClaimedAttempt => {
             const sub = live.get(row.subscription_id)
-            if (sub === undefined) return attempt(row, token, Option.none())
-            const signer = signerOf(sub)
-            return Option.isSome(signer) ? attempt(row, token, signer) : unreadable(row, token)
+            const signer = sub === undefined ? undefined : signerOf(sub)
+            return {
+              subscriptionId: row.subscription_id,
+              run: signer === undefined
+                ? attempt(row, token, Option.none())
+                : Option.isSome(signer) ? attempt(row, token, signer) : unreadable(row, token)
+            }
           })
         })
 
@@ -430,8 +492,11 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
 /**
  * The background worker (started by `CoreServicesLive`, like the sync worker): one loop fans the
  * outbox out; a dispatcher keeps up to `concurrency` attempts running, claiming as many rows as
- * slots are free. Each attempt runs on its own: a slow endpoint (up to the timeout) holds one
- * slot, never the other subscriptions' deliveries (decision 0095).
+ * slots are free, at most `perSubscription` per subscription. Each attempt runs on its own: a
+ * slow endpoint (up to the timeout) holds its own slots, never the other subscriptions'
+ * deliveries (decision 0095). With slots free and nothing claimable, the dispatcher waits for the
+ * poll interval or for what can make a row claimable here: a result written (the next row of
+ * its batch becomes the head, a subscription's share frees up) or a fan-out.
  */
 export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* WebhookSettings
@@ -444,12 +509,15 @@ export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         ? Effect.failCause(cause)
         : Effect.as(Effect.logWarning(`webhook worker: ${what} failed; retrying after the poll interval`, cause), fallback)
     ))
+  // One pending signal is enough: the dispatcher claims again, and sees all that happened.
+  const wake = yield* Queue.sliding<true>(1)
 
   const fanOut = Effect.gen(function*() {
     // The first poll waits one interval: start-up work (migrations, the runner) goes first.
     yield* Effect.sleep(settings.pollInterval)
     while (true) {
       const published = yield* logged("a fan-out", 0, Effect.withTracerEnabled(webhooks.fanOutOnce, false))
+      if (published > 0) yield* Queue.offer(wake, true)
       yield* published > 0 ? Effect.yieldNow : Effect.sleep(settings.pollInterval)
     }
   })
@@ -458,6 +526,14 @@ export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     // Free slots as tokens: an attempt takes one and gives it back when it ends, however it ends.
     const slots = yield* Queue.bounded<true>(concurrency)
     yield* Queue.offerAll(slots, Array.from({ length: concurrency }, () => true as const))
+    // Attempts under way per subscription: the claim leaves each its share of `perSubscription`.
+    const inFlight = new Map<string, number>()
+    const release = (subscriptionId: string) =>
+      Effect.sync(() => {
+        const left = (inFlight.get(subscriptionId) ?? 1) - 1
+        if (left > 0) inFlight.set(subscriptionId, left)
+        else inFlight.delete(subscriptionId)
+      }).pipe(Effect.andThen(Queue.offer(slots, true)), Effect.andThen(Queue.offer(wake, true)))
     yield* Effect.sleep(settings.pollInterval)
     while (true) {
       const first = yield* Queue.takeBetween(slots, 1, concurrency)
@@ -465,17 +541,19 @@ export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       const free = first.length * 4 >= concurrency
         ? first
         : [...first, ...(yield* Effect.andThen(Effect.sleep(Duration.millis(5)), Queue.takeBetween(slots, 0, concurrency - first.length)))]
-      const none: ReadonlyArray<Effect.Effect<AttemptOutcome, DatabaseUnavailable>> = []
-      const attempts = yield* logged("a claim", none, Effect.withTracerEnabled(webhooks.claimDue(free.length), false))
+      const busy = [...inFlight].map(([subscriptionId, n]) => ({ subscriptionId, inFlight: n }))
+      const none: ReadonlyArray<ClaimedAttempt> = []
+      const attempts = yield* logged("a claim", none, Effect.withTracerEnabled(webhooks.claimDue(free.length, busy), false))
       yield* Queue.offerAll(slots, free.slice(attempts.length))
       for (const attempt of attempts) {
+        inFlight.set(attempt.subscriptionId, (inFlight.get(attempt.subscriptionId) ?? 0) + 1)
         const settled: AttemptOutcome = "lease_lost"
         yield* Effect.forkChild(
-          logged("an attempt", settled, Effect.withTracerEnabled(attempt, false)).pipe(Effect.ensuring(Queue.offer(slots, true)))
+          logged("an attempt", settled, Effect.withTracerEnabled(attempt.run, false)).pipe(Effect.ensuring(release(attempt.subscriptionId)))
         )
       }
-      // Idle (nothing due): poll again after the interval; busy: claim again as slots free up.
-      if (attempts.length === 0) yield* Effect.sleep(settings.pollInterval)
+      // Nothing claimable: wait for a result, a fan-out or the interval (rows coming due, other processes).
+      if (attempts.length === 0) yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(settings.pollInterval))
     }
   })
   // Scoped to the layer: the fibers end with the process; their leases expire and another runner takes the rows over.
