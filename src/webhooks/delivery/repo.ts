@@ -99,6 +99,55 @@ export interface Busy {
   readonly inFlight: number
 }
 
+/** The columns a `DeliveryRow` reads, of the row aliased `alias`. */
+const deliveryColumns = (sql: SqlClient, alias: string) =>
+  sql.literal(`${alias}.id, ${alias}.subscription_id, ${alias}.profile_id, ${alias}.outbox_id, ${alias}.event_id,
+    ${alias}.event_type, ${alias}.body, ${alias}.status, ${alias}.attempts,
+    CASE WHEN ${alias}.status = 'pending' THEN ${iso(`${alias}.next_attempt_at`)} END AS next_attempt_at,
+    ${iso(`${alias}.last_attempt_at`)} AS last_attempt_at, ${alias}.last_status_code, ${alias}.last_error,
+    ${alias}.redelivery_of, ${iso(`${alias}.created_at`)} AS created_at, ${iso(`${alias}.completed_at`)} AS completed_at,
+    extract(epoch FROM now() - COALESCE(${alias}.first_attempt_at, now()))::float8 AS age_seconds,
+    ${alias}.traceparent, ${alias}.tracestate`)
+
+export interface ClaimArguments {
+  readonly limit: number
+  readonly perSubscription: number
+  readonly busy: ReadonlyArray<Busy>
+  readonly leaseSeconds: number
+  readonly token: string
+  readonly plainHttp: boolean
+}
+
+/**
+ * The claim (see `claim` below), as a statement: test/api/webhooks-claim-plan.test.ts checks its
+ * generic plan's cost at growing backlogs.
+ */
+export const claimStatement = (sql: SqlClient, { busy, leaseSeconds, limit, perSubscription, plainHttp, token }: ClaimArguments) =>
+  sql`
+    UPDATE webhook_deliveries d
+    SET attempts = d.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+        first_attempt_at = COALESCE(d.first_attempt_at, now())
+    FROM (
+      SELECT h.id FROM webhook_subscriptions s
+      LEFT JOIN unnest(${busy.map((b) => b.subscriptionId)}::uuid[], ${busy.map((b) => b.inFlight)}::int[]) AS b(subscription_id, n)
+        ON b.subscription_id = s.id
+      -- Each subscription's due heads, oldest first, through webhook_deliveries_ready; the read stops
+      -- at what this subscription may still take, so rows behind a head are never read.
+      CROSS JOIN LATERAL (
+        SELECT c.id, c.next_attempt_at, c.seq FROM webhook_deliveries c
+        WHERE c.subscription_id = s.id AND c.status = 'pending' AND c.ready AND c.next_attempt_at <= now()
+          AND (c.lease_until IS NULL OR c.lease_until < now())
+        ORDER BY c.next_attempt_at, c.seq
+        LIMIT least(${limit}::int, greatest(0, ${perSubscription}::int - COALESCE(b.n, 0)))
+        FOR UPDATE OF c SKIP LOCKED) h
+      -- A deleted or disabled subscription's rows are claimed too, to be released (failed), never sent.
+      WHERE (s.status <> 'paused' OR s.deleted_at IS NOT NULL)
+        AND (${plainHttp} OR s.url LIKE 'https://%')
+      ORDER BY h.next_attempt_at, h.seq
+      LIMIT ${limit}) picked
+    WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
+    RETURNING ${deliveryColumns(sql, "d")}`
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo, {
@@ -145,14 +194,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   static readonly layer = Layer.effect(WebhookDeliveriesRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const columns = (alias: string) =>
-        sql.literal(`${alias}.id, ${alias}.subscription_id, ${alias}.profile_id, ${alias}.outbox_id, ${alias}.event_id,
-          ${alias}.event_type, ${alias}.body, ${alias}.status, ${alias}.attempts,
-          CASE WHEN ${alias}.status = 'pending' THEN ${iso(`${alias}.next_attempt_at`)} END AS next_attempt_at,
-          ${iso(`${alias}.last_attempt_at`)} AS last_attempt_at, ${alias}.last_status_code, ${alias}.last_error,
-          ${alias}.redelivery_of, ${iso(`${alias}.created_at`)} AS created_at, ${iso(`${alias}.completed_at`)} AS completed_at,
-          extract(epoch FROM now() - COALESCE(${alias}.first_attempt_at, now()))::float8 AS age_seconds,
-          ${alias}.traceparent, ${alias}.tracestate`)
+      const columns = (alias: string) => deliveryColumns(sql, alias)
       const many = decodeRows(DeliveryRow)
       const one = decodeFirstRow(DeliveryRow)
 
@@ -175,30 +217,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           ON CONFLICT (subscription_id, outbox_id) WHERE redelivery_of IS NULL DO NOTHING`)
 
       const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
-        many(sql`
-          UPDATE webhook_deliveries d
-          SET attempts = d.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
-              first_attempt_at = COALESCE(d.first_attempt_at, now())
-          FROM (
-            SELECT h.id FROM webhook_subscriptions s
-            LEFT JOIN unnest(${busy.map((b) => b.subscriptionId)}::uuid[], ${busy.map((b) => b.inFlight)}::int[]) AS b(subscription_id, n)
-              ON b.subscription_id = s.id
-            -- Each subscription's due heads, oldest first, through webhook_deliveries_ready; the read stops
-            -- at what this subscription may still take, so rows behind a head are never read.
-            CROSS JOIN LATERAL (
-              SELECT c.id, c.next_attempt_at, c.seq FROM webhook_deliveries c
-              WHERE c.subscription_id = s.id AND c.status = 'pending' AND c.ready AND c.next_attempt_at <= now()
-                AND (c.lease_until IS NULL OR c.lease_until < now())
-              ORDER BY c.next_attempt_at, c.seq
-              LIMIT least(${limit}::int, greatest(0, ${perSubscription}::int - COALESCE(b.n, 0)))
-              FOR UPDATE OF c SKIP LOCKED) h
-            -- A deleted or disabled subscription's rows are claimed too, to be released (failed), never sent.
-            WHERE (s.status <> 'paused' OR s.deleted_at IS NOT NULL)
-              AND (${plainHttp} OR s.url LIKE 'https://%')
-            ORDER BY h.next_attempt_at, h.seq
-            LIMIT ${limit}) picked
-          WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
-          RETURNING ${columns("d")}`)
+        many(claimStatement(sql, { limit, perSubscription, busy, leaseSeconds, token, plainHttp }))
 
       const settle = (results: ReadonlyArray<Settlement>) =>
         results.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(

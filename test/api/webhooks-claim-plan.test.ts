@@ -1,0 +1,119 @@
+/**
+ * The webhook claim's cost does not follow the backlog, whatever the planner knows (issue 34).
+ *
+ * On these machines autovacuum is off and nothing runs ANALYZE: a prepared claim keeps the generic
+ * plan it got on an empty table. The old claim's plan then walked the batch index for each
+ * candidate (about 0.9M rows discarded per claim at a 20,000-row backlog). Here the claim's
+ * statement is prepared as the driver prepares it, its generic plan forced
+ * (`plan_cache_mode = force_generic_plan`, never ANALYZE), and EXPLAINed at 0, 20,000 and 200,000
+ * pending rows over 100 subscriptions in producer batches of 200 (each batch's head ready): the
+ * cost at 200,000 must be within 2x of the cost at 20,000. The claim is also run (rolled back) at
+ * each depth and its time printed, for the record.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { claimStatement } from "../../src/webhooks/delivery/repo.ts"
+import { onDatabase } from "../support/pg-databases.ts"
+
+const SUBSCRIPTIONS = 100
+
+/** A bound parameter as an SQL literal (EXECUTE takes its arguments as text; the statement's casts type them). */
+const literal = (value: unknown): string => {
+  if (Array.isArray(value)) return literal(`{${value.map((item) => `"${String(item).replace(/(["\\])/g, "\\$1")}"`).join(",")}}`)
+  if (typeof value === "number" || typeof value === "boolean") return String(value)
+  return `'${String(value).replace(/'/g, "''")}'`
+}
+
+interface Depth {
+  readonly pending: number
+  readonly cost: number
+  readonly plan: string
+  readonly ms: number
+}
+
+describe("webhook claim plan", () => {
+  it.effect("its generic plan's cost at 200,000 pending rows is within 2x of its cost at 20,000 (no ANALYZE)", () =>
+    Effect.promise(() =>
+      onDatabase(process.env["DATABASE_URL"] ?? "", Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const workspaceId = crypto.randomUUID()
+        const profileId = crypto.randomUUID()
+        yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'claim plan')`
+        yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'claim plan')`
+        yield* sql`
+          INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+          SELECT gen_random_uuid(), ${profileId}, ${workspaceId}, 'https://hooks.example.com/' || k, '{outcome.recorded}', 'active', 'x'
+          FROM generate_series(1, ${SUBSCRIPTIONS}) AS k`
+        const subs = (yield* sql<{ id: string }>`SELECT id FROM webhook_subscriptions WHERE profile_id = ${profileId} ORDER BY id`).map((row) => row.id)
+
+        // Rows g = from..to-1: subscription g % 100, batch g / 20,000 (200 per subscription), seq in it; the seq-0 row is the head.
+        const fill = (from: number, to: number) =>
+          sql`
+            INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq,
+                                            ready, next_attempt_at)
+            SELECT gen_random_uuid(), (${subs}::uuid[])[g % ${SUBSCRIPTIONS} + 1], ${profileId}, gen_random_uuid(), 'evt-' || g,
+                   'outcome.recorded', '{}', md5(((g / (${SUBSCRIPTIONS} * 200)) || '-' || (g % ${SUBSCRIPTIONS})))::uuid,
+                   (g / ${SUBSCRIPTIONS}) % 200, (g / ${SUBSCRIPTIONS}) % 200 = 0, now() - interval '1 minute'
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+
+        const [text, params] = claimStatement(sql, {
+          limit: 32,
+          perSubscription: 32,
+          busy: [{ subscriptionId: subs[0]!, inFlight: 3 }],
+          leaseSeconds: 60,
+          token: crypto.randomUUID(),
+          plainHttp: false
+        }).compile()
+        const args = params.map(literal).join(", ")
+
+        const measure = (pending: number) =>
+          Effect.gen(function*() {
+            // The session that prepares it keeps the generic plan, as a pooled connection would.
+            yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
+            yield* sql.unsafe(`PREPARE webhook_claim AS ${text}`)
+            const [explained] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: { "Total Cost": number } }> }>(
+              `EXPLAIN (FORMAT JSON) EXECUTE webhook_claim(${args})`
+            )
+            const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE webhook_claim(${args})`)
+            yield* sql.unsafe(`BEGIN`)
+            const started = performance.now()
+            const claimed = yield* sql.unsafe<{ id: string }>(`EXECUTE webhook_claim(${args})`)
+            const ms = performance.now() - started
+            yield* sql.unsafe(`ROLLBACK`)
+            yield* sql.unsafe(`DEALLOCATE webhook_claim`)
+            yield* sql.unsafe(`RESET plan_cache_mode`)
+            // Every subscription has a due head (when there are rows): the claim hands out its limit.
+            assert.strictEqual(claimed.length, pending === 0 ? 0 : 32)
+            return {
+              pending,
+              cost: explained!["QUERY PLAN"][0]!.Plan["Total Cost"],
+              plan: plan.map((row) => row["QUERY PLAN"]).join("\n"),
+              ms
+            } satisfies Depth
+          })
+
+        const depths: Array<Depth> = []
+        depths.push(yield* measure(0))
+        yield* fill(0, 20_000)
+        depths.push(yield* measure(20_000))
+        yield* fill(20_000, 200_000)
+        depths.push(yield* measure(200_000))
+        const analyzed = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_user_tables
+          WHERE relname = 'webhook_deliveries' AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)`
+        for (const depth of depths) {
+          console.log(`webhook claim at ${depth.pending} pending: generic-plan cost ${depth.cost.toFixed(1)}, run in ${depth.ms.toFixed(1)} ms`)
+        }
+        console.log(depths[2]!.plan)
+        const [, at20k, at200k] = depths
+        assert.isAtMost(at200k!.cost, 2 * at20k!.cost, `cost ${at200k!.cost} at 200,000 vs ${at20k!.cost} at 20,000`)
+        // Each subscription's heads are read through the index of ready rows, never the table or the batch index.
+        assert.include(at200k!.plan, "webhook_deliveries_ready")
+        assert.notInclude(at200k!.plan, "Seq Scan on webhook_deliveries")
+        assert.notInclude(at200k!.plan, "webhook_deliveries_batch")
+        // What the plans were costed on: no statistics gathered for the table.
+        assert.strictEqual(analyzed[0]?.n, 0)
+      }))
+    ), { timeout: 300_000 })
+})
