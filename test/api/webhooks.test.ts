@@ -717,6 +717,50 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.isBelow(healthy.hooks[2]!.at - started[0]!, 2000)
       }))
 
+    it.effect("unrelated events to one slow endpoint go out concurrently; one producer batch still goes in order (issue 34)", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        // Answers each request after 300 ms; counts how many it holds at once.
+        let open = 0
+        let most = 0
+        const got: Array<string> = []
+        const slow = yield* Effect.acquireRelease(
+          Effect.callback<{ url: string; close: () => void }>((resume) => {
+            const server = createServer((request, response) => {
+              open++
+              most = Math.max(most, open)
+              const chunks: Array<Buffer> = []
+              request.on("data", (chunk: Buffer) => chunks.push(chunk))
+              request.on("end", () => {
+                setTimeout(() => {
+                  got.push(JSON.parse(Buffer.concat(chunks).toString("utf8")).id)
+                  open--
+                  response.writeHead(200).end()
+                }, 300)
+              })
+            })
+            server.listen(0, "127.0.0.1", () => {
+              const address = server.address()
+              const port = typeof address === "object" && address !== null ? address.port : 0
+              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { server.closeAllConnections(); server.close() } }))
+            })
+          }),
+          (server) => Effect.sync(() => server.close())
+        )
+        yield* subscribe(world.key, { url: slow.url })
+        // Twenty producer calls of one event each (twenty transactions), then one batch of five.
+        const single: Array<string> = []
+        for (let n = 0; n < 20; n++) single.push(...(yield* outcomeRows(world, 1)))
+        const batch = yield* outcomeRows(world, 5)
+        const began = Date.now()
+        yield* eventually(Effect.sync(() => got.length), (n) => n >= 25, { what: "25 deliveries", within: "15 seconds" })
+        // One at a time this is 25 x 300 ms = 7.5 s; the unrelated twenty overlap, the batch's five follow one another.
+        assert.isAbove(most, 5, `at most ${most} requests at once`)
+        assert.isBelow(Date.now() - began, 5000)
+        assert.sameMembers(got, [...single, ...batch])
+        assert.deepStrictEqual(got.filter((id) => batch.includes(id)), batch)
+      }))
+
     it.effect("rotate-secret retried at once keeps every earlier secret signing for its own grace", () =>
       Effect.gen(function*() {
         const world = yield* fixture()
