@@ -751,7 +751,7 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         // Twenty producer calls of one event each (twenty transactions), then one batch of five.
         const single: Array<string> = []
         for (let n = 0; n < 20; n++) single.push(...(yield* outcomeRows(world, 1)))
-        const batch = yield* outcomeRows(world, 5)
+        const batch: ReadonlyArray<string> = yield* outcomeRows(world, 5)
         const began = Date.now()
         yield* eventually(Effect.sync(() => got.length), (n) => n >= 25, { what: "25 deliveries", within: "15 seconds" })
         // One at a time this is 25 x 300 ms = 7.5 s; the unrelated twenty overlap, the batch's five follow one another.

@@ -5,7 +5,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted, Stream, Tracer } from "effect"
-import { FetchHttpClient } from "effect/http"
+import { OutboundHttp } from "../../src/platform/outbound-http.ts"
 import { AdPlatformLive } from "../../src/connections/providers/adplatform/live.ts"
 import { AdPlatform } from "../../src/connections/providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../../src/connections/providers/endpoints.ts"
@@ -18,7 +18,7 @@ const client = (options: Partial<ProviderHttpOptions> = {}) =>
   // Fresh: the app built AdPlatformLive already (layers are memoised by reference) over its own client.
   Layer.fresh(AdPlatformLive).pipe(
     Layer.provideMerge(ProviderHttp.layerWith({ ...DEFAULT_PROVIDER_HTTP, ...options })),
-    Layer.provide(FetchHttpClient.layer),
+    Layer.provide(OutboundHttp.layer),
     Layer.provideMerge(ProviderEndpoints.layer)
   )
 

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { isPrivateAddress } from "../../src/messaging/templates/media.ts"
 import { classifyAddress, isPublicAddress } from "../../src/platform/public-address.ts"
-import { checkTarget, parseAllowList } from "../../src/webhooks/delivery/public-host.ts"
+import { checkTarget, parseAllowList } from "../../src/platform/public-host.ts"
 import { Effect, Exit } from "effect"
 
 const V4: ReadonlyArray<readonly [string, string]> = [

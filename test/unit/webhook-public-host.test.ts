@@ -8,17 +8,17 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Duration, Effect, Exit, Option } from "effect"
 import { createHmac } from "node:crypto"
 import { createServer } from "node:http"
-import {
-  checkTarget,
-  isAllowed,
-  parseAllowList,
-  postToChecked
-} from "../../src/webhooks/delivery/public-host.ts"
+import { type Destination, sendTo } from "../../src/platform/outbound-http.ts"
+import { checkTarget, isAllowed, parseAllowList } from "../../src/platform/public-host.ts"
 import { defaultWebhookSettings, nextDelaySeconds, retryAfterSeconds } from "../../src/webhooks/delivery/service.ts"
 import { newSecret, signedHeaders } from "../../src/webhooks/delivery/signing.ts"
 import { DnsServer, DnsServerLive } from "../support/dns-server.ts"
 
 const NONE = parseAllowList([])
+
+/** A webhook's POST to an address the rule checked, through the one outbound client; its body dropped. */
+const postToChecked = (target: Destination, headers: Record<string, string>, body: string, timeout: Duration.Duration) =>
+  sendTo(target, { method: "POST", url: target.url.toString(), headers, body, timeout, keepBody: false })
 
 /** A receiver on 127.0.0.1 answering `status` (and `headers`), recording each request's Host header and path. */
 const receiver = (status: number, headers: Record<string, string> = {}) =>

@@ -6,7 +6,7 @@
  * outcome mapped onto src/connections/providers/errors.ts. Lists come as lazily fetched pages.
  */
 import { Clock, Context, Duration, Effect, Layer, Metric, Option, Redacted, Schedule, Schema, Stream } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
+import { HttpClient, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import {
   type ProviderError,
   ProviderAuthRevoked,
@@ -17,6 +17,7 @@ import {
 } from "./errors.ts"
 import { ProviderEndpoints } from "./endpoints.ts"
 import { observe, providerCallDuration, providerThrottles } from "../../platform/metrics.ts"
+import { OutboundHttp } from "../../platform/outbound-http.ts"
 import { CurrentTraceState } from "../../platform/tracing.ts"
 import type { ProviderKind } from "./registry.ts"
 
@@ -209,7 +210,8 @@ export class ProviderHttp extends Context.Service<ProviderHttp, {
       return { call, pages }
     }))
 
-  static readonly layer = ProviderHttp.layerWith(DEFAULT_PROVIDER_HTTP).pipe(Layer.provide(FetchHttpClient.layer))
+  /** Over the service's one outbound client (src/platform/outbound-http.ts), shared with the webhook deliveries. */
+  static readonly layer = ProviderHttp.layerWith(DEFAULT_PROVIDER_HTTP).pipe(Layer.provide(OutboundHttp.layer))
 }
 
 const outcome = (

@@ -37,7 +37,8 @@ import { decodeCursor, encodeCursor, pageOf } from "../../platform/pagination.ts
 import { SecretBox } from "../../platform/secret-box.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
-import { checkTarget, parseAllowList, postToChecked, resolveCache } from "./public-host.ts"
+import { send } from "../../platform/outbound-http.ts"
+import { parseAllowList, resolveCache } from "../../platform/public-host.ts"
 import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
@@ -164,6 +165,8 @@ export const nextDelaySeconds = (
   const due = Math.max(0, Duration.toSeconds(next) + jitter - ageSeconds)
   return Option.some(Math.max(due, retryAfterSeconds ?? 0))
 }
+
+const header = (value: string | ReadonlyArray<string> | undefined): string | undefined => typeof value === "string" ? value : value?.[0]
 
 /** `Retry-After` as seconds (a number of seconds or an HTTP date). */
 export const retryAfterSeconds = (header: string | undefined, now = Date.now()): number | undefined => {
@@ -393,14 +396,21 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           if (sub.status === "disabled") {
             return ended("failed")(yield* settle(row, token, "failed", 0, { statusCode: null, error: "subscription_disabled", durationMs: null }))
           }
-          const [took, result] = yield* checkTarget(sub.url, allow, dnsServers, resolved).pipe(
-            Effect.flatMap((target) =>
-              postToChecked(target, {
-                "content-type": "application/json",
-                "user-agent": "svc-webhooks/1",
-                ...signedHeaders(sub.secrets, row.event_id, Math.floor(Date.now() / 1000), row.body)
-              }, row.body, settings.timeout)
-            ),
+          // The one outbound client under the public-host rule: the URL's host resolved and checked,
+          // the request sent to the checked address, a redirect not followed, the answer's body dropped.
+          const [took, result] = yield* send({
+            method: "POST",
+            url: sub.url,
+            headers: {
+              "content-type": "application/json",
+              "user-agent": "svc-webhooks/1",
+              ...signedHeaders(sub.secrets, row.event_id, Math.floor(Date.now() / 1000), row.body)
+            },
+            body: row.body,
+            timeout: settings.timeout,
+            publicOnly: { allow, dnsServers, cache: resolved },
+            keepBody: false
+          }).pipe(
             Effect.map((answer) => ({ ok: true as const, answer })),
             Effect.catch((error) => Effect.succeed({ ok: false as const, error: error.message })),
             Effect.timed
@@ -425,7 +435,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             settings.ladder,
             row.attempts,
             row.age_seconds,
-            result.ok ? retryAfterSeconds(result.answer.retryAfter) : undefined
+            result.ok ? retryAfterSeconds(header(result.answer.headers["retry-after"])) : undefined
           )
           if (Option.isNone(delay)) return ended("failed")(yield* settle(row, token, "failed", 0, record))
           return (yield* settle(row, token, null, delay.value, record)) ? "retry" : "lease_lost"

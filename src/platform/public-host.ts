@@ -3,16 +3,15 @@
  * resolves to must be public (not private, loopback, link-local, CGNAT, ULA, metadata, reserved,
  * multicast), and the request then connects to the address that was checked (no second look-up),
  * never following a redirect. `SVC_WEBHOOK_ALLOW_HOSTS` (host names or CIDRs) lets chosen
- * addresses through for local development only. The classifier itself is src/platform/public-address.ts,
- * shared with the template media check.
+ * addresses through for local development only. The classifier itself is ./public-address.ts,
+ * shared with the template media check; the request is src/platform/outbound-http.ts's, with
+ * this rule as its `publicOnly` option (webhook deliveries).
  */
 import { Data, Duration, Effect } from "effect"
 import { lookup } from "node:dns/promises"
 import { Resolver } from "node:dns/promises"
-import { Agent as HttpAgent, request as httpRequest } from "node:http"
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP } from "node:net"
-import { classifyAddress, v4Number, v6Groups } from "../../platform/public-address.ts"
+import { classifyAddress, v4Number, v6Groups } from "./public-address.ts"
 
 /** `SVC_WEBHOOK_ALLOW_HOSTS`: host names (exact) and CIDRs let through the rule (local development only). */
 export interface AllowList {
@@ -174,70 +173,4 @@ export const checkTarget = (raw: string, allow: AllowList, dnsServers: ReadonlyA
     }
     const first = resolved[0] ?? { address: host, family: 4 }
     return { url, address: first.address, family: first.family === 6 ? 6 : 4 } satisfies CheckedTarget
-  })
-
-export interface PostResult {
-  readonly status: number
-  readonly retryAfter: string | undefined
-  readonly location: string | undefined
-}
-
-/**
- * Kept-alive connections, pooled by the address connected to (the checked one, never the host
- * name), its port and, for TLS, the server name: a reused socket always leads to a checked address.
- * Idle sockets close after 4 s, before the usual 5 s idle limit of a receiver's server.
- */
-const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64, timeout: 4_000 })
-const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64, timeout: 4_000 })
-
-export class PostFailed extends Data.TaggedError("PostFailed")<{ readonly message: string }> {}
-
-/**
- * POSTs `body` to the checked address (the URL's host only in `Host` and TLS SNI), never following
- * a redirect, within `timeout` for the whole exchange; the answer's body is read and dropped.
- */
-export const postToChecked = (
-  target: CheckedTarget,
-  headers: Readonly<Record<string, string>>,
-  body: string,
-  timeout: Duration.Duration
-) =>
-  Effect.callback<PostResult, PostFailed>((resume, signal) => {
-    const { url } = target
-    const secure = url.protocol === "https:"
-    const hostname = url.hostname.replace(/^\[|\]$/g, "")
-    const request = (secure ? httpsRequest : httpRequest)({
-      agent: secure ? httpsAgent : httpAgent,
-      host: target.address,
-      family: target.family,
-      port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      method: "POST",
-      headers: { ...headers, host: url.host, "content-length": String(Buffer.byteLength(body)) },
-      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
-      signal
-    }, (response) => {
-      response.on("data", () => {})
-      response.on("end", () => {
-        clearTimeout(timer)
-        const retryAfter = response.headers["retry-after"]
-        resume(Effect.succeed({ status: response.statusCode ?? 0, retryAfter, location: response.headers.location }))
-      })
-      response.on("error", (error) => {
-        clearTimeout(timer)
-        resume(Effect.fail(new PostFailed({ message: error.message })))
-      })
-    })
-    const timer = setTimeout(() => {
-      request.destroy(new Error(`no answer within ${Duration.toSeconds(timeout)} s`))
-    }, Duration.toMillis(timeout))
-    request.on("error", (error) => {
-      clearTimeout(timer)
-      resume(Effect.fail(new PostFailed({ message: error.message })))
-    })
-    request.end(body)
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      request.destroy()
-    })
   })
