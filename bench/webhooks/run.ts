@@ -18,6 +18,15 @@
  *    is one of the rows the dead worker held under a live lease (in flight at the kill: at least
  *    once, deduplicable by webhook-id),
  *    and that the failing endpoint's deliveries are still pending on the ladder after the restart.
+ * 3. one slow subscription (issue 34): a second profile with one subscription whose endpoint
+ *    answers after BENCH_SLOW_MS (500); BENCH_ONE_EVENTS (200) unrelated events, each written by
+ *    its own transaction (its own producer batch), then deliveries/s over at most
+ *    BENCH_ONE_SECONDS (60) and the most requests the endpoint held at once.
+ *
+ * Beside the bare `node:http` baseline, the same requests go through the service's outbound
+ * client (src/platform/outbound-http.ts, with the public-host rule as the worker uses it) at the
+ * same concurrency: what the client costs against bare `node:http`. Run on a tree without that
+ * client (an earlier commit), that line is left out.
  */
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -207,6 +216,31 @@ async function main() {
   }))
   const baseRate = jobs.length / ((Date.now() - baseStart) / 1000)
 
+  // The same requests through the service's outbound client, when this tree has it.
+  const outbound = await import("../../src/platform/outbound-http.ts").catch(() => undefined)
+  const publicHost = await import("../../src/platform/public-host.ts").catch(() => undefined)
+  let clientRate: number | undefined
+  if (outbound !== undefined && publicHost !== undefined) {
+    const publicOnly = { allow: publicHost.parseAllowList(["127.0.0.1"]), dnsServers: [], cache: publicHost.resolveCache(5) }
+    let nextJob = 0
+    const clientStart = Date.now()
+    await Promise.all(Array.from({ length: inflight }, async () => {
+      while (nextJob < jobs.length) {
+        const job = jobs[nextJob++]!
+        await Effect.runPromise(outbound.send({
+          method: "POST",
+          url: `http://127.0.0.1:${port}/e${job.k}`,
+          headers: { "content-type": "application/json", ...signedHeaders([secrets[job.k]!], `client-${job.id}`, Math.floor(Date.now() / 1000), body) },
+          body,
+          timeout: Duration.seconds(15),
+          publicOnly,
+          keepBody: false
+        }))
+      }
+    }))
+    clientRate = jobs.length / ((Date.now() - clientStart) / 1000)
+  }
+
   // 2. Restart mid-ladder.
   const second = await insertEvents(EVENTS)
   await waitArrived(second, Math.floor(expected * 0.4), 600_000)
@@ -236,18 +270,75 @@ async function main() {
       WHERE s.url = ANY(${failing.map((k) => `http://127.0.0.1:${port}/e${k}`)}::text[]) AND d.outbox_id = ANY(${second}::uuid[])
       GROUP BY d.status`
   }))
+
+  // 3. One slow subscription: unrelated events, each its own producer batch.
+  const ONE_EVENTS = intFromEnv("BENCH_ONE_EVENTS", 200, 100_000)
+  const SLOW_MS = intFromEnv("BENCH_SLOW_MS", 500, 60_000)
+  let open = 0
+  let most = 0
+  let slowOk = 0
+  const slow = createServer((req, res) => {
+    open++
+    most = Math.max(most, open)
+    req.resume()
+    req.on("end", () => setTimeout(() => {
+      open--
+      slowOk++
+      res.writeHead(200).end()
+    }, SLOW_MS))
+  })
+  await new Promise<void>((r) => slow.listen(0, "127.0.0.1", () => r()))
+  const slowAddress = slow.address()
+  const slowPort = typeof slowAddress === "object" && slowAddress !== null ? slowAddress.port : 0
+  const oneProfile = await db(Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const box = yield* SecretBox
+    const workspaceId = crypto.randomUUID()
+    const profile = crypto.randomUUID()
+    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench webhooks, one subscription')`
+    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profile}, ${workspaceId}, 'bench webhooks, one subscription')`
+    yield* sql`
+      INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+      VALUES (gen_random_uuid(), ${profile}, ${workspaceId}, ${`http://127.0.0.1:${slowPort}/slow`}, '{outcome.recorded}', 'active', ${box.seal(newSecret())})`
+    return profile
+  }))
+  await db(Effect.gen(function*() {
+    const sql = yield* SqlClient
+    for (let n = 0; n < ONE_EVENTS; n++) {
+      const id = crypto.randomUUID()
+      const payload = JSON.stringify({
+        id, type: "outcome.recorded", created_at: new Date().toISOString(),
+        data: { provider: "svc", outcome_type: "purchase", occurred_at: new Date().toISOString(), customer_key: null, value: "1.00", currency: "EUR", outcome_event_id: crypto.randomUUID(), conversion_id: null },
+        delivery: { profile_id: oneProfile, provisioned_by_app_id: null, healthcare_family: false, customer_id: null }
+      })
+      // One statement, one transaction: one producer call per event.
+      yield* sql`INSERT INTO outbox (id, profile_id, topic, payload) VALUES (${id}, ${oneProfile}, 'outcome.recorded', ${payload}::jsonb)`
+    }
+  }))
+  const oneStart = Date.now()
+  const oneDeadline = oneStart + intFromEnv("BENCH_ONE_SECONDS", 60, 3_600) * 1000
+  while (slowOk < ONE_EVENTS && Date.now() < oneDeadline) await sleep(20)
+  const oneSeconds = (Date.now() - oneStart) / 1000
+  const oneDelivered = slowOk
+
   worker2.child.kill("SIGKILL")
   server.close()
+  slow.closeAllConnections()
+  slow.close()
   agent.destroy()
 
   console.log(`bench:webhooks — ${ENDPOINTS} endpoints (${ENDPOINTS - healthy.length} answering 500), ${EVENTS} events per phase`)
   console.log(`  service worker : ${fmt(expected)} deliveries in ${fmt(serviceSeconds, 2)} s = ${fmt(serviceRate)} deliveries/s (receiver saw ${fmt(serviceRequests)} requests, retries of the failing endpoint included)`)
   console.log(`  baseline       : plain node:http, ${inflight} in flight: ${fmt(baseRate)} requests/s`)
   console.log(`  ratio          : ${fmt(serviceRate / baseRate, 2)}x the baseline`)
+  if (clientRate !== undefined) {
+    console.log(`  outbound client: the same requests through src/platform/outbound-http.ts (public-host rule on), ${inflight} in flight: ${fmt(clientRate)} requests/s = ${fmt(clientRate / baseRate, 2)}x bare node:http`)
+  }
   console.log(`  restart        : SIGKILL after ${fmt(killedAt)} of ${fmt(expected)}; after the second worker: ${fmt(after.unique)} arrived, ${fmt(expected - after.unique)} lost, ${fmt(after.twice)} arrived twice`)
   const outside = after.repeated.filter((key) => !inFlight.has(key))
   console.log(`  restart detail : ${fmt(after.raw)} 2xx receipts for ${fmt(after.unique)} distinct (endpoint, webhook-id); ${fmt(inFlight.size)} held under the dead worker's lease at the kill; repeats outside that set: ${fmt(outside.length)}`)
   console.log(`  failing endpoint after the restart: ${ladder.map((r) => `${r.n} ${r.status} (attempts >= ${r.min_attempts})`).join(", ")}`)
+  console.log(`  one subscription (${SLOW_MS} ms endpoint, ${fmt(ONE_EVENTS)} unrelated events): ${fmt(oneDelivered)} delivered in ${fmt(oneSeconds, 2)} s = ${fmt(oneDelivered / oneSeconds, 1)} deliveries/s, at most ${most} requests at once`)
   // At least once: a repeat is allowed only for a delivery in flight at the kill (the receiver dedups by webhook-id).
   if (after.unique < expected || outside.length > 0) process.exitCode = 1
   process.exit()
