@@ -75,7 +75,7 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   batchSize: 200,
   concurrency: 64,
   perSubscription: 32,
-  settleInterval: Duration.millis(10),
+  settleInterval: Duration.millis(5),
   ladder: [
     Duration.zero,
     Duration.seconds(5),
