@@ -2,7 +2,8 @@
  * The owner of `webhook_deliveries` (decision 0078): one durable row per (subscription, event),
  * written in outbox order by batches, claimed under a lease whose token fences every later
  * write, and the delivery log; and of `webhook_delivery_attempts` (decision 0112): every
- * attempt, appended by the statement that records its result.
+ * attempt, appended by the statement that records its result. Only a batch's head (`ready`,
+ * decision 0118) is claimed; the statement that ends it makes the next row the head.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
