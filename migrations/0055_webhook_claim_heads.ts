@@ -19,8 +19,8 @@ export default Effect.gen(function*() {
   const sql = yield* SqlClient
   yield* sql`ALTER TABLE outbox ADD COLUMN batch bigint`
   yield* sql`ALTER TABLE outbox ALTER COLUMN batch SET DEFAULT (pg_current_xact_id()::text::bigint)`
-  // The fan-out takes a producer batch whole: the rest of a batch its first rows belong to.
-  yield* sql`CREATE INDEX outbox_unpublished_batch ON outbox (batch) WHERE published_at IS NULL`
+  // The fan-out takes a producer batch whole: the rest of a batch its first rows belong to, in order.
+  yield* sql`CREATE INDEX outbox_unpublished_batch ON outbox (batch, created_at, id) WHERE published_at IS NULL`
   yield* sql`ALTER TABLE webhook_deliveries ADD COLUMN ready boolean NOT NULL DEFAULT false`
   yield* sql`
     UPDATE webhook_deliveries c SET ready = true

@@ -8,11 +8,15 @@
  * (`plan_cache_mode = force_generic_plan`, never ANALYZE), and EXPLAINed at 0, 20,000 and 200,000
  * pending rows over 100 subscriptions in producer batches of 200 (each batch's head ready): the
  * cost at 200,000 must be within 2x of the cost at 20,000. The claim is also run (rolled back) at
- * each depth and its time printed, for the record.
+ * each depth and its time printed, for the record. The fan-out's read of the outbox (the oldest
+ * unpublished rows and the rest of their producer batches) is held to the same bound at the same
+ * depths of unpublished outbox rows, per row it expects to answer (it answers up to 400, a
+ * batch's rest included, and without statistics expects fewer on a smaller table).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { unpublishedStatement } from "../../src/kernel/outbox/repo.ts"
 import { claimStatement } from "../../src/webhooks/delivery/repo.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
@@ -28,12 +32,14 @@ const literal = (value: unknown): string => {
 interface Depth {
   readonly pending: number
   readonly cost: number
+  /** The rows the plan expects to answer. */
+  readonly rows: number
   readonly plan: string
   readonly ms: number
 }
 
 describe("webhook claim plan", () => {
-  it.effect("its generic plan's cost at 200,000 pending rows is within 2x of its cost at 20,000 (no ANALYZE)", () =>
+  it.effect("the claim's and the fan-out read's generic plans cost at 200,000 rows within 2x of 20,000 (no ANALYZE)", () =>
     Effect.promise(() =>
       onDatabase(process.env["DATABASE_URL"] ?? "", Effect.gen(function*() {
         const sql = yield* SqlClient
@@ -57,7 +63,7 @@ describe("webhook claim plan", () => {
                    (g / ${SUBSCRIPTIONS}) % 200, (g / ${SUBSCRIPTIONS}) % 200 = 0, now() - interval '1 minute'
             FROM generate_series(${from}::int, ${to - 1}::int) AS g`
 
-        const [text, params] = claimStatement(sql, {
+        const claim = claimStatement(sql, {
           limit: 32,
           perSubscription: 32,
           busy: [{ subscriptionId: subs[0]!, inFlight: 3 }],
@@ -65,53 +71,80 @@ describe("webhook claim plan", () => {
           token: crypto.randomUUID(),
           plainHttp: false
         }).compile()
-        const args = params.map(literal).join(", ")
+        const fanOut = unpublishedStatement(sql, 200).compile()
 
-        const measure = (pending: number) =>
+        // Outbox rows g = from..to-1, unpublished, in producer batches of 200.
+        const fillOutbox = (from: number, to: number) =>
+          sql`
+            INSERT INTO outbox (id, profile_id, topic, payload, created_at, batch)
+            SELECT gen_random_uuid(), ${profileId}, 'outcome.recorded', '{}'::jsonb, now() + make_interval(secs => g / 1000000.0), g / 200
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+
+        const measure = (pending: number, [text, params]: readonly [string, ReadonlyArray<unknown>], expected: number) =>
           Effect.gen(function*() {
+            // EXECUTE takes no parentheses when the statement has no parameters.
+            const args = params.length === 0 ? "" : `(${params.map(literal).join(", ")})`
             // The session that prepares it keeps the generic plan, as a pooled connection would.
             yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
-            yield* sql.unsafe(`PREPARE webhook_claim AS ${text}`)
-            const [explained] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: { "Total Cost": number } }> }>(
-              `EXPLAIN (FORMAT JSON) EXECUTE webhook_claim(${args})`
+            yield* sql.unsafe(`PREPARE measured AS ${text}`)
+            const [explained] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: { "Total Cost": number; "Plan Rows": number } }> }>(
+              `EXPLAIN (FORMAT JSON) EXECUTE measured${args}`
             )
-            const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE webhook_claim(${args})`)
+            const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE measured${args}`)
             yield* sql.unsafe(`BEGIN`)
             const started = performance.now()
-            const claimed = yield* sql.unsafe<{ id: string }>(`EXECUTE webhook_claim(${args})`)
+            const rows = yield* sql.unsafe<{ id: string }>(`EXECUTE measured${args}`)
             const ms = performance.now() - started
             yield* sql.unsafe(`ROLLBACK`)
-            yield* sql.unsafe(`DEALLOCATE webhook_claim`)
+            yield* sql.unsafe(`DEALLOCATE measured`)
             yield* sql.unsafe(`RESET plan_cache_mode`)
-            // Every subscription has a due head (when there are rows): the claim hands out its limit.
-            assert.strictEqual(claimed.length, pending === 0 ? 0 : 32)
+            assert.strictEqual(rows.length, pending === 0 ? 0 : expected)
             return {
               pending,
               cost: explained!["QUERY PLAN"][0]!.Plan["Total Cost"],
+              rows: explained!["QUERY PLAN"][0]!.Plan["Plan Rows"],
               plan: plan.map((row) => row["QUERY PLAN"]).join("\n"),
               ms
             } satisfies Depth
           })
 
+        // Every subscription has a due head (when there are rows): the claim hands out its limit; the
+        // fan-out reads the first 200 rows, one whole producer batch.
         const depths: Array<Depth> = []
-        depths.push(yield* measure(0))
+        const reads: Array<Depth> = []
+        depths.push(yield* measure(0, claim, 32))
+        reads.push(yield* measure(0, fanOut, 200))
         yield* fill(0, 20_000)
-        depths.push(yield* measure(20_000))
+        yield* fillOutbox(0, 20_000)
+        depths.push(yield* measure(20_000, claim, 32))
+        reads.push(yield* measure(20_000, fanOut, 200))
         yield* fill(20_000, 200_000)
-        depths.push(yield* measure(200_000))
+        yield* fillOutbox(20_000, 200_000)
+        depths.push(yield* measure(200_000, claim, 32))
+        reads.push(yield* measure(200_000, fanOut, 200))
         const analyzed = yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM pg_stat_user_tables
-          WHERE relname = 'webhook_deliveries' AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)`
-        for (const depth of depths) {
-          console.log(`webhook claim at ${depth.pending} pending: generic-plan cost ${depth.cost.toFixed(1)}, run in ${depth.ms.toFixed(1)} ms`)
+          WHERE relname IN ('webhook_deliveries', 'outbox') AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)`
+        for (const [what, list] of [["webhook claim", depths], ["outbox fan-out read", reads]] as const) {
+          for (const depth of list) {
+            console.log(`${what} at ${depth.pending} pending: generic-plan cost ${depth.cost.toFixed(1)} for ${depth.rows} rows expected, run in ${depth.ms.toFixed(1)} ms`)
+          }
         }
         console.log(depths[2]!.plan)
+        console.log(reads[2]!.plan)
         const [, at20k, at200k] = depths
         assert.isAtMost(at200k!.cost, 2 * at20k!.cost, `cost ${at200k!.cost} at 200,000 vs ${at20k!.cost} at 20,000`)
         // Each subscription's heads are read through the index of ready rows, never the table or the batch index.
         assert.include(at200k!.plan, "webhook_deliveries_ready")
         assert.notInclude(at200k!.plan, "Seq Scan on webhook_deliveries")
         assert.notInclude(at200k!.plan, "webhook_deliveries_batch")
+        // The fan-out read answers up to 400 rows (a batch's rest included) and the planner, without
+        // statistics, expects fewer of them on a smaller table: its cost is compared per row expected.
+        const [, read20k, read200k] = reads
+        const perRow = (depth: Depth) => depth.cost / Math.max(1, depth.rows)
+        assert.isAtMost(perRow(read200k!), 2 * perRow(read20k!), `fan-out read cost per row ${perRow(read200k!)} at 200,000 vs ${perRow(read20k!)} at 20,000`)
+        assert.isAtMost(read200k!.rows, 400)
+        assert.notInclude(read200k!.plan, "Seq Scan on outbox")
         // What the plans were costed on: no statistics gathered for the table.
         assert.strictEqual(analyzed[0]?.n, 0)
       }))

@@ -75,6 +75,48 @@ export const UnpublishedRow = Schema.Struct({
 })
 export type UnpublishedRow = typeof UnpublishedRow.Type
 
+/**
+ * The fan-out's read (see `claimUnpublished`), as a statement: test/api/webhooks-claim-plan.test.ts
+ * checks its generic plan's cost at growing backlogs.
+ */
+export const unpublishedStatement = (sql: SqlClient, limit: number) => {
+  // Written into the text, not bound: a generic plan costs a bound LIMIT as a tenth of the rows
+  // it reads, so its estimate (and the joins above it) would grow with the backlog.
+  const bound = sql.literal(String(Math.max(1, Math.floor(limit))))
+  return sql`
+    WITH head AS (
+      SELECT id, batch FROM outbox
+      WHERE published_at IS NULL
+      ORDER BY created_at, id
+      LIMIT ${bound}
+      FOR UPDATE SKIP LOCKED),
+    -- The rest of each of those producer batches, read per batch through outbox_unpublished_batch
+    -- (in its order), never by walking the unpublished rows.
+    rest AS (
+      SELECT r.id FROM (SELECT DISTINCT h.batch FROM head h WHERE h.batch IS NOT NULL) b
+      CROSS JOIN LATERAL (
+        SELECT o.id FROM outbox o
+        WHERE o.batch = b.batch AND o.published_at IS NULL AND o.id NOT IN (SELECT h.id FROM head h)
+        ORDER BY o.batch, o.created_at, o.id
+        LIMIT ${bound}
+        FOR UPDATE SKIP LOCKED) r),
+    claimed AS (
+      SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch FROM outbox o
+      WHERE o.id IN (SELECT id FROM head UNION ALL SELECT id FROM rest))
+    SELECT o.id, o.profile_id, o.topic, o.payload, ${isoTimestamp(sql, "o.created_at")} AS created_at,
+           c.first_name, c.last_name,
+           (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+            ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
+           (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+            ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
+           (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live,
+           o.traceparent, o.tracestate, o.batch::text AS batch
+    FROM claimed o
+    -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
+    LEFT JOIN customers c ON c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
+    ORDER BY o.created_at, o.id`
+}
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class OutboxRepo extends Context.Service<OutboxRepo, {
@@ -149,35 +191,7 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
       const claimUnpublished = (limit: number) =>
         Effect.flatMap(
           sql<{ held: boolean }>`SELECT pg_try_advisory_xact_lock(hashtextextended('outbox_fan_out', 0)) AS held`,
-          ([lock]) => lock?.held !== true ? Effect.succeed([]) : unpublishedRows(sql`
-          WITH head AS (
-            SELECT id, batch FROM outbox
-            WHERE published_at IS NULL
-            ORDER BY created_at, id
-            LIMIT ${limit}
-            FOR UPDATE SKIP LOCKED),
-          rest AS (
-            SELECT o.id FROM outbox o
-            WHERE o.published_at IS NULL AND o.batch IN (SELECT h.batch FROM head h WHERE h.batch IS NOT NULL)
-              AND o.id NOT IN (SELECT h.id FROM head h)
-            ORDER BY o.created_at, o.id
-            LIMIT ${limit}
-            FOR UPDATE SKIP LOCKED),
-          claimed AS (
-            SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch FROM outbox o
-            WHERE o.id IN (SELECT id FROM head UNION ALL SELECT id FROM rest))
-          SELECT o.id, o.profile_id, o.topic, o.payload, ${isoTimestamp(sql, "o.created_at")} AS created_at,
-                 c.first_name, c.last_name,
-                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
-                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
-                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
-                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
-                 (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live,
-                 o.traceparent, o.tracestate, o.batch::text AS batch
-          FROM claimed o
-          -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
-          LEFT JOIN customers c ON c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
-          ORDER BY o.created_at, o.id`)
+          ([lock]) => lock?.held !== true ? Effect.succeed([]) : unpublishedRows(unpublishedStatement(sql, limit))
         )
 
       const markPublished = (ids: ReadonlyArray<string>) =>
