@@ -425,8 +425,10 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             return ended("succeeded")(yield* settle(row, token, "succeeded", 0, record))
           }
           if (result.ok && result.answer.status === 410) {
-            const failed = yield* settle(row, token, "failed", 0, { ...record, error: "endpoint_gone" })
+            // Disabled before the result hands the batch on: a claim in between then finds the next
+            // row's subscription disabled and releases it unsent, instead of posting to a gone endpoint.
             yield* subscriptions.disable(sub.id, "endpoint_gone")
+            const failed = yield* settle(row, token, "failed", 0, { ...record, error: "endpoint_gone" })
             // What waits behind it would otherwise stay pending until someone turns it on again.
             yield* deliveries.failPending(sub.id, "subscription_disabled")
             return failed ? "failed" : "lease_lost"
