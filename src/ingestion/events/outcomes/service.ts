@@ -30,6 +30,7 @@ import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.t
 import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
 import { type ConversionFilters, EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
 import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
@@ -230,6 +231,7 @@ export class EventsService extends Context.Service<EventsService, {
   static readonly layer = Layer.effect(EventsService)(
     Effect.gen(function*() {
       const repo = yield* EventsRepo
+      const jobs = yield* AttributionJobs
       const audit = yield* AuditLog
       const recorder = yield* OutcomeRecorder
       const box = yield* SecretBox
@@ -279,7 +281,7 @@ export class EventsService extends Context.Service<EventsService, {
             ...(event.customer_id === null ? [] : [event.customer_id]),
             ...deleted.customerIds
           ])
-          yield* repo.queueReplay(profile.profileId, "retraction")
+          yield* jobs.queueReplay(profile.profileId, "retraction")
           const counts = { events: 1, conversions: deleted.conversions, credits: deleted.credits, first_payment_flags: flags }
           yield* audit.record({
             actor,
@@ -323,5 +325,5 @@ export class EventsService extends Context.Service<EventsService, {
 
       return { ingest, record: recorder.record, retract, listConversions }
     })
-  ).pipe(Layer.provide([EventsRepo.layer, AuditLog.layer, OutcomeRecorder.layer]))
+  ).pipe(Layer.provide([EventsRepo.layer, AttributionJobs.layer, AuditLog.layer, OutcomeRecorder.layer]))
 }
