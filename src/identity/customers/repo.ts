@@ -11,6 +11,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { REPAIR_SAMPLE_SIZE, RepairIdentifierType, RepairScanSummary } from "../../../schema/identity-repair.ts"
 import { TouchColumns } from "../../attribution/touches/columns.ts"
 import { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
+import type { IdentifierKind } from "./identifiers.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -150,8 +151,7 @@ export const KnownCustomer = Schema.Struct({
 })
 export type KnownCustomer = typeof KnownCustomer.Type
 
-/** The identifiers a customer is resolved by (besides `external_id`, its `customer_key`). */
-export type IdentifierKind = "crm_contact_id" | "national_id" | "email" | "phone" | "anonymous_id"
+export type { IdentifierKind } from "./identifiers.ts"
 
 export interface NewIdentifier {
   readonly profileId: string

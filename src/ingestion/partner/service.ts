@@ -40,7 +40,8 @@ import { IdentityRepo } from "../../identity/repo.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { formatContractIssues } from "../../../schema/issue-format.ts"
 import { findNationalId } from "./national-id.ts"
-import { type AdRow, PartnerRepo, type StoredAnswer } from "./repo.ts"
+import { type AdRow, PartnerRepo } from "./repo.ts"
+import { DeclaredSources, type StoredAnswer } from "../../identity/declared-sources/service.ts"
 
 const decodeDeclareSource = Schema.decodeUnknownResult(DeclareSource, { onExcessProperty: "error" })
 const formatIssues = formatContractIssues
@@ -187,6 +188,7 @@ export class PartnerData extends Context.Service<PartnerData, {
   static readonly layer = Layer.effect(PartnerData)(
     Effect.gen(function*() {
       const repo = yield* PartnerRepo
+      const declared = yield* DeclaredSources
       const events = yield* EventsRepo
       const customersRepo = yield* CustomersRepo
       const touchesRepo = yield* TouchesRepo
@@ -409,8 +411,8 @@ export class PartnerData extends Context.Service<PartnerData, {
 
         return yield* repo.transaction(Effect.gen(function*() {
           if (wamid !== null) {
-            yield* repo.lockWamid(profile.profileId, wamid)
-            const stored = yield* repo.answerByWamid(profile.profileId, wamid)
+            yield* declared.lockWamid(profile.profileId, wamid)
+            const stored = yield* declared.answerByWamid(profile.profileId, wamid)
             if (Option.isSome(stored)) {
               if (stored.value.request_hash !== hash) {
                 return yield* new IdempotencyKeyConflict({
@@ -440,7 +442,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             if (resolved === null) return yield* Effect.die("a checked declared-source customer names nobody")
             customerId = resolved
           }
-          const first = yield* repo.answerByCustomer(customerId)
+          const first = yield* declared.answerByCustomer(customerId)
           if (Option.isSome(first)) {
             return {
               result: { recorded: false, reason: "already_answered" as const, answer: renderAnswer(first.value), recredit_queued: 0 },
@@ -472,7 +474,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             clickId: null,
             payload: { declared_source_id: answerId }
           }])
-          yield* repo.insertAnswer({
+          yield* declared.insertAnswer({
             id: answerId,
             profileId: profile.profileId,
             customerId,
@@ -484,7 +486,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             touchId
           })
           const recredit = yield* events.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
-          const stored = yield* repo.answerByCustomer(customerId)
+          const stored = yield* declared.answerByCustomer(customerId)
           if (Option.isNone(stored)) return yield* Effect.die("the declared-source answer just stored is not readable")
           return {
             result: { recorded: true, reason: null, answer: renderAnswer(stored.value), recredit_queued: recredit },
@@ -495,5 +497,5 @@ export class PartnerData extends Context.Service<PartnerData, {
 
       return { recordReferrals, previewReferrals, declareSource }
     })
-  ).pipe(Layer.provide([PartnerRepo.layer, EventsRepo.layer, CustomersRepo.layer, TouchesRepo.layer, IdentityRepo.layer, CreditEngine.layer]))
+  ).pipe(Layer.provide([PartnerRepo.layer, DeclaredSources.layer, EventsRepo.layer, CustomersRepo.layer, TouchesRepo.layer, IdentityRepo.layer, CreditEngine.layer]))
 }
