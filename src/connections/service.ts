@@ -19,8 +19,6 @@ import type { Connection } from "../../schema/connections.ts"
 import { ProviderOAuth } from "./providers/oauth/port.ts"
 import { CONNECTION_REVOKED, connectionEvent } from "./events.ts"
 import { PushWorld } from "./hooks/push-world.ts"
-import { HandoffsRepo } from "./handoffs/repo.ts"
-import { ProviderEventsRepo } from "./hooks/repo.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
 import { ConnectionSessions, factsOf } from "./sessions.ts"
 
@@ -51,8 +49,6 @@ export class Connections extends Context.Service<Connections, {
    * transaction; answers how many.
    */
   readonly revokeCommerceAppConnections: (commerceAppId: string) => Effect.Effect<number, DatabaseUnavailable>
-  /** Archiving a profile: its connections and what references them (hand-offs, provider events) deleted, in the caller's transaction. */
-  readonly forgetProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
   readonly releaseGrant: (
     principal: PrincipalShape,
     profile: ProfileContext,
@@ -62,8 +58,6 @@ export class Connections extends Context.Service<Connections, {
   static readonly layer = Layer.effect(Connections)(
     Effect.gen(function*() {
       const repo = yield* ConnectionsRepo
-      const handoffs = yield* HandoffsRepo
-      const providerEvents = yield* ProviderEventsRepo
       const outbox = yield* OutboxRepo
       const audit = yield* AuditLog
       const keys = yield* ApiKeysService
@@ -156,13 +150,6 @@ export class Connections extends Context.Service<Connections, {
         return revoked
       })
 
-      const forgetProfile = Effect.fn("Connections.forgetProfile")(function*(profileId: string) {
-        // What references the connections goes first.
-        yield* handoffs.deleteForProfile(profileId)
-        yield* providerEvents.forgetProfile(profileId)
-        yield* repo.deleteForProfile(profileId)
-      })
-
       const releaseGrant = Effect.fn("Connections.releaseGrant")(function*(principal: PrincipalShape, profile: ProfileContext, id: string) {
         const record = yield* ofProfile(profile, id)
         if (principal.kind !== "api_key" || principal.oauthAppId === null) {
@@ -196,7 +183,7 @@ export class Connections extends Context.Service<Connections, {
         return yield* repo.list(profile.profileId, limit, after)
       })
 
-      return { list, disconnect, stopCommerceAppChannels, revokeCommerceAppConnections, forgetProfile, releaseGrant }
+      return { list, disconnect, stopCommerceAppChannels, revokeCommerceAppConnections, releaseGrant }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, HandoffsRepo.layer, ProviderEventsRepo.layer, OutboxRepo.layer, AuditLog.layer, ApiKeysService.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AuditLog.layer, ApiKeysService.layer, ConnectionSessions.layer]))
 }
