@@ -65,7 +65,6 @@ export class AuditLog extends Context.Service<AuditLog, {
   )
 }
 
-
 /** One row of the PII access log, as the Authentication middleware records it. */
 export interface PiiAccessRow {
   readonly workspaceId: string
