@@ -22,6 +22,7 @@ import { AdSetLive } from "./AdSet.ts"
 import { CampaignLive } from "./Campaign.ts"
 import { HandOffLive } from "./HandOff.ts"
 import { ProfileLive } from "./Profile.ts"
+import type { AttributionBackfills } from "../src/accounts/entitlements/backfills.ts"
 import { ClusterStatus, SHARD_GROUPS } from "../src/platform/cluster-status.ts"
 
 
@@ -60,7 +61,8 @@ const shardingLayer = (settings: AppSettings): ShardingLayer =>
 export const ClusterLive: Layer.Layer<
   Sharding.Sharding | ClusterStatus,
   Config.ConfigError | SocketServerError,
-  AppConfig | SqlClient
+  // The Profile entity's entitlement changes queue backfills above accounts: a port src/main/ provides.
+  AppConfig | SqlClient | AttributionBackfills
 > = Layer.mergeAll(
   ProfileLive,
   // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.

@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { AdminRepo } from "../accounts/admin/repo.ts"
+import { RegisteredApps } from "../accounts/admin/apps.ts"
 import { OutboxRepo } from "../kernel/outbox/repo.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProviderAuthRevoked, type ProviderError } from "./providers/errors.ts"
@@ -38,7 +38,7 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
       const outbox = yield* OutboxRepo
       const box = yield* SecretBox
       const oauth = yield* ProviderOAuth
-      const apps = yield* AdminRepo
+      const apps = yield* RegisteredApps
 
       const reportAuthRevoked = Effect.fn("ConnectionSessions.reportAuthRevoked")(function*(
         connectionId: string,
@@ -110,7 +110,7 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
 
       return { session, reportAuthRevoked }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AdminRepo.layer]))
+  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, RegisteredApps.layer]))
 }
 
 export const factsOf = (record: ConnectionRecord) => ({

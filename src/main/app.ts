@@ -61,6 +61,7 @@ import { WebhookSubscriptionsHandlers } from "../webhooks/subscriptions/handlers
 import { ReportsHandlers } from "../analytics/reports/handlers.ts"
 import { DeprecationLayer } from "../http/versioning/middleware.ts"
 import { Api } from "./api.ts"
+import { PortsLive } from "./ports.ts"
 // Inbox, email and calendar (issue 21, part 7).
 import { CalendarHandlers } from "../connections/calendar/handlers.ts"
 import { EmailHandlers } from "../messaging/email/handlers.ts"
@@ -147,7 +148,9 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([ChatAdsHandlers, ChatTemplatesHandlers]),
   // The agent surface (decision 0103).
   Layer.provide([McpHandlers]),
-  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
+  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
+  // What lower contexts call above them through ports (./ports.ts).
+  Layer.provide(PortsLive)
 )
 
 /**

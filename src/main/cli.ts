@@ -20,6 +20,7 @@ import { RateLimiterLive } from "../platform/rate-limit.ts"
 import { appliedMigrationId, latestMigrationId, migrate } from "../platform/migrator.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { RpcCredentials } from "../rpc/credentials/service.ts"
+import { ProfilePortsLive } from "./ports.ts"
 import { settingsOrExit } from "../platform/startup.ts"
 import { VERSION } from "../platform/version.ts"
 
@@ -256,6 +257,8 @@ const withPeople = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(
     Effect.andThen(migrate, effect),
     Layer.merge(Quickstart.layer, People.layer).pipe(
+      // Provisioning's tracking key and archiving reach above accounts (./ports.ts).
+      Layer.provide(ProfilePortsLive),
       Layer.provideMerge(Layer.mergeAll(SecretBox.layer, CredentialStoreLive, RateLimiterLive)),
       Layer.provideMerge(DatabaseLive)
     )

@@ -24,6 +24,7 @@ import { WebhookWorkerLive } from "../webhooks/delivery/service.ts"
 import { ReportWorker } from "../analytics/reports/worker.ts"
 import { QueueGaugesLive } from "../ops/service.ts"
 import { CustomerListRefresh } from "../exports/audiences/worker.ts"
+import { AttributionBackfillsLive } from "./ports.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLive = Layer.effectDiscard(
@@ -56,7 +57,7 @@ const CustomerListRefreshLive = CustomerListRefresh.layer.pipe(Layer.provide([Pr
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLive = Layer.mergeAll(
-  ClusterLive,
+  ClusterLive.pipe(Layer.provide(AttributionBackfillsLive)),
   // The provider ports for the routes (the HandOff entity gets the same layer, shared by reference).
   ProvidersLive,
   // Credits new conversions and runs queued replays in the background (decision 0030).

@@ -54,6 +54,11 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
   readonly remove: (profile: ProfileContext, id: string) => Effect.Effect<{ readonly id: string; readonly deleted: true }, DatabaseUnavailable | NotFound>
   readonly rotateSecret: (profile: ProfileContext, id: string) =>
     Effect.Effect<WebhookSubscription & { readonly secret: string }, DatabaseUnavailable | NotFound>
+  /**
+   * Archiving a workspace (src/accounts/profiles, through src/main/ports.ts): its subscriptions
+   * paused, not deleted, so they stay visible to an operator restoring it; in the caller's transaction.
+   */
+  readonly pauseForWorkspace: (workspaceId: string) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/WebhookSubscriptions") {
   static readonly layer = Layer.effect(WebhookSubscriptions)(
     Effect.gen(function*() {
@@ -152,7 +157,11 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
         return { ...render(rotated.value), secret }
       })
 
-      return { create, list, update, remove, rotateSecret }
+      const pauseForWorkspace = Effect.fn("Webhooks.pauseForWorkspace")(function*(workspaceId: string) {
+        yield* repo.pauseForWorkspace(workspaceId)
+      })
+
+      return { create, list, update, remove, rotateSecret, pauseForWorkspace }
     })
   ).pipe(Layer.provide([WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
 }

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { ClusterLive } from "../../../cluster/runner.ts"
+import { AttributionBackfillsLive } from "../../../src/main/ports.ts"
 import { DatabaseLive } from "../../../src/platform/database.ts"
 import { migrate } from "../../../src/platform/migrator.ts"
 import { RpcLive } from "../../../src/rpc/server.ts"
@@ -18,7 +19,8 @@ const MigrationsLive = Layer.effectDiscard(Effect.orDie(migrate))
  */
 export const serverLayer = (options: { readonly host?: string; readonly port: number }) =>
   HttpRouter.serve(RpcLive, { disableListenLog: true, disableLogger: true }).pipe(
-    Layer.provideMerge(ClusterLive),
+    // The Profile entity's entitlement backfills, as the composition root provides them.
+    Layer.provideMerge(ClusterLive.pipe(Layer.provide(AttributionBackfillsLive))),
     // What the RPC middleware and the parity calls' services need besides the cluster.
     Layer.provide(Layer.mergeAll(PiiAccessLog.layer, RateLimiterLive, SecretBox.layer)),
     Layer.provide(MigrationsLive),

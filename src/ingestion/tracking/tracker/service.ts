@@ -218,6 +218,11 @@ export class TrackingService extends Context.Service<TrackingService, {
   ) => Effect.Effect<CollectOutcome, ValidationError | PayloadTooLarge | Unauthorized | InsufficientScope | RateLimitExceeded | Errors>
   /** The CORS pre-flight: the origin to allow, or 403 when no (named) profile allows it. */
   readonly preflight: (origin: string | undefined, key: string | undefined) => Effect.Effect<string, InsufficientScope | Errors>
+  /**
+   * The profile's live key (its plaintext), minted if it has none; in the caller's transaction.
+   * A profile is handed it when provisioned (src/accounts/profiles, through src/main/ports.ts).
+   */
+  readonly ensureKeyOf: (profileId: string) => Effect.Effect<string, Errors>
 }>()("svc/TrackingService") {
   static readonly layer = Layer.effect(TrackingService)(
     Effect.gen(function*() {
@@ -512,7 +517,11 @@ export class TrackingService extends Context.Service<TrackingService, {
         return origin
       })
 
-      return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, publicScript, collect, preflight }
+      const ensureKeyOf = Effect.fn("TrackingService.ensureKeyOf")(function*(profileId: string) {
+        return yield* repo.ensureTrackingKey(profileId)
+      })
+
+      return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, publicScript, collect, preflight, ensureKeyOf }
     })
   ).pipe(Layer.provide([TrackingRepo.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
 }
