@@ -13,8 +13,7 @@ import type { CampaignLevel } from "../../../schema/analytics-campaigns.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
-import { AnalyticsFragments } from "../sql/repo.ts"
-import type { ReadScope } from "../overview/repo.ts"
+import { AnalyticsFragments, type ReadScope } from "../sql/fragments.ts"
 
 const MetricsRow = Schema.Struct({
   platform_id: Schema.String,

@@ -12,8 +12,8 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { type UtmSummary, UtmSummary as UtmSummarySchema } from "../../../schema/analytics-insights.ts"
 import type { TouchFilter } from "../../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { AnalyticsFragments } from "../sql/repo.ts"
-import { TouchColumns } from "../../attribution/touches/repo.ts"
+import { AnalyticsFragments } from "../sql/fragments.ts"
+import { TouchColumns } from "../../attribution/touches/columns.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export interface InsightScope {

@@ -7,10 +7,8 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { Fragment } from "effect/sql/Statement"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { TouchFilter } from "../../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { CreditModel } from "../../../schema/events.ts"
-import { AnalyticsFragments } from "../sql/repo.ts"
+import { AnalyticsFragments, type ReadScope } from "../sql/fragments.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export interface ProfileFacts {
@@ -30,20 +28,6 @@ const ProfileFactsRow = Schema.Struct({
   today: Schema.String,
   as_of: Schema.String
 })
-
-export interface ReadScope {
-  readonly profileId: string
-  readonly timeZone: string
-  readonly model: CreditModel
-  /** Inclusive ISO dates in the profile's time zone. */
-  readonly start: string
-  readonly end: string
-  readonly conversionKey: string | null
-  readonly touchFilter: { readonly dimension: TouchFilter; readonly value: string } | null
-  /** Target currencies: the profile's and the workspace's reporting currency. */
-  readonly currency: string | null
-  readonly reportingCurrency: string | null
-}
 
 const MeasuresRow = Schema.Struct({
   day: Schema.NullOr(Schema.String),
