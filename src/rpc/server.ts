@@ -36,7 +36,7 @@ import { NotFound } from "../../schema/errors.ts"
 import { DatabaseInfo } from "../platform/database.ts"
 import { encodeCursor } from "../platform/pagination.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
-import { DatabaseProbe } from "../ops/repo.ts"
+import { DatabaseStatus } from "../ops/service.ts"
 import { layerMsgPack } from "./msgpack.ts"
 import { VERSION } from "../platform/version.ts"
 import { rpcServerSpans } from "../platform/tracing.ts"
@@ -83,17 +83,11 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
     const makeProfile = yield* Profile.client
     const clusterStatus = yield* ClusterStatus
     const database = yield* DatabaseInfo
-    const databaseProbe = yield* DatabaseProbe
-
-    const probeDatabase = databaseProbe.appliedMigration.pipe(
-      Effect.map((applied) => ({ applied })),
-      Effect.timeoutOrElse({ duration: "2 seconds", orElse: () => Effect.succeed(undefined) }),
-      Effect.catchTag("DatabaseUnavailable", () => Effect.succeed(undefined))
-    )
+    const databaseStatus = yield* DatabaseStatus
 
     const serviceStatus = Effect.fn("Rpc.ServiceStatus")(function*() {
-      const probe = yield* probeDatabase
-      const cluster = probe === undefined
+      const applied = yield* databaseStatus.appliedMigration
+      const cluster = applied === undefined
         ? yield* clusterStatus.local
         : yield* clusterStatus.status.pipe(Effect.catchTag("DatabaseUnavailable", () => clusterStatus.local))
       const status: ServiceStatusInfo = {
@@ -101,8 +95,8 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
         database: {
           mode: database.mode,
           location: database.location,
-          reachable: probe !== undefined,
-          migrations: { applied: probe?.applied ?? null, latest: latestMigrationId }
+          reachable: applied !== undefined,
+          migrations: { applied: applied ?? null, latest: latestMigrationId }
         },
         cluster
       }
@@ -237,7 +231,7 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
     })
   })
 ).pipe(Layer.provide([
-  DatabaseProbe.layer,
+  DatabaseStatus.layer,
   EventsService.layer,
   OutcomeReplay.layer,
   AnalyticsService.layer,

@@ -19,7 +19,7 @@ import {
   type ValidationError
 } from "../../../schema/errors.ts"
 import type { DataSource, EnsureBody, EnsureWebsiteBody } from "../../../schema/platform-safe.ts"
-import { AdActionsRepo } from "../../ads/actions/repo.ts"
+import { AdConnections } from "../../ads/actions/connections.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { AdPlatform } from "../../connections/providers/adplatform/port.ts"
@@ -81,7 +81,7 @@ export class DataSources extends Context.Service<DataSources, {
   static readonly layer = Layer.effect(DataSources)(
     Effect.gen(function*() {
       const repo = yield* DataSourcesRepo
-      const adRepo = yield* AdActionsRepo
+      const adConnections = yield* AdConnections
       const destinations = yield* DestinationsRepo
       const sessions = yield* ConnectionSessions
       const platform = yield* AdPlatform
@@ -95,7 +95,7 @@ export class DataSources extends Context.Service<DataSources, {
 
       /** The one usable ad-platform connection holding the manage-ads grant. */
       const adConnection = Effect.fn("DataSources.adConnection")(function*(profileId: string) {
-        const all = yield* adRepo.connections(profileId)
+        const all = yield* adConnections.of(profileId)
         const usable = all.filter((c) => c.status !== "reconnect_required" && c.external_account_id !== null)
         const only = usable.length === 1 ? usable[0] : undefined
         if (only === undefined) {
@@ -256,5 +256,5 @@ export class DataSources extends Context.Service<DataSources, {
 
       return { ensureWhatsapp, ensureWebsite, ensureInstagram, list, options }
     })
-  ).pipe(Layer.provide([DataSourcesRepo.layer, AdActionsRepo.layer, DestinationsRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([DataSourcesRepo.layer, AdConnections.layer, DestinationsRepo.layer, ConnectionSessions.layer]))
 }
