@@ -34,7 +34,7 @@ import type { CreditModel } from "../../../schema/events.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import { PiiAccessLog } from "../../kernel/audit/pii-access.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, pageOf } from "../../platform/pagination.ts"
+import { pageOf, parseCursor } from "../../platform/pagination.ts"
 import { normalizeEmail, phoneForLookup } from "../normalize.ts"
 import { HealthcareCheck } from "../../accounts/healthcare.ts"
 import { isIsoDateTime } from "../../../schema/events.ts"
@@ -53,7 +53,6 @@ import {
   type StoredRow,
   type VisitorRow
 } from "./repo.ts"
-import { invalidQuery } from "../../../schema/query-errors.ts"
 import { DEFAULT_JOURNEY_PAGE } from "../../../schema/customers.ts"
 
 export { DEFAULT_JOURNEY_PAGE, MAX_JOURNEY_PAGE } from "../../../schema/customers.ts"
@@ -74,15 +73,10 @@ interface PageParams {
 const pageParams = (input: PageInput): Effect.Effect<PageParams, InvalidParameter> => {
   const limit = input.limit ?? DEFAULT_JOURNEY_PAGE
   const model: CreditModel = input.model ?? "last_touch"
-  let after = Option.none<Keyset>()
-  if (input.cursor !== undefined && input.cursor !== "") {
-    const keyset = decodeCursor(input.cursor)
-    if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || keyset.value.id === "") {
-      return Effect.fail(invalidQuery("cursor", "Not a cursor this list answered; start again without it"))
-    }
-    after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
-  }
-  return Effect.succeed({ limit, model, after })
+  return Effect.map(
+    parseCursor(input.cursor, (keyset) => isIsoDateTime(keyset.createdAt) && keyset.id !== ""),
+    (keyset): PageParams => ({ limit, model, after: Option.map(keyset, (k) => ({ at: k.createdAt, id: k.id })) })
+  )
 }
 
 /** The page of rows, rendered, and the cursor after its last row. */
