@@ -79,6 +79,8 @@ export class Provisioning extends Context.Service<Provisioning, {
     profileId: string,
     input: AdoptProfile
   ) => Effect.Effect<ProvisionedProfile, NotFound | InvalidState | HealthcareScopeForbidden | DatabaseUnavailable>
+  /** The oldest live profile of the workspace with this name (the operator's quickstart reuses it). */
+  readonly findLiveByName: (workspaceId: string, name: string) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
 }>()("svc/Provisioning") {
   static readonly layer = Layer.effect(Provisioning)(
     Effect.gen(function*() {
@@ -359,7 +361,11 @@ export class Provisioning extends Context.Service<Provisioning, {
         }).pipe(repo.transaction)
       })
 
-      return { provision, createForPerson, archive, adopt }
+      const findLiveByName = Effect.fn("Provisioning.findLiveByName")(function*(workspaceId: string, name: string) {
+        return yield* repo.findLiveByName(workspaceId, name)
+      })
+
+      return { provision, createForPerson, archive, adopt, findLiveByName }
     })
   ).pipe(Layer.provide([
     TenancyRepo.layer,

@@ -23,6 +23,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
 import { CommerceOrders } from "../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../connections/providers/adplatform/port.ts"
+import { LeaseLost, lostLease } from "../../platform/lease.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
@@ -71,9 +72,6 @@ export const defaultSyncWorkerSettings: SyncWorkerSettingsShape = {
 export const SyncWorkerSettings = Context.Reference<SyncWorkerSettingsShape>("svc/SyncWorkerSettings", {
   defaultValue: () => defaultSyncWorkerSettings
 })
-
-/** Another runner took the job over (our lease expired): stop without touching it. */
-class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly jobId: string }> {}
 
 /** The attribution add-on went off: insights stop. */
 class AttributionOff extends Data.TaggedError("AttributionOff")<{}> {}
@@ -311,8 +309,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           Effect.tap((result) => Effect.logInfo("sync job finished", result)),
           Effect.catchCause((cause): Effect.Effect<SyncOutcome> => {
             if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-            const lost = Cause.findErrorOption(cause)
-            if (Option.isSome(lost) && lost.value instanceof LeaseLost) {
+            if (lostLease(cause)) {
               return Effect.as(
                 Effect.logWarning("sync job lease taken over by another runner; stopping", { job_id: job.id }),
                 outcome("lease_lost", null)

@@ -27,7 +27,7 @@ import {
 } from "../../../../schema/events.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, pageOf, parseCursor } from "../../../platform/pagination.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
 import { type ConversionFilters, EventsRepo } from "../../../attribution/conversions/repo.ts"
 import { AttributionJobs } from "../../../attribution/recompute/service.ts"
@@ -36,7 +36,6 @@ import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
 import { SecretBox } from "../../../platform/secret-box.ts"
 import { checkSubjectRef } from "../subject-ref.ts"
-import { invalidQuery } from "../../../../schema/query-errors.ts"
 
 export { MAX_CONVERSIONS_PAGE } from "../../../../schema/events.ts"
 
@@ -308,14 +307,10 @@ export class EventsService extends Context.Service<EventsService, {
         const bounds = yield* parseBounds(query)
         if (bounds.start !== undefined) filters.start = bounds.start
         if (bounds.end !== undefined) filters.end = bounds.end
-        let after = Option.none<{ occurredAt: string; id: string }>()
-        if (query.cursor !== undefined && query.cursor !== "") {
-          const keyset = decodeCursor(query.cursor)
-          if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || !isUuid(keyset.value.id)) {
-            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
-          }
-          after = Option.some({ occurredAt: keyset.value.createdAt, id: keyset.value.id })
-        }
+        const after = Option.map(
+          yield* parseCursor(query.cursor, (keyset) => isIsoDateTime(keyset.createdAt) && isUuid(keyset.id)),
+          (keyset) => ({ occurredAt: keyset.createdAt, id: keyset.id })
+        )
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } }
         const rows = yield* repo.listConversions(profile.profileId, filters, limit, after)

@@ -34,7 +34,7 @@ import {
 } from "../../../../schema/payments.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, pageOf, parseCursor } from "../../../platform/pagination.ts"
 import { CurrentRequestId } from "../../../platform/request-id.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
 import {
@@ -55,7 +55,6 @@ import { canonicalJson, sha256 } from "../../../platform/json.ts"
 import { CARDGW_KEY_PREFIX, EventsService, parseBounds } from "../outcomes/service.ts"
 import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
 import { checkSubjectRef } from "../subject-ref.ts"
-import { invalidQuery } from "../../../../schema/query-errors.ts"
 
 export { MAX_PAYMENTS_PAGE } from "../../../../schema/payments.ts"
 
@@ -142,14 +141,11 @@ const renderLinkage = (row: LinkageRow, model: CreditModel): PaymentLinkage => {
   }
 }
 
-const parseCursor = (raw: string | undefined) => {
-  if (raw === undefined || raw === "") return Effect.succeed(Option.none<PaymentKeyset>())
-  const keyset = decodeCursor(raw)
-  if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || !isUuid(keyset.value.id)) {
-    return Effect.fail(invalidQuery("cursor", "Not a cursor this list answered; start again without it"))
-  }
-  return Effect.succeed(Option.some({ occurredAt: keyset.value.createdAt, id: keyset.value.id }))
-}
+const paymentCursor = (raw: string | undefined) =>
+  Effect.map(
+    parseCursor(raw, (keyset) => isIsoDateTime(keyset.createdAt) && isUuid(keyset.id)),
+    Option.map((keyset): PaymentKeyset => ({ occurredAt: keyset.createdAt, id: keyset.id }))
+  )
 
 /** The filters of a list; each parameter was decoded by the contract, `start` before `end` is checked here. */
 const parseFilters = Effect.fn("Payments.parseFilters")(function*(
@@ -346,7 +342,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
       const list = Effect.fn("Payments.list")(function*(profile: ProfileContext, query: PaymentsQueryInput) {
         const limit = query.limit ?? DEFAULT_PAGE_SIZE
         const filters = yield* parseFilters(query)
-        const after = yield* parseCursor(query.cursor)
+        const after = yield* paymentCursor(query.cursor)
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return EMPTY_PAGE
         return paymentPage(yield* repo.list(profile.profileId, filters, limit, after), limit, renderPayment)
@@ -528,7 +524,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           ...(query.start === undefined ? {} : { start: query.start }),
           ...(query.end === undefined ? {} : { end: query.end })
         })
-        const after = yield* parseCursor(query.cursor)
+        const after = yield* paymentCursor(query.cursor)
         if (!profile.attributionEnabled) return EMPTY_PAGE
         const rows = yield* repo.linkage(profile.profileId, filters, limit, after, model)
         return paymentPage(rows, limit, (row) => renderLinkage(row, model))

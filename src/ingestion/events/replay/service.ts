@@ -11,7 +11,7 @@ import { DEFAULT_REPLAY_PAGE, type OutcomeRecordedEvent, type OutcomeReplayQuery
 import { isHealthcareFamily } from "../../../../schema/scopes.ts"
 import { PiiAccessLog } from "../../../kernel/audit/pii-access.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../../kernel/principal.ts"
-import { decodeCursor, encodeCursor } from "../../../platform/pagination.ts"
+import { encodeCursor, parseCursor } from "../../../platform/pagination.ts"
 import { OUTCOME_RECORDED } from "../outcomes/recorder.ts"
 import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import { EventsRepo } from "../../../attribution/conversions/repo.ts"
@@ -47,14 +47,14 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
         query: OutcomeReplayQuery
       ) {
         const limit = query.limit ?? DEFAULT_REPLAY_PAGE
-        let after = Option.none<{ readonly at: string; readonly id: string }>()
-        if (query.cursor !== undefined && query.cursor !== "") {
-          const keyset = decodeCursor(query.cursor)
-          if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt))) {
-            return yield* invalidQuery("cursor", "Not a cursor this replay answered; start again without it")
-          }
-          after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
-        }
+        const after = Option.map(
+          yield* parseCursor(
+            query.cursor,
+            (keyset) => !Number.isNaN(Date.parse(keyset.createdAt)),
+            () => invalidQuery("cursor", "Not a cursor this replay answered; start again without it")
+          ),
+          (keyset) => ({ at: keyset.createdAt, id: keyset.id })
+        )
         const profileFacts = (yield* events.profileFacts([profile.profileId])).get(profile.profileId)
         if (profileFacts === undefined) return yield* Effect.die("the request's profile has no row")
         const provisioningApp = principal.kind === "api_key" && principal.oauthAppId !== null &&
