@@ -1,13 +1,11 @@
 /**
  * SQL of partner data: the synced ads, existing touch keys and declared sources (decision 0033);
- * the owner of `declared_sources` (DESIGN.md, "Table ownership"). Touches and re-credit marks
- * go through their owners (src/attribution/touches/repo.ts, src/attribution/conversions/repo.ts).
+ * the owner of `declared_sources` (DESIGN.md, "Table ownership"). Touches, re-credit marks and
+ * the touches crediting reads go through attribution's service (src/attribution/intake.ts).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AttributionRepo, type CandidateTouch } from "../../attribution/repo.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { WindowConversion } from "../../attribution/conversions/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -58,11 +56,6 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
     sourceSystem: string,
     keys: ReadonlyArray<string>
   ) => Repo<ReadonlyArray<string>>
-  /**
-   * Read-only: the creditable touches of each conversion's customer in its window, as the crediting
-   * engine gathers them (touches carrying the customer and those of its bound anonymous ids).
-   */
-  readonly touchesOf: (conversions: ReadonlyArray<WindowConversion>) => Repo<ReadonlyArray<CandidateTouch>>
   /** Serialises declared-source requests of one `wamid` until the transaction ends. */
   readonly lockWamid: (profileId: string, wamid: string) => Repo<void>
   readonly answerByWamid: (profileId: string, wamid: string) => Repo<Option.Option<StoredAnswer>>
@@ -80,7 +73,6 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
   static readonly layer = Layer.effect(PartnerRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const attribution = yield* AttributionRepo
       const adRows = decodeRows(AdRow)
       const keyRows = decodeRows(Schema.Struct({ key: Schema.String }))
       const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
@@ -103,11 +95,6 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
               AND idempotency_key = ANY(${[...keys]}::text[])`),
           (rows) => rows.map((row) => row.key)
         )
-
-      const touchesOf = (conversions: ReadonlyArray<WindowConversion>) =>
-        conversions.length === 0
-          ? Effect.succeed<ReadonlyArray<CandidateTouch>>([])
-          : attribution.candidateTouches(conversions)
 
       const lockWamid = (profileId: string, wamid: string) =>
         Effect.asVoid(
@@ -155,7 +142,6 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
         ...atDatabaseBoundary({
           adsByPlatformIds,
           existingTouchKeys,
-          touchesOf,
           lockWamid,
           answerByWamid,
           answerByCustomer,
@@ -167,5 +153,5 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide(AttributionRepo.layer))
+  )
 }

@@ -33,10 +33,8 @@ import { creditAll, MODELS, type ModelResult, type TouchInput } from "../../attr
 import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
 import { normalizeEmail, normalizePhone, phoneForLookup } from "../../identity/normalize.ts"
-import { type NewPartnerTouch, TouchesRepo } from "../../attribution/touches/repo.ts"
-import { CustomersRepo } from "../../identity/customers/repo.ts"
-import { type CustomerTime, EventsRepo } from "../../attribution/conversions/repo.ts"
-import { IdentityRepo } from "../../identity/repo.ts"
+import { AttributionIntake, type CustomerTime, type NewPartnerTouch } from "../../attribution/intake.ts"
+import { IdentityIntake } from "../../identity/intake.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { formatContractIssues } from "../../../schema/issue-format.ts"
 import { findNationalId } from "./national-id.ts"
@@ -187,10 +185,9 @@ export class PartnerData extends Context.Service<PartnerData, {
   static readonly layer = Layer.effect(PartnerData)(
     Effect.gen(function*() {
       const repo = yield* PartnerRepo
-      const events = yield* EventsRepo
-      const customersRepo = yield* CustomersRepo
-      const touchesRepo = yield* TouchesRepo
-      const resolution = { customers: customersRepo, identity: yield* IdentityRepo, touches: touchesRepo, events }
+      const attribution = yield* AttributionIntake
+      const identity = yield* IdentityIntake
+      const resolution = { identity, attribution }
       const engine = yield* CreditEngine
 
       /** Every referral's ad among the profile's synced ads, else 422 `unknown_ad` (nothing written). */
@@ -274,9 +271,9 @@ export class PartnerData extends Context.Service<PartnerData, {
             touches.push(referralTouch(profile.profileId, item, ad, customerId))
           }
           // A key taken concurrently since the check is skipped by the insert: a duplicate too.
-          const inserted = new Set(yield* touchesRepo.insertPartnerTouches(touches))
+          const inserted = new Set(yield* attribution.insertPartnerTouches(touches))
           const created = touches.filter((touch) => inserted.has(touch.idempotencyKey))
-          const recredit = yield* events.requeueConversions(
+          const recredit = yield* attribution.requeueConversions(
             profile.profileId,
             created.map((touch) => ({ customerId: touch.customerId, at: touch.occurredAt }))
           )
@@ -302,7 +299,7 @@ export class PartnerData extends Context.Service<PartnerData, {
         for (const item of fresh) {
           let customer = found.get(item.traitsKey)
           if (customer === undefined) {
-            customer = yield* findCustomer(customersRepo, profile.profileId, item.traits)
+            customer = yield* findCustomer(identity, profile.profileId, item.traits)
             found.set(item.traitsKey, customer)
           }
           if (Option.isNone(customer)) continue
@@ -313,11 +310,11 @@ export class PartnerData extends Context.Service<PartnerData, {
           })
         }
         const pairs: Array<CustomerTime> = hypothetical.map((entry) => ({ customerId: entry.customerId, at: entry.at }))
-        const conversions = yield* events.conversionsInWindow(profile.profileId, pairs)
+        const conversions = yield* attribution.conversionsInWindow(profile.profileId, pairs)
         const creditable = conversions.filter((conversion) => conversion.eligible)
         const recredits = zeroCounts()
         if (creditable.length > 0) {
-          const existing = yield* repo.touchesOf(creditable)
+          const existing = yield* attribution.candidateTouches(creditable)
           const stats = yield* engine.pathStats(profile.profileId)
           const touchesByConversion = new Map<string, Array<TouchInput>>()
           for (const touch of existing) {
@@ -426,7 +423,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           let customerId: string
           if (traits.externalId !== null && traits.email === null && traits.phone === null) {
             // A ref alone never creates a customer.
-            const known = yield* customersRepo.customerByKey(profile.profileId, traits.externalId)
+            const known = yield* identity.customerByKey(profile.profileId, traits.externalId)
             if (Option.isNone(known)) {
               return yield* new UnknownCustomerRef({
                 message:
@@ -434,7 +431,7 @@ export class PartnerData extends Context.Service<PartnerData, {
               })
             }
             customerId = known.value
-            yield* customersRepo.lockCustomers([customerId])
+            yield* identity.lockCustomers([customerId])
           } else {
             const resolved = yield* resolveCustomer(resolution, profile.profileId, traits)
             if (resolved === null) return yield* Effect.die("a checked declared-source customer names nobody")
@@ -450,7 +447,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           const answerId = crypto.randomUUID()
           const touchId = crypto.randomUUID()
           const channel = DECLARED_SOURCE_CHANNELS[answerKey]
-          yield* touchesRepo.insertPartnerTouches([{
+          yield* attribution.insertPartnerTouches([{
             id: touchId,
             profileId: profile.profileId,
             kind: "organic_interaction",
@@ -483,7 +480,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             answeredAt,
             touchId
           })
-          const recredit = yield* events.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
+          const recredit = yield* attribution.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
           const stored = yield* repo.answerByCustomer(customerId)
           if (Option.isNone(stored)) return yield* Effect.die("the declared-source answer just stored is not readable")
           return {
@@ -495,5 +492,5 @@ export class PartnerData extends Context.Service<PartnerData, {
 
       return { recordReferrals, previewReferrals, declareSource }
     })
-  ).pipe(Layer.provide([PartnerRepo.layer, EventsRepo.layer, CustomersRepo.layer, TouchesRepo.layer, IdentityRepo.layer, CreditEngine.layer]))
+  ).pipe(Layer.provide([PartnerRepo.layer, AttributionIntake.layer, IdentityIntake.layer, CreditEngine.layer]))
 }
