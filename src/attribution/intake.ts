@@ -23,7 +23,6 @@ export type {
   StoredEvent,
   WindowConversion
 } from "./conversions/repo.ts"
-export type { ReplayReason } from "./jobs/repo.ts"
 export type { NewPartnerTouch, NewWebTouch } from "./touches/repo.ts"
 
 type Events = EventsRepo["Service"]

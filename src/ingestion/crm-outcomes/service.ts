@@ -20,7 +20,7 @@ import { sha256 } from "../../platform/json.ts"
 import { Crm, CrmDeal, type CrmPipeline, type CrmStage } from "../../connections/providers/crm/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../connections/providers/oauth/port.ts"
-import { type ConnectionRecord, ConnectionsRepo } from "../../connections/repo.ts"
+import { type ConnectionRecord, ConnectionRecords } from "../../connections/records.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { stageEventName, stageMapping, suggestOutcome } from "../../connections/stages/service.ts"
 import { type ClaimedSyncJob, SyncJobsRepo } from "../sync/repo.ts"
@@ -116,7 +116,7 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
   static readonly layer = Layer.effect(CrmOutcomes)(
     Effect.gen(function*() {
       const crm = yield* Crm
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const sessions = yield* ConnectionSessions
       const jobs = yield* SyncJobsRepo
       const definitions = yield* Definitions
@@ -243,5 +243,5 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
 
       return { fromCallback, syncJob }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, SyncJobsRepo.layer, Definitions.layer, EventsService.layer]))
+  ).pipe(Layer.provide([ConnectionRecords.layer, ConnectionSessions.layer, SyncJobsRepo.layer, Definitions.layer, EventsService.layer]))
 }

@@ -16,7 +16,7 @@ import { PaymentsService } from "../events/payments/service.ts"
 import { normalizePhone } from "../../identity/normalize.ts"
 import { CardGateway, Payment } from "../../connections/providers/cardgw/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
+import { ConnectionRecords } from "../../connections/records.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { laterOf, latestOf } from "./checkpoint.ts"
 import { SyncJobsRepo } from "./repo.ts"
@@ -107,7 +107,7 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
       const payments = yield* PaymentsService
       const gateway = yield* CardGateway
       const sessions = yield* ConnectionSessions
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const jobs = yield* SyncJobsRepo
 
       const profileOf = (profileId: string, workspaceId: string) =>
@@ -217,5 +217,5 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
 
       return { record, sync, hook }
     })
-  ).pipe(Layer.provide([PaymentsService.layer, ConnectionsRepo.layer, ConnectionSessions.layer, SyncJobsRepo.layer]))
+  ).pipe(Layer.provide([PaymentsService.layer, ConnectionRecords.layer, ConnectionSessions.layer, SyncJobsRepo.layer]))
 }

@@ -24,7 +24,7 @@ import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
 import { CommerceOrders } from "../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../connections/providers/adplatform/port.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
+import { ConnectionRecords } from "../../connections/records.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { CardgwPayments } from "./cardgw.ts"
@@ -138,7 +138,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const spend = yield* AnalyticsImportsRepo
       const platform = yield* AdPlatform
       const sessions = yield* ConnectionSessions
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const crmOutcomes = yield* CrmOutcomes
       const cardgw = yield* CardgwPayments
       const settings = yield* SyncWorkerSettings
@@ -387,7 +387,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       SyncJobsRepo.layer,
       StructureRepo.layer,
       AnalyticsImportsRepo.layer,
-      ConnectionsRepo.layer,
+      ConnectionRecords.layer,
       CrmOutcomes.layer,
       CardgwPayments.layer,
       CommerceOrders.layer

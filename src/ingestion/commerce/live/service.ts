@@ -14,7 +14,7 @@ import {
   RateLimitExceeded
 } from "../../../../schema/errors.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
-import { ConnectionsRepo } from "../../../connections/repo.ts"
+import { ConnectionRecords } from "../../../connections/records.ts"
 import { ConnectionSessions } from "../../../connections/sessions.ts"
 import type { ProviderError } from "../../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../../connections/providers/oauth/port.ts"
@@ -97,7 +97,7 @@ export class CommerceLive extends Context.Service<CommerceLive, {
 }>()("svc/CommerceLive") {
   static readonly layer = Layer.effect(CommerceLive)(
     Effect.gen(function*() {
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const sessions = yield* ConnectionSessions
       const commerce = yield* Commerce
       const healthcare = yield* HealthcareCheck
@@ -187,7 +187,7 @@ export class CommerceLive extends Context.Service<CommerceLive, {
 
       return { products, orders }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([ConnectionRecords.layer, ConnectionSessions.layer, HealthcareCheck.layer]))
 }
 
 const emptyAsUndefined = (cursor: string | undefined) => (cursor === undefined || cursor === "" ? undefined : cursor)

@@ -17,9 +17,7 @@ import { BigDecimal, Context, Effect, Layer, Option, Result, Stream } from "effe
 import type { CommerceOrdersQuery, CommerceProductsQuery } from "../../../../schema/commerce.ts"
 import { type DatabaseUnavailable, InvalidParameter } from "../../../../schema/errors.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
-import { CONNECTION_REVOKED, connectionEvent } from "../../../connections/events.ts"
-import { type ConnectionRecord, ConnectionsRepo } from "../../../connections/repo.ts"
-import { factsOf } from "../../../connections/sessions.ts"
+import { type ConnectionRecord, ConnectionRecords } from "../../../connections/records.ts"
 import type { NewOutboxRow } from "../../../kernel/outbox/repo.ts"
 import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../../events/outcomes/recorder.ts"
@@ -203,7 +201,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
     Effect.gen(function*() {
       const copy = yield* CommerceCopyRepo
       const outbox = yield* OutboxRepo
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const events = yield* EventsService
       const payments = yield* PaymentsService
       const commerce = yield* Commerce
@@ -377,12 +375,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
         const live = yield* connections.liveForAccount(PROVIDER, accountId)
         let n = 0
         for (const record of live) {
-          const done = yield* connections.transaction(Effect.gen(function*() {
-            const changed = yield* connections.disconnect(record.id)
-            if (changed) yield* outbox.insert([connectionEvent(CONNECTION_REVOKED, factsOf(record), "app_uninstalled")])
-            return changed
-          }))
-          if (done) n++
+          if (yield* connections.revoke(record, "app_uninstalled")) n++
         }
         return n
       })
@@ -406,5 +399,5 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
 
       return { ingest, sync, uninstalled, products, orders }
     })
-  ).pipe(Layer.provide([CommerceCopyRepo.layer, OutboxRepo.layer, ConnectionsRepo.layer, EventsService.layer, PaymentsService.layer]))
+  ).pipe(Layer.provide([CommerceCopyRepo.layer, OutboxRepo.layer, ConnectionRecords.layer, EventsService.layer, PaymentsService.layer]))
 }

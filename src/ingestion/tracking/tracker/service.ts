@@ -24,6 +24,7 @@ import {
   type TrackingSettings,
   type UpdateTrackingSettings
 } from "../../../../schema/tracking.ts"
+import { AttributionIntake } from "../../../attribution/intake.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import { CredentialPrefix, isWellFormed } from "../../../kernel/credentials/tokens.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
@@ -222,6 +223,7 @@ export class TrackingService extends Context.Service<TrackingService, {
   static readonly layer = Layer.effect(TrackingService)(
     Effect.gen(function*() {
       const repo = yield* TrackingRepo
+      const attribution = yield* AttributionIntake
       const audit = yield* AuditLog
       const config = yield* AppConfig
       const limiter = yield* RateLimiter
@@ -339,7 +341,8 @@ export class TrackingService extends Context.Service<TrackingService, {
           ].flat()
           if (changed.length === 0) return { settings: renderSettings(current, url), changed: false, replayJobId: null }
           const written = yield* repo.writeSettings(profile.profileId, next)
-          const replayJobId = yield* repo.enqueueReplay(profile.profileId, REPLAY_REASON)
+          // Attribution's queue: the same per-profile lock and coalescing as every other enqueuer.
+          const { jobId: replayJobId } = yield* attribution.enqueueReplay(profile.profileId, REPLAY_REASON)
           yield* audit.record({
             actor,
             action: "tracking_settings.updated",
@@ -491,7 +494,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         }
 
         const linkCustomerId = linkedCustomerOf(linkTokenKeys, json, target.profile_id, now)
-        const stored = yield* repo.insertTouch(touchOf(target, event, headers, allowOrigin, linkCustomerId))
+        const stored = yield* attribution.insertWebTouch(touchOf(target, event, headers, allowOrigin, linkCustomerId))
         return { allowOrigin, result: Option.isSome(stored) ? "stored" : "duplicate" } satisfies CollectOutcome
       })
 
@@ -514,7 +517,7 @@ export class TrackingService extends Context.Service<TrackingService, {
 
       return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, publicScript, collect, preflight }
     })
-  ).pipe(Layer.provide([TrackingRepo.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
+  ).pipe(Layer.provide([TrackingRepo.layer, AttributionIntake.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
 }
 
 /** One event as a `web_touch` row (see decision 0031 for where each field comes from). */
