@@ -52,7 +52,6 @@ export class AttributionIntake extends Context.Service<AttributionIntake, {
   readonly hasConversationLead: Events["hasConversationLead"]
   readonly deleteConversions: Events["deleteConversions"]
   readonly tombstone: Events["tombstone"]
-  readonly queueReplay: Events["queueReplay"]
   readonly listConversions: Events["listConversions"]
   // A payment's actions.
   readonly setInstallment: Events["setInstallment"]
@@ -111,7 +110,6 @@ export class AttributionIntake extends Context.Service<AttributionIntake, {
         hasConversationLead: traced("AttributionIntake.hasConversationLead", events.hasConversationLead),
         deleteConversions: traced("AttributionIntake.deleteConversions", events.deleteConversions),
         tombstone: traced("AttributionIntake.tombstone", events.tombstone),
-        queueReplay: traced("AttributionIntake.queueReplay", events.queueReplay),
         listConversions: traced("AttributionIntake.listConversions", events.listConversions),
         setInstallment: traced("AttributionIntake.setInstallment", events.setInstallment),
         setPayer: traced("AttributionIntake.setPayer", events.setPayer),
@@ -124,7 +122,7 @@ export class AttributionIntake extends Context.Service<AttributionIntake, {
         bindVisitors: traced("AttributionIntake.bindVisitors", touches.bindVisitors),
         candidateTouches: traced("AttributionIntake.candidateTouches", attribution.candidateTouches),
         lockProfile: traced("AttributionIntake.lockProfile", replays.lockProfile),
-        enqueueReplay: traced("AttributionIntake.enqueueReplay", replays.enqueue)
+        enqueueReplay: traced("AttributionIntake.enqueueReplay", replays.enqueue),
       }
     })
   ).pipe(Layer.provide([EventsRepo.layer, TouchesRepo.layer, CreditsRepo.layer, DefinitionsRepo.layer, ReplayQueue.layer, AttributionRepo.layer]))

@@ -36,6 +36,7 @@ import {
   valuesOf
 } from "./rules.ts"
 import { ReplayQueue } from "../jobs/repo.ts"
+import { EventsRepo } from "../conversions/repo.ts"
 
 const noSuchDefinition = () => new NotFound({ message: "No such definition." })
 
@@ -90,6 +91,7 @@ export class Definitions extends Context.Service<Definitions, {
     Effect.gen(function*() {
       const repo = yield* DefinitionsRepo
       const queue = yield* ReplayQueue
+      const conversions = yield* EventsRepo
       const audit = yield* AuditLog
 
       const inTransaction = repo.transaction
@@ -190,7 +192,7 @@ export class Definitions extends Context.Service<Definitions, {
         input: UpsertGoalDefinition
       ) {
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           const found = yield* repo.findByKey(profile.profileId, input.conversion_key, true)
           const existing = found._tag === "Some" ? found.value : undefined
           const names = distinctNames(input.event_names)
@@ -235,7 +237,7 @@ export class Definitions extends Context.Service<Definitions, {
         patch: PatchGoalDefinition
       ) {
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           const found = yield* repo.find(profile.profileId, id, true)
           if (found._tag === "None") return yield* noSuchDefinition()
           const existing = found.value
@@ -268,7 +270,7 @@ export class Definitions extends Context.Service<Definitions, {
         eventKey: string | null
       ) {
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           const found = yield* repo.find(profile.profileId, id, true)
           if (found._tag === "None") return yield* noSuchDefinition()
           const existing = found.value
@@ -305,7 +307,7 @@ export class Definitions extends Context.Service<Definitions, {
           attribution_eligible: entry.attribution_eligible ?? true
         }))
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           yield* ensureKnownKey(
             profile.profileId,
             wanted.flatMap((entry, index) =>
@@ -319,7 +321,13 @@ export class Definitions extends Context.Service<Definitions, {
           const byKey = new Map(current.map((row) => [row.conversion_key, row]))
           const wantedKeys = new Set(wanted.map((entry) => entry.conversion_key))
           const removed = current.filter((row) => !wantedKeys.has(row.conversion_key))
-          yield* repo.remove(profile.profileId, removed.map((row) => row.id))
+          const removedIds = removed.map((row) => row.id)
+          if (removedIds.length > 0) {
+            // Their conversions stay (with their keys) but lose the definition, so they no longer
+            // count as cash nor take credit (the queued replay removes their credit rows).
+            yield* conversions.detachDefinitions(profile.profileId, removedIds)
+            yield* repo.remove(profile.profileId, removedIds)
+          }
           const keptDefault = wanted.find((entry) => entry.is_default)
           yield* repo.clearDefault(profile.profileId, keptDefault === undefined ? null : byKey.get(keptDefault.conversion_key)?.id ?? null)
           let classification = removed.length > 0
@@ -360,5 +368,5 @@ export class Definitions extends Context.Service<Definitions, {
 
       return { list, upsert, upsertLegacy, patch, outcomeDefinitions, replaceOutcomeDefinitions, setEventKey }
     })
-  ).pipe(Layer.provide([DefinitionsRepo.layer, ReplayQueue.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([DefinitionsRepo.layer, ReplayQueue.layer, EventsRepo.layer, AuditLog.layer]))
 }

@@ -17,6 +17,11 @@ export interface Recomputed {
 }
 
 export class AttributionJobs extends Context.Service<AttributionJobs, {
+  /**
+   * Queues (or joins the already queued) full-profile replay in the caller's transaction, so it is
+   * queued exactly when the caller's change commits (another context's change of the records).
+   */
+  readonly queueReplay: (profileId: string, reason: string) => Effect.Effect<void, DatabaseUnavailable>
   readonly recompute: (actor: PrincipalShape, profile: ProfileContext) => Effect.Effect<Recomputed, DatabaseUnavailable>
   /** The most recent replay; none on the connect-broker tier (its reads answer empty). */
   readonly replayStatus: (profile: ProfileContext) => Effect.Effect<ReplayJob | null, DatabaseUnavailable>
@@ -25,6 +30,10 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
     Effect.gen(function*() {
       const queue = yield* ReplayQueue
       const audit = yield* AuditLog
+
+      const queueReplay = Effect.fn("AttributionJobs.queueReplay")(function*(profileId: string, reason: string) {
+        yield* queue.enqueue(profileId, reason)
+      })
 
       const recompute = Effect.fn("AttributionJobs.recompute")(function*(actor: PrincipalShape, profile: ProfileContext) {
         const queued = yield* Effect.gen(function*() {
@@ -51,7 +60,7 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
         return Option.match(latest, { onNone: () => null, onSome: renderReplayJob })
       })
 
-      return { recompute, replayStatus }
+      return { queueReplay, recompute, replayStatus }
     })
   ).pipe(Layer.provide([ReplayQueue.layer, AuditLog.layer]))
 }

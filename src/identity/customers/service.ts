@@ -38,11 +38,11 @@ import { decodeCursor, pageOf } from "../../platform/pagination.ts"
 import { normalizeEmail, phoneForLookup } from "../normalize.ts"
 import { HealthcareCheck } from "../../accounts/healthcare.ts"
 import { isIsoDateTime } from "../../../schema/events.ts"
-import { TouchesRepo } from "../../attribution/touches/repo.ts"
+import { Touches } from "../../attribution/touches/service.ts"
 import { OutboxRepo } from "../../kernel/outbox/repo.ts"
-import { EventsRepo } from "../../attribution/conversions/repo.ts"
+import { Conversions } from "../../attribution/conversions/service.ts"
 import { IdentityRepo } from "../repo.ts"
-import { PartnerRepo } from "../../ingestion/partner/repo.ts"
+import { DeclaredSourcesRepo } from "../declared-sources/repo.ts"
 import {
   type CustomerRow,
   CustomersRepo,
@@ -244,9 +244,9 @@ export class CustomersService extends Context.Service<CustomersService, {
   static readonly layer = Layer.effect(CustomersService)(
     Effect.gen(function*() {
       const repo = yield* CustomersRepo
-      const events = yield* EventsRepo
-      const touches = yield* TouchesRepo
-      const partner = yield* PartnerRepo
+      const events = yield* Conversions
+      const touches = yield* Touches
+      const declaredSources = yield* DeclaredSourcesRepo
       const identity = yield* IdentityRepo
       const outbox = yield* OutboxRepo
       const piiLog = yield* PiiAccessLog
@@ -449,7 +449,7 @@ export class CustomersService extends Context.Service<CustomersService, {
           const eventCount = yield* events.forgetEventsOf(ids)
           // The person's browsers: every touch of theirs, and every other touch from the same anonymous ids.
           const touchCount = yield* touches.forgetCustomers(ids)
-          const declared = yield* partner.deleteDeclaredSourcesOf(ids)
+          const declared = yield* declaredSources.deleteDeclaredSourcesOf(ids)
           const identifiers = yield* repo.deleteIdentifiers(ids)
           yield* identity.deleteLinksOf(ids)
           yield* identity.forgetProposalsOf(ids)
@@ -509,5 +509,5 @@ export class CustomersService extends Context.Service<CustomersService, {
 
       return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure }
     })
-  ).pipe(Layer.provide([CustomersRepo.layer, EventsRepo.layer, TouchesRepo.layer, PartnerRepo.layer, IdentityRepo.layer, OutboxRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([CustomersRepo.layer, Conversions.layer, Touches.layer, DeclaredSourcesRepo.layer, IdentityRepo.layer, OutboxRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
 }

@@ -38,7 +38,8 @@ import { IdentityIntake } from "../../identity/intake.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { formatContractIssues } from "../../../schema/issue-format.ts"
 import { findNationalId } from "./national-id.ts"
-import { type AdRow, PartnerRepo, type StoredAnswer } from "./repo.ts"
+import { type AdRow, PartnerRepo } from "./repo.ts"
+import { DeclaredSources, type StoredAnswer } from "../../identity/declared-sources/service.ts"
 
 const decodeDeclareSource = Schema.decodeUnknownResult(DeclareSource, { onExcessProperty: "error" })
 const formatIssues = formatContractIssues
@@ -185,6 +186,7 @@ export class PartnerData extends Context.Service<PartnerData, {
   static readonly layer = Layer.effect(PartnerData)(
     Effect.gen(function*() {
       const repo = yield* PartnerRepo
+      const declared = yield* DeclaredSources
       const attribution = yield* AttributionIntake
       const identity = yield* IdentityIntake
       const resolution = { identity, attribution }
@@ -406,8 +408,8 @@ export class PartnerData extends Context.Service<PartnerData, {
 
         return yield* repo.transaction(Effect.gen(function*() {
           if (wamid !== null) {
-            yield* repo.lockWamid(profile.profileId, wamid)
-            const stored = yield* repo.answerByWamid(profile.profileId, wamid)
+            yield* declared.lockWamid(profile.profileId, wamid)
+            const stored = yield* declared.answerByWamid(profile.profileId, wamid)
             if (Option.isSome(stored)) {
               if (stored.value.request_hash !== hash) {
                 return yield* new IdempotencyKeyConflict({
@@ -437,7 +439,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             if (resolved === null) return yield* Effect.die("a checked declared-source customer names nobody")
             customerId = resolved
           }
-          const first = yield* repo.answerByCustomer(customerId)
+          const first = yield* declared.answerByCustomer(customerId)
           if (Option.isSome(first)) {
             return {
               result: { recorded: false, reason: "already_answered" as const, answer: renderAnswer(first.value), recredit_queued: 0 },
@@ -469,7 +471,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             clickId: null,
             payload: { declared_source_id: answerId }
           }])
-          yield* repo.insertAnswer({
+          yield* declared.insertAnswer({
             id: answerId,
             profileId: profile.profileId,
             customerId,
@@ -481,7 +483,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             touchId
           })
           const recredit = yield* attribution.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
-          const stored = yield* repo.answerByCustomer(customerId)
+          const stored = yield* declared.answerByCustomer(customerId)
           if (Option.isNone(stored)) return yield* Effect.die("the declared-source answer just stored is not readable")
           return {
             result: { recorded: true, reason: null, answer: renderAnswer(stored.value), recredit_queued: recredit },
@@ -492,5 +494,5 @@ export class PartnerData extends Context.Service<PartnerData, {
 
       return { recordReferrals, previewReferrals, declareSource }
     })
-  ).pipe(Layer.provide([PartnerRepo.layer, AttributionIntake.layer, IdentityIntake.layer, CreditEngine.layer]))
+  ).pipe(Layer.provide([PartnerRepo.layer, DeclaredSources.layer, AttributionIntake.layer, IdentityIntake.layer, CreditEngine.layer]))
 }

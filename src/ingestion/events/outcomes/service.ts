@@ -31,6 +31,7 @@ import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.t
 import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
 import { AttributionIntake, type ConversionFilters } from "../../../attribution/intake.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
 import { orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
 import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
@@ -233,6 +234,7 @@ export class EventsService extends Context.Service<EventsService, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const repo = yield* AttributionIntake
+      const jobs = yield* AttributionJobs
       const audit = yield* AuditLog
       const recorder = yield* OutcomeRecorder
       const box = yield* SecretBox
@@ -282,7 +284,7 @@ export class EventsService extends Context.Service<EventsService, {
             ...(event.customer_id === null ? [] : [event.customer_id]),
             ...deleted.customerIds
           ])
-          yield* repo.queueReplay(profile.profileId, "retraction")
+          yield* jobs.queueReplay(profile.profileId, "retraction")
           const counts = { events: 1, conversions: deleted.conversions, credits: deleted.credits, first_payment_flags: flags }
           yield* audit.record({
             actor,
@@ -326,5 +328,5 @@ export class EventsService extends Context.Service<EventsService, {
 
       return { ingest, record: recorder.record, retract, listConversions }
     })
-  ).pipe(Layer.provide([AttributionIntake.layer, AuditLog.layer, OutcomeRecorder.layer]))
+  ).pipe(Layer.provide([AttributionIntake.layer, AttributionJobs.layer, AuditLog.layer, OutcomeRecorder.layer]))
 }
