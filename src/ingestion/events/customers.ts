@@ -5,7 +5,8 @@
  * the same way. Identifier values arrive normalised (src/identity/normalize.ts).
  */
 import { Effect, Option } from "effect"
-import type { AttributionIntake } from "../../attribution/intake.ts"
+import type { Conversions } from "../../attribution/conversions/service.ts"
+import type { Touches } from "../../attribution/touches/service.ts"
 import type { IdentifierKind, IdentityIntake, KnownCustomer, NewIdentifier } from "../../identity/intake.ts"
 import { profileScoped } from "../../kernel/profile-scoped.ts"
 
@@ -48,7 +49,8 @@ const valueOf = (traits: CustomerTraits, kind: IdentifierKind): string | null =>
  */
 export interface ResolutionServices {
   readonly identity: IdentityIntake["Service"]
-  readonly attribution: AttributionIntake["Service"]
+  readonly touches: Touches["Service"]
+  readonly conversions: Conversions["Service"]
 }
 
 export interface CustomerRequest {
@@ -76,7 +78,7 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   services: ResolutionServices,
   requests: ReadonlyArray<CustomerRequest>
 ) {
-  const { identity: customers, attribution } = services
+  const { identity: customers, touches, conversions } = services
   const keyed = yield* customers.customersByKey(
     requests.flatMap(({ profileId, traits }) => (traits.externalId === null ? [] : [{ profileId, name: traits.externalId }]))
   )
@@ -130,14 +132,14 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   yield* customers.proposeMerges(identifiers)
   // The browsers named by anonymous id: their unbound touches join the person, and the
   // conversions of the customers that got one are credited again.
-  const bound = yield* attribution.bindVisitors(
+  const bound = yield* touches.bindVisitors(
     identifiers.flatMap((identifier) =>
       identifier.kind === "anonymous_id"
         ? [{ profileId: identifier.profileId, anonymousId: identifier.value, customerId: identifier.customerId }]
         : []
     )
   )
-  yield* attribution.recreditCredited(bound)
+  yield* conversions.recreditCredited(bound)
   return resolved
 })
 

@@ -33,7 +33,8 @@ import { creditAll, MODELS, type ModelResult, type TouchInput } from "../../attr
 import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
 import { normalizeEmail, normalizePhone, phoneForLookup } from "../../identity/normalize.ts"
-import { AttributionIntake, type CustomerTime, type NewPartnerTouch } from "../../attribution/intake.ts"
+import { Conversions, type CustomerTime } from "../../attribution/conversions/service.ts"
+import { type NewPartnerTouch, Touches } from "../../attribution/touches/service.ts"
 import { IdentityIntake } from "../../identity/intake.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { formatContractIssues } from "../../../schema/issue-format.ts"
@@ -187,9 +188,11 @@ export class PartnerData extends Context.Service<PartnerData, {
     Effect.gen(function*() {
       const repo = yield* PartnerRepo
       const declared = yield* DeclaredSources
-      const attribution = yield* AttributionIntake
+      // Attribution's services, named apart from the touches and conversions a request handles.
+      const touchRecords = yield* Touches
+      const conversionRecords = yield* Conversions
       const identity = yield* IdentityIntake
-      const resolution = { identity, attribution }
+      const resolution = { identity, touches: touchRecords, conversions: conversionRecords }
       const engine = yield* CreditEngine
 
       /** Every referral's ad among the profile's synced ads, else 422 `unknown_ad` (nothing written). */
@@ -273,9 +276,9 @@ export class PartnerData extends Context.Service<PartnerData, {
             touches.push(referralTouch(profile.profileId, item, ad, customerId))
           }
           // A key taken concurrently since the check is skipped by the insert: a duplicate too.
-          const inserted = new Set(yield* attribution.insertPartnerTouches(touches))
+          const inserted = new Set(yield* touchRecords.insertPartnerTouches(touches))
           const created = touches.filter((touch) => inserted.has(touch.idempotencyKey))
-          const recredit = yield* attribution.requeueConversions(
+          const recredit = yield* conversionRecords.requeueConversions(
             profile.profileId,
             created.map((touch) => ({ customerId: touch.customerId, at: touch.occurredAt }))
           )
@@ -312,11 +315,11 @@ export class PartnerData extends Context.Service<PartnerData, {
           })
         }
         const pairs: Array<CustomerTime> = hypothetical.map((entry) => ({ customerId: entry.customerId, at: entry.at }))
-        const conversions = yield* attribution.conversionsInWindow(profile.profileId, pairs)
+        const conversions = yield* conversionRecords.conversionsInWindow(profile.profileId, pairs)
         const creditable = conversions.filter((conversion) => conversion.eligible)
         const recredits = zeroCounts()
         if (creditable.length > 0) {
-          const existing = yield* attribution.candidateTouches(creditable)
+          const existing = yield* engine.candidateTouches(creditable)
           const stats = yield* engine.pathStats(profile.profileId)
           const touchesByConversion = new Map<string, Array<TouchInput>>()
           for (const touch of existing) {
@@ -449,7 +452,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           const answerId = crypto.randomUUID()
           const touchId = crypto.randomUUID()
           const channel = DECLARED_SOURCE_CHANNELS[answerKey]
-          yield* attribution.insertPartnerTouches([{
+          yield* touchRecords.insertPartnerTouches([{
             id: touchId,
             profileId: profile.profileId,
             kind: "organic_interaction",
@@ -482,7 +485,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             answeredAt,
             touchId
           })
-          const recredit = yield* attribution.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
+          const recredit = yield* conversionRecords.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
           const stored = yield* declared.answerByCustomer(customerId)
           if (Option.isNone(stored)) return yield* Effect.die("the declared-source answer just stored is not readable")
           return {
@@ -494,5 +497,5 @@ export class PartnerData extends Context.Service<PartnerData, {
 
       return { recordReferrals, previewReferrals, declareSource }
     })
-  ).pipe(Layer.provide([PartnerRepo.layer, DeclaredSources.layer, AttributionIntake.layer, IdentityIntake.layer, CreditEngine.layer]))
+  ).pipe(Layer.provide([PartnerRepo.layer, DeclaredSources.layer, Conversions.layer, Touches.layer, IdentityIntake.layer, CreditEngine.layer]))
 }

@@ -16,7 +16,8 @@ import { type DatabaseUnavailable, IdempotencyKeyConflict, InvalidState } from "
 import { isHealthcareFamily } from "../../../../schema/scopes.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
 import { resolveCustomers } from "../customers.ts"
-import { AttributionIntake, type NewConversion, type NewEvent, type StoredEvent } from "../../../attribution/intake.ts"
+import { Conversions, type NewConversion, type NewEvent, type StoredEvent } from "../../../attribution/conversions/service.ts"
+import { Touches } from "../../../attribution/touches/service.ts"
 import { IdentityIntake } from "../../../identity/intake.ts"
 import { type NewOutboxRow, OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import { profileScoped } from "../../../kernel/profile-scoped.ts"
@@ -119,10 +120,10 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
   static readonly layer = Layer.effect(OutcomeRecorder)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const repo = yield* AttributionIntake
+      const repo = yield* Conversions
       const identity = yield* IdentityIntake
       const outboxRepo = yield* OutboxRepo
-      const resolution = { identity, attribution: repo }
+      const resolution = { identity, touches: yield* Touches, conversions: repo }
 
       /** One transaction for the whole batch: an answer per outcome, in order. */
       const recordBatch = (batch: ReadonlyArray<Pending>) =>
@@ -305,5 +306,5 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
 
       return { record }
     })
-  ).pipe(Layer.provide([AttributionIntake.layer, IdentityIntake.layer, OutboxRepo.layer]))
+  ).pipe(Layer.provide([Conversions.layer, Touches.layer, IdentityIntake.layer, OutboxRepo.layer]))
 }

@@ -30,7 +30,7 @@ import { AuditLog } from "../../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
-import { AttributionIntake, type ConversionFilters } from "../../../attribution/intake.ts"
+import { type ConversionFilters, Conversions } from "../../../attribution/conversions/service.ts"
 import { AttributionJobs } from "../../../attribution/recompute/service.ts"
 import { orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
@@ -233,7 +233,7 @@ export class EventsService extends Context.Service<EventsService, {
   static readonly layer = Layer.effect(EventsService)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const repo = yield* AttributionIntake
+      const repo = yield* Conversions
       const jobs = yield* AttributionJobs
       const audit = yield* AuditLog
       const recorder = yield* OutcomeRecorder
@@ -328,5 +328,5 @@ export class EventsService extends Context.Service<EventsService, {
 
       return { ingest, record: recorder.record, retract, listConversions }
     })
-  ).pipe(Layer.provide([AttributionIntake.layer, AttributionJobs.layer, AuditLog.layer, OutcomeRecorder.layer]))
+  ).pipe(Layer.provide([Conversions.layer, AttributionJobs.layer, AuditLog.layer, OutcomeRecorder.layer]))
 }

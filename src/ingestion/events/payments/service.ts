@@ -50,7 +50,9 @@ import {
   type PaymentRow,
   PaymentsRepo
 } from "./repo.ts"
-import { AttributionIntake } from "../../../attribution/intake.ts"
+import { Conversions } from "../../../attribution/conversions/service.ts"
+import { Definitions } from "../../../attribution/definitions/service.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
 import { IdentityIntake } from "../../../identity/intake.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../outcomes/recorder.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
@@ -281,7 +283,9 @@ export class PaymentsService extends Context.Service<PaymentsService, {
   static readonly layer = Layer.effect(PaymentsService)(
     Effect.gen(function*() {
       const repo = yield* PaymentsRepo
-      const attribution = yield* AttributionIntake
+      const conversions = yield* Conversions
+      const definitions = yield* Definitions
+      const jobs = yield* AttributionJobs
       const identity = yield* IdentityIntake
       const events = yield* EventsService
       const audit = yield* AuditLog
@@ -364,8 +368,8 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return yield* repo.transaction(Effect.gen(function*() {
           const payment = yield* lockPayment(profile, paymentId, (owners) => [owners.customer_id])
           if (payment.installment === installment) return yield* answer(profile, payment.id, false)
-          yield* attribution.setInstallment(payment.id, installment)
-          const flags = yield* attribution.recomputeFirstPayments(nonNull([payment.customer_id]))
+          yield* conversions.setInstallment(payment.id, installment)
+          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id]))
           yield* recordAction(actor, profile, payment, installment ? "installment_marked" : "installment_unmarked", {
             installment,
             first_payment_flags: flags
@@ -404,8 +408,8 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           const owner = payerId ?? payment.event_customer_id
           const recredit = owner !== payment.customer_id
           // A new owner: the credit rows go and the worker credits it again with its touches.
-          yield* (recredit ? attribution.reassignPayment(payment.id, payerId, owner) : attribution.setPayer(payment.id, payerId))
-          const flags = yield* attribution.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
+          yield* (recredit ? conversions.reassignPayment(payment.id, payerId, owner) : conversions.setPayer(payment.id, payerId))
+          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
           yield* recordAction(actor, profile, payment, payerId === null ? "payer_cleared" : "payer_assigned", {
             payer_customer_key: customerKey,
             previous_payer_customer_key: payment.payer_customer_key,
@@ -459,7 +463,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
               reason: "already_refunded"
             })
           }
-          yield* attribution.setRefund(payment.id, amount, reason)
+          yield* conversions.setRefund(payment.id, amount, reason)
           yield* recordAction(actor, profile, payment, "refund_recorded", {
             amount,
             currency: payment.currency,
@@ -495,7 +499,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             if (!BigDecimal.isGreaterThan(amount, current)) return yield* answer(profile, payment.id, false)
           }
           const text = BigDecimal.format(BigDecimal.normalize(amount))
-          yield* attribution.setRefund(payment.id, text, input.reason)
+          yield* conversions.setRefund(payment.id, text, input.reason)
           yield* recordAction(actor, profile, payment, "refund_recorded", {
             amount: text,
             currency: payment.currency,
@@ -514,7 +518,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return yield* repo.transaction(Effect.gen(function*() {
           const payment = yield* lockPayment(profile, paymentId, () => [])
           if (!payment.refunded) return yield* new NotFound({ message: "This payment has no manual refund to undo." })
-          yield* attribution.clearRefund(payment.id)
+          yield* conversions.clearRefund(payment.id)
           yield* recordAction(actor, profile, payment, "refund_undone", {
             amount: payment.refund_amount,
             currency: payment.currency,
@@ -558,11 +562,11 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             reason: "payment_definition_conflict"
           })
         return yield* repo.transaction(Effect.gen(function*() {
-          yield* attribution.lockProfile(profile.profileId)
+          yield* jobs.lockProfile(profile.profileId)
           const state = yield* repo.paymentDefinition(profile.profileId)
           if (state === "event_definition") return
           if (state === "other_definition") return yield* conflict()
-          const created = yield* attribution.createCashEventDefinition(
+          const created = yield* definitions.createCashEventDefinition(
             profile.profileId,
             definition.conversionKey,
             definition.name,
@@ -658,7 +662,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         }))
         // A repeat answers what the first call stored, whatever the definitions say now.
         const key = checked.idempotencyKey ?? ""
-        if (Option.isNone(yield* attribution.findEvent(profile.profileId, key))) {
+        if (Option.isNone(yield* conversions.findEvent(profile.profileId, key))) {
           yield* ensureBuiltinPayment(actor, profile, CARDGW_DEFINITION, "cardgw_first_use")
         }
         const recorded = yield* events.record(profile, checked, hash, CARDGW_ORIGIN).pipe(
@@ -674,5 +678,5 @@ export class PaymentsService extends Context.Service<PaymentsService, {
 
       return { list, setInstallment, assignPayer, recordRefund, applyProviderRefund, undoRefund, linkage, reportCardgw, ensureBuiltinPayment }
     })
-  ).pipe(Layer.provide([PaymentsRepo.layer, AttributionIntake.layer, IdentityIntake.layer, EventsService.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([PaymentsRepo.layer, Conversions.layer, Definitions.layer, AttributionJobs.layer, IdentityIntake.layer, EventsService.layer, AuditLog.layer]))
 }

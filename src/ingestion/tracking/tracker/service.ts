@@ -24,7 +24,8 @@ import {
   type TrackingSettings,
   type UpdateTrackingSettings
 } from "../../../../schema/tracking.ts"
-import { AttributionIntake } from "../../../attribution/intake.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
+import { Touches } from "../../../attribution/touches/service.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import { CredentialPrefix, isWellFormed } from "../../../kernel/credentials/tokens.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
@@ -223,7 +224,8 @@ export class TrackingService extends Context.Service<TrackingService, {
   static readonly layer = Layer.effect(TrackingService)(
     Effect.gen(function*() {
       const repo = yield* TrackingRepo
-      const attribution = yield* AttributionIntake
+      const touches = yield* Touches
+      const jobs = yield* AttributionJobs
       const audit = yield* AuditLog
       const config = yield* AppConfig
       const limiter = yield* RateLimiter
@@ -342,7 +344,7 @@ export class TrackingService extends Context.Service<TrackingService, {
           if (changed.length === 0) return { settings: renderSettings(current, url), changed: false, replayJobId: null }
           const written = yield* repo.writeSettings(profile.profileId, next)
           // Attribution's queue: the same per-profile lock and coalescing as every other enqueuer.
-          const { jobId: replayJobId } = yield* attribution.enqueueReplay(profile.profileId, REPLAY_REASON)
+          const replayJobId = yield* jobs.enqueueReplay(profile.profileId, REPLAY_REASON)
           yield* audit.record({
             actor,
             action: "tracking_settings.updated",
@@ -494,7 +496,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         }
 
         const linkCustomerId = linkedCustomerOf(linkTokenKeys, json, target.profile_id, now)
-        const stored = yield* attribution.insertWebTouch(touchOf(target, event, headers, allowOrigin, linkCustomerId))
+        const stored = yield* touches.insertWebTouch(touchOf(target, event, headers, allowOrigin, linkCustomerId))
         return { allowOrigin, result: Option.isSome(stored) ? "stored" : "duplicate" } satisfies CollectOutcome
       })
 
@@ -517,7 +519,7 @@ export class TrackingService extends Context.Service<TrackingService, {
 
       return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, publicScript, collect, preflight }
     })
-  ).pipe(Layer.provide([TrackingRepo.layer, AttributionIntake.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
+  ).pipe(Layer.provide([TrackingRepo.layer, Touches.layer, AttributionJobs.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
 }
 
 /** One event as a `web_touch` row (see decision 0031 for where each field comes from). */
