@@ -1,9 +1,10 @@
 /**
- * Connections as the contexts that work through them read them (syncs, live reads, push
- * handlers): a connection's record and wire view, the live connections on a provider account,
- * a sync's finish, an account's revocation, and the push receiver's handled event ids. Each
- * read is its repository's statement (src/connections/repo.ts, src/connections/hooks/repo.ts),
- * on the caller's SqlClient: inside whatever transaction it holds.
+ * Connections as the contexts that work through them need them (syncs and push handlers): a
+ * connection's record and wire view, a sync's finish, an account's revocation by its provider,
+ * and the push receiver's handled event ids. Each is its repository's statement
+ * (src/connections/repo.ts, src/connections/hooks/repo.ts) on the caller's SqlClient, inside
+ * whatever transaction it holds. A connection's current or live records on an account are
+ * ConnectionSessions' (./sessions.ts), beside the sessions opened on them.
  */
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
@@ -12,8 +13,6 @@ import { CONNECTION_REVOKED, connectionEvent } from "./events.ts"
 import { ProviderEventsRepo } from "./hooks/repo.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
 import { factsOf } from "./sessions.ts"
-
-export type { ConnectionRecord } from "./repo.ts"
 
 type Connections = ConnectionsRepo["Service"]
 type ProviderEvents = ProviderEventsRepo["Service"]
@@ -27,15 +26,13 @@ const traced = <Args extends ReadonlyArray<unknown>, A, E>(name: string, stateme
 export class ConnectionRecords extends Context.Service<ConnectionRecords, {
   readonly find: Connections["find"]
   readonly view: Connections["view"]
-  readonly currentOf: Connections["currentOf"]
-  readonly liveForAccount: Connections["liveForAccount"]
   readonly markSynced: Connections["markSynced"]
   /**
-   * The provider took the grant back (an app uninstalled from the account): disconnects the
-   * connection and writes `connection.revoked` with `reason` in the same transaction. Answers
-   * whether this call did it (false when it was disconnected already).
+   * The provider took the account's grant back (an app uninstalled from it): disconnects each
+   * live connection on the account, each in its own transaction with its `connection.revoked`
+   * row (`reason`). Answers how many this call disconnected.
    */
-  readonly revoke: (record: ConnectionRecord, reason: string) => Effect.Effect<boolean, DatabaseUnavailable>
+  readonly revokeAccount: (provider: string, accountId: string, reason: string) => Effect.Effect<number, DatabaseUnavailable>
   /** Whether a push's event id was handled already (src/connections/hooks/repo.ts). */
   readonly eventSeen: ProviderEvents["seen"]
   /** Records a push's event id as handled; false when it was there already. */
@@ -47,21 +44,27 @@ export class ConnectionRecords extends Context.Service<ConnectionRecords, {
       const events = yield* ProviderEventsRepo
       const outbox = yield* OutboxRepo
 
-      const revoke = Effect.fn("ConnectionRecords.revoke")(function*(record: ConnectionRecord, reason: string) {
-        return yield* repo.transaction(Effect.gen(function*() {
+      const revoke = (record: ConnectionRecord, reason: string) =>
+        repo.transaction(Effect.gen(function*() {
           const changed = yield* repo.disconnect(record.id)
           if (changed) yield* outbox.insert([connectionEvent(CONNECTION_REVOKED, factsOf(record), reason)])
           return changed
         }))
+
+      const revokeAccount = Effect.fn("ConnectionRecords.revokeAccount")(function*(provider: string, accountId: string, reason: string) {
+        const live = yield* repo.liveForAccount(provider, accountId)
+        let n = 0
+        for (const record of live) {
+          if (yield* revoke(record, reason)) n++
+        }
+        return n
       })
 
       return {
         find: traced("ConnectionRecords.find", repo.find),
         view: traced("ConnectionRecords.view", repo.view),
-        currentOf: traced("ConnectionRecords.currentOf", repo.currentOf),
-        liveForAccount: traced("ConnectionRecords.liveForAccount", repo.liveForAccount),
         markSynced: traced("ConnectionRecords.markSynced", repo.markSynced),
-        revoke,
+        revokeAccount,
         eventSeen: traced("ConnectionRecords.eventSeen", events.seen),
         claimEvent: traced("ConnectionRecords.claimEvent", events.claim)
       }

@@ -10,7 +10,7 @@
 import { Context, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { CardgwPayment } from "../../../schema/payments.ts"
-import { minorExponent } from "../../analytics/imports/repo.ts"
+import { minorExponent } from "../../kernel/money.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { PaymentsService } from "../events/payments/service.ts"
 import { normalizePhone } from "../../identity/normalize.ts"
@@ -206,7 +206,7 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
         } else {
           return false
         }
-        const live = yield* connections.liveForAccount("cardgw", accountId)
+        const live = yield* sessions.liveForAccount("cardgw", accountId)
         // One record per profile holding the account (a profile holds it once).
         const profiles = new Map(live.map((connection) => [connection.profile_id, connection] as const))
         for (const connection of profiles.values()) {

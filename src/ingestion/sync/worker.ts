@@ -20,7 +20,7 @@
 import { Cause, Context, Data, Duration, Effect, Layer, Option, Stream } from "effect"
 import type { SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
+import { AnalyticsImports } from "../../analytics/imports/service.ts"
 import { CommerceOrders } from "../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../connections/providers/adplatform/port.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
@@ -135,7 +135,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
     Effect.gen(function*() {
       const jobs = yield* SyncJobsRepo
       const structure = yield* StructureRepo
-      const spend = yield* AnalyticsImportsRepo
+      const spend = yield* AnalyticsImports
       const platform = yield* AdPlatform
       const sessions = yield* ConnectionSessions
       const connections = yield* ConnectionRecords
@@ -386,7 +386,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
     Layer.provide([
       SyncJobsRepo.layer,
       StructureRepo.layer,
-      AnalyticsImportsRepo.layer,
+      AnalyticsImports.layer,
       ConnectionRecords.layer,
       CrmOutcomes.layer,
       CardgwPayments.layer,

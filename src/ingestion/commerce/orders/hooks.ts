@@ -39,7 +39,7 @@ export class CommerceHooks extends Context.Service<CommerceHooks, {
         if (Option.isNone(callback)) return false
         const { id, type, account_id: accountId } = callback.value
         if (yield* connections.eventSeen(PROVIDER, id)) return false
-        const live = yield* connections.liveForAccount(PROVIDER, accountId)
+        const live = yield* sessions.liveForAccount(PROVIDER, accountId)
         if (type === "app/uninstalled") {
           yield* orders.uninstalled(accountId)
         } else if (type === "orders/create" || type === "orders/updated") {

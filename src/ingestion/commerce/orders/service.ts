@@ -17,7 +17,8 @@ import { BigDecimal, Context, Effect, Layer, Option, Result, Stream } from "effe
 import type { CommerceOrdersQuery, CommerceProductsQuery } from "../../../../schema/commerce.ts"
 import { type DatabaseUnavailable, InvalidParameter } from "../../../../schema/errors.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
-import { type ConnectionRecord, ConnectionRecords } from "../../../connections/records.ts"
+import { ConnectionRecords } from "../../../connections/records.ts"
+import type { ConnectionRecord } from "../../../connections/sessions.ts"
 import type { NewOutboxRow } from "../../../kernel/outbox/repo.ts"
 import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../../events/outcomes/recorder.ts"
@@ -372,12 +373,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
       }).pipe(Effect.withSpan("CommerceOrders.sync"))
 
       const uninstalled = Effect.fn("CommerceOrders.uninstalled")(function*(accountId: string) {
-        const live = yield* connections.liveForAccount(PROVIDER, accountId)
-        let n = 0
-        for (const record of live) {
-          if (yield* connections.revoke(record, "app_uninstalled")) n++
-        }
-        return n
+        return yield* connections.revokeAccount(PROVIDER, accountId, "app_uninstalled")
       })
 
       const products = Effect.fn("CommerceOrders.products")(function*(profile: ProfileContext, query: CommerceProductsQuery) {
