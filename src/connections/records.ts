@@ -13,15 +13,10 @@ import { CONNECTION_REVOKED, connectionEvent } from "./events.ts"
 import { ProviderEventsRepo } from "./hooks/repo.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
 import { factsOf } from "./sessions.ts"
+import { traced } from "../platform/traced.ts"
 
 type Connections = ConnectionsRepo["Service"]
 type ProviderEvents = ProviderEventsRepo["Service"]
-
-/** The repository's statement under the service's span. */
-const traced = <Args extends ReadonlyArray<unknown>, A, E>(name: string, statement: (...args: Args) => Effect.Effect<A, E>) =>
-  Effect.fn(name)(function*(...args: Args) {
-    return yield* statement(...args)
-  })
 
 export class ConnectionRecords extends Context.Service<ConnectionRecords, {
   readonly find: Connections["find"]

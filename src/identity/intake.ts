@@ -8,17 +8,12 @@
 import { Context, Effect, Layer } from "effect"
 import { CustomersRepo } from "./customers/repo.ts"
 import { IdentityRepo } from "./repo.ts"
+import { traced } from "../platform/traced.ts"
 
 // The input and row types of these statements, for the callers that build or read them.
 export type { IdentifierKind, KnownCustomer, NewIdentifier } from "./customers/repo.ts"
 
 type Customers = CustomersRepo["Service"]
-
-/** The repository's statement under the service's span. */
-const traced = <Args extends ReadonlyArray<unknown>, A, E>(name: string, statement: (...args: Args) => Effect.Effect<A, E>) =>
-  Effect.fn(name)(function*(...args: Args) {
-    return yield* statement(...args)
-  })
 
 export class IdentityIntake extends Context.Service<IdentityIntake, {
   // Customers and their identifiers (src/identity/customers/repo.ts).

@@ -8,18 +8,13 @@ import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CreditsRepo } from "../credits/repo.ts"
 import { EventsRepo } from "./repo.ts"
+import { traced } from "../../platform/traced.ts"
 
 // The row and input types of ingestion's statements below, for the callers that build or read them.
 export type { ConversionFilters, CustomerTime, NewConversion, NewEvent, StoredEvent, WindowConversion } from "./repo.ts"
 
 type Op<A> = Effect.Effect<A, DatabaseUnavailable>
 type Events = EventsRepo["Service"]
-
-/** The repository's statement under the service's span. */
-const traced = <Args extends ReadonlyArray<unknown>, A, E>(name: string, statement: (...args: Args) => Effect.Effect<A, E>) =>
-  Effect.fn(name)(function*(...args: Args) {
-    return yield* statement(...args)
-  })
 
 export class Conversions extends Context.Service<Conversions, {
   /** A merge: the merged customer's outcome events go to the survivor; answers their ids. */
