@@ -9,7 +9,7 @@
  * a replay that is still queued; a write that changes only the name or the default flag queues
  * nothing. Decision 0030.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Option } from "effect"
 import {
   type ConversionDefinition,
   DEFAULT_LOOKBACK_WINDOW_DAYS,
@@ -86,6 +86,17 @@ export class Definitions extends Context.Service<Definitions, {
     id: string,
     eventKey: string | null
   ) => Effect.Effect<Written, Errors | NotFound>
+  /**
+   * A built-in cash definition of `eventNames` (a card gateway's or a store's first payment,
+   * src/ingestion/events/payments), in the caller's transaction under its attribution lock;
+   * None when `conversionKey` is taken already.
+   */
+  readonly createCashEventDefinition: (
+    profileId: string,
+    conversionKey: string,
+    name: string,
+    eventNames: ReadonlyArray<string>
+  ) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
 }>()("svc/Definitions") {
   static readonly layer = Layer.effect(Definitions)(
     Effect.gen(function*() {
@@ -366,7 +377,16 @@ export class Definitions extends Context.Service<Definitions, {
         }))
       })
 
-      return { list, upsert, upsertLegacy, patch, outcomeDefinitions, replaceOutcomeDefinitions, setEventKey }
+      const createCashEventDefinition = Effect.fn("Definitions.createCashEventDefinition")(function*(
+        profileId: string,
+        conversionKey: string,
+        name: string,
+        eventNames: ReadonlyArray<string>
+      ) {
+        return yield* repo.createCashEventDefinition(profileId, conversionKey, name, eventNames)
+      })
+
+      return { list, upsert, upsertLegacy, patch, outcomeDefinitions, replaceOutcomeDefinitions, setEventKey, createCashEventDefinition }
     })
   ).pipe(Layer.provide([DefinitionsRepo.layer, ReplayQueue.layer, EventsRepo.layer, AuditLog.layer]))
 }

@@ -25,6 +25,13 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
   readonly recompute: (actor: PrincipalShape, profile: ProfileContext) => Effect.Effect<Recomputed, DatabaseUnavailable>
   /** The most recent replay; none on the connect-broker tier (its reads answer empty). */
   readonly replayStatus: (profile: ProfileContext) => Effect.Effect<ReplayJob | null, DatabaseUnavailable>
+  /** As `queueReplay`, answering the id of the job queued or joined (a settings change reports it). */
+  readonly enqueueReplay: (profileId: string, reason: string) => Effect.Effect<string, DatabaseUnavailable>
+  /**
+   * The transaction-scoped lock that serializes a profile's classification writes and replay
+   * enqueues, held until the caller's transaction ends (a built-in definition's creation takes it).
+   */
+  readonly lockProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/AttributionJobs") {
   static readonly layer = Layer.effect(AttributionJobs)(
     Effect.gen(function*() {
@@ -60,7 +67,15 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
         return Option.match(latest, { onNone: () => null, onSome: renderReplayJob })
       })
 
-      return { queueReplay, recompute, replayStatus }
+      const enqueueReplay = Effect.fn("AttributionJobs.enqueueReplay")(function*(profileId: string, reason: string) {
+        return (yield* queue.enqueue(profileId, reason)).jobId
+      })
+
+      const lockProfile = Effect.fn("AttributionJobs.lockProfile")(function*(profileId: string) {
+        yield* queue.lockProfile(profileId)
+      })
+
+      return { queueReplay, recompute, replayStatus, enqueueReplay, lockProfile }
     })
   ).pipe(Layer.provide([ReplayQueue.layer, AuditLog.layer]))
 }

@@ -5,7 +5,10 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { TouchesRepo } from "./repo.ts"
+import { type NewPartnerTouch, type NewWebTouch, TouchesRepo, type VisitorBinding } from "./repo.ts"
+
+// The input types of ingestion's inserts below, for the callers that build them.
+export type { NewPartnerTouch, NewWebTouch } from "./repo.ts"
 
 type Op<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -23,6 +26,12 @@ export class Touches extends Context.Service<Touches, {
   ) => Op<number>
   /** Erasure: the customers' touches, and the other touches of their browsers, lose their person; answers how many. */
   readonly forgetCustomers: (customerIds: ReadonlyArray<string>) => Op<number>
+  /** One web tracker touch (src/ingestion/tracking/tracker); None when an event with the same id was stored before. */
+  readonly insertWebTouch: TouchesRepo["Service"]["insertWebTouch"]
+  /** Partner touches (src/ingestion/partner), one statement; a key already taken is skipped. Answers the keys inserted. */
+  readonly insertPartnerTouches: TouchesRepo["Service"]["insertPartnerTouches"]
+  /** Binds the unbound touches of these browsers to their customers; answers the customers that got a touch, each once. */
+  readonly bindVisitors: TouchesRepo["Service"]["bindVisitors"]
 }>()("svc/Touches") {
   static readonly layer = Layer.effect(Touches)(
     Effect.gen(function*() {
@@ -43,6 +52,15 @@ export class Touches extends Context.Service<Touches, {
         ),
         forgetCustomers: Effect.fn("Touches.forgetCustomers")(function*(customerIds: ReadonlyArray<string>) {
           return yield* repo.forgetCustomers(customerIds)
+        }),
+        insertWebTouch: Effect.fn("Touches.insertWebTouch")(function*(touch: NewWebTouch) {
+          return yield* repo.insertWebTouch(touch)
+        }),
+        insertPartnerTouches: Effect.fn("Touches.insertPartnerTouches")(function*(touches: ReadonlyArray<NewPartnerTouch>) {
+          return yield* repo.insertPartnerTouches(touches)
+        }),
+        bindVisitors: Effect.fn("Touches.bindVisitors")(function*(visitors: ReadonlyArray<VisitorBinding>) {
+          return yield* repo.bindVisitors(visitors)
         })
       }
     })

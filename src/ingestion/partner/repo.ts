@@ -1,13 +1,11 @@
 /**
  * SQL of partner data (decision 0033): the synced ads and existing touch keys. Touches, re-credit
- * marks and declared sources go through their owners (attribution's touches and conversions,
- * identity's declared sources).
+ * marks, the touches crediting reads and declared sources go through their owners (attribution's
+ * src/attribution/intake.ts, identity's declared sources).
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AttributionRepo, type CandidateTouch } from "../../attribution/repo.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { WindowConversion } from "../../attribution/conversions/repo.ts"
 import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 
 /** A synced ad with its ad set and campaign. */
@@ -32,18 +30,12 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
     sourceSystem: string,
     keys: ReadonlyArray<string>
   ) => Repo<ReadonlyArray<string>>
-  /**
-   * Read-only: the creditable touches of each conversion's customer in its window, as the crediting
-   * engine gathers them (touches carrying the customer and those of its bound anonymous ids).
-   */
-  readonly touchesOf: (conversions: ReadonlyArray<WindowConversion>) => Repo<ReadonlyArray<CandidateTouch>>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/PartnerRepo") {
   static readonly layer = Layer.effect(PartnerRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const attribution = yield* AttributionRepo
       const adRows = decodeRows(AdRow)
       const keyRows = decodeRows(Schema.Struct({ key: Schema.String }))
 
@@ -65,19 +57,13 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
           (rows) => rows.map((row) => row.key)
         )
 
-      const touchesOf = (conversions: ReadonlyArray<WindowConversion>) =>
-        conversions.length === 0
-          ? Effect.succeed<ReadonlyArray<CandidateTouch>>([])
-          : attribution.candidateTouches(conversions)
-
       return {
         ...atDatabaseBoundary({
           adsByPlatformIds,
-          existingTouchKeys,
-          touchesOf
+          existingTouchKeys
         }),
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide(AttributionRepo.layer))
+  )
 }

@@ -20,12 +20,12 @@
 import { Cause, Context, Data, Duration, Effect, Layer, Option, Stream } from "effect"
 import type { SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
+import { AnalyticsImports } from "../../analytics/imports/service.ts"
 import { CommerceOrders } from "../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../connections/providers/adplatform/port.ts"
 import { LeaseLost, lostLease } from "../../platform/lease.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
+import { ConnectionRecords } from "../../connections/records.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { CardgwPayments } from "./cardgw.ts"
@@ -133,10 +133,10 @@ export class SyncWorker extends Context.Service<SyncWorker, {
     Effect.gen(function*() {
       const jobs = yield* SyncJobsRepo
       const structure = yield* StructureRepo
-      const spend = yield* AnalyticsImportsRepo
+      const spend = yield* AnalyticsImports
       const platform = yield* AdPlatform
       const sessions = yield* ConnectionSessions
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const crmOutcomes = yield* CrmOutcomes
       const cardgw = yield* CardgwPayments
       const settings = yield* SyncWorkerSettings
@@ -383,8 +383,8 @@ export class SyncWorker extends Context.Service<SyncWorker, {
     Layer.provide([
       SyncJobsRepo.layer,
       StructureRepo.layer,
-      AnalyticsImportsRepo.layer,
-      ConnectionsRepo.layer,
+      AnalyticsImports.layer,
+      ConnectionRecords.layer,
       CrmOutcomes.layer,
       CardgwPayments.layer,
       CommerceOrders.layer

@@ -14,7 +14,6 @@ import {
   RateLimitExceeded
 } from "../../../../schema/errors.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
-import { ConnectionsRepo } from "../../../connections/repo.ts"
 import { ConnectionSessions } from "../../../connections/sessions.ts"
 import type { ProviderError } from "../../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../../connections/providers/oauth/port.ts"
@@ -97,7 +96,6 @@ export class CommerceLive extends Context.Service<CommerceLive, {
 }>()("svc/CommerceLive") {
   static readonly layer = Layer.effect(CommerceLive)(
     Effect.gen(function*() {
-      const connections = yield* ConnectionsRepo
       const sessions = yield* ConnectionSessions
       const commerce = yield* Commerce
       const healthcare = yield* HealthcareCheck
@@ -157,7 +155,7 @@ export class CommerceLive extends Context.Service<CommerceLive, {
         profile: ProfileContext,
         read: (session: ProviderSession) => Effect.Effect<A, ProviderError>
       ): Effect.Effect<A, LiveReadError> =>
-        Effect.flatMap(connections.currentOf(profile.profileId, PROVIDER), (found): Effect.Effect<A, LiveReadError> => {
+        Effect.flatMap(sessions.currentOf(profile.profileId, PROVIDER), (found): Effect.Effect<A, LiveReadError> => {
           if (Option.isNone(found)) return Effect.fail(noConnection())
           const connection = found.value
           if (connection.status === "reconnect_required") return Effect.fail(reconnectRequired())
@@ -187,7 +185,7 @@ export class CommerceLive extends Context.Service<CommerceLive, {
 
       return { products, orders }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([ConnectionSessions.layer, HealthcareCheck.layer]))
 }
 
 const emptyAsUndefined = (cursor: string | undefined) => (cursor === undefined || cursor === "" ? undefined : cursor)

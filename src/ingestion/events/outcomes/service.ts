@@ -5,6 +5,7 @@
  * Decision 0029.
  */
 import { Context, Effect, Layer, Option, Result } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../../../schema/common.ts"
 import {
   type DatabaseUnavailable,
@@ -29,8 +30,9 @@ import { AuditLog } from "../../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
 import { DEFAULT_PAGE_SIZE, pageOf, parseCursor } from "../../../platform/pagination.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
-import { type ConversionFilters, EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { type ConversionFilters, Conversions } from "../../../attribution/conversions/service.ts"
 import { AttributionJobs } from "../../../attribution/recompute/service.ts"
+import { orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
 import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
@@ -229,7 +231,8 @@ export class EventsService extends Context.Service<EventsService, {
 }>()("svc/EventsService") {
   static readonly layer = Layer.effect(EventsService)(
     Effect.gen(function*() {
-      const repo = yield* EventsRepo
+      const sql = yield* SqlClient
+      const repo = yield* Conversions
       const jobs = yield* AttributionJobs
       const audit = yield* AuditLog
       const recorder = yield* OutcomeRecorder
@@ -251,7 +254,7 @@ export class EventsService extends Context.Service<EventsService, {
         idempotencyKey: string,
         reason: string
       ) {
-        return yield* repo.transaction(Effect.gen(function*() {
+        return yield* retryConflicts(orDatabaseUnavailable(sql.withTransaction(Effect.gen(function*() {
           const locked = yield* repo.lockEvent(profile.profileId, idempotencyKey)
           if (Option.isNone(locked)) {
             return yield* new EventNotFound({ message: "No event was recorded under this idempotency_key." })
@@ -292,7 +295,7 @@ export class EventsService extends Context.Service<EventsService, {
             details: { idempotency_key: idempotencyKey, reason, counts }
           })
           return { status: "retracted" as const, counts }
-        }))
+        }))))
       })
 
       const listConversions = Effect.fn("Events.listConversions")(function*(
@@ -320,5 +323,5 @@ export class EventsService extends Context.Service<EventsService, {
 
       return { ingest, record: recorder.record, retract, listConversions }
     })
-  ).pipe(Layer.provide([EventsRepo.layer, AttributionJobs.layer, AuditLog.layer, OutcomeRecorder.layer]))
+  ).pipe(Layer.provide([Conversions.layer, AttributionJobs.layer, AuditLog.layer, OutcomeRecorder.layer]))
 }

@@ -40,6 +40,7 @@ import { normaliseAmount } from "../../../kernel/money.ts"
 import {
   type BuiltinPaymentDefinition,
   CARDGW_DEFINITION,
+  CARDGW_EVENT_NAME,
   type LinkageRow,
   type LockedPayment,
   type PaymentAction,
@@ -49,7 +50,10 @@ import {
   type PaymentRow,
   PaymentsRepo
 } from "./repo.ts"
-import { EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { Conversions } from "../../../attribution/conversions/service.ts"
+import { Definitions } from "../../../attribution/definitions/service.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
+import { IdentityIntake } from "../../../identity/intake.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../outcomes/recorder.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
 import { CARDGW_KEY_PREFIX, EventsService, parseBounds } from "../outcomes/service.ts"
@@ -275,7 +279,10 @@ export class PaymentsService extends Context.Service<PaymentsService, {
   static readonly layer = Layer.effect(PaymentsService)(
     Effect.gen(function*() {
       const repo = yield* PaymentsRepo
-      const eventsRepo = yield* EventsRepo
+      const conversions = yield* Conversions
+      const definitions = yield* Definitions
+      const jobs = yield* AttributionJobs
+      const identity = yield* IdentityIntake
       const events = yield* EventsService
       const audit = yield* AuditLog
 
@@ -301,7 +308,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           for (let attempt = 0; attempt < 5; attempt++) {
             const owners = yield* repo.owners(profile.profileId, paymentId)
             if (Option.isNone(owners)) return yield* noSuchPayment()
-            yield* repo.lockCustomers(nonNull(customersOf(owners.value)))
+            yield* identity.lockCustomers(nonNull(customersOf(owners.value)))
             const locked = yield* repo.lock(profile.profileId, paymentId)
             if (Option.isNone(locked)) return yield* noSuchPayment()
             if (locked.value.customer_id === owners.value.customer_id) return locked.value
@@ -357,8 +364,8 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return yield* repo.transaction(Effect.gen(function*() {
           const payment = yield* lockPayment(profile, paymentId, (owners) => [owners.customer_id])
           if (payment.installment === installment) return yield* answer(profile, payment.id, false)
-          yield* repo.setInstallment(payment.id, installment)
-          const flags = yield* repo.recomputeFirstPayments(nonNull([payment.customer_id]))
+          yield* conversions.setInstallment(payment.id, installment)
+          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id]))
           yield* recordAction(actor, profile, payment, installment ? "installment_marked" : "installment_unmarked", {
             installment,
             first_payment_flags: flags
@@ -396,8 +403,9 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           // The payment belongs to the payer while one is assigned, else to the event's customer.
           const owner = payerId ?? payment.event_customer_id
           const recredit = owner !== payment.customer_id
-          yield* repo.setPayer(payment.id, payerId, owner, recredit)
-          const flags = yield* repo.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
+          // A new owner: the credit rows go and the worker credits it again with its touches.
+          yield* (recredit ? conversions.reassignPayment(payment.id, payerId, owner) : conversions.setPayer(payment.id, payerId))
+          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
           yield* recordAction(actor, profile, payment, payerId === null ? "payer_cleared" : "payer_assigned", {
             payer_customer_key: customerKey,
             previous_payer_customer_key: payment.payer_customer_key,
@@ -451,7 +459,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
               reason: "already_refunded"
             })
           }
-          yield* repo.setRefund(payment.id, amount, reason)
+          yield* conversions.setRefund(payment.id, amount, reason)
           yield* recordAction(actor, profile, payment, "refund_recorded", {
             amount,
             currency: payment.currency,
@@ -487,7 +495,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             if (!BigDecimal.isGreaterThan(amount, current)) return yield* answer(profile, payment.id, false)
           }
           const text = BigDecimal.format(BigDecimal.normalize(amount))
-          yield* repo.setRefund(payment.id, text, input.reason)
+          yield* conversions.setRefund(payment.id, text, input.reason)
           yield* recordAction(actor, profile, payment, "refund_recorded", {
             amount: text,
             currency: payment.currency,
@@ -506,7 +514,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return yield* repo.transaction(Effect.gen(function*() {
           const payment = yield* lockPayment(profile, paymentId, () => [])
           if (!payment.refunded) return yield* new NotFound({ message: "This payment has no manual refund to undo." })
-          yield* repo.clearRefund(payment.id)
+          yield* conversions.clearRefund(payment.id)
           yield* recordAction(actor, profile, payment, "refund_undone", {
             amount: payment.refund_amount,
             currency: payment.currency,
@@ -550,11 +558,16 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             reason: "payment_definition_conflict"
           })
         return yield* repo.transaction(Effect.gen(function*() {
-          yield* repo.lockAttribution(profile.profileId)
+          yield* jobs.lockProfile(profile.profileId)
           const state = yield* repo.paymentDefinition(profile.profileId)
           if (state === "event_definition") return
           if (state === "other_definition") return yield* conflict()
-          const created = yield* repo.createBuiltinDefinition(profile.profileId, definition)
+          const created = yield* definitions.createCashEventDefinition(
+            profile.profileId,
+            definition.conversionKey,
+            definition.name,
+            [CARDGW_EVENT_NAME]
+          )
           if (Option.isNone(created)) return yield* conflict()
           yield* audit.record({
             actor,
@@ -645,7 +658,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         }))
         // A repeat answers what the first call stored, whatever the definitions say now.
         const key = checked.idempotencyKey ?? ""
-        if (Option.isNone(yield* eventsRepo.findEvent(profile.profileId, key))) {
+        if (Option.isNone(yield* conversions.findEvent(profile.profileId, key))) {
           yield* ensureBuiltinPayment(actor, profile, CARDGW_DEFINITION, "cardgw_first_use")
         }
         const recorded = yield* events.record(profile, checked, hash, CARDGW_ORIGIN).pipe(
@@ -661,5 +674,5 @@ export class PaymentsService extends Context.Service<PaymentsService, {
 
       return { list, setInstallment, assignPayer, recordRefund, applyProviderRefund, undoRefund, linkage, reportCardgw, ensureBuiltinPayment }
     })
-  ).pipe(Layer.provide([PaymentsRepo.layer, EventsRepo.layer, EventsService.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([PaymentsRepo.layer, Conversions.layer, Definitions.layer, AttributionJobs.layer, IdentityIntake.layer, EventsService.layer, AuditLog.layer]))
 }

@@ -14,7 +14,7 @@ import { heldScopes, type PrincipalShape, type ProfileContext } from "../../../k
 import { encodeCursor, parseCursor } from "../../../platform/pagination.ts"
 import { OUTCOME_RECORDED } from "../outcomes/recorder.ts"
 import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
-import { EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { Conversions } from "../../../attribution/conversions/service.ts"
 import { invalidQuery } from "../../../../schema/query-errors.ts"
 
 export const REPLAY_WINDOW_DAYS = 90
@@ -38,7 +38,7 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
   static readonly layer = Layer.effect(OutcomeReplay)(
     Effect.gen(function*() {
       const piiLog = yield* PiiAccessLog
-      const events = yield* EventsRepo
+      const events = yield* Conversions
       const outbox = yield* OutboxRepo
 
       const list = Effect.fn("Events.replayOutcomes")(function*(
@@ -119,5 +119,5 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
 
       return { list }
     })
-  ).pipe(Layer.provide([PiiAccessLog.layer, EventsRepo.layer, OutboxRepo.layer]))
+  ).pipe(Layer.provide([PiiAccessLog.layer, Conversions.layer, OutboxRepo.layer]))
 }
