@@ -1,6 +1,6 @@
 /**
  * The attribution worker: durable crediting and replays, one set of background fibers per
- * process (started by `CoreServicesLive`, so the server, the tests and `npm start` run it), safe with
+ * process (started by `CoreServicesLayer`, so the server, the tests and `npm start` run it), safe with
  * several runners on one PostgreSQL. Decision 0030.
  *
  * - Crediting: conversions with `credited_at IS NULL` are locked in batches (`FOR UPDATE SKIP
@@ -58,7 +58,7 @@ export const defaultWorkerSettings: AttributionWorkerSettingsShape = {
   statsTtl: Duration.minutes(10)
 }
 
-/** The worker's settings; provide another value (e.g. a 200 ms poll in tests) over `CoreServicesLive`. */
+/** The worker's settings; provide another value (e.g. a 200 ms poll in tests) over `CoreServicesLayer`. */
 export const AttributionWorkerSettings = Context.Reference<AttributionWorkerSettingsShape>("svc/AttributionWorkerSettings", {
   defaultValue: () => defaultWorkerSettings
 })

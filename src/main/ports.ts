@@ -22,7 +22,7 @@ import { Inbox } from "../messaging/inbox/service.ts"
 import { WebhookSubscriptions } from "../webhooks/subscriptions/service.ts"
 
 /** A new profile's tracking key is the web tracker's (ingestion). */
-const TrackingKeysLive = Layer.effect(TrackingKeys)(
+const TrackingKeysLayer = Layer.effect(TrackingKeys)(
   TrackingService.useSync((tracking) => ({ ensure: tracking.ensureKeyOf }))
 ).pipe(Layer.provide(TrackingService.layer))
 
@@ -31,7 +31,7 @@ const TrackingKeysLive = Layer.effect(TrackingKeys)(
  * webhook subscriptions paused, then what references the connections (sync jobs, synced
  * structure), then the connections with their hand-offs and provider events.
  */
-const ProfileLifecycleLive = Layer.effect(ProfileLifecycle)(
+const ProfileLifecycleLayer = Layer.effect(ProfileLifecycle)(
   Effect.gen(function*() {
     const subscriptions = yield* WebhookSubscriptions
     const sync = yield* ConnectionSync
@@ -48,15 +48,15 @@ const ProfileLifecycleLive = Layer.effect(ProfileLifecycle)(
 ).pipe(Layer.provide([WebhookSubscriptions.layer, ConnectionSync.layer, ConnectionsArchive.layer]))
 
 /** The attribution entitlement's backfills are provider syncs (ingestion); the Profile entity needs them too (core.ts). */
-export const AttributionBackfillsLive = Layer.effect(AttributionBackfills)(
+export const AttributionBackfillsLayer = Layer.effect(AttributionBackfills)(
   ConnectionSync.useSync((sync) => ({ enqueue: sync.enqueueBackfills }))
 ).pipe(Layer.provide(ConnectionSync.layer))
 
 /** What a profile's provisioning and archiving reach above accounts (the routes and the CLI's quickstart). */
-export const ProfilePortsLive = Layer.mergeAll(TrackingKeysLive, ProfileLifecycleLive)
+export const ProfilePortsLayer = Layer.mergeAll(TrackingKeysLayer, ProfileLifecycleLayer)
 
 /** The kill switch's connections: the connections context stops and revokes them. */
-const CommerceAppConnectionsLive = Layer.effect(CommerceAppConnections)(
+const CommerceAppConnectionsLayer = Layer.effect(CommerceAppConnections)(
   Connections.useSync((connections) => ({
     stopChannels: connections.stopCommerceAppChannels,
     revokeAll: connections.revokeCommerceAppConnections
@@ -64,12 +64,12 @@ const CommerceAppConnectionsLive = Layer.effect(CommerceAppConnections)(
 ).pipe(Layer.provide(Connections.layer))
 
 /** A CRM stage's mapping reads attribution's outcome definitions. */
-const StageOutcomesLive = Layer.effect(StageOutcomes)(
+const StageOutcomesLayer = Layer.effect(StageOutcomes)(
   Definitions.useSync((definitions) => ({ outcomeDefinitions: definitions.outcomeDefinitions }))
 ).pipe(Layer.provide(Definitions.layer))
 
 /** A provider push's orders, payments and CRM deals go to ingestion, its inbound messages to the inbox. */
-const PushReceiversLive = Layer.effect(PushReceivers)(
+const PushReceiversLayer = Layer.effect(PushReceivers)(
   Effect.gen(function*() {
     const commerce = yield* CommerceHooks
     const crm = yield* CrmOutcomes
@@ -91,4 +91,4 @@ const PushReceiversLive = Layer.effect(PushReceivers)(
 ).pipe(Layer.provide([CrmOutcomes.layer, CardgwPayments.layer, CommerceHooks.layer]), Layer.provide(Inbox.layer))
 
 /** Every port, for the routes and whatever else reaches a service that needs one. */
-export const PortsLive = Layer.mergeAll(ProfilePortsLive, CommerceAppConnectionsLive, StageOutcomesLive, PushReceiversLive)
+export const PortsLayer = Layer.mergeAll(ProfilePortsLayer, CommerceAppConnectionsLayer, StageOutcomesLayer, PushReceiversLayer)

@@ -87,7 +87,7 @@ const BACKLOG_POLL = "15 seconds"
  * and `svc.rollup.lag`, read every 15 s by a background fiber. A database outage skips a reading
  * (the gauges keep their last value; `/readyz` tells the outage).
  */
-export const QueueGaugesLive = Layer.effectDiscard(
+export const QueueGaugesLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const backlogs = yield* QueueBacklogs
     const info = yield* DatabaseInfo

@@ -38,7 +38,7 @@ import { DatabaseStatus } from "../ops/service.ts"
 import { layerMsgPack } from "./msgpack.ts"
 import { VERSION } from "../platform/version.ts"
 import { rpcServerSpans } from "../platform/tracing.ts"
-import { RpcAuthLive, RpcCaller } from "./auth.ts"
+import { RpcAuthLayer, RpcCaller } from "./auth.ts"
 import { RpcCredentials } from "./credentials/service.ts"
 import { RpcCredentialsRepo } from "./credentials/repo.ts"
 
@@ -76,7 +76,7 @@ const caller: Effect.Effect<{ readonly principal: PrincipalShape; readonly profi
 const asCaller = <A, E, R>(run: (principal: PrincipalShape, profile: ProfileContext) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(caller, ({ principal, profile }) => Effect.provideService(run(principal, profile), Principal, principal))
 
-const ServiceHandlersLive = ServiceRpcs.toLayer(
+const ServiceHandlersLayer = ServiceRpcs.toLayer(
   Effect.gen(function*() {
     const makeProfile = yield* Profile.client
     const clusterStatus = yield* ClusterStatus
@@ -268,7 +268,7 @@ const serverOn = (protocol: RpcServer.Protocol["Service"]) =>
   RpcServer.layer(ServiceRpcs, rpcServerSpans("ServiceRpcs")).pipe(Layer.provide(Layer.succeed(RpcServer.Protocol)(protocol)))
 
 /** `POST /rpc`: NDJSON (framed) or plain JSON by the request's Content-Type, one route. */
-const serveHttpJson = Layer.unwrap(Effect.gen(function*() {
+const HttpJsonRoutes = Layer.unwrap(Effect.gen(function*() {
   const framed = yield* RpcServer.makeProtocolWithHttpEffect().pipe(
     Effect.provideService(RpcSerialization.RpcSerialization, RpcSerialization.ndjson)
   )
@@ -282,9 +282,9 @@ const serveHttpJson = Layer.unwrap(Effect.gen(function*() {
 }))
 
 /** Serves `ServiceRpcs` on the application's HttpRouter, on every transport and serialisation. */
-export const RpcLive = Layer.mergeAll(serveHttpJson, serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
+export const RpcLayer = Layer.mergeAll(HttpJsonRoutes, serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
   serve("/rpc/msgpack"), serve("/rpc/ws/msgpack")).pipe(
-  Layer.provide([ServiceHandlersLive, RpcAuthLive]),
+  Layer.provide([ServiceHandlersLayer, RpcAuthLayer]),
   Layer.provide(RpcCredentials.layer),
   Layer.provide(RpcCredentialsRepo.layer)
 )

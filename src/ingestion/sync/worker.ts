@@ -1,6 +1,6 @@
 /**
  * The sync worker (decision 0058): works the durable `sync_jobs` queue, one set of background
- * fibers per process (started by `CoreServicesLive`, like the attribution worker), safe with
+ * fibers per process (started by `CoreServicesLayer`, like the attribution worker), safe with
  * several runners on one PostgreSQL.
  *
  * - A job is claimed with a lease (one running job per connection), renewed after every batch
@@ -68,7 +68,7 @@ export const defaultSyncWorkerSettings: SyncWorkerSettingsShape = {
   recentDays: 3
 }
 
-/** The worker's settings; provide another value (e.g. a short poll in tests) over `CoreServicesLive`. */
+/** The worker's settings; provide another value (e.g. a short poll in tests) over `CoreServicesLayer`. */
 export const SyncWorkerSettings = Context.Reference<SyncWorkerSettingsShape>("svc/SyncWorkerSettings", {
   defaultValue: () => defaultSyncWorkerSettings
 })

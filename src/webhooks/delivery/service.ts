@@ -72,7 +72,7 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   rotationGrace: Duration.hours(24)
 }
 
-/** The delivery settings; provide another value (a short ladder in tests) over `CoreServicesLive`. */
+/** The delivery settings; provide another value (a short ladder in tests) over `CoreServicesLayer`. */
 export const WebhookSettings = Context.Reference<WebhookSettingsShape>("svc/WebhookSettings", {
   defaultValue: () => defaultWebhookSettings
 })
@@ -413,12 +413,12 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
 }
 
 /**
- * The background worker (started by `CoreServicesLive`, like the sync worker): one loop fans the
+ * The background worker (started by `CoreServicesLayer`, like the sync worker): one loop fans the
  * outbox out; a dispatcher keeps up to `concurrency` attempts running, claiming as many rows as
  * slots are free. Each attempt runs on its own: a slow endpoint (up to the timeout) holds one
  * slot, never the other subscriptions' deliveries (decision 0095).
  */
-export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+export const WebhookWorkerLayer = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* WebhookSettings
   if (!settings.enabled) return
   const webhooks = yield* WebhookDeliveries

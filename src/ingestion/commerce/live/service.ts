@@ -86,15 +86,15 @@ const renderOrder = (order: Order) => ({
 export type LiveProduct = ReturnType<typeof renderProduct>
 export type LiveOrder = ReturnType<typeof renderOrder>
 
-export class CommerceLive extends Context.Service<CommerceLive, {
+export class CommerceAdapter extends Context.Service<CommerceAdapter, {
   readonly products: (profile: ProfileContext, query: LiveProductsQuery) => Effect.Effect<LivePage<LiveProduct>, LiveReadError>
   /** Refused (403) on a healthcare-family profile: buyer contact is person data. */
   readonly orders: (
     profile: ProfileContext,
     query: LiveOrdersQuery
   ) => Effect.Effect<LivePage<LiveOrder>, LiveReadError | InsufficientScope>
-}>()("svc/CommerceLive") {
-  static readonly layer = Layer.effect(CommerceLive)(
+}>()("svc/CommerceAdapter") {
+  static readonly layer = Layer.effect(CommerceAdapter)(
     Effect.gen(function*() {
       const sessions = yield* ConnectionSessions
       const commerce = yield* Commerce
@@ -165,13 +165,13 @@ export class CommerceLive extends Context.Service<CommerceLive, {
           )
         })
 
-      const products = Effect.fn("CommerceLive.products")(function*(profile: ProfileContext, query: LiveProductsQuery) {
+      const products = Effect.fn("CommerceAdapter.products")(function*(profile: ProfileContext, query: LiveProductsQuery) {
         const page = yield* onStore(profile, (session) =>
           commerce.productsPage(session, { limit: query.limit ?? DEFAULT_PAGE_SIZE, after: emptyAsUndefined(query.cursor) }))
         return toPage(page, renderProduct)
       })
 
-      const orders = Effect.fn("CommerceLive.orders")(function*(profile: ProfileContext, query: LiveOrdersQuery) {
+      const orders = Effect.fn("CommerceAdapter.orders")(function*(profile: ProfileContext, query: LiveOrdersQuery) {
         yield* healthcare.refuse(profile)
         const updatedSince = new Date(query.updated_since)
         const page = yield* onStore(profile, (session) =>
