@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { AdActionEngine } from "../src/ads/actions/engine.ts"
 import { AdSet } from "../src/ads/actions/entities.ts"
 
-export const AdSetLive = AdSet.toLayer(
+export const AdSetLayer = AdSet.toLayer(
   Effect.gen(function*() {
     const engine = yield* AdActionEngine
     return AdSet.of({ Act: ({ payload }) => engine.execute(payload) })

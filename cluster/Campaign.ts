@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { AdActionEngine } from "../src/ads/actions/engine.ts"
 import { Campaign } from "../src/ads/actions/entities.ts"
 
-export const CampaignLive = Campaign.toLayer(
+export const CampaignLayer = Campaign.toLayer(
   Effect.gen(function*() {
     const engine = yield* AdActionEngine
     return Campaign.of({ Act: ({ payload }) => engine.execute(payload) })

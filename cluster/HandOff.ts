@@ -4,7 +4,7 @@ import { Entity } from "effect/cluster"
 import { HandOff } from "../src/connections/handoffs/entity.ts"
 import { Handoffs } from "../src/connections/handoffs/service.ts"
 
-export const HandOffLive = HandOff.toLayer(
+export const HandOffLayer = HandOff.toLayer(
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const handoffs = yield* Handoffs

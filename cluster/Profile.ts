@@ -9,7 +9,7 @@ import { type ProfileRecord, ProfileRepo } from "./profile-repo.ts"
 import type { ProfileState } from "../schema/rpc.ts"
 
 /** Registers the Profile behaviour with Sharding. */
-export const ProfileLive = Profile.toLayer(
+export const ProfileLayer = Profile.toLayer(
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const runner = yield* Entity.CurrentRunnerAddress

@@ -12,16 +12,17 @@ import { RunnerAddress, Sharding, SingleRunner } from "effect/cluster"
 import type { ShardingConfig } from "effect/cluster"
 import type { SocketServerError } from "effect/socket/SocketServer"
 import type { SqlClient } from "effect/sql/SqlClient"
-import { NightlySyncLive } from "../src/ingestion/sync/cron.ts"
+import { NightlySyncLayer } from "../src/ingestion/sync/cron.ts"
 import { type AppSettings, AppConfig } from "../src/platform/config.ts"
 import { SecretBox } from "../src/platform/secret-box.ts"
-import { ProvidersLive } from "../src/connections/providers/layer.ts"
+import { ProvidersLayer } from "../src/connections/providers/layer.ts"
 import { AdActionEngine } from "../src/ads/actions/engine.ts"
 import { ConnectionSessions } from "../src/connections/sessions.ts"
-import { AdSetLive } from "./AdSet.ts"
-import { CampaignLive } from "./Campaign.ts"
-import { HandOffLive } from "./HandOff.ts"
-import { ProfileLive } from "./Profile.ts"
+import { AdSetLayer } from "./AdSet.ts"
+import { CampaignLayer } from "./Campaign.ts"
+import { HandOffLayer } from "./HandOff.ts"
+import { ProfileLayer } from "./Profile.ts"
+import type { AttributionBackfills } from "../src/accounts/entitlements/backfills.ts"
 import { ClusterStatus, SHARD_GROUPS } from "../src/platform/cluster-status.ts"
 
 
@@ -47,7 +48,7 @@ type ShardingLayer = Layer.Layer<Sharding.Sharding, Config.ConfigError | SocketS
 
 const shardingLayer = (settings: AppSettings): ShardingLayer =>
   settings.cluster.mode === "single"
-    // On PGlite the runner storage uses table leases (DatabaseLive marks the client `pglite`).
+    // On PGlite the runner storage uses table leases (DatabaseLayer marks the client `pglite`).
     ? SingleRunner.layer({ runnerStorage: "sql", shardingConfig: shardingConfig(settings) }).pipe(
       Layer.provide(NodeCrypto.layerDigest)
     )
@@ -57,21 +58,22 @@ const shardingLayer = (settings: AppSettings): ShardingLayer =>
  * Sharding for `AppConfig.cluster.mode`, with the Profile and HandOff entities and the nightly
  * provider sync (decision 0058) registered and `ClusterStatus` alongside.
  */
-export const ClusterLive: Layer.Layer<
+export const ClusterLayer: Layer.Layer<
   Sharding.Sharding | ClusterStatus,
   Config.ConfigError | SocketServerError,
-  AppConfig | SqlClient
+  // The Profile entity's entitlement changes queue backfills above accounts: a port src/main/ provides.
+  AppConfig | SqlClient | AttributionBackfills
 > = Layer.mergeAll(
-  ProfileLive,
+  ProfileLayer,
   // The HandOff entity calls the providers and seals their tokens; the layers are shared by reference within a build.
-  HandOffLive.pipe(Layer.provide([ProvidersLive, SecretBox.layer])),
-  NightlySyncLive,
+  HandOffLayer.pipe(Layer.provide([ProvidersLayer, SecretBox.layer])),
+  NightlySyncLayer,
   ClusterStatus.layer,
   // Ad actions (issue 19): one message at a time per ad set and per campaign, on the same provider layer.
-  Layer.mergeAll(AdSetLive, CampaignLive).pipe(
+  Layer.mergeAll(AdSetLayer, CampaignLayer).pipe(
     Layer.provide(AdActionEngine.layer),
     Layer.provide(ConnectionSessions.layer),
-    Layer.provide([ProvidersLive, SecretBox.layer])
+    Layer.provide([ProvidersLayer, SecretBox.layer])
   )
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))

@@ -11,8 +11,8 @@ import { Config, Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../src/platform/config.ts"
-import { CredentialStoreLive } from "../src/accounts/credentials/service.ts"
-import { CliDatabaseLive } from "../src/platform/database.ts"
+import { CredentialStoreLayer } from "../src/accounts/credentials/service.ts"
+import { CliDatabaseLayer } from "../src/platform/database.ts"
 import { SecretBox } from "../src/platform/secret-box.ts"
 import { SandboxRoutes } from "./routes.ts"
 
@@ -27,7 +27,7 @@ const main = Effect.gen(function*() {
   const config = AppConfig.layerWith({ ...settings, providers: { ...settings.providers, sandboxSecret: secret } })
   // API keys are checked against the service's database when there is a shared one.
   const credentials = Option.isSome(settings.databaseUrl)
-    ? CredentialStoreLive.pipe(Layer.provide(CliDatabaseLive))
+    ? CredentialStoreLayer.pipe(Layer.provide(CliDatabaseLayer))
     : Layer.empty
   return yield* Layer.launch(
     HttpRouter.serve(SandboxRoutes, { disableLogger: true }).pipe(

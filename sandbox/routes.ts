@@ -91,6 +91,6 @@ export const SandboxRoutes = Layer.unwrap(Effect.gen(function*() {
 })).pipe(Layer.provide(FetchHttpClient.layer))
 
 /** The sandboxes when this process serves them (sandbox mode without `SVC_SANDBOX_URL`), else nothing. */
-export const SandboxRoutesIfServed = Layer.unwrap(
+export const OptionalSandboxRoutes = Layer.unwrap(
   AppConfig.useSync((settings) => settings.providers.servesSandbox ? SandboxRoutes : Layer.empty)
 )

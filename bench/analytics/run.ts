@@ -32,8 +32,8 @@ import { AnalyticsRollups, AnalyticsRollupSettings, defaultRollupSettings } from
 import { CampaignsService } from "../../src/analytics/campaigns/service.ts"
 import { AnalyticsService } from "../../src/analytics/overview/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
-import { DatabaseLive } from "../../src/platform/database.ts"
-import { MigrationsLive } from "../../src/main/core.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
+import { MigrationsLayer } from "../../src/main/core.ts"
 import { type Dataset, dropDataset, existingDataset, generateDataset, SPAN_DAYS } from "../replay/dataset.ts"
 import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
 
@@ -179,8 +179,8 @@ await runInProcessBench("analytics", "a PostgreSQL the bench may write ten milli
   )
   return Layer.mergeAll(AnalyticsService.layer, CampaignsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer, ReplayQueue.layer).pipe(
     Layer.provide(quiet),
-    Layer.provideMerge(MigrationsLive),
-    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(MigrationsLayer),
+    Layer.provideMerge(DatabaseLayer),
     Layer.provide(AppConfig.layer)
   )
 })

@@ -28,9 +28,9 @@ import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { ConnectionsRepo } from "../../src/connections/repo.ts"
 import { renderSyncJob, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
-import { MigrationsLive } from "../../src/main/core.ts"
+import { MigrationsLayer } from "../../src/main/core.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
-import { DatabaseLive } from "../../src/platform/database.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
@@ -307,8 +307,8 @@ await runInProcessBench(
   () =>
     Layer.mergeAll(SyncJobsRepo.layer, ConnectionsRepo.layer).pipe(
       Layer.provideMerge(SecretBox.layer),
-      Layer.provideMerge(MigrationsLive),
-      Layer.provideMerge(DatabaseLive),
+      Layer.provideMerge(MigrationsLayer),
+      Layer.provideMerge(DatabaseLayer),
       Layer.provide(Layer.effect(AppConfig)(loadSettings))
     )
 )

@@ -29,8 +29,8 @@ import { CustomersService } from "../../src/identity/customers/service.ts"
 import type { PrincipalShape } from "../../src/kernel/principal.ts"
 import { IdentityRepo } from "../../src/identity/repo.ts"
 import { AppConfig } from "../../src/platform/config.ts"
-import { DatabaseLive } from "../../src/platform/database.ts"
-import { MigrationsLive } from "../../src/main/core.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
+import { MigrationsLayer } from "../../src/main/core.ts"
 import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
 
 const CUSTOMERS = intFromEnv("BENCH_CUSTOMERS", 1_000_000, 20_000_000)
@@ -195,7 +195,7 @@ const program = Effect.gen(function*() {
 
 await runInProcessBench("identity", "a PostgreSQL the bench may write a million customers to", program, () =>
   Layer.mergeAll(IdentityRepo.layer, CustomersService.layer).pipe(
-    Layer.provideMerge(MigrationsLive),
-    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(MigrationsLayer),
+    Layer.provideMerge(DatabaseLayer),
     Layer.provide(AppConfig.layer)
   ))

@@ -42,8 +42,8 @@ import { REPLAY_JOB_KIND, ReplayQueue } from "../../src/attribution/jobs/repo.ts
 import { AttributionRepo, type CandidateTouch } from "../../src/attribution/repo.ts"
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { AppConfig } from "../../src/platform/config.ts"
-import { DatabaseLive } from "../../src/platform/database.ts"
-import { MigrationsLive } from "../../src/main/core.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
+import { MigrationsLayer } from "../../src/main/core.ts"
 import { availableParallelism } from "node:os"
 import { fmt, intFromEnv, processCpuMs, runInProcessBench } from "../support.ts"
 import {
@@ -335,8 +335,8 @@ await runInProcessBench("replay", "a PostgreSQL the bench may write a million to
   return Layer.mergeAll(AttributionWorker.layer, CreditEngine.layer, ReplayQueue.layer, AttributionRepo.layer).pipe(
     Layer.provide(workerSettings),
     Layer.provideMerge(workerSettings),
-    Layer.provideMerge(MigrationsLive),
-    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(MigrationsLayer),
+    Layer.provideMerge(DatabaseLayer),
     Layer.provide(AppConfig.layer)
   )
 })

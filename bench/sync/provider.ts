@@ -14,7 +14,7 @@
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { spawn } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
-import { AdPlatformLive } from "../../src/connections/providers/adplatform/live.ts"
+import { AdPlatformAdapter } from "../../src/connections/providers/adplatform/live.ts"
 import { AdPlatform } from "../../src/connections/providers/adplatform/port.ts"
 import { ProviderEndpoints, sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
 import { ProviderHttp } from "../../src/connections/providers/http.ts"
@@ -121,7 +121,7 @@ const main = async () => {
       ...settings,
       providers: { ...settings.providers, mode: "sandbox", sandboxUrl: `http://${HOST}:${port}/sandbox`, servesSandbox: false }
     })
-    const layer = AdPlatformLive.pipe(
+    const layer = AdPlatformAdapter.pipe(
       Layer.provide(ProviderHttp.layer),
       Layer.provide(ProviderEndpoints.layer),
       Layer.provide(config)

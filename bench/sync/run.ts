@@ -5,7 +5,7 @@
  * serves them), behind a counting HTTP proxy in this process (every answer's status is counted:
  * pages, 429s, 5xx). The service's own layers run in this process on the PostgreSQL of
  * `DATABASE_URL`: configuration, database pool, migrations, the connections repository, the
- * sessions, the provider ports (`ProvidersLive`: the HTTP client with its default bucket and retries) and
+ * sessions, the provider ports (`ProvidersLayer`: the HTTP client with its default bucket and retries) and
  * the sync worker with its default settings (background fibers off: the bench steps it).
  *
  * 1. The sandbox generates one ad account with BENCH_ADS ads (5,000) (`{arrive: {kind:
@@ -32,12 +32,12 @@ import { ConnectionSessions } from "../../src/connections/sessions.ts"
 import { ConnectionsRepo } from "../../src/connections/repo.ts"
 import { SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
 import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
-import { MigrationsLive } from "../../src/main/core.ts"
+import { MigrationsLayer } from "../../src/main/core.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
-import { DatabaseLive } from "../../src/platform/database.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
 import { sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
-import { ProvidersLive } from "../../src/connections/providers/layer.ts"
+import { ProvidersLayer } from "../../src/connections/providers/layer.ts"
 import { SANDBOX_WORLD_PARAM, sandboxWorlds } from "../../src/connections/providers/sandbox-world.ts"
 import { commandCpuMs, fmt, freePort, HOST, intFromEnv, processCpuMs, runInProcessBench, sleep, startProcess, stopProcess } from "../support.ts"
 
@@ -259,10 +259,10 @@ await runInProcessBench("sync", "a PostgreSQL the bench may write a year of spen
   return Layer.mergeAll(SyncWorker.layer, SyncJobsRepo.layer, ConnectionsRepo.layer).pipe(
     Layer.provide(workerSettings),
     Layer.provide(ConnectionSessions.layer),
-    Layer.provide(ProvidersLive),
+    Layer.provide(ProvidersLayer),
     Layer.provideMerge(SecretBox.layer),
-    Layer.provideMerge(MigrationsLive),
-    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(MigrationsLayer),
+    Layer.provideMerge(DatabaseLayer),
     Layer.provide(settings)
   )
 })

@@ -4,7 +4,7 @@
  * On the PostgreSQL of `DATABASE_URL` (required). A local receiver serves BENCH_ENDPOINTS
  * endpoints (100), one in a hundred answering 500; one profile has one subscription per endpoint
  * (`outcome.recorded`), seeded by SQL with sealed secrets. Outbox rows are inserted as the
- * recorder writes them, and the service's delivery worker (`WebhookWorkerLive`, default settings
+ * recorder writes them, and the service's delivery worker (`WebhookWorkerLayer`, default settings
  * but a 5 s lease) runs in a child process (`--worker`):
  *
  * 1. throughput: BENCH_EVENTS (200) events x endpoints deliveries; deliveries/s = successful
@@ -32,11 +32,11 @@ import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import { createServer, request as httpRequest, Agent } from "node:http"
-import { MigrationsLive } from "../../src/main/core.ts"
+import { MigrationsLayer } from "../../src/main/core.ts"
 import { AppConfig } from "../../src/platform/config.ts"
-import { DatabaseLive } from "../../src/platform/database.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
-import { defaultWebhookSettings, WebhookSettings, WebhookWorkerLive } from "../../src/webhooks/delivery/service.ts"
+import { defaultWebhookSettings, WebhookSettings, WebhookWorkerLayer } from "../../src/webhooks/delivery/service.ts"
 import { newSecret, signedHeaders } from "../../src/webhooks/delivery/signing.ts"
 import { fmt, intFromEnv, sleep, startProcess } from "../support.ts"
 
@@ -51,11 +51,11 @@ if (process.argv.includes("--worker")) {
     pollInterval: Duration.millis(intFromEnv("BENCH_POLL_MS", 200, 10_000)),
     concurrency: intFromEnv("BENCH_CONCURRENCY", defaultWebhookSettings.concurrency, 1000)
   })
-  const layer = WebhookWorkerLive.pipe(
+  const layer = WebhookWorkerLayer.pipe(
     Layer.provide(SecretBox.layer),
     Layer.provide(settings),
-    Layer.provideMerge(MigrationsLive),
-    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(MigrationsLayer),
+    Layer.provideMerge(DatabaseLayer),
     Layer.provide(AppConfig.layer)
   )
   // BENCH_PROFILE=<dir>: a CPU profile of this worker's first BENCH_PROFILE_SECONDS (15), for
@@ -113,7 +113,7 @@ async function main() {
   const db = <A, E>(program: Effect.Effect<A, E, SqlClient | SecretBox>) =>
     Effect.runPromise(Effect.scoped(program).pipe(
       Effect.provide(SecretBox.layer),
-      Effect.provide(MigrationsLive.pipe(Layer.provideMerge(DatabaseLive))),
+      Effect.provide(MigrationsLayer.pipe(Layer.provideMerge(DatabaseLayer))),
       Effect.provide(AppConfig.layer)
     ))
   process.env["SVC_SECRETS_KEY"] = secretsKey

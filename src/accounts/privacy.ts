@@ -3,14 +3,14 @@
  * entitlement call: only `standard` moves (to `platform_safe` or `hipaa`); it is stored before
  * the grant is written, and live delegated keys carrying person scopes are revoked.
  */
-import { Effect } from "effect"
-import { InvalidState } from "../../schema/errors.ts"
+import { Context, Effect, Layer } from "effect"
+import { type DatabaseUnavailable, InvalidState } from "../../schema/errors.ts"
 import { PERSON_SCOPES } from "../../schema/scopes.ts"
 import type { PrivacyMode } from "../../schema/tenancy.ts"
 import type { AuditLog } from "../kernel/audit/repo.ts"
-import type { ApiKeysRepo } from "./api-keys/repo.ts"
+import { ApiKeysRepo } from "./api-keys/repo.ts"
 import type { PrincipalShape } from "../kernel/principal.ts"
-import type { TenancyRepo } from "./profiles/repo.ts"
+import { TenancyRepo } from "./profiles/repo.ts"
 
 export interface PrivacyMove {
   readonly privacyMode: PrivacyMode
@@ -47,3 +47,28 @@ export const movePrivacyMode = (repo: TenancyRepo["Service"], keys: ApiKeysRepo[
     })
     return { privacyMode: requested, revokedKeys } satisfies PrivacyMove
   })
+
+/**
+ * The privacy settings as another context moves them (the conversion-sync catalog and
+ * Platform-Safe, src/exports/): each write runs in the caller's transaction.
+ */
+export class PrivacySettings extends Context.Service<PrivacySettings, {
+  /** Any mode, and the Platform-Safe target. */
+  readonly set: (profileId: string, mode: PrivacyMode, target: "existing" | "clean") => Effect.Effect<void, DatabaseUnavailable>
+  /** Revokes the profile's live delegated keys that carry a person scope (S5.3); answers how many. */
+  readonly revokePersonKeys: (profileId: string) => Effect.Effect<number, DatabaseUnavailable>
+}>()("svc/PrivacySettings") {
+  static readonly layer = Layer.effect(PrivacySettings)(
+    Effect.gen(function*() {
+      const repo = yield* TenancyRepo
+      const keys = yield* ApiKeysRepo
+      const set = Effect.fn("PrivacySettings.set")(function*(profileId: string, mode: PrivacyMode, target: "existing" | "clean") {
+        yield* repo.setPrivacySettings(profileId, mode, target)
+      })
+      const revokePersonKeys = Effect.fn("PrivacySettings.revokePersonKeys")(function*(profileId: string) {
+        return (yield* keys.revokeKeys({ kind: "delegated_on_profile", profileId, scopes: PERSON_SCOPES })).length
+      })
+      return { set, revokePersonKeys }
+    })
+  ).pipe(Layer.provide([TenancyRepo.layer, ApiKeysRepo.layer]))
+}

@@ -11,7 +11,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { EventsRepo } from "./conversions/repo.ts"
 import { type ChangedCredits, CreditsRepo, emptyCreditColumns } from "./credits/repo.ts"
 import { creditAll, type PathStats, type TouchInput } from "./models/index.ts"
-import { AttributionRepo, type CreditTarget, type StepRow } from "./repo.ts"
+import { AttributionRepo, type CandidateTouch, type CreditTarget, type StepRow } from "./repo.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -68,6 +68,13 @@ export class CreditEngine extends Context.Service<CreditEngine, {
   ) => Repo<number>
   /** The profile's `svc_model` statistics from its converting and non-converting channel paths. */
   readonly pathStats: (profileId: string) => Repo<PathStats>
+  /**
+   * Read-only: the creditable touches of each conversion's customer in its window, as crediting
+   * gathers them (a partner-data preview's "before", src/ingestion/partner).
+   */
+  readonly candidateTouches: (
+    conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>
+  ) => Repo<ReadonlyArray<CandidateTouch>>
 }>()("svc/CreditEngine") {
   static readonly layer = Layer.effect(CreditEngine)(
     Effect.gen(function*() {
@@ -152,7 +159,13 @@ export class CreditEngine extends Context.Service<CreditEngine, {
        */
       const pathStats = (profileId: string) => Effect.map(repo.pathSteps(profileId), statsFromSteps)
 
-      return { markWithoutCredit, credit, pathStats }
+      const candidateTouches = Effect.fn("CreditEngine.candidateTouches")(function*(
+        conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>
+      ) {
+        return yield* repo.candidateTouches(conversions)
+      })
+
+      return { markWithoutCredit, credit, pathStats, candidateTouches }
     })
   ).pipe(Layer.provide([AttributionRepo.layer, CreditsRepo.layer, EventsRepo.layer]))
 }

@@ -1,6 +1,6 @@
 /**
  * The attribution worker: durable crediting and replays, one set of background fibers per
- * process (started by `CoreServicesLive`, so the server, the tests and `npm start` run it), safe with
+ * process (started by `CoreServicesLayer`, so the server, the tests and `npm start` run it), safe with
  * several runners on one PostgreSQL. Decision 0030.
  *
  * - Crediting: conversions with `credited_at IS NULL` are locked in batches (`FOR UPDATE SKIP
@@ -12,13 +12,14 @@
  *   a runner whose lease was taken over stops at its next write. A failed attempt is retried
  *   with backoff, and the job is `failed` after `maxAttempts`.
  */
-import { Cause, Context, Data, Duration, Effect, Layer, Option, Result } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Result } from "effect"
 import { isSqlError } from "effect/sql/SqlError"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { CreditEngine } from "./engine.ts"
 import { type ClaimedJob, ReplayQueue } from "./jobs/repo.ts"
 import type { PathStats } from "./models/index.ts"
 import { AttributionRepo, type CreditTarget, type ReplayKeyset } from "./repo.ts"
+import { LeaseLost, lostLease } from "../platform/lease.ts"
 import { withLinkedJobSpan } from "../platform/tracing.ts"
 
 export interface AttributionWorkerSettingsShape {
@@ -57,13 +58,10 @@ export const defaultWorkerSettings: AttributionWorkerSettingsShape = {
   statsTtl: Duration.minutes(10)
 }
 
-/** The worker's settings; provide another value (e.g. a 200 ms poll in tests) over `CoreServicesLive`. */
+/** The worker's settings; provide another value (e.g. a 200 ms poll in tests) over `CoreServicesLayer`. */
 export const AttributionWorkerSettings = Context.Reference<AttributionWorkerSettingsShape>("svc/AttributionWorkerSettings", {
   defaultValue: () => defaultWorkerSettings
 })
-
-/** Another runner took the job over (our lease expired): stop without touching it. */
-class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly jobId: string }> {}
 
 export type ReplayOutcome =
   | { readonly jobId: string; readonly profileId: string; readonly state: "succeeded"; readonly progress: number }
@@ -263,8 +261,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
           Effect.tap((outcome) => Effect.logInfo("attribution replay succeeded", outcome)),
           Effect.catchCause((cause): Effect.Effect<ReplayOutcome> => {
             if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-            const lost = Cause.findErrorOption(cause)
-            if (Option.isSome(lost) && lost.value instanceof LeaseLost) {
+            if (lostLease(cause)) {
               return Effect.as(
                 Effect.logWarning("attribution replay lease taken over by another runner; stopping", { job_id: job.id }),
                 { jobId: job.id, profileId: job.profile_id, state: "lease_lost" } satisfies ReplayOutcome

@@ -5,7 +5,7 @@
  * reports any dead grant.
  */
 import { Effect, Option, Redacted } from "effect"
-import type { CommerceAppCredentials } from "../accounts/admin/repo.ts"
+import type { CommerceAppCredentials } from "../accounts/admin/apps.ts"
 import type { SecretBox } from "../platform/secret-box.ts"
 import type { ProviderClient } from "./providers/oauth/port.ts"
 

@@ -18,8 +18,7 @@ import {
 } from "../../schema/errors.ts"
 import type { ProviderError } from "./providers/errors.ts"
 import type { ProviderSession } from "./providers/oauth/port.ts"
-import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
-import { ConnectionSessions } from "./sessions.ts"
+import { type ConnectionRecord, ConnectionSessions } from "./sessions.ts"
 
 export type LiveCallError = InvalidState | NotFound | ValidationError | RateLimitExceeded | AdplatformUnavailable | DatabaseUnavailable
 
@@ -104,7 +103,6 @@ export interface LiveCallOptions<E> {
  * pass through unchanged.
  */
 export const liveCaller = Effect.gen(function*() {
-  const connections = yield* ConnectionsRepo
   const sessions = yield* ConnectionSessions
   return <A, F, E = never>(
     profileId: string,
@@ -114,7 +112,7 @@ export const liveCaller = Effect.gen(function*() {
   ): Effect.Effect<A, LiveCallError | E | Exclude<F, ProviderError>> =>
     Effect.gen(function*() {
       const authRevoked: () => E | InvalidState = options.authRevoked ?? (() => reconnectRequired(provider))
-      const found = yield* connections.currentOf(profileId, provider)
+      const found = yield* sessions.currentOf(profileId, provider)
       if (Option.isNone(found)) return yield* connectionRequired(provider)
       const connection = found.value
       if (connection.status === "reconnect_required") return yield* Effect.fail(authRevoked())

@@ -10,8 +10,6 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import type { Keyset } from "../platform/pagination.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
-import { HandoffsRepo } from "./handoffs/repo.ts"
-import { ProviderEventsRepo } from "./hooks/repo.ts"
 import { PushWorld } from "./hooks/push-world.ts"
 
 /** A connection with what the service needs to act on it (never on the wire). */
@@ -102,7 +100,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   readonly syncRunning: (id: string) => Repo<boolean>
   /** A sync of the connection finished: `last_synced_at` is now (decision 0058). */
   readonly markSynced: (id: string) => Repo<void>
-  /** Deletes every connection of the profile (archiving it: non-audit data goes). */
+  /** Deletes every connection of the profile (archiving it: non-audit data goes); what references them goes first. */
   readonly deleteForProfile: (profileId: string) => Repo<void>
   /** Runs `effect` in one transaction (the connection, its outbox row and its audit entry commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
@@ -110,8 +108,6 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
   static readonly layer = Layer.effect(ConnectionsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const handoffs = yield* HandoffsRepo
-      const providerEvents = yield* ProviderEventsRepo
       const wireRows = decodeRows(Connection)
       const firstWire = decodeFirstRow(Connection)
       const records = decodeRows(ConnectionRecord)
@@ -272,13 +268,7 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
       const markSynced = (id: string) =>
         Effect.asVoid(sql`UPDATE connections SET last_synced_at = now(), updated_at = now() WHERE id = ${id}`)
 
-      // What references the connections goes first (through its owners).
-      const deleteForProfile = (profileId: string) =>
-        Effect.gen(function*() {
-          yield* handoffs.deleteForProfile(profileId)
-          yield* providerEvents.forgetProfile(profileId)
-          yield* sql`DELETE FROM connections WHERE profile_id = ${profileId}`
-        })
+      const deleteForProfile = (profileId: string) => Effect.asVoid(sql`DELETE FROM connections WHERE profile_id = ${profileId}`)
 
       return {
         ...atDatabaseBoundary({
@@ -303,5 +293,5 @@ export class ConnectionsRepo extends Context.Service<ConnectionsRepo, {
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([HandoffsRepo.layer, ProviderEventsRepo.layer]))
+  )
 }

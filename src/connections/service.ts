@@ -10,7 +10,7 @@ import {
   NotFound
 } from "../../schema/errors.ts"
 import { AuditLog } from "../kernel/audit/repo.ts"
-import { ApiKeysRepo } from "../accounts/api-keys/repo.ts"
+import { ApiKeysService } from "../accounts/api-keys/service.ts"
 import { CredentialStore, type PrincipalShape, type ProfileContext } from "../kernel/principal.ts"
 import { OutboxRepo } from "../kernel/outbox/repo.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -21,6 +21,9 @@ import { CONNECTION_REVOKED, connectionEvent } from "./events.ts"
 import { PushWorld } from "./hooks/push-world.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "./repo.ts"
 import { ConnectionSessions, factsOf } from "./sessions.ts"
+
+/** The `status_reason` and `connection.revoked` reason of a connection whose commerce app was killed. */
+export const COMMERCE_APP_DISABLED = "commerce_app_disabled"
 
 export class Connections extends Context.Service<Connections, {
   /** A page of the profile's connections, keyset by the repository's order. */
@@ -40,6 +43,12 @@ export class Connections extends Context.Service<Connections, {
    * be reached is logged; its callbacks are ignored once the connections are revoked.
    */
   readonly stopCommerceAppChannels: (commerceAppId: string) => Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * The kill switch's revocation (decision 0066): every live connection made through the commerce
+   * app revoked (`commerce_app_disabled`, one `connection.revoked` each), in the caller's
+   * transaction; answers how many.
+   */
+  readonly revokeCommerceAppConnections: (commerceAppId: string) => Effect.Effect<number, DatabaseUnavailable>
   readonly releaseGrant: (
     principal: PrincipalShape,
     profile: ProfileContext,
@@ -51,7 +60,7 @@ export class Connections extends Context.Service<Connections, {
       const repo = yield* ConnectionsRepo
       const outbox = yield* OutboxRepo
       const audit = yield* AuditLog
-      const keys = yield* ApiKeysRepo
+      const keys = yield* ApiKeysService
       const credentials = yield* CredentialStore
       const settings = yield* AppConfig
       // In sandbox mode an account's push channel is its world's (decision 0109): only the same
@@ -130,6 +139,17 @@ export class Connections extends Context.Service<Connections, {
         }
       })
 
+      const revokeCommerceAppConnections = Effect.fn("Connections.revokeCommerceAppConnections")(function*(commerceAppId: string) {
+        const live = yield* repo.liveForCommerceApp(commerceAppId)
+        let revoked = 0
+        for (const record of live) {
+          if (!(yield* repo.disconnect(record.id, COMMERCE_APP_DISABLED))) continue
+          yield* outbox.insert([connectionEvent(CONNECTION_REVOKED, factsOf(record), COMMERCE_APP_DISABLED)])
+          revoked++
+        }
+        return revoked
+      })
+
       const releaseGrant = Effect.fn("Connections.releaseGrant")(function*(principal: PrincipalShape, profile: ProfileContext, id: string) {
         const record = yield* ofProfile(profile, id)
         if (principal.kind !== "api_key" || principal.oauthAppId === null) {
@@ -141,8 +161,8 @@ export class Connections extends Context.Service<Connections, {
         const appId = principal.oauthAppId
         const result = yield* repo.transaction(Effect.gen(function*() {
           const released = yield* repo.releaseAppGrant(id)
-          const revoked = yield* keys.revokeKeys({ kind: "app_older_on_profile", appId, profileId: record.profile_id, keyId: principal.keyId })
-          if (released || revoked.length > 0) {
+          const revoked = yield* keys.revokeOlderAppKeys(appId, record.profile_id, principal.keyId)
+          if (released || revoked > 0) {
             yield* audit.record({
               actor: principal,
               action: "connection.app_grant_released",
@@ -150,10 +170,10 @@ export class Connections extends Context.Service<Connections, {
               targetId: id,
               workspaceId: record.workspace_id,
               profileId: record.profile_id,
-              details: { provider: record.provider, revoked_keys: revoked.length }
+              details: { provider: record.provider, revoked_keys: revoked }
             })
           }
-          return { released, revokedKeys: revoked.length }
+          return { released, revokedKeys: revoked }
         }))
         if (result.revokedKeys > 0) yield* credentials.forget
         return result
@@ -163,7 +183,7 @@ export class Connections extends Context.Service<Connections, {
         return yield* repo.list(profile.profileId, limit, after)
       })
 
-      return { list, disconnect, stopCommerceAppChannels, releaseGrant }
+      return { list, disconnect, stopCommerceAppChannels, revokeCommerceAppConnections, releaseGrant }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AuditLog.layer, ApiKeysRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AuditLog.layer, ApiKeysService.layer, ConnectionSessions.layer]))
 }

@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { AdminRepo } from "../accounts/admin/repo.ts"
+import { RegisteredApps } from "../accounts/admin/apps.ts"
 import { OutboxRepo } from "../kernel/outbox/repo.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProviderAuthRevoked, type ProviderError } from "./providers/errors.ts"
@@ -15,6 +15,9 @@ import { isProviderKind } from "./providers/registry.ts"
 import { commerceClient } from "./commerce-apps.ts"
 import { CONNECTION_RECONNECT_REQUIRED, connectionEvent } from "./events.ts"
 import { type ConnectionRecord, ConnectionsRepo, type SealedTokens } from "./repo.ts"
+
+// The row other contexts receive from the methods below, so that they need not import the repository.
+export type { ConnectionRecord }
 
 /** A token this close to its expiry is refreshed before use. */
 const REFRESH_MARGIN_MS = 60_000
@@ -31,6 +34,13 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
    * this call marked it.
    */
   readonly reportAuthRevoked: (connectionId: string, reason?: string) => Effect.Effect<boolean, DatabaseUnavailable>
+  /**
+   * The profile's newest connection on `provider` that is not disconnected (possibly awaiting a
+   * reconnect): what a live call goes through (decision 0061).
+   */
+  readonly currentOf: (profileId: string, provider: string) => Effect.Effect<Option.Option<ConnectionRecord>, DatabaseUnavailable>
+  /** Live connections on a provider account (every profile): where a provider's push belongs. */
+  readonly liveForAccount: (provider: string, accountId: string) => Effect.Effect<ReadonlyArray<ConnectionRecord>, DatabaseUnavailable>
 }>()("svc/ConnectionSessions") {
   static readonly layer = Layer.effect(ConnectionSessions)(
     Effect.gen(function*() {
@@ -38,7 +48,7 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
       const outbox = yield* OutboxRepo
       const box = yield* SecretBox
       const oauth = yield* ProviderOAuth
-      const apps = yield* AdminRepo
+      const apps = yield* RegisteredApps
 
       const reportAuthRevoked = Effect.fn("ConnectionSessions.reportAuthRevoked")(function*(
         connectionId: string,
@@ -108,9 +118,17 @@ export class ConnectionSessions extends Context.Service<ConnectionSessions, {
         return { ...base, accessToken: refreshed.accessToken }
       })
 
-      return { session, reportAuthRevoked }
+      const currentOf = Effect.fn("ConnectionSessions.currentOf")(function*(profileId: string, provider: string) {
+        return yield* repo.currentOf(profileId, provider)
+      })
+
+      const liveForAccount = Effect.fn("ConnectionSessions.liveForAccount")(function*(provider: string, accountId: string) {
+        return yield* repo.liveForAccount(provider, accountId)
+      })
+
+      return { session, reportAuthRevoked, currentOf, liveForAccount }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, AdminRepo.layer]))
+  ).pipe(Layer.provide([ConnectionsRepo.layer, OutboxRepo.layer, RegisteredApps.layer]))
 }
 
 export const factsOf = (record: ConnectionRecord) => ({

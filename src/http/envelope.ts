@@ -174,7 +174,7 @@ const isApiError = (u: object): u is ApiError => {
 /**
  * Global router middleware: request id, body cap, envelope rendering, `X-Request-Id`.
  * Runs inside the server span, so it also names the span's request id. (The body cap while
- * reading a body is the platform's `MaxBodySize`, set once for the server in CoreServicesLive.)
+ * reading a body is the platform's `MaxBodySize`, set once for the server in CoreServicesLayer.)
  */
 export const EnvelopeMiddleware = HttpRouter.middleware(
   Effect.gen(function*() {

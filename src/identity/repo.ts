@@ -1,18 +1,14 @@
 /**
  * SQL of merge review: the proposer, the queue, merges and their undo (decision 0040); the owner
  * of `identity_links`, `merge_proposals` and `customer_merges` (DESIGN.md, "Table ownership").
- * A merge and its undo move the rows of other tables through their owners' repositories.
+ * A merge and its undo move the rows of other tables through their owners (src/identity/service.ts).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { TouchesRepo } from "../attribution/touches/repo.ts"
-import { CustomersRepo } from "./customers/repo.ts"
-import { EventsRepo } from "../attribution/conversions/repo.ts"
-import { PartnerRepo } from "../ingestion/partner/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
-import type { IdentifierKind } from "./customers/repo.ts"
+import type { IdentifierKind } from "./customers/identifiers.ts"
 
 const Identifier = Schema.Struct({ type: Schema.String, value: Schema.String })
 
@@ -129,14 +125,14 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
   readonly previewMoves: (survivorId: string, mergedId: string) => Repo<Moves>
   /** Locks the two customers (id order) and answers whether both are live. */
   readonly lockPair: (a: string, b: string) => Repo<boolean>
-  /** Moves everything of `mergedId` to `survivorId`, marks it merged, queues re-credit and recomputes first payments. */
-  readonly merge: (input: {
+  /** Records a merge with the ids of every row it moved or hid (the rows moved already). */
+  readonly recordMerge: (input: {
     readonly mergeId: string
     readonly profileId: string
     readonly survivorId: string
     readonly mergedId: string
     readonly proposalId: string | null
-  }) => Repo<Moved>
+  }, moved: Moved) => Repo<void>
   readonly setProposalStatus: (
     id: string,
     status: "open" | "snoozed" | "merged" | "dismissed",
@@ -146,10 +142,11 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
   /** Open or snoozed proposals naming the merged customer can no longer be decided: superseded. */
   readonly supersede: (mergedId: string, except: string | null) => Repo<void>
   readonly mergeById: (profileId: string, id: string, lock: boolean) => Repo<Option.Option<MergeRow>>
-  /** Puts back every row the merge moved, unmarks the merged customer, re-credits and recomputes both. */
-  readonly undo: (merge: MergeRow) => Repo<void>
+  /** Marks the merge undone (its rows were put back already). */
+  readonly markUndone: (mergeId: string) => Repo<void>
+  /** A merge's proposal after its undo: dismissed (the pair stays apart). */
+  readonly dismissProposal: (proposalId: string) => Repo<void>
   readonly history: (profileId: string, survivorId: string) => Repo<ReadonlyArray<MergeRow>>
-  readonly customerByKey: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
   /** Erasure: inferred visitor links to the customers go (they name the person's browsers). */
   readonly deleteLinksOf: (customerIds: ReadonlyArray<string>) => Repo<void>
   /** Erasure: merge proposals naming the customers lose their evidence (identifier values) and leave the queue. */
@@ -174,10 +171,6 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
   static readonly layer = Layer.effect(IdentityRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const customers = yield* CustomersRepo
-      const touches = yield* TouchesRepo
-      const events = yield* EventsRepo
-      const partner = yield* PartnerRepo
       const iso = (column: string) => isoTimestamp(sql, column)
       const proposalRows = decodeRows(ProposalRow)
       const firstProposal = decodeFirstRow(ProposalRow)
@@ -315,40 +308,17 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
           (rows) => rows.length === 2 && rows.every((row) => row.live)
         )
 
-      const merge = (input: {
+      const recordMerge = (input: {
         readonly mergeId: string
         readonly profileId: string
         readonly survivorId: string
         readonly mergedId: string
         readonly proposalId: string | null
-      }) =>
-        Effect.gen(function*() {
-          const { mergedId: m, survivorId: s } = input
-          const touchIds = yield* touches.moveToCustomer(m, s)
-          const eventIds = yield* events.moveEvents(m, s)
-          const conversionIds = yield* events.moveConversions(m, s)
-          const identifierIds = yield* customers.moveIdentifiers(m, s)
-          // One declared source per customer: the survivor's answer stands when both answered.
-          const declared = yield* partner.moveDeclaredSources(m, s)
-          const remerged = yield* customers.markMerged(m, s)
-          // The survivor's conversions are credited again by the attribution worker.
-          yield* events.recreditCustomers([s])
-          yield* events.recomputeFirstPayments([s, m])
-          const moved: Moved = {
-            touches: touchIds,
-            outcome_events: eventIds,
-            conversions: conversionIds.conversions,
-            payer_conversions: conversionIds.payer,
-            identifiers: identifierIds.moved,
-            hidden_identifiers: identifierIds.hidden,
-            declared_sources: declared,
-            remerged
-          }
-          yield* sql`
-            INSERT INTO customer_merges (id, profile_id, survivor_id, merged_id, proposal_id, moved)
-            VALUES (${input.mergeId}, ${input.profileId}, ${s}, ${m}, ${input.proposalId}, ${JSON.stringify(moved)}::jsonb)`
-          return moved
-        })
+      }, moved: Moved) =>
+        Effect.asVoid(sql`
+          INSERT INTO customer_merges (id, profile_id, survivor_id, merged_id, proposal_id, moved)
+          VALUES (${input.mergeId}, ${input.profileId}, ${input.survivorId}, ${input.mergedId}, ${input.proposalId},
+                  ${JSON.stringify(moved)}::jsonb)`)
 
       const setProposalStatus = (id: string, status: string, snoozedUntil: string | null, mergeId: string | null) =>
         Effect.asVoid(sql`
@@ -371,24 +341,10 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
           SELECT ${mergeColumns} FROM customer_merges g JOIN customers c ON c.id = g.merged_id
           WHERE g.profile_id = ${profileId} AND g.id = ${id} ${lock ? sql`FOR UPDATE OF g` : sql``}`)
 
-      const undo = (row: MergeRow) =>
-        Effect.gen(function*() {
-          const { merged_id: m, moved, survivor_id: s } = row
-          yield* touches.returnToCustomer(moved.touches, s, m)
-          yield* events.returnEvents(moved.outcome_events, s, m)
-          yield* events.returnConversions(moved.conversions, moved.payer_conversions, s, m)
-          yield* customers.restoreIdentifiers(m, moved.identifiers, moved.hidden_identifiers)
-          yield* partner.returnDeclaredSources(moved.declared_sources, m)
-          yield* customers.unmarkMerged(m, s, moved.remerged)
-          // Both customers' conversions are credited again by the attribution worker.
-          yield* events.recreditCustomers([s, m])
-          yield* events.recomputeFirstPayments([s, m])
-          yield* sql`UPDATE customer_merges SET undone_at = now() WHERE id = ${row.id}`
-          // The pair stays apart: a human said so. The proposer never reopens a dismissed pair.
-          if (row.proposal_id !== null) {
-            yield* sql`UPDATE merge_proposals SET status = 'dismissed', decided_at = now() WHERE id = ${row.proposal_id}`
-          }
-        })
+      const markUndone = (mergeId: string) => Effect.asVoid(sql`UPDATE customer_merges SET undone_at = now() WHERE id = ${mergeId}`)
+
+      const dismissProposal = (proposalId: string) =>
+        Effect.asVoid(sql`UPDATE merge_proposals SET status = 'dismissed', decided_at = now() WHERE id = ${proposalId}`)
 
       const history = (profileId: string, survivorId: string) =>
         mergeRows(sql`
@@ -501,11 +457,12 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
           sides,
           previewMoves,
           lockPair,
-          merge,
+          recordMerge,
           setProposalStatus,
           supersede,
           mergeById,
-          undo,
+          markUndone,
+          dismissProposal,
           history,
           deleteLinksOf,
           forgetProposalsOf,
@@ -513,9 +470,8 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
           rejectLink,
           acceptLink
         }),
-        customerByKey: customers.customerByKey,
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([CustomersRepo.layer, TouchesRepo.layer, EventsRepo.layer, PartnerRepo.layer]))
+  )
 }

@@ -30,7 +30,11 @@ import { AuditLog } from "../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../kernel/principal.ts"
 import { decodeCursor, pageOf } from "../platform/pagination.ts"
 import { HealthcareCheck } from "../accounts/healthcare.ts"
-import { IdentityRepo, type MergeRow, type ProposalRow, type SideRow } from "./repo.ts"
+import { IdentityRepo, type MergeRow, type Moved, type ProposalRow, type SideRow } from "./repo.ts"
+import { CustomersRepo } from "./customers/repo.ts"
+import { DeclaredSourcesRepo } from "./declared-sources/repo.ts"
+import { Conversions } from "../attribution/conversions/service.ts"
+import { Touches } from "../attribution/touches/service.ts"
 import { invalidQuery } from "../../schema/query-errors.ts"
 
 export const DEFAULT_SNOOZE_DAYS = 30
@@ -100,8 +104,68 @@ export class IdentityService extends Context.Service<IdentityService, {
   static readonly layer = Layer.effect(IdentityService)(
     Effect.gen(function*() {
       const repo = yield* IdentityRepo
+      const customers = yield* CustomersRepo
+      const declaredSources = yield* DeclaredSourcesRepo
+      const touches = yield* Touches
+      const conversions = yield* Conversions
       const audit = yield* AuditLog
       const healthcare = yield* HealthcareCheck
+
+      /**
+       * Moves everything of the merged customer to the survivor through each table's owner, marks
+       * it merged, queues re-credit, recomputes first payments and records the merge; in the
+       * caller's transaction.
+       */
+      const mergeCustomers = (input: {
+        readonly mergeId: string
+        readonly profileId: string
+        readonly survivorId: string
+        readonly mergedId: string
+        readonly proposalId: string | null
+      }) =>
+        Effect.gen(function*() {
+          const { mergedId: m, survivorId: s } = input
+          const touchIds = yield* touches.moveToCustomer(m, s)
+          const eventIds = yield* conversions.moveEvents(m, s)
+          const conversionIds = yield* conversions.moveConversions(m, s)
+          const identifierIds = yield* customers.moveIdentifiers(m, s)
+          // One declared source per customer: the survivor's answer stands when both answered.
+          const declared = yield* declaredSources.moveDeclaredSources(m, s)
+          const remerged = yield* customers.markMerged(m, s)
+          // The survivor's conversions are credited again by the attribution worker.
+          yield* conversions.recreditCustomers([s])
+          yield* conversions.recomputeFirstPayments([s, m])
+          const moved: Moved = {
+            touches: touchIds,
+            outcome_events: eventIds,
+            conversions: conversionIds.conversions,
+            payer_conversions: conversionIds.payer,
+            identifiers: identifierIds.moved,
+            hidden_identifiers: identifierIds.hidden,
+            declared_sources: declared,
+            remerged
+          }
+          yield* repo.recordMerge(input, moved)
+          return moved
+        })
+
+      /** Puts back every row the merge moved, unmarks the merged customer, re-credits and recomputes both; in the caller's transaction. */
+      const undoMerge = (row: MergeRow) =>
+        Effect.gen(function*() {
+          const { merged_id: m, moved, survivor_id: s } = row
+          yield* touches.returnToCustomer(moved.touches, s, m)
+          yield* conversions.returnEvents(moved.outcome_events, s, m)
+          yield* conversions.returnConversions(moved.conversions, moved.payer_conversions, s, m)
+          yield* customers.restoreIdentifiers(m, moved.identifiers, moved.hidden_identifiers)
+          yield* declaredSources.returnDeclaredSources(moved.declared_sources, m)
+          yield* customers.unmarkMerged(m, s, moved.remerged)
+          // Both customers' conversions are credited again by the attribution worker.
+          yield* conversions.recreditCustomers([s, m])
+          yield* conversions.recomputeFirstPayments([s, m])
+          yield* repo.markUndone(row.id)
+          // The pair stays apart: a human said so. The proposer never reopens a dismissed pair.
+          if (row.proposal_id !== null) yield* repo.dismissProposal(row.proposal_id)
+        })
 
       const noProposal = () => new NotFound({ message: "No merge proposal of this profile has this id.", reason: "merge_proposal_not_found" })
       const notLive = () =>
@@ -287,7 +351,7 @@ export class IdentityService extends Context.Service<IdentityService, {
             })
           }
           const mergeId = crypto.randomUUID()
-          const moved = yield* repo.merge({
+          const moved = yield* mergeCustomers({
             mergeId,
             profileId: profile.profileId,
             survivorId: arranged.value.survivor.id,
@@ -329,7 +393,7 @@ export class IdentityService extends Context.Service<IdentityService, {
         if (query.customer_profile_id !== undefined) {
           const sides = yield* repo.sides(profile.profileId, [query.customer_profile_id.toLowerCase()])
           customerId = Option.fromNullishOr(sides.get(query.customer_profile_id.toLowerCase())?.id)
-        } else customerId = yield* repo.customerByKey(profile.profileId, query.customer_key ?? "")
+        } else customerId = yield* customers.customerByKey(profile.profileId, query.customer_key ?? "")
         if (Option.isNone(customerId)) return yield* new CustomerNotFound({ message: "No customer of this profile matches." })
         return (yield* repo.history(profile.profileId, customerId.value)).map(renderHistory)
       })
@@ -353,7 +417,7 @@ export class IdentityService extends Context.Service<IdentityService, {
             })
           }
           yield* repo.lockPair(row.survivor_id, row.merged_id)
-          yield* repo.undo(row)
+          yield* undoMerge(row)
           yield* audit.record({
             actor,
             action: "customer.merge_undone",
@@ -371,5 +435,13 @@ export class IdentityService extends Context.Service<IdentityService, {
 
       return { scan, list, previewProposal, previewPair, decide, history, undo }
     })
-  ).pipe(Layer.provide([IdentityRepo.layer, AuditLog.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([
+    IdentityRepo.layer,
+    CustomersRepo.layer,
+    DeclaredSourcesRepo.layer,
+    Touches.layer,
+    Conversions.layer,
+    AuditLog.layer,
+    HealthcareCheck.layer
+  ]))
 }

@@ -81,3 +81,13 @@ export const rawNumberLiteral = (body: string, path: ReadonlyArray<string>): Opt
   }
   return value instanceof NumberText ? Option.some(value.text) : Option.none()
 }
+
+/** ISO-4217 currencies whose minor unit is not a hundredth (all others: 2 decimals). */
+const MINOR_EXPONENTS: Readonly<Record<string, number>> = {
+  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0, UYI: 0, VND: 0, VUV: 0,
+  XAF: 0, XOF: 0, XPF: 0,
+  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
+  CLF: 4, UYW: 4
+}
+
+export const minorExponent = (currency: string): number => MINOR_EXPONENTS[currency] ?? 2

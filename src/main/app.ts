@@ -47,8 +47,8 @@ import { OpsHandlers } from "../ops/handlers.ts"
 import { PartnerDataHandlers } from "../ingestion/partner/handlers.ts"
 import { AudiencesHandlers } from "../exports/audiences/handlers.ts"
 import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../accounts/people/handlers.ts"
-import { RpcLive } from "../rpc/server.ts"
-import { MetricsAtStart } from "./metrics.ts"
+import { RpcLayer } from "../rpc/server.ts"
+import { MetricsAtStartLayer } from "./metrics.ts"
 import { MetricsRoute } from "../ops/pages.ts"
 import { MembersHandlers } from "../accounts/members/handlers.ts"
 import { TenancyHandlers } from "../accounts/profiles/handlers.ts"
@@ -61,6 +61,7 @@ import { WebhookSubscriptionsHandlers } from "../webhooks/subscriptions/handlers
 import { ReportsHandlers } from "../analytics/reports/handlers.ts"
 import { DeprecationLayer } from "../http/versioning/middleware.ts"
 import { Api } from "./api.ts"
+import { PortsLayer } from "./ports.ts"
 // Inbox, email and calendar (issue 21, part 7).
 import { CalendarHandlers } from "../connections/calendar/handlers.ts"
 import { EmailHandlers } from "../messaging/email/handlers.ts"
@@ -77,7 +78,7 @@ import { PublishedDocument } from "../http/published-document.ts"
 import { EnvelopeLayer } from "../http/envelope.ts"
 import { IdempotencyLayer } from "../http/idempotency.ts"
 import { SchemaErrorsLayer } from "../http/schema-errors.ts"
-import { SandboxRoutesIfServed } from "../../sandbox/routes.ts"
+import { OptionalSandboxRoutes } from "../../sandbox/routes.ts"
 
 export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([
@@ -147,7 +148,9 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide([ChatAdsHandlers, ChatTemplatesHandlers]),
   // The agent surface (decision 0103).
   Layer.provide([McpHandlers]),
-  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer])
+  Layer.provide([AuthenticationLayer, SchemaErrorsLayer, DeprecationLayer, IdempotencyLayer, CsrfLayer]),
+  // What lower contexts call above them through ports (./ports.ts).
+  Layer.provide(PortsLayer)
 )
 
 /**
@@ -155,4 +158,4 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
  * the metrics a scraper sees from start-up (./metrics.ts),
  * and the sandbox providers under /sandbox/ when this process serves them.
  */
-export const HttpApp = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLive, EnvelopeLayer, SandboxRoutesIfServed, MetricsRoute, MetricsAtStart)
+export const AppRoutes = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLayer, EnvelopeLayer, OptionalSandboxRoutes, MetricsRoute, MetricsAtStartLayer)

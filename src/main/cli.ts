@@ -9,17 +9,18 @@ import { CreateOAuthApp } from "../../schema/admin.ts"
 import { AdminService } from "../accounts/admin/service.ts"
 import { AnalyticsImports, parseFxCsv, parseSpendCsv } from "../analytics/imports/service.ts"
 import { AnalyticsRollupSettings, AnalyticsRollups, defaultRollupSettings } from "../analytics/rollups/repo.ts"
-import { CredentialStoreLive } from "../accounts/credentials/service.ts"
+import { CredentialStoreLayer } from "../accounts/credentials/service.ts"
 import { Quickstart } from "../ops/onboarding/service.ts"
 import { People } from "../accounts/people/service.ts"
 import { PasswordLink, QuickstartBundle as QuickstartBundleSchema, type QuickstartBundle } from "../../schema/people.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DataDirLocked, type LockContents, readHolder } from "../platform/data-dir-lock.ts"
-import { CliDatabaseLive as DatabaseLive, DatabaseInfo } from "../platform/database.ts"
-import { RateLimiterLive } from "../platform/rate-limit.ts"
+import { CliDatabaseLayer as DatabaseLayer, DatabaseInfo } from "../platform/database.ts"
+import { RateLimiterLayer } from "../platform/rate-limit.ts"
 import { appliedMigrationId, latestMigrationId, migrate } from "../platform/migrator.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { RpcCredentials } from "../rpc/credentials/service.ts"
+import { ProfilePortsLayer } from "./ports.ts"
 import { settingsOrExit } from "../platform/startup.ts"
 import { VERSION } from "../platform/version.ts"
 
@@ -101,7 +102,7 @@ const dispatch = <E, R>(
   })
 
 /** Opens the database only for the commands that need it (not for --help). */
-const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, DatabaseLive)
+const withDatabase = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, DatabaseLayer)
 
 const migrateCommand = Command.make("migrate", {}, () =>
   dispatch("migrate", withDatabase(Effect.gen(function*() {
@@ -134,8 +135,8 @@ const withAdmin = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Effect.andThen(migrate, effect),
     AdminService.layer.pipe(
       // The credential cache a revocation clears is this process's own: harmless here.
-      Layer.provideMerge(Layer.merge(SecretBox.layer, CredentialStoreLive)),
-      Layer.provideMerge(DatabaseLive)
+      Layer.provideMerge(Layer.merge(SecretBox.layer, CredentialStoreLayer)),
+      Layer.provideMerge(DatabaseLayer)
     )
   )
 
@@ -202,7 +203,7 @@ const withAnalytics = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     Layer.merge(AnalyticsImports.layer, AnalyticsRollups.layer).pipe(
       // No background fiber in a one-shot command: `rebuild` drains by itself.
       Layer.provide(Layer.succeed(AnalyticsRollupSettings)({ ...defaultRollupSettings, enabled: false })),
-      Layer.provideMerge(DatabaseLive)
+      Layer.provideMerge(DatabaseLayer)
     )
   )
 
@@ -256,8 +257,10 @@ const withPeople = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(
     Effect.andThen(migrate, effect),
     Layer.merge(Quickstart.layer, People.layer).pipe(
-      Layer.provideMerge(Layer.mergeAll(SecretBox.layer, CredentialStoreLive, RateLimiterLive)),
-      Layer.provideMerge(DatabaseLive)
+      // Provisioning's tracking key and archiving reach above accounts (./ports.ts).
+      Layer.provide(ProfilePortsLayer),
+      Layer.provideMerge(Layer.mergeAll(SecretBox.layer, CredentialStoreLayer, RateLimiterLayer)),
+      Layer.provideMerge(DatabaseLayer)
     )
   )
 
@@ -379,7 +382,7 @@ const withRpcCredentials = <A, E extends { readonly message: string }, R>(name: 
         // A refusal (unknown scope, no such credential) is one line, as every CLI refusal.
         Effect.mapError((error) => new CliRefusal({ message: `rpc-credentials ${name}: ${error.message}` }))
       ),
-      RpcCredentials.layer.pipe(Layer.provideMerge(DatabaseLive))
+      RpcCredentials.layer.pipe(Layer.provideMerge(DatabaseLayer))
     )
   )
 

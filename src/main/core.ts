@@ -5,28 +5,29 @@
  */
 import { ByteSize, Effect, Layer } from "effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
-import { ClusterLive } from "../../cluster/runner.ts"
+import { ClusterLayer } from "../../cluster/runner.ts"
 import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
 import { AttributionWorker } from "../attribution/worker.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
 import { SyncWorker } from "../ingestion/sync/worker.ts"
 import { CreativeAnalysisWorker } from "../analytics/creatives/worker.ts"
-import { ExportPipeline, ExportWorkerLive } from "../exports/pipeline/service.ts"
+import { ExportPipeline, ExportWorkerLayer } from "../exports/pipeline/service.ts"
 import { PiiAccessLog } from "../kernel/audit/pii-access.ts"
-import { CredentialStoreLive } from "../accounts/credentials/service.ts"
+import { CredentialStoreLayer } from "../accounts/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
-import { DatabaseLive } from "../platform/database.ts"
+import { DatabaseLayer } from "../platform/database.ts"
 import { migrate } from "../platform/migrator.ts"
-import { RateLimiterLive } from "../platform/rate-limit.ts"
+import { RateLimiterLayer } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
-import { ProvidersLive } from "../connections/providers/layer.ts"
-import { WebhookWorkerLive } from "../webhooks/delivery/service.ts"
+import { ProvidersLayer } from "../connections/providers/layer.ts"
+import { WebhookWorkerLayer } from "../webhooks/delivery/service.ts"
 import { ReportWorker } from "../analytics/reports/worker.ts"
-import { QueueGaugesLive } from "../ops/service.ts"
+import { QueueGaugesLayer } from "../ops/service.ts"
 import { CustomerListRefresh } from "../exports/audiences/worker.ts"
+import { AttributionBackfillsLayer } from "./ports.ts"
 
 /** Applies pending migrations before anything else touches the database. */
-export const MigrationsLive = Layer.effectDiscard(
+export const MigrationsLayer = Layer.effectDiscard(
   Effect.tap(migrate, (applied) =>
     applied.length === 0
       ? Effect.logDebug("database schema is current")
@@ -34,7 +35,7 @@ export const MigrationsLive = Layer.effectDiscard(
 )
 
 /** The request-body cap every request reads while its body is consumed. */
-const RequestLimitsLive = Layer.unwrap(
+const RequestLimitsLayer = Layer.unwrap(
   AppConfig.useSync((settings) => Layer.succeed(HttpIncomingMessage.MaxBodySize)(ByteSize.bytes(settings.maxBodyBytes)))
 )
 
@@ -42,43 +43,43 @@ const RequestLimitsLive = Layer.unwrap(
  * Works the provider sync queue in the background (decision 0058), on the same provider layer as
  * the routes and the entities (shared by reference: one HTTP client, one bucket per connection).
  */
-const SyncLive = SyncWorker.layer.pipe(
+const SyncLayer = SyncWorker.layer.pipe(
   Layer.provide(ConnectionSessions.layer),
-  Layer.provide([ProvidersLive, SecretBox.layer])
+  Layer.provide([ProvidersLayer, SecretBox.layer])
 )
 
 /** Works the conversion-export queue in the background (decision 0075), on the same provider layer. */
-const ExportsLive = ExportWorkerLive.pipe(Layer.provideMerge(ExportPipeline.layer), Layer.provide([ProvidersLive, SecretBox.layer]))
+const ExportsLayer = ExportWorkerLayer.pipe(Layer.provideMerge(ExportPipeline.layer), Layer.provide([ProvidersLayer, SecretBox.layer]))
 /** Runs the reports' schedules in the background (decision 0086), on the same provider layer. */
-const ReportsLive = ReportWorker.layer.pipe(Layer.provide([ProvidersLive, SecretBox.layer]))
+const ReportsLayer = ReportWorker.layer.pipe(Layer.provide([ProvidersLayer, SecretBox.layer]))
 /** Refreshes enabled customer-list audiences daily (decision 0100), on the same provider layer. */
-const CustomerListRefreshLive = CustomerListRefresh.layer.pipe(Layer.provide([ProvidersLive, SecretBox.layer]))
+const CustomerListRefreshLayer = CustomerListRefresh.layer.pipe(Layer.provide([ProvidersLayer, SecretBox.layer]))
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
-export const CoreServicesLive = Layer.mergeAll(
-  ClusterLive,
+export const CoreServicesLayer = Layer.mergeAll(
+  ClusterLayer.pipe(Layer.provide(AttributionBackfillsLayer)),
   // The provider ports for the routes (the HandOff entity gets the same layer, shared by reference).
-  ProvidersLive,
+  ProvidersLayer,
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
-  SyncLive,
-  ExportsLive,
-  ReportsLive,
+  SyncLayer,
+  ExportsLayer,
+  ReportsLayer,
   // Keeps the analytics rollups caught up with the facts (decision 0041).
   AnalyticsRollups.layer,
   // Works the creative analysis queue (decision 0071).
   CreativeAnalysisWorker.layer,
   // Reads the durable queues' backlog into the metrics (decision 0084).
-  QueueGaugesLive,
-  RateLimiterLive,
-  CredentialStoreLive,
+  QueueGaugesLayer,
+  RateLimiterLayer,
+  CredentialStoreLayer,
   PiiAccessLog.layer,
-  RequestLimitsLive,
+  RequestLimitsLayer,
   SecretBox.layer,
   // Fans the outbox out to webhook subscriptions and works the delivery ladder (decision 0078).
-  WebhookWorkerLive.pipe(Layer.provide(SecretBox.layer)),
-  CustomerListRefreshLive
+  WebhookWorkerLayer.pipe(Layer.provide(SecretBox.layer)),
+  CustomerListRefreshLayer
 ).pipe(
-  Layer.provideMerge(MigrationsLive),
-  Layer.provideMerge(DatabaseLive)
+  Layer.provideMerge(MigrationsLayer),
+  Layer.provideMerge(DatabaseLayer)
 )

@@ -15,22 +15,22 @@ import type { ServeError } from "effect/http/HttpServerError"
 import { AppConfig, type AppSettings, sandboxWarning } from "../platform/config.ts"
 import { DataDirLock, DataDirLocked } from "../platform/data-dir-lock.ts"
 import { Lifecycle, watchStopSignals } from "../platform/lifecycle.ts"
-import { LoggingLive } from "../platform/logging.ts"
+import { LoggingLayer } from "../platform/logging.ts"
 import { settingsOrExit } from "../platform/startup.ts"
-import { TelemetryLive } from "../platform/telemetry.ts"
-import { HttpApp } from "./app.ts"
-import { CoreServicesLive } from "./core.ts"
+import { TelemetryLayer } from "../platform/telemetry.ts"
+import { AppRoutes } from "./app.ts"
+import { CoreServicesLayer } from "./core.ts"
 
 /** Traces and structured logs as the settings ask. */
-export const ObservabilityLive = Layer.merge(TelemetryLive, LoggingLive)
+export const ObservabilityLayer = Layer.merge(TelemetryLayer, LoggingLayer)
 
 export interface LaunchOptions<A, ROut, E, RIn> {
   readonly settings: AppSettings
-  /** The application to serve: `HttpApp`, or it with a test's routes or middleware. */
+  /** The application to serve: `AppRoutes`, or it with a test's routes or middleware. */
   readonly app: A
   /** Serves `app` on top of the core services. */
   readonly server: (app: A) => Layer.Layer<ROut, E, RIn>
-  /** Default: `ObservabilityLive`; a test passes its own exporter, logger or log level. */
+  /** Default: `ObservabilityLayer`; a test passes its own exporter, logger or log level. */
   readonly observability?: Layer.Layer<never, never, AppConfig>
   /** Default: a fresh one; the entry points pass the one their stop signals already reach. */
   readonly lifecycle?: Layer.Layer<Lifecycle>
@@ -39,13 +39,13 @@ export interface LaunchOptions<A, ROut, E, RIn> {
 /** The running service as one layer: its output keeps the configuration, lifecycle and core services. */
 export const launch = <A, ROut, E, RIn>(options: LaunchOptions<A, ROut, E, RIn>) =>
   options.server(options.app).pipe(
-    Layer.provideMerge(CoreServicesLive),
+    Layer.provideMerge(CoreServicesLayer),
     Layer.provideMerge(options.lifecycle ?? Lifecycle.layer),
-    Layer.provide(options.observability ?? ObservabilityLive),
+    Layer.provide(options.observability ?? ObservabilityLayer),
     Layer.provideMerge(AppConfig.layerWith(options.settings))
   )
 
-type AppServices = Exclude<Layer.Services<typeof HttpApp>, HttpRouter.HttpRouter>
+type AppServices = Exclude<Layer.Services<typeof AppRoutes>, HttpRouter.HttpRouter>
 
 /** Serves the built application until the scope closes; answers the port it listens on. */
 export type ServeWith<P> = (
@@ -62,7 +62,7 @@ export interface ServiceOptions<P> {
 }
 
 /** The entry points' server: the application is built first, then `serve` listens (decision 0049). */
-const listenAfterBuild = <P>(options: ServiceOptions<P>, settings: AppSettings) => (app: typeof HttpApp) =>
+const listenAfterBuild = <P>(options: ServiceOptions<P>, settings: AppSettings) => (app: typeof AppRoutes) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const httpEffect = yield* HttpRouter.toHttpEffect(app)
     const port = yield* options.serve(httpEffect, settings)
@@ -83,7 +83,7 @@ export const serviceMain = <P>(options: ServiceOptions<P>) =>
         })),
       Effect.provide(Lifecycle.layer),
       // For the lines written outside the pipe; the pipe's own is this one (memoised by reference, built once).
-      Effect.provide(ObservabilityLive),
+      Effect.provide(ObservabilityLayer),
       Effect.provide(AppConfig.layerWith(settings))
     )
   })
@@ -97,7 +97,7 @@ const running = <P>(options: ServiceOptions<P>, settings: AppSettings) =>
     if (Option.isSome(warning)) yield* Effect.logWarning(warning.value)
     const serving = Layer.launch(launch({
       settings,
-      app: HttpApp,
+      app: AppRoutes,
       server: listenAfterBuild(options, settings),
       lifecycle: Layer.succeed(Lifecycle)(lifecycle)
     }))

@@ -25,7 +25,7 @@ export const rateLimitedRoutes = (): ReadonlyArray<string> => {
 }
 
 /** Registers each series at its zero (reading a series registers it; an existing one is left as it is). */
-export const MetricsAtStart = Layer.effectDiscard(Effect.all([
+export const MetricsAtStartLayer = Layer.effectDiscard(Effect.all([
   ...rateLimitedRoutes().map((route) => Metric.value(Metric.withAttributes(rateLimitRejections, { "http.route": route }))),
   Metric.value(recorderBatchSize),
   ...["committed", "failed"].map((outcome) => Metric.value(Metric.withAttributes(recorderCommitDuration, { "svc.outcome": outcome }))),

@@ -60,6 +60,25 @@ export class Health extends Context.Service<Health, {
   ).pipe(Layer.provide(DatabaseProbe.layer))
 }
 
+/**
+ * The database as a status report tells it (the RPC `ServiceStatus`): the id of the last applied
+ * migration, or undefined when the database failed or did not answer within two seconds. Never fails.
+ */
+export class DatabaseStatus extends Context.Service<DatabaseStatus, {
+  readonly appliedMigration: Effect.Effect<number | undefined>
+}>()("svc/DatabaseStatus") {
+  static readonly layer = Layer.effect(DatabaseStatus)(
+    Effect.gen(function*() {
+      const probe = yield* DatabaseProbe
+      const appliedMigration = probe.appliedMigration.pipe(
+        Effect.timeoutOrElse({ duration: "2 seconds", orElse: () => Effect.succeed(undefined) }),
+        Effect.catchTag("DatabaseUnavailable", () => Effect.succeed(undefined))
+      )
+      return { appliedMigration }
+    })
+  ).pipe(Layer.provide(DatabaseProbe.layer))
+}
+
 /** How often each runner reads the queue backlogs (every runner reports the same figures: take the max across runners). */
 const BACKLOG_POLL = "15 seconds"
 
@@ -68,7 +87,7 @@ const BACKLOG_POLL = "15 seconds"
  * and `svc.rollup.lag`, read every 15 s by a background fiber. A database outage skips a reading
  * (the gauges keep their last value; `/readyz` tells the outage).
  */
-export const QueueGaugesLive = Layer.effectDiscard(
+export const QueueGaugesLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const backlogs = yield* QueueBacklogs
     const info = yield* DatabaseInfo

@@ -109,10 +109,10 @@ const databaseFor = (opener: LockContents["kind"]): Layer.Layer<PgClient.PgClien
   )
 
 /** PostgreSQL when `DATABASE_URL` is set, the embedded database otherwise (held by this serving process). */
-export const DatabaseLive = databaseFor("service")
+export const DatabaseLayer = databaseFor("service")
 
 /** The same database for a one-shot CLI command: an embedded one is held as `cli` while it runs. */
-export const CliDatabaseLive = databaseFor("cli")
+export const CliDatabaseLayer = databaseFor("cli")
 
 /**
  * A column of nullable values as one array parameter (for `unnest(...::type[])`). The driver

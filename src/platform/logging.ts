@@ -53,7 +53,7 @@ export const jsonLogger: Logger.Logger<unknown, string> = Logger.make((options) 
 export const loggersFor = (format: "json" | "pretty") =>
   [format === "json" ? Logger.withConsoleLog(jsonLogger) : Logger.consolePretty(), Logger.tracerLogger] as const
 
-export const LoggingLive: Layer.Layer<never, never, AppConfig> = Layer.unwrap(
+export const LoggingLayer: Layer.Layer<never, never, AppConfig> = Layer.unwrap(
   AppConfig.useSync((settings) =>
     Layer.merge(
       Logger.layer(loggersFor(settings.logFormat)),

@@ -7,7 +7,7 @@
  *   With `publicOnly` the URL is held to the public-host rule (./public-host.ts): its host is
  *   resolved and classified and the request connects to the address that was checked (the host
  *   name only in `Host` and TLS SNI), so a reused socket always leads to a checked address.
- * - `OutboundHttp.layer`: the same client as an `HttpClient` (the provider ports' ProviderHttp).
+ * - `OutboundHttpLayer`: the same client as an `HttpClient` (the provider ports' ProviderHttp).
  *
  * Connections are pooled by the address connected to, its port and, for TLS, the server name;
  * idle sockets close after 4 s, before the usual 5 s idle limit of a receiver's server.
@@ -146,7 +146,5 @@ export const outboundHttpClient: HttpClient.HttpClient = HttpClient.make((reques
   )
 })
 
-export class OutboundHttp {
-  /** The outbound client as the `HttpClient` service. */
-  static readonly layer = Layer.succeed(HttpClient.HttpClient)(outboundHttpClient)
-}
+/** The outbound client as the `HttpClient` service. */
+export const OutboundHttpLayer = Layer.succeed(HttpClient.HttpClient)(outboundHttpClient)

@@ -1,5 +1,7 @@
 /** Keyset cursors: opaque to clients, `(created_at, id)` inside. */
-import { Option } from "effect"
+import { Effect, Option } from "effect"
+import type { InvalidParameter } from "../../schema/errors.ts"
+import { invalidQuery } from "../../schema/query-errors.ts"
 import { parseJsonOrUndefined } from "./json.ts"
 
 export interface Keyset {
@@ -18,6 +20,21 @@ export const decodeCursor = (cursor: string | undefined): Option.Option<Keyset> 
     return Option.some({ createdAt: parsed[0], id: parsed[1] })
   }
   return Option.none()
+}
+
+/**
+ * A list's `cursor` parameter where a cursor it did not answer is refused rather than restarted:
+ * none when absent or empty; the keyset when it decodes and `valid` accepts it; otherwise
+ * `refusal` (by default 400 `invalid_parameter:cursor`, "Not a cursor this list answered").
+ */
+export const parseCursor = (
+  cursor: string | undefined,
+  valid: (keyset: Keyset) => boolean,
+  refusal: () => InvalidParameter = () => invalidQuery("cursor", "Not a cursor this list answered; start again without it")
+): Effect.Effect<Option.Option<Keyset>, InvalidParameter> => {
+  if (cursor === undefined || cursor === "") return Effect.succeed(Option.none())
+  const keyset = Option.filter(decodeCursor(cursor), valid)
+  return Option.isSome(keyset) ? Effect.succeed(keyset) : Effect.fail(refusal())
 }
 
 export const DEFAULT_PAGE_SIZE = 50

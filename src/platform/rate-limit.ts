@@ -118,7 +118,7 @@ const layerMemory: Layer.Layer<RateLimiter.RateLimiter> = Layer.effect(RateLimit
  * The rate limiter's counters: in memory for one process, in Redis (`REDIS_URL`) when
  * several runners must share them.
  */
-export const RateLimiterLive: Layer.Layer<RateLimiter.RateLimiter, unknown, AppConfig> = Layer.unwrap(
+export const RateLimiterLayer: Layer.Layer<RateLimiter.RateLimiter, unknown, AppConfig> = Layer.unwrap(
   AppConfig.useSync((settings) =>
     Option.match(settings.redisUrl, {
       onNone: () => layerMemory,

@@ -93,7 +93,7 @@ export const TracingDisabled: Layer.Layer<never> = Layer.merge(
 )
 
 /** OTLP/HTTP exporter when an endpoint is configured, tracing switched off otherwise. */
-export const TelemetryLive: Layer.Layer<never, never, AppConfig> = Layer.unwrap(
+export const TelemetryLayer: Layer.Layer<never, never, AppConfig> = Layer.unwrap(
   AppConfig.useSync((settings) =>
     Option.match(settings.otel.endpoint, {
       onNone: () => TracingDisabled,

@@ -48,7 +48,7 @@ const bucketOf = (credential: CredentialRow, policy: RpcPolicyShape) => ({
   exceeded: { message: `Rate limit of ${credential.rate_limit_per_minute} requests per minute exceeded.` }
 })
 
-export const RpcAuthLive = Layer.effect(RpcAuth)(
+export const RpcAuthLayer = Layer.effect(RpcAuth)(
   Effect.gen(function*() {
     const { rpcToken } = yield* AppConfig
     const credentials = yield* RpcCredentials

@@ -25,22 +25,20 @@ import { type IngestBatchItem, RecordedFeedItem, ServiceRpcs, type ServiceStatus
 import { CampaignsService } from "../analytics/campaigns/service.ts"
 import { AnalyticsService } from "../analytics/overview/service.ts"
 import { AttributionJobs } from "../attribution/recompute/service.ts"
-import { CredentialStore, Principal, type PrincipalShape, type ProfileContext } from "../kernel/principal.ts"
+import { Principal, type PrincipalShape, type ProfileContext } from "../kernel/principal.ts"
 import { CustomersService } from "../identity/customers/service.ts"
 import { EventsService } from "../ingestion/events/outcomes/service.ts"
 import { OutcomeReplay } from "../ingestion/events/replay/service.ts"
 import { TrackingService } from "../ingestion/tracking/tracker/service.ts"
-import { TenancyRepo } from "../accounts/profiles/repo.ts"
-import { CurrentRequestId } from "../platform/request-id.ts"
-import { NotFound } from "../../schema/errors.ts"
+import { EntitlementSwitch } from "../accounts/profiles/set-entitlement.ts"
 import { DatabaseInfo } from "../platform/database.ts"
 import { encodeCursor } from "../platform/pagination.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
-import { DatabaseProbe } from "../ops/repo.ts"
+import { DatabaseStatus } from "../ops/service.ts"
 import { layerMsgPack } from "./msgpack.ts"
 import { VERSION } from "../platform/version.ts"
 import { rpcServerSpans } from "../platform/tracing.ts"
-import { RpcAuthLive, RpcCaller } from "./auth.ts"
+import { RpcAuthLayer, RpcCaller } from "./auth.ts"
 import { RpcCredentials } from "./credentials/service.ts"
 import { RpcCredentialsRepo } from "./credentials/repo.ts"
 
@@ -78,22 +76,16 @@ const caller: Effect.Effect<{ readonly principal: PrincipalShape; readonly profi
 const asCaller = <A, E, R>(run: (principal: PrincipalShape, profile: ProfileContext) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(caller, ({ principal, profile }) => Effect.provideService(run(principal, profile), Principal, principal))
 
-const ServiceHandlersLive = ServiceRpcs.toLayer(
+const ServiceHandlersLayer = ServiceRpcs.toLayer(
   Effect.gen(function*() {
     const makeProfile = yield* Profile.client
     const clusterStatus = yield* ClusterStatus
     const database = yield* DatabaseInfo
-    const databaseProbe = yield* DatabaseProbe
-
-    const probeDatabase = databaseProbe.appliedMigration.pipe(
-      Effect.map((applied) => ({ applied })),
-      Effect.timeoutOrElse({ duration: "2 seconds", orElse: () => Effect.succeed(undefined) }),
-      Effect.catchTag("DatabaseUnavailable", () => Effect.succeed(undefined))
-    )
+    const databaseStatus = yield* DatabaseStatus
 
     const serviceStatus = Effect.fn("Rpc.ServiceStatus")(function*() {
-      const probe = yield* probeDatabase
-      const cluster = probe === undefined
+      const applied = yield* databaseStatus.appliedMigration
+      const cluster = applied === undefined
         ? yield* clusterStatus.local
         : yield* clusterStatus.status.pipe(Effect.catchTag("DatabaseUnavailable", () => clusterStatus.local))
       const status: ServiceStatusInfo = {
@@ -101,8 +93,8 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
         database: {
           mode: database.mode,
           location: database.location,
-          reachable: probe !== undefined,
-          migrations: { applied: probe?.applied ?? null, latest: latestMigrationId }
+          reachable: applied !== undefined,
+          migrations: { applied: applied ?? null, latest: latestMigrationId }
         },
         cluster
       }
@@ -116,7 +108,7 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
     const customers = yield* CustomersService
     const jobs = yield* AttributionJobs
     const tracking = yield* TrackingService
-    const tenancy = yield* TenancyRepo
+    const entitlements = yield* EntitlementSwitch
 
     /** The feed: replay pages from the cursor, each event with the cursor after it; polls once caught up. */
     const recordedFeed = (
@@ -198,46 +190,13 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
       ReplayStatusGet: () => asCaller((_, profile) => Effect.map(jobs.replayStatus(profile), (data) => ({ data }))),
       EntitlementsSet: ({ change }) =>
         asCaller((principal, profile) =>
-          Effect.gen(function*() {
-            const app = yield* tenancy.provisioningAppOf(profile.profileId)
-            if (Option.isNone(app)) return yield* new NotFound({ message: "No such profile." })
-            // The HTTP route's path: the Profile entity, one change of a profile at a time, on its runner.
-            const result = yield* routeProfileCall(
-              makeProfile(profile.profileId).SetEntitlement({
-                app_id: app.value.app_id,
-                client_id: app.value.client_id,
-                request_id: yield* CurrentRequestId,
-                enabled: change.enabled,
-                ...(change.privacy_mode === undefined ? {} : { privacy_mode: change.privacy_mode }),
-                ...(change.as_of === undefined ? {} : { as_of: change.as_of }),
-                ...(principal.kind === "service" ? { service_credential_id: principal.credentialId } : {})
-              }),
-              "outcome_unknown"
-            )
-            // As the HTTP route: this runner re-reads the credentials the change revoked or unlocked at once.
-            // (Optional: the cluster-only test server runs without the HTTP credential store.)
-            const store = yield* Effect.serviceOption(CredentialStore)
-            if (Option.isSome(store) && (result.changed || result.revoked_keys !== undefined)) yield* store.value.forget
-            return {
-              data: {
-                profile_id: result.profile_id,
-                feature: result.feature,
-                enabled: result.enabled,
-                changed: result.changed,
-                ...(result.ignored_stale === true ? { ignored_stale: true as const } : {})
-              },
-              meta: { profile_id: result.profile_id },
-              ...(result.revoked_keys === undefined || result.privacy_mode === undefined
-                ? {}
-                : { grant: { revoked_keys: result.revoked_keys, privacy_mode: result.privacy_mode } })
-            }
-          })),
+          entitlements.setForProvisioningApp(profile.profileId, change, principal.kind === "service" ? principal.credentialId : undefined)),
       OutcomesRecordedFeed: ({ cursor, page_size }) =>
         Stream.unwrap(Effect.map(caller, ({ principal, profile }) => recordedFeed(principal, profile, cursor, page_size ?? 200)))
     })
   })
 ).pipe(Layer.provide([
-  DatabaseProbe.layer,
+  DatabaseStatus.layer,
   EventsService.layer,
   OutcomeReplay.layer,
   AnalyticsService.layer,
@@ -245,7 +204,7 @@ const ServiceHandlersLive = ServiceRpcs.toLayer(
   CustomersService.layer,
   AttributionJobs.layer,
   TrackingService.layer,
-  TenancyRepo.layer
+  EntitlementSwitch.layer
 ]))
 
 const serve = (path: "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/rpc/msgpack" | "/rpc/ws/msgpack") =>
@@ -309,7 +268,7 @@ const serverOn = (protocol: RpcServer.Protocol["Service"]) =>
   RpcServer.layer(ServiceRpcs, rpcServerSpans("ServiceRpcs")).pipe(Layer.provide(Layer.succeed(RpcServer.Protocol)(protocol)))
 
 /** `POST /rpc`: NDJSON (framed) or plain JSON by the request's Content-Type, one route. */
-const serveHttpJson = Layer.unwrap(Effect.gen(function*() {
+const HttpJsonRoutes = Layer.unwrap(Effect.gen(function*() {
   const framed = yield* RpcServer.makeProtocolWithHttpEffect().pipe(
     Effect.provideService(RpcSerialization.RpcSerialization, RpcSerialization.ndjson)
   )
@@ -323,9 +282,9 @@ const serveHttpJson = Layer.unwrap(Effect.gen(function*() {
 }))
 
 /** Serves `ServiceRpcs` on the application's HttpRouter, on every transport and serialisation. */
-export const RpcLive = Layer.mergeAll(serveHttpJson, serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
+export const RpcLayer = Layer.mergeAll(HttpJsonRoutes, serve("/rpc/binary"), serve("/rpc/ws"), serve("/rpc/ws/binary"),
   serve("/rpc/msgpack"), serve("/rpc/ws/msgpack")).pipe(
-  Layer.provide([ServiceHandlersLive, RpcAuthLive]),
+  Layer.provide([ServiceHandlersLayer, RpcAuthLayer]),
   Layer.provide(RpcCredentials.layer),
   Layer.provide(RpcCredentialsRepo.layer)
 )

@@ -10,31 +10,31 @@ import { Context, Effect, Fiber, Layer, References, Tracer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createServer } from "node:http"
-import { HttpApp } from "../../src/main/app.ts"
+import { AppRoutes } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
 import { operationOf } from "../../src/platform/db-metrics.ts"
 import { AppConfig } from "../../src/platform/config.ts"
-import { TelemetryLive } from "../../src/platform/telemetry.ts"
+import { TelemetryLayer } from "../../src/platform/telemetry.ts"
 import { currentTraceContext } from "../../src/platform/tracing.ts"
 import { call, OPERATOR_TOKEN, TestServer, testSettings } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 
 const settings = testSettings()
 
-/** The service as `serviceMain` runs it without an OTLP endpoint: TelemetryLive, no exporter. */
+/** The service as `serviceMain` runs it without an OTLP endpoint: TelemetryLayer, no exporter. */
 const Untraced = launch({
   settings,
-  app: HttpApp,
+  app: AppRoutes,
   server: (app) =>
     HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
     ),
-  observability: Layer.merge(TelemetryLive, Layer.succeed(References.MinimumLogLevel)("Warn"))
+  observability: Layer.merge(TelemetryLayer, Layer.succeed(References.MinimumLogLevel)("Warn"))
 })
 
-/** Runs `effect` as the service's own fibers run: under TelemetryLive without an endpoint (the test's fiber has its own tracer otherwise). */
+/** Runs `effect` as the service's own fibers run: under TelemetryLayer without an endpoint (the test's fiber has its own tracer otherwise). */
 const asService = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provide(effect, TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(settings))))
+  Effect.provide(effect, TelemetryLayer.pipe(Layer.provide(AppConfig.layerWith(settings))))
 
 const App = Layer.effect(TestServer)(
   Effect.map(HttpServer.HttpServer, (server) => ({ url: HttpServer.formatAddress(server.address) }))

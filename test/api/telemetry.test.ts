@@ -15,11 +15,11 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { HttpApp } from "../../src/main/app.ts"
+import { AppRoutes } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
 import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/config.ts"
-import { jsonLogger, LoggingLive } from "../../src/platform/logging.ts"
-import { annotateRequestSpan, parseKeyValueList, TelemetryLive, TelemetryTest } from "../../src/platform/telemetry.ts"
+import { jsonLogger, LoggingLayer } from "../../src/platform/logging.ts"
+import { annotateRequestSpan, parseKeyValueList, TelemetryLayer, TelemetryTest } from "../../src/platform/telemetry.ts"
 import { cleanTracestate, CurrentTraceState, currentTraceContext, parentFromW3c, withLinkedJobSpan } from "../../src/platform/tracing.ts"
 import { ReportWorker } from "../../src/analytics/reports/worker.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
@@ -59,12 +59,12 @@ const TracedApp = Layer.unwrap(
     })
     return launch({
       settings,
-      app: HttpApp,
+      app: AppRoutes,
       server: (app) =>
         HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
           Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
         ),
-      observability: Layer.merge(TelemetryTest(exporter), LoggingLive)
+      observability: Layer.merge(TelemetryTest(exporter), LoggingLayer)
     })
   })
 )
@@ -406,7 +406,7 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
 
 const baseSettings = settingsFrom({ SVC_DATA_DIR: "/nonexistent", LOG_LEVEL: "Info" })
 
-describe("TelemetryLive", () => {
+describe("TelemetryLayer", () => {
   it.effect("without an endpoint installs only the placeholder tracer of the database metrics: nothing is recorded or propagated", () =>
     Effect.gen(function*() {
       const settings = yield* baseSettings
@@ -416,7 +416,7 @@ describe("TelemetryLive", () => {
           yield* Effect.withSpan(Effect.currentSpan, "probe"),
           yield* currentTraceContext.pipe(Effect.withSpan("GET /probe", { kind: "server" }))
         ] as const
-      }).pipe(Effect.provide(TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(settings)))))
+      }).pipe(Effect.provide(TelemetryLayer.pipe(Layer.provide(AppConfig.layerWith(settings)))))
       assert.notStrictEqual(tracer, Tracer.nativeTracer)
       assert.isTrue(Context.get(span.annotations, Tracer.DisablePropagation))
       assert.strictEqual(span.traceId, "noop")
@@ -435,7 +435,7 @@ describe("TelemetryLive", () => {
       const [tracer, enabled] = yield* Effect.gen(function*() {
         return [yield* Tracer.Tracer, yield* References.TracerEnabled] as const
       }).pipe(
-        Effect.provide(TelemetryLive.pipe(Layer.provide(AppConfig.layerWith(withEndpoint))))
+        Effect.provide(TelemetryLayer.pipe(Layer.provide(AppConfig.layerWith(withEndpoint))))
       )
       assert.notStrictEqual(tracer, Tracer.nativeTracer)
       assert.isTrue(enabled)
@@ -507,7 +507,7 @@ describe("TelemetryLive", () => {
   })
 })
 
-describe("LoggingLive", () => {
+describe("LoggingLayer", () => {
   const capture = (lines: Array<string>) =>
     Logger.layer([Logger.make((options) => lines.push(jsonLogger.log(options)))])
 
@@ -552,7 +552,7 @@ describe("LoggingLive", () => {
       yield* Effect.gen(function*() {
         yield* Effect.logInfo("filtered out")
         yield* Effect.logWarning("kept", { detail: 1 })
-      }).pipe(Effect.provide(LoggingLive.pipe(Layer.provide(AppConfig.layerWith(settings)))))
+      }).pipe(Effect.provide(LoggingLayer.pipe(Layer.provide(AppConfig.layerWith(settings)))))
       const lines = yield* TestConsole.logLines
       assert.strictEqual(lines.length, 1)
       const line = String(lines[0])

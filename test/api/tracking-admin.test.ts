@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { request } from "node:http"
 import { call, serveApp, testSettings, TestServer, withoutRequestId } from "../support/app.ts"
-import { DnsServer, DnsServerLive } from "../support/dns-server.ts"
+import { DnsServer, DnsServerLayer } from "../support/dns-server.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
@@ -108,7 +108,7 @@ const uniqueHost = (label: string) => `${label}-${crypto.randomUUID().slice(0, 8
 const TestLayer = Layer.unwrap(
   Effect.map(DnsServer, (dns) =>
     serveApp(testSettings({ baseUrl: BASE_URL, dnsServers: [`127.0.0.1:${dns.port}`] })))
-).pipe(Layer.provideMerge(DnsServerLive))
+).pipe(Layer.provideMerge(DnsServerLayer))
 
 layer(TestLayer, { timeout: "90 seconds", excludeTestServices: true })("tracker installation and diagnostics", (it) => {
   describe("installers", () => {

@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { Agent } from "node:http"
 import { availableParallelism } from "node:os"
 import { AppConfig } from "../../src/platform/config.ts"
-import { DatabaseLive } from "../../src/platform/database.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
 import { migrate } from "../../src/platform/migrator.ts"
 import { migratedDataDir, testSettings } from "../support/app.ts"
 import { seedEventsProfile } from "../support/events.ts"
@@ -34,7 +34,7 @@ const onDatabase = <A, E>(target: { readonly env: Record<string, string> }, effe
     dataDir: target.env["SVC_DATA_DIR"] ?? migratedDataDir("shutdown")
   })
   // Migrated first: this file may be the first of a run on a fresh database.
-  return Effect.runPromise(Effect.andThen(migrate, effect).pipe(Effect.provide(DatabaseLive), Effect.provide(AppConfig.layerWith(settings)), Effect.scoped))
+  return Effect.runPromise(Effect.andThen(migrate, effect).pipe(Effect.provide(DatabaseLayer), Effect.provide(AppConfig.layerWith(settings)), Effect.scoped))
 }
 
 /** A process spinning on one core until killed. */

@@ -6,7 +6,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { createHmac } from "node:crypto"
-import { CardGatewayLive } from "../../src/connections/providers/cardgw/live.ts"
+import { CardGatewayAdapter } from "../../src/connections/providers/cardgw/live.ts"
 import { CardGateway } from "../../src/connections/providers/cardgw/port.ts"
 import { CardgwWorld } from "../../sandbox/cardgw/world.ts"
 import { serveApp, testSettings } from "../support/app.ts"
@@ -24,8 +24,8 @@ const signedWell = (headers: Record<string, string | Array<string> | undefined>,
 
 // Pushes go to a callbackCatcher on 127.0.0.1: an origin the operator opens (decision 0109).
 const settings = testSettings({ providers: { ...testSettings().providers, ...LOOPBACK_CALLBACKS } })
-// Fresh: the app built CardGatewayLive already (layers are memoised by reference) over its own client.
-const app = Layer.fresh(CardGatewayLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
+// Fresh: the app built CardGatewayAdapter already (layers are memoised by reference) over its own client.
+const app = Layer.fresh(CardGatewayAdapter).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox cardgw through the CardGateway port", (it) => {
   it.effect("seeded payments, deterministic, listed since a time and read one by one; a 500 is retried", () =>

@@ -7,7 +7,7 @@
 import { assert, describe, it as plainIt, layer } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { createHmac } from "node:crypto"
-import { CommerceLive } from "../../src/connections/providers/commerce/live.ts"
+import { CommerceAdapter } from "../../src/connections/providers/commerce/live.ts"
 import { Commerce } from "../../src/connections/providers/commerce/port.ts"
 import { parseShop } from "../../src/connections/providers/commerce/shop.ts"
 import { CommerceWorld, SEEDED_SHOP } from "../../sandbox/commerce/world.ts"
@@ -53,8 +53,8 @@ describe("commerce shop forms", () => {
 
 // Pushes go to a callbackCatcher on 127.0.0.1: an origin the operator opens (decision 0109).
 const settings = testSettings({ providers: { ...testSettings().providers, ...LOOPBACK_CALLBACKS } })
-// Fresh: the app built CommerceLive already (layers are memoised by reference) over its own client.
-const app = Layer.fresh(CommerceLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
+// Fresh: the app built CommerceAdapter already (layers are memoised by reference) over its own client.
+const app = Layer.fresh(CommerceAdapter).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox commerce through the Commerce port", (it) => {
   it.effect("the seeded shop is what the sandbox serves; a consent names its shop in any form", () =>

@@ -7,7 +7,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { createHmac } from "node:crypto"
-import { CrmLive } from "../../src/connections/providers/crm/live.ts"
+import { CrmAdapter } from "../../src/connections/providers/crm/live.ts"
 import { Crm } from "../../src/connections/providers/crm/port.ts"
 import { CrmWorld } from "../../sandbox/crm/world.ts"
 import { type HttpResult, serveApp, testSettings } from "../support/app.ts"
@@ -26,8 +26,8 @@ const signedWell = (headers: Record<string, string | Array<string> | undefined>,
 
 // Pushes go to a callbackCatcher on 127.0.0.1: an origin the operator opens (decision 0109).
 const settings = testSettings({ providers: { ...testSettings().providers, ...LOOPBACK_CALLBACKS } })
-// Fresh: the app built CrmLive already (layers are memoised by reference) over its own client.
-const app = Layer.fresh(CrmLive).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
+// Fresh: the app built CrmAdapter already (layers are memoised by reference) over its own client.
+const app = Layer.fresh(CrmAdapter).pipe(Layer.provideMerge(providerHttpLayer), Layer.provideMerge(serveApp(settings)))
 
 layer(app, { timeout: "90 seconds", excludeTestServices: true })("sandbox crm through the Crm port", (it) => {
   it.effect("the seeded world is deterministic and is what the sandbox serves", () =>

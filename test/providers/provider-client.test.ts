@@ -5,8 +5,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted, Stream, Tracer } from "effect"
-import { OutboundHttp } from "../../src/platform/outbound-http.ts"
-import { AdPlatformLive } from "../../src/connections/providers/adplatform/live.ts"
+import { OutboundHttpLayer } from "../../src/platform/outbound-http.ts"
+import { AdPlatformAdapter } from "../../src/connections/providers/adplatform/live.ts"
 import { AdPlatform } from "../../src/connections/providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../../src/connections/providers/endpoints.ts"
 import { DEFAULT_PROVIDER_HTTP, ProviderHttp, type ProviderHttpOptions } from "../../src/connections/providers/http.ts"
@@ -15,10 +15,10 @@ import { TestServer } from "../support/app.ts"
 import { sandboxControl, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 
 const client = (options: Partial<ProviderHttpOptions> = {}) =>
-  // Fresh: the app built AdPlatformLive already (layers are memoised by reference) over its own client.
-  Layer.fresh(AdPlatformLive).pipe(
+  // Fresh: the app built AdPlatformAdapter already (layers are memoised by reference) over its own client.
+  Layer.fresh(AdPlatformAdapter).pipe(
     Layer.provideMerge(ProviderHttp.layerWith({ ...DEFAULT_PROVIDER_HTTP, ...options })),
-    Layer.provide(OutboundHttp.layer),
+    Layer.provide(OutboundHttpLayer),
     Layer.provideMerge(ProviderEndpoints.layer)
   )
 

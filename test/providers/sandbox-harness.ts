@@ -5,7 +5,7 @@
  * test/support/providers.ts `callbackCatcher`.
  */
 import { Effect, Layer, Option, Redacted } from "effect"
-import { OutboundHttp } from "../../src/platform/outbound-http.ts"
+import { OutboundHttpLayer } from "../../src/platform/outbound-http.ts"
 import { ProviderEndpoints, sandboxClientId } from "../../src/connections/providers/endpoints.ts"
 import { DEFAULT_PROVIDER_HTTP, ProviderHttp } from "../../src/connections/providers/http.ts"
 import type { ProviderSession } from "../../src/connections/providers/oauth/port.ts"
@@ -89,7 +89,7 @@ export const providerHttpLayer = Layer.unwrap(Effect.map(TestServer, ({ url }) =
       }),
       sandboxWorlds: Option.none()
     })),
-    Layer.provide(OutboundHttp.layer)
+    Layer.provide(OutboundHttpLayer)
   )
 ))
 

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Option } from "effect"
-import { OutboundHttp } from "../../src/platform/outbound-http.ts"
+import { OutboundHttpLayer } from "../../src/platform/outbound-http.ts"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -34,7 +34,7 @@ const fakeProvider = Effect.acquireRelease(
 
 const clientFor = (baseUrl: string) =>
   ProviderHttp.layerWith(DEFAULT_PROVIDER_HTTP).pipe(
-    Layer.provide(OutboundHttp.layer),
+    Layer.provide(OutboundHttpLayer),
     Layer.provide(Layer.succeed(ProviderEndpoints)({
       offered: () => true,
       endpoint: () => ({ baseUrl, clientId: "client", clientSecret: Redacted.make("secret") }),

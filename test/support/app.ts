@@ -10,7 +10,7 @@ import { cpSync, existsSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { createServer } from "node:http"
-import { HttpApp } from "../../src/main/app.ts"
+import { AppRoutes } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
 import {
   type AppSettings,
@@ -94,10 +94,10 @@ const serverUrl = Layer.effect(TestServer)(
   })
 )
 
-type AppLayer = Layer.Layer<never, unknown, Layer.Services<typeof HttpApp>>
+type AppLayer = Layer.Layer<never, unknown, Layer.Services<typeof AppRoutes>>
 
-/** Serves `app` (default: the service's HttpApp) with the core services over real HTTP. */
-export const serveApp = (settings: AppSettings, app: AppLayer = HttpApp) =>
+/** Serves `app` (default: the service's AppRoutes) with the core services over real HTTP. */
+export const serveApp = (settings: AppSettings, app: AppLayer = AppRoutes) =>
   launch({
     settings,
     app,
@@ -141,7 +141,7 @@ const requestClockMiddleware = (clock: TestClock.TestClock) =>
   HttpRouter.middleware((httpEffect) => Effect.provideService(httpEffect, Clock.Clock, clock), { global: true })
 
 /** Serves `app` whose requests read time from `RequestClock` (provided in the output). */
-export const serveAppWithRequestClock = (settings: AppSettings, app: AppLayer = HttpApp) =>
+export const serveAppWithRequestClock = (settings: AppSettings, app: AppLayer = AppRoutes) =>
   Layer.unwrap(
     Effect.map(TestClock.make(), (clock) =>
       serveApp(settings, Layer.merge(app, requestClockMiddleware(clock))).pipe(

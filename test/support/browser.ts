@@ -13,7 +13,7 @@ import { HttpRouter } from "effect/http"
 import { existsSync } from "node:fs"
 import { createServer } from "node:http"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { HttpApp } from "../../src/main/app.ts"
+import { AppRoutes } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
 import { freePort } from "../cluster/support/processes.ts"
 import { testSettings } from "./app.ts"
@@ -47,7 +47,7 @@ export const serveOnPort = (port: number) => {
   const settings = testSettings({ baseUrl: `http://127.0.0.1:${port}` })
   return launch({
     settings,
-    app: HttpApp,
+    app: AppRoutes,
     server: (app) =>
       HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
         Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" }))

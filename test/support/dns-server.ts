@@ -134,7 +134,7 @@ const respond = (question: Question, records: DnsRecords | undefined): Buffer =>
 }
 
 /** The server on 127.0.0.1 (an ephemeral UDP port), closed with the scope. */
-export const DnsServerLive = Layer.effect(DnsServer)(
+export const DnsServerLayer = Layer.effect(DnsServer)(
   Effect.map(
     Effect.acquireRelease(
       Effect.callback<{ readonly server: TestDnsServer; readonly socket: Socket }>((resume) => {

@@ -8,7 +8,7 @@ import { assert } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { createServer as createHttpServer } from "node:http"
 import { createServer } from "node:net"
-import { HttpApp } from "../../src/main/app.ts"
+import { AppRoutes } from "../../src/main/app.ts"
 import type { Handoff } from "../../schema/connections.ts"
 import type { AppSettings } from "../../src/platform/config.ts"
 import { sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
@@ -52,7 +52,7 @@ export const ownPortSettings = (port: number, overrides: OwnPortOverrides = {}):
 /** The real app on a pre-picked port; `TestServer.url` is its base URL. */
 export const serveAppOnOwnPort = (
   overrides: OwnPortOverrides = {},
-  app: Parameters<typeof serveApp>[1] = HttpApp
+  app: Parameters<typeof serveApp>[1] = AppRoutes
 ) => Layer.unwrap(Effect.map(freePort, (port) => serveApp(ownPortSettings(port, overrides), app)))
 
 /** The client secret a sandbox app has under the default `SVC_SANDBOX_SECRET`: what signs its callbacks. */

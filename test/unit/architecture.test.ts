@@ -1,8 +1,6 @@
 /**
  * The import rules of .dependency-cruiser.mjs over src/, schema/, cluster/ and sandbox/, through
- * dependency-cruiser's JS API; the test lists every violation. Violations still to mend are
- * listed by name in architecture-debt.json: one not listed fails, and so does a listed one that
- * no longer occurs, so the list only shrinks.
+ * dependency-cruiser's JS API; the test lists every violation.
  *
  * dependency-cruiser 18 parses TypeScript only with the `typescript` package below 7, whose
  * JS API TypeScript 7 no longer has; on raw .ts source its fallback parser misses about half
@@ -81,14 +79,7 @@ describe("architecture", () => {
       assert.deepStrictEqual(unresolved, [])
       assert.isAbove(modules.filter((module) => module.source.startsWith("src/")).length, 100)
       const violations = [...new Set(result.output.summary.violations.map(describeViolation))].sort()
-      const debtFile = join(root, "test/unit/architecture-debt.json")
-      // ARCHITECTURE_DEBT=write records the violations as they are (after mending some, to shrink the list).
-      if (process.env.ARCHITECTURE_DEBT === "write") writeFileSync(debtFile, `${JSON.stringify(violations, null, 1)}\n`)
-      const debt: ReadonlyArray<string> = JSON.parse(readFileSync(debtFile, "utf8"))
-      const added = violations.filter((violation) => !debt.includes(violation))
-      const mended = debt.filter((violation) => !violations.includes(violation))
-      assert.deepStrictEqual(added, [], `${added.length} new violations:\n${added.join("\n")}`)
-      assert.deepStrictEqual(mended, [], `${mended.length} mended: take them out of architecture-debt.json:\n${mended.join("\n")}`)
+      assert.deepStrictEqual(violations, [], `${violations.length} violations:\n${violations.join("\n")}`)
     } finally {
       rmSync(copy, { recursive: true, force: true })
     }

@@ -49,4 +49,19 @@ describe("the context map of src/README.md", () => {
       .map((i) => `${i.from} -> ${i.to}`)
     assert.deepStrictEqual(offending, [])
   })
+
+  it("names layers one way: a service's static layer, else <Name>Layer, a provider's <Name>Adapter or a router's <Name>Routes", () => {
+    const sources = ["src", "cluster", "sandbox"].flatMap((dir) =>
+      readdirSync(join(root, dir), { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts"))
+        .map((file) => join(dir, file))
+    )
+    const offending = sources.flatMap((file) =>
+      [...readFileSync(join(root, file), "utf8").matchAll(/^(?:export )?const (\w+) = (?:Layer\.|\w+\.toLayer\()/gm)]
+        .map((match) => match[1]!)
+        .filter((name) => !/(Layer|Adapter|Routes?)$/.test(name))
+        .map((name) => `${file}: ${name}`)
+    )
+    assert.deepStrictEqual(offending, [])
+  })
 })

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Result } from "effect"
-import { firstPaymentFlags, type PaymentFacts } from "../../src/ingestion/events/payments/first-payments.ts"
+import { firstPaymentFlags, type PaymentFacts } from "../../src/attribution/conversions/first-payments.ts"
 import { normaliseAmount, rawValueLiteral } from "../../src/kernel/money.ts"
 import { checkSubjectRef } from "../../src/ingestion/events/subject-ref.ts"
 

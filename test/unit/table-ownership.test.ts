@@ -56,7 +56,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   identity_links: "src/identity/repo.ts",
   merge_proposals: "src/identity/repo.ts",
   customer_merges: "src/identity/repo.ts",
-  declared_sources: "src/ingestion/partner/repo.ts",
+  declared_sources: "src/identity/declared-sources/repo.ts",
   audience_exclusions: "src/exports/audiences/repo.ts",
   customer_list_audiences: "src/exports/audiences/repo.ts",
   conversation_leads: null,

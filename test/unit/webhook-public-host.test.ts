@@ -12,7 +12,7 @@ import { type Destination, sendTo } from "../../src/platform/outbound-http.ts"
 import { checkTarget, isAllowed, parseAllowList } from "../../src/platform/public-host.ts"
 import { defaultWebhookSettings, nextDelaySeconds, retryAfterSeconds } from "../../src/webhooks/delivery/service.ts"
 import { newSecret, signedHeaders } from "../../src/webhooks/delivery/signing.ts"
-import { DnsServer, DnsServerLive } from "../support/dns-server.ts"
+import { DnsServer, DnsServerLayer } from "../support/dns-server.ts"
 
 const NONE = parseAllowList([])
 
@@ -141,7 +141,7 @@ describe("signing and the ladder", () => {
 })
 
 describe("checkTarget over real DNS (test/support/dns-server.ts)", () => {
-  layer(DnsServerLive)((it) => {
+  layer(DnsServerLayer)((it) => {
     it.effect("names resolving to private, loopback, metadata or ULA addresses are refused; every address must be public", () =>
       Effect.gen(function*() {
         const dns = yield* DnsServer

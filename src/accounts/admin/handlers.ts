@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Principal } from "../../kernel/principal.ts"
-import { Connections } from "../../connections/service.ts"
+import { CommerceAppKillSwitch } from "./kill-switch.ts"
 import { AdminService } from "./service.ts"
 import { groupApi } from "../../http/group-api.ts"
 import { AdminApi } from "./api.ts"
@@ -9,7 +9,7 @@ import { AdminApi } from "./api.ts"
 export const AdminHandlers = HttpApiBuilder.group(groupApi(AdminApi), "admin", (handlers) =>
   Effect.gen(function*() {
     const admin = yield* AdminService
-    const connections = yield* Connections
+    const killSwitch = yield* CommerceAppKillSwitch
     return handlers.handleAll({
       createOAuthApp: ({ payload }) =>
         Effect.flatMap(Principal, (actor) => Effect.map(admin.createApp(actor, payload), (data) => ({ data }))),
@@ -38,12 +38,8 @@ export const AdminHandlers = HttpApiBuilder.group(groupApi(AdminApi), "admin", (
       listCommerceApps: () => Effect.map(admin.listCommerceApps, (data) => ({ data })),
       createCommerceApp: ({ payload }) =>
         Effect.flatMap(Principal, (actor) => Effect.map(admin.createCommerceApp(actor, payload), (data) => ({ data }))),
-      // The channels first, while the tokens still open; then the app and its connections in one transaction.
       deleteCommerceApp: ({ params }) =>
         Effect.flatMap(Principal, (actor) =>
-          connections.stopCommerceAppChannels(params.id).pipe(
-            Effect.andThen(admin.disableCommerceApp(actor, params.id)),
-            Effect.as({ data: { id: params.id, disabled: true as const } })
-          ))
+          Effect.as(killSwitch.disable(actor, params.id), { data: { id: params.id, disabled: true as const } }))
     })
-  })).pipe(Layer.provide([AdminService.layer, Connections.layer]))
+  })).pipe(Layer.provide([AdminService.layer, CommerceAppKillSwitch.layer]))

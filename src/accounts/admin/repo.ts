@@ -8,7 +8,6 @@ import * as SqlSchema from "effect/sql/SqlSchema"
 import { DpaStatus, ProfileResolution, RateTier, type UpdateOAuthApp } from "../../../schema/admin.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { ConnectScope } from "../../../schema/scopes.ts"
-import { ApiKeysRepo } from "../api-keys/repo.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
@@ -78,8 +77,8 @@ export class AdminRepo extends Context.Service<AdminRepo, {
   readonly listApps: (options: { readonly limit: number; readonly after: Option.Option<Keyset> }) => Repo<ReadonlyArray<OAuthAppRow>>
   readonly findApp: (id: string) => Repo<Option.Option<OAuthAppRow>>
   readonly updateApp: (id: string, patch: UpdateOAuthApp) => Repo<Option.Option<OAuthAppRow>>
-  /** Soft-deletes the app, revokes its grants and every key minted for it; None when there is no such app. */
-  readonly deleteApp: (id: string) => Repo<Option.Option<{ readonly revokedKeys: number }>>
+  /** Soft-deletes the app; false when there is no such (live) app. Its grants and keys are the caller's to revoke. */
+  readonly deleteApp: (id: string) => Repo<boolean>
   readonly setClientSecret: (id: string, hash: string) => Repo<Option.Option<OAuthAppRow>>
   readonly setJwtSecret: (id: string, encrypted: string) => Repo<Option.Option<OAuthAppRow>>
   readonly workspaceExists: (id: string) => Repo<boolean>
@@ -105,7 +104,6 @@ export class AdminRepo extends Context.Service<AdminRepo, {
   static readonly layer = Layer.effect(AdminRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const keys = yield* ApiKeysRepo
       const appColumns = sql`
         id, name, client_id, redirect_uris, allowed_return_origins, profile_resolution, rate_tier,
         owner_workspace_id, dpa_status, dpa_version,
@@ -157,15 +155,9 @@ export class AdminRepo extends Context.Service<AdminRepo, {
           RETURNING ${appColumns}`)
 
       const deleteApp = (id: string) =>
-        sql.withTransaction(
-          Effect.gen(function*() {
-            const deleted = yield* sql`UPDATE oauth_apps SET deleted_at = now(), updated_at = now()
-                                       WHERE id = ${id} AND deleted_at IS NULL RETURNING id`
-            if (deleted.length === 0) return Option.none()
-            yield* revokeGrants({ appId: id })
-            const revoked = yield* keys.revokeKeys({ kind: "app", appId: id })
-            return Option.some({ revokedKeys: revoked.length })
-          })
+        Effect.map(
+          sql`UPDATE oauth_apps SET deleted_at = now(), updated_at = now() WHERE id = ${id} AND deleted_at IS NULL RETURNING id`,
+          (deleted) => deleted.length > 0
         )
 
       const setClientSecret = (id: string, hash: string) =>
@@ -277,5 +269,5 @@ export class AdminRepo extends Context.Service<AdminRepo, {
         transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  ).pipe(Layer.provide(ApiKeysRepo.layer))
+  )
 }

@@ -18,18 +18,12 @@ import { AuditLog } from "../../kernel/audit/repo.ts"
 import { ApiKeysRepo } from "../api-keys/repo.ts"
 import { CredentialPrefix, mintClientId, mintSecret, mintSigningSecret, secretDigest } from "../../kernel/credentials/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../../kernel/principal.ts"
-import { CONNECTION_REVOKED, connectionEvent } from "../../connections/events.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
-import { OutboxRepo } from "../../kernel/outbox/repo.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { AdminRepo, type CommerceAppRow, type OAuthAppRow } from "./repo.ts"
 
 const noSuchApp = () => new NotFound({ message: "No such OAuth app." })
-
-/** The `status_reason` and `connection.revoked` reason of a connection whose commerce app was killed. */
-export const COMMERCE_APP_DISABLED = "commerce_app_disabled"
 
 /** Origins a hand-off may return to: those of the redirect URIs plus the extra allowed ones. */
 export const effectiveReturnOrigins = (row: Pick<OAuthAppRow, "redirect_uris" | "allowed_return_origins">) =>
@@ -60,7 +54,6 @@ export class AdminService extends Context.Service<AdminService, {
   readonly rotateJwtSecret: (actor: PrincipalShape, id: string) => Admin<string, NotFound>
   readonly createCommerceApp: (actor: PrincipalShape, input: CreateCommerceApp) => Admin<CommerceApp, InvalidState>
   readonly listCommerceApps: Admin<ReadonlyArray<CommerceApp>>
-  readonly disableCommerceApp: (actor: PrincipalShape, id: string) => Admin<void, NotFound>
   /**
    * S5.3: turning the flag on makes every profile of the workspace healthcare-family, so the
    * live delegated keys carrying customers:read or visitors:read are revoked in the same
@@ -76,8 +69,6 @@ export class AdminService extends Context.Service<AdminService, {
       const audit = yield* AuditLog
       const box = yield* SecretBox
       const credentials = yield* CredentialStore
-      const connections = yield* ConnectionsRepo
-      const outbox = yield* OutboxRepo
 
       const requireWorkspace = Effect.fn("AdminService.requireWorkspace")(function*(id: string | null | undefined) {
         if (id === null || id === undefined) return
@@ -142,7 +133,13 @@ export class AdminService extends Context.Service<AdminService, {
 
       const deleteApp = Effect.fn("AdminService.deleteApp")(function*(actor: PrincipalShape, id: string) {
         yield* appId(id)
-        const result = yield* orNotFound(yield* repo.deleteApp(id))
+        // The app, its grants and every key minted for it go in one transaction.
+        const result = yield* orNotFound(yield* repo.transaction(Effect.gen(function*() {
+          if (!(yield* repo.deleteApp(id))) return Option.none()
+          yield* repo.revokeGrants({ appId: id })
+          const revoked = yield* keys.revokeKeys({ kind: "app", appId: id })
+          return Option.some({ revokedKeys: revoked.length })
+        })))
         yield* audit.record({
           actor,
           action: "oauth_app.deleted",
@@ -184,40 +181,6 @@ export class AdminService extends Context.Service<AdminService, {
         }
         yield* audit.record({ actor, action: "commerce_app.created", targetKind: "commerce_app", targetId: created.value.id })
         return renderCommerceApp(created.value)
-      })
-
-      /**
-       * The kill switch (decision 0066): the app disabled and every connection made through it
-       * revoked (`commerce_app_disabled`, one `connection.revoked` each) in one transaction, so a
-       * failed call changes nothing and may be retried. The push channels are stopped before
-       * (Connections.stopCommerceAppChannels), while the tokens still open.
-       */
-      const disableCommerceApp = Effect.fn("AdminService.disableCommerceApp")(function*(actor: PrincipalShape, id: string) {
-        const noSuchCommerceApp = () => new NotFound({ message: "No such commerce app." })
-        if (!isUuid(id)) return yield* noSuchCommerceApp()
-        yield* repo.transaction(Effect.gen(function*() {
-          if (!(yield* repo.disableCommerceApp(id))) return yield* noSuchCommerceApp()
-          const live = yield* connections.liveForCommerceApp(id)
-          let revoked = 0
-          for (const record of live) {
-            if (!(yield* connections.disconnect(record.id, COMMERCE_APP_DISABLED))) continue
-            yield* outbox.insert([connectionEvent(CONNECTION_REVOKED, {
-              profileId: record.profile_id,
-              connectionId: record.id,
-              provider: record.provider,
-              accountId: record.external_account_id,
-              provisionedByAppId: record.provisioned_by_app_id
-            }, COMMERCE_APP_DISABLED)])
-            revoked++
-          }
-          yield* audit.record({
-            actor,
-            action: "commerce_app.disabled",
-            targetKind: "commerce_app",
-            targetId: id,
-            details: { revoked_connections: revoked }
-          })
-        }))
       })
 
       const setHealthcareAgency = Effect.fn("AdminService.setHealthcareAgency")(function*(
@@ -265,9 +228,8 @@ export class AdminService extends Context.Service<AdminService, {
         rotateClientSecret,
         rotateJwtSecret,
         createCommerceApp,
-        listCommerceApps: Effect.map(repo.listCommerceApps, (rows) => rows.map(renderCommerceApp)),
-        disableCommerceApp
+        listCommerceApps: Effect.map(repo.listCommerceApps, (rows) => rows.map(renderCommerceApp))
       }
     })
-  ).pipe(Layer.provide([AdminRepo.layer, ApiKeysRepo.layer, WorkspacesRepo.layer, AuditLog.layer, ConnectionsRepo.layer, OutboxRepo.layer]))
+  ).pipe(Layer.provide([AdminRepo.layer, ApiKeysRepo.layer, WorkspacesRepo.layer, AuditLog.layer]))
 }

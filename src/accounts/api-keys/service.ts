@@ -114,6 +114,12 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
   /** Instant revocation (DELETE and POST .../revoke alike); repeating it answers the revoked key unchanged. */
   readonly revoke: (actor: PrincipalShape, workspaceId: string, keyId: string, via: "delete" | "revoke") => Keys<ApiKey>
   readonly rotate: (actor: PrincipalShape, workspaceId: string, keyId: string) => Keys<RotatedKey, InvalidState>
+  /**
+   * The app's keys on the profile minted before `keyId` revoked (an app giving up its grant on a
+   * connection keeps only the calling key); answers how many. In the caller's transaction, unaudited
+   * here: the caller's audit entry counts them.
+   */
+  readonly revokeOlderAppKeys: (appId: string, profileId: string, keyId: string) => Effect.Effect<number, DatabaseUnavailable>
 }>()("svc/ApiKeysService") {
   static readonly layer = Layer.effect(ApiKeysService)(
     Effect.gen(function*() {
@@ -436,7 +442,15 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
         }))
       })
 
-      return { list, create, update, revoke, rotate }
+      const revokeOlderAppKeys = Effect.fn("ApiKeysService.revokeOlderAppKeys")(function*(
+        appId: string,
+        profileId: string,
+        keyId: string
+      ) {
+        return (yield* repo.revokeKeys({ kind: "app_older_on_profile", appId, profileId, keyId })).length
+      })
+
+      return { list, create, update, revoke, rotate, revokeOlderAppKeys }
     })
   ).pipe(Layer.provide([ApiKeysRepo.layer, AuditLog.layer]))
 }

@@ -27,7 +27,7 @@ interface Cached {
   readonly until: number
 }
 
-export const CredentialStoreLive = Layer.effect(CredentialStore)(
+export const CredentialStoreLayer = Layer.effect(CredentialStore)(
   Effect.gen(function*() {
     const repo = yield* CredentialsRepo
     const cache = new Map<string, Cached>()

@@ -12,9 +12,9 @@ import { AdminRepo } from "../admin/repo.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import { ApiKeysRepo } from "../api-keys/repo.ts"
 import type { AppPrincipal, PrincipalShape } from "../../kernel/principal.ts"
-import { SyncJobsRepo } from "../../ingestion/sync/repo.ts"
 import { movePrivacyMode } from "../privacy.ts"
 import { TenancyRepo } from "../profiles/repo.ts"
+import { AttributionBackfills } from "./backfills.ts"
 import { EntitlementsRepo } from "./repo.ts"
 
 /** Days of history a backfill asks the ad platform for when the add-on goes on. */
@@ -40,7 +40,7 @@ export class Entitlements extends Context.Service<Entitlements, {
       const repo = yield* TenancyRepo
       const entitlements = yield* EntitlementsRepo
       const admin = yield* AdminRepo
-      const syncJobs = yield* SyncJobsRepo
+      const backfills = yield* AttributionBackfills
       const keys = yield* ApiKeysRepo
       const audit = yield* AuditLog
       const noSuchProfile = () => new NotFound({ message: "No such profile." })
@@ -86,7 +86,7 @@ export class Entitlements extends Context.Service<Entitlements, {
           let details: Record<string, unknown>
           if (request.enabled) {
             yield* admin.upsertGrant(app.appId, row.profile_id, ON_SCOPES)
-            details = { backfills: yield* syncJobs.enqueueBackfills(row.profile_id, STANDARD_BACKFILL_DAYS, "attribution_enabled") }
+            details = { backfills: yield* backfills.enqueue(row.profile_id, STANDARD_BACKFILL_DAYS, "attribution_enabled") }
           } else {
             // Narrowed, not revoked: the connect rail keeps working; keys of the wider grant stop.
             const grantId = yield* admin.upsertGrant(app.appId, row.profile_id, OFF_SCOPES)
@@ -108,6 +108,6 @@ export class Entitlements extends Context.Service<Entitlements, {
 
       return { setAttribution }
     })
-  ).pipe(Layer.provide([TenancyRepo.layer, EntitlementsRepo.layer, AdminRepo.layer, SyncJobsRepo.layer, ApiKeysRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([TenancyRepo.layer, EntitlementsRepo.layer, AdminRepo.layer, ApiKeysRepo.layer, AuditLog.layer]))
 }
 

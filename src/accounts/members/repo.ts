@@ -8,10 +8,8 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { ProfileRole, WorkspaceRole } from "../../../schema/members.ts"
 import type { PermissionKey } from "../../../schema/members.ts"
-import { PeopleRepo } from "../people/repo.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
-import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
 export const MembershipRow = Schema.Struct({
@@ -53,11 +51,7 @@ export class MembersRepo extends Context.Service<MembersRepo, {
   readonly liveProfileIds: (workspaceId: string) => Repo<ReadonlyArray<string>>
   /** The person with this email, compared case-insensitively. */
   readonly findUserByEmail: (email: string) => Repo<Option.Option<UserRow>>
-  /** The person with this email, created without a password when there is none. */
-  readonly ensureUser: (email: string) => Repo<UserRow>
   readonly findMembership: (workspaceId: string, userId: string) => Repo<Option.Option<MembershipRow>>
-  /** Soft-removes the workspace membership and every live profile membership of the person in the workspace. */
-  readonly removeMembership: (workspaceId: string, userId: string) => Repo<number>
   /** Live profile memberships on live profiles of the workspace, of these people. */
   readonly profileMemberships: (workspaceId: string, userIds: ReadonlyArray<string>) => Repo<ReadonlyArray<ProfileMembershipRow>>
   /** Inserts or updates (reviving) one profile membership; null permissions mean the role's default bundle. */
@@ -82,8 +76,6 @@ export class MembersRepo extends Context.Service<MembersRepo, {
   static readonly layer = Layer.effect(MembersRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const people = yield* PeopleRepo
-      const workspaces = yield* WorkspacesRepo
       const decodeMembership = Schema.decodeUnknownEffect(Schema.Array(MembershipRow))
       const decodeMembers = Schema.decodeUnknownEffect(Schema.Array(MemberRow))
       const decodeProfileMemberships = Schema.decodeUnknownEffect(Schema.Array(ProfileMembershipRow))
@@ -114,9 +106,6 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           first
         )
 
-      const ensureUser = (email: string) =>
-        Effect.map(people.ensure(email), (person): UserRow => ({ id: person.id, email: person.email }))
-
       const findMembership = (workspaceId: string, userId: string) =>
         Effect.map(
           Effect.flatMap(
@@ -126,12 +115,6 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           ),
           first
         )
-
-      const removeMembership = (workspaceId: string, userId: string) =>
-        Effect.gen(function*() {
-          yield* workspaces.endMembership(workspaceId, userId)
-          return yield* removeProfileMembershipsExcept(workspaceId, userId, [])
-        })
 
       const profileMemberships = (workspaceId: string, userIds: ReadonlyArray<string>) =>
         userIds.length === 0 ? Effect.succeed([]) : Effect.flatMap(
@@ -206,9 +189,7 @@ export class MembersRepo extends Context.Service<MembersRepo, {
           managedWorkspace,
           liveProfileIds,
           findUserByEmail,
-          ensureUser,
           findMembership,
-          removeMembership,
           profileMemberships,
           upsertProfileMembership,
           removeProfileMembershipsExcept,
@@ -221,5 +202,5 @@ export class MembersRepo extends Context.Service<MembersRepo, {
         transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  ).pipe(Layer.provide([PeopleRepo.layer, WorkspacesRepo.layer]))
+  )
 }

@@ -22,6 +22,7 @@ import { CredentialStore } from "../../kernel/principal.ts"
 import type { AppPrincipal } from "../../kernel/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
 import { WorkspacesRepo } from "../workspaces/repo.ts"
+import { PeopleRepo } from "../people/repo.ts"
 import { type MemberRow, MembersRepo, type ProfileMembershipRow } from "./repo.ts"
 
 /** Unknown, another app's, archived and malformed workspaces: one identical answer. */
@@ -94,6 +95,7 @@ export class Members extends Context.Service<Members, {
     Effect.gen(function*() {
       const repo = yield* MembersRepo
       const workspaces = yield* WorkspacesRepo
+      const people = yield* PeopleRepo
       const audit = yield* AuditLog
       const credentials = yield* CredentialStore
 
@@ -150,7 +152,7 @@ export class Members extends Context.Service<Members, {
             : Option.none()
           if (Option.isSome(membership) && membership.value.role === "owner") return yield* ownerIsFixed()
 
-          const user = Option.isSome(existingUser) ? existingUser.value : yield* repo.ensureUser(input.email)
+          const user = Option.isSome(existingUser) ? existingUser.value : yield* people.ensure(input.email)
           const active = Option.isSome(membership) && !membership.value.removed
           const created = !active
           let changed = created
@@ -208,7 +210,9 @@ export class Members extends Context.Service<Members, {
           const membership = yield* repo.findMembership(workspace, user)
           if (Option.isNone(membership) || membership.value.removed) return false
           if (membership.value.role === "owner") return yield* ownerIsFixed()
-          const profiles = yield* repo.removeMembership(workspace, user)
+          // The workspace membership and every live profile membership of the person in it.
+          yield* workspaces.endMembership(workspace, user)
+          const profiles = yield* repo.removeProfileMembershipsExcept(workspace, user, [])
           yield* audit.record({
             actor: app,
             action: "member.removed",
@@ -236,5 +240,5 @@ export class Members extends Context.Service<Members, {
 
       return { reconcile, remove, list }
     })
-  ).pipe(Layer.provide([MembersRepo.layer, WorkspacesRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([MembersRepo.layer, WorkspacesRepo.layer, PeopleRepo.layer, AuditLog.layer]))
 }

@@ -1,13 +1,11 @@
 import { Effect, Layer } from "effect"
-import { routeProfileCall } from "../../platform/entity-calls.ts"
-import { Profile } from "./entity.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { NotFound, ValidationError } from "../../../schema/errors.ts"
-import { CurrentRequestId } from "../../platform/request-id.ts"
 import { HttpApiBuilder } from "effect/http-api"
-import { appPrincipal, CredentialStore, Principal } from "../../kernel/principal.ts"
+import { appPrincipal, Principal } from "../../kernel/principal.ts"
 import type { ProvisionedProfile } from "../../../schema/tenancy.ts"
 import { Provisioning } from "./service.ts"
+import { EntitlementSwitch } from "./set-entitlement.ts"
 import { groupApi } from "../../http/group-api.ts"
 import { TenancyApi } from "./api.ts"
 
@@ -25,8 +23,7 @@ const createdOrReplayed = (data: ProvisionedProfile) =>
 export const TenancyHandlers = HttpApiBuilder.group(groupApi(TenancyApi), "tenancy", (handlers) =>
   Effect.gen(function*() {
     const provisioning = yield* Provisioning
-    const profiles = yield* Profile.client
-    const credentials = yield* CredentialStore
+    const entitlements = yield* EntitlementSwitch
     return handlers.handleAll({
       provisionProfile: ({ payload }) =>
         Effect.gen(function*() {
@@ -70,38 +67,11 @@ export const TenancyHandlers = HttpApiBuilder.group(groupApi(TenancyApi), "tenan
           if (params.feature !== "svc_attribution" || !isUuid(params.profileId)) {
             return yield* new NotFound({ message: params.feature === "svc_attribution" ? "No such profile." : "No such feature." })
           }
-          const profileId = params.profileId.toLowerCase()
-          // Through the Profile entity: changes of one profile happen one at a time, on its runner.
-          const result = yield* routeProfileCall(
-            profiles(profileId).SetEntitlement({
-              app_id: app.appId,
-              client_id: app.clientId,
-              request_id: yield* CurrentRequestId,
-              enabled: payload.enabled,
-              ...(payload.privacy_mode === undefined ? {} : { privacy_mode: payload.privacy_mode }),
-              ...(payload.as_of === undefined ? {} : { as_of: payload.as_of })
-            }),
-            "outcome_unknown"
-          )
-          // The entity may run on another runner; whatever it revoked or unlocked, this one re-reads at once.
-          if (result.changed || result.revoked_keys !== undefined) yield* credentials.forget
-          return {
-            data: {
-              profile_id: result.profile_id,
-              feature: result.feature,
-              enabled: result.enabled,
-              changed: result.changed,
-              ...(result.ignored_stale === true ? { ignored_stale: true as const } : {})
-            },
-            meta: { profile_id: result.profile_id },
-            ...(result.revoked_keys === undefined || result.privacy_mode === undefined
-              ? {}
-              : { grant: { revoked_keys: result.revoked_keys, privacy_mode: result.privacy_mode } })
-          }
+          return yield* entitlements.set(app, params.profileId.toLowerCase(), payload)
         }),
       adoptProfile: ({ params, payload }) =>
         Effect.gen(function*() {
           return createdOrReplayed(yield* provisioning.adopt(yield* appPrincipal, params.profileId, payload))
         })
     })
-  })).pipe(Layer.provide(Provisioning.layer))
+  })).pipe(Layer.provide([Provisioning.layer, EntitlementSwitch.layer]))

@@ -1,24 +1,14 @@
 /**
  * The owner of `profiles` (with their own DPA and BAA); the SQL of partner provisioning: the
  * profile an app provisioned under an external ref. Provisioning and archiving write the other
- * tables through their owners' repositories, in the caller's transaction.
+ * tables through their owners, composed by the services (./provisioned.ts, ./service.ts) in one transaction.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { ConnectScope } from "../../../schema/scopes.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
-import { AdminRepo } from "../admin/repo.ts"
-import { ApiKeysRepo } from "../api-keys/repo.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
-import { SyncJobsRepo } from "../../ingestion/sync/repo.ts"
-import { WebhookSubscriptionsRepo } from "../../webhooks/subscriptions/repo.ts"
-import { StructureRepo } from "../../ingestion/sync/structure-repo.ts"
-import { PeopleRepo } from "../people/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
-import { EntitlementsRepo } from "../entitlements/repo.ts"
-import { MembersRepo } from "../members/repo.ts"
-import { WorkspacesRepo } from "../workspaces/repo.ts"
 
 export const ProvisionedRow = Schema.Struct({
   profile_id: Schema.String,
@@ -88,10 +78,10 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   /** The live profile `appId` provisioned under `externalRef`, locked for the rest of the transaction. */
   readonly findProvisionedForUpdate: (appId: string, externalRef: string) => Repo<Option.Option<ProvisionedRow>>
   /**
-   * Creates workspace, profile, grant, entitlement row and (with an email) the owner; answers the
-   * new profile's id, or None when the ref was taken concurrently.
+   * Inserts the provisioned profile into its (new) workspace; false when the ref was taken
+   * concurrently. Workspace, grant, entitlement row and owner are the caller's (ProvisionedProfiles).
    */
-  readonly insertProvisioned: (profile: NewProvisionedProfile) => Repo<Option.Option<string>>
+  readonly claimProvisioned: (profileId: string, workspaceId: string, profile: NewProvisionedProfile) => Repo<boolean>
   readonly setPrivacyMode: (profileId: string, mode: "platform_safe" | "hipaa") => Repo<void>
   /** The conversion-sync catalog's PUT: any mode, and the Platform-Safe target. */
   readonly setPrivacySettings: (profileId: string, mode: PrivacyMode, target: "existing" | "clean") => Repo<void>
@@ -99,8 +89,8 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   readonly findOwnedForUpdate: (appId: string, profileId: string) => Repo<Option.Option<OwnedRow>>
   /** The app that provisioned a live profile (the RPC entitlement call acts within its grant); None for a person's profile. */
   readonly provisioningAppOf: (profileId: string) => Repo<Option.Option<{ readonly app_id: string; readonly client_id: string }>>
-  /** Archives the profile and its workspace with the lifecycle table's cascade; answers the keys it revoked. */
-  readonly archive: (profileId: string, workspaceId: string) => Repo<number>
+  /** Marks the profile archived (the lifecycle table's cascade is the caller's, Provisioning.archive). */
+  readonly markArchived: (profileId: string) => Repo<void>
   /** The person's role in a live workspace (live membership), the workspace row locked; None otherwise. */
   readonly workspaceRoleForUpdate: (workspaceId: string, userId: string) => Repo<Option.Option<string>>
   /** Whether the workspace lets MCP user tokens write (MCP settings; off until an owner or admin turns it on). */
@@ -122,16 +112,6 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
   static readonly layer = Layer.effect(TenancyRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const workspaces = yield* WorkspacesRepo
-      const members = yield* MembersRepo
-      const people = yield* PeopleRepo
-      const admin = yield* AdminRepo
-      const entitlements = yield* EntitlementsRepo
-      const keys = yield* ApiKeysRepo
-      const connections = yield* ConnectionsRepo
-      const syncJobs = yield* SyncJobsRepo
-      const webhookSubscriptions = yield* WebhookSubscriptionsRepo
-      const structure = yield* StructureRepo
       const firstProvisioned = decodeFirstRow(ProvisionedRow)
       /** A provisioned profile with its workspace, entitlement and the app's grant (alias p, w, e, g). */
       const provisionedColumns = sql`
@@ -154,36 +134,19 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
               FOR UPDATE OF p`
         )
 
-      const insertProvisioned = (input: NewProvisionedProfile) =>
-        Effect.gen(function*() {
-          const workspaceId = (yield* workspaces.insert({
-            name: input.name,
-            reportingCurrency: input.reportingCurrency,
-            appId: input.appId
-          })).id
-          const profileId = crypto.randomUUID()
-          // The partial unique index on (app, external_ref) decides between concurrent first calls.
-          const claimed = yield* sql`
+      const claimProvisioned = (profileId: string, workspaceId: string, input: NewProvisionedProfile) =>
+        // The partial unique index on (app, external_ref) decides between concurrent first calls.
+        Effect.map(
+          sql`
             INSERT INTO profiles (id, workspace_id, name, email, currency, external_ref, provisioned_by_app_id,
                                   provisioned_external_ref, scopes, privacy_mode)
             VALUES (${profileId}, ${workspaceId}, ${input.name}, ${input.email}, ${input.currency}, ${input.externalRef},
                     ${input.appId}, ${input.externalRef}, ${input.connectScopes}, ${input.privacyMode})
             ON CONFLICT (provisioned_by_app_id, external_ref) WHERE external_ref IS NOT NULL AND archived_at IS NULL
             DO NOTHING
-            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
-          if (!claimed) {
-            yield* workspaces.remove(workspaceId)
-            return Option.none<string>()
-          }
-          // A brand-new profile: the upserts below insert.
-          yield* admin.upsertGrant(input.appId, profileId, input.connectScopes)
-          yield* entitlements.setAttribution(profileId, false)
-          if (input.email !== null) {
-            const user = yield* people.ensure(input.email)
-            yield* workspaces.addOwner(workspaceId, user.id)
-          }
-          return Option.some(profileId)
-        })
+            RETURNING id`,
+          (rows) => rows.length > 0
+        )
 
       const firstOwned = decodeFirstRow(OwnedRow)
 
@@ -206,24 +169,7 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
               FOR UPDATE OF p`
         )
 
-      const archive = (profileId: string, workspaceId: string) =>
-        Effect.gen(function*() {
-          yield* sql`UPDATE profiles SET archived_at = now() WHERE id = ${profileId}`
-          yield* workspaces.archiveWithProfile(workspaceId)
-          yield* workspaces.endMemberships(workspaceId)
-          yield* members.endProfileMemberships(profileId)
-          yield* members.revokeInvitations(workspaceId)
-          yield* admin.revokeGrants({ profileId })
-          const revoked = yield* keys.revokeKeys({ kind: "workspace", workspaceId })
-          // Paused, not deleted: the subscriptions stay visible to an operator restoring the workspace.
-          yield* webhookSubscriptions.pauseForWorkspace(workspaceId)
-          // Non-audit data of the profile goes; the audit trail and the PII access log stay.
-          // What references the connections goes first.
-          yield* syncJobs.deleteForProfile(profileId)
-          yield* structure.deleteForProfile(profileId)
-          yield* connections.deleteForProfile(profileId)
-          return revoked.length
-        })
+      const markArchived = (profileId: string) => Effect.asVoid(sql`UPDATE profiles SET archived_at = now() WHERE id = ${profileId}`)
 
       const stampExternalRef = (appId: string, profileId: string, externalRef: string) =>
         Effect.map(
@@ -315,10 +261,10 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
           insertPersonProfile,
           findOwnedForUpdate,
           provisioningAppOf,
-          archive,
+          markArchived,
           stampExternalRef,
           findProvisionedForUpdate,
-          insertProvisioned,
+          claimProvisioned,
           setPrivacyMode,
           setPrivacySettings,
           findLiveByName,
@@ -330,16 +276,5 @@ export class TenancyRepo extends Context.Service<TenancyRepo, {
         transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  ).pipe(Layer.provide([
-    WorkspacesRepo.layer,
-    MembersRepo.layer,
-    PeopleRepo.layer,
-    AdminRepo.layer,
-    EntitlementsRepo.layer,
-    ApiKeysRepo.layer,
-    ConnectionsRepo.layer,
-    SyncJobsRepo.layer,
-    WebhookSubscriptionsRepo.layer,
-    StructureRepo.layer
-  ]))
+  )
 }

@@ -21,8 +21,11 @@ import { ApiKeysRepo } from "../api-keys/repo.ts"
 import { type AppPrincipal, CredentialStore, type PrincipalShape } from "../../kernel/principal.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
 import { isUuid } from "../../../schema/common.ts"
-import { TrackingRepo } from "../../ingestion/tracking/tracker/repo.ts"
 import { movePrivacyMode } from "../privacy.ts"
+import { MembersRepo } from "../members/repo.ts"
+import { WorkspacesRepo } from "../workspaces/repo.ts"
+import { ProfileLifecycle, TrackingKeys } from "./lifecycle.ts"
+import { ProvisionedProfiles } from "./provisioned.ts"
 import { type OwnedRow, type ProvisionedRow, TenancyRepo } from "./repo.ts"
 
 const DEFAULT_CONNECT_SCOPES: ReadonlyArray<ConnectScope> = ["connections"]
@@ -76,13 +79,19 @@ export class Provisioning extends Context.Service<Provisioning, {
     profileId: string,
     input: AdoptProfile
   ) => Effect.Effect<ProvisionedProfile, NotFound | InvalidState | HealthcareScopeForbidden | DatabaseUnavailable>
+  /** The oldest live profile of the workspace with this name (the operator's quickstart reuses it). */
+  readonly findLiveByName: (workspaceId: string, name: string) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
 }>()("svc/Provisioning") {
   static readonly layer = Layer.effect(Provisioning)(
     Effect.gen(function*() {
       const repo = yield* TenancyRepo
       const keys = yield* ApiKeysRepo
       const admin = yield* AdminRepo
-      const tracking = yield* TrackingRepo
+      const provisioned = yield* ProvisionedProfiles
+      const workspaces = yield* WorkspacesRepo
+      const members = yield* MembersRepo
+      const tracking = yield* TrackingKeys
+      const lifecycle = yield* ProfileLifecycle
       const audit = yield* AuditLog
       const limiter = yield* RateLimiter
       const credentials = yield* CredentialStore
@@ -134,7 +143,7 @@ export class Provisioning extends Context.Service<Provisioning, {
       const create = Effect.fn("Provisioning.create")(function*(app: AppPrincipal, input: AppProvision, requested: ReadonlyArray<ConnectScope>) {
         const privacyMode = input.privacy_mode ?? "standard"
         if (privacyMode !== "standard" && requested.includes("analytics_pii")) return yield* healthcareForbidden()
-        const claimed = yield* repo.insertProvisioned({
+        const claimed = yield* provisioned.insert({
           appId: app.appId,
           externalRef: input.external_ref,
           name: input.name ?? input.external_ref,
@@ -146,7 +155,7 @@ export class Provisioning extends Context.Service<Provisioning, {
         })
         if (Option.isNone(claimed)) return Option.none<ProvisionedProfile>()
         const row = yield* reread(app, input.external_ref)
-        const trackingKey = yield* tracking.ensureTrackingKey(row.profile_id)
+        const trackingKey = yield* tracking.ensure(row.profile_id)
         yield* audit.record({
           actor: app,
           action: "profile.provisioned",
@@ -178,7 +187,7 @@ export class Provisioning extends Context.Service<Provisioning, {
         revoked += (yield* keys.revokeKeys({ kind: "grant", grantId, keepingScopes: mintableScopes(connectScopes, healthcare) })).length
         const row = yield* reread(app, input.external_ref)
         // Profiles provisioned before tracking keys existed get theirs on the next replay.
-        const trackingKey = yield* tracking.ensureTrackingKey(row.profile_id)
+        const trackingKey = yield* tracking.ensure(row.profile_id)
         yield* audit.record({
           actor: app,
           action: "profile.reprovisioned",
@@ -217,6 +226,20 @@ export class Provisioning extends Context.Service<Provisioning, {
           )
           : Effect.fail(noSuchProfile())
 
+      /** The lifecycle table's cascade, in the caller's transaction; answers the keys it revoked. */
+      const archiveCascade = Effect.fn("Provisioning.archiveCascade")(function*(profileId: string, workspaceId: string) {
+        yield* repo.markArchived(profileId)
+        yield* workspaces.archiveWithProfile(workspaceId)
+        yield* workspaces.endMemberships(workspaceId)
+        yield* members.endProfileMemberships(profileId)
+        yield* members.revokeInvitations(workspaceId)
+        yield* admin.revokeGrants({ profileId })
+        const revoked = yield* keys.revokeKeys({ kind: "workspace", workspaceId })
+        // Webhook subscriptions paused; syncs, structure and connections deleted (the layers above, ./lifecycle.ts).
+        yield* lifecycle.archived({ profileId, workspaceId })
+        return revoked.length
+      })
+
       const archive = Effect.fn("Provisioning.archive")(function*(app: AppPrincipal, profileId: string) {
         return yield* Effect.gen(function*() {
           const row = yield* owned(app, profileId)
@@ -228,7 +251,7 @@ export class Provisioning extends Context.Service<Provisioning, {
               reason: "workspace_holds_other_profiles"
             })
           }
-          const revokedKeys = yield* repo.archive(row.profile_id, row.workspace_id)
+          const revokedKeys = yield* archiveCascade(row.profile_id, row.workspace_id)
           yield* audit.record({
             actor: app,
             action: "profile.archived",
@@ -251,7 +274,7 @@ export class Provisioning extends Context.Service<Provisioning, {
           const asProvisioned = (externalRef: string): ProvisionedRow => ({ ...row, external_ref: externalRef })
           if (row.external_ref !== null) {
             if (row.external_ref === input.external_ref) {
-              return render(asProvisioned(row.external_ref), false, {}, 0, yield* tracking.ensureTrackingKey(row.profile_id))
+              return render(asProvisioned(row.external_ref), false, {}, 0, yield* tracking.ensure(row.profile_id))
             }
             return yield* new InvalidState({ message: "The profile already carries another external_ref.", reason: "external_ref_set" })
           }
@@ -275,7 +298,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             workspaceId: row.workspace_id,
             details: { external_ref: input.external_ref, scopes: connectScopes }
           })
-          return render(stamped, true, {}, 0, yield* tracking.ensureTrackingKey(row.profile_id))
+          return render(stamped, true, {}, 0, yield* tracking.ensure(row.profile_id))
         }).pipe(repo.transaction)
       })
 
@@ -308,7 +331,7 @@ export class Provisioning extends Context.Service<Provisioning, {
             currency: input.currency ?? null,
             timeZone: input.timeZone ?? "UTC"
           })
-          const trackingKey = yield* tracking.ensureTrackingKey(row.profile_id)
+          const trackingKey = yield* tracking.ensure(row.profile_id)
           yield* audit.record({
             actor: person,
             action: "profile.created",
@@ -338,7 +361,19 @@ export class Provisioning extends Context.Service<Provisioning, {
         }).pipe(repo.transaction)
       })
 
-      return { provision, createForPerson, archive, adopt }
+      const findLiveByName = Effect.fn("Provisioning.findLiveByName")(function*(workspaceId: string, name: string) {
+        return yield* repo.findLiveByName(workspaceId, name)
+      })
+
+      return { provision, createForPerson, archive, adopt, findLiveByName }
     })
-  ).pipe(Layer.provide([TenancyRepo.layer, ApiKeysRepo.layer, AdminRepo.layer, TrackingRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([
+    TenancyRepo.layer,
+    ProvisionedProfiles.layer,
+    WorkspacesRepo.layer,
+    MembersRepo.layer,
+    ApiKeysRepo.layer,
+    AdminRepo.layer,
+    AuditLog.layer
+  ]))
 }

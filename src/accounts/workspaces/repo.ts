@@ -1,7 +1,7 @@
 /** The owner of `workspaces`, `workspace_memberships` and `workspace_mcp_settings`; also reads the PII access log of a workspace. */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/repo.ts"
+import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/retention.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { type AssignableWorkspaceRole, WorkspaceRole } from "../../../schema/members.ts"
 import { PiiMode } from "../../../schema/workspaces.ts"

@@ -8,7 +8,7 @@
  * role is too low gets 403 `insufficient_scope` (reason `workspace_role`). Every change is
  * audited in the transaction that makes it. Decision 0020.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Option } from "effect"
 import { isUuid } from "../../../schema/common.ts"
 import { type DatabaseUnavailable, InsufficientScope, InvalidState, NotFound } from "../../../schema/errors.ts"
 import type { WorkspaceRole } from "../../../schema/members.ts"
@@ -92,6 +92,8 @@ export class Workspaces extends Context.Service<Workspaces, {
   readonly putMcpSettings: (actor: PrincipalShape, workspaceId: string, input: PutMcpSettings) => Result<McpSettings>
   readonly piiAccessLog: (actor: PrincipalShape, workspaceId: string, page: PageOptions) => Result<PageOf<PiiAccessEntry>>
   readonly reportsHub: (actor: PrincipalShape, workspaceId: string) => Result<ReportsHub>
+  /** The oldest live workspace with this name that the person owns (the operator's quickstart reuses it). */
+  readonly findOwnedByName: (userId: string, name: string) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
 }>()("svc/Workspaces") {
   static readonly layer = Layer.effect(Workspaces)(
     Effect.gen(function*() {
@@ -274,7 +276,11 @@ export class Workspaces extends Context.Service<Workspaces, {
         return { workspace_id: workspaceId, capabilities: { can_edit: allowed, can_apply: allowed } } satisfies ReportsHub
       })
 
-      return { list, create, archive, setReportingCurrency, mcpSettings, putMcpSettings, piiAccessLog, reportsHub }
+      const findOwnedByName = Effect.fn("Workspaces.findOwnedByName")(function*(userId: string, name: string) {
+        return yield* repo.findOwnedByName(userId, name)
+      })
+
+      return { list, create, archive, setReportingCurrency, mcpSettings, putMcpSettings, piiAccessLog, reportsHub, findOwnedByName }
     })
   ).pipe(Layer.provide([WorkspacesRepo.layer, AuditLog.layer]))
 }

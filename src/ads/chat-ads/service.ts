@@ -10,7 +10,6 @@ import { WelcomeMessage } from "../../../schema/chat-surfaces.ts"
 import { AdplatformConnectionRequired, type DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { type LiveCallError, liveCaller } from "../../connections/live-call.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { type Ad, AdPlatform } from "../../connections/providers/adplatform/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
@@ -81,7 +80,7 @@ export class ChatAds extends Context.Service<ChatAds, {
 }>()("svc/ChatAds") {
   static readonly layer = Layer.effect(ChatAds)(
     Effect.gen(function*() {
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionSessions
       const onConnection = yield* liveCaller
       const platform = yield* AdPlatform
 
@@ -116,5 +115,5 @@ export class ChatAds extends Context.Service<ChatAds, {
 
       return { list, welcome }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ConnectionSessions.layer]))
 }

@@ -23,7 +23,7 @@ import type {
 } from "../../../schema/recommendations.ts"
 import type { ActionError } from "../actions/engine.ts"
 import { AdActions } from "../actions/service.ts"
-import { minorExponent } from "../../analytics/imports/repo.ts"
+import { minorExponent } from "../../kernel/money.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
 import { type EntityStats, type Proposal, type RecommendationRow, RecommendationsRepo } from "./repo.ts"

@@ -6,15 +6,14 @@
  * (day, currency) amount without a rate makes the entity's total null. The conversions list of
  * one campaign is a list of facts, so it reads the raw tables (keyset on occurred_at, id).
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import type { Fragment } from "effect/sql/Statement"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { CampaignLevel } from "../../../schema/analytics-campaigns.ts"
+import { type CampaignLevel, CampaignConversion, CampaignRow } from "../../../schema/analytics-campaigns.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
-import { AnalyticsFragments } from "../sql/repo.ts"
-import type { ReadScope } from "../overview/repo.ts"
+import { AnalyticsFragments, type ReadScope } from "../sql/fragments.ts"
 
 const MetricsRow = Schema.Struct({
   platform_id: Schema.String,
@@ -45,8 +44,7 @@ const StructureRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   status: Schema.String,
-  learning_stage_status: Schema.NullOr(Schema.Literals(["LEARNING", "SUCCESS", "FAIL"])),
-  campaign_objective: Schema.NullOr(Schema.String)
+  ...Struct.pick(CampaignRow.fields, ["learning_stage_status", "campaign_objective"])
 })
 export type StructureRow = typeof StructureRow.Type
 
@@ -68,17 +66,8 @@ const TrendSpendSql = Schema.Struct({
 })
 export type TrendSpendRow = typeof TrendSpendSql.Type
 
-const ConversionRow = Schema.Struct({
-  id: Schema.String,
-  outcome_event_id: Schema.String,
-  conversion_key: Schema.String,
-  occurred_at: Schema.String,
-  value: Schema.NullOr(Schema.String),
-  currency: Schema.NullOr(Schema.String),
-  counts_as_cash: Schema.Boolean,
-  is_first_payment: Schema.NullOr(Schema.Boolean),
-  credit_share: Schema.String
-})
+/** The wire's conversion row, as read. */
+const ConversionRow = Schema.Struct(CampaignConversion.fields)
 export type CampaignConversionRow = typeof ConversionRow.Type
 
 export interface ConversionsPage {

@@ -24,7 +24,8 @@ import {
 import { type DatabaseUnavailable, type InvalidDateRange, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, pageOf } from "../../platform/pagination.ts"
-import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "../overview/repo.ts"
+import { AnalyticsRepo, type ProfileFacts } from "../overview/repo.ts"
+import type { ReadScope } from "../sql/fragments.ts"
 import { CampaignsRepo, type MetricsRow } from "./repo.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
 

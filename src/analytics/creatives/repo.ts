@@ -4,27 +4,21 @@
  * whose lease was taken over), the result, and the reads the analysis computes its features
  * from (the synced creative, its spend days, credited conversions and tagged touches).
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { Fragment } from "effect/sql/Statement"
-import { CreativeAnalysisResult, CreativeAnalysisStatus } from "../../../schema/creative-analysis.ts"
+import { CreativeAnalysisJob, CreativeAnalysisResult } from "../../../schema/creative-analysis.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
 
+/** The job as answered, under its column names (`id`, `ad_platform_id`), with its profile. */
 export const JobRow = Schema.Struct({
   id: Schema.String,
   profile_id: Schema.String,
   ad_platform_id: Schema.String,
-  creative_fingerprint: Schema.String,
-  status: CreativeAnalysisStatus,
-  attempts: Schema.Int,
-  error: Schema.NullOr(Schema.String),
-  result: Schema.NullOr(CreativeAnalysisResult),
-  created_at: Schema.String,
-  started_at: Schema.NullOr(Schema.String),
-  finished_at: Schema.NullOr(Schema.String)
+  ...Struct.omit(CreativeAnalysisJob.fields, ["job_id", "ad_id"])
 })
 export type JobRow = typeof JobRow.Type
 

@@ -6,6 +6,7 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { minorExponent } from "../../kernel/money.ts"
 import { atDatabaseBoundary, decodeRows, nullableColumn } from "../../platform/database.ts"
 
 export interface SpendRow {
@@ -35,15 +36,8 @@ export interface SyncedSpendRow {
   readonly reportedChats: number
 }
 
-/** ISO-4217 currencies whose minor unit is not a hundredth (all others: 2 decimals). */
-const MINOR_EXPONENTS: Readonly<Record<string, number>> = {
-  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0, UYI: 0, VND: 0, VUV: 0,
-  XAF: 0, XOF: 0, XPF: 0,
-  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
-  CLF: 4, UYW: 4
-}
-
-export const minorExponent = (currency: string): number => MINOR_EXPONENTS[currency] ?? 2
+// Re-exported for the importers that still take it from here.
+export { minorExponent }
 
 export interface FxRow {
   readonly day: string

@@ -16,9 +16,9 @@ import { Context, Effect, Layer, Result } from "effect"
 import { type DatabaseUnavailable, ValidationError } from "../../../schema/errors.ts"
 import { isCalendarDate } from "../../../schema/events.ts"
 import { normaliseAmount } from "../../kernel/money.ts"
-import { AnalyticsImportsRepo, type FxRow, type SpendRow } from "./repo.ts"
+import { AnalyticsImportsRepo, type FxRow, type SpendRow, type SyncedSpendRow } from "./repo.ts"
 
-export type { FxRow, SpendRow } from "./repo.ts"
+export type { FxRow, SpendRow, SyncedSpendRow } from "./repo.ts"
 
 const CURRENCY = /^[A-Z]{3}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -139,6 +139,11 @@ export class AnalyticsImports extends Context.Service<AnalyticsImports, {
   /** Upserts spend rows (one per profile, platform, day and ad); answers how many rows were written. */
   readonly upsertSpend: (rows: ReadonlyArray<SpendRow>) => Effect.Effect<number, DatabaseUnavailable | ValidationError>
   readonly upsertFxRates: (rows: ReadonlyArray<FxRow>, source?: string) => Effect.Effect<number, DatabaseUnavailable>
+  /**
+   * Upserts the days an ad platform sync read (source `sync`, src/ingestion/sync/worker.ts): the
+   * amount, impressions, clicks and the platform's reported conversions and chats.
+   */
+  readonly upsertSyncedSpend: (rows: ReadonlyArray<SyncedSpendRow>) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/AnalyticsImports") {
   static readonly layer = Layer.effect(AnalyticsImports)(
     Effect.gen(function*() {
@@ -161,7 +166,11 @@ export class AnalyticsImports extends Context.Service<AnalyticsImports, {
         return distinct.length
       })
 
-      return { upsertSpend, upsertFxRates }
+      const upsertSyncedSpend = Effect.fn("AnalyticsImports.upsertSyncedSpend")(function*(rows: ReadonlyArray<SyncedSpendRow>) {
+        yield* repo.upsertSyncedSpend(rows)
+      })
+
+      return { upsertSpend, upsertFxRates, upsertSyncedSpend }
     })
   ).pipe(Layer.provide(AnalyticsImportsRepo.layer))
 }

@@ -9,11 +9,17 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { Fragment } from "effect/sql/Statement"
 import { SqlClient } from "effect/sql/SqlClient"
-import { type UtmSummary, UtmSummary as UtmSummarySchema } from "../../../schema/analytics-insights.ts"
+import {
+  AdPeopleRow,
+  ModelRow,
+  UnknownAdId,
+  type UtmSummary,
+  UtmSummary as UtmSummarySchema
+} from "../../../schema/analytics-insights.ts"
 import type { TouchFilter } from "../../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { AnalyticsFragments } from "../sql/repo.ts"
-import { TouchColumns } from "../../attribution/touches/repo.ts"
+import { AnalyticsFragments } from "../sql/fragments.ts"
+import { TouchColumns } from "../../attribution/touches/columns.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export interface InsightScope {
@@ -31,13 +37,8 @@ export interface MoneyScope extends InsightScope {
   readonly reportingCurrency: string | null
 }
 
-const ModelSqlRow = Schema.Struct({
-  model: Schema.String,
-  conversion_count: Schema.Int,
-  credited_conversions: Schema.String,
-  credited_revenue: Schema.NullOr(Schema.String),
-  reporting_credited_revenue: Schema.NullOr(Schema.String)
-})
+// The model is read as text: the service looks each known model up in the rows.
+const ModelSqlRow = Schema.Struct({ ...ModelRow.fields, model: Schema.String })
 export type ModelSqlRow = typeof ModelSqlRow.Type
 
 const ValueRow = Schema.Struct({ value: Schema.String, touches: Schema.Int })
@@ -74,20 +75,11 @@ export type RealtimeSqlRow = typeof RealtimeRow.Type
 const AdPeopleSqlRow = Schema.Struct({
   key: Schema.String,
   people: Schema.Int,
-  partner_import: Schema.Int,
-  conversation_ad_referral: Schema.Int,
-  website_visit: Schema.Int,
-  other: Schema.Int
+  ...AdPeopleRow.fields.by_origin.fields
 })
 export type AdPeopleSqlRow = typeof AdPeopleSqlRow.Type
 
-const UnknownIdRow = Schema.Struct({
-  level: Schema.Literals(["campaign", "ad_set", "ad"]),
-  external_id: Schema.String,
-  touches: Schema.Int,
-  first_seen_at: Schema.String,
-  last_seen_at: Schema.String
-})
+const UnknownIdRow = Schema.Struct(UnknownAdId.fields)
 export type UnknownIdSqlRow = typeof UnknownIdRow.Type
 
 const ScanRow = Schema.Struct({ scanned_at: Schema.String, fresh: Schema.Boolean, summary: UtmSummarySchema })

@@ -4,13 +4,12 @@
  * converted to the target currency with that day's stored FX rate and rounded to 6 decimals,
  * then summed: a (day, currency) amount without a rate makes the total null.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import type { Fragment } from "effect/sql/Statement"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { TouchFilter } from "../../../schema/analytics.ts"
+import { BreakdownRow, TimeseriesPoint } from "../../../schema/analytics.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { CreditModel } from "../../../schema/events.ts"
-import { AnalyticsFragments } from "../sql/repo.ts"
+import { AnalyticsFragments, type ReadScope } from "../sql/fragments.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 
 export interface ProfileFacts {
@@ -31,27 +30,10 @@ const ProfileFactsRow = Schema.Struct({
   as_of: Schema.String
 })
 
-export interface ReadScope {
-  readonly profileId: string
-  readonly timeZone: string
-  readonly model: CreditModel
-  /** Inclusive ISO dates in the profile's time zone. */
-  readonly start: string
-  readonly end: string
-  readonly conversionKey: string | null
-  readonly touchFilter: { readonly dimension: TouchFilter; readonly value: string } | null
-  /** Target currencies: the profile's and the workspace's reporting currency. */
-  readonly currency: string | null
-  readonly reportingCurrency: string | null
-}
-
+/** A period's (or, by day, a day's) measures: the timeseries point's counts and money, and the reporting revenue. */
 const MeasuresRow = Schema.Struct({
   day: Schema.NullOr(Schema.String),
-  outcomes: Schema.Int,
-  cash_payments: Schema.Int,
-  first_payments: Schema.Int,
-  credited_conversions: Schema.String,
-  revenue: Schema.NullOr(Schema.String),
+  ...Struct.pick(TimeseriesPoint.fields, ["outcomes", "cash_payments", "first_payments", "credited_conversions", "revenue"]),
   reporting_revenue: Schema.NullOr(Schema.String)
 })
 export type MeasuresRow = typeof MeasuresRow.Type
@@ -63,16 +45,8 @@ const SpendRow = Schema.Struct({
 })
 export type SpendRow = typeof SpendRow.Type
 
-const BreakdownRowSql = Schema.Struct({
-  value: Schema.String,
-  touches: Schema.Int,
-  conversions: Schema.Int,
-  cash_payments: Schema.Int,
-  first_payments: Schema.Int,
-  credited_conversions: Schema.String,
-  credited_revenue: Schema.NullOr(Schema.String),
-  reporting_credited_revenue: Schema.NullOr(Schema.String)
-})
+// '' is "no value" in the rollups; the service answers it as null.
+const BreakdownRowSql = Schema.Struct({ ...BreakdownRow.fields, value: Schema.String })
 export type BreakdownSqlRow = typeof BreakdownRowSql.Type
 
 export class AnalyticsRepo extends Context.Service<AnalyticsRepo, {

@@ -20,7 +20,8 @@ import {
 import { type DatabaseUnavailable, InvalidDateRange, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { CreditModel } from "../../../schema/events.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
-import { AnalyticsRepo, type ProfileFacts, type ReadScope } from "./repo.ts"
+import { AnalyticsRepo, type ProfileFacts } from "./repo.ts"
+import type { ReadScope } from "../sql/fragments.ts"
 import { invalidQuery } from "../../../schema/query-errors.ts"
 
 export { DEFAULT_RANGE_DAYS, MAX_RANGE_DAYS }

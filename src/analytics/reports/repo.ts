@@ -3,10 +3,10 @@
  * run through the unique (report, slot) key; runs are claimed with a lease (`FOR UPDATE SKIP
  * LOCKED`), so several workers share the queue and a dead worker's run is taken over.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { REPORT_READS, RUN_STATUSES, StoredFilters, StoredRange, StoredSchedule } from "../../../schema/reports.ts"
+import { Report, ReportRun, type StoredFilters, type StoredRange, type StoredSchedule } from "../../../schema/reports.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import type { TraceContext } from "../../platform/tracing.ts"
@@ -15,38 +15,19 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
-export const ReportRow = Schema.Struct({
-  id: Schema.String,
-  profile_id: Schema.String,
-  name: Schema.String,
-  reads: Schema.Array(Schema.Literals(REPORT_READS)),
-  range: StoredRange,
-  filters: StoredFilters,
-  schedule: Schema.NullOr(StoredSchedule),
-  recipients: Schema.Array(Schema.String),
-  next_run_at: Schema.NullOr(Schema.String),
-  created_at: Schema.String
-})
+/** A report as stored is the report as answered. */
+export const ReportRow = Schema.Struct(Report.fields)
 export type ReportRow = typeof ReportRow.Type
 
+/** A run as answered, but its range and artifacts as columns (the answer builds them), with its profile and attempts. */
 export const RunRow = Schema.Struct({
-  id: Schema.String,
-  report_id: Schema.String,
+  ...Struct.omit(ReportRun.fields, ["range", "csv", "pdf"]),
   profile_id: Schema.String,
-  trigger: Schema.Literals(["manual", "scheduled"]),
-  slot: Schema.NullOr(Schema.String),
-  status: Schema.Literals(RUN_STATUSES),
   range_start: Schema.NullOr(Schema.String),
   range_end: Schema.NullOr(Schema.String),
   csv_bytes: Schema.NullOr(Schema.Int),
   pdf_bytes: Schema.NullOr(Schema.Int),
-  recipients: Schema.NullOr(Schema.Array(Schema.String)),
-  message_id: Schema.NullOr(Schema.String),
-  error: Schema.NullOr(Schema.String),
-  attempts: Schema.Int,
-  created_at: Schema.String,
-  generated_at: Schema.NullOr(Schema.String),
-  sent_at: Schema.NullOr(Schema.String)
+  attempts: Schema.Int
 })
 export type RunRow = typeof RunRow.Type
 

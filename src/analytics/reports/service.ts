@@ -44,7 +44,6 @@ import {
 import { AnalyticsService } from "../overview/service.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionHealth } from "../../connections/health/service.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { decodeCursor, toPage } from "../../platform/pagination.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
@@ -233,7 +232,6 @@ export class Reports extends Context.Service<Reports, {
     Effect.gen(function*() {
       const repo = yield* ReportsRepo
       const analytics = yield* AnalyticsService
-      const connections = yield* ConnectionsRepo
       const health = yield* ConnectionHealth
       const sessions = yield* ConnectionSessions
       const email = yield* Email
@@ -375,7 +373,7 @@ export class Reports extends Context.Service<Reports, {
 
       /** Sends a generated run to `recipients` through the profile's email connection; the run is `sent` or failed. */
       const deliver = Effect.fn("Reports.deliver")(function*(report: ReportRow, runId: string, recipients: ReadonlyArray<string>) {
-        const connection = yield* connections.currentOf(report.profile_id, "email")
+        const connection = yield* sessions.currentOf(report.profile_id, "email")
         if (Option.isNone(connection) || connection.value.status === "reconnect_required") {
           return yield* new InvalidState({
             message: Option.isNone(connection)
@@ -482,7 +480,7 @@ export class Reports extends Context.Service<Reports, {
 
       return { create, list, generate, send, csv, pdf, work, nextOf }
     })
-  ).pipe(Layer.provide([ReportsRepo.layer, AnalyticsService.layer, ConnectionsRepo.layer, ConnectionSessions.layer, ConnectionHealth.layer]))
+  ).pipe(Layer.provide([ReportsRepo.layer, AnalyticsService.layer, ConnectionSessions.layer, ConnectionHealth.layer]))
 }
 
 /** What a failed send is recorded as on the run. */

@@ -1,6 +1,6 @@
 /**
  * The report scheduler (decision 0086): one background fiber per process (started by
- * `CoreServicesLive`), safe with several processes on one PostgreSQL. Each poll turns every due
+ * `CoreServicesLayer`), safe with several processes on one PostgreSQL. Each poll turns every due
  * slot into one run (unique per report and slot: two workers racing create it once), then
  * claims runs with a lease and works them: generated, and a scheduled run sent to the report's
  * recipients. A run whose worker died is taken over once its lease expires; one that died while

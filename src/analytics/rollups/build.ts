@@ -3,7 +3,7 @@
  * (decision 0045). Pure: `rollups.ts` reads the facts and writes what this returns.
  *
  * Credit-day and touch-day rows have one slice per (dimension, value); campaign-day rows one per
- * (level, platform id), '' being the remainder. Touch filters are applied by reads (`AnalyticsFragments`, src/analytics/sql/repo.ts). Each touch's slices are interned once, a
+ * (level, platform id), '' being the remainder. Touch filters are applied by reads (`AnalyticsFragments`, src/analytics/sql/fragments.ts). Each touch's slices are interned once, a
  * conversion's credits are folded per slice in a sparse sum (each slice once per conversion:
  * that is the count distinct), and the accumulators are hash maps: linear in the credit rows,
  * with no sort. (The SQL this replaced let PostgreSQL sort about 40 fanned-out rows per credit

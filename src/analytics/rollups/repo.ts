@@ -28,7 +28,7 @@ import {
   type TouchFact,
   type TouchTuple
 } from "./build.ts"
-import { CONVERSION_MEASURES_SQL, dimensionColumns } from "../sql/repo.ts"
+import { CONVERSION_MEASURES_SQL, dimensionColumns } from "../sql/fragments.ts"
 
 export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */

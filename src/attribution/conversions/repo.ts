@@ -5,13 +5,12 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { ReplayQueue } from "../jobs/repo.ts"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { compareText, CustomersRepo, type ProfileScoped, profileScoped } from "../../identity/customers/repo.ts"
+import { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { changedFirstPaymentFlags, FirstPaymentFacts } from "../../ingestion/events/payments/first-payments.ts"
+import { changedFirstPaymentFlags, FirstPaymentFacts } from "./first-payments.ts"
 
 export const ProfileFacts = Schema.Struct({
   id: Schema.String,
@@ -204,8 +203,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   ) => Repo<{ readonly conversions: number; readonly credits: number; readonly customerIds: ReadonlyArray<string> }>
   /** Marks the event retracted and drops what it carried beyond its name, time and key. */
   readonly tombstone: (eventId: string, reason: string) => Repo<void>
-  /** Queues (or joins the already queued) full-profile attribution replay, in the caller's transaction. */
-  readonly queueReplay: (profileId: string, reason: string) => Repo<void>
   /** The profile's conversions, newest first, one more than `limit`. */
   readonly listConversions: (
     profileId: string,
@@ -245,8 +242,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   static readonly layer = Layer.effect(EventsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const customers = yield* CustomersRepo
-      const replays = yield* ReplayQueue
       const facts = decodeRows(ProfileFacts)
       const storedEvents = decodeRows(StoredEvent)
       const definitions = decodeRows(Definition)
@@ -529,7 +524,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         Effect.gen(function*() {
           if (customerIds.length === 0) return 0
           const ids = [...new Set(customerIds)]
-          yield* customers.lockCustomers(ids)
+          // The customers' rows are the lock every writer of their payments takes (identity's
+          // `CustomersRepo.lockCustomers`, the same statement): read-only here, and the table
+          // stays identity's. Id order, unprepared (decision 0047).
+          yield* sql`SELECT id FROM customers WHERE id = ANY(${[...ids].sort()}::uuid[]) ORDER BY id FOR UPDATE`.unprepared
           // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
           // subquery into a join, which it may plan as a scan per customer while statistics are stale.
           const rows = yield* firstPaymentFacts(sql`
@@ -622,7 +620,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           hasConversationLead,
           deleteConversions,
           tombstone,
-          queueReplay: (profileId: string, reason: string) => Effect.asVoid(replays.enqueue(profileId, reason)),
           listConversions,
           recomputeFirstPayments,
           markCredited,
@@ -637,5 +634,5 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([CustomersRepo.layer, ReplayQueue.layer]))
+  )
 }

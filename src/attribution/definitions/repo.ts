@@ -5,10 +5,8 @@ import { ConversionDefinition, DefinitionKind } from "../../../schema/attributio
 import { isUuid } from "../../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { Keyset } from "../../platform/pagination.ts"
-import { EventsRepo } from "../conversions/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { ReplayQueue } from "../jobs/repo.ts"
 
 /** A definition row is the published resource, column for column. */
 export const DefinitionRow = Schema.Struct(ConversionDefinition.fields)
@@ -45,8 +43,6 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 type Page = { readonly limit: number; readonly after: Option.Option<Keyset> }
 
 export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
-  /** Serializes the profile's classification writes for the rest of the transaction. */
-  readonly lock: (profileId: string) => Repo<void>
   /** (created_at, id) order, one more than `limit`. */
   readonly page: (profileId: string, page: Page) => Repo<ReadonlyArray<DefinitionRow>>
   /** Every definition of the profile, (created_at, id) order. */
@@ -59,8 +55,8 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
   /** Moves the default flag off every definition of the profile but `keepId`. */
   readonly clearDefault: (profileId: string, keepId: string | null) => Repo<void>
   /**
-   * Deletes definitions. Their conversions stay (with their keys) but lose the definition, so they
-   * no longer count as cash nor take credit (the queued replay removes their credit rows).
+   * Deletes definitions; their conversions are detached first (`EventsRepo.detachDefinitions`,
+   * the caller's part).
    */
   readonly remove: (profileId: string, ids: ReadonlyArray<string>) => Repo<void>
   /** Which of `names` a definition other than `exceptIds` already lists. */
@@ -89,8 +85,6 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
   static readonly layer = Layer.effect(DefinitionsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const conversions = yield* EventsRepo
-      const replays = yield* ReplayQueue
       const rows = decodeRows(DefinitionRow)
       const firstRow = decodeFirstRow(DefinitionRow)
       const ownerRows = decodeRows(NameOwnerRow)
@@ -156,10 +150,7 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
           WHERE profile_id = ${profileId} AND is_default ${keepId === null ? sql`` : sql`AND id <> ${keepId}`}`)
 
       const remove = (profileId: string, ids: ReadonlyArray<string>) =>
-        ids.length === 0 ? Effect.void : Effect.gen(function*() {
-          yield* conversions.detachDefinitions(profileId, ids)
-          yield* sql`DELETE FROM conversion_definitions WHERE profile_id = ${profileId} AND id = ANY(${ids}::uuid[])`
-        })
+        Effect.asVoid(sql`DELETE FROM conversion_definitions WHERE profile_id = ${profileId} AND id = ANY(${ids}::uuid[])`)
 
       const nameOwners = (profileId: string, names: ReadonlyArray<string>, exceptIds: ReadonlyArray<string>) =>
         names.length === 0 ? Effect.succeed([]) : ownerRows(sql`
@@ -214,7 +205,6 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
 
       return {
         ...atDatabaseBoundary({
-          lock: replays.lockProfile,
           page,
           all,
           find,
@@ -232,5 +222,5 @@ export class DefinitionsRepo extends Context.Service<DefinitionsRepo, {
         transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })
-  ).pipe(Layer.provide([EventsRepo.layer, ReplayQueue.layer]))
+  )
 }

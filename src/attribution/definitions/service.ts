@@ -9,7 +9,7 @@
  * a replay that is still queued; a write that changes only the name or the default flag queues
  * nothing. Decision 0030.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, type Option } from "effect"
 import {
   type ConversionDefinition,
   DEFAULT_LOOKBACK_WINDOW_DAYS,
@@ -36,6 +36,7 @@ import {
   valuesOf
 } from "./rules.ts"
 import { ReplayQueue } from "../jobs/repo.ts"
+import { EventsRepo } from "../conversions/repo.ts"
 
 const noSuchDefinition = () => new NotFound({ message: "No such definition." })
 
@@ -85,11 +86,23 @@ export class Definitions extends Context.Service<Definitions, {
     id: string,
     eventKey: string | null
   ) => Effect.Effect<Written, Errors | NotFound>
+  /**
+   * A built-in cash definition of `eventNames` (a card gateway's or a store's first payment,
+   * src/ingestion/events/payments), in the caller's transaction under its attribution lock;
+   * None when `conversionKey` is taken already.
+   */
+  readonly createCashEventDefinition: (
+    profileId: string,
+    conversionKey: string,
+    name: string,
+    eventNames: ReadonlyArray<string>
+  ) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
 }>()("svc/Definitions") {
   static readonly layer = Layer.effect(Definitions)(
     Effect.gen(function*() {
       const repo = yield* DefinitionsRepo
       const queue = yield* ReplayQueue
+      const conversions = yield* EventsRepo
       const audit = yield* AuditLog
 
       const inTransaction = repo.transaction
@@ -190,7 +203,7 @@ export class Definitions extends Context.Service<Definitions, {
         input: UpsertGoalDefinition
       ) {
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           const found = yield* repo.findByKey(profile.profileId, input.conversion_key, true)
           const existing = found._tag === "Some" ? found.value : undefined
           const names = distinctNames(input.event_names)
@@ -235,7 +248,7 @@ export class Definitions extends Context.Service<Definitions, {
         patch: PatchGoalDefinition
       ) {
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           const found = yield* repo.find(profile.profileId, id, true)
           if (found._tag === "None") return yield* noSuchDefinition()
           const existing = found.value
@@ -268,7 +281,7 @@ export class Definitions extends Context.Service<Definitions, {
         eventKey: string | null
       ) {
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           const found = yield* repo.find(profile.profileId, id, true)
           if (found._tag === "None") return yield* noSuchDefinition()
           const existing = found.value
@@ -305,7 +318,7 @@ export class Definitions extends Context.Service<Definitions, {
           attribution_eligible: entry.attribution_eligible ?? true
         }))
         return yield* inTransaction(Effect.gen(function*() {
-          yield* repo.lock(profile.profileId)
+          yield* queue.lockProfile(profile.profileId)
           yield* ensureKnownKey(
             profile.profileId,
             wanted.flatMap((entry, index) =>
@@ -319,7 +332,13 @@ export class Definitions extends Context.Service<Definitions, {
           const byKey = new Map(current.map((row) => [row.conversion_key, row]))
           const wantedKeys = new Set(wanted.map((entry) => entry.conversion_key))
           const removed = current.filter((row) => !wantedKeys.has(row.conversion_key))
-          yield* repo.remove(profile.profileId, removed.map((row) => row.id))
+          const removedIds = removed.map((row) => row.id)
+          if (removedIds.length > 0) {
+            // Their conversions stay (with their keys) but lose the definition, so they no longer
+            // count as cash nor take credit (the queued replay removes their credit rows).
+            yield* conversions.detachDefinitions(profile.profileId, removedIds)
+            yield* repo.remove(profile.profileId, removedIds)
+          }
           const keptDefault = wanted.find((entry) => entry.is_default)
           yield* repo.clearDefault(profile.profileId, keptDefault === undefined ? null : byKey.get(keptDefault.conversion_key)?.id ?? null)
           let classification = removed.length > 0
@@ -358,7 +377,16 @@ export class Definitions extends Context.Service<Definitions, {
         }))
       })
 
-      return { list, upsert, upsertLegacy, patch, outcomeDefinitions, replaceOutcomeDefinitions, setEventKey }
+      const createCashEventDefinition = Effect.fn("Definitions.createCashEventDefinition")(function*(
+        profileId: string,
+        conversionKey: string,
+        name: string,
+        eventNames: ReadonlyArray<string>
+      ) {
+        return yield* repo.createCashEventDefinition(profileId, conversionKey, name, eventNames)
+      })
+
+      return { list, upsert, upsertLegacy, patch, outcomeDefinitions, replaceOutcomeDefinitions, setEventKey, createCashEventDefinition }
     })
-  ).pipe(Layer.provide([DefinitionsRepo.layer, ReplayQueue.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([DefinitionsRepo.layer, ReplayQueue.layer, EventsRepo.layer, AuditLog.layer]))
 }

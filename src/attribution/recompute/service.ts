@@ -17,14 +17,30 @@ export interface Recomputed {
 }
 
 export class AttributionJobs extends Context.Service<AttributionJobs, {
+  /**
+   * Queues (or joins the already queued) full-profile replay in the caller's transaction, so it is
+   * queued exactly when the caller's change commits (another context's change of the records).
+   */
+  readonly queueReplay: (profileId: string, reason: string) => Effect.Effect<void, DatabaseUnavailable>
   readonly recompute: (actor: PrincipalShape, profile: ProfileContext) => Effect.Effect<Recomputed, DatabaseUnavailable>
   /** The most recent replay; none on the connect-broker tier (its reads answer empty). */
   readonly replayStatus: (profile: ProfileContext) => Effect.Effect<ReplayJob | null, DatabaseUnavailable>
+  /** As `queueReplay`, answering the id of the job queued or joined (a settings change reports it). */
+  readonly enqueueReplay: (profileId: string, reason: string) => Effect.Effect<string, DatabaseUnavailable>
+  /**
+   * The transaction-scoped lock that serializes a profile's classification writes and replay
+   * enqueues, held until the caller's transaction ends (a built-in definition's creation takes it).
+   */
+  readonly lockProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/AttributionJobs") {
   static readonly layer = Layer.effect(AttributionJobs)(
     Effect.gen(function*() {
       const queue = yield* ReplayQueue
       const audit = yield* AuditLog
+
+      const queueReplay = Effect.fn("AttributionJobs.queueReplay")(function*(profileId: string, reason: string) {
+        yield* queue.enqueue(profileId, reason)
+      })
 
       const recompute = Effect.fn("AttributionJobs.recompute")(function*(actor: PrincipalShape, profile: ProfileContext) {
         const queued = yield* Effect.gen(function*() {
@@ -51,7 +67,15 @@ export class AttributionJobs extends Context.Service<AttributionJobs, {
         return Option.match(latest, { onNone: () => null, onSome: renderReplayJob })
       })
 
-      return { recompute, replayStatus }
+      const enqueueReplay = Effect.fn("AttributionJobs.enqueueReplay")(function*(profileId: string, reason: string) {
+        return (yield* queue.enqueue(profileId, reason)).jobId
+      })
+
+      const lockProfile = Effect.fn("AttributionJobs.lockProfile")(function*(profileId: string) {
+        yield* queue.lockProfile(profileId)
+      })
+
+      return { queueReplay, recompute, replayStatus, enqueueReplay, lockProfile }
     })
   ).pipe(Layer.provide([ReplayQueue.layer, AuditLog.layer]))
 }

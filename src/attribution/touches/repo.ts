@@ -8,19 +8,8 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import type { TouchKind } from "../models/index.ts"
 
-/** A touch's channel and ad columns as read back; the one row schema of them, spread where a row carries them. */
-export const TouchColumns = Schema.Struct({
-  channel: Schema.NullOr(Schema.String),
-  source: Schema.NullOr(Schema.String),
-  medium: Schema.NullOr(Schema.String),
-  campaign_external_id: Schema.NullOr(Schema.String),
-  campaign_name: Schema.NullOr(Schema.String),
-  ad_set_external_id: Schema.NullOr(Schema.String),
-  ad_set_name: Schema.NullOr(Schema.String),
-  ad_external_id: Schema.NullOr(Schema.String),
-  ad_name: Schema.NullOr(Schema.String)
-})
-export type TouchColumns = typeof TouchColumns.Type
+// Re-exported for the readers that still take it from here.
+export { TouchColumns } from "./columns.ts"
 
 /** A web tracker touch (src/ingestion/tracking/tracker). */
 export interface NewWebTouch {

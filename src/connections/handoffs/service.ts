@@ -13,7 +13,7 @@ import {
   InvalidRequest,
   NotFound
 } from "../../../schema/errors.ts"
-import { AdminRepo } from "../../accounts/admin/repo.ts"
+import { RegisteredApps } from "../../accounts/admin/apps.ts"
 import { effectiveReturnOrigins } from "../../accounts/admin/service.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { OutboxRepo } from "../../kernel/outbox/repo.ts"
@@ -123,7 +123,7 @@ export class Handoffs extends Context.Service<Handoffs, {
       const repo = yield* HandoffsRepo
       const connections = yield* ConnectionsRepo
       const outbox = yield* OutboxRepo
-      const apps = yield* AdminRepo
+      const apps = yield* RegisteredApps
       const box = yield* SecretBox
       const oauth = yield* ProviderOAuth
       const endpoints = yield* ProviderEndpoints
@@ -516,5 +516,5 @@ export class Handoffs extends Context.Service<Handoffs, {
 
       return { mint, view, openLink, locate, consent, pending, finalize }
     })
-  ).pipe(Layer.provide([HandoffsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, AdminRepo.layer]))
+  ).pipe(Layer.provide([HandoffsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, RegisteredApps.layer]))
 }

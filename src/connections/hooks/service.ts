@@ -8,7 +8,6 @@
  */
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { type DatabaseUnavailable, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized } from "../../../schema/errors.ts"
-import { CommerceHooks } from "../../ingestion/commerce/orders/hooks.ts"
 import { OutboxRepo } from "../../kernel/outbox/repo.ts"
 import { AdPlatform } from "../providers/adplatform/port.ts"
 import { ProviderEndpoints } from "../providers/endpoints.ts"
@@ -16,16 +15,12 @@ import { verifyCallback } from "../providers/signing.ts"
 import { isProviderKind, type ProviderKind } from "../providers/registry.ts"
 import { leadgenEvent, MESSAGE_RECEIVED, messageReceivedEvent } from "../events.ts"
 import { parseDeliveryReport } from "../providers/email/dsn.ts"
-import { CardgwPayments } from "../../ingestion/sync/cardgw.ts"
 import { type ConnectionRecord, ConnectionsRepo } from "../repo.ts"
-import { CrmOutcomes } from "../../ingestion/crm-outcomes/service.ts"
 import { ConnectionSessions, factsOf } from "../sessions.ts"
 import { SANDBOX_WORLD_HEADER } from "../providers/sandbox-world.ts"
 import { PushWorld } from "./push-world.ts"
+import { type PushedMessage, PushReceivers } from "./receivers.ts"
 import { ProviderEventsRepo } from "./repo.ts"
-// The inbox's copy of inbound messages (issue 21 part 7, decision 0079).
-import { type PushedMessage, pushedMessages } from "../../messaging/inbox/pushes.ts"
-import { Inbox } from "../../messaging/inbox/service.ts"
 
 /** One event a callback carries. */
 export type HookEvent =
@@ -103,10 +98,8 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const outbox = yield* OutboxRepo
       const sessions = yield* ConnectionSessions
       const adplatform = yield* AdPlatform
-      const crmOutcomes = yield* CrmOutcomes
-      const cardgw = yield* CardgwPayments
-      const commerceHooks = yield* CommerceHooks
-      const inbox = yield* Inbox
+      // Commerce, payments and CRM outcomes (ingestion) and the inbox (messaging), above connections.
+      const receivers = yield* PushReceivers
 
       /** The lead as the platform holds it, fetched on one of the account's connections; the webhook value when none can. */
       const fetchLead = (provider: ProviderKind, live: ReadonlyArray<ConnectionRecord>, leadgenId: string) =>
@@ -186,10 +179,10 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
               }
               // Recorded before the id is claimed: the CRM's outcome keys make a redelivery after a crash write nothing twice.
               if (provider === "crm" && event.accountId !== null && event.body !== undefined) {
-                yield* crmOutcomes.fromCallback(event.accountId, event.body)
+                yield* receivers.crmDeal(event.accountId, event.body)
               }
               // A card-gateway payment is recorded first (idempotent by its payment id), then its event id claimed.
-              if (provider === "cardgw") yield* cardgw.hook(body)
+              if (provider === "cardgw") yield* receivers.cardPayment(body)
               return yield* events.claim(provider, event.eventId, null)
             }
           }
@@ -255,10 +248,9 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
       const dispatch = (provider: ProviderKind, parsed: Json) =>
         Effect.gen(function*() {
         // The commerce platform's orders and uninstalls (src/ingestion/commerce/orders/hooks.ts).
-        if (provider === "commerce") return { fresh: yield* commerceHooks.handle(parsed) }
+        if (provider === "commerce") return { fresh: yield* receivers.commerce(parsed) }
         // Recorded in the inbox first, idempotent by message id: a redelivery records nothing twice.
-        const pushes = pushedMessages(provider, parsed)
-        for (const pushed of pushes) yield* inbox.ingestPushed(provider, pushed.accountId, pushed.messageId)
+        const pushes = yield* receivers.messages(provider, parsed)
         let fresh = false
         // The nested `{object, entry: [...]}` pushes (social, page, chat kinds) carry their messages
         // inside entries; each becomes one `message.received`, once per message id.
@@ -275,16 +267,5 @@ export class ProviderHooks extends Context.Service<ProviderHooks, {
 
       return { receive }
     })
-  ).pipe(
-    Layer.provide([
-      ProviderEventsRepo.layer,
-      ConnectionsRepo.layer,
-      OutboxRepo.layer,
-      ConnectionSessions.layer,
-      CrmOutcomes.layer,
-      CardgwPayments.layer,
-      CommerceHooks.layer
-    ]),
-    Layer.provide(Inbox.layer)
-  )
+  ).pipe(Layer.provide([ProviderEventsRepo.layer, ConnectionsRepo.layer, OutboxRepo.layer, ConnectionSessions.layer]))
 }

@@ -17,7 +17,7 @@ import {
 } from "./errors.ts"
 import { ProviderEndpoints } from "./endpoints.ts"
 import { observe, providerCallDuration, providerThrottles } from "../../platform/metrics.ts"
-import { OutboundHttp } from "../../platform/outbound-http.ts"
+import { OutboundHttpLayer } from "../../platform/outbound-http.ts"
 import { CurrentTraceState } from "../../platform/tracing.ts"
 import type { ProviderKind } from "./registry.ts"
 
@@ -211,7 +211,7 @@ export class ProviderHttp extends Context.Service<ProviderHttp, {
     }))
 
   /** Over the service's one outbound client (src/platform/outbound-http.ts), shared with the webhook deliveries. */
-  static readonly layer = ProviderHttp.layerWith(DEFAULT_PROVIDER_HTTP).pipe(Layer.provide(OutboundHttp.layer))
+  static readonly layer = ProviderHttp.layerWith(DEFAULT_PROVIDER_HTTP).pipe(Layer.provide(OutboundHttpLayer))
 }
 
 const outcome = (

@@ -3,30 +3,30 @@
  * per-connection buckets), for the domains that call providers. AppConfig comes from below.
  */
 import { Layer } from "effect"
-import { AdPlatformLive } from "./adplatform/live.ts"
-import { CalendarProviderLive } from "./calendar/live.ts"
-import { CardGatewayLive } from "./cardgw/live.ts"
-import { ChatAppALive } from "./chat-app-a/live.ts"
-import { CommerceLive } from "./commerce/live.ts"
-import { CrmLive } from "./crm/live.ts"
-import { EmailLive } from "./email/live.ts"
+import { AdPlatformAdapter } from "./adplatform/live.ts"
+import { CalendarProviderAdapter } from "./calendar/live.ts"
+import { CardGatewayAdapter } from "./cardgw/live.ts"
+import { ChatAppAAdapter } from "./chat-app-a/live.ts"
+import { CommerceAdapter } from "./commerce/live.ts"
+import { CrmAdapter } from "./crm/live.ts"
+import { EmailAdapter } from "./email/live.ts"
 import { ProviderEndpoints } from "./endpoints.ts"
 import { ProviderHttp } from "./http.ts"
-import { PageMessengerLive, ShortVideoMessagingLive, SocialDmLive } from "./messaging/live.ts"
-import { ProviderOAuthLive } from "./oauth/live.ts"
+import { PageMessengerAdapter, ShortVideoMessagingAdapter, SocialDmAdapter } from "./messaging/live.ts"
+import { ProviderOAuthAdapter } from "./oauth/live.ts"
 
-export const ProvidersLive = Layer.mergeAll(
-  ProviderOAuthLive,
-  AdPlatformLive,
-  CrmLive,
-  CommerceLive,
-  CardGatewayLive,
-  ChatAppALive,
-  SocialDmLive,
-  PageMessengerLive,
-  ShortVideoMessagingLive,
-  EmailLive,
-  CalendarProviderLive
+export const ProvidersLayer = Layer.mergeAll(
+  ProviderOAuthAdapter,
+  AdPlatformAdapter,
+  CrmAdapter,
+  CommerceAdapter,
+  CardGatewayAdapter,
+  ChatAppAAdapter,
+  SocialDmAdapter,
+  PageMessengerAdapter,
+  ShortVideoMessagingAdapter,
+  EmailAdapter,
+  CalendarProviderAdapter
 ).pipe(
   Layer.provideMerge(ProviderHttp.layer),
   Layer.provideMerge(ProviderEndpoints.layer)

@@ -21,7 +21,6 @@ import {
   RateLimitExceeded
 } from "../../../schema/errors.ts"
 import type { Connection } from "../../../schema/connections.ts"
-import { Definitions } from "../../attribution/definitions/service.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../kernel/principal.ts"
 import { Crm, type CrmPipeline, type CrmStage } from "../providers/crm/port.ts"
 import type { ProviderError } from "../providers/errors.ts"
@@ -29,6 +28,7 @@ import { isProviderKind } from "../providers/registry.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import { ConnectionsRepo } from "../repo.ts"
 import { ConnectionSessions } from "../sessions.ts"
+import { StageOutcomes } from "./outcomes.ts"
 
 const PROVIDER = "crm"
 const PAGE = 100
@@ -102,7 +102,7 @@ export class ConnectionStages extends Context.Service<ConnectionStages, {
       const connections = yield* ConnectionsRepo
       const sessions = yield* ConnectionSessions
       const crm = yield* Crm
-      const definitions = yield* Definitions
+      const definitions = yield* StageOutcomes
 
       /** The provider's failures as the documented codes (decision 0060). */
       const providerFailure = (connectionId: string, error: ProviderError) => {
@@ -241,5 +241,5 @@ export class ConnectionStages extends Context.Service<ConnectionStages, {
 
       return { stages }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, Definitions.layer]))
+  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer]))
 }

@@ -23,7 +23,7 @@ import {
   unprocessable,
   type ValidationError
 } from "../../../schema/errors.ts"
-import { AdActionsRepo } from "../../ads/actions/repo.ts"
+import { AdConnections } from "../../ads/actions/connections.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
@@ -179,7 +179,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
     Effect.gen(function*() {
       const repo = yield* AudiencesRepo
       const catalog = yield* CatalogRepo
-      const adRepo = yield* AdActionsRepo
+      const adConnections = yield* AdConnections
       const sessions = yield* ConnectionSessions
       const platform = yield* AdPlatform
       const audit = yield* AuditLog
@@ -241,7 +241,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
 
       /** The usable ad-platform connection: the named one, else the profile's single one. */
       const connectionFor = Effect.fn("CustomerLists.connectionFor")(function*(profileId: string, named: string | undefined) {
-        const all = yield* adRepo.connections(profileId)
+        const all = yield* adConnections.of(profileId)
         const usable = all.filter((c) => c.status !== "reconnect_required" && c.external_account_id !== null)
         if (named !== undefined) {
           const found = usable.find((c) => c.id === named)
@@ -549,7 +549,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
 
       return { get, post, remove, lookalike, resync, resyncHeld }
     })
-  ).pipe(Layer.provide([AudiencesRepo.layer, CatalogRepo.layer, AdActionsRepo.layer, ConnectionSessions.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([AudiencesRepo.layer, CatalogRepo.layer, AdConnections.layer, ConnectionSessions.layer, AuditLog.layer]))
 }
 
 /** Audiences (decision 0099): customers a profile keeps out of every audience. */

@@ -1,6 +1,6 @@
 /**
  * The daily refresh of enabled customer lists (decision 0100): one background fiber per process
- * (started by `CoreServicesLive`), safe with several processes on one PostgreSQL. Each poll takes
+ * (started by `CoreServicesLayer`), safe with several processes on one PostgreSQL. Each poll takes
  * the lease of one list last synced over `refreshAfter` ago (SKIP LOCKED: two workers never take
  * the same list) and re-uploads it, so new paying customers join and erased ones leave. A list
  * whose sync fails keeps its lease until it expires: the next attempt comes a lease later.

@@ -6,11 +6,9 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { type DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
 import type { PutCatalog } from "../../../schema/exports.ts"
-import { PERSON_SCOPES } from "../../../schema/scopes.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
-import { ApiKeysRepo } from "../../accounts/api-keys/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
-import { TenancyRepo } from "../../accounts/profiles/repo.ts"
+import { PrivacySettings } from "../../accounts/privacy.ts"
 import { type CatalogRow, CatalogRepo } from "./repo.ts"
 
 export interface CatalogView {
@@ -50,8 +48,7 @@ export class ConversionSyncCatalog extends Context.Service<ConversionSyncCatalog
   static readonly layer = Layer.effect(ConversionSyncCatalog)(
     Effect.gen(function*() {
       const repo = yield* CatalogRepo
-      const tenancy = yield* TenancyRepo
-      const keys = yield* ApiKeysRepo
+      const privacy = yield* PrivacySettings
       const audit = yield* AuditLog
 
       const get = Effect.fn("ConversionSyncCatalog.get")(function*(profile: ProfileContext) {
@@ -77,16 +74,14 @@ export class ConversionSyncCatalog extends Context.Service<ConversionSyncCatalog
             })
           }
           const target = body.platform_safe_target ?? before.platform_safe_target
-          yield* tenancy.setPrivacySettings(before.profile_id, body.privacy_mode, target)
+          yield* privacy.set(before.profile_id, body.privacy_mode, target)
           yield* repo.putConfig(before.profile_id, config)
           // Absent keeps the stored switch (decision 0100).
           const audiences = body.platform_safe_audiences ?? before.platform_safe_audiences
           if (audiences !== before.platform_safe_audiences) yield* repo.setAudiences(before.profile_id, audiences)
           // Entering the healthcare family: delegated keys lose their person reads (S5.3); a person's own keys stay.
           const entering = HEALTHCARE_MODES.includes(body.privacy_mode) && !HEALTHCARE_MODES.includes(before.privacy_mode)
-          const revoked = entering
-            ? (yield* keys.revokeKeys({ kind: "delegated_on_profile", profileId: before.profile_id, scopes: PERSON_SCOPES })).length
-            : 0
+          const revoked = entering ? yield* privacy.revokePersonKeys(before.profile_id) : 0
           yield* audit.record({
             actor,
             action: "conversion_sync.catalog_updated",
@@ -114,5 +109,5 @@ export class ConversionSyncCatalog extends Context.Service<ConversionSyncCatalog
 
       return { get, put }
     })
-  ).pipe(Layer.provide([CatalogRepo.layer, TenancyRepo.layer, ApiKeysRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([CatalogRepo.layer, PrivacySettings.layer, AuditLog.layer]))
 }

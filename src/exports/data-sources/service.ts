@@ -19,9 +19,8 @@ import {
   type ValidationError
 } from "../../../schema/errors.ts"
 import type { DataSource, EnsureBody, EnsureWebsiteBody } from "../../../schema/platform-safe.ts"
-import { AdActionsRepo } from "../../ads/actions/repo.ts"
+import { AdConnections } from "../../ads/actions/connections.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { AdPlatform } from "../../connections/providers/adplatform/port.ts"
 import { SocialDm } from "../../connections/providers/messaging/port.ts"
@@ -82,8 +81,7 @@ export class DataSources extends Context.Service<DataSources, {
   static readonly layer = Layer.effect(DataSources)(
     Effect.gen(function*() {
       const repo = yield* DataSourcesRepo
-      const connections = yield* ConnectionsRepo
-      const adRepo = yield* AdActionsRepo
+      const adConnections = yield* AdConnections
       const destinations = yield* DestinationsRepo
       const sessions = yield* ConnectionSessions
       const platform = yield* AdPlatform
@@ -92,12 +90,12 @@ export class DataSources extends Context.Service<DataSources, {
 
       /** The source's own live connection (not awaiting a reconnect), if any. */
       const sourceConnection = (profileId: string, provider: string) =>
-        Effect.map(connections.currentOf(profileId, provider), (found) =>
+        Effect.map(sessions.currentOf(profileId, provider), (found) =>
           Option.filter(found, (c) => c.status !== "reconnect_required" && c.external_account_id !== null))
 
       /** The one usable ad-platform connection holding the manage-ads grant. */
       const adConnection = Effect.fn("DataSources.adConnection")(function*(profileId: string) {
-        const all = yield* adRepo.connections(profileId)
+        const all = yield* adConnections.of(profileId)
         const usable = all.filter((c) => c.status !== "reconnect_required" && c.external_account_id !== null)
         const only = usable.length === 1 ? usable[0] : undefined
         if (only === undefined) {
@@ -258,5 +256,5 @@ export class DataSources extends Context.Service<DataSources, {
 
       return { ensureWhatsapp, ensureWebsite, ensureInstagram, list, options }
     })
-  ).pipe(Layer.provide([DataSourcesRepo.layer, ConnectionsRepo.layer, AdActionsRepo.layer, DestinationsRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([DataSourcesRepo.layer, AdConnections.layer, DestinationsRepo.layer, ConnectionSessions.layer]))
 }

@@ -359,10 +359,10 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
 }
 
 /**
- * Works the export queue in the background, one fiber per process (started by CoreServicesLive,
+ * Works the export queue in the background, one fiber per process (started by CoreServicesLayer,
  * like the sync worker); several runners share the queue through leases.
  */
-export const ExportWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+export const ExportWorkerLayer = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* ExportWorkerSettings
   if (!settings.enabled) return
   const pipeline = yield* ExportPipeline

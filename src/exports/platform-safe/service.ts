@@ -36,7 +36,7 @@ import {
   type TargetBody,
   type WireAdSetsBody
 } from "../../../schema/platform-safe.ts"
-import { AdActionsRepo, type AdConnection } from "../../ads/actions/repo.ts"
+import { type AdConnection, AdConnections } from "../../ads/actions/connections.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
@@ -44,7 +44,7 @@ import { DpaService } from "../../accounts/dpa/service.ts"
 import { AdPlatform, type AdSetOptimization, type PromotedObject as PromotedObjectValue } from "../../connections/providers/adplatform/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../connections/providers/oauth/port.ts"
-import { TenancyRepo } from "../../accounts/profiles/repo.ts"
+import { PrivacySettings } from "../../accounts/privacy.ts"
 import { CatalogRepo, type CatalogRow } from "../catalog/repo.ts"
 import { checkConsentContract } from "../consent.ts"
 import { DestinationsRepo } from "../destinations/repo.ts"
@@ -150,9 +150,9 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
     Effect.gen(function*() {
       const repo = yield* PlatformSafeRepo
       const catalog = yield* CatalogRepo
-      const tenancy = yield* TenancyRepo
+      const privacy = yield* PrivacySettings
       const destinations = yield* DestinationsRepo
-      const adRepo = yield* AdActionsRepo
+      const adConnections = yield* AdConnections
       const sessions = yield* ConnectionSessions
       const platform = yield* AdPlatform
       const dpa = yield* DpaService
@@ -170,7 +170,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
 
       /** The one usable ad-platform connection (the Clean Dataset's when there is one). */
       const connectionFor = Effect.fn("PlatformSafe.connectionFor")(function*(profileId: string, clean: Option.Option<CleanDatasetRow>) {
-        const all = yield* adRepo.connections(profileId)
+        const all = yield* adConnections.of(profileId)
         const usable = all.filter((c) => c.status !== "reconnect_required" && c.external_account_id !== null)
         const named = Option.flatMap(clean, (row) => Option.fromNullishOr(usable.find((c) => c.id === row.connection_id)))
         if (Option.isSome(named)) return named.value
@@ -288,7 +288,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
           destinationId = inserted ? id : Option.getOrNull(yield* destinations.conflicting(row.profile_id, "adplatform_capi", clean.dataset_id, null))
           if (destinationId !== null) yield* repo.saveDestination(row.profile_id, destinationId)
         }
-        yield* tenancy.setPrivacySettings(row.profile_id, row.privacy_mode, "clean")
+        yield* privacy.set(row.profile_id, row.privacy_mode, "clean")
         yield* audit.record({
           actor,
           action: "conversion_sync.platform_safe_provisioned",
@@ -337,7 +337,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
           if (provisioned.status === "action_required" || Option.isNone(clean)) {
             return { switched: false, platform_safe_target: row.platform_safe_target, ad_sets_to_recreate: [], provision: provisioned }
           }
-          yield* tenancy.setPrivacySettings(row.profile_id, row.privacy_mode, "clean")
+          yield* privacy.set(row.profile_id, row.privacy_mode, "clean")
           if (row.platform_safe_target !== "clean") yield* record(row.platform_safe_target, "clean")
           const connection = yield* connectionFor(row.profile_id, clean)
           const session = yield* onPlatform(sessions.session(connection.id))
@@ -375,7 +375,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
             })
           }
         }
-        yield* tenancy.setPrivacySettings(row.profile_id, row.privacy_mode, "existing")
+        yield* privacy.set(row.profile_id, row.privacy_mode, "existing")
         yield* record("clean", "existing")
         return { switched: true, platform_safe_target: "existing" as const, ad_sets_to_recreate: [], provision: null }
       })
@@ -539,7 +539,7 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
         const byCredential = actor.kind === "api_key" || actor.kind === "user_token"
         const confirmed = body.confirm_duplicate_swap === true
         if (confirmed && byCredential) yield* checkConsent(body.consent, Date.now())
-        const all = yield* adRepo.connections(profile.profileId)
+        const all = yield* adConnections.of(profile.profileId)
         const connection = all.find((c) => c.id === destination.connection_id && c.status !== "reconnect_required" && c.external_account_id !== null)
         if (connection === undefined) {
           return yield* new AdplatformConnectionRequired({ message: "The rule's destination connection needs a reconnect.", reason: "no_usable_connection" })
@@ -561,5 +561,5 @@ export class PlatformSafe extends Context.Service<PlatformSafe, {
 
       return { provision, target, repoint, wireAdSets }
     })
-  ).pipe(Layer.provide([PlatformSafeRepo.layer, CatalogRepo.layer, TenancyRepo.layer, DestinationsRepo.layer, AdActionsRepo.layer, ConnectionSessions.layer, DpaService.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([PlatformSafeRepo.layer, CatalogRepo.layer, PrivacySettings.layer, DestinationsRepo.layer, AdConnections.layer, ConnectionSessions.layer, DpaService.layer, AuditLog.layer]))
 }

@@ -19,7 +19,7 @@ import {
   type ValidationError
 } from "../../../schema/errors.ts"
 import { type AdSetToMove, type WireAdSetsBody, type WiringView } from "../../../schema/platform-safe.ts"
-import { AdActionsRepo } from "../../ads/actions/repo.ts"
+import { AdConnections } from "../../ads/actions/connections.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { DpaService } from "../../accounts/dpa/service.ts"
@@ -53,7 +53,7 @@ export class ConversionSyncWiring extends Context.Service<ConversionSyncWiring, 
       const safeRepo = yield* PlatformSafeRepo
       const repo = yield* WiringRepo
       const dpa = yield* DpaService
-      const adRepo = yield* AdActionsRepo
+      const adConnections = yield* AdConnections
       const sessions = yield* ConnectionSessions
       const platform = yield* AdPlatform
       const platformSafe = yield* PlatformSafe
@@ -104,7 +104,7 @@ export class ConversionSyncWiring extends Context.Service<ConversionSyncWiring, 
         const cannotAutomate: Array<{ code: string; message: string }> = []
         if (!dpaAccepted) cannotAutomate.push({ code: "sign_dpa", message: "A signed-in owner or admin accepts the DPA; a key or token cannot." })
         if (live && Option.isSome(dataset)) {
-          const usable = (yield* adRepo.connections(row.profile_id)).find((c) => c.id === dataset.value.connection_id && c.status !== "reconnect_required")
+          const usable = (yield* adConnections.of(row.profile_id)).find((c) => c.id === dataset.value.connection_id && c.status !== "reconnect_required")
           if (usable === undefined) return yield* new AdplatformConnectionRequired({ message: "The Clean Dataset's ad-platform connection needs a reconnect.", reason: "no_usable_connection" })
           const session = yield* Effect.mapError(sessions.session(usable.id), (e) => (e._tag === "DatabaseUnavailable" ? e : fromProvider(e)))
           const optimizations = yield* Effect.mapError(platform.adSetOptimizations(session), fromProvider)
@@ -177,7 +177,7 @@ export class ConversionSyncWiring extends Context.Service<ConversionSyncWiring, 
     PlatformSafeRepo.layer,
     WiringRepo.layer,
     DpaService.layer,
-    AdActionsRepo.layer,
+    AdConnections.layer,
     ConnectionSessions.layer,
     PlatformSafe.layer
   ]))

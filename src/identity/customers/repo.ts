@@ -9,7 +9,9 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { CreditModel } from "../../../schema/events.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { REPAIR_SAMPLE_SIZE, RepairIdentifierType, RepairScanSummary } from "../../../schema/identity-repair.ts"
-import { TouchColumns } from "../../attribution/touches/repo.ts"
+import { TouchColumns } from "../../attribution/touches/columns.ts"
+import { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
+import type { IdentifierKind } from "./identifiers.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -149,16 +151,7 @@ export const KnownCustomer = Schema.Struct({
 })
 export type KnownCustomer = typeof KnownCustomer.Type
 
-/** One map key for a pair of a profile and a name (an idempotency key, a customer key, an identifier). */
-export const profileScoped = (profileId: string, name: string) => `${profileId}\u0000${name}`
-
-export interface ProfileScoped {
-  readonly profileId: string
-  readonly name: string
-}
-
-/** The identifiers a customer is resolved by (besides `external_id`, its `customer_key`). */
-export type IdentifierKind = "crm_contact_id" | "national_id" | "email" | "phone" | "anonymous_id"
+export type { IdentifierKind } from "./identifiers.ts"
 
 export interface NewIdentifier {
   readonly profileId: string
@@ -166,9 +159,6 @@ export interface NewIdentifier {
   readonly kind: IdentifierKind
   readonly value: string
 }
-
-/** Code-unit order: any fixed order does, as long as every batch locks in the same one. */
-export const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** Advisory-lock class (the first key of the two-key form) of identifier values ("SVC1"). */
 const IDENTIFIER_LOCK_CLASS = 0x53564331
@@ -197,6 +187,9 @@ export const BackfillOutcome = Schema.Struct({
   sample: Schema.Array(BackfillRow)
 })
 export type BackfillOutcome = typeof BackfillOutcome.Type
+
+// Their readers outside identity take them from the kernel; these keep older imports working.
+export { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 

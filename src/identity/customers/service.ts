@@ -34,25 +34,25 @@ import type { CreditModel } from "../../../schema/events.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import { PiiAccessLog } from "../../kernel/audit/pii-access.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, pageOf } from "../../platform/pagination.ts"
+import { pageOf, parseCursor } from "../../platform/pagination.ts"
 import { normalizeEmail, phoneForLookup } from "../normalize.ts"
 import { HealthcareCheck } from "../../accounts/healthcare.ts"
 import { isIsoDateTime } from "../../../schema/events.ts"
-import { TouchesRepo } from "../../attribution/touches/repo.ts"
+import { Touches } from "../../attribution/touches/service.ts"
 import { OutboxRepo } from "../../kernel/outbox/repo.ts"
-import { EventsRepo } from "../../attribution/conversions/repo.ts"
+import { Conversions } from "../../attribution/conversions/service.ts"
 import { IdentityRepo } from "../repo.ts"
-import { PartnerRepo } from "../../ingestion/partner/repo.ts"
+import { DeclaredSourcesRepo } from "../declared-sources/repo.ts"
 import {
   type CustomerRow,
   CustomersRepo,
   type ErasureCounts,
   type ErasureRow,
+  type IdentifierKind,
   type Keyset,
   type StoredRow,
   type VisitorRow
 } from "./repo.ts"
-import { invalidQuery } from "../../../schema/query-errors.ts"
 import { DEFAULT_JOURNEY_PAGE } from "../../../schema/customers.ts"
 
 export { DEFAULT_JOURNEY_PAGE, MAX_JOURNEY_PAGE } from "../../../schema/customers.ts"
@@ -73,15 +73,10 @@ interface PageParams {
 const pageParams = (input: PageInput): Effect.Effect<PageParams, InvalidParameter> => {
   const limit = input.limit ?? DEFAULT_JOURNEY_PAGE
   const model: CreditModel = input.model ?? "last_touch"
-  let after = Option.none<Keyset>()
-  if (input.cursor !== undefined && input.cursor !== "") {
-    const keyset = decodeCursor(input.cursor)
-    if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || keyset.value.id === "") {
-      return Effect.fail(invalidQuery("cursor", "Not a cursor this list answered; start again without it"))
-    }
-    after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
-  }
-  return Effect.succeed({ limit, model, after })
+  return Effect.map(
+    parseCursor(input.cursor, (keyset) => isIsoDateTime(keyset.createdAt) && keyset.id !== ""),
+    (keyset): PageParams => ({ limit, model, after: Option.map(keyset, (k) => ({ at: k.createdAt, id: k.id })) })
+  )
 }
 
 /** The page of rows, rendered, and the cursor after its last row. */
@@ -240,13 +235,25 @@ export class CustomersService extends Context.Service<CustomersService, {
     body: CreateErasure
   ) => Effect.Effect<ErasureReceipt, DatabaseUnavailable | ApiKeyRequired | InvalidParameter | CustomerNotFound>
   readonly erasure: (profile: ProfileContext, erasureId: string) => Effect.Effect<ErasureReceipt, DatabaseUnavailable | ErasureNotFound>
+  /** The live customer a `customer_key` names (a merged one's survivor); none when unknown or erased. */
+  readonly customerByKey: (profileId: string, customerKey: string) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
+  /**
+   * Gives the customer (or the survivor it was merged into) an identifier, in the caller's
+   * transaction; answers that survivor, none when the customer was erased (then nothing is added).
+   */
+  readonly attachIdentifier: (
+    profileId: string,
+    customerId: string,
+    kind: IdentifierKind,
+    value: string
+  ) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
 }>()("svc/CustomersService") {
   static readonly layer = Layer.effect(CustomersService)(
     Effect.gen(function*() {
       const repo = yield* CustomersRepo
-      const events = yield* EventsRepo
-      const touches = yield* TouchesRepo
-      const partner = yield* PartnerRepo
+      const events = yield* Conversions
+      const touches = yield* Touches
+      const declaredSources = yield* DeclaredSourcesRepo
       const identity = yield* IdentityRepo
       const outbox = yield* OutboxRepo
       const piiLog = yield* PiiAccessLog
@@ -449,7 +456,7 @@ export class CustomersService extends Context.Service<CustomersService, {
           const eventCount = yield* events.forgetEventsOf(ids)
           // The person's browsers: every touch of theirs, and every other touch from the same anonymous ids.
           const touchCount = yield* touches.forgetCustomers(ids)
-          const declared = yield* partner.deleteDeclaredSourcesOf(ids)
+          const declared = yield* declaredSources.deleteDeclaredSourcesOf(ids)
           const identifiers = yield* repo.deleteIdentifiers(ids)
           yield* identity.deleteLinksOf(ids)
           yield* identity.forgetProposalsOf(ids)
@@ -507,7 +514,23 @@ export class CustomersService extends Context.Service<CustomersService, {
         return renderReceipt(found.value)
       })
 
-      return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure }
+      const customerByKey = Effect.fn("Customers.customerByKey")(function*(profileId: string, customerKey: string) {
+        return yield* repo.customerByKey(profileId, customerKey)
+      })
+
+      const attachIdentifier = Effect.fn("Customers.attachIdentifier")(function*(
+        profileId: string,
+        customerId: string,
+        kind: IdentifierKind,
+        value: string
+      ) {
+        // A merged customer's identifiers belong to its survivor; an erased one takes none.
+        const survivor = yield* repo.survivorOf(profileId, customerId)
+        if (Option.isSome(survivor)) yield* repo.addIdentifiers([{ profileId, customerId: survivor.value, kind, value }])
+        return survivor
+      })
+
+      return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure, customerByKey, attachIdentifier }
     })
-  ).pipe(Layer.provide([CustomersRepo.layer, EventsRepo.layer, TouchesRepo.layer, PartnerRepo.layer, IdentityRepo.layer, OutboxRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([CustomersRepo.layer, Conversions.layer, Touches.layer, DeclaredSourcesRepo.layer, IdentityRepo.layer, OutboxRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
 }

@@ -1,16 +1,12 @@
 /**
  * SQL of inferred identity links (decision 0039): their lists and the profile locks of repairs and
  * link decisions. The repair scan and backfill are the customers repository's, link writes the
- * identity repository's; accepting a link moves rows through their owners.
+ * identity repository's; accepting a link moves rows through their owners (./service.ts).
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { LinkEvidence, LinkStatus, LinkStatusCounts } from "../../../schema/identity-repair.ts"
-import { TouchesRepo } from "../../attribution/touches/repo.ts"
-import { CustomersRepo } from "../customers/repo.ts"
-import { EventsRepo } from "../../attribution/conversions/repo.ts"
-import { IdentityRepo } from "../repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -36,11 +32,6 @@ export interface LinkKeyset {
   readonly id: string
 }
 
-export interface AcceptOutcome {
-  readonly boundTouchCount: number
-  readonly recreditQueuedCount: number
-}
-
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class IdentityRepairRepo extends Context.Service<IdentityRepairRepo, {
@@ -57,21 +48,11 @@ export class IdentityRepairRepo extends Context.Service<IdentityRepairRepo, {
   /** One link of the profile, locked for the rest of the transaction. */
   readonly linkForUpdate: (profileId: string, id: string) => Repo<Option.Option<LinkRow>>
   readonly link: (profileId: string, id: string) => Repo<Option.Option<LinkRow>>
-  /**
-   * Binds the visitor's unbound touches to the customer, records the anonymous id as the
-   * customer's identifier, queues the customer's conversions for crediting again, withdraws the
-   * visitor's other open proposals and marks the link accepted.
-   */
-  readonly accept: (link: LinkRow, profileId: string) => Repo<AcceptOutcome>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/IdentityRepairRepo") {
   static readonly layer = Layer.effect(IdentityRepairRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const touches = yield* TouchesRepo
-      const customers = yield* CustomersRepo
-      const events = yield* EventsRepo
-      const identity = yield* IdentityRepo
       const iso = (column: string) => isoTimestamp(sql, column)
       const linkRows = decodeRows(LinkRow)
       const firstLink = decodeFirstRow(LinkRow)
@@ -126,29 +107,16 @@ export class IdentityRepairRepo extends Context.Service<IdentityRepairRepo, {
           WHERE l.profile_id = ${profileId} AND l.id = ${id}::uuid
           ${lock ? sql`FOR UPDATE OF l` : sql``}`)
 
-      const accept = (link: LinkRow, profileId: string) =>
-        Effect.gen(function*() {
-          const boundTouchCount = yield* touches.bindVisitor(profileId, link.anonymous_id, link.customer_id, link.join_method)
-          // Later touches of the visitor bind on arrival, and crediting reads them (`AttributionRepo.candidateTouches`).
-          yield* customers.addIdentifiers([
-            { profileId, customerId: link.customer_id, kind: "anonymous_id", value: link.anonymous_id }
-          ])
-          const recreditQueuedCount = yield* events.recreditCustomer(profileId, link.customer_id)
-          yield* identity.acceptLink({ id: link.id, profileId, anonymousId: link.anonymous_id, boundTouchCount })
-          return { boundTouchCount, recreditQueuedCount } satisfies AcceptOutcome
-        })
-
       return {
         ...atDatabaseBoundary({
           lockProfile,
           statusCounts,
           listLinks,
           linkForUpdate: (profileId: string, id: string) => linkById(profileId, id, true),
-          link: (profileId: string, id: string) => linkById(profileId, id, false),
-          accept
+          link: (profileId: string, id: string) => linkById(profileId, id, false)
         }),
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([TouchesRepo.layer, CustomersRepo.layer, EventsRepo.layer, IdentityRepo.layer]))
+  )
 }

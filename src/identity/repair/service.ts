@@ -42,6 +42,8 @@ import { isIsoDateTime } from "../../../schema/events.ts"
 import { type BackfillOutcome, CustomersRepo, type ScanRow } from "../customers/repo.ts"
 import { IdentityRepo } from "../repo.ts"
 import { IdentityRepairRepo, type LinkKeyset, type LinkRow } from "./repo.ts"
+import { Conversions } from "../../attribution/conversions/service.ts"
+import { Touches } from "../../attribution/touches/service.ts"
 
 export const MAX_PAGE = 100
 export const DEFAULT_PAGE = 50
@@ -140,7 +142,26 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
       const repo = yield* IdentityRepairRepo
       const customers = yield* CustomersRepo
       const identity = yield* IdentityRepo
+      const touches = yield* Touches
+      const conversions = yield* Conversions
       const audit = yield* AuditLog
+
+      /**
+       * Binds the visitor's unbound touches to the customer, records the anonymous id as the
+       * customer's identifier, queues the customer's conversions for crediting again, withdraws the
+       * visitor's other open proposals and marks the link accepted; in the caller's transaction.
+       */
+      const acceptLink = (link: LinkRow, profileId: string) =>
+        Effect.gen(function*() {
+          const boundTouchCount = yield* touches.bindVisitor(profileId, link.anonymous_id, link.customer_id, link.join_method)
+          // Later touches of the visitor bind on arrival, and crediting reads them (`AttributionRepo.candidateTouches`).
+          yield* customers.addIdentifiers([
+            { profileId, customerId: link.customer_id, kind: "anonymous_id", value: link.anonymous_id }
+          ])
+          const recreditQueuedCount = yield* conversions.recreditCustomer(profileId, link.customer_id)
+          yield* identity.acceptLink({ id: link.id, profileId, anonymousId: link.anonymous_id, boundTouchCount })
+          return { boundTouchCount, recreditQueuedCount }
+        })
 
       const healthcare = yield* HealthcareCheck
       /** S5.5: answers carrying identifiers or visitor ids are person reads, refused on healthcare-family profiles. */
@@ -270,7 +291,7 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
               reason: "customer_not_live"
             })
           }
-          const accepted = yield* repo.accept(link, profile.profileId)
+          const accepted = yield* acceptLink(link, profile.profileId)
           yield* audit.record({
             actor: principal,
             action: "identity.link.accepted",
@@ -298,5 +319,13 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
 
       return { scan, repair, scanLinks, listLinks, decide }
     })
-  ).pipe(Layer.provide([IdentityRepairRepo.layer, CustomersRepo.layer, IdentityRepo.layer, AuditLog.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([
+    IdentityRepairRepo.layer,
+    CustomersRepo.layer,
+    IdentityRepo.layer,
+    Touches.layer,
+    Conversions.layer,
+    AuditLog.layer,
+    HealthcareCheck.layer
+  ]))
 }

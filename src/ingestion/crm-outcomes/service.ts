@@ -9,7 +9,7 @@
 import { BigDecimal, Context, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import type { ConversionDefinition } from "../../../schema/attribution.ts"
 import { type DatabaseUnavailable, ServiceUnavailable } from "../../../schema/errors.ts"
-import { minorExponent } from "../../analytics/imports/repo.ts"
+import { minorExponent } from "../../kernel/money.ts"
 import { Definitions } from "../../attribution/definitions/service.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../events/outcomes/recorder.ts"
@@ -20,8 +20,8 @@ import { sha256 } from "../../platform/json.ts"
 import { Crm, CrmDeal, type CrmPipeline, type CrmStage } from "../../connections/providers/crm/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../connections/providers/oauth/port.ts"
-import { type ConnectionRecord, ConnectionsRepo } from "../../connections/repo.ts"
-import { ConnectionSessions } from "../../connections/sessions.ts"
+import { ConnectionRecords } from "../../connections/records.ts"
+import { type ConnectionRecord, ConnectionSessions } from "../../connections/sessions.ts"
 import { stageEventName, stageMapping, suggestOutcome } from "../../connections/stages/service.ts"
 import { type ClaimedSyncJob, SyncJobsRepo } from "../sync/repo.ts"
 import { laterOf, latestOf } from "../sync/checkpoint.ts"
@@ -116,7 +116,7 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
   static readonly layer = Layer.effect(CrmOutcomes)(
     Effect.gen(function*() {
       const crm = yield* Crm
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const sessions = yield* ConnectionSessions
       const jobs = yield* SyncJobsRepo
       const definitions = yield* Definitions
@@ -202,7 +202,7 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
         if (typeof type !== "string" || !DEAL_EVENTS.has(type) || !isRecord(data)) return
         const deal = decodeDeal(data["object"])
         if (Option.isNone(deal)) return
-        const live = yield* connections.liveForAccount(PROVIDER, accountId)
+        const live = yield* sessions.liveForAccount(PROVIDER, accountId)
         if (live.length === 0) return
         const pipelines = yield* pipelinesVia(live)
         if (pipelines === null) return
@@ -243,5 +243,5 @@ export class CrmOutcomes extends Context.Service<CrmOutcomes, {
 
       return { fromCallback, syncJob }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, SyncJobsRepo.layer, Definitions.layer, EventsService.layer]))
+  ).pipe(Layer.provide([ConnectionRecords.layer, ConnectionSessions.layer, SyncJobsRepo.layer, Definitions.layer, EventsService.layer]))
 }

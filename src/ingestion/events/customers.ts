@@ -5,10 +5,10 @@
  * the same way. Identifier values arrive normalised (src/identity/normalize.ts).
  */
 import { Effect, Option } from "effect"
-import type { TouchesRepo } from "../../attribution/touches/repo.ts"
-import { type CustomersRepo, type IdentifierKind, type KnownCustomer, type NewIdentifier, profileScoped } from "../../identity/customers/repo.ts"
-import type { IdentityRepo } from "../../identity/repo.ts"
-import type { EventsRepo } from "../../attribution/conversions/repo.ts"
+import type { Conversions } from "../../attribution/conversions/service.ts"
+import type { Touches } from "../../attribution/touches/service.ts"
+import type { IdentifierKind, IdentityIntake, KnownCustomer, NewIdentifier } from "../../identity/intake.ts"
+import { profileScoped } from "../../kernel/profile-scoped.ts"
 
 export interface CustomerTraits {
   /** The sender's own customer id (`customer_key`). */
@@ -43,12 +43,14 @@ const valueOf = (traits: CustomerTraits, kind: IdentifierKind): string | null =>
   }
 }
 
-/** The owners a resolution reads and writes through: customers and identifiers, merge proposals, touches, conversions. */
-export interface ResolutionRepos {
-  readonly customers: CustomersRepo["Service"]
-  readonly identity: IdentityRepo["Service"]
-  readonly touches: TouchesRepo["Service"]
-  readonly events: EventsRepo["Service"]
+/**
+ * The services a resolution reads and writes through: identity's (customers and identifiers,
+ * merge proposals) and attribution's (touches, conversions).
+ */
+export interface ResolutionServices {
+  readonly identity: IdentityIntake["Service"]
+  readonly touches: Touches["Service"]
+  readonly conversions: Conversions["Service"]
 }
 
 export interface CustomerRequest {
@@ -73,10 +75,10 @@ const older = (a: KnownCustomer | undefined, b: KnownCustomer | undefined) =>
  * statements, however many requests: the server-side ingest resolves a whole batch at once.
  */
 export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
-  repos: ResolutionRepos,
+  services: ResolutionServices,
   requests: ReadonlyArray<CustomerRequest>
 ) {
-  const { customers, identity, touches, events } = repos
+  const { identity: customers, touches, conversions } = services
   const keyed = yield* customers.customersByKey(
     requests.flatMap(({ profileId, traits }) => (traits.externalId === null ? [] : [{ profileId, name: traits.externalId }]))
   )
@@ -127,7 +129,7 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   yield* customers.lockCustomers(resolved.filter((id) => id !== null))
   yield* customers.addIdentifiers(identifiers)
   // An identifier now held by two live customers never merges them: it raises a proposal.
-  yield* identity.proposeMerges(identifiers)
+  yield* customers.proposeMerges(identifiers)
   // The browsers named by anonymous id: their unbound touches join the person, and the
   // conversions of the customers that got one are credited again.
   const bound = yield* touches.bindVisitors(
@@ -137,13 +139,13 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
         : []
     )
   )
-  yield* events.recreditCredited(bound)
+  yield* conversions.recreditCredited(bound)
   return resolved
 })
 
 /** `resolveCustomers` for one request. */
-export const resolveCustomer = (repos: ResolutionRepos, profileId: string, traits: CustomerTraits) =>
-  Effect.map(resolveCustomers(repos, [{ profileId, traits }]), (ids) => ids[0] ?? null)
+export const resolveCustomer = (services: ResolutionServices, profileId: string, traits: CustomerTraits) =>
+  Effect.map(resolveCustomers(services, [{ profileId, traits }]), (ids) => ids[0] ?? null)
 
 /**
  * Read-only: the live customer `resolveCustomer` would pick now, if it exists already (an
@@ -151,7 +153,7 @@ export const resolveCustomer = (repos: ResolutionRepos, profileId: string, trait
  * the email or phone). Writes nothing.
  */
 export const findCustomer = Effect.fn("Customers.find")(function*(
-  customers: CustomersRepo["Service"],
+  customers: IdentityIntake["Service"],
   profileId: string,
   traits: CustomerTraits
 ) {

@@ -1,15 +1,12 @@
 /**
- * SQL of partner data: the synced ads, existing touch keys and declared sources (decision 0033);
- * the owner of `declared_sources` (DESIGN.md, "Table ownership"). Touches and re-credit marks
- * go through their owners (src/attribution/touches/repo.ts, src/attribution/conversions/repo.ts).
+ * SQL of partner data (decision 0033): the synced ads and existing touch keys. Touches, re-credit
+ * marks, the touches crediting reads and declared sources go through their owners (attribution's
+ * src/attribution/intake.ts, identity's declared sources).
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { AttributionRepo, type CandidateTouch } from "../../attribution/repo.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { WindowConversion } from "../../attribution/conversions/repo.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
-import { isoTimestamp } from "../../platform/sql-time.ts"
+import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 
 /** A synced ad with its ad set and campaign. */
 export const AdRow = Schema.Struct({
@@ -22,31 +19,6 @@ export const AdRow = Schema.Struct({
 })
 export type AdRow = typeof AdRow.Type
 
-export const StoredAnswer = Schema.Struct({
-  answer_id: Schema.String,
-  customer_id: Schema.String,
-  customer_key: Schema.NullOr(Schema.String),
-  answer_key: Schema.String,
-  channel: Schema.String,
-  answered_at: Schema.String,
-  touch_id: Schema.String,
-  request_hash: Schema.String
-})
-export type StoredAnswer = typeof StoredAnswer.Type
-
-export interface NewAnswer {
-  readonly id: string
-  readonly profileId: string
-  readonly customerId: string
-  readonly answerKey: string
-  readonly answerText: string | null
-  readonly wamid: string | null
-  readonly requestHash: string
-  /** ISO 8601 with offset. */
-  readonly answeredAt: string
-  readonly touchId: string
-}
-
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class PartnerRepo extends Context.Service<PartnerRepo, {
@@ -58,33 +30,14 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
     sourceSystem: string,
     keys: ReadonlyArray<string>
   ) => Repo<ReadonlyArray<string>>
-  /**
-   * Read-only: the creditable touches of each conversion's customer in its window, as the crediting
-   * engine gathers them (touches carrying the customer and those of its bound anonymous ids).
-   */
-  readonly touchesOf: (conversions: ReadonlyArray<WindowConversion>) => Repo<ReadonlyArray<CandidateTouch>>
-  /** Serialises declared-source requests of one `wamid` until the transaction ends. */
-  readonly lockWamid: (profileId: string, wamid: string) => Repo<void>
-  readonly answerByWamid: (profileId: string, wamid: string) => Repo<Option.Option<StoredAnswer>>
-  readonly answerByCustomer: (customerId: string) => Repo<Option.Option<StoredAnswer>>
-  readonly insertAnswer: (answer: NewAnswer) => Repo<void>
-  /** A merge: the merged customer's declared source goes to the survivor unless the survivor has one; answers its id. */
-  readonly moveDeclaredSources: (fromCustomerId: string, toCustomerId: string) => Repo<ReadonlyArray<string>>
-  /** A merge's undo: these declared sources go back to the merged customer. */
-  readonly returnDeclaredSources: (ids: ReadonlyArray<string>, toCustomerId: string) => Repo<void>
-  /** Erasure: deletes the customers' declared sources; answers how many. */
-  readonly deleteDeclaredSourcesOf: (customerIds: ReadonlyArray<string>) => Repo<number>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/PartnerRepo") {
   static readonly layer = Layer.effect(PartnerRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const attribution = yield* AttributionRepo
       const adRows = decodeRows(AdRow)
       const keyRows = decodeRows(Schema.Struct({ key: Schema.String }))
-      const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
-      const firstAnswer = decodeFirstRow(StoredAnswer)
 
       const adsByPlatformIds = (profileId: string, platformIds: ReadonlyArray<string>) =>
         adRows(sql`
@@ -104,68 +57,13 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
           (rows) => rows.map((row) => row.key)
         )
 
-      const touchesOf = (conversions: ReadonlyArray<WindowConversion>) =>
-        conversions.length === 0
-          ? Effect.succeed<ReadonlyArray<CandidateTouch>>([])
-          : attribution.candidateTouches(conversions)
-
-      const lockWamid = (profileId: string, wamid: string) =>
-        Effect.asVoid(
-          sql`SELECT true AS locked FROM pg_advisory_xact_lock(hashtextextended(${`declared_source:${profileId}:${wamid}`}, 0))`
-        )
-
-      const answerColumns = sql`
-        a.id::text AS answer_id, a.customer_id::text AS customer_id, cu.customer_key, a.answer_key, t.channel,
-        ${isoTimestamp(sql, "a.answered_at")} AS answered_at, a.touch_id::text AS touch_id, a.request_hash`
-
-      const answerByWamid = (profileId: string, wamid: string) =>
-        firstAnswer(sql`
-          SELECT ${answerColumns}
-          FROM declared_sources a JOIN customers cu ON cu.id = a.customer_id JOIN touches t ON t.id = a.touch_id
-          WHERE a.profile_id = ${profileId} AND a.wamid = ${wamid}`)
-
-      const answerByCustomer = (customerId: string) =>
-        firstAnswer(sql`
-          SELECT ${answerColumns}
-          FROM declared_sources a JOIN customers cu ON cu.id = a.customer_id JOIN touches t ON t.id = a.touch_id
-          WHERE a.customer_id = ${customerId}`)
-
-      const insertAnswer = (answer: NewAnswer) =>
-        Effect.asVoid(sql`
-          INSERT INTO declared_sources (id, profile_id, customer_id, answer_key, answer_text, wamid, request_hash, answered_at, touch_id)
-          VALUES (${answer.id}, ${answer.profileId}, ${answer.customerId}, ${answer.answerKey}, ${answer.answerText},
-                  ${answer.wamid}, ${answer.requestHash}, ${answer.answeredAt}::timestamptz, ${answer.touchId})`)
-
-      const moveDeclaredSources = (m: string, s: string) =>
-        Effect.map(
-          idRows(sql`
-            UPDATE declared_sources SET customer_id = ${s}
-            WHERE customer_id = ${m} AND NOT EXISTS (SELECT 1 FROM declared_sources WHERE customer_id = ${s})
-            RETURNING id::text AS id`),
-          (rows) => rows.map((row) => row.id)
-        )
-
-      const returnDeclaredSources = (ids: ReadonlyArray<string>, m: string) =>
-        Effect.asVoid(sql`UPDATE declared_sources SET customer_id = ${m} WHERE id = ANY(${ids}::uuid[])`)
-
-      const deleteDeclaredSourcesOf = (customerIds: ReadonlyArray<string>) =>
-        Effect.map(sql`DELETE FROM declared_sources WHERE customer_id = ANY(${customerIds}::uuid[]) RETURNING id`, (rows) => rows.length)
-
       return {
         ...atDatabaseBoundary({
           adsByPlatformIds,
-          existingTouchKeys,
-          touchesOf,
-          lockWamid,
-          answerByWamid,
-          answerByCustomer,
-          insertAnswer,
-          moveDeclaredSources,
-          returnDeclaredSources,
-          deleteDeclaredSourcesOf
+          existingTouchKeys
         }),
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide(AttributionRepo.layer))
+  )
 }

@@ -33,14 +33,14 @@ import { creditAll, MODELS, type ModelResult, type TouchInput } from "../../attr
 import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
 import { normalizeEmail, normalizePhone, phoneForLookup } from "../../identity/normalize.ts"
-import { type NewPartnerTouch, TouchesRepo } from "../../attribution/touches/repo.ts"
-import { CustomersRepo } from "../../identity/customers/repo.ts"
-import { type CustomerTime, EventsRepo } from "../../attribution/conversions/repo.ts"
-import { IdentityRepo } from "../../identity/repo.ts"
+import { Conversions, type CustomerTime } from "../../attribution/conversions/service.ts"
+import { type NewPartnerTouch, Touches } from "../../attribution/touches/service.ts"
+import { IdentityIntake } from "../../identity/intake.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { formatContractIssues } from "../../../schema/issue-format.ts"
 import { findNationalId } from "./national-id.ts"
-import { type AdRow, PartnerRepo, type StoredAnswer } from "./repo.ts"
+import { type AdRow, PartnerRepo } from "./repo.ts"
+import { DeclaredSources, type StoredAnswer } from "../../identity/declared-sources/service.ts"
 
 const decodeDeclareSource = Schema.decodeUnknownResult(DeclareSource, { onExcessProperty: "error" })
 const formatIssues = formatContractIssues
@@ -187,10 +187,12 @@ export class PartnerData extends Context.Service<PartnerData, {
   static readonly layer = Layer.effect(PartnerData)(
     Effect.gen(function*() {
       const repo = yield* PartnerRepo
-      const events = yield* EventsRepo
-      const customersRepo = yield* CustomersRepo
-      const touchesRepo = yield* TouchesRepo
-      const resolution = { customers: customersRepo, identity: yield* IdentityRepo, touches: touchesRepo, events }
+      const declared = yield* DeclaredSources
+      // Attribution's services, named apart from the touches and conversions a request handles.
+      const touchRecords = yield* Touches
+      const conversionRecords = yield* Conversions
+      const identity = yield* IdentityIntake
+      const resolution = { identity, touches: touchRecords, conversions: conversionRecords }
       const engine = yield* CreditEngine
 
       /** Every referral's ad among the profile's synced ads, else 422 `unknown_ad` (nothing written). */
@@ -274,9 +276,9 @@ export class PartnerData extends Context.Service<PartnerData, {
             touches.push(referralTouch(profile.profileId, item, ad, customerId))
           }
           // A key taken concurrently since the check is skipped by the insert: a duplicate too.
-          const inserted = new Set(yield* touchesRepo.insertPartnerTouches(touches))
+          const inserted = new Set(yield* touchRecords.insertPartnerTouches(touches))
           const created = touches.filter((touch) => inserted.has(touch.idempotencyKey))
-          const recredit = yield* events.requeueConversions(
+          const recredit = yield* conversionRecords.requeueConversions(
             profile.profileId,
             created.map((touch) => ({ customerId: touch.customerId, at: touch.occurredAt }))
           )
@@ -302,7 +304,7 @@ export class PartnerData extends Context.Service<PartnerData, {
         for (const item of fresh) {
           let customer = found.get(item.traitsKey)
           if (customer === undefined) {
-            customer = yield* findCustomer(customersRepo, profile.profileId, item.traits)
+            customer = yield* findCustomer(identity, profile.profileId, item.traits)
             found.set(item.traitsKey, customer)
           }
           if (Option.isNone(customer)) continue
@@ -313,11 +315,11 @@ export class PartnerData extends Context.Service<PartnerData, {
           })
         }
         const pairs: Array<CustomerTime> = hypothetical.map((entry) => ({ customerId: entry.customerId, at: entry.at }))
-        const conversions = yield* events.conversionsInWindow(profile.profileId, pairs)
+        const conversions = yield* conversionRecords.conversionsInWindow(profile.profileId, pairs)
         const creditable = conversions.filter((conversion) => conversion.eligible)
         const recredits = zeroCounts()
         if (creditable.length > 0) {
-          const existing = yield* repo.touchesOf(creditable)
+          const existing = yield* engine.candidateTouches(creditable)
           const stats = yield* engine.pathStats(profile.profileId)
           const touchesByConversion = new Map<string, Array<TouchInput>>()
           for (const touch of existing) {
@@ -409,8 +411,8 @@ export class PartnerData extends Context.Service<PartnerData, {
 
         return yield* repo.transaction(Effect.gen(function*() {
           if (wamid !== null) {
-            yield* repo.lockWamid(profile.profileId, wamid)
-            const stored = yield* repo.answerByWamid(profile.profileId, wamid)
+            yield* declared.lockWamid(profile.profileId, wamid)
+            const stored = yield* declared.answerByWamid(profile.profileId, wamid)
             if (Option.isSome(stored)) {
               if (stored.value.request_hash !== hash) {
                 return yield* new IdempotencyKeyConflict({
@@ -426,7 +428,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           let customerId: string
           if (traits.externalId !== null && traits.email === null && traits.phone === null) {
             // A ref alone never creates a customer.
-            const known = yield* customersRepo.customerByKey(profile.profileId, traits.externalId)
+            const known = yield* identity.customerByKey(profile.profileId, traits.externalId)
             if (Option.isNone(known)) {
               return yield* new UnknownCustomerRef({
                 message:
@@ -434,13 +436,13 @@ export class PartnerData extends Context.Service<PartnerData, {
               })
             }
             customerId = known.value
-            yield* customersRepo.lockCustomers([customerId])
+            yield* identity.lockCustomers([customerId])
           } else {
             const resolved = yield* resolveCustomer(resolution, profile.profileId, traits)
             if (resolved === null) return yield* Effect.die("a checked declared-source customer names nobody")
             customerId = resolved
           }
-          const first = yield* repo.answerByCustomer(customerId)
+          const first = yield* declared.answerByCustomer(customerId)
           if (Option.isSome(first)) {
             return {
               result: { recorded: false, reason: "already_answered" as const, answer: renderAnswer(first.value), recredit_queued: 0 },
@@ -450,7 +452,7 @@ export class PartnerData extends Context.Service<PartnerData, {
           const answerId = crypto.randomUUID()
           const touchId = crypto.randomUUID()
           const channel = DECLARED_SOURCE_CHANNELS[answerKey]
-          yield* touchesRepo.insertPartnerTouches([{
+          yield* touchRecords.insertPartnerTouches([{
             id: touchId,
             profileId: profile.profileId,
             kind: "organic_interaction",
@@ -472,7 +474,7 @@ export class PartnerData extends Context.Service<PartnerData, {
             clickId: null,
             payload: { declared_source_id: answerId }
           }])
-          yield* repo.insertAnswer({
+          yield* declared.insertAnswer({
             id: answerId,
             profileId: profile.profileId,
             customerId,
@@ -483,8 +485,8 @@ export class PartnerData extends Context.Service<PartnerData, {
             answeredAt,
             touchId
           })
-          const recredit = yield* events.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
-          const stored = yield* repo.answerByCustomer(customerId)
+          const recredit = yield* conversionRecords.requeueConversions(profile.profileId, [{ customerId, at: answeredAt }])
+          const stored = yield* declared.answerByCustomer(customerId)
           if (Option.isNone(stored)) return yield* Effect.die("the declared-source answer just stored is not readable")
           return {
             result: { recorded: true, reason: null, answer: renderAnswer(stored.value), recredit_queued: recredit },
@@ -495,5 +497,5 @@ export class PartnerData extends Context.Service<PartnerData, {
 
       return { recordReferrals, previewReferrals, declareSource }
     })
-  ).pipe(Layer.provide([PartnerRepo.layer, EventsRepo.layer, CustomersRepo.layer, TouchesRepo.layer, IdentityRepo.layer, CreditEngine.layer]))
+  ).pipe(Layer.provide([PartnerRepo.layer, DeclaredSources.layer, Conversions.layer, Touches.layer, IdentityIntake.layer, CreditEngine.layer]))
 }

@@ -10,13 +10,13 @@
 import { Context, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { CardgwPayment } from "../../../schema/payments.ts"
-import { minorExponent } from "../../analytics/imports/repo.ts"
+import { minorExponent } from "../../kernel/money.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { PaymentsService } from "../events/payments/service.ts"
 import { normalizePhone } from "../../identity/normalize.ts"
 import { CardGateway, Payment } from "../../connections/providers/cardgw/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
+import { ConnectionRecords } from "../../connections/records.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { laterOf, latestOf } from "./checkpoint.ts"
 import { SyncJobsRepo } from "./repo.ts"
@@ -107,7 +107,7 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
       const payments = yield* PaymentsService
       const gateway = yield* CardGateway
       const sessions = yield* ConnectionSessions
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const jobs = yield* SyncJobsRepo
 
       const profileOf = (profileId: string, workspaceId: string) =>
@@ -206,7 +206,7 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
         } else {
           return false
         }
-        const live = yield* connections.liveForAccount("cardgw", accountId)
+        const live = yield* sessions.liveForAccount("cardgw", accountId)
         // One record per profile holding the account (a profile holds it once).
         const profiles = new Map(live.map((connection) => [connection.profile_id, connection] as const))
         for (const connection of profiles.values()) {
@@ -217,5 +217,5 @@ export class CardgwPayments extends Context.Service<CardgwPayments, {
 
       return { record, sync, hook }
     })
-  ).pipe(Layer.provide([PaymentsService.layer, ConnectionsRepo.layer, ConnectionSessions.layer, SyncJobsRepo.layer]))
+  ).pipe(Layer.provide([PaymentsService.layer, ConnectionRecords.layer, ConnectionSessions.layer, SyncJobsRepo.layer]))
 }

@@ -11,7 +11,7 @@ import { SyncWorkerSettings } from "./worker.ts"
 
 export const NIGHTLY_SYNC_CRON = "0 3 * * *"
 
-export const NightlySyncLive = ClusterCron.make({
+export const NightlySyncLayer = ClusterCron.make({
   name: "connections-nightly-sync",
   cron: Cron.parseUnsafe(NIGHTLY_SYNC_CRON),
   execute: Effect.gen(function*() {

@@ -10,6 +10,7 @@ import { isUuid } from "../../../schema/common.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../platform/pagination.ts"
 import { renderSyncJob, SYNCED_PROVIDER_KINDS, SyncJobsRepo } from "./repo.ts"
+import { StructureRepo } from "./structure-repo.ts"
 
 const noSuchConnection = () => new NotFound({ message: "No live connection of this profile has this id.", reason: "connection_not_found" })
 const noSuchJob = () => new NotFound({ message: "No sync job of this profile has this id.", reason: "sync_job_not_found" })
@@ -24,10 +25,18 @@ export class ConnectionSync extends Context.Service<ConnectionSync, {
     profile: ProfileContext,
     query: { readonly connection_id?: string; readonly limit?: number; readonly cursor?: string }
   ) => Effect.Effect<SyncJobPage, DatabaseUnavailable>
+  /**
+   * Queues a backfill of `windowDays` on each of the profile's live ad-platform connections (the
+   * attribution entitlement switched on, through src/main/ports.ts); in the caller's transaction, answers how many.
+   */
+  readonly enqueueBackfills: (profileId: string, windowDays: number, reason: string) => Effect.Effect<number, DatabaseUnavailable>
+  /** Archiving a profile: its sync jobs and synced structure deleted, in the caller's transaction (before its connections go). */
+  readonly forgetProfile: (profileId: string) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/ConnectionSync") {
   static readonly layer = Layer.effect(ConnectionSync)(
     Effect.gen(function*() {
       const repo = yield* SyncJobsRepo
+      const structure = yield* StructureRepo
 
       const trigger = Effect.fn("ConnectionSync.trigger")(function*(profile: ProfileContext, request: SyncRequest) {
         const named = Option.fromUndefinedOr(request.connection_id)
@@ -74,7 +83,20 @@ export class ConnectionSync extends Context.Service<ConnectionSync, {
         return { data: page.map(renderSyncJob), pagination }
       })
 
-      return { trigger, progress, list }
+      const enqueueBackfills = Effect.fn("ConnectionSync.enqueueBackfills")(function*(
+        profileId: string,
+        windowDays: number,
+        reason: string
+      ) {
+        return yield* repo.enqueueBackfills(profileId, windowDays, reason)
+      })
+
+      const forgetProfile = Effect.fn("ConnectionSync.forgetProfile")(function*(profileId: string) {
+        yield* repo.deleteForProfile(profileId)
+        yield* structure.deleteForProfile(profileId)
+      })
+
+      return { trigger, progress, list, enqueueBackfills, forgetProfile }
     })
-  ).pipe(Layer.provide(SyncJobsRepo.layer))
+  ).pipe(Layer.provide([SyncJobsRepo.layer, StructureRepo.layer]))
 }

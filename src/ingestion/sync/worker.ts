@@ -1,6 +1,6 @@
 /**
  * The sync worker (decision 0058): works the durable `sync_jobs` queue, one set of background
- * fibers per process (started by `CoreServicesLive`, like the attribution worker), safe with
+ * fibers per process (started by `CoreServicesLayer`, like the attribution worker), safe with
  * several runners on one PostgreSQL.
  *
  * - A job is claimed with a lease (one running job per connection), renewed after every batch
@@ -20,11 +20,12 @@
 import { Cause, Context, Data, Duration, Effect, Layer, Option, Stream } from "effect"
 import type { SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { AnalyticsImportsRepo } from "../../analytics/imports/repo.ts"
+import { AnalyticsImports } from "../../analytics/imports/service.ts"
 import { CommerceOrders } from "../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../connections/providers/adplatform/port.ts"
+import { LeaseLost, lostLease } from "../../platform/lease.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
+import { ConnectionRecords } from "../../connections/records.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { CrmOutcomes } from "../crm-outcomes/service.ts"
 import { CardgwPayments } from "./cardgw.ts"
@@ -67,13 +68,10 @@ export const defaultSyncWorkerSettings: SyncWorkerSettingsShape = {
   recentDays: 3
 }
 
-/** The worker's settings; provide another value (e.g. a short poll in tests) over `CoreServicesLive`. */
+/** The worker's settings; provide another value (e.g. a short poll in tests) over `CoreServicesLayer`. */
 export const SyncWorkerSettings = Context.Reference<SyncWorkerSettingsShape>("svc/SyncWorkerSettings", {
   defaultValue: () => defaultSyncWorkerSettings
 })
-
-/** Another runner took the job over (our lease expired): stop without touching it. */
-class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly jobId: string }> {}
 
 /** The attribution add-on went off: insights stop. */
 class AttributionOff extends Data.TaggedError("AttributionOff")<{}> {}
@@ -135,10 +133,10 @@ export class SyncWorker extends Context.Service<SyncWorker, {
     Effect.gen(function*() {
       const jobs = yield* SyncJobsRepo
       const structure = yield* StructureRepo
-      const spend = yield* AnalyticsImportsRepo
+      const spend = yield* AnalyticsImports
       const platform = yield* AdPlatform
       const sessions = yield* ConnectionSessions
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const crmOutcomes = yield* CrmOutcomes
       const cardgw = yield* CardgwPayments
       const settings = yield* SyncWorkerSettings
@@ -311,8 +309,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           Effect.tap((result) => Effect.logInfo("sync job finished", result)),
           Effect.catchCause((cause): Effect.Effect<SyncOutcome> => {
             if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-            const lost = Cause.findErrorOption(cause)
-            if (Option.isSome(lost) && lost.value instanceof LeaseLost) {
+            if (lostLease(cause)) {
               return Effect.as(
                 Effect.logWarning("sync job lease taken over by another runner; stopping", { job_id: job.id }),
                 outcome("lease_lost", null)
@@ -386,8 +383,8 @@ export class SyncWorker extends Context.Service<SyncWorker, {
     Layer.provide([
       SyncJobsRepo.layer,
       StructureRepo.layer,
-      AnalyticsImportsRepo.layer,
-      ConnectionsRepo.layer,
+      AnalyticsImports.layer,
+      ConnectionRecords.layer,
       CrmOutcomes.layer,
       CardgwPayments.layer,
       CommerceOrders.layer

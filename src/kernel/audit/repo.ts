@@ -8,6 +8,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { PrincipalShape } from "../principal.ts"
 import { atDatabaseBoundary } from "../../platform/database.ts"
 import { CurrentRequestId } from "../../platform/request-id.ts"
+import { PII_LOG_RETENTION_DAYS } from "./retention.ts"
 
 export interface AuditEntry {
   /** The event's id when the caller names it (e.g. a merge, undone later through its audit log id); default: a fresh one. */
@@ -63,9 +64,6 @@ export class AuditLog extends Context.Service<AuditLog, {
     })
   )
 }
-
-/** Days a PII access log row is kept (and answered). */
-export const PII_LOG_RETENTION_DAYS = 365
 
 /** One row of the PII access log, as the Authentication middleware records it. */
 export interface PiiAccessRow {

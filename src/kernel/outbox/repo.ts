@@ -2,9 +2,10 @@
  * The owner of `outbox` (DESIGN.md, "Table ownership"): the rows server-side events leave for
  * delivery, their erasure, and the `outcome.recorded` replay's page (decision 0044).
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { OutcomeRecordedEvent } from "../../../schema/events.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext, type TraceContext } from "../../platform/tracing.ts"
@@ -23,16 +24,8 @@ export const RecordedRow = Schema.Struct({
   id: Schema.String,
   created_at: Schema.String,
   payload: Schema.Struct({
-    data: Schema.Struct({
-      provider: Schema.String,
-      outcome_type: Schema.String,
-      occurred_at: Schema.String,
-      customer_key: Schema.NullOr(Schema.String),
-      value: Schema.NullOr(Schema.String),
-      currency: Schema.NullOr(Schema.String),
-      outcome_event_id: Schema.String,
-      conversion_id: Schema.NullOr(Schema.String)
-    }),
+    // The event's data as delivered, but the contact: the replay adds it from the columns below.
+    data: Schema.Struct(Struct.omit(OutcomeRecordedEvent.fields.data.fields, ["contact"])),
     delivery: Schema.Struct({ customer_id: Schema.NullOr(Schema.String) })
   }),
   first_name: Schema.NullOr(Schema.String),

@@ -9,7 +9,6 @@ import type { CreateEmailDraft, SearchQuery, ThreadsQuery } from "../../../schem
 import { AuthRevoked, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { type LiveCallError, liveCaller } from "../../connections/live-call.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { streamPage, type StreamPage } from "../../connections/stream-page.ts"
 import { Email, type MailDraft, type MailLabel, type MailMessage, type MailThread } from "../../connections/providers/email/port.ts"
@@ -121,5 +120,5 @@ export class Mailbox extends Context.Service<Mailbox, {
 
       return { threads, thread, createDraft, labels, search }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([ConnectionSessions.layer]))
 }

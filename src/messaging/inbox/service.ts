@@ -32,10 +32,9 @@ import type {
 import { INBOX_CHANNELS } from "../../../schema/inbox.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { type LiveCallError, liveCaller } from "../../connections/live-call.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionHealth } from "../../connections/health/service.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
-import { CustomersRepo } from "../../identity/customers/repo.ts"
+import { CustomersService } from "../../identity/customers/service.ts"
 import { authRevoked as mailboxAuthRevoked } from "../email/service.ts"
 import { decodeCursor, pageOf } from "../../platform/pagination.ts"
 import { ChatAppA } from "../../connections/providers/chat-app-a/port.ts"
@@ -206,8 +205,8 @@ export class Inbox extends Context.Service<Inbox, {
   static readonly layer = Layer.effect(Inbox)(
     Effect.gen(function*() {
       const repo = yield* InboxRepo
-      const customers = yield* CustomersRepo
-      const connections = yield* ConnectionsRepo
+      const customers = yield* CustomersService
+      const connections = yield* ConnectionSessions
       const healthcare = yield* HealthcareCheck
       const onConnection = yield* liveCaller
       const email = yield* Email
@@ -482,17 +481,10 @@ export class Inbox extends Context.Service<Inbox, {
               reason: "customer_not_linked"
             })
           }
-          // A merged customer's identifiers belong to its survivor; an erased one takes none.
-          const survivor = yield* customers.survivorOf(profile.profileId, linked.value)
+          const survivor = yield* customers.attachIdentifier(profile.profileId, linked.value, proposal.identifier_type, proposal.value)
           if (Option.isNone(survivor)) {
             return yield* new InvalidState({ message: "The linked customer no longer exists; link another one.", reason: "customer_not_linked" })
           }
-          yield* customers.addIdentifiers([{
-            profileId: profile.profileId,
-            customerId: survivor.value,
-            kind: proposal.identifier_type,
-            value: proposal.value
-          }])
           return renderProposal(yield* repo.decideProposal(proposal.id, "approved", survivor.value))
         }))
       })
@@ -529,5 +521,5 @@ export class Inbox extends Context.Service<Inbox, {
 
       return { list, get, reply, draft, setLabels, linkCustomer, unlinkCustomer, proposals, decide, ingestPushed, recordOutbound }
     })
-  ).pipe(Layer.provide([InboxRepo.layer, CustomersRepo.layer, ConnectionsRepo.layer, ConnectionSessions.layer, HealthcareCheck.layer, ConnectionHealth.layer]))
+  ).pipe(Layer.provide([InboxRepo.layer, CustomersService.layer, ConnectionSessions.layer, HealthcareCheck.layer, ConnectionHealth.layer]))
 }

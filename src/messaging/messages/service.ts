@@ -13,7 +13,6 @@ import { isEmailAddress, type SendMessageBody } from "../../../schema/messages.t
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionHealth } from "../../connections/health/service.ts"
 import { liveCaller } from "../../connections/live-call.ts"
-import { ConnectionsRepo } from "../../connections/repo.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { authRevoked as mailboxAuthRevoked } from "../email/service.ts"
 import { Inbox, type InboxError, mailboxRefusal } from "../inbox/service.ts"
@@ -177,5 +176,5 @@ export class Messages extends Context.Service<Messages, {
 
       return { send }
     })
-  ).pipe(Layer.provide([Inbox.layer, ConnectionHealth.layer, ConnectionsRepo.layer, ConnectionSessions.layer]))
+  ).pipe(Layer.provide([Inbox.layer, ConnectionHealth.layer, ConnectionSessions.layer]))
 }

@@ -22,8 +22,7 @@ import {
 } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { type LiveCallError, liveCaller } from "../../connections/live-call.ts"
-import { type ConnectionRecord, ConnectionsRepo } from "../../connections/repo.ts"
-import { ConnectionSessions } from "../../connections/sessions.ts"
+import { type ConnectionRecord, ConnectionSessions } from "../../connections/sessions.ts"
 import type { ProviderRefused } from "../../connections/providers/errors.ts"
 import { ProviderEndpoints } from "../../connections/providers/endpoints.ts"
 import { AppConfig } from "../../platform/config.ts"
@@ -115,7 +114,7 @@ export class ChatTemplates extends Context.Service<ChatTemplates, {
 }>()("svc/ChatTemplates") {
   static readonly layer = Layer.effect(ChatTemplates)(
     Effect.gen(function*() {
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionSessions
       const onConnection = yield* liveCaller
       const chat = yield* ChatAppA
       const cache = new Map<string, { readonly at: number; readonly value: Analytics }>()
@@ -247,5 +246,5 @@ export class ChatTemplates extends Context.Service<ChatTemplates, {
 
       return { list, create, analytics }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, ProviderEndpoints.layer]))
+  ).pipe(Layer.provide([ConnectionSessions.layer, ProviderEndpoints.layer]))
 }

@@ -17,9 +17,7 @@ import { Sessions } from "../../accounts/sessions/service.ts"
 import { CredentialStore, type PrincipalShape } from "../../kernel/principal.ts"
 import { People } from "../../accounts/people/service.ts"
 import { AppConfig } from "../../platform/config.ts"
-import { TenancyRepo } from "../../accounts/profiles/repo.ts"
 import { Provisioning } from "../../accounts/profiles/service.ts"
-import { WorkspacesRepo } from "../../accounts/workspaces/repo.ts"
 import { Workspaces } from "../../accounts/workspaces/service.ts"
 import { TrackingService } from "../../ingestion/tracking/tracker/service.ts"
 
@@ -44,8 +42,6 @@ export class Quickstart extends Context.Service<Quickstart, {
 }>()("svc/Quickstart") {
   static readonly layer = Layer.effect(Quickstart)(
     Effect.gen(function*() {
-      const workspacesRepo = yield* WorkspacesRepo
-      const profilesRepo = yield* TenancyRepo
       const settings = yield* AppConfig
       const people = yield* People
       const sessions = yield* Sessions
@@ -59,11 +55,11 @@ export class Quickstart extends Context.Service<Quickstart, {
         person: Extract<PrincipalShape, { readonly kind: "session" }>,
         email: string
       ) {
-        const foundWorkspace = yield* workspacesRepo.findOwnedByName(person.userId, QUICKSTART_WORKSPACE)
+        const foundWorkspace = yield* workspaces.findOwnedByName(person.userId, QUICKSTART_WORKSPACE)
         const workspaceId = Option.isSome(foundWorkspace)
           ? foundWorkspace.value
           : (yield* orDie(workspaces.create(person, { name: QUICKSTART_WORKSPACE }))).workspace_id
-        const foundProfile = yield* profilesRepo.findLiveByName(workspaceId, QUICKSTART_PROFILE)
+        const foundProfile = yield* provisioning.findLiveByName(workspaceId, QUICKSTART_PROFILE)
         const profileId = Option.isSome(foundProfile)
           ? foundProfile.value
           : (yield* orDie(provisioning.createForPerson(person, {
@@ -141,7 +137,6 @@ export class Quickstart extends Context.Service<Quickstart, {
     })
   ).pipe(
     // Built on the domain services (decision 0053): one list for the HTTP group and the CLI.
-    Layer.provide([People.layer, Sessions.layer, Workspaces.layer, Provisioning.layer, TrackingService.layer, Definitions.layer, ApiKeysService.layer]),
-    Layer.provide([WorkspacesRepo.layer, TenancyRepo.layer])
+    Layer.provide([People.layer, Sessions.layer, Workspaces.layer, Provisioning.layer, TrackingService.layer, Definitions.layer, ApiKeysService.layer])
   )
 }

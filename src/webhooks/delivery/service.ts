@@ -28,12 +28,11 @@
  */
 import { Cause, Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
-import { invalidQuery } from "../../../schema/query-errors.ts"
 import type { WebhookDeliveriesQuery, WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryAttemptsQuery } from "../../../schema/webhooks.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { OutboxRepo, type UnpublishedRow } from "../../kernel/outbox/repo.ts"
 import { AppConfig } from "../../platform/config.ts"
-import { decodeCursor, encodeCursor, pageOf } from "../../platform/pagination.ts"
+import { pageOf, parseCursor, toPage } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
@@ -90,7 +89,7 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   rotationGrace: Duration.hours(24)
 }
 
-/** The delivery settings; provide another value (a short ladder in tests) over `CoreServicesLive`. */
+/** The delivery settings; provide another value (a short ladder in tests) over `CoreServicesLayer`. */
 export const WebhookSettings = Context.Reference<WebhookSettingsShape>("svc/WebhookSettings", {
   defaultValue: () => defaultWebhookSettings
 })
@@ -263,14 +262,10 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
 
       const list = Effect.fn("Webhooks.listDeliveries")(function*(profile: ProfileContext, query: WebhookDeliveriesQuery) {
         const limit = query.limit ?? 50
-        let after = Option.none<{ readonly at: string; readonly id: string }>()
-        if (query.cursor !== undefined && query.cursor !== "") {
-          const keyset = decodeCursor(query.cursor)
-          if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) || !isUuid(keyset.value.id)) {
-            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
-          }
-          after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
-        }
+        const after = Option.map(
+          yield* parseCursor(query.cursor, (keyset) => !Number.isNaN(Date.parse(keyset.createdAt)) && isUuid(keyset.id)),
+          (keyset) => ({ at: keyset.createdAt, id: keyset.id })
+        )
         const rows = yield* deliveries.list({
           profileId: profile.profileId,
           subscriptionId: query.subscription_id?.toLowerCase(),
@@ -278,13 +273,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           after,
           limit
         })
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
-        return {
-          data: page.map(render),
-          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
-        }
+        return toPage(rows, limit, render)
       })
 
       const notFound = () => new NotFound({ message: "No such webhook delivery" })
@@ -300,15 +289,11 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
 
       const attempts = Effect.fn("Webhooks.deliveryAttempts")(function*(profile: ProfileContext, id: string, query: WebhookDeliveryAttemptsQuery) {
         const limit = query.limit ?? 50
-        let afterId: string | null = null
-        if (query.cursor !== undefined && query.cursor !== "") {
-          // The keyset is the attempt's place in the log (its sequence number).
-          const keyset = decodeCursor(query.cursor)
-          if (Option.isNone(keyset) || !/^[0-9]{1,19}$/.test(keyset.value.id)) {
-            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
-          }
-          afterId = keyset.value.id
-        }
+        // The keyset is the attempt's place in the log (its sequence number).
+        const afterId = Option.getOrNull(Option.map(
+          yield* parseCursor(query.cursor, (keyset) => /^[0-9]{1,19}$/.test(keyset.id)),
+          (keyset) => keyset.id
+        ))
         if (!isUuid(id)) return yield* notFound()
         const found = yield* deliveries.find(profile.profileId, id.toLowerCase())
         if (Option.isNone(found)) return yield* notFound()
@@ -502,7 +487,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
 }
 
 /**
- * The background worker (started by `CoreServicesLive`, like the sync worker): one loop fans the
+ * The background worker (started by `CoreServicesLayer`, like the sync worker): one loop fans the
  * outbox out; a dispatcher keeps up to `concurrency` attempts running, claiming as many rows as
  * slots are free, at most `perSubscription` per subscription. Each attempt runs on its own: a
  * slow endpoint (up to the timeout) holds its own slots, never the other subscriptions'
@@ -510,7 +495,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
  * poll interval or for what can make a row claimable here: a result written (the next row of
  * its batch becomes the head, a subscription's share frees up) or a fan-out.
  */
-export const WebhookWorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+export const WebhookWorkerLayer = Layer.effectDiscard(Effect.gen(function*() {
   const settings = yield* WebhookSettings
   if (!settings.enabled) return
   const webhooks = yield* WebhookDeliveries

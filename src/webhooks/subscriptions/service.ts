@@ -7,7 +7,6 @@
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { isUuid } from "../../../schema/common.ts"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound, ValidationError } from "../../../schema/errors.ts"
-import { invalidQuery } from "../../../schema/query-errors.ts"
 import {
   type CreateWebhookSubscription,
   DEFAULT_EVENT_TYPES,
@@ -18,7 +17,7 @@ import {
 } from "../../../schema/webhooks.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { AppConfig } from "../../platform/config.ts"
-import { decodeCursor, encodeCursor } from "../../platform/pagination.ts"
+import { parseCursor, toPage } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { checkTarget, parseAllowList } from "../../platform/public-host.ts"
 import { WebhookDeliveriesRepo } from "../delivery/repo.ts"
@@ -54,6 +53,11 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
   readonly remove: (profile: ProfileContext, id: string) => Effect.Effect<{ readonly id: string; readonly deleted: true }, DatabaseUnavailable | NotFound>
   readonly rotateSecret: (profile: ProfileContext, id: string) =>
     Effect.Effect<WebhookSubscription & { readonly secret: string }, DatabaseUnavailable | NotFound>
+  /**
+   * Archiving a workspace (src/accounts/profiles, through src/main/ports.ts): its subscriptions
+   * paused, not deleted, so they stay visible to an operator restoring it; in the caller's transaction.
+   */
+  readonly pauseForWorkspace: (workspaceId: string) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/WebhookSubscriptions") {
   static readonly layer = Layer.effect(WebhookSubscriptions)(
     Effect.gen(function*() {
@@ -99,22 +103,12 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
 
       const list = Effect.fn("Webhooks.listSubscriptions")(function*(profile: ProfileContext, query: WebhookSubscriptionsQuery) {
         const limit = query.limit ?? 50
-        let after = Option.none<{ readonly at: string; readonly id: string }>()
-        if (query.cursor !== undefined && query.cursor !== "") {
-          const keyset = decodeCursor(query.cursor)
-          if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) || !isUuid(keyset.value.id)) {
-            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
-          }
-          after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
-        }
+        const after = Option.map(
+          yield* parseCursor(query.cursor, (keyset) => !Number.isNaN(Date.parse(keyset.createdAt)) && isUuid(keyset.id)),
+          (keyset) => ({ at: keyset.createdAt, id: keyset.id })
+        )
         const rows = yield* repo.list(profile.profileId, after, limit)
-        const page = rows.slice(0, limit)
-        const last = page[page.length - 1]
-        const hasNext = rows.length > limit && last !== undefined
-        return {
-          data: page.map(render),
-          pagination: { has_next: hasNext, cursor: hasNext ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null }
-        }
+        return toPage(rows, limit, render)
       })
 
       const update = Effect.fn("Webhooks.updateSubscription")(function*(profile: ProfileContext, rawId: string, body: UpdateWebhookSubscription) {
@@ -152,7 +146,11 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
         return { ...render(rotated.value), secret }
       })
 
-      return { create, list, update, remove, rotateSecret }
+      const pauseForWorkspace = Effect.fn("Webhooks.pauseForWorkspace")(function*(workspaceId: string) {
+        yield* repo.pauseForWorkspace(workspaceId)
+      })
+
+      return { create, list, update, remove, rotateSecret, pauseForWorkspace }
     })
   ).pipe(Layer.provide([WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
 }

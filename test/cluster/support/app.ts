@@ -2,27 +2,29 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
-import { ClusterLive } from "../../../cluster/runner.ts"
-import { DatabaseLive } from "../../../src/platform/database.ts"
+import { ClusterLayer } from "../../../cluster/runner.ts"
+import { AttributionBackfillsLayer } from "../../../src/main/ports.ts"
+import { DatabaseLayer } from "../../../src/platform/database.ts"
 import { migrate } from "../../../src/platform/migrator.ts"
-import { RpcLive } from "../../../src/rpc/server.ts"
+import { RpcLayer } from "../../../src/rpc/server.ts"
 import { PiiAccessLog } from "../../../src/kernel/audit/pii-access.ts"
-import { RateLimiterLive } from "../../../src/platform/rate-limit.ts"
+import { RateLimiterLayer } from "../../../src/platform/rate-limit.ts"
 import { SecretBox } from "../../../src/platform/secret-box.ts"
 
-const MigrationsLive = Layer.effectDiscard(Effect.orDie(migrate))
+const MigrationsLayer = Layer.effectDiscard(Effect.orDie(migrate))
 
 /**
  * What the service runs for the RPC surface: database (migrated), cluster, `/rpc` on an
  * HttpRouter served on `port` (0 picks a free one). Needs AppConfig.
  */
 export const serverLayer = (options: { readonly host?: string; readonly port: number }) =>
-  HttpRouter.serve(RpcLive, { disableListenLog: true, disableLogger: true }).pipe(
-    Layer.provideMerge(ClusterLive),
+  HttpRouter.serve(RpcLayer, { disableListenLog: true, disableLogger: true }).pipe(
+    // The Profile entity's entitlement backfills, as the composition root provides them.
+    Layer.provideMerge(ClusterLayer.pipe(Layer.provide(AttributionBackfillsLayer))),
     // What the RPC middleware and the parity calls' services need besides the cluster.
-    Layer.provide(Layer.mergeAll(PiiAccessLog.layer, RateLimiterLive, SecretBox.layer)),
-    Layer.provide(MigrationsLive),
-    Layer.provideMerge(DatabaseLive),
+    Layer.provide(Layer.mergeAll(PiiAccessLog.layer, RateLimiterLayer, SecretBox.layer)),
+    Layer.provide(MigrationsLayer),
+    Layer.provideMerge(DatabaseLayer),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port, host: options.host ?? "127.0.0.1" }))
   )
 

@@ -21,8 +21,9 @@ import { AuditLog } from "../../../kernel/audit/repo.ts"
 import { APP_TIER_LIMITS } from "../../credentials/service.ts"
 import { randomBase62, secretDigest } from "../../../kernel/credentials/tokens.ts"
 import { AdminRepo } from "../../admin/repo.ts"
+import { TrackingKeys } from "../../profiles/lifecycle.ts"
+import { ProvisionedProfiles } from "../../profiles/provisioned.ts"
 import { TenancyRepo } from "../../profiles/repo.ts"
-import { TrackingRepo } from "../../../ingestion/tracking/tracker/repo.ts"
 import { SecretBox } from "../../../platform/secret-box.ts"
 import { digestsEqual } from "../../../platform/secrets.ts"
 import { type AuthorizingAppRow, AuthorizeRepo, isSecretShaped, SECRET_LENGTH, type TicketRow } from "./repo.ts"
@@ -141,7 +142,8 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
       const oauth = yield* OAuthRepo
       const tenancy = yield* TenancyRepo
       const admin = yield* AdminRepo
-      const tracking = yield* TrackingRepo
+      const tracking = yield* TrackingKeys
+      const provisioned = yield* ProvisionedProfiles
       const audit = yield* AuditLog
       const box = yield* SecretBox
 
@@ -386,7 +388,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
         now: number
       ) {
         const name = ticket.name ?? ticket.email
-        const claimed = yield* tenancy.insertProvisioned({
+        const claimed = yield* provisioned.insert({
           appId: app.id,
           externalRef: null,
           name,
@@ -402,7 +404,7 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
           return yield* Effect.die("a profile provisioned at consent could not be read back")
         }
         // As partner provisioning does: every provisioned profile has a live tracking key.
-        yield* tracking.ensureTrackingKey(row.profile_id)
+        yield* tracking.ensure(row.profile_id)
         yield* audit.record({
           actor: actorOf(app),
           action: "profile.provisioned",
@@ -488,5 +490,5 @@ export class OAuthAuthorize extends Context.Service<OAuthAuthorize, {
 
       return { authorize, consent }
     })
-  ).pipe(Layer.provide([AuthorizeRepo.layer, OAuthRepo.layer, TenancyRepo.layer, AdminRepo.layer, TrackingRepo.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([AuthorizeRepo.layer, OAuthRepo.layer, TenancyRepo.layer, ProvisionedProfiles.layer, AdminRepo.layer, AuditLog.layer]))
 }

@@ -103,7 +103,7 @@ const Created = Schema.Struct({ id: Schema.String })
 const CopiedAd = Schema.Struct({ copied_ad_id: Schema.String })
 const UsersReplaced = Schema.Struct({ num_received: Schema.Number })
 
-export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
+export const AdPlatformAdapter = Layer.effect(AdPlatform)(Effect.gen(function*() {
   const http = yield* ProviderHttp
 
   const request = (
@@ -263,7 +263,7 @@ export const AdPlatformLive = Layer.effect(AdPlatform)(Effect.gen(function*() {
 }))
 
 /** The ad platform with the HTTP client and endpoints it needs (AppConfig from below). */
-export const AdPlatformLayer = AdPlatformLive.pipe(
+export const AdPlatformLayer = AdPlatformAdapter.pipe(
   Layer.provide(ProviderHttp.layer),
   Layer.provide(ProviderEndpoints.layer)
 )

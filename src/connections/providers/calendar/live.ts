@@ -36,7 +36,7 @@ const FreeBusyWire = Schema.Struct({
 })
 
 
-export const CalendarProviderLive = Layer.effect(CalendarProvider)(Effect.gen(function*() {
+export const CalendarProviderAdapter = Layer.effect(CalendarProvider)(Effect.gen(function*() {
   const http = yield* ProviderHttp
   return {
     calendars: (session) => sessionPages(http, session, "calendars", CalendarWire, path("accounts", session.accountId, "calendars")),
@@ -86,4 +86,4 @@ export const CalendarProviderLive = Layer.effect(CalendarProvider)(Effect.gen(fu
   }
 }))
 
-export const CalendarProviderLayer = CalendarProviderLive.pipe(Layer.provide(ProviderHttp.layer), Layer.provide(ProviderEndpoints.layer))
+export const CalendarProviderLayer = CalendarProviderAdapter.pipe(Layer.provide(ProviderHttp.layer), Layer.provide(ProviderEndpoints.layer))

@@ -4,7 +4,7 @@ import { ProviderHttp } from "../http.ts"
 import { apiPath, sessionCall, sessionPages } from "../session-http.ts"
 import { CardGateway, Payment } from "./port.ts"
 
-export const CardGatewayLive = Layer.effect(CardGateway)(Effect.gen(function*() {
+export const CardGatewayAdapter = Layer.effect(CardGateway)(Effect.gen(function*() {
   const http = yield* ProviderHttp
   return {
     payments: (session, options) =>

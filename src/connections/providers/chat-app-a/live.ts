@@ -47,7 +47,7 @@ const EventsReceivedWire = Schema.Struct({ events_received: Schema.Int })
 
 const account = (session: ProviderSession, ...rest: ReadonlyArray<string>) => path("accounts", session.accountId, ...rest)
 
-export const ChatAppALive = Layer.effect(ChatAppA)(Effect.gen(function*() {
+export const ChatAppAAdapter = Layer.effect(ChatAppA)(Effect.gen(function*() {
   const http = yield* ProviderHttp
   return {
     businessAccount: (session) => sessionCall(http, session, "businessAccount", BusinessAccountWire, { method: "GET", path: account(session) }),
@@ -113,4 +113,4 @@ export const ChatAppALive = Layer.effect(ChatAppA)(Effect.gen(function*() {
   }
 }))
 
-export const ChatAppALayer = ChatAppALive.pipe(Layer.provide(ProviderHttp.layer), Layer.provide(ProviderEndpoints.layer))
+export const ChatAppALayer = ChatAppAAdapter.pipe(Layer.provide(ProviderHttp.layer), Layer.provide(ProviderEndpoints.layer))

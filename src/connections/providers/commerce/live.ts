@@ -14,7 +14,7 @@ const PageOf = <S extends Schema.Top>(item: S) =>
     paging: Schema.optional(Schema.Struct({ next: Schema.optional(Schema.NullOr(Schema.String)) }))
   })
 
-export const CommerceLive = Layer.effect(Commerce)(Effect.gen(function*() {
+export const CommerceAdapter = Layer.effect(Commerce)(Effect.gen(function*() {
   const http = yield* ProviderHttp
   const ProductsPage = PageOf(Product)
   const OrdersPage = PageOf(Order)

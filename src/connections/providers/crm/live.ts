@@ -4,7 +4,7 @@ import { ProviderHttp } from "../http.ts"
 import { apiPath, sessionCall, sessionPages } from "../session-http.ts"
 import { Crm, CrmDeal, CrmPipeline } from "./port.ts"
 
-export const CrmLive = Layer.effect(Crm)(Effect.gen(function*() {
+export const CrmAdapter = Layer.effect(Crm)(Effect.gen(function*() {
   const http = yield* ProviderHttp
   return {
     pipelines: (session) =>

@@ -63,7 +63,7 @@ const refusals = <A, R>(effect: Effect.Effect<A, ProviderError, R>) =>
         : Effect.fail(error))
   )
 
-export const EmailLive = Layer.effect(Email)(Effect.gen(function*() {
+export const EmailAdapter = Layer.effect(Email)(Effect.gen(function*() {
   const http = yield* ProviderHttp
   return {
     mailbox: (session) => sessionCall(http, session, "mailbox", MailboxWire, { method: "GET", path: path("accounts", session.accountId) }),
@@ -118,4 +118,4 @@ export const EmailLive = Layer.effect(Email)(Effect.gen(function*() {
   }
 }))
 
-export const EmailLayer = EmailLive.pipe(Layer.provide(ProviderHttp.layer), Layer.provide(ProviderEndpoints.layer))
+export const EmailLayer = EmailAdapter.pipe(Layer.provide(ProviderHttp.layer), Layer.provide(ProviderEndpoints.layer))

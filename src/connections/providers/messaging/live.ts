@@ -80,12 +80,12 @@ const messagingLive = Effect.gen(function*() {
   return messagingApi(yield* ProviderHttp)
 })
 
-export const SocialDmLive = Layer.effect(SocialDm)(messagingLive)
-export const PageMessengerLive = Layer.effect(PageMessenger)(messagingLive)
-export const ShortVideoMessagingLive = Layer.effect(ShortVideoMessaging)(messagingLive)
+export const SocialDmAdapter = Layer.effect(SocialDm)(messagingLive)
+export const PageMessengerAdapter = Layer.effect(PageMessenger)(messagingLive)
+export const ShortVideoMessagingAdapter = Layer.effect(ShortVideoMessaging)(messagingLive)
 
 /** The three kinds with the HTTP client and the endpoints they need (AppConfig from below). */
-export const MessagingLayer = Layer.mergeAll(SocialDmLive, PageMessengerLive, ShortVideoMessagingLive).pipe(
+export const MessagingLayer = Layer.mergeAll(SocialDmAdapter, PageMessengerAdapter, ShortVideoMessagingAdapter).pipe(
   Layer.provide(ProviderHttp.layer),
   Layer.provide(ProviderEndpoints.layer)
 )

@@ -40,7 +40,7 @@ export const decodeAnswer = <S extends Schema.Top & { readonly DecodingServices:
     )
   )
 
-export const ProviderOAuthLive = Layer.effect(ProviderOAuth)(Effect.gen(function*() {
+export const ProviderOAuthAdapter = Layer.effect(ProviderOAuth)(Effect.gen(function*() {
   const endpoints = yield* ProviderEndpoints
   const http = yield* ProviderHttp
 
@@ -146,7 +146,7 @@ export const ProviderOAuthLive = Layer.effect(ProviderOAuth)(Effect.gen(function
 }))
 
 /** The OAuth side with the HTTP client and the endpoints it needs (AppConfig from below). */
-export const ProviderOAuthLayer = ProviderOAuthLive.pipe(
+export const ProviderOAuthLayer = ProviderOAuthAdapter.pipe(
   Layer.provide(ProviderHttp.layer),
   Layer.provide(ProviderEndpoints.layer)
 )

@@ -14,7 +14,6 @@ import {
   RateLimitExceeded
 } from "../../../../schema/errors.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
-import { ConnectionsRepo } from "../../../connections/repo.ts"
 import { ConnectionSessions } from "../../../connections/sessions.ts"
 import type { ProviderError } from "../../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../../connections/providers/oauth/port.ts"
@@ -87,17 +86,16 @@ const renderOrder = (order: Order) => ({
 export type LiveProduct = ReturnType<typeof renderProduct>
 export type LiveOrder = ReturnType<typeof renderOrder>
 
-export class CommerceLive extends Context.Service<CommerceLive, {
+export class CommerceAdapter extends Context.Service<CommerceAdapter, {
   readonly products: (profile: ProfileContext, query: LiveProductsQuery) => Effect.Effect<LivePage<LiveProduct>, LiveReadError>
   /** Refused (403) on a healthcare-family profile: buyer contact is person data. */
   readonly orders: (
     profile: ProfileContext,
     query: LiveOrdersQuery
   ) => Effect.Effect<LivePage<LiveOrder>, LiveReadError | InsufficientScope>
-}>()("svc/CommerceLive") {
-  static readonly layer = Layer.effect(CommerceLive)(
+}>()("svc/CommerceAdapter") {
+  static readonly layer = Layer.effect(CommerceAdapter)(
     Effect.gen(function*() {
-      const connections = yield* ConnectionsRepo
       const sessions = yield* ConnectionSessions
       const commerce = yield* Commerce
       const healthcare = yield* HealthcareCheck
@@ -157,7 +155,7 @@ export class CommerceLive extends Context.Service<CommerceLive, {
         profile: ProfileContext,
         read: (session: ProviderSession) => Effect.Effect<A, ProviderError>
       ): Effect.Effect<A, LiveReadError> =>
-        Effect.flatMap(connections.currentOf(profile.profileId, PROVIDER), (found): Effect.Effect<A, LiveReadError> => {
+        Effect.flatMap(sessions.currentOf(profile.profileId, PROVIDER), (found): Effect.Effect<A, LiveReadError> => {
           if (Option.isNone(found)) return Effect.fail(noConnection())
           const connection = found.value
           if (connection.status === "reconnect_required") return Effect.fail(reconnectRequired())
@@ -167,13 +165,13 @@ export class CommerceLive extends Context.Service<CommerceLive, {
           )
         })
 
-      const products = Effect.fn("CommerceLive.products")(function*(profile: ProfileContext, query: LiveProductsQuery) {
+      const products = Effect.fn("CommerceAdapter.products")(function*(profile: ProfileContext, query: LiveProductsQuery) {
         const page = yield* onStore(profile, (session) =>
           commerce.productsPage(session, { limit: query.limit ?? DEFAULT_PAGE_SIZE, after: emptyAsUndefined(query.cursor) }))
         return toPage(page, renderProduct)
       })
 
-      const orders = Effect.fn("CommerceLive.orders")(function*(profile: ProfileContext, query: LiveOrdersQuery) {
+      const orders = Effect.fn("CommerceAdapter.orders")(function*(profile: ProfileContext, query: LiveOrdersQuery) {
         yield* healthcare.refuse(profile)
         const updatedSince = new Date(query.updated_since)
         const page = yield* onStore(profile, (session) =>
@@ -187,7 +185,7 @@ export class CommerceLive extends Context.Service<CommerceLive, {
 
       return { products, orders }
     })
-  ).pipe(Layer.provide([ConnectionsRepo.layer, ConnectionSessions.layer, HealthcareCheck.layer]))
+  ).pipe(Layer.provide([ConnectionSessions.layer, HealthcareCheck.layer]))
 }
 
 const emptyAsUndefined = (cursor: string | undefined) => (cursor === undefined || cursor === "" ? undefined : cursor)

@@ -7,8 +7,7 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { DatabaseUnavailable } from "../../../../schema/errors.ts"
-import { ProviderEventsRepo } from "../../../connections/hooks/repo.ts"
-import { ConnectionsRepo } from "../../../connections/repo.ts"
+import { ConnectionRecords } from "../../../connections/records.ts"
 import { ConnectionSessions } from "../../../connections/sessions.ts"
 import { Commerce, Order } from "../../../connections/providers/commerce/port.ts"
 import { CommerceOrders } from "./service.ts"
@@ -30,8 +29,7 @@ export class CommerceHooks extends Context.Service<CommerceHooks, {
 }>()("svc/CommerceHooks") {
   static readonly layer = Layer.effect(CommerceHooks)(
     Effect.gen(function*() {
-      const events = yield* ProviderEventsRepo
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const sessions = yield* ConnectionSessions
       const commerce = yield* Commerce
       const orders = yield* CommerceOrders
@@ -40,8 +38,8 @@ export class CommerceHooks extends Context.Service<CommerceHooks, {
         const callback = decodeCallback(body)
         if (Option.isNone(callback)) return false
         const { id, type, account_id: accountId } = callback.value
-        if (yield* events.seen(PROVIDER, id)) return false
-        const live = yield* connections.liveForAccount(PROVIDER, accountId)
+        if (yield* connections.eventSeen(PROVIDER, id)) return false
+        const live = yield* sessions.liveForAccount(PROVIDER, accountId)
         if (type === "app/uninstalled") {
           yield* orders.uninstalled(accountId)
         } else if (type === "orders/create" || type === "orders/updated") {
@@ -64,10 +62,10 @@ export class CommerceHooks extends Context.Service<CommerceHooks, {
             for (const record of live) yield* orders.ingest(record, [order.value])
           }
         }
-        return yield* events.claim(PROVIDER, id, live[0]?.id ?? null)
+        return yield* connections.claimEvent(PROVIDER, id, live[0]?.id ?? null)
       })
 
       return { handle }
     })
-  ).pipe(Layer.provide([ProviderEventsRepo.layer, ConnectionsRepo.layer, ConnectionSessions.layer, CommerceOrders.layer]))
+  ).pipe(Layer.provide([ConnectionRecords.layer, ConnectionSessions.layer, CommerceOrders.layer]))
 }

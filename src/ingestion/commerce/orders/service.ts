@@ -17,9 +17,8 @@ import { BigDecimal, Context, Effect, Layer, Option, Result, Stream } from "effe
 import type { CommerceOrdersQuery, CommerceProductsQuery } from "../../../../schema/commerce.ts"
 import { type DatabaseUnavailable, InvalidParameter } from "../../../../schema/errors.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
-import { CONNECTION_REVOKED, connectionEvent } from "../../../connections/events.ts"
-import { type ConnectionRecord, ConnectionsRepo } from "../../../connections/repo.ts"
-import { factsOf } from "../../../connections/sessions.ts"
+import { ConnectionRecords } from "../../../connections/records.ts"
+import type { ConnectionRecord } from "../../../connections/sessions.ts"
 import type { NewOutboxRow } from "../../../kernel/outbox/repo.ts"
 import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../../events/outcomes/recorder.ts"
@@ -203,7 +202,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
     Effect.gen(function*() {
       const copy = yield* CommerceCopyRepo
       const outbox = yield* OutboxRepo
-      const connections = yield* ConnectionsRepo
+      const connections = yield* ConnectionRecords
       const events = yield* EventsService
       const payments = yield* PaymentsService
       const commerce = yield* Commerce
@@ -374,17 +373,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
       }).pipe(Effect.withSpan("CommerceOrders.sync"))
 
       const uninstalled = Effect.fn("CommerceOrders.uninstalled")(function*(accountId: string) {
-        const live = yield* connections.liveForAccount(PROVIDER, accountId)
-        let n = 0
-        for (const record of live) {
-          const done = yield* connections.transaction(Effect.gen(function*() {
-            const changed = yield* connections.disconnect(record.id)
-            if (changed) yield* outbox.insert([connectionEvent(CONNECTION_REVOKED, factsOf(record), "app_uninstalled")])
-            return changed
-          }))
-          if (done) n++
-        }
-        return n
+        return yield* connections.revokeAccount(PROVIDER, accountId, "app_uninstalled")
       })
 
       const products = Effect.fn("CommerceOrders.products")(function*(profile: ProfileContext, query: CommerceProductsQuery) {
@@ -406,5 +395,5 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
 
       return { ingest, sync, uninstalled, products, orders }
     })
-  ).pipe(Layer.provide([CommerceCopyRepo.layer, OutboxRepo.layer, ConnectionsRepo.layer, EventsService.layer, PaymentsService.layer]))
+  ).pipe(Layer.provide([CommerceCopyRepo.layer, OutboxRepo.layer, ConnectionRecords.layer, EventsService.layer, PaymentsService.layer]))
 }

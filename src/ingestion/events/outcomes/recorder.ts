@@ -11,15 +11,17 @@
  * recomputed, and its `outcome.recorded` outbox row written, all in the same transaction.
  */
 import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Metric, Option, Queue, Tracer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { type DatabaseUnavailable, IdempotencyKeyConflict, InvalidState } from "../../../../schema/errors.ts"
 import { isHealthcareFamily } from "../../../../schema/scopes.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
 import { resolveCustomers } from "../customers.ts"
-import { TouchesRepo } from "../../../attribution/touches/repo.ts"
-import { CustomersRepo, profileScoped } from "../../../identity/customers/repo.ts"
-import { IdentityRepo } from "../../../identity/repo.ts"
+import { Conversions, type NewConversion, type NewEvent, type StoredEvent } from "../../../attribution/conversions/service.ts"
+import { Touches } from "../../../attribution/touches/service.ts"
+import { IdentityIntake } from "../../../identity/intake.ts"
 import { type NewOutboxRow, OutboxRepo } from "../../../kernel/outbox/repo.ts"
-import { EventsRepo, type NewConversion, type NewEvent, type StoredEvent } from "../../../attribution/conversions/repo.ts"
+import { profileScoped } from "../../../kernel/profile-scoped.ts"
+import { orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { recorderBatchSize, recorderCommitDuration, timed } from "../../../platform/metrics.ts"
 import { currentTraceContext, type TraceContext } from "../../../platform/tracing.ts"
 
@@ -117,10 +119,11 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
 }>()("svc/OutcomeRecorder") {
   static readonly layer = Layer.effect(OutcomeRecorder)(
     Effect.gen(function*() {
-      const repo = yield* EventsRepo
-      const customersRepo = yield* CustomersRepo
+      const sql = yield* SqlClient
+      const repo = yield* Conversions
+      const identity = yield* IdentityIntake
       const outboxRepo = yield* OutboxRepo
-      const resolution = { customers: customersRepo, identity: yield* IdentityRepo, touches: yield* TouchesRepo, events: repo }
+      const resolution = { identity, touches: yield* Touches, conversions: repo }
 
       /** One transaction for the whole batch: an answer per outcome, in order. */
       const recordBatch = (batch: ReadonlyArray<Pending>) =>
@@ -148,7 +151,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
             }
             return { item, event }
           })
-          return yield* repo.transaction(Effect.gen(function*() {
+          return yield* retryConflicts(orDatabaseUnavailable(sql.withTransaction(Effect.gen(function*() {
             // Keys are claimed first, before anything else is written or locked: a concurrent
             // batch holding one of them makes this one wait, then this one reads what it stored.
             // Within the batch, the first outcome under a key claims it; the others replay it.
@@ -206,7 +209,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
             const conversionOf = new Map(conversions.map((conversion) => [conversion.event.id, conversion.id] as const))
 
             // A customer found by external_id holds it as its key: only the others are read.
-            const keys = yield* customersRepo.customerKeys(
+            const keys = yield* identity.customerKeys(
               fresh.flatMap(({ item }, index) => {
                 const customerId = customers[index] ?? null
                 return customerId !== null && item.checked.externalId === null ? [customerId] : []
@@ -257,7 +260,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
                 ? Exit.succeed({ outcome_event_id: event.id, conversion_id: conversionOf.get(event.id) ?? null })
                 : replayAnswer(stored.get(profileScoped(event.profileId, event.idempotencyKey)), item.requestHash)
             }))
-          }))
+          }))))
         }).pipe(
           // Batch size and commit latency: how well group commit is batching (docs/runbook.md).
           Effect.tap(() => Metric.update(recorderBatchSize, batch.length)),
@@ -303,5 +306,5 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
 
       return { record }
     })
-  ).pipe(Layer.provide([EventsRepo.layer, CustomersRepo.layer, IdentityRepo.layer, TouchesRepo.layer, OutboxRepo.layer]))
+  ).pipe(Layer.provide([Conversions.layer, Touches.layer, IdentityIntake.layer, OutboxRepo.layer]))
 }

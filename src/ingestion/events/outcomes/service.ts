@@ -5,6 +5,7 @@
  * Decision 0029.
  */
 import { Context, Effect, Layer, Option, Result } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../../../schema/common.ts"
 import {
   type DatabaseUnavailable,
@@ -27,15 +28,16 @@ import {
 } from "../../../../schema/events.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, pageOf, parseCursor } from "../../../platform/pagination.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
-import { type ConversionFilters, EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { type ConversionFilters, Conversions } from "../../../attribution/conversions/service.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
+import { orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { API_ORIGIN, type CheckedEvent, type Ingested, OutcomeRecorder, type OutcomeOrigin, type RecordError } from "./recorder.ts"
 import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
 import { SecretBox } from "../../../platform/secret-box.ts"
 import { checkSubjectRef } from "../subject-ref.ts"
-import { invalidQuery } from "../../../../schema/query-errors.ts"
 
 export { MAX_CONVERSIONS_PAGE } from "../../../../schema/events.ts"
 
@@ -229,7 +231,9 @@ export class EventsService extends Context.Service<EventsService, {
 }>()("svc/EventsService") {
   static readonly layer = Layer.effect(EventsService)(
     Effect.gen(function*() {
-      const repo = yield* EventsRepo
+      const sql = yield* SqlClient
+      const repo = yield* Conversions
+      const jobs = yield* AttributionJobs
       const audit = yield* AuditLog
       const recorder = yield* OutcomeRecorder
       const box = yield* SecretBox
@@ -250,7 +254,7 @@ export class EventsService extends Context.Service<EventsService, {
         idempotencyKey: string,
         reason: string
       ) {
-        return yield* repo.transaction(Effect.gen(function*() {
+        return yield* retryConflicts(orDatabaseUnavailable(sql.withTransaction(Effect.gen(function*() {
           const locked = yield* repo.lockEvent(profile.profileId, idempotencyKey)
           if (Option.isNone(locked)) {
             return yield* new EventNotFound({ message: "No event was recorded under this idempotency_key." })
@@ -279,7 +283,7 @@ export class EventsService extends Context.Service<EventsService, {
             ...(event.customer_id === null ? [] : [event.customer_id]),
             ...deleted.customerIds
           ])
-          yield* repo.queueReplay(profile.profileId, "retraction")
+          yield* jobs.queueReplay(profile.profileId, "retraction")
           const counts = { events: 1, conversions: deleted.conversions, credits: deleted.credits, first_payment_flags: flags }
           yield* audit.record({
             actor,
@@ -291,7 +295,7 @@ export class EventsService extends Context.Service<EventsService, {
             details: { idempotency_key: idempotencyKey, reason, counts }
           })
           return { status: "retracted" as const, counts }
-        }))
+        }))))
       })
 
       const listConversions = Effect.fn("Events.listConversions")(function*(
@@ -306,14 +310,10 @@ export class EventsService extends Context.Service<EventsService, {
         const bounds = yield* parseBounds(query)
         if (bounds.start !== undefined) filters.start = bounds.start
         if (bounds.end !== undefined) filters.end = bounds.end
-        let after = Option.none<{ occurredAt: string; id: string }>()
-        if (query.cursor !== undefined && query.cursor !== "") {
-          const keyset = decodeCursor(query.cursor)
-          if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || !isUuid(keyset.value.id)) {
-            return yield* invalidQuery("cursor", "Not a cursor this list answered; start again without it")
-          }
-          after = Option.some({ occurredAt: keyset.value.createdAt, id: keyset.value.id })
-        }
+        const after = Option.map(
+          yield* parseCursor(query.cursor, (keyset) => isIsoDateTime(keyset.createdAt) && isUuid(keyset.id)),
+          (keyset) => ({ occurredAt: keyset.createdAt, id: keyset.id })
+        )
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } }
         const rows = yield* repo.listConversions(profile.profileId, filters, limit, after)
@@ -323,5 +323,5 @@ export class EventsService extends Context.Service<EventsService, {
 
       return { ingest, record: recorder.record, retract, listConversions }
     })
-  ).pipe(Layer.provide([EventsRepo.layer, AuditLog.layer, OutcomeRecorder.layer]))
+  ).pipe(Layer.provide([Conversions.layer, AttributionJobs.layer, AuditLog.layer, OutcomeRecorder.layer]))
 }

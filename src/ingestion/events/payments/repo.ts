@@ -1,18 +1,17 @@
-/** SQL of payments: the list, the merchant's actions and their history, linkage, the card-gateway definition (decision 0032). */
+/**
+ * SQL of payments: the list, the merchant's action history, linkage, whether the card-gateway
+ * definition is there (decision 0032). What an action changes on the conversion, its credit and
+ * its customers goes through attribution's and identity's services (src/ingestion/events/payments/service.ts).
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { isUuid } from "../../../../schema/common.ts"
 import type { DatabaseUnavailable } from "../../../../schema/errors.ts"
 import type { CreditModel } from "../../../../schema/events.ts"
 import type { PaymentStatus } from "../../../../schema/payments.ts"
-import { CreditsRepo } from "../../../attribution/credits/repo.ts"
-import { DefinitionsRepo } from "../../../attribution/definitions/repo.ts"
-import { ReplayQueue } from "../../../attribution/jobs/repo.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { isoTimestamp } from "../../../platform/sql-time.ts"
-import { TouchColumns } from "../../../attribution/touches/repo.ts"
-import { CustomersRepo } from "../../../identity/customers/repo.ts"
-import { EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { TouchColumns } from "../../../attribution/touches/columns.ts"
 
 export const PaymentRow = Schema.Struct({
   payment_id: Schema.String,
@@ -133,23 +132,10 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
   ) => Repo<ReadonlyArray<PaymentRow>>
   readonly find: (profileId: string, paymentId: string) => Repo<Option.Option<PaymentRow>>
   readonly owners: (profileId: string, paymentId: string) => Repo<Option.Option<PaymentOwners>>
-  /** Row-locks customers in id order (so two actions never wait on each other in a cycle). */
-  readonly lockCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
   readonly lock: (profileId: string, paymentId: string) => Repo<Option.Option<LockedPayment>>
   /** A live (not merged, not erased) customer of the profile by `customer_key`. */
   readonly liveCustomer: (profileId: string, customerKey: string) => Repo<Option.Option<string>>
-  readonly setInstallment: (paymentId: string, installment: boolean) => Repo<void>
-  /**
-   * Sets the assigned payer and the customer the payment now belongs to. When that customer
-   * changes, the credit rows go and `credited_at` is cleared: the worker credits it again with
-   * the new customer's touches.
-   */
-  readonly setPayer: (paymentId: string, payerId: string | null, customerId: string | null, recredit: boolean) => Repo<void>
-  readonly setRefund: (paymentId: string, amount: string | null, reason: string | null) => Repo<void>
-  readonly clearRefund: (paymentId: string) => Repo<void>
   readonly insertAction: (action: NewPaymentAction) => Repo<string>
-  /** See `EventsRepo.recomputeFirstPayments`: the customers' flags, in the caller's transaction. */
-  readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
   /** Payments with their top credited touch under `model`, newest first, one more than `limit`. */
   readonly linkage: (
     profileId: string,
@@ -159,20 +145,11 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
     model: CreditModel
   ) => Repo<ReadonlyArray<LinkageRow>>
   readonly paymentDefinition: (profileId: string) => Repo<PaymentDefinitionState>
-  /** Creates a built-in payment definition (`cardgw_payment`, `commerce_payment`); None when that key is taken already. */
-  readonly createBuiltinDefinition: (profileId: string, definition: BuiltinPaymentDefinition) => Repo<Option.Option<string>>
-  /** The lock definition writes take (decision 0030), held until the transaction ends. */
-  readonly lockAttribution: (profileId: string) => Repo<void>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/PaymentsRepo") {
   static readonly layer = Layer.effect(PaymentsRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const customers = yield* CustomersRepo
-      const conversions = yield* EventsRepo
-      const credits = yield* CreditsRepo
-      const definitions = yield* DefinitionsRepo
-      const replays = yield* ReplayQueue
       const paymentRows = decodeRows(PaymentRow)
       const firstPayment = decodeFirstRow(PaymentRow)
       const linkageRows = decodeRows(LinkageRow)
@@ -259,11 +236,6 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
           Option.map((row) => row.id)
         )
 
-      const setPayer = (paymentId: string, payerId: string | null, customerId: string | null, recredit: boolean) =>
-        recredit
-          ? Effect.andThen(credits.clear(paymentId), conversions.reassignPayment(paymentId, payerId, customerId))
-          : conversions.setPayer(paymentId, payerId)
-
       const insertAction = (action: NewPaymentAction) => {
         const id = crypto.randomUUID()
         return Effect.as(
@@ -317,24 +289,15 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
           list,
           find,
           owners,
-          lockCustomers: customers.lockCustomers,
           lock,
           liveCustomer,
-          setInstallment: conversions.setInstallment,
-          setPayer,
-          setRefund: conversions.setRefund,
-          clearRefund: conversions.clearRefund,
           insertAction,
-          recomputeFirstPayments: conversions.recomputeFirstPayments,
           linkage,
-          paymentDefinition,
-          createBuiltinDefinition: (profileId: string, definition: BuiltinPaymentDefinition) =>
-            definitions.createCashEventDefinition(profileId, definition.conversionKey, definition.name, [CARDGW_EVENT_NAME]),
-          lockAttribution: replays.lockProfile
+          paymentDefinition
         }),
         // Generic, so outside `atDatabaseBoundary`'s mapped type; the same mapping for BEGIN and COMMIT.
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([CustomersRepo.layer, EventsRepo.layer, CreditsRepo.layer, DefinitionsRepo.layer, ReplayQueue.layer]))
+  )
 }

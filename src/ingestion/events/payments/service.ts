@@ -34,12 +34,13 @@ import {
 } from "../../../../schema/payments.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, pageOf, parseCursor } from "../../../platform/pagination.ts"
 import { CurrentRequestId } from "../../../platform/request-id.ts"
 import { normaliseAmount } from "../../../kernel/money.ts"
 import {
   type BuiltinPaymentDefinition,
   CARDGW_DEFINITION,
+  CARDGW_EVENT_NAME,
   type LinkageRow,
   type LockedPayment,
   type PaymentAction,
@@ -49,13 +50,15 @@ import {
   type PaymentRow,
   PaymentsRepo
 } from "./repo.ts"
-import { EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { Conversions } from "../../../attribution/conversions/service.ts"
+import { Definitions } from "../../../attribution/definitions/service.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
+import { IdentityIntake } from "../../../identity/intake.ts"
 import type { CheckedEvent, OutcomeOrigin } from "../outcomes/recorder.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
 import { CARDGW_KEY_PREFIX, EventsService, parseBounds } from "../outcomes/service.ts"
 import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
 import { checkSubjectRef } from "../subject-ref.ts"
-import { invalidQuery } from "../../../../schema/query-errors.ts"
 
 export { MAX_PAYMENTS_PAGE } from "../../../../schema/payments.ts"
 
@@ -142,14 +145,11 @@ const renderLinkage = (row: LinkageRow, model: CreditModel): PaymentLinkage => {
   }
 }
 
-const parseCursor = (raw: string | undefined) => {
-  if (raw === undefined || raw === "") return Effect.succeed(Option.none<PaymentKeyset>())
-  const keyset = decodeCursor(raw)
-  if (Option.isNone(keyset) || !isIsoDateTime(keyset.value.createdAt) || !isUuid(keyset.value.id)) {
-    return Effect.fail(invalidQuery("cursor", "Not a cursor this list answered; start again without it"))
-  }
-  return Effect.succeed(Option.some({ occurredAt: keyset.value.createdAt, id: keyset.value.id }))
-}
+const paymentCursor = (raw: string | undefined) =>
+  Effect.map(
+    parseCursor(raw, (keyset) => isIsoDateTime(keyset.createdAt) && isUuid(keyset.id)),
+    Option.map((keyset): PaymentKeyset => ({ occurredAt: keyset.createdAt, id: keyset.id }))
+  )
 
 /** The filters of a list; each parameter was decoded by the contract, `start` before `end` is checked here. */
 const parseFilters = Effect.fn("Payments.parseFilters")(function*(
@@ -279,7 +279,10 @@ export class PaymentsService extends Context.Service<PaymentsService, {
   static readonly layer = Layer.effect(PaymentsService)(
     Effect.gen(function*() {
       const repo = yield* PaymentsRepo
-      const eventsRepo = yield* EventsRepo
+      const conversions = yield* Conversions
+      const definitions = yield* Definitions
+      const jobs = yield* AttributionJobs
+      const identity = yield* IdentityIntake
       const events = yield* EventsService
       const audit = yield* AuditLog
 
@@ -305,7 +308,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           for (let attempt = 0; attempt < 5; attempt++) {
             const owners = yield* repo.owners(profile.profileId, paymentId)
             if (Option.isNone(owners)) return yield* noSuchPayment()
-            yield* repo.lockCustomers(nonNull(customersOf(owners.value)))
+            yield* identity.lockCustomers(nonNull(customersOf(owners.value)))
             const locked = yield* repo.lock(profile.profileId, paymentId)
             if (Option.isNone(locked)) return yield* noSuchPayment()
             if (locked.value.customer_id === owners.value.customer_id) return locked.value
@@ -346,7 +349,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
       const list = Effect.fn("Payments.list")(function*(profile: ProfileContext, query: PaymentsQueryInput) {
         const limit = query.limit ?? DEFAULT_PAGE_SIZE
         const filters = yield* parseFilters(query)
-        const after = yield* parseCursor(query.cursor)
+        const after = yield* paymentCursor(query.cursor)
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return EMPTY_PAGE
         return paymentPage(yield* repo.list(profile.profileId, filters, limit, after), limit, renderPayment)
@@ -361,8 +364,8 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return yield* repo.transaction(Effect.gen(function*() {
           const payment = yield* lockPayment(profile, paymentId, (owners) => [owners.customer_id])
           if (payment.installment === installment) return yield* answer(profile, payment.id, false)
-          yield* repo.setInstallment(payment.id, installment)
-          const flags = yield* repo.recomputeFirstPayments(nonNull([payment.customer_id]))
+          yield* conversions.setInstallment(payment.id, installment)
+          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id]))
           yield* recordAction(actor, profile, payment, installment ? "installment_marked" : "installment_unmarked", {
             installment,
             first_payment_flags: flags
@@ -400,8 +403,9 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           // The payment belongs to the payer while one is assigned, else to the event's customer.
           const owner = payerId ?? payment.event_customer_id
           const recredit = owner !== payment.customer_id
-          yield* repo.setPayer(payment.id, payerId, owner, recredit)
-          const flags = yield* repo.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
+          // A new owner: the credit rows go and the worker credits it again with its touches.
+          yield* (recredit ? conversions.reassignPayment(payment.id, payerId, owner) : conversions.setPayer(payment.id, payerId))
+          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
           yield* recordAction(actor, profile, payment, payerId === null ? "payer_cleared" : "payer_assigned", {
             payer_customer_key: customerKey,
             previous_payer_customer_key: payment.payer_customer_key,
@@ -455,7 +459,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
               reason: "already_refunded"
             })
           }
-          yield* repo.setRefund(payment.id, amount, reason)
+          yield* conversions.setRefund(payment.id, amount, reason)
           yield* recordAction(actor, profile, payment, "refund_recorded", {
             amount,
             currency: payment.currency,
@@ -491,7 +495,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             if (!BigDecimal.isGreaterThan(amount, current)) return yield* answer(profile, payment.id, false)
           }
           const text = BigDecimal.format(BigDecimal.normalize(amount))
-          yield* repo.setRefund(payment.id, text, input.reason)
+          yield* conversions.setRefund(payment.id, text, input.reason)
           yield* recordAction(actor, profile, payment, "refund_recorded", {
             amount: text,
             currency: payment.currency,
@@ -510,7 +514,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         return yield* repo.transaction(Effect.gen(function*() {
           const payment = yield* lockPayment(profile, paymentId, () => [])
           if (!payment.refunded) return yield* new NotFound({ message: "This payment has no manual refund to undo." })
-          yield* repo.clearRefund(payment.id)
+          yield* conversions.clearRefund(payment.id)
           yield* recordAction(actor, profile, payment, "refund_undone", {
             amount: payment.refund_amount,
             currency: payment.currency,
@@ -528,7 +532,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           ...(query.start === undefined ? {} : { start: query.start }),
           ...(query.end === undefined ? {} : { end: query.end })
         })
-        const after = yield* parseCursor(query.cursor)
+        const after = yield* paymentCursor(query.cursor)
         if (!profile.attributionEnabled) return EMPTY_PAGE
         const rows = yield* repo.linkage(profile.profileId, filters, limit, after, model)
         return paymentPage(rows, limit, (row) => renderLinkage(row, model))
@@ -554,11 +558,16 @@ export class PaymentsService extends Context.Service<PaymentsService, {
             reason: "payment_definition_conflict"
           })
         return yield* repo.transaction(Effect.gen(function*() {
-          yield* repo.lockAttribution(profile.profileId)
+          yield* jobs.lockProfile(profile.profileId)
           const state = yield* repo.paymentDefinition(profile.profileId)
           if (state === "event_definition") return
           if (state === "other_definition") return yield* conflict()
-          const created = yield* repo.createBuiltinDefinition(profile.profileId, definition)
+          const created = yield* definitions.createCashEventDefinition(
+            profile.profileId,
+            definition.conversionKey,
+            definition.name,
+            [CARDGW_EVENT_NAME]
+          )
           if (Option.isNone(created)) return yield* conflict()
           yield* audit.record({
             actor,
@@ -649,7 +658,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
         }))
         // A repeat answers what the first call stored, whatever the definitions say now.
         const key = checked.idempotencyKey ?? ""
-        if (Option.isNone(yield* eventsRepo.findEvent(profile.profileId, key))) {
+        if (Option.isNone(yield* conversions.findEvent(profile.profileId, key))) {
           yield* ensureBuiltinPayment(actor, profile, CARDGW_DEFINITION, "cardgw_first_use")
         }
         const recorded = yield* events.record(profile, checked, hash, CARDGW_ORIGIN).pipe(
@@ -665,5 +674,5 @@ export class PaymentsService extends Context.Service<PaymentsService, {
 
       return { list, setInstallment, assignPayer, recordRefund, applyProviderRefund, undoRefund, linkage, reportCardgw, ensureBuiltinPayment }
     })
-  ).pipe(Layer.provide([PaymentsRepo.layer, EventsRepo.layer, EventsService.layer, AuditLog.layer]))
+  ).pipe(Layer.provide([PaymentsRepo.layer, Conversions.layer, Definitions.layer, AttributionJobs.layer, IdentityIntake.layer, EventsService.layer, AuditLog.layer]))
 }

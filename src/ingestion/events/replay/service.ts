@@ -11,10 +11,10 @@ import { DEFAULT_REPLAY_PAGE, type OutcomeRecordedEvent, type OutcomeReplayQuery
 import { isHealthcareFamily } from "../../../../schema/scopes.ts"
 import { PiiAccessLog } from "../../../kernel/audit/pii-access.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../../kernel/principal.ts"
-import { decodeCursor, encodeCursor } from "../../../platform/pagination.ts"
+import { encodeCursor, parseCursor } from "../../../platform/pagination.ts"
 import { OUTCOME_RECORDED } from "../outcomes/recorder.ts"
 import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
-import { EventsRepo } from "../../../attribution/conversions/repo.ts"
+import { Conversions } from "../../../attribution/conversions/service.ts"
 import { invalidQuery } from "../../../../schema/query-errors.ts"
 
 export const REPLAY_WINDOW_DAYS = 90
@@ -38,7 +38,7 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
   static readonly layer = Layer.effect(OutcomeReplay)(
     Effect.gen(function*() {
       const piiLog = yield* PiiAccessLog
-      const events = yield* EventsRepo
+      const events = yield* Conversions
       const outbox = yield* OutboxRepo
 
       const list = Effect.fn("Events.replayOutcomes")(function*(
@@ -47,14 +47,14 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
         query: OutcomeReplayQuery
       ) {
         const limit = query.limit ?? DEFAULT_REPLAY_PAGE
-        let after = Option.none<{ readonly at: string; readonly id: string }>()
-        if (query.cursor !== undefined && query.cursor !== "") {
-          const keyset = decodeCursor(query.cursor)
-          if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt))) {
-            return yield* invalidQuery("cursor", "Not a cursor this replay answered; start again without it")
-          }
-          after = Option.some({ at: keyset.value.createdAt, id: keyset.value.id })
-        }
+        const after = Option.map(
+          yield* parseCursor(
+            query.cursor,
+            (keyset) => !Number.isNaN(Date.parse(keyset.createdAt)),
+            () => invalidQuery("cursor", "Not a cursor this replay answered; start again without it")
+          ),
+          (keyset) => ({ at: keyset.createdAt, id: keyset.id })
+        )
         const profileFacts = (yield* events.profileFacts([profile.profileId])).get(profile.profileId)
         if (profileFacts === undefined) return yield* Effect.die("the request's profile has no row")
         const provisioningApp = principal.kind === "api_key" && principal.oauthAppId !== null &&
@@ -119,5 +119,5 @@ export class OutcomeReplay extends Context.Service<OutcomeReplay, {
 
       return { list }
     })
-  ).pipe(Layer.provide([PiiAccessLog.layer, EventsRepo.layer, OutboxRepo.layer]))
+  ).pipe(Layer.provide([PiiAccessLog.layer, Conversions.layer, OutboxRepo.layer]))
 }

@@ -15,7 +15,7 @@ import type {
 } from "../../../../schema/tracking.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, pageOf, parseCursor } from "../../../platform/pagination.ts"
 import { AppConfig } from "../../../platform/config.ts"
 import { customCollectorUrl } from "../domains/collector-hosts.ts"
 import { type FeedRow, type OpsRow, TrackingDiagnosticsRepo, type VerificationRow } from "./repo.ts"
@@ -137,16 +137,14 @@ export class TrackingDiagnostics extends Context.Service<TrackingDiagnostics, {
 
       const events = Effect.fn("TrackingDiagnostics.events")(function*(profile: ProfileContext, request: FeedRequest) {
         const limit = request.limit ?? DEFAULT_PAGE_SIZE
-        let after = Option.none<{ readonly occurredAt: string; readonly id: string }>()
-        if (request.cursor !== undefined && request.cursor !== "") {
-          const keyset = decodeCursor(request.cursor)
-          if (Option.isNone(keyset) || !isIsoTime(keyset.value.createdAt) || !isUuid(keyset.value.id)) {
-            return yield* new InvalidParameter({
-              message: "query.cursor: not a cursor this feed answered; start again without it"
-            })
-          }
-          after = Option.some({ occurredAt: keyset.value.createdAt, id: keyset.value.id })
-        }
+        const after = Option.map(
+          yield* parseCursor(
+            request.cursor,
+            (keyset) => isIsoTime(keyset.createdAt) && isUuid(keyset.id),
+            () => new InvalidParameter({ message: "query.cursor: not a cursor this feed answered; start again without it" })
+          ),
+          (keyset) => ({ occurredAt: keyset.createdAt, id: keyset.id })
+        )
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } }
         const rows = yield* repo.feed(profile.profileId, limit, after)

@@ -1,11 +1,12 @@
-/** SQL of the web tracker: tracking keys, tracker settings, replay jobs and drop counters; touches go through their owner. */
+/**
+ * SQL of the web tracker: tracking keys, tracker settings and drop counters. Touches and replay
+ * jobs are attribution's (src/attribution/intake.ts, called by the tracker's service).
+ */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { isoTimestamp } from "../../../platform/sql-time.ts"
-import { ReplayQueue } from "../../../attribution/jobs/repo.ts"
-import { type NewWebTouch, TouchesRepo } from "../../../attribution/touches/repo.ts"
 import { CredentialPrefix, mintSecret } from "../../../kernel/credentials/tokens.ts"
 
 export const KeyRow = Schema.Struct({
@@ -64,17 +65,10 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
   /** The profile's settings row, created with the defaults if missing, locked until the transaction ends. */
   readonly lockSettings: (profileId: string) => Repo<SettingsRow>
   readonly writeSettings: (profileId: string, values: SettingsValues) => Repo<SettingsRow>
-  /**
-   * Queues a full attribution replay of the profile, or joins the one already queued
-   * (src/attribution/jobs/repo.ts); answers the job's id. Commits with the caller's transaction.
-   */
-  readonly enqueueReplay: (profileId: string, reason: string) => Repo<string>
   /** The live key's profile (not archived) with its tracker settings. */
   readonly collectorTarget: (key: string) => Repo<Option.Option<CollectorTargetRow>>
   /** Whether some live profile lists this origin in its allowed origins (the collector's pre-flight). */
   readonly originAllowedAnywhere: (origin: string) => Repo<boolean>
-  /** One touch row, written by the touches owner (src/attribution/touches/repo.ts); None when an event with the same id was stored before. */
-  readonly insertTouch: (touch: NewWebTouch) => Repo<Option.Option<string>>
   readonly countDrop: (profileId: string, reason: DropReason) => Repo<void>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
@@ -82,8 +76,6 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
   static readonly layer = Layer.effect(TrackingRepo)(
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const touches = yield* TouchesRepo
-      const replays = yield* ReplayQueue
 
       const keyColumns = sql`
         k.id, k.profile_id, k.key, ${isoTimestamp(sql, "k.created_at")} AS created_at,
@@ -179,10 +171,6 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
           return row.value
         })
 
-      // The attribution domain's queue: the same per-profile lock and coalescing as every other enqueuer.
-      const enqueueReplay = (profileId: string, reason: string) =>
-        Effect.map(replays.enqueue(profileId, reason), (enqueued) => enqueued.jobId)
-
       const firstTarget = decodeFirstRow(CollectorTargetRow)
       const collectorTarget = (key: string) =>
         firstTarget(sql`
@@ -224,15 +212,13 @@ export class TrackingRepo extends Context.Service<TrackingRepo, {
           settings,
           lockSettings,
           writeSettings,
-          enqueueReplay,
           collectorTarget,
           originAllowedAnywhere,
           countDrop
         }),
-        insertTouch: touches.insertWebTouch,
         // Outside the boundary's mapping: `retryConflicts` must see the mapped failure of the whole transaction.
         transaction: (effect) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
     })
-  ).pipe(Layer.provide([TouchesRepo.layer, ReplayQueue.layer]))
+  )
 }

@@ -24,6 +24,8 @@ import {
   type TrackingSettings,
   type UpdateTrackingSettings
 } from "../../../../schema/tracking.ts"
+import { AttributionJobs } from "../../../attribution/recompute/service.ts"
+import { Touches } from "../../../attribution/touches/service.ts"
 import { AuditLog } from "../../../kernel/audit/repo.ts"
 import { CredentialPrefix, isWellFormed } from "../../../kernel/credentials/tokens.ts"
 import type { PrincipalShape, ProfileContext } from "../../../kernel/principal.ts"
@@ -218,10 +220,17 @@ export class TrackingService extends Context.Service<TrackingService, {
   ) => Effect.Effect<CollectOutcome, ValidationError | PayloadTooLarge | Unauthorized | InsufficientScope | RateLimitExceeded | Errors>
   /** The CORS pre-flight: the origin to allow, or 403 when no (named) profile allows it. */
   readonly preflight: (origin: string | undefined, key: string | undefined) => Effect.Effect<string, InsufficientScope | Errors>
+  /**
+   * The profile's live key (its plaintext), minted if it has none; in the caller's transaction.
+   * A profile is handed it when provisioned (src/accounts/profiles, through src/main/ports.ts).
+   */
+  readonly ensureKeyOf: (profileId: string) => Effect.Effect<string, Errors>
 }>()("svc/TrackingService") {
   static readonly layer = Layer.effect(TrackingService)(
     Effect.gen(function*() {
       const repo = yield* TrackingRepo
+      const touches = yield* Touches
+      const jobs = yield* AttributionJobs
       const audit = yield* AuditLog
       const config = yield* AppConfig
       const limiter = yield* RateLimiter
@@ -339,7 +348,8 @@ export class TrackingService extends Context.Service<TrackingService, {
           ].flat()
           if (changed.length === 0) return { settings: renderSettings(current, url), changed: false, replayJobId: null }
           const written = yield* repo.writeSettings(profile.profileId, next)
-          const replayJobId = yield* repo.enqueueReplay(profile.profileId, REPLAY_REASON)
+          // Attribution's queue: the same per-profile lock and coalescing as every other enqueuer.
+          const replayJobId = yield* jobs.enqueueReplay(profile.profileId, REPLAY_REASON)
           yield* audit.record({
             actor,
             action: "tracking_settings.updated",
@@ -491,7 +501,7 @@ export class TrackingService extends Context.Service<TrackingService, {
         }
 
         const linkCustomerId = linkedCustomerOf(linkTokenKeys, json, target.profile_id, now)
-        const stored = yield* repo.insertTouch(touchOf(target, event, headers, allowOrigin, linkCustomerId))
+        const stored = yield* touches.insertWebTouch(touchOf(target, event, headers, allowOrigin, linkCustomerId))
         return { allowOrigin, result: Option.isSome(stored) ? "stored" : "duplicate" } satisfies CollectOutcome
       })
 
@@ -512,9 +522,13 @@ export class TrackingService extends Context.Service<TrackingService, {
         return origin
       })
 
-      return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, publicScript, collect, preflight }
+      const ensureKeyOf = Effect.fn("TrackingService.ensureKeyOf")(function*(profileId: string) {
+        return yield* repo.ensureTrackingKey(profileId)
+      })
+
+      return { createKey, listKeys, revokeKey, settings, updateSettings, snippet, publicScript, collect, preflight, ensureKeyOf }
     })
-  ).pipe(Layer.provide([TrackingRepo.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
+  ).pipe(Layer.provide([TrackingRepo.layer, Touches.layer, AttributionJobs.layer, AuditLog.layer, TrackingDomainsRepo.layer, CollectorHosts.layer]))
 }
 
 /** One event as a `web_touch` row (see decision 0031 for where each field comes from). */

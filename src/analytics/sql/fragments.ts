@@ -12,6 +12,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { Fragment } from "effect/sql/Statement"
 import type { TouchFilter } from "../../../schema/analytics.ts"
+import type { CreditModel } from "../../../schema/events.ts"
 import { ROLLUP_DIMENSIONS } from "../rollups/build.ts"
 
 export type RollupDimension = (typeof ROLLUP_DIMENSIONS)[number]
@@ -62,6 +63,13 @@ export interface CreditSliceScope extends SliceScope {
   readonly conversionKey: string | null
 }
 
+/** What an analytics read covers: a credit slice of one model, and the currencies it converts to. */
+export interface ReadScope extends CreditSliceScope {
+  readonly model: CreditModel
+  /** Target currencies: the profile's and the workspace's reporting currency. */
+  readonly currency: string | null
+  readonly reportingCurrency: string | null
+}
 
 /** Whole calendar days of a profile: what `inRange` reads of a scope. */
 type DayRange = Pick<SliceScope, "start" | "end" | "timeZone">

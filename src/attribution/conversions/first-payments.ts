@@ -15,7 +15,7 @@
  * A payment with no customer has nothing to repeat: first.
  *
  * The flags are a function of the customer's whole set of payments, so they are recomputed
- * from scratch (`EventsRepo.recomputeFirstPayments`, src/attribution/conversions/repo.ts) whenever that
+ * from scratch (`EventsRepo.recomputeFirstPayments`, ./repo.ts) whenever that
  * set changes: an ingest (a late, back-dated payment can take the first place), a retraction,
  * and later erasure and merges.
  */
