@@ -65,3 +65,38 @@ export const isStorableText = (value: string): boolean => !value.includes("\u000
  */
 export const openObject = <const S extends Schema.StructWithRest.Objects>(struct: S) =>
   Schema.StructWithRest(struct, [Schema.Record(Schema.String, Schema.Unknown)])
+
+/** How far a queue's depth is counted: past it, `pending` stops there and `pending_capped` is true (decision 0120). */
+export const BACKLOG_COUNT_CAP = 10_000
+/** How far the last minute's deliveries are counted (1,667 a second). */
+export const BACKLOG_RATE_CAP = 100_000
+
+/**
+ * A queue's backlog as its reads show it (issue 34 item 6, decision 0120): what waits, how long
+ * the oldest has waited, and how fast it drains. Read when the answer is built, never cached.
+ */
+export const Backlog = Schema.Struct({
+  pending: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(BACKLOG_COUNT_CAP)).annotate({
+    description: `Items waiting to be sent (in a retry wait or not yet attempted), counted up to ${BACKLOG_COUNT_CAP}`,
+    examples: [42]
+  }),
+  pending_capped: Schema.Boolean.annotate({
+    description: `True when at least ${BACKLOG_COUNT_CAP} items wait: \`pending\` stopped counting there`,
+    examples: [false]
+  }),
+  oldest_pending_age_seconds: Schema.NullOr(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))).annotate({
+    description: "Whole seconds since the oldest waiting item was queued; null when nothing waits",
+    examples: [95]
+  }),
+  delivered_last_minute: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(BACKLOG_RATE_CAP)).annotate({
+    description: `Items delivered (accepted by the receiver) in the last 60 seconds, counted up to ${BACKLOG_RATE_CAP}: the drain rate, per minute`,
+    examples: [120]
+  })
+}).annotate({
+  identifier: "Backlog",
+  description: "The queue behind this endpoint: depth, age of the oldest waiting item and delivery rate, read at answer time"
+})
+export type Backlog = typeof Backlog.Type
+
+/** An empty queue's backlog. */
+export const NO_BACKLOG: Backlog = { pending: 0, pending_capped: false, oldest_pending_age_seconds: null, delivered_last_minute: 0 }

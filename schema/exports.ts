@@ -4,7 +4,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
-import { Page, PageQuery } from "./common.ts"
+import { Backlog, Page, PageQuery } from "./common.ts"
 import { PrivacyMode } from "./tenancy.ts"
 
 export const PlatformSafeTarget = Schema.Literals(["existing", "clean"])
@@ -66,7 +66,9 @@ export const Destination = Schema.Struct({
   /** The profile's Platform-Safe target, shown on every destination (routes.tsv). */
   platform_safe_target: PlatformSafeTarget,
   created_at: Schema.String,
-  updated_at: Schema.String
+  updated_at: Schema.String,
+  /** Its exports waiting (pending or held), the oldest's age and the last minute's deliveries (decision 0120). */
+  backlog: Backlog
 })
 export type Destination = typeof Destination.Type
 

@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
-import { Page, PageQuery } from "./common.ts"
+import { Backlog, Page, PageQuery } from "./common.ts"
 import { LiteralParam, UuidParam } from "./query.ts"
 
 /** Every event the service pushes (api-endpoints.md, Events). */
@@ -52,7 +52,13 @@ export const WebhookSubscription = Schema.Struct({
   /** Set while the secret before the last rotation still signs too (24 hours). */
   previous_secret_expires_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
-  updated_at: Schema.String
+  updated_at: Schema.String,
+  /**
+   * Its deliveries waiting, the oldest's age and the last minute's successes (decision 0120). While
+   * paused, deliveries older than 72 hours end `failed` with `paused_backlog_expired` and the
+   * subscription's `status_reason` becomes `paused_backlog_dropped` (unless it already has one).
+   */
+  backlog: Backlog
 }).annotate({ identifier: "WebhookSubscription" })
 export type WebhookSubscription = typeof WebhookSubscription.Type
 

@@ -21,6 +21,7 @@ import { RateLimiterLayer } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProvidersLayer } from "../connections/providers/layer.ts"
 import { WebhookWorkerLayer } from "../webhooks/delivery/service.ts"
+import { PausedBacklogLayer } from "../webhooks/subscriptions/worker.ts"
 import { ReportWorker } from "../analytics/reports/worker.ts"
 import { QueueGaugesLayer } from "../ops/service.ts"
 import { CustomerListRefresh } from "../exports/audiences/worker.ts"
@@ -78,6 +79,8 @@ export const CoreServicesLayer = Layer.mergeAll(
   SecretBox.layer,
   // Fans the outbox out to webhook subscriptions and works the delivery ladder (decision 0078).
   WebhookWorkerLayer.pipe(Layer.provide(SecretBox.layer)),
+  // Drops what a paused subscription has held past 72 hours (decision 0120).
+  PausedBacklogLayer.pipe(Layer.provide(SecretBox.layer)),
   CustomerListRefreshLayer
 ).pipe(
   Layer.provideMerge(MigrationsLayer),

@@ -9,7 +9,9 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { Unauthorized } from "../../schema/errors.ts"
 import { AppConfig } from "../platform/config.ts"
-import { completeExposition } from "../platform/metrics.ts"
+import { BACKLOG_LEADERS, backlogExposition, completeExposition } from "../platform/metrics.ts"
+import { ExportDestinations } from "../exports/destinations/service.ts"
+import { WebhookSubscriptions } from "../webhooks/subscriptions/service.ts"
 import { secretMatches } from "../platform/secrets.ts"
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i
@@ -24,8 +26,18 @@ const unauthorized = (message: string, reason?: string) =>
     { status: Unauthorized.status, headers: { "www-authenticate": "Bearer" } }
   )
 
-export const MetricsRoute = Layer.unwrap(AppConfig.useSync((settings) =>
-  HttpRouter.add(
+export const MetricsRoute = Layer.unwrap(Effect.gen(function*() {
+  const settings = yield* AppConfig
+  const subscriptions = yield* WebhookSubscriptions
+  const destinations = yield* ExportDestinations
+  // The backlog leaders, read at the scrape (decision 0120); a slow or absent database leaves them out, not the scrape.
+  const leaders = Effect.all([subscriptions.backlogLeaders(BACKLOG_LEADERS), destinations.backlogLeaders(BACKLOG_LEADERS)], { concurrency: 2 }).pipe(
+    Effect.timeoutOrElse({ duration: "2 seconds", orElse: () => Effect.succeed([[], []] as const) }),
+    Effect.catchTag("DatabaseUnavailable", () => Effect.succeed([[], []] as const)),
+    Effect.map(([webhooks, exports]) => backlogExposition(webhooks, exports)),
+    Effect.withTracerEnabled(false)
+  )
+  return HttpRouter.add(
     "GET",
     "/metrics",
     Effect.gen(function*() {
@@ -41,8 +53,8 @@ export const MetricsRoute = Layer.unwrap(AppConfig.useSync((settings) =>
         return unauthorized("Missing, invalid, expired or revoked credential.")
       }
       // Every known family with HELP and TYPE, series or not yet (decision 0084).
-      const body = completeExposition(yield* PrometheusMetrics.format())
+      const body = completeExposition(`${yield* PrometheusMetrics.format()}\n${yield* leaders}`)
       return HttpServerResponse.text(body, { contentType: CONTENT_TYPE, headers: { "cache-control": "no-store" } })
     })
   )
-))
+})).pipe(Layer.provide([WebhookSubscriptions.layer, ExportDestinations.layer]))

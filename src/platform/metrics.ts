@@ -167,8 +167,58 @@ const clusterFamilies: ReadonlyArray<MetricFamily> = [
   { name: "effect_cluster_shard_release", type: "histogram", help: "Time taken to release a shard, including entity teardown, retries and lock storage recovery" }
 ]
 
+/**
+ * The backlog of each webhook subscription and export destination (decision 0120), read from the
+ * database at each scrape rather than kept in the registry: only the `BACKLOG_LEADERS` whose
+ * oldest waiting item is oldest are shown, so the label set stays bounded and a subscription that
+ * drained leaves the scrape instead of staying as a stale series. The totals are `svc_queue_*`.
+ */
+export const BACKLOG_LEADERS = 10
+
+const backlogFamilies: ReadonlyArray<MetricFamily> = [
+  { name: "svc_webhook_backlog_pending", type: "gauge", help: "Deliveries waiting, by svc_subscription (the 10 whose oldest waited longest; counted up to 10000)" },
+  { name: "svc_webhook_backlog_oldest_age", type: "gauge", help: "Seconds the oldest waiting delivery has waited, by svc_subscription (the same 10)" },
+  { name: "svc_webhook_delivered_last_minute", type: "gauge", help: "Deliveries that succeeded in the last 60 seconds, by svc_subscription (the same 10)" },
+  { name: "svc_export_backlog_pending", type: "gauge", help: "Exports waiting (pending or held), by svc_destination (the 10 whose oldest waited longest; counted up to 10000)" },
+  { name: "svc_export_backlog_oldest_age", type: "gauge", help: "Seconds the oldest waiting export has waited, by svc_destination (the same 10)" },
+  { name: "svc_export_delivered_last_minute", type: "gauge", help: "Exports the ad platform took in the last 60 seconds, by svc_destination (the same 10)" }
+]
+
+/** One queue's backlog as the scrape shows it. */
+export interface BacklogSample {
+  readonly id: string
+  readonly backlog: {
+    readonly pending: number
+    readonly oldest_pending_age_seconds: number | null
+    readonly delivered_last_minute: number
+  }
+}
+
+/** The backlog families' TYPE lines and samples, to go before `completeExposition` (which adds their HELP). */
+export const backlogExposition = (
+  subscriptions: ReadonlyArray<BacklogSample>,
+  destinations: ReadonlyArray<BacklogSample>
+): string => {
+  const lines: Array<string> = []
+  const family = (prefix: string, label: string, rows: ReadonlyArray<BacklogSample>) => {
+    const series: ReadonlyArray<readonly [string, (row: BacklogSample) => number]> = [
+      [`${prefix}_backlog_pending`, (row) => row.backlog.pending],
+      [`${prefix}_backlog_oldest_age`, (row) => row.backlog.oldest_pending_age_seconds ?? 0],
+      [`${prefix}_delivered_last_minute`, (row) => row.backlog.delivered_last_minute]
+    ]
+    for (const [name, value] of series) {
+      if (rows.length === 0) continue
+      lines.push(`# TYPE ${name} gauge`)
+      for (const row of rows) lines.push(`${name}{${label}="${row.id}"} ${value(row)}`)
+    }
+  }
+  family("svc_webhook", "svc_subscription", subscriptions)
+  family("svc_export", "svc_destination", destinations)
+  return lines.length === 0 ? "" : `${lines.join("\n")}\n`
+}
+
 /** Every family the scrape declares from start-up, before any traffic. */
-export const exportedFamilies: ReadonlyArray<MetricFamily> = [...serviceFamilies, ...clusterFamilies]
+export const exportedFamilies: ReadonlyArray<MetricFamily> = [...serviceFamilies, ...backlogFamilies, ...clusterFamilies]
 
 /**
  * Completes `PrometheusMetrics.format()` output: a HELP line for every family that has none (the

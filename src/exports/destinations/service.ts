@@ -13,16 +13,24 @@ import {
   NotFound,
   ValidationError
 } from "../../../schema/errors.ts"
-import { isUuid } from "../../../schema/common.ts"
+import { type Backlog, BACKLOG_COUNT_CAP, BACKLOG_RATE_CAP, isUuid, NO_BACKLOG } from "../../../schema/common.ts"
 import type { CreateDestination, Destination, DestinationsQuery, UpdateDestination } from "../../../schema/exports.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, toPage } from "../../platform/pagination.ts"
 import { ExportPipeline } from "../pipeline/service.ts"
-import { ExportsRepo } from "../pipeline/repo.ts"
+import { type DestinationBacklogRow, ExportsRepo } from "../pipeline/repo.ts"
 import { sha256 } from "../pipeline/scrub.ts"
 import { type DestinationRow, DestinationsRepo } from "./repo.ts"
 
-const render = (row: DestinationRow): Destination => ({
+const backlogOf = (row: DestinationBacklogRow | undefined): Backlog =>
+  row === undefined ? NO_BACKLOG : {
+    pending: row.pending,
+    pending_capped: row.pending >= BACKLOG_COUNT_CAP,
+    oldest_pending_age_seconds: row.oldest_pending_age_seconds,
+    delivered_last_minute: row.delivered_last_minute
+  }
+
+const render = (row: DestinationRow, backlog: Backlog): Destination => ({
   id: row.id,
   kind: row.kind,
   connection_id: row.connection_id,
@@ -32,7 +40,8 @@ const render = (row: DestinationRow): Destination => ({
   status: row.status,
   platform_safe_target: row.platform_safe_target,
   created_at: row.created_at,
-  updated_at: row.updated_at
+  updated_at: row.updated_at,
+  backlog
 })
 
 const noSuchDestination = () => new NotFound({ message: "No such export destination." })
@@ -49,6 +58,8 @@ export class ExportDestinations extends Context.Service<ExportDestinations, {
   readonly create: (profile: ProfileContext, body: CreateDestination) => Fails<Destination, DestinationConflict | ValidationError | NotFound>
   readonly update: (profile: ProfileContext, id: string, body: UpdateDestination) => Fails<Destination, DestinationConflict | NotFound>
   readonly remove: (profile: ProfileContext, id: string) => Fails<{ readonly id: string; readonly deleted: boolean }, NotFound>
+  /** The `limit` live destinations whose oldest waiting export waited longest, with their backlogs (the metrics). */
+  readonly backlogLeaders: (limit: number) => Fails<ReadonlyArray<{ readonly id: string; readonly backlog: Backlog }>, never>
   readonly testEvent: (
     profile: ProfileContext,
     id: string,
@@ -69,10 +80,18 @@ export class ExportDestinations extends Context.Service<ExportDestinations, {
           }))
           : Effect.fail(noSuchDestination())
 
+      const withBacklogs = (rows: ReadonlyArray<DestinationRow>) =>
+        Effect.map(
+          ledger.backlogs(rows.map((row) => row.id), BACKLOG_COUNT_CAP, BACKLOG_RATE_CAP),
+          (found) => new Map(found.map((row) => [row.id, row]))
+        )
+      const rendered = (row: DestinationRow) => Effect.map(withBacklogs([row]), (found) => render(row, backlogOf(found.get(row.id))))
+
       const list = Effect.fn("ExportDestinations.list")(function*(profile: ProfileContext, query: DestinationsQuery) {
         const limit = query.limit ?? 50
         const rows = yield* repo.list(profile.profileId, limit, decodeCursor(query.cursor))
-        return toPage(rows, limit, render)
+        const backlogs = yield* withBacklogs(rows.slice(0, limit))
+        return toPage(rows, limit, (row) => render(row, backlogOf(backlogs.get(row.id))))
       })
 
       const create = Effect.fn("ExportDestinations.create")(function*(profile: ProfileContext, body: CreateDestination) {
@@ -95,7 +114,7 @@ export class ExportDestinations extends Context.Service<ExportDestinations, {
             const other = yield* repo.conflicting(profile.profileId, body.kind, body.dataset_id, null)
             return yield* conflict(Option.getOrElse(other, () => ""))
           }
-          return render(Option.getOrThrow(yield* repo.find(profile.profileId, id)))
+          return render(Option.getOrThrow(yield* repo.find(profile.profileId, id)), NO_BACKLOG)
         }))
       })
 
@@ -113,7 +132,7 @@ export class ExportDestinations extends Context.Service<ExportDestinations, {
         const outcome = yield* repo.update(profile.profileId, current.id, body)
         if (outcome === "missing") return yield* noSuchDestination()
         if (outcome === "conflict") return yield* clash()
-        return render(Option.getOrThrow(yield* repo.find(profile.profileId, current.id)))
+        return yield* rendered(Option.getOrThrow(yield* repo.find(profile.profileId, current.id)))
       })
 
       const remove = Effect.fn("ExportDestinations.remove")(function*(profile: ProfileContext, id: string) {
@@ -147,7 +166,12 @@ export class ExportDestinations extends Context.Service<ExportDestinations, {
         return yield* new AdplatformUnavailable({ message: `The ad platform did not take the test event (${tag}).`, provider: "adplatform" })
       })
 
-      return { list, create, update, remove, testEvent }
+      const backlogLeaders = Effect.fn("ExportDestinations.backlogLeaders")(function*(limit: number) {
+        const rows = yield* ledger.backlogLeaders(limit, BACKLOG_COUNT_CAP, BACKLOG_RATE_CAP)
+        return rows.map((row) => ({ id: row.id, backlog: backlogOf(row) }))
+      })
+
+      return { list, create, update, remove, testEvent, backlogLeaders }
     })
   ).pipe(Layer.provide([DestinationsRepo.layer, ExportsRepo.layer, ExportPipeline.layer]))
 }

@@ -99,6 +99,15 @@ export interface DeliveriesFilter {
   readonly after: Option.Option<{ readonly createdAt: string; readonly id: string }>
 }
 
+/** One destination's backlog, as `backlogs` reads it. */
+export const DestinationBacklogRow = Schema.Struct({
+  id: Schema.String,
+  pending: Schema.Int,
+  oldest_pending_age_seconds: Schema.NullOr(Schema.Int),
+  delivered_last_minute: Schema.Int
+})
+export type DestinationBacklogRow = typeof DestinationBacklogRow.Type
+
 export class ExportsRepo extends Context.Service<ExportsRepo, {
   /**
    * Queues every attribution-eligible conversion a live rule reaches, once per live destination,
@@ -135,6 +144,14 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
   /** A test event's ledger row (no export: test events never block a retraction). */
   readonly recordTest: (entry: TestLedgerEntry) => Repo<void>
   readonly deliveries: (filter: DeliveriesFilter) => Repo<ReadonlyArray<DeliveryRow>>
+  /**
+   * Each destination's backlog (decision 0120): exports waiting (`pending` or `held`) counted up to
+   * `countCap`, the oldest's age, the last minute's deliveries (tests aside) counted up to
+   * `rateCap`; bounded walks of `conversion_exports_waiting_age` and `export_deliveries_delivered_at`.
+   */
+  readonly backlogs: (destinationIds: ReadonlyArray<string>, countCap: number, rateCap: number) => Repo<ReadonlyArray<DestinationBacklogRow>>
+  /** Up to `limit` live destinations with exports waiting, the longest waiting first, with their backlogs (the metrics). */
+  readonly backlogLeaders: (limit: number, countCap: number, rateCap: number) => Repo<ReadonlyArray<DestinationBacklogRow>>
 }>()("svc/ExportsRepo") {
   static readonly layer = Layer.effect(ExportsRepo)(
     Effect.gen(function*() {
@@ -349,7 +366,49 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ${Option.match(filter.after, { onNone: () => sql``, onSome: (k) => sql`AND (created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)` })}
           ORDER BY created_at DESC, id DESC LIMIT ${filter.limit + 1}`)
 
-      return atDatabaseBoundary({ enqueue, enqueueFromCursor, release, claim, facts, decide, deliverMany, recordTest, deliveries })
+      // Each read stops at its cap through an index that holds exactly its rows (migration 0056).
+      const backlogOf = (countCap: number, rateCap: number) =>
+        sql`
+          (SELECT count(*)::int FROM (SELECT 1 FROM conversion_exports x
+            WHERE x.destination_id = d.id AND x.status IN ('pending', 'held') LIMIT ${countCap}) n) AS pending,
+          (SELECT greatest(0, floor(extract(epoch FROM now() - x.created_at)))::int FROM conversion_exports x
+            WHERE x.destination_id = d.id AND x.status IN ('pending', 'held') ORDER BY x.created_at LIMIT 1) AS oldest_pending_age_seconds,
+          (SELECT count(*)::int FROM (SELECT 1 FROM export_deliveries l
+            WHERE l.destination_id = d.id AND l.decision = 'delivered' AND NOT l.is_test AND l.created_at > now() - interval '60 seconds'
+            LIMIT ${rateCap}) n) AS delivered_last_minute`
+      const backlogRows = decodeRows(DestinationBacklogRow)
+
+      const backlogs = (destinationIds: ReadonlyArray<string>, countCap: number, rateCap: number) =>
+        destinationIds.length === 0 ? Effect.succeed([]) : backlogRows(sql`
+          SELECT d.id::text AS id, ${backlogOf(countCap, rateCap)}
+          FROM unnest(${destinationIds}::uuid[]) AS d(id)`)
+
+      const backlogLeaders = (limit: number, countCap: number, rateCap: number) =>
+        backlogRows(sql`
+          SELECT d.id::text AS id, ${backlogOf(countCap, rateCap)}
+          FROM (
+            SELECT e.id, o.created_at FROM export_destinations e
+            CROSS JOIN LATERAL (
+              SELECT x.created_at FROM conversion_exports x
+              WHERE x.destination_id = e.id AND x.status IN ('pending', 'held') ORDER BY x.created_at LIMIT 1) o
+            WHERE e.deleted_at IS NULL
+            ORDER BY o.created_at, e.id
+            LIMIT ${limit}) d
+          ORDER BY d.created_at, d.id`)
+
+      return atDatabaseBoundary({
+        enqueue,
+        enqueueFromCursor,
+        release,
+        claim,
+        facts,
+        decide,
+        deliverMany,
+        recordTest,
+        deliveries,
+        backlogs,
+        backlogLeaders
+      })
     })
   )
 }

@@ -53,6 +53,15 @@ export const DeliveryRow = Schema.Struct({
 })
 export type DeliveryRow = typeof DeliveryRow.Type
 
+/** One subscription's backlog, as `backlogs` reads it. */
+export const BacklogRow = Schema.Struct({
+  id: Schema.String,
+  pending: Schema.Int,
+  oldest_pending_age_seconds: Schema.NullOr(Schema.Int),
+  delivered_last_minute: Schema.Int
+})
+export type BacklogRow = typeof BacklogRow.Type
+
 export interface DeliveryFilter {
   readonly profileId: string
   readonly subscriptionId: string | undefined
@@ -189,6 +198,26 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   readonly attempts: (of: DeliveryRow, afterId: string | null, limit: number) => Repo<ReadonlyArray<AttemptRow>>
   /** A new pending row repeating `of` (its own batch, so its head), due now. */
   readonly redeliver: (of: DeliveryRow, id: string) => Repo<DeliveryRow>
+  /**
+   * Each subscription's backlog (decision 0120): pending rows counted up to `countCap`, the oldest's
+   * age, the successes of the last minute counted up to `rateCap`; bounded walks of
+   * `webhook_deliveries_pending_age` and `webhook_deliveries_succeeded_at`, whatever the statistics.
+   */
+  readonly backlogs: (subscriptionIds: ReadonlyArray<string>, countCap: number, rateCap: number) => Repo<ReadonlyArray<BacklogRow>>
+  /**
+   * Up to `limit` of the subscriptions with pending rows, the longest waiting first, with their
+   * backlogs (the metrics' leaders). One index probe per live subscription.
+   */
+  readonly backlogLeaders: (limit: number, countCap: number, rateCap: number) => Repo<ReadonlyArray<BacklogRow>>
+  /**
+   * A paused (not deleted) subscription's pending rows queued more than `maxAgeSeconds` ago end
+   * `failed` with `reason`, at most `limit` of them, oldest first; rows under a live lease are left.
+   * Answers each dropped row's (subscription, batch). Call `handOn` with them in the same transaction.
+   */
+  readonly dropPausedExpired: (maxAgeSeconds: number, reason: string, limit: number) =>
+    Repo<ReadonlyArray<{ readonly subscription_id: string; readonly batch_id: string }>>
+  /** Makes the first pending row of each (subscription, batch) its head (`ready`), after rows of it ended out of turn. */
+  readonly handOn: (batches: ReadonlyArray<{ readonly subscription_id: string; readonly batch_id: string }>) => Repo<void>
   /** Runs `effect` in one transaction (the fan-out: outbox rows claimed, deliveries written, rows published). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/WebhookDeliveriesRepo") {
@@ -304,8 +333,81 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           (found) => Option.match(found, { onNone: () => Effect.die("the insert returned no row"), onSome: Effect.succeed })
         )
 
+      // Each read stops at its cap through an index that holds exactly its rows (migration 0056).
+      const backlogOf = (countCap: number, rateCap: number) =>
+        sql`
+          (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries c
+            WHERE c.subscription_id = s.id AND c.status = 'pending' LIMIT ${countCap}) n) AS pending,
+          (SELECT greatest(0, floor(extract(epoch FROM now() - c.created_at)))::int FROM webhook_deliveries c
+            WHERE c.subscription_id = s.id AND c.status = 'pending' ORDER BY c.created_at LIMIT 1) AS oldest_pending_age_seconds,
+          (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries c
+            WHERE c.subscription_id = s.id AND c.status = 'succeeded' AND c.completed_at > now() - interval '60 seconds'
+            LIMIT ${rateCap}) n) AS delivered_last_minute`
+
+      const backlogs = (subscriptionIds: ReadonlyArray<string>, countCap: number, rateCap: number) =>
+        subscriptionIds.length === 0 ? Effect.succeed([]) : decodeRows(BacklogRow)(sql`
+          SELECT s.id::text AS id, ${backlogOf(countCap, rateCap)}
+          FROM unnest(${subscriptionIds}::uuid[]) AS s(id)`)
+
+      const backlogLeaders = (limit: number, countCap: number, rateCap: number) =>
+        decodeRows(BacklogRow)(sql`
+          SELECT s.id::text AS id, ${backlogOf(countCap, rateCap)}
+          FROM (
+            SELECT w.id, o.created_at FROM webhook_subscriptions w
+            CROSS JOIN LATERAL (
+              SELECT c.created_at FROM webhook_deliveries c
+              WHERE c.subscription_id = w.id AND c.status = 'pending' ORDER BY c.created_at LIMIT 1) o
+            WHERE w.deleted_at IS NULL
+            ORDER BY o.created_at, w.id
+            LIMIT ${limit}) s
+          ORDER BY s.created_at, s.id`)
+
+      const dropPausedExpired = (maxAgeSeconds: number, reason: string, limit: number) =>
+        decodeRows(Schema.Struct({ subscription_id: Schema.String, batch_id: Schema.String }))(sql`
+          WITH dropped AS (
+            UPDATE webhook_deliveries d
+            SET status = 'failed', completed_at = now(), last_error = ${bounded(reason)}, lease_token = NULL, lease_until = NULL
+            FROM (
+              SELECT c.id FROM webhook_subscriptions s
+              CROSS JOIN LATERAL (
+                SELECT c.id FROM webhook_deliveries c
+                WHERE c.subscription_id = s.id AND c.status = 'pending'
+                  AND c.created_at < now() - make_interval(secs => ${maxAgeSeconds})
+                  AND (c.lease_until IS NULL OR c.lease_until < now())
+                ORDER BY c.created_at
+                LIMIT ${limit}
+                FOR UPDATE OF c SKIP LOCKED) c
+              WHERE s.status = 'paused' AND s.deleted_at IS NULL
+              LIMIT ${limit}) picked
+            WHERE d.id = picked.id AND d.status = 'pending'
+            RETURNING d.subscription_id, d.batch_id)
+          SELECT DISTINCT subscription_id::text AS subscription_id, batch_id::text AS batch_id FROM dropped`)
+
+      const handOn = (batches: ReadonlyArray<{ readonly subscription_id: string; readonly batch_id: string }>) =>
+        batches.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE webhook_deliveries n SET ready = true
+          WHERE n.status = 'pending' AND NOT n.ready AND n.id IN (
+            SELECT (SELECT e.id FROM webhook_deliveries e
+                    WHERE e.subscription_id = f.subscription_id AND e.batch_id = f.batch_id AND e.status = 'pending'
+                    ORDER BY e.seq LIMIT 1)
+            FROM unnest(${batches.map((b) => b.subscription_id)}::uuid[], ${batches.map((b) => b.batch_id)}::uuid[])
+              AS f(subscription_id, batch_id))`)
+
       return {
-        ...atDatabaseBoundary({ insert, claim, settle, failPending, list, find, attempts, redeliver }),
+        ...atDatabaseBoundary({
+          insert,
+          claim,
+          settle,
+          failPending,
+          list,
+          find,
+          attempts,
+          redeliver,
+          backlogs,
+          backlogLeaders,
+          dropPausedExpired,
+          handOn
+        }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }

@@ -79,6 +79,11 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
   readonly disable: (id: string, reason: string) => Repo<void>
   /** The workspace's archival pauses every subscription of its profiles (api-concepts.md, Profile lifecycle). */
   readonly pauseForWorkspace: (workspaceId: string) => Repo<void>
+  /**
+   * Paused subscriptions whose expired backlog was dropped (decision 0120): `status_reason` becomes
+   * `reason` where none is set (a workspace's archival keeps its own).
+   */
+  readonly markBacklogDropped: (ids: ReadonlyArray<string>, reason: string) => Repo<void>
   /** Active and paused subscriptions of these profiles (a paused one's deliveries wait), with what their credential opens. */
   readonly forFanOut: (profileIds: ReadonlyArray<string>) => Repo<ReadonlyArray<FanOutSubscription>>
 }>()("svc/WebhookSubscriptionsRepo") {
@@ -170,6 +175,11 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
           UPDATE webhook_subscriptions SET status = 'paused', status_reason = 'workspace_archived', updated_at = now()
           WHERE workspace_id = ${workspaceId} AND deleted_at IS NULL AND status = 'active'`)
 
+      const markBacklogDropped = (ids: ReadonlyArray<string>, reason: string) =>
+        ids.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE webhook_subscriptions SET status_reason = ${reason}, updated_at = now()
+          WHERE id = ANY(${[...ids]}::uuid[]) AND deleted_at IS NULL AND status = 'paused' AND status_reason IS NULL`)
+
       const fanOutRows = decodeRows(FanOutSubscription)
       // The contact opens when the credential behind the subscription holds `customers:read` now:
       // for an app, any live key of the app on the profile (keys are reissued after grant changes);
@@ -192,7 +202,7 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
           WHERE s.profile_id = ANY(${[...profileIds]}::uuid[]) AND s.deleted_at IS NULL AND s.status <> 'disabled'
           ORDER BY s.created_at, s.id`)
 
-      return atDatabaseBoundary({ insert, find, byId, byIds, list, update, rotate, remove, disable, pauseForWorkspace, forFanOut })
+      return atDatabaseBoundary({ insert, find, byId, byIds, list, update, rotate, remove, disable, pauseForWorkspace, markBacklogDropped, forFanOut })
     })
   )
 }

@@ -5,7 +5,7 @@
  * creation and at each rotation (the previous one keeps signing for 24 hours), pause and resume.
  */
 import { Context, Duration, Effect, Layer, Option } from "effect"
-import { isUuid } from "../../../schema/common.ts"
+import { type Backlog, BACKLOG_COUNT_CAP, BACKLOG_RATE_CAP, isUuid, NO_BACKLOG } from "../../../schema/common.ts"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound, ValidationError } from "../../../schema/errors.ts"
 import {
   type CreateWebhookSubscription,
@@ -20,12 +20,29 @@ import { AppConfig } from "../../platform/config.ts"
 import { parseCursor, toPage } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { checkTarget, parseAllowList } from "../../platform/public-host.ts"
-import { WebhookDeliveriesRepo } from "../delivery/repo.ts"
+import { type BacklogRow, WebhookDeliveriesRepo } from "../delivery/repo.ts"
 import { WebhookSettings } from "../delivery/service.ts"
 import { newSecret } from "../delivery/signing.ts"
 import { type SubscriptionRow, WebhookSubscriptionsRepo } from "./repo.ts"
 
-const render = (row: SubscriptionRow): WebhookSubscription => ({
+/** A paused subscription keeps at most this much of its backlog: older deliveries are dropped (decision 0120). */
+export const PAUSED_BACKLOG_MAX_AGE = Duration.hours(72)
+/** A dropped delivery's `last_error`. */
+export const PAUSED_BACKLOG_EXPIRED = "paused_backlog_expired"
+/** The `status_reason` of a paused subscription whose backlog was dropped (when it had none). */
+export const PAUSED_BACKLOG_DROPPED = "paused_backlog_dropped"
+/** Rows ended per statement of the drop; it repeats until nothing is left to drop. */
+const DROP_CHUNK = 5_000
+
+const backlogOf = (row: BacklogRow | undefined): Backlog =>
+  row === undefined ? NO_BACKLOG : {
+    pending: row.pending,
+    pending_capped: row.pending >= BACKLOG_COUNT_CAP,
+    oldest_pending_age_seconds: row.oldest_pending_age_seconds,
+    delivered_last_minute: row.delivered_last_minute
+  }
+
+const render = (row: SubscriptionRow, backlog: Backlog): WebhookSubscription => ({
   id: row.id,
   url: row.url,
   description: row.description,
@@ -34,7 +51,8 @@ const render = (row: SubscriptionRow): WebhookSubscription => ({
   status_reason: row.status_reason,
   previous_secret_expires_at: row.previous_secret_expires_at,
   created_at: row.created_at,
-  updated_at: row.updated_at
+  updated_at: row.updated_at,
+  backlog
 })
 
 /** The event types in the catalogue's order, each once. */
@@ -58,6 +76,14 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
    * paused, not deleted, so they stay visible to an operator restoring it; in the caller's transaction.
    */
   readonly pauseForWorkspace: (workspaceId: string) => Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * Bounds paused subscriptions' backlogs (decision 0120): their deliveries queued more than
+   * `PAUSED_BACKLOG_MAX_AGE` ago end `failed` (`paused_backlog_expired`), the rest of each batch
+   * moves up, and the subscription's `status_reason` says so. Answers how many batches lost rows.
+   */
+  readonly dropPausedBacklog: Effect.Effect<number, DatabaseUnavailable>
+  /** The `limit` subscriptions whose oldest pending delivery waited longest, with their backlogs (the metrics). */
+  readonly backlogLeaders: (limit: number) => Effect.Effect<ReadonlyArray<{ readonly id: string; readonly backlog: Backlog }>, DatabaseUnavailable>
 }>()("svc/WebhookSubscriptions") {
   static readonly layer = Layer.effect(WebhookSubscriptions)(
     Effect.gen(function*() {
@@ -76,6 +102,13 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
           "TargetRefused",
           (refused) => Effect.fail(new ValidationError({ message: `url: ${refused.message}`, reason: refused.reason }))
         )
+
+      const withBacklogs = (rows: ReadonlyArray<SubscriptionRow>) =>
+        Effect.map(
+          deliveries.backlogs(rows.map((row) => row.id), BACKLOG_COUNT_CAP, BACKLOG_RATE_CAP),
+          (found) => new Map(found.map((row) => [row.id, row]))
+        )
+      const rendered = (row: SubscriptionRow) => Effect.map(withBacklogs([row]), (found) => render(row, backlogOf(found.get(row.id))))
 
       const notFound = () => new NotFound({ message: "No such webhook subscription" })
       const idOf = (id: string) => isUuid(id) ? Effect.succeed(id.toLowerCase()) : Effect.fail(notFound())
@@ -98,7 +131,7 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
           eventTypes: normalizeTypes(body.event_types ?? DEFAULT_EVENT_TYPES),
           secretSealed: box.seal(secret)
         })
-        return { ...render(row), secret }
+        return { ...render(row, NO_BACKLOG), secret }
       })
 
       const list = Effect.fn("Webhooks.listSubscriptions")(function*(profile: ProfileContext, query: WebhookSubscriptionsQuery) {
@@ -108,7 +141,8 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
           (keyset) => ({ at: keyset.createdAt, id: keyset.id })
         )
         const rows = yield* repo.list(profile.profileId, after, limit)
-        return toPage(rows, limit, render)
+        const backlogs = yield* withBacklogs(rows.slice(0, limit))
+        return toPage(rows, limit, (row) => render(row, backlogOf(backlogs.get(row.id))))
       })
 
       const update = Effect.fn("Webhooks.updateSubscription")(function*(profile: ProfileContext, rawId: string, body: UpdateWebhookSubscription) {
@@ -127,7 +161,7 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
           ...(body.status !== undefined ? { status: body.status } : {})
         })
         if (Option.isNone(updated)) return yield* notFound()
-        return render(updated.value)
+        return yield* rendered(updated.value)
       })
 
       const remove = Effect.fn("Webhooks.deleteSubscription")(function*(profile: ProfileContext, rawId: string) {
@@ -143,14 +177,37 @@ export class WebhookSubscriptions extends Context.Service<WebhookSubscriptions, 
         const secret = newSecret()
         const rotated = yield* repo.rotate(profile.profileId, id, box.seal(secret), Duration.toSeconds(settings.rotationGrace))
         if (Option.isNone(rotated)) return yield* notFound()
-        return { ...render(rotated.value), secret }
+        return { ...(yield* rendered(rotated.value)), secret }
       })
 
       const pauseForWorkspace = Effect.fn("Webhooks.pauseForWorkspace")(function*(workspaceId: string) {
         yield* repo.pauseForWorkspace(workspaceId)
       })
 
-      return { create, list, update, remove, rotateSecret, pauseForWorkspace }
+      const dropChunk = deliveries.transaction(Effect.gen(function*() {
+        const batches = yield* deliveries.dropPausedExpired(Duration.toSeconds(PAUSED_BACKLOG_MAX_AGE), PAUSED_BACKLOG_EXPIRED, DROP_CHUNK)
+        // A dropped head held its batch: the next row of each becomes the head, to go out on resume.
+        yield* deliveries.handOn(batches)
+        yield* repo.markBacklogDropped([...new Set(batches.map((batch) => batch.subscription_id))], PAUSED_BACKLOG_DROPPED)
+        return batches.length
+      }))
+
+      const dropPausedBacklog = Effect.gen(function*() {
+        let total = 0
+        // Each chunk ends at least one row for good, so this stops.
+        while (true) {
+          const dropped = yield* dropChunk
+          if (dropped === 0) return total
+          total += dropped
+        }
+      }).pipe(Effect.withSpan("Webhooks.dropPausedBacklog"))
+
+      const backlogLeaders = Effect.fn("Webhooks.backlogLeaders")(function*(limit: number) {
+        const rows = yield* deliveries.backlogLeaders(limit, BACKLOG_COUNT_CAP, BACKLOG_RATE_CAP)
+        return rows.map((row) => ({ id: row.id, backlog: backlogOf(row) }))
+      })
+
+      return { create, list, update, remove, rotateSecret, pauseForWorkspace, dropPausedBacklog, backlogLeaders }
     })
   ).pipe(Layer.provide([WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
 }
