@@ -35,7 +35,11 @@ export const ExportDestinationsApi = HttpApiGroup.make("exportDestinations")
       error: [...profileErrors, InvalidParameter.wire]
     })
       .annotate(OpenApi.Summary, "The profile's export destinations, oldest first (keyset cursor)")
-      .annotate(OpenApi.Description, "Each destination shows the profile's `platform_safe_target`. Deleted destinations are not listed.")
+      .annotate(
+        OpenApi.Description,
+        "Each destination shows the profile's `platform_safe_target` and its `backlog`: exports waiting (pending or held), " +
+          "the oldest's age and the last minute's deliveries, read at answer time. Deleted destinations are not listed."
+      )
       .annotateMerge(policy({ scopes: ["exports:read"], auth: PROFILE_PRINCIPALS, grain: "profile", idempotency: "none" })),
     HttpApiEndpoint.post("createDestination", "/exports/destinations", {
       payload: CreateDestination,

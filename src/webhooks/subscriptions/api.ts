@@ -31,7 +31,11 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
       error: [...profileErrors, InvalidParameter.wire]
     })
       .annotate(OpenApi.Summary, "The profile's webhook subscriptions (secrets are never shown again)")
-      .annotate(OpenApi.Description, "Oldest first, paged by `cursor`; deleted subscriptions are not listed.")
+      .annotate(
+        OpenApi.Description,
+        "Oldest first, paged by `cursor`; deleted subscriptions are not listed. Each carries its `backlog`: deliveries " +
+          "waiting, the oldest's age and the last minute's successes, read at answer time."
+      )
       .annotateMerge(read),
     HttpApiEndpoint.post("create", "/webhooks/subscriptions", {
       payload: CreateWebhookSubscription,
@@ -58,7 +62,9 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
       .annotate(OpenApi.Summary, "Change the URL, event types or description; `status: paused` pauses, `active` resumes")
       .annotate(
         OpenApi.Description,
-        "While paused, events still queue for the subscription and are delivered, in order, once it is active again. " +
+        "While paused, events still queue for the subscription and are delivered, in order, once it is active again; " +
+          "a delivery held more than 72 hours ends `failed` with `last_error` `paused_backlog_expired`, and the " +
+          "subscription's `status_reason` becomes `paused_backlog_dropped` (unless it already has one) until it is resumed. " +
           "A subscription disabled by a 410 answer is turned back on with `status: active` (its URL is checked again)."
       )
       .annotateMerge(write),
