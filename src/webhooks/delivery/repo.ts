@@ -158,6 +158,24 @@ export const claimStatement = (sql: SqlClient, { busy, leaseSeconds, limit, perS
     WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
     RETURNING ${deliveryColumns(sql, "d")}`
 
+// Each read stops at its cap through an index that holds exactly its rows (migration 0056).
+const backlogColumns = (sql: SqlClient, countCap: number, rateCap: number) =>
+  sql`
+    (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries c
+      WHERE c.subscription_id = s.id AND c.status = 'pending' LIMIT ${countCap}) n) AS pending,
+    (SELECT greatest(0, floor(extract(epoch FROM now() - c.created_at)))::int FROM webhook_deliveries c
+      WHERE c.subscription_id = s.id AND c.status = 'pending' ORDER BY c.created_at LIMIT 1) AS oldest_pending_age_seconds,
+    (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries c
+      WHERE c.subscription_id = s.id AND c.status = 'succeeded' AND c.completed_at > now() - interval '60 seconds'
+      LIMIT ${rateCap}) n) AS delivered_last_minute`
+
+/**
+ * The backlogs of these subscriptions (see `backlogs` below), as a statement:
+ * test/api/backlog-plan.test.ts checks its generic plan at growing backlogs.
+ */
+export const backlogStatement = (sql: SqlClient, subscriptionIds: ReadonlyArray<string>, countCap: number, rateCap: number) =>
+  sql`SELECT s.id::text AS id, ${backlogColumns(sql, countCap, rateCap)} FROM unnest(${subscriptionIds}::uuid[]) AS s(id)`
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo, {
@@ -333,25 +351,12 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           (found) => Option.match(found, { onNone: () => Effect.die("the insert returned no row"), onSome: Effect.succeed })
         )
 
-      // Each read stops at its cap through an index that holds exactly its rows (migration 0056).
-      const backlogOf = (countCap: number, rateCap: number) =>
-        sql`
-          (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries c
-            WHERE c.subscription_id = s.id AND c.status = 'pending' LIMIT ${countCap}) n) AS pending,
-          (SELECT greatest(0, floor(extract(epoch FROM now() - c.created_at)))::int FROM webhook_deliveries c
-            WHERE c.subscription_id = s.id AND c.status = 'pending' ORDER BY c.created_at LIMIT 1) AS oldest_pending_age_seconds,
-          (SELECT count(*)::int FROM (SELECT 1 FROM webhook_deliveries c
-            WHERE c.subscription_id = s.id AND c.status = 'succeeded' AND c.completed_at > now() - interval '60 seconds'
-            LIMIT ${rateCap}) n) AS delivered_last_minute`
-
       const backlogs = (subscriptionIds: ReadonlyArray<string>, countCap: number, rateCap: number) =>
-        subscriptionIds.length === 0 ? Effect.succeed([]) : decodeRows(BacklogRow)(sql`
-          SELECT s.id::text AS id, ${backlogOf(countCap, rateCap)}
-          FROM unnest(${subscriptionIds}::uuid[]) AS s(id)`)
+        subscriptionIds.length === 0 ? Effect.succeed([]) : decodeRows(BacklogRow)(backlogStatement(sql, subscriptionIds, countCap, rateCap))
 
       const backlogLeaders = (limit: number, countCap: number, rateCap: number) =>
         decodeRows(BacklogRow)(sql`
-          SELECT s.id::text AS id, ${backlogOf(countCap, rateCap)}
+          SELECT s.id::text AS id, ${backlogColumns(sql, countCap, rateCap)}
           FROM (
             SELECT w.id, o.created_at FROM webhook_subscriptions w
             CROSS JOIN LATERAL (
