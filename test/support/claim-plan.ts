@@ -81,3 +81,34 @@ export const analyzedTables = (tables: ReadonlyArray<string>) =>
       WHERE relname = ANY(${tables}::text[]) AND (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL)`
     return row?.n ?? 0
   })
+
+/**
+ * A statement prepared now (its generic plan built now, as a pooled connection builds it on the
+ * table as it is) and kept: `run` EXPLAINs and times that same cached plan later, after the backlog
+ * has grown. Nothing replans it meanwhile: with no ANALYZE and no DDL nothing invalidates it.
+ */
+export const keep = (statement: Compiled | { readonly compile: () => Compiled }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const [text, params] = "compile" in statement ? statement.compile() : statement
+    const args = params.length === 0 ? "" : `(${params.map(literal).join(", ")})`
+    const name = `kept_${++prepared}`
+    yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
+    yield* sql.unsafe(`PREPARE ${name} AS ${text}`)
+    // The first EXPLAIN EXECUTE builds the generic plan and caches it.
+    yield* sql.unsafe(`EXPLAIN EXECUTE ${name}${args}`)
+    yield* sql.unsafe(`RESET plan_cache_mode`)
+    const run = Effect.gen(function*() {
+      const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE ${name}${args}`)
+      let ms = Infinity
+      for (let round = 0; round < 3; round++) {
+        yield* sql.unsafe(`BEGIN`)
+        const started = performance.now()
+        yield* sql.unsafe(`EXECUTE ${name}${args}`)
+        ms = Math.min(ms, performance.now() - started)
+        yield* sql.unsafe(`ROLLBACK`)
+      }
+      return { plan: plan.map((row) => row["QUERY PLAN"]).join("\n"), ms }
+    })
+    return { run, release: sql.unsafe(`DEALLOCATE ${name}`) }
+  })
