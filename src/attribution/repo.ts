@@ -32,7 +32,7 @@ export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: str
     ORDER BY c.created_at, c.id
     -- Written into the text, not bound: a generic plan costs a bound LIMIT as a tenth of the rows
     -- it reads, so its cost would grow with the backlog (issue 34).
-    LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}
+    LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}
     FOR UPDATE OF c SKIP LOCKED`
 
 /** A conversion about to be credited, with what its definition says now. */

@@ -44,7 +44,7 @@ export const takeStatement = (sql: SqlClient, settledMillis: number, batchSize: 
       -- Through analytics_dirty_take (migration 0057). The limit is written into the text, not
       -- bound: a generic plan costs a bound LIMIT as a tenth of the rows it reads, so its cost
       -- would grow with the backlog (issue 34).
-      ORDER BY day IS NULL DESC, id LIMIT ${sql.literal(String(Math.max(1, Math.floor(batchSize))))} FOR UPDATE SKIP LOCKED))
+      ORDER BY day IS NULL DESC, id LIMIT ${sql.literal(String(Math.max(0, Math.floor(batchSize))))} FOR UPDATE SKIP LOCKED))
     RETURNING profile_id::text AS profile_id, day::text AS day`
 
 export interface AnalyticsRollupSettingsShape {

@@ -28,7 +28,7 @@ export const claimStatement = (sql: SqlClient, limit: number, leaseSeconds: numb
         AND destination_id IS NOT NULL AND event_id IS NOT NULL
       -- The limit is written into the text, not bound: a generic plan costs a bound LIMIT as a tenth
       -- of the rows it reads, so its cost would grow with the backlog (issue 34).
-      ORDER BY next_attempt_at LIMIT ${sql.literal(String(Math.max(1, Math.floor(limit))))}
+      ORDER BY next_attempt_at LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}
       FOR UPDATE SKIP LOCKED)
     RETURNING x.id, x.profile_id, x.outcome_event_id, x.destination_id, x.event_id, x.attempts, x.status, x.lease_token::text AS lease_token`
 
