@@ -51,6 +51,7 @@ import m0053 from "./0053_webhook_delivery_attempts.ts"
 import m0054 from "./0054_one_running_sync_job.ts"
 import m0055 from "./0055_webhook_claim_heads.ts"
 import m0056 from "./0056_visible_backlog.ts"
+import m0057 from "./0057_queue_claim_indexes.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -109,7 +110,8 @@ export const migrations = {
   "0053_webhook_delivery_attempts": m0053,
   "0054_one_running_sync_job": m0054,
   "0055_webhook_claim_heads": m0055,
-  "0056_visible_backlog": m0056
+  "0056_visible_backlog": m0056,
+  "0057_queue_claim_indexes": m0057
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -13,6 +13,28 @@ import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable } from "../platfo
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { TOUCH_KINDS } from "./models/types.ts"
 
+const creditTargetColumns = (sql: SqlClient) =>
+  sql`c.id::text AS id, c.profile_id::text AS profile_id, c.customer_id::text AS customer_id,
+        floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
+        COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
+        COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible,
+        ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at`
+
+/**
+ * The crediting claim (see `lockPending`), as a statement: test/api/queue-claim-plans.test.ts
+ * checks its generic plan's cost at growing backlogs.
+ */
+export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: string) =>
+  sql`
+    SELECT ${creditTargetColumns(sql)}
+    FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+    WHERE c.credited_at IS NULL ${onlyId === undefined ? sql`` : sql`AND c.id = ${onlyId}`}
+    ORDER BY c.created_at, c.id
+    -- Written into the text, not bound: a generic plan costs a bound LIMIT as a tenth of the rows
+    -- it reads, so its cost would grow with the backlog (issue 34).
+    LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}
+    FOR UPDATE OF c SKIP LOCKED`
+
 /** A conversion about to be credited, with what its definition says now. */
 export const CreditTarget = Schema.Struct({
   id: Schema.String,
@@ -129,20 +151,9 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
       const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
       const keysetRows = decodeRows(Schema.Struct({ occurred_at: Schema.String, id: Schema.String }))
 
-      const targetColumns = sql`c.id::text AS id, c.profile_id::text AS profile_id, c.customer_id::text AS customer_id,
-        floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
-        COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
-        COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible,
-        ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at`
+      const targetColumns = creditTargetColumns(sql)
 
-      const lockPending = (limit: number, onlyId?: string) =>
-        targetRows(sql`
-          SELECT ${targetColumns}
-          FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
-          WHERE c.credited_at IS NULL ${onlyId === undefined ? sql`` : sql`AND c.id = ${onlyId}`}
-          ORDER BY c.created_at, c.id
-          LIMIT ${limit}
-          FOR UPDATE OF c SKIP LOCKED`)
+      const lockPending = (limit: number, onlyId?: string) => targetRows(lockPendingStatement(sql, limit, onlyId))
 
       const pendingIds = (limit: number) =>
         Effect.map(

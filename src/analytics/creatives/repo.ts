@@ -13,6 +13,30 @@ import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/d
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
 
+/**
+ * The statements of a claim (see `claim`): `sweep` fails a job whose runners all died with it
+ * (failed for good rather than tried forever), `claim` takes the oldest claimable one, `probe`
+ * says whether a claim would find one. test/api/queue-claim-plans.test.ts checks their generic
+ * plans' cost at growing backlogs.
+ */
+export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number) => {
+  const claimable = sql`(status = 'queued' OR (status = 'running' AND lease_until < now() AND attempts < ${maxAttempts}))`
+  return {
+    probe: sql`SELECT 1 AS one FROM creative_analysis_jobs WHERE ${claimable} LIMIT 1`,
+    sweep: sql`
+      UPDATE creative_analysis_jobs SET status = 'failed', error = COALESCE(error, 'lease_expired'), lease_until = NULL,
+             finished_at = now(), updated_at = now()
+      WHERE status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`,
+    claim: sql`
+      UPDATE creative_analysis_jobs j
+      SET status = 'running', attempts = j.attempts + 1, started_at = now(), updated_at = now(),
+          lease_until = now() + make_interval(secs => ${leaseSeconds})
+      WHERE j.id = (SELECT c.id FROM creative_analysis_jobs c WHERE ${claimable}
+                    ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.ad_platform_id, j.attempts, j.traceparent, j.tracestate`
+  }
+}
+
 /** The job as answered, under its column names (`id`, `ad_platform_id`), with its profile. */
 export const JobRow = Schema.Struct({
   id: Schema.String,
@@ -201,30 +225,15 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
           WHERE profile_id = ${profileId} AND ad_platform_id = ${adPlatformId}
           ORDER BY created_at DESC, id DESC LIMIT 1`)
 
-      const claimable = (maxAttempts: number) =>
-        sql`(status = 'queued' OR (status = 'running' AND lease_until < now() AND attempts < ${maxAttempts}))`
-
       // The idle probe reads no row: only whether a claim would find one.
       const anyClaimable = (maxAttempts: number) =>
-        Effect.map(
-          sql`SELECT 1 AS one FROM creative_analysis_jobs WHERE ${claimable(maxAttempts)} LIMIT 1`,
-          (rows) => rows.length > 0
-        )
+        Effect.map(claimStatements(sql, maxAttempts, 0).probe, (rows) => rows.length > 0)
 
       const claim = (maxAttempts: number, leaseSeconds: number) =>
         Effect.gen(function*() {
-          // A job whose runners all died with it: failed for good rather than tried forever.
-          yield* sql`
-            UPDATE creative_analysis_jobs SET status = 'failed', error = COALESCE(error, 'lease_expired'), lease_until = NULL,
-                   finished_at = now(), updated_at = now()
-            WHERE status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
-          return yield* firstClaimed(sql`
-            UPDATE creative_analysis_jobs j
-            SET status = 'running', attempts = j.attempts + 1, started_at = now(), updated_at = now(),
-                lease_until = now() + make_interval(secs => ${leaseSeconds})
-            WHERE j.id = (SELECT c.id FROM creative_analysis_jobs c WHERE ${claimable(maxAttempts)}
-                          ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.ad_platform_id, j.attempts, j.traceparent, j.tracestate`)
+          const statements = claimStatements(sql, maxAttempts, leaseSeconds)
+          yield* statements.sweep
+          return yield* firstClaimed(statements.claim)
         }).pipe(sql.withTransaction)
 
       const ours = (job: ClaimedJob) => sql`id = ${job.id} AND attempts = ${job.attempts} AND status = 'running'`

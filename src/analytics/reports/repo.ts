@@ -5,11 +5,43 @@
  */
 import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import type { Fragment } from "effect/sql/Statement"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { Report, ReportRun, type StoredFilters, type StoredRange, type StoredSchedule } from "../../../schema/reports.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import type { TraceContext } from "../../platform/tracing.ts"
+
+/**
+ * The schedule's read of due reports (see `enqueueDue`), as a statement: test/api/queue-claim-plans.test.ts
+ * checks its generic plan's cost at growing backlogs, as it does `claimStatements`'.
+ */
+export const dueStatement = (sql: SqlClient, reportColumns: Fragment) =>
+  sql`
+    SELECT ${reportColumns}, (SELECT p.time_zone FROM profiles p WHERE p.id = reports.profile_id) AS time_zone
+    FROM reports WHERE next_run_at <= now()
+    ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED`
+
+/**
+ * The statements of a claim (see `claim`), in its order: `unknownSends` fails a send cut short by
+ * a dead worker (it may have reached the provider: never sent twice, reported instead),
+ * `exhausted` fails a run out of attempts, `claim` takes the oldest claimable run.
+ */
+export const claimStatements = (sql: SqlClient, leaseSeconds: number, maxAttempts: number, runColumns: Fragment) => ({
+  unknownSends: sql`
+    UPDATE report_runs SET status = 'failed', error = 'send_outcome_unknown'
+    WHERE status = 'sending' AND lease_until IS NOT NULL AND lease_until < now()`,
+  exhausted: sql`
+    UPDATE report_runs SET status = 'failed', error = COALESCE(error, 'attempts_exhausted'), lease_until = NULL
+    WHERE status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`,
+  claim: sql`
+    UPDATE report_runs SET status = 'running', attempts = attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds})
+    WHERE id = (
+      SELECT id FROM report_runs
+      WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
+      ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING ${runColumns}, traceparent, tracestate`
+})
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -232,10 +264,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
       const dueRows = decodeRows(Schema.Struct({ ...ReportRow.fields, time_zone: Schema.String }))
       const enqueueDue = (nextOf: (report: ReportRow, timeZone: string, slot: Date) => Date) =>
         sql.withTransaction(Effect.gen(function*() {
-          const due = yield* dueRows(sql`
-            SELECT ${reportColumns}, (SELECT p.time_zone FROM profiles p WHERE p.id = reports.profile_id) AS time_zone
-            FROM reports WHERE next_run_at <= now()
-            ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED`)
+          const due = yield* dueRows(dueStatement(sql, reportColumns))
           let created = 0
           for (const report of due) {
             if (report.next_run_at === null) continue
@@ -259,20 +288,10 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
 
       const claim = (leaseSeconds: number, maxAttempts: number) =>
         sql.withTransaction(Effect.gen(function*() {
-          // A send cut short by a dead worker may have reached the provider: never sent twice, reported instead.
-          yield* sql`
-            UPDATE report_runs SET status = 'failed', error = 'send_outcome_unknown'
-            WHERE status = 'sending' AND lease_until IS NOT NULL AND lease_until < now()`
-          yield* sql`
-            UPDATE report_runs SET status = 'failed', error = COALESCE(error, 'attempts_exhausted'), lease_until = NULL
-            WHERE status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
-          const claimed = yield* claimedRuns(sql`
-            UPDATE report_runs SET status = 'running', attempts = attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds})
-            WHERE id = (
-              SELECT id FROM report_runs
-              WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
-              ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING ${runColumns}, traceparent, tracestate`)
+          const statements = claimStatements(sql, leaseSeconds, maxAttempts, runColumns)
+          yield* statements.unknownSends
+          yield* statements.exhausted
+          const claimed = yield* claimedRuns(statements.claim)
           return Option.fromNullishOr(claimed[0])
         }))
 

@@ -30,6 +30,23 @@ import {
 } from "./build.ts"
 import { CONVERSION_MEASURES_SQL, dimensionColumns } from "../sql/fragments.ts"
 
+/**
+ * The refresh's claim of settled marks (see `refreshBatch`), as a statement:
+ * test/api/queue-claim-plans.test.ts checks its generic plan's cost at growing backlogs.
+ */
+export const takeStatement = (sql: SqlClient, settledMillis: number, batchSize: number) =>
+  sql`
+    DELETE FROM analytics_dirty
+    -- The taken ids as one array: each is then one probe of the key, whatever the table's size
+    -- (as a join the plan is picked on guesses of how many rows it holds).
+    WHERE id = ANY(ARRAY(
+      SELECT id FROM analytics_dirty WHERE marked_at <= now() - make_interval(secs => ${settledMillis / 1000})
+      -- Through analytics_dirty_take (migration 0057). The limit is written into the text, not
+      -- bound: a generic plan costs a bound LIMIT as a tenth of the rows it reads, so its cost
+      -- would grow with the backlog (issue 34).
+      ORDER BY day IS NULL DESC, id LIMIT ${sql.literal(String(Math.max(0, Math.floor(batchSize))))} FOR UPDATE SKIP LOCKED))
+    RETURNING profile_id::text AS profile_id, day::text AS day`
+
 export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */
   readonly enabled: boolean
@@ -264,12 +281,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       const refreshBatch = (settledMillis: number) => sql.withTransaction(Effect.gen(function*() {
         // These plans are index probes; compiling them (JIT) costs more than running them.
         yield* sql`SELECT set_config('jit', 'off', true)`
-        const taken = yield* dirtyRows(sql`
-          DELETE FROM analytics_dirty
-          WHERE id IN (
-            SELECT id FROM analytics_dirty WHERE marked_at <= now() - make_interval(secs => ${settledMillis / 1000})
-            ORDER BY day IS NULL DESC, id LIMIT ${settings.batchSize} FOR UPDATE SKIP LOCKED)
-          RETURNING profile_id::text AS profile_id, day::text AS day`)
+        const taken = yield* dirtyRows(takeStatement(sql, settledMillis, settings.batchSize))
         if (taken.length === 0) return 0
         const whole = new Set(taken.filter((row) => row.day === null).map((row) => row.profile_id))
         const pairs = new Map<string, { readonly profileId: string; readonly day: string }>()

@@ -17,6 +17,44 @@ import { currentTraceContext } from "../../platform/tracing.ts"
 
 export const REPLAY_JOB_KIND = "attribution_replay"
 
+/**
+ * The statements of a claim (see `claim`): `sweep` fails the jobs whose runner died on their last
+ * attempt (nothing will retry them), `claim` takes the oldest claimable one (queued and due, or
+ * running with an expired lease; never while the profile has a live replay), `probe` says whether
+ * either would find one. test/api/queue-claim-plans.test.ts checks their generic plans' cost at
+ * growing backlogs.
+ */
+export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number) => {
+  // The kind is written into the text, not bound: the planner then matches it to the partial
+  // indexes of replays (migration 0057), which a bound parameter's generic plan cannot use.
+  const kind = sql.literal(`'${REPLAY_JOB_KIND}'`)
+  const exhausted = sql`kind = ${kind} AND state = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
+  const claimable = sql`
+    FROM work_jobs c
+    WHERE c.kind = ${kind}
+      AND ((c.state = 'queued' AND (c.lease_until IS NULL OR c.lease_until <= now()))
+        OR (c.state = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
+      AND NOT EXISTS (
+        SELECT 1 FROM work_jobs r
+        WHERE r.profile_id = c.profile_id AND r.kind = ${kind} AND r.state = 'running'
+          AND r.lease_until >= now() AND r.id <> c.id)`
+  return {
+    probe: sql`
+      SELECT 1 AS n
+      WHERE EXISTS (SELECT 1 ${claimable}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted})`,
+    sweep: sql`
+      UPDATE work_jobs SET state = 'failed', finished_at = now(), lease_until = NULL,
+             error = COALESCE(error, 'lease_expired')
+      WHERE ${exhausted}`,
+    claim: sql`
+      UPDATE work_jobs j
+      SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+          started_at = now(), finished_at = NULL, progress = 0
+      WHERE j.id = (SELECT c.id ${claimable} ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
+      RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason, j.traceparent, j.tracestate`
+  }
+}
+
 /** Why a replay was queued (`work_jobs.reason`). Other domains queue with their own reasons. */
 export type ReplayReason =
   | "definitions_changed"
@@ -157,42 +195,13 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
           Effect.withSpan("ReplayQueue.find")
         )
 
-      /** Jobs whose runner died on their last attempt: nothing will retry them. */
-      const exhausted = (maxAttempts: number) =>
-        sql`kind = ${REPLAY_JOB_KIND} AND state = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
-
-      /** Claimable: queued and due, or running with an expired lease; never while the profile has a live replay. */
-      const claimable = (maxAttempts: number) =>
-        sql`
-        FROM work_jobs c
-        WHERE c.kind = ${REPLAY_JOB_KIND}
-          AND ((c.state = 'queued' AND (c.lease_until IS NULL OR c.lease_until <= now()))
-            OR (c.state = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
-          AND NOT EXISTS (
-            SELECT 1 FROM work_jobs r
-            WHERE r.profile_id = c.profile_id AND r.kind = ${REPLAY_JOB_KIND} AND r.state = 'running'
-              AND r.lease_until >= now() AND r.id <> c.id)`
-
-      const anyClaimable = (maxAttempts: number) =>
-        Effect.map(
-          firstCount(sql`
-            SELECT 1 AS n
-            WHERE EXISTS (SELECT 1 ${claimable(maxAttempts)}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted(maxAttempts)})`),
-          Option.isSome
-        )
+      const anyClaimable = (maxAttempts: number) => Effect.map(firstCount(claimStatements(sql, maxAttempts, 0).probe), Option.isSome)
 
       const claim = (maxAttempts: number, leaseSeconds: number) =>
         Effect.gen(function*() {
-          yield* sql`
-            UPDATE work_jobs SET state = 'failed', finished_at = now(), lease_until = NULL,
-                   error = COALESCE(error, 'lease_expired')
-            WHERE ${exhausted(maxAttempts)}`
-          return yield* firstClaimed(sql`
-            UPDATE work_jobs j
-            SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
-                started_at = now(), finished_at = NULL, progress = 0
-            WHERE j.id = (SELECT c.id ${claimable(maxAttempts)} ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
-            RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason, j.traceparent, j.tracestate`)
+          const statements = claimStatements(sql, maxAttempts, leaseSeconds)
+          yield* statements.sweep
+          return yield* firstClaimed(statements.claim)
         })
 
       const renew = (job: ClaimedJob, progress: number, total: number | null, leaseSeconds: number) =>

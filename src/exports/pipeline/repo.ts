@@ -13,6 +13,25 @@ import { isoTimestamp } from "../../platform/sql-time.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
+/**
+ * The worker's claim (see `claim`), as a statement: test/api/queue-claim-plans.test.ts checks its
+ * generic plan's cost at growing backlogs.
+ */
+export const claimStatement = (sql: SqlClient, limit: number, leaseSeconds: number, token: string) =>
+  sql`
+    UPDATE conversion_exports x
+    SET lease_until = now() + make_interval(secs => ${leaseSeconds}), lease_token = ${token}
+    WHERE x.id IN (
+      SELECT id FROM conversion_exports
+      WHERE status IN ('pending', 'held') AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+        -- Rows from before the pipeline (no destination) are not the worker's to send.
+        AND destination_id IS NOT NULL AND event_id IS NOT NULL
+      -- The limit is written into the text, not bound: a generic plan costs a bound LIMIT as a tenth
+      -- of the rows it reads, so its cost would grow with the backlog (issue 34).
+      ORDER BY next_attempt_at LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}
+      FOR UPDATE SKIP LOCKED)
+    RETURNING x.id, x.profile_id, x.outcome_event_id, x.destination_id, x.event_id, x.attempts, x.status, x.lease_token::text AS lease_token`
+
 export const ClaimedExport = Schema.Struct({
   id: Schema.String,
   profile_id: Schema.String,
@@ -248,18 +267,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           (rows) => rows.length > 0
         )
 
-      const claim = (limit: number, leaseSeconds: number) =>
-        claimed(sql`
-          UPDATE conversion_exports x
-          SET lease_until = now() + make_interval(secs => ${leaseSeconds}), lease_token = ${crypto.randomUUID()}
-          WHERE x.id IN (
-            SELECT id FROM conversion_exports
-            WHERE status IN ('pending', 'held') AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-              -- Rows from before the pipeline (no destination) are not the worker's to send.
-              AND destination_id IS NOT NULL AND event_id IS NOT NULL
-            ORDER BY next_attempt_at LIMIT ${limit}
-            FOR UPDATE SKIP LOCKED)
-          RETURNING x.id, x.profile_id, x.outcome_event_id, x.destination_id, x.event_id, x.attempts, x.status, x.lease_token::text AS lease_token`)
+      const claim = (limit: number, leaseSeconds: number) => claimed(claimStatement(sql, limit, leaseSeconds, crypto.randomUUID()))
 
       const facts = (exportId: string) =>
         firstFacts(sql`

@@ -15,6 +15,41 @@ import type { Keyset } from "../../platform/pagination.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
 
+/**
+ * The statements of a claim (see `claim`): `sweep` fails the jobs whose runner died on their last
+ * attempt, `claim` takes the oldest claimable job, `probe` says whether either would find one.
+ * test/api/queue-claim-plans.test.ts checks their generic plans' cost at growing backlogs.
+ */
+export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number) => {
+  const exhausted = sql`status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
+  const claimable = sql`
+    FROM sync_jobs c
+    WHERE ((c.status = 'queued' AND c.run_after <= now())
+        OR (c.status = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
+      AND NOT EXISTS (
+        SELECT 1 FROM sync_jobs r WHERE r.connection_id = c.connection_id AND r.status = 'running' AND r.id <> c.id)`
+  return {
+    probe: sql<{ flag: boolean }>`
+      SELECT (EXISTS (SELECT 1 ${claimable})
+              OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${exhausted})) AS flag`,
+    sweep: sql`
+      UPDATE sync_jobs SET status = 'failed', finished_at = now(), lease_until = NULL, updated_at = now(),
+             error = COALESCE(error, 'lease_expired')
+      WHERE ${exhausted}`,
+    claim: sql`
+      WITH claimed AS (
+        UPDATE sync_jobs j
+        SET status = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+            started_at = now(), finished_at = NULL, updated_at = now(), progress = '{}'
+        WHERE j.id = (SELECT c.id ${claimable} ORDER BY c.run_after, c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
+        RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts, j.traceparent, j.tracestate, j.checkpoint)
+      SELECT j.id::text AS id, j.profile_id::text AS profile_id, j.connection_id::text AS connection_id, j.kind,
+             j.window_days, j.attempts, j.traceparent, j.tracestate, j.checkpoint, c.provider_kind, c.status AS connection_status,
+             (c.disconnected_at IS NULL) AS live, c.currency AS account_currency
+      FROM claimed j JOIN connections c ON c.id = j.connection_id`
+  }
+}
+
 /** The progress column as stored: whatever the last renewal wrote (`{}` before the first). */
 const StoredProgress = Schema.Struct({
   phase: Schema.optionalKey(Schema.NullOr(Schema.Literals(["structure", "insights"]))),
@@ -319,42 +354,14 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
           (row) => Option.isSome(row) && row.value.flag
         )
 
-      const exhausted = (maxAttempts: number) =>
-        sql`status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
-
-      const claimable = (maxAttempts: number) =>
-        sql`
-        FROM sync_jobs c
-        WHERE ((c.status = 'queued' AND c.run_after <= now())
-            OR (c.status = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
-          AND NOT EXISTS (
-            SELECT 1 FROM sync_jobs r WHERE r.connection_id = c.connection_id AND r.status = 'running' AND r.id <> c.id)`
-
       const anyClaimable = (maxAttempts: number) =>
-        Effect.map(
-          firstFlag(sql`
-            SELECT (EXISTS (SELECT 1 ${claimable(maxAttempts)})
-                    OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${exhausted(maxAttempts)})) AS flag`),
-          (row) => Option.isSome(row) && row.value.flag
-        )
+        Effect.map(firstFlag(claimStatements(sql, maxAttempts, 0).probe), (row) => Option.isSome(row) && row.value.flag)
 
       const claimOnce = (maxAttempts: number, leaseSeconds: number) =>
         Effect.gen(function*() {
-          yield* sql`
-            UPDATE sync_jobs SET status = 'failed', finished_at = now(), lease_until = NULL, updated_at = now(),
-                   error = COALESCE(error, 'lease_expired')
-            WHERE ${exhausted(maxAttempts)}`
-          return yield* firstClaimed(sql`
-            WITH claimed AS (
-              UPDATE sync_jobs j
-              SET status = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
-                  started_at = now(), finished_at = NULL, updated_at = now(), progress = '{}'
-              WHERE j.id = (SELECT c.id ${claimable(maxAttempts)} ORDER BY c.run_after, c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
-              RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts, j.traceparent, j.tracestate, j.checkpoint)
-            SELECT j.id::text AS id, j.profile_id::text AS profile_id, j.connection_id::text AS connection_id, j.kind,
-                   j.window_days, j.attempts, j.traceparent, j.tracestate, j.checkpoint, c.provider_kind, c.status AS connection_status,
-                   (c.disconnected_at IS NULL) AS live, c.currency AS account_currency
-            FROM claimed j JOIN connections c ON c.id = j.connection_id`)
+          const statements = claimStatements(sql, maxAttempts, leaseSeconds)
+          yield* statements.sweep
+          return yield* firstClaimed(statements.claim)
         }).pipe(sql.withTransaction)
 
       /**

@@ -1,0 +1,312 @@
+/**
+ * Every queue's claim costs the same at any backlog, whatever the planner knows (issue 34, item 1).
+ *
+ * The webhook claim and the outbox fan-out read are held to this in
+ * test/api/webhooks-claim-plan.test.ts; here are the other queues: export deliveries, sync jobs,
+ * attribution replays (work_jobs) and crediting (conversions), report runs and the schedule's due
+ * reports, creative analyses, and the analytics refresh's marks. Autovacuum is off on these
+ * machines and nothing runs ANALYZE: a prepared claim keeps the generic plan it is given, so a plan
+ * that is only good after ANALYZE is a bug. Each statement is prepared as the driver prepares it,
+ * its generic plan forced (test/support/claim-plan.ts), and EXPLAINed at 0, 20,000 and 200,000
+ * pending rows seeded in bulk: its cost at 200,000 must be within 2x of its cost at 20,000, and its
+ * run (rolled back) must stay short. The cost is compared per row the plan expects to answer, as
+ * for the fan-out read: a claim answers up to its limit, and without statistics the planner
+ * expects fewer rows on a smaller table, so below the limit the total grows with the guess, not
+ * with what is read.
+ *
+ * The sweeps run before a claim (fail what a dead runner left leased on its last attempt) have no
+ * limit: without statistics the planner guesses the rows they change as a fixed share of the table,
+ * so their estimated cost follows the table's size whatever the plan. What must hold for them is
+ * that they read leased rows only: their plan goes through the partial index of leased rows (never
+ * the queue's own index or the table) and their run stays short at 200,000 queued rows.
+ *
+ * Each statement is also prepared on the empty queue and that generic plan kept (nothing replans
+ * it: no ANALYZE, no DDL), then run at 200,000, as a connection of a service started on an empty
+ * database runs it. Statements with an `openGap` are printed, not yet held to RUN_MS.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import * as Rollups from "../../src/analytics/rollups/repo.ts"
+import * as Creatives from "../../src/analytics/creatives/repo.ts"
+import * as Reports from "../../src/analytics/reports/repo.ts"
+import * as ReplayJobs from "../../src/attribution/jobs/repo.ts"
+import * as Crediting from "../../src/attribution/repo.ts"
+import * as ExportPipeline from "../../src/exports/pipeline/repo.ts"
+import * as SyncJobs from "../../src/ingestion/sync/repo.ts"
+import { analyzedTables, type Depth, keep, measure } from "../support/claim-plan.ts"
+import { onDatabase } from "../support/pg-databases.ts"
+
+const DEPTHS = [0, 20_000, 200_000] as const
+/**
+ * One run at 200,000 rows: a claim through its index takes well under a millisecond; reading the
+ * backlog takes tens. Loose, for a shared machine: the cost bound is the exact check.
+ */
+const RUN_MS = 50
+const MAX_ATTEMPTS = 5
+
+type Compiled = readonly [string, ReadonlyArray<unknown>]
+
+interface Checked {
+  readonly label: string
+  readonly statement: Compiled
+  /** The rows it answers once the backlog is there. */
+  readonly answers: number
+  /** A sweep (no limit): the partial index of leased rows it must read through, instead of the cost bound. */
+  readonly sweepsThrough?: string
+  /** Why its run at 200,000 is not held to RUN_MS yet (a gap left open in issue 34, printed with its time). */
+  readonly openGap?: string
+}
+
+const perRow = (depth: Depth) => depth.cost / Math.max(1, depth.rows)
+
+/** Seeds the backlog up to each depth, measures each statement there, and checks the bounds. */
+const checkQueue = <E>(
+  failures: Array<string>,
+  queue: string,
+  tables: ReadonlyArray<string>,
+  fill: (from: number, to: number) => Effect.Effect<unknown, E, SqlClient>,
+  statements: ReadonlyArray<Checked>
+) =>
+  Effect.gen(function*() {
+    const measured = statements.map(() => [] as Array<Depth>)
+    // Each statement also prepared on the empty queue and kept, as a connection of a service started
+    // on an empty database keeps it: that plan, never replanned, must still be short at 200,000.
+    const kept: Array<Effect.Success<ReturnType<typeof keep>>> = []
+    for (const checked of statements) kept.push(yield* keep(checked.statement))
+    let filled = 0
+    for (const depth of DEPTHS) {
+      if (depth > filled) yield* fill(filled, depth)
+      filled = depth
+      for (const [i, checked] of statements.entries()) measured[i]!.push(yield* measure(depth, checked.statement))
+    }
+    for (const [i, checked] of statements.entries()) {
+      const fromEmpty = yield* kept[i]!.run
+      yield* kept[i]!.release
+      console.log(`${queue} ${checked.label} prepared on the empty queue, run at 200,000: ${fromEmpty.ms.toFixed(2)} ms`)
+      if (fromEmpty.ms >= RUN_MS && checked.openGap === undefined) {
+        failures.push(`${queue} ${checked.label}: the plan kept from the empty queue runs in ${fromEmpty.ms} ms at 200,000\n${fromEmpty.plan}`)
+      }
+      const [, at20k, at200k] = measured[i]!
+      for (const depth of measured[i]!) {
+        console.log(
+          `${queue} ${checked.label} at ${depth.pending} pending: generic-plan cost ${depth.cost.toFixed(1)} for ${depth.rows} rows expected, ` +
+            `${depth.answered} answered in ${depth.ms.toFixed(2)} ms`
+        )
+      }
+      console.log(at200k!.plan)
+      const what = `${queue} ${checked.label}`
+      if (at200k!.answered !== checked.answers) failures.push(`${what}: ${at200k!.answered} rows answered at 200,000, not ${checked.answers}`)
+      if (checked.sweepsThrough === undefined) {
+        if (perRow(at200k!) > 2 * perRow(at20k!)) {
+          failures.push(`${what}: cost per row ${perRow(at200k!)} at 200,000 vs ${perRow(at20k!)} at 20,000\n${at200k!.plan}`)
+        }
+      } else if (!at200k!.plan.includes(checked.sweepsThrough) || tables.some((table) => at200k!.plan.includes(`Seq Scan on ${table}`))) {
+        failures.push(`${what}: not read through ${checked.sweepsThrough}\n${at200k!.plan}`)
+      }
+      if (checked.openGap !== undefined) console.log(`${what}: open gap, ${at200k!.ms.toFixed(1)} ms at 200,000: ${checked.openGap}`)
+      else if (at200k!.ms >= RUN_MS) failures.push(`${what}: ${at200k!.ms} ms at 200,000\n${at200k!.plan}`)
+    }
+    // What the plans were costed on: no statistics gathered for the tables.
+    assert.strictEqual(yield* analyzedTables(tables), 0)
+  })
+
+const onTestDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient>) =>
+  Effect.promise(() => onDatabase(process.env["DATABASE_URL"] ?? "", effect))
+
+/** A workspace and a profile of its own, with a connection (the queues' rows reference them). */
+const tenant = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const workspaceId = crypto.randomUUID()
+  const profileId = crypto.randomUUID()
+  const connectionId = crypto.randomUUID()
+  yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'claim plans')`
+  yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'claim plans')`
+  yield* sql`INSERT INTO connections (id, profile_id, provider, provider_kind) VALUES (${connectionId}, ${profileId}, 'adplatform', 'adplatform')`
+  return { profileId, connectionId }
+})
+
+const TIMEOUT = { timeout: 300_000 }
+
+// PostgreSQL's planner on the server the service runs against; seeding 200,000 rows into the
+// embedded database (the same planner, in WebAssembly) would take minutes of the suite.
+describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", () => {
+  it.effect("export deliveries and crediting (no ANALYZE)", () =>
+    onTestDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const failures: Array<string> = []
+      const { connectionId, profileId } = yield* tenant
+      const destinationId = crypto.randomUUID()
+      yield* sql`
+        INSERT INTO export_destinations (id, profile_id, kind, connection_id, dataset_id, name)
+        VALUES (${destinationId}, ${profileId}, 'adplatform_capi', ${connectionId}, 'dataset', 'claim plans')`
+      // Outcome g's id is derived from g, so the conversions below find it without a join.
+      const outcomeId = (prefix: string) => sql.literal(`md5('${profileId}-' || ${prefix})::uuid`)
+      yield* checkQueue(
+        failures,
+        "export",
+        ["conversion_exports", "outcome_events"],
+        (from, to) =>
+          Effect.gen(function*() {
+            yield* sql`
+              INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+              SELECT ${outcomeId("g")}, ${profileId}, 'claim-' || g, 'h', 'purchase', now() - interval '1 day'
+              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            yield* sql`
+              INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status, destination_id, event_id, next_attempt_at)
+              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'adplatform', 'pending', ${destinationId}, 'evt-' || g,
+                     now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+          }),
+        [{ label: "claim", statement: ExportPipeline.claimStatement(sql, 50, 60, crypto.randomUUID()).compile(), answers: 50 }]
+      )
+      // Crediting's backlog: conversions not yet credited (their outcomes are those seeded above).
+      yield* checkQueue(
+        failures,
+        "crediting",
+        ["conversions"],
+        (from, to) =>
+          sql`
+            INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, created_at)
+            SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'purchase', now() - interval '1 day', false, true,
+                   now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
+        [{ label: "lock pending", statement: Crediting.lockPendingStatement(sql, 100).compile(), answers: 100 }]
+      )
+      assert.deepStrictEqual(failures, [])
+    })), TIMEOUT)
+
+  it.effect("sync jobs and attribution replays (no ANALYZE)", () =>
+    onTestDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const failures: Array<string> = []
+      const { profileId } = yield* tenant
+      const connections = 100
+      const workspaceId = (yield* sql<{ workspace_id: string }>`SELECT workspace_id FROM profiles WHERE id = ${profileId}`)[0]!.workspace_id
+      // Replays are one per profile at a time: the backlog is spread over 1,000 profiles.
+      yield* sql`
+        INSERT INTO profiles (id, workspace_id, name)
+        SELECT md5(${profileId} || '-' || k)::uuid, ${workspaceId}, 'claim plans ' || k FROM generate_series(1, 1000) AS k`
+      yield* sql`
+        INSERT INTO connections (id, profile_id, provider, provider_kind)
+        SELECT md5(${profileId} || '-c-' || k)::uuid, ${profileId}, 'adplatform', 'adplatform' FROM generate_series(1, ${connections}) AS k`
+      const sync = SyncJobs.claimStatements(sql, MAX_ATTEMPTS, 60)
+      yield* checkQueue(
+        failures,
+        "sync jobs",
+        ["sync_jobs"],
+        (from, to) =>
+          sql`
+            INSERT INTO sync_jobs (id, profile_id, connection_id, kind, status, run_after, created_at)
+            SELECT gen_random_uuid(), ${profileId}, md5(${profileId} || '-c-' || (g % ${connections} + 1))::uuid, 'structure', 'queued',
+                   now() - interval '1 hour', now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
+        [
+          { label: "sweep", statement: sync.sweep.compile(), answers: 0, sweepsThrough: "sync_jobs_one_running" },
+          { label: "claim", statement: sync.claim.compile(), answers: 1 },
+          { label: "probe", statement: sync.probe.compile(), answers: 1 }
+        ]
+      )
+      const replays = ReplayJobs.claimStatements(sql, MAX_ATTEMPTS, 60)
+      yield* checkQueue(
+        failures,
+        "attribution replays",
+        ["work_jobs"],
+        (from, to) =>
+          sql`
+            INSERT INTO work_jobs (id, profile_id, kind, reason, state, created_at)
+            SELECT gen_random_uuid(), md5(${profileId} || '-' || (g % 1000 + 1))::uuid, ${ReplayJobs.REPLAY_JOB_KIND}, 'claim_plans', 'queued',
+                   now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
+        [
+          { label: "sweep", statement: replays.sweep.compile(), answers: 0, sweepsThrough: "work_jobs_running_profile" },
+          {
+            label: "claim",
+            statement: replays.claim.compile(),
+            answers: 1,
+            // Its cost holds, but without statistics the planner guesses a handful of claimable
+            // replays and, a few cost units apart, may read them all through a bitmap and sort them
+            // instead of walking work_jobs_replay_order to the first (~150 ms at 200,000 instead of
+            // 0.2). Replays coalesce per profile, so such a backlog needs as many profiles.
+            openGap: "the order walk is not forced (see the comment in this test)"
+          },
+          { label: "probe", statement: replays.probe.compile(), answers: 1 }
+        ]
+      )
+      assert.deepStrictEqual(failures, [])
+    })), TIMEOUT)
+
+  it.effect("report runs, due reports, creative analyses and analytics marks (no ANALYZE)", () =>
+    onTestDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const failures: Array<string> = []
+      const { profileId } = yield* tenant
+      const reportId = crypto.randomUUID()
+      yield* sql`
+        INSERT INTO reports (id, profile_id, name, reads, range, filters, recipients)
+        VALUES (${reportId}, ${profileId}, 'claim plans', '[]', '{}', '{}', '[]')`
+      const reports = Reports.claimStatements(sql, 60, MAX_ATTEMPTS, sql.literal("id, status"))
+      yield* checkQueue(
+        failures,
+        "reports",
+        ["report_runs", "reports"],
+        (from, to) =>
+          Effect.gen(function*() {
+            yield* sql`
+              INSERT INTO report_runs (id, report_id, profile_id, trigger, status, created_at)
+              SELECT gen_random_uuid(), ${reportId}, ${profileId}, 'manual', 'pending', now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            // The schedule's backlog: reports due and not yet queued.
+            yield* sql`
+              INSERT INTO reports (id, profile_id, name, reads, range, filters, recipients, next_run_at)
+              SELECT gen_random_uuid(), ${profileId}, 'claim plans', '[]', '{}', '{}', '[]', now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+          }),
+        [
+          { label: "unknown sends", statement: reports.unknownSends.compile(), answers: 0, sweepsThrough: "report_runs_leased" },
+          { label: "exhausted", statement: reports.exhausted.compile(), answers: 0, sweepsThrough: "report_runs_leased" },
+          { label: "claim", statement: reports.claim.compile(), answers: 1 },
+          {
+            label: "due",
+            statement: Reports.dueStatement(sql, sql.literal("id")).compile(),
+            answers: 100,
+            // Planned on 200,000 rows it walks reports_due (0.2 ms); planned on the empty table it
+            // reads and sorts every due report (about 50 ms at 200,000), and a connection keeps that.
+            openGap: "the plan kept from an empty table sorts every due report"
+          }
+        ]
+      )
+      const creatives = Creatives.claimStatements(sql, MAX_ATTEMPTS, 60)
+      yield* checkQueue(
+        failures,
+        "creative analyses",
+        ["creative_analysis_jobs"],
+        (from, to) =>
+          sql`
+            INSERT INTO creative_analysis_jobs (id, profile_id, ad_platform_id, creative_fingerprint, caller, created_at)
+            SELECT gen_random_uuid(), ${profileId}, 'ad-' || g, 'fingerprint', 'claim-plans',
+                   now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
+        [
+          { label: "sweep", statement: creatives.sweep.compile(), answers: 0, sweepsThrough: "creative_analysis_jobs_running" },
+          { label: "claim", statement: creatives.claim.compile(), answers: 1 },
+          { label: "probe", statement: creatives.probe.compile(), answers: 1 }
+        ]
+      )
+      // Marks left by earlier files' writes would be counted at depth 0: the marks here are this test's.
+      yield* sql`DELETE FROM analytics_dirty`
+      yield* checkQueue(
+        failures,
+        "analytics marks",
+        ["analytics_dirty"],
+        (from, to) =>
+          sql`
+            INSERT INTO analytics_dirty (profile_id, day, marked_at)
+            SELECT ${profileId}, CASE WHEN g % 1000 = 0 THEN NULL ELSE current_date - (g % 400) END,
+                   now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
+        [{ label: "take", statement: Rollups.takeStatement(sql, 1000, 200).compile(), answers: 200 }]
+      )
+      assert.deepStrictEqual(failures, [])
+    })), TIMEOUT)
+})
