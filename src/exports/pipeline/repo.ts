@@ -120,6 +120,11 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
   readonly release: (claimed: ClaimedExport, retryInSeconds: number) => Repo<boolean>
   /** Leases up to `limit` due exports (pending, or held and due for a recheck). */
   readonly claim: (limit: number, leaseSeconds: number) => Repo<ReadonlyArray<ClaimedExport>>
+  /**
+   * Extends the lease of the claimed exports still held under their token to `leaseSeconds` from
+   * now, in one statement (the batch's heartbeat); answers how many were.
+   */
+  readonly renew: (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) => Repo<number>
   readonly facts: (exportId: string) => Repo<Option.Option<ExportFacts>>
   /**
    * Writes the decision and its ledger row (none for a hold that was already held), only while
@@ -244,6 +249,16 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             FOR UPDATE SKIP LOCKED)
           RETURNING x.id, x.profile_id, x.outcome_event_id, x.destination_id, x.event_id, x.attempts, x.status, x.lease_token::text AS lease_token`)
 
+      const renew = (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) =>
+        jobs.length === 0 ? Effect.succeed(0) : Effect.map(
+          sql`
+            UPDATE conversion_exports x SET lease_until = now() + make_interval(secs => ${leaseSeconds})
+            FROM unnest(${jobs.map((job) => job.id)}::uuid[], ${jobs.map((job) => job.lease_token)}::uuid[]) AS t(id, token)
+            WHERE x.id = t.id AND x.lease_token = t.token
+            RETURNING x.id`,
+          (rows) => rows.length
+        )
+
       const facts = (exportId: string) =>
         firstFacts(sql`
           SELECT e.event_name, c.conversion_key, extract(epoch FROM e.occurred_at)::float8 AS occurred_epoch,
@@ -349,7 +364,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ${Option.match(filter.after, { onNone: () => sql``, onSome: (k) => sql`AND (created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)` })}
           ORDER BY created_at DESC, id DESC LIMIT ${filter.limit + 1}`)
 
-      return atDatabaseBoundary({ enqueue, enqueueFromCursor, release, claim, facts, decide, deliverMany, recordTest, deliveries })
+      return atDatabaseBoundary({ enqueue, enqueueFromCursor, release, claim, renew, facts, decide, deliverMany, recordTest, deliveries })
     })
   )
 }

@@ -173,6 +173,11 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
     plainHttp: boolean
   ) => Repo<ReadonlyArray<DeliveryRow>>
   /**
+   * Extends to `leaseSeconds` from now the lease of each row still pending under its token, in one
+   * statement for all the rows a process holds (its heartbeat); answers the ids renewed.
+   */
+  readonly renew: (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) => Repo<ReadonlySet<string>>
+  /**
    * Records the results in one statement, each under its lease (a lost lease writes nothing for
    * that row), appends each to the attempt log, and makes the next row of each ended row's
    * (subscription, batch) its head. Answers the ids written.
@@ -219,6 +224,16 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
 
       const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(claimStatement(sql, { limit, perSubscription, busy, leaseSeconds, token, plainHttp }))
+
+      const renew = (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) =>
+        held.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
+          sql<{ id: string }>`
+            UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => ${leaseSeconds})
+            FROM unnest(${held.map((h) => h.id)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS t(id, token)
+            WHERE d.id = t.id AND d.lease_token = t.token AND d.status = 'pending'
+            RETURNING d.id`,
+          (rows) => new Set(rows.map((row) => row.id))
+        )
 
       const settle = (results: ReadonlyArray<Settlement>) =>
         results.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
@@ -305,7 +320,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
         )
 
       return {
-        ...atDatabaseBoundary({ insert, claim, settle, failPending, list, find, attempts, redeliver }),
+        ...atDatabaseBoundary({ insert, claim, renew, settle, failPending, list, find, attempts, redeliver }),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }
