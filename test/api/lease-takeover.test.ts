@@ -5,14 +5,17 @@
  * heartbeat for longer than the lease while other claims poll and must not get them; then the
  * heartbeat stops, as it does when the process is killed, and the next claim that gets the work is
  * timed (polled with a deadline, no fixed sleep). The first holder, renewing again, learns the work
- * is gone and stops without writing.
+ * is gone and stops without writing. The batched renewals (webhooks per process, exports per
+ * batch) read through the primary key in their generic plan, whatever the statistics.
  */
 import { assert, layer } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { renewStatement as renewExports } from "../../src/exports/pipeline/repo.ts"
 import { emptyProgress, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
 import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { beatOf, heartbeat, LeaseLost, leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
+import { renewStatement as renewDeliveries } from "../../src/webhooks/delivery/repo.ts"
 import { defaultWebhookSettings, WebhookDeliveries, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
 import { serveApp, testSettings } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
@@ -45,6 +48,13 @@ const takenWithin = <E, R>(claim: Effect.Effect<boolean, E, R>, what: string) =>
     yield* eventually(claim, (taken) => taken, { what, within: Duration.sum(TAKEOVER_BOUND, Duration.seconds(5)), every: "100 millis" })
     return Date.now() - started
   })
+
+/** A bound parameter as an SQL literal (EXECUTE takes its arguments as text; the statement's casts type them). */
+const literal = (value: unknown): string => {
+  if (Array.isArray(value)) return literal(`{${value.map((item) => `"${String(item)}"`).join(",")}}`)
+  if (typeof value === "number" || typeof value === "boolean") return String(value)
+  return `'${String(value).replace(/'/g, "''")}'`
+}
 
 layer(
   Layer.provideMerge(Layer.mergeAll(WebhookDeliveries.layer, SyncJobsRepo.layer), serveApp(testSettings())).pipe(Layer.provide(manual)),
@@ -86,6 +96,28 @@ layer(
         SELECT attempts, (SELECT count(*)::int FROM webhook_delivery_attempts WHERE delivery_id = ${deliveryId}) AS logged
         FROM webhook_deliveries WHERE id = ${deliveryId}`
       assert.deepStrictEqual(row, { attempts: 2, logged: 0 })
+    }))
+
+  it.effect("the batched renewals read through the primary key in their generic plan (no statistics needed)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const held = [{ id: crypto.randomUUID(), token: crypto.randomUUID() }, { id: crypto.randomUUID(), token: crypto.randomUUID() }]
+      const statements = [
+        ["webhook_deliveries_pkey", renewDeliveries(sql, held, 8).compile()],
+        ["conversion_exports_pkey", renewExports(sql, held.map((h) => ({ id: h.id, lease_token: h.token })), 8).compile()]
+      ] as const
+      for (const [index, [text, params]] of statements) {
+        // One connection for the session's setting, the prepared statement and its plan.
+        const plan = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql.unsafe(`SET LOCAL plan_cache_mode = force_generic_plan`)
+          yield* sql.unsafe(`PREPARE renewal AS ${text}`)
+          const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE renewal(${params.map(literal).join(", ")})`)
+          yield* sql.unsafe(`DEALLOCATE renewal`)
+          return rows.map((row) => row["QUERY PLAN"]).join("\n")
+        }))
+        assert.include(plan, index, plan)
+        assert.notInclude(plan, "Seq Scan", plan)
+      }
     }))
 
   it.effect("a sync job held by the heartbeat stays its holder's; abandoned, the next claim takes it within 10 s", () =>

@@ -99,6 +99,23 @@ export interface DeliveriesFilter {
   readonly after: Option.Option<{ readonly createdAt: string; readonly id: string }>
 }
 
+/**
+ * The batch heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
+ * checks that its generic plan reads through the primary key.
+ */
+export const renewStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "lease_token">>, leaseSeconds: number) =>
+  sql<{ id: string }>`
+    UPDATE conversion_exports x SET lease_until = now() + make_interval(secs => ${leaseSeconds})
+    FROM unnest(${jobs.map((job) => job.id)}::uuid[], ${jobs.map((job) => job.lease_token)}::uuid[]) AS t(id, token)
+    -- Each row found through the primary key, then updated by its tuple id, whatever the statistics
+    -- (as the webhook heartbeat's renewal): a plain join would get a generic plan that scans the table.
+    CROSS JOIN LATERAL (
+      SELECT c.ctid AS tid, c.lease_token AS token FROM conversion_exports c
+      WHERE c.id = t.id AND c.lease_token = t.token ORDER BY c.id LIMIT 1) h
+    -- The token again on the row updated: a row another runner changed meanwhile is rechecked, not renewed.
+    WHERE x.ctid = h.tid AND x.lease_token = h.token
+    RETURNING x.id`
+
 export class ExportsRepo extends Context.Service<ExportsRepo, {
   /**
    * Queues every attribution-eligible conversion a live rule reaches, once per live destination,
@@ -250,14 +267,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           RETURNING x.id, x.profile_id, x.outcome_event_id, x.destination_id, x.event_id, x.attempts, x.status, x.lease_token::text AS lease_token`)
 
       const renew = (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) =>
-        jobs.length === 0 ? Effect.succeed(0) : Effect.map(
-          sql`
-            UPDATE conversion_exports x SET lease_until = now() + make_interval(secs => ${leaseSeconds})
-            FROM unnest(${jobs.map((job) => job.id)}::uuid[], ${jobs.map((job) => job.lease_token)}::uuid[]) AS t(id, token)
-            WHERE x.id = t.id AND x.lease_token = t.token
-            RETURNING x.id`,
-          (rows) => rows.length
-        )
+        jobs.length === 0 ? Effect.succeed(0) : Effect.map(renewStatement(sql, jobs, leaseSeconds), (rows) => rows.length)
 
       const facts = (exportId: string) =>
         firstFacts(sql`
