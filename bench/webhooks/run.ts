@@ -4,8 +4,8 @@
  * On the PostgreSQL of `DATABASE_URL` (required). A local receiver serves BENCH_ENDPOINTS
  * endpoints (100), one in a hundred answering 500; one profile has one subscription per endpoint
  * (`outcome.recorded`), seeded by SQL with sealed secrets. Outbox rows are inserted as the
- * recorder writes them, and the service's delivery worker (`WebhookWorkerLayer`, default settings
- * but a 5 s lease) runs in a child process (`--worker`):
+ * recorder writes them, and the service's delivery worker (`WebhookWorkerLayer`, default settings,
+ * its lease the default 8 s renewed by the heartbeat, decision 0119) runs in a child process (`--worker`):
  *
  * 1. throughput: BENCH_EVENTS (200) events x endpoints deliveries; deliveries/s = successful
  *    deliveries / seconds from the insert to the last one. Baseline, same run: this process posts
@@ -18,6 +18,9 @@
  *    is one of the rows the dead worker held under a live lease (in flight at the kill: at least
  *    once, deduplicable by webhook-id),
  *    and that the failing endpoint's deliveries are still pending on the ladder after the restart.
+ *    Timed from the second worker's start: its first delivery, and the last of the rows the dead
+ *    worker held (the take-over, which waits for their leases to run out). BENCH_RESTART_SLOW_MS
+ *    (0) makes the healthy endpoints answer that late in this phase, so requests are in flight at the kill.
  * 3. one slow subscription (issue 34): a second profile with one subscription whose endpoint
  *    answers after BENCH_SLOW_MS (500); BENCH_ONE_EVENTS (200) unrelated events, each written by
  *    its own transaction (its own producer batch), then deliveries/s over at most
@@ -47,7 +50,6 @@ if (process.argv.includes("--worker")) {
   // The worker process: the service's delivery worker and nothing else.
   const settings = Layer.succeed(WebhookSettings)({
     ...defaultWebhookSettings,
-    lease: Duration.seconds(5),
     pollInterval: Duration.millis(intFromEnv("BENCH_POLL_MS", 200, 10_000)),
     concurrency: intFromEnv("BENCH_CONCURRENCY", defaultWebhookSettings.concurrency, 1000)
   })
@@ -92,6 +94,12 @@ async function main() {
   const ok = new Map<string, number>()
   let requests = 0
   let lastOk = 0
+  // Per (endpoint, webhook-id): the last 2xx receipt; and the first 2xx after the restart.
+  const lastAt = new Map<string, number>()
+  let restartAt = 0
+  let firstAfterRestart = 0
+  // Phase 2 only: the healthy endpoints answer after BENCH_RESTART_SLOW_MS (0), so requests are in flight at the kill.
+  let answerAfter = 0
   const server = createServer((req, res) => {
     req.resume()
     req.on("end", () => {
@@ -101,6 +109,9 @@ async function main() {
       const key = `${endpoint}|${req.headers["webhook-id"]}`
       ok.set(key, (ok.get(key) ?? 0) + 1)
       lastOk = Date.now()
+      lastAt.set(key, lastOk)
+      if (restartAt > 0 && firstAfterRestart === 0) firstAfterRestart = lastOk
+      if (answerAfter > 0) return void setTimeout(() => res.writeHead(200).end(), answerAfter)
       res.writeHead(200).end()
     })
   })
@@ -242,6 +253,7 @@ async function main() {
   }
 
   // 2. Restart mid-ladder.
+  answerAfter = intFromEnv("BENCH_RESTART_SLOW_MS", 0, 60_000)
   const second = await insertEvents(EVENTS)
   await waitArrived(second, Math.floor(expected * 0.4), 600_000)
   worker1.child.kill("SIGKILL")
@@ -255,6 +267,7 @@ async function main() {
       WHERE d.status = 'pending' AND d.lease_token IS NOT NULL AND d.outbox_id = ANY(${second}::uuid[])`
     return rows.map((row) => `${Number(row.url.slice(row.url.lastIndexOf("/e") + 2))}|${row.outbox_id}`)
   })))
+  restartAt = Date.now()
   const worker2 = startProcess(["bench/webhooks/run.ts", "--worker"], env, "worker 2")
   await waitArrived(second, expected, 600_000).catch((error: unknown) => {
     console.error(worker2.output())
@@ -272,6 +285,7 @@ async function main() {
   }))
 
   // 3. One slow subscription: unrelated events, each its own producer batch.
+  answerAfter = 0
   const ONE_EVENTS = intFromEnv("BENCH_ONE_EVENTS", 200, 100_000)
   const SLOW_MS = intFromEnv("BENCH_SLOW_MS", 500, 60_000)
   let open = 0
@@ -336,6 +350,9 @@ async function main() {
   }
   console.log(`  restart        : SIGKILL after ${fmt(killedAt)} of ${fmt(expected)}; after the second worker: ${fmt(after.unique)} arrived, ${fmt(expected - after.unique)} lost, ${fmt(after.twice)} arrived twice`)
   const outside = after.repeated.filter((key) => !inFlight.has(key))
+  const heldTimes = [...inFlight].filter((key) => Number(key.slice(0, key.indexOf("|"))) % 100 !== 0).map((key) => lastAt.get(key) ?? 0)
+  const takeover = heldTimes.length === 0 ? 0 : Math.max(...heldTimes) - restartAt
+  console.log(`  restart timing : first delivery ${fmt((firstAfterRestart - restartAt) / 1000, 2)} s after the second worker started; the last row the dead worker held delivered ${fmt(takeover / 1000, 2)} s after it started`)
   console.log(`  restart detail : ${fmt(after.raw)} 2xx receipts for ${fmt(after.unique)} distinct (endpoint, webhook-id); ${fmt(inFlight.size)} held under the dead worker's lease at the kill; repeats outside that set: ${fmt(outside.length)}`)
   console.log(`  failing endpoint after the restart: ${ladder.map((r) => `${r.n} ${r.status} (attempts >= ${r.min_attempts})`).join(", ")}`)
   console.log(`  one subscription (${SLOW_MS} ms endpoint, ${fmt(ONE_EVENTS)} unrelated events): ${fmt(oneDelivered)} delivered in ${fmt(oneSeconds, 2)} s = ${fmt(oneDelivered / oneSeconds, 1)} deliveries/s, at most ${most} requests at once`)

@@ -7,10 +7,10 @@
  *   LOCKED`: runners never wait on each other), credited under every model and marked, each
  *   batch in one transaction.
  * - Replays: `work_jobs` of kind `attribution_replay` are claimed with a lease (`lease_until`),
- *   renewed after every batch. A runner that dies leaves the job `running` with a lease that
- *   expires; any runner then claims it again (`attempts` + 1). `attempts` is the fencing token:
- *   a runner whose lease was taken over stops at its next write. A failed attempt is retried
- *   with backoff, and the job is `failed` after `maxAttempts`.
+ *   renewed after every batch and every third of the lease (decision 0119). A runner that dies
+ *   leaves the job `running` with a lease that expires within seconds; any runner then claims it
+ *   again (`attempts` + 1). `attempts` is the fencing token: a runner whose lease was taken over
+ *   stops at its next write. A failed attempt is retried with backoff, and the job is `failed` after `maxAttempts`.
  */
 import { Cause, Context, Duration, Effect, Layer, Option, Result } from "effect"
 import { isSqlError } from "effect/sql/SqlError"
@@ -19,7 +19,7 @@ import { CreditEngine } from "./engine.ts"
 import { type ClaimedJob, ReplayQueue } from "./jobs/repo.ts"
 import type { PathStats } from "./models/index.ts"
 import { AttributionRepo, type CreditTarget, type ReplayKeyset } from "./repo.ts"
-import { LeaseLost, lostLease } from "../platform/lease.ts"
+import { defaultLease, LeaseLost, leaseSecondsOf, lostLease, whileLeased } from "../platform/lease.ts"
 import { withLinkedJobSpan } from "../platform/tracing.ts"
 
 export interface AttributionWorkerSettingsShape {
@@ -33,7 +33,7 @@ export interface AttributionWorkerSettingsShape {
   readonly replayBatchSize: number
   /** Batches of one replay run at once, each on its own connection (decision 0035). */
   readonly replayBatchConcurrency: number
-  /** How long a claimed replay stays ours without a renewal. */
+  /** How long a claimed replay stays ours without a renewal (renewed every third of it while it runs). */
   readonly lease: Duration.Duration
   /** Attempts of a replay before it is `failed`. */
   readonly maxAttempts: number
@@ -51,7 +51,7 @@ export const defaultWorkerSettings: AttributionWorkerSettingsShape = {
   creditBatchSize: 100,
   replayBatchSize: 200,
   replayBatchConcurrency: 2,
-  lease: Duration.minutes(2),
+  lease: defaultLease,
   maxAttempts: 5,
   replayConcurrency: 2,
   replayTimeout: Duration.minutes(30),
@@ -107,7 +107,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
       const queue = yield* ReplayQueue
       const engine = yield* CreditEngine
       const settings = yield* AttributionWorkerSettings
-      const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
+      const leaseSeconds = leaseSecondsOf(settings.lease)
 
       // svc_model statistics per profile, reused by crediting for `statsTtl` (a replay refreshes them).
       const statsCache = new Map<string, { readonly stats: PathStats; readonly at: number }>()
@@ -255,6 +255,9 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
 
       const runClaimed = (job: ClaimedJob): Effect.Effect<ReplayOutcome> =>
         replay(job).pipe(
+          // Renewed on a clock, not only per batch (decision 0119): a batch slower than the short
+          // lease keeps the job, and a lost lease stops the replay before its next write.
+          whileLeased(job.id, settings.lease, queue.advance(job, 0, leaseSeconds)),
           withLinkedJobSpan("work_jobs attribution_replay", job, { "messaging.message.id": job.id, "svc.profile_id": job.profile_id }),
           Effect.timeout(settings.replayTimeout),
           Effect.map((progress): ReplayOutcome => ({ jobId: job.id, profileId: job.profile_id, state: "succeeded", progress })),

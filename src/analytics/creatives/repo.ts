@@ -129,6 +129,8 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
   /** The oldest queued job, or a running one whose lease expired (attempts + 1). */
   readonly claim: (maxAttempts: number, leaseSeconds: number) => Effect.Effect<Option.Option<ClaimedJob>, DatabaseUnavailable>
   readonly succeed: (job: ClaimedJob, result: CreativeAnalysisResult) => Effect.Effect<boolean, DatabaseUnavailable>
+  /** Extends the lease `leaseSeconds` from now while the job is still this attempt's; answers whether it was. */
+  readonly renew: (job: ClaimedJob, leaseSeconds: number) => Effect.Effect<boolean, DatabaseUnavailable>
   /** Back to `queued` when `retry`, else `failed` for good. */
   readonly fail: (job: ClaimedJob, error: string, retry: boolean) => Effect.Effect<void, DatabaseUnavailable>
   readonly adDays: (profileId: string, adPlatformId: string, since: string, until: string) => Effect.Effect<ReadonlyArray<AdDayRow>, DatabaseUnavailable>
@@ -247,6 +249,12 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
           (rows) => rows.length > 0
         )
 
+      const renew = (job: ClaimedJob, leaseSeconds: number) =>
+        Effect.map(
+          sql`UPDATE creative_analysis_jobs SET lease_until = now() + make_interval(secs => ${leaseSeconds}) WHERE ${ours(job)} RETURNING id`,
+          (rows) => rows.length > 0
+        )
+
       const fail = (job: ClaimedJob, error: string, retry: boolean) =>
         sql`
           UPDATE creative_analysis_jobs SET status = ${retry ? "queued" : "failed"}, error = ${error}, lease_until = NULL,
@@ -289,7 +297,7 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
           WHERE profile_id = ${profileId} AND day BETWEEN ${since}::date AND ${until}::date
           GROUP BY ad_external_id HAVING COALESCE(sum(impressions), 0) >= ${minImpressions}`)
 
-      return atDatabaseBoundary({ findAd, queue, insert, latest, anyClaimable, claim, succeed, fail, adDays, totals, peers })
+      return atDatabaseBoundary({ findAd, queue, insert, latest, anyClaimable, claim, succeed, renew, fail, adDays, totals, peers })
     })
   )
 }

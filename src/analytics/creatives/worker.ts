@@ -1,10 +1,12 @@
 /**
  * The creative analysis worker (decision 0071): works the durable `creative_analysis_jobs` queue
- * in background fibers started with the core services. A job is claimed with a lease; a runner
- * that dies leaves a lease that expires and any runner claims the job again, so a queued or
+ * in background fibers started with the core services. A job is claimed with a short lease renewed
+ * by a heartbeat while it runs (decision 0119); a runner that dies leaves a lease that expires
+ * within seconds and any runner claims the job again, so a queued or
  * running job survives a restart. An attempt that fails is queued again up to `maxAttempts`.
  */
 import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
+import { defaultLease, leaseSecondsOf, lostLease, whileLeased } from "../../platform/lease.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { CreativeAnalysis } from "./service.ts"
 import { type ClaimedJob, CreativeAnalysisRepo } from "./repo.ts"
@@ -12,13 +14,16 @@ import { type ClaimedJob, CreativeAnalysisRepo } from "./repo.ts"
 export interface CreativeAnalysisWorkerSettingsShape {
   readonly enabled: boolean
   readonly pollInterval: Duration.Duration
+  /** How long a claimed job stays ours without a renewal (renewed every third of it while it runs). */
   readonly lease: Duration.Duration
+  /** An attempt running longer than this fails (and is retried). */
+  readonly timeout: Duration.Duration
   readonly maxAttempts: number
 }
 
 export const CreativeAnalysisWorkerSettings = Context.Reference<CreativeAnalysisWorkerSettingsShape>(
   "svc/CreativeAnalysisWorkerSettings",
-  { defaultValue: () => ({ enabled: true, pollInterval: Duration.seconds(1), lease: Duration.minutes(1), maxAttempts: 3 }) }
+  { defaultValue: () => ({ enabled: true, pollInterval: Duration.seconds(1), lease: defaultLease, timeout: Duration.minutes(1), maxAttempts: 3 }) }
 )
 
 export class CreativeAnalysisWorker extends Context.Service<CreativeAnalysisWorker, {
@@ -30,15 +35,19 @@ export class CreativeAnalysisWorker extends Context.Service<CreativeAnalysisWork
       const repo = yield* CreativeAnalysisRepo
       const analysis = yield* CreativeAnalysis
       const settings = yield* CreativeAnalysisWorkerSettings
-      const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
+      const leaseSeconds = leaseSecondsOf(settings.lease)
 
       const run = (job: ClaimedJob) =>
         analysis.analyse(job).pipe(
-          Effect.timeout(settings.lease),
+          whileLeased(job.id, settings.lease, repo.renew(job, leaseSeconds)),
+          Effect.timeout(settings.timeout),
           Effect.flatMap((result) => repo.succeed(job, result)),
           Effect.as(job.id),
           Effect.catchCause((cause) => {
             if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+            if (lostLease(cause)) {
+              return Effect.as(Effect.logWarning("creative analysis lease taken over by another runner; stopping", { job_id: job.id }), job.id)
+            }
             const failure = Cause.findErrorOption(cause)
             const code = Option.isSome(failure) && typeof failure.value === "object" && failure.value !== null && "reason" in failure.value &&
                 typeof failure.value.reason === "string"

@@ -127,6 +127,23 @@ export const DestinationBacklogRow = Schema.Struct({
 })
 export type DestinationBacklogRow = typeof DestinationBacklogRow.Type
 
+/**
+ * The batch heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
+ * checks that its generic plan reads through the primary key.
+ */
+export const renewStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "lease_token">>, leaseSeconds: number) =>
+  sql<{ id: string }>`
+    UPDATE conversion_exports x SET lease_until = now() + make_interval(secs => ${leaseSeconds})
+    FROM unnest(${jobs.map((job) => job.id)}::uuid[], ${jobs.map((job) => job.lease_token)}::uuid[]) AS t(id, token)
+    -- Each row found through the primary key, then updated by its tuple id, whatever the statistics
+    -- (as the webhook heartbeat's renewal): a plain join would get a generic plan that scans the table.
+    CROSS JOIN LATERAL (
+      SELECT c.ctid AS tid, c.lease_token AS token FROM conversion_exports c
+      WHERE c.id = t.id AND c.lease_token = t.token ORDER BY c.id LIMIT 1) h
+    -- The token again on the row updated: a row another runner changed meanwhile is rechecked, not renewed.
+    WHERE x.ctid = h.tid AND x.lease_token = h.token
+    RETURNING x.id`
+
 export class ExportsRepo extends Context.Service<ExportsRepo, {
   /**
    * Queues every attribution-eligible conversion a live rule reaches, once per live destination,
@@ -148,6 +165,11 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
   readonly release: (claimed: ClaimedExport, retryInSeconds: number) => Repo<boolean>
   /** Leases up to `limit` due exports (pending, or held and due for a recheck). */
   readonly claim: (limit: number, leaseSeconds: number) => Repo<ReadonlyArray<ClaimedExport>>
+  /**
+   * Extends the lease of the claimed exports still held under their token to `leaseSeconds` from
+   * now, in one statement (the batch's heartbeat); answers how many were.
+   */
+  readonly renew: (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) => Repo<number>
   readonly facts: (exportId: string) => Repo<Option.Option<ExportFacts>>
   /**
    * Writes the decision and its ledger row (none for a hold that was already held), only while
@@ -268,6 +290,9 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
         )
 
       const claim = (limit: number, leaseSeconds: number) => claimed(claimStatement(sql, limit, leaseSeconds, crypto.randomUUID()))
+
+      const renew = (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) =>
+        jobs.length === 0 ? Effect.succeed(0) : Effect.map(renewStatement(sql, jobs, leaseSeconds), (rows) => rows.length)
 
       const facts = (exportId: string) =>
         firstFacts(sql`
@@ -409,6 +434,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
         enqueueFromCursor,
         release,
         claim,
+        renew,
         facts,
         decide,
         deliverMany,

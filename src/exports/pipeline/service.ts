@@ -13,6 +13,7 @@ import type { ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { DpaService } from "../../accounts/dpa/service.ts"
 import { decodeCursor, toPage } from "../../platform/pagination.ts"
+import { defaultLease, heartbeat, leaseSecondsOf } from "../../platform/lease.ts"
 import { AdPlatform, type ConversionEvent } from "../../connections/providers/adplatform/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import { type ClaimedExport, type DeliveryRow, type ExportFacts, ExportsRepo, type LedgerEntry } from "./repo.ts"
@@ -22,6 +23,7 @@ import { scrub } from "./scrub.ts"
 export interface ExportWorkerSettingsShape {
   readonly enabled: boolean
   readonly pollInterval: Duration.Duration
+  /** How long a claimed batch stays ours without a renewal (renewed every third of it while it is worked). */
   readonly lease: Duration.Duration
   readonly batchSize: number
   /** At most this many events in one call to a dataset (the platform takes up to 1,000). */
@@ -47,7 +49,7 @@ export interface ExportWorkerSettingsShape {
 export const defaultExportWorkerSettings: ExportWorkerSettingsShape = {
   enabled: true,
   pollInterval: Duration.seconds(1),
-  lease: Duration.seconds(60),
+  lease: defaultLease,
   batchSize: 500,
   sendChunk: 250,
   maxAttempts: 8,
@@ -185,7 +187,7 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
       const sessions = yield* ConnectionSessions
       const dpa = yield* DpaService
       const settings = yield* ExportWorkerSettings
-      const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
+      const leaseSeconds = leaseSecondsOf(settings.lease)
 
       const backoffSeconds = (attempts: number) => {
         const base = Duration.toSeconds(settings.retryBase) * 2 ** Math.max(0, attempts - 1)
@@ -309,6 +311,11 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         yield* repo.enqueue(Duration.toSeconds(settings.recentWindow), 1000)
         if (cursorPoll) cursorBehind = (yield* repo.enqueueFromCursor(cursorLagSeconds, 1000)).full
         const jobs = yield* repo.claim(settings.batchSize, leaseSeconds)
+        if (jobs.length === 0) return 0
+        // The batch's lease is short and renewed while it is worked (decision 0119): a process that
+        // dies lets another take its exports over within seconds. Decisions are fenced by the token,
+        // so a renewal that finds an export gone to another runner needs no more than that.
+        yield* Effect.forkScoped(heartbeat(settings.lease, repo.renew(jobs, leaseSeconds)))
         // One export's failure never stops the batch.
         const prepared = yield* Effect.forEach(
           jobs,
@@ -326,7 +333,7 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         const chunks = [...groups.values()].flatMap((group) => chunked(group, settings.sendChunk))
         yield* Effect.forEach(chunks, sendGroup, { concurrency: 4, discard: true })
         return jobs.length
-      }).pipe(Effect.withSpan("ExportPipeline.runOnce"))
+      }).pipe(Effect.scoped, Effect.withSpan("ExportPipeline.runOnce"))
 
       const deliveries = Effect.fn("ExportPipeline.deliveries")(function*(profile: ProfileContext, query: DeliveriesQuery) {
         if (query.destination_id !== undefined && !isUuid(query.destination_id)) {

@@ -3,8 +3,9 @@
  * fibers per process (started by `CoreServicesLayer`, like the attribution worker), safe with
  * several runners on one PostgreSQL.
  *
- * - A job is claimed with a lease (one running job per connection), renewed after every batch
- *   of rows written; a runner that dies leaves a lease that expires, and any runner claims the
+ * - A job is claimed with a short lease (one running job per connection), renewed after every batch
+ *   of rows written and every third of the lease (decision 0119); a runner that dies leaves a
+ *   lease that expires within seconds, and any runner claims the
  *   job again (`attempts` + 1, the fencing token). Writes are idempotent upserts, so a job taken
  *   over starts again from its first page.
  * - Structure (campaigns, ad sets, ads with creatives and greetings) syncs whatever the add-on
@@ -23,7 +24,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsImports } from "../../analytics/imports/service.ts"
 import { CommerceOrders } from "../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../connections/providers/adplatform/port.ts"
-import { LeaseLost, lostLease } from "../../platform/lease.ts"
+import { defaultLease, LeaseLost, leaseSecondsOf, lostLease, whileLeased } from "../../platform/lease.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { ConnectionRecords } from "../../connections/records.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
@@ -37,7 +38,7 @@ export interface SyncWorkerSettingsShape {
   readonly enabled: boolean
   /** Pause between polls while there is nothing to do. */
   readonly pollInterval: Duration.Duration
-  /** How long a claimed job stays ours without a renewal. */
+  /** How long a claimed job stays ours without a renewal (renewed every third of it while it runs). */
   readonly lease: Duration.Duration
   /** Attempts of a job before it is `failed`. */
   readonly maxAttempts: number
@@ -58,7 +59,7 @@ export interface SyncWorkerSettingsShape {
 export const defaultSyncWorkerSettings: SyncWorkerSettingsShape = {
   enabled: true,
   pollInterval: Duration.seconds(1),
-  lease: Duration.minutes(1),
+  lease: defaultLease,
   maxAttempts: 6,
   concurrency: 2,
   batchSize: 500,
@@ -141,7 +142,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       const cardgw = yield* CardgwPayments
       const settings = yield* SyncWorkerSettings
       const commerceOrders = yield* CommerceOrders
-      const leaseSeconds = Math.max(1, Math.ceil(Duration.toSeconds(settings.lease)))
+      const leaseSeconds = leaseSecondsOf(settings.lease)
       const batchSize = Math.max(1, settings.batchSize)
 
       const backoffSeconds = (attempts: number) => {
@@ -170,14 +171,6 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           if (!(yield* jobs.renew(job, progress, leaseSeconds, checkpoint))) return yield* new LeaseLost({ jobId: job.id })
         })
 
-        // The lease is renewed on a clock too, not only per batch: a provider backing off (Retry-After)
-        // must not let another runner take a job that is still being worked.
-        const heartbeat = Effect.gen(function*() {
-          while (true) {
-            yield* Effect.sleep(Duration.millis((leaseSeconds * 1000) / 3))
-            if (!(yield* jobs.renew(job, progress, leaseSeconds))) return yield* new LeaseLost({ jobId: job.id })
-          }
-        })
 
         const work = Effect.gen(function*() {
           if (!job.live) return { state: "cancelled" as const, code: "connection_disconnected", progress }
@@ -281,8 +274,11 @@ export class SyncWorker extends Context.Service<SyncWorker, {
           }
           return { state: "done" as const, code: null, progress }
         })
-        // Whichever ends first ends the other: the work (done or failed), or a lost lease.
-        return yield* Effect.raceFirst(work, heartbeat)
+        // The lease is renewed on a clock too, not only per batch (decision 0119): a provider backing
+        // off (Retry-After) must not let another runner take a job that is still being worked, and a
+        // short lease lets one take over within seconds a job whose process died. Whichever ends
+        // first ends the other: the work (done or failed), or a lost lease.
+        return yield* whileLeased(job.id, settings.lease, Effect.suspend(() => jobs.renew(job, progress, leaseSeconds)))(work)
       })
 
       const runClaimed = (job: ClaimedSyncJob): Effect.Effect<SyncOutcome> => {

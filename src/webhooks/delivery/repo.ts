@@ -176,6 +176,24 @@ const backlogColumns = (sql: SqlClient, countCap: number, rateCap: number) =>
 export const backlogStatement = (sql: SqlClient, subscriptionIds: ReadonlyArray<string>, countCap: number, rateCap: number) =>
   sql`SELECT s.id::text AS id, ${backlogColumns(sql, countCap, rateCap)} FROM unnest(${subscriptionIds}::uuid[]) AS s(id)`
 
+/**
+ * The heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
+ * checks that its generic plan reads through the primary key.
+ */
+export const renewStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) =>
+  sql<{ id: string }>`
+    UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => ${leaseSeconds})
+    FROM unnest(${held.map((h) => h.id)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS t(id, token)
+    -- Each row found through the primary key (ORDER BY and LIMIT: an index walk is the cheap plan
+    -- even on a table the planner thinks empty), then updated by its tuple id: a plain join would
+    -- get a generic plan that scans the table. No status test: ending a row clears its token.
+    CROSS JOIN LATERAL (
+      SELECT w.ctid AS tid, w.lease_token AS token FROM webhook_deliveries w
+      WHERE w.id = t.id AND w.lease_token = t.token ORDER BY w.id LIMIT 1) h
+    -- The token again on the row updated: a row another runner changed meanwhile is rechecked, not renewed.
+    WHERE d.ctid = h.tid AND d.lease_token = h.token
+    RETURNING d.id`
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo, {
@@ -199,6 +217,11 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
     token: string,
     plainHttp: boolean
   ) => Repo<ReadonlyArray<DeliveryRow>>
+  /**
+   * Extends to `leaseSeconds` from now the lease of each row still held under its token, in one
+   * statement for all the rows a process holds (its heartbeat); answers the ids renewed.
+   */
+  readonly renew: (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) => Repo<ReadonlySet<string>>
   /**
    * Records the results in one statement, each under its lease (a lost lease writes nothing for
    * that row), appends each to the attempt log, and makes the next row of each ended row's
@@ -266,6 +289,12 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
 
       const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(claimStatement(sql, { limit, perSubscription, busy, leaseSeconds, token, plainHttp }))
+
+      const renew = (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) =>
+        held.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
+          renewStatement(sql, held, leaseSeconds),
+          (rows) => new Set(rows.map((row) => row.id))
+        )
 
       const settle = (results: ReadonlyArray<Settlement>) =>
         results.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
@@ -402,6 +431,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
         ...atDatabaseBoundary({
           insert,
           claim,
+          renew,
           settle,
           failPending,
           list,

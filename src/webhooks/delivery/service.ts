@@ -12,8 +12,9 @@
  *   `perSubscription` at once per process.
  * - Attempts: only the head of a (subscription, batch) (`ready`) is claimed, under a lease (its
  *   token fences the result); recording its end makes the next row the head: order within a
- *   batch holds even across retries. A runner that dies leaves a lease that expires; another
- *   takes the row over. Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
+ *   batch holds even across retries. The lease is short and the worker's heartbeat renews every
+ *   row it holds in one statement (decision 0119): a runner that dies leaves leases that expire
+ *   within seconds, and another takes the rows over. Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
  * - Results are written together, every `settleInterval`, one statement for all that ended
  *   meanwhile; an attempt holds its slot (and its row its lease) until its result is written, so
  *   a crash repeats only requests that were in flight.
@@ -41,12 +42,17 @@ import { parseAllowList, resolveCache } from "../../platform/public-host.ts"
 import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
+import { defaultLease, heartbeat } from "../../platform/lease.ts"
 
 export interface WebhookSettingsShape {
   /** Run the background fibers. Off: nothing runs unless `drainOnce` is called. */
   readonly enabled: boolean
   readonly pollInterval: Duration.Duration
-  /** How long a claimed delivery stays ours: above `timeout`, so a live attempt never loses it. */
+  /**
+   * How long a claimed delivery stays ours without a renewal: the worker's heartbeat renews what it
+   * holds every third of it (decision 0119), so an attempt may run longer, and a dead process's
+   * deliveries are taken over within seconds.
+   */
   readonly lease: Duration.Duration
   /** Outbox rows per fan-out batch (the spec's "enqueued batch of up to 200"). */
   readonly batchSize: number
@@ -70,7 +76,7 @@ export interface WebhookSettingsShape {
 export const defaultWebhookSettings: WebhookSettingsShape = {
   enabled: true,
   pollInterval: Duration.seconds(1),
-  lease: Duration.seconds(60),
+  lease: defaultLease,
   batchSize: 200,
   concurrency: 64,
   perSubscription: 32,
@@ -244,6 +250,11 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
    * `busy` has under way; answers one attempt to run per claimed row (each settles its own result).
    */
   readonly claimDue: (limit: number, busy: ReadonlyArray<Busy>) => Effect.Effect<ReadonlyArray<ClaimedAttempt>, DatabaseUnavailable>
+  /**
+   * The heartbeat: renews, in one statement, the lease of every row this process claimed and has not
+   * begun to record; an attempt whose row another runner took over is stopped (nothing sent or written after).
+   */
+  readonly renewHeld: Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/WebhookDeliveries") {
   static readonly layer = Layer.effect(WebhookDeliveries)(
     Effect.gen(function*() {
@@ -359,9 +370,30 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           yield* Deferred.done(written, Exit.map(exit, (ids) => ids.has(settlement.id)))
         }
       }).pipe(Effect.uninterruptible)
+      // Rows claimed here whose result is not being written yet: the heartbeat renews their leases
+      // (decision 0119), and stops an attempt whose row another runner took over.
+      const held = new Map<string, { readonly token: string; readonly lost: Deferred.Deferred<void> }>()
+      const letGo = (id: string, token: string) =>
+        Effect.sync(() => {
+          if (held.get(id)?.token === token) held.delete(id)
+        })
+      const renewHeld = Effect.gen(function*() {
+        if (held.size === 0) return
+        const rows = [...held].map(([id, { token }]) => ({ id, token }))
+        const renewed = yield* deliveries.renew(rows, leaseSeconds)
+        for (const { id, token } of rows) {
+          const entry = held.get(id)
+          if (renewed.has(id) || entry === undefined || entry.token !== token) continue
+          held.delete(id)
+          yield* Deferred.succeed(entry.lost, undefined)
+        }
+      })
+
       /** Records the attempt's result under its lease; false: the lease was lost, nothing written. */
       const settle = (row: DeliveryRow, token: string, outcome: Settlement["outcome"], delaySeconds: number, record: AttemptRecord) =>
         Effect.gen(function*() {
+          // From here the result is being kept: not stopped by a renewal racing the write that ends the lease.
+          yield* letGo(row.id, token)
           const written = yield* Deferred.make<boolean, DatabaseUnavailable>()
           const first = waiting.length === 0
           waiting.push({ settlement: { id: row.id, token, outcome, delaySeconds, attempt: record }, written })
@@ -455,16 +487,25 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           if (claimed.length === 0) return []
           const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
           const live = new Map(subs.map((sub) => [sub.id, sub] as const))
-          return claimed.map((row): ClaimedAttempt => {
-            const sub = live.get(row.subscription_id)
-            const signer = sub === undefined ? undefined : signerOf(sub)
-            return {
-              subscriptionId: row.subscription_id,
-              run: signer === undefined
+          return yield* Effect.forEach(claimed, (row) =>
+            Effect.gen(function*() {
+              const sub = live.get(row.subscription_id)
+              const signer = sub === undefined ? undefined : signerOf(sub)
+              const lost = yield* Deferred.make<void>()
+              held.set(row.id, { token, lost })
+              const run: Effect.Effect<AttemptOutcome, DatabaseUnavailable> = signer === undefined
                 ? attempt(row, token, Option.none())
-                : Option.isSome(signer) ? attempt(row, token, signer) : unreadable(row, token)
-            }
-          })
+                : Option.isSome(signer)
+                ? attempt(row, token, signer)
+                : unreadable(row, token)
+              return {
+                subscriptionId: row.subscription_id,
+                // Whichever ends first: the attempt, or the heartbeat finding the row another runner's.
+                run: Effect.raceFirst(run, Effect.as(Deferred.await(lost), "lease_lost" as const)).pipe(
+                  Effect.ensuring(letGo(row.id, token))
+                )
+              } satisfies ClaimedAttempt
+            }))
         })
 
       /**
@@ -481,7 +522,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         return secrets === undefined ? Option.none() : Option.some({ id: sub.id, url: sub.url, status: sub.status, secrets })
       }
 
-      return { list, redeliver, attempts, fanOutOnce, claimDue }
+      return { list, redeliver, attempts, fanOutOnce, claimDue, renewHeld }
     })
   ).pipe(Layer.provide([OutboxRepo.layer, WebhookSubscriptionsRepo.layer, WebhookDeliveriesRepo.layer]))
 }
@@ -554,6 +595,7 @@ export const WebhookWorkerLayer = Layer.effectDiscard(Effect.gen(function*() {
     }
   })
   // Scoped to the layer: the fibers end with the process; their leases expire and another runner takes the rows over.
+  yield* Effect.forkScoped(heartbeat(settings.lease, Effect.withTracerEnabled(webhooks.renewHeld, false)))
   yield* Effect.forkScoped(fanOut)
   yield* Effect.forkScoped(dispatch)
 })).pipe(Layer.provide(WebhookDeliveries.layer))

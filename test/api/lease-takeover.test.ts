@@ -1,0 +1,160 @@
+/**
+ * Recovery in seconds (issue 34, decision 0119): work whose holder stops renewing its lease is
+ * taken over within 10 s, and work whose holder keeps renewing it is never taken, however long it
+ * runs. With the default (short) lease, a webhook delivery and a sync job are claimed and held by a
+ * heartbeat for longer than the lease while other claims poll and must not get them; then the
+ * heartbeat stops, as it does when the process is killed, and the next claim that gets the work is
+ * timed (polled with a deadline, no fixed sleep). The first holder, renewing again, learns the work
+ * is gone and stops without writing. The batched renewals (webhooks per process, exports per
+ * batch) read through the primary key in their generic plan, whatever the statistics.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { renewStatement as renewExports } from "../../src/exports/pipeline/repo.ts"
+import { emptyProgress, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
+import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
+import { beatOf, heartbeat, LeaseLost, leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
+import { renewStatement as renewDeliveries } from "../../src/webhooks/delivery/repo.ts"
+import { defaultWebhookSettings, WebhookDeliveries, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
+import { serveApp, testSettings } from "../support/app.ts"
+import { eventually } from "../support/eventually.ts"
+import { seedProfile } from "../support/tenancy.ts"
+
+/** The bound issue 34 sets: from the last renewal to another runner's claim. */
+const TAKEOVER_BOUND = Duration.seconds(10)
+const manual = Layer.mergeAll(
+  Layer.succeed(SyncWorkerSettings)({ ...defaultSyncWorkerSettings, enabled: false }),
+  Layer.succeed(WebhookSettings)({ ...defaultWebhookSettings, enabled: false })
+)
+
+/** Held past the lease by one more beat: without the heartbeat the lease would have run out. */
+const holdFor = (lease: Duration.Duration) => Duration.sum(lease, beatOf(lease))
+
+/** Polls `claim` for `within`, every 200 ms, and fails if it ever answers true (taken while held). */
+const neverTaken = <E, R>(claim: Effect.Effect<boolean, E, R>, within: Duration.Duration, what: string) =>
+  Effect.gen(function*() {
+    const until = Date.now() + Duration.toMillis(within)
+    while (Date.now() < until) {
+      assert.isFalse(yield* claim, `${what} taken while its holder renewed the lease`)
+      yield* Effect.sleep("200 millis")
+    }
+  })
+
+/** Polls `claim` until it answers true, within the bound; answers the milliseconds it took. */
+const takenWithin = <E, R>(claim: Effect.Effect<boolean, E, R>, what: string) =>
+  Effect.gen(function*() {
+    const started = Date.now()
+    yield* eventually(claim, (taken) => taken, { what, within: Duration.sum(TAKEOVER_BOUND, Duration.seconds(5)), every: "100 millis" })
+    return Date.now() - started
+  })
+
+/** A bound parameter as an SQL literal (EXECUTE takes its arguments as text; the statement's casts type them). */
+const literal = (value: unknown): string => {
+  if (Array.isArray(value)) return literal(`{${value.map((item) => `"${String(item)}"`).join(",")}}`)
+  if (typeof value === "number" || typeof value === "boolean") return String(value)
+  return `'${String(value).replace(/'/g, "''")}'`
+}
+
+layer(
+  Layer.provideMerge(Layer.mergeAll(WebhookDeliveries.layer, SyncJobsRepo.layer), serveApp(testSettings())).pipe(Layer.provide(manual)),
+  { timeout: "120 seconds", excludeTestServices: true }
+)("lease take-over", (it) => {
+  it.effect("a webhook delivery held by the heartbeat stays its holder's; abandoned, the next claim takes it within 10 s", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const webhooks = yield* WebhookDeliveries
+      const profile = yield* seedProfile()
+      const subscriptionId = crypto.randomUUID()
+      const deliveryId = crypto.randomUUID()
+      // https, so this process (no development allow-list) claims it; the secret never opens: the
+      // held attempt is not run until its lease is gone.
+      yield* sql`
+        INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+        VALUES (${subscriptionId}, ${profile.profileId}, ${profile.workspaceId}, 'https://hooks.example.com/lease', '{outcome.recorded}', 'active', 'x')`
+      yield* sql`
+        INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, ready, next_attempt_at)
+        VALUES (${deliveryId}, ${subscriptionId}, ${profile.profileId}, ${crypto.randomUUID()}, 'evt-lease', 'outcome.recorded', '{}',
+                ${crypto.randomUUID()}, 0, true, now() - interval '1 minute')`
+      const ours = <A extends { readonly subscriptionId: string }>(claimed: ReadonlyArray<A>) => claimed.filter((c) => c.subscriptionId === subscriptionId)
+      const first = ours(yield* webhooks.claimDue(100, []))
+      assert.lengthOf(first, 1)
+
+      const lease = defaultWebhookSettings.lease
+      const beating = yield* Effect.forkChild(heartbeat(lease, webhooks.renewHeld))
+      yield* neverTaken(Effect.map(webhooks.claimDue(100, []), (claimed) => ours(claimed).length > 0), holdFor(lease), "the delivery")
+      // The process dies: no more renewals.
+      yield* Fiber.interrupt(beating)
+      const took = yield* takenWithin(Effect.map(webhooks.claimDue(100, []), (claimed) => ours(claimed).length > 0), "the delivery taken over")
+      console.log(`webhook delivery taken over ${took} ms after the last heartbeat stopped (lease ${Duration.format(lease)})`)
+      assert.isBelow(took, Duration.toMillis(TAKEOVER_BOUND))
+
+      // The first holder's next renewal finds the row another's: its attempt stops, nothing written.
+      yield* webhooks.renewHeld
+      assert.strictEqual(yield* first[0]!.run, "lease_lost")
+      const [row] = yield* sql<{ attempts: number; logged: number }>`
+        SELECT attempts, (SELECT count(*)::int FROM webhook_delivery_attempts WHERE delivery_id = ${deliveryId}) AS logged
+        FROM webhook_deliveries WHERE id = ${deliveryId}`
+      assert.deepStrictEqual(row, { attempts: 2, logged: 0 })
+    }))
+
+  it.effect("the batched renewals read through the primary key in their generic plan (no statistics needed)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const held = [{ id: crypto.randomUUID(), token: crypto.randomUUID() }, { id: crypto.randomUUID(), token: crypto.randomUUID() }]
+      const statements = [
+        ["webhook_deliveries_pkey", renewDeliveries(sql, held, 8).compile()],
+        ["conversion_exports_pkey", renewExports(sql, held.map((h) => ({ id: h.id, lease_token: h.token })), 8).compile()]
+      ] as const
+      for (const [index, [text, params]] of statements) {
+        // One connection for the session's setting, the prepared statement and its plan.
+        const plan = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql.unsafe(`SET LOCAL plan_cache_mode = force_generic_plan`)
+          yield* sql.unsafe(`PREPARE renewal AS ${text}`)
+          const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE renewal(${params.map(literal).join(", ")})`)
+          yield* sql.unsafe(`DEALLOCATE renewal`)
+          return rows.map((row) => row["QUERY PLAN"]).join("\n")
+        }))
+        assert.include(plan, index, plan)
+        assert.notInclude(plan, "Seq Scan", plan)
+      }
+    }))
+
+  it.effect("a sync job held by the heartbeat stays its holder's; abandoned, the next claim takes it within 10 s", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const jobs = yield* SyncJobsRepo
+      const profile = yield* seedProfile()
+      const connectionId = crypto.randomUUID()
+      const jobId = crypto.randomUUID()
+      yield* sql`
+        INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name)
+        VALUES (${connectionId}, ${profile.profileId}, 'adplatform', 'adplatform', ${`act-${connectionId.slice(0, 8)}`}, 'Ads')`
+      // Due before anything else in the queue: the claims below get this job first.
+      yield* sql`
+        INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, status, reason, run_after, created_at)
+        VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'backfill', 30, 'queued', 'entitlement', '1999-01-01T00:00:00Z', '1999-01-01T00:00:00Z')`
+      const lease = defaultSyncWorkerSettings.lease
+      const leaseSeconds = leaseSecondsOf(lease)
+      const maxAttempts = defaultSyncWorkerSettings.maxAttempts
+      const claimOurs = Effect.map(jobs.claim(maxAttempts, leaseSeconds), Option.filter((job) => job.id === jobId))
+      const claimed = yield* claimOurs
+      assert.isTrue(Option.isSome(claimed))
+      const job = Option.getOrThrow(claimed)
+
+      // The worker's own wrapping: the work here only waits; the heartbeat keeps the job.
+      const holder = yield* Effect.forkChild(whileLeased(job.id, lease, jobs.renew(job, emptyProgress, leaseSeconds))(Effect.never))
+      yield* neverTaken(Effect.map(claimOurs, Option.isSome), holdFor(lease), "the sync job")
+      yield* Fiber.interrupt(holder)
+      const took = yield* takenWithin(Effect.map(claimOurs, Option.isSome), "the sync job taken over")
+      console.log(`sync job taken over ${took} ms after the last heartbeat stopped (lease ${Duration.format(lease)})`)
+      assert.isBelow(took, Duration.toMillis(TAKEOVER_BOUND))
+
+      // The first holder, renewing again, learns the job is gone and stops with LeaseLost.
+      const stale = yield* Effect.exit(whileLeased(job.id, lease, jobs.renew(job, emptyProgress, leaseSeconds))(Effect.never))
+      assert.isTrue(Exit.isFailure(stale))
+      if (Exit.isFailure(stale)) assert.instanceOf(Option.getOrThrow(Cause.findErrorOption(stale.cause)), LeaseLost)
+      const [row] = yield* sql<{ attempts: number; status: string }>`SELECT attempts, status FROM sync_jobs WHERE id = ${jobId}`
+      assert.deepStrictEqual(row, { attempts: 2, status: "running" })
+    }))
+})
