@@ -48,7 +48,6 @@ import {
   CustomersRepo,
   type ErasureCounts,
   type ErasureRow,
-  type IdentifierKind,
   type Keyset,
   type StoredRow,
   type VisitorRow
@@ -235,18 +234,6 @@ export class CustomersService extends Context.Service<CustomersService, {
     body: CreateErasure
   ) => Effect.Effect<ErasureReceipt, DatabaseUnavailable | ApiKeyRequired | InvalidParameter | CustomerNotFound>
   readonly erasure: (profile: ProfileContext, erasureId: string) => Effect.Effect<ErasureReceipt, DatabaseUnavailable | ErasureNotFound>
-  /** The live customer a `customer_key` names (a merged one's survivor); none when unknown or erased. */
-  readonly customerByKey: (profileId: string, customerKey: string) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
-  /**
-   * Gives the customer (or the survivor it was merged into) an identifier, in the caller's
-   * transaction; answers that survivor, none when the customer was erased (then nothing is added).
-   */
-  readonly attachIdentifier: (
-    profileId: string,
-    customerId: string,
-    kind: IdentifierKind,
-    value: string
-  ) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
 }>()("svc/CustomersService") {
   static readonly layer = Layer.effect(CustomersService)(
     Effect.gen(function*() {
@@ -514,23 +501,7 @@ export class CustomersService extends Context.Service<CustomersService, {
         return renderReceipt(found.value)
       })
 
-      const customerByKey = Effect.fn("Customers.customerByKey")(function*(profileId: string, customerKey: string) {
-        return yield* repo.customerByKey(profileId, customerKey)
-      })
-
-      const attachIdentifier = Effect.fn("Customers.attachIdentifier")(function*(
-        profileId: string,
-        customerId: string,
-        kind: IdentifierKind,
-        value: string
-      ) {
-        // A merged customer's identifiers belong to its survivor; an erased one takes none.
-        const survivor = yield* repo.survivorOf(profileId, customerId)
-        if (Option.isSome(survivor)) yield* repo.addIdentifiers([{ profileId, customerId: survivor.value, kind, value }])
-        return survivor
-      })
-
-      return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure, customerByKey, attachIdentifier }
+      return { conversionJourney, personJourney, customerJourney, listCustomers, listVisitors, erase, erasure }
     })
   ).pipe(Layer.provide([CustomersRepo.layer, Conversions.layer, Touches.layer, DeclaredSourcesRepo.layer, IdentityRepo.layer, OutboxRepo.layer, AuditLog.layer, PiiAccessLog.layer, HealthcareCheck.layer]))
 }

@@ -34,7 +34,7 @@ import type { ProfileContext } from "../../kernel/principal.ts"
 import { type LiveCallError, liveCaller } from "../../connections/live-call.ts"
 import { ConnectionHealth } from "../../connections/health/service.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
-import { CustomersService } from "../../identity/customers/service.ts"
+import { IdentityIntake } from "../../identity/intake.ts"
 import { authRevoked as mailboxAuthRevoked } from "../email/service.ts"
 import { decodeCursor, pageOf } from "../../platform/pagination.ts"
 import { ChatAppA } from "../../connections/providers/chat-app-a/port.ts"
@@ -205,7 +205,7 @@ export class Inbox extends Context.Service<Inbox, {
   static readonly layer = Layer.effect(Inbox)(
     Effect.gen(function*() {
       const repo = yield* InboxRepo
-      const customers = yield* CustomersService
+      const customers = yield* IdentityIntake
       const connections = yield* ConnectionSessions
       const healthcare = yield* HealthcareCheck
       const onConnection = yield* liveCaller
@@ -521,5 +521,5 @@ export class Inbox extends Context.Service<Inbox, {
 
       return { list, get, reply, draft, setLabels, linkCustomer, unlinkCustomer, proposals, decide, ingestPushed, recordOutbound }
     })
-  ).pipe(Layer.provide([InboxRepo.layer, CustomersService.layer, ConnectionSessions.layer, HealthcareCheck.layer, ConnectionHealth.layer]))
+  ).pipe(Layer.provide([InboxRepo.layer, IdentityIntake.layer, ConnectionSessions.layer, HealthcareCheck.layer, ConnectionHealth.layer]))
 }
