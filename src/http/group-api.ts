@@ -13,19 +13,26 @@ import { Idempotency } from "./idempotency.ts"
 import { SchemaErrors } from "./schema-errors.ts"
 import { Deprecation } from "./versioning/middleware.ts"
 
-/** A body key no schema names is refused (400 naming it); see src/main/api.ts. */
+/** A body key no schema names is refused (400 naming it), here and in src/main/api.ts. */
 export const PAYLOAD_PARSE_OPTIONS = { onExcessProperty: "error" } as const
 
-/** A group of the authenticated API: innermost first, schema errors, idempotency, CSRF, credentials, deprecations. */
-export const groupApi = <const Group extends HttpApiGroup.Constraint>(group: Group) =>
-  HttpApi.make("svc")
-    .add(group)
+/**
+ * The middleware of every authenticated group, listed innermost first: decoding errors are
+ * mapped, idempotency (which needs the principal) wraps the handler, then the CSRF check on
+ * session writes (decision 0021), then credentials, then the deprecation table. The assembled
+ * API (src/main/api.ts) and each group's own API apply this one list.
+ */
+export const withApiMiddleware = <Id extends string, Groups extends HttpApiGroup.Constraint>(api: HttpApi.HttpApi<Id, Groups>) =>
+  api
     .middleware(SchemaErrors)
     .middleware(Idempotency)
     .middleware(Csrf)
     .middleware(Authentication)
     .middleware(Deprecation)
-    .annotate(HttpApi.PayloadParseOptions, PAYLOAD_PARSE_OPTIONS)
+
+/** A group of the authenticated API, with the middleware above. */
+export const groupApi = <const Group extends HttpApiGroup.Constraint>(group: Group) =>
+  withApiMiddleware(HttpApi.make("svc").add(group)).annotate(HttpApi.PayloadParseOptions, PAYLOAD_PARSE_OPTIONS)
 
 /** A group added after the middleware (OAuth, HTML pages, the collector, provider hooks, MCP): none of it. */
 export const publicGroupApi = <const Group extends HttpApiGroup.Constraint>(group: Group) =>

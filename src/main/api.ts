@@ -19,7 +19,6 @@ import { MeApi } from "../accounts/me/api.ts"
 import { OnboardingApi } from "../ops/onboarding/api.ts"
 import { PasswordPagesApi, PasswordsApi, PeopleAdminApi } from "../accounts/people/api.ts"
 import { SessionsApi } from "../accounts/sessions/api.ts"
-import { Csrf } from "../http/csrf.ts"
 import { ConnectPagesApi, ConnectionsApi, HooksApi } from "../connections/api.ts"
 import { ConnectionStagesApi } from "../connections/stages/api.ts"
 import { ConnectionSyncApi } from "../ingestion/sync/api.ts"
@@ -54,6 +53,7 @@ import { TrackingSetupApi } from "../ingestion/tracking/setup/api.ts"
 import { MembersApi } from "../accounts/members/api.ts"
 import { WorkspacesApi } from "../accounts/workspaces/api.ts"
 import { RetiredApi } from "../http/versioning/api.ts"
+import { PAYLOAD_PARSE_OPTIONS, withApiMiddleware } from "../http/group-api.ts"
 // Inbox, email and calendar (issue 21, part 7).
 import { CalendarApi } from "../connections/calendar/api.ts"
 import { EmailApi } from "../messaging/email/api.ts"
@@ -64,11 +64,7 @@ import { MessagesApi } from "../messaging/messages/api.ts"
 // Chat surfaces (issue 21, part 6).
 import { ChatAdsApi } from "../ads/chat-ads/api.ts"
 import { ChatTemplatesApi } from "../messaging/templates/api.ts"
-import { Deprecation } from "../http/versioning/middleware.ts"
-import { Authentication } from "../http/auth.ts"
 import { securitySchemes } from "../http/policy.ts"
-import { Idempotency } from "../http/idempotency.ts"
-import { SchemaErrors } from "../http/schema-errors.ts"
 import { VERSION } from "../platform/version.ts"
 
 export const Api = HttpApi.make("svc")
@@ -131,14 +127,8 @@ export const Api = HttpApi.make("svc")
   // Chat surfaces (issue 21, part 6).
   .add(ChatAdsApi)
   .add(ChatTemplatesApi)
-  // Listed innermost first: decoding errors are mapped, idempotency (which needs the
-  // principal) wraps the handler, then the CSRF check on session writes (decision 0021),
-  // then credentials, then the deprecation table.
-  .middleware(SchemaErrors)
-  .middleware(Idempotency)
-  .middleware(Csrf)
-  .middleware(Authentication)
-  .middleware(Deprecation)
+  // Every group above runs the authenticated API's middleware (src/http/group-api.ts).
+  .pipe(withApiMiddleware)
   // Added after the middleware: /oauth/* answers only the OAuth error format (decision 0016).
   .add(OAuthApi)
   // The agent OAuth surface answers the OAuth error format or HTML too (decision 0023).
@@ -158,7 +148,7 @@ export const Api = HttpApi.make("svc")
   // A body key no schema names is refused (400 naming it), as the published description's
   // `additionalProperties: false` says; objects that take other keys say so in their schema
   // (`openObject`, decision 0048). Bodies only: query strings and headers keep their defaults.
-  .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error" })
+  .annotate(HttpApi.PayloadParseOptions, PAYLOAD_PARSE_OPTIONS)
   .annotate(OpenApi.Title, "Attribution Service API")
   .annotate(OpenApi.Version, VERSION)
   .annotate(
