@@ -11,13 +11,15 @@
  * each depth and its time printed, for the record. The fan-out's read of the outbox (the oldest
  * unpublished rows and the rest of their producer batches) is held to the same bound at the same
  * depths of unpublished outbox rows, per row it expects to answer (it answers up to 400, a
- * batch's rest included, and without statistics expects fewer on a smaller table).
+ * batch's rest included, and without statistics expects fewer on a smaller table). The statement
+ * that records 32 results (successes going on with their batch: the next row handed on and leased
+ * in the same statement) is held to the same bound, through the primary key and the batch index.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { unpublishedStatement } from "../../src/kernel/outbox/repo.ts"
-import { claimStatement } from "../../src/webhooks/delivery/repo.ts"
+import { claimStatement, settleStatement } from "../../src/webhooks/delivery/repo.ts"
 import { analyzedTables, type Depth, measure as measureAt } from "../support/claim-plan.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
@@ -67,6 +69,23 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
             SELECT gen_random_uuid(), ${profileId}, 'outcome.recorded', '{}'::jsonb, now() + make_interval(secs => g / 1000000.0), g / 200
             FROM generate_series(${from}::int, ${to - 1}::int) AS g`
 
+        // 32 heads leased under a token of their own, and their successes as the worker records them (each going on).
+        const leasedHeads = Effect.gen(function*() {
+          const token = crypto.randomUUID()
+          const heads = yield* sql<{ id: string; url: string }>`
+            UPDATE webhook_deliveries SET lease_token = ${token}, lease_until = now() + interval '1 minute', attempts = 1
+            WHERE id IN (SELECT id FROM webhook_deliveries WHERE ready AND status = 'pending' AND seq < 199 ORDER BY subscription_id, seq LIMIT 32)
+            RETURNING id, (SELECT s.url FROM webhook_subscriptions s WHERE s.id = subscription_id) AS url`
+          return settleStatement(sql, heads.map((head) => ({
+            id: head.id,
+            token,
+            outcome: "succeeded" as const,
+            delaySeconds: 0,
+            attempt: { statusCode: 200, error: null, durationMs: 3 },
+            goOn: { url: head.url, secretSealed: "x" }
+          })), 60).compile()
+        })
+
         const measure = (pending: number, statement: readonly [string, ReadonlyArray<unknown>], expected: number) =>
           Effect.map(measureAt(pending, statement), (depth) => {
             assert.strictEqual(depth.answered, pending === 0 ? 0 : expected)
@@ -83,12 +102,14 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         yield* fillOutbox(0, 20_000)
         depths.push(yield* measure(20_000, claim, 32))
         reads.push(yield* measure(20_000, fanOut, 200))
+        const settles: Array<Depth> = [yield* measure(20_000, yield* leasedHeads, 32)]
         yield* fill(20_000, 200_000)
         yield* fillOutbox(20_000, 200_000)
         depths.push(yield* measure(200_000, claim, 32))
         reads.push(yield* measure(200_000, fanOut, 200))
+        settles.push(yield* measure(200_000, yield* leasedHeads, 32))
         const analyzed = yield* analyzedTables(["webhook_deliveries", "outbox"])
-        for (const [what, list] of [["webhook claim", depths], ["outbox fan-out read", reads]] as const) {
+        for (const [what, list] of [["webhook claim", depths], ["outbox fan-out read", reads], ["results recorded", settles]] as const) {
           for (const depth of list) {
             console.log(`${what} at ${depth.pending} pending: generic-plan cost ${depth.cost.toFixed(1)} for ${depth.rows} rows expected, run in ${depth.ms.toFixed(1)} ms`)
           }
@@ -108,6 +129,11 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         assert.isAtMost(perRow(read200k!), 2 * perRow(read20k!), `fan-out read cost per row ${perRow(read200k!)} at 200,000 vs ${perRow(read20k!)} at 20,000`)
         assert.isAtMost(read200k!.rows, 400)
         assert.notInclude(read200k!.plan, "Seq Scan on outbox")
+        // The results: each ended row and its batch's next one found through an index, at a cost that does not follow the backlog.
+        const [settle20k, settle200k] = settles
+        console.log(settle200k!.plan)
+        assert.isAtMost(settle200k!.cost, 2 * settle20k!.cost, `results cost ${settle200k!.cost} at 200,000 vs ${settle20k!.cost} at 20,000`)
+        assert.notInclude(settle200k!.plan, "Seq Scan on webhook_deliveries")
         // What the plans were costed on: no statistics gathered for the table.
         assert.strictEqual(analyzed, 0)
       }))

@@ -101,6 +101,19 @@ export interface Settlement {
   readonly outcome: "succeeded" | "failed" | null
   readonly delaySeconds: number
   readonly attempt: AttemptRecord
+  /**
+   * Go on with the batch here (issue 34): when the row succeeded and its subscription is still
+   * active with this URL and signing secret, the row that becomes the head is leased under the same
+   * token in the same statement and answered, to be sent next without a claim. Null: hand it on to
+   * any claim.
+   */
+  readonly goOn: { readonly url: string; readonly secretSealed: string } | null
+}
+
+/** What `settle` wrote: the rows recorded, and for each that went on, the next row now leased to it. */
+export interface Settled {
+  readonly written: ReadonlySet<string>
+  readonly next: ReadonlyMap<string, DeliveryRow>
 }
 
 /** A subscription's attempts this process has under way (its claim takes at most the rest of the limit). */
@@ -194,6 +207,69 @@ export const renewStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id
     WHERE d.ctid = h.tid AND d.lease_token = h.token
     RETURNING d.id`
 
+/**
+ * The results' record (see `settle` below), as a statement: test/api/webhooks-claim-plan.test.ts
+ * checks its generic plan at growing backlogs.
+ */
+export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlement>, leaseSeconds: number) => {
+  // The next row of the ended row's batch is leased only when the ended row goes on, it is due and no lease holds it.
+  const goes = sql.literal("x.go AND n.next_attempt_at <= now() AND (n.lease_until IS NULL OR n.lease_until < now())")
+  return sql`
+    WITH input AS (
+      -- '' and -1 stand for none: the driver cannot type an array holding only nulls; the delays go
+      -- as text, since whole and fractional numbers would be typed apart.
+      SELECT t.id, t.token, NULLIF(t.outcome, '') AS outcome, t.delay::float8 AS delay, NULLIF(t.code, -1) AS code,
+             NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms,
+             NULLIF(t.url, '') AS url, NULLIF(t.sealed, '') AS sealed
+      FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.token)}::uuid[],
+                  ${results.map((r) => r.outcome ?? "")}::text[], ${results.map((r) => String(r.delaySeconds))}::text[],
+                  ${results.map((r) => r.attempt.statusCode ?? -1)}::int[], ${results.map((r) => bounded(r.attempt.error) ?? "")}::text[],
+                  ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[],
+                  ${results.map((r) => r.goOn?.url ?? "")}::text[], ${results.map((r) => r.goOn?.secretSealed ?? "")}::text[])
+        AS t(id, token, outcome, delay, code, error, duration_ms, url, sealed)),
+    done AS (
+      UPDATE webhook_deliveries d SET
+        status = COALESCE(i.outcome, d.status),
+        completed_at = CASE WHEN i.outcome IS NULL THEN NULL ELSE now() END,
+        next_attempt_at = now() + make_interval(secs => i.delay),
+        last_status_code = i.code, last_error = i.error,
+        lease_token = NULL, lease_until = NULL, last_attempt_at = now()
+      FROM input i
+      WHERE d.id = i.id AND d.lease_token = i.token AND d.status = 'pending'
+      RETURNING d.id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.token, i.outcome, i.code, i.error,
+                i.duration_ms, i.url, i.sealed),
+    following AS (
+      -- An ended row hands its batch on: the next pending row of its (subscription, batch) becomes
+      -- the head, leased at once to the same attempt when that one goes on.
+      UPDATE webhook_deliveries n SET
+        ready = true,
+        lease_token = CASE WHEN ${goes} THEN x.token ELSE n.lease_token END,
+        lease_until = CASE WHEN ${goes} THEN now() + make_interval(secs => ${leaseSeconds}) ELSE n.lease_until END,
+        attempts = n.attempts + CASE WHEN ${goes} THEN 1 ELSE 0 END,
+        first_attempt_at = CASE WHEN ${goes} THEN COALESCE(n.first_attempt_at, now()) ELSE n.first_attempt_at END
+      FROM (
+        SELECT f.id AS ended_id, f.token,
+               (SELECT e.id FROM webhook_deliveries e
+                WHERE e.subscription_id = f.subscription_id AND e.batch_id = f.batch_id AND e.status = 'pending' AND e.seq > f.seq
+                ORDER BY e.seq LIMIT 1) AS next_id,
+               f.outcome = 'succeeded' AND s.id IS NOT NULL AS go
+        -- A join, not EXISTS: \`go\` is read in four places and a subquery would run in each.
+        FROM done f LEFT JOIN webhook_subscriptions s
+          ON s.id = f.subscription_id AND s.status = 'active' AND s.deleted_at IS NULL AND s.url = f.url AND s.secret_sealed = f.sealed
+        WHERE f.outcome IS NOT NULL) x
+      WHERE n.id = x.next_id AND n.status = 'pending'
+      -- RETURNING sees the row as updated: it went on when it holds the attempt's token now.
+      RETURNING x.ended_id, x.go AND n.lease_token = x.token AS go, ${deliveryColumns(sql, "n")}),
+    logged AS (
+      INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
+      -- When the request started: the result is recorded as it ends.
+      SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
+             code, duration_ms, error
+      FROM done)
+    SELECT d.id::text AS ended_id, CASE WHEN f.go THEN to_jsonb(f) - 'ended_id' - 'go' END AS next
+    FROM done d LEFT JOIN following f ON f.ended_id = d.id`
+}
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo, {
@@ -225,9 +301,10 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   /**
    * Records the results in one statement, each under its lease (a lost lease writes nothing for
    * that row), appends each to the attempt log, and makes the next row of each ended row's
-   * (subscription, batch) its head. Answers the ids written.
+   * (subscription, batch) its head; a row that goes on (`goOn`) leases that head under its token for
+   * `leaseSeconds` and answers it.
    */
-  readonly settle: (results: ReadonlyArray<Settlement>) => Repo<ReadonlySet<string>>
+  readonly settle: (results: ReadonlyArray<Settlement>, leaseSeconds: number) => Repo<Settled>
   /** A deleted subscription's waiting deliveries end `failed`. */
   readonly failPending: (subscriptionId: string, reason: string) => Repo<void>
   readonly list: (filter: DeliveryFilter) => Repo<ReadonlyArray<DeliveryRow>>
@@ -296,44 +373,14 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           (rows) => new Set(rows.map((row) => row.id))
         )
 
-      const settle = (results: ReadonlyArray<Settlement>) =>
-        results.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
-          sql<{ delivery_id: string }>`
-            WITH input AS (
-              -- '' and -1 stand for none: the driver cannot type an array holding only nulls; the delays go
-              -- as text, since whole and fractional numbers would be typed apart.
-              SELECT t.id, t.token, NULLIF(t.outcome, '') AS outcome, t.delay::float8 AS delay, NULLIF(t.code, -1) AS code,
-                     NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms
-              FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.token)}::uuid[],
-                          ${results.map((r) => r.outcome ?? "")}::text[], ${results.map((r) => String(r.delaySeconds))}::text[],
-                          ${results.map((r) => r.attempt.statusCode ?? -1)}::int[], ${results.map((r) => bounded(r.attempt.error) ?? "")}::text[],
-                          ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[])
-                AS t(id, token, outcome, delay, code, error, duration_ms)),
-            done AS (
-              UPDATE webhook_deliveries d SET
-                status = COALESCE(i.outcome, d.status),
-                completed_at = CASE WHEN i.outcome IS NULL THEN NULL ELSE now() END,
-                next_attempt_at = now() + make_interval(secs => i.delay),
-                last_status_code = i.code, last_error = i.error,
-                lease_token = NULL, lease_until = NULL, last_attempt_at = now()
-              FROM input i
-              WHERE d.id = i.id AND d.lease_token = i.token AND d.status = 'pending'
-              RETURNING d.id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
-            following AS (
-              -- An ended row hands its batch on: the next pending row of its (subscription, batch) becomes the head.
-              UPDATE webhook_deliveries n SET ready = true
-              WHERE n.status = 'pending' AND n.id IN (
-                SELECT (SELECT e.id FROM webhook_deliveries e
-                        WHERE e.subscription_id = f.subscription_id AND e.batch_id = f.batch_id AND e.status = 'pending' AND e.seq > f.seq
-                        ORDER BY e.seq LIMIT 1)
-                FROM done f WHERE f.outcome IS NOT NULL))
-            INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
-            -- When the request started: the result is recorded as it ends.
-            SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
-                   code, duration_ms, error
-            FROM done
-            RETURNING delivery_id`,
-          (rows) => new Set(rows.map((row) => row.delivery_id))
+      const settled = decodeRows(Schema.Struct({ ended_id: Schema.String, next: Schema.NullOr(DeliveryRow) }))
+      const settle = (results: ReadonlyArray<Settlement>, leaseSeconds: number) =>
+        results.length === 0 ? Effect.succeed<Settled>({ written: new Set(), next: new Map() }) : Effect.map(
+          settled(settleStatement(sql, results, leaseSeconds)),
+          (rows): Settled => ({
+            written: new Set(rows.map((row) => row.ended_id)),
+            next: new Map(rows.flatMap((row) => row.next === null ? [] : [[row.ended_id, row.next] as const]))
+          })
         )
 
       const failPending = (subscriptionId: string, reason: string) =>

@@ -39,7 +39,7 @@ import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
 import { send } from "../../platform/outbound-http.ts"
 import { parseAllowList, resolveCache } from "../../platform/public-host.ts"
-import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
+import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settled, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { defaultLease, heartbeat } from "../../platform/lease.ts"
@@ -65,6 +65,12 @@ export interface WebhookSettingsShape {
   readonly perSubscription: number
   /** How long a result waits to be written with the others that ended meanwhile (one statement for all). */
   readonly settleInterval: Duration.Duration
+  /**
+   * How many rows of one (subscription, batch) an attempt sends one after another, each leased by
+   * the statement that records the one before (no claim between them), before it hands the batch
+   * on to the next claim, where other subscriptions' heads wait their turn.
+   */
+  readonly run: number
   /** When each attempt is due, from the moment the event reached the subscription (first: 0). */
   readonly ladder: ReadonlyArray<Duration.Duration>
   /** Each attempt's whole exchange. */
@@ -81,6 +87,7 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   concurrency: 64,
   perSubscription: 32,
   settleInterval: Duration.millis(5),
+  run: 100,
   ladder: [
     Duration.zero,
     Duration.seconds(5),
@@ -212,6 +219,8 @@ const HOST_CACHE_SECONDS = 5
 interface Signer {
   readonly id: string
   readonly url: string
+  /** The current secret as stored: a batch goes on only while the subscription still has it (and the URL). */
+  readonly sealed: string
   readonly status: SubscriptionRow["status"]
   readonly secrets: ReadonlyArray<string>
 }
@@ -226,6 +235,20 @@ const openAll = (box: { readonly open: (sealed: string) => string }, sealed: Rea
 }
 
 export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
+
+/** One attempt's end, and the next row of its batch when the attempt went on with it (leased to it). */
+interface Step {
+  readonly outcome: AttemptOutcome
+  readonly next: Option.Option<DeliveryRow>
+}
+
+const stop = (outcome: AttemptOutcome): Step => ({ outcome, next: Option.none() })
+
+/** A result as written: false when the lease was lost; the batch's next row when the attempt goes on. */
+interface Written {
+  readonly written: boolean
+  readonly next: Option.Option<DeliveryRow>
+}
 
 export interface ClaimedAttempt {
   readonly subscriptionId: string
@@ -360,14 +383,17 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // Results that ended and wait to be written: the first one in waits `settleInterval`, then
       // writes all that came meanwhile in one statement. Each attempt waits for its own write, so
       // its slot (and its row's lease) is held until the result is kept.
-      let waiting: Array<{ readonly settlement: Settlement; readonly written: Deferred.Deferred<boolean, DatabaseUnavailable> }> = []
+      let waiting: Array<{ readonly settlement: Settlement; readonly written: Deferred.Deferred<Written, DatabaseUnavailable> }> = []
       const flush = Effect.gen(function*() {
         yield* Effect.sleep(settings.settleInterval)
         const batch = waiting
         waiting = []
-        const exit = yield* Effect.exit(deliveries.settle(batch.map((entry) => entry.settlement)))
+        const exit = yield* Effect.exit(deliveries.settle(batch.map((entry) => entry.settlement), leaseSeconds))
         for (const { settlement, written } of batch) {
-          yield* Deferred.done(written, Exit.map(exit, (ids) => ids.has(settlement.id)))
+          yield* Deferred.done(written, Exit.map(exit, (settled: Settled) => ({
+            written: settled.written.has(settlement.id),
+            next: Option.fromNullishOr(settled.next.get(settlement.id))
+          })))
         }
       }).pipe(Effect.uninterruptible)
       // Rows claimed here whose result is not being written yet: the heartbeat renews their leases
@@ -389,21 +415,35 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         }
       })
 
-      /** Records the attempt's result under its lease; false: the lease was lost, nothing written. */
-      const settle = (row: DeliveryRow, token: string, outcome: Settlement["outcome"], delaySeconds: number, record: AttemptRecord) =>
+      /**
+       * Records the attempt's result under its lease; `written` false: the lease was lost, nothing
+       * written. With `goOn` (a success whose attempt may go on), the next row of the batch, leased.
+       */
+      const settle = (
+        row: DeliveryRow,
+        token: string,
+        outcome: Settlement["outcome"],
+        delaySeconds: number,
+        record: AttemptRecord,
+        goOn: Settlement["goOn"] = null
+      ) =>
         Effect.gen(function*() {
           // From here the result is being kept: not stopped by a renewal racing the write that ends the lease.
           yield* letGo(row.id, token)
-          const written = yield* Deferred.make<boolean, DatabaseUnavailable>()
+          const written = yield* Deferred.make<Written, DatabaseUnavailable>()
           const first = waiting.length === 0
-          waiting.push({ settlement: { id: row.id, token, outcome, delaySeconds, attempt: record }, written })
+          waiting.push({ settlement: { id: row.id, token, outcome, delaySeconds, attempt: record, goOn }, written })
           if (first) yield* flush
           return yield* Deferred.await(written)
         })
-      const ended = (outcome: "succeeded" | "failed") => (written: boolean): AttemptOutcome => written ? outcome : "lease_lost"
+      const ended = (outcome: AttemptOutcome) => (result: Written): Step =>
+        result.written ? { outcome, next: result.next } : stop("lease_lost")
 
-      /** One attempt of a claimed row (its subscription read with the round's others). */
-      const attempt = (row: DeliveryRow, token: string, subscription: Option.Option<Signer>) =>
+      /**
+       * One attempt of a claimed row (its subscription read with the round's others). `goOn`: on
+       * success, lease the batch's next row to this attempt's caller.
+       */
+      const attempt = (row: DeliveryRow, token: string, subscription: Option.Option<Signer>, goOn: boolean): Effect.Effect<Step, DatabaseUnavailable> =>
         Effect.gen(function*() {
           if (Option.isNone(subscription)) {
             return ended("failed")(yield* settle(row, token, "failed", 0, { statusCode: null, error: "subscription_deleted", durationMs: null }))
@@ -439,7 +479,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           // Written with the results that end within `settleInterval`; the slot and the lease are held
           // until then, so a crash repeats only what was in flight (decision 0095, issue 34).
           if (result.ok && result.answer.status >= 200 && result.answer.status < 300) {
-            return ended("succeeded")(yield* settle(row, token, "succeeded", 0, record))
+            const next = goOn && sub.status === "active" ? { url: sub.url, secretSealed: sub.sealed } : null
+            return ended("succeeded")(yield* settle(row, token, "succeeded", 0, record, next))
           }
           if (result.ok && result.answer.status === 410) {
             // Disabled before the result hands the batch on: a claim in between then finds the next
@@ -448,7 +489,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             const failed = yield* settle(row, token, "failed", 0, { ...record, error: "endpoint_gone" })
             // What waits behind it would otherwise stay pending until someone turns it on again.
             yield* deliveries.failPending(sub.id, "subscription_disabled")
-            return failed ? "failed" : "lease_lost"
+            return stop(failed.written ? "failed" : "lease_lost")
           }
           const delay = nextDelaySeconds(
             settings.ladder,
@@ -457,7 +498,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             result.ok ? retryAfterSeconds(header(result.answer.headers["retry-after"])) : undefined
           )
           if (Option.isNone(delay)) return ended("failed")(yield* settle(row, token, "failed", 0, record))
-          return (yield* settle(row, token, null, delay.value, record)) ? "retry" : "lease_lost"
+          return ended("retry")(yield* settle(row, token, null, delay.value, record))
         }).pipe(
           Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }),
           // A root span linked to the request that queued the event (decision 0083), traced even
@@ -476,7 +517,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           const record = { statusCode: null, error: "signing_secret_unreadable", durationMs: null }
           const delay = nextDelaySeconds(settings.ladder, row.attempts, row.age_seconds, undefined)
           if (Option.isNone(delay)) return ended("failed")(yield* settle(row, token, "failed", 0, record))
-          return (yield* settle(row, token, null, delay.value, record)) ? "retry" as const : "lease_lost" as const
+          return ended("retry")(yield* settle(row, token, null, delay.value, record))
         })
 
       const claimDue = (limit: number, busy: ReadonlyArray<Busy>) =>
@@ -487,24 +528,38 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           if (claimed.length === 0) return []
           const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
           const live = new Map(subs.map((sub) => [sub.id, sub] as const))
-          return yield* Effect.forEach(claimed, (row) =>
+          const runLength = Math.max(1, settings.run)
+          return yield* Effect.forEach(claimed, (head) =>
             Effect.gen(function*() {
-              const sub = live.get(row.subscription_id)
+              const sub = live.get(head.subscription_id)
               const signer = sub === undefined ? undefined : signerOf(sub)
-              const lost = yield* Deferred.make<void>()
-              held.set(row.id, { token, lost })
-              const run: Effect.Effect<AttemptOutcome, DatabaseUnavailable> = signer === undefined
-                ? attempt(row, token, Option.none())
-                : Option.isSome(signer)
-                ? attempt(row, token, signer)
-                : unreadable(row, token)
-              return {
-                subscriptionId: row.subscription_id,
+              // Held from the claim: the heartbeat renews the head's lease while it waits for its turn.
+              const lostHead = yield* Deferred.make<void>()
+              held.set(head.id, { token, lost: lostHead })
+              const once = (row: DeliveryRow, lost: Deferred.Deferred<void>, goOn: boolean) => {
+                const run: Effect.Effect<Step, DatabaseUnavailable> = signer === undefined
+                  ? attempt(row, token, Option.none(), false)
+                  : Option.isSome(signer)
+                  ? attempt(row, token, signer, goOn)
+                  : unreadable(row, token)
                 // Whichever ends first: the attempt, or the heartbeat finding the row another runner's.
-                run: Effect.raceFirst(run, Effect.as(Deferred.await(lost), "lease_lost" as const)).pipe(
+                return Effect.raceFirst(run, Effect.as(Deferred.await(lost), stop("lease_lost"))).pipe(
                   Effect.ensuring(letGo(row.id, token))
                 )
-              } satisfies ClaimedAttempt
+              }
+              // The head, then the rows its batch hands on to this attempt, one after another (order
+              // within the batch), up to `run` of them.
+              const run = Effect.gen(function*() {
+                let step = yield* once(head, lostHead, runLength > 1)
+                for (let sent = 1; Option.isSome(step.next); sent++) {
+                  const row = step.next.value
+                  const lost = yield* Deferred.make<void>()
+                  held.set(row.id, { token, lost })
+                  step = yield* once(row, lost, sent + 1 < runLength)
+                }
+                return step.outcome
+              })
+              return { subscriptionId: head.subscription_id, run } satisfies ClaimedAttempt
             }))
         })
 
@@ -519,7 +574,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           ...(sub.older_secret_sealed !== null ? [sub.older_secret_sealed] : [])
         ]
         const secrets = openAll(box, sealed)
-        return secrets === undefined ? Option.none() : Option.some({ id: sub.id, url: sub.url, status: sub.status, secrets })
+        return secrets === undefined ? Option.none() : Option.some({ id: sub.id, url: sub.url, sealed: sub.secret_sealed, status: sub.status, secrets })
       }
 
       return { list, redeliver, attempts, fanOutOnce, claimDue, renewHeld }
