@@ -107,7 +107,8 @@ export const withLinkedJobSpan = (
         "messaging.destination.name": destination,
         ...attributes
       }
-    })
+      // A job's call site is always this wrapper: capturing it cost a stack trace per job (4 % of the webhook worker's CPU).
+    }, { captureStackTrace: false })
   )
 }
 

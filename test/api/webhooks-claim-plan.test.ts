@@ -134,6 +134,9 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         console.log(settle200k!.plan)
         assert.isAtMost(settle200k!.cost, 2 * settle20k!.cost, `results cost ${settle200k!.cost} at 200,000 vs ${settle20k!.cost} at 20,000`)
         assert.notInclude(settle200k!.plan, "Seq Scan on webhook_deliveries")
+        // The next row of each batch is one tuple of the batch index, never a walk of the subscription's pending rows.
+        assert.include(settle200k!.plan, "webhook_deliveries_batch")
+        assert.notInclude(settle200k!.plan, "webhook_deliveries_pending_age")
         // What the plans were costed on: no statistics gathered for the table.
         assert.strictEqual(analyzed, 0)
       }))

@@ -208,6 +208,20 @@ export const renewStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id
     RETURNING d.id`
 
 /**
+ * The first pending row of the (subscription, batch) of `alias` after its `seq` (`nx`, joined when there
+ * is one). A row comparison in the order of `webhook_deliveries_batch`: only that index answers it
+ * with one tuple, so no plan can walk a subscription's whole backlog instead (with equalities and
+ * `ORDER BY seq`, a plan built without statistics took `webhook_deliveries_pending_age` and read
+ * every pending row of the subscription for each step, the cost growing with the backlog).
+ */
+const nextInBatch = (sql: SqlClient, alias: string) =>
+  sql.literal(`JOIN LATERAL (
+          SELECT e.id, e.subscription_id, e.batch_id FROM webhook_deliveries e
+          WHERE e.status = 'pending' AND (e.subscription_id, e.batch_id, e.seq) > (${alias}.subscription_id, ${alias}.batch_id, ${alias}.seq)
+          ORDER BY e.subscription_id, e.batch_id, e.seq LIMIT 1) nx
+          ON nx.subscription_id = ${alias}.subscription_id AND nx.batch_id = ${alias}.batch_id`)
+
+/**
  * The results' record (see `settle` below), as a statement: test/api/webhooks-claim-plan.test.ts
  * checks its generic plan at growing backlogs.
  */
@@ -248,14 +262,15 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
         attempts = n.attempts + CASE WHEN ${goes} THEN 1 ELSE 0 END,
         first_attempt_at = CASE WHEN ${goes} THEN COALESCE(n.first_attempt_at, now()) ELSE n.first_attempt_at END
       FROM (
-        SELECT f.id AS ended_id, f.token,
-               (SELECT e.id FROM webhook_deliveries e
-                WHERE e.subscription_id = f.subscription_id AND e.batch_id = f.batch_id AND e.status = 'pending' AND e.seq > f.seq
-                ORDER BY e.seq LIMIT 1) AS next_id,
-               f.outcome = 'succeeded' AND s.id IS NOT NULL AS go
-        -- A join, not EXISTS: \`go\` is read in four places and a subquery would run in each.
-        FROM done f LEFT JOIN webhook_subscriptions s
-          ON s.id = f.subscription_id AND s.status = 'active' AND s.deleted_at IS NULL AND s.url = f.url AND s.secret_sealed = f.sealed
+        SELECT f.id AS ended_id, f.token, nx.id AS next_id, f.outcome = 'succeeded' AND s.id IS NOT NULL AS go
+        FROM done f
+        ${nextInBatch(sql, "f")}
+        -- Joined, not EXISTS: \`go\` is read in four places and a subquery would run in each. Through the
+        -- primary key (ORDER BY id: without statistics a plain join walked a partial index of every subscription).
+        LEFT JOIN LATERAL (
+          SELECT s.id FROM webhook_subscriptions s
+          WHERE s.id = f.subscription_id AND s.status = 'active' AND s.deleted_at IS NULL AND s.url = f.url AND s.secret_sealed = f.sealed
+          ORDER BY s.id LIMIT 1) s ON true
         WHERE f.outcome IS NOT NULL) x
       WHERE n.id = x.next_id AND n.status = 'pending'
       -- RETURNING sees the row as updated: it went on when it holds the attempt's token now.
@@ -467,12 +482,11 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const handOn = (batches: ReadonlyArray<{ readonly subscription_id: string; readonly batch_id: string }>) =>
         batches.length === 0 ? Effect.void : Effect.asVoid(sql`
           UPDATE webhook_deliveries n SET ready = true
-          WHERE n.status = 'pending' AND NOT n.ready AND n.id IN (
-            SELECT (SELECT e.id FROM webhook_deliveries e
-                    WHERE e.subscription_id = f.subscription_id AND e.batch_id = f.batch_id AND e.status = 'pending'
-                    ORDER BY e.seq LIMIT 1)
-            FROM unnest(${batches.map((b) => b.subscription_id)}::uuid[], ${batches.map((b) => b.batch_id)}::uuid[])
-              AS f(subscription_id, batch_id))`)
+          FROM (SELECT u.subscription_id, u.batch_id, -1 AS seq
+                FROM unnest(${batches.map((b) => b.subscription_id)}::uuid[], ${batches.map((b) => b.batch_id)}::uuid[])
+                  AS u(subscription_id, batch_id)) f
+          ${nextInBatch(sql, "f")}
+          WHERE n.id = nx.id AND n.status = 'pending' AND NOT n.ready`)
 
       return {
         ...atDatabaseBoundary({
