@@ -3,7 +3,8 @@
  * control answers 401 to an anonymous caller and opens only with the profile's own API key or
  * the operator token naming the world; each profile has its own world (arrivals and faults reach
  * no other tenant); pushes go only to this service's own `/hooks/<provider>` (or an origin the
- * operator opened), never follow a redirect; `_state` shows no secret; test media is capped.
+ * operator opened), never follow a redirect; `_state` shows no secret; test media is capped. The
+ * controls are checked again on an app configured as a production start that asks for the sandbox.
  */
 import { assert, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
