@@ -21,7 +21,8 @@ export const CHAOS_TESTS = [
 export const PROCESS_TESTS = [
   // Every process and browser test (lifecycle, drain under a busy CPU, start-up defaults, browsers).
   "test/e2e/**/*.test.ts",
-  // Starts the service's start-up check as a Node process per case (28 of them, ~80 s).
+  // The entry points' start-up checks and the CLI, a Node process per case (10 of them, ~60 s); the
+  // configuration rules without a process are test/unit/startup-settings.test.ts, in the default run.
   "test/unit/startup-config.test.ts"
 ]
 

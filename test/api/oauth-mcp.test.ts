@@ -453,21 +453,30 @@ layer(serveApp(testSettings()), { timeout: "90 seconds", excludeTestServices: tr
       assert.strictEqual(issued.status, 200)
     }))
 
-  it.effect("a wrong verifier is invalid_grant and spends the code (decision 0106): the right verifier is refused afterwards", () =>
-    Effect.gen(function*() {
-      const sql = yield* SqlClient
-      const flow = yield* toCode()
-      const wrong = yield* token({ client_id: flow.clientId, code: flow.code, redirect_uri: REDIRECT, code_verifier: pkce().verifier })
-      assertOAuthError(wrong, 400, "invalid_grant")
-      assert.strictEqual(wrong.json.error_description, "The code_verifier does not match the code_challenge.")
-      const codes = yield* sql<{ used: boolean; token_id: string | null }>`
-        SELECT used_at IS NOT NULL AS used, token_id FROM mcp_authorization_codes WHERE code_hash = ${secretDigest(flow.code)}`
-      assert.deepStrictEqual(codes, [{ used: true, token_id: null }])
-      assertOAuthError(yield* exchange(flow), 400, "invalid_grant")
-      const minted = yield* sql<{ count: number }>`
-        SELECT count(*)::int AS count FROM user_tokens WHERE mcp_client_id = ${flow.clientId}`
-      assert.strictEqual(minted[0]?.count, 0)
-    }))
+  // Both refusals of decision 0106, the same as the partner flow's /oauth/token (test/api/oauth-authorize.test.ts).
+  const verifierRefusals: ReadonlyArray<readonly [string, () => Record<string, string>, string]> = [
+    ["a wrong verifier", () => ({ code_verifier: pkce().verifier }), "The code_verifier does not match the code_challenge."],
+    ["a missing verifier", () => ({}), "code_verifier is required: the code was issued with a code_challenge."]
+  ]
+  for (const [name, verifierOf, description] of verifierRefusals) {
+    it.effect(`${name} is invalid_grant and spends the code (decision 0106): the right verifier is refused afterwards`, () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const flow = yield* toCode()
+        const refused = yield* token({ client_id: flow.clientId, code: flow.code, redirect_uri: REDIRECT, ...verifierOf() })
+        assertOAuthError(refused, 400, "invalid_grant")
+        assert.strictEqual(refused.json.error_description, description)
+        const codes = yield* sql<{ used: boolean; token_id: string | null }>`
+          SELECT used_at IS NOT NULL AS used, token_id FROM mcp_authorization_codes WHERE code_hash = ${secretDigest(flow.code)}`
+        assert.deepStrictEqual(codes, [{ used: true, token_id: null }])
+        const again = yield* exchange(flow)
+        assertOAuthError(again, 400, "invalid_grant")
+        assert.strictEqual(again.json.error_description, "The authorization code was already used.")
+        const minted = yield* sql<{ count: number }>`
+          SELECT count(*)::int AS count FROM user_tokens WHERE mcp_client_id = ${flow.clientId}`
+        assert.strictEqual(minted[0]?.count, 0)
+      }))
+  }
 
   it.effect("malformed token requests: invalid_request, unsupported_grant_type, and invalid_client for an unknown client", () =>
     Effect.gen(function*() {
@@ -475,8 +484,6 @@ layer(serveApp(testSettings()), { timeout: "90 seconds", excludeTestServices: tr
       const base = { client_id: flow.clientId, code: flow.code, redirect_uri: REDIRECT, code_verifier: flow.verifier }
       assertOAuthError(yield* token({ ...base, code_verifier: "too-short" }), 400, "invalid_request")
       assertOAuthError(yield* token({ ...base, code_verifier: `${"a".repeat(43)}!` }), 400, "invalid_request")
-      const { code_verifier: _verifier, ...noVerifier } = base
-      assertOAuthError(yield* token(noVerifier), 400, "invalid_request")
       const { redirect_uri: _redirect, ...noRedirect } = base
       assertOAuthError(yield* token(noRedirect), 400, "invalid_request")
       assertOAuthError(yield* post("/oauth/mcp/token", { ...base, grant_type: "client_credentials" }), 400, "unsupported_grant_type")

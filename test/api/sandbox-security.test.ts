@@ -3,15 +3,17 @@
  * control answers 401 to an anonymous caller and opens only with the profile's own API key or
  * the operator token naming the world; each profile has its own world (arrivals and faults reach
  * no other tenant); pushes go only to this service's own `/hooks/<provider>` (or an origin the
- * operator opened), never follow a redirect; `_state` shows no secret; test media is capped.
+ * operator opened), never follow a redirect; `_state` shows no secret; test media is capped. The
+ * controls are checked again on an app configured as a production start that asks for the sandbox.
  */
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createServer } from "node:http"
 import { PROVIDER_KINDS } from "../../src/connections/providers/registry.ts"
 import { signCallback } from "../../src/connections/providers/signing.ts"
-import { call, OPERATOR_TOKEN, serveApp, TestServer } from "../support/app.ts"
+import { loadSettings } from "../../src/platform/config.ts"
+import { call, migratedDataDir, OPERATOR_TOKEN, serveApp, TEST_SECRETS_KEY, tempDir, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, freePort, ownPortSettings, sandboxSecretOf, sandboxToken } from "../support/providers.ts"
 import { worldHandle } from "../support/sandbox-world.ts"
@@ -217,3 +219,74 @@ layer(App, { timeout: "120 seconds", excludeTestServices: true })("sandbox secur
       }
     }))
 })
+
+/**
+ * The settings a production start resolves (decision 0105): NODE_ENV=production with the sandbox
+ * asked for explicitly, from exactly these variables; only the listening port is the harness's.
+ */
+const productionSettings = Effect.runSync(loadSettings.pipe(
+  Effect.provideService(
+    ConfigProvider.ConfigProvider,
+    ConfigProvider.fromEnvRecord({
+      NODE_ENV: "production",
+      SVC_PROVIDERS: "sandbox",
+      SVC_SECRETS_KEY: TEST_SECRETS_KEY,
+      SVC_ADMIN_TOKEN: OPERATOR_TOKEN,
+      SVC_SHARDS_PER_GROUP: "30",
+      LOG_LEVEL: "Error",
+      ...(process.env["DATABASE_URL"]
+        ? { DATABASE_URL: process.env["DATABASE_URL"], SVC_DATA_DIR: tempDir("data") }
+        : { SVC_DATA_DIR: migratedDataDir() })
+    })
+  )
+))
+
+layer(serveApp({ ...productionSettings, port: 0 }), { timeout: "120 seconds", excludeTestServices: true })(
+  "sandbox security on a production-shaped start",
+  (it) => {
+    it.effect("NODE_ENV=production, SVC_PROVIDERS=sandbox: every test control answers an anonymous caller 401 and the operator without a world 400; nothing changes", () =>
+      Effect.gen(function*() {
+        assert.isTrue(productionSettings.productionShaped)
+        assert.strictEqual(productionSettings.providers.mode, "sandbox")
+        assert.isTrue(productionSettings.providers.servesSandbox)
+        const a = yield* tenant
+        for (const provider of PROVIDER_KINDS) {
+          const stateOf = Effect.gen(function*() {
+            const read = yield* control("GET", `/sandbox/${provider}/_state`, a.key)
+            assert.strictEqual(read.status, 200, `${provider}: ${read.text}`)
+            return read.json
+          })
+          const before = yield* stateOf
+          const routes: ReadonlyArray<readonly [string, string, unknown]> = [
+            ["GET", "_state", undefined],
+            ["PATCH", "_state", { arrive: { kind: "message", from: "351930000009", text: "hi" } }],
+            ["PATCH", "_state", { objects: [] }],
+            ["POST", "_faults", { revoke_tokens: true, throttle: 5 }]
+          ]
+          for (const [method, route, body] of routes) {
+            const path = `/sandbox/${provider}/${route}`
+            // Naming the world opens nothing without a credential.
+            for (const target of [path, `${path}?profile_id=${a.profileId}`]) {
+              const anonymous = yield* control(method, target, undefined, body)
+              assert.strictEqual(anonymous.status, 401, `${method} ${target}: ${anonymous.text.slice(0, 300)}`)
+              assert.deepStrictEqual(Object.keys(anonymous.json), ["error"])
+              assert.deepStrictEqual(Object.keys(anonymous.json.error).sort(), ["code", "message"])
+              assert.strictEqual(anonymous.json.error.code, "unauthorized")
+              assert.isString(anonymous.json.error.message)
+              assert.strictEqual(anonymous.headers.get("www-authenticate"), `Bearer realm="sandbox"`)
+            }
+            const worldless = yield* control(method, path, OPERATOR_TOKEN, body)
+            assert.strictEqual(worldless.status, 400, `${method} ${path}: ${worldless.text.slice(0, 300)}`)
+            assert.deepStrictEqual(Object.keys(worldless.json), ["error"])
+            assert.strictEqual(worldless.json.error.code, "invalid_parameter")
+            assert.include(worldless.json.error.message, "profile_id")
+          }
+          // The world is as it was, read with its own key and with the operator naming it.
+          assert.deepStrictEqual(yield* stateOf, before, provider)
+          const operator = yield* control("GET", `/sandbox/${provider}/_state?profile_id=${a.profileId}`, OPERATOR_TOKEN)
+          assert.strictEqual(operator.status, 200, operator.text)
+          assert.deepStrictEqual(operator.json, before, provider)
+        }
+      }))
+  }
+)

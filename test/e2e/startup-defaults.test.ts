@@ -3,14 +3,16 @@
  * gets, the one warning for simulated providers asked for on a production-shaped start, whether
  * `/sandbox/` is served, and the embedded data directory being the service user's alone (0700
  * directories, 0600 files, PGlite's and the generated key's included). The whole matrix, as a
- * function, is in test/unit/startup-config.test.ts; these are the process starts.
+ * function, and the data directory opened in-process are in test/unit/startup-settings.test.ts
+ * (the default run); these are the process starts.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { chmodSync, existsSync, readdirSync, rmSync, statSync } from "node:fs"
+import { chmodSync, existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Agent } from "node:http"
 import { randomBytes } from "node:crypto"
 import { tempDir } from "../support/app.ts"
+import { assertPrivate } from "../support/private-tree.ts"
 import { send, type ServiceProcess, startService, stopService, waitUntil } from "../support/service-process.ts"
 
 const WARNING = "SVC_PROVIDERS=sandbox on a production-shaped start"
@@ -52,26 +54,6 @@ const assertSandboxNotServed = async (service: ServiceProcess) => {
   assert.strictEqual(state.status, 404)
   assert.strictEqual(JSON.parse(state.body).error.code, "not_found")
   assert.deepStrictEqual(warnings(service), [])
-}
-
-/** Every directory and regular file under `root` (itself included), with its permission bits. */
-const tree = (root: string): ReadonlyArray<{ readonly path: string; readonly directory: boolean; readonly mode: number }> => {
-  const found = [{ path: root, directory: true, mode: statSync(root).mode & 0o777 }]
-  for (const name of readdirSync(root, { recursive: true, encoding: "utf8" })) {
-    const path = join(root, name)
-    const stats = statSync(path, { throwIfNoEntry: false })
-    if (stats === undefined || (!stats.isDirectory() && !stats.isFile())) continue
-    found.push({ path, directory: stats.isDirectory(), mode: stats.mode & 0o777 })
-  }
-  return found
-}
-
-const assertPrivate = (root: string) => {
-  const entries = tree(root)
-  // PGlite's initdb alone writes about a thousand files: the check is not over an empty tree.
-  assert.isAbove(entries.filter((entry) => !entry.directory).length, 500)
-  const loose = entries.filter((entry) => entry.mode !== (entry.directory ? 0o700 : 0o600))
-  assert.deepStrictEqual(loose.map((entry) => `${entry.path} ${entry.mode.toString(8)}`), [])
 }
 
 describe("the embedded database's data directory and the providers a start gets", () => {

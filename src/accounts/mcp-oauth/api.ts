@@ -92,7 +92,10 @@ export const McpOAuthApi = HttpApiGroup.make("mcpOAuth")
       .annotate(
         OpenApi.Description,
         "Public client: client_id in the body, no secret. The token (`svc_user_...`) carries the consented MCP " +
-          "grants, expires after 90 days, and is never refreshed. A code used twice revokes the token it issued."
+          "grants, expires after 90 days, and is never refreshed. A code used twice revokes the token it issued. " +
+          "PKCE (RFC 7636, decision 0106), as at /oauth/token: a missing `code_verifier`, or one whose " +
+          "BASE64URL(SHA-256) is not the code's `code_challenge`, is 400 `invalid_grant` and spends the code (a second " +
+          "attempt is `invalid_grant` too). A malformed `code_verifier` is 400 `invalid_request` and spends nothing."
       )
       .annotateMerge(publicOperation())
   )

@@ -87,7 +87,7 @@ export class McpOAuthRepo extends Context.Service<McpOAuthRepo, {
   readonly insertCode: (code: NewCode) => Repo<void>
   /** The code row, locked until the transaction ends, with whether it is still live and already used. */
   readonly lockCode: (digest: string) => Repo<Option.Option<CodeRow>>
-  /** Spends the code; `tokenId` null when it was refused (a wrong PKCE verifier) and minted nothing. */
+  /** Spends the code; `tokenId` null when it was refused (a wrong or missing PKCE verifier) and minted nothing. */
   readonly markCodeUsed: (digest: string, tokenId: string | null) => Repo<void>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/McpOAuthRepo") {

@@ -25,7 +25,7 @@ import { DEFAULT_USER_TOKEN_UNITS_PER_MINUTE, userTokenMinter } from "../user-to
 import { CredentialStore, type PrincipalShape } from "../../kernel/principal.ts"
 import { AppConfig } from "../../platform/config.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
-import { CODE_CHALLENGE_METHODS, isVerifierShaped, MALFORMED_VERIFIER, requiredChallenge, verifierRefusal } from "../oauth/pkce.ts"
+import { CODE_CHALLENGE_METHODS, malformedVerifier, requiredChallenge, verifierRefusal } from "../oauth/pkce.ts"
 import { isMcpGrant, parseGrants, redirectUriRegistered, validateClientMetadata } from "./client-metadata.ts"
 import { type ClientRow, McpOAuthRepo, type SessionRow, type TicketRow } from "./repo.ts"
 
@@ -328,7 +328,7 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
         | { readonly _tag: "Refused"; readonly description: string }
         | { readonly _tag: "Reused"; readonly revoked: boolean }
 
-      const redeem = (digest: string, clientId: string, redirectUri: string, verifier: string) =>
+      const redeem = (digest: string, clientId: string, redirectUri: string, verifier: string | undefined) =>
         repo.transaction(Effect.gen(function*(): Effect.fn.Return<Redeemed, DatabaseUnavailable> {
           const found = yield* repo.lockCode(digest)
           if (Option.isNone(found)) return { _tag: "Refused", description: "The authorization code is not valid." }
@@ -357,7 +357,7 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
           }
           const pkceRefused = verifierRefusal(code.code_challenge, verifier)
           if (pkceRefused !== undefined) {
-            // A code presented with a wrong verifier may have leaked: it is spent, as in the partner flow (decision 0106).
+            // A code presented with a wrong or missing verifier may have leaked: it is spent, as in the partner flow (decision 0106).
             yield* repo.markCodeUsed(digest, null)
             return { _tag: "Refused", description: pkceRefused }
           }
@@ -387,13 +387,15 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
             error_description: "This endpoint serves grant_type=authorization_code."
           })
         }
-        const missing = names.find((name) => !params.values.has(name))
+        // A missing code_verifier is the grant's refusal below (invalid_grant, the code spent), as in the partner flow.
+        const missing = names.find((name) => name !== "code_verifier" && !params.values.has(name))
         if (missing !== undefined) return yield* invalidRequest(`${missing} is required.`)
         const clientId = params.values.get("client_id") ?? ""
         const code = params.values.get("code") ?? ""
         const redirectUri = params.values.get("redirect_uri") ?? ""
-        const verifier = params.values.get("code_verifier") ?? ""
-        if (!isVerifierShaped(verifier)) return yield* invalidRequest(MALFORMED_VERIFIER)
+        const verifier = params.values.get("code_verifier")
+        const malformed = malformedVerifier(verifier)
+        if (malformed !== undefined) return yield* invalidRequest(malformed)
         const client = yield* repo.findClient(clientId).pipe(Effect.catchTag("DatabaseUnavailable", orServerError))
         if (Option.isNone(client)) return yield* new OAuthInvalidClient({ error_description: "Unknown client_id." })
         const redeemed = yield* redeem(secretDigest(code), clientId, redirectUri, verifier).pipe(
@@ -405,7 +407,12 @@ export class McpOAuthService extends Context.Service<McpOAuthService, {
           case "Reused":
             // The revoked token must stop at once on this runner, not after the credential cache expires.
             if (redeemed.revoked) yield* credentials.forget
-            return yield* invalidGrant("The authorization code was already used; the token issued for it is revoked.")
+            // A code refused for its verifier was spent without issuing a token: nothing to revoke.
+            return yield* invalidGrant(
+              redeemed.revoked
+                ? "The authorization code was already used; the token issued for it is revoked."
+                : "The authorization code was already used."
+            )
           case "Issued":
             return {
               access_token: redeemed.token,

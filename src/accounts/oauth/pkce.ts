@@ -53,10 +53,16 @@ export const requiredChallenge = (
       ? Result.fail("PKCE is required: send code_challenge with code_challenge_method=S256.")
       : Result.succeed(found))
 
-/** Whether a presented `code_verifier` has RFC 7636's shape; checked before any code is looked up or spent. */
-export const isVerifierShaped = (verifier: string): boolean => CODE_VERIFIER.test(verifier)
-
 export const MALFORMED_VERIFIER = "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~ (RFC 7636)."
+
+/**
+ * The token request's `code_verifier` before any code is looked up or spent: why the request is
+ * `invalid_request` when one was sent without RFC 7636's shape (it could match no challenge), else
+ * undefined. A missing verifier is not malformed: it is the grant's refusal (`verifierRefusal`,
+ * `invalid_grant`, the code spent), the same on both flows (decision 0106).
+ */
+export const malformedVerifier = (verifier: string | undefined): string | undefined =>
+  verifier !== undefined && !CODE_VERIFIER.test(verifier) ? MALFORMED_VERIFIER : undefined
 
 /**
  * The token request's `code_verifier` against the challenge stored with the code: undefined when

@@ -26,7 +26,7 @@ import { CredentialStore, type PrincipalShape } from "../../../kernel/principal.
 import { AuthorizeRepo, isSecretShaped } from "../authorize/repo.ts"
 import { OAuthRepo } from "./repo.ts"
 import { digestsEqual } from "../../../platform/secrets.ts"
-import { isVerifierShaped, MALFORMED_VERIFIER, verifierRefusal } from "../pkce.ts"
+import { malformedVerifier, verifierRefusal } from "../pkce.ts"
 
 export type AppClient = Extract<PrincipalShape, { readonly kind: "app_client" }>
 
@@ -251,9 +251,8 @@ export class OAuthService extends Context.Service<OAuthService, {
           return yield* new OAuthRequestError({ error: "invalid_request", error_description: "redirect_uri is required." })
         }
         // A verifier that could match no challenge is a malformed request: answered before the code is spent.
-        if (input.codeVerifier !== undefined && !isVerifierShaped(input.codeVerifier)) {
-          return yield* new OAuthRequestError({ error: "invalid_request", error_description: MALFORMED_VERIFIER })
-        }
+        const malformed = malformedVerifier(input.codeVerifier)
+        if (malformed !== undefined) return yield* new OAuthRequestError({ error: "invalid_request", error_description: malformed })
         if (!isSecretShaped(input.code)) return yield* badCode()
         const codeHash = secretDigest(input.code)
         const now = new Date(yield* Clock.currentTimeMillis)
