@@ -112,10 +112,10 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
         payingRows(sql`
           SELECT c.id::text AS id, c.first_name, c.last_name,
                  (SELECT i.value FROM customer_identifiers i
-                  WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+                  WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at, i.id LIMIT 1) AS email,
                  (SELECT i.value FROM customer_identifiers i
-                  WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+                  WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at, i.id LIMIT 1) AS phone,
                  (SELECT t.country FROM touches t
                   WHERE t.customer_id = c.id AND t.country IS NOT NULL

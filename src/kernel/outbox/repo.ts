@@ -98,15 +98,19 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
       WHERE o.id IN (SELECT id FROM head UNION ALL SELECT id FROM rest))
     SELECT o.id, o.profile_id, o.topic, o.payload, ${isoTimestamp(sql, "o.created_at")} AS created_at,
            c.first_name, c.last_name,
-           (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+           (SELECT value FROM customer_identifiers i WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
             ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
-           (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+           (SELECT value FROM customer_identifiers i WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
             ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
            (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live,
            o.traceparent, o.tracestate, o.batch::text AS batch
     FROM claimed o
     -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
-    LEFT JOIN customers c ON c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
+    -- A probe of the primary key per row: a plain join was planned as a scan of every customer.
+    LEFT JOIN LATERAL (
+      SELECT c.id, c.profile_id, c.first_name, c.last_name, c.erased_at FROM customers c
+      WHERE c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
+      ORDER BY c.id LIMIT 1) c ON true
     ORDER BY o.created_at, o.id`
 }
 
@@ -166,9 +170,9 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
         return recordedRows(sql`
           SELECT o.id, ${isoTimestamp(sql, "o.created_at")} AS created_at, o.payload,
                  c.first_name, c.last_name,
-                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
+                 (SELECT value FROM customer_identifiers i WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
-                 (SELECT value FROM customer_identifiers i WHERE i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
+                 (SELECT value FROM customer_identifiers i WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
                  (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live
           FROM outbox o

@@ -12,7 +12,9 @@
  *   `perSubscription` at once per process.
  * - Attempts: only the head of a (subscription, batch) (`ready`) is claimed, under a lease (its
  *   token fences the result); recording its end makes the next row the head: order within a
- *   batch holds even across retries. The lease is short and the worker's heartbeat renews every
+ *   batch holds even across retries. A success goes on with its batch (decision 0121): the
+ *   statement that records it leases the next row to the same attempt, which sends it without a
+ *   claim, up to `run` rows in a row, while the subscription keeps its URL and secret. The lease is short and the worker's heartbeat renews every
  *   row it holds in one statement (decision 0119): a runner that dies leaves leases that expire
  *   within seconds, and another takes the rows over. Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
  * - Results are written together, every `settleInterval`, one statement for all that ended
