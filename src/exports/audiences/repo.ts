@@ -181,25 +181,28 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
             RETURNING profile_id::text AS profile_id, sync_lease_token::text AS token`))
         })
 
+      // Suspended: each run of the claim draws its own token, even when the effect is run again.
       const claimDue = (olderThanSeconds: number, leaseSeconds: number) =>
-        Effect.map(
-          leaseRow(sql`
-            UPDATE customer_list_audiences
-            SET sync_lease_until = now() + make_interval(secs => ${leaseSeconds}), sync_lease_token = ${crypto.randomUUID()}
-            WHERE profile_id = (
-              SELECT l.profile_id FROM customer_list_audiences l
-              JOIN profiles p ON p.id = l.profile_id
-              LEFT JOIN conversion_sync_settings s ON s.profile_id = l.profile_id
-              WHERE l.status = 'enabled'
-                AND (l.last_synced_at IS NULL OR l.last_synced_at < now() - make_interval(secs => ${olderThanSeconds}))
-                AND (l.sync_lease_until IS NULL OR l.sync_lease_until < now())
-                AND p.privacy_mode <> 'hipaa'
-                AND (p.privacy_mode <> 'platform_safe' OR COALESCE(s.platform_safe_audiences, 'disabled') = 'enabled')
-              ORDER BY l.last_synced_at NULLS FIRST
-              LIMIT 1
-              FOR UPDATE OF l SKIP LOCKED)
-            RETURNING profile_id::text AS profile_id, sync_lease_token::text AS token`),
-          leaseOf
+        Effect.suspend(() =>
+          Effect.map(
+            leaseRow(sql`
+              UPDATE customer_list_audiences
+              SET sync_lease_until = now() + make_interval(secs => ${leaseSeconds}), sync_lease_token = ${crypto.randomUUID()}
+              WHERE profile_id = (
+                SELECT l.profile_id FROM customer_list_audiences l
+                JOIN profiles p ON p.id = l.profile_id
+                LEFT JOIN conversion_sync_settings s ON s.profile_id = l.profile_id
+                WHERE l.status = 'enabled'
+                  AND (l.last_synced_at IS NULL OR l.last_synced_at < now() - make_interval(secs => ${olderThanSeconds}))
+                  AND (l.sync_lease_until IS NULL OR l.sync_lease_until < now())
+                  AND p.privacy_mode <> 'hipaa'
+                  AND (p.privacy_mode <> 'platform_safe' OR COALESCE(s.platform_safe_audiences, 'disabled') = 'enabled')
+                ORDER BY l.last_synced_at NULLS FIRST
+                LIMIT 1
+                FOR UPDATE OF l SKIP LOCKED)
+              RETURNING profile_id::text AS profile_id, sync_lease_token::text AS token`),
+            leaseOf
+          )
         )
 
       const changed = (rows: ReadonlyArray<unknown>) => rows.length > 0
