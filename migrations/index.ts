@@ -52,6 +52,7 @@ import m0054 from "./0054_one_running_sync_job.ts"
 import m0055 from "./0055_webhook_claim_heads.ts"
 import m0056 from "./0056_visible_backlog.ts"
 import m0057 from "./0057_queue_claim_indexes.ts"
+import m0058 from "./0058_customer_list_lease_token.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -111,7 +112,8 @@ export const migrations = {
   "0054_one_running_sync_job": m0054,
   "0055_webhook_claim_heads": m0055,
   "0056_visible_backlog": m0056,
-  "0057_queue_claim_indexes": m0057
+  "0057_queue_claim_indexes": m0057,
+  "0058_customer_list_lease_token": m0058
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -4,10 +4,13 @@
  * platform call until enabled), proposals, the consent contract, the exact hashed members the
  * sandbox holds after a v1 and a v2 confirm, idempotent re-confirms, exclusions applied at once,
  * the 1 % lookalike, DELETE, hipaa and scopes. Paying customers come from POST /api/v1/events
- * (a cash definition), names and countries are set by SQL (the customers domain's rows).
+ * (a cash definition), names and countries are set by SQL (the customers domain's rows). The sync
+ * lease (decision 0119): held by a heartbeat it is never taken, abandoned it is taken over within
+ * 10 s, and the old holder's fenced writes change nothing. The refresh's background fiber is off
+ * here: the tests run it (`runOnce`) when they mean to.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import {
   CUSTOMER_LIST_CONSENT_V1,
@@ -15,13 +18,16 @@ import {
   type CustomerListConsentVersion,
   customerListConsentText
 } from "../../schema/audiences.ts"
+import { AudiencesRepo } from "../../src/exports/audiences/repo.ts"
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
+import { leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
 import { call, TestServer } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
-import { CustomerListRefresh } from "../../src/exports/audiences/worker.ts"
+import { CustomerListRefresh, CustomerListRefreshSettings, defaultCustomerListRefreshSettings } from "../../src/exports/audiences/worker.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth } from "../support/sandbox-world.ts"
+import { holdFor, neverTaken, TAKEOVER_BOUND, takenWithin } from "../support/takeover.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
@@ -151,7 +157,9 @@ const population = (fixture: Fixture) =>
     return { ana, bo, nobody, lead }
   })
 
-layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true })("customer-list audiences", (it) => {
+const refreshOff = Layer.succeed(CustomerListRefreshSettings)({ ...defaultCustomerListRefreshSettings, enabled: false })
+
+layer(serveAppOnOwnPort().pipe(Layer.provide(refreshOff)), { timeout: "180 seconds", excludeTestServices: true })("customer-list audiences", (it) => {
   describe("Platform-Safe switch", () => {
     it.effect("off until enabled: GET disabled; proposal, confirm and lookalike 409 platform_safe_audiences_disabled; no platform audience", () =>
       Effect.gen(function*() {
@@ -418,6 +426,71 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         })
         assert.strictEqual(state.json.data.consent_version, CUSTOMER_LIST_CONSENT_V1)
       }))
+
+    it.effect("a refresh held by its heartbeat keeps the list; abandoned, the next claim takes it within 10 s; the old holder writes nothing", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile()
+        yield* connect(fixture)
+        yield* enable(fixture)
+        yield* population(fixture)
+        const confirmed = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
+        assert.strictEqual(confirmed.status, 201, confirmed.text)
+        const sql = yield* SqlClient
+        const repo = yield* AudiencesRepo
+        // Due before any other list: the claims below get this one first.
+        yield* sql`UPDATE customer_list_audiences SET last_synced_at = '1999-01-01T00:00:00Z' WHERE profile_id = ${fixture.profileId}`
+        const { lease, refreshAfter } = defaultCustomerListRefreshSettings
+        const seconds = leaseSecondsOf(lease)
+        const claimOurs = Effect.map(
+          repo.claimDue(Duration.toSeconds(refreshAfter), seconds),
+          Option.filter((held) => held.profileId === fixture.profileId)
+        )
+        const first = Option.getOrThrow(yield* claimOurs)
+
+        // The refresh's own wrapping; the work here only waits. One sync per list: neither the
+        // refresh nor a request gets it while it is renewed.
+        const holder = yield* Effect.forkChild(whileLeased(fixture.profileId, lease, repo.renewList(first, seconds))(Effect.never))
+        const anyClaim = Effect.gen(function*() {
+          if (Option.isSome(yield* claimOurs)) return true
+          const request = yield* repo.claimList(fixture.profileId, seconds)
+          return Option.isSome(request)
+        })
+        yield* neverTaken(anyClaim, holdFor(lease), "the customer list")
+        const busy = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
+        assert.deepStrictEqual([busy.status, busy.json.error?.reason], [409, "customer_list_sync_in_progress"], busy.text)
+        // The holder dies: no more renewals.
+        yield* Fiber.interrupt(holder)
+        const took = yield* takenWithin(Effect.map(claimOurs, Option.isSome), "the customer list taken over")
+        console.log(`customer-list refresh taken over ${took} ms after the last heartbeat stopped (lease ${Duration.format(lease)})`)
+        assert.isBelow(took, Duration.toMillis(TAKEOVER_BOUND))
+
+        // The first holder learns the list is another's; each of its writes changes nothing.
+        const columns = sql`
+          SELECT status, consent_version, platform_audience_id, member_count, last_synced_at, lookalike_id,
+                 sync_lease_token IS NOT NULL AND sync_lease_until > now() AS held
+          FROM customer_list_audiences WHERE profile_id = ${fixture.profileId}`
+        const before = yield* columns
+        assert.isFalse(yield* repo.renewList(first, seconds))
+        assert.isFalse(yield* repo.saveAudience(first, { connectionId: crypto.randomUUID(), adAccountId: "stale", audienceId: "stale" }))
+        assert.isFalse(yield* repo.saveSynced(first, { consentVersion: CUSTOMER_LIST_CONSENT_V2, consent: undefined, memberCount: 999, excludedCount: 0, skippedCount: 0 }))
+        assert.isFalse(yield* repo.saveLookalike(first, "stale", "ES"))
+        assert.isFalse(yield* repo.markOff(first))
+        yield* repo.releaseList(first)
+        yield* repo.holdList(first, 300)
+        const after = yield* columns
+        assert.deepStrictEqual(after, before)
+        assert.strictEqual(after[0]?.held, true)
+        assert.strictEqual(after[0]?.member_count, 2)
+
+        // The taker's refresh fails: the list is held back from the refresh, not from a request.
+        const [taken] = yield* sql<{ token: string }>`
+          SELECT sync_lease_token::text AS token FROM customer_list_audiences WHERE profile_id = ${fixture.profileId}`
+        yield* repo.holdList({ profileId: fixture.profileId, token: taken!.token }, 300)
+        assert.isTrue(Option.isNone(yield* claimOurs))
+        const request = yield* repo.claimList(fixture.profileId, seconds)
+        assert.isTrue(Option.isSome(request))
+        yield* repo.releaseList(Option.getOrThrow(request))
+      }).pipe(Effect.provide(AudiencesRepo.layer)))
   })
 
   describe("lookalike and DELETE", () => {

@@ -5,49 +5,30 @@
  * heartbeat for longer than the lease while other claims poll and must not get them; then the
  * heartbeat stops, as it does when the process is killed, and the next claim that gets the work is
  * timed (polled with a deadline, no fixed sleep). The first holder, renewing again, learns the work
- * is gone and stops without writing. The batched renewals (webhooks per process, exports per
- * batch) read through the primary key in their generic plan, whatever the statistics.
+ * is gone and stops without writing. The renewals (webhooks per process, exports per batch, report
+ * runs and customer lists per run) read through the primary key in their generic plan, whatever the
+ * statistics. Report runs and customer lists are taken over in their own files (reports,
+ * audiences-customer-list).
  */
 import { assert, layer } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { renewStatement as renewReports } from "../../src/analytics/reports/repo.ts"
+import { renewListStatement as renewCustomerList } from "../../src/exports/audiences/repo.ts"
 import { renewStatement as renewExports } from "../../src/exports/pipeline/repo.ts"
 import { emptyProgress, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
 import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
-import { beatOf, heartbeat, LeaseLost, leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
+import { heartbeat, LeaseLost, leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
 import { renewStatement as renewDeliveries } from "../../src/webhooks/delivery/repo.ts"
 import { defaultWebhookSettings, WebhookDeliveries, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
 import { serveApp, testSettings } from "../support/app.ts"
-import { eventually } from "../support/eventually.ts"
 import { seedProfile } from "../support/tenancy.ts"
+import { holdFor, neverTaken, TAKEOVER_BOUND, takenWithin } from "../support/takeover.ts"
 
-/** The bound issue 34 sets: from the last renewal to another runner's claim. */
-const TAKEOVER_BOUND = Duration.seconds(10)
 const manual = Layer.mergeAll(
   Layer.succeed(SyncWorkerSettings)({ ...defaultSyncWorkerSettings, enabled: false }),
   Layer.succeed(WebhookSettings)({ ...defaultWebhookSettings, enabled: false })
 )
-
-/** Held past the lease by one more beat: without the heartbeat the lease would have run out. */
-const holdFor = (lease: Duration.Duration) => Duration.sum(lease, beatOf(lease))
-
-/** Polls `claim` for `within`, every 200 ms, and fails if it ever answers true (taken while held). */
-const neverTaken = <E, R>(claim: Effect.Effect<boolean, E, R>, within: Duration.Duration, what: string) =>
-  Effect.gen(function*() {
-    const until = Date.now() + Duration.toMillis(within)
-    while (Date.now() < until) {
-      assert.isFalse(yield* claim, `${what} taken while its holder renewed the lease`)
-      yield* Effect.sleep("200 millis")
-    }
-  })
-
-/** Polls `claim` until it answers true, within the bound; answers the milliseconds it took. */
-const takenWithin = <E, R>(claim: Effect.Effect<boolean, E, R>, what: string) =>
-  Effect.gen(function*() {
-    const started = Date.now()
-    yield* eventually(claim, (taken) => taken, { what, within: Duration.sum(TAKEOVER_BOUND, Duration.seconds(5)), every: "100 millis" })
-    return Date.now() - started
-  })
 
 /** A bound parameter as an SQL literal (EXECUTE takes its arguments as text; the statement's casts type them). */
 const literal = (value: unknown): string => {
@@ -98,13 +79,15 @@ layer(
       assert.deepStrictEqual(row, { attempts: 2, logged: 0 })
     }))
 
-  it.effect("the batched renewals read through the primary key in their generic plan (no statistics needed)", () =>
+  it.effect("the renewals read through the primary key in their generic plan (no statistics needed)", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const held = [{ id: crypto.randomUUID(), token: crypto.randomUUID() }, { id: crypto.randomUUID(), token: crypto.randomUUID() }]
       const statements = [
         ["webhook_deliveries_pkey", renewDeliveries(sql, held, 8).compile()],
-        ["conversion_exports_pkey", renewExports(sql, held.map((h) => ({ id: h.id, lease_token: h.token })), 8).compile()]
+        ["conversion_exports_pkey", renewExports(sql, held.map((h) => ({ id: h.id, lease_token: h.token })), 8).compile()],
+        ["report_runs_pkey", renewReports(sql, held[0]!.id, 1, "running", 8).compile()],
+        ["customer_list_audiences_pkey", renewCustomerList(sql, { profileId: held[0]!.id, token: held[0]!.token }, 8).compile()]
       ] as const
       for (const [index, [text, params]] of statements) {
         // One connection for the session's setting, the prepared statement and its plan.

@@ -4,16 +4,22 @@
  * CSV equals the analytics reads over the same range, the PDF's xref is exact and it holds the
  * figures); send (the sandbox mailbox holds the message with both attachments; 409 without an
  * email connection; Idempotency-Key replays); a due slot run once by two racing workers; 403
- * without the scope; the hub's capabilities agree with what the routes allow.
+ * without the scope; the hub's capabilities agree with what the routes allow. Leases (decision
+ * 0119): a run held by its holder's heartbeat is never taken, abandoned it is taken over within
+ * 10 s (a send: failed `send_outcome_unknown`), and the old holder's fenced writes change nothing.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { ReportsRepo } from "../../src/analytics/reports/repo.ts"
+import { ReportRunLease } from "../../src/analytics/reports/service.ts"
 import { defaultReportWorkerSettings, ReportWorker, ReportWorkerSettings } from "../../src/analytics/reports/worker.ts"
+import { leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
 import { credit, drain, insertConversion, insertTouch } from "../support/analytics.ts"
 import { call, TestServer } from "../support/app.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
+import { holdFor, neverTaken, TAKEOVER_BOUND, takenWithin } from "../support/takeover.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["reports:write", "analytics:read", "connections:read", "connections:write"]
@@ -350,6 +356,82 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         const messages = (yield* sandboxMessages(key)).slice(before).filter((m) => String(m.subject).startsWith("Takeover"))
         assert.strictEqual(messages.length, 1)
       }))
+
+    it.effect("a run held by its heartbeat stays its holder's; abandoned, the next claim takes it within 10 s; the old holder writes nothing", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfile()
+        const created = yield* call("/api/v1/reports", bearer(key, "POST", { name: "Lease", reads: ["overview"], range: "today" }))
+        assert.strictEqual(created.status, 201, created.text)
+        const sql = yield* SqlClient
+        const repo = yield* ReportsRepo
+        const runId = crypto.randomUUID()
+        // Queued before anything else: the claims below get this run first.
+        yield* sql`
+          INSERT INTO report_runs (id, report_id, profile_id, trigger, status, created_at)
+          VALUES (${runId}, ${created.json.data.id}, ${profile.profileId}, 'manual', 'pending', '1999-01-01T00:00:00Z')`
+        const lease = yield* ReportRunLease
+        const leaseSeconds = leaseSecondsOf(lease)
+        const claimOurs = Effect.map(repo.claim(leaseSeconds, defaultReportWorkerSettings.maxAttempts), Option.filter((run) => run.id === runId))
+        const first = Option.getOrThrow(yield* claimOurs)
+        assert.strictEqual(first.attempts, 1)
+
+        // The service's own wrapping of a run being generated; the work here only waits.
+        const holder = yield* Effect.forkChild(whileLeased(runId, lease, repo.renew(runId, first.attempts, "running", leaseSeconds))(Effect.never))
+        yield* neverTaken(Effect.map(claimOurs, Option.isSome), holdFor(lease), "the report run")
+        // The holder dies: no more renewals.
+        yield* Fiber.interrupt(holder)
+        const took = yield* takenWithin(Effect.map(claimOurs, Option.isSome), "the report run taken over")
+        console.log(`report run taken over ${took} ms after the last heartbeat stopped (lease ${Duration.format(lease)})`)
+        assert.isBelow(took, Duration.toMillis(TAKEOVER_BOUND))
+
+        // The first holder learns the run is another attempt's; each of its writes changes nothing.
+        assert.isFalse(yield* repo.renew(runId, first.attempts, "running", leaseSeconds))
+        assert.isFalse(yield* repo.markGenerated(runId, first.attempts, { rangeStart: "2026-03-01", rangeEnd: "2026-03-01", csv: "stale", pdf: new Uint8Array([1]) }))
+        yield* repo.markFailed(runId, first.attempts, "running", "stale_holder")
+        yield* repo.failOpen(runId, first.attempts, "stale_holder")
+        const [row] = yield* sql<{ status: string; attempts: number; error: string | null; csv: string | null; leased: boolean }>`
+          SELECT status, attempts, error, csv, lease_until > now() AS leased FROM report_runs WHERE id = ${runId}`
+        assert.deepStrictEqual(row, { status: "running", attempts: 2, error: null, csv: null, leased: true })
+        // The taker's own writes do land.
+        assert.isTrue(yield* repo.markGenerated(runId, 2, { rangeStart: "2026-03-01", rangeEnd: "2026-03-01", csv: "fresh", pdf: new Uint8Array([1]) }))
+      }).pipe(Effect.provide(ReportsRepo.layer)))
+
+    it.effect("a send held by its heartbeat stays its sender's; abandoned, it is failed send_outcome_unknown within 10 s; the late result writes nothing", () =>
+      Effect.gen(function*() {
+        const { key, profile } = yield* newProfile()
+        const created = yield* call("/api/v1/reports", bearer(key, "POST", { name: "Lease send", reads: ["overview"], range: "today" }))
+        assert.strictEqual(created.status, 201, created.text)
+        const sql = yield* SqlClient
+        const repo = yield* ReportsRepo
+        const runId = crypto.randomUUID()
+        yield* sql`
+          INSERT INTO report_runs (id, report_id, profile_id, trigger, status, attempts, range_start, range_end, csv, pdf_base64, generated_at)
+          VALUES (${runId}, ${created.json.data.id}, ${profile.profileId}, 'manual', 'generated', 1, '2026-03-01', '2026-03-01', 'x', 'AQ==', now())`
+        const lease = yield* ReportRunLease
+        const leaseSeconds = leaseSecondsOf(lease)
+        assert.isTrue(yield* repo.markSending(runId, 1, ["lease@example.com"], leaseSeconds))
+        // Every claim first fails the sends whose lease ran out: while renewed, this one is not.
+        const failedByClaim = Effect.gen(function*() {
+          yield* repo.claim(leaseSeconds, defaultReportWorkerSettings.maxAttempts)
+          const [row] = yield* sql<{ status: string }>`SELECT status FROM report_runs WHERE id = ${runId}`
+          return row?.status === "failed"
+        })
+        const sender = yield* Effect.forkChild(whileLeased(runId, lease, repo.renew(runId, 1, "sending", leaseSeconds))(Effect.never))
+        yield* neverTaken(failedByClaim, holdFor(lease), "the send")
+        yield* Fiber.interrupt(sender)
+        const took = yield* takenWithin(failedByClaim, "the cut-short send failed")
+        console.log(`report send failed as unknown ${took} ms after the last heartbeat stopped (lease ${Duration.format(lease)})`)
+        assert.isBelow(took, Duration.toMillis(TAKEOVER_BOUND))
+
+        // The sender's late answer records nothing: the run stays failed, never sendable again.
+        assert.isFalse(yield* repo.renew(runId, 1, "sending", leaseSeconds))
+        assert.isFalse(yield* repo.markSent(runId, 1, "late-message"))
+        yield* repo.markFailed(runId, 1, "sending", "provider_throttled", "generated")
+        assert.isFalse(yield* repo.markSending(runId, 1, ["lease@example.com"], leaseSeconds))
+        const [row] = yield* sql<{ status: string; error: string | null; message_id: string | null; sent_at: Date | null }>`
+          SELECT status, error, message_id, sent_at FROM report_runs WHERE id = ${runId}`
+        assert.deepStrictEqual(row, { status: "failed", error: "send_outcome_unknown", message_id: null, sent_at: null })
+      }).pipe(Effect.provide(ReportsRepo.layer)))
   })
 
   describe("schedule", () => {

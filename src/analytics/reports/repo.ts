@@ -1,7 +1,8 @@
 /**
  * The owner of `reports` and `report_runs` (decisions 0085, 0086). A scheduled slot becomes one
- * run through the unique (report, slot) key; runs are claimed with a lease (`FOR UPDATE SKIP
- * LOCKED`), so several workers share the queue and a dead worker's run is taken over.
+ * run through the unique (report, slot) key; runs are claimed with a short lease (`FOR UPDATE SKIP
+ * LOCKED`) renewed by their holder while it works (decision 0119), so several workers share the
+ * queue and a dead worker's run is taken over within seconds. Writes are fenced by the attempt.
  */
 import { Context, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -45,6 +46,21 @@ export const claimStatements = (sql: SqlClient, leaseSeconds: number, maxAttempt
       ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
     RETURNING ${runColumns}, traceparent, tracestate`
 })
+
+/** The phases of a run that hold a lease: generating (`running`) and sending (`sending`). */
+export type LeasedPhase = "running" | "sending"
+
+/**
+ * The renewal of a run's lease by its holder (decision 0119): found through the primary key, and
+ * only while the run is still in `phase` of the attempt that holds it (a run taken over has
+ * another attempt; a send cut short was failed). test/api/queue-claim-plans.test.ts and
+ * test/api/lease-takeover.test.ts check its plan.
+ */
+export const renewStatement = (sql: SqlClient, runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) =>
+  sql`
+    UPDATE report_runs SET lease_until = now() + make_interval(secs => ${leaseSeconds})
+    WHERE id = ${runId} AND attempts = ${attempts} AND status = ${phase}
+    RETURNING id`
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -120,14 +136,24 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
   readonly run: (reportId: string, runId: string) => Repo<Option.Option<RunRow>>
   readonly csv: (reportId: string, runId: string) => Repo<Option.Option<string>>
   readonly pdf: (reportId: string, runId: string) => Repo<Option.Option<Uint8Array>>
+  /** `running` → `generated`, by the attempt that holds it; false when the run is no longer that attempt's. */
   readonly markGenerated: (runId: string, attempts: number, generated: Generated) => Repo<boolean>
-  /** `generated` → `sending` (the send is about to be made); false when the run is in no such state. */
-  readonly markSending: (runId: string, recipients: ReadonlyArray<string>) => Repo<boolean>
-  readonly markSent: (runId: string, messageId: string) => Repo<void>
-  /** A failed run; `back` puts a `sending` run back to `generated` when the provider surely sent nothing. */
-  readonly markFailed: (runId: string, error: string, back?: "generated") => Repo<void>
-  /** Fails a run still open (`running`, or `generated` after a refused send, whose reason is kept). */
-  readonly failOpen: (runId: string, error: string) => Repo<void>
+  /**
+   * `generated` → `sending` (the send is about to be made), leased `leaseSeconds`; false when the run
+   * is in no such state.
+   */
+  readonly markSending: (runId: string, attempts: number, recipients: ReadonlyArray<string>, leaseSeconds: number) => Repo<boolean>
+  /** `sending` → `sent`; false when the send's lease was lost (the run was failed `send_outcome_unknown`). */
+  readonly markSent: (runId: string, attempts: number, messageId: string) => Repo<boolean>
+  /**
+   * Fails a run in `phase` of attempt `attempts` (nothing when it is no longer there); `back` puts a
+   * `sending` run back to `generated` when the provider surely sent nothing.
+   */
+  readonly markFailed: (runId: string, attempts: number, phase: LeasedPhase, error: string, back?: "generated") => Repo<void>
+  /** Fails a run of attempt `attempts` still open (`running`, or `generated` after a refused send, whose reason is kept). */
+  readonly failOpen: (runId: string, attempts: number, error: string) => Repo<void>
+  /** Extends the lease of a run in `phase` of attempt `attempts`; false when it is no longer that (decision 0119). */
+  readonly renew: (runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) => Repo<boolean>
   /**
    * Every report whose next slot is due: a run per (report, slot) (once, whoever races), and the
    * report moved to its next slot (`nextOf`). Answers the runs this call created.
@@ -242,27 +268,37 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           (rows) => rows.length > 0
         )
 
-      const markSending = (runId: string, recipients: ReadonlyArray<string>) =>
+      // The send's lease is short and renewed while the send runs (decision 0119): a sender that dies
+      // leaves `sending` failed `send_outcome_unknown` within seconds, never sent again.
+      const markSending = (runId: string, attempts: number, recipients: ReadonlyArray<string>, leaseSeconds: number) =>
         Effect.map(
           sql<{ readonly id: string }>`
             UPDATE report_runs SET status = 'sending', recipients = ${JSON.stringify(recipients)}::jsonb,
-              lease_until = now() + interval '5 minutes'
-            WHERE id = ${runId} AND status = 'generated' RETURNING id`,
+              lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE id = ${runId} AND status = 'generated' AND attempts = ${attempts} RETURNING id`,
           (rows) => rows.length > 0
         )
 
-      const markSent = (runId: string, messageId: string) =>
-        Effect.asVoid(sql`UPDATE report_runs SET status = 'sent', message_id = ${messageId}, sent_at = now(), error = NULL, lease_until = NULL
-                          WHERE id = ${runId}`)
+      const markSent = (runId: string, attempts: number, messageId: string) =>
+        Effect.map(
+          sql<{ readonly id: string }>`
+            UPDATE report_runs SET status = 'sent', message_id = ${messageId}, sent_at = now(), error = NULL, lease_until = NULL
+            WHERE id = ${runId} AND status = 'sending' AND attempts = ${attempts} RETURNING id`,
+          (rows) => rows.length > 0
+        )
 
-      const markFailed = (runId: string, error: string, back?: "generated") =>
+      const markFailed = (runId: string, attempts: number, phase: LeasedPhase, error: string, back?: "generated") =>
         Effect.asVoid(sql`
-          UPDATE report_runs SET status = ${back ?? "failed"}, error = ${error}, lease_until = NULL WHERE id = ${runId}`)
+          UPDATE report_runs SET status = ${back ?? "failed"}, error = ${error}, lease_until = NULL
+          WHERE id = ${runId} AND status = ${phase} AND attempts = ${attempts}`)
 
-      const failOpen = (runId: string, error: string) =>
+      const failOpen = (runId: string, attempts: number, error: string) =>
         Effect.asVoid(sql`
           UPDATE report_runs SET status = 'failed', error = COALESCE(error, ${error}), lease_until = NULL
-          WHERE id = ${runId} AND status IN ('running', 'generated')`)
+          WHERE id = ${runId} AND status IN ('running', 'generated') AND attempts = ${attempts}`)
+
+      const renew = (runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) =>
+        Effect.map(renewStatement(sql, runId, attempts, phase, leaseSeconds), (rows) => rows.length > 0)
 
       const dueRows = decodeRows(Schema.Struct({ ...ReportRow.fields, time_zone: Schema.String }))
       const enqueueDue = (nextOf: (report: ReportRow, timeZone: string, slot: Date) => Date) =>
@@ -315,6 +351,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           markSent,
           markFailed,
           failOpen,
+          renew,
           enqueueDue,
           claim
         })

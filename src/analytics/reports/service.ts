@@ -4,7 +4,7 @@
  * tables written as CSV and PDF, sent through the profile's email connection with both files
  * attached, and run on their schedule by the worker (./worker.ts).
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
 import { type AnalyticsQuery, BREAKDOWN_DIMENSIONS, type BreakdownDimension, MAX_RANGE_DAYS } from "../../../schema/analytics.ts"
 import {
   AccountSuspended,
@@ -45,20 +45,26 @@ import { AnalyticsService } from "../overview/service.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionHealth } from "../../connections/health/service.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
+import { databaseUnavailable } from "../../platform/database.ts"
+import { defaultLease, LeaseLost, leaseSecondsOf, whileLeased } from "../../platform/lease.ts"
 import { decodeCursor, toPage } from "../../platform/pagination.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import { Email, type EmailSendRefused } from "../../connections/providers/email/port.ts"
 import { toCsv } from "./csv.ts"
 import { toPdf } from "./pdf.ts"
-import { type ProfileRow, ReportsRepo, type ReportRow, type RunRow } from "./repo.ts"
+import { type LeasedPhase, type ProfileRow, ReportsRepo, type ReportRow, type RunRow } from "./repo.ts"
 import { isTimeZone, nextSlot, resolveRange, todayIn } from "./schedule.ts"
 import { cell, type ReportTable } from "./tables.ts"
 
 type PageOptions = { readonly limit?: number; readonly cursor?: string }
 
-/** How long a run stays its worker's (or request's) without finishing. */
-export const RUN_LEASE_SECONDS = 300
+/**
+ * How long a run stays its holder's (the worker's or the request's) without a renewal; renewed every
+ * third of it while the run is generated or sent (decision 0119), so a holder that dies leaves it
+ * within seconds: taken over when generating, failed `send_outcome_unknown` when sending.
+ */
+export const ReportRunLease = Context.Reference<Duration.Duration>("svc/ReportRunLease", { defaultValue: () => defaultLease })
 
 type ReadError = DatabaseUnavailable | InvalidParameter | InvalidDateRange | NotFound
 export type SendError =
@@ -223,8 +229,11 @@ export class Reports extends Context.Service<Reports, {
   readonly send: (profile: ProfileContext, reportId: string, input: SendReport) => Effect.Effect<ReportRun, SendError>
   readonly csv: (profile: ProfileContext, reportId: string, runId: string) => Effect.Effect<string, NotFound | DatabaseUnavailable>
   readonly pdf: (profile: ProfileContext, reportId: string, runId: string) => Effect.Effect<Uint8Array, NotFound | DatabaseUnavailable>
-  /** The worker's step: generates a claimed run and, when scheduled, sends it to the report's recipients. */
-  readonly work: (run: RunRow) => Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * The worker's step: generates a claimed run and, when scheduled, sends it to the report's
+   * recipients, renewing its lease meanwhile; `LeaseLost` when the run was taken over (nothing written).
+   */
+  readonly work: (run: RunRow) => Effect.Effect<void, DatabaseUnavailable | LeaseLost>
   /** The next slot of a report after `after` (in its profile's time zone). */
   readonly nextOf: (report: ReportRow, timeZone: string, after: Date) => Date
 }>()("svc/Reports") {
@@ -235,6 +244,18 @@ export class Reports extends Context.Service<Reports, {
       const health = yield* ConnectionHealth
       const sessions = yield* ConnectionSessions
       const email = yield* Email
+      const lease = yield* ReportRunLease
+      const leaseSeconds = leaseSecondsOf(lease)
+
+      /**
+       * Runs `work` while the run's lease in `phase` is renewed (decision 0119): a renewal finding the
+       * run no longer this attempt's in that phase interrupts the work with `LeaseLost`.
+       */
+      const holding = (run: { readonly id: string; readonly attempts: number }, phase: LeasedPhase) =>
+        whileLeased(run.id, lease, repo.renew(run.id, run.attempts, phase, leaseSeconds))
+      /** A request whose lease was lost: its renewals did not reach the database for a whole lease. */
+      const requestLease = <A, E, R>(effect: Effect.Effect<A, E | LeaseLost, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
+        Effect.catchIf(effect, (error): error is LeaseLost => error instanceof LeaseLost, () => Effect.fail(databaseUnavailable()))
 
       const notFound = () => new NotFound({ message: "No such report." })
       const owned = (profile: ProfileContext, reportId: string) =>
@@ -312,9 +333,16 @@ export class Reports extends Context.Service<Reports, {
 
       const generateRun = Effect.fn("Reports.generateRun")(function*(report: ReportRow, context: ProfileContext, facts: ProfileRow) {
         // A worker taking the run over after a crash links its span back to this request (decision 0101).
-        const run = yield* repo.insertManualRun(crypto.randomUUID(), report, RUN_LEASE_SECONDS, Option.getOrNull(yield* currentTraceContext))
+        const run = yield* repo.insertManualRun(crypto.randomUUID(), report, leaseSeconds, Option.getOrNull(yield* currentTraceContext))
         const made = yield* produce(report, context, facts).pipe(
-          Effect.tapError((error) => repo.markFailed(run.id, error._tag === "DatabaseUnavailable" ? "database_unavailable" : error.message))
+          holding(run, "running"),
+          // A lost lease writes nothing: the run is another holder's now.
+          Effect.tapError((error) =>
+            error._tag === "LeaseLost"
+              ? Effect.void
+              : repo.markFailed(run.id, run.attempts, "running", error._tag === "DatabaseUnavailable" ? "database_unavailable" : error.message)
+          ),
+          requestLease
         )
         yield* repo.markGenerated(run.id, run.attempts, { rangeStart: made.start, rangeEnd: made.end, csv: made.csv, pdf: made.pdf })
         return yield* Effect.flatMap(repo.run(report.id, run.id), Option.match({ onNone: () => Effect.fail(notFound()), onSome: Effect.succeed }))
@@ -389,7 +417,7 @@ export class Reports extends Context.Service<Reports, {
         if (Option.isNone(csv) || Option.isNone(pdf) || Option.isNone(run) || run.value.range_start === null) {
           return yield* new InvalidState({ message: "The run has no generated files.", reason: "run_not_generated" })
         }
-        if (!(yield* repo.markSending(runId, recipients))) {
+        if (!(yield* repo.markSending(runId, run.value.attempts, recipients, leaseSeconds))) {
           return yield* new InvalidState({ message: `The run is ${run.value.status}; only a generated run is sent.`, reason: "run_not_sendable" })
         }
         const connectionId = connection.value.id
@@ -408,15 +436,23 @@ export class Reports extends Context.Service<Reports, {
               ]
             }))
           ),
+          // Renewed while the send runs; lost, the send is interrupted and nothing is written (the run
+          // was failed `send_outcome_unknown` by whoever found its lease expired).
+          holding(run.value, "sending"),
           Effect.tapError((error) =>
             // An unreachable provider may have taken the mail: never sent again. A refusal sent nothing: sendable again.
-            error._tag === "ProviderUnavailable"
-              ? repo.markFailed(runId, "send_outcome_unknown")
-              : repo.markFailed(runId, sendReason(error), "generated")
+            error._tag === "LeaseLost"
+              ? Effect.void
+              : error._tag === "ProviderUnavailable"
+              ? repo.markFailed(runId, run.value.attempts, "sending", "send_outcome_unknown")
+              : repo.markFailed(runId, run.value.attempts, "sending", sendReason(error), "generated")
           ),
-          Effect.catch(sendFailure(connectionId))
+          Effect.catch((error): Effect.Effect<never, SendError | LeaseLost> =>
+            error._tag === "LeaseLost" ? Effect.fail(error) : sendFailure(connectionId)(error)
+          )
         )
-        yield* repo.markSent(runId, sent.id)
+        // Fenced: a sender whose lease was lost records nothing over the failed run.
+        if (!(yield* repo.markSent(runId, run.value.attempts, sent.id))) return yield* new LeaseLost({ jobId: runId })
         return yield* Effect.flatMap(repo.run(report.id, runId), Option.match({ onNone: () => Effect.fail(notFound()), onSome: Effect.succeed }))
       })
 
@@ -435,7 +471,7 @@ export class Reports extends Context.Service<Reports, {
           const facts = yield* profileOf(profile.profileId)
           runId = (yield* generateRun(report, profile, facts)).id
         }
-        return renderRun(yield* deliver(report, runId, recipients))
+        return renderRun(yield* requestLease(deliver(report, runId, recipients)))
       })
 
       const file = <A>(read: Effect.Effect<Option.Option<A>, DatabaseUnavailable>) =>
@@ -454,7 +490,7 @@ export class Reports extends Context.Service<Reports, {
       const work = Effect.fn("Reports.work")(function*(run: RunRow) {
         const found = yield* repo.findById(run.report_id)
         const facts = yield* repo.profile(run.profile_id)
-        if (Option.isNone(found) || Option.isNone(facts)) return yield* repo.markFailed(run.id, "report_gone")
+        if (Option.isNone(found) || Option.isNone(facts)) return yield* repo.markFailed(run.id, run.attempts, "running", "report_gone")
         const report = found.value
         const context: ProfileContext = {
           profileId: facts.value.profile_id,
@@ -462,6 +498,8 @@ export class Reports extends Context.Service<Reports, {
           attributionEnabled: facts.value.attribution_enabled
         }
         const outcome = yield* produce(report, context, facts.value).pipe(
+          // Renewed while the reads run (the claim's lease is fresh before them): lost, they stop.
+          holding(run, "running"),
           Effect.flatMap((made) => repo.markGenerated(run.id, run.attempts, { rangeStart: made.start, rangeEnd: made.end, csv: made.csv, pdf: made.pdf })),
           Effect.flatMap((mine) =>
             // Only a scheduled run is sent by the worker; a manual one taken over stops at `generated`.
@@ -471,10 +509,11 @@ export class Reports extends Context.Service<Reports, {
         )
         if (outcome._tag === "Failure") {
           const error = outcome.failure
-          // The database away: the lease runs out and the run is tried again.
-          if (error._tag === "DatabaseUnavailable") return yield* error
+          // The database away: the lease runs out and the run is tried again. A lost lease: the run is
+          // another holder's, or its send cut short was failed; nothing more is written.
+          if (error._tag === "DatabaseUnavailable" || error._tag === "LeaseLost") return yield* error
           // A refused send already recorded its reason (kept); a read that failed is recorded here.
-          yield* repo.failOpen(run.id, "reason" in error && typeof error.reason === "string" ? error.reason : error._tag)
+          yield* repo.failOpen(run.id, run.attempts, "reason" in error && typeof error.reason === "string" ? error.reason : error._tag)
         }
       })
 

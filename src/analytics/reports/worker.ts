@@ -2,15 +2,17 @@
  * The report scheduler (decision 0086): one background fiber per process (started by
  * `CoreServicesLayer`), safe with several processes on one PostgreSQL. Each poll turns every due
  * slot into one run (unique per report and slot: two workers racing create it once), then
- * claims runs with a lease and works them: generated, and a scheduled run sent to the report's
- * recipients. A run whose worker died is taken over once its lease expires; one that died while
- * sending is failed `send_outcome_unknown`, never sent a second time.
+ * claims runs with a short lease, renewed while it works them (decision 0119): generated, and a
+ * scheduled run sent to the report's recipients. A run whose worker died is taken over once its
+ * lease expires (seconds, then the next poll); one that died while sending is failed
+ * `send_outcome_unknown`, never sent a second time.
  */
 import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { leaseSecondsOf } from "../../platform/lease.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { ReportsRepo } from "./repo.ts"
-import { Reports, RUN_LEASE_SECONDS } from "./service.ts"
+import { ReportRunLease, Reports } from "./service.ts"
 
 export interface ReportWorkerSettingsShape {
   /** Run the background fiber. Off: nothing runs unless `runOnce` is called. */
@@ -39,12 +41,14 @@ export class ReportWorker extends Context.Service<ReportWorker, {
       const repo = yield* ReportsRepo
       const reports = yield* Reports
       const settings = yield* ReportWorkerSettings
+      // The service renews what it works with the same lease.
+      const leaseSeconds = leaseSecondsOf(yield* ReportRunLease)
 
       const runOnce = Effect.gen(function*() {
         yield* repo.enqueueDue(reports.nextOf)
         let worked = 0
         while (true) {
-          const claimed = yield* repo.claim(RUN_LEASE_SECONDS, settings.maxAttempts)
+          const claimed = yield* repo.claim(leaseSeconds, settings.maxAttempts)
           if (Option.isNone(claimed)) return worked
           const run = claimed.value
           // Its own trace, linked to the request that scheduled it (decision 0101).
@@ -53,7 +57,9 @@ export class ReportWorker extends Context.Service<ReportWorker, {
               "messaging.message.id": run.id,
               "svc.profile_id": run.profile_id,
               "svc.report_id": run.report_id
-            })
+            }),
+            Effect.catchTag("LeaseLost", () =>
+              Effect.logWarning("report run lease taken over by another holder; stopping", { run_id: run.id, attempt: run.attempts }))
           )
           worked++
         }

@@ -38,6 +38,25 @@ export const PayingCustomer = Schema.Struct({
 })
 export type PayingCustomer = typeof PayingCustomer.Type
 
+/**
+ * A held sync lease of a profile's list (decision 0119): the token fences its renewal and every
+ * write of the sync, so a holder whose lease ran out and was taken over writes nothing.
+ */
+export interface ListLease {
+  readonly profileId: string
+  readonly token: string
+}
+
+/**
+ * The renewal of a list's sync lease by its holder, through the primary key and fenced by the
+ * token. test/api/lease-takeover.test.ts checks its generic plan.
+ */
+export const renewListStatement = (sql: SqlClient, lease: ListLease, seconds: number) =>
+  sql`
+    UPDATE customer_list_audiences SET sync_lease_until = now() + make_interval(secs => ${seconds})
+    WHERE profile_id = ${lease.profileId} AND sync_lease_token = ${lease.token}
+    RETURNING profile_id`
+
 export interface SyncedList {
   readonly consentVersion: CustomerListConsentVersion
   /** Undefined keeps the stored consent (a re-sync). */
@@ -56,20 +75,32 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
   /** Live (not merged, not erased) customers with at least one payment, each flagged when excluded. */
   readonly payingCustomers: (profileId: string) => Repo<ReadonlyArray<PayingCustomer>>
   readonly findList: (profileId: string) => Repo<Option.Option<CustomerListRow>>
-  /** Takes the list's sync lease (creating its row) unless another sync holds it; answers whether taken. */
-  readonly claimList: (profileId: string, seconds: number) => Repo<boolean>
-  readonly releaseList: (profileId: string) => Repo<void>
+  /**
+   * Takes the list's sync lease for `seconds` (creating its row) unless another sync holds it (a
+   * failed refresh holding the list back does not count); answers the lease when taken.
+   */
+  readonly claimList: (profileId: string, seconds: number) => Repo<Option.Option<ListLease>>
+  /** Extends the lease `seconds` from now while it is still this holder's; answers whether it was. */
+  readonly renewList: (lease: ListLease, seconds: number) => Repo<boolean>
+  /** Gives the lease up (nothing when it is no longer this holder's). */
+  readonly releaseList: (lease: ListLease) => Repo<void>
+  /** Gives the lease up but holds the list back from the daily refresh for `seconds` (its retry after a failure). */
+  readonly holdList: (lease: ListLease, seconds: number) => Repo<void>
+  // The writes of a sync, fenced by its lease: false (nothing written) when the lease is another's.
   /** Records the platform audience the moment the platform answers (a retry reuses it). */
-  readonly saveAudience: (profileId: string, audience: { readonly connectionId: string; readonly adAccountId: string; readonly audienceId: string }) => Repo<void>
-  readonly saveSynced: (profileId: string, synced: SyncedList) => Repo<void>
-  readonly saveLookalike: (profileId: string, lookalikeId: string | null, country: string | null) => Repo<void>
+  readonly saveAudience: (
+    lease: ListLease,
+    audience: { readonly connectionId: string; readonly adAccountId: string; readonly audienceId: string }
+  ) => Repo<boolean>
+  readonly saveSynced: (lease: ListLease, synced: SyncedList) => Repo<boolean>
+  readonly saveLookalike: (lease: ListLease, lookalikeId: string | null, country: string | null) => Repo<boolean>
   /**
    * Takes the lease of one enabled list last synced before `olderThanSeconds` ago whose profile may
-   * upload (not hipaa; Platform-Safe with the switch on); answers its profile id.
+   * upload (not hipaa; Platform-Safe with the switch on), unless held or held back.
    */
-  readonly claimDue: (olderThanSeconds: number, leaseSeconds: number) => Repo<Option.Option<string>>
+  readonly claimDue: (olderThanSeconds: number, leaseSeconds: number) => Repo<Option.Option<ListLease>>
   /** Off: no platform audience, no lookalike, counts zero, consent dropped. */
-  readonly markOff: (profileId: string) => Repo<void>
+  readonly markOff: (lease: ListLease) => Repo<boolean>
 }>()("svc/AudiencesRepo") {
   static readonly layer = Layer.effect(AudiencesRepo)(
     Effect.gen(function*() {
@@ -135,69 +166,99 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
                  ${isoTimestamp(sql, "lookalike_created_at")} AS lookalike_created_at
           FROM customer_list_audiences WHERE profile_id = ${profileId}`)
 
+      const leaseRow = decodeFirstRow(Schema.Struct({ profile_id: Schema.String, token: Schema.String }))
+      const leaseOf = (row: Option.Option<{ readonly profile_id: string; readonly token: string }>) =>
+        Option.map(row, (r): ListLease => ({ profileId: r.profile_id, token: r.token }))
+
+      // A lease with no token is a failed refresh's hold-back (`holdList`): a request may sync through it.
       const claimList = (profileId: string, seconds: number) =>
         Effect.gen(function*() {
           yield* sql`INSERT INTO customer_list_audiences (profile_id) VALUES (${profileId}) ON CONFLICT DO NOTHING`
-          const taken = yield* sql`
-            UPDATE customer_list_audiences SET sync_lease_until = now() + make_interval(secs => ${seconds})
-            WHERE profile_id = ${profileId} AND (sync_lease_until IS NULL OR sync_lease_until < now())
-            RETURNING profile_id`
-          return taken.length > 0
+          return leaseOf(yield* leaseRow(sql`
+            UPDATE customer_list_audiences
+            SET sync_lease_until = now() + make_interval(secs => ${seconds}), sync_lease_token = ${crypto.randomUUID()}
+            WHERE profile_id = ${profileId} AND (sync_lease_until IS NULL OR sync_lease_until < now() OR sync_lease_token IS NULL)
+            RETURNING profile_id::text AS profile_id, sync_lease_token::text AS token`))
         })
 
-      const dueRow = decodeFirstRow(Schema.Struct({ profile_id: Schema.String }))
+      // Suspended: each run of the claim draws its own token, even when the effect is run again.
       const claimDue = (olderThanSeconds: number, leaseSeconds: number) =>
-        Effect.map(
-          dueRow(sql`
-            UPDATE customer_list_audiences SET sync_lease_until = now() + make_interval(secs => ${leaseSeconds})
-            WHERE profile_id = (
-              SELECT l.profile_id FROM customer_list_audiences l
-              JOIN profiles p ON p.id = l.profile_id
-              LEFT JOIN conversion_sync_settings s ON s.profile_id = l.profile_id
-              WHERE l.status = 'enabled'
-                AND (l.last_synced_at IS NULL OR l.last_synced_at < now() - make_interval(secs => ${olderThanSeconds}))
-                AND (l.sync_lease_until IS NULL OR l.sync_lease_until < now())
-                AND p.privacy_mode <> 'hipaa'
-                AND (p.privacy_mode <> 'platform_safe' OR COALESCE(s.platform_safe_audiences, 'disabled') = 'enabled')
-              ORDER BY l.last_synced_at NULLS FIRST
-              LIMIT 1
-              FOR UPDATE OF l SKIP LOCKED)
-            RETURNING profile_id::text AS profile_id`),
-          (row) => Option.map(row, (r) => r.profile_id)
+        Effect.suspend(() =>
+          Effect.map(
+            leaseRow(sql`
+              UPDATE customer_list_audiences
+              SET sync_lease_until = now() + make_interval(secs => ${leaseSeconds}), sync_lease_token = ${crypto.randomUUID()}
+              WHERE profile_id = (
+                SELECT l.profile_id FROM customer_list_audiences l
+                JOIN profiles p ON p.id = l.profile_id
+                LEFT JOIN conversion_sync_settings s ON s.profile_id = l.profile_id
+                WHERE l.status = 'enabled'
+                  AND (l.last_synced_at IS NULL OR l.last_synced_at < now() - make_interval(secs => ${olderThanSeconds}))
+                  AND (l.sync_lease_until IS NULL OR l.sync_lease_until < now())
+                  AND p.privacy_mode <> 'hipaa'
+                  AND (p.privacy_mode <> 'platform_safe' OR COALESCE(s.platform_safe_audiences, 'disabled') = 'enabled')
+                ORDER BY l.last_synced_at NULLS FIRST
+                LIMIT 1
+                FOR UPDATE OF l SKIP LOCKED)
+              RETURNING profile_id::text AS profile_id, sync_lease_token::text AS token`),
+            leaseOf
+          )
         )
 
-      const releaseList = (profileId: string) =>
-        Effect.asVoid(sql`UPDATE customer_list_audiences SET sync_lease_until = NULL WHERE profile_id = ${profileId}`)
+      const changed = (rows: ReadonlyArray<unknown>) => rows.length > 0
+      const ours = (lease: ListLease) => sql`profile_id = ${lease.profileId} AND sync_lease_token = ${lease.token}`
 
-      const saveAudience = (profileId: string, a: { readonly connectionId: string; readonly adAccountId: string; readonly audienceId: string }) =>
-        Effect.asVoid(sql`
-          UPDATE customer_list_audiences
-          SET connection_id = ${a.connectionId}, ad_account_id = ${a.adAccountId}, platform_audience_id = ${a.audienceId},
-              lookalike_id = NULL, lookalike_country = NULL, lookalike_created_at = NULL, updated_at = now()
-          WHERE profile_id = ${profileId}`)
+      const renewList = (lease: ListLease, seconds: number) => Effect.map(renewListStatement(sql, lease, seconds), changed)
 
-      const saveSynced = (profileId: string, synced: SyncedList) =>
-        Effect.asVoid(sql`
-          UPDATE customer_list_audiences
-          SET status = 'enabled', consent_version = ${synced.consentVersion}, consent = COALESCE(${synced.consent === undefined ? null : JSON.stringify(synced.consent)}::jsonb, consent),
-              member_count = ${synced.memberCount}, excluded_count = ${synced.excludedCount}, skipped_count = ${synced.skippedCount},
-              last_synced_at = now(), updated_at = now()
-          WHERE profile_id = ${profileId}`)
+      const releaseList = (lease: ListLease) =>
+        Effect.asVoid(sql`UPDATE customer_list_audiences SET sync_lease_until = NULL, sync_lease_token = NULL WHERE ${ours(lease)}`)
 
-      const saveLookalike = (profileId: string, lookalikeId: string | null, country: string | null) =>
+      const holdList = (lease: ListLease, seconds: number) =>
         Effect.asVoid(sql`
-          UPDATE customer_list_audiences
-          SET lookalike_id = ${lookalikeId}, lookalike_country = ${country},
-              lookalike_created_at = ${lookalikeId === null ? null : new Date().toISOString()}::timestamptz, updated_at = now()
-          WHERE profile_id = ${profileId}`)
+          UPDATE customer_list_audiences SET sync_lease_until = now() + make_interval(secs => ${seconds}), sync_lease_token = NULL
+          WHERE ${ours(lease)}`)
 
-      const markOff = (profileId: string) =>
-        Effect.asVoid(sql`
-          UPDATE customer_list_audiences
-          SET status = 'off', consent_version = NULL, consent = NULL, platform_audience_id = NULL, member_count = 0,
-              excluded_count = 0, skipped_count = 0, lookalike_id = NULL, lookalike_country = NULL, lookalike_created_at = NULL,
-              updated_at = now()
-          WHERE profile_id = ${profileId}`)
+      const saveAudience = (lease: ListLease, a: { readonly connectionId: string; readonly adAccountId: string; readonly audienceId: string }) =>
+        Effect.map(
+          sql`
+            UPDATE customer_list_audiences
+            SET connection_id = ${a.connectionId}, ad_account_id = ${a.adAccountId}, platform_audience_id = ${a.audienceId},
+                lookalike_id = NULL, lookalike_country = NULL, lookalike_created_at = NULL, updated_at = now()
+            WHERE ${ours(lease)} RETURNING profile_id`,
+          changed
+        )
+
+      const saveSynced = (lease: ListLease, synced: SyncedList) =>
+        Effect.map(
+          sql`
+            UPDATE customer_list_audiences
+            SET status = 'enabled', consent_version = ${synced.consentVersion}, consent = COALESCE(${synced.consent === undefined ? null : JSON.stringify(synced.consent)}::jsonb, consent),
+                member_count = ${synced.memberCount}, excluded_count = ${synced.excludedCount}, skipped_count = ${synced.skippedCount},
+                last_synced_at = now(), updated_at = now()
+            WHERE ${ours(lease)} RETURNING profile_id`,
+          changed
+        )
+
+      const saveLookalike = (lease: ListLease, lookalikeId: string | null, country: string | null) =>
+        Effect.map(
+          sql`
+            UPDATE customer_list_audiences
+            SET lookalike_id = ${lookalikeId}, lookalike_country = ${country},
+                lookalike_created_at = ${lookalikeId === null ? null : new Date().toISOString()}::timestamptz, updated_at = now()
+            WHERE ${ours(lease)} RETURNING profile_id`,
+          changed
+        )
+
+      const markOff = (lease: ListLease) =>
+        Effect.map(
+          sql`
+            UPDATE customer_list_audiences
+            SET status = 'off', consent_version = NULL, consent = NULL, platform_audience_id = NULL, member_count = 0,
+                excluded_count = 0, skipped_count = 0, lookalike_id = NULL, lookalike_country = NULL, lookalike_created_at = NULL,
+                updated_at = now()
+            WHERE ${ours(lease)} RETURNING profile_id`,
+          changed
+        )
 
       return {
         ...atDatabaseBoundary({
@@ -205,7 +266,9 @@ export class AudiencesRepo extends Context.Service<AudiencesRepo, {
           payingCustomers,
           findList,
           claimList,
+          renewList,
           releaseList,
+          holdList,
           claimDue,
           saveAudience,
           saveSynced,

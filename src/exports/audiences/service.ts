@@ -27,6 +27,7 @@ import { AdConnections } from "../../ads/actions/connections.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
+import { defaultLease, LeaseLost, leaseSecondsOf, whileLeased } from "../../platform/lease.ts"
 import { CatalogRepo } from "../catalog/repo.ts"
 import { checkConsentContract } from "../consent.ts"
 import { normaliseEmail, normalisePhone, sha256 } from "../pipeline/scrub.ts"
@@ -34,12 +35,14 @@ import { fromProvider, onPlatform, type PlatformFailure } from "../platform-safe
 import { AdPlatform } from "../../connections/providers/adplatform/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../connections/providers/oauth/port.ts"
-import { AudiencesRepo, type CustomerListRow, type PayingCustomer } from "./repo.ts"
+import { AudiencesRepo, type CustomerListRow, type ListLease, type PayingCustomer } from "./repo.ts"
 
 // --- Customer lists (issue 20 part 5, decision 0100) ------------------------------------------
 
 const BATCH_ROWS = 500
-const SYNC_LEASE_SECONDS = 300
+/** A request's hold on its list while it syncs: short, renewed by a heartbeat (decision 0119). */
+const SYNC_LEASE = defaultLease
+const SYNC_LEASE_SECONDS = leaseSecondsOf(SYNC_LEASE)
 const LOOKALIKE_RATIO = 0.01
 const VERSIONS: ReadonlyArray<CustomerListConsentVersion> = [CUSTOMER_LIST_CONSENT_V1, CUSTOMER_LIST_CONSENT_V2]
 
@@ -172,8 +175,11 @@ export class CustomerLists extends Context.Service<CustomerLists, {
   readonly lookalike: (actor: PrincipalShape, profile: ProfileContext, country: string) => Effect.Effect<LookalikeAnswer, Gate | PlatformFailure>
   /** Re-uploads an enabled list (after its exclusions changed); nothing when the list is off. */
   readonly resync: (profileId: string) => Effect.Effect<void, NotFound | InvalidState | DatabaseUnavailable | PlatformFailure>
-  /** The same, for a caller already holding the list's lease (the daily refresh). */
-  readonly resyncHeld: (profileId: string) => Effect.Effect<void, NotFound | DatabaseUnavailable | PlatformFailure>
+  /**
+   * The same, for a caller already holding the list's lease (the daily refresh, which renews it);
+   * its writes are fenced by the lease: `LeaseLost` when another sync took the list over.
+   */
+  readonly resyncHeld: (lease: ListLease) => Effect.Effect<void, NotFound | DatabaseUnavailable | PlatformFailure | LeaseLost>
 }>()("svc/CustomerLists") {
   static readonly layer = Layer.effect(CustomerLists)(
     Effect.gen(function*() {
@@ -257,14 +263,28 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         })
       })
 
-      /** Runs `effect` holding the list's sync lease (409 invalid_state while another sync holds it). */
-      const leased = <A, E>(profileId: string, effect: Effect.Effect<A, E>) =>
+      const inProgress = () =>
+        new InvalidState({ message: "Another sync of this customer list is running; retry shortly.", reason: "customer_list_sync_in_progress" })
+
+      /** A write of the sync holding `lease`; written nothing (the lease is another's), the sync stops. */
+      const fenced = (lease: ListLease, write: Effect.Effect<boolean, DatabaseUnavailable>) =>
+        Effect.flatMap(write, (ours) => ours ? Effect.void : Effect.fail(new LeaseLost({ jobId: lease.profileId })))
+
+      /**
+       * Runs `effect` holding the list's sync lease (409 invalid_state while another sync holds it),
+       * renewed by a heartbeat while it runs (decision 0119). A lease lost meanwhile (renewals kept
+       * from the database for a whole lease, and another sync took the list) stops it: 409 too.
+       */
+      const leased = <A, E>(profileId: string, effect: (lease: ListLease) => Effect.Effect<A, E | LeaseLost>) =>
         Effect.gen(function*() {
           const taken = yield* repo.claimList(profileId, SYNC_LEASE_SECONDS)
-          if (!taken) {
-            return yield* new InvalidState({ message: "Another sync of this customer list is running; retry shortly.", reason: "customer_list_sync_in_progress" })
-          }
-          return yield* Effect.ensuring(effect, Effect.ignore(repo.releaseList(profileId)))
+          if (Option.isNone(taken)) return yield* inProgress()
+          const lease = taken.value
+          const held = effect(lease).pipe(
+            whileLeased(profileId, SYNC_LEASE, repo.renewList(lease, SYNC_LEASE_SECONDS)),
+            Effect.ensuring(Effect.ignore(repo.releaseList(lease)))
+          )
+          return yield* Effect.catchIf(held, (error): error is LeaseLost => error instanceof LeaseLost, () => Effect.fail(inProgress()))
         })
 
       /** A full replace of the platform audience's members, in batches of one session. */
@@ -285,11 +305,12 @@ export class CustomerLists extends Context.Service<CustomerLists, {
 
       /** Creates the platform audience when the list has none on this connection, then replaces its members. */
       const syncLocked = Effect.fn("CustomerLists.sync")(function*(
-        profileId: string,
+        lease: ListLease,
         connection: { readonly id: string; readonly external_account_id: string | null },
         version: CustomerListConsentVersion,
         consent: unknown
       ) {
+        const profileId = lease.profileId
         const session = yield* onPlatform(sessions.session(connection.id))
         const before = Option.getOrNull(yield* repo.findList(profileId))
         let audienceId = before !== null && before.connection_id === connection.id ? before.platform_audience_id : null
@@ -307,7 +328,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
             name: "Paying customers",
             description: "Customer list of paying customers (hashed), kept by the attribution service"
           }))
-          yield* repo.saveAudience(profileId, { connectionId: connection.id, adAccountId: session.accountId, audienceId: made.id })
+          yield* fenced(lease, repo.saveAudience(lease, { connectionId: connection.id, adAccountId: session.accountId, audienceId: made.id }))
           return made.id
         })
         const current = audienceId ?? (yield* create)
@@ -320,13 +341,13 @@ export class CustomerLists extends Context.Service<CustomerLists, {
               ? Effect.flatMap(create, (fresh) => onPlatform(upload(session, fresh, fields, built)))
               : Effect.fail(e))
         )
-        yield* repo.saveSynced(profileId, {
+        yield* fenced(lease, repo.saveSynced(lease, {
           consentVersion: version,
           consent,
           memberCount: built.memberCount,
           excludedCount: built.excludedCount,
           skippedCount: built.skippedCount
-        })
+        }))
         return before === null || before.status !== "enabled"
       })
 
@@ -416,7 +437,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
             reason: "ad_account_mismatch"
           })
         }
-        const created = yield* leased(profile.profileId, syncLocked(profile.profileId, connection, version, body.consent))
+        const created = yield* leased(profile.profileId, (lease) => syncLocked(lease, connection, version, body.consent))
         const state = stateOf(profile.profileId, yield* repo.findList(profile.profileId), Option.none())
         yield* audit.record({
           actor,
@@ -443,13 +464,14 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         // Switching off is always allowed (also while disabled or hipaa, or with its connection gone).
         let platformAudience: CustomerListPlatformDeletion | null = null
         if (Option.isSome(row) && (row.value.platform_audience_id !== null || row.value.status === "enabled")) {
-          platformAudience = yield* leased(profile.profileId, Effect.gen(function*() {
-            const current = yield* repo.findList(profile.profileId)
-            const done = Option.isSome(current) ? yield* removeAtPlatform(current.value) : null
-            // Off stops every later sync (the refresh takes enabled lists only).
-            yield* repo.markOff(profile.profileId)
-            return done
-          }))
+          platformAudience = yield* leased(profile.profileId, (lease) =>
+            Effect.gen(function*() {
+              const current = yield* repo.findList(profile.profileId)
+              const done = Option.isSome(current) ? yield* removeAtPlatform(current.value) : null
+              // Off stops every later sync (the refresh takes enabled lists only).
+              yield* fenced(lease, repo.markOff(lease))
+              return done
+            }))
           yield* audit.record({
             actor,
             action: "audiences.customer_list_deleted",
@@ -486,7 +508,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         // One lookalike per list: a repeat answers the existing one.
         const existing = answerOf(row.value, false)
         if (Option.isSome(existing)) return existing.value
-        const made = yield* leased(profile.profileId, Effect.gen(function*() {
+        const made = yield* leased(profile.profileId, (lease) => Effect.gen(function*() {
           const current = yield* repo.findList(profile.profileId)
           if (Option.isNone(current) || current.value.status !== "enabled" || current.value.platform_audience_id === null || current.value.connection_id === null) {
             return yield* off()
@@ -507,7 +529,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
               })
               : fromProvider(e)
           ))
-          yield* repo.saveLookalike(profile.profileId, created.id, country)
+          yield* fenced(lease, repo.saveLookalike(lease, created.id, country))
           return true
         }))
         const after = yield* repo.findList(profile.profileId)
@@ -535,16 +557,16 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         return Option.isNone(blockOf(yield* settingsOf(profileId)))
       })
 
-      const resyncHeld = Effect.fn("CustomerLists.resyncHeld")(function*(profileId: string) {
-        const row = Option.getOrNull(yield* repo.findList(profileId))
-        if (row === null || !(yield* runnable(profileId)) || row.connection_id === null || row.consent_version === null) return
+      const resyncHeld = Effect.fn("CustomerLists.resyncHeld")(function*(lease: ListLease) {
+        const row = Option.getOrNull(yield* repo.findList(lease.profileId))
+        if (row === null || !(yield* runnable(lease.profileId)) || row.connection_id === null || row.consent_version === null) return
         // The stored consent stays (undefined keeps it).
-        yield* syncLocked(profileId, { id: row.connection_id, external_account_id: row.ad_account_id }, row.consent_version, undefined)
+        yield* syncLocked(lease, { id: row.connection_id, external_account_id: row.ad_account_id }, row.consent_version, undefined)
       })
 
       const resync = Effect.fn("CustomerLists.resync")(function*(profileId: string) {
         if (!(yield* runnable(profileId))) return
-        yield* leased(profileId, resyncHeld(profileId))
+        yield* leased(profileId, resyncHeld)
       })
 
       return { get, post, remove, lookalike, resync, resyncHeld }

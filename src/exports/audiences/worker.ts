@@ -2,11 +2,14 @@
  * The daily refresh of enabled customer lists (decision 0100): one background fiber per process
  * (started by `CoreServicesLayer`), safe with several processes on one PostgreSQL. Each poll takes
  * the lease of one list last synced over `refreshAfter` ago (SKIP LOCKED: two workers never take
- * the same list) and re-uploads it, so new paying customers join and erased ones leave. A list
- * whose sync fails keeps its lease until it expires: the next attempt comes a lease later.
+ * the same list) and re-uploads it, so new paying customers join and erased ones leave. The lease
+ * is short and renewed while the upload runs (decision 0119): a worker that dies leaves the list to
+ * the next claim within seconds, and the dead worker's writes are fenced by the lease's token. A
+ * list whose sync fails is held back `retryAfter` before the refresh tries it again.
  */
 import { Cause, Context, Duration, Effect, Layer, Option } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { defaultLease, leaseSecondsOf, whileLeased } from "../../platform/lease.ts"
 import { AudiencesRepo } from "./repo.ts"
 import { CustomerLists } from "./service.ts"
 
@@ -16,15 +19,18 @@ export interface CustomerListRefreshSettingsShape {
   readonly pollInterval: Duration.Duration
   /** A list synced longer ago than this is refreshed. */
   readonly refreshAfter: Duration.Duration
-  /** How long a refresh holds the list (a dead worker's list is taken over after it). */
+  /** How long a refresh holds the list without a renewal (renewed every third of it while it runs). */
   readonly lease: Duration.Duration
+  /** How long a list whose refresh failed waits before the refresh tries it again. */
+  readonly retryAfter: Duration.Duration
 }
 
 export const defaultCustomerListRefreshSettings: CustomerListRefreshSettingsShape = {
   enabled: true,
   pollInterval: Duration.minutes(1),
   refreshAfter: Duration.hours(24),
-  lease: Duration.minutes(5)
+  lease: defaultLease,
+  retryAfter: Duration.minutes(5)
 }
 
 export const CustomerListRefreshSettings = Context.Reference<CustomerListRefreshSettingsShape>("svc/CustomerListRefreshSettings", {
@@ -41,24 +47,36 @@ export class CustomerListRefresh extends Context.Service<CustomerListRefresh, {
       const lists = yield* CustomerLists
       const settings = yield* CustomerListRefreshSettings
       const after = Math.ceil(Duration.toSeconds(settings.refreshAfter))
-      const lease = Math.ceil(Duration.toSeconds(settings.lease))
+      const leaseSeconds = leaseSecondsOf(settings.lease)
+      const retrySeconds = Math.ceil(Duration.toSeconds(settings.retryAfter))
 
       const runOnce = Effect.gen(function*() {
         let refreshed = 0
         while (true) {
-          const due = yield* repo.claimDue(after, lease)
+          const due = yield* repo.claimDue(after, leaseSeconds)
           if (Option.isNone(due)) return refreshed
-          const ok = yield* lists.resyncHeld(due.value).pipe(
+          const lease = due.value
+          const ok = yield* lists.resyncHeld(lease).pipe(
+            whileLeased(lease.profileId, settings.lease, repo.renewList(lease, leaseSeconds)),
             Effect.as(true),
             Effect.catch((error) =>
               error._tag === "DatabaseUnavailable"
                 ? Effect.fail(error)
-                : Effect.as(Effect.logWarning("customer-list refresh failed; retried after the lease", { profile_id: due.value, error: error._tag }), false)
+                : error._tag === "LeaseLost"
+                // Another sync took the list over: it is theirs, nothing more is written here.
+                ? Effect.as(Effect.logWarning("customer-list refresh lease taken over; stopping", { profile_id: lease.profileId }), false)
+                // Held back: a failing list is not retried every poll (fenced: only while still ours).
+                : Effect.as(
+                  Effect.andThen(
+                    Effect.logWarning("customer-list refresh failed; retried later", { profile_id: lease.profileId, error: error._tag }),
+                    repo.holdList(lease, retrySeconds)
+                  ),
+                  false
+                )
             )
           )
-          // Released only on success: a failing list waits out its lease instead of being retried every poll.
           if (ok) {
-            yield* repo.releaseList(due.value)
+            yield* repo.releaseList(lease)
             refreshed++
           }
         }
