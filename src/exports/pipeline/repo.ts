@@ -294,14 +294,16 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const renew = (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) =>
         jobs.length === 0 ? Effect.succeed(0) : Effect.map(renewStatement(sql, jobs, leaseSeconds), (rows) => rows.length)
 
+      // The contact look-ups name the profile: without it, a plan built without statistics walked
+      // customer_identifiers_contact (profile, kind, customer) across every profile's identifiers.
       const facts = (exportId: string) =>
         firstFacts(sql`
           SELECT e.event_name, c.conversion_key, extract(epoch FROM e.occurred_at)::float8 AS occurred_epoch,
                  c.value_amount::text AS value_amount, c.currency, e.action_source, e.click_ids,
                  cu.customer_key AS external_id,
-                 (SELECT i.value FROM customer_identifiers i WHERE i.customer_id = e.customer_id AND i.kind = 'email' AND i.removed_at IS NULL
+                 (SELECT i.value FROM customer_identifiers i WHERE i.profile_id = x.profile_id AND i.customer_id = e.customer_id AND i.kind = 'email' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
-                 (SELECT i.value FROM customer_identifiers i WHERE i.customer_id = e.customer_id AND i.kind = 'phone' AND i.removed_at IS NULL
+                 (SELECT i.value FROM customer_identifiers i WHERE i.profile_id = x.profile_id AND i.customer_id = e.customer_id AND i.kind = 'phone' AND i.removed_at IS NULL
                   ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
                  e.retracted_at IS NOT NULL AS retracted,
                  r.platform_event_name_overrides AS overrides, r.destination_ids::text[] AS rule_destination_ids,

@@ -7,6 +7,7 @@
  */
 import { Cause, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { type DatabaseUnavailable, InvalidParameter } from "../../../schema/errors.ts"
+import type { ExportHold } from "../../../schema/dpa.ts"
 import type { DeliveriesQuery } from "../../../schema/exports.ts"
 import { isUuid } from "../../../schema/common.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
@@ -197,6 +198,9 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
       const send = (connectionId: string, datasetId: string, events: ReadonlyArray<ConversionEvent>) =>
         Effect.flatMap(sessions.session(connectionId), (session) => platform.sendEvents(session, datasetId, events))
 
+      /** A profile's export hold, read once per batch. */
+      type HoldRead = Effect.Effect<Option.Option<ExportHold>, DatabaseUnavailable>
+
       /** An export ready to send: its decision waits for the platform's answer. */
       interface Ready {
         readonly job: ClaimedExport
@@ -205,7 +209,7 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
       }
 
       /** Everything before the send; answers the export if it is to be sent, else decides it. */
-      const prepare = Effect.fn("ExportPipeline.prepare")(function*(job: ClaimedExport) {
+      const prepare = Effect.fn("ExportPipeline.prepare")(function*(job: ClaimedExport, holdOf: (profileId: string) => HoldRead) {
         const found = yield* repo.facts(job.id)
         if (Option.isNone(found)) {
           yield* repo.decide(job, entry("skipped", { skipReason: "event_retracted" }), null, false)
@@ -218,7 +222,7 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
           return Option.none<Ready>()
         }
         // Held until the profile's DPA (Platform-Safe) or BAA (HIPAA) is accepted; checked again later.
-        const hold = yield* dpa.exportHold(job.profile_id).pipe(Effect.catchTag("NotFound", () => Effect.succeedNone))
+        const hold = yield* holdOf(job.profile_id)
         if (Option.isSome(hold)) {
           yield* repo.decide(
             job,
@@ -316,10 +320,20 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         // dies lets another take its exports over within seconds. Decisions are fenced by the token,
         // so a renewal that finds an export gone to another runner needs no more than that.
         yield* Effect.forkScoped(heartbeat(settings.lease, repo.renew(jobs, leaseSeconds)))
+        // A profile's hold is read once per batch, not once per export (its exports share it); a read
+        // that fails is kept as its exports' failure alone.
+        const profiles = [...new Set(jobs.map((job) => job.profile_id))]
+        const reads = yield* Effect.forEach(
+          profiles,
+          (profileId) => Effect.exit(dpa.exportHold(profileId).pipe(Effect.catchTag("NotFound", () => Effect.succeedNone))),
+          { concurrency: 4 }
+        )
+        const holds = new Map(profiles.map((profileId, i) => [profileId, reads[i]] as const))
+        const holdOf = (profileId: string): HoldRead => holds.get(profileId) ?? Effect.succeedNone
         // One export's failure never stops the batch.
         const prepared = yield* Effect.forEach(
           jobs,
-          (job) => prepare(job).pipe(Effect.catchCause((cause) => Effect.as(onDefect(job, cause), Option.none<Ready>()))),
+          (job) => prepare(job, holdOf).pipe(Effect.catchCause((cause) => Effect.as(onDefect(job, cause), Option.none<Ready>()))),
           { concurrency: 8 }
         )
         const groups = new Map<string, Array<Ready>>()
