@@ -665,8 +665,8 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
           const hidden = ids(yield* idRows(sql`
             UPDATE customer_identifiers x SET removed_at = now()
             WHERE x.customer_id = ${m} AND x.removed_at IS NULL
-              AND EXISTS (SELECT 1 FROM customer_identifiers y WHERE y.customer_id = ${s} AND y.kind = x.kind
-                          AND y.value = x.value AND y.removed_at IS NULL)
+              AND EXISTS (SELECT 1 FROM customer_identifiers y WHERE y.profile_id = x.profile_id AND y.customer_id = ${s}
+                          AND y.kind = x.kind AND y.value = x.value AND y.removed_at IS NULL)
             RETURNING x.id::text AS id`))
           const moved = ids(yield* idRows(sql`
             UPDATE customer_identifiers SET customer_id = ${s} WHERE customer_id = ${m} AND removed_at IS NULL
