@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
 import { createServer } from "node:http"
 import { signCallback } from "../../src/connections/providers/signing.ts"
+import { OutboxRepo } from "../../src/kernel/outbox/repo.ts"
 import { defaultWebhookSettings, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
@@ -278,6 +279,37 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         yield* Effect.sleep(Duration.millis(500))
         assert.strictEqual(hooks.hooks.length, 5)
       }))
+
+    it.effect("a producer batch written through the outbox goes out in the order it was written, whatever its ids (issue 34)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const outbox = yield* OutboxRepo
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        yield* subscribe(world.key, { url: hooks.url })
+        // One transaction, one statement: one producer batch; random ids, so their order is not the written one.
+        const rows = Array.from({ length: 30 }, (_, index) => {
+          const id = crypto.randomUUID()
+          return {
+            id,
+            profileId: world.profileId,
+            topic: "outcome.recorded",
+            payload: {
+              id,
+              type: "outcome.recorded",
+              created_at: new Date().toISOString(),
+              data: {
+                provider: "crm", outcome_type: "purchase", occurred_at: "2026-11-01T10:00:00Z", customer_key: `o-${index}`,
+                value: "1.00", currency: "EUR", outcome_event_id: crypto.randomUUID(), conversion_id: null
+              },
+              delivery: { profile_id: world.profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: null }
+            }
+          }
+        })
+        yield* sql.withTransaction(outbox.insert(rows))
+        yield* waitHooks(hooks.hooks, rows.length, "thirty deliveries")
+        assert.deepStrictEqual(hooks.hooks.map((hook) => hook.body.id), rows.map((row) => row.id))
+      }).pipe(Effect.provide(OutboxRepo.layer)))
 
     it.effect("an event recorded through POST /api/v1/events reaches the subscriber with its contact when the key holds customers:read", () =>
       Effect.gen(function*() {
