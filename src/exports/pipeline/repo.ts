@@ -170,7 +170,11 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
    * now, in one statement (the batch's heartbeat); answers how many were.
    */
   readonly renew: (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) => Repo<number>
-  readonly facts: (exportId: string) => Repo<Option.Option<ExportFacts>>
+  /**
+   * The facts of each export, by its id, in one statement (an export whose event is gone has none),
+   * each decoded on its own: a row that does not decode fails that export only (it dies when run).
+   */
+  readonly facts: (exportIds: ReadonlyArray<string>) => Repo<ReadonlyMap<string, Effect.Effect<ExportFacts>>>
   /**
    * Writes the decision and its ledger row (none for a hold that was already held), only while
    * the lease token is ours; answers whether it was. `retryInSeconds` is the next attempt of a
@@ -201,7 +205,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       // The add-on is on, or a person created the profile (the same test as the sync worker's).
       const attributionOn = sql.literal(`(p.provisioned_by_app_id IS NULL OR COALESCE((
         SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`)
-      const firstFacts = decodeFirstRow(ExportFacts)
+      const decodeFacts = Schema.decodeUnknownExit(ExportFacts)
       // A retraction locks its outcome row FOR UPDATE; the sweep waits for it and then sees the
       // tombstone (READ COMMITTED re-checks a locked row), so a racing retraction is skipped
       // instead of queued, and an outcome the sweep queued first is refused its retraction (409).
@@ -296,9 +300,9 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
 
       // The contact look-ups name the profile: without it, a plan built without statistics walked
       // customer_identifiers_contact (profile, kind, customer) across every profile's identifiers.
-      const facts = (exportId: string) =>
-        firstFacts(sql`
-          SELECT e.event_name, c.conversion_key, extract(epoch FROM e.occurred_at)::float8 AS occurred_epoch,
+      const facts = (exportIds: ReadonlyArray<string>) =>
+        exportIds.length === 0 ? Effect.succeed(new Map<string, Effect.Effect<ExportFacts>>()) : Effect.map(sql<{ export_id: string }>`
+          SELECT x.id::text AS export_id, e.event_name, c.conversion_key, extract(epoch FROM e.occurred_at)::float8 AS occurred_epoch,
                  c.value_amount::text AS value_amount, c.currency, e.action_source, e.click_ids,
                  cu.customer_key AS external_id,
                  (SELECT i.value FROM customer_identifiers i WHERE i.profile_id = x.profile_id AND i.customer_id = e.customer_id AND i.kind = 'email' AND i.removed_at IS NULL
@@ -326,7 +330,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           JOIN profiles p ON p.id = x.profile_id
           LEFT JOIN customers cu ON cu.id = e.customer_id
           LEFT JOIN conversion_sync_settings s ON s.profile_id = x.profile_id
-          WHERE x.id = ${exportId}`)
+          WHERE x.id = ANY(${exportIds}::uuid[])`,
+          (rows) => new Map(rows.map((row) => [row.export_id, Effect.orDie(decodeFacts(row))] as const)))
 
       const statusOf = (decision: Decision) =>
         decision === "retrying" ? "pending" : decision
