@@ -33,6 +33,14 @@ const tenant = Effect.gen(function*() {
   return { ...profile, key }
 })
 
+/** Every test control route, each with a body that would change the world if it were let in. */
+const CONTROL_ROUTES: ReadonlyArray<readonly [string, string, unknown]> = [
+  ["GET", "_state", undefined],
+  ["PATCH", "_state", { arrive: { kind: "message", from: "351930000009", text: "hi" } }],
+  ["PATCH", "_state", { objects: [] }],
+  ["POST", "_faults", { revoke_tokens: true, throttle: 5 }]
+]
+
 const control = (method: string, path: string, auth: string | undefined, body?: unknown) =>
   call(path, {
     method,
@@ -79,13 +87,7 @@ layer(App, { timeout: "120 seconds", excludeTestServices: true })("sandbox secur
       for (const provider of PROVIDER_KINDS) {
         const before = yield* control("GET", `/sandbox/${provider}/_state`, b.key)
         assert.strictEqual(before.status, 200, `${provider}: ${before.text}`)
-        const routes: ReadonlyArray<readonly [string, string, unknown]> = [
-          ["GET", "_state", undefined],
-          ["PATCH", "_state", { arrive: { kind: "message", from: "351930000009", text: "hi" } }],
-          ["PATCH", "_state", { objects: [] }],
-          ["POST", "_faults", { revoke_tokens: true, throttle: 5 }]
-        ]
-        for (const [method, route, body] of routes) {
+        for (const [method, route, body] of CONTROL_ROUTES) {
           const path = `/sandbox/${provider}/${route}`
           const anonymous = yield* control(method, path, undefined, body)
           assert.strictEqual(anonymous.status, 401, `${method} ${path}: ${anonymous.text}`)
@@ -257,13 +259,7 @@ layer(serveApp({ ...productionSettings, port: 0 }), { timeout: "120 seconds", ex
             return read.json
           })
           const before = yield* stateOf
-          const routes: ReadonlyArray<readonly [string, string, unknown]> = [
-            ["GET", "_state", undefined],
-            ["PATCH", "_state", { arrive: { kind: "message", from: "351930000009", text: "hi" } }],
-            ["PATCH", "_state", { objects: [] }],
-            ["POST", "_faults", { revoke_tokens: true, throttle: 5 }]
-          ]
-          for (const [method, route, body] of routes) {
+          for (const [method, route, body] of CONTROL_ROUTES) {
             const path = `/sandbox/${provider}/${route}`
             // Naming the world opens nothing without a credential.
             for (const target of [path, `${path}?profile_id=${a.profileId}`]) {
