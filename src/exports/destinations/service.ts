@@ -18,17 +18,10 @@ import type { CreateDestination, Destination, DestinationsQuery, UpdateDestinati
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { decodeCursor, toPage } from "../../platform/pagination.ts"
 import { ExportPipeline } from "../pipeline/service.ts"
-import { type DestinationBacklogRow, ExportsRepo } from "../pipeline/repo.ts"
+import { ExportsRepo } from "../pipeline/repo.ts"
+import { backlogOf } from "../../platform/backlog.ts"
 import { sha256 } from "../pipeline/scrub.ts"
 import { type DestinationRow, DestinationsRepo } from "./repo.ts"
-
-const backlogOf = (row: DestinationBacklogRow | undefined): Backlog =>
-  row === undefined ? NO_BACKLOG : {
-    pending: row.pending,
-    pending_capped: row.pending >= BACKLOG_COUNT_CAP,
-    oldest_pending_age_seconds: row.oldest_pending_age_seconds,
-    delivered_last_minute: row.delivered_last_minute
-  }
 
 const render = (row: DestinationRow, backlog: Backlog): Destination => ({
   id: row.id,

@@ -8,6 +8,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
+import { BacklogRow } from "../../platform/backlog.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -118,15 +119,6 @@ export interface DeliveriesFilter {
   readonly after: Option.Option<{ readonly createdAt: string; readonly id: string }>
 }
 
-/** One destination's backlog, as `backlogs` reads it. */
-export const DestinationBacklogRow = Schema.Struct({
-  id: Schema.String,
-  pending: Schema.Int,
-  oldest_pending_age_seconds: Schema.NullOr(Schema.Int),
-  delivered_last_minute: Schema.Int
-})
-export type DestinationBacklogRow = typeof DestinationBacklogRow.Type
-
 /**
  * The batch heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
  * checks that its generic plan reads through the primary key.
@@ -194,9 +186,9 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
    * `countCap`, the oldest's age, the last minute's deliveries (tests aside) counted up to
    * `rateCap`; bounded walks of `conversion_exports_waiting_age` and `export_deliveries_delivered_at`.
    */
-  readonly backlogs: (destinationIds: ReadonlyArray<string>, countCap: number, rateCap: number) => Repo<ReadonlyArray<DestinationBacklogRow>>
+  readonly backlogs: (destinationIds: ReadonlyArray<string>, countCap: number, rateCap: number) => Repo<ReadonlyArray<BacklogRow>>
   /** Up to `limit` live destinations with exports waiting, the longest waiting first, with their backlogs (the metrics). */
-  readonly backlogLeaders: (limit: number, countCap: number, rateCap: number) => Repo<ReadonlyArray<DestinationBacklogRow>>
+  readonly backlogLeaders: (limit: number, countCap: number, rateCap: number) => Repo<ReadonlyArray<BacklogRow>>
 }>()("svc/ExportsRepo") {
   static readonly layer = Layer.effect(ExportsRepo)(
     Effect.gen(function*() {
@@ -416,7 +408,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           (SELECT count(*)::int FROM (SELECT 1 FROM export_deliveries l
             WHERE l.destination_id = d.id AND l.decision = 'delivered' AND NOT l.is_test AND l.created_at > now() - interval '60 seconds'
             LIMIT ${rateCap}) n) AS delivered_last_minute`
-      const backlogRows = decodeRows(DestinationBacklogRow)
+      const backlogRows = decodeRows(BacklogRow)
 
       const backlogs = (destinationIds: ReadonlyArray<string>, countCap: number, rateCap: number) =>
         destinationIds.length === 0 ? Effect.succeed([]) : backlogRows(sql`

@@ -8,6 +8,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { BacklogRow } from "../../platform/backlog.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 
 export interface NewDelivery {
@@ -52,15 +53,6 @@ export const DeliveryRow = Schema.Struct({
   tracestate: Schema.NullOr(Schema.String)
 })
 export type DeliveryRow = typeof DeliveryRow.Type
-
-/** One subscription's backlog, as `backlogs` reads it. */
-export const BacklogRow = Schema.Struct({
-  id: Schema.String,
-  pending: Schema.Int,
-  oldest_pending_age_seconds: Schema.NullOr(Schema.Int),
-  delivered_last_minute: Schema.Int
-})
-export type BacklogRow = typeof BacklogRow.Type
 
 export interface DeliveryFilter {
   readonly profileId: string

@@ -20,7 +20,8 @@ import { AppConfig } from "../../platform/config.ts"
 import { parseCursor, toPage } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { checkTarget, parseAllowList } from "../../platform/public-host.ts"
-import { type BacklogRow, WebhookDeliveriesRepo } from "../delivery/repo.ts"
+import { WebhookDeliveriesRepo } from "../delivery/repo.ts"
+import { backlogOf } from "../../platform/backlog.ts"
 import { WebhookSettings } from "../delivery/service.ts"
 import { newSecret } from "../delivery/signing.ts"
 import { type SubscriptionRow, WebhookSubscriptionsRepo } from "./repo.ts"
@@ -33,14 +34,6 @@ export const PAUSED_BACKLOG_EXPIRED = "paused_backlog_expired"
 export const PAUSED_BACKLOG_DROPPED = "paused_backlog_dropped"
 /** Rows ended per statement of the drop; it repeats until nothing is left to drop. */
 const DROP_CHUNK = 5_000
-
-const backlogOf = (row: BacklogRow | undefined): Backlog =>
-  row === undefined ? NO_BACKLOG : {
-    pending: row.pending,
-    pending_capped: row.pending >= BACKLOG_COUNT_CAP,
-    oldest_pending_age_seconds: row.oldest_pending_age_seconds,
-    delivered_last_minute: row.delivered_last_minute
-  }
 
 const render = (row: SubscriptionRow, backlog: Backlog): WebhookSubscription => ({
   id: row.id,
