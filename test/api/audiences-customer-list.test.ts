@@ -21,7 +21,7 @@ import {
 import { AudiencesRepo } from "../../src/exports/audiences/repo.ts"
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
 import { leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call, callAs, TestServer } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
 import { CustomerListRefresh, CustomerListRefreshSettings, defaultCustomerListRefreshSettings } from "../../src/exports/audiences/worker.ts"
 import { eventually } from "../support/eventually.ts"
@@ -33,12 +33,7 @@ import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
 const LIST = "/api/v1/partner/audiences/customer-list"
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 interface SandboxAudience {
   readonly id: string

@@ -10,7 +10,7 @@ import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { signCallback } from "../../src/connections/providers/signing.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call, callAs, TestServer } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, driveConsent, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth, withWorld, worldHandle } from "../support/sandbox-world.ts"
@@ -22,12 +22,7 @@ interface Fixture extends SeededProfile {
   readonly key: string
 }
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 /** A test-control call on the key's profile's sandbox gateway world (decision 0109). */
 const sandbox = (key: string, method: string, path: string, body?: unknown) =>

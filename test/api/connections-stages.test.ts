@@ -8,7 +8,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call } from "../support/app.ts"
+import { call, callAs } from "../support/app.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth } from "../support/sandbox-world.ts"
@@ -20,12 +20,7 @@ interface Fixture extends SeededProfile {
   readonly key: string
 }
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 const stagesOf = (key: string, query = "") => send(key, "GET", `/api/v1/connections/crm/stages${query}`)
 

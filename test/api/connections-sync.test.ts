@@ -9,7 +9,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { SyncWorker, SyncWorkerSettings, defaultSyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
-import { call } from "../support/app.ts"
+import { call, callAs } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth } from "../support/sandbox-world.ts"
@@ -22,12 +22,7 @@ interface Fixture extends SeededProfile {
   readonly key: string
 }
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 /** A profile a person created: the attribution add-on is on. */
 const personProfile = Effect.gen(function*() {

@@ -10,7 +10,7 @@ import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
 import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
-import { call } from "../support/app.ts"
+import { call, callAs } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, sandboxSecretOf, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth, worldHandle } from "../support/sandbox-world.ts"
@@ -26,12 +26,7 @@ interface Fixture extends SeededProfile {
   readonly key: string
 }
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 /** A test-control call on the key's profile's sandbox CRM world (decision 0109). */
 const sandbox = (key: string, method: string, path: string, body?: unknown) =>

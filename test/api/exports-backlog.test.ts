@@ -7,7 +7,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CURRENT_DPA_VERSION } from "../../schema/dpa.ts"
-import { call, OPERATOR_TOKEN } from "../support/app.ts"
+import { call, callAs, OPERATOR_TOKEN } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { quickExportWorker } from "../support/exports.ts"
@@ -17,12 +17,7 @@ import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.t
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write", "conversions:read"]
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 const destinationRead = (key: string, id: string) =>
   Effect.map(send(key, "GET", "/api/v1/exports/destinations?limit=100"), (answer) => {

@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { CURRENT_DPA_VERSION } from "../../schema/dpa.ts"
 import { quickExportWorker } from "../support/exports.ts"
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call, callAs, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { registerApp } from "../support/partner.ts"
@@ -21,12 +21,7 @@ import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write", "conversions:read"]
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 /** A test-control call on the sandbox world of `key`'s profile (decision 0109). */
 const sandbox = (key: string, method: string, path: string, body?: unknown) =>

@@ -9,7 +9,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { defaultExportWorkerSettings, ExportPipeline, ExportWorkerSettings } from "../../src/exports/pipeline/service.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call, callAs, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
@@ -18,12 +18,7 @@ import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 // Every poll runs the cursor; retries come back at once so the defect limit is reached quickly.
 const manual = Layer.succeed(ExportWorkerSettings)({

@@ -11,7 +11,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { quickExportWorker } from "../support/exports.ts"
 import { normaliseEmail, normalisePhone, sha256 } from "../../src/exports/pipeline/scrub.ts"
-import { call } from "../support/app.ts"
+import { call, callAs } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { connectProvider, serveAppOnOwnPort } from "../support/providers.ts"
@@ -24,12 +24,7 @@ const CHROME = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KH
 const EMAIL = "  Pia.Web@Example.COM "
 const PHONE = " +49 30 1234-5678 "
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 /** What the ad-platform sandbox of `key`'s profile received under `eventId` (decision 0109). */
 const received = (key: string, eventId: string) =>

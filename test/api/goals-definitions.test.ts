@@ -8,7 +8,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { call, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
+import { call, callAs, serveApp, testSettings, withoutRequestId } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
@@ -22,12 +22,7 @@ const seedWriter = (scopes: ReadonlyArray<string> = WRITER) =>
     return { ...profile, key }
   })
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 const upsert = (key: string, body: unknown) => send(key, "POST", "/api/v1/goals/definitions", body)
 

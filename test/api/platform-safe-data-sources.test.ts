@@ -6,19 +6,14 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { call, TestServer } from "../support/app.ts"
+import { call, callAs, TestServer } from "../support/app.ts"
 import { driveConsent, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth } from "../support/sandbox-world.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write"]
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 const hop = (target: string) =>
   Effect.promise(async () => {

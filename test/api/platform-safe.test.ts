@@ -10,7 +10,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { REBUILD_CONSENT_VERSION, rebuildConsentText } from "../../schema/platform-safe.ts"
 import { sha256 } from "../../src/exports/pipeline/scrub.ts"
-import { call, TestServer } from "../support/app.ts"
+import { call, callAs, TestServer } from "../support/app.ts"
 import { defineConversion } from "../support/events.ts"
 import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/providers.ts"
 import { keyAuth } from "../support/sandbox-world.ts"
@@ -18,12 +18,7 @@ import { seedApiKey, seedMemberSession, seedProfile, type SeededProfile } from "
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write"]
 
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
+const send = callAs
 
 /** The Platform-Safe part of `_state` in the sandbox world of `key`'s profile (decision 0109). */
 const sandboxState = (key: string) =>

@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { createServer } from "node:http"
 import { defaultWebhookSettings, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
 import { WebhookSubscriptions } from "../../src/webhooks/subscriptions/service.ts"
-import { call, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
+import { call, callAs, OPERATOR_TOKEN, serveApp, testSettings } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { parseExposition } from "../support/prometheus.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
@@ -37,9 +37,7 @@ const receiver = Effect.acquireRelease(
   (server) => Effect.sync(() => server.close())
 )
 
-const bearer = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json" })
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, { method, headers: bearer(key), ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+const send = callAs
 
 const fixture = Effect.fn("test.backlogFixture")(function*() {
   const profile = yield* seedProfile()

@@ -13,7 +13,7 @@ import { createServer } from "node:http"
 import { signCallback } from "../../src/connections/providers/signing.ts"
 import { OutboxRepo } from "../../src/kernel/outbox/repo.ts"
 import { defaultWebhookSettings, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
-import { call, serveApp, testSettings } from "../support/app.ts"
+import { call, callAs, serveApp, testSettings } from "../support/app.ts"
 import { defineConversion, ingest } from "../support/events.ts"
 import { eventually } from "../support/eventually.ts"
 import { asApp, registerApp } from "../support/partner.ts"
@@ -59,9 +59,7 @@ const receiver = Effect.acquireRelease(
   (server) => Effect.sync(() => server.close())
 )
 
-const bearer = (key: string) => ({ authorization: `Bearer ${key}`, "content-type": "application/json" })
-const send = (key: string, method: string, path: string, body?: unknown) =>
-  call(path, { method, headers: bearer(key), ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+const send = callAs
 
 const signature = (secret: string, hook: Hook) =>
   `v1,${createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))

@@ -141,6 +141,14 @@ const requestClockMiddleware = (clock: TestClock.TestClock) =>
   HttpRouter.middleware((httpEffect) => Effect.provideService(httpEffect, Clock.Clock, clock), { global: true })
 
 /** Serves `app` whose requests read time from `RequestClock` (provided in the output). */
+/** A JSON call with an API key (`Authorization: Bearer`), the body serialised when there is one. */
+export const callAs = (key: string, method: string, path: string, body?: unknown) =>
+  call(path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+
 export const serveAppWithRequestClock = (settings: AppSettings, app: AppLayer = AppRoutes) =>
   Layer.unwrap(
     Effect.map(TestClock.make(), (clock) =>
