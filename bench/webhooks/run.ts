@@ -26,6 +26,10 @@
  *    its own transaction (its own producer batch), then deliveries/s over at most
  *    BENCH_ONE_SECONDS (60) and the most requests the endpoint held at once.
  *
+ * 4. one producer batch (BENCH_BATCH_EVENTS, 200, the spec's batch) to one fast endpoint: its
+ *    rows go one after another (order within the batch), so deliveries/s is what one ordered run
+ *    reaches; the arrival order is checked.
+ *
  * Beside the bare `node:http` baseline, the same requests go through the service's outbound
  * client (src/platform/outbound-http.ts, with the public-host rule as the worker uses it) at the
  * same concurrency: what the client costs against bare `node:http`. Run on a tree without that
@@ -342,7 +346,51 @@ async function main() {
   const oneSeconds = (Date.now() - oneStart) / 1000
   const oneDelivered = slowOk
 
+  // 4. One producer batch to one fast endpoint: order holds, so its rows go one after another;
+  // the rate is what one ordered run reaches (each row waits for the one before it).
+  const BATCH_EVENTS = intFromEnv("BENCH_BATCH_EVENTS", 200, 100_000)
+  const order: Array<string> = []
+  const fast = createServer((req, res) => {
+    req.resume()
+    req.on("end", () => {
+      order.push(String(req.headers["webhook-id"]))
+      res.writeHead(200).end()
+    })
+  })
+  await new Promise<void>((r) => fast.listen(0, "127.0.0.1", () => r()))
+  const fastAddress = fast.address()
+  const fastPort = typeof fastAddress === "object" && fastAddress !== null ? fastAddress.port : 0
+  const batchIds = await db(Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const box = yield* SecretBox
+    const workspaceId = crypto.randomUUID()
+    const profile = crypto.randomUUID()
+    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench webhooks, one batch')`
+    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profile}, ${workspaceId}, 'bench webhooks, one batch')`
+    yield* sql`
+      INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+      VALUES (gen_random_uuid(), ${profile}, ${workspaceId}, ${`http://127.0.0.1:${fastPort}/one`}, '{outcome.recorded}', 'active', ${box.seal(newSecret())})`
+    const ids = Array.from({ length: BATCH_EVENTS }, () => crypto.randomUUID())
+    const payloads = ids.map((id) => JSON.stringify({
+      id, type: "outcome.recorded", created_at: new Date().toISOString(),
+      data: { provider: "svc", outcome_type: "purchase", occurred_at: new Date().toISOString(), customer_key: null, value: "1.00", currency: "EUR", outcome_event_id: crypto.randomUUID(), conversion_id: null },
+      delivery: { profile_id: profile, provisioned_by_app_id: null, healthcare_family: false, customer_id: null }
+    }))
+    // One statement: one producer batch (the fan-out takes up to 200 outbox rows, a batch at most).
+    yield* sql`
+      INSERT INTO outbox (id, profile_id, topic, payload, created_at)
+      SELECT id, ${profile}, 'outcome.recorded', p, now() + make_interval(secs => n / 1000000.0)
+      FROM unnest(${ids}::uuid[], ${payloads}::jsonb[]) WITH ORDINALITY AS t(id, p, n)`
+    return ids
+  }))
+  const batchStart = Date.now()
+  const batchDeadline = batchStart + intFromEnv("BENCH_ONE_SECONDS", 60, 3_600) * 1000
+  while (order.length < BATCH_EVENTS && Date.now() < batchDeadline) await sleep(20)
+  const batchSeconds = (Date.now() - batchStart) / 1000
+  const inOrder = order.length === BATCH_EVENTS && order.every((id, k) => id === batchIds[k])
+
   worker2.child.kill("SIGKILL")
+  fast.close()
   server.close()
   slow.closeAllConnections()
   slow.close()
@@ -363,7 +411,8 @@ async function main() {
   console.log(`  restart detail : ${fmt(after.raw)} 2xx receipts for ${fmt(after.unique)} distinct (endpoint, webhook-id); ${fmt(inFlight.size)} held under the dead worker's lease at the kill; repeats outside that set: ${fmt(outside.length)}`)
   console.log(`  failing endpoint after the restart: ${ladder.map((r) => `${r.n} ${r.status} (attempts >= ${r.min_attempts})`).join(", ")}`)
   console.log(`  one subscription (${SLOW_MS} ms endpoint, ${fmt(ONE_EVENTS)} unrelated events): ${fmt(oneDelivered)} delivered in ${fmt(oneSeconds, 2)} s = ${fmt(oneDelivered / oneSeconds, 1)} deliveries/s, at most ${most} requests at once`)
+  console.log(`  one batch      : ${fmt(BATCH_EVENTS)} events of one producer batch to one fast endpoint: ${fmt(order.length)} delivered in ${fmt(batchSeconds, 2)} s = ${fmt(order.length / batchSeconds, 1)} deliveries/s, ${inOrder ? "in order" : "NOT in order"}`)
   // At least once: a repeat is allowed only for a delivery in flight at the kill (the receiver dedups by webhook-id).
-  if (after.unique < expected || outside.length > 0) process.exitCode = 1
+  if (after.unique < expected || outside.length > 0 || !inOrder) process.exitCode = 1
   process.exit()
 }

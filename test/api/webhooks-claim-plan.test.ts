@@ -12,14 +12,14 @@
  * unpublished rows and the rest of their producer batches) is held to the same bound at the same
  * depths of unpublished outbox rows, per row it expects to answer (it answers up to 400, a
  * batch's rest included, and without statistics expects fewer on a smaller table). The statement
- * that records 32 results (successes going on with their batch: the next row handed on and leased
- * in the same statement) is held to the same bound, through the primary key and the batch index.
+ * that records 32 results (successes handing their batch on) and a run's look-ahead (the 16 rows
+ * after a head, leased) are held to the same bound, through the primary key and the batch index.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { unpublishedStatement } from "../../src/kernel/outbox/repo.ts"
-import { claimStatement, settleStatement } from "../../src/webhooks/delivery/repo.ts"
+import { claimStatement, leaseAheadStatement, settleStatement } from "../../src/webhooks/delivery/repo.ts"
 import { analyzedTables, type Depth, measure as measureAt } from "../support/claim-plan.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
@@ -69,21 +69,33 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
             SELECT gen_random_uuid(), ${profileId}, 'outcome.recorded', '{}'::jsonb, now() + make_interval(secs => g / 1000000.0), g / 200
             FROM generate_series(${from}::int, ${to - 1}::int) AS g`
 
-        // 32 heads leased under a token of their own, and their successes as the worker records them (each going on).
+        // 32 heads leased under a token of their own, and their successes as the worker records them (each handing its batch on).
         const leasedHeads = Effect.gen(function*() {
           const token = crypto.randomUUID()
-          const heads = yield* sql<{ id: string; url: string }>`
-            UPDATE webhook_deliveries SET lease_token = ${token}, lease_until = now() + interval '1 minute', attempts = 1
+          const heads = yield* sql<{ id: string }>`
+            UPDATE webhook_deliveries SET lease_token = ${token}, lease_until = now() + interval '1 minute'
             WHERE id IN (SELECT id FROM webhook_deliveries WHERE ready AND status = 'pending' AND seq < 199 ORDER BY subscription_id, seq LIMIT 32)
-            RETURNING id, (SELECT s.url FROM webhook_subscriptions s WHERE s.id = subscription_id) AS url`
+            RETURNING id`
           return settleStatement(sql, heads.map((head) => ({
             id: head.id,
             token,
             outcome: "succeeded" as const,
             delaySeconds: 0,
-            attempt: { statusCode: 200, error: null, durationMs: 3 },
-            goOn: { url: head.url, secretSealed: "x" }
-          })), 60).compile()
+            attempt: { statusCode: 200, error: null, durationMs: 3 }
+          }))).compile()
+        })
+        // A run's look-ahead: the 16 rows after a head of the first subscription's first batch.
+        const lookAhead = Effect.gen(function*() {
+          const [head] = yield* sql<{ subscription_id: string; batch_id: string; seq: number; url: string }>`
+            SELECT d.subscription_id, d.batch_id, d.seq, s.url FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+            WHERE d.subscription_id = ${subs[0]!} AND d.status = 'pending' AND d.seq = 0 ORDER BY d.batch_id LIMIT 1`
+          return leaseAheadStatement(sql, {
+            subscriptionId: head!.subscription_id,
+            batchId: head!.batch_id,
+            seq: head!.seq,
+            url: head!.url,
+            secretSealed: "x"
+          }, 16, 60, crypto.randomUUID()).compile()
         })
 
         const measure = (pending: number, statement: readonly [string, ReadonlyArray<unknown>], expected: number) =>
@@ -103,13 +115,15 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         depths.push(yield* measure(20_000, claim, 32))
         reads.push(yield* measure(20_000, fanOut, 200))
         const settles: Array<Depth> = [yield* measure(20_000, yield* leasedHeads, 32)]
+        const aheads: Array<Depth> = [yield* measure(20_000, yield* lookAhead, 16)]
         yield* fill(20_000, 200_000)
         yield* fillOutbox(20_000, 200_000)
         depths.push(yield* measure(200_000, claim, 32))
         reads.push(yield* measure(200_000, fanOut, 200))
         settles.push(yield* measure(200_000, yield* leasedHeads, 32))
+        aheads.push(yield* measure(200_000, yield* lookAhead, 16))
         const analyzed = yield* analyzedTables(["webhook_deliveries", "outbox"])
-        for (const [what, list] of [["webhook claim", depths], ["outbox fan-out read", reads], ["results recorded", settles]] as const) {
+        for (const [what, list] of [["webhook claim", depths], ["outbox fan-out read", reads], ["results recorded", settles], ["run look-ahead", aheads]] as const) {
           for (const depth of list) {
             console.log(`${what} at ${depth.pending} pending: generic-plan cost ${depth.cost.toFixed(1)} for ${depth.rows} rows expected, run in ${depth.ms.toFixed(1)} ms`)
           }
@@ -137,6 +151,12 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         // The next row of each batch is one tuple of the batch index, never a walk of the subscription's pending rows.
         assert.include(settle200k!.plan, "webhook_deliveries_batch")
         assert.notInclude(settle200k!.plan, "webhook_deliveries_pending_age")
+        // The look-ahead: the 16 rows after a head, one walk of the batch index from it, whatever the backlog.
+        const [ahead20k, ahead200k] = aheads
+        console.log(ahead200k!.plan)
+        assert.isAtMost(ahead200k!.cost, 2 * ahead20k!.cost, `look-ahead cost ${ahead200k!.cost} at 200,000 vs ${ahead20k!.cost} at 20,000`)
+        assert.include(ahead200k!.plan, "webhook_deliveries_batch")
+        assert.notInclude(ahead200k!.plan, "Seq Scan on webhook_deliveries")
         // What the plans were costed on: no statistics gathered for the table.
         assert.strictEqual(analyzed, 0)
       }))

@@ -50,7 +50,10 @@ export const DeliveryRow = Schema.Struct({
   /** Seconds since the first attempt (0 before it): where the ladder stands. */
   age_seconds: Schema.Finite,
   traceparent: Schema.NullOr(Schema.String),
-  tracestate: Schema.NullOr(Schema.String)
+  tracestate: Schema.NullOr(Schema.String),
+  /** The producer batch and the place in it (order holds within a batch). */
+  batch_id: Schema.String,
+  seq: Schema.Int
 })
 export type DeliveryRow = typeof DeliveryRow.Type
 
@@ -93,19 +96,15 @@ export interface Settlement {
   readonly outcome: "succeeded" | "failed" | null
   readonly delaySeconds: number
   readonly attempt: AttemptRecord
-  /**
-   * Go on with the batch here (issue 34): when the row succeeded and its subscription is still
-   * active with this URL and signing secret, the row that becomes the head is leased under the same
-   * token in the same statement and answered, to be sent next without a claim. Null: hand it on to
-   * any claim.
-   */
-  readonly goOn: { readonly url: string; readonly secretSealed: string } | null
 }
 
-/** What `settle` wrote: the rows recorded, and for each that went on, the next row now leased to it. */
-export interface Settled {
-  readonly written: ReadonlySet<string>
-  readonly next: ReadonlyMap<string, DeliveryRow>
+/** Where a run of a batch stands: the row after which `leaseAhead` leases, and the subscription as the run signs for it. */
+export interface RunPosition {
+  readonly subscriptionId: string
+  readonly batchId: string
+  readonly seq: number
+  readonly url: string
+  readonly secretSealed: string
 }
 
 /** A subscription's attempts this process has under way (its claim takes at most the rest of the limit). */
@@ -122,7 +121,7 @@ const deliveryColumns = (sql: SqlClient, alias: string) =>
     ${iso(`${alias}.last_attempt_at`)} AS last_attempt_at, ${alias}.last_status_code, ${alias}.last_error,
     ${alias}.redelivery_of, ${iso(`${alias}.created_at`)} AS created_at, ${iso(`${alias}.completed_at`)} AS completed_at,
     extract(epoch FROM now() - COALESCE(${alias}.first_attempt_at, now()))::float8 AS age_seconds,
-    ${alias}.traceparent, ${alias}.tracestate`)
+    ${alias}.traceparent, ${alias}.tracestate, ${alias}.batch_id::text AS batch_id, ${alias}.seq`)
 
 export interface ClaimArguments {
   readonly limit: number
@@ -140,7 +139,7 @@ export interface ClaimArguments {
 export const claimStatement = (sql: SqlClient, { busy, leaseSeconds, limit, perSubscription, plainHttp, token }: ClaimArguments) =>
   sql`
     UPDATE webhook_deliveries d
-    SET attempts = d.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+    SET lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
         first_attempt_at = COALESCE(d.first_attempt_at, now())
     FROM (
       SELECT h.id FROM webhook_subscriptions s
@@ -217,65 +216,79 @@ const nextInBatch = (sql: SqlClient, alias: string) =>
  * The results' record (see `settle` below), as a statement: test/api/webhooks-claim-plan.test.ts
  * checks its generic plan at growing backlogs.
  */
-export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlement>, leaseSeconds: number) => {
-  // The next row of the ended row's batch is leased only when the ended row goes on, it is due and no lease holds it.
-  const goes = sql.literal("x.go AND n.next_attempt_at <= now() AND (n.lease_until IS NULL OR n.lease_until < now())")
-  return sql`
+export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlement>) =>
+  sql<{ ended_id: string }>`
     WITH input AS (
       -- '' and -1 stand for none: the driver cannot type an array holding only nulls; the delays go
       -- as text, since whole and fractional numbers would be typed apart.
       SELECT t.id, t.token, NULLIF(t.outcome, '') AS outcome, t.delay::float8 AS delay, NULLIF(t.code, -1) AS code,
-             NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms,
-             NULLIF(t.url, '') AS url, NULLIF(t.sealed, '') AS sealed
+             NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms
       FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.token)}::uuid[],
                   ${results.map((r) => r.outcome ?? "")}::text[], ${results.map((r) => String(r.delaySeconds))}::text[],
                   ${results.map((r) => r.attempt.statusCode ?? -1)}::int[], ${results.map((r) => bounded(r.attempt.error) ?? "")}::text[],
-                  ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[],
-                  ${results.map((r) => r.goOn?.url ?? "")}::text[], ${results.map((r) => r.goOn?.secretSealed ?? "")}::text[])
-        AS t(id, token, outcome, delay, code, error, duration_ms, url, sealed)),
+                  ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[])
+        AS t(id, token, outcome, delay, code, error, duration_ms)),
     done AS (
+      -- A row that waits for its next attempt is its batch's head (every row before it ended).
       UPDATE webhook_deliveries d SET
         status = COALESCE(i.outcome, d.status),
         completed_at = CASE WHEN i.outcome IS NULL THEN NULL ELSE now() END,
         next_attempt_at = now() + make_interval(secs => i.delay),
+        attempts = d.attempts + 1,
+        ready = d.ready OR i.outcome IS NULL,
         last_status_code = i.code, last_error = i.error,
         lease_token = NULL, lease_until = NULL, last_attempt_at = now()
       FROM input i
       WHERE d.id = i.id AND d.lease_token = i.token AND d.status = 'pending'
-      RETURNING d.id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.token, i.outcome, i.code, i.error,
-                i.duration_ms, i.url, i.sealed),
+      RETURNING d.id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
     following AS (
-      -- An ended row hands its batch on: the next pending row of its (subscription, batch) becomes
-      -- the head, leased at once to the same attempt when that one goes on.
-      UPDATE webhook_deliveries n SET
-        ready = true,
-        lease_token = CASE WHEN ${goes} THEN x.token ELSE n.lease_token END,
-        lease_until = CASE WHEN ${goes} THEN now() + make_interval(secs => ${leaseSeconds}) ELSE n.lease_until END,
-        attempts = n.attempts + CASE WHEN ${goes} THEN 1 ELSE 0 END,
-        first_attempt_at = CASE WHEN ${goes} THEN COALESCE(n.first_attempt_at, now()) ELSE n.first_attempt_at END
+      -- The last row recorded here of each (subscription, batch), when it ended, hands the batch on:
+      -- the next pending row becomes the head. Only the last: the rows of one run are recorded in
+      -- order, and a row recorded here is not updated twice in one statement.
+      UPDATE webhook_deliveries n SET ready = true
       FROM (
-        SELECT f.id AS ended_id, f.token, nx.id AS next_id, f.outcome = 'succeeded' AND s.id IS NOT NULL AS go
-        FROM done f
-        ${nextInBatch(sql, "f")}
-        -- Joined, not EXISTS: \`go\` is read in four places and a subquery would run in each. Through the
-        -- primary key (ORDER BY id: without statistics a plain join walked a partial index of every subscription).
-        LEFT JOIN LATERAL (
-          SELECT s.id FROM webhook_subscriptions s
-          WHERE s.id = f.subscription_id AND s.status = 'active' AND s.deleted_at IS NULL AND s.url = f.url AND s.secret_sealed = f.sealed
-          ORDER BY s.id LIMIT 1) s ON true
-        WHERE f.outcome IS NOT NULL) x
-      WHERE n.id = x.next_id AND n.status = 'pending'
-      -- RETURNING sees the row as updated: it went on when it holds the attempt's token now.
-      RETURNING x.ended_id, x.go AND n.lease_token = x.token AS go, ${deliveryColumns(sql, "n")}),
+        SELECT DISTINCT ON (d.subscription_id, d.batch_id) d.subscription_id, d.batch_id, d.seq, d.outcome
+        FROM done d ORDER BY d.subscription_id, d.batch_id, d.seq DESC) f
+      ${nextInBatch(sql, "f")}
+      WHERE f.outcome IS NOT NULL AND n.id = nx.id AND n.status = 'pending' AND NOT n.ready),
     logged AS (
       INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
       -- When the request started: the result is recorded as it ends.
       SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
              code, duration_ms, error
       FROM done)
-    SELECT d.id::text AS ended_id, CASE WHEN f.go THEN to_jsonb(f) - 'ended_id' - 'go' END AS next
-    FROM done d LEFT JOIN following f ON f.ended_id = d.id`
-}
+    SELECT d.id::text AS ended_id FROM done d`
+
+/**
+ * The rows after `after` in its batch that a run may send next (see `leaseAhead` below), as a
+ * statement: test/api/webhooks-claim-plan.test.ts checks its generic plan at growing backlogs.
+ */
+export const leaseAheadStatement = (sql: SqlClient, after: RunPosition, count: number, leaseSeconds: number, token: string) =>
+  sql`
+    UPDATE webhook_deliveries d
+    SET lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+        first_attempt_at = COALESCE(d.first_attempt_at, now())
+    FROM (
+      -- The next rows in batch order through webhook_deliveries_batch (a row comparison: no plan can
+      -- read the subscription's whole backlog instead), up to the first one that may not go now.
+      SELECT w.id FROM (
+        SELECT e.id, bool_and(e.next_attempt_at <= now() AND (e.lease_until IS NULL OR e.lease_until < now()))
+                 OVER (ORDER BY e.subscription_id, e.batch_id, e.seq) AS ok
+        FROM (
+          -- The equalities keep the estimate to one batch's rows (the cost does not follow the table).
+          SELECT e.id, e.subscription_id, e.batch_id, e.seq, e.next_attempt_at, e.lease_until FROM webhook_deliveries e
+          WHERE e.status = 'pending' AND (e.subscription_id, e.batch_id, e.seq) > (${after.subscriptionId}::uuid, ${after.batchId}::uuid, ${after.seq}::int)
+            AND e.subscription_id = ${after.subscriptionId} AND e.batch_id = ${after.batchId}
+          ORDER BY e.subscription_id, e.batch_id, e.seq
+          LIMIT ${count}) e) w
+      -- Only while the subscription is live with the URL and secret the run signs for.
+      WHERE w.ok AND EXISTS (
+        SELECT 1 FROM webhook_subscriptions s
+        WHERE s.id = ${after.subscriptionId} AND s.status = 'active' AND s.deleted_at IS NULL
+          AND s.url = ${after.url} AND s.secret_sealed = ${after.secretSealed})) picked
+    -- Checked again on the row as it is now: a lease taken meanwhile is not taken twice.
+    WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
+    RETURNING ${deliveryColumns(sql, "d")}`
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -307,11 +320,18 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
   readonly renew: (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) => Repo<ReadonlySet<string>>
   /**
    * Records the results in one statement, each under its lease (a lost lease writes nothing for
-   * that row), appends each to the attempt log, and makes the next row of each ended row's
-   * (subscription, batch) its head; a row that goes on (`goOn`) leases that head under its token for
-   * `leaseSeconds` and answers it.
+   * that row), counts each attempt and appends it to the attempt log; the last row recorded of a
+   * (subscription, batch), when it ended, makes the next row its head. Answers the rows written.
    */
-  readonly settle: (results: ReadonlyArray<Settlement>, leaseSeconds: number) => Repo<Settled>
+  readonly settle: (results: ReadonlyArray<Settlement>) => Repo<ReadonlySet<string>>
+  /**
+   * Leases under `token` up to `count` rows after `after` in its batch, in order, stopping at the
+   * first that may not go now (not due, or another's lease), and none unless the subscription is
+   * still active with the run's URL and secret: the rows a run sends next without a claim.
+   */
+  readonly leaseAhead: (after: RunPosition, count: number, leaseSeconds: number, token: string) => Repo<ReadonlyArray<DeliveryRow>>
+  /** Ends the leases of rows leased to a run that were not sent (their attempts were never made). */
+  readonly release: (rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) => Repo<void>
   /** A deleted subscription's waiting deliveries end `failed`. */
   readonly failPending: (subscriptionId: string, reason: string) => Repo<void>
   readonly list: (filter: DeliveryFilter) => Repo<ReadonlyArray<DeliveryRow>>
@@ -380,15 +400,28 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           (rows) => new Set(rows.map((row) => row.id))
         )
 
-      const settled = decodeRows(Schema.Struct({ ended_id: Schema.String, next: Schema.NullOr(DeliveryRow) }))
-      const settle = (results: ReadonlyArray<Settlement>, leaseSeconds: number) =>
-        results.length === 0 ? Effect.succeed<Settled>({ written: new Set(), next: new Map() }) : Effect.map(
-          settled(settleStatement(sql, results, leaseSeconds)),
-          (rows): Settled => ({
-            written: new Set(rows.map((row) => row.ended_id)),
-            next: new Map(rows.flatMap((row) => row.next === null ? [] : [[row.ended_id, row.next] as const]))
-          })
+      const settle = (results: ReadonlyArray<Settlement>) =>
+        results.length === 0 ? Effect.succeed<ReadonlySet<string>>(new Set()) : Effect.map(
+          settleStatement(sql, results),
+          (rows): ReadonlySet<string> => new Set(rows.map((row) => row.ended_id))
         )
+
+      const leaseAhead = (after: RunPosition, count: number, leaseSeconds: number, token: string) =>
+        count <= 0 ? Effect.succeed([]) : Effect.map(
+          many(leaseAheadStatement(sql, after, count, leaseSeconds, token)),
+          // RETURNING keeps no order: the run sends them in the batch's.
+          (rows) => [...rows].sort((a, b) => a.seq - b.seq)
+        )
+
+      const release = (rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
+        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
+          UPDATE webhook_deliveries d SET lease_token = NULL, lease_until = NULL
+          FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.token)}::uuid[]) AS t(id, token)
+          -- Through the primary key whatever the statistics, as the renewal (renewStatement).
+          CROSS JOIN LATERAL (
+            SELECT w.ctid AS tid FROM webhook_deliveries w
+            WHERE w.id = t.id AND w.lease_token = t.token ORDER BY w.id LIMIT 1) h
+          WHERE d.ctid = h.tid AND d.lease_token = t.token AND d.status = 'pending'`)
 
       const failPending = (subscriptionId: string, reason: string) =>
         Effect.asVoid(sql`
@@ -486,6 +519,8 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           claim,
           renew,
           settle,
+          leaseAhead,
+          release,
           failPending,
           list,
           find,

@@ -29,7 +29,7 @@
  *   duration, error) in the same statement; the log of an event to a subscription includes its
  *   redeliveries.
  */
-import { Cause, Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { WebhookDeliveriesQuery, WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryAttemptsQuery } from "../../../schema/webhooks.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
@@ -41,7 +41,7 @@ import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
 import { send } from "../../platform/outbound-http.ts"
 import { parseAllowList, resolveCache } from "../../platform/public-host.ts"
-import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settled, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
+import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { defaultLease, heartbeat } from "../../platform/lease.ts"
@@ -238,22 +238,11 @@ const openAll = (box: { readonly open: (sealed: string) => string }, sealed: Rea
 
 export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 
-/** One attempt's end, and the next row of its batch when the attempt went on with it (leased to it). */
-interface Step {
-  readonly outcome: AttemptOutcome
-  readonly next: Option.Option<DeliveryRow>
-}
-
 // An attempt's call site is always the same line; capturing it took 4 % of the worker's CPU.
 const noStackTrace = { captureStackTrace: false } as const
 
-const stop = (outcome: AttemptOutcome): Step => ({ outcome, next: Option.none() })
-
-/** A result as written: false when the lease was lost; the batch's next row when the attempt goes on. */
-interface Written {
-  readonly written: boolean
-  readonly next: Option.Option<DeliveryRow>
-}
+/** Rows a run leases ahead at a time (the look-ahead starts again when half are sent). */
+const WINDOW = 16
 
 export interface ClaimedAttempt {
   readonly subscriptionId: string
@@ -385,29 +374,50 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // The public-host check's look-ups, shared by every attempt of this process for a few seconds.
       const resolved = resolveCache(HOST_CACHE_SECONDS)
 
-      // Results that ended and wait to be written: the first one in waits `settleInterval`, then
-      // writes all that came meanwhile in one statement. Each attempt waits for its own write, so
-      // its slot (and its row's lease) is held until the result is kept.
-      let waiting: Array<{ readonly settlement: Settlement; readonly written: Deferred.Deferred<Written, DatabaseUnavailable> }> = []
-      const flush = Effect.gen(function*() {
-        yield* Effect.sleep(settings.settleInterval)
-        const batch = waiting
-        waiting = []
-        const exit = yield* Effect.exit(deliveries.settle(batch.map((entry) => entry.settlement), leaseSeconds))
-        for (const { settlement, written } of batch) {
-          yield* Deferred.done(written, Exit.map(exit, (settled: Settled) => ({
-            written: settled.written.has(settlement.id),
-            next: Option.fromNullishOr(settled.next.get(settlement.id))
-          })))
+      // The writer (issue 34): results and leases to give back wait here; the first one in wakes it,
+      // it waits `settleInterval` and writes all that came meanwhile in one statement. One write at a
+      // time: a run's rows are recorded in the order they were sent, so the last one recorded of a
+      // batch is the one that hands it on. A run does not wait for a write before sending its next
+      // row (it holds that row's lease already); it waits for its last write before it ends, so its
+      // slot (and its rows' leases) are held until its results are kept.
+      let results: Array<{ readonly settlement: Settlement; readonly lost: Deferred.Deferred<void> }> = []
+      let releases: Array<{ readonly id: string; readonly token: string }> = []
+      let written = Deferred.makeUnsafe<void, DatabaseUnavailable>()
+      const wake = yield* Queue.sliding<true>(1)
+      const write = Effect.gen(function*() {
+        const these = results
+        const freed = releases
+        const done = written
+        results = []
+        releases = []
+        written = Deferred.makeUnsafe()
+        const exit = yield* Effect.exit(Effect.zipWith(
+          deliveries.settle(these.map((entry) => entry.settlement)),
+          deliveries.release(freed),
+          (kept) => kept
+        ))
+        // A result not written: its row is another runner's now, and so is the rest of its run.
+        if (Exit.isSuccess(exit)) {
+          for (const entry of these) if (!exit.value.has(entry.settlement.id)) yield* Deferred.succeed(entry.lost, undefined)
         }
+        yield* Deferred.done(done, Exit.asVoid(exit))
       }).pipe(Effect.uninterruptible)
-      // Rows claimed here whose result is not being written yet: the heartbeat renews their leases
-      // (decision 0119), and stops an attempt whose row another runner took over.
-      const held = new Map<string, { readonly token: string; readonly lost: Deferred.Deferred<void> }>()
-      const letGo = (id: string, token: string) =>
-        Effect.sync(() => {
-          if (held.get(id)?.token === token) held.delete(id)
+      // Waiting is interruptible (the layer's end); a write once begun is finished.
+      yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(wake), Effect.andThen(Effect.sleep(settings.settleInterval), write))))
+      /** Queues a result (or leases to give back); answers the write that will keep it. */
+      const enqueue = (
+        entry: { readonly settlement: Settlement; readonly lost: Deferred.Deferred<void> } | undefined,
+        free: ReadonlyArray<{ readonly id: string; readonly token: string }> = []
+      ) =>
+        Effect.suspend(() => {
+          if (entry !== undefined) results.push(entry)
+          releases.push(...free)
+          return Effect.as(Queue.offer(wake, true), written)
         })
+
+      // Rows claimed or leased here whose result is not queued yet: the heartbeat renews their leases
+      // (decision 0119), and stops the run of a row another runner took over.
+      const held = new Map<string, { readonly token: string; readonly lost: Deferred.Deferred<void> }>()
       const renewHeld = Effect.gen(function*() {
         if (held.size === 0) return
         const rows = [...held].map(([id, { token }]) => ({ id, token }))
@@ -419,45 +429,29 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           yield* Deferred.succeed(entry.lost, undefined)
         }
       })
+      const letGo = (id: string, token: string) => {
+        if (held.get(id)?.token === token) held.delete(id)
+      }
 
-      /**
-       * Records the attempt's result under its lease; `written` false: the lease was lost, nothing
-       * written. With `goOn` (a success whose attempt may go on), the next row of the batch, leased.
-       */
-      const settle = (
-        row: DeliveryRow,
-        token: string,
-        outcome: Settlement["outcome"],
-        delaySeconds: number,
-        record: AttemptRecord,
-        goOn: Settlement["goOn"] = null
-      ) =>
-        Effect.gen(function*() {
-          // From here the result is being kept: not stopped by a renewal racing the write that ends the lease.
-          yield* letGo(row.id, token)
-          const written = yield* Deferred.make<Written, DatabaseUnavailable>()
-          const first = waiting.length === 0
-          waiting.push({ settlement: { id: row.id, token, outcome, delaySeconds, attempt: record, goOn }, written })
-          if (first) yield* flush
-          return yield* Deferred.await(written)
+      /** What one attempt ended with: the result to record, and whether the run goes on after it. */
+      interface Ended {
+        readonly outcome: AttemptOutcome
+        readonly outcomeColumn: Settlement["outcome"]
+        readonly delaySeconds: number
+        readonly record: AttemptRecord
+      }
+      const ending = (outcome: AttemptOutcome, outcomeColumn: Settlement["outcome"], record: AttemptRecord, delaySeconds = 0): Ended =>
+        ({ outcome, outcomeColumn, delaySeconds, record })
+      /** The next step of the ladder after this attempt (number `row.attempts` + 1), or failed when it is spent. */
+      const onLadder = (row: DeliveryRow, record: AttemptRecord, retryAfter: number | undefined): Ended =>
+        Option.match(nextDelaySeconds(settings.ladder, row.attempts + 1, row.age_seconds, retryAfter), {
+          onNone: () => ending("failed", "failed", record),
+          onSome: (delay) => ending("retry", null, record, delay)
         })
-      const ended = (outcome: AttemptOutcome) => (result: Written): Step =>
-        result.written ? { outcome, next: result.next } : stop("lease_lost")
 
-      /**
-       * One attempt of a claimed row (its subscription read with the round's others). `goOn`: on
-       * success, lease the batch's next row to this attempt's caller.
-       */
-      const attempt = (row: DeliveryRow, token: string, subscription: Option.Option<Signer>, goOn: boolean): Effect.Effect<Step, DatabaseUnavailable> =>
+      /** One attempt of a leased row: signed and sent to the subscription (its secrets opened at the claim). */
+      const attempt = (row: DeliveryRow, sub: Signer): Effect.Effect<Ended> =>
         Effect.gen(function*() {
-          if (Option.isNone(subscription)) {
-            return ended("failed")(yield* settle(row, token, "failed", 0, { statusCode: null, error: "subscription_deleted", durationMs: null }))
-          }
-          const sub = subscription.value
-          // Left behind by a 410 (or a fan-out racing it): released, never sent.
-          if (sub.status === "disabled") {
-            return ended("failed")(yield* settle(row, token, "failed", 0, { statusCode: null, error: "subscription_disabled", durationMs: null }))
-          }
           // The one outbound client under the public-host rule: the URL's host resolved and checked,
           // the request sent to the checked address, a redirect not followed, the answer's body dropped.
           const [took, result] = yield* send({
@@ -478,32 +472,12 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             Effect.timed
           )
           const durationMs = Duration.toMillis(took)
-          const record = result.ok
-            ? { statusCode: result.answer.status, error: result.answer.status >= 300 && result.answer.status < 400 ? "redirect_not_followed" : null, durationMs }
-            : { statusCode: null, error: result.error, durationMs }
-          // Written with the results that end within `settleInterval`; the slot and the lease are held
-          // until then, so a crash repeats only what was in flight (decision 0095, issue 34).
-          if (result.ok && result.answer.status >= 200 && result.answer.status < 300) {
-            const next = goOn && sub.status === "active" ? { url: sub.url, secretSealed: sub.sealed } : null
-            return ended("succeeded")(yield* settle(row, token, "succeeded", 0, record, next))
-          }
-          if (result.ok && result.answer.status === 410) {
-            // Disabled before the result hands the batch on: a claim in between then finds the next
-            // row's subscription disabled and releases it unsent, instead of posting to a gone endpoint.
-            yield* subscriptions.disable(sub.id, "endpoint_gone")
-            const failed = yield* settle(row, token, "failed", 0, { ...record, error: "endpoint_gone" })
-            // What waits behind it would otherwise stay pending until someone turns it on again.
-            yield* deliveries.failPending(sub.id, "subscription_disabled")
-            return stop(failed.written ? "failed" : "lease_lost")
-          }
-          const delay = nextDelaySeconds(
-            settings.ladder,
-            row.attempts,
-            row.age_seconds,
-            result.ok ? retryAfterSeconds(header(result.answer.headers["retry-after"])) : undefined
-          )
-          if (Option.isNone(delay)) return ended("failed")(yield* settle(row, token, "failed", 0, record))
-          return ended("retry")(yield* settle(row, token, null, delay.value, record))
+          if (!result.ok) return onLadder(row, { statusCode: null, error: result.error, durationMs }, undefined)
+          const status = result.answer.status
+          const record = { statusCode: status, error: status >= 300 && status < 400 ? "redirect_not_followed" : null, durationMs }
+          if (status >= 200 && status < 300) return ending("succeeded", "succeeded", record)
+          if (status === 410) return ending("failed", "failed", { ...record, error: "endpoint_gone" })
+          return onLadder(row, record, retryAfterSeconds(header(result.answer.headers["retry-after"])))
         }).pipe(
           Effect.withSpan("Webhooks.attempt", { attributes: { "webhook.event_type": row.event_type } }, noStackTrace),
           // A root span linked to the request that queued the event (decision 0083), traced even
@@ -516,13 +490,91 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           Effect.withTracerEnabled(true)
         )
 
-      /** The subscription's secret does not open here: no request, the next step of the ladder. */
-      const unreadable = (row: DeliveryRow, token: string) =>
+      /** A row released unsent: its subscription is gone or disabled (failed), or its secret does not open here (the ladder). */
+      const unsent = (row: DeliveryRow, signer: Option.Option<Signer> | undefined): Ended =>
+        signer === undefined
+          ? ending("failed", "failed", { statusCode: null, error: "subscription_deleted", durationMs: null })
+          : Option.isNone(signer)
+          ? onLadder(row, { statusCode: null, error: "signing_secret_unreadable", durationMs: null }, undefined)
+          // Left behind by a 410 (or a fan-out racing it): released, never sent.
+          : ending("failed", "failed", { statusCode: null, error: "subscription_disabled", durationMs: null })
+
+      /**
+       * A run: the claimed head, then the rows after it in its batch, one after another (order within
+       * the batch), up to `run` of them, while each succeeds. The rows ahead are leased a window at a
+       * time while the run sends (decision 0121), so the run waits on its receiver, not on the
+       * database; it ends at the first row that does not succeed, and gives back the rest unsent.
+       */
+      const runOf = (head: DeliveryRow, token: string, signer: Option.Option<Signer> | undefined, lost: Deferred.Deferred<void>) =>
         Effect.gen(function*() {
-          const record = { statusCode: null, error: "signing_secret_unreadable", durationMs: null }
-          const delay = nextDelaySeconds(settings.ladder, row.attempts, row.age_seconds, undefined)
-          if (Option.isNone(delay)) return ended("failed")(yield* settle(row, token, "failed", 0, record))
-          return ended("retry")(yield* settle(row, token, null, delay.value, record))
+          const sub = signer !== undefined && Option.isSome(signer) && signer.value.status !== "disabled" ? signer.value : undefined
+          const runLength = sub !== undefined && sub.status === "active" ? Math.max(1, settings.run) : 1
+          const window = Math.max(1, Math.min(WINDOW, runLength - 1))
+          const queue: Array<DeliveryRow> = [head]
+          let leased = 1
+          let last = head
+          let more = runLength > 1
+          let ahead: Fiber.Fiber<ReadonlyArray<DeliveryRow>, DatabaseUnavailable> | undefined
+          let kept = Deferred.makeUnsafe<void, DatabaseUnavailable>()
+          yield* Deferred.succeed(kept, undefined)
+          let outcome: AttemptOutcome = "lease_lost"
+          const lookAhead = Effect.gen(function*() {
+            if (sub === undefined || !more || ahead !== undefined || queue.length > window / 2) return
+            const count = Math.min(window, runLength - leased)
+            if (count <= 0) return
+            const position = { subscriptionId: last.subscription_id, batchId: last.batch_id, seq: last.seq, url: sub.url, secretSealed: sub.sealed }
+            ahead = yield* Effect.forkChild(deliveries.leaseAhead(position, count, leaseSeconds, token))
+          })
+          const sendAll = Effect.gen(function*() {
+            while (true) {
+              // Nothing is sent once a row of the run is another runner's.
+              if (Deferred.isDoneUnsafe(lost)) return
+              if (queue.length === 0) {
+                if (ahead === undefined) return
+                // A look-ahead that failed ends the run here (what it may have leased expires).
+                const rows = yield* Effect.orElseSucceed(Fiber.join(ahead), () => [])
+                ahead = undefined
+                const count = Math.min(window, runLength - leased)
+                more = rows.length === count && leased + rows.length < runLength
+                for (const row of rows) held.set(row.id, { token, lost })
+                leased += rows.length
+                if (rows.length > 0) last = rows[rows.length - 1]!
+                queue.push(...rows)
+                if (queue.length === 0) return
+              }
+              yield* lookAhead
+              const row = queue.shift()!
+              const end = sub === undefined ? unsent(row, signer) : yield* attempt(row, sub)
+              letGo(row.id, token)
+              outcome = end.outcome
+              kept = yield* enqueue({
+                settlement: { id: row.id, token, outcome: end.outcomeColumn, delaySeconds: end.delaySeconds, attempt: end.record },
+                lost
+              })
+              if (end.outcome !== "succeeded") {
+                if (end.record.error === "endpoint_gone" && sub !== undefined) {
+                  // Disabled before the result hands the batch on: a claim in between then finds the next
+                  // row's subscription disabled and releases it unsent, instead of posting to a gone endpoint.
+                  yield* subscriptions.disable(sub.id, "endpoint_gone")
+                  yield* Deferred.await(kept)
+                  // What waits behind it would otherwise stay pending until someone turns it on again.
+                  yield* deliveries.failPending(sub.id, "subscription_disabled")
+                }
+                return
+              }
+            }
+          })
+          // Whichever ends first: the run, or the heartbeat (or a write) finding a row another runner's.
+          const ended = yield* Effect.raceFirst(Effect.as(sendAll, true), Effect.as(Deferred.await(lost), false))
+          // The rows leased ahead and not sent go back; a look-ahead still running is waited for.
+          const pending = ahead
+          const rest = pending === undefined ? [] : Option.getOrElse(Exit.getSuccess(yield* Fiber.await(pending)), (): ReadonlyArray<DeliveryRow> => [])
+          const unsentRows = [...queue, ...rest].map((row) => ({ id: row.id, token }))
+          for (const row of unsentRows) letGo(row.id, token)
+          if (unsentRows.length > 0) kept = yield* enqueue(undefined, unsentRows)
+          yield* Deferred.await(kept)
+          // A result that was not written (its lease lost) tells it, as the heartbeat does.
+          return !ended || Deferred.isDoneUnsafe(lost) ? "lease_lost" : outcome
         })
 
       const claimDue = (limit: number, busy: ReadonlyArray<Busy>) =>
@@ -533,39 +585,13 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           if (claimed.length === 0) return []
           const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
           const live = new Map(subs.map((sub) => [sub.id, sub] as const))
-          const runLength = Math.max(1, settings.run)
-          return yield* Effect.forEach(claimed, (head) =>
-            Effect.gen(function*() {
-              const sub = live.get(head.subscription_id)
-              const signer = sub === undefined ? undefined : signerOf(sub)
-              // Held from the claim: the heartbeat renews the head's lease while it waits for its turn.
-              const lostHead = yield* Deferred.make<void>()
-              held.set(head.id, { token, lost: lostHead })
-              const once = (row: DeliveryRow, lost: Deferred.Deferred<void>, goOn: boolean) => {
-                const run: Effect.Effect<Step, DatabaseUnavailable> = signer === undefined
-                  ? attempt(row, token, Option.none(), false)
-                  : Option.isSome(signer)
-                  ? attempt(row, token, signer, goOn)
-                  : unreadable(row, token)
-                // Whichever ends first: the attempt, or the heartbeat finding the row another runner's.
-                return Effect.raceFirst(run, Effect.as(Deferred.await(lost), stop("lease_lost"))).pipe(
-                  Effect.ensuring(letGo(row.id, token))
-                )
-              }
-              // The head, then the rows its batch hands on to this attempt, one after another (order
-              // within the batch), up to `run` of them.
-              const run = Effect.gen(function*() {
-                let step = yield* once(head, lostHead, runLength > 1)
-                for (let sent = 1; Option.isSome(step.next); sent++) {
-                  const row = step.next.value
-                  const lost = yield* Deferred.make<void>()
-                  held.set(row.id, { token, lost })
-                  step = yield* once(row, lost, sent + 1 < runLength)
-                }
-                return step.outcome
-              })
-              return { subscriptionId: head.subscription_id, run } satisfies ClaimedAttempt
-            }))
+          return claimed.map((head): ClaimedAttempt => {
+            const sub = live.get(head.subscription_id)
+            // Held from the claim: the heartbeat renews the head's lease while it waits for its turn.
+            const lost = Deferred.makeUnsafe<void>()
+            held.set(head.id, { token, lost })
+            return { subscriptionId: head.subscription_id, run: runOf(head, token, sub === undefined ? undefined : signerOf(sub), lost) }
+          })
         })
 
       /**
