@@ -4,10 +4,11 @@
  *
  * Method: accelerated projected gradient (FISTA, Beck & Teboulle 2009, with the adaptive restart
  * of O'Donoghue & Candès 2015), each step projected onto the simplex by the sort-based algorithm
- * of Held, Wolfe & Crowder (1974) / Duchi et al. (2008). The iterate then names the donors with
- * positive weight, and the equality-constrained least squares on just those (its KKT system) is
- * solved exactly; that solution replaces the iterate when it is feasible and no worse, so a
- * well-posed problem ends at its exact optimum rather than at the iteration's tolerance.
+ * of Held, Wolfe & Crowder (1974) / Duchi et al. (2008). Every 20 steps the iterate's support
+ * (donors with positive weight) is tried: the equality-constrained least squares on just those
+ * donors (its KKT system) is solved exactly, and when that solution is positive and no left-out
+ * donor could lower the objective (the KKT conditions), it is the optimum and the iteration
+ * stops. A well-posed problem thus ends at its exact optimum rather than at a tolerance.
  */
 
 /** Euclidean projection of v onto { w : w ≥ 0, Σw = 1 }. */
@@ -141,9 +142,51 @@ export const fitSimplexWeights = (
   for (let i = 0; i < J; i++) trace += G[i * J + i] ?? 0
   // The trace bounds λmax from above; take it when the power iteration stalled on a degenerate start.
   const lipschitz = Math.min(trace, lambda * 1.05) || trace
+  /**
+   * The exact optimum on the support of w, when it is one: solves [G_SS 1; 1ᵀ 0][w; μ] = [h_S; 1]
+   * and accepts the solution when it is positive on S and satisfies the KKT conditions off S
+   * (no left-out donor's gradient is below the common gradient of the support).
+   */
+  const polish = (w: Float64Array): Float64Array | undefined => {
+    const support = Array.from({ length: J }, (_, i) => i).filter((i) => (w[i] ?? 0) > 1e-9)
+    if (support.length === 0) return undefined
+    const n = support.length
+    const kkt = new Float64Array((n + 1) * (n + 1))
+    const rhs = new Float64Array(n + 1)
+    support.forEach((i, a) => {
+      support.forEach((j, b) => {
+        kkt[a * (n + 1) + b] = G[i * J + j] ?? 0
+      })
+      kkt[a * (n + 1) + n] = 1
+      kkt[n * (n + 1) + a] = 1
+      rhs[a] = h[i] ?? 0
+    })
+    rhs[n] = 1
+    const solution = solve(kkt, rhs, n + 1)
+    if (solution === undefined || !support.every((_, a) => (solution[a] ?? -1) > 0)) return undefined
+    const candidate = new Float64Array(J)
+    support.forEach((i, a) => {
+      candidate[i] = solution[a] ?? 0
+    })
+    const gradient = new Float64Array(J)
+    let scale = 0
+    for (let i = 0; i < J; i++) {
+      let gi = -(h[i] ?? 0)
+      for (let j = 0; j < J; j++) gi += (G[i * J + j] ?? 0) * (candidate[j] ?? 0)
+      gradient[i] = gi
+      scale = Math.max(scale, Math.abs(h[i] ?? 0))
+    }
+    let common = 0
+    for (const i of support) common += (gradient[i] ?? 0) / n
+    for (let i = 0; i < J; i++) {
+      if ((candidate[i] ?? 0) === 0 && (gradient[i] ?? 0) < common - 1e-9 * scale) return undefined
+    }
+    return candidate
+  }
   const maxIterations = options.maxIterations ?? 20_000
   let w = new Float64Array(J).fill(1 / J)
   let iterations = 0
+  let exact: Float64Array | undefined
   if (lipschitz > 0) {
     const step = 1 / lipschitz
     let z = Float64Array.from(w)
@@ -169,39 +212,24 @@ export const fitSimplexWeights = (
       }
       w = next
       if (change <= 1e-12) break
+      // Once the iterate has found the right support, the KKT solve finishes the job exactly.
+      if (iterations % 20 === 19) {
+        exact = polish(w)
+        if (exact !== undefined) break
+      }
     }
   }
+  exact ??= polish(w)
   let best = w
   let bestValue = objective(w)
   let targetSquares = 0
   for (let t = 0; t < T; t++) targetSquares += (target[t] ?? 0) ** 2
-  // Exact polish on the support: [G_SS 1; 1ᵀ 0][w; μ] = [h_S; 1].
-  const support = Array.from({ length: J }, (_, i) => i).filter((i) => (w[i] ?? 0) > 1e-9)
-  if (support.length > 0) {
-    const s = support.length
-    const kkt = new Float64Array((s + 1) * (s + 1))
-    const rhs = new Float64Array(s + 1)
-    support.forEach((i, a) => {
-      support.forEach((j, b) => {
-        kkt[a * (s + 1) + b] = G[i * J + j] ?? 0
-      })
-      kkt[a * (s + 1) + s] = 1
-      kkt[s * (s + 1) + a] = 1
-      rhs[a] = h[i] ?? 0
-    })
-    rhs[s] = 1
-    const solution = solve(kkt, rhs, s + 1)
-    if (solution !== undefined && support.every((_, a) => (solution[a] ?? -1) >= 0)) {
-      const polished = new Float64Array(J)
-      support.forEach((i, a) => {
-        polished[i] = solution[a] ?? 0
-      })
-      const value = objective(polished)
-      // Slack for rounding when both fits are exact (a residual of 1e-16·|y| per point).
-      if (value <= bestValue * (1 + 1e-9) + 1e-28 * targetSquares) {
-        best = polished
-        bestValue = value
-      }
+  if (exact !== undefined) {
+    const value = objective(exact)
+    // Slack for rounding when both fits are exact (a residual of 1e-16·|y| per point).
+    if (value <= bestValue * (1 + 1e-9) + 1e-28 * targetSquares) {
+      best = exact
+      bestValue = value
     }
   }
   return { weights: best, sumOfSquares: bestValue, iterations }

@@ -5,6 +5,7 @@
  * runs, a benchmark can run thousands with the same functions.
  */
 import { dateOf, dayNumber, weekday } from "./dates.ts"
+import { type BootstrapMethod, bootstrapMeanDifference } from "./bootstrap.ts"
 import { newcombeDifference, relativeLiftInterval } from "./proportions.ts"
 import { createRandom, type Random } from "./random.ts"
 import type { Estimated } from "./result.ts"
@@ -137,6 +138,53 @@ export const simulateProportionsCoverage = (
     difference: summarise(runs.map((run) => run.difference), scenario.baselineRate * scenario.relativeLift),
     relativeLift: summarise(runs.map((run) => run.relativeLift), scenario.relativeLift)
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Audience holdout: value per customer, zero for most, log-normal for converters.
+
+export interface ValueScenario {
+  readonly treatmentSize: number
+  readonly controlSize: number
+  readonly conversionRate: number
+  /** Mean value of a converting control customer. */
+  readonly meanValue: number
+  /** σ of log value (default 1: a long right tail). */
+  readonly valueLogSd?: number
+  /** True relative lift of the value per converting customer (0 for an A/A run). */
+  readonly relativeLift: number
+  readonly resamples?: number
+  readonly method?: BootstrapMethod
+  readonly level?: number
+}
+
+/** One simulated group's values: converters draw log-normal values with the given mean. */
+const simulateValues = (random: Random, size: number, rate: number, mean: number, logSd: number): Array<number> => {
+  const mu = Math.log(mean) - logSd * logSd / 2
+  return Array.from({ length: size }, () => (random.uniform() < rate ? Math.exp(mu + logSd * random.normal()) : 0))
+}
+
+/** One simulated holdout's values, bootstrapped (its seed drawn from the run's generator). */
+export const simulateValueRun = (random: Random, scenario: ValueScenario): RunOutcome => {
+  const logSd = scenario.valueLogSd ?? 1
+  const treatment = simulateValues(random, scenario.treatmentSize, scenario.conversionRate, scenario.meanValue * (1 + scenario.relativeLift), logSd)
+  const control = simulateValues(random, scenario.controlSize, scenario.conversionRate, scenario.meanValue, logSd)
+  const answer = bootstrapMeanDifference(treatment, control, {
+    seed: random.int(2 ** 31),
+    resamples: scenario.resamples ?? 1000,
+    method: scenario.method ?? "percentile",
+    level: scenario.level ?? 0.95
+  })
+  return judge(answer, scenario.conversionRate * scenario.meanValue * scenario.relativeLift)
+}
+
+export const simulateValueCoverage = (scenario: ValueScenario, options: SimulationOptions): CoverageSummary => {
+  checkRuns(options)
+  const random = createRandom(options.seed)
+  return summarise(
+    Array.from({ length: options.runs }, () => simulateValueRun(random, scenario)),
+    scenario.conversionRate * scenario.meanValue * scenario.relativeLift
+  )
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,21 +7,23 @@
  * combination of the donors' post-period values; the effect is actual − counterfactual.
  *
  * Interval (stated here because it is a modelling choice, not a theorem): the weights' support
- * is treated as known, so the fit is a linear regression with one equality constraint, and the
- * effect's error is the sum of
- * - the post-period noise: pre-period residual variance σ̂² = SSE / (T₀ − p), p the free
- *   parameters (positive weights − 1, + 1 with the intercept), inflated for serial correlation
- *   by an AR(1) factor m + 2Σ_{k<m}(m − k)ρ̂ᵏ, ρ̂ the residuals' lag-1 autocorrelation clamped
- *   to [0, 0.95] (never narrowing the interval);
- * - the counterfactual's estimation error σ̂²·s̃ᵀ(Z̃ᵀZ̃)⁻¹s̃, the usual prediction-variance term of
- *   that regression (Z̃ the pre-period design with the constraint substituted out, s̃ the sum of
- *   its post-period rows);
- * and the interval is t with T₀ − p degrees of freedom. It assumes the pre-period residuals are
- * representative of the post-period (no structural break) and ignores the uncertainty in which
- * donors got weight, so a poor fit (R² below `minimumRSquared`) is flagged, not hidden.
+ * is treated as known, so the fit is a linear regression with one equality constraint (the
+ * constraint substituted out: the last donor with weight carries 1 − Σ others), and the noise u
+ * of the target around the combination is stationary AR(1). The error of a sum of post-period
+ * effects is then a linear form aᵀu — the post days' own noise minus the counterfactual's
+ * estimation error, a_pre = −Z̃(Z̃ᵀZ̃)⁻¹s̃ (Z̃ the pre-period design, s̃ its rows summed over those
+ * days) — with variance σ²·aᵀRa, R_ij = ρ^|i−j|. That counts the post-period's serial
+ * correlation, the estimation error, and their correlation across the pre/post boundary.
+ * σ̂² = SSE / (T₀ − p), p the free parameters (positive weights − 1, + 1 with the intercept); ρ̂
+ * the residuals' lag-1 autocorrelation, bias-corrected and clamped to [0, 0.95] (a negative one
+ * never narrows the interval). The interval is t with T₀(1 − ρ̂)/(1 + ρ̂) − p degrees of freedom
+ * (Bartlett's effective sample size: correlated residuals say less about σ). It assumes the
+ * pre-period residuals are representative of the post-period (no structural break) and ignores
+ * the uncertainty in which donors got weight, so a poor fit (R² below `minimumRSquared`) is
+ * flagged, not hidden. test/unit/experiment-coverage.test.ts measures its coverage.
  */
 import { studentTQuantile } from "./distributions.ts"
-import { householderQr, inverseGram, quadraticForm } from "./matrix.ts"
+import { householderQr, inverseGram } from "./matrix.ts"
 import { checkLevel, DEFAULT_LEVEL, type Estimate, estimate, type Estimated, insufficient } from "./result.ts"
 import { fitSimplexWeights } from "./simplex.ts"
 
@@ -61,8 +63,12 @@ export interface SyntheticControlFit {
   /** False when rSquared < minimumRSquared: the counterfactual does not track the target well enough to trust. */
   readonly sufficient: boolean
   readonly minimumRSquared: number
+  /** ρ̂, bias-corrected and clamped to [0, 0.95]. */
   readonly residualAutocorrelation: number
+  /** T₀ − p, the divisor of σ̂². */
   readonly degreesOfFreedom: number
+  /** T₀(1 − ρ̂)/(1 + ρ̂) − p (at least 1), the degrees of freedom of the interval's t quantile. */
+  readonly effectiveDegreesOfFreedom: number
 }
 
 export interface SyntheticControlEstimate extends Estimate {
@@ -137,7 +143,10 @@ export const syntheticControl = (
   for (const e of residuals) sse += e * e
   let lagged = 0
   for (let t = 1; t < preDays; t++) lagged += (residuals[t] ?? 0) * (residuals[t - 1] ?? 0)
-  const rho = sse === 0 ? 0 : Math.min(0.95, Math.max(0, lagged / sse))
+  const rawRho = sse === 0 ? 0 : lagged / sse
+  // The lag-1 autocorrelation of residuals is biased towards 0 by about (1 + 3ρ)/T₀ (Marriott &
+  // Pope 1954); correcting it keeps the interval from narrowing exactly when it matters.
+  const rho = sse === 0 ? 0 : Math.min(0.95, Math.max(0, rawRho + (1 + 3 * rawRho) / preDays))
 
   // The constrained regression with its constraint substituted out: the last positive-weight
   // donor L carries 1 − Σ others, so target − donor_L = Σ_{j≠L} w_j (donor_j − donor_L) (+ c).
@@ -152,35 +161,54 @@ export const syntheticControl = (
   const df = preDays - p
   if (df < 1) return insufficient(`${preDays} pre-period days leave no degree of freedom for ${p} fitted parameters`)
   const sigma2 = sse / df
-  // Prediction variance term: QR of the pre-period design (dependent columns dropped: they do
-  // not change the fitted space), then s̃ᵀ(Z̃ᵀZ̃)⁻¹s̃ for a vector of post-period rows.
+  // B = Z̃(Z̃ᵀZ̃)⁻¹ over the pre-period (dependent columns dropped: they do not change the fitted
+  // space), so the counterfactual's error at post rows s̃ is −s̃ᵀ Bᵀ u_pre.
   const qr = p > 0
     ? householderQr(Array.from({ length: preDays }, (_, t) => designRow(t)), new Array<number>(preDays).fill(0), p)
     : undefined
   const kept = qr?.kept ?? []
-  const gramInverse = qr === undefined ? new Float64Array(0) : inverseGram(qr.r, kept.length)
-  const estimationVariance = (rows: ReadonlyArray<number>): number => {
-    if (qr === undefined) return 0
-    const s: Array<number> = new Array<number>(kept.length).fill(0)
-    for (const t of rows) {
-      const row = designRow(t)
-      kept.forEach((column, a) => {
-        s[a] = (s[a] ?? 0) + (row[column] ?? 0)
+  const q = kept.length
+  const gramInverse = qr === undefined ? new Float64Array(0) : inverseGram(qr.r, q)
+  const keptRow = (t: number): Array<number> => {
+    const row = designRow(t)
+    return kept.map((column) => row[column] ?? 0)
+  }
+  const preRows = Array.from({ length: preDays }, (_, t) => keptRow(t))
+  /** Var(effect error of the post days `days`) / σ²: the AR(1) quadratic form of a = [−B s̃; 1_days]. */
+  const varianceFactor = (days: ReadonlyArray<number>): number => {
+    const a = new Float64Array(T)
+    if (q > 0) {
+      const s = new Array<number>(q).fill(0)
+      for (const t of days) keptRow(t).forEach((value, i) => {
+        s[i] = (s[i] ?? 0) + value
+      })
+      // g = (Z̃ᵀZ̃)⁻¹ s̃, then a_pre = −Z̃ g.
+      const g = Array.from({ length: q }, (_, i) => {
+        let sum = 0
+        for (let j = 0; j < q; j++) sum += (gramInverse[i * q + j] ?? 0) * (s[j] ?? 0)
+        return sum
+      })
+      preRows.forEach((row, t) => {
+        let sum = 0
+        for (let i = 0; i < q; i++) sum += (row[i] ?? 0) * (g[i] ?? 0)
+        a[t] = -sum
       })
     }
-    return sigma2 * quadraticForm(gramInverse, s, kept.length)
-  }
-  const arFactor = (m: number): number => {
-    let factor = m
-    let power = 1
-    for (let k = 1; k < m; k++) {
-      power *= rho
-      if (power < 1e-16) break
-      factor += 2 * (m - k) * power
+    for (const t of days) a[t] = (a[t] ?? 0) + 1
+    // aᵀRa with R_ij = ρ^|i−j|, in O(T): carry Σ_{j<i} ρ^{i−j} a_j.
+    let total = 0
+    let carried = 0
+    for (let t = 0; t < T; t++) {
+      carried = rho * (carried + (t > 0 ? (a[t - 1] ?? 0) : 0))
+      const value = a[t] ?? 0
+      total += value * value + 2 * value * carried
     }
-    return factor
+    return Math.max(0, total)
   }
-  const critical = studentTQuantile(0.5 + level / 2, df)
+  // Serially correlated residuals carry less information about σ than T₀ independent ones:
+  // the t quantile takes Bartlett's effective sample size T₀(1 − ρ̂)/(1 + ρ̂), less p.
+  const effectiveDf = Math.max(1, preDays * (1 - rho) / (1 + rho) - p)
+  const critical = studentTQuantile(0.5 + level / 2, effectiveDf)
   const days: Array<SyntheticControlDay> = []
   let actualTotal = 0
   let counterfactualTotal = 0
@@ -188,14 +216,14 @@ export const syntheticControl = (
   for (let t = preDays; t < T; t++) {
     const actual = target[t] ?? 0
     const counterfactual = counterfactualAt(t)
-    const half = critical * Math.sqrt(sigma2 + estimationVariance([t]))
+    const half = critical * Math.sqrt(sigma2 * varianceFactor([t]))
     days.push({ actual, counterfactual, effect: actual - counterfactual, lower: actual - counterfactual - half, upper: actual - counterfactual + half })
     actualTotal += actual
     counterfactualTotal += counterfactual
     postRows.push(t)
   }
   const total = actualTotal - counterfactualTotal
-  const totalHalf = critical * Math.sqrt(sigma2 * arFactor(postDays) + estimationVariance(postRows))
+  const totalHalf = critical * Math.sqrt(sigma2 * varianceFactor(postRows))
   const relativeLift: Estimated = counterfactualTotal > 0
     ? estimate(total / counterfactualTotal, (total - totalHalf) / counterfactualTotal, (total + totalHalf) / counterfactualTotal, level)
     : insufficient("the counterfactual total is not positive: no relative lift")
@@ -213,7 +241,8 @@ export const syntheticControl = (
       sufficient: rSquared >= minimumRSquared,
       minimumRSquared,
       residualAutocorrelation: rho,
-      degreesOfFreedom: df
+      degreesOfFreedom: df,
+      effectiveDegreesOfFreedom: effectiveDf
     },
     days,
     preFitted
