@@ -184,7 +184,7 @@ export const fitSimplexWeights = (
     return candidate
   }
   const maxIterations = options.maxIterations ?? 20_000
-  let w = new Float64Array(J).fill(1 / J)
+  let w: Float64Array = new Float64Array(J).fill(1 / J)
   let iterations = 0
   let exact: Float64Array | undefined
   if (lipschitz > 0) {
@@ -220,7 +220,7 @@ export const fitSimplexWeights = (
     }
   }
   exact ??= polish(w)
-  let best = w
+  let best: Float64Array = w
   let bestValue = objective(w)
   let targetSquares = 0
   for (let t = 0; t < T; t++) targetSquares += (target[t] ?? 0) ** 2
