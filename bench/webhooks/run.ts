@@ -10,7 +10,9 @@
  * 1. throughput: BENCH_EVENTS (200) events x endpoints deliveries; deliveries/s = successful
  *    deliveries / seconds from the insert to the last one. Baseline, same run: this process posts
  *    the same signed bodies to the same receiver with plain `node:http`, as many in flight as the
- *    worker allows (2 loops x 8), nothing durable.
+ *    worker allows (2 loops x 8), nothing durable. A second bare baseline sends the same requests
+ *    from a process of its own (`--bare`), as the worker does: a request that crosses processes
+ *    wakes the receiver's process, which the in-process sender's receiver, sharing its loop, does not.
  * 2. restart mid-ladder: as many events again; the worker is killed (SIGKILL) once 40 % have
  *    arrived, while the failing endpoint's deliveries wait on the ladder, and a second worker
  *    finishes. Checked: every (endpoint, event) that should succeed arrived (none lost), how many
@@ -50,7 +52,36 @@ import { fmt, intFromEnv, sleep, startProcess } from "../support.ts"
 const ENDPOINTS = intFromEnv("BENCH_ENDPOINTS", 100, 10_000)
 const EVENTS = intFromEnv("BENCH_EVENTS", 200, 100_000)
 
-if (process.argv.includes("--worker")) {
+if (process.argv.includes("--bare")) {
+  // The bare sender in a process of its own, as the worker is: plain node:http, signed bodies,
+  // nothing durable. Reads its jobs from the file named after --bare; prints requests/s.
+  const { readFileSync } = await import("node:fs")
+  const file = process.argv[process.argv.indexOf("--bare") + 1] ?? ""
+  const plan = JSON.parse(readFileSync(file, "utf8")) as { port: number; inflight: number; secrets: Array<string>; jobs: Array<[string, number]> }
+  const agent = new Agent({ keepAlive: true, maxSockets: plan.inflight })
+  const body = JSON.stringify({ id: "x", type: "outcome.recorded", provider: "svc", created_at: new Date().toISOString(), data: {} })
+  let next = 0
+  const start = Date.now()
+  await Promise.all(Array.from({ length: plan.inflight }, async () => {
+    while (next < plan.jobs.length) {
+      const [id, k] = plan.jobs[next++]!
+      await new Promise<void>((resolve, reject) => {
+        const req = httpRequest({
+          host: "127.0.0.1", port: plan.port, path: `/e${k}`, method: "POST", agent,
+          headers: { "content-type": "application/json", ...signedHeaders([plan.secrets[k]!], `bare-${id}`, Math.floor(Date.now() / 1000), body) }
+        }, (res) => {
+          res.resume()
+          res.on("end", () => resolve())
+        })
+        req.on("error", reject)
+        req.end(body)
+      })
+    }
+  }))
+  console.log(`BARE ${plan.jobs.length / ((Date.now() - start) / 1000)}`)
+  agent.destroy()
+  process.exit()
+} else if (process.argv.includes("--worker")) {
   // The worker process: the service's delivery worker and nothing else.
   const settings = Layer.succeed(WebhookSettings)({
     ...defaultWebhookSettings,
@@ -238,6 +269,18 @@ async function main() {
   }))
   const baseRate = jobs.length / ((Date.now() - baseStart) / 1000)
 
+  // The same bare sender in its own process, as the worker runs: each request crosses from one
+  // process to another, as every delivery does (the in-process baseline's receiver shares its loop).
+  const { writeFileSync, mkdtempSync } = await import("node:fs")
+  const { tmpdir } = await import("node:os")
+  const planFile = `${mkdtempSync(`${tmpdir()}/bench-webhooks-`)}/bare.json`
+  writeFileSync(planFile, JSON.stringify({ port, inflight, secrets, jobs: jobs.map((job) => [job.id, job.k]) }))
+  const bare = startProcess(["bench/webhooks/run.ts", "--bare", planFile], env, "bare sender")
+  const bareExit = await new Promise<number | null>((r) => bare.child.once("exit", (code) => r(code)))
+  const bareLine = /BARE ([\d.]+)/.exec(bare.output())
+  if (bareExit !== 0 || bareLine === null) throw new Error(`the bare sender failed\n${bare.output()}`)
+  const bareProcessRate = Number(bareLine[1])
+
   // The same requests through the service's outbound client, when this tree has it.
   const outbound = await import("../../src/platform/outbound-http.ts").catch(() => undefined)
   const publicHost = await import("../../src/platform/public-host.ts").catch(() => undefined)
@@ -400,6 +443,7 @@ async function main() {
   console.log(`  service worker : ${fmt(expected)} deliveries in ${fmt(serviceSeconds, 2)} s = ${fmt(serviceRate)} deliveries/s (receiver saw ${fmt(serviceRequests)} requests, retries of the failing endpoint included)`)
   console.log(`  baseline       : plain node:http, ${inflight} in flight: ${fmt(baseRate)} requests/s`)
   console.log(`  ratio          : ${fmt(serviceRate / baseRate, 2)}x the baseline`)
+  console.log(`  bare, own process: the same requests from a process of its own (as the worker sends), ${inflight} in flight: ${fmt(bareProcessRate)} requests/s; the worker ${fmt(serviceRate / bareProcessRate, 2)}x of it`)
   if (clientRate !== undefined) {
     console.log(`  outbound client: the same requests through src/platform/outbound-http.ts (public-host rule on), ${inflight} in flight: ${fmt(clientRate)} requests/s = ${fmt(clientRate / baseRate, 2)}x bare node:http`)
   }

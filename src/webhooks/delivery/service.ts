@@ -39,8 +39,8 @@ import { pageOf, parseCursor, toPage } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
-import { send } from "../../platform/outbound-http.ts"
-import { parseAllowList, resolveCache } from "../../platform/public-host.ts"
+import { type Destination, sendTo } from "../../platform/outbound-http.ts"
+import { checkTarget, parseAllowList, resolveCache, type TargetRefused } from "../../platform/public-host.ts"
 import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
@@ -449,12 +449,15 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           onSome: (delay) => ending("retry", null, record, delay)
         })
 
-      /** One attempt of a leased row: signed and sent to the subscription (its secrets opened at the claim). */
-      const attempt = (row: DeliveryRow, sub: Signer): Effect.Effect<Ended> =>
+      /**
+       * One attempt of a leased row: signed and sent to the subscription (its secrets opened at the
+       * claim) at `target`, the address its URL resolved to and the public-host rule checked, once
+       * per run: every request of a run goes to the address checked (a redirect not followed, the
+       * answer's body dropped).
+       */
+      const attempt = (row: DeliveryRow, sub: Signer, target: Effect.Effect<Destination, TargetRefused>): Effect.Effect<Ended> =>
         Effect.gen(function*() {
-          // The one outbound client under the public-host rule: the URL's host resolved and checked,
-          // the request sent to the checked address, a redirect not followed, the answer's body dropped.
-          const [took, result] = yield* send({
+          const request = {
             method: "POST",
             url: sub.url,
             headers: {
@@ -464,9 +467,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             },
             body: row.body,
             timeout: settings.timeout,
-            publicOnly: { allow, dnsServers, cache: resolved },
             keepBody: false
-          }).pipe(
+          }
+          const [took, result] = yield* Effect.flatMap(target, (destination) => sendTo(destination, request)).pipe(
             Effect.map((answer) => ({ ok: true as const, answer })),
             Effect.catch((error) => Effect.succeed({ ok: false as const, error: error.message })),
             Effect.timed
@@ -518,6 +521,16 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           let kept = Deferred.makeUnsafe<void, DatabaseUnavailable>()
           yield* Deferred.succeed(kept, undefined)
           let outcome: AttemptOutcome = "lease_lost"
+          // The URL checked at the run's first request and reused by the rest (a refusal is not kept).
+          let checked: Destination | undefined
+          const target = sub === undefined ? Effect.die("no subscription to send to") : Effect.suspend(() =>
+            checked !== undefined ? Effect.succeed(checked) : Effect.tap(
+              checkTarget(sub.url, allow, dnsServers, resolved),
+              (destination) => Effect.sync(() => {
+                checked = destination
+              })
+            )
+          )
           const lookAhead = Effect.gen(function*() {
             if (sub === undefined || !more || ahead !== undefined || queue.length > window / 2) return
             const count = Math.min(window, runLength - leased)
@@ -544,7 +557,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               }
               yield* lookAhead
               const row = queue.shift()!
-              const end = sub === undefined ? unsent(row, signer) : yield* attempt(row, sub)
+              const end = sub === undefined ? unsent(row, signer) : yield* attempt(row, sub, target)
               letGo(row.id, token)
               outcome = end.outcome
               kept = yield* enqueue({
