@@ -185,7 +185,8 @@ async function main() {
     return { profileId, secrets }
   }))
 
-  const insertEvents = (count: number) =>
+  // One statement: one producer batch (the fan-out takes up to 200 outbox rows of it at a time).
+  const insertEvents = (count: number, profile: string = profileId) =>
     db(Effect.gen(function*() {
       const sql = yield* SqlClient
       const ids = Array.from({ length: count }, () => crypto.randomUUID())
@@ -194,11 +195,11 @@ async function main() {
         type: "outcome.recorded",
         created_at: new Date().toISOString(),
         data: { provider: "svc", outcome_type: "purchase", occurred_at: new Date().toISOString(), customer_key: null, value: "10.00", currency: "EUR", outcome_event_id: crypto.randomUUID(), conversion_id: null },
-        delivery: { profile_id: profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: null }
+        delivery: { profile_id: profile, provisioned_by_app_id: null, healthcare_family: false, customer_id: null }
       }))
       yield* sql`
         INSERT INTO outbox (id, profile_id, topic, payload, created_at)
-        SELECT id, ${profileId}, 'outcome.recorded', p, now() + make_interval(secs => n / 1000000.0)
+        SELECT id, ${profile}, 'outcome.recorded', p, now() + make_interval(secs => n / 1000000.0)
         FROM unnest(${ids}::uuid[], ${payloads}::jsonb[]) WITH ORDINALITY AS t(id, p, n)`
       return ids
     }))
@@ -358,18 +359,21 @@ async function main() {
   await new Promise<void>((r) => slow.listen(0, "127.0.0.1", () => r()))
   const slowAddress = slow.address()
   const slowPort = typeof slowAddress === "object" && slowAddress !== null ? slowAddress.port : 0
-  const oneProfile = await db(Effect.gen(function*() {
-    const sql = yield* SqlClient
-    const box = yield* SecretBox
-    const workspaceId = crypto.randomUUID()
-    const profile = crypto.randomUUID()
-    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench webhooks, one subscription')`
-    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profile}, ${workspaceId}, 'bench webhooks, one subscription')`
-    yield* sql`
-      INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
-      VALUES (gen_random_uuid(), ${profile}, ${workspaceId}, ${`http://127.0.0.1:${slowPort}/slow`}, '{outcome.recorded}', 'active', ${box.seal(newSecret())})`
-    return profile
-  }))
+  // A profile of its own with one subscription to `url`.
+  const oneSubscription = (name: string, url: string) =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const box = yield* SecretBox
+      const workspaceId = crypto.randomUUID()
+      const profile = crypto.randomUUID()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, ${name})`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profile}, ${workspaceId}, ${name})`
+      yield* sql`
+        INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+        VALUES (gen_random_uuid(), ${profile}, ${workspaceId}, ${url}, '{outcome.recorded}', 'active', ${box.seal(newSecret())})`
+      return profile
+    })
+  const oneProfile = await db(oneSubscription("bench webhooks, one subscription", `http://127.0.0.1:${slowPort}/slow`))
   await db(Effect.gen(function*() {
     const sql = yield* SqlClient
     for (let n = 0; n < ONE_EVENTS; n++) {
@@ -403,29 +407,8 @@ async function main() {
   await new Promise<void>((r) => fast.listen(0, "127.0.0.1", () => r()))
   const fastAddress = fast.address()
   const fastPort = typeof fastAddress === "object" && fastAddress !== null ? fastAddress.port : 0
-  const batchIds = await db(Effect.gen(function*() {
-    const sql = yield* SqlClient
-    const box = yield* SecretBox
-    const workspaceId = crypto.randomUUID()
-    const profile = crypto.randomUUID()
-    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'bench webhooks, one batch')`
-    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profile}, ${workspaceId}, 'bench webhooks, one batch')`
-    yield* sql`
-      INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
-      VALUES (gen_random_uuid(), ${profile}, ${workspaceId}, ${`http://127.0.0.1:${fastPort}/one`}, '{outcome.recorded}', 'active', ${box.seal(newSecret())})`
-    const ids = Array.from({ length: BATCH_EVENTS }, () => crypto.randomUUID())
-    const payloads = ids.map((id) => JSON.stringify({
-      id, type: "outcome.recorded", created_at: new Date().toISOString(),
-      data: { provider: "svc", outcome_type: "purchase", occurred_at: new Date().toISOString(), customer_key: null, value: "1.00", currency: "EUR", outcome_event_id: crypto.randomUUID(), conversion_id: null },
-      delivery: { profile_id: profile, provisioned_by_app_id: null, healthcare_family: false, customer_id: null }
-    }))
-    // One statement: one producer batch (the fan-out takes up to 200 outbox rows, a batch at most).
-    yield* sql`
-      INSERT INTO outbox (id, profile_id, topic, payload, created_at)
-      SELECT id, ${profile}, 'outcome.recorded', p, now() + make_interval(secs => n / 1000000.0)
-      FROM unnest(${ids}::uuid[], ${payloads}::jsonb[]) WITH ORDINALITY AS t(id, p, n)`
-    return ids
-  }))
+  const batchProfile = await db(oneSubscription("bench webhooks, one batch", `http://127.0.0.1:${fastPort}/one`))
+  const batchIds = await insertEvents(BATCH_EVENTS, batchProfile)
   const batchStart = Date.now()
   const batchDeadline = batchStart + intFromEnv("BENCH_ONE_SECONDS", 60, 3_600) * 1000
   while (order.length < BATCH_EVENTS && Date.now() < batchDeadline) await sleep(20)
