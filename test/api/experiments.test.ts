@@ -15,6 +15,7 @@ import {
   analyseSwitchback,
   bootstrapMeanDifference,
   compareProportions,
+  createRandom,
   sampleSizeTwoProportions,
   switchbackDays,
   syntheticControl
@@ -249,7 +250,8 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         const p = yield* seedAnalyticsProfile(SCOPES)
         const start = dayFromToday(-21)
         const end = dayFromToday(-7)
-        const members = yield* seedCustomers(p.profileId, 2000)
+        // In the order the service reads the list (by id), so the bootstrap draws the same resamples.
+        const members = [...(yield* seedCustomers(p.profileId, 2000))].sort()
         yield* seedConversions(p.profileId, members.map((id) => ({ customerId: id, at: noonOf(dayFromToday(-60)), key: "payment", value: 50, cash: true })))
         const created = yield* post(p.key, "/api/v1/experiments", holdoutBody({ metric: { conversion_key: "purchase", measure }, window: { start, end } }))
         assert.strictEqual(created.status, 201, created.text)
@@ -350,13 +352,18 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         })
         assert.strictEqual(created.status, 201, created.text)
         const e = created.json.data
-        const schedule: ReadonlyArray<{ date: string; on: boolean }> = e.config.schedule
-        assert.strictEqual(schedule.length, 28)
-        assert.deepStrictEqual(schedule, switchbackSchedule(yield* saltOf(p.profileId, e.id), start, end))
-        assert.strictEqual(schedule.filter((d) => d.on).length, 14)
+        assert.strictEqual(e.config.schedule.length, 28)
+        assert.deepStrictEqual(e.config.schedule, switchbackSchedule(yield* saltOf(p.profileId, e.id), start, end))
+        assert.strictEqual(e.config.schedule.filter((d: any) => d.on).length, 14)
+        // A fixed salt and its schedule, so the data (weekday pattern plus seeded noise) and its answer are fixed.
+        const schedule = switchbackSchedule("fixed-salt", start, end)
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET salt = 'fixed-salt', config = jsonb_set(config, '{schedule}', ${JSON.stringify(schedule)}::jsonb)
+              WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        const noise = createRandom(7)
         const rows: Array<SeedConversion> = []
         const days = schedule.map((d, i) => {
-          const outcomes = 20 + (i % 7) * 2 + ((i * 7) % 5) + (d.on ? onLift : 0)
+          const outcomes = 20 + (i % 7) * 2 + Math.round(3 * noise.normal()) + 3 + (d.on ? onLift : 0)
           for (let k = 0; k < outcomes; k++) rows.push({ customerId: null, at: noonOf(d.date, k), key: "purchase", value: 10, cash: false })
           return { date: d.date, on: d.on, outcomes }
         })
@@ -409,9 +416,10 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         const d2: Array<number> = []
         for (let i = 0; i < 42; i++) {
           const date = dayFromToday(-42 + i)
-          const a = 10 + (i % 7) * 3
+          // Even counts, so the target (their mean, the scale a simplex-weighted control reaches) is whole.
+          const a = 10 + (i % 7) * 4
           const b = 12 + ((i * 3) % 5) * 2
-          const t = a + b + (i >= 28 ? 10 : 0)
+          const t = (a + b) / 2 + ((i * 5) % 3) - 1 + (i >= 28 ? 10 : 0)
           d1.push(a)
           d2.push(b)
           target.push(t)
