@@ -63,6 +63,7 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
       error: [...profileErrors, InvalidParameter.wire]
     })
       .annotate(OpenApi.Summary, "The profile's experiments, oldest first, paged by cursor")
+      .annotate(OpenApi.Description, "Every experiment of the profile in any state, oldest first; `limit` 1 to 100 (default 50), `cursor` from the previous page.")
       .annotateMerge(read),
     HttpApiEndpoint.post("designExperiment", "/experiments/design", {
       payload: DesignRequest,
@@ -84,6 +85,12 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
       error: entityErrors
     })
       .annotate(OpenApi.Summary, "One experiment; a running one whose window is over is completed first (window_ended)")
+      .annotate(
+        OpenApi.Description,
+        "The experiment with its state, reason, metric, window, config (a switchback's schedule of days on and off) and " +
+          "stored design. Read through the experiment's entity: a running experiment whose last day is over answers " +
+          "`completed` with `status_reason: window_ended`."
+      )
       .annotateMerge(read),
     HttpApiEndpoint.post("startExperiment", "/experiments/:id/start", {
       params: ExperimentIdParams,
