@@ -17,6 +17,8 @@ import {
   StopExperiment
 } from "../../schema/experiments.ts"
 import {
+  AdplatformConnectionRequired,
+  AdplatformWritePermissionMissing,
   EntitlementRequired,
   IdempotencyKeyConflict,
   IdempotencyKeyInFlight,
@@ -95,14 +97,17 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
     HttpApiEndpoint.post("startExperiment", "/experiments/:id/start", {
       params: ExperimentIdParams,
       success: ExperimentBody,
-      error: [...writeErrors, InvalidState.wire, ServiceUnavailable.wire]
+      error: [...writeErrors, InvalidState.wire, ServiceUnavailable.wire, AdplatformConnectionRequired.wire, AdplatformWritePermissionMissing.wire]
     })
       .annotate(OpenApi.Summary, "Start a draft; 409 invalid_state otherwise (not_draft, overlapping_experiment)")
       .annotate(
         OpenApi.Description,
         "Only a draft starts (else 409 `invalid_state`, `reason: not_draft`). One experiment runs per target (the customer " +
           "list, or a campaign or ad set): another running on it is 409 `invalid_state`, `reason: overlapping_experiment`, " +
-          "its id in the message. Starts, stops and results reads of one experiment run one after the other."
+          "its id in the message. A switchback pauses and resumes its target through the ad actions: without a usable " +
+          "ad-platform connection it is 409 `adplatform_connection_required`, without the manage-ads grant 403 " +
+          "`adplatform_write_permission_missing`, and it stays a draft. Starts, stops and results reads of one " +
+          "experiment run one after the other."
       )
       .annotateMerge(write),
     HttpApiEndpoint.post("stopExperiment", "/experiments/:id/stop", {

@@ -3,7 +3,7 @@
  * here; every read, start, stop and results read of one experiment goes through its entity
  * (cluster/Experiment.ts), so they are ordered.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import type {
   CreateExperiment,
@@ -17,6 +17,8 @@ import type {
 } from "../../schema/experiments.ts"
 import { isUuid } from "../../schema/common.ts"
 import {
+  type AdplatformConnectionRequired,
+  type AdplatformWritePermissionMissing,
   type DatabaseUnavailable,
   type InvalidParameter,
   type InvalidState,
@@ -24,6 +26,7 @@ import {
   type ServiceUnavailable,
   ValidationError
 } from "../../schema/errors.ts"
+import { AdActions } from "../ads/actions/service.ts"
 import { OutcomeSeries } from "../attribution/outcome-series/service.ts"
 import type { ProfileContext } from "../kernel/principal.ts"
 import { routeProfileCall } from "../platform/entity-calls.ts"
@@ -46,7 +49,11 @@ export class Experiments extends Context.Service<Experiments, {
   readonly create: (profile: ProfileContext, body: CreateExperiment) => Effect.Effect<ExperimentWire, ValidationError | DatabaseUnavailable>
   readonly list: (profile: ProfileContext, query: ExperimentsQuery) => Effect.Effect<Page, DatabaseUnavailable | InvalidParameter>
   readonly get: (profile: ProfileContext, id: string) => Effect.Effect<ExperimentWire, EntityFailure>
-  readonly start: (profile: ProfileContext, id: string) => Effect.Effect<ExperimentWire, EntityFailure>
+  /** A switchback pauses and resumes its target through the ad actions: it needs a connection that can write ads. */
+  readonly start: (
+    profile: ProfileContext,
+    id: string
+  ) => Effect.Effect<ExperimentWire, EntityFailure | AdplatformConnectionRequired | AdplatformWritePermissionMissing>
   readonly stop: (profile: ProfileContext, id: string, reason: StopReason, note: string | null) => Effect.Effect<ExperimentWire, EntityFailure>
   readonly results: (profile: ProfileContext, id: string) => Effect.Effect<ExperimentResults, EntityFailure>
   readonly design: (profile: ProfileContext, body: DesignRequest) => Effect.Effect<Design, ValidationError | DatabaseUnavailable>
@@ -56,6 +63,7 @@ export class Experiments extends Context.Service<Experiments, {
       const repo = yield* ExperimentsRepo
       const series = yield* OutcomeSeries
       const entities = yield* Experiment.client
+      const ads = yield* AdActions
 
       const invalid = (message: string) => new ValidationError({ message })
       const today = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString().slice(0, 10))
@@ -170,8 +178,13 @@ export class Experiments extends Context.Service<Experiments, {
 
       const get = (profile: ProfileContext, id: string) =>
         Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Read(address(profile, id)), "experiment_timeout"))
-      const start = (profile: ProfileContext, id: string) =>
-        Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Start(address(profile, id)), "experiment_timeout"))
+      const start = Effect.fn("Experiments.start")(function*(profile: ProfileContext, id: string) {
+        const e = yield* entity(profile, id)
+        // The kind never changes: read outside the entity, refused before any transition.
+        const row = yield* repo.find(profile.profileId, id.toLowerCase())
+        if (Option.isSome(row) && row.value.kind === "switchback" && row.value.status === "draft") yield* ads.writeGate(profile)
+        return yield* routeProfileCall(e.Start(address(profile, id)), "experiment_timeout")
+      })
       const stop = (profile: ProfileContext, id: string, reason: StopReason, note: string | null) =>
         Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Stop({ ...address(profile, id), reason, note }), "experiment_timeout"))
       const results = (profile: ProfileContext, id: string) =>
@@ -179,5 +192,5 @@ export class Experiments extends Context.Service<Experiments, {
 
       return { create, list, get, start, stop, results, design }
     })
-  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer]))
+  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, AdActions.layer]))
 }

@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, callAs } from "../support/app.ts"
 import { analyticsApp, seedAnalyticsProfile } from "../support/analytics.ts"
-import { dayFromToday, noonOf, saltOf, seedConversions, seedCustomers, type SeedConversion } from "../support/experiments.ts"
+import { dayFromToday, noonOf, saltOf, seedAdConnection, seedConversions, seedCustomers, type SeedConversion } from "../support/experiments.ts"
 import { seedApiKey } from "../support/tenancy.ts"
 import { heldOut, seedOf, switchbackSchedule } from "../../src/experiments/analysis.ts"
 import {
@@ -201,6 +201,31 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.strictEqual(badStop.status, 400, badStop.text)
       }))
 
+    it.effect("a switchback cannot start without a usable ad-platform connection that can write ads; it stays a draft", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const e = (yield* post(p.key, "/api/v1/experiments", {
+          name: "Switchback",
+          kind: "switchback",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window: { start: dayFromToday(2), end: dayFromToday(30) },
+          target: { level: "campaign", id: "cmp_1" }
+        })).json.data
+        const none = yield* post(p.key, `/api/v1/experiments/${e.id}/start`)
+        assert.strictEqual(none.status, 409, none.text)
+        assert.strictEqual(none.json.error.code, "adplatform_connection_required")
+        assert.strictEqual(none.json.error.reason, "no_usable_connection")
+        yield* seedAdConnection(p.profileId, ["ads_read"])
+        const readOnly = yield* post(p.key, `/api/v1/experiments/${e.id}/start`)
+        assert.strictEqual(readOnly.status, 403, readOnly.text)
+        assert.strictEqual(readOnly.json.error.code, "adplatform_write_permission_missing")
+        const read = yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)
+        assert.deepStrictEqual([read.json.data.status, read.json.data.version], ["draft", 1])
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE connections SET scopes = '{ads_management,ads_read}' WHERE profile_id = ${p.profileId}`)
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).json.data.status, "running")
+      }))
+
     it.effect("unknown ids are 404 not_found; another profile's experiment is 404", () =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
@@ -341,6 +366,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
     const switchbackFixture = (onLift: number) =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
+        yield* seedAdConnection(p.profileId)
         const start = dayFromToday(-30)
         const end = dayFromToday(-3)
         const created = yield* post(p.key, "/api/v1/experiments", {
@@ -368,7 +394,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
           return { date: d.date, on: d.on, outcomes }
         })
         yield* seedConversions(p.profileId, rows)
-        yield* post(p.key, `/api/v1/experiments/${e.id}/start`)
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
         const r = yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)
         assert.strictEqual(r.status, 200, r.text)
         return { r: r.json.data, days }

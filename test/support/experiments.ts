@@ -73,3 +73,9 @@ export const saltOf = (profileId: string, id: string) =>
       sql<{ salt: string }>`SELECT salt FROM experiments WHERE profile_id = ${profileId} AND id = ${id}`,
       (rows) => rows[0]?.salt ?? ""
     ))
+
+/** A usable ad-platform connection holding the manage-ads grant (what a switchback's start asks for). */
+export const seedAdConnection = (profileId: string, scopes: ReadonlyArray<string> = ["ads_management", "ads_read"]) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name, scopes)
+        VALUES (${crypto.randomUUID()}, ${profileId}, 'adplatform', 'adplatform', ${`act_${profileId.slice(0, 8)}`}, 'Ads', ${[...scopes]}::text[])`)
