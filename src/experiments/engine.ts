@@ -105,10 +105,38 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
         const row = yield* current(profileId, id)
         if (row.status === "draft") return yield* refuse("experiment_draft", "A draft has no results: start it first.")
         const metric = { conversion_key: row.conversion_key, measure: row.measure }
-        // Whole days only: up to yesterday while the window is still going.
+        // Whole days only: up to yesterday while the window is still going, up to the day before a stop.
         const yesterday = dateOf(dayNumber(yield* today) - 1)
-        const end = row.window_end < yesterday ? row.window_end : yesterday
+        const lastDay = row.status === "stopped" && row.stopped_at !== null
+          ? dateOf(dayNumber(row.stopped_at.slice(0, 10)) - 1)
+          : yesterday
+        const end = [row.window_end, yesterday, lastDay].reduce((a, b) => (a < b ? a : b))
         const analysed: Analysed = { start: row.window_start, end: end < row.window_start ? row.window_start : end }
+        const header = {
+          experiment_id: row.id,
+          kind: row.kind,
+          status: row.status,
+          metric,
+          window: { start: row.window_start, end: row.window_end },
+          analysed
+        }
+        // No whole day of the window yet: nothing to compare (zeros would read as a lift of minus everything).
+        if (end < row.window_start) {
+          const none = { size: 0, conversions: 0, value: 0 }
+          return {
+            ...header,
+            method: "none: no whole day of the window has passed",
+            treatment: none,
+            control: none,
+            absolute_lift: null,
+            relative_lift: null,
+            incremental_conversions: null,
+            insufficient_data: { reason: "no whole day of the window has passed yet" },
+            checks: [],
+            failed_checks: [],
+            fit: null
+          } satisfies ExperimentResults
+        }
         const core = yield* Effect.gen(function*() {
           if (row.kind === "audience_holdout") {
             const members = yield* series.listMembers(profileId, `${row.window_start}T00:00:00Z`)
@@ -141,15 +169,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
           const all: ReadonlyArray<CampaignSeries> = [...byCampaign.entries()].map(([campaignId, byDay]) => ({ campaignId, byDay }))
           return prePostResults(metric, row.config.target?.id ?? "", preDays, analysed, all)
         })
-        return {
-          experiment_id: row.id,
-          kind: row.kind,
-          status: row.status,
-          metric,
-          window: { start: row.window_start, end: row.window_end },
-          analysed,
-          ...core
-        } satisfies ExperimentResults
+        return { ...header, ...core } satisfies ExperimentResults
       })
 
       return { read, start, stop, results }

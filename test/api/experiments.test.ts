@@ -363,6 +363,41 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.deepStrictEqual(r.failed_checks, ["too_few_outcomes"])
       }))
 
+    it.effect("before the window's first whole day: insufficient_data, no figures, whatever the kind", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const e = (yield* post(p.key, "/api/v1/experiments", {
+          name: "Pre/post starting today",
+          kind: "pre_post",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window: { start: dayFromToday(0), end: dayFromToday(20) },
+          target: { level: "campaign", id: "cmp_t" }
+        })).json.data
+        yield* post(p.key, `/api/v1/experiments/${e.id}/start`)
+        const r = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)).json.data
+        assert.strictEqual(r.status, "running")
+        assert.deepStrictEqual(r.insufficient_data, { reason: "no whole day of the window has passed yet" })
+        assert.strictEqual(r.absolute_lift, null)
+        assert.deepStrictEqual(r.treatment, { size: 0, conversions: 0, value: 0 })
+      }))
+
+    it.effect("a stopped experiment is analysed up to the day before its stop", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const e = (yield* post(p.key, "/api/v1/experiments", holdoutBody({ window: { start: dayFromToday(-10), end: dayFromToday(10) } }))).json.data
+        yield* post(p.key, `/api/v1/experiments/${e.id}/start`)
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/stop`, { reason: "early_stop" })).status, 200)
+        assert.deepStrictEqual((yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)).json.data.analysed, {
+          start: dayFromToday(-10),
+          end: dayFromToday(-1)
+        })
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET stopped_at = ${`${dayFromToday(-5)}T09:00:00Z`}::timestamptz WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        const r = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)).json.data
+        assert.strictEqual(r.status, "stopped")
+        assert.deepStrictEqual(r.analysed, { start: dayFromToday(-10), end: dayFromToday(-6) })
+      }))
+
     const switchbackFixture = (onLift: number) =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
