@@ -112,7 +112,7 @@ export const Design = Schema.Struct({
   required_sample: Schema.NullOr(SampleSizeWire),
   required_days: Schema.NullOr(Schema.Int),
   window_days: Schema.NullOr(Schema.Int),
-  /** `no_history`, `window_too_short`, `list_too_small`. */
+  /** `no_history`, `window_too_short`, `list_too_small`, `not_supported_for_kind` (pre_post: no power before its fit). */
   warnings: Schema.Array(Schema.String)
 })
 export type Design = typeof Design.Type
@@ -193,7 +193,10 @@ export const ExperimentResults = Schema.Struct({
   /** Treatment minus control in the metric's unit (per customer, or per day). Null exactly when `insufficient_data` is set. */
   absolute_lift: Schema.NullOr(IntervalWire),
   relative_lift: Schema.NullOr(IntervalWire),
+  /** Conversions the treatment added over the analysed period (measure `count`). */
   incremental_conversions: Schema.NullOr(IntervalWire),
+  /** Value the treatment added over the analysed period (measure `value`). */
+  incremental_value: Schema.NullOr(IntervalWire),
   insufficient_data: Schema.NullOr(Schema.Struct({ reason: Schema.String })),
   checks: Schema.Array(Check),
   failed_checks: Schema.Array(Schema.String),

@@ -67,6 +67,7 @@ export const switchbackSchedule = (salt: string, start: string, end: string): Re
 
 const wire = (e: Estimate): IntervalWire => ({ estimate: e.estimate, lower: e.lower, upper: e.upper, level: e.level })
 const wireOrNull = (e: Estimated): IntervalWire | null => e._tag === "Estimate" ? wire(e) : null
+const scaled = (e: Estimate, by: number): IntervalWire => ({ estimate: e.estimate * by, lower: e.lower * by, upper: e.upper * by, level: e.level })
 
 export interface Analysed {
   readonly start: string
@@ -83,6 +84,7 @@ const noData = (reason: string, method: string, checks: ReadonlyArray<Check>, fi
   absolute_lift: null,
   relative_lift: null,
   incremental_conversions: null,
+  incremental_value: null,
   insufficient_data: { reason },
   checks,
   failed_checks: failed(checks),
@@ -147,6 +149,7 @@ export const holdoutResults = (
       absolute_lift: wire(compared),
       relative_lift: wireOrNull(compared.relativeLift),
       incremental_conversions: wire(compared.incrementalConversions),
+      incremental_value: null,
       insufficient_data: null,
       checks,
       failed_checks: failed(checks)
@@ -165,8 +168,9 @@ export const holdoutResults = (
     ...figures,
     absolute_lift: wire(boot),
     relative_lift: wireOrNull(boot.relativeLift),
-    // The value lift over the exposed customers: incremental value, not conversions.
     incremental_conversions: null,
+    // The lift per customer over the exposed customers.
+    incremental_value: scaled(boot, figures.treatment.size),
     insufficient_data: null,
     checks,
     failed_checks: failed(checks),
@@ -220,9 +224,8 @@ export const switchbackResults = (
     absolute_lift: wire(estimate),
     relative_lift: wireOrNull(estimate.relativeLift),
     // Per on day times the on days: what the campaign added over the analysed days.
-    incremental_conversions: metric.measure === "count"
-      ? { estimate: estimate.estimate * onDays, lower: estimate.lower * onDays, upper: estimate.upper * onDays, level: estimate.level }
-      : null,
+    incremental_conversions: metric.measure === "count" ? scaled(estimate, onDays) : null,
+    incremental_value: metric.measure === "value" ? scaled(estimate, onDays) : null,
     insufficient_data: null,
     checks,
     failed_checks: failed(checks),
@@ -277,6 +280,7 @@ export const prePostResults = (
     absolute_lift: wire(estimate.perDay),
     relative_lift: wireOrNull(estimate.relativeLift),
     incremental_conversions: metric.measure === "count" ? wire(estimate) : null,
+    incremental_value: metric.measure === "value" ? wire(estimate) : null,
     insufficient_data: null,
     checks,
     failed_checks: failed(checks),
@@ -365,6 +369,10 @@ export const daysDesign = (input: DesignInput, daily: ReadonlyArray<number>): De
     required_sample: null,
     baseline: { customers: null, conversion_rate: null, mean: m, sd: s },
     method: "switchback regression power, shifted t approximation, day-of-week controls"
+  }
+  // A pre/post's power rests on how well the donors will track the target, unknown before the fit.
+  if (input.kind === "pre_post") {
+    return { ...base, method: "none: a pre/post's precision depends on its pre-period fit (see its results)", required_days: null, warnings: ["not_supported_for_kind"] }
   }
   if (!(s > 0) || !(m > 0)) return { ...base, required_days: null, warnings: ["no_history"] }
   const { days } = switchbackDays({

@@ -78,7 +78,7 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
         "For a metric, a minimum detectable effect (relative by default), confidence (default 0.95) and power (default " +
           "0.8): `required_sample` (holdout: customers per group) or `required_days` (switchback, pre_post), from the last " +
           "`history_days` (default the window's length, else 28) whole days. `warnings`: `no_history`, `window_too_short`, " +
-          "`list_too_small`."
+          "`list_too_small`, `not_supported_for_kind` (a pre_post: its precision rests on a fit not made yet)."
       )
       .annotateMerge(read),
     HttpApiEndpoint.get("getExperiment", "/experiments/:id", {

@@ -131,6 +131,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
             absolute_lift: null,
             relative_lift: null,
             incremental_conversions: null,
+            incremental_value: null,
             insufficient_data: { reason: "no whole day of the window has passed yet" },
             checks: [],
             failed_checks: [],

@@ -349,6 +349,8 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         close(r.absolute_lift.upper, expected.upper, "upper")
         assert.ok(r.absolute_lift.lower > 0)
         assert.strictEqual(r.incremental_conversions, null)
+        close(r.incremental_value.estimate, expected.estimate * values.treatment.length, "incremental value")
+        close(r.incremental_value.lower, expected.lower * values.treatment.length, "incremental value lower")
       }))
 
     it.effect("audience_holdout with no list: insufficient_data with a reason, never a lift", () =>
@@ -585,6 +587,13 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.strictEqual(r.status, 200, r.text)
         assert.strictEqual(r.json.data.required_days, null)
         assert.deepStrictEqual(r.json.data.warnings, ["no_history"])
+        const prePost = yield* post(p.key, "/api/v1/experiments/design", {
+          kind: "pre_post",
+          metric: { conversion_key: "purchase", measure: "count" },
+          minimum_detectable_effect: 0.1
+        })
+        assert.strictEqual(prePost.json.data.required_days, null)
+        assert.deepStrictEqual(prePost.json.data.warnings, ["not_supported_for_kind"])
         for (const bad of [{ minimum_detectable_effect: 0 }, { minimum_detectable_effect: 0.1, confidence: 1.2 }, { minimum_detectable_effect: 0.1, power: 0.2 }]) {
           const refused = yield* post(p.key, "/api/v1/experiments/design", { kind: "switchback", metric: { conversion_key: "purchase", measure: "count" }, ...bad })
           assert.strictEqual(refused.status, 400, refused.text)
