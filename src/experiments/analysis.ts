@@ -54,15 +54,14 @@ export const daysOf = (start: string, end: string): ReadonlyArray<string> => {
  */
 export const switchbackSchedule = (salt: string, start: string, end: string): ReadonlyArray<ScheduleDay> => {
   const random = createRandom(seedOf(salt, "schedule"))
-  const days = daysOf(start, end)
-  return days.map((date, i) => {
-    if (i % 2 === 1) return { date, on: false }
-    return { date, on: random.uniform() < 0.5 }
-  }).map((day, i, all) => {
-    // The second day of a pair takes the other arm; a last unpaired day keeps its draw.
-    if (i % 2 === 1) return { date: day.date, on: !(all[i - 1]?.on ?? true) }
-    return day
-  })
+  const out: Array<ScheduleDay> = []
+  let first = true
+  for (const [i, date] of daysOf(start, end).entries()) {
+    // The first day of a pair is drawn; the second takes the other arm (a last unpaired day keeps its draw).
+    if (i % 2 === 0) first = random.uniform() < 0.5
+    out.push({ date, on: i % 2 === 0 ? first : !first })
+  }
+  return out
 }
 
 const wire = (e: Estimate): IntervalWire => ({ estimate: e.estimate, lower: e.lower, upper: e.upper, level: e.level })
@@ -152,8 +151,7 @@ export const holdoutResults = (
       incremental_value: null,
       insufficient_data: null,
       checks,
-      failed_checks: failed(checks)
-      ,
+      failed_checks: failed(checks),
       fit: null
     }
   }
