@@ -20,6 +20,8 @@ import { AdActionEngine } from "../src/ads/actions/engine.ts"
 import { ConnectionSessions } from "../src/connections/sessions.ts"
 import { AdSetLayer } from "./AdSet.ts"
 import { CampaignLayer } from "./Campaign.ts"
+import { ExperimentLayer } from "./Experiment.ts"
+import { ExperimentEngine } from "../src/experiments/engine.ts"
 import { HandOffLayer } from "./HandOff.ts"
 import { ProfileLayer } from "./Profile.ts"
 import type { AttributionBackfills } from "../src/accounts/entitlements/backfills.ts"
@@ -74,7 +76,9 @@ export const ClusterLayer: Layer.Layer<
     Layer.provide(AdActionEngine.layer),
     Layer.provide(ConnectionSessions.layer),
     Layer.provide([ProvidersLayer, SecretBox.layer])
-  )
+  ),
+  // Experiments (issue 32): one message at a time per experiment (decision 0122).
+  ExperimentLayer.pipe(Layer.provide(ExperimentEngine.layer))
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )

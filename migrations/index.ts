@@ -54,6 +54,7 @@ import m0056 from "./0056_visible_backlog.ts"
 import m0057 from "./0057_queue_claim_indexes.ts"
 import m0058 from "./0058_customer_list_lease_token.ts"
 import m0059 from "./0059_webhook_deliveries_fillfactor.ts"
+import m0060 from "./0060_experiments.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -115,7 +116,8 @@ export const migrations = {
   "0056_visible_backlog": m0056,
   "0057_queue_claim_indexes": m0057,
   "0058_customer_list_lease_token": m0058,
-  "0059_webhook_deliveries_fillfactor": m0059
+  "0059_webhook_deliveries_fillfactor": m0059,
+  "0060_experiments": m0060
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

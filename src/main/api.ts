@@ -43,6 +43,7 @@ import { OAuthApi } from "../accounts/oauth/api.ts"
 import { OpsApi } from "../ops/api.ts"
 import { PartnerDataApi } from "../ingestion/partner/api.ts"
 import { AudiencesApi } from "../exports/audiences/api.ts"
+import { ExperimentsApi } from "../experiments/api.ts"
 import { LinkTokensApi } from "../identity/link-tokens/api.ts"
 import { CustomersApi } from "../identity/customers/api.ts"
 import { IdentityApi } from "../identity/api.ts"
@@ -127,6 +128,8 @@ export const Api = HttpApi.make("svc")
   // Chat surfaces (issue 21, part 6).
   .add(ChatAdsApi)
   .add(ChatTemplatesApi)
+  // Experiments (issue 32, decision 0122).
+  .add(ExperimentsApi)
   // Every group above runs the authenticated API's middleware (src/http/group-api.ts).
   .pipe(withApiMiddleware)
   // Added after the middleware: /oauth/* answers only the OAuth error format (decision 0016).

@@ -46,6 +46,7 @@ import { OnboardingHandlers } from "../ops/onboarding/handlers.ts"
 import { OpsHandlers } from "../ops/handlers.ts"
 import { PartnerDataHandlers } from "../ingestion/partner/handlers.ts"
 import { AudiencesHandlers } from "../exports/audiences/handlers.ts"
+import { ExperimentsHandlers } from "../experiments/handlers.ts"
 import { PasswordPagesHandlers, PasswordsHandlers, PeopleAdminHandlers } from "../accounts/people/handlers.ts"
 import { RpcLayer } from "../rpc/server.ts"
 import { MetricsAtStartLayer } from "./metrics.ts"
@@ -139,6 +140,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     ReportsHandlers,
     // URL tags on ads (issue 19).
     UrlTagsHandlers,
+    // Experiments (issue 32, decision 0122).
+    ExperimentsHandlers,
   ]),
   // Inbox, email and calendar (issue 21, part 7).
   Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),

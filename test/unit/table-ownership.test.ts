@@ -58,6 +58,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   customer_merges: "src/identity/repo.ts",
   declared_sources: "src/identity/declared-sources/repo.ts",
   audience_exclusions: "src/exports/audiences/repo.ts",
+  experiments: "src/experiments/repo.ts",
   customer_list_audiences: "src/exports/audiences/repo.ts",
   conversation_leads: null,
   // tracking

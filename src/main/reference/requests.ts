@@ -101,6 +101,27 @@ export const requestDocs: GroupDocs = {
   "calendar.createCalendar": { request: { name: "Madrid clinic", timezone: "Europe/Madrid" } },
   "calendar.createEvent": { request: calendarEvent },
   "calendar.updateEvent": { request: calendarEvent },
+  "experiments.createExperiment": {
+    request: {
+      name: "Holdout of the paying customers, December",
+      kind: "audience_holdout",
+      metric: { conversion_key: "purchase", measure: "count" },
+      window: { start: "2026-12-01", end: "2026-12-28" },
+      holdout_fraction: 0.1,
+      design: { minimum_detectable_effect: 0.1 }
+    }
+  },
+  "experiments.designExperiment": {
+    request: {
+      kind: "switchback",
+      metric: { conversion_key: "purchase", measure: "count" },
+      minimum_detectable_effect: 0.1,
+      confidence: 0.95,
+      power: 0.8,
+      window: { start: "2026-12-01", end: "2026-12-28" }
+    }
+  },
+  "experiments.stopExperiment": { request: { reason: "early_stop", note: "Budget moved to the January sale" } },
   "webhookSubscriptions.create": {
     request: { url: "https://hooks.partner.example/attribution", event_types: ["outcome.recorded"], description: "CRM sync" }
   },

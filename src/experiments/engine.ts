@@ -1,0 +1,179 @@
+/**
+ * What the Experiment entity runs (cluster/Experiment.ts), one message at a time per experiment:
+ * the transitions with their refusals, and the results read from the outcome series the
+ * attribution context offers (decision 0122).
+ */
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { Experiment, ExperimentResults, StopReason } from "../../schema/experiments.ts"
+import { type DatabaseUnavailable, InvalidState, NotFound } from "../../schema/errors.ts"
+import { OutcomeSeries } from "../attribution/outcome-series/service.ts"
+import {
+  type Analysed,
+  type CampaignSeries,
+  type DayFigures,
+  holdoutResults,
+  PRE_POST_MODEL,
+  prePostResults,
+  switchbackResults
+} from "./analysis.ts"
+import { dateOf, dayNumber } from "./statistics/index.ts"
+import { type ExperimentRow, ExperimentsRepo, type Transition } from "./repo.ts"
+
+export const render = (row: ExperimentRow): Experiment => ({
+  id: row.id,
+  kind: row.kind,
+  name: row.name,
+  status: row.status,
+  status_reason: row.status_reason,
+  status_note: row.status_note,
+  metric: { conversion_key: row.conversion_key, measure: row.measure },
+  window: { start: row.window_start, end: row.window_end },
+  config: row.config,
+  design: row.design,
+  version: row.version,
+  created_at: row.created_at,
+  started_at: row.started_at,
+  stopped_at: row.stopped_at,
+  completed_at: row.completed_at
+})
+
+type Failure = NotFound | InvalidState | DatabaseUnavailable
+
+const today = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString().slice(0, 10))
+
+/** The first instant of a UTC day and of the day after another. */
+const spanOf = (start: string, end: string) => ({ from: `${start}T00:00:00Z`, until: `${dateOf(dayNumber(end) + 1)}T00:00:00Z` })
+
+export class ExperimentEngine extends Context.Service<ExperimentEngine, {
+  readonly read: (profileId: string, id: string) => Effect.Effect<Experiment, Failure>
+  readonly start: (profileId: string, id: string) => Effect.Effect<Experiment, Failure>
+  readonly stop: (profileId: string, id: string, reason: StopReason, note: string | null) => Effect.Effect<Experiment, Failure>
+  readonly results: (profileId: string, id: string) => Effect.Effect<ExperimentResults, Failure>
+}>()("svc/ExperimentEngine") {
+  static readonly layer = Layer.effect(ExperimentEngine)(
+    Effect.gen(function*() {
+      const repo = yield* ExperimentsRepo
+      const series = yield* OutcomeSeries
+
+      const notFound = () => new NotFound({ message: "No experiment with this id on the profile." })
+      const refuse = (reason: string, message: string) => new InvalidState({ message, reason })
+
+      const find = Effect.fn("Experiments.find")(function*(profileId: string, id: string) {
+        const row = yield* repo.find(profileId, id)
+        if (Option.isNone(row)) return yield* notFound()
+        return row.value
+      })
+
+      const move = Effect.fn("Experiments.move")(function*(row: ExperimentRow, change: Transition) {
+        const moved = yield* repo.transition(row.profile_id, row.id, row.version, change)
+        if (Option.isSome(moved)) return moved.value
+        // Only another experiment running on the target stops a transition here (this entity orders the rest).
+        const other = yield* repo.runningOn(row.profile_id, row.target_key, row.id)
+        return yield* refuse(
+          "overlapping_experiment",
+          Option.isSome(other)
+            ? `Experiment ${other.value} is already running on this target; stop it first.`
+            : "The experiment changed meanwhile; read it again."
+        )
+      })
+
+      /** A running experiment whose window is over is completed before anything else reads it. */
+      const current = Effect.fn("Experiments.current")(function*(profileId: string, id: string) {
+        const row = yield* find(profileId, id)
+        if (row.status !== "running" || row.window_end >= (yield* today)) return row
+        return yield* move(row, { status: "completed", reason: "window_ended", note: null })
+      })
+
+      const read = (profileId: string, id: string) => Effect.map(current(profileId, id), render)
+
+      const start = Effect.fn("Experiments.start")(function*(profileId: string, id: string) {
+        const row = yield* current(profileId, id)
+        if (row.status !== "draft") return yield* refuse("not_draft", `Only a draft starts; this experiment is ${row.status}.`)
+        return render(yield* move(row, { status: "running", reason: "started", note: null }))
+      })
+
+      const stop = Effect.fn("Experiments.stop")(function*(profileId: string, id: string, reason: StopReason, note: string | null) {
+        const row = yield* current(profileId, id)
+        if (row.status !== "running") return yield* refuse("not_running", `Only a running experiment stops; this one is ${row.status}.`)
+        if (reason === "window_ended" && row.window_end >= (yield* today)) {
+          return yield* refuse("window_not_ended", `The window runs until ${row.window_end}: stop early with early_stop or invalidated.`)
+        }
+        return render(yield* move(row, { status: reason === "window_ended" ? "completed" : "stopped", reason, note }))
+      })
+
+      const results = Effect.fn("Experiments.results")(function*(profileId: string, id: string) {
+        const row = yield* current(profileId, id)
+        if (row.status === "draft") return yield* refuse("experiment_draft", "A draft has no results: start it first.")
+        const metric = { conversion_key: row.conversion_key, measure: row.measure }
+        // Whole days only: up to yesterday while the window is still going, up to the day before a stop.
+        const yesterday = dateOf(dayNumber(yield* today) - 1)
+        const lastDay = row.status === "stopped" && row.stopped_at !== null
+          ? dateOf(dayNumber(row.stopped_at.slice(0, 10)) - 1)
+          : yesterday
+        const end = [row.window_end, yesterday, lastDay].reduce((a, b) => (a < b ? a : b))
+        const analysed: Analysed = { start: row.window_start, end: end < row.window_start ? row.window_start : end }
+        const header = {
+          experiment_id: row.id,
+          kind: row.kind,
+          status: row.status,
+          metric,
+          window: { start: row.window_start, end: row.window_end },
+          analysed
+        }
+        // No whole day of the window yet: nothing to compare (zeros would read as a lift of minus everything).
+        if (end < row.window_start) {
+          const none = { size: 0, conversions: 0, value: 0 }
+          return {
+            ...header,
+            method: "none: no whole day of the window has passed",
+            treatment: none,
+            control: none,
+            absolute_lift: null,
+            relative_lift: null,
+            incremental_conversions: null,
+            incremental_value: null,
+            insufficient_data: { reason: "no whole day of the window has passed yet" },
+            checks: [],
+            failed_checks: [],
+            fit: null
+          } satisfies ExperimentResults
+        }
+        const core = yield* Effect.gen(function*() {
+          if (row.kind === "audience_holdout") {
+            const members = yield* series.listMembers(profileId, `${row.window_start}T00:00:00Z`)
+            const outcomes = yield* series.perCustomer(profileId, row.conversion_key, spanOf(analysed.start, analysed.end))
+            return holdoutResults(
+              metric,
+              row.config.holdout_fraction ?? 0,
+              row.salt,
+              members,
+              new Map(outcomes.map((o) => [o.customer_id, o]))
+            )
+          }
+          if (row.kind === "switchback") {
+            const days = yield* series.perDay(profileId, row.conversion_key, spanOf(analysed.start, analysed.end))
+            return switchbackResults(metric, row.config.schedule ?? [], analysed, new Map(days.map((d) => [d.day, d])))
+          }
+          const preDays = row.config.pre_days ?? 28
+          const cells = yield* series.creditedPerCampaignDay(
+            profileId,
+            row.conversion_key,
+            PRE_POST_MODEL,
+            spanOf(dateOf(dayNumber(analysed.start) - preDays), analysed.end)
+          )
+          const byCampaign = new Map<string, Map<string, DayFigures>>()
+          for (const cell of cells) {
+            const days = byCampaign.get(cell.campaign_id) ?? new Map<string, DayFigures>()
+            days.set(cell.day, cell)
+            byCampaign.set(cell.campaign_id, days)
+          }
+          const all: ReadonlyArray<CampaignSeries> = [...byCampaign.entries()].map(([campaignId, byDay]) => ({ campaignId, byDay }))
+          return prePostResults(metric, row.config.target?.id ?? "", preDays, analysed, all)
+        })
+        return { ...header, ...core } satisfies ExperimentResults
+      })
+
+      return { read, start, stop, results }
+    })
+  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer]))
+}

@@ -1,0 +1,136 @@
+/**
+ * The owner of `experiments` (migration 0060, decision 0122). Every transition is conditional on
+ * the row's `version`: a transition decided from a stale read changes nothing.
+ */
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { Design, ExperimentConfig, ExperimentKind, ExperimentStatus } from "../../schema/experiments.ts"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../platform/database.ts"
+import type { Keyset } from "../platform/pagination.ts"
+
+export const ExperimentRow = Schema.Struct({
+  profile_id: Schema.String,
+  id: Schema.String,
+  kind: ExperimentKind,
+  name: Schema.String,
+  status: ExperimentStatus,
+  status_reason: Schema.NullOr(Schema.String),
+  status_note: Schema.NullOr(Schema.String),
+  config: ExperimentConfig,
+  conversion_key: Schema.String,
+  measure: Schema.Literals(["count", "value"]),
+  target_key: Schema.String,
+  salt: Schema.String,
+  window_start: Schema.String,
+  window_end: Schema.String,
+  design: Schema.NullOr(Design),
+  version: Schema.Int,
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  stopped_at: Schema.NullOr(Schema.String),
+  completed_at: Schema.NullOr(Schema.String)
+})
+export type ExperimentRow = typeof ExperimentRow.Type
+
+export interface NewExperiment {
+  readonly profileId: string
+  readonly id: string
+  readonly kind: ExperimentKind
+  readonly name: string
+  readonly config: ExperimentConfig
+  readonly conversionKey: string
+  readonly measure: "count" | "value"
+  readonly targetKey: string
+  readonly salt: string
+  readonly windowStart: string
+  readonly windowEnd: string
+  readonly design: Design | null
+}
+
+export interface Transition {
+  readonly status: "running" | "completed" | "stopped"
+  readonly reason: string
+  readonly note: string | null
+}
+
+type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
+
+export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
+  readonly insert: (row: NewExperiment) => Repo<ExperimentRow>
+  readonly find: (profileId: string, id: string) => Repo<Option.Option<ExperimentRow>>
+  readonly list: (profileId: string, after: Option.Option<Keyset>, limit: number) => Repo<ReadonlyArray<ExperimentRow>>
+  /** Another running experiment of the profile on the same target, if any. */
+  readonly runningOn: (profileId: string, targetKey: string, exceptId: string) => Repo<Option.Option<string>>
+  /**
+   * Moves the experiment when it is still at `version` (and, to running, when no other experiment
+   * runs on its target); none when either no longer holds.
+   */
+  readonly transition: (profileId: string, id: string, version: number, change: Transition) => Repo<Option.Option<ExperimentRow>>
+}>()("svc/ExperimentsRepo") {
+  static readonly layer = Layer.effect(ExperimentsRepo)(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const at = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+      const columns = sql.literal(`profile_id::text AS profile_id, id::text AS id, kind, name, status, status_reason, status_note,
+        config, conversion_key, measure, target_key, salt,
+        to_char(window_start, 'YYYY-MM-DD') AS window_start, to_char(window_end, 'YYYY-MM-DD') AS window_end,
+        design, version, ${at("created_at")} AS created_at, ${at("started_at")} AS started_at,
+        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at`)
+      const one = decodeFirstRow(ExperimentRow)
+      const many = decodeRows(ExperimentRow)
+
+      const insert = (row: NewExperiment) =>
+        Effect.flatMap(
+          one(sql`
+            INSERT INTO experiments (profile_id, id, kind, name, config, conversion_key, measure, target_key, salt,
+                                     window_start, window_end, design)
+            VALUES (${row.profileId}, ${row.id}, ${row.kind}, ${row.name}, ${JSON.stringify(row.config)}::jsonb,
+                    ${row.conversionKey}, ${row.measure}, ${row.targetKey}, ${row.salt}, ${row.windowStart}::date,
+                    ${row.windowEnd}::date, ${row.design === null ? null : JSON.stringify(row.design)}::jsonb)
+            RETURNING ${columns}`),
+          (found) => Option.match(found, { onNone: () => Effect.die("the insert returned no row"), onSome: Effect.succeed })
+        )
+
+      const find = (profileId: string, id: string) =>
+        one(sql`SELECT ${columns} FROM experiments WHERE profile_id = ${profileId} AND id = ${id}`)
+
+      const list = (profileId: string, after: Option.Option<Keyset>, limit: number) =>
+        many(sql`
+          SELECT ${columns} FROM experiments
+          WHERE profile_id = ${profileId}
+            AND ${Option.match(after, {
+          onNone: () => sql`true`,
+          onSome: (keyset) => sql`(created_at, id) > (${keyset.createdAt}::timestamptz, ${keyset.id}::uuid)`
+        })}
+          ORDER BY created_at, id
+          LIMIT ${limit + 1}`)
+
+      const idRow = decodeFirstRow(Schema.Struct({ id: Schema.String }))
+      const runningOn = (profileId: string, targetKey: string, exceptId: string) =>
+        Effect.map(
+          idRow(sql`
+            SELECT id::text AS id FROM experiments
+            WHERE profile_id = ${profileId} AND target_key = ${targetKey} AND status = 'running' AND id <> ${exceptId}
+            LIMIT 1`),
+          Option.map((row) => row.id)
+        )
+
+      const transition = (profileId: string, id: string, version: number, change: Transition) =>
+        one(sql`
+          UPDATE experiments e SET
+            status = ${change.status}, status_reason = ${change.reason}, status_note = ${change.note},
+            started_at = CASE WHEN ${change.status} = 'running' THEN now() ELSE started_at END,
+            stopped_at = CASE WHEN ${change.status} = 'stopped' THEN now() ELSE stopped_at END,
+            completed_at = CASE WHEN ${change.status} = 'completed' THEN now() ELSE completed_at END,
+            version = version + 1, updated_at = now()
+          WHERE e.profile_id = ${profileId} AND e.id = ${id} AND e.version = ${version}
+            AND (${change.status} <> 'running' OR NOT EXISTS (
+              SELECT 1 FROM experiments o
+              WHERE o.profile_id = e.profile_id AND o.target_key = e.target_key AND o.status = 'running' AND o.id <> e.id))
+          RETURNING ${columns}`)
+
+      return atDatabaseBoundary({ insert, find, list, runningOn, transition })
+    })
+  )
+}

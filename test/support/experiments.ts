@@ -1,0 +1,81 @@
+/**
+ * Experiment fixtures: conversions, customers and campaign credit written by SQL in bulk (their
+ * routes are other contexts'), already credited so the attribution worker leaves them alone.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+
+export interface SeedConversion {
+  readonly customerId: string | null
+  /** An ISO instant. */
+  readonly at: string
+  readonly key: string
+  readonly value: number | null
+  readonly cash: boolean
+  /** Credited in full to a touch of this campaign under last_touch. */
+  readonly campaign?: string
+}
+
+/** Live customers of the profile; answers their ids. */
+export const seedCustomers = Effect.fn("test.seedCustomers")(function*(profileId: string, count: number) {
+  const sql = yield* SqlClient
+  const ids = Array.from({ length: count }, () => crypto.randomUUID())
+  yield* sql`INSERT INTO customers (id, profile_id) SELECT id, ${profileId} FROM unnest(${ids}::uuid[]) AS t(id)`
+  return ids
+})
+
+/** Outcome events with their conversions (and, with `campaign`, a touch and a full last_touch credit). */
+export const seedConversions = Effect.fn("test.seedConversions")(function*(profileId: string, rows: ReadonlyArray<SeedConversion>) {
+  const sql = yield* SqlClient
+  const ids = rows.map(() => crypto.randomUUID())
+  const events = rows.map(() => crypto.randomUUID())
+  // Text with "" for none: the driver cannot type an array of nulls only.
+  const customers = rows.map((r) => r.customerId ?? "")
+  const ats = rows.map((r) => r.at)
+  const keys = rows.map((r) => r.key)
+  const values = rows.map((r) => r.value === null ? null : String(r.value))
+  const cash = rows.map((r) => r.cash)
+  yield* sql`
+    INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, customer_id)
+    SELECT e, ${profileId}, e::text, 'h', k, a, v, NULLIF(c, '')::uuid
+    FROM unnest(${events}::uuid[], ${keys}::text[], ${ats}::timestamptz[], ${values}::numeric[], ${customers}::text[]) AS t(e, k, a, v, c)`
+  yield* sql`
+    INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, customer_id,
+                             counts_as_cash, attribution_eligible, credited_at)
+    SELECT i, ${profileId}, e, k, a, v, NULLIF(c, '')::uuid, s, true, now()
+    FROM unnest(${ids}::uuid[], ${events}::uuid[], ${keys}::text[], ${ats}::timestamptz[], ${values}::numeric[],
+                ${customers}::text[], ${cash}::boolean[]) AS t(i, e, k, a, v, c, s)`
+  const credited = rows.flatMap((r, i) => r.campaign === undefined ? [] : [{ id: ids[i] ?? "", at: r.at, campaign: r.campaign }])
+  if (credited.length > 0) {
+    const touches = credited.map(() => crypto.randomUUID())
+    yield* sql`
+      INSERT INTO touches (id, profile_id, kind, occurred_at, channel, campaign_external_id)
+      SELECT t, ${profileId}, 'web_touch', a - interval '1 hour', 'paid_social', c
+      FROM unnest(${touches}::uuid[], ${credited.map((c) => c.at)}::timestamptz[], ${credited.map((c) => c.campaign)}::text[]) AS x(t, a, c)`
+    yield* sql`
+      INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
+      SELECT v, 'last_touch', t, 0, 1, true, true
+      FROM unnest(${credited.map((c) => c.id)}::uuid[], ${touches}::uuid[]) AS x(v, t)`
+  }
+  return ids
+})
+
+/** The UTC date `days` from today (negative: before). */
+export const dayFromToday = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10)
+
+/** Noon (UTC) of a date plus `minutes`, as an ISO instant. */
+export const noonOf = (date: string, minutes = 0) => new Date(Date.parse(`${date}T12:00:00Z`) + minutes * 60_000).toISOString()
+
+/** An experiment's salt (not on the wire: the tests recompute each customer's group). */
+export const saltOf = (profileId: string, id: string) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    Effect.map(
+      sql<{ salt: string }>`SELECT salt FROM experiments WHERE profile_id = ${profileId} AND id = ${id}`,
+      (rows) => rows[0]?.salt ?? ""
+    ))
+
+/** A usable ad-platform connection holding the manage-ads grant (what a switchback's start asks for). */
+export const seedAdConnection = (profileId: string, scopes: ReadonlyArray<string> = ["ads_management", "ads_read"]) =>
+  Effect.flatMap(SqlClient, (sql) =>
+    sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name, scopes)
+        VALUES (${crypto.randomUUID()}, ${profileId}, 'adplatform', 'adplatform', ${`act_${profileId.slice(0, 8)}`}, 'Ads', ${[...scopes]}::text[])`)
