@@ -31,7 +31,7 @@ import { createHash, randomBytes } from "node:crypto"
 import { Agent, createServer, request as httpRequest } from "node:http"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
-import { fmt, freePort, HOST, intFromEnv, percentile, sleep, startProcess, stopProcess, waitFor } from "../support.ts"
+import { commandCpuMs, fmt, freePort, HOST, intFromEnv, percentile, processCpuMs, sleep, startProcess, stopProcess, waitFor } from "../support.ts"
 
 const QUICK = process.env["BENCH_QUICK"] === "1"
 const RATE = intFromEnv("BENCH_RATE", QUICK ? 300 : 1_000, 20_000)
@@ -305,22 +305,56 @@ async function main() {
   if (destination.status !== 201) throw new Error(`destination: ${destination.status} ${destination.text}`)
   const destinationId: string = destination.json.data.id
 
+  // Where each phase's work went: CPU (ms) of the service, the sandbox, this process (the load and
+  // the counting proxy) and PostgreSQL, and the WAL the database wrote (bytes), so the cost of
+  // exporting an outcome can be set beside the cost of ingesting one.
+  const walBytes = () =>
+    Effect.runPromise(Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      const [row] = yield* sql<{ wal: string }>`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS wal`
+      return Number(row?.wal ?? 0)
+    }).pipe(Effect.provide(pg(databaseUrl)), Effect.scoped))
+  const snapshot = async () => ({
+    service: processCpuMs(service.child.pid) ?? 0,
+    sandbox: processCpuMs(sandbox.child.pid) ?? 0,
+    bench: processCpuMs(process.pid) ?? 0,
+    postgres: commandCpuMs("postgres") ?? 0,
+    wal: await walBytes()
+  })
+  type Snapshot = Awaited<ReturnType<typeof snapshot>>
+  const costOf = (from: Snapshot, to: Snapshot, outcomes: number) => {
+    const per = (key: keyof Snapshot) => (to[key] - from[key]) / Math.max(1, outcomes)
+    return { service: per("service") * 1000, sandbox: per("sandbox") * 1000, bench: per("bench") * 1000, postgres: per("postgres") * 1000, wal: per("wal") }
+  }
+  const costLine = (cost: ReturnType<typeof costOf>) =>
+    `CPU per outcome: service ${fmt(cost.service)} µs, PostgreSQL ${fmt(cost.postgres)} µs, sandbox ${fmt(cost.sandbox)} µs, load and proxy ${fmt(cost.bench)} µs; WAL ${fmt(cost.wal)} bytes`
+
   console.log(`bench:export — ${fmt(RATE)} outcomes/s offered for ${SECONDS} s per run, service on PostgreSQL, sandbox behind a counting proxy`)
 
   // Warm-up (auth cache, pools), not measured.
   await drive(servicePort, key, "warm", Math.min(SECONDS, 3))
 
   // 1. Ingest only.
+  const beforeIngest = await snapshot()
   const ingestOnly = await drive(servicePort, key, "ingest", SECONDS)
+  const ingestCost = costOf(beforeIngest, await snapshot(), ingestOnly.committed.length)
   console.log(`  ingest only   : ${fmt(ingestOnly.committed.length)} committed, ${fmt(ingestOnly.rate)}/s, p50 ${fmt(ingestOnly.p50)} ms, p95 ${fmt(ingestOnly.p95)} ms, ${ingestOnly.failed} failed`)
+  console.log(`                  ${costLine(ingestCost)}`)
 
   // 2. Exports on.
   const rule = await api(base, key, "POST", "/api/v1/exports/rules", { conversion_key: "purchase" })
   if (rule.status !== 201) throw new Error(`rule: ${rule.status} ${rule.text}`)
   const callsBefore = ackedCalls
+  const beforeExports = await snapshot()
   const withExports = await drive(servicePort, key, "export", SECONDS)
   const out = await exported(withExports.committed, destinationId, DRAIN_TIMEOUT_MS)
+  const exportCost = costOf(beforeExports, await snapshot(), withExports.committed.length)
   console.log(`  with exports  : ${fmt(withExports.committed.length)} committed, ${fmt(withExports.rate)}/s, p50 ${fmt(withExports.p50)} ms, p95 ${fmt(withExports.p95)} ms, ${withExports.failed} failed`)
+  console.log(`                  ${costLine(exportCost)}`)
+  // What exporting adds per outcome, and the rate ingest could keep with it when ingest alone already
+  // uses the whole machine (every process here shares its two cores): the CPU of ingest alone over that of both.
+  const total = (cost: ReturnType<typeof costOf>) => cost.service + cost.postgres + cost.sandbox + cost.bench
+  console.log(`  export's cost : +${fmt(exportCost.service - ingestCost.service)} µs service, +${fmt(exportCost.postgres - ingestCost.postgres)} µs PostgreSQL, +${fmt(exportCost.sandbox - ingestCost.sandbox)} µs sandbox, +${fmt(exportCost.bench - ingestCost.bench)} µs proxy, +${fmt(exportCost.wal - ingestCost.wal)} WAL bytes per outcome; on a saturated machine ingest keeps at most ${fmt(total(ingestCost) / total(exportCost), 2)}x`)
   console.log(`  exported      : ${fmt(out.distinct)} acknowledged (${fmt(ackedCalls - callsBefore)} calls), ${fmt(out.perSecond)} outcomes/s commit to ack; lag p50 ${fmt(out.p50)} ms, p95 ${fmt(out.p95)} ms, max ${fmt(out.max)} ms; lost ${out.lost}, repeats ${out.repeats}`)
 
   // 3. SIGKILL half-way, restart at once on the same port.

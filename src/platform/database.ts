@@ -50,8 +50,10 @@ const postgresLayer = (url: Redacted.Redacted<string>): ClientLayer => {
       connectTimeout: "3 seconds",
       idleTimeout: "60 seconds",
       applicationName: APPLICATION_NAME,
-      // Timestamps are rendered and compared in UTC whatever the server's default.
-      startupParameters: { timezone: "UTC" }
+      // Timestamps are rendered and compared in UTC whatever the server's default. No JIT (decision
+      // 0125): a generic plan costed without statistics passes jit_above_cost and was compiled on
+      // every execution (34 ms of a 15 ms statement).
+      startupParameters: { timezone: "UTC", jit: "off" }
     }), countTransactionWaits)),
     Layer.merge(
       Layer.succeed(DatabaseInfo)({ mode: "postgres", location: `${options.host}:${options.port}/${options.database}` }),

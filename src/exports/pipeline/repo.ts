@@ -12,6 +12,9 @@ import { BacklogRow } from "../../platform/backlog.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
+/** A timestamp to the microsecond, in UTC (a JavaScript Date keeps only milliseconds). */
+const microseconds = (expression: string) => `to_char((${expression}) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 /**
@@ -77,6 +80,14 @@ export type ExportFacts = typeof ExportFacts.Type
 
 export type Decision = "delivered" | "retrying" | "failed" | "held" | "skipped" | "suppressed"
 
+/** Where a rule's recent sweep stands: the last conversion it read, in `conversions_export_cursor` order. */
+export interface SweepMark {
+  readonly ruleId: string
+  /** `created_at` to the microsecond, as the database wrote it. */
+  readonly createdAt: string
+  readonly id: string
+}
+
 export interface LedgerEntry {
   readonly decision: Decision
   readonly actionSource: string | null
@@ -139,10 +150,16 @@ export const renewStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedE
 export class ExportsRepo extends Context.Service<ExportsRepo, {
   /**
    * Queues every attribution-eligible conversion a live rule reaches, once per live destination,
-   * recorded since both the rule and the destination existed (within the last `windowSeconds`).
-   * Idempotent: the (outcome, destination) pair is unique and its ids derive from the pair.
+   * recorded since both the rule and the destination existed: per rule, up to `limitPerRule`
+   * conversions of the last `windowSeconds` past the rule's mark in `after` (where it has one).
+   * Answers how many exports were queued and each rule's new mark (the last conversion read), for
+   * the next call: each call reads only what arrived since, not the whole window again (at 1,000
+   * conversions a second, re-reading a 10-minute window each poll was a quarter of the database's
+   * time, issue 34). A conversion committed after the mark moved past its `created_at` is left to
+   * the complete sweep. Idempotent: the (outcome, destination) pair is unique and its ids derive from it.
    */
-  readonly enqueue: (windowSeconds: number, limit: number) => Repo<number>
+  readonly enqueue: (after: ReadonlyArray<SweepMark>, windowSeconds: number, limitPerRule: number) =>
+    Repo<{ readonly queued: number; readonly marks: ReadonlyArray<SweepMark> }>
   /**
    * The complete sweep (decision 0094): per rule, up to `limitPerRule` conversions past the rule's
    * durable cursor and older than `lagSeconds` are queued like `enqueue` does, and the cursor moves
@@ -195,38 +212,85 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const sql = yield* SqlClient
       const claimed = decodeRows(ClaimedExport)
       // The add-on is on, or a person created the profile (the same test as the sync worker's).
-      const attributionOn = sql.literal(`(p.provisioned_by_app_id IS NULL OR COALESCE((
-        SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`)
+      const attributionOnText = `(p.provisioned_by_app_id IS NULL OR COALESCE((
+        SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`
+      const attributionOn = sql.literal(attributionOnText)
       const decodeFacts = Schema.decodeUnknownExit(ExportFacts)
-      // A retraction locks its outcome row FOR UPDATE; the sweep waits for it and then sees the
-      // tombstone (READ COMMITTED re-checks a locked row), so a racing retraction is skipped
-      // instead of queued, and an outcome the sweep queued first is refused its retraction (409).
-      const lockOutcome = sql.literal("FOR KEY SHARE OF e")
       const deliveryRows = decodeRows(DeliveryRow)
 
-      const enqueue = (windowSeconds: number, limit: number) =>
-        Effect.map(
-          sql`
-            INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
-            SELECT md5(c.outcome_event_id::text || ':' || d.id::text)::uuid, c.profile_id, c.outcome_event_id, d.kind, d.id, r.id,
-                   'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
-            FROM export_rules r
-            JOIN conversions c ON c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.attribution_eligible
-            JOIN outcome_events e ON e.id = c.outcome_event_id AND e.retracted_at IS NULL
-            JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
-              AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
-            JOIN profiles p ON p.id = r.profile_id
-            WHERE r.enabled AND ${attributionOn}
-              AND c.created_at > now() - make_interval(secs => ${windowSeconds})
-              AND c.created_at >= r.created_at AND c.created_at >= d.created_at
-              AND NOT EXISTS (SELECT 1 FROM conversion_exports x WHERE x.outcome_event_id = c.outcome_event_id AND x.destination_id = d.id)
-            ORDER BY c.created_at
-            LIMIT ${limit}
-            ${lockOutcome}
-            ON CONFLICT (outcome_event_id, destination_id) DO NOTHING
-            RETURNING id`,
-          (rows) => rows.length
-        )
+      // The exports of a batch of (rule, conversion) pairs, once per live destination, as both sweeps
+      // queue them. A retraction locks its outcome row FOR UPDATE; the sweep waits for it and then
+      // sees the tombstone (READ COMMITTED re-checks a locked row), so a racing retraction is skipped
+      // instead of queued, and an outcome the sweep queued first is refused its retraction (409).
+      const queuedFrom = (batch: string) =>
+        sql.literal(`
+              INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
+              SELECT md5(c.outcome_event_id::text || ':' || d.id::text)::uuid, c.profile_id, c.outcome_event_id, d.kind, d.id, r.id,
+                     'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
+              FROM ${batch} b
+              JOIN export_rules r ON r.id = b.rule_id
+              JOIN conversions c ON c.id = b.id AND c.attribution_eligible
+              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.retracted_at IS NULL
+              JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
+                AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
+              JOIN profiles p ON p.id = r.profile_id
+              WHERE r.enabled AND ${attributionOnText} AND c.created_at >= d.created_at
+              FOR KEY SHARE OF e
+              ON CONFLICT (outcome_event_id, destination_id) DO NOTHING
+              RETURNING id`)
+
+      const marksRead = decodeRows(Schema.Struct({ rule_id: Schema.String, created_at: Schema.String, id: Schema.String, queued: Schema.Int }))
+      // A conversion's created_at is stamped inside its transaction: one the sweep cannot see yet
+      // is no older than the oldest transaction running when the sweep's snapshot was taken. Read in
+      // a statement of its own before the sweep's (a transaction that ends while the sweep runs is
+      // no longer listed then), it bounds the next mark: the next call reads such a conversion once
+      // it has committed, and what is queued by then is passed over.
+      const horizon = Effect.map(
+        sql<{ at: string }>`
+          SELECT ${sql.literal(microseconds("COALESCE(min(a.xact_start), now()) - interval '1 microsecond'"))} AS at
+          FROM pg_stat_activity a WHERE a.datname = current_database() AND a.xact_start IS NOT NULL`,
+        (rows) => rows[0]?.at ?? "-infinity"
+      )
+      const enqueue = (after: ReadonlyArray<SweepMark>, windowSeconds: number, limitPerRule: number) =>
+        Effect.flatMap(horizon, (h) => Effect.map(
+          marksRead(sql`
+            WITH marks AS (
+              SELECT k.rule_id, k.created_at, k.id
+              FROM unnest(${after.map((m) => m.ruleId)}::uuid[], ${after.map((m) => m.createdAt)}::timestamptz[], ${after.map((m) => m.id)}::uuid[])
+                AS k(rule_id, created_at, id)),
+            batch AS (
+              SELECT r.id AS rule_id, c.id, c.created_at
+              FROM export_rules r
+              LEFT JOIN marks k ON k.rule_id = r.id
+              -- Through conversions_export_cursor from the mark on (one row comparison, the window's
+              -- start folded in: a separate range on created_at let a plan built without statistics
+              -- read the whole window through conversions_export_sweep instead).
+              CROSS JOIN LATERAL (
+                SELECT c.id, c.created_at FROM conversions c
+                WHERE c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.created_at >= r.created_at
+                  AND (c.created_at, c.id) > (
+                    CASE WHEN k.created_at > now() - make_interval(secs => ${windowSeconds}) THEN k.created_at
+                         ELSE now() - make_interval(secs => ${windowSeconds}) END,
+                    CASE WHEN k.created_at > now() - make_interval(secs => ${windowSeconds}) THEN k.id
+                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
+                  AND NOT EXISTS (SELECT 1 FROM conversion_exports x WHERE x.outcome_event_id = c.outcome_event_id AND x.rule_id = r.id)
+                ORDER BY c.created_at, c.id
+                LIMIT ${limitPerRule}) c
+              WHERE r.enabled
+            ),
+            queued AS (${queuedFrom("batch")})
+            SELECT DISTINCT ON (b.rule_id) b.rule_id::text AS rule_id,
+                   ${sql.literal(microseconds("CASE WHEN h.at < b.created_at THEN h.at ELSE b.created_at END"))} AS created_at,
+                   (CASE WHEN h.at < b.created_at THEN '00000000-0000-0000-0000-000000000000'::uuid ELSE b.id END)::text AS id,
+                   (SELECT count(*) FROM queued)::int AS queued
+            FROM batch b CROSS JOIN (SELECT ${h}::timestamptz AS at) h ORDER BY b.rule_id, b.created_at DESC, b.id DESC`),
+          (rows) => {
+            // Rules that read nothing keep their marks; a mark may move back to the horizon.
+            const moved = new Map(rows.map((row) => [row.rule_id, { ruleId: row.rule_id, createdAt: row.created_at, id: row.id }] as const))
+            const kept = after.filter((mark) => !moved.has(mark.ruleId))
+            return { queued: rows[0]?.queued ?? 0, marks: [...kept, ...moved.values()] }
+          }
+        ))
 
       const cursorCounts = decodeFirstRow(Schema.Struct({ queued: Schema.Int, scanned: Schema.Int, full: Schema.Boolean }))
       const enqueueFromCursor = (lagSeconds: number, limitPerRule: number) =>
@@ -245,22 +309,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
                 ORDER BY c.created_at, c.id
                 LIMIT ${limitPerRule}) c
             ),
-            queued AS (
-              INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
-              SELECT md5(c.outcome_event_id::text || ':' || d.id::text)::uuid, c.profile_id, c.outcome_event_id, d.kind, d.id, r.id,
-                     'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
-              FROM batch b
-              JOIN export_rules r ON r.id = b.rule_id
-              JOIN conversions c ON c.id = b.id AND c.attribution_eligible
-              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.retracted_at IS NULL
-              JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
-                AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
-              JOIN profiles p ON p.id = r.profile_id
-              WHERE r.enabled AND ${attributionOn} AND c.created_at >= d.created_at
-              ${lockOutcome}
-              ON CONFLICT (outcome_event_id, destination_id) DO NOTHING
-              RETURNING id
-            ),
+            queued AS (${queuedFrom("batch")}),
             moved AS (
               INSERT INTO export_sweep_cursors (rule_id, after_created_at, after_id)
               SELECT DISTINCT ON (rule_id) rule_id, created_at, id FROM batch ORDER BY rule_id, created_at DESC, id DESC

@@ -17,7 +17,7 @@ import { decodeCursor, toPage } from "../../platform/pagination.ts"
 import { defaultLease, heartbeat, leaseSecondsOf } from "../../platform/lease.ts"
 import { AdPlatform, type ConversionEvent } from "../../connections/providers/adplatform/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
-import { type ClaimedExport, type DeliveryRow, type ExportFacts, ExportsRepo, type LedgerEntry } from "./repo.ts"
+import { type ClaimedExport, type DeliveryRow, type ExportFacts, ExportsRepo, type LedgerEntry, type SweepMark } from "./repo.ts"
 import { decideLane, inferActionSource } from "./routing.ts"
 import { scrub } from "./scrub.ts"
 
@@ -312,12 +312,15 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
 
       let polls = 0
       let cursorBehind = false
+      let marks: ReadonlyArray<SweepMark> = []
       const cursorLagSeconds = Duration.toSeconds(settings.cursorLag)
       const runOnce = Effect.gen(function*() {
         // Every poll queues what arrived lately at once (low lag); the first poll after a start,
         // every `cursorEvery`-th, and the next after a full cursor batch run the complete sweep.
         const cursorPoll = cursorBehind || polls++ % Math.max(1, settings.cursorEvery) === 0
-        yield* repo.enqueue(Duration.toSeconds(settings.recentWindow), 1000)
+        // Only what arrived since this process's last poll (its marks); a conversion that commits
+        // behind a mark is queued by the complete sweep.
+        marks = (yield* repo.enqueue(marks, Duration.toSeconds(settings.recentWindow), 1000)).marks
         if (cursorPoll) cursorBehind = (yield* repo.enqueueFromCursor(cursorLagSeconds, 1000)).full
         const jobs = yield* repo.claim(settings.batchSize, leaseSeconds)
         if (jobs.length === 0) return 0
