@@ -22,6 +22,7 @@ export const consoleHeaders: Record<string, string> = {
 export const shellPage = (bundle: ConsoleBundle): string => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Attribution console</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${escapeHtml(bundle.style.path)}">
 <script type="module" src="${escapeHtml(bundle.script.path)}"></script>
 </head><body>
