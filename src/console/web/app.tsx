@@ -6,7 +6,7 @@
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { ApiError, type MyProfile, myProfiles, type Person, me, rememberCsrfToken, safeNext, signIn, SignedOut, signOut, whoIsSignedIn } from "./api.ts"
+import { ApiError, type MyProfile, myProfiles, type Person, me, rememberCsrfToken, safeNext, signIn, SignedOut, signOut, whoIsSignedIn } from "./client.ts"
 import { navigate, onLinkClick, useLocation } from "./router.ts"
 import { OverviewScreen } from "./overview.tsx"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"

@@ -15,7 +15,7 @@ import {
   SignedOut,
   type Timeseries,
   timeseries
-} from "./api.ts"
+} from "./client.ts"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"
 import { cac, formatCount, formatDecimal, formatMoney, formatRatio, modelLabel, updatedAgo } from "./format.ts"
 import { navigate } from "./router.ts"

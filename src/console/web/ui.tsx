@@ -1,6 +1,6 @@
 /** What every screen shares: the focus on a page's heading, and how a failed call is shown. */
 import { useEffect, useRef } from "preact/hooks"
-import { ApiError } from "./api.ts"
+import { ApiError } from "./client.ts"
 
 /** Where a page starts: its heading takes focus, so a screen reader and the keyboard begin there. */
 export const useFocusHeading = (key: unknown) => {
