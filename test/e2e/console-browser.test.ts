@@ -3,7 +3,7 @@
  * console on the profile last used, switches profile, reads the Overview and checks its figures
  * against the same /api/v1 reads made with the same session, switches the credit model, signs
  * out; an expired session goes back to sign-in keeping the wanted page; a profile out of reach
- * is a page saying so; a refused API call shows its message and request id. axe-core, run in
+ * is a page saying so; a refused API call (and a CSRF refusal) shows its message and request id. axe-core, run in
  * the page, finds no serious or critical violation on the sign-in page and the Overview; the
  * keyboard reaches the controls in order with a visible focus; the strict CSP reports nothing.
  * Screenshots go to .artifacts/console/ (git-ignored).
@@ -280,6 +280,13 @@ describe.skipIf(executablePath === undefined)("the console in headless Chromium"
         // Signing in again lands on the profile last used.
         yield* signInThroughForm(page, world.email)
         yield* p(() => page.waitForURL(`${appUrl}${overviewPath(world.shopUs)}`, { timeout: 15_000 }))
+
+        // How long a fresh load of the Overview takes to show its figures (small data; logged, not asserted).
+        const started = Date.now()
+        yield* p(() => page.goto(`${appUrl}${overviewPath(world.shopEu)}`))
+        yield* p(() => page.waitForSelector("table.breakdown tbody tr[data-channel]"))
+        const navigation = yield* p(() => page.evaluate(() => Math.round(performance.now())))
+        console.log(`console overview: figures shown ${Date.now() - started} ms after goto (${navigation} ms after navigation start)`)
         assert.deepStrictEqual(cspReports, [])
       })))
 
@@ -341,6 +348,20 @@ describe.skipIf(executablePath === undefined)("the console in headless Chromium"
         assert.strictEqual(shownId, answers[0]?.requestId)
         assert.strictEqual(yield* p(() => page.locator("#kpi-outcomes").count()), 0, "nothing half-shown beside the error")
         yield* shot("07-refused-call")
+
+        // A CSRF failure: sign-out with a token that is not the session's is refused and says why;
+        // the person is still signed in, on the same page.
+        yield* p(() => page.evaluate(() => window.localStorage.setItem("svc.console.csrf", "not-the-token")))
+        const before = page.url()
+        yield* p(() => page.click("#sign-out"))
+        yield* p(() => page.waitForSelector(".error-panel:has-text('Sign-out failed')"))
+        const csrfPanel = yield* p(() => page.locator(".error-panel:has-text('Sign-out failed')").innerText())
+        assert.include(csrfPanel, "X-CSRF-Token")
+        assert.include(csrfPanel, "insufficient_scope")
+        assert.match(csrfPanel, /Request id [0-9a-zA-Z_-]{8,}/)
+        assert.strictEqual(page.url(), before)
+        assert.strictEqual((yield* apiGet(yield* cookieHeader, "/api/v1/me")).status, 200)
+        yield* shot("08-csrf-refused")
         assert.deepStrictEqual(cspReports, [])
       })))
 
