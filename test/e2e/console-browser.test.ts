@@ -286,7 +286,14 @@ describe.skipIf(executablePath === undefined)("the console in headless Chromium"
         yield* p(() => page.goto(`${appUrl}${overviewPath(world.shopEu)}`))
         yield* p(() => page.waitForSelector("table.breakdown tbody tr[data-channel]"))
         const navigation = yield* p(() => page.evaluate(() => Math.round(performance.now())))
-        console.log(`console overview: figures shown ${Date.now() - started} ms after goto (${navigation} ms after navigation start)`)
+        const resources = yield* p(() =>
+          page.evaluate(() =>
+            performance.getEntriesByType("resource").map((entry) =>
+              `${new URL(entry.name).pathname} ${Math.round(entry.startTime)}-${Math.round(entry.startTime + entry.duration)}`
+            ).join(", ")
+          )
+        )
+        console.log(`console overview: figures shown ${Date.now() - started} ms after goto (${navigation} ms after navigation start); ${resources}`)
         assert.deepStrictEqual(cspReports, [])
       })))
 

@@ -29,7 +29,7 @@ interface Loaded {
   readonly channels: Breakdown
 }
 
-const rangeOf = (query: URLSearchParams) => {
+export const rangeOf = (query: URLSearchParams) => {
   const days = Number(query.get("days"))
   const model = query.get("model") ?? "last_touch"
   return {
