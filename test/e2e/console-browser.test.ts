@@ -20,6 +20,7 @@ import { chromium, type Page } from "playwright-core"
 import { hashPassword } from "../../src/accounts/sessions/service.ts"
 import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
 import { credit, drain, insertConversion, insertTouch } from "../support/analytics.ts"
+import { OPERATOR_TOKEN } from "../support/app.ts"
 import { CHROMIUM_ARGS, chromiumPath, freePort, serveOnPort } from "../support/browser.ts"
 
 const appPort = await freePort()
@@ -369,6 +370,47 @@ describe.skipIf(executablePath === undefined)("the console in headless Chromium"
         assert.strictEqual(page.url(), before)
         assert.strictEqual((yield* apiGet(yield* cookieHeader, "/api/v1/me")).status, 200)
         yield* shot("08-csrf-refused")
+        assert.deepStrictEqual(cspReports, [])
+      })))
+
+    it.effect("a one-time link sets the password, then leads to sign-in with the email filled in, then to the console", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const email = `${crypto.randomUUID()}@people.example`
+        const invited = yield* p(async () => {
+          const response = await fetch(`${appUrl}/api/v1/admin/people/password-links`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${OPERATOR_TOKEN}`, "content-type": "application/json" },
+            body: JSON.stringify({ email, purpose: "invite" })
+          })
+          return { status: response.status, body: (await response.json()) as { readonly data: { readonly url: string } } }
+        })
+        assert.strictEqual(invited.status, 201)
+        const workspaceId = crypto.randomUUID()
+        const profileId = crypto.randomUUID()
+        yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'Invited')`
+        yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'Invited shop')`
+        yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role)
+                   SELECT ${workspaceId}, id, 'analyst' FROM users WHERE email = ${email}`
+        const { page, cspReports, shot } = yield* openBrowser
+
+        yield* p(() => page.goto(invited.body.data.url))
+        yield* p(async () => {
+          await page.fill("#password", PASSWORD)
+          await page.fill("#password_confirmation", PASSWORD)
+          await page.click("button[type=submit]")
+          await page.waitForSelector("h1:text('Password set')")
+        })
+        yield* p(() => Promise.all([page.waitForURL(`${appUrl}/?email=${encodeURIComponent(email)}`), page.click("text=Sign in to the console")]))
+        yield* p(() => page.waitForSelector("#email"))
+        assert.strictEqual(yield* p(() => page.locator("#email").inputValue()), email)
+        yield* p(async () => {
+          await page.fill("#password", PASSWORD)
+          await page.click("button[type=submit]")
+        })
+        yield* p(() => page.waitForURL(`${appUrl}${overviewPath(profileId)}`, { timeout: 15_000 }))
+        yield* p(() => page.waitForSelector("#kpi-outcomes[data-value='0']"))
+        yield* shot("09-after-password-set")
         assert.deepStrictEqual(cspReports, [])
       })))
 
