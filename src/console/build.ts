@@ -45,6 +45,8 @@ const buildOnce = async (): Promise<ConsoleBundle> => {
     jsxImportSource: "preact",
     logLevel: "silent"
   })
+  // The bundle is kept; esbuild's child process is not needed until the next process builds again.
+  await esbuild.stop()
   const js = result.outputFiles.find((file) => file.path.endsWith(".js"))
   const css = result.outputFiles.find((file) => file.path.endsWith(".css"))
   if (js === undefined || css === undefined) throw new Error("the console build gave no script or no style sheet")
