@@ -1,5 +1,6 @@
 /** `GET /api/v1/me`: who the credential is. */
 import { Schema } from "effect"
+import { ProfileRole, WorkspaceRole } from "./members.ts"
 
 export const Me = Schema.Union([
   Schema.Struct({
@@ -32,3 +33,23 @@ export const Me = Schema.Union([
 export type Me = typeof Me.Type
 
 export const MeBody = Schema.Struct({ data: Me })
+
+/**
+ * `GET /api/v1/me/profiles`: the live profiles a signed-in person reaches (issue 33; the
+ * console's profile switcher), each with what the person may do there. `scopes` is what a
+ * profile-grain call with `?profile_id=` would be allowed: a client hides what it cannot use.
+ */
+export const MyProfile = Schema.Struct({
+  profile_id: Schema.String,
+  name: Schema.String,
+  workspace_id: Schema.String,
+  workspace_name: Schema.String,
+  currency: Schema.NullOr(Schema.String),
+  time_zone: Schema.String,
+  workspace_role: WorkspaceRole,
+  profile_role: Schema.NullOr(ProfileRole),
+  scopes: Schema.Array(Schema.String)
+}).annotate({ identifier: "MyProfile" })
+export type MyProfile = typeof MyProfile.Type
+
+export const MyProfilesBody = Schema.Struct({ data: Schema.Array(MyProfile) })

@@ -74,6 +74,7 @@ import { ChatAdsHandlers } from "../ads/chat-ads/handlers.ts"
 import { ChatTemplatesHandlers } from "../messaging/templates/handlers.ts"
 import { AuthenticationLayer } from "../http/auth.ts"
 import { DocsRoutes } from "./docs.ts"
+import { ConsoleRoutes } from "../console/routes.ts"
 import { openApiJson } from "./openapi.ts"
 import { PublishedDocument } from "../http/published-document.ts"
 import { EnvelopeLayer } from "../http/envelope.ts"
@@ -157,8 +158,9 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
 )
 
 /**
- * The API, the docs pages, the internal RPC surface at /rpc, the envelope around all of them,
+ * The API, the docs pages, the console for people (`/` and `/console`, a client of the API), the
+ * internal RPC surface at /rpc, the envelope around all of them,
  * the metrics a scraper sees from start-up (./metrics.ts),
  * and the sandbox providers under /sandbox/ when this process serves them.
  */
-export const AppRoutes = Layer.mergeAll(ApiRoutes, DocsRoutes, RpcLayer, EnvelopeLayer, OptionalSandboxRoutes, MetricsRoute, MetricsAtStartLayer)
+export const AppRoutes = Layer.mergeAll(ApiRoutes, DocsRoutes, ConsoleRoutes, RpcLayer, EnvelopeLayer, OptionalSandboxRoutes, MetricsRoute, MetricsAtStartLayer)

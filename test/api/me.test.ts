@@ -56,4 +56,53 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
       const spec = (yield* call("/api/v1/openapi.json")).json
       assert.notInclude(spec.paths["/api/v1/me"].get["x-auth"], "user_token")
     }))
+
+  it.effect("GET /api/v1/me/profiles: the live profiles the person reaches, with role and scopes; sessions only", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      // Analyst of workspace A (reaches every live profile); guest of B on one profile with one permission.
+      const a = yield* seedProfile({ name: "A main" })
+      const member = yield* seedMemberSession(a, "analyst")
+      const aSecond = crypto.randomUUID()
+      const aArchived = crypto.randomUUID()
+      yield* sql`INSERT INTO profiles (id, workspace_id, name, currency) VALUES (${aSecond}, ${a.workspaceId}, 'A second', 'EUR')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name, archived_at) VALUES (${aArchived}, ${a.workspaceId}, 'A archived', now())`
+      const b = yield* seedProfile({ name: "B" })
+      const bOther = crypto.randomUUID()
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${bOther}, ${b.workspaceId}, 'B other')`
+      yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${b.workspaceId}, ${member.userId}, 'guest')`
+      yield* sql`INSERT INTO profile_memberships (profile_id, user_id, role, permissions)
+                 VALUES (${b.profileId}, ${member.userId}, 'viewer', ${["view:campaigns"]})`
+      // A workspace the person is not in.
+      yield* seedProfile({ name: "C" })
+
+      const answer = yield* call("/api/v1/me/profiles", { headers: { cookie: member.cookie } })
+      assert.strictEqual(answer.status, 200)
+      const rows = answer.json.data as ReadonlyArray<Record<string, unknown>>
+      assert.deepStrictEqual(rows.map((row) => [row["name"], row["workspace_role"], row["profile_role"]]), [
+        ["A main", "analyst", null],
+        ["A second", "analyst", null],
+        ["B", "guest", "viewer"]
+      ])
+      assert.deepStrictEqual(rows[1], {
+        profile_id: aSecond,
+        name: "A second",
+        workspace_id: a.workspaceId,
+        workspace_name: "A main",
+        currency: "EUR",
+        time_zone: "UTC",
+        workspace_role: "analyst",
+        profile_role: null,
+        scopes: [
+          "analytics:read", "campaigns:read", "conversions:read", "realtime:read", "customers:read", "visitors:read",
+          "exports:read", "commerce:read", "connections:read", "conversations:read"
+        ]
+      })
+      assert.deepStrictEqual(rows[2]?.["scopes"], ["campaigns:read"])
+
+      // An API key is no person: refused; nobody signed in is 401.
+      const { key } = yield* seedApiKey(a, { scopes: ["analytics:read"] })
+      assert.strictEqual((yield* call("/api/v1/me/profiles", { headers: { authorization: `Bearer ${key}` } })).status, 403)
+      assert.strictEqual((yield* call("/api/v1/me/profiles")).status, 401)
+    }))
 })

@@ -1,7 +1,8 @@
 /**
  * Smoke test of the service on Deno (`npm run deno:smoke`, run by the pinned Node).
  * Starts `deno task start` on a free port, on embedded PGlite and, when DATABASE_URL is set,
- * on that PostgreSQL; checks liveness, readiness, the 404 envelope and the OpenAPI document.
+ * on that PostgreSQL; checks liveness, readiness, the 404 envelope, the console shell with its
+ * bundle (built by esbuild under Deno) and the OpenAPI document.
  * Prints one line per check, then `N passed, M failed`; exits 1 on any failure.
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -141,6 +142,19 @@ const checks = (target: Target): ReadonlyArray<readonly [string, Check]> => [
     if (error["status"] !== 404) return `status field ${String(error["status"])}`
     if (typeof error["message"] !== "string") return "no message"
     if (error["request_id"] !== header) return `request_id ${String(error["request_id"])} != header ${header}`
+    return undefined
+  }],
+  ["GET / answers the console shell and its bundle (esbuild under Deno, decision 0123)", async (port) => {
+    const response = await get(port, "/")
+    const html = await response.text()
+    if (response.status !== 200) return `status ${response.status}`
+    if (!(response.headers.get("content-security-policy") ?? "").includes("script-src 'self'")) return "no strict CSP"
+    const script = /src="(\/console\/assets\/[0-9a-f]+\/console\.js)"/.exec(html)?.[1]
+    if (script === undefined) return `no bundle in the shell: ${html.slice(0, 200)}`
+    const bundle = await get(port, script)
+    const code = await bundle.text()
+    if (bundle.status !== 200) return `bundle status ${bundle.status}`
+    if (code.length < 10_000) return `bundle of ${code.length} bytes`
     return undefined
   }],
   ["GET /api/v1/openapi.json answers OpenAPI 3.1", async (port) => {

@@ -39,9 +39,13 @@ const lock = readJson("package-lock.json") as { readonly packages: Record<string
 /**
  * The reviewed install scripts. node and deno: the pinned runtimes, installed from their own
  * registry packages. msgpackr-extract (optional, under msgpackr): loads its prebuilt binary,
- * compiles with node-gyp only where none fits. Adding one is a review: of its script, here.
+ * compiles with node-gyp only where none fits. esbuild (the console's bundler, decision 0123):
+ * checks that its platform package (`@esbuild/<platform>`, an optional dependency from the npm
+ * registry) is there and links its binary in place of the JS launcher; only when that package is
+ * missing does it fetch it, from the npm registry. The JS API the service calls finds the binary
+ * without it (the image installs with --ignore-scripts). Adding one is a review: of its script, here.
  */
-const REVIEWED = ["deno", "msgpackr-extract", "node"]
+const REVIEWED = ["deno", "esbuild", "msgpackr-extract", "node"]
 
 const EMPTY = "overrides/empty-package"
 

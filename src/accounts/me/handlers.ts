@@ -2,7 +2,7 @@ import { Effect, Layer, Option, Schema } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { type DatabaseUnavailable, Unauthorized } from "../../../schema/errors.ts"
-import { MeBody } from "../../../schema/me.ts"
+import { MeBody, MyProfilesBody } from "../../../schema/me.ts"
 import { Principal, type PrincipalShape } from "../../kernel/principal.ts"
 import { keyView, MeService } from "./service.ts"
 import { groupApi } from "../../http/group-api.ts"
@@ -46,5 +46,11 @@ export const MeHandlers = HttpApiBuilder.group(groupApi(MeApi), "me", (handlers)
           : Effect.fail(new Unauthorized({ message: "Missing, invalid, expired or revoked credential." }))
       )
     )
-    return handlers.handleAll({ getMe: () => getMe })
+    const listMyProfiles = Principal.use((principal): Effect.Effect<typeof MyProfilesBody.Type, Unauthorized | DatabaseUnavailable> =>
+      principal.kind === "session"
+        ? Effect.map(me.profiles(principal.userId), (data) => ({ data }))
+        // Authentication admits sessions only (the operation's policy); anything else is no person.
+        : Effect.fail(new Unauthorized({ message: "Missing, invalid, expired or revoked credential." }))
+    )
+    return handlers.handleAll({ getMe: () => getMe, listMyProfiles: () => listMyProfiles })
   })).pipe(Layer.provide(MeService.layer))

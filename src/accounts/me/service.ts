@@ -1,10 +1,12 @@
 /** `GET /api/v1/me`: the credential's own view of itself (an app, a key, or a signed-in person). */
 import { Context, Effect, Layer, Option } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import type { Me } from "../../../schema/me.ts"
+import type { Me, MyProfile } from "../../../schema/me.ts"
+import { scopesOfMembership } from "../../../schema/members.ts"
 import { AdminRepo } from "../admin/repo.ts"
 import { effectiveReturnOrigins } from "../admin/service.ts"
 import { PeopleRepo } from "../people/repo.ts"
+import { MeRepo } from "./repo.ts"
 import type { PrincipalShape } from "../../kernel/principal.ts"
 
 /** An API key's answer: what authentication already resolved, nothing to query. */
@@ -23,11 +25,14 @@ export const keyView = (principal: Extract<PrincipalShape, { readonly kind: "api
 export class MeService extends Context.Service<MeService, {
   /** None when the principal's record vanished since it authenticated (a deleted app, a removed user). */
   readonly describe: (principal: PrincipalShape) => Effect.Effect<Option.Option<Me>, DatabaseUnavailable>
+  /** The profiles a signed-in person reaches, with the scopes their membership allows on each (issue 33). */
+  readonly profiles: (userId: string) => Effect.Effect<ReadonlyArray<MyProfile>, DatabaseUnavailable>
 }>()("svc/MeService") {
   static readonly layer = Layer.effect(MeService)(
     Effect.gen(function*() {
       const apps = yield* AdminRepo
       const people = yield* PeopleRepo
+      const mine = yield* MeRepo
 
       const describeStored = Effect.fn("MeService.describe")(function*(principal: PrincipalShape) {
         switch (principal.kind) {
@@ -54,7 +59,14 @@ export class MeService extends Context.Service<MeService, {
       // the traced Effect.fn (a stack capture and a span on every call; decision 0027).
       const describe = (principal: PrincipalShape): Effect.Effect<Option.Option<Me>, DatabaseUnavailable> =>
         principal.kind === "api_key" ? Effect.succeed(Option.some(keyView(principal))) : describeStored(principal)
-      return { describe }
+      const profiles = Effect.fn("MeService.profiles")(function*(userId: string) {
+        const rows = yield* mine.reachableProfiles(userId)
+        return rows.map(({ permissions, ...row }): MyProfile => ({
+          ...row,
+          scopes: scopesOfMembership({ workspaceRole: row.workspace_role, profileRole: row.profile_role, permissions })
+        }))
+      })
+      return { describe, profiles }
     })
-  ).pipe(Layer.provide([AdminRepo.layer, PeopleRepo.layer]))
+  ).pipe(Layer.provide([AdminRepo.layer, PeopleRepo.layer, MeRepo.layer]))
 }

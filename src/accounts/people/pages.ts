@@ -47,8 +47,10 @@ export const passwordSetPage = (email: string, baseUrl: string) =>
   page(
     "Password set",
     `<h1>Password set</h1>
-<p>You can now sign in as <strong>${escapeHtml(email)}</strong>: an agent's consent screen asks for it, and
-<code>POST ${escapeHtml(baseUrl)}/api/v1/sessions</code> with <code>{"email","password"}</code> opens a console session.</p>`
+<p>You can now sign in as <strong>${escapeHtml(email)}</strong>.</p>
+<p><a href="/?email=${encodeURIComponent(email)}">Sign in to the console</a></p>
+<p class="note">An agent's consent screen asks for the same password, and a client of the API opens a session with
+<code>POST ${escapeHtml(baseUrl)}/api/v1/sessions</code> and <code>{"email","password"}</code>.</p>`
   )
 
 export const unusableLinkPage = () =>
