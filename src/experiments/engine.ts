@@ -7,6 +7,8 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Experiment, ExperimentResults, StopReason } from "../../schema/experiments.ts"
 import { type DatabaseUnavailable, InvalidState, NotFound } from "../../schema/errors.ts"
 import { OutcomeSeries } from "../attribution/outcome-series/service.ts"
+import { OutboxRepo } from "../kernel/outbox/repo.ts"
+import { experimentCompletedEvent } from "./events.ts"
 import {
   type Analysed,
   type CampaignSeries,
@@ -54,6 +56,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
     Effect.gen(function*() {
       const repo = yield* ExperimentsRepo
       const series = yield* OutcomeSeries
+      const outbox = yield* OutboxRepo
 
       const notFound = () => new NotFound({ message: "No experiment with this id on the profile." })
       const refuse = (reason: string, message: string) => new InvalidState({ message, reason })
@@ -64,8 +67,22 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
         return row.value
       })
 
+      /**
+       * A completion queues `experiment.completed` with its results in the same transaction: the
+       * transition is conditional on the version, so only one completion (and one event) commits.
+       */
+      const transition = (row: ExperimentRow, change: Transition) =>
+        change.status !== "completed"
+          ? repo.transition(row.profile_id, row.id, row.version, change)
+          : repo.transaction(Effect.gen(function*() {
+            const moved = yield* repo.transition(row.profile_id, row.id, row.version, change)
+            if (Option.isNone(moved)) return moved
+            yield* outbox.insert([experimentCompletedEvent(moved.value, yield* resultsOf(moved.value))])
+            return moved
+          }))
+
       const move = Effect.fn("Experiments.move")(function*(row: ExperimentRow, change: Transition) {
-        const moved = yield* repo.transition(row.profile_id, row.id, row.version, change)
+        const moved = yield* transition(row, change)
         if (Option.isSome(moved)) return moved.value
         // Only another experiment running on the target stops a transition here (this entity orders the rest).
         const other = yield* repo.runningOn(row.profile_id, row.target_key, row.id)
@@ -104,6 +121,12 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
       const results = Effect.fn("Experiments.results")(function*(profileId: string, id: string) {
         const row = yield* current(profileId, id)
         if (row.status === "draft") return yield* refuse("experiment_draft", "A draft has no results: start it first.")
+        return yield* resultsOf(row)
+      })
+
+      /** The results of a started experiment as of today (whole days only). */
+      const resultsOf = Effect.fn("Experiments.resultsOf")(function*(row: ExperimentRow) {
+        const profileId = row.profile_id
         const metric = { conversion_key: row.conversion_key, measure: row.measure }
         // Whole days only: up to yesterday while the window is still going, up to the day before a stop.
         const yesterday = dateOf(dayNumber(yield* today) - 1)
@@ -175,5 +198,5 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
 
       return { read, start, stop, results }
     })
-  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer]))
+  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, OutboxRepo.layer]))
 }

@@ -6,7 +6,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { Design, ExperimentConfig, ExperimentKind, ExperimentStatus } from "../../schema/experiments.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import type { Keyset } from "../platform/pagination.ts"
 
 export const ExperimentRow = Schema.Struct({
@@ -67,6 +67,8 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
    * runs on its target); none when either no longer holds.
    */
   readonly transition: (profileId: string, id: string, version: number, change: Transition) => Repo<Option.Option<ExperimentRow>>
+  /** Runs `effect` in one transaction (a completion and its `experiment.completed` outbox row commit together). */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ExperimentsRepo") {
   static readonly layer = Layer.effect(ExperimentsRepo)(
     Effect.gen(function*() {
@@ -130,7 +132,10 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
               WHERE o.profile_id = e.profile_id AND o.target_key = e.target_key AND o.status = 'running' AND o.id <> e.id))
           RETURNING ${columns}`)
 
-      return atDatabaseBoundary({ insert, find, list, runningOn, transition })
+      return {
+        ...atDatabaseBoundary({ insert, find, list, runningOn, transition }),
+        transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   )
 }

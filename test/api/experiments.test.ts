@@ -10,6 +10,7 @@ import { call, callAs } from "../support/app.ts"
 import { analyticsApp, seedAnalyticsProfile } from "../support/analytics.ts"
 import { dayFromToday, noonOf, saltOf, seedAdConnection, seedConversions, seedCustomers, type SeedConversion } from "../support/experiments.ts"
 import { seedApiKey } from "../support/tenancy.ts"
+import { DEFAULT_EVENT_TYPES, OPT_IN_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../schema/webhooks.ts"
 import { heldOut, seedOf, switchbackSchedule } from "../../src/experiments/analysis.ts"
 import {
   analyseSwitchback,
@@ -170,6 +171,87 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.strictEqual(read.json.data.status, "completed")
         assert.strictEqual(read.json.data.status_reason, "window_ended")
         assert.ok(read.json.data.completed_at !== null)
+      }))
+  })
+
+  describe("experiment.completed", () => {
+    const completedEvents = (profileId: string) =>
+      Effect.flatMap(SqlClient, (sql) =>
+        sql<{ payload: any }>`SELECT payload FROM outbox WHERE profile_id = ${profileId} AND topic = 'experiment.completed' ORDER BY created_at, id`)
+
+    it.effect("a lifecycle event: subscriptions name it to receive it", () =>
+      Effect.sync(() => {
+        assert.include(WEBHOOK_EVENT_TYPES, "experiment.completed")
+        assert.include(OPT_IN_EVENT_TYPES, "experiment.completed")
+        assert.notInclude(DEFAULT_EVENT_TYPES, "experiment.completed")
+      }))
+
+    it.effect("the lazy completion on read queues one event with the results summary; later reads queue none", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const customers = yield* seedCustomers(p.profileId, 40)
+        // The list: paying customers before the window's start.
+        yield* seedConversions(p.profileId, customers.map((id) => ({ customerId: id, at: noonOf(dayFromToday(-40)), key: "payment", value: 10, cash: true })))
+        const window = { start: dayFromToday(-20), end: dayFromToday(-2) }
+        const e = (yield* post(p.key, "/api/v1/experiments", holdoutBody({ window }))).json.data
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
+        assert.deepStrictEqual(yield* completedEvents(p.profileId), [])
+        const [first, second] = yield* Effect.all([
+          callAs(p.key, "GET", `/api/v1/experiments/${e.id}`),
+          callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)
+        ], { concurrency: 2 })
+        assert.strictEqual(first.status, 200, first.text)
+        assert.strictEqual(second.status, 200, second.text)
+        assert.strictEqual((yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)).json.data.status, "completed")
+        const results = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)).json.data
+        const events = yield* completedEvents(p.profileId)
+        assert.strictEqual(events.length, 1)
+        const event = events[0]?.payload
+        assert.strictEqual(event.type, "experiment.completed")
+        assert.isString(event.id)
+        assert.deepStrictEqual(event.data, {
+          id: e.id,
+          profile_id: p.profileId,
+          kind: "audience_holdout",
+          name: "Holdout of the customer list",
+          status: "completed",
+          status_reason: "window_ended",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window,
+          completed_at: first.json.data.completed_at ?? second.json.data.completed_at ?? event.data.completed_at,
+          results: {
+            method: results.method,
+            analysed: results.analysed,
+            treatment: results.treatment,
+            control: results.control,
+            absolute_lift: results.absolute_lift,
+            relative_lift: results.relative_lift,
+            incremental_conversions: results.incremental_conversions,
+            incremental_value: results.incremental_value,
+            insufficient_data: results.insufficient_data,
+            failed_checks: results.failed_checks
+          }
+        })
+        assert.strictEqual(event.data.completed_at, (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)).json.data.completed_at)
+        assert.strictEqual(results.treatment.size + results.control.size, 40)
+      }))
+
+    it.effect("a stop after the window queues one event (from its completion); an early stop queues none", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const past = yield* post(p.key, "/api/v1/experiments", holdoutBody({ window: { start: dayFromToday(-20), end: dayFromToday(-2) } }))
+        // The same target (the customer list): the first is completed before the second starts.
+        const early = yield* post(p.key, "/api/v1/experiments", holdoutBody({ name: "Early", window: { start: dayFromToday(-20), end: dayFromToday(20) } }))
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${past.json.data.id}/start`)).status, 200)
+        // The window is over: the stop's own read completes it (one event), so the stop finds it no longer running.
+        const stopped = yield* post(p.key, `/api/v1/experiments/${past.json.data.id}/stop`, { reason: "window_ended" })
+        assert.strictEqual(stopped.status, 409, stopped.text)
+        assert.strictEqual(stopped.json.error.reason, "not_running")
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${early.json.data.id}/start`)).status, 200)
+        const cut = yield* post(p.key, `/api/v1/experiments/${early.json.data.id}/stop`, { reason: "early_stop" })
+        assert.strictEqual(cut.status, 200, cut.text)
+        const events = yield* completedEvents(p.profileId)
+        assert.deepStrictEqual(events.map((row) => [row.payload.data.id, row.payload.data.status_reason]), [[past.json.data.id, "window_ended"]])
       }))
   })
 
