@@ -67,6 +67,8 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
    * runs on its target); none when either no longer holds.
    */
   readonly transition: (profileId: string, id: string, version: number, change: Transition) => Repo<Option.Option<ExperimentRow>>
+  /** The salt and fraction of each audience_holdout of the profile running on `today` (its window not over). */
+  readonly runningHoldouts: (profileId: string, today: string) => Repo<ReadonlyArray<{ readonly salt: string; readonly fraction: number }>>
   /** Runs `effect` in one transaction (a completion and its `experiment.completed` outbox row commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ExperimentsRepo") {
@@ -132,8 +134,14 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
               WHERE o.profile_id = e.profile_id AND o.target_key = e.target_key AND o.status = 'running' AND o.id <> e.id))
           RETURNING ${columns}`)
 
+      const holdoutRows = decodeRows(Schema.Struct({ salt: Schema.String, fraction: Schema.Finite }))
+      const runningHoldouts = (profileId: string, today: string) =>
+        holdoutRows(sql`
+          SELECT salt, (config->>'holdout_fraction')::float8 AS fraction FROM experiments
+          WHERE profile_id = ${profileId} AND kind = 'audience_holdout' AND status = 'running' AND window_end >= ${today}::date`)
+
       return {
-        ...atDatabaseBoundary({ insert, find, list, runningOn, transition }),
+        ...atDatabaseBoundary({ insert, find, list, runningOn, transition, runningHoldouts }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })

@@ -35,6 +35,7 @@ import { daysDesign, type DesignInput, holdoutDesign, switchbackSchedule } from 
 import { render } from "./engine.ts"
 import { Experiment, experimentEntityId } from "./entity.ts"
 import { ExperimentsRepo } from "./repo.ts"
+import { ExperimentAudiences } from "./ports.ts"
 import { dateOf, dayNumber } from "./statistics/index.ts"
 
 /** The longest window, as the analytics reads' longest range. */
@@ -90,6 +91,7 @@ export class Experiments extends Context.Service<Experiments, {
       const entities = yield* Experiment.client
       const ads = yield* AdActions
       const reads = yield* ExperimentReads
+      const audiences = yield* ExperimentAudiences
 
       const invalid = (message: string) => new ValidationError({ message })
       const today = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString().slice(0, 10))
@@ -208,10 +210,18 @@ export class Experiments extends Context.Service<Experiments, {
         // The kind never changes: read outside the entity, refused before any transition.
         const row = yield* repo.find(profile.profileId, id.toLowerCase())
         if (Option.isSome(row) && row.value.kind === "switchback" && row.value.status === "draft") yield* ads.writeGate(profile)
-        return yield* routeProfileCall(e.Start(address(profile, id)), "experiment_timeout")
+        const started = yield* routeProfileCall(e.Start(address(profile, id)), "experiment_timeout")
+        // The holdout leaves the uploaded audience now, not at the list's next daily refresh.
+        if (started.kind === "audience_holdout") yield* audiences.refresh(profile.profileId)
+        return started
       })
-      const stop = (profile: ProfileContext, id: string, reason: StopReason, note: string | null) =>
-        Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Stop({ ...address(profile, id), reason, note }), "experiment_timeout"))
+      const stop = Effect.fn("Experiments.stop")(function*(profile: ProfileContext, id: string, reason: StopReason, note: string | null) {
+        const e = yield* entity(profile, id)
+        const stopped = yield* routeProfileCall(e.Stop({ ...address(profile, id), reason, note }), "experiment_timeout")
+        // The holdout's customers are uploaded again at once.
+        if (stopped.kind === "audience_holdout") yield* audiences.refresh(profile.profileId)
+        return stopped
+      })
       const results = reads.results
 
       return { create, list, get, start, stop, results, design }
