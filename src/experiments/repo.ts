@@ -9,6 +9,20 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import type { Keyset } from "../platform/pagination.ts"
 
+/** A switchback's execution (migration 0061, decision 0124): what it changed and whether it is undone. */
+export const Execution = Schema.Struct({
+  /** The profile's context, kept at start for the day tick (which has no request). */
+  workspace_id: Schema.String,
+  attribution_enabled: Schema.Boolean,
+  /** The target's status before the experiment's first action; null until one ran. */
+  pre_status: Schema.NullOr(Schema.String),
+  /** Each schedule day applied once, with its ad action. */
+  applied: Schema.Array(Schema.Struct({ date: Schema.String, on: Schema.Boolean, action_id: Schema.String, outcome: Schema.String })),
+  /** The restore on stop or completion: its ad action (null when nothing was ever changed). */
+  restored: Schema.NullOr(Schema.Struct({ action_id: Schema.NullOr(Schema.String), status: Schema.NullOr(Schema.String) }))
+})
+export type Execution = typeof Execution.Type
+
 export const ExperimentRow = Schema.Struct({
   profile_id: Schema.String,
   id: Schema.String,
@@ -29,7 +43,8 @@ export const ExperimentRow = Schema.Struct({
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   stopped_at: Schema.NullOr(Schema.String),
-  completed_at: Schema.NullOr(Schema.String)
+  completed_at: Schema.NullOr(Schema.String),
+  execution: Schema.NullOr(Execution)
 })
 export type ExperimentRow = typeof ExperimentRow.Type
 
@@ -69,6 +84,10 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
   readonly transition: (profileId: string, id: string, version: number, change: Transition) => Repo<Option.Option<ExperimentRow>>
   /** The salt and fraction of each audience_holdout of the profile running on `today` (its window not over). */
   readonly runningHoldouts: (profileId: string, today: string) => Repo<ReadonlyArray<{ readonly salt: string; readonly fraction: number }>>
+  /** A switchback's execution, as its entity (one message at a time) last left it. */
+  readonly setExecution: (profileId: string, id: string, execution: Execution) => Repo<void>
+  /** Switchbacks of every profile still to advance (running) or to restore (ended, not restored). */
+  readonly dueSwitchbacks: () => Repo<ReadonlyArray<{ readonly profile_id: string; readonly id: string }>>
   /** Runs `effect` in one transaction (a completion and its `experiment.completed` outbox row commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ExperimentsRepo") {
@@ -80,7 +99,7 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
         config, conversion_key, measure, target_key, salt,
         to_char(window_start, 'YYYY-MM-DD') AS window_start, to_char(window_end, 'YYYY-MM-DD') AS window_end,
         design, version, ${at("created_at")} AS created_at, ${at("started_at")} AS started_at,
-        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at`)
+        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at, execution`)
       const one = decodeFirstRow(ExperimentRow)
       const many = decodeRows(ExperimentRow)
 
@@ -140,8 +159,20 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
           SELECT salt, (config->>'holdout_fraction')::float8 AS fraction FROM experiments
           WHERE profile_id = ${profileId} AND kind = 'audience_holdout' AND status = 'running' AND window_end >= ${today}::date`)
 
+      const setExecution = (profileId: string, id: string, execution: Execution) =>
+        Effect.asVoid(sql`
+          UPDATE experiments SET execution = ${JSON.stringify(execution)}::jsonb, updated_at = now()
+          WHERE profile_id = ${profileId} AND id = ${id}`)
+
+      const dueRows = decodeRows(Schema.Struct({ profile_id: Schema.String, id: Schema.String }))
+      const dueSwitchbacks = () =>
+        dueRows(sql`
+          SELECT profile_id::text AS profile_id, id::text AS id FROM experiments
+          WHERE kind = 'switchback' AND execution IS NOT NULL AND execution->'restored' = 'null'::jsonb
+          ORDER BY profile_id, id`)
+
       return {
-        ...atDatabaseBoundary({ insert, find, list, runningOn, transition, runningHoldouts }),
+        ...atDatabaseBoundary({ insert, find, list, runningOn, transition, runningHoldouts, setExecution, dueSwitchbacks }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })

@@ -210,7 +210,10 @@ export class Experiments extends Context.Service<Experiments, {
         // The kind never changes: read outside the entity, refused before any transition.
         const row = yield* repo.find(profile.profileId, id.toLowerCase())
         if (Option.isSome(row) && row.value.kind === "switchback" && row.value.status === "draft") yield* ads.writeGate(profile)
-        const started = yield* routeProfileCall(e.Start(address(profile, id)), "experiment_timeout")
+        const started = yield* routeProfileCall(
+          e.Start({ ...address(profile, id), workspace_id: profile.workspaceId, attribution_enabled: profile.attributionEnabled }),
+          "experiment_timeout"
+        )
         // The holdout leaves the uploaded audience now, not at the list's next daily refresh.
         if (started.kind === "audience_holdout") yield* audiences.refresh(profile.profileId)
         return started
