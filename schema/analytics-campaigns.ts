@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { Pagination } from "./common.ts"
-import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, AsOf, UnavailableReason } from "./analytics.ts"
+import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, AsOf, CalibrationFactor, UnavailableReason } from "./analytics.ts"
 import { CreditModels } from "./events.ts"
 import { CursorParam, LimitParam, LiteralParam } from "./query.ts"
 
@@ -18,6 +18,15 @@ export const CampaignsQuery = {
   level: Schema.optionalKey(LiteralParam(CAMPAIGN_LEVELS, "campaign (default), ad_set or ad", "campaign"))
 }
 export type CampaignsQuery = Schema.Struct.Type<typeof CampaignsQuery>
+
+/** `GET /api/v1/campaigns`: the rows, and with `calibrated=true` each campaign's measured incrementality. */
+export const CampaignsListQuery = {
+  ...CampaignsQuery,
+  calibrated: Schema.optionalKey(
+    LiteralParam(["true", "false"], "true: each campaign row adds `calibration` (null without a completed experiment; decision 0124)", "false")
+  )
+}
+export type CampaignsListQuery = Schema.Struct.Type<typeof CampaignsListQuery>
 
 /** `GET /api/v1/ads/{id}`: the id is an ad's unless `level` says otherwise. */
 export const AdDetailQuery = {
@@ -102,7 +111,9 @@ export const CampaignRow = Schema.Struct({
   /** `level=ad_set` only, from the synced copy; null at other levels. */
   learning_stage_status: Schema.NullOr(Schema.Literals(["LEARNING", "SUCCESS", "FAIL"])),
   campaign_objective: Schema.NullOr(Schema.String),
-  reporting: CampaignReporting
+  reporting: CampaignReporting,
+  /** `calibrated=true`, `level=campaign` only: measured incrementality beside the modelled credit; null without a factor. */
+  calibration: Schema.optionalKey(Schema.NullOr(CalibrationFactor))
 }).annotate({ identifier: "CampaignRow" })
 
 const MetaFields = {

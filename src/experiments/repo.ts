@@ -88,6 +88,11 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
   readonly setExecution: (profileId: string, id: string, execution: Execution) => Repo<void>
   /** Switchbacks of every profile still to advance (running) or to restore (ended, not restored). */
   readonly dueSwitchbacks: () => Repo<ReadonlyArray<{ readonly profile_id: string; readonly id: string }>>
+  /**
+   * The latest completed switchback or pre/post of each campaign of the profile (metric a count),
+   * completed within 365 days, with its age in whole days: calibration's sources (decision 0124).
+   */
+  readonly calibrationSources: (profileId: string) => Repo<ReadonlyArray<{ readonly row: ExperimentRow; readonly age_days: number }>>
   /** Runs `effect` in one transaction (a completion and its `experiment.completed` outbox row commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ExperimentsRepo") {
@@ -171,8 +176,21 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
           WHERE kind = 'switchback' AND execution IS NOT NULL AND execution->'restored' = 'null'::jsonb
           ORDER BY profile_id, id`)
 
+      const sourceRows = decodeRows(Schema.Struct({ ...ExperimentRow.fields, age_days: Schema.Int }))
+      const calibrationSources = (profileId: string) =>
+        Effect.map(
+          sourceRows(sql`
+            SELECT DISTINCT ON (target_key) ${columns},
+                   floor(extract(epoch FROM now() - completed_at) / 86400)::int AS age_days
+            FROM experiments
+            WHERE profile_id = ${profileId} AND status = 'completed' AND kind IN ('switchback', 'pre_post')
+              AND measure = 'count' AND target_key LIKE 'campaign:%' AND completed_at > now() - interval '365 days'
+            ORDER BY target_key, completed_at DESC`),
+          (rows) => rows.map(({ age_days, ...row }) => ({ row, age_days }))
+        )
+
       return {
-        ...atDatabaseBoundary({ insert, find, list, runningOn, transition, runningHoldouts, setExecution, dueSwitchbacks }),
+        ...atDatabaseBoundary({ insert, find, list, runningOn, transition, runningHoldouts, setExecution, dueSwitchbacks, calibrationSources }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })

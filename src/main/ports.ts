@@ -24,6 +24,8 @@ import { AudienceHoldouts } from "../exports/audiences/holdouts.ts"
 import { CustomerLists } from "../exports/audiences/service.ts"
 import { ExperimentHoldouts } from "../experiments/holdouts.ts"
 import { ExperimentAudiences } from "../experiments/ports.ts"
+import { Calibrations } from "../analytics/calibration.ts"
+import { ExperimentCalibrations } from "../experiments/calibration.ts"
 
 /** A new profile's tracking key is the web tracker's (ingestion). */
 const TrackingKeysLayer = Layer.effect(TrackingKeys)(
@@ -109,6 +111,11 @@ const ExperimentAudiencesLayer = Layer.effect(ExperimentAudiences)(
   }))
 ).pipe(Layer.provide(CustomerLists.layer), Layer.provide(AudienceHoldoutsLayer))
 
+/** The campaign and overview reads' `?calibrated=true`: the experiments' measured factors (decision 0124). */
+const CalibrationsLayer = Layer.effect(Calibrations)(
+  ExperimentCalibrations.useSync((calibrations) => ({ factors: calibrations.factors }))
+).pipe(Layer.provide(ExperimentCalibrations.layer))
+
 /** Every port, for the routes and whatever else reaches a service that needs one. */
 export const PortsLayer = Layer.mergeAll(
   ProfilePortsLayer,
@@ -116,5 +123,6 @@ export const PortsLayer = Layer.mergeAll(
   StageOutcomesLayer,
   PushReceiversLayer,
   AudienceHoldoutsLayer,
-  ExperimentAudiencesLayer
+  ExperimentAudiencesLayer,
+  CalibrationsLayer
 )

@@ -7,7 +7,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, callAs } from "../support/app.ts"
-import { analyticsApp, seedAnalyticsProfile } from "../support/analytics.ts"
+import { analyticsApp, drain, seedAnalyticsProfile } from "../support/analytics.ts"
 import { dayFromToday, noonOf, saltOf, seedAdConnection, seedConversions, seedCustomers, type SeedConversion } from "../support/experiments.ts"
 import { seedApiKey } from "../support/tenancy.ts"
 import { DEFAULT_EVENT_TYPES, OPT_IN_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../schema/webhooks.ts"
@@ -252,6 +252,109 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.strictEqual(cut.status, 200, cut.text)
         const events = yield* completedEvents(p.profileId)
         assert.deepStrictEqual(events.map((row) => [row.payload.data.id, row.payload.data.status_reason]), [[past.json.data.id, "window_ended"]])
+      }))
+  })
+
+  describe("calibration beside credit (decision 0124)", () => {
+    it.effect("?calibrated=true adds the completed switchback's factor to the overview and its campaign row; the modelled figures stay", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile([...SCOPES, "campaigns:read"])
+        yield* seedAdConnection(p.profileId)
+        const start = dayFromToday(-30)
+        const end = dayFromToday(-3)
+        const created = yield* post(p.key, "/api/v1/experiments", {
+          name: "Switchback",
+          kind: "switchback",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window: { start, end },
+          target: { level: "campaign", id: "cmp_cal" }
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const e = created.json.data
+        const schedule = switchbackSchedule("fixed-salt", start, end)
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET salt = 'fixed-salt', config = jsonb_set(config, '{schedule}', ${JSON.stringify(schedule)}::jsonb)
+              WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        const noise = createRandom(11)
+        const rows: Array<SeedConversion> = []
+        let credited = 0
+        schedule.forEach((d, i) => {
+          const outcomes = 20 + (i % 7) * 2 + Math.round(3 * noise.normal()) + (d.on ? 12 : 0)
+          // On days the campaign is credited with 15 of them under last_touch (more than it adds).
+          for (let k = 0; k < outcomes; k++) {
+            const touched = d.on && k < 15
+            if (touched) credited++
+            rows.push({ customerId: null, at: noonOf(d.date, k), key: "purchase", value: 10, cash: false, ...(touched ? { campaign: "cmp_cal" } : {}) })
+          }
+        })
+        yield* seedConversions(p.profileId, rows)
+        // Before any experiment completed: an empty calibration, never a made-up factor.
+        const before = yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")
+        assert.strictEqual(before.status, 200, before.text)
+        assert.deepStrictEqual(before.json.data.calibration, [])
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
+        const results = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)).json.data
+        assert.strictEqual(results.status, "completed")
+        const incremental = results.incremental_conversions
+        assert.ok(incremental !== null && incremental.lower > 0, JSON.stringify(incremental))
+
+        const plain = yield* callAs(p.key, "GET", "/api/v1/overview?days=60")
+        const calibrated = yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")
+        assert.strictEqual(calibrated.status, 200, calibrated.text)
+        assert.notProperty(plain.json.data, "calibration")
+        const { calibration, ...modelled } = calibrated.json.data
+        assert.deepStrictEqual(modelled, plain.json.data)
+        assert.strictEqual(calibration.length, 1)
+        const factor = calibration[0]
+        const completedAt = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)).json.data.completed_at
+        assert.deepStrictEqual({ ...factor, incrementality_factor: null }, {
+          campaign: "cmp_cal",
+          experiment_id: e.id,
+          kind: "switchback",
+          conversion_key: "purchase",
+          analysed: results.analysed,
+          completed_at: completedAt,
+          age_days: 0,
+          stale: false,
+          credited_conversions: credited,
+          incremental_conversions: incremental,
+          incrementality_factor: null
+        })
+        close(factor.incrementality_factor.estimate, incremental.estimate / credited, "factor")
+        close(factor.incrementality_factor.lower, incremental.lower / credited, "factor lower")
+        close(factor.incrementality_factor.upper, incremental.upper / credited, "factor upper")
+        assert.strictEqual(factor.incrementality_factor.level, 0.95)
+        assert.ok(factor.incrementality_factor.estimate < 1, "more credit than measured lift")
+
+        // Another model's credit: none of it under first_touch here, so no factor, the measured conversions still shown.
+        const other = yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true&model=first_touch")
+        assert.strictEqual(other.status, 200, other.text)
+        assert.strictEqual(other.json.data.calibration[0].credited_conversions, 0)
+        assert.strictEqual(other.json.data.calibration[0].incrementality_factor, null)
+
+        // Campaign rows: the same factor beside each row's modelled figures (null without one).
+        yield* drain
+        const list = yield* callAs(p.key, "GET", "/api/v1/campaigns?days=60&calibrated=true")
+        const listPlain = yield* callAs(p.key, "GET", "/api/v1/campaigns?days=60")
+        assert.strictEqual(list.status, 200, list.text)
+        assert.deepStrictEqual(list.json.data.map(({ calibration: _c, ...row }: any) => row), listPlain.json.data)
+        assert.ok(list.json.data.some((row: any) => row.platform_id === "cmp_cal"), list.text)
+        for (const row of list.json.data) {
+          assert.deepStrictEqual(row.calibration, row.platform_id === "cmp_cal" ? factor : null)
+        }
+        for (const row of listPlain.json.data) assert.notProperty(row, "calibration")
+
+        // Aged past 90 days: flagged stale; past 365: gone.
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET completed_at = now() - interval '100 days' WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        const aged = (yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")).json.data.calibration
+        assert.deepStrictEqual([aged[0].age_days, aged[0].stale], [100, true])
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET completed_at = now() - interval '366 days' WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        assert.deepStrictEqual((yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")).json.data.calibration, [])
+        const bad = yield* callAs(p.key, "GET", "/api/v1/overview?calibrated=yes")
+        assert.strictEqual(bad.status, 400, bad.text)
+        assert.strictEqual(bad.json.error.code, "invalid_parameter")
       }))
   })
 
