@@ -31,7 +31,10 @@ export type CampaignsListQuery = Schema.Struct.Type<typeof CampaignsListQuery>
 /** `GET /api/v1/ads/{id}`: the id is an ad's unless `level` says otherwise. */
 export const AdDetailQuery = {
   ...AnalyticsQuery,
-  level: Schema.optionalKey(LiteralParam(CAMPAIGN_LEVELS, "ad (default), ad_set or campaign: which kind of entity the id names", "ad"))
+  level: Schema.optionalKey(LiteralParam(CAMPAIGN_LEVELS, "ad (default), ad_set or campaign: which kind of entity the id names", "ad")),
+  calibrated: Schema.optionalKey(
+    LiteralParam(["true", "false"], "true with level=campaign: add `calibration` (null without a completed experiment; decision 0124)", "false")
+  )
 }
 
 /** `limit` of a campaign's conversions (the spec: 1 to 200, default 50, other values 400). */

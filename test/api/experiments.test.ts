@@ -343,6 +343,14 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
           assert.deepStrictEqual(row.calibration, row.platform_id === "cmp_cal" ? factor : null)
         }
         for (const row of listPlain.json.data) assert.notProperty(row, "calibration")
+        // The single campaign read: the same factor beside the same modelled figures.
+        const one = yield* callAs(p.key, "GET", "/api/v1/ads/cmp_cal?level=campaign&days=60&calibrated=true")
+        const onePlain = yield* callAs(p.key, "GET", "/api/v1/ads/cmp_cal?level=campaign&days=60")
+        assert.strictEqual(one.status, 200, one.text)
+        assert.deepStrictEqual(one.json.data.calibration, factor)
+        const { calibration: _one, ...oneModelled } = one.json.data
+        assert.deepStrictEqual(oneModelled, onePlain.json.data)
+        assert.notProperty(onePlain.json.data, "calibration")
 
         // Aged past 90 days: flagged stale; past 365: gone.
         yield* Effect.flatMap(SqlClient, (sql) =>

@@ -27,6 +27,14 @@ export const CampaignsHandlers = HttpApiBuilder.group(groupApi(CampaignsApi), "c
         Effect.flatMap(access.current, (profile) => campaigns.conversions(profile, params.id, query)),
       adsTrend: ({ query }) => Effect.flatMap(access.current, (profile) => campaigns.trend(profile, query)),
       fatigueRisk: ({ query }) => Effect.flatMap(access.current, (profile) => campaigns.fatigueRisk(profile, query)),
-      ad: ({ params, query }) => Effect.flatMap(access.current, (profile) => campaigns.ad(profile, params.id, query))
+      ad: ({ params, query }) =>
+        Effect.flatMap(access.current, (profile) =>
+          Effect.flatMap(campaigns.ad(profile, params.id, query), (answer) =>
+            query.calibrated !== "true" || answer.meta.level !== "campaign"
+              ? Effect.succeed(answer)
+              : Effect.map(calibrations.factors(profile, answer.meta.model), (factors) => ({
+                ...answer,
+                data: { ...answer.data, calibration: factors.find((factor) => factor.campaign === answer.data.platform_id) ?? null }
+              }))))
     })
   })).pipe(Layer.provide([CampaignsService.layer, ProfileAccess.layer]))
