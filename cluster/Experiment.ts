@@ -11,9 +11,11 @@ export const ExperimentLayer = Experiment.toLayer(
     const engine = yield* ExperimentEngine
     return Experiment.of({
       Read: ({ payload }) => engine.read(payload.profile_id, payload.experiment_id),
-      Start: ({ payload }) => engine.start(payload.profile_id, payload.experiment_id),
+      Start: ({ payload }) =>
+        engine.start(payload.profile_id, payload.experiment_id, { workspaceId: payload.workspace_id, attributionEnabled: payload.attribution_enabled }),
       Stop: ({ payload }) => engine.stop(payload.profile_id, payload.experiment_id, payload.reason, payload.note),
-      Results: ({ payload }) => engine.results(payload.profile_id, payload.experiment_id)
+      Results: ({ payload }) => engine.results(payload.profile_id, payload.experiment_id),
+      Advance: ({ payload }) => engine.advance(payload.profile_id, payload.experiment_id)
     })
   })
 )

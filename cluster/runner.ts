@@ -22,6 +22,7 @@ import { AdSetLayer } from "./AdSet.ts"
 import { CampaignLayer } from "./Campaign.ts"
 import { ExperimentLayer } from "./Experiment.ts"
 import { ExperimentEngine } from "../src/experiments/engine.ts"
+import { SwitchbackDaysLayer } from "../src/experiments/cron.ts"
 import { HandOffLayer } from "./HandOff.ts"
 import { ProfileLayer } from "./Profile.ts"
 import type { AttributionBackfills } from "../src/accounts/entitlements/backfills.ts"
@@ -78,7 +79,10 @@ export const ClusterLayer: Layer.Layer<
     Layer.provide([ProvidersLayer, SecretBox.layer])
   ),
   // Experiments (issue 32): one message at a time per experiment (decision 0122).
-  ExperimentLayer.pipe(Layer.provide(ExperimentEngine.layer))
+  // A switchback's days act through the ad actions (decision 0124), on the same provider layer.
+  ExperimentLayer.pipe(Layer.provide(ExperimentEngine.layer), Layer.provide([ProvidersLayer, SecretBox.layer])),
+  // The switchbacks' day tick (decision 0124): once per cluster, every few minutes.
+  SwitchbackDaysLayer
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )

@@ -55,6 +55,7 @@ import m0057 from "./0057_queue_claim_indexes.ts"
 import m0058 from "./0058_customer_list_lease_token.ts"
 import m0059 from "./0059_webhook_deliveries_fillfactor.ts"
 import m0060 from "./0060_experiments.ts"
+import m0061 from "./0061_experiment_execution.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -117,7 +118,8 @@ export const migrations = {
   "0057_queue_claim_indexes": m0057,
   "0058_customer_list_lease_token": m0058,
   "0059_webhook_deliveries_fillfactor": m0059,
-  "0060_experiments": m0060
+  "0060_experiments": m0060,
+  "0061_experiment_execution": m0061
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -6,7 +6,7 @@
  */
 import { Schema } from "effect"
 import { Pagination } from "./common.ts"
-import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, AsOf, UnavailableReason } from "./analytics.ts"
+import { AnalyticsFilters, AnalyticsQuery, AnalyticsRange, AsOf, CalibrationFactor, UnavailableReason } from "./analytics.ts"
 import { CreditModels } from "./events.ts"
 import { CursorParam, LimitParam, LiteralParam } from "./query.ts"
 
@@ -19,10 +19,22 @@ export const CampaignsQuery = {
 }
 export type CampaignsQuery = Schema.Struct.Type<typeof CampaignsQuery>
 
+/** `GET /api/v1/campaigns`: the rows, and with `calibrated=true` each campaign's measured incrementality. */
+export const CampaignsListQuery = {
+  ...CampaignsQuery,
+  calibrated: Schema.optionalKey(
+    LiteralParam(["true", "false"], "true: each campaign row adds `calibration` (null without a completed experiment; decision 0124)", "false")
+  )
+}
+export type CampaignsListQuery = Schema.Struct.Type<typeof CampaignsListQuery>
+
 /** `GET /api/v1/ads/{id}`: the id is an ad's unless `level` says otherwise. */
 export const AdDetailQuery = {
   ...AnalyticsQuery,
-  level: Schema.optionalKey(LiteralParam(CAMPAIGN_LEVELS, "ad (default), ad_set or campaign: which kind of entity the id names", "ad"))
+  level: Schema.optionalKey(LiteralParam(CAMPAIGN_LEVELS, "ad (default), ad_set or campaign: which kind of entity the id names", "ad")),
+  calibrated: Schema.optionalKey(
+    LiteralParam(["true", "false"], "true with level=campaign: add `calibration` (null without a completed experiment; decision 0124)", "false")
+  )
 }
 
 /** `limit` of a campaign's conversions (the spec: 1 to 200, default 50, other values 400). */
@@ -102,7 +114,9 @@ export const CampaignRow = Schema.Struct({
   /** `level=ad_set` only, from the synced copy; null at other levels. */
   learning_stage_status: Schema.NullOr(Schema.Literals(["LEARNING", "SUCCESS", "FAIL"])),
   campaign_objective: Schema.NullOr(Schema.String),
-  reporting: CampaignReporting
+  reporting: CampaignReporting,
+  /** `calibrated=true`, `level=campaign` only: measured incrementality beside the modelled credit; null without a factor. */
+  calibration: Schema.optionalKey(Schema.NullOr(CalibrationFactor))
 }).annotate({ identifier: "CampaignRow" })
 
 const MetaFields = {

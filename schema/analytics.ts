@@ -118,12 +118,49 @@ const AnalyticsMetaFields = {
   filters: AnalyticsFilters
 }
 
+const CalibrationInterval = Schema.Struct({ estimate: Schema.Finite, lower: Schema.Finite, upper: Schema.Finite, level: Schema.Finite })
+
+/**
+ * A campaign's measured incrementality beside its modelled credit (`?calibrated=true`, decision
+ * 0124): the latest completed switchback or pre/post on it (metric a count) within 365 days.
+ */
+export const CalibrationFactor = Schema.Struct({
+  /** The campaign's platform id. */
+  campaign: Schema.String,
+  experiment_id: Schema.String,
+  kind: Schema.Literals(["switchback", "pre_post"]),
+  conversion_key: Schema.String,
+  /** The days the experiment's results read. */
+  analysed: Schema.Struct({ start: Schema.String, end: Schema.String }),
+  completed_at: Schema.String,
+  age_days: Schema.Int,
+  /** More than 90 days since completion: shown, but measured under conditions that may have changed. */
+  stale: Schema.Boolean,
+  /** Conversions of the key the requested model credited to the campaign over the analysed days. */
+  credited_conversions: Schema.Finite,
+  /** Measured: conversions the campaign added over the analysed days (95 % interval). */
+  incremental_conversions: CalibrationInterval,
+  /** incremental_conversions / credited_conversions (the interval's bounds over the same credit); null without credit. */
+  incrementality_factor: Schema.NullOr(CalibrationInterval)
+}).annotate({ identifier: "CalibrationFactor" })
+export type CalibrationFactor = typeof CalibrationFactor.Type
+
+export const OverviewQuery = {
+  ...AnalyticsQuery,
+  calibrated: Schema.optionalKey(
+    LiteralParam(["true", "false"], "true: add `calibration`, the measured incrementality of campaigns with a completed experiment (decision 0124)", "false")
+  )
+}
+export type OverviewQuery = Schema.Struct.Type<typeof OverviewQuery>
+
 export const Overview = Schema.Struct({
   data: Schema.Struct({
     ...AnalyticsMetaFields,
     spend_measured: Schema.Boolean,
     current: OverviewPeriod,
-    previous: OverviewPeriod
+    previous: OverviewPeriod,
+    /** `calibrated=true` only: the campaigns' factors under `model`, beside (never in) the modelled figures. */
+    calibration: Schema.optionalKey(Schema.Array(CalibrationFactor))
   }).annotate({ identifier: "Overview" }),
   meta: Schema.Struct({ as_of: AsOf })
 })

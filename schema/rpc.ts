@@ -51,6 +51,7 @@ import {
   MAX_REPLAY_PAGE,
   OutcomeRecordedEvent
 } from "./events.ts"
+import { ExperimentResultsBody } from "./experiments.ts"
 import { EntitlementBody, SetEntitlement } from "./tenancy.ts"
 import { CollectEvent } from "./tracking.ts"
 
@@ -346,6 +347,13 @@ export class EntitlementsSet extends Rpc.make("EntitlementsSet", {
   error: Schema.Union([...profileErrors, InvalidState, ValidationError, ServiceUnavailable])
 }).annotate(RpcPolicy, { scopes: ["entitlements:write"] }) {}
 
+/** `GET /api/v1/experiments/{id}/results` (decision 0122): a draft is `InvalidState` (`experiment_draft`). */
+export class ExperimentResultsGet extends Rpc.make("ExperimentResultsGet", {
+  payload: { profile_id: ProfileId, experiment_id: Schema.String },
+  success: ExperimentResultsBody,
+  error: Schema.Union([NotFound, InvalidState, DatabaseUnavailable, ServiceUnavailable])
+}).annotate(RpcPolicy, { scopes: ["analytics:read"] }) {}
+
 export const ServiceRpcs = RpcGroup.make(
   ServiceStatus,
   ProfileGetState,
@@ -365,7 +373,8 @@ export const ServiceRpcs = RpcGroup.make(
   AttributionRecompute,
   ReplayStatusGet,
   OutcomesRecordedFeed,
-  EntitlementsSet
+  EntitlementsSet,
+  ExperimentResultsGet
 ).middleware(RpcAuth)
 export type ServiceRpcs = RpcGroup.Rpcs<typeof ServiceRpcs>
 

@@ -17,7 +17,8 @@ export const WEBHOOK_EVENT_TYPES = [
   "connection.revoked",
   "connection.reconnect_required",
   "channel.health.updated",
-  "message.received"
+  "message.received",
+  "experiment.completed"
 ] as const
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
 
@@ -27,7 +28,8 @@ export const OPT_IN_EVENT_TYPES: ReadonlyArray<WebhookEventType> = [
   "connection.connected",
   "connection.revoked",
   "connection.reconnect_required",
-  "channel.health.updated"
+  "channel.health.updated",
+  "experiment.completed"
 ]
 
 /** What a subscription receives without `event_types`. */

@@ -7,6 +7,10 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { Experiment, ExperimentResults, StopReason } from "../../schema/experiments.ts"
 import { type DatabaseUnavailable, InvalidState, NotFound } from "../../schema/errors.ts"
 import { OutcomeSeries } from "../attribution/outcome-series/service.ts"
+import { OutboxRepo } from "../kernel/outbox/repo.ts"
+import type { PrincipalShape, ProfileContext } from "../kernel/principal.ts"
+import { AdActions } from "../ads/actions/service.ts"
+import { experimentCompletedEvent } from "./events.ts"
 import {
   type Analysed,
   type CampaignSeries,
@@ -17,7 +21,7 @@ import {
   switchbackResults
 } from "./analysis.ts"
 import { dateOf, dayNumber } from "./statistics/index.ts"
-import { type ExperimentRow, ExperimentsRepo, type Transition } from "./repo.ts"
+import { type Execution, type ExperimentRow, ExperimentsRepo, type Transition } from "./repo.ts"
 
 export const render = (row: ExperimentRow): Experiment => ({
   id: row.id,
@@ -46,14 +50,22 @@ const spanOf = (start: string, end: string) => ({ from: `${start}T00:00:00Z`, un
 
 export class ExperimentEngine extends Context.Service<ExperimentEngine, {
   readonly read: (profileId: string, id: string) => Effect.Effect<Experiment, Failure>
-  readonly start: (profileId: string, id: string) => Effect.Effect<Experiment, Failure>
+  readonly start: (
+    profileId: string,
+    id: string,
+    context: { readonly workspaceId: string; readonly attributionEnabled: boolean }
+  ) => Effect.Effect<Experiment, Failure>
   readonly stop: (profileId: string, id: string, reason: StopReason, note: string | null) => Effect.Effect<Experiment, Failure>
   readonly results: (profileId: string, id: string) => Effect.Effect<ExperimentResults, Failure>
+  /** A switchback's day tick: completion when due, then today's schedule day or the restore (each once). */
+  readonly advance: (profileId: string, id: string) => Effect.Effect<void, Failure>
 }>()("svc/ExperimentEngine") {
   static readonly layer = Layer.effect(ExperimentEngine)(
     Effect.gen(function*() {
       const repo = yield* ExperimentsRepo
       const series = yield* OutcomeSeries
+      const outbox = yield* OutboxRepo
+      const ads = yield* AdActions
 
       const notFound = () => new NotFound({ message: "No experiment with this id on the profile." })
       const refuse = (reason: string, message: string) => new InvalidState({ message, reason })
@@ -64,9 +76,96 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
         return row.value
       })
 
+      /**
+       * A completion queues `experiment.completed` with its results in the same transaction: the
+       * transition is conditional on the version, so only one completion (and one event) commits.
+       */
+      const transition = (row: ExperimentRow, change: Transition) =>
+        change.status !== "completed"
+          ? repo.transition(row.profile_id, row.id, row.version, change)
+          : repo.transaction(Effect.gen(function*() {
+            const moved = yield* repo.transition(row.profile_id, row.id, row.version, change)
+            if (Option.isNone(moved)) return moved
+            yield* outbox.insert([experimentCompletedEvent(moved.value, yield* resultsOf(moved.value))])
+            return moved
+          }))
+
+      // --- A switchback's execution (decision 0124) -------------------------------------------
+
+      /** The service acts for the experiment: the ad actions' audit rows name the operator. */
+      const operator: PrincipalShape = { kind: "operator" }
+      const contextOf = (row: ExperimentRow, execution: Execution): ProfileContext => ({
+        profileId: row.profile_id,
+        workspaceId: execution.workspace_id,
+        attributionEnabled: execution.attribution_enabled
+      })
+      /** The schedule day in force on `date`: the window's first before it, its last after it. */
+      const dayOf = (row: ExperimentRow, date: string) => {
+        const clamped = date < row.window_start ? row.window_start : date > row.window_end ? row.window_end : date
+        return (row.config.schedule ?? []).find((day) => day.date === clamped)
+      }
+      /**
+       * An ad action of the execution; a refusal or an unreachable platform leaves the execution as
+       * it was (logged), and the next day tick tries again.
+       */
+      const attempt = (row: ExperimentRow, what: string, effect: Effect.Effect<ExperimentRow, unknown>) =>
+        Effect.catch(effect, (error) =>
+          Effect.as(
+            Effect.logWarning("switchback: ad action not applied; the day tick retries", {
+              experimentId: row.id,
+              what,
+              error: typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
+            }),
+            row
+          ))
+
+      /** Today's schedule day through the target's entity, once: a day already recorded is not applied again. */
+      const applyDay = (row: ExperimentRow) => {
+        const execution = row.execution
+        const target = row.config.target
+        if (row.kind !== "switchback" || row.status !== "running" || execution === null || target === null) return Effect.succeed(row)
+        return attempt(row, "day", Effect.gen(function*() {
+          const day = dayOf(row, yield* today)
+          if (day === undefined || execution.applied.some((applied) => applied.date === day.date)) return row
+          const entry = yield* ads.setStatus(operator, contextOf(row, execution), {
+            level: target.level,
+            id: target.id,
+            op: day.on ? "resume" : "pause"
+          }, null)
+          const next: Execution = {
+            ...execution,
+            pre_status: execution.pre_status ?? entry.pre_state.status,
+            applied: [...execution.applied, { date: day.date, on: day.on, action_id: entry.action_id, outcome: entry.outcome }]
+          }
+          yield* repo.setExecution(row.profile_id, row.id, next)
+          return { ...row, execution: next }
+        }))
+      }
+
+      /** On stop or completion: the target back to its status before the experiment, once. */
+      const restore = (row: ExperimentRow) => {
+        const execution = row.execution
+        const target = row.config.target
+        if (row.status !== "stopped" && row.status !== "completed") return Effect.succeed(row)
+        if (execution === null || execution.restored !== null || target === null) return Effect.succeed(row)
+        return attempt(row, "restore", Effect.gen(function*() {
+          const pre = execution.pre_status
+          const restored = pre === "active" || pre === "paused"
+            ? yield* Effect.map(
+              ads.setStatus(operator, contextOf(row, execution), { level: target.level, id: target.id, op: pre === "active" ? "resume" : "pause" }, null),
+              (entry) => ({ action_id: entry.action_id, status: entry.status })
+            )
+            // Nothing was changed (or the target was neither active nor paused): nothing to undo.
+            : { action_id: null, status: pre }
+          const next: Execution = { ...execution, restored }
+          yield* repo.setExecution(row.profile_id, row.id, next)
+          return { ...row, execution: next }
+        }))
+      }
+
       const move = Effect.fn("Experiments.move")(function*(row: ExperimentRow, change: Transition) {
-        const moved = yield* repo.transition(row.profile_id, row.id, row.version, change)
-        if (Option.isSome(moved)) return moved.value
+        const moved = yield* transition(row, change)
+        if (Option.isSome(moved)) return yield* restore(moved.value)
         // Only another experiment running on the target stops a transition here (this entity orders the rest).
         const other = yield* repo.runningOn(row.profile_id, row.target_key, row.id)
         return yield* refuse(
@@ -86,10 +185,30 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
 
       const read = (profileId: string, id: string) => Effect.map(current(profileId, id), render)
 
-      const start = Effect.fn("Experiments.start")(function*(profileId: string, id: string) {
+      const start = Effect.fn("Experiments.start")(function*(
+        profileId: string,
+        id: string,
+        context: { readonly workspaceId: string; readonly attributionEnabled: boolean }
+      ) {
         const row = yield* current(profileId, id)
         if (row.status !== "draft") return yield* refuse("not_draft", `Only a draft starts; this experiment is ${row.status}.`)
-        return render(yield* move(row, { status: "running", reason: "started", note: null }))
+        const started = yield* move(row, { status: "running", reason: "started", note: null })
+        if (started.kind !== "switchback") return render(started)
+        // The schedule's first day is applied at once; later days by the day tick.
+        const execution: Execution = {
+          workspace_id: context.workspaceId,
+          attribution_enabled: context.attributionEnabled,
+          pre_status: null,
+          applied: [],
+          restored: null
+        }
+        yield* repo.setExecution(profileId, started.id, execution)
+        return render(yield* applyDay({ ...started, execution }))
+      })
+
+      const advance = Effect.fn("Experiments.advance")(function*(profileId: string, id: string) {
+        const row = yield* current(profileId, id)
+        yield* row.status === "running" ? applyDay(row) : restore(row)
       })
 
       const stop = Effect.fn("Experiments.stop")(function*(profileId: string, id: string, reason: StopReason, note: string | null) {
@@ -104,6 +223,12 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
       const results = Effect.fn("Experiments.results")(function*(profileId: string, id: string) {
         const row = yield* current(profileId, id)
         if (row.status === "draft") return yield* refuse("experiment_draft", "A draft has no results: start it first.")
+        return yield* resultsOf(row)
+      })
+
+      /** The results of a started experiment as of today (whole days only). */
+      const resultsOf = Effect.fn("Experiments.resultsOf")(function*(row: ExperimentRow) {
+        const profileId = row.profile_id
         const metric = { conversion_key: row.conversion_key, measure: row.measure }
         // Whole days only: up to yesterday while the window is still going, up to the day before a stop.
         const yesterday = dateOf(dayNumber(yield* today) - 1)
@@ -173,7 +298,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
         return { ...header, ...core } satisfies ExperimentResults
       })
 
-      return { read, start, stop, results }
+      return { read, start, stop, results, advance }
     })
-  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer]))
+  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, OutboxRepo.layer, AdActions.layer]))
 }

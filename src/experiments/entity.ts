@@ -19,7 +19,12 @@ const Address = { profile_id: Schema.String, experiment_id: Schema.String }
 
 /** The experiment, completed first when it is running and its window is over. */
 export const Read = Rpc.make("Read", { payload: Address, success: ExperimentWire, error: ExperimentError })
-export const Start = Rpc.make("Start", { payload: Address, success: ExperimentWire, error: ExperimentError })
+/** The profile's context rides along: a switchback keeps it for its later days' ad actions. */
+export const Start = Rpc.make("Start", {
+  payload: { ...Address, workspace_id: Schema.String, attribution_enabled: Schema.Boolean },
+  success: ExperimentWire,
+  error: ExperimentError
+})
 export const Stop = Rpc.make("Stop", {
   payload: { ...Address, reason: StopReason, note: Schema.NullOr(Schema.String) },
   success: ExperimentWire,
@@ -27,7 +32,10 @@ export const Stop = Rpc.make("Stop", {
 })
 export const Results = Rpc.make("Results", { payload: Address, success: ExperimentResults, error: ExperimentError })
 
-export const Experiment = Entity.make("Experiment", [Read, Start, Stop, Results])
+/** A switchback's day tick (decision 0124): completes it when its window is over, applies today's schedule day or the restore, once each. */
+export const Advance = Rpc.make("Advance", { payload: Address, success: Schema.Void, error: ExperimentError })
+
+export const Experiment = Entity.make("Experiment", [Read, Start, Stop, Results, Advance])
 
 /** The entity id of an experiment. */
 export const experimentEntityId = (profileId: string, experimentId: string) => `${profileId}:${experimentId}`

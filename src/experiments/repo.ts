@@ -6,8 +6,22 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { Design, ExperimentConfig, ExperimentKind, ExperimentStatus } from "../../schema/experiments.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import type { Keyset } from "../platform/pagination.ts"
+
+/** A switchback's execution (migration 0061, decision 0124): what it changed and whether it is undone. */
+export const Execution = Schema.Struct({
+  /** The profile's context, kept at start for the day tick (which has no request). */
+  workspace_id: Schema.String,
+  attribution_enabled: Schema.Boolean,
+  /** The target's status before the experiment's first action; null until one ran. */
+  pre_status: Schema.NullOr(Schema.String),
+  /** Each schedule day applied once, with its ad action. */
+  applied: Schema.Array(Schema.Struct({ date: Schema.String, on: Schema.Boolean, action_id: Schema.String, outcome: Schema.String })),
+  /** The restore on stop or completion: its ad action (null when nothing was ever changed). */
+  restored: Schema.NullOr(Schema.Struct({ action_id: Schema.NullOr(Schema.String), status: Schema.NullOr(Schema.String) }))
+})
+export type Execution = typeof Execution.Type
 
 export const ExperimentRow = Schema.Struct({
   profile_id: Schema.String,
@@ -29,7 +43,8 @@ export const ExperimentRow = Schema.Struct({
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   stopped_at: Schema.NullOr(Schema.String),
-  completed_at: Schema.NullOr(Schema.String)
+  completed_at: Schema.NullOr(Schema.String),
+  execution: Schema.NullOr(Execution)
 })
 export type ExperimentRow = typeof ExperimentRow.Type
 
@@ -67,6 +82,19 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
    * runs on its target); none when either no longer holds.
    */
   readonly transition: (profileId: string, id: string, version: number, change: Transition) => Repo<Option.Option<ExperimentRow>>
+  /** The salt and fraction of each audience_holdout of the profile running on `today` (its window not over). */
+  readonly runningHoldouts: (profileId: string, today: string) => Repo<ReadonlyArray<{ readonly salt: string; readonly fraction: number }>>
+  /** A switchback's execution, as its entity (one message at a time) last left it. */
+  readonly setExecution: (profileId: string, id: string, execution: Execution) => Repo<void>
+  /** Switchbacks of every profile still to advance (running) or to restore (ended, not restored). */
+  readonly dueSwitchbacks: () => Repo<ReadonlyArray<{ readonly profile_id: string; readonly id: string }>>
+  /**
+   * The latest completed switchback or pre/post of each campaign of the profile (metric a count),
+   * completed within 365 days, with its age in whole days: calibration's sources (decision 0124).
+   */
+  readonly calibrationSources: (profileId: string) => Repo<ReadonlyArray<{ readonly row: ExperimentRow; readonly age_days: number }>>
+  /** Runs `effect` in one transaction (a completion and its `experiment.completed` outbox row commit together). */
+  readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ExperimentsRepo") {
   static readonly layer = Layer.effect(ExperimentsRepo)(
     Effect.gen(function*() {
@@ -76,7 +104,7 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
         config, conversion_key, measure, target_key, salt,
         to_char(window_start, 'YYYY-MM-DD') AS window_start, to_char(window_end, 'YYYY-MM-DD') AS window_end,
         design, version, ${at("created_at")} AS created_at, ${at("started_at")} AS started_at,
-        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at`)
+        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at, execution`)
       const one = decodeFirstRow(ExperimentRow)
       const many = decodeRows(ExperimentRow)
 
@@ -130,7 +158,41 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
               WHERE o.profile_id = e.profile_id AND o.target_key = e.target_key AND o.status = 'running' AND o.id <> e.id))
           RETURNING ${columns}`)
 
-      return atDatabaseBoundary({ insert, find, list, runningOn, transition })
+      const holdoutRows = decodeRows(Schema.Struct({ salt: Schema.String, fraction: Schema.Finite }))
+      const runningHoldouts = (profileId: string, today: string) =>
+        holdoutRows(sql`
+          SELECT salt, (config->>'holdout_fraction')::float8 AS fraction FROM experiments
+          WHERE profile_id = ${profileId} AND kind = 'audience_holdout' AND status = 'running' AND window_end >= ${today}::date`)
+
+      const setExecution = (profileId: string, id: string, execution: Execution) =>
+        Effect.asVoid(sql`
+          UPDATE experiments SET execution = ${JSON.stringify(execution)}::jsonb, updated_at = now()
+          WHERE profile_id = ${profileId} AND id = ${id}`)
+
+      const dueRows = decodeRows(Schema.Struct({ profile_id: Schema.String, id: Schema.String }))
+      const dueSwitchbacks = () =>
+        dueRows(sql`
+          SELECT profile_id::text AS profile_id, id::text AS id FROM experiments
+          WHERE kind = 'switchback' AND execution IS NOT NULL AND execution->'restored' = 'null'::jsonb
+          ORDER BY profile_id, id`)
+
+      const sourceRows = decodeRows(Schema.Struct({ ...ExperimentRow.fields, age_days: Schema.Int }))
+      const calibrationSources = (profileId: string) =>
+        Effect.map(
+          sourceRows(sql`
+            SELECT DISTINCT ON (target_key) ${columns},
+                   floor(extract(epoch FROM now() - completed_at) / 86400)::int AS age_days
+            FROM experiments
+            WHERE profile_id = ${profileId} AND status = 'completed' AND kind IN ('switchback', 'pre_post')
+              AND measure = 'count' AND target_key LIKE 'campaign:%' AND completed_at > now() - interval '365 days'
+            ORDER BY target_key, completed_at DESC`),
+          (rows) => rows.map(({ age_days, ...row }) => ({ row, age_days }))
+        )
+
+      return {
+        ...atDatabaseBoundary({ insert, find, list, runningOn, transition, runningHoldouts, setExecution, dueSwitchbacks, calibrationSources }),
+        transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => orDatabaseUnavailable(sql.withTransaction(effect))
+      }
     })
   )
 }

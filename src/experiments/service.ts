@@ -35,6 +35,7 @@ import { daysDesign, type DesignInput, holdoutDesign, switchbackSchedule } from 
 import { render } from "./engine.ts"
 import { Experiment, experimentEntityId } from "./entity.ts"
 import { ExperimentsRepo } from "./repo.ts"
+import { ExperimentAudiences } from "./ports.ts"
 import { dateOf, dayNumber } from "./statistics/index.ts"
 
 /** The longest window, as the analytics reads' longest range. */
@@ -44,6 +45,31 @@ const DEFAULT_HISTORY_DAYS = 28
 
 type EntityFailure = NotFound | InvalidState | DatabaseUnavailable | ServiceUnavailable
 type Page = { readonly data: ReadonlyArray<ExperimentWire>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }
+
+/**
+ * An experiment's read and its results through its entity: what the agent tools and the RPC
+ * surface call, with nothing of the writes' dependencies (ad actions, ports).
+ */
+export class ExperimentReads extends Context.Service<ExperimentReads, {
+  readonly get: (profile: ProfileContext, id: string) => Effect.Effect<ExperimentWire, EntityFailure>
+  readonly results: (profile: ProfileContext, id: string) => Effect.Effect<ExperimentResults, EntityFailure>
+}>()("svc/ExperimentReads") {
+  static readonly layer = Layer.effect(ExperimentReads)(
+    Effect.gen(function*() {
+      const entities = yield* Experiment.client
+      /** An id that is not a uuid names no experiment: 404 without a call. */
+      const entity = (profile: ProfileContext, id: string) =>
+        isUuid(id)
+          ? Effect.succeed(entities(experimentEntityId(profile.profileId, id.toLowerCase())))
+          : Effect.fail(new NotFound({ message: "No experiment with this id on the profile." }))
+      const address = (profile: ProfileContext, id: string) => ({ profile_id: profile.profileId, experiment_id: id.toLowerCase() })
+      return {
+        get: (profile, id) => Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Read(address(profile, id)), "experiment_timeout")),
+        results: (profile, id) => Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Results(address(profile, id)), "experiment_timeout"))
+      }
+    })
+  )
+}
 
 export class Experiments extends Context.Service<Experiments, {
   readonly create: (profile: ProfileContext, body: CreateExperiment) => Effect.Effect<ExperimentWire, ValidationError | DatabaseUnavailable>
@@ -64,6 +90,8 @@ export class Experiments extends Context.Service<Experiments, {
       const series = yield* OutcomeSeries
       const entities = yield* Experiment.client
       const ads = yield* AdActions
+      const reads = yield* ExperimentReads
+      const audiences = yield* ExperimentAudiences
 
       const invalid = (message: string) => new ValidationError({ message })
       const today = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString().slice(0, 10))
@@ -176,21 +204,30 @@ export class Experiments extends Context.Service<Experiments, {
           : Effect.fail(new NotFound({ message: "No experiment with this id on the profile." }))
       const address = (profile: ProfileContext, id: string) => ({ profile_id: profile.profileId, experiment_id: id.toLowerCase() })
 
-      const get = (profile: ProfileContext, id: string) =>
-        Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Read(address(profile, id)), "experiment_timeout"))
+      const get = reads.get
       const start = Effect.fn("Experiments.start")(function*(profile: ProfileContext, id: string) {
         const e = yield* entity(profile, id)
         // The kind never changes: read outside the entity, refused before any transition.
         const row = yield* repo.find(profile.profileId, id.toLowerCase())
         if (Option.isSome(row) && row.value.kind === "switchback" && row.value.status === "draft") yield* ads.writeGate(profile)
-        return yield* routeProfileCall(e.Start(address(profile, id)), "experiment_timeout")
+        const started = yield* routeProfileCall(
+          e.Start({ ...address(profile, id), workspace_id: profile.workspaceId, attribution_enabled: profile.attributionEnabled }),
+          "experiment_timeout"
+        )
+        // The holdout leaves the uploaded audience now, not at the list's next daily refresh.
+        if (started.kind === "audience_holdout") yield* audiences.refresh(profile.profileId)
+        return started
       })
-      const stop = (profile: ProfileContext, id: string, reason: StopReason, note: string | null) =>
-        Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Stop({ ...address(profile, id), reason, note }), "experiment_timeout"))
-      const results = (profile: ProfileContext, id: string) =>
-        Effect.flatMap(entity(profile, id), (e) => routeProfileCall(e.Results(address(profile, id)), "experiment_timeout"))
+      const stop = Effect.fn("Experiments.stop")(function*(profile: ProfileContext, id: string, reason: StopReason, note: string | null) {
+        const e = yield* entity(profile, id)
+        const stopped = yield* routeProfileCall(e.Stop({ ...address(profile, id), reason, note }), "experiment_timeout")
+        // The holdout's customers are uploaded again at once.
+        if (stopped.kind === "audience_holdout") yield* audiences.refresh(profile.profileId)
+        return stopped
+      })
+      const results = reads.results
 
       return { create, list, get, start, stop, results, design }
     })
-  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, AdActions.layer]))
+  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, AdActions.layer, ExperimentReads.layer]))
 }

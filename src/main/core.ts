@@ -25,7 +25,7 @@ import { PausedBacklogLayer } from "../webhooks/subscriptions/worker.ts"
 import { ReportWorker } from "../analytics/reports/worker.ts"
 import { QueueGaugesLayer } from "../ops/service.ts"
 import { CustomerListRefresh } from "../exports/audiences/worker.ts"
-import { AttributionBackfillsLayer } from "./ports.ts"
+import { AttributionBackfillsLayer, AudienceHoldoutsLayer } from "./ports.ts"
 
 /** Applies pending migrations before anything else touches the database. */
 export const MigrationsLayer = Layer.effectDiscard(
@@ -54,7 +54,7 @@ const ExportsLayer = ExportWorkerLayer.pipe(Layer.provideMerge(ExportPipeline.la
 /** Runs the reports' schedules in the background (decision 0086), on the same provider layer. */
 const ReportsLayer = ReportWorker.layer.pipe(Layer.provide([ProvidersLayer, SecretBox.layer]))
 /** Refreshes enabled customer-list audiences daily (decision 0100), on the same provider layer. */
-const CustomerListRefreshLayer = CustomerListRefresh.layer.pipe(Layer.provide([ProvidersLayer, SecretBox.layer]))
+const CustomerListRefreshLayer = CustomerListRefresh.layer.pipe(Layer.provide(AudienceHoldoutsLayer), Layer.provide([ProvidersLayer, SecretBox.layer]))
 
 /** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
 export const CoreServicesLayer = Layer.mergeAll(

@@ -20,6 +20,12 @@ import { TrackingService } from "../ingestion/tracking/tracker/service.ts"
 import { pushedMessages } from "../messaging/inbox/pushes.ts"
 import { Inbox } from "../messaging/inbox/service.ts"
 import { WebhookSubscriptions } from "../webhooks/subscriptions/service.ts"
+import { AudienceHoldouts } from "../exports/audiences/holdouts.ts"
+import { CustomerLists } from "../exports/audiences/service.ts"
+import { ExperimentHoldouts } from "../experiments/holdouts.ts"
+import { ExperimentAudiences } from "../experiments/ports.ts"
+import { Calibrations } from "../analytics/calibration.ts"
+import { ExperimentCalibrations } from "../experiments/calibration.ts"
 
 /** A new profile's tracking key is the web tracker's (ingestion). */
 const TrackingKeysLayer = Layer.effect(TrackingKeys)(
@@ -90,5 +96,33 @@ const PushReceiversLayer = Layer.effect(PushReceivers)(
   })
 ).pipe(Layer.provide([CrmOutcomes.layer, CardgwPayments.layer, CommerceHooks.layer]), Layer.provide(Inbox.layer))
 
+/** A customer-list upload leaves out the running audience holdouts' customers (experiments, issue 32). */
+export const AudienceHoldoutsLayer = Layer.effect(AudienceHoldouts)(
+  ExperimentHoldouts.useSync((holdouts) => ({ heldOut: holdouts.heldOut }))
+).pipe(Layer.provide(ExperimentHoldouts.layer))
+
+/** An audience holdout's start and stop re-upload the customer list (exports); its failures wait for the daily refresh. */
+const ExperimentAudiencesLayer = Layer.effect(ExperimentAudiences)(
+  CustomerLists.useSync((lists) => ({
+    refresh: (profileId) =>
+      lists.resync(profileId).pipe(
+        Effect.catch((error) => Effect.logWarning("experiment: customer list re-upload failed; the daily refresh retries", { profileId, error: error._tag }))
+      )
+  }))
+).pipe(Layer.provide(CustomerLists.layer), Layer.provide(AudienceHoldoutsLayer))
+
+/** The campaign and overview reads' `?calibrated=true`: the experiments' measured factors (decision 0124). */
+const CalibrationsLayer = Layer.effect(Calibrations)(
+  ExperimentCalibrations.useSync((calibrations) => ({ factors: calibrations.factors }))
+).pipe(Layer.provide(ExperimentCalibrations.layer))
+
 /** Every port, for the routes and whatever else reaches a service that needs one. */
-export const PortsLayer = Layer.mergeAll(ProfilePortsLayer, CommerceAppConnectionsLayer, StageOutcomesLayer, PushReceiversLayer)
+export const PortsLayer = Layer.mergeAll(
+  ProfilePortsLayer,
+  CommerceAppConnectionsLayer,
+  StageOutcomesLayer,
+  PushReceiversLayer,
+  AudienceHoldoutsLayer,
+  ExperimentAudiencesLayer,
+  CalibrationsLayer
+)

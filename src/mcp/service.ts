@@ -29,6 +29,7 @@ import { Definitions } from "../attribution/definitions/service.ts"
 import { CustomersService } from "../identity/customers/service.ts"
 import { EventsService } from "../ingestion/events/outcomes/service.ts"
 import { ExportPipeline } from "../exports/pipeline/service.ts"
+import { ExperimentReads } from "../experiments/service.ts"
 import { ConversionSyncWiring } from "../exports/wiring/service.ts"
 import { AdActions } from "../ads/actions/service.ts"
 import { Recommendations } from "../ads/recommendations/service.ts"
@@ -210,6 +211,7 @@ export class McpServer extends Context.Service<McpServer, {
         wiring: yield* ConversionSyncWiring,
         exports: yield* ExportPipeline,
         workspaces: yield* Workspaces,
+        experiments: yield* ExperimentReads,
         repo
       })
       const byName = new Map(tools.map((tool) => [tool.name, tool]))
@@ -416,7 +418,8 @@ export class McpServer extends Context.Service<McpServer, {
       Definitions.layer,
       ConversionSyncWiring.layer,
       ExportPipeline.layer,
-      Workspaces.layer
+      Workspaces.layer,
+      ExperimentReads.layer
     ])
   )
 }

@@ -23,6 +23,7 @@ import type { ExportPipeline } from "../exports/pipeline/service.ts"
 import type { ConversionSyncWiring } from "../exports/wiring/service.ts"
 import type { Recommendations } from "../ads/recommendations/service.ts"
 import type { Workspaces } from "../accounts/workspaces/service.ts"
+import type { ExperimentReads } from "../experiments/service.ts"
 import type { McpRepo } from "./repo.ts"
 
 /** What a tool acts as: the token's person, and on profile tools the profile with the narrowed scopes. */
@@ -131,6 +132,7 @@ export interface ToolServices {
   readonly wiring: ConversionSyncWiring["Service"]
   readonly exports: ExportPipeline["Service"]
   readonly workspaces: Workspaces["Service"]
+  readonly experiments: ExperimentReads["Service"]
   readonly repo: McpRepo["Service"]
 }
 
@@ -202,6 +204,15 @@ export const makeTools = (services: ToolServices): ReadonlyArray<McpTool> => [
     scopes: ["campaigns:read"],
     input: onProfile(RecommendationsQuery)
   }, (args, call) => services.recommendations.list(call.profile, withoutProfile(args))),
+  profileTool({
+    name: "experiment_results",
+    title: "Experiment results",
+    description:
+      "An experiment's measured lift with its 95 % interval (or insufficient_data with the reason), its method and failed checks " +
+      "(GET /api/v1/experiments/{id}/results). A draft answers invalid_state. Needs analytics:read.",
+    scopes: ["analytics:read"],
+    input: onProfile({ id: Schema.String.annotate({ description: "The experiment's id" }) })
+  }, (args, call) => Effect.map(services.experiments.results(call.profile, args.id), (data) => ({ data }))),
   profileTool({
     name: "conversion_sync_wiring",
     title: "Conversion-sync wiring",

@@ -31,6 +31,7 @@ import { EventsService } from "../ingestion/events/outcomes/service.ts"
 import { OutcomeReplay } from "../ingestion/events/replay/service.ts"
 import { TrackingService } from "../ingestion/tracking/tracker/service.ts"
 import { EntitlementSwitch } from "../accounts/profiles/set-entitlement.ts"
+import { ExperimentReads } from "../experiments/service.ts"
 import { DatabaseInfo } from "../platform/database.ts"
 import { encodeCursor } from "../platform/pagination.ts"
 import { latestMigrationId } from "../platform/migrator.ts"
@@ -109,6 +110,7 @@ const ServiceHandlersLayer = ServiceRpcs.toLayer(
     const jobs = yield* AttributionJobs
     const tracking = yield* TrackingService
     const entitlements = yield* EntitlementSwitch
+    const experiments = yield* ExperimentReads
 
     /** The feed: replay pages from the cursor, each event with the cursor after it; polls once caught up. */
     const recordedFeed = (
@@ -191,6 +193,8 @@ const ServiceHandlersLayer = ServiceRpcs.toLayer(
       EntitlementsSet: ({ change }) =>
         asCaller((principal, profile) =>
           entitlements.setForProvisioningApp(profile.profileId, change, principal.kind === "service" ? principal.credentialId : undefined)),
+      ExperimentResultsGet: ({ experiment_id }) =>
+        asCaller((_, profile) => Effect.map(experiments.results(profile, experiment_id), (data) => ({ data }))),
       OutcomesRecordedFeed: ({ cursor, page_size }) =>
         Stream.unwrap(Effect.map(caller, ({ principal, profile }) => recordedFeed(principal, profile, cursor, page_size ?? 200)))
     })
@@ -204,7 +208,8 @@ const ServiceHandlersLayer = ServiceRpcs.toLayer(
   CustomersService.layer,
   AttributionJobs.layer,
   TrackingService.layer,
-  EntitlementSwitch.layer
+  EntitlementSwitch.layer,
+  ExperimentReads.layer
 ]))
 
 const serve = (path: "/rpc/binary" | "/rpc/ws" | "/rpc/ws/binary" | "/rpc/msgpack" | "/rpc/ws/msgpack") =>

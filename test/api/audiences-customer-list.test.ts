@@ -29,6 +29,7 @@ import { connectProvider, sandboxToken, serveAppOnOwnPort } from "../support/pro
 import { keyAuth } from "../support/sandbox-world.ts"
 import { holdFor, neverTaken, TAKEOVER_BOUND, takenWithin } from "../support/takeover.ts"
 import { seedApiKey, seedProfile, type SeededProfile } from "../support/tenancy.ts"
+import { heldOut } from "../../src/experiments/analysis.ts"
 
 const SCOPES = ["connections:read", "connections:write", "exports:read", "exports:write", "events:write"]
 const LIST = "/api/v1/partner/audiences/customer-list"
@@ -327,6 +328,64 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(refreshOff)), { timeout: "180 secon
         const cleared = yield* send(fixture.key, "PUT", `/api/v1/profiles/${fixture.profileId}/audience-exclusions`, { customer_ids: [] })
         assert.strictEqual(cleared.status, 200, cleared.text)
         assert.deepStrictEqual((yield* audienceOf(fixture.key, audienceId)).members, [[h("ana.paid@example.com"), h("34600111222")]])
+      }))
+  })
+
+  describe("experiments (issue 32)", () => {
+    it.effect("a running audience_holdout leaves its holdout out of the platform audience (same hash as its results); its stop puts them back", () =>
+      Effect.gen(function*() {
+        const fixture = yield* newProfile()
+        yield* connect(fixture)
+        yield* enable(fixture)
+        yield* manyPaying(fixture.profileId, 30)
+        const sql = yield* SqlClient
+        const people = yield* sql<{ id: string; email: string }>`
+          SELECT c.id::text AS id, i.value AS email FROM customers c
+          JOIN customer_identifiers i ON i.customer_id = c.id AND i.kind = 'email'
+          WHERE c.profile_id = ${fixture.profileId} ORDER BY c.id`
+        assert.strictEqual(people.length, 30)
+        const confirmed = yield* send(fixture.key, "POST", LIST, { confirm: true, consent: consentOf(CUSTOMER_LIST_CONSENT_V1) })
+        assert.strictEqual(confirmed.status, 201, confirmed.text)
+        const audienceId: string = confirmed.json.data.platform_audience_id
+        const emails = (members: ReadonlyArray<ReadonlyArray<string>>) => members.map((m) => m[0] ?? "").sort()
+        const everyone = people.map((p) => h(p.email)).sort()
+        assert.deepStrictEqual(emails((yield* audienceOf(fixture.key, audienceId)).members), everyone)
+
+        const { key: experimenter } = yield* seedApiKey(fixture, { scopes: ["analytics:read", "campaigns:apply"], rateLimitPerMinute: 1000 })
+        const today = new Date().toISOString().slice(0, 10)
+        const end = new Date(Date.now() + 10 * 86_400_000).toISOString().slice(0, 10)
+        const created = yield* send(experimenter, "POST", "/api/v1/experiments", {
+          name: "List holdout",
+          kind: "audience_holdout",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window: { start: today, end },
+          holdout_fraction: 0.5
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const id: string = created.json.data.id
+        // A draft holds nobody out: a re-upload now still has everyone.
+        const salt = (yield* sql<{ salt: string }>`SELECT salt FROM experiments WHERE id = ${id}`)[0]?.salt ?? ""
+        const held = people.filter((p) => heldOut(salt, p.id, 0.5))
+        assert.ok(held.length > 0 && held.length < 30, `held ${held.length}`)
+
+        const started = yield* send(experimenter, "POST", `/api/v1/experiments/${id}/start`)
+        assert.strictEqual(started.status, 200, started.text)
+        const treated = people.filter((p) => !heldOut(salt, p.id, 0.5)).map((p) => h(p.email)).sort()
+        assert.deepStrictEqual(emails((yield* audienceOf(fixture.key, audienceId)).members), treated)
+        const state = yield* send(fixture.key, "GET", LIST)
+        assert.strictEqual(state.json.data.member_count, 30 - held.length)
+        assert.strictEqual(state.json.data.excluded_count, held.length)
+        // A re-upload while it runs (the daily refresh) keeps them out.
+        yield* sql`UPDATE customer_list_audiences SET last_synced_at = now() - interval '25 hours' WHERE profile_id = ${fixture.profileId}`
+        yield* (yield* CustomerListRefresh).runOnce
+        assert.deepStrictEqual(emails((yield* audienceOf(fixture.key, audienceId)).members), treated)
+
+        const stopped = yield* send(experimenter, "POST", `/api/v1/experiments/${id}/stop`, { reason: "early_stop" })
+        assert.strictEqual(stopped.status, 200, stopped.text)
+        assert.deepStrictEqual(emails((yield* audienceOf(fixture.key, audienceId)).members), everyone)
+        const after = yield* send(fixture.key, "GET", LIST)
+        assert.strictEqual(after.json.data.member_count, 30)
+        assert.strictEqual(after.json.data.excluded_count, 0)
       }))
   })
 

@@ -7,9 +7,10 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, callAs } from "../support/app.ts"
-import { analyticsApp, seedAnalyticsProfile } from "../support/analytics.ts"
+import { analyticsApp, drain, seedAnalyticsProfile } from "../support/analytics.ts"
 import { dayFromToday, noonOf, saltOf, seedAdConnection, seedConversions, seedCustomers, type SeedConversion } from "../support/experiments.ts"
 import { seedApiKey } from "../support/tenancy.ts"
+import { DEFAULT_EVENT_TYPES, OPT_IN_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../schema/webhooks.ts"
 import { heldOut, seedOf, switchbackSchedule } from "../../src/experiments/analysis.ts"
 import {
   analyseSwitchback,
@@ -170,6 +171,198 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.strictEqual(read.json.data.status, "completed")
         assert.strictEqual(read.json.data.status_reason, "window_ended")
         assert.ok(read.json.data.completed_at !== null)
+      }))
+  })
+
+  describe("experiment.completed", () => {
+    const completedEvents = (profileId: string) =>
+      Effect.flatMap(SqlClient, (sql) =>
+        sql<{ payload: any }>`SELECT payload FROM outbox WHERE profile_id = ${profileId} AND topic = 'experiment.completed' ORDER BY created_at, id`)
+
+    it.effect("a lifecycle event: subscriptions name it to receive it", () =>
+      Effect.sync(() => {
+        assert.include(WEBHOOK_EVENT_TYPES, "experiment.completed")
+        assert.include(OPT_IN_EVENT_TYPES, "experiment.completed")
+        assert.notInclude(DEFAULT_EVENT_TYPES, "experiment.completed")
+      }))
+
+    it.effect("the lazy completion on read queues one event with the results summary; later reads queue none", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const customers = yield* seedCustomers(p.profileId, 40)
+        // The list: paying customers before the window's start.
+        yield* seedConversions(p.profileId, customers.map((id) => ({ customerId: id, at: noonOf(dayFromToday(-40)), key: "payment", value: 10, cash: true })))
+        const window = { start: dayFromToday(-20), end: dayFromToday(-2) }
+        const e = (yield* post(p.key, "/api/v1/experiments", holdoutBody({ window }))).json.data
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
+        assert.deepStrictEqual(yield* completedEvents(p.profileId), [])
+        const [first, second] = yield* Effect.all([
+          callAs(p.key, "GET", `/api/v1/experiments/${e.id}`),
+          callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)
+        ], { concurrency: 2 })
+        assert.strictEqual(first.status, 200, first.text)
+        assert.strictEqual(second.status, 200, second.text)
+        assert.strictEqual((yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)).json.data.status, "completed")
+        const results = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)).json.data
+        const events = yield* completedEvents(p.profileId)
+        assert.strictEqual(events.length, 1)
+        const event = events[0]?.payload
+        assert.strictEqual(event.type, "experiment.completed")
+        assert.isString(event.id)
+        assert.deepStrictEqual(event.data, {
+          id: e.id,
+          profile_id: p.profileId,
+          kind: "audience_holdout",
+          name: "Holdout of the customer list",
+          status: "completed",
+          status_reason: "window_ended",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window,
+          completed_at: first.json.data.completed_at ?? second.json.data.completed_at ?? event.data.completed_at,
+          results: {
+            method: results.method,
+            analysed: results.analysed,
+            treatment: results.treatment,
+            control: results.control,
+            absolute_lift: results.absolute_lift,
+            relative_lift: results.relative_lift,
+            incremental_conversions: results.incremental_conversions,
+            incremental_value: results.incremental_value,
+            insufficient_data: results.insufficient_data,
+            failed_checks: results.failed_checks
+          }
+        })
+        assert.strictEqual(event.data.completed_at, (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)).json.data.completed_at)
+        assert.strictEqual(results.treatment.size + results.control.size, 40)
+      }))
+
+    it.effect("a stop after the window queues one event (from its completion); an early stop queues none", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const past = yield* post(p.key, "/api/v1/experiments", holdoutBody({ window: { start: dayFromToday(-20), end: dayFromToday(-2) } }))
+        // The same target (the customer list): the first is completed before the second starts.
+        const early = yield* post(p.key, "/api/v1/experiments", holdoutBody({ name: "Early", window: { start: dayFromToday(-20), end: dayFromToday(20) } }))
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${past.json.data.id}/start`)).status, 200)
+        // The window is over: the stop's own read completes it (one event), so the stop finds it no longer running.
+        const stopped = yield* post(p.key, `/api/v1/experiments/${past.json.data.id}/stop`, { reason: "window_ended" })
+        assert.strictEqual(stopped.status, 409, stopped.text)
+        assert.strictEqual(stopped.json.error.reason, "not_running")
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${early.json.data.id}/start`)).status, 200)
+        const cut = yield* post(p.key, `/api/v1/experiments/${early.json.data.id}/stop`, { reason: "early_stop" })
+        assert.strictEqual(cut.status, 200, cut.text)
+        const events = yield* completedEvents(p.profileId)
+        assert.deepStrictEqual(events.map((row) => [row.payload.data.id, row.payload.data.status_reason]), [[past.json.data.id, "window_ended"]])
+      }))
+  })
+
+  describe("calibration beside credit (decision 0124)", () => {
+    it.effect("?calibrated=true adds the completed switchback's factor to the overview and its campaign row; the modelled figures stay", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile([...SCOPES, "campaigns:read"])
+        yield* seedAdConnection(p.profileId)
+        const start = dayFromToday(-30)
+        const end = dayFromToday(-3)
+        const created = yield* post(p.key, "/api/v1/experiments", {
+          name: "Switchback",
+          kind: "switchback",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window: { start, end },
+          target: { level: "campaign", id: "cmp_cal" }
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const e = created.json.data
+        const schedule = switchbackSchedule("fixed-salt", start, end)
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET salt = 'fixed-salt', config = jsonb_set(config, '{schedule}', ${JSON.stringify(schedule)}::jsonb)
+              WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        const noise = createRandom(11)
+        const rows: Array<SeedConversion> = []
+        let credited = 0
+        schedule.forEach((d, i) => {
+          const outcomes = 20 + (i % 7) * 2 + Math.round(3 * noise.normal()) + (d.on ? 12 : 0)
+          // On days the campaign is credited with 15 of them under last_touch (more than it adds).
+          for (let k = 0; k < outcomes; k++) {
+            const touched = d.on && k < 15
+            if (touched) credited++
+            rows.push({ customerId: null, at: noonOf(d.date, k), key: "purchase", value: 10, cash: false, ...(touched ? { campaign: "cmp_cal" } : {}) })
+          }
+        })
+        yield* seedConversions(p.profileId, rows)
+        // Before any experiment completed: an empty calibration, never a made-up factor.
+        const before = yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")
+        assert.strictEqual(before.status, 200, before.text)
+        assert.deepStrictEqual(before.json.data.calibration, [])
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
+        const results = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)).json.data
+        assert.strictEqual(results.status, "completed")
+        const incremental = results.incremental_conversions
+        assert.ok(incremental !== null && incremental.lower > 0, JSON.stringify(incremental))
+
+        const plain = yield* callAs(p.key, "GET", "/api/v1/overview?days=60")
+        const calibrated = yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")
+        assert.strictEqual(calibrated.status, 200, calibrated.text)
+        assert.notProperty(plain.json.data, "calibration")
+        const { calibration, ...modelled } = calibrated.json.data
+        assert.deepStrictEqual(modelled, plain.json.data)
+        assert.strictEqual(calibration.length, 1)
+        const factor = calibration[0]
+        const completedAt = (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)).json.data.completed_at
+        assert.deepStrictEqual({ ...factor, incrementality_factor: null }, {
+          campaign: "cmp_cal",
+          experiment_id: e.id,
+          kind: "switchback",
+          conversion_key: "purchase",
+          analysed: results.analysed,
+          completed_at: completedAt,
+          age_days: 0,
+          stale: false,
+          credited_conversions: credited,
+          incremental_conversions: incremental,
+          incrementality_factor: null
+        })
+        close(factor.incrementality_factor.estimate, incremental.estimate / credited, "factor")
+        close(factor.incrementality_factor.lower, incremental.lower / credited, "factor lower")
+        close(factor.incrementality_factor.upper, incremental.upper / credited, "factor upper")
+        assert.strictEqual(factor.incrementality_factor.level, 0.95)
+        assert.ok(factor.incrementality_factor.estimate < 1, "more credit than measured lift")
+
+        // Another model's credit: none of it under first_touch here, so no factor, the measured conversions still shown.
+        const other = yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true&model=first_touch")
+        assert.strictEqual(other.status, 200, other.text)
+        assert.strictEqual(other.json.data.calibration[0].credited_conversions, 0)
+        assert.strictEqual(other.json.data.calibration[0].incrementality_factor, null)
+
+        // Campaign rows: the same factor beside each row's modelled figures (null without one).
+        yield* drain
+        const list = yield* callAs(p.key, "GET", "/api/v1/campaigns?days=60&calibrated=true")
+        const listPlain = yield* callAs(p.key, "GET", "/api/v1/campaigns?days=60")
+        assert.strictEqual(list.status, 200, list.text)
+        assert.deepStrictEqual(list.json.data.map(({ calibration: _c, ...row }: any) => row), listPlain.json.data)
+        assert.ok(list.json.data.some((row: any) => row.platform_id === "cmp_cal"), list.text)
+        for (const row of list.json.data) {
+          assert.deepStrictEqual(row.calibration, row.platform_id === "cmp_cal" ? factor : null)
+        }
+        for (const row of listPlain.json.data) assert.notProperty(row, "calibration")
+        // The single campaign read: the same factor beside the same modelled figures.
+        const one = yield* callAs(p.key, "GET", "/api/v1/ads/cmp_cal?level=campaign&days=60&calibrated=true")
+        const onePlain = yield* callAs(p.key, "GET", "/api/v1/ads/cmp_cal?level=campaign&days=60")
+        assert.strictEqual(one.status, 200, one.text)
+        assert.deepStrictEqual(one.json.data.calibration, factor)
+        const { calibration: _one, ...oneModelled } = one.json.data
+        assert.deepStrictEqual(oneModelled, onePlain.json.data)
+        assert.notProperty(onePlain.json.data, "calibration")
+
+        // Aged past 90 days: flagged stale; past 365: gone.
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET completed_at = now() - interval '100 days' WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        const aged = (yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")).json.data.calibration
+        assert.deepStrictEqual([aged[0].age_days, aged[0].stale], [100, true])
+        yield* Effect.flatMap(SqlClient, (sql) =>
+          sql`UPDATE experiments SET completed_at = now() - interval '366 days' WHERE profile_id = ${p.profileId} AND id = ${e.id}`)
+        assert.deepStrictEqual((yield* callAs(p.key, "GET", "/api/v1/overview?days=60&calibrated=true")).json.data.calibration, [])
+        const bad = yield* callAs(p.key, "GET", "/api/v1/overview?calibrated=yes")
+        assert.strictEqual(bad.status, 400, bad.text)
+        assert.strictEqual(bad.json.error.code, "invalid_parameter")
       }))
   })
 

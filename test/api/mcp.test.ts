@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { defineConversion, ingest, seedEventsProfile } from "../support/events.ts"
-import { seedMemberSession, type SeededProfile } from "../support/tenancy.ts"
+import { seedApiKey, seedMemberSession, type SeededProfile } from "../support/tenancy.ts"
 
 type Session = Effect.Success<ReturnType<typeof seedMemberSession>>
 
@@ -102,6 +102,7 @@ const ALL_TOOLS = [
   "list_conversions",
   "conversion_journey",
   "list_recommendations",
+  "experiment_results",
   "conversion_sync_wiring",
   "list_export_deliveries",
   "upsert_goal_definition",
@@ -109,7 +110,7 @@ const ALL_TOOLS = [
 ]
 
 /** What the mcp:read grant (analytics, campaigns, conversions) lets a token call. */
-const READ_TOOLS = ALL_TOOLS.slice(0, 8)
+const READ_TOOLS = ALL_TOOLS.slice(0, 9)
 
 const definitionsOf = (profileId: string, key: string) =>
   Effect.flatMap(SqlClient, (sql) =>
@@ -177,6 +178,44 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.deepStrictEqual(workspaces.structuredContent.data.map((row: any) => row.workspace_id), [profile.workspaceId])
       }))
 
+    it.effect("experiment_results answers what GET /api/v1/experiments/{id}/results answers; a draft is invalid_state", () =>
+      Effect.gen(function*() {
+        const { profile, token } = yield* fixture(["mcp:read"])
+        const { sessionId } = yield* initialize(token)
+        const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)
+        const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read", "campaigns:apply"], rateLimitPerMinute: 1000 })
+        const create = (name: string) =>
+          call("/api/v1/experiments", {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify({
+              name,
+              kind: "audience_holdout",
+              metric: { conversion_key: "sale", measure: "count" },
+              window: { start: day(-10), end: day(-2) },
+              holdout_fraction: 0.1
+            })
+          })
+        const draft = yield* create("Draft")
+        assert.strictEqual(draft.status, 201, draft.text)
+        const refused = yield* callTool(token, sessionId, "experiment_results", { profile_id: profile.profileId, id: draft.json.data.id })
+        assert.strictEqual(refused.isError, true)
+        assert.strictEqual(refused.structuredContent.error.code, "invalid_state")
+        assert.strictEqual(refused.structuredContent.error.status, 409)
+        const started = yield* call(`/api/v1/experiments/${draft.json.data.id}/start`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}` }
+        })
+        assert.strictEqual(started.status, 200, started.text)
+        const viaTool = yield* callTool(token, sessionId, "experiment_results", { profile_id: profile.profileId, id: draft.json.data.id })
+        assert.strictEqual(viaTool.isError, false, JSON.stringify(viaTool))
+        const viaHttp = yield* call(`/api/v1/experiments/${draft.json.data.id}/results`, { headers: { authorization: `Bearer ${key}` } })
+        assert.strictEqual(viaHttp.status, 200, viaHttp.text)
+        assert.deepStrictEqual(viaTool.structuredContent, viaHttp.json)
+        assert.strictEqual(viaTool.structuredContent.data.status, "completed")
+        assert.deepStrictEqual(viaTool.structuredContent.data.insufficient_data, { reason: viaHttp.json.data.insufficient_data.reason })
+      }))
+
     it.effect("a profile the person cannot reach is not_found, the same as one that does not exist", () =>
       Effect.gen(function*() {
         const { token } = yield* fixture(["mcp:read"])
@@ -216,6 +255,8 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
           list_conversions: onProfile,
           conversion_journey: { ...onProfile, id: ingested.json.data.conversion_id },
           list_recommendations: onProfile,
+          // No such experiment: a listed call reaches the service and answers not_found.
+          experiment_results: { ...onProfile, id: crypto.randomUUID() },
           conversion_sync_wiring: onProfile,
           list_export_deliveries: onProfile,
           upsert_goal_definition: { ...onProfile, conversion_key: "demo_booked", name: "Demo booked", event_names: ["demo"] },
@@ -258,7 +299,7 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
             const result = yield* callTool(token, sessionId, name, argumentsOf[name] ?? {})
             const code = result.isError ? result.structuredContent.error.code : undefined
             if (listed.includes(name)) {
-              const reached = code === undefined || (name === "dismiss_recommendation" && code === "not_found")
+              const reached = code === undefined || ((name === "dismiss_recommendation" || name === "experiment_results") && code === "not_found")
               assert.isTrue(reached, `${grants.join(" ")} ${name}: ${JSON.stringify(result)}`)
             } else {
               assert.strictEqual(code, "insufficient_scope", `${grants.join(" ")} ${name}`)

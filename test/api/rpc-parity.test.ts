@@ -9,12 +9,13 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { Overview } from "../../schema/analytics.ts"
+import { ExperimentResultsBody } from "../../schema/experiments.ts"
 import { makeServiceClient, type ServiceClientOptions } from "../../src/rpc/client.ts"
 import { RpcCredentials } from "../../src/rpc/credentials/service.ts"
 import { call, serveApp, TestServer, testSettings } from "../support/app.ts"
 import { ingest } from "../support/events.ts"
 import { ALL_RPC_SCOPES, mintRpcCredential, purchaseEvent, seedRpcWorld, settleOutbox } from "../support/rpc.ts"
-import { seedProfile } from "../support/tenancy.ts"
+import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
 const withCredentials = <A, E, R>(run: (credentials: typeof RpcCredentials.Service) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(RpcCredentials, run).pipe(Effect.provide(RpcCredentials.layer))
@@ -118,6 +119,41 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
 
         const missing = yield* Effect.flip(rpc.ConversionJourneyGet({ profile_id, conversion_id: crypto.randomUUID(), query: {} }))
         assert.strictEqual(missing._tag, "ConversionNotFound")
+      }))
+
+    it.effect("ExperimentResultsGet answers what GET /api/v1/experiments/{id}/results answers; a draft is InvalidState", () =>
+      Effect.gen(function*() {
+        const world = yield* seedRpcWorld()
+        const rpc = yield* client(world.secret)
+        const profile_id = world.profileId
+        const { key } = yield* seedApiKey(world, { scopes: ["analytics:read", "campaigns:apply"], rateLimitPerMinute: 1000 })
+        const auth = { authorization: `Bearer ${key}` }
+        const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)
+        const created = yield* call("/api/v1/experiments", {
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json" },
+          body: JSON.stringify({
+            name: "Holdout",
+            kind: "audience_holdout",
+            metric: { conversion_key: "sale", measure: "value" },
+            window: { start: day(-10), end: day(-2) },
+            holdout_fraction: 0.1
+          })
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const id = created.json.data.id
+        const draft = yield* Effect.flip(rpc.ExperimentResultsGet({ profile_id, experiment_id: id }))
+        assert.strictEqual(draft._tag, "InvalidState")
+        assert.strictEqual(draft._tag === "InvalidState" ? draft.reason : undefined, "experiment_draft")
+        const missing = yield* Effect.flip(rpc.ExperimentResultsGet({ profile_id, experiment_id: crypto.randomUUID() }))
+        assert.strictEqual(missing._tag, "NotFound")
+        const started = yield* call(`/api/v1/experiments/${id}/start`, { method: "POST", headers: auth })
+        assert.strictEqual(started.status, 200, started.text)
+        const results = yield* rpc.ExperimentResultsGet({ profile_id, experiment_id: id })
+        const http = yield* call(`/api/v1/experiments/${id}/results`, { headers: auth })
+        assert.strictEqual(http.status, 200, http.text)
+        assert.deepStrictEqual(Schema.encodeSync(ExperimentResultsBody)(results), http.json)
+        assert.strictEqual(results.data.status, "completed")
       }))
 
     it.effect("recompute, replay status and erasure", () =>

@@ -525,6 +525,42 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual((yield* send(world.key, "GET", "/api/v1/webhooks/deliveries?cursor=%%%")).status, 400)
       }))
 
+    it.effect("experiment.completed (opt-in): a completion's event reaches the subscription that names it, signed, once; the default set gets none", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const { key: experimenter } = yield* seedApiKey(world, { scopes: ["analytics:read", "campaigns:apply"], rateLimitPerMinute: 10_000 })
+        const named = yield* receiver
+        const defaults = yield* receiver
+        const sub = yield* subscribe(world.key, { url: named.url, event_types: ["experiment.completed"] })
+        const plain = yield* subscribe(world.key, { url: defaults.url })
+        assert.deepStrictEqual(plain.event_types, ["outcome.recorded", "order.status.changed", "message.received"])
+        const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10)
+        const created = yield* send(experimenter, "POST", "/api/v1/experiments", {
+          name: "Holdout",
+          kind: "audience_holdout",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window: { start: day(-10), end: day(-2) },
+          holdout_fraction: 0.1
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const id: string = created.json.data.id
+        assert.strictEqual((yield* send(experimenter, "POST", `/api/v1/experiments/${id}/start`)).status, 200)
+        // The read completes it (its window is over): the one event.
+        const read = yield* send(experimenter, "GET", `/api/v1/experiments/${id}`)
+        assert.strictEqual(read.json.data.status, "completed")
+        yield* send(experimenter, "GET", `/api/v1/experiments/${id}/results`)
+        yield* waitHooks(named.hooks, 1, "the experiment.completed delivery")
+        const hook = named.hooks[0]!
+        assert.strictEqual(hook.headers["webhook-signature"], signature(sub.secret, hook))
+        assert.strictEqual(hook.headers["webhook-id"], hook.body.id)
+        assert.include(hook.body, { type: "experiment.completed", provider: "svc" })
+        assert.include(hook.body.data, { id, kind: "audience_holdout", name: "Holdout", status: "completed", status_reason: "window_ended" })
+        assert.deepStrictEqual(hook.body.data.results.insufficient_data, { reason: hook.body.data.results.insufficient_data.reason })
+        yield* Effect.sleep(Duration.millis(500))
+        assert.strictEqual(named.hooks.length, 1)
+        assert.strictEqual(defaults.hooks.length, 0)
+      }))
+
     it.effect("a lease left by a runner that died mid-attempt expires and another attempt delivers it, once", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient

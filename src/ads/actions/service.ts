@@ -98,11 +98,11 @@ export class AdActions extends Context.Service<AdActions, {
   ) => Effect.Effect<void, AdplatformConnectionRequired | AdplatformWritePermissionMissing | DatabaseUnavailable>
   /** Decision 0069: who a write is recorded against, for a caller naming `applied_by` or not. */
   readonly personOnRecord: (actor: PrincipalShape, profile: ProfileContext, appliedBy: string | undefined) => Effect.Effect<PersonOnRecord, Failure>
-  /** A pause or resume on behalf of a basis the caller settled (a recommendation's apply). */
+  /** A pause or resume on behalf of a basis the caller settled (a recommendation's apply, a switchback's day). */
   readonly setStatus: (
     actor: PrincipalShape,
     profile: ProfileContext,
-    target: { readonly level: "ad" | "campaign"; readonly id: string; readonly op: "pause" | "resume" },
+    target: { readonly level: "ad" | "ad_set" | "campaign"; readonly id: string; readonly op: "pause" | "resume" },
     person: PersonOnRecord | null
   ) => Effect.Effect<ActionEntry, Failure>
 }>()("svc/AdActions") {
@@ -329,7 +329,7 @@ export class AdActions extends Context.Service<AdActions, {
       const setStatus = Effect.fn("AdActions.setStatus")(function*(
         actor: PrincipalShape,
         profile: ProfileContext,
-        target: { readonly level: "ad" | "campaign"; readonly id: string; readonly op: "pause" | "resume" },
+        target: { readonly level: "ad" | "ad_set" | "campaign"; readonly id: string; readonly op: "pause" | "resume" },
         person: PersonOnRecord | null
       ) {
         const outcome = yield* act(actor, profile, target.level, target.id, target.op, { budget: null, person: Effect.succeed(person) })

@@ -13,6 +13,7 @@ import {
   CampaignConversionsQuery,
   CampaignParams,
   Campaigns,
+  CampaignsListQuery,
   CampaignsQuery,
   FatigueRisk,
   Unattributed
@@ -25,7 +26,7 @@ const read = profileRead("campaigns:read")
 
 export const CampaignsApi = HttpApiGroup.make("campaigns")
   .add(
-    HttpApiEndpoint.get("list", "/campaigns", { query: CampaignsQuery, success: Campaigns, error: errors })
+    HttpApiEndpoint.get("list", "/campaigns", { query: CampaignsListQuery, success: Campaigns, error: errors })
       .annotate(
         OpenApi.Summary,
         "Campaign, ad set or ad rows (`level`) with what the model credits to each, spend, ROAS and CAC; rows plus /campaigns/unattributed add up to the overview"

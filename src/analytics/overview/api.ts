@@ -3,7 +3,7 @@
  * from the rollups. `analytics:read`; a connect-broker profile is answered empty, never a 403.
  */
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Breakdown, BreakdownParams, BreakdownQuery, AnalyticsQuery, Overview, Timeseries } from "../../../schema/analytics.ts"
+import { Breakdown, BreakdownParams, BreakdownQuery, AnalyticsQuery, Overview, OverviewQuery, Timeseries } from "../../../schema/analytics.ts"
 import { analyticsErrors, profileRead, ROLLUP_FRESHNESS } from "../policies.ts"
 
 const errors = analyticsErrors
@@ -11,7 +11,7 @@ const read = profileRead("analytics:read")
 
 export const AnalyticsApi = HttpApiGroup.make("analytics")
   .add(
-    HttpApiEndpoint.get("overview", "/overview", { query: AnalyticsQuery, success: Overview, error: errors })
+    HttpApiEndpoint.get("overview", "/overview", { query: OverviewQuery, success: Overview, error: errors })
       .annotate(
         OpenApi.Summary,
         "Outcomes (business_conversions), cash payments, revenue, spend and ROAS of a period and the one before it; spend and roas are null when spend is unmeasurable for the filters"

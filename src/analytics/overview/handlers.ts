@@ -4,13 +4,21 @@ import { ProfileAccess } from "../../kernel/access.ts"
 import { AnalyticsService } from "./service.ts"
 import { groupApi } from "../../http/group-api.ts"
 import { AnalyticsApi } from "./api.ts"
+import { Calibrations } from "../calibration.ts"
 
 export const AnalyticsHandlers = HttpApiBuilder.group(groupApi(AnalyticsApi), "analytics", (handlers) =>
   Effect.gen(function*() {
     const access = yield* ProfileAccess
     const analytics = yield* AnalyticsService
+    const calibrations = yield* Calibrations
     return handlers.handleAll({
-      overview: ({ query }) => Effect.flatMap(access.current, (profile) => analytics.overview(profile, query)),
+      overview: ({ query }) =>
+        Effect.flatMap(access.current, (profile) =>
+          Effect.flatMap(analytics.overview(profile, query), (answer) =>
+            query.calibrated !== "true"
+              ? Effect.succeed(answer)
+              // Beside the modelled figures, under the model they were computed with.
+              : Effect.map(calibrations.factors(profile, answer.data.model), (calibration) => ({ ...answer, data: { ...answer.data, calibration } })))),
       timeseries: ({ query }) => Effect.flatMap(access.current, (profile) => analytics.timeseries(profile, query)),
       breakdown: ({ params, query }) => Effect.flatMap(access.current, (profile) => analytics.breakdown(profile, params.dimension, query))
     })

@@ -36,6 +36,7 @@ import { AdPlatform } from "../../connections/providers/adplatform/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import type { ProviderSession } from "../../connections/providers/oauth/port.ts"
 import { AudiencesRepo, type CustomerListRow, type ListLease, type PayingCustomer } from "./repo.ts"
+import { AudienceHoldouts } from "./holdouts.ts"
 
 // --- Customer lists (issue 20 part 5, decision 0100) ------------------------------------------
 
@@ -189,6 +190,7 @@ export class CustomerLists extends Context.Service<CustomerLists, {
       const sessions = yield* ConnectionSessions
       const platform = yield* AdPlatform
       const audit = yield* AuditLog
+      const holdouts = yield* AudienceHoldouts
 
 
       const settingsOf = Effect.fn("CustomerLists.settings")(function*(profileId: string) {
@@ -333,7 +335,10 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         })
         const current = audienceId ?? (yield* create)
         const fields = CUSTOMER_LIST_FIELDS[version]
-        const built = build(yield* repo.payingCustomers(profileId), fields)
+        // An experiment's holdout is left out like an exclusion (and counted with them) while it runs.
+        const held = yield* holdouts.heldOut(profileId)
+        const paying = (yield* repo.payingCustomers(profileId)).map((c) => held(c.id) ? { ...c, excluded: true } : c)
+        const built = build(paying, fields)
         // An audience deleted on the platform's side (404) is made again once, then filled.
         yield* onPlatform(upload(session, current, fields, built)).pipe(
           Effect.catchTag("AdplatformUnavailable", (e) =>
@@ -405,7 +410,10 @@ export class CustomerLists extends Context.Service<CustomerLists, {
 
       const proposalOf = Effect.fn("CustomerLists.proposal")(function*(profileId: string, version: CustomerListConsentVersion) {
         const fields = CUSTOMER_LIST_FIELDS[version]
-        const built = build(yield* repo.payingCustomers(profileId), fields)
+        // An experiment's holdout is left out like an exclusion (and counted with them) while it runs.
+        const held = yield* holdouts.heldOut(profileId)
+        const paying = (yield* repo.payingCustomers(profileId)).map((c) => held(c.id) ? { ...c, excluded: true } : c)
+        const built = build(paying, fields)
         return {
           proposal: true as const,
           consent_version: version,

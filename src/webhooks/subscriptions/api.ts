@@ -49,7 +49,7 @@ export const WebhookSubscriptionsApi = HttpApiGroup.make("webhookSubscriptions")
           "private, loopback, link-local, CGNAT, ULA or metadata), else 400 `validation_error` with `reason` " +
           "`host_not_public`, `host_unresolvable`, `url_scheme` or `url_invalid`. The rule is checked again at every " +
           "attempt and redirects are never followed. Without `event_types`: `outcome.recorded`, `order.status.changed`, " +
-          "`message.received`; lifecycle events (`connection.*`, `channel.health.updated`) and `leadgen.received` are " +
+          "`message.received`; lifecycle events (`connection.*`, `channel.health.updated`, `experiment.completed`) and `leadgen.received` are " +
           "opt-in. Deliveries are signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`)."
       )
       .annotateMerge(write),

@@ -1,0 +1,27 @@
+/**
+ * Which customers the running audience holdouts of a profile leave out of its uploaded audience
+ * (issue 32): the same hash of salt and customer as the results' split (`heldOut`), so the
+ * customers compared as held out are exactly those the platform never received. What exports'
+ * `AudienceHoldouts` port answers (wired in src/main/ports.ts).
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { heldOut } from "./analysis.ts"
+import { ExperimentsRepo } from "./repo.ts"
+
+export class ExperimentHoldouts extends Context.Service<ExperimentHoldouts, {
+  readonly heldOut: (profileId: string) => Effect.Effect<(customerId: string) => boolean, DatabaseUnavailable>
+}>()("svc/ExperimentHoldouts") {
+  static readonly layer = Layer.effect(ExperimentHoldouts)(
+    Effect.gen(function*() {
+      const repo = yield* ExperimentsRepo
+      return {
+        heldOut: Effect.fn("ExperimentHoldouts.heldOut")(function*(profileId: string) {
+          const today = new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10)
+          const running = yield* repo.runningHoldouts(profileId, today)
+          return (customerId: string) => running.some((e) => heldOut(e.salt, customerId, e.fraction))
+        })
+      }
+    })
+  ).pipe(Layer.provide(ExperimentsRepo.layer))
+}
