@@ -35,10 +35,16 @@ export const safeNext = (next: string | null): string =>
 
 export const signInAddress = (wanted: string): string => `/?next=${encodeURIComponent(wanted)}`
 
+let sentToSignIn = false
+
 const goToSignIn = (): never => {
-  rememberCsrfToken(null)
-  const here = window.location.pathname + window.location.search
-  window.location.assign(here.startsWith("/console") ? signInAddress(here) : "/")
+  // A screen's parallel reads all see the 401: one navigation, not one that the next cancels.
+  if (!sentToSignIn) {
+    sentToSignIn = true
+    rememberCsrfToken(null)
+    const here = window.location.pathname + window.location.search
+    window.location.assign(here.startsWith("/console") ? signInAddress(here) : "/")
+  }
   throw new SignedOut("signed out")
 }
 
