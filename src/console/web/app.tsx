@@ -1,13 +1,14 @@
 /**
  * The console's screens and where each address leads (issue 33):
  * `/` sign-in (or on to the console when already signed in), `/console` the profile last used,
- * `/console/<profile>/overview` the Overview. A profile the person does not reach is a page
+ * `/console/<profile>/overview` the Overview, `/console/<profile>/campaigns` the Campaigns. A profile the person does not reach is a page
  * saying so; a failed call shows its message and request id.
  */
 import type { ComponentChildren } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { ApiError, type MyProfile, myProfiles, type Person, me, rememberCsrfToken, safeNext, signIn, SignedOut, signOut, whoIsSignedIn } from "./client.ts"
 import { navigate, onLinkClick, useLocation } from "./router.ts"
+import { CampaignsScreen } from "./campaigns.tsx"
 import { OverviewScreen } from "./overview.tsx"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"
 
@@ -82,11 +83,17 @@ interface Signed {
   readonly profiles: ReadonlyArray<MyProfile>
 }
 
-const Frame = ({ signed, profile, children }: {
+/** The screens of a profile, in the order the nav shows them. */
+const SCREENS = [{ path: "overview", label: "Overview" }, { path: "campaigns", label: "Campaigns" }] as const
+
+const Frame = ({ signed, profile, screen, children }: {
   readonly signed: Signed
   readonly profile: MyProfile | null
+  /** The screen shown, kept when the profile is switched. */
+  readonly screen: string
   readonly children: ComponentChildren
 }) => {
+  const switchTo = SCREENS.some((known) => known.path === screen) ? screen : "overview"
   const [leaving, setLeaving] = useState(false)
   const [error, setError] = useState<unknown>(null)
   const leave = async () => {
@@ -113,7 +120,7 @@ const Frame = ({ signed, profile, children }: {
             <select
               id="profile-switcher"
               value={profile?.profile_id ?? ""}
-              onChange={(event) => navigate(`/console/${event.currentTarget.value}/overview${window.location.search}`)}
+              onChange={(event) => navigate(`/console/${event.currentTarget.value}/${switchTo}${window.location.search}`)}
             >
               {profile === null && <option value="">Choose a profile</option>}
               {signed.profiles.map((option) => (
@@ -126,8 +133,14 @@ const Frame = ({ signed, profile, children }: {
         )}
         {profile !== null && (
           <nav aria-label="Screens">
-            <a href={`/console/${profile.profile_id}/overview`} aria-current="page"
-              onClick={(event) => onLinkClick(event, `/console/${profile.profile_id}/overview`)}>Overview</a>
+            {SCREENS.map((known) => {
+              // The range and model go along: the screens read the same figures over the same days.
+              const to = `/console/${profile.profile_id}/${known.path}${window.location.search}`
+              return (
+                <a key={known.path} href={to} aria-current={known.path === screen ? "page" : undefined}
+                  onClick={(event) => onLinkClick(event, to)}>{known.label}</a>
+              )
+            })}
           </nav>
         )}
         <span class="who">{signed.person.email}</span>
@@ -219,11 +232,17 @@ const Console = ({ path, query }: { readonly path: string; readonly query: URLSe
     return <main id="main" class="narrow"><ErrorPanel error={error} title="The console could not load" /></main>
   }
   if (signed === null) return <main id="main"><p class="loading">Loading…</p></main>
-  if (profileId === null) return <Frame signed={signed} profile={null}>{signed.profiles.length === 0 ? <NoProfiles /> : <p class="loading">Opening your profile…</p>}</Frame>
-  if (profile === null) return <Frame signed={signed} profile={null}><NoAccess signed={signed} profileId={profileId} /></Frame>
+  if (profileId === null) return <Frame signed={signed} profile={null} screen={screen}>{signed.profiles.length === 0 ? <NoProfiles /> : <p class="loading">Opening your profile…</p>}</Frame>
+  if (profile === null) return <Frame signed={signed} profile={null} screen={screen}><NoAccess signed={signed} profileId={profileId} /></Frame>
   return (
-    <Frame signed={signed} profile={profile}>
-      {screen === "overview" && segments.length <= 3 ? <OverviewScreen profile={profile} query={query} /> : <NotFoundPage />}
+    <Frame signed={signed} profile={profile} screen={screen}>
+      {segments.length > 3
+        ? <NotFoundPage />
+        : screen === "overview"
+        ? <OverviewScreen profile={profile} query={query} />
+        : screen === "campaigns"
+        ? <CampaignsScreen profile={profile} query={query} />
+        : <NotFoundPage />}
     </Frame>
   )
 }

@@ -35,10 +35,16 @@ export const safeNext = (next: string | null): string =>
 
 export const signInAddress = (wanted: string): string => `/?next=${encodeURIComponent(wanted)}`
 
+let sentToSignIn = false
+
 const goToSignIn = (): never => {
-  rememberCsrfToken(null)
-  const here = window.location.pathname + window.location.search
-  window.location.assign(here.startsWith("/console") ? signInAddress(here) : "/")
+  // A screen's parallel reads all see the 401: one navigation, not one that the next cancels.
+  if (!sentToSignIn) {
+    sentToSignIn = true
+    rememberCsrfToken(null)
+    const here = window.location.pathname + window.location.search
+    window.location.assign(here.startsWith("/console") ? signInAddress(here) : "/")
+  }
   throw new SignedOut("signed out")
 }
 
@@ -216,3 +222,44 @@ export const overview = (range: AnalyticsRange) => request<Overview>("/overview"
 export const timeseries = (range: AnalyticsRange) => request<Timeseries>("/timeseries", { query: { ...range } })
 export const channelBreakdown = (range: AnalyticsRange) =>
   request<Breakdown>("/breakdowns/channel", { query: { ...range, limit: 50 } })
+
+/** `calibration.incremental_conversions` and `.incrementality_factor`: an estimate and its interval. */
+export interface CalibrationInterval {
+  readonly estimate: number
+  readonly lower: number
+  readonly upper: number
+  readonly level: number
+}
+
+export interface CampaignCalibration {
+  readonly experiment_id: string
+  readonly kind: string
+  readonly analysed: { readonly start: string; readonly end: string }
+  readonly stale: boolean
+  readonly credited_conversions: number
+  readonly incremental_conversions: CalibrationInterval
+  readonly incrementality_factor: CalibrationInterval | null
+}
+
+export interface CampaignRow {
+  readonly platform_id: string
+  readonly name: string | null
+  readonly status: string | null
+  readonly outcome_count: number
+  readonly credited_conversions: string
+  readonly credited_revenue: string | null
+  readonly spend: string | null
+  readonly roas: string | null
+  readonly cac: string | null
+  /** Present with `calibrated=true`; null without a completed experiment. */
+  readonly calibration?: CampaignCalibration | null
+}
+
+export interface Campaigns {
+  readonly data: ReadonlyArray<CampaignRow>
+  readonly meta: { readonly as_of: string; readonly currency: string | null; readonly model: string; readonly range: { readonly start: string; readonly end: string } }
+}
+
+/** Campaign rows (level campaign) with each one's measured incrementality beside its credit. */
+export const campaigns = (range: AnalyticsRange) =>
+  request<Campaigns>("/campaigns", { query: { ...range, level: "campaign", calibrated: "true" } })

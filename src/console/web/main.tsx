@@ -4,7 +4,7 @@ import "./console.css"
 import { render } from "preact"
 import { App } from "./app.tsx"
 import { prefetch } from "./client.ts"
-import { rangeOf } from "./overview.tsx"
+import { rangeOf } from "./ui.tsx"
 
 // The Overview's reads leave with the person's own, not after them (the first screen's time to interactive).
 const opening = /^\/console\/([0-9a-fA-F-]{36})\/overview\/?$/.exec(window.location.pathname)

@@ -8,7 +8,6 @@ import uPlot from "uplot"
 import {
   type Breakdown,
   channelBreakdown,
-  CREDIT_MODELS,
   type MyProfile,
   type Overview,
   overview,
@@ -16,26 +15,13 @@ import {
   type Timeseries,
   timeseries
 } from "./client.ts"
-import { ErrorPanel, useFocusHeading } from "./ui.tsx"
-import { cac, formatCount, formatDecimal, formatMoney, formatRatio, modelLabel, updatedAgo } from "./format.ts"
-import { navigate } from "./router.ts"
-
-export const RANGES = [7, 30, 90, 365] as const
-const DEFAULT_DAYS = 30
+import { Ago, changeRange, ErrorPanel, RangeControls, rangeOf, useFocusHeading } from "./ui.tsx"
+import { cac, formatCount, formatDecimal, formatMoney, formatRatio, modelLabel } from "./format.ts"
 
 interface Loaded {
   readonly overview: Overview
   readonly series: Timeseries
   readonly channels: Breakdown
-}
-
-export const rangeOf = (query: URLSearchParams) => {
-  const days = Number(query.get("days"))
-  const model = query.get("model") ?? "last_touch"
-  return {
-    days: RANGES.some((range) => range === days) ? days : DEFAULT_DAYS,
-    model: CREDIT_MODELS.some((known) => known === model) ? model : "last_touch"
-  }
 }
 
 const Kpi = ({ id, label, value, shown, previous }: {
@@ -107,15 +93,6 @@ const Chart = ({ series, currency }: { readonly series: Timeseries; readonly cur
   )
 }
 
-const Ago = ({ asOf }: { readonly asOf: string }) => {
-  const [now, setNow] = useState(Date.now())
-  useEffect(() => {
-    const timer = window.setInterval(() => setNow(Date.now()), 1000)
-    return () => window.clearInterval(timer)
-  }, [])
-  return <span id="as-of" class="muted" data-as-of={asOf} title={asOf}>{updatedAgo(asOf, now)}</span>
-}
-
 export const OverviewScreen = ({ profile, query }: { readonly profile: MyProfile; readonly query: URLSearchParams }) => {
   const { days, model } = rangeOf(query)
   const [loaded, setLoaded] = useState<Loaded | null>(null)
@@ -142,10 +119,8 @@ export const OverviewScreen = ({ profile, query }: { readonly profile: MyProfile
     }
   }, [profile.profile_id, days, model])
 
-  const change = (next: { readonly days?: number; readonly model?: string }) => {
-    const params = new URLSearchParams({ days: String(next.days ?? days), model: next.model ?? model })
-    navigate(`/console/${profile.profile_id}/overview?${params.toString()}`, { replace: true })
-  }
+  const change = (next: { readonly days?: number; readonly model?: string }) =>
+    changeRange(`/console/${profile.profile_id}/overview`, { days, model }, next)
 
   const data = loaded?.overview.data
   const currency = data?.currency ?? profile.currency
@@ -155,20 +130,7 @@ export const OverviewScreen = ({ profile, query }: { readonly profile: MyProfile
         <h1 ref={heading} tabIndex={-1}>Overview <span class="muted">· {profile.name || "Unnamed profile"}</span></h1>
         {loaded !== null && <Ago asOf={loaded.overview.meta.as_of} />}
       </div>
-      <form class="controls" aria-label="Range and credit model" onSubmit={(event) => event.preventDefault()}>
-        <label>
-          Range
-          <select id="range" value={String(days)} onChange={(event) => change({ days: Number(event.currentTarget.value) })}>
-            {RANGES.map((range) => <option key={range} value={String(range)}>Last {range} days</option>)}
-          </select>
-        </label>
-        <label>
-          Credit model
-          <select id="model" value={model} onChange={(event) => change({ model: event.currentTarget.value })}>
-            {CREDIT_MODELS.map((known) => <option key={known} value={known}>{modelLabel(known)}</option>)}
-          </select>
-        </label>
-      </form>
+      <RangeControls days={days} model={model} onChange={change} />
       {error !== null && <ErrorPanel error={error} title="The overview could not load" />}
       {error === null && (loaded === null || data === undefined) && <p class="loading">Loading the overview…</p>}
       {error === null && loaded !== null && data !== undefined && (
