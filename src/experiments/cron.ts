@@ -1,7 +1,8 @@
 /**
- * The switchbacks' day tick (decision 0124): every 10 minutes the cluster runs one job (whichever
+ * The experiments' tick (decision 0124): every 10 minutes the cluster runs one job (whichever
  * runner owns its shard: once however many runners there are) that sends `Advance` to each
- * switchback still running or not yet restored. Each experiment's entity applies today's schedule
+ * switchback still running or not yet restored, and to each experiment whose window is over (its
+ * entity completes it: the event and the calibration do not wait for someone to read it). Each experiment's entity applies today's schedule
  * day or the restore once (recorded in its execution), so a repeated or overlapping tick changes
  * nothing: the first tick after 00:00 UTC moves the target within ten minutes.
  */

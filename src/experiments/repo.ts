@@ -86,7 +86,10 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
   readonly runningHoldouts: (profileId: string, today: string) => Repo<ReadonlyArray<{ readonly salt: string; readonly fraction: number }>>
   /** A switchback's execution, as its entity (one message at a time) last left it. */
   readonly setExecution: (profileId: string, id: string, execution: Execution) => Repo<void>
-  /** Switchbacks of every profile still to advance (running) or to restore (ended, not restored). */
+  /**
+   * Experiments the tick advances: switchbacks of every profile still to advance (running) or to
+   * restore (ended, not restored), and running experiments of any kind whose window is over.
+   */
   readonly dueSwitchbacks: () => Repo<ReadonlyArray<{ readonly profile_id: string; readonly id: string }>>
   /**
    * The latest completed switchback or pre/post of each campaign of the profile (metric a count),
@@ -173,7 +176,10 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
       const dueSwitchbacks = () =>
         dueRows(sql`
           SELECT profile_id::text AS profile_id, id::text AS id FROM experiments
-          WHERE kind = 'switchback' AND execution IS NOT NULL AND execution->'restored' = 'null'::jsonb
+          WHERE (kind = 'switchback' AND execution IS NOT NULL AND execution->'restored' = 'null'::jsonb)
+             -- Any kind whose window is over completes on the tick, not only when someone reads it
+             -- (its experiment.completed event and its calibration factor wait for that).
+             OR (status = 'running' AND window_end < (now() AT TIME ZONE 'UTC')::date)
           ORDER BY profile_id, id`)
 
       const sourceRows = decodeRows(Schema.Struct({ ...ExperimentRow.fields, age_days: Schema.Int }))

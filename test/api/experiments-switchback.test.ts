@@ -20,6 +20,8 @@ const ledger = (profileId: string, objectId: string) =>
       SELECT id::text AS id, action, state, pre_status, written_status, rollback_of::text AS rollback_of
       FROM ad_actions WHERE profile_id = ${profileId} AND object_id = ${objectId} ORDER BY created_at, id`)
 
+// The tick also completes other tests' experiments past their window (one database per worker):
+// it answers at least this one; the ledger says what it did here.
 const tick = advanceSwitchbacks.pipe(Effect.provide(ExperimentsRepo.layer))
 
 layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true })("switchback execution", (it) => {
@@ -51,7 +53,7 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.deepStrictEqual(afterStart.map((r) => [r.action, r.state, r.pre_status, r.written_status]), [["pause", "applied", "active", "paused"]])
 
         // The same day again: nothing new on the platform or in the ledger.
-        assert.strictEqual(yield* tick, 1)
+        assert.isAtLeast(yield* tick, 1)
         assert.strictEqual((yield* ledger(f.profileId, campaign)).length, 1)
 
         // A day later: the window and the recorded day shift back by one, so today is the schedule's day 1 (on).
@@ -61,9 +63,9 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
             config = jsonb_set(config, '{schedule}', ${JSON.stringify(shifted)}::jsonb),
             execution = jsonb_set(execution, '{applied,0,date}', ${JSON.stringify(day(-1))}::jsonb)
           WHERE id = ${id}`
-        assert.strictEqual(yield* tick, 1)
+        assert.isAtLeast(yield* tick, 1)
         assert.strictEqual((yield* objectOf(f.key, campaign)).status, "active")
-        assert.strictEqual(yield* tick, 1)
+        assert.isAtLeast(yield* tick, 1)
         yield* tick
         const afterDay = yield* ledger(f.profileId, campaign)
         assert.deepStrictEqual(afterDay.map((r) => [r.action, r.state, r.written_status]), [["pause", "applied", "paused"], ["resume", "applied", "active"]])

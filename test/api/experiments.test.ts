@@ -12,6 +12,8 @@ import { dayFromToday, noonOf, saltOf, seedAdConnection, seedConversions, seedCu
 import { seedApiKey } from "../support/tenancy.ts"
 import { DEFAULT_EVENT_TYPES, OPT_IN_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../schema/webhooks.ts"
 import { heldOut, seedOf, switchbackSchedule } from "../../src/experiments/analysis.ts"
+import { advanceSwitchbacks } from "../../src/experiments/cron.ts"
+import { ExperimentsRepo } from "../../src/experiments/repo.ts"
 import {
   analyseSwitchback,
   bootstrapMeanDifference,
@@ -234,6 +236,25 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         })
         assert.strictEqual(event.data.completed_at, (yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}`)).json.data.completed_at)
         assert.strictEqual(results.treatment.size + results.control.size, 40)
+      }))
+
+    it.effect("the experiments' tick completes a holdout whose window is over, with its one event, before anyone reads it", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const customers = yield* seedCustomers(p.profileId, 10)
+        yield* seedConversions(p.profileId, customers.map((id) => ({ customerId: id, at: noonOf(dayFromToday(-40)), key: "payment", value: 10, cash: true })))
+        const e = (yield* post(p.key, "/api/v1/experiments", holdoutBody({ window: { start: dayFromToday(-20), end: dayFromToday(-2) } }))).json.data
+        assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
+        const sql = yield* SqlClient
+        const statusOf = Effect.map(sql<{ status: string }>`SELECT status FROM experiments WHERE id = ${e.id}`, (rows) => rows[0]?.status)
+        assert.strictEqual(yield* statusOf, "running")
+        // The tick sends every running experiment past its window to its entity (other tests' rows too).
+        assert.isAtLeast(yield* advanceSwitchbacks.pipe(Effect.provide(ExperimentsRepo.layer)), 1)
+        assert.strictEqual(yield* statusOf, "completed")
+        assert.strictEqual((yield* completedEvents(p.profileId)).length, 1)
+        // Nothing left for the next tick to do for it, and no second event.
+        yield* advanceSwitchbacks.pipe(Effect.provide(ExperimentsRepo.layer))
+        assert.strictEqual((yield* completedEvents(p.profileId)).length, 1)
       }))
 
     it.effect("a stop after the window queues one event (from its completion); an early stop queues none", () =>
