@@ -56,6 +56,7 @@ import m0058 from "./0058_customer_list_lease_token.ts"
 import m0059 from "./0059_webhook_deliveries_fillfactor.ts"
 import m0060 from "./0060_experiments.ts"
 import m0061 from "./0061_experiment_execution.ts"
+import m0062 from "./0062_sync_jobs_connection_queue.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -119,7 +120,8 @@ export const migrations = {
   "0058_customer_list_lease_token": m0058,
   "0059_webhook_deliveries_fillfactor": m0059,
   "0060_experiments": m0060,
-  "0061_experiment_execution": m0061
+  "0061_experiment_execution": m0061,
+  "0062_sync_jobs_connection_queue": m0062
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

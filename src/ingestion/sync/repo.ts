@@ -27,7 +27,13 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
     WHERE ((c.status = 'queued' AND c.run_after <= now())
         OR (c.status = 'running' AND c.lease_until < now() AND c.attempts < ${maxAttempts}))
       AND NOT EXISTS (
-        SELECT 1 FROM sync_jobs r WHERE r.connection_id = c.connection_id AND r.status = 'running' AND r.id <> c.id)`
+        SELECT 1 FROM sync_jobs r WHERE r.connection_id = c.connection_id AND r.status = 'running' AND r.id <> c.id)
+      -- A queued job only as its connection's oldest waiting one: a claimer that skips the older one
+      -- (locked by another claimer) must not take the newer one and run it first (migration 0062's
+      -- index). A job left running under an expired lease holds its connection's turn either way.
+      AND (c.status <> 'queued' OR NOT EXISTS (
+        SELECT 1 FROM sync_jobs o WHERE o.connection_id = c.connection_id AND o.status = 'queued'
+          AND (o.run_after, o.created_at, o.id) < (c.run_after, c.created_at, c.id)))`
   return {
     probe: sql<{ flag: boolean }>`
       SELECT (EXISTS (SELECT 1 ${claimable})
