@@ -81,6 +81,79 @@ if (process.argv.includes("--bare")) {
   console.log(`BARE ${plan.jobs.length / ((Date.now() - start) / 1000)}`)
   agent.destroy()
   process.exit()
+} else if (process.argv.includes("--floor")) {
+  // The durable floor, in a process of its own: the least any queue that loses nothing must do per
+  // delivery, with the bare sender's requests. Each row is written (200 to a statement, as the
+  // fan-out writes) before it is sent, and its result is written after (one statement for all
+  // that ended in the last 5 ms), on a table with only its primary key: no lease, no order, no
+  // attempt log, no index to keep. What the worker costs beyond this is its own design's.
+  const { readFileSync } = await import("node:fs")
+  const file = process.argv[process.argv.indexOf("--floor") + 1] ?? ""
+  const plan = JSON.parse(readFileSync(file, "utf8")) as { port: number; inflight: number; secrets: Array<string>; jobs: Array<[string, number]> }
+  const rate = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const table = sql(`bench_floor_${process.pid}`)
+    yield* sql`CREATE TABLE ${table} (id uuid PRIMARY KEY, endpoint int NOT NULL, body text NOT NULL, status smallint NOT NULL DEFAULT 0)`
+    const agent = new Agent({ keepAlive: true, maxSockets: plan.inflight })
+    const body = JSON.stringify({ id: "x", type: "outcome.recorded", provider: "svc", created_at: new Date().toISOString(), data: {} })
+    const rows = plan.jobs.map(([, k]) => ({ id: crypto.randomUUID(), k }))
+    const ready: Array<{ id: string; k: number }> = []
+    let written = 0
+    let ended: Array<string> = []
+    let recorded = 0
+    const start = Date.now()
+    const produce = Effect.gen(function*() {
+      for (let n = 0; n < rows.length; n += 200) {
+        const chunk = rows.slice(n, n + 200)
+        yield* sql`INSERT INTO ${table} (id, endpoint, body) SELECT * FROM unnest(${chunk.map((r) => r.id)}::uuid[], ${chunk.map((r) => r.k)}::int[], ${chunk.map(() => body)}::text[])`
+        ready.push(...chunk)
+        written += chunk.length
+      }
+    })
+    const send = (row: { id: string; k: number }) =>
+      Effect.callback<void>((resume) => {
+        const req = httpRequest({
+          host: "127.0.0.1", port: plan.port, path: `/e${row.k}`, method: "POST", agent,
+          headers: { "content-type": "application/json", ...signedHeaders([plan.secrets[row.k]!], `floor-${row.id}`, Math.floor(Date.now() / 1000), body) }
+        }, (res) => {
+          res.resume()
+          res.on("end", () => resume(Effect.void))
+        })
+        req.on("error", () => resume(Effect.void))
+        req.end(body)
+      })
+    const sender = Effect.gen(function*() {
+      while (true) {
+        const row = ready.shift()
+        if (row === undefined) {
+          if (written === rows.length) return
+          yield* Effect.sleep(Duration.millis(1))
+          continue
+        }
+        yield* send(row)
+        ended.push(row.id)
+      }
+    })
+    const settle = Effect.gen(function*() {
+      while (recorded < rows.length) {
+        yield* Effect.sleep(Duration.millis(5))
+        const these = ended
+        ended = []
+        if (these.length === 0) continue
+        yield* sql`UPDATE ${table} SET status = 1 WHERE id = ANY(${these}::uuid[])`
+        recorded += these.length
+      }
+    })
+    yield* Effect.all([produce, settle, ...Array.from({ length: plan.inflight }, () => sender)], { concurrency: "unbounded" })
+    const seconds = (Date.now() - start) / 1000
+    const [check] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM ${table} WHERE status = 1`
+    yield* sql`DROP TABLE ${table}`
+    agent.destroy()
+    if (check?.n !== rows.length) return yield* Effect.die(`the floor recorded ${check?.n} of ${rows.length}`)
+    return rows.length / seconds
+  })).pipe(Effect.provide(DatabaseLayer), Effect.provide(AppConfig.layer)))
+  console.log(`FLOOR ${rate}`)
+  process.exit()
 } else if (process.argv.includes("--worker")) {
   // The worker process: the service's delivery worker and nothing else.
   const settings = Layer.succeed(WebhookSettings)({
@@ -281,6 +354,12 @@ async function main() {
   const bareLine = /BARE ([\d.]+)/.exec(bare.output())
   if (bareExit !== 0 || bareLine === null) throw new Error(`the bare sender failed\n${bare.output()}`)
   const bareProcessRate = Number(bareLine[1])
+  // The durable floor (see --floor): the same requests, each row written before and its result after.
+  const floor = startProcess(["bench/webhooks/run.ts", "--floor", planFile], env, "durable floor")
+  const floorExit = await new Promise<number | null>((r) => floor.child.once("exit", (code) => r(code)))
+  const floorLine = /FLOOR ([\d.]+)/.exec(floor.output())
+  if (floorExit !== 0 || floorLine === null) throw new Error(`the durable floor failed\n${floor.output()}`)
+  const floorRate = Number(floorLine[1])
 
   // The same requests through the service's outbound client, when this tree has it.
   const outbound = await import("../../src/platform/outbound-http.ts").catch(() => undefined)
@@ -427,6 +506,7 @@ async function main() {
   console.log(`  baseline       : plain node:http, ${inflight} in flight: ${fmt(baseRate)} requests/s`)
   console.log(`  ratio          : ${fmt(serviceRate / baseRate, 2)}x the baseline`)
   console.log(`  bare, own process: the same requests from a process of its own (as the worker sends), ${inflight} in flight: ${fmt(bareProcessRate)} requests/s; the worker ${fmt(serviceRate / bareProcessRate, 2)}x of it`)
+  console.log(`  durable floor  : the same requests, each row written before it is sent and its result after (batched, primary key only), own process: ${fmt(floorRate)} requests/s = ${fmt(floorRate / bareProcessRate, 2)}x the bare sender; the worker ${fmt(serviceRate / floorRate, 2)}x of it`)
   if (clientRate !== undefined) {
     console.log(`  outbound client: the same requests through src/platform/outbound-http.ts (public-host rule on), ${inflight} in flight: ${fmt(clientRate)} requests/s = ${fmt(clientRate / baseRate, 2)}x bare node:http`)
   }
