@@ -1,19 +1,13 @@
 /** SQL of `GET /api/v1/me/profiles`: the live profiles a person reaches, with their standing on each. */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema, Struct } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { ProfileRole, WorkspaceRole } from "../../../schema/members.ts"
+import { MyProfile } from "../../../schema/me.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 
+/** A reachable profile as the database answers it: `MyProfile` with the profile membership's permissions in place of the scopes. */
 export const ReachableProfileRow = Schema.Struct({
-  profile_id: Schema.String,
-  name: Schema.String,
-  workspace_id: Schema.String,
-  workspace_name: Schema.String,
-  currency: Schema.NullOr(Schema.String),
-  time_zone: Schema.String,
-  workspace_role: WorkspaceRole,
-  profile_role: Schema.NullOr(ProfileRole),
+  ...Struct.omit(MyProfile.fields, ["scopes"]),
   permissions: Schema.NullOr(Schema.Array(Schema.String))
 })
 export type ReachableProfileRow = typeof ReachableProfileRow.Type

@@ -518,8 +518,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           let last = head
           let more = runLength > 1
           let ahead: Fiber.Fiber<ReadonlyArray<DeliveryRow>, DatabaseUnavailable> | undefined
-          let kept = Deferred.makeUnsafe<void, DatabaseUnavailable>()
-          yield* Deferred.succeed(kept, undefined)
+          // The write that keeps the run's last result or release (none before the first).
+          let kept: Deferred.Deferred<void, DatabaseUnavailable> | undefined
           let outcome: AttemptOutcome = "lease_lost"
           // The URL checked at the run's first request and reused by the rest (a refusal is not kept).
           let checked: Destination | undefined
@@ -585,7 +585,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           const unsentRows = [...queue, ...rest].map((row) => ({ id: row.id, token }))
           for (const row of unsentRows) letGo(row.id, token)
           if (unsentRows.length > 0) kept = yield* enqueue(undefined, unsentRows)
-          yield* Deferred.await(kept)
+          if (kept !== undefined) yield* Deferred.await(kept)
           // A result that was not written (its lease lost) tells it, as the heartbeat does.
           return !ended || Deferred.isDoneUnsafe(lost) ? "lease_lost" : outcome
         })
