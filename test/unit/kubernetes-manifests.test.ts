@@ -13,7 +13,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Schema } from "effect"
+import { Duration, Schema } from "effect"
+import { ShardingConfig } from "effect/cluster"
 import { Yaml } from "effect/encoding"
 import { Deployment, type IDeployment } from "kubernetes-models/apps/v1/Deployment"
 import { type IStatefulSet, StatefulSet } from "kubernetes-models/apps/v1/StatefulSet"
@@ -234,8 +235,12 @@ describe("Kubernetes manifests (deploy/kubernetes)", () => {
     assert.isTrue(Number.isFinite(pauseSeconds) && pauseSeconds > 0, "preStop pauses a number of seconds")
     const terminationGrace = runnerPod.terminationGracePeriodSeconds ?? 30
     assert.isAbove(terminationGrace, graceMs / 1000)
-    // The kubelet counts the preStop hook within the grace period.
-    assert.isAbove(terminationGrace, pauseSeconds + graceMs / 1000)
+    // The kubelet counts the preStop hook within the grace period; the shards are released after
+    // the HTTP drain, waiting for running entity messages up to the runner's termination timeout
+    // (the service keeps effect's default: cluster/runner.ts sets no entityTerminationTimeout).
+    const entityTerminationSeconds = Duration.toMillis(Duration.fromInputUnsafe(ShardingConfig.defaults.entityTerminationTimeout)) / 1000
+    assert.notInclude(readFileSync(join(root, "cluster/runner.ts"), "utf8"), "entityTerminationTimeout")
+    assert.isAbove(terminationGrace, pauseSeconds + graceMs / 1000 + entityTerminationSeconds)
   })
 
   it("the PodDisruptionBudget allows one runner away and selects the runners only", () => {
