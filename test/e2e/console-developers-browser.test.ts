@@ -103,6 +103,8 @@ const openBrowser = Effect.gen(function*() {
     (opened) => p(() => opened.close())
   )
   const context = yield* p(() => browser.newContext({ viewport: { width: 1280, height: 900 } }))
+  // The Copy button writes the clipboard; the test reads it back.
+  yield* p(() => context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: appUrl }))
   const page = yield* p(() => context.newPage())
   const cspReports: Array<string> = []
   page.on("console", (message) => {
@@ -213,23 +215,42 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
         const ticked = yield* p(() => page.locator("input[name=scope]:checked").evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value)))
         assert.deepStrictEqual(ticked, ["analytics:read", "campaigns:read", "conversions:read", "realtime:read"])
 
-        // A key with one more scope: the secret in a dialog, once, with the warning and a copy button.
+        // A key with one more scope, from the keyboard alone: the secret in a dialog, once, with the warning and a copy button.
         yield* p(async () => {
-          await page.fill("#key-name", "BI export")
-          await page.check("input[name=scope][value='events:write']")
-          await page.click("#create-key-submit")
+          await page.focus("#key-name")
+          await page.keyboard.type("BI export")
+          await page.focus("input[name=scope][value='events:write']")
+          await page.keyboard.press("Space")
+          await page.focus("#create-key-submit")
+          await page.keyboard.press("Enter")
           await page.waitForSelector("#secret-dialog[open]")
         })
         const secret = yield* p(() => page.locator("#secret-value").inputValue())
         assert.match(secret, /^svc_live_\S{20,}$/)
-        assert.include(yield* p(() => page.locator("#secret-warning").innerText()), "shown only this once")
-        assert.isTrue(yield* p(() => page.locator("#copy-secret").isVisible()))
-        // The dialog holds the focus (on the secret, selected for copying).
+        assert.include(yield* p(() => page.locator("#secret-warning").innerText()), "API key now: it is shown only this once")
+        // The dialog holds the focus (on the secret, selected for copying); Tab goes on to Copy, with its ring.
         assert.strictEqual(yield* p(() => page.evaluate(() => document.activeElement?.id)), "secret-value")
+        yield* p(() => page.keyboard.press("Tab"))
+        const copyFocus = yield* p(() =>
+          page.evaluate(() => {
+            const element = document.activeElement as HTMLElement
+            const style = window.getComputedStyle(element)
+            return { id: element.id, ring: style.outlineStyle !== "none" && style.outlineWidth !== "0px" }
+          })
+        )
+        assert.deepStrictEqual(copyFocus, { id: "copy-secret", ring: true })
+        yield* p(async () => {
+          await page.keyboard.press("Enter")
+          await page.waitForSelector("#copy-status:has-text('Copied')")
+        })
+        assert.strictEqual(yield* p(() => page.evaluate(() => navigator.clipboard.readText())), secret)
         assert.deepStrictEqual(yield* seriousViolations(page, "the secret dialog"), [])
         yield* shot("01-key-secret-shown-once")
-        yield* p(() => page.click("#secret-done"))
-        yield* p(() => page.waitForSelector("#secret-dialog", { state: "detached" }))
+        yield* p(async () => {
+          await page.keyboard.press("Tab")
+          await page.keyboard.press("Enter")
+          await page.waitForSelector("#secret-dialog", { state: "detached" })
+        })
         // Gone from the page for good: nothing in the document carries it any more.
         assert.notInclude(yield* p(() => page.content()), secret)
         yield* p(() => page.waitForSelector("#keys-table tbody tr[data-status=active]"))
@@ -257,7 +278,7 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
           await page.keyboard.press("Escape")
           await page.waitForSelector("#confirm-dialog", { state: "detached" })
         })
-        assert.strictEqual(yield* p(() => page.evaluate(() => document.activeElement?.textContent)), "Revoke")
+        yield* p(() => page.waitForFunction(() => document.activeElement?.classList.contains("revoke-key") === true, undefined, { timeout: 5000 }))
         assert.strictEqual((yield* api("/api/v1/me", { headers: asKey })).status, 200)
         yield* p(async () => {
           await page.click(revokeButton)
@@ -270,6 +291,8 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
         })
         assert.include(yield* p(() => page.locator("#keys-notice").innerText()), "revoked")
         assert.strictEqual(yield* p(() => page.locator(revokeButton).count()), 0, "a revoked key offers no Revoke")
+        // Its button gone, the keyboard carries on from the section's heading (not the top of the document).
+        yield* p(() => page.waitForFunction(() => document.activeElement?.id === "api-keys-title", undefined, { timeout: 5000 }))
         // The API refuses the revoked key (within the credential cache's 10 seconds).
         yield* until("the revoked key is refused", Effect.map(api("/api/v1/me", { headers: asKey }), (answer) => answer.status === 401))
         const refused = yield* api("/api/v1/overview?days=7", { headers: asKey })

@@ -75,6 +75,14 @@ const KeysSection = ({ profile }: { readonly profile: MyProfile }) => {
   const [revokeBusy, setRevokeBusy] = useState(false)
   const [revokeError, setRevokeError] = useState<unknown>(null)
   const [notice, setNotice] = useState("")
+  // After a revoke its row's button is gone: the keyboard carries on from the section's heading,
+  // once the dialog has closed (and given the focus back to that button).
+  const [focusHeading, setFocusHeading] = useState(false)
+  useEffect(() => {
+    if (!focusHeading || revoking !== null) return
+    setFocusHeading(false)
+    document.getElementById("api-keys-title")?.focus()
+  }, [focusHeading, revoking])
 
   const toggle = (scope: string, on: boolean) =>
     setChosen((previous) => (on ? [...previous, scope] : previous.filter((known) => known !== scope)))
@@ -116,6 +124,7 @@ const KeysSection = ({ profile }: { readonly profile: MyProfile }) => {
       setNotice(`Key ${revoking.name || revoking.prefix} revoked.`)
       setRevoking(null)
       reload()
+      setFocusHeading(true)
     } catch (failure) {
       setRevokeError(failureOf(failure))
     } finally {
@@ -125,7 +134,7 @@ const KeysSection = ({ profile }: { readonly profile: MyProfile }) => {
 
   return (
     <section class="dev-section" id="api-keys" aria-labelledby="api-keys-title">
-      <h2 id="api-keys-title">API keys</h2>
+      <h2 id="api-keys-title" tabIndex={-1}>API keys</h2>
       <p class="muted small">
         A key calls /api/v1 for this profile with the scopes it holds (<code>Authorization: Bearer …</code>). Its secret is shown once, when it is created.
       </p>

@@ -14,16 +14,17 @@ export const Modal = ({ id, title, onClose, children }: {
   readonly children: ComponentChildren
 }) => {
   const dialog = useRef<HTMLDialogElement>(null)
+  // The opener, taken on the first render (the click's own turn), before anything moves the focus.
+  const [opener] = useState(() => (document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null))
   useEffect(() => {
     const element = dialog.current
     if (element === null) return
-    const before = document.activeElement instanceof HTMLElement ? document.activeElement : null
     if (!element.open) element.showModal()
     return () => {
       if (element.open) element.close()
-      // The opener may have been re-rendered away; then the page's heading is the next best place.
-      if (before !== null && before.isConnected) before.focus()
-      else document.querySelector<HTMLElement>("main h1")?.focus()
+      // The opener may be gone or disabled; then the page's heading is the next best place.
+      opener?.focus()
+      if (opener === null || document.activeElement !== opener) document.querySelector<HTMLElement>("main h1")?.focus()
     }
   }, [])
   return (
