@@ -1,7 +1,7 @@
 /**
  * The console's screens and where each address leads (issue 33):
  * `/` sign-in (or on to the console when already signed in), `/console` the profile last used,
- * `/console/<profile>/overview` the Overview, `/console/<profile>/campaigns` the Campaigns. A profile the person does not reach is a page
+ * `/console/<profile>/overview` the Overview, `/console/<profile>/campaigns` the Campaigns, `/console/<profile>/developers` the keys and webhooks. A profile the person does not reach is a page
  * saying so; a failed call shows its message and request id.
  */
 import type { ComponentChildren } from "preact"
@@ -9,6 +9,8 @@ import { useEffect, useState } from "preact/hooks"
 import { ApiError, type MyProfile, myProfiles, type Person, me, rememberCsrfToken, safeNext, signIn, SignedOut, signOut, whoIsSignedIn } from "./client.ts"
 import { navigate, onLinkClick, useLocation } from "./router.ts"
 import { CampaignsScreen } from "./campaigns.tsx"
+import { DevelopersScreen } from "./developers.tsx"
+import { seesDevelopers } from "./access.ts"
 import { OverviewScreen } from "./overview.tsx"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"
 
@@ -83,8 +85,17 @@ interface Signed {
   readonly profiles: ReadonlyArray<MyProfile>
 }
 
-/** The screens of a profile, in the order the nav shows them. */
-const SCREENS = [{ path: "overview", label: "Overview" }, { path: "campaigns", label: "Campaigns" }] as const
+/**
+ * The screens of a profile, in the order the nav shows them; `offered` hides an entry the person's
+ * roles and scopes on the profile do not allow (decision 0126; the API refuses it anyway).
+ */
+const SCREENS: ReadonlyArray<{ readonly path: string; readonly label: string; readonly offered?: (profile: MyProfile) => boolean }> = [
+  { path: "overview", label: "Overview" },
+  { path: "campaigns", label: "Campaigns" },
+  { path: "developers", label: "Developers", offered: seesDevelopers }
+]
+
+const offeredScreens = (profile: MyProfile) => SCREENS.filter((known) => known.offered?.(profile) ?? true)
 
 const Frame = ({ signed, profile, screen, children }: {
   readonly signed: Signed
@@ -133,7 +144,7 @@ const Frame = ({ signed, profile, screen, children }: {
         )}
         {profile !== null && (
           <nav aria-label="Screens">
-            {SCREENS.map((known) => {
+            {offeredScreens(profile).map((known) => {
               // The range and model go along: the screens read the same figures over the same days.
               const to = `/console/${profile.profile_id}/${known.path}${window.location.search}`
               return (
@@ -242,6 +253,8 @@ const Console = ({ path, query }: { readonly path: string; readonly query: URLSe
         ? <OverviewScreen profile={profile} query={query} />
         : screen === "campaigns"
         ? <CampaignsScreen profile={profile} query={query} />
+        : screen === "developers"
+        ? <DevelopersScreen profile={profile} />
         : <NotFoundPage />}
     </Frame>
   )

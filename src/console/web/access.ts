@@ -1,0 +1,18 @@
+/**
+ * What the console offers a person on a profile, from the scopes and roles GET /api/v1/me/profiles
+ * answers (decision 0126). Hiding is a courtesy: the API refuses a call these rules would hide.
+ */
+import type { MyProfile } from "./client.ts"
+
+export const holds = (profile: MyProfile, scope: string): boolean => profile.scopes.includes(scope)
+
+/** API keys are the workspace's, managed (and listed) by its owners and admins only (decision 0019). */
+export const managesKeys = (profile: MyProfile): boolean =>
+  profile.workspace_role === "owner" || profile.workspace_role === "admin"
+
+/** Webhook endpoints and their deliveries: read under `connections:read`, changed under `connections:write`. */
+export const readsWebhooks = (profile: MyProfile): boolean => holds(profile, "connections:read")
+export const writesWebhooks = (profile: MyProfile): boolean => holds(profile, "connections:write")
+
+/** The Developers screen is offered when any of its sections is. */
+export const seesDevelopers = (profile: MyProfile): boolean => managesKeys(profile) || readsWebhooks(profile)
