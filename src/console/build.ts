@@ -6,6 +6,7 @@
  */
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
+import { gzipSync } from "node:zlib"
 import { fileURLToPath } from "node:url"
 
 export interface ConsoleAsset {
@@ -13,6 +14,8 @@ export interface ConsoleAsset {
   readonly path: `/console/assets/${string}`
   readonly contentType: string
   readonly bytes: Uint8Array
+  /** The same bytes gzipped once at build: the script is about a third of its size so. */
+  readonly gzipped: Uint8Array
 }
 
 export interface ConsoleBundle {
@@ -25,7 +28,8 @@ const ENTRY = fileURLToPath(new URL("./web/main.tsx", import.meta.url))
 const asset = (name: string, contentType: string, bytes: Uint8Array): ConsoleAsset => ({
   path: `/console/assets/${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}/${name}`,
   contentType,
-  bytes
+  bytes,
+  gzipped: gzipSync(bytes, { level: 9 })
 })
 
 /** One esbuild run: the script and the style sheet it imports (uPlot's and the console's own). */

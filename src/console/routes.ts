@@ -4,7 +4,7 @@
  * bundle. The console is a client of /api/v1 like any other: these routes serve files only.
  */
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { consoleBundle } from "./build.ts"
 import { consoleHeaders, shellPage } from "./pages.ts"
 
@@ -21,11 +21,15 @@ const assetRoute = (name: "script" | "style") =>
       const asset = bundle[name]
       // Only the current build's hash is served for good; an older one gets the current bytes, not cached.
       const current = asset.path.split("/")[3] === params["hash"]
-      return HttpServerResponse.uint8Array(asset.bytes, {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const gzip = /\bgzip\b/.test(request.headers["accept-encoding"] ?? "")
+      return HttpServerResponse.uint8Array(gzip ? asset.gzipped : asset.bytes, {
         contentType: asset.contentType,
         headers: {
           "cache-control": current ? "public, max-age=31536000, immutable" : "no-cache",
-          "x-content-type-options": "nosniff"
+          "x-content-type-options": "nosniff",
+          vary: "accept-encoding",
+          ...(gzip ? { "content-encoding": "gzip" } : {})
         }
       })
     })
