@@ -1,7 +1,8 @@
 /**
  * The console's screens and where each address leads (issue 33):
  * `/` sign-in (or on to the console when already signed in), `/console` the profile last used,
- * `/console/<profile>/overview` the Overview, `/console/<profile>/campaigns` the Campaigns. A profile the person does not reach is a page
+ * `/console/<profile>/overview` the Overview, `/console/<profile>/campaigns` the Campaigns, then `journeys`, `connections`
+ * and `reports`. A profile the person does not reach is a page
  * saying so; a failed call shows its message and request id.
  */
 import type { ComponentChildren } from "preact"
@@ -9,7 +10,10 @@ import { useEffect, useState } from "preact/hooks"
 import { ApiError, type MyProfile, myProfiles, type Person, me, rememberCsrfToken, safeNext, signIn, SignedOut, signOut, whoIsSignedIn } from "./client.ts"
 import { navigate, onLinkClick, useLocation } from "./router.ts"
 import { CampaignsScreen } from "./campaigns.tsx"
+import { ConnectionsScreen } from "./connections.tsx"
+import { JourneysScreen } from "./journeys.tsx"
 import { OverviewScreen } from "./overview.tsx"
+import { ReportsScreen } from "./reports.tsx"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"
 
 const LAST_PROFILE = "svc.console.lastProfile."
@@ -84,7 +88,13 @@ interface Signed {
 }
 
 /** The screens of a profile, in the order the nav shows them. */
-const SCREENS = [{ path: "overview", label: "Overview" }, { path: "campaigns", label: "Campaigns" }] as const
+const SCREENS = [
+  { path: "overview", label: "Overview" },
+  { path: "campaigns", label: "Campaigns" },
+  { path: "journeys", label: "Journeys" },
+  { path: "connections", label: "Connections" },
+  { path: "reports", label: "Reports" }
+] as const
 
 const Frame = ({ signed, profile, screen, children }: {
   readonly signed: Signed
@@ -242,6 +252,12 @@ const Console = ({ path, query }: { readonly path: string; readonly query: URLSe
         ? <OverviewScreen profile={profile} query={query} />
         : screen === "campaigns"
         ? <CampaignsScreen profile={profile} query={query} />
+        : screen === "journeys"
+        ? <JourneysScreen profile={profile} />
+        : screen === "connections"
+        ? <ConnectionsScreen profile={profile} query={query} />
+        : screen === "reports"
+        ? <ReportsScreen profile={profile} />
         : <NotFoundPage />}
     </Frame>
   )
