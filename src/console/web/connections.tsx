@@ -218,9 +218,9 @@ const ConnectionRow = ({ profile, connection, canWrite, onSynced }: {
         )}
         {error !== null && <ErrorPanel error={error} title="The sync could not start or be read" />}
         {canWrite && connection.status === "active" && (
-          <button type="button" class="sync-now" onClick={() => void sync()} disabled={starting || running}
-            aria-label={`Sync ${providerLabel(connection.provider)} now`}>
+          <button type="button" class="sync-now" onClick={() => void sync()} disabled={starting || running}>
             {running ? "Syncing…" : starting ? "Starting…" : "Sync now"}
+            <span class="visually-hidden"> ({providerLabel(connection.provider)})</span>
           </button>
         )}
       </td>

@@ -199,8 +199,9 @@ const ReportItem = ({ profile, report }: { readonly profile: MyProfile; readonly
         {rangeLabel(report.range)} · {modelLabel(report.filters.model)} · {report.reads.join(", ")}
         {report.schedule !== null && <> · {report.schedule.frequency} at {report.schedule.hour}:00</>}
       </p>
-      <button type="button" class="generate" onClick={() => void generate()} disabled={busy} aria-label={`Generate ${report.name} now`}>
+      <button type="button" class="generate" onClick={() => void generate()} disabled={busy}>
         {busy ? "Generating…" : "Generate now"}
+        <span class="visually-hidden"> ({report.name})</span>
       </button>
       {error !== null && <ErrorPanel error={error} title="The report could not be generated" />}
       <div aria-live="polite">
