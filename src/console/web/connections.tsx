@@ -306,7 +306,7 @@ export const ConnectionsScreen = ({ profile, query }: { readonly profile: MyProf
         <div class={`notice handoff-result${result?.status === "success" ? "" : " warn"}`} role="status" id="handoff-result"
           data-status={result?.status ?? returned.status} data-connection-id={result?.connection_id ?? ""}>
           <strong>{providerLabel(returned.provider)}: {HANDOFF_MESSAGES[result?.status ?? returned.status] ?? result?.status ?? returned.status}</strong>
-          {result?.reason !== null && result?.reason !== undefined && <span class="muted"> ({result.reason})</span>}
+          {result !== null && result.status !== "success" && result.reason !== null && <span class="muted"> ({result.reason})</span>}
         </div>
       )}
       {error !== null && <ErrorPanel error={error} title="The connections could not load" />}

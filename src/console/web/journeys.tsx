@@ -242,8 +242,8 @@ export const JourneysScreen = ({ profile }: { readonly profile: MyProfile }) => 
             )}
           </h2>
           <p class="muted small" id="journey-summary">
-            {shown.person.touch_count} touches · {shown.person.conversion_count} conversions · credit under {modelLabel(shown.model)}:
-            {" "}{formatDecimal(String(credited))} conversions shared among the touches shown
+            Touches: {shown.person.touch_count} · conversions: {shown.person.conversion_count} · credit under {modelLabel(shown.model)}
+            {" "}given to the touches shown: {formatDecimal(String(credited))}
           </p>
           {shown.rows.length === 0
             ? <p class="muted">No touch or outcome recorded for this person.</p>

@@ -6,9 +6,8 @@
  * No operation lists a report's past runs: the runs shown are the ones generated on this page.
  */
 import { useEffect, useState } from "preact/hooks"
-import { downloadFile, type MyProfile, request, SignedOut } from "./client.ts"
+import { CREDIT_MODELS, downloadFile, type MyProfile, request, SignedOut } from "./client.ts"
 import { modelLabel } from "./format.ts"
-import { CREDIT_MODELS } from "./client.ts"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"
 import "./screens.css"
 
@@ -58,6 +57,9 @@ const READS: ReadonlyArray<readonly [string, string]> = [
 
 const rangeLabel = (range: Report["range"]) =>
   typeof range === "string" ? RANGES.find(([value]) => value === range)?.[1] ?? range : `${range.start} to ${range.end}`
+
+const readLabel = (read: string) =>
+  READS.find(([value]) => value === read)?.[1] ?? (read.startsWith("breakdown:") ? `By ${read.slice("breakdown:".length).replace(/_/g, " ")}` : read)
 
 const bytes = (count: number) => (count < 1024 ? `${count} B` : `${(count / 1024).toFixed(1)} KB`)
 
@@ -196,7 +198,7 @@ const ReportItem = ({ profile, report }: { readonly profile: MyProfile; readonly
     <li class="report" data-report-id={report.id}>
       <h3>{report.name}</h3>
       <p class="muted small">
-        {rangeLabel(report.range)} · {modelLabel(report.filters.model)} · {report.reads.join(", ")}
+        {rangeLabel(report.range)} · {modelLabel(report.filters.model)} · {report.reads.map(readLabel).join(", ")}
         {report.schedule !== null && <> · {report.schedule.frequency} at {report.schedule.hour}:00</>}
       </p>
       <button type="button" class="generate" onClick={() => void generate()} disabled={busy}>
