@@ -333,18 +333,30 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
 
         // A sync from the button: its progress shows while it runs, and polling stops at done.
         const row = `tr[data-connection-id='${connectionId}']`
+        const started = Date.now()
         // A sync the connection queued on its own may be running: wait for it to end before asking for another.
         yield* p(() => page.waitForSelector(`${row} button.sync-now:not([disabled])`, { timeout: 60_000 }))
-        const before = yield* p(() => page.locator(`${row} .sync-progress`).getAttribute("data-job-id").catch(() => null))
+        const before = yield* p(async () => {
+          const shown = page.locator(`${row} .sync-progress`)
+          return (await shown.count()) === 0 ? null : await shown.getAttribute("data-job-id")
+        })
+        console.log(`connections: sync button usable ${Date.now() - started} ms after the connect (job shown before: ${before})`)
+        const reads: Array<string> = []
+        page.on("request", (request) => {
+          if (new URL(request.url()).pathname.startsWith("/api/v1/connections/sync/")) reads.push(new URL(request.url()).pathname)
+        })
         yield* p(() => page.click(`${row} button.sync-now`))
         yield* p(() => page.waitForSelector(`${row} .sync-progress[data-job-id]${before === null ? "" : `:not([data-job-id='${before}'])`}`))
         const jobId = yield* p(() => page.locator(`${row} .sync-progress`).getAttribute("data-job-id"))
         yield* p(() => page.waitForSelector(`${row} .sync-progress[data-job-status=done]`, { timeout: 60_000 }))
+        console.log(`connections: the requested sync shown done ${Date.now() - started} ms after the connect`)
         const job = yield* apiGet<{ readonly data: { readonly status: string; readonly progress: { readonly campaigns: number; readonly ads: number } } }>(
           cookie,
           `/api/v1/connections/sync/${jobId}?profile_id=${world.profileId}`
         )
         assert.strictEqual(job.body.data.status, "done")
+        // The screen read the job's progress until it ended (the POST answered it queued or running).
+        assert.isAbove(reads.filter((path) => path === `/api/v1/connections/sync/${jobId}`).length, 0)
         const progress = yield* p(() => page.locator(`${row} .sync-progress`).innerText())
         assert.include(progress, "Sync done")
         if (job.body.data.progress.campaigns > 0) assert.include(progress, `${job.body.data.progress.campaigns} campaigns`)
