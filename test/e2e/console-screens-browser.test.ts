@@ -7,6 +7,8 @@
  * - connects the sandbox ad platform through the hand-off (the sandbox's consent page, approved by
  *   clicking), comes back to the screen connected, starts a sync and follows its progress to done;
  * - saves a report, generates it, and downloads its CSV (the API's CSV, byte for byte) and its PDF.
+ * A guest without customers:read, connections:write or reports:write is offered the key lookup only,
+ * no Connect, and no report operation.
  * axe-core finds no serious or critical violation on any of the three; the strict CSP reports
  * nothing on the console's pages. Screenshots go to a temporary directory (logged, not kept in git).
  *
@@ -291,6 +293,52 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
 
         assert.deepStrictEqual(yield* seriousViolations(page, "journeys"), [])
         yield* shot("journeys-linear")
+        assert.deepStrictEqual(cspReports, [])
+      })))
+
+    it.effect("a guest who may read attribution but not people: the key lookup only, no Connect, no reports", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const world = yield* seed
+        const sql = yield* SqlClient
+        const partner = crypto.randomUUID()
+        const guestProfile = crypto.randomUUID()
+        yield* sql`INSERT INTO workspaces (id, name) VALUES (${partner}, 'Partner agency')`
+        yield* sql`INSERT INTO profiles (id, workspace_id, name, currency) VALUES (${guestProfile}, ${partner}, 'Client shop', 'EUR')`
+        yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${partner}, ${world.userId}, 'guest')`
+        yield* sql`
+          INSERT INTO profile_memberships (profile_id, user_id, role, permissions)
+          VALUES (${guestProfile}, ${world.userId}, 'viewer', ${["view:attribution", "view:dashboard"]})`
+        const { page, cspReports, cookieHeader } = yield* openBrowser
+        yield* signIn(page, world)
+        const cookie = yield* cookieHeader
+        const mine = yield* apiGet<{ readonly data: ReadonlyArray<{ readonly profile_id: string; readonly scopes: ReadonlyArray<string> }> }>(cookie, "/api/v1/me/profiles")
+        const scopes = mine.body.data.find((profile) => profile.profile_id === guestProfile)?.scopes ?? []
+        assert.include(scopes, "conversions:read")
+        assert.notInclude(scopes, "customers:read")
+        assert.notInclude(scopes, "connections:write")
+        assert.notInclude(scopes, "reports:write")
+
+        yield* p(() => page.goto(`${appUrl}/console/${guestProfile}/journeys`))
+        yield* p(() => page.waitForSelector("#lookup-by"))
+        assert.deepStrictEqual(yield* p(() => page.locator("#lookup-by option").allInnerTexts()), ["Customer key"])
+        assert.include(yield* p(() => page.locator("#lookup-hint").innerText()), "customers:read")
+        assert.deepStrictEqual(yield* seriousViolations(page, "journeys (guest)"), [])
+
+        yield* p(() => page.goto(`${appUrl}/console/${guestProfile}/connections`))
+        yield* p(() => page.waitForSelector("table.connections-table"))
+        assert.strictEqual(yield* p(() => page.locator("button[id^=connect-]").count()), 0)
+        assert.include(yield* p(() => page.locator("section.connections").innerText()), "needs the connections:write permission")
+
+        // Reports: nothing asked of the API, which would refuse; the screen says what is missing.
+        const reportReads: Array<string> = []
+        page.on("request", (request) => {
+          if (new URL(request.url()).pathname.startsWith("/api/v1/reports")) reportReads.push(request.url())
+        })
+        yield* p(() => page.goto(`${appUrl}/console/${guestProfile}/reports`))
+        yield* p(() => page.waitForSelector("section.reports p:has-text('the reports:write permission')"))
+        assert.strictEqual(yield* p(() => page.locator("#report-name").count()), 0)
+        assert.deepStrictEqual(reportReads, [])
+        assert.deepStrictEqual(yield* seriousViolations(page, "reports (guest)"), [])
         assert.deepStrictEqual(cspReports, [])
       })))
 

@@ -220,6 +220,8 @@ export const ReportsScreen = ({ profile }: { readonly profile: MyProfile }) => {
   const heading = useFocusHeading(profile.profile_id)
 
   useEffect(() => {
+    // Without reports:write the API refuses every report operation: nothing to ask.
+    if (!canUse) return
     let current = true
     setError(null)
     setReports(null)
@@ -244,14 +246,14 @@ export const ReportsScreen = ({ profile }: { readonly profile: MyProfile }) => {
     return () => {
       current = false
     }
-  }, [profile.profile_id])
+  }, [profile.profile_id, canUse])
 
   return (
-    <section class="reports" aria-busy={reports === null && error === null}>
+    <section class="reports" aria-busy={canUse && reports === null && error === null}>
       <h1 ref={heading} tabIndex={-1}>Reports <span class="muted">· {profile.name || "Unnamed profile"}</span></h1>
       {!canUse && <p class="muted">Reports need the reports:write permission on this profile.</p>}
       {error !== null && <ErrorPanel error={error} title="The reports could not load" />}
-      {error === null && reports === null && <p class="loading">Loading the reports…</p>}
+      {canUse && error === null && reports === null && <p class="loading">Loading the reports…</p>}
       {reports !== null && (
         <>
           <h2 id="saved-heading">Saved reports</h2>
