@@ -657,15 +657,14 @@ describe.skipIf(executablePath === undefined)("the console in headless Chromium"
         const forward = [yield* press("Tab"), yield* press("Tab")]
         assert.deepStrictEqual(forward, [{ name: "#range", ring: true }, { name: "#model", ring: true }])
         yield* p(() => page.focus("h1"))
-        const back = [
-          yield* press("Shift+Tab"),
-          yield* press("Shift+Tab"),
-          yield* press("Shift+Tab"),
-          yield* press("Shift+Tab"),
-          yield* press("Shift+Tab")
-        ]
+        const back = []
+        for (let n = 0; n < 9; n++) back.push(yield* press("Shift+Tab"))
         assert.deepStrictEqual(back, [
           { name: "#sign-out", ring: true },
+          { name: "a:Developers", ring: true },
+          { name: "a:Reports", ring: true },
+          { name: "a:Connections", ring: true },
+          { name: "a:Journeys", ring: true },
           { name: "a:Campaigns", ring: true },
           { name: "a:Overview", ring: true },
           { name: "#profile-switcher", ring: true },

@@ -16,3 +16,12 @@ export const writesWebhooks = (profile: MyProfile): boolean => holds(profile, "c
 
 /** The Developers screen is offered when any of its sections is. */
 export const seesDevelopers = (profile: MyProfile): boolean => managesKeys(profile) || readsWebhooks(profile)
+
+/** A journey is read under `conversions:read` (by customer key; email and phone need `customers:read` too). */
+export const readsJourneys = (profile: MyProfile): boolean => holds(profile, "conversions:read")
+
+/** The profile's connections are listed under `connections:read`. */
+export const readsConnections = (profile: MyProfile): boolean => holds(profile, "connections:read")
+
+/** Saved reports are listed, made and generated under `reports:write` (the spec names no read scope for them). */
+export const usesReports = (profile: MyProfile): boolean => holds(profile, "reports:write")

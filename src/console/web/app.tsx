@@ -1,7 +1,8 @@
 /**
  * The console's screens and where each address leads (issue 33):
  * `/` sign-in (or on to the console when already signed in), `/console` the profile last used,
- * `/console/<profile>/overview` the Overview, `/console/<profile>/campaigns` the Campaigns, `/console/<profile>/developers` the keys and webhooks. A profile the person does not reach is a page
+ * `/console/<profile>/overview` the Overview, `/console/<profile>/campaigns` the Campaigns, then `journeys`, `connections`,
+ * `reports` and `developers` (keys and webhooks). A profile the person does not reach is a page
  * saying so; a failed call shows its message and request id.
  */
 import type { ComponentChildren } from "preact"
@@ -9,9 +10,12 @@ import { useEffect, useState } from "preact/hooks"
 import { ApiError, type MyProfile, myProfiles, type Person, me, rememberCsrfToken, safeNext, signIn, SignedOut, signOut, whoIsSignedIn } from "./client.ts"
 import { navigate, onLinkClick, useLocation } from "./router.ts"
 import { CampaignsScreen } from "./campaigns.tsx"
+import { ConnectionsScreen } from "./connections.tsx"
 import { DevelopersScreen } from "./developers.tsx"
-import { seesDevelopers } from "./access.ts"
+import { readsConnections, readsJourneys, seesDevelopers, usesReports } from "./access.ts"
+import { JourneysScreen } from "./journeys.tsx"
 import { OverviewScreen } from "./overview.tsx"
+import { ReportsScreen } from "./reports.tsx"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"
 
 const LAST_PROFILE = "svc.console.lastProfile."
@@ -92,6 +96,9 @@ interface Signed {
 const SCREENS: ReadonlyArray<{ readonly path: string; readonly label: string; readonly offered?: (profile: MyProfile) => boolean }> = [
   { path: "overview", label: "Overview" },
   { path: "campaigns", label: "Campaigns" },
+  { path: "journeys", label: "Journeys", offered: readsJourneys },
+  { path: "connections", label: "Connections", offered: readsConnections },
+  { path: "reports", label: "Reports", offered: usesReports },
   { path: "developers", label: "Developers", offered: seesDevelopers }
 ]
 
@@ -253,6 +260,12 @@ const Console = ({ path, query }: { readonly path: string; readonly query: URLSe
         ? <OverviewScreen profile={profile} query={query} />
         : screen === "campaigns"
         ? <CampaignsScreen profile={profile} query={query} />
+        : screen === "journeys"
+        ? <JourneysScreen profile={profile} />
+        : screen === "connections"
+        ? <ConnectionsScreen profile={profile} query={query} />
+        : screen === "reports"
+        ? <ReportsScreen profile={profile} />
         : screen === "developers"
         ? <DevelopersScreen profile={profile} />
         : <NotFoundPage />}

@@ -119,6 +119,30 @@ export const request = async <T>(path: string, options: RequestOptions = {}): Pr
   return (await response.json()) as T
 }
 
+/**
+ * A file the API answers (a report's CSV or PDF), fetched with the session like any read and
+ * saved through a Blob URL: a refusal shows its message instead of being saved as the file.
+ */
+export const downloadFile = async (path: string, query: RequestOptions["query"], filename: string): Promise<void> => {
+  let response: Response
+  try {
+    response = await fetch(addressOf(path, query), { method: "GET", credentials: "same-origin" })
+  } catch {
+    throw new ApiError(0, "network", "The service could not be reached. Check the connection and try again.", null)
+  }
+  if (response.status === 401) return goToSignIn()
+  if (!response.ok) throw await errorOf(response)
+  const url = URL.createObjectURL(await response.blob())
+  const link = document.createElement("a")
+  link.href = url
+  link.download = filename
+  document.body.append(link)
+  link.click()
+  link.remove()
+  // The click has handed the Blob to the download; the URL is no longer needed.
+  window.setTimeout(() => URL.revokeObjectURL(url), 10_000)
+}
+
 // --- The operations the console calls (their shapes as openapi.json states them) -------------
 
 export interface Session {
