@@ -67,6 +67,11 @@ export const CreateExperiment = Schema.Struct({
   target: Schema.optionalKey(Target),
   /** pre_post: days before the window fitted (default 28, 14 to 180). */
   pre_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 14, maximum: 180 }))),
+  /**
+   * audience_holdout only, optional: the campaign (or ad set) delivering to the uploaded audience.
+   * Its spend over the window makes the results' `incremental_roas`; without it there is none.
+   */
+  spend_target: Schema.optionalKey(Target),
   /** When given, the design is computed and stored; a window that cannot reach it is accepted with a warning. */
   design: Schema.optionalKey(DesignAsk)
 })
@@ -86,7 +91,9 @@ export const ExperimentConfig = Schema.Struct({
   target: Schema.NullOr(Target),
   pre_days: Schema.NullOr(Schema.Int),
   /** switchback: every day of the window, on (delivering) or off (paused). */
-  schedule: Schema.NullOr(Schema.Array(ScheduleDay))
+  schedule: Schema.NullOr(Schema.Array(ScheduleDay)),
+  /** audience_holdout: the campaign delivering to the audience, whose spend gives `incremental_roas` (absent when not named). */
+  spend_target: Schema.optionalKey(Schema.NullOr(Target))
 })
 export type ExperimentConfig = typeof ExperimentConfig.Type
 
@@ -178,6 +185,16 @@ export const Check = Schema.Struct({
 })
 export type Check = typeof Check.Type
 
+export const RoasUnavailableReason = Schema.Literals([
+  "no_spend_target",
+  "spend_unknown",
+  "fx_rate_missing",
+  "no_spend_in_treatment",
+  "metric_is_count",
+  "insufficient_data"
+])
+export type RoasUnavailableReason = typeof RoasUnavailableReason.Type
+
 export const ExperimentResults = Schema.Struct({
   experiment_id: Schema.String,
   kind: ExperimentKind,
@@ -201,7 +218,27 @@ export const ExperimentResults = Schema.Struct({
   checks: Schema.Array(Check),
   failed_checks: Schema.Array(Schema.String),
   /** pre_post: the pre-period fit. */
-  fit: Schema.NullOr(Schema.Struct({ r_squared: Schema.Finite, rmspe: Schema.Finite, pre_days: Schema.Int, donors: Schema.Int }))
+  fit: Schema.NullOr(Schema.Struct({ r_squared: Schema.Finite, rmspe: Schema.Finite, pre_days: Schema.Int, donors: Schema.Int })),
+  /**
+   * The target's ad spend on the treatment days (switchback: the analysed on days; pre_post: the
+   * analysed post days; audience_holdout: the analysed days of its `spend_target`), in the
+   * profile's currency (`currency`, null when the profile has none), from the imported or synced
+   * daily spend (days of the profile's calendar matched to the experiment's UTC days). Null when
+   * it is not known.
+   */
+  spend: Schema.NullOr(Schema.Struct({ amount: Schema.Finite, currency: Schema.NullOr(Schema.String), days: Schema.Int })),
+  /**
+   * Incremental value over `spend` (measure `value`): the interval is `incremental_value`'s bounds
+   * over the spend (spend taken as exact). Null exactly when `incremental_roas_unavailable` is set.
+   */
+  incremental_roas: Schema.NullOr(IntervalWire),
+  /**
+   * Why there is no incremental ROAS: `no_spend_target` (a holdout without `spend_target`),
+   * `spend_unknown` (no spend row for the target), `fx_rate_missing` (a day's spend could not be
+   * converted), `no_spend_in_treatment` (zero spend on the treatment days), `metric_is_count` (no
+   * value to divide), `insufficient_data` (no value lift interval).
+   */
+  incremental_roas_unavailable: Schema.NullOr(Schema.Struct({ reason: RoasUnavailableReason }))
 })
 export type ExperimentResults = typeof ExperimentResults.Type
 export const ExperimentResultsBody = Schema.Struct({ data: ExperimentResults })

@@ -4,7 +4,17 @@
  * statistics functions' numbers.
  */
 import { createHash } from "node:crypto"
-import type { Check, Design, ExperimentResults, IntervalWire, Metric, ScheduleDay } from "../../schema/experiments.ts"
+import type {
+  Check,
+  Design,
+  ExperimentConfig,
+  ExperimentKind,
+  ExperimentResults,
+  IntervalWire,
+  Metric,
+  RoasUnavailableReason,
+  ScheduleDay
+} from "../../schema/experiments.ts"
 import {
   analyseSwitchback,
   bootstrapMeanDifference,
@@ -73,7 +83,10 @@ export interface Analysed {
   readonly end: string
 }
 
-type ResultCore = Omit<ExperimentResults, "experiment_id" | "kind" | "status" | "metric" | "window" | "analysed">
+type ResultCore = Omit<
+  ExperimentResults,
+  "experiment_id" | "kind" | "status" | "metric" | "window" | "analysed" | "spend" | "incremental_roas" | "incremental_roas_unavailable"
+>
 
 const failed = (checks: ReadonlyArray<Check>) => checks.filter((c) => !c.passed).map((c) => c.name)
 
@@ -383,4 +396,55 @@ export const daysDesign = (input: DesignInput, daily: ReadonlyArray<number>): De
   })
   const warnings = input.windowDays !== null && input.windowDays < days ? ["window_too_short"] : []
   return { ...base, required_days: days, warnings }
+}
+
+/** The days a kind's treatment ran within the analysed days: a switchback's on days, else every analysed day. */
+export const treatmentDays = (kind: ExperimentKind, config: ExperimentConfig, analysed: Analysed): ReadonlyArray<string> =>
+  kind === "switchback"
+    ? (config.schedule ?? []).filter((d) => d.on && d.date >= analysed.start && d.date <= analysed.end).map((d) => d.date)
+    : daysOf(analysed.start, analysed.end)
+
+/** The spend of the target on the treatment days as read (null: no target to read it for). */
+export interface SpendRead {
+  readonly known: boolean
+  readonly currency: string | null
+  /** Days with spend only; `amount` null when that day's spend could not be converted. */
+  readonly days: ReadonlyArray<{ readonly day: string; readonly amount: number | null }>
+}
+
+export type RoasFields = Pick<ExperimentResults, "spend" | "incremental_roas" | "incremental_roas_unavailable">
+
+/**
+ * Incremental ROAS: incremental value over the target's spend on the treatment days. Spend is
+ * taken as exact, so the interval is the value interval's bounds over it.
+ */
+export const incrementalRoas = (
+  incrementalValue: IntervalWire | null,
+  treatment: ReadonlyArray<string>,
+  spend: SpendRead | null
+): RoasFields => {
+  const none = (reason: RoasUnavailableReason, known: RoasFields["spend"] = null): RoasFields => ({
+    spend: known,
+    incremental_roas: null,
+    incremental_roas_unavailable: { reason }
+  })
+  if (spend === null) return none("no_spend_target")
+  if (!spend.known) return none("spend_unknown")
+  const inTreatment = new Set(treatment)
+  const days = spend.days.filter((d) => inTreatment.has(d.day))
+  if (days.some((d) => d.amount === null)) return none("fx_rate_missing")
+  const amount = days.reduce((s, d) => s + (d.amount ?? 0), 0)
+  const figures = { amount, currency: spend.currency, days: treatment.length }
+  if (!(amount > 0)) return none("no_spend_in_treatment", figures)
+  if (incrementalValue === null) return none("insufficient_data", figures)
+  return {
+    spend: figures,
+    incremental_roas: {
+      estimate: incrementalValue.estimate / amount,
+      lower: incrementalValue.lower / amount,
+      upper: incrementalValue.upper / amount,
+      level: incrementalValue.level
+    },
+    incremental_roas_unavailable: null
+  }
 }

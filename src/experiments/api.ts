@@ -52,7 +52,8 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
       .annotate(OpenApi.Summary, "Create an experiment as a draft: audience_holdout, switchback or pre_post")
       .annotate(
         OpenApi.Description,
-        "`audience_holdout` needs `holdout_fraction` (0.01 to 0.5) and no `target`; `switchback` needs a `target` " +
+        "`audience_holdout` needs `holdout_fraction` (0.01 to 0.5) and no `target`, and may name the campaign (or ad " +
+          "set) delivering to the audience as `spend_target` (its spend gives the results' `incremental_roas`); `switchback` needs a `target` " +
           "(campaign or ad set) and gets a seeded schedule of whole days on and off in `config.schedule`; `pre_post` " +
           "needs a campaign `target` and fits `pre_days` (default 28) before the window. A `design` is computed from the " +
           "profile's history and stored; a window that cannot reach it is accepted with `window_too_short` in " +
@@ -135,7 +136,13 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
         "Computed at read over the window's whole days so far (interim while running). A draft is 409 `invalid_state` " +
           "(`experiment_draft`). Holdout: exposed against held-out customers (Newcombe for counts, a seeded bootstrap for " +
           "value) with a sample-ratio check; switchback: OLS of daily outcomes on on/off with day-of-week controls (HC1); " +
-          "pre_post: a synthetic control of the other campaigns with its pre-period fit."
+          "pre_post: a synthetic control of the other campaigns with its pre-period fit. Incremental ROAS (measure " +
+          "`value`): `incremental_roas` is `incremental_value` over `spend`, the target's imported or synced ad spend on the " +
+          "treatment days in the profile's currency (switchback: the analysed on days; pre_post: the analysed post days; " +
+          "audience_holdout: the analysed days of its optional `spend_target`), its interval the value interval's bounds " +
+          "over that spend. Without it `incremental_roas` is null and `incremental_roas_unavailable.reason` says why: " +
+          "`no_spend_target`, `spend_unknown`, `fx_rate_missing`, `no_spend_in_treatment`, `metric_is_count` or " +
+          "`insufficient_data`."
       )
       .annotateMerge(read)
   )

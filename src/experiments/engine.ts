@@ -16,10 +16,13 @@ import {
   type CampaignSeries,
   type DayFigures,
   holdoutResults,
+  incrementalRoas,
   PRE_POST_MODEL,
   prePostResults,
-  switchbackResults
+  switchbackResults,
+  treatmentDays
 } from "./analysis.ts"
+import { AnalyticsImports } from "../analytics/imports/service.ts"
 import { dateOf, dayNumber } from "./statistics/index.ts"
 import { type Execution, type ExperimentRow, ExperimentsRepo, type Transition } from "./repo.ts"
 
@@ -66,6 +69,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
       const series = yield* OutcomeSeries
       const outbox = yield* OutboxRepo
       const ads = yield* AdActions
+      const spendOf = yield* AnalyticsImports
 
       const notFound = () => new NotFound({ message: "No experiment with this id on the profile." })
       const refuse = (reason: string, message: string) => new InvalidState({ message, reason })
@@ -260,7 +264,10 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
             insufficient_data: { reason: "no whole day of the window has passed yet" },
             checks: [],
             failed_checks: [],
-            fit: null
+            fit: null,
+            spend: null,
+            incremental_roas: null,
+            incremental_roas_unavailable: { reason: "insufficient_data" }
           } satisfies ExperimentResults
         }
         const core = yield* Effect.gen(function*() {
@@ -295,10 +302,17 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
           const all: ReadonlyArray<CampaignSeries> = [...byCampaign.entries()].map(([campaignId, byDay]) => ({ campaignId, byDay }))
           return prePostResults(metric, row.config.target?.id ?? "", preDays, analysed, all)
         })
-        return { ...header, ...core } satisfies ExperimentResults
+        // The spend of the campaign the treatment ran on: the target, or a holdout's named spend target.
+        const spendTarget = row.kind === "audience_holdout" ? row.config.spend_target ?? null : row.config.target
+        const treatment = treatmentDays(row.kind, row.config, analysed)
+        const spend = spendTarget === null ? null : yield* spendOf.targetSpend(profileId, spendTarget.level, spendTarget.id, treatment)
+        const roas = row.measure === "count"
+          ? { ...incrementalRoas(null, treatment, spend), incremental_roas_unavailable: { reason: "metric_is_count" as const } }
+          : incrementalRoas(core.incremental_value, treatment, spend)
+        return { ...header, ...core, ...roas } satisfies ExperimentResults
       })
 
       return { read, start, stop, results, advance }
     })
-  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, OutboxRepo.layer, AdActions.layer]))
+  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, OutboxRepo.layer, AdActions.layer, AnalyticsImports.layer]))
 }

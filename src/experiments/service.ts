@@ -155,12 +155,16 @@ export class Experiments extends Context.Service<Experiments, {
           if (body.kind === "pre_post" && body.target.level !== "campaign") return yield* invalid("body.target.level: a pre_post compares campaigns.")
         }
         if (body.pre_days !== undefined && body.kind !== "pre_post") return yield* invalid("body.pre_days: only a pre_post takes it.")
+        if (body.spend_target !== undefined && body.kind !== "audience_holdout") {
+          return yield* invalid("body.spend_target: only an audience_holdout takes it (a switchback's or pre_post's spend is its target's).")
+        }
         const salt = randomBytes(16).toString("hex")
         const config: ExperimentConfig = {
           holdout_fraction: body.holdout_fraction ?? null,
           target: body.target ?? null,
           pre_days: body.kind === "pre_post" ? body.pre_days ?? DEFAULT_PRE_DAYS : null,
-          schedule: body.kind === "switchback" ? switchbackSchedule(salt, body.window.start, body.window.end) : null
+          schedule: body.kind === "switchback" ? switchbackSchedule(salt, body.window.start, body.window.end) : null,
+          ...(body.spend_target === undefined ? {} : { spend_target: body.spend_target })
         }
         const stored = body.design === undefined ? null : yield* designFor(profile.profileId, {
           kind: body.kind,
