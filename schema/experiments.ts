@@ -119,7 +119,19 @@ export const Design = Schema.Struct({
   required_sample: Schema.NullOr(SampleSizeWire),
   required_days: Schema.NullOr(Schema.Int),
   window_days: Schema.NullOr(Schema.Int),
-  /** `no_history`, `window_too_short`, `list_too_small`, `not_supported_for_kind` (pre_post: no power before its fit). */
+  /**
+   * pre_post: the in-time placebos it rests on: fits of `pre_days` days over the history, the
+   * campaigns used as donors, the placebo windows at the required length and the root mean square
+   * error of a post total of that length (`total_error`, null when none reaches the power).
+   */
+  placebo: Schema.optionalKey(Schema.Struct({
+    pre_days: Schema.Int,
+    donors: Schema.Int,
+    windows: Schema.Int,
+    longest_measured_days: Schema.Int,
+    total_error: Schema.NullOr(Schema.Finite)
+  })),
+  /** `no_history`, `window_too_short`, `list_too_small`, `history_too_short` (pre_post: the history measures no post window long enough). */
   warnings: Schema.Array(Schema.String)
 })
 export type Design = typeof Design.Type
@@ -131,8 +143,12 @@ export const DesignRequest = Schema.Struct({
   holdout_fraction: Schema.optionalKey(Schema.Finite.check(Schema.isBetween({ minimum: 0.01, maximum: 0.5 }))),
   /** When given, the answer warns when it cannot reach the design. */
   window: Schema.optionalKey(Window),
-  /** Days of history read (default 28, 7 to 365). */
-  history_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 7, maximum: 365 })))
+  /** Days of history read (default 28, 7 to 365; pre_post default 180). */
+  history_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 7, maximum: 365 }))),
+  /** pre_post (required there): the campaign whose change is measured. */
+  target: Schema.optionalKey(Target),
+  /** pre_post: days each fit reads (default 28, 14 to 180), as the experiment's `pre_days`. */
+  pre_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 14, maximum: 180 })))
 })
 export type DesignRequest = typeof DesignRequest.Type
 

@@ -23,6 +23,7 @@ import {
   dateOf,
   dayNumber,
   type Estimate,
+  prePostDesign,
   type Estimated,
   sampleRatioMismatch,
   sampleSizeTwoMeans,
@@ -309,6 +310,8 @@ export interface DesignInput {
   readonly historyDays: number
   readonly holdoutFraction: number
   readonly windowDays: number | null
+  /** pre_post: days each fit reads. */
+  readonly preDays: number
 }
 
 const mean = (xs: ReadonlyArray<number>) => xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length
@@ -381,10 +384,6 @@ export const daysDesign = (input: DesignInput, daily: ReadonlyArray<number>): De
     baseline: { customers: null, conversion_rate: null, mean: m, sd: s },
     method: "switchback regression power, shifted t approximation, day-of-week controls"
   }
-  // A pre/post's power rests on how well the donors will track the target, unknown before the fit.
-  if (input.kind === "pre_post") {
-    return { ...base, method: "none: a pre/post's precision depends on its pre-period fit (see its results)", required_days: null, warnings: ["not_supported_for_kind"] }
-  }
   if (!(s > 0) || !(m > 0)) return { ...base, required_days: null, warnings: ["no_history"] }
   const { days } = switchbackDays({
     dailyMean: m,
@@ -447,4 +446,59 @@ export const incrementalRoas = (
     },
     incremental_roas_unavailable: null
   }
+}
+
+/**
+ * A pre/post's design from the history's in-time placebos (statistics/pre-post-power.ts): the
+ * target campaign's credited daily series and the other campaigns' as donors, fitted as the
+ * results will fit them.
+ */
+export const prePostDesignOf = (
+  input: DesignInput,
+  targetId: string,
+  days: ReadonlyArray<string>,
+  series: ReadonlyArray<CampaignSeries>
+): Design => {
+  const all = (s: CampaignSeries | undefined) => days.map((d) => measureOf(input.metric, s?.byDay.get(d)))
+  // Days before the target's first outcome (a campaign not yet running) would read as zeros the post never has.
+  const first = Math.max(0, all(series.find((s) => s.campaignId === targetId)).findIndex((x) => x !== 0))
+  const values = (s: CampaignSeries | undefined) => all(s).slice(first)
+  const target = values(series.find((s) => s.campaignId === targetId))
+  const donors = series.filter((s) => s.campaignId !== targetId).map(values).filter((v) => v.some((x) => x !== 0))
+  const m = mean(target)
+  const base = {
+    kind: input.kind,
+    metric: input.metric,
+    method: `in-time placebos: synthetic control (credit model ${PRE_POST_MODEL}) fitted on ${input.preDays} days at each day of the history, RMS error of post-window totals, normal approximation`,
+    minimum_detectable_effect: input.minimumEffect,
+    effect_kind: input.effectKind,
+    confidence: input.confidence,
+    power: input.power,
+    history_days: input.historyDays,
+    window_days: input.windowDays,
+    required_sample: null,
+    baseline: { customers: null, conversion_rate: null, mean: m, sd: sd(target) }
+  }
+  if (!(m > 0) || donors.length === 0) return { ...base, required_days: null, warnings: ["no_history"] }
+  const design = prePostDesign({
+    target,
+    donors,
+    preDays: input.preDays,
+    minimumEffect: input.minimumEffect,
+    effectKind: input.effectKind,
+    alpha: 1 - input.confidence,
+    power: input.power
+  })
+  const placebo = (windows: number, error: number | null) => ({
+    pre_days: input.preDays,
+    donors: donors.length,
+    windows,
+    longest_measured_days: design.longestMeasured,
+    total_error: error
+  })
+  if (design._tag === "HistoryTooShort") {
+    return { ...base, required_days: null, placebo: placebo(0, null), warnings: ["history_too_short"] }
+  }
+  const warnings = input.windowDays !== null && input.windowDays < design.days ? ["window_too_short"] : []
+  return { ...base, required_days: design.days, placebo: placebo(design.placebos, design.totalError), warnings }
 }

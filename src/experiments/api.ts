@@ -78,8 +78,12 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
         OpenApi.Description,
         "For a metric, a minimum detectable effect (relative by default), confidence (default 0.95) and power (default " +
           "0.8): `required_sample` (holdout: customers per group) or `required_days` (switchback, pre_post), from the last " +
-          "`history_days` (default the window's length, else 28) whole days. `warnings`: `no_history`, `window_too_short`, " +
-          "`list_too_small`, `not_supported_for_kind` (a pre_post: its precision rests on a fit not made yet)."
+          "`history_days` (default the window's length, else 28; pre_post 180) whole days. A pre_post needs its campaign " +
+          "`target` (and takes `pre_days`, default 28): at every day of the history the synthetic control is fitted on the " +
+          "`pre_days` before it, as the results will be, and the root mean square of these in-time placebo errors of a " +
+          "post total of L days gives the fewest L with L × effect ≥ (z₁₋α/₂ + z_power) × error (`placebo` reports them). " +
+          "`warnings`: `no_history`, `window_too_short`, `list_too_small`, `history_too_short` (a pre_post whose history " +
+          "measures no post window, with at least 10 placebos, long enough to reach the power)."
       )
       .annotateMerge(read),
     HttpApiEndpoint.get("getExperiment", "/experiments/:id", {

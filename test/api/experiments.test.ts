@@ -20,6 +20,7 @@ import {
   bootstrapMeanDifference,
   compareProportions,
   createRandom,
+  prePostDesign,
   sampleSizeTwoProportions,
   switchbackDays,
   syntheticControl
@@ -879,6 +880,76 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.deepStrictEqual(r.json.data.warnings, expected.total > 500 ? ["list_too_small"] : [])
       }))
 
+    it.effect("pre_post: days from the history's in-time placebos of the campaign's synthetic control, equal to prePostDesign; short window and short history warn", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const noise = createRandom(11)
+        const rows: Array<SeedConversion> = []
+        const series = { target: [] as Array<number>, d1: [] as Array<number>, d2: [] as Array<number> }
+        for (let i = 0; i < 100; i++) {
+          const date = dayFromToday(-100 + i)
+          const a = 10 + (i % 7) * 2
+          const b = 14 + ((i * 3) % 5) * 2
+          const t = Math.max(0, Math.round((a + b) / 2 + 2 * noise.normal()))
+          series.d1.push(a)
+          series.d2.push(b)
+          series.target.push(t)
+          for (const [campaign, n] of [["cmp_t", t], ["cmp_1", a], ["cmp_2", b]] as const) {
+            for (let k = 0; k < n; k++) rows.push({ customerId: null, at: noonOf(date, k), key: "purchase", value: 5, cash: false, campaign })
+          }
+        }
+        yield* seedConversions(p.profileId, rows)
+        const body = {
+          kind: "pre_post",
+          metric: { conversion_key: "purchase", measure: "count" },
+          minimum_detectable_effect: 0.15,
+          target: { level: "campaign", id: "cmp_t" },
+          pre_days: 21,
+          history_days: 100,
+          window: { start: dayFromToday(1), end: dayFromToday(2) }
+        }
+        const r = yield* post(p.key, "/api/v1/experiments/design", body)
+        assert.strictEqual(r.status, 200, r.text)
+        const expected = prePostDesign({ target: series.target, donors: [series.d1, series.d2], preDays: 21, minimumEffect: 0.15, effectKind: "relative" })
+        assert.strictEqual(expected._tag, "Design")
+        if (expected._tag !== "Design") return
+        const d = r.json.data
+        assert.include(d.method, "in-time placebos")
+        assert.strictEqual(d.required_days, expected.days)
+        assert.isAbove(expected.days, 2)
+        assert.deepStrictEqual(d.placebo, {
+          pre_days: 21,
+          donors: 2,
+          windows: expected.placebos,
+          longest_measured_days: expected.longestMeasured,
+          total_error: d.placebo.total_error
+        })
+        close(d.placebo.total_error, expected.totalError, "placebo error")
+        close(d.baseline.mean, expected.dailyMean, "daily mean")
+        assert.deepStrictEqual(d.warnings, ["window_too_short"])
+        const long = yield* post(p.key, "/api/v1/experiments/design", { ...body, window: { start: dayFromToday(1), end: dayFromToday(1 + expected.days) } })
+        assert.deepStrictEqual(long.json.data.warnings, [])
+        // 30 days of history: 9 placebo fits of 21 days, fewer than the 10 a length needs.
+        const short = yield* post(p.key, "/api/v1/experiments/design", { ...body, history_days: 30 })
+        assert.strictEqual(short.status, 200, short.text)
+        assert.strictEqual(short.json.data.required_days, null)
+        assert.deepStrictEqual(short.json.data.warnings, ["history_too_short"])
+        assert.strictEqual(short.json.data.placebo.longest_measured_days, 0)
+        // A create with a design stores the same answer (its history the default 180 days).
+        const created = yield* post(p.key, "/api/v1/experiments", {
+          name: "Pre/post with a design",
+          kind: "pre_post",
+          metric: body.metric,
+          window: body.window,
+          target: body.target,
+          pre_days: 21,
+          design: { minimum_detectable_effect: 0.15 }
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        assert.strictEqual(created.json.data.design.history_days, 180)
+        assert.strictEqual(created.json.data.design.required_days, expected.days)
+      }))
+
     it.effect("no history: required null with no_history; bad input is 400 validation_error", () =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
@@ -893,10 +964,25 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         const prePost = yield* post(p.key, "/api/v1/experiments/design", {
           kind: "pre_post",
           metric: { conversion_key: "purchase", measure: "count" },
-          minimum_detectable_effect: 0.1
+          minimum_detectable_effect: 0.1,
+          target: { level: "campaign", id: "cmp_t" }
         })
+        assert.strictEqual(prePost.status, 200, prePost.text)
         assert.strictEqual(prePost.json.data.required_days, null)
-        assert.deepStrictEqual(prePost.json.data.warnings, ["not_supported_for_kind"])
+        assert.deepStrictEqual(prePost.json.data.warnings, ["no_history"])
+        for (
+          const bad of [
+            { kind: "pre_post" },
+            { kind: "pre_post", target: { level: "ad_set", id: "s1" } },
+            { kind: "switchback", target: { level: "campaign", id: "c1" } },
+            { kind: "switchback", pre_days: 28 },
+            { kind: "pre_post", target: { level: "campaign", id: "c1" }, pre_days: 7 }
+          ]
+        ) {
+          const refused = yield* post(p.key, "/api/v1/experiments/design", { metric: { conversion_key: "purchase", measure: "count" }, minimum_detectable_effect: 0.1, ...bad })
+          assert.strictEqual(refused.status, 400, `${JSON.stringify(bad)}: ${refused.text}`)
+          assert.strictEqual(refused.json.error.code, "validation_error")
+        }
         for (const bad of [{ minimum_detectable_effect: 0 }, { minimum_detectable_effect: 0.1, confidence: 1.2 }, { minimum_detectable_effect: 0.1, power: 0.2 }]) {
           const refused = yield* post(p.key, "/api/v1/experiments/design", { kind: "switchback", metric: { conversion_key: "purchase", measure: "count" }, ...bad })
           assert.strictEqual(refused.status, 400, refused.text)
