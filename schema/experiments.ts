@@ -167,7 +167,38 @@ export const Experiment = Schema.Struct({
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   stopped_at: Schema.NullOr(Schema.String),
-  completed_at: Schema.NullOr(Schema.String)
+  completed_at: Schema.NullOr(Schema.String),
+  /**
+   * switchback (null otherwise): what the service did to the target. `pre_status` its status
+   * before the first action; per schedule day the plan (`on`: resumed, `off`: paused) and, once
+   * applied, when and by which ad action (`action_id`, the ad-action ledger's id, its `outcome`);
+   * `restored` the restore on stop or completion; `failures` the ad actions refused or failed
+   * (the day tick retries them), the latest 20.
+   */
+  execution: Schema.NullOr(Schema.Struct({
+    pre_status: Schema.NullOr(Schema.String),
+    days: Schema.Array(Schema.Struct({
+      date: Schema.String,
+      planned: Schema.Literals(["on", "off"]),
+      applied_at: Schema.NullOr(Schema.String),
+      action_id: Schema.NullOr(Schema.String),
+      outcome: Schema.NullOr(Schema.String)
+    })),
+    restored: Schema.NullOr(Schema.Struct({ action_id: Schema.NullOr(Schema.String), status: Schema.NullOr(Schema.String) })),
+    failures: Schema.Array(Schema.Struct({
+      what: Schema.Literals(["day", "restore"]),
+      date: Schema.NullOr(Schema.String),
+      error: Schema.String,
+      at: Schema.String
+    }))
+  })),
+  /**
+   * audience_holdout (null otherwise): the customer-list uploads made while it ran, each leaving
+   * its `held_out` customers out of `platform_audience_id` (the latest 50).
+   */
+  exclusion: Schema.NullOr(Schema.Struct({
+    uploads: Schema.Array(Schema.Struct({ uploaded_at: Schema.String, platform_audience_id: Schema.NullOr(Schema.String), held_out: Schema.Int }))
+  }))
 })
 export type Experiment = typeof Experiment.Type
 

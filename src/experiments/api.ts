@@ -96,7 +96,10 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
         OpenApi.Description,
         "The experiment with its state, reason, metric, window, config (a switchback's schedule of days on and off) and " +
           "stored design. Read through the experiment's entity: a running experiment whose last day is over answers " +
-          "`completed` with `status_reason: window_ended`."
+          "`completed` with `status_reason: window_ended`. A switchback's `execution`: per schedule day the plan and, once " +
+          "applied, when and by which ad action (`action_id`, its ledger entry), the restore, and the ad actions that " +
+          "failed (retried by the day tick); an audience_holdout's `exclusion.uploads`: each customer-list upload that " +
+          "left its held-out customers out."
       )
       .annotateMerge(read),
     HttpApiEndpoint.post("startExperiment", "/experiments/:id/start", {
