@@ -112,7 +112,7 @@ const ExperimentAudiencesLayer = Layer.effect(ExperimentAudiences)(
 ).pipe(Layer.provide(CustomerLists.layer), Layer.provide(AudienceHoldoutsLayer))
 
 /** The campaign and overview reads' `?calibrated=true`: the experiments' measured factors (decision 0124). */
-const CalibrationsLayer = Layer.effect(Calibrations)(
+export const CalibrationsLayer = Layer.effect(Calibrations)(
   ExperimentCalibrations.useSync((calibrations) => ({ factors: calibrations.factors }))
 ).pipe(Layer.provide(ExperimentCalibrations.layer))
 
