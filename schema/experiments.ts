@@ -67,6 +67,11 @@ export const CreateExperiment = Schema.Struct({
   target: Schema.optionalKey(Target),
   /** pre_post: days before the window fitted (default 28, 14 to 180). */
   pre_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 14, maximum: 180 }))),
+  /**
+   * audience_holdout only, optional: the campaign (or ad set) delivering to the uploaded audience.
+   * Its spend over the window makes the results' `incremental_roas`; without it there is none.
+   */
+  spend_target: Schema.optionalKey(Target),
   /** When given, the design is computed and stored; a window that cannot reach it is accepted with a warning. */
   design: Schema.optionalKey(DesignAsk)
 })
@@ -86,7 +91,9 @@ export const ExperimentConfig = Schema.Struct({
   target: Schema.NullOr(Target),
   pre_days: Schema.NullOr(Schema.Int),
   /** switchback: every day of the window, on (delivering) or off (paused). */
-  schedule: Schema.NullOr(Schema.Array(ScheduleDay))
+  schedule: Schema.NullOr(Schema.Array(ScheduleDay)),
+  /** audience_holdout: the campaign delivering to the audience, whose spend gives `incremental_roas` (absent when not named). */
+  spend_target: Schema.optionalKey(Schema.NullOr(Target))
 })
 export type ExperimentConfig = typeof ExperimentConfig.Type
 
@@ -112,7 +119,19 @@ export const Design = Schema.Struct({
   required_sample: Schema.NullOr(SampleSizeWire),
   required_days: Schema.NullOr(Schema.Int),
   window_days: Schema.NullOr(Schema.Int),
-  /** `no_history`, `window_too_short`, `list_too_small`, `not_supported_for_kind` (pre_post: no power before its fit). */
+  /**
+   * pre_post: the in-time placebos it rests on: fits of `pre_days` days over the history, the
+   * campaigns used as donors, the placebo windows at the required length and the root mean square
+   * error of a post total of that length (`total_error`, null when none reaches the power).
+   */
+  placebo: Schema.optionalKey(Schema.Struct({
+    pre_days: Schema.Int,
+    donors: Schema.Int,
+    windows: Schema.Int,
+    longest_measured_days: Schema.Int,
+    total_error: Schema.NullOr(Schema.Finite)
+  })),
+  /** `no_history`, `window_too_short`, `list_too_small`, `history_too_short` (pre_post: the history measures no post window long enough). */
   warnings: Schema.Array(Schema.String)
 })
 export type Design = typeof Design.Type
@@ -124,8 +143,12 @@ export const DesignRequest = Schema.Struct({
   holdout_fraction: Schema.optionalKey(Schema.Finite.check(Schema.isBetween({ minimum: 0.01, maximum: 0.5 }))),
   /** When given, the answer warns when it cannot reach the design. */
   window: Schema.optionalKey(Window),
-  /** Days of history read (default 28, 7 to 365). */
-  history_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 7, maximum: 365 })))
+  /** Days of history read (default 28, 7 to 365; pre_post default 180). */
+  history_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 7, maximum: 365 }))),
+  /** pre_post (required there): the campaign whose change is measured. */
+  target: Schema.optionalKey(Target),
+  /** pre_post: days each fit reads (default 28, 14 to 180), as the experiment's `pre_days`. */
+  pre_days: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 14, maximum: 180 })))
 })
 export type DesignRequest = typeof DesignRequest.Type
 
@@ -144,7 +167,38 @@ export const Experiment = Schema.Struct({
   created_at: Schema.String,
   started_at: Schema.NullOr(Schema.String),
   stopped_at: Schema.NullOr(Schema.String),
-  completed_at: Schema.NullOr(Schema.String)
+  completed_at: Schema.NullOr(Schema.String),
+  /**
+   * switchback (null otherwise): what the service did to the target. `pre_status` its status
+   * before the first action; per schedule day the plan (`on`: resumed, `off`: paused) and, once
+   * applied, when and by which ad action (`action_id`, the ad-action ledger's id, its `outcome`);
+   * `restored` the restore on stop or completion; `failures` the ad actions refused or failed
+   * (the day tick retries them), the latest 20.
+   */
+  execution: Schema.NullOr(Schema.Struct({
+    pre_status: Schema.NullOr(Schema.String),
+    days: Schema.Array(Schema.Struct({
+      date: Schema.String,
+      planned: Schema.Literals(["on", "off"]),
+      applied_at: Schema.NullOr(Schema.String),
+      action_id: Schema.NullOr(Schema.String),
+      outcome: Schema.NullOr(Schema.String)
+    })),
+    restored: Schema.NullOr(Schema.Struct({ action_id: Schema.NullOr(Schema.String), status: Schema.NullOr(Schema.String) })),
+    failures: Schema.Array(Schema.Struct({
+      what: Schema.Literals(["day", "restore"]),
+      date: Schema.NullOr(Schema.String),
+      error: Schema.String,
+      at: Schema.String
+    }))
+  })),
+  /**
+   * audience_holdout (null otherwise): the customer-list uploads made while it ran, each leaving
+   * its `held_out` customers out of `platform_audience_id` (the latest 50).
+   */
+  exclusion: Schema.NullOr(Schema.Struct({
+    uploads: Schema.Array(Schema.Struct({ uploaded_at: Schema.String, platform_audience_id: Schema.NullOr(Schema.String), held_out: Schema.Int }))
+  }))
 })
 export type Experiment = typeof Experiment.Type
 
@@ -178,6 +232,16 @@ export const Check = Schema.Struct({
 })
 export type Check = typeof Check.Type
 
+export const RoasUnavailableReason = Schema.Literals([
+  "no_spend_target",
+  "spend_unknown",
+  "fx_rate_missing",
+  "no_spend_in_treatment",
+  "metric_is_count",
+  "insufficient_data"
+])
+export type RoasUnavailableReason = typeof RoasUnavailableReason.Type
+
 export const ExperimentResults = Schema.Struct({
   experiment_id: Schema.String,
   kind: ExperimentKind,
@@ -201,7 +265,27 @@ export const ExperimentResults = Schema.Struct({
   checks: Schema.Array(Check),
   failed_checks: Schema.Array(Schema.String),
   /** pre_post: the pre-period fit. */
-  fit: Schema.NullOr(Schema.Struct({ r_squared: Schema.Finite, rmspe: Schema.Finite, pre_days: Schema.Int, donors: Schema.Int }))
+  fit: Schema.NullOr(Schema.Struct({ r_squared: Schema.Finite, rmspe: Schema.Finite, pre_days: Schema.Int, donors: Schema.Int })),
+  /**
+   * The target's ad spend on the treatment days (switchback: the analysed on days; pre_post: the
+   * analysed post days; audience_holdout: the analysed days of its `spend_target`), in the
+   * profile's currency (`currency`, null when the profile has none), from the imported or synced
+   * daily spend (days of the profile's calendar matched to the experiment's UTC days). Null when
+   * it is not known.
+   */
+  spend: Schema.NullOr(Schema.Struct({ amount: Schema.Finite, currency: Schema.NullOr(Schema.String), days: Schema.Int })),
+  /**
+   * Incremental value over `spend` (measure `value`): the interval is `incremental_value`'s bounds
+   * over the spend (spend taken as exact). Null exactly when `incremental_roas_unavailable` is set.
+   */
+  incremental_roas: Schema.NullOr(IntervalWire),
+  /**
+   * Why there is no incremental ROAS: `no_spend_target` (a holdout without `spend_target`),
+   * `spend_unknown` (no spend row for the target), `fx_rate_missing` (a day's spend could not be
+   * converted), `no_spend_in_treatment` (zero spend on the treatment days), `metric_is_count` (no
+   * value to divide), `insufficient_data` (no value lift interval).
+   */
+  incremental_roas_unavailable: Schema.NullOr(Schema.Struct({ reason: RoasUnavailableReason }))
 })
 export type ExperimentResults = typeof ExperimentResults.Type
 export const ExperimentResultsBody = Schema.Struct({ data: ExperimentResults })

@@ -11,8 +11,8 @@
  */
 import { Context, Schema } from "effect"
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
-import { AnalyticsQuery, Overview, Timeseries } from "./analytics.ts"
-import { Campaigns, CampaignsQuery } from "./analytics-campaigns.ts"
+import { AnalyticsQuery, Overview, OverviewQuery, Timeseries } from "./analytics.ts"
+import { Campaigns, CampaignsListQuery } from "./analytics-campaigns.ts"
 import { RecomputeAccepted, ReplayStatusBody } from "./attribution.ts"
 import {
   ConversionJourney,
@@ -216,7 +216,7 @@ export class ConversionsList extends Rpc.make("ConversionsList", {
 
 /** `GET /api/v1/overview`. */
 export class AnalyticsOverview extends Rpc.make("AnalyticsOverview", {
-  payload: { profile_id: ProfileId, query: Schema.Struct(AnalyticsQuery) },
+  payload: { profile_id: ProfileId, query: Schema.Struct(OverviewQuery) },
   success: Overview,
   error: analyticsErrors
 }).annotate(RpcPolicy, { scopes: ["analytics:read"] }) {}
@@ -230,7 +230,7 @@ export class AnalyticsTimeseries extends Rpc.make("AnalyticsTimeseries", {
 
 /** `GET /api/v1/campaigns`. */
 export class CampaignsList extends Rpc.make("CampaignsList", {
-  payload: { profile_id: ProfileId, query: Schema.Struct(CampaignsQuery) },
+  payload: { profile_id: ProfileId, query: Schema.Struct(CampaignsListQuery) },
   success: Campaigns,
   error: analyticsErrors
 }).annotate(RpcPolicy, { scopes: ["campaigns:read"] }) {}

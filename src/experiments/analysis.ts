@@ -4,7 +4,17 @@
  * statistics functions' numbers.
  */
 import { createHash } from "node:crypto"
-import type { Check, Design, ExperimentResults, IntervalWire, Metric, ScheduleDay } from "../../schema/experiments.ts"
+import type {
+  Check,
+  Design,
+  ExperimentConfig,
+  ExperimentKind,
+  ExperimentResults,
+  IntervalWire,
+  Metric,
+  RoasUnavailableReason,
+  ScheduleDay
+} from "../../schema/experiments.ts"
 import {
   analyseSwitchback,
   bootstrapMeanDifference,
@@ -13,6 +23,7 @@ import {
   dateOf,
   dayNumber,
   type Estimate,
+  prePostDesign,
   type Estimated,
   sampleRatioMismatch,
   sampleSizeTwoMeans,
@@ -73,7 +84,10 @@ export interface Analysed {
   readonly end: string
 }
 
-type ResultCore = Omit<ExperimentResults, "experiment_id" | "kind" | "status" | "metric" | "window" | "analysed">
+type ResultCore = Omit<
+  ExperimentResults,
+  "experiment_id" | "kind" | "status" | "metric" | "window" | "analysed" | "spend" | "incremental_roas" | "incremental_roas_unavailable"
+>
 
 const failed = (checks: ReadonlyArray<Check>) => checks.filter((c) => !c.passed).map((c) => c.name)
 
@@ -296,6 +310,8 @@ export interface DesignInput {
   readonly historyDays: number
   readonly holdoutFraction: number
   readonly windowDays: number | null
+  /** pre_post: days each fit reads. */
+  readonly preDays: number
 }
 
 const mean = (xs: ReadonlyArray<number>) => xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length
@@ -368,10 +384,6 @@ export const daysDesign = (input: DesignInput, daily: ReadonlyArray<number>): De
     baseline: { customers: null, conversion_rate: null, mean: m, sd: s },
     method: "switchback regression power, shifted t approximation, day-of-week controls"
   }
-  // A pre/post's power rests on how well the donors will track the target, unknown before the fit.
-  if (input.kind === "pre_post") {
-    return { ...base, method: "none: a pre/post's precision depends on its pre-period fit (see its results)", required_days: null, warnings: ["not_supported_for_kind"] }
-  }
   if (!(s > 0) || !(m > 0)) return { ...base, required_days: null, warnings: ["no_history"] }
   const { days } = switchbackDays({
     dailyMean: m,
@@ -383,4 +395,110 @@ export const daysDesign = (input: DesignInput, daily: ReadonlyArray<number>): De
   })
   const warnings = input.windowDays !== null && input.windowDays < days ? ["window_too_short"] : []
   return { ...base, required_days: days, warnings }
+}
+
+/** The days a kind's treatment ran within the analysed days: a switchback's on days, else every analysed day. */
+export const treatmentDays = (kind: ExperimentKind, config: ExperimentConfig, analysed: Analysed): ReadonlyArray<string> =>
+  kind === "switchback"
+    ? (config.schedule ?? []).filter((d) => d.on && d.date >= analysed.start && d.date <= analysed.end).map((d) => d.date)
+    : daysOf(analysed.start, analysed.end)
+
+/** The spend of the target on the treatment days as read (null: no target to read it for). */
+export interface SpendRead {
+  readonly known: boolean
+  readonly currency: string | null
+  /** Days with spend only; `amount` null when that day's spend could not be converted. */
+  readonly days: ReadonlyArray<{ readonly day: string; readonly amount: number | null }>
+}
+
+export type RoasFields = Pick<ExperimentResults, "spend" | "incremental_roas" | "incremental_roas_unavailable">
+
+/**
+ * Incremental ROAS: incremental value over the target's spend on the treatment days. Spend is
+ * taken as exact, so the interval is the value interval's bounds over it.
+ */
+export const incrementalRoas = (
+  incrementalValue: IntervalWire | null,
+  treatment: ReadonlyArray<string>,
+  spend: SpendRead | null
+): RoasFields => {
+  const none = (reason: RoasUnavailableReason, known: RoasFields["spend"] = null): RoasFields => ({
+    spend: known,
+    incremental_roas: null,
+    incremental_roas_unavailable: { reason }
+  })
+  if (spend === null) return none("no_spend_target")
+  if (!spend.known) return none("spend_unknown")
+  const inTreatment = new Set(treatment)
+  const days = spend.days.filter((d) => inTreatment.has(d.day))
+  if (days.some((d) => d.amount === null)) return none("fx_rate_missing")
+  const amount = days.reduce((s, d) => s + (d.amount ?? 0), 0)
+  const figures = { amount, currency: spend.currency, days: treatment.length }
+  if (!(amount > 0)) return none("no_spend_in_treatment", figures)
+  if (incrementalValue === null) return none("insufficient_data", figures)
+  return {
+    spend: figures,
+    incremental_roas: {
+      estimate: incrementalValue.estimate / amount,
+      lower: incrementalValue.lower / amount,
+      upper: incrementalValue.upper / amount,
+      level: incrementalValue.level
+    },
+    incremental_roas_unavailable: null
+  }
+}
+
+/**
+ * A pre/post's design from the history's in-time placebos (statistics/pre-post-power.ts): the
+ * target campaign's credited daily series and the other campaigns' as donors, fitted as the
+ * results will fit them.
+ */
+export const prePostDesignOf = (
+  input: DesignInput,
+  targetId: string,
+  days: ReadonlyArray<string>,
+  series: ReadonlyArray<CampaignSeries>
+): Design => {
+  const all = (s: CampaignSeries | undefined) => days.map((d) => measureOf(input.metric, s?.byDay.get(d)))
+  // Days before the target's first outcome (a campaign not yet running) would read as zeros the post never has.
+  const first = Math.max(0, all(series.find((s) => s.campaignId === targetId)).findIndex((x) => x !== 0))
+  const values = (s: CampaignSeries | undefined) => all(s).slice(first)
+  const target = values(series.find((s) => s.campaignId === targetId))
+  const donors = series.filter((s) => s.campaignId !== targetId).map(values).filter((v) => v.some((x) => x !== 0))
+  const m = mean(target)
+  const base = {
+    kind: input.kind,
+    metric: input.metric,
+    method: `in-time placebos: synthetic control (credit model ${PRE_POST_MODEL}) fitted on ${input.preDays} days at each day of the history, RMS error of post-window totals, normal approximation`,
+    minimum_detectable_effect: input.minimumEffect,
+    effect_kind: input.effectKind,
+    confidence: input.confidence,
+    power: input.power,
+    history_days: input.historyDays,
+    window_days: input.windowDays,
+    required_sample: null,
+    baseline: { customers: null, conversion_rate: null, mean: m, sd: sd(target) }
+  }
+  if (!(m > 0) || donors.length === 0) return { ...base, required_days: null, warnings: ["no_history"] }
+  const design = prePostDesign({
+    target,
+    donors,
+    preDays: input.preDays,
+    minimumEffect: input.minimumEffect,
+    effectKind: input.effectKind,
+    alpha: 1 - input.confidence,
+    power: input.power
+  })
+  const placebo = (windows: number, error: number | null) => ({
+    pre_days: input.preDays,
+    donors: donors.length,
+    windows,
+    longest_measured_days: design.longestMeasured,
+    total_error: error
+  })
+  if (design._tag === "HistoryTooShort") {
+    return { ...base, required_days: null, placebo: placebo(0, null), warnings: ["history_too_short"] }
+  }
+  const warnings = input.windowDays !== null && input.windowDays < design.days ? ["window_too_short"] : []
+  return { ...base, required_days: design.days, placebo: placebo(design.placebos, design.totalError), warnings }
 }

@@ -52,7 +52,8 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
       .annotate(OpenApi.Summary, "Create an experiment as a draft: audience_holdout, switchback or pre_post")
       .annotate(
         OpenApi.Description,
-        "`audience_holdout` needs `holdout_fraction` (0.01 to 0.5) and no `target`; `switchback` needs a `target` " +
+        "`audience_holdout` needs `holdout_fraction` (0.01 to 0.5) and no `target`, and may name the campaign (or ad " +
+          "set) delivering to the audience as `spend_target` (its spend gives the results' `incremental_roas`); `switchback` needs a `target` " +
           "(campaign or ad set) and gets a seeded schedule of whole days on and off in `config.schedule`; `pre_post` " +
           "needs a campaign `target` and fits `pre_days` (default 28) before the window. A `design` is computed from the " +
           "profile's history and stored; a window that cannot reach it is accepted with `window_too_short` in " +
@@ -77,8 +78,12 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
         OpenApi.Description,
         "For a metric, a minimum detectable effect (relative by default), confidence (default 0.95) and power (default " +
           "0.8): `required_sample` (holdout: customers per group) or `required_days` (switchback, pre_post), from the last " +
-          "`history_days` (default the window's length, else 28) whole days. `warnings`: `no_history`, `window_too_short`, " +
-          "`list_too_small`, `not_supported_for_kind` (a pre_post: its precision rests on a fit not made yet)."
+          "`history_days` (default the window's length, else 28; pre_post 180) whole days. A pre_post needs its campaign " +
+          "`target` (and takes `pre_days`, default 28): at every day of the history the synthetic control is fitted on the " +
+          "`pre_days` before it, as the results will be, and the root mean square of these in-time placebo errors of a " +
+          "post total of L days gives the fewest L with L × effect ≥ (z₁₋α/₂ + z_power) × error (`placebo` reports them). " +
+          "`warnings`: `no_history`, `window_too_short`, `list_too_small`, `history_too_short` (a pre_post whose history " +
+          "measures no post window, with at least 10 placebos, long enough to reach the power)."
       )
       .annotateMerge(read),
     HttpApiEndpoint.get("getExperiment", "/experiments/:id", {
@@ -91,7 +96,10 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
         OpenApi.Description,
         "The experiment with its state, reason, metric, window, config (a switchback's schedule of days on and off) and " +
           "stored design. Read through the experiment's entity: a running experiment whose last day is over answers " +
-          "`completed` with `status_reason: window_ended`."
+          "`completed` with `status_reason: window_ended`. A switchback's `execution`: per schedule day the plan and, once " +
+          "applied, when and by which ad action (`action_id`, its ledger entry), the restore, and the ad actions that " +
+          "failed (retried by the day tick); an audience_holdout's `exclusion.uploads`: each customer-list upload that " +
+          "left its held-out customers out."
       )
       .annotateMerge(read),
     HttpApiEndpoint.post("startExperiment", "/experiments/:id/start", {
@@ -135,7 +143,13 @@ export const ExperimentsApi = HttpApiGroup.make("experiments")
         "Computed at read over the window's whole days so far (interim while running). A draft is 409 `invalid_state` " +
           "(`experiment_draft`). Holdout: exposed against held-out customers (Newcombe for counts, a seeded bootstrap for " +
           "value) with a sample-ratio check; switchback: OLS of daily outcomes on on/off with day-of-week controls (HC1); " +
-          "pre_post: a synthetic control of the other campaigns with its pre-period fit."
+          "pre_post: a synthetic control of the other campaigns with its pre-period fit. Incremental ROAS (measure " +
+          "`value`): `incremental_roas` is `incremental_value` over `spend`, the target's imported or synced ad spend on the " +
+          "treatment days in the profile's currency (switchback: the analysed on days; pre_post: the analysed post days; " +
+          "audience_holdout: the analysed days of its optional `spend_target`), its interval the value interval's bounds " +
+          "over that spend. Without it `incremental_roas` is null and `incremental_roas_unavailable.reason` says why: " +
+          "`no_spend_target`, `spend_unknown`, `fx_rate_missing`, `no_spend_in_treatment`, `metric_is_count` or " +
+          "`insufficient_data`."
       )
       .annotateMerge(read)
   )

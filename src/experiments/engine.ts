@@ -16,12 +16,15 @@ import {
   type CampaignSeries,
   type DayFigures,
   holdoutResults,
+  incrementalRoas,
   PRE_POST_MODEL,
   prePostResults,
-  switchbackResults
+  switchbackResults,
+  treatmentDays
 } from "./analysis.ts"
+import { AnalyticsImports } from "../analytics/imports/service.ts"
 import { dateOf, dayNumber } from "./statistics/index.ts"
-import { type Execution, type ExperimentRow, ExperimentsRepo, type Transition } from "./repo.ts"
+import { type Execution, type ExperimentRow, ExperimentsRepo, MAX_FAILURES, type Transition } from "./repo.ts"
 
 export const render = (row: ExperimentRow): Experiment => ({
   id: row.id,
@@ -38,7 +41,24 @@ export const render = (row: ExperimentRow): Experiment => ({
   created_at: row.created_at,
   started_at: row.started_at,
   stopped_at: row.stopped_at,
-  completed_at: row.completed_at
+  completed_at: row.completed_at,
+  execution: row.kind !== "switchback" ? null : {
+    pre_status: row.execution?.pre_status ?? null,
+    // Every planned day beside what was applied for it (nothing yet: null fields).
+    days: (row.config.schedule ?? []).map((day) => {
+      const applied = row.execution?.applied.find((a) => a.date === day.date)
+      return {
+        date: day.date,
+        planned: day.on ? "on" as const : "off" as const,
+        applied_at: applied?.applied_at ?? null,
+        action_id: applied?.action_id ?? null,
+        outcome: applied?.outcome ?? null
+      }
+    }),
+    restored: row.execution?.restored ?? null,
+    failures: row.execution?.failures ?? []
+  },
+  exclusion: row.kind !== "audience_holdout" ? null : { uploads: row.holdout_uploads }
 })
 
 type Failure = NotFound | InvalidState | DatabaseUnavailable
@@ -66,6 +86,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
       const series = yield* OutcomeSeries
       const outbox = yield* OutboxRepo
       const ads = yield* AdActions
+      const spendOf = yield* AnalyticsImports
 
       const notFound = () => new NotFound({ message: "No experiment with this id on the profile." })
       const refuse = (reason: string, message: string) => new InvalidState({ message, reason })
@@ -108,16 +129,23 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
        * An ad action of the execution; a refusal or an unreachable platform leaves the execution as
        * it was (logged), and the next day tick tries again.
        */
-      const attempt = (row: ExperimentRow, what: string, effect: Effect.Effect<ExperimentRow, unknown>) =>
+      const attempt = (row: ExperimentRow, what: "day" | "restore", effect: Effect.Effect<ExperimentRow, unknown>) =>
         Effect.catch(effect, (error) =>
-          Effect.as(
-            Effect.logWarning("switchback: ad action not applied; the day tick retries", {
-              experimentId: row.id,
-              what,
-              error: typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
-            }),
-            row
-          ))
+          Effect.gen(function*() {
+            const code = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
+            yield* Effect.logWarning("switchback: ad action not applied; the day tick retries", { experimentId: row.id, what, error: code })
+            const execution = row.execution
+            if (execution === null) return row
+            // Kept in the execution so the experiment's read shows what did not happen and why.
+            const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+            const date = what === "day" ? dayOf(row, now.slice(0, 10))?.date ?? null : null
+            const next: Execution = {
+              ...execution,
+              failures: [...(execution.failures ?? []), { what, date, error: code, at: now }].slice(-MAX_FAILURES)
+            }
+            yield* repo.setExecution(row.profile_id, row.id, next)
+            return { ...row, execution: next }
+          }))
 
       /** Today's schedule day through the target's entity, once: a day already recorded is not applied again. */
       const applyDay = (row: ExperimentRow) => {
@@ -135,7 +163,13 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
           const next: Execution = {
             ...execution,
             pre_status: execution.pre_status ?? entry.pre_state.status,
-            applied: [...execution.applied, { date: day.date, on: day.on, action_id: entry.action_id, outcome: entry.outcome }]
+            applied: [...execution.applied, {
+              date: day.date,
+              on: day.on,
+              action_id: entry.action_id,
+              outcome: entry.outcome,
+              applied_at: new Date(yield* Clock.currentTimeMillis).toISOString()
+            }]
           }
           yield* repo.setExecution(row.profile_id, row.id, next)
           return { ...row, execution: next }
@@ -260,7 +294,10 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
             insufficient_data: { reason: "no whole day of the window has passed yet" },
             checks: [],
             failed_checks: [],
-            fit: null
+            fit: null,
+            spend: null,
+            incremental_roas: null,
+            incremental_roas_unavailable: { reason: "insufficient_data" }
           } satisfies ExperimentResults
         }
         const core = yield* Effect.gen(function*() {
@@ -295,10 +332,17 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
           const all: ReadonlyArray<CampaignSeries> = [...byCampaign.entries()].map(([campaignId, byDay]) => ({ campaignId, byDay }))
           return prePostResults(metric, row.config.target?.id ?? "", preDays, analysed, all)
         })
-        return { ...header, ...core } satisfies ExperimentResults
+        // The spend of the campaign the treatment ran on: the target, or a holdout's named spend target.
+        const spendTarget = row.kind === "audience_holdout" ? row.config.spend_target ?? null : row.config.target
+        const treatment = treatmentDays(row.kind, row.config, analysed)
+        const spend = spendTarget === null ? null : yield* spendOf.targetSpend(profileId, spendTarget.level, spendTarget.id, treatment)
+        const roas = row.measure === "count"
+          ? { ...incrementalRoas(null, treatment, spend), incremental_roas_unavailable: { reason: "metric_is_count" as const } }
+          : incrementalRoas(core.incremental_value, treatment, spend)
+        return { ...header, ...core, ...roas } satisfies ExperimentResults
       })
 
       return { read, start, stop, results, advance }
     })
-  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, OutboxRepo.layer, AdActions.layer]))
+  ).pipe(Layer.provide([ExperimentsRepo.layer, OutcomeSeries.layer, OutboxRepo.layer, AdActions.layer, AnalyticsImports.layer]))
 }

@@ -11,6 +11,11 @@ import { ExperimentsRepo } from "./repo.ts"
 
 export class ExperimentHoldouts extends Context.Service<ExperimentHoldouts, {
   readonly heldOut: (profileId: string) => Effect.Effect<(customerId: string) => boolean, DatabaseUnavailable>
+  /**
+   * After an upload of the list to `audienceId`: each running holdout records how many of the
+   * `candidates` (the list before holdouts) it left out, in its exclusion state.
+   */
+  readonly uploaded: (profileId: string, candidates: ReadonlyArray<string>, audienceId: string | null) => Effect.Effect<void, DatabaseUnavailable>
 }>()("svc/ExperimentHoldouts") {
   static readonly layer = Layer.effect(ExperimentHoldouts)(
     Effect.gen(function*() {
@@ -20,6 +25,17 @@ export class ExperimentHoldouts extends Context.Service<ExperimentHoldouts, {
           const today = new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10)
           const running = yield* repo.runningHoldouts(profileId, today)
           return (customerId: string) => running.some((e) => heldOut(e.salt, customerId, e.fraction))
+        }),
+        uploaded: Effect.fn("ExperimentHoldouts.uploaded")(function*(profileId: string, candidates: ReadonlyArray<string>, audienceId: string | null) {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const running = yield* repo.runningHoldouts(profileId, now.toISOString().slice(0, 10))
+          for (const e of running) {
+            yield* repo.recordHoldoutUpload(profileId, e.id, {
+              uploaded_at: now.toISOString(),
+              platform_audience_id: audienceId,
+              held_out: candidates.filter((id) => heldOut(e.salt, id, e.fraction)).length
+            })
+          }
         })
       }
     })

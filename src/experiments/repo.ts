@@ -9,6 +9,27 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import type { Keyset } from "../platform/pagination.ts"
 
+export const ExecutionFailure = Schema.Struct({
+  /** `day` (the schedule day `date`) or `restore` (`date` null). */
+  what: Schema.Literals(["day", "restore"]),
+  date: Schema.NullOr(Schema.String),
+  /** The error's code (its tag). */
+  error: Schema.String,
+  at: Schema.String
+})
+export type ExecutionFailure = typeof ExecutionFailure.Type
+
+/** Failures kept in an execution: enough for a window's worth of daily retries to be seen. */
+export const MAX_FAILURES = 20
+
+/** An upload of the customer list that left an audience holdout's customers out (migration 0063). */
+export const HoldoutUpload = Schema.Struct({
+  uploaded_at: Schema.String,
+  platform_audience_id: Schema.NullOr(Schema.String),
+  held_out: Schema.Int
+})
+export type HoldoutUpload = typeof HoldoutUpload.Type
+
 /** A switchback's execution (migration 0061, decision 0124): what it changed and whether it is undone. */
 export const Execution = Schema.Struct({
   /** The profile's context, kept at start for the day tick (which has no request). */
@@ -16,10 +37,18 @@ export const Execution = Schema.Struct({
   attribution_enabled: Schema.Boolean,
   /** The target's status before the experiment's first action; null until one ran. */
   pre_status: Schema.NullOr(Schema.String),
-  /** Each schedule day applied once, with its ad action. */
-  applied: Schema.Array(Schema.Struct({ date: Schema.String, on: Schema.Boolean, action_id: Schema.String, outcome: Schema.String })),
+  /** Each schedule day applied once, with its ad action (`applied_at` absent on days applied before it was kept). */
+  applied: Schema.Array(Schema.Struct({
+    date: Schema.String,
+    on: Schema.Boolean,
+    action_id: Schema.String,
+    outcome: Schema.String,
+    applied_at: Schema.optionalKey(Schema.String)
+  })),
   /** The restore on stop or completion: its ad action (null when nothing was ever changed). */
-  restored: Schema.NullOr(Schema.Struct({ action_id: Schema.NullOr(Schema.String), status: Schema.NullOr(Schema.String) }))
+  restored: Schema.NullOr(Schema.Struct({ action_id: Schema.NullOr(Schema.String), status: Schema.NullOr(Schema.String) })),
+  /** Ad actions refused or failed (each retried by the next tick), the latest MAX_FAILURES. */
+  failures: Schema.optionalKey(Schema.Array(ExecutionFailure))
 })
 export type Execution = typeof Execution.Type
 
@@ -44,7 +73,8 @@ export const ExperimentRow = Schema.Struct({
   started_at: Schema.NullOr(Schema.String),
   stopped_at: Schema.NullOr(Schema.String),
   completed_at: Schema.NullOr(Schema.String),
-  execution: Schema.NullOr(Execution)
+  execution: Schema.NullOr(Execution),
+  holdout_uploads: Schema.Array(HoldoutUpload)
 })
 export type ExperimentRow = typeof ExperimentRow.Type
 
@@ -83,7 +113,9 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
    */
   readonly transition: (profileId: string, id: string, version: number, change: Transition) => Repo<Option.Option<ExperimentRow>>
   /** The salt and fraction of each audience_holdout of the profile running on `today` (its window not over). */
-  readonly runningHoldouts: (profileId: string, today: string) => Repo<ReadonlyArray<{ readonly salt: string; readonly fraction: number }>>
+  readonly runningHoldouts: (profileId: string, today: string) => Repo<ReadonlyArray<{ readonly id: string; readonly salt: string; readonly fraction: number }>>
+  /** Appends an upload to a holdout's exclusion state, keeping the latest 50. */
+  readonly recordHoldoutUpload: (profileId: string, id: string, upload: HoldoutUpload) => Repo<void>
   /** A switchback's execution, as its entity (one message at a time) last left it. */
   readonly setExecution: (profileId: string, id: string, execution: Execution) => Repo<void>
   /**
@@ -107,7 +139,7 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
         config, conversion_key, measure, target_key, salt,
         to_char(window_start, 'YYYY-MM-DD') AS window_start, to_char(window_end, 'YYYY-MM-DD') AS window_end,
         design, version, ${at("created_at")} AS created_at, ${at("started_at")} AS started_at,
-        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at, execution`)
+        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at, execution, holdout_uploads`)
       const one = decodeFirstRow(ExperimentRow)
       const many = decodeRows(ExperimentRow)
 
@@ -161,15 +193,22 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
               WHERE o.profile_id = e.profile_id AND o.target_key = e.target_key AND o.status = 'running' AND o.id <> e.id))
           RETURNING ${columns}`)
 
-      const holdoutRows = decodeRows(Schema.Struct({ salt: Schema.String, fraction: Schema.Finite }))
+      const holdoutRows = decodeRows(Schema.Struct({ id: Schema.String, salt: Schema.String, fraction: Schema.Finite }))
       const runningHoldouts = (profileId: string, today: string) =>
         holdoutRows(sql`
-          SELECT salt, (config->>'holdout_fraction')::float8 AS fraction FROM experiments
+          SELECT id::text AS id, salt, (config->>'holdout_fraction')::float8 AS fraction FROM experiments
           WHERE profile_id = ${profileId} AND kind = 'audience_holdout' AND status = 'running' AND window_end >= ${today}::date`)
 
       const setExecution = (profileId: string, id: string, execution: Execution) =>
         Effect.asVoid(sql`
           UPDATE experiments SET execution = ${JSON.stringify(execution)}::jsonb, updated_at = now()
+          WHERE profile_id = ${profileId} AND id = ${id}`)
+
+      // One statement: concurrent uploads each append (row lock), none is lost.
+      const recordHoldoutUpload = (profileId: string, id: string, upload: HoldoutUpload) =>
+        Effect.asVoid(sql`
+          UPDATE experiments
+          SET holdout_uploads = jsonb_path_query_array(holdout_uploads || jsonb_build_array(${JSON.stringify(upload)}::jsonb), '$[last - 49 to last]')
           WHERE profile_id = ${profileId} AND id = ${id}`)
 
       const dueRows = decodeRows(Schema.Struct({ profile_id: Schema.String, id: Schema.String }))
@@ -196,7 +235,18 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
         )
 
       return {
-        ...atDatabaseBoundary({ insert, find, list, runningOn, transition, runningHoldouts, setExecution, dueSwitchbacks, calibrationSources }),
+        ...atDatabaseBoundary({
+          insert,
+          find,
+          list,
+          runningOn,
+          transition,
+          runningHoldouts,
+          recordHoldoutUpload,
+          setExecution,
+          dueSwitchbacks,
+          calibrationSources
+        }),
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
     })

@@ -31,7 +31,16 @@ import { OutcomeSeries } from "../attribution/outcome-series/service.ts"
 import type { ProfileContext } from "../kernel/principal.ts"
 import { routeProfileCall } from "../platform/entity-calls.ts"
 import { DEFAULT_PAGE_SIZE, parseCursor, toPage } from "../platform/pagination.ts"
-import { daysDesign, type DesignInput, holdoutDesign, switchbackSchedule } from "./analysis.ts"
+import {
+  type DayFigures,
+  daysDesign,
+  daysOf,
+  type DesignInput,
+  holdoutDesign,
+  PRE_POST_MODEL,
+  prePostDesignOf,
+  switchbackSchedule
+} from "./analysis.ts"
 import { render } from "./engine.ts"
 import { Experiment, experimentEntityId } from "./entity.ts"
 import { ExperimentsRepo } from "./repo.ts"
@@ -42,6 +51,8 @@ import { dateOf, dayNumber } from "./statistics/index.ts"
 export const MAX_WINDOW_DAYS = 366
 const DEFAULT_PRE_DAYS = 28
 const DEFAULT_HISTORY_DAYS = 28
+/** A pre/post's placebos need its fit's days plus many post windows of history. */
+const DEFAULT_PRE_POST_HISTORY_DAYS = 180
 
 type EntityFailure = NotFound | InvalidState | DatabaseUnavailable | ServiceUnavailable
 type Page = { readonly data: ReadonlyArray<ExperimentWire>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }
@@ -108,10 +119,22 @@ export class Experiments extends Context.Service<Experiments, {
        * The power analysis from the profile's own last `historyDays` whole days: a holdout's list
        * and per-customer outcomes, or the daily series of the metric.
        */
-      const designFor = Effect.fn("Experiments.designFor")(function*(profileId: string, input: DesignInput) {
+      const designFor = Effect.fn("Experiments.designFor")(function*(profileId: string, input: DesignInput, targetId: string | null) {
         const end = dateOf(dayNumber(yield* today) - 1)
         const start = dateOf(dayNumber(end) - input.historyDays + 1)
         const span = { from: `${start}T00:00:00Z`, until: `${dateOf(dayNumber(end) + 1)}T00:00:00Z` }
+        if (input.kind === "pre_post") {
+          // The series the results will read: credit per campaign and day under the pre/post's model.
+          const cells = yield* series.creditedPerCampaignDay(profileId, input.metric.conversion_key, PRE_POST_MODEL, span)
+          const byCampaign = new Map<string, Map<string, DayFigures>>()
+          for (const cell of cells) byCampaign.set(cell.campaign_id, (byCampaign.get(cell.campaign_id) ?? new Map<string, DayFigures>()).set(cell.day, cell))
+          return prePostDesignOf(
+            input,
+            targetId ?? "",
+            daysOf(start, end),
+            [...byCampaign.entries()].map(([campaignId, byDay]) => ({ campaignId, byDay }))
+          )
+        }
         if (input.kind === "audience_holdout") {
           const members = yield* series.listMembers(profileId, span.from)
           const inList = new Set(members)
@@ -129,6 +152,13 @@ export class Experiments extends Context.Service<Experiments, {
 
       const design = Effect.fn("Experiments.design")(function*(profile: ProfileContext, body: DesignRequest) {
         if (body.window !== undefined) yield* checkWindow(body.window)
+        if (body.kind === "pre_post") {
+          if (body.target === undefined) return yield* invalid("body.target: required for a pre_post design (the campaign whose change is measured).")
+          if (body.target.level !== "campaign") return yield* invalid("body.target.level: a pre_post compares campaigns.")
+        } else {
+          if (body.target !== undefined) return yield* invalid("body.target: only a pre_post design takes it.")
+          if (body.pre_days !== undefined) return yield* invalid("body.pre_days: only a pre_post design takes it.")
+        }
         const window = body.window === undefined ? null : windowDays(body.window)
         return yield* designFor(profile.profileId, {
           kind: body.kind,
@@ -138,10 +168,12 @@ export class Experiments extends Context.Service<Experiments, {
           confidence: body.confidence ?? 0.95,
           power: body.power ?? 0.8,
           // Over the window's own length when one is given: a holdout's rate is the rate over that long.
-          historyDays: body.history_days ?? Math.min(365, Math.max(7, window ?? DEFAULT_HISTORY_DAYS)),
+          historyDays: body.history_days ??
+            (body.kind === "pre_post" ? DEFAULT_PRE_POST_HISTORY_DAYS : Math.min(365, Math.max(7, window ?? DEFAULT_HISTORY_DAYS))),
           holdoutFraction: body.holdout_fraction ?? 0.1,
-          windowDays: window
-        })
+          windowDays: window,
+          preDays: body.pre_days ?? DEFAULT_PRE_DAYS
+        }, body.target?.id ?? null)
       })
 
       const create = Effect.fn("Experiments.create")(function*(profile: ProfileContext, body: CreateExperiment) {
@@ -155,12 +187,16 @@ export class Experiments extends Context.Service<Experiments, {
           if (body.kind === "pre_post" && body.target.level !== "campaign") return yield* invalid("body.target.level: a pre_post compares campaigns.")
         }
         if (body.pre_days !== undefined && body.kind !== "pre_post") return yield* invalid("body.pre_days: only a pre_post takes it.")
+        if (body.spend_target !== undefined && body.kind !== "audience_holdout") {
+          return yield* invalid("body.spend_target: only an audience_holdout takes it (a switchback's or pre_post's spend is its target's).")
+        }
         const salt = randomBytes(16).toString("hex")
         const config: ExperimentConfig = {
           holdout_fraction: body.holdout_fraction ?? null,
           target: body.target ?? null,
           pre_days: body.kind === "pre_post" ? body.pre_days ?? DEFAULT_PRE_DAYS : null,
-          schedule: body.kind === "switchback" ? switchbackSchedule(salt, body.window.start, body.window.end) : null
+          schedule: body.kind === "switchback" ? switchbackSchedule(salt, body.window.start, body.window.end) : null,
+          ...(body.spend_target === undefined ? {} : { spend_target: body.spend_target })
         }
         const stored = body.design === undefined ? null : yield* designFor(profile.profileId, {
           kind: body.kind,
@@ -169,10 +205,11 @@ export class Experiments extends Context.Service<Experiments, {
           effectKind: body.design.effect_kind ?? "relative",
           confidence: body.design.confidence ?? 0.95,
           power: body.design.power ?? 0.8,
-          historyDays: Math.min(365, Math.max(7, windowDays(body.window))),
+          historyDays: body.kind === "pre_post" ? DEFAULT_PRE_POST_HISTORY_DAYS : Math.min(365, Math.max(7, windowDays(body.window))),
           holdoutFraction: body.holdout_fraction ?? 0.1,
-          windowDays: windowDays(body.window)
-        })
+          windowDays: windowDays(body.window),
+          preDays: body.pre_days ?? DEFAULT_PRE_DAYS
+        }, body.target?.id ?? null)
         const row = yield* repo.insert({
           profileId: profile.profileId,
           id: crypto.randomUUID(),

@@ -62,7 +62,7 @@ import { WebhookSubscriptionsHandlers } from "../webhooks/subscriptions/handlers
 import { ReportsHandlers } from "../analytics/reports/handlers.ts"
 import { DeprecationLayer } from "../http/versioning/middleware.ts"
 import { Api } from "./api.ts"
-import { PortsLayer } from "./ports.ts"
+import { CalibrationsLayer, PortsLayer } from "./ports.ts"
 // Inbox, email and calendar (issue 21, part 7).
 import { CalendarHandlers } from "../connections/calendar/handlers.ts"
 import { EmailHandlers } from "../messaging/email/handlers.ts"
@@ -163,4 +163,4 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
  * the metrics a scraper sees from start-up (./metrics.ts),
  * and the sandbox providers under /sandbox/ when this process serves them.
  */
-export const AppRoutes = Layer.mergeAll(ApiRoutes, DocsRoutes, ConsoleRoutes, RpcLayer, EnvelopeLayer, OptionalSandboxRoutes, MetricsRoute, MetricsAtStartLayer)
+export const AppRoutes = Layer.mergeAll(ApiRoutes, DocsRoutes, ConsoleRoutes, RpcLayer.pipe(Layer.provide(CalibrationsLayer)), EnvelopeLayer, OptionalSandboxRoutes, MetricsRoute, MetricsAtStartLayer)

@@ -98,7 +98,7 @@ const PushReceiversLayer = Layer.effect(PushReceivers)(
 
 /** A customer-list upload leaves out the running audience holdouts' customers (experiments, issue 32). */
 export const AudienceHoldoutsLayer = Layer.effect(AudienceHoldouts)(
-  ExperimentHoldouts.useSync((holdouts) => ({ heldOut: holdouts.heldOut }))
+  ExperimentHoldouts.useSync((holdouts) => ({ heldOut: holdouts.heldOut, uploaded: holdouts.uploaded }))
 ).pipe(Layer.provide(ExperimentHoldouts.layer))
 
 /** An audience holdout's start and stop re-upload the customer list (exports); its failures wait for the daily refresh. */
@@ -112,7 +112,7 @@ const ExperimentAudiencesLayer = Layer.effect(ExperimentAudiences)(
 ).pipe(Layer.provide(CustomerLists.layer), Layer.provide(AudienceHoldoutsLayer))
 
 /** The campaign and overview reads' `?calibrated=true`: the experiments' measured factors (decision 0124). */
-const CalibrationsLayer = Layer.effect(Calibrations)(
+export const CalibrationsLayer = Layer.effect(Calibrations)(
   ExperimentCalibrations.useSync((calibrations) => ({ factors: calibrations.factors }))
 ).pipe(Layer.provide(ExperimentCalibrations.layer))
 

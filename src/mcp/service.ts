@@ -25,6 +25,7 @@ import { isUuid } from "../../schema/common.ts"
 import { CredentialStore, type PrincipalShape } from "../kernel/principal.ts"
 import { AnalyticsService } from "../analytics/overview/service.ts"
 import { CampaignsService } from "../analytics/campaigns/service.ts"
+import { Calibrations } from "../analytics/calibration.ts"
 import { Definitions } from "../attribution/definitions/service.ts"
 import { CustomersService } from "../identity/customers/service.ts"
 import { EventsService } from "../ingestion/events/outcomes/service.ts"
@@ -212,6 +213,7 @@ export class McpServer extends Context.Service<McpServer, {
         exports: yield* ExportPipeline,
         workspaces: yield* Workspaces,
         experiments: yield* ExperimentReads,
+        calibrations: yield* Calibrations,
         repo
       })
       const byName = new Map(tools.map((tool) => [tool.name, tool]))

@@ -4,8 +4,8 @@
  * by the same Effect schema (published to agents as the tool's JSON Schema `inputSchema`).
  */
 import { Effect, Schema } from "effect"
-import { AnalyticsQuery } from "../../schema/analytics.ts"
-import { CampaignsQuery } from "../../schema/analytics-campaigns.ts"
+import { AnalyticsQuery, OverviewQuery } from "../../schema/analytics.ts"
+import { CampaignsListQuery } from "../../schema/analytics-campaigns.ts"
 import { UpsertGoalDefinition } from "../../schema/attribution.ts"
 import { PageQuery } from "../../schema/common.ts"
 import { ConversionJourneyParams, JourneyPageQuery } from "../../schema/customers.ts"
@@ -16,6 +16,8 @@ import type { PrincipalShape, ProfileContext } from "../kernel/principal.ts"
 import { checkHeldScopes, type UserTokenHalves } from "../kernel/scope-check.ts"
 import type { AnalyticsService } from "../analytics/overview/service.ts"
 import type { CampaignsService } from "../analytics/campaigns/service.ts"
+import type { Calibrations } from "../analytics/calibration.ts"
+import { calibrateCampaigns, calibrateOverview } from "../analytics/calibrated.ts"
 import type { Definitions } from "../attribution/definitions/service.ts"
 import type { CustomersService } from "../identity/customers/service.ts"
 import type { EventsService } from "../ingestion/events/outcomes/service.ts"
@@ -133,6 +135,7 @@ export interface ToolServices {
   readonly exports: ExportPipeline["Service"]
   readonly workspaces: Workspaces["Service"]
   readonly experiments: ExperimentReads["Service"]
+  readonly calibrations: Calibrations["Service"]
   readonly repo: McpRepo["Service"]
 }
 
@@ -162,10 +165,16 @@ export const makeTools = (services: ToolServices): ReadonlyArray<McpTool> => [
     name: "analytics_overview",
     title: "Analytics overview",
     description:
-      "Outcomes, cash payments, revenue, spend and ROAS of a period and the one before it (GET /api/v1/overview). Needs analytics:read.",
+      "Outcomes, cash payments, revenue, spend and ROAS of a period and the one before it (GET /api/v1/overview). " +
+      "calibrated: \"true\" adds `calibration`, the measured incrementality of campaigns with a completed experiment, beside " +
+      "the modelled figures. Needs analytics:read.",
     scopes: ["analytics:read"],
-    input: onProfile(AnalyticsQuery)
-  }, (args, call) => services.analytics.overview(call.profile, withoutProfile(args))),
+    input: onProfile(OverviewQuery)
+  }, (args, call) =>
+    Effect.flatMap(
+      services.analytics.overview(call.profile, withoutProfile(args)),
+      (answer) => calibrateOverview(services.calibrations, call.profile, args, answer)
+    )),
   profileTool({
     name: "analytics_timeseries",
     title: "Analytics timeseries",
@@ -176,10 +185,16 @@ export const makeTools = (services: ToolServices): ReadonlyArray<McpTool> => [
   profileTool({
     name: "list_campaigns",
     title: "Campaigns",
-    description: "Campaigns with spend, credited outcomes and revenue under a model (GET /api/v1/campaigns). Needs campaigns:read.",
+    description: "Campaigns with spend, credited outcomes and revenue under a model (GET /api/v1/campaigns). calibrated: \"true\" " +
+      "(level campaign) adds each row's `calibration`: incremental_conversions and incrementality_factor of its latest completed " +
+      "experiment, beside the modelled figures. Needs campaigns:read.",
     scopes: ["campaigns:read"],
-    input: onProfile(CampaignsQuery)
-  }, (args, call) => services.campaigns.campaigns(call.profile, withoutProfile(args))),
+    input: onProfile(CampaignsListQuery)
+  }, (args, call) =>
+    Effect.flatMap(
+      services.campaigns.campaigns(call.profile, withoutProfile(args)),
+      (answer) => calibrateCampaigns(services.calibrations, call.profile, args, answer)
+    )),
   profileTool({
     name: "list_conversions",
     title: "Conversions",

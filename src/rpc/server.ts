@@ -23,6 +23,8 @@ import { ClusterStatus } from "../platform/cluster-status.ts"
 import type { IngestEvent } from "../../schema/events.ts"
 import { type IngestBatchItem, RecordedFeedItem, ServiceRpcs, type ServiceStatusInfo } from "../../schema/rpc.ts"
 import { CampaignsService } from "../analytics/campaigns/service.ts"
+import { Calibrations } from "../analytics/calibration.ts"
+import { calibrateCampaigns, calibrateOverview } from "../analytics/calibrated.ts"
 import { AnalyticsService } from "../analytics/overview/service.ts"
 import { AttributionJobs } from "../attribution/recompute/service.ts"
 import { Principal, type PrincipalShape, type ProfileContext } from "../kernel/principal.ts"
@@ -111,6 +113,7 @@ const ServiceHandlersLayer = ServiceRpcs.toLayer(
     const tracking = yield* TrackingService
     const entitlements = yield* EntitlementSwitch
     const experiments = yield* ExperimentReads
+    const calibrations = yield* Calibrations
 
     /** The feed: replay pages from the cursor, each event with the cursor after it; polls once caught up. */
     const recordedFeed = (
@@ -172,9 +175,11 @@ const ServiceHandlersLayer = ServiceRpcs.toLayer(
             ({ result }) => ({ result })
           )),
       ConversionsList: ({ query }) => asCaller((_, profile) => events.listConversions(profile, query)),
-      AnalyticsOverview: ({ query }) => asCaller((_, profile) => analytics.overview(profile, query)),
+      AnalyticsOverview: ({ query }) =>
+        asCaller((_, profile) => Effect.flatMap(analytics.overview(profile, query), (answer) => calibrateOverview(calibrations, profile, query, answer))),
       AnalyticsTimeseries: ({ query }) => asCaller((_, profile) => analytics.timeseries(profile, query)),
-      CampaignsList: ({ query }) => asCaller((_, profile) => campaigns.campaigns(profile, query)),
+      CampaignsList: ({ query }) =>
+        asCaller((_, profile) => Effect.flatMap(campaigns.campaigns(profile, query), (answer) => calibrateCampaigns(calibrations, profile, query, answer))),
       ConversionJourneyGet: ({ conversion_id, query }) =>
         asCaller((principal, profile) => customers.conversionJourney(principal, profile, conversion_id, query)),
       PersonJourneyGet: ({ query }) => asCaller((principal, profile) => customers.personJourney(principal, profile, query)),

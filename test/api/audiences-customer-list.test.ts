@@ -368,8 +368,15 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(refreshOff)), { timeout: "180 secon
         const held = people.filter((p) => heldOut(salt, p.id, 0.5))
         assert.ok(held.length > 0 && held.length < 30, `held ${held.length}`)
 
+        assert.deepStrictEqual(created.json.data.exclusion, { uploads: [] })
+        assert.strictEqual(created.json.data.execution, null)
         const started = yield* send(experimenter, "POST", `/api/v1/experiments/${id}/start`)
         assert.strictEqual(started.status, 200, started.text)
+        // The start's re-upload is the first that left the holdout out.
+        const uploads = () => Effect.map(send(experimenter, "GET", `/api/v1/experiments/${id}`), (r) => r.json.data.exclusion.uploads as ReadonlyArray<any>)
+        const first = yield* uploads()
+        assert.deepStrictEqual(first.map((u) => [u.platform_audience_id, u.held_out]), [[audienceId, held.length]])
+        assert.match(first[0]?.uploaded_at, /^\d{4}-\d\d-\d\dT/)
         const treated = people.filter((p) => !heldOut(salt, p.id, 0.5)).map((p) => h(p.email)).sort()
         assert.deepStrictEqual(emails((yield* audienceOf(fixture.key, audienceId)).members), treated)
         const state = yield* send(fixture.key, "GET", LIST)
@@ -379,6 +386,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(refreshOff)), { timeout: "180 secon
         yield* sql`UPDATE customer_list_audiences SET last_synced_at = now() - interval '25 hours' WHERE profile_id = ${fixture.profileId}`
         yield* (yield* CustomerListRefresh).runOnce
         assert.deepStrictEqual(emails((yield* audienceOf(fixture.key, audienceId)).members), treated)
+        assert.deepStrictEqual((yield* uploads()).map((u) => [u.platform_audience_id, u.held_out]), [[audienceId, held.length], [audienceId, held.length]])
 
         const stopped = yield* send(experimenter, "POST", `/api/v1/experiments/${id}/stop`, { reason: "early_stop" })
         assert.strictEqual(stopped.status, 200, stopped.text)
@@ -386,6 +394,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(refreshOff)), { timeout: "180 secon
         const after = yield* send(fixture.key, "GET", LIST)
         assert.strictEqual(after.json.data.member_count, 30)
         assert.strictEqual(after.json.data.excluded_count, 0)
+        // The upload after the stop left nobody out: not one of the holdout's.
+        assert.strictEqual((yield* uploads()).length, 2)
       }))
   })
 

@@ -51,6 +51,17 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual((yield* objectOf(f.key, campaign)).status, "paused")
         const afterStart = yield* ledger(f.profileId, campaign)
         assert.deepStrictEqual(afterStart.map((r) => [r.action, r.state, r.pre_status, r.written_status]), [["pause", "applied", "active", "paused"]])
+        // The read shows the execution: day 0 applied by the ledger's entry, day 1 planned only.
+        const read = (yield* send(f.key, "GET", `/api/v1/experiments/${id}`)).json.data
+        assert.strictEqual(read.exclusion, null)
+        assert.strictEqual(read.execution.pre_status, "active")
+        assert.strictEqual(read.execution.days.length, 14)
+        const [zero, one] = read.execution.days
+        assert.deepStrictEqual({ ...zero, applied_at: null }, { date: day(0), planned: "off", applied_at: null, action_id: afterStart[0]?.id, outcome: zero.outcome })
+        assert.isString(zero.outcome)
+        assert.ok(Math.abs(Date.parse(zero.applied_at) - Date.now()) < 120_000, zero.applied_at)
+        assert.deepStrictEqual(one, { date: day(1), planned: "on", applied_at: null, action_id: null, outcome: null })
+        assert.deepStrictEqual([read.execution.restored, read.execution.failures], [null, []])
 
         // The same day again: nothing new on the platform or in the ledger.
         assert.isAtLeast(yield* tick, 1)
@@ -98,6 +109,34 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         ])
         const restored = (yield* sql<{ execution: any }>`SELECT execution FROM experiments WHERE id = ${id}`)[0]?.execution.restored
         assert.deepStrictEqual(restored, { action_id: final[3]?.id, status: "active" })
+        const ended = (yield* send(f.key, "GET", `/api/v1/experiments/${id}`)).json.data.execution
+        assert.deepStrictEqual(ended.restored, { action_id: final[3]?.id, status: "active" })
+        assert.deepStrictEqual(ended.failures, [])
+      }))
+
+    it.effect("an ad action the platform refuses is a failure in the experiment's execution, retried by the tick; the day stays unapplied", () =>
+      Effect.gen(function*() {
+        const f = yield* adFixture("one_account", [...WRITE_SCOPES, "analytics:read"])
+        const created = yield* send(f.key, "POST", "/api/v1/experiments", {
+          name: "On/off of a campaign the platform does not know",
+          kind: "switchback",
+          metric: { conversion_key: "purchase", measure: "count" },
+          window: { start: day(0), end: day(13) },
+          target: { level: "campaign", id: `cmp_${f.n}_missing` }
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const id: string = created.json.data.id
+        assert.strictEqual((yield* send(f.key, "POST", `/api/v1/experiments/${id}/start`)).status, 200)
+        const read = (yield* send(f.key, "GET", `/api/v1/experiments/${id}`)).json.data.execution
+        assert.strictEqual(read.failures.length, 1)
+        assert.deepStrictEqual({ ...read.failures[0], at: null, error: null }, { what: "day", date: day(0), error: null, at: null })
+        assert.isString(read.failures[0].error)
+        assert.deepStrictEqual(read.days[0], { date: day(0), planned: read.days[0].planned, applied_at: null, action_id: null, outcome: null })
+        yield* tick
+        const again = (yield* send(f.key, "GET", `/api/v1/experiments/${id}`)).json.data.execution
+        assert.strictEqual(again.failures.length, 2)
+        assert.strictEqual(again.days[0].action_id, null)
+        assert.strictEqual((yield* send(f.key, "POST", `/api/v1/experiments/${id}/stop`, { reason: "invalidated" })).status, 200)
       }))
 
     it.effect("a campaign paused before the experiment stays paused after its stop", () =>

@@ -10,6 +10,7 @@ import { call, callAs } from "../support/app.ts"
 import { analyticsApp, drain, seedAnalyticsProfile } from "../support/analytics.ts"
 import { dayFromToday, noonOf, saltOf, seedAdConnection, seedConversions, seedCustomers, type SeedConversion } from "../support/experiments.ts"
 import { seedApiKey } from "../support/tenancy.ts"
+import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
 import { DEFAULT_EVENT_TYPES, OPT_IN_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../schema/webhooks.ts"
 import { heldOut, seedOf, switchbackSchedule } from "../../src/experiments/analysis.ts"
 import { advanceSwitchbacks } from "../../src/experiments/cron.ts"
@@ -19,6 +20,7 @@ import {
   bootstrapMeanDifference,
   compareProportions,
   createRandom,
+  prePostDesign,
   sampleSizeTwoProportions,
   switchbackDays,
   syntheticControl
@@ -403,6 +405,8 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
           holdoutBody({ kind: "pre_post", holdout_fraction: undefined, target: { level: "ad_set", id: "s1" } }),
           holdoutBody({ metric: { conversion_key: "purchase", measure: "revenue" } }),
           holdoutBody({ kind: "ab_test" }),
+          holdoutBody({ spend_target: { level: "account", id: "c1" } }),
+          holdoutBody({ kind: "switchback", holdout_fraction: undefined, target: { level: "campaign", id: "c1" }, spend_target: { level: "campaign", id: "c1" } }),
           holdoutBody({ surprise: true })
         ]
         for (const body of cases) {
@@ -484,7 +488,12 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
 
   describe("results", () => {
     /** Members paid before the window; in the window, treatment converts at `rates[0]` and holdout at `rates[1]` (per mille, spread evenly). */
-    const holdoutFixture = (measure: "count" | "value", perMille: readonly [number, number]) =>
+    const holdoutFixture = (
+      measure: "count" | "value",
+      perMille: readonly [number, number],
+      extra: Record<string, unknown> = {},
+      beforeResults: (profileId: string) => Effect.Effect<unknown, unknown, AnalyticsImports> = () => Effect.void
+    ) =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
         const start = dayFromToday(-21)
@@ -492,7 +501,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         // In the order the service reads the list (by id), so the bootstrap draws the same resamples.
         const members = [...(yield* seedCustomers(p.profileId, 2000))].sort()
         yield* seedConversions(p.profileId, members.map((id) => ({ customerId: id, at: noonOf(dayFromToday(-60)), key: "payment", value: 50, cash: true })))
-        const created = yield* post(p.key, "/api/v1/experiments", holdoutBody({ metric: { conversion_key: "purchase", measure }, window: { start, end } }))
+        const created = yield* post(p.key, "/api/v1/experiments", holdoutBody({ metric: { conversion_key: "purchase", measure }, window: { start, end }, ...extra }))
         assert.strictEqual(created.status, 201, created.text)
         const e = created.json.data
         const salt = yield* saltOf(p.profileId, e.id)
@@ -512,10 +521,11 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         // Outside the window, not counted.
         rows.push({ customerId: members[0]!, at: noonOf(dayFromToday(-3)), key: "purchase", value: 1000, cash: false })
         yield* seedConversions(p.profileId, rows)
+        yield* beforeResults(p.profileId)
         assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
         const results = yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)
         assert.strictEqual(results.status, 200, results.text)
-        return { r: results.json.data, values, salt }
+        return { r: results.json.data, values, salt, e }
       })
 
     it.effect("audience_holdout, counts: clearly different rates give Newcombe's interval excluding 0, equal to the statistics", () =>
@@ -614,16 +624,22 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.deepStrictEqual(r.analysed, { start: dayFromToday(-10), end: dayFromToday(-6) })
       }))
 
-    const switchbackFixture = (onLift: number) =>
+    const switchbackFixture = (
+      onLift: number,
+      measure: "count" | "value" = "count",
+      beforeResults: (profileId: string, schedule: ReadonlyArray<{ readonly date: string; readonly on: boolean }>) => Effect.Effect<unknown, unknown, AnalyticsImports> = () =>
+        Effect.void,
+      options: { readonly currency?: string } = {}
+    ) =>
       Effect.gen(function*() {
-        const p = yield* seedAnalyticsProfile(SCOPES)
+        const p = yield* seedAnalyticsProfile(SCOPES, options)
         yield* seedAdConnection(p.profileId)
         const start = dayFromToday(-30)
         const end = dayFromToday(-3)
         const created = yield* post(p.key, "/api/v1/experiments", {
           name: "Switchback",
           kind: "switchback",
-          metric: { conversion_key: "purchase", measure: "count" },
+          metric: { conversion_key: "purchase", measure },
           window: { start, end },
           target: { level: "campaign", id: "cmp_1" }
         })
@@ -645,6 +661,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
           return { date: d.date, on: d.on, outcomes }
         })
         yield* seedConversions(p.profileId, rows)
+        yield* beforeResults(p.profileId, schedule)
         assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
         const r = yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)
         assert.strictEqual(r.status, 200, r.text)
@@ -723,6 +740,79 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         close(r.fit.r_squared, expected.fit.rSquared, "r squared")
         assert.deepStrictEqual(r.checks.map((x: any) => [x.name, x.passed]), [["pre_period_fit", true]])
       }))
+
+    /** Spend rows of one campaign (two ads, so a day's spend is a sum), in `currency`. */
+    const spendRows = (profileId: string, campaign: string, perDay: ReadonlyArray<readonly [string, number]>, currency = "USD") =>
+      Effect.gen(function*() {
+        const imports = yield* AnalyticsImports
+        return yield* imports.upsertSpend(perDay.flatMap(([day, amount]) =>
+          [0, 1].map((ad) => ({
+            profileId,
+            platform: "meta",
+            day,
+            campaignId: campaign,
+            adSetId: null,
+            adId: `${campaign}_ad${ad}`,
+            currency,
+            amount: String(amount / 2)
+          }))
+        ))
+      })
+
+    it.effect("incremental ROAS, switchback: incremental value over the target's spend on the analysed on days, interval from the value's", () =>
+      Effect.gen(function*() {
+        const { r } = yield* switchbackFixture(8, "value", (profileId, schedule) =>
+          // Off days carry a little spend (a pause takes effect late); only on days count. A day after the window neither.
+          spendRows(profileId, "cmp_1", [...schedule.map((d) => [d.date, d.on ? 100 : 7] as const), [dayFromToday(-1), 999] as const]))
+        assert.deepStrictEqual(r.spend, { amount: 1400, currency: null, days: 14 })
+        assert.strictEqual(r.incremental_roas_unavailable, null)
+        close(r.incremental_roas.estimate, r.incremental_value.estimate / 1400, "roas")
+        close(r.incremental_roas.lower, r.incremental_value.lower / 1400, "roas lower")
+        close(r.incremental_roas.upper, r.incremental_value.upper / 1400, "roas upper")
+        assert.strictEqual(r.incremental_roas.level, 0.95)
+        // 8 extra conversions of 10 per on day against 100 of spend: about 0.8.
+        assert.ok(Math.abs(r.incremental_roas.estimate - 0.8) < 0.2, JSON.stringify(r.incremental_roas))
+      }))
+
+    it.effect("incremental ROAS: null with its reason when the metric is a count, spend is unknown or cannot be converted", () =>
+      Effect.gen(function*() {
+        const counted = (yield* switchbackFixture(8, "count", (profileId, schedule) => spendRows(profileId, "cmp_1", schedule.map((d) => [d.date, 50] as const)))).r
+        assert.strictEqual(counted.incremental_roas, null)
+        assert.deepStrictEqual(counted.incremental_roas_unavailable, { reason: "metric_is_count" })
+        assert.deepStrictEqual(counted.spend, { amount: 700, currency: null, days: 14 })
+        const unknown = (yield* switchbackFixture(8, "value", (profileId, schedule) => spendRows(profileId, "cmp_other", schedule.map((d) => [d.date, 50] as const)))).r
+        assert.strictEqual(unknown.incremental_roas, null)
+        assert.strictEqual(unknown.spend, null)
+        assert.deepStrictEqual(unknown.incremental_roas_unavailable, { reason: "spend_unknown" })
+        assert.notStrictEqual(unknown.incremental_value, null)
+        // Spend in USD, the profile's currency EUR, no rate: not converted, never summed as if it were.
+        const unconverted = (yield* switchbackFixture(8, "value", (profileId, schedule) => spendRows(profileId, "cmp_1", schedule.map((d) => [d.date, 50] as const)), { currency: "EUR" })).r
+        assert.strictEqual(unconverted.incremental_roas, null)
+        assert.strictEqual(unconverted.spend, null)
+        assert.deepStrictEqual(unconverted.incremental_roas_unavailable, { reason: "fx_rate_missing" })
+        const idle = (yield* switchbackFixture(8, "value", (profileId, schedule) => spendRows(profileId, "cmp_1", schedule.map((d) => [d.date, 0] as const)))).r
+        assert.deepStrictEqual(idle.spend, { amount: 0, currency: null, days: 14 })
+        assert.deepStrictEqual(idle.incremental_roas_unavailable, { reason: "no_spend_in_treatment" })
+      }))
+
+    it.effect("incremental ROAS, holdout: with a spend_target its spend over the analysed days; without one no_spend_target", () =>
+      Effect.gen(function*() {
+        const start = dayFromToday(-21)
+        const inWindow = Array.from({ length: 15 }, (_, i) => [dayFromToday(-21 + i), 40] as const)
+        const named = yield* holdoutFixture("value", [300, 100], { spend_target: { level: "campaign", id: "cmp_h" } }, (profileId) =>
+          spendRows(profileId, "cmp_h", [...inWindow, [dayFromToday(-3), 1000] as const, [dayFromToday(-40), 1000] as const], "EUR"))
+        assert.deepStrictEqual(named.e.config.spend_target, { level: "campaign", id: "cmp_h" })
+        assert.strictEqual(named.r.analysed.start, start)
+        assert.deepStrictEqual(named.r.spend, { amount: 600, currency: null, days: 15 })
+        close(named.r.incremental_roas.estimate, named.r.incremental_value.estimate / 600, "roas")
+        close(named.r.incremental_roas.lower, named.r.incremental_value.lower / 600, "roas lower")
+        close(named.r.incremental_roas.upper, named.r.incremental_value.upper / 600, "roas upper")
+        const unnamed = yield* holdoutFixture("value", [300, 100])
+        assert.strictEqual(unnamed.e.config.spend_target, undefined)
+        assert.strictEqual(unnamed.r.spend, null)
+        assert.strictEqual(unnamed.r.incremental_roas, null)
+        assert.deepStrictEqual(unnamed.r.incremental_roas_unavailable, { reason: "no_spend_target" })
+      }))
   })
 
   describe("design", () => {
@@ -790,6 +880,76 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.deepStrictEqual(r.json.data.warnings, expected.total > 500 ? ["list_too_small"] : [])
       }))
 
+    it.effect("pre_post: days from the history's in-time placebos of the campaign's synthetic control, equal to prePostDesign; short window and short history warn", () =>
+      Effect.gen(function*() {
+        const p = yield* seedAnalyticsProfile(SCOPES)
+        const noise = createRandom(11)
+        const rows: Array<SeedConversion> = []
+        const series = { target: [] as Array<number>, d1: [] as Array<number>, d2: [] as Array<number> }
+        for (let i = 0; i < 100; i++) {
+          const date = dayFromToday(-100 + i)
+          const a = 10 + (i % 7) * 2
+          const b = 14 + ((i * 3) % 5) * 2
+          const t = Math.max(0, Math.round((a + b) / 2 + 2 * noise.normal()))
+          series.d1.push(a)
+          series.d2.push(b)
+          series.target.push(t)
+          for (const [campaign, n] of [["cmp_t", t], ["cmp_1", a], ["cmp_2", b]] as const) {
+            for (let k = 0; k < n; k++) rows.push({ customerId: null, at: noonOf(date, k), key: "purchase", value: 5, cash: false, campaign })
+          }
+        }
+        yield* seedConversions(p.profileId, rows)
+        const body = {
+          kind: "pre_post",
+          metric: { conversion_key: "purchase", measure: "count" },
+          minimum_detectable_effect: 0.15,
+          target: { level: "campaign", id: "cmp_t" },
+          pre_days: 21,
+          history_days: 100,
+          window: { start: dayFromToday(1), end: dayFromToday(2) }
+        }
+        const r = yield* post(p.key, "/api/v1/experiments/design", body)
+        assert.strictEqual(r.status, 200, r.text)
+        const expected = prePostDesign({ target: series.target, donors: [series.d1, series.d2], preDays: 21, minimumEffect: 0.15, effectKind: "relative" })
+        assert.strictEqual(expected._tag, "Design")
+        if (expected._tag !== "Design") return
+        const d = r.json.data
+        assert.include(d.method, "in-time placebos")
+        assert.strictEqual(d.required_days, expected.days)
+        assert.isAbove(expected.days, 2)
+        assert.deepStrictEqual(d.placebo, {
+          pre_days: 21,
+          donors: 2,
+          windows: expected.placebos,
+          longest_measured_days: expected.longestMeasured,
+          total_error: d.placebo.total_error
+        })
+        close(d.placebo.total_error, expected.totalError, "placebo error")
+        close(d.baseline.mean, expected.dailyMean, "daily mean")
+        assert.deepStrictEqual(d.warnings, ["window_too_short"])
+        const long = yield* post(p.key, "/api/v1/experiments/design", { ...body, window: { start: dayFromToday(1), end: dayFromToday(1 + expected.days) } })
+        assert.deepStrictEqual(long.json.data.warnings, [])
+        // 30 days of history: 9 placebo fits of 21 days, fewer than the 10 a length needs.
+        const short = yield* post(p.key, "/api/v1/experiments/design", { ...body, history_days: 30 })
+        assert.strictEqual(short.status, 200, short.text)
+        assert.strictEqual(short.json.data.required_days, null)
+        assert.deepStrictEqual(short.json.data.warnings, ["history_too_short"])
+        assert.strictEqual(short.json.data.placebo.longest_measured_days, 0)
+        // A create with a design stores the same answer (its history the default 180 days).
+        const created = yield* post(p.key, "/api/v1/experiments", {
+          name: "Pre/post with a design",
+          kind: "pre_post",
+          metric: body.metric,
+          window: body.window,
+          target: body.target,
+          pre_days: 21,
+          design: { minimum_detectable_effect: 0.15 }
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        assert.strictEqual(created.json.data.design.history_days, 180)
+        assert.strictEqual(created.json.data.design.required_days, expected.days)
+      }))
+
     it.effect("no history: required null with no_history; bad input is 400 validation_error", () =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
@@ -804,10 +964,25 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         const prePost = yield* post(p.key, "/api/v1/experiments/design", {
           kind: "pre_post",
           metric: { conversion_key: "purchase", measure: "count" },
-          minimum_detectable_effect: 0.1
+          minimum_detectable_effect: 0.1,
+          target: { level: "campaign", id: "cmp_t" }
         })
+        assert.strictEqual(prePost.status, 200, prePost.text)
         assert.strictEqual(prePost.json.data.required_days, null)
-        assert.deepStrictEqual(prePost.json.data.warnings, ["not_supported_for_kind"])
+        assert.deepStrictEqual(prePost.json.data.warnings, ["no_history"])
+        for (
+          const bad of [
+            { kind: "pre_post" },
+            { kind: "pre_post", target: { level: "ad_set", id: "s1" } },
+            { kind: "switchback", target: { level: "campaign", id: "c1" } },
+            { kind: "switchback", pre_days: 28 },
+            { kind: "pre_post", target: { level: "campaign", id: "c1" }, pre_days: 7 }
+          ]
+        ) {
+          const refused = yield* post(p.key, "/api/v1/experiments/design", { metric: { conversion_key: "purchase", measure: "count" }, minimum_detectable_effect: 0.1, ...bad })
+          assert.strictEqual(refused.status, 400, `${JSON.stringify(bad)}: ${refused.text}`)
+          assert.strictEqual(refused.json.error.code, "validation_error")
+        }
         for (const bad of [{ minimum_detectable_effect: 0 }, { minimum_detectable_effect: 0.1, confidence: 1.2 }, { minimum_detectable_effect: 0.1, power: 0.2 }]) {
           const refused = yield* post(p.key, "/api/v1/experiments/design", { kind: "switchback", metric: { conversion_key: "purchase", measure: "count" }, ...bad })
           assert.strictEqual(refused.status, 400, refused.text)

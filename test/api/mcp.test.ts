@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, serveApp, testSettings } from "../support/app.ts"
 import { defineConversion, ingest, seedEventsProfile } from "../support/events.ts"
+import { seedCompletedPrePost } from "../support/experiments.ts"
 import { seedApiKey, seedMemberSession, type SeededProfile } from "../support/tenancy.ts"
 
 type Session = Effect.Success<ReturnType<typeof seedMemberSession>>
@@ -214,6 +215,42 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.deepStrictEqual(viaTool.structuredContent, viaHttp.json)
         assert.strictEqual(viaTool.structuredContent.data.status, "completed")
         assert.deepStrictEqual(viaTool.structuredContent.data.insufficient_data, { reason: viaHttp.json.data.insufficient_data.reason })
+      }))
+
+    it.effect("analytics_overview and list_campaigns take calibrated: the same calibration as the REST reads with ?calibrated=true, the modelled figures unchanged", () =>
+      Effect.gen(function*() {
+        const { profile, token } = yield* fixture(["mcp:read"])
+        const { sessionId } = yield* initialize(token)
+        const { key } = yield* seedApiKey(profile, { scopes: ["analytics:read", "campaigns:apply"], rateLimitPerMinute: 1000 })
+        const id = yield* seedCompletedPrePost(profile.profileId, key)
+        const results = (yield* call(`/api/v1/experiments/${id}/results`, { headers: { authorization: `Bearer ${key}` } })).json.data
+        assert.ok(results.incremental_conversions !== null, JSON.stringify(results))
+        const rest = (path: string) => call(`${path}&profile_id=${profile.profileId}`, { headers: { authorization: `Bearer ${token}` } })
+
+        const overview = yield* callTool(token, sessionId, "analytics_overview", { profile_id: profile.profileId, days: "60", calibrated: "true" })
+        assert.strictEqual(overview.isError, false, JSON.stringify(overview))
+        const overviewHttp = yield* rest("/api/v1/overview?days=60&calibrated=true")
+        assert.strictEqual(overviewHttp.status, 200, overviewHttp.text)
+        assert.deepStrictEqual(overview.structuredContent, overviewHttp.json)
+        const calibration = overview.structuredContent.data.calibration
+        assert.deepStrictEqual(calibration.map((f: any) => [f.campaign, f.experiment_id, f.kind]), [["cmp_t", id, "pre_post"]])
+        assert.deepStrictEqual(calibration[0].incremental_conversions, results.incremental_conversions)
+        // Without the flag: no calibration, the same modelled figures.
+        const plain = yield* callTool(token, sessionId, "analytics_overview", { profile_id: profile.profileId, days: "60" })
+        assert.notProperty(plain.structuredContent.data, "calibration")
+        const { calibration: _c, ...modelled } = overview.structuredContent.data
+        assert.deepStrictEqual(modelled, plain.structuredContent.data)
+
+        const campaigns = yield* callTool(token, sessionId, "list_campaigns", { profile_id: profile.profileId, days: "60", calibrated: "true" })
+        assert.strictEqual(campaigns.isError, false, JSON.stringify(campaigns))
+        const campaignsHttp = yield* rest("/api/v1/campaigns?days=60&calibrated=true")
+        assert.strictEqual(campaignsHttp.status, 200, campaignsHttp.text)
+        assert.deepStrictEqual(campaigns.structuredContent, campaignsHttp.json)
+        for (const row of campaigns.structuredContent.data) {
+          assert.deepStrictEqual(row.calibration, row.platform_id === "cmp_t" ? calibration[0] : null)
+        }
+        const refused = yield* callTool(token, sessionId, "list_campaigns", { profile_id: profile.profileId, calibrated: "yes" })
+        assert.strictEqual(refused.isError, true)
       }))
 
     it.effect("a profile the person cannot reach is not_found, the same as one that does not exist", () =>

@@ -9,11 +9,13 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { Overview } from "../../schema/analytics.ts"
+import { Campaigns } from "../../schema/analytics-campaigns.ts"
 import { ExperimentResultsBody } from "../../schema/experiments.ts"
 import { makeServiceClient, type ServiceClientOptions } from "../../src/rpc/client.ts"
 import { RpcCredentials } from "../../src/rpc/credentials/service.ts"
 import { call, serveApp, TestServer, testSettings } from "../support/app.ts"
 import { ingest } from "../support/events.ts"
+import { seedCompletedPrePost } from "../support/experiments.ts"
 import { ALL_RPC_SCOPES, mintRpcCredential, purchaseEvent, seedRpcWorld, settleOutbox } from "../support/rpc.ts"
 import { seedApiKey, seedProfile } from "../support/tenancy.ts"
 
@@ -154,6 +156,28 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         assert.strictEqual(http.status, 200, http.text)
         assert.deepStrictEqual(Schema.encodeSync(ExperimentResultsBody)(results), http.json)
         assert.strictEqual(results.data.status, "completed")
+      }))
+
+    it.effect("AnalyticsOverview and CampaignsList take calibrated: the same calibration as the REST reads with ?calibrated=true", () =>
+      Effect.gen(function*() {
+        const world = yield* seedRpcWorld()
+        const rpc = yield* client(world.secret)
+        const profile_id = world.profileId
+        const { key } = yield* seedApiKey(world, { scopes: ["analytics:read", "campaigns:apply", "campaigns:read"], rateLimitPerMinute: 1000 })
+        const auth = { authorization: `Bearer ${key}` }
+        const id = yield* seedCompletedPrePost(profile_id, key)
+        const overview = yield* rpc.AnalyticsOverview({ profile_id, query: { days: 60, calibrated: "true" } })
+        const overviewHttp = yield* call("/api/v1/overview?days=60&calibrated=true", { headers: auth })
+        assert.strictEqual(overviewHttp.status, 200, overviewHttp.text)
+        assert.deepStrictEqual(Schema.encodeSync(Overview)(overview), overviewHttp.json)
+        assert.deepStrictEqual(overview.data.calibration?.map((f) => [f.campaign, f.experiment_id]), [["cmp_t", id]])
+        const plain = yield* rpc.AnalyticsOverview({ profile_id, query: { days: 60 } })
+        assert.strictEqual(plain.data.calibration, undefined)
+        const campaigns = yield* rpc.CampaignsList({ profile_id, query: { days: 60, calibrated: "true" } })
+        const campaignsHttp = yield* call("/api/v1/campaigns?days=60&calibrated=true", { headers: auth })
+        assert.strictEqual(campaignsHttp.status, 200, campaignsHttp.text)
+        assert.deepStrictEqual(Schema.encodeSync(Campaigns)(campaigns), campaignsHttp.json)
+        for (const row of campaigns.data) assert.deepStrictEqual(row.calibration, row.platform_id === "cmp_t" ? overview.data.calibration?.[0] : null)
       }))
 
     it.effect("recompute, replay status and erasure", () =>

@@ -4,6 +4,7 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { call } from "./app.ts"
 
 export interface SeedConversion {
   readonly customerId: string | null
@@ -79,3 +80,43 @@ export const seedAdConnection = (profileId: string, scopes: ReadonlyArray<string
   Effect.flatMap(SqlClient, (sql) =>
     sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name, scopes)
         VALUES (${crypto.randomUUID()}, ${profileId}, 'adplatform', 'adplatform', ${`act_${profileId.slice(0, 8)}`}, 'Ads', ${[...scopes]}::text[])`)
+
+/**
+ * A completed pre_post on campaign `cmp_t` (count of `purchase`, last_touch credit) whose
+ * synthetic control finds about +10 a day: a calibration source. Created and started through the
+ * API with `key` (analytics:read, campaigns:apply); answers the experiment's id.
+ */
+export const seedCompletedPrePost = Effect.fn("test.seedCompletedPrePost")(function*(profileId: string, key: string) {
+  const rows: Array<SeedConversion> = []
+  for (let i = 0; i < 42; i++) {
+    const date = dayFromToday(-42 + i)
+    const a = 10 + (i % 7) * 4
+    const b = 12 + ((i * 3) % 5) * 2
+    const t = (a + b) / 2 + ((i * 5) % 3) - 1 + (i >= 28 ? 10 : 0)
+    for (const [campaign, n] of [["cmp_t", t], ["cmp_1", a], ["cmp_2", b]] as const) {
+      for (let k = 0; k < n; k++) rows.push({ customerId: null, at: noonOf(date, k), key: "purchase", value: 5, cash: false, campaign })
+    }
+  }
+  yield* seedConversions(profileId, rows)
+  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+  const created = yield* call("/api/v1/experiments", {
+    method: "POST",
+    headers,
+    body: JSON.stringify({
+      name: "Change on cmp_t",
+      kind: "pre_post",
+      metric: { conversion_key: "purchase", measure: "count" },
+      window: { start: dayFromToday(-14), end: dayFromToday(-1) },
+      target: { level: "campaign", id: "cmp_t" },
+      pre_days: 28
+    })
+  })
+  if (created.status !== 201) return yield* Effect.die(`create: ${created.status} ${created.text}`)
+  const id: string = created.json.data.id
+  const started = yield* call(`/api/v1/experiments/${id}/start`, { method: "POST", headers: { authorization: `Bearer ${key}` } })
+  if (started.status !== 200) return yield* Effect.die(`start: ${started.status} ${started.text}`)
+  // Its window is over: the read completes it.
+  const read = yield* call(`/api/v1/experiments/${id}`, { headers: { authorization: `Bearer ${key}` } })
+  if (read.json.data.status !== "completed") return yield* Effect.die(`not completed: ${read.text}`)
+  return id
+})

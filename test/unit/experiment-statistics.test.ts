@@ -22,7 +22,9 @@ import {
   normalQuantile,
   ols,
   powerTwoMeans,
+  placeboErrors,
   powerTwoProportions,
+  prePostDesign,
   projectToSimplex,
   relativeLiftInterval,
   sampleRatioMismatch,
@@ -630,8 +632,14 @@ describe("power and design", () => {
   it("two means, σ = 1, Δ = 0.5: 2(z.975 + z.8)²/0.25 = 62.8, so 63 per group", () => {
     const n = sampleSizeTwoMeans({ mean: 10, sd: 1, minimumEffect: 0.5, effectKind: "absolute" })
     assert.deepStrictEqual(n, { treatment: 63, control: 63, total: 126 })
-    const reached = powerTwoMeans({ mean: 10, sd: 1, minimumEffect: 0.05, effectKind: "relative", treatment: 63, control: 63 })
-    assert.isAtLeast(reached, 0.8)
+    // A relative effect scales the treatment's SD too (1.05 here): 63 per group fall short, the relative size reaches it.
+    const relative = { mean: 10, sd: 1, minimumEffect: 0.05, effectKind: "relative" as const }
+    close(powerTwoMeans({ ...relative, treatment: 63, control: 63 }), 1 - 0.2 - 0.019, 0.01)
+    const sized = sampleSizeTwoMeans(relative)
+    // (1.96 + 0.8416)² × (1.05² + 1) / 0.25 = 66.01: 67 per group.
+    assert.deepStrictEqual(sized, { treatment: 67, control: 67, total: 134 })
+    assert.isAtLeast(powerTwoMeans({ ...relative, treatment: 67, control: 67 }), 0.8)
+    assert.isBelow(powerTwoMeans({ ...relative, treatment: 66, control: 66 }), 0.8)
     assert.isBelow(powerTwoMeans({ mean: 10, sd: 1, minimumEffect: 0.5, effectKind: "absolute", treatment: 62, control: 62 }), 0.8)
   })
 
@@ -672,6 +680,95 @@ describe("power and design", () => {
       ),
       runs(200)
     )
+  })
+})
+
+describe("holdout value design against the simulation", () => {
+  it("a relative value lift scales the treatment's spread: the design's power matches the simulated runs' (the bench's 59 % against 69 %)", () => {
+    const p = 0.08
+    const m = 60
+    const mean = p * m
+    const sd = Math.sqrt(p * m * m * Math.E - mean * mean)
+    const promised = powerTwoMeans({ mean, sd, minimumEffect: 0.5, effectKind: "relative", treatment: 4000, control: 1000 })
+    close(promised, 0.596, 0.005)
+    // Exactly the variance of the simulated treatment group: values of mean 90 with the same log-normal shape.
+    const treatmentSd = Math.sqrt(p * (m * 1.5) ** 2 * Math.E - (mean * 1.5) ** 2)
+    close(treatmentSd, sd * 1.5, 1e-9)
+  })
+})
+
+describe("pre/post design from in-time placebos", () => {
+  /** Two donors with weekly patterns and a target tracking their mean with seeded noise of SD `noise`. */
+  const history = (seed: number, days: number, noise: number, scale = 1) => {
+    const random = createRandom(seed)
+    const d1 = Array.from({ length: days }, (_, i) => scale * (40 + (i % 7) * 6 + 4 * random.normal()))
+    const d2 = Array.from({ length: days }, (_, i) => scale * (60 + ((i * 3) % 5) * 5 + 4 * random.normal()))
+    const target = d1.map((a, i) => (a + (d2[i] ?? 0)) / 2 + scale * noise * random.normal())
+    return { target, donors: [d1, d2] }
+  }
+
+  it("a target the donors reproduce exactly has no placebo error: one post day detects any effect", () => {
+    const { donors } = history(1, 60, 0)
+    const target = donors[0]!.map((a, i) => 0.3 * a + 0.7 * (donors[1]![i] ?? 0))
+    const errors = placeboErrors(target, donors, 28)
+    assert.strictEqual(errors.placebos[0], 32)
+    assert.strictEqual(errors.placebos[31], 1)
+    for (const e of errors.rmse) assert.isBelow(e, 1e-6)
+    const design = prePostDesign({ target, donors, preDays: 28, minimumEffect: 0.01, effectKind: "relative" })
+    assert.strictEqual(design._tag, "Design")
+    if (design._tag === "Design") assert.strictEqual(design.days, 1)
+  })
+
+  it("independent noise of SD σ: the placebo error of an L-day total is about σ√L, and the days follow (z.975 + z.8)²σ²/δ²", () => {
+    const { target, donors } = history(2, 240, 5)
+    const errors = placeboErrors(target, donors, 28)
+    for (const L of [1, 4, 9]) close(errors.rmse[L - 1] ?? 0, 5 * Math.sqrt(L), 5 * Math.sqrt(L) * 0.35, `L = ${L}`)
+    const design = prePostDesign({ target, donors, preDays: 28, minimumEffect: 5, effectKind: "absolute" })
+    assert.strictEqual(design._tag, "Design")
+    if (design._tag !== "Design") return
+    // (1.96 + 0.84)² × 25 / 25 ≈ 7.8 days for independent noise and a known fit.
+    assert.isAtLeast(design.days, 5)
+    assert.isAtMost(design.days, 14)
+    assert.isAtLeast(design.days * 5, 2.8 * design.totalError)
+    assert.isAtLeast(design.placebos, 10)
+  })
+
+  it("properties: fewer days for a larger effect or a lower power; the same days at any scale (relative effect)", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.double({ min: 0.02, max: 0.3, noNaN: true }),
+        fc.double({ min: 1.2, max: 3, noNaN: true }),
+        fc.double({ min: 0.5, max: 50, noNaN: true }),
+        (seed, effect, factor, scale) => {
+          const h = history(seed, 90, 6)
+          const plan = { ...h, preDays: 21, effectKind: "relative" as const }
+          const days = (d: ReturnType<typeof prePostDesign>) => (d._tag === "Design" ? d.days : Number.POSITIVE_INFINITY)
+          const small = days(prePostDesign({ ...plan, minimumEffect: effect }))
+          const large = days(prePostDesign({ ...plan, minimumEffect: effect * factor }))
+          assert.isAtMost(large, small)
+          assert.isAtMost(days(prePostDesign({ ...plan, minimumEffect: effect, power: 0.6 })), days(prePostDesign({ ...plan, minimumEffect: effect, power: 0.9 })))
+          const scaled = history(seed, 90, 6, scale)
+          assert.strictEqual(days(prePostDesign({ ...scaled, preDays: 21, effectKind: "relative", minimumEffect: effect })), small)
+        }
+      ),
+      runs(25)
+    )
+  })
+
+  it("a history too short for the placebos, or for a long enough window, is HistoryTooShort with the longest measured length", () => {
+    const { target, donors } = history(3, 35, 5)
+    const short = prePostDesign({ target, donors, preDays: 28, minimumEffect: 0.1, effectKind: "relative" })
+    assert.strictEqual(short._tag, "HistoryTooShort")
+    assert.strictEqual(short.longestMeasured, 0)
+    const longer = history(4, 60, 20)
+    const tiny = prePostDesign({ ...longer, preDays: 28, minimumEffect: 0.001, effectKind: "relative" })
+    assert.strictEqual(tiny._tag, "HistoryTooShort")
+    // 32 placebo starts: lengths up to 23 have at least 10.
+    assert.strictEqual(tiny.longestMeasured, 23)
+    const empty = prePostDesign({ target: new Array(60).fill(0), donors: longer.donors, preDays: 28, minimumEffect: 0.1, effectKind: "relative" })
+    assert.strictEqual(empty._tag, "HistoryTooShort")
+    assert.throws(() => prePostDesign({ target, donors, preDays: 28, minimumEffect: 0, effectKind: "relative" }), RangeError)
   })
 })
 

@@ -3,11 +3,11 @@
  * imports (each in one transaction, in statements of at most CHUNK rows) and the ad-platform
  * sync's days (decision 0058).
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { minorExponent } from "../../kernel/money.ts"
-import { atDatabaseBoundary, decodeRows, nullableColumn } from "../../platform/database.ts"
+import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
 
 export interface SpendRow {
   readonly profileId: string
@@ -59,6 +59,14 @@ const lastPerAdDay = (rows: ReadonlyArray<SyncedSpendRow>): ReadonlyArray<Synced
 
 const ProfileIdRow = Schema.Struct({ id: Schema.String })
 
+export const TargetSpendDay = Schema.Struct({ day: Schema.String, amount: Schema.NullOr(Schema.Finite) })
+export interface TargetSpend {
+  readonly known: boolean
+  readonly currency: string | null
+  readonly days: ReadonlyArray<typeof TargetSpendDay.Type>
+}
+const SpendProbe = Schema.Struct({ known: Schema.Boolean, currency: Schema.NullOr(Schema.String) })
+
 export class AnalyticsImportsRepo extends Context.Service<AnalyticsImportsRepo, {
   /** The ids among `profileIds` that name a profile. */
   readonly existingProfiles: (profileIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, DatabaseUnavailable>
@@ -76,6 +84,17 @@ export class AnalyticsImportsRepo extends Context.Service<AnalyticsImportsRepo, 
   readonly upsertSyncedSpend: (rows: ReadonlyArray<SyncedSpendRow>) => Effect.Effect<void, DatabaseUnavailable>
   /** Upserts rates (distinct on base, quote and day) from `source` in one transaction. */
   readonly upsertFxRates: (rows: ReadonlyArray<FxRow>, source: string) => Effect.Effect<void, DatabaseUnavailable>
+  /**
+   * A campaign's or ad set's spend on each of `days` (days with spend only) in the profile's
+   * currency, `amount` null on a day an amount could not be converted; `known` whether the target
+   * has any spend row at all; `currency` the profile's.
+   */
+  readonly targetSpend: (
+    profileId: string,
+    level: "campaign" | "ad_set",
+    id: string,
+    days: ReadonlyArray<string>
+  ) => Effect.Effect<TargetSpend, DatabaseUnavailable>
 }>()("svc/AnalyticsImportsRepo") {
   static readonly layer = Layer.effect(AnalyticsImportsRepo)(
     Effect.gen(function*() {
@@ -132,7 +151,33 @@ export class AnalyticsImportsRepo extends Context.Service<AnalyticsImportsRepo, 
             ON CONFLICT (base, quote, day) DO UPDATE SET rate = EXCLUDED.rate, source = EXCLUDED.source, imported_at = now()`,
           { discard: true }))
 
-      return atDatabaseBoundary({ existingProfiles, upsertSpend, upsertSyncedSpend, upsertFxRates })
+      const spendDays = decodeRows(TargetSpendDay)
+      const spendProbe = decodeFirstRow(SpendProbe)
+      const targetSpend = (profileId: string, level: "campaign" | "ad_set", id: string, days: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const column = sql.literal(level === "campaign" ? "campaign_external_id" : "ad_set_external_id")
+          const probe = yield* spendProbe(sql`
+            SELECT EXISTS (SELECT 1 FROM ad_spend WHERE profile_id = ${profileId} AND ${column} = ${id}) AS known,
+                   (SELECT currency FROM profiles WHERE id = ${profileId}) AS currency`)
+          const known = Option.exists(probe, (row) => row.known)
+          const currency = Option.match(probe, { onNone: () => null, onSome: (row) => row.currency })
+          if (!known || days.length === 0) return { known, currency, days: [] }
+          // Converted per (day, currency) as the analytics reads do; an unset profile currency takes amounts as they are.
+          const rows = yield* spendDays(sql`
+            WITH base AS (
+              SELECT day, currency, sum(amount) AS money FROM ad_spend
+              WHERE profile_id = ${profileId} AND ${column} = ${id} AND day = ANY(${days}::date[])
+              GROUP BY day, currency)
+            SELECT to_char(day, 'YYYY-MM-DD') AS day,
+                   CASE WHEN bool_or(converted IS NULL) THEN NULL ELSE sum(converted)::float8 END AS amount
+            FROM (SELECT day, CASE WHEN money = 0 OR ${currency}::text IS NULL OR currency = ${currency}::text THEN money
+                                   ELSE money * analytics_fx_rate(currency, ${currency}::text, day) END AS converted
+                  FROM base) x
+            GROUP BY day ORDER BY day`)
+          return { known, currency, days: rows }
+        })
+
+      return atDatabaseBoundary({ existingProfiles, upsertSpend, upsertSyncedSpend, upsertFxRates, targetSpend })
     })
   )
 }

@@ -16,9 +16,9 @@ import { Context, Effect, Layer, Result } from "effect"
 import { type DatabaseUnavailable, ValidationError } from "../../../schema/errors.ts"
 import { isCalendarDate } from "../../../schema/events.ts"
 import { normaliseAmount } from "../../kernel/money.ts"
-import { AnalyticsImportsRepo, type FxRow, type SpendRow, type SyncedSpendRow } from "./repo.ts"
+import { AnalyticsImportsRepo, type FxRow, type SpendRow, type SyncedSpendRow, type TargetSpend } from "./repo.ts"
 
-export type { FxRow, SpendRow, SyncedSpendRow } from "./repo.ts"
+export type { FxRow, SpendRow, SyncedSpendRow, TargetSpend } from "./repo.ts"
 
 const CURRENCY = /^[A-Z]{3}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -144,6 +144,13 @@ export class AnalyticsImports extends Context.Service<AnalyticsImports, {
    * amount, impressions, clicks and the platform's reported conversions and chats.
    */
   readonly upsertSyncedSpend: (rows: ReadonlyArray<SyncedSpendRow>) => Effect.Effect<void, DatabaseUnavailable>
+  /** A campaign's or ad set's spend per day in the profile's currency (experiments' incremental ROAS, issue 32). */
+  readonly targetSpend: (
+    profileId: string,
+    level: "campaign" | "ad_set",
+    id: string,
+    days: ReadonlyArray<string>
+  ) => Effect.Effect<TargetSpend, DatabaseUnavailable>
 }>()("svc/AnalyticsImports") {
   static readonly layer = Layer.effect(AnalyticsImports)(
     Effect.gen(function*() {
@@ -170,7 +177,16 @@ export class AnalyticsImports extends Context.Service<AnalyticsImports, {
         yield* repo.upsertSyncedSpend(rows)
       })
 
-      return { upsertSpend, upsertFxRates, upsertSyncedSpend }
+      const targetSpend = Effect.fn("AnalyticsImports.targetSpend")(function*(
+        profileId: string,
+        level: "campaign" | "ad_set",
+        id: string,
+        days: ReadonlyArray<string>
+      ) {
+        return yield* repo.targetSpend(profileId, level, id, days)
+      })
+
+      return { upsertSpend, upsertFxRates, upsertSyncedSpend, targetSpend }
     })
   ).pipe(Layer.provide(AnalyticsImportsRepo.layer))
 }

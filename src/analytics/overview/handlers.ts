@@ -5,6 +5,7 @@ import { AnalyticsService } from "./service.ts"
 import { groupApi } from "../../http/group-api.ts"
 import { AnalyticsApi } from "./api.ts"
 import { Calibrations } from "../calibration.ts"
+import { calibrateOverview } from "../calibrated.ts"
 
 export const AnalyticsHandlers = HttpApiBuilder.group(groupApi(AnalyticsApi), "analytics", (handlers) =>
   Effect.gen(function*() {
@@ -14,11 +15,7 @@ export const AnalyticsHandlers = HttpApiBuilder.group(groupApi(AnalyticsApi), "a
     return handlers.handleAll({
       overview: ({ query }) =>
         Effect.flatMap(access.current, (profile) =>
-          Effect.flatMap(analytics.overview(profile, query), (answer) =>
-            query.calibrated !== "true"
-              ? Effect.succeed(answer)
-              // Beside the modelled figures, under the model they were computed with.
-              : Effect.map(calibrations.factors(profile, answer.data.model), (calibration) => ({ ...answer, data: { ...answer.data, calibration } })))),
+          Effect.flatMap(analytics.overview(profile, query), (answer) => calibrateOverview(calibrations, profile, query, answer))),
       timeseries: ({ query }) => Effect.flatMap(access.current, (profile) => analytics.timeseries(profile, query)),
       breakdown: ({ params, query }) => Effect.flatMap(access.current, (profile) => analytics.breakdown(profile, params.dimension, query))
     })

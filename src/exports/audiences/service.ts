@@ -337,15 +337,19 @@ export class CustomerLists extends Context.Service<CustomerLists, {
         const fields = CUSTOMER_LIST_FIELDS[version]
         // An experiment's holdout is left out like an exclusion (and counted with them) while it runs.
         const held = yield* holdouts.heldOut(profileId)
-        const paying = (yield* repo.payingCustomers(profileId)).map((c) => held(c.id) ? { ...c, excluded: true } : c)
+        const listed = yield* repo.payingCustomers(profileId)
+        const paying = listed.map((c) => held(c.id) ? { ...c, excluded: true } : c)
         const built = build(paying, fields)
         // An audience deleted on the platform's side (404) is made again once, then filled.
-        yield* onPlatform(upload(session, current, fields, built)).pipe(
+        const uploadedTo = yield* onPlatform(upload(session, current, fields, built)).pipe(
+          Effect.as(current),
           Effect.catchTag("AdplatformUnavailable", (e) =>
             e.provider_status === 404 && audienceId !== null
-              ? Effect.flatMap(create, (fresh) => onPlatform(upload(session, fresh, fields, built)))
+              ? Effect.flatMap(create, (fresh) => Effect.as(onPlatform(upload(session, fresh, fields, built)), fresh))
               : Effect.fail(e))
         )
+        // The running holdouts record this upload as one that left their customers out.
+        yield* holdouts.uploaded(profileId, listed.filter((c) => !c.excluded).map((c) => c.id), uploadedTo)
         yield* fenced(lease, repo.saveSynced(lease, {
           consentVersion: version,
           consent,

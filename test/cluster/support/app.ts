@@ -3,7 +3,7 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { ClusterLayer } from "../../../cluster/runner.ts"
-import { AttributionBackfillsLayer } from "../../../src/main/ports.ts"
+import { AttributionBackfillsLayer, CalibrationsLayer } from "../../../src/main/ports.ts"
 import { DatabaseLayer } from "../../../src/platform/database.ts"
 import { migrate } from "../../../src/platform/migrator.ts"
 import { RpcLayer } from "../../../src/rpc/server.ts"
@@ -18,7 +18,7 @@ const MigrationsLayer = Layer.effectDiscard(Effect.orDie(migrate))
  * HttpRouter served on `port` (0 picks a free one). Needs AppConfig.
  */
 export const serverLayer = (options: { readonly host?: string; readonly port: number }) =>
-  HttpRouter.serve(RpcLayer, { disableListenLog: true, disableLogger: true }).pipe(
+  HttpRouter.serve(RpcLayer.pipe(Layer.provide(CalibrationsLayer)), { disableListenLog: true, disableLogger: true }).pipe(
     // The Profile entity's entitlement backfills, as the composition root provides them.
     Layer.provideMerge(ClusterLayer.pipe(Layer.provide(AttributionBackfillsLayer))),
     // What the RPC middleware and the parity calls' services need besides the cluster.
