@@ -313,7 +313,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
               INSERT INTO report_runs (id, report_id, profile_id, trigger, slot, status, traceparent, tracestate)
               SELECT ${crypto.randomUUID()}::uuid, r.id, r.profile_id, 'scheduled', ${slot.toISOString()}::timestamptz, 'pending', r.traceparent, r.tracestate
               FROM reports r WHERE r.id = ${report.id}
-              ON CONFLICT (report_id, slot) DO NOTHING RETURNING id`
+              ON CONFLICT (report_id, slot, profile_id) DO NOTHING RETURNING id`
             created += inserted.length
             // Skipped slots (the service was down for days) are not caught up: the next one is after now.
             let next = nextOf(report, report.time_zone, slot)

@@ -240,7 +240,7 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
         lease_token = NULL, lease_until = NULL, last_attempt_at = now()
       FROM input i
       WHERE d.id = i.id AND d.lease_token = i.token AND d.status = 'pending'
-      RETURNING d.id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
+      RETURNING d.id, d.profile_id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
     following AS (
       -- The last row recorded here of each (subscription, batch), when it ended, hands the batch on:
       -- the next pending row becomes the head. Only the last: the rows of one run are recorded in
@@ -252,9 +252,9 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
       ${nextInBatch(sql, "f")}
       WHERE f.outcome IS NOT NULL AND n.id = nx.id AND n.status = 'pending' AND NOT n.ready),
     logged AS (
-      INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
+      INSERT INTO webhook_delivery_attempts (delivery_id, profile_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
       -- When the request started: the result is recorded as it ends.
-      SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
+      SELECT id, profile_id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
              code, duration_ms, error
       FROM done)
     SELECT d.id::text AS ended_id FROM done d`
@@ -389,7 +389,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                       array_replace(${rows.map((r) => r.tracestate ?? "")}::text[], '', NULL),
                       ${rows.map((r) => r.ready)}::bool[])
             AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate, ready)
-          ON CONFLICT (subscription_id, outbox_id) WHERE redelivery_of IS NULL DO NOTHING`)
+          ON CONFLICT (subscription_id, outbox_id, profile_id) WHERE redelivery_of IS NULL DO NOTHING`)
 
       const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(claimStatement(sql, { limit, perSubscription, busy, leaseSeconds, token, plainHttp }))
