@@ -114,7 +114,10 @@ const documented = () => {
 /** Rolls back what `effect` did: the transaction fails on purpose once the result is in hand. */
 class RolledBack {
   readonly _tag = "RolledBack"
-  constructor(readonly schema: Schema) {}
+  readonly schema: Schema
+  constructor(schema: Schema) {
+    this.schema = schema
+  }
 }
 
 const database = DatabaseLayer.pipe(Layer.provide(AppConfig.layerWith(testSettings())))

@@ -25,8 +25,9 @@ export const claimStatement = (sql: SqlClient, limit: number, leaseSeconds: numb
   sql`
     UPDATE conversion_exports x
     SET lease_until = now() + make_interval(secs => ${leaseSeconds}), lease_token = ${token}
-    WHERE x.id IN (
-      SELECT id FROM conversion_exports
+    -- The whole key (id, profile_id): the planner counts one row per pair, as it did per id.
+    WHERE (x.id, x.profile_id) IN (
+      SELECT id, profile_id FROM conversion_exports
       WHERE status IN ('pending', 'held') AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
         -- Rows from before the pipeline (no destination) are not the worker's to send.
         AND destination_id IS NOT NULL AND event_id IS NOT NULL
