@@ -58,6 +58,7 @@ import m0060 from "./0060_experiments.ts"
 import m0061 from "./0061_experiment_execution.ts"
 import m0062 from "./0062_sync_jobs_connection_queue.ts"
 import m0063 from "./0063_experiment_holdout_uploads.ts"
+import m0064 from "./0064_citus_ready.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -123,7 +124,8 @@ export const migrations = {
   "0060_experiments": m0060,
   "0061_experiment_execution": m0061,
   "0062_sync_jobs_connection_queue": m0062,
-  "0063_experiment_holdout_uploads": m0063
+  "0063_experiment_holdout_uploads": m0063,
+  "0064_citus_ready": m0064
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -124,6 +124,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
                 rows++
                 const at = storedAt.get(`${target.id}|${result.model}|${row.touch_id}`)
                 if (at === undefined) {
+                  added.profile.push(target.profile_id)
                   added.conversion.push(target.id)
                   added.model.push(result.model)
                   added.touch.push(row.touch_id)

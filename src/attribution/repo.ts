@@ -27,7 +27,7 @@ const creditTargetColumns = (sql: SqlClient) =>
 export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: string) =>
   sql`
     SELECT ${creditTargetColumns(sql)}
-    FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+    FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
     WHERE c.credited_at IS NULL ${onlyId === undefined ? sql`` : sql`AND c.id = ${onlyId}`}
     ORDER BY c.created_at, c.id
     -- Written into the text, not bound: a generic plan costs a bound LIMIT as a tenth of the rows
@@ -187,7 +187,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
       ) =>
         targetRows(sql`
           SELECT ${targetColumns}
-          FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+          FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
           WHERE c.profile_id = ${profileId}
             ${
           Option.match(after, {
@@ -237,7 +237,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
         sql.withTransaction(Effect.andThen(tuneTransaction, stepRows(sql`
             WITH conv AS MATERIALIZED (
               SELECT c.id, c.customer_id, c.occurred_at, COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS days
-              FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+              FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
               WHERE c.profile_id = ${profileId} AND c.customer_id IS NOT NULL
                 AND COALESCE(d.attribution_eligible, c.attribution_eligible)
             ),

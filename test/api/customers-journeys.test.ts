@@ -81,9 +81,9 @@ const seedWorld = Effect.fn("test.seedWorld")(function*() {
   }
   // last_touch: the paid touch holds the credit; the organic one is on the path with no weight.
   yield* sql`
-    INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
-    VALUES (${conversionId}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
-           (${conversionId}, 'last_touch', ${touches[1]!}, 1, 1, true, true)`
+    INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
+    VALUES (${profile.profileId}, ${conversionId}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
+           (${profile.profileId}, ${conversionId}, 'last_touch', ${touches[1]!}, 1, 1, true, true)`
   return { ...profile, projectedKey, personKey, customerId, outcomeEventId, conversionId, touches } satisfies World
 })
 

@@ -87,7 +87,7 @@ layer(
       const statements = [
         ["webhook_deliveries_pkey", renewDeliveries(sql, held, 8).compile()],
         ["conversion_exports_pkey", renewExports(sql, held.map((h) => ({ id: h.id, lease_token: h.token })), 8).compile()],
-        ["report_runs_pkey", renewReports(sql, held[0]!.id, 1, "running", 8).compile()],
+        ["report_runs_pkey", renewReports(sql, held[0]!.id, held[0]!.id, 1, "running", 8).compile()],
         ["customer_list_audiences_pkey", renewCustomerList(sql, { profileId: held[0]!.id, token: held[0]!.token }, 8).compile()]
       ] as const
       for (const [index, [text, params]] of statements) {

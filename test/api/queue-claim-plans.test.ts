@@ -262,7 +262,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
           { label: "unknown sends", statement: reports.unknownSends.compile(), answers: 0, sweepsThrough: "report_runs_leased" },
           { label: "exhausted", statement: reports.exhausted.compile(), answers: 0, sweepsThrough: "report_runs_leased" },
           { label: "claim", statement: reports.claim.compile(), answers: 1 },
-          { label: "renewal", statement: Reports.renewStatement(sql, heldRun, 1, "running", 60).compile(), answers: 1 },
+          { label: "renewal", statement: Reports.renewStatement(sql, profileId, heldRun, 1, "running", 60).compile(), answers: 1 },
           // Planned on the empty table it once read and sorted every due report (about 50 ms at
           // 200,000), and a connection kept that plan; bounded on both sides it walks reports_due.
           { label: "due", statement: Reports.dueStatement(sql, sql.literal("id")).compile(), answers: 100 }

@@ -376,7 +376,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         assert.strictEqual(first.attempts, 1)
 
         // The service's own wrapping of a run being generated; the work here only waits.
-        const holder = yield* Effect.forkChild(whileLeased(runId, lease, repo.renew(runId, first.attempts, "running", leaseSeconds))(Effect.never))
+        const holder = yield* Effect.forkChild(whileLeased(runId, lease, repo.renew(profile.profileId, runId, first.attempts, "running", leaseSeconds))(Effect.never))
         yield* neverTaken(Effect.map(claimOurs, Option.isSome), holdFor(lease), "the report run")
         // The holder dies: no more renewals.
         yield* Fiber.interrupt(holder)
@@ -385,7 +385,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         assert.isBelow(took, Duration.toMillis(TAKEOVER_BOUND))
 
         // The first holder learns the run is another attempt's; each of its writes changes nothing.
-        assert.isFalse(yield* repo.renew(runId, first.attempts, "running", leaseSeconds))
+        assert.isFalse(yield* repo.renew(profile.profileId, runId, first.attempts, "running", leaseSeconds))
         assert.isFalse(yield* repo.markGenerated(runId, first.attempts, { rangeStart: "2026-03-01", rangeEnd: "2026-03-01", csv: "stale", pdf: new Uint8Array([1]) }))
         yield* repo.markFailed(runId, first.attempts, "running", "stale_holder")
         yield* repo.failOpen(runId, first.attempts, "stale_holder")
@@ -416,7 +416,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
           const [row] = yield* sql<{ status: string }>`SELECT status FROM report_runs WHERE id = ${runId}`
           return row?.status === "failed"
         })
-        const sender = yield* Effect.forkChild(whileLeased(runId, lease, repo.renew(runId, 1, "sending", leaseSeconds))(Effect.never))
+        const sender = yield* Effect.forkChild(whileLeased(runId, lease, repo.renew(profile.profileId, runId, 1, "sending", leaseSeconds))(Effect.never))
         yield* neverTaken(failedByClaim, holdFor(lease), "the send")
         yield* Fiber.interrupt(sender)
         const took = yield* takenWithin(failedByClaim, "the cut-short send failed")
@@ -424,7 +424,7 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(workerOff)), { timeout: "120 second
         assert.isBelow(took, Duration.toMillis(TAKEOVER_BOUND))
 
         // The sender's late answer records nothing: the run stays failed, never sendable again.
-        assert.isFalse(yield* repo.renew(runId, 1, "sending", leaseSeconds))
+        assert.isFalse(yield* repo.renew(profile.profileId, runId, 1, "sending", leaseSeconds))
         assert.isFalse(yield* repo.markSent(runId, 1, "late-message"))
         yield* repo.markFailed(runId, 1, "sending", "provider_throttled", "generated")
         assert.isFalse(yield* repo.markSending(runId, 1, ["lease@example.com"], leaseSeconds))

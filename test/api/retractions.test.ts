@@ -40,10 +40,10 @@ const credit = (profileId: string, conversionId: string) =>
       yield* sql`INSERT INTO touches (id, profile_id, kind, occurred_at, channel) VALUES (${touch}, ${profileId}, 'web_touch', now(), 'paid_social')`
     }
     yield* sql`
-      INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window) VALUES
-        (${conversionId}, 'last_touch', ${touches[1]!}, 2, 1, true, true),
-        (${conversionId}, 'linear', ${touches[0]!}, 1, 0.5, true, true),
-        (${conversionId}, 'linear', ${touches[1]!}, 2, 0.5, true, true)`
+      INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window) VALUES
+        (${profileId}, ${conversionId}, 'last_touch', ${touches[1]!}, 2, 1, true, true),
+        (${profileId}, ${conversionId}, 'linear', ${touches[0]!}, 1, 0.5, true, true),
+        (${profileId}, ${conversionId}, 'linear', ${touches[1]!}, 2, 0.5, true, true)`
     yield* sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId}`
   })
 

@@ -72,12 +72,13 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         // 32 heads leased under a token of their own, and their successes as the worker records them (each handing its batch on).
         const leasedHeads = Effect.gen(function*() {
           const token = crypto.randomUUID()
-          const heads = yield* sql<{ id: string }>`
+          const heads = yield* sql<{ id: string; profile_id: string }>`
             UPDATE webhook_deliveries SET lease_token = ${token}, lease_until = now() + interval '1 minute'
             WHERE id IN (SELECT id FROM webhook_deliveries WHERE ready AND status = 'pending' AND seq < 199 ORDER BY subscription_id, seq LIMIT 32)
-            RETURNING id`
+            RETURNING id, profile_id`
           return settleStatement(sql, heads.map((head) => ({
             id: head.id,
+            profileId: head.profile_id,
             token,
             outcome: "succeeded" as const,
             delaySeconds: 0,

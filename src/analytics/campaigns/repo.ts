@@ -312,12 +312,13 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
                  trim_scale(c.value_amount)::text AS value, c.currency, c.counts_as_cash, c.is_first_payment,
                  trim_scale(sum(a.credit_share))::text AS credit_share
           FROM touches tch
-          JOIN attribution_credits a ON a.touch_id = tch.id AND a.model = ${scope.model} AND a.is_credited
-          JOIN conversions c ON c.id = a.conversion_id
+          JOIN attribution_credits a ON a.touch_id = tch.id AND a.profile_id = tch.profile_id AND a.model = ${scope.model} AND a.is_credited
+          JOIN conversions c ON c.id = a.conversion_id AND c.profile_id = a.profile_id
           WHERE tch.profile_id = ${scope.profileId} AND tch.campaign_external_id = ${page.platformId} ${sameTouch}
             AND c.profile_id = ${scope.profileId} AND c.refunded_at IS NULL
             AND ${fragments.inRange(scope, "c.occurred_at")} ${keyFilter} ${after}
-          GROUP BY c.id
+          -- The whole key: the other columns of c depend on (id, profile_id) (migration 0064).
+          GROUP BY c.id, c.profile_id
           ORDER BY c.occurred_at DESC, c.id DESC
           LIMIT ${page.take}`)
       }

@@ -56,10 +56,11 @@ export type LeasedPhase = "running" | "sending"
  * another attempt; a send cut short was failed). test/api/queue-claim-plans.test.ts and
  * test/api/lease-takeover.test.ts check its plan.
  */
-export const renewStatement = (sql: SqlClient, runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) =>
+export const renewStatement = (sql: SqlClient, profileId: string, runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) =>
   sql`
     UPDATE report_runs SET lease_until = now() + make_interval(secs => ${leaseSeconds})
-    WHERE id = ${runId} AND attempts = ${attempts} AND status = ${phase}
+    -- The whole key (id, profile_id): a probe of one row whatever the planner knows of the table.
+    WHERE id = ${runId} AND profile_id = ${profileId} AND attempts = ${attempts} AND status = ${phase}
     RETURNING id`
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
@@ -153,7 +154,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
   /** Fails a run of attempt `attempts` still open (`running`, or `generated` after a refused send, whose reason is kept). */
   readonly failOpen: (runId: string, attempts: number, error: string) => Repo<void>
   /** Extends the lease of a run in `phase` of attempt `attempts`; false when it is no longer that (decision 0119). */
-  readonly renew: (runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) => Repo<boolean>
+  readonly renew: (profileId: string, runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) => Repo<boolean>
   /**
    * Every report whose next slot is due: a run per (report, slot) (once, whoever races), and the
    * report moved to its next slot (`nextOf`). Answers the runs this call created.
@@ -297,8 +298,8 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           UPDATE report_runs SET status = 'failed', error = COALESCE(error, ${error}), lease_until = NULL
           WHERE id = ${runId} AND status IN ('running', 'generated') AND attempts = ${attempts}`)
 
-      const renew = (runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) =>
-        Effect.map(renewStatement(sql, runId, attempts, phase, leaseSeconds), (rows) => rows.length > 0)
+      const renew = (profileId: string, runId: string, attempts: number, phase: LeasedPhase, leaseSeconds: number) =>
+        Effect.map(renewStatement(sql, profileId, runId, attempts, phase, leaseSeconds), (rows) => rows.length > 0)
 
       const dueRows = decodeRows(Schema.Struct({ ...ReportRow.fields, time_zone: Schema.String }))
       const enqueueDue = (nextOf: (report: ReportRow, timeZone: string, slot: Date) => Date) =>
@@ -313,7 +314,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
               INSERT INTO report_runs (id, report_id, profile_id, trigger, slot, status, traceparent, tracestate)
               SELECT ${crypto.randomUUID()}::uuid, r.id, r.profile_id, 'scheduled', ${slot.toISOString()}::timestamptz, 'pending', r.traceparent, r.tracestate
               FROM reports r WHERE r.id = ${report.id}
-              ON CONFLICT (report_id, slot) DO NOTHING RETURNING id`
+              ON CONFLICT (report_id, slot, profile_id) DO NOTHING RETURNING id`
             created += inserted.length
             // Skipped slots (the service was down for days) are not caught up: the next one is after now.
             let next = nextOf(report, report.time_zone, slot)

@@ -251,8 +251,8 @@ export class Reports extends Context.Service<Reports, {
        * Runs `work` while the run's lease in `phase` is renewed (decision 0119): a renewal finding the
        * run no longer this attempt's in that phase interrupts the work with `LeaseLost`.
        */
-      const holding = (run: { readonly id: string; readonly attempts: number }, phase: LeasedPhase) =>
-        whileLeased(run.id, lease, repo.renew(run.id, run.attempts, phase, leaseSeconds))
+      const holding = (run: { readonly id: string; readonly profile_id: string; readonly attempts: number }, phase: LeasedPhase) =>
+        whileLeased(run.id, lease, repo.renew(run.profile_id, run.id, run.attempts, phase, leaseSeconds))
       /** A request whose lease was lost: its renewals did not reach the database for a whole lease. */
       const requestLease = <A, E, R>(effect: Effect.Effect<A, E | LeaseLost, R>): Effect.Effect<A, E | DatabaseUnavailable, R> =>
         Effect.catchIf(effect, (error): error is LeaseLost => error instanceof LeaseLost, () => Effect.fail(databaseUnavailable()))

@@ -444,7 +444,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           FROM unnest(${pairs.map((pair) => pair.customerId)}::uuid[], ${pairs.map((pair) => pair.at)}::timestamptz[])
                  AS p(customer_id, at)
           JOIN conversions c ON c.profile_id = ${profileId} AND c.customer_id = p.customer_id
-          LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+          LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
           WHERE p.at <= c.occurred_at
             AND p.at >= c.occurred_at - make_interval(days => COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}))`
 
@@ -464,7 +464,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
                    floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
                    COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
                    COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
-            FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
+            FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
             WHERE c.id IN (${inWindow(profileId, pairs)})
             ORDER BY c.occurred_at, c.id`)
 
@@ -556,7 +556,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           FROM (
             SELECT c2.id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
                    COALESCE(d.attribution_eligible, c2.attribution_eligible) AS attribution_eligible
-            FROM conversions c2 LEFT JOIN conversion_definitions d ON d.id = c2.definition_id
+            FROM conversions c2 LEFT JOIN conversion_definitions d ON d.id = c2.definition_id AND d.profile_id = c2.profile_id
             WHERE c2.id = ANY(${ids}::uuid[])
           ) x
           WHERE c.id = x.id

@@ -12,6 +12,8 @@ const WRITE_CHUNK = 20_000
 
 /** Credit rows column by column, as the write statement takes them. */
 export interface CreditColumns {
+  /** The conversion's profile: the distribution column (migration 0064). */
+  readonly profile: Array<string>
   readonly conversion: Array<string>
   readonly model: Array<string>
   readonly touch: Array<string>
@@ -22,6 +24,7 @@ export interface CreditColumns {
 }
 
 export const emptyCreditColumns = (): CreditColumns => ({
+  profile: [],
   conversion: [],
   model: [],
   touch: [],
@@ -32,6 +35,7 @@ export const emptyCreditColumns = (): CreditColumns => ({
 })
 
 const sliceColumns = (columns: CreditColumns, start: number, end: number): CreditColumns => ({
+  profile: columns.profile.slice(start, end),
   conversion: columns.conversion.slice(start, end),
   model: columns.model.slice(start, end),
   touch: columns.touch.slice(start, end),
@@ -144,9 +148,9 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
               AS u(ctid, position, credit_share, is_credited, in_window)
             WHERE a.ctid = u.ctid
           )
-          INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
+          INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
           SELECT * FROM unnest(
-            ${added.conversion}::uuid[], ${added.model}::text[], ${added.touch}::uuid[], ${added.position}::int[],
+            ${added.profile}::uuid[], ${added.conversion}::uuid[], ${added.model}::text[], ${added.touch}::uuid[], ${added.position}::int[],
             ${added.share}::numeric[], ${added.credited}::boolean[], ${added.inWindow}::boolean[])`
 
       const write = (gone: ReadonlyArray<string>, changed: ChangedCredits, added: CreditColumns) =>

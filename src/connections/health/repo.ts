@@ -57,7 +57,7 @@ export class ConnectionHealthRepo extends Context.Service<ConnectionHealthRepo, 
         Effect.asVoid(sql`
           INSERT INTO connection_health (connection_id, profile_id, provider, health, changed_at)
           VALUES (${connectionId}, ${profileId}, ${provider}, 'ok', now())
-          ON CONFLICT (connection_id) DO NOTHING`)
+          ON CONFLICT (connection_id, profile_id) DO NOTHING`)
 
       const save = (change: HealthChange) =>
         Effect.flatMap(
@@ -65,7 +65,7 @@ export class ConnectionHealthRepo extends Context.Service<ConnectionHealthRepo, 
             INSERT INTO connection_health (connection_id, profile_id, provider, health, reason, provider_code, changed_at)
             VALUES (${change.connectionId}, ${change.profileId}, ${change.provider}, ${change.health}, ${change.reason},
                     ${change.providerCode}, now())
-            ON CONFLICT (connection_id) DO UPDATE
+            ON CONFLICT (connection_id, profile_id) DO UPDATE
               SET health = EXCLUDED.health, reason = EXCLUDED.reason, provider_code = EXCLUDED.provider_code, changed_at = now()
             RETURNING ${columns}`),
           (row) => row._tag === "Some" ? Effect.succeed(row.value) : Effect.die("connection_health upsert answered no row")

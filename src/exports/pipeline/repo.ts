@@ -25,8 +25,9 @@ export const claimStatement = (sql: SqlClient, limit: number, leaseSeconds: numb
   sql`
     UPDATE conversion_exports x
     SET lease_until = now() + make_interval(secs => ${leaseSeconds}), lease_token = ${token}
-    WHERE x.id IN (
-      SELECT id FROM conversion_exports
+    -- The whole key (id, profile_id): the planner counts one row per pair, as it did per id.
+    WHERE (x.id, x.profile_id) IN (
+      SELECT id, profile_id FROM conversion_exports
       WHERE status IN ('pending', 'held') AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
         -- Rows from before the pipeline (no destination) are not the worker's to send.
         AND destination_id IS NOT NULL AND event_id IS NOT NULL
@@ -229,14 +230,14 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
                      'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
               FROM ${batch} b
               JOIN export_rules r ON r.id = b.rule_id
-              JOIN conversions c ON c.id = b.id AND c.attribution_eligible
-              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.retracted_at IS NULL
+              JOIN conversions c ON c.id = b.id AND c.profile_id = r.profile_id AND c.attribution_eligible
+              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.retracted_at IS NULL
               JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
                 AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
               JOIN profiles p ON p.id = r.profile_id
               WHERE r.enabled AND ${attributionOnText} AND c.created_at >= d.created_at
               FOR KEY SHARE OF e
-              ON CONFLICT (outcome_event_id, destination_id) DO NOTHING
+              ON CONFLICT (outcome_event_id, destination_id, profile_id) DO NOTHING
               RETURNING id`)
 
       const marksRead = decodeRows(Schema.Struct({ rule_id: Schema.String, created_at: Schema.String, id: Schema.String, queued: Schema.Int }))
@@ -259,7 +260,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
               FROM unnest(${after.map((m) => m.ruleId)}::uuid[], ${after.map((m) => m.createdAt)}::timestamptz[], ${after.map((m) => m.id)}::uuid[])
                 AS k(rule_id, created_at, id)),
             batch AS (
-              SELECT r.id AS rule_id, c.id, c.created_at
+              SELECT r.id AS rule_id, r.profile_id, c.id, c.created_at
               FROM export_rules r
               LEFT JOIN marks k ON k.rule_id = r.id
               -- Through conversions_export_cursor from the mark on (one row comparison, the window's
@@ -297,9 +298,9 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
         Effect.map(
           cursorCounts(sql`
             WITH batch AS (
-              SELECT r.id AS rule_id, c.id, c.created_at
+              SELECT r.id AS rule_id, r.profile_id, c.id, c.created_at
               FROM export_rules r
-              LEFT JOIN export_sweep_cursors k ON k.rule_id = r.id
+              LEFT JOIN export_sweep_cursors k ON k.rule_id = r.id AND k.profile_id = r.profile_id
               CROSS JOIN LATERAL (
                 SELECT c.id, c.created_at FROM conversions c
                 WHERE c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.created_at >= r.created_at
@@ -311,9 +312,9 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ),
             queued AS (${queuedFrom("batch")}),
             moved AS (
-              INSERT INTO export_sweep_cursors (rule_id, after_created_at, after_id)
-              SELECT DISTINCT ON (rule_id) rule_id, created_at, id FROM batch ORDER BY rule_id, created_at DESC, id DESC
-              ON CONFLICT (rule_id) DO UPDATE SET after_created_at = excluded.after_created_at, after_id = excluded.after_id, updated_at = now()
+              INSERT INTO export_sweep_cursors (rule_id, profile_id, after_created_at, after_id)
+              SELECT DISTINCT ON (rule_id) rule_id, profile_id, created_at, id FROM batch ORDER BY rule_id, created_at DESC, id DESC
+              ON CONFLICT (rule_id, profile_id) DO UPDATE SET after_created_at = excluded.after_created_at, after_id = excluded.after_id, updated_at = now()
                 -- A runner that read an older cursor never moves it back.
                 WHERE (export_sweep_cursors.after_created_at, export_sweep_cursors.after_id) < (excluded.after_created_at, excluded.after_id)
               RETURNING rule_id

@@ -78,7 +78,7 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
   const bound = sql.literal(String(Math.max(1, Math.floor(limit))))
   return sql`
     WITH head AS (
-      SELECT id, batch FROM outbox
+      SELECT id, profile_id, topic, payload, created_at, traceparent, tracestate, batch FROM outbox
       WHERE published_at IS NULL
       ORDER BY created_at, id
       LIMIT ${bound}
@@ -86,16 +86,17 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
     -- The rest of each of those producer batches, read per batch through outbox_unpublished_batch
     -- (in its order), never by walking the unpublished rows.
     rest AS (
-      SELECT r.id FROM (SELECT DISTINCT h.batch FROM head h WHERE h.batch IS NOT NULL) b
+      SELECT r.* FROM (SELECT DISTINCT h.batch FROM head h WHERE h.batch IS NOT NULL) b
       CROSS JOIN LATERAL (
-        SELECT o.id FROM outbox o
+        SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch FROM outbox o
         WHERE o.batch = b.batch AND o.published_at IS NULL AND o.id NOT IN (SELECT h.id FROM head h)
         ORDER BY o.batch, o.created_at, o.id
         LIMIT ${bound}
         FOR UPDATE SKIP LOCKED) r),
-    claimed AS (
-      SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch FROM outbox o
-      WHERE o.id IN (SELECT id FROM head UNION ALL SELECT id FROM rest))
+    -- The rows as claimed, not read again by key: with id alone no longer unique (the key is
+    -- (id, profile_id), migration 0064), a planner without statistics counted a share of the
+    -- table per id joined back, and the estimate grew with the backlog.
+    claimed AS (SELECT * FROM head UNION ALL SELECT * FROM rest)
     SELECT o.id, o.profile_id, o.topic, o.payload, ${isoTimestamp(sql, "o.created_at")} AS created_at,
            c.first_name, c.last_name,
            (SELECT value FROM customer_identifiers i WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'email' AND i.removed_at IS NULL
@@ -110,6 +111,7 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
     LEFT JOIN LATERAL (
       SELECT c.id, c.profile_id, c.first_name, c.last_name, c.erased_at FROM customers c
       WHERE c.id = CASE WHEN o.topic = 'outcome.recorded' THEN (o.payload->'delivery'->>'customer_id')::uuid END
+        AND c.profile_id = o.profile_id
       ORDER BY c.id LIMIT 1) c ON true
     ORDER BY o.created_at, o.id`
 }

@@ -133,7 +133,7 @@ export class InboxRepo extends Context.Service<InboxRepo, {
   readonly proposal: (profileId: string, id: string, lock: boolean) => Repo<Option.Option<ProposalRow>>
   readonly decideProposal: (id: string, status: "approved" | "rejected", customerId: string | null) => Repo<ProposalRow>
   /** Claims a backfill of the connection when the last one is older than `seconds`; false when it is fresh. */
-  readonly claimBackfill: (connectionId: string, seconds: number) => Repo<boolean>
+  readonly claimBackfill: (profileId: string, connectionId: string, seconds: number) => Repo<boolean>
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/InboxRepo") {
   static readonly layer = Layer.effect(InboxRepo)(
@@ -192,7 +192,7 @@ export class InboxRepo extends Context.Service<InboxRepo, {
           status: m.status,
           sent_at: m.sentAt
         })))}::jsonb) AS v(id uuid, provider_message_id text, direction text, sender text, body text, rfc822_message_id text, status text, sent_at timestamptz)
-          ON CONFLICT (conversation_id, provider_message_id) DO NOTHING
+          ON CONFLICT (conversation_id, provider_message_id, profile_id) DO NOTHING
           RETURNING id, direction, body`)
 
       const insertProposals = (profileId: string, conversationId: string, proposals: ReadonlyArray<NewProposal>) =>
@@ -205,7 +205,7 @@ export class InboxRepo extends Context.Service<InboxRepo, {
           identifier_type: p.identifierType,
           value: p.value
         })))}::jsonb) AS v(id uuid, message_id uuid, identifier_type text, value text)
-          ON CONFLICT (conversation_id, identifier_type, value) DO NOTHING`)
+          ON CONFLICT (conversation_id, identifier_type, value, profile_id) DO NOTHING`)
 
       const list = (profileId: string, filter: ConversationFilter, after: Option.Option<Keyset>, limit: number) => {
         const channel = filter.channel === undefined ? sql`` : sql`AND c.channel = ${filter.channel}`
@@ -290,11 +290,11 @@ export class InboxRepo extends Context.Service<InboxRepo, {
           (rows) => (rows[0] === undefined ? Effect.die("UPDATE RETURNING answered no row") : Effect.succeed(rows[0]))
         )
 
-      const claimBackfill = (connectionId: string, seconds: number) =>
+      const claimBackfill = (profileId: string, connectionId: string, seconds: number) =>
         Effect.map(
           decodeRows(BackfillRow)(sql`
-            INSERT INTO inbox_backfills (connection_id, backfilled_at) VALUES (${connectionId}, now())
-            ON CONFLICT (connection_id) DO UPDATE SET backfilled_at = now()
+            INSERT INTO inbox_backfills (connection_id, profile_id, backfilled_at) VALUES (${connectionId}, ${profileId}, now())
+            ON CONFLICT (connection_id, profile_id) DO UPDATE SET backfilled_at = now()
               WHERE inbox_backfills.backfilled_at < now() - make_interval(secs => ${seconds})
             RETURNING true AS stale`),
           (rows) => rows.length > 0

@@ -301,7 +301,7 @@ export class Inbox extends Context.Service<Inbox, {
           Effect.gen(function*() {
             const current = yield* connections.currentOf(profileId, channel)
             if (Option.isNone(current) || current.value.status !== "active") return
-            if (!(yield* repo.claimBackfill(current.value.id, BACKFILL_EVERY_SECONDS))) return
+            if (!(yield* repo.claimBackfill(profileId, current.value.id, BACKFILL_EVERY_SECONDS))) return
             yield* onConnection(profileId, channel, { what: "The channel" }, (session) =>
               channel === "email" ? backfillMail(profileId, session) : backfillChat(profileId, channel, session)).pipe(
                 Effect.catch((error) =>

@@ -91,6 +91,8 @@ export type AttemptRow = typeof AttemptRow.Type
 /** One attempt's result, recorded under the lease `token` that claimed it. */
 export interface Settlement {
   readonly id: string
+  /** The row's profile: with the id, the row's whole key (migration 0064). */
+  readonly profileId: string
   readonly token: string
   /** Ends the row; null: it waits `delaySeconds` for its next attempt. */
   readonly outcome: "succeeded" | "failed" | null
@@ -142,14 +144,14 @@ export const claimStatement = (sql: SqlClient, { busy, leaseSeconds, limit, perS
     SET lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
         first_attempt_at = COALESCE(d.first_attempt_at, now())
     FROM (
-      SELECT h.id FROM webhook_subscriptions s
+      SELECT h.id, s.profile_id FROM webhook_subscriptions s
       LEFT JOIN unnest(${busy.map((b) => b.subscriptionId)}::uuid[], ${busy.map((b) => b.inFlight)}::int[]) AS b(subscription_id, n)
         ON b.subscription_id = s.id
       -- Each subscription's due heads, oldest first, through webhook_deliveries_ready; the read stops
       -- at what this subscription may still take, so rows behind a head are never read.
       CROSS JOIN LATERAL (
         SELECT c.id, c.next_attempt_at, c.seq FROM webhook_deliveries c
-        WHERE c.subscription_id = s.id AND c.status = 'pending' AND c.ready AND c.next_attempt_at <= now()
+        WHERE c.subscription_id = s.id AND c.profile_id = s.profile_id AND c.status = 'pending' AND c.ready AND c.next_attempt_at <= now()
           AND (c.lease_until IS NULL OR c.lease_until < now())
         ORDER BY c.next_attempt_at, c.seq
         LIMIT least(${limit}::int, greatest(0, ${perSubscription}::int - COALESCE(b.n, 0)))
@@ -159,7 +161,8 @@ export const claimStatement = (sql: SqlClient, { busy, leaseSeconds, limit, perS
         AND (${plainHttp} OR s.url LIKE 'https://%')
       ORDER BY h.next_attempt_at, h.seq
       LIMIT ${limit}) picked
-    WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
+    -- The whole key (id, profile_id): one row per pair, in the plan's estimate too.
+    WHERE d.id = picked.id AND d.profile_id = picked.profile_id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
     RETURNING ${deliveryColumns(sql, "d")}`
 
 // Each read stops at its cap through an index that holds exactly its rows (migration 0056).
@@ -207,7 +210,7 @@ export const renewStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id
  */
 const nextInBatch = (sql: SqlClient, alias: string) =>
   sql.literal(`JOIN LATERAL (
-          SELECT e.id, e.subscription_id, e.batch_id FROM webhook_deliveries e
+          SELECT e.id, e.profile_id, e.subscription_id, e.batch_id FROM webhook_deliveries e
           WHERE e.status = 'pending' AND (e.subscription_id, e.batch_id, e.seq) > (${alias}.subscription_id, ${alias}.batch_id, ${alias}.seq)
           ORDER BY e.subscription_id, e.batch_id, e.seq LIMIT 1) nx
           ON nx.subscription_id = ${alias}.subscription_id AND nx.batch_id = ${alias}.batch_id`)
@@ -221,13 +224,13 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
     WITH input AS (
       -- '' and -1 stand for none: the driver cannot type an array holding only nulls; the delays go
       -- as text, since whole and fractional numbers would be typed apart.
-      SELECT t.id, t.token, NULLIF(t.outcome, '') AS outcome, t.delay::float8 AS delay, NULLIF(t.code, -1) AS code,
+      SELECT t.id, t.profile_id, t.token, NULLIF(t.outcome, '') AS outcome, t.delay::float8 AS delay, NULLIF(t.code, -1) AS code,
              NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms
-      FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.token)}::uuid[],
+      FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.profileId)}::uuid[], ${results.map((r) => r.token)}::uuid[],
                   ${results.map((r) => r.outcome ?? "")}::text[], ${results.map((r) => String(r.delaySeconds))}::text[],
                   ${results.map((r) => r.attempt.statusCode ?? -1)}::int[], ${results.map((r) => bounded(r.attempt.error) ?? "")}::text[],
                   ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[])
-        AS t(id, token, outcome, delay, code, error, duration_ms)),
+        AS t(id, profile_id, token, outcome, delay, code, error, duration_ms)),
     done AS (
       -- A row that waits for its next attempt is its batch's head (every row before it ended).
       UPDATE webhook_deliveries d SET
@@ -239,8 +242,8 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
         last_status_code = i.code, last_error = i.error,
         lease_token = NULL, lease_until = NULL, last_attempt_at = now()
       FROM input i
-      WHERE d.id = i.id AND d.lease_token = i.token AND d.status = 'pending'
-      RETURNING d.id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
+      WHERE d.id = i.id AND d.profile_id = i.profile_id AND d.lease_token = i.token AND d.status = 'pending'
+      RETURNING d.id, d.profile_id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
     following AS (
       -- The last row recorded here of each (subscription, batch), when it ended, hands the batch on:
       -- the next pending row becomes the head. Only the last: the rows of one run are recorded in
@@ -250,11 +253,11 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
         SELECT DISTINCT ON (d.subscription_id, d.batch_id) d.subscription_id, d.batch_id, d.seq, d.outcome
         FROM done d ORDER BY d.subscription_id, d.batch_id, d.seq DESC) f
       ${nextInBatch(sql, "f")}
-      WHERE f.outcome IS NOT NULL AND n.id = nx.id AND n.status = 'pending' AND NOT n.ready),
+      WHERE f.outcome IS NOT NULL AND n.id = nx.id AND n.profile_id = nx.profile_id AND n.status = 'pending' AND NOT n.ready),
     logged AS (
-      INSERT INTO webhook_delivery_attempts (delivery_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
+      INSERT INTO webhook_delivery_attempts (delivery_id, profile_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
       -- When the request started: the result is recorded as it ends.
-      SELECT id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
+      SELECT id, profile_id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
              code, duration_ms, error
       FROM done)
     SELECT d.id::text AS ended_id FROM done d`
@@ -271,12 +274,12 @@ export const leaseAheadStatement = (sql: SqlClient, after: RunPosition, count: n
     FROM (
       -- The next rows in batch order through webhook_deliveries_batch (a row comparison: no plan can
       -- read the subscription's whole backlog instead), up to the first one that may not go now.
-      SELECT w.id FROM (
-        SELECT e.id, bool_and(e.next_attempt_at <= now() AND (e.lease_until IS NULL OR e.lease_until < now()))
+      SELECT w.id, w.profile_id FROM (
+        SELECT e.id, e.profile_id, bool_and(e.next_attempt_at <= now() AND (e.lease_until IS NULL OR e.lease_until < now()))
                  OVER (ORDER BY e.subscription_id, e.batch_id, e.seq) AS ok
         FROM (
           -- The equalities keep the estimate to one batch's rows (the cost does not follow the table).
-          SELECT e.id, e.subscription_id, e.batch_id, e.seq, e.next_attempt_at, e.lease_until FROM webhook_deliveries e
+          SELECT e.id, e.profile_id, e.subscription_id, e.batch_id, e.seq, e.next_attempt_at, e.lease_until FROM webhook_deliveries e
           WHERE e.status = 'pending' AND (e.subscription_id, e.batch_id, e.seq) > (${after.subscriptionId}::uuid, ${after.batchId}::uuid, ${after.seq}::int)
             AND e.subscription_id = ${after.subscriptionId} AND e.batch_id = ${after.batchId}
           ORDER BY e.subscription_id, e.batch_id, e.seq
@@ -287,7 +290,7 @@ export const leaseAheadStatement = (sql: SqlClient, after: RunPosition, count: n
         WHERE s.id = ${after.subscriptionId} AND s.status = 'active' AND s.deleted_at IS NULL
           AND s.url = ${after.url} AND s.secret_sealed = ${after.secretSealed})) picked
     -- Checked again on the row as it is now: a lease taken meanwhile is not taken twice.
-    WHERE d.id = picked.id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
+    WHERE d.id = picked.id AND d.profile_id = picked.profile_id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
     RETURNING ${deliveryColumns(sql, "d")}`
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
@@ -389,7 +392,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                       array_replace(${rows.map((r) => r.tracestate ?? "")}::text[], '', NULL),
                       ${rows.map((r) => r.ready)}::bool[])
             AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate, ready)
-          ON CONFLICT (subscription_id, outbox_id) WHERE redelivery_of IS NULL DO NOTHING`)
+          ON CONFLICT (subscription_id, outbox_id, profile_id) WHERE redelivery_of IS NULL DO NOTHING`)
 
       const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(claimStatement(sql, { limit, perSubscription, busy, leaseSeconds, token, plainHttp }))
@@ -489,10 +492,10 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
             UPDATE webhook_deliveries d
             SET status = 'failed', completed_at = now(), last_error = ${bounded(reason)}, lease_token = NULL, lease_until = NULL
             FROM (
-              SELECT c.id FROM webhook_subscriptions s
+              SELECT c.id, c.profile_id FROM webhook_subscriptions s
               CROSS JOIN LATERAL (
-                SELECT c.id FROM webhook_deliveries c
-                WHERE c.subscription_id = s.id AND c.status = 'pending'
+                SELECT c.id, c.profile_id FROM webhook_deliveries c
+                WHERE c.subscription_id = s.id AND c.profile_id = s.profile_id AND c.status = 'pending'
                   AND c.created_at < now() - make_interval(secs => ${maxAgeSeconds})
                   AND (c.lease_until IS NULL OR c.lease_until < now())
                 ORDER BY c.created_at
@@ -500,7 +503,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                 FOR UPDATE OF c SKIP LOCKED) c
               WHERE s.status = 'paused' AND s.deleted_at IS NULL
               LIMIT ${limit}) picked
-            WHERE d.id = picked.id AND d.status = 'pending'
+            WHERE d.id = picked.id AND d.profile_id = picked.profile_id AND d.status = 'pending'
             RETURNING d.subscription_id, d.batch_id)
           SELECT DISTINCT subscription_id::text AS subscription_id, batch_id::text AS batch_id FROM dropped`)
 
@@ -511,7 +514,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
                 FROM unnest(${batches.map((b) => b.subscription_id)}::uuid[], ${batches.map((b) => b.batch_id)}::uuid[])
                   AS u(subscription_id, batch_id)) f
           ${nextInBatch(sql, "f")}
-          WHERE n.id = nx.id AND n.status = 'pending' AND NOT n.ready`)
+          WHERE n.id = nx.id AND n.profile_id = nx.profile_id AND n.status = 'pending' AND NOT n.ready`)
 
       return {
         ...atDatabaseBoundary({

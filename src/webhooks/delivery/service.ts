@@ -561,7 +561,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               letGo(row.id, token)
               outcome = end.outcome
               kept = yield* enqueue({
-                settlement: { id: row.id, token, outcome: end.outcomeColumn, delaySeconds: end.delaySeconds, attempt: end.record },
+                settlement: { id: row.id, profileId: row.profile_id, token, outcome: end.outcomeColumn, delaySeconds: end.delaySeconds, attempt: end.record },
                 lost
               })
               if (end.outcome !== "succeeded") {
