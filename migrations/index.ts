@@ -57,6 +57,7 @@ import m0059 from "./0059_webhook_deliveries_fillfactor.ts"
 import m0060 from "./0060_experiments.ts"
 import m0061 from "./0061_experiment_execution.ts"
 import m0062 from "./0062_sync_jobs_connection_queue.ts"
+import m0080 from "./0080_request_logs.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -121,7 +122,8 @@ export const migrations = {
   "0059_webhook_deliveries_fillfactor": m0059,
   "0060_experiments": m0060,
   "0061_experiment_execution": m0061,
-  "0062_sync_jobs_connection_queue": m0062
+  "0062_sync_jobs_connection_queue": m0062,
+  "0080_request_logs": m0080
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))
