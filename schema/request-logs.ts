@@ -30,9 +30,18 @@ export type RequestLog = typeof RequestLog.Type
 
 export const RequestLogPage = Page(RequestLog)
 
-const StatusParam = Schema.String.annotate({
-  description: "only answers of this status: a class (`2xx`, `3xx`, `4xx`, `5xx`) or an exact code (`404`)"
-}).check(Schema.isPattern(/^(?:[1-5]xx|[1-5][0-9]{2})$/u, { expected: "a status class such as 4xx or a code such as 404" }))
+/** Status classes and the codes this service answers: an enum, so the published description states exactly what is taken. */
+export const REQUEST_LOG_STATUSES = [
+  "2xx", "3xx", "4xx", "5xx",
+  "200", "201", "202", "204", "301", "302", "303", "304", "307", "308",
+  "400", "401", "403", "404", "405", "409", "410", "413", "415", "422", "429",
+  "500", "501", "502", "503", "504"
+] as const
+
+const StatusParam = LiteralParam(
+  REQUEST_LOG_STATUSES,
+  "only answers of this status: a class (`2xx`, `3xx`, `4xx`, `5xx`) or an exact code (`404`)"
+)
 
 const PathPrefixParam = Schema.String.annotate({ description: "only paths starting with this (`/api/v1/webhooks`)" }).check(
   Schema.isPattern(/^\/[^?#]{0,511}$/u, { expected: "a path starting with / (at most 512 characters, no query string)" })
