@@ -5,9 +5,13 @@
  * the filters; a bad filter 400 naming it; the scope; the 7-day retention.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect, Exit, Layer, Metric, Scope } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { RequestLogSink, type RequestLogEntry } from "../../src/kernel/request-log.ts"
+import { requestLogRecorder } from "../../src/ops/request-logs/recorder.ts"
+import { RequestLogsRepo } from "../../src/ops/request-logs/repo.ts"
 import { RequestLogs } from "../../src/ops/request-logs/service.ts"
+import { requestLogDropped } from "../../src/platform/metrics.ts"
 import { call, callAs, serveApp, testSettings } from "../support/app.ts"
 import { eventually } from "../support/eventually.ts"
 import { seedApiKey, seedMemberSession, seedProfile } from "../support/tenancy.ts"
@@ -207,6 +211,56 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const anonymous = yield* call(LOGS)
         assert.strictEqual(anonymous.status, 401, anonymous.text)
         assert.strictEqual(anonymous.json.error.code, "unauthorized")
+      }))
+  })
+
+  describe("the recorder", () => {
+    const entry = (profileId: string, requestId: string): RequestLogEntry => ({
+      profileId,
+      requestId,
+      method: "GET",
+      path: "/api/v1/overview",
+      route: "/api/v1/overview",
+      status: 200,
+      durationMs: 2,
+      principalKind: "api_key",
+      keyId: null,
+      startedAt: Date.now()
+    })
+
+    /** A recorder in its own scope, on the real repository: `close` is the service stopping. */
+    const recorder = (options: { readonly batchSize: number; readonly capacity: number }) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          requestLogRecorder({ flushEvery: "1 hour", shutdownFlushWithin: "10 seconds", ...options }).pipe(Layer.provide(RequestLogsRepo.layer)),
+          scope
+        )
+        return { sink: Context.get(context, RequestLogSink), close: Scope.close(scope, Exit.void) }
+      })
+
+    it.effect("a full batch is written at once, without waiting for the interval", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const { sink, close } = yield* recorder({ batchSize: 2, capacity: 100 })
+        sink.offer(entry(f.profileId, "req_batch_one"))
+        sink.offer(entry(f.profileId, "req_batch_two"))
+        yield* eventually(rowsOf(f.profileId), (rows) => rows.length === 2, { what: "the full batch written", within: "10 seconds" })
+        yield* close
+      }))
+
+    it.effect("bounded: past its capacity the oldest entries are dropped and counted; what is held is written at shutdown", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const droppedBefore = (yield* Metric.value(requestLogDropped)).count
+        const { sink, close } = yield* recorder({ batchSize: 1000, capacity: 3 })
+        for (const n of [1, 2, 3, 4, 5]) sink.offer(entry(f.profileId, `req_held_${n}`))
+        // The interval is an hour and no batch is full: nothing is written before the shutdown.
+        assert.deepStrictEqual(yield* rowsOf(f.profileId), [])
+        yield* close
+        const rows = yield* rowsOf(f.profileId)
+        assert.deepStrictEqual(rows.map((row) => row.request_id).sort(), ["req_held_3", "req_held_4", "req_held_5"])
+        assert.strictEqual((yield* Metric.value(requestLogDropped)).count - droppedBefore, 2)
       }))
   })
 
