@@ -23,6 +23,7 @@ import { CampaignLayer } from "./Campaign.ts"
 import { ExperimentLayer } from "./Experiment.ts"
 import { ExperimentEngine } from "../src/experiments/engine.ts"
 import { SwitchbackDaysLayer } from "../src/experiments/cron.ts"
+import { RequestLogRetentionLayer } from "../src/ops/request-logs/cron.ts"
 import { HandOffLayer } from "./HandOff.ts"
 import { ProfileLayer } from "./Profile.ts"
 import type { AttributionBackfills } from "../src/accounts/entitlements/backfills.ts"
@@ -82,7 +83,9 @@ export const ClusterLayer: Layer.Layer<
   // A switchback's days act through the ad actions (decision 0124), on the same provider layer.
   ExperimentLayer.pipe(Layer.provide(ExperimentEngine.layer), Layer.provide([ProvidersLayer, SecretBox.layer])),
   // The switchbacks' day tick (decision 0124): once per cluster, every few minutes.
-  SwitchbackDaysLayer
+  SwitchbackDaysLayer,
+  // The request log's retention (decision 0130): once per cluster, every hour.
+  RequestLogRetentionLayer
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )

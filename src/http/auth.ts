@@ -112,17 +112,28 @@ const principalAttributes = (principal: PrincipalShape): Record<string, string> 
     ? { "svc.principal.kind": principal.kind, "svc.profile_id": principal.profileId }
     : { "svc.principal.kind": principal.kind }
 
-/** Fills the request's access record (its log line): two writes, no effect (decision 0027). */
+/** Fills the request's access record (its log line and request log): three writes, no effect (decision 0027). */
 const noteAccess = (fiber: Fiber.Fiber<unknown, unknown>, principal: PrincipalShape) => {
   const access = fiber.getRef(CurrentRequestAccess)
   if (access === undefined) return
   access.principalKind = principal.kind
+  access.keyId = principal.kind === "api_key" ? principal.keyId : null
   access.profileId = principal.kind === "api_key"
     ? principal.profileId
     : (principal.kind === "user_token" || principal.kind === "session") && principal.profile !== undefined
     ? principal.profile.profileId
     : null
 }
+
+/**
+ * A refusal of a recognised credential on its profile (scope, entitlement): the access record
+ * names the caller, so the request log shows the refused call to the profile it was made on.
+ */
+const refusedAfterNoting = <E>(principal: PrincipalShape, error: E): Effect.Effect<never, E> =>
+  Effect.withFiber((fiber) => {
+    noteAccess(fiber, principal)
+    return Effect.fail(error)
+  })
 
 /** `Effect.annotateCurrentSpan(attributes)` run on `fiber` directly (the same checks). */
 const annotateSpanOf = (fiber: Fiber.Fiber<unknown, unknown>, attributes: Record<string, string>) => {
@@ -331,7 +342,8 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
       Exclude<R, Principal> | HttpServerRequest.HttpServerRequest
     > => {
       if (policy.entitlement !== undefined && !resolved.attributionEnabled) {
-        return Effect.fail(
+        return refusedAfterNoting(
+          resolved.principal,
           new EntitlementRequired({
             message: `The attribution add-on (${policy.entitlement}) is off for this profile; the provisioning app turns it on.`,
             reason: `entitlement_required:${policy.entitlement}`
@@ -339,7 +351,7 @@ export const AuthenticationLayer = Layer.effect(Authentication)(
         )
       }
       const scopeError = checkScopes(resolved.principal, policy, resolved.halves)
-      if (scopeError !== undefined) return Effect.fail(scopeError)
+      if (scopeError !== undefined) return refusedAfterNoting(resolved.principal, scopeError)
       const served = Effect.provideService(httpEffect, Principal, resolved.principal)
       if (consumeNow !== undefined) {
         const onFiber = (

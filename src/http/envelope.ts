@@ -21,6 +21,7 @@ import {
   toEnvelope,
   ValidationError
 } from "../../schema/errors.ts"
+import { MAX_LOGGED_PATH, RequestLogSink } from "../kernel/request-log.ts"
 import { AppConfig } from "../platform/config.ts"
 import { stoppedBeforeFinishing } from "../platform/lifecycle.ts"
 import { CurrentRequestAccess, CurrentRequestId, newRequestId, type RequestAccess } from "../platform/request-id.ts"
@@ -179,6 +180,8 @@ const isApiError = (u: object): u is ApiError => {
 export const EnvelopeMiddleware = HttpRouter.middleware(
   Effect.gen(function*() {
     const settings = yield* AppConfig
+    // The request log's sink (decision 0130), where the composition root provides one.
+    const sink = Option.getOrUndefined(yield* Effect.serviceOption(RequestLogSink))
     const respond = (httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
       Effect.withFiber((fiber) => {
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
@@ -218,15 +221,17 @@ export const EnvelopeMiddleware = HttpRouter.middleware(
     // One access line per request, whatever answered it (decision 0051).
     return (httpEffect): Effect.Effect<HttpServerResponse.HttpServerResponse, unhandled> =>
       Effect.withFiber((fiber) => {
-        const access: Access = { started: performance.now(), fiber, route: undefined, principalKind: null, profileId: null }
+        const access: Access = { started: performance.now(), fiber, route: undefined, principalKind: null, profileId: null, keyId: null }
         const noted = Effect.provideService(noteRoute(httpEffect, access), CurrentRequestAccess, access)
         const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
-        const served = Effect.tap(respond(noted), (response) =>
-          Effect.all([
+        const served = Effect.tap(respond(noted), (response) => {
+          if (sink !== undefined) recordRequest(sink, request, access, response)
+          return Effect.all([
             finishServerSpan(request, access.route, response.status),
             measure(request.method, access, response.status),
             logAccess(access, response)
-          ], { discard: true }))
+          ], { discard: true })
+        })
         // The platform's server span is switched off where telemetry is installed (it cannot carry
         // `tracestate`): this one replaces it (decision 0083); elsewhere the platform's is renamed.
         return fiber.getRef(HttpMiddleware.TracerDisabledWhen)(request) ? withServerSpan(request)(served) : served
@@ -288,6 +293,37 @@ const logAccess = (access: Access, response: HttpServerResponse.HttpServerRespon
     }),
     Effect.provideService(CurrentRequestId, response.headers["x-request-id"] ?? "")
   )
+}
+
+/** Reading the request log is not logged: a console polling it would fill it with its own reads. */
+const REQUEST_LOG_ROUTE = "/api/v1/request-logs"
+
+/**
+ * The request log's entry (decision 0130): profile-grain `/api/v1` calls only (the profile is set
+ * once the auth middleware recognised the caller on it; the collector, health and docs have none).
+ * The path without its query string, never a body or header; handed over without an effect.
+ */
+const recordRequest = (
+  sink: RequestLogSink["Service"],
+  request: HttpServerRequest.HttpServerRequest,
+  access: Access,
+  response: HttpServerResponse.HttpServerResponse
+) => {
+  if (access.profileId === null || access.principalKind === null || !request.url.startsWith("/api/v1/")) return
+  if (access.route === REQUEST_LOG_ROUTE) return
+  const elapsed = performance.now() - access.started
+  sink.offer({
+    profileId: access.profileId,
+    requestId: response.headers["x-request-id"] ?? "",
+    method: request.method,
+    path: pathOf(request.url).slice(0, MAX_LOGGED_PATH),
+    route: access.route ?? null,
+    status: response.status,
+    durationMs: Math.round(elapsed),
+    principalKind: access.principalKind,
+    keyId: access.keyId,
+    startedAt: Date.now() - elapsed
+  })
 }
 
 /** Paths whose parameters reach handlers; the others (health, docs, discovery) read none. */

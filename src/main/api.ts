@@ -32,6 +32,7 @@ import { ConversionSyncWiringApi } from "../exports/wiring/api.ts"
 import { ExportDeliveriesApi } from "../exports/pipeline/api.ts"
 import { ExportRulesApi } from "../exports/rules/api.ts"
 import { WebhookDeliveriesApi } from "../webhooks/delivery/api.ts"
+import { RequestLogsApi } from "../ops/request-logs/api.ts"
 import { WebhookSubscriptionsApi } from "../webhooks/subscriptions/api.ts"
 import { DpaApi } from "../accounts/dpa/api.ts"
 import { DpaHandoffApi, DpaHandoffPagesApi } from "../accounts/dpa/handoff/api.ts"
@@ -130,6 +131,8 @@ export const Api = HttpApi.make("svc")
   .add(ChatTemplatesApi)
   // Experiments (issue 32, decision 0122).
   .add(ExperimentsApi)
+  // A profile's recent requests (issue 33, decision 0130).
+  .add(RequestLogsApi)
   // Every group above runs the authenticated API's middleware (src/http/group-api.ts).
   .pipe(withApiMiddleware)
   // Added after the middleware: /oauth/* answers only the OAuth error format (decision 0016).

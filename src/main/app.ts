@@ -78,6 +78,8 @@ import { ConsoleRoutes } from "../console/routes.ts"
 import { openApiJson } from "./openapi.ts"
 import { PublishedDocument } from "../http/published-document.ts"
 import { EnvelopeLayer } from "../http/envelope.ts"
+import { RequestLogsHandlers } from "../ops/request-logs/handlers.ts"
+import { RequestLogRecorderLayer } from "../ops/request-logs/recorder.ts"
 import { IdempotencyLayer } from "../http/idempotency.ts"
 import { SchemaErrorsLayer } from "../http/schema-errors.ts"
 import { OptionalSandboxRoutes } from "../../sandbox/routes.ts"
@@ -143,6 +145,8 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
     UrlTagsHandlers,
     // Experiments (issue 32, decision 0122).
     ExperimentsHandlers,
+    // A profile's recent requests (issue 33, decision 0130).
+    RequestLogsHandlers,
   ]),
   // Inbox, email and calendar (issue 21, part 7).
   Layer.provide([InboxHandlers, EmailHandlers, CalendarHandlers]),
@@ -157,10 +161,13 @@ export const ApiRoutes = HttpApiBuilder.layer(Api).pipe(
   Layer.provide(PortsLayer)
 )
 
+/** The envelope middleware with the request log's recorder (decision 0130), which it hands each profile's `/api/v1` request. */
+const EnvelopeWithRequestLogLayer = EnvelopeLayer.pipe(Layer.provide(RequestLogRecorderLayer))
+
 /**
  * The API, the docs pages, the console for people (`/` and `/console`, a client of the API), the
- * internal RPC surface at /rpc, the envelope around all of them,
+ * internal RPC surface at /rpc, the envelope around all of them (recording the request log),
  * the metrics a scraper sees from start-up (./metrics.ts),
  * and the sandbox providers under /sandbox/ when this process serves them.
  */
-export const AppRoutes = Layer.mergeAll(ApiRoutes, DocsRoutes, ConsoleRoutes, RpcLayer.pipe(Layer.provide(CalibrationsLayer)), EnvelopeLayer, OptionalSandboxRoutes, MetricsRoute, MetricsAtStartLayer)
+export const AppRoutes = Layer.mergeAll(ApiRoutes, DocsRoutes, ConsoleRoutes, RpcLayer.pipe(Layer.provide(CalibrationsLayer)), EnvelopeWithRequestLogLayer, OptionalSandboxRoutes, MetricsRoute, MetricsAtStartLayer)

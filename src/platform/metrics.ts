@@ -45,6 +45,11 @@ export const recorderCommitDuration = Metric.histogram("svc.recorder.commit.dura
   boundaries: SECONDS
 })
 
+export const requestLogDropped = Metric.counter("svc.request_log.dropped", {
+  description: "Request log entries dropped unwritten: the buffer was full while the database did not take them",
+  incremental: true
+})
+
 export const queueDepth = Metric.gauge("svc.queue.depth", {
   description: "Rows waiting in a durable queue, by queue (outbox, replays, sync_jobs)"
 })
@@ -138,6 +143,7 @@ const serviceFamilies: ReadonlyArray<MetricFamily> = [
   rateLimitRejections,
   recorderBatchSize,
   recorderCommitDuration,
+  requestLogDropped,
   queueDepth,
   queueLag,
   rollupLag,

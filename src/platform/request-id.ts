@@ -13,6 +13,8 @@ export const newRequestId = (): string => `req_${crypto.randomUUID().replaceAll(
 export interface RequestAccess {
   principalKind: string | null
   profileId: string | null
+  /** The API key's id when an API key made the call (the request log names it, decision 0130). */
+  keyId: string | null
 }
 
 /**

@@ -3,7 +3,8 @@
  * signs in as a workspace owner, mints an API key (its secret shown once, in a dialog), uses it
  * against /api/v1, revokes it and sees the API refuse it; adds a webhook endpoint pointing at a
  * receiver this test runs, sees the delivery of a real event and its attempt, resends it and the
- * receiver gets the same webhook-id again, signed with the secret the dialog showed. A read-only
+ * receiver gets the same webhook-id again, signed with the secret the dialog showed. The Requests
+ * section lists a call made with a key, found by its `X-Request-Id` (decision 0130). A read-only
  * member (analyst) sees the endpoints but no Create, Revoke or Resend, and the API refuses their
  * writes with 403 `insufficient_scope`; a guest without `connections:read` has no Developers entry.
  * axe-core finds no serious or critical violation; the strict CSP reports nothing.
@@ -389,6 +390,49 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
         assert.deepStrictEqual(cspReports, [])
       })))
 
+    it.effect("the Requests section lists a call made with a key, by its X-Request-Id, without its query string; filtered by status class", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const world = yield* seed
+        const { key } = yield* seedApiKey({ workspaceId: world.workspaceId, profileId: world.profileId }, { scopes: ["connections:read"] })
+        const answer = yield* p(() => fetch(`${appUrl}/api/v1/webhooks/subscriptions?limit=7`, { headers: { authorization: `Bearer ${key}` } }))
+        assert.strictEqual(answer.status, 200)
+        const requestId = answer.headers.get("x-request-id") ?? ""
+        assert.notStrictEqual(requestId, "")
+
+        const { page, cspReports, shot } = yield* openBrowser
+        yield* signIn(page, world.owner)
+        yield* p(() => page.goto(`${appUrl}${developersPath(world.profileId)}`))
+        yield* p(() => page.waitForSelector("#requests h2:has-text('Requests')"))
+        const row = `#requests tr[data-request-id='${requestId}']`
+        // The recorder writes about every second: Refresh until the call is there.
+        yield* until("the key's call in the Requests section", Effect.gen(function*() {
+          if ((yield* p(() => page.locator(row).count())) > 0) return true
+          yield* p(() => page.click("#requests-refresh"))
+          yield* p(() => page.waitForSelector("#requests .loading", { state: "detached" }))
+          return (yield* p(() => page.locator(row).count())) > 0
+        }))
+        const cells = yield* p(() => page.locator(`${row} td, ${row} th`).allInnerTexts())
+        assert.deepStrictEqual(cells.slice(0, 4), ["GET", "/api/v1/webhooks/subscriptions", "200", requestId])
+        assert.match(cells[4] ?? "", /^\d+ ms$/)
+        assert.strictEqual(cells[5], "API key")
+        assert.notInclude(yield* p(() => page.locator("#requests").innerText()), "limit=7")
+        assert.deepStrictEqual(yield* seriousViolations(page, "developers (requests)"), [])
+        yield* shot("08-requests")
+
+        // 4xx hides the 200; All shows it again.
+        yield* p(async () => {
+          await page.selectOption("#request-status", "4xx")
+          await page.waitForSelector(row, { state: "detached" })
+          await page.waitForSelector("#requests .loading", { state: "detached" })
+        })
+        assert.include(yield* p(() => page.locator("#requests").innerText()), "No requests with status 4xx")
+        yield* p(async () => {
+          await page.selectOption("#request-status", "")
+          await page.waitForSelector(row)
+        })
+        assert.deepStrictEqual(cspReports, [])
+      })))
+
     it.effect("a read-only member sees keys' and endpoints' place but no Create, Revoke or Resend; the API refuses their writes", () =>
       Effect.scoped(Effect.gen(function*() {
         const world = yield* seed
@@ -460,7 +504,7 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
         yield* p(() => page.goto(`${appUrl}${developersPath(world.guestProfile)}`))
         yield* p(() => page.waitForSelector("h1:has-text('Developers')"))
         assert.include(yield* p(() => page.locator("main").innerText()), "neither API keys nor webhooks")
-        assert.strictEqual(yield* p(() => page.locator("#api-keys, #webhooks").count()), 0)
+        assert.strictEqual(yield* p(() => page.locator("#api-keys, #webhooks, #requests").count()), 0)
         assert.deepStrictEqual(cspReports, [])
       })))
   })

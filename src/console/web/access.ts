@@ -14,8 +14,11 @@ export const managesKeys = (profile: MyProfile): boolean =>
 export const readsWebhooks = (profile: MyProfile): boolean => holds(profile, "connections:read")
 export const writesWebhooks = (profile: MyProfile): boolean => holds(profile, "connections:write")
 
+/** The profile's request log: read under `connections:read`, as the webhook delivery log (decision 0130). */
+export const readsRequestLogs = (profile: MyProfile): boolean => holds(profile, "connections:read")
+
 /** The Developers screen is offered when any of its sections is. */
-export const seesDevelopers = (profile: MyProfile): boolean => managesKeys(profile) || readsWebhooks(profile)
+export const seesDevelopers = (profile: MyProfile): boolean => managesKeys(profile) || readsWebhooks(profile) || readsRequestLogs(profile)
 
 /** A journey is read under `conversions:read` (by customer key; email and phone need `customers:read` too). */
 export const readsJourneys = (profile: MyProfile): boolean => holds(profile, "conversions:read")

@@ -129,3 +129,27 @@ export const redeliver = (profileId: string, deliveryId: string) =>
     method: "POST",
     query: { profile_id: profileId }
   })
+
+// --- Request log ------------------------------------------------------------------------------
+
+export interface RequestLogEntry {
+  readonly id: string
+  readonly request_id: string
+  readonly method: string
+  readonly path: string
+  readonly route: string | null
+  readonly status: number
+  readonly duration_ms: number
+  readonly principal_kind: "api_key" | "user_token" | "session"
+  readonly key_id: string | null
+  readonly created_at: string
+}
+
+/** The status classes the Requests section filters by (the API also takes an exact code). */
+export const REQUEST_STATUS_CLASSES = ["2xx", "4xx", "5xx"] as const
+
+/** One page of the profile's request log, newest first (decision 0130). */
+export const requestLogs = (profileId: string, options: { readonly status: string | undefined; readonly cursor?: string }) =>
+  request<Page<RequestLogEntry>>("/request-logs", {
+    query: { profile_id: profileId, limit: 25, status: options.status, cursor: options.cursor }
+  })

@@ -1,6 +1,6 @@
 /**
- * Developers (issue 33): the profile's API keys and webhook endpoints, through the same /api/v1
- * operations a REST client calls. A key or a signing secret is shown once, in a dialog, as the API
+ * Developers (issue 33): the profile's API keys, webhook endpoints and recent requests (decision
+ * 0130), through the same /api/v1 operations a REST client calls. A key or a signing secret is shown once, in a dialog, as the API
  * answers it once. What the person's roles and scopes do not allow is not offered (decision 0126);
  * the API refuses it anyway. A failed call shows the API's message and request id, and nothing of
  * the change it did not make.
@@ -8,7 +8,7 @@
 import "./developers.css"
 import { useEffect, useState } from "preact/hooks"
 import { type MyProfile, SignedOut } from "./client.ts"
-import { managesKeys, readsWebhooks, seesDevelopers, writesWebhooks } from "./access.ts"
+import { managesKeys, readsRequestLogs, readsWebhooks, seesDevelopers, writesWebhooks } from "./access.ts"
 import {
   type ApiKey,
   attempts,
@@ -18,6 +18,9 @@ import {
   deliveries,
   profileKeys,
   redeliver,
+  REQUEST_STATUS_CLASSES,
+  type RequestLogEntry,
+  requestLogs,
   revokeKey,
   subscriptions,
   WEBHOOK_EVENT_TYPES,
@@ -467,6 +470,106 @@ const WebhooksSection = ({ profile }: { readonly profile: MyProfile }) => {
   )
 }
 
+// --- Requests ---------------------------------------------------------------------------------
+
+const CALLERS: Record<RequestLogEntry["principal_kind"], string> = { api_key: "API key", user_token: "User token", session: "Console" }
+
+/**
+ * The profile's recent API requests (decision 0130), newest first, 25 at a time with "Load more";
+ * filtered by status class. Entries are written about a second after their answer: Refresh reads
+ * the newest again.
+ */
+const RequestsSection = ({ profile }: { readonly profile: MyProfile }) => {
+  const [status, setStatus] = useState("")
+  const [round, setRound] = useState(0)
+  const [entries, setEntries] = useState<ReadonlyArray<RequestLogEntry>>([])
+  const [cursor, setCursor] = useState<string | null>(null)
+  const [loading, setLoading] = useState(true)
+  const [error, setError] = useState<unknown>(null)
+  // The first page, again whenever the filter, the profile or Refresh changes it; a late answer to an older read is dropped.
+  useEffect(() => {
+    let current = true
+    setLoading(true)
+    setError(null)
+    requestLogs(profile.profile_id, { status: status === "" ? undefined : status }).then(
+      (page) => {
+        if (!current) return
+        setEntries(page.data)
+        setCursor(page.pagination.has_next ? page.pagination.cursor : null)
+        setLoading(false)
+      },
+      (failure: unknown) => {
+        if (!current || failure instanceof SignedOut) return
+        setError(failure)
+        setLoading(false)
+      }
+    )
+    return () => {
+      current = false
+    }
+  }, [profile.profile_id, status, round])
+
+  const more = async () => {
+    if (cursor === null) return
+    setLoading(true)
+    setError(null)
+    try {
+      const page = await requestLogs(profile.profile_id, { status: status === "" ? undefined : status, cursor })
+      setEntries((previous) => [...previous, ...page.data])
+      setCursor(page.pagination.has_next ? page.pagination.cursor : null)
+    } catch (failure) {
+      setError(failureOf(failure))
+    } finally {
+      setLoading(false)
+    }
+  }
+
+  return (
+    <section class="dev-section" id="requests" aria-labelledby="requests-title">
+      <h2 id="requests-title">Requests</h2>
+      <p class="muted small">
+        The last 7 days of <code>/api/v1</code> calls on this profile: path without its query string, never bodies or secrets.
+        A call shows up about a second after its answer.
+      </p>
+      <div class="request-filters">
+        <label for="request-status">Status</label>
+        <select id="request-status" value={status} onChange={(event) => setStatus(event.currentTarget.value)}>
+          <option value="">All</option>
+          {REQUEST_STATUS_CLASSES.map((known) => <option key={known} value={known}>{known}</option>)}
+        </select>
+        <button type="button" class="small-button" id="requests-refresh" onClick={() => setRound((n) => n + 1)}>Refresh</button>
+      </div>
+      {error !== null && <ErrorPanel error={error} title="The requests could not load" />}
+      {entries.length === 0 && !loading && error === null && <p class="muted">No requests{status === "" ? "" : ` with status ${status}`} in the last 7 days.</p>}
+      {entries.length > 0 && (
+        <table class="dev-table requests-table">
+          <caption class="visually-hidden">Recent API requests, newest first</caption>
+          <thead>
+            <tr><th scope="col">Method</th><th scope="col">Path</th><th scope="col">Status</th><th scope="col">Request id</th><th scope="col">Duration</th><th scope="col">Caller</th><th scope="col">Time</th></tr>
+          </thead>
+          <tbody>
+            {entries.map((entry) => (
+              <tr key={entry.id} data-request-id={entry.request_id} data-status={entry.status}>
+                <td><code>{entry.method}</code></td>
+                <th scope="row" class="request-path"><code title={entry.route ?? undefined}>{entry.path}</code></th>
+                <td class="num">{entry.status}</td>
+                <td><code class="request-id">{entry.request_id}</code></td>
+                <td class="num">{entry.duration_ms} ms</td>
+                <td>{CALLERS[entry.principal_kind]}</td>
+                <td><When iso={entry.created_at} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {loading && <p class="loading small">Loading the requests…</p>}
+      {cursor !== null && !loading && (
+        <button type="button" class="small-button" id="requests-more" onClick={more}>Load more</button>
+      )}
+    </section>
+  )
+}
+
 // --- The screen -------------------------------------------------------------------------------
 
 export const DevelopersScreen = ({ profile }: { readonly profile: MyProfile }) => {
@@ -476,7 +579,7 @@ export const DevelopersScreen = ({ profile }: { readonly profile: MyProfile }) =
     return (
       <section class="developers">
         <h1 ref={heading} tabIndex={-1}>{title}</h1>
-        <p>Your membership of this profile includes neither API keys nor webhooks. Ask the workspace owner for access.</p>
+        <p>Your membership of this profile includes neither API keys nor webhooks, nor its request log. Ask the workspace owner for access.</p>
       </section>
     )
   }
@@ -485,6 +588,7 @@ export const DevelopersScreen = ({ profile }: { readonly profile: MyProfile }) =
       <h1 ref={heading} tabIndex={-1}>{title}</h1>
       {managesKeys(profile) ? <KeysSection profile={profile} /> : <KeysNotManaged profile={profile} />}
       {readsWebhooks(profile) && <WebhooksSection profile={profile} />}
+      {readsRequestLogs(profile) && <RequestsSection profile={profile} />}
     </section>
   )
 }
