@@ -60,7 +60,9 @@ export interface Destination {
 
 /** The request to `destination` (`request.url` and `publicOnly` are not read again: the destination says where). */
 export const sendTo = (destination: Destination, request: OutboundRequest) =>
-  Effect.callback<OutboundResponse, OutboundFailed>((resume, signal) => {
+  // No AbortSignal (declaring one makes Effect create an AbortController per request): the
+  // cleanup returned below destroys the request when the fiber is interrupted.
+  Effect.callback<OutboundResponse, OutboundFailed>((resume) => {
     const { url } = destination
     const secure = url.protocol === "https:"
     const hostname = url.hostname.replace(/^\[|\]$/g, "")
@@ -74,8 +76,7 @@ export const sendTo = (destination: Destination, request: OutboundRequest) =>
       path: `${url.pathname}${url.search}`,
       method: request.method,
       headers: { ...request.headers, host: url.host, "content-length": String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength) },
-      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {}),
-      signal
+      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {})
     }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => {
