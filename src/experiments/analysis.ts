@@ -324,23 +324,25 @@ const sd = (xs: ReadonlyArray<number>) => {
 /** Over a window's length of history, a list too small for the effect is a window too short to show it. */
 const shortOf = (input: DesignInput) => input.windowDays === null ? "list_too_small" : "window_too_short"
 
+/** What every design answers of its input, as asked. */
+const askedOf = (input: DesignInput) => ({
+  kind: input.kind,
+  metric: input.metric,
+  minimum_detectable_effect: input.minimumEffect,
+  effect_kind: input.effectKind,
+  confidence: input.confidence,
+  power: input.power,
+  history_days: input.historyDays,
+  window_days: input.windowDays
+})
+
 /**
  * A holdout's design from the list's last `historyDays`: per-customer conversion rate (count) or
  * value mean and SD (value) to the sample per group; the list's size to whether the split reaches it.
  */
 export const holdoutDesign = (input: DesignInput, perCustomer: ReadonlyArray<CustomerFigures>, members: number): Design => {
   const warnings: Array<string> = []
-  const base = {
-    kind: input.kind,
-    metric: input.metric,
-    minimum_detectable_effect: input.minimumEffect,
-    effect_kind: input.effectKind,
-    confidence: input.confidence,
-    power: input.power,
-    history_days: input.historyDays,
-    required_days: null,
-    window_days: input.windowDays
-  }
+  const base = { ...askedOf(input), required_days: null }
   const alpha = 1 - input.confidence
   const share = 1 - input.holdoutFraction
   if (members === 0) {
@@ -372,14 +374,7 @@ export const daysDesign = (input: DesignInput, daily: ReadonlyArray<number>): De
   const m = mean(daily)
   const s = sd(daily)
   const base = {
-    kind: input.kind,
-    metric: input.metric,
-    minimum_detectable_effect: input.minimumEffect,
-    effect_kind: input.effectKind,
-    confidence: input.confidence,
-    power: input.power,
-    history_days: input.historyDays,
-    window_days: input.windowDays,
+    ...askedOf(input),
     required_sample: null,
     baseline: { customers: null, conversion_rate: null, mean: m, sd: s },
     method: "switchback regression power, shifted t approximation, day-of-week controls"
@@ -467,15 +462,8 @@ export const prePostDesignOf = (
   const donors = series.filter((s) => s.campaignId !== targetId).map(values).filter((v) => v.some((x) => x !== 0))
   const m = mean(target)
   const base = {
-    kind: input.kind,
-    metric: input.metric,
+    ...askedOf(input),
     method: `in-time placebos: synthetic control (credit model ${PRE_POST_MODEL}) fitted on ${input.preDays} days at each day of the history, RMS error of post-window totals, normal approximation`,
-    minimum_detectable_effect: input.minimumEffect,
-    effect_kind: input.effectKind,
-    confidence: input.confidence,
-    power: input.power,
-    history_days: input.historyDays,
-    window_days: input.windowDays,
     required_sample: null,
     baseline: { customers: null, conversion_rate: null, mean: m, sd: sd(target) }
   }
