@@ -520,7 +520,7 @@ describe.skipIf(executablePath === undefined)("the console in headless Chromium"
         yield* p(() => page.click("nav[aria-label='Screens'] a:text('Campaigns')"))
         yield* p(() => page.waitForURL(`${appUrl}${campaignsPath(world.shopEu)}`))
         yield* p(() => page.waitForSelector("table.campaigns-table tbody tr[data-platform-id]"))
-        assert.strictEqual(yield* p(() => page.locator("nav a[aria-current=page]").innerText()), "Campaigns")
+        assert.strictEqual(yield* p(() => page.locator("nav[aria-label='Screens'] a[aria-current=page]").innerText()), "Campaigns")
 
         const cookie = yield* cookieHeader
         const shownRows = p(() =>
@@ -606,6 +606,24 @@ describe.skipIf(executablePath === undefined)("the console in headless Chromium"
         const shownLinear = yield* shownRows
         // The chosen sort stays: compare as sets of rows, the order as the API's sorted by spend ascending (missing spend last).
         assert.deepStrictEqual([...shownLinear].sort(), asShown(linear).sort())
+
+        // The ad and ad-set rows: the level switch is a link with its own address; the measured columns are the campaigns' only.
+        for (const [level, label] of [["ad", "Ad"], ["ad_set", "Ad set"]] as const) {
+          yield* p(() => page.click(`#level-${level}`))
+          yield* p(() => page.waitForURL(`${appUrl}${campaignsPath(world.shopEu, `?days=30&model=linear&level=${level}`)}`))
+          yield* p(() => page.waitForSelector(`#level-${level}[aria-current=page]`))
+          yield* p(() => page.waitForSelector(`table.campaigns-table th:has-text('${label}')`))
+          yield* p(() => page.waitForSelector("table.campaigns-table tbody tr[data-platform-id]"))
+          const answer = yield* apiGet<CampaignsAnswer>(cookie, `/api/v1/campaigns?profile_id=${world.shopEu}&days=30&model=linear&level=${level}`)
+          assert.strictEqual(answer.status, 200)
+          assert.isAbove(answer.body.data.length, 0)
+          assert.deepStrictEqual([...(yield* shownRows)].sort(), asShown(answer.body.data).sort())
+          assert.strictEqual(yield* p(() => page.locator("table.campaigns-table td.measured").count()), 0)
+          assert.strictEqual(yield* p(() => page.locator("#factor-caption").count()), 0)
+        }
+        yield* shot("12-ads")
+        const adViolations = yield* axeViolations(page)
+        assert.deepStrictEqual(adViolations.filter((v) => v.impact === "serious" || v.impact === "critical"), [])
         assert.deepStrictEqual(cspReports, [])
       })))
 

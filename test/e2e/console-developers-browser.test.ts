@@ -210,7 +210,7 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
         yield* p(() => page.click("nav[aria-label='Screens'] a:text('Developers')"))
         yield* p(() => page.waitForURL(`${appUrl}${developersPath(world.profileId)}`))
         yield* p(() => page.waitForSelector("#keys-table"))
-        assert.strictEqual(yield* p(() => page.locator("nav a[aria-current=page]").innerText()), "Developers")
+        assert.strictEqual(yield* p(() => page.locator("nav[aria-label='Screens'] a[aria-current=page]").innerText()), "Developers")
         assert.strictEqual(yield* p(() => page.locator("#keys-table tbody tr[data-key-id]").count()), 0)
         // The form offers the person's scopes on the profile, the documented defaults ticked.
         const ticked = yield* p(() => page.locator("input[name=scope]:checked").evaluateAll((boxes) => boxes.map((box) => (box as HTMLInputElement).value)))

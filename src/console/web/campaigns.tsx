@@ -5,7 +5,8 @@
  * columns beside the credited ones (decision 0124), never in their place. Sortable by any column.
  */
 import { useEffect, useState } from "preact/hooks"
-import { type CalibrationInterval, type CampaignRow, campaigns, type Campaigns, type MyProfile, SignedOut } from "./client.ts"
+import { type CalibrationInterval, type CampaignLevel, type CampaignRow, campaigns, type Campaigns, type MyProfile, SignedOut } from "./client.ts"
+import { onLinkClick } from "./router.ts"
 import { formatDecimal, formatMoney, formatRatio, modelLabel } from "./format.ts"
 import { Ago, changeRange, ErrorPanel, RangeControls, rangeOf, useFocusHeading } from "./ui.tsx"
 
@@ -55,19 +56,39 @@ const formatInterval = (interval: CalibrationInterval | null | undefined, digits
   return `${format(interval.estimate)} (${format(interval.lower)} – ${format(interval.upper)})`
 }
 
-const COLUMNS: ReadonlyArray<{ readonly key: SortKey; readonly label: string; readonly numeric: boolean }> = [
-  { key: "name", label: "Campaign", numeric: false },
+/** The levels the API reads, as the switch names them: one table, the rows of one level at a time. */
+const LEVELS: ReadonlyArray<{ readonly level: CampaignLevel; readonly label: string; readonly row: string }> = [
+  { level: "campaign", label: "Campaigns", row: "Campaign" },
+  { level: "ad_set", label: "Ad sets", row: "Ad set" },
+  { level: "ad", label: "Ads", row: "Ad" }
+]
+
+const levelOf = (query: URLSearchParams): typeof LEVELS[number] => LEVELS.find((known) => known.level === query.get("level")) ?? LEVELS[0]!
+
+interface Column {
+  readonly key: SortKey
+  readonly label: string
+  readonly numeric: boolean
+}
+
+/** The columns of a level: experiments measure campaigns, so the measured columns are the campaign level's only. */
+const columnsOf = (level: typeof LEVELS[number]): ReadonlyArray<Column> => [
+  { key: "name", label: level.row, numeric: false },
   { key: "spend", label: "Spend", numeric: true },
   { key: "credited", label: "Credited conversions", numeric: true },
   { key: "revenue", label: "Credited value", numeric: true },
   { key: "roas", label: "ROAS", numeric: true },
-  { key: "incremental", label: "Incremental conversions", numeric: true },
-  { key: "factor", label: "Incrementality factor", numeric: true }
+  ...(level.level === "campaign"
+    ? [
+      { key: "incremental", label: "Incremental conversions", numeric: true },
+      { key: "factor", label: "Incrementality factor", numeric: true }
+    ] as const
+    : [])
 ]
 
 /** A column header: a button (click, Enter or Space) that sorts; `aria-sort` on the sorted one. */
 const SortHeader = ({ column, sort, onSort }: {
-  readonly column: typeof COLUMNS[number]
+  readonly column: Column
   readonly sort: { readonly key: SortKey; readonly direction: Direction } | null
   readonly onSort: (key: SortKey) => void
 }) => {
@@ -84,6 +105,8 @@ const SortHeader = ({ column, sort, onSort }: {
 
 export const CampaignsScreen = ({ profile, query }: { readonly profile: MyProfile; readonly query: URLSearchParams }) => {
   const { days, model } = rangeOf(query)
+  const level = levelOf(query)
+  const columns = columnsOf(level)
   const [loaded, setLoaded] = useState<Campaigns | null>(null)
   const [error, setError] = useState<unknown>(null)
   // Null: the API's own order until a header is chosen.
@@ -93,7 +116,8 @@ export const CampaignsScreen = ({ profile, query }: { readonly profile: MyProfil
   useEffect(() => {
     let current = true
     setError(null)
-    campaigns({ profile_id: profile.profile_id, days, model }).then(
+    setLoaded(null)
+    campaigns({ profile_id: profile.profile_id, days, model }, level.level).then(
       (answer) => {
         if (current) setLoaded(answer)
       },
@@ -106,10 +130,13 @@ export const CampaignsScreen = ({ profile, query }: { readonly profile: MyProfil
     return () => {
       current = false
     }
-  }, [profile.profile_id, days, model])
+  }, [profile.profile_id, days, model, level.level])
 
+  const path = `/console/${profile.profile_id}/campaigns`
   const change = (next: { readonly days?: number; readonly model?: string }) =>
-    changeRange(`/console/${profile.profile_id}/campaigns`, { days, model }, next)
+    changeRange(path, { days, model }, next, level.level === "campaign" ? {} : { level: level.level })
+  const levelHref = (to: CampaignLevel) =>
+    `${path}?${new URLSearchParams({ days: String(days), model, ...(to === "campaign" ? {} : { level: to }) }).toString()}`
 
   // A first choice of a figure puts the largest first; choosing the sorted column again turns it round.
   const onSort = (key: SortKey) =>
@@ -121,7 +148,7 @@ export const CampaignsScreen = ({ profile, query }: { readonly profile: MyProfil
 
   const currency = loaded?.meta.currency ?? profile.currency
   const rows = loaded === null ? [] : sort === null ? loaded.data : sortRows(loaded.data, sort.key, sort.direction)
-  const sortedLabel = sort === null ? "" : `, sorted by ${COLUMNS.find((column) => column.key === sort.key)?.label} ${sort.direction}`
+  const sortedLabel = sort === null ? "" : `, sorted by ${columns.find((column) => column.key === sort.key)?.label} ${sort.direction}`
   return (
     <section class="campaigns" aria-busy={loaded === null && error === null}>
       <div class="heading-row">
@@ -129,6 +156,12 @@ export const CampaignsScreen = ({ profile, query }: { readonly profile: MyProfil
         {loaded !== null && <Ago asOf={loaded.meta.as_of} />}
       </div>
       <RangeControls days={days} model={model} onChange={change} />
+      <nav class="levels" aria-label="Level">
+        {LEVELS.map((known) => (
+          <a key={known.level} href={levelHref(known.level)} onClick={(event) => onLinkClick(event, levelHref(known.level))} id={`level-${known.level}`}
+            aria-current={known.level === level.level ? "page" : undefined}>{known.label}</a>
+        ))}
+      </nav>
       {error !== null && <ErrorPanel error={error} title="The campaigns could not load" />}
       {error === null && loaded === null && <p class="loading">Loading the campaigns…</p>}
       {error === null && loaded !== null && (
@@ -136,13 +169,13 @@ export const CampaignsScreen = ({ profile, query }: { readonly profile: MyProfil
           <p class="muted small" id="range-shown">
             {loaded.meta.range.start} to {loaded.meta.range.end} · {modelLabel(loaded.meta.model)}
           </p>
-          <table class="breakdown campaigns-table" aria-describedby="factor-caption">
-            <caption class="visually-hidden">Campaigns{sortedLabel}</caption>
+          <table class="breakdown campaigns-table" aria-describedby={level.level === "campaign" ? "factor-caption" : undefined}>
+            <caption class="visually-hidden">{level.label}{sortedLabel}</caption>
             <thead>
-              <tr>{COLUMNS.map((column) => <SortHeader key={column.key} column={column} sort={sort} onSort={onSort} />)}</tr>
+              <tr>{columns.map((column) => <SortHeader key={column.key} column={column} sort={sort} onSort={onSort} />)}</tr>
             </thead>
             <tbody>
-              {rows.length === 0 && <tr><td colSpan={COLUMNS.length} class="muted">No campaign has spend or credit in this range.</td></tr>}
+              {rows.length === 0 && <tr><td colSpan={columns.length} class="muted">No {level.row.toLowerCase()} has spend or credit in this range.</td></tr>}
               {rows.map((row) => (
                 <tr key={row.platform_id} data-platform-id={row.platform_id} data-spend={row.spend ?? ""}
                   data-credited={row.credited_conversions} data-revenue={row.credited_revenue ?? ""} data-roas={row.roas ?? ""}
@@ -156,20 +189,24 @@ export const CampaignsScreen = ({ profile, query }: { readonly profile: MyProfil
                   <td class="num">{formatDecimal(row.credited_conversions)}</td>
                   <td class="num">{formatMoney(row.credited_revenue, currency)}</td>
                   <td class="num">{formatRatio(row.roas)}</td>
-                  <td class="num measured">{formatInterval(row.calibration?.incremental_conversions, 1)}</td>
-                  <td class="num measured">
-                    {formatInterval(row.calibration?.incrementality_factor, 2)}
-                    {row.calibration?.stale === true && <span class="muted small"> (over 90 days old)</span>}
-                  </td>
+                  {level.level === "campaign" && (
+                    <>
+                      <td class="num measured">{formatInterval(row.calibration?.incremental_conversions, 1)}</td>
+                      <td class="num measured">
+                        {formatInterval(row.calibration?.incrementality_factor, 2)}
+                        {row.calibration?.stale === true && <span class="muted small"> (over 90 days old)</span>}
+                      </td>
+                    </>
+                  )}
                 </tr>
               ))}
             </tbody>
           </table>
-          <p class="muted small" id="factor-caption">
+          {level.level === "campaign" && <p class="muted small" id="factor-caption">
             Incremental conversions are what a completed experiment measured the campaign added (95 % interval); the
             incrementality factor is that measured lift over the conversions the model credits it for the same days: below 1,
             the model credits the campaign more than it added. “—” where no experiment has completed on the campaign.
-          </p>
+          </p>}
         </>
       )}
     </section>

@@ -285,5 +285,8 @@ export interface Campaigns {
 }
 
 /** Campaign rows (level campaign) with each one's measured incrementality beside its credit. */
-export const campaigns = (range: AnalyticsRange) =>
-  request<Campaigns>("/campaigns", { query: { ...range, level: "campaign", calibrated: "true" } })
+export type CampaignLevel = "campaign" | "ad_set" | "ad"
+
+/** The rows of a level; measured incrementality is asked for (and answered) at the campaign level only. */
+export const campaigns = (range: AnalyticsRange, level: CampaignLevel = "campaign") =>
+  request<Campaigns>("/campaigns", { query: { ...range, level, ...(level === "campaign" ? { calibrated: "true" } : {}) } })

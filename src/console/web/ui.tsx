@@ -52,9 +52,11 @@ export const rangeOf = (query: URLSearchParams) => {
 export const changeRange = (
   path: string,
   current: { readonly days: number; readonly model: string },
-  next: { readonly days?: number; readonly model?: string }
+  next: { readonly days?: number; readonly model?: string },
+  /** The screen's other parameters, kept as they are (the Campaigns' level). */
+  keep: Readonly<Record<string, string>> = {}
 ): void => {
-  const params = new URLSearchParams({ days: String(next.days ?? current.days), model: next.model ?? current.model })
+  const params = new URLSearchParams({ days: String(next.days ?? current.days), model: next.model ?? current.model, ...keep })
   navigate(`${path}?${params.toString()}`, { replace: true })
 }
 
