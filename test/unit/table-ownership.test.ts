@@ -118,6 +118,8 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   platform_safe_datasets: "src/exports/platform-safe/repo.ts",
   platform_safe_rebuilds: "src/exports/platform-safe/repo.ts",
   data_source_datasets: "src/exports/data-sources/repo.ts",
+  // the request log (decision 0130)
+  request_logs: "src/ops/request-logs/repo.ts",
   // cluster
   profile_state: "cluster/profile-repo.ts"
 }
