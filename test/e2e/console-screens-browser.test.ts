@@ -191,13 +191,13 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
                     ${customer!.id}, ${row.campaign}, ${row.campaign === null ? null : `Campaign ${row.campaign}`})`
         }
         yield* sql`
-          INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
-          VALUES (${conversionId}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
-                 (${conversionId}, 'last_touch', ${touches[1]!}, 1, 0, false, true),
-                 (${conversionId}, 'last_touch', ${touches[2]!}, 2, 1, true, true),
-                 (${conversionId}, 'linear', ${touches[0]!}, 0, 0.333333, true, true),
-                 (${conversionId}, 'linear', ${touches[1]!}, 1, 0.333333, true, true),
-                 (${conversionId}, 'linear', ${touches[2]!}, 2, 0.333334, true, true)`
+          INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
+          VALUES (${world.profileId}, ${conversionId}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
+                 (${world.profileId}, ${conversionId}, 'last_touch', ${touches[1]!}, 1, 0, false, true),
+                 (${world.profileId}, ${conversionId}, 'last_touch', ${touches[2]!}, 2, 1, true, true),
+                 (${world.profileId}, ${conversionId}, 'linear', ${touches[0]!}, 0, 0.333333, true, true),
+                 (${world.profileId}, ${conversionId}, 'linear', ${touches[1]!}, 1, 0.333333, true, true),
+                 (${world.profileId}, ${conversionId}, 'linear', ${touches[2]!}, 2, 0.333334, true, true)`
 
         const { page, cspReports, shot, cookieHeader } = yield* openBrowser
         yield* signIn(page, world)
