@@ -18,11 +18,16 @@
  */
 import {
   type CoverageSummary,
+  createRandom,
+  normalCdf,
+  normalQuantile,
+  placeboErrors,
   powerTwoMeans,
   powerTwoProportions,
   simulateProportionsCoverage,
   simulateSwitchbackCoverage,
   simulateSyntheticControlCoverage,
+  simulateSyntheticControlSeries,
   simulateValueCoverage,
   switchbackPower
 } from "../../src/experiments/statistics/index.ts"
@@ -82,8 +87,22 @@ for (const [name, effect, trend] of [["zero (A/A)", 0, 0], ["small +6/day", 6, 0
 
 // Pre/post with a synthetic control: 56 pre days, 14 post days, 8 donors, AR(1) noise.
 const prePost = { preDays: 56, postDays: 14, donors: 8, noiseSd: 3, autocorrelation: 0.3 }
+// What the pre/post design promises: its in-time placebos (statistics/pre-post-power.ts) on
+// histories of the same process, 180 days each, as the design reads a profile's: the post
+// window's total error, the mean of its squares over PROMISE_HISTORIES histories, then
+// power = Φ(L·effect / error − z) for the L = 14 post days the runs have.
+const PROMISE_HISTORIES = 20
+const promiseRandom = createRandom(SEED + 4)
+const squared = Array.from({ length: PROMISE_HISTORIES }, () => {
+  const history = simulateSyntheticControlSeries(promiseRandom, { ...prePost, postDays: 180 - prePost.preDays, effectPerDay: 0 })
+  const error = placeboErrors(history.target, history.donors, prePost.preDays).rmse[prePost.postDays - 1] ?? Number.NaN
+  return error * error
+})
+const postError = Math.sqrt(squared.reduce((sum, x) => sum + x, 0) / squared.length)
+const prePostPower = (effect: number) => normalCdf((prePost.postDays * effect) / postError - normalQuantile(0.975))
 for (const [name, effect] of [["zero (A/A)", 0], ["small +2/day", 2], ["large +8/day", 8]] as const) {
-  timed("pre/post", name, null, () => simulateSyntheticControlCoverage({ ...prePost, effectPerDay: effect }, { runs: RUNS, seed: SEED + 3 }))
+  timed("pre/post", name, effect === 0 ? null : prePostPower(effect), () =>
+    simulateSyntheticControlCoverage({ ...prePost, effectPerDay: effect }, { runs: RUNS, seed: SEED + 3 }))
 }
 
 const pct = (x: number) => (Number.isFinite(x) ? `${(100 * x).toFixed(1)} %` : "n/a")
