@@ -161,7 +161,7 @@ const Frame = ({ signed, profile, screen, children }: {
             })}
           </nav>
         )}
-        <span class="who">{signed.person.email}</span>
+        <span class="who" title={signed.person.email}>{signed.person.email}</span>
         <button type="button" id="sign-out" onClick={leave} disabled={leaving}>{leaving ? "Signing out…" : "Sign out"}</button>
       </header>
       {error !== null && <ErrorPanel error={error} title="Sign-out failed" />}
