@@ -83,7 +83,9 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         })
         const jobs = yield* sql<{ kind: string; reason: string; state: string }>`
           SELECT kind, reason, state FROM work_jobs WHERE profile_id = ${profile.profileId}`
-        assert.deepStrictEqual(jobs.map((row) => ({ ...row })), [{ kind: "attribution_replay", reason: "retraction", state: "queued" }])
+        // Queued by the retraction; the app's attribution worker may already have taken it (a race CI saw).
+        assert.deepStrictEqual(jobs.map((row) => ({ kind: row.kind, reason: row.reason })), [{ kind: "attribution_replay", reason: "retraction" }])
+        assert.include(["queued", "running", "succeeded"], jobs[0]?.state)
         const audits = yield* sql<{ actor_kind: string; target_kind: string; target_id: string; details: any }>`
           SELECT actor_kind, target_kind, target_id, details FROM audit_events
           WHERE profile_id = ${profile.profileId} AND action = 'event.retracted'`
