@@ -249,6 +249,16 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         yield* close
       }))
 
+    it.effect("a batch mixing whole and fractional start times is written (the driver types an array by its elements)", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const { sink, close } = yield* recorder({ batchSize: 2, capacity: 100 })
+        sink.offer({ ...entry(f.profileId, "req_whole"), startedAt: 1_795_000_000_000 })
+        sink.offer({ ...entry(f.profileId, "req_fraction"), startedAt: 1_795_000_000_000.25 })
+        yield* eventually(rowsOf(f.profileId), (rows) => rows.length === 2, { what: "the mixed batch written", within: "10 seconds" })
+        yield* close
+      }))
+
     it.effect("bounded: past its capacity the oldest entries are dropped and counted; what is held is written at shutdown", () =>
       Effect.gen(function*() {
         const f = yield* fixture()

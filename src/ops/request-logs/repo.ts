@@ -48,12 +48,14 @@ export class RequestLogsRepo extends Context.Service<RequestLogsRepo, {
       const sql = yield* SqlClient
       const many = decodeRows(RequestLogRow)
 
+      // The start times go as text: whole and fractional milliseconds would be typed apart (int and
+      // float8), and the driver refuses an array whose elements infer different types.
       const insert = (entries: ReadonlyArray<RequestLogEntry>) =>
         entries.length === 0 ? Effect.void : Effect.asVoid(sql`
           INSERT INTO request_logs (profile_id, created_at, id, request_id, method, path, route, status, duration_ms, principal_kind, key_id)
           SELECT t.profile_id, to_timestamp(t.started_at / 1000.0), gen_random_uuid(), t.request_id, t.method, t.path,
                  NULLIF(t.route, ''), t.status, t.duration_ms, t.principal_kind, NULLIF(t.key_id, '')::uuid
-          FROM unnest(${entries.map((e) => e.profileId)}::uuid[], ${entries.map((e) => e.startedAt)}::float8[],
+          FROM unnest(${entries.map((e) => e.profileId)}::uuid[], ${entries.map((e) => String(e.startedAt))}::float8[],
                       ${entries.map((e) => e.requestId)}::text[], ${entries.map((e) => e.method)}::text[],
                       ${entries.map((e) => e.path)}::text[], ${entries.map((e) => e.route ?? "")}::text[],
                       ${entries.map((e) => e.status)}::int[], ${entries.map((e) => e.durationMs)}::int[],
