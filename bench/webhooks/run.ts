@@ -52,6 +52,20 @@ import { fmt, intFromEnv, sleep, startProcess } from "../support.ts"
 const ENDPOINTS = intFromEnv("BENCH_ENDPOINTS", 100, 10_000)
 const EVENTS = intFromEnv("BENCH_EVENTS", 200, 100_000)
 
+/** One signed POST to endpoint `k` of the local receiver, answered when its response has ended. */
+const postSigned = (agent: Agent, port: number, k: number, secret: string, webhookId: string, body: string) =>
+  new Promise<void>((resolve, reject) => {
+    const req = httpRequest({
+      host: "127.0.0.1", port, path: `/e${k}`, method: "POST", agent,
+      headers: { "content-type": "application/json", ...signedHeaders([secret], webhookId, Math.floor(Date.now() / 1000), body) }
+    }, (res) => {
+      res.resume()
+      res.on("end", () => resolve())
+    })
+    req.on("error", reject)
+    req.end(body)
+  })
+
 if (process.argv.includes("--bare")) {
   // The bare sender in a process of its own, as the worker is: plain node:http, signed bodies,
   // nothing durable. Reads its jobs from the file named after --bare; prints requests/s.
@@ -65,17 +79,7 @@ if (process.argv.includes("--bare")) {
   await Promise.all(Array.from({ length: plan.inflight }, async () => {
     while (next < plan.jobs.length) {
       const [id, k] = plan.jobs[next++]!
-      await new Promise<void>((resolve, reject) => {
-        const req = httpRequest({
-          host: "127.0.0.1", port: plan.port, path: `/e${k}`, method: "POST", agent,
-          headers: { "content-type": "application/json", ...signedHeaders([plan.secrets[k]!], `bare-${id}`, Math.floor(Date.now() / 1000), body) }
-        }, (res) => {
-          res.resume()
-          res.on("end", () => resolve())
-        })
-        req.on("error", reject)
-        req.end(body)
-      })
+      await postSigned(agent, plan.port, k, plan.secrets[k]!, `bare-${id}`, body)
     }
   }))
   console.log(`BARE ${plan.jobs.length / ((Date.now() - start) / 1000)}`)
@@ -110,18 +114,9 @@ if (process.argv.includes("--bare")) {
         written += chunk.length
       }
     })
+    // A failed request ends like an answered one: the floor records it either way.
     const send = (row: { id: string; k: number }) =>
-      Effect.callback<void>((resume) => {
-        const req = httpRequest({
-          host: "127.0.0.1", port: plan.port, path: `/e${row.k}`, method: "POST", agent,
-          headers: { "content-type": "application/json", ...signedHeaders([plan.secrets[row.k]!], `floor-${row.id}`, Math.floor(Date.now() / 1000), body) }
-        }, (res) => {
-          res.resume()
-          res.on("end", () => resume(Effect.void))
-        })
-        req.on("error", () => resume(Effect.void))
-        req.end(body)
-      })
+      Effect.promise(() => postSigned(agent, plan.port, row.k, plan.secrets[row.k]!, `floor-${row.id}`, body).catch(() => undefined))
     const sender = Effect.gen(function*() {
       while (true) {
         const row = ready.shift()
@@ -328,17 +323,7 @@ async function main() {
   await Promise.all(Array.from({ length: inflight }, async () => {
     while (next < jobs.length) {
       const job = jobs[next++]!
-      await new Promise<void>((resolve, reject) => {
-        const req = httpRequest({
-          host: "127.0.0.1", port, path: `/e${job.k}`, method: "POST", agent,
-          headers: { "content-type": "application/json", ...signedHeaders([secrets[job.k]!], `base-${job.id}`, Math.floor(Date.now() / 1000), body) }
-        }, (res) => {
-          res.resume()
-          res.on("end", () => resolve())
-        })
-        req.on("error", reject)
-        req.end(body)
-      })
+      await postSigned(agent, port, job.k, secrets[job.k]!, `base-${job.id}`, body)
     }
   }))
   const baseRate = jobs.length / ((Date.now() - baseStart) / 1000)
