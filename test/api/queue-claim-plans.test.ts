@@ -27,6 +27,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { createHash } from "node:crypto"
 import * as Rollups from "../../src/analytics/rollups/repo.ts"
 import * as Creatives from "../../src/analytics/creatives/repo.ts"
 import * as Reports from "../../src/analytics/reports/repo.ts"
@@ -52,9 +53,16 @@ interface Checked {
   readonly statement: Compiled
   /** The rows it answers once the backlog is there. */
   readonly answers: number
-  /** A sweep (no limit): the partial index of leased rows it must read through, instead of the cost bound. */
+  /**
+   * A statement whose estimated cost follows the table's size whatever its plan (a sweep with no
+   * limit; an update by whole keys, each probe costed without statistics as a share of the table):
+   * the index it must read through (never the table), instead of the cost bound.
+   */
   readonly sweepsThrough?: string
 }
+
+/** PostgreSQL's `md5(text)::uuid`. */
+const md5Uuid = (text: string) => createHash("md5").update(text).digest("hex").replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5")
 
 const perRow = (depth: Depth) => depth.cost / Math.max(1, depth.rows)
 
@@ -137,37 +145,69 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
       yield* sql`
         INSERT INTO export_destinations (id, profile_id, kind, connection_id, dataset_id, name)
         VALUES (${destinationId}, ${profileId}, 'adplatform_capi', ${connectionId}, 'dataset', 'claim plans')`
-      // Outcome g's id is derived from g, so the conversions below find it without a join.
+      const ruleId = crypto.randomUUID()
+      yield* sql`INSERT INTO export_rules (id, profile_id, conversion_key) VALUES (${ruleId}, ${profileId}, 'purchase')`
+      // Outcome g's id (and its export's) is derived from g, so the rows below find it without a
+      // join, and the keys a batch of the worker reads are known before the rows exist.
       const outcomeId = (prefix: string) => sql.literal(`md5('${profileId}-' || ${prefix})::uuid`)
+      const exportId = (prefix: string) => sql.literal(`md5('${profileId}-export-' || ${prefix})::uuid`)
+      const leaseToken = crypto.randomUUID()
+      // The worker's batch: the first 50 exports, leased by one claim (their token), as it reads and settles them.
+      const batch = Array.from({ length: 50 }, (_, g) => ({
+        id: md5Uuid(`${profileId}-export-${g}`),
+        profile_id: profileId,
+        lease_token: leaseToken
+      }))
       yield* checkQueue(
         failures,
         "export",
-        ["conversion_exports", "outcome_events"],
+        ["conversion_exports", "outcome_events", "conversions"],
         (from, to) =>
           Effect.gen(function*() {
             yield* sql`
               INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
               SELECT ${outcomeId("g")}, ${profileId}, 'claim-' || g, 'h', 'purchase', now() - interval '1 day'
               FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            // Credited already: crediting's backlog below is a queue of its own.
             yield* sql`
-              INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status, destination_id, event_id, next_attempt_at)
-              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'adplatform', 'pending', ${destinationId}, 'evt-' || g,
-                     now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+              INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, credited_at)
+              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'purchase', now() - interval '1 day', true, true, now()
+              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            yield* sql`
+              INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status, destination_id, rule_id, event_id, next_attempt_at, lease_token)
+              SELECT ${exportId("g")}, ${profileId}, ${outcomeId("g")}, 'adplatform', 'pending', ${destinationId}, ${ruleId}, 'evt-' || g,
+                     now() - interval '1 hour' + make_interval(secs => g / 1000.0), CASE WHEN g < 50 THEN ${leaseToken}::uuid END
               FROM generate_series(${from}::int, ${to - 1}::int) AS g`
           }),
-        [{ label: "claim", statement: ExportPipeline.claimStatement(sql, 50, 60, crypto.randomUUID()).compile(), answers: 50 }]
+        [
+          { label: "claim", statement: ExportPipeline.claimStatement(sql, 50, 60, crypto.randomUUID()).compile(), answers: 50 },
+          // Not claims, but what the worker runs for each batch it claimed: by key, at any table size.
+          { label: "facts of a batch", statement: ExportPipeline.factsStatement(sql, batch).compile(), answers: 50 },
+          {
+            label: "delivered",
+            statement: ExportPipeline.deliverStatement(sql, batch).compile(),
+            answers: 50,
+            sweepsThrough: "conversion_exports_pkey"
+          }
+        ]
       )
-      // Crediting's backlog: conversions not yet credited (their outcomes are those seeded above).
+      // Crediting's backlog: conversions not yet credited, of outcomes of their own.
       yield* checkQueue(
         failures,
         "crediting",
         ["conversions"],
         (from, to) =>
-          sql`
-            INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, created_at)
-            SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'purchase', now() - interval '1 day', false, true,
-                   now() - interval '1 hour' + make_interval(secs => g / 1000.0)
-            FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
+          Effect.gen(function*() {
+            yield* sql`
+              INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+              SELECT ${outcomeId("'crediting-' || g")}, ${profileId}, 'crediting-' || g, 'h', 'purchase', now() - interval '1 day'
+              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            yield* sql`
+              INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, created_at)
+              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("'crediting-' || g")}, 'purchase', now() - interval '1 day', false, true,
+                     now() - interval '1 hour' + make_interval(secs => g / 1000.0)
+              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+          }),
         [{ label: "lock pending", statement: Crediting.lockPendingStatement(sql, 100).compile(), answers: 100 }]
       )
       assert.deepStrictEqual(failures, [])

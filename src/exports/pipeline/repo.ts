@@ -135,6 +135,73 @@ export interface DeliveriesFilter {
  * The batch heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
  * checks that its generic plan reads through the primary key.
  */
+/** Whether the attribution add-on is on for profile `p`, or a person created the profile (the sync worker's test too). */
+const attributionOnText = `(p.provisioned_by_app_id IS NULL OR COALESCE((
+        SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`
+
+/**
+ * Everything the decisions of a batch of exports read, in one statement (see `facts` below).
+ * Every row is found by its whole key, profile included (decision 0137): the primary keys are
+ * (id, profile_id) since migration 0064, and a lookup by id alone is costed without statistics as
+ * half a percent of the table per id, which made this a merge join over every outcome of every
+ * profile. test/api/queue-claim-plans.test.ts holds its cost per export flat at growing tables.
+ */
+export const factsStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "profile_id">>) =>
+  sql<{ export_id: string }>`
+    SELECT x.id::text AS export_id, e.event_name, c.conversion_key, extract(epoch FROM e.occurred_at)::float8 AS occurred_epoch,
+           c.value_amount::text AS value_amount, c.currency, e.action_source, e.click_ids,
+           cu.customer_key AS external_id,
+           -- The contact look-ups name the profile: without it, a plan built without statistics walked
+           -- customer_identifiers_contact (profile, kind, customer) across every profile's identifiers.
+           (SELECT i.value FROM customer_identifiers i WHERE i.profile_id = x.profile_id AND i.customer_id = e.customer_id AND i.kind = 'email' AND i.removed_at IS NULL
+            ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
+           (SELECT i.value FROM customer_identifiers i WHERE i.profile_id = x.profile_id AND i.customer_id = e.customer_id AND i.kind = 'phone' AND i.removed_at IS NULL
+            ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
+           e.retracted_at IS NOT NULL AS retracted,
+           r.platform_event_name_overrides AS overrides, r.destination_ids::text[] AS rule_destination_ids,
+           d.kind, d.connection_id, d.dataset_id, d.clean_dataset, (d.deleted_at IS NULL AND d.status = 'active') AS destination_live,
+           p.privacy_mode, p.platform_safe_target, s.privacy_config,
+           EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.kind = 'adplatform_capi'
+                   AND o.deleted_at IS NULL AND o.status = 'active'
+                   AND (r.destination_ids IS NULL OR o.id = ANY (r.destination_ids))) AS website_destination,
+           EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.kind = 'adplatform_capi_messaging'
+                   AND o.deleted_at IS NULL AND o.status = 'active'
+                   AND (r.destination_ids IS NULL OR o.id = ANY (r.destination_ids))) AS messaging_destination,
+           EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.clean_dataset
+                   AND o.deleted_at IS NULL AND o.status = 'active') AS clean_destination,
+           ${sql.literal(attributionOnText)} AS attribution_enabled
+    FROM unnest(${jobs.map((job) => job.id)}::uuid[], ${jobs.map((job) => job.profile_id)}::uuid[]) AS k(id, profile_id)
+    -- One probe of a key per row and table, ordered by the key so that no plan reads a table
+    -- whole, not even one costed while the tables were empty and kept since.
+    CROSS JOIN LATERAL (SELECT * FROM conversion_exports x WHERE x.id = k.id AND x.profile_id = k.profile_id ORDER BY x.id LIMIT 1) x
+    CROSS JOIN LATERAL (
+      SELECT * FROM outcome_events e WHERE e.id = x.outcome_event_id AND e.profile_id = x.profile_id ORDER BY e.id LIMIT 1) e
+    CROSS JOIN LATERAL (
+      SELECT * FROM conversions c WHERE c.outcome_event_id = x.outcome_event_id AND c.profile_id = x.profile_id
+      ORDER BY c.outcome_event_id LIMIT 1) c
+    CROSS JOIN LATERAL (SELECT * FROM export_rules r WHERE r.id = x.rule_id AND r.profile_id = x.profile_id ORDER BY r.id LIMIT 1) r
+    CROSS JOIN LATERAL (
+      SELECT * FROM export_destinations d WHERE d.id = x.destination_id AND d.profile_id = x.profile_id ORDER BY d.id LIMIT 1) d
+    CROSS JOIN LATERAL (SELECT * FROM profiles p WHERE p.id = x.profile_id ORDER BY p.id LIMIT 1) p
+    LEFT JOIN LATERAL (
+      SELECT cu.customer_key FROM customers cu WHERE cu.id = e.customer_id AND cu.profile_id = e.profile_id ORDER BY cu.id LIMIT 1) cu ON true
+    LEFT JOIN LATERAL (
+      SELECT s.privacy_config FROM conversion_sync_settings s WHERE s.profile_id = x.profile_id ORDER BY s.profile_id LIMIT 1) s ON true`
+
+/**
+ * `delivered` for the exports of one acknowledged call whose lease is still the caller's (see
+ * `deliverMany` below), each found by its whole key (decision 0137); answers their ids.
+ */
+export const deliverStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "profile_id" | "lease_token">>) =>
+  sql<{ id: string }>`
+    UPDATE conversion_exports x
+    SET status = 'delivered', attempts = x.attempts + 1, lease_until = NULL, lease_token = NULL, updated_at = now(),
+        next_attempt_at = now()
+    FROM unnest(${jobs.map((job) => job.id)}::uuid[], ${jobs.map((job) => job.profile_id)}::uuid[], ${jobs.map((job) => job.lease_token)}::uuid[])
+      AS t(id, profile_id, token)
+    WHERE x.id = t.id AND x.profile_id = t.profile_id AND x.lease_token = t.token
+    RETURNING x.id::text AS id`
+
 export const renewStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "lease_token">>, leaseSeconds: number) =>
   sql<{ id: string }>`
     UPDATE conversion_exports x SET lease_until = now() + make_interval(secs => ${leaseSeconds})
@@ -184,7 +251,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
    * The facts of each export, by its id, in one statement (an export whose event is gone has none),
    * each decoded on its own: a row that does not decode fails that export only (it dies when run).
    */
-  readonly facts: (exportIds: ReadonlyArray<string>) => Repo<ReadonlyMap<string, Effect.Effect<ExportFacts>>>
+  readonly facts: (exports: ReadonlyArray<Pick<ClaimedExport, "id" | "profile_id">>) => Repo<ReadonlyMap<string, Effect.Effect<ExportFacts>>>
   /**
    * Writes the decision and its ledger row (none for a hold that was already held), only while
    * the lease token is ours; answers whether it was. `retryInSeconds` is the next attempt of a
@@ -212,10 +279,6 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const claimed = decodeRows(ClaimedExport)
-      // The add-on is on, or a person created the profile (the same test as the sync worker's).
-      const attributionOnText = `(p.provisioned_by_app_id IS NULL OR COALESCE((
-        SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`
-      const attributionOn = sql.literal(attributionOnText)
       const decodeFacts = Schema.decodeUnknownExit(ExportFacts)
       const deliveryRows = decodeRows(DeliveryRow)
 
@@ -330,7 +393,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             UPDATE conversion_exports
             SET attempts = attempts + 1, lease_until = NULL, lease_token = NULL, updated_at = now(),
                 next_attempt_at = now() + make_interval(secs => ${retryInSeconds})
-            WHERE id = ${job.id} AND lease_token = ${job.lease_token}::uuid
+            WHERE id = ${job.id} AND profile_id = ${job.profile_id} AND lease_token = ${job.lease_token}::uuid
             RETURNING id`,
           (rows) => rows.length > 0
         )
@@ -340,40 +403,11 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const renew = (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) =>
         jobs.length === 0 ? Effect.succeed(0) : Effect.map(renewStatement(sql, jobs, leaseSeconds), (rows) => rows.length)
 
-      // The contact look-ups name the profile: without it, a plan built without statistics walked
-      // customer_identifiers_contact (profile, kind, customer) across every profile's identifiers.
-      const facts = (exportIds: ReadonlyArray<string>) =>
-        exportIds.length === 0 ? Effect.succeed(new Map<string, Effect.Effect<ExportFacts>>()) : Effect.map(sql<{ export_id: string }>`
-          SELECT x.id::text AS export_id, e.event_name, c.conversion_key, extract(epoch FROM e.occurred_at)::float8 AS occurred_epoch,
-                 c.value_amount::text AS value_amount, c.currency, e.action_source, e.click_ids,
-                 cu.customer_key AS external_id,
-                 (SELECT i.value FROM customer_identifiers i WHERE i.profile_id = x.profile_id AND i.customer_id = e.customer_id AND i.kind = 'email' AND i.removed_at IS NULL
-                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS email,
-                 (SELECT i.value FROM customer_identifiers i WHERE i.profile_id = x.profile_id AND i.customer_id = e.customer_id AND i.kind = 'phone' AND i.removed_at IS NULL
-                  ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
-                 e.retracted_at IS NOT NULL AS retracted,
-                 r.platform_event_name_overrides AS overrides, r.destination_ids::text[] AS rule_destination_ids,
-                 d.kind, d.connection_id, d.dataset_id, d.clean_dataset, (d.deleted_at IS NULL AND d.status = 'active') AS destination_live,
-                 p.privacy_mode, p.platform_safe_target, s.privacy_config,
-                 EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.kind = 'adplatform_capi'
-                         AND o.deleted_at IS NULL AND o.status = 'active'
-                         AND (r.destination_ids IS NULL OR o.id = ANY (r.destination_ids))) AS website_destination,
-                 EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.kind = 'adplatform_capi_messaging'
-                         AND o.deleted_at IS NULL AND o.status = 'active'
-                         AND (r.destination_ids IS NULL OR o.id = ANY (r.destination_ids))) AS messaging_destination,
-                 EXISTS (SELECT 1 FROM export_destinations o WHERE o.profile_id = x.profile_id AND o.clean_dataset
-                         AND o.deleted_at IS NULL AND o.status = 'active') AS clean_destination,
-                 ${attributionOn} AS attribution_enabled
-          FROM conversion_exports x
-          JOIN outcome_events e ON e.id = x.outcome_event_id
-          JOIN conversions c ON c.outcome_event_id = x.outcome_event_id
-          JOIN export_rules r ON r.id = x.rule_id
-          JOIN export_destinations d ON d.id = x.destination_id
-          JOIN profiles p ON p.id = x.profile_id
-          LEFT JOIN customers cu ON cu.id = e.customer_id
-          LEFT JOIN conversion_sync_settings s ON s.profile_id = x.profile_id
-          WHERE x.id = ANY(${exportIds}::uuid[])`,
-          (rows) => new Map(rows.map((row) => [row.export_id, Effect.orDie(decodeFacts(row))] as const)))
+      const facts = (jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "profile_id">>) =>
+        jobs.length === 0 ? Effect.succeed(new Map<string, Effect.Effect<ExportFacts>>()) : Effect.map(
+          factsStatement(sql, jobs),
+          (rows) => new Map(rows.map((row) => [row.export_id, Effect.orDie(decodeFacts(row))] as const))
+        )
 
       const statusOf = (decision: Decision) =>
         decision === "retrying" ? "pending" : decision
@@ -385,7 +419,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             UPDATE conversion_exports
             SET status = ${statusOf(entry.decision)}, attempts = ${attempts}, lease_until = NULL, lease_token = NULL, updated_at = now(),
                 next_attempt_at = now() + make_interval(secs => ${retryInSeconds ?? 0})
-            WHERE id = ${job.id} AND lease_token = ${job.lease_token}::uuid
+            WHERE id = ${job.id} AND profile_id = ${job.profile_id} AND lease_token = ${job.lease_token}::uuid
             RETURNING id`
           if (updated.length === 0) return false
           // A recheck that finds the export still held is not a new decision.
@@ -402,14 +436,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const deliverMany = (delivered: ReadonlyArray<{ readonly claimed: ClaimedExport; readonly entry: LedgerEntry }>) =>
         Effect.gen(function*() {
           if (delivered.length === 0) return 0
-          const col = <A>(pick: (d: { readonly claimed: ClaimedExport; readonly entry: LedgerEntry }) => A) => delivered.map(pick)
-          const updated = yield* sql<{ id: string }>`
-            UPDATE conversion_exports x
-            SET status = 'delivered', attempts = x.attempts + 1, lease_until = NULL, lease_token = NULL, updated_at = now(),
-                next_attempt_at = now()
-            FROM unnest(${col((d) => d.claimed.id)}::uuid[], ${col((d) => d.claimed.lease_token)}::uuid[]) AS t(id, token)
-            WHERE x.id = t.id AND x.lease_token = t.token
-            RETURNING x.id::text AS id`
+          const updated = yield* deliverStatement(sql, delivered.map((d) => d.claimed))
           if (updated.length === 0) return 0
           const ours = new Set(updated.map((row) => row.id))
           const rows = delivered.filter((d) => ours.has(d.claimed.id))

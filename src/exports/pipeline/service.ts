@@ -339,7 +339,7 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
         const holds = new Map(profiles.map((profileId, i) => [profileId, reads[i]] as const))
         const holdOf = (profileId: string): HoldRead => holds.get(profileId) ?? Effect.succeedNone
         // The batch's facts in one statement (one per export was most of the worker's database time).
-        const facts = yield* repo.facts(jobs.map((job) => job.id))
+        const facts = yield* repo.facts(jobs)
         // One export's failure never stops the batch.
         const prepared = yield* Effect.forEach(
           jobs,
