@@ -35,7 +35,7 @@
  *
  * Settings (env): BENCH_CONNECTIONS (64), BENCH_DURATION_S (10), BENCH_WARMUP_S (6: at least the
  * auth cache's lifetime), BENCH_CUSTOMERS (2000), BENCH_CPU_PROF (a directory: the service runs with
- * `--cpu-prof` and writes its profile there when it stops).
+ * `--cpu-prof` and writes its profile there when it stops), BENCH_START_S (120: how long each server may take to start).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
@@ -492,6 +492,9 @@ const main = async () => {
   // At least the auth cache's lifetime (5 s), as in bench/auth.
   const warmupSeconds = Math.max(6, intFromEnv("BENCH_WARMUP_S", 6, 60))
   const customers = intFromEnv("BENCH_CUSTOMERS", 2000, 1_000_000)
+  // How long a server may take to answer /healthz: on a 2-core machine shared by several engineers
+  // (load average above 30) loading the service's modules alone took longer than 120 s.
+  const startMillis = intFromEnv("BENCH_START_S", 120, 1800) * 1000
   const servicePort = await freePort()
   const barePort = await freePort()
   const batchedPort = await freePort()
@@ -507,20 +510,20 @@ const main = async () => {
   let batched: ReturnType<typeof startProcess> | undefined
   try {
     // The service migrates the database on start; seed after.
-    await waitFor(servicePort, service.child, 120_000).catch((error: unknown) => {
+    await waitFor(servicePort, service.child, startMillis).catch((error: unknown) => {
       throw new Error(`service did not start: ${String(error)}\n${service.output()}`)
     })
     const forService = await seed(databaseUrl, "service")
     const forBare = await seed(databaseUrl, "bare")
     bare = startProcess(["bench/ingest/run.ts", "--bare", String(barePort), forBare.profileId], env, "bare")
     const bareChild = bare
-    await waitFor(barePort, bare.child, 30_000).catch((error: unknown) => {
+    await waitFor(barePort, bare.child, startMillis).catch((error: unknown) => {
       throw new Error(`bare server did not start: ${String(error)}\n${bareChild.output()}`)
     })
     const forBatched = await seed(databaseUrl, "bare-batched")
     batched = startProcess(["bench/ingest/run.ts", "--bare-batched", String(batchedPort), forBatched.profileId], env, "bare-batched")
     const batchedChild = batched
-    await waitFor(batchedPort, batched.child, 30_000).catch((error: unknown) => {
+    await waitFor(batchedPort, batched.child, startMillis).catch((error: unknown) => {
       throw new Error(`batched bare server did not start: ${String(error)}\n${batchedChild.output()}`)
     })
     console.log(

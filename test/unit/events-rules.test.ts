@@ -1,6 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Result } from "effect"
-import { firstPaymentFlags, type PaymentFacts } from "../../src/attribution/conversions/first-payments.ts"
+import {
+  arrivingAfterStored,
+  changedFirstPaymentFlags,
+  type FirstPaymentFacts,
+  firstPaymentFlags,
+  firstPaymentsWithAdded,
+  type PaymentFacts
+} from "../../src/attribution/conversions/first-payments.ts"
 import { normaliseAmount, rawValueLiteral } from "../../src/kernel/money.ts"
 import { checkSubjectRef } from "../../src/ingestion/events/subject-ref.ts"
 
@@ -82,5 +89,49 @@ describe("first-payment flags", () => {
   it("an untagged payment at the same instant as the first tagged one is not after it", () => {
     const flags = firstPaymentFlags([pay("t", 0, { subjectRef: "s" }), pay("u", 0), pay("u2", 1)])
     assert.deepStrictEqual(Object.fromEntries(flags), { t: true, u: true, u2: false })
+  })
+
+  it("flagged before the insert, new payments carry the flags a recompute after it would give them", () => {
+    const row = (id: string, customer: string, day: number, created: number, extra: Partial<FirstPaymentFacts> = {}): FirstPaymentFacts => ({
+      id,
+      customer_id: customer,
+      occurred_at: at(day),
+      created_at: at(created),
+      subject_ref: null,
+      order_group: null,
+      counts_as_cash: true,
+      installment: false,
+      is_first_payment: null,
+      ...extra
+    })
+    // Stored: k's deposit on day 5 (first) and a repeat on day 20; m's tagged payment on day 0.
+    const stored = [
+      row("k1", "k", 5, 0, { is_first_payment: true }),
+      row("k2", "k", 20, 1, { is_first_payment: false }),
+      row("m1", "m", 0, 2, { subject_ref: "s", is_first_payment: true })
+    ]
+    // Arriving: a back-dated k payment on day 0 (it takes the first place: k1 within 7 days stays
+    // first, k2 stays a repeat), a k payment on day 5 tied with k1 (arrives later: within the
+    // window), an untagged m payment after m's tagged one (never first), a non-cash k conversion.
+    const added = [
+      row("n1", "k", 0, 0),
+      row("n2", "k", 5, 0),
+      row("n3", "m", 1, 0),
+      row("n4", "k", 1, 0, { counts_as_cash: false })
+    ].map((r, index) => ({ ...r, created_at: arrivingAfterStored(index) }))
+    const result = firstPaymentsWithAdded(stored, added)
+    assert.deepStrictEqual(Object.fromEntries(result.added), { n1: true, n2: true, n3: false, n4: null })
+    // The same as inserting them (created after every stored row, in order) and recomputing.
+    const inserted = added.map((r, index) => ({ ...r, created_at: at(10 + index), is_first_payment: result.added.get(r.id) ?? null }))
+    const after = changedFirstPaymentFlags([...stored, ...inserted])
+    const applied = new Set([...result.changed.nowTrue, ...result.changed.nowFalse, ...result.changed.nowNull])
+    assert.deepStrictEqual(after.nowTrue.filter((id) => !applied.has(id)), [])
+    assert.deepStrictEqual(after.nowFalse.filter((id) => !applied.has(id)), [])
+    assert.deepStrictEqual(after.nowNull.filter((id) => !applied.has(id)), [])
+    assert.deepStrictEqual(result.changed, { nowTrue: [], nowFalse: [], nowNull: [] })
+    // A back-dated deposit two weeks earlier turns the stored first one into a repeat.
+    const earlier = firstPaymentsWithAdded(stored, [{ ...row("n5", "k", -14, 0), created_at: arrivingAfterStored(0) }])
+    assert.deepStrictEqual(Object.fromEntries(earlier.added), { n5: true })
+    assert.deepStrictEqual(earlier.changed, { nowTrue: [], nowFalse: ["k1"], nowNull: [] })
   })
 })

@@ -80,8 +80,8 @@ export const FirstPaymentFacts = Schema.Struct({
 })
 export type FirstPaymentFacts = typeof FirstPaymentFacts.Type
 
-/** The flag each conversion of one customer should carry, next to the one it carries. */
-const changedFlags = (rows: ReadonlyArray<FirstPaymentFacts>) => {
+/** The flag each conversion of one customer should carry. */
+const flagsOf = (rows: ReadonlyArray<FirstPaymentFacts>, into: Map<string, boolean | null>) => {
   const flags = firstPaymentFlags(
     rows.filter((row) => row.counts_as_cash).map((row) => ({
       id: row.id,
@@ -92,32 +92,58 @@ const changedFlags = (rows: ReadonlyArray<FirstPaymentFacts>) => {
       installment: row.installment
     }))
   )
-  return rows.flatMap((row) => {
-    const flag = row.counts_as_cash ? (flags.get(row.id) ?? null) : null
-    return flag === row.is_first_payment ? [] : [{ id: row.id, flag }]
-  })
+  for (const row of rows) into.set(row.id, row.counts_as_cash ? (flags.get(row.id) ?? null) : null)
 }
+
+const byCustomer = (rows: ReadonlyArray<FirstPaymentFacts>) => {
+  const lists = new Map<string, Array<FirstPaymentFacts>>()
+  for (const row of rows) {
+    const list = lists.get(row.customer_id)
+    if (list === undefined) lists.set(row.customer_id, [row])
+    else list.push(row)
+  }
+  return lists.values()
+}
+
+/** Flag changes of stored rows, by the value each changes to. */
+const changesOf = (rows: ReadonlyArray<FirstPaymentFacts>, flags: ReadonlyMap<string, boolean | null>) => {
+  const nowTrue: Array<string> = []
+  const nowFalse: Array<string> = []
+  const nowNull: Array<string> = []
+  for (const row of rows) {
+    const flag = flags.get(row.id) ?? null
+    if (flag === row.is_first_payment) continue
+    if (flag === true) nowTrue.push(row.id)
+    else if (flag === false) nowFalse.push(row.id)
+    else nowNull.push(row.id)
+  }
+  return { nowTrue, nowFalse, nowNull }
+}
+
+export type FlagChanges = ReturnType<typeof changesOf>
 
 /**
  * The conversions, of every conversion of some customers, whose `is_first_payment` must change,
  * by the value it changes to. The flags are a function of each customer's whole set of payments.
  */
-export const changedFirstPaymentFlags = (rows: ReadonlyArray<FirstPaymentFacts>) => {
-  const byCustomer = new Map<string, Array<FirstPaymentFacts>>()
-  for (const row of rows) {
-    const list = byCustomer.get(row.customer_id)
-    if (list === undefined) byCustomer.set(row.customer_id, [row])
-    else list.push(row)
-  }
-  const nowTrue: Array<string> = []
-  const nowFalse: Array<string> = []
-  const nowNull: Array<string> = []
-  for (const list of byCustomer.values()) {
-    for (const { flag, id } of changedFlags(list)) {
-      if (flag === true) nowTrue.push(id)
-      else if (flag === false) nowFalse.push(id)
-      else nowNull.push(id)
-    }
-  }
-  return { nowTrue, nowFalse, nowNull }
+export const changedFirstPaymentFlags = (rows: ReadonlyArray<FirstPaymentFacts>): FlagChanges => {
+  const flags = new Map<string, boolean | null>()
+  for (const list of byCustomer(rows)) flagsOf(list, flags)
+  return changesOf(rows, flags)
+}
+
+/** Sorts after every stored `created_at` (ISO text), in the order of `index`. */
+export const arrivingAfterStored = (index: number) => `\uffff${String(index).padStart(6, "0")}`
+
+/**
+ * Conversions about to be inserted, next to the stored conversions of their customers (read under
+ * the customers' locks): the flag each new one is inserted with, and the stored ones that change.
+ * The same flags `changedFirstPaymentFlags` would give after the insert, so an ingest writes each
+ * new row once instead of inserting it and updating it. `added` carry `created_at` values that sort
+ * after every stored one in insertion order (`arrivingAfterStored`), as the inserted rows' will.
+ */
+export const firstPaymentsWithAdded = (stored: ReadonlyArray<FirstPaymentFacts>, added: ReadonlyArray<FirstPaymentFacts>) => {
+  const flags = new Map<string, boolean | null>()
+  for (const list of byCustomer([...stored, ...added])) flagsOf(list, flags)
+  return { added: new Map(added.map((row) => [row.id, flags.get(row.id) ?? null] as const)), changed: changesOf(stored, flags) }
 }

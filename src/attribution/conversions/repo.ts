@@ -5,12 +5,13 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import type * as Statement from "effect/sql/Statement"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { changedFirstPaymentFlags, FirstPaymentFacts } from "./first-payments.ts"
+import { changedFirstPaymentFlags, FirstPaymentFacts, type FlagChanges } from "./first-payments.ts"
 
 export const ProfileFacts = Schema.Struct({
   id: Schema.String,
@@ -84,7 +85,7 @@ export interface NewConversion {
   readonly event: NewEvent
   readonly definition: Definition
   readonly customerId: string | null
-  /** Set here only when there is no customer (a lone payment is a first one); else recomputed. */
+  /** Computed before the insert (`firstPaymentsWithAdded`); a lone payment without a customer is a first one. */
   readonly isFirstPayment: boolean | null
 }
 
@@ -136,14 +137,32 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly findEvent: (profileId: string, idempotencyKey: string) => Repo<Option.Option<StoredEvent>>
   /** The events stored under these keys, by `profileScoped(profile, key)`. */
   readonly findEvents: (keys: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, StoredEvent>>
-  readonly setEventCustomers: (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) => Repo<void>
   /**
-   * For each `(profile, event_name)`, the definition that makes it a conversion (the default one,
-   * else the oldest), by `profileScoped(profile, event_name)`.
+   * What recording outcomes of these profiles needs before its transaction, in one statement:
+   * each profile's facts (as `profileFacts`), and for each `(profile, event_name)` the definition
+   * that makes it a conversion (the default one, else the oldest), by `profileScoped(profile, event_name)`.
    */
-  readonly definitionsFor: (names: ReadonlyArray<ProfileScoped>) => Repo<ReadonlyMap<string, Definition>>
-  /** Inserts the conversions; `created_at` follows the array's order (arrival order breaks ties). */
-  readonly insertConversions: (conversions: ReadonlyArray<NewConversion>) => Repo<void>
+  readonly ingestFacts: (
+    profileIds: ReadonlyArray<string>,
+    names: ReadonlyArray<ProfileScoped>
+  ) => Repo<{ readonly profiles: ReadonlyMap<string, ProfileFacts>; readonly definitions: ReadonlyMap<string, Definition> }>
+  /**
+   * What the first-payment rules read of every stored conversion of the customers. The caller
+   * holds the customers' row locks (taken in an earlier statement of its transaction, so this
+   * read sees every payment committed before it got them).
+   */
+  readonly paymentsOf: (customerIds: ReadonlyArray<string>) => Repo<ReadonlyArray<FirstPaymentFacts>>
+  /**
+   * One statement for what a batch of recorded outcomes writes here after their keys are claimed:
+   * the events' customers, the new conversions (each with the first-payment flag it is to carry;
+   * `created_at` follows the array's order, so arrival order breaks ties), and the stored
+   * conversions whose flags change (`firstPaymentsWithAdded`).
+   */
+  readonly writeOutcomes: (writes: {
+    readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>
+    readonly conversions: ReadonlyArray<NewConversion>
+    readonly flagChanges: FlagChanges
+  }) => Repo<void>
   /**
    * Recomputes `is_first_payment` of every conversion of the customers (the rules:
    * first-payments.ts) and writes the flags that changed; answers how many changed. Locks the
@@ -244,7 +263,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const sql = yield* SqlClient
       const facts = decodeRows(ProfileFacts)
       const storedEvents = decodeRows(StoredEvent)
-      const definitions = decodeRows(Definition)
+      const factsRow = decodeFirstRow(Schema.Struct({ profiles: Schema.Array(ProfileFacts), definitions: Schema.Array(Definition) }))
       const firstLocked = decodeFirstRow(LockedEvent)
       const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
       const windowRows = decodeRows(WindowConversion)
@@ -304,47 +323,88 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.idempotency_key), row] as const))
         )
 
-      // Unprepared, planned for its ids each time, like `lockCustomers` (decision 0047).
-      const setEventCustomers = (pairs: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>) =>
-        pairs.length === 0 ? Effect.void : Effect.asVoid(sql`
-          UPDATE outcome_events o SET customer_id = v.customer_id
-          FROM unnest(${pairs.map((p) => p.eventId)}::uuid[], ${pairs.map((p) => p.customerId)}::uuid[]) AS v(id, customer_id)
-          WHERE o.id = v.id`.unprepared)
-
-      const definitionsFor = (names: ReadonlyArray<ProfileScoped>) =>
-        names.length === 0 ? Effect.succeed(new Map<string, Definition>()) : Effect.map(
-          definitions(sql`
-            SELECT DISTINCT ON (q.profile_id, q.event_name) q.profile_id, q.event_name,
-                   d.id, d.conversion_key, d.counts_as_cash, d.attribution_eligible
-            FROM unnest(${names.map((n) => n.profileId)}::uuid[], ${names.map((n) => n.name)}::text[]) AS q(profile_id, event_name)
-            JOIN conversion_definitions d ON d.profile_id = q.profile_id AND d.kind = 'event' AND q.event_name = ANY (d.event_names)
-            ORDER BY q.profile_id, q.event_name, d.is_default DESC, d.created_at, d.id`),
-          (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.event_name), row] as const))
+      const ingestFacts = (profileIds: ReadonlyArray<string>, names: ReadonlyArray<ProfileScoped>) =>
+        Effect.map(
+          factsRow(sql`
+            SELECT
+              (SELECT coalesce(json_agg(json_build_object(
+                        'id', p.id, 'currency', p.currency, 'privacy_mode', p.privacy_mode,
+                        'is_healthcare_agency', w.is_healthcare_agency, 'provisioned_by_app_id', p.provisioned_by_app_id)), '[]'::json)
+               FROM profiles p JOIN workspaces w ON w.id = p.workspace_id
+               WHERE p.id = ANY(${[...new Set(profileIds)]}::uuid[])) AS profiles,
+              (SELECT coalesce(json_agg(json_build_object(
+                        'profile_id', d.profile_id, 'event_name', d.event_name, 'id', d.id, 'conversion_key', d.conversion_key,
+                        'counts_as_cash', d.counts_as_cash, 'attribution_eligible', d.attribution_eligible)), '[]'::json)
+               FROM (SELECT DISTINCT ON (q.profile_id, q.event_name) q.profile_id, q.event_name,
+                            d.id, d.conversion_key, d.counts_as_cash, d.attribution_eligible
+                     FROM unnest(${names.map((n) => n.profileId)}::uuid[], ${names.map((n) => n.name)}::text[]) AS q(profile_id, event_name)
+                     JOIN conversion_definitions d ON d.profile_id = q.profile_id AND d.kind = 'event' AND q.event_name = ANY (d.event_names)
+                     ORDER BY q.profile_id, q.event_name, d.is_default DESC, d.created_at, d.id) d) AS definitions`),
+          (row) => ({
+            profiles: new Map(Option.match(row, { onNone: () => [], onSome: (r) => r.profiles }).map((p) => [p.id, p] as const)),
+            definitions: new Map(
+              Option.match(row, { onNone: () => [], onSome: (r) => r.definitions }).map((d) => [profileScoped(d.profile_id, d.event_name), d] as const)
+            )
+          })
         )
 
-      const insertConversions = (conversions: ReadonlyArray<NewConversion>) => {
-        if (conversions.length === 0) return Effect.void
-        const column = <A>(pick: (conversion: NewConversion) => A) => conversions.map(pick)
-        // clock_timestamp() per row: conversions of one batch keep their arrival order in created_at.
-        return Effect.asVoid(sql`
-          INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at,
-                                   value_amount, currency, customer_id, subject_ref, order_group, counts_as_cash,
-                                   attribution_eligible, is_first_payment, created_at)
-          SELECT v.id, v.profile_id, v.outcome_event_id, v.definition_id, v.conversion_key, v.occurred_at, v.value_amount,
-                 v.currency, v.customer_id, v.subject_ref, v.order_group, v.counts_as_cash, v.attribution_eligible,
-                 v.is_first_payment, clock_timestamp()
-          FROM unnest(
-            ${column((c) => c.id)}::uuid[], ${column((c) => c.event.profileId)}::uuid[], ${column((c) => c.event.id)}::uuid[],
-            ${column((c) => c.definition.id)}::uuid[], ${column((c) => c.definition.conversion_key)}::text[],
-            ${column((c) => c.event.occurredAt)}::timestamptz[], ${nullableColumn(column((c) => c.event.valueAmount))}::numeric(20, 6)[],
-            ${nullableColumn(column((c) => c.event.currency))}::text[], ${nullableColumn(column((c) => c.customerId))}::uuid[],
-            ${nullableColumn(column((c) => c.event.subjectRef))}::text[], ${nullableColumn(column((c) => c.event.orderGroup))}::text[],
-            ${column((c) => c.definition.counts_as_cash)}::boolean[], ${column((c) => c.definition.attribution_eligible)}::boolean[],
-            ${nullableColumn(column((c) => c.isFirstPayment))}::boolean[])
-          WITH ORDINALITY AS v(id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, value_amount,
-                               currency, customer_id, subject_ref, order_group, counts_as_cash, attribution_eligible,
-                               is_first_payment, n)
-          ORDER BY v.n`)
+      // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
+      // subquery into a join, which it may plan as a scan per customer while statistics are stale.
+      const paymentsOf = (customerIds: ReadonlyArray<string>) =>
+        customerIds.length === 0 ? Effect.succeed([]) : firstPaymentFacts(sql`
+          SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+                 ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
+                 c.is_first_payment
+          FROM unnest(${[...new Set(customerIds)]}::uuid[]) AS q(id)
+          CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
+
+      // One statement, so one round trip: each part is a data-modifying CTE (none touches a row
+      // another one does). Unprepared, planned for its ids each time (decision 0047): a generic plan
+      // of the updates by id list stayed a sequential scan once picked on a small table.
+      const writeOutcomes = (writes: {
+        readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>
+        readonly conversions: ReadonlyArray<NewConversion>
+        readonly flagChanges: FlagChanges
+      }) => {
+        const { conversions, eventCustomers, flagChanges } = writes
+        const parts: Array<Statement.Fragment> = []
+        if (eventCustomers.length > 0) {
+          parts.push(sql`event_customers AS (
+            UPDATE outcome_events o SET customer_id = v.customer_id
+            FROM unnest(${eventCustomers.map((p) => p.eventId)}::uuid[], ${eventCustomers.map((p) => p.customerId)}::uuid[]) AS v(id, customer_id)
+            WHERE o.id = v.id)`)
+        }
+        if (conversions.length > 0) {
+          const column = <A>(pick: (conversion: NewConversion) => A) => conversions.map(pick)
+          // clock_timestamp() per row, a microsecond apart: the batch's conversions keep their
+          // arrival order in created_at, as the first-payment flags computed before the insert assume.
+          parts.push(sql`added AS (
+            INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at,
+                                     value_amount, currency, customer_id, subject_ref, order_group, counts_as_cash,
+                                     attribution_eligible, is_first_payment, created_at)
+            SELECT v.id, v.profile_id, v.outcome_event_id, v.definition_id, v.conversion_key, v.occurred_at, v.value_amount,
+                   v.currency, v.customer_id, v.subject_ref, v.order_group, v.counts_as_cash, v.attribution_eligible,
+                   v.is_first_payment, clock_timestamp() + make_interval(secs => (v.n - 1) / 1000000.0)
+            FROM unnest(
+              ${column((c) => c.id)}::uuid[], ${column((c) => c.event.profileId)}::uuid[], ${column((c) => c.event.id)}::uuid[],
+              ${column((c) => c.definition.id)}::uuid[], ${column((c) => c.definition.conversion_key)}::text[],
+              ${column((c) => c.event.occurredAt)}::timestamptz[], ${nullableColumn(column((c) => c.event.valueAmount))}::numeric(20, 6)[],
+              ${nullableColumn(column((c) => c.event.currency))}::text[], ${nullableColumn(column((c) => c.customerId))}::uuid[],
+              ${nullableColumn(column((c) => c.event.subjectRef))}::text[], ${nullableColumn(column((c) => c.event.orderGroup))}::text[],
+              ${column((c) => c.definition.counts_as_cash)}::boolean[], ${column((c) => c.definition.attribution_eligible)}::boolean[],
+              ${nullableColumn(column((c) => c.isFirstPayment))}::boolean[])
+            WITH ORDINALITY AS v(id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, value_amount,
+                                 currency, customer_id, subject_ref, order_group, counts_as_cash, attribution_eligible,
+                                 is_first_payment, n)
+            ORDER BY v.n)`)
+        }
+        const flags = [["now_true", "true", flagChanges.nowTrue], ["now_false", "false", flagChanges.nowFalse], ["now_null", "NULL", flagChanges.nowNull]] as const
+        for (const [name, value, ids] of flags) {
+          if (ids.length > 0) {
+            parts.push(sql`${sql.literal(name)} AS (UPDATE conversions SET is_first_payment = ${sql.literal(value)} WHERE id = ANY(${ids}::uuid[]))`)
+          }
+        }
+        return parts.length === 0 ? Effect.void : Effect.asVoid(sql`WITH ${sql.join(", ", false)(parts)} SELECT 1`.unprepared)
       }
 
       const lockEvent = (profileId: string, idempotencyKey: string) =>
@@ -601,9 +661,9 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           findEvent: (profileId: string, key: string) =>
             Effect.map(findEvents([{ profileId, name: key }]), (found) => Option.fromNullishOr(found.get(profileScoped(profileId, key)))),
           findEvents: (keys: ReadonlyArray<ProfileScoped>) => keys.length === 0 ? Effect.succeed(new Map<string, StoredEvent>()) : findEvents(keys),
-          setEventCustomers,
-          definitionsFor,
-          insertConversions,
+          ingestFacts,
+          paymentsOf,
+          writeOutcomes,
           recreditCustomers,
           recreditCredited,
           recreditCustomer,

@@ -12,6 +12,8 @@ import { traced } from "../../platform/traced.ts"
 
 // The row and input types of ingestion's statements below, for the callers that build or read them.
 export type { ConversionFilters, CustomerTime, NewConversion, NewEvent, StoredEvent, WindowConversion } from "./repo.ts"
+// The first-payment rules, for an ingest that flags its conversions before inserting them.
+export { arrivingAfterStored, firstPaymentsWithAdded } from "./first-payments.ts"
 
 type Op<A> = Effect.Effect<A, DatabaseUnavailable>
 type Events = EventsRepo["Service"]
@@ -49,9 +51,9 @@ export class Conversions extends Context.Service<Conversions, {
   readonly claimEvents: Events["claimEvents"]
   readonly findEvent: Events["findEvent"]
   readonly findEvents: Events["findEvents"]
-  readonly setEventCustomers: Events["setEventCustomers"]
-  readonly definitionsFor: Events["definitionsFor"]
-  readonly insertConversions: Events["insertConversions"]
+  readonly ingestFacts: Events["ingestFacts"]
+  readonly paymentsOf: Events["paymentsOf"]
+  readonly writeOutcomes: Events["writeOutcomes"]
   readonly recreditCredited: Events["recreditCredited"]
   readonly requeueConversions: Events["requeueConversions"]
   readonly conversionsInWindow: Events["conversionsInWindow"]
@@ -114,9 +116,9 @@ export class Conversions extends Context.Service<Conversions, {
         claimEvents: traced("Conversions.claimEvents", repo.claimEvents),
         findEvent: traced("Conversions.findEvent", repo.findEvent),
         findEvents: traced("Conversions.findEvents", repo.findEvents),
-        setEventCustomers: traced("Conversions.setEventCustomers", repo.setEventCustomers),
-        definitionsFor: traced("Conversions.definitionsFor", repo.definitionsFor),
-        insertConversions: traced("Conversions.insertConversions", repo.insertConversions),
+        ingestFacts: traced("Conversions.ingestFacts", repo.ingestFacts),
+        paymentsOf: traced("Conversions.paymentsOf", repo.paymentsOf),
+        writeOutcomes: traced("Conversions.writeOutcomes", repo.writeOutcomes),
         recreditCredited: traced("Conversions.recreditCredited", repo.recreditCredited),
         requeueConversions: traced("Conversions.requeueConversions", repo.requeueConversions),
         conversionsInWindow: traced("Conversions.conversionsInWindow", repo.conversionsInWindow),

@@ -89,6 +89,8 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
       const value = valueOf(traits, kind)
       return value === null ? [] : [{ profileId, name: value }]
     })
+    // Nothing to call for a kind no request carries (a batch keyed by external_id carries none).
+    if (values.length === 0) continue
     // A request without a key may create a customer for its identifiers: concurrent
     // resolutions by the same value take turns, so only the first creates one.
     yield* customers.lockIdentifierValues(kind, values)
@@ -125,20 +127,24 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
     }
     return customer.id
   })
-  yield* customers.createKeylessCustomers(created)
-  yield* customers.lockCustomers(resolved.filter((id) => id !== null))
+  // Each call below is skipped when it has nothing to do (a batch keyed by external_id has no
+  // identifiers): a call is a span and a fiber step even when its statement is skipped.
+  if (created.length > 0) yield* customers.createKeylessCustomers(created)
+  const found = resolved.filter((id) => id !== null)
+  if (found.length > 0) yield* customers.lockCustomers(found)
+  if (identifiers.length === 0) return resolved
   yield* customers.addIdentifiers(identifiers)
   // An identifier now held by two live customers never merges them: it raises a proposal.
   yield* customers.proposeMerges(identifiers)
   // The browsers named by anonymous id: their unbound touches join the person, and the
   // conversions of the customers that got one are credited again.
-  const bound = yield* touches.bindVisitors(
-    identifiers.flatMap((identifier) =>
-      identifier.kind === "anonymous_id"
-        ? [{ profileId: identifier.profileId, anonymousId: identifier.value, customerId: identifier.customerId }]
-        : []
-    )
+  const visitors = identifiers.flatMap((identifier) =>
+    identifier.kind === "anonymous_id"
+      ? [{ profileId: identifier.profileId, anonymousId: identifier.value, customerId: identifier.customerId }]
+      : []
   )
+  if (visitors.length === 0) return resolved
+  const bound = yield* touches.bindVisitors(visitors)
   yield* conversions.recreditCredited(bound)
   return resolved
 })

@@ -16,11 +16,18 @@ import { type DatabaseUnavailable, IdempotencyKeyConflict, InvalidState } from "
 import { isHealthcareFamily } from "../../../../schema/scopes.ts"
 import type { ProfileContext } from "../../../kernel/principal.ts"
 import { resolveCustomers } from "../customers.ts"
-import { Conversions, type NewConversion, type NewEvent, type StoredEvent } from "../../../attribution/conversions/service.ts"
+import {
+  arrivingAfterStored,
+  Conversions,
+  firstPaymentsWithAdded,
+  type NewConversion,
+  type NewEvent,
+  type StoredEvent
+} from "../../../attribution/conversions/service.ts"
 import { Touches } from "../../../attribution/touches/service.ts"
 import { IdentityIntake } from "../../../identity/intake.ts"
 import { type NewOutboxRow, OutboxRepo } from "../../../kernel/outbox/repo.ts"
-import { profileScoped } from "../../../kernel/profile-scoped.ts"
+import { type ProfileScoped, profileScoped } from "../../../kernel/profile-scoped.ts"
 import { orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
 import { recorderBatchSize, recorderCommitDuration, timed } from "../../../platform/metrics.ts"
 import { currentTraceContext, type TraceContext } from "../../../platform/tracing.ts"
@@ -128,7 +135,13 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
       /** One transaction for the whole batch: an answer per outcome, in order. */
       const recordBatch = (batch: ReadonlyArray<Pending>) =>
         Effect.gen(function*() {
-          const facts = yield* repo.profileFacts(batch.map((item) => item.profile.profileId))
+          // Read before the transaction, in one statement: nothing here is written by the batch, and
+          // each statement of a READ COMMITTED transaction reads what is committed when it starts anyway.
+          const names = new Map<string, ProfileScoped>()
+          for (const { checked, profile } of batch) {
+            names.set(profileScoped(profile.profileId, checked.eventName), { profileId: profile.profileId, name: checked.eventName })
+          }
+          const { definitions, profiles: facts } = yield* repo.ingestFacts(batch.map((item) => item.profile.profileId), [...names.values()])
           const now = new Date(yield* Clock.currentTimeMillis).toISOString()
           const entries = batch.map((item) => {
             const { checked, profile } = item
@@ -180,32 +193,43 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
                 }
               }))
             )
-            yield* repo.setEventCustomers(fresh.flatMap(({ event }, index) => {
-              const customerId = customers[index] ?? null
-              return customerId === null ? [] : [{ eventId: event.id, customerId }]
-            }))
-
-            const definitions = yield* repo.definitionsFor(
-              fresh.map(({ event }) => ({ profileId: event.profileId, name: event.eventName }))
-            )
-            const conversions: Array<NewConversion> = []
-            for (const [index, { event }] of fresh.entries()) {
+            const planned = fresh.flatMap(({ event, occurredAt }, index) => {
               const definition = definitions.get(profileScoped(event.profileId, event.eventName))
-              if (definition === undefined) continue
-              const customerId = customers[index] ?? null
-              conversions.push({
-                id: crypto.randomUUID(),
-                event,
-                definition,
-                customerId,
-                // With no customer there is nothing to repeat; with one, the recompute below decides.
-                isFirstPayment: definition.counts_as_cash && customerId === null ? true : null
-              })
-            }
-            yield* repo.insertConversions(conversions)
-            yield* repo.recomputeFirstPayments(
-              conversions.flatMap((conversion) => (conversion.customerId === null ? [] : [conversion.customerId]))
+              return definition === undefined ? [] : [{ id: crypto.randomUUID(), event, occurredAt, definition, customerId: customers[index] ?? null }]
+            })
+            // First payments are flagged before the insert, from the customers' stored payments (read
+            // under the locks resolveCustomers took), so no new row is inserted and then updated.
+            const withCustomer = planned.flatMap((conversion) => conversion.customerId === null ? [] : [{ ...conversion, customerId: conversion.customerId }])
+            const firstPayments = firstPaymentsWithAdded(
+              yield* repo.paymentsOf(withCustomer.map((conversion) => conversion.customerId)),
+              withCustomer.map((conversion, index) => ({
+                id: conversion.id,
+                customer_id: conversion.customerId,
+                occurred_at: conversion.occurredAt,
+                created_at: arrivingAfterStored(index),
+                subject_ref: conversion.event.subjectRef,
+                order_group: conversion.event.orderGroup,
+                counts_as_cash: conversion.definition.counts_as_cash,
+                installment: false,
+                is_first_payment: null
+              }))
             )
+            const conversions = planned.map(({ customerId, definition, event, id }): NewConversion => ({
+              id,
+              event,
+              definition,
+              customerId,
+              // With no customer there is nothing to repeat: a payment is a first one.
+              isFirstPayment: customerId === null ? (definition.counts_as_cash ? true : null) : firstPayments.added.get(id) ?? null
+            }))
+            yield* repo.writeOutcomes({
+              eventCustomers: fresh.flatMap(({ event }, index) => {
+                const customerId = customers[index] ?? null
+                return customerId === null ? [] : [{ eventId: event.id, customerId }]
+              }),
+              conversions,
+              flagChanges: firstPayments.changed
+            })
             const conversionOf = new Map(conversions.map((conversion) => [conversion.event.id, conversion.id] as const))
 
             // A customer found by external_id holds it as its key: only the others are read.
