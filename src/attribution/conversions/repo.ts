@@ -159,7 +159,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * conversions whose flags change (`firstPaymentsWithAdded`).
    */
   readonly writeOutcomes: (writes: {
-    readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>
+    readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly profileId: string; readonly customerId: string }>
     readonly conversions: ReadonlyArray<NewConversion>
     readonly flagChanges: FlagChanges
   }) => Repo<void>
@@ -362,7 +362,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       // another one does). Unprepared, planned for its ids each time (decision 0047): a generic plan
       // of the updates by id list stayed a sequential scan once picked on a small table.
       const writeOutcomes = (writes: {
-        readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly customerId: string }>
+        readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly profileId: string; readonly customerId: string }>
         readonly conversions: ReadonlyArray<NewConversion>
         readonly flagChanges: FlagChanges
       }) => {
@@ -371,8 +371,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         if (eventCustomers.length > 0) {
           parts.push(sql`event_customers AS (
             UPDATE outcome_events o SET customer_id = v.customer_id
-            FROM unnest(${eventCustomers.map((p) => p.eventId)}::uuid[], ${eventCustomers.map((p) => p.customerId)}::uuid[]) AS v(id, customer_id)
-            WHERE o.id = v.id)`)
+            FROM unnest(${eventCustomers.map((p) => p.eventId)}::uuid[], ${eventCustomers.map((p) => p.profileId)}::uuid[],
+                        ${eventCustomers.map((p) => p.customerId)}::uuid[]) AS v(id, profile_id, customer_id)
+            -- The whole key (decision 0137): by id alone, a plan without statistics scans every outcome.
+            WHERE o.id = v.id AND o.profile_id = v.profile_id)`)
         }
         if (conversions.length > 0) {
           const column = <A>(pick: (conversion: NewConversion) => A) => conversions.map(pick)
@@ -399,9 +401,14 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             ORDER BY v.n)`)
         }
         const flags = [["now_true", "true", flagChanges.nowTrue], ["now_false", "false", flagChanges.nowFalse], ["now_null", "NULL", flagChanges.nowNull]] as const
+        // The stored conversions whose flags change are the batch's customers' (so of the batch's
+        // profiles): the profile names the whole key (decision 0137).
+        const profileIds = [...new Set(conversions.map((conversion) => conversion.event.profileId))]
         for (const [name, value, ids] of flags) {
           if (ids.length > 0) {
-            parts.push(sql`${sql.literal(name)} AS (UPDATE conversions SET is_first_payment = ${sql.literal(value)} WHERE id = ANY(${ids}::uuid[]))`)
+            parts.push(sql`${sql.literal(name)} AS (
+              UPDATE conversions SET is_first_payment = ${sql.literal(value)}
+              WHERE id = ANY(${ids}::uuid[]) AND profile_id = ANY(${profileIds}::uuid[]))`)
           }
         }
         return parts.length === 0 ? Effect.void : Effect.asVoid(sql`WITH ${sql.join(", ", false)(parts)} SELECT 1`.unprepared)

@@ -225,7 +225,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
             yield* repo.writeOutcomes({
               eventCustomers: fresh.flatMap(({ event }, index) => {
                 const customerId = customers[index] ?? null
-                return customerId === null ? [] : [{ eventId: event.id, customerId }]
+                return customerId === null ? [] : [{ eventId: event.id, profileId: event.profileId, customerId }]
               }),
               conversions,
               flagChanges: firstPayments.changed
