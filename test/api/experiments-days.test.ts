@@ -174,7 +174,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
   describe("pre/post incremental ROAS (decision 0128)", () => {
     /**
      * A pre/post on the value of `purchase` for cmp_t: 28 pre days and 14 post days of credited
-     * conversions of 5 each (cmp_t +10 a day after the change), or only `seededDays` of them.
+     * value, 5 per unit (cmp_t +10 units a day after the change), or only the last `seededDays`.
      */
     const prePostValue = (seededDays: number) =>
       Effect.gen(function*() {
@@ -204,8 +204,9 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
           d1.push(5 * a)
           d2.push(5 * b)
           target.push(5 * t)
+          // The metric is value: one credited conversion a day per campaign carries the day's value.
           for (const [campaign, n] of [["cmp_t", t], ["cmp_1", a], ["cmp_2", b]] as const) {
-            for (let k = 0; k < n; k++) rows.push({ customerId: null, at: noonOf(date, k), key: "purchase", value: 5, cash: false, campaign })
+            if (n > 0) rows.push({ customerId: null, at: noonOf(date), key: "purchase", value: 5 * n, cash: false, campaign })
           }
         }
         yield* seedConversions(p.profileId, rows)
@@ -248,7 +249,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         close(r.incremental_roas.lower, expected.lower / 2800, "roas lower")
         close(r.incremental_roas.upper, expected.upper / 2800, "roas upper")
         assert.strictEqual(r.incremental_roas.level, 0.95)
-        // +10 conversions of 5 a day against 200 a day of spend: about 0.25.
+        // +10 units of 5 a day against 200 a day of spend: about 0.25.
         assert.ok(Math.abs(r.incremental_roas.estimate - 0.25) < 0.05, JSON.stringify(r.incremental_roas))
         assert.ok(r.incremental_roas.lower > 0)
         assert.strictEqual(r.insufficient_data, null)
