@@ -17,7 +17,7 @@ export type ExperimentStatus = typeof ExperimentStatus.Type
 export const StopReason = Schema.Literals(["window_ended", "early_stop", "invalidated"])
 export type StopReason = typeof StopReason.Type
 
-const CalendarDay = Schema.String.annotate({ description: "A UTC calendar day, YYYY-MM-DD", format: "date" }).check(
+const CalendarDay = Schema.String.annotate({ description: "A calendar day of the profile's time zone, YYYY-MM-DD", format: "date" }).check(
   Schema.isPattern(new RegExp(CALENDAR_DATE_PATTERN, "u"), { expected: "a real calendar day (YYYY-MM-DD)" })
 )
 
@@ -30,9 +30,9 @@ export const Metric = Schema.Struct({
 export type Metric = typeof Metric.Type
 
 export const Window = Schema.Struct({
-  /** First day, inclusive (UTC). */
+  /** First day, inclusive (the profile's time zone, decision 0135). */
   start: CalendarDay,
-  /** Last day, inclusive (UTC). */
+  /** Last day, inclusive (the profile's time zone). */
   end: CalendarDay
 })
 export type Window = typeof Window.Type
@@ -270,7 +270,7 @@ export const ExperimentResults = Schema.Struct({
    * The target's ad spend on the treatment days (switchback: the analysed on days; pre_post: the
    * analysed post days; audience_holdout: the analysed days of its `spend_target`), in the
    * profile's currency (`currency`, null when the profile has none), from the imported or synced
-   * daily spend (days of the profile's calendar matched to the experiment's UTC days). Null when
+   * daily spend (the profile's calendar days, the experiment's days too: decision 0135). Null when
    * it is not known.
    */
   spend: Schema.NullOr(Schema.Struct({ amount: Schema.Finite, currency: Schema.NullOr(Schema.String), days: Schema.Int })),

@@ -13,8 +13,10 @@
  * - insufficient: runs answered "not enough data".
  *
  * Pure computation (no database, no service): CPU only. BENCH_SEED (default 20261129) fixes every
- * draw; BENCH_RESAMPLES (default 1000) the bootstrap's resamples. Not through ingest: the API tests
- * check that the service's results equal these functions on the same figures.
+ * draw; BENCH_RESAMPLES (default 1000) the bootstrap's resamples. With `--through-ingest` a second
+ * phase (through-ingest.ts) posts BENCH_INGEST_RUNS simulated experiments per kind through the real
+ * ingest and experiments API of an in-process server and checks each answer equals these functions
+ * on the same figures.
  */
 import {
   type CoverageSummary,
@@ -123,3 +125,10 @@ for (const { kind, scenario, summary: s, promised } of rows) {
   )
 }
 console.log("\n! outside its goal (with few runs the spread alone can put a figure outside: at 1,000 runs a 95 % coverage has a standard error of 0.7 points)")
+
+// The same processes through the real ingest and experiments API, compared run by run with the
+// functions above (bench/incrementality/through-ingest.ts); loaded only when asked.
+if (process.argv.includes("--through-ingest")) {
+  const { runThroughIngest } = await import("./through-ingest.ts")
+  await runThroughIngest()
+}

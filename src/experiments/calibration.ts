@@ -41,7 +41,8 @@ export class ExperimentCalibrations extends Context.Service<ExperimentCalibratio
         )
         const incremental = results?.incremental_conversions ?? null
         if (results === null || incremental === null) return null
-        const span = { from: `${results.analysed.start}T00:00:00Z`, until: `${dateOf(dayNumber(results.analysed.end) + 1)}T00:00:00Z` }
+        // The experiment's analysed local days, as the results read them (decision 0135).
+        const span = { from: results.analysed.start, until: dateOf(dayNumber(results.analysed.end) + 1), timeZone: row.time_zone }
         const cells = yield* series.creditedPerCampaignDay(profile.profileId, row.conversion_key, model, span)
         const credited = cells.filter((cell) => cell.campaign_id === target.id).reduce((sum, cell) => sum + cell.conversions, 0)
         return {

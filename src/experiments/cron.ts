@@ -4,7 +4,7 @@
  * switchback still running or not yet restored, and to each experiment whose window is over (its
  * entity completes it: the event and the calibration do not wait for someone to read it). Each experiment's entity applies today's schedule
  * day or the restore once (recorded in its execution), so a repeated or overlapping tick changes
- * nothing: the first tick after 00:00 UTC moves the target within ten minutes.
+ * nothing: the first tick after the profile's local midnight (decision 0135) moves the target within ten minutes.
  */
 import { Cron, Effect, Layer } from "effect"
 import { ClusterCron } from "effect/cluster"

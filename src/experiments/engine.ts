@@ -23,7 +23,7 @@ import {
   treatmentDays
 } from "./analysis.ts"
 import { AnalyticsImports } from "../analytics/imports/service.ts"
-import { dateOf, dayNumber } from "./statistics/index.ts"
+import { dateOf, dayNumber, localDate } from "./statistics/index.ts"
 import { type Execution, type ExperimentRow, ExperimentsRepo, MAX_FAILURES, type Transition } from "./repo.ts"
 
 export const render = (row: ExperimentRow): Experiment => ({
@@ -63,10 +63,11 @@ export const render = (row: ExperimentRow): Experiment => ({
 
 type Failure = NotFound | InvalidState | DatabaseUnavailable
 
-const today = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString().slice(0, 10))
+/** Today in the profile's time zone: an experiment's days are its profile's local days (decision 0135). */
+const today = (row: ExperimentRow) => Effect.map(Clock.currentTimeMillis, (ms) => localDate(ms, row.time_zone))
 
-/** The first instant of a UTC day and of the day after another. */
-const spanOf = (start: string, end: string) => ({ from: `${start}T00:00:00Z`, until: `${dateOf(dayNumber(end) + 1)}T00:00:00Z` })
+/** The local days `[start, end]` of the experiment's profile. */
+const spanOf = (row: ExperimentRow, start: string, end: string) => ({ from: start, until: dateOf(dayNumber(end) + 1), timeZone: row.time_zone })
 
 export class ExperimentEngine extends Context.Service<ExperimentEngine, {
   readonly read: (profileId: string, id: string) => Effect.Effect<Experiment, Failure>
@@ -138,7 +139,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
             if (execution === null) return row
             // Kept in the execution so the experiment's read shows what did not happen and why.
             const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-            const date = what === "day" ? dayOf(row, now.slice(0, 10))?.date ?? null : null
+            const date = what === "day" ? dayOf(row, localDate(Date.parse(now), row.time_zone))?.date ?? null : null
             const next: Execution = {
               ...execution,
               failures: [...(execution.failures ?? []), { what, date, error: code, at: now }].slice(-MAX_FAILURES)
@@ -153,7 +154,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
         const target = row.config.target
         if (row.kind !== "switchback" || row.status !== "running" || execution === null || target === null) return Effect.succeed(row)
         return attempt(row, "day", Effect.gen(function*() {
-          const day = dayOf(row, yield* today)
+          const day = dayOf(row, yield* today(row))
           if (day === undefined || execution.applied.some((applied) => applied.date === day.date)) return row
           const entry = yield* ads.setStatus(operator, contextOf(row, execution), {
             level: target.level,
@@ -213,7 +214,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
       /** A running experiment whose window is over is completed before anything else reads it. */
       const current = Effect.fn("Experiments.current")(function*(profileId: string, id: string) {
         const row = yield* find(profileId, id)
-        if (row.status !== "running" || row.window_end >= (yield* today)) return row
+        if (row.status !== "running" || row.window_end >= (yield* today(row))) return row
         return yield* move(row, { status: "completed", reason: "window_ended", note: null })
       })
 
@@ -248,7 +249,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
       const stop = Effect.fn("Experiments.stop")(function*(profileId: string, id: string, reason: StopReason, note: string | null) {
         const row = yield* current(profileId, id)
         if (row.status !== "running") return yield* refuse("not_running", `Only a running experiment stops; this one is ${row.status}.`)
-        if (reason === "window_ended" && row.window_end >= (yield* today)) {
+        if (reason === "window_ended" && row.window_end >= (yield* today(row))) {
           return yield* refuse("window_not_ended", `The window runs until ${row.window_end}: stop early with early_stop or invalidated.`)
         }
         return render(yield* move(row, { status: reason === "window_ended" ? "completed" : "stopped", reason, note }))
@@ -265,9 +266,9 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
         const profileId = row.profile_id
         const metric = { conversion_key: row.conversion_key, measure: row.measure }
         // Whole days only: up to yesterday while the window is still going, up to the day before a stop.
-        const yesterday = dateOf(dayNumber(yield* today) - 1)
+        const yesterday = dateOf(dayNumber(yield* today(row)) - 1)
         const lastDay = row.status === "stopped" && row.stopped_at !== null
-          ? dateOf(dayNumber(row.stopped_at.slice(0, 10)) - 1)
+          ? dateOf(dayNumber(localDate(Date.parse(row.stopped_at), row.time_zone)) - 1)
           : yesterday
         const end = [row.window_end, yesterday, lastDay].reduce((a, b) => (a < b ? a : b))
         const analysed: Analysed = { start: row.window_start, end: end < row.window_start ? row.window_start : end }
@@ -302,8 +303,8 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
         }
         const core = yield* Effect.gen(function*() {
           if (row.kind === "audience_holdout") {
-            const members = yield* series.listMembers(profileId, `${row.window_start}T00:00:00Z`)
-            const outcomes = yield* series.perCustomer(profileId, row.conversion_key, spanOf(analysed.start, analysed.end))
+            const members = yield* series.listMembers(profileId, row.window_start, row.time_zone)
+            const outcomes = yield* series.perCustomer(profileId, row.conversion_key, spanOf(row, analysed.start, analysed.end))
             return holdoutResults(
               metric,
               row.config.holdout_fraction ?? 0,
@@ -313,7 +314,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
             )
           }
           if (row.kind === "switchback") {
-            const days = yield* series.perDay(profileId, row.conversion_key, spanOf(analysed.start, analysed.end))
+            const days = yield* series.perDay(profileId, row.conversion_key, spanOf(row, analysed.start, analysed.end))
             return switchbackResults(metric, row.config.schedule ?? [], analysed, new Map(days.map((d) => [d.day, d])))
           }
           const preDays = row.config.pre_days ?? 28
@@ -321,7 +322,7 @@ export class ExperimentEngine extends Context.Service<ExperimentEngine, {
             profileId,
             row.conversion_key,
             PRE_POST_MODEL,
-            spanOf(dateOf(dayNumber(analysed.start) - preDays), analysed.end)
+            spanOf(row, dateOf(dayNumber(analysed.start) - preDays), analysed.end)
           )
           const byCampaign = new Map<string, Map<string, DayFigures>>()
           for (const cell of cells) {

@@ -22,13 +22,12 @@ export class ExperimentHoldouts extends Context.Service<ExperimentHoldouts, {
       const repo = yield* ExperimentsRepo
       return {
         heldOut: Effect.fn("ExperimentHoldouts.heldOut")(function*(profileId: string) {
-          const today = new Date(yield* Clock.currentTimeMillis).toISOString().slice(0, 10)
-          const running = yield* repo.runningHoldouts(profileId, today)
+          const running = yield* repo.runningHoldouts(profileId, new Date(yield* Clock.currentTimeMillis).toISOString())
           return (customerId: string) => running.some((e) => heldOut(e.salt, customerId, e.fraction))
         }),
         uploaded: Effect.fn("ExperimentHoldouts.uploaded")(function*(profileId: string, candidates: ReadonlyArray<string>, audienceId: string | null) {
           const now = new Date(yield* Clock.currentTimeMillis)
-          const running = yield* repo.runningHoldouts(profileId, now.toISOString().slice(0, 10))
+          const running = yield* repo.runningHoldouts(profileId, now.toISOString())
           for (const e of running) {
             yield* repo.recordHoldoutUpload(profileId, e.id, {
               uploaded_at: now.toISOString(),

@@ -74,7 +74,9 @@ export const ExperimentRow = Schema.Struct({
   stopped_at: Schema.NullOr(Schema.String),
   completed_at: Schema.NullOr(Schema.String),
   execution: Schema.NullOr(Execution),
-  holdout_uploads: Schema.Array(HoldoutUpload)
+  holdout_uploads: Schema.Array(HoldoutUpload),
+  /** The profile's IANA time zone, read with the row: the experiment's days are its local days (decision 0135). */
+  time_zone: Schema.String
 })
 export type ExperimentRow = typeof ExperimentRow.Type
 
@@ -112,8 +114,8 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
    * runs on its target); none when either no longer holds.
    */
   readonly transition: (profileId: string, id: string, version: number, change: Transition) => Repo<Option.Option<ExperimentRow>>
-  /** The salt and fraction of each audience_holdout of the profile running on `today` (its window not over). */
-  readonly runningHoldouts: (profileId: string, today: string) => Repo<ReadonlyArray<{ readonly id: string; readonly salt: string; readonly fraction: number }>>
+  /** The salt and fraction of each audience_holdout of the profile running at the instant `at` (its window not over on that local day). */
+  readonly runningHoldouts: (profileId: string, at: string) => Repo<ReadonlyArray<{ readonly id: string; readonly salt: string; readonly fraction: number }>>
   /** Appends an upload to a holdout's exclusion state, keeping the latest 50. */
   readonly recordHoldoutUpload: (profileId: string, id: string, upload: HoldoutUpload) => Repo<void>
   /** A switchback's execution, as its entity (one message at a time) last left it. */
@@ -128,6 +130,8 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
    * completed within 365 days, with its age in whole days: calibration's sources (decision 0124).
    */
   readonly calibrationSources: (profileId: string) => Repo<ReadonlyArray<{ readonly row: ExperimentRow; readonly age_days: number }>>
+  /** The profile's IANA time zone (UTC when unset): the design's history is of its local days. */
+  readonly timeZoneOf: (profileId: string) => Repo<string>
   /** Runs `effect` in one transaction (a completion and its `experiment.completed` outbox row commit together). */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
 }>()("svc/ExperimentsRepo") {
@@ -139,7 +143,8 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
         config, conversion_key, measure, target_key, salt,
         to_char(window_start, 'YYYY-MM-DD') AS window_start, to_char(window_end, 'YYYY-MM-DD') AS window_end,
         design, version, ${at("created_at")} AS created_at, ${at("started_at")} AS started_at,
-        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at, execution, holdout_uploads`)
+        ${at("stopped_at")} AS stopped_at, ${at("completed_at")} AS completed_at, execution, holdout_uploads,
+        COALESCE((SELECT p.time_zone FROM profiles p WHERE p.id = profile_id), 'UTC') AS time_zone`)
       const one = decodeFirstRow(ExperimentRow)
       const many = decodeRows(ExperimentRow)
 
@@ -194,10 +199,11 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
           RETURNING ${columns}`)
 
       const holdoutRows = decodeRows(Schema.Struct({ id: Schema.String, salt: Schema.String, fraction: Schema.Finite }))
-      const runningHoldouts = (profileId: string, today: string) =>
+      const runningHoldouts = (profileId: string, at: string) =>
         holdoutRows(sql`
           SELECT id::text AS id, salt, (config->>'holdout_fraction')::float8 AS fraction FROM experiments
-          WHERE profile_id = ${profileId} AND kind = 'audience_holdout' AND status = 'running' AND window_end >= ${today}::date`)
+          WHERE profile_id = ${profileId} AND kind = 'audience_holdout' AND status = 'running'
+            AND window_end >= (${at}::timestamptz AT TIME ZONE COALESCE((SELECT p.time_zone FROM profiles p WHERE p.id = profile_id), 'UTC'))::date`)
 
       const setExecution = (profileId: string, id: string, execution: Execution) =>
         Effect.asVoid(sql`
@@ -218,7 +224,8 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
           WHERE (kind = 'switchback' AND execution IS NOT NULL AND execution->'restored' = 'null'::jsonb)
              -- Any kind whose window is over completes on the tick, not only when someone reads it
              -- (its experiment.completed event and its calibration factor wait for that).
-             OR (status = 'running' AND window_end < (now() AT TIME ZONE 'UTC')::date)
+             -- Over: its last local day has passed in the profile's time zone.
+             OR (status = 'running' AND window_end < (now() AT TIME ZONE COALESCE((SELECT p.time_zone FROM profiles p WHERE p.id = profile_id), 'UTC'))::date)
           ORDER BY profile_id, id`)
 
       const sourceRows = decodeRows(Schema.Struct({ ...ExperimentRow.fields, age_days: Schema.Int }))
@@ -234,8 +241,16 @@ export class ExperimentsRepo extends Context.Service<ExperimentsRepo, {
           (rows) => rows.map(({ age_days, ...row }) => ({ row, age_days }))
         )
 
+      const zoneRow = decodeFirstRow(Schema.Struct({ time_zone: Schema.String }))
+      const timeZoneOf = (profileId: string) =>
+        Effect.map(
+          zoneRow(sql`SELECT time_zone FROM profiles WHERE id = ${profileId}`),
+          (row) => Option.match(row, { onNone: () => "UTC", onSome: (r) => r.time_zone })
+        )
+
       return {
         ...atDatabaseBoundary({
+          timeZoneOf,
           insert,
           find,
           list,

@@ -45,7 +45,7 @@ import { render } from "./engine.ts"
 import { Experiment, experimentEntityId } from "./entity.ts"
 import { ExperimentsRepo } from "./repo.ts"
 import { ExperimentAudiences } from "./ports.ts"
-import { dateOf, dayNumber } from "./statistics/index.ts"
+import { dateOf, dayNumber, localDate } from "./statistics/index.ts"
 
 /** The longest window, as the analytics reads' longest range. */
 export const MAX_WINDOW_DAYS = 366
@@ -105,7 +105,6 @@ export class Experiments extends Context.Service<Experiments, {
       const audiences = yield* ExperimentAudiences
 
       const invalid = (message: string) => new ValidationError({ message })
-      const today = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString().slice(0, 10))
 
       const windowDays = (window: { readonly start: string; readonly end: string }) => dayNumber(window.end) - dayNumber(window.start) + 1
 
@@ -120,9 +119,11 @@ export class Experiments extends Context.Service<Experiments, {
        * and per-customer outcomes, or the daily series of the metric.
        */
       const designFor = Effect.fn("Experiments.designFor")(function*(profileId: string, input: DesignInput, targetId: string | null) {
-        const end = dateOf(dayNumber(yield* today) - 1)
+        // The profile's local days (decision 0135): yesterday back `historyDays` whole days.
+        const timeZone = yield* repo.timeZoneOf(profileId)
+        const end = dateOf(dayNumber(localDate(yield* Clock.currentTimeMillis, timeZone)) - 1)
         const start = dateOf(dayNumber(end) - input.historyDays + 1)
-        const span = { from: `${start}T00:00:00Z`, until: `${dateOf(dayNumber(end) + 1)}T00:00:00Z` }
+        const span = { from: start, until: dateOf(dayNumber(end) + 1), timeZone }
         if (input.kind === "pre_post") {
           // The series the results will read: credit per campaign and day under the pre/post's model.
           const cells = yield* series.creditedPerCampaignDay(profileId, input.metric.conversion_key, PRE_POST_MODEL, span)
@@ -136,7 +137,7 @@ export class Experiments extends Context.Service<Experiments, {
           )
         }
         if (input.kind === "audience_holdout") {
-          const members = yield* series.listMembers(profileId, span.from)
+          const members = yield* series.listMembers(profileId, span.from, timeZone)
           const inList = new Set(members)
           const outcomes = (yield* series.perCustomer(profileId, input.metric.conversion_key, span)).filter((o) => inList.has(o.customer_id))
           return holdoutDesign(input, outcomes, members.length)

@@ -24,3 +24,24 @@ export const dateOf = (day: number): string => new Date(day * DAY_MS).toISOStrin
 export const weekday = (day: number): number => (((day + 3) % 7) + 7) % 7
 
 export const WEEKDAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+/**
+ * The `YYYY-MM-DD` date an instant falls on in an IANA time zone (decision 0135): experiments'
+ * days are the profile's local days. An unknown zone reads as UTC (profiles keep valid zones).
+ */
+export const localDate = (ms: number, timeZone: string): string => {
+  let format = formatters.get(timeZone)
+  if (format === undefined) {
+    try {
+      format = new Intl.DateTimeFormat("en-CA", { timeZone, year: "numeric", month: "2-digit", day: "2-digit" })
+    } catch {
+      return new Date(ms).toISOString().slice(0, 10)
+    }
+    formatters.set(timeZone, format)
+  }
+  const parts = format.formatToParts(ms)
+  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? ""
+  return `${part("year")}-${part("month")}-${part("day")}`
+}

@@ -206,6 +206,11 @@ export interface SwitchbackScenario {
   readonly trendPerDay?: number
   /** Share of days on, assigned by complete randomisation (default 0.5). */
   readonly onShare?: number
+  /**
+   * A given plan (one flag per day, e.g. the service's paired schedule) instead of complete
+   * randomisation: the days and their noise are drawn as otherwise, without the shuffle.
+   */
+  readonly plan?: ReadonlyArray<boolean>
   readonly analysis?: SwitchbackOptions
 }
 
@@ -217,9 +222,12 @@ export const simulateSwitchbackDays = (random: Random, scenario: SwitchbackScena
   if (pattern.length !== 7) throw new RangeError(`weekdayPattern needs 7 values, got ${pattern.length}`)
   const start = dayNumber(scenario.startDate ?? "2025-01-06")
   const onDays = Math.round((scenario.onShare ?? 0.5) * scenario.days)
+  if (scenario.plan !== undefined && scenario.plan.length !== scenario.days) {
+    throw new RangeError(`plan needs ${scenario.days} days, got ${scenario.plan.length}`)
+  }
   // Complete randomisation: a shuffled list with exactly onDays days on.
-  const on = Array.from({ length: scenario.days }, (_, i) => i < onDays)
-  for (let i = on.length - 1; i > 0; i--) {
+  const on = scenario.plan !== undefined ? [...scenario.plan] : Array.from({ length: scenario.days }, (_, i) => i < onDays)
+  for (let i = scenario.plan !== undefined ? 0 : on.length - 1; i > 0; i--) {
     const j = random.int(i + 1)
     const tmp = on[i] ?? false
     on[i] = on[j] ?? false
