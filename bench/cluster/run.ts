@@ -192,8 +192,12 @@ const spawnRunner = (runner: Pick<Runner, "index" | "port" | "runnerPort" | "dat
     LOG_LEVEL: "Warn"
   }, `runner ${runner.index}`)
 
-const status = (port: number, path: string, headers: Record<string, string> = {}) =>
-  fetch(`http://${HOST}:${port}${path}`, { headers, signal: AbortSignal.timeout(2_000) }).then(
+/**
+ * A request with a deadline: the health checks use 3 s, as the manifests' readiness probe; waiting
+ * for a start uses 10 s, since at load 35 a starting runner's `/readyz` took longer than 2 s.
+ */
+const status = (port: number, path: string, headers: Record<string, string> = {}, timeoutMs = 3_000) =>
+  fetch(`http://${HOST}:${port}${path}`, { headers, signal: AbortSignal.timeout(timeoutMs) }).then(
     async (r) => ({ status: r.status, text: await r.text() }),
     () => ({ status: 0, text: "" })
   )
@@ -233,14 +237,14 @@ const waitForReady = async (runner: Runner, databaseUrl: string) => {
       runner.process = spawnRunner(runner, databaseUrl)
       return false
     }
-    return (await status(runner.port, "/readyz")).status === 200
+    return (await status(runner.port, "/readyz", {}, 10_000)).status === 200
   }, [runner])
   runner.up = true
 }
 
 /** Shards a runner says it owns (`effect_cluster_shards`, summed over its series); undefined when it does not answer. */
 const shardsOf = async (runner: Runner): Promise<number | undefined> => {
-  const metrics = await status(runner.port, "/metrics", { authorization: `Bearer ${ADMIN_TOKEN}` })
+  const metrics = await status(runner.port, "/metrics", { authorization: `Bearer ${ADMIN_TOKEN}` }, 10_000)
   if (metrics.status !== 200) return undefined
   let total = 0
   let seen = false
