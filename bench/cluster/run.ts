@@ -390,7 +390,9 @@ const makeSender = (runners: ReadonlyArray<Runner>, profiles: ReadonlyArray<Prof
     const runner = pick()
     if (runner === undefined) {
       record({ kind, ok: false, ms: 0, at: performance.now(), failure: "no runner up" })
-      return Promise.resolve()
+      // Resolved after a pause, not at once: a closed loop would otherwise spin on microtasks and
+      // starve the timers (the health checks that would find a runner up again, the phase's end).
+      return sleep(50)
     }
     const agent = kind === "touch" ? runner.touchAgents[touchAddress++ % runner.touchAgents.length]! : runner.agent
     return new Promise((resolve) => {
@@ -743,7 +745,10 @@ const runConfiguration = async (count: number, adminUrl: string, databaseUrl: st
       const { measured, nextN } = await measure(`${count} runner${count === 1 ? "" : "s"}`, phase, runners, send, databaseUrl, n)
       n = nextN
       results.push(measured)
-      console.log(` ${fmt(measured.summary.ok / measured.seconds)} ok/s, ${measured.summary.errors} errors, load ${measured.load}`)
+      const failures = new Map<string, number>()
+      for (const f of measured.summary.byKind.values()) for (const [why, count] of f.failures) failures.set(why, (failures.get(why) ?? 0) + count)
+      const top = [...failures].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([why, count]) => `${count} x ${why.slice(0, 80)}`)
+      console.log(` ${fmt(measured.summary.ok / measured.seconds)} ok/s, ${measured.summary.errors} errors${top.length > 0 ? ` (${top.join("; ")})` : ""}, load ${measured.load}`)
     }
     const moves: Array<MoveReport> = []
     if (count > 1) {
