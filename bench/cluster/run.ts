@@ -685,9 +685,9 @@ const move = async (
   }
   lines.push(`  per second from the ${signal} (ok/errors/slowest ms|slowest experiment read ms):`)
   for (let i = 0; i < perSecond.length; i += 8) lines.push(`    ${perSecond.slice(i, i + 8).join("  ")}`)
-  const lastBad = during.filter((x) => !x.ok || (x.kind === "experiment" && x.ms > 1_000)).reduce((m, x) => Math.max(m, x.at), Number.NaN)
+  const lastBad = during.filter((x) => !x.ok || (x.kind === "experiment" && x.ms > 1_000)).reduce((m, x) => Math.max(m, x.at), Number.NEGATIVE_INFINITY)
   lines.push(
-    `  last failed request or experiment read slower than 1 s: ${Number.isNaN(lastBad) ? "none" : `+${fmt(since(lastBad), 2)} s`}`
+    `  last failed request or experiment read slower than 1 s: ${lastBad === Number.NEGATIVE_INFINITY ? "none" : `+${fmt(since(lastBad), 2)} s`}`
   )
   lines.push(`  survivors' shards / advisory locks held, every 250 ms: ${timeline.slice(0, 40).join(", ")}`)
   return { report: { signal, lines, errors: summary.errors }, nextN }
