@@ -9,7 +9,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { EventsRepo } from "./conversions/repo.ts"
-import { type ChangedCredits, CreditsRepo, emptyCreditColumns } from "./credits/repo.ts"
+import { type ChangedCredits, CreditsRepo, emptyCreditColumns, type GoneCredits } from "./credits/repo.ts"
 import { creditAll, type PathStats, type TouchInput } from "./models/index.ts"
 import { AttributionRepo, type CandidateTouch, type CreditTarget, type StepRow } from "./repo.ts"
 
@@ -98,6 +98,9 @@ export class CreditEngine extends Context.Service<CreditEngine, {
         Effect.gen(function*() {
           if (targets.length === 0) return 0
           const ids = targets.map((target) => target.id)
+          const profiles = targets.map((target) => target.profile_id)
+          // Before reading touches, until the rows commit (migration 0066: what replaced the foreign keys).
+          yield* repo.lockCrediting(profiles)
           const creditable = targets.filter((target) => target.eligible && target.customer_id !== null)
           const touches = creditable.length === 0 ? [] : yield* repo.candidateTouches(creditable)
           const byConversion = new Map<string, Array<TouchInput>>()
@@ -106,12 +109,13 @@ export class CreditEngine extends Context.Service<CreditEngine, {
             if (list === undefined) byConversion.set(touch.conversion_id, list = [])
             list.push({ id: touch.id, occurred_at: touch.occurred_ms, kind: touch.kind, channel: touch.channel })
           }
-          const stored = yield* credits.stored(ids)
+          const stored = yield* credits.stored(ids, profiles)
+          const profileOf = new Map(targets.map((target) => [target.id, target.profile_id] as const))
           const storedAt = new Map<string, number>()
           for (let i = 0; i < stored.ctid.length; i++) storedAt.set(`${stored.conversion[i]}|${stored.model[i]}|${stored.touch[i]}`, i)
           const kept = new Uint8Array(stored.ctid.length)
           const added = emptyCreditColumns()
-          const changed: ChangedCredits = { ctid: [], position: [], share: [], credited: [], inWindow: [] }
+          const changed: ChangedCredits = { profile: [], ctid: [], position: [], share: [], credited: [], inWindow: [] }
           let rows = 0
           for (const target of creditable) {
             const results = creditAll(
@@ -139,6 +143,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
                   stored.position[at] !== row.position || stored.share[at] !== row.credit_share ||
                   stored.credited[at] !== row.is_credited || stored.in_window[at] !== row.in_window
                 ) {
+                  changed.profile.push(target.profile_id)
                   changed.ctid.push(stored.ctid[at] ?? "")
                   changed.position.push(row.position)
                   changed.share.push(row.credit_share)
@@ -148,7 +153,12 @@ export class CreditEngine extends Context.Service<CreditEngine, {
               }
             }
           }
-          const gone = stored.ctid.filter((_, i) => kept[i] === 0)
+          const gone: GoneCredits = { profile: [], ctid: [] }
+          for (let i = 0; i < stored.ctid.length; i++) {
+            if (kept[i] === 1) continue
+            gone.profile.push(profileOf.get(stored.conversion[i] ?? "") ?? "")
+            gone.ctid.push(stored.ctid[i] ?? "")
+          }
           yield* credits.write(gone, changed, added)
           yield* conversions.settleCredited(ids)
           return rows

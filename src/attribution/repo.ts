@@ -5,7 +5,7 @@
  * aggregated in SQL). The writes go to their owners: credit rows to the credits repository,
  * `credited_at` to the conversions repository.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
@@ -51,10 +51,9 @@ export const CreditTarget = Schema.Struct({
 })
 export type CreditTarget = typeof CreditTarget.Type
 
-export interface ReplayKeyset {
-  readonly occurredAt: string
-  readonly id: string
-}
+/** One partition of a replay: its number and its conversions. */
+export const ReplayPart = Schema.Struct({ part: Schema.Int, ids: Schema.Array(Schema.String) })
+export type ReplayPart = typeof ReplayPart.Type
 
 /** One touch a conversion may credit (`candidateTouches`). */
 export const CandidateTouch = Schema.Struct({
@@ -90,21 +89,19 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
   /** Whether any conversion waits for credit (cheap: the partial index on `credited_at IS NULL`). */
   readonly anyPending: Repo<boolean>
   /**
-   * How a replay splits the profile: the (occurred_at, id) key of every `size`-th conversion, in
-   * that order. Batch i holds the conversions after key i-1 up to key i (included); the last, those
-   * after the last key (so conversions added meanwhile are not missed).
+   * How a replay splits the profile (decision 0131): its conversions in `parts` partitions by a
+   * hash of their customer (of their own id without one), so a customer's conversions share a
+   * part; the same split for the same `parts` on every attempt. Ids in code-unit order.
    */
-  readonly replayBounds: (profileId: string, size: number) => Repo<ReadonlyArray<ReplayKeyset>>
+  readonly replayParts: (profileId: string, parts: number) => Repo<ReadonlyArray<ReplayPart>>
+  /** The profile's conversions among `ids`, locked (waiting for other holders), in id order. */
+  readonly lockReplayTargets: (profileId: string, ids: ReadonlyArray<string>) => Repo<ReadonlyArray<CreditTarget>>
   /**
-   * The first `limit` conversions of the profile after `after` up to `upTo` (included),
-   * (occurred_at, id) order, locked (waiting for other holders).
+   * The crediting lock of `profileIds`, shared, until the transaction ends (migration 0066): held
+   * from before crediting reads touches until its rows commit, so a delete of conversions or touches
+   * (whose cascade takes it exclusively) waits for the rows it must remove.
    */
-  readonly lockReplayRange: (
-    profileId: string,
-    after: Option.Option<ReplayKeyset>,
-    upTo: Option.Option<ReplayKeyset>,
-    limit: number
-  ) => Repo<ReadonlyArray<CreditTarget>>
+  readonly lockCrediting: (profileIds: ReadonlyArray<string>) => Repo<void>
   /**
    * Session settings for the worker's transactions (`SET LOCAL`, so until the transaction ends):
    * no JIT compilation, whose cost (tens of ms per statement, 0.8 s for the statistics) exceeds
@@ -149,7 +146,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
       const stepRows = decodeRows(StepRow)
       const countRows = decodeRows(Schema.Struct({ n: Schema.Int }))
       const idRows = decodeRows(Schema.Struct({ id: Schema.String }))
-      const keysetRows = decodeRows(Schema.Struct({ occurred_at: Schema.String, id: Schema.String }))
+      const partRows = decodeRows(ReplayPart)
 
       const targetColumns = creditTargetColumns(sql)
 
@@ -166,44 +163,27 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
         (rows) => rows.length > 0
       )
 
-      const replayBounds = (profileId: string, size: number) =>
-        Effect.map(
-          keysetRows(sql`
-            SELECT x.occurred_at, x.id FROM (
-              SELECT ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at, c.id::text AS id,
-                     row_number() OVER (ORDER BY c.occurred_at, c.id) AS n
-              FROM conversions c WHERE c.profile_id = ${profileId}
-            ) x
-            WHERE x.n % ${Math.max(1, Math.floor(size))} = 0
-            ORDER BY x.n`),
-          (rows) => rows.map((row): ReplayKeyset => ({ occurredAt: row.occurred_at, id: row.id }))
-        )
+      const replayParts = (profileId: string, parts: number) =>
+        partRows(sql`
+          SELECT x.part, array_agg(x.id ORDER BY x.id) AS ids FROM (
+            SELECT (hashtext(COALESCE(c.customer_id, c.id)::text) & 2147483647) % ${Math.max(1, Math.floor(parts))}::int AS part,
+                   c.id::text AS id
+            FROM conversions c WHERE c.profile_id = ${profileId}
+          ) x
+          GROUP BY x.part ORDER BY x.part`)
 
-      const lockReplayRange = (
-        profileId: string,
-        after: Option.Option<ReplayKeyset>,
-        upTo: Option.Option<ReplayKeyset>,
-        limit: number
-      ) =>
+      const lockReplayTargets = (profileId: string, ids: ReadonlyArray<string>) =>
         targetRows(sql`
           SELECT ${targetColumns}
           FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-          WHERE c.profile_id = ${profileId}
-            ${
-          Option.match(after, {
-            onNone: () => sql``,
-            onSome: (keyset) => sql`AND (c.occurred_at, c.id) > (${keyset.occurredAt}::timestamptz, ${keyset.id}::uuid)`
-          })
-        }
-            ${
-          Option.match(upTo, {
-            onNone: () => sql``,
-            onSome: (keyset) => sql`AND (c.occurred_at, c.id) <= (${keyset.occurredAt}::timestamptz, ${keyset.id}::uuid)`
-          })
-        }
-          ORDER BY c.occurred_at, c.id
-          LIMIT ${limit}
+          WHERE c.profile_id = ${profileId} AND c.id = ANY(${ids}::uuid[])
+          ORDER BY c.id
           FOR UPDATE OF c`)
+
+      const lockCrediting = (profileIds: ReadonlyArray<string>) =>
+        Effect.asVoid(sql`
+          SELECT pg_advisory_xact_lock_shared(attribution_credit_lock_key(p))
+          FROM (SELECT DISTINCT p FROM unnest(${[...new Set(profileIds)]}::uuid[]) AS u(p) ORDER BY p) x`)
 
       const tuneTransaction = Effect.asVoid(sql`SELECT set_config('jit', 'off', true)`)
 
@@ -309,8 +289,9 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
           lockPending,
           pendingIds,
           anyPending,
-          replayBounds,
-          lockReplayRange,
+          replayParts,
+          lockReplayTargets,
+          lockCrediting,
           tuneTransaction,
           countConversions,
           candidateTouches,

@@ -18,7 +18,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { CreditEngine } from "./engine.ts"
 import { type ClaimedJob, ReplayQueue } from "./jobs/repo.ts"
 import type { PathStats } from "./models/index.ts"
-import { AttributionRepo, type CreditTarget, type ReplayKeyset } from "./repo.ts"
+import { AttributionRepo, type ReplayPart } from "./repo.ts"
 import { defaultLease, LeaseLost, leaseSecondsOf, lostLease, whileLeased } from "../platform/lease.ts"
 import { withLinkedJobSpan } from "../platform/tracing.ts"
 
@@ -29,9 +29,12 @@ export interface AttributionWorkerSettingsShape {
   readonly pollInterval: Duration.Duration
   /** Conversions credited per transaction. */
   readonly creditBatchSize: number
-  /** Conversions recomputed per replay transaction (the lease is renewed after each). */
+  /**
+   * Conversions recomputed per replay transaction (the lease is renewed after each), and about
+   * the size of a replay's customer partition (decision 0131).
+   */
   readonly replayBatchSize: number
-  /** Batches of one replay run at once, each on its own connection (decision 0035). */
+  /** Partitions of one replay worked at once, each on its own connection (decisions 0035, 0131). */
   readonly replayBatchConcurrency: number
   /** How long a claimed replay stays ours without a renewal (renewed every third of it while it runs). */
   readonly lease: Duration.Duration
@@ -49,7 +52,7 @@ export const defaultWorkerSettings: AttributionWorkerSettingsShape = {
   enabled: true,
   pollInterval: Duration.seconds(1),
   creditBatchSize: 100,
-  replayBatchSize: 200,
+  replayBatchSize: 2000,
   replayBatchConcurrency: 2,
   lease: defaultLease,
   maxAttempts: 5,
@@ -196,17 +199,17 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
       const renew = (job: ClaimedJob, progress: number, total: number | null) =>
         Effect.flatMap(queue.renew(job, progress, total, leaseSeconds), ours(job))
 
-      /** Fenced renewal after a batch: adds the batch to `progress`, only while the job is still ours. */
-      const advance = (job: ClaimedJob, done: number) => Effect.flatMap(queue.advance(job, done, leaseSeconds), ours(job))
-
       /** Queued again after a backoff, or `failed` after the last attempt. */
       const fail = (job: ClaimedJob, code: string) =>
         queue.fail(job, code, job.attempts >= settings.maxAttempts ? null : backoffSeconds(job.attempts))
 
       /**
-       * Recomputes every conversion of the profile with statistics computed once, in batches of
-       * `replayBatchSize` conversions ((occurred_at, id) ranges fixed at the start), up to
-       * `replayBatchConcurrency` at a time, each in its own transaction (decision 0035).
+       * Recomputes every conversion of the profile with statistics computed once (decision 0131).
+       * The profile is split into `parts` customer partitions (about `replayBatchSize` conversions
+       * each, the count fixed by the first attempt), worked `replayBatchConcurrency` at a time; a
+       * part is credited in transactions of at most `replayBatchSize` conversions, and the last
+       * of them records the part as done, so a later attempt skips the parts already committed.
+       * Parts are disjoint (a customer's conversions share one), so they never wait on each other.
        */
       const replay = Effect.fn("AttributionWorker.replay")(function*(job: ClaimedJob) {
         yield* Effect.annotateCurrentSpan({
@@ -215,40 +218,44 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
           "svc.replay.attempt": job.attempts,
           "svc.replay.reason": job.reason
         })
+        const batchSize = Math.max(1, settings.replayBatchSize)
         const stats = yield* engine.pathStats(job.profile_id)
         remember(job.profile_id, stats)
         const total = yield* repo.countConversions(job.profile_id)
-        yield* renew(job, 0, total)
-        const bounds = yield* repo.replayBounds(job.profile_id, settings.replayBatchSize)
-        /** One range: usually one batch; more when conversions were added to it since the bounds were read. */
-        const runRange = (start: Option.Option<ReplayKeyset>, upTo: Option.Option<ReplayKeyset>) =>
+        const plan = yield* queue.plan(job, Math.ceil(total / batchSize))
+        if (Option.isNone(plan)) return yield* new LeaseLost({ jobId: job.id })
+        const done = new Set(plan.value.done)
+        const parts = yield* repo.replayParts(job.profile_id, plan.value.parts)
+        const resumed = parts.filter((part) => done.has(part.part)).reduce((sum, part) => sum + part.ids.length, 0)
+        yield* renew(job, resumed, total)
+        if (resumed > 0) yield* Effect.logInfo("attribution replay resumed", { job_id: job.id, parts_done: done.size, progress: resumed })
+        const runPart = (part: ReplayPart) =>
           Effect.gen(function*() {
-            let after = start
-            let done = 0
-            while (true) {
+            let credited = 0
+            for (let start = 0; start < part.ids.length; start += batchSize) {
               // Let statements waiting for a connection go first (the embedded database has one).
               yield* Effect.yieldNow
-              const batch: ReadonlyArray<CreditTarget> = yield* repo.transaction(Effect.gen(function*() {
+              const chunk = part.ids.slice(start, start + batchSize)
+              const last = start + batchSize >= part.ids.length
+              credited += yield* repo.transaction(Effect.gen(function*() {
                 yield* repo.tuneTransaction
-                const targets = yield* repo.lockReplayRange(job.profile_id, after, upTo, settings.replayBatchSize)
-                if (targets.length === 0) return targets
-                yield* engine.credit(targets, () => stats)
-                yield* advance(job, targets.length)
-                return targets
+                const targets = yield* repo.lockReplayTargets(job.profile_id, chunk)
+                if (targets.length > 0) yield* engine.credit(targets, () => stats)
+                yield* Effect.flatMap(
+                  last ? queue.advancePart(job, part.part, targets.length, leaseSeconds) : queue.advance(job, targets.length, leaseSeconds),
+                  ours(job)
+                )
+                return targets.length
               }))
-              done += batch.length
-              const last = batch[batch.length - 1]
-              if (last === undefined || batch.length < settings.replayBatchSize) return done
-              if (Option.isSome(upTo) && upTo.value.id === last.id) return done
-              after = Option.some({ occurredAt: last.occurred_at, id: last.id })
             }
+            return credited
           })
         const counts = yield* Effect.forEach(
-          [...bounds, undefined],
-          (upTo, i) => runRange(Option.fromNullishOr(bounds[i - 1]), Option.fromNullishOr(upTo)),
+          parts.filter((part) => !done.has(part.part)),
+          runPart,
           { concurrency: Math.max(1, settings.replayBatchConcurrency) }
         )
-        const progress = counts.reduce((sum, n) => sum + n, 0)
+        const progress = counts.reduce((sum, n) => sum + n, resumed)
         if (!(yield* queue.succeed(job, progress))) return yield* new LeaseLost({ jobId: job.id })
         return progress
       })

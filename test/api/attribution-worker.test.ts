@@ -419,6 +419,62 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
           assert.strictEqual(waiting?.n, 0)
         }))
 
+      it.effect("an attempt after an interrupted one skips the parts that attempt committed, and recomputes the others", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient
+          const fixture = yield* seed
+          const partOf = (customerId: string) =>
+            Effect.map(
+              sql<{ part: number }>`SELECT (hashtext(${customerId}::text) & 2147483647) % 2 AS part`,
+              (rows) => rows[0]?.part ?? -1
+            )
+          // Journeys until two customers fall in different parts of a split in two (the replay's hash).
+          const first = yield* journey(fixture, null)
+          const firstPart = yield* partOf(first.customerId)
+          const others: Array<string> = []
+          let second: string | undefined
+          while (second === undefined) {
+            const next = yield* journey(fixture, null)
+            if ((yield* partOf(next.customerId)) === firstPart) others.push(next.conversionId)
+            else second = next.conversionId
+          }
+          yield* drain
+          yield* sql`DELETE FROM attribution_credits WHERE profile_id = ${fixture.profileId}`
+          // An earlier attempt split the profile in two and committed the first conversion's part, then its runner died.
+          const total = 2 + others.length
+          const jobId = crypto.randomUUID()
+          yield* sql`
+            INSERT INTO work_jobs (id, profile_id, kind, reason, state, progress, total, attempts, started_at, lease_until, parts, parts_done)
+            VALUES (${jobId}, ${fixture.profileId}, 'attribution_replay', 'recompute_requested', 'running', 1, ${total}, 1,
+                    now() - interval '5 minutes', now() - interval '1 minute', 2, ARRAY[${firstPart}]::int[])`
+          const result = yield* drain
+          assert.deepStrictEqual(result.replays.filter((outcome) => outcome.jobId === jobId).map((outcome) => outcome.state), ["succeeded"])
+          assert.deepStrictEqual(yield* job(jobId), { state: "succeeded", attempts: 2, progress: total, total, error: null, leased: false })
+          for (const id of [first.conversionId, ...others]) assert.lengthOf(yield* creditsOf(id), 0, "the committed part is not recomputed")
+          assert.deepStrictEqual((yield* sumsOf(second)).map((row) => row.total), MODELS.map(() => "1.0000000000"))
+          const [recorded] = yield* sql<{ parts: number; done: ReadonlyArray<number> }>`
+            SELECT parts, parts_done AS done FROM work_jobs WHERE id = ${jobId}`
+          assert.deepStrictEqual([recorded?.parts, [...(recorded?.done ?? [])].sort()], [2, [0, 1]], "both parts recorded as done")
+        }))
+
+      it.effect("deleting a touch or a conversion deletes its credit rows (what the foreign keys' cascade did)", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient
+          const fixture = yield* seed
+          const { conversionId, email } = yield* journey(fixture, null)
+          const other = yield* journey(fixture, null)
+          yield* drain
+          assert.lengthOf((yield* creditsOf(conversionId)).filter((row) => row.touch_id === email), 6)
+          yield* sql`DELETE FROM touches WHERE id = ${email}`
+          assert.lengthOf((yield* creditsOf(conversionId)).filter((row) => row.touch_id === email), 0)
+          assert.lengthOf((yield* creditsOf(conversionId)).filter((row) => row.model === "linear"), 2, "the other touches' rows stay")
+          yield* sql`DELETE FROM conversions WHERE id = ${conversionId}`
+          assert.lengthOf(yield* creditsOf(conversionId), 0)
+          assert.lengthOf(yield* sumsOf(other.conversionId), 6, "another conversion's rows stay")
+          const refused = yield* Effect.exit(sql`UPDATE touches SET id = ${crypto.randomUUID()} WHERE id = ${other.email}`)
+          assert.strictEqual(refused._tag, "Failure", "a referenced touch keeps its key")
+        }))
+
       it.effect("POST /api/v1/attribution/recompute answers 202 with the queued job, joins it on a repeat, and the worker runs it", () =>
         Effect.gen(function*() {
           const fixture = yield* seed

@@ -8,7 +8,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary } from "../../platform/database.ts"
 
 /** Rows of each kind (deleted, updated, inserted) per write statement (array parameters whatever the count). */
-const WRITE_CHUNK = 20_000
+const WRITE_CHUNK = 50_000
 
 /** Credit rows column by column, as the write statement takes them. */
 export interface CreditColumns {
@@ -45,8 +45,9 @@ const sliceColumns = (columns: CreditColumns, start: number, end: number): Credi
   inWindow: columns.inWindow.slice(start, end)
 })
 
-/** Stored rows to update in place: their `ctid` and new values. */
+/** Stored rows to update in place: their profile and `ctid` (a `ctid` names a row only within its profile's shard), and new values. */
 export interface ChangedCredits {
+  readonly profile: Array<string>
   readonly ctid: Array<string>
   readonly position: Array<number>
   readonly share: Array<string>
@@ -54,7 +55,14 @@ export interface ChangedCredits {
   readonly inWindow: Array<boolean>
 }
 
+/** Stored rows to delete: their profile and `ctid`. */
+export interface GoneCredits {
+  readonly profile: Array<string>
+  readonly ctid: Array<string>
+}
+
 const sliceChanged = (changed: ChangedCredits, start: number, end: number): ChangedCredits => ({
+  profile: changed.profile.slice(start, end),
   ctid: changed.ctid.slice(start, end),
   position: changed.position.slice(start, end),
   share: changed.share.slice(start, end),
@@ -79,18 +87,19 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class CreditsRepo extends Context.Service<CreditsRepo, {
   /**
-   * The stored credit rows of `ids`, each with its `ctid` so that the write can address it
-   * without a join. One index scan per conversion (the `OFFSET 0` keeps the planner from
+   * The stored credit rows of the conversions `ids` (of `profiles`, pairwise), each with its
+   * `ctid` so that the write can address it without a join. One index scan per conversion (the `OFFSET 0` keeps the planner from
    * turning it into a join whose plan would follow the table's statistics). The rows are
    * turned into columns and decoded column-wise (decision 0035).
    */
-  readonly stored: (ids: ReadonlyArray<string>) => Repo<StoredCredits>
+  readonly stored: (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) => Repo<StoredCredits>
   /**
-   * Deletes and updates by `ctid` (rows read in this transaction, whose conversions it holds
-   * locked) and inserts the new rows, in statements of at most WRITE_CHUNK rows of each kind. An
-   * update keeps the row's key, so it does not re-check the foreign keys; an insert does.
+   * Deletes and updates by (profile, `ctid`) (rows read in this transaction, whose conversions it
+   * holds locked) and inserts the new rows, in statements of at most WRITE_CHUNK rows of each kind.
+   * No per-row foreign-key checks (migration 0066, decision 0131): the caller holds the conversions
+   * locked and the profiles' crediting lock, and wrote rows only for touches it read under it.
    */
-  readonly write: (gone: ReadonlyArray<string>, changed: ChangedCredits, added: CreditColumns) => Repo<void>
+  readonly write: (gone: GoneCredits, changed: ChangedCredits, added: CreditColumns) => Repo<void>
   /** Deletes every credit row of the conversion (in the caller's transaction). */
   readonly clear: (conversionId: string) => Repo<void>
 }>()("svc/CreditsRepo") {
@@ -99,16 +108,16 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
       const sql = yield* SqlClient
       const decodeStored = Schema.decodeUnknownEffect(StoredCredits)
 
-      const stored = (ids: ReadonlyArray<string>) =>
+      const stored = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) =>
         Effect.flatMap(
           // Decoded column by column (StoredCredits) once the rows are turned into columns.
           sql`
             SELECT a.ctid::text AS ctid, a.conversion_id::text AS conversion, a.model, a.touch_id::text AS touch, a.position,
                    a.credit_share::text AS share, a.is_credited AS credited, a.in_window
-            FROM unnest(${ids}::uuid[]) AS x(id)
+            FROM unnest(${ids}::uuid[], ${profiles}::uuid[]) AS x(id, profile_id)
             CROSS JOIN LATERAL (
               SELECT a.ctid, a.conversion_id, a.model, a.touch_id, a.position, a.credit_share, a.is_credited, a.in_window
-              FROM attribution_credits a WHERE a.conversion_id = x.id OFFSET 0
+              FROM attribution_credits a WHERE a.conversion_id = x.id AND a.profile_id = x.profile_id OFFSET 0
             ) a`,
           (rows) => {
             const columns: Record<keyof typeof StoredCredits.fields, Array<unknown>> = {
@@ -135,30 +144,35 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
           }
         )
 
-      const writeChunk = (gone: ReadonlyArray<string>, changed: ChangedCredits, added: CreditColumns) =>
+      const writeChunk = (gone: GoneCredits, changed: ChangedCredits, added: CreditColumns) =>
         sql`
           WITH gone AS (
-            DELETE FROM attribution_credits WHERE ctid = ANY(${gone}::tid[])
+            DELETE FROM attribution_credits a USING unnest(${gone.profile}::uuid[], ${gone.ctid}::tid[]) AS u(profile_id, ctid)
+            WHERE a.ctid = u.ctid AND a.profile_id = u.profile_id
           ),
           changed AS (
             UPDATE attribution_credits a
             SET position = u.position, credit_share = u.credit_share, is_credited = u.is_credited, in_window = u.in_window
-            FROM unnest(${changed.ctid}::tid[], ${changed.position}::int[], ${changed.share}::numeric[],
+            FROM unnest(${changed.profile}::uuid[], ${changed.ctid}::tid[], ${changed.position}::int[], ${changed.share}::numeric[],
                         ${changed.credited}::boolean[], ${changed.inWindow}::boolean[])
-              AS u(ctid, position, credit_share, is_credited, in_window)
-            WHERE a.ctid = u.ctid
+              AS u(profile_id, ctid, position, credit_share, is_credited, in_window)
+            WHERE a.ctid = u.ctid AND a.profile_id = u.profile_id
           )
           INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
           SELECT * FROM unnest(
             ${added.profile}::uuid[], ${added.conversion}::uuid[], ${added.model}::text[], ${added.touch}::uuid[], ${added.position}::int[],
             ${added.share}::numeric[], ${added.credited}::boolean[], ${added.inWindow}::boolean[])`
 
-      const write = (gone: ReadonlyArray<string>, changed: ChangedCredits, added: CreditColumns) =>
+      const write = (gone: GoneCredits, changed: ChangedCredits, added: CreditColumns) =>
         Effect.gen(function*() {
           // Bounded statements: at most WRITE_CHUNK rows of each kind per statement.
-          for (let start = 0; start < Math.max(gone.length, changed.ctid.length, added.conversion.length); start += WRITE_CHUNK) {
+          for (let start = 0; start < Math.max(gone.ctid.length, changed.ctid.length, added.conversion.length); start += WRITE_CHUNK) {
             const end = start + WRITE_CHUNK
-            yield* writeChunk(gone.slice(start, end), sliceChanged(changed, start, end), sliceColumns(added, start, end))
+            yield* writeChunk(
+              { profile: gone.profile.slice(start, end), ctid: gone.ctid.slice(start, end) },
+              sliceChanged(changed, start, end),
+              sliceColumns(added, start, end)
+            )
           }
         })
 

@@ -103,6 +103,10 @@ export const ClaimedJob = Schema.Struct({
 })
 export type ClaimedJob = typeof ClaimedJob.Type
 
+/** A replay's split: `parts` customer partitions, of which `done` are committed (decision 0131). */
+export const ReplayPlan = Schema.Struct({ parts: Schema.Int, done: Schema.Array(Schema.Int) })
+export type ReplayPlan = typeof ReplayPlan.Type
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class ReplayQueue extends Context.Service<ReplayQueue, {
@@ -137,6 +141,17 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
   readonly renew: (job: ClaimedJob, progress: number, total: number | null, leaseSeconds: number) => Repo<boolean>
   /** Fenced renewal after a batch: adds `done` to `progress`; false when the job is no longer ours. */
   readonly advance: (job: ClaimedJob, done: number, leaseSeconds: number) => Repo<boolean>
+  /**
+   * Fenced: how the replay splits its profile (decision 0131). The first attempt records `parts`;
+   * a later attempt gets the count recorded then and the parts already committed, to skip them.
+   * None when the job is no longer ours.
+   */
+  readonly plan: (job: ClaimedJob, parts: number) => Repo<Option.Option<ReplayPlan>>
+  /**
+   * Fenced renewal after a part, in the part's transaction: adds `done` to `progress` and records
+   * the part as committed; false when the job is no longer ours.
+   */
+  readonly advancePart: (job: ClaimedJob, part: number, done: number, leaseSeconds: number) => Repo<boolean>
   /** Fenced: the job succeeded with `progress`; false when it is no longer ours. */
   readonly succeed: (job: ClaimedJob, progress: number) => Repo<boolean>
   /**
@@ -156,6 +171,7 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
       const firstId = decodeFirstRow(Schema.Struct({ id: Schema.String }))
       const firstClaimed = decodeFirstRow(ClaimedJob)
       const firstCount = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
+      const firstPlan = decodeFirstRow(ReplayPlan)
 
       /** The columns of `ReplayJobRow`, from `work_jobs j`. */
       const columns = sql`j.id::text AS job_id, j.profile_id::text AS profile_id, j.state, j.reason, j.progress, j.total, j.attempts,
@@ -230,6 +246,24 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
           (rows) => rows.length === 1
         )
 
+      const plan = (job: ClaimedJob, parts: number) =>
+        firstPlan(sql`
+          UPDATE work_jobs SET parts = COALESCE(parts, ${Math.max(1, Math.floor(parts))}::int)
+          WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+          RETURNING parts, parts_done AS done`)
+
+      const advancePart = (job: ClaimedJob, part: number, done: number, leaseSeconds: number) =>
+        Effect.map(
+          sql`
+            UPDATE work_jobs
+            SET progress = progress + ${done}, total = GREATEST(total, progress + ${done}),
+                parts_done = array_append(parts_done, ${part}::int),
+                lease_until = now() + make_interval(secs => ${leaseSeconds})
+            WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'
+            RETURNING id`,
+          (rows) => rows.length === 1
+        )
+
       const succeed = (job: ClaimedJob, progress: number) =>
         Effect.map(
           sql`
@@ -258,7 +292,21 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
           WHERE id = ${job.id} AND attempts = ${job.attempts} AND state = 'running'`)
 
       return {
-        ...atDatabaseBoundary({ enqueue, lockProfile, latest, find, anyClaimable, claim, renew, advance, succeed, fail, release }),
+        ...atDatabaseBoundary({
+          enqueue,
+          lockProfile,
+          latest,
+          find,
+          anyClaimable,
+          claim,
+          renew,
+          advance,
+          plan,
+          advancePart,
+          succeed,
+          fail,
+          release
+        }),
         // Generic, so outside `atDatabaseBoundary`'s mapped type; the same mapping for BEGIN and COMMIT.
         transaction: (effect) => orDatabaseUnavailable(sql.withTransaction(effect))
       }
