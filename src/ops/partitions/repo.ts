@@ -44,12 +44,13 @@ export class PartitionsRepo extends Context.Service<PartitionsRepo, {
       const sql = yield* SqlClient
       const many = decodeRows(PartitionRow)
 
-      // The bounds as the catalogue prints them (a timestamptz literal with its offset), read back as instants.
+      // The bounds as the catalogue prints them (a timestamptz literal with its offset), read back as
+      // instants; the brackets spare the pattern a backslash (the template would cook it away).
       const list = (table: string) =>
         many(sql`
           SELECT c.relname AS name,
-            (extract(epoch FROM (regexp_match(b.bound, 'FROM \(''([^'']+)''\)'))[1]::timestamptz) * 1000)::float8 AS from_ms,
-            (extract(epoch FROM (regexp_match(b.bound, 'TO \(''([^'']+)''\)'))[1]::timestamptz) * 1000)::float8 AS to_ms,
+            (extract(epoch FROM (regexp_match(b.bound, 'FROM [(]''([^'']+)''[)]'))[1]::timestamptz) * 1000)::float8 AS from_ms,
+            (extract(epoch FROM (regexp_match(b.bound, 'TO [(]''([^'']+)''[)]'))[1]::timestamptz) * 1000)::float8 AS to_ms,
             b.bound = 'DEFAULT' AS is_default
           FROM pg_inherits i
           JOIN pg_class c ON c.oid = i.inhrelid
