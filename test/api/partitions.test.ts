@@ -133,7 +133,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
     Effect.sync(() => {
       assert.deepStrictEqual(
         Object.fromEntries(PARTITIONED_TABLES.map((entry) => [entry.table, entry.retentionDays])),
-        { outbox: 90, webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, pii_access_log: 365 }
+        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, pii_access_log: 365 }
       )
     }))
 

@@ -3,7 +3,7 @@
  * keeps its rows. The partition maintenance creates each table's months ahead and drops a
  * partition once its whole range is past the retention: rows go by the partition, never by a
  * DELETE. A table joins by converting it in a migration (see migration 0068's conversion) and
- * adding one entry here; `touches`, `conversions` and `attribution_credits` are the next ones.
+ * adding one entry here; `outbox`, `touches`, `conversions` and `attribution_credits` are the next ones.
  */
 import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/retention.ts"
 import { REQUEST_LOG_RETENTION_DAYS } from "../../../schema/request-logs.ts"
@@ -19,13 +19,13 @@ export interface PartitionedTable {
   readonly source: string
 }
 
-/** The spec's window for `GET /api/v1/outcomes/recorded`, which reads the outbox. */
-export const OUTBOX_RETENTION_DAYS = 90
-/** Decision 0133: the spec names no window for the delivery logs. */
+/**
+ * Decision 0133: the spec names no window for the delivery logs; 90 days is its window for the
+ * outbox they deliver from (`GET /api/v1/outcomes/recorded`), which joins this registry next.
+ */
 export const DELIVERY_LOG_RETENTION_DAYS = 90
 
 export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
-  { table: "outbox", column: "created_at", retentionDays: OUTBOX_RETENTION_DAYS, source: "spec: outcome replay, 90-day window" },
   {
     table: "webhook_delivery_attempts",
     column: "attempted_at",
