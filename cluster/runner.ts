@@ -23,7 +23,7 @@ import { CampaignLayer } from "./Campaign.ts"
 import { ExperimentLayer } from "./Experiment.ts"
 import { ExperimentEngine } from "../src/experiments/engine.ts"
 import { SwitchbackDaysLayer } from "../src/experiments/cron.ts"
-import { RequestLogRetentionLayer } from "../src/ops/request-logs/cron.ts"
+import { PartitionMaintenanceLayer } from "../src/ops/partitions/cron.ts"
 import { HandOffLayer } from "./HandOff.ts"
 import { ProfileLayer } from "./Profile.ts"
 import type { AttributionBackfills } from "../src/accounts/entitlements/backfills.ts"
@@ -84,8 +84,8 @@ export const ClusterLayer: Layer.Layer<
   ExperimentLayer.pipe(Layer.provide(ExperimentEngine.layer), Layer.provide([ProvidersLayer, SecretBox.layer])),
   // The switchbacks' day tick (decision 0124): once per cluster, every few minutes.
   SwitchbackDaysLayer,
-  // The request log's retention (decision 0130): once per cluster, every hour.
-  RequestLogRetentionLayer
+  // The partitioned logs' months ahead and retention (decision 0133): once per cluster, every hour.
+  PartitionMaintenanceLayer
 ).pipe(
   Layer.provideMerge(Layer.unwrap(AppConfig.useSync(shardingLayer)))
 )

@@ -50,6 +50,16 @@ export const requestLogDropped = Metric.counter("svc.request_log.dropped", {
   incremental: true
 })
 
+export const partitionsCreated = Metric.counter("svc.partitions.created", {
+  description: "Monthly partitions the partition maintenance created ahead (decision 0133), by table",
+  incremental: true
+})
+
+export const partitionsDropped = Metric.counter("svc.partitions.dropped", {
+  description: "Partitions the partition maintenance dropped past their table's retention (decision 0133), by table",
+  incremental: true
+})
+
 export const queueDepth = Metric.gauge("svc.queue.depth", {
   description: "Rows waiting in a durable queue, by queue (outbox, replays, sync_jobs)"
 })
@@ -144,6 +154,8 @@ const serviceFamilies: ReadonlyArray<MetricFamily> = [
   recorderBatchSize,
   recorderCommitDuration,
   requestLogDropped,
+  partitionsCreated,
+  partitionsDropped,
   queueDepth,
   queueLag,
   rollupLag,

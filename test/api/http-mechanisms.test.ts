@@ -12,7 +12,6 @@ import {
 } from "../support/app.ts"
 import { ProbeApp } from "../support/probe-api.ts"
 import { SqlClient } from "effect/sql/SqlClient"
-import { PiiAccessLog } from "../../src/kernel/audit/pii-access.ts"
 
 const json = (body: unknown, headers: Record<string, string> = {}) => ({
   method: "POST",
@@ -270,19 +269,6 @@ layer(
             profile_id: "00000000-0000-4000-8000-000000000001"
           }
         ])
-      }))
-
-    it.effect("rows older than 365 days are purged", () =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient
-        const workspaceId = crypto.randomUUID()
-        yield* sql`INSERT INTO pii_access_log (id, occurred_at, workspace_id, actor_kind, route, result) VALUES
-                   (${crypto.randomUUID()}, now() - interval '366 days', ${workspaceId}, 'api_key', 'GET /x', 'allowed'),
-                   (${crypto.randomUUID()}, now() - interval '364 days', ${workspaceId}, 'api_key', 'GET /x', 'allowed')`
-        const purged = yield* (yield* PiiAccessLog).purge
-        assert.isAtLeast(purged, 1)
-        const [left] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pii_access_log WHERE workspace_id = ${workspaceId}`
-        assert.strictEqual(left?.n, 1)
       }))
   })
 

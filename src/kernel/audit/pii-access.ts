@@ -1,18 +1,14 @@
 /**
  * The PII access log: who read customer or visitor personal data, when, through which route,
  * and with what result. Written by the Authentication middleware for every operation whose
- * policy says it answers person data; kept 365 days (older rows are purged in the background
- * and never answered).
+ * policy says it answers person data; kept 365 days (never answered older; the table is
+ * partitioned by month and the partition maintenance drops a month past the retention, decision 0133).
  */
-import { Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { PrincipalShape } from "../principal.ts"
 import { CurrentRequestId } from "../../platform/request-id.ts"
 import { PiiAccessRepo } from "./repo.ts"
-
-/** How often each runner deletes rows past retention (the delete is idempotent across runners). */
-const PURGE_EVERY = Duration.hours(6)
-const PURGE_FIRST_AFTER = Duration.minutes(1)
 
 export interface PiiAccess {
   readonly principal: PrincipalShape
@@ -48,8 +44,6 @@ export const piiResultOf = (status: number): string =>
 
 export class PiiAccessLog extends Context.Service<PiiAccessLog, {
   readonly record: (access: PiiAccess) => Effect.Effect<void, DatabaseUnavailable>
-  /** Deletes rows older than the retention; answers how many went. */
-  readonly purge: Effect.Effect<number, DatabaseUnavailable>
 }>()("svc/PiiAccessLog") {
   static readonly layer = Layer.effect(PiiAccessLog)(
     Effect.gen(function*() {
@@ -69,18 +63,7 @@ export class PiiAccessLog extends Context.Service<PiiAccessLog, {
         })
       })
 
-      const purge = repo.purge.pipe(Effect.withSpan("PiiAccessLog.purge"))
-
-      // The first purge waits a minute: start-up (and its readiness checks) go first.
-      yield* purge.pipe(
-        Effect.delay(PURGE_FIRST_AFTER),
-        Effect.tap((purged) => purged > 0 ? Effect.logInfo("purged PII access log rows past retention", { purged }) : Effect.void),
-        Effect.catch((error) => Effect.logWarning("PII access log purge failed; retried later", error)),
-        Effect.repeat(Schedule.spaced(PURGE_EVERY)),
-        Effect.forkScoped
-      )
-
-      return { record, purge }
+      return { record }
     })
   ).pipe(Layer.provide(PiiAccessRepo.layer))
 }

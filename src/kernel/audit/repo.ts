@@ -8,7 +8,6 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import type { PrincipalShape } from "../principal.ts"
 import { atDatabaseBoundary } from "../../platform/database.ts"
 import { CurrentRequestId } from "../../platform/request-id.ts"
-import { PII_LOG_RETENTION_DAYS } from "./retention.ts"
 
 export interface AuditEntry {
   /** The event's id when the caller names it (e.g. a merge, undone later through its audit log id); default: a fresh one. */
@@ -78,8 +77,6 @@ export interface PiiAccessRow {
 
 export class PiiAccessRepo extends Context.Service<PiiAccessRepo, {
   readonly insert: (row: PiiAccessRow) => Effect.Effect<void, DatabaseUnavailable>
-  /** Deletes rows older than the retention; answers how many went. */
-  readonly purge: Effect.Effect<number, DatabaseUnavailable>
 }>()("svc/PiiAccessRepo") {
   static readonly layer = Layer.effect(PiiAccessRepo)(
     Effect.gen(function*() {
@@ -89,11 +86,7 @@ export class PiiAccessRepo extends Context.Service<PiiAccessRepo, {
           INSERT INTO pii_access_log (id, workspace_id, profile_id, actor_kind, actor_id, route, result, request_id)
           VALUES (${crypto.randomUUID()}, ${row.workspaceId}, ${row.profileId}, ${row.actorKind}, ${row.actorId},
                   ${row.route}, ${row.result}, ${row.requestId})`)
-      const purge = Effect.map(
-        sql`DELETE FROM pii_access_log WHERE occurred_at < now() - make_interval(days => ${PII_LOG_RETENTION_DAYS}) RETURNING id`,
-        (rows) => rows.length
-      )
-      return atDatabaseBoundary({ insert, purge })
+      return atDatabaseBoundary({ insert })
     })
   )
 }

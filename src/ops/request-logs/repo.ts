@@ -1,10 +1,13 @@
 /**
  * The owner of `request_logs` (decision 0130): a profile's recent `/api/v1` requests, written in
- * batches (one statement per batch), listed newest first, deleted after the retention.
+ * batches (one statement per batch), listed newest first within the retention. The table is
+ * partitioned by month (decision 0133): the partition maintenance drops a month once it is past the
+ * retention, so rows a little older than the retention may still be stored; the list never answers them.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { REQUEST_LOG_RETENTION_DAYS } from "../../../schema/request-logs.ts"
 import type { RequestLogEntry } from "../../kernel/request-log.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 
@@ -40,8 +43,6 @@ export class RequestLogsRepo extends Context.Service<RequestLogsRepo, {
   readonly insert: (entries: ReadonlyArray<RequestLogEntry>) => Repo<void>
   /** The profile's entries matching the filter, newest first, before the keyset; `limit` + 1 rows. */
   readonly list: (filter: RequestLogFilter) => Repo<ReadonlyArray<RequestLogRow>>
-  /** Deletes up to `limit` rows older than `days` days, oldest first; answers how many went. */
-  readonly purgeOlderThan: (days: number, limit: number) => Repo<number>
 }>()("svc/RequestLogsRepo") {
   static readonly layer = Layer.effect(RequestLogsRepo)(
     Effect.gen(function*() {
@@ -71,6 +72,7 @@ export class RequestLogsRepo extends Context.Service<RequestLogsRepo, {
             AND ${status === undefined ? sql`true` : sql`status BETWEEN ${status.from} AND ${status.to}`}
             AND ${method === undefined ? sql`true` : sql`method = ${method}`}
             AND ${pathPrefix === undefined ? sql`true` : sql`starts_with(path, ${pathPrefix})`}
+            AND created_at >= now() - make_interval(days => ${REQUEST_LOG_RETENTION_DAYS})
             AND ${requestId === undefined ? sql`true` : sql`request_id = ${requestId}`}
             AND ${Option.match(before, {
           onNone: () => sql`true`,
@@ -79,20 +81,7 @@ export class RequestLogsRepo extends Context.Service<RequestLogsRepo, {
           ORDER BY created_at DESC, id DESC
           LIMIT ${limit + 1}`)
 
-      // Bounded: one walk of `request_logs_created_at` from its oldest end, `limit` rows at most.
-      const purgeOlderThan = (days: number, limit: number) =>
-        Effect.map(
-          sql<{ readonly id: string }>`
-            DELETE FROM request_logs r
-            USING (SELECT profile_id, created_at, id FROM request_logs
-                   WHERE created_at < now() - make_interval(days => ${days})
-                   ORDER BY created_at LIMIT ${limit}) old
-            WHERE r.profile_id = old.profile_id AND r.created_at = old.created_at AND r.id = old.id
-            RETURNING r.id`,
-          (rows) => rows.length
-        )
-
-      return atDatabaseBoundary({ insert, list, purgeOlderThan })
+      return atDatabaseBoundary({ insert, list })
     })
   )
 }

@@ -1,17 +1,15 @@
 /**
  * A profile's recent API requests (issue 33, decision 0130): the list behind
- * `GET /api/v1/request-logs`, and the retention that deletes what is older than 7 days.
+ * `GET /api/v1/request-logs`, which answers the last 7 days (older months are dropped by the
+ * partition maintenance, decision 0133).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { DatabaseUnavailable, InvalidParameter } from "../../../schema/errors.ts"
 import { isUuid } from "../../../schema/common.ts"
-import { REQUEST_LOG_RETENTION_DAYS, type RequestLog, type RequestLogsQuery } from "../../../schema/request-logs.ts"
+import { type RequestLog, type RequestLogsQuery } from "../../../schema/request-logs.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { DEFAULT_PAGE_SIZE, parseCursor, toPage } from "../../platform/pagination.ts"
 import { type RequestLogRow, RequestLogsRepo } from "./repo.ts"
-
-/** Rows one retention statement deletes at most; the pass repeats until none is left. */
-const PURGE_BATCH = 5_000
 
 /** `4xx` as the range 400-499, `404` as itself. */
 const statusRange = (status: string | undefined) => {
@@ -41,8 +39,6 @@ export class RequestLogs extends Context.Service<RequestLogs, {
     { readonly data: ReadonlyArray<RequestLog>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
     DatabaseUnavailable | InvalidParameter
   >
-  /** Deletes every entry past the retention, a bounded batch per statement; answers how many went. */
-  readonly purgeExpired: Effect.Effect<number, DatabaseUnavailable>
 }>()("svc/RequestLogs") {
   static readonly layer = Layer.effect(RequestLogs)(
     Effect.gen(function*() {
@@ -66,16 +62,7 @@ export class RequestLogs extends Context.Service<RequestLogs, {
         return toPage(rows, limit, render)
       })
 
-      const purgeExpired = Effect.gen(function*() {
-        let total = 0
-        while (true) {
-          const purged = yield* repo.purgeOlderThan(REQUEST_LOG_RETENTION_DAYS, PURGE_BATCH)
-          total += purged
-          if (purged < PURGE_BATCH) return total
-        }
-      }).pipe(Effect.withSpan("RequestLogs.purgeExpired"))
-
-      return { list, purgeExpired }
+      return { list }
     })
   ).pipe(Layer.provide(RequestLogsRepo.layer))
 }

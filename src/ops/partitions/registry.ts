@@ -1,0 +1,48 @@
+/**
+ * The tables kept as monthly range partitions (issue 35 part 3, decision 0133) and how long each
+ * keeps its rows. The partition maintenance creates each table's months ahead and drops a
+ * partition once its whole range is past the retention: rows go by the partition, never by a
+ * DELETE. A table joins by converting it in a migration (see migration 0068's conversion) and
+ * adding one entry here; `outbox`, `touches`, `conversions` and `attribution_credits` are the next ones.
+ */
+import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/retention.ts"
+import { REQUEST_LOG_RETENTION_DAYS } from "../../../schema/request-logs.ts"
+
+export interface PartitionedTable {
+  /** The partitioned (parent) table. */
+  readonly table: string
+  /** The timestamptz column its range is over (part of its primary key). */
+  readonly column: string
+  /** Rows older than this many days are not kept: a month whose end is older is dropped. */
+  readonly retentionDays: number
+  /** Where the retention comes from. */
+  readonly source: string
+}
+
+/**
+ * Decision 0133: the spec names no window for the delivery logs; 90 days is its window for the
+ * outbox they deliver from (`GET /api/v1/outcomes/recorded`), which joins this registry next.
+ */
+export const DELIVERY_LOG_RETENTION_DAYS = 90
+
+export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
+  {
+    table: "webhook_delivery_attempts",
+    column: "attempted_at",
+    retentionDays: DELIVERY_LOG_RETENTION_DAYS,
+    source: "decision 0133"
+  },
+  { table: "export_deliveries", column: "created_at", retentionDays: DELIVERY_LOG_RETENTION_DAYS, source: "decision 0133" },
+  { table: "request_logs", column: "created_at", retentionDays: REQUEST_LOG_RETENTION_DAYS, source: "decision 0130" },
+  { table: "pii_access_log", column: "occurred_at", retentionDays: PII_LOG_RETENTION_DAYS, source: "spec: PII access log, retained 365 days" }
+]
+
+/** Months created ahead of the current one (the current month always exists too). */
+export const MONTHS_AHEAD = 2
+
+/** The name of a table's partition for the month starting at `from` (UTC). */
+export const partitionName = (table: string, from: Date) =>
+  `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
+
+/** The first instant (UTC) of the month `offset` months after the one holding `at`. */
+export const monthStart = (at: Date, offset: number) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + offset, 1))

@@ -1,0 +1,210 @@
+/**
+ * Monthly partitions (issue 35 part 3, decision 0133), on the migrated catalogue of whichever
+ * database the run uses (PostgreSQL or the embedded one):
+ *
+ * - migration 0068's conversion keeps a table's rows where they are (the old table becomes the
+ *   first partition), its keys with the partition column, its identity's values continuing;
+ * - the registered tables are partitioned, with the current month and two more in place;
+ * - the maintenance creates months ahead, once, and drops a partition past the retention whole
+ *   (its rows go with it; younger partitions keep every row), and skips a table another runner holds.
+ *
+ * The conversions and passes over probe tables run in a transaction rolled back at the end, so
+ * nothing they make outlives the test.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { toMonthlyPartitions } from "../../migrations/0068_partitioned_logs.ts"
+import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable } from "../../src/ops/partitions/registry.ts"
+import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
+import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"
+import { AppConfig } from "../../src/platform/config.ts"
+import { DatabaseLayer } from "../../src/platform/database.ts"
+import { testSettings } from "../support/app.ts"
+
+const database = DatabaseLayer.pipe(Layer.provide(AppConfig.layerWith(testSettings())))
+const services = Layer.mergeAll(PartitionMaintenance.layer, PartitionsRepo.layer).pipe(Layer.provideMerge(database))
+
+class RolledBack {
+  readonly _tag = "RolledBack"
+}
+
+/** Runs `effect` in a transaction that is rolled back once it is done (its assertions already made). */
+const rolledBack = <E, R>(effect: Effect.Effect<void, E, R>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const failed = yield* sql.withTransaction(Effect.andThen(effect, Effect.fail(new RolledBack()))).pipe(Effect.flip)
+    assert.instanceOf(failed, RolledBack)
+  })
+
+const partitionsOf = (table: string) =>
+  Effect.map(PartitionsRepo.use((repo) => repo.list(table)), (rows) => rows.map((row) => row.name))
+
+/** A plain table of the shape the logs have, with rows from `months` (offsets from now) and an identity key. */
+const probe = (table: string, months: ReadonlyArray<number>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    yield* sql.unsafe(`CREATE TABLE ${table} (
+      id bigint GENERATED ALWAYS AS IDENTITY,
+      profile_id uuid NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      note text CHECK (char_length(note) <= 20),
+      PRIMARY KEY (id, profile_id))`)
+    yield* sql.unsafe(`CREATE INDEX ${table}_note ON ${table} (profile_id, note)`)
+    yield* sql.unsafe(`COMMENT ON TABLE ${table} IS 'local: a probe'`)
+    for (const [n, offset] of months.entries()) {
+      yield* sql.unsafe(
+        `INSERT INTO ${table} (profile_id, created_at, note) VALUES (gen_random_uuid(), now() + make_interval(months => ${offset}), 'row ${n}')`
+      )
+    }
+  })
+
+layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
+  it.effect("the conversion keeps the rows in place, the keys with the month column, the identity's values going on", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* probe("partition_probe", [-14, -3, -1, 0, 0])
+      const before = yield* sql<{ id: string; note: string }>`SELECT id::text, note FROM partition_probe ORDER BY id`
+      yield* toMonthlyPartitions({ table: "partition_probe", column: "created_at" })
+
+      const [kind] = yield* sql<{ relkind: string; comment: string | null }>`
+        SELECT relkind::text AS relkind, obj_description(oid, 'pg_class') AS comment FROM pg_class WHERE oid = 'partition_probe'::regclass`
+      assert.deepStrictEqual(kind, { relkind: "p", comment: "local: a probe" })
+      // Every row kept, in the old table, now the first partition.
+      assert.deepStrictEqual(yield* sql<{ id: string; note: string }>`SELECT id::text, note FROM partition_probe ORDER BY id`, before)
+      const [legacy] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM partition_probe_legacy`
+      assert.strictEqual(legacy?.n, 5)
+      const names = yield* partitionsOf("partition_probe")
+      const next = monthStart(new Date(), 1)
+      assert.deepStrictEqual(names.length, 1 + MONTHS_AHEAD)
+      assert.include(names, "partition_probe_legacy")
+      // The key carries the month column; the other index and the check are on the parent too.
+      const [key] = yield* sql<{ def: string }>`
+        SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'partition_probe'::regclass AND contype = 'p'`
+      assert.strictEqual(key?.def, "PRIMARY KEY (id, profile_id, created_at)")
+      const indexes = yield* sql<{ name: string }>`
+        SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE i.indrelid = 'partition_probe'::regclass ORDER BY c.relname`
+      assert.deepStrictEqual(indexes.map((row) => row.name), ["partition_probe_note", "partition_probe_pkey"])
+      // The ids go on from the identity's last value; a row of next month lands in next month's partition.
+      const [added] = yield* sql<{ id: string; part: string }>`
+        INSERT INTO partition_probe (profile_id, created_at, note) VALUES (gen_random_uuid(), ${next.toISOString()}::timestamptz + interval '1 hour', 'next')
+        RETURNING id::text, tableoid::regclass::text AS part`
+      assert.strictEqual(Number(added?.id), Number(before.at(-1)?.id) + 1)
+      assert.strictEqual(added?.part, `partition_probe_p${next.getUTCFullYear()}${String(next.getUTCMonth() + 1).padStart(2, "0")}`)
+      // The check came along (tried in a savepoint: the failed statement must not end the transaction).
+      const refused = yield* sql.withTransaction(sql`INSERT INTO partition_probe (profile_id, note) VALUES (gen_random_uuid(), repeat('x', 21))`).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(refused))
+    })))
+
+  it.effect("the conversion of an empty table gives the same shape", () =>
+    rolledBack(Effect.gen(function*() {
+      yield* probe("partition_probe_empty", [])
+      yield* toMonthlyPartitions({ table: "partition_probe_empty", column: "created_at" })
+      assert.strictEqual((yield* partitionsOf("partition_probe_empty")).length, 1 + MONTHS_AHEAD)
+    })))
+
+  it.effect("every registered table is partitioned by its column, its key carries it, and this month and two more exist", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      for (const entry of PARTITIONED_TABLES) {
+        const [row] = yield* sql<{ key: string; pk: string }>`
+          SELECT pg_get_partkeydef(c.oid) AS key,
+                 (SELECT pg_get_constraintdef(k.oid) FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p') AS pk
+          FROM pg_class c WHERE c.oid = to_regclass(${entry.table}) AND c.relkind = 'p'`
+        assert.strictEqual(row?.key, `RANGE (${entry.column})`, entry.table)
+        assert.include(row?.pk ?? "", entry.column, entry.table)
+        const parts = yield* PartitionsRepo.use((repo) => repo.list(entry.table))
+        const now = new Date()
+        for (let offset = 0; offset <= MONTHS_AHEAD; offset++) {
+          const at = monthStart(now, offset).getTime()
+          assert.isTrue(
+            parts.some((part) => (part.from_ms === null || part.from_ms <= at) && (part.to_ms === null || part.to_ms > at)),
+            `${entry.table}: month +${offset}`
+          )
+        }
+      }
+      // A pass now has nothing to create (the migration made the months) and nothing to drop.
+      const passes = yield* PartitionMaintenance.use((maintenance) => maintenance.run())
+      for (const pass of passes) assert.deepStrictEqual(pass, { table: pass.table, created: [], dropped: [], skipped: false })
+    }))
+
+  it.effect("the retentions are the spec's where it gives one and decision 0133's elsewhere", () =>
+    Effect.sync(() => {
+      assert.deepStrictEqual(
+        Object.fromEntries(PARTITIONED_TABLES.map((entry) => [entry.table, entry.retentionDays])),
+        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, pii_access_log: 365 }
+      )
+    }))
+
+  it.effect("the maintenance creates the months ahead once, and drops a partition past the retention whole", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* probe("partition_probe_kept", [-1, 0])
+      yield* toMonthlyPartitions({ table: "partition_probe_kept", column: "created_at" })
+      const entry: PartitionedTable = { table: "partition_probe_kept", column: "created_at", retentionDays: 30, source: "test" }
+      const maintenance = yield* PartitionMaintenance
+      const base = new Date()
+      const monthName = (offset: number) => {
+        const from = monthStart(base, offset)
+        return `partition_probe_kept_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
+      }
+
+      // Now: the migration's months are there; nothing to do, twice.
+      assert.deepStrictEqual(yield* maintenance.run({ tables: [entry], now: base }), [
+        { table: entry.table, created: [], dropped: [], skipped: false }
+      ])
+      // Five days into month +3: months +3 to +5 come; the legacy partition (ended at the start of
+      // month +1) and month +1 are more than 30 days past their end, month +2 is not.
+      const later = new Date(monthStart(base, 3).getTime() + 5 * 86_400_000)
+      const [pass] = yield* maintenance.run({ tables: [entry], now: later })
+      assert.deepStrictEqual(pass?.created, [monthName(3), monthName(4), monthName(5)])
+      assert.deepStrictEqual(pass?.dropped, ["partition_probe_kept_legacy", monthName(1)])
+      // A second pass at that time changes nothing.
+      assert.deepStrictEqual(yield* maintenance.run({ tables: [entry], now: later }), [
+        { table: entry.table, created: [], dropped: [], skipped: false }
+      ])
+      assert.deepStrictEqual(yield* partitionsOf(entry.table), [monthName(2), monthName(3), monthName(4), monthName(5)].sort())
+      // The old rows went with their partition; a row in a kept month is still there.
+      yield* sql.unsafe(`INSERT INTO partition_probe_kept (profile_id, created_at, note) VALUES (gen_random_uuid(), '${monthStart(base, 2).toISOString()}', 'kept')`)
+      const rows = yield* sql<{ note: string }>`SELECT note FROM partition_probe_kept ORDER BY note`
+      assert.deepStrictEqual(rows.map((row) => row.note), ["kept"])
+      const [gone] = yield* sql<{ present: boolean }>`SELECT to_regclass('partition_probe_kept_legacy') IS NOT NULL AS present`
+      assert.isFalse(gone?.present)
+    })))
+
+  it.effect("the plan keeps a partition whose range ends inside the retention, and ignores a default partition", () =>
+    Effect.sync(() => {
+      const entry: PartitionedTable = { table: "t", column: "created_at", retentionDays: 7, source: "test" }
+      const now = new Date("2027-03-05T00:00:00Z")
+      const at = (iso: string) => new Date(iso).getTime()
+      const result = plan(entry, [
+        { name: "t_legacy", from_ms: null, to_ms: at("2027-02-01T00:00:00Z"), is_default: false },
+        { name: "t_p202702", from_ms: at("2027-02-01T00:00:00Z"), to_ms: at("2027-03-01T00:00:00Z"), is_default: false },
+        { name: "t_p202703", from_ms: at("2027-03-01T00:00:00Z"), to_ms: at("2027-04-01T00:00:00Z"), is_default: false },
+        { name: "t_default", from_ms: null, to_ms: null, is_default: true }
+      ], now)
+      // February ended 4 days ago: inside 7 days, kept; the legacy range ended 32 days ago.
+      assert.deepStrictEqual(result.drop, ["t_legacy"])
+      assert.deepStrictEqual(result.create.map((month) => month.name), ["t_p202704", "t_p202705"])
+    }))
+
+  it.effect.skipIf(process.env["DATABASE_URL"] === undefined)("a table whose maintenance lock another runner holds is skipped", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const entry = PARTITIONED_TABLES[0]!
+      const held = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      // Another session holds the table's lock in an open transaction while this pass runs.
+      const holder = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`partition_maintenance:${entry.table}`}, 0))`
+        yield* Deferred.succeed(held, undefined)
+        yield* Deferred.await(release)
+      })))
+      yield* Deferred.await(held)
+      const passes = yield* PartitionMaintenance.use((maintenance) => maintenance.run({ tables: [entry] }))
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      assert.deepStrictEqual(passes, [{ table: entry.table, created: [], dropped: [], skipped: true }])
+    }))
+})
