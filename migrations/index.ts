@@ -60,6 +60,7 @@ import m0062 from "./0062_sync_jobs_connection_queue.ts"
 import m0063 from "./0063_experiment_holdout_uploads.ts"
 import m0064 from "./0064_citus_ready.ts"
 import m0065 from "./0065_request_logs.ts"
+import m0069 from "./0069_webhook_attempt_response_body.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -127,7 +128,8 @@ export const migrations = {
   "0062_sync_jobs_connection_queue": m0062,
   "0063_experiment_holdout_uploads": m0063,
   "0064_citus_ready": m0064,
-  "0065_request_logs": m0065
+  "0065_request_logs": m0065,
+  "0069_webhook_attempt_response_body": m0069
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))
