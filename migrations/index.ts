@@ -61,7 +61,8 @@ import m0063 from "./0063_experiment_holdout_uploads.ts"
 import m0064 from "./0064_citus_ready.ts"
 import m0065 from "./0065_request_logs.ts"
 import m0066 from "./0066_bulk_credit_writes.ts"
-import m0068 from "./0068_partitioned_logs.ts"
+import m0067 from "./0067_partitioned_logs.ts"
+import m0068 from "./0068_webhook_attempt_response_body.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -131,7 +132,8 @@ export const migrations = {
   "0064_citus_ready": m0064,
   "0065_request_logs": m0065,
   "0066_bulk_credit_writes": m0066,
-  "0068_partitioned_logs": m0068
+  "0067_partitioned_logs": m0067,
+  "0068_webhook_attempt_response_body": m0068
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

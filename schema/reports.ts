@@ -138,6 +138,7 @@ export type ReportRun = typeof ReportRun.Type
 
 export const ReportRunCreated = Schema.Struct({ data: ReportRun }).pipe(HttpApiSchema.status(201))
 export const ReportRunBody = Schema.Struct({ data: ReportRun })
+export const ReportRunPage = Page(ReportRun)
 
 export const ReportParams = { id: UuidParam("The report's id") }
 export const ReportRunParams = { id: UuidParam("The report's id"), runId: UuidParam("The run's id") }

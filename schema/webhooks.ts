@@ -126,7 +126,8 @@ export const WebhookRedelivery = Schema.Struct({ data: WebhookDelivery }).annota
 /**
  * One attempt of a delivery (decision 0112): when its request started, the answer's status code
  * (null when none came: a refused target, a timeout, no request sent), how long it took (null when
- * no request was sent) and what went wrong (at most 500 characters), as Stripe and Svix log them.
+ * no request was sent), what went wrong (at most 500 characters) and the start of the answer's
+ * body (at most 1000 characters, decision 0134), as Stripe and Svix log them.
  */
 export const WebhookDeliveryAttempt = Schema.Struct({
   delivery_id: Schema.String.annotate({
@@ -138,6 +139,10 @@ export const WebhookDeliveryAttempt = Schema.Struct({
   duration_ms: Schema.NullOr(Schema.Int).annotate({ description: "How long the request took, in milliseconds; null when none was sent" }),
   error: Schema.NullOr(Schema.String).annotate({
     description: "What went wrong besides the status (`redirect_not_followed`, `endpoint_gone`, a network error, ...), at most 500 characters"
+  }),
+  response_body: Schema.NullOr(Schema.String).annotate({
+    description: "The start of the endpoint's answer, as UTF-8 text, at most 1000 characters (decision 0134); null when no answer " +
+      "came, it was empty, or the attempt was made before bodies were kept"
   })
 }).annotate({ identifier: "WebhookDeliveryAttempt" })
 export type WebhookDeliveryAttempt = typeof WebhookDeliveryAttempt.Type

@@ -17,20 +17,19 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { existsSync } from "node:fs"
 import { chromium } from "playwright-core"
 import { hashPassword } from "../../src/accounts/sessions/service.ts"
 import { MigrationsLayer } from "../../src/main/core.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
+import { CHROMIUM_ARGS, chromiumPath } from "../../test/support/chromium.ts"
 import { fmt, freePort, HOST, intFromEnv, percentile, runInProcessBench, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
 
 const TOUCHES = intFromEnv("BENCH_TOUCHES", 1_000_000, 100_000_000)
 const RUNS = intFromEnv("BENCH_RUNS", 10, 1_000)
 const GOAL_MS = 1_000
 const PASSWORD = "bench console password"
-const CHROMIUM = [process.env["CHROMIUM_PATH"], "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-  .find((path): path is string => path !== undefined && path !== "" && existsSync(path))
+const CHROMIUM = chromiumPath
 
 /** The profile kept by `bench:analytics` (made now unless BENCH_PROFILE_ID names one). */
 const keptProfile = async (): Promise<string> => {
@@ -67,7 +66,7 @@ const program = Effect.gen(function*() {
   const result = yield* Effect.promise(async () => {
     const port = await freePort()
     const service = startProcess(["src/main/node.ts"], { ...process.env, HOST, PORT: String(port), LOG_LEVEL: "Warn" }, "service")
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking"] })
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
     try {
       await waitFor(port, service.child, 120_000)
       const base = `http://${HOST}:${port}`

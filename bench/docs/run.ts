@@ -9,7 +9,7 @@
  * Settings: BENCH_DOCS_URLS (comma separated, required), BENCH_RUNS (5).
  */
 import { chromium } from "playwright-core"
-import { CHROMIUM_ARGS, chromiumPath } from "../../test/support/browser.ts"
+import { CHROMIUM_ARGS, chromiumPath } from "../../test/support/chromium.ts"
 import { intFromEnv } from "../support.ts"
 
 const urls = (process.env["BENCH_DOCS_URLS"] ?? "").split(",").filter((url) => url !== "")

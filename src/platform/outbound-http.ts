@@ -38,14 +38,17 @@ export interface OutboundRequest {
   readonly timeout: Duration.Duration
   /** Hold the URL to the public-host rule and connect to the address it checked. */
   readonly publicOnly?: PublicOnly | undefined
-  /** False: the answer's body is read and dropped (default true). */
-  readonly keepBody?: boolean | undefined
+  /**
+   * False: the answer's body is read and dropped (default true). A number: at most that many
+   * bytes of it are kept, the rest read and dropped.
+   */
+  readonly keepBody?: boolean | number | undefined
 }
 
 export interface OutboundResponse {
   readonly status: number
   readonly headers: IncomingHttpHeaders
-  /** Empty when `keepBody` was false. */
+  /** Empty when `keepBody` was false; at most `keepBody` bytes when it was a number. */
   readonly body: Buffer
 }
 
@@ -67,7 +70,7 @@ export const sendTo = (destination: Destination, request: OutboundRequest) =>
     const secure = url.protocol === "https:"
     const hostname = url.hostname.replace(/^\[|\]$/g, "")
     const body = request.body ?? ""
-    const keep = request.keepBody !== false
+    const limit = request.keepBody === false ? 0 : typeof request.keepBody === "number" ? request.keepBody : Infinity
     const outgoing = (secure ? httpsRequest : httpRequest)({
       agent: secure ? httpsAgent : httpAgent,
       host: destination.address,
@@ -79,12 +82,16 @@ export const sendTo = (destination: Destination, request: OutboundRequest) =>
       ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {})
     }, (response) => {
       const chunks: Array<Buffer> = []
+      let kept = 0
       response.on("data", (chunk: Buffer) => {
-        if (keep) chunks.push(chunk)
+        if (kept >= limit) return
+        const part = kept + chunk.length <= limit ? chunk : chunk.subarray(0, limit - kept)
+        chunks.push(part)
+        kept += part.length
       })
       response.on("end", () => {
         clearTimeout(timer)
-        resume(Effect.succeed({ status: response.statusCode ?? 0, headers: response.headers, body: keep ? Buffer.concat(chunks) : Buffer.alloc(0) }))
+        resume(Effect.succeed({ status: response.statusCode ?? 0, headers: response.headers, body: chunks.length === 0 ? Buffer.alloc(0) : Buffer.concat(chunks) }))
       })
       response.on("error", (error) => {
         clearTimeout(timer)

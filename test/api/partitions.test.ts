@@ -2,7 +2,7 @@
  * Monthly partitions (issue 35 part 3, decision 0133), on the migrated catalogue of whichever
  * database the run uses (PostgreSQL or the embedded one):
  *
- * - migration 0068's conversion keeps a table's rows where they are (the old table becomes the
+ * - migration 0067's conversion keeps a table's rows where they are (the old table becomes the
  *   first partition), its keys with the partition column, its identity's values continuing;
  * - the registered tables are partitioned, with the current month and two more in place;
  * - the maintenance creates months ahead, once, and drops a partition past the retention whole
@@ -14,7 +14,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { toMonthlyPartitions } from "../../migrations/0068_partitioned_logs.ts"
+import { toMonthlyPartitions } from "../../migrations/0067_partitioned_logs.ts"
 import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable } from "../../src/ops/partitions/registry.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
 import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"

@@ -258,6 +258,37 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         yield* close
       }))
 
+    it.effect("a batch that fails with a defect (not a database error) is dropped and counted; the writer goes on", () =>
+      Effect.gen(function*() {
+        const f = yield* fixture()
+        const droppedBefore = (yield* Metric.value(requestLogDropped)).count
+        // The real repository, except that a batch carrying a `req_defect` entry dies as a driver bug would.
+        const faulty = Layer.effect(RequestLogsRepo)(Effect.gen(function*() {
+          const real = yield* RequestLogsRepo
+          return RequestLogsRepo.of({
+            ...real,
+            insert: (entries) =>
+              entries.some((e) => e.requestId.startsWith("req_defect")) ? Effect.die(new Error("the driver cannot take this batch")) : real.insert(entries)
+          })
+        })).pipe(Layer.provide(RequestLogsRepo.layer))
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          requestLogRecorder({ flushEvery: "1 hour", shutdownFlushWithin: "10 seconds", batchSize: 2, capacity: 100 }).pipe(Layer.provide(faulty)),
+          scope
+        )
+        const sink = Context.get(context, RequestLogSink)
+        sink.offer(entry(f.profileId, "req_defect_one"))
+        sink.offer(entry(f.profileId, "req_defect_two"))
+        yield* eventually(Metric.value(requestLogDropped), (value) => value.count - droppedBefore === 2, { what: "the batch dropped and counted", within: "10 seconds" })
+        // The writer is still there: the next full batch is written.
+        sink.offer(entry(f.profileId, "req_after_one"))
+        sink.offer(entry(f.profileId, "req_after_two"))
+        yield* eventually(rowsOf(f.profileId), (rows) => rows.length === 2, { what: "the next batch written", within: "10 seconds" })
+        assert.deepStrictEqual((yield* rowsOf(f.profileId)).map((row) => row.request_id).sort(), ["req_after_one", "req_after_two"])
+        yield* Scope.close(scope, Exit.void)
+        assert.strictEqual((yield* Metric.value(requestLogDropped)).count - droppedBefore, 2)
+      }))
+
     it.effect("bounded: past its capacity the oldest entries are dropped and counted; what is held is written at shutdown", () =>
       Effect.gen(function*() {
         const f = yield* fixture()

@@ -82,7 +82,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
             token,
             outcome: "succeeded" as const,
             delaySeconds: 0,
-            attempt: { statusCode: 200, error: null, durationMs: 3 }
+            attempt: { statusCode: 200, error: null, durationMs: 3, responseBody: "ok" }
           }))).compile()
         })
         // A run's look-ahead: the 16 rows after a head of the first subscription's first batch.

@@ -31,6 +31,7 @@ interface Hook {
 interface Answer {
   readonly status: number
   readonly headers?: Record<string, string>
+  readonly body?: string
 }
 
 /** A subscriber's endpoint: records every request and answers what `answer` says for the n-th one (from 0). */
@@ -47,7 +48,7 @@ const receiver = Effect.acquireRelease(
         for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(",") : value
         const reply = answer.next(hooks.length)
         hooks.push({ headers, body: JSON.parse(raw), raw, at: Date.now() })
-        response.writeHead(reply.status, reply.headers ?? {}).end()
+        response.writeHead(reply.status, reply.headers ?? {}).end(reply.body ?? "")
       })
     })
     server.listen(0, "127.0.0.1", () => {
@@ -378,12 +379,13 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(log.find((r) => r.event_id === ids[0])?.attempts, 3)
       }))
 
-    it.effect("the attempt log keeps every attempt (500 then 200) in order with code, duration and time; a redelivery appends to it", () =>
+    it.effect("the attempt log keeps every attempt (500 then 200) in order with code, duration, time and the answer's start; a redelivery appends to it", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient
         const world = yield* fixture()
         const hooks = yield* receiver
-        hooks.answer.next = (n) => n === 0 ? { status: 500 } : { status: 200 }
+        // The 500 says why at length (6,000 bytes of two-byte characters): its first 1,000 characters are kept; the 200 says nothing.
+        hooks.answer.next = (n) => n === 0 ? { status: 500, body: "é".repeat(3000) } : { status: 200 }
         const sub = yield* subscribe(world.key, { url: hooks.url })
         const [eventId] = yield* outcomeRows(world, 1)
         const [delivery] = yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}`), (rows) => rows[0]?.status === "succeeded", {
@@ -393,9 +395,9 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         // The row keeps only the last answer; the log keeps both.
         assert.include(delivery, { event_id: eventId, attempts: 2, last_status_code: 200, last_error: null })
         const log = yield* attemptLog(world.key, delivery.id)
-        assert.deepStrictEqual(log.map((a) => [a.delivery_id, a.attempt, a.status_code, a.error]), [
-          [delivery.id, 1, 500, null],
-          [delivery.id, 2, 200, null]
+        assert.deepStrictEqual(log.map((a) => [a.delivery_id, a.attempt, a.status_code, a.error, a.response_body]), [
+          [delivery.id, 1, 500, null, "é".repeat(1000)],
+          [delivery.id, 2, 200, null, null]
         ])
         for (const entry of log) {
           assert.isTrue(Number.isInteger(entry.duration_ms) && entry.duration_ms >= 0 && entry.duration_ms < 2_000, JSON.stringify(entry))

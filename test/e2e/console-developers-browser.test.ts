@@ -12,44 +12,23 @@
  *
  * Skipped (not failed) when no Chromium executable is found (see test/support/browser.ts).
  */
-import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { createHmac } from "node:crypto"
-import { mkdirSync, readFileSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { createServer } from "node:http"
-import { createRequire } from "node:module"
 import { chromium, type Page } from "playwright-core"
-import { hashPassword } from "../../src/accounts/sessions/service.ts"
-import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { AppRoutes } from "../../src/main/app.ts"
-import { launch } from "../../src/main/launch.ts"
-import { testSettings } from "../support/app.ts"
-import { CHROMIUM_ARGS, chromiumPath, freePort } from "../support/browser.ts"
+import { CHROMIUM_ARGS, chromiumPath, freePort, seedPerson, serveOnPort, seriousViolations, signInThroughForm } from "../support/browser.ts"
 import { defineConversion } from "../support/events.ts"
 import { seedApiKey } from "../support/tenancy.ts"
 
 const appPort = await freePort()
 const appUrl = `http://127.0.0.1:${appPort}`
-/**
- * As test/support/browser.ts's serveOnPort, with the receiver's loopback address let through the
- * public-host rule (`SVC_WEBHOOK_ALLOW_HOSTS`, local development only), as test/api/webhooks.test.ts does.
- */
-const ServedApp = launch({
-  settings: testSettings({ baseUrl: appUrl, webhookAllowHosts: ["127.0.0.1"] }),
-  app: AppRoutes,
-  server: (app) =>
-    HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { port: appPort, host: "127.0.0.1" }))
-    ),
-  observability: Layer.empty
-}).pipe(Layer.provide(Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })))
+/** The receiver's loopback address let through the public-host rule (`SVC_WEBHOOK_ALLOW_HOSTS`, local development only), as test/api/webhooks.test.ts does. */
+const ServedApp = serveOnPort(appPort, { webhookAllowHosts: ["127.0.0.1"] })
 
 const ARTEFACTS = new URL("../../.artifacts/console-developers/", import.meta.url)
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
-const PASSWORD = "correct horse battery staple"
 
 const p = <A>(thunk: () => Promise<A>) => Effect.promise(thunk)
 
@@ -74,19 +53,12 @@ interface World {
 
 const seed = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const person = (role: string) =>
-    Effect.gen(function*() {
-      const id = crypto.randomUUID()
-      const email = `${role}-${id}@people.example`
-      yield* sql`INSERT INTO users (id, email, password_hash) VALUES (${id}, ${email}, ${yield* hashPassword(PASSWORD)})`
-      return { id, email }
-    })
   const workspaceId = crypto.randomUUID()
   const profileId = crypto.randomUUID()
   yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'Acme')`
   yield* sql`INSERT INTO profiles (id, workspace_id, name, currency) VALUES (${profileId}, ${workspaceId}, 'Shop EU', 'EUR')`
-  const owner = yield* person("owner")
-  const analyst = yield* person("analyst")
+  const owner = yield* seedPerson("owner")
+  const analyst = yield* seedPerson("analyst")
   yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${workspaceId}, ${owner.id}, 'owner')`
   yield* sql`INSERT INTO workspace_memberships (workspace_id, user_id, role) VALUES (${workspaceId}, ${analyst.id}, 'analyst')`
   const partner = crypto.randomUUID()
@@ -124,33 +96,7 @@ const openBrowser = Effect.gen(function*() {
   return { page, cspReports, shot, session }
 })
 
-const signIn = (page: Page, email: string) =>
-  p(async () => {
-    await page.goto(`${appUrl}/`)
-    await page.waitForSelector("#email")
-    await page.fill("#email", email)
-    await page.fill("#password", PASSWORD)
-    await page.click("button[type=submit]")
-    await page.waitForURL(/\/console\/[0-9a-f-]{36}\/overview/, { timeout: 15_000 })
-  })
-
-interface Violation {
-  readonly id: string
-  readonly impact: string | null
-  readonly nodes: number
-}
-
-const seriousViolations = (page: Page, where: string) =>
-  Effect.gen(function*() {
-    yield* p(() => page.evaluate(axeSource))
-    const violations = yield* p(() =>
-      page.evaluate<ReadonlyArray<Violation>>(
-        "axe.run(document).then((result) => result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })))"
-      )
-    )
-    console.log(`axe on ${where}: ${JSON.stringify(violations)}`)
-    return violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-  })
+const signIn = (page: Page, email: string) => signInThroughForm(page, appUrl, email)
 
 const developersPath = (profileId: string) => `/console/${profileId}/developers`
 
@@ -170,7 +116,10 @@ interface Hook {
   readonly raw: string
 }
 
-/** A subscriber's endpoint on loopback: records every request and answers 200. */
+/** What the receiver answers: markup in JSON, to see it shown as text. */
+const RECEIVER_ANSWER = '{"received":true,"note":"<b>thanks</b>"}'
+
+/** A subscriber's endpoint on loopback: records every request and answers 200 with RECEIVER_ANSWER. */
 const receiver = Effect.acquireRelease(
   Effect.callback<{ url: string; hooks: Array<Hook>; close: () => void }>((resume) => {
     const hooks: Array<Hook> = []
@@ -181,7 +130,7 @@ const receiver = Effect.acquireRelease(
         const headers: Record<string, string | undefined> = {}
         for (const [name, value] of Object.entries(request.headers)) headers[name] = Array.isArray(value) ? value.join(",") : value
         hooks.push({ headers, raw: Buffer.concat(chunks).toString("utf8") })
-        response.writeHead(200).end()
+        response.writeHead(200, { "content-type": "application/json" }).end(RECEIVER_ANSWER)
       })
     })
     server.listen(0, "127.0.0.1", () => {
@@ -310,7 +259,7 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
         const world = yield* seed
         const hooks = yield* receiver
         yield* defineConversion(world.profileId, "sale", ["purchase"], { countsAsCash: true })
-        const { key: writer } = yield* seedApiKey({ workspaceId: world.workspaceId, profileId: world.profileId }, { scopes: ["events:write"] })
+        const { key: writer } = yield* seedApiKey({ workspaceId: world.workspaceId, profileId: world.profileId }, { scopes: ["events:write", "connections:read"] })
         const { page, cspReports, shot } = yield* openBrowser
         yield* signIn(page, world.owner)
         yield* p(() => page.goto(`${appUrl}${developersPath(world.profileId)}`))
@@ -370,6 +319,13 @@ describe.skipIf(chromiumPath === undefined)("the console's Developers screen in 
           await page.waitForSelector(".attempts li[data-status-code='200']")
         })
         assert.include(yield* p(() => page.locator(".attempts li").first().innerText()), "HTTP 200")
+        // The endpoint's answer beside its status, as text (its markup not rendered), as the API logs it.
+        assert.strictEqual(yield* p(() => page.locator(".attempts li .attempt-body pre").first().innerText()), RECEIVER_ANSWER)
+        assert.strictEqual(yield* p(() => page.locator(".attempts li .attempt-body b").count()), 0)
+        const deliveryId = yield* p(() => page.locator(succeededRow).getAttribute("data-delivery-id"))
+        const logged = yield* api(`/api/v1/webhooks/deliveries/${deliveryId}/attempts`, { headers: { authorization: `Bearer ${writer}` } })
+        assert.strictEqual(logged.status, 200, logged.text)
+        assert.deepStrictEqual(logged.json.data.map((a: { status_code: number; response_body: string | null }) => [a.status_code, a.response_body]), [[200, RECEIVER_ANSWER]])
         yield* shot("05-delivery-attempts")
 
         // Resend: a second delivery of the same event, same webhook-id, fresh signature.

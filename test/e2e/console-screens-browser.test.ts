@@ -22,17 +22,16 @@ import { HttpRouter } from "effect/http"
 import { SqlClient } from "effect/sql/SqlClient"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { createServer } from "node:http"
-import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium, type Page } from "playwright-core"
-import { hashPassword } from "../../src/accounts/sessions/service.ts"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { AppRoutes } from "../../src/main/app.ts"
 import { launch } from "../../src/main/launch.ts"
 import { TestServer } from "../support/app.ts"
-import { CHROMIUM_ARGS, chromiumPath, freePort } from "../support/browser.ts"
+import { CHROMIUM_ARGS, chromiumPath, freePort, seedPerson, seriousViolations, signInThroughForm } from "../support/browser.ts"
 import { defineConversion, ingest } from "../support/events.ts"
+import { PROVIDERS } from "../../src/console/web/providers.ts"
 import { ownPortSettings } from "../support/providers.ts"
 import { seedApiKey } from "../support/tenancy.ts"
 
@@ -54,9 +53,6 @@ const ServedApp = launch({
 const executablePath = chromiumPath
 
 const ARTEFACTS = mkdtempSync(join(tmpdir(), "console-screens-"))
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
-
-const PASSWORD = "correct horse battery staple"
 
 const p = <A>(thunk: () => Promise<A>) => Effect.promise(thunk)
 
@@ -70,9 +66,7 @@ interface World {
 /** A person who owns a workspace with one profile (owners hold every scope there). */
 const seed = Effect.gen(function*() {
   const sql = yield* SqlClient
-  const userId = crypto.randomUUID()
-  const email = `${userId}@people.example`
-  yield* sql`INSERT INTO users (id, email, password_hash) VALUES (${userId}, ${email}, ${yield* hashPassword(PASSWORD)})`
+  const { id: userId, email } = yield* seedPerson("owner")
   const workspaceId = crypto.randomUUID()
   yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'Acme')`
   const profileId = crypto.randomUUID()
@@ -109,34 +103,7 @@ const apiGet = <A = unknown>(cookie: string, path: string) =>
   })
 
 /** Signs in on `/` and waits for the console's first screen. */
-const signIn = (page: Page, world: World) =>
-  p(async () => {
-    await page.goto(`${appUrl}/`)
-    await page.waitForSelector("#email")
-    await page.fill("#email", world.email)
-    await page.fill("#password", PASSWORD)
-    await page.click("button[type=submit]")
-    await page.waitForURL(`${appUrl}/console/${world.profileId}/overview`, { timeout: 15_000 })
-  })
-
-interface Violation {
-  readonly id: string
-  readonly impact: string | null
-  readonly nodes: number
-}
-
-/** axe-core run in the page (evaluated through the DevTools protocol, which the CSP does not govern). */
-const seriousViolations = (page: Page, screen: string) =>
-  Effect.gen(function*() {
-    const violations = yield* p(async () => {
-      await page.evaluate(axeSource)
-      return await page.evaluate<ReadonlyArray<Violation>>(
-        "axe.run(document).then((result) => result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })))"
-      )
-    })
-    console.log(`axe on ${screen}: ${JSON.stringify(violations)}`)
-    return violations.filter((v) => v.impact === "serious" || v.impact === "critical")
-  })
+const signIn = (page: Page, world: World) => signInThroughForm(page, appUrl, world.email, `${appUrl}/console/${world.profileId}/overview`)
 
 /** Goes to a screen through the nav, as a person would (the link marks itself the current page). */
 const openScreen = (page: Page, label: string, path: string) =>
@@ -325,7 +292,9 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
         assert.deepStrictEqual(yield* seriousViolations(page, "journeys (guest)"), [])
 
         yield* p(() => page.goto(`${appUrl}/console/${guestProfile}/connections`))
-        yield* p(() => page.waitForSelector("table.connections-table"))
+        yield* p(() => page.waitForSelector("table.connections-table tr[data-provider=adplatform]"))
+        // Every provider is listed with its status, none with a Connect button.
+        assert.strictEqual(yield* p(() => page.locator("table.connections-table tbody tr[data-status=not_connected]").count()), PROVIDERS.length)
         assert.strictEqual(yield* p(() => page.locator("button[id^=connect-]").count()), 0)
         assert.include(yield* p(() => page.locator("section.connections").innerText()), "needs the connections:write permission")
 
@@ -348,7 +317,15 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
         const { page, cspReports, shot, cookieHeader } = yield* openBrowser
         yield* signIn(page, world)
         yield* openScreen(page, "Connections", `/console/${world.profileId}/connections`)
-        yield* p(() => page.waitForSelector("table.connections-table td:has-text('No connection yet.')"))
+        // Every provider kind is listed, none connected yet, each with its Connect button.
+        yield* p(() => page.waitForSelector("table.connections-table tr[data-provider=calendar]"))
+        const listedKinds = yield* p(() =>
+          page.locator("table.connections-table tbody tr").evaluateAll((rows) =>
+            rows.map((row) => [row.getAttribute("data-provider"), row.getAttribute("data-status"), row.querySelector("td")?.textContent ?? ""])
+          )
+        )
+        assert.deepStrictEqual(listedKinds, PROVIDERS.map((provider) => [provider.kind, "not_connected", "Not connected"]))
+        assert.strictEqual(yield* p(() => page.locator("table.connections-table button[id^=connect-]").count()), PROVIDERS.length)
         assert.deepStrictEqual(yield* seriousViolations(page, "connections (empty)"), [])
         yield* shot("connections-empty")
 
@@ -423,6 +400,72 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
         assert.deepStrictEqual(cspReports.filter((report) => !report.includes("/sandbox/")), [])
       })))
 
+    it.effect("Connections: a consent that gives several accounts ends in a choice; the account chosen is connected", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const world = yield* seed
+        const { page, cspReports, shot, cookieHeader } = yield* openBrowser
+        yield* signIn(page, world)
+        yield* openScreen(page, "Connections", `/console/${world.profileId}/connections`)
+        yield* p(() => Promise.all([page.waitForURL(/\/sandbox\/adplatform\//, { timeout: 15_000 }), page.click("#connect-adplatform")]))
+        yield* p(() => page.waitForSelector("button[value=approve]"))
+        yield* p(() => page.selectOption("select[name=persona]", "two_accounts"))
+        yield* p(() =>
+          Promise.all([
+            page.waitForURL((url) => url.pathname === `/console/${world.profileId}/connections`, { timeout: 15_000 }),
+            page.click("button[value=approve]")
+          ])
+        )
+        yield* p(() => page.waitForSelector("#handoff-result[data-status=pending_selection]"))
+        assert.include(yield* p(() => page.locator("#handoff-result").innerText()), "choose the account")
+        // The picker offers the API's candidates.
+        const cookie = yield* cookieHeader
+        const pending = yield* apiGet<{ readonly data: ReadonlyArray<{ readonly handoff_id: string; readonly accounts: ReadonlyArray<{ readonly id: string; readonly name: string }> }> }>(
+          cookie,
+          `/api/v1/connections/pending/adplatform?profile_id=${world.profileId}`
+        )
+        assert.strictEqual(pending.status, 200, pending.text)
+        assert.strictEqual(pending.body.data.length, 1)
+        const accounts = pending.body.data[0]!.accounts
+        assert.strictEqual(accounts.length, 2)
+        yield* p(() => page.waitForSelector("#pending-picker"))
+        const offered = yield* p(() => page.locator("#pending-picker label.pending-account").evaluateAll((labels) => labels.map((l) => l.getAttribute("data-account-id"))))
+        assert.deepStrictEqual(offered, accounts.map((account) => account.id))
+        for (const account of accounts) assert.include(yield* p(() => page.locator(`label[data-account-id='${account.id}']`).innerText()), account.name)
+        // The address keeps the hand-off while the choice is open: a reload offers it again.
+        assert.strictEqual(new URL(page.url()).searchParams.get("handoff_id"), pending.body.data[0]!.handoff_id)
+        assert.strictEqual(new URL(page.url()).searchParams.get("status"), null)
+        yield* p(async () => {
+          await page.reload()
+          await page.waitForSelector("#pending-picker")
+        })
+        assert.deepStrictEqual(yield* seriousViolations(page, "connections (choose an account)"), [])
+        yield* shot("connections-choose-account")
+
+        // The second account, chosen from the keyboard.
+        yield* p(async () => {
+          await page.check(`label[data-account-id='${accounts[1]!.id}'] input`)
+          await page.focus("#finalize-account")
+          await page.keyboard.press("Enter")
+          await page.waitForSelector("#handoff-result[data-status=success]")
+        })
+        const connectionId = yield* p(() => page.locator("#handoff-result").getAttribute("data-connection-id"))
+        assert.include(yield* p(() => page.locator("#handoff-result").innerText()), `Ad platform: Connected`)
+        assert.include(yield* p(() => page.locator("#handoff-result").innerText()), accounts[1]!.id)
+        assert.strictEqual(yield* p(() => page.locator("#pending-picker").count()), 0)
+        yield* p(() => page.waitForURL(`${appUrl}/console/${world.profileId}/connections`))
+        yield* p(() => page.waitForSelector(`tr[data-connection-id='${connectionId}'][data-status=active]`))
+        // The API: that account is the connection, and nothing is pending any more.
+        const listed = yield* apiGet<{ readonly data: ReadonlyArray<{ readonly id: string; readonly provider_account_id: string | null }> }>(
+          cookie,
+          `/api/v1/connections?profile_id=${world.profileId}`
+        )
+        assert.deepStrictEqual(listed.body.data.map((c) => [c.id, c.provider_account_id]), [[connectionId, accounts[1]!.id]])
+        const after = yield* apiGet<{ readonly data: ReadonlyArray<unknown> }>(cookie, `/api/v1/connections/pending/adplatform?profile_id=${world.profileId}`)
+        assert.deepStrictEqual(after.body.data, [])
+        yield* shot("connections-account-chosen")
+        assert.deepStrictEqual(cspReports.filter((report) => !report.includes("/sandbox/")), [])
+      })))
+
     it.effect("Reports: save a report, generate it, download its CSV (the API's) and its PDF", () =>
       Effect.scoped(Effect.gen(function*() {
         const world = yield* seed
@@ -483,6 +526,64 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
         })
         assert.strictEqual(keyboard, apiCsv.text)
         assert.deepStrictEqual(yield* seriousViolations(page, "reports with a run"), [])
+
+        // Past runs: ten scheduled runs of the past days (one failed, without files) beside the one generated here.
+        const sql = yield* SqlClient
+        for (let day = 1; day <= 10; day++) {
+          const failed = day === 3
+          const csvText = `section,key,metric,value\r\noverview,,day,${day}\r\n`
+          yield* sql`
+            INSERT INTO report_runs (id, report_id, profile_id, trigger, slot, status, range_start, range_end, csv, pdf_base64,
+                                     csv_bytes, pdf_bytes, error, created_at, generated_at)
+            VALUES (${crypto.randomUUID()}, ${reportId}, ${world.profileId}, 'scheduled', now() - ${`${day} days`}::interval,
+                    ${failed ? "failed" : "generated"}, current_date - ${day + 7}::int, current_date - ${day}::int,
+                    ${failed ? null : csvText}, ${failed ? null : Buffer.from("%PDF-1.4 seeded").toString("base64")},
+                    ${failed ? null : Buffer.byteLength(csvText)}, ${failed ? null : 15}, ${failed ? "read_failed" : null},
+                    now() - ${`${day} days`}::interval, now() - ${failed ? null : `${day} days`}::interval)`
+        }
+        const allRuns = yield* apiGet<{ readonly data: ReadonlyArray<{ readonly id: string; readonly csv: { readonly url: string } | null }>; readonly pagination: { readonly has_next: boolean } }>(
+          cookie,
+          `/api/v1/reports/${reportId}/runs?profile_id=${world.profileId}&limit=100`
+        )
+        assert.strictEqual(allRuns.status, 200, allRuns.text)
+        assert.strictEqual(allRuns.body.data.length, 11)
+        assert.strictEqual(allRuns.body.data[0]!.id, runId)
+        const runIds = allRuns.body.data.map((run) => run.id)
+        const shownRuns = p(() => page.locator(`li[data-report-id='${reportId}'] .run`).evaluateAll((runs) => runs.map((run) => run.getAttribute("data-run-id"))))
+        // A new visit lists the past runs newest first, ten of them; the rest on request.
+        yield* p(async () => {
+          await page.reload()
+          await page.waitForSelector(`li[data-report-id='${reportId}'] button.older-runs`)
+        })
+        assert.deepStrictEqual(yield* shownRuns, runIds.slice(0, 10))
+        const failedRun = allRuns.body.data.find((run) => run.csv === null)!
+        const failedText = yield* p(() => page.locator(`.run[data-run-id='${failedRun.id}']`).innerText())
+        assert.include(failedText, "Failed")
+        assert.include(failedText, "read_failed")
+        assert.include(failedText, "No CSV")
+        assert.include(yield* p(() => page.locator(`.run[data-run-id='${runIds[1]}']`).innerText()), "scheduled")
+        yield* p(async () => {
+          await page.click(`li[data-report-id='${reportId}'] button.older-runs`)
+          await page.waitForSelector(`.run[data-run-id='${runIds[10]}']`)
+        })
+        assert.deepStrictEqual(yield* shownRuns, runIds)
+        assert.strictEqual(yield* p(() => page.locator(`li[data-report-id='${reportId}'] button.older-runs`).count()), 0)
+        // The oldest run's files are the API's.
+        const oldest = runIds[10]!
+        const oldestCsv = yield* p(async () => {
+          const [download] = await Promise.all([page.waitForEvent("download"), page.click(`#download-csv-${oldest}`)])
+          return readFileSync(await download.path(), "utf8")
+        })
+        const apiOldest = yield* apiGet(cookie, `/api/v1/reports/${reportId}/runs/${oldest}/csv?profile_id=${world.profileId}`)
+        assert.strictEqual(oldestCsv, apiOldest.text)
+        assert.include(oldestCsv, "overview,,day,10")
+        const oldestPdf = yield* p(async () => {
+          const [download] = await Promise.all([page.waitForEvent("download"), page.click(`#download-pdf-${oldest}`)])
+          return readFileSync(await download.path())
+        })
+        assert.strictEqual(oldestPdf.toString("latin1"), "%PDF-1.4 seeded")
+        assert.deepStrictEqual(yield* seriousViolations(page, "reports with past runs"), [])
+        yield* shot("reports-past-runs")
         console.log(`console screens: screenshots in ${ARTEFACTS}`)
         assert.deepStrictEqual(cspReports, [])
       })))

@@ -27,6 +27,7 @@ import {
   ReportPage,
   ReportParams,
   ReportRunCreated,
+  ReportRunPage,
   ReportRunParams,
   ReportsQuery,
   SendReport
@@ -95,6 +96,19 @@ export const ReportsApi = HttpApiGroup.make("reports")
           "`invalid_state` (`reason: run_not_sendable`). Retry safely with an `Idempotency-Key`."
       )
       .annotateMerge(write("optional")),
+    HttpApiEndpoint.get("listReportRuns", "/reports/:id/runs", {
+      params: ReportParams,
+      query: ReportsQuery,
+      success: ReportRunPage,
+      error: [...profileErrors, InvalidParameter.wire]
+    })
+      .annotate(OpenApi.Summary, "A report's runs, newest first, keyset-paged: each with its status and CSV and PDF download paths")
+      .annotate(
+        OpenApi.Description,
+        "Every run of the report, manual and scheduled (decision 0134): `csv` and `pdf` are null until the run has its files " +
+          "(a run that failed before has none). Unknown or another profile's report: 404."
+      )
+      .annotateMerge(write("none")),
     HttpApiEndpoint.get("reportCsv", "/reports/:id/runs/:runId/csv", { params: ReportRunParams, success: CsvFile, error: profileErrors })
       .annotate(OpenApi.Summary, "A run's CSV (RFC 4180: section, key, metric, value; formula-like cells prefixed with ')")
       .annotate(

@@ -16,6 +16,7 @@ export const ReportsHandlers = HttpApiBuilder.group(groupApi(ReportsApi), "repor
       generateReport: ({ params }) => Effect.flatMap(access.current, (profile) => data(reports.generate(profile, params.id.toLowerCase()))),
       sendReport: ({ params, payload }) =>
         Effect.flatMap(access.current, (profile) => data(reports.send(profile, params.id.toLowerCase(), payload))),
+      listReportRuns: ({ params, query }) => Effect.flatMap(access.current, (profile) => reports.runs(profile, params.id.toLowerCase(), query)),
       reportCsv: ({ params }) => Effect.flatMap(access.current, (profile) => reports.csv(profile, params.id.toLowerCase(), params.runId.toLowerCase())),
       reportPdf: ({ params }) => Effect.flatMap(access.current, (profile) => reports.pdf(profile, params.id.toLowerCase(), params.runId.toLowerCase()))
     })

@@ -135,6 +135,8 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
   /** A manual run, claimed by its caller at once (`running`, leased); `trace` is its request's, kept for a takeover. */
   readonly insertManualRun: (id: string, report: ReportRow, leaseSeconds: number, trace: TraceContext | null) => Repo<RunRow>
   readonly run: (reportId: string, runId: string) => Repo<Option.Option<RunRow>>
+  /** The report's runs, newest first, keyset-paged (one more than `limit`). */
+  readonly runs: (reportId: string, limit: number, before: Option.Option<Keyset>) => Repo<ReadonlyArray<RunRow>>
   readonly csv: (reportId: string, runId: string) => Repo<Option.Option<string>>
   readonly pdf: (reportId: string, runId: string) => Repo<Option.Option<Uint8Array>>
   /** `running` → `generated`, by the attempt that holds it; false when the run is no longer that attempt's. */
@@ -219,6 +221,16 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
         return reports(sql`
           SELECT ${reportColumns} FROM reports WHERE profile_id = ${profileId} ${from}
           ORDER BY created_at, id LIMIT ${limit + 1}`)
+      }
+
+      const listRuns = (reportId: string, limit: number, before: Option.Option<Keyset>) => {
+        const from = Option.match(before, {
+          onNone: () => sql``,
+          onSome: (k) => sql`AND (created_at, id) < (${k.createdAt}::timestamptz, ${k.id}::uuid)`
+        })
+        return runs(sql`
+          SELECT ${runColumns} FROM report_runs WHERE report_id = ${reportId} ${from}
+          ORDER BY created_at DESC, id DESC LIMIT ${limit + 1}`)
       }
 
       const find = (profileId: string, id: string) =>
@@ -345,6 +357,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
           findById,
           insertManualRun,
           run,
+          runs: listRuns,
           csv,
           pdf,
           markGenerated,

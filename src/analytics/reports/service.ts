@@ -227,6 +227,12 @@ export class Reports extends Context.Service<Reports, {
   ) => Effect.Effect<{ readonly data: ReadonlyArray<Report>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, DatabaseUnavailable>
   readonly generate: (profile: ProfileContext, reportId: string) => Effect.Effect<ReportRun, ReadError>
   readonly send: (profile: ProfileContext, reportId: string, input: SendReport) => Effect.Effect<ReportRun, SendError>
+  /** The report's runs, newest first: the files generated (scheduled, manual, sent or failed). */
+  readonly runs: (
+    profile: ProfileContext,
+    reportId: string,
+    options: PageOptions
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<ReportRun>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, NotFound | DatabaseUnavailable>
   readonly csv: (profile: ProfileContext, reportId: string, runId: string) => Effect.Effect<string, NotFound | DatabaseUnavailable>
   readonly pdf: (profile: ProfileContext, reportId: string, runId: string) => Effect.Effect<Uint8Array, NotFound | DatabaseUnavailable>
   /**
@@ -477,6 +483,13 @@ export class Reports extends Context.Service<Reports, {
       const file = <A>(read: Effect.Effect<Option.Option<A>, DatabaseUnavailable>) =>
         Effect.flatMap(read, Option.match({ onNone: () => Effect.fail(new NotFound({ message: "No such run, or it has no files yet." })), onSome: Effect.succeed }))
 
+      const runs = Effect.fn("Reports.runs")(function*(profile: ProfileContext, reportId: string, options: PageOptions) {
+        yield* owned(profile, reportId)
+        const limit = options.limit ?? 50
+        const rows = yield* repo.runs(reportId, limit, decodeCursor(options.cursor))
+        return toPage(rows, limit, renderRun)
+      })
+
       const csv = Effect.fn("Reports.csv")(function*(profile: ProfileContext, reportId: string, runId: string) {
         yield* owned(profile, reportId)
         return yield* file(repo.csv(reportId, runId))
@@ -517,7 +530,7 @@ export class Reports extends Context.Service<Reports, {
         }
       })
 
-      return { create, list, generate, send, csv, pdf, work, nextOf }
+      return { create, list, generate, send, runs, csv, pdf, work, nextOf }
     })
   ).pipe(Layer.provide([ReportsRepo.layer, AnalyticsService.layer, ConnectionSessions.layer, ConnectionHealth.layer]))
 }

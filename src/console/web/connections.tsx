@@ -1,13 +1,18 @@
 /**
- * Connections (issue 33): each provider connection of the profile with its status and the
- * reason for it, from GET /api/v1/connections; "Connect" mints a hand-off
+ * Connections (issue 33): every provider kind a profile can connect, each with its connections'
+ * status and the reason for it (GET /api/v1/connections) or "Not connected"; "Connect" mints a hand-off
  * (POST /api/v1/connections/{provider}/handoff, returning here) and sends the browser to the
  * provider's consent; back here, the hand-off's result is read (GET .../handoffs/{id}). A sync
  * (POST /api/v1/connections/sync) shows its progress from GET /api/v1/connections/sync/{job_id},
- * read every second while it is queued or running and no longer once it ends.
+ * read every second while it is queued or running and no longer once it ends. A hand-off that
+ * ended in `pending_selection` (the provider gave several accounts) offers its candidates
+ * (GET /api/v1/connections/pending/{provider}) and connects the one chosen
+ * (POST /api/v1/connections/pending/{provider}/finalize), decision 0134.
  */
+import type { ComponentChildren } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type MyProfile, request, SignedOut } from "./client.ts"
+import { PROVIDERS } from "./providers.ts"
 import { navigate } from "./router.ts"
 import { ErrorPanel, useFocusHeading } from "./ui.tsx"
 import "./screens.css"
@@ -54,23 +59,6 @@ interface SyncJob {
   }
   readonly finished_at: string | null
 }
-
-/**
- * The providers a connection can be made to, as the API names them (no operation lists the ones
- * a deployment offers: a provider it has no app for answers 404 `unknown_provider`, shown as such).
- */
-const PROVIDERS: ReadonlyArray<{ readonly kind: string; readonly label: string }> = [
-  { kind: "adplatform", label: "Ad platform" },
-  { kind: "commerce", label: "Commerce store" },
-  { kind: "crm", label: "CRM" },
-  { kind: "cardgw", label: "Card gateway" },
-  { kind: "chat_app_a", label: "Business chat" },
-  { kind: "social_dm", label: "Social direct messages" },
-  { kind: "page_messenger", label: "Page messenger" },
-  { kind: "short_video_messaging", label: "Short-video messaging" },
-  { kind: "email", label: "Email" },
-  { kind: "calendar", label: "Calendar" }
-]
 
 const providerLabel = (kind: string) => PROVIDERS.find((provider) => provider.kind === kind)?.label ?? kind
 
@@ -126,11 +114,13 @@ const HANDOFF_MESSAGES: Record<string, string> = {
 }
 
 /** One connection's row: its latest sync, followed while it runs. */
-const ConnectionRow = ({ profile, connection, canWrite, onSynced }: {
+const ConnectionRow = ({ profile, connection, canWrite, onSynced, action }: {
   readonly profile: MyProfile
   readonly connection: Connection
   readonly canWrite: boolean
   readonly onSynced: () => void
+  /** The provider's Connect cell (on the first row of its kind). */
+  readonly action: ComponentChildren
 }) => {
   const [job, setJob] = useState<SyncJob | null>(null)
   const [error, setError] = useState<unknown>(null)
@@ -224,7 +214,110 @@ const ConnectionRow = ({ profile, connection, canWrite, onSynced }: {
           </button>
         )}
       </td>
+      <td>{action}</td>
     </tr>
+  )
+}
+
+interface PendingAccount {
+  readonly id: string
+  readonly name: string
+  readonly currency: string | null
+  readonly timezone: string | null
+  readonly connected_elsewhere: boolean
+  readonly connected_here: boolean
+}
+
+interface PendingSelection {
+  readonly id: string
+  readonly handoff_id: string
+  readonly provider: string
+  readonly accounts: ReadonlyArray<PendingAccount>
+  readonly expires_at: string
+}
+
+/**
+ * The accounts a hand-off parked (its provider gave several): one is chosen and connected. An
+ * account live on another profile of the workspace cannot be chosen (the API would answer 409
+ * `account_connected_elsewhere`); a refusal keeps the choice open, as the API keeps the token.
+ */
+const PendingPicker = ({ profile, provider, handoffId, onConnected }: {
+  readonly profile: MyProfile
+  readonly provider: string
+  readonly handoffId: string
+  readonly onConnected: (connection: Connection) => void
+}) => {
+  const [selection, setSelection] = useState<PendingSelection | null | undefined>(undefined)
+  const [chosen, setChosen] = useState<string | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const [sending, setSending] = useState(false)
+
+  useEffect(() => {
+    let current = true
+    request<{ readonly data: ReadonlyArray<PendingSelection> }>(`/connections/pending/${encodeURIComponent(provider)}`, {
+      query: { profile_id: profile.profile_id }
+    }).then(
+      (answer) => {
+        if (!current) return
+        const found = answer.data.find((candidate) => candidate.handoff_id === handoffId) ?? null
+        setSelection(found)
+        setChosen(found?.accounts.find((account) => !account.connected_elsewhere)?.id ?? null)
+      },
+      (failure: unknown) => {
+        if (current && !(failure instanceof SignedOut)) setError(failure)
+      }
+    )
+    return () => {
+      current = false
+    }
+  }, [profile.profile_id, provider, handoffId])
+
+  const finalize = async (event: Event) => {
+    event.preventDefault()
+    if (chosen === null) return
+    setSending(true)
+    setError(null)
+    try {
+      const answer = await request<{ readonly data: Connection }>(`/connections/pending/${encodeURIComponent(provider)}/finalize`, {
+        method: "POST",
+        query: { profile_id: profile.profile_id },
+        body: { account_id: chosen, handoff_id: handoffId }
+      })
+      onConnected(answer.data)
+    } catch (failure) {
+      if (!(failure instanceof SignedOut)) setError(failure)
+    } finally {
+      setSending(false)
+    }
+  }
+
+  if (selection === undefined) {
+    return error === null
+      ? <p class="loading">Loading the accounts to choose from…</p>
+      : <ErrorPanel error={error} title="The accounts to choose from could not load" />
+  }
+  if (selection === null) {
+    return <p class="notice warn" id="pending-gone">Nothing is left to choose for this connection (it was finished or has expired): connect again.</p>
+  }
+  return (
+    <form class="pending-picker" id="pending-picker" onSubmit={(event) => void finalize(event)}>
+      <fieldset>
+        <legend>Choose the {providerLabel(provider)} account to connect</legend>
+        {selection.accounts.map((account) => (
+          <label key={account.id} class="check pending-account" data-account-id={account.id}>
+            <input type="radio" name="pending-account" value={account.id} checked={chosen === account.id}
+              disabled={account.connected_elsewhere} onChange={() => setChosen(account.id)} />
+            {" "}{account.name} <span class="muted small">({account.id}{account.currency === null ? "" : ` · ${account.currency}`}{account.timezone === null ? "" : ` · ${account.timezone}`})</span>
+            {account.connected_elsewhere && <span class="muted small"> · connected to another profile of this workspace</span>}
+            {account.connected_here && <span class="muted small"> · already connected here</span>}
+          </label>
+        ))}
+      </fieldset>
+      {error !== null && <ErrorPanel error={error} title="The account could not be connected" />}
+      <button type="submit" id="finalize-account" disabled={chosen === null || sending}>
+        {sending ? "Connecting…" : "Connect this account"}
+      </button>
+    </form>
   )
 }
 
@@ -237,6 +330,7 @@ export const ConnectionsScreen = ({ profile, query }: { readonly profile: MyProf
   const [connectError, setConnectError] = useState<unknown>(null)
   const [shop, setShop] = useState("")
   const [returned, setReturned] = useState<Handoff | null>(null)
+  const [finalized, setFinalized] = useState<Connection | null>(null)
   const heading = useFocusHeading(profile.profile_id)
   const handoffId = query.get("handoff_id")
 
@@ -266,8 +360,10 @@ export const ConnectionsScreen = ({ profile, query }: { readonly profile: MyProf
         if (!current) return
         setReturned(answer.data)
         setReload((count) => count + 1)
-        // The result is on the page; the address loses the hand-off's parameters (a reload would not read it again).
-        navigate(`/console/${profile.profile_id}/connections`, { replace: true })
+        // The result is on the page; the address loses the hand-off's parameters (a reload would not read it again),
+        // but keeps the hand-off while an account is still to be chosen (a reload offers the choice again).
+        const pending = answer.data.result?.status === "pending_selection"
+        navigate(`/console/${profile.profile_id}/connections${pending ? `?handoff_id=${encodeURIComponent(handoffId)}` : ""}`, { replace: true })
       },
       (failure: unknown) => {
         if (current && !(failure instanceof SignedOut)) setConnectError(failure)
@@ -299,64 +395,97 @@ export const ConnectionsScreen = ({ profile, query }: { readonly profile: MyProf
   }
 
   const result = returned?.result ?? null
+  const pendingHere = returned !== null && result?.status === "pending_selection" && finalized === null
+  /** The provider's Connect button (and the store's handle for a commerce store); none without connections:write. */
+  const connectCell = (kind: string, label: string, connected: boolean) =>
+    !canWrite ? null : (
+      <div class="connect-cell">
+        {kind === "commerce" && (
+          <label class="shop">
+            Store handle
+            <input id="commerce-shop" type="text" value={shop} placeholder="acme-store" autocomplete="off"
+              onInput={(event) => setShop(event.currentTarget.value)} />
+          </label>
+        )}
+        <button type="button" id={`connect-${kind}`} disabled={connecting !== null} onClick={() => void connect(kind)}>
+          {connecting === kind ? "Opening…" : connected ? "Connect another" : "Connect"}
+          <span class="visually-hidden"> {label}</span>
+        </button>
+      </div>
+    )
   return (
     <section class="connections" aria-busy={connections === null && error === null}>
       <h1 ref={heading} tabIndex={-1}>Connections <span class="muted">· {profile.name || "Unnamed profile"}</span></h1>
-      {returned !== null && (
+      {returned !== null && finalized === null && (
         <div class={`notice handoff-result${result?.status === "success" ? "" : " warn"}`} role="status" id="handoff-result"
           data-status={result?.status ?? returned.status} data-connection-id={result?.connection_id ?? ""}>
           <strong>{providerLabel(returned.provider)}: {HANDOFF_MESSAGES[result?.status ?? returned.status] ?? result?.status ?? returned.status}</strong>
           {result !== null && result.status !== "success" && result.reason !== null && <span class="muted"> ({result.reason})</span>}
         </div>
       )}
+      {finalized !== null && (
+        <div class="notice handoff-result" role="status" id="handoff-result" data-status="success" data-connection-id={finalized.id}>
+          <strong>{providerLabel(finalized.provider)}: Connected {finalized.display_name}{finalized.provider_account_id === null ? "" : ` (${finalized.provider_account_id})`}</strong>
+        </div>
+      )}
+      {pendingHere && returned !== null && (
+        canWrite
+          ? <PendingPicker profile={profile} provider={returned.provider} handoffId={returned.handoff_id} onConnected={(connection) => {
+            setFinalized(connection)
+            setReload((count) => count + 1)
+            navigate(`/console/${profile.profile_id}/connections`, { replace: true })
+          }} />
+          : <p class="muted">Choosing the account needs the connections:write permission on this profile.</p>
+      )}
       {error !== null && <ErrorPanel error={error} title="The connections could not load" />}
       {error === null && connections === null && <p class="loading">Loading the connections…</p>}
+      {connectError !== null && <ErrorPanel error={connectError} title="The connection could not start" />}
       {connections !== null && (
         <table class="breakdown connections-table" aria-labelledby="connections-caption">
-          <caption id="connections-caption" class="visually-hidden">Connections of the profile</caption>
+          <caption id="connections-caption" class="visually-hidden">Providers and the profile's connections to them</caption>
           <thead>
             <tr>
               <th scope="col">Provider</th>
               <th scope="col">Status</th>
               <th scope="col">Last synced</th>
               <th scope="col">Sync</th>
+              <th scope="col"><span class="visually-hidden">Connect</span></th>
             </tr>
           </thead>
           <tbody>
-            {connections.length === 0 && <tr><td colSpan={4} class="muted">No connection yet.</td></tr>}
-            {connections.map((connection) => (
-              <ConnectionRow key={connection.id} profile={profile} connection={connection} canWrite={canWrite}
-                onSynced={() => setReload((count) => count + 1)} />
-            ))}
+            {providerRows(connections).map(({ kind, label, rows }) =>
+              rows.length === 0
+                ? (
+                  <tr key={kind} data-provider={kind} data-status="not_connected">
+                    <th scope="row">{label}</th>
+                    <td><span class="status status-not_connected">Not connected</span></td>
+                    <td>never</td>
+                    <td></td>
+                    <td>{connectCell(kind, label, false)}</td>
+                  </tr>
+                )
+                : rows.map((connection, index) => (
+                  <ConnectionRow key={connection.id} profile={profile} connection={connection} canWrite={canWrite}
+                    onSynced={() => setReload((count) => count + 1)} action={index === 0 ? connectCell(kind, label, true) : null} />
+                ))
+            )}
           </tbody>
         </table>
       )}
-      <h2 id="connect-heading">Connect a provider</h2>
-      {!canWrite
-        ? <p class="muted">Connecting a provider needs the connections:write permission on this profile.</p>
-        : (
-          <>
-            <p class="muted small">You go to the provider to give consent, then come back here.</p>
-            {connectError !== null && <ErrorPanel error={connectError} title="The connection could not start" />}
-            <ul class="providers" aria-labelledby="connect-heading">
-              {PROVIDERS.map((provider) => (
-                <li key={provider.kind}>
-                  {provider.kind === "commerce" && (
-                    <label class="shop">
-                      Store handle
-                      <input id="commerce-shop" type="text" value={shop} placeholder="acme-store" autocomplete="off"
-                        onInput={(event) => setShop(event.currentTarget.value)} />
-                    </label>
-                  )}
-                  <button type="button" id={`connect-${provider.kind}`} disabled={connecting !== null}
-                    onClick={() => void connect(provider.kind)}>
-                    {connecting === provider.kind ? "Opening…" : `Connect ${provider.label}`}
-                  </button>
-                </li>
-              ))}
-            </ul>
-          </>
-        )}
+      <p class="muted small">
+        {canWrite
+          ? "Connect takes you to the provider to give consent, then back here."
+          : "Connecting a provider needs the connections:write permission on this profile."}
+      </p>
     </section>
   )
+}
+
+/** Each provider kind in the list's order, with its connections (a kind the API does not name last, so none is hidden). */
+const providerRows = (connections: ReadonlyArray<Connection>) => {
+  const known = PROVIDERS.map((provider) => ({ ...provider, rows: connections.filter((connection) => connection.provider === provider.kind) }))
+  const others = [...new Set(connections.map((connection) => connection.provider))]
+    .filter((kind) => !PROVIDERS.some((provider) => provider.kind === kind))
+    .map((kind) => ({ kind, label: kind, rows: connections.filter((connection) => connection.provider === kind) }))
+  return [...known, ...others]
 }

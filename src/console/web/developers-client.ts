@@ -92,6 +92,8 @@ export interface WebhookAttempt {
   readonly status_code: number | null
   readonly duration_ms: number | null
   readonly error: string | null
+  /** The start of the endpoint's answer (at most 1000 characters); null when none came or it was empty. */
+  readonly response_body: string | null
 }
 
 /** Every event type (api-endpoints.md, Events); the lifecycle ones and leads are opt-in (decision 0076). */

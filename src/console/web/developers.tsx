@@ -244,6 +244,16 @@ const AttemptLog = ({ profile, delivery }: { readonly profile: MyProfile; readon
           <When iso={attempt.attempted_at} /> · HTTP {attempt.status_code ?? "no answer"}
           {attempt.duration_ms !== null && <> · {attempt.duration_ms} ms</>}
           {attempt.delivery_id !== delivery.id && <span class="muted"> · redelivery</span>}
+          {attempt.status_code !== null && (
+            attempt.response_body === null
+              ? <p class="muted small attempt-body-empty">The response had no body.</p>
+              : (
+                <figure class="attempt-body">
+                  <figcaption class="small">Response body{[...attempt.response_body].length >= 1000 ? " (its first 1000 characters)" : ""}</figcaption>
+                  <pre tabIndex={0}>{attempt.response_body}</pre>
+                </figure>
+              )
+          )}
           {attempt.error !== null && (
             <details class="attempt-error">
               <summary>What went wrong</summary>

@@ -3,7 +3,8 @@
  * (POST /api/v1/reports), one generated now (POST /api/v1/reports/{id}/generate) and its CSV and
  * PDF downloaded from the run's own download operations. A download is fetched with the session
  * and saved through a Blob URL, so a refusal shows its message instead of landing as the file.
- * No operation lists a report's past runs: the runs shown are the ones generated on this page.
+ * Each report lists its past runs, newest first (GET /api/v1/reports/{id}/runs, ten at a time,
+ * "Show older runs" for the rest), a run generated here joining the top (decision 0134).
  */
 import { useEffect, useState } from "preact/hooks"
 import { CREDIT_MODELS, downloadFile, type MyProfile, request, SignedOut } from "./client.ts"
@@ -31,13 +32,28 @@ interface Artifact {
 interface ReportRun {
   readonly id: string
   readonly report_id: string
+  readonly trigger: "manual" | "scheduled"
   readonly status: string
   readonly range: { readonly start: string; readonly end: string } | null
   readonly csv: Artifact | null
   readonly pdf: Artifact | null
   readonly error: string | null
+  readonly created_at: string
   readonly generated_at: string | null
 }
+
+interface RunPage {
+  readonly data: ReadonlyArray<ReportRun>
+  readonly pagination: { readonly has_next: boolean; readonly cursor: string | null }
+}
+
+/** A run without files yet, or that failed before them. */
+const RUN_STATUS: Record<string, string> = { pending: "Queued", running: "Generating since", failed: "Failed" }
+
+/** Past runs shown at once; older ones on request. */
+const RUNS_PAGE = 10
+
+const when = (iso: string) => new Intl.DateTimeFormat("en", { dateStyle: "medium", timeStyle: "short" }).format(new Date(iso))
 
 const RANGES: ReadonlyArray<readonly [string, string]> = [
   ["last_7_days", "Last 7 days"],
@@ -165,7 +181,10 @@ const RunFiles = ({ profile, report, run }: { readonly profile: MyProfile; reado
   return (
     <div class="run" data-run-id={run.id} data-run-status={run.status}>
       <p>
-        Generated {run.generated_at === null ? "" : new Intl.DateTimeFormat("en", { dateStyle: "medium", timeStyle: "short" }).format(new Date(run.generated_at))}
+        {run.generated_at === null
+          ? `${RUN_STATUS[run.status] ?? run.status} ${when(run.created_at)}`
+          : `Generated ${when(run.generated_at)}`}
+        <span class="muted small"> · {run.trigger === "scheduled" ? "scheduled" : "on demand"}{run.status === "sent" ? ", sent by email" : ""}</span>
         {run.range !== null && <span class="muted small"> · {run.range.start} to {run.range.end}</span>}
         {run.error !== null && <span class="muted small"> · {run.error}</span>}
       </p>
@@ -177,8 +196,51 @@ const RunFiles = ({ profile, report, run }: { readonly profile: MyProfile; reado
 
 const ReportItem = ({ profile, report }: { readonly profile: MyProfile; readonly report: Report }) => {
   const [runs, setRuns] = useState<ReadonlyArray<ReportRun>>([])
+  /** Where the next older page starts; null once the oldest run is shown, undefined while the first page loads. */
+  const [older, setOlder] = useState<string | null | undefined>(undefined)
+  const [loadingOlder, setLoadingOlder] = useState(false)
+  const [runsError, setRunsError] = useState<unknown>(null)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(null)
+
+  const readRuns = (cursor: string | null) =>
+    request<RunPage>(`/reports/${encodeURIComponent(report.id)}/runs`, {
+      query: { profile_id: profile.profile_id, limit: RUNS_PAGE, ...(cursor === null ? {} : { cursor }) }
+    })
+  const nextOf = (page: RunPage) => (page.pagination.has_next ? page.pagination.cursor : null)
+
+  useEffect(() => {
+    let current = true
+    readRuns(null).then(
+      (page) => {
+        if (!current) return
+        // A run generated while the page loaded is already at the top.
+        setRuns((shown) => [...shown, ...page.data.filter((run) => !shown.some((known) => known.id === run.id))])
+        setOlder(nextOf(page))
+      },
+      (failure: unknown) => {
+        if (current && !(failure instanceof SignedOut)) setRunsError(failure)
+      }
+    )
+    return () => {
+      current = false
+    }
+  }, [profile.profile_id, report.id])
+
+  const showOlder = async () => {
+    if (typeof older !== "string") return
+    setLoadingOlder(true)
+    setRunsError(null)
+    try {
+      const page = await readRuns(older)
+      setRuns((shown) => [...shown, ...page.data.filter((run) => !shown.some((known) => known.id === run.id))])
+      setOlder(nextOf(page))
+    } catch (failure) {
+      if (!(failure instanceof SignedOut)) setRunsError(failure)
+    } finally {
+      setLoadingOlder(false)
+    }
+  }
   const generate = async () => {
     setBusy(true)
     setError(null)
@@ -206,9 +268,18 @@ const ReportItem = ({ profile, report }: { readonly profile: MyProfile; readonly
         <span class="visually-hidden"> ({report.name})</span>
       </button>
       {error !== null && <ErrorPanel error={error} title="The report could not be generated" />}
-      <div aria-live="polite">
+      <div aria-live="polite" class="runs">
+        {older === undefined && runsError === null && <p class="loading small">Loading the past runs…</p>}
+        {older !== undefined && runs.length === 0 && <p class="muted small no-runs">Not generated yet.</p>}
         {runs.map((run) => <RunFiles key={run.id} profile={profile} report={report} run={run} />)}
       </div>
+      {runsError !== null && <ErrorPanel error={runsError} title="The past runs could not load" />}
+      {typeof older === "string" && (
+        <button type="button" class="older-runs" onClick={() => void showOlder()} disabled={loadingOlder}>
+          {loadingOlder ? "Loading…" : "Show older runs"}
+          <span class="visually-hidden"> ({report.name})</span>
+        </button>
+      )}
     </li>
   )
 }

@@ -3,7 +3,9 @@
  * waiting; a background fiber writes what has gathered in one multi-row INSERT every second, or
  * as soon as a batch is full. The buffer is bounded: while the database does not take batches the
  * oldest entries are dropped and counted (`svc.request_log.dropped`), since the log is best-effort
- * and must never slow or fail the requests it describes. What is buffered is written on shutdown.
+ * and must never slow or fail the requests it describes. A batch that fails with a defect rather
+ * than a database error is dropped and counted the same way, and the writer goes on. What is
+ * buffered is written on shutdown.
  */
 import { Duration, Effect, Latch, Layer, Metric } from "effect"
 import { type RequestLogEntry, RequestLogSink } from "../../kernel/request-log.ts"
@@ -56,13 +58,20 @@ export const requestLogRecorder = (options: RequestLogRecorderOptions = defaultR
     const writeBatch = Effect.suspend(() => {
       const batch = buffer.splice(0, options.batchSize)
       if (batch.length === 0) return Effect.void
-      return Effect.uninterruptible(repo.insert(batch)).pipe(
+      return Effect.uninterruptible(Effect.suspend(() => repo.insert(batch))).pipe(
         Effect.tapError(() =>
           Effect.sync(() => {
             // Back in front (they are older than what arrived meanwhile), then the bound again.
             buffer.unshift(...batch)
             dropOverflow()
           })
+        ),
+        // A defect (a batch the driver or the code cannot take) would fail again on every retry and
+        // end the writer: the batch is dropped and counted, and the writer goes on with the next.
+        Effect.catchDefect((defect) =>
+          Effect.sync(() => {
+            droppedSinceReport += batch.length
+          }).pipe(Effect.andThen(Effect.logError("request log batch dropped: it cannot be written", defect)))
         )
       )
     })

@@ -38,12 +38,13 @@ export const WebhookDeliveriesApi = HttpApiGroup.make("webhookDeliveries")
       success: WebhookDeliveryAttemptPage,
       error: [...profileErrors, InvalidParameter.wire]
     })
-      .annotate(OpenApi.Summary, "Every attempt of a delivery's event to its subscription, oldest first: time, status code, duration, error")
+      .annotate(OpenApi.Summary, "Every attempt of a delivery's event to its subscription, oldest first: time, status code, duration, error, answer")
       .annotate(
         OpenApi.Description,
         "The full attempt log behind a delivery's `attempts` count and `last_*` fields: each attempt's `attempted_at` (when " +
           "its request started), `status_code` (null when no answer came), `duration_ms` (null when no request was sent: a " +
-          "deleted or disabled subscription, an unreadable secret) and `error` (at most 500 characters). The log is the " +
+          "deleted or disabled subscription, an unreadable secret), `error` (at most 500 characters) and `response_body` " +
+          "(the start of the answer as text, at most 1000 characters; null when none came or it was empty). The log is the " +
           "event's to the subscription: the same for a delivery and its redeliveries, whose attempts are appended with " +
           "their own `delivery_id`. Attempts are kept as long as the delivery. Unknown or another profile's delivery: 404."
       )

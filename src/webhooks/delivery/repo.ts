@@ -70,12 +70,17 @@ export interface AttemptRecord {
   readonly error: string | null
   /** How long the request took; null when none was sent. */
   readonly durationMs: number | null
+  /** The start of the answer's body (decision 0134); null when no answer came or it was empty. */
+  readonly responseBody: string | null
 }
 
 /** What an error keeps of its text, in the row and in the attempt log (the table checks it too). */
 export const MAX_ERROR_LENGTH = 500
 
 const bounded = (error: string | null) => (error === null ? null : error.slice(0, MAX_ERROR_LENGTH))
+
+/** What the attempt log keeps of an answer's body, in characters (migration 0068 checks it too). */
+export const MAX_RESPONSE_BODY_LENGTH = 1000
 
 export const AttemptRow = Schema.Struct({
   id: Schema.String,
@@ -84,7 +89,8 @@ export const AttemptRow = Schema.Struct({
   attempted_at: Schema.String,
   status_code: Schema.NullOr(Schema.Int),
   duration_ms: Schema.NullOr(Schema.Int),
-  error: Schema.NullOr(Schema.String)
+  error: Schema.NullOr(Schema.String),
+  response_body: Schema.NullOr(Schema.String)
 })
 export type AttemptRow = typeof AttemptRow.Type
 
@@ -225,12 +231,13 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
       -- '' and -1 stand for none: the driver cannot type an array holding only nulls; the delays go
       -- as text, since whole and fractional numbers would be typed apart.
       SELECT t.id, t.profile_id, t.token, NULLIF(t.outcome, '') AS outcome, t.delay::float8 AS delay, NULLIF(t.code, -1) AS code,
-             NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms
+             NULLIF(t.error, '') AS error, NULLIF(t.duration_ms, -1) AS duration_ms, NULLIF(t.body, '') AS body
       FROM unnest(${results.map((r) => r.id)}::uuid[], ${results.map((r) => r.profileId)}::uuid[], ${results.map((r) => r.token)}::uuid[],
                   ${results.map((r) => r.outcome ?? "")}::text[], ${results.map((r) => String(r.delaySeconds))}::text[],
                   ${results.map((r) => r.attempt.statusCode ?? -1)}::int[], ${results.map((r) => bounded(r.attempt.error) ?? "")}::text[],
-                  ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[])
-        AS t(id, profile_id, token, outcome, delay, code, error, duration_ms)),
+                  ${results.map((r) => r.attempt.durationMs === null ? -1 : Math.max(0, Math.round(r.attempt.durationMs)))}::int[],
+                  ${results.map((r) => r.attempt.responseBody ?? "")}::text[])
+        AS t(id, profile_id, token, outcome, delay, code, error, duration_ms, body)),
     done AS (
       -- A row that waits for its next attempt is its batch's head (every row before it ended).
       UPDATE webhook_deliveries d SET
@@ -243,7 +250,7 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
         lease_token = NULL, lease_until = NULL, last_attempt_at = now()
       FROM input i
       WHERE d.id = i.id AND d.profile_id = i.profile_id AND d.lease_token = i.token AND d.status = 'pending'
-      RETURNING d.id, d.profile_id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms),
+      RETURNING d.id, d.profile_id, d.subscription_id, d.outbox_id, d.attempts, d.batch_id, d.seq, i.outcome, i.code, i.error, i.duration_ms, i.body),
     following AS (
       -- The last row recorded here of each (subscription, batch), when it ended, hands the batch on:
       -- the next pending row becomes the head. Only the last: the rows of one run are recorded in
@@ -255,10 +262,11 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
       ${nextInBatch(sql, "f")}
       WHERE f.outcome IS NOT NULL AND n.id = nx.id AND n.profile_id = nx.profile_id AND n.status = 'pending' AND NOT n.ready),
     logged AS (
-      INSERT INTO webhook_delivery_attempts (delivery_id, profile_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error)
+      INSERT INTO webhook_delivery_attempts (delivery_id, profile_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error,
+                                             response_body)
       -- When the request started: the result is recorded as it ends.
       SELECT id, profile_id, subscription_id, outbox_id, attempts, now() - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0),
-             code, duration_ms, error
+             code, duration_ms, error, body
       FROM done)
     SELECT d.id::text AS ended_id FROM done d`
 
@@ -451,7 +459,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const attempts = (of: DeliveryRow, afterId: string | null, limit: number) =>
         decodeRows(AttemptRow)(sql`
           SELECT a.id::text AS id, a.delivery_id, a.attempt, ${sql.literal(iso("a.attempted_at"))} AS attempted_at,
-                 a.status_code, a.duration_ms, a.error
+                 a.status_code, a.duration_ms, a.error, a.response_body
           FROM webhook_delivery_attempts a
           WHERE a.subscription_id = ${of.subscription_id} AND a.outbox_id = ${of.outbox_id}
             AND ${afterId === null ? sql`true` : sql`a.id > ${afterId}::bigint`}

@@ -41,7 +41,16 @@ import { isUuid } from "../../../schema/common.ts"
 import { type FanOutSubscription, type SubscriptionRow, WebhookSubscriptionsRepo } from "../subscriptions/repo.ts"
 import { type Destination, sendTo } from "../../platform/outbound-http.ts"
 import { checkTarget, parseAllowList, resolveCache, type TargetRefused } from "../../platform/public-host.ts"
-import { type AttemptRecord, type AttemptRow, type Busy, type DeliveryRow, type NewDelivery, type Settlement, WebhookDeliveriesRepo } from "./repo.ts"
+import {
+  type AttemptRecord,
+  type AttemptRow,
+  type Busy,
+  type DeliveryRow,
+  MAX_RESPONSE_BODY_LENGTH,
+  type NewDelivery,
+  type Settlement,
+  WebhookDeliveriesRepo
+} from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { defaultLease, heartbeat } from "../../platform/lease.ts"
@@ -212,8 +221,23 @@ const renderAttempt = (row: AttemptRow): WebhookDeliveryAttempt => ({
   attempted_at: row.attempted_at,
   status_code: row.status_code,
   duration_ms: row.duration_ms,
-  error: row.error
+  error: row.error,
+  response_body: row.response_body
 })
+
+/** Bytes of an answer's body read for the attempt log: enough for its character limit in any UTF-8. */
+const RESPONSE_BODY_BYTES = MAX_RESPONSE_BODY_LENGTH * 4
+
+/**
+ * The attempt log's text of an answer's body: UTF-8 (a sequence cut by the byte limit or invalid
+ * becomes U+FFFD, NUL is dropped since a text column refuses it), at most
+ * MAX_RESPONSE_BODY_LENGTH characters; null when empty.
+ */
+export const responseBodyText = (body: Uint8Array): string | null => {
+  if (body.length === 0) return null
+  const text = [...new TextDecoder("utf-8").decode(body).replaceAll("\u0000", "")].slice(0, MAX_RESPONSE_BODY_LENGTH).join("")
+  return text === "" ? null : text
+}
 
 /** How long a host's resolved addresses are reused by the delivery worker (each attempt still classifies them). */
 const HOST_CACHE_SECONDS = 5
@@ -467,7 +491,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             },
             body: row.body,
             timeout: settings.timeout,
-            keepBody: false
+            // The start of the answer is kept for the attempt log (decision 0134); the rest is read and dropped.
+            keepBody: RESPONSE_BODY_BYTES
           }
           const [took, result] = yield* Effect.flatMap(target, (destination) => sendTo(destination, request)).pipe(
             Effect.map((answer) => ({ ok: true as const, answer })),
@@ -475,9 +500,14 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             Effect.timed
           )
           const durationMs = Duration.toMillis(took)
-          if (!result.ok) return onLadder(row, { statusCode: null, error: result.error, durationMs }, undefined)
+          if (!result.ok) return onLadder(row, { statusCode: null, error: result.error, durationMs, responseBody: null }, undefined)
           const status = result.answer.status
-          const record = { statusCode: status, error: status >= 300 && status < 400 ? "redirect_not_followed" : null, durationMs }
+          const record = {
+            statusCode: status,
+            error: status >= 300 && status < 400 ? "redirect_not_followed" : null,
+            durationMs,
+            responseBody: responseBodyText(result.answer.body)
+          }
           if (status >= 200 && status < 300) return ending("succeeded", "succeeded", record)
           if (status === 410) return ending("failed", "failed", { ...record, error: "endpoint_gone" })
           return onLadder(row, record, retryAfterSeconds(header(result.answer.headers["retry-after"])))
@@ -496,11 +526,11 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       /** A row released unsent: its subscription is gone or disabled (failed), or its secret does not open here (the ladder). */
       const unsent = (row: DeliveryRow, signer: Option.Option<Signer> | undefined): Ended =>
         signer === undefined
-          ? ending("failed", "failed", { statusCode: null, error: "subscription_deleted", durationMs: null })
+          ? ending("failed", "failed", { statusCode: null, error: "subscription_deleted", durationMs: null, responseBody: null })
           : Option.isNone(signer)
-          ? onLadder(row, { statusCode: null, error: "signing_secret_unreadable", durationMs: null }, undefined)
+          ? onLadder(row, { statusCode: null, error: "signing_secret_unreadable", durationMs: null, responseBody: null }, undefined)
           // Left behind by a 410 (or a fan-out racing it): released, never sent.
-          : ending("failed", "failed", { statusCode: null, error: "subscription_disabled", durationMs: null })
+          : ending("failed", "failed", { statusCode: null, error: "subscription_disabled", durationMs: null, responseBody: null })
 
       /**
        * A run: the claimed head, then the rows after it in its batch, one after another (order within
