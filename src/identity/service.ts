@@ -134,7 +134,7 @@ export class IdentityService extends Context.Service<IdentityService, {
           const remerged = yield* customers.markMerged(m, s)
           // The survivor's conversions are credited again by the attribution worker.
           yield* conversions.recreditCustomers([s])
-          yield* conversions.recomputeFirstPayments([s, m])
+          yield* conversions.recomputeFirstPayments(input.profileId, [s, m])
           const moved: Moved = {
             touches: touchIds,
             outcome_events: eventIds,
@@ -150,7 +150,7 @@ export class IdentityService extends Context.Service<IdentityService, {
         })
 
       /** Puts back every row the merge moved, unmarks the merged customer, re-credits and recomputes both; in the caller's transaction. */
-      const undoMerge = (row: MergeRow) =>
+      const undoMerge = (profileId: string, row: MergeRow) =>
         Effect.gen(function*() {
           const { merged_id: m, moved, survivor_id: s } = row
           yield* touches.returnToCustomer(moved.touches, s, m)
@@ -161,7 +161,7 @@ export class IdentityService extends Context.Service<IdentityService, {
           yield* customers.unmarkMerged(m, s, moved.remerged)
           // Both customers' conversions are credited again by the attribution worker.
           yield* conversions.recreditCustomers([s, m])
-          yield* conversions.recomputeFirstPayments([s, m])
+          yield* conversions.recomputeFirstPayments(profileId, [s, m])
           yield* repo.markUndone(row.id)
           // The pair stays apart: a human said so. The proposer never reopens a dismissed pair.
           if (row.proposal_id !== null) yield* repo.dismissProposal(row.proposal_id)
@@ -417,7 +417,7 @@ export class IdentityService extends Context.Service<IdentityService, {
             })
           }
           yield* repo.lockPair(row.survivor_id, row.merged_id)
-          yield* undoMerge(row)
+          yield* undoMerge(profile.profileId, row)
           yield* audit.record({
             actor,
             action: "customer.merge_undone",

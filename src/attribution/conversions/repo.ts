@@ -171,7 +171,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * customers' payments (ingest, retraction, erasure, merge, a payment action) so it sees that
    * change. One read and at most three writes, however many customers.
    */
-  readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Repo<number>
+  readonly recomputeFirstPayments: (profileId: string, customerIds: ReadonlyArray<string>) => Repo<number>
   /** The customers' conversions are credited again by the attribution worker (`credited_at` cleared). */
   readonly recreditCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
   /** As `recreditCustomers`, for the conversions credited already only (touches just joined their customers). */
@@ -587,14 +587,16 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         )
 
       const firstPaymentFacts = decodeRows(FirstPaymentFacts)
-      const recomputeFirstPayments = (customerIds: ReadonlyArray<string>) =>
+      const recomputeFirstPayments = (profileId: string, customerIds: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           if (customerIds.length === 0) return 0
           const ids = [...new Set(customerIds)]
           // The customers' rows are the lock every writer of their payments takes (identity's
           // `CustomersRepo.lockCustomers`, the same statement): read-only here, and the table
-          // stays identity's. Id order, unprepared (decision 0047).
-          yield* sql`SELECT id FROM customers WHERE id = ANY(${[...ids].sort()}::uuid[]) ORDER BY id FOR UPDATE`.unprepared
+          // stays identity's. Id order, unprepared (decision 0047); the whole key (decision 0137).
+          yield* sql`
+            SELECT id FROM customers WHERE id = ANY(${[...ids].sort()}::uuid[]) AND profile_id = ${profileId}
+            ORDER BY id FOR UPDATE`.unprepared
           // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
           // subquery into a join, which it may plan as a scan per customer while statistics are stale.
           const rows = yield* firstPaymentFacts(sql`
@@ -605,9 +607,13 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
           const { nowFalse, nowNull, nowTrue } = changedFirstPaymentFlags(rows)
           // Unprepared, planned for these ids each time, like `lockCustomers` (decision 0047).
-          if (nowTrue.length > 0) yield* sql`UPDATE conversions SET is_first_payment = true WHERE id = ANY(${nowTrue}::uuid[])`.unprepared
-          if (nowFalse.length > 0) yield* sql`UPDATE conversions SET is_first_payment = false WHERE id = ANY(${nowFalse}::uuid[])`.unprepared
-          if (nowNull.length > 0) yield* sql`UPDATE conversions SET is_first_payment = NULL WHERE id = ANY(${nowNull}::uuid[])`.unprepared
+          const flag = (value: string, changed: ReadonlyArray<string>) =>
+            changed.length === 0 ? Effect.void : Effect.asVoid(sql`
+              UPDATE conversions SET is_first_payment = ${sql.literal(value)}
+              WHERE id = ANY(${changed}::uuid[]) AND profile_id = ${profileId}`.unprepared)
+          yield* flag("true", nowTrue)
+          yield* flag("false", nowFalse)
+          yield* flag("NULL", nowNull)
           return nowTrue.length + nowFalse.length + nowNull.length
         }).pipe(Effect.withSpan("Events.recomputeFirstPayments"))
 

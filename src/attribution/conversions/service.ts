@@ -40,7 +40,7 @@ export class Conversions extends Context.Service<Conversions, {
   /** `recreditCustomers` for one customer of the profile (an accepted identity link); answers how many. */
   readonly recreditCustomer: (profileId: string, customerId: string) => Op<number>
   /** See `EventsRepo.recomputeFirstPayments`: the customers' flags, in the caller's transaction; answers how many changed. */
-  readonly recomputeFirstPayments: (customerIds: ReadonlyArray<string>) => Op<number>
+  readonly recomputeFirstPayments: (profileId: string, customerIds: ReadonlyArray<string>) => Op<number>
   /** Erasure: the customers' conversions (and payments they were payer of) lose their person; answers how many. */
   readonly forgetConversionsOf: (customerIds: ReadonlyArray<string>) => Op<number>
   /** Erasure: the customers' outcome events lose their person; answers how many. */
@@ -103,8 +103,8 @@ export class Conversions extends Context.Service<Conversions, {
         recreditCustomer: Effect.fn("Conversions.recreditCustomer")(function*(profileId: string, customerId: string) {
           return yield* repo.recreditCustomer(profileId, customerId)
         }),
-        recomputeFirstPayments: Effect.fn("Conversions.recomputeFirstPayments")(function*(customerIds: ReadonlyArray<string>) {
-          return yield* repo.recomputeFirstPayments(customerIds)
+        recomputeFirstPayments: Effect.fn("Conversions.recomputeFirstPayments")(function*(profileId: string, customerIds: ReadonlyArray<string>) {
+          return yield* repo.recomputeFirstPayments(profileId, customerIds)
         }),
         forgetConversionsOf: Effect.fn("Conversions.forgetConversionsOf")(function*(customerIds: ReadonlyArray<string>) {
           return yield* repo.forgetConversionsOf(customerIds)

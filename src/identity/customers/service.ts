@@ -436,9 +436,9 @@ export class CustomersService extends Context.Service<CustomersService, {
        * transaction: deletes their personal data and unlinks their conversions, events and
        * touches, which stay without a person. Each table's owner runs its part.
        */
-      const eraseCustomers = (erasureId: string, ids: ReadonlyArray<string>) =>
+      const eraseCustomers = (erasureId: string, profileId: string, ids: ReadonlyArray<string>) =>
         Effect.gen(function*() {
-          yield* repo.lockCustomers(ids)
+          yield* repo.lockCustomers(ids.map((id) => ({ id, profileId })))
           const conversions = yield* events.forgetConversionsOf(ids)
           const eventCount = yield* events.forgetEventsOf(ids)
           // The person's browsers: every touch of theirs, and every other touch from the same anonymous ids.
@@ -477,7 +477,7 @@ export class CustomersService extends Context.Service<CustomersService, {
             selectorDigest: selectorDigest(erasureId, selector)
           })
           if (!claimed) return false
-          const counts = yield* eraseCustomers(erasureId, yield* repo.mergedSet(survivor.value))
+          const counts = yield* eraseCustomers(erasureId, profile.profileId, yield* repo.mergedSet(survivor.value))
           yield* audit.record({
             actor: principal,
             action: "customer.erased",

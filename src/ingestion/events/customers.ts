@@ -130,7 +130,10 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   // Each call below is skipped when it has nothing to do (a batch keyed by external_id has no
   // identifiers): a call is a span and a fiber step even when its statement is skipped.
   if (created.length > 0) yield* customers.createKeylessCustomers(created)
-  const found = resolved.filter((id) => id !== null)
+  const found = requests.flatMap(({ profileId }, index) => {
+    const id = resolved[index] ?? null
+    return id === null ? [] : [{ id, profileId }]
+  })
   if (found.length > 0) yield* customers.lockCustomers(found)
   if (identifiers.length === 0) return resolved
   yield* customers.addIdentifiers(identifiers)

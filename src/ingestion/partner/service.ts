@@ -436,7 +436,7 @@ export class PartnerData extends Context.Service<PartnerData, {
               })
             }
             customerId = known.value
-            yield* identity.lockCustomers([customerId])
+            yield* identity.lockCustomers([{ id: customerId, profileId: profile.profileId }])
           } else {
             const resolved = yield* resolveCustomer(resolution, profile.profileId, traits)
             if (resolved === null) return yield* Effect.die("a checked declared-source customer names nobody")

@@ -279,7 +279,7 @@ export class EventsService extends Context.Service<EventsService, {
           const deleted = yield* repo.deleteConversions(event.id)
           yield* repo.tombstone(event.id, reason)
           // The event's customer, and the payer a conversion was moved to (decision 0032).
-          const flags = yield* repo.recomputeFirstPayments([
+          const flags = yield* repo.recomputeFirstPayments(profile.profileId, [
             ...(event.customer_id === null ? [] : [event.customer_id]),
             ...deleted.customerIds
           ])

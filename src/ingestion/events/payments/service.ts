@@ -308,7 +308,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           for (let attempt = 0; attempt < 5; attempt++) {
             const owners = yield* repo.owners(profile.profileId, paymentId)
             if (Option.isNone(owners)) return yield* noSuchPayment()
-            yield* identity.lockCustomers(nonNull(customersOf(owners.value)))
+            yield* identity.lockCustomers(nonNull(customersOf(owners.value)).map((id) => ({ id, profileId: profile.profileId })))
             const locked = yield* repo.lock(profile.profileId, paymentId)
             if (Option.isNone(locked)) return yield* noSuchPayment()
             if (locked.value.customer_id === owners.value.customer_id) return locked.value
@@ -365,7 +365,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           const payment = yield* lockPayment(profile, paymentId, (owners) => [owners.customer_id])
           if (payment.installment === installment) return yield* answer(profile, payment.id, false)
           yield* conversions.setInstallment(payment.id, installment)
-          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id]))
+          const flags = yield* conversions.recomputeFirstPayments(profile.profileId, nonNull([payment.customer_id]))
           yield* recordAction(actor, profile, payment, installment ? "installment_marked" : "installment_unmarked", {
             installment,
             first_payment_flags: flags
@@ -405,7 +405,7 @@ export class PaymentsService extends Context.Service<PaymentsService, {
           const recredit = owner !== payment.customer_id
           // A new owner: the credit rows go and the worker credits it again with its touches.
           yield* (recredit ? conversions.reassignPayment(payment.id, payerId, owner) : conversions.setPayer(payment.id, payerId))
-          const flags = yield* conversions.recomputeFirstPayments(nonNull([payment.customer_id, owner]))
+          const flags = yield* conversions.recomputeFirstPayments(profile.profileId, nonNull([payment.customer_id, owner]))
           yield* recordAction(actor, profile, payment, payerId === null ? "payer_cleared" : "payer_assigned", {
             payer_customer_key: customerKey,
             previous_payer_customer_key: payment.payer_customer_key,
