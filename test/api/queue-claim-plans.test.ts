@@ -33,9 +33,10 @@ import * as Creatives from "../../src/analytics/creatives/repo.ts"
 import * as Reports from "../../src/analytics/reports/repo.ts"
 import * as ReplayJobs from "../../src/attribution/jobs/repo.ts"
 import * as Crediting from "../../src/attribution/repo.ts"
+import * as Customers from "../../src/identity/customers/repo.ts"
 import * as ExportPipeline from "../../src/exports/pipeline/repo.ts"
 import * as SyncJobs from "../../src/ingestion/sync/repo.ts"
-import { analyzedTables, type Depth, keep, measure } from "../support/claim-plan.ts"
+import { analyzedTables, type Depth, keep, literal, measure } from "../support/claim-plan.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
 const DEPTHS = [0, 20_000, 200_000] as const
@@ -340,5 +341,41 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
         [{ label: "take", statement: Rollups.takeStatement(sql, 1000, 200).compile(), answers: 200 }]
       )
       assert.deepStrictEqual(failures, [])
+    })), TIMEOUT)
+
+  // Not a queue: the lock every ingest batch takes on its customers, run unprepared (planned for its
+  // ids each time, decision 0047). By id alone, a batch's ids were costed without statistics as a
+  // tenth of the table and the plan read every customer (decision 0137).
+  it.effect("the customers' lock of an ingest batch, planned for its ids (no ANALYZE)", () =>
+    onTestDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const { profileId } = yield* tenant
+      const customerId = (g: number) => md5Uuid(`${profileId}-customer-${g}`)
+      const batch = Array.from({ length: 18 }, (_, g) => ({ id: customerId(g * 997), profileId }))
+      const [text, params] = Customers.lockStatement(sql, batch).compile()
+      // The statement with its values written in, as EXPLAIN plans an unprepared one: for these ids.
+      const planned = text.replace(/\$(\d+)/g, (_, n: string) => literal(params[Number(n) - 1]))
+      const costs: Array<number> = []
+      for (const [from, to] of [[0, 20_000], [20_000, 200_000]] as const) {
+        yield* sql`
+          INSERT INTO customers (id, profile_id, customer_key)
+          SELECT md5(${`${profileId}-customer-`} || g)::uuid, ${profileId}, 'key-' || g
+          FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+        const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${planned}`)).map((row) => row["QUERY PLAN"]).join("\n")
+        console.log(`customers' lock at ${to} customers:\n${plan}`)
+        assert.ok(plan.includes("customers_pkey") && !plan.includes("Seq Scan on customers"), plan)
+        const [explained] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: { "Total Cost": number } }> }>(`EXPLAIN (FORMAT JSON) ${planned}`)
+        costs.push(explained!["QUERY PLAN"][0]!.Plan["Total Cost"])
+        yield* sql.unsafe(`BEGIN`)
+        const started = performance.now()
+        const locked = yield* sql.unsafe(planned)
+        const ms = performance.now() - started
+        yield* sql.unsafe(`ROLLBACK`)
+        assert.strictEqual(locked.length, 18)
+        assert.isBelow(ms, RUN_MS, plan)
+      }
+      // One probe per key at any size: by id alone the guess, and the cost, grew with the table (10x from 20,000 to 200,000).
+      assert.isAtMost(costs[1]!, 2 * costs[0]!, `cost ${costs[1]} at 200,000 vs ${costs[0]} at 20,000`)
+      assert.strictEqual(yield* analyzedTables(["customers"]), 0)
     })), TIMEOUT)
 })
