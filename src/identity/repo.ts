@@ -209,7 +209,8 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
           WITH shared AS (
             SELECT h.profile_id, h.kind, h.value, array_agg(DISTINCT h.customer_id ORDER BY h.customer_id) AS ids
             FROM (${holders}) h
-            JOIN customers c ON c.id = h.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
+            -- The whole key (decision 0137): joined by id alone, a plan without statistics read every customer per call.
+            JOIN customers c ON c.id = h.customer_id AND c.profile_id = h.profile_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
             GROUP BY h.profile_id, h.kind, h.value
             HAVING count(DISTINCT h.customer_id) > 1
           ),
