@@ -46,10 +46,12 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
     probe: sql`
       SELECT 1 AS n
       WHERE EXISTS (SELECT 1 ${claimable}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted})`,
+    // The kind bound here, not written in: then only the running jobs' partial index matches (the
+    // replays' queue index cannot be proven to hold the rows), whatever the table's past.
     sweep: sql`
       UPDATE work_jobs SET state = 'failed', finished_at = now(), lease_until = NULL,
              error = COALESCE(error, 'lease_expired')
-      WHERE ${exhausted}`,
+      WHERE kind = ${REPLAY_JOB_KIND} AND state = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`,
     claim: sql`
       UPDATE work_jobs j
       SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
