@@ -152,6 +152,12 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
       // join, and the keys a batch of the worker reads are known before the rows exist.
       const outcomeId = (prefix: string) => sql.literal(`md5('${profileId}-' || ${prefix})::uuid`)
       const exportId = (prefix: string) => sql.literal(`md5('${profileId}-export-' || ${prefix})::uuid`)
+      /** Outcomes g = from..to-1, each keyed (and its id derived) by the SQL expression `key` of g. */
+      const outcomes = (key: string, from: number, to: number) =>
+        sql`
+          INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+          SELECT ${outcomeId(key)}, ${profileId}, ${sql.literal(key)}, 'h', 'purchase', now() - interval '1 day'
+          FROM generate_series(${from}::int, ${to - 1}::int) AS g`
       const leaseToken = crypto.randomUUID()
       // The worker's batch: the first 50 exports, leased by one claim (their token), as it reads and settles them.
       const batch = Array.from({ length: 50 }, (_, g) => ({
@@ -165,10 +171,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
         ["conversion_exports", "outcome_events", "conversions"],
         (from, to) =>
           Effect.gen(function*() {
-            yield* sql`
-              INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-              SELECT ${outcomeId("g")}, ${profileId}, 'claim-' || g, 'h', 'purchase', now() - interval '1 day'
-              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            yield* outcomes("g", from, to)
             // Credited already: crediting's backlog below is a queue of its own.
             yield* sql`
               INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, credited_at)
@@ -199,10 +202,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
         ["conversions"],
         (from, to) =>
           Effect.gen(function*() {
-            yield* sql`
-              INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-              SELECT ${outcomeId("'crediting-' || g")}, ${profileId}, 'crediting-' || g, 'h', 'purchase', now() - interval '1 day'
-              FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            yield* outcomes("'crediting-' || g", from, to)
             yield* sql`
               INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, created_at)
               SELECT gen_random_uuid(), ${profileId}, ${outcomeId("'crediting-' || g")}, 'purchase', now() - interval '1 day', false, true,
