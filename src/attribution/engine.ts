@@ -160,7 +160,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
             gone.ctid.push(stored.ctid[i] ?? "")
           }
           yield* credits.write(gone, changed, added)
-          yield* conversions.settleCredited(ids)
+          yield* conversions.settleCredited(ids, profiles)
           return rows
         })
 

@@ -128,19 +128,36 @@ describe.skipIf(adminUrl === "")(
             spans.some((span) => span.traceId === traceId && span.runner === "A" && span.kind === SERVER && span.name === "POST /rpc") &&
             spans.some((span) => span.traceId === traceId && span.runner === "B" && span.attributes["db.system.name"] === "postgresql")
           )))
-        const trace = spans.filter((span) => span.traceId === crossing)
+        // Each runner exports its spans in batches as they end, so the entity's own span on B can
+        // arrive a batch after its SQL span: wait (with a deadline) for the spans checked below,
+        // then check them on whatever arrived, so a missing one fails with the trace printed.
+        const traceOf = () => spans.filter((span) => span.traceId === crossing)
+        const onBOf = (trace: ReadonlyArray<ReceivedSpan>) => trace.filter((span) => span.runner === "B")
+        const complete = (trace: ReadonlyArray<ReceivedSpan>) => {
+          const onA = new Set(trace.filter((span) => span.runner === "A").map((span) => span.spanId))
+          const onB = onBOf(trace)
+          return onB.some((span) => span.name.startsWith("Profile.")) &&
+            onB.some((span) => String(span.attributes["db.query.text"] ?? "").includes("profile_state")) &&
+            onB.some((span) => onA.has(span.parentSpanId))
+        }
+        yield* Effect.sync(traceOf).pipe(
+          Effect.repeat({ until: complete, schedule: Schedule.spaced("200 millis") }),
+          Effect.timeoutOption("10 seconds")
+        )
+        const trace = traceOf()
         const serverSpan = trace.find((span) => span.runner === "A" && span.kind === SERVER && span.name === "POST /rpc")!
         expect(serverSpan.attributes["http.route"]).toBe("/rpc")
         expect(serverSpan.attributes["http.request.method"]).toBe("POST")
         expect(serverSpan.attributes["http.response.status_code"]).toBe(200)
         // On B: the entity's behaviour, and the profile_state upsert beneath it, in the same trace.
-        const onB = trace.filter((span) => span.runner === "B")
-        expect(onB.some((span) => span.name.startsWith("Profile."))).toBe(true)
+        const onB = onBOf(trace)
+        const listing = trace.map((span) => `${span.runner} ${span.name} <- ${span.parentSpanId}`).join("\n")
+        expect(onB.some((span) => span.name.startsWith("Profile.")), listing).toBe(true)
         const upsert = onB.find((span) => String(span.attributes["db.query.text"] ?? "").includes("profile_state"))
-        expect(upsert, trace.map((span) => `${span.runner} ${span.name}`).join(", ")).toBeDefined()
+        expect(upsert, listing).toBeDefined()
         // The entity's span on B is the child of a span A exported: the trace did not restart on B.
         const onA = new Set(trace.filter((span) => span.runner === "A").map((span) => span.spanId))
-        expect(onB.some((span) => onA.has(span.parentSpanId)), trace.map((span) => `${span.runner} ${span.name} <- ${span.parentSpanId}`).join("\n")).toBe(true)
+        expect(onB.some((span) => onA.has(span.parentSpanId)), listing).toBe(true)
       }), { timeout: 120_000 })
   }
 )

@@ -236,9 +236,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   /**
    * After crediting `ids`: sets `credited_at` (keeping its first value: only whether it is set has
    * a meaning) and refreshes the cash and eligibility flags from their definitions; rows whose
-   * flags and mark are already right are not rewritten.
+   * flags and mark are already right are not rewritten. Each id comes with its profile: the
+   * primary key is `(id, profile_id)` and a lookup by id alone is costed as a range (decision 0137).
    */
-  readonly settleCredited: (ids: ReadonlyArray<string>) => Repo<void>
+  readonly settleCredited: (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) => Repo<void>
   /** Marks a payment a later installment (or not); a payment with no customer is first unless it is one. */
   readonly setInstallment: (paymentId: string, installment: boolean) => Repo<void>
   /** Sets a payment's assigned payer only (the customer it belongs to stays). */
@@ -620,19 +621,20 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const markCredited = (conversionId: string) =>
         Effect.asVoid(sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId} AND credited_at IS NULL`)
 
-      const settleCredited = (ids: ReadonlyArray<string>) =>
+      const settleCredited = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) =>
         Effect.asVoid(sql`
           UPDATE conversions c SET
             credited_at = COALESCE(c.credited_at, now()),
             counts_as_cash = x.counts_as_cash,
             attribution_eligible = x.attribution_eligible
           FROM (
-            SELECT c2.id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
+            SELECT c2.id, c2.profile_id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
                    COALESCE(d.attribution_eligible, c2.attribution_eligible) AS attribution_eligible
-            FROM conversions c2 LEFT JOIN conversion_definitions d ON d.id = c2.definition_id AND d.profile_id = c2.profile_id
-            WHERE c2.id = ANY(${ids}::uuid[])
+            FROM unnest(${ids}::uuid[], ${profiles}::uuid[]) AS k(id, profile_id)
+            JOIN conversions c2 ON c2.id = k.id AND c2.profile_id = k.profile_id
+            LEFT JOIN conversion_definitions d ON d.id = c2.definition_id AND d.profile_id = c2.profile_id
           ) x
-          WHERE c.id = x.id
+          WHERE c.id = x.id AND c.profile_id = x.profile_id
             AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)
 
       // A payment with no customer has nothing to repeat: first unless it is a later installment.
