@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { HandOff } from "./handoffs/entity.ts"
 import { routeProfileCall } from "../platform/entity-calls.ts"
 import { Principal } from "../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, toPage } from "../platform/pagination.ts"
 import { ProfileAccess } from "../kernel/access.ts"
 import { returnLocation, Handoffs } from "./handoffs/service.ts"
 import { ProviderHooks } from "./hooks/service.ts"
@@ -23,7 +23,7 @@ export const ConnectionsHandlers = HttpApiBuilder.group(groupApi(ConnectionsApi)
         Effect.gen(function*() {
           const profile = yield* access.current
           const limit = query.limit ?? DEFAULT_PAGE_SIZE
-          const rows = yield* connections.list(profile, limit, decodeCursor(query.cursor))
+          const rows = yield* connections.list(profile, limit, yield* keysetCursor(query.cursor))
           return toPage(rows, limit, (row) => row)
         }),
       mintHandoff: ({ params, payload }) =>

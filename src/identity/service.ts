@@ -28,7 +28,7 @@ import {
 } from "../../schema/identity.ts"
 import { AuditLog } from "../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../kernel/principal.ts"
-import { decodeCursor, pageOf } from "../platform/pagination.ts"
+import { keysetCursor, pageOf } from "../platform/pagination.ts"
 import { HealthcareCheck } from "../accounts/healthcare.ts"
 import { IdentityRepo, type MergeRow, type Moved, type ProposalRow, type SideRow } from "./repo.ts"
 import { CustomersRepo } from "./customers/repo.ts"
@@ -226,7 +226,7 @@ export class IdentityService extends Context.Service<IdentityService, {
         const limit = query.limit ?? DEFAULT_PAGE
         const status = query.status ?? null
         // An unreadable cursor restarts the queue from the beginning.
-        const keyset = decodeCursor(query.cursor)
+        const keyset = yield* keysetCursor(query.cursor)
         const after = Option.filter(keyset, (k) => isIsoDateTime(k.createdAt) && isUuid(k.id)).pipe(
           Option.map((k) => ({ at: k.createdAt, id: k.id }))
         )

@@ -12,7 +12,7 @@ export interface Keyset {
 export const encodeCursor = (keyset: Keyset): string =>
   Buffer.from(JSON.stringify([keyset.createdAt, keyset.id]), "utf8").toString("base64url")
 
-/** An unreadable cursor is None: the list restarts from the beginning. */
+/** The keyset inside a cursor, None when unreadable; lists take theirs through `parseCursor` or `keysetCursor`. */
 export const decodeCursor = (cursor: string | undefined): Option.Option<Keyset> => {
   if (cursor === undefined || cursor === "") return Option.none()
   const parsed = parseJsonOrUndefined(Buffer.from(cursor, "base64url").toString("utf8"))
@@ -36,6 +36,21 @@ export const parseCursor = (
   const keyset = Option.filter(decodeCursor(cursor), valid)
   return Option.isSome(keyset) ? Effect.succeed(keyset) : Effect.fail(refusal())
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** A `(created_at, id)` keyset as `toPage` writes it: a timestamp and a UUID. */
+export const isTimestampKeyset = (keyset: Keyset): boolean =>
+  UUID.test(keyset.id) && /^\d{4}-\d{2}-\d{2}[T ]/.test(keyset.createdAt) && !Number.isNaN(Date.parse(keyset.createdAt))
+
+/**
+ * The `cursor` of a list keyed by `(created_at, id)`: none when absent; 400
+ * `invalid_parameter:cursor` for one this list did not answer. Restarting from the first page
+ * instead would send a client that follows a damaged cursor round the same pages forever, and
+ * a readable keyset of nonsense must not reach the SQL.
+ */
+export const keysetCursor = (cursor: string | undefined): Effect.Effect<Option.Option<Keyset>, InvalidParameter> =>
+  parseCursor(cursor, isTimestampKeyset)
 
 export const DEFAULT_PAGE_SIZE = 50
 

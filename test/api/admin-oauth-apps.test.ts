@@ -97,7 +97,7 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
       }
     }))
 
-  it.effect("list pages by cursor; an unreadable cursor restarts from the beginning", () =>
+  it.effect("list pages by cursor; a cursor it did not answer is 400 invalid_parameter:cursor (decision 0138)", () =>
     Effect.gen(function*() {
       const created: Array<string> = []
       for (const name of ["Page A", "Page B", "Page C"]) created.push((yield* newApp(name)).json.data.id)
@@ -119,9 +119,9 @@ layer(serveApp(testSettings()), { timeout: "60 seconds", excludeTestServices: tr
       assert.deepStrictEqual(bySmallPages, byLargePages)
       assert.strictEqual(new Set(bySmallPages).size, bySmallPages.length, "no app twice")
       assert.deepStrictEqual(bySmallPages.filter((id) => created.includes(id)), created, "oldest first")
-      const first = (yield* get("/api/v1/admin/oauth-apps?limit=2")).json
-      const restarted = (yield* get("/api/v1/admin/oauth-apps?limit=2&cursor=garbage")).json
-      assert.deepStrictEqual(restarted.data, first.data)
+      const refused = yield* get("/api/v1/admin/oauth-apps?limit=2&cursor=garbage")
+      assert.strictEqual(refused.status, 400, refused.text)
+      assert.strictEqual(refused.json.error.reason, "invalid_parameter:cursor")
       const tooMany = yield* get("/api/v1/admin/oauth-apps?limit=101")
       assert.strictEqual(tooMany.status, 400)
       assert.match(tooMany.json.error.message, /^query\.limit: /)

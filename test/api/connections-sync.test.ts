@@ -302,7 +302,8 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
           assert.deepStrictEqual(next.json.data.map((job: any) => job.job_id), [first[0].job_id])
           assert.strictEqual(next.json.pagination.has_next, false)
           const badCursor = yield* send(fixture.key, "GET", "/api/v1/connections/sync?cursor=WyJ4IiwieSJd")
-          assert.strictEqual(badCursor.status, 200, badCursor.text)
+          assert.strictEqual(badCursor.status, 400, badCursor.text)
+          assert.strictEqual(badCursor.json.error.reason, "invalid_parameter:cursor")
           const badConnection = yield* send(fixture.key, "GET", "/api/v1/connections/sync?connection_id=nope")
           assert.strictEqual(badConnection.status, 400, badConnection.text)
 

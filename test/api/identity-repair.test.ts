@@ -590,7 +590,7 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "180 seco
         assert.deepStrictEqual(yield* auditActions(p), ["identity.link.rejected"])
       }))
 
-    it.effect("keyset pages newest first with status_counts of the whole queue; an unreadable cursor restarts; stale proposals are withdrawn", () =>
+    it.effect("keyset pages newest first with status_counts of the whole queue; a cursor it did not answer is 400; stale proposals are withdrawn", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient
         const world = yield* seedWorld
@@ -610,9 +610,9 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "180 seco
         assert.deepStrictEqual(second.json.pagination, { has_next: false, cursor: null })
         const ids = [...first.json.data, ...second.json.data].map((link: any) => link.id)
         assert.strictEqual(new Set(ids).size, 3)
-        const restarted = yield* get(world.personKey, "/api/v1/identity/links?limit=2&cursor=not-a-cursor")
-        assert.strictEqual(restarted.status, 200)
-        assert.deepStrictEqual(restarted.json.data, first.json.data)
+        const refused = yield* get(world.personKey, "/api/v1/identity/links?limit=2&cursor=not-a-cursor")
+        assert.strictEqual(refused.status, 400, refused.text)
+        assert.strictEqual(refused.json.error.reason, "invalid_parameter:cursor")
 
         // The tracker bound anon-3's touches meanwhile: its proposal is withdrawn at the next scan.
         yield* sql`UPDATE touches SET customer_id = (SELECT id FROM customers WHERE profile_id = ${p} ORDER BY created_at LIMIT 1)

@@ -12,13 +12,13 @@ import type {
   WorkspaceFlags
 } from "../../../schema/admin.ts"
 import { isUuid, originOf } from "../../../schema/common.ts"
-import { type DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidParameter, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
 import { PERSON_SCOPES } from "../../../schema/scopes.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import { ApiKeysRepo } from "../api-keys/repo.ts"
 import { CredentialPrefix, mintClientId, mintSecret, mintSigningSecret, secretDigest } from "../../kernel/credentials/tokens.ts"
 import { CredentialStore, type PrincipalShape } from "../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, toPage } from "../../platform/pagination.ts"
 import { SecretBox } from "../../platform/secret-box.ts"
 import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { AdminRepo, type CommerceAppRow, type OAuthAppRow } from "./repo.ts"
@@ -46,7 +46,7 @@ export class AdminService extends Context.Service<AdminService, {
   readonly listApps: (options: { readonly limit?: number; readonly cursor?: string }) => Admin<{
     readonly data: ReadonlyArray<OAuthApp>
     readonly pagination: { readonly has_next: boolean; readonly cursor: string | null }
-  }>
+  }, InvalidParameter>
   readonly getApp: (id: string) => Admin<OAuthApp, NotFound>
   readonly updateApp: (actor: PrincipalShape, id: string, patch: UpdateOAuthApp) => Admin<OAuthApp, NotFound | ValidationError>
   readonly deleteApp: (actor: PrincipalShape, id: string) => Admin<{ readonly revokedKeys: number }, NotFound>
@@ -105,7 +105,7 @@ export class AdminService extends Context.Service<AdminService, {
 
       const listApps = Effect.fn("AdminService.listApps")(function*(options: { readonly limit?: number; readonly cursor?: string }) {
         const limit = options.limit ?? DEFAULT_PAGE_SIZE
-        const rows = yield* repo.listApps({ limit, after: decodeCursor(options.cursor) })
+        const rows = yield* repo.listApps({ limit, after: yield* keysetCursor(options.cursor) })
         return toPage(rows, limit, renderApp)
       })
 

@@ -11,6 +11,7 @@ import type { ApiKey, CreateApiKey, UpdateApiKey } from "../../../schema/api-key
 import { isUuid } from "../../../schema/common.ts"
 import {
   type DatabaseUnavailable,
+  type InvalidParameter,
   InsufficientScope,
   InvalidState,
   NotFound,
@@ -28,7 +29,7 @@ import {
 } from "../../../schema/scopes.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import { CredentialStore, type PrincipalShape } from "../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, toPage } from "../../platform/pagination.ts"
 import { ApiKeysRepo, DEFAULT_RATE_LIMIT_PER_MINUTE, type GrantRow, type KeyChanges, type KeyRow } from "./repo.ts"
 
 /** Rotation: the old key keeps working this long beside its successor, then expires by itself. */
@@ -103,7 +104,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
   ) => Keys<{
     readonly data: ReadonlyArray<ApiKey>
     readonly pagination: { readonly has_next: boolean; readonly cursor: string | null }
-  }>
+  }, InvalidParameter>
   readonly create: (actor: PrincipalShape, workspaceId: string, input: CreateApiKey) => Keys<NewKey, ValidationError>
   readonly update: (
     actor: PrincipalShape,
@@ -224,7 +225,7 @@ export class ApiKeysService extends Context.Service<ApiKeysService, {
       ) {
         const workspaceId = yield* authorize(actor, rawWorkspaceId, "read")
         const limit = page.limit ?? DEFAULT_PAGE_SIZE
-        const rows = yield* repo.list(workspaceId, limit, decodeCursor(page.cursor))
+        const rows = yield* repo.list(workspaceId, limit, yield* keysetCursor(page.cursor))
         return toPage(rows, limit, render)
       })
 

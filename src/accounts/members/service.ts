@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { isUuid } from "../../../schema/common.ts"
-import { type DatabaseUnavailable, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidParameter, InvalidState, NotFound, ValidationError } from "../../../schema/errors.ts"
 import {
   isPermissionKey,
   type Member,
@@ -20,7 +20,7 @@ import {
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import { CredentialStore } from "../../kernel/principal.ts"
 import type { AppPrincipal } from "../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, toPage } from "../../platform/pagination.ts"
 import { WorkspacesRepo } from "../workspaces/repo.ts"
 import { PeopleRepo } from "../people/repo.ts"
 import { type MemberRow, MembersRepo, type ProfileMembershipRow } from "./repo.ts"
@@ -89,7 +89,7 @@ export class Members extends Context.Service<Members, {
     app: AppPrincipal,
     workspaceId: string,
     options: { readonly limit?: number; readonly cursor?: string }
-  ) => Effect.Effect<MemberPage, NotFound | DatabaseUnavailable>
+  ) => Effect.Effect<MemberPage, NotFound | InvalidParameter | DatabaseUnavailable>
 }>()("svc/Members") {
   static readonly layer = Layer.effect(Members)(
     Effect.gen(function*() {
@@ -232,7 +232,7 @@ export class Members extends Context.Service<Members, {
       ) {
         const workspace = yield* managed(app, workspaceId, false)
         const limit = options.limit ?? DEFAULT_PAGE_SIZE
-        const rows = yield* repo.listMembers(workspace, { limit, after: decodeCursor(options.cursor) })
+        const rows = yield* repo.listMembers(workspace, { limit, after: yield* keysetCursor(options.cursor) })
         const page = rows.slice(0, limit)
         const profiles = yield* repo.profileMemberships(workspace, page.map((row) => row.id))
         return toPage(rows, limit, (row) => renderMember(row, profiles))

@@ -10,7 +10,7 @@
  */
 import { Context, Effect, Layer, type Option } from "effect"
 import { isUuid } from "../../../schema/common.ts"
-import { type DatabaseUnavailable, InsufficientScope, InvalidState, NotFound } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, InsufficientScope, type InvalidParameter, InvalidState, NotFound } from "../../../schema/errors.ts"
 import type { WorkspaceRole } from "../../../schema/members.ts"
 import type {
   CreateWorkspace,
@@ -22,7 +22,7 @@ import type {
 } from "../../../schema/workspaces.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import type { PrincipalShape } from "../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, toPage } from "../../platform/pagination.ts"
 import { type McpSettingsRow, type PiiAccessRow, type WorkspaceRow, WorkspacesRepo } from "./repo.ts"
 
 const noSuchWorkspace = () => new NotFound({ message: "No such workspace." })
@@ -84,13 +84,13 @@ type Errors = NotFound | InsufficientScope | DatabaseUnavailable
 type Result<A, E = never> = Effect.Effect<A, E | Errors>
 
 export class Workspaces extends Context.Service<Workspaces, {
-  readonly list: (actor: PrincipalShape, page: PageOptions) => Effect.Effect<PageOf<Workspace>, InsufficientScope | DatabaseUnavailable>
+  readonly list: (actor: PrincipalShape, page: PageOptions) => Effect.Effect<PageOf<Workspace>, InsufficientScope | InvalidParameter | DatabaseUnavailable>
   readonly create: (actor: PrincipalShape, input: CreateWorkspace) => Effect.Effect<Workspace, InsufficientScope | DatabaseUnavailable>
   readonly archive: (actor: PrincipalShape, workspaceId: string) => Result<Workspace, InvalidState>
   readonly setReportingCurrency: (actor: PrincipalShape, workspaceId: string, currency: string) => Result<Workspace>
   readonly mcpSettings: (actor: PrincipalShape, workspaceId: string) => Result<McpSettings>
   readonly putMcpSettings: (actor: PrincipalShape, workspaceId: string, input: PutMcpSettings) => Result<McpSettings>
-  readonly piiAccessLog: (actor: PrincipalShape, workspaceId: string, page: PageOptions) => Result<PageOf<PiiAccessEntry>>
+  readonly piiAccessLog: (actor: PrincipalShape, workspaceId: string, page: PageOptions) => Result<PageOf<PiiAccessEntry>, InvalidParameter>
   readonly reportsHub: (actor: PrincipalShape, workspaceId: string) => Result<ReportsHub>
   /** The oldest live workspace with this name that the person owns (the operator's quickstart reuses it). */
   readonly findOwnedByName: (userId: string, name: string) => Effect.Effect<Option.Option<string>, DatabaseUnavailable>
@@ -141,7 +141,7 @@ export class Workspaces extends Context.Service<Workspaces, {
 
       const list = Effect.fn("Workspaces.list")(function*(actor: PrincipalShape, options: PageOptions) {
         const limit = options.limit ?? DEFAULT_PAGE_SIZE
-        const page = { limit, after: decodeCursor(options.cursor) }
+        const page = { limit, after: yield* keysetCursor(options.cursor) }
         switch (actor.kind) {
           case "session":
           case "user_token":
@@ -262,7 +262,7 @@ export class Workspaces extends Context.Service<Workspaces, {
       ) {
         const { workspaceId } = yield* reach(actor, rawWorkspaceId, "manager", false)
         const limit = options.limit ?? DEFAULT_PAGE_SIZE
-        const rows = yield* repo.piiAccessLog(workspaceId, { limit, after: decodeCursor(options.cursor) })
+        const rows = yield* repo.piiAccessLog(workspaceId, { limit, after: yield* keysetCursor(options.cursor) })
         return toPage(rows, limit, renderPiiAccess)
       })
 

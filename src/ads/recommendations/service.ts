@@ -12,7 +12,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
-import { type DatabaseUnavailable, InvalidState, NotFound, type ServiceUnavailable } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidParameter, InvalidState, NotFound, type ServiceUnavailable } from "../../../schema/errors.ts"
 import type {
   ApplyRecommendation,
   Recommendation,
@@ -25,7 +25,7 @@ import type { ActionError } from "../actions/engine.ts"
 import { AdActions } from "../actions/service.ts"
 import { minorExponent } from "../../kernel/money.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, toPage } from "../../platform/pagination.ts"
 import { type EntityStats, type Proposal, type RecommendationRow, RecommendationsRepo } from "./repo.ts"
 
 export const WINDOW_DAYS = 7
@@ -108,7 +108,7 @@ export class Recommendations extends Context.Service<Recommendations, {
   readonly list: (
     profile: ProfileContext,
     query: { readonly limit?: number; readonly cursor?: string; readonly status?: RecommendationStatus }
-  ) => Effect.Effect<RecommendationPage, DatabaseUnavailable>
+  ) => Effect.Effect<RecommendationPage, InvalidParameter | DatabaseUnavailable>
   readonly dismiss: (profile: ProfileContext, id: string) => Effect.Effect<RecommendationBody, NotFound | InvalidState | DatabaseUnavailable>
   /**
    * Applies an open recommendation's action through the ad actions (same guardrails, ledger and
@@ -138,7 +138,7 @@ export class Recommendations extends Context.Service<Recommendations, {
       ) {
         // The connect-broker tier has no spend or attribution: nothing to recommend, never a 403.
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } } satisfies RecommendationPage
-        const after = decodeCursor(query.cursor)
+        const after = yield* keysetCursor(query.cursor)
         // Generated with the first page only: a later page reads what that generation wrote.
         if (Option.isNone(after)) yield* generate(profile.profileId)
         const limit = query.limit ?? DEFAULT_PAGE_SIZE

@@ -23,7 +23,7 @@ import {
 } from "../../../schema/analytics-campaigns.ts"
 import { type DatabaseUnavailable, type InvalidDateRange, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, pageOf } from "../../platform/pagination.ts"
+import { keysetCursor, pageOf } from "../../platform/pagination.ts"
 import { AnalyticsRepo, type ProfileFacts } from "../overview/repo.ts"
 import type { ReadScope } from "../sql/fragments.ts"
 import { CampaignsRepo, type MetricsRow } from "./repo.ts"
@@ -262,7 +262,7 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         const limit = query.limit ?? DEFAULT_CONVERSIONS_LIMIT
         let after: { readonly occurredAt: string; readonly id: string } | null = null
         if (query.cursor !== undefined) {
-          const keyset = decodeCursor(query.cursor)
+          const keyset = yield* keysetCursor(query.cursor)
           if (Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) ||
             !/^[0-9a-f-]{36}$/.test(keyset.value.id)) {
             return yield* invalidQuery("cursor", "not a cursor this list issued")

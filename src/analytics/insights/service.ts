@@ -36,7 +36,7 @@ import {
 } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, pageOf } from "../../platform/pagination.ts"
+import { keysetCursor, pageOf } from "../../platform/pagination.ts"
 import { consumeBucket } from "../../platform/rate-limit.ts"
 import { type InsightScope, InsightsRepo, UTM_SCAN_WINDOW_DAYS } from "./repo.ts"
 import { AnalyticsRepo } from "../overview/repo.ts"
@@ -213,7 +213,7 @@ export class InsightsService extends Context.Service<InsightsService, {
         const limit = query.limit ?? DEFAULT_BREAKDOWN_LIMIT
         let after: { readonly at: string; readonly id: string } | null = null
         if (query.cursor !== undefined) {
-          const keyset = decodeCursor(query.cursor)
+          const keyset = yield* keysetCursor(query.cursor)
           if (
             Option.isNone(keyset) || Number.isNaN(Date.parse(keyset.value.createdAt)) ||
             !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(keyset.value.id)

@@ -47,7 +47,7 @@ import { ConnectionHealth } from "../../connections/health/service.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { databaseUnavailable } from "../../platform/database.ts"
 import { defaultLease, LeaseLost, leaseSecondsOf, whileLeased } from "../../platform/lease.ts"
-import { decodeCursor, toPage } from "../../platform/pagination.ts"
+import { keysetCursor, toPage } from "../../platform/pagination.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
 import { Email, type EmailSendRefused } from "../../connections/providers/email/port.ts"
@@ -224,7 +224,7 @@ export class Reports extends Context.Service<Reports, {
   readonly list: (
     profile: ProfileContext,
     options: PageOptions
-  ) => Effect.Effect<{ readonly data: ReadonlyArray<Report>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, DatabaseUnavailable>
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<Report>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, InvalidParameter | DatabaseUnavailable>
   readonly generate: (profile: ProfileContext, reportId: string) => Effect.Effect<ReportRun, ReadError>
   readonly send: (profile: ProfileContext, reportId: string, input: SendReport) => Effect.Effect<ReportRun, SendError>
   /** The report's runs, newest first: the files generated (scheduled, manual, sent or failed). */
@@ -232,7 +232,7 @@ export class Reports extends Context.Service<Reports, {
     profile: ProfileContext,
     reportId: string,
     options: PageOptions
-  ) => Effect.Effect<{ readonly data: ReadonlyArray<ReportRun>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, NotFound | DatabaseUnavailable>
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<ReportRun>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, NotFound | InvalidParameter | DatabaseUnavailable>
   readonly csv: (profile: ProfileContext, reportId: string, runId: string) => Effect.Effect<string, NotFound | DatabaseUnavailable>
   readonly pdf: (profile: ProfileContext, reportId: string, runId: string) => Effect.Effect<Uint8Array, NotFound | DatabaseUnavailable>
   /**
@@ -294,7 +294,7 @@ export class Reports extends Context.Service<Reports, {
 
       const list = Effect.fn("Reports.list")(function*(profile: ProfileContext, options: PageOptions) {
         const limit = options.limit ?? 50
-        const rows = yield* repo.list(profile.profileId, limit, decodeCursor(options.cursor))
+        const rows = yield* repo.list(profile.profileId, limit, yield* keysetCursor(options.cursor))
         return toPage(rows, limit, render)
       })
 
@@ -486,7 +486,7 @@ export class Reports extends Context.Service<Reports, {
       const runs = Effect.fn("Reports.runs")(function*(profile: ProfileContext, reportId: string, options: PageOptions) {
         yield* owned(profile, reportId)
         const limit = options.limit ?? 50
-        const rows = yield* repo.runs(reportId, limit, decodeCursor(options.cursor))
+        const rows = yield* repo.runs(reportId, limit, yield* keysetCursor(options.cursor))
         return toPage(rows, limit, renderRun)
       })
 

@@ -19,10 +19,10 @@ import {
   type PutOutcomeDefinitions,
   type UpsertGoalDefinition
 } from "../../../schema/attribution.ts"
-import { type DatabaseUnavailable, NotFound, unprocessable, type ValidationError } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidParameter, NotFound, unprocessable, type ValidationError } from "../../../schema/errors.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage } from "../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, toPage } from "../../platform/pagination.ts"
 import { type DefinitionRow, DefinitionsRepo, type DefinitionValues } from "./repo.ts"
 import {
   anyChanged,
@@ -64,7 +64,7 @@ export class Definitions extends Context.Service<Definitions, {
   readonly list: (
     profile: ProfileContext,
     page: { readonly limit?: number; readonly cursor?: string }
-  ) => Effect.Effect<PageOf<ConversionDefinition>, DatabaseUnavailable>
+  ) => Effect.Effect<PageOf<ConversionDefinition>, InvalidParameter | DatabaseUnavailable>
   readonly upsert: (actor: PrincipalShape, profile: ProfileContext, input: UpsertGoalDefinition) => Effect.Effect<Written, Errors>
   /** The deprecated POST /api/v1/goals, mapped onto `upsert`. */
   readonly upsertLegacy: (actor: PrincipalShape, profile: ProfileContext, input: LegacyGoal) => Effect.Effect<Written, Errors>
@@ -193,7 +193,7 @@ export class Definitions extends Context.Service<Definitions, {
         const limit = page.limit ?? DEFAULT_PAGE_SIZE
         // The connect-broker tier reads empty (decision 0026).
         if (!profile.attributionEnabled) return { data: [], pagination: { has_next: false, cursor: null } }
-        const rows = yield* repo.page(profile.profileId, { limit, after: decodeCursor(page.cursor) })
+        const rows = yield* repo.page(profile.profileId, { limit, after: yield* keysetCursor(page.cursor) })
         return toPage(rows, limit, renderDefinition)
       })
 

@@ -10,13 +10,14 @@ import {
   AdplatformUnavailable,
   type DatabaseUnavailable,
   DestinationConflict,
+  type InvalidParameter,
   NotFound,
   ValidationError
 } from "../../../schema/errors.ts"
 import { type Backlog, BACKLOG_COUNT_CAP, BACKLOG_RATE_CAP, isUuid, NO_BACKLOG } from "../../../schema/common.ts"
 import type { CreateDestination, Destination, DestinationsQuery, UpdateDestination } from "../../../schema/exports.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, toPage } from "../../platform/pagination.ts"
+import { keysetCursor, toPage } from "../../platform/pagination.ts"
 import { ExportPipeline } from "../pipeline/service.ts"
 import { ExportsRepo } from "../pipeline/repo.ts"
 import { backlogOf } from "../../platform/backlog.ts"
@@ -47,7 +48,7 @@ const conflict = (id: string) =>
 type Fails<A, E> = Effect.Effect<A, E | DatabaseUnavailable>
 
 export class ExportDestinations extends Context.Service<ExportDestinations, {
-  readonly list: (profile: ProfileContext, query: DestinationsQuery) => Fails<{ readonly data: ReadonlyArray<Destination>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, never>
+  readonly list: (profile: ProfileContext, query: DestinationsQuery) => Fails<{ readonly data: ReadonlyArray<Destination>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, InvalidParameter>
   readonly create: (profile: ProfileContext, body: CreateDestination) => Fails<Destination, DestinationConflict | ValidationError | NotFound>
   readonly update: (profile: ProfileContext, id: string, body: UpdateDestination) => Fails<Destination, DestinationConflict | NotFound>
   readonly remove: (profile: ProfileContext, id: string) => Fails<{ readonly id: string; readonly deleted: boolean }, NotFound>
@@ -82,7 +83,7 @@ export class ExportDestinations extends Context.Service<ExportDestinations, {
 
       const list = Effect.fn("ExportDestinations.list")(function*(profile: ProfileContext, query: DestinationsQuery) {
         const limit = query.limit ?? 50
-        const rows = yield* repo.list(profile.profileId, limit, decodeCursor(query.cursor))
+        const rows = yield* repo.list(profile.profileId, limit, yield* keysetCursor(query.cursor))
         const backlogs = yield* withBacklogs(rows.slice(0, limit))
         return toPage(rows, limit, (row) => render(row, backlogOf(backlogs.get(row.id))))
       })

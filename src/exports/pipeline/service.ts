@@ -13,7 +13,7 @@ import { isUuid } from "../../../schema/common.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { DpaService } from "../../accounts/dpa/service.ts"
-import { decodeCursor, toPage } from "../../platform/pagination.ts"
+import { keysetCursor, toPage } from "../../platform/pagination.ts"
 import { defaultLease, heartbeat, leaseSecondsOf } from "../../platform/lease.ts"
 import { AdPlatform, type ConversionEvent } from "../../connections/providers/adplatform/port.ts"
 import type { ProviderError } from "../../connections/providers/errors.ts"
@@ -369,7 +369,7 @@ export class ExportPipeline extends Context.Service<ExportPipeline, {
           destinationId: query.destination_id?.toLowerCase() ?? null,
           skipReason: query.skip_reason ?? null,
           limit,
-          after: decodeCursor(query.cursor)
+          after: yield* keysetCursor(query.cursor)
         })
         return toPage(rows, limit, renderDelivery)
       })

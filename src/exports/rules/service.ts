@@ -5,11 +5,11 @@
  * of the platform's messaging names, or null to keep the rule off that lane); anything else 422.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { type DatabaseUnavailable, InvalidState, NotFound, unprocessable, ValidationError } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidParameter, InvalidState, NotFound, unprocessable, ValidationError } from "../../../schema/errors.ts"
 import { isUuid } from "../../../schema/common.ts"
 import { type CreateRule, MESSAGING_EVENT_NAMES, type Rule, type RulesQuery, type UpdateRule } from "../../../schema/exports.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, toPage } from "../../platform/pagination.ts"
+import { keysetCursor, toPage } from "../../platform/pagination.ts"
 import { DestinationsRepo } from "../destinations/repo.ts"
 import { type RuleRow, RulesRepo } from "./repo.ts"
 
@@ -41,7 +41,7 @@ const noSuchRule = () => new NotFound({ message: "No such export rule." })
 type Fails<A, E> = Effect.Effect<A, E | DatabaseUnavailable>
 
 export class ExportRules extends Context.Service<ExportRules, {
-  readonly list: (profile: ProfileContext, query: RulesQuery) => Fails<{ readonly data: ReadonlyArray<Rule>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, never>
+  readonly list: (profile: ProfileContext, query: RulesQuery) => Fails<{ readonly data: ReadonlyArray<Rule>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } }, InvalidParameter>
   readonly create: (profile: ProfileContext, body: CreateRule) => Fails<Rule, ValidationError | InvalidState>
   readonly update: (profile: ProfileContext, id: string, body: UpdateRule) => Fails<Rule, ValidationError | NotFound>
 }>()("svc/ExportRules") {
@@ -64,7 +64,7 @@ export class ExportRules extends Context.Service<ExportRules, {
 
       const list = Effect.fn("ExportRules.list")(function*(profile: ProfileContext, query: RulesQuery) {
         const limit = query.limit ?? 50
-        return toPage(yield* repo.list(profile.profileId, limit, decodeCursor(query.cursor)), limit, render)
+        return toPage(yield* repo.list(profile.profileId, limit, yield* keysetCursor(query.cursor)), limit, render)
       })
 
       const create = Effect.fn("ExportRules.create")(function*(profile: ProfileContext, body: CreateRule) {

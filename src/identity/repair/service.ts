@@ -36,7 +36,7 @@ import {
 } from "../../../schema/identity-repair.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, pageOf } from "../../platform/pagination.ts"
+import { keysetCursor, pageOf } from "../../platform/pagination.ts"
 import { HealthcareCheck } from "../../accounts/healthcare.ts"
 import { isIsoDateTime } from "../../../schema/events.ts"
 import { type BackfillOutcome, CustomersRepo, type ScanRow } from "../customers/repo.ts"
@@ -242,7 +242,7 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
         const status: Option.Option<LinkStatus> = Option.fromUndefinedOr(input.status)
         // An unreadable cursor restarts the list (as the merge-proposal queue does).
         const after = Option.filter(
-          decodeCursor(input.cursor),
+          yield* keysetCursor(input.cursor),
           (keyset) => isIsoDateTime(keyset.createdAt) && isUuid(keyset.id)
         ).pipe(Option.map((keyset): LinkKeyset => ({ at: keyset.createdAt, id: keyset.id })))
         yield* refuseOnHealthcare(profile)

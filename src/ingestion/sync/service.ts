@@ -5,10 +5,10 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { SyncJob, SyncJobPage, SyncRequest } from "../../../schema/connections-sync.ts"
-import { type DatabaseUnavailable, InvalidState, NotFound } from "../../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidParameter, InvalidState, NotFound } from "../../../schema/errors.ts"
 import { isUuid } from "../../../schema/common.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, keysetCursor, pageOf } from "../../platform/pagination.ts"
 import { renderSyncJob, SYNCED_PROVIDER_KINDS, SyncJobsRepo } from "./repo.ts"
 import { StructureRepo } from "./structure-repo.ts"
 
@@ -24,7 +24,7 @@ export class ConnectionSync extends Context.Service<ConnectionSync, {
   readonly list: (
     profile: ProfileContext,
     query: { readonly connection_id?: string; readonly limit?: number; readonly cursor?: string }
-  ) => Effect.Effect<SyncJobPage, DatabaseUnavailable>
+  ) => Effect.Effect<SyncJobPage, InvalidParameter | DatabaseUnavailable>
   /**
    * Queues a backfill of `windowDays` on each of the profile's live ad-platform connections (the
    * attribution entitlement switched on, through src/main/ports.ts); in the caller's transaction, answers how many.
@@ -77,7 +77,7 @@ export class ConnectionSync extends Context.Service<ConnectionSync, {
       ) {
         const limit = query.limit ?? DEFAULT_PAGE_SIZE
         // A cursor this list did not issue restarts it (never a bad cast in SQL).
-        const before = Option.filter(decodeCursor(query.cursor), (k) => isUuid(k.id) && !Number.isNaN(Date.parse(k.createdAt)))
+        const before = yield* keysetCursor(query.cursor)
         const rows = yield* repo.list(profile.profileId, Option.fromUndefinedOr(query.connection_id), limit, before)
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.job_id }))
         return { data: page.map(renderSyncJob), pagination }

@@ -14,6 +14,7 @@ import {
   CustomerNotFound,
   type DatabaseUnavailable,
   type InsufficientScope,
+  type InvalidParameter,
   InvalidState,
   MailboxDisabled,
   NotFound,
@@ -36,7 +37,7 @@ import { ConnectionHealth } from "../../connections/health/service.ts"
 import { ConnectionSessions } from "../../connections/sessions.ts"
 import { IdentityIntake } from "../../identity/intake.ts"
 import { authRevoked as mailboxAuthRevoked } from "../email/service.ts"
-import { decodeCursor, pageOf } from "../../platform/pagination.ts"
+import { keysetCursor, pageOf } from "../../platform/pagination.ts"
 import { ChatAppA } from "../../connections/providers/chat-app-a/port.ts"
 import { Email, type EmailSendRefused, type MailMessage } from "../../connections/providers/email/port.ts"
 import { type Message, type MessagingApi, PageMessenger, ShortVideoMessaging, SocialDm } from "../../connections/providers/messaging/port.ts"
@@ -158,7 +159,7 @@ export class Inbox extends Context.Service<Inbox, {
     query: ConversationsQuery
   ) => Effect.Effect<
     { readonly data: ReadonlyArray<RenderedConversation>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
-    DatabaseUnavailable | InsufficientScope
+    DatabaseUnavailable | InsufficientScope | InvalidParameter
   >
   readonly get: (
     profile: ProfileContext,
@@ -327,7 +328,7 @@ export class Inbox extends Context.Service<Inbox, {
         const rows = yield* repo.list(profile.profileId, {
           channel: query.channel,
           label: query.label?.trim()
-        }, decodeCursor(query.cursor), limit)
+        }, yield* keysetCursor(query.cursor), limit)
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.last_message_at, id: row.id }))
         return { data: page.map(renderConversation), pagination }
       })

@@ -80,7 +80,8 @@ export class Quickstart extends Context.Service<Quickstart, {
           yield* tracking.updateSettings(person, profile, { allowed_origins: [...current.allowed_origins, ...missing] })
         }
 
-        const existing = yield* definitions.list(profile, { limit: 100 })
+        // No cursor is sent, so the list's refusal of a foreign cursor cannot happen here.
+        const existing = yield* definitions.list(profile, { limit: 100 }).pipe(Effect.catchTag("InvalidParameter", Effect.die))
         const hasPurchase = existing.data.some((definition) => definition.conversion_key === "purchase")
         if (!hasPurchase) {
           yield* orDie(definitions.upsert(person, profile, {

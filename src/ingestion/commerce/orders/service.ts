@@ -27,7 +27,7 @@ import { COMMERCE_DEFINITION } from "../../events/payments/repo.ts"
 import { PaymentsService } from "../../events/payments/service.ts"
 import { normalizeEmail, normalizePhone } from "../../../identity/normalize.ts"
 import { canonicalJson, sha256 } from "../../../platform/json.ts"
-import { decodeCursor, DEFAULT_PAGE_SIZE, pageOf } from "../../../platform/pagination.ts"
+import { DEFAULT_PAGE_SIZE, pageOf, parseCursor } from "../../../platform/pagination.ts"
 import type { ProviderError } from "../../../connections/providers/errors.ts"
 import { Commerce, type Order } from "../../../connections/providers/commerce/port.ts"
 import type { ProviderSession } from "../../../connections/providers/oauth/port.ts"
@@ -189,7 +189,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
     }
   ) => Effect.Effect<SyncCounts, DatabaseUnavailable | ProviderError | E>
   /** The catalogue of the copy, by product id. */
-  readonly products: (profile: ProfileContext, query: CommerceProductsQuery) => Effect.Effect<CopyPage<CommerceProductItem>, DatabaseUnavailable>
+  readonly products: (profile: ProfileContext, query: CommerceProductsQuery) => Effect.Effect<CopyPage<CommerceProductItem>, DatabaseUnavailable | InvalidParameter>
   /** The orders of the copy, by order id, looked up by number, email or phone. */
   readonly orders: (
     profile: ProfileContext,
@@ -378,7 +378,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
 
       const products = Effect.fn("CommerceOrders.products")(function*(profile: ProfileContext, query: CommerceProductsQuery) {
         const limit = query.limit ?? DEFAULT_PAGE_SIZE
-        const after = Option.getOrNull(Option.map(decodeCursor(query.cursor), (k) => k.id))
+        const after = Option.getOrNull(Option.map(yield* parseCursor(query.cursor, (k) => k.createdAt === "" && k.id !== ""), (k) => k.id))
         const rows = yield* copy.products(profile.profileId, limit + 1, after)
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: "", id: row.product_id }))
         return { data: page.map(renderProduct), pagination }
@@ -387,7 +387,7 @@ export class CommerceOrders extends Context.Service<CommerceOrders, {
       const orders = Effect.fn("CommerceOrders.orders")(function*(profile: ProfileContext, query: CommerceOrdersQuery) {
         const lookup = yield* lookupOf(query)
         const limit = query.limit ?? DEFAULT_PAGE_SIZE
-        const after = Option.getOrNull(Option.map(decodeCursor(query.cursor), (k) => k.id))
+        const after = Option.getOrNull(Option.map(yield* parseCursor(query.cursor, (k) => k.createdAt === "" && k.id !== ""), (k) => k.id))
         const rows = yield* copy.orders(profile.profileId, lookup, limit + 1, after)
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: "", id: row.order_id }))
         return { data: page.map(renderOrder), pagination }

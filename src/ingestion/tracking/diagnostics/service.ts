@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { isUuid } from "../../../../schema/common.ts"
-import { type DatabaseUnavailable, InvalidParameter } from "../../../../schema/errors.ts"
+import { type DatabaseUnavailable, type InvalidParameter } from "../../../../schema/errors.ts"
 import type {
   InstallVerification,
   TrackedEvent,
@@ -140,8 +140,7 @@ export class TrackingDiagnostics extends Context.Service<TrackingDiagnostics, {
         const after = Option.map(
           yield* parseCursor(
             request.cursor,
-            (keyset) => isIsoTime(keyset.createdAt) && isUuid(keyset.id),
-            () => new InvalidParameter({ message: "query.cursor: not a cursor this feed answered; start again without it" })
+            (keyset) => isIsoTime(keyset.createdAt) && isUuid(keyset.id)
           ),
           (keyset) => ({ occurredAt: keyset.createdAt, id: keyset.id })
         )
