@@ -11,8 +11,18 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { call, callAs } from "../support/app.ts"
 import { analyticsApp, seedAnalyticsProfile } from "../support/analytics.ts"
-import { dayFromToday, noonOf, seedAdConnection, seedConversions, type SeedConversion } from "../support/experiments.ts"
-import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
+import {
+  dayFromToday,
+  noonOf,
+  PRE_POST_DAYS,
+  prePostBody,
+  prePostCampaigns,
+  prePostDay,
+  seedAdConnection,
+  seedConversions,
+  type SeedConversion,
+  spendRows
+} from "../support/experiments.ts"
 import { analyseSwitchback, dateOf, dayNumber, switchbackDays, syntheticControl } from "../../src/experiments/statistics/index.ts"
 
 const SCOPES = ["analytics:read", "campaigns:apply"]
@@ -40,22 +50,6 @@ const laHoursBehind = (date: string) => {
 
 /** Fixed per-day counts with a weekly shape and an on-day lift, whole numbers. */
 const countFor = (i: number, on: boolean) => 6 + (i % 7) * 2 + ((i * 5) % 3) + (on ? 5 : 0)
-
-/** Spend rows of one campaign (two ads, so a day's spend is a sum), in USD. */
-const spendRows = (profileId: string, campaign: string, perDay: ReadonlyArray<readonly [string, number]>) =>
-  Effect.flatMap(AnalyticsImports, (imports) =>
-    imports.upsertSpend(perDay.flatMap(([day, amount]) =>
-      [0, 1].map((ad) => ({
-        profileId,
-        platform: "meta",
-        day,
-        campaignId: campaign,
-        adSetId: null,
-        adId: `${campaign}_ad${ad}`,
-        currency: "USD",
-        amount: String(amount / 2)
-      }))
-    )))
 
 layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("experiments' days and pre/post ROAS", (it) => {
   describe("local days of the profile's time zone (decision 0135)", () => {
@@ -179,33 +173,21 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
     const prePostValue = (seededDays: number) =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
-        const start = dayFromToday(-14)
-        const end = dayFromToday(-1)
-        const created = yield* post(p.key, "/api/v1/experiments", {
-          name: "Creative change on cmp_t",
-          kind: "pre_post",
-          metric: { conversion_key: "purchase", measure: "value" },
-          window: { start, end },
-          target: { level: "campaign", id: "cmp_t" },
-          pre_days: 28
-        })
+        const created = yield* post(p.key, "/api/v1/experiments", prePostBody("value"))
         assert.strictEqual(created.status, 201, created.text)
         const e = created.json.data
         const rows: Array<SeedConversion> = []
         const target: Array<number> = []
         const d1: Array<number> = []
         const d2: Array<number> = []
-        for (let i = 0; i < 42; i++) {
-          const date = dayFromToday(-42 + i)
-          const seeded = i >= 42 - seededDays
-          const a = seeded ? 10 + (i % 7) * 4 : 0
-          const b = seeded ? 12 + ((i * 3) % 5) * 2 : 0
-          const t = seeded ? (a + b) / 2 + ((i * 5) % 3) - 1 + (i >= 28 ? 10 : 0) : 0
-          d1.push(5 * a)
-          d2.push(5 * b)
-          target.push(5 * t)
+        for (let i = 0; i < PRE_POST_DAYS; i++) {
+          const date = dayFromToday(-PRE_POST_DAYS + i)
+          const day = i >= PRE_POST_DAYS - seededDays ? prePostDay(i) : { a: 0, b: 0, t: 0 }
+          d1.push(5 * day.a)
+          d2.push(5 * day.b)
+          target.push(5 * day.t)
           // The metric is value: one credited conversion a day per campaign carries the day's value.
-          for (const [campaign, n] of [["cmp_t", t], ["cmp_1", a], ["cmp_2", b]] as const) {
+          for (const [campaign, n] of prePostCampaigns(day)) {
             if (n > 0) rows.push({ customerId: null, at: noonOf(date), key: "purchase", value: 5 * n, cash: false, campaign })
           }
         }
@@ -215,7 +197,7 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         assert.strictEqual((yield* post(p.key, `/api/v1/experiments/${e.id}/start`)).status, 200)
         const response = yield* callAs(p.key, "GET", `/api/v1/experiments/${e.id}/results`)
         assert.strictEqual(response.status, 200, response.text)
-        return { r: response.json.data, e, start, end, target, donors: [d1, d2] }
+        return { r: response.json.data, e, start: dayFromToday(-14), end: dayFromToday(-1), target, donors: [d1, d2] }
       })
 
     const RESULT_KEYS = [

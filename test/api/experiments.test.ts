@@ -8,7 +8,20 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { call, callAs } from "../support/app.ts"
 import { analyticsApp, drain, seedAnalyticsProfile } from "../support/analytics.ts"
-import { dayFromToday, noonOf, saltOf, seedAdConnection, seedConversions, seedCustomers, type SeedConversion } from "../support/experiments.ts"
+import {
+  dayFromToday,
+  noonOf,
+  PRE_POST_DAYS,
+  prePostBody,
+  prePostCampaigns,
+  prePostDay,
+  saltOf,
+  seedAdConnection,
+  seedConversions,
+  seedCustomers,
+  type SeedConversion,
+  spendRows
+} from "../support/experiments.ts"
 import { seedApiKey } from "../support/tenancy.ts"
 import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
 import { DEFAULT_EVENT_TYPES, OPT_IN_EVENT_TYPES, WEBHOOK_EVENT_TYPES } from "../../schema/webhooks.ts"
@@ -692,32 +705,20 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
     it.effect("pre_post: a synthetic control of the other campaigns, its fit reported, equal to syntheticControl", () =>
       Effect.gen(function*() {
         const p = yield* seedAnalyticsProfile(SCOPES)
-        const start = dayFromToday(-14)
-        const end = dayFromToday(-1)
-        const created = yield* post(p.key, "/api/v1/experiments", {
-          name: "Creative change on cmp_t",
-          kind: "pre_post",
-          metric: { conversion_key: "purchase", measure: "count" },
-          window: { start, end },
-          target: { level: "campaign", id: "cmp_t" },
-          pre_days: 28
-        })
+        const created = yield* post(p.key, "/api/v1/experiments", prePostBody("count"))
         assert.strictEqual(created.status, 201, created.text)
         const e = created.json.data
         const rows: Array<SeedConversion> = []
         const target: Array<number> = []
         const d1: Array<number> = []
         const d2: Array<number> = []
-        for (let i = 0; i < 42; i++) {
-          const date = dayFromToday(-42 + i)
-          // Even counts, so the target (their mean, the scale a simplex-weighted control reaches) is whole.
-          const a = 10 + (i % 7) * 4
-          const b = 12 + ((i * 3) % 5) * 2
-          const t = (a + b) / 2 + ((i * 5) % 3) - 1 + (i >= 28 ? 10 : 0)
-          d1.push(a)
-          d2.push(b)
-          target.push(t)
-          for (const [campaign, n] of [["cmp_t", t], ["cmp_1", a], ["cmp_2", b]] as const) {
+        for (let i = 0; i < PRE_POST_DAYS; i++) {
+          const date = dayFromToday(-PRE_POST_DAYS + i)
+          const day = prePostDay(i)
+          d1.push(day.a)
+          d2.push(day.b)
+          target.push(day.t)
+          for (const [campaign, n] of prePostCampaigns(day)) {
             for (let k = 0; k < n; k++) rows.push({ customerId: null, at: noonOf(date, k), key: "purchase", value: 5, cash: false, campaign })
           }
         }
@@ -740,24 +741,6 @@ layer(analyticsApp, { timeout: "300 seconds", excludeTestServices: true })("expe
         close(r.fit.r_squared, expected.fit.rSquared, "r squared")
         assert.deepStrictEqual(r.checks.map((x: any) => [x.name, x.passed]), [["pre_period_fit", true]])
       }))
-
-    /** Spend rows of one campaign (two ads, so a day's spend is a sum), in `currency`. */
-    const spendRows = (profileId: string, campaign: string, perDay: ReadonlyArray<readonly [string, number]>, currency = "USD") =>
-      Effect.gen(function*() {
-        const imports = yield* AnalyticsImports
-        return yield* imports.upsertSpend(perDay.flatMap(([day, amount]) =>
-          [0, 1].map((ad) => ({
-            profileId,
-            platform: "meta",
-            day,
-            campaignId: campaign,
-            adSetId: null,
-            adId: `${campaign}_ad${ad}`,
-            currency,
-            amount: String(amount / 2)
-          }))
-        ))
-      })
 
     it.effect("incremental ROAS, switchback: incremental value over the target's spend on the analysed on days, interval from the value's", () =>
       Effect.gen(function*() {

@@ -4,6 +4,7 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
 import { call } from "./app.ts"
 
 export interface SeedConversion {
@@ -81,6 +82,50 @@ export const seedAdConnection = (profileId: string, scopes: ReadonlyArray<string
     sql`INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name, scopes)
         VALUES (${crypto.randomUUID()}, ${profileId}, 'adplatform', 'adplatform', ${`act_${profileId.slice(0, 8)}`}, 'Ads', ${[...scopes]}::text[])`)
 
+/** The pre/post fixture's days: 28 before the change on cmp_t, 14 after (the experiment's window). */
+export const PRE_POST_DAYS = 42
+
+/**
+ * Day `i` of the pre/post fixture: two donor campaigns with weekly shapes and the target near
+ * their mean, +10 a day from day 28 (the change). Even donor counts keep the target whole, the
+ * scale a simplex-weighted control reaches.
+ */
+export const prePostDay = (i: number) => {
+  const a = 10 + (i % 7) * 4
+  const b = 12 + ((i * 3) % 5) * 2
+  return { a, b, t: (a + b) / 2 + ((i * 5) % 3) - 1 + (i >= 28 ? 10 : 0) }
+}
+
+/** The campaigns of a fixture day with their amounts: the target cmp_t and donors cmp_1, cmp_2. */
+export const prePostCampaigns = (day: { readonly a: number; readonly b: number; readonly t: number }) =>
+  [["cmp_t", day.t], ["cmp_1", day.a], ["cmp_2", day.b]] as const
+
+/** The create body of the fixture's pre/post on cmp_t: its window the last 14 days, 28 pre days. */
+export const prePostBody = (measure: "count" | "value") => ({
+  name: "Creative change on cmp_t",
+  kind: "pre_post",
+  metric: { conversion_key: "purchase", measure },
+  window: { start: dayFromToday(-14), end: dayFromToday(-1) },
+  target: { level: "campaign", id: "cmp_t" },
+  pre_days: 28
+})
+
+/** Spend rows of one campaign (two ads, so a day's spend is a sum), in `currency`. */
+export const spendRows = (profileId: string, campaign: string, perDay: ReadonlyArray<readonly [string, number]>, currency = "USD") =>
+  Effect.flatMap(AnalyticsImports, (imports) =>
+    imports.upsertSpend(perDay.flatMap(([day, amount]) =>
+      [0, 1].map((ad) => ({
+        profileId,
+        platform: "meta",
+        day,
+        campaignId: campaign,
+        adSetId: null,
+        adId: `${campaign}_ad${ad}`,
+        currency,
+        amount: String(amount / 2)
+      }))
+    )))
+
 /**
  * A completed pre_post on campaign `cmp_t` (count of `purchase`, last_touch credit) whose
  * synthetic control finds about +10 a day: a calibration source. Created and started through the
@@ -88,29 +133,15 @@ export const seedAdConnection = (profileId: string, scopes: ReadonlyArray<string
  */
 export const seedCompletedPrePost = Effect.fn("test.seedCompletedPrePost")(function*(profileId: string, key: string) {
   const rows: Array<SeedConversion> = []
-  for (let i = 0; i < 42; i++) {
-    const date = dayFromToday(-42 + i)
-    const a = 10 + (i % 7) * 4
-    const b = 12 + ((i * 3) % 5) * 2
-    const t = (a + b) / 2 + ((i * 5) % 3) - 1 + (i >= 28 ? 10 : 0)
-    for (const [campaign, n] of [["cmp_t", t], ["cmp_1", a], ["cmp_2", b]] as const) {
+  for (let i = 0; i < PRE_POST_DAYS; i++) {
+    const date = dayFromToday(-PRE_POST_DAYS + i)
+    for (const [campaign, n] of prePostCampaigns(prePostDay(i))) {
       for (let k = 0; k < n; k++) rows.push({ customerId: null, at: noonOf(date, k), key: "purchase", value: 5, cash: false, campaign })
     }
   }
   yield* seedConversions(profileId, rows)
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
-  const created = yield* call("/api/v1/experiments", {
-    method: "POST",
-    headers,
-    body: JSON.stringify({
-      name: "Change on cmp_t",
-      kind: "pre_post",
-      metric: { conversion_key: "purchase", measure: "count" },
-      window: { start: dayFromToday(-14), end: dayFromToday(-1) },
-      target: { level: "campaign", id: "cmp_t" },
-      pre_days: 28
-    })
-  })
+  const created = yield* call("/api/v1/experiments", { method: "POST", headers, body: JSON.stringify(prePostBody("count")) })
   if (created.status !== 201) return yield* Effect.die(`create: ${created.status} ${created.text}`)
   const id: string = created.json.data.id
   const started = yield* call(`/api/v1/experiments/${id}/start`, { method: "POST", headers: { authorization: `Bearer ${key}` } })
