@@ -13,22 +13,27 @@
  *   fast table takes): estimate, lower and upper within 1e-9 relative, group sizes equal.
  *
  * Kinds: switchback (value metric, one event per day carrying the day's outcome, the scenario of
- * the fast table on the service's own paired schedule) and audience holdout (count metric, a list
- * of BENCH_INGEST_CUSTOMERS customers made by cash payments before the window). The salt and the
- * customers' ids are read by SQL, as the API tests do, to simulate the groups. Pre/post is not in
- * this phase: its series are credited touches (tracker and attribution worker), not outcomes.
+ * the fast table on the service's own paired schedule), audience holdout (count metric, a list
+ * of BENCH_INGEST_CUSTOMERS customers made by cash payments before the window) and pre/post
+ * (value metric, the fast table's 8 donors and 56 pre days: each campaign-day one purchase and
+ * the partner ad referral that brought it, credited by the attribution worker, so the series the
+ * synthetic control reads are credited touches as in production). The salt and the customers'
+ * ids are read by SQL, as the API tests do, to simulate the groups; the synced ad catalogue is
+ * written by SQL as the ad-platform sync writes it.
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { rmSync } from "node:fs"
-import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
+import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { heldOut } from "../../src/experiments/analysis.ts"
 import {
   analyseSwitchback,
   compareProportions,
   createRandom,
   type Estimated,
-  simulateSwitchbackDays
+  simulateSwitchbackDays,
+  simulateSyntheticControlSeries,
+  syntheticControl
 } from "../../src/experiments/statistics/index.ts"
 import { call, serveApp, testSettings } from "../../test/support/app.ts"
 import { seedAdConnection } from "../../test/support/experiments.ts"
@@ -39,7 +44,7 @@ const RUNS = intFromEnv("BENCH_INGEST_RUNS", 60, 10_000)
 const CUSTOMERS = intFromEnv("BENCH_INGEST_CUSTOMERS", 400, 100_000)
 const SEED = intFromEnv("BENCH_SEED", 20261129, 2 ** 31 - 1)
 const CONCURRENCY = 2
-const SCOPES = ["analytics:read", "campaigns:apply", "events:write"]
+const SCOPES = ["analytics:read", "campaigns:apply", "events:write", "attribution:write"]
 
 const DAY_MS = 86_400_000
 const dayFromToday = (days: number) => new Date(Date.now() + days * DAY_MS).toISOString().slice(0, 10)
@@ -101,7 +106,7 @@ const profile = Effect.gen(function*() {
 })
 
 /** The real ingest: one outcome event per call. */
-const ingest = (key: string, event: { name: string; at: string; value?: string; customer?: string }) =>
+const ingest = (key: string, event: { readonly name: string; readonly at: string; readonly value?: string; readonly customer?: string }) =>
   json(key, "POST", "/api/v1/events", {
     event_name: event.name,
     occurred_at: event.at,
@@ -205,6 +210,81 @@ const holdoutRun = (random: ReturnType<typeof createRandom>, lift: number) =>
     return compare(r.absolute_lift, pure, truth, r.treatment.size === groups.treatment.size && r.control.size === groups.control.size)
   })
 
+/** The fast table's pre/post scenario (bench/incrementality/run.ts), its series as daily value in the profile's currency. */
+const prePost = { preDays: 56, postDays: 14, donors: 8, noiseSd: 3, autocorrelation: 0.3 }
+
+/** A campaign, an ad set and one ad of the profile, as the ad-platform sync writes them. */
+const syncCampaign = (profileId: string, campaignId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const campaignRow = crypto.randomUUID()
+    const adSetRow = crypto.randomUUID()
+    yield* sql`
+      INSERT INTO ad_campaigns (id, profile_id, platform_id, name, status, objective, daily_budget_minor)
+      VALUES (${campaignRow}, ${profileId}, ${campaignId}, ${campaignId}, 'active', 'OUTCOME_ENGAGEMENT', 5000)`
+    yield* sql`
+      INSERT INTO ad_sets (id, profile_id, campaign_id, platform_id, name, learning_stage_status, daily_budget_minor)
+      VALUES (${adSetRow}, ${profileId}, ${campaignRow}, ${`${campaignId}_set`}, ${`${campaignId} set`}, 'LEARNING', 2500)`
+    yield* sql`
+      INSERT INTO ads (id, profile_id, ad_set_id, platform_id, name, creative_thumbnail_url, destination_type, greeting, greeting_status)
+      VALUES (${crypto.randomUUID()}, ${profileId}, ${adSetRow}, ${`${campaignId}_ad`}, ${`${campaignId} ad`}, 'https://cdn.example/t.jpg',
+              'chat_app_a', 'Hi! How can we help?', 'ACTIVE')`
+  })
+
+/**
+ * Pre/post through the real path: each campaign's simulated day is one customer's purchase
+ * (`POST /api/v1/events`, the day's value) and the ad referral that brought them that morning
+ * (`POST /api/v1/partner/ad-referrals`, a touch of the campaign's synced ad); the attribution
+ * worker credits them (last touch), and the experiment reads the credited daily series back.
+ */
+const prePostRun = (random: ReturnType<typeof createRandom>, effect: number) =>
+  Effect.gen(function*() {
+    const p = yield* profile
+    yield* seedAdConnection(p.profileId)
+    const series = simulateSyntheticControlSeries(random, { ...prePost, effectPerDay: effect })
+    // Donors sort before the target: the service reads the series ordered by campaign id.
+    const campaigns = [...series.donors.map((_, j) => `cmp_d${j}`), "cmp_t"]
+    yield* Effect.forEach(campaigns, (campaign) => syncCampaign(p.profileId, campaign), { discard: true })
+    const days = prePost.preDays + prePost.postDays
+    const firstDay = -(days + 1)
+    // Amounts as ingest keeps them: cents, at least one.
+    const cents = (x: number) => Math.max(1, Math.round(x * 100)) / 100
+    const values = [...series.donors, series.target].map((line) => line.map(cents))
+    const cells = campaigns.flatMap((campaign, j) =>
+      (values[j] ?? []).map((value, d) => ({ campaign, customer: `${campaign}-${d}`, date: dayFromToday(firstDay + d), value })))
+    yield* Effect.forEach(
+      cells,
+      (cell) => ingest(p.key, { name: "purchase", at: noonOf(cell.date), value: cell.value.toFixed(2), customer: cell.customer }),
+      { concurrency: CONCURRENCY, discard: true }
+    )
+    // 250 a call: 500 referrals (the route's limit) are more than its 64 KiB body allows here.
+    for (let at = 0; at < cells.length; at += 250) {
+      yield* json(p.key, "POST", "/api/v1/partner/ad-referrals", {
+        referrals: cells.slice(at, at + 250).map((cell) => ({
+          idempotency_key: cell.customer,
+          occurred_at: new Date(Date.parse(`${cell.date}T10:00:00Z`)).toISOString(),
+          ad_id: `${cell.campaign}_ad`,
+          customer: { external_ref: cell.customer }
+        }))
+      })
+    }
+    const worker = yield* AttributionWorker
+    while ((yield* worker.drainOnce).credited > 0) {}
+    const created = (yield* json(p.key, "POST", "/api/v1/experiments", {
+      name: "Pre/post through ingest",
+      kind: "pre_post",
+      metric: { conversion_key: "purchase", measure: "value" },
+      window: { start: dayFromToday(firstDay + prePost.preDays), end: dayFromToday(firstDay + days - 1) },
+      target: { level: "campaign", id: "cmp_t" },
+      pre_days: prePost.preDays
+    })).data
+    const r = yield* lifecycle(p.key, created.id)
+    const target = values[values.length - 1] ?? []
+    const estimate = syntheticControl({ target, donors: values.slice(0, -1), preDays: prePost.preDays })
+    const pure: Estimated = estimate._tag === "Estimate" ? { ...estimate.perDay, _tag: "Estimate" } : estimate
+    return compare(r.absolute_lift, pure, effect, r.treatment.size === prePost.postDays && r.fit?.donors === series.donors.length)
+  })
+
 interface PhaseRow {
   readonly kind: string
   readonly scenario: string
@@ -217,7 +297,9 @@ const scenarios = [
   { kind: "switchback (value)", scenario: "small +6/day", run: (r: ReturnType<typeof createRandom>) => switchbackRun(r, 6) },
   { kind: "switchback (value)", scenario: "large +20/day", run: (r: ReturnType<typeof createRandom>) => switchbackRun(r, 20) },
   { kind: "holdout (count)", scenario: "zero (A/A)", run: (r: ReturnType<typeof createRandom>) => holdoutRun(r, 0) },
-  { kind: "holdout (count)", scenario: "large +40 %", run: (r: ReturnType<typeof createRandom>) => holdoutRun(r, 0.4) }
+  { kind: "holdout (count)", scenario: "large +40 %", run: (r: ReturnType<typeof createRandom>) => holdoutRun(r, 0.4) },
+  { kind: "pre/post (value)", scenario: "zero (A/A)", run: (r: ReturnType<typeof createRandom>) => prePostRun(r, 0) },
+  { kind: "pre/post (value)", scenario: "large +8/day", run: (r: ReturnType<typeof createRandom>) => prePostRun(r, 8) }
 ]
 
 const program = Effect.gen(function*() {
