@@ -63,6 +63,7 @@ import m0065 from "./0065_request_logs.ts"
 import m0066 from "./0066_bulk_credit_writes.ts"
 import m0067 from "./0067_partitioned_logs.ts"
 import m0068 from "./0068_webhook_attempt_response_body.ts"
+import m0069 from "./0069_analytics_marks_by_whole_key.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -133,7 +134,8 @@ export const migrations = {
   "0065_request_logs": m0065,
   "0066_bulk_credit_writes": m0066,
   "0067_partitioned_logs": m0067,
-  "0068_webhook_attempt_response_body": m0068
+  "0068_webhook_attempt_response_body": m0068,
+  "0069_analytics_marks_by_whole_key": m0069
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))
