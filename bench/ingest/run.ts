@@ -249,7 +249,7 @@ const runBareServer = async (port: number, profileId: string, databaseUrl: strin
             SELECT id FROM customers
             WHERE profile_id = ${profileId} AND customer_key = ${externalId} AND merged_into_id IS NULL AND erased_at IS NULL`
           customerId = found[0]?.id ?? null
-          if (customerId !== null) yield* sql`UPDATE outcome_events SET customer_id = ${customerId} WHERE id = ${eventId}`
+          if (customerId !== null) yield* sql`UPDATE outcome_events SET customer_id = ${customerId} WHERE id = ${eventId} AND profile_id = ${profileId}`
         }
         const conversionId = eventName === EVENT_NAME ? crypto.randomUUID() : null
         if (conversionId !== null) {
@@ -357,11 +357,13 @@ const runBareBatchedServer = async (port: number, profileId: string, databaseUrl
           for (const row of rows) customerOf.set(row.customer_key, row.id)
           const linked = created.filter((e) => e.externalId !== null && customerOf.has(e.externalId))
           if (linked.length > 0) {
+            // By the whole key, as the service writes it (decision 0137): by id alone, a plan without
+            // statistics scans every outcome, and the baseline paid that where the service does not.
             yield* sql`
               UPDATE outcome_events o SET customer_id = v.customer_id
               FROM unnest(${linked.map((e) => e.eventId)}::uuid[], ${linked.map((e) => customerOf.get(e.externalId ?? "") ?? null)}::uuid[])
                 AS v(id, customer_id)
-              WHERE o.id = v.id`
+              WHERE o.id = v.id AND o.profile_id = ${profileId}`
           }
         }
         const results = new Map<string, { outcome_event_id: string; conversion_id: string | null }>()
