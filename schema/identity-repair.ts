@@ -181,7 +181,7 @@ export type LinkStatusCounts = typeof LinkStatusCounts.Type
 
 export const LinksQuery = {
   status: Schema.optionalKey(LiteralParam(LinkStatuses, "proposed, accepted or rejected; default all")),
-  cursor: Schema.optionalKey(CursorParam("pagination.cursor of the previous page (an unreadable cursor restarts from the beginning)")),
+  cursor: Schema.optionalKey(CursorParam("pagination.cursor of the previous page (one this list did not issue is 400 invalid_parameter)")),
   limit: Schema.optionalKey(LimitParam(100, 50))
 }
 export type LinksQuery = Schema.Struct.Type<typeof LinksQuery>

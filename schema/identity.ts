@@ -57,7 +57,7 @@ export const ProposalPage = Schema.Struct({
 }).annotate({ identifier: "MergeProposalPage" })
 
 export const ProposalsQuery = {
-  cursor: Schema.optionalKey(CursorParam("pagination.cursor of the previous page; an unreadable one restarts from the beginning")),
+  cursor: Schema.optionalKey(CursorParam("pagination.cursor of the previous page; one this list did not issue is 400 invalid_parameter")),
   limit: Schema.optionalKey(LimitParam(100, 50)),
   status: Schema.optionalKey(LiteralParam(ProposalStatuses, `One of ${ProposalStatuses.join(", ")}; default: every status`))
 }

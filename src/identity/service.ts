@@ -28,7 +28,7 @@ import {
 } from "../../schema/identity.ts"
 import { AuditLog } from "../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../kernel/principal.ts"
-import { keysetCursor, pageOf } from "../platform/pagination.ts"
+import { pageOf, parseCursor } from "../platform/pagination.ts"
 import { HealthcareCheck } from "../accounts/healthcare.ts"
 import { IdentityRepo, type MergeRow, type Moved, type ProposalRow, type SideRow } from "./repo.ts"
 import { CustomersRepo } from "./customers/repo.ts"
@@ -225,11 +225,9 @@ export class IdentityService extends Context.Service<IdentityService, {
         yield* healthcare.refuse(profile)
         const limit = query.limit ?? DEFAULT_PAGE
         const status = query.status ?? null
-        // An unreadable cursor restarts the queue from the beginning.
-        const keyset = yield* keysetCursor(query.cursor)
-        const after = Option.filter(keyset, (k) => isIsoDateTime(k.createdAt) && isUuid(k.id)).pipe(
-          Option.map((k) => ({ at: k.createdAt, id: k.id }))
-        )
+        // A cursor this queue did not issue is refused (decision 0138).
+        const keyset = yield* parseCursor(query.cursor, (k) => isIsoDateTime(k.createdAt) && isUuid(k.id))
+        const after = Option.map(keyset, (k) => ({ at: k.createdAt, id: k.id }))
         const rows = yield* repo.listProposals(profile.profileId, status, after, limit)
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }))
         const counts = yield* repo.statusCounts(profile.profileId)

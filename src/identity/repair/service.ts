@@ -36,7 +36,7 @@ import {
 } from "../../../schema/identity-repair.ts"
 import { AuditLog } from "../../kernel/audit/repo.ts"
 import type { PrincipalShape, ProfileContext } from "../../kernel/principal.ts"
-import { keysetCursor, pageOf } from "../../platform/pagination.ts"
+import { pageOf, parseCursor } from "../../platform/pagination.ts"
 import { HealthcareCheck } from "../../accounts/healthcare.ts"
 import { isIsoDateTime } from "../../../schema/events.ts"
 import { type BackfillOutcome, CustomersRepo, type ScanRow } from "../customers/repo.ts"
@@ -240,11 +240,11 @@ export class IdentityRepair extends Context.Service<IdentityRepair, {
       const listLinks = Effect.fn("IdentityRepair.listLinks")(function*(profile: ProfileContext, input: LinksInput) {
         const limit = input.limit ?? DEFAULT_PAGE
         const status: Option.Option<LinkStatus> = Option.fromUndefinedOr(input.status)
-        // An unreadable cursor restarts the list (as the merge-proposal queue does).
-        const after = Option.filter(
-          yield* keysetCursor(input.cursor),
-          (keyset) => isIsoDateTime(keyset.createdAt) && isUuid(keyset.id)
-        ).pipe(Option.map((keyset): LinkKeyset => ({ at: keyset.createdAt, id: keyset.id })))
+        // A cursor this list did not issue is refused (decision 0138).
+        const after = Option.map(
+          yield* parseCursor(input.cursor, (keyset) => isIsoDateTime(keyset.createdAt) && isUuid(keyset.id)),
+          (keyset): LinkKeyset => ({ at: keyset.createdAt, id: keyset.id })
+        )
         yield* refuseOnHealthcare(profile)
         const rows = yield* repo.listLinks(profile.profileId, status, after, limit)
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.id }))

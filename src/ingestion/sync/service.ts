@@ -76,7 +76,7 @@ export class ConnectionSync extends Context.Service<ConnectionSync, {
         query: { readonly connection_id?: string; readonly limit?: number; readonly cursor?: string }
       ) {
         const limit = query.limit ?? DEFAULT_PAGE_SIZE
-        // A cursor this list did not issue restarts it (never a bad cast in SQL).
+        // A cursor this list did not issue is refused (decision 0138), never a bad cast in SQL.
         const before = yield* keysetCursor(query.cursor)
         const rows = yield* repo.list(profile.profileId, Option.fromUndefinedOr(query.connection_id), limit, before)
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.created_at, id: row.job_id }))

@@ -17,7 +17,7 @@ export const peopleDocs: GroupDocs = {
   },
   "customers.getErasure": { description: "The receipt of an erasure: `status`, `customer_key`, `reason`, `requested_at`, `completed_at`." },
   "identity.scanMergeProposals": { description: "Re-runs the proposer now: every pair of live customers sharing an identifier gets a proposal; dismissed pairs stay dismissed. Answers counts." },
-  "identity.listMergeProposals": { description: "The review queue, newest first. `status_counts` describes the whole queue whatever the filters. An unreadable cursor restarts from the beginning." },
+  "identity.listMergeProposals": { description: "The review queue, newest first. `status_counts` describes the whole queue whatever the filters. A cursor this queue did not issue is 400 `invalid_parameter` (reason `invalid_parameter:cursor`)." },
   "identity.previewMergeProposal": { description: "What merging the proposal's two customers would move (identifiers, touches, conversions); the older customer survives.", parameters: { id: proposalId } },
   "identity.decideMergeProposal": { description: "`merge` (the older customer survives; attribution and first payments are recomputed), `dismiss` (for good) or `snooze` (until `snooze_until`). The same decision again answers the proposal unchanged.", parameters: { id: proposalId } },
   "identity.mergeHistory": { description: "Merges into a customer, newest first, each with the audit log id that undoes it." },
