@@ -3,6 +3,7 @@
  * credit rows written by SQL (their routes are other domains'); the app with the attribution worker
  * off, since the fixtures write the credit rows themselves.
  */
+import { assert } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AnalyticsImports } from "../../src/analytics/imports/service.ts"
@@ -135,6 +136,15 @@ export const credit = (conversionId: string, model: string, touchId: string, sha
 
 /** Brings the rollups up to date (waits for the background job if it is draining). */
 export const drain = Effect.flatMap(AnalyticsRollups, (rollups) => rollups.drain)
+
+/**
+ * An analytics answer with its `meta.as_of` checked to be there and then blanked: two reads of
+ * the same figures may differ in it alone, since the rollups move on between them.
+ */
+export const sansAsOf = <B extends { readonly meta?: { readonly as_of?: unknown } }>(body: B) => {
+  assert.isString(body.meta?.as_of)
+  return { ...body, meta: { ...body.meta, as_of: "checked" } }
+}
 
 /** Makes the profile a connect-broker one (provisioned by a partner app); returns a new key with these scopes. */
 export const connectBroker = Effect.fn("test.connectBroker")(function*(profile: SeededProfile, scopes: ReadonlyArray<string>) {
