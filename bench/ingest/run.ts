@@ -27,7 +27,10 @@
  * A third server, `--bare-batched`, does the same write as the baseline with group commit: requests
  * that arrive together share one transaction of set-based statements (`unnest` arrays, up to 4
  * batches in flight), as the service does (decision 0036). It is not a goal's baseline: it shows
- * what this machine can do for this write at all. Each server runs alone (the one before it is
+ * what this machine can do for this write at all. A fourth, `--effect-batched`, is the framework
+ * floor: Effect's HttpApi (the stack the service must be built on) serving this route's contract
+ * schemas with the same group-commit write and nothing else, so the gap from the batched baseline
+ * to it is the framework's and the gap from it to the service is the product's. Each server runs alone (the one before it is
  * stopped), and each row shows the CPU per event of the server, of PostgreSQL (every `postgres`
  * process) and of this load generator, and how busy the machine was: where the CPU went.
  *
@@ -38,11 +41,16 @@
  * `--cpu-prof` and writes its profile there when it stops), BENCH_START_S (120: how long each server may take to start).
  */
 import { PgClient } from "@effect/sql-pg"
+import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer as createHttpServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { IngestedEvent, IngestEvent } from "../../schema/events.ts"
+import { PAYLOAD_PARSE_OPTIONS } from "../../src/http/group-api.ts"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
 import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
@@ -299,7 +307,11 @@ interface Pending {
 const MAX_BATCHES_IN_FLIGHT = 4
 const MAX_BATCH = 500
 
-const runBareBatchedServer = async (port: number, profileId: string, databaseUrl: string) => {
+/**
+ * The group-commit write of the batched baselines: `accept` queues one parsed body and replies
+ * with its answer once its batch committed (undefined when the batch failed).
+ */
+const batchedWriter = async (profileId: string, databaseUrl: string) => {
   const { definition, runtime } = await bareDatabase(profileId, databaseUrl)
 
   const ingestBatch = (batch: ReadonlyArray<Pending>) =>
@@ -436,11 +448,52 @@ const runBareBatchedServer = async (port: number, profileId: string, databaseUrl
     }
   }
 
-  serveBare(port, runtime, (body, reply) => {
+  const accept = (body: Body, reply: (data: IngestAnswer | undefined) => void) => {
     queue.push({ body, eventId: crypto.randomUUID(), key: str(body.idempotency_key) ?? crypto.randomUUID(), done: reply })
     // Requests that arrive in the same turn of the event loop join one batch.
     if (queue.length === 1) setImmediate(flush)
-  })
+  }
+  return { runtime, accept }
+}
+
+const runBareBatchedServer = async (port: number, profileId: string, databaseUrl: string) => {
+  const { accept, runtime } = await batchedWriter(profileId, databaseUrl)
+  serveBare(port, runtime, accept)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The framework floor (child role): `node bench/ingest/run.ts --effect-batched <port> <profileId>`.
+// The stack the service is built on (the customer's card: Effect's HttpApi on @effect/platform-node)
+// serving the service's own contract for this route (the `IngestEvent` body schema with the same
+// parse options, the `IngestedEvent` answer), its handler handing the decoded body to the batched
+// baseline's write above. No authentication, request log, envelope, tracing or background work:
+// the gap between it and the batched baseline is the framework's per-request cost; the gap between
+// the service and it is what the product adds.
+
+const runEffectBatchedServer = async (port: number, profileId: string, databaseUrl: string) => {
+  const { accept, runtime } = await batchedWriter(profileId, databaseUrl)
+  const Floor = HttpApi.make("floor").add(
+    HttpApiGroup.make("events").add(HttpApiEndpoint.post("ingestEvent", "/api/v1/events", { payload: IngestEvent, success: IngestedEvent }))
+  ).annotate(HttpApi.PayloadParseOptions, PAYLOAD_PARSE_OPTIONS)
+  const Events = HttpApiBuilder.group(Floor, "events", (handlers) =>
+    handlers.handle("ingestEvent", ({ payload }) =>
+      Effect.callback<IngestedEvent>((resume) =>
+        accept(payload, (data) => resume(data === undefined ? Effect.die("the batch failed") : Effect.succeed({ data })))
+      )))
+  const App = Layer.mergeAll(
+    HttpApiBuilder.layer(Floor).pipe(Layer.provide(Events)),
+    HttpRouter.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+  )
+  const server = Layer.launch(
+    HttpRouter.serve(App, { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provide(NodeHttpServer.layer(createHttpServer, { port, host: HOST }))
+    )
+  )
+  // The parent going away, or SIGTERM, ends this process too.
+  process.on("SIGTERM", () => void runtime.dispose().then(() => process.exit(0)))
+  process.stdin.resume()
+  process.stdin.on("end", () => process.exit(0))
+  await Effect.runPromise(server)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,6 +553,7 @@ const main = async () => {
   const servicePort = await freePort()
   const barePort = await freePort()
   const batchedPort = await freePort()
+  const floorPort = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-ingest-"))
   const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, SVC_SECRETS_KEY: useSecretsKey(), REDIS_URL: undefined }
   const profileDir = process.env["BENCH_CPU_PROF"]
@@ -510,6 +564,7 @@ const main = async () => {
   )
   let bare: ReturnType<typeof startProcess> | undefined
   let batched: ReturnType<typeof startProcess> | undefined
+  let floor: ReturnType<typeof startProcess> | undefined
   try {
     // The service migrates the database on start; seed after.
     await waitFor(servicePort, service.child, startMillis).catch((error: unknown) => {
@@ -528,6 +583,12 @@ const main = async () => {
     await waitFor(batchedPort, batched.child, startMillis).catch((error: unknown) => {
       throw new Error(`batched bare server did not start: ${String(error)}\n${batchedChild.output()}`)
     })
+    const forFloor = await seed(databaseUrl, "effect-batched")
+    floor = startProcess(["bench/ingest/run.ts", "--effect-batched", String(floorPort), forFloor.profileId], env, "effect-batched")
+    const floorChild = floor
+    await waitFor(floorPort, floor.child, startMillis).catch((error: unknown) => {
+      throw new Error(`Effect floor server did not start: ${String(error)}\n${floorChild.output()}`)
+    })
     console.log(
       `node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run; ` +
         `${customers} customers; pool ${POOL_SIZE} connections each; 127.0.0.1 only`
@@ -536,7 +597,8 @@ const main = async () => {
     const runs = [
       { server: "service POST /api/v1/events", port: servicePort, seeded: forService, child: service.child },
       { server: "bare node:http + PgClient", port: barePort, seeded: forBare, child: bare.child },
-      { server: "bare node:http + PgClient, group commit", port: batchedPort, seeded: forBatched, child: batched.child }
+      { server: "bare node:http + PgClient, group commit", port: batchedPort, seeded: forBatched, child: batched.child },
+      { server: "Effect HttpApi (the contract's schemas) + the same group commit", port: floorPort, seeded: forFloor, child: floor.child }
     ]
     const rows: Array<Row> = []
     for (const run of runs) {
@@ -583,7 +645,7 @@ const main = async () => {
       const w = row.written === undefined ? "n/a" : `${row.written.events} / ${row.written.conversions} / ${row.written.outbox} / ${row.written.customers}`
       console.log(`| ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} | ${cpu} | ${busy} | ${w} |`)
     }
-    const [svc, baseline, batchedBaseline] = rows
+    const [svc, baseline, batchedBaseline, framework] = rows
     let ok = rows.every((row) => row.errors === 0)
     for (const row of rows) {
       // Every acknowledged event is committed: at least as many rows as measured 200s.
@@ -602,21 +664,31 @@ const main = async () => {
       if (batchedBaseline !== undefined) {
         console.log(`service / bare with group commit: ${fmt(svc.rps / batchedBaseline.rps, 2)}x (the same write batched: near what this machine can do)`)
       }
+      if (batchedBaseline !== undefined && framework !== undefined) {
+        console.log(
+          `Effect HttpApi floor / bare with group commit: ${fmt(framework.rps / batchedBaseline.rps, 2)}x ` +
+            `(the framework's per-request cost on the same write); service / floor: ${fmt(svc.rps / framework.rps, 2)}x (what the product adds)`
+        )
+      }
       if (svc.cpuMicros !== undefined && baseline.cpuMicros !== undefined) {
         console.log(`server CPU per event, service / bare: ${fmt(svc.cpuMicros / baseline.cpuMicros, 2)}x (less sensitive to other load on the machine)`)
       }
     }
     process.exitCode = ok ? 0 : 1
   } finally {
-    await Promise.all([service, bare, batched].flatMap((process) => (process === undefined ? [] : [stopProcess(process.child)])))
+    await Promise.all([service, bare, batched, floor].flatMap((process) => (process === undefined ? [] : [stopProcess(process.child)])))
     rmSync(dataDir, { recursive: true, force: true })
   }
 }
 
-if (process.argv[2] === "--bare" || process.argv[2] === "--bare-batched") {
+const childRoles = { "--bare": runBareServer, "--bare-batched": runBareBatchedServer, "--effect-batched": runEffectBatchedServer } as const
+const isChildRole = (arg: string | undefined): arg is keyof typeof childRoles => arg !== undefined && Object.hasOwn(childRoles, arg)
+
+const role = process.argv[2]
+if (isChildRole(role)) {
   const databaseUrl = process.env["DATABASE_URL"]
   if (databaseUrl === undefined) throw new Error("the bare server needs DATABASE_URL")
-  const run = process.argv[2] === "--bare" ? runBareServer : runBareBatchedServer
+  const run = childRoles[role]
   await run(Number(process.argv[3]), process.argv[4] ?? "", databaseUrl)
 } else {
   await main()
