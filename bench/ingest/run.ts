@@ -38,7 +38,9 @@
  *
  * Settings (env): BENCH_CONNECTIONS (64), BENCH_DURATION_S (10), BENCH_WARMUP_S (6: at least the
  * auth cache's lifetime), BENCH_CUSTOMERS (2000), BENCH_CPU_PROF (a directory: the service runs with
- * `--cpu-prof` and writes its profile there when it stops), BENCH_START_S (120: how long each server may take to start).
+ * `--cpu-prof` and writes its profile there when it stops), BENCH_START_S (120: how long each server may take to start),
+ * BENCH_WORKERS_APART (1: the service runs with `SVC_WORKERS=off` and a second service process, sent no
+ * requests, works its queues on the same database, decision 0139; its CPU is printed after the service's run).
  */
 import { PgClient } from "@effect/sql-pg"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -53,7 +55,20 @@ import { IngestedEvent, IngestEvent } from "../../schema/events.ts"
 import { PAYLOAD_PARSE_OPTIONS } from "../../src/http/group-api.ts"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
 import { postgresOptions } from "../../src/platform/database.ts"
-import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
+import {
+  fmt,
+  freePort,
+  HOST,
+  intFromEnv,
+  load,
+  type LoadRequest,
+  percentile,
+  processCpuMs,
+  startProcess,
+  stopProcess,
+  useSecretsKey,
+  waitFor
+} from "../support.ts"
 
 const EVENT_NAME = "purchase"
 const POOL_SIZE = 10 // the service's (src/platform/database.ts)
@@ -557,11 +572,24 @@ const main = async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-ingest-"))
   const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, SVC_SECRETS_KEY: useSecretsKey(), REDIS_URL: undefined }
   const profileDir = process.env["BENCH_CPU_PROF"]
+  // Decision 0139: the service answers with its queue workers off, a second process works them.
+  const workersApart = process.env["BENCH_WORKERS_APART"] === "1"
+  // Two processes on one database are two runners of one cluster (socket mode, each its own runner port).
+  const runner = async () => workersApart ? { SVC_CLUSTER_MODE: "socket", SVC_RUNNER_PORT: String(await freePort()) } : {}
   const service = startProcess(
     [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/main/node.ts"],
-    { ...env, PORT: String(servicePort), HOST, SVC_DATA_DIR: join(dataDir, "db"), LOG_LEVEL: "Warn" },
+    {
+      ...env,
+      ...(await runner()),
+      PORT: String(servicePort),
+      HOST,
+      SVC_DATA_DIR: join(dataDir, "db"),
+      LOG_LEVEL: "Warn",
+      SVC_WORKERS: workersApart ? "off" : "on"
+    },
     "service"
   )
+  let workers: ReturnType<typeof startProcess> | undefined
   let bare: ReturnType<typeof startProcess> | undefined
   let batched: ReturnType<typeof startProcess> | undefined
   let floor: ReturnType<typeof startProcess> | undefined
@@ -570,6 +598,18 @@ const main = async () => {
     await waitFor(servicePort, service.child, startMillis).catch((error: unknown) => {
       throw new Error(`service did not start: ${String(error)}\n${service.output()}`)
     })
+    if (workersApart) {
+      const workersPort = await freePort()
+      workers = startProcess(
+        ["src/main/node.ts"],
+        { ...env, ...(await runner()), PORT: String(workersPort), HOST, SVC_DATA_DIR: join(dataDir, "workers"), LOG_LEVEL: "Warn", SVC_WORKERS: "on" },
+        "workers"
+      )
+      const workersChild = workers
+      await waitFor(workersPort, workers.child, startMillis).catch((error: unknown) => {
+        throw new Error(`the workers' process did not start: ${String(error)}\n${workersChild.output()}`)
+      })
+    }
     const forService = await seed(databaseUrl, "service")
     const forBare = await seed(databaseUrl, "bare")
     bare = startProcess(["bench/ingest/run.ts", "--bare", String(barePort), forBare.profileId], env, "bare")
@@ -603,6 +643,7 @@ const main = async () => {
     const rows: Array<Row> = []
     for (const run of runs) {
       process.stdout.write(`  running ${run.server} ...`)
+      const workersCpuBefore = run.child === service.child ? processCpuMs(workers?.child.pid) : undefined
       const result = await load(
         run.port,
         "/api/v1/events",
@@ -615,6 +656,11 @@ const main = async () => {
         bodies(`${runId}-${run.port}`, customers, run.seeded.key)
       )
       const rps = result.requests / result.seconds
+      const workersCpuAfter = run.child === service.child ? processCpuMs(workers?.child.pid) : undefined
+      if (workersCpuBefore !== undefined && workersCpuAfter !== undefined && result.requests > 0) {
+        // Over the whole load (warm-up included) per measured event: an upper bound of its share.
+        console.log(` (the workers' process: ${fmt(((workersCpuAfter - workersCpuBefore) * 1000) / result.requests)} µs of CPU per measured event)`)
+      }
       rows.push({
         server: run.server,
         rps,
@@ -632,6 +678,7 @@ const main = async () => {
       // Each server is stopped after its run: the service's background work (crediting, rollups)
       // would otherwise also run during the baselines' runs, on their rows.
       await stopProcess(run.child)
+      if (run.child === service.child && workers !== undefined) await stopProcess(workers.child)
     }
     console.log("")
     console.log(
@@ -676,7 +723,7 @@ const main = async () => {
     }
     process.exitCode = ok ? 0 : 1
   } finally {
-    await Promise.all([service, bare, batched, floor].flatMap((process) => (process === undefined ? [] : [stopProcess(process.child)])))
+    await Promise.all([service, workers, bare, batched, floor].flatMap((process) => (process === undefined ? [] : [stopProcess(process.child)])))
     rmSync(dataDir, { recursive: true, force: true })
   }
 }

@@ -3,15 +3,15 @@
  * configuration, database, migrations, then the cluster runner, rate-limit store, credentials.
  * The launch pipe (launch.ts) builds it for the entry points and the tests.
  */
-import { ByteSize, Effect, Layer } from "effect"
+import { ByteSize, type Context, Effect, Layer } from "effect"
 import * as HttpIncomingMessage from "effect/http/HttpIncomingMessage"
 import { ClusterLayer } from "../../cluster/runner.ts"
 import { AnalyticsRollups } from "../analytics/rollups/repo.ts"
-import { AttributionWorker } from "../attribution/worker.ts"
+import { AttributionWorker, AttributionWorkerSettings } from "../attribution/worker.ts"
 import { ConnectionSessions } from "../connections/sessions.ts"
-import { SyncWorker } from "../ingestion/sync/worker.ts"
-import { CreativeAnalysisWorker } from "../analytics/creatives/worker.ts"
-import { ExportPipeline, ExportWorkerLayer } from "../exports/pipeline/service.ts"
+import { SyncWorker, SyncWorkerSettings } from "../ingestion/sync/worker.ts"
+import { CreativeAnalysisWorker, CreativeAnalysisWorkerSettings } from "../analytics/creatives/worker.ts"
+import { ExportPipeline, ExportWorkerLayer, ExportWorkerSettings } from "../exports/pipeline/service.ts"
 import { PiiAccessLog } from "../kernel/audit/pii-access.ts"
 import { CredentialStoreLayer } from "../accounts/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
@@ -20,11 +20,11 @@ import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLayer } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { ProvidersLayer } from "../connections/providers/layer.ts"
-import { WebhookWorkerLayer } from "../webhooks/delivery/service.ts"
+import { WebhookSettings, WebhookWorkerLayer } from "../webhooks/delivery/service.ts"
 import { PausedBacklogLayer } from "../webhooks/subscriptions/worker.ts"
-import { ReportWorker } from "../analytics/reports/worker.ts"
+import { ReportWorker, ReportWorkerSettings } from "../analytics/reports/worker.ts"
 import { QueueGaugesLayer } from "../ops/service.ts"
-import { CustomerListRefresh } from "../exports/audiences/worker.ts"
+import { CustomerListRefresh, CustomerListRefreshSettings } from "../exports/audiences/worker.ts"
 import { AttributionBackfillsLayer, AudienceHoldoutsLayer } from "./ports.ts"
 
 /** Applies pending migrations before anything else touches the database. */
@@ -56,32 +56,65 @@ const ReportsLayer = ReportWorker.layer.pipe(Layer.provide([ProvidersLayer, Secr
 /** Refreshes enabled customer-list audiences daily (decision 0100), on the same provider layer. */
 const CustomerListRefreshLayer = CustomerListRefresh.layer.pipe(Layer.provide(AudienceHoldoutsLayer), Layer.provide([ProvidersLayer, SecretBox.layer]))
 
-/** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
-export const CoreServicesLayer = Layer.mergeAll(
-  ClusterLayer.pipe(Layer.provide(AttributionBackfillsLayer)),
-  // The provider ports for the routes (the HandOff entity gets the same layer, shared by reference).
-  ProvidersLayer,
+/** The durable queues' workers and the services they share with the routes and tests (a drain, a run-once). */
+const QueueWorkersLayer = Layer.mergeAll(
   // Credits new conversions and runs queued replays in the background (decision 0030).
   AttributionWorker.layer,
   SyncLayer,
   ExportsLayer,
   ReportsLayer,
-  // Keeps the analytics rollups caught up with the facts (decision 0041).
-  AnalyticsRollups.layer,
   // Works the creative analysis queue (decision 0071).
   CreativeAnalysisWorker.layer,
+  // Fans the outbox out to webhook subscriptions and works the delivery ladder (decision 0078).
+  WebhookWorkerLayer.pipe(Layer.provide(SecretBox.layer)),
+  CustomerListRefreshLayer
+)
+
+/** Each worker's own switch turned off, the rest of its settings as they are. */
+const switchedOff = <S extends { readonly enabled: boolean }>(settings: Context.Reference<S>) =>
+  Layer.effect(settings)(Effect.gen(function*() {
+    const current = yield* settings
+    return { ...current, enabled: false }
+  }))
+
+/**
+ * `SVC_WORKERS=off` (decision 0139): the services stay (a route may still ask a drain of them),
+ * but no worker polls or works a queue in this process; processes with workers on, sharing the
+ * database, do. Every claim goes through the database, so any number of those may run.
+ */
+const WorkersLayer = Layer.unwrap(AppConfig.useSync((settings) =>
+  settings.workers === false
+    ? QueueWorkersLayer.pipe(Layer.provide(Layer.mergeAll(
+      switchedOff(AttributionWorkerSettings),
+      switchedOff(SyncWorkerSettings),
+      switchedOff(ExportWorkerSettings),
+      switchedOff(ReportWorkerSettings),
+      switchedOff(CreativeAnalysisWorkerSettings),
+      switchedOff(WebhookSettings),
+      switchedOff(CustomerListRefreshSettings)
+    )))
+    : Layer.merge(
+      QueueWorkersLayer,
+      // Drops what a paused subscription has held past 72 hours (decision 0120).
+      PausedBacklogLayer.pipe(Layer.provide(SecretBox.layer))
+    )
+))
+
+/** Everything below the HTTP layer except the lifecycle, which the entry points build first to catch stop signals during start-up (launch.ts). */
+export const CoreServicesLayer = Layer.mergeAll(
+  ClusterLayer.pipe(Layer.provide(AttributionBackfillsLayer)),
+  // The provider ports for the routes (the HandOff entity gets the same layer, shared by reference).
+  ProvidersLayer,
+  WorkersLayer,
+  // Keeps the analytics rollups caught up with the facts (decision 0041).
+  AnalyticsRollups.layer,
   // Reads the durable queues' backlog into the metrics (decision 0084).
   QueueGaugesLayer,
   RateLimiterLayer,
   CredentialStoreLayer,
   PiiAccessLog.layer,
   RequestLimitsLayer,
-  SecretBox.layer,
-  // Fans the outbox out to webhook subscriptions and works the delivery ladder (decision 0078).
-  WebhookWorkerLayer.pipe(Layer.provide(SecretBox.layer)),
-  // Drops what a paused subscription has held past 72 hours (decision 0120).
-  PausedBacklogLayer.pipe(Layer.provide(SecretBox.layer)),
-  CustomerListRefreshLayer
+  SecretBox.layer
 ).pipe(
   Layer.provideMerge(MigrationsLayer),
   Layer.provideMerge(DatabaseLayer)

@@ -29,6 +29,12 @@ export interface AppSettings {
    * characters; decision 0037). Unset or absent: link tokens are off (503 `link_tokens_disabled`).
    */
   readonly linkTokenSecret?: Option.Option<Redacted.Redacted<string>>
+  /**
+   * Whether this process runs the durable queues' workers (`SVC_WORKERS`, `on` by default;
+   * decision 0139). `off`: it serves requests and hosts its entities only, and other processes
+   * sharing the database work the queues. Absent: on.
+   */
+  readonly workers?: boolean
   /** Largest accepted request body, in bytes (413 `payload_too_large` above it). */
   readonly maxBodyBytes: number
   /** How long a stop signal lets in-flight requests finish before they answer 503 (`SVC_SHUTDOWN_GRACE_MS`). */
@@ -116,6 +122,7 @@ const settingsConfig = Config.all({
   secretsKey: optionalRedacted("SVC_SECRETS_KEY"),
   redisUrl: optionalRedacted("REDIS_URL"),
   linkTokenSecret: optionalRedacted("SVC_LINK_TOKEN_SECRET"),
+  workers: Config.Literals(["on", "off"], "SVC_WORKERS").pipe(Config.withDefault("on" as const)),
   maxBodyBytes: Config.Int("SVC_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
   shutdownGraceMs: Config.Int("SVC_SHUTDOWN_GRACE_MS").pipe(Config.withDefault(DEFAULT_SHUTDOWN_GRACE_MS)),
   keepAliveTimeoutMs: Config.Int("SVC_KEEPALIVE_TIMEOUT_MS").pipe(Config.withDefault(DEFAULT_KEEPALIVE_TIMEOUT_MS)),
@@ -172,6 +179,11 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
   if (raw.shardsPerGroup < 1) {
     return yield* invalid("SVC_SHARDS_PER_GROUP", "must be a positive integer")
   }
+  // The embedded database belongs to this one process: with its workers off, nothing would ever
+  // credit, deliver or export what it records.
+  if (raw.workers === "off" && Option.isNone(raw.databaseUrl)) {
+    return yield* invalid("SVC_WORKERS", "off needs DATABASE_URL: the queues are then worked by other processes sharing that database")
+  }
   if (raw.clusterMode === "socket" && Option.isNone(raw.databaseUrl)) {
     return yield* invalid("SVC_CLUSTER_MODE", "socket runners share a real PostgreSQL: set DATABASE_URL")
   }
@@ -225,6 +237,7 @@ export const loadSettings: Effect.Effect<AppSettings, Config.ConfigError | Inval
     productionShaped,
     redisUrl: raw.redisUrl,
     linkTokenSecret: raw.linkTokenSecret,
+    workers: raw.workers === "on",
     maxBodyBytes: raw.maxBodyBytes,
     shutdownGraceMs: raw.shutdownGraceMs,
     keepAliveTimeoutMs: raw.keepAliveTimeoutMs,

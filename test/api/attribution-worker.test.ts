@@ -530,3 +530,24 @@ layer(serveApp(testSettings()).pipe(Layer.provide(background)), { timeout: "120 
       }))
   }
 )
+
+// SVC_WORKERS=off (decision 0139): the same fast-polling settings as above, but this process works
+// no queue; its AttributionWorker service still answers a drain asked of it.
+layer(serveApp(testSettings({ workers: false })).pipe(Layer.provide(background)), { timeout: "120 seconds", excludeTestServices: true })(
+  "attribution worker with SVC_WORKERS=off",
+  (it) => {
+    it.effect("credits nothing by itself; a drain asked of its service still credits", () =>
+      Effect.gen(function*() {
+        const fixture = yield* seed
+        const { conversionId } = yield* journey(fixture, null)
+        // An absence can only be watched for a while: ten of the polls the worker would make.
+        yield* Effect.sleep(Duration.millis(2_000))
+        assert.isFalse(yield* creditedAt(conversionId))
+        const worker = yield* AttributionWorker
+        const drained = yield* worker.drainOnce
+        assert.isAtLeast(drained.credited, 1)
+        assert.isTrue(yield* creditedAt(conversionId))
+        assert.lengthOf(yield* sumsOf(conversionId), 6)
+      }))
+  }
+)

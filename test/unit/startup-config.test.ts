@@ -30,6 +30,7 @@ describe("invalid configuration stops start-up with one line naming the variable
     ["DATABASE_URL", { DATABASE_URL: "mysql://localhost/db" }],
     ["SVC_BASE_URL", { SVC_BASE_URL: "not a url" }],
     ["SVC_CLUSTER_MODE", { SVC_CLUSTER_MODE: "socket" }],
+    ["SVC_WORKERS", { SVC_WORKERS: "off" }],
     ["LOG_LEVEL", { LOG_LEVEL: "loud" }],
     ["SVC_MAX_BODY_BYTES", { SVC_MAX_BODY_BYTES: "10" }]
   ]

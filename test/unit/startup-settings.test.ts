@@ -121,6 +121,20 @@ const openEmbedded = (dataDir: string) =>
     ))
   )
 
+describe("SVC_WORKERS (decision 0139)", () => {
+  it("on unless set; off with a shared database; refused off on the embedded database; any other value names the variable", () => {
+    assert.strictEqual(loaded({}).workers, true)
+    assert.strictEqual(loaded({ SVC_WORKERS: "on" }).workers, true)
+    assert.strictEqual(loaded({ SVC_WORKERS: "off", DATABASE_URL: UNREACHABLE_DATABASE, SVC_SECRETS_KEY: KEY }).workers, false)
+    const embedded = settingsFrom({ SVC_WORKERS: "off" })
+    assert.ok(Result.isFailure(embedded))
+    assert.match(Result.isFailure(embedded) ? describeConfigError(embedded.failure) : "", /^invalid configuration: SVC_WORKERS: off needs DATABASE_URL/)
+    const other = settingsFrom({ SVC_WORKERS: "sometimes" })
+    assert.ok(Result.isFailure(other))
+    assert.include(Result.isFailure(other) ? describeConfigError(other.failure) : "", "SVC_WORKERS")
+  })
+})
+
 describe("the embedded database's data directory is the service user's alone (decision 0105)", () => {
   it.live("a fresh directory: 0700, and every file 0600 (PGlite's initdb, the generated key); one left open is tightened at the next open", () =>
     Effect.gen(function*() {
