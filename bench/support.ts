@@ -185,13 +185,15 @@ const connectionLoop = (
         const head = buffered.toString("latin1", 0, headerEnd)
         const match = /\r\ncontent-length:\s*(\d+)/i.exec(head)
         const status = Number(head.slice(9, 12))
-        if (match?.[1] === undefined) {
+        // 204 and 304 carry no body (RFC 9110), so no content-length frames them.
+        const bodyless = status === 204 || status === 304
+        if (match?.[1] === undefined && !bodyless) {
           // Not framed by content-length: count it as an error and start over.
           onError()
           socket.destroy()
           return
         }
-        const total = headerEnd + 4 + Number(match[1])
+        const total = headerEnd + 4 + (bodyless ? 0 : Number(match?.[1] ?? 0))
         if (buffered.length < total) return
         buffered = buffered.subarray(total)
         onResponse(status, Number(process.hrtime.bigint() - sentAt) / 1e6)

@@ -598,6 +598,17 @@ layer(serveApp(testSettings({ baseUrl: BASE_URL })).pipe(Layer.provide(workerOff
         assert.deepStrictEqual(rows.map((row) => row.at), [at])
       }))
 
+    it.effect("concurrent events, ten under one event_id among ten others, share commits: eleven stored, every one answered 204", () =>
+      Effect.gen(function*() {
+        const tracked = yield* trackedProfile()
+        const same = event(tracked.trackingKey, { event_id: "evt_concurrent_same" })
+        const bodies = Array.from({ length: 20 }, (_, i) =>
+          i % 2 === 0 ? same : event(tracked.trackingKey, { event_id: `evt_concurrent_${String(i).padStart(4, "0")}` }))
+        const answers = yield* Effect.all(bodies.map((body) => collect(body)), { concurrency: "unbounded" })
+        assert.deepStrictEqual(answers.map((answer) => answer.status), bodies.map(() => 204))
+        assert.lengthOf(yield* touchesOf(tracked.profile), 11)
+      }))
+
     it.effect("capture_click_ids off: no click id kept, the UTMs decide; Do-Not-Track honoured when asked", () =>
       Effect.gen(function*() {
         const tracked = yield* trackedProfile({ settings: { capture_click_ids: false, respect_do_not_track: true } })

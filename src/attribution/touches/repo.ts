@@ -45,6 +45,12 @@ export interface NewWebTouch {
   readonly payload: Record<string, unknown>
 }
 
+/** A web touch with the id it is inserted under. */
+export interface WebTouchRow {
+  readonly id: string
+  readonly touch: NewWebTouch
+}
+
 /** A referral or declared-source touch of partner data (src/partner). */
 export interface NewPartnerTouch {
   readonly id: string
@@ -80,8 +86,8 @@ export interface VisitorBinding {
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class TouchesRepo extends Context.Service<TouchesRepo, {
-  /** One web touch row; None when an event with the same id was stored before. */
-  readonly insertWebTouch: (touch: NewWebTouch) => Repo<Option.Option<string>>
+  /** Web touch rows, one statement; answers the ids inserted (a key stored before, or earlier in the batch, is not). */
+  readonly insertWebTouches: (touches: ReadonlyArray<WebTouchRow>) => Repo<ReadonlySet<string>>
   /** Inserts partner touches (one statement); a key already taken is skipped. Answers the keys inserted. */
   readonly insertPartnerTouches: (touches: ReadonlyArray<NewPartnerTouch>) => Repo<ReadonlyArray<string>>
   /**
@@ -115,46 +121,88 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
       const customerRows = decodeRows(Schema.Struct({ customer_id: Schema.String }))
       const firstCount = decodeFirstRow(Schema.Struct({ n: Schema.Int }))
 
-      const insertWebTouch = (touch: NewWebTouch) =>
-        Effect.map(
+      // One statement for a batch of tracker events (group commit, Touches.insertWebTouch), its rows as
+      // a JSON document. Per row: the customer a link token names (followed to its survivor, erased
+      // binds nothing), else the customer holding the browser's anonymous id. A key already stored,
+      // or taken earlier in the batch, is skipped: the answer is the ids inserted.
+      const insertWebTouches = (touches: ReadonlyArray<WebTouchRow>) => {
+        if (touches.length === 0) return Effect.succeed<ReadonlySet<string>>(new Set())
+        const rows = touches.map(({ id, touch }, n) => ({
+          n,
+          id,
+          profile_id: touch.profileId,
+          occurred_at: touch.occurredAt,
+          idempotency_key: touch.idempotencyKey,
+          event_type: touch.eventType,
+          anonymous_id: touch.anonymousId,
+          session_id: touch.sessionId,
+          channel: touch.channel,
+          source: touch.source,
+          medium: touch.medium,
+          campaign_external_id: touch.campaignExternalId,
+          campaign_name: touch.campaignName,
+          click_id_kind: touch.clickIdKind,
+          click_id: touch.clickId,
+          url: touch.url,
+          path: touch.path,
+          referrer_domain: touch.referrerDomain,
+          device: touch.device,
+          browser: touch.browser,
+          os: touch.os,
+          country: touch.country,
+          city: touch.city,
+          collector_origin: touch.collectorOrigin,
+          link_customer_id: touch.linkCustomerId,
+          payload: touch.payload
+        }))
+        return Effect.map(
           idRows(sql`
-            WITH RECURSIVE linked_chain AS (
-              SELECT c.id, c.merged_into_id, c.erased_at, 0 AS depth FROM customers c
-              WHERE c.id = ${touch.linkCustomerId}::uuid AND c.profile_id = ${touch.profileId}
-              UNION ALL
-              SELECT c.id, c.merged_into_id, c.erased_at, l.depth + 1
-              FROM linked_chain l JOIN customers c ON c.id = l.merged_into_id AND c.profile_id = ${touch.profileId}
-              WHERE l.erased_at IS NULL AND l.depth < 16
-            ),
-            linked AS (
-              SELECT id AS customer_id FROM linked_chain WHERE merged_into_id IS NULL AND erased_at IS NULL LIMIT 1
-            ),
-            bound AS (
-              SELECT ci.customer_id
-              FROM customer_identifiers ci
-              JOIN customers c ON c.id = ci.customer_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
-              WHERE ci.profile_id = ${touch.profileId} AND ci.kind = 'anonymous_id' AND ci.value = ${touch.anonymousId}
-                AND ci.removed_at IS NULL
-              ORDER BY ci.is_primary DESC, ci.created_at DESC
-              LIMIT 1)
+            WITH v AS (
+              SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS v(
+                n int, id uuid, profile_id uuid, occurred_at timestamptz, idempotency_key text, event_type text,
+                anonymous_id text, session_id text, channel text, source text, medium text, campaign_external_id text,
+                campaign_name text, click_id_kind text, click_id text, url text, path text, referrer_domain text,
+                device text, browser text, os text, country text, city text, collector_origin text,
+                link_customer_id uuid, payload jsonb))
             INSERT INTO touches (
               id, profile_id, kind, occurred_at, source_system, idempotency_key, event_type, anonymous_id, session_id,
               customer_id, join_method, channel, source, medium, campaign_external_id, campaign_name, click_id_kind,
               click_id, url, path, referrer_domain, device, browser, os, country, city, collector_origin, payload)
             SELECT
-              ${crypto.randomUUID()}, ${touch.profileId}, 'web_touch', COALESCE(${touch.occurredAt}::timestamptz, now()),
-              'tracker', ${touch.idempotencyKey}, ${touch.eventType}, ${touch.anonymousId}, ${touch.sessionId},
-              COALESCE(l.customer_id, b.customer_id),
+              v.id, v.profile_id, 'web_touch', COALESCE(v.occurred_at, now()), 'tracker', v.idempotency_key, v.event_type,
+              v.anonymous_id, v.session_id, COALESCE(l.customer_id, b.customer_id),
               CASE WHEN l.customer_id IS NOT NULL THEN 'link_token' WHEN b.customer_id IS NOT NULL THEN 'anonymous_id' END,
-              ${touch.channel}, ${touch.source}, ${touch.medium}, ${touch.campaignExternalId}, ${touch.campaignName},
-              ${touch.clickIdKind}, ${touch.clickId}, ${touch.url}, ${touch.path}, ${touch.referrerDomain},
-              ${touch.device}, ${touch.browser}, ${touch.os}, ${touch.country}, ${touch.city}, ${touch.collectorOrigin},
-              ${JSON.stringify(touch.payload)}::jsonb
-            FROM (SELECT 1) AS one LEFT JOIN linked l ON true LEFT JOIN bound b ON true
+              v.channel, v.source, v.medium, v.campaign_external_id, v.campaign_name, v.click_id_kind, v.click_id, v.url,
+              v.path, v.referrer_domain, v.device, v.browser, v.os, v.country, v.city, v.collector_origin, v.payload
+            FROM v
+            LEFT JOIN LATERAL (
+              WITH RECURSIVE linked_chain AS (
+                SELECT c.id, c.merged_into_id, c.erased_at, 0 AS depth FROM customers c
+                WHERE c.id = v.link_customer_id AND c.profile_id = v.profile_id
+                UNION ALL
+                SELECT c.id, c.merged_into_id, c.erased_at, l.depth + 1
+                FROM linked_chain l JOIN customers c ON c.id = l.merged_into_id AND c.profile_id = v.profile_id
+                WHERE l.erased_at IS NULL AND l.depth < 16
+              )
+              SELECT id AS customer_id FROM linked_chain WHERE merged_into_id IS NULL AND erased_at IS NULL LIMIT 1
+            ) l ON true
+            LEFT JOIN LATERAL (
+              SELECT ci.customer_id
+              FROM customer_identifiers ci
+              -- The whole key (decision 0137).
+              JOIN customers c ON c.id = ci.customer_id AND c.profile_id = ci.profile_id
+                               AND c.merged_into_id IS NULL AND c.erased_at IS NULL
+              WHERE ci.profile_id = v.profile_id AND ci.kind = 'anonymous_id' AND ci.value = v.anonymous_id
+                AND ci.removed_at IS NULL
+              ORDER BY ci.is_primary DESC, ci.created_at DESC
+              LIMIT 1
+            ) b ON true
+            ORDER BY v.n
             ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING id`),
-          (rows) => Option.fromNullishOr(rows[0]?.id)
+          (inserted): ReadonlySet<string> => new Set(inserted.map((row) => row.id))
         )
+      }
 
       // One statement for the batch, its rows as a JSON document (arrays of only nulls carry no type).
       const insertPartnerTouches = (touches: ReadonlyArray<NewPartnerTouch>) => {
@@ -261,7 +309,7 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
         )
 
       return atDatabaseBoundary({
-        insertWebTouch,
+        insertWebTouches,
         insertPartnerTouches,
         bindVisitors,
         bindVisitor,

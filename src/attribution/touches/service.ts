@@ -1,16 +1,27 @@
 /**
  * What other contexts do to touches: a merge moves a customer's touches and its undo puts them
  * back, an accepted identity link binds a browser's touches, an erasure forgets them. Each runs
- * in the caller's transaction (the repository joins it).
+ * in the caller's transaction (the repository joins it). The tracker's touches are the exception:
+ * they are written with group commit (below), in the writers' own transactions.
  */
-import { Context, Effect, Layer } from "effect"
+import { Cause, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { type NewPartnerTouch, type NewWebTouch, TouchesRepo, type VisitorBinding } from "./repo.ts"
+import { type NewPartnerTouch, type NewWebTouch, TouchesRepo, type VisitorBinding, type WebTouchRow } from "./repo.ts"
 
 // The input types of ingestion's inserts below, for the callers that build them.
 export type { NewPartnerTouch, NewWebTouch } from "./repo.ts"
 
 type Op<A> = Effect.Effect<A, DatabaseUnavailable>
+
+/** A tracker touch waiting for its batch. */
+interface PendingTouch extends WebTouchRow {
+  readonly done: Deferred.Deferred<Option.Option<string>, DatabaseUnavailable>
+}
+
+/** Writers at once (each holds one pooled connection while it writes), most touches a statement, and the queue's room. */
+const WEB_TOUCH_WRITERS = 2
+const WEB_TOUCH_BATCH = 256
+const WEB_TOUCH_QUEUE = 4096
 
 export class Touches extends Context.Service<Touches, {
   /** A merge: the merged customer's touches go to the survivor; answers their ids. */
@@ -26,8 +37,11 @@ export class Touches extends Context.Service<Touches, {
   ) => Op<number>
   /** Erasure: the customers' touches, and the other touches of their browsers, lose their person; answers how many. */
   readonly forgetCustomers: (customerIds: ReadonlyArray<string>) => Op<number>
-  /** One web tracker touch (src/ingestion/tracking/tracker); None when an event with the same id was stored before. */
-  readonly insertWebTouch: TouchesRepo["Service"]["insertWebTouch"]
+  /**
+   * One web tracker touch (src/ingestion/tracking/tracker), answered once committed; None when an
+   * event with the same id was stored before.
+   */
+  readonly insertWebTouch: (touch: NewWebTouch) => Op<Option.Option<string>>
   /** Partner touches (src/ingestion/partner), one statement; a key already taken is skipped. Answers the keys inserted. */
   readonly insertPartnerTouches: TouchesRepo["Service"]["insertPartnerTouches"]
   /** Binds the unbound touches of these browsers to their customers; answers the customers that got a touch, each once. */
@@ -36,6 +50,36 @@ export class Touches extends Context.Service<Touches, {
   static readonly layer = Layer.effect(Touches)(
     Effect.gen(function*() {
       const repo = yield* TouchesRepo
+
+      // Group commit of tracker touches, as outcomes have it (decision 0036): touches that arrive while
+      // the writers are busy share one statement and one commit, instead of a commit each. A failed
+      // batch is written again one touch at a time, so one bad row never fails its neighbours.
+      const queue = yield* Queue.bounded<PendingTouch>(WEB_TOUCH_QUEUE)
+      const settle = (batch: ReadonlyArray<PendingTouch>): Effect.Effect<void> =>
+        Effect.matchCauseEffect(
+          repo.insertWebTouches(batch).pipe(
+            Effect.withSpan("Touches.insertWebTouchBatch", { attributes: { "svc.touches.batch_size": batch.length } })
+          ),
+          {
+            onSuccess: (inserted) =>
+              Effect.forEach(batch, (row) => Deferred.succeed(row.done, inserted.has(row.id) ? Option.some(row.id) : Option.none()), {
+                discard: true
+              }),
+            onFailure: (cause) =>
+              batch.length === 1
+                ? Effect.forEach(batch, (row) => Deferred.failCause(row.done, cause), { discard: true })
+                : Effect.andThen(
+                  Effect.logWarning("a tracker touch batch failed; writing its touches one at a time", {
+                    batch_size: batch.length,
+                    cause: Cause.pretty(cause)
+                  }),
+                  Effect.forEach(batch, (row) => settle([row]), { discard: true })
+                )
+          }
+        )
+      const writer = Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, WEB_TOUCH_BATCH), settle))
+      for (let i = 0; i < WEB_TOUCH_WRITERS; i++) yield* Effect.forkScoped(writer)
+
       return {
         moveToCustomer: Effect.fn("Touches.moveToCustomer")(function*(fromCustomerId: string, toCustomerId: string) {
           return yield* repo.moveToCustomer(fromCustomerId, toCustomerId)
@@ -54,7 +98,9 @@ export class Touches extends Context.Service<Touches, {
           return yield* repo.forgetCustomers(customerIds)
         }),
         insertWebTouch: Effect.fn("Touches.insertWebTouch")(function*(touch: NewWebTouch) {
-          return yield* repo.insertWebTouch(touch)
+          const done = yield* Deferred.make<Option.Option<string>, DatabaseUnavailable>()
+          yield* Queue.offer(queue, { id: crypto.randomUUID(), touch, done })
+          return yield* Deferred.await(done)
         }),
         insertPartnerTouches: Effect.fn("Touches.insertPartnerTouches")(function*(touches: ReadonlyArray<NewPartnerTouch>) {
           return yield* repo.insertPartnerTouches(touches)
