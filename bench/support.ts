@@ -3,11 +3,13 @@
  * the client's own cost stays small next to the server's on a 2-core machine), and starting,
  * probing and stopping server processes. Traffic goes to 127.0.0.1 only.
  */
-import { Effect, type Layer, References, type Scope } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, type Layer, Redacted, References, type Scope } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { connect, createServer as createNetServer, type Socket } from "node:net"
 import { resolve } from "node:path"
+import { postgresOptions } from "../src/platform/database.ts"
 import { keyFileContent } from "../src/platform/secret-box.ts"
 
 export const HOST = "127.0.0.1"
@@ -501,3 +503,14 @@ export const runInProcessBench = async <A, E, R, LE>(
     }
   )
 }
+
+/** Runs `f` on one connection to the PostgreSQL database at `url` (a bench's seeding and counting). */
+export const onDatabase = <A>(url: string, applicationName: string, f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      return yield* f(yield* PgClient.PgClient)
+    }).pipe(
+      Effect.provide(PgClient.layer({ ...postgresOptions(Redacted.make(url)), maxConnections: 1, applicationName })),
+      Effect.scoped
+    )
+  )

@@ -43,15 +43,14 @@
  * orchestrator would), at most twice; the restarts are printed.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { Agent, request as httpRequest } from "node:http"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
-import { postgresOptions } from "../../src/platform/database.ts"
-import { fmt, freePort, HOST, intFromEnv, machineCpuMs, percentile, processCpuMs, sleep, startProcess, stopProcess } from "../support.ts"
+import { onDatabase as onDatabaseAt, fmt, freePort, HOST, intFromEnv, machineCpuMs, percentile, processCpuMs, sleep, startProcess, stopProcess } from "../support.ts"
 
 const DB_NAME = "bench_cluster_wt"
 const ADMIN_TOKEN = `bench-cluster-admin-${randomBytes(12).toString("hex")}`
@@ -95,15 +94,7 @@ const withUrl = (base: string, database: string) => {
   return url.toString()
 }
 
-const onDatabase = <A>(url: string, f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(
-    Effect.gen(function*() {
-      return yield* f(yield* PgClient.PgClient)
-    }).pipe(
-      Effect.provide(PgClient.layer({ ...postgresOptions(Redacted.make(url)), maxConnections: 1, applicationName: "bench-cluster" })),
-      Effect.scoped
-    )
-  )
+const onDatabase = <A>(url: string, f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) => onDatabaseAt(url, "bench-cluster", f)
 
 const recreateDatabase = (adminUrl: string) =>
   onDatabase(adminUrl, (sql) =>

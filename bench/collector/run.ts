@@ -17,26 +17,17 @@
  * BENCH_START_S (120).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { CredentialPrefix, mintSecret } from "../../src/kernel/credentials/tokens.ts"
-import { postgresOptions } from "../../src/platform/database.ts"
-import { fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
+import { onDatabase as onDatabaseAt, fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
 
 const ORIGIN = "https://shop.example.com"
 const CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36"
 
-const onDatabase = <A>(url: string, f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(
-    Effect.gen(function*() {
-      return yield* f(yield* PgClient.PgClient)
-    }).pipe(
-      Effect.provide(PgClient.layer({ ...postgresOptions(Redacted.make(url)), maxConnections: 1, applicationName: "bench-collector" })),
-      Effect.scoped
-    )
-  )
+const onDatabase = <A>(url: string, f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) => onDatabaseAt(url, "bench-collector", f)
 
 const seed = (databaseUrl: string, profiles: number) =>
   onDatabase(databaseUrl, (sql) =>

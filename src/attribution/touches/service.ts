@@ -4,19 +4,15 @@
  * in the caller's transaction (the repository joins it). The tracker's touches are the exception:
  * they are written with group commit (below), in the writers' own transactions.
  */
-import { Cause, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
+import { Context, Effect, Exit, Layer, Option } from "effect"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { groupCommit } from "../../platform/group-commit.ts"
 import { type NewPartnerTouch, type NewWebTouch, TouchesRepo, type VisitorBinding, type WebTouchRow } from "./repo.ts"
 
 // The input types of ingestion's inserts below, for the callers that build them.
 export type { NewPartnerTouch, NewWebTouch } from "./repo.ts"
 
 type Op<A> = Effect.Effect<A, DatabaseUnavailable>
-
-/** A tracker touch waiting for its batch. */
-interface PendingTouch extends WebTouchRow {
-  readonly done: Deferred.Deferred<Option.Option<string>, DatabaseUnavailable>
-}
 
 /** Writers at once (each holds one pooled connection while it writes), most touches a statement, and the queue's room. */
 const WEB_TOUCH_WRITERS = 2
@@ -51,34 +47,19 @@ export class Touches extends Context.Service<Touches, {
     Effect.gen(function*() {
       const repo = yield* TouchesRepo
 
-      // Group commit of tracker touches, as outcomes have it (decision 0036): touches that arrive while
-      // the writers are busy share one statement and one commit, instead of a commit each. A failed
-      // batch is written again one touch at a time, so one bad row never fails its neighbours.
-      const queue = yield* Queue.bounded<PendingTouch>(WEB_TOUCH_QUEUE)
-      const settle = (batch: ReadonlyArray<PendingTouch>): Effect.Effect<void> =>
-        Effect.matchCauseEffect(
+      // Group commit of tracker touches, as outcomes have it (decision 0140): touches that arrive
+      // while the writers are busy share one statement and one commit, instead of a commit each.
+      const insertWebTouch = yield* groupCommit({
+        writers: WEB_TOUCH_WRITERS,
+        maxBatch: WEB_TOUCH_BATCH,
+        capacity: WEB_TOUCH_QUEUE,
+        write: (batch: ReadonlyArray<WebTouchRow>) =>
           repo.insertWebTouches(batch).pipe(
+            Effect.map((inserted) => batch.map((row) => Exit.succeed(inserted.has(row.id) ? Option.some(row.id) : Option.none<string>()))),
             Effect.withSpan("Touches.insertWebTouchBatch", { attributes: { "svc.touches.batch_size": batch.length } })
           ),
-          {
-            onSuccess: (inserted) =>
-              Effect.forEach(batch, (row) => Deferred.succeed(row.done, inserted.has(row.id) ? Option.some(row.id) : Option.none()), {
-                discard: true
-              }),
-            onFailure: (cause) =>
-              batch.length === 1
-                ? Effect.forEach(batch, (row) => Deferred.failCause(row.done, cause), { discard: true })
-                : Effect.andThen(
-                  Effect.logWarning("a tracker touch batch failed; writing its touches one at a time", {
-                    batch_size: batch.length,
-                    cause: Cause.pretty(cause)
-                  }),
-                  Effect.forEach(batch, (row) => settle([row]), { discard: true })
-                )
-          }
-        )
-      const writer = Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, WEB_TOUCH_BATCH), settle))
-      for (let i = 0; i < WEB_TOUCH_WRITERS; i++) yield* Effect.forkScoped(writer)
+        batchFailed: "a tracker touch batch failed; writing its touches one at a time"
+      })
 
       return {
         moveToCustomer: Effect.fn("Touches.moveToCustomer")(function*(fromCustomerId: string, toCustomerId: string) {
@@ -98,9 +79,7 @@ export class Touches extends Context.Service<Touches, {
           return yield* repo.forgetCustomers(customerIds)
         }),
         insertWebTouch: Effect.fn("Touches.insertWebTouch")(function*(touch: NewWebTouch) {
-          const done = yield* Deferred.make<Option.Option<string>, DatabaseUnavailable>()
-          yield* Queue.offer(queue, { id: crypto.randomUUID(), touch, done })
-          return yield* Deferred.await(done)
+          return yield* insertWebTouch({ id: crypto.randomUUID(), touch })
         }),
         insertPartnerTouches: Effect.fn("Touches.insertPartnerTouches")(function*(touches: ReadonlyArray<NewPartnerTouch>) {
           return yield* repo.insertPartnerTouches(touches)

@@ -10,7 +10,7 @@
  * its customer is resolved, its conversion written, the first payments of its customer
  * recomputed, and its `outcome.recorded` outbox row written, all in the same transaction.
  */
-import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Metric, Option, Queue, Tracer } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Metric, Option, Tracer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { type DatabaseUnavailable, IdempotencyKeyConflict, InvalidState } from "../../../../schema/errors.ts"
 import { isHealthcareFamily } from "../../../../schema/scopes.ts"
@@ -29,6 +29,7 @@ import { IdentityIntake } from "../../../identity/intake.ts"
 import { type NewOutboxRow, OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import { type ProfileScoped, profileScoped } from "../../../kernel/profile-scoped.ts"
 import { orDatabaseUnavailable, retryConflicts } from "../../../platform/database.ts"
+import { groupCommit } from "../../../platform/group-commit.ts"
 import { recorderBatchSize, recorderCommitDuration, timed } from "../../../platform/metrics.ts"
 import { currentTraceContext, type TraceContext } from "../../../platform/tracing.ts"
 
@@ -83,7 +84,6 @@ interface Pending {
   readonly span: Option.Option<Tracer.AnySpan>
   /** The request's W3C trace context, stored with its outbox row. */
   readonly trace: Option.Option<TraceContext>
-  readonly done: Deferred.Deferred<Ingested, RecordError | DatabaseUnavailable>
 }
 
 /** Writers running at once (each holds one pooled connection while it writes). */
@@ -278,12 +278,11 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
             const stored = yield* repo.findEvents(
               entries.flatMap(({ event }) => claimed.has(event.id) ? [] : [{ profileId: event.profileId, name: event.idempotencyKey }])
             )
-            return entries.map(({ event, item }) => ({
-              item,
-              answer: claimed.has(event.id)
+            return entries.map(({ event, item }): Exit.Exit<Ingested, RecordError> =>
+              claimed.has(event.id)
                 ? Exit.succeed({ outcome_event_id: event.id, conversion_id: conversionOf.get(event.id) ?? null })
                 : replayAnswer(stored.get(profileScoped(event.profileId, event.idempotencyKey)), item.requestHash)
-            }))
+            )
           }))))
         }).pipe(
           // Batch size and commit latency: how well group commit is batching (docs/runbook.md).
@@ -295,25 +294,13 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
           })
         )
 
-      /** Records a batch and answers every outcome in it; a failed batch is retried one outcome at a time. */
-      const settle = (batch: ReadonlyArray<Pending>): Effect.Effect<void> =>
-        Effect.matchCauseEffect(recordBatch(batch), {
-          onSuccess: (answers) => Effect.forEach(answers, ({ answer, item }) => Deferred.done(item.done, answer), { discard: true }),
-          onFailure: (cause) =>
-            batch.length === 1
-              ? Effect.forEach(batch, (item) => Deferred.failCause(item.done, cause), { discard: true })
-              : Effect.andThen(
-                Effect.logWarning("an outcome batch failed; recording its outcomes one at a time", {
-                  batch_size: batch.length,
-                  cause: Cause.pretty(cause)
-                }),
-                Effect.forEach(batch, (item) => settle([item]), { discard: true })
-              )
-        })
-
-      const queue = yield* Queue.bounded<Pending>(QUEUE_CAPACITY)
-      const writer = Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, MAX_BATCH), settle))
-      for (let i = 0; i < RECORD_WRITERS; i++) yield* Effect.forkScoped(writer)
+      const submit = yield* groupCommit({
+        writers: RECORD_WRITERS,
+        maxBatch: MAX_BATCH,
+        capacity: QUEUE_CAPACITY,
+        write: recordBatch,
+        batchFailed: "an outcome batch failed; recording its outcomes one at a time"
+      })
 
       const record = Effect.fn("Events.record")(function*(
         profile: ProfileContext,
@@ -321,11 +308,9 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
         requestHash: string,
         origin: OutcomeOrigin
       ) {
-        const done = yield* Deferred.make<Ingested, RecordError | DatabaseUnavailable>()
         const span = yield* Effect.option(Effect.currentSpan)
         const trace = yield* currentTraceContext
-        yield* Queue.offer(queue, { profile, checked, requestHash, origin, span, trace, done })
-        return yield* Deferred.await(done)
+        return yield* submit({ profile, checked, requestHash, origin, span, trace })
       })
 
       return { record }
