@@ -39,7 +39,8 @@
  * Env: DATABASE_URL (a PostgreSQL URL whose user may create databases; its database is only used
  * to create and drop `bench_cluster_wt`), BENCH_REDIS_URL (unset: each runner counts rate limits in
  * memory, which the keys' allowances of 10^9 a minute make moot), BENCH_RUNNERS ("1,3"), BENCH_MOVES
- * ("SIGTERM,SIGKILL"; "" for none). A runner that exits while starting is started again (as an
+ * ("SIGTERM,SIGKILL"; "" for none), BENCH_WORKERS_ON ("1": only runner 1 works the queues, the others
+ * start with SVC_WORKERS=off, decision 0139). A runner that exits while starting is started again (as an
  * orchestrator would), at most twice; the restarts are printed.
  */
 import { PgClient } from "@effect/sql-pg"
@@ -68,6 +69,7 @@ const CONCURRENCY = intFromEnv("BENCH_CONCURRENCY", 32, 1_000)
 /** Open loop: at most this many requests in flight; a request due beyond it counts as an error. */
 const MAX_IN_FLIGHT = intFromEnv("BENCH_MAX_IN_FLIGHT", 256, 10_000)
 const DOWN_S = intFromEnv("BENCH_DOWN_S", 10, 120)
+const WORKERS_ON_FIRST_ONLY = process.env["BENCH_WORKERS_ON"] === "1"
 /** How long a runner may take to answer `/readyz`: at load 30 on this machine one took over 7 minutes. */
 const START_TIMEOUT_S = intFromEnv("BENCH_START_TIMEOUT_S", 900, 3_600)
 const RUNNER_COUNTS = (process.env["BENCH_RUNNERS"] ?? "1,3").split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0)
@@ -180,7 +182,9 @@ const spawnRunner = (runner: Pick<Runner, "index" | "port" | "runnerPort" | "dat
     SVC_ADMIN_TOKEN: ADMIN_TOKEN,
     SVC_SECRETS_KEY: SECRETS_KEY,
     SVC_DATA_DIR: runner.dataDir,
-    LOG_LEVEL: "Warn"
+    LOG_LEVEL: "Warn",
+    // BENCH_WORKERS_ON=1: only the first runner works the queues (decision 0139); the others serve requests only.
+    SVC_WORKERS: WORKERS_ON_FIRST_ONLY && runner.index > 1 ? "off" : "on"
   }, `runner ${runner.index}`)
 
 /**
