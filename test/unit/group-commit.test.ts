@@ -8,6 +8,9 @@ import { Data, Deferred, Effect, Exit, Fiber } from "effect"
 import { groupCommit } from "../../src/platform/group-commit.ts"
 
 class BatchRefused extends Data.TaggedError("BatchRefused")<{ readonly size: number }> {}
+/** The item that breaks any batch it is in. */
+const POISON = 6
+
 class ItemRefused extends Data.TaggedError("ItemRefused")<{ readonly item: number }> {}
 
 describe("groupCommit", () => {
@@ -25,9 +28,10 @@ describe("groupCommit", () => {
           Effect.gen(function*() {
             batches.push(batch)
             if (batches.length === 1) yield* Deferred.await(gate)
-            // 13 poisons any batch it is in (as a row that breaks the statement would).
-            if (batch.length > 1 && batch.includes(13)) return yield* new BatchRefused({ size: batch.length })
-            if (batch.includes(13)) return yield* new BatchRefused({ size: 1 })
+            // 6 poisons any batch it is in (as a row that breaks the statement would). Whatever the first
+            // batch took (1 to 4 items from 0), 6 falls in a later batch of four.
+            if (batch.length > 1 && batch.includes(POISON)) return yield* new BatchRefused({ size: batch.length })
+            if (batch.includes(POISON)) return yield* new BatchRefused({ size: 1 })
             // Odd items are refused on their own (as a key conflict would be), in their answer only.
             return batch.map((item) => item % 2 === 1 ? Exit.fail(new ItemRefused({ item })) : Exit.succeed(item * 10))
           })
@@ -42,7 +46,7 @@ describe("groupCommit", () => {
       for (const item of items) {
         const exit = exits[item]
         if (exit === undefined) return assert.fail(`no answer for ${item}`)
-        if (item === 13) {
+        if (item === POISON) {
           assert.isTrue(Exit.isFailure(exit) && exit.cause.toString().includes("BatchRefused"), String(exit))
         } else if (item % 2 === 1) {
           assert.isTrue(Exit.isFailure(exit) && exit.cause.toString().includes("ItemRefused"), String(exit))
@@ -52,8 +56,8 @@ describe("groupCommit", () => {
       }
       assert.isTrue(batches.every((batch) => batch.length <= 4), JSON.stringify(batches))
       assert.isTrue(batches.some((batch) => batch.length > 1), JSON.stringify(batches))
-      // The batch holding 13 failed whole; its items were then written alone, each once more.
-      const poisoned = batches.find((batch) => batch.length > 1 && batch.includes(13))
+      // The batch holding the poison failed whole; its items were then written alone, each once more.
+      const poisoned = batches.find((batch) => batch.length > 1 && batch.includes(POISON))
       assert.isDefined(poisoned, JSON.stringify(batches))
       for (const item of poisoned ?? []) assert.isTrue(batches.some((batch) => batch.length === 1 && batch[0] === item), `${item} alone`)
       // Every item was answered by a batch that held it.
