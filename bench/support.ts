@@ -514,3 +514,24 @@ export const onDatabase = <A>(url: string, applicationName: string, f: (sql: PgC
       Effect.scoped
     )
   )
+
+/** The site the tracker benches' page views come from (each seeded tracking key allows it). */
+export const TRACKED_ORIGIN = "https://shop.example.com"
+const CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+/**
+ * The n-th tracker page view of a run under `trackingKey`, as a browser sends it to `/t/collect`: a
+ * unique `event_id`, browser and session ids from pools of 5,000 and 1,000, UTMs and a gclid in the URL.
+ */
+export const pageView = (trackingKey: string, runId: string, n: number) => ({
+  headers: { "content-type": "application/json", origin: TRACKED_ORIGIN, "user-agent": CHROME },
+  body: JSON.stringify({
+    tracking_key: trackingKey,
+    anonymous_id: `anon_${runId}_${n % 5000}`,
+    session_id: `sess_${runId}_${n % 1000}`,
+    event_id: `${runId}-${n}`,
+    type: "page_view",
+    url: `${TRACKED_ORIGIN}/landing?utm_source=google&utm_medium=cpc&utm_campaign=Winter${n % 7}&gclid=g${n.toString(36)}`,
+    referrer: "https://www.google.com/"
+  })
+})

@@ -51,13 +51,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
-import { onDatabase as onDatabaseAt, fmt, freePort, HOST, intFromEnv, machineCpuMs, percentile, processCpuMs, sleep, startProcess, stopProcess } from "../support.ts"
+import { onDatabase as onDatabaseAt, fmt, pageView, TRACKED_ORIGIN, freePort, HOST, intFromEnv, machineCpuMs, percentile, processCpuMs, sleep, startProcess, stopProcess } from "../support.ts"
 
 const DB_NAME = "bench_cluster_wt"
 const ADMIN_TOKEN = `bench-cluster-admin-${randomBytes(12).toString("hex")}`
 const SECRETS_KEY = randomBytes(32).toString("base64")
-const ORIGIN = "https://shop.example.com"
-const CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 const TOUCH_ADDRESSES = Array.from({ length: 16 }, (_, i) => `127.0.0.${i + 2}`)
 const TOTAL_SHARDS = 300
 
@@ -134,7 +132,7 @@ const seed = (databaseUrl: string) =>
             INSERT INTO conversion_definitions (id, profile_id, conversion_key, name, kind, event_names, is_default, counts_as_cash)
             VALUES (${crypto.randomUUID()}, ${profileId}, 'purchase', 'Purchase', 'event', ${["purchase"]}, true, true)`
           yield* sql`INSERT INTO tracking_keys (id, profile_id, key) VALUES (${crypto.randomUUID()}, ${profileId}, ${trackingKey})`
-          yield* sql`INSERT INTO tracking_settings (profile_id, allowed_origins) VALUES (${profileId}, ${[ORIGIN]})`
+          yield* sql`INSERT INTO tracking_settings (profile_id, allowed_origins) VALUES (${profileId}, ${[TRACKED_ORIGIN]})`
         }))
         profiles.push({ profileId, key, trackingKey, experimentId: "" })
       }
@@ -315,21 +313,7 @@ const bodyFor = (kind: Kind, n: number, profile: Profile, runId: string): { meth
         })
       }
     case "touch":
-      return {
-        method: "POST",
-        path: "/t/collect",
-        expected: 204,
-        headers: { "content-type": "application/json", origin: ORIGIN, "user-agent": CHROME },
-        body: JSON.stringify({
-          tracking_key: profile.trackingKey,
-          anonymous_id: `anon_${runId}_${n % 5000}`,
-          session_id: `sess_${runId}_${n % 1000}`,
-          event_id: `${runId}-${n}`,
-          type: "page_view",
-          url: `${ORIGIN}/landing?utm_source=google&utm_medium=cpc&utm_campaign=Winter${n % 7}&gclid=g${n.toString(36)}`,
-          referrer: "https://www.google.com/"
-        })
-      }
+      return { method: "POST", path: "/t/collect", expected: 204, ...pageView(profile.trackingKey, runId, n) }
     case "overview":
       return { method: "GET", path: "/api/v1/overview?days=30", expected: 200, headers: { authorization: `Bearer ${profile.key}` } }
     case "experiment":

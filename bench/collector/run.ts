@@ -22,10 +22,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { CredentialPrefix, mintSecret } from "../../src/kernel/credentials/tokens.ts"
-import { onDatabase as onDatabaseAt, fmt, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
+import { onDatabase as onDatabaseAt, fmt, pageView, TRACKED_ORIGIN, freePort, HOST, intFromEnv, load, type LoadRequest, percentile, startProcess, stopProcess, useSecretsKey, waitFor } from "../support.ts"
 
-const ORIGIN = "https://shop.example.com"
-const CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36"
 
 const onDatabase = <A>(url: string, f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) => onDatabaseAt(url, "bench-collector", f)
 
@@ -40,7 +38,7 @@ const seed = (databaseUrl: string, profiles: number) =>
         yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, ${`bench collector ${i}`})`
         yield* sql`INSERT INTO profiles (id, workspace_id, name, currency) VALUES (${profileId}, ${workspaceId}, ${`bench ${i}`}, 'USD')`
         yield* sql`INSERT INTO tracking_keys (id, profile_id, key) VALUES (${crypto.randomUUID()}, ${profileId}, ${trackingKey})`
-        yield* sql`INSERT INTO tracking_settings (profile_id, allowed_origins) VALUES (${profileId}, ${[ORIGIN]})`
+        yield* sql`INSERT INTO tracking_settings (profile_id, allowed_origins) VALUES (${profileId}, ${[TRACKED_ORIGIN]})`
         keys.push(trackingKey)
       }
       return keys
@@ -51,16 +49,7 @@ const stored = (databaseUrl: string) =>
 
 const bodies = (runId: string, keys: ReadonlyArray<string>) => (n: number): LoadRequest => ({
   method: "POST",
-  headers: { "content-type": "application/json", origin: ORIGIN, "user-agent": CHROME },
-  body: JSON.stringify({
-    tracking_key: keys[n % keys.length],
-    anonymous_id: `anon_${runId}_${n % 5000}`,
-    session_id: `sess_${runId}_${n % 1000}`,
-    event_id: `${runId}-${n}`,
-    type: "page_view",
-    url: `${ORIGIN}/landing?utm_source=google&utm_medium=cpc&utm_campaign=Winter${n % 7}&gclid=g${n.toString(36)}`,
-    referrer: "https://www.google.com/"
-  })
+  ...pageView(keys[n % keys.length] ?? "", runId, n)
 })
 
 const main = async () => {

@@ -49,7 +49,7 @@ export class Touches extends Context.Service<Touches, {
 
       // Group commit of tracker touches, as outcomes have it (decision 0140): touches that arrive
       // while the writers are busy share one statement and one commit, instead of a commit each.
-      const insertWebTouch = yield* groupCommit({
+      const submitWebTouch = yield* groupCommit({
         writers: WEB_TOUCH_WRITERS,
         maxBatch: WEB_TOUCH_BATCH,
         capacity: WEB_TOUCH_QUEUE,
@@ -79,7 +79,7 @@ export class Touches extends Context.Service<Touches, {
           return yield* repo.forgetCustomers(customerIds)
         }),
         insertWebTouch: Effect.fn("Touches.insertWebTouch")(function*(touch: NewWebTouch) {
-          return yield* insertWebTouch({ id: crypto.randomUUID(), touch })
+          return yield* submitWebTouch({ id: crypto.randomUUID(), touch })
         }),
         insertPartnerTouches: Effect.fn("Touches.insertPartnerTouches")(function*(touches: ReadonlyArray<NewPartnerTouch>) {
           return yield* repo.insertPartnerTouches(touches)
