@@ -64,6 +64,7 @@ import m0066 from "./0066_bulk_credit_writes.ts"
 import m0067 from "./0067_partitioned_logs.ts"
 import m0068 from "./0068_webhook_attempt_response_body.ts"
 import m0069 from "./0069_analytics_marks_by_whole_key.ts"
+import m0070 from "./0070_partitioned_outbox.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -135,7 +136,8 @@ export const migrations = {
   "0066_bulk_credit_writes": m0066,
   "0067_partitioned_logs": m0067,
   "0068_webhook_attempt_response_body": m0068,
-  "0069_analytics_marks_by_whole_key": m0069
+  "0069_analytics_marks_by_whole_key": m0069,
+  "0070_partitioned_outbox": m0070
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -212,6 +212,8 @@ export const OutcomeReplayPage = Schema.Struct({
 }).annotate({ identifier: "OutcomeReplayPage" })
 
 /** `limit` of the outcome replay: 1 to 200, default 100. */
+/** The replay answers the events of the last 90 days (spec); the outbox keeps no longer (decision 0141). */
+export const REPLAY_WINDOW_DAYS = 90
 export const MAX_REPLAY_PAGE = 200
 export const DEFAULT_REPLAY_PAGE = 100
 

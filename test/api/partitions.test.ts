@@ -129,11 +129,11 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
       for (const pass of passes) assert.deepStrictEqual(pass, { table: pass.table, created: [], dropped: [], skipped: false })
     }))
 
-  it.effect("the retentions are the spec's where it gives one and decision 0133's elsewhere", () =>
+  it.effect("the retentions are the spec's where it gives one (the outbox's replay window, the PII log) and decision 0133's elsewhere", () =>
     Effect.sync(() => {
       assert.deepStrictEqual(
         Object.fromEntries(PARTITIONED_TABLES.map((entry) => [entry.table, entry.retentionDays])),
-        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, pii_access_log: 365 }
+        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, outbox: 90, pii_access_log: 365 }
       )
     }))
 

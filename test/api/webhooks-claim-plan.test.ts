@@ -142,8 +142,25 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         const [, read20k, read200k] = reads
         const perRow = (depth: Depth) => depth.cost / Math.max(1, depth.rows)
         assert.isAtMost(perRow(read200k!), 2 * perRow(read20k!), `fan-out read cost per row ${perRow(read200k!)} at 200,000 vs ${perRow(read20k!)} at 20,000`)
-        assert.isAtMost(read200k!.rows, 400)
+        // The outbox is kept in monthly partitions (migration 0070): without statistics the planner
+        // expects, for each batch the head touches (up to 199 besides the first), one more row in
+        // every month; the 200 of the head on top. At run time the rest of a batch is read in its
+        // own month only: the other months' scans are never run.
+        const [months] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'outbox'::regclass`
+        assert.isAtLeast(months!.n, 3)
+        assert.isAtMost(read200k!.rows, 200 + 199 * months!.n)
         assert.notInclude(read200k!.plan, "Seq Scan on outbox")
+        const [text, params] = fanOut
+        // Run once (it locks the rows it claims), in a transaction rolled back.
+        yield* sql.unsafe(`BEGIN`)
+        const ran = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${text}`, params))
+          .map((line) => line["QUERY PLAN"])
+        yield* sql.unsafe(`ROLLBACK`)
+        const restScans = ran.filter((line) => /Index Scan using outbox_\w*batch\w* on outbox_/.test(line))
+        const executed = restScans.filter((line) => !line.includes("never executed"))
+        console.log(ran.join("\n"))
+        assert.strictEqual(restScans.length, months!.n)
+        assert.deepStrictEqual(executed.map((line) => /on (outbox_\w+)/.exec(line)?.[1]), ["outbox_legacy"])
         // The results: each ended row and its batch's next one found through an index, at a cost that does not follow the backlog.
         const [settle20k, settle200k] = settles
         console.log(settle200k!.plan)

@@ -84,12 +84,16 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
       LIMIT ${bound}
       FOR UPDATE SKIP LOCKED),
     -- The rest of each of those producer batches, read per batch through outbox_unpublished_batch
-    -- (in its order), never by walking the unpublished rows.
+    -- (in its order), never by walking the unpublished rows. One transaction wrote a batch: its
+    -- rows' times are that transaction's now() plus a microsecond per position, so the batch lies
+    -- within a second of its oldest row claimed, and the read prunes to that month's partition
+    -- (at run time; unbounded, a planner without statistics expected rows in every month).
     rest AS (
-      SELECT r.* FROM (SELECT DISTINCT h.batch FROM head h WHERE h.batch IS NOT NULL) b
+      SELECT r.* FROM (SELECT h.batch, min(h.created_at) AS at FROM head h WHERE h.batch IS NOT NULL GROUP BY h.batch) b
       CROSS JOIN LATERAL (
         SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch FROM outbox o
         WHERE o.batch = b.batch AND o.published_at IS NULL AND o.id NOT IN (SELECT h.id FROM head h)
+          AND o.created_at >= b.at - interval '1 second' AND o.created_at < b.at + interval '1 second'
         ORDER BY o.batch, o.created_at, o.id
         LIMIT ${bound}
         FOR UPDATE SKIP LOCKED) r),

@@ -3,9 +3,10 @@
  * keeps its rows. The partition maintenance creates each table's months ahead and drops a
  * partition once its whole range is past the retention: rows go by the partition, never by a
  * DELETE. A table joins by converting it in a migration (see migration 0067's conversion) and
- * adding one entry here; `outbox`, `touches`, `conversions` and `attribution_credits` are the next ones.
+ * adding one entry here; `touches`, `conversions` and `attribution_credits` are the next ones.
  */
 import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/retention.ts"
+import { REPLAY_WINDOW_DAYS } from "../../../schema/events.ts"
 import { REQUEST_LOG_RETENTION_DAYS } from "../../../schema/request-logs.ts"
 
 export interface PartitionedTable {
@@ -19,11 +20,14 @@ export interface PartitionedTable {
   readonly source: string
 }
 
+/** The spec's window for replaying the outbox's `outcome.recorded` events (`GET /api/v1/outcomes/recorded`). */
+export const OUTBOX_RETENTION_DAYS = REPLAY_WINDOW_DAYS
+
 /**
- * Decision 0133: the spec names no window for the delivery logs; 90 days is its window for the
- * outbox they deliver from (`GET /api/v1/outcomes/recorded`), which joins this registry next.
+ * Decision 0133: the spec names no window for the delivery logs; they keep what they delivered as
+ * long as the outbox they deliver from keeps it.
  */
-export const DELIVERY_LOG_RETENTION_DAYS = 90
+export const DELIVERY_LOG_RETENTION_DAYS = OUTBOX_RETENTION_DAYS
 
 export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
   {
@@ -34,6 +38,7 @@ export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
   },
   { table: "export_deliveries", column: "created_at", retentionDays: DELIVERY_LOG_RETENTION_DAYS, source: "decision 0133" },
   { table: "request_logs", column: "created_at", retentionDays: REQUEST_LOG_RETENTION_DAYS, source: "decision 0130" },
+  { table: "outbox", column: "created_at", retentionDays: OUTBOX_RETENTION_DAYS, source: "spec: outcome replay, 90-day window" },
   { table: "pii_access_log", column: "occurred_at", retentionDays: PII_LOG_RETENTION_DAYS, source: "spec: PII access log, retained 365 days" }
 ]
 

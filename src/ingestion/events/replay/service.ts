@@ -7,7 +7,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { type DatabaseUnavailable, HealthcareScopeForbidden, InvalidParameter } from "../../../../schema/errors.ts"
-import { DEFAULT_REPLAY_PAGE, type OutcomeRecordedEvent, type OutcomeReplayQuery } from "../../../../schema/events.ts"
+import { DEFAULT_REPLAY_PAGE, type OutcomeRecordedEvent, type OutcomeReplayQuery, REPLAY_WINDOW_DAYS } from "../../../../schema/events.ts"
 import { isHealthcareFamily } from "../../../../schema/scopes.ts"
 import { PiiAccessLog } from "../../../kernel/audit/pii-access.ts"
 import { heldScopes, type PrincipalShape, type ProfileContext } from "../../../kernel/principal.ts"
@@ -17,8 +17,7 @@ import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import { Conversions } from "../../../attribution/conversions/service.ts"
 import { invalidQuery } from "../../../../schema/query-errors.ts"
 
-export const REPLAY_WINDOW_DAYS = 90
-export { DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE } from "../../../../schema/events.ts"
+export { DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, REPLAY_WINDOW_DAYS } from "../../../../schema/events.ts"
 /**
  * Rows newer than this are not answered yet: a transaction that began earlier may still commit
  * rows stamped before them, and a cursor must never pass over a row that appears later.
