@@ -78,6 +78,15 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
     const foreign = yield* sql<{ readonly name: string; readonly def: string }>`
       SELECT conname AS name, pg_get_constraintdef(oid) AS def FROM pg_constraint
       WHERE conrelid = to_regclass(${table}) AND contype = 'f' ORDER BY conname`
+    // Foreign keys that point at the table would follow it to its new name: the caller moves them.
+    const [referenced] = yield* sql<{ readonly name: string }>`
+      SELECT conname AS name FROM pg_constraint WHERE confrelid = to_regclass(${table}) AND contype = 'f' LIMIT 1`
+    if (referenced !== undefined) return yield* Effect.die(new Error(`${table}: foreign key ${referenced.name} points at it`))
+    // Triggers go to the parent (a statement trigger there sees the rows of every partition in its
+    // transition tables; a row trigger is cloned onto each partition), read before the rename.
+    const triggers = yield* sql<{ readonly name: string; readonly def: string }>`
+      SELECT tgname AS name, pg_get_triggerdef(oid) AS def FROM pg_trigger
+      WHERE tgrelid = to_regclass(${table}) AND NOT tgisinternal ORDER BY tgname`
     const identities = yield* sql<{ readonly name: string }>`
       SELECT attname::text AS name FROM pg_attribute
       WHERE attrelid = to_regclass(${table}) AND attidentity <> '' AND NOT attisdropped ORDER BY attnum`
@@ -105,6 +114,7 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
     // The old table steps aside under another name; its indexes too (index names are schema-wide).
     yield* sql.unsafe(`ALTER TABLE ${quoted(table)} RENAME TO ${quoted(legacy)}`)
     yield* sql.unsafe(`ALTER TABLE ${quoted(legacy)} DROP CONSTRAINT ${quoted(primary.name)}`)
+    for (const trigger of triggers) yield* sql.unsafe(`DROP TRIGGER ${quoted(trigger.name)} ON ${quoted(legacy)}`)
     for (const index of indexes) yield* sql.unsafe(`ALTER INDEX ${quoted(index.name)} RENAME TO ${quoted(`${index.name}_legacy`)}`)
 
     yield* sql.unsafe(
@@ -122,6 +132,7 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
       yield* sql.unsafe(`ALTER SEQUENCE ${quoted(sequence)} OWNED BY ${quoted(table)}.${quoted(name)}`)
     }
     if (kind.comment !== null) yield* sql.unsafe(`COMMENT ON TABLE ${quoted(table)} IS ${literal(kind.comment)}`)
+    for (const trigger of triggers) yield* sql.unsafe(trigger.def)
 
     // The old rows become the first partition: its matching indexes and foreign keys are adopted.
     yield* sql.unsafe(

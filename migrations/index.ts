@@ -65,6 +65,7 @@ import m0067 from "./0067_partitioned_logs.ts"
 import m0068 from "./0068_webhook_attempt_response_body.ts"
 import m0069 from "./0069_analytics_marks_by_whole_key.ts"
 import m0070 from "./0070_partitioned_outbox.ts"
+import m0071 from "./0071_partitioned_touches.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -137,7 +138,8 @@ export const migrations = {
   "0067_partitioned_logs": m0067,
   "0068_webhook_attempt_response_body": m0068,
   "0069_analytics_marks_by_whole_key": m0069,
-  "0070_partitioned_outbox": m0070
+  "0070_partitioned_outbox": m0070,
+  "0071_partitioned_touches": m0071
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

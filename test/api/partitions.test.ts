@@ -8,6 +8,9 @@
  * - the maintenance creates months ahead, once, and drops a partition past the retention whole
  *   (its rows go with it; younger partitions keep every row), and skips a table another runner holds.
  *
+ * - touches (migration 0071): a touch's idempotency key holds across months (`touch_keys`), and
+ *   the conversion carries a table's triggers to the parent.
+ *
  * The conversions and passes over probe tables run in a transaction rolled back at the end, so
  * nothing they make outlives the test.
  */
@@ -15,6 +18,7 @@ import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { toMonthlyPartitions } from "../../migrations/0067_partitioned_logs.ts"
+import { type NewWebTouch, TouchesRepo } from "../../src/attribution/touches/repo.ts"
 import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable } from "../../src/ops/partitions/registry.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
 import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"
@@ -133,7 +137,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
     Effect.sync(() => {
       assert.deepStrictEqual(
         Object.fromEntries(PARTITIONED_TABLES.map((entry) => [entry.table, entry.retentionDays])),
-        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, outbox: 90, pii_access_log: 365 }
+        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, touches: null, outbox: 90, pii_access_log: 365 }
       )
     }))
 
@@ -207,4 +211,81 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
       yield* Fiber.join(holder)
       assert.deepStrictEqual(passes, [{ table: entry.table, created: [], dropped: [], skipped: true }])
     }))
+})
+
+const withTouches = Layer.mergeAll(TouchesRepo.layer).pipe(Layer.provideMerge(database))
+
+layer(withTouches, { timeout: "120 seconds" })("partitioned touches (migration 0071, decision 0142)", (it) => {
+  const webTouch = (profileId: string, key: string, occurredAt: string | null): NewWebTouch => ({
+    profileId, occurredAt, idempotencyKey: key, eventType: "page_view", anonymousId: "v-1", sessionId: null, channel: "direct",
+    source: "(direct)", medium: "(none)", campaignExternalId: null, campaignName: null, clickIdKind: null, clickId: null,
+    url: "https://shop.example.com/", path: "/", referrerDomain: null, device: null, browser: null, os: null, country: null,
+    city: null, collectorOrigin: null, linkCustomerId: null, payload: {}
+  })
+
+  it.effect("a touch's key holds across months: the same key in another month, or stamped on arrival, inserts nothing", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const repo = yield* TouchesRepo
+      const workspaceId = crypto.randomUUID()
+      const profileId = crypto.randomUUID()
+      const customerId = crypto.randomUUID()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'touch keys')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'touch keys')`
+      yield* sql`INSERT INTO customers (id, profile_id, customer_key) VALUES (${customerId}, ${profileId}, 'c-1')`
+      const now = Date.now()
+      // Next month: a partition of its own whatever the database's age (this month may still be in the legacy one).
+      const nextMonth = new Date(monthStart(new Date(now), 1).getTime() + 3_600_000).toISOString()
+
+      // Partner touches: the key taken this month, then again next month (another partition), then twice in one batch.
+      const partner = (key: string, occurredAt: string) => ({
+        id: crypto.randomUUID(), profileId, kind: "synthetic" as const, occurredAt, sourceSystem: "partner_test", idempotencyKey: key,
+        customerId, joinMethod: null, channel: "paid_social", source: "meta", medium: "cpc", campaignExternalId: null,
+        campaignName: null, adSetExternalId: null, adSetName: null, adExternalId: null, adName: null, clickIdKind: null,
+        clickId: null, payload: {}
+      })
+      assert.deepStrictEqual(yield* repo.insertPartnerTouches([partner("k-1", new Date(now).toISOString())]), ["k-1"])
+      assert.deepStrictEqual(yield* repo.insertPartnerTouches([partner("k-1", nextMonth)]), [])
+      assert.deepStrictEqual(yield* repo.insertPartnerTouches([partner("k-2", nextMonth), partner("k-2", new Date(now).toISOString())]), ["k-2"])
+
+      // Tracker touches: an event stamped on arrival, its retry with a time of next month.
+      const first = crypto.randomUUID()
+      assert.deepStrictEqual([...yield* repo.insertWebTouches([{ id: first, touch: webTouch(profileId, "evt-1", null) }])], [first])
+      assert.deepStrictEqual([...yield* repo.insertWebTouches([{ id: crypto.randomUUID(), touch: webTouch(profileId, "evt-1", nextMonth) }])], [])
+
+      const rows = yield* sql<{ key: string; part: string }>`
+        SELECT idempotency_key AS key, tableoid::regclass::text AS part FROM touches WHERE profile_id = ${profileId} ORDER BY idempotency_key`
+      assert.deepStrictEqual(rows.map((row) => row.key), ["evt-1", "k-1", "k-2"])
+      // k-2's first row (next month) won; the rows sit in their months' partitions.
+      const next = monthStart(new Date(now), 1)
+      assert.strictEqual(rows[2]!.part, `touches_p${next.getUTCFullYear()}${String(next.getUTCMonth() + 1).padStart(2, "0")}`)
+      assert.notStrictEqual(rows[1]!.part, rows[2]!.part)
+      const [keys] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM touch_keys WHERE profile_id = ${profileId}`
+      assert.strictEqual(keys?.n, 3)
+    })))
+
+  it.effect("the conversion moves the table's triggers to the parent and refuses a table another table's foreign key names", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* probe("partition_probe_triggers", [-2, 0])
+      yield* sql.unsafe(`CREATE TABLE partition_probe_seen (n int)`)
+      yield* sql.unsafe(`CREATE FUNCTION partition_probe_count() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN INSERT INTO partition_probe_seen SELECT count(*)::int FROM new_rows; RETURN NULL; END $$`)
+      yield* sql.unsafe(`CREATE TRIGGER partition_probe_count AFTER INSERT ON partition_probe_triggers
+        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION partition_probe_count()`)
+      yield* toMonthlyPartitions({ table: "partition_probe_triggers", column: "created_at" })
+      // One statement into two partitions (the legacy one and next month's): the parent's trigger sees both rows.
+      yield* sql.unsafe(`INSERT INTO partition_probe_triggers (profile_id, created_at, note)
+        VALUES (gen_random_uuid(), now() - interval '2 months', 'old'), (gen_random_uuid(), now() + interval '1 month', 'next')`)
+      assert.deepStrictEqual(yield* sql<{ n: number }>`SELECT n FROM partition_probe_seen`, [{ n: 2 }])
+      const [where] = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM pg_trigger WHERE tgname = 'partition_probe_count' AND tgrelid = 'partition_probe_triggers'::regclass`
+      assert.strictEqual(where?.n, 1)
+
+      yield* probe("partition_probe_target", [0])
+      yield* sql.unsafe(`CREATE TABLE partition_probe_child (id bigint, profile_id uuid,
+        FOREIGN KEY (id, profile_id) REFERENCES partition_probe_target (id, profile_id))`)
+      const refused = yield* sql.withTransaction(toMonthlyPartitions({ table: "partition_probe_target", column: "created_at" })).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(refused))
+    })))
 })

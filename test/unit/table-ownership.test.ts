@@ -43,6 +43,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   rpc_credentials: "src/rpc/credentials/repo.ts",
   // records
   touches: "src/attribution/touches/repo.ts",
+  touch_keys: "src/attribution/touches/repo.ts",
   conversions: "src/attribution/conversions/repo.ts",
   outcome_events: "src/attribution/conversions/repo.ts",
   outbox: "src/kernel/outbox/repo.ts",

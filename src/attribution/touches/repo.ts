@@ -163,7 +163,15 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
                 anonymous_id text, session_id text, channel text, source text, medium text, campaign_external_id text,
                 campaign_name text, click_id_kind text, click_id text, url text, path text, referrer_domain text,
                 device text, browser text, os text, country text, city text, collector_origin text,
-                link_customer_id uuid, payload jsonb))
+                link_customer_id uuid, payload jsonb)),
+            -- The keys first, in the batch's order: a key stored already, or taken earlier in the
+            -- batch, claims nothing, and its row is not inserted (touch_keys holds keys across months).
+            keyed AS (
+              INSERT INTO touch_keys (profile_id, source_system, idempotency_key, touch_id, occurred_at)
+              SELECT v.profile_id, 'tracker', v.idempotency_key, v.id, COALESCE(v.occurred_at, now())
+              FROM v WHERE v.idempotency_key IS NOT NULL ORDER BY v.n
+              ON CONFLICT DO NOTHING
+              RETURNING touch_id)
             INSERT INTO touches (
               id, profile_id, kind, occurred_at, source_system, idempotency_key, event_type, anonymous_id, session_id,
               customer_id, join_method, channel, source, medium, campaign_external_id, campaign_name, click_id_kind,
@@ -197,8 +205,8 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
               ORDER BY ci.is_primary DESC, ci.created_at DESC
               LIMIT 1
             ) b ON true
+            WHERE v.idempotency_key IS NULL OR v.id IN (SELECT touch_id FROM keyed)
             ORDER BY v.n
-            ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING id`),
           (inserted): ReadonlySet<string> => new Set(inserted.map((row) => row.id))
         )
@@ -207,7 +215,8 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
       // One statement for the batch, its rows as a JSON document (arrays of only nulls carry no type).
       const insertPartnerTouches = (touches: ReadonlyArray<NewPartnerTouch>) => {
         if (touches.length === 0) return Effect.succeed<ReadonlyArray<string>>([])
-        const rows = touches.map((t) => ({
+        const rows = touches.map((t, n) => ({
+          n,
           id: t.id,
           profile_id: t.profileId,
           kind: t.kind,
@@ -231,18 +240,26 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
         }))
         return Effect.map(
           keyRows(sql`
+            WITH r AS (
+              SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+                n int, id uuid, profile_id uuid, kind text, occurred_at timestamptz, source_system text, idempotency_key text,
+                customer_id uuid, join_method text, channel text, source text, medium text, campaign_external_id text,
+                campaign_name text, ad_set_external_id text, ad_set_name text, ad_external_id text, ad_name text,
+                click_id_kind text, click_id text, payload jsonb)),
+            -- Each key once, across months (touch_keys): a key already taken inserts no touch.
+            keyed AS (
+              INSERT INTO touch_keys (profile_id, source_system, idempotency_key, touch_id, occurred_at)
+              SELECT r.profile_id, r.source_system, r.idempotency_key, r.id, r.occurred_at FROM r ORDER BY r.n
+              ON CONFLICT DO NOTHING
+              RETURNING touch_id)
             INSERT INTO touches (id, profile_id, kind, occurred_at, source_system, idempotency_key, customer_id, join_method,
                                  channel, source, medium, campaign_external_id, campaign_name, ad_set_external_id,
                                  ad_set_name, ad_external_id, ad_name, click_id_kind, click_id, payload)
             SELECT r.id, r.profile_id, r.kind, r.occurred_at, r.source_system, r.idempotency_key, r.customer_id, r.join_method,
                    r.channel, r.source, r.medium, r.campaign_external_id, r.campaign_name, r.ad_set_external_id,
                    r.ad_set_name, r.ad_external_id, r.ad_name, r.click_id_kind, r.click_id, COALESCE(r.payload, '{}'::jsonb)
-            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
-              id uuid, profile_id uuid, kind text, occurred_at timestamptz, source_system text, idempotency_key text,
-              customer_id uuid, join_method text, channel text, source text, medium text, campaign_external_id text,
-              campaign_name text, ad_set_external_id text, ad_set_name text, ad_external_id text, ad_name text,
-              click_id_kind text, click_id text, payload jsonb)
-            ON CONFLICT (profile_id, source_system, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            FROM r WHERE r.id IN (SELECT touch_id FROM keyed)
+            ORDER BY r.n
             RETURNING idempotency_key AS key`),
           (rows) => rows.map((row) => row.key)
         )

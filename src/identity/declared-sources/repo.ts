@@ -68,13 +68,13 @@ export class DeclaredSourcesRepo extends Context.Service<DeclaredSourcesRepo, {
       const answerByWamid = (profileId: string, wamid: string) =>
         firstAnswer(sql`
           SELECT ${answerColumns}
-          FROM declared_sources a JOIN customers cu ON cu.id = a.customer_id JOIN touches t ON t.id = a.touch_id
+          FROM declared_sources a JOIN customers cu ON cu.id = a.customer_id JOIN touches t ON t.id = a.touch_id AND t.profile_id = a.profile_id AND t.occurred_at = a.answered_at
           WHERE a.profile_id = ${profileId} AND a.wamid = ${wamid}`)
 
       const answerByCustomer = (customerId: string) =>
         firstAnswer(sql`
           SELECT ${answerColumns}
-          FROM declared_sources a JOIN customers cu ON cu.id = a.customer_id JOIN touches t ON t.id = a.touch_id
+          FROM declared_sources a JOIN customers cu ON cu.id = a.customer_id JOIN touches t ON t.id = a.touch_id AND t.profile_id = a.profile_id AND t.occurred_at = a.answered_at
           WHERE a.customer_id = ${customerId}`)
 
       const insertAnswer = (answer: NewAnswer) =>

@@ -51,7 +51,7 @@ export class PartnerRepo extends Context.Service<PartnerRepo, {
       const existingTouchKeys = (profileId: string, sourceSystem: string, keys: ReadonlyArray<string>) =>
         Effect.map(
           keyRows(sql`
-            SELECT idempotency_key AS key FROM touches
+            SELECT idempotency_key AS key FROM touch_keys
             WHERE profile_id = ${profileId} AND source_system = ${sourceSystem}
               AND idempotency_key = ANY(${[...keys]}::text[])`),
           (rows) => rows.map((row) => row.key)

@@ -3,7 +3,7 @@
  * keeps its rows. The partition maintenance creates each table's months ahead and drops a
  * partition once its whole range is past the retention: rows go by the partition, never by a
  * DELETE. A table joins by converting it in a migration (see migration 0067's conversion) and
- * adding one entry here; `touches`, `conversions` and `attribution_credits` are the next ones.
+ * adding one entry here; `conversions` and `attribution_credits` are the next ones.
  */
 import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/retention.ts"
 import { REPLAY_WINDOW_DAYS } from "../../../schema/events.ts"
@@ -14,8 +14,8 @@ export interface PartitionedTable {
   readonly table: string
   /** The timestamptz column its range is over (part of its primary key). */
   readonly column: string
-  /** Rows older than this many days are not kept: a month whose end is older is dropped. */
-  readonly retentionDays: number
+  /** Rows older than this many days are not kept: a month whose end is older is dropped. Null: kept. */
+  readonly retentionDays: number | null
   /** Where the retention comes from. */
   readonly source: string
 }
@@ -38,6 +38,8 @@ export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
   },
   { table: "export_deliveries", column: "created_at", retentionDays: DELIVERY_LOG_RETENTION_DAYS, source: "decision 0133" },
   { table: "request_logs", column: "created_at", retentionDays: REQUEST_LOG_RETENTION_DAYS, source: "decision 0130" },
+  // Decision 0142: kept while the conversions they credit are (not partitioned yet, no retention).
+  { table: "touches", column: "occurred_at", retentionDays: null, source: "decision 0142 (spec silent)" },
   { table: "outbox", column: "created_at", retentionDays: OUTBOX_RETENTION_DAYS, source: "spec: outcome replay, 90-day window" },
   { table: "pii_access_log", column: "occurred_at", retentionDays: PII_LOG_RETENTION_DAYS, source: "spec: PII access log, retained 365 days" }
 ]

@@ -35,8 +35,10 @@ export const plan = (entry: PartitionedTable, partitions: ReadonlyArray<Partitio
       create.push({ name: partitionName(entry.table, from), from, to })
     }
   }
-  const horizon = now.getTime() - entry.retentionDays * DAY_MS
-  const drop = partitions.filter((row) => !row.is_default && row.to_ms !== null && row.to_ms <= horizon).map((row) => row.name)
+  const horizon = entry.retentionDays === null ? null : now.getTime() - entry.retentionDays * DAY_MS
+  const drop = horizon === null
+    ? []
+    : partitions.filter((row) => !row.is_default && row.to_ms !== null && row.to_ms <= horizon).map((row) => row.name)
   return { create, drop }
 }
 
