@@ -1,4 +1,4 @@
-import { toMonthlyPartitions } from "./0067_partitioned_logs.ts"
+import { toMonthlyPartitions } from "./support/monthly-partitions.ts"
 
 /**
  * The outbox becomes monthly range partitions over `created_at` (issue 35 part 3, decision 0141),

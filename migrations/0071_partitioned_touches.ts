@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { toMonthlyPartitions } from "./0067_partitioned_logs.ts"
+import { toMonthlyPartitions } from "./support/monthly-partitions.ts"
 
 /**
  * Touches become monthly range partitions over `occurred_at` (issue 35 part 3, decision 0142),

@@ -20,6 +20,8 @@ import { RateLimiterLayer } from "../platform/rate-limit.ts"
 import { appliedMigrationId, latestMigrationId, migrate } from "../platform/migrator.ts"
 import { SecretBox } from "../platform/secret-box.ts"
 import { RpcCredentials } from "../rpc/credentials/service.ts"
+import { PARTITIONED_TABLES } from "../ops/partitions/registry.ts"
+import { prepareMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { ProfilePortsLayer } from "./ports.ts"
 import { settingsOrExit } from "../platform/startup.ts"
 import { VERSION } from "../platform/version.ts"
@@ -424,12 +426,45 @@ const rpcCredentialsRevoke = Command.make("revoke", { id: credentialId }, ({ id 
     Command.withDescription("Revoke a credential now: its next call is refused with unauthorized.")
   )
 
+const partitionsPrepare = Command.make("prepare", {
+  table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches)"))
+}, ({ table }) =>
+  Effect.gen(function*() {
+    const settings = yield* AppConfig
+    if (Option.isNone(settings.databaseUrl)) {
+      return yield* new CliRefusal({
+        message: "partitions prepare: the embedded database converts its tables when the service starts; there is nothing to prepare"
+      })
+    }
+    const entry = PARTITIONED_TABLES.find((candidate) => candidate.table === table)
+    if (entry === undefined) {
+      return yield* new CliRefusal({
+        message: `partitions prepare: ${table} is not kept in monthly partitions (${PARTITIONED_TABLES.map((known) => known.table).join(", ")})`
+      })
+    }
+    // No migration first: this runs before the migration that converts the table, while the old release serves.
+    yield* withDatabase(Effect.gen(function*() {
+      const bound = yield* prepareMonthlyPartitions(entry)
+      yield* printJson(Option.match(bound, {
+        onNone: () => ({ table, prepared: false, reason: "already in monthly partitions" }),
+        onSome: (at) => ({ table, prepared: true, bound: at, migrate_before: at })
+      }))
+    }))
+  })).pipe(Command.withDescription(
+    "Build a pending conversion's key and validate its bound while writes go on, so the migration holds its lock for milliseconds (decision 0143). Migrate before the printed bound: rows at or past it are refused until then."
+  ))
+
+const partitionsCommand = Command.make("partitions").pipe(
+  Command.withDescription("Monthly partitions (issue 35 part 3)."),
+  Command.withSubcommands([partitionsPrepare])
+)
+
 const rpcCredentialsCommand = Command.make("rpc-credentials").pipe(
   Command.withDescription("Internal-service credentials for /rpc (decision 0081)."),
   Command.withSubcommands([rpcCredentialsCreate, rpcCredentialsList, rpcCredentialsRotate, rpcCredentialsRevoke])
 )
 
-export const commands = [migrateCommand, statusCommand, quickstartCommand, peopleCommand, oauthAppsCommand, workspacesCommand, spendCommand, fxCommand, analyticsCommand, rpcCredentialsCommand] as const
+export const commands = [migrateCommand, statusCommand, quickstartCommand, peopleCommand, oauthAppsCommand, workspacesCommand, spendCommand, fxCommand, analyticsCommand, partitionsCommand, rpcCredentialsCommand] as const
 
 const cli = Command.make("svc").pipe(
   Command.withDescription("Attribution service operator commands."),

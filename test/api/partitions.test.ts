@@ -8,6 +8,9 @@
  * - the maintenance creates months ahead, once, and drops a partition past the retention whole
  *   (its rows go with it; younger partitions keep every row), and skips a table another runner holds.
  *
+ * - a conversion prepared beforehand (`partitions prepare`, PostgreSQL only: `CONCURRENTLY` needs
+ *   no transaction) adopts the key built and the bound validated: the old table's key is the
+ *   prepared index itself, and no bound is left on either table;
  * - touches (migration 0071): a touch's idempotency key holds across months (`touch_keys`), and
  *   the conversion carries a table's triggers to the parent.
  *
@@ -15,9 +18,9 @@
  * nothing they make outlives the test.
  */
 import { assert, layer } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { toMonthlyPartitions } from "../../migrations/0067_partitioned_logs.ts"
+import { preparedBoundName, preparedIndexName, prepareMonthlyPartitions, toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { type NewWebTouch, TouchesRepo } from "../../src/attribution/touches/repo.ts"
 import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable } from "../../src/ops/partitions/registry.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
@@ -287,5 +290,70 @@ layer(withTouches, { timeout: "120 seconds" })("partitioned touches (migration 0
         FOREIGN KEY (id, profile_id) REFERENCES partition_probe_target (id, profile_id))`)
       const refused = yield* sql.withTransaction(toMonthlyPartitions({ table: "partition_probe_target", column: "created_at" })).pipe(Effect.exit)
       assert.isTrue(Exit.isFailure(refused))
+    })))
+})
+
+layer(services, { timeout: "120 seconds" })("a conversion prepared beforehand (decision 0143)", (it) => {
+  it.effect.skipIf(process.env["DATABASE_URL"] === undefined)(
+    "prepare builds the key and validates the bound while writes go on; the conversion adopts both and reads nothing",
+    () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const table = `partition_prepared_${crypto.randomUUID().slice(0, 8)}`
+        // Outside a transaction: CREATE INDEX CONCURRENTLY refuses one. Dropped at the end whatever happens.
+        yield* Effect.addFinalizer(() => Effect.ignore(sql.unsafe(`DROP TABLE IF EXISTS ${table} CASCADE`)))
+        yield* probe(table, [-3, -1, 0])
+        const bound = yield* prepareMonthlyPartitions({ table, column: "created_at" })
+        assert.isTrue(Option.isSome(bound))
+        // At least two months ahead: writes of this month and the next go on.
+        assert.isAtLeast(Date.parse(Option.getOrThrow(bound)), monthStart(new Date(), 2).getTime())
+        yield* sql.unsafe(`INSERT INTO ${table} (profile_id, created_at, note) VALUES (gen_random_uuid(), now() + interval '20 days', 'during')`)
+        // Run again: the same index is kept, the bound checked anew.
+        const [before] = yield* sql<{ oid: number }>`SELECT to_regclass(${preparedIndexName(table)})::oid::int AS oid`
+        yield* prepareMonthlyPartitions({ table, column: "created_at" })
+        const [again] = yield* sql<{ oid: number }>`SELECT to_regclass(${preparedIndexName(table)})::oid::int AS oid`
+        assert.strictEqual(again?.oid, before?.oid)
+
+        yield* sql.withTransaction(toMonthlyPartitions({ table, column: "created_at" }))
+        // The old rows' key is the prepared index itself (renamed), not one built at the attach.
+        const [key] = yield* sql<{ oid: number; def: string }>`
+          SELECT k.conindid::int AS oid, pg_get_constraintdef(k.oid) AS def FROM pg_constraint k
+          WHERE k.conrelid = ${`${table}_legacy`}::regclass AND k.contype = 'p'`
+        assert.strictEqual(key?.oid, before?.oid)
+        assert.strictEqual(key?.def, "PRIMARY KEY (id, profile_id, created_at)")
+        // The legacy partition ends at the prepared bound, and no table keeps the bound as a check.
+        const [range] = yield* sql<{ bound: string }>`
+          SELECT pg_get_expr(c.relpartbound, c.oid) AS bound FROM pg_class c WHERE c.oid = ${`${table}_legacy`}::regclass`
+        assert.include(range?.bound ?? "", "MINVALUE")
+        const checks = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_constraint WHERE conname = ${preparedBoundName(table)}`
+        assert.strictEqual(checks[0]?.n, 0)
+        const [rows] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql(table)}`
+        assert.strictEqual(rows?.n, 4)
+        // A row past the old bound lands in the month the conversion made there.
+        const first = new Date(Option.getOrThrow(bound))
+        const [later] = yield* sql.unsafe<{ part: string }>(
+          `INSERT INTO ${table} (profile_id, created_at, note) VALUES (gen_random_uuid(), '${first.toISOString()}'::timestamptz + interval '1 day', 'later')
+           RETURNING tableoid::regclass::text AS part`
+        )
+        assert.strictEqual(later?.part, `${table}_p${first.getUTCFullYear()}${String(first.getUTCMonth() + 1).padStart(2, "0")}`)
+      }).pipe(Effect.scoped)
+  )
+
+  it.effect("a bound never validated is not trusted: the conversion drops it and reads the rows itself", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* probe("partition_probe_half", [-1, 0])
+      yield* sql.unsafe(`CREATE UNIQUE INDEX ${preparedIndexName("partition_probe_half")} ON partition_probe_half (id, profile_id, created_at)`)
+      yield* sql.unsafe(`ALTER TABLE partition_probe_half ADD CONSTRAINT ${preparedBoundName("partition_probe_half")} CHECK (created_at < '2999-01-01') NOT VALID`)
+      yield* toMonthlyPartitions({ table: "partition_probe_half", column: "created_at" })
+      const names = yield* sql<{ name: string }>`
+        SELECT conname AS name FROM pg_constraint WHERE conrelid IN ('partition_probe_half'::regclass, 'partition_probe_half_legacy'::regclass)
+        ORDER BY conname`
+      assert.notInclude(names.map((row) => row.name), preparedBoundName("partition_probe_half"))
+      const [gone] = yield* sql<{ gone: boolean }>`SELECT to_regclass(${preparedIndexName("partition_probe_half")}) IS NULL AS gone`
+      assert.isTrue(gone?.gone)
+      // The legacy partition ends where the rows do (the month after now), not at the untrusted bound.
+      assert.strictEqual((yield* partitionsOf("partition_probe_half")).length, 1 + MONTHS_AHEAD)
     })))
 })

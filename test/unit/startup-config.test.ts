@@ -77,6 +77,15 @@ describe("CLI", () => {
     assert.deepInclude(JSON.parse(after.stdout), { migrations: { applied: latestMigrationId, latest: latestMigrationId, pending: 0 } })
   }, 180_000)
 
+  it("partitions prepare refuses the embedded database and a table not kept in months, in one line each", () => {
+    const embedded = run(cli, {}, ["partitions", "prepare", "touches"])
+    assert.strictEqual(embedded.status, 1)
+    assert.strictEqual(embedded.stderr, "svc: partitions prepare: the embedded database converts its tables when the service starts; there is nothing to prepare")
+    const unknown = run(cli, { DATABASE_URL: "postgres://postgres@127.0.0.1:5432/none", SVC_SECRETS_KEY: "A".repeat(43) + "=" }, ["partitions", "prepare", "customers"])
+    assert.strictEqual(unknown.status, 1)
+    assert.match(unknown.stderr, /^svc: partitions prepare: customers is not kept in monthly partitions \(.*touches.*\)$/)
+  }, 60_000)
+
   it("oauth-apps create registers an app and prints its secrets once; list never shows them", () => {
     const dataDir = tempDir("cli-apps")
     const created = run(cli, { SVC_DATA_DIR: dataDir }, [
