@@ -192,9 +192,12 @@ export class CampaignsService extends Context.Service<CampaignsService, {
         if (!profile.attributionEnabled) {
           return { data: [], meta: { ...head, unavailable_reason: null, reporting_unavailable_reason: null } } satisfies Campaigns
         }
-        const metrics = yield* repo.metrics(scope, level)
-        const spent = yield* repo.spend(scope, level)
-        const structure = yield* repo.structure(scope, level)
+        // Three independent reads, each on a connection of its own: the answer waits for the
+        // slowest, not their sum (at 30M touches the ad-level read's p95 was 107 ms in sequence).
+        const [metrics, spent, structure] = yield* Effect.all(
+          [repo.metrics(scope, level), repo.spend(scope, level), repo.structure(scope, level)],
+          { concurrency: "unbounded" }
+        )
         const byId = new Map(metrics.filter((row) => row.platform_id !== "").map((row) => [row.platform_id, row] as const))
         const spendById = new Map(spent.rows.map((row) => [row.platform_id, row] as const))
         const syncedById = new Map(structure.map((row) => [row.platform_id, row] as const))
