@@ -50,7 +50,7 @@ export const prepareMonthlyPartitions = ({ column, table }: Conversion) =>
     const check = preparedBoundName(table)
     const [bound] = yield* sql.unsafe<{ readonly at: string }>(
       `SELECT to_char(greatest(date_trunc('month', max(${quoted(column)}) AT TIME ZONE 'UTC') + interval '1 month',
-                               date_trunc('month', now() AT TIME ZONE 'UTC') + interval '2 months'),
+                               date_trunc('month', now() AT TIME ZONE 'UTC') + interval '3 months'),
                       'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS at
        FROM ${quoted(table)}`
     )
