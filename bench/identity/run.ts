@@ -103,6 +103,7 @@ const drop = (profileId: string) =>
     yield* sql`DELETE FROM conversions WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM outcome_events WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM touches WHERE profile_id = ${profileId}`
+    yield* sql`DELETE FROM touch_keys WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM customer_identifiers WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM pii_access_log WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM customers WHERE profile_id = ${profileId}`

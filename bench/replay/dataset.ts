@@ -241,6 +241,7 @@ export const dropDataset = (sql: SqlClient, dataset: Pick<Dataset, "profileId">)
     yield* sql`DELETE FROM conversions WHERE profile_id = ${p}`
     yield* sql`DELETE FROM outcome_events WHERE profile_id = ${p}`
     yield* sql`DELETE FROM touches WHERE profile_id = ${p}`
+    yield* sql`DELETE FROM touch_keys WHERE profile_id = ${p}`
     yield* sql`DELETE FROM customer_identifiers WHERE profile_id = ${p}`
     yield* sql`DELETE FROM conversion_definitions WHERE profile_id = ${p}`
     yield* sql`DELETE FROM work_jobs WHERE profile_id = ${p}`
