@@ -14,7 +14,6 @@ export interface Conversion {
   readonly column: string
 }
 
-
 const MONTHS_AHEAD = 2
 
 const quoted = (name: string) => `"${name.replaceAll("\"", "\"\"")}"`
@@ -45,7 +44,7 @@ export const prepareMonthlyPartitions = ({ column, table }: Conversion) =>
     if (kind === undefined) return yield* Effect.die(new Error(`${table}: no such table`))
     // Converted already: nothing to prepare.
     if (kind.relkind !== "r") return Option.none<string>()
-    const keyColumns = yield* monthlyKey(table, column)
+    const { columns: keyColumns } = yield* monthlyKey(table, column)
     const index = preparedIndexName(table)
     const check = preparedBoundName(table)
     const [bound] = yield* sql.unsafe<{ readonly at: string }>(
@@ -76,16 +75,20 @@ export const prepareMonthlyPartitions = ({ column, table }: Conversion) =>
     return Option.some(bound.at)
   })
 
-/** The table's primary key columns, with `column` appended (a partitioned table's keys carry it). */
+/**
+ * The table's primary key: its name, and its columns with `column` appended (a partitioned
+ * table's keys carry it).
+ */
 const monthlyKey = (table: string, column: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const [primary] = yield* sql<{ readonly cols: ReadonlyArray<string> }>`
-      SELECT ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY u(n, i)
-                   JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i) AS cols
+    const [primary] = yield* sql<{ readonly name: string; readonly cols: ReadonlyArray<string> }>`
+      SELECT k.conname AS name,
+        ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY u(n, i)
+              JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i) AS cols
       FROM pg_constraint k WHERE k.conrelid = to_regclass(${table}) AND k.contype = 'p'`
     if (primary === undefined) return yield* Effect.die(new Error(`${table}: no primary key`))
-    return primary.cols.includes(column) ? primary.cols : [...primary.cols, column]
+    return { name: primary.name, columns: primary.cols.includes(column) ? primary.cols : [...primary.cols, column] }
   })
 
 /** Converts one plain table to monthly range partitions over `column`, keeping its rows where they are. */
@@ -101,13 +104,7 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
 
     // What the parent must have: the primary key (with the partition column), every other index as
     // it is defined now (its definition names the table, which the parent will be), the foreign keys.
-    const [primary] = yield* sql<{ readonly name: string; readonly cols: ReadonlyArray<string> }>`
-      SELECT k.conname AS name,
-        ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY u(n, i)
-              JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i) AS cols
-      FROM pg_constraint k WHERE k.conrelid = to_regclass(${table}) AND k.contype = 'p'`
-    if (primary === undefined) return yield* Effect.die(new Error(`${table}: no primary key`))
-    const keyColumns = primary.cols.includes(column) ? primary.cols : [...primary.cols, column]
+    const { columns: keyColumns, name: primaryName } = yield* monthlyKey(table, column)
     // Done beforehand by `prepareMonthlyPartitions`: the key built and the bound validated. Anything
     // less (a build that failed, a check not validated) is dropped and the conversion does it all.
     const index = preparedIndexName(table)
@@ -173,7 +170,7 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
 
     // The old table steps aside under another name; its indexes too (index names are schema-wide).
     yield* sql.unsafe(`ALTER TABLE ${quoted(table)} RENAME TO ${quoted(legacy)}`)
-    yield* sql.unsafe(`ALTER TABLE ${quoted(legacy)} DROP CONSTRAINT ${quoted(primary.name)}`)
+    yield* sql.unsafe(`ALTER TABLE ${quoted(legacy)} DROP CONSTRAINT ${quoted(primaryName)}`)
     // The prepared index becomes the old rows' key as it is: the attach adopts it, nothing is built.
     if (prepared) yield* sql.unsafe(`ALTER TABLE ${quoted(legacy)} ADD CONSTRAINT ${quoted(`${legacy}_pkey`)} PRIMARY KEY USING INDEX ${quoted(index)}`)
     for (const trigger of triggers) yield* sql.unsafe(`DROP TRIGGER ${quoted(trigger.name)} ON ${quoted(legacy)}`)
@@ -186,7 +183,7 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
     // The bound is the old rows' alone (LIKE copied it): on the parent it would refuse every new month.
     if (prepared) yield* sql.unsafe(`ALTER TABLE ${quoted(table)} DROP CONSTRAINT ${quoted(check)}`)
     yield* sql.unsafe(
-      `ALTER TABLE ${quoted(table)} ADD CONSTRAINT ${quoted(primary.name)} PRIMARY KEY (${keyColumns.map(quoted).join(", ")})`
+      `ALTER TABLE ${quoted(table)} ADD CONSTRAINT ${quoted(primaryName)} PRIMARY KEY (${keyColumns.map(quoted).join(", ")})`
     )
     for (const index of indexes) yield* sql.unsafe(index.def)
     for (const key of foreign) yield* sql.unsafe(`ALTER TABLE ${quoted(table)} ADD CONSTRAINT ${quoted(key.name)} ${key.def}`)

@@ -22,7 +22,7 @@ import { Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { preparedBoundName, preparedIndexName, prepareMonthlyPartitions, toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { type NewWebTouch, TouchesRepo } from "../../src/attribution/touches/repo.ts"
-import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable } from "../../src/ops/partitions/registry.ts"
+import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable, partitionName } from "../../src/ops/partitions/registry.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
 import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
@@ -98,7 +98,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
         INSERT INTO partition_probe (profile_id, created_at, note) VALUES (gen_random_uuid(), ${next.toISOString()}::timestamptz + interval '1 hour', 'next')
         RETURNING id::text, tableoid::regclass::text AS part`
       assert.strictEqual(Number(added?.id), Number(before.at(-1)?.id) + 1)
-      assert.strictEqual(added?.part, `partition_probe_p${next.getUTCFullYear()}${String(next.getUTCMonth() + 1).padStart(2, "0")}`)
+      assert.strictEqual(added?.part, partitionName("partition_probe", next))
       // The check came along (tried in a savepoint: the failed statement must not end the transaction).
       const refused = yield* sql.withTransaction(sql`INSERT INTO partition_probe (profile_id, note) VALUES (gen_random_uuid(), repeat('x', 21))`).pipe(Effect.exit)
       assert.isTrue(Exit.isFailure(refused))
@@ -154,7 +154,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
       const base = new Date()
       const monthName = (offset: number) => {
         const from = monthStart(base, offset)
-        return `partition_probe_kept_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
+        return partitionName("partition_probe_kept", from)
       }
 
       // Now: the migration's months are there; nothing to do, twice.
@@ -261,7 +261,7 @@ layer(withTouches, { timeout: "120 seconds" })("partitioned touches (migration 0
       assert.deepStrictEqual(rows.map((row) => row.key), ["evt-1", "k-1", "k-2"])
       // k-2's first row (next month) won; the rows sit in their months' partitions.
       const next = monthStart(new Date(now), 1)
-      assert.strictEqual(rows[2]!.part, `touches_p${next.getUTCFullYear()}${String(next.getUTCMonth() + 1).padStart(2, "0")}`)
+      assert.strictEqual(rows[2]!.part, partitionName("touches", next))
       assert.notStrictEqual(rows[1]!.part, rows[2]!.part)
       const [keys] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM touch_keys WHERE profile_id = ${profileId}`
       assert.strictEqual(keys?.n, 3)
@@ -336,7 +336,7 @@ layer(services, { timeout: "120 seconds" })("a conversion prepared beforehand (d
           `INSERT INTO ${table} (profile_id, created_at, note) VALUES (gen_random_uuid(), '${first.toISOString()}'::timestamptz + interval '1 day', 'later')
            RETURNING tableoid::regclass::text AS part`
         )
-        assert.strictEqual(later?.part, `${table}_p${first.getUTCFullYear()}${String(first.getUTCMonth() + 1).padStart(2, "0")}`)
+        assert.strictEqual(later?.part, partitionName(table, first))
       }).pipe(Effect.scoped)
   )
 

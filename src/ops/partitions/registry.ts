@@ -2,7 +2,7 @@
  * The tables kept as monthly range partitions (issue 35 part 3, decision 0133) and how long each
  * keeps its rows. The partition maintenance creates each table's months ahead and drops a
  * partition once its whole range is past the retention: rows go by the partition, never by a
- * DELETE. A table joins by converting it in a migration (see migration 0067's conversion) and
+ * DELETE. A table joins by converting it in a migration (`toMonthlyPartitions`, migrations/support) and
  * adding one entry here; `conversions` and `attribution_credits` are the next ones.
  */
 import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/retention.ts"

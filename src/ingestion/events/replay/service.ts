@@ -17,7 +17,6 @@ import { OutboxRepo } from "../../../kernel/outbox/repo.ts"
 import { Conversions } from "../../../attribution/conversions/service.ts"
 import { invalidQuery } from "../../../../schema/query-errors.ts"
 
-export { DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, REPLAY_WINDOW_DAYS } from "../../../../schema/events.ts"
 /**
  * Rows newer than this are not answered yet: a transaction that began earlier may still commit
  * rows stamped before them, and a cursor must never pass over a row that appears later.
