@@ -66,6 +66,7 @@ import m0068 from "./0068_webhook_attempt_response_body.ts"
 import m0069 from "./0069_analytics_marks_by_whole_key.ts"
 import m0070 from "./0070_partitioned_outbox.ts"
 import m0071 from "./0071_partitioned_touches.ts"
+import m0072 from "./0072_partitioned_conversions.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -139,7 +140,8 @@ export const migrations = {
   "0068_webhook_attempt_response_body": m0068,
   "0069_analytics_marks_by_whole_key": m0069,
   "0070_partitioned_outbox": m0070,
-  "0071_partitioned_touches": m0071
+  "0071_partitioned_touches": m0071,
+  "0072_partitioned_conversions": m0072
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

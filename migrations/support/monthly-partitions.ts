@@ -22,6 +22,33 @@ const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
 const monthName = (table: string, from: Date) =>
   `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
 
+/**
+ * Unique keys that gain the month column when their table is converted, each where the month
+ * follows from the key (so the wider key holds exactly what the old one did): a conversion's
+ * `occurred_at` is its outcome event's, written once (decision 0144). The migration builds each
+ * before converting, unless `prepareMonthlyPartitions` already did, concurrently.
+ */
+export const MONTHLY_UNIQUES: Readonly<Record<string, ReadonlyArray<{ readonly name: string; readonly columns: ReadonlyArray<string> }>>> = {
+  conversions: [{ name: "conversions_outcome_event_month", columns: ["outcome_event_id", "profile_id", "occurred_at"] }]
+}
+
+/**
+ * Builds `table`'s `MONTHLY_UNIQUES` that are missing or were left invalid by a failed concurrent
+ * build; `concurrently` outside a transaction (prepare), inside one under the migration's lock.
+ */
+export const buildMonthlyUniques = (table: string, concurrently: boolean) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const how = concurrently ? " CONCURRENTLY" : ""
+    for (const unique of MONTHLY_UNIQUES[table] ?? []) {
+      const [existing] = yield* sql<{ readonly valid: boolean }>`
+        SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(${unique.name})`
+      if (existing?.valid === true) continue
+      if (existing !== undefined) yield* sql.unsafe(`DROP INDEX${how} ${quoted(unique.name)}`)
+      yield* sql.unsafe(`CREATE UNIQUE INDEX${how} ${quoted(unique.name)} ON ${quoted(table)} (${unique.columns.map(quoted).join(", ")})`)
+    }
+  })
+
 /** The unique index `prepareMonthlyPartitions` builds: the key the table's months will need. */
 export const preparedIndexName = (table: string) => `${table}_pkey_monthly`
 /** The check `prepareMonthlyPartitions` validates: every row before the first month; its comment is the bound. */
@@ -29,7 +56,8 @@ export const preparedBoundName = (table: string) => `${table}_months_bound`
 
 /**
  * What a conversion spends under its lock on a large table, done beforehand while writes go on
- * (decision 0143): the primary key with the month column, built `CONCURRENTLY`, and a check that
+ * (decision 0143): the primary key with the month column (and the table's `MONTHLY_UNIQUES`), built
+ * `CONCURRENTLY`, and a check that
  * every row lies before the first month, validated (which reads the table, holding only
  * `SHARE UPDATE EXCLUSIVE`). The conversion then adopts both: the old table becomes a partition
  * without a scan or an index build. The bound is the start of the month after the newest row and
@@ -62,6 +90,7 @@ export const prepareMonthlyPartitions = ({ column, table }: Conversion) =>
     if (existing === undefined || !existing.valid) {
       yield* sql.unsafe(`CREATE UNIQUE INDEX CONCURRENTLY ${quoted(index)} ON ${quoted(table)} (${keyColumns.map(quoted).join(", ")})`)
     }
+    yield* buildMonthlyUniques(table, true)
     // The check under a new name first, then the old one dropped: no moment without a bound.
     const fresh = `${check}_next`
     yield* sql.unsafe(`ALTER TABLE ${quoted(table)} DROP CONSTRAINT IF EXISTS ${quoted(fresh)}`)
@@ -122,12 +151,16 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
     if (!prepared && built !== undefined) yield* sql.unsafe(`DROP INDEX ${quoted(index)}`)
     if (!prepared && bounded !== undefined) yield* sql.unsafe(`ALTER TABLE ${quoted(table)} DROP CONSTRAINT ${quoted(check)}`)
 
-    const indexes = yield* sql<{ readonly name: string; readonly def: string; readonly is_unique: boolean }>`
-      SELECT x.relname AS name, pg_get_indexdef(i.indexrelid) AS def, i.indisunique AS is_unique
+    const indexes = yield* sql<{ readonly name: string; readonly def: string; readonly is_unique: boolean; readonly monthly: boolean }>`
+      SELECT x.relname AS name, pg_get_indexdef(i.indexrelid) AS def, i.indisunique AS is_unique,
+        EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attname = ${column}
+                AND a.attnum = ANY (i.indkey::int2[])) AS monthly
       FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
       WHERE i.indrelid = to_regclass(${table}) AND NOT i.indisprimary AND x.relname <> ${index}
       ORDER BY x.relname`
-    const unique = indexes.find((index) => index.is_unique)
+    // A unique index that carries the month column holds on the parent as it is (the caller has
+    // made it so where the column follows from the key); any other would stop holding across months.
+    const unique = indexes.find((index) => index.is_unique && !index.monthly)
     if (unique !== undefined) return yield* Effect.die(new Error(`${table}: unique index ${unique.name} cannot span months`))
     const foreign = yield* sql<{ readonly name: string; readonly def: string }>`
       SELECT conname AS name, pg_get_constraintdef(oid) AS def FROM pg_constraint

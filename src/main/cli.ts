@@ -427,7 +427,7 @@ const rpcCredentialsRevoke = Command.make("revoke", { id: credentialId }, ({ id 
   )
 
 const partitionsPrepare = Command.make("prepare", {
-  table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches)"))
+  table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches, conversions)"))
 }, ({ table }) =>
   Effect.gen(function*() {
     const settings = yield* AppConfig

@@ -78,7 +78,8 @@ const touch = (
 const conversion = (
   fixture: Fixture,
   options: {
-    readonly at: number
+    /** Epoch ms, or an infinite time (a broken row ingest never writes). */
+    readonly at: number | "-infinity"
     readonly customerId: string | null
     readonly definitionId: string | null
     readonly key?: string
@@ -89,14 +90,15 @@ const conversion = (
     const sql = yield* SqlClient
     const eventId = crypto.randomUUID()
     const id = crypto.randomUUID()
+    const at = options.at === "-infinity" ? options.at : new Date(options.at)
     yield* sql`
       INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
-      VALUES (${eventId}, ${fixture.profileId}, ${crypto.randomUUID()}, 'test', ${options.key ?? "purchase"}, ${new Date(options.at)},
+      VALUES (${eventId}, ${fixture.profileId}, ${crypto.randomUUID()}, 'test', ${options.key ?? "purchase"}, ${at},
               ${options.customerId})`
     yield* sql`
       INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, customer_id,
                                counts_as_cash, attribution_eligible)
-      VALUES (${id}, ${fixture.profileId}, ${eventId}, ${options.definitionId}, ${options.key ?? "purchase"}, ${new Date(options.at)},
+      VALUES (${id}, ${fixture.profileId}, ${eventId}, ${options.definitionId}, ${options.key ?? "purchase"}, ${at},
               ${options.customerId}, false, ${options.eligible ?? true})`
     return id
   })
@@ -244,8 +246,8 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
           const customerId = yield* customer(fixture)
           yield* touch(fixture, { at: Date.now() - DAY, channel: "email", customerId })
           // An infinite time: the credit models refuse it (a broken row, never written by ingest).
-          const poison = yield* conversion(fixture, { at: Date.now() - 2000, customerId, definitionId: null })
-          yield* sql`UPDATE conversions SET occurred_at = '-infinity', created_at = now() - interval '1 hour' WHERE id = ${poison}`
+          const poison = yield* conversion(fixture, { at: "-infinity", customerId, definitionId: null })
+          yield* sql`UPDATE conversions SET created_at = now() - interval '1 hour' WHERE id = ${poison}`
           const good = yield* conversion(fixture, { at: Date.now() - 1000, customerId, definitionId: null })
           yield* drain
           assert.isTrue(yield* creditedAt(good))

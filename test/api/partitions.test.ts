@@ -140,7 +140,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
     Effect.sync(() => {
       assert.deepStrictEqual(
         Object.fromEntries(PARTITIONED_TABLES.map((entry) => [entry.table, entry.retentionDays])),
-        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, touches: null, outbox: 90, pii_access_log: 365 }
+        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, touches: null, conversions: null, outbox: 90, pii_access_log: 365 }
       )
     }))
 
@@ -290,6 +290,51 @@ layer(withTouches, { timeout: "120 seconds" })("partitioned touches (migration 0
         FOREIGN KEY (id, profile_id) REFERENCES partition_probe_target (id, profile_id))`)
       const refused = yield* sql.withTransaction(toMonthlyPartitions({ table: "partition_probe_target", column: "created_at" })).pipe(Effect.exit)
       assert.isTrue(Exit.isFailure(refused))
+    })))
+})
+
+layer(services, { timeout: "120 seconds" })("partitioned conversions (migration 0072, decision 0144)", (it) => {
+  it.effect("a time past the months made ahead waits in the default partition and moves to its month when the month is made", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const workspaceId = crypto.randomUUID()
+      const profileId = crypto.randomUUID()
+      const eventId = crypto.randomUUID()
+      const conversionId = crypto.randomUUID()
+      const now = new Date()
+      // Six months ahead: past the two made ahead, so no month holds it yet.
+      const far = new Date(monthStart(now, 6).getTime() + 86_400_000).toISOString()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'conversion months')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'conversion months')`
+      yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+                 VALUES (${eventId}, ${profileId}, 'o-1', 'h', 'purchase', ${far})`
+      const conversion = (id: string) =>
+        sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
+            VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${far}, true, true)`
+      yield* conversion(conversionId)
+      const where = () =>
+        sql<{ part: string }>`SELECT tableoid::regclass::text AS part FROM conversions WHERE profile_id = ${profileId}`
+      assert.deepStrictEqual(yield* where(), [{ part: "conversions_default" }])
+      // One conversion per outcome event still (tried in a savepoint: the failure must not end the transaction).
+      const second = yield* sql.withTransaction(conversion(crypto.randomUUID())).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(second))
+
+      // The maintenance, five months on, makes months +5 to +7: the row moves to its month, the same row.
+      const entry = PARTITIONED_TABLES.find((table) => table.table === "conversions")!
+      const [pass] = yield* PartitionMaintenance.use((maintenance) => maintenance.run({ tables: [entry], now: monthStart(now, 5) }))
+      assert.deepStrictEqual(pass?.created, [5, 6, 7].map((offset) => partitionName("conversions", monthStart(now, offset))))
+      assert.deepStrictEqual(yield* where(), [{ part: partitionName("conversions", monthStart(now, 6)) }])
+      const [moved] = yield* sql<{ id: string; event: string }>`
+        SELECT id::text AS id, outcome_event_id::text AS event FROM conversions WHERE profile_id = ${profileId}`
+      assert.deepStrictEqual(moved, { id: conversionId, event: eventId })
+      // The new month has the parent's indexes (adopted at the attach): the key still holds there.
+      const again = yield* sql.withTransaction(conversion(crypto.randomUUID())).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(again))
+      const [left] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM conversions_default`
+      assert.strictEqual(left?.n, 0)
+      // The key rests on the time being the outcome's: a change of it is refused.
+      const moved2 = yield* sql.withTransaction(sql`UPDATE conversions SET occurred_at = now() WHERE id = ${conversionId}`).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(moved2))
     })))
 })
 

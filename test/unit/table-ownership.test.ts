@@ -134,7 +134,9 @@ const filesUnder = (dir: string): ReadonlyArray<string> =>
 const migrationTables = (): ReadonlyArray<string> => {
   const tables = new Set<string>()
   for (const file of filesUnder("migrations")) {
-    for (const match of readFileSync(join(root, file), "utf8").matchAll(/create\s+table\s+(?:if\s+not\s+exists\s+)?([a-z_][a-z0-9_]*)/gi)) {
+    // A partition made by name (`CREATE TABLE x PARTITION OF t DEFAULT`) is its parent's rows, not a table of its own.
+    const text = readFileSync(join(root, file), "utf8")
+    for (const match of text.matchAll(/create\s+table\s+(?:if\s+not\s+exists\s+)?([a-z_][a-z0-9_]*)\b(?!\s+partition\s+of)/gi)) {
       tables.add(match[1]!.toLowerCase())
     }
   }

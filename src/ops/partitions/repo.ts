@@ -59,10 +59,39 @@ export class PartitionsRepo extends Context.Service<PartitionsRepo, {
           ORDER BY c.relname`)
 
       const create = (table: string, name: string, from: Date, to: Date) =>
-        Effect.asVoid(sql.unsafe(
-          `CREATE TABLE IF NOT EXISTS ${quoted(name)} PARTITION OF ${quoted(table)} ` +
-            `FOR VALUES FROM ('${from.toISOString()}') TO ('${to.toISOString()}')`
-        ))
+        Effect.gen(function*() {
+          const range = `FOR VALUES FROM ('${from.toISOString()}') TO ('${to.toISOString()}')`
+          const [fallback] = yield* sql<{ readonly name: string; readonly column: string }>`
+            SELECT d.relname AS name, a.attname::text AS column
+            FROM pg_partitioned_table p
+            JOIN pg_class d ON d.oid = p.partdefid
+            JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]
+            WHERE p.partrelid = to_regclass(${table})`
+          if (fallback === undefined) {
+            yield* sql.unsafe(`CREATE TABLE IF NOT EXISTS ${quoted(name)} PARTITION OF ${quoted(table)} ${range}`)
+            return
+          }
+          const [exists] = yield* sql<{ readonly ok: boolean }>`SELECT true AS ok FROM pg_class WHERE oid = to_regclass(${name})`
+          if (exists !== undefined) return
+          // A default partition holds the times past the months made so far (decision 0144): the
+          // month's rows move out of it into the new table, which is then attached. The default is
+          // held meanwhile (the attach would take it anyway), so no row of the month lands there
+          // in between; both scans the attach makes read only that month's few rows.
+          const columns = yield* sql<{ readonly name: string }>`
+            SELECT attname::text AS name FROM pg_attribute
+            WHERE attrelid = to_regclass(${table}) AND attnum > 0 AND NOT attisdropped ORDER BY attnum`
+          const list = columns.map((column) => quoted(column.name)).join(", ")
+          const at = quoted(fallback.column)
+          yield* sql.unsafe(`LOCK TABLE ${quoted(fallback.name)} IN ACCESS EXCLUSIVE MODE`)
+          yield* sql.unsafe(
+            `CREATE TABLE ${quoted(name)} (LIKE ${quoted(table)} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)`
+          )
+          yield* sql.unsafe(
+            `WITH moved AS (DELETE FROM ${quoted(fallback.name)} WHERE ${at} >= '${from.toISOString()}' AND ${at} < '${to.toISOString()}' ` +
+              `RETURNING ${list}) INSERT INTO ${quoted(name)} (${list}) SELECT ${list} FROM moved`
+          )
+          yield* sql.unsafe(`ALTER TABLE ${quoted(table)} ATTACH PARTITION ${quoted(name)} ${range}`)
+        })
 
       const drop = (table: string, name: string) =>
         Effect.gen(function*() {
