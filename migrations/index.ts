@@ -67,6 +67,7 @@ import m0069 from "./0069_analytics_marks_by_whole_key.ts"
 import m0070 from "./0070_partitioned_outbox.ts"
 import m0071 from "./0071_partitioned_touches.ts"
 import m0072 from "./0072_partitioned_conversions.ts"
+import m0073 from "./0073_partitioned_credits.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -141,7 +142,8 @@ export const migrations = {
   "0069_analytics_marks_by_whole_key": m0069,
   "0070_partitioned_outbox": m0070,
   "0071_partitioned_touches": m0071,
-  "0072_partitioned_conversions": m0072
+  "0072_partitioned_conversions": m0072,
+  "0073_partitioned_credits": m0073
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -109,13 +109,13 @@ export class CreditEngine extends Context.Service<CreditEngine, {
             if (list === undefined) byConversion.set(touch.conversion_id, list = [])
             list.push({ id: touch.id, occurred_at: touch.occurred_ms, kind: touch.kind, channel: touch.channel })
           }
-          const stored = yield* credits.stored(ids, profiles)
-          const profileOf = new Map(targets.map((target) => [target.id, target.profile_id] as const))
+          const stored = yield* credits.stored(ids, profiles, targets.map((target) => target.occurred_at))
+          const targetOf = new Map(targets.map((target) => [target.id, target] as const))
           const storedAt = new Map<string, number>()
           for (let i = 0; i < stored.ctid.length; i++) storedAt.set(`${stored.conversion[i]}|${stored.model[i]}|${stored.touch[i]}`, i)
           const kept = new Uint8Array(stored.ctid.length)
           const added = emptyCreditColumns()
-          const changed: ChangedCredits = { profile: [], ctid: [], position: [], share: [], credited: [], inWindow: [] }
+          const changed: ChangedCredits = { profile: [], convertedAt: [], ctid: [], position: [], share: [], credited: [], inWindow: [] }
           let rows = 0
           for (const target of creditable) {
             const results = creditAll(
@@ -130,6 +130,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
                 if (at === undefined) {
                   added.profile.push(target.profile_id)
                   added.conversion.push(target.id)
+                  added.convertedAt.push(target.occurred_at)
                   added.model.push(result.model)
                   added.touch.push(row.touch_id)
                   added.position.push(row.position)
@@ -144,6 +145,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
                   stored.credited[at] !== row.is_credited || stored.in_window[at] !== row.in_window
                 ) {
                   changed.profile.push(target.profile_id)
+                  changed.convertedAt.push(target.occurred_at)
                   changed.ctid.push(stored.ctid[at] ?? "")
                   changed.position.push(row.position)
                   changed.share.push(row.credit_share)
@@ -153,10 +155,12 @@ export class CreditEngine extends Context.Service<CreditEngine, {
               }
             }
           }
-          const gone: GoneCredits = { profile: [], ctid: [] }
+          const gone: GoneCredits = { profile: [], convertedAt: [], ctid: [] }
           for (let i = 0; i < stored.ctid.length; i++) {
             if (kept[i] === 1) continue
-            gone.profile.push(profileOf.get(stored.conversion[i] ?? "") ?? "")
+            const target = targetOf.get(stored.conversion[i] ?? "")
+            gone.profile.push(target?.profile_id ?? "")
+            gone.convertedAt.push(target?.occurred_at ?? "")
             gone.ctid.push(stored.ctid[i] ?? "")
           }
           yield* credits.write(gone, changed, added)

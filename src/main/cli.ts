@@ -22,6 +22,7 @@ import { SecretBox } from "../platform/secret-box.ts"
 import { RpcCredentials } from "../rpc/credentials/service.ts"
 import { PARTITIONED_TABLES } from "../ops/partitions/registry.ts"
 import { prepareMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
+import { MONTH_COLUMNS, prepareMonthColumn } from "../../migrations/support/month-column.ts"
 import { ProfilePortsLayer } from "./ports.ts"
 import { settingsOrExit } from "../platform/startup.ts"
 import { VERSION } from "../platform/version.ts"
@@ -427,7 +428,7 @@ const rpcCredentialsRevoke = Command.make("revoke", { id: credentialId }, ({ id 
   )
 
 const partitionsPrepare = Command.make("prepare", {
-  table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches, conversions)"))
+  table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches, conversions, attribution_credits)"))
 }, ({ table }) =>
   Effect.gen(function*() {
     const settings = yield* AppConfig
@@ -444,6 +445,9 @@ const partitionsPrepare = Command.make("prepare", {
     }
     // No migration first: this runs before the migration that converts the table, while the old release serves.
     yield* withDatabase(Effect.gen(function*() {
+      // A table whose month column comes from its parent row fills it first (decision 0145).
+      const month = MONTH_COLUMNS.find((candidate) => candidate.table === table)
+      if (month !== undefined) yield* prepareMonthColumn(month)
       const bound = yield* prepareMonthlyPartitions(entry)
       yield* printJson(Option.match(bound, {
         onNone: () => ({ table, prepared: false, reason: "already in monthly partitions" }),

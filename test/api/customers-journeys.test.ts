@@ -80,10 +80,12 @@ const seedWorld = Effect.fn("test.seedWorld")(function*() {
               'https://shop.example/p?email=ana@example.com', '/p', 'desktop', 'Firefox', 'Linux', 'ES', 'Madrid')`
   }
   // last_touch: the paid touch holds the credit; the organic one is on the path with no weight.
+  // Credit rows sit in their conversion's month (migration 0073).
+  const at = sql`(SELECT occurred_at FROM conversions WHERE id = ${conversionId})`
   yield* sql`
-    INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
-    VALUES (${profile.profileId}, ${conversionId}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
-           (${profile.profileId}, ${conversionId}, 'last_touch', ${touches[1]!}, 1, 1, true, true)`
+    INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
+    VALUES (${profile.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
+           (${profile.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[1]!}, 1, 1, true, true)`
   return { ...profile, projectedKey, personKey, customerId, outcomeEventId, conversionId, touches } satisfies World
 })
 

@@ -20,6 +20,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { completeMonthColumn, type MonthColumn, prepareMonthColumn } from "../../migrations/support/month-column.ts"
 import { preparedBoundName, preparedIndexName, prepareMonthlyPartitions, toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { type NewWebTouch, TouchesRepo } from "../../src/attribution/touches/repo.ts"
 import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable, partitionName } from "../../src/ops/partitions/registry.ts"
@@ -140,7 +141,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
     Effect.sync(() => {
       assert.deepStrictEqual(
         Object.fromEntries(PARTITIONED_TABLES.map((entry) => [entry.table, entry.retentionDays])),
-        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, touches: null, conversions: null, outbox: 90, pii_access_log: 365 }
+        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, touches: null, conversions: null, attribution_credits: null, outbox: 90, pii_access_log: 365 }
       )
     }))
 
@@ -335,6 +336,113 @@ layer(services, { timeout: "120 seconds" })("partitioned conversions (migration 
       // The key rests on the time being the outcome's: a change of it is refused.
       const moved2 = yield* sql.withTransaction(sql`UPDATE conversions SET occurred_at = now() WHERE id = ${conversionId}`).pipe(Effect.exit)
       assert.isTrue(Exit.isFailure(moved2))
+    })))
+})
+
+layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073, decision 0145)", (it) => {
+  it.effect("credit rows sit in their conversion's month, and go with it when it is deleted", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const workspaceId = crypto.randomUUID()
+      const profileId = crypto.randomUUID()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'credit months')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'credit months')`
+      const now = new Date()
+      const conversionAt = (offset: number) => new Date(monthStart(now, offset).getTime() + 3_600_000).toISOString()
+      const made: Array<{ id: string; at: string }> = []
+      for (const offset of [1, 2]) {
+        const at = conversionAt(offset)
+        const eventId = crypto.randomUUID()
+        const id = crypto.randomUUID()
+        yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+                   VALUES (${eventId}, ${profileId}, ${`o-${offset}`}, 'h', 'purchase', ${at})`
+        yield* sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
+                   VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${at}, true, true)`
+        yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
+                   VALUES (${profileId}, ${id}, ${at}, 'last_touch', ${crypto.randomUUID()}, 0, 1, true, true)`
+        made.push({ id, at })
+      }
+      const where = () =>
+        sql<{ conversion: string; part: string }>`
+          SELECT conversion_id::text AS conversion, tableoid::regclass::text AS part FROM attribution_credits
+          WHERE profile_id = ${profileId} ORDER BY converted_at`
+      assert.deepStrictEqual(yield* where(), made.map((row, i) => ({
+        conversion: row.id,
+        part: partitionName("attribution_credits", monthStart(now, i + 1))
+      })))
+      // The cascade (by the whole key) takes the deleted conversion's rows only.
+      yield* sql`DELETE FROM conversions WHERE id = ${made[0]!.id}`
+      assert.deepStrictEqual((yield* where()).map((row) => row.conversion), [made[1]!.id])
+    })))
+
+  it.effect("a month column filled beforehand: the trigger fills rows written without it, the migration then sets NOT NULL without filling", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* sql.unsafe(`CREATE TABLE month_probe_parent (id uuid, profile_id uuid, occurred_at timestamptz NOT NULL, PRIMARY KEY (id, profile_id))`)
+      yield* sql.unsafe(`CREATE TABLE month_probe_child (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int, PRIMARY KEY (parent_id, profile_id, n))`)
+      const entry: MonthColumn = {
+        table: "month_probe_child",
+        column: "parent_at",
+        parent: "month_probe_parent",
+        parentColumn: "occurred_at",
+        on: [["parent_id", "id"], ["profile_id", "profile_id"]]
+      }
+      const parents = [crypto.randomUUID(), crypto.randomUUID()]
+      const profile = crypto.randomUUID()
+      yield* sql`INSERT INTO month_probe_parent VALUES (${parents[0]!}, ${profile}, '2026-01-02T03:04:05.123456Z'), (${parents[1]!}, ${profile}, '2026-05-06T00:00:00Z')`
+      yield* sql`INSERT INTO month_probe_child VALUES (${parents[0]!}, ${profile}, 1), (${parents[1]!}, ${profile}, 2)`
+      yield* prepareMonthColumn(entry)
+      // The running release writes without the column: the trigger fills it, on insert and on update.
+      yield* sql`INSERT INTO month_probe_child (parent_id, profile_id, n) VALUES (${parents[1]!}, ${profile}, 3)`
+      yield* sql`UPDATE month_probe_child SET n = n + 10 WHERE n = 1`
+      const rows = yield* sql<{ n: number; at: string }>`
+        SELECT n, to_char(parent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at FROM month_probe_child ORDER BY n`
+      assert.deepStrictEqual(rows, [{ n: 2, at: "2026-05-06T00:00:00.000000" }, { n: 3, at: "2026-05-06T00:00:00.000000" }, {
+        n: 11,
+        at: "2026-01-02T03:04:05.123456"
+      }])
+      const [check] = yield* sql<{ validated: boolean }>`
+        SELECT convalidated AS validated FROM pg_constraint WHERE conrelid = 'month_probe_child'::regclass AND conname = 'month_probe_child_parent_at_present'`
+      assert.isTrue(check?.validated)
+
+      yield* completeMonthColumn(entry)
+      const [column] = yield* sql<{ not_null: boolean }>`
+        SELECT attnotnull AS not_null FROM pg_attribute WHERE attrelid = 'month_probe_child'::regclass AND attname = 'parent_at'`
+      assert.isTrue(column?.not_null)
+      const left = yield* sql<{ name: string }>`
+        SELECT tgname AS name FROM pg_trigger WHERE tgrelid = 'month_probe_child'::regclass AND NOT tgisinternal
+        UNION ALL SELECT conname FROM pg_constraint WHERE conrelid = 'month_probe_child'::regclass AND contype = 'c'`
+      assert.deepStrictEqual(left, [])
+      // From now on the release writes the column itself: a row without it is refused.
+      const refused = yield* sql.withTransaction(sql`INSERT INTO month_probe_child (parent_id, profile_id, n) VALUES (${parents[0]!}, ${profile}, 4)`)
+        .pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(refused))
+    })))
+
+  it.effect("not prepared, the migration fills every row itself, and refuses a row whose parent is gone", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* sql.unsafe(`CREATE TABLE month_probe_parent (id uuid, profile_id uuid, occurred_at timestamptz NOT NULL, PRIMARY KEY (id, profile_id))`)
+      yield* sql.unsafe(`CREATE TABLE month_probe_child (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int, PRIMARY KEY (parent_id, profile_id, n))`)
+      const entry: MonthColumn = {
+        table: "month_probe_child",
+        column: "parent_at",
+        parent: "month_probe_parent",
+        parentColumn: "occurred_at",
+        on: [["parent_id", "id"], ["profile_id", "profile_id"]]
+      }
+      const parent = crypto.randomUUID()
+      const profile = crypto.randomUUID()
+      yield* sql`INSERT INTO month_probe_parent VALUES (${parent}, ${profile}, '2026-03-04T00:00:00Z')`
+      yield* sql`INSERT INTO month_probe_child VALUES (${parent}, ${profile}, 1)`
+      yield* sql.withTransaction(completeMonthColumn(entry))
+      const [row] = yield* sql<{ ok: boolean }>`SELECT parent_at = '2026-03-04T00:00:00Z'::timestamptz AS ok FROM month_probe_child`
+      assert.isTrue(row?.ok)
+
+      yield* sql.unsafe(`CREATE TABLE month_probe_orphan (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int)`)
+      yield* sql`INSERT INTO month_probe_orphan VALUES (${crypto.randomUUID()}, ${profile}, 1)`
+      const orphan = yield* sql.withTransaction(completeMonthColumn({ ...entry, table: "month_probe_orphan" })).pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(orphan))
     })))
 })
 

@@ -39,11 +39,14 @@ const credit = (profileId: string, conversionId: string) =>
     for (const touch of touches) {
       yield* sql`INSERT INTO touches (id, profile_id, kind, occurred_at, channel) VALUES (${touch}, ${profileId}, 'web_touch', now(), 'paid_social')`
     }
+    // Credit rows sit in their conversion's month (migration 0073).
+    const at = sql`(SELECT occurred_at FROM conversions WHERE id = ${conversionId})`
     yield* sql`
-      INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window) VALUES
-        (${profileId}, ${conversionId}, 'last_touch', ${touches[1]!}, 2, 1, true, true),
-        (${profileId}, ${conversionId}, 'linear', ${touches[0]!}, 1, 0.5, true, true),
-        (${profileId}, ${conversionId}, 'linear', ${touches[1]!}, 2, 0.5, true, true)`
+      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
+      VALUES
+        (${profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[1]!}, 2, 1, true, true),
+        (${profileId}, ${conversionId}, ${at}, 'linear', ${touches[0]!}, 1, 0.5, true, true),
+        (${profileId}, ${conversionId}, ${at}, 'linear', ${touches[1]!}, 2, 0.5, true, true)`
     yield* sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId}`
   })
 

@@ -157,14 +157,16 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
             VALUES (${id}, ${world.profileId}, 'web_touch', now() - ${`${row.days} days`}::interval, ${row.channel}, 'google', 'cpc',
                     ${customer!.id}, ${row.campaign}, ${row.campaign === null ? null : `Campaign ${row.campaign}`})`
         }
+        // Credit rows sit in their conversion's month (migration 0073).
+        const at = sql`(SELECT occurred_at FROM conversions WHERE id = ${conversionId})`
         yield* sql`
-          INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
-          VALUES (${world.profileId}, ${conversionId}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
-                 (${world.profileId}, ${conversionId}, 'last_touch', ${touches[1]!}, 1, 0, false, true),
-                 (${world.profileId}, ${conversionId}, 'last_touch', ${touches[2]!}, 2, 1, true, true),
-                 (${world.profileId}, ${conversionId}, 'linear', ${touches[0]!}, 0, 0.333333, true, true),
-                 (${world.profileId}, ${conversionId}, 'linear', ${touches[1]!}, 1, 0.333333, true, true),
-                 (${world.profileId}, ${conversionId}, 'linear', ${touches[2]!}, 2, 0.333334, true, true)`
+          INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
+          VALUES (${world.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
+                 (${world.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[1]!}, 1, 0, false, true),
+                 (${world.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[2]!}, 2, 1, true, true),
+                 (${world.profileId}, ${conversionId}, ${at}, 'linear', ${touches[0]!}, 0, 0.333333, true, true),
+                 (${world.profileId}, ${conversionId}, ${at}, 'linear', ${touches[1]!}, 1, 0.333333, true, true),
+                 (${world.profileId}, ${conversionId}, ${at}, 'linear', ${touches[2]!}, 2, 0.333334, true, true)`
 
         const { page, cspReports, shot, cookieHeader } = yield* openBrowser
         yield* signIn(page, world)

@@ -313,7 +313,7 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
                  trim_scale(sum(a.credit_share))::text AS credit_share
           FROM touches tch
           JOIN attribution_credits a ON a.touch_id = tch.id AND a.profile_id = tch.profile_id AND a.model = ${scope.model} AND a.is_credited
-          JOIN conversions c ON c.id = a.conversion_id AND c.profile_id = a.profile_id
+          JOIN conversions c ON c.id = a.conversion_id AND c.profile_id = a.profile_id AND c.occurred_at = a.converted_at
           WHERE tch.profile_id = ${scope.profileId} AND tch.campaign_external_id = ${page.platformId} ${sameTouch}
             AND c.profile_id = ${scope.profileId} AND c.refunded_at IS NULL
             AND ${fragments.inRange(scope, "c.occurred_at")} ${keyFilter} ${after}

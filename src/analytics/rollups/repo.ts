@@ -188,7 +188,8 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       // replay grew it, and a hash join over all of it was the planner's pick then.
       const dayCredits = sql.literal(`
         CROSS JOIN LATERAL (SELECT a.conversion_id, a.model, a.touch_id, a.credit_share FROM attribution_credits a
-                            WHERE a.conversion_id = c.id AND a.is_credited OFFSET 0) a`)
+                            WHERE a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at
+                              AND a.is_credited OFFSET 0) a`)
 
       /** The facts of the (profile, day) pairs: their conversions, credits, credited touches and touch tuples. */
       const readFacts = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>

@@ -104,11 +104,13 @@ export class AnalyticsFragments extends Context.Service<AnalyticsFragments, {
       /**
        * A conversion's credited rows under one model, probed on the primary key per conversion: the
        * `OFFSET 0` fence keeps the planner from a scan of every credit row, which stale statistics on a
-       * table that just grew by a replay would otherwise pick.
+       * table that just grew by a replay would otherwise pick. `conversion` is the alias of a row of
+       * `conversions`: the whole key, its month included, so each probe reads that month only.
        */
-      const creditedOf = (model: string, conversionId: string) =>
+      const creditedOf = (model: string, conversion: string) =>
         sql`SELECT a.touch_id, a.credit_share FROM attribution_credits a
-            WHERE a.conversion_id = ${sql.literal(conversionId)} AND a.model = ${model} AND a.is_credited OFFSET 0`
+            WHERE a.conversion_id = ${sql.literal(`${conversion}.id`)} AND a.profile_id = ${sql.literal(`${conversion}.profile_id`)}
+              AND a.converted_at = ${sql.literal(`${conversion}.occurred_at`)} AND a.model = ${model} AND a.is_credited OFFSET 0`
 
       /** True when the breakdown needs the raw facts: a filter on a dimension other than the broken-down one. */
       const crossFiltered = (scope: SliceScope, dimension: string) =>
@@ -170,7 +172,7 @@ export class AnalyticsFragments extends Context.Service<AnalyticsFragments, {
             SELECT c.id, (c.occurred_at AT TIME ZONE ${scope.timeZone})::date AS day, COALESCE(c.currency, '') AS currency,
                    ${sql.literal(CONVERSION_MEASURES_SQL)}, ${valueOf(dimension)} AS value, sum(a.credit_share) AS share
             FROM (${rangeConversions(scope)}) c
-            CROSS JOIN LATERAL (${creditedOf(scope.model, "c.id")}) a
+            CROSS JOIN LATERAL (${creditedOf(scope.model, "c")}) a
             JOIN touches tch ON tch.id = a.touch_id
             WHERE true ${rawFilter(scope)}
             GROUP BY 1, 2, 3, 4, 5, 6, 7, 8) per
@@ -197,13 +199,13 @@ export class AnalyticsFragments extends Context.Service<AnalyticsFragments, {
         }
         return sql`
           WITH conv AS (
-            SELECT c.id, (c.occurred_at AT TIME ZONE ${scope.timeZone})::date AS day, c.conversion_key, COALESCE(c.currency, '') AS currency,
-                   ${sql.literal(CONVERSION_MEASURES_SQL)}
+            SELECT c.id, c.profile_id, c.occurred_at, (c.occurred_at AT TIME ZONE ${scope.timeZone})::date AS day, c.conversion_key,
+                   COALESCE(c.currency, '') AS currency, ${sql.literal(CONVERSION_MEASURES_SQL)}
             FROM (${rangeConversions(scope)}) c),
           per_conv AS (
             SELECT conv.id, ${valueOf(level)} AS platform_id, sum(a.credit_share) AS share
             FROM conv
-            CROSS JOIN LATERAL (${creditedOf(scope.model, "conv.id")}) a
+            CROSS JOIN LATERAL (${creditedOf(scope.model, "conv")}) a
             JOIN touches tch ON tch.id = a.touch_id
             WHERE true ${rawFilter(scope)}
             GROUP BY conv.id, 2),

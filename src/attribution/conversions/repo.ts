@@ -437,7 +437,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         Effect.gen(function*() {
           const credits = yield* firstCount(sql`
             SELECT count(*)::int AS count FROM attribution_credits a
-            JOIN conversions c ON c.id = a.conversion_id WHERE c.outcome_event_id = ${eventId}`)
+            JOIN conversions c ON c.id = a.conversion_id AND c.profile_id = a.profile_id AND c.occurred_at = a.converted_at
+            WHERE c.outcome_event_id = ${eventId}`)
           // Credit rows go with their conversion (ON DELETE CASCADE).
           const deleted = yield* deletedRows(sql`
             DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`)

@@ -15,6 +15,8 @@ export interface CreditColumns {
   /** The conversion's profile: the distribution column (migration 0064). */
   readonly profile: Array<string>
   readonly conversion: Array<string>
+  /** The conversion's `occurred_at` (ISO text, microseconds): the month the row is kept in (migration 0073). */
+  readonly convertedAt: Array<string>
   readonly model: Array<string>
   readonly touch: Array<string>
   readonly position: Array<number>
@@ -26,6 +28,7 @@ export interface CreditColumns {
 export const emptyCreditColumns = (): CreditColumns => ({
   profile: [],
   conversion: [],
+  convertedAt: [],
   model: [],
   touch: [],
   position: [],
@@ -37,6 +40,7 @@ export const emptyCreditColumns = (): CreditColumns => ({
 const sliceColumns = (columns: CreditColumns, start: number, end: number): CreditColumns => ({
   profile: columns.profile.slice(start, end),
   conversion: columns.conversion.slice(start, end),
+  convertedAt: columns.convertedAt.slice(start, end),
   model: columns.model.slice(start, end),
   touch: columns.touch.slice(start, end),
   position: columns.position.slice(start, end),
@@ -45,9 +49,13 @@ const sliceColumns = (columns: CreditColumns, start: number, end: number): Credi
   inWindow: columns.inWindow.slice(start, end)
 })
 
-/** Stored rows to update in place: their profile and `ctid` (a `ctid` names a row only within its profile's shard), and new values. */
+/**
+ * Stored rows to update in place: their profile, month and `ctid` (a `ctid` names a row only within
+ * one partition of one shard: the month names the partition, the profile the shard), and new values.
+ */
 export interface ChangedCredits {
   readonly profile: Array<string>
+  readonly convertedAt: Array<string>
   readonly ctid: Array<string>
   readonly position: Array<number>
   readonly share: Array<string>
@@ -55,14 +63,16 @@ export interface ChangedCredits {
   readonly inWindow: Array<boolean>
 }
 
-/** Stored rows to delete: their profile and `ctid`. */
+/** Stored rows to delete: their profile, month and `ctid`. */
 export interface GoneCredits {
   readonly profile: Array<string>
+  readonly convertedAt: Array<string>
   readonly ctid: Array<string>
 }
 
 const sliceChanged = (changed: ChangedCredits, start: number, end: number): ChangedCredits => ({
   profile: changed.profile.slice(start, end),
+  convertedAt: changed.convertedAt.slice(start, end),
   ctid: changed.ctid.slice(start, end),
   position: changed.position.slice(start, end),
   share: changed.share.slice(start, end),
@@ -87,14 +97,15 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class CreditsRepo extends Context.Service<CreditsRepo, {
   /**
-   * The stored credit rows of the conversions `ids` (of `profiles`, pairwise), each with its
-   * `ctid` so that the write can address it without a join. One index scan per conversion (the `OFFSET 0` keeps the planner from
+   * The stored credit rows of the conversions `ids` (of `profiles` and at `times`, pairwise: the
+   * whole key, so each probe reads its conversion's month only), each with its `ctid` so that the
+   * write can address it without a join. One index scan per conversion (the `OFFSET 0` keeps the planner from
    * turning it into a join whose plan would follow the table's statistics). The rows are
    * turned into columns and decoded column-wise (decision 0035).
    */
-  readonly stored: (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) => Repo<StoredCredits>
+  readonly stored: (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>) => Repo<StoredCredits>
   /**
-   * Deletes and updates by (profile, `ctid`) (rows read in this transaction, whose conversions it
+   * Deletes and updates by (profile, month, `ctid`) (rows read in this transaction, whose conversions it
    * holds locked) and inserts the new rows, in statements of at most WRITE_CHUNK rows of each kind.
    * No per-row foreign-key checks (migration 0066, decision 0131): the caller holds the conversions
    * locked and the profiles' crediting lock, and wrote rows only for touches it read under it.
@@ -108,16 +119,17 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
       const sql = yield* SqlClient
       const decodeStored = Schema.decodeUnknownEffect(StoredCredits)
 
-      const stored = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) =>
+      const stored = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>) =>
         Effect.flatMap(
           // Decoded column by column (StoredCredits) once the rows are turned into columns.
           sql`
             SELECT a.ctid::text AS ctid, a.conversion_id::text AS conversion, a.model, a.touch_id::text AS touch, a.position,
                    a.credit_share::text AS share, a.is_credited AS credited, a.in_window
-            FROM unnest(${ids}::uuid[], ${profiles}::uuid[]) AS x(id, profile_id)
+            FROM unnest(${ids}::uuid[], ${profiles}::uuid[], ${times}::timestamptz[]) AS x(id, profile_id, converted_at)
             CROSS JOIN LATERAL (
               SELECT a.ctid, a.conversion_id, a.model, a.touch_id, a.position, a.credit_share, a.is_credited, a.in_window
-              FROM attribution_credits a WHERE a.conversion_id = x.id AND a.profile_id = x.profile_id OFFSET 0
+              FROM attribution_credits a
+              WHERE a.conversion_id = x.id AND a.profile_id = x.profile_id AND a.converted_at = x.converted_at OFFSET 0
             ) a`,
           (rows) => {
             const columns: Record<keyof typeof StoredCredits.fields, Array<unknown>> = {
@@ -147,21 +159,24 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
       const writeChunk = (gone: GoneCredits, changed: ChangedCredits, added: CreditColumns) =>
         sql`
           WITH gone AS (
-            DELETE FROM attribution_credits a USING unnest(${gone.profile}::uuid[], ${gone.ctid}::tid[]) AS u(profile_id, ctid)
-            WHERE a.ctid = u.ctid AND a.profile_id = u.profile_id
+            DELETE FROM attribution_credits a
+            USING unnest(${gone.profile}::uuid[], ${gone.convertedAt}::timestamptz[], ${gone.ctid}::tid[]) AS u(profile_id, converted_at, ctid)
+            WHERE a.ctid = u.ctid AND a.profile_id = u.profile_id AND a.converted_at = u.converted_at
           ),
           changed AS (
             UPDATE attribution_credits a
             SET position = u.position, credit_share = u.credit_share, is_credited = u.is_credited, in_window = u.in_window
-            FROM unnest(${changed.profile}::uuid[], ${changed.ctid}::tid[], ${changed.position}::int[], ${changed.share}::numeric[],
-                        ${changed.credited}::boolean[], ${changed.inWindow}::boolean[])
-              AS u(profile_id, ctid, position, credit_share, is_credited, in_window)
-            WHERE a.ctid = u.ctid AND a.profile_id = u.profile_id
+            FROM unnest(${changed.profile}::uuid[], ${changed.convertedAt}::timestamptz[], ${changed.ctid}::tid[], ${changed.position}::int[],
+                        ${changed.share}::numeric[], ${changed.credited}::boolean[], ${changed.inWindow}::boolean[])
+              AS u(profile_id, converted_at, ctid, position, credit_share, is_credited, in_window)
+            WHERE a.ctid = u.ctid AND a.profile_id = u.profile_id AND a.converted_at = u.converted_at
           )
-          INSERT INTO attribution_credits (profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window)
+          INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited,
+                                           in_window)
           SELECT * FROM unnest(
-            ${added.profile}::uuid[], ${added.conversion}::uuid[], ${added.model}::text[], ${added.touch}::uuid[], ${added.position}::int[],
-            ${added.share}::numeric[], ${added.credited}::boolean[], ${added.inWindow}::boolean[])`
+            ${added.profile}::uuid[], ${added.conversion}::uuid[], ${added.convertedAt}::timestamptz[], ${added.model}::text[],
+            ${added.touch}::uuid[], ${added.position}::int[], ${added.share}::numeric[], ${added.credited}::boolean[],
+            ${added.inWindow}::boolean[])`
 
       const write = (gone: GoneCredits, changed: ChangedCredits, added: CreditColumns) =>
         Effect.gen(function*() {
@@ -169,14 +184,18 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
           for (let start = 0; start < Math.max(gone.ctid.length, changed.ctid.length, added.conversion.length); start += WRITE_CHUNK) {
             const end = start + WRITE_CHUNK
             yield* writeChunk(
-              { profile: gone.profile.slice(start, end), ctid: gone.ctid.slice(start, end) },
+              { profile: gone.profile.slice(start, end), convertedAt: gone.convertedAt.slice(start, end), ctid: gone.ctid.slice(start, end) },
               sliceChanged(changed, start, end),
               sliceColumns(added, start, end)
             )
           }
         })
 
-      const clear = (conversionId: string) => Effect.asVoid(sql`DELETE FROM attribution_credits WHERE conversion_id = ${conversionId}`)
+      // Rare (a conversion that cannot be credited, a payment moved): found by id, its rows then by whole key.
+      const clear = (conversionId: string) =>
+        Effect.asVoid(sql`
+          DELETE FROM attribution_credits a USING conversions c
+          WHERE c.id = ${conversionId} AND a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at`)
 
       return atDatabaseBoundary({ stored, write, clear })
     })

@@ -96,7 +96,8 @@ export class OutcomeSeriesRepo extends Context.Service<OutcomeSeriesRepo, {
                  sum(a.credit_share)::float8 AS conversions,
                  COALESCE(sum(a.credit_share * c.value_amount), 0)::float8 AS value
           FROM conversions c
-          JOIN attribution_credits a ON a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.model = ${model} AND a.is_credited
+          JOIN attribution_credits a ON a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at
+                                    AND a.model = ${model} AND a.is_credited
           JOIN touches t ON t.id = a.touch_id AND t.profile_id = a.profile_id
           WHERE c.profile_id = ${profileId} AND c.conversion_key = ${key} AND t.campaign_external_id IS NOT NULL
             AND ${inSpan("c.occurred_at", span)}

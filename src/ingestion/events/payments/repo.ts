@@ -266,7 +266,8 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
           ${paymentJoins}
           LEFT JOIN LATERAL (
             SELECT a.touch_id, a.credit_share, count(*) OVER () AS n FROM attribution_credits a
-            WHERE a.conversion_id = c.id AND a.model = ${model} AND a.is_credited
+            WHERE a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at AND a.model = ${model}
+              AND a.is_credited
             ORDER BY a.credit_share DESC, a.position DESC
             LIMIT 1
           ) top ON true
