@@ -178,12 +178,15 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
       SELECT attname::text AS name FROM pg_attribute
       WHERE attrelid = to_regclass(${table}) AND attidentity <> '' AND NOT attisdropped ORDER BY attnum`
     // Where the first partition ends: the prepared bound, or the start of the month after the
-    // newest row (or after now).
+    // newest row (or after now). An empty table (a new install) starts its months with the current
+    // one: only rows dated before it (an import of history) go to the first partition.
     const [bound] = prepared && bounded?.at != null
-      ? [{ at: new Date(bounded.at).toISOString() }]
-      : yield* sql.unsafe<{ readonly at: string }>(
-        `SELECT to_char(date_trunc('month', greatest(now(), max(${quoted(column)})) AT TIME ZONE 'UTC') + interval '1 month',
-                        'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS at
+      ? [{ at: new Date(bounded.at).toISOString(), empty: false }]
+      : yield* sql.unsafe<{ readonly at: string; readonly empty: boolean }>(
+        `SELECT to_char(CASE WHEN max(${quoted(column)}) IS NULL THEN date_trunc('month', now() AT TIME ZONE 'UTC')
+                             ELSE date_trunc('month', greatest(now(), max(${quoted(column)})) AT TIME ZONE 'UTC') + interval '1 month' END,
+                        'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS at,
+                max(${quoted(column)}) IS NULL AS empty
          FROM ${quoted(table)}`
       )
     if (bound === undefined) return yield* Effect.die(new Error(`${table}: no bound`))
@@ -234,7 +237,8 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
     )
     if (prepared) yield* sql.unsafe(`ALTER TABLE ${quoted(legacy)} DROP CONSTRAINT ${quoted(check)}`)
     const first = new Date(bound.at)
-    for (let offset = 0; offset < MONTHS_AHEAD; offset++) {
+    // Through the same month as otherwise: the current one and MONTHS_AHEAD more exist.
+    for (let offset = 0; offset < (bound.empty ? MONTHS_AHEAD + 1 : MONTHS_AHEAD); offset++) {
       const from = new Date(Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + offset, 1))
       const to = new Date(Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + offset + 1, 1))
       yield* sql.unsafe(

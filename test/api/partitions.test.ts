@@ -105,11 +105,19 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
       assert.isTrue(Exit.isFailure(refused))
     })))
 
-  it.effect("the conversion of an empty table gives the same shape", () =>
+  it.effect("the conversion of an empty table (a new install) starts its months with the current one", () =>
     rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
       yield* probe("partition_probe_empty", [])
       yield* toMonthlyPartitions({ table: "partition_probe_empty", column: "created_at" })
-      assert.strictEqual((yield* partitionsOf("partition_probe_empty")).length, 1 + MONTHS_AHEAD)
+      const now = new Date()
+      const months = Array.from({ length: MONTHS_AHEAD + 1 }, (_, offset) => partitionName("partition_probe_empty", monthStart(now, offset)))
+      assert.deepStrictEqual(yield* partitionsOf("partition_probe_empty"), ["partition_probe_empty_legacy", ...months].sort())
+      // A row of today is in this month's partition; one of last month (history) in the first one.
+      const rows = yield* sql<{ part: string }>`
+        INSERT INTO partition_probe_empty (profile_id, created_at) VALUES (gen_random_uuid(), now()), (gen_random_uuid(), now() - interval '1 month')
+        RETURNING tableoid::regclass::text AS part`
+      assert.deepStrictEqual(rows.map((row) => row.part), [months[0], "partition_probe_empty_legacy"])
     })))
 
   it.effect("every registered table is partitioned by its column, its key carries it, and this month and two more exist", () =>

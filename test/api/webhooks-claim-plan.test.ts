@@ -160,7 +160,11 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook claim plan",
         const executed = restScans.filter((line) => !line.includes("never executed"))
         console.log(ran.join("\n"))
         assert.strictEqual(restScans.length, months!.n)
-        assert.deepStrictEqual(executed.map((line) => /on (outbox_\w+)/.exec(line)?.[1]), ["outbox_legacy"])
+        // The one month run is the one the rows were written in (now(): this month's partition on a new
+        // install, whose months start with the current one).
+        const [home] = yield* sql<{ part: string }>`
+          SELECT tableoid::regclass::text AS part FROM outbox WHERE profile_id = ${profileId} ORDER BY created_at LIMIT 1`
+        assert.deepStrictEqual(executed.map((line) => /on (outbox_\w+)/.exec(line)?.[1]), [home!.part])
         // The results: each ended row and its batch's next one found through an index, at a cost that does not follow the backlog.
         const [settle20k, settle200k] = settles
         console.log(settle200k!.plan)
