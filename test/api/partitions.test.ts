@@ -24,6 +24,7 @@ import { completeMonthColumn, type MonthColumn, prepareMonthColumn } from "../..
 import { preparedBoundName, preparedIndexName, prepareMonthlyPartitions, toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { type NewWebTouch, TouchesRepo } from "../../src/attribution/touches/repo.ts"
 import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable, partitionName } from "../../src/ops/partitions/registry.ts"
+import { creditFactsStatement } from "../../src/analytics/rollups/repo.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
 import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
@@ -381,6 +382,40 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
       // The cascade (by the whole key) takes the deleted conversion's rows only.
       yield* sql`DELETE FROM conversions WHERE id = ${made[0]!.id}`
       assert.deepStrictEqual((yield* where()).map((row) => row.conversion), [made[1]!.id])
+    })))
+
+  it.effect("a rollup recompute of a day reads that day's months of conversions and credits only", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const workspaceId = crypto.randomUUID()
+      const profileId = crypto.randomUUID()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'recompute months')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'recompute months')`
+      const now = new Date()
+      // One conversion with a credit in each of next month and the one after (each its own partition).
+      for (const offset of [1, 2]) {
+        const at = new Date(monthStart(now, offset).getTime() + 12 * 3_600_000).toISOString()
+        const eventId = crypto.randomUUID()
+        const id = crypto.randomUUID()
+        yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+                   VALUES (${eventId}, ${profileId}, ${`r-${offset}`}, 'h', 'purchase', ${at})`
+        yield* sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
+                   VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${at}, true, true)`
+        yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
+                   VALUES (${profileId}, ${id}, ${at}, 'last_touch', ${crypto.randomUUID()}, 0, 1, true, true)`
+      }
+      const day = monthStart(now, 1).toISOString().slice(0, 10)
+      const [text, params] = creditFactsStatement(sql, [profileId], [day]).compile()
+      const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${text}`, params))
+        .map((line) => line["QUERY PLAN"])
+      const ran = (table: string) =>
+        plan.filter((line) => new RegExp(` on ${table}_\\w+`).test(line) && !line.includes("never executed"))
+          .map((line) => new RegExp(` on (${table}_\\w+)`).exec(line)?.[1])
+      const month = monthStart(now, 1)
+      assert.deepStrictEqual(ran("conversions"), [partitionName("conversions", month)], plan.join("\n"))
+      assert.deepStrictEqual(ran("attribution_credits"), [partitionName("attribution_credits", month)], plan.join("\n"))
+      const rows = yield* creditFactsStatement(sql, [profileId], [day]).values
+      assert.strictEqual(rows.length, 1)
     })))
 
   it.effect("a month column filled beforehand: the trigger fills rows written without it, the migration then sets NOT NULL without filling", () =>

@@ -47,6 +47,38 @@ export const takeStatement = (sql: SqlClient, settledMillis: number, batchSize: 
       ORDER BY day IS NULL DESC, id LIMIT ${sql.literal(String(Math.max(0, Math.floor(batchSize))))} FOR UPDATE SKIP LOCKED))
     RETURNING profile_id::text AS profile_id, day::text AS day`
 
+/** The (profile, day) pairs with the day's bounds in the profile's time zone. */
+const dayTargets = (sql: SqlClient, profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
+  sql`
+    SELECT DISTINCT u.profile_id, u.day, (u.day::timestamp AT TIME ZONE p.time_zone) AS from_at,
+           ((u.day + 1)::timestamp AT TIME ZONE p.time_zone) AS to_at
+    FROM unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
+    JOIN profiles p ON p.id = u.profile_id`
+
+// LATERAL with OFFSET 0: one index range scan per (profile, day); a join lets the planner
+// pick a scan of the profile's whole history.
+const DAY_CONVERSIONS = `
+  CROSS JOIN LATERAL (SELECT * FROM conversions c WHERE c.profile_id = t.profile_id AND c.occurred_at >= t.from_at
+                      AND c.occurred_at < t.to_at OFFSET 0) c`
+
+// The same fence for credits: statistics of attribution_credits are stale right after a replay
+// grew it, and a hash join over all of it was the planner's pick then. By the whole key, its month
+// included (decision 0145): each probe reads the conversion's month only.
+const DAY_CREDITS = `
+  CROSS JOIN LATERAL (SELECT a.conversion_id, a.model, a.touch_id, a.credit_share FROM attribution_credits a
+                      WHERE a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at
+                        AND a.is_credited OFFSET 0) a`
+
+/**
+ * The credit rows of the days' conversions, as a recompute reads them: test/api/partitions.test.ts
+ * checks it reads only the months of those days.
+ */
+export const creditFactsStatement = (sql: SqlClient, profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
+  sql`
+    WITH t AS (${dayTargets(sql, profiles, days)})
+    SELECT a.conversion_id::text, a.model, a.touch_id::text, a.credit_share::text
+    FROM t ${sql.literal(DAY_CONVERSIONS)} ${sql.literal(DAY_CREDITS)}`
+
 export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */
   readonly enabled: boolean
@@ -171,25 +203,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       const anyRows = decodeRows(AnyRow)
       const idRows = decodeRows(IdRow)
 
-      const targets = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
-        sql`
-          SELECT DISTINCT u.profile_id, u.day, (u.day::timestamp AT TIME ZONE p.time_zone) AS from_at,
-                 ((u.day + 1)::timestamp AT TIME ZONE p.time_zone) AS to_at
-          FROM unnest(${profiles}::uuid[], ${days}::date[]) AS u(profile_id, day)
-          JOIN profiles p ON p.id = u.profile_id`
-
-      // LATERAL with OFFSET 0: one index range scan per (profile, day); a join lets the planner
-      // pick a scan of the profile's whole history.
-      const dayConversions = sql.literal(`
-        CROSS JOIN LATERAL (SELECT * FROM conversions c WHERE c.profile_id = t.profile_id AND c.occurred_at >= t.from_at
-                            AND c.occurred_at < t.to_at OFFSET 0) c`)
-
-      // The same fence for credits: statistics of attribution_credits are stale right after a
-      // replay grew it, and a hash join over all of it was the planner's pick then.
-      const dayCredits = sql.literal(`
-        CROSS JOIN LATERAL (SELECT a.conversion_id, a.model, a.touch_id, a.credit_share FROM attribution_credits a
-                            WHERE a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at
-                              AND a.is_credited OFFSET 0) a`)
+      const targets = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) => dayTargets(sql, profiles, days)
 
       /** The facts of the (profile, day) pairs: their conversions, credits, credited touches and touch tuples. */
       const readFacts = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
@@ -198,15 +212,12 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
             WITH t AS (${targets(profiles, days)})
             SELECT c.id::text, c.profile_id::text, t.day::text, c.conversion_key, COALESCE(c.currency, ''),
                    m.counted, m.cash, m.first_payment, m.net::text
-            FROM t ${dayConversions} CROSS JOIN LATERAL (SELECT ${sql.literal(CONVERSION_MEASURES_SQL)}) m`.values
-          const credits = yield* sql`
-            WITH t AS (${targets(profiles, days)})
-            SELECT a.conversion_id::text, a.model, a.touch_id::text, a.credit_share::text
-            FROM t ${dayConversions} ${dayCredits}`.values
+            FROM t ${sql.literal(DAY_CONVERSIONS)} CROSS JOIN LATERAL (SELECT ${sql.literal(CONVERSION_MEASURES_SQL)}) m`.values
+          const credits = yield* creditFactsStatement(sql, profiles, days).values
           const touches = yield* sql`
             WITH t AS (${targets(profiles, days)})
             SELECT tch.id::text, ${sql.literal(dimensionColumns)} FROM touches tch
-            WHERE tch.id IN (SELECT a.touch_id FROM t ${dayConversions} ${dayCredits})`.values
+            WHERE tch.id IN (SELECT a.touch_id FROM t ${sql.literal(DAY_CONVERSIONS)} ${sql.literal(DAY_CREDITS)})`.values
           const touchTuples = yield* sql`
             WITH t AS (${targets(profiles, days)})
             SELECT t.profile_id::text, t.day::text, ${sql.literal(dimensionColumns)}, count(*)::int
