@@ -348,29 +348,54 @@ layer(services, { timeout: "120 seconds" })("partitioned conversions (migration 
     })))
 })
 
+/**
+ * A profile with one conversion and its credit row in each of next month and the one after (each
+ * its own partition), 12 hours into the month.
+ */
+const creditedMonths = (now: Date) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const workspaceId = crypto.randomUUID()
+    const profileId = crypto.randomUUID()
+    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'credit months')`
+    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'credit months')`
+    const made: Array<{ id: string; at: string }> = []
+    for (const offset of [1, 2]) {
+      const at = new Date(monthStart(now, offset).getTime() + 12 * 3_600_000).toISOString()
+      const eventId = crypto.randomUUID()
+      const id = crypto.randomUUID()
+      yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+                 VALUES (${eventId}, ${profileId}, ${`o-${offset}`}, 'h', 'purchase', ${at})`
+      yield* sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
+                 VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${at}, true, true)`
+      yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
+                 VALUES (${profileId}, ${id}, ${at}, 'last_touch', ${crypto.randomUUID()}, 0, 1, true, true)`
+      made.push({ id, at })
+    }
+    return { profileId, made }
+  })
+
+/** A parent table with a time and a child without one: the shape of conversions and their credit rows. */
+const monthProbe = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  yield* sql.unsafe(`CREATE TABLE month_probe_parent (id uuid, profile_id uuid, occurred_at timestamptz NOT NULL, PRIMARY KEY (id, profile_id))`)
+  yield* sql.unsafe(`CREATE TABLE month_probe_child (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int, PRIMARY KEY (parent_id, profile_id, n))`)
+  const entry: MonthColumn = {
+    table: "month_probe_child",
+    column: "parent_at",
+    parent: "month_probe_parent",
+    parentColumn: "occurred_at",
+    on: [["parent_id", "id"], ["profile_id", "profile_id"]]
+  }
+  return entry
+})
+
 layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073, decision 0145)", (it) => {
   it.effect("credit rows sit in their conversion's month, and go with it when it is deleted", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
-      const workspaceId = crypto.randomUUID()
-      const profileId = crypto.randomUUID()
-      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'credit months')`
-      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'credit months')`
       const now = new Date()
-      const conversionAt = (offset: number) => new Date(monthStart(now, offset).getTime() + 3_600_000).toISOString()
-      const made: Array<{ id: string; at: string }> = []
-      for (const offset of [1, 2]) {
-        const at = conversionAt(offset)
-        const eventId = crypto.randomUUID()
-        const id = crypto.randomUUID()
-        yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-                   VALUES (${eventId}, ${profileId}, ${`o-${offset}`}, 'h', 'purchase', ${at})`
-        yield* sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
-                   VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${at}, true, true)`
-        yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-                   VALUES (${profileId}, ${id}, ${at}, 'last_touch', ${crypto.randomUUID()}, 0, 1, true, true)`
-        made.push({ id, at })
-      }
+      const { made, profileId } = yield* creditedMonths(now)
       const where = () =>
         sql<{ conversion: string; part: string }>`
           SELECT conversion_id::text AS conversion, tableoid::regclass::text AS part FROM attribution_credits
@@ -387,23 +412,8 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
   it.effect("a rollup recompute of a day reads that day's months of conversions and credits only", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
-      const workspaceId = crypto.randomUUID()
-      const profileId = crypto.randomUUID()
-      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'recompute months')`
-      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'recompute months')`
       const now = new Date()
-      // One conversion with a credit in each of next month and the one after (each its own partition).
-      for (const offset of [1, 2]) {
-        const at = new Date(monthStart(now, offset).getTime() + 12 * 3_600_000).toISOString()
-        const eventId = crypto.randomUUID()
-        const id = crypto.randomUUID()
-        yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-                   VALUES (${eventId}, ${profileId}, ${`r-${offset}`}, 'h', 'purchase', ${at})`
-        yield* sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
-                   VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${at}, true, true)`
-        yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-                   VALUES (${profileId}, ${id}, ${at}, 'last_touch', ${crypto.randomUUID()}, 0, 1, true, true)`
-      }
+      const { profileId } = yield* creditedMonths(now)
       const day = monthStart(now, 1).toISOString().slice(0, 10)
       const [text, params] = creditFactsStatement(sql, [profileId], [day]).compile()
       const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${text}`, params))
@@ -421,15 +431,7 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
   it.effect("a month column filled beforehand: the trigger fills rows written without it, the migration then sets NOT NULL without filling", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
-      yield* sql.unsafe(`CREATE TABLE month_probe_parent (id uuid, profile_id uuid, occurred_at timestamptz NOT NULL, PRIMARY KEY (id, profile_id))`)
-      yield* sql.unsafe(`CREATE TABLE month_probe_child (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int, PRIMARY KEY (parent_id, profile_id, n))`)
-      const entry: MonthColumn = {
-        table: "month_probe_child",
-        column: "parent_at",
-        parent: "month_probe_parent",
-        parentColumn: "occurred_at",
-        on: [["parent_id", "id"], ["profile_id", "profile_id"]]
-      }
+      const entry = yield* monthProbe
       const parents = [crypto.randomUUID(), crypto.randomUUID()]
       const profile = crypto.randomUUID()
       yield* sql`INSERT INTO month_probe_parent VALUES (${parents[0]!}, ${profile}, '2026-01-02T03:04:05.123456Z'), (${parents[1]!}, ${profile}, '2026-05-06T00:00:00Z')`
@@ -465,15 +467,7 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
   it.effect("not prepared, the migration fills every row itself, and refuses a row whose parent is gone", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
-      yield* sql.unsafe(`CREATE TABLE month_probe_parent (id uuid, profile_id uuid, occurred_at timestamptz NOT NULL, PRIMARY KEY (id, profile_id))`)
-      yield* sql.unsafe(`CREATE TABLE month_probe_child (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int, PRIMARY KEY (parent_id, profile_id, n))`)
-      const entry: MonthColumn = {
-        table: "month_probe_child",
-        column: "parent_at",
-        parent: "month_probe_parent",
-        parentColumn: "occurred_at",
-        on: [["parent_id", "id"], ["profile_id", "profile_id"]]
-      }
+      const entry = yield* monthProbe
       const parent = crypto.randomUUID()
       const profile = crypto.randomUUID()
       yield* sql`INSERT INTO month_probe_parent VALUES (${parent}, ${profile}, '2026-03-04T00:00:00Z')`
