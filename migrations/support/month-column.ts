@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { quoted } from "./monthly-partitions.ts"
 
 /**
  * A month column a table gains from its parent row before it can be kept in monthly partitions
@@ -34,13 +35,20 @@ export const CREDITS_MONTH: MonthColumn = {
 
 export const MONTH_COLUMNS: ReadonlyArray<MonthColumn> = [CREDITS_MONTH]
 
-const quoted = (name: string) => `"${name.replaceAll("\"", "\"\"")}"`
-
 /** Blocks of the table filled per statement (about 100,000 narrow rows). */
 const FILL_BLOCKS = 1_000
 
 const fillTrigger = (entry: MonthColumn) => `${entry.table}_${entry.column}_fill`
 const notNullCheck = (entry: MonthColumn) => `${entry.table}_${entry.column}_present`
+
+/** Whether the preparation's `NOT NULL` check exists and is validated. */
+const presenceValidated = (entry: MonthColumn) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const [present] = yield* sql<{ readonly validated: boolean }>`
+      SELECT convalidated AS validated FROM pg_constraint WHERE conrelid = to_regclass(${entry.table}) AND conname = ${notNullCheck(entry)}`
+    return present === undefined ? "absent" as const : present.validated ? "valid" as const : "not valid" as const
+  })
 
 /** The parent's time for the row `alias` of the table. */
 const parentTime = (entry: MonthColumn, alias: string) =>
@@ -81,10 +89,9 @@ export const prepareMonthColumn = (entry: MonthColumn) =>
       )
     }
     const check = quoted(notNullCheck(entry))
-    const [present] = yield* sql<{ readonly validated: boolean }>`
-      SELECT convalidated AS validated FROM pg_constraint WHERE conrelid = to_regclass(${entry.table}) AND conname = ${notNullCheck(entry)}`
-    if (present === undefined) yield* sql.unsafe(`ALTER TABLE ${table} ADD CONSTRAINT ${check} CHECK (${column} IS NOT NULL) NOT VALID`)
-    if (present?.validated !== true) yield* sql.unsafe(`ALTER TABLE ${table} VALIDATE CONSTRAINT ${check}`)
+    const present = yield* presenceValidated(entry)
+    if (present === "absent") yield* sql.unsafe(`ALTER TABLE ${table} ADD CONSTRAINT ${check} CHECK (${column} IS NOT NULL) NOT VALID`)
+    if (present !== "valid") yield* sql.unsafe(`ALTER TABLE ${table} VALIDATE CONSTRAINT ${check}`)
   })
 
 /**
@@ -100,9 +107,7 @@ export const completeMonthColumn = (entry: MonthColumn) =>
     yield* sql.unsafe(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} timestamptz`)
     yield* sql.unsafe(`DROP TRIGGER IF EXISTS ${quoted(fillTrigger(entry))} ON ${table}`)
     yield* sql.unsafe(`DROP FUNCTION IF EXISTS ${quoted(fillTrigger(entry))}()`)
-    const [present] = yield* sql<{ readonly validated: boolean }>`
-      SELECT convalidated AS validated FROM pg_constraint WHERE conrelid = to_regclass(${entry.table}) AND conname = ${notNullCheck(entry)}`
-    if (present?.validated !== true) {
+    if ((yield* presenceValidated(entry)) !== "valid") {
       yield* sql.unsafe(`UPDATE ${table} t SET ${column} = ${parentTime(entry, "t")} WHERE t.${column} IS NULL`)
       // A row whose parent is gone has no time (migration 0066's cascade deletes them): said plainly.
       const [orphan] = yield* sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE ${column} IS NULL`)

@@ -16,7 +16,8 @@ export interface Conversion {
 
 const MONTHS_AHEAD = 2
 
-const quoted = (name: string) => `"${name.replaceAll("\"", "\"\"")}"`
+/** An identifier, quoted for SQL text. */
+export const quoted = (name: string) => `"${name.replaceAll("\"", "\"\"")}"`
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
 
 const monthName = (table: string, from: Date) =>
@@ -33,20 +34,25 @@ export const MONTHLY_UNIQUES: Readonly<Record<string, ReadonlyArray<{ readonly n
 }
 
 /**
- * Builds `table`'s `MONTHLY_UNIQUES` that are missing or were left invalid by a failed concurrent
- * build; `concurrently` outside a transaction (prepare), inside one under the migration's lock.
+ * Builds the unique index `name` unless it exists and is valid: a failed concurrent build leaves an
+ * invalid one behind, dropped and built again. `concurrently` outside a transaction (prepare),
+ * inside one under the migration's lock.
  */
-export const buildMonthlyUniques = (table: string, concurrently: boolean) =>
+const buildUniqueIndex = (table: string, name: string, columns: ReadonlyArray<string>, concurrently: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const how = concurrently ? " CONCURRENTLY" : ""
-    for (const unique of MONTHLY_UNIQUES[table] ?? []) {
-      const [existing] = yield* sql<{ readonly valid: boolean }>`
-        SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(${unique.name})`
-      if (existing?.valid === true) continue
-      if (existing !== undefined) yield* sql.unsafe(`DROP INDEX${how} ${quoted(unique.name)}`)
-      yield* sql.unsafe(`CREATE UNIQUE INDEX${how} ${quoted(unique.name)} ON ${quoted(table)} (${unique.columns.map(quoted).join(", ")})`)
-    }
+    const [existing] = yield* sql<{ readonly valid: boolean }>`
+      SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(${name})`
+    if (existing?.valid === true) return
+    if (existing !== undefined) yield* sql.unsafe(`DROP INDEX${how} ${quoted(name)}`)
+    yield* sql.unsafe(`CREATE UNIQUE INDEX${how} ${quoted(name)} ON ${quoted(table)} (${columns.map(quoted).join(", ")})`)
+  })
+
+/** Builds `table`'s `MONTHLY_UNIQUES` that are missing or invalid (see `buildUniqueIndex`). */
+export const buildMonthlyUniques = (table: string, concurrently: boolean) =>
+  Effect.forEach(MONTHLY_UNIQUES[table] ?? [], (unique) => buildUniqueIndex(table, unique.name, unique.columns, concurrently), {
+    discard: true
   })
 
 /** The unique index `prepareMonthlyPartitions` builds: the key the table's months will need. */
@@ -83,13 +89,7 @@ export const prepareMonthlyPartitions = ({ column, table }: Conversion) =>
     )
     if (bound === undefined) return yield* Effect.die(new Error(`${table}: no bound`))
 
-    // A build that failed leaves an invalid index behind: it is dropped and built again.
-    const [existing] = yield* sql<{ readonly valid: boolean }>`
-      SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(${index})`
-    if (existing !== undefined && !existing.valid) yield* sql.unsafe(`DROP INDEX CONCURRENTLY ${quoted(index)}`)
-    if (existing === undefined || !existing.valid) {
-      yield* sql.unsafe(`CREATE UNIQUE INDEX CONCURRENTLY ${quoted(index)} ON ${quoted(table)} (${keyColumns.map(quoted).join(", ")})`)
-    }
+    yield* buildUniqueIndex(table, index, keyColumns, true)
     yield* buildMonthlyUniques(table, true)
     // The check under a new name first, then the old one dropped: no moment without a bound.
     const fresh = `${check}_next`

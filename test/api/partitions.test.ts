@@ -30,6 +30,7 @@ import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
 import { testSettings } from "../support/app.ts"
+import { seedProfile } from "../support/tenancy.ts"
 
 const database = DatabaseLayer.pipe(Layer.provide(AppConfig.layerWith(testSettings())))
 const services = Layer.mergeAll(PartitionMaintenance.layer, PartitionsRepo.layer).pipe(Layer.provideMerge(database))
@@ -240,11 +241,8 @@ layer(withTouches, { timeout: "120 seconds" })("partitioned touches (migration 0
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
       const repo = yield* TouchesRepo
-      const workspaceId = crypto.randomUUID()
-      const profileId = crypto.randomUUID()
+      const { profileId } = yield* seedProfile({ name: "touch keys" })
       const customerId = crypto.randomUUID()
-      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'touch keys')`
-      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'touch keys')`
       yield* sql`INSERT INTO customers (id, profile_id, customer_key) VALUES (${customerId}, ${profileId}, 'c-1')`
       const now = Date.now()
       // Next month: a partition of its own whatever the database's age (this month may still be in the legacy one).
@@ -307,15 +305,12 @@ layer(services, { timeout: "120 seconds" })("partitioned conversions (migration 
   it.effect("a time past the months made ahead waits in the default partition and moves to its month when the month is made", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
-      const workspaceId = crypto.randomUUID()
-      const profileId = crypto.randomUUID()
+      const { profileId } = yield* seedProfile({ name: "conversion months" })
       const eventId = crypto.randomUUID()
       const conversionId = crypto.randomUUID()
       const now = new Date()
       // Six months ahead: past the two made ahead, so no month holds it yet.
       const far = new Date(monthStart(now, 6).getTime() + 86_400_000).toISOString()
-      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'conversion months')`
-      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'conversion months')`
       yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
                  VALUES (${eventId}, ${profileId}, 'o-1', 'h', 'purchase', ${far})`
       const conversion = (id: string) =>
@@ -355,10 +350,7 @@ layer(services, { timeout: "120 seconds" })("partitioned conversions (migration 
 const creditedMonths = (now: Date) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const workspaceId = crypto.randomUUID()
-    const profileId = crypto.randomUUID()
-    yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'credit months')`
-    yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'credit months')`
+    const { profileId } = yield* seedProfile({ name: "credit months" })
     const made: Array<{ id: string; at: string }> = []
     for (const offset of [1, 2]) {
       const at = new Date(monthStart(now, offset).getTime() + 12 * 3_600_000).toISOString()

@@ -203,23 +203,21 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       const anyRows = decodeRows(AnyRow)
       const idRows = decodeRows(IdRow)
 
-      const targets = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) => dayTargets(sql, profiles, days)
-
       /** The facts of the (profile, day) pairs: their conversions, credits, credited touches and touch tuples. */
       const readFacts = (profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           const conversions = yield* sql`
-            WITH t AS (${targets(profiles, days)})
+            WITH t AS (${dayTargets(sql, profiles, days)})
             SELECT c.id::text, c.profile_id::text, t.day::text, c.conversion_key, COALESCE(c.currency, ''),
                    m.counted, m.cash, m.first_payment, m.net::text
             FROM t ${sql.literal(DAY_CONVERSIONS)} CROSS JOIN LATERAL (SELECT ${sql.literal(CONVERSION_MEASURES_SQL)}) m`.values
           const credits = yield* creditFactsStatement(sql, profiles, days).values
           const touches = yield* sql`
-            WITH t AS (${targets(profiles, days)})
+            WITH t AS (${dayTargets(sql, profiles, days)})
             SELECT tch.id::text, ${sql.literal(dimensionColumns)} FROM touches tch
             WHERE tch.id IN (SELECT a.touch_id FROM t ${sql.literal(DAY_CONVERSIONS)} ${sql.literal(DAY_CREDITS)})`.values
           const touchTuples = yield* sql`
-            WITH t AS (${targets(profiles, days)})
+            WITH t AS (${dayTargets(sql, profiles, days)})
             SELECT t.profile_id::text, t.day::text, ${sql.literal(dimensionColumns)}, count(*)::int
             FROM t
             CROSS JOIN LATERAL (SELECT * FROM touches tch WHERE tch.profile_id = t.profile_id AND tch.occurred_at >= t.from_at
