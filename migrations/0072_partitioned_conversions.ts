@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { buildMonthlyUniques, toMonthlyPartitions } from "./support/monthly-partitions.ts"
+import { buildMonthlyIndexes, toMonthlyPartitions } from "./support/monthly-partitions.ts"
 
 /**
  * Conversions become monthly range partitions over `occurred_at` (issue 35 part 3, decision 0144),
@@ -19,7 +19,7 @@ import { buildMonthlyUniques, toMonthlyPartitions } from "./support/monthly-part
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient
-  yield* buildMonthlyUniques("conversions", false)
+  yield* buildMonthlyIndexes("conversions", false)
   yield* sql`ALTER TABLE conversions DROP CONSTRAINT conversions_outcome_event_id_key`
 
   yield* toMonthlyPartitions({ table: "conversions", column: "occurred_at" })

@@ -87,6 +87,9 @@ const generate = Effect.gen(function*() {
     SELECT gen_random_uuid(), ${profileId}, 'heavy-' || n, 'bench', 'purchase', now() - make_interval(days => n), ${heavy.id}
     FROM generate_series(1, 20) AS n`
   yield* sql`
+    INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+    SELECT profile_id, idempotency_key, id, occurred_at FROM outcome_events WHERE profile_id = ${profileId}`
+  yield* sql`
     INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible, credited_at)
     SELECT gen_random_uuid(), profile_id, id, 'sale', occurred_at, customer_id, true, true, now()
     FROM outcome_events WHERE profile_id = ${profileId}`

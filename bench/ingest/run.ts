@@ -249,17 +249,23 @@ const runBareServer = async (port: number, profileId: string, databaseUrl: strin
       const occurredAt = str(body.occurred_at) ?? new Date().toISOString()
       const eventId = crypto.randomUUID()
       return yield* sql.withTransaction(Effect.gen(function*() {
+        // The key claimed in the statement that inserts the event, as the service does (decision 0146).
         const claimed = yield* sql<{ id: string }>`
+          WITH keyed AS (
+            INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+            VALUES (${profileId}, ${key}, ${eventId}, ${occurredAt}::timestamptz)
+            ON CONFLICT DO NOTHING RETURNING outcome_event_id)
           INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
                                       value_amount, currency, action_source, click_ids)
-          VALUES (${eventId}, ${profileId}, ${key}, 'bare', 'api', ${eventName}, ${occurredAt}::timestamptz,
-                  ${amount}::numeric(20, 6), ${currency}, ${str(body.action_source)}, ${JSON.stringify(body.click_ids ?? {})}::jsonb)
-          ON CONFLICT (profile_id, idempotency_key) DO NOTHING
+          SELECT ${eventId}, ${profileId}, ${key}, 'bare', 'api', ${eventName}, ${occurredAt}::timestamptz,
+                 ${amount}::numeric(20, 6), ${currency}, ${str(body.action_source)}, ${JSON.stringify(body.click_ids ?? {})}::jsonb
+          FROM keyed
           RETURNING id`
         if (claimed.length === 0) {
           const stored = yield* sql<{ id: string; conversion_id: string | null }>`
-            SELECT e.id, c.id AS conversion_id FROM outcome_events e LEFT JOIN conversions c ON c.outcome_event_id = e.id
-            WHERE e.profile_id = ${profileId} AND e.idempotency_key = ${key}`
+            SELECT k.outcome_event_id AS id, c.id AS conversion_id FROM outcome_keys k
+            LEFT JOIN conversions c ON c.outcome_event_id = k.outcome_event_id AND c.profile_id = k.profile_id AND c.occurred_at = k.occurred_at
+            WHERE k.profile_id = ${profileId} AND k.idempotency_key = ${key}`
           return { outcome_event_id: stored[0]?.id ?? eventId, conversion_id: stored[0]?.conversion_id ?? null }
         }
         let customerId: string | null = null
@@ -272,7 +278,11 @@ const runBareServer = async (port: number, profileId: string, databaseUrl: strin
             SELECT id FROM customers
             WHERE profile_id = ${profileId} AND customer_key = ${externalId} AND merged_into_id IS NULL AND erased_at IS NULL`
           customerId = found[0]?.id ?? null
-          if (customerId !== null) yield* sql`UPDATE outcome_events SET customer_id = ${customerId} WHERE id = ${eventId} AND profile_id = ${profileId}`
+          if (customerId !== null) {
+            yield* sql`
+              UPDATE outcome_events SET customer_id = ${customerId}
+              WHERE id = ${eventId} AND profile_id = ${profileId} AND occurred_at = ${occurredAt}::timestamptz`
+          }
         }
         const conversionId = eventName === EVENT_NAME ? crypto.randomUUID() : null
         if (conversionId !== null) {
@@ -347,25 +357,31 @@ const batchedWriter = async (profileId: string, databaseUrl: string) => {
       })
       return yield* sql.withTransaction(Effect.gen(function*() {
         const claimed = yield* sql<{ id: string }>`
+          WITH v AS (
+            SELECT * FROM unnest(${events.map((e) => e.eventId)}::uuid[], ${events.map((e) => e.key)}::text[],
+                        ${events.map((e) => e.eventName)}::text[], ${events.map((e) => e.occurredAt)}::timestamptz[],
+                        ${events.map((e) => e.amount)}::numeric(20, 6)[], ${events.map((e) => e.currency)}::text[],
+                        ${events.map((e) => str(e.body.action_source))}::text[],
+                        ${events.map((e) => JSON.stringify(e.body.click_ids ?? {}))}::jsonb[])
+              WITH ORDINALITY AS v(id, key, name, at, amount, currency, action_source, click_ids, n)),
+          keyed AS (
+            INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+            SELECT ${profileId}, v.key, v.id, v.at FROM v ORDER BY v.n
+            ON CONFLICT DO NOTHING RETURNING outcome_event_id)
           INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
                                       value_amount, currency, action_source, click_ids)
           SELECT v.id, ${profileId}, v.key, 'bare', 'api', v.name, v.at, v.amount, v.currency, v.action_source, v.click_ids
-          FROM unnest(${events.map((e) => e.eventId)}::uuid[], ${events.map((e) => e.key)}::text[],
-                      ${events.map((e) => e.eventName)}::text[], ${events.map((e) => e.occurredAt)}::timestamptz[],
-                      ${events.map((e) => e.amount)}::numeric(20, 6)[], ${events.map((e) => e.currency)}::text[],
-                      ${events.map((e) => str(e.body.action_source))}::text[],
-                      ${events.map((e) => JSON.stringify(e.body.click_ids ?? {}))}::jsonb[])
-            AS v(id, key, name, at, amount, currency, action_source, click_ids)
-          ON CONFLICT (profile_id, idempotency_key) DO NOTHING
+          FROM v WHERE v.id IN (SELECT outcome_event_id FROM keyed)
           RETURNING id`
         const fresh = new Set(claimed.map((row) => row.id))
         const stored = new Map<string, { id: string; conversion_id: string | null }>()
         const repeats = events.filter((e) => !fresh.has(e.eventId)).map((e) => e.key)
         if (repeats.length > 0) {
           const rows = yield* sql<{ key: string; id: string; conversion_id: string | null }>`
-            SELECT e.idempotency_key AS key, e.id, c.id AS conversion_id
-            FROM outcome_events e LEFT JOIN conversions c ON c.outcome_event_id = e.id
-            WHERE e.profile_id = ${profileId} AND e.idempotency_key = ANY(${repeats}::text[])`
+            SELECT k.idempotency_key AS key, k.outcome_event_id AS id, c.id AS conversion_id
+            FROM outcome_keys k
+            LEFT JOIN conversions c ON c.outcome_event_id = k.outcome_event_id AND c.profile_id = k.profile_id AND c.occurred_at = k.occurred_at
+            WHERE k.profile_id = ${profileId} AND k.idempotency_key = ANY(${repeats}::text[])`
           for (const row of rows) stored.set(row.key, row)
         }
         const created = events.filter((e) => fresh.has(e.eventId))

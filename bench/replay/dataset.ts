@@ -126,6 +126,9 @@ export const generateDataset = (sql: SqlClient, options: DatasetOptions) =>
                c.at, c.at, CASE WHEN c.purchase THEN c.amount END, CASE WHEN c.purchase THEN 'EUR' END, c.customer_id
         FROM bench_conv c`
       yield* sql`
+        INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+        SELECT ${profileId}, 'bench-' || c.id, c.event_id, c.at FROM bench_conv c`
+      yield* sql`
         INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, value_amount,
                                  currency, customer_id, counts_as_cash, attribution_eligible, created_at)
         SELECT c.id, ${profileId}, c.event_id,

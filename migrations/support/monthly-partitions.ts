@@ -24,21 +24,27 @@ const monthName = (table: string, from: Date) =>
   `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
 
 /**
- * Unique keys that gain the month column when their table is converted, each where the month
- * follows from the key (so the wider key holds exactly what the old one did): a conversion's
- * `occurred_at` is its outcome event's, written once (decision 0144). The migration builds each
- * before converting, unless `prepareMonthlyPartitions` already did, concurrently.
+ * Indexes a table needs before it is converted, built where a conversion can adopt them:
+ * - unique keys that gain the month column, each where the month follows from the key (so the
+ *   wider key holds exactly what the old one did): a conversion's `occurred_at` is its outcome
+ *   event's, written once (decision 0144);
+ * - plain indexes replacing what a dropped key gave its readers: outcome events' profile prefix,
+ *   which their idempotency key's index served until the key moved to `outcome_keys` (decision 0146).
+ * The migration builds each before converting, unless `prepareMonthlyPartitions` already did, concurrently.
  */
-export const MONTHLY_UNIQUES: Readonly<Record<string, ReadonlyArray<{ readonly name: string; readonly columns: ReadonlyArray<string> }>>> = {
-  conversions: [{ name: "conversions_outcome_event_month", columns: ["outcome_event_id", "profile_id", "occurred_at"] }]
+export const MONTHLY_INDEXES: Readonly<
+  Record<string, ReadonlyArray<{ readonly name: string; readonly columns: ReadonlyArray<string>; readonly unique: boolean }>>
+> = {
+  conversions: [{ name: "conversions_outcome_event_month", columns: ["outcome_event_id", "profile_id", "occurred_at"], unique: true }],
+  outcome_events: [{ name: "outcome_events_profile_event", columns: ["profile_id", "event_name"], unique: false }]
 }
 
 /**
- * Builds the unique index `name` unless it exists and is valid: a failed concurrent build leaves an
+ * Builds the index `name` unless it exists and is valid: a failed concurrent build leaves an
  * invalid one behind, dropped and built again. `concurrently` outside a transaction (prepare),
  * inside one under the migration's lock.
  */
-const buildUniqueIndex = (table: string, name: string, columns: ReadonlyArray<string>, concurrently: boolean) =>
+const buildIndex = (table: string, name: string, columns: ReadonlyArray<string>, unique: boolean, concurrently: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const how = concurrently ? " CONCURRENTLY" : ""
@@ -46,14 +52,18 @@ const buildUniqueIndex = (table: string, name: string, columns: ReadonlyArray<st
       SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(${name})`
     if (existing?.valid === true) return
     if (existing !== undefined) yield* sql.unsafe(`DROP INDEX${how} ${quoted(name)}`)
-    yield* sql.unsafe(`CREATE UNIQUE INDEX${how} ${quoted(name)} ON ${quoted(table)} (${columns.map(quoted).join(", ")})`)
+    yield* sql.unsafe(
+      `CREATE${unique ? " UNIQUE" : ""} INDEX${how} ${quoted(name)} ON ${quoted(table)} (${columns.map(quoted).join(", ")})`
+    )
   })
 
-/** Builds `table`'s `MONTHLY_UNIQUES` that are missing or invalid (see `buildUniqueIndex`). */
-export const buildMonthlyUniques = (table: string, concurrently: boolean) =>
-  Effect.forEach(MONTHLY_UNIQUES[table] ?? [], (unique) => buildUniqueIndex(table, unique.name, unique.columns, concurrently), {
-    discard: true
-  })
+/** Builds `table`'s `MONTHLY_INDEXES` that are missing or invalid (see `buildIndex`). */
+export const buildMonthlyIndexes = (table: string, concurrently: boolean) =>
+  Effect.forEach(
+    MONTHLY_INDEXES[table] ?? [],
+    (index) => buildIndex(table, index.name, index.columns, index.unique, concurrently),
+    { discard: true }
+  )
 
 /** The unique index `prepareMonthlyPartitions` builds: the key the table's months will need. */
 export const preparedIndexName = (table: string) => `${table}_pkey_monthly`
@@ -62,7 +72,7 @@ export const preparedBoundName = (table: string) => `${table}_months_bound`
 
 /**
  * What a conversion spends under its lock on a large table, done beforehand while writes go on
- * (decision 0143): the primary key with the month column (and the table's `MONTHLY_UNIQUES`), built
+ * (decision 0143): the primary key with the month column (and the table's `MONTHLY_INDEXES`), built
  * `CONCURRENTLY`, and a check that
  * every row lies before the first month, validated (which reads the table, holding only
  * `SHARE UPDATE EXCLUSIVE`). The conversion then adopts both: the old table becomes a partition
@@ -89,8 +99,8 @@ export const prepareMonthlyPartitions = ({ column, table }: Conversion) =>
     )
     if (bound === undefined) return yield* Effect.die(new Error(`${table}: no bound`))
 
-    yield* buildUniqueIndex(table, index, keyColumns, true)
-    yield* buildMonthlyUniques(table, true)
+    yield* buildIndex(table, index, keyColumns, true, true)
+    yield* buildMonthlyIndexes(table, true)
     // The check under a new name first, then the old one dropped: no moment without a bound.
     const fresh = `${check}_next`
     yield* sql.unsafe(`ALTER TABLE ${quoted(table)} DROP CONSTRAINT IF EXISTS ${quoted(fresh)}`)

@@ -23,6 +23,7 @@ import { RpcCredentials } from "../rpc/credentials/service.ts"
 import { PARTITIONED_TABLES } from "../ops/partitions/registry.ts"
 import { prepareMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { MONTH_COLUMNS, prepareMonthColumn } from "../../migrations/support/month-column.ts"
+import { OUTCOME_KEYS, prepareOutcomeKeys } from "../../migrations/support/outcome-keys.ts"
 import { ProfilePortsLayer } from "./ports.ts"
 import { settingsOrExit } from "../platform/startup.ts"
 import { VERSION } from "../platform/version.ts"
@@ -428,7 +429,7 @@ const rpcCredentialsRevoke = Command.make("revoke", { id: credentialId }, ({ id 
   )
 
 const partitionsPrepare = Command.make("prepare", {
-  table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches, conversions, attribution_credits)"))
+  table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches, outcome_events, conversions, attribution_credits)"))
 }, ({ table }) =>
   Effect.gen(function*() {
     const settings = yield* AppConfig
@@ -448,6 +449,8 @@ const partitionsPrepare = Command.make("prepare", {
       // A table whose month column comes from its parent row fills it first (decision 0145).
       const month = MONTH_COLUMNS.find((candidate) => candidate.table === table)
       if (month !== undefined) yield* prepareMonthColumn(month)
+      // Outcome events' keys move to a table of their own first (decision 0146).
+      if (table === "outcome_events") yield* prepareOutcomeKeys(OUTCOME_KEYS)
       const bound = yield* prepareMonthlyPartitions(entry)
       yield* printJson(Option.match(bound, {
         onNone: () => ({ table, prepared: false, reason: "already in monthly partitions" }),

@@ -190,8 +190,11 @@ layer(CreditEngine.layer.pipe(Layer.provideMerge(app)), { timeout: "120 seconds"
             const eventId = crypto.randomUUID()
             const key = conversion.definition ?? "signup"
             yield* sql`
-              INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
-              VALUES (${eventId}, ${profileId}, ${eventId}, 'test', ${key}, ${new Date(conversion.at)}, ${conversion.customerId})`
+              WITH e AS (
+                INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
+                VALUES (${eventId}, ${profileId}, ${eventId}, 'test', ${key}, ${new Date(conversion.at)}, ${conversion.customerId})
+                RETURNING profile_id, idempotency_key, id, occurred_at)
+              INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
             yield* sql`
               INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, customer_id,
                                        counts_as_cash, attribution_eligible)

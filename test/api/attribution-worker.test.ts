@@ -92,9 +92,12 @@ const conversion = (
     const id = crypto.randomUUID()
     const at = options.at === "-infinity" ? options.at : new Date(options.at)
     yield* sql`
-      INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
-      VALUES (${eventId}, ${fixture.profileId}, ${crypto.randomUUID()}, 'test', ${options.key ?? "purchase"}, ${at},
-              ${options.customerId})`
+      WITH e AS (
+        INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
+        VALUES (${eventId}, ${fixture.profileId}, ${crypto.randomUUID()}, 'test', ${options.key ?? "purchase"}, ${at},
+                ${options.customerId})
+        RETURNING profile_id, idempotency_key, id, occurred_at)
+      INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
     yield* sql`
       INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, customer_id,
                                counts_as_cash, attribution_eligible)
@@ -393,7 +396,10 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
               INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
               SELECT gen_random_uuid(), ${fixture.profileId}, 'bulk-' || g, 'test', 'purchase', now() - g * interval '1 second', ${customerId}
               FROM generate_series(1, 600) AS g
-              RETURNING id, occurred_at)
+              RETURNING id, idempotency_key, occurred_at),
+            k AS (
+              INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+              SELECT ${fixture.profileId}, e.idempotency_key, e.id, e.occurred_at FROM e)
             INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible)
             SELECT gen_random_uuid(), ${fixture.profileId}, e.id, 'purchase', e.occurred_at, ${customerId}, false, true FROM e`
           const recompute = yield* send(fixture.key, "POST", "/api/v1/attribution/recompute")

@@ -126,6 +126,9 @@ const manyPaying = (profileId: string, n: number) =>
       ), e AS (
         INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
         SELECT eid, ${profileId}, ${`bulk-${tag}-`} || g, 'h', 'order_paid', now(), cid FROM made
+      ), k AS (
+        INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+        SELECT ${profileId}, ${`bulk-${tag}-`} || g, eid, now() FROM made
       )
       INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible)
       SELECT gen_random_uuid(), ${profileId}, eid, 'purchase', now(), cid, true, false FROM made`

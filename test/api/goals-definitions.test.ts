@@ -64,8 +64,11 @@ const receiveEvent = (profile: SeededProfile, eventName: string) =>
     const sql = yield* SqlClient
     const id = crypto.randomUUID()
     yield* sql`
-      INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-      VALUES (${id}, ${profile.profileId}, ${crypto.randomUUID()}, 'test', ${eventName}, now())`
+      WITH e AS (
+        INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+        VALUES (${id}, ${profile.profileId}, ${crypto.randomUUID()}, 'test', ${eventName}, now())
+        RETURNING profile_id, idempotency_key, id, occurred_at)
+      INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
     return id
   })
 
@@ -424,7 +427,8 @@ layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 s
           const conversionId = crypto.randomUUID()
           yield* sql`
             INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
-            VALUES (${conversionId}, ${profile.profileId}, ${eventId}, ${sale.json.data.id}, 'sale', now(), true, true)`
+            VALUES (${conversionId}, ${profile.profileId}, ${eventId}, ${sale.json.data.id}, 'sale',
+                    (SELECT occurred_at FROM outcome_events WHERE id = ${eventId}), true, true)`
           yield* sql`UPDATE work_jobs SET state = 'succeeded' WHERE profile_id = ${profile.profileId}`
           const response = yield* send(profile.key, "PUT", "/api/v1/profile/outcome-definitions", {
             definitions: [{ conversion_key: "lead", name: "Lead", event_names: ["lead"] }]

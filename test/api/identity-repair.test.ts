@@ -91,9 +91,12 @@ const outcome = (profileId: string, customerId: string, clickIds: Record<string,
     const eventId = crypto.randomUUID()
     const conversionId = crypto.randomUUID()
     yield* sql`
-      INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id, click_ids, retracted_at)
-      VALUES (${eventId}, ${profileId}, ${crypto.randomUUID()}, 'test', 'purchase', ${at(500)}::timestamptz, ${customerId},
-              ${JSON.stringify(clickIds)}::jsonb, ${options.retracted === true ? at(501) : null}::timestamptz)`
+      WITH e AS (
+        INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id, click_ids, retracted_at)
+        VALUES (${eventId}, ${profileId}, ${crypto.randomUUID()}, 'test', 'purchase', ${at(500)}::timestamptz, ${customerId},
+                ${JSON.stringify(clickIds)}::jsonb, ${options.retracted === true ? at(501) : null}::timestamptz)
+        RETURNING profile_id, idempotency_key, id, occurred_at)
+      INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
     yield* sql`
       INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash,
                                attribution_eligible, credited_at)

@@ -12,7 +12,9 @@
  *   no transaction) adopts the key built and the bound validated: the old table's key is the
  *   prepared index itself, and no bound is left on either table;
  * - touches (migration 0071): a touch's idempotency key holds across months (`touch_keys`), and
- *   the conversion carries a table's triggers to the parent.
+ *   the conversion carries a table's triggers to the parent;
+ * - outcome events (migration 0074): their key holds across months (`outcome_keys`), their time is
+ *   fixed, and what names an event without its time names its key row.
  *
  * The conversions and passes over probe tables run in a transaction rolled back at the end, so
  * nothing they make outlives the test.
@@ -21,7 +23,9 @@ import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { completeMonthColumn, type MonthColumn, prepareMonthColumn } from "../../migrations/support/month-column.ts"
+import { completeOutcomeKeys, type KeyTable, prepareOutcomeKeys, referenceKeys } from "../../migrations/support/outcome-keys.ts"
 import { preparedBoundName, preparedIndexName, prepareMonthlyPartitions, toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
+import { EventsRepo, type NewEvent } from "../../src/attribution/conversions/repo.ts"
 import { type NewWebTouch, TouchesRepo } from "../../src/attribution/touches/repo.ts"
 import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable, partitionName } from "../../src/ops/partitions/registry.ts"
 import { creditFactsStatement } from "../../src/analytics/rollups/repo.ts"
@@ -151,7 +155,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
     Effect.sync(() => {
       assert.deepStrictEqual(
         Object.fromEntries(PARTITIONED_TABLES.map((entry) => [entry.table, entry.retentionDays])),
-        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, touches: null, conversions: null, attribution_credits: null, outbox: 90, pii_access_log: 365 }
+        { webhook_delivery_attempts: 90, export_deliveries: 90, request_logs: 7, touches: null, conversions: null, attribution_credits: null, outcome_events: null, outbox: 90, pii_access_log: 365 }
       )
     }))
 
@@ -311,8 +315,11 @@ layer(services, { timeout: "120 seconds" })("partitioned conversions (migration 
       const now = new Date()
       // Six months ahead: past the two made ahead, so no month holds it yet.
       const far = new Date(monthStart(now, 6).getTime() + 86_400_000).toISOString()
-      yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-                 VALUES (${eventId}, ${profileId}, 'o-1', 'h', 'purchase', ${far})`
+      yield* sql`WITH e AS (
+                   INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+                   VALUES (${eventId}, ${profileId}, 'o-1', 'h', 'purchase', ${far})
+                   RETURNING profile_id, idempotency_key, id, occurred_at)
+                 INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
       const conversion = (id: string) =>
         sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
             VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${far}, true, true)`
@@ -343,6 +350,169 @@ layer(services, { timeout: "120 seconds" })("partitioned conversions (migration 
     })))
 })
 
+const withOutcomes = Layer.mergeAll(EventsRepo.layer, PartitionMaintenance.layer).pipe(Layer.provideMerge(database))
+
+layer(withOutcomes, { timeout: "120 seconds" })("partitioned outcome events (migration 0074, decision 0146)", (it) => {
+  const outcome = (profileId: string, key: string, occurredAt: string): NewEvent => ({
+    id: crypto.randomUUID(), profileId, source: "api", idempotencyKey: key, requestHash: `h-${key}`, eventName: "purchase",
+    occurredAt, valueAmount: null, currency: null, subjectRef: null, orderGroup: null, actionSource: null, clickIds: {}
+  })
+
+  it.effect("an outcome's key holds across months: the same key at another month's time, or twice in a batch, claims nothing", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const repo = yield* EventsRepo
+      const { profileId } = yield* seedProfile({ name: "outcome keys" })
+      const now = new Date()
+      // Next month and the one after: partitions of their own whatever the database's age.
+      const next = new Date(monthStart(now, 1).getTime() + 3_600_000).toISOString()
+      const later = new Date(monthStart(now, 2).getTime() + 3_600_000).toISOString()
+      const first = outcome(profileId, "o-1", next)
+      assert.deepStrictEqual([...(yield* repo.claimEvents([first])).keys()], [first.id])
+      // A retry of the key with a corrected time (another month): nothing claimed, the first event found.
+      const retry = outcome(profileId, "o-1", later)
+      const both = [outcome(profileId, "o-2", later), outcome(profileId, "o-2", next)]
+      assert.deepStrictEqual([...(yield* repo.claimEvents([retry, ...both])).keys()], [both[0]!.id])
+      const found = yield* repo.findEvent(profileId, "o-1")
+      assert.strictEqual(Option.getOrThrow(found).id, first.id)
+
+      const rows = yield* sql<{ key: string; part: string }>`
+        SELECT idempotency_key AS key, tableoid::regclass::text AS part FROM outcome_events WHERE profile_id = ${profileId}
+        ORDER BY idempotency_key`
+      assert.deepStrictEqual(rows, [
+        { key: "o-1", part: partitionName("outcome_events", monthStart(now, 1)) },
+        { key: "o-2", part: partitionName("outcome_events", monthStart(now, 2)) }
+      ])
+      const keys = yield* sql<{ key: string; event: string }>`
+        SELECT idempotency_key AS key, outcome_event_id::text AS event FROM outcome_keys WHERE profile_id = ${profileId}
+        ORDER BY idempotency_key`
+      assert.deepStrictEqual(keys, [{ key: "o-1", event: first.id }, { key: "o-2", event: both[0]!.id }])
+
+      // The retraction's lock finds the event by its key, with its month.
+      const locked = Option.getOrThrow(yield* repo.lockEvent(profileId, "o-2"))
+      assert.strictEqual(locked.id, both[0]!.id)
+      assert.strictEqual(Date.parse(locked.occurred_at), Date.parse(later))
+    })))
+
+  it.effect("keys copied beforehand: the trigger copies events the old release writes, and the migration copies nothing again", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const { profileId } = yield* seedProfile({ name: "outcome keys prepared" })
+      /** A plain table of the events' shape as the old release has it, with `n` events, and its key table. */
+      const events = (name: string, n: number) =>
+        Effect.gen(function*() {
+          yield* sql.unsafe(`CREATE TABLE ${name} (id uuid, profile_id uuid, idempotency_key text, occurred_at timestamptz,
+            PRIMARY KEY (id, profile_id), UNIQUE (profile_id, idempotency_key))`)
+          yield* sql.unsafe(`INSERT INTO ${name} SELECT gen_random_uuid(), '${profileId}', 'k-' || g, now() - make_interval(days => g)
+            FROM generate_series(1, ${n}) g`)
+          return { events: name, keys: `${name}_keys`, referencing: [] as ReadonlyArray<string> }
+        })
+      const keysOf = (entry: KeyTable) =>
+        Effect.map(sql.unsafe<{ n: number }>(`SELECT count(*)::int AS n FROM ${entry.keys} k
+          JOIN ${entry.events} e ON e.id = k.outcome_event_id AND e.occurred_at = k.occurred_at AND e.idempotency_key = k.idempotency_key`),
+          (rows) => rows[0]?.n)
+      const triggers = (entry: KeyTable) =>
+        Effect.map(sql<{ name: string }>`SELECT tgname AS name FROM pg_trigger WHERE tgrelid = to_regclass(${entry.events})`,
+          (rows) => rows.map((row) => row.name))
+
+      // A plain table and a partitioned one naming the events, as exports and conversions do.
+      const base = yield* events("probe_outcomes", 3)
+      yield* sql.unsafe(`CREATE TABLE probe_refs AS SELECT id AS outcome_event_id, profile_id FROM probe_outcomes`)
+      yield* sql.unsafe(`CREATE TABLE probe_refs_parted (outcome_event_id uuid, profile_id uuid, n int) PARTITION BY RANGE (n)`)
+      yield* sql.unsafe(`CREATE TABLE probe_refs_parted_a PARTITION OF probe_refs_parted FOR VALUES FROM (0) TO (10)`)
+      yield* sql.unsafe(`INSERT INTO probe_refs_parted SELECT id, profile_id, 1 FROM probe_outcomes`)
+      const prepared: KeyTable = { ...base, referencing: ["probe_refs", "probe_refs_parted"] }
+      yield* prepareOutcomeKeys(prepared)
+      assert.strictEqual(yield* keysOf(prepared), 3)
+      const references = () =>
+        sql<{ table: string; name: string; validated: boolean; parent: boolean }>`
+          SELECT conrelid::regclass::text AS table, conname AS name, convalidated AS validated, conparentid <> 0 AS parent
+          FROM pg_constraint WHERE contype = 'f' AND confrelid = 'probe_outcomes_keys'::regclass ORDER BY 1`
+      // Built beforehand and validated: the plain table's, and the partition's (its parent cannot take one unvalidated).
+      assert.deepStrictEqual(yield* references(), [
+        { table: "probe_refs", name: "probe_refs_outcome_key_fkey", validated: true, parent: false },
+        { table: "probe_refs_parted_a", name: "probe_refs_parted_a_outcome_key_fkey", validated: true, parent: false }
+      ])
+      assert.deepStrictEqual(yield* triggers(prepared), ["probe_outcomes_keys_filled"])
+      // The old release goes on writing: each event's key is copied as it is inserted.
+      yield* sql.unsafe(`INSERT INTO probe_outcomes VALUES (gen_random_uuid(), '${profileId}', 'k-new', now())`)
+      assert.strictEqual(yield* keysOf(prepared), 4)
+      // Prepared: the migration copies nothing (an event hidden from the trigger stays without a key
+      // row), and drops the trigger.
+      yield* sql.unsafe(`ALTER TABLE probe_outcomes DISABLE TRIGGER probe_outcomes_keys_filled`)
+      yield* sql.unsafe(`INSERT INTO probe_outcomes VALUES (gen_random_uuid(), '${profileId}', 'k-hidden', now())`)
+      yield* sql.unsafe(`ALTER TABLE probe_outcomes ENABLE TRIGGER probe_outcomes_keys_filled`)
+      yield* completeOutcomeKeys(prepared)
+      assert.strictEqual(yield* keysOf(prepared), 4)
+      assert.deepStrictEqual(yield* triggers(prepared), [])
+      // The migration's keys adopt them: the partitioned table's key takes the partition's over.
+      yield* referenceKeys(prepared)
+      assert.deepStrictEqual((yield* references()).map((key) => [key.table, key.validated, key.parent]), [
+        ["probe_refs", true, false],
+        ["probe_refs_parted", true, false],
+        ["probe_refs_parted_a", true, true]
+      ])
+      // A row naming an event without a key row is refused from then on.
+      const orphan = yield* sql.withTransaction(sql.unsafe(`INSERT INTO probe_refs_parted VALUES (gen_random_uuid(), '${profileId}', 2)`))
+        .pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(orphan))
+
+      // Not prepared: the migration copies every event's key itself.
+      const plain = yield* events("probe_outcomes_plain", 5)
+      yield* completeOutcomeKeys(plain)
+      assert.strictEqual(yield* keysOf(plain), 5)
+    })))
+
+  it.effect("the maintenance validates a foreign key a migration added unvalidated, and reports one a stored row breaks", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const validated = (table: string) =>
+        Effect.map(sql<{ ok: boolean }>`SELECT convalidated AS ok FROM pg_constraint
+                                   WHERE conrelid = to_regclass(${table}) AND contype = 'f' AND conparentid = 0 ORDER BY conname`,
+          (rows) => rows.map((row) => row.ok))
+      yield* sql.unsafe(`CREATE TABLE probe_parent (id int PRIMARY KEY)`)
+      yield* sql.unsafe(`INSERT INTO probe_parent VALUES (1)`)
+      yield* sql.unsafe(`CREATE TABLE probe_kept (parent int)`)
+      yield* sql.unsafe(`CREATE TABLE probe_broken (parent int)`)
+      yield* sql.unsafe(`INSERT INTO probe_kept VALUES (1)`)
+      yield* sql.unsafe(`INSERT INTO probe_broken VALUES (2)`)
+      for (const table of ["probe_kept", "probe_broken"]) {
+        yield* sql.unsafe(`ALTER TABLE ${table} ADD FOREIGN KEY (parent) REFERENCES probe_parent (id) NOT VALID`)
+      }
+      yield* PartitionMaintenance.use((maintenance) => maintenance.run({ tables: [] }))
+      assert.deepStrictEqual(yield* validated("probe_kept"), [true])
+      assert.deepStrictEqual(yield* validated("probe_broken"), [false])
+      // The migration's own: the key rows' key to their events (a key to a partitioned table keeps a
+      // row per partition beside it, which PostgreSQL 15 leaves marked as it was made).
+      assert.deepStrictEqual(yield* validated("outcome_keys"), [true, true])
+    })))
+
+  it.effect("an event's time cannot change; a key row names a stored event; an export names an event with a key row", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const repo = yield* EventsRepo
+      const { profileId } = yield* seedProfile({ name: "outcome guards" })
+      const event = outcome(profileId, "g-1", new Date().toISOString())
+      yield* repo.claimEvents([event])
+      // Each refusal tried in a savepoint: the failure must not end the transaction.
+      const refused = (statement: Effect.Effect<unknown, unknown>) =>
+        Effect.map(sql.withTransaction(statement).pipe(Effect.exit), Exit.isFailure)
+      assert.isTrue(yield* refused(sql`UPDATE outcome_events SET occurred_at = occurred_at - interval '40 days' WHERE id = ${event.id}`))
+      assert.isTrue(yield* refused(sql`
+        INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+        VALUES (${profileId}, 'g-2', ${crypto.randomUUID()}, now())`))
+      // An event written without its key row cannot be exported: the export's key names the key row.
+      const unkeyed = crypto.randomUUID()
+      yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+                 VALUES (${unkeyed}, ${profileId}, 'g-3', 'h', 'purchase', now())`
+      const exportOf = (eventId: string) =>
+        sql`INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status)
+            VALUES (${crypto.randomUUID()}, ${profileId}, ${eventId}, 'adplatform', 'pending')`
+      assert.isTrue(yield* refused(exportOf(unkeyed)))
+      assert.isFalse(yield* refused(exportOf(event.id)))
+    })))
+})
+
 /**
  * A profile with one conversion and its credit row in each of next month and the one after (each
  * its own partition), 12 hours into the month.
@@ -356,8 +526,11 @@ const creditedMonths = (now: Date) =>
       const at = new Date(monthStart(now, offset).getTime() + 12 * 3_600_000).toISOString()
       const eventId = crypto.randomUUID()
       const id = crypto.randomUUID()
-      yield* sql`INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-                 VALUES (${eventId}, ${profileId}, ${`o-${offset}`}, 'h', 'purchase', ${at})`
+      yield* sql`WITH e AS (
+                   INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+                   VALUES (${eventId}, ${profileId}, ${`o-${offset}`}, 'h', 'purchase', ${at})
+                   RETURNING profile_id, idempotency_key, id, occurred_at)
+                 INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
       yield* sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
                  VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${at}, true, true)`
       yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)

@@ -756,12 +756,16 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "180 seco
         const eventId = crypto.randomUUID()
         const paymentId = crypto.randomUUID()
         yield* sql`
-          INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, currency)
-          VALUES (${eventId}, ${profile.profileId}, 'k', 'h', 'purchase', now(), 10, 'EUR')`
+          WITH e AS (
+            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, currency)
+            VALUES (${eventId}, ${profile.profileId}, 'k', 'h', 'purchase', now(), 10, 'EUR')
+            RETURNING profile_id, idempotency_key, id, occurred_at)
+          INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
         yield* sql`
           INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, currency,
                                    counts_as_cash, attribution_eligible, is_first_payment)
-          VALUES (${paymentId}, ${profile.profileId}, ${eventId}, 'sale', now(), 10, 'EUR', true, true, true)`
+          VALUES (${paymentId}, ${profile.profileId}, ${eventId}, 'sale', (SELECT occurred_at FROM outcome_events WHERE id = ${eventId}),
+                  10, 'EUR', true, true, true)`
         const writes = [
           installment(key, paymentId, true),
           payer(key, paymentId, null),

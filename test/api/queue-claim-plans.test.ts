@@ -152,12 +152,17 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
       // join, and the keys a batch of the worker reads are known before the rows exist.
       const outcomeId = (prefix: string) => sql.literal(`md5('${profileId}-' || ${prefix})::uuid`)
       const exportId = (prefix: string) => sql.literal(`md5('${profileId}-export-' || ${prefix})::uuid`)
-      /** Outcomes g = from..to-1, each keyed (and its id derived) by the SQL expression `key` of g. */
+      // One time for the outcomes and their conversions (a conversion is at its outcome's time).
+      const dayAgo = new Date(Date.now() - 86_400_000).toISOString()
+      /** Outcomes g = from..to-1, each keyed (and its id derived) by the SQL expression `key` of g, with their key rows. */
       const outcomes = (key: string, from: number, to: number) =>
         sql`
-          INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-          SELECT ${outcomeId(key)}, ${profileId}, ${sql.literal(key)}, 'h', 'purchase', now() - interval '1 day'
-          FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+          WITH e AS (
+            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+            SELECT ${outcomeId(key)}, ${profileId}, ${sql.literal(key)}, 'h', 'purchase', ${dayAgo}::timestamptz
+            FROM generate_series(${from}::int, ${to - 1}::int) AS g
+            RETURNING profile_id, idempotency_key, id, occurred_at)
+          INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
       const leaseToken = crypto.randomUUID()
       // The worker's batch: the first 50 exports, leased by one claim (their token), as it reads and settles them.
       const batch = Array.from({ length: 50 }, (_, g) => ({
@@ -168,14 +173,14 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
       yield* checkQueue(
         failures,
         "export",
-        ["conversion_exports", "outcome_events", "conversions"],
+        ["conversion_exports", "outcome_keys", "outcome_events", "conversions"],
         (from, to) =>
           Effect.gen(function*() {
             yield* outcomes("g", from, to)
             // Credited already: crediting's backlog below is a queue of its own.
             yield* sql`
               INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, credited_at)
-              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'purchase', now() - interval '1 day', true, true, now()
+              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'purchase', ${dayAgo}::timestamptz, true, true, now()
               FROM generate_series(${from}::int, ${to - 1}::int) AS g`
             yield* sql`
               INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status, destination_id, rule_id, event_id, next_attempt_at, lease_token)
@@ -205,7 +210,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
             yield* outcomes("'crediting-' || g", from, to)
             yield* sql`
               INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, created_at)
-              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("'crediting-' || g")}, 'purchase', now() - interval '1 day', false, true,
+              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("'crediting-' || g")}, 'purchase', ${dayAgo}::timestamptz, false, true,
                      now() - interval '1 hour' + make_interval(secs => g / 1000.0)
               FROM generate_series(${from}::int, ${to - 1}::int) AS g`
           }),

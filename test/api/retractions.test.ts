@@ -232,8 +232,11 @@ layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: t
         const { key } = yield* seedApiKey(profile, { scopes: ["events:write"], rateLimitPerMinute: 10_000 })
         // Recorded while the add-on was on (written directly: ingest itself is gated).
         yield* sql`
-          INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
-          VALUES (${crypto.randomUUID()}, ${profile.profileId}, 'old-1', 'h', 'purchase', now())`
+          WITH e AS (
+            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+            VALUES (${crypto.randomUUID()}, ${profile.profileId}, 'old-1', 'h', 'purchase', now())
+            RETURNING profile_id, idempotency_key, id, occurred_at)
+          INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
         assert.strictEqual((yield* ingest(key, { event_name: "purchase" })).json.error.code, "entitlement_required")
         const response = yield* retract(key, { idempotency_key: "old-1", reason: "cleanup" })
         assert.strictEqual(response.status, 200)

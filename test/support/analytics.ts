@@ -115,8 +115,11 @@ export const insertConversion = Effect.fn("test.insertConversion")(function*(pro
   const eventId = crypto.randomUUID()
   const id = crypto.randomUUID()
   yield* sql`
-    INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, currency)
-    VALUES (${eventId}, ${profileId}, ${eventId}, 'h', ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null})`
+    WITH e AS (
+      INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, currency)
+      VALUES (${eventId}, ${profileId}, ${eventId}, 'h', ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null})
+      RETURNING profile_id, idempotency_key, id, occurred_at)
+    INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
   yield* sql`
     INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, currency, counts_as_cash,
                              attribution_eligible, is_first_payment, refund_amount, refunded_at, credited_at)

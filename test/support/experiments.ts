@@ -38,9 +38,12 @@ export const seedConversions = Effect.fn("test.seedConversions")(function*(profi
   const values = rows.map((r) => r.value === null ? null : String(r.value))
   const cash = rows.map((r) => r.cash)
   yield* sql`
-    INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, customer_id)
-    SELECT e, ${profileId}, e::text, 'h', k, a, v, NULLIF(c, '')::uuid
-    FROM unnest(${events}::uuid[], ${keys}::text[], ${ats}::timestamptz[], ${values}::numeric[], ${customers}::text[]) AS t(e, k, a, v, c)`
+    WITH e AS (
+      INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, value_amount, customer_id)
+      SELECT e, ${profileId}, e::text, 'h', k, a, v, NULLIF(c, '')::uuid
+      FROM unnest(${events}::uuid[], ${keys}::text[], ${ats}::timestamptz[], ${values}::numeric[], ${customers}::text[]) AS t(e, k, a, v, c)
+      RETURNING profile_id, idempotency_key, id, occurred_at)
+    INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
   yield* sql`
     INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, customer_id,
                              counts_as_cash, attribution_eligible, credited_at)

@@ -9,6 +9,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
+import { OUTCOME_KEYS } from "../../migrations/support/outcome-keys.ts"
 
 const root = fileURLToPath(new URL("../../", import.meta.url))
 
@@ -46,6 +47,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   touch_keys: "src/attribution/touches/repo.ts",
   conversions: "src/attribution/conversions/repo.ts",
   outcome_events: "src/attribution/conversions/repo.ts",
+  outcome_keys: "src/attribution/conversions/repo.ts",
   outbox: "src/kernel/outbox/repo.ts",
   payment_actions: "src/ingestion/events/payments/repo.ts",
   conversion_definitions: "src/attribution/definitions/repo.ts",
@@ -136,10 +138,12 @@ const migrationTables = (): ReadonlyArray<string> => {
   for (const file of filesUnder("migrations")) {
     // A partition made by name (`CREATE TABLE x PARTITION OF t DEFAULT`) is its parent's rows, not a table of its own.
     const text = readFileSync(join(root, file), "utf8")
-    for (const match of text.matchAll(/create\s+table\s+(?:if\s+not\s+exists\s+)?([a-z_][a-z0-9_]*)\b(?!\s+partition\s+of)/gi)) {
+    for (const match of text.matchAll(/create\s+table\s+(?:if\s+not\s+exists\s+)?(?!if\b)([a-z_][a-z0-9_]*)\b(?!\s+partition\s+of)/gi)) {
       tables.add(match[1]!.toLowerCase())
     }
   }
+  // Made under a name the support module is given (migration 0074).
+  tables.add(OUTCOME_KEYS.keys)
   return [...tables].sort()
 }
 

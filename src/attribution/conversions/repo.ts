@@ -44,10 +44,20 @@ export type Definition = typeof Definition.Type
 
 const LockedEvent = Schema.Struct({
   id: Schema.String,
+  profile_id: Schema.String,
+  occurred_at: Schema.String,
   retracted: Schema.Boolean,
   customer_id: Schema.NullOr(Schema.String)
 })
 export type LockedEvent = typeof LockedEvent.Type
+
+/** A fresh event's customer, by the event's whole key (its month included). */
+export interface EventCustomer {
+  readonly eventId: string
+  readonly profileId: string
+  readonly occurredAt: string
+  readonly customerId: string
+}
 
 export const ConversionRow = Schema.Struct({
   outcome_event_id: Schema.String,
@@ -159,7 +169,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * conversions whose flags change (`firstPaymentsWithAdded`).
    */
   readonly writeOutcomes: (writes: {
-    readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly profileId: string; readonly customerId: string }>
+    readonly eventCustomers: ReadonlyArray<EventCustomer>
     readonly conversions: ReadonlyArray<NewConversion>
     readonly flagChanges: FlagChanges
   }) => Repo<void>
@@ -218,10 +228,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * the conversions belonged to (a payer assignment may have moved one away from the event's customer).
    */
   readonly deleteConversions: (
-    eventId: string
+    event: LockedEvent
   ) => Repo<{ readonly conversions: number; readonly credits: number; readonly customerIds: ReadonlyArray<string> }>
   /** Marks the event retracted and drops what it carried beyond its name, time and key. */
-  readonly tombstone: (eventId: string, reason: string) => Repo<void>
+  readonly tombstone: (event: LockedEvent, reason: string) => Repo<void>
   /** The profile's conversions, newest first, one more than `limit`. */
   readonly listConversions: (
     profileId: string,
@@ -290,20 +300,27 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         const column = <A>(pick: (event: NewEvent) => A) => sorted.map(pick)
         return Effect.map(
           claimedRows(sql`
-            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
-                                        value_amount, currency, subject_ref, order_group, action_source, click_ids)
-            SELECT v.id, v.profile_id, v.idempotency_key, v.request_hash, v.source, v.event_name, v.occurred_at, v.value_amount,
-                   v.currency, v.subject_ref, v.order_group, v.action_source, v.click_ids
-            FROM unnest(
+            WITH v AS (SELECT * FROM unnest(
               ${column((e) => e.id)}::uuid[], ${column((e) => e.profileId)}::uuid[], ${column((e) => e.idempotencyKey)}::text[],
               ${column((e) => e.requestHash)}::text[], ${column((e) => e.source)}::text[], ${column((e) => e.eventName)}::text[],
               ${column((e) => e.occurredAt)}::timestamptz[], ${nullableColumn(column((e) => e.valueAmount))}::numeric(20, 6)[],
               ${nullableColumn(column((e) => e.currency))}::text[], ${nullableColumn(column((e) => e.subjectRef))}::text[],
               ${nullableColumn(column((e) => e.orderGroup))}::text[], ${nullableColumn(column((e) => e.actionSource))}::text[], ${column((e) => JSON.stringify(e.clickIds))}::jsonb[])
             WITH ORDINALITY AS v(id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at, value_amount,
-                                 currency, subject_ref, order_group, action_source, click_ids, n)
-            ORDER BY n
-            ON CONFLICT (profile_id, idempotency_key) DO NOTHING
+                                 currency, subject_ref, order_group, action_source, click_ids, n)),
+            -- The keys first, in the batch's order: a key stored already, or taken earlier in the
+            -- batch, claims nothing, and its event is not inserted (outcome_keys holds keys across months).
+            keyed AS (
+              INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
+              SELECT v.profile_id, v.idempotency_key, v.id, v.occurred_at FROM v ORDER BY v.n
+              ON CONFLICT DO NOTHING
+              RETURNING outcome_event_id)
+            INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, source, event_name, occurred_at,
+                                        value_amount, currency, subject_ref, order_group, action_source, click_ids)
+            SELECT v.id, v.profile_id, v.idempotency_key, v.request_hash, v.source, v.event_name, v.occurred_at, v.value_amount,
+                   v.currency, v.subject_ref, v.order_group, v.action_source, v.click_ids
+            FROM v WHERE v.id IN (SELECT outcome_event_id FROM keyed)
+            ORDER BY v.n
             RETURNING id, ${isoTimestamp(sql, "occurred_at")} AS occurred_at`),
           (rows) => new Map(rows.map((row) => [row.id, row.occurred_at] as const))
         )
@@ -318,9 +335,13 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             SELECT e.profile_id, e.idempotency_key, e.id, e.request_hash, e.retracted_at IS NOT NULL AS retracted,
                    c.id AS conversion_id
             FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, idempotency_key)
+            CROSS JOIN LATERAL (SELECT * FROM outcome_keys k
+                                WHERE k.profile_id = q.profile_id AND k.idempotency_key = q.idempotency_key LIMIT 1) k
+            -- The whole key names the event's month: the other months are never read.
             CROSS JOIN LATERAL (SELECT * FROM outcome_events x
-                                WHERE x.profile_id = q.profile_id AND x.idempotency_key = q.idempotency_key LIMIT 1) e
-            LEFT JOIN LATERAL (SELECT id FROM conversions x WHERE x.outcome_event_id = e.id LIMIT 1) c ON true`),
+                                WHERE x.id = k.outcome_event_id AND x.profile_id = k.profile_id AND x.occurred_at = k.occurred_at LIMIT 1) e
+            LEFT JOIN LATERAL (SELECT id FROM conversions x
+                               WHERE x.outcome_event_id = e.id AND x.profile_id = e.profile_id AND x.occurred_at = e.occurred_at LIMIT 1) c ON true`),
           (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.idempotency_key), row] as const))
         )
 
@@ -363,7 +384,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       // another one does). Unprepared, planned for its ids each time (decision 0047): a generic plan
       // of the updates by id list stayed a sequential scan once picked on a small table.
       const writeOutcomes = (writes: {
-        readonly eventCustomers: ReadonlyArray<{ readonly eventId: string; readonly profileId: string; readonly customerId: string }>
+        readonly eventCustomers: ReadonlyArray<EventCustomer>
         readonly conversions: ReadonlyArray<NewConversion>
         readonly flagChanges: FlagChanges
       }) => {
@@ -373,9 +394,11 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           parts.push(sql`event_customers AS (
             UPDATE outcome_events o SET customer_id = v.customer_id
             FROM unnest(${eventCustomers.map((p) => p.eventId)}::uuid[], ${eventCustomers.map((p) => p.profileId)}::uuid[],
-                        ${eventCustomers.map((p) => p.customerId)}::uuid[]) AS v(id, profile_id, customer_id)
-            -- The whole key (decision 0137): by id alone, a plan without statistics scans every outcome.
-            WHERE o.id = v.id AND o.profile_id = v.profile_id)`)
+                        ${eventCustomers.map((p) => p.occurredAt)}::timestamptz[], ${eventCustomers.map((p) => p.customerId)}::uuid[])
+              AS v(id, profile_id, occurred_at, customer_id)
+            -- The whole key (decisions 0137, 0146): by id alone, a plan without statistics scans every
+            -- outcome; the month prunes the other partitions.
+            WHERE o.id = v.id AND o.profile_id = v.profile_id AND o.occurred_at = v.occurred_at)`)
         }
         if (conversions.length > 0) {
           const column = <A>(pick: (conversion: NewConversion) => A) => conversions.map(pick)
@@ -417,9 +440,12 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const lockEvent = (profileId: string, idempotencyKey: string) =>
         firstLocked(sql`
-          SELECT id, retracted_at IS NOT NULL AS retracted, customer_id FROM outcome_events
-          WHERE profile_id = ${profileId} AND idempotency_key = ${idempotencyKey}
-          FOR UPDATE`)
+          SELECT e.id, e.profile_id, ${isoTimestamp(sql, "e.occurred_at")} AS occurred_at, e.retracted_at IS NOT NULL AS retracted,
+                 e.customer_id
+          FROM outcome_keys k
+          JOIN outcome_events e ON e.id = k.outcome_event_id AND e.profile_id = k.profile_id AND e.occurred_at = k.occurred_at
+          WHERE k.profile_id = ${profileId} AND k.idempotency_key = ${idempotencyKey}
+          FOR UPDATE OF e`)
 
       const hasExport = (eventId: string) =>
         Effect.map(
@@ -433,25 +459,27 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (row) => Option.isSome(row) && row.value.present
         )
 
-      const deleteConversions = (eventId: string) =>
+      // By the event's whole key: its conversions are in its month.
+      const deleteConversions = (event: LockedEvent) =>
         Effect.gen(function*() {
+          const ofEvent = sql`c.outcome_event_id = ${event.id} AND c.profile_id = ${event.profile_id} AND c.occurred_at = ${event.occurred_at}::timestamptz`
           const credits = yield* firstCount(sql`
             SELECT count(*)::int AS count FROM attribution_credits a
             JOIN conversions c ON c.id = a.conversion_id AND c.profile_id = a.profile_id AND c.occurred_at = a.converted_at
-            WHERE c.outcome_event_id = ${eventId}`)
+            WHERE ${ofEvent}`)
           // Credit rows go with their conversion (ON DELETE CASCADE).
           const deleted = yield* deletedRows(sql`
-            DELETE FROM conversions WHERE outcome_event_id = ${eventId} RETURNING customer_id::text AS customer_id`)
+            DELETE FROM conversions c WHERE ${ofEvent} RETURNING customer_id::text AS customer_id`)
           const customerIds = deleted.flatMap((row) => (row.customer_id === null ? [] : [row.customer_id]))
           return { conversions: deleted.length, credits: Option.match(credits, { onNone: () => 0, onSome: (row) => row.count }), customerIds }
         })
 
-      const tombstone = (eventId: string, reason: string) =>
+      const tombstone = (event: LockedEvent, reason: string) =>
         Effect.asVoid(sql`
           UPDATE outcome_events
           SET retracted_at = now(), retraction_reason = ${reason}, value_amount = NULL, currency = NULL,
               subject_ref = NULL, order_group = NULL, customer_id = NULL, action_source = NULL, click_ids = '{}'::jsonb
-          WHERE id = ${eventId}`)
+          WHERE id = ${event.id} AND profile_id = ${event.profile_id} AND occurred_at = ${event.occurred_at}::timestamptz`)
 
 
       const listConversions = (
@@ -569,7 +597,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           yield* sql`
             UPDATE conversions c SET payer_customer_id = NULL, customer_id = e.customer_id, credited_at = NULL
             FROM outcome_events e
-            WHERE e.id = c.outcome_event_id AND c.payer_customer_id = ANY(${customerIds}::uuid[])
+            WHERE e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at AND c.payer_customer_id = ANY(${customerIds}::uuid[])
               AND (e.customer_id IS NULL OR NOT e.customer_id = ANY(${customerIds}::uuid[]))`
           // Conversions stay, without a person; their credit rows and first-payment flags stand as recorded.
           const forgotten = yield* sql`

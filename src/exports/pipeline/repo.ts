@@ -174,10 +174,17 @@ export const factsStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedE
     -- One probe of a key per row and table, ordered by the key so that no plan reads a table
     -- whole, not even one costed while the tables were empty and kept since.
     CROSS JOIN LATERAL (SELECT * FROM conversion_exports x WHERE x.id = k.id AND x.profile_id = k.profile_id ORDER BY x.id LIMIT 1) x
+    -- The export names its event without a time: the event's key row gives the month, so each
+    -- probe below reads one partition (decision 0146).
     CROSS JOIN LATERAL (
-      SELECT * FROM outcome_events e WHERE e.id = x.outcome_event_id AND e.profile_id = x.profile_id ORDER BY e.id LIMIT 1) e
+      SELECT * FROM outcome_keys ok WHERE ok.outcome_event_id = x.outcome_event_id AND ok.profile_id = x.profile_id
+      ORDER BY ok.outcome_event_id LIMIT 1) ok
     CROSS JOIN LATERAL (
-      SELECT * FROM conversions c WHERE c.outcome_event_id = x.outcome_event_id AND c.profile_id = x.profile_id
+      SELECT * FROM outcome_events e WHERE e.id = ok.outcome_event_id AND e.profile_id = ok.profile_id AND e.occurred_at = ok.occurred_at
+      ORDER BY e.id LIMIT 1) e
+    CROSS JOIN LATERAL (
+      SELECT * FROM conversions c WHERE c.outcome_event_id = ok.outcome_event_id AND c.profile_id = ok.profile_id
+        AND c.occurred_at = ok.occurred_at
       ORDER BY c.outcome_event_id LIMIT 1) c
     CROSS JOIN LATERAL (SELECT * FROM export_rules r WHERE r.id = x.rule_id AND r.profile_id = x.profile_id ORDER BY r.id LIMIT 1) r
     CROSS JOIN LATERAL (
@@ -294,7 +301,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
               FROM ${batch} b
               JOIN export_rules r ON r.id = b.rule_id
               JOIN conversions c ON c.id = b.id AND c.profile_id = r.profile_id AND c.attribution_eligible
-              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.retracted_at IS NULL
+              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at
+                AND e.retracted_at IS NULL
               JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
                 AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
               JOIN profiles p ON p.id = r.profile_id

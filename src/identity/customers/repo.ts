@@ -325,10 +325,11 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
           SELECT e.id AS outcome_event_id, c.id AS conversion_id, c.conversion_key, ${iso("c.occurred_at")} AS occurred_at,
                  trim_scale(c.value_amount)::text AS value_amount, c.currency, c.customer_id, cu.customer_key
           FROM outcome_events e
-          JOIN conversions c ON c.outcome_event_id = e.id
+          JOIN conversions c ON c.outcome_event_id = e.id AND c.profile_id = e.profile_id AND c.occurred_at = e.occurred_at
           LEFT JOIN customers cu ON cu.id = c.customer_id
           WHERE e.profile_id = ${profileId} AND e.retracted_at IS NULL
-            AND (e.id = ${asUuid}::uuid OR c.id = ${asUuid}::uuid OR e.idempotency_key = ${ref})
+            AND (e.id = ${asUuid}::uuid OR c.id = ${asUuid}::uuid
+                 OR e.id = (SELECT k.outcome_event_id FROM outcome_keys k WHERE k.profile_id = ${profileId} AND k.idempotency_key = ${ref}))
           ORDER BY CASE WHEN e.id = ${asUuid}::uuid THEN 0 WHEN c.id = ${asUuid}::uuid THEN 1 ELSE 2 END
           LIMIT 1`)
 

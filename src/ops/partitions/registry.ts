@@ -3,7 +3,7 @@
  * keeps its rows. The partition maintenance creates each table's months ahead and drops a
  * partition once its whole range is past the retention: rows go by the partition, never by a
  * DELETE. A table joins by converting it in a migration (`toMonthlyPartitions`, migrations/support) and
- * adding one entry here; `outcome_events` is the next one.
+ * adding one entry here.
  */
 import { PII_LOG_RETENTION_DAYS } from "../../kernel/audit/retention.ts"
 import { REPLAY_WINDOW_DAYS } from "../../../schema/events.ts"
@@ -44,6 +44,8 @@ export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
   { table: "conversions", column: "occurred_at", retentionDays: null, source: "decision 0144 (spec silent)" },
   // Decision 0145: in their conversion's month, kept as long as it is.
   { table: "attribution_credits", column: "converted_at", retentionDays: null, source: "decision 0145 (spec silent)" },
+  // Decision 0146: kept, like the conversions made from them; keys across months in `outcome_keys`.
+  { table: "outcome_events", column: "occurred_at", retentionDays: null, source: "decision 0146 (spec silent)" },
   { table: "outbox", column: "created_at", retentionDays: OUTBOX_RETENTION_DAYS, source: "spec: outcome replay, 90-day window" },
   { table: "pii_access_log", column: "occurred_at", retentionDays: PII_LOG_RETENTION_DAYS, source: "spec: PII access log, retained 365 days" }
 ]

@@ -38,6 +38,16 @@ export class PartitionsRepo extends Context.Service<PartitionsRepo, {
    * when another runner holds it (that runner does the same work).
    */
   readonly locked: <A, E, R>(table: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<Option.Option<A>, E | DatabaseUnavailable, R>
+  /**
+   * The foreign keys a migration added `NOT VALID` to keep its lock short (decision 0146): new rows
+   * are checked already; the stored ones are left to `validate`.
+   */
+  readonly unvalidated: Repo<ReadonlyArray<{ readonly table: string; readonly name: string }>>
+  /**
+   * Validates one of them: reads the stored rows without blocking writes (`SHARE UPDATE
+   * EXCLUSIVE`). Answers false, the key left as it was, when a stored row breaks it.
+   */
+  readonly validate: (table: string, name: string) => Repo<boolean>
 }>()("svc/PartitionsRepo") {
   static readonly layer = Layer.effect(PartitionsRepo)(
     Effect.gen(function*() {
@@ -112,7 +122,23 @@ export class PartitionsRepo extends Context.Service<PartitionsRepo, {
           return Option.some(yield* effect)
         })))
 
-      return { ...atDatabaseBoundary({ list, create, drop }), locked }
+      const unvalidated = Effect.map(
+        sql<{ readonly table: string; readonly name: string }>`
+          SELECT c.conrelid::regclass::text AS table, c.conname AS name FROM pg_constraint c
+          WHERE c.contype = 'f' AND NOT c.convalidated AND c.conparentid = 0
+            AND c.connamespace = current_schema()::regnamespace
+          ORDER BY 1, 2`,
+        (rows) => rows.map((row) => ({ table: row.table, name: row.name }))
+      )
+
+      const validate = (table: string, name: string) =>
+        // In a savepoint of the caller's transaction: a refusal ends the savepoint, not the transaction.
+        sql.withTransaction(sql.unsafe(`ALTER TABLE ${quoted(table)} VALIDATE CONSTRAINT ${quoted(name)}`)).pipe(
+          Effect.as(true),
+          Effect.catchIf((error) => error.reason._tag === "ConstraintError", () => Effect.succeed(false))
+        )
+
+      return { ...atDatabaseBoundary({ list, create, drop, validate }), unvalidated: orDatabaseUnavailable(unvalidated), locked }
     })
   )
 }

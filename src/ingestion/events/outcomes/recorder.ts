@@ -223,9 +223,9 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
               isFirstPayment: customerId === null ? (definition.counts_as_cash ? true : null) : firstPayments.added.get(id) ?? null
             }))
             yield* repo.writeOutcomes({
-              eventCustomers: fresh.flatMap(({ event }, index) => {
+              eventCustomers: fresh.flatMap(({ event, occurredAt }, index) => {
                 const customerId = customers[index] ?? null
-                return customerId === null ? [] : [{ eventId: event.id, profileId: event.profileId, customerId }]
+                return customerId === null ? [] : [{ eventId: event.id, profileId: event.profileId, occurredAt, customerId }]
               }),
               conversions,
               flagChanges: firstPayments.changed

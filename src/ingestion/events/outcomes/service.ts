@@ -276,8 +276,8 @@ export class EventsService extends Context.Service<EventsService, {
               message: "A conversation recorded this event as its lead, so it can no longer be retracted."
             })
           }
-          const deleted = yield* repo.deleteConversions(event.id)
-          yield* repo.tombstone(event.id, reason)
+          const deleted = yield* repo.deleteConversions(event)
+          yield* repo.tombstone(event, reason)
           // The event's customer, and the payer a conversion was moved to (decision 0032).
           const flags = yield* repo.recomputeFirstPayments(profile.profileId, [
             ...(event.customer_id === null ? [] : [event.customer_id]),

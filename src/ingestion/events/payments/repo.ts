@@ -167,7 +167,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
 
       const paymentJoins = sql`
         FROM conversions c
-        JOIN outcome_events e ON e.id = c.outcome_event_id
+        JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at
         LEFT JOIN customers ec ON ec.id = e.customer_id
         LEFT JOIN customers pc ON pc.id = c.payer_customer_id`
 
@@ -210,7 +210,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
         isUuid(paymentId)
           ? firstOwners(sql`
               SELECT c.customer_id::text AS customer_id, e.customer_id::text AS event_customer_id
-              FROM conversions c JOIN outcome_events e ON e.id = c.outcome_event_id
+              FROM conversions c JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at
               WHERE c.profile_id = ${profileId} AND c.id = ${paymentId.toLowerCase()} AND c.counts_as_cash`)
           : Effect.succeed(Option.none<PaymentOwners>())
 
@@ -221,7 +221,7 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
                      e.customer_id::text AS event_customer_id, c.payer_customer_id::text AS payer_customer_id,
                      pc.customer_key AS payer_customer_key, c.installment, trim_scale(c.value_amount)::text AS value_amount, c.currency,
                      c.refunded_at IS NOT NULL AS refunded, trim_scale(c.refund_amount)::text AS refund_amount, c.refund_reason
-              FROM conversions c JOIN outcome_events e ON e.id = c.outcome_event_id
+              FROM conversions c JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at
               LEFT JOIN customers pc ON pc.id = c.payer_customer_id
               WHERE c.profile_id = ${profileId} AND c.id = ${paymentId.toLowerCase()} AND c.counts_as_cash
               FOR UPDATE OF c`)
