@@ -36,7 +36,9 @@ export const MONTHLY_INDEXES: Readonly<
   Record<string, ReadonlyArray<{ readonly name: string; readonly columns: ReadonlyArray<string>; readonly unique: boolean }>>
 > = {
   conversions: [{ name: "conversions_outcome_event_month", columns: ["outcome_event_id", "profile_id", "occurred_at"], unique: true }],
-  outcome_events: [{ name: "outcome_events_profile_event", columns: ["profile_id", "event_name"], unique: false }]
+  // By time after the profile: a probe by the whole key that picks it anyway (a plan made while a
+  // month was empty, and cached) reads the events of one instant, not the profile's month.
+  outcome_events: [{ name: "outcome_events_profile_time", columns: ["profile_id", "occurred_at"], unique: false }]
 }
 
 /**

@@ -487,6 +487,21 @@ layer(withOutcomes, { timeout: "120 seconds" })("partitioned outcome events (mig
       assert.deepStrictEqual(yield* validated("outcome_keys"), [true, true])
     })))
 
+  it.effect("a probe by the whole key, planned generic while the months are empty, reads at most one instant of a partition", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      // A new month has no statistics: any of its indexes costs the same, and a cached generic plan keeps the pick.
+      yield* sql.unsafe(`CREATE TABLE probe_empty_month (LIKE outcome_events INCLUDING ALL)`)
+      yield* sql.unsafe(`SET LOCAL plan_cache_mode = force_generic_plan`)
+      yield* sql.unsafe(`PREPARE probe_whole_key(uuid, uuid, timestamptz) AS
+        SELECT id FROM probe_empty_month WHERE id = $1 AND profile_id = $2 AND occurred_at = $3`)
+      const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (COSTS OFF) EXECUTE probe_whole_key(gen_random_uuid(), gen_random_uuid(), now())`))
+        .map((row) => row["QUERY PLAN"]).join("\n")
+      yield* sql.unsafe(`DEALLOCATE probe_whole_key`)
+      const condition = plan.match(/Index Cond: \((.*)\)/)?.[1] ?? ""
+      assert.include(condition, "occurred_at", plan)
+    })))
+
   it.effect("an event's time cannot change; a key row names a stored event; an export names an event with a key row", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
