@@ -487,19 +487,32 @@ layer(withOutcomes, { timeout: "120 seconds" })("partitioned outcome events (mig
       assert.deepStrictEqual(yield* validated("outcome_keys"), [true, true])
     })))
 
-  it.effect("a probe by the whole key, planned generic while the months are empty, reads at most one instant of a partition", () =>
+  it.effect("every partitioned table: a probe by its whole key, planned generic on an empty month, names the month in its index condition", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
-      // A new month has no statistics: any of its indexes costs the same, and a cached generic plan keeps the pick.
-      yield* sql.unsafe(`CREATE TABLE probe_empty_month (LIKE outcome_events INCLUDING ALL)`)
+      // A new month has no statistics: its indexes cost the same, and a cached generic plan keeps the
+      // pick. An index condition without the month column would read a profile's whole month per probe.
       yield* sql.unsafe(`SET LOCAL plan_cache_mode = force_generic_plan`)
-      yield* sql.unsafe(`PREPARE probe_whole_key(uuid, uuid, timestamptz) AS
-        SELECT id FROM probe_empty_month WHERE id = $1 AND profile_id = $2 AND occurred_at = $3`)
-      const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (COSTS OFF) EXECUTE probe_whole_key(gen_random_uuid(), gen_random_uuid(), now())`))
-        .map((row) => row["QUERY PLAN"]).join("\n")
-      yield* sql.unsafe(`DEALLOCATE probe_whole_key`)
-      const condition = plan.match(/Index Cond: \((.*)\)/)?.[1] ?? ""
-      assert.include(condition, "occurred_at", plan)
+      const failures: Array<string> = []
+      for (const entry of PARTITIONED_TABLES) {
+        const copy = `probe_month_${entry.table}`
+        yield* sql.unsafe(`CREATE TABLE ${copy} (LIKE ${entry.table} INCLUDING ALL)`)
+        const key = yield* sql<{ name: string; type: string }>`
+          SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS type
+          FROM pg_index i CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY u(n, k)
+          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = u.n
+          WHERE i.indrelid = to_regclass(${entry.table}) AND i.indisprimary ORDER BY u.k`
+        const statement = `probe_key_${entry.table}`
+        yield* sql.unsafe(`PREPARE ${statement}(${key.map((column) => column.type).join(", ")}) AS
+          SELECT 1 FROM ${copy} WHERE ${key.map((column, index) => `${column.name} = $${index + 1}`).join(" AND ")}`)
+        const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(
+          `EXPLAIN (COSTS OFF) EXECUTE ${statement}(${key.map((column) => `NULL::${column.type}`).join(", ")})`
+        )).map((row) => row["QUERY PLAN"]).join("\n")
+        yield* sql.unsafe(`DEALLOCATE ${statement}`)
+        const condition = plan.match(/Index Cond: \((.*)\)/)?.[1] ?? ""
+        if (!condition.includes(entry.column)) failures.push(`${entry.table}: ${plan}`)
+      }
+      assert.deepStrictEqual(failures, [])
     })))
 
   it.effect("an event's time cannot change; a key row names a stored event; an export names an event with a key row", () =>
