@@ -104,6 +104,8 @@ const drop = (profileId: string) =>
     const sql = yield* SqlClient
     yield* sql`DELETE FROM merge_proposals WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM conversions WHERE profile_id = ${profileId}`
+    // The key rows first: they name their events (decision 0146).
+    yield* sql`DELETE FROM outcome_keys WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM outcome_events WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM touches WHERE profile_id = ${profileId}`
     yield* sql`DELETE FROM touch_keys WHERE profile_id = ${profileId}`

@@ -242,6 +242,8 @@ export const dropDataset = (sql: SqlClient, dataset: Pick<Dataset, "profileId">)
     const p = dataset.profileId
     yield* sql`DELETE FROM attribution_credits WHERE conversion_id IN (SELECT id FROM conversions WHERE profile_id = ${p})`
     yield* sql`DELETE FROM conversions WHERE profile_id = ${p}`
+    // The key rows first: they name their events (decision 0146).
+    yield* sql`DELETE FROM outcome_keys WHERE profile_id = ${p}`
     yield* sql`DELETE FROM outcome_events WHERE profile_id = ${p}`
     yield* sql`DELETE FROM touches WHERE profile_id = ${p}`
     yield* sql`DELETE FROM touch_keys WHERE profile_id = ${p}`
