@@ -16,7 +16,7 @@ import { completeOutcomeKeys, OUTCOME_KEYS, referenceKeys } from "./support/outc
  *   the event. Built beforehand by `partitions prepare`, they are adopted here without a scan. A
  *   conversion's time is its event's (checked before the move; both times are guarded).
  * - A default partition takes times past the months made ahead (outcome writers take any time).
- * - `(profile_id, occurred_at)` replaces the profile prefix the old key's index gave.
+ * - `(profile_id, occurred_at, id)` replaces the profile prefix the old key's index gave.
  * - A trigger refuses a change of an event's `occurred_at` (none is made): the key row and the
  *   conversions copy it.
  */

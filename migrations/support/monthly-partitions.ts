@@ -36,9 +36,10 @@ export const MONTHLY_INDEXES: Readonly<
   Record<string, ReadonlyArray<{ readonly name: string; readonly columns: ReadonlyArray<string>; readonly unique: boolean }>>
 > = {
   conversions: [{ name: "conversions_outcome_event_month", columns: ["outcome_event_id", "profile_id", "occurred_at"], unique: true }],
-  // By time after the profile: a probe by the whole key that picks it anyway (a plan made while a
-  // month was empty, and cached) reads the events of one instant, not the profile's month.
-  outcome_events: [{ name: "outcome_events_profile_time", columns: ["profile_id", "occurred_at"], unique: false }]
+  // The whole key after the profile, like conversions' (profile_id, occurred_at, id): a probe by
+  // the whole key that picks it anyway (a plan made while a month was empty, and cached, as the
+  // foreign keys' checks are) still finds its one row, not the profile's month or instant.
+  outcome_events: [{ name: "outcome_events_profile_time", columns: ["profile_id", "occurred_at", "id"], unique: false }]
 }
 
 /**
