@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { quoted } from "./monthly-partitions.ts"
+import { forEachBlockRange, quoted } from "./monthly-partitions.ts"
 
 /**
  * A month column a table gains from its parent row before it can be kept in monthly partitions
@@ -34,9 +34,6 @@ export const CREDITS_MONTH: MonthColumn = {
 }
 
 export const MONTH_COLUMNS: ReadonlyArray<MonthColumn> = [CREDITS_MONTH]
-
-/** Blocks of the table filled per statement (about 100,000 narrow rows). */
-const FILL_BLOCKS = 1_000
 
 const fillTrigger = (entry: MonthColumn) => `${entry.table}_${entry.column}_fill`
 const notNullCheck = (entry: MonthColumn) => `${entry.table}_${entry.column}_present`
@@ -79,15 +76,8 @@ export const prepareMonthColumn = (entry: MonthColumn) =>
     yield* sql.unsafe(`
       CREATE OR REPLACE TRIGGER ${quoted(fillTrigger(entry))} BEFORE INSERT OR UPDATE ON ${table}
       FOR EACH ROW EXECUTE FUNCTION ${quoted(fillTrigger(entry))}()`)
-    const [size] = yield* sql<{ readonly blocks: number }>`
-      SELECT (pg_relation_size(to_regclass(${entry.table})) / current_setting('block_size')::int)::int AS blocks`
-    const blocks = size?.blocks ?? 0
-    for (let from = 0; from < blocks; from += FILL_BLOCKS) {
-      yield* sql.unsafe(
-        `UPDATE ${table} t SET ${column} = ${parentTime(entry, "t")} ` +
-          `WHERE t.ctid >= '(${from},0)'::tid AND t.ctid < '(${from + FILL_BLOCKS},0)'::tid AND t.${column} IS NULL`
-      )
-    }
+    yield* forEachBlockRange(entry.table, "t", (range) =>
+      sql.unsafe(`UPDATE ${table} t SET ${column} = ${parentTime(entry, "t")} WHERE ${range} AND t.${column} IS NULL`))
     const check = quoted(notNullCheck(entry))
     const present = yield* presenceValidated(entry)
     if (present === "absent") yield* sql.unsafe(`ALTER TABLE ${table} ADD CONSTRAINT ${check} CHECK (${column} IS NOT NULL) NOT VALID`)

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { quoted } from "./monthly-partitions.ts"
+import { forEachBlockRange, quoted } from "./monthly-partitions.ts"
 
 /**
  * `outcome_keys`, one row per outcome event (its idempotency key, id and month), which the key
@@ -68,9 +68,6 @@ const timesAgree = (entry: KeyTable) =>
     }
   })
 
-/** Blocks of the events copied per statement. */
-const FILL_BLOCKS = 1_000
-
 /** The trigger while stored events are still being copied, and once they all are. */
 const filling = ({ keys }: KeyTable) => `${keys}_filling`
 const filled = ({ keys }: KeyTable) => `${keys}_filled`
@@ -129,12 +126,7 @@ export const prepareOutcomeKeys = (entry: KeyTable) =>
     yield* sql.unsafe(`
       CREATE OR REPLACE TRIGGER ${quoted(filling(entry))} AFTER INSERT ON ${quoted(entry.events)}
       FOR EACH ROW EXECUTE FUNCTION ${quoted(fillFunction(entry))}()`)
-    const [size] = yield* sql<{ readonly blocks: number }>`
-      SELECT (pg_relation_size(to_regclass(${entry.events})) / current_setting('block_size')::int)::int AS blocks`
-    const blocks = size?.blocks ?? 0
-    for (let from = 0; from < blocks; from += FILL_BLOCKS) {
-      yield* copyKeys(entry, `WHERE e.ctid >= '(${from},0)'::tid AND e.ctid < '(${from + FILL_BLOCKS},0)'::tid`)
-    }
+    yield* forEachBlockRange(entry.events, "e", (range) => copyKeys(entry, `WHERE ${range}`))
     // Every event stored before the trigger was copied above; every one since, by the trigger.
     yield* sql.unsafe(`ALTER TRIGGER ${quoted(filling(entry))} ON ${quoted(entry.events)} RENAME TO ${quoted(filled(entry))}`)
     yield* timesAgree(entry)
