@@ -102,16 +102,12 @@ const trigger = (entry: KeyTable) =>
     ))
 
 /**
- * Beforehand, outside a transaction (each statement commits on its own): the table, the trigger,
- * the stored events copied block range by block range. Running it again does only what is left.
+ * The table, the trigger copying what the running release inserts, and the stored events copied
+ * block range by block range; then the trigger renamed to say the copy is whole.
  */
-export const prepareOutcomeKeys = (entry: KeyTable) =>
+const copyOnline = (entry: KeyTable) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    // Converted already: nothing to prepare.
-    const [kind] = yield* sql<{ readonly relkind: string }>`SELECT relkind::text AS relkind FROM pg_class WHERE oid = to_regclass(${entry.events})`
-    if (kind?.relkind !== "r") return
-    if ((yield* trigger(entry)) === filled(entry)) return
     yield* createKeys(entry)
     // The running release claims a key with the events' own unique index, so an inserted event's
     // key is new: the copy conflicts only with the block copy below, which it may race.
@@ -129,6 +125,20 @@ export const prepareOutcomeKeys = (entry: KeyTable) =>
     yield* forEachBlockRange(entry.events, "e", (range) => copyKeys(entry, `WHERE ${range}`))
     // Every event stored before the trigger was copied above; every one since, by the trigger.
     yield* sql.unsafe(`ALTER TRIGGER ${quoted(filling(entry))} ON ${quoted(entry.events)} RENAME TO ${quoted(filled(entry))}`)
+  })
+
+/**
+ * Beforehand, outside a transaction (each statement commits on its own): the table, the trigger,
+ * the stored events copied block range by block range. Running it again does only what is left.
+ */
+export const prepareOutcomeKeys = (entry: KeyTable) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    // Converted already: nothing to prepare.
+    const [kind] = yield* sql<{ readonly relkind: string }>`SELECT relkind::text AS relkind FROM pg_class WHERE oid = to_regclass(${entry.events})`
+    if (kind?.relkind !== "r") return
+    // A copy finished by an earlier run is not made again; the check and keys below are.
+    if ((yield* trigger(entry)) !== filled(entry)) yield* copyOnline(entry)
     yield* timesAgree(entry)
     // The foreign keys the migration moves to the key table, built now so that it adopts them. A
     // partitioned table's key cannot be added unvalidated, but its partitions' can, and the

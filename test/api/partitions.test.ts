@@ -433,6 +433,11 @@ layer(withOutcomes, { timeout: "120 seconds" })("partitioned outcome events (mig
         { table: "probe_refs", name: "probe_refs_outcome_key_fkey", validated: true, parent: false },
         { table: "probe_refs_parted_a", name: "probe_refs_parted_a_outcome_key_fkey", validated: true, parent: false }
       ])
+      // A run stopped after the copy but before a key: running it again builds the key, copying nothing again.
+      yield* sql.unsafe(`ALTER TABLE probe_refs DROP CONSTRAINT probe_refs_outcome_key_fkey`)
+      yield* prepareOutcomeKeys(prepared)
+      assert.strictEqual((yield* references()).length, 2)
+      assert.strictEqual(yield* keysOf(prepared), 3)
       assert.deepStrictEqual(yield* triggers(prepared), ["probe_outcomes_keys_filled"])
       // The old release goes on writing: each event's key is copied as it is inserted.
       yield* sql.unsafe(`INSERT INTO probe_outcomes VALUES (gen_random_uuid(), '${profileId}', 'k-new', now())`)
