@@ -22,6 +22,7 @@ import { SecretBox } from "../platform/secret-box.ts"
 import { RpcCredentials } from "../rpc/credentials/service.ts"
 import { PARTITIONED_TABLES } from "../ops/partitions/registry.ts"
 import { prepareMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
+import { SPLIT_MONTHS, splitLegacy } from "../../migrations/support/split-legacy.ts"
 import { MONTH_COLUMNS, prepareMonthColumn } from "../../migrations/support/month-column.ts"
 import { OUTCOME_KEYS, prepareOutcomeKeys } from "../../migrations/support/outcome-keys.ts"
 import { ProfilePortsLayer } from "./ports.ts"
@@ -461,9 +462,28 @@ const partitionsPrepare = Command.make("prepare", {
     "Build a pending conversion's key and validate its bound while writes go on, so the migration holds its lock for milliseconds (decision 0143). Migrate before the printed bound: rows at or past it are refused until then."
   ))
 
+const partitionsSplit = Command.make("split", {
+  table: Argument.String("table").pipe(Argument.withDescription(`A table kept in monthly partitions (${PARTITIONED_TABLES.map((known) => known.table).join(", ")})`))
+}, ({ table }) =>
+  Effect.gen(function*() {
+    const entry = PARTITIONED_TABLES.find((candidate) => candidate.table === table)
+    if (entry === undefined) {
+      return yield* new CliRefusal({
+        message: `partitions split: ${table} is not kept in monthly partitions (${PARTITIONED_TABLES.map((known) => known.table).join(", ")})`
+      })
+    }
+    // The embedded database only while no service holds it (the split copies while that one would write).
+    yield* dispatch("partitions split", withDatabase(Effect.andThen(migrate, Effect.flatMap(splitLegacy(entry), (done) =>
+      printJson(done.split
+        ? { table, split: true, months: done.months, legacy_until: done.legacyUntil, locked_ms: done.lockedMs }
+        : { table, split: false, reason: done.reason })))))
+  })).pipe(Command.withDescription(
+    `Split <table>_legacy (the rows a conversion found) into one partition per month, the last ${SPLIT_MONTHS} months of it at most, while writes go on; the table is locked only for the swap (decision 0147). Safe to run again.`
+  ))
+
 const partitionsCommand = Command.make("partitions").pipe(
   Command.withDescription("Monthly partitions (issue 35 part 3)."),
-  Command.withSubcommands([partitionsPrepare])
+  Command.withSubcommands([partitionsPrepare, partitionsSplit])
 )
 
 const rpcCredentialsCommand = Command.make("rpc-credentials").pipe(

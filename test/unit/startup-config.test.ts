@@ -86,6 +86,16 @@ describe("CLI", () => {
     assert.match(unknown.stderr, /^svc: partitions prepare: customers is not kept in monthly partitions \(.*touches.*\)$/)
   }, 60_000)
 
+  it("partitions split runs on the embedded database (a new install: nothing in legacy) and refuses a table not kept in months", () => {
+    const dataDir = tempDir("cli-split")
+    const split = run(cli, { SVC_DATA_DIR: dataDir }, ["partitions", "split", "touches"])
+    assert.strictEqual(split.status, 0, split.stderr)
+    assert.deepStrictEqual(JSON.parse(split.stdout), { table: "touches", split: false, reason: "the legacy partition is empty" })
+    const unknown = run(cli, { SVC_DATA_DIR: dataDir }, ["partitions", "split", "customers"])
+    assert.strictEqual(unknown.status, 1)
+    assert.match(unknown.stderr, /^svc: partitions split: customers is not kept in monthly partitions \(.*touches.*\)$/)
+  }, 120_000)
+
   it("oauth-apps create registers an app and prints its secrets once; list never shows them", () => {
     const dataDir = tempDir("cli-apps")
     const created = run(cli, { SVC_DATA_DIR: dataDir }, [
