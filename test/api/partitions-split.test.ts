@@ -15,21 +15,11 @@ import { PartitionMaintenance } from "../../src/ops/partitions/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
 import { testSettings } from "../support/app.ts"
+import { rolledBack } from "../support/rolled-back.ts"
 import { seedProfile } from "../support/tenancy.ts"
 
 const database = DatabaseLayer.pipe(Layer.provide(AppConfig.layerWith(testSettings())))
 const services = Layer.mergeAll(PartitionMaintenance.layer, PartitionsRepo.layer).pipe(Layer.provideMerge(database))
-
-class RolledBack {
-  readonly _tag = "RolledBack"
-}
-
-const rolledBack = <E, R>(effect: Effect.Effect<void, E, R>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient
-    const failed = yield* sql.withTransaction(Effect.andThen(effect, Effect.fail(new RolledBack()))).pipe(Effect.flip)
-    assert.instanceOf(failed, RolledBack)
-  })
 
 const entry = (table: string) => {
   const found = PARTITIONED_TABLES.find((candidate) => candidate.table === table)

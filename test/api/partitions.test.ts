@@ -34,22 +34,11 @@ import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
 import { testSettings } from "../support/app.ts"
+import { rolledBack } from "../support/rolled-back.ts"
 import { seedProfile } from "../support/tenancy.ts"
 
 const database = DatabaseLayer.pipe(Layer.provide(AppConfig.layerWith(testSettings())))
 const services = Layer.mergeAll(PartitionMaintenance.layer, PartitionsRepo.layer).pipe(Layer.provideMerge(database))
-
-class RolledBack {
-  readonly _tag = "RolledBack"
-}
-
-/** Runs `effect` in a transaction that is rolled back once it is done (its assertions already made). */
-const rolledBack = <E, R>(effect: Effect.Effect<void, E, R>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient
-    const failed = yield* sql.withTransaction(Effect.andThen(effect, Effect.fail(new RolledBack()))).pipe(Effect.flip)
-    assert.instanceOf(failed, RolledBack)
-  })
 
 const partitionsOf = (table: string) =>
   Effect.map(PartitionsRepo.use((repo) => repo.list(table)), (rows) => rows.map((row) => row.name))
