@@ -8,7 +8,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { copySplit, finishSplit, SPLIT_MONTHS, splitLegacy, splitNames, startSplit } from "../../migrations/support/split-legacy.ts"
+import { copySplit, finishSplit, SPLIT_MONTHS, splitLegacy, splitNames, startSplit, vacuumSplit } from "../../migrations/support/split-legacy.ts"
 import { monthStart, PARTITIONED_TABLES, partitionName } from "../../src/ops/partitions/registry.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
 import { PartitionMaintenance } from "../../src/ops/partitions/service.ts"
@@ -85,11 +85,16 @@ layer(services, { timeout: "120 seconds" })("partitions split", (it) => {
       yield* sql`DELETE FROM touches WHERE id = ${c}`
       const e = yield* insertTouch(profileId, monthsAgo(5), "e")
       yield* copySplit(entry("touches"))
+      // Run again (a split that stopped): the split under way is kept and the copy harmlessly redone.
+      const resumed = yield* startSplit(entry("touches"))
+      assert.deepStrictEqual(resumed, started)
+      yield* copySplit(entry("touches"))
       // And after it: the copy's rows are changed over, deleted, and a row moves months.
       yield* sql`UPDATE touches SET campaign_name = 'b changed' WHERE id = ${b}`
       yield* sql`DELETE FROM touches WHERE id = ${e}`
       yield* sql`UPDATE touches SET occurred_at = ${monthsAgo(4)} WHERE id = ${d}`
       const f = yield* insertTouch(profileId, monthsAgo(1), "f")
+      yield* vacuumSplit(entry("touches"), { inTransaction: true })
       const before = yield* rowsOf("touches")
 
       const done = yield* finishSplit(entry("touches"))
@@ -160,7 +165,7 @@ layer(services, { timeout: "120 seconds" })("partitions split", (it) => {
           INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
       }
       const before = yield* rowsOf("outcome_events")
-      const done = yield* splitLegacy(entry("outcome_events"))
+      const done = yield* splitLegacy(entry("outcome_events"), { inTransaction: true })
       assert.isTrue(done.split)
       assert.deepStrictEqual(yield* rowsOf("outcome_events"), before)
       assert.strictEqual(yield* where("outcome_events", ids[0]!), partitionName("outcome_events", monthStart(new Date(), -9)))
@@ -169,7 +174,7 @@ layer(services, { timeout: "120 seconds" })("partitions split", (it) => {
       assert.isTrue(key?.validated)
       assert.isTrue((yield* bounds("outcome_events")).some((row) => row.is_default))
       // The new legacy holds nothing (every row was within SPLIT_MONTHS): a second run says so.
-      const again = yield* splitLegacy(entry("outcome_events"))
+      const again = yield* splitLegacy(entry("outcome_events"), { inTransaction: true })
       assert.deepStrictEqual(again, { table: "outcome_events", split: false, reason: "the legacy partition is empty" })
     })))
 
@@ -188,7 +193,7 @@ layer(services, { timeout: "120 seconds" })("partitions split", (it) => {
       yield* PartitionMaintenance.use((maintenance) => maintenance.run({ tables: [entry("outbox")], now: new Date() }))
       const [kept] = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM outbox WHERE id IN ${sql.in(ids)}`
       assert.strictEqual(kept?.n, 3)
-      yield* splitLegacy(entry("outbox"))
+      yield* splitLegacy(entry("outbox"), { inTransaction: true })
       const [pass] = yield* PartitionMaintenance.use((maintenance) => maintenance.run({ tables: [entry("outbox")], now: new Date() }))
       assert.include(pass?.dropped ?? [], partitionName("outbox", monthStart(new Date(), -8)))
       assert.include(pass?.dropped ?? [], "outbox_legacy")
