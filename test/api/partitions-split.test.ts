@@ -8,6 +8,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { copySplit, finishSplit, SPLIT_MONTHS, splitLegacy, splitNames, startSplit, vacuumSplit } from "../../migrations/support/split-legacy.ts"
 import { monthStart, PARTITIONED_TABLES, partitionName } from "../../src/ops/partitions/registry.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
@@ -201,4 +202,36 @@ layer(services, { timeout: "120 seconds" })("partitions split", (it) => {
       const left = yield* sql<{ readonly id: string }>`SELECT id FROM outbox WHERE id IN ${sql.in(ids)} ORDER BY created_at`
       assert.deepStrictEqual(left.map((row) => row.id), [ids[2]])
     })))
+
+  it.effect("the whole split as the command runs it (each step committed, the months vacuumed), on a table of its own", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const probe = { table: "split_probe", column: "created_at" }
+      const drop = sql.unsafe(`DROP TABLE IF EXISTS split_probe, split_probe_split, split_probe_split_old CASCADE`)
+      yield* drop
+      yield* Effect.ensuring(
+        Effect.gen(function*() {
+          yield* sql`CREATE TABLE split_probe (id uuid NOT NULL, profile_id uuid NOT NULL, created_at timestamptz NOT NULL, note text,
+                     PRIMARY KEY (id, profile_id))`
+          yield* sql`CREATE INDEX split_probe_note ON split_probe (profile_id, note)`
+          for (const months of [5, 3, 3, 1]) {
+            yield* sql`INSERT INTO split_probe VALUES (gen_random_uuid(), gen_random_uuid(), ${monthsAgo(months)}, ${`row ${months}`})`
+          }
+          yield* toMonthlyPartitions(probe)
+          const before = yield* rowsOf("split_probe")
+          const done = yield* splitLegacy(probe)
+          assert.isTrue(done.split)
+          assert.deepStrictEqual(yield* rowsOf("split_probe"), before)
+          const month = partitionName("split_probe", monthStart(new Date(), -3))
+          const [row] = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM ${sql(month)}`
+          assert.strictEqual(row?.n, 2)
+          // Vacuumed: the visibility map covers the month's page.
+          const [visible] = yield* sql<{ readonly pages: number }>`SELECT relallvisible AS pages FROM pg_class WHERE relname = ${month}`
+          assert.isAbove(visible?.pages ?? 0, 0)
+          const left = yield* sql<{ readonly name: string }>`SELECT relname AS name FROM pg_class WHERE starts_with(relname, 'split_probe_split')`
+          assert.deepStrictEqual(left, [])
+        }),
+        Effect.orDie(drop)
+      )
+    }))
 })
