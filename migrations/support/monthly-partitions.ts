@@ -25,8 +25,14 @@ const FILL_BLOCKS = 1_000
 /**
  * Runs `statement` once per range of `FILL_BLOCKS` blocks of `table`, given the range's `ctid`
  * condition on `alias`: each range its own statement, so an online fill holds no row long.
+ * `progress`, if given, hears the blocks done and the total after each range.
  */
-export const forEachBlockRange = <E, R>(table: string, alias: string, statement: (where: string) => Effect.Effect<unknown, E, R>) =>
+export const forEachBlockRange = <E, R>(
+  table: string,
+  alias: string,
+  statement: (where: string) => Effect.Effect<unknown, E, R>,
+  progress?: (done: number, total: number) => Effect.Effect<void>
+) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const [size] = yield* sql<{ readonly blocks: number }>`
@@ -34,6 +40,7 @@ export const forEachBlockRange = <E, R>(table: string, alias: string, statement:
     const blocks = size?.blocks ?? 0
     for (let from = 0; from < blocks; from += FILL_BLOCKS) {
       yield* statement(`${alias}.ctid >= '(${from},0)'::tid AND ${alias}.ctid < '(${from + FILL_BLOCKS},0)'::tid`)
+      if (progress !== undefined) yield* progress(Math.min(blocks, from + FILL_BLOCKS), blocks)
     }
   })
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`

@@ -23,6 +23,10 @@ import { type Conversion, forEachBlockRange, quoted } from "./monthly-partitions
  * Every step can be run again: a split that stopped resumes where the trigger keeps the copy whole.
  */
 
+/** Where a long split says how far it is (the command: a line on standard error). */
+export type Progress = (line: string) => Effect.Effect<void>
+const silent: Progress = () => Effect.void
+
 /** Months split out at most, counted back from the legacy partition's end; older rows stay in the new `_legacy`. */
 export const SPLIT_MONTHS = 60
 
@@ -252,13 +256,14 @@ export const startSplit = (entry: Conversion) =>
  * Step 2: copies the stored rows (again, harmlessly, on a resumed split), then readies each month
  * for the attach: statistics, and the parent's foreign keys validated on it.
  */
-export const copySplit = (entry: Conversion) =>
+export const copySplit = (entry: Conversion, progress: Progress = silent) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const names = splitNames(entry.table)
     if (!(yield* mirroring(entry.table))) return yield* Effect.die(new Error(`${entry.table}: no split under way`))
     const { columns, key } = yield* catalogue(entry.table, entry.column)
     const list = columns.map(quoted).join(", ")
+    let reported = -1
     yield* forEachBlockRange(
       names.legacy,
       "l",
@@ -269,7 +274,14 @@ export const copySplit = (entry: Conversion) =>
               quoted(names.legacy)
             } l WHERE ${where} FOR KEY SHARE) c ` +
             `ON CONFLICT (${key.map(quoted).join(", ")}) DO NOTHING`
-        )
+        ),
+      // At each tenth of the table, and at its end.
+      (done, total) => {
+        const tenth = Math.floor(done * 10 / total)
+        if (tenth <= reported) return Effect.void
+        reported = tenth
+        return progress(`copied ${done} of ${total} blocks of ${names.legacy}`)
+      }
     )
     const parts = yield* stagedParts(entry)
     const foreign = yield* sql<{ readonly name: string; readonly def: string }>`
@@ -365,14 +377,21 @@ export const finishSplit = (entry: Conversion) =>
 
 /**
  * The whole split (steps 1 to 3), each step committing its own work; `inTransaction` (tests, which
- * roll everything back) analyses the months without vacuuming them.
+ * roll everything back) analyses the months without vacuuming them; `progress` hears each phase.
  */
-export const splitLegacy = (entry: Conversion, options: { readonly inTransaction: boolean } = { inTransaction: false }) =>
+export const splitLegacy = (
+  entry: Conversion,
+  options: { readonly inTransaction: boolean; readonly progress?: Progress } = { inTransaction: false }
+) =>
   Effect.gen(function*() {
+    const progress = options.progress ?? silent
     const started = yield* startSplit(entry)
     if (!("plan" in started)) return { table: entry.table, split: false, reason: started.reason } satisfies SplitOutcome
-    yield* copySplit(entry)
+    yield* progress(`${started.plan.parts.length - 1} months and a new ${splitNames(entry.table).legacy}; copying while writes go on`)
+    yield* copySplit(entry, progress)
+    yield* progress("vacuuming and analysing the months")
     yield* vacuumSplit(entry, options)
+    yield* progress("swapping the months in under the table's lock")
     const done = yield* finishSplit(entry)
     return { table: entry.table, split: true, months: done.months, legacyUntil: done.legacyUntil, lockedMs: done.lockedMs } satisfies SplitOutcome
   })

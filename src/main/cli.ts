@@ -473,7 +473,11 @@ const partitionsSplit = Command.make("split", {
       })
     }
     // The embedded database only while no service holds it (the split copies while that one would write).
-    yield* dispatch("partitions split", withDatabase(Effect.andThen(migrate, Effect.flatMap(splitLegacy(entry), (done) =>
+    yield* dispatch("partitions split", withDatabase(Effect.andThen(migrate, Effect.flatMap(splitLegacy(entry, {
+      inTransaction: false,
+      // Minutes on a large table: each phase said on standard error, the result alone on standard output.
+      progress: (line) => Console.error(`partitions split ${table}: ${line}`)
+    }), (done) =>
       printJson(done.split
         ? { table, split: true, months: done.months, legacy_until: done.legacyUntil, locked_ms: done.lockedMs }
         : { table, split: false, reason: done.reason })))))
