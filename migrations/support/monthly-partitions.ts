@@ -43,9 +43,11 @@ export const forEachBlockRange = <E, R>(
       if (progress !== undefined) yield* progress(Math.min(blocks, from + FILL_BLOCKS), blocks)
     }
   })
-const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
+/** A string literal for SQL text. */
+export const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
 
-const monthName = (table: string, from: Date) =>
+/** The name of `table`'s partition for the month starting at `from` (UTC). */
+export const monthName = (table: string, from: Date) =>
   `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
 
 /**
@@ -142,11 +144,8 @@ export const prepareMonthlyPartitions = ({ column, table }: Conversion) =>
     return Option.some(bound.at)
   })
 
-/**
- * The table's primary key: its name, and its columns with `column` appended (a partitioned
- * table's keys carry it).
- */
-const monthlyKey = (table: string, column: string) =>
+/** The table's primary key: its name and its columns, in order. */
+export const primaryKey = (table: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const [primary] = yield* sql<{ readonly name: string; readonly cols: ReadonlyArray<string> }>`
@@ -155,8 +154,15 @@ const monthlyKey = (table: string, column: string) =>
               JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i) AS cols
       FROM pg_constraint k WHERE k.conrelid = to_regclass(${table}) AND k.contype = 'p'`
     if (primary === undefined) return yield* Effect.die(new Error(`${table}: no primary key`))
-    return { name: primary.name, columns: primary.cols.includes(column) ? primary.cols : [...primary.cols, column] }
+    return { name: primary.name, columns: primary.cols }
   })
+
+/**
+ * The table's primary key: its name, and its columns with `column` appended (a partitioned
+ * table's keys carry it).
+ */
+const monthlyKey = (table: string, column: string) =>
+  Effect.map(primaryKey(table), ({ columns, name }) => ({ name, columns: columns.includes(column) ? columns : [...columns, column] }))
 
 /** Converts one plain table to monthly range partitions over `column`, keeping its rows where they are. */
 export const toMonthlyPartitions = ({ column, table }: Conversion) =>

@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { type Conversion, forEachBlockRange, quoted } from "./monthly-partitions.ts"
+import { type Conversion, forEachBlockRange, literal, monthName, primaryKey, quoted } from "./monthly-partitions.ts"
 
 /**
  * Splitting `<table>_legacy` into months while writes go on (decision 0147). A conversion leaves every
@@ -15,10 +15,11 @@ import { type Conversion, forEachBlockRange, quoted } from "./monthly-partitions
  * 2. `copySplit`: the stored rows copied a block range at a time (`FOR KEY SHARE`, so a row is not
  *    deleted between its read and its copy; a change is upserted by the trigger over the copy), the
  *    parent's foreign keys added `NOT VALID` and validated on each month; then `vacuumSplit`.
- * 3. `finishSplit`, in one short transaction under the parent's lock: the legacy partition detached
- *    and dropped, each month detached from the private table and attached to the parent (its
- *    indexes, key, foreign keys and range check adopted: nothing is built or read), the foreign keys
- *    that point at the table added again `NOT VALID` (detaching would read them), then validated.
+ * 3. `finishSplit`, in one short transaction under the parent's lock: the legacy partition detached,
+ *    each month detached from the private table and attached to the parent (its indexes, key,
+ *    foreign keys and range check adopted: nothing is built or read), the foreign keys that point at
+ *    the table added again `NOT VALID` (detaching would read them); after the commit the old
+ *    partition dropped and those keys validated.
  *
  * Every step can be run again: a split that stopped resumes where the trigger keeps the copy whole.
  */
@@ -29,10 +30,6 @@ const silent: Progress = () => Effect.void
 
 /** Months split out at most, counted back from the legacy partition's end; older rows stay in the new `_legacy`. */
 export const SPLIT_MONTHS = 60
-
-const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
-const monthName = (prefix: string, from: Date) =>
-  `${prefix}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
 
 /** Names used by a split of `table`. */
 export const splitNames = (table: string) => ({
@@ -60,16 +57,11 @@ const catalogue = (table: string, column: string) =>
     const columns = yield* sql<{ readonly name: string; readonly generated: string; readonly identity: string }>`
       SELECT attname::text AS name, attgenerated::text AS generated, attidentity::text AS identity FROM pg_attribute
       WHERE attrelid = to_regclass(${table}) AND attnum > 0 AND NOT attisdropped ORDER BY attnum`
-    const [primary] = yield* sql<{ readonly cols: ReadonlyArray<string> }>`
-      SELECT ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY u(n, i)
-                   JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.n ORDER BY u.i) AS cols
-      FROM pg_constraint k WHERE k.conrelid = to_regclass(${table}) AND k.contype = 'p'`
-    if (primary === undefined || !primary.cols.includes(column)) {
-      return yield* Effect.die(new Error(`${table}: no primary key with ${column}`))
-    }
+    const primary = yield* primaryKey(table)
+    if (!primary.columns.includes(column)) return yield* Effect.die(new Error(`${table}: no primary key with ${column}`))
     const computed = columns.find((candidate) => candidate.generated !== "" || candidate.identity !== "")
     if (computed !== undefined) return yield* Effect.die(new Error(`${table}: column ${computed.name} is computed; a split copies values`))
-    return { columns: columns.map((candidate) => candidate.name), key: primary.cols }
+    return { columns: columns.map((candidate) => candidate.name), key: primary.columns }
   })
 
 /**
@@ -150,6 +142,12 @@ const stagedParts = (entry: Conversion) =>
 
 const rangeCheck = (staged: string) => `${staged}_range`
 
+/** A part's partition bound, as the private table and then the parent take it. */
+const rangeOf = (part: SplitPlan["parts"][number]) =>
+  part.from === null
+    ? `FOR VALUES FROM (MINVALUE) TO (${literal(part.to)})`
+    : `FOR VALUES FROM (${literal(part.from)}) TO (${literal(part.to)})`
+
 /**
  * Gives `staged`'s indexes (and the key's constraint with its index) the names they would have had
  * as partitions of the table: the staged prefix replaced by the final one. Index names are
@@ -208,10 +206,7 @@ export const startSplit = (entry: Conversion) =>
         yield* sql.unsafe(def)
       }
       for (const part of parts) {
-        const range = part.from === null
-          ? `FOR VALUES FROM (MINVALUE) TO (${literal(part.to)})`
-          : `FOR VALUES FROM (${literal(part.from)}) TO (${literal(part.to)})`
-        yield* sql.unsafe(`CREATE TABLE ${quoted(part.staged)} PARTITION OF ${quoted(names.staging)} ${range}`)
+        yield* sql.unsafe(`CREATE TABLE ${quoted(part.staged)} PARTITION OF ${quoted(names.staging)} ${rangeOf(part)}`)
         // The range as a check of its own: the attach to the parent then reads no row to prove it.
         const check = part.from === null
           ? `${at} < ${literal(part.to)}::timestamptz`
@@ -254,7 +249,8 @@ export const startSplit = (entry: Conversion) =>
 
 /**
  * Step 2: copies the stored rows (again, harmlessly, on a resumed split), then readies each month
- * for the attach: statistics, and the parent's foreign keys validated on it.
+ * for the attach: the parent's foreign keys validated on it, its indexes named as the parent's
+ * partitions' are.
  */
 export const copySplit = (entry: Conversion, progress: Progress = silent) =>
   Effect.gen(function*() {
@@ -304,7 +300,6 @@ export const copySplit = (entry: Conversion, progress: Progress = silent) =>
       }
       if (part.from !== null) yield* renameIndexes(part.staged, part.staged, part.final)
     }
-    return parts
   })
 
 /**
@@ -347,12 +342,9 @@ export const finishSplit = (entry: Conversion) =>
       yield* sql.unsafe(`DROP TRIGGER ${quoted(names.mirror)} ON ${quoted(names.legacy)}`)
       yield* sql.unsafe(`ALTER TABLE ${quoted(names.legacy)} RENAME TO ${quoted(names.old)}`)
       for (const part of parts) {
-        const range = part.from === null
-          ? `FOR VALUES FROM (MINVALUE) TO (${literal(part.to)})`
-          : `FOR VALUES FROM (${literal(part.from)}) TO (${literal(part.to)})`
         yield* sql.unsafe(`ALTER TABLE ${quoted(names.staging)} DETACH PARTITION ${quoted(part.staged)}`)
         yield* sql.unsafe(`ALTER TABLE ${quoted(part.staged)} RENAME TO ${quoted(part.final)}`)
-        yield* sql.unsafe(`ALTER TABLE ${quoted(entry.table)} ATTACH PARTITION ${quoted(part.final)} ${range}`)
+        yield* sql.unsafe(`ALTER TABLE ${quoted(entry.table)} ATTACH PARTITION ${quoted(part.final)} ${rangeOf(part)}`)
         yield* sql.unsafe(`ALTER TABLE ${quoted(part.final)} DROP CONSTRAINT ${quoted(rangeCheck(part.staged))}`)
       }
       yield* sql.unsafe(`DROP TABLE ${quoted(names.staging)}`)

@@ -429,6 +429,18 @@ const rpcCredentialsRevoke = Command.make("revoke", { id: credentialId }, ({ id 
     Command.withDescription("Revoke a credential now: its next call is refused with unauthorized.")
   )
 
+/** The registry's entry for `table`, or the command's one-line refusal naming the tables kept in months. */
+const partitionedTable = (command: string, table: string) => {
+  const entry = PARTITIONED_TABLES.find((candidate) => candidate.table === table)
+  return entry === undefined
+    ? Effect.fail(
+      new CliRefusal({
+        message: `${command}: ${table} is not kept in monthly partitions (${PARTITIONED_TABLES.map((known) => known.table).join(", ")})`
+      })
+    )
+    : Effect.succeed(entry)
+}
+
 const partitionsPrepare = Command.make("prepare", {
   table: Argument.String("table").pipe(Argument.withDescription("A table kept in monthly partitions whose conversion is pending (touches, outcome_events, conversions, attribution_credits)"))
 }, ({ table }) =>
@@ -439,12 +451,7 @@ const partitionsPrepare = Command.make("prepare", {
         message: "partitions prepare: the embedded database converts its tables when the service starts; there is nothing to prepare"
       })
     }
-    const entry = PARTITIONED_TABLES.find((candidate) => candidate.table === table)
-    if (entry === undefined) {
-      return yield* new CliRefusal({
-        message: `partitions prepare: ${table} is not kept in monthly partitions (${PARTITIONED_TABLES.map((known) => known.table).join(", ")})`
-      })
-    }
+    const entry = yield* partitionedTable("partitions prepare", table)
     // No migration first: this runs before the migration that converts the table, while the old release serves.
     yield* withDatabase(Effect.gen(function*() {
       // A table whose month column comes from its parent row fills it first (decision 0145).
@@ -466,12 +473,7 @@ const partitionsSplit = Command.make("split", {
   table: Argument.String("table").pipe(Argument.withDescription(`A table kept in monthly partitions (${PARTITIONED_TABLES.map((known) => known.table).join(", ")})`))
 }, ({ table }) =>
   Effect.gen(function*() {
-    const entry = PARTITIONED_TABLES.find((candidate) => candidate.table === table)
-    if (entry === undefined) {
-      return yield* new CliRefusal({
-        message: `partitions split: ${table} is not kept in monthly partitions (${PARTITIONED_TABLES.map((known) => known.table).join(", ")})`
-      })
-    }
+    const entry = yield* partitionedTable("partitions split", table)
     // The embedded database only while no service holds it (the split copies while that one would write).
     yield* dispatch("partitions split", withDatabase(Effect.andThen(migrate, Effect.flatMap(splitLegacy(entry, {
       inTransaction: false,
