@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { completeMonthColumn, CREDITS_MONTH } from "./support/month-column.ts"
+import { completeCopiedColumn, CREDITS_MONTH } from "./support/copied-column.ts"
 import { toMonthlyPartitions } from "./support/monthly-partitions.ts"
 
 /**
@@ -16,7 +16,7 @@ import { toMonthlyPartitions } from "./support/monthly-partitions.ts"
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient
-  yield* completeMonthColumn(CREDITS_MONTH)
+  yield* completeCopiedColumn(CREDITS_MONTH)
   yield* toMonthlyPartitions({ table: "attribution_credits", column: "converted_at" })
   yield* sql`CREATE TABLE attribution_credits_default PARTITION OF attribution_credits DEFAULT`
   yield* sql`

@@ -24,7 +24,9 @@ const FILL_BLOCKS = 1_000
 
 /**
  * Runs `statement` once per range of `FILL_BLOCKS` blocks of `table`, given the range's `ctid`
- * condition on `alias`: each range its own statement, so an online fill holds no row long.
+ * condition on `alias`: each range its own statement, so an online fill holds no row long. On a
+ * partitioned table the condition holds in every partition (a `ctid` range scan of each): the
+ * ranges run to the largest partition's end.
  * `progress`, if given, hears the blocks done and the total after each range.
  */
 export const forEachBlockRange = <E, R>(
@@ -36,7 +38,8 @@ export const forEachBlockRange = <E, R>(
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const [size] = yield* sql<{ readonly blocks: number }>`
-      SELECT (pg_relation_size(to_regclass(${table})) / current_setting('block_size')::int)::int AS blocks`
+      SELECT (coalesce((SELECT max(pg_relation_size(relid)) FROM pg_partition_tree(to_regclass(${table})) WHERE isleaf),
+                       pg_relation_size(to_regclass(${table}))) / current_setting('block_size')::int)::int AS blocks`
     const blocks = size?.blocks ?? 0
     for (let from = 0; from < blocks; from += FILL_BLOCKS) {
       yield* statement(`${alias}.ctid >= '(${from},0)'::tid AND ${alias}.ctid < '(${from + FILL_BLOCKS},0)'::tid`)

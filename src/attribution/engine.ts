@@ -104,7 +104,10 @@ export class CreditEngine extends Context.Service<CreditEngine, {
           const creditable = targets.filter((target) => target.eligible && target.customer_id !== null)
           const touches = creditable.length === 0 ? [] : yield* repo.candidateTouches(creditable)
           const byConversion = new Map<string, Array<TouchInput>>()
+          // A touch's exact time, written with each of its credit rows (`touch_at`, migration 0075).
+          const touchAt = new Map<string, string>()
           for (const touch of touches) {
+            touchAt.set(touch.id, touch.occurred_at)
             let list = byConversion.get(touch.conversion_id)
             if (list === undefined) byConversion.set(touch.conversion_id, list = [])
             list.push({ id: touch.id, occurred_at: touch.occurred_ms, kind: touch.kind, channel: touch.channel })
@@ -133,6 +136,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
                   added.convertedAt.push(target.occurred_at)
                   added.model.push(result.model)
                   added.touch.push(row.touch_id)
+                  added.touchAt.push(touchAt.get(row.touch_id) ?? "")
                   added.position.push(row.position)
                   added.share.push(row.credit_share)
                   added.credited.push(row.is_credited)

@@ -61,7 +61,9 @@ export const CandidateTouch = Schema.Struct({
   id: Schema.String,
   kind: Schema.Literals(TOUCH_KINDS),
   channel: Schema.String,
-  occurred_ms: Schema.Number
+  occurred_ms: Schema.Number,
+  /** The exact time (ISO, microseconds): a credit row's `touch_at` (migration 0075). */
+  occurred_at: Schema.String
 })
 export type CandidateTouch = typeof CandidateTouch.Type
 
@@ -193,7 +195,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
       const candidateTouches = (conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>) =>
         touchRows(sql`
           SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
-                 floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms
+                 floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms, ${isoTimestamp(sql, "t.occurred_at")} AS occurred_at
           FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.window_days)}::int[])
                  AS x(conversion_id, window_days)
           JOIN conversions c ON c.id = x.conversion_id

@@ -23,7 +23,7 @@ import { RpcCredentials } from "../rpc/credentials/service.ts"
 import { PARTITIONED_TABLES } from "../ops/partitions/registry.ts"
 import { prepareMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { SPLIT_MONTHS, splitLegacy } from "../../migrations/support/split-legacy.ts"
-import { MONTH_COLUMNS, prepareMonthColumn } from "../../migrations/support/month-column.ts"
+import { COPIED_COLUMNS, prepareCopiedColumn } from "../../migrations/support/copied-column.ts"
 import { OUTCOME_KEYS, prepareOutcomeKeys } from "../../migrations/support/outcome-keys.ts"
 import { ProfilePortsLayer } from "./ports.ts"
 import { settingsOrExit } from "../platform/startup.ts"
@@ -454,15 +454,21 @@ const partitionsPrepare = Command.make("prepare", {
     const entry = yield* partitionedTable("partitions prepare", table)
     // No migration first: this runs before the migration that converts the table, while the old release serves.
     yield* withDatabase(Effect.gen(function*() {
-      // A table whose month column comes from its parent row fills it first (decision 0145).
-      const month = MONTH_COLUMNS.find((candidate) => candidate.table === table)
-      if (month !== undefined) yield* prepareMonthColumn(month)
+      // Columns copied from a parent row are filled first (decisions 0145, 0148); each one already
+      // complete (its migration has run) is passed over.
+      const filled: Array<string> = []
+      for (const copied of COPIED_COLUMNS) {
+        if (copied.table === table && (yield* prepareCopiedColumn(copied))) filled.push(copied.column)
+      }
       // Outcome events' keys move to a table of their own first (decision 0146).
       if (table === "outcome_events") yield* prepareOutcomeKeys(OUTCOME_KEYS)
       const bound = yield* prepareMonthlyPartitions(entry)
       yield* printJson(Option.match(bound, {
-        onNone: () => ({ table, prepared: false, reason: "already in monthly partitions" }),
-        onSome: (at) => ({ table, prepared: true, bound: at, migrate_before: at })
+        onNone: () =>
+          filled.length > 0
+            ? { table, prepared: true, filled }
+            : { table, prepared: false, reason: "already in monthly partitions" },
+        onSome: (at) => ({ table, prepared: true, filled, bound: at, migrate_before: at })
       }))
     }))
   })).pipe(Command.withDescription(

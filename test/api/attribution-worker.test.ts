@@ -190,6 +190,9 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
           const goal = yield* defineGoal(fixture, { conversion_key: "purchase", name: "Purchase", event_names: ["purchase"] })
           const { conversionId, paid, direct, email } = yield* journey(fixture, goal.data.id)
           assert.isFalse(yield* creditedAt(conversionId))
+          // A time finer than milliseconds, which the engine's model arithmetic rounds away.
+          const sql = yield* SqlClient
+          yield* sql`UPDATE touches SET occurred_at = occurred_at + interval '123 microseconds' WHERE id = ${paid}`
 
           const result = yield* drain
           assert.isAtLeast(result.credited, 1)
@@ -202,6 +205,11 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
             assert.strictEqual(row.total, "1.0000000000", row.model)
             assert.isTrue(row.sums_to_one, row.model)
           }
+          // Every row names its touch's exact time (migration 0075): its touch's whole key.
+          const [times] = yield* sql<{ n: number; exact: number }>`
+            SELECT count(*)::int AS n, count(*) FILTER (WHERE a.touch_at = t.occurred_at)::int AS exact
+            FROM attribution_credits a JOIN touches t ON t.id = a.touch_id WHERE a.conversion_id = ${conversionId}`
+          assert.deepStrictEqual(times, { n: 18, exact: 18 })
           const credits = yield* creditsOf(conversionId)
           const of = (model: string) => credits.filter((row) => row.model === model)
           assert.deepStrictEqual(of("linear").map((row) => [row.touch_id, row.position, row.credit_share]), [

@@ -81,11 +81,14 @@ const seedWorld = Effect.fn("test.seedWorld")(function*() {
   }
   // last_touch: the paid touch holds the credit; the organic one is on the path with no weight.
   // Credit rows sit in their conversion's month (migration 0073).
-  const at = sql`(SELECT occurred_at FROM conversions WHERE id = ${conversionId})`
+  // Each names its touch's time (migration 0075).
   yield* sql`
-    INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-    VALUES (${profile.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
-           (${profile.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[1]!}, 1, 1, true, true)`
+    INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share, is_credited,
+                                     in_window)
+    SELECT c.profile_id, c.id, c.occurred_at, 'last_touch', t.id, t.occurred_at, r.position, r.share, r.credited, true
+    FROM (VALUES (${touches[0]!}::uuid, 0, 0, false), (${touches[1]!}::uuid, 1, 1, true)) AS r(touch_id, position, share, credited)
+    JOIN conversions c ON c.id = ${conversionId}
+    JOIN touches t ON t.id = r.touch_id`
   return { ...profile, projectedKey, personKey, customerId, outcomeEventId, conversionId, touches } satisfies World
 })
 

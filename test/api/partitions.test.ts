@@ -22,13 +22,13 @@
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { completeMonthColumn, type MonthColumn, prepareMonthColumn } from "../../migrations/support/month-column.ts"
+import { completeCopiedColumn, type CopiedColumn, prepareCopiedColumn } from "../../migrations/support/copied-column.ts"
 import { completeOutcomeKeys, type KeyTable, prepareOutcomeKeys, referenceKeys } from "../../migrations/support/outcome-keys.ts"
 import { preparedBoundName, preparedIndexName, prepareMonthlyPartitions, toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
 import { EventsRepo, type NewEvent } from "../../src/attribution/conversions/repo.ts"
 import { type NewWebTouch, TouchesRepo } from "../../src/attribution/touches/repo.ts"
 import { MONTHS_AHEAD, monthStart, PARTITIONED_TABLES, type PartitionedTable, partitionName } from "../../src/ops/partitions/registry.ts"
-import { creditFactsStatement } from "../../src/analytics/rollups/repo.ts"
+import { creditedTouchesStatement, creditFactsStatement } from "../../src/analytics/rollups/repo.ts"
 import { PartitionsRepo } from "../../src/ops/partitions/repo.ts"
 import { PartitionMaintenance, plan } from "../../src/ops/partitions/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
@@ -540,7 +540,7 @@ layer(withOutcomes, { timeout: "120 seconds" })("partitioned outcome events (mig
 
 /**
  * A profile with one conversion and its credit row in each of next month and the one after (each
- * its own partition), 12 hours into the month.
+ * its own partition), 12 hours into the month; each row's touch a day earlier, in the month before.
  */
 const creditedMonths = (now: Date) =>
   Effect.gen(function*() {
@@ -558,8 +558,12 @@ const creditedMonths = (now: Date) =>
                  INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
       yield* sql`INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
                  VALUES (${id}, ${profileId}, ${eventId}, 'purchase', ${at}, true, true)`
-      yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-                 VALUES (${profileId}, ${id}, ${at}, 'last_touch', ${crypto.randomUUID()}, 0, 1, true, true)`
+      const touchId = crypto.randomUUID()
+      yield* sql`INSERT INTO touches (id, profile_id, kind, occurred_at, channel)
+                 VALUES (${touchId}, ${profileId}, 'web_touch', ${at}::timestamptz - interval '1 day', 'paid_social')`
+      yield* sql`INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share, is_credited,
+                                                  in_window)
+                 VALUES (${profileId}, ${id}, ${at}, 'last_touch', ${touchId}, ${at}::timestamptz - interval '1 day', 0, 1, true, true)`
       made.push({ id, at })
     }
     return { profileId, made }
@@ -570,7 +574,7 @@ const monthProbe = Effect.gen(function*() {
   const sql = yield* SqlClient
   yield* sql.unsafe(`CREATE TABLE month_probe_parent (id uuid, profile_id uuid, occurred_at timestamptz NOT NULL, PRIMARY KEY (id, profile_id))`)
   yield* sql.unsafe(`CREATE TABLE month_probe_child (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int, PRIMARY KEY (parent_id, profile_id, n))`)
-  const entry: MonthColumn = {
+  const entry: CopiedColumn = {
     table: "month_probe_child",
     column: "parent_at",
     parent: "month_probe_parent",
@@ -618,6 +622,23 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
       assert.strictEqual(rows.length, 1)
     })))
 
+  it.effect("the recompute's credited touches are read by their whole key: only the month each touch lies in (migration 0075)", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const now = new Date()
+      const { profileId } = yield* creditedMonths(now)
+      const day = monthStart(now, 1).toISOString().slice(0, 10)
+      const [text, params] = creditedTouchesStatement(sql, [profileId], [day]).compile()
+      const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${text}`, params))
+        .map((line) => line["QUERY PLAN"])
+      const ran = plan.filter((line) => / on touches_\w+/.test(line) && !line.includes("never executed"))
+        .map((line) => / on (touches_\w+)/.exec(line)?.[1])
+      // The conversion is in next month; its touch a day before, in this month: that month alone.
+      assert.deepStrictEqual(ran, [partitionName("touches", monthStart(now, 0))], plan.join("\n"))
+      const rows = yield* creditedTouchesStatement(sql, [profileId], [day]).values
+      assert.strictEqual(rows.length, 1)
+    })))
+
   it.effect("a month column filled beforehand: the trigger fills rows written without it, the migration then sets NOT NULL without filling", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
@@ -626,7 +647,7 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
       const profile = crypto.randomUUID()
       yield* sql`INSERT INTO month_probe_parent VALUES (${parents[0]!}, ${profile}, '2026-01-02T03:04:05.123456Z'), (${parents[1]!}, ${profile}, '2026-05-06T00:00:00Z')`
       yield* sql`INSERT INTO month_probe_child VALUES (${parents[0]!}, ${profile}, 1), (${parents[1]!}, ${profile}, 2)`
-      yield* prepareMonthColumn(entry)
+      yield* prepareCopiedColumn(entry)
       // The running release writes without the column: the trigger fills it, on insert and on update.
       yield* sql`INSERT INTO month_probe_child (parent_id, profile_id, n) VALUES (${parents[1]!}, ${profile}, 3)`
       yield* sql`UPDATE month_probe_child SET n = n + 10 WHERE n = 1`
@@ -640,7 +661,7 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
         SELECT convalidated AS validated FROM pg_constraint WHERE conrelid = 'month_probe_child'::regclass AND conname = 'month_probe_child_parent_at_present'`
       assert.isTrue(check?.validated)
 
-      yield* completeMonthColumn(entry)
+      yield* completeCopiedColumn(entry)
       const [column] = yield* sql<{ not_null: boolean }>`
         SELECT attnotnull AS not_null FROM pg_attribute WHERE attrelid = 'month_probe_child'::regclass AND attname = 'parent_at'`
       assert.isTrue(column?.not_null)
@@ -662,14 +683,67 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
       const profile = crypto.randomUUID()
       yield* sql`INSERT INTO month_probe_parent VALUES (${parent}, ${profile}, '2026-03-04T00:00:00Z')`
       yield* sql`INSERT INTO month_probe_child VALUES (${parent}, ${profile}, 1)`
-      yield* sql.withTransaction(completeMonthColumn(entry))
+      yield* sql.withTransaction(completeCopiedColumn(entry))
       const [row] = yield* sql<{ ok: boolean }>`SELECT parent_at = '2026-03-04T00:00:00Z'::timestamptz AS ok FROM month_probe_child`
       assert.isTrue(row?.ok)
 
       yield* sql.unsafe(`CREATE TABLE month_probe_orphan (parent_id uuid NOT NULL, profile_id uuid NOT NULL, n int)`)
       yield* sql`INSERT INTO month_probe_orphan VALUES (${crypto.randomUUID()}, ${profile}, 1)`
-      const orphan = yield* sql.withTransaction(completeMonthColumn({ ...entry, table: "month_probe_orphan" })).pipe(Effect.exit)
+      const orphan = yield* sql.withTransaction(completeCopiedColumn({ ...entry, table: "month_probe_orphan" })).pipe(Effect.exit)
       assert.isTrue(Exit.isFailure(orphan))
+    })))
+
+  it.effect("a column copied into a partitioned table (touch_at, decision 0148): filled in every partition, within the parent's span", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* sql.unsafe(`CREATE TABLE copy_probe_parent (id uuid, profile_id uuid, occurred_at timestamptz NOT NULL, PRIMARY KEY (id, profile_id))`)
+      yield* sql.unsafe(`CREATE TABLE copy_probe_child (parent_id uuid NOT NULL, profile_id uuid NOT NULL, at timestamptz NOT NULL, n int,
+                           PRIMARY KEY (parent_id, profile_id, at, n)) PARTITION BY RANGE (at)`)
+      yield* sql.unsafe(`CREATE TABLE copy_probe_child_a PARTITION OF copy_probe_child FOR VALUES FROM ('2026-01-01') TO ('2026-02-01')`)
+      yield* sql.unsafe(`CREATE TABLE copy_probe_child_b PARTITION OF copy_probe_child FOR VALUES FROM ('2026-02-01') TO ('2026-03-01')`)
+      const entry: CopiedColumn = {
+        table: "copy_probe_child",
+        column: "parent_at",
+        parent: "copy_probe_parent",
+        parentColumn: "occurred_at",
+        on: [["parent_id", "id"], ["profile_id", "profile_id"]],
+        near: { column: "at", before: "40 days", after: "1 millisecond" }
+      }
+      const profile = crypto.randomUUID()
+      const [early, late, far] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+      yield* sql`INSERT INTO copy_probe_parent VALUES (${early}, ${profile}, '2026-01-02T03:04:05.123456Z'), (${late}, ${profile}, '2026-02-03T00:00:00Z'),
+                   (${far}, ${profile}, '2025-06-01T00:00:00Z')`
+      yield* sql`INSERT INTO copy_probe_child VALUES (${early}, ${profile}, '2026-01-05T00:00:00Z', 1), (${early}, ${profile}, '2026-02-05T00:00:00Z', 2),
+                   (${late}, ${profile}, '2026-02-06T00:00:00Z', 3)`
+      assert.isTrue(yield* prepareCopiedColumn(entry))
+      // Written without the column by the running release, into either partition: filled on insert.
+      yield* sql`INSERT INTO copy_probe_child (parent_id, profile_id, at, n) VALUES (${late}, ${profile}, '2026-02-07T00:00:00Z', 4)`
+      const rows = yield* sql<{ n: number; at: string; part: string }>`
+        SELECT n, to_char(parent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at, tableoid::regclass::text AS part
+        FROM copy_probe_child ORDER BY n`
+      assert.deepStrictEqual(rows, [
+        { n: 1, at: "2026-01-02T03:04:05.123456", part: "copy_probe_child_a" },
+        { n: 2, at: "2026-01-02T03:04:05.123456", part: "copy_probe_child_b" },
+        { n: 3, at: "2026-02-03T00:00:00.000000", part: "copy_probe_child_b" },
+        { n: 4, at: "2026-02-03T00:00:00.000000", part: "copy_probe_child_b" }
+      ])
+      // A parent outside the stated span is not found: the row stays without a time, and the check refuses it.
+      const outside = yield* sql.withTransaction(sql`INSERT INTO copy_probe_child (parent_id, profile_id, at, n) VALUES (${far}, ${profile}, '2026-01-20', 5)`)
+        .pipe(Effect.exit)
+      assert.isTrue(Exit.isFailure(outside))
+
+      yield* completeCopiedColumn(entry)
+      const columns = yield* sql<{ part: string; not_null: boolean }>`
+        SELECT attrelid::regclass::text AS part, attnotnull AS not_null FROM pg_attribute
+        WHERE attrelid IN ('copy_probe_child'::regclass, 'copy_probe_child_a'::regclass, 'copy_probe_child_b'::regclass) AND attname = 'parent_at'
+        ORDER BY 1`
+      assert.deepStrictEqual(columns.map((row) => row.not_null), [true, true, true])
+      const left = yield* sql<{ name: string }>`
+        SELECT tgname AS name FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relname LIKE 'copy_probe_child%' AND NOT tgisinternal
+        UNION ALL SELECT conname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE c.relname LIKE 'copy_probe_child%' AND contype = 'c'`
+      assert.deepStrictEqual(left, [])
+      // Completed: preparing again has nothing to do.
+      assert.isFalse(yield* prepareCopiedColumn(entry))
     })))
 })
 

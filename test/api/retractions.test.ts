@@ -39,14 +39,15 @@ const credit = (profileId: string, conversionId: string) =>
     for (const touch of touches) {
       yield* sql`INSERT INTO touches (id, profile_id, kind, occurred_at, channel) VALUES (${touch}, ${profileId}, 'web_touch', now(), 'paid_social')`
     }
-    // Credit rows sit in their conversion's month (migration 0073).
-    const at = sql`(SELECT occurred_at FROM conversions WHERE id = ${conversionId})`
+    // Credit rows sit in their conversion's month (migration 0073) and name their touch's time (0075).
     yield* sql`
-      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-      VALUES
-        (${profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[1]!}, 2, 1, true, true),
-        (${profileId}, ${conversionId}, ${at}, 'linear', ${touches[0]!}, 1, 0.5, true, true),
-        (${profileId}, ${conversionId}, ${at}, 'linear', ${touches[1]!}, 2, 0.5, true, true)`
+      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share, is_credited,
+                                       in_window)
+      SELECT c.profile_id, c.id, c.occurred_at, r.model, t.id, t.occurred_at, r.position, r.share, true, true
+      FROM (VALUES ('last_touch', ${touches[1]!}::uuid, 2, 1), ('linear', ${touches[0]!}::uuid, 1, 0.5), ('linear', ${touches[1]!}::uuid, 2, 0.5))
+             AS r(model, touch_id, position, share)
+      JOIN conversions c ON c.id = ${conversionId}
+      JOIN touches t ON t.id = r.touch_id`
     yield* sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId}`
   })
 

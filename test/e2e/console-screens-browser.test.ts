@@ -157,16 +157,17 @@ describe.skipIf(executablePath === undefined)("the console's Journeys, Connectio
             VALUES (${id}, ${world.profileId}, 'web_touch', now() - ${`${row.days} days`}::interval, ${row.channel}, 'google', 'cpc',
                     ${customer!.id}, ${row.campaign}, ${row.campaign === null ? null : `Campaign ${row.campaign}`})`
         }
-        // Credit rows sit in their conversion's month (migration 0073).
-        const at = sql`(SELECT occurred_at FROM conversions WHERE id = ${conversionId})`
+        // Credit rows sit in their conversion's month (migration 0073) and name their touch's time (0075).
         yield* sql`
-          INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-          VALUES (${world.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[0]!}, 0, 0, false, true),
-                 (${world.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[1]!}, 1, 0, false, true),
-                 (${world.profileId}, ${conversionId}, ${at}, 'last_touch', ${touches[2]!}, 2, 1, true, true),
-                 (${world.profileId}, ${conversionId}, ${at}, 'linear', ${touches[0]!}, 0, 0.333333, true, true),
-                 (${world.profileId}, ${conversionId}, ${at}, 'linear', ${touches[1]!}, 1, 0.333333, true, true),
-                 (${world.profileId}, ${conversionId}, ${at}, 'linear', ${touches[2]!}, 2, 0.333334, true, true)`
+          INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share,
+                                           is_credited, in_window)
+          SELECT c.profile_id, c.id, c.occurred_at, r.model, t.id, t.occurred_at, r.position, r.share, r.credited, true
+          FROM (VALUES ('last_touch', ${touches[0]!}::uuid, 0, 0, false), ('last_touch', ${touches[1]!}::uuid, 1, 0, false),
+                       ('last_touch', ${touches[2]!}::uuid, 2, 1, true), ('linear', ${touches[0]!}::uuid, 0, 0.333333, true),
+                       ('linear', ${touches[1]!}::uuid, 1, 0.333333, true), ('linear', ${touches[2]!}::uuid, 2, 0.333334, true))
+                 AS r(model, touch_id, position, share, credited)
+          JOIN conversions c ON c.id = ${conversionId}
+          JOIN touches t ON t.id = r.touch_id`
 
         const { page, cspReports, shot, cookieHeader } = yield* openBrowser
         yield* signIn(page, world)

@@ -133,9 +133,10 @@ export const insertConversion = Effect.fn("test.insertConversion")(function*(pro
 export const credit = (conversionId: string, model: string, touchId: string, share: string, position = 0) =>
   Effect.flatMap(SqlClient, (sql) =>
     sql`
-      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-      SELECT c.profile_id, c.id, c.occurred_at, ${model}, ${touchId}, ${position}, ${share}::numeric, ${Number(share) > 0}, true
-      FROM conversions c WHERE c.id = ${conversionId}`)
+      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share, is_credited,
+                                       in_window)
+      SELECT c.profile_id, c.id, c.occurred_at, ${model}, t.id, t.occurred_at, ${position}, ${share}::numeric, ${Number(share) > 0}, true
+      FROM conversions c JOIN touches t ON t.id = ${touchId} WHERE c.id = ${conversionId}`)
 
 /** Brings the rollups up to date (waits for the background job if it is draining). */
 export const drain = Effect.flatMap(AnalyticsRollups, (rollups) => rollups.drain)

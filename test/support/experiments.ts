@@ -58,8 +58,9 @@ export const seedConversions = Effect.fn("test.seedConversions")(function*(profi
       SELECT t, ${profileId}, 'web_touch', a - interval '1 hour', 'paid_social', c
       FROM unnest(${touches}::uuid[], ${credited.map((c) => c.at)}::timestamptz[], ${credited.map((c) => c.campaign)}::text[]) AS x(t, a, c)`
     yield* sql`
-      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited, in_window)
-      SELECT ${profileId}, v, a, 'last_touch', t, 0, 1, true, true
+      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share, is_credited,
+                                       in_window)
+      SELECT ${profileId}, v, a, 'last_touch', t, a - interval '1 hour', 0, 1, true, true
       FROM unnest(${credited.map((c) => c.id)}::uuid[], ${credited.map((c) => c.at)}::timestamptz[], ${touches}::uuid[]) AS x(v, a, t)`
   }
   return ids

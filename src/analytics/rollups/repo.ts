@@ -65,7 +65,7 @@ const DAY_CONVERSIONS = `
 // grew it, and a hash join over all of it was the planner's pick then. By the whole key, its month
 // included (decision 0145): each probe reads the conversion's month only.
 const DAY_CREDITS = `
-  CROSS JOIN LATERAL (SELECT a.conversion_id, a.model, a.touch_id, a.credit_share FROM attribution_credits a
+  CROSS JOIN LATERAL (SELECT a.conversion_id, a.model, a.touch_id, a.touch_at, a.credit_share FROM attribution_credits a
                       WHERE a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at
                         AND a.is_credited OFFSET 0) a`
 
@@ -78,6 +78,19 @@ export const creditFactsStatement = (sql: SqlClient, profiles: ReadonlyArray<str
     WITH t AS (${dayTargets(sql, profiles, days)})
     SELECT a.conversion_id::text, a.model, a.touch_id::text, a.credit_share::text
     FROM t ${sql.literal(DAY_CONVERSIONS)} ${sql.literal(DAY_CREDITS)}`
+
+/**
+ * The touches the days' credit rows name, each once, with their dimensions: each probed by its
+ * whole key (the row's `touch_at` names its month, migration 0075), so the read touches only the
+ * months those touches lie in; test/api/partitions.test.ts checks it.
+ */
+export const creditedTouchesStatement = (sql: SqlClient, profiles: ReadonlyArray<string>, days: ReadonlyArray<string>) =>
+  sql`
+    WITH t AS (${dayTargets(sql, profiles, days)})
+    SELECT tch.id::text, ${sql.literal(dimensionColumns)}
+    FROM (SELECT DISTINCT a.touch_id, c.profile_id, a.touch_at FROM t ${sql.literal(DAY_CONVERSIONS)} ${sql.literal(DAY_CREDITS)}) k
+    CROSS JOIN LATERAL (SELECT * FROM touches tch WHERE tch.id = k.touch_id AND tch.profile_id = k.profile_id
+                        AND tch.occurred_at = k.touch_at OFFSET 0) tch`
 
 export interface AnalyticsRollupSettingsShape {
   /** Run the background fiber. Off: rollups change only when `drain` is called. */
@@ -212,10 +225,7 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
                    m.counted, m.cash, m.first_payment, m.net::text
             FROM t ${sql.literal(DAY_CONVERSIONS)} CROSS JOIN LATERAL (SELECT ${sql.literal(CONVERSION_MEASURES_SQL)}) m`.values
           const credits = yield* creditFactsStatement(sql, profiles, days).values
-          const touches = yield* sql`
-            WITH t AS (${dayTargets(sql, profiles, days)})
-            SELECT tch.id::text, ${sql.literal(dimensionColumns)} FROM touches tch
-            WHERE tch.id IN (SELECT a.touch_id FROM t ${sql.literal(DAY_CONVERSIONS)} ${sql.literal(DAY_CREDITS)})`.values
+          const touches = yield* creditedTouchesStatement(sql, profiles, days).values
           const touchTuples = yield* sql`
             WITH t AS (${dayTargets(sql, profiles, days)})
             SELECT t.profile_id::text, t.day::text, ${sql.literal(dimensionColumns)}, count(*)::int

@@ -108,9 +108,17 @@ export class AnalyticsFragments extends Context.Service<AnalyticsFragments, {
        * `conversions`: the whole key, its month included, so each probe reads that month only.
        */
       const creditedOf = (model: string, conversion: string) =>
-        sql`SELECT a.touch_id, a.credit_share FROM attribution_credits a
+        sql`SELECT a.touch_id, a.touch_at, a.credit_share FROM attribution_credits a
             WHERE a.conversion_id = ${sql.literal(`${conversion}.id`)} AND a.profile_id = ${sql.literal(`${conversion}.profile_id`)}
               AND a.converted_at = ${sql.literal(`${conversion}.occurred_at`)} AND a.model = ${model} AND a.is_credited OFFSET 0`
+
+      /**
+       * The touch `tch` of the credit row `a` of the conversion `conversion`, by its whole key: the
+       * row's `touch_at` names its month, so the probe reads that month only, not every month's
+       * index (migration 0075).
+       */
+      const touchOf = (conversion: string) =>
+        sql.literal(`tch.id = a.touch_id AND tch.profile_id = ${conversion}.profile_id AND tch.occurred_at = a.touch_at`)
 
       /** True when the breakdown needs the raw facts: a filter on a dimension other than the broken-down one. */
       const crossFiltered = (scope: SliceScope, dimension: string) =>
@@ -173,7 +181,7 @@ export class AnalyticsFragments extends Context.Service<AnalyticsFragments, {
                    ${sql.literal(CONVERSION_MEASURES_SQL)}, ${valueOf(dimension)} AS value, sum(a.credit_share) AS share
             FROM (${rangeConversions(scope)}) c
             CROSS JOIN LATERAL (${creditedOf(scope.model, "c")}) a
-            JOIN touches tch ON tch.id = a.touch_id
+            JOIN touches tch ON ${touchOf("c")}
             WHERE true ${rawFilter(scope)}
             GROUP BY 1, 2, 3, 4, 5, 6, 7, 8) per
           GROUP BY per.value, per.day, per.currency`
@@ -206,7 +214,7 @@ export class AnalyticsFragments extends Context.Service<AnalyticsFragments, {
             SELECT conv.id, ${valueOf(level)} AS platform_id, sum(a.credit_share) AS share
             FROM conv
             CROSS JOIN LATERAL (${creditedOf(scope.model, "conv")}) a
-            JOIN touches tch ON tch.id = a.touch_id
+            JOIN touches tch ON ${touchOf("conv")}
             WHERE true ${rawFilter(scope)}
             GROUP BY conv.id, 2),
           slices AS (

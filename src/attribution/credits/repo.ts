@@ -19,6 +19,8 @@ export interface CreditColumns {
   readonly convertedAt: Array<string>
   readonly model: Array<string>
   readonly touch: Array<string>
+  /** The touch's `occurred_at` (ISO text, microseconds): its whole key with the id (migration 0075). */
+  readonly touchAt: Array<string>
   readonly position: Array<number>
   readonly share: Array<string>
   readonly credited: Array<boolean>
@@ -31,6 +33,7 @@ export const emptyCreditColumns = (): CreditColumns => ({
   convertedAt: [],
   model: [],
   touch: [],
+  touchAt: [],
   position: [],
   share: [],
   credited: [],
@@ -43,6 +46,7 @@ const sliceColumns = (columns: CreditColumns, start: number, end: number): Credi
   convertedAt: columns.convertedAt.slice(start, end),
   model: columns.model.slice(start, end),
   touch: columns.touch.slice(start, end),
+  touchAt: columns.touchAt.slice(start, end),
   position: columns.position.slice(start, end),
   share: columns.share.slice(start, end),
   credited: columns.credited.slice(start, end),
@@ -171,12 +175,12 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
               AS u(profile_id, converted_at, ctid, position, credit_share, is_credited, in_window)
             WHERE a.ctid = u.ctid AND a.profile_id = u.profile_id AND a.converted_at = u.converted_at
           )
-          INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, position, credit_share, is_credited,
-                                           in_window)
+          INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share,
+                                           is_credited, in_window)
           SELECT * FROM unnest(
             ${added.profile}::uuid[], ${added.conversion}::uuid[], ${added.convertedAt}::timestamptz[], ${added.model}::text[],
-            ${added.touch}::uuid[], ${added.position}::int[], ${added.share}::numeric[], ${added.credited}::boolean[],
-            ${added.inWindow}::boolean[])`
+            ${added.touch}::uuid[], ${added.touchAt}::timestamptz[], ${added.position}::int[], ${added.share}::numeric[],
+            ${added.credited}::boolean[], ${added.inWindow}::boolean[])`
 
       const write = (gone: GoneCredits, changed: ChangedCredits, added: CreditColumns) =>
         Effect.gen(function*() {

@@ -98,7 +98,7 @@ export class OutcomeSeriesRepo extends Context.Service<OutcomeSeriesRepo, {
           FROM conversions c
           JOIN attribution_credits a ON a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at
                                     AND a.model = ${model} AND a.is_credited
-          JOIN touches t ON t.id = a.touch_id AND t.profile_id = a.profile_id
+          JOIN touches t ON t.id = a.touch_id AND t.profile_id = a.profile_id AND t.occurred_at = a.touch_at
           WHERE c.profile_id = ${profileId} AND c.conversion_key = ${key} AND t.campaign_external_id IS NOT NULL
             AND ${inSpan("c.occurred_at", span)}
           GROUP BY 1, 2 ORDER BY 1, 2`)

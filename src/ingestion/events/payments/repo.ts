@@ -265,13 +265,14 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
                  t.ad_external_id, t.ad_name, t.join_method, t.click_id_kind, top.credit_share::text AS credit_share
           ${paymentJoins}
           LEFT JOIN LATERAL (
-            SELECT a.touch_id, a.credit_share, count(*) OVER () AS n FROM attribution_credits a
+            SELECT a.touch_id, a.touch_at, a.credit_share, count(*) OVER () AS n FROM attribution_credits a
             WHERE a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at AND a.model = ${model}
               AND a.is_credited
             ORDER BY a.credit_share DESC, a.position DESC
             LIMIT 1
           ) top ON true
-          LEFT JOIN touches t ON t.id = top.touch_id
+          -- By the whole key: the credit row's touch_at names the touch's month (migration 0075).
+          LEFT JOIN touches t ON t.id = top.touch_id AND t.profile_id = c.profile_id AND t.occurred_at = top.touch_at
           WHERE ${where(profileId, filters, after)}
           ORDER BY c.occurred_at DESC, c.id DESC
           LIMIT ${limit + 1}`)

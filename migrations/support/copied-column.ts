@@ -3,29 +3,38 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { forEachBlockRange, quoted } from "./monthly-partitions.ts"
 
 /**
- * A month column a table gains from its parent row before it can be kept in monthly partitions
- * (issue 35 part 3, decision 0145): credit rows have no time of their own, so they take their
- * conversion's `occurred_at`, written with every row from then on.
+ * A time column a table gains from a parent row, so its rows name their month without a look-up
+ * (issue 35 part 3):
+ * - credit rows take their conversion's `occurred_at` (`converted_at`, decision 0145), their
+ *   partition column;
+ * - and their touch's `occurred_at` (`touch_at`, decision 0148), so a read from a credit row to its
+ *   touch names the touch's whole key and reads that touch's month only.
+ * The release writes it with every row from then on.
  *
  * Filling it rewrites every row, so, like the conversion's key (decision 0143), it can be done
  * beforehand while writes go on (`partitions prepare`): a trigger fills the column in rows the
  * running release writes without it, the stored rows are filled a block range at a time, and a
  * `NOT NULL` check is validated; the migration then finds nothing to fill and sets `NOT NULL`
- * without a scan (the valid check proves it).
+ * without a scan (the valid check proves it). The table may be plain or partitioned.
  */
-export interface MonthColumn {
+export interface CopiedColumn {
   readonly table: string
-  /** The column added (timestamptz), the table's partition column. */
+  /** The column added (timestamptz). */
   readonly column: string
   readonly parent: string
   /** The parent's time column copied. */
   readonly parentColumn: string
   /** Pairs (this table's column, the parent's column) naming the parent row. */
   readonly on: ReadonlyArray<readonly [string, string]>
+  /**
+   * Where the parent's time lies around a column of this row, when it is known: the look-up of a
+   * partitioned parent then reads the months in that span only, not every month.
+   */
+  readonly near?: { readonly column: string; readonly before: string; readonly after: string }
 }
 
 /** Credit rows take their conversion's time (migration 0073). */
-export const CREDITS_MONTH: MonthColumn = {
+export const CREDITS_MONTH: CopiedColumn = {
   table: "attribution_credits",
   column: "converted_at",
   parent: "conversions",
@@ -33,13 +42,28 @@ export const CREDITS_MONTH: MonthColumn = {
   on: [["conversion_id", "id"], ["profile_id", "profile_id"]]
 }
 
-export const MONTH_COLUMNS: ReadonlyArray<MonthColumn> = [CREDITS_MONTH]
+/**
+ * Credit rows take their touch's time (migration 0075). A credited touch lies in its conversion's
+ * window, at most 365 days before it and never after it (the engine's candidates, with a millisecond
+ * either side).
+ */
+export const CREDITS_TOUCH_TIME: CopiedColumn = {
+  table: "attribution_credits",
+  column: "touch_at",
+  parent: "touches",
+  parentColumn: "occurred_at",
+  on: [["touch_id", "id"], ["profile_id", "profile_id"]],
+  near: { column: "converted_at", before: "366 days", after: "1 millisecond" }
+}
 
-const fillTrigger = (entry: MonthColumn) => `${entry.table}_${entry.column}_fill`
-const notNullCheck = (entry: MonthColumn) => `${entry.table}_${entry.column}_present`
+/** In the order `partitions prepare` fills them. */
+export const COPIED_COLUMNS: ReadonlyArray<CopiedColumn> = [CREDITS_MONTH, CREDITS_TOUCH_TIME]
+
+const fillTrigger = (entry: CopiedColumn) => `${entry.table}_${entry.column}_fill`
+const notNullCheck = (entry: CopiedColumn) => `${entry.table}_${entry.column}_present`
 
 /** Whether the preparation's `NOT NULL` check exists and is validated. */
-const presenceValidated = (entry: MonthColumn) =>
+const presenceValidated = (entry: CopiedColumn) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const [present] = yield* sql<{ readonly validated: boolean }>`
@@ -48,23 +72,37 @@ const presenceValidated = (entry: MonthColumn) =>
   })
 
 /** The parent's time for the row `alias` of the table. */
-const parentTime = (entry: MonthColumn, alias: string) =>
-  `(SELECT p.${quoted(entry.parentColumn)} FROM ${quoted(entry.parent)} p WHERE ` +
-  entry.on.map(([mine, theirs]) => `p.${quoted(theirs)} = ${alias}.${quoted(mine)}`).join(" AND ") + ")"
+const parentTime = (entry: CopiedColumn, alias: string) => {
+  const near = entry.near === undefined ? [] : [
+    `p.${quoted(entry.parentColumn)} >= ${alias}.${quoted(entry.near.column)} - interval '${entry.near.before}'`,
+    `p.${quoted(entry.parentColumn)} <= ${alias}.${quoted(entry.near.column)} + interval '${entry.near.after}'`
+  ]
+  const on = entry.on.map(([mine, theirs]) => `p.${quoted(theirs)} = ${alias}.${quoted(mine)}`)
+  return `(SELECT p.${quoted(entry.parentColumn)} FROM ${quoted(entry.parent)} p WHERE ${[...on, ...near].join(" AND ")})`
+}
+
+/** Whether the column is there and `NOT NULL` already: the migration has run. */
+const completed = (entry: CopiedColumn) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const [column] = yield* sql<{ readonly not_null: boolean }>`
+      SELECT attnotnull AS not_null FROM pg_attribute
+      WHERE attrelid = to_regclass(${entry.table}) AND attname = ${entry.column} AND NOT attisdropped`
+    return column?.not_null === true
+  })
 
 /**
  * Beforehand, outside a transaction (each statement commits on its own): the column, the trigger
  * filling it in rows written without it, the stored rows filled block range by block range, then a
- * check that it is present, validated. Running it again does only what is left.
+ * check that it is present, validated. Running it again does only what is left. Answers whether
+ * there was anything to prepare (false once the migration has completed the column).
  */
-export const prepareMonthColumn = (entry: MonthColumn) =>
+export const prepareCopiedColumn = (entry: CopiedColumn) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const table = quoted(entry.table)
     const column = quoted(entry.column)
-    // Converted already (the column is its partition key by then): nothing to prepare.
-    const [kind] = yield* sql<{ readonly relkind: string }>`SELECT relkind::text AS relkind FROM pg_class WHERE oid = to_regclass(${entry.table})`
-    if (kind?.relkind !== "r") return
+    if (yield* completed(entry)) return false
     yield* sql.unsafe(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} timestamptz`)
     yield* sql.unsafe(`
       CREATE OR REPLACE FUNCTION ${quoted(fillTrigger(entry))}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -82,6 +120,7 @@ export const prepareMonthColumn = (entry: MonthColumn) =>
     const present = yield* presenceValidated(entry)
     if (present === "absent") yield* sql.unsafe(`ALTER TABLE ${table} ADD CONSTRAINT ${check} CHECK (${column} IS NOT NULL) NOT VALID`)
     if (present !== "valid") yield* sql.unsafe(`ALTER TABLE ${table} VALIDATE CONSTRAINT ${check}`)
+    return true
   })
 
 /**
@@ -89,7 +128,7 @@ export const prepareMonthColumn = (entry: MonthColumn) =>
  * filled (none when prepared), `NOT NULL` set (no scan when the prepared check is valid), and the
  * preparation's trigger and check dropped (the release writes the column itself).
  */
-export const completeMonthColumn = (entry: MonthColumn) =>
+export const completeCopiedColumn = (entry: CopiedColumn) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const table = quoted(entry.table)
