@@ -14,7 +14,8 @@ export interface Conversion {
   readonly column: string
 }
 
-const MONTHS_AHEAD = 2
+/** Months made ahead of the current one; the maintenance job keeps the same (src/ops/partitions). */
+export const MONTHS_AHEAD = 2
 
 /** An identifier, quoted for SQL text. */
 export const quoted = (name: string) => `"${name.replaceAll("\"", "\"\"")}"`

@@ -50,12 +50,12 @@ export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
   { table: "pii_access_log", column: "occurred_at", retentionDays: PII_LOG_RETENTION_DAYS, source: "spec: PII access log, retained 365 days" }
 ]
 
-/** Months created ahead of the current one (the current month always exists too). */
-export const MONTHS_AHEAD = 2
-
-/** The name of a table's partition for the month starting at `from` (UTC). */
-export const partitionName = (table: string, from: Date) =>
-  `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
+/**
+ * Months created ahead of the current one (the current month always exists too), and the name of a
+ * table's partition for the month starting at `from` (UTC): the conversions name and make their
+ * months the same way, so both come from one place.
+ */
+export { monthName as partitionName, MONTHS_AHEAD } from "../../../migrations/support/monthly-partitions.ts"
 
 /** The first instant (UTC) of the month `offset` months after the one holding `at`. */
 export const monthStart = (at: Date, offset: number) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + offset, 1))
