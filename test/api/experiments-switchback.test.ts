@@ -98,8 +98,9 @@ layer(serveAppOnOwnPort(), { timeout: "180 seconds", excludeTestServices: true }
         assert.strictEqual(stopped.status, 200, stopped.text)
         assert.strictEqual(stopped.json.data.status, "stopped")
         assert.strictEqual((yield* objectOf(f.key, campaign)).status, "active")
-        // Restored: no longer due; a tick changes nothing.
-        assert.strictEqual(yield* tick, 0)
+        // Restored: no longer due; a tick changes nothing here (the ledger below has no fifth entry). Its
+        // count is not asserted: another file's experiment in this worker's database may be due.
+        yield* tick
         const final = yield* ledger(f.profileId, campaign)
         assert.deepStrictEqual(final.map((r) => [r.action, r.state, r.written_status]), [
           ["pause", "applied", "paused"],
