@@ -745,6 +745,31 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
       // Completed: preparing again has nothing to do.
       assert.isFalse(yield* prepareCopiedColumn(entry))
     })))
+
+  it.effect("prepared on the plain table, then converted to months, then completed: nothing of the preparation is left", () =>
+    rolledBack(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const entry = yield* monthProbe
+      const parent = crypto.randomUUID()
+      const profile = crypto.randomUUID()
+      yield* sql`INSERT INTO month_probe_parent VALUES (${parent}, ${profile}, '2026-01-02T03:04:05Z')`
+      yield* sql.unsafe(`ALTER TABLE month_probe_child ADD COLUMN at timestamptz NOT NULL DEFAULT '2026-01-03T00:00:00Z'`)
+      yield* sql`INSERT INTO month_probe_child (parent_id, profile_id, n) VALUES (${parent}, ${profile}, 1)`
+      assert.isTrue(yield* prepareCopiedColumn(entry))
+      // The conversion moves the preparation's trigger and check to the parent with the rest.
+      yield* toMonthlyPartitions({ table: "month_probe_child", column: "at" })
+      yield* sql`INSERT INTO month_probe_child (parent_id, profile_id, n) VALUES (${parent}, ${profile}, 2)`
+      yield* completeCopiedColumn(entry)
+      const rows = yield* sql<{ n: number; ok: boolean }>`
+        SELECT n, parent_at = '2026-01-02T03:04:05Z'::timestamptz AS ok FROM month_probe_child ORDER BY n`
+      assert.deepStrictEqual(rows, [{ n: 1, ok: true }, { n: 2, ok: true }])
+      const left = yield* sql<{ name: string; rel: string }>`
+        SELECT tgname AS name, c.relname AS rel FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+        WHERE c.relname LIKE 'month_probe_child%' AND NOT tgisinternal
+        UNION ALL SELECT conname, c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+        WHERE c.relname LIKE 'month_probe_child%' AND contype = 'c'`
+      assert.deepStrictEqual(left, [])
+    })))
 })
 
 layer(services, { timeout: "120 seconds" })("a conversion prepared beforehand (decision 0143)", (it) => {
