@@ -329,8 +329,9 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       // Batch lookups are one LATERAL subquery per key, with LIMIT (the keys are unique): the
       // planner cannot flatten it into a join, so every key is an index probe even while a table's
       // statistics are stale (a fresh table looks empty, and a join plan then scans it per key).
+      // No keys (every outcome of a recorder batch claimed its own): no round trip.
       const findEvents = (keys: ReadonlyArray<ProfileScoped>) =>
-        Effect.map(
+        keys.length === 0 ? Effect.succeed(new Map<string, StoredEvent>()) : Effect.map(
           storedEvents(sql`
             SELECT e.profile_id, e.idempotency_key, e.id, e.request_hash, e.retracted_at IS NOT NULL AS retracted,
                    c.id AS conversion_id
