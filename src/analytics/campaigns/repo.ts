@@ -317,6 +317,8 @@ export class CampaignsRepo extends Context.Service<CampaignsRepo, {
           WHERE tch.profile_id = ${scope.profileId} AND tch.campaign_external_id = ${page.platformId} ${sameTouch}
             AND c.profile_id = ${scope.profileId} AND c.refunded_at IS NULL
             AND ${fragments.inRange(scope, "c.occurred_at")} ${keyFilter} ${after}
+            -- The same range on the credit rows' month (equal to c.occurred_at): their other months are never read.
+            AND ${fragments.inRange(scope, "a.converted_at")}
           -- The whole key: the other columns of c depend on (id, profile_id, occurred_at) (migrations 0064, 0072).
           GROUP BY c.id, c.profile_id, c.occurred_at
           ORDER BY c.occurred_at DESC, c.id DESC

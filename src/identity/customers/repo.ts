@@ -510,13 +510,17 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
             LEFT JOIN LATERAL (
               SELECT sum(a.credit_share)::text AS credit_share, coalesce(bool_or(a.is_credited), false) AS is_credited,
                      coalesce(bool_or(a.in_window), false) AS in_window
-              FROM attribution_credits a WHERE a.touch_id = r.id AND a.model = ${query.model}
+              FROM attribution_credits a WHERE a.touch_id = r.id AND a.profile_id = ${query.profileId} AND a.model = ${query.model}
+                -- Credit rows sit in their conversion's month, at most a window (365 days) after the
+                -- touch and never before it: the months outside are never read (decision 0148).
+                AND a.converted_at >= r.at - interval '1 millisecond' AND a.converted_at <= r.at + interval '366 days'
             ) cr ON r.kind <> 'outcome'`
           : sql`
             LEFT JOIN LATERAL (
               SELECT a.credit_share::text AS credit_share, a.is_credited, a.in_window
               FROM attribution_credits a
-              WHERE a.conversion_id = ${conversion.id} AND a.model = ${query.model} AND a.touch_id = r.id
+              WHERE a.conversion_id = ${conversion.id} AND a.profile_id = ${query.profileId}
+                AND a.converted_at = ${conversion.at}::timestamptz AND a.model = ${query.model} AND a.touch_id = r.id
               LIMIT 1
             ) cr ON r.kind <> 'outcome'`
         const touchUpTo = conversion === null ? sql`` : sql`AND t.occurred_at <= ${conversion.at}::timestamptz`
