@@ -114,8 +114,8 @@ export const prepareCopiedColumn = (entry: CopiedColumn) =>
     yield* sql.unsafe(`
       CREATE OR REPLACE TRIGGER ${quoted(fillTrigger(entry))} BEFORE INSERT OR UPDATE ON ${table}
       FOR EACH ROW EXECUTE FUNCTION ${quoted(fillTrigger(entry))}()`)
-    yield* forEachBlockRange(entry.table, "t", (range) =>
-      sql.unsafe(`UPDATE ${table} t SET ${column} = ${parentTime(entry, "t")} WHERE ${range} AND t.${column} IS NULL`))
+    yield* forEachBlockRange(entry.table, "t", (range, relation) =>
+      sql.unsafe(`UPDATE ${quoted(relation)} t SET ${column} = ${parentTime(entry, "t")} WHERE ${range} AND t.${column} IS NULL`))
     const check = quoted(notNullCheck(entry))
     const present = yield* presenceValidated(entry)
     if (present === "absent") yield* sql.unsafe(`ALTER TABLE ${table} ADD CONSTRAINT ${check} CHECK (${column} IS NOT NULL) NOT VALID`)

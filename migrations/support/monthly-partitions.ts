@@ -25,26 +25,37 @@ const FILL_BLOCKS = 1_000
 
 /**
  * Runs `statement` once per range of `FILL_BLOCKS` blocks of `table`, given the range's `ctid`
- * condition on `alias`: each range its own statement, so an online fill holds no row long. On a
- * partitioned table the condition holds in every partition (a `ctid` range scan of each): the
- * ranges run to the largest partition's end.
- * `progress`, if given, hears the blocks done and the total after each range.
+ * condition on `alias` and the relation to name: each range its own statement, so an online fill
+ * holds no row long. A partitioned table's ranges are those of each of its partitions in turn, the
+ * partition named (a `ctid` names a row within one partition only; a range over the parent would
+ * take that range of every partition in one statement). `progress`, if given, hears the blocks
+ * done and the total after each range.
  */
 export const forEachBlockRange = <E, R>(
   table: string,
   alias: string,
-  statement: (where: string) => Effect.Effect<unknown, E, R>,
+  statement: (where: string, relation: string) => Effect.Effect<unknown, E, R>,
   progress?: (done: number, total: number) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const [size] = yield* sql<{ readonly blocks: number }>`
-      SELECT (coalesce((SELECT max(pg_relation_size(relid)) FROM pg_partition_tree(to_regclass(${table})) WHERE isleaf),
-                       pg_relation_size(to_regclass(${table}))) / current_setting('block_size')::int)::int AS blocks`
-    const blocks = size?.blocks ?? 0
-    for (let from = 0; from < blocks; from += FILL_BLOCKS) {
-      yield* statement(`${alias}.ctid >= '(${from},0)'::tid AND ${alias}.ctid < '(${from + FILL_BLOCKS},0)'::tid`)
-      if (progress !== undefined) yield* progress(Math.min(blocks, from + FILL_BLOCKS), blocks)
+    const leaves = yield* sql<{ readonly name: string; readonly blocks: number }>`
+      SELECT c.relname AS name, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int AS blocks
+      FROM pg_partition_tree(to_regclass(${table})) p JOIN pg_class c ON c.oid = p.relid
+      WHERE p.isleaf
+      -- A plain table is not in a tree; a partition is its own (one row for both: UNION).
+      UNION
+      SELECT c.relname, (pg_relation_size(c.oid) / current_setting('block_size')::int)::int FROM pg_class c
+      WHERE c.oid = to_regclass(${table}) AND c.relkind = 'r'
+      ORDER BY 1`
+    const total = leaves.reduce((sum, leaf) => sum + leaf.blocks, 0)
+    let done = 0
+    for (const leaf of leaves) {
+      for (let from = 0; from < leaf.blocks; from += FILL_BLOCKS) {
+        yield* statement(`${alias}.ctid >= '(${from},0)'::tid AND ${alias}.ctid < '(${from + FILL_BLOCKS},0)'::tid`, leaf.name)
+        done += Math.min(FILL_BLOCKS, leaf.blocks - from)
+        if (progress !== undefined) yield* progress(done, total)
+      }
     }
   })
 /** A string literal for SQL text. */
