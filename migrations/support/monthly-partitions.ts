@@ -61,6 +61,9 @@ export const forEachBlockRange = <E, R>(
 /** A string literal for SQL text. */
 export const literal = (text: string) => `'${text.replaceAll("'", "''")}'`
 
+/** The first instant (UTC) of the month `offset` months after the one holding `at`. */
+export const monthStart = (at: Date, offset: number) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + offset, 1))
+
 /** The name of `table`'s partition for the month starting at `from` (UTC). */
 export const monthName = (table: string, from: Date) =>
   `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, "0")}`
@@ -298,8 +301,8 @@ export const toMonthlyPartitions = ({ column, table }: Conversion) =>
     const first = new Date(bound.at)
     // Through the same month as otherwise: the current one and MONTHS_AHEAD more exist.
     for (let offset = 0; offset < (bound.empty ? MONTHS_AHEAD + 1 : MONTHS_AHEAD); offset++) {
-      const from = new Date(Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + offset, 1))
-      const to = new Date(Date.UTC(first.getUTCFullYear(), first.getUTCMonth() + offset + 1, 1))
+      const from = monthStart(first, offset)
+      const to = monthStart(first, offset + 1)
       yield* sql.unsafe(
         `CREATE TABLE ${quoted(monthName(table, from))} PARTITION OF ${quoted(table)} ` +
           `FOR VALUES FROM (${literal(from.toISOString())}) TO (${literal(to.toISOString())})`

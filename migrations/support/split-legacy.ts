@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { type Conversion, forEachBlockRange, literal, monthName, primaryKey, quoted } from "./monthly-partitions.ts"
+import { type Conversion, forEachBlockRange, literal, monthName, monthStart, primaryKey, quoted } from "./monthly-partitions.ts"
 
 /**
  * Splitting `<table>_legacy` into months while writes go on (decision 0147). A conversion leaves every
@@ -113,13 +113,13 @@ const planSplit = (entry: Conversion) =>
     )
     if (oldest?.at == null) return { reason: "the legacy partition is empty" } as const
     const first = new Date(oldest.at)
-    const earliest = Date.UTC(bound.getUTCFullYear(), bound.getUTCMonth() - SPLIT_MONTHS, 1)
-    let from = new Date(Math.max(Date.UTC(first.getUTCFullYear(), first.getUTCMonth(), 1), earliest))
+    const earliest = monthStart(bound, -SPLIT_MONTHS).getTime()
+    let from = new Date(Math.max(monthStart(first, 0).getTime(), earliest))
     const parts: Array<SplitPlan["parts"][number]> = [
       { staged: names.stagedLegacy, final: names.legacy, from: null, to: from.toISOString() }
     ]
     while (from.getTime() < bound.getTime()) {
-      const to = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + 1, 1))
+      const to = monthStart(from, 1)
       parts.push({ staged: monthName(names.staging, from), final: monthName(entry.table, from), from: from.toISOString(), to: to.toISOString() })
       from = to
     }

@@ -51,11 +51,8 @@ export const PARTITIONED_TABLES: ReadonlyArray<PartitionedTable> = [
 ]
 
 /**
- * Months created ahead of the current one (the current month always exists too), and the name of a
- * table's partition for the month starting at `from` (UTC): the conversions name and make their
- * months the same way, so both come from one place.
+ * Months created ahead of the current one (the current month always exists too), the name of a
+ * table's partition for the month starting at `from` (UTC), and a month's first instant: the
+ * conversions name and make their months the same way, so all come from one place.
  */
-export { monthName as partitionName, MONTHS_AHEAD } from "../../../migrations/support/monthly-partitions.ts"
-
-/** The first instant (UTC) of the month `offset` months after the one holding `at`. */
-export const monthStart = (at: Date, offset: number) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + offset, 1))
+export { monthName as partitionName, MONTHS_AHEAD, monthStart } from "../../../migrations/support/monthly-partitions.ts"
