@@ -22,6 +22,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import type * as Statement from "effect/sql/Statement"
 import { completeCopiedColumn, type CopiedColumn, prepareCopiedColumn } from "../../migrations/support/copied-column.ts"
 import { completeOutcomeKeys, type KeyTable, prepareOutcomeKeys, referenceKeys } from "../../migrations/support/outcome-keys.ts"
 import { preparedBoundName, preparedIndexName, prepareMonthlyPartitions, toMonthlyPartitions } from "../../migrations/support/monthly-partitions.ts"
@@ -569,6 +570,22 @@ const creditedMonths = (now: Date) =>
     return { profileId, made }
   })
 
+/**
+ * Runs `statement` under `EXPLAIN ANALYZE`: its plan's lines, and `ran(table)`, the partitions of
+ * `table` whose scans executed (pruned ones show "never executed").
+ */
+const partitionsRun = (statement: Statement.Statement<unknown>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const [text, params] = statement.compile()
+    const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${text}`, params))
+      .map((line) => line["QUERY PLAN"])
+    const ran = (table: string) =>
+      plan.filter((line) => new RegExp(` on ${table}_\\w+`).test(line) && !line.includes("never executed"))
+        .map((line) => new RegExp(` on (${table}_\\w+)`).exec(line)?.[1])
+    return { plan, ran }
+  })
+
 /** A parent table with a time and a child without one: the shape of conversions and their credit rows. */
 const monthProbe = Effect.gen(function*() {
   const sql = yield* SqlClient
@@ -609,12 +626,7 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
       const now = new Date()
       const { profileId } = yield* creditedMonths(now)
       const day = monthStart(now, 1).toISOString().slice(0, 10)
-      const [text, params] = creditFactsStatement(sql, [profileId], [day]).compile()
-      const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${text}`, params))
-        .map((line) => line["QUERY PLAN"])
-      const ran = (table: string) =>
-        plan.filter((line) => new RegExp(` on ${table}_\\w+`).test(line) && !line.includes("never executed"))
-          .map((line) => new RegExp(` on (${table}_\\w+)`).exec(line)?.[1])
+      const { plan, ran } = yield* partitionsRun(creditFactsStatement(sql, [profileId], [day]))
       const month = monthStart(now, 1)
       assert.deepStrictEqual(ran("conversions"), [partitionName("conversions", month)], plan.join("\n"))
       assert.deepStrictEqual(ran("attribution_credits"), [partitionName("attribution_credits", month)], plan.join("\n"))
@@ -628,13 +640,9 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
       const now = new Date()
       const { profileId } = yield* creditedMonths(now)
       const day = monthStart(now, 1).toISOString().slice(0, 10)
-      const [text, params] = creditedTouchesStatement(sql, [profileId], [day]).compile()
-      const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${text}`, params))
-        .map((line) => line["QUERY PLAN"])
-      const ran = plan.filter((line) => / on touches_\w+/.test(line) && !line.includes("never executed"))
-        .map((line) => / on (touches_\w+)/.exec(line)?.[1])
+      const { plan, ran } = yield* partitionsRun(creditedTouchesStatement(sql, [profileId], [day]))
       // The conversion is in next month; its touch a day before, in this month: that month alone.
-      assert.deepStrictEqual(ran, [partitionName("touches", monthStart(now, 0))], plan.join("\n"))
+      assert.deepStrictEqual(ran("touches"), [partitionName("touches", monthStart(now, 0))], plan.join("\n"))
       const rows = yield* creditedTouchesStatement(sql, [profileId], [day]).values
       assert.strictEqual(rows.length, 1)
     })))
