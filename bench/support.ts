@@ -207,17 +207,30 @@ const connectionLoop = (
   })
 
 export const load = async (
-  port: number,
+  /** Several ports: connection i goes to port i mod n, as a Kubernetes Service balances connections. */
+  port: number | ReadonlyArray<number>,
   path: string,
   expectedStatus: number,
   connections: number,
   warmupSeconds: number,
   durationSeconds: number,
   headers: Readonly<Record<string, string>> = {},
-  serverPid?: number,
+  /** Several: their CPU is summed. */
+  serverPid?: number | ReadonlyArray<number>,
   /** Per-request method, body and headers (e.g. POSTs with a fresh body each); default a fixed GET. */
   requestFor?: RequestFor
 ): Promise<RunResult> => {
+  const ports = typeof port === "number" ? [port] : port
+  const pids = serverPid === undefined ? [] : typeof serverPid === "number" ? [serverPid] : serverPid
+  const serverCpu = () => {
+    let total = 0
+    for (const pid of pids) {
+      const ms = processCpuMs(pid)
+      if (ms === undefined) return undefined
+      total += ms
+    }
+    return pids.length === 0 ? undefined : total
+  }
   let measuring = false
   let stopped = false
   let requests = 0
@@ -239,18 +252,18 @@ export const load = async (
   const onError = () => {
     if (measuring) errors++
   }
-  const nextRequest = requestBytes(port, path, headers, requestFor)
-  const loops = Array.from({ length: connections }, () => connectionLoop(port, nextRequest, () => stopped, onResponse, onError))
+  const nextRequest = requestBytes(ports[0]!, path, headers, requestFor)
+  const loops = Array.from({ length: connections }, (_, i) => connectionLoop(ports[i % ports.length]!, nextRequest, () => stopped, onResponse, onError))
   await sleep(warmupSeconds * 1000)
   measuring = true
   const started = process.hrtime.bigint()
-  const cpuBefore = processCpuMs(serverPid)
+  const cpuBefore = serverCpu()
   const databaseBefore = commandCpuMs("postgres")
   const machineBefore = machineCpuMs()
   const clientBefore = process.cpuUsage()
   await sleep(durationSeconds * 1000)
   measuring = false
-  const cpuAfter = processCpuMs(serverPid)
+  const cpuAfter = serverCpu()
   const client = process.cpuUsage(clientBefore)
   const databaseAfter = commandCpuMs("postgres")
   const machineAfter = machineCpuMs()

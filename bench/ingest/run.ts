@@ -40,7 +40,10 @@
  * auth cache's lifetime), BENCH_CUSTOMERS (2000), BENCH_CPU_PROF (a directory: the service runs with
  * `--cpu-prof` and writes its profile there when it stops), BENCH_START_S (120: how long each server may take to start),
  * BENCH_WORKERS_APART (1: the service runs with `SVC_WORKERS=off` and a second service process, sent no
- * requests, works its queues on the same database, decision 0139; its CPU is printed after the service's run).
+ * requests, works its queues on the same database, decision 0139; its CPU is printed after the service's run),
+ * BENCH_PROCESSES (1: each server runs as this many processes, the service as that many cluster runners, and
+ * the connections are spread over them as a Kubernetes Service spreads connections: what splitting one
+ * machine's load over several processes costs each server, issue 35 part 6).
  */
 import { PgClient } from "@effect/sql-pg"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -581,39 +584,55 @@ const main = async () => {
   // How long a server may take to answer /healthz: on a 2-core machine shared by several engineers
   // (load average above 30) loading the service's modules alone took longer than 120 s.
   const startMillis = intFromEnv("BENCH_START_S", 120, 1800) * 1000
-  const servicePort = await freePort()
-  const barePort = await freePort()
-  const batchedPort = await freePort()
-  const floorPort = await freePort()
+  const processes = intFromEnv("BENCH_PROCESSES", 1, 8)
+  const ports = () => Promise.all(Array.from({ length: processes }, () => freePort()))
+  const servicePorts = await ports()
+  const barePorts = await ports()
+  const batchedPorts = await ports()
+  const floorPorts = await ports()
   const dataDir = mkdtempSync(join(tmpdir(), "svc-bench-ingest-"))
   const env: Record<string, string | undefined> = { ...process.env, DATABASE_URL: databaseUrl, SVC_SECRETS_KEY: useSecretsKey(), REDIS_URL: undefined }
   const profileDir = process.env["BENCH_CPU_PROF"]
   // Decision 0139: the service answers with its queue workers off, a second process works them.
   const workersApart = process.env["BENCH_WORKERS_APART"] === "1"
   // Two processes on one database are two runners of one cluster (socket mode, each its own runner port).
-  const runner = async () => workersApart ? { SVC_CLUSTER_MODE: "socket", SVC_RUNNER_PORT: String(await freePort()) } : {}
-  const service = startProcess(
-    [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/main/node.ts"],
-    {
-      ...env,
-      ...(await runner()),
-      PORT: String(servicePort),
-      HOST,
-      SVC_DATA_DIR: join(dataDir, "db"),
-      LOG_LEVEL: "Warn",
-      SVC_WORKERS: workersApart ? "off" : "on"
-    },
-    "service"
-  )
-  let workers: ReturnType<typeof startProcess> | undefined
-  let bare: ReturnType<typeof startProcess> | undefined
-  let batched: ReturnType<typeof startProcess> | undefined
-  let floor: ReturnType<typeof startProcess> | undefined
-  try {
-    // The service migrates the database on start; seed after.
-    await waitFor(servicePort, service.child, startMillis).catch((error: unknown) => {
-      throw new Error(`service did not start: ${String(error)}\n${service.output()}`)
+  const runner = async () => workersApart || processes > 1 ? { SVC_CLUSTER_MODE: "socket", SVC_RUNNER_PORT: String(await freePort()) } : {}
+  const started: Array<ReturnType<typeof startProcess>> = []
+  const startService = async (port: number, index: number) => {
+    const one = startProcess(
+      [...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(profileDir)}`]), "src/main/node.ts"],
+      {
+        ...env,
+        ...(await runner()),
+        PORT: String(port),
+        HOST,
+        SVC_DATA_DIR: join(dataDir, `db-${index}`),
+        LOG_LEVEL: "Warn",
+        SVC_WORKERS: workersApart ? "off" : "on"
+      },
+      `service ${index}`
+    )
+    started.push(one)
+    await waitFor(port, one.child, startMillis).catch((error: unknown) => {
+      throw new Error(`service did not start: ${String(error)}\n${one.output()}`)
     })
+    return one.child
+  }
+  /** A bench server (child role) as `processes` processes, each answering /healthz before the run. */
+  const startServers = (role: keyof typeof childRoles, serverPorts: ReadonlyArray<number>, profileId: string) =>
+    Promise.all(serverPorts.map(async (port) => {
+      const one = startProcess(["bench/ingest/run.ts", role, String(port), profileId], env, role)
+      started.push(one)
+      await waitFor(port, one.child, startMillis).catch((error: unknown) => {
+        throw new Error(`${role} server did not start: ${String(error)}\n${one.output()}`)
+      })
+      return one.child
+    }))
+  let workers: ReturnType<typeof startProcess> | undefined
+  try {
+    // The first runner migrates the database on start; the others start after it, then the seed.
+    const first = await startService(servicePorts[0]!, 0)
+    const serviceChildren = [first, ...await Promise.all(servicePorts.slice(1).map((port, i) => startService(port, i + 1)))]
     if (workersApart) {
       const workersPort = await freePort()
       workers = startProcess(
@@ -628,51 +647,40 @@ const main = async () => {
     }
     const forService = await seed(databaseUrl, "service")
     const forBare = await seed(databaseUrl, "bare")
-    bare = startProcess(["bench/ingest/run.ts", "--bare", String(barePort), forBare.profileId], env, "bare")
-    const bareChild = bare
-    await waitFor(barePort, bare.child, startMillis).catch((error: unknown) => {
-      throw new Error(`bare server did not start: ${String(error)}\n${bareChild.output()}`)
-    })
+    const bareChildren = await startServers("--bare", barePorts, forBare.profileId)
     const forBatched = await seed(databaseUrl, "bare-batched")
-    batched = startProcess(["bench/ingest/run.ts", "--bare-batched", String(batchedPort), forBatched.profileId], env, "bare-batched")
-    const batchedChild = batched
-    await waitFor(batchedPort, batched.child, startMillis).catch((error: unknown) => {
-      throw new Error(`batched bare server did not start: ${String(error)}\n${batchedChild.output()}`)
-    })
+    const batchedChildren = await startServers("--bare-batched", batchedPorts, forBatched.profileId)
     const forFloor = await seed(databaseUrl, "effect-batched")
-    floor = startProcess(["bench/ingest/run.ts", "--effect-batched", String(floorPort), forFloor.profileId], env, "effect-batched")
-    const floorChild = floor
-    await waitFor(floorPort, floor.child, startMillis).catch((error: unknown) => {
-      throw new Error(`Effect floor server did not start: ${String(error)}\n${floorChild.output()}`)
-    })
+    const floorChildren = await startServers("--effect-batched", floorPorts, forFloor.profileId)
     console.log(
       `node ${process.versions.node}; ${connections} connections, ${warmupSeconds} s warm-up + ${durationSeconds} s per run; ` +
-        `${customers} customers; pool ${POOL_SIZE} connections each; 127.0.0.1 only`
+        `${customers} customers; pool ${POOL_SIZE} connections each; ${processes} process(es) per server; 127.0.0.1 only`
     )
     const runId = Date.now().toString(36)
     const runs = [
-      { server: "service POST /api/v1/events", port: servicePort, seeded: forService, child: service.child },
-      { server: "bare node:http + PgClient", port: barePort, seeded: forBare, child: bare.child },
-      { server: "bare node:http + PgClient, group commit", port: batchedPort, seeded: forBatched, child: batched.child },
-      { server: "Effect HttpApi (the contract's schemas) + the same group commit", port: floorPort, seeded: forFloor, child: floor.child }
+      { server: "service POST /api/v1/events", ports: servicePorts, seeded: forService, children: serviceChildren },
+      { server: "bare node:http + PgClient", ports: barePorts, seeded: forBare, children: bareChildren },
+      { server: "bare node:http + PgClient, group commit", ports: batchedPorts, seeded: forBatched, children: batchedChildren },
+      { server: "Effect HttpApi (the contract's schemas) + the same group commit", ports: floorPorts, seeded: forFloor, children: floorChildren }
     ]
     const rows: Array<Row> = []
     for (const run of runs) {
       process.stdout.write(`  running ${run.server} ...`)
-      const workersCpuBefore = run.child === service.child ? processCpuMs(workers?.child.pid) : undefined
+      const isService = run.children === serviceChildren
+      const workersCpuBefore = isService ? processCpuMs(workers?.child.pid) : undefined
       const result = await load(
-        run.port,
+        run.ports,
         "/api/v1/events",
         200,
         connections,
         warmupSeconds,
         durationSeconds,
         {},
-        run.child.pid,
-        bodies(`${runId}-${run.port}`, customers, run.seeded.key)
+        run.children.flatMap((child) => child.pid === undefined ? [] : [child.pid]),
+        bodies(`${runId}-${run.ports[0]}`, customers, run.seeded.key)
       )
       const rps = result.requests / result.seconds
-      const workersCpuAfter = run.child === service.child ? processCpuMs(workers?.child.pid) : undefined
+      const workersCpuAfter = isService ? processCpuMs(workers?.child.pid) : undefined
       if (workersCpuBefore !== undefined && workersCpuAfter !== undefined && result.requests > 0) {
         // Over the whole load (warm-up included) per measured event: an upper bound of its share.
         console.log(` (the workers' process: ${fmt(((workersCpuAfter - workersCpuBefore) * 1000) / result.requests)} µs of CPU per measured event)`)
@@ -693,8 +701,8 @@ const main = async () => {
       console.log(` ${fmt(rps)} events/s`)
       // Each server is stopped after its run: the service's background work (crediting, rollups)
       // would otherwise also run during the baselines' runs, on their rows.
-      await stopProcess(run.child)
-      if (run.child === service.child && workers !== undefined) await stopProcess(workers.child)
+      await Promise.all(run.children.map(stopProcess))
+      if (isService && workers !== undefined) await stopProcess(workers.child)
     }
     console.log("")
     console.log(
@@ -739,7 +747,7 @@ const main = async () => {
     }
     process.exitCode = ok ? 0 : 1
   } finally {
-    await Promise.all([service, workers, bare, batched, floor].flatMap((process) => (process === undefined ? [] : [stopProcess(process.child)])))
+    await Promise.all([...started, ...(workers === undefined ? [] : [workers])].map((one) => stopProcess(one.child)))
     rmSync(dataDir, { recursive: true, force: true })
   }
 }
