@@ -35,6 +35,8 @@ export interface RunResult {
   readonly window: { readonly fromUs: number; readonly toUs: number }
   /** CPU time (user + system) the server process used while measuring, when it could be read. */
   readonly serverCpuMs?: number
+  /** The server processes' user and system time and their main threads' context switches while measuring. */
+  readonly serverSched?: SchedDelta
   /** CPU time every `postgres` process on this machine used while measuring (Linux). */
   readonly databaseCpuMs?: number
   /** CPU time this load generator used while measuring. */
@@ -66,6 +68,58 @@ export const processCpuMs = (pid: number | undefined): number | undefined => {
     return undefined
   }
 }
+
+/**
+ * A process's user and system CPU time (ms) and its main thread's context switches so far, from
+ * /proc (Linux). Involuntary switches count how often the scheduler took the CPU away: on a machine
+ * with more busy processes than cores, the sign of contention rather than of work.
+ */
+export const processSched = (pid: number | undefined) => {
+  if (pid === undefined) return undefined
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    const status = readFileSync(`/proc/${pid}/status`, "utf8")
+    const count = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? Number.NaN)
+    return {
+      userMs: (Number(fields[11]) * 1000) / clockTicksPerSecond,
+      systemMs: (Number(fields[12]) * 1000) / clockTicksPerSecond,
+      voluntary: count("voluntary_ctxt_switches"),
+      involuntary: count("nonvoluntary_ctxt_switches")
+    }
+  } catch {
+    return undefined
+  }
+}
+
+export interface SchedDelta {
+  readonly userMs: number
+  readonly systemMs: number
+  readonly voluntary: number
+  readonly involuntary: number
+}
+
+/** `processSched` summed over processes (undefined when one cannot be read). */
+export const schedOf = (pids: ReadonlyArray<number>): SchedDelta | undefined => {
+  const sum = { userMs: 0, systemMs: 0, voluntary: 0, involuntary: 0 }
+  for (const pid of pids) {
+    const one = processSched(pid)
+    if (one === undefined) return undefined
+    sum.userMs += one.userMs
+    sum.systemMs += one.systemMs
+    sum.voluntary += one.voluntary
+    sum.involuntary += one.involuntary
+  }
+  return sum
+}
+
+const schedDelta = (before: SchedDelta | undefined, after: SchedDelta | undefined): SchedDelta | undefined =>
+  before === undefined || after === undefined ? undefined : {
+    userMs: after.userMs - before.userMs,
+    systemMs: after.systemMs - before.systemMs,
+    voluntary: after.voluntary - before.voluntary,
+    involuntary: after.involuntary - before.involuntary
+  }
 
 /** CPU time (ms) used so far by every process whose command name is `name` (e.g. `postgres`), from /proc. */
 export const commandCpuMs = (name: string): number | undefined => {
@@ -258,17 +312,20 @@ export const load = async (
   measuring = true
   const started = process.hrtime.bigint()
   const cpuBefore = serverCpu()
+  const schedBefore = pids.length === 0 ? undefined : schedOf(pids)
   const databaseBefore = commandCpuMs("postgres")
   const machineBefore = machineCpuMs()
   const clientBefore = process.cpuUsage()
   await sleep(durationSeconds * 1000)
   measuring = false
   const cpuAfter = serverCpu()
+  const serverSched = pids.length === 0 ? undefined : schedDelta(schedBefore, schedOf(pids))
   const client = process.cpuUsage(clientBefore)
   const databaseAfter = commandCpuMs("postgres")
   const machineAfter = machineCpuMs()
   const measured = {
     clientCpuMs: (client.user + client.system) / 1000,
+    ...(serverSched === undefined ? {} : { serverSched }),
     ...(databaseBefore !== undefined && databaseAfter !== undefined ? { databaseCpuMs: databaseAfter - databaseBefore } : {}),
     ...(machineBefore !== undefined && machineAfter !== undefined && machineAfter.total > machineBefore.total
       ? { machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total) }

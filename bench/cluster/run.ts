@@ -40,7 +40,9 @@
  * to create and drop `bench_cluster_wt`), BENCH_REDIS_URL (unset: each runner counts rate limits in
  * memory, which the keys' allowances of 10^9 a minute make moot), BENCH_RUNNERS ("1,3"), BENCH_MOVES
  * ("SIGTERM,SIGKILL"; "" for none), BENCH_WORKERS_ON ("1": only runner 1 works the queues, the others
- * start with SVC_WORKERS=off, decision 0139). A runner that exits while starting is started again (as an
+ * start with SVC_WORKERS=off, decision 0139), BENCH_MIX (the kinds kept, e.g. "outcome" or "experiment":
+ * one kind's cost apart), BENCH_IDLE_S (10: before the load, the CPU the runners and their backends use
+ * with no request at all, per second: what each runner costs whatever the traffic). A runner that exits while starting is started again (as an
  * orchestrator would), at most twice; the restarts are printed.
  */
 import { PgClient } from "@effect/sql-pg"
@@ -49,9 +51,9 @@ import { randomBytes } from "node:crypto"
 import { Agent, request as httpRequest } from "node:http"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { CredentialPrefix, displayPrefix, mintSecret, secretDigest } from "../../src/kernel/credentials/tokens.ts"
-import { onDatabase as onDatabaseAt, fmt, pageView, TRACKED_ORIGIN, freePort, HOST, intFromEnv, machineCpuMs, percentile, processCpuMs, sleep, startProcess, stopProcess } from "../support.ts"
+import { onDatabase as onDatabaseAt, fmt, pageView, TRACKED_ORIGIN, freePort, HOST, intFromEnv, machineCpuMs, percentile, processCpuMs, schedOf, sleep, startProcess, stopProcess } from "../support.ts"
 
 const DB_NAME = "bench_cluster_wt"
 const ADMIN_TOKEN = `bench-cluster-admin-${randomBytes(12).toString("hex")}`
@@ -78,10 +80,14 @@ const MOVES = (process.env["BENCH_MOVES"] ?? "SIGTERM,SIGKILL").split(",").filte
 const KINDS = ["outcome", "touch", "overview", "experiment"] as const
 type Kind = (typeof KINDS)[number]
 /** 7 : 7 : 3 : 3, interleaved so that any 20 consecutive requests carry the whole mix. */
-const MIX: ReadonlyArray<Kind> = [
+const FULL_MIX: ReadonlyArray<Kind> = [
   "outcome", "touch", "overview", "outcome", "touch", "experiment", "outcome", "touch", "outcome", "touch",
   "overview", "outcome", "touch", "experiment", "outcome", "touch", "overview", "outcome", "touch", "experiment"
 ]
+const KEPT = process.env["BENCH_MIX"]?.split(",").filter((k): k is Kind => KINDS.some((kind) => kind === k))
+const MIX: ReadonlyArray<Kind> = KEPT === undefined || KEPT.length === 0 ? FULL_MIX : FULL_MIX.filter((kind) => KEPT.includes(kind))
+const MIX_NAME = KINDS.map((kind) => `${kind} ${MIX.filter((k) => k === kind).length}`).join(", ")
+const IDLE_S = intFromEnv("BENCH_IDLE_S", 10, 300)
 
 const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")
 
@@ -166,8 +172,11 @@ interface Runner {
 const newAgent = (localAddress?: string) =>
   new Agent({ keepAlive: true, maxSockets: 64, ...(localAddress === undefined ? {} : { localAddress }) })
 
+/** BENCH_CPU_PROF (a directory): every runner runs with `--cpu-prof` and writes its profile there when it stops. */
+const PROFILE_DIR = process.env["BENCH_CPU_PROF"]
+
 const spawnRunner = (runner: Pick<Runner, "index" | "port" | "runnerPort" | "dataDir">, databaseUrl: string) =>
-  startProcess(["src/main/node.ts"], {
+  startProcess([...(PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${resolve(PROFILE_DIR)}`]), "src/main/node.ts"], {
     ...process.env,
     HOST,
     PORT: String(runner.port),
@@ -496,8 +505,20 @@ interface Measured {
   readonly summary: ReturnType<typeof summarise>
   /** Per request: runners, this database's backends, this load generator (ms). */
   readonly cpu: { readonly runners: number; readonly database: number; readonly client: number }
+  /** The runners' CPU per request split into user and system time, and their main threads' context switches per request. */
+  readonly sched: { readonly userMs: number; readonly systemMs: number; readonly involuntary: number; readonly voluntary: number }
   readonly machineBusy: number
   readonly load: string
+}
+
+/** CPU per second of the runners and of this database's backends over BENCH_IDLE_S with no load. */
+const idleCpu = async (runners: ReadonlyArray<Runner>, databaseUrl: string) => {
+  const runnerCpu = () => runners.reduce((sum, r) => sum + (processCpuMs(r.process.child.pid) ?? 0), 0)
+  const before = { runners: runnerCpu(), database: await backendCpu(databaseUrl), at: performance.now() }
+  await sleep(IDLE_S * 1000)
+  const after = { runners: runnerCpu(), database: await backendCpu(databaseUrl), at: performance.now() }
+  const seconds = (after.at - before.at) / 1000
+  return { runners: (after.runners - before.runners) / seconds, database: cpuDelta(before.database, after.database) / seconds }
 }
 
 /** Runs the load for warm-up + duration and measures the duration's window. */
@@ -520,12 +541,17 @@ const measure = async (
   const loop = phase === "fixed" ? openLoop(send, RATE, record, firstN) : closedLoop(send, CONCURRENCY, record, firstN)
   await sleep(WARMUP_S * 1000)
   const runnerCpu = () => runners.reduce((sum, r) => sum + (processCpuMs(r.process.child.pid) ?? 0), 0)
+  const runnerSched = () =>
+    schedOf(runners.flatMap((r) => r.process.child.pid === undefined ? [] : [r.process.child.pid])) ??
+      { userMs: Number.NaN, systemMs: Number.NaN, involuntary: Number.NaN, voluntary: Number.NaN }
+  const schedBefore = runnerSched()
   const before = { runners: runnerCpu(), database: await backendCpu(databaseUrl), client: process.cpuUsage(), machine: machineCpuMs() }
   measuring = true
   windowStart = performance.now()
   await sleep(DURATION_S * 1000)
   windowEnd = performance.now()
   const after = { runners: runnerCpu(), database: await backendCpu(databaseUrl), client: process.cpuUsage(before.client), machine: machineCpuMs() }
+  const schedAfter = runnerSched()
   const load = loadAverage()
   const nextN = await loop.stop()
   measuring = false
@@ -545,6 +571,12 @@ const measure = async (
         runners: per(after.runners - before.runners),
         database: per(cpuDelta(before.database, after.database)),
         client: per((after.client.user + after.client.system) / 1000)
+      },
+      sched: {
+        userMs: per(schedAfter.userMs - schedBefore.userMs),
+        systemMs: per(schedAfter.systemMs - schedBefore.systemMs),
+        involuntary: per(schedAfter.involuntary - schedBefore.involuntary),
+        voluntary: per(schedAfter.voluntary - schedBefore.voluntary)
       },
       machineBusy,
       load
@@ -716,6 +748,9 @@ const runConfiguration = async (count: number, adminUrl: string, databaseUrl: st
     }
 
     const stopChecks = healthChecks(runners)
+    // No request at all: each runner's own work (queue polls, cluster heartbeats and lock refreshes).
+    const idle = await idleCpu(runners, databaseUrl)
+    console.log(`  idle ${IDLE_S} s: runners ${fmt(idle.runners, 1)} ms/s of CPU (${fmt(idle.runners / count, 1)} each), their PostgreSQL backends ${fmt(idle.database, 1)} ms/s`)
     const send = makeSender(runners, profiles, `${Date.now().toString(36)}-${count}`)
     let n = 0
     const results: Array<Measured> = []
@@ -741,7 +776,7 @@ const runConfiguration = async (count: number, adminUrl: string, databaseUrl: st
     }
     await stopChecks()
     const rows = await written(databaseUrl)
-    return { results, moves, rows, acknowledged: n }
+    return { results, moves, rows, acknowledged: n, idle }
   } finally {
     await Promise.all(runners.map((r) => stopProcess(r.process.child)))
     for (const r of runners) {
@@ -753,17 +788,21 @@ const runConfiguration = async (count: number, adminUrl: string, databaseUrl: st
 }
 
 const printTable = (all: ReadonlyArray<Measured>) => {
-  console.log("| runners | phase | kind | ok/s | p50 ms | p99 ms | errors | CPU ms/request: runners / PostgreSQL / client | machine busy | load (1/5/15 min) |")
-  console.log("|---|---|---|---:|---:|---:|---:|---|---:|---|")
+  console.log(
+    "| runners | phase | kind | ok/s | p50 ms | p99 ms | errors | CPU ms/request: runners / PostgreSQL / client | runners: user / system ms, switches involuntary / voluntary, per request | machine busy | load (1/5/15 min) |"
+  )
+  console.log("|---|---|---|---:|---:|---:|---:|---|---|---:|---|")
   for (const m of all) {
     const cpu = `${fmt(m.cpu.runners, 2)} / ${fmt(m.cpu.database, 2)} / ${fmt(m.cpu.client, 2)}`
+    const sched = `${fmt(m.sched.userMs, 2)} / ${fmt(m.sched.systemMs, 2)}, ${fmt(m.sched.involuntary, 2)} / ${fmt(m.sched.voluntary, 2)}`
     console.log(
       `| ${m.config} | ${m.phase} | all | ${fmt(m.summary.ok / m.seconds)} | ${fmt(m.summary.p50, 1)} | ${fmt(m.summary.p99, 1)} | ${m.summary.errors} | ` +
-        `${cpu} | ${fmt(m.machineBusy * 100)} % | ${m.load} |`
+        `${cpu} | ${sched} | ${fmt(m.machineBusy * 100)} % | ${m.load} |`
     )
     for (const kind of KINDS) {
       const f = m.summary.byKind.get(kind)!
-      console.log(`| | | ${kind} | ${fmt(f.ok / m.seconds)} | ${fmt(f.p50, 1)} | ${fmt(f.p99, 1)} | ${f.errors} | | | |`)
+      if (f.ok + f.errors === 0) continue
+      console.log(`| | | ${kind} | ${fmt(f.ok / m.seconds)} | ${fmt(f.p50, 1)} | ${fmt(f.p99, 1)} | ${f.errors} | | | | |`)
     }
   }
 }
@@ -777,18 +816,20 @@ const main = async () => {
   }
   const databaseUrl = withUrl(adminUrl, DB_NAME)
   console.log(
-    `bench:cluster — node ${process.versions.node}; ${PROFILES} profiles; mix outcome:touch:overview:experiment 7:7:3:3; ` +
+    `bench:cluster — node ${process.versions.node}; ${PROFILES} profiles; mix ${MIX_NAME} of ${MIX.length}; ` +
       `fixed ${RATE}/s open loop, saturation ${CONCURRENCY} in flight; ${WARMUP_S} s warm-up + ${DURATION_S} s each; ` +
       `database ${DB_NAME} (fresh per configuration); load at start ${loadAverage()}`
   )
   const all: Array<Measured> = []
   const moves: Array<MoveReport> = []
+  const idle: Array<string> = []
   let ok = true
   try {
     for (const count of RUNNER_COUNTS) {
       const result = await runConfiguration(count, adminUrl, databaseUrl)
       all.push(...result.results)
       moves.push(...result.moves)
+      idle.push(`${count}: runners ${fmt(result.idle.runners, 1)} ms/s, PostgreSQL ${fmt(result.idle.database, 1)} ms/s`)
       printTable(result.results)
       for (const m of result.moves) for (const line of m.lines) console.log(line)
       // Every acknowledged write is stored (the warm-ups' included, so at least as many rows as measured 2xx).
@@ -839,7 +880,8 @@ const main = async () => {
     console.log("")
     for (const line of m.lines) console.log(line)
   }
-  console.log(`\nload at end ${loadAverage()}`)
+  console.log(`\nidle CPU (no requests), by runner count: ${idle.join("; ")}`)
+  console.log(`load at end ${loadAverage()}`)
   const fixedErrors = all.filter((m) => m.phase === "fixed").reduce((sum, m) => sum + m.summary.errors, 0)
   if (fixedErrors > 0) ok = false
   process.exitCode = ok ? 0 : 1

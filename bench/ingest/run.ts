@@ -566,6 +566,8 @@ interface Row {
   readonly databaseMicros: number | undefined
   readonly clientMicros: number | undefined
   readonly machineBusy: number | undefined
+  /** The server processes' user / system µs and context switches (involuntary / voluntary) per event. */
+  readonly sched: string
   readonly written: Written | undefined
 }
 
@@ -696,6 +698,10 @@ const main = async () => {
         databaseMicros: perEvent(result.databaseCpuMs, result.requests),
         clientMicros: perEvent(result.clientCpuMs, result.requests),
         machineBusy: result.machineBusy,
+        sched: result.serverSched === undefined || result.requests === 0 ? "n/a" : [
+          `${fmt((result.serverSched.userMs * 1000) / result.requests)} / ${fmt((result.serverSched.systemMs * 1000) / result.requests)} µs`,
+          `${fmt(result.serverSched.involuntary / result.requests, 2)} / ${fmt(result.serverSched.voluntary / result.requests, 2)}`
+        ].join(", "),
         written: await written(databaseUrl, run.seeded.profileId)
       })
       console.log(` ${fmt(rps)} events/s`)
@@ -706,15 +712,15 @@ const main = async () => {
     }
     console.log("")
     console.log(
-      "| server | events/s | p50 ms | p99 ms | errors | CPU µs/event: server / PostgreSQL / load generator | machine busy | rows written (events / conversions / outbox / customers, incl. warm-up) |"
+      "| server | events/s | p50 ms | p99 ms | errors | CPU µs/event: server / PostgreSQL / load generator | server per event: user / system, switches involuntary / voluntary | machine busy | rows written (events / conversions / outbox / customers, incl. warm-up) |"
     )
-    console.log("|---|---:|---:|---:|---:|---:|---:|---|")
+    console.log("|---|---:|---:|---:|---:|---:|---|---:|---|")
     for (const row of rows) {
       const micros = (value: number | undefined) => (value === undefined ? "n/a" : fmt(value))
       const cpu = `${micros(row.cpuMicros)} / ${micros(row.databaseMicros)} / ${micros(row.clientMicros)}`
       const busy = row.machineBusy === undefined ? "n/a" : `${fmt(row.machineBusy * 100, 0)} %`
       const w = row.written === undefined ? "n/a" : `${row.written.events} / ${row.written.conversions} / ${row.written.outbox} / ${row.written.customers}`
-      console.log(`| ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} | ${cpu} | ${busy} | ${w} |`)
+      console.log(`| ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} | ${cpu} | ${row.sched} | ${busy} | ${w} |`)
     }
     const [svc, baseline, batchedBaseline, framework] = rows
     let ok = rows.every((row) => row.errors === 0)
