@@ -139,6 +139,80 @@ export interface DeliveriesFilter {
 const attributionOnText = `(p.provisioned_by_app_id IS NULL OR COALESCE((
         SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`
 
+// The exports of a batch of (rule, conversion) pairs, once per live destination, as both sweeps
+// queue them. A retraction locks its outcome row FOR UPDATE; the sweep waits for it and then
+// sees the tombstone (READ COMMITTED re-checks a locked row), so a racing retraction is skipped
+// instead of queued, and an outcome the sweep queued first is refused its retraction (409).
+export const queuedFrom = (sql: SqlClient, batch: string) =>
+  sql.literal(`
+        INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
+        SELECT md5(c.outcome_event_id::text || ':' || d.id::text)::uuid, c.profile_id, c.outcome_event_id, d.kind, d.id, r.id,
+               'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
+        FROM ${batch} b
+        JOIN export_rules r ON r.id = b.rule_id
+        -- By the whole key: by (id, profile_id) alone a plan costed on young statistics read every
+        -- row of the profile's month through another index, for each row of the batch (bench:export).
+        JOIN conversions c ON c.id = b.id AND c.profile_id = r.profile_id AND c.occurred_at = b.occurred_at AND c.attribution_eligible
+        JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at
+          AND e.retracted_at IS NULL
+        JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
+          AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
+        JOIN profiles p ON p.id = r.profile_id
+        WHERE r.enabled AND ${attributionOnText} AND c.created_at >= d.created_at
+        FOR KEY SHARE OF e
+        ON CONFLICT (outcome_event_id, destination_id, profile_id) DO NOTHING
+        RETURNING id`)
+
+/**
+ * The sweep that queues what arrived since each rule's mark (see `enqueue` below), as a statement:
+ * test/api/queue-claim-plans.test.ts runs a plan of it kept from an empty queue at 200,000 exports.
+ * `horizon` bounds the next mark (the oldest transaction running before the sweep).
+ */
+export const enqueueStatement = (
+  sql: SqlClient,
+  after: ReadonlyArray<SweepMark>,
+  windowSeconds: number,
+  limitPerRule: number,
+  horizon: string
+) =>
+  sql<{ readonly rule_id: string }>`
+            WITH marks AS (
+              SELECT k.rule_id, k.created_at, k.id
+              FROM unnest(${after.map((m) => m.ruleId)}::uuid[], ${after.map((m) => m.createdAt)}::timestamptz[], ${after.map((m) => m.id)}::uuid[])
+                AS k(rule_id, created_at, id)),
+            batch AS (
+              SELECT r.id AS rule_id, r.profile_id, c.id, c.created_at, c.occurred_at
+              FROM export_rules r
+              LEFT JOIN marks k ON k.rule_id = r.id
+              -- Through conversions_export_cursor from the mark on (one row comparison, the window's
+              -- start folded in: a separate range on created_at let a plan built without statistics
+              -- read the whole window through conversions_export_sweep instead).
+              CROSS JOIN LATERAL (
+                SELECT c.id, c.created_at, c.occurred_at FROM conversions c
+                WHERE c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.created_at >= r.created_at
+                  AND (c.created_at, c.id) > (
+                    CASE WHEN k.created_at > now() - make_interval(secs => ${windowSeconds}) THEN k.created_at
+                         ELSE now() - make_interval(secs => ${windowSeconds}) END,
+                    CASE WHEN k.created_at > now() - make_interval(secs => ${windowSeconds}) THEN k.id
+                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
+                  -- A probe per row through conversion_exports_event: OFFSET 0 keeps it a subplan, since as an
+                  -- anti-join a plan kept from when the queue was empty read the whole table into memory
+                  -- for each sweep (bench:export, a generic plan made on a near-empty conversion_exports).
+                  AND NOT EXISTS (
+                    SELECT 1 FROM conversion_exports x
+                    WHERE x.outcome_event_id = c.outcome_event_id AND x.profile_id = c.profile_id AND x.rule_id = r.id
+                    OFFSET 0)
+                ORDER BY c.created_at, c.id
+                LIMIT ${limitPerRule}) c
+              WHERE r.enabled
+            ),
+            queued AS (${queuedFrom(sql, "batch")})
+            SELECT DISTINCT ON (b.rule_id) b.rule_id::text AS rule_id,
+                   ${sql.literal(microseconds("CASE WHEN h.at < b.created_at THEN h.at ELSE b.created_at END"))} AS created_at,
+                   (CASE WHEN h.at < b.created_at THEN '00000000-0000-0000-0000-000000000000'::uuid ELSE b.id END)::text AS id,
+                   (SELECT count(*) FROM queued)::int AS queued
+            FROM batch b CROSS JOIN (SELECT ${horizon}::timestamptz AS at) h ORDER BY b.rule_id, b.created_at DESC, b.id DESC`
+
 /**
  * Everything the decisions of a batch of exports read, in one statement (see `facts` below).
  * Every row is found by its whole key, profile included (decision 0137): the primary keys are
@@ -289,28 +363,6 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const decodeFacts = Schema.decodeUnknownExit(ExportFacts)
       const deliveryRows = decodeRows(DeliveryRow)
 
-      // The exports of a batch of (rule, conversion) pairs, once per live destination, as both sweeps
-      // queue them. A retraction locks its outcome row FOR UPDATE; the sweep waits for it and then
-      // sees the tombstone (READ COMMITTED re-checks a locked row), so a racing retraction is skipped
-      // instead of queued, and an outcome the sweep queued first is refused its retraction (409).
-      const queuedFrom = (batch: string) =>
-        sql.literal(`
-              INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, destination_id, rule_id, event_id, status)
-              SELECT md5(c.outcome_event_id::text || ':' || d.id::text)::uuid, c.profile_id, c.outcome_event_id, d.kind, d.id, r.id,
-                     'svc_' || md5(c.outcome_event_id::text || ':' || d.id::text), 'pending'
-              FROM ${batch} b
-              JOIN export_rules r ON r.id = b.rule_id
-              JOIN conversions c ON c.id = b.id AND c.profile_id = r.profile_id AND c.attribution_eligible
-              JOIN outcome_events e ON e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at
-                AND e.retracted_at IS NULL
-              JOIN export_destinations d ON d.profile_id = r.profile_id AND d.deleted_at IS NULL AND d.status = 'active'
-                AND (r.destination_ids IS NULL OR d.id = ANY (r.destination_ids))
-              JOIN profiles p ON p.id = r.profile_id
-              WHERE r.enabled AND ${attributionOnText} AND c.created_at >= d.created_at
-              FOR KEY SHARE OF e
-              ON CONFLICT (outcome_event_id, destination_id, profile_id) DO NOTHING
-              RETURNING id`)
-
       const marksRead = decodeRows(Schema.Struct({ rule_id: Schema.String, created_at: Schema.String, id: Schema.String, queued: Schema.Int }))
       // A conversion's created_at is stamped inside its transaction: one the sweep cannot see yet
       // is no older than the oldest transaction running when the sweep's snapshot was taken. Read in
@@ -325,37 +377,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       )
       const enqueue = (after: ReadonlyArray<SweepMark>, windowSeconds: number, limitPerRule: number) =>
         Effect.flatMap(horizon, (h) => Effect.map(
-          marksRead(sql`
-            WITH marks AS (
-              SELECT k.rule_id, k.created_at, k.id
-              FROM unnest(${after.map((m) => m.ruleId)}::uuid[], ${after.map((m) => m.createdAt)}::timestamptz[], ${after.map((m) => m.id)}::uuid[])
-                AS k(rule_id, created_at, id)),
-            batch AS (
-              SELECT r.id AS rule_id, r.profile_id, c.id, c.created_at
-              FROM export_rules r
-              LEFT JOIN marks k ON k.rule_id = r.id
-              -- Through conversions_export_cursor from the mark on (one row comparison, the window's
-              -- start folded in: a separate range on created_at let a plan built without statistics
-              -- read the whole window through conversions_export_sweep instead).
-              CROSS JOIN LATERAL (
-                SELECT c.id, c.created_at FROM conversions c
-                WHERE c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.created_at >= r.created_at
-                  AND (c.created_at, c.id) > (
-                    CASE WHEN k.created_at > now() - make_interval(secs => ${windowSeconds}) THEN k.created_at
-                         ELSE now() - make_interval(secs => ${windowSeconds}) END,
-                    CASE WHEN k.created_at > now() - make_interval(secs => ${windowSeconds}) THEN k.id
-                         ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
-                  AND NOT EXISTS (SELECT 1 FROM conversion_exports x WHERE x.outcome_event_id = c.outcome_event_id AND x.rule_id = r.id)
-                ORDER BY c.created_at, c.id
-                LIMIT ${limitPerRule}) c
-              WHERE r.enabled
-            ),
-            queued AS (${queuedFrom("batch")})
-            SELECT DISTINCT ON (b.rule_id) b.rule_id::text AS rule_id,
-                   ${sql.literal(microseconds("CASE WHEN h.at < b.created_at THEN h.at ELSE b.created_at END"))} AS created_at,
-                   (CASE WHEN h.at < b.created_at THEN '00000000-0000-0000-0000-000000000000'::uuid ELSE b.id END)::text AS id,
-                   (SELECT count(*) FROM queued)::int AS queued
-            FROM batch b CROSS JOIN (SELECT ${h}::timestamptz AS at) h ORDER BY b.rule_id, b.created_at DESC, b.id DESC`),
+          marksRead(enqueueStatement(sql, after, windowSeconds, limitPerRule, h)),
           (rows) => {
             // Rules that read nothing keep their marks; a mark may move back to the horizon.
             const moved = new Map(rows.map((row) => [row.rule_id, { ruleId: row.rule_id, createdAt: row.created_at, id: row.id }] as const))
@@ -369,11 +391,11 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
         Effect.map(
           cursorCounts(sql`
             WITH batch AS (
-              SELECT r.id AS rule_id, r.profile_id, c.id, c.created_at
+              SELECT r.id AS rule_id, r.profile_id, c.id, c.created_at, c.occurred_at
               FROM export_rules r
               LEFT JOIN export_sweep_cursors k ON k.rule_id = r.id AND k.profile_id = r.profile_id
               CROSS JOIN LATERAL (
-                SELECT c.id, c.created_at FROM conversions c
+                SELECT c.id, c.created_at, c.occurred_at FROM conversions c
                 WHERE c.profile_id = r.profile_id AND c.conversion_key = r.conversion_key AND c.created_at >= r.created_at
                   -- The lag leaves room for a transaction that stamped created_at and has not committed yet.
                   AND c.created_at < now() - make_interval(secs => ${lagSeconds})
@@ -381,7 +403,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
                 ORDER BY c.created_at, c.id
                 LIMIT ${limitPerRule}) c
             ),
-            queued AS (${queuedFrom("batch")}),
+            queued AS (${queuedFrom(sql, "batch")}),
             moved AS (
               INSERT INTO export_sweep_cursors (rule_id, profile_id, after_created_at, after_id)
               SELECT DISTINCT ON (rule_id) rule_id, profile_id, created_at, id FROM batch ORDER BY rule_id, created_at DESC, id DESC
