@@ -276,15 +276,8 @@ export const load = async (
 ): Promise<RunResult> => {
   const ports = typeof port === "number" ? [port] : port
   const pids = serverPid === undefined ? [] : typeof serverPid === "number" ? [serverPid] : serverPid
-  const serverCpu = () => {
-    let total = 0
-    for (const pid of pids) {
-      const ms = processCpuMs(pid)
-      if (ms === undefined) return undefined
-      total += ms
-    }
-    return pids.length === 0 ? undefined : total
-  }
+  // The servers' user and system time and context switches, read once at each end of the window.
+  const serverSchedNow = () => (pids.length === 0 ? undefined : schedOf(pids))
   let measuring = false
   let stopped = false
   let requests = 0
@@ -311,15 +304,13 @@ export const load = async (
   await sleep(warmupSeconds * 1000)
   measuring = true
   const started = process.hrtime.bigint()
-  const cpuBefore = serverCpu()
-  const schedBefore = pids.length === 0 ? undefined : schedOf(pids)
+  const schedBefore = serverSchedNow()
   const databaseBefore = commandCpuMs("postgres")
   const machineBefore = machineCpuMs()
   const clientBefore = process.cpuUsage()
   await sleep(durationSeconds * 1000)
   measuring = false
-  const cpuAfter = serverCpu()
-  const serverSched = pids.length === 0 ? undefined : schedDelta(schedBefore, schedOf(pids))
+  const serverSched = schedDelta(schedBefore, serverSchedNow())
   const client = process.cpuUsage(clientBefore)
   const databaseAfter = commandCpuMs("postgres")
   const machineAfter = machineCpuMs()
@@ -338,8 +329,8 @@ export const load = async (
   // Each connection stops after its in-flight response; bounded by the socket timeout.
   await Promise.race([Promise.all(loops), sleep(15_000)])
   const latenciesMs = latencies.slice(0, requests).sort()
-  return cpuBefore !== undefined && cpuAfter !== undefined
-    ? { requests, errors, seconds, latenciesMs, window, serverCpuMs: cpuAfter - cpuBefore, ...measured }
+  return serverSched !== undefined
+    ? { requests, errors, seconds, latenciesMs, window, serverCpuMs: serverSched.userMs + serverSched.systemMs, ...measured }
     : { requests, errors, seconds, latenciesMs, window, ...measured }
 }
 

@@ -511,12 +511,14 @@ interface Measured {
   readonly load: string
 }
 
+/** The runners' CPU time so far (ms); a runner gone meanwhile counts what was read of it before. */
+const runnersCpuMs = (runners: ReadonlyArray<Runner>) => runners.reduce((sum, r) => sum + (processCpuMs(r.process.child.pid) ?? 0), 0)
+
 /** CPU per second of the runners and of this database's backends over BENCH_IDLE_S with no load. */
 const idleCpu = async (runners: ReadonlyArray<Runner>, databaseUrl: string) => {
-  const runnerCpu = () => runners.reduce((sum, r) => sum + (processCpuMs(r.process.child.pid) ?? 0), 0)
-  const before = { runners: runnerCpu(), database: await backendCpu(databaseUrl), at: performance.now() }
+  const before = { runners: runnersCpuMs(runners), database: await backendCpu(databaseUrl), at: performance.now() }
   await sleep(IDLE_S * 1000)
-  const after = { runners: runnerCpu(), database: await backendCpu(databaseUrl), at: performance.now() }
+  const after = { runners: runnersCpuMs(runners), database: await backendCpu(databaseUrl), at: performance.now() }
   const seconds = (after.at - before.at) / 1000
   return { runners: (after.runners - before.runners) / seconds, database: cpuDelta(before.database, after.database) / seconds }
 }
@@ -540,17 +542,16 @@ const measure = async (
   }
   const loop = phase === "fixed" ? openLoop(send, RATE, record, firstN) : closedLoop(send, CONCURRENCY, record, firstN)
   await sleep(WARMUP_S * 1000)
-  const runnerCpu = () => runners.reduce((sum, r) => sum + (processCpuMs(r.process.child.pid) ?? 0), 0)
   const runnerSched = () =>
     schedOf(runners.flatMap((r) => r.process.child.pid === undefined ? [] : [r.process.child.pid])) ??
       { userMs: Number.NaN, systemMs: Number.NaN, involuntary: Number.NaN, voluntary: Number.NaN }
   const schedBefore = runnerSched()
-  const before = { runners: runnerCpu(), database: await backendCpu(databaseUrl), client: process.cpuUsage(), machine: machineCpuMs() }
+  const before = { runners: runnersCpuMs(runners), database: await backendCpu(databaseUrl), client: process.cpuUsage(), machine: machineCpuMs() }
   measuring = true
   windowStart = performance.now()
   await sleep(DURATION_S * 1000)
   windowEnd = performance.now()
-  const after = { runners: runnerCpu(), database: await backendCpu(databaseUrl), client: process.cpuUsage(before.client), machine: machineCpuMs() }
+  const after = { runners: runnersCpuMs(runners), database: await backendCpu(databaseUrl), client: process.cpuUsage(before.client), machine: machineCpuMs() }
   const schedAfter = runnerSched()
   const load = loadAverage()
   const nextN = await loop.stop()

@@ -195,7 +195,7 @@ export const enqueueStatement = (
                          ELSE now() - make_interval(secs => ${windowSeconds}) END,
                     CASE WHEN k.created_at > now() - make_interval(secs => ${windowSeconds}) THEN k.id
                          ELSE '00000000-0000-0000-0000-000000000000'::uuid END)
-                  -- A probe per row through conversion_exports_event: OFFSET 0 keeps it a subplan, since as an
+                  -- A probe per row through conversion_exports_pair: OFFSET 0 keeps it a subplan, since as an
                   -- anti-join a plan kept from when the queue was empty read the whole table into memory
                   -- for each sweep (bench:export, a generic plan made on a near-empty conversion_exports).
                   AND NOT EXISTS (
