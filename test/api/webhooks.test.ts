@@ -829,6 +829,60 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.deepStrictEqual(got.filter((id) => batch.includes(id)), batch)
       }))
 
+    it.effect("a run stopped by a lost result gives back the row it was sending: its batch goes on (no lease renewed for ever)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const context = yield* Effect.context<SqlClient>()
+        const world = yield* fixture()
+        // One batch of three. The first request: before it is answered, "another runner" takes its
+        // row (a new lease token), so its result is not written and the run stops, while the second
+        // request (answered 1.5 s later the first time) is under way.
+        const seen = new Map<string, number>()
+        const server = yield* Effect.acquireRelease(
+          Effect.callback<{ url: string; close: () => void }>((resume) => {
+            const http = createServer((request, response) => {
+              const chunks: Array<Buffer> = []
+              request.on("data", (chunk: Buffer) => chunks.push(chunk))
+              request.on("end", () => {
+                const id: string = JSON.parse(Buffer.concat(chunks).toString("utf8")).id
+                const n = (seen.get(id) ?? 0) + 1
+                seen.set(id, n)
+                const position = batch.indexOf(id)
+                const answer = () => response.writeHead(200).end()
+                if (position === 0 && n === 1) {
+                  void Effect.runPromiseWith(context)(sql`
+                    UPDATE webhook_deliveries SET lease_token = ${crypto.randomUUID()}, lease_until = now() + interval '1 second'
+                    WHERE event_id = ${id}`).then(answer)
+                } else if (position === 1 && n === 1) {
+                  setTimeout(answer, 1500)
+                } else answer()
+              })
+            })
+            http.listen(0, "127.0.0.1", () => {
+              const address = http.address()
+              const port = typeof address === "object" && address !== null ? address.port : 0
+              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { http.closeAllConnections(); http.close() } }))
+            })
+          }),
+          (server) => Effect.sync(() => server.close())
+        )
+        const sub = yield* subscribe(world.key, { url: server.url })
+        const batch: ReadonlyArray<string> = yield* outcomeRows(world, 3)
+        // The taken row comes back when its lease runs out (1 s); the second one, given back, follows
+        // it. Left held, the second row's lease would be renewed by the heartbeat while the process lives.
+        const settled = yield* eventually(
+          deliveries(world.key, `?subscription_id=${sub.id}`),
+          (rows) => rows.length === 3 && rows.every((row) => row.status === "succeeded"),
+          { what: "the batch delivered", within: "15 seconds" }
+        )
+        assert.strictEqual(settled.length, 3)
+        assert.isAtLeast(seen.get(batch[0]!) ?? 0, 2)
+        // Order within the batch holds for the results that counted: each row completed after the one before it.
+        const completed = batch.map((id) => Date.parse(settled.find((row) => row.event_id === id)!.completed_at))
+        assert.isAtMost(completed[0]!, completed[1]!)
+        assert.isAtMost(completed[1]!, completed[2]!)
+      }))
+
     it.effect("rotate-secret retried at once keeps every earlier secret signing for its own grace", () =>
       Effect.gen(function*() {
         const world = yield* fixture()

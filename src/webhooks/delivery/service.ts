@@ -29,7 +29,7 @@
  *   duration, error) in the same statement; the log of an event to a subscription includes its
  *   redeliveries.
  */
-import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Semaphore } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { WebhookDeliveriesQuery, WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryAttemptsQuery } from "../../../schema/webhooks.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
@@ -408,6 +408,10 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       let releases: Array<{ readonly id: string; readonly token: string }> = []
       let written = Deferred.makeUnsafe<void, DatabaseUnavailable>()
       const wake = yield* Queue.sliding<true>(1)
+      // One statement at a time on the rows this process holds: the results' record and the
+      // heartbeat's renewal lock the same rows (a row just sent, the next one of its batch) in
+      // different orders, and run side by side they deadlocked.
+      const oneWriter = yield* Semaphore.make(1)
       const write = Effect.gen(function*() {
         const these = results
         const freed = releases
@@ -425,7 +429,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           for (const entry of these) if (!exit.value.has(entry.settlement.id)) yield* Deferred.succeed(entry.lost, undefined)
         }
         yield* Deferred.done(done, Exit.asVoid(exit))
-      }).pipe(Effect.uninterruptible)
+      }).pipe(oneWriter.withPermits(1), Effect.uninterruptible)
       // Waiting is interruptible (the layer's end); a write once begun is finished.
       yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(wake), Effect.andThen(Effect.sleep(settings.settleInterval), write))))
       /** Queues a result (or leases to give back); answers the write that will keep it. */
@@ -442,7 +446,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // Rows claimed or leased here whose result is not queued yet: the heartbeat renews their leases
       // (decision 0119), and stops the run of a row another runner took over.
       const held = new Map<string, { readonly token: string; readonly lost: Deferred.Deferred<void> }>()
-      const renewHeld = Effect.gen(function*() {
+      const renewHeld = oneWriter.withPermits(1)(Effect.gen(function*() {
         if (held.size === 0) return
         const rows = [...held].map(([id, { token }]) => ({ id, token }))
         const renewed = yield* deliveries.renew(rows, leaseSeconds)
@@ -452,7 +456,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           held.delete(id)
           yield* Deferred.succeed(entry.lost, undefined)
         }
-      })
+      }))
       const letGo = (id: string, token: string) => {
         if (held.get(id)?.token === token) held.delete(id)
       }
@@ -551,6 +555,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           // The write that keeps the run's last result or release (none before the first).
           let kept: Deferred.Deferred<void, DatabaseUnavailable> | undefined
           let outcome: AttemptOutcome = "lease_lost"
+          // The row whose attempt is under way, until its result is queued.
+          let current: DeliveryRow | undefined
           // The URL checked at the run's first request and reused by the rest (a refusal is not kept).
           let checked: Destination | undefined
           const target = sub === undefined ? Effect.die("no subscription to send to") : Effect.suspend(() =>
@@ -587,6 +593,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               }
               yield* lookAhead
               const row = queue.shift()!
+              current = row
               const end = sub === undefined ? unsent(row, signer) : yield* attempt(row, sub, target)
               letGo(row.id, token)
               outcome = end.outcome
@@ -594,6 +601,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
                 settlement: { id: row.id, profileId: row.profile_id, token, outcome: end.outcomeColumn, delaySeconds: end.delaySeconds, attempt: end.record },
                 lost
               })
+              current = undefined
               if (end.outcome !== "succeeded") {
                 if (end.record.error === "endpoint_gone" && sub !== undefined) {
                   // Disabled before the result hands the batch on: a claim in between then finds the next
@@ -608,14 +616,18 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             }
           })
           // Whichever ends first: the run, or the heartbeat (or a write) finding a row another runner's.
-          const ended = yield* Effect.raceFirst(Effect.as(sendAll, true), Effect.as(Deferred.await(lost), false))
-          // The rows leased ahead and not sent go back; a look-ahead still running is waited for.
+          const raced = yield* Effect.exit(Effect.raceFirst(Effect.as(sendAll, true), Effect.as(Deferred.await(lost), false)))
+          // The rows leased ahead and not sent go back, and so does a row whose attempt the race cut
+          // short (its request may have gone: at least once); a look-ahead still running is waited
+          // for. However the run ended: a row left held would have its lease renewed for ever, and
+          // its batch would wait behind it.
           const pending = ahead
           const rest = pending === undefined ? [] : Option.getOrElse(Exit.getSuccess(yield* Fiber.await(pending)), (): ReadonlyArray<DeliveryRow> => [])
-          const unsentRows = [...queue, ...rest].map((row) => ({ id: row.id, token }))
+          const unsentRows = [...(current === undefined ? [] : [current]), ...queue, ...rest].map((row) => ({ id: row.id, token }))
           for (const row of unsentRows) letGo(row.id, token)
           if (unsentRows.length > 0) kept = yield* enqueue(undefined, unsentRows)
           if (kept !== undefined) yield* Deferred.await(kept)
+          const ended = yield* raced
           // A result that was not written (its lease lost) tells it, as the heartbeat does.
           return !ended || Deferred.isDoneUnsafe(lost) ? "lease_lost" : outcome
         })
