@@ -32,15 +32,23 @@ export interface Depth {
 
 let prepared = 0
 
-/** `statement`'s forced generic plan and its runs (rolled back), at `pending` rows of backlog. */
-export const measure = (pending: number, statement: Compiled | { readonly compile: () => Compiled }) =>
+/**
+ * `statement`'s forced generic plan and its runs (rolled back), at `pending` rows of backlog. With
+ * `mode` "custom", the plan PostgreSQL makes for these very arguments instead: what a prepared
+ * statement runs for its first five executions, and for good when its generic plan looks dearer.
+ */
+export const measure = (
+  pending: number,
+  statement: Compiled | { readonly compile: () => Compiled },
+  mode: "generic" | "custom" = "generic"
+) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const [text, params] = "compile" in statement ? statement.compile() : statement
     // EXECUTE takes no parentheses when the statement has no parameters.
     const args = params.length === 0 ? "" : `(${params.map(literal).join(", ")})`
     // The session that prepares it keeps the generic plan, as a pooled connection would.
-    yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
+    yield* sql.unsafe(mode === "generic" ? `SET plan_cache_mode = force_generic_plan` : `SET plan_cache_mode = force_custom_plan`)
     // A name of its own: the driver keeps what it learnt of a statement (whether it answers rows) by
     // its text, and two statements' `EXECUTE measured` would read the same.
     const name = `measured_${++prepared}`
