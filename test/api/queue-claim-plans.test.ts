@@ -185,7 +185,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
             yield* sql`
               INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status, destination_id, rule_id, event_id, next_attempt_at, lease_token)
               SELECT ${exportId("g")}, ${profileId}, ${outcomeId("g")}, 'adplatform', 'pending', ${destinationId}, ${ruleId}, 'evt-' || g,
-                     now() - interval '1 hour' + make_interval(secs => g / 1000.0), CASE WHEN g < 50 THEN ${leaseToken}::uuid END
+                     now() - interval '1 hour' + make_interval(secs => g / 1000.0), CASE WHEN g < 500 THEN ${leaseToken}::uuid END
               FROM generate_series(${from}::int, ${to - 1}::int) AS g`
           }),
         [
@@ -200,6 +200,16 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
           }
         ]
       )
+      // A whole claim's batch (500, the worker's default) acknowledged at once, planned for its very
+      // arguments (a custom plan, as a prepared statement's first five runs): the same probes, never a
+      // hash of the table (the webhook results' record got one at a few hundred rows).
+      const wholeBatch = Array.from({ length: 500 }, (_, g) => ({ id: md5Uuid(`${profileId}-export-${g}`), profile_id: profileId, lease_token: leaseToken }))
+      const delivered500 = yield* measure(200_000, ExportPipeline.deliverStatement(sql, wholeBatch).compile(), "custom")
+      console.log(`export delivered, 500 at 200,000 (custom plan): ${delivered500.ms.toFixed(2)} ms\n${delivered500.plan}`)
+      if (delivered500.answered !== 500) failures.push(`export delivered (500, custom plan): ${delivered500.answered} answered`)
+      for (const scan of ["Seq Scan on conversion_exports", "Bitmap Heap Scan on conversion_exports", "Hash Join"]) {
+        if (delivered500.plan.includes(scan)) failures.push(`export delivered (500, custom plan) reads through ${scan}\n${delivered500.plan}`)
+      }
       // Crediting's backlog: conversions not yet credited, of outcomes of their own.
       yield* checkQueue(
         failures,
