@@ -532,24 +532,29 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           ${nextInBatch(sql, "f")}
           WHERE n.ctid = nx.tid AND n.status = 'pending' AND NOT n.ready`)
 
+      const mapped = atDatabaseBoundary({
+        insert,
+        claim,
+        renew,
+        settle,
+        leaseAhead,
+        release,
+        failPending,
+        list,
+        find,
+        attempts,
+        redeliver,
+        backlogs,
+        backlogLeaders,
+        dropPausedExpired,
+        handOn
+      })
       return {
-        ...atDatabaseBoundary({
-          insert,
-          claim,
-          renew,
-          settle,
-          leaseAhead,
-          release,
-          failPending,
-          list,
-          find,
-          attempts,
-          redeliver,
-          backlogs,
-          backlogLeaders,
-          dropPausedExpired,
-          handOn
-        }),
+        ...mapped,
+        // Each one statement, its own transaction: aborted to break a deadlock with another runner's
+        // statement, it runs again as is (a result not written would mean a repeated request).
+        settle: (results: ReadonlyArray<Settlement>) => retryConflicts(mapped.settle(results)),
+        release: (rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) => retryConflicts(mapped.release(rows)),
         // BEGIN and COMMIT fail with SqlError; the statements inside are already mapped.
         transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => retryConflicts(orDatabaseUnavailable(sql.withTransaction(effect)))
       }

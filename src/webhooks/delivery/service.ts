@@ -19,7 +19,8 @@
  *   within seconds, and another takes the rows over. Delivery is at least once: the stable `webhook-id` lets a receiver drop a repeat.
  * - Results are written together, every `settleInterval`, one statement for all that ended
  *   meanwhile; an attempt holds its slot (and its row its lease) until its result is written, so
- *   a crash repeats only requests that were in flight.
+ *   a crash repeats only requests that were in flight. The heartbeat's renewal takes its turn with
+ *   those writes (one statement at a time on this process's rows: side by side they deadlocked).
  * - The ladder: attempts at about 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 24 h after the first
  *   attempt (a pause does not use the ladder up), jittered; a `Retry-After` pushes the next attempt later, never
  *   sooner. 2xx succeeds; 410 fails the row and disables the subscription; anything else
