@@ -45,6 +45,7 @@ import { MigrationsLayer } from "../../src/main/core.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
+import { TelemetryLayer } from "../../src/platform/telemetry.ts"
 import { defaultWebhookSettings, WebhookSettings, WebhookWorkerLayer } from "../../src/webhooks/delivery/service.ts"
 import { newSecret, signedHeaders } from "../../src/webhooks/delivery/signing.ts"
 import { fmt, intFromEnv, sleep, startProcess } from "../support.ts"
@@ -156,9 +157,11 @@ if (process.argv.includes("--bare")) {
     pollInterval: Duration.millis(intFromEnv("BENCH_POLL_MS", 200, 10_000)),
     concurrency: intFromEnv("BENCH_CONCURRENCY", defaultWebhookSettings.concurrency, 1000)
   })
+  // Traced as the service is (src/main/launch.ts): without an OTLP endpoint, placeholder spans.
   const layer = WebhookWorkerLayer.pipe(
     Layer.provide(SecretBox.layer),
     Layer.provide(settings),
+    Layer.provide(TelemetryLayer),
     Layer.provideMerge(MigrationsLayer),
     Layer.provideMerge(DatabaseLayer),
     Layer.provide(AppConfig.layer)
