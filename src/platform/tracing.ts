@@ -112,6 +112,27 @@ export const withLinkedJobSpan = (
   )
 }
 
+/**
+ * Whether this process records spans: without an exporter the tracer hands out placeholders
+ * (decision 0101), which propagate nothing. Asked once by a worker whose hot loop would otherwise
+ * open spans per item for nothing (the webhook attempt's two cost a quarter of its deliveries a
+ * second). The probe span is never ended, so nothing is exported for it.
+ */
+export const spansRecorded: Effect.Effect<boolean> = Effect.gen(function*() {
+  const tracer = yield* Tracer.Tracer
+  const probe = tracer.span({
+    name: "svc.probe",
+    parent: Option.none(),
+    annotations: Context.empty(),
+    links: [],
+    startTime: 0n,
+    kind: "internal",
+    root: true,
+    sampled: true
+  })
+  return recorded(probe) !== undefined
+})
+
 /** What a middleware knows of the request when it opens the server span. */
 export interface ServerRequestFacts {
   readonly method: string

@@ -20,7 +20,7 @@ import { launch } from "../../src/main/launch.ts"
 import { AppConfig, type AppSettings, loadSettings } from "../../src/platform/config.ts"
 import { jsonLogger, LoggingLayer } from "../../src/platform/logging.ts"
 import { annotateRequestSpan, parseKeyValueList, TelemetryLayer, TelemetryTest } from "../../src/platform/telemetry.ts"
-import { cleanTracestate, CurrentTraceState, currentTraceContext, parentFromW3c, withLinkedJobSpan } from "../../src/platform/tracing.ts"
+import { cleanTracestate, CurrentTraceState, currentTraceContext, parentFromW3c, spansRecorded, withLinkedJobSpan } from "../../src/platform/tracing.ts"
 import { ReportWorker } from "../../src/analytics/reports/worker.ts"
 import { makeServiceClient } from "../../src/rpc/client.ts"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -407,6 +407,17 @@ layer(TracedApp, { timeout: "60 seconds", excludeTestServices: true })("request 
 const baseSettings = settingsFrom({ SVC_DATA_DIR: "/nonexistent", LOG_LEVEL: "Info" })
 
 describe("TelemetryLayer", () => {
+  it.effect("spansRecorded: false with the placeholder tracer (no endpoint), true with an exporter; the probe exports nothing", () =>
+    Effect.gen(function*() {
+      const settings = yield* baseSettings
+      const placeholder = yield* spansRecorded.pipe(Effect.provide(TelemetryLayer.pipe(Layer.provide(AppConfig.layerWith(settings)))))
+      assert.isFalse(placeholder)
+      const exported = new InMemorySpanExporter()
+      const recording = yield* spansRecorded.pipe(Effect.provide(TelemetryTest(exported).pipe(Layer.provide(AppConfig.layerWith(settings)))))
+      assert.isTrue(recording)
+      assert.deepStrictEqual(exported.getFinishedSpans(), [])
+    }))
+
   it.effect("without an endpoint installs only the placeholder tracer of the database metrics: nothing is recorded or propagated", () =>
     Effect.gen(function*() {
       const settings = yield* baseSettings
