@@ -47,8 +47,9 @@ export const measure = (
     const [text, params] = "compile" in statement ? statement.compile() : statement
     // EXECUTE takes no parentheses when the statement has no parameters.
     const args = params.length === 0 ? "" : `(${params.map(literal).join(", ")})`
-    // The session that prepares it keeps the generic plan, as a pooled connection would.
-    yield* sql.unsafe(mode === "generic" ? `SET plan_cache_mode = force_generic_plan` : `SET plan_cache_mode = force_custom_plan`)
+    // The session that prepares it keeps the generic plan, as a pooled connection would (or, in
+    // "custom" mode, plans each execution for its arguments).
+    yield* sql.unsafe(`SET plan_cache_mode = force_${mode}_plan`)
     // A name of its own: the driver keeps what it learnt of a statement (whether it answers rows) by
     // its text, and two statements' `EXECUTE measured` would read the same.
     const name = `measured_${++prepared}`

@@ -478,12 +478,6 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           onSome: (delay) => ending("retry", null, record, delay)
         })
 
-      /**
-       * One attempt of a leased row: signed and sent to the subscription (its secrets opened at the
-       * claim) at `target`, the address its URL resolved to and the public-host rule checked, once
-       * per run: every request of a run goes to the address checked (a redirect not followed, the
-       * answer's body dropped).
-       */
       // Without an exporter an attempt opens no spans: its two placeholders cost a quarter of the
       // worker's deliveries a second (bench/README) and showed nothing.
       const recording = yield* spansRecorded
@@ -500,6 +494,12 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           Effect.withTracerEnabled(true)
         )
 
+      /**
+       * One attempt of a leased row: signed and sent to the subscription (its secrets opened at the
+       * claim) at `target`, the address its URL resolved to and the public-host rule checked, once
+       * per run: every request of a run goes to the address checked (a redirect not followed, the
+       * answer's body dropped).
+       */
       const attempt = (row: DeliveryRow, sub: Signer, target: Effect.Effect<Destination, TargetRefused>): Effect.Effect<Ended> =>
         Effect.gen(function*() {
           const request = {
