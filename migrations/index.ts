@@ -70,6 +70,7 @@ import m0072 from "./0072_partitioned_conversions.ts"
 import m0073 from "./0073_partitioned_credits.ts"
 import m0074 from "./0074_partitioned_outcome_events.ts"
 import m0075 from "./0075_credit_touch_time.ts"
+import m0076 from "./0076_sync_lease_holder.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -147,7 +148,8 @@ export const migrations = {
   "0072_partitioned_conversions": m0072,
   "0073_partitioned_credits": m0073,
   "0074_partitioned_outcome_events": m0074,
-  "0075_credit_touch_time": m0075
+  "0075_credit_touch_time": m0075,
+  "0076_sync_lease_holder": m0076
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

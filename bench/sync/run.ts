@@ -35,6 +35,7 @@ import { defaultSyncWorkerSettings, SyncWorker, SyncWorkerSettings } from "../..
 import { MigrationsLayer } from "../../src/main/core.ts"
 import { AppConfig, DEFAULT_SANDBOX_SECRET, loadSettings } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
+import { RunnerLiveness } from "../../src/platform/liveness.ts"
 import { SecretBox } from "../../src/platform/secret-box.ts"
 import { sandboxClientSecret } from "../../src/connections/providers/endpoints.ts"
 import { ProvidersLayer } from "../../src/connections/providers/layer.ts"
@@ -261,6 +262,7 @@ await runInProcessBench("sync", "a PostgreSQL the bench may write a year of spen
     Layer.provide(ConnectionSessions.layer),
     Layer.provide(ProvidersLayer),
     Layer.provideMerge(SecretBox.layer),
+    Layer.provideMerge(RunnerLiveness.layer),
     Layer.provideMerge(MigrationsLayer),
     Layer.provideMerge(DatabaseLayer),
     Layer.provide(settings)

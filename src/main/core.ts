@@ -16,6 +16,7 @@ import { PiiAccessLog } from "../kernel/audit/pii-access.ts"
 import { CredentialStoreLayer } from "../accounts/credentials/service.ts"
 import { AppConfig } from "../platform/config.ts"
 import { DatabaseLayer } from "../platform/database.ts"
+import { RunnerLiveness } from "../platform/liveness.ts"
 import { migrate } from "../platform/migrator.ts"
 import { RateLimiterLayer } from "../platform/rate-limit.ts"
 import { SecretBox } from "../platform/secret-box.ts"
@@ -116,6 +117,8 @@ export const CoreServicesLayer = Layer.mergeAll(
   RequestLimitsLayer,
   SecretBox.layer
 ).pipe(
+  // Leases name this process, so that its work is taken over at once when it dies (decision 0150).
+  Layer.provideMerge(RunnerLiveness.layer),
   Layer.provideMerge(MigrationsLayer),
   Layer.provideMerge(DatabaseLayer)
 )

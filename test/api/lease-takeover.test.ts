@@ -11,13 +11,18 @@
  * audiences-customer-list).
  */
 import { assert, layer } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { renewStatement as renewReports } from "../../src/analytics/reports/repo.ts"
 import { renewListStatement as renewCustomerList } from "../../src/exports/audiences/repo.ts"
 import { renewStatement as renewExports } from "../../src/exports/pipeline/repo.ts"
 import { emptyProgress, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
 import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
+import { PgClient } from "@effect/sql-pg"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import { AppConfig } from "../../src/platform/config.ts"
+import { DatabaseInfo, postgresOptions } from "../../src/platform/database.ts"
+import { RunnerLiveness } from "../../src/platform/liveness.ts"
 import { heartbeat, LeaseLost, leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
 import { renewStatement as renewDeliveries } from "../../src/webhooks/delivery/repo.ts"
 import { defaultWebhookSettings, WebhookDeliveries, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
@@ -121,7 +126,7 @@ layer(
       const lease = defaultSyncWorkerSettings.lease
       const leaseSeconds = leaseSecondsOf(lease)
       const maxAttempts = defaultSyncWorkerSettings.maxAttempts
-      const claimOurs = Effect.map(jobs.claim(maxAttempts, leaseSeconds), Option.filter((job) => job.id === jobId))
+      const claimOurs = Effect.map(jobs.claim(maxAttempts, leaseSeconds, null), Option.filter((job) => job.id === jobId))
       const claimed = yield* claimOurs
       assert.isTrue(Option.isSome(claimed))
       const job = Option.getOrThrow(claimed)
@@ -142,3 +147,80 @@ layer(
       assert.deepStrictEqual(row, { attempts: 2, status: "running" })
     }))
 })
+
+layer(
+  Layer.provideMerge(SyncJobsRepo.layer, serveApp(testSettings())).pipe(Layer.provide(manual)),
+  { timeout: "120 seconds", excludeTestServices: true }
+)("lease take-over by liveness (decision 0150)", (it) => {
+  it.effect("this process names a key whose advisory lock it holds", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const liveness = yield* RunnerLiveness
+      const key = yield* pollFor(liveness.holder)
+      const [row] = yield* sql<{ held: boolean }>`
+        SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+          AND l.classid = (${key}::bigint >> 32)::oid AND l.objid = (${key}::bigint & 4294967295)::oid) AS held`
+      assert.isTrue(row?.held)
+    }))
+
+  it.effect("a sync job whose holder's session ended is taken over at once; while it lives, never", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const jobs = yield* SyncJobsRepo
+      const info = yield* DatabaseInfo
+      const profile = yield* seedProfile()
+      const connectionId = crypto.randomUUID()
+      const jobId = crypto.randomUUID()
+      yield* sql`
+        INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name)
+        VALUES (${connectionId}, ${profile.profileId}, 'adplatform', 'adplatform', ${`act-${connectionId.slice(0, 8)}`}, 'Ads')`
+      yield* sql`
+        INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, status, reason, run_after, created_at)
+        VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'backfill', 30, 'queued', 'entitlement', '1998-01-01T00:00:00Z', '1998-01-01T00:00:00Z')`
+      const leaseSeconds = 600
+      const maxAttempts = defaultSyncWorkerSettings.maxAttempts
+      const claimOurs = (holder: string | null) => Effect.map(jobs.claim(maxAttempts, leaseSeconds, holder), Option.filter((job) => job.id === jobId))
+
+      // Another runner: a session of its own holding its key, as RunnerLiveness does. On the
+      // embedded database (this process's one session) the lock is taken and let go instead.
+      const key = String(4_000_000_000_000 + Math.floor(Math.random() * 1_000_000_000))
+      const scope = yield* Scope.make()
+      const settings = yield* AppConfig
+      const other = info.mode === "postgres" && Option.isSome(settings.databaseUrl)
+        ? yield* PgClient.make({ ...postgresOptions(settings.databaseUrl.value), maxConnections: 1 }).pipe(Scope.provide(scope), Effect.provide(Reactivity.layer))
+        : sql
+      const [locked] = yield* other<{ locked: boolean }>`SELECT pg_try_advisory_lock(${key}::bigint) AS locked`
+      assert.isTrue(locked?.locked)
+
+      assert.isTrue(Option.isSome(yield* claimOurs(key)))
+      // Its lease runs ten minutes and its session lives: nobody takes the job.
+      assert.isTrue(Option.isNone(yield* claimOurs(null)))
+      assert.isFalse(yield* jobs.anyClaimable(maxAttempts))
+
+      // The session ends (the process died: the server closes its sessions).
+      if (other === sql) yield* sql`SELECT pg_advisory_unlock(${key}::bigint)`
+      yield* Scope.close(scope, Exit.void)
+
+      const started = Date.now()
+      const taken = yield* pollFor(claimOurs(null).pipe(Effect.map(Option.getOrNull)))
+      const took = Date.now() - started
+      console.log(`sync job taken over ${took} ms after its holder's session ended (lease ${leaseSeconds} s)`)
+      assert.isBelow(took, 5_000)
+      assert.strictEqual(taken.attempts, 2)
+      const [row] = yield* sql<{ attempts: number; status: string; lease_holder: string | null }>`
+        SELECT attempts, status, lease_holder::text AS lease_holder FROM sync_jobs WHERE id = ${jobId}`
+      assert.deepStrictEqual(row, { attempts: 2, status: "running", lease_holder: null })
+    }))
+})
+
+/** Polls `probe` until it answers something other than null (deadline 10 s). */
+const pollFor = <A, E, R>(probe: Effect.Effect<A | null, E, R>) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 10_000
+    while (true) {
+      const value = yield* probe
+      if (value !== null) return value
+      if (Date.now() > deadline) return yield* Effect.die(new Error("not within 10 s"))
+      yield* Effect.sleep("50 millis")
+    }
+  })

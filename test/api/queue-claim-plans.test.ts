@@ -328,6 +328,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
             FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
         [
           { label: "sweep", statement: sync.sweep.compile(), answers: 0, sweepsThrough: "sync_jobs_one_running" },
+          { label: "reap", statement: sync.reap.compile(), answers: 0, sweepsThrough: "sync_jobs_one_running" },
           { label: "claim", statement: sync.claim.compile(), answers: 1 },
           { label: "probe", statement: sync.probe.compile(), answers: 1 }
         ]

@@ -54,7 +54,7 @@ layer(Layer.provideMerge(SyncJobsRepo.layer, serveApp(testSettings())).pipe(Laye
       for (let round = 0; round < ROUNDS; round++) {
         const { connectionId, jobs } = yield* connectionWithTwoJobs
         const exits = yield* Effect.forEach(
-          Array.from({ length: CLAIMERS }, () => repo.claim(MAX_ATTEMPTS, LEASE_SECONDS)),
+          Array.from({ length: CLAIMERS }, () => repo.claim(MAX_ATTEMPTS, LEASE_SECONDS, null)),
           Effect.exit,
           { concurrency: "unbounded" }
         )
@@ -69,10 +69,10 @@ layer(Layer.provideMerge(SyncJobsRepo.layer, serveApp(testSettings())).pipe(Laye
         assert.deepStrictEqual(rows.map((row) => row.status), ["running", "queued"])
 
         // While the first runs, the second is not claimable; once it is done, the next claim takes it.
-        const meanwhile = yield* repo.claim(MAX_ATTEMPTS, LEASE_SECONDS)
+        const meanwhile = yield* repo.claim(MAX_ATTEMPTS, LEASE_SECONDS, null)
         assert.isFalse(Option.isSome(meanwhile) && meanwhile.value.connection_id === connectionId)
         assert.isTrue(yield* repo.succeed(first, emptyProgress))
-        const next = yield* repo.claim(MAX_ATTEMPTS, LEASE_SECONDS)
+        const next = yield* repo.claim(MAX_ATTEMPTS, LEASE_SECONDS, null)
         assert.isTrue(Option.isSome(next), "the second job is claimed after the first is done")
         if (Option.isSome(next)) {
           assert.deepStrictEqual([next.value.id, next.value.kind, next.value.attempts], [jobs[1]!, "manual", 1])
@@ -92,7 +92,7 @@ layer(Layer.provideMerge(SyncJobsRepo.layer, serveApp(testSettings())).pipe(Laye
         UPDATE sync_jobs SET status = 'running', attempts = 1, started_at = now(), lease_until = now() - interval '1 second'
         WHERE id = ${jobs[1]!}`
       const exits = yield* Effect.forEach(
-        Array.from({ length: CLAIMERS }, () => repo.claim(MAX_ATTEMPTS, LEASE_SECONDS)),
+        Array.from({ length: CLAIMERS }, () => repo.claim(MAX_ATTEMPTS, LEASE_SECONDS, null)),
         Effect.exit,
         { concurrency: "unbounded" }
       )

@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 
 /** A bound parameter as an SQL literal (EXECUTE takes its arguments as text; the statement's casts type them). */
 export const literal = (value: unknown): string => {
+  if (value === null) return "NULL"
   if (Array.isArray(value)) return literal(`{${value.map((item) => `"${String(item).replace(/(["\\])/g, "\\$1")}"`).join(",")}}`)
   if (typeof value === "number" || typeof value === "boolean") return String(value)
   return `'${String(value).replace(/'/g, "''")}'`

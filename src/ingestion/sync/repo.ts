@@ -14,14 +14,18 @@ import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/d
 import type { Keyset } from "../../platform/pagination.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
+import { holderGone } from "../../platform/liveness.ts"
 
 /**
- * The statements of a claim (see `claim`): `sweep` fails the jobs whose runner died on their last
- * attempt, `claim` takes the oldest claimable job, `probe` says whether either would find one.
+ * The statements of a claim (see `claim`): `reap` ends the leases of runners that died, `sweep`
+ * fails the jobs whose runner died on their last attempt, `claim` takes the oldest claimable job,
+ * `probe` says whether any of them would find one.
  * test/api/queue-claim-plans.test.ts checks their generic plans' cost at growing backlogs.
  */
-export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number) => {
+export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number, holder: string | null = null) => {
   const exhausted = sql`status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
+  // A running job whose runner died (its liveness lock is gone, decision 0150) while its lease still runs.
+  const orphaned = sql`status = 'running' AND lease_until >= now() AND ${holderGone(sql, "lease_holder")}`
   const claimable = sql`
     FROM sync_jobs c
     WHERE ((c.status = 'queued' AND c.run_after <= now())
@@ -37,7 +41,10 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
   return {
     probe: sql<{ flag: boolean }>`
       SELECT (EXISTS (SELECT 1 ${claimable})
-              OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${exhausted})) AS flag`,
+              OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${exhausted})
+              OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${orphaned})) AS flag`,
+    /** Ends the lease of each job whose runner died: the sweep and the claim then see it expired. */
+    reap: sql`UPDATE sync_jobs SET lease_until = now() - interval '1 second', lease_holder = NULL WHERE ${orphaned}`,
     sweep: sql`
       UPDATE sync_jobs SET status = 'failed', finished_at = now(), lease_until = NULL, updated_at = now(),
              error = COALESCE(error, 'lease_expired')
@@ -46,6 +53,7 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
       WITH claimed AS (
         UPDATE sync_jobs j
         SET status = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
+            lease_holder = ${holder}::bigint,
             started_at = now(), finished_at = NULL, updated_at = now(), progress = '{}'
         WHERE j.id = (SELECT c.id ${claimable} ORDER BY c.run_after, c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
         RETURNING j.id, j.profile_id, j.connection_id, j.kind, j.window_days, j.attempts, j.traceparent, j.tracestate, j.checkpoint)
@@ -205,9 +213,10 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
    * (queued and due, or running with an expired lease), never while another job of the same
    * connection is running (an expired one is taken over first), skipping rows another runner
    * holds: `attempts` + 1, leased `leaseSeconds`. Losing a connection to a concurrent claimer
-   * is not an error: the claim takes another job, or none.
+   * is not an error: the claim takes another job, or none. A job whose runner died (`holder`
+   * keys, decision 0150) is taken over at once; the claimed lease names `holder` (null: none).
    */
-  readonly claim: (maxAttempts: number, leaseSeconds: number) => Repo<Option.Option<ClaimedSyncJob>>
+  readonly claim: (maxAttempts: number, leaseSeconds: number, holder: string | null) => Repo<Option.Option<ClaimedSyncJob>>
   /**
    * Fenced renewal with the progress so far (and, when given, where the job has got to: a later
    * attempt resumes there); false when the job is no longer ours.
@@ -363,9 +372,10 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
       const anyClaimable = (maxAttempts: number) =>
         Effect.map(firstFlag(claimStatements(sql, maxAttempts, 0).probe), (row) => Option.isSome(row) && row.value.flag)
 
-      const claimOnce = (maxAttempts: number, leaseSeconds: number) =>
+      const claimOnce = (maxAttempts: number, leaseSeconds: number, holder: string | null) =>
         Effect.gen(function*() {
-          const statements = claimStatements(sql, maxAttempts, leaseSeconds)
+          const statements = claimStatements(sql, maxAttempts, leaseSeconds, holder)
+          yield* statements.reap
           yield* statements.sweep
           return yield* firstClaimed(statements.claim)
         }).pipe(sql.withTransaction)
@@ -375,8 +385,8 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
        * (migration 0054) refuses the second start of a connection's job. That claim is run again:
        * it then sees the connection busy and takes another job, or none.
        */
-      const claim = (maxAttempts: number, leaseSeconds: number) =>
-        claimOnce(maxAttempts, leaseSeconds).pipe(
+      const claim = (maxAttempts: number, leaseSeconds: number, holder: string | null) =>
+        claimOnce(maxAttempts, leaseSeconds, holder).pipe(
           Effect.retry({ times: CLAIM_CONFLICT_RETRIES, while: isRunningConflict }),
           Effect.catchIf(isRunningConflict, () => Effect.succeed(Option.none<ClaimedSyncJob>()))
         )

@@ -24,6 +24,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { AnalyticsImports } from "../../analytics/imports/service.ts"
 import { CommerceOrders } from "../commerce/orders/service.ts"
 import { AdPlatform, type InsightRow } from "../../connections/providers/adplatform/port.ts"
+import { RunnerLiveness } from "../../platform/liveness.ts"
 import { defaultLease, LeaseLost, leaseSecondsOf, lostLease, whileLeased } from "../../platform/lease.ts"
 import { withLinkedJobSpan } from "../../platform/tracing.ts"
 import { ConnectionRecords } from "../../connections/records.ts"
@@ -133,6 +134,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
   static readonly layer = Layer.effect(SyncWorker)(
     Effect.gen(function*() {
       const jobs = yield* SyncJobsRepo
+      const liveness = yield* RunnerLiveness
       const structure = yield* StructureRepo
       const spend = yield* AnalyticsImports
       const platform = yield* AdPlatform
@@ -336,7 +338,7 @@ export class SyncWorker extends Context.Service<SyncWorker, {
       }
 
       const runNext = Effect.fn("SyncWorker.runNext")(function*() {
-        const claimed = yield* jobs.claim(settings.maxAttempts, leaseSeconds)
+        const claimed = yield* jobs.claim(settings.maxAttempts, leaseSeconds, yield* liveness.holder)
         if (Option.isNone(claimed)) return Option.none<SyncOutcome>()
         return Option.some(yield* runClaimed(claimed.value))
       })
