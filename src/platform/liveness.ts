@@ -70,10 +70,15 @@ export class RunnerLiveness extends Context.Service<RunnerLiveness, {
 /**
  * True where `column` names a holder whose lock no session holds any more (its process died);
  * false where it is null (taken without a key: expiry decides).
+ *
+ * `OFFSET 0` keeps the check a subplan run for each row. Made an anti-join, an `UPDATE` that
+ * waited for the row's lock (another claimer took the job over meanwhile) rechecks the new row
+ * against the lock rows it joined before: the old holder's absence, so it took a live holder's job.
  */
 export const holderGone = (sql: SqlClient, column: string): Fragment =>
   sql.literal(`(${column} IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM pg_locks l
     WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
       AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
-      AND l.classid = (${column} >> 32)::oid AND l.objid = (${column} & 4294967295)::oid))`)
+      AND l.classid = (${column} >> 32)::oid AND l.objid = (${column} & 4294967295)::oid
+    OFFSET 0))`)
