@@ -87,6 +87,53 @@ export type ProposerScope =
   | { readonly profileId: string }
   | { readonly identifiers: ReadonlyArray<{ readonly profileId: string; readonly kind: string; readonly value: string }> }
 
+/**
+ * The proposals of the scope, written; answers `{pairs, proposed}`. Every lookup goes by an index
+ * whatever the statistics (test/api/queue-claim-plans.test.ts keeps its plan from empty tables).
+ */
+export const proposeStatement = (sql: SqlClient, scope: ProposerScope) => {
+  const holders = "profileId" in scope
+    ? sql`
+      SELECT i.profile_id, i.kind, i.value, i.customer_id FROM customer_identifiers i
+      WHERE i.profile_id = ${scope.profileId} AND i.removed_at IS NULL AND i.kind = ANY(${[...MATCHING_KINDS]}::text[])`
+    : sql`
+      SELECT i.profile_id, i.kind, i.value, i.customer_id
+      FROM (SELECT DISTINCT * FROM unnest(${scope.identifiers.map((i) => i.profileId)}::uuid[],
+                                          ${scope.identifiers.map((i) => i.kind)}::text[],
+                                          ${scope.identifiers.map((i) => i.value)}::text[]) AS q(profile_id, kind, value)) q
+      CROSS JOIN LATERAL (SELECT * FROM customer_identifiers x
+                          WHERE x.profile_id = q.profile_id AND x.kind = q.kind AND x.value = q.value AND x.removed_at IS NULL
+                          OFFSET 0) i
+      WHERE i.kind = ANY(${[...MATCHING_KINDS]}::text[])`
+  return sql`
+    WITH shared AS (
+      SELECT h.profile_id, h.kind, h.value, array_agg(DISTINCT h.customer_id ORDER BY h.customer_id) AS ids
+      FROM (${holders}) h
+      -- Each holder's customer probed by its whole key (decision 0137), row by row (OFFSET 0): as a
+      -- join, a plan made on empty tables read every customer for each holder (1 s a call at 9,000).
+      CROSS JOIN LATERAL (SELECT 1 FROM customers c
+                          WHERE c.id = h.customer_id AND c.profile_id = h.profile_id
+                            AND c.merged_into_id IS NULL AND c.erased_at IS NULL
+                          OFFSET 0) c
+      GROUP BY h.profile_id, h.kind, h.value
+      HAVING count(DISTINCT h.customer_id) > 1
+    ),
+    pairs AS (
+      SELECT s.profile_id, s.ids[1] AS a, other AS b,
+             jsonb_agg(DISTINCT jsonb_build_object('type', s.kind, 'value', s.value)) AS evidence
+      FROM shared s CROSS JOIN LATERAL unnest(s.ids[2:]) AS other
+      GROUP BY s.profile_id, s.ids[1], other
+    ),
+    written AS (
+      INSERT INTO merge_proposals (id, profile_id, customer_a, customer_b, evidence)
+      SELECT gen_random_uuid(), profile_id, a, b, evidence FROM pairs ORDER BY profile_id, a, b
+      ON CONFLICT (profile_id, customer_a, customer_b) DO UPDATE SET evidence = EXCLUDED.evidence
+      WHERE merge_proposals.status IN ('open', 'snoozed')
+      RETURNING (xmax = 0) AS inserted
+    )
+    SELECT (SELECT count(*)::int FROM pairs) AS pairs, (SELECT count(*)::int FROM written WHERE inserted) AS proposed`
+}
+
 export interface ProposalKeyset {
   readonly at: string
   readonly id: string
@@ -191,44 +238,7 @@ export class IdentityRepo extends Context.Service<IdentityRepo, {
         ${iso("p.snoozed_until")} AS snoozed_until, p.merge_id`
 
       /** Writes the proposals of the scope; answers `{pairs, proposed}`. */
-      const propose = (scope: ProposerScope) => {
-        const holders = "profileId" in scope
-          ? sql`
-            SELECT i.profile_id, i.kind, i.value, i.customer_id FROM customer_identifiers i
-            WHERE i.profile_id = ${scope.profileId} AND i.removed_at IS NULL AND i.kind = ANY(${[...MATCHING_KINDS]}::text[])`
-          : sql`
-            SELECT i.profile_id, i.kind, i.value, i.customer_id
-            FROM (SELECT DISTINCT * FROM unnest(${scope.identifiers.map((i) => i.profileId)}::uuid[],
-                                                ${scope.identifiers.map((i) => i.kind)}::text[],
-                                                ${scope.identifiers.map((i) => i.value)}::text[]) AS q(profile_id, kind, value)) q
-            CROSS JOIN LATERAL (SELECT * FROM customer_identifiers x
-                                WHERE x.profile_id = q.profile_id AND x.kind = q.kind AND x.value = q.value AND x.removed_at IS NULL
-                                OFFSET 0) i
-            WHERE i.kind = ANY(${[...MATCHING_KINDS]}::text[])`
-        return firstProposed(sql`
-          WITH shared AS (
-            SELECT h.profile_id, h.kind, h.value, array_agg(DISTINCT h.customer_id ORDER BY h.customer_id) AS ids
-            FROM (${holders}) h
-            -- The whole key (decision 0137): joined by id alone, a plan without statistics read every customer per call.
-            JOIN customers c ON c.id = h.customer_id AND c.profile_id = h.profile_id AND c.merged_into_id IS NULL AND c.erased_at IS NULL
-            GROUP BY h.profile_id, h.kind, h.value
-            HAVING count(DISTINCT h.customer_id) > 1
-          ),
-          pairs AS (
-            SELECT s.profile_id, s.ids[1] AS a, other AS b,
-                   jsonb_agg(DISTINCT jsonb_build_object('type', s.kind, 'value', s.value)) AS evidence
-            FROM shared s CROSS JOIN LATERAL unnest(s.ids[2:]) AS other
-            GROUP BY s.profile_id, s.ids[1], other
-          ),
-          written AS (
-            INSERT INTO merge_proposals (id, profile_id, customer_a, customer_b, evidence)
-            SELECT gen_random_uuid(), profile_id, a, b, evidence FROM pairs ORDER BY profile_id, a, b
-            ON CONFLICT (profile_id, customer_a, customer_b) DO UPDATE SET evidence = EXCLUDED.evidence
-            WHERE merge_proposals.status IN ('open', 'snoozed')
-            RETURNING (xmax = 0) AS inserted
-          )
-          SELECT (SELECT count(*)::int FROM pairs) AS pairs, (SELECT count(*)::int FROM written WHERE inserted) AS proposed`)
-      }
+      const propose = (scope: ProposerScope) => firstProposed(proposeStatement(sql, scope))
 
       const proposeMerges = (
         identifiers: ReadonlyArray<{ readonly profileId: string; readonly kind: IdentifierKind; readonly value: string }>
