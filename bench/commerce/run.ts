@@ -10,8 +10,9 @@
  * (`src/main/node.ts`) runs as a second child process with its background workers, as in
  * production; its sync worker claims the job. Once BENCH_KILL_AT (0.4) of the orders are in the
  * copy, the service is killed with SIGKILL (no shutdown, no lease handed back), started again, and
- * left to finish: its lease expires (one minute), a runner claims the job again and resumes at the
- * job's checkpoint.
+ * left to finish: the dead runner's liveness lock is gone with its sessions (decision 0150), so the
+ * restarted runner takes the job over at its first poll, without waiting out the lease, and resumes
+ * at the job's checkpoint.
  *
  * Then the database is checked: every order copied, exactly one milestone row per (order,
  * status), 4 per generated order, exactly one `order.status.changed` outbox row per milestone
