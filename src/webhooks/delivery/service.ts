@@ -392,7 +392,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           }
         })
         yield* deliveries.insert(fresh)
-        yield* outbox.markPublished(rows.map((row) => row.id))
+        yield* outbox.markPublished(rows)
         return rows.length
       })))
 
