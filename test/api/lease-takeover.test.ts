@@ -113,16 +113,8 @@ layer(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const jobs = yield* SyncJobsRepo
-      const profile = yield* seedProfile()
-      const connectionId = crypto.randomUUID()
-      const jobId = crypto.randomUUID()
-      yield* sql`
-        INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name)
-        VALUES (${connectionId}, ${profile.profileId}, 'adplatform', 'adplatform', ${`act-${connectionId.slice(0, 8)}`}, 'Ads')`
       // Due before anything else in the queue: the claims below get this job first.
-      yield* sql`
-        INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, status, reason, run_after, created_at)
-        VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'backfill', 30, 'queued', 'entitlement', '1999-01-01T00:00:00Z', '1999-01-01T00:00:00Z')`
+      const jobId = yield* queuedSyncJob("1999-01-01T00:00:00Z")
       const lease = defaultSyncWorkerSettings.lease
       const leaseSeconds = leaseSecondsOf(lease)
       const maxAttempts = defaultSyncWorkerSettings.maxAttempts
@@ -169,15 +161,7 @@ layer(
       const jobs = yield* SyncJobsRepo
       const info = yield* DatabaseInfo
       const liveness = yield* RunnerLiveness
-      const profile = yield* seedProfile()
-      const connectionId = crypto.randomUUID()
-      const jobId = crypto.randomUUID()
-      yield* sql`
-        INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name)
-        VALUES (${connectionId}, ${profile.profileId}, 'adplatform', 'adplatform', ${`act-${connectionId.slice(0, 8)}`}, 'Ads')`
-      yield* sql`
-        INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, status, reason, run_after, created_at)
-        VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'backfill', 30, 'queued', 'entitlement', '1998-01-01T00:00:00Z', '1998-01-01T00:00:00Z')`
+      const jobId = yield* queuedSyncJob("1998-01-01T00:00:00Z")
       const leaseSeconds = 600
       const maxAttempts = defaultSyncWorkerSettings.maxAttempts
       const claimOurs = (holder: string | null) => Effect.map(jobs.claim(maxAttempts, leaseSeconds, holder), Option.filter((job) => job.id === jobId))
@@ -216,6 +200,22 @@ layer(
       assert.deepStrictEqual(row, { attempts: 2, status: "running", lease_holder: live })
     }))
 })
+
+/** A queued backfill of a new connection of a new profile, due (and created) at `at`; answers its id. */
+const queuedSyncJob = (at: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const profile = yield* seedProfile()
+    const connectionId = crypto.randomUUID()
+    const jobId = crypto.randomUUID()
+    yield* sql`
+      INSERT INTO connections (id, profile_id, provider, provider_kind, external_account_id, display_name)
+      VALUES (${connectionId}, ${profile.profileId}, 'adplatform', 'adplatform', ${`act-${connectionId.slice(0, 8)}`}, 'Ads')`
+    yield* sql`
+      INSERT INTO sync_jobs (id, profile_id, connection_id, kind, window_days, status, reason, run_after, created_at)
+      VALUES (${jobId}, ${profile.profileId}, ${connectionId}, 'backfill', 30, 'queued', 'entitlement', ${at}, ${at})`
+    return jobId
+  })
 
 /** Polls `probe` until it answers something other than null (deadline 10 s). */
 const pollFor = <A, E, R>(probe: Effect.Effect<A | null, E, R>) =>
