@@ -63,6 +63,13 @@ const probe = (table: string, months: ReadonlyArray<number>) =>
     }
   })
 
+/**
+ * One maintenance pass, as the hourly job makes (decision 0133): a database migrated before a month
+ * began has this month and two more only once a pass has run since (a suite that started on the
+ * last evening of a month failed here).
+ */
+const caughtUp = PartitionMaintenance.use((maintenance) => maintenance.run())
+
 layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
   it.effect("the conversion keeps the rows in place, the keys with the month column, the identity's values going on", () =>
     rolledBack(Effect.gen(function*() {
@@ -119,6 +126,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
   it.effect("every registered table is partitioned by its column, its key carries it, and this month and two more exist", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient
+      yield* caughtUp
       for (const entry of PARTITIONED_TABLES) {
         const [row] = yield* sql<{ key: string; pk: string }>`
           SELECT pg_get_partkeydef(c.oid) AS key,
@@ -136,7 +144,7 @@ layer(services, { timeout: "120 seconds" })("monthly partitions", (it) => {
           )
         }
       }
-      // A pass now has nothing to create (the migration made the months) and nothing to drop.
+      // Another pass now has nothing to create and nothing to drop.
       const passes = yield* PartitionMaintenance.use((maintenance) => maintenance.run())
       for (const pass of passes) assert.deepStrictEqual(pass, { table: pass.table, created: [], dropped: [], skipped: false })
     }))
@@ -351,6 +359,7 @@ layer(withOutcomes, { timeout: "120 seconds" })("partitioned outcome events (mig
   it.effect("an outcome's key holds across months: the same key at another month's time, or twice in a batch, claims nothing", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
+      yield* caughtUp
       const repo = yield* EventsRepo
       const { profileId } = yield* seedProfile({ name: "outcome keys" })
       const now = new Date()
@@ -605,6 +614,7 @@ layer(services, { timeout: "120 seconds" })("partitioned credits (migration 0073
   it.effect("credit rows sit in their conversion's month, and go with it when it is deleted", () =>
     rolledBack(Effect.gen(function*() {
       const sql = yield* SqlClient
+      yield* caughtUp
       const now = new Date()
       const { made, profileId } = yield* creditedMonths(now)
       const where = () =>
