@@ -24,7 +24,7 @@ import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseInfo, postgresOptions } from "../../src/platform/database.ts"
 import { RunnerLiveness } from "../../src/platform/liveness.ts"
 import { heartbeat, LeaseLost, leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
-import { renewStatement as renewDeliveries, WebhookDeliveriesRepo } from "../../src/webhooks/delivery/repo.ts"
+import { renewStatement as renewDeliveries } from "../../src/webhooks/delivery/repo.ts"
 import { defaultWebhookSettings, WebhookDeliveries, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
 import { serveApp, testSettings } from "../support/app.ts"
 import { seedProfile } from "../support/tenancy.ts"
@@ -228,55 +228,3 @@ const pollFor = <A, E, R>(probe: Effect.Effect<A | null, E, R>) =>
       yield* Effect.sleep("50 millis")
     }
   })
-
-layer(
-  Layer.provideMerge(WebhookDeliveriesRepo.layer, serveApp(testSettings())).pipe(Layer.provide(manual)),
-  { timeout: "60 seconds", excludeTestServices: true }
-)("the webhook heartbeat beside the writes", (it) => {
-  // Two sessions are needed: the embedded database is one, where a row lock never makes another wait.
-  it.effect.skipIf(process.env["DATABASE_URL"] === undefined)(
-    "a renewal skips a row a write holds locked, at once, and the row stays its holder's",
-    () =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient
-        const repo = yield* WebhookDeliveriesRepo
-        const profile = yield* seedProfile()
-        const subscriptionId = crypto.randomUUID()
-        const deliveryId = crypto.randomUUID()
-        const token = crypto.randomUUID()
-        yield* sql`
-          INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
-          VALUES (${subscriptionId}, ${profile.profileId}, ${profile.workspaceId}, 'https://hooks.example.com/beside', '{outcome.recorded}', 'active', 'x')`
-        yield* sql`
-          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, ready,
-                                          next_attempt_at, lease_token, lease_until)
-          VALUES (${deliveryId}, ${subscriptionId}, ${profile.profileId}, ${crypto.randomUUID()}, 'evt-beside', 'outcome.recorded', '{}',
-                  ${crypto.randomUUID()}, 0, true, now(), ${token}, now() + interval '8 seconds')`
-        const held = [{ id: deliveryId, token }]
-
-        // A write of this process in progress: another session holds the row's lock.
-        const scope = yield* Scope.make()
-        const writer = yield* Scope.provide(sql.reserve, scope)
-        yield* writer.executeValues("BEGIN", [])
-        yield* writer.executeValues("SELECT id FROM webhook_deliveries WHERE id = $1 FOR UPDATE", [deliveryId])
-
-        const started = Date.now()
-        const renewed = yield* repo.renew(held, 60).pipe(Effect.timeout("5 seconds"))
-        const took = Date.now() - started
-        assert.strictEqual(renewed.size, 0)
-        assert.isBelow(took, 2_000)
-        assert.deepStrictEqual([...(yield* repo.stillHeld(held))], [deliveryId])
-
-        // The write ends: the next beat renews the row.
-        yield* writer.executeValues("ROLLBACK", [])
-        yield* Scope.close(scope, Exit.void)
-        assert.deepStrictEqual([...(yield* repo.renew(held, 60))], [deliveryId])
-        const [row] = yield* sql<{ left: number }>`
-          SELECT extract(epoch FROM lease_until - now())::float8 AS left FROM webhook_deliveries WHERE id = ${deliveryId}`
-        assert.isAbove(row!.left, 30)
-        // Another runner's token on the row: not held any more.
-        yield* sql`UPDATE webhook_deliveries SET lease_token = ${crypto.randomUUID()} WHERE id = ${deliveryId}`
-        assert.strictEqual((yield* repo.stillHeld(held)).size, 0)
-      })
-  )
-})

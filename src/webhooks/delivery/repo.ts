@@ -200,24 +200,12 @@ export const renewStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id
     -- Each row found through the primary key (ORDER BY and LIMIT: an index walk is the cheap plan
     -- even on a table the planner thinks empty), then updated by its tuple id: a plain join would
     -- get a generic plan that scans the table. No status test: ending a row clears its token.
-    -- A row a write of this process (or a claim) has locked is skipped, never waited for: the
-    -- heartbeat runs beside the writes, and waiting on each other's rows they deadlocked. A row
-    -- skipped is judged by \`stillHeld\` (decision 0151).
     CROSS JOIN LATERAL (
       SELECT w.ctid AS tid, w.lease_token AS token FROM webhook_deliveries w
-      WHERE w.id = t.id AND w.lease_token = t.token ORDER BY w.id LIMIT 1
-      FOR UPDATE OF w SKIP LOCKED) h
+      WHERE w.id = t.id AND w.lease_token = t.token ORDER BY w.id LIMIT 1) h
     -- The token again on the row updated: a row another runner changed meanwhile is rechecked, not renewed.
     WHERE d.ctid = h.tid AND d.lease_token = h.token
     RETURNING d.id`
-
-/** Which of these rows still carry their token (read, not locked): a renewal that skipped them did not lose them. */
-export const stillHeldStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
-  sql<{ id: string }>`
-    SELECT h.id::text AS id
-    FROM unnest(${held.map((h) => h.id)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS t(id, token)
-    CROSS JOIN LATERAL (
-      SELECT w.id FROM webhook_deliveries w WHERE w.id = t.id AND w.lease_token = t.token ORDER BY w.id LIMIT 1) h`
 
 /**
  * The first pending row of the (subscription, batch) of `alias` after its `seq` (`nx`, joined when there
@@ -349,8 +337,6 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
    * statement for all the rows a process holds (its heartbeat); answers the ids renewed.
    */
   readonly renew: (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) => Repo<ReadonlySet<string>>
-  /** The ids of these rows that still carry their token (a renewal skips a row a write has locked). */
-  readonly stillHeld: (held: ReadonlyArray<{ readonly id: string; readonly token: string }>) => Repo<ReadonlySet<string>>
   /**
    * Records the results in one statement, each under its lease (a lost lease writes nothing for
    * that row), counts each attempt and appends it to the attempt log; the last row recorded of a
@@ -430,12 +416,6 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const renew = (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) =>
         held.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
           renewStatement(sql, held, leaseSeconds),
-          (rows) => new Set(rows.map((row) => row.id))
-        )
-
-      const stillHeld = (held: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
-        held.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
-          stillHeldStatement(sql, held),
           (rows) => new Set(rows.map((row) => row.id))
         )
 
@@ -556,7 +536,6 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
         insert,
         claim,
         renew,
-        stillHeld,
         settle,
         leaseAhead,
         release,

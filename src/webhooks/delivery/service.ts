@@ -30,7 +30,7 @@
  *   duration, error) in the same statement; the log of an event to a subscription includes its
  *   redeliveries.
  */
-import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Semaphore } from "effect"
 import { type DatabaseUnavailable, type InvalidParameter, NotFound } from "../../../schema/errors.ts"
 import type { WebhookDeliveriesQuery, WebhookDelivery, WebhookDeliveryAttempt, WebhookDeliveryAttemptsQuery } from "../../../schema/webhooks.ts"
 import type { ProfileContext } from "../../kernel/principal.ts"
@@ -409,6 +409,10 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       let releases: Array<{ readonly id: string; readonly token: string }> = []
       let written = Deferred.makeUnsafe<void, DatabaseUnavailable>()
       const wake = yield* Queue.sliding<true>(1)
+      // One statement at a time on the rows this process holds: the results' record and the
+      // heartbeat's renewal lock the same rows (a row just sent, the next one of its batch) in
+      // different orders, and run side by side they deadlocked.
+      const oneWriter = yield* Semaphore.make(1)
       const write = Effect.gen(function*() {
         const these = results
         const freed = releases
@@ -426,7 +430,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           for (const entry of these) if (!exit.value.has(entry.settlement.id)) yield* Deferred.succeed(entry.lost, undefined)
         }
         yield* Deferred.done(done, Exit.asVoid(exit))
-      }).pipe(Effect.uninterruptible)
+      }).pipe(oneWriter.withPermits(1), Effect.uninterruptible)
       // Waiting is interruptible (the layer's end); a write once begun is finished.
       yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(wake), Effect.andThen(Effect.sleep(settings.settleInterval), write))))
       /** Queues a result (or leases to give back); answers the write that will keep it. */
@@ -443,23 +447,17 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // Rows claimed or leased here whose result is not queued yet: the heartbeat renews their leases
       // (decision 0119), and stops the run of a row another runner took over.
       const held = new Map<string, { readonly token: string; readonly lost: Deferred.Deferred<void> }>()
-      // It runs beside the writes and never waits for their rows (it skips what they have locked),
-      // so a slow write does not hold the leases back.
-      const renewHeld = Effect.gen(function*() {
+      const renewHeld = oneWriter.withPermits(1)(Effect.gen(function*() {
         if (held.size === 0) return
         const rows = [...held].map(([id, { token }]) => ({ id, token }))
         const renewed = yield* deliveries.renew(rows, leaseSeconds)
-        const missed = rows.filter((row) => !renewed.has(row.id))
-        if (missed.length === 0) return
-        // Skipped under a write's lock, a row is still ours while it carries our token.
-        const ours = yield* deliveries.stillHeld(missed)
-        for (const { id, token } of missed) {
+        for (const { id, token } of rows) {
           const entry = held.get(id)
-          if (ours.has(id) || entry === undefined || entry.token !== token) continue
+          if (renewed.has(id) || entry === undefined || entry.token !== token) continue
           held.delete(id)
           yield* Deferred.succeed(entry.lost, undefined)
         }
-      })
+      }))
       const letGo = (id: string, token: string) => {
         if (held.get(id)?.token === token) held.delete(id)
       }
