@@ -71,6 +71,7 @@ import m0073 from "./0073_partitioned_credits.ts"
 import m0074 from "./0074_partitioned_outcome_events.ts"
 import m0075 from "./0075_credit_touch_time.ts"
 import m0076 from "./0076_sync_lease_holder.ts"
+import m0077 from "./0077_replay_lease_holder.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -149,7 +150,8 @@ export const migrations = {
   "0073_partitioned_credits": m0073,
   "0074_partitioned_outcome_events": m0074,
   "0075_credit_touch_time": m0075,
-  "0076_sync_lease_holder": m0076
+  "0076_sync_lease_holder": m0076,
+  "0077_replay_lease_holder": m0077
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -33,6 +33,7 @@ import { CampaignsService } from "../../src/analytics/campaigns/service.ts"
 import { AnalyticsService } from "../../src/analytics/overview/service.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
+import { RunnerLiveness } from "../../src/platform/liveness.ts"
 import { MigrationsLayer } from "../../src/main/core.ts"
 import { type Dataset, dropDataset, existingDataset, generateDataset, SPAN_DAYS } from "../replay/dataset.ts"
 import { fmt, intFromEnv, runInProcessBench } from "../support.ts"
@@ -190,6 +191,7 @@ await runInProcessBench("analytics", "a PostgreSQL the bench may write ten milli
   )
   return Layer.mergeAll(AnalyticsService.layer, CampaignsService.layer, AnalyticsRollups.layer, AttributionWorker.layer, CreditEngine.layer, ReplayQueue.layer).pipe(
     Layer.provide(quiet),
+    Layer.provide(RunnerLiveness.layer),
     Layer.provideMerge(MigrationsLayer),
     Layer.provideMerge(DatabaseLayer),
     Layer.provide(AppConfig.layer)

@@ -45,6 +45,7 @@ import { AttributionRepo, type CandidateTouch } from "../../src/attribution/repo
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
+import { RunnerLiveness } from "../../src/platform/liveness.ts"
 import { MigrationsLayer } from "../../src/main/core.ts"
 import { availableParallelism } from "node:os"
 import { fmt, intFromEnv, processCpuMs, runInProcessBench } from "../support.ts"
@@ -347,6 +348,7 @@ await runInProcessBench("replay", "a PostgreSQL the bench may write a million to
   return Layer.mergeAll(AttributionWorker.layer, CreditEngine.layer, ReplayQueue.layer, AttributionRepo.layer).pipe(
     Layer.provide(workerSettings),
     Layer.provideMerge(workerSettings),
+    Layer.provide(RunnerLiveness.layer),
     Layer.provideMerge(MigrationsLayer),
     Layer.provideMerge(DatabaseLayer),
     Layer.provide(AppConfig.layer)

@@ -20,6 +20,7 @@ import { type ClaimedJob, ReplayQueue } from "./jobs/repo.ts"
 import type { PathStats } from "./models/index.ts"
 import { AttributionRepo, type ReplayPart } from "./repo.ts"
 import { defaultLease, LeaseLost, leaseSecondsOf, lostLease, whileLeased } from "../platform/lease.ts"
+import { RunnerLiveness } from "../platform/liveness.ts"
 import { withLinkedJobSpan } from "../platform/tracing.ts"
 
 export interface AttributionWorkerSettingsShape {
@@ -108,6 +109,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
     Effect.gen(function*() {
       const repo = yield* AttributionRepo
       const queue = yield* ReplayQueue
+      const liveness = yield* RunnerLiveness
       const engine = yield* CreditEngine
       const settings = yield* AttributionWorkerSettings
       const leaseSeconds = leaseSecondsOf(settings.lease)
@@ -293,7 +295,7 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
         )
 
       const runNextReplay = Effect.fn("AttributionWorker.runNextReplay")(function*() {
-        const claimed = yield* queue.claim(settings.maxAttempts, leaseSeconds)
+        const claimed = yield* queue.claim(settings.maxAttempts, leaseSeconds, yield* liveness.holder)
         if (Option.isNone(claimed)) return Option.none<ReplayOutcome>()
         return Option.some(yield* runClaimed(claimed.value))
       })

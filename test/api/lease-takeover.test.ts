@@ -13,9 +13,12 @@
 import { assert, layer } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import { renewStatement as renewReports } from "../../src/analytics/reports/repo.ts"
 import { renewListStatement as renewCustomerList } from "../../src/exports/audiences/repo.ts"
 import { renewStatement as renewExports } from "../../src/exports/pipeline/repo.ts"
+import { REPLAY_JOB_KIND, ReplayQueue } from "../../src/attribution/jobs/repo.ts"
+import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
 import { emptyProgress, SyncJobsRepo } from "../../src/ingestion/sync/repo.ts"
 import { defaultSyncWorkerSettings, SyncWorkerSettings } from "../../src/ingestion/sync/worker.ts"
 import { PgClient } from "@effect/sql-pg"
@@ -32,6 +35,7 @@ import { holdFor, neverTaken, TAKEOVER_BOUND, takenWithin } from "../support/tak
 
 const manual = Layer.mergeAll(
   Layer.succeed(SyncWorkerSettings)({ ...defaultSyncWorkerSettings, enabled: false }),
+  Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false }),
   Layer.succeed(WebhookSettings)({ ...defaultWebhookSettings, enabled: false })
 )
 
@@ -141,7 +145,7 @@ layer(
 })
 
 layer(
-  Layer.provideMerge(SyncJobsRepo.layer, serveApp(testSettings())).pipe(Layer.provide(manual)),
+  Layer.provideMerge(Layer.mergeAll(SyncJobsRepo.layer, ReplayQueue.layer), serveApp(testSettings())).pipe(Layer.provide(manual)),
   { timeout: "120 seconds", excludeTestServices: true }
 )("lease take-over by liveness (decision 0150)", (it) => {
   it.effect("this process names a key whose advisory lock it holds", () =>
@@ -159,47 +163,85 @@ layer(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const jobs = yield* SyncJobsRepo
-      const info = yield* DatabaseInfo
-      const liveness = yield* RunnerLiveness
       const jobId = yield* queuedSyncJob("1998-01-01T00:00:00Z")
-      const leaseSeconds = 600
       const maxAttempts = defaultSyncWorkerSettings.maxAttempts
-      const claimOurs = (holder: string | null) => Effect.map(jobs.claim(maxAttempts, leaseSeconds, holder), Option.filter((job) => job.id === jobId))
+      yield* takenOverByLiveness("sync job", {
+        claim: (holder) => Effect.map(jobs.claim(maxAttempts, TEN_MINUTES, holder), (job) => Option.isSome(job) && job.value.id === jobId),
+        anyClaimable: jobs.anyClaimable(maxAttempts),
+        row: Effect.map(
+          sql<{ attempts: number; state: string; lease_holder: string | null }>`
+            SELECT attempts, status AS state, lease_holder::text AS lease_holder FROM sync_jobs WHERE id = ${jobId}`,
+          (rows) => rows[0]
+        )
+      })
+    }))
 
-      // Another runner: a session of its own holding its key, as RunnerLiveness does. On the
-      // embedded database (this process's one session) the lock is taken and let go instead.
-      const key = String(4_000_000_000_000 + Math.floor(Math.random() * 1_000_000_000))
-      const scope = yield* Scope.make()
-      const settings = yield* AppConfig
-      const other = info.mode === "postgres" && Option.isSome(settings.databaseUrl)
-        ? yield* PgClient.make({ ...postgresOptions(settings.databaseUrl.value), maxConnections: 1 }).pipe(Scope.provide(scope), Effect.provide(Reactivity.layer))
-        : sql
-      const [locked] = yield* other<{ locked: boolean }>`SELECT pg_try_advisory_lock(${key}::bigint) AS locked`
-      assert.isTrue(locked?.locked)
-
-      assert.isTrue(Option.isSome(yield* claimOurs(key)))
-      // Its lease runs ten minutes and its session lives: nobody takes the job.
-      assert.isTrue(Option.isNone(yield* claimOurs(null)))
-      assert.isFalse(yield* jobs.anyClaimable(maxAttempts))
-
-      // The session ends (the process died: the server closes its sessions).
-      if (other === sql) yield* sql`SELECT pg_advisory_unlock(${key}::bigint)`
-      yield* Scope.close(scope, Exit.void)
-
-      // Claimers at once, as the loops of a restarted runner claim: exactly one takes the job.
-      const started = Date.now()
-      yield* pollFor(Effect.map(jobs.anyClaimable(maxAttempts), (flag) => flag ? true : null))
-      const took = Date.now() - started
-      console.log(`sync job claimable ${took} ms after its holder's session ended (lease ${leaseSeconds} s)`)
-      assert.isBelow(took, 5_000)
-      const live = yield* pollFor(liveness.holder)
-      const claims = yield* Effect.all(Array.from({ length: 6 }, () => claimOurs(live)), { concurrency: "unbounded" })
-      assert.strictEqual(claims.filter(Option.isSome).length, 1)
-      const [row] = yield* sql<{ attempts: number; status: string; lease_holder: string | null }>`
-        SELECT attempts, status, lease_holder::text AS lease_holder FROM sync_jobs WHERE id = ${jobId}`
-      assert.deepStrictEqual(row, { attempts: 2, status: "running", lease_holder: live })
+  it.effect("a replay whose holder's session ended is taken over at once; while it lives, never", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const replays = yield* ReplayQueue
+      const profile = yield* seedProfile()
+      const jobId = crypto.randomUUID()
+      yield* sql`
+        INSERT INTO work_jobs (id, profile_id, kind, reason, state, created_at)
+        VALUES (${jobId}, ${profile.profileId}, ${REPLAY_JOB_KIND}, 'recompute_requested', 'queued', '1998-01-01T00:00:00Z')`
+      const maxAttempts = defaultWorkerSettings.maxAttempts
+      yield* takenOverByLiveness("replay", {
+        claim: (holder) => Effect.map(replays.claim(maxAttempts, TEN_MINUTES, holder), (job) => Option.isSome(job) && job.value.id === jobId),
+        anyClaimable: replays.anyClaimable(maxAttempts),
+        row: Effect.map(
+          sql<{ attempts: number; state: string; lease_holder: string | null }>`
+            SELECT attempts, state, lease_holder::text AS lease_holder FROM work_jobs WHERE id = ${jobId}`,
+          (rows) => rows[0]
+        )
+      })
     }))
 })
+
+const TEN_MINUTES = 600
+
+/**
+ * A job claimed under another runner's key (a session of its own holding the key, as
+ * RunnerLiveness does) with a ten-minute lease: nobody takes it while that session lives; once it
+ * ends (the process died: the server closes its sessions) the job is claimable within seconds,
+ * and of claimers at once, as the loops of a restarted runner claim, exactly one takes it. On the
+ * embedded database (this process's one session) the lock is taken and let go instead.
+ */
+const takenOverByLiveness = <E, R>(what: string, job: {
+  readonly claim: (holder: string | null) => Effect.Effect<boolean, E, R>
+  readonly anyClaimable: Effect.Effect<boolean, E, R>
+  readonly row: Effect.Effect<{ readonly attempts: number; readonly state: string; readonly lease_holder: string | null } | undefined, E | SqlError, R>
+}) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const info = yield* DatabaseInfo
+    const settings = yield* AppConfig
+    const liveness = yield* RunnerLiveness
+    const key = String(4_000_000_000_000 + Math.floor(Math.random() * 1_000_000_000))
+    const scope = yield* Scope.make()
+    const other = info.mode === "postgres" && Option.isSome(settings.databaseUrl)
+      ? yield* PgClient.make({ ...postgresOptions(settings.databaseUrl.value), maxConnections: 1 }).pipe(Scope.provide(scope), Effect.provide(Reactivity.layer))
+      : sql
+    const [locked] = yield* other<{ locked: boolean }>`SELECT pg_try_advisory_lock(${key}::bigint) AS locked`
+    assert.isTrue(locked?.locked)
+
+    assert.isTrue(yield* job.claim(key))
+    assert.isFalse(yield* job.claim(null))
+    assert.isFalse(yield* job.anyClaimable)
+
+    if (other === sql) yield* sql`SELECT pg_advisory_unlock(${key}::bigint)`
+    yield* Scope.close(scope, Exit.void)
+
+    const started = Date.now()
+    yield* pollFor(Effect.map(job.anyClaimable, (flag) => flag ? true : null))
+    const took = Date.now() - started
+    console.log(`${what} claimable ${took} ms after its holder's session ended (lease ${TEN_MINUTES} s)`)
+    assert.isBelow(took, 5_000)
+    const live = yield* pollFor(liveness.holder)
+    const claims = yield* Effect.all(Array.from({ length: 6 }, () => job.claim(live)), { concurrency: "unbounded" })
+    assert.strictEqual(claims.filter(Boolean).length, 1)
+    assert.deepStrictEqual(yield* job.row, { attempts: 2, state: "running", lease_holder: live })
+  })
 
 /** A queued backfill of a new connection of a new profile, due (and created) at `at`; answers its id. */
 const queuedSyncJob = (at: string) =>

@@ -347,6 +347,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
             FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
         [
           { label: "sweep", statement: replays.sweep.compile(), answers: 0, sweepsThrough: "work_jobs_running_profile" },
+          { label: "reap", statement: replays.reap.compile(), answers: 0, sweepsThrough: "work_jobs_running_profile" },
           // Without statistics the planner once read every claimable replay through a bitmap and
           // sorted it (120-156 ms at 200,000); a two-sided created_at range now makes the walk of
           // work_jobs_replay_order to the first the cheap plan (0.6 ms), held to RUN_MS like the others.

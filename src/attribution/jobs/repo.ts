@@ -9,26 +9,32 @@
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import type { Fragment } from "effect/sql/Statement"
 import { ReplayJob } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
+import { holderGone } from "../../platform/liveness.ts"
 
 export const REPLAY_JOB_KIND = "attribution_replay"
 
 /**
- * The statements of a claim (see `claim`): `sweep` fails the jobs whose runner died on their last
- * attempt (nothing will retry them), `claim` takes the oldest claimable one (queued and due, or
- * running with an expired lease; never while the profile has a live replay), `probe` says whether
- * either would find one. test/api/queue-claim-plans.test.ts checks their generic plans' cost at
+ * The statements of a claim (see `claim`): `reap` ends the leases of runners that died (decision
+ * 0150), `sweep` fails the jobs whose runner died on their last attempt (nothing will retry them),
+ * `claim` takes the oldest claimable one (queued and due, or running with an expired lease; never
+ * while the profile has a live replay), `probe` says whether any of them would find one. test/api/queue-claim-plans.test.ts checks their generic plans' cost at
  * growing backlogs.
  */
-export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number) => {
+export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number, holder: string | null = null) => {
   // The kind is written into the text, not bound: the planner then matches it to the partial
   // indexes of replays (migration 0057), which a bound parameter's generic plan cannot use.
   const kind = sql.literal(`'${REPLAY_JOB_KIND}'`)
   const exhausted = sql`kind = ${kind} AND state = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
+  // A running replay whose runner died (its liveness lock is gone) while its lease still runs. The
+  // probe writes the kind in (as the exhausted check does), the reap binds it (as the sweep does).
+  const orphaned = (kindIs: Fragment | string) =>
+    sql`kind = ${kindIs} AND state = 'running' AND lease_until >= now() AND ${holderGone(sql, "lease_holder")}`
   const claimable = sql`
     FROM work_jobs c
     WHERE c.kind = ${kind}
@@ -45,7 +51,10 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
   return {
     probe: sql`
       SELECT 1 AS n
-      WHERE EXISTS (SELECT 1 ${claimable}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted})`,
+      WHERE EXISTS (SELECT 1 ${claimable}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted})
+         OR EXISTS (SELECT 1 FROM work_jobs WHERE ${orphaned(kind)})`,
+    /** Ends the lease of each replay whose runner died: the sweep and the claim then see it expired. */
+    reap: sql`UPDATE work_jobs SET lease_until = now() - interval '1 second', lease_holder = NULL WHERE ${orphaned(REPLAY_JOB_KIND)}`,
     // The kind bound here, not written in: then only the running jobs' partial index matches (the
     // replays' queue index cannot be proven to hold the rows), whatever the table's past.
     sweep: sql`
@@ -55,7 +64,7 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
     claim: sql`
       UPDATE work_jobs j
       SET state = 'running', attempts = j.attempts + 1, lease_until = now() + make_interval(secs => ${leaseSeconds}),
-          started_at = now(), finished_at = NULL, progress = 0
+          lease_holder = ${holder}::bigint, started_at = now(), finished_at = NULL, progress = 0
       WHERE j.id = (SELECT c.id ${claimable} ORDER BY c.created_at, c.id LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
       RETURNING j.id::text AS id, j.profile_id::text AS profile_id, j.attempts, j.reason, j.traceparent, j.tracestate`
   }
@@ -138,7 +147,7 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
    * the oldest claimable job (never while its profile has a live replay), skipping rows another
    * runner holds: `attempts` + 1, leased for `leaseSeconds`.
    */
-  readonly claim: (maxAttempts: number, leaseSeconds: number) => Repo<Option.Option<ClaimedJob>>
+  readonly claim: (maxAttempts: number, leaseSeconds: number, holder: string | null) => Repo<Option.Option<ClaimedJob>>
   /** Fenced renewal: sets `progress` (and `total` when given); false when the job is no longer ours. */
   readonly renew: (job: ClaimedJob, progress: number, total: number | null, leaseSeconds: number) => Repo<boolean>
   /** Fenced renewal after a batch: adds `done` to `progress`; false when the job is no longer ours. */
@@ -219,9 +228,10 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
 
       const anyClaimable = (maxAttempts: number) => Effect.map(firstCount(claimStatements(sql, maxAttempts, 0).probe), Option.isSome)
 
-      const claim = (maxAttempts: number, leaseSeconds: number) =>
+      const claim = (maxAttempts: number, leaseSeconds: number, holder: string | null) =>
         Effect.gen(function*() {
-          const statements = claimStatements(sql, maxAttempts, leaseSeconds)
+          const statements = claimStatements(sql, maxAttempts, leaseSeconds, holder)
+          yield* statements.reap
           yield* statements.sweep
           return yield* firstClaimed(statements.claim)
         })
