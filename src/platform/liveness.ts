@@ -82,3 +82,14 @@ export const holderGone = (sql: SqlClient, column: string): Fragment =>
       AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
       AND l.classid = (${column} >> 32)::oid AND l.objid = (${column} & 4294967295)::oid
     OFFSET 0))`)
+
+/** A running job (`running`, its table's condition) whose lease still runs but whose holder died. */
+export const orphanedLease = (sql: SqlClient, running: Fragment): Fragment =>
+  sql`${running} AND lease_until >= now() AND ${holderGone(sql, "lease_holder")}`
+
+/**
+ * Ends the lease of each orphaned job of `table`: the queue's sweep and claim then see it expired
+ * and treat it as they treat any expired lease (attempts and fencing unchanged).
+ */
+export const reapStatement = (sql: SqlClient, table: string, running: Fragment) =>
+  sql`UPDATE ${sql.literal(table)} SET lease_until = now() - interval '1 second', lease_holder = NULL WHERE ${orphanedLease(sql, running)}`

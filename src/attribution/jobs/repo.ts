@@ -15,7 +15,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
-import { holderGone } from "../../platform/liveness.ts"
+import { orphanedLease, reapStatement } from "../../platform/liveness.ts"
 
 export const REPLAY_JOB_KIND = "attribution_replay"
 
@@ -23,8 +23,8 @@ export const REPLAY_JOB_KIND = "attribution_replay"
  * The statements of a claim (see `claim`): `reap` ends the leases of runners that died (decision
  * 0150), `sweep` fails the jobs whose runner died on their last attempt (nothing will retry them),
  * `claim` takes the oldest claimable one (queued and due, or running with an expired lease; never
- * while the profile has a live replay), `probe` says whether any of them would find one. test/api/queue-claim-plans.test.ts checks their generic plans' cost at
- * growing backlogs.
+ * while the profile has a live replay), `probe` says whether any of them would find one.
+ * test/api/queue-claim-plans.test.ts checks their generic plans' cost at growing backlogs.
  */
 export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number, holder: string | null = null) => {
   // The kind is written into the text, not bound: the planner then matches it to the partial
@@ -33,8 +33,7 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
   const exhausted = sql`kind = ${kind} AND state = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
   // A running replay whose runner died (its liveness lock is gone) while its lease still runs. The
   // probe writes the kind in (as the exhausted check does), the reap binds it (as the sweep does).
-  const orphaned = (kindIs: Fragment | string) =>
-    sql`kind = ${kindIs} AND state = 'running' AND lease_until >= now() AND ${holderGone(sql, "lease_holder")}`
+  const running = (kindIs: Fragment | string) => sql`kind = ${kindIs} AND state = 'running'`
   const claimable = sql`
     FROM work_jobs c
     WHERE c.kind = ${kind}
@@ -52,9 +51,8 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
     probe: sql`
       SELECT 1 AS n
       WHERE EXISTS (SELECT 1 ${claimable}) OR EXISTS (SELECT 1 FROM work_jobs WHERE ${exhausted})
-         OR EXISTS (SELECT 1 FROM work_jobs WHERE ${orphaned(kind)})`,
-    /** Ends the lease of each replay whose runner died: the sweep and the claim then see it expired. */
-    reap: sql`UPDATE work_jobs SET lease_until = now() - interval '1 second', lease_holder = NULL WHERE ${orphaned(REPLAY_JOB_KIND)}`,
+         OR EXISTS (SELECT 1 FROM work_jobs WHERE ${orphanedLease(sql, running(kind))})`,
+    reap: reapStatement(sql, "work_jobs", running(REPLAY_JOB_KIND)),
     // The kind bound here, not written in: then only the running jobs' partial index matches (the
     // replays' queue index cannot be proven to hold the rows), whatever the table's past.
     sweep: sql`

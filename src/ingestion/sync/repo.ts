@@ -14,7 +14,7 @@ import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/d
 import type { Keyset } from "../../platform/pagination.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
-import { holderGone } from "../../platform/liveness.ts"
+import { orphanedLease, reapStatement } from "../../platform/liveness.ts"
 
 /**
  * The statements of a claim (see `claim`): `reap` ends the leases of runners that died, `sweep`
@@ -25,7 +25,7 @@ import { holderGone } from "../../platform/liveness.ts"
 export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSeconds: number, holder: string | null = null) => {
   const exhausted = sql`status = 'running' AND lease_until < now() AND attempts >= ${maxAttempts}`
   // A running job whose runner died (its liveness lock is gone, decision 0150) while its lease still runs.
-  const orphaned = sql`status = 'running' AND lease_until >= now() AND ${holderGone(sql, "lease_holder")}`
+  const running = sql`status = 'running'`
   const claimable = sql`
     FROM sync_jobs c
     WHERE ((c.status = 'queued' AND c.run_after <= now())
@@ -42,9 +42,8 @@ export const claimStatements = (sql: SqlClient, maxAttempts: number, leaseSecond
     probe: sql<{ flag: boolean }>`
       SELECT (EXISTS (SELECT 1 ${claimable})
               OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${exhausted})
-              OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${orphaned})) AS flag`,
-    /** Ends the lease of each job whose runner died: the sweep and the claim then see it expired. */
-    reap: sql`UPDATE sync_jobs SET lease_until = now() - interval '1 second', lease_holder = NULL WHERE ${orphaned}`,
+              OR EXISTS (SELECT 1 FROM sync_jobs WHERE ${orphanedLease(sql, running)})) AS flag`,
+    reap: reapStatement(sql, "sync_jobs", running),
     sweep: sql`
       UPDATE sync_jobs SET status = 'failed', finished_at = now(), lease_until = NULL, updated_at = now(),
              error = COALESCE(error, 'lease_expired')

@@ -412,8 +412,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // One statement at a time on the rows this process holds: the results' record and the
       // heartbeat's renewal lock the same rows (a row just sent, the next one of its batch) in
       // different orders, and run side by side they deadlocked. A renewal that skips locked rows
-      // instead does not do: the record finds each row's tuple before it updates it, a renewal in
-      // between moves the tuple, and the result is dropped as if the row were lost (bench/README).
+      // instead does not work either: the record finds each row's tuple before it updates it, a
+      // renewal in between moves the tuple, and the result is dropped as if the row were lost
+      // (bench/README).
       const oneWriter = yield* Semaphore.make(1)
       const write = Effect.gen(function*() {
         const these = results
