@@ -70,8 +70,8 @@ const keyOf = (conversion: string, model: string, touch: string) => `${conversio
 const valueOf = (position: number, share: string, credited: boolean, inWindow: boolean) => `${position}|${share}|${credited}|${inWindow}`
 const conversionOf = (key: string) => key.slice(0, key.indexOf("|"))
 
-/** Every credit row of the profile (or of `conversionIds`). */
-export const storedState = (sql: SqlClient, profileId: string, conversionIds?: ReadonlyArray<string>) =>
+/** Every credit row of the profile (or of `conversionIds`; from `table`, a snapshot of the same columns). */
+export const storedState = (sql: SqlClient, profileId: string, conversionIds?: ReadonlyArray<string>, table = "attribution_credits") =>
   Effect.map(
     sql<{
       readonly conversion_id: string
@@ -84,9 +84,9 @@ export const storedState = (sql: SqlClient, profileId: string, conversionIds?: R
     }>`
       SELECT a.conversion_id::text AS conversion_id, a.model, a.touch_id::text AS touch_id, a.position,
              a.credit_share::text AS credit_share, a.is_credited, a.in_window
-      FROM attribution_credits a JOIN conversions c ON c.id = a.conversion_id
-      WHERE c.profile_id = ${profileId}
-        ${conversionIds === undefined ? sql`` : sql`AND c.id = ANY(${conversionIds}::uuid[])`}`,
+      FROM ${sql(table)} a
+      WHERE a.profile_id = ${profileId}
+        ${conversionIds === undefined ? sql`` : sql`AND a.conversion_id = ANY(${conversionIds}::uuid[])`}`,
     (rows): CreditState => {
       const state: CreditState = new Map()
       for (const row of rows) {
@@ -178,4 +178,67 @@ export const independentSample = (sql: SqlClient, profileId: string, stats: Path
     }
     const stored = yield* storedState(sql, profileId, sample.map((conversion) => conversion.id))
     return { ...compareStates(stored, expected), sampled: sample.length, rows }
+  })
+
+/** Where the state before a replay is kept while it runs (`snapshotBefore`), to count what it changed. */
+const SNAPSHOT = "bench_replay_before"
+
+/** Keeps the profile's credit rows as they are now (not timed), for `checkInChunks` to compare with. */
+export const snapshotBefore = (sql: SqlClient, profileId: string) =>
+  Effect.gen(function*() {
+    yield* sql`DROP TABLE IF EXISTS ${sql(SNAPSHOT)}`
+    yield* sql`
+      CREATE UNLOGGED TABLE ${sql(SNAPSHOT)} AS
+      SELECT profile_id, conversion_id, model, touch_id, position, credit_share, is_credited, in_window
+      FROM attribution_credits WHERE profile_id = ${profileId}`
+    yield* sql`CREATE INDEX ON ${sql(SNAPSHOT)} (conversion_id)`
+  })
+
+export const dropSnapshot = (sql: SqlClient) => Effect.asVoid(sql`DROP TABLE IF EXISTS ${sql(SNAPSHOT)}`)
+
+/**
+ * After a replay: every stored row of the profile against `creditAll`'s, and what changed against
+ * the snapshot taken before it, a chunk of conversions at a time, so that memory holds one chunk's
+ * rows (a whole 10M-touch profile's 16.7M rows in three maps did not fit a 12 GB heap). `expectedOf`
+ * adds a conversion's expected rows to a state and answers how many (nothing for a conversion that
+ * takes no credit).
+ */
+export const checkInChunks = (
+  sql: SqlClient,
+  profileId: string,
+  conversionIds: ReadonlyArray<string>,
+  expectedOf: (state: CreditState, conversionId: string) => number,
+  chunk = 20_000,
+  limit = 10
+) =>
+  Effect.gen(function*() {
+    const changes = { inserted: 0, updated: 0, deleted: 0, unchanged: 0 }
+    let rows = 0
+    let conversions = 0
+    let seen = 0
+    const examples: Array<string> = []
+    for (let start = 0; start < conversionIds.length; start += chunk) {
+      const ids = conversionIds.slice(start, start + chunk)
+      const before = yield* storedState(sql, profileId, ids, SNAPSHOT)
+      const after = yield* storedState(sql, profileId, ids)
+      const expected: CreditState = new Map()
+      for (const id of ids) rows += expectedOf(expected, id)
+      seen += after.size
+      const changed = stateChanges(before, after)
+      changes.inserted += changed.inserted
+      changes.updated += changed.updated
+      changes.deleted += changed.deleted
+      changes.unchanged += changed.unchanged
+      const mismatches = compareStates(after, expected, limit)
+      conversions += mismatches.conversions
+      for (const example of mismatches.examples) if (examples.length < limit) examples.push(example)
+    }
+    // Rows of conversions the bench does not know (none expected) count against the replay too.
+    const [all] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM attribution_credits WHERE profile_id = ${profileId}`
+    const stray = (all?.n ?? 0) - seen
+    if (stray !== 0) {
+      conversions++
+      if (examples.length < limit) examples.push(`${stray} rows of conversions outside the profile's list`)
+    }
+    return { changes, rows, mismatches: { conversions, examples } }
   })

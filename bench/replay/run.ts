@@ -51,13 +51,13 @@ import { availableParallelism } from "node:os"
 import { fmt, intFromEnv, processCpuMs, runInProcessBench } from "../support.ts"
 import {
   addExpected,
-  compareStates,
-  type CreditState,
+  checkInChunks,
+  dropSnapshot,
   independentSample,
   referencePathStats,
-  stateChanges,
-  statsDifference,
-  storedState
+  snapshotBefore,
+  type stateChanges,
+  statsDifference
 } from "./check.ts"
 import { type Dataset, dropDataset, existingDataset, generateDataset, resetDataset } from "./dataset.ts"
 
@@ -67,6 +67,7 @@ const GOAL_SECONDS_AT_10M = 60
 
 interface Target {
   readonly id: string
+  readonly profile_id: string
   readonly occurred_ms: number
   readonly window_days: number
   readonly eligible: boolean
@@ -174,7 +175,7 @@ const program = Effect.gen(function*() {
 
   // --- Baseline "read": every conversion's candidate touches, replay-sized batches, the same SQL.
   const targets = yield* sql<Target>`
-    SELECT c.id::text AS id, floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
+    SELECT c.id::text AS id, c.profile_id::text AS profile_id, floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
            COALESCE(d.lookback_window_days, 30) AS window_days, COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible,
            c.customer_id::text AS customer_id, c.occurred_at::text AS occurred_at, c.definition_id::text AS definition_id
     FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id
@@ -220,7 +221,8 @@ const program = Effect.gen(function*() {
     { label: "purchase window back to 30 days", purchaseDays: 30, reason: "definitions_changed" },
     { label: "nothing changed", purchaseDays: 30, reason: "recompute_requested" }
   ].slice(0, replays)
-  let before: CreditState = yield* storedState(sql, dataset.profileId)
+  const creditableById = new Map(creditable.map((target) => [target.id, target] as const))
+  const targetIds = targets.map((target) => target.id)
   const runs: Array<{
     readonly label: string
     readonly seconds: number
@@ -228,13 +230,15 @@ const program = Effect.gen(function*() {
     readonly changes: ReturnType<typeof stateChanges>
     readonly rows: number
     readonly statsDiff: ReadonlyArray<string>
-    readonly mismatches: ReturnType<typeof compareStates>
+    readonly mismatches: { readonly conversions: number; readonly examples: ReadonlyArray<string> }
   }> = []
   // The statistics of the last state replayed: the independent sample credits with them (a run of
   // fewer than four replays ends on the 14-day window, whose statistics differ from the first's).
   let lastStats = stats
   for (const [i, scenario] of scenarios.entries()) {
     yield* sql`UPDATE conversion_definitions SET lookback_window_days = ${scenario.purchaseDays} WHERE id = ${dataset.purchaseDefinitionId}`
+    // What the profile holds now, to count what the replay changes (not timed).
+    yield* snapshotBefore(sql, dataset.profileId)
     process.stdout.write(`replay ${i + 1}/${scenarios.length}: ${scenario.label} ...`)
     const cpuBefore = yield* cpuNow(sql)
     const run = yield* clock(Effect.gen(function*() {
@@ -251,24 +255,24 @@ const program = Effect.gen(function*() {
     const referenceNow = scenario.purchaseDays === 30 ? reference.value.stats : (yield* referencePathStats(sql, dataset.profileId)).stats
     const engineNow = yield* engine.pathStats(dataset.profileId)
     lastStats = referenceNow
-    const after = yield* storedState(sql, dataset.profileId)
-    const expected: CreditState = new Map()
-    let rows = 0
-    for (const target of creditable) {
+    // Chunk by chunk: a 10M-touch profile's rows do not fit in memory three times over.
+    const check = yield* checkInChunks(sql, dataset.profileId, targetIds, (state, id) => {
+      const target = creditableById.get(id)
+      if (target === undefined) return 0
       const windowDays = target.definition_id === dataset.purchaseDefinitionId ? scenario.purchaseDays : target.window_days
-      rows += addExpected(expected, { ...target, window_days: windowDays }, paths.get(target.id) ?? [], referenceNow)
-    }
+      return addExpected(state, { ...target, window_days: windowDays }, paths.get(target.id) ?? [], referenceNow)
+    })
     runs.push({
       label: scenario.label,
       seconds: run.seconds,
       cpu,
-      changes: stateChanges(before, after),
-      rows,
+      changes: check.changes,
+      rows: check.rows,
       statsDiff: statsDifference(engineNow, referenceNow),
-      mismatches: compareStates(after, expected)
+      mismatches: check.mismatches
     })
-    before = after
   }
+  yield* dropSnapshot(sql)
   const sample = yield* independentSample(sql, dataset.profileId, lastStats, sampleSize)
 
   // --- Report.

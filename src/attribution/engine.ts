@@ -11,7 +11,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { EventsRepo } from "./conversions/repo.ts"
 import { type ChangedCredits, CreditsRepo, emptyCreditColumns, type GoneCredits } from "./credits/repo.ts"
 import { creditAll, type PathStats, type TouchInput } from "./models/index.ts"
-import { AttributionRepo, type CandidateTouch, type CreditTarget, type StepRow } from "./repo.ts"
+import { AttributionRepo, type CandidateConversion, type CandidateTouch, type CreditTarget, type StepRow } from "./repo.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -72,9 +72,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
    * Read-only: the creditable touches of each conversion's customer in its window, as crediting
    * gathers them (a partner-data preview's "before", src/ingestion/partner).
    */
-  readonly candidateTouches: (
-    conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>
-  ) => Repo<ReadonlyArray<CandidateTouch>>
+  readonly candidateTouches: (conversions: ReadonlyArray<CandidateConversion>) => Repo<ReadonlyArray<CandidateTouch>>
 }>()("svc/CreditEngine") {
   static readonly layer = Layer.effect(CreditEngine)(
     Effect.gen(function*() {
@@ -168,7 +166,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
             gone.ctid.push(stored.ctid[i] ?? "")
           }
           yield* credits.write(gone, changed, added)
-          yield* conversions.settleCredited(ids, profiles)
+          yield* conversions.settleCredited(ids, profiles, targets.map((target) => target.occurred_at))
           return rows
         })
 
@@ -178,9 +176,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
        */
       const pathStats = (profileId: string) => Effect.map(repo.pathSteps(profileId), statsFromSteps)
 
-      const candidateTouches = Effect.fn("CreditEngine.candidateTouches")(function*(
-        conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>
-      ) {
+      const candidateTouches = Effect.fn("CreditEngine.candidateTouches")(function*(conversions: ReadonlyArray<CandidateConversion>) {
         return yield* repo.candidateTouches(conversions)
       })
 

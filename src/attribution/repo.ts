@@ -51,8 +51,11 @@ export const CreditTarget = Schema.Struct({
 })
 export type CreditTarget = typeof CreditTarget.Type
 
-/** One partition of a replay: its number and its conversions. */
-export const ReplayPart = Schema.Struct({ part: Schema.Int, ids: Schema.Array(Schema.String) })
+/**
+ * One partition of a replay: its number, its conversions and, pairwise, their `occurred_at` (ISO,
+ * microseconds): with the profile, each conversion's whole key, so a lock probes its month only.
+ */
+export const ReplayPart = Schema.Struct({ part: Schema.Int, ids: Schema.Array(Schema.String), times: Schema.Array(Schema.String) })
 export type ReplayPart = typeof ReplayPart.Type
 
 /** One touch a conversion may credit (`candidateTouches`). */
@@ -66,6 +69,17 @@ export const CandidateTouch = Schema.Struct({
   occurred_at: Schema.String
 })
 export type CandidateTouch = typeof CandidateTouch.Type
+
+/** A conversion whose candidate touches are read (`candidateTouches`): what crediting knows of it. */
+export interface CandidateConversion {
+  readonly id: string
+  readonly profile_id: string
+  /** No customer: no candidates. */
+  readonly customer_id: string | null
+  /** Its `occurred_at` (ISO text, exact). */
+  readonly occurred_at: string
+  readonly window_days: number
+}
 
 /** One group of path steps (`pathSteps`): how many touches of `channel` follow `previous` (null: first of a path). */
 export const StepRow = Schema.Struct({
@@ -96,8 +110,11 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
    * part; the same split for the same `parts` on every attempt. Ids in code-unit order.
    */
   readonly replayParts: (profileId: string, parts: number) => Repo<ReadonlyArray<ReplayPart>>
-  /** The profile's conversions among `ids`, locked (waiting for other holders), in id order. */
-  readonly lockReplayTargets: (profileId: string, ids: ReadonlyArray<string>) => Repo<ReadonlyArray<CreditTarget>>
+  /**
+   * The profile's conversions among `ids` (at `times`, pairwise: the whole key), locked (waiting for
+   * other holders), in id order.
+   */
+  readonly lockReplayTargets: (profileId: string, ids: ReadonlyArray<string>, times: ReadonlyArray<string>) => Repo<ReadonlyArray<CreditTarget>>
   /**
    * The crediting lock of `profileIds`, shared, until the transaction ends (migration 0066): held
    * from before crediting reads touches until its rows commit, so a delete of conversions or touches
@@ -116,11 +133,10 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
    * of slack each side: the models decide the exact bounds), carrying the customer or one of the
    * anonymous ids bound to it (`customer_identifiers` of kind `anonymous_id`); never `outcome`
    * touches. One statement for a batch of conversions. Used by the crediting engine and by the
-   * ad-referral preview, so both see the same candidates.
+   * ad-referral preview, so both see the same candidates. The caller names each conversion's
+   * profile, customer and time, so the conversions themselves are not read again.
    */
-  readonly candidateTouches: (
-    conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>
-  ) => Repo<ReadonlyArray<CandidateTouch>>
+  readonly candidateTouches: (conversions: ReadonlyArray<CandidateConversion>) => Repo<ReadonlyArray<CandidateTouch>>
   /**
    * The profile's `svc_model` path steps, counted in SQL (decision 0035): what `statsFromSteps`
    * (engine.ts) turns into the statistics `buildPathStats` makes from the channel paths of
@@ -167,18 +183,20 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
 
       const replayParts = (profileId: string, parts: number) =>
         partRows(sql`
-          SELECT x.part, array_agg(x.id ORDER BY x.id) AS ids FROM (
+          SELECT x.part, array_agg(x.id ORDER BY x.id) AS ids, array_agg(x.at ORDER BY x.id) AS times FROM (
             SELECT (hashtext(COALESCE(c.customer_id, c.id)::text) & 2147483647) % ${Math.max(1, Math.floor(parts))}::int AS part,
-                   c.id::text AS id
+                   c.id::text AS id, ${isoTimestamp(sql, "c.occurred_at")} AS at
             FROM conversions c WHERE c.profile_id = ${profileId}
           ) x
           GROUP BY x.part ORDER BY x.part`)
 
-      const lockReplayTargets = (profileId: string, ids: ReadonlyArray<string>) =>
+      // By whole key: an id alone would probe every month's partition of `conversions`.
+      const lockReplayTargets = (profileId: string, ids: ReadonlyArray<string>, times: ReadonlyArray<string>) =>
         targetRows(sql`
           SELECT ${targetColumns}
-          FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-          WHERE c.profile_id = ${profileId} AND c.id = ANY(${ids}::uuid[])
+          FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS k(id, at)
+          JOIN conversions c ON c.id = k.id AND c.profile_id = ${profileId} AND c.occurred_at = k.at
+          LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
           ORDER BY c.id
           FOR UPDATE OF c`)
 
@@ -192,27 +210,30 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
       const countConversions = (profileId: string) =>
         Effect.map(countRows(sql`SELECT count(*)::int AS n FROM conversions WHERE profile_id = ${profileId}`), (rows) => rows[0]?.n ?? 0)
 
-      const candidateTouches = (conversions: ReadonlyArray<{ readonly id: string; readonly window_days: number }>) =>
+      // The conversions' profile, customer and time come with them: a join back to `conversions` by id
+      // alone would probe every month's partition once per conversion.
+      const candidateTouches = (conversions: ReadonlyArray<CandidateConversion>) =>
         touchRows(sql`
           SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
                  floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms, ${isoTimestamp(sql, "t.occurred_at")} AS occurred_at
-          FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.window_days)}::int[])
-                 AS x(conversion_id, window_days)
-          JOIN conversions c ON c.id = x.conversion_id
+          FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.profile_id)}::uuid[],
+                      ${conversions.map((c) => c.customer_id)}::uuid[], ${conversions.map((c) => c.occurred_at)}::timestamptz[],
+                      ${conversions.map((c) => c.window_days)}::int[])
+                 AS x(conversion_id, profile_id, customer_id, occurred_at, window_days)
           CROSS JOIN LATERAL (
             SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
-            WHERE t.profile_id = c.profile_id AND t.customer_id = c.customer_id AND t.kind <> 'outcome'
-              AND t.occurred_at >= c.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-              AND t.occurred_at <= c.occurred_at + interval '1 millisecond'
+            WHERE t.profile_id = x.profile_id AND t.customer_id = x.customer_id AND t.kind <> 'outcome'
+              AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+              AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
             UNION
             SELECT t.id, t.kind, t.channel, t.occurred_at FROM customer_identifiers ci
             JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
-            WHERE ci.customer_id = c.customer_id AND ci.profile_id = c.profile_id AND ci.kind = 'anonymous_id'
+            WHERE ci.customer_id = x.customer_id AND ci.profile_id = x.profile_id AND ci.kind = 'anonymous_id'
               AND ci.removed_at IS NULL AND t.kind <> 'outcome'
-              AND t.occurred_at >= c.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-              AND t.occurred_at <= c.occurred_at + interval '1 millisecond'
+              AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+              AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
           ) t
-          WHERE c.customer_id IS NOT NULL`)
+          WHERE x.customer_id IS NOT NULL`)
 
       const pathSteps = (profileId: string) =>
         // JIT compilation of this large plan costs more than it saves (about 0.8 s at 1M touches).

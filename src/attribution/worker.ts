@@ -238,10 +238,11 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
               // Let statements waiting for a connection go first (the embedded database has one).
               yield* Effect.yieldNow
               const chunk = part.ids.slice(start, start + batchSize)
+              const times = part.times.slice(start, start + batchSize)
               const last = start + batchSize >= part.ids.length
               credited += yield* repo.transaction(Effect.gen(function*() {
                 yield* repo.tuneTransaction
-                const targets = yield* repo.lockReplayTargets(job.profile_id, chunk)
+                const targets = yield* repo.lockReplayTargets(job.profile_id, chunk, times)
                 if (targets.length > 0) yield* engine.credit(targets, () => stats)
                 yield* Effect.flatMap(
                   last ? queue.advancePart(job, part.part, targets.length, leaseSeconds) : queue.advance(job, targets.length, leaseSeconds),

@@ -116,7 +116,10 @@ export interface ConversionKeyset {
 /** A conversion whose lookback window holds a time, with what crediting needs. */
 export const WindowConversion = Schema.Struct({
   id: Schema.String,
+  profile_id: Schema.String,
   customer_id: Schema.String,
+  /** ISO text, exact: with the id and profile, the whole key. */
+  occurred_at: Schema.String,
   /** Epoch milliseconds (floored), as the crediting engine reads it. */
   occurred_ms: Schema.Number,
   window_days: Schema.Int,
@@ -246,10 +249,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   /**
    * After crediting `ids`: sets `credited_at` (keeping its first value: only whether it is set has
    * a meaning) and refreshes the cash and eligibility flags from their definitions; rows whose
-   * flags and mark are already right are not rewritten. Each id comes with its profile: the
-   * primary key is `(id, profile_id)` and a lookup by id alone is costed as a range (decision 0137).
+   * flags and mark are already right are not rewritten. Each id comes with its profile and time,
+   * the whole key of the monthly partitions (decision 0137).
    */
-  readonly settleCredited: (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) => Repo<void>
+  readonly settleCredited: (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>) => Repo<void>
   /** Marks a payment a later installment (or not); a payment with no customer is first unless it is one. */
   readonly setInstallment: (paymentId: string, installment: boolean) => Repo<void>
   /** Sets a payment's assigned payer only (the customer it belongs to stays). */
@@ -558,7 +561,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         pairs.length === 0
           ? Effect.succeed<ReadonlyArray<WindowConversion>>([])
           : windowRows(sql`
-            SELECT c.id::text AS id, c.customer_id::text AS customer_id,
+            SELECT c.id::text AS id, c.profile_id::text AS profile_id, c.customer_id::text AS customer_id,
+                   ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
                    floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
                    COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
                    COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
@@ -651,20 +655,21 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const markCredited = (conversionId: string) =>
         Effect.asVoid(sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId} AND credited_at IS NULL`)
 
-      const settleCredited = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>) =>
+      // By whole key (id, profile, time): an id and profile alone probe every month's partition.
+      const settleCredited = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>) =>
         Effect.asVoid(sql`
           UPDATE conversions c SET
             credited_at = COALESCE(c.credited_at, now()),
             counts_as_cash = x.counts_as_cash,
             attribution_eligible = x.attribution_eligible
           FROM (
-            SELECT c2.id, c2.profile_id, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
+            SELECT c2.id, c2.profile_id, c2.occurred_at, COALESCE(d.counts_as_cash, c2.counts_as_cash) AS counts_as_cash,
                    COALESCE(d.attribution_eligible, c2.attribution_eligible) AS attribution_eligible
-            FROM unnest(${ids}::uuid[], ${profiles}::uuid[]) AS k(id, profile_id)
-            JOIN conversions c2 ON c2.id = k.id AND c2.profile_id = k.profile_id
+            FROM unnest(${ids}::uuid[], ${profiles}::uuid[], ${times}::timestamptz[]) AS k(id, profile_id, occurred_at)
+            JOIN conversions c2 ON c2.id = k.id AND c2.profile_id = k.profile_id AND c2.occurred_at = k.occurred_at
             LEFT JOIN conversion_definitions d ON d.id = c2.definition_id AND d.profile_id = c2.profile_id
           ) x
-          WHERE c.id = x.id AND c.profile_id = x.profile_id
+          WHERE c.id = x.id AND c.profile_id = x.profile_id AND c.occurred_at = x.occurred_at
             AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)
 
       // A payment with no customer has nothing to repeat: first unless it is a later installment.
