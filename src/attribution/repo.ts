@@ -35,6 +35,21 @@ export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: str
     LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}
     FOR UPDATE OF c SKIP LOCKED`
 
+/**
+ * A crediting transaction's settings (`SET LOCAL`, so until it ends; the plans its statements
+ * cache on the connection are built under them):
+ * - no JIT compilation, whose cost (tens of ms per statement) exceeds these short statements' own;
+ * - no sequential scans. Every statement of crediting reads by key (claims through their partial
+ *   index, conversions and credit rows by whole key, touches by customer). A month of credits
+ *   emptied and analyzed (a replay's reset, a partition vacuumed before it filled) keeps statistics
+ *   that say "empty" beside an index that kept its pages: the probe was then planned as a scan of
+ *   the month and the plan kept while the month refilled, one read of the stored rows taking 325 s
+ *   of a 10M-touch replay (issue 35 part 1). With scans priced out, the plan stays a probe whatever
+ *   the statistics say.
+ */
+export const creditingSettingsStatement = (sql: SqlClient) =>
+  sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true)`
+
 /** A conversion about to be credited, with what its definition says now. */
 export const CreditTarget = Schema.Struct({
   id: Schema.String,
@@ -122,9 +137,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
    */
   readonly lockCrediting: (profileIds: ReadonlyArray<string>) => Repo<void>
   /**
-   * Session settings for the worker's transactions (`SET LOCAL`, so until the transaction ends):
-   * no JIT compilation, whose cost (tens of ms per statement, 0.8 s for the statistics) exceeds
-   * the statements' own on these short, index-driven queries.
+   * Settings for a crediting transaction (`creditingSettings`), until it ends.
    */
   readonly tuneTransaction: Repo<void>
   readonly countConversions: (profileId: string) => Repo<number>
@@ -205,7 +218,9 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
           SELECT pg_advisory_xact_lock_shared(attribution_credit_lock_key(p))
           FROM (SELECT DISTINCT p FROM unnest(${[...new Set(profileIds)]}::uuid[]) AS u(p) ORDER BY p) x`)
 
-      const tuneTransaction = Effect.asVoid(sql`SELECT set_config('jit', 'off', true)`)
+      const tuneTransaction = Effect.asVoid(creditingSettingsStatement(sql))
+      // The statistics read the profile's touches whole: scans stay allowed; JIT costs more than it saves.
+      const jitOff = Effect.asVoid(sql`SELECT set_config('jit', 'off', true)`)
 
       const countConversions = (profileId: string) =>
         Effect.map(countRows(sql`SELECT count(*)::int AS n FROM conversions WHERE profile_id = ${profileId}`), (rows) => rows[0]?.n ?? 0)
@@ -237,7 +252,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
 
       const pathSteps = (profileId: string) =>
         // JIT compilation of this large plan costs more than it saves (about 0.8 s at 1M touches).
-        sql.withTransaction(Effect.andThen(tuneTransaction, stepRows(sql`
+        sql.withTransaction(Effect.andThen(jitOff, stepRows(sql`
             WITH conv AS MATERIALIZED (
               SELECT c.id, c.customer_id, c.occurred_at, COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS days
               FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id

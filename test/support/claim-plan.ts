@@ -41,7 +41,8 @@ let prepared = 0
 export const measure = (
   pending: number,
   statement: Compiled | { readonly compile: () => Compiled },
-  mode: "generic" | "custom" = "generic"
+  mode: "generic" | "custom" = "generic",
+  settings?: string
 ) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
@@ -55,15 +56,20 @@ export const measure = (
     // its text, and two statements' `EXECUTE measured` would read the same.
     const name = `measured_${++prepared}`
     yield* sql.unsafe(`PREPARE ${name} AS ${text}`)
+    // Planned, as it runs, in a transaction that first applies the claim's own settings, if any.
+    yield* sql.unsafe(`BEGIN`)
+    if (settings !== undefined) yield* sql.unsafe(settings)
     const [explained] = yield* sql.unsafe<{ "QUERY PLAN": ReadonlyArray<{ Plan: { "Total Cost": number; "Plan Rows": number } }> }>(
       `EXPLAIN (FORMAT JSON) EXECUTE ${name}${args}`
     )
     const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE ${name}${args}`)
+    yield* sql.unsafe(`COMMIT`)
     // Three runs: the first read of freshly seeded rows also writes their hint bits.
     let ms = Infinity
     let answered = 0
     for (let run = 0; run < 3; run++) {
       yield* sql.unsafe(`BEGIN`)
+      if (settings !== undefined) yield* sql.unsafe(settings)
       const started = performance.now()
       const rows = yield* sql.unsafe(`EXECUTE ${name}${args}`)
       ms = Math.min(ms, performance.now() - started)
@@ -97,7 +103,7 @@ export const analyzedTables = (tables: ReadonlyArray<string>) =>
  * table as it is) and kept: `run` EXPLAINs and times that same cached plan later, after the backlog
  * has grown. Nothing replans it meanwhile: with no ANALYZE and no DDL nothing invalidates it.
  */
-export const keep = (statement: Compiled | { readonly compile: () => Compiled }) =>
+export const keep = (statement: Compiled | { readonly compile: () => Compiled }, settings?: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const [text, params] = "compile" in statement ? statement.compile() : statement
@@ -105,19 +111,27 @@ export const keep = (statement: Compiled | { readonly compile: () => Compiled })
     const name = `kept_${++prepared}`
     yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
     yield* sql.unsafe(`PREPARE ${name} AS ${text}`)
-    // The first EXPLAIN EXECUTE builds the generic plan and caches it.
+    // The first EXPLAIN EXECUTE builds the generic plan and caches it (under the claim's settings, if any).
+    yield* sql.unsafe(`BEGIN`)
+    if (settings !== undefined) yield* sql.unsafe(settings)
     yield* sql.unsafe(`EXPLAIN EXECUTE ${name}${args}`)
+    yield* sql.unsafe(`COMMIT`)
     yield* sql.unsafe(`RESET plan_cache_mode`)
     const run = Effect.gen(function*() {
+      // Forced again: in the default mode a statement executed fewer than five times gets a custom
+      // plan made for the table as it is now, and the kept generic plan would go unused.
+      yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
       const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE ${name}${args}`)
       let ms = Infinity
       for (let round = 0; round < 3; round++) {
         yield* sql.unsafe(`BEGIN`)
+        if (settings !== undefined) yield* sql.unsafe(settings)
         const started = performance.now()
         yield* sql.unsafe(`EXECUTE ${name}${args}`)
         ms = Math.min(ms, performance.now() - started)
         yield* sql.unsafe(`ROLLBACK`)
       }
+      yield* sql.unsafe(`RESET plan_cache_mode`)
       return { plan: plan.map((row) => row["QUERY PLAN"]).join("\n"), ms }
     })
     return { run, release: sql.unsafe(`DEALLOCATE ${name}`) }

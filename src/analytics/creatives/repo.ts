@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { Fragment } from "effect/sql/Statement"
 import { CreativeAnalysisJob, CreativeAnalysisResult } from "../../../schema/creative-analysis.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { orderedClaimSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
@@ -234,6 +235,7 @@ export class CreativeAnalysisRepo extends Context.Service<CreativeAnalysisRepo, 
       const claim = (maxAttempts: number, leaseSeconds: number) =>
         Effect.gen(function*() {
           const statements = claimStatements(sql, maxAttempts, leaseSeconds)
+          yield* orderedClaimSettings(sql)
           yield* statements.sweep
           return yield* firstClaimed(statements.claim)
         }).pipe(sql.withTransaction)

@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { Fragment } from "effect/sql/Statement"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { Report, ReportRun, type StoredFilters, type StoredRange, type StoredSchedule } from "../../../schema/reports.ts"
+import { orderedClaimSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import type { TraceContext } from "../../platform/tracing.ts"
@@ -341,6 +342,7 @@ export class ReportsRepo extends Context.Service<ReportsRepo, {
       const claim = (leaseSeconds: number, maxAttempts: number) =>
         sql.withTransaction(Effect.gen(function*() {
           const statements = claimStatements(sql, leaseSeconds, maxAttempts, runColumns)
+          yield* orderedClaimSettings(sql)
           yield* statements.unknownSends
           yield* statements.exhausted
           const claimed = yield* claimedRuns(statements.claim)

@@ -99,6 +99,23 @@ export type StoredCredits = typeof StoredCredits.Type
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
+/** The read of `stored`, as a statement: test/api/replay-plans.test.ts checks the plan it keeps. */
+export const storedStatement = (
+  sql: SqlClient,
+  ids: ReadonlyArray<string>,
+  profiles: ReadonlyArray<string>,
+  times: ReadonlyArray<string>
+) =>
+  sql`
+    SELECT a.ctid::text AS ctid, a.conversion_id::text AS conversion, a.model, a.touch_id::text AS touch, a.position,
+           a.credit_share::text AS share, a.is_credited AS credited, a.in_window
+    FROM unnest(${ids}::uuid[], ${profiles}::uuid[], ${times}::timestamptz[]) AS x(id, profile_id, converted_at)
+    CROSS JOIN LATERAL (
+      SELECT a.ctid, a.conversion_id, a.model, a.touch_id, a.position, a.credit_share, a.is_credited, a.in_window
+      FROM attribution_credits a
+      WHERE a.conversion_id = x.id AND a.profile_id = x.profile_id AND a.converted_at = x.converted_at OFFSET 0
+    ) a`
+
 export class CreditsRepo extends Context.Service<CreditsRepo, {
   /**
    * The stored credit rows of the conversions `ids` (of `profiles` and at `times`, pairwise: the
@@ -126,15 +143,7 @@ export class CreditsRepo extends Context.Service<CreditsRepo, {
       const stored = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>) =>
         Effect.flatMap(
           // Decoded column by column (StoredCredits) once the rows are turned into columns.
-          sql`
-            SELECT a.ctid::text AS ctid, a.conversion_id::text AS conversion, a.model, a.touch_id::text AS touch, a.position,
-                   a.credit_share::text AS share, a.is_credited AS credited, a.in_window
-            FROM unnest(${ids}::uuid[], ${profiles}::uuid[], ${times}::timestamptz[]) AS x(id, profile_id, converted_at)
-            CROSS JOIN LATERAL (
-              SELECT a.ctid, a.conversion_id, a.model, a.touch_id, a.position, a.credit_share, a.is_credited, a.in_window
-              FROM attribution_credits a
-              WHERE a.conversion_id = x.id AND a.profile_id = x.profile_id AND a.converted_at = x.converted_at OFFSET 0
-            ) a`,
+          storedStatement(sql, ids, profiles, times),
           (rows) => {
             const columns: Record<keyof typeof StoredCredits.fields, Array<unknown>> = {
               ctid: [],

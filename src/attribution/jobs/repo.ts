@@ -12,6 +12,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { Fragment } from "effect/sql/Statement"
 import { ReplayJob } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { orderedClaimSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, orDatabaseUnavailable } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { currentTraceContext } from "../../platform/tracing.ts"
@@ -229,10 +230,11 @@ export class ReplayQueue extends Context.Service<ReplayQueue, {
       const claim = (maxAttempts: number, leaseSeconds: number, holder: string | null) =>
         Effect.gen(function*() {
           const statements = claimStatements(sql, maxAttempts, leaseSeconds, holder)
+          yield* orderedClaimSettings(sql)
           yield* statements.reap
           yield* statements.sweep
           return yield* firstClaimed(statements.claim)
-        })
+        }).pipe(sql.withTransaction)
 
       const renew = (job: ClaimedJob, progress: number, total: number | null, leaseSeconds: number) =>
         Effect.map(

@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { isSqlError } from "effect/sql/SqlError"
 import { type SyncJob, SyncJobKind, SyncJobStatus, type SyncProgress } from "../../../schema/connections-sync.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
+import { orderedClaimSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import type { Keyset } from "../../platform/pagination.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
@@ -374,6 +375,7 @@ export class SyncJobsRepo extends Context.Service<SyncJobsRepo, {
       const claimOnce = (maxAttempts: number, leaseSeconds: number, holder: string | null) =>
         Effect.gen(function*() {
           const statements = claimStatements(sql, maxAttempts, leaseSeconds, holder)
+          yield* orderedClaimSettings(sql)
           yield* statements.reap
           yield* statements.sweep
           return yield* firstClaimed(statements.claim)

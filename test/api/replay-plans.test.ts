@@ -1,0 +1,112 @@
+/**
+ * A crediting transaction's reads stay probes whatever the statistics say (issue 35 part 1).
+ *
+ * A month of credit rows that was filled, emptied and vacuumed (a replay's reset; a partition
+ * analyzed before it filled) has statistics that say "empty" and an index that kept its pages. A
+ * statement planned there costs a probe of that index above a scan of the near-empty month, and a
+ * pooled connection keeps that generic plan while the month refills: in a 10M-touch replay one read
+ * of the stored rows then took 325 s. The crediting transaction prices scans out
+ * (`creditingSettingsStatement`); this test keeps the stored-rows read's generic plan from that
+ * state (the month starting to refill), with and without those settings, refills the month, and
+ * runs both.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { creditingSettingsStatement } from "../../src/attribution/repo.ts"
+import { storedStatement } from "../../src/attribution/credits/repo.ts"
+import { partitionName } from "../../src/ops/partitions/registry.ts"
+import { literal } from "../support/claim-plan.ts"
+import { onDatabase } from "../support/pg-databases.ts"
+
+/**
+ * Rows in the month before it is emptied (the index keeps their pages), when the plan is made (the
+ * month starting to refill, as at a replay's first statements), and after it refilled.
+ */
+const EMPTIED = 400_000
+const STARTED = 2_000
+const REFILLED = 40_000
+/** Conversions read per statement, as a replay's transaction reads them. */
+const CONVERSIONS = 2_000
+const ROWS_EACH = REFILLED / CONVERSIONS
+
+const onTestDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient>) =>
+  Effect.promise(() => onDatabase(process.env["DATABASE_URL"] ?? "", effect))
+
+/** `n` credit rows of the profile's conversions `c:<salt>:<i % conversions>` in the month of `at`, six models each. */
+const fill = (profileId: string, salt: string, at: string, n: number, conversions: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    yield* sql`
+      INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share,
+                                       is_credited, in_window)
+      SELECT ${profileId}, md5(${salt} || (g % ${conversions}::int))::uuid, ${at}::timestamptz,
+             (ARRAY['last_touch', 'first_touch', 'last_non_direct', 'linear', 'time_decay', 'svc_model'])[1 + (g / ${conversions}::int) % 6],
+             md5('t' || g)::uuid, ${at}::timestamptz - interval '1 day', 1, 0.5, true, true
+      FROM generate_series(0, ${n - 1}) g`
+  })
+
+describe.skipIf(process.env["DATABASE_URL"] === undefined)("replay plans", () => {
+  it.effect("the stored-rows read keeps a probe after its month was emptied and analyzed", () =>
+    onTestDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const workspaceId = crypto.randomUUID()
+      const profileId = crypto.randomUUID()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'replay plans')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'replay plans')`
+      const now = new Date()
+      const at = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1, 12)).toISOString()
+      const month = partitionName("attribution_credits", new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)))
+
+      // Filled, emptied, vacuumed and analyzed: statistics of an empty month, an index of 200,000 rows' pages.
+      yield* fill(profileId, "gone", at, EMPTIED, Math.floor(EMPTIED / 6))
+      yield* sql`DELETE FROM attribution_credits WHERE profile_id = ${profileId}`
+      yield* sql.unsafe(`VACUUM (ANALYZE) ${month}`)
+
+      const ids = yield* sql<{ id: string }>`
+        SELECT md5('kept' || g)::uuid::text AS id FROM generate_series(0, ${CONVERSIONS - 1}) g`
+      const [text, params] = storedStatement(sql, ids.map((row) => row.id), ids.map(() => profileId), ids.map(() => at)).compile()
+      const args = `(${params.map(literal).join(", ")})`
+      const settings = creditingSettingsStatement(sql).compile()[0]
+
+      yield* fill(profileId, "started", at, STARTED, STARTED / 6)
+      // Each prepared and its generic plan built now, in a transaction as crediting runs it, and kept.
+      // A pooled connection's sixth execution builds the generic plan and keeps it from then on.
+      yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
+      const kept = [{ name: "stored_plain", tuned: false }, { name: "stored_tuned", tuned: true }]
+      for (const { name, tuned } of kept) {
+        yield* sql.unsafe(`BEGIN`)
+        if (tuned) yield* sql.unsafe(settings)
+        yield* sql.unsafe(`PREPARE ${name} AS ${text}`)
+        const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE ${name}${args}`)
+        console.log(`${name} planned at ${STARTED} rows:\n${plan.map((row) => row["QUERY PLAN"]).join("\n")}`)
+        yield* sql.unsafe(`COMMIT`)
+      }
+
+      yield* fill(profileId, "kept", at, REFILLED, CONVERSIONS)
+      const results: Record<string, { plan: string; ms: number; rows: number }> = {}
+      for (const { name, tuned } of kept) {
+        yield* sql.unsafe(`BEGIN`)
+        if (tuned) yield* sql.unsafe(settings)
+        const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE ${name}${args}`)).map((row) => row["QUERY PLAN"]).join("\n")
+        const started = performance.now()
+        const rows = yield* sql.unsafe(`EXECUTE ${name}${args}`)
+        const ms = performance.now() - started
+        yield* sql.unsafe(`ROLLBACK`)
+        yield* sql.unsafe(`DEALLOCATE ${name}`)
+        results[name] = { plan, ms, rows: rows.length }
+        console.log(`${name}: ${rows.length} rows in ${ms.toFixed(1)} ms\n${plan}`)
+      }
+      yield* sql.unsafe(`RESET plan_cache_mode`)
+      yield* sql`DELETE FROM attribution_credits WHERE profile_id = ${profileId}`
+
+      const tuned = results["stored_tuned"]!
+      assert.strictEqual(tuned.rows, CONVERSIONS * ROWS_EACH)
+      assert.notInclude(tuned.plan, `Seq Scan on ${month}`, tuned.plan)
+      assert.include(tuned.plan, `Index Scan using ${month}_pkey`, tuned.plan)
+      // Loose, for a shared machine: a probe per conversion takes tens of milliseconds in all, a scan per conversion seconds.
+      assert.isBelow(tuned.ms, 3_000)
+      // The hazard the settings remove: the same statement planned without them scans the month.
+      assert.include(results["stored_plain"]!.plan, `Seq Scan on ${month}`, results["stored_plain"]!.plan)
+    })), { timeout: 300_000 })
+})
