@@ -200,14 +200,13 @@ export const dropSnapshot = (sql: SqlClient) => Effect.asVoid(sql`DROP TABLE IF 
  * After a replay: every stored row of the profile against `creditAll`'s, and what changed against
  * the snapshot taken before it, a chunk of conversions at a time, so that memory holds one chunk's
  * rows (a whole 10M-touch profile's 16.7M rows in three maps did not fit a 12 GB heap). `expectedOf`
- * adds a conversion's expected rows to a state and answers how many (nothing for a conversion that
- * takes no credit).
+ * answers the expected rows of a chunk's conversions (none for one that takes no credit) and their count.
  */
-export const checkInChunks = (
+export const checkInChunks = <E, R>(
   sql: SqlClient,
   profileId: string,
   conversionIds: ReadonlyArray<string>,
-  expectedOf: (state: CreditState, conversionId: string) => number,
+  expectedOf: (conversionIds: ReadonlyArray<string>) => Effect.Effect<{ readonly state: CreditState; readonly rows: number }, E, R>,
   chunk = 20_000,
   limit = 10
 ) =>
@@ -221,8 +220,8 @@ export const checkInChunks = (
       const ids = conversionIds.slice(start, start + chunk)
       const before = yield* storedState(sql, profileId, ids, SNAPSHOT)
       const after = yield* storedState(sql, profileId, ids)
-      const expected: CreditState = new Map()
-      for (const id of ids) rows += expectedOf(expected, id)
+      const { state: expected, rows: chunkRows } = yield* expectedOf(ids)
+      rows += chunkRows
       seen += after.size
       const changed = stateChanges(before, after)
       changes.inserted += changed.inserted
