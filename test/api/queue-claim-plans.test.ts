@@ -22,7 +22,8 @@
  *
  * Each statement is also prepared on the empty queue and that generic plan kept (nothing replans
  * it: no ANALYZE, no DDL), then run at 200,000, as a connection of a service started on an empty
- * database runs it, and held to RUN_MS there.
+ * database runs it, and held to RUN_MS there. A claim whose transaction first applies
+ * `orderedClaimSettings` (decision 0151) is planned and run under them here too.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
