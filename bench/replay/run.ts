@@ -38,8 +38,8 @@
  */
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { CreditEngine } from "../../src/attribution/engine.ts"
-import { creditAll, type PathStats, type TouchInput } from "../../src/attribution/models/index.ts"
+import { CreditEngine, pathsByConversion } from "../../src/attribution/engine.ts"
+import { creditAll, type PathStats } from "../../src/attribution/models/index.ts"
 import { REPLAY_JOB_KIND, ReplayQueue } from "../../src/attribution/jobs/repo.ts"
 import { AttributionRepo, type CandidateTouch } from "../../src/attribution/repo.ts"
 import { AttributionWorker, AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
@@ -191,21 +191,10 @@ const program = Effect.gen(function*() {
     }
     return rows
   }))
-  // Paths by conversion from candidate rows (the baseline's and, per chunk, the check's).
-  const pathsOf = (rows: ReadonlyArray<CandidateTouch>) => {
-    const paths = new Map<string, Array<TouchInput>>()
-    for (const touch of rows) {
-      let list = paths.get(touch.conversion_id)
-      if (list === undefined) paths.set(touch.conversion_id, list = [])
-      list.push({ id: touch.id, occurred_at: touch.occurred_ms, kind: touch.kind, channel: touch.channel })
-    }
-    return paths
-  }
-
   // --- Baseline "compute": the six models over the same paths, in memory (second pass timed: JIT warm).
   const stats: PathStats = reference.value.stats
   const { candidateCount, computeRun } = yield* Effect.sync(() => {
-    const paths = pathsOf(readRun.value)
+    const paths = pathsByConversion(readRun.value)
     const computeOnce = () => {
       let rows = 0
       for (const target of creditable) {
@@ -276,7 +265,7 @@ const program = Effect.gen(function*() {
           const target = creditableById.get(id)
           return target === undefined ? [] : [target]
         })
-        const paths = pathsOf(chunk.length === 0 ? [] : yield* attribution.candidateTouches(chunk))
+        const paths = pathsByConversion(chunk.length === 0 ? [] : yield* attribution.candidateTouches(chunk))
         const state: CreditState = new Map()
         let rows = 0
         for (const target of chunk) {

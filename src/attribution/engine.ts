@@ -17,6 +17,17 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
+/** Each conversion's path: its candidate touches (`candidateTouches`, path order) as the models take them. */
+export const pathsByConversion = (touches: ReadonlyArray<CandidateTouch>): Map<string, Array<TouchInput>> => {
+  const paths = new Map<string, Array<TouchInput>>()
+  for (const touch of touches) {
+    let list = paths.get(touch.conversion_id)
+    if (list === undefined) paths.set(touch.conversion_id, list = [])
+    list.push({ id: touch.id, occurred_at: touch.occurred_ms, kind: touch.kind, channel: touch.channel })
+  }
+  return paths
+}
+
 /**
  * `PathStats` from grouped path steps: exactly what `buildPathStats` counts over the paths
  * themselves (a path per first step; start, transitions between different channels, and the
@@ -101,15 +112,9 @@ export class CreditEngine extends Context.Service<CreditEngine, {
           yield* repo.lockCrediting(profiles)
           const creditable = targets.filter((target) => target.eligible && target.customer_id !== null)
           const touches = creditable.length === 0 ? [] : yield* repo.candidateTouches(creditable)
-          const byConversion = new Map<string, Array<TouchInput>>()
+          const byConversion = pathsByConversion(touches)
           // A touch's exact time, written with each of its credit rows (`touch_at`, migration 0075).
-          const touchAt = new Map<string, string>()
-          for (const touch of touches) {
-            touchAt.set(touch.id, touch.occurred_at)
-            let list = byConversion.get(touch.conversion_id)
-            if (list === undefined) byConversion.set(touch.conversion_id, list = [])
-            list.push({ id: touch.id, occurred_at: touch.occurred_ms, kind: touch.kind, channel: touch.channel })
-          }
+          const touchAt = new Map(touches.map((touch) => [touch.id, touch.occurred_at] as const))
           const stored = yield* credits.stored(ids, profiles, targets.map((target) => target.occurred_at))
           const targetOf = new Map(targets.map((target) => [target.id, target] as const))
           const storedAt = new Map<string, number>()

@@ -28,7 +28,7 @@ import {
   DeclareSource,
   type PerModelCounts
 } from "../../../schema/partner.ts"
-import { CreditEngine } from "../../attribution/engine.ts"
+import { CreditEngine, pathsByConversion } from "../../attribution/engine.ts"
 import { creditAll, MODELS, type ModelResult, type TouchInput } from "../../attribution/models/index.ts"
 import { type CustomerTraits, findCustomer, resolveCustomer, resolveCustomers } from "../events/customers.ts"
 import { canonicalJson, sha256 } from "../../platform/json.ts"
@@ -321,12 +321,7 @@ export class PartnerData extends Context.Service<PartnerData, {
         if (creditable.length > 0) {
           const existing = yield* engine.candidateTouches(creditable)
           const stats = yield* engine.pathStats(profile.profileId)
-          const touchesByConversion = new Map<string, Array<TouchInput>>()
-          for (const touch of existing) {
-            let list = touchesByConversion.get(touch.conversion_id)
-            if (list === undefined) touchesByConversion.set(touch.conversion_id, list = [])
-            list.push({ id: touch.id, occurred_at: touch.occurred_ms, kind: touch.kind, channel: touch.channel })
-          }
+          const touchesByConversion = pathsByConversion(existing)
           for (const conversion of creditable) {
             const input = { occurred_at: conversion.occurred_ms, lookback_window_days: conversion.window_days }
             const before = touchesByConversion.get(conversion.id) ?? []
