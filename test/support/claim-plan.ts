@@ -123,16 +123,18 @@ export const keep = (statement: Compiled | { readonly compile: () => Compiled },
       yield* sql.unsafe(`SET plan_cache_mode = force_generic_plan`)
       const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE ${name}${args}`)
       let ms = Infinity
+      let answered = 0
       for (let round = 0; round < 3; round++) {
         yield* sql.unsafe(`BEGIN`)
         if (settings !== undefined) yield* sql.unsafe(settings)
         const started = performance.now()
-        yield* sql.unsafe(`EXECUTE ${name}${args}`)
+        const rows = yield* sql.unsafe(`EXECUTE ${name}${args}`)
         ms = Math.min(ms, performance.now() - started)
+        answered = rows.length
         yield* sql.unsafe(`ROLLBACK`)
       }
       yield* sql.unsafe(`RESET plan_cache_mode`)
-      return { plan: plan.map((row) => row["QUERY PLAN"]).join("\n"), ms }
+      return { plan: plan.map((row) => row["QUERY PLAN"]).join("\n"), ms, answered }
     })
     return { run, release: sql.unsafe(`DEALLOCATE ${name}`) }
   })
