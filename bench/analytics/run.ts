@@ -100,7 +100,10 @@ const program = Effect.gen(function*() {
   yield* Effect.ensuring(
     Effect.gen(function*() {
       const [credited] = yield* sql<{ any: boolean }>`
-        SELECT EXISTS (SELECT 1 FROM conversions WHERE profile_id = ${dataset.profileId} AND credited_at IS NOT NULL) AS any`
+        SELECT EXISTS (
+          SELECT 1 FROM conversions c WHERE c.profile_id = ${dataset.profileId}
+            AND NOT EXISTS (SELECT 1 FROM credit_queue q WHERE q.profile_id = c.profile_id AND q.conversion_id = c.id AND q.occurred_at = c.occurred_at)
+        ) AS any`
       if (credited?.any !== true) {
         yield* queue.enqueue(dataset.profileId, "bench")
         const credited = yield* timed(worker.runNextReplay)

@@ -90,9 +90,11 @@ const generate = Effect.gen(function*() {
     INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at)
     SELECT profile_id, idempotency_key, id, occurred_at FROM outcome_events WHERE profile_id = ${profileId}`
   yield* sql`
-    INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible, credited_at)
-    SELECT gen_random_uuid(), profile_id, id, 'sale', occurred_at, customer_id, true, true, now()
+    INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible)
+    SELECT gen_random_uuid(), profile_id, id, 'sale', occurred_at, customer_id, true, true
     FROM outcome_events WHERE profile_id = ${profileId}`
+  // Credited already: out of the credit queue.
+  yield* sql`DELETE FROM credit_queue WHERE profile_id = ${profileId}`
   yield* sql`ANALYZE customers`
   yield* sql`ANALYZE customer_identifiers`
   yield* sql`ANALYZE touches`

@@ -224,10 +224,13 @@ export const resetDataset = (sql: SqlClient, dataset: Dataset) =>
   Effect.gen(function*() {
     yield* sql.withTransaction(Effect.gen(function*() {
       yield* sql`DELETE FROM attribution_credits WHERE conversion_id IN (SELECT id FROM conversions WHERE profile_id = ${dataset.profileId})`
-      yield* sql`UPDATE conversions SET credited_at = NULL WHERE profile_id = ${dataset.profileId}`
+      yield* sql`
+        INSERT INTO credit_queue (profile_id, conversion_id, occurred_at, created_at)
+        SELECT profile_id, id, occurred_at, created_at FROM conversions WHERE profile_id = ${dataset.profileId}
+        ON CONFLICT DO NOTHING`
       yield* sql`UPDATE conversion_definitions SET lookback_window_days = 30 WHERE id = ${dataset.purchaseDefinitionId}`
     }))
-    for (const table of ["attribution_credits", "conversions"]) yield* sql.unsafe(`VACUUM (ANALYZE) ${table}`)
+    for (const table of ["attribution_credits", "conversions", "credit_queue"]) yield* sql.unsafe(`VACUUM (ANALYZE) ${table}`)
   })
 
 /**

@@ -71,7 +71,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
   readonly markWithoutCredit: (conversionId: string) => Repo<void>
   /**
    * Replaces the credit rows of `targets` (every model), refreshes their cash and eligibility
-   * flags from their definitions and sets `credited_at`. Answers how many credit rows they have now.
+   * flags from their definitions and takes them out of the credit queue. Answers how many credit rows they have now.
    */
   readonly credit: (
     targets: ReadonlyArray<CreditTarget>,
@@ -171,7 +171,7 @@ export class CreditEngine extends Context.Service<CreditEngine, {
             gone.ctid.push(stored.ctid[i] ?? "")
           }
           yield* credits.write(gone, changed, added)
-          yield* conversions.settleCredited(ids, profiles, targets.map((target) => target.occurred_at))
+          yield* conversions.settleCredited(ids, profiles, targets.map((target) => target.occurred_at), targets.map((target) => target.queued))
           return rows
         })
 

@@ -3,7 +3,7 @@
  * to replay, with their definition's window and eligibility, the touches each may credit, and a
  * profile's `svc_model` path steps. Decisions 0030 and 0035 (replay performance: statistics
  * aggregated in SQL). The writes go to their owners: credit rows to the credits repository,
- * `credited_at` to the conversions repository.
+ * the credit queue (`credit_queue`, decision 0152) to the conversions repository.
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -26,14 +26,19 @@ const creditTargetColumns = (sql: SqlClient) =>
  */
 export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: string) =>
   sql`
-    SELECT ${creditTargetColumns(sql)}
-    FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-    WHERE c.credited_at IS NULL ${onlyId === undefined ? sql`` : sql`AND c.id = ${onlyId}`}
-    ORDER BY c.created_at, c.id
+    SELECT ${creditTargetColumns(sql)}, true AS queued
+    FROM credit_queue q
+    -- By whole key: the queue names each conversion's month.
+    JOIN conversions c ON c.id = q.conversion_id AND c.profile_id = q.profile_id AND c.occurred_at = q.occurred_at
+    LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
+    ${onlyId === undefined ? sql`` : sql`WHERE q.conversion_id = ${onlyId}`}
+    ORDER BY q.created_at, q.conversion_id
     -- Written into the text, not bound: a generic plan costs a bound LIMIT as a tenth of the rows
     -- it reads, so its cost would grow with the backlog (issue 34).
     LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}
-    FOR UPDATE OF c SKIP LOCKED`
+    -- The conversion too: whatever changes what it is credited with (a merge, a requeue) locks it
+    -- first, so it waits for this crediting to end and queues the conversion again after it.
+    FOR UPDATE OF q, c SKIP LOCKED`
 
 /**
  * A crediting transaction's settings (`SET LOCAL`, so until it ends; the plans its statements
@@ -62,7 +67,9 @@ export const CreditTarget = Schema.Struct({
   /** The definition's `attribution_eligible` (the conversion's own flag without one). */
   eligible: Schema.Boolean,
   /** (occurred_at, id) key of the conversion, for a replay's batches. */
-  occurred_at: Schema.String
+  occurred_at: Schema.String,
+  /** Its row in `credit_queue` is locked by this crediting, to be taken out when it is settled. */
+  queued: Schema.Boolean
 })
 export type CreditTarget = typeof CreditTarget.Type
 
@@ -117,7 +124,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
   readonly lockPending: (limit: number, onlyId?: string) => Repo<ReadonlyArray<CreditTarget>>
   /** The ids of up to `limit` conversions waiting for credit, oldest first (no lock). */
   readonly pendingIds: (limit: number) => Repo<ReadonlyArray<string>>
-  /** Whether any conversion waits for credit (cheap: the partial index on `credited_at IS NULL`). */
+  /** Whether any conversion waits for credit (cheap: `credit_queue` holds only those). */
   readonly anyPending: Repo<boolean>
   /**
    * How a replay splits the profile (decision 0131): its conversions in `parts` partitions by a
@@ -185,12 +192,12 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
 
       const pendingIds = (limit: number) =>
         Effect.map(
-          idRows(sql`SELECT id::text AS id FROM conversions WHERE credited_at IS NULL ORDER BY created_at, id LIMIT ${limit}`),
+          idRows(sql`SELECT conversion_id::text AS id FROM credit_queue ORDER BY created_at, conversion_id LIMIT ${limit}`),
           (rows) => rows.map((row) => row.id)
         )
 
       const anyPending = Effect.map(
-        sql`SELECT 1 AS one FROM conversions WHERE credited_at IS NULL LIMIT 1`,
+        sql`SELECT 1 AS one FROM credit_queue LIMIT 1`,
         (rows) => rows.length > 0
       )
 
@@ -204,14 +211,26 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
           GROUP BY x.part ORDER BY x.part`)
 
       // By whole key: an id alone would probe every month's partition of `conversions`.
+      // The conversions first, then those of them waiting in the queue (the same order, so no deadlock
+      // with another replay): the queue rows this replay settles are the ones it locked here; a
+      // conversion queued after (its row inserted, not met here) stays queued.
       const lockReplayTargets = (profileId: string, ids: ReadonlyArray<string>, times: ReadonlyArray<string>) =>
-        targetRows(sql`
-          SELECT ${targetColumns}
-          FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS k(id, at)
-          JOIN conversions c ON c.id = k.id AND c.profile_id = ${profileId} AND c.occurred_at = k.at
-          LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-          ORDER BY c.id
-          FOR UPDATE OF c`)
+        Effect.gen(function*() {
+          const targets = yield* targetRows(sql`
+            SELECT ${targetColumns}, false AS queued
+            FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS k(id, at)
+            JOIN conversions c ON c.id = k.id AND c.profile_id = ${profileId} AND c.occurred_at = k.at
+            LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
+            ORDER BY c.id
+            FOR UPDATE OF c`)
+          const queued = new Set((yield* idRows(sql`
+            SELECT q.conversion_id::text AS id
+            FROM unnest(${ids}::uuid[], ${times}::timestamptz[]) AS k(id, at)
+            JOIN credit_queue q ON q.profile_id = ${profileId} AND q.conversion_id = k.id AND q.occurred_at = k.at
+            ORDER BY q.conversion_id
+            FOR UPDATE OF q`)).map((row) => row.id))
+          return queued.size === 0 ? targets : targets.map((target) => queued.has(target.id) ? { ...target, queued: true } : target)
+        })
 
       const lockCrediting = (profileIds: ReadonlyArray<string>) =>
         Effect.asVoid(sql`

@@ -3,7 +3,7 @@
  * process (started by `CoreServicesLayer`, so the server, the tests and `npm start` run it), safe with
  * several runners on one PostgreSQL. Decision 0030.
  *
- * - Crediting: conversions with `credited_at IS NULL` are locked in batches (`FOR UPDATE SKIP
+ * - Crediting: conversions in `credit_queue` (decision 0152) are locked in batches (`FOR UPDATE SKIP
  *   LOCKED`: runners never wait on each other), credited under every model and marked, each
  *   batch in one transaction.
  * - Replays: `work_jobs` of kind `attribution_replay` are claimed with a lease (`lease_until`),

@@ -137,7 +137,7 @@ const MODELS = ["first_touch", "last_non_direct", "last_touch", "linear", "svc_m
 const creditedAt = (conversionId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const [row] = yield* sql<{ credited: boolean }>`SELECT credited_at IS NOT NULL AS credited FROM conversions WHERE id = ${conversionId}`
+    const [row] = yield* sql<{ credited: boolean }>`SELECT NOT EXISTS (SELECT 1 FROM credit_queue WHERE conversion_id = ${conversionId}) AS credited`
     return row?.credited ?? false
   })
 
@@ -184,7 +184,7 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
   "attribution worker (stepped by hand)",
   (it) => {
     describe("crediting new conversions", () => {
-      it.effect("credits every model over the customer's touches in the window (anonymous ids included); shares sum to 1; credited_at set", () =>
+      it.effect("credits every model over the customer's touches in the window (anonymous ids included); shares sum to 1; out of the credit queue", () =>
         Effect.gen(function*() {
           const fixture = yield* seed
           const goal = yield* defineGoal(fixture, { conversion_key: "purchase", name: "Purchase", event_names: ["purchase"] })
@@ -284,7 +284,7 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
                    (SELECT count(*)::int FROM (
                       SELECT conversion_id, model FROM attribution_credits WHERE conversion_id = ANY(${ids}::uuid[])
                       GROUP BY conversion_id, model HAVING sum(credit_share) <> 1 OR count(*) <> 2) x) AS bad,
-                   (SELECT count(*)::int FROM conversions WHERE id = ANY(${ids}::uuid[]) AND credited_at IS NULL) AS waiting`
+                   (SELECT count(*)::int FROM credit_queue WHERE conversion_id = ANY(${ids}::uuid[])) AS waiting`
           assert.deepStrictEqual(rows[0], { n: 25 * 6 * 2, bad: 0, waiting: 0 })
         }))
     })
@@ -431,7 +431,7 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
           const finished = yield* job(jobId)
           assert.deepStrictEqual([finished?.state, finished?.attempts, finished?.progress, finished?.total], ["succeeded", 2, 600, 600])
           const [waiting] = yield* sql<{ n: number }>`
-            SELECT count(*)::int AS n FROM conversions WHERE profile_id = ${fixture.profileId} AND credited_at IS NULL`
+            SELECT count(*)::int AS n FROM credit_queue WHERE profile_id = ${fixture.profileId}`
           assert.strictEqual(waiting?.n, 0)
         }))
 

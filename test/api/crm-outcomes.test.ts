@@ -213,7 +213,9 @@ layer(serveAppOnOwnPort().pipe(Layer.provide(background)), { timeout: "180 secon
         // The attribution worker credits the new conversion (under every model).
         yield* eventually(
           Effect.flatMap(SqlClient, (sql) =>
-            sql<{ credited: boolean }>`SELECT credited_at IS NOT NULL AS credited FROM conversions WHERE id = ${data["conversion_id"]}`),
+            sql<{ credited: boolean }>`
+              SELECT c.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM credit_queue q WHERE q.conversion_id = c.id) AS credited
+              FROM conversions c WHERE c.id = ${data["conversion_id"]}`),
           (r) => r[0]?.credited === true,
           { what: "the conversion credited", within: "30 seconds" }
         )

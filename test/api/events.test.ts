@@ -35,7 +35,7 @@ const outcomeIdOf = (response: { readonly status: number; readonly json: any }) 
 }
 
 /**
- * Ingest is checked as it leaves a conversion (`credited_at` null, for the worker): the worker is
+ * Ingest is checked as it leaves a conversion (in the credit queue, for the worker): the worker is
  * off, else its 1 s poll can credit it before the test reads it on a loaded machine.
  */
 const workerOff = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })
@@ -82,8 +82,8 @@ layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 s
         })
         const [conversion] = yield* sql<any>`
           SELECT definition_id, conversion_key, value_amount::text AS value, currency, subject_ref, counts_as_cash,
-                 attribution_eligible, is_first_payment, credited_at
-          FROM conversions WHERE id = ${conversion_id} AND outcome_event_id = ${outcome_event_id}`
+                 attribution_eligible, is_first_payment, EXISTS (SELECT 1 FROM credit_queue q WHERE q.profile_id = c.profile_id AND q.conversion_id = c.id AND q.occurred_at = c.occurred_at) AS queued
+          FROM conversions c WHERE id = ${conversion_id} AND outcome_event_id = ${outcome_event_id}`
         assert.deepStrictEqual(conversion, {
           definition_id: definitionId,
           conversion_key: "sale",
@@ -94,7 +94,7 @@ layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 s
           attribution_eligible: true,
           is_first_payment: true,
           // Left for the attribution worker.
-          credited_at: null
+          queued: true
         })
         const identifiers = yield* sql<{ kind: string; value: string }>`
           SELECT kind, value FROM customer_identifiers WHERE profile_id = ${profile.profileId} ORDER BY kind`

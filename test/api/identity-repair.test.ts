@@ -2,7 +2,7 @@
  * Identity repair and inferred identity links (decision 0039) through real HTTP, on the
  * PostgreSQL of DATABASE_URL or embedded PGlite. Customers, identifiers, touches and outcome
  * events are written by SQL (other domains' routes); the attribution worker is stepped by hand
- * so `credited_at` holds still between assertions.
+ * so the credit queue holds still between assertions.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -99,8 +99,10 @@ const outcome = (profileId: string, customerId: string, clickIds: Record<string,
       INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
     yield* sql`
       INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash,
-                               attribution_eligible, credited_at)
-      VALUES (${conversionId}, ${profileId}, ${eventId}, 'purchase', ${at(500)}::timestamptz, ${customerId}, false, true, now())`
+                               attribution_eligible)
+      VALUES (${conversionId}, ${profileId}, ${eventId}, 'purchase', ${at(500)}::timestamptz, ${customerId}, false, true)`
+    // Credited already: out of the credit queue.
+    yield* sql`DELETE FROM credit_queue WHERE conversion_id = ${conversionId}`
     return conversionId
   })
 
@@ -523,7 +525,8 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "180 seco
           { id: t2, customer_id: a, join_method: "click_id" }
         ])
         const pending = yield* sql<{ id: string; pending: boolean }>`
-          SELECT id::text AS id, credited_at IS NULL AS pending FROM conversions WHERE profile_id = ${p}`
+          SELECT c.id::text AS id, EXISTS (SELECT 1 FROM credit_queue q WHERE q.profile_id = c.profile_id AND q.conversion_id = c.id) AS pending
+          FROM conversions c WHERE c.profile_id = ${p}`
         const pendingById = Object.fromEntries(pending.map((row) => [row.id, row.pending]))
         for (const id of conversions) assert.isTrue(pendingById[id], id)
         assert.isFalse(pendingById[otherConversion])

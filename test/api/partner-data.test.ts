@@ -4,7 +4,7 @@
  * preview of re-credits per model, and declared source (customer rules, `wamid` idempotency,
  * first answer wins, the vocabulary, national ids refused). The synced ad structure, customers,
  * touches and conversions a test starts from are written by SQL (other domains' routes); the
- * attribution worker is stepped by hand so `credited_at` holds still between assertions.
+ * attribution worker is stepped by hand so the credit queue holds still between assertions.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -132,16 +132,17 @@ const conversion = (
       INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
     yield* sql`
       INSERT INTO conversions (id, profile_id, outcome_event_id, definition_id, conversion_key, occurred_at, customer_id,
-                               counts_as_cash, attribution_eligible, credited_at)
-      VALUES (${id}, ${profileId}, ${eventId}, ${definitionId}, 'purchase', ${new Date(at)}, ${customerId}, false, true,
-              ${options.pending === true ? null : new Date()})`
+                               counts_as_cash, attribution_eligible)
+      VALUES (${id}, ${profileId}, ${eventId}, ${definitionId}, 'purchase', ${new Date(at)}, ${customerId}, false, true)`
+    // Inserted conversions wait in the credit queue; one credited already is out of it.
+    if (options.pending !== true) yield* sql`DELETE FROM credit_queue WHERE conversion_id = ${id}`
     return id
   })
 
 const isPending = (conversionId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const [row] = yield* sql<{ pending: boolean }>`SELECT credited_at IS NULL AS pending FROM conversions WHERE id = ${conversionId}`
+    const [row] = yield* sql<{ pending: boolean }>`SELECT EXISTS (SELECT 1 FROM credit_queue WHERE conversion_id = ${conversionId}) AS pending`
     return row?.pending
   })
 
@@ -167,7 +168,7 @@ const tables = (profileId: string) =>
              (SELECT count(*)::int FROM declared_sources WHERE profile_id = ${profileId}) AS answers,
              (SELECT count(*)::int FROM outcome_events WHERE profile_id = ${profileId}) AS events,
              (SELECT count(*)::int FROM conversions WHERE profile_id = ${profileId}) AS conversions,
-             (SELECT count(*)::int FROM conversions WHERE profile_id = ${profileId} AND credited_at IS NULL) AS pending,
+             (SELECT count(*)::int FROM credit_queue WHERE profile_id = ${profileId}) AS pending,
              (SELECT count(*)::int FROM attribution_credits a JOIN conversions c ON c.id = a.conversion_id
               WHERE c.profile_id = ${profileId}) AS credits,
              (SELECT count(*)::int FROM outbox WHERE profile_id = ${profileId}) AS outbox,
@@ -320,7 +321,7 @@ layer(
         assert.isFalse(yield* isPending(conversionId))
       }))
 
-    it.effect("conversions of the customer whose lookback window holds the new touch get credited_at = null; the worker credits the touch", () =>
+    it.effect("conversions of the customer whose lookback window holds the new touch are queued for credit; the worker credits the touch", () =>
       Effect.gen(function*() {
         const fixture = yield* seed
         const ad = firstAd(yield* syncAds(fixture.profileId))

@@ -158,7 +158,7 @@ const creditState = (paymentId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
     const [row] = yield* sql<{ credited: boolean; rows: number; last_touch: string | null }>`
-      SELECT c.credited_at IS NOT NULL AS credited,
+      SELECT NOT EXISTS (SELECT 1 FROM credit_queue q WHERE q.profile_id = c.profile_id AND q.conversion_id = c.id) AS credited,
              (SELECT count(*)::int FROM attribution_credits a WHERE a.conversion_id = c.id) AS rows,
              (SELECT a.touch_id::text FROM attribution_credits a
               WHERE a.conversion_id = c.id AND a.model = 'last_touch' AND a.is_credited) AS last_touch

@@ -182,11 +182,12 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
         (from, to) =>
           Effect.gen(function*() {
             yield* outcomes("g", from, to)
-            // Credited already: crediting's backlog below is a queue of its own.
+            // Credited already (out of the credit queue): crediting's backlog below is a queue of its own.
             yield* sql`
-              INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, credited_at)
-              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'purchase', ${dayAgo}::timestamptz, true, true, now()
+              INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
+              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("g")}, 'purchase', ${dayAgo}::timestamptz, true, true
               FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+            yield* sql`DELETE FROM credit_queue WHERE profile_id = ${profileId}`
             yield* sql`
               INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status, destination_id, rule_id, event_id, next_attempt_at, lease_token)
               SELECT ${exportId("g")}, ${profileId}, ${outcomeId("g")}, 'adplatform', 'pending', ${destinationId}, ${ruleId}, 'evt-' || g,
@@ -219,7 +220,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
       yield* checkQueue(
         failures,
         "crediting",
-        ["conversions"],
+        ["conversions", "credit_queue"],
         (from, to) =>
           Effect.gen(function*() {
             yield* outcomes("'crediting-' || g", from, to)
@@ -271,10 +272,11 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
               RETURNING profile_id, idempotency_key, id, occurred_at)
             INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
           yield* sql`
-            INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, credited_at, created_at)
-            SELECT gen_random_uuid(), ${profileId}, ${outcome}, 'purchase', ${dayAgo}::timestamptz, true, true, now(),
+            INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, created_at)
+            SELECT gen_random_uuid(), ${profileId}, ${outcome}, 'purchase', ${dayAgo}::timestamptz, true, true,
                    ${createdAt}::timestamptz + make_interval(secs => (g - ${from}) / 1000000.0)
             FROM generate_series(${from}::int, ${to - 1}::int) AS g`
+          yield* sql`DELETE FROM credit_queue WHERE profile_id = ${profileId}`
           if (!queued) return
           yield* sql`
             INSERT INTO conversion_exports (id, profile_id, outcome_event_id, destination, status, destination_id, rule_id, event_id)

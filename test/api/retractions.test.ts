@@ -48,7 +48,7 @@ const credit = (profileId: string, conversionId: string) =>
              AS r(model, touch_id, position, share)
       JOIN conversions c ON c.id = ${conversionId}
       JOIN touches t ON t.id = r.touch_id`
-    yield* sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId}`
+    yield* sql`DELETE FROM credit_queue WHERE conversion_id = ${conversionId}`
   })
 
 layer(serveApp(testSettings()), { timeout: "120 seconds", excludeTestServices: true })("POST /api/v1/events/retractions", (it) => {

@@ -122,10 +122,12 @@ export const insertConversion = Effect.fn("test.insertConversion")(function*(pro
     INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
   yield* sql`
     INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, currency, counts_as_cash,
-                             attribution_eligible, is_first_payment, refund_amount, refunded_at, credited_at)
+                             attribution_eligible, is_first_payment, refund_amount, refunded_at)
     VALUES (${id}, ${profileId}, ${eventId}, ${c.key}, ${c.at}::timestamptz, ${c.value ?? null}::numeric, ${c.currency ?? null},
             ${c.cash ?? false}, true, ${c.first ?? null}, ${c.refund ?? null}::numeric,
-            ${c.refund === undefined ? null : new Date()}, now())`
+            ${c.refund === undefined ? null : new Date()})`
+  // Credited already (its rows are written by hand): out of the credit queue, so the worker leaves it.
+  yield* sql`DELETE FROM credit_queue WHERE profile_id = ${profileId} AND conversion_id = ${id}`
   return { id, eventId }
 })
 

@@ -46,10 +46,12 @@ export const seedConversions = Effect.fn("test.seedConversions")(function*(profi
     INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
   yield* sql`
     INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, value_amount, customer_id,
-                             counts_as_cash, attribution_eligible, credited_at)
-    SELECT i, ${profileId}, e, k, a, v, NULLIF(c, '')::uuid, s, true, now()
+                             counts_as_cash, attribution_eligible)
+    SELECT i, ${profileId}, e, k, a, v, NULLIF(c, '')::uuid, s, true
     FROM unnest(${ids}::uuid[], ${events}::uuid[], ${keys}::text[], ${ats}::timestamptz[], ${values}::numeric[],
                 ${customers}::text[], ${cash}::boolean[]) AS t(i, e, k, a, v, c, s)`
+  // Credited already (its rows are written by hand): out of the credit queue, so the worker leaves it.
+  yield* sql`DELETE FROM credit_queue WHERE profile_id = ${profileId} AND conversion_id = ANY(${ids}::uuid[])`
   const credited = rows.flatMap((r, i) => r.campaign === undefined ? [] : [{ id: ids[i] ?? "", at: r.at, campaign: r.campaign }])
   if (credited.length > 0) {
     const touches = credited.map(() => crypto.randomUUID())

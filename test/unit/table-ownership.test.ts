@@ -46,6 +46,7 @@ export const OWNERS: Readonly<Record<string, string | null>> = {
   touches: "src/attribution/touches/repo.ts",
   touch_keys: "src/attribution/touches/repo.ts",
   conversions: "src/attribution/conversions/repo.ts",
+  credit_queue: "src/attribution/conversions/repo.ts",
   outcome_events: "src/attribution/conversions/repo.ts",
   outcome_keys: "src/attribution/conversions/repo.ts",
   outbox: "src/kernel/outbox/repo.ts",

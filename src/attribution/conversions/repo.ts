@@ -185,15 +185,15 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * change. One read and at most three writes, however many customers.
    */
   readonly recomputeFirstPayments: (profileId: string, customerIds: ReadonlyArray<string>) => Repo<number>
-  /** The customers' conversions are credited again by the attribution worker (`credited_at` cleared). */
+  /** The customers' conversions are credited again by the attribution worker (put in `credit_queue`). */
   readonly recreditCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
   /** As `recreditCustomers`, for the conversions credited already only (touches just joined their customers). */
   readonly recreditCredited: (customerIds: ReadonlyArray<string>) => Repo<void>
   /** `recreditCustomers` for one customer of the profile (an accepted identity link); answers how many. */
   readonly recreditCustomer: (profileId: string, customerId: string) => Repo<number>
   /**
-   * Sets `credited_at = null` on every conversion of the profile whose customer and lookback
-   * window hold one of the pairs (the worker credits them again). Answers how many.
+   * Queues every conversion of the profile whose customer and lookback window hold one of the
+   * pairs (the worker credits them again). Answers how many.
    */
   readonly requeueConversions: (profileId: string, pairs: ReadonlyArray<CustomerTime>) => Repo<number>
   /** Read-only: the conversions `requeueConversions` would mark. */
@@ -247,19 +247,25 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   /** Marks a conversion credited (with no credit rows: one whose crediting fails; a replay tries it again). */
   readonly markCredited: (conversionId: string) => Repo<void>
   /**
-   * After crediting `ids`: sets `credited_at` (keeping its first value: only whether it is set has
-   * a meaning) and refreshes the cash and eligibility flags from their definitions; rows whose
-   * flags and mark are already right are not rewritten. Each id comes with its profile and time,
-   * the whole key of the monthly partitions (decision 0137).
+   * After crediting `ids`: takes out of the credit queue those whose `queued` is true (the queue
+   * rows the crediting locked: a row queued since, by a change it may not have seen, stays) and
+   * refreshes the cash and eligibility flags from their definitions; rows whose flags are already
+   * right are not rewritten. Each id comes with its profile and time, the whole key of the monthly
+   * partitions (decision 0137).
    */
-  readonly settleCredited: (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>) => Repo<void>
+  readonly settleCredited: (
+    ids: ReadonlyArray<string>,
+    profiles: ReadonlyArray<string>,
+    times: ReadonlyArray<string>,
+    queued: ReadonlyArray<boolean>
+  ) => Repo<void>
   /** Marks a payment a later installment (or not); a payment with no customer is first unless it is one. */
   readonly setInstallment: (paymentId: string, installment: boolean) => Repo<void>
   /** Sets a payment's assigned payer only (the customer it belongs to stays). */
   readonly setPayer: (paymentId: string, payerId: string | null) => Repo<void>
   /**
-   * Sets a payment's assigned payer and the customer it now belongs to, and clears `credited_at`
-   * so that the worker credits it again (its credit rows are deleted by the caller).
+   * Sets a payment's assigned payer and the customer it now belongs to, and queues it so that
+   * the worker credits it again (its credit rows are deleted by the caller).
    */
   readonly reassignPayment: (paymentId: string, payerId: string | null, customerId: string | null) => Repo<void>
   /** Records a refund of the payment (now). */
@@ -518,30 +524,42 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
 
-      const recreditCustomers = (customerIds: ReadonlyArray<string>) =>
-        Effect.asVoid(sql`UPDATE conversions SET credited_at = NULL WHERE customer_id = ANY(${customerIds}::uuid[])`)
-
-      const recreditCredited = (customerIds: ReadonlyArray<string>) =>
-        customerIds.length === 0 ? Effect.void : Effect.asVoid(sql`
-          UPDATE conversions SET credited_at = NULL
-          WHERE customer_id = ANY(${customerIds}::uuid[]) AND credited_at IS NOT NULL`)
-
-      const recreditCustomer = (profileId: string, customerId: string) =>
+      /**
+       * Puts the conversions `chosen` selects (columns profile_id, id, occurred_at, created_at) in
+       * the credit queue (decision 0152); answers how many it selected, queued already or not. A
+       * conversion being credited right now has its queue row locked: the conflict waits for that
+       * crediting to end (`DO UPDATE` locks the row it meets, even with nothing to set), then
+       * queues it again, so a change made meanwhile is credited too. A queued one stays as it is.
+       */
+      const enqueue = (chosen: Statement.Fragment) =>
         Effect.map(
           firstN(sql`
-            WITH q AS (
-              UPDATE conversions SET credited_at = NULL
-              WHERE profile_id = ${profileId} AND customer_id = ${customerId}::uuid
-              RETURNING id
+            WITH chosen AS (${chosen}),
+            queued AS (
+              INSERT INTO credit_queue (profile_id, conversion_id, occurred_at, created_at)
+              SELECT profile_id, id, occurred_at, created_at FROM chosen
+              ON CONFLICT (profile_id, conversion_id, occurred_at) DO UPDATE SET created_at = credit_queue.created_at WHERE false
             )
-            SELECT count(*)::int AS n FROM q`),
+            SELECT count(*)::int AS n FROM chosen`),
           Option.match({ onNone: () => 0, onSome: (row) => row.n })
         )
+
+      const recreditCustomers = (customerIds: ReadonlyArray<string>) =>
+        customerIds.length === 0 ? Effect.void : Effect.asVoid(enqueue(sql`
+          SELECT profile_id, id, occurred_at, created_at FROM conversions WHERE customer_id = ANY(${customerIds}::uuid[])`))
+
+      // Conversions waiting already are credited with the touches as they are now: the same statement.
+      const recreditCredited = recreditCustomers
+
+      const recreditCustomer = (profileId: string, customerId: string) =>
+        enqueue(sql`
+          SELECT profile_id, id, occurred_at, created_at FROM conversions
+          WHERE profile_id = ${profileId} AND customer_id = ${customerId}::uuid`)
 
       /** Conversions of the profile whose customer and window (both ends inclusive, as the models read it) hold a pair. */
       const inWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
         sql`
-          SELECT DISTINCT c.id
+          SELECT DISTINCT c.id, c.profile_id, c.occurred_at, c.created_at
           FROM unnest(${pairs.map((pair) => pair.customerId)}::uuid[], ${pairs.map((pair) => pair.at)}::timestamptz[])
                  AS p(customer_id, at)
           JOIN conversions c ON c.profile_id = ${profileId} AND c.customer_id = p.customer_id
@@ -552,10 +570,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const requeueConversions = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
         pairs.length === 0
           ? Effect.succeed(0)
-          : Effect.map(
-            sql`UPDATE conversions SET credited_at = NULL WHERE id IN (${inWindow(profileId, pairs)}) RETURNING id`,
-            (rows) => rows.length
-          )
+          : enqueue(inWindow(profileId, pairs))
 
       const conversionsInWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
         pairs.length === 0
@@ -567,7 +582,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
                    COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
                    COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
             FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-            WHERE c.id IN (${inWindow(profileId, pairs)})
+            WHERE (c.id, c.profile_id, c.occurred_at) IN (SELECT w.id, w.profile_id, w.occurred_at FROM (${inWindow(profileId, pairs)}) w)
             ORDER BY c.occurred_at, c.id`)
 
       const moveEvents = (m: string, s: string) =>
@@ -599,11 +614,13 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const forgetConversionsOf = (customerIds: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           // A payment this person was assigned as payer of goes back to its event's customer.
-          yield* sql`
-            UPDATE conversions c SET payer_customer_id = NULL, customer_id = e.customer_id, credited_at = NULL
+          // Credited again for its event's customer.
+          yield* enqueue(sql`
+            UPDATE conversions c SET payer_customer_id = NULL, customer_id = e.customer_id
             FROM outcome_events e
             WHERE e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at AND c.payer_customer_id = ANY(${customerIds}::uuid[])
-              AND (e.customer_id IS NULL OR NOT e.customer_id = ANY(${customerIds}::uuid[]))`
+              AND (e.customer_id IS NULL OR NOT e.customer_id = ANY(${customerIds}::uuid[]))
+            RETURNING c.profile_id, c.id, c.occurred_at, c.created_at`)
           // Conversions stay, without a person; their credit rows and first-payment flags stand as recorded.
           const forgotten = yield* sql`
             UPDATE conversions SET customer_id = NULL, payer_customer_id = NULL, subject_ref = NULL, order_group = NULL
@@ -653,13 +670,19 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         }).pipe(Effect.withSpan("Events.recomputeFirstPayments"))
 
       const markCredited = (conversionId: string) =>
-        Effect.asVoid(sql`UPDATE conversions SET credited_at = now() WHERE id = ${conversionId} AND credited_at IS NULL`)
+        Effect.asVoid(sql`DELETE FROM credit_queue WHERE conversion_id = ${conversionId}`)
 
       // By whole key (id, profile, time): an id and profile alone probe every month's partition.
-      const settleCredited = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>) =>
+      // Leaving the queue is a delete of narrow rows; the conversion itself is written only when a
+      // flag changed (decision 0152).
+      const settleCredited = (ids: ReadonlyArray<string>, profiles: ReadonlyArray<string>, times: ReadonlyArray<string>, queued: ReadonlyArray<boolean>) =>
         Effect.asVoid(sql`
+          WITH settled AS (
+            DELETE FROM credit_queue q
+            USING unnest(${ids}::uuid[], ${profiles}::uuid[], ${times}::timestamptz[], ${queued}::boolean[]) AS k(id, profile_id, occurred_at, queued)
+            WHERE k.queued AND q.profile_id = k.profile_id AND q.conversion_id = k.id AND q.occurred_at = k.occurred_at
+          )
           UPDATE conversions c SET
-            credited_at = COALESCE(c.credited_at, now()),
             counts_as_cash = x.counts_as_cash,
             attribution_eligible = x.attribution_eligible
           FROM (
@@ -670,7 +693,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             LEFT JOIN conversion_definitions d ON d.id = c2.definition_id AND d.profile_id = c2.profile_id
           ) x
           WHERE c.id = x.id AND c.profile_id = x.profile_id AND c.occurred_at = x.occurred_at
-            AND (c.credited_at IS NULL OR c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)
+            AND (c.counts_as_cash <> x.counts_as_cash OR c.attribution_eligible <> x.attribution_eligible)`)
 
       // A payment with no customer has nothing to repeat: first unless it is a later installment.
       const setInstallment = (paymentId: string, installment: boolean) =>
@@ -685,11 +708,12 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       // Left without a customer, it has nothing to repeat (the recompute only sees customers' payments).
       const reassignPayment = (paymentId: string, payerId: string | null, customerId: string | null) =>
-        Effect.asVoid(sql`
+        Effect.asVoid(enqueue(sql`
           UPDATE conversions
-          SET payer_customer_id = ${payerId}, customer_id = ${customerId}, credited_at = NULL,
+          SET payer_customer_id = ${payerId}, customer_id = ${customerId},
               is_first_payment = CASE WHEN ${customerId}::uuid IS NULL THEN NOT installment ELSE is_first_payment END
-          WHERE id = ${paymentId}`)
+          WHERE id = ${paymentId}
+          RETURNING profile_id, id, occurred_at, created_at`))
 
       const setRefund = (paymentId: string, amount: string | null, reason: string | null) =>
         Effect.asVoid(sql`

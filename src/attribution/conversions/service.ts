@@ -67,7 +67,7 @@ export class Conversions extends Context.Service<Conversions, {
   readonly setPayer: Events["setPayer"]
   /**
    * The payment now belongs to another customer: its credit rows go (src/attribution/credits/repo.ts
-   * `clear`) and the payer and owner are set with `credited_at` cleared, so the worker credits it again.
+   * `clear`) and the payer and owner are set with the payment queued for credit, so the worker credits it again.
    */
   readonly reassignPayment: Events["reassignPayment"]
   readonly setRefund: Events["setRefund"]

@@ -258,7 +258,8 @@ export class PaymentsRepo extends Context.Service<PaymentsRepo, {
       ) =>
         linkageRows(sql`
           SELECT ${paymentColumns},
-                 c.credited_at IS NOT NULL AS credited, c.customer_id IS NOT NULL AS has_customer,
+                 NOT EXISTS (SELECT 1 FROM credit_queue q WHERE q.profile_id = c.profile_id AND q.conversion_id = c.id AND q.occurred_at = c.occurred_at) AS credited,
+                 c.customer_id IS NOT NULL AS has_customer,
                  c.attribution_eligible AS eligible, COALESCE(top.n, 0)::int AS credited_touches,
                  t.id::text AS touch_id, t.kind AS touch_kind, ${isoTimestamp(sql, "t.occurred_at")} AS touch_at,
                  t.channel, t.source, t.medium, t.campaign_external_id, t.campaign_name, t.ad_set_external_id, t.ad_set_name,
