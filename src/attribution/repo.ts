@@ -36,8 +36,9 @@ export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: str
     -- Written into the text, not bound: a generic plan costs a bound LIMIT as a tenth of the rows
     -- it reads, so its cost would grow with the backlog (issue 34).
     LIMIT ${sql.literal(String(Math.max(0, Math.floor(limit))))}
-    -- The conversion too: whatever changes what it is credited with (a merge, a requeue) locks it
-    -- first, so it waits for this crediting to end and queues the conversion again after it.
+    -- The conversion too: a replay holds the conversions it credits (and only those of their queue
+    -- rows that existed when it locked them); crediting passes them by. A requeue meets the locked
+    -- queue row and waits for this crediting to end (decision 0152).
     FOR UPDATE OF q, c SKIP LOCKED`
 
 /**

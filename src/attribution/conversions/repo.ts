@@ -187,8 +187,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   readonly recomputeFirstPayments: (profileId: string, customerIds: ReadonlyArray<string>) => Repo<number>
   /** The customers' conversions are credited again by the attribution worker (put in `credit_queue`). */
   readonly recreditCustomers: (customerIds: ReadonlyArray<string>) => Repo<void>
-  /** As `recreditCustomers`, for the conversions credited already only (touches just joined their customers). */
-  readonly recreditCredited: (customerIds: ReadonlyArray<string>) => Repo<void>
   /** `recreditCustomers` for one customer of the profile (an accepted identity link); answers how many. */
   readonly recreditCustomer: (profileId: string, customerId: string) => Repo<number>
   /**
@@ -548,9 +546,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         customerIds.length === 0 ? Effect.void : Effect.asVoid(enqueue(sql`
           SELECT profile_id, id, occurred_at, created_at FROM conversions WHERE customer_id = ANY(${customerIds}::uuid[])`))
 
-      // Conversions waiting already are credited with the touches as they are now: the same statement.
-      const recreditCredited = recreditCustomers
-
       const recreditCustomer = (profileId: string, customerId: string) =>
         enqueue(sql`
           SELECT profile_id, id, occurred_at, created_at FROM conversions
@@ -739,7 +734,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           paymentsOf,
           writeOutcomes,
           recreditCustomers,
-          recreditCredited,
           recreditCustomer,
           requeueConversions,
           conversionsInWindow,

@@ -54,7 +54,6 @@ export class Conversions extends Context.Service<Conversions, {
   readonly ingestFacts: Events["ingestFacts"]
   readonly paymentsOf: Events["paymentsOf"]
   readonly writeOutcomes: Events["writeOutcomes"]
-  readonly recreditCredited: Events["recreditCredited"]
   readonly requeueConversions: Events["requeueConversions"]
   readonly conversionsInWindow: Events["conversionsInWindow"]
   readonly lockEvent: Events["lockEvent"]
@@ -119,7 +118,6 @@ export class Conversions extends Context.Service<Conversions, {
         ingestFacts: traced("Conversions.ingestFacts", repo.ingestFacts),
         paymentsOf: traced("Conversions.paymentsOf", repo.paymentsOf),
         writeOutcomes: traced("Conversions.writeOutcomes", repo.writeOutcomes),
-        recreditCredited: traced("Conversions.recreditCredited", repo.recreditCredited),
         requeueConversions: traced("Conversions.requeueConversions", repo.requeueConversions),
         conversionsInWindow: traced("Conversions.conversionsInWindow", repo.conversionsInWindow),
         lockEvent: traced("Conversions.lockEvent", repo.lockEvent),

@@ -148,7 +148,7 @@ export const resolveCustomers = Effect.fn("Customers.resolve")(function*(
   )
   if (visitors.length === 0) return resolved
   const bound = yield* touches.bindVisitors(visitors)
-  yield* conversions.recreditCredited(bound)
+  yield* conversions.recreditCustomers(bound)
   return resolved
 })
 
