@@ -38,7 +38,7 @@ import * as Customers from "../../src/identity/customers/repo.ts"
 import * as Identity from "../../src/identity/repo.ts"
 import * as ExportPipeline from "../../src/exports/pipeline/repo.ts"
 import * as SyncJobs from "../../src/ingestion/sync/repo.ts"
-import { orderedClaimSettings } from "../../src/platform/claim-settings.ts"
+import { keyedWriteSettings, orderedClaimSettings } from "../../src/platform/claim-settings.ts"
 import { analyzedTables, type Depth, keep, literal, measure } from "../support/claim-plan.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
@@ -202,7 +202,8 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
             label: "delivered",
             statement: ExportPipeline.deliverStatement(sql, batch).compile(),
             answers: 50,
-            sweepsThrough: "conversion_exports_pkey"
+            sweepsThrough: "conversion_exports_pkey",
+            settings: keyedWriteSettings(sql).compile()[0]
           }
         ]
       )
@@ -210,7 +211,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
       // arguments (a custom plan, as a prepared statement's first five runs): the same probes, never a
       // hash of the table (the webhook results' record got one at a few hundred rows).
       const wholeBatch = Array.from({ length: 500 }, (_, g) => ({ id: md5Uuid(`${profileId}-export-${g}`), profile_id: profileId, lease_token: leaseToken }))
-      const delivered500 = yield* measure(200_000, ExportPipeline.deliverStatement(sql, wholeBatch).compile(), "custom")
+      const delivered500 = yield* measure(200_000, ExportPipeline.deliverStatement(sql, wholeBatch).compile(), "custom", keyedWriteSettings(sql).compile()[0])
       console.log(`export delivered, 500 at 200,000 (custom plan): ${delivered500.ms.toFixed(2)} ms\n${delivered500.plan}`)
       if (delivered500.answered !== 500) failures.push(`export delivered (500, custom plan): ${delivered500.answered} answered`)
       for (const scan of ["Seq Scan on conversion_exports", "Bitmap Heap Scan on conversion_exports", "Hash Join"]) {

@@ -9,6 +9,7 @@ import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
 import { BacklogRow } from "../../platform/backlog.ts"
+import { keyedWriteSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -466,6 +467,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const deliverMany = (delivered: ReadonlyArray<{ readonly claimed: ClaimedExport; readonly entry: LedgerEntry }>) =>
         Effect.gen(function*() {
           if (delivered.length === 0) return 0
+          // Each export probed by its key whatever the statistics (the plan is cached on the connection).
+          yield* keyedWriteSettings(sql)
           const updated = yield* deliverStatement(sql, delivered.map((d) => d.claimed))
           if (updated.length === 0) return 0
           const ours = new Set(updated.map((row) => row.id))
