@@ -83,51 +83,51 @@ const creditingHeldOpen = (
     }))
   })
 
+/**
+ * Holds a crediting of what `lock` locks open and requeues the customer's conversions meanwhile.
+ * `waits`: the requeue must wait for the crediting (it meets a queue row the crediting holds), and
+ * completes once the crediting commits; otherwise it must complete at once. Answers the crediting's targets.
+ */
+const requeueDuring = (lock: Effect.Effect<ReadonlyArray<CreditTarget>, DatabaseUnavailable>, customerId: string, waits: boolean) =>
+  Effect.gen(function*() {
+    const events = yield* EventsRepo
+    const locked = yield* Deferred.make<void>()
+    const go = yield* Deferred.make<void>()
+    const crediting = yield* Effect.forkChild(creditingHeldOpen(lock, locked, go))
+    yield* Deferred.await(locked)
+    const requeue = yield* Effect.forkChild(events.recreditCustomers([customerId]))
+    if (waits) yield* eventually(someoneWaits, (waiting) => waiting, { what: "the requeue to wait for the crediting", within: "10 seconds" })
+    else yield* Fiber.join(requeue).pipe(Effect.timeout("10 seconds"))
+    yield* Deferred.succeed(go, undefined)
+    const targets = yield* Fiber.join(crediting)
+    yield* Fiber.join(requeue)
+    return targets
+  })
+
 layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seconds", excludeTestServices: true })("credit queue", (it) => {
   describe.skipIf(process.env["DATABASE_URL"] === undefined)("a conversion queued again while it is being credited is credited again", () => {
     it.effect("by the worker: the requeue waits for the crediting, then queues it", () =>
       Effect.gen(function*() {
         const w = yield* world
-        const events = yield* EventsRepo
         const repo = yield* AttributionRepo
-        const locked = yield* Deferred.make<void>()
-        const go = yield* Deferred.make<void>()
-        const crediting = yield* Effect.forkChild(creditingHeldOpen(repo.lockPending(10, w.conversionId), locked, go))
-        yield* Deferred.await(locked)
-        const requeue = yield* Effect.forkChild(events.recreditCustomers([w.customerId]))
-        // The requeue meets the queue row the crediting holds, and waits for it.
-        yield* eventually(someoneWaits, (waiting) => waiting, { what: "the requeue to wait for the crediting", within: "10 seconds" })
-        yield* Deferred.succeed(go, undefined)
-        const targets = yield* Fiber.join(crediting)
+        const targets = yield* requeueDuring(repo.lockPending(10, w.conversionId), w.customerId, true)
         assert.deepStrictEqual(targets.map((target) => [target.id, target.queued]), [[w.conversionId, true]])
-        yield* Fiber.join(requeue)
         assert.isTrue(yield* isQueued(w.conversionId), "queued again after the crediting")
       }).pipe(Effect.provide(Repos)))
 
     it.effect("by a replay: a conversion it found credited and that was queued meanwhile stays queued", () =>
       Effect.gen(function*() {
         const w = yield* world
-        const events = yield* EventsRepo
         const repo = yield* AttributionRepo
-        // Credited first: out of the queue.
         const engine = yield* CreditEngine
+        // Credited first: out of the queue.
         yield* repo.transaction(Effect.gen(function*() {
           yield* repo.tuneTransaction
           yield* engine.credit(yield* repo.lockPending(10, w.conversionId), () => undefined)
         }))
         assert.isFalse(yield* isQueued(w.conversionId), "credited before the replay")
-
-        const locked = yield* Deferred.make<void>()
-        const go = yield* Deferred.make<void>()
-        const replay = yield* Effect.forkChild(
-          creditingHeldOpen(repo.lockReplayTargets(w.profileId, [w.conversionId], [w.at]), locked, go)
-        )
-        yield* Deferred.await(locked)
         // Nothing of the queue is held: the requeue goes through at once.
-        yield* events.recreditCustomers([w.customerId])
-        assert.isTrue(yield* isQueued(w.conversionId))
-        yield* Deferred.succeed(go, undefined)
-        const targets = yield* Fiber.join(replay)
+        const targets = yield* requeueDuring(repo.lockReplayTargets(w.profileId, [w.conversionId], [w.at]), w.customerId, false)
         assert.deepStrictEqual(targets.map((target) => [target.id, target.queued]), [[w.conversionId, false]])
         assert.isTrue(yield* isQueued(w.conversionId), "the replay's settle left the row queued after its lock")
       }).pipe(Effect.provide(Repos)))
@@ -135,20 +135,9 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
     it.effect("by a replay: a queued conversion it locked leaves the queue, and a requeue behind it queues it again", () =>
       Effect.gen(function*() {
         const w = yield* world
-        const events = yield* EventsRepo
         const repo = yield* AttributionRepo
-        const locked = yield* Deferred.make<void>()
-        const go = yield* Deferred.make<void>()
-        const replay = yield* Effect.forkChild(
-          creditingHeldOpen(repo.lockReplayTargets(w.profileId, [w.conversionId], [w.at]), locked, go)
-        )
-        yield* Deferred.await(locked)
-        const requeue = yield* Effect.forkChild(events.recreditCustomers([w.customerId]))
-        yield* eventually(someoneWaits, (waiting) => waiting, { what: "the requeue to wait for the replay", within: "10 seconds" })
-        yield* Deferred.succeed(go, undefined)
-        const targets = yield* Fiber.join(replay)
+        const targets = yield* requeueDuring(repo.lockReplayTargets(w.profileId, [w.conversionId], [w.at]), w.customerId, true)
         assert.deepStrictEqual(targets.map((target) => [target.id, target.queued]), [[w.conversionId, true]])
-        yield* Fiber.join(requeue)
         assert.isTrue(yield* isQueued(w.conversionId), "queued again after the replay")
       }).pipe(Effect.provide(Repos)))
   })
