@@ -9,6 +9,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
+import { byKeySettings } from "../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { TOUCH_KINDS } from "./models/types.ts"
@@ -40,21 +41,6 @@ export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: str
     -- rows that existed when it locked them); crediting passes them by. A requeue meets the locked
     -- queue row and waits for this crediting to end (decision 0152).
     FOR UPDATE OF q, c SKIP LOCKED`
-
-/**
- * A crediting transaction's settings (`SET LOCAL`, so until it ends; the plans its statements
- * cache on the connection are built under them):
- * - no JIT compilation, whose cost (tens of ms per statement) exceeds these short statements' own;
- * - no sequential scans. Every statement of crediting reads by key (claims through their partial
- *   index, conversions and credit rows by whole key, touches by customer). A month of credits
- *   emptied and analyzed (a replay's reset, a partition vacuumed before it filled) keeps statistics
- *   that say "empty" beside an index that kept its pages: the probe was then planned as a scan of
- *   the month and the plan kept while the month refilled, one read of the stored rows taking 325 s
- *   of a 10M-touch replay (issue 35 part 1). With scans priced out, the plan stays a probe whatever
- *   the statistics say.
- */
-export const creditingSettingsStatement = (sql: SqlClient) =>
-  sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true)`
 
 /** A conversion about to be credited, with what its definition says now. */
 export const CreditTarget = Schema.Struct({
@@ -145,7 +131,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
    */
   readonly lockCrediting: (profileIds: ReadonlyArray<string>) => Repo<void>
   /**
-   * Settings for a crediting transaction (`creditingSettings`), until it ends.
+   * Settings for a crediting transaction (`byKeySettings`), until it ends.
    */
   readonly tuneTransaction: Repo<void>
   readonly countConversions: (profileId: string) => Repo<number>
@@ -238,7 +224,9 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
           SELECT pg_advisory_xact_lock_shared(attribution_credit_lock_key(p))
           FROM (SELECT DISTINCT p FROM unnest(${[...new Set(profileIds)]}::uuid[]) AS u(p) ORDER BY p) x`)
 
-      const tuneTransaction = Effect.asVoid(creditingSettingsStatement(sql))
+      // Every statement of crediting reads by key (the claim through the queue's order, conversions and
+      // credit rows by whole key, touches by customer): `byKeySettings`, decision 0151.
+      const tuneTransaction = Effect.asVoid(byKeySettings(sql))
       // The statistics read the profile's touches whole: scans stay allowed; JIT costs more than it saves.
       const jitOff = Effect.asVoid(sql`SELECT set_config('jit', 'off', true)`)
 

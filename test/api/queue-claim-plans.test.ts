@@ -38,7 +38,7 @@ import * as Customers from "../../src/identity/customers/repo.ts"
 import * as Identity from "../../src/identity/repo.ts"
 import * as ExportPipeline from "../../src/exports/pipeline/repo.ts"
 import * as SyncJobs from "../../src/ingestion/sync/repo.ts"
-import { keyedWriteSettings, orderedClaimSettings } from "../../src/platform/claim-settings.ts"
+import { byKeySettings, keyedWriteSettings, orderedClaimSettings } from "../../src/platform/claim-settings.ts"
 import { analyzedTables, type Depth, keep, literal, measure } from "../support/claim-plan.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
@@ -443,7 +443,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
             FROM generate_series(${from}::int, ${to - 1}::int) AS g`,
         // Kept from the emptied table without the settings, its delete by the taken ids scanned the
         // table (153 ms at 200,000 in a full run, after other files' marks were deleted).
-        [{ label: "take", statement: Rollups.takeStatement(sql, 1000, 200).compile(), answers: 200, settings: Rollups.takeSettingsStatement(sql).compile()[0] }]
+        [{ label: "take", statement: Rollups.takeStatement(sql, 1000, 200).compile(), answers: 200, settings: byKeySettings(sql).compile()[0] }]
       )
       assert.deepStrictEqual(failures, [])
     })), TIMEOUT)

@@ -6,16 +6,16 @@
  * statement planned there costs a probe of that index above a scan of the near-empty month, and a
  * pooled connection keeps that generic plan while the month refills: in a 10M-touch replay one read
  * of the stored rows then took 325 s. The crediting transaction prices scans out
- * (`creditingSettingsStatement`); this test keeps the stored-rows read's generic plan from that
+ * (`byKeySettings`); this test keeps the stored-rows read's generic plan from that
  * state (the month starting to refill), with and without those settings, refills the month, and
  * runs both.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { creditingSettingsStatement } from "../../src/attribution/repo.ts"
 import { storedStatement } from "../../src/attribution/credits/repo.ts"
 import { partitionName } from "../../src/ops/partitions/registry.ts"
+import { byKeySettings } from "../../src/platform/claim-settings.ts"
 import { keep } from "../support/claim-plan.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
@@ -82,7 +82,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("replay plans", () =>
       const ids = yield* sql<{ id: string }>`
         SELECT md5('kept' || g)::uuid::text AS id FROM generate_series(0, ${CONVERSIONS - 1}) g`
       const statement = storedStatement(sql, ids.map((row) => row.id), ids.map(() => profileId), ids.map(() => at))
-      const settings = creditingSettingsStatement(sql).compile()[0]
+      const settings = byKeySettings(sql).compile()[0]
 
       // The month starting to refill, as at a replay's first statements: each plan built now (a
       // pooled connection's sixth execution builds it) and kept, with and without the settings.

@@ -13,6 +13,7 @@ import { Cause, Context, Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { CreditModels } from "../../../schema/events.ts"
+import { byKeySettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeRows } from "../../platform/database.ts"
 import {
   buildRollupRows,
@@ -34,14 +35,6 @@ import { CONVERSION_MEASURES_SQL, dimensionColumns } from "../sql/fragments.ts"
  * The refresh's claim of settled marks (see `refreshBatch`), as a statement:
  * test/api/queue-claim-plans.test.ts checks its generic plan's cost at growing backlogs.
  */
-/**
- * Run first in the refresh's transaction: no JIT, and no sequential scans for the take (decision
- * 0151). Planned on an emptied marks table, the take's delete by the taken ids was kept as a scan of
- * the table: 153 ms at 200,000 marks.
- */
-export const takeSettingsStatement = (sql: SqlClient) =>
-  sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true)`
-
 export const takeStatement = (sql: SqlClient, settledMillis: number, batchSize: number) =>
   sql`
     DELETE FROM analytics_dirty
@@ -308,7 +301,8 @@ export class AnalyticsRollups extends Context.Service<AnalyticsRollups, {
       /** One batch of the marks at least `settledMillis` old (and the later marks of their days). */
       const refreshBatch = (settledMillis: number) => sql.withTransaction(Effect.gen(function*() {
         // These plans are index probes; compiling them (JIT) costs more than running them.
-        yield* takeSettingsStatement(sql)
+        // The take probes by key whatever the statistics (decision 0151).
+        yield* byKeySettings(sql)
         const taken = yield* dirtyRows(takeStatement(sql, settledMillis, settings.batchSize))
         if (taken.length === 0) return 0
         // Scans again for the rebuild that follows: a whole profile's history is read whole.
