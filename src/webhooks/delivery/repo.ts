@@ -9,6 +9,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { BacklogRow } from "../../platform/backlog.ts"
+import { keyedWriteSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 
 export interface NewDelivery {
@@ -150,13 +151,13 @@ export const claimStatement = (sql: SqlClient, { busy, leaseSeconds, limit, perS
     SET lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
         first_attempt_at = COALESCE(d.first_attempt_at, now())
     FROM (
-      SELECT h.id, s.profile_id FROM webhook_subscriptions s
+      SELECT h.tid FROM webhook_subscriptions s
       LEFT JOIN unnest(${busy.map((b) => b.subscriptionId)}::uuid[], ${busy.map((b) => b.inFlight)}::int[]) AS b(subscription_id, n)
         ON b.subscription_id = s.id
       -- Each subscription's due heads, oldest first, through webhook_deliveries_ready; the read stops
       -- at what this subscription may still take, so rows behind a head are never read.
       CROSS JOIN LATERAL (
-        SELECT c.id, c.next_attempt_at, c.seq FROM webhook_deliveries c
+        SELECT c.ctid AS tid, c.next_attempt_at, c.seq FROM webhook_deliveries c
         WHERE c.subscription_id = s.id AND c.profile_id = s.profile_id AND c.status = 'pending' AND c.ready AND c.next_attempt_at <= now()
           AND (c.lease_until IS NULL OR c.lease_until < now())
         ORDER BY c.next_attempt_at, c.seq
@@ -167,8 +168,10 @@ export const claimStatement = (sql: SqlClient, { busy, leaseSeconds, limit, perS
         AND (${plainHttp} OR s.url LIKE 'https://%')
       ORDER BY h.next_attempt_at, h.seq
       LIMIT ${limit}) picked
-    -- The whole key (id, profile_id): one row per pair, in the plan's estimate too.
-    WHERE d.id = picked.id AND d.profile_id = picked.profile_id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
+    -- Each row updated by the tuple id of the version locked above (no one else can change it before
+    -- the update): a join on the key let a plan made while the table looked small hash every pending
+    -- row (17-28 ms a claim at a 20,000-row backlog, auto_explain, issue 34).
+    WHERE d.ctid = picked.tid AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
     RETURNING ${deliveryColumns(sql, "d")}`
 
 // Each read stops at its cap through an index that holds exactly its rows (migration 0056).
@@ -209,16 +212,19 @@ export const renewStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id
 
 /**
  * The first pending row of the (subscription, batch) of `alias` after its `seq` (`nx`, joined when there
- * is one). A row comparison in the order of `webhook_deliveries_batch`: only that index answers it
+ * is one), by a row comparison in the order of `webhook_deliveries_batch`: only that index answers it
  * with one tuple, so no plan can walk a subscription's whole backlog instead (with equalities and
  * `ORDER BY seq`, a plan built without statistics took `webhook_deliveries_pending_age` and read
  * every pending row of the subscription for each step, the cost growing with the backlog). It
- * answers the row's tuple id (`nx.tid`): the statement updates it by that id, not by a join on
- * the key that a plan could turn into a hash of every pending row.
+ * answers the row's key: the statement updates it by that key, under `keyedWriteSettings` (a probe
+ * of the primary key whatever the statistics). Not by its tuple id: read in the statement's
+ * snapshot, that is the version before a run's look-ahead leased the row meanwhile, PostgreSQL
+ * skips an update whose tuple id no longer matches, and the hand-on was lost
+ * (test/api/webhooks-hand-on.test.ts: the batch kept no head once that run's process died).
  */
 const nextInBatch = (sql: SqlClient, alias: string) =>
   sql.literal(`JOIN LATERAL (
-          SELECT e.ctid AS tid, e.subscription_id, e.batch_id FROM webhook_deliveries e
+          SELECT e.id, e.profile_id, e.subscription_id, e.batch_id FROM webhook_deliveries e
           WHERE e.status = 'pending' AND (e.subscription_id, e.batch_id, e.seq) > (${alias}.subscription_id, ${alias}.batch_id, ${alias}.seq)
           ORDER BY e.subscription_id, e.batch_id, e.seq LIMIT 1) nx
           ON nx.subscription_id = ${alias}.subscription_id AND nx.batch_id = ${alias}.batch_id`)
@@ -268,7 +274,7 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
         SELECT DISTINCT ON (d.subscription_id, d.batch_id) d.subscription_id, d.batch_id, d.seq, d.outcome
         FROM done d ORDER BY d.subscription_id, d.batch_id, d.seq DESC) f
       ${nextInBatch(sql, "f")}
-      WHERE f.outcome IS NOT NULL AND n.ctid = nx.tid AND n.status = 'pending' AND NOT n.ready),
+      WHERE f.outcome IS NOT NULL AND n.id = nx.id AND n.profile_id = nx.profile_id AND n.status = 'pending' AND NOT n.ready),
     logged AS (
       INSERT INTO webhook_delivery_attempts (delivery_id, profile_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error,
                                              response_body)
@@ -277,6 +283,9 @@ export const settleStatement = (sql: SqlClient, results: ReadonlyArray<Settlemen
              code, duration_ms, error, body
       FROM done)
     SELECT d.id::text AS ended_id FROM done d`
+
+/** The most rows one look-ahead leases (a run's window). */
+export const MAX_LEASE_AHEAD = 16
 
 /**
  * The rows after `after` in its batch that a run may send next (see `leaseAhead` below), as a
@@ -288,24 +297,32 @@ export const leaseAheadStatement = (sql: SqlClient, after: RunPosition, count: n
     SET lease_token = ${token}, lease_until = now() + make_interval(secs => ${leaseSeconds}),
         first_attempt_at = COALESCE(d.first_attempt_at, now())
     FROM (
-      -- The next rows in batch order through webhook_deliveries_batch (a row comparison: no plan can
-      -- read the subscription's whole backlog instead), up to the first one that may not go now.
       SELECT w.id, w.profile_id FROM (
         SELECT e.id, e.profile_id, bool_and(e.next_attempt_at <= now() AND (e.lease_until IS NULL OR e.lease_until < now()))
-                 OVER (ORDER BY e.subscription_id, e.batch_id, e.seq) AS ok
+                 OVER (ORDER BY e.seq) AS ok, row_number() OVER (ORDER BY e.seq) AS n
         FROM (
-          -- The equalities keep the estimate to one batch's rows (the cost does not follow the table).
+          -- The next rows in batch order, one walk of webhook_deliveries_batch from the run's row: a row
+          -- comparison and its order only, which no other index answers without reading and sorting
+          -- every row after it. With the batch's equalities here as well, a plan made while the table
+          -- looked small read the subscription's whole backlog through webhook_deliveries_pending_age
+          -- and sorted it, every look-ahead (199 rows for 16 at 200 events a subscription, auto_explain,
+          -- issue 34). Its length is a constant: a parameter's LIMIT is costed as a share of the rows
+          -- the planner expects, which follow the table. The walk may run into the next batch; those
+          -- rows are dropped below, and so are those past the count asked.
           SELECT e.id, e.profile_id, e.subscription_id, e.batch_id, e.seq, e.next_attempt_at, e.lease_until FROM webhook_deliveries e
           WHERE e.status = 'pending' AND (e.subscription_id, e.batch_id, e.seq) > (${after.subscriptionId}::uuid, ${after.batchId}::uuid, ${after.seq}::int)
-            AND e.subscription_id = ${after.subscriptionId} AND e.batch_id = ${after.batchId}
           ORDER BY e.subscription_id, e.batch_id, e.seq
-          LIMIT ${count}) e) w
-      -- Only while the subscription is live with the URL and secret the run signs for.
-      WHERE w.ok AND EXISTS (
+          LIMIT ${sql.literal(String(MAX_LEASE_AHEAD))}) e
+        WHERE e.subscription_id = ${after.subscriptionId} AND e.batch_id = ${after.batchId}) w
+      -- Up to the first row that may not go now, and only while the subscription is live with the URL
+      -- and secret the run signs for.
+      WHERE w.ok AND w.n <= ${Math.min(count, MAX_LEASE_AHEAD)} AND EXISTS (
         SELECT 1 FROM webhook_subscriptions s
         WHERE s.id = ${after.subscriptionId} AND s.status = 'active' AND s.deleted_at IS NULL
           AND s.url = ${after.url} AND s.secret_sealed = ${after.secretSealed})) picked
-    -- Checked again on the row as it is now: a lease taken meanwhile is not taken twice.
+    -- Checked again on the row as it is now: a lease taken meanwhile is not taken twice. By the key, not
+    -- the tuple id: a row another statement changed meanwhile (the result before it handing the
+    -- batch on) is rechecked and leased, where a tuple id would skip it and leave a gap in the run.
     WHERE d.id = picked.id AND d.profile_id = picked.profile_id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
     RETURNING ${deliveryColumns(sql, "d")}`
 
@@ -338,7 +355,7 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
    */
   readonly renew: (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) => Repo<ReadonlySet<string>>
   /**
-   * Records the results in one statement, each under its lease (a lost lease writes nothing for
+   * Records the results in one statement (in a transaction of its own), each under its lease (a lost lease writes nothing for
    * that row), counts each attempt and appends it to the attempt log; the last row recorded of a
    * (subscription, batch), when it ended, makes the next row its head. Answers the rows written.
    */
@@ -419,9 +436,10 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           (rows) => new Set(rows.map((row) => row.id))
         )
 
+      // In a transaction of its own, under keyedWriteSettings: the next row of each batch is updated by key.
       const settle = (results: ReadonlyArray<Settlement>) =>
         results.length === 0 ? Effect.succeed<ReadonlySet<string>>(new Set()) : Effect.map(
-          settleStatement(sql, results),
+          sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), settleStatement(sql, results))),
           (rows): ReadonlySet<string> => new Set(rows.map((row) => row.ended_id))
         )
 
@@ -523,14 +541,15 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
             RETURNING d.subscription_id, d.batch_id)
           SELECT DISTINCT subscription_id::text AS subscription_id, batch_id::text AS batch_id FROM dropped`)
 
+      // Its rows updated by key: keyedWriteSettings first, for the rest of the caller's transaction.
       const handOn = (batches: ReadonlyArray<{ readonly subscription_id: string; readonly batch_id: string }>) =>
-        batches.length === 0 ? Effect.void : Effect.asVoid(sql`
+        batches.length === 0 ? Effect.void : Effect.asVoid(Effect.andThen(keyedWriteSettings(sql), sql`
           UPDATE webhook_deliveries n SET ready = true
           FROM (SELECT u.subscription_id, u.batch_id, -1 AS seq
                 FROM unnest(${batches.map((b) => b.subscription_id)}::uuid[], ${batches.map((b) => b.batch_id)}::uuid[])
                   AS u(subscription_id, batch_id)) f
           ${nextInBatch(sql, "f")}
-          WHERE n.ctid = nx.tid AND n.status = 'pending' AND NOT n.ready`)
+          WHERE n.id = nx.id AND n.profile_id = nx.profile_id AND n.status = 'pending' AND NOT n.ready`))
 
       const mapped = atDatabaseBoundary({
         insert,

@@ -47,6 +47,7 @@ import {
   type AttemptRow,
   type Busy,
   type DeliveryRow,
+  MAX_LEASE_AHEAD,
   MAX_RESPONSE_BODY_LENGTH,
   type NewDelivery,
   type Settlement,
@@ -267,7 +268,7 @@ export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 const noStackTrace = { captureStackTrace: false } as const
 
 /** Rows a run leases ahead at a time (the look-ahead starts again when half are sent). */
-const WINDOW = 16
+const WINDOW = MAX_LEASE_AHEAD
 
 export interface ClaimedAttempt {
   readonly subscriptionId: string
