@@ -121,6 +121,37 @@ const schedDelta = (before: SchedDelta | undefined, after: SchedDelta | undefine
     involuntary: after.involuntary - before.involuntary
   }
 
+/**
+ * CPU time (ms) used so far by each process whose command name is `name`, by pid, from /proc; a
+ * difference of two (`cpuSince`) leaves out processes that ended between them instead of going negative.
+ */
+export const commandCpuByPid = (name: string): ReadonlyMap<number, number> | undefined => {
+  let pids: Array<string>
+  try {
+    pids = readdirSync("/proc").filter((entry) => /^\d+$/.test(entry))
+  } catch {
+    return undefined
+  }
+  const byPid = new Map<number, number>()
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== name) continue
+    } catch {
+      continue // gone meanwhile
+    }
+    const ms = processCpuMs(Number(pid))
+    if (ms !== undefined) byPid.set(Number(pid), ms)
+  }
+  return byPid
+}
+
+/** CPU time (ms) the processes of `after` used since `before` (a process started meanwhile counts whole). */
+export const cpuSince = (before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number => {
+  let total = 0
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0)
+  return total
+}
+
 /** CPU time (ms) used so far by every process whose command name is `name` (e.g. `postgres`), from /proc. */
 export const commandCpuMs = (name: string): number | undefined => {
   let pids: Array<string>

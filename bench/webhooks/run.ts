@@ -48,7 +48,34 @@ import { SecretBox } from "../../src/platform/secret-box.ts"
 import { TelemetryLayer } from "../../src/platform/telemetry.ts"
 import { defaultWebhookSettings, WebhookSettings, WebhookWorkerLayer } from "../../src/webhooks/delivery/service.ts"
 import { newSecret, signedHeaders } from "../../src/webhooks/delivery/signing.ts"
-import { fmt, intFromEnv, sleep, startProcess } from "../support.ts"
+import { commandCpuByPid, cpuSince, fmt, intFromEnv, processCpuMs, sleep, startProcess } from "../support.ts"
+
+/** This process's CPU time (user + system, µs) since `since`. */
+const cpuMicros = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since)
+  return used.user + used.system
+}
+
+/**
+ * CPU time per delivery of the worker (or a sender), the database (the `postgres` processes) and
+ * this process (the receiver), µs; undefined where /proc cannot be read. On two cores a rate is
+ * bounded by the sum: it says which processes the time goes to, whatever the machine's load.
+ */
+const cpuBudget = () => {
+  const receiver = process.cpuUsage()
+  const database = commandCpuByPid("postgres")
+  return (deliveries: number, sender?: number) => {
+    const after = commandCpuByPid("postgres")
+    const receiverMicros = cpuMicros(receiver) / deliveries
+    const databaseMicros = database === undefined || after === undefined ? undefined : (cpuSince(database, after) * 1000) / deliveries
+    return { sender, database: databaseMicros, receiver: receiverMicros }
+  }
+}
+type Budget = ReturnType<ReturnType<typeof cpuBudget>>
+const showBudget = ({ database, receiver, sender }: Budget) =>
+  sender === undefined || database === undefined
+    ? "CPU not read (no /proc)"
+    : `${fmt(sender)} + ${fmt(database)} + ${fmt(receiver)} = ${fmt(sender + database + receiver)} µs of CPU a request (sender + database + receiver)`
 
 const ENDPOINTS = intFromEnv("BENCH_ENDPOINTS", 100, 10_000)
 const EVENTS = intFromEnv("BENCH_EVENTS", 200, 100_000)
@@ -77,13 +104,15 @@ if (process.argv.includes("--bare")) {
   const body = JSON.stringify({ id: "x", type: "outcome.recorded", provider: "svc", created_at: new Date().toISOString(), data: {} })
   let next = 0
   const start = Date.now()
+  const cpuAtStart = process.cpuUsage()
   await Promise.all(Array.from({ length: plan.inflight }, async () => {
     while (next < plan.jobs.length) {
       const [id, k] = plan.jobs[next++]!
       await postSigned(agent, plan.port, k, plan.secrets[k]!, `bare-${id}`, body)
     }
   }))
-  console.log(`BARE ${plan.jobs.length / ((Date.now() - start) / 1000)}`)
+  // With its own CPU time (µs a request), for the CPU budget line.
+  console.log(`BARE ${plan.jobs.length / ((Date.now() - start) / 1000)} ${cpuMicros(cpuAtStart) / plan.jobs.length}`)
   agent.destroy()
   process.exit()
 } else if (process.argv.includes("--floor")) {
@@ -107,6 +136,7 @@ if (process.argv.includes("--bare")) {
     let ended: Array<string> = []
     let recorded = 0
     const start = Date.now()
+    const cpuAtStart = process.cpuUsage()
     const produce = Effect.gen(function*() {
       for (let n = 0; n < rows.length; n += 200) {
         const chunk = rows.slice(n, n + 200)
@@ -146,7 +176,7 @@ if (process.argv.includes("--bare")) {
     yield* sql`DROP TABLE ${table}`
     agent.destroy()
     if (check?.n !== rows.length) return yield* Effect.die(`the floor recorded ${check?.n} of ${rows.length}`)
-    return rows.length / seconds
+    return `${rows.length / seconds} ${cpuMicros(cpuAtStart) / rows.length}`
   })).pipe(Effect.provide(DatabaseLayer), Effect.provide(AppConfig.layer)))
   console.log(`FLOOR ${rate}`)
   process.exit()
@@ -307,11 +337,15 @@ async function main() {
   const worker1 = startProcess(["bench/webhooks/run.ts", "--worker"], env, "worker 1")
   await sleep(3_000)
   const startedAt = Date.now()
+  const serviceBudget = cpuBudget()
+  const workerCpuAtStart = processCpuMs(worker1.child.pid)
   const first = await insertEvents(EVENTS)
   await waitArrived(first, expected, 600_000).catch((error: unknown) => {
     console.error(worker1.output())
     throw error
   })
+  const workerCpu = processCpuMs(worker1.child.pid)
+  const serviceCpu = serviceBudget(expected, workerCpu === undefined || workerCpuAtStart === undefined ? undefined : ((workerCpu - workerCpuAtStart) * 1000) / expected)
   const serviceSeconds = (lastOk - startedAt) / 1000
   const serviceRate = expected / serviceSeconds
   const serviceRequests = requests
@@ -337,17 +371,21 @@ async function main() {
   const { tmpdir } = await import("node:os")
   const planFile = `${mkdtempSync(`${tmpdir()}/bench-webhooks-`)}/bare.json`
   writeFileSync(planFile, JSON.stringify({ port, inflight, secrets, jobs: jobs.map((job) => [job.id, job.k]) }))
+  const bareBudget = cpuBudget()
   const bare = startProcess(["bench/webhooks/run.ts", "--bare", planFile], env, "bare sender")
   const bareExit = await new Promise<number | null>((r) => bare.child.once("exit", (code) => r(code)))
-  const bareLine = /BARE ([\d.]+)/.exec(bare.output())
+  const bareLine = /BARE ([\d.]+) ([\d.]+)/.exec(bare.output())
   if (bareExit !== 0 || bareLine === null) throw new Error(`the bare sender failed\n${bare.output()}`)
   const bareProcessRate = Number(bareLine[1])
+  const bareCpu = bareBudget(jobs.length, Number(bareLine[2]))
   // The durable floor (see --floor): the same requests, each row written before and its result after.
+  const floorBudget = cpuBudget()
   const floor = startProcess(["bench/webhooks/run.ts", "--floor", planFile], env, "durable floor")
   const floorExit = await new Promise<number | null>((r) => floor.child.once("exit", (code) => r(code)))
-  const floorLine = /FLOOR ([\d.]+)/.exec(floor.output())
+  const floorLine = /FLOOR ([\d.]+) ([\d.]+)/.exec(floor.output())
   if (floorExit !== 0 || floorLine === null) throw new Error(`the durable floor failed\n${floor.output()}`)
   const floorRate = Number(floorLine[1])
+  const floorCpu = floorBudget(jobs.length, Number(floorLine[2]))
 
   // The same requests through the service's outbound client, when this tree has it.
   const outbound = await import("../../src/platform/outbound-http.ts").catch(() => undefined)
@@ -495,6 +533,7 @@ async function main() {
   console.log(`  ratio          : ${fmt(serviceRate / baseRate, 2)}x the baseline`)
   console.log(`  bare, own process: the same requests from a process of its own (as the worker sends), ${inflight} in flight: ${fmt(bareProcessRate)} requests/s; the worker ${fmt(serviceRate / bareProcessRate, 2)}x of it`)
   console.log(`  durable floor  : the same requests, each row written before it is sent and its result after (batched, primary key only), own process: ${fmt(floorRate)} requests/s = ${fmt(floorRate / bareProcessRate, 2)}x the bare sender; the worker ${fmt(serviceRate / floorRate, 2)}x of it`)
+  console.log(`  CPU budget     : worker ${showBudget(serviceCpu)}; bare sender ${showBudget(bareCpu)}; durable floor ${showBudget(floorCpu)}`)
   if (clientRate !== undefined) {
     console.log(`  outbound client: the same requests through src/platform/outbound-http.ts (public-host rule on), ${inflight} in flight: ${fmt(clientRate)} requests/s = ${fmt(clientRate / baseRate, 2)}x bare node:http`)
   }
