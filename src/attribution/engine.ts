@@ -11,7 +11,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { EventsRepo } from "./conversions/repo.ts"
 import { type ChangedCredits, CreditsRepo, emptyCreditColumns, type GoneCredits } from "./credits/repo.ts"
 import { creditAll, type PathStats, type TouchInput } from "./models/index.ts"
-import { AttributionRepo, type CandidateConversion, type CandidateTouch, type CreditTarget, type StepRow } from "./repo.ts"
+import { AttributionRepo, type CandidateConversion, type CandidateTouch, type CreditTarget, type QueuedConversion, type StepRow } from "./repo.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
@@ -68,7 +68,7 @@ export const statsFromSteps = (steps: ReadonlyArray<StepRow>): PathStats => {
 
 export class CreditEngine extends Context.Service<CreditEngine, {
   /** Marks a conversion credited with no rows (one whose crediting fails; a replay tries it again). */
-  readonly markWithoutCredit: (conversionId: string) => Repo<void>
+  readonly markWithoutCredit: (conversion: QueuedConversion) => Repo<void>
   /**
    * Replaces the credit rows of `targets` (every model), refreshes their cash and eligibility
    * flags from their definitions and takes them out of the credit queue. Answers how many credit rows they have now.
@@ -91,10 +91,10 @@ export class CreditEngine extends Context.Service<CreditEngine, {
       const credits = yield* CreditsRepo
       const conversions = yield* EventsRepo
 
-      const markWithoutCredit = (conversionId: string) =>
+      const markWithoutCredit = (conversion: QueuedConversion) =>
         Effect.gen(function*() {
-          yield* credits.clear(conversionId)
-          yield* conversions.markCredited(conversionId)
+          yield* credits.clear(conversion.id)
+          yield* conversions.markCredited(conversion)
         })
 
       /**

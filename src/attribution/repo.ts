@@ -25,14 +25,15 @@ const creditTargetColumns = (sql: SqlClient) =>
  * The crediting claim (see `lockPending`), as a statement: test/api/queue-claim-plans.test.ts
  * checks its generic plan's cost at growing backlogs.
  */
-export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: string) =>
+export const lockPendingStatement = (sql: SqlClient, limit: number, only?: QueuedConversion) =>
   sql`
     SELECT ${creditTargetColumns(sql)}, true AS queued
     FROM credit_queue q
     -- By whole key: the queue names each conversion's month.
     JOIN conversions c ON c.id = q.conversion_id AND c.profile_id = q.profile_id AND c.occurred_at = q.occurred_at
     LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-    ${onlyId === undefined ? sql`` : sql`WHERE q.conversion_id = ${onlyId}`}
+    -- One conversion by its queue row's whole key: by its id alone, no index of the queue answers it.
+    ${only === undefined ? sql`` : sql`WHERE q.profile_id = ${only.profile_id} AND q.conversion_id = ${only.id} AND q.occurred_at = ${only.occurred_at}::timestamptz`}
     ORDER BY q.created_at, q.conversion_id
     -- Written into the text, not bound: a generic plan costs a bound LIMIT as a tenth of the rows
     -- it reads, so its cost would grow with the backlog (issue 34).
@@ -41,6 +42,10 @@ export const lockPendingStatement = (sql: SqlClient, limit: number, onlyId?: str
     -- rows that existed when it locked them); crediting passes them by. A requeue meets the locked
     -- queue row and waits for this crediting to end (decision 0152).
     FOR UPDATE OF q, c SKIP LOCKED`
+
+/** A conversion's place in `credit_queue`: its whole key (the queue's primary key; `occurred_at` as PostgreSQL's text). */
+export const QueuedConversion = Schema.Struct({ id: Schema.String, profile_id: Schema.String, occurred_at: Schema.String })
+export type QueuedConversion = typeof QueuedConversion.Type
 
 /** A conversion about to be credited, with what its definition says now. */
 export const CreditTarget = Schema.Struct({
@@ -106,11 +111,11 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 export class AttributionRepo extends Context.Service<AttributionRepo, {
   /**
    * Locks up to `limit` conversions not yet credited (oldest first), skipping rows another runner
-   * holds; with `onlyId`, that conversion if it still waits.
+   * holds; with `only`, that conversion if it still waits.
    */
-  readonly lockPending: (limit: number, onlyId?: string) => Repo<ReadonlyArray<CreditTarget>>
-  /** The ids of up to `limit` conversions waiting for credit, oldest first (no lock). */
-  readonly pendingIds: (limit: number) => Repo<ReadonlyArray<string>>
+  readonly lockPending: (limit: number, only?: QueuedConversion) => Repo<ReadonlyArray<CreditTarget>>
+  /** The keys of up to `limit` conversions waiting for credit, oldest first (no lock). */
+  readonly pending: (limit: number) => Repo<ReadonlyArray<QueuedConversion>>
   /** Whether any conversion waits for credit (cheap: `credit_queue` holds only those). */
   readonly anyPending: Repo<boolean>
   /**
@@ -175,13 +180,14 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
 
       const targetColumns = creditTargetColumns(sql)
 
-      const lockPending = (limit: number, onlyId?: string) => targetRows(lockPendingStatement(sql, limit, onlyId))
+      const lockPending = (limit: number, only?: QueuedConversion) => targetRows(lockPendingStatement(sql, limit, only))
 
-      const pendingIds = (limit: number) =>
-        Effect.map(
-          idRows(sql`SELECT conversion_id::text AS id FROM credit_queue ORDER BY created_at, conversion_id LIMIT ${limit}`),
-          (rows) => rows.map((row) => row.id)
-        )
+      const pending = (limit: number) =>
+        decodeRows(QueuedConversion)(sql`
+          -- The time as PostgreSQL writes it: exact, and also for a time no ISO rendering has (a
+          -- conversion that cannot be credited may be one).
+          SELECT conversion_id::text AS id, profile_id::text AS profile_id, occurred_at::text AS occurred_at
+          FROM credit_queue ORDER BY created_at, conversion_id LIMIT ${limit}`)
 
       const anyPending = Effect.map(
         sql`SELECT 1 AS one FROM credit_queue LIMIT 1`,
@@ -333,7 +339,7 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
       return {
         ...atDatabaseBoundary({
           lockPending,
-          pendingIds,
+          pending,
           anyPending,
           replayParts,
           lockReplayTargets,

@@ -18,7 +18,7 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { CreditEngine } from "./engine.ts"
 import { type ClaimedJob, ReplayQueue } from "./jobs/repo.ts"
 import type { PathStats } from "./models/index.ts"
-import { AttributionRepo, type ReplayPart } from "./repo.ts"
+import { AttributionRepo, type QueuedConversion, type ReplayPart } from "./repo.ts"
 import { defaultLease, LeaseLost, leaseSecondsOf, lostLease, whileLeased } from "../platform/lease.ts"
 import { RunnerLiveness } from "../platform/liveness.ts"
 import { withLinkedJobSpan } from "../platform/tracing.ts"
@@ -141,11 +141,11 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
           return found
         })
 
-      /** Locks, credits and marks up to `limit` waiting conversions (or just `onlyId`) in one transaction. */
-      const creditLocked = (limit: number, onlyId?: string) =>
+      /** Locks, credits and marks up to `limit` waiting conversions (or just `only`) in one transaction. */
+      const creditLocked = (limit: number, only?: QueuedConversion) =>
         repo.transaction(Effect.gen(function*() {
           yield* repo.tuneTransaction
-          const targets = yield* repo.lockPending(limit, onlyId)
+          const targets = yield* repo.lockPending(limit, only)
           if (targets.length === 0) return 0
           const stats = yield* statsFor(targets.map((target) => target.profile_id))
           const rows = yield* engine.credit(targets, (profileId) => stats.get(profileId))
@@ -163,21 +163,21 @@ export class AttributionWorker extends Context.Service<AttributionWorker, {
        * marked credited without rows; the next replay of its profile tries it again.
        */
       const creditOneByOne = Effect.fn("AttributionWorker.creditOneByOne")(function*() {
-        const ids = yield* repo.pendingIds(settings.creditBatchSize)
+        const queued = yield* repo.pending(settings.creditBatchSize)
         let done = 0
-        for (const id of ids) {
+        for (const conversion of queued) {
           yield* Effect.yieldNow
-          const exit = yield* Effect.exit(creditLocked(1, id))
+          const exit = yield* Effect.exit(creditLocked(1, conversion))
           if (exit._tag === "Success") {
             done += exit.value
             continue
           }
           if (isRetryable(exit.cause)) return yield* Effect.failCause(exit.cause)
           yield* Effect.logError("conversion could not be credited; marked without credit rows until a replay", {
-            conversion_id: id,
+            conversion_id: conversion.id,
             cause: exit.cause
           })
-          yield* repo.transaction(engine.markWithoutCredit(id))
+          yield* repo.transaction(engine.markWithoutCredit(conversion))
           done++
         }
         return done

@@ -110,7 +110,7 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
       Effect.gen(function*() {
         const w = yield* world
         const repo = yield* AttributionRepo
-        const targets = yield* requeueDuring(repo.lockPending(10, w.conversionId), w.customerId, true)
+        const targets = yield* requeueDuring(repo.lockPending(10, { id: w.conversionId, profile_id: w.profileId, occurred_at: w.at }), w.customerId, true)
         assert.deepStrictEqual(targets.map((target) => [target.id, target.queued]), [[w.conversionId, true]])
         assert.isTrue(yield* isQueued(w.conversionId), "queued again after the crediting")
       }).pipe(Effect.provide(Repos)))
@@ -123,7 +123,7 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
         // Credited first: out of the queue.
         yield* repo.transaction(Effect.gen(function*() {
           yield* repo.tuneTransaction
-          yield* engine.credit(yield* repo.lockPending(10, w.conversionId), () => undefined)
+          yield* engine.credit(yield* repo.lockPending(10, { id: w.conversionId, profile_id: w.profileId, occurred_at: w.at }), () => undefined)
         }))
         assert.isFalse(yield* isQueued(w.conversionId), "credited before the replay")
         // Nothing of the queue is held: the requeue goes through at once.

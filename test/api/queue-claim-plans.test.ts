@@ -34,6 +34,7 @@ import * as Creatives from "../../src/analytics/creatives/repo.ts"
 import * as Reports from "../../src/analytics/reports/repo.ts"
 import * as ReplayJobs from "../../src/attribution/jobs/repo.ts"
 import * as Crediting from "../../src/attribution/repo.ts"
+import * as Conversions from "../../src/attribution/conversions/repo.ts"
 import * as Customers from "../../src/identity/customers/repo.ts"
 import * as Identity from "../../src/identity/repo.ts"
 import * as ExportPipeline from "../../src/exports/pipeline/repo.ts"
@@ -218,6 +219,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
         if (delivered500.plan.includes(scan)) failures.push(`export delivered (500, custom plan) reads through ${scan}\n${delivered500.plan}`)
       }
       // Crediting's backlog: conversions not yet credited, of outcomes of their own.
+      const firstCrediting = { id: md5Uuid(`${profileId}-conversion-0`), profile_id: profileId, occurred_at: dayAgo }
       yield* checkQueue(
         failures,
         "crediting",
@@ -227,11 +229,17 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("queue claim plans", 
             yield* outcomes("'crediting-' || g", from, to)
             yield* sql`
               INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible, created_at)
-              SELECT gen_random_uuid(), ${profileId}, ${outcomeId("'crediting-' || g")}, 'purchase', ${dayAgo}::timestamptz, false, true,
+              SELECT ${sql.literal(`md5('${profileId}-conversion-' || g)::uuid`)}, ${profileId}, ${outcomeId("'crediting-' || g")}, 'purchase', ${dayAgo}::timestamptz, false, true,
                      now() - interval '1 hour' + make_interval(secs => g / 1000.0)
               FROM generate_series(${from}::int, ${to - 1}::int) AS g`
           }),
-        [{ label: "lock pending", statement: Crediting.lockPendingStatement(sql, 100).compile(), answers: 100 }]
+        [
+          { label: "lock pending", statement: Crediting.lockPendingStatement(sql, 100).compile(), answers: 100 },
+          // One conversion (a batch that failed, credited one by one), and taking one out of the queue
+          // uncredited: by the queue's whole key (by the id alone, each read the whole queue).
+          { label: "lock one pending", statement: Crediting.lockPendingStatement(sql, 1, firstCrediting).compile(), answers: 1, sweepsThrough: "credit_queue_pkey" },
+          { label: "mark credited", statement: Conversions.markCreditedStatement(sql, firstCrediting).compile(), answers: 1, sweepsThrough: "credit_queue_pkey" }
+        ]
       )
       assert.deepStrictEqual(failures, [])
     })), TIMEOUT)

@@ -136,6 +136,16 @@ export interface CustomerTime {
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
+/**
+ * Takes a conversion out of the credit queue (see `markCredited`), as a statement:
+ * test/api/queue-claim-plans.test.ts checks that it reads through the queue's primary key.
+ */
+export const markCreditedStatement = (sql: SqlClient, conversion: { readonly id: string; readonly profile_id: string; readonly occurred_at: string }) =>
+  sql`
+    DELETE FROM credit_queue
+    WHERE profile_id = ${conversion.profile_id} AND conversion_id = ${conversion.id} AND occurred_at = ${conversion.occurred_at}::timestamptz
+    RETURNING conversion_id`
+
 export class EventsRepo extends Context.Service<EventsRepo, {
   /** Currency, healthcare family and provisioning app of each profile, by id. */
   readonly profileFacts: (profileIds: ReadonlyArray<string>) => Repo<ReadonlyMap<string, ProfileFacts>>
@@ -242,8 +252,11 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   ) => Repo<ReadonlyArray<ConversionRow>>
   /** Runs `effect` in one transaction: a failure rolls back everything it wrote. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseUnavailable, R>
-  /** Marks a conversion credited (with no credit rows: one whose crediting fails; a replay tries it again). */
-  readonly markCredited: (conversionId: string) => Repo<void>
+  /**
+   * Marks a conversion credited (with no credit rows: one whose crediting fails; a replay tries it
+   * again): its queue row out, by the queue's whole key.
+   */
+  readonly markCredited: (conversion: { readonly id: string; readonly profile_id: string; readonly occurred_at: string }) => Repo<void>
   /**
    * After crediting `ids`: takes out of the credit queue those whose `queued` is true (the queue
    * rows the crediting locked: a row queued since, by a change it may not have seen, stays) and
@@ -664,8 +677,9 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           return nowTrue.length + nowFalse.length + nowNull.length
         }).pipe(Effect.withSpan("Events.recomputeFirstPayments"))
 
-      const markCredited = (conversionId: string) =>
-        Effect.asVoid(sql`DELETE FROM credit_queue WHERE conversion_id = ${conversionId}`)
+      // By the primary key: by the id alone it read the whole queue.
+      const markCredited = (conversion: { readonly id: string; readonly profile_id: string; readonly occurred_at: string }) =>
+        Effect.asVoid(markCreditedStatement(sql, conversion))
 
       // By whole key (id, profile, time): an id and profile alone probe every month's partition.
       // Leaving the queue is a delete of narrow rows; the conversion itself is written only when a
