@@ -11,7 +11,8 @@ import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { EventsRepo } from "./conversions/repo.ts"
 import { type ChangedCredits, CreditsRepo, emptyCreditColumns, type GoneCredits } from "./credits/repo.ts"
 import { creditAll, type PathStats, type TouchInput } from "./models/index.ts"
-import { AttributionRepo, type CandidateConversion, type CandidateTouch, type CreditTarget, type QueuedConversion, type StepRow } from "./repo.ts"
+import type { QueuedConversion } from "./queued-conversion.ts"
+import { AttributionRepo, type CandidateConversion, type CandidateTouch, type CreditTarget, type StepRow } from "./repo.ts"
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 

@@ -13,6 +13,7 @@ import { byKeySettings } from "../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { TOUCH_KINDS } from "./models/types.ts"
+import { QueuedConversion } from "./queued-conversion.ts"
 
 const creditTargetColumns = (sql: SqlClient) =>
   sql`c.id::text AS id, c.profile_id::text AS profile_id, c.customer_id::text AS customer_id,
@@ -42,10 +43,6 @@ export const lockPendingStatement = (sql: SqlClient, limit: number, only?: Queue
     -- rows that existed when it locked them); crediting passes them by. A requeue meets the locked
     -- queue row and waits for this crediting to end (decision 0152).
     FOR UPDATE OF q, c SKIP LOCKED`
-
-/** A conversion's place in `credit_queue`: its whole key (the queue's primary key; `occurred_at` as PostgreSQL's text). */
-export const QueuedConversion = Schema.Struct({ id: Schema.String, profile_id: Schema.String, occurred_at: Schema.String })
-export type QueuedConversion = typeof QueuedConversion.Type
 
 /** A conversion about to be credited, with what its definition says now. */
 export const CreditTarget = Schema.Struct({

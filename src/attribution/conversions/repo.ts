@@ -12,6 +12,7 @@ import { compareText, type ProfileScoped, profileScoped } from "../../kernel/pro
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { changedFirstPaymentFlags, FirstPaymentFacts, type FlagChanges } from "./first-payments.ts"
+import type { QueuedConversion } from "../queued-conversion.ts"
 
 export const ProfileFacts = Schema.Struct({
   id: Schema.String,
@@ -140,7 +141,7 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
  * Takes a conversion out of the credit queue (see `markCredited`), as a statement:
  * test/api/queue-claim-plans.test.ts checks that it reads through the queue's primary key.
  */
-export const markCreditedStatement = (sql: SqlClient, conversion: { readonly id: string; readonly profile_id: string; readonly occurred_at: string }) =>
+export const markCreditedStatement = (sql: SqlClient, conversion: QueuedConversion) =>
   sql`
     DELETE FROM credit_queue
     WHERE profile_id = ${conversion.profile_id} AND conversion_id = ${conversion.id} AND occurred_at = ${conversion.occurred_at}::timestamptz
@@ -256,7 +257,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * Marks a conversion credited (with no credit rows: one whose crediting fails; a replay tries it
    * again): its queue row out, by the queue's whole key.
    */
-  readonly markCredited: (conversion: { readonly id: string; readonly profile_id: string; readonly occurred_at: string }) => Repo<void>
+  readonly markCredited: (conversion: QueuedConversion) => Repo<void>
   /**
    * After crediting `ids`: takes out of the credit queue those whose `queued` is true (the queue
    * rows the crediting locked: a row queued since, by a change it may not have seen, stays) and
@@ -678,7 +679,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         }).pipe(Effect.withSpan("Events.recomputeFirstPayments"))
 
       // By the primary key: by the id alone it read the whole queue.
-      const markCredited = (conversion: { readonly id: string; readonly profile_id: string; readonly occurred_at: string }) =>
+      const markCredited = (conversion: QueuedConversion) =>
         Effect.asVoid(markCreditedStatement(sql, conversion))
 
       // By whole key (id, profile, time): an id and profile alone probe every month's partition.
