@@ -9,6 +9,7 @@ import type * as Statement from "effect/sql/Statement"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
+import { conversionOfEvent } from "./probe.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 import { changedFirstPaymentFlags, FirstPaymentFacts, type FlagChanges } from "./first-payments.ts"
@@ -141,6 +142,40 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
  * Takes a conversion out of the credit queue (see `markCredited`), as a statement:
  * test/api/queue-claim-plans.test.ts checks that it reads through the queue's primary key.
  */
+/** The stored events of these keys (see `findEvents`), as a statement: test/api/conversion-probe-plans.test.ts checks its kept plan. */
+export const findEventsStatement = (sql: SqlClient, keys: ReadonlyArray<ProfileScoped>) =>
+  sql`
+    SELECT e.profile_id, e.idempotency_key, e.id, e.request_hash, e.retracted_at IS NOT NULL AS retracted,
+           c.id AS conversion_id
+    FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, idempotency_key)
+    CROSS JOIN LATERAL (SELECT * FROM outcome_keys k
+                        WHERE k.profile_id = q.profile_id AND k.idempotency_key = q.idempotency_key LIMIT 1) k
+    -- The whole key names the event's month: the other months are never read.
+    CROSS JOIN LATERAL (SELECT * FROM outcome_events x
+                        WHERE x.id = k.outcome_event_id AND x.profile_id = k.profile_id AND x.occurred_at = k.occurred_at LIMIT 1) e
+    LEFT JOIN LATERAL (SELECT id FROM conversions x
+                       WHERE ${conversionOfEvent(sql, "x", { id: sql`e.id`, profile: sql`e.profile_id`, at: sql`e.occurred_at` })}
+                       LIMIT 1) c ON true`
+
+/**
+ * An event's conversions: their credit rows counted, and the conversions deleted (see
+ * `deleteConversions`), as statements: test/api/conversion-probe-plans.test.ts checks their kept plans.
+ * By the event's whole key: its conversions are in its month.
+ */
+export const eventConversionsStatements = (sql: SqlClient, event: { readonly id: string; readonly profile_id: string; readonly occurred_at: string }) => {
+  const ofEvent = conversionOfEvent(sql, "c", { id: event.id, profile: event.profile_id, at: sql`${event.occurred_at}::timestamptz` })
+  return {
+    credits: sql`
+      SELECT count(*)::int AS count FROM conversions c
+      -- Each conversion's rows by the credit key's leading column and the month, whatever the statistics.
+      CROSS JOIN LATERAL (
+        SELECT 1 FROM attribution_credits a
+        WHERE a.conversion_id = c.id AND a.profile_id = c.profile_id AND a.converted_at = c.occurred_at OFFSET 0) a
+      WHERE ${ofEvent}`,
+    remove: sql`DELETE FROM conversions c WHERE ${ofEvent} RETURNING customer_id::text AS customer_id`
+  }
+}
+
 export const markCreditedStatement = (sql: SqlClient, conversion: QueuedConversion) =>
   sql`
     DELETE FROM credit_queue
@@ -353,17 +388,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       // No keys (every outcome of a recorder batch claimed its own): no round trip.
       const findEvents = (keys: ReadonlyArray<ProfileScoped>) =>
         keys.length === 0 ? Effect.succeed(new Map<string, StoredEvent>()) : Effect.map(
-          storedEvents(sql`
-            SELECT e.profile_id, e.idempotency_key, e.id, e.request_hash, e.retracted_at IS NOT NULL AS retracted,
-                   c.id AS conversion_id
-            FROM unnest(${keys.map((k) => k.profileId)}::uuid[], ${keys.map((k) => k.name)}::text[]) AS q(profile_id, idempotency_key)
-            CROSS JOIN LATERAL (SELECT * FROM outcome_keys k
-                                WHERE k.profile_id = q.profile_id AND k.idempotency_key = q.idempotency_key LIMIT 1) k
-            -- The whole key names the event's month: the other months are never read.
-            CROSS JOIN LATERAL (SELECT * FROM outcome_events x
-                                WHERE x.id = k.outcome_event_id AND x.profile_id = k.profile_id AND x.occurred_at = k.occurred_at LIMIT 1) e
-            LEFT JOIN LATERAL (SELECT id FROM conversions x
-                               WHERE x.outcome_event_id = e.id AND x.profile_id = e.profile_id AND x.occurred_at = e.occurred_at LIMIT 1) c ON true`),
+          storedEvents(findEventsStatement(sql, keys)),
           (rows) => new Map(rows.map((row) => [profileScoped(row.profile_id, row.idempotency_key), row] as const))
         )
 
@@ -481,17 +506,12 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           (row) => Option.isSome(row) && row.value.present
         )
 
-      // By the event's whole key: its conversions are in its month.
       const deleteConversions = (event: LockedEvent) =>
         Effect.gen(function*() {
-          const ofEvent = sql`c.outcome_event_id = ${event.id} AND c.profile_id = ${event.profile_id} AND c.occurred_at = ${event.occurred_at}::timestamptz`
-          const credits = yield* firstCount(sql`
-            SELECT count(*)::int AS count FROM attribution_credits a
-            JOIN conversions c ON c.id = a.conversion_id AND c.profile_id = a.profile_id AND c.occurred_at = a.converted_at
-            WHERE ${ofEvent}`)
+          const statements = eventConversionsStatements(sql, event)
+          const credits = yield* firstCount(statements.credits)
           // Credit rows go with their conversion (ON DELETE CASCADE).
-          const deleted = yield* deletedRows(sql`
-            DELETE FROM conversions c WHERE ${ofEvent} RETURNING customer_id::text AS customer_id`)
+          const deleted = yield* deletedRows(statements.remove)
           const customerIds = deleted.flatMap((row) => (row.customer_id === null ? [] : [row.customer_id]))
           return { conversions: deleted.length, credits: Option.match(credits, { onNone: () => 0, onSome: (row) => row.count }), customerIds }
         })

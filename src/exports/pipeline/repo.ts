@@ -8,6 +8,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
+import { conversionOfEvent } from "../../attribution/conversions/probe.ts"
 import { BacklogRow } from "../../platform/backlog.ts"
 import { keyedWriteSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
@@ -257,13 +258,12 @@ export const factsStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedE
     CROSS JOIN LATERAL (
       SELECT * FROM outcome_events e WHERE e.id = ok.outcome_event_id AND e.profile_id = ok.profile_id AND e.occurred_at = ok.occurred_at
       ORDER BY e.id LIMIT 1) e
-    -- The profile as a filter (IS NOT DISTINCT FROM is no index condition): as an equality it let a plan
-    -- made on an empty month take (profile_id, occurred_at, id) and read every conversion of the profile
-    -- at that instant (2.8 s at 200,000 imported at one time, test/api/queue-claim-plans.test.ts); now
-    -- only the one-conversion-per-outcome key can answer it. The time stays an equality: it picks the month.
+    -- By the one-conversion-per-outcome key only (conversionOfEvent): a plan made on an empty month took
+    -- (profile_id, occurred_at, id) and read every conversion of the profile at that instant (2.8 s at
+    -- 200,000 imported at one time, test/api/queue-claim-plans.test.ts).
     CROSS JOIN LATERAL (
-      SELECT * FROM conversions c WHERE c.outcome_event_id = ok.outcome_event_id AND c.profile_id IS NOT DISTINCT FROM ok.profile_id
-        AND c.occurred_at = ok.occurred_at
+      SELECT * FROM conversions c
+      WHERE ${conversionOfEvent(sql, "c", { id: sql`ok.outcome_event_id`, profile: sql`ok.profile_id`, at: sql`ok.occurred_at` })}
       ORDER BY c.outcome_event_id LIMIT 1) c
     CROSS JOIN LATERAL (SELECT * FROM export_rules r WHERE r.id = x.rule_id AND r.profile_id = x.profile_id ORDER BY r.id LIMIT 1) r
     CROSS JOIN LATERAL (

@@ -9,6 +9,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import type { CreditModel } from "../../../schema/events.ts"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { REPAIR_SAMPLE_SIZE, RepairIdentifierType, RepairScanSummary } from "../../../schema/identity-repair.ts"
+import { conversionOfEvent } from "../../attribution/conversions/probe.ts"
 import { TouchColumns } from "../../attribution/touches/columns.ts"
 import { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
 import type { IdentifierKind } from "./identifiers.ts"
@@ -156,6 +157,38 @@ export type KnownCustomer = typeof KnownCustomer.Type
  * by id alone, a batch's few dozen ids are costed without statistics as a tenth of the table, and
  * the lock read every customer. test/api/queue-claim-plans.test.ts checks its plan at 200,000.
  */
+/**
+ * The conversion a person's reference names (see `findConversion`), as a statement:
+ * test/api/conversion-probe-plans.test.ts checks its kept plan. The reference is tried as the
+ * outcome event's id, then the conversion's, then the event's idempotency key; each is one probe of
+ * a near-unique key with the profile as a filter (decision 0154). As one join filtered by
+ * `e.id = $ OR c.id = $ OR e.id = (key)`, no index could answer the OR, and every outcome event of
+ * the profile was read and joined to its conversion for each lookup.
+ */
+export const findConversionStatement = (sql: SqlClient, profileId: string, ref: string, asUuid: string | null) =>
+  sql`
+    SELECT e.id AS outcome_event_id, c.id AS conversion_id, c.conversion_key, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+           trim_scale(c.value_amount)::text AS value_amount, c.currency, c.customer_id, cu.customer_key
+    FROM (
+      SELECT 0 AS rank, c.* FROM conversions c
+      WHERE c.outcome_event_id = ${asUuid}::uuid AND c.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
+      UNION ALL
+      SELECT 1, c.* FROM conversions c WHERE c.id = ${asUuid}::uuid AND c.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
+      UNION ALL
+      SELECT 2, c.* FROM outcome_keys k
+      CROSS JOIN LATERAL (
+        SELECT * FROM conversions c
+        WHERE ${conversionOfEvent(sql, "c", { id: sql`k.outcome_event_id`, profile: sql`k.profile_id`, at: sql`k.occurred_at` })}
+        LIMIT 1) c
+      WHERE k.profile_id = ${profileId} AND k.idempotency_key = ${ref}) c
+    CROSS JOIN LATERAL (
+      SELECT e.id FROM outcome_events e
+      WHERE e.id = c.outcome_event_id AND e.profile_id = c.profile_id AND e.occurred_at = c.occurred_at AND e.retracted_at IS NULL
+      LIMIT 1) e
+    LEFT JOIN LATERAL (SELECT cu.customer_key FROM customers cu WHERE cu.id = c.customer_id AND cu.profile_id = c.profile_id LIMIT 1) cu ON true
+    ORDER BY c.rank
+    LIMIT 1`
+
 export const lockStatement = (sql: SqlClient, keys: ReadonlyArray<CustomerKey>) =>
   sql`
     SELECT c.id FROM unnest(${keys.map((key) => key.id)}::uuid[], ${keys.map((key) => key.profileId)}::uuid[]) AS k(id, profile_id)
@@ -321,17 +354,7 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
       const iso = (column: string) => isoTimestamp(sql, column)
 
       const findConversion = (profileId: string, ref: string, asUuid: string | null) =>
-        firstConversion(sql`
-          SELECT e.id AS outcome_event_id, c.id AS conversion_id, c.conversion_key, ${iso("c.occurred_at")} AS occurred_at,
-                 trim_scale(c.value_amount)::text AS value_amount, c.currency, c.customer_id, cu.customer_key
-          FROM outcome_events e
-          JOIN conversions c ON c.outcome_event_id = e.id AND c.profile_id = e.profile_id AND c.occurred_at = e.occurred_at
-          LEFT JOIN customers cu ON cu.id = c.customer_id
-          WHERE e.profile_id = ${profileId} AND e.retracted_at IS NULL
-            AND (e.id = ${asUuid}::uuid OR c.id = ${asUuid}::uuid
-                 OR e.id = (SELECT k.outcome_event_id FROM outcome_keys k WHERE k.profile_id = ${profileId} AND k.idempotency_key = ${ref}))
-          ORDER BY CASE WHEN e.id = ${asUuid}::uuid THEN 0 WHEN c.id = ${asUuid}::uuid THEN 1 ELSE 2 END
-          LIMIT 1`)
+        firstConversion(findConversionStatement(sql, profileId, ref, asUuid))
 
       const survivorOf = (profileId: string, customerId: string) =>
         Effect.map(

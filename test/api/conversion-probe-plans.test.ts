@@ -1,0 +1,121 @@
+/**
+ * A conversion found by a near-unique key costs one probe whatever the planner knew when it made
+ * the plan (decision 0154).
+ *
+ * `conversions` has two indexes that an equality on (profile, time) can walk: the
+ * one-conversion-per-outcome key and (profile_id, occurred_at DESC, id DESC). A statement prepared
+ * while the event's month was empty, its generic plan kept (no ANALYZE: autovacuum is off on these
+ * machines), could take the second and read every conversion of the profile at that instant: an
+ * import stamped at one time makes that the whole import. The export pipeline met it first
+ * (test/api/queue-claim-plans.test.ts); here are the other statements that probe a conversion by its
+ * outcome or its id: the ingest's replay check, a retraction's count and delete, and the lookup of a
+ * person's conversion by reference. Each is prepared on the empty tables and kept, then run against
+ * 200,000 conversions at one instant, as a connection of a service started on an empty database runs
+ * it; it must answer the right row and stay short.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import { createHash } from "node:crypto"
+import * as Conversions from "../../src/attribution/conversions/repo.ts"
+import * as Customers from "../../src/identity/customers/repo.ts"
+import { analyzedTables, keep } from "../support/claim-plan.ts"
+import { onDatabase } from "../support/pg-databases.ts"
+
+const ROWS = 200_000
+/** One probe through an index takes well under a millisecond; walking the instant's rows takes hundreds. Loose, for a shared machine. */
+const RUN_MS = 50
+
+const md5Uuid = (text: string) => createHash("md5").update(text).digest("hex").replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5")
+
+const onTestDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient>) =>
+  Effect.promise(() => onDatabase(process.env["DATABASE_URL"] ?? "", effect))
+
+// PostgreSQL's planner on the server the service runs against; seeding 200,000 conversions into
+// the embedded database would take minutes of the suite.
+describe.skipIf(process.env["DATABASE_URL"] === undefined)("conversion probe plans", () => {
+  it.effect("kept from empty months, run at 200,000 conversions of one instant (no ANALYZE)", () =>
+    onTestDatabase(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const workspaceId = crypto.randomUUID()
+      const profileId = crypto.randomUUID()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'probe plans')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'probe plans')`
+      // Every outcome and conversion at one instant (an import stamped at one time), in this month.
+      const at = new Date(Date.now() - 3_600_000).toISOString()
+      const eventId = (g: number) => md5Uuid(`${profileId}-event-${g}`)
+      const conversionId = (g: number) => md5Uuid(`${profileId}-conversion-${g}`)
+      const probed = 7
+      const event = { id: eventId(probed), profile_id: profileId, occurred_at: at }
+      const eventsStatements = Conversions.eventConversionsStatements(sql, event)
+
+      const checked = [
+        {
+          label: "stored events of a batch (ingest)",
+          statement: Conversions.findEventsStatement(sql, [{ profileId, name: `key-${probed}` }]),
+          answers: 1
+        },
+        { label: "credit rows of an event's conversions (retraction)", statement: eventsStatements.credits, answers: 1 },
+        { label: "an event's conversions deleted (retraction)", statement: eventsStatements.remove, answers: 1 },
+        {
+          label: "a person's conversion by idempotency key",
+          statement: Customers.findConversionStatement(sql, profileId, `key-${probed}`, null),
+          answers: 1
+        },
+        {
+          label: "a person's conversion by event id",
+          statement: Customers.findConversionStatement(sql, profileId, eventId(probed), eventId(probed)),
+          answers: 1
+        },
+        {
+          label: "a person's conversion by conversion id",
+          statement: Customers.findConversionStatement(sql, profileId, conversionId(probed), conversionId(probed)),
+          answers: 1
+        }
+      ]
+      // Prepared now, while every table is empty, as a service started on an empty database prepares them.
+      const kept = []
+      for (const { statement } of checked) kept.push(yield* keep(statement))
+
+      yield* sql`
+        WITH e AS (
+          INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at)
+          SELECT ${sql.literal(`md5('${profileId}-event-' || g)::uuid`)}, ${profileId}, 'key-' || g, 'h', 'purchase', ${at}::timestamptz
+          FROM generate_series(0, ${ROWS - 1}::int) AS g
+          RETURNING profile_id, idempotency_key, id, occurred_at)
+        INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
+      yield* sql`
+        INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, counts_as_cash, attribution_eligible)
+        SELECT ${sql.literal(`md5('${profileId}-conversion-' || g)::uuid`)}, ${profileId}, ${sql.literal(`md5('${profileId}-event-' || g)::uuid`)},
+               'purchase', ${at}::timestamptz, true, true
+        FROM generate_series(0, ${ROWS - 1}::int) AS g`
+      yield* sql`DELETE FROM credit_queue WHERE profile_id = ${profileId}`
+      // One credit row per conversion: a read of the credits by anything but the conversion's key shows.
+      yield* sql`
+        INSERT INTO attribution_credits (profile_id, conversion_id, converted_at, model, touch_id, touch_at, position, credit_share, is_credited, in_window)
+        SELECT ${profileId}, ${sql.literal(`md5('${profileId}-conversion-' || g)::uuid`)}, ${at}::timestamptz, 'last_touch', gen_random_uuid(),
+               ${at}::timestamptz, 0, 1, true, true
+        FROM generate_series(0, ${ROWS - 1}::int) AS g`
+
+      const failures: Array<string> = []
+      for (const [i, { answers, label }] of checked.entries()) {
+        const run = yield* kept[i]!.run
+        yield* kept[i]!.release
+        console.log(`${label}, kept from empty, at ${ROWS}: ${run.ms.toFixed(2)} ms\n${run.plan}`)
+        if (run.answered !== answers) failures.push(`${label}: ${run.answered} rows answered, not ${answers}`)
+        if (run.ms >= RUN_MS) failures.push(`${label}: ${run.ms.toFixed(1)} ms kept from empty\n${run.plan}`)
+        for (const walk of ["conversions_profile_time", "Seq Scan on conversions", "Seq Scan on attribution_credits", "Seq Scan on outcome_events"]) {
+          if (run.plan.includes(walk)) failures.push(`${label}: reads through ${walk}\n${run.plan}`)
+        }
+      }
+      // What each answers, run for real: the probed event's own conversion.
+      const stored = yield* Conversions.findEventsStatement(sql, [{ profileId, name: `key-${probed}` }])
+      assert.deepStrictEqual(stored.map((row) => row["conversion_id"]), [conversionId(probed)])
+      for (const ref of [`key-${probed}`, eventId(probed), conversionId(probed)]) {
+        const found = yield* Customers.findConversionStatement(sql, profileId, ref, ref.startsWith("key-") ? null : ref)
+        assert.deepStrictEqual(found.map((row) => [row["outcome_event_id"], row["conversion_id"]]), [[eventId(probed), conversionId(probed)]])
+      }
+      assert.deepStrictEqual(failures, [])
+      assert.strictEqual(yield* analyzedTables(["conversions", "outcome_events", "outcome_keys", "attribution_credits"]), 0)
+    })), { timeout: 300_000 })
+})
