@@ -142,6 +142,63 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
  * Takes a conversion out of the credit queue (see `markCredited`), as a statement:
  * test/api/queue-claim-plans.test.ts checks that it reads through the queue's primary key.
  */
+/**
+ * Puts the conversions `chosen` selects (columns profile_id, id, occurred_at, created_at) in the
+ * credit queue (decision 0152); answers how many it selected, queued already or not. A conversion
+ * being credited right now has its queue row locked: the conflict waits for that crediting to end
+ * (`DO UPDATE` locks the row it meets, even with nothing to set), then queues it again, so a change
+ * made meanwhile is credited too. A queued one stays as it is.
+ */
+export const enqueueStatement = (sql: SqlClient, chosen: Statement.Fragment) =>
+  sql`
+    WITH chosen AS (${chosen}),
+    queued AS (
+      INSERT INTO credit_queue (profile_id, conversion_id, occurred_at, created_at)
+      SELECT profile_id, id, occurred_at, created_at FROM chosen
+      ON CONFLICT (profile_id, conversion_id, occurred_at) DO UPDATE SET created_at = credit_queue.created_at WHERE false
+    )
+    SELECT count(*)::int AS n FROM chosen`
+
+/**
+ * A customer's conversions in its profile, through `conversions_customer` only: the profile is a
+ * filter (decision 0154), or a plan kept from an empty month could walk the profile's conversions
+ * by time instead (test/api/conversion-probe-plans.test.ts).
+ */
+export const customerConversions = (sql: SqlClient, profileId: string, customerId: string) =>
+  sql`
+    SELECT profile_id, id, occurred_at, created_at FROM conversions
+    WHERE customer_id = ${customerId}::uuid AND profile_id IS NOT DISTINCT FROM ${profileId}::uuid`
+
+/**
+ * Conversions of the profile whose customer and window (both ends inclusive, as the models read
+ * it) hold a pair, with their definition's window and eligibility. Each pair is one probe of
+ * `conversions_customer` from its time on (the `OFFSET 0` keeps it a probe per pair, and the profile
+ * is a filter, as in `customerConversions`): as a join, a plan kept from an empty month hashed
+ * the profile's every conversion, or walked them by time (test/api/conversion-probe-plans.test.ts).
+ */
+export const inWindowConversions = (sql: SqlClient, profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+  sql`
+    SELECT DISTINCT c.id, c.profile_id, c.occurred_at, c.created_at, c.customer_id,
+           COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
+           COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
+    FROM unnest(${pairs.map((pair) => pair.customerId)}::uuid[], ${pairs.map((pair) => pair.at)}::timestamptz[])
+           AS p(customer_id, at)
+    CROSS JOIN LATERAL (
+      SELECT x.id, x.profile_id, x.occurred_at, x.created_at, x.customer_id, x.definition_id, x.attribution_eligible FROM conversions x
+      WHERE x.customer_id = p.customer_id AND x.occurred_at >= p.at AND x.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
+      OFFSET 0) c
+    LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
+    WHERE p.at >= c.occurred_at - make_interval(days => COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}))`
+
+/** What `conversionsInWindow` answers, as a statement: test/api/conversion-probe-plans.test.ts checks its kept plan. */
+export const conversionsInWindowStatement = (sql: SqlClient, profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
+  sql`
+    SELECT w.id::text AS id, w.profile_id::text AS profile_id, w.customer_id::text AS customer_id,
+           ${isoTimestamp(sql, "w.occurred_at")} AS occurred_at,
+           floor(extract(epoch FROM w.occurred_at) * 1000)::float8 AS occurred_ms, w.window_days, w.eligible
+    FROM (${inWindowConversions(sql, profileId, pairs)}) w
+    ORDER BY w.occurred_at, w.id`
+
 /** The stored events of these keys (see `findEvents`), as a statement: test/api/conversion-probe-plans.test.ts checks its kept plan. */
 export const findEventsStatement = (sql: SqlClient, keys: ReadonlyArray<ProfileScoped>) =>
   sql`
@@ -556,45 +613,16 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const ids = (rows: ReadonlyArray<{ readonly id: string }>) => rows.map((row) => row.id)
 
-      /**
-       * Puts the conversions `chosen` selects (columns profile_id, id, occurred_at, created_at) in
-       * the credit queue (decision 0152); answers how many it selected, queued already or not. A
-       * conversion being credited right now has its queue row locked: the conflict waits for that
-       * crediting to end (`DO UPDATE` locks the row it meets, even with nothing to set), then
-       * queues it again, so a change made meanwhile is credited too. A queued one stays as it is.
-       */
       const enqueue = (chosen: Statement.Fragment) =>
-        Effect.map(
-          firstN(sql`
-            WITH chosen AS (${chosen}),
-            queued AS (
-              INSERT INTO credit_queue (profile_id, conversion_id, occurred_at, created_at)
-              SELECT profile_id, id, occurred_at, created_at FROM chosen
-              ON CONFLICT (profile_id, conversion_id, occurred_at) DO UPDATE SET created_at = credit_queue.created_at WHERE false
-            )
-            SELECT count(*)::int AS n FROM chosen`),
-          Option.match({ onNone: () => 0, onSome: (row) => row.n })
-        )
+        Effect.map(firstN(enqueueStatement(sql, chosen)), Option.match({ onNone: () => 0, onSome: (row) => row.n }))
 
       const recreditCustomers = (customerIds: ReadonlyArray<string>) =>
         customerIds.length === 0 ? Effect.void : Effect.asVoid(enqueue(sql`
           SELECT profile_id, id, occurred_at, created_at FROM conversions WHERE customer_id = ANY(${customerIds}::uuid[])`))
 
-      const recreditCustomer = (profileId: string, customerId: string) =>
-        enqueue(sql`
-          SELECT profile_id, id, occurred_at, created_at FROM conversions
-          WHERE profile_id = ${profileId} AND customer_id = ${customerId}::uuid`)
+      const recreditCustomer = (profileId: string, customerId: string) => enqueue(customerConversions(sql, profileId, customerId))
 
-      /** Conversions of the profile whose customer and window (both ends inclusive, as the models read it) hold a pair. */
-      const inWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
-        sql`
-          SELECT DISTINCT c.id, c.profile_id, c.occurred_at, c.created_at
-          FROM unnest(${pairs.map((pair) => pair.customerId)}::uuid[], ${pairs.map((pair) => pair.at)}::timestamptz[])
-                 AS p(customer_id, at)
-          JOIN conversions c ON c.profile_id = ${profileId} AND c.customer_id = p.customer_id
-          LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-          WHERE p.at <= c.occurred_at
-            AND p.at >= c.occurred_at - make_interval(days => COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}))`
+      const inWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) => inWindowConversions(sql, profileId, pairs)
 
       const requeueConversions = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
         pairs.length === 0
@@ -604,15 +632,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const conversionsInWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
         pairs.length === 0
           ? Effect.succeed<ReadonlyArray<WindowConversion>>([])
-          : windowRows(sql`
-            SELECT c.id::text AS id, c.profile_id::text AS profile_id, c.customer_id::text AS customer_id,
-                   ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
-                   floor(extract(epoch FROM c.occurred_at) * 1000)::float8 AS occurred_ms,
-                   COALESCE(d.lookback_window_days, ${DEFAULT_LOOKBACK_WINDOW_DAYS}) AS window_days,
-                   COALESCE(d.attribution_eligible, c.attribution_eligible) AS eligible
-            FROM conversions c LEFT JOIN conversion_definitions d ON d.id = c.definition_id AND d.profile_id = c.profile_id
-            WHERE (c.id, c.profile_id, c.occurred_at) IN (SELECT w.id, w.profile_id, w.occurred_at FROM (${inWindow(profileId, pairs)}) w)
-            ORDER BY c.occurred_at, c.id`)
+          : windowRows(conversionsInWindowStatement(sql, profileId, pairs))
 
       const moveEvents = (m: string, s: string) =>
         Effect.map(
