@@ -4,7 +4,9 @@
  * be credited again after, whether the crediting is the worker's (it holds the queue row) or a
  * replay's (it may hold none). Two sessions on real PostgreSQL (the embedded database runs one
  * transaction at a time, so nothing can race there); the crediting is held open between its lock
- * and its settle, as a slow batch would be.
+ * and its settle, as a slow batch would be. And a requeue that meets a replay takes the queue rows
+ * in the replay's order, so neither waits on the other in a cycle (a deadlock PostgreSQL would end
+ * by failing one of them).
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer } from "effect"
@@ -104,6 +106,34 @@ const requeueDuring = (lock: Effect.Effect<ReadonlyArray<CreditTarget>, Database
     return targets
   })
 
+/**
+ * A customer with two queued conversions, `low` and `high` by id, `high` the earlier one and
+ * written first: read by customer (its index is in time order, the table in write order), a
+ * requeue meets `high` before `low`, the reverse of a replay's id order.
+ */
+const twoConversions = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  const { profileId } = yield* seedProfile()
+  const customerId = crypto.randomUUID()
+  const [low, high] = [crypto.randomUUID(), crypto.randomUUID()].sort()
+  const now = Date.now()
+  const times = new Map([[high!, new Date(now - 7_200_000)], [low!, new Date(now - 3_600_000)]])
+  yield* sql`INSERT INTO customers (id, profile_id, customer_key) VALUES (${customerId}, ${profileId}, 'two')`
+  for (const id of [high!, low!]) {
+    const at = times.get(id)!
+    yield* sql`
+      WITH e AS (
+        INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
+        VALUES (${id}, ${profileId}, ${id}, 'test', 'purchase', ${at}, ${customerId})
+        RETURNING profile_id, idempotency_key, id, occurred_at)
+      INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
+    yield* sql`
+      INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible)
+      VALUES (${id}, ${profileId}, ${id}, 'purchase', ${at}, ${customerId}, false, true)`
+  }
+  return { profileId, customerId, low: { id: low!, at: times.get(low!)!.toISOString() }, high: { id: high!, at: times.get(high!)!.toISOString() } }
+})
+
 layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seconds", excludeTestServices: true })("credit queue", (it) => {
   describe.skipIf(process.env["DATABASE_URL"] === undefined)("a conversion queued again while it is being credited is credited again", () => {
     it.effect("by the worker: the requeue waits for the crediting, then queues it", () =>
@@ -139,6 +169,34 @@ layer(serveApp(testSettings()).pipe(Layer.provide(manual)), { timeout: "120 seco
         const targets = yield* requeueDuring(repo.lockReplayTargets(w.profileId, [w.conversionId], [w.at]), w.customerId, true)
         assert.deepStrictEqual(targets.map((target) => [target.id, target.queued]), [[w.conversionId, true]])
         assert.isTrue(yield* isQueued(w.conversionId), "queued again after the replay")
+      }).pipe(Effect.provide(Repos)))
+
+    it.effect("a requeue that meets a replay waits for it, and neither is failed as a deadlock", () =>
+      Effect.gen(function*() {
+        const w = yield* twoConversions
+        const repo = yield* AttributionRepo
+        const events = yield* EventsRepo
+        const holdsLow = yield* Deferred.make<void>()
+        const requeueWaits = yield* Deferred.make<void>()
+        // The replay locks in id order: `low`, then `high`. Paused between the two, as its one
+        // statement is when the second row is locked by someone else.
+        const replay = yield* Effect.forkChild(repo.transaction(Effect.gen(function*() {
+          yield* repo.tuneTransaction
+          const first = yield* repo.lockReplayTargets(w.profileId, [w.low.id], [w.low.at])
+          yield* Deferred.succeed(holdsLow, undefined)
+          yield* Deferred.await(requeueWaits)
+          const second = yield* repo.lockReplayTargets(w.profileId, [w.high.id], [w.high.at])
+          return [...first, ...second].map((target) => target.id)
+        })))
+        yield* Deferred.await(holdsLow)
+        const requeue = yield* Effect.forkChild(Effect.exit(events.recreditCustomers([w.customerId])))
+        yield* eventually(someoneWaits, (waiting) => waiting, { what: "the requeue to wait for the replay", within: "10 seconds" })
+        yield* Deferred.succeed(requeueWaits, undefined)
+        const locked = yield* Effect.exit(Fiber.join(replay))
+        const requeued = yield* Fiber.join(requeue)
+        assert.deepStrictEqual([locked._tag, requeued._tag], ["Success", "Success"], `replay: ${String(locked)}; requeue: ${String(requeued)}`)
+        assert.isTrue(yield* isQueued(w.low.id), "low queued after the replay")
+        assert.isTrue(yield* isQueued(w.high.id), "high queued after the replay")
       }).pipe(Effect.provide(Repos)))
   })
 })

@@ -147,14 +147,18 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
  * credit queue (decision 0152); answers how many it selected, queued already or not. A conversion
  * being credited right now has its queue row locked: the conflict waits for that crediting to end
  * (`DO UPDATE` locks the row it meets, even with nothing to set), then queues it again, so a change
- * made meanwhile is credited too. A queued one stays as it is.
+ * made meanwhile is credited too. A queued one stays as it is. The rows are met in conversion id
+ * order, the order a replay locks them in (`lockReplayTargets`): in the order `chosen` read them
+ * (by customer, in time), a requeue could hold one row a replay waits for while it waited for
+ * another the replay held, and PostgreSQL failed one of them as a deadlock
+ * (test/api/credit-queue.test.ts).
  */
 export const enqueueStatement = (sql: SqlClient, chosen: Statement.Fragment) =>
   sql`
     WITH chosen AS (${chosen}),
     queued AS (
       INSERT INTO credit_queue (profile_id, conversion_id, occurred_at, created_at)
-      SELECT profile_id, id, occurred_at, created_at FROM chosen
+      SELECT profile_id, id, occurred_at, created_at FROM chosen ORDER BY id
       ON CONFLICT (profile_id, conversion_id, occurred_at) DO UPDATE SET created_at = credit_queue.created_at WHERE false
     )
     SELECT count(*)::int AS n FROM chosen`
