@@ -26,6 +26,7 @@ import * as Reactivity from "effect/reactivity/Reactivity"
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseInfo, postgresOptions } from "../../src/platform/database.ts"
 import { RunnerLiveness } from "../../src/platform/liveness.ts"
+import { keyedWriteSettings } from "../../src/platform/claim-settings.ts"
 import { heartbeat, LeaseLost, leaseSecondsOf, whileLeased } from "../../src/platform/lease.ts"
 import { renewStatement as renewDeliveries } from "../../src/webhooks/delivery/repo.ts"
 import { defaultWebhookSettings, WebhookDeliveries, WebhookSettings } from "../../src/webhooks/delivery/service.ts"
@@ -93,15 +94,18 @@ layer(
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const held = [{ id: crypto.randomUUID(), token: crypto.randomUUID() }, { id: crypto.randomUUID(), token: crypto.randomUUID() }]
+      // Each with the settings its transaction runs first, if any (the keyed renewals, decision 0153).
+      const keyed = keyedWriteSettings(sql).compile()[0]
       const statements = [
-        ["webhook_deliveries_pkey", renewDeliveries(sql, held, 8).compile()],
-        ["conversion_exports_pkey", renewExports(sql, held.map((h) => ({ id: h.id, lease_token: h.token })), 8).compile()],
-        ["report_runs_pkey", renewReports(sql, held[0]!.id, held[0]!.id, 1, "running", 8).compile()],
-        ["customer_list_audiences_pkey", renewCustomerList(sql, { profileId: held[0]!.id, token: held[0]!.token }, 8).compile()]
+        ["webhook_deliveries_pkey", renewDeliveries(sql, held, 8).compile(), keyed],
+        ["conversion_exports_pkey", renewExports(sql, held.map((h) => ({ id: h.id, lease_token: h.token })), 8).compile(), keyed],
+        ["report_runs_pkey", renewReports(sql, held[0]!.id, held[0]!.id, 1, "running", 8).compile(), undefined],
+        ["customer_list_audiences_pkey", renewCustomerList(sql, { profileId: held[0]!.id, token: held[0]!.token }, 8).compile(), undefined]
       ] as const
-      for (const [index, [text, params]] of statements) {
+      for (const [index, [text, params], settings] of statements) {
         // One connection for the session's setting, the prepared statement and its plan.
         const plan = yield* sql.withTransaction(Effect.gen(function*() {
+          if (settings !== undefined) yield* sql.unsafe(settings)
           yield* sql.unsafe(`SET LOCAL plan_cache_mode = force_generic_plan`)
           yield* sql.unsafe(`PREPARE renewal AS ${text}`)
           const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN EXECUTE renewal(${params.map(literal).join(", ")})`)

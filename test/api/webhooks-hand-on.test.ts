@@ -5,12 +5,14 @@
  * process dying before it sent the row would leave the batch with no head, and no claim would ever
  * take its rows again (seen in `bench:webhooks`' restart phase: 99 rows of a batch pending for good).
  * Two sessions on real PostgreSQL (the embedded database runs one transaction at a time): the
- * look-ahead is held open between its update and its commit, as a slow statement would be.
+ * look-ahead is held open between its update and its commit, as a slow statement would be. And the
+ * other way round: the heartbeat's renewal of a row must land while another transaction changes
+ * that row (the batch handed on to it); skipped, the run would stop as if its lease were lost.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { leaseAheadStatement, settleStatement } from "../../src/webhooks/delivery/repo.ts"
+import { leaseAheadStatement, settleStatement, WebhookDeliveriesRepo } from "../../src/webhooks/delivery/repo.ts"
 import { onDatabase } from "../support/pg-databases.ts"
 
 const url = process.env["DATABASE_URL"] ?? ""
@@ -97,5 +99,55 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook batch hand-o
         { seq: 1, status: "pending", ready: true, leased: true },
         { seq: 2, status: "pending", ready: false, leased: true }
       ])
+    }), { timeout: 60_000 })
+
+  it.live("the heartbeat renews a row while the batch is handed on to it", () =>
+    Effect.gen(function*() {
+      const profileId = crypto.randomUUID()
+      const subscriptionId = crypto.randomUUID()
+      const ids = [crypto.randomUUID(), crypto.randomUUID()]
+      const token = crypto.randomUUID()
+      // A run's two rows: the head and the next, both leased to it, the next not yet the head.
+      yield* on(Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const workspaceId = crypto.randomUUID()
+        yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'renewal')`
+        yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'renewal')`
+        yield* sql`
+          INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+          VALUES (${subscriptionId}, ${profileId}, ${workspaceId}, 'https://hooks.example.com/renewal', '{outcome.recorded}', 'active', 'sealed')`
+        yield* sql`
+          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, ready,
+                                          next_attempt_at, lease_token, lease_until)
+          SELECT (${ids}::uuid[])[k + 1], ${subscriptionId}, ${profileId}, gen_random_uuid(), 'evt-' || k, 'outcome.recorded', '{}',
+                 ${subscriptionId}, k, k = 0, now() - interval '1 second', ${token}::uuid, now() + interval '1 minute'
+          FROM generate_series(0, 1) AS k`
+      }))
+
+      // The batch handed on to the next row, in a transaction held open until `go`.
+      const changed = yield* Deferred.make<void>()
+      const go = yield* Deferred.make<void>()
+      const handOn = yield* Effect.forkChild(on(Effect.gen(function*() {
+        const sql = yield* SqlClient
+        yield* sql`BEGIN`
+        yield* sql`UPDATE webhook_deliveries SET ready = true WHERE id = ${ids[1]!} AND profile_id = ${profileId}`
+        yield* Deferred.succeed(changed, undefined)
+        yield* Deferred.await(go)
+        yield* sql`COMMIT`
+      })))
+      yield* Deferred.await(changed)
+
+      // The heartbeat meanwhile: it waits for that row, then renews both.
+      const renewal = yield* Effect.forkChild(on(Effect.flatMap(WebhookDeliveriesRepo, (repo) =>
+        repo.renew(ids.map((id) => ({ id, token })), 60)).pipe(Effect.provide(WebhookDeliveriesRepo.layer))))
+      const deadline = Date.now() + 20_000
+      while (!(yield* someoneWaits)) {
+        if (Date.now() > deadline) assert.fail("the renewal never waited for the handed-on row")
+        yield* Effect.sleep("20 millis")
+      }
+      yield* Deferred.succeed(go, undefined)
+      yield* Fiber.join(handOn)
+      const renewed = yield* Fiber.join(renewal)
+      assert.deepStrictEqual([...renewed].sort(), [...ids].sort())
     }), { timeout: 60_000 })
 })

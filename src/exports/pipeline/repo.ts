@@ -133,10 +133,6 @@ export interface DeliveriesFilter {
   readonly after: Option.Option<{ readonly createdAt: string; readonly id: string }>
 }
 
-/**
- * The batch heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
- * checks that its generic plan reads through the primary key.
- */
 /** Whether the attribution add-on is on for profile `p`, or a person created the profile (the sync worker's test too). */
 const attributionOnText = `(p.provisioned_by_app_id IS NULL OR COALESCE((
         SELECT en.enabled FROM entitlements en WHERE en.profile_id = p.id AND en.feature = 'svc_attribution'), false))`
@@ -288,17 +284,17 @@ export const deliverStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<Claime
     WHERE x.id = t.id AND x.profile_id = t.profile_id AND x.lease_token = t.token
     RETURNING x.id::text AS id`
 
+/**
+ * The batch heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
+ * checks that its generic plan, under `keyedWriteSettings`, reads through the primary key.
+ */
 export const renewStatement = (sql: SqlClient, jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "lease_token">>, leaseSeconds: number) =>
   sql<{ id: string }>`
     UPDATE conversion_exports x SET lease_until = now() + make_interval(secs => ${leaseSeconds})
     FROM unnest(${jobs.map((job) => job.id)}::uuid[], ${jobs.map((job) => job.lease_token)}::uuid[]) AS t(id, token)
-    -- Each row found through the primary key, then updated by its tuple id, whatever the statistics
-    -- (as the webhook heartbeat's renewal): a plain join would get a generic plan that scans the table.
-    CROSS JOIN LATERAL (
-      SELECT c.ctid AS tid, c.lease_token AS token FROM conversion_exports c
-      WHERE c.id = t.id AND c.lease_token = t.token ORDER BY c.id LIMIT 1) h
-    -- The token again on the row updated: a row another runner changed meanwhile is rechecked, not renewed.
-    WHERE x.ctid = h.tid AND x.lease_token = h.token
+    -- By key under keyedWriteSettings, as the webhook heartbeat's renewal (decision 0153): a row
+    -- another transaction changed meanwhile is rechecked and renewed, not skipped as lost.
+    WHERE x.id = t.id AND x.lease_token = t.token
     RETURNING x.id`
 
 export class ExportsRepo extends Context.Service<ExportsRepo, {
@@ -436,7 +432,10 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
       const claim = (limit: number, leaseSeconds: number) => claimed(claimStatement(sql, limit, leaseSeconds, crypto.randomUUID()))
 
       const renew = (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) =>
-        jobs.length === 0 ? Effect.succeed(0) : Effect.map(renewStatement(sql, jobs, leaseSeconds), (rows) => rows.length)
+        jobs.length === 0 ? Effect.succeed(0) : Effect.map(
+          sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), renewStatement(sql, jobs, leaseSeconds))),
+          (rows) => rows.length
+        )
 
       const facts = (jobs: ReadonlyArray<Pick<ClaimedExport, "id" | "profile_id">>) =>
         jobs.length === 0 ? Effect.succeed(new Map<string, Effect.Effect<ExportFacts>>()) : Effect.map(

@@ -194,20 +194,18 @@ export const backlogStatement = (sql: SqlClient, subscriptionIds: ReadonlyArray<
 
 /**
  * The heartbeat's renewal (see `renew` below), as a statement: test/api/lease-takeover.test.ts
- * checks that its generic plan reads through the primary key.
+ * checks that its generic plan, under `keyedWriteSettings`, reads through the primary key.
  */
 export const renewStatement = (sql: SqlClient, held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) =>
   sql<{ id: string }>`
     UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => ${leaseSeconds})
     FROM unnest(${held.map((h) => h.id)}::uuid[], ${held.map((h) => h.token)}::uuid[]) AS t(id, token)
-    -- Each row found through the primary key (ORDER BY and LIMIT: an index walk is the cheap plan
-    -- even on a table the planner thinks empty), then updated by its tuple id: a plain join would
-    -- get a generic plan that scans the table. No status test: ending a row clears its token.
-    CROSS JOIN LATERAL (
-      SELECT w.ctid AS tid, w.lease_token AS token FROM webhook_deliveries w
-      WHERE w.id = t.id AND w.lease_token = t.token ORDER BY w.id LIMIT 1) h
-    -- The token again on the row updated: a row another runner changed meanwhile is rechecked, not renewed.
-    WHERE d.ctid = h.tid AND d.lease_token = h.token
+    -- By key, not by a tuple id read in the statement's snapshot (decision 0153): a row another
+    -- transaction changed meanwhile (a batch handed on to it) is rechecked and renewed, where a tuple
+    -- id would skip it and the run would stop as if its lease were lost
+    -- (test/api/webhooks-hand-on.test.ts). Run under keyedWriteSettings, so the key is probed
+    -- whatever the statistics. No status test: ending a row clears its token.
+    WHERE d.id = t.id AND d.lease_token = t.token
     RETURNING d.id`
 
 /**
@@ -430,9 +428,10 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(claimStatement(sql, { limit, perSubscription, busy, leaseSeconds, token, plainHttp }))
 
+      // In a transaction of its own, under keyedWriteSettings: each row updated by key.
       const renew = (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) =>
         held.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
-          renewStatement(sql, held, leaseSeconds),
+          sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), renewStatement(sql, held, leaseSeconds))),
           (rows) => new Set(rows.map((row) => row.id))
         )
 
@@ -451,14 +450,12 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
         )
 
       const release = (rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
-        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
+        rows.length === 0 ? Effect.void : Effect.asVoid(sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), sql`
           UPDATE webhook_deliveries d SET lease_token = NULL, lease_until = NULL
           FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.token)}::uuid[]) AS t(id, token)
-          -- Through the primary key whatever the statistics, as the renewal (renewStatement).
-          CROSS JOIN LATERAL (
-            SELECT w.ctid AS tid FROM webhook_deliveries w
-            WHERE w.id = t.id AND w.lease_token = t.token ORDER BY w.id LIMIT 1) h
-          WHERE d.ctid = h.tid AND d.lease_token = t.token AND d.status = 'pending'`)
+          -- By key under keyedWriteSettings, as the renewal (renewStatement): a release skipped would
+          -- leave the row leased until its lease ran out, its batch waiting behind it.
+          WHERE d.id = t.id AND d.lease_token = t.token AND d.status = 'pending'`)))
 
       const failPending = (subscriptionId: string, reason: string) =>
         Effect.asVoid(sql`
