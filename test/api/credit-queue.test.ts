@@ -24,6 +24,21 @@ import { seedProfile } from "../support/tenancy.ts"
 const manual = Layer.succeed(AttributionWorkerSettings)({ ...defaultWorkerSettings, enabled: false })
 const Repos = CreditEngine.layer.pipe(Layer.provideMerge(Layer.mergeAll(AttributionRepo.layer, CreditsRepo.layer, EventsRepo.layer)))
 
+/** A purchase of the customer: its outcome event, the event's key and its conversion (queued, as ingest leaves it). */
+const purchase = (p: { profileId: string; customerId: string; eventId: string; conversionId: string; at: Date }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    yield* sql`
+      WITH e AS (
+        INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
+        VALUES (${p.eventId}, ${p.profileId}, ${p.eventId}, 'test', 'purchase', ${p.at}, ${p.customerId})
+        RETURNING profile_id, idempotency_key, id, occurred_at)
+      INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
+    yield* sql`
+      INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible)
+      VALUES (${p.conversionId}, ${p.profileId}, ${p.eventId}, 'purchase', ${p.at}, ${p.customerId}, false, true)`
+  })
+
 /** A customer with one touch and one conversion (queued, as ingest leaves it). */
 const world = Effect.gen(function*() {
   const sql = yield* SqlClient
@@ -36,15 +51,7 @@ const world = Effect.gen(function*() {
   yield* sql`
     INSERT INTO touches (id, profile_id, kind, occurred_at, channel, customer_id)
     VALUES (${crypto.randomUUID()}, ${profileId}, 'web_touch', ${new Date(at.getTime() - 60_000)}, 'paid_search', ${customerId})`
-  yield* sql`
-    WITH e AS (
-      INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
-      VALUES (${eventId}, ${profileId}, ${eventId}, 'test', 'purchase', ${at}, ${customerId})
-      RETURNING profile_id, idempotency_key, id, occurred_at)
-    INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
-  yield* sql`
-    INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible)
-    VALUES (${conversionId}, ${profileId}, ${eventId}, 'purchase', ${at}, ${customerId}, false, true)`
+  yield* purchase({ profileId, customerId, eventId, conversionId, at })
   return { profileId, customerId, conversionId, at: at.toISOString() }
 })
 
@@ -119,18 +126,7 @@ const twoConversions = Effect.gen(function*() {
   const now = Date.now()
   const times = new Map([[high!, new Date(now - 7_200_000)], [low!, new Date(now - 3_600_000)]])
   yield* sql`INSERT INTO customers (id, profile_id, customer_key) VALUES (${customerId}, ${profileId}, 'two')`
-  for (const id of [high!, low!]) {
-    const at = times.get(id)!
-    yield* sql`
-      WITH e AS (
-        INSERT INTO outcome_events (id, profile_id, idempotency_key, request_hash, event_name, occurred_at, customer_id)
-        VALUES (${id}, ${profileId}, ${id}, 'test', 'purchase', ${at}, ${customerId})
-        RETURNING profile_id, idempotency_key, id, occurred_at)
-      INSERT INTO outcome_keys (profile_id, idempotency_key, outcome_event_id, occurred_at) SELECT * FROM e`
-    yield* sql`
-      INSERT INTO conversions (id, profile_id, outcome_event_id, conversion_key, occurred_at, customer_id, counts_as_cash, attribution_eligible)
-      VALUES (${id}, ${profileId}, ${id}, 'purchase', ${at}, ${customerId}, false, true)`
-  }
+  for (const id of [high!, low!]) yield* purchase({ profileId, customerId, eventId: id, conversionId: id, at: times.get(id)! })
   return { profileId, customerId, low: { id: low!, at: times.get(low!)!.toISOString() }, high: { id: high!, at: times.get(high!)!.toISOString() } }
 })
 

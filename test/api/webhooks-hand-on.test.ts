@@ -28,32 +28,55 @@ const someoneWaits = on(Effect.map(
   (rows) => (rows[0]?.n ?? 0) > 0
 ))
 
+const url0 = "https://hooks.example.com/hand-on"
+
+/** Waits until another session waits for a lock, failing after 20 s. */
+const untilSomeoneWaits = (what: string) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 20_000
+    while (!(yield* someoneWaits)) {
+      if (Date.now() > deadline) assert.fail(what)
+      yield* Effect.sleep("20 millis")
+    }
+  })
+
+/**
+ * A profile with one active subscription at `url0` and one batch of `size` due rows, the first its
+ * head; the rows with `leased(k)` leased to `token` for a minute.
+ */
+const aBatch = (size: number, token: string, leased: (k: number) => boolean) =>
+  Effect.gen(function*() {
+    const profileId = crypto.randomUUID()
+    const subscriptionId = crypto.randomUUID()
+    const batchId = crypto.randomUUID()
+    const ids = Array.from({ length: size }, () => crypto.randomUUID())
+    const leasedRows = ids.map((_, k) => leased(k))
+    yield* on(Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const workspaceId = crypto.randomUUID()
+      yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'hand-on')`
+      yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'hand-on')`
+      yield* sql`
+        INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
+        VALUES (${subscriptionId}, ${profileId}, ${workspaceId}, ${url0}, '{outcome.recorded}', 'active', 'sealed')`
+      yield* sql`
+        INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, ready,
+                                        next_attempt_at, lease_token, lease_until)
+        SELECT (${ids}::uuid[])[k + 1], ${subscriptionId}, ${profileId}, gen_random_uuid(), 'evt-' || k, 'outcome.recorded', '{}',
+               ${batchId}, k, k = 0, now() - interval '1 second',
+               CASE WHEN (${leasedRows}::bool[])[k + 1] THEN ${token}::uuid END,
+               CASE WHEN (${leasedRows}::bool[])[k + 1] THEN now() + interval '1 minute' END
+        FROM generate_series(0, ${size - 1}::int) AS k`
+    }))
+    return { profileId, subscriptionId, batchId, ids }
+  })
+
 describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook batch hand-on", () => {
   it.live("a success hands its batch on even while the run's look-ahead leases the next row", () =>
     Effect.gen(function*() {
-      const profileId = crypto.randomUUID()
-      const subscriptionId = crypto.randomUUID()
-      const batchId = crypto.randomUUID()
-      const ids = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
       const token = crypto.randomUUID()
-      const url0 = "https://hooks.example.com/hand-on"
       // A batch of three: the head leased to a run (sent, its success about to be recorded), two behind it.
-      yield* on(Effect.gen(function*() {
-        const sql = yield* SqlClient
-        const workspaceId = crypto.randomUUID()
-        yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'hand-on')`
-        yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'hand-on')`
-        yield* sql`
-          INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
-          VALUES (${subscriptionId}, ${profileId}, ${workspaceId}, ${url0}, '{outcome.recorded}', 'active', 'sealed')`
-        yield* sql`
-          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, ready,
-                                          next_attempt_at, lease_token, lease_until)
-          SELECT (${ids}::uuid[])[k + 1], ${subscriptionId}, ${profileId}, gen_random_uuid(), 'evt-' || k, 'outcome.recorded', '{}',
-                 ${batchId}, k, k = 0, now() - interval '1 second',
-                 CASE WHEN k = 0 THEN ${token}::uuid END, CASE WHEN k = 0 THEN now() + interval '1 minute' END
-          FROM generate_series(0, 2) AS k`
-      }))
+      const { batchId, ids, profileId, subscriptionId } = yield* aBatch(3, token, (k) => k === 0)
 
       // The look-ahead leases rows 1 and 2, and its transaction stays open until `go`.
       const leased = yield* Deferred.make<number>()
@@ -78,11 +101,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook batch hand-o
           delaySeconds: 0,
           attempt: { statusCode: 200, error: null, durationMs: 3, responseBody: null }
         }]))))
-      const deadline = Date.now() + 20_000
-      while (!(yield* someoneWaits)) {
-        if (Date.now() > deadline) assert.fail("the record never waited for the look-ahead's row")
-        yield* Effect.sleep("20 millis")
-      }
+      yield* untilSomeoneWaits("the record never waited for the look-ahead's row")
       yield* Deferred.succeed(go, undefined)
       yield* Fiber.join(lookAhead)
       const ended = yield* Fiber.join(record)
@@ -103,26 +122,9 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook batch hand-o
 
   it.live("the heartbeat renews a row while the batch is handed on to it", () =>
     Effect.gen(function*() {
-      const profileId = crypto.randomUUID()
-      const subscriptionId = crypto.randomUUID()
-      const ids = [crypto.randomUUID(), crypto.randomUUID()]
       const token = crypto.randomUUID()
       // A run's two rows: the head and the next, both leased to it, the next not yet the head.
-      yield* on(Effect.gen(function*() {
-        const sql = yield* SqlClient
-        const workspaceId = crypto.randomUUID()
-        yield* sql`INSERT INTO workspaces (id, name) VALUES (${workspaceId}, 'renewal')`
-        yield* sql`INSERT INTO profiles (id, workspace_id, name) VALUES (${profileId}, ${workspaceId}, 'renewal')`
-        yield* sql`
-          INSERT INTO webhook_subscriptions (id, profile_id, workspace_id, url, event_types, status, secret_sealed)
-          VALUES (${subscriptionId}, ${profileId}, ${workspaceId}, 'https://hooks.example.com/renewal', '{outcome.recorded}', 'active', 'sealed')`
-        yield* sql`
-          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, ready,
-                                          next_attempt_at, lease_token, lease_until)
-          SELECT (${ids}::uuid[])[k + 1], ${subscriptionId}, ${profileId}, gen_random_uuid(), 'evt-' || k, 'outcome.recorded', '{}',
-                 ${subscriptionId}, k, k = 0, now() - interval '1 second', ${token}::uuid, now() + interval '1 minute'
-          FROM generate_series(0, 1) AS k`
-      }))
+      const { ids, profileId } = yield* aBatch(2, token, () => true)
 
       // The batch handed on to the next row, in a transaction held open until `go`.
       const changed = yield* Deferred.make<void>()
@@ -140,11 +142,7 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("webhook batch hand-o
       // The heartbeat meanwhile: it waits for that row, then renews both.
       const renewal = yield* Effect.forkChild(on(Effect.flatMap(WebhookDeliveriesRepo, (repo) =>
         repo.renew(ids.map((id) => ({ id, token })), 60)).pipe(Effect.provide(WebhookDeliveriesRepo.layer))))
-      const deadline = Date.now() + 20_000
-      while (!(yield* someoneWaits)) {
-        if (Date.now() > deadline) assert.fail("the renewal never waited for the handed-on row")
-        yield* Effect.sleep("20 millis")
-      }
+      yield* untilSomeoneWaits("the renewal never waited for the handed-on row")
       yield* Deferred.succeed(go, undefined)
       yield* Fiber.join(handOn)
       const renewed = yield* Fiber.join(renewal)
