@@ -1,3 +1,4 @@
+import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 
 /**
@@ -32,3 +33,10 @@ export const byKeySettings = (sql: SqlClient) =>
 export const keyedWriteSettings = (sql: SqlClient) =>
   sql`SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
              set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
+
+/**
+ * `statement` in a transaction of its own that first applies `keyedWriteSettings`: a write that
+ * names rows another transaction may change meanwhile updates them by key (decision 0153).
+ */
+export const keyedWrite = <A, E, R>(sql: SqlClient, statement: Effect.Effect<A, E, R>) =>
+  sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), statement))

@@ -10,7 +10,7 @@ import { PrivacyConfig } from "../../../schema/exports.ts"
 import { PrivacyMode } from "../../../schema/tenancy.ts"
 import { conversionOfEvent } from "../../attribution/conversions/probe.ts"
 import { BacklogRow } from "../../platform/backlog.ts"
-import { keyedWriteSettings } from "../../platform/claim-settings.ts"
+import { keyedWrite, keyedWriteSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -433,7 +433,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
 
       const renew = (jobs: ReadonlyArray<ClaimedExport>, leaseSeconds: number) =>
         jobs.length === 0 ? Effect.succeed(0) : Effect.map(
-          sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), renewStatement(sql, jobs, leaseSeconds))),
+          keyedWrite(sql, renewStatement(sql, jobs, leaseSeconds)),
           (rows) => rows.length
         )
 

@@ -9,7 +9,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { BacklogRow } from "../../platform/backlog.ts"
-import { keyedWriteSettings } from "../../platform/claim-settings.ts"
+import { keyedWrite, keyedWriteSettings } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 
 export interface NewDelivery {
@@ -431,14 +431,14 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       // In a transaction of its own, under keyedWriteSettings: each row updated by key.
       const renew = (held: ReadonlyArray<{ readonly id: string; readonly token: string }>, leaseSeconds: number) =>
         held.length === 0 ? Effect.succeed(new Set<string>()) : Effect.map(
-          sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), renewStatement(sql, held, leaseSeconds))),
+          keyedWrite(sql, renewStatement(sql, held, leaseSeconds)),
           (rows) => new Set(rows.map((row) => row.id))
         )
 
       // In a transaction of its own, under keyedWriteSettings: the next row of each batch is updated by key.
       const settle = (results: ReadonlyArray<Settlement>) =>
         results.length === 0 ? Effect.succeed<ReadonlySet<string>>(new Set()) : Effect.map(
-          sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), settleStatement(sql, results))),
+          keyedWrite(sql, settleStatement(sql, results)),
           (rows): ReadonlySet<string> => new Set(rows.map((row) => row.ended_id))
         )
 
@@ -450,12 +450,12 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
         )
 
       const release = (rows: ReadonlyArray<{ readonly id: string; readonly token: string }>) =>
-        rows.length === 0 ? Effect.void : Effect.asVoid(sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), sql`
+        rows.length === 0 ? Effect.void : Effect.asVoid(keyedWrite(sql, sql`
           UPDATE webhook_deliveries d SET lease_token = NULL, lease_until = NULL
           FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.token)}::uuid[]) AS t(id, token)
           -- By key under keyedWriteSettings, as the renewal (renewStatement): a release skipped would
           -- leave the row leased until its lease ran out, its batch waiting behind it.
-          WHERE d.id = t.id AND d.lease_token = t.token AND d.status = 'pending'`)))
+          WHERE d.id = t.id AND d.lease_token = t.token AND d.status = 'pending'`))
 
       const failPending = (subscriptionId: string, reason: string) =>
         Effect.asVoid(sql`
