@@ -92,30 +92,6 @@ export interface CandidateConversion {
   readonly window_days: number
 }
 
-/** The read of `candidateTouches`, as a statement: test/api/conversion-probe-plans.test.ts checks its kept plan. */
-export const candidateTouchesStatement = (sql: SqlClient, conversions: ReadonlyArray<CandidateConversion>) =>
-  sql`
-    SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
-           floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms, ${isoTimestamp(sql, "t.occurred_at")} AS occurred_at
-    FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.profile_id)}::uuid[],
-                ${conversions.map((c) => c.customer_id)}::uuid[], ${conversions.map((c) => c.occurred_at)}::timestamptz[],
-                ${conversions.map((c) => c.window_days)}::int[])
-           AS x(conversion_id, profile_id, customer_id, occurred_at, window_days)
-    CROSS JOIN LATERAL (
-      SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
-      WHERE t.profile_id = x.profile_id AND t.customer_id = x.customer_id AND t.kind <> 'outcome'
-        AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-        AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
-      UNION
-      SELECT t.id, t.kind, t.channel, t.occurred_at FROM customer_identifiers ci
-      JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
-      WHERE ci.customer_id = x.customer_id AND ci.profile_id = x.profile_id AND ci.kind = 'anonymous_id'
-        AND ci.removed_at IS NULL AND t.kind <> 'outcome'
-        AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-        AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
-    ) t
-    WHERE x.customer_id IS NOT NULL`
-
 /** One group of path steps (`pathSteps`): how many touches of `channel` follow `previous` (null: first of a path). */
 export const StepRow = Schema.Struct({
   converted: Schema.Boolean,
@@ -262,7 +238,28 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
 
       // The conversions' profile, customer and time come with them: a join back to `conversions` by id
       // alone would probe every month's partition once per conversion.
-      const candidateTouches = (conversions: ReadonlyArray<CandidateConversion>) => touchRows(candidateTouchesStatement(sql, conversions))
+      const candidateTouches = (conversions: ReadonlyArray<CandidateConversion>) =>
+        touchRows(sql`
+          SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
+                 floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms, ${isoTimestamp(sql, "t.occurred_at")} AS occurred_at
+          FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.profile_id)}::uuid[],
+                      ${conversions.map((c) => c.customer_id)}::uuid[], ${conversions.map((c) => c.occurred_at)}::timestamptz[],
+                      ${conversions.map((c) => c.window_days)}::int[])
+                 AS x(conversion_id, profile_id, customer_id, occurred_at, window_days)
+          CROSS JOIN LATERAL (
+            SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
+            WHERE t.profile_id = x.profile_id AND t.customer_id = x.customer_id AND t.kind <> 'outcome'
+              AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+              AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
+            UNION
+            SELECT t.id, t.kind, t.channel, t.occurred_at FROM customer_identifiers ci
+            JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
+            WHERE ci.customer_id = x.customer_id AND ci.profile_id = x.profile_id AND ci.kind = 'anonymous_id'
+              AND ci.removed_at IS NULL AND t.kind <> 'outcome'
+              AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+              AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
+          ) t
+          WHERE x.customer_id IS NOT NULL`)
 
       const pathSteps = (profileId: string) =>
         // JIT compilation of this large plan costs more than it saves (about 0.8 s at 1M touches).

@@ -139,10 +139,6 @@ export interface CustomerTime {
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 /**
- * Takes a conversion out of the credit queue (see `markCredited`), as a statement:
- * test/api/queue-claim-plans.test.ts checks that it reads through the queue's primary key.
- */
-/**
  * Puts the conversions `chosen` selects (columns profile_id, id, occurred_at, created_at) in the
  * credit queue (decision 0152); answers how many it selected, queued already or not. A conversion
  * being credited right now has its queue row locked: the conflict waits for that crediting to end
@@ -237,6 +233,10 @@ export const eventConversionsStatements = (sql: SqlClient, event: { readonly id:
   }
 }
 
+/**
+ * Takes a conversion out of the credit queue (see `markCredited`), as a statement:
+ * test/api/queue-claim-plans.test.ts checks that it reads through the queue's primary key.
+ */
 export const markCreditedStatement = (sql: SqlClient, conversion: QueuedConversion) =>
   sql`
     DELETE FROM credit_queue
@@ -626,12 +626,10 @@ export class EventsRepo extends Context.Service<EventsRepo, {
 
       const recreditCustomer = (profileId: string, customerId: string) => enqueue(customerConversions(sql, profileId, customerId))
 
-      const inWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) => inWindowConversions(sql, profileId, pairs)
-
       const requeueConversions = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
         pairs.length === 0
           ? Effect.succeed(0)
-          : enqueue(inWindow(profileId, pairs))
+          : enqueue(inWindowConversions(sql, profileId, pairs))
 
       const conversionsInWindow = (profileId: string, pairs: ReadonlyArray<CustomerTime>) =>
         pairs.length === 0

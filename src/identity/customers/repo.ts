@@ -153,11 +153,6 @@ export const KnownCustomer = Schema.Struct({
 export type KnownCustomer = typeof KnownCustomer.Type
 
 /**
- * The customers' row locks, in id order (see `lockCustomers`). By the whole key (decision 0137):
- * by id alone, a batch's few dozen ids are costed without statistics as a tenth of the table, and
- * the lock read every customer. test/api/queue-claim-plans.test.ts checks its plan at 200,000.
- */
-/**
  * The conversion a person's reference names (see `findConversion`), as a statement:
  * test/api/conversion-probe-plans.test.ts checks its kept plan. The reference is tried as the
  * outcome event's id, then the conversion's, then the event's idempotency key; each is one probe of
@@ -189,6 +184,11 @@ export const findConversionStatement = (sql: SqlClient, profileId: string, ref: 
     ORDER BY c.rank
     LIMIT 1`
 
+/**
+ * The customers' row locks, in id order (see `lockCustomers`). By the whole key (decision 0137):
+ * by id alone, a batch's few dozen ids are costed without statistics as a tenth of the table, and
+ * the lock read every customer. test/api/queue-claim-plans.test.ts checks its plan at 200,000.
+ */
 export const lockStatement = (sql: SqlClient, keys: ReadonlyArray<CustomerKey>) =>
   sql`
     SELECT c.id FROM unnest(${keys.map((key) => key.id)}::uuid[], ${keys.map((key) => key.profileId)}::uuid[]) AS k(id, profile_id)
