@@ -10,6 +10,7 @@
 -- and what they prove: bench/README.md, "replay: the durable floor of its writes".
 \timing on
 \set chunk 1000000
+\set columns 'conversion_id, model, touch_id, position, credit_share, is_credited, in_window, profile_id, converted_at, touch_at'
 
 -- 1. Made once, unlogged, so the phases below copy rows rather than compute them.
 CREATE UNLOGGED TABLE floor_rows AS
@@ -27,9 +28,7 @@ CREATE INDEX ON floor_rows (g);
 --    trigger), a million rows to a statement and a transaction each, as a replay writes in chunks.
 CHECKPOINT;
 SELECT clock_timestamp() AS t0 \gset
-SELECT format('INSERT INTO attribution_credits (conversion_id, model, touch_id, position, credit_share, is_credited, in_window, profile_id, converted_at, touch_at)
-               SELECT conversion_id, model, touch_id, position, credit_share, is_credited, in_window, profile_id, converted_at, touch_at
-               FROM floor_rows WHERE g > %s AND g <= %s', k, k + :chunk)
+SELECT format('INSERT INTO attribution_credits (%s) SELECT %s FROM floor_rows WHERE g > %s AND g <= %s', :'columns', :'columns', k, k + :chunk)
 FROM generate_series(0, :rows - 1, :chunk) AS k \gexec
 SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 1) AS into_credits_seconds;
 TRUNCATE attribution_credits;
@@ -38,9 +37,7 @@ TRUNCATE attribution_credits;
 CREATE TABLE floor_heap (LIKE attribution_credits INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
 CHECKPOINT;
 SELECT clock_timestamp() AS t0 \gset
-SELECT format('INSERT INTO floor_heap (conversion_id, model, touch_id, position, credit_share, is_credited, in_window, profile_id, converted_at, touch_at)
-               SELECT conversion_id, model, touch_id, position, credit_share, is_credited, in_window, profile_id, converted_at, touch_at
-               FROM floor_rows WHERE g > %s AND g <= %s', k, k + :chunk)
+SELECT format('INSERT INTO floor_heap (%s) SELECT %s FROM floor_rows WHERE g > %s AND g <= %s', :'columns', :'columns', k, k + :chunk)
 FROM generate_series(0, :rows - 1, :chunk) AS k \gexec
 SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 1) AS heap_seconds;
 SET maintenance_work_mem = '1GB';
