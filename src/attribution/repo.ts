@@ -9,7 +9,7 @@ import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
-import { byKeySettings } from "../platform/claim-settings.ts"
+import { byKey, byKeySettings } from "../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeRows, orDatabaseUnavailable } from "../platform/database.ts"
 import { isoTimestamp } from "../platform/sql-time.ts"
 import { TOUCH_KINDS } from "./models/types.ts"
@@ -91,6 +91,50 @@ export interface CandidateConversion {
   readonly occurred_at: string
   readonly window_days: number
 }
+
+/**
+ * The touches each conversion may credit (`candidateTouches`): its customer's, and those of the
+ * anonymous ids bound to the customer, in its window. Every read is a probe by construction, as a
+ * plan kept from empty tables (no ANALYZE here) runs it (test/api/candidate-touches-plan.test.ts):
+ * - the customer's touches through `touches_customer`: the profile is a filter (`IS NOT DISTINCT
+ *   FROM`), so (profile_id, occurred_at) cannot be walked over the whole window instead;
+ * - the customer's anonymous ids through `customer_identifiers_customer`: the profile is a filter
+ *   and "not removed" is written so that it does not imply the predicate of
+ *   `customer_identifiers_value`; a plan took that index by (profile, kind), or a bitmap of every
+ *   live identifier, and read all of the profile's visitors;
+ * - each anonymous id's touches through `touches_visitor`, led by the id (migration 0080), the
+ *   profile again a filter: a lateral subquery per identifier (OFFSET 0 keeps it one). A join had
+ *   matched the id as a filter over every anonymous touch of the profile in the window, and with
+ *   the profile as an equality a plan could walk (profile_id, occurred_at) instead.
+ * The conversions' profile, customer and time come with them: a join back to `conversions` by id
+ * alone would probe every month's partition once per conversion.
+ */
+export const candidateTouchesStatement = (sql: SqlClient, conversions: ReadonlyArray<CandidateConversion>) =>
+  sql`
+    SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
+           floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms, ${isoTimestamp(sql, "t.occurred_at")} AS occurred_at
+    FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.profile_id)}::uuid[],
+                ${conversions.map((c) => c.customer_id)}::uuid[], ${conversions.map((c) => c.occurred_at)}::timestamptz[],
+                ${conversions.map((c) => c.window_days)}::int[])
+           AS x(conversion_id, profile_id, customer_id, occurred_at, window_days)
+    CROSS JOIN LATERAL (
+      SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
+      WHERE t.customer_id = x.customer_id AND t.profile_id IS NOT DISTINCT FROM x.profile_id AND t.kind <> 'outcome'
+        AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+        AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
+      UNION
+      SELECT a.id, a.kind, a.channel, a.occurred_at FROM customer_identifiers ci
+      CROSS JOIN LATERAL (
+        SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
+        WHERE t.anonymous_id = ci.value AND t.profile_id IS NOT DISTINCT FROM ci.profile_id AND t.kind <> 'outcome'
+          AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
+          AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
+        OFFSET 0) a
+      -- num_nulls: "removed_at IS NULL", in a form the planner does not match to a partial index.
+      WHERE ci.customer_id = x.customer_id AND ci.profile_id IS NOT DISTINCT FROM x.profile_id
+        AND ci.kind = 'anonymous_id' AND num_nulls(ci.removed_at) = 1
+    ) t
+    WHERE x.customer_id IS NOT NULL`
 
 /** One group of path steps (`pathSteps`): how many touches of `channel` follow `previous` (null: first of a path). */
 export const StepRow = Schema.Struct({
@@ -236,30 +280,10 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
       const countConversions = (profileId: string) =>
         Effect.map(countRows(sql`SELECT count(*)::int AS n FROM conversions WHERE profile_id = ${profileId}`), (rows) => rows[0]?.n ?? 0)
 
-      // The conversions' profile, customer and time come with them: a join back to `conversions` by id
-      // alone would probe every month's partition once per conversion.
+      // Under `byKeySettings` (in a savepoint inside crediting's transaction, which has them): the
+      // ad-referral preview reads it outside any, where a scan could otherwise be planned.
       const candidateTouches = (conversions: ReadonlyArray<CandidateConversion>) =>
-        touchRows(sql`
-          SELECT x.conversion_id::text AS conversion_id, t.id::text AS id, t.kind, t.channel,
-                 floor(extract(epoch FROM t.occurred_at) * 1000)::float8 AS occurred_ms, ${isoTimestamp(sql, "t.occurred_at")} AS occurred_at
-          FROM unnest(${conversions.map((c) => c.id)}::uuid[], ${conversions.map((c) => c.profile_id)}::uuid[],
-                      ${conversions.map((c) => c.customer_id)}::uuid[], ${conversions.map((c) => c.occurred_at)}::timestamptz[],
-                      ${conversions.map((c) => c.window_days)}::int[])
-                 AS x(conversion_id, profile_id, customer_id, occurred_at, window_days)
-          CROSS JOIN LATERAL (
-            SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
-            WHERE t.profile_id = x.profile_id AND t.customer_id = x.customer_id AND t.kind <> 'outcome'
-              AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-              AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
-            UNION
-            SELECT t.id, t.kind, t.channel, t.occurred_at FROM customer_identifiers ci
-            JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
-            WHERE ci.customer_id = x.customer_id AND ci.profile_id = x.profile_id AND ci.kind = 'anonymous_id'
-              AND ci.removed_at IS NULL AND t.kind <> 'outcome'
-              AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-              AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
-          ) t
-          WHERE x.customer_id IS NOT NULL`)
+        byKey(sql, touchRows(candidateTouchesStatement(sql, conversions)))
 
       const pathSteps = (profileId: string) =>
         // JIT compilation of this large plan costs more than it saves (about 0.8 s at 1M touches).

@@ -25,6 +25,13 @@ export const byKeySettings = (sql: SqlClient) =>
   sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true)`
 
 /**
+ * `effect` in a transaction of its own (a savepoint, inside a caller's) under `byKeySettings`: a
+ * read by key outside any tuned transaction, such as a lookup an API request makes.
+ */
+export const byKey = <A, E, R>(sql: SqlClient, effect: Effect.Effect<A, E, R>) =>
+  sql.withTransaction(Effect.andThen(byKeySettings(sql), effect))
+
+/**
  * Settings for a transaction that writes rows it names by key from an array (`unnest`), such as
  * the export worker's acknowledgement of a batch: with scans of the table, bitmaps and hash or merge
  * joins priced out, each row is a probe of the primary key. Kept from an empty queue, the join was
@@ -40,3 +47,23 @@ export const keyedWriteSettings = (sql: SqlClient) =>
  */
 export const keyedWrite = <A, E, R>(sql: SqlClient, statement: Effect.Effect<A, E, R>) =>
   sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), statement))
+
+/**
+ * `effect` under `keyedWriteSettings` in a savepoint of the caller's transaction (or a transaction
+ * of its own), the settings as they were put back after it: a write inside a longer transaction
+ * (ingest's) that names its rows by key, without changing how the statements after it are planned.
+ */
+export const keyedWriteWithin = <A, E, R>(sql: SqlClient, effect: Effect.Effect<A, E, R>) =>
+  sql.withTransaction(Effect.gen(function*() {
+    const [was] = yield* sql<{ seqscan: string; bitmapscan: string; hashjoin: string; mergejoin: string }>`
+      SELECT current_setting('enable_seqscan') AS seqscan, current_setting('enable_bitmapscan') AS bitmapscan,
+             current_setting('enable_hashjoin') AS hashjoin, current_setting('enable_mergejoin') AS mergejoin`
+    yield* keyedWriteSettings(sql)
+    const result = yield* effect
+    // A setting the first statement did not answer stays off until the transaction ends (never seen).
+    if (was !== undefined) {
+      yield* sql`SELECT set_config('enable_seqscan', ${was.seqscan}, true), set_config('enable_bitmapscan', ${was.bitmapscan}, true),
+                        set_config('enable_hashjoin', ${was.hashjoin}, true), set_config('enable_mergejoin', ${was.mergejoin}, true)`
+    }
+    return result
+  }))

@@ -13,6 +13,7 @@ import { conversionOfEvent } from "../../attribution/conversions/probe.ts"
 import { TouchColumns } from "../../attribution/touches/columns.ts"
 import { compareText, type ProfileScoped, profileScoped } from "../../kernel/profile-scoped.ts"
 import type { IdentifierKind } from "./identifiers.ts"
+import { byKey } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
 
@@ -151,6 +152,18 @@ export const KnownCustomer = Schema.Struct({
   created_at: Schema.String
 })
 export type KnownCustomer = typeof KnownCustomer.Type
+
+/**
+ * The customer of a visitor's latest bound touch (`customerByAnonymousId`), under `byKeySettings`:
+ * the touches read by the anonymous id through `touches_visitor`, the profile a filter, and each
+ * customer probed by id (decision 0155, test/api/visitor-reads-plan.test.ts; kept from small
+ * tables, the join read every customer).
+ */
+export const customerByAnonymousIdStatement = (sql: SqlClient, profileId: string, anonymousId: string) =>
+  sql<{ id: string }>`
+    SELECT c.id FROM touches t JOIN customers c ON c.id = t.customer_id AND c.erased_at IS NULL
+    WHERE t.anonymous_id = ${anonymousId} AND t.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
+    ORDER BY t.occurred_at DESC, t.id DESC LIMIT 1`
 
 /**
  * The conversion a person's reference names (see `findConversion`), as a statement:
@@ -402,13 +415,7 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
         )
 
       const customerByAnonymousId = (profileId: string, anonymousId: string) =>
-        Effect.map(
-          firstId(sql`
-            SELECT c.id FROM touches t JOIN customers c ON c.id = t.customer_id AND c.erased_at IS NULL
-            WHERE t.profile_id = ${profileId} AND t.anonymous_id = ${anonymousId}
-            ORDER BY t.occurred_at DESC, t.id DESC LIMIT 1`),
-          Option.map((row) => row.id)
-        )
+        Effect.map(byKey(sql, firstId(customerByAnonymousIdStatement(sql, profileId, anonymousId))), Option.map((row) => row.id))
 
       const knownCustomers = decodeRows(Schema.Struct({ ...KnownCustomer.fields, profile_id: Schema.String, name: Schema.String }))
       const byScopedKey = (rows: ReadonlyArray<KnownCustomer & { readonly profile_id: string; readonly name: string }>) =>
@@ -648,12 +655,12 @@ export class CustomersRepo extends Context.Service<CustomersRepo, {
           FROM v
           CROSS JOIN LATERAL (
             SELECT channel, device, browser, os, country, url FROM touches t
-            WHERE t.profile_id = ${profileId} AND t.anonymous_id = v.anonymous_id
+            WHERE t.anonymous_id = v.anonymous_id AND t.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
             ORDER BY t.occurred_at DESC, t.id DESC LIMIT 1
           ) last
           LEFT JOIN LATERAL (
             SELECT c.id, c.customer_key FROM touches t JOIN customers c ON c.id = t.customer_id AND c.erased_at IS NULL
-            WHERE t.profile_id = ${profileId} AND t.anonymous_id = v.anonymous_id
+            WHERE t.anonymous_id = v.anonymous_id AND t.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
             ORDER BY t.occurred_at DESC, t.id DESC LIMIT 1
           ) bound ON true
           ${page}
