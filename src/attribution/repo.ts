@@ -298,15 +298,20 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
             converting AS (
               SELECT conv.id AS path, t.occurred_at, t.id, t.channel
               FROM conv CROSS JOIN LATERAL (
+                -- Each conversion's path read as crediting reads it (candidateTouchesStatement): by the
+                -- customer and by each anonymous id, the profile a filter (decision 0155).
                 SELECT t.id, t.occurred_at, t.channel FROM touches t
-                WHERE t.customer_id = conv.customer_id AND t.profile_id = ${profileId} AND t.kind <> 'outcome'
+                WHERE t.customer_id = conv.customer_id AND t.profile_id IS NOT DISTINCT FROM ${profileId}::uuid AND t.kind <> 'outcome'
                   AND t.occurred_at >= conv.occurred_at - make_interval(days => conv.days) AND t.occurred_at <= conv.occurred_at
                 UNION
-                SELECT t.id, t.occurred_at, t.channel FROM customer_identifiers ci
-                JOIN touches t ON t.profile_id = ci.profile_id AND t.anonymous_id = ci.value
-                WHERE ci.customer_id = conv.customer_id AND ci.profile_id = ${profileId} AND ci.kind = 'anonymous_id'
-                  AND ci.removed_at IS NULL AND t.kind <> 'outcome'
-                  AND t.occurred_at >= conv.occurred_at - make_interval(days => conv.days) AND t.occurred_at <= conv.occurred_at
+                SELECT a.id, a.occurred_at, a.channel FROM customer_identifiers ci
+                CROSS JOIN LATERAL (
+                  SELECT t.id, t.occurred_at, t.channel FROM touches t
+                  WHERE t.anonymous_id = ci.value AND t.profile_id IS NOT DISTINCT FROM ci.profile_id AND t.kind <> 'outcome'
+                    AND t.occurred_at >= conv.occurred_at - make_interval(days => conv.days) AND t.occurred_at <= conv.occurred_at
+                  OFFSET 0) a
+                WHERE ci.customer_id = conv.customer_id AND ci.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
+                  AND ci.kind = 'anonymous_id' AND num_nulls(ci.removed_at) = 1
               ) t
             ),
             -- Every (touch, identity) pair once: the customers its anonymous id is bound to, and its

@@ -60,7 +60,7 @@ export const keyedWriteWithin = <A, E, R>(sql: SqlClient, effect: Effect.Effect<
              current_setting('enable_hashjoin') AS hashjoin, current_setting('enable_mergejoin') AS mergejoin`
     yield* keyedWriteSettings(sql)
     const result = yield* effect
-    // A setting the first statement did not answer stays off until the transaction ends (never seen).
+    // Put back by hand: releasing a savepoint keeps what SET LOCAL changed in it (only a rollback undoes it).
     if (was !== undefined) {
       yield* sql`SELECT set_config('enable_seqscan', ${was.seqscan}, true), set_config('enable_bitmapscan', ${was.bitmapscan}, true),
                         set_config('enable_hashjoin', ${was.hashjoin}, true), set_config('enable_mergejoin', ${was.mergejoin}, true)`

@@ -86,18 +86,13 @@ export interface VisitorBinding {
 
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
-/*
- * A visitor's touches are read by the anonymous id through `touches_visitor` (migration 0080),
- * the profile a filter (`IS NOT DISTINCT FROM`): with the profile as an equality, a plan made while
- * a month was small (no statistics here) could take (profile_id, occurred_at) or the unbound
- * visitors' (profile_id, anonymous_id) and walk the profile (decision 0155,
- * test/api/visitor-reads-plan.test.ts).
- */
-
 /**
  * Each visitor's unbound touches join its customer (`bindVisitors`); answers the customers joined.
- * Run under `keyedWriteSettings`: kept from an empty month, the update's join to its rows was a
- * hash of a sequential scan of every touch (test/api/visitor-reads-plan.test.ts).
+ * A visitor's touches are read by the anonymous id through `touches_visitor` (migration 0080), the
+ * profile a filter: with the profile as an equality, a plan made while a month was small (no
+ * statistics here) could walk the profile instead (decision 0155). Run under `keyedWriteSettings`:
+ * kept from an empty month, the update's join to its rows was a hash of a sequential scan of every
+ * touch (test/api/visitor-reads-plan.test.ts).
  */
 export const bindVisitorsStatement = (sql: SqlClient, visitors: ReadonlyArray<VisitorBinding>) =>
   sql<{ customer_id: string }>`
@@ -132,7 +127,6 @@ export const bindVisitorStatement = (
       RETURNING id
     )
     SELECT count(*)::int AS n FROM b`
-
 
 export class TouchesRepo extends Context.Service<TouchesRepo, {
   /** Web touch rows, one statement; answers the ids inserted (a key stored before, or earlier in the batch, is not). */
