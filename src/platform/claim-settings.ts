@@ -47,23 +47,3 @@ export const keyedWriteSettings = (sql: SqlClient) =>
  */
 export const keyedWrite = <A, E, R>(sql: SqlClient, statement: Effect.Effect<A, E, R>) =>
   sql.withTransaction(Effect.andThen(keyedWriteSettings(sql), statement))
-
-/**
- * `effect` under `keyedWriteSettings` in a savepoint of the caller's transaction (or a transaction
- * of its own), the settings as they were put back after it: a write inside a longer transaction
- * (ingest's) that names its rows by key, without changing how the statements after it are planned.
- */
-export const keyedWriteWithin = <A, E, R>(sql: SqlClient, effect: Effect.Effect<A, E, R>) =>
-  sql.withTransaction(Effect.gen(function*() {
-    const [was] = yield* sql<{ seqscan: string; bitmapscan: string; hashjoin: string; mergejoin: string }>`
-      SELECT current_setting('enable_seqscan') AS seqscan, current_setting('enable_bitmapscan') AS bitmapscan,
-             current_setting('enable_hashjoin') AS hashjoin, current_setting('enable_mergejoin') AS mergejoin`
-    yield* keyedWriteSettings(sql)
-    const result = yield* effect
-    // Put back by hand: releasing a savepoint keeps what SET LOCAL changed in it (only a rollback undoes it).
-    if (was !== undefined) {
-      yield* sql`SELECT set_config('enable_seqscan', ${was.seqscan}, true), set_config('enable_bitmapscan', ${was.bitmapscan}, true),
-                        set_config('enable_hashjoin', ${was.hashjoin}, true), set_config('enable_mergejoin', ${was.mergejoin}, true)`
-    }
-    return result
-  }))

@@ -18,22 +18,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { createHash } from "node:crypto"
 import * as Conversions from "../../src/attribution/conversions/repo.ts"
 import * as Customers from "../../src/identity/customers/repo.ts"
-import { analyzedTables, keep } from "../support/claim-plan.ts"
-import { onDatabase } from "../support/pg-databases.ts"
+import { analyzedTables, keep, md5Uuid, onTestDatabase } from "../support/claim-plan.ts"
 
 const ROWS = 200_000
 /** Conversion g is customer g % CUSTOMERS's: 200 conversions a customer. */
 const CUSTOMERS = 1_000
 /** One probe through an index takes well under a millisecond; walking the instant's rows takes hundreds. Loose, for a shared machine. */
 const RUN_MS = 50
-
-const md5Uuid = (text: string) => createHash("md5").update(text).digest("hex").replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5")
-
-const onTestDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient>) =>
-  Effect.promise(() => onDatabase(process.env["DATABASE_URL"] ?? "", effect))
 
 // PostgreSQL's planner on the server the service runs against; seeding 200,000 conversions into
 // the embedded database would take minutes of the suite.

@@ -28,7 +28,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { createHash } from "node:crypto"
 import * as Rollups from "../../src/analytics/rollups/repo.ts"
 import * as Creatives from "../../src/analytics/creatives/repo.ts"
 import * as Reports from "../../src/analytics/reports/repo.ts"
@@ -40,8 +39,7 @@ import * as Identity from "../../src/identity/repo.ts"
 import * as ExportPipeline from "../../src/exports/pipeline/repo.ts"
 import * as SyncJobs from "../../src/ingestion/sync/repo.ts"
 import { byKeySettings, keyedWriteSettings, orderedClaimSettings } from "../../src/platform/claim-settings.ts"
-import { analyzedTables, type Depth, keep, literal, measure } from "../support/claim-plan.ts"
-import { onDatabase } from "../support/pg-databases.ts"
+import { analyzedTables, type Depth, keep, literal, md5Uuid, measure, onTestDatabase } from "../support/claim-plan.ts"
 
 const DEPTHS = [0, 20_000, 200_000] as const
 /**
@@ -69,8 +67,6 @@ interface Checked {
 }
 
 /** PostgreSQL's `md5(text)::uuid`. */
-const md5Uuid = (text: string) => createHash("md5").update(text).digest("hex").replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5")
-
 const perRow = (depth: Depth) => depth.cost / Math.max(1, depth.rows)
 
 /** Seeds the backlog up to each depth, measures each statement there, and checks the bounds. */
@@ -122,9 +118,6 @@ const checkQueue = <E>(
     // What the plans were costed on: no statistics gathered for the tables.
     assert.strictEqual(yield* analyzedTables(tables), 0)
   })
-
-const onTestDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient>) =>
-  Effect.promise(() => onDatabase(process.env["DATABASE_URL"] ?? "", effect))
 
 /** A workspace and a profile of its own, with a connection (the queues' rows reference them). */
 const tenant = Effect.gen(function*() {

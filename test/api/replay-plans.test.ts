@@ -16,8 +16,7 @@ import { SqlClient } from "effect/sql/SqlClient"
 import { storedStatement } from "../../src/attribution/credits/repo.ts"
 import { partitionName } from "../../src/ops/partitions/registry.ts"
 import { byKeySettings } from "../../src/platform/claim-settings.ts"
-import { keep } from "../support/claim-plan.ts"
-import { onDatabase } from "../support/pg-databases.ts"
+import { keep, onTestDatabase } from "../support/claim-plan.ts"
 
 /**
  * Rows in the month before it is emptied (the index keeps their pages), when the plan is made (the
@@ -29,9 +28,6 @@ const REFILLED = 40_000
 /** Conversions read per statement, as a replay's transaction reads them. */
 const CONVERSIONS = 2_000
 const ROWS_EACH = REFILLED / CONVERSIONS
-
-const onTestDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient>) =>
-  Effect.promise(() => onDatabase(process.env["DATABASE_URL"] ?? "", effect))
 
 /** `n` credit rows of the profile's conversions `md5(<salt> || i % conversions)` in the month of `at`, a model each in turn. */
 const fill = (profileId: string, salt: string, at: string, n: number, conversions: number) =>

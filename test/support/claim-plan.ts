@@ -8,6 +8,8 @@
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import { createHash } from "node:crypto"
+import { onDatabase } from "./pg-databases.ts"
 
 /** A bound parameter as an SQL literal (EXECUTE takes its arguments as text; the statement's casts type them). */
 export const literal = (value: unknown): string => {
@@ -138,3 +140,11 @@ export const keep = (statement: Compiled | { readonly compile: () => Compiled },
     })
     return { run, release: sql.unsafe(`DEALLOCATE ${name}`) }
   })
+
+/** The uuid PostgreSQL's `md5(text)::uuid` makes of `text`: the id of a row seeded in SQL, known to the test. */
+export const md5Uuid = (text: string) =>
+  createHash("md5").update(text).digest("hex").replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5")
+
+/** `effect` on the test database of `DATABASE_URL`, as the plan tests run their statements. */
+export const onTestDatabase = <A, E>(effect: Effect.Effect<A, E, SqlClient>) =>
+  Effect.promise(() => onDatabase(process.env["DATABASE_URL"] ?? "", effect))

@@ -5,7 +5,6 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
-import { keyedWriteWithin } from "../../platform/claim-settings.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
 import type { TouchKind } from "../models/index.ts"
 
@@ -90,24 +89,21 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
  * Each visitor's unbound touches join its customer (`bindVisitors`); answers the customers joined.
  * A visitor's touches are read by the anonymous id through `touches_visitor` (migration 0080), the
  * profile a filter: with the profile as an equality, a plan made while a month was small (no
- * statistics here) could walk the profile instead (decision 0155). Run under `keyedWriteSettings`:
- * kept from an empty month, the update's join to its rows was a hash of a sequential scan of every
- * touch (test/api/visitor-reads-plan.test.ts).
+ * statistics here) could walk the profile instead (decision 0155).
  */
 export const bindVisitorsStatement = (sql: SqlClient, visitors: ReadonlyArray<VisitorBinding>) =>
   sql<{ customer_id: string }>`
     WITH bound AS (
       UPDATE touches t SET customer_id = m.customer_id, join_method = 'anonymous_id'
       FROM (
-        SELECT x.id, x.profile_id, x.occurred_at, v.customer_id
+        SELECT x.id, v.customer_id
         FROM unnest(${visitors.map((v) => v.profileId)}::uuid[], ${visitors.map((v) => v.anonymousId)}::text[],
                     ${visitors.map((v) => v.customerId)}::uuid[]) AS v(profile_id, anonymous_id, customer_id)
-        CROSS JOIN LATERAL (SELECT id, profile_id, occurred_at FROM touches
+        CROSS JOIN LATERAL (SELECT id FROM touches
                             WHERE anonymous_id = v.anonymous_id AND profile_id IS NOT DISTINCT FROM v.profile_id AND customer_id IS NULL
                             OFFSET 0) x
       ) m
-      -- The whole key: the id alone would probe every month's partition.
-      WHERE t.id = m.id AND t.profile_id = m.profile_id AND t.occurred_at = m.occurred_at AND t.customer_id IS NULL
+      WHERE t.id = m.id AND t.customer_id IS NULL
       RETURNING t.customer_id
     )
     SELECT DISTINCT customer_id::text AS customer_id FROM bound`
@@ -310,13 +306,13 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
 
       const bindVisitors = (visitors: ReadonlyArray<VisitorBinding>) =>
         visitors.length === 0 ? Effect.succeed<ReadonlyArray<string>>([]) : Effect.map(
-          keyedWriteWithin(sql, customerRows(bindVisitorsStatement(sql, visitors))),
+          customerRows(bindVisitorsStatement(sql, visitors)),
           (rows) => rows.map((row) => row.customer_id)
         )
 
       const bindVisitor = (profileId: string, anonymousId: string, customerId: string, joinMethod: "click_id" | "anonymous_id") =>
         Effect.map(
-          keyedWriteWithin(sql, firstCount(bindVisitorStatement(sql, profileId, anonymousId, customerId, joinMethod))),
+          firstCount(bindVisitorStatement(sql, profileId, anonymousId, customerId, joinMethod)),
           Option.match({ onNone: () => 0, onSome: (row) => row.n })
         )
 
