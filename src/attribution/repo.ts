@@ -95,7 +95,7 @@ export interface CandidateConversion {
 /**
  * The touches each conversion may credit (`candidateTouches`): its customer's, and those of the
  * anonymous ids bound to the customer, in its window. Every read is a probe by construction, as a
- * plan kept from empty tables (no ANALYZE here) runs it (test/api/candidate-touches-plan.test.ts):
+ * plan kept from empty tables (no ANALYZE here) runs it (test/api/visitor-reads-plan.test.ts):
  * - the customer's touches through `touches_customer`: the profile is a filter (`IS NOT DISTINCT
  *   FROM`), so (profile_id, occurred_at) cannot be walked over the whole window instead;
  * - the customer's anonymous ids through `customer_identifiers_customer`: the profile is a filter

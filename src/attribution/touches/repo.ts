@@ -91,7 +91,7 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
  * profile a filter: with the profile as an equality, a plan made while a month was small (no
  * statistics here) could walk the profile instead (decision 0155).
  */
-export const bindVisitorsStatement = (sql: SqlClient, visitors: ReadonlyArray<VisitorBinding>) =>
+const bindVisitorsStatement = (sql: SqlClient, visitors: ReadonlyArray<VisitorBinding>) =>
   sql<{ customer_id: string }>`
     WITH bound AS (
       UPDATE touches t SET customer_id = m.customer_id, join_method = 'anonymous_id'
