@@ -32,6 +32,8 @@
  *    rows go one after another (order within the batch), so deliveries/s is what one ordered run
  *    reaches; the arrival order is checked.
  *
+ * BENCH_ONLY_WORKER=1 stops after phase 1's worker figures (paired runs of a change to the worker).
+ *
  * Beside the bare `node:http` baseline, the same requests go through the service's outbound
  * client (src/platform/outbound-http.ts, with the public-host rule as the worker uses it) at the
  * same concurrency: what the client costs against bare `node:http`. Run on a tree without that
@@ -349,6 +351,14 @@ async function main() {
   const serviceSeconds = (lastOk - startedAt) / 1000
   const serviceRate = expected / serviceSeconds
   const serviceRequests = requests
+
+  // BENCH_ONLY_WORKER=1: this phase's worker figures and nothing else (for paired runs of a change).
+  if (process.env["BENCH_ONLY_WORKER"] === "1") {
+    worker1.child.kill("SIGKILL")
+    server.close()
+    console.log(`worker only: ${fmt(expected)} deliveries in ${fmt(serviceSeconds, 2)} s = ${fmt(serviceRate)} deliveries/s; ${showBudget(serviceCpu)}`)
+    process.exit()
+  }
 
   // Baseline: the same signed bodies, plain node:http, BENCH_BASELINE_INFLIGHT (16) in flight, nothing durable.
   const inflight = intFromEnv("BENCH_BASELINE_INFLIGHT", 16, 1000)

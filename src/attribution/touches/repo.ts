@@ -6,6 +6,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { DatabaseUnavailable } from "../../../schema/errors.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows } from "../../platform/database.ts"
+import { byKey } from "../../platform/claim-settings.ts"
 import type { TouchKind } from "../models/index.ts"
 
 // Re-exported for the readers that still take it from here.
@@ -89,9 +90,11 @@ type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
  * Each visitor's unbound touches join its customer (`bindVisitors`); answers the customers joined.
  * A visitor's touches are read by the anonymous id through `touches_visitor` (migration 0080), the
  * profile a filter: with the profile as an equality, a plan made while a month was small (no
- * statistics here) could walk the profile instead (decision 0155).
+ * statistics here) could walk the profile instead (decision 0155). Run under `byKeySettings`:
+ * kept from an empty month without them, the update's join hashed every touch of the table.
+ * test/api/visitor-reads-plan.test.ts checks its kept plans.
  */
-const bindVisitorsStatement = (sql: SqlClient, visitors: ReadonlyArray<VisitorBinding>) =>
+export const bindVisitorsStatement = (sql: SqlClient, visitors: ReadonlyArray<VisitorBinding>) =>
   sql<{ customer_id: string }>`
     WITH bound AS (
       UPDATE touches t SET customer_id = m.customer_id, join_method = 'anonymous_id'
@@ -306,7 +309,7 @@ export class TouchesRepo extends Context.Service<TouchesRepo, {
 
       const bindVisitors = (visitors: ReadonlyArray<VisitorBinding>) =>
         visitors.length === 0 ? Effect.succeed<ReadonlyArray<string>>([]) : Effect.map(
-          customerRows(bindVisitorsStatement(sql, visitors)),
+          byKey(sql, customerRows(bindVisitorsStatement(sql, visitors))),
           (rows) => rows.map((row) => row.customer_id)
         )
 
