@@ -7,6 +7,7 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
+import type * as Statement from "effect/sql/Statement"
 import { DEFAULT_LOOKBACK_WINDOW_DAYS } from "../../schema/attribution.ts"
 import type { DatabaseUnavailable } from "../../schema/errors.ts"
 import { byKey, byKeySettings } from "../platform/claim-settings.ts"
@@ -93,6 +94,36 @@ export interface CandidateConversion {
 }
 
 /**
+ * A customer's touches from `from` to `to` (both included), as (id, kind, channel, occurred_at): its
+ * own and those of the anonymous ids bound to it, `outcome` touches left out. The reads of a
+ * conversion's path, crediting's and the statistics', are this one subquery (see the statement
+ * below for why each part is written so).
+ */
+const customerTouchesWithin = (
+  sql: SqlClient,
+  { customer, from, profile, to }: {
+    readonly customer: Statement.Fragment
+    readonly profile: Statement.Fragment
+    readonly from: Statement.Fragment
+    readonly to: Statement.Fragment
+  }
+) =>
+  sql`
+      SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
+      WHERE t.customer_id = ${customer} AND t.profile_id IS NOT DISTINCT FROM ${profile} AND t.kind <> 'outcome'
+        AND t.occurred_at >= ${from} AND t.occurred_at <= ${to}
+      UNION
+      SELECT a.id, a.kind, a.channel, a.occurred_at FROM customer_identifiers ci
+      CROSS JOIN LATERAL (
+        SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
+        WHERE t.anonymous_id = ci.value AND t.profile_id IS NOT DISTINCT FROM ci.profile_id AND t.kind <> 'outcome'
+          AND t.occurred_at >= ${from} AND t.occurred_at <= ${to}
+        OFFSET 0) a
+      -- num_nulls: "removed_at IS NULL", in a form the planner does not match to a partial index.
+      WHERE ci.customer_id = ${customer} AND ci.profile_id IS NOT DISTINCT FROM ${profile}
+        AND ci.kind = 'anonymous_id' AND num_nulls(ci.removed_at) = 1`
+
+/**
  * The touches each conversion may credit (`candidateTouches`): its customer's, and those of the
  * anonymous ids bound to the customer, in its window. Every read is a probe by construction, as a
  * plan kept from empty tables (no ANALYZE here) runs it (test/api/visitor-reads-plan.test.ts):
@@ -117,23 +148,14 @@ export const candidateTouchesStatement = (sql: SqlClient, conversions: ReadonlyA
                 ${conversions.map((c) => c.customer_id)}::uuid[], ${conversions.map((c) => c.occurred_at)}::timestamptz[],
                 ${conversions.map((c) => c.window_days)}::int[])
            AS x(conversion_id, profile_id, customer_id, occurred_at, window_days)
-    CROSS JOIN LATERAL (
-      SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
-      WHERE t.customer_id = x.customer_id AND t.profile_id IS NOT DISTINCT FROM x.profile_id AND t.kind <> 'outcome'
-        AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-        AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
-      UNION
-      SELECT a.id, a.kind, a.channel, a.occurred_at FROM customer_identifiers ci
-      CROSS JOIN LATERAL (
-        SELECT t.id, t.kind, t.channel, t.occurred_at FROM touches t
-        WHERE t.anonymous_id = ci.value AND t.profile_id IS NOT DISTINCT FROM ci.profile_id AND t.kind <> 'outcome'
-          AND t.occurred_at >= x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'
-          AND t.occurred_at <= x.occurred_at + interval '1 millisecond'
-        OFFSET 0) a
-      -- num_nulls: "removed_at IS NULL", in a form the planner does not match to a partial index.
-      WHERE ci.customer_id = x.customer_id AND ci.profile_id IS NOT DISTINCT FROM x.profile_id
-        AND ci.kind = 'anonymous_id' AND num_nulls(ci.removed_at) = 1
-    ) t
+    CROSS JOIN LATERAL (${
+    customerTouchesWithin(sql, {
+      customer: sql`x.customer_id`,
+      profile: sql`x.profile_id`,
+      from: sql`x.occurred_at - make_interval(days => x.window_days) - interval '1 millisecond'`,
+      to: sql`x.occurred_at + interval '1 millisecond'`
+    })
+  }) t
     WHERE x.customer_id IS NOT NULL`
 
 /** One group of path steps (`pathSteps`): how many touches of `channel` follow `previous` (null: first of a path). */
@@ -297,22 +319,15 @@ export class AttributionRepo extends Context.Service<AttributionRepo, {
             converted_customers AS (SELECT DISTINCT customer_id FROM conv),
             converting AS (
               SELECT conv.id AS path, t.occurred_at, t.id, t.channel
-              FROM conv CROSS JOIN LATERAL (
-                -- Each conversion's path read as crediting reads it (candidateTouchesStatement): by the
-                -- customer and by each anonymous id, the profile a filter (decision 0155).
-                SELECT t.id, t.occurred_at, t.channel FROM touches t
-                WHERE t.customer_id = conv.customer_id AND t.profile_id IS NOT DISTINCT FROM ${profileId}::uuid AND t.kind <> 'outcome'
-                  AND t.occurred_at >= conv.occurred_at - make_interval(days => conv.days) AND t.occurred_at <= conv.occurred_at
-                UNION
-                SELECT a.id, a.occurred_at, a.channel FROM customer_identifiers ci
-                CROSS JOIN LATERAL (
-                  SELECT t.id, t.occurred_at, t.channel FROM touches t
-                  WHERE t.anonymous_id = ci.value AND t.profile_id IS NOT DISTINCT FROM ci.profile_id AND t.kind <> 'outcome'
-                    AND t.occurred_at >= conv.occurred_at - make_interval(days => conv.days) AND t.occurred_at <= conv.occurred_at
-                  OFFSET 0) a
-                WHERE ci.customer_id = conv.customer_id AND ci.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
-                  AND ci.kind = 'anonymous_id' AND num_nulls(ci.removed_at) = 1
-              ) t
+              FROM conv CROSS JOIN LATERAL (${
+    // Each conversion's path read as crediting reads it, within its exact window.
+    customerTouchesWithin(sql, {
+      customer: sql`conv.customer_id`,
+      profile: sql`${profileId}::uuid`,
+      from: sql`conv.occurred_at - make_interval(days => conv.days)`,
+      to: sql`conv.occurred_at`
+    })
+  }) t
             ),
             -- Every (touch, identity) pair once: the customers its anonymous id is bound to, and its
             -- own customer; an unbound anonymous id is its own identity (cust zero, anon 'a:' || id).
