@@ -279,6 +279,38 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(hooks.hooks.length, 5)
       }))
 
+    it.effect("an event no live subscription takes is written published (never fanned out); one a subscription lists waits for the fan-out (decision 0156)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const outbox = yield* OutboxRepo
+        const world = yield* fixture()
+        const hooks = yield* receiver
+        // Written through the producers' repository, and read back before the transaction ends:
+        // the fan-out cannot see the row yet, so what it holds is what the insert wrote.
+        const written = (topic: string) =>
+          sql.withTransaction(Effect.gen(function*() {
+            const id = crypto.randomUUID()
+            yield* outbox.insert([{ id, profileId: world.profileId, topic, payload: { id, type: topic, data: {}, delivery: { profile_id: world.profileId } } }])
+            const [row] = yield* sql<{ published: boolean }>`SELECT published_at IS NOT NULL AS published FROM outbox WHERE id = ${id}`
+            return row?.published
+          }))
+        assert.strictEqual(yield* written("outcome.recorded"), true, "no subscription at all")
+        const sub = yield* subscribe(world.key, { url: hooks.url })
+        assert.strictEqual(yield* written("outcome.recorded"), false, "a subscription lists it")
+        assert.strictEqual(yield* written("experiment.completed"), true, "an opt-in type the subscription does not list")
+        assert.strictEqual((yield* send(world.key, "PATCH", `/api/v1/webhooks/subscriptions/${sub.id}`, { status: "paused" })).status, 200)
+        assert.strictEqual(yield* written("outcome.recorded"), false, "a paused subscription keeps its backlog")
+        yield* sql`UPDATE webhook_subscriptions SET status = 'disabled' WHERE id = ${sub.id}`
+        assert.strictEqual(yield* written("outcome.recorded"), true, "a disabled subscription")
+        yield* sql`UPDATE webhook_subscriptions SET status = 'active' WHERE id = ${sub.id}`
+        assert.strictEqual((yield* send(world.key, "DELETE", `/api/v1/webhooks/subscriptions/${sub.id}`)).status, 200)
+        assert.strictEqual(yield* written("outcome.recorded"), true, "a deleted subscription")
+        // Another profile's subscription takes nothing of this one's.
+        const other = yield* fixture()
+        yield* subscribe(other.key, { url: hooks.url })
+        assert.strictEqual(yield* written("outcome.recorded"), true, "another profile's subscription")
+      }).pipe(Effect.provide(OutboxRepo.layer)))
+
     it.effect("a producer batch written through the outbox goes out in the order it was written, whatever its ids (issue 34)", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient

@@ -150,7 +150,10 @@ export const markPublishedStatement = (sql: SqlClient, rows: ReadonlyArray<Publi
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class OutboxRepo extends Context.Service<OutboxRepo, {
-  /** Inserts the rows (one statement), in the caller's transaction. */
+  /**
+   * Inserts the rows (one statement), in the caller's transaction; a row no live subscription of its
+   * profile takes is written published (the fan-out never reads it).
+   */
   readonly insert: (rows: ReadonlyArray<NewOutboxRow>) => Repo<void>
   /**
    * Erasure: `outcome.recorded` rows of these customers, delivered or not (the replay answers them
@@ -182,9 +185,16 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
           // ids; and the fan-out's ordered read stops after the rows it takes, where a tie of a whole
           // batch (2,000 rows of a sync page) had to be read and sorted first.
           return Effect.asVoid(sql`
-            INSERT INTO outbox (id, profile_id, topic, payload, traceparent, tracestate, created_at)
+            INSERT INTO outbox (id, profile_id, topic, payload, traceparent, tracestate, created_at, published_at)
             SELECT t.id, t.profile_id, t.topic, t.payload, t.traceparent, t.tracestate,
-                   now() + make_interval(secs => (t.n - 1) / 1000000.0)
+                   now() + make_interval(secs => (t.n - 1) / 1000000.0),
+                   -- Published as written when no subscription of the profile the fan-out would read
+                   -- (not deleted, not disabled) lists the topic: nothing to fan out (decision 0156).
+                   -- OFFSET 0 keeps the test a probe of the profile's subscriptions per row.
+                   CASE WHEN EXISTS (
+                     SELECT 1 FROM webhook_subscriptions s
+                     WHERE s.profile_id = t.profile_id AND s.deleted_at IS NULL AND s.status <> 'disabled' AND t.topic = ANY (s.event_types)
+                     OFFSET 0) THEN NULL ELSE now() END
             FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
                         ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
                         -- '' for none: the driver cannot type an array holding only nulls.
