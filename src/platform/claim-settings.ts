@@ -19,10 +19,13 @@ export const orderedClaimSettings = (sql: SqlClient) =>
  * month, the marks table drained) keeps statistics that say "empty" beside an index that kept its
  * pages; a probe planned there became a scan, kept on the connection while the table refilled: one
  * read of stored credit rows took 325 s of a 10M-touch replay, the take 153 ms at 200,000 marks. With
- * scans priced out, the plan stays a probe whatever the statistics say.
+ * scans priced out, the plan stays a probe whatever the statistics say. No parallel workers either: a
+ * probe costed high by a table without statistics was planned parallel, and starting the workers
+ * took 100 ms on a busy machine for one row (test/api/visitor-reads-plan.test.ts, in a CI run).
  */
 export const byKeySettings = (sql: SqlClient) =>
-  sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true)`
+  sql`SELECT set_config('jit', 'off', true), set_config('enable_seqscan', 'off', true),
+             set_config('max_parallel_workers_per_gather', '0', true)`
 
 /**
  * `effect` in a transaction of its own (a savepoint, inside a caller's) under `byKeySettings`: a

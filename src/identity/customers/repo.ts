@@ -156,12 +156,14 @@ export type KnownCustomer = typeof KnownCustomer.Type
 /**
  * The customer of a visitor's latest bound touch (`customerByAnonymousId`), under `byKeySettings`:
  * the touches read by the anonymous id through `touches_visitor`, the profile a filter, and each
- * customer probed by id (decision 0155, test/api/visitor-reads-plan.test.ts; kept from small
- * tables, the join read every customer).
+ * customer probed by its whole key (decision 0155, test/api/visitor-reads-plan.test.ts; kept from
+ * small tables, the join read every customer). By the id alone, a plan kept on a database holding
+ * many customers counted hundreds of rows per probe and went parallel: 100-107 ms of worker start-up
+ * in a CI run, for one row.
  */
 export const customerByAnonymousIdStatement = (sql: SqlClient, profileId: string, anonymousId: string) =>
   sql<{ id: string }>`
-    SELECT c.id FROM touches t JOIN customers c ON c.id = t.customer_id AND c.erased_at IS NULL
+    SELECT c.id FROM touches t JOIN customers c ON c.id = t.customer_id AND c.profile_id = t.profile_id AND c.erased_at IS NULL
     WHERE t.anonymous_id = ${anonymousId} AND t.profile_id IS NOT DISTINCT FROM ${profileId}::uuid
     ORDER BY t.occurred_at DESC, t.id DESC LIMIT 1`
 

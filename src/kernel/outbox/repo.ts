@@ -147,6 +147,30 @@ export const markPublishedStatement = (sql: SqlClient, rows: ReadonlyArray<Publi
         LIMIT 1) x) k
     WHERE o.tableoid = k.toid AND o.ctid = k.tid`
 
+/**
+ * The producers' insert (see `insert` below), as a statement: test/api/outbox-insert-plan.test.ts
+ * checks that its test of the profile's subscriptions stays a probe.
+ *
+ * A microsecond per position: the rows keep the order the producer gave them (the spec's order
+ * within an enqueued batch), where equal times fell back to the order of their random ids; and the
+ * fan-out's ordered read stops after the rows it takes, where a tie of a whole batch (2,000 rows of
+ * a sync page) had to be read and sorted first. A row no subscription of its profile takes is
+ * written published (`webhook_topic_wanted`, migration 0081): the fan-out never reads it
+ * (decision 0156).
+ */
+export const outboxInsertStatement = (sql: SqlClient, rows: ReadonlyArray<NewOutboxRow>) =>
+  sql`
+    INSERT INTO outbox (id, profile_id, topic, payload, traceparent, tracestate, created_at, published_at)
+    SELECT t.id, t.profile_id, t.topic, t.payload, t.traceparent, t.tracestate,
+           now() + make_interval(secs => (t.n - 1) / 1000000.0),
+           CASE WHEN webhook_topic_wanted(t.profile_id, t.topic) THEN NULL ELSE now() END
+    FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
+                ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
+                -- '' for none: the driver cannot type an array holding only nulls.
+                array_replace(${rows.map((r) => r.trace?.traceparent ?? "")}::text[], '', NULL),
+                array_replace(${rows.map((r) => r.trace?.tracestate ?? "")}::text[], '', NULL))
+      WITH ORDINALITY AS t(id, profile_id, topic, payload, traceparent, tracestate, n)`
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class OutboxRepo extends Context.Service<OutboxRepo, {
@@ -178,30 +202,8 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
 
       // Each row keeps the trace that queued it (its own, or the current one) for the delivery's span to link to (decision 0083).
       const insert = (rows: ReadonlyArray<NewOutboxRow>) =>
-        rows.length === 0 ? Effect.void : Effect.flatMap(currentTraceContext, (current) => {
-          const traces = rows.map((r) => r.trace ?? Option.getOrUndefined(current))
-          // A microsecond per position: the rows keep the order the producer gave them (the spec's
-          // order within an enqueued batch), where equal times fell back to the order of their random
-          // ids; and the fan-out's ordered read stops after the rows it takes, where a tie of a whole
-          // batch (2,000 rows of a sync page) had to be read and sorted first.
-          return Effect.asVoid(sql`
-            INSERT INTO outbox (id, profile_id, topic, payload, traceparent, tracestate, created_at, published_at)
-            SELECT t.id, t.profile_id, t.topic, t.payload, t.traceparent, t.tracestate,
-                   now() + make_interval(secs => (t.n - 1) / 1000000.0),
-                   -- Published as written when no subscription of the profile the fan-out would read
-                   -- (not deleted, not disabled) lists the topic: nothing to fan out (decision 0156).
-                   -- OFFSET 0 keeps the test a probe of the profile's subscriptions per row.
-                   CASE WHEN EXISTS (
-                     SELECT 1 FROM webhook_subscriptions s
-                     WHERE s.profile_id = t.profile_id AND s.deleted_at IS NULL AND s.status <> 'disabled' AND t.topic = ANY (s.event_types)
-                     OFFSET 0) THEN NULL ELSE now() END
-            FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[],
-                        ${rows.map((r) => r.topic)}::text[], ${rows.map((r) => JSON.stringify(r.payload))}::jsonb[],
-                        -- '' for none: the driver cannot type an array holding only nulls.
-                        array_replace(${traces.map((t) => t?.traceparent ?? "")}::text[], '', NULL),
-                        array_replace(${traces.map((t) => t?.tracestate ?? "")}::text[], '', NULL))
-              WITH ORDINALITY AS t(id, profile_id, topic, payload, traceparent, tracestate, n)`)
-        })
+        rows.length === 0 ? Effect.void : Effect.flatMap(currentTraceContext, (current) =>
+          Effect.asVoid(outboxInsertStatement(sql, rows.map((r) => ({ ...r, trace: r.trace ?? Option.getOrUndefined(current) })))))
 
       const forgetCustomers = (ids: ReadonlyArray<string>) =>
         Effect.asVoid(sql`
