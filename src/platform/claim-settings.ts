@@ -31,9 +31,10 @@ export const byKeySettings = (sql: SqlClient) =>
  * `effect` in a transaction of its own (a savepoint, inside a caller's) under `byKeySettings`: a
  * statement by key outside any tuned transaction, such as a lookup an API request makes or the
  * ingest's binding of visitors. Inside a caller's transaction the settings hold until that
- * transaction ends (a released savepoint keeps `SET LOCAL`); they only price out scans and JIT, and
- * a plan first made under them stays a probe (the touches' analytics trigger, planned under them
- * once per connection, kept 0.6-0.8 ms for 200 touches against 7.2 ms under `keyedWriteSettings`).
+ * transaction ends (a released savepoint keeps `SET LOCAL`); they only price out scans, JIT and
+ * parallel workers, and a plan first made under them stays a probe (the touches' analytics trigger,
+ * planned under them once per connection, kept 0.6-0.8 ms for 200 touches against 7.2 ms under
+ * `keyedWriteSettings`).
  */
 export const byKey = <A, E, R>(sql: SqlClient, effect: Effect.Effect<A, E, R>) =>
   sql.withTransaction(Effect.andThen(byKeySettings(sql), effect))

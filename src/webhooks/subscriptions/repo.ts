@@ -199,6 +199,8 @@ export class WebhookSubscriptionsRepo extends Context.Service<WebhookSubscriptio
                  ) AS attribution_enabled
           FROM webhook_subscriptions s
           JOIN profiles p ON p.id = s.profile_id
+          -- The same subscriptions as webhook_topic_wanted's (migration 0081): an outbox row none of
+          -- them lists is written published and never reaches this read (decision 0156).
           WHERE s.profile_id = ANY(${[...profileIds]}::uuid[]) AND s.deleted_at IS NULL AND s.status <> 'disabled'
           ORDER BY s.created_at, s.id`)
 
