@@ -76,6 +76,7 @@ import m0078 from "./0078_credit_marks_from_rows.ts"
 import m0079 from "./0079_credit_queue.ts"
 import m0080 from "./0080_touches_by_visitor.ts"
 import m0081 from "./0081_webhook_topic_wanted.ts"
+import m0082 from "./0082_outbox_fan_out_lease.ts"
 
 /**
  * Ordered migrations, keyed `NNNN_name` like their files. Listed statically so the same
@@ -159,7 +160,8 @@ export const migrations = {
   "0078_credit_marks_from_rows": m0078,
   "0079_credit_queue": m0079,
   "0080_touches_by_visitor": m0080,
-  "0081_webhook_topic_wanted": m0081
+  "0081_webhook_topic_wanted": m0081,
+  "0082_outbox_fan_out_lease": m0082
 }
 
 export const latestMigrationId = Math.max(...Object.keys(migrations).map((key) => Number(key.slice(0, 4))))

@@ -84,7 +84,9 @@ const subscribe = (key: string, body: Record<string, unknown>) =>
 const outcomeRows = Effect.fn("test.outcomeRows")(function*(
   profile: SeededProfile,
   count: number,
-  delivery: Record<string, unknown> = {}
+  delivery: Record<string, unknown> = {},
+  /** Leased to a window of first attempts whose lease ran out (a process that died: decision 0157). */
+  leftByDeadWindow = false
 ) {
   const sql = yield* SqlClient
   const ids = Array.from({ length: count }, () => crypto.randomUUID())
@@ -105,8 +107,9 @@ const outcomeRows = Effect.fn("test.outcomeRows")(function*(
     delivery: { profile_id: profile.profileId, provisioned_by_app_id: null, healthcare_family: false, customer_id: null, ...delivery }
   }))
   yield* sql`
-    INSERT INTO outbox (id, profile_id, topic, payload, created_at)
-    SELECT id, ${profile.profileId}, 'outcome.recorded', payload, now() + make_interval(secs => n / 1000.0)
+    INSERT INTO outbox (id, profile_id, topic, payload, created_at, fan_out_token, fan_out_until)
+    SELECT id, ${profile.profileId}, 'outcome.recorded', payload, now() + make_interval(secs => n / 1000.0),
+           ${leftByDeadWindow ? crypto.randomUUID() : null}::uuid, CASE WHEN ${leftByDeadWindow} THEN now() - interval '1 second' END
     FROM unnest(${ids}::uuid[], ${payloads.map((p) => JSON.stringify(p))}::jsonb[]) WITH ORDINALITY AS t(id, payload, n)`
   return ids
 })
@@ -861,60 +864,6 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.deepStrictEqual(got.filter((id) => batch.includes(id)), batch)
       }))
 
-    it.effect("a run stopped by a lost result gives back the row it was sending: its batch goes on (no lease renewed for ever)", () =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient
-        const context = yield* Effect.context<SqlClient>()
-        const world = yield* fixture()
-        // One batch of three. The first request: before it is answered, "another runner" takes its
-        // row (a new lease token), so its result is not written and the run stops, while the second
-        // request (answered 1.5 s later the first time) is under way.
-        const seen = new Map<string, number>()
-        const server = yield* Effect.acquireRelease(
-          Effect.callback<{ url: string; close: () => void }>((resume) => {
-            const http = createServer((request, response) => {
-              const chunks: Array<Buffer> = []
-              request.on("data", (chunk: Buffer) => chunks.push(chunk))
-              request.on("end", () => {
-                const id: string = JSON.parse(Buffer.concat(chunks).toString("utf8")).id
-                const n = (seen.get(id) ?? 0) + 1
-                seen.set(id, n)
-                const position = batch.indexOf(id)
-                const answer = () => response.writeHead(200).end()
-                if (position === 0 && n === 1) {
-                  void Effect.runPromiseWith(context)(sql`
-                    UPDATE webhook_deliveries SET lease_token = ${crypto.randomUUID()}, lease_until = now() + interval '1 second'
-                    WHERE event_id = ${id}`).then(answer)
-                } else if (position === 1 && n === 1) {
-                  setTimeout(answer, 1500)
-                } else answer()
-              })
-            })
-            http.listen(0, "127.0.0.1", () => {
-              const address = http.address()
-              const port = typeof address === "object" && address !== null ? address.port : 0
-              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { http.closeAllConnections(); http.close() } }))
-            })
-          }),
-          (server) => Effect.sync(() => server.close())
-        )
-        const sub = yield* subscribe(world.key, { url: server.url })
-        const batch: ReadonlyArray<string> = yield* outcomeRows(world, 3)
-        // The taken row comes back when its lease runs out (1 s); the second one, given back, follows
-        // it. Left held, the second row's lease would be renewed by the heartbeat while the process lives.
-        const settled = yield* eventually(
-          deliveries(world.key, `?subscription_id=${sub.id}`),
-          (rows) => rows.length === 3 && rows.every((row) => row.status === "succeeded"),
-          { what: "the batch delivered", within: "15 seconds" }
-        )
-        assert.strictEqual(settled.length, 3)
-        assert.isAtLeast(seen.get(batch[0]!) ?? 0, 2)
-        // Order within the batch holds for the results that counted: each row completed after the one before it.
-        const completed = batch.map((id) => Date.parse(settled.find((row) => row.event_id === id)!.completed_at))
-        assert.isAtMost(completed[0]!, completed[1]!)
-        assert.isAtMost(completed[1]!, completed[2]!)
-      }))
-
     it.effect("rotate-secret retried at once keeps every earlier secret signing for its own grace", () =>
       Effect.gen(function*() {
         const world = yield* fixture()
@@ -1009,4 +958,200 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(hooks.hooks.length, 2)
       }))
   })
+})
+
+/** Rows the worker claims: no first attempts from the fan-out (decision 0157), so runs of claimed rows are what is tested. */
+const claimedOnly = Layer.succeed(WebhookSettings)({
+  ...defaultWebhookSettings,
+  pollInterval: Duration.millis(100),
+  lease: Duration.seconds(3),
+  ladder: [Duration.zero, Duration.millis(400), Duration.millis(800), Duration.millis(1200)],
+  timeout: Duration.seconds(2),
+  firstAttempts: Duration.zero
+})
+
+layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.provide(claimedOnly)), {
+  timeout: "120 seconds",
+  excludeTestServices: true
+})("webhooks: runs of claimed rows", (it) => {
+    it.effect("a run stopped by a lost result gives back the row it was sending: its batch goes on (no lease renewed for ever)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const context = yield* Effect.context<SqlClient>()
+        const world = yield* fixture()
+        // One batch of three. The first request: before it is answered, "another runner" takes its
+        // row (a new lease token), so its result is not written and the run stops, while the second
+        // request (answered 1.5 s later the first time) is under way.
+        const seen = new Map<string, number>()
+        const server = yield* Effect.acquireRelease(
+          Effect.callback<{ url: string; close: () => void }>((resume) => {
+            const http = createServer((request, response) => {
+              const chunks: Array<Buffer> = []
+              request.on("data", (chunk: Buffer) => chunks.push(chunk))
+              request.on("end", () => {
+                const id: string = JSON.parse(Buffer.concat(chunks).toString("utf8")).id
+                const n = (seen.get(id) ?? 0) + 1
+                seen.set(id, n)
+                const position = batch.indexOf(id)
+                const answer = () => response.writeHead(200).end()
+                if (position === 0 && n === 1) {
+                  void Effect.runPromiseWith(context)(sql`
+                    UPDATE webhook_deliveries SET lease_token = ${crypto.randomUUID()}, lease_until = now() + interval '1 second'
+                    WHERE event_id = ${id}`).then(answer)
+                } else if (position === 1 && n === 1) {
+                  setTimeout(answer, 1500)
+                } else answer()
+              })
+            })
+            http.listen(0, "127.0.0.1", () => {
+              const address = http.address()
+              const port = typeof address === "object" && address !== null ? address.port : 0
+              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { http.closeAllConnections(); http.close() } }))
+            })
+          }),
+          (server) => Effect.sync(() => server.close())
+        )
+        const sub = yield* subscribe(world.key, { url: server.url })
+        const batch: ReadonlyArray<string> = yield* outcomeRows(world, 3)
+        // The taken row comes back when its lease runs out (1 s); the second one, given back, follows
+        // it. Left held, the second row's lease would be renewed by the heartbeat while the process lives.
+        const settled = yield* eventually(
+          deliveries(world.key, `?subscription_id=${sub.id}`),
+          (rows) => rows.length === 3 && rows.every((row) => row.status === "succeeded"),
+          { what: "the batch delivered", within: "15 seconds" }
+        )
+        assert.strictEqual(settled.length, 3)
+        assert.isAtLeast(seen.get(batch[0]!) ?? 0, 2)
+        // Order within the batch holds for the results that counted: each row completed after the one before it.
+        const completed = batch.map((id) => Date.parse(settled.find((row) => row.event_id === id)!.completed_at))
+        assert.isAtMost(completed[0]!, completed[1]!)
+        assert.isAtMost(completed[1]!, completed[2]!)
+      }))
+})
+
+/** First attempts from the fan-out for a short while only (decision 0157): what is still under way then is handed over. */
+const shortFirsts = Layer.succeed(WebhookSettings)({
+  ...defaultWebhookSettings,
+  pollInterval: Duration.millis(100),
+  lease: Duration.seconds(3),
+  ladder: [Duration.zero, Duration.millis(400), Duration.millis(800), Duration.millis(1200)],
+  timeout: Duration.seconds(5),
+  firstAttempts: Duration.millis(300)
+})
+
+layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.provide(shortFirsts)), {
+  timeout: "120 seconds",
+  excludeTestServices: true
+})("webhooks: first attempts from the fan-out", (it) => {
+  it.effect("a first attempt still under way when the fan-out writes is written leased to it, recorded once it ends; its batch goes on in order", () =>
+    Effect.gen(function*() {
+      const world = yield* fixture()
+      // The batch's first request is answered only when the test says so: its row must be there
+      // first, pending, written while the request was under way (the fan-out's window is 300 ms).
+      const received: Array<string> = []
+      let release: () => void = () => {}
+      const server = yield* Effect.acquireRelease(
+        Effect.callback<{ url: string; close: () => void }>((resume) => {
+          const http = createServer((request, response) => {
+            const chunks: Array<Buffer> = []
+            request.on("data", (chunk: Buffer) => chunks.push(chunk))
+            request.on("end", () => {
+              received.push(JSON.parse(Buffer.concat(chunks).toString("utf8")).id)
+              if (received.length === 1) release = () => response.writeHead(200).end()
+              else response.writeHead(200).end()
+            })
+          })
+          http.listen(0, "127.0.0.1", () => {
+            const address = http.address()
+            const port = typeof address === "object" && address !== null ? address.port : 0
+            resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { http.closeAllConnections(); http.close() } }))
+          })
+        }),
+        (server) => Effect.sync(() => server.close())
+      )
+      const sub = yield* subscribe(world.key, { url: server.url })
+      const batch: ReadonlyArray<string> = yield* outcomeRows(world, 4)
+      const underway = yield* eventually(
+        deliveries(world.key, `?subscription_id=${sub.id}`),
+        (rows) => rows.length === 4,
+        { what: "the batch written while its first request is under way", within: "10 seconds" }
+      )
+      assert.deepStrictEqual(received, [batch[0]])
+      const head = underway.find((row) => row.event_id === batch[0])
+      assert.strictEqual(head?.status, "pending")
+      assert.strictEqual(head?.attempts, 0)
+      assert.isTrue(underway.every((row) => row.status === "pending" && row.attempts === 0))
+      release()
+      const done = yield* eventually(
+        deliveries(world.key, `?subscription_id=${sub.id}`),
+        (rows) => rows.length === 4 && rows.every((row) => row.status === "succeeded"),
+        { what: "the batch delivered", within: "15 seconds" }
+      )
+      assert.deepStrictEqual(received, [...batch], "each event once, in the batch's order")
+      for (const row of done) {
+        assert.strictEqual(row.attempts, 1)
+        const log = yield* attemptLog(world.key, row.id)
+        assert.deepStrictEqual(log.map((entry) => [entry.attempt, entry.status_code]), [[1, 200]])
+      }
+    }))
+
+  it.effect("rows a dead window leased are taken again: only the deliveries it did not write go out, in its batch, in order", () =>
+    Effect.gen(function*() {
+      const world = yield* fixture()
+      const hooks = yield* receiver
+      const sub = yield* subscribe(world.key, { url: hooks.url })
+      const sql = yield* SqlClient
+      const batchId = crypto.randomUUID()
+      // One transaction, so no fan-out sees the rows before the window's results are there.
+      const ids = yield* sql.withTransaction(Effect.gen(function*() {
+        const ids = yield* outcomeRows(world, 4, {}, true)
+        // The dead window wrote the first two, with their results.
+        yield* sql`
+          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq,
+                                          status, attempts, completed_at)
+          SELECT gen_random_uuid(), ${sub.id}, ${world.profileId}, t.id, t.id::text, 'outcome.recorded', '{}', ${batchId}, t.n - 1,
+                 'succeeded', 1, now()
+          FROM unnest(${ids.slice(0, 2)}::uuid[]) WITH ORDINALITY AS t(id, n)`
+        return ids
+      }))
+      yield* eventually(
+        deliveries(world.key, `?subscription_id=${sub.id}`),
+        (rows) => rows.length === 4 && rows.every((row) => row.status === "succeeded"),
+        { what: "the rest of the batch delivered", within: "15 seconds" }
+      )
+      assert.deepStrictEqual(hooks.hooks.map((hook) => hook.body.id), ids.slice(2), "only the two not written, in order")
+      const batches = yield* sql<{ batch_id: string }>`
+        SELECT DISTINCT batch_id::text AS batch_id FROM webhook_deliveries WHERE subscription_id = ${sub.id}`
+      assert.deepStrictEqual(batches.map((row) => row.batch_id), [batchId])
+      const [published] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE id = ANY(${ids}::uuid[]) AND published_at IS NOT NULL`
+      assert.strictEqual(published?.n, 4)
+    }))
+
+  it.effect("a delivery that succeeds at once is written with its result and its one attempt logged", () =>
+    Effect.gen(function*() {
+      const world = yield* fixture()
+      const hooks = yield* receiver
+      const sub = yield* subscribe(world.key, { url: hooks.url })
+      const batch: ReadonlyArray<string> = yield* outcomeRows(world, 3)
+      const done = yield* eventually(
+        deliveries(world.key, `?subscription_id=${sub.id}`),
+        (rows) => rows.length === 3 && rows.every((row) => row.status === "succeeded"),
+        { what: "the batch delivered", within: "10 seconds" }
+      )
+      assert.deepStrictEqual(hooks.hooks.map((hook) => hook.body.id), [...batch])
+      for (const row of done) {
+        assert.strictEqual(row.attempts, 1)
+        assert.strictEqual(row.last_status_code, 200)
+        assert.isNotNull(row.completed_at)
+        assert.isNull(row.next_attempt_at)
+        const log = yield* attemptLog(world.key, row.id)
+        assert.deepStrictEqual(log.map((entry) => [entry.attempt, entry.status_code]), [[1, 200]])
+      }
+      // Written once, with its result: the statement that wrote the row recorded the attempt (its
+      // now() is both times). A claimed row is written by the fan-out, then its result by a later statement.
+      const sql = yield* SqlClient
+      const versions = yield* sql<{ once: boolean }>`
+        SELECT d.last_attempt_at <= d.created_at AS once FROM webhook_deliveries d WHERE d.subscription_id = ${sub.id}`
+      assert.deepStrictEqual(versions.map((row) => row.once), [true, true, true])
+    }))
 })

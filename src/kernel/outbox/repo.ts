@@ -64,7 +64,9 @@ export const UnpublishedRow = Schema.Struct({
   traceparent: Schema.NullOr(Schema.String),
   tracestate: Schema.NullOr(Schema.String),
   /** The producer's enqueued batch (the transaction that wrote the row); null for rows written before it was kept. */
-  batch: Schema.NullOr(Schema.String)
+  batch: Schema.NullOr(Schema.String),
+  /** A fan-out leased the row before and its lease ran out (decision 0157): some of its deliveries may be written. */
+  retaken: Schema.Boolean
 })
 export type UnpublishedRow = typeof UnpublishedRow.Type
 
@@ -78,8 +80,9 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
   const bound = sql.literal(String(Math.max(1, Math.floor(limit))))
   return sql`
     WITH head AS (
-      SELECT id, profile_id, topic, payload, created_at, traceparent, tracestate, batch FROM outbox
-      WHERE published_at IS NULL
+      SELECT id, profile_id, topic, payload, created_at, traceparent, tracestate, batch, fan_out_token FROM outbox
+      -- A row another fan-out holds by its lease (decision 0157) is left to it.
+      WHERE published_at IS NULL AND (fan_out_until IS NULL OR fan_out_until < now())
       ORDER BY created_at, id
       LIMIT ${bound}
       FOR UPDATE SKIP LOCKED),
@@ -91,8 +94,9 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
     rest AS (
       SELECT r.* FROM (SELECT h.batch, min(h.created_at) AS at FROM head h WHERE h.batch IS NOT NULL GROUP BY h.batch) b
       CROSS JOIN LATERAL (
-        SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch FROM outbox o
+        SELECT o.id, o.profile_id, o.topic, o.payload, o.created_at, o.traceparent, o.tracestate, o.batch, o.fan_out_token FROM outbox o
         WHERE o.batch = b.batch AND o.published_at IS NULL AND o.id NOT IN (SELECT h.id FROM head h)
+          AND (o.fan_out_until IS NULL OR o.fan_out_until < now())
           AND o.created_at >= b.at - interval '1 second' AND o.created_at < b.at + interval '1 second'
         ORDER BY o.batch, o.created_at, o.id
         LIMIT ${bound}
@@ -108,7 +112,7 @@ export const unpublishedStatement = (sql: SqlClient, limit: number) => {
            (SELECT value FROM customer_identifiers i WHERE i.profile_id = c.profile_id AND i.customer_id = c.id AND i.kind = 'phone' AND i.removed_at IS NULL
             ORDER BY i.is_primary DESC, i.created_at LIMIT 1) AS phone,
            (c.id IS NOT NULL AND c.erased_at IS NULL) AS customer_live,
-           o.traceparent, o.tracestate, o.batch::text AS batch
+           o.traceparent, o.tracestate, o.batch::text AS batch, o.fan_out_token IS NOT NULL AS retaken
     FROM claimed o
     -- Only outcome.recorded carries a customer id (a uuid); other topics' delivery facts are not cast.
     -- A probe of the primary key per row: a plain join was planned as a scan of every customer.
@@ -134,9 +138,9 @@ export interface PublishedKey {
  * every unpublished row), then updated by its tuple: by id alone, the plan read all of
  * `outbox_unpublished` each call (28 to 99 ms as bench:ingest's backlog grew).
  */
-export const markPublishedStatement = (sql: SqlClient, rows: ReadonlyArray<PublishedKey>) =>
-  sql`
-    UPDATE outbox o SET published_at = now()
+export const markPublishedStatement = (sql: SqlClient, rows: ReadonlyArray<PublishedKey>, change = sql`published_at = now()`, heldBy?: string) =>
+  sql<{ id: string }>`
+    UPDATE outbox o SET ${change}
     FROM (
       SELECT x.toid, x.tid
       FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.profile_id)}::uuid[],
@@ -144,8 +148,10 @@ export const markPublishedStatement = (sql: SqlClient, rows: ReadonlyArray<Publi
       CROSS JOIN LATERAL (
         SELECT u.tableoid AS toid, u.ctid AS tid FROM outbox u
         WHERE u.id = t.id AND u.profile_id = t.profile_id AND u.created_at = t.created_at AND u.published_at IS NULL
+          AND ${heldBy === undefined ? sql`true` : sql`u.fan_out_token = ${heldBy}`}
         LIMIT 1) x) k
-    WHERE o.tableoid = k.toid AND o.ctid = k.tid`
+    WHERE o.tableoid = k.toid AND o.ctid = k.tid
+    RETURNING o.id::text AS id`
 
 /**
  * The producers' insert (see `insert` below), as a statement: test/api/outbox-insert-plan.test.ts
@@ -195,6 +201,15 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
   readonly claimUnpublished: (limit: number) => Repo<ReadonlyArray<UnpublishedRow>>
   /** Stamps `published_at`: the rows were handed to the webhook delivery (in the caller's transaction). */
   readonly markPublished: (rows: ReadonlyArray<PublishedKey>) => Repo<void>
+  /**
+   * Leases the claimed rows to a fan-out under `token` for `leaseSeconds` (decision 0157): no other
+   * fan-out claims them until it runs out, and the caller's transaction may end meanwhile.
+   */
+  readonly leaseForFanOut: (rows: ReadonlyArray<PublishedKey>, token: string, leaseSeconds: number) => Repo<void>
+  /** Extends the lease of the rows still leased under `token`; answers the ids it renewed. */
+  readonly renewFanOut: (rows: ReadonlyArray<PublishedKey>, token: string, leaseSeconds: number) => Repo<ReadonlyArray<string>>
+  /** Stamps `published_at` on the rows still leased under `token`; answers the ids it stamped. */
+  readonly publishLeased: (rows: ReadonlyArray<PublishedKey>, token: string) => Repo<ReadonlyArray<string>>
 }>()("svc/OutboxRepo") {
   static readonly layer = Layer.effect(OutboxRepo)(
     Effect.gen(function*() {
@@ -246,7 +261,26 @@ export class OutboxRepo extends Context.Service<OutboxRepo, {
       const markPublished = (rows: ReadonlyArray<PublishedKey>) =>
         rows.length === 0 ? Effect.void : Effect.asVoid(markPublishedStatement(sql, rows))
 
-      return atDatabaseBoundary({ insert, forgetCustomers, recorded, claimUnpublished, markPublished })
+      const leaseForFanOut = (rows: ReadonlyArray<PublishedKey>, token: string, leaseSeconds: number) =>
+        rows.length === 0 ? Effect.void : Effect.asVoid(markPublishedStatement(
+          sql,
+          rows,
+          sql`fan_out_token = ${token}, fan_out_until = now() + make_interval(secs => ${leaseSeconds})`
+        ))
+
+      const renewFanOut = (rows: ReadonlyArray<PublishedKey>, token: string, leaseSeconds: number) =>
+        rows.length === 0 ? Effect.succeed([]) : Effect.map(
+          markPublishedStatement(sql, rows, sql`fan_out_until = now() + make_interval(secs => ${leaseSeconds})`, token),
+          (renewed) => renewed.map((row) => row.id)
+        )
+
+      const publishLeased = (rows: ReadonlyArray<PublishedKey>, token: string) =>
+        rows.length === 0 ? Effect.succeed([]) : Effect.map(
+          markPublishedStatement(sql, rows, sql`published_at = now(), fan_out_until = NULL`, token),
+          (stamped) => stamped.map((row) => row.id)
+        )
+
+      return atDatabaseBoundary({ insert, forgetCustomers, recorded, claimUnpublished, markPublished, leaseForFanOut, renewFanOut, publishLeased })
     })
   )
 }

@@ -27,6 +27,13 @@ export interface NewDelivery {
   readonly tracestate: string | null
   /** The first row of its (subscription, batch): the only one that may be attempted now. */
   readonly ready: boolean
+  /**
+   * Its first attempt, made by the fan-out before the row is written (decision 0157): the row is
+   * written with its result, or, while that attempt is still under way, leased to `underway`, whose
+   * result is recorded later as a claimed row's. Neither: written waiting, for the worker to claim.
+   */
+  readonly first?: { readonly outcome: Settlement["outcome"]; readonly delaySeconds: number; readonly attempt: AttemptRecord } | undefined
+  readonly underway?: string | undefined
 }
 
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
@@ -324,11 +331,67 @@ export const leaseAheadStatement = (sql: SqlClient, after: RunPosition, count: n
     WHERE d.id = picked.id AND d.profile_id = picked.profile_id AND d.status = 'pending' AND (d.lease_until IS NULL OR d.lease_until < now())
     RETURNING ${deliveryColumns(sql, "d")}`
 
+/**
+ * The fan-out's insert (see `insert` below), as a statement. A row whose first attempt the fan-out
+ * made is written with its result and its attempt logged in the same statement (decision 0157): a
+ * delivery that succeeds at once is one row written once, where a claimed one is written three times.
+ */
+export const insertStatement = (sql: SqlClient, rows: ReadonlyArray<NewDelivery>, leaseSeconds: number) =>
+  sql`
+    WITH t AS (
+      -- '' and -1 stand for none, as in settleStatement; \`tried\`: an attempt was made (its result is here).
+      SELECT * FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.subscriptionId)}::uuid[],
+                  ${rows.map((r) => r.profileId)}::uuid[], ${rows.map((r) => r.outboxId)}::uuid[],
+                  ${rows.map((r) => r.eventId)}::text[], ${rows.map((r) => r.eventType)}::text[],
+                  ${rows.map((r) => r.body)}::text[], ${rows.map((r) => r.batchId)}::uuid[],
+                  ${rows.map((r) => r.seq)}::int[],
+                  array_replace(${rows.map((r) => r.traceparent ?? "")}::text[], '', NULL),
+                  array_replace(${rows.map((r) => r.tracestate ?? "")}::text[], '', NULL),
+                  ${rows.map((r) => r.ready)}::bool[],
+                  ${rows.map((r) => r.first !== undefined)}::bool[],
+                  ${rows.map((r) => r.first?.outcome ?? "")}::text[],
+                  ${rows.map((r) => String(r.first?.delaySeconds ?? 0))}::text[],
+                  ${rows.map((r) => r.first?.attempt.statusCode ?? -1)}::int[],
+                  ${rows.map((r) => bounded(r.first?.attempt.error ?? null) ?? "")}::text[],
+                  ${rows.map((r) => { const ms = r.first?.attempt.durationMs ?? null; return ms === null ? -1 : Math.max(0, Math.round(ms)) })}::int[],
+                  ${rows.map((r) => r.first?.attempt.responseBody ?? "")}::text[],
+                  ${rows.map((r) => r.underway ?? "")}::text[])
+        AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate, ready,
+             tried, outcome, delay, code, error, duration_ms, response_body, underway)),
+    inserted AS (
+      INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq,
+                                      traceparent, tracestate, ready, created_at, status, attempts, next_attempt_at,
+                                      first_attempt_at, last_attempt_at, last_status_code, last_error, completed_at,
+                                      lease_token, lease_until)
+      -- A microsecond per position: one batch's rows get increasing times, so the log lists them in
+      -- order (clock_timestamp() is too coarse on PGlite).
+      SELECT t.id, t.subscription_id, t.profile_id, t.outbox_id, t.event_id, t.event_type, t.body, t.batch_id, t.seq,
+             t.traceparent, t.tracestate, t.ready, now() + make_interval(secs => t.seq / 1000000.0),
+             COALESCE(NULLIF(t.outcome, ''), 'pending'), CASE WHEN t.tried THEN 1 ELSE 0 END,
+             now() + make_interval(secs => t.delay::float8),
+             CASE WHEN t.tried OR t.underway <> '' THEN now() END, CASE WHEN t.tried THEN now() END,
+             NULLIF(t.code, -1), NULLIF(t.error, ''), CASE WHEN NULLIF(t.outcome, '') IS NOT NULL THEN now() END,
+             NULLIF(t.underway, '')::uuid, CASE WHEN t.underway <> '' THEN now() + make_interval(secs => ${leaseSeconds}) END
+      FROM t
+      ON CONFLICT (subscription_id, outbox_id, profile_id) WHERE redelivery_of IS NULL DO NOTHING
+      RETURNING id)
+    INSERT INTO webhook_delivery_attempts (delivery_id, profile_id, subscription_id, outbox_id, attempt, attempted_at, status_code, duration_ms, error,
+                                           response_body)
+    -- Only the rows written here (a repeat skipped above logs nothing), when the request started.
+    SELECT t.id, t.profile_id, t.subscription_id, t.outbox_id, 1, now() - make_interval(secs => COALESCE(NULLIF(t.duration_ms, -1), 0) / 1000.0),
+           NULLIF(t.code, -1), NULLIF(t.duration_ms, -1), NULLIF(t.error, ''), NULLIF(t.response_body, '')
+    FROM inserted i JOIN t ON t.id = i.id
+    WHERE t.tried`
+
 type Repo<A> = Effect.Effect<A, DatabaseUnavailable>
 
 export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo, {
-  /** Inserts the rows; a (subscription, event) already delivered once is skipped. */
-  readonly insert: (rows: ReadonlyArray<NewDelivery>) => Repo<void>
+  /**
+   * Inserts the rows, each with its first attempt's result when the fan-out made it (and its attempt
+   * logged), or leased for `leaseSeconds` to the attempt under way; a (subscription, event) already
+   * delivered once is skipped.
+   */
+  readonly insert: (rows: ReadonlyArray<NewDelivery>, leaseSeconds: number) => Repo<void>
   /**
    * Claims up to `limit` due deliveries of subscriptions that are not paused, each the head of its
    * (subscription, batch) (`ready`), at most `perSubscription` per subscription less what `busy`
@@ -395,6 +458,12 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
    */
   readonly dropPausedExpired: (maxAgeSeconds: number, reason: string, limit: number) =>
     Repo<ReadonlyArray<{ readonly subscription_id: string; readonly batch_id: string }>>
+  /**
+   * Of these rows to be written, the delivery batch of each outbox row already written for one of its
+   * subscriptions (a fan-out that died wrote some: decision 0157). Each (subscription, outbox row)
+   * probed through `webhook_deliveries_once`.
+   */
+  readonly writtenBatches: (rows: ReadonlyArray<NewDelivery>) => Repo<ReadonlyArray<{ readonly outbox_id: string; readonly batch_id: string }>>
   /** Makes the first pending row of each (subscription, batch) its head (`ready`), after rows of it ended out of turn. */
   readonly handOn: (batches: ReadonlyArray<{ readonly subscription_id: string; readonly batch_id: string }>) => Repo<void>
   /** Runs `effect` in one transaction (the fan-out: outbox rows claimed, deliveries written, rows published). */
@@ -407,23 +476,8 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
       const many = decodeRows(DeliveryRow)
       const one = decodeFirstRow(DeliveryRow)
 
-      const insert = (rows: ReadonlyArray<NewDelivery>) =>
-        rows.length === 0 ? Effect.void : Effect.asVoid(sql`
-          INSERT INTO webhook_deliveries (id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq,
-                                          traceparent, tracestate, ready, created_at)
-          -- A microsecond per position: one batch's rows get increasing times, so the log lists them in
-          -- order (clock_timestamp() is too coarse on PGlite).
-          SELECT t.*, now() + make_interval(secs => t.seq / 1000000.0)
-          FROM unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.subscriptionId)}::uuid[],
-                      ${rows.map((r) => r.profileId)}::uuid[], ${rows.map((r) => r.outboxId)}::uuid[],
-                      ${rows.map((r) => r.eventId)}::text[], ${rows.map((r) => r.eventType)}::text[],
-                      ${rows.map((r) => r.body)}::text[], ${rows.map((r) => r.batchId)}::uuid[],
-                      ${rows.map((r) => r.seq)}::int[],
-                      array_replace(${rows.map((r) => r.traceparent ?? "")}::text[], '', NULL),
-                      array_replace(${rows.map((r) => r.tracestate ?? "")}::text[], '', NULL),
-                      ${rows.map((r) => r.ready)}::bool[])
-            AS t(id, subscription_id, profile_id, outbox_id, event_id, event_type, body, batch_id, seq, traceparent, tracestate, ready)
-          ON CONFLICT (subscription_id, outbox_id, profile_id) WHERE redelivery_of IS NULL DO NOTHING`)
+      const insert = (rows: ReadonlyArray<NewDelivery>, leaseSeconds: number) =>
+        rows.length === 0 ? Effect.void : Effect.asVoid(insertStatement(sql, rows, leaseSeconds))
 
       const claim = (limit: number, perSubscription: number, busy: ReadonlyArray<Busy>, leaseSeconds: number, token: string, plainHttp: boolean) =>
         many(claimStatement(sql, { limit, perSubscription, busy, leaseSeconds, token, plainHttp }))
@@ -548,8 +602,23 @@ export class WebhookDeliveriesRepo extends Context.Service<WebhookDeliveriesRepo
           ${nextInBatch(sql, "f")}
           WHERE n.id = nx.id AND n.profile_id = nx.profile_id AND n.status = 'pending' AND NOT n.ready`))
 
+      // Under keyedWriteSettings for the rest of the caller's transaction: each pair a probe.
+      const writtenBatches = (rows: ReadonlyArray<NewDelivery>) =>
+        rows.length === 0 ? Effect.succeed([]) : decodeRows(Schema.Struct({ outbox_id: Schema.String, batch_id: Schema.String }))(
+          Effect.andThen(keyedWriteSettings(sql), sql`
+            SELECT DISTINCT x.outbox_id::text AS outbox_id, x.batch_id::text AS batch_id
+            FROM unnest(${rows.map((r) => r.subscriptionId)}::uuid[], ${rows.map((r) => r.outboxId)}::uuid[], ${rows.map((r) => r.profileId)}::uuid[])
+              AS t(subscription_id, outbox_id, profile_id)
+            CROSS JOIN LATERAL (
+              SELECT d.outbox_id, d.batch_id FROM webhook_deliveries d
+              WHERE d.subscription_id = t.subscription_id AND d.outbox_id = t.outbox_id AND d.profile_id = t.profile_id
+                AND d.redelivery_of IS NULL
+              LIMIT 1) x`)
+        )
+
       const mapped = atDatabaseBoundary({
         insert,
+        writtenBatches,
         claim,
         renew,
         settle,

@@ -6,6 +6,11 @@
  *   LOCKED), one delivery row per matching subscription is written with the batch's id and the
  *   row's position, and the rows get `published_at`, all in one transaction: a crash leaves
  *   either all of it or none.
+ * - First attempts from the fan-out (decision 0157): instead, the claimed rows are leased to a
+ *   window (renewed while it runs) and their deliveries sent at once, each (subscription, batch) in
+ *   order; each row is written once, with its result, as its attempt ends (a statement every 20
+ *   ms), and the outbox rows are published when the window ends. A crash repeats only what was in
+ *   flight; the next fan-out takes the rows again and writes only the deliveries not written.
  * - Batches (issue 34): a delivery's batch is the producer's enqueued batch (the outbox rows one
  *   transaction wrote: a batch ingest, a sync page), taken whole by one fan-out. Order holds within
  *   it only (api-endpoints.md); unrelated events to one subscription go out concurrently, up to
@@ -55,7 +60,7 @@ import {
 } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { spansRecorded, withLinkedJobSpan } from "../../platform/tracing.ts"
-import { defaultLease, heartbeat } from "../../platform/lease.ts"
+import { defaultLease, heartbeat, leaseSecondsOf } from "../../platform/lease.ts"
 
 export interface WebhookSettingsShape {
   /** Run the background fibers. Off: nothing runs unless `drainOnce` is called. */
@@ -84,6 +89,13 @@ export interface WebhookSettingsShape {
    * on to the next claim, where other subscriptions' heads wait their turn.
    */
   readonly run: number
+  /**
+   * How long a fan-out sends the first attempts of what it fans out itself (decision 0157): each row
+   * is written once, with its result, as its attempt ends; one still under way when the window
+   * closes is written leased to it, and the rest waiting, for the worker to claim. Zero: the fan-out
+   * only writes the rows, and the worker claims them.
+   */
+  readonly firstAttempts: Duration.Duration
   /** When each attempt is due, from the moment the event reached the subscription (first: 0). */
   readonly ladder: ReadonlyArray<Duration.Duration>
   /** Each attempt's whole exchange. */
@@ -101,6 +113,7 @@ export const defaultWebhookSettings: WebhookSettingsShape = {
   perSubscription: 32,
   settleInterval: Duration.millis(5),
   run: 100,
+  firstAttempts: Duration.seconds(30),
   ladder: [
     Duration.zero,
     Duration.seconds(5),
@@ -267,6 +280,12 @@ export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 // An attempt's call site is always the same line; capturing it took 4 % of the worker's CPU.
 const noStackTrace = { captureStackTrace: false } as const
 
+/** Windows of first attempts a process runs at once (decision 0157). */
+const FIRST_ATTEMPT_WINDOWS = 4
+
+/** How often a fan-out writes the rows whose first attempt ended meanwhile (decision 0157). */
+const FLUSH_INTERVAL = Duration.millis(20)
+
 /** Rows a run leases ahead at a time (the look-ahead starts again when half are sent). */
 const WINDOW = MAX_LEASE_AHEAD
 
@@ -286,7 +305,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
     { readonly data: ReadonlyArray<WebhookDeliveryAttempt>; readonly pagination: { readonly has_next: boolean; readonly cursor: string | null } },
     DatabaseUnavailable | NotFound | InvalidParameter
   >
-  /** One fan-out batch; answers how many outbox rows it published. */
+  /** One fan-out batch; answers how many outbox rows it took (published, or leased to a window of first attempts). */
   readonly fanOutOnce: Effect.Effect<number, DatabaseUnavailable>
   /**
    * Claims up to `limit` due deliveries, per subscription no more than `perSubscription` less what
@@ -355,47 +374,6 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         const { page, pagination } = pageOf(rows, limit, (row) => ({ createdAt: row.attempted_at, id: row.id }))
         return { data: page.map(renderAttempt), pagination }
       })
-
-      const fanOutOnce = Effect.withSpan("Webhooks.fanOut")(deliveries.transaction(Effect.gen(function*() {
-        const rows = yield* outbox.claimUnpublished(settings.batchSize)
-        if (rows.length === 0) return 0
-        const subs = yield* subscriptions.forFanOut([...new Set(rows.map((row) => row.profile_id))])
-        // One delivery batch per producer batch (rows written before batches were kept: one for all of them).
-        const batches = new Map<string, string>()
-        const heads = new Set<string>()
-        const fresh: Array<NewDelivery> = []
-        rows.forEach((row, seq) => {
-          const key = row.batch ?? ""
-          const batchId = batches.get(key) ?? crypto.randomUUID()
-          batches.set(key, batchId)
-          for (const subscription of subs) {
-            if (subscription.profile_id !== row.profile_id) continue
-            const body = bodyFor(row, subscription)
-            if (Option.isNone(body)) continue
-            // Rows come in outbox order: a (subscription, batch)'s first one is its head.
-            const head = `${subscription.id}|${batchId}`
-            const ready = !heads.has(head)
-            heads.add(head)
-            fresh.push({
-              ready,
-              id: crypto.randomUUID(),
-              subscriptionId: subscription.id,
-              profileId: row.profile_id,
-              outboxId: row.id,
-              eventId: body.value.id,
-              eventType: row.topic,
-              body: body.value.body,
-              batchId,
-              seq,
-              traceparent: row.traceparent,
-              tracestate: row.tracestate
-            })
-          }
-        })
-        yield* deliveries.insert(fresh)
-        yield* outbox.markPublished(rows)
-        return rows.length
-      })))
 
       // The public-host check's look-ups, shared by every attempt of this process for a few seconds.
       const resolved = resolveCache(HOST_CACHE_SECONDS)
@@ -549,6 +527,19 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           // Left behind by a 410 (or a fan-out racing it): released, never sent.
           : ending("failed", "failed", { statusCode: null, error: "subscription_disabled", durationMs: null, responseBody: null })
 
+      /** The subscription's URL checked at a run's first request and reused by the rest (a refusal is not kept). */
+      const targetOf = (sub: Signer): Effect.Effect<Destination, TargetRefused> => {
+        let checked: Destination | undefined
+        return Effect.suspend(() =>
+          checked !== undefined ? Effect.succeed(checked) : Effect.tap(
+            checkTarget(sub.url, allow, dnsServers, resolved),
+            (destination) => Effect.sync(() => {
+              checked = destination
+            })
+          )
+        )
+      }
+
       /**
        * A run: the claimed head, then the rows after it in its batch, one after another (order within
        * the batch), up to `run` of them, while each succeeds. The rows ahead are leased a window at a
@@ -570,16 +561,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           let outcome: AttemptOutcome = "lease_lost"
           // The row whose attempt is under way, until its result is queued.
           let current: DeliveryRow | undefined
-          // The URL checked at the run's first request and reused by the rest (a refusal is not kept).
-          let checked: Destination | undefined
-          const target = sub === undefined ? Effect.die("no subscription to send to") : Effect.suspend(() =>
-            checked !== undefined ? Effect.succeed(checked) : Effect.tap(
-              checkTarget(sub.url, allow, dnsServers, resolved),
-              (destination) => Effect.sync(() => {
-                checked = destination
-              })
-            )
-          )
+          const target = sub === undefined ? Effect.die("no subscription to send to") : targetOf(sub)
           const lookAhead = Effect.gen(function*() {
             if (sub === undefined || !more || ahead !== undefined || queue.length > window / 2) return
             const count = Math.min(window, runLength - leased)
@@ -649,7 +631,11 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         Effect.gen(function*() {
           const token = crypto.randomUUID()
           // One claim and one subscription read for up to `limit` rows, instead of a read per delivery.
-          const claimed = yield* deliveries.claim(limit, Math.max(1, settings.perSubscription), busy, leaseSeconds, token, plainHttp)
+          // What the windows have under way counts against each subscription's share too.
+          const counts = new Map(busy.map((b) => [b.subscriptionId, b.inFlight] as const))
+          for (const [id, entry] of perSubscription) if (entry.windows > 0) counts.set(id, (counts.get(id) ?? 0) + entry.windows)
+          const allBusy = [...counts].map(([subscriptionId, inFlight]) => ({ subscriptionId, inFlight }))
+          const claimed = yield* deliveries.claim(limit, Math.max(1, settings.perSubscription), allBusy, leaseSeconds, token, plainHttp)
           if (claimed.length === 0) return []
           const subs = yield* subscriptions.byIds([...new Set(claimed.map((row) => row.subscription_id))])
           const live = new Map(subs.map((sub) => [sub.id, sub] as const))
@@ -658,7 +644,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             // Held from the claim: the heartbeat renews the head's lease while it waits for its turn.
             const lost = Deferred.makeUnsafe<void>()
             held.set(head.id, { token, lost })
-            return { subscriptionId: head.subscription_id, run: runOf(head, token, sub === undefined ? undefined : signerOf(sub), lost) }
+            // Its place in the subscription's share, held with the windows' (a run may wait for it briefly).
+            const run = oneOf(head.subscription_id, false)(runOf(head, token, sub === undefined ? undefined : signerOf(sub), lost))
+            return { subscriptionId: head.subscription_id, run }
           })
         })
 
@@ -675,6 +663,390 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         const secrets = openAll(box, sealed)
         return secrets === undefined ? Option.none() : Option.some({ id: sub.id, url: sub.url, sealed: sub.secret_sealed, status: sub.status, secrets })
       }
+
+      // The layer's scope: a first attempt still under way when its fan-out writes the rows outlives the fan-out.
+      const layerScope = yield* Effect.scope
+      const firstBudget = Duration.toMillis(settings.firstAttempts)
+      // A window's outbox rows are leased for half the delivery lease, renewed while it runs: a dead
+      // process's rows are taken again that soon.
+      const windowLease = Duration.millis(Duration.toMillis(settings.lease) / 2)
+      const windowLeaseSeconds = leaseSecondsOf(windowLease)
+      // Attempts the windows make at once (the worker's limit, apart from its claims).
+      const firstSlots = yield* Semaphore.make(Math.max(1, settings.concurrency))
+      // Attempts to one subscription at once, windows and claimed runs together: each holds one of its
+      // `perSubscription` permits. A subscription's entry lives while someone holds or waits for one.
+      const perSubscription = new Map<string, { readonly slots: Semaphore.Semaphore; users: number; windows: number }>()
+      const oneOf = (id: string, window: boolean) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+        Effect.suspend(() => {
+          const entry = perSubscription.get(id) ?? { slots: Semaphore.makeUnsafe(Math.max(1, settings.perSubscription)), users: 0, windows: 0 }
+          perSubscription.set(id, entry)
+          entry.users += 1
+          const counted = window
+            ? Effect.acquireUseRelease(Effect.sync(() => entry.windows += 1), () => effect, () => Effect.sync(() => entry.windows -= 1))
+            : effect
+          return entry.slots.withPermits(1)(counted).pipe(Effect.ensuring(Effect.sync(() => {
+            entry.users -= 1
+            if (entry.users === 0) perSubscription.delete(id)
+          })))
+        })
+
+      /** A row to be written, as the attempt reads it (its first: no attempt yet, the ladder at its start). */
+      const asRow = (d: NewDelivery): DeliveryRow => ({
+        id: d.id,
+        subscription_id: d.subscriptionId,
+        profile_id: d.profileId,
+        outbox_id: d.outboxId,
+        event_id: d.eventId,
+        event_type: d.eventType,
+        body: d.body,
+        status: "pending",
+        attempts: 0,
+        next_attempt_at: null,
+        last_attempt_at: null,
+        last_status_code: null,
+        last_error: null,
+        redelivery_of: null,
+        created_at: "",
+        completed_at: null,
+        age_seconds: 0,
+        traceparent: d.traceparent,
+        tracestate: d.tracestate,
+        batch_id: d.batchId,
+        seq: d.seq
+      })
+
+      const firstOf = (ended: Ended): NonNullable<NewDelivery["first"]> =>
+        ({ outcome: ended.outcomeColumn, delaySeconds: ended.delaySeconds, attempt: ended.record })
+
+      /** A first attempt handed over: its row, the token its row is leased to, and whether that lease was lost. */
+      interface Handed {
+        readonly id: string
+        readonly token: string
+        readonly lost: Deferred.Deferred<void>
+      }
+
+      /** What became of a first attempt: ended in time, or under way when the rows are written (`token` leases its row). */
+      type First = { readonly ended: Ended } | { readonly underway: string }
+
+      /**
+       * The first attempts of one fan-out (decision 0157): each (subscription, batch) in order, one
+       * row after another while each succeeds, until `deadline`; a row whose attempt is still under
+       * way then is handed over: written leased to it, its result settled as a claimed row's once
+       * the fan-out has committed (`committed`), its lease renewed by the heartbeat meanwhile.
+       * Only active subscriptions whose secrets open here; the others' rows are left to the worker.
+       */
+      const firstAttemptsOf = (
+        fresh: ReadonlyArray<NewDelivery>,
+        signers: ReadonlyMap<string, Signer>,
+        deadline: number,
+        /** Done when the window must close before its deadline (its outbox rows' lease lost). */
+        closeNow: Deferred.Deferred<void>,
+        committed: Deferred.Deferred<boolean>,
+        handedOver: Array<Handed>,
+        ended: (row: NewDelivery) => void
+      ) =>
+        Effect.gen(function*() {
+          const done = new Map<string, First>()
+          const groups = new Map<string, Array<NewDelivery>>()
+          for (const d of fresh) {
+            if (!signers.has(d.subscriptionId)) continue
+            const key = `${d.subscriptionId}|${d.batchId}`
+            const group = groups.get(key)
+            if (group === undefined) groups.set(key, [d])
+            else group.push(d)
+          }
+          // The window: once it closes no group starts another attempt, and each attempt under way
+          // then is handed over (its row written leased to it). One fiber per group, in the layer's
+          // scope, so that such an attempt goes on after the fan-out; the fan-out waits for the rest.
+          let closed = false
+          let remaining = groups.size
+          const allDone = Deferred.makeUnsafe<void>()
+          const groupEnded = () => {
+            remaining -= 1
+            if (remaining === 0) Deferred.doneUnsafe(allDone, Exit.void)
+          }
+          const inFlight = new Map<string, NewDelivery>()
+          const handedBy = new Map<string, Handed>()
+          const runGroup = (key: string, group: ReadonlyArray<NewDelivery>) =>
+            Effect.gen(function*() {
+              const sub = signers.get(group[0]!.subscriptionId)!
+              const target = targetOf(sub)
+              for (const d of group) {
+                if (closed || Date.now() >= deadline || Deferred.isDoneUnsafe(closeNow)) break
+                const row = asRow(d)
+                inFlight.set(key, d)
+                const end = yield* attempt(row, sub, target)
+                inFlight.delete(key)
+                const handed = handedBy.get(d.id)
+                if (handed !== undefined) {
+                  // Counted as ended when it was handed over; its row is the fan-out's to write.
+                  if (yield* Deferred.await(committed)) yield* settleHandedOver(row, sub, handed, end)
+                  return
+                }
+                done.set(d.id, { ended: end })
+                // Its row is final: written while the others are sent (a row waiting for its retry is its batch's head).
+                ended({ ...d, ready: d.ready || end.outcomeColumn === null, first: firstOf(end) })
+                if (end.outcome !== "succeeded") break
+              }
+              groupEnded()
+            // A subscription's share first: a group waiting for it holds none of the slots others could use.
+            }).pipe(firstSlots.withPermits(1), oneOf(group[0]!.subscriptionId, true))
+          if (remaining === 0) return done
+          for (const [key, group] of groups) yield* Effect.forkIn(runGroup(key, group), layerScope)
+          const timely = yield* Effect.raceAll([
+            Effect.as(Deferred.await(allDone), true),
+            Effect.as(Deferred.await(closeNow), false),
+            Effect.as(Effect.sleep(Duration.millis(Math.max(0, deadline - Date.now()))), false)
+          ])
+          if (!timely) {
+            closed = true
+            for (const d of inFlight.values()) {
+              const handed: Handed = { id: d.id, token: crypto.randomUUID(), lost: Deferred.makeUnsafe<void>() }
+              handedBy.set(d.id, handed)
+              done.set(d.id, { underway: handed.token })
+              handedOver.push(handed)
+              groupEnded()
+            }
+            yield* Deferred.await(allDone)
+          }
+          return done
+        })
+
+      /**
+       * The result of a first attempt handed over, once its row is written leased to `token`: held
+       * (the heartbeat renews the lease) until its result is queued, then recorded as a run's.
+       */
+      const settleHandedOver = (row: DeliveryRow, sub: Signer, { lost, token }: Handed, end: Ended) =>
+        Effect.gen(function*() {
+          letGo(row.id, token)
+          const kept = yield* enqueue({
+            settlement: { id: row.id, profileId: row.profile_id, token, outcome: end.outcomeColumn, delaySeconds: end.delaySeconds, attempt: end.record },
+            lost
+          })
+          if (end.record.error === "endpoint_gone") {
+            yield* Deferred.await(kept)
+            yield* subscriptions.disable(sub.id, "endpoint_gone")
+            yield* deliveries.failPending(sub.id, "subscription_disabled")
+          }
+        }).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook worker: a first attempt's result was not recorded", cause)))
+
+      /**
+       * The rows as written after the first attempts: each attempted row with its result, the row
+       * under way leased, and the head of each (subscription, batch) moved to its first row not ended.
+       */
+      const withFirsts = (fresh: ReadonlyArray<NewDelivery>, done: ReadonlyMap<string, First>): ReadonlyArray<NewDelivery> => {
+        // A batch whose rows so far all ended: its next row is its head.
+        const open = new Set<string>()
+        return fresh.map((d) => {
+          const key = `${d.subscriptionId}|${d.batchId}`
+          const first = done.get(d.id)
+          const ready = d.ready || open.has(key)
+          open.delete(key)
+          if (first === undefined) return ready === d.ready ? d : { ...d, ready }
+          if ("underway" in first) return { ...d, ready, underway: first.underway }
+          if (first.ended.outcomeColumn !== null) open.add(key)
+          return { ...d, ready, first: firstOf(first.ended) }
+        })
+      }
+
+      /** The signers of the subscriptions a fan-out may send to itself: active, with secrets that open here. */
+      const firstSigners = (ids: ReadonlyArray<string>) =>
+        Effect.map(subscriptions.byIds(ids), (subs) => {
+          const signers = new Map<string, Signer>()
+          for (const sub of subs) {
+            if (sub.status !== "active" || (!plainHttp && !sub.url.startsWith("https://"))) continue
+            const signer = signerOf(sub)
+            if (Option.isSome(signer)) signers.set(sub.id, signer.value)
+          }
+          return signers
+        })
+
+      /**
+       * The delivery rows of claimed outbox rows, one per (row, subscription that takes it), in outbox
+       * order: one delivery batch per producer batch (`batchOf`), the first row of each (subscription,
+       * batch) its head.
+       */
+      const deliveriesOf = (
+        rows: ReadonlyArray<UnpublishedRow>,
+        subs: ReadonlyArray<FanOutSubscription>,
+        batchOf: (row: UnpublishedRow) => string
+      ): Array<NewDelivery> => {
+        const heads = new Set<string>()
+        const fresh: Array<NewDelivery> = []
+        rows.forEach((row, seq) => {
+          const batchId = batchOf(row)
+          for (const subscription of subs) {
+            if (subscription.profile_id !== row.profile_id) continue
+            const body = bodyFor(row, subscription)
+            if (Option.isNone(body)) continue
+            // Rows come in outbox order: a (subscription, batch)'s first one is its head.
+            const head = `${subscription.id}|${batchId}`
+            const ready = !heads.has(head)
+            heads.add(head)
+            fresh.push({
+              ready,
+              id: crypto.randomUUID(),
+              subscriptionId: subscription.id,
+              profileId: row.profile_id,
+              outboxId: row.id,
+              eventId: body.value.id,
+              eventType: row.topic,
+              body: body.value.body,
+              batchId,
+              seq,
+              traceparent: row.traceparent,
+              tracestate: row.tracestate
+            })
+          }
+        })
+        return fresh
+      }
+
+      /** A new delivery batch per producer batch (rows written before batches were kept: one for all of them). */
+      const newBatches = () => {
+        const batches = new Map<string, string>()
+        return (row: UnpublishedRow) => {
+          const key = row.batch ?? ""
+          const found = batches.get(key)
+          if (found !== undefined) return found
+          const made = crypto.randomUUID()
+          batches.set(key, made)
+          return made
+        }
+      }
+
+      /**
+       * Rows a fan-out that died had leased (decision 0157), taken again: some of their deliveries may
+       * be written, with results. The rest are written waiting, in the delivery batch already begun
+       * (so order holds across the two fan-outs), none a head; then each batch's first waiting row
+       * becomes its head. Nothing is sent from here: the worker claims them.
+       */
+      const fanOutRetaken = (rows: ReadonlyArray<UnpublishedRow>, subs: ReadonlyArray<FanOutSubscription>) =>
+        Effect.gen(function*() {
+          const fallback = newBatches()
+          const probe = deliveriesOf(rows, subs, fallback)
+          const begun = new Map<string, string>()
+          for (const found of yield* deliveries.writtenBatches(probe)) begun.set(found.outbox_id, found.batch_id)
+          // A producer batch's delivery batch: the one an earlier fan-out began for any of its rows.
+          const byProducer = new Map<string, string>()
+          for (const row of rows) {
+            const batchId = begun.get(row.id)
+            if (batchId !== undefined) byProducer.set(row.batch ?? "", batchId)
+          }
+          const fresh = deliveriesOf(rows, subs, (row) => byProducer.get(row.batch ?? "") ?? fallback(row)).map((d) => ({ ...d, ready: false }))
+          yield* deliveries.insert(fresh, leaseSeconds)
+          const groups = new Map(fresh.map((d) => [`${d.subscriptionId}|${d.batchId}`, { subscription_id: d.subscriptionId, batch_id: d.batchId }]))
+          yield* deliveries.handOn([...groups.values()])
+        })
+
+      /**
+       * One fan-out. Without first attempts: the rows claimed, their deliveries written and the rows
+       * published in one transaction. With them (decision 0157): the rows claimed and leased in a short
+       * transaction; then the first attempts, each row written with its result as its attempt ends (a
+       * statement every few milliseconds, so a crash repeats only what was in flight); then, in one
+       * transaction, the rows not written yet (waiting, or leased to an attempt still under way) and
+       * the outbox rows published, only those still leased to this fan-out.
+       */
+      // Windows of first attempts under way at once (each holds its outbox rows by a lease).
+      const windows = yield* Semaphore.make(FIRST_ATTEMPT_WINDOWS)
+
+      /**
+       * A window of first attempts (decision 0157) for outbox rows leased under `token`: each row
+       * written with its result as its attempt ends (a statement every few milliseconds, so a crash
+       * repeats only what was in flight); then, in one transaction, the rows not written yet (waiting,
+       * or leased to an attempt still under way) and the outbox rows published, only those still
+       * leased to this fan-out.
+       */
+      const firstAttemptWindow = (rows: ReadonlyArray<UnpublishedRow>, subs: ReadonlyArray<FanOutSubscription>, token: string) =>
+        Effect.gen(function*() {
+          const fresh = deliveriesOf(rows, subs, newBatches())
+          // The attempts handed over learn whether their rows were written (a failure on the way: not).
+          const committed = Deferred.makeUnsafe<boolean>()
+          const handed: Array<Handed> = []
+          const exit = yield* Effect.exit(Effect.gen(function*() {
+            const deadline = Date.now() + firstBudget
+            const signers = yield* firstSigners([...new Set(fresh.map((d) => d.subscriptionId))])
+            let final: Array<NewDelivery> = []
+            const early = new Set<string>()
+            const flush = Effect.suspend(() => {
+              const these = final
+              final = []
+              for (const d of these) early.add(d.id)
+              return deliveries.insert(these, leaseSeconds)
+            })
+            // The rows' lease renewed while the window runs; lost (another fan-out took them), the window closes.
+            const closeNow = Deferred.makeUnsafe<void>()
+            yield* Effect.forkChild(heartbeat(windowLease, Effect.flatMap(outbox.renewFanOut(rows, token, windowLeaseSeconds), (renewed) =>
+              renewed.length < rows.length ? Deferred.succeed(closeNow, undefined) : Effect.void)))
+            const sending = yield* Effect.forkChild(firstAttemptsOf(fresh, signers, deadline, closeNow, committed, handed, (d) => final.push(d)))
+            while (sending.pollUnsafe() === undefined) {
+              yield* Effect.raceFirst(Effect.asVoid(Fiber.await(sending)), Effect.sleep(FLUSH_INTERVAL))
+              yield* flush
+            }
+            const written = withFirsts(fresh, yield* Fiber.join(sending))
+            yield* flush
+            // A 410 disables its subscription before the rest are written: no claim posts to it after.
+            const gone = new Set(written.filter((d) => d.first?.attempt.error === "endpoint_gone").map((d) => d.subscriptionId))
+            yield* deliveries.transaction(Effect.gen(function*() {
+              for (const id of gone) yield* subscriptions.disable(id, "endpoint_gone")
+              // Only rows still leased to this fan-out: another took over the rest (and writes them).
+              const kept = new Set(yield* outbox.publishLeased(rows, token))
+              yield* deliveries.insert(written.filter((d) => !early.has(d.id) && kept.has(d.outboxId)), leaseSeconds)
+              for (const id of gone) yield* deliveries.failPending(id, "subscription_disabled")
+            }))
+          }))
+          // Held before they learn it: the heartbeat renews their rows' leases until their results are queued.
+          if (Exit.isSuccess(exit)) for (const { id, lost, token: leased } of handed) held.set(id, { token: leased, lost })
+          yield* Deferred.succeed(committed, Exit.isSuccess(exit))
+          return yield* exit
+        })
+
+      /**
+       * One fan-out. Without first attempts: the rows claimed, their deliveries written and the rows
+       * published in one transaction. With them (decision 0157): the rows claimed and leased in a
+       * short transaction, and a window of first attempts started for them; with
+       * FIRST_ATTEMPT_WINDOWS windows already running, the fan-out writes its rows for the worker.
+       */
+      const fanOutOnce = Effect.withSpan("Webhooks.fanOut")(Effect.gen(function*() {
+        // Every window busy: this fan-out only writes its rows, for the worker to claim (a window
+        // with a slow endpoint holds its own rows only).
+        const windowed = firstBudget > 0 && (yield* windows.takeIfAvailable(1))
+        const token = crypto.randomUUID()
+        const claim = yield* deliveries.transaction(Effect.gen(function*() {
+          const rows = yield* outbox.claimUnpublished(settings.batchSize)
+          if (rows.length === 0) return undefined
+          const subs = yield* subscriptions.forFanOut([...new Set(rows.map((row) => row.profile_id))])
+          if (rows.some((row) => row.retaken)) {
+            yield* fanOutRetaken(rows, subs)
+          } else if (!windowed) {
+            yield* deliveries.insert(deliveriesOf(rows, subs, newBatches()), leaseSeconds)
+          } else {
+            yield* outbox.leaseForFanOut(rows, token, windowLeaseSeconds)
+            return { rows, subs, leased: true }
+          }
+          yield* outbox.markPublished(rows)
+          return { rows, subs, leased: false }
+        })).pipe(Effect.onExit((exit) =>
+          // The window's permit goes with the window when one starts; otherwise back now.
+          windowed && !(Exit.isSuccess(exit) && exit.value?.leased === true) ? windows.release(1) : Effect.void
+        ))
+        if (claim === undefined) return 0
+        if (claim.leased) {
+          yield* Effect.forkIn(
+            firstAttemptWindow(claim.rows, claim.subs, token).pipe(
+              Effect.catchCause((cause) =>
+                Cause.hasInterruptsOnly(cause)
+                  ? Effect.void
+                  // Its outbox rows' lease runs out: the next fan-out takes them again (and writes only what is missing).
+                  : Effect.logWarning("webhook worker: a window of first attempts failed", cause)
+              ),
+              Effect.ensuring(windows.release(1))
+            ),
+            layerScope
+          )
+        }
+        return claim.rows.length
+      }))
 
       return { list, redeliver, attempts, fanOutOnce, claimDue, renewHeld }
     })
