@@ -62,6 +62,31 @@ const receiver = Effect.acquireRelease(
 
 const send = callAs
 
+/** A receiver that answers each event when `script` calls `answer` (the event's id, and how often it came). */
+const scriptedReceiver = (script: (id: string, n: number, answer: () => void) => void) =>
+  Effect.acquireRelease(
+    Effect.callback<{ url: string; close: () => void }>((resume) => {
+      const seen = new Map<string, number>()
+      const http = createServer((request, response) => {
+        const chunks: Array<Buffer> = []
+        request.on("data", (chunk: Buffer) => chunks.push(chunk))
+        request.on("end", () => {
+          const id: string = JSON.parse(Buffer.concat(chunks).toString("utf8")).id
+          const n = (seen.get(id) ?? 0) + 1
+          seen.set(id, n)
+          script(id, n, () => response.writeHead(200).end())
+        })
+      })
+      http.listen(0, "127.0.0.1", () => {
+        const address = http.address()
+        const port = typeof address === "object" && address !== null ? address.port : 0
+        resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { http.closeAllConnections(); http.close() } }))
+      })
+    }),
+    (server) => Effect.sync(() => server.close())
+  )
+
+
 const signature = (secret: string, hook: Hook) =>
   `v1,${createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
     .update(`${hook.headers["webhook-id"]}.${hook.headers["webhook-timestamp"]}.${hook.raw}`).digest("base64")}`
@@ -983,34 +1008,17 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         // row (a new lease token), so its result is not written and the run stops, while the second
         // request (answered 1.5 s later the first time) is under way.
         const seen = new Map<string, number>()
-        const server = yield* Effect.acquireRelease(
-          Effect.callback<{ url: string; close: () => void }>((resume) => {
-            const http = createServer((request, response) => {
-              const chunks: Array<Buffer> = []
-              request.on("data", (chunk: Buffer) => chunks.push(chunk))
-              request.on("end", () => {
-                const id: string = JSON.parse(Buffer.concat(chunks).toString("utf8")).id
-                const n = (seen.get(id) ?? 0) + 1
-                seen.set(id, n)
-                const position = batch.indexOf(id)
-                const answer = () => response.writeHead(200).end()
-                if (position === 0 && n === 1) {
-                  void Effect.runPromiseWith(context)(sql`
-                    UPDATE webhook_deliveries SET lease_token = ${crypto.randomUUID()}, lease_until = now() + interval '1 second'
-                    WHERE event_id = ${id}`).then(answer)
-                } else if (position === 1 && n === 1) {
-                  setTimeout(answer, 1500)
-                } else answer()
-              })
-            })
-            http.listen(0, "127.0.0.1", () => {
-              const address = http.address()
-              const port = typeof address === "object" && address !== null ? address.port : 0
-              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { http.closeAllConnections(); http.close() } }))
-            })
-          }),
-          (server) => Effect.sync(() => server.close())
-        )
+        const server = yield* scriptedReceiver((id, n, answer) => {
+          seen.set(id, n)
+          const position = batch.indexOf(id)
+          if (position === 0 && n === 1) {
+            void Effect.runPromiseWith(context)(sql`
+              UPDATE webhook_deliveries SET lease_token = ${crypto.randomUUID()}, lease_until = now() + interval '1 second'
+              WHERE event_id = ${id}`).then(answer)
+          } else if (position === 1 && n === 1) {
+            setTimeout(answer, 1500)
+          } else answer()
+        })
         const sub = yield* subscribe(world.key, { url: server.url })
         const batch: ReadonlyArray<string> = yield* outcomeRows(world, 3)
         // The taken row comes back when its lease runs out (1 s); the second one, given back, follows
@@ -1050,25 +1058,11 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
       // first, pending, written while the request was under way (the fan-out's window is 300 ms).
       const received: Array<string> = []
       let release: () => void = () => {}
-      const server = yield* Effect.acquireRelease(
-        Effect.callback<{ url: string; close: () => void }>((resume) => {
-          const http = createServer((request, response) => {
-            const chunks: Array<Buffer> = []
-            request.on("data", (chunk: Buffer) => chunks.push(chunk))
-            request.on("end", () => {
-              received.push(JSON.parse(Buffer.concat(chunks).toString("utf8")).id)
-              if (received.length === 1) release = () => response.writeHead(200).end()
-              else response.writeHead(200).end()
-            })
-          })
-          http.listen(0, "127.0.0.1", () => {
-            const address = http.address()
-            const port = typeof address === "object" && address !== null ? address.port : 0
-            resume(Effect.succeed({ url: `http://127.0.0.1:${port}/hooks`, close: () => { http.closeAllConnections(); http.close() } }))
-          })
-        }),
-        (server) => Effect.sync(() => server.close())
-      )
+      const server = yield* scriptedReceiver((id, _n, answer) => {
+        received.push(id)
+        if (received.length === 1) release = answer
+        else answer()
+      })
       const sub = yield* subscribe(world.key, { url: server.url })
       const batch: ReadonlyArray<string> = yield* outcomeRows(world, 4)
       const underway = yield* eventually(
