@@ -177,6 +177,27 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
   timeout: "120 seconds",
   excludeTestServices: true
 })("webhooks", (it) => {
+  it.effect("a batch whose first attempt fails goes on after its retry, while another subscription keeps the window open", () =>
+    Effect.gen(function*() {
+      const world = yield* fixture()
+      // A: its first request fails, the retry (400 ms on this ladder) succeeds. B: slow, so the window
+      // stays open about three seconds, long after A's retry. Were the rest of A's batch written only
+      // when the window ends, its retry would find no next row to hand on to, and it would never go.
+      const failing = yield* receiver
+      failing.answer.next = (n) => n === 0 ? { status: 500 } : { status: 200 }
+      const slow = yield* scriptedReceiver((_id, _n, answer) => setTimeout(answer, 1000))
+      const a = yield* subscribe(world.key, { url: failing.url })
+      yield* subscribe(world.key, { url: slow.url })
+      const batch: ReadonlyArray<string> = yield* outcomeRows(world, 3)
+      const rows = yield* eventually(
+        deliveries(world.key, `?subscription_id=${a.id}`),
+        (rows) => rows.length === 3 && rows.every((row) => row.status === "succeeded"),
+        { what: "A's batch delivered after its retry", within: "10 seconds" }
+      )
+      assert.deepStrictEqual(failing.hooks.map((hook) => hook.body.id), [batch[0], ...batch])
+      assert.deepStrictEqual(rows.find((row) => row.event_id === batch[0])?.attempts, 2)
+    }))
+
   describe("subscriptions", () => {
     it.effect("create answers the whsec_ secret once with the default event types; list, patch and delete; scopes enforced", () =>
       Effect.gen(function*() {

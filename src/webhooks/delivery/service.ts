@@ -749,7 +749,12 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           const done = new Map<string, First>()
           const groups = new Map<string, Array<NewDelivery>>()
           for (const d of fresh) {
-            if (!signers.has(d.subscriptionId)) continue
+            // Not sent from here (paused, no secret that opens, plain http without the allow-list):
+            // written at once, as a fan-out without a window writes it, for the worker.
+            if (!signers.has(d.subscriptionId)) {
+              ended(d)
+              continue
+            }
             const key = `${d.subscriptionId}|${d.batchId}`
             const group = groups.get(key)
             if (group === undefined) groups.set(key, [d])
@@ -771,7 +776,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             Effect.gen(function*() {
               const sub = signers.get(group[0]!.subscriptionId)!
               const target = targetOf(sub)
-              for (const d of group) {
+              for (const [at, d] of group.entries()) {
                 if (closed || Date.now() >= deadline || Deferred.isDoneUnsafe(closeNow)) break
                 const row = asRow(d)
                 inFlight.set(key, d)
@@ -786,7 +791,12 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
                 done.set(d.id, { ended: end })
                 // Its row is final: written while the others are sent (a row waiting for its retry is its batch's head).
                 ended({ ...d, ready: d.ready || end.outcomeColumn === null, first: firstOf(end) })
-                if (end.outcome !== "succeeded") break
+                if (end.outcome !== "succeeded") {
+                  // The batch stops here, so the rest of it is final too, and goes in the same write: left
+                  // for the window's end, it would not be there when this row's retry hands the batch on.
+                  group.slice(at + 1).forEach((rest, k) => ended({ ...rest, ready: k === 0 && end.outcomeColumn !== null }))
+                  break
+                }
               }
               groupEnded()
             // A subscription's share first: a group waiting for it holds none of the slots others could use.
