@@ -562,6 +562,23 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(gone.hooks[1]!.body.id, after)
       }))
 
+    it.effect("410 on a batch's first row: nothing more goes to the endpoint, the rest of the batch fails as disabled", () =>
+      Effect.gen(function*() {
+        const world = yield* fixture()
+        const gone = yield* receiver
+        gone.answer.next = () => ({ status: 410 })
+        const sub = yield* subscribe(world.key, { url: gone.url })
+        const batch: ReadonlyArray<string> = yield* outcomeRows(world, 3)
+        const rows = yield* eventually(
+          deliveries(world.key, `?subscription_id=${sub.id}`),
+          (rows) => rows.length === 3 && rows.every((row) => row.status === "failed"),
+          { what: "the batch failed", within: "10 seconds" }
+        )
+        assert.deepStrictEqual(gone.hooks.map((hook) => hook.body.id), [batch[0]])
+        const errors = batch.map((id) => rows.find((row) => row.event_id === id)?.last_error)
+        assert.deepStrictEqual(errors, ["endpoint_gone", "subscription_disabled", "subscription_disabled"])
+      }))
+
     it.effect("rotation: both secrets sign for the grace period, each verifiable; the new secret is shown once", () =>
       Effect.gen(function*() {
         const world = yield* fixture()

@@ -788,6 +788,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
                   if (yield* Deferred.await(committed)) yield* settleHandedOver(row, sub, handed, end)
                   return
                 }
+                // Disabled before anything after it is written: a claim of the next row then releases it
+                // unsent, instead of posting to a gone endpoint (the window's end disables it again).
+                if (end.record.error === "endpoint_gone") yield* Effect.ignore(subscriptions.disable(sub.id, "endpoint_gone"))
                 done.set(d.id, { ended: end })
                 // Its row is final: written while the others are sent (a row waiting for its retry is its batch's head).
                 ended({ ...d, ready: d.ready || end.outcomeColumn === null, first: firstOf(end) })
