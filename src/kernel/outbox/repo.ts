@@ -132,7 +132,8 @@ export interface PublishedKey {
 }
 
 /**
- * The fan-out's stamp (see `markPublished`), as a statement: test/api/webhooks-claim-plan.test.ts
+ * The fan-out's stamp (see `markPublished`; `change` and `heldBy` make it the lease, renewal and
+ * stamp of a window's rows, decision 0157), as a statement: test/api/webhooks-claim-plan.test.ts
  * keeps the plan it gets on an almost empty outbox and runs it at 200,000 unpublished rows. Each
  * row is found by its whole key (LIMIT 1: a probe, never a join the planner may make a hash of
  * every unpublished row), then updated by its tuple: by id alone, the plan read all of
