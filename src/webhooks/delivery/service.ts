@@ -527,6 +527,19 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           // Left behind by a 410 (or a fan-out racing it): released, never sent.
           : ending("failed", "failed", { statusCode: null, error: "subscription_disabled", durationMs: null, responseBody: null })
 
+      /**
+       * A 410's end of its subscription, its result queued in `kept`: disabled before the result hands
+       * the batch on (a claim in between then finds the next row's subscription disabled and releases
+       * it unsent, instead of posting to a gone endpoint), then what waits behind it failed, which
+       * would otherwise stay pending until someone turns it on again.
+       */
+      const endpointGone = (subscriptionId: string, kept: Deferred.Deferred<void, DatabaseUnavailable>) =>
+        Effect.gen(function*() {
+          yield* subscriptions.disable(subscriptionId, "endpoint_gone")
+          yield* Deferred.await(kept)
+          yield* deliveries.failPending(subscriptionId, "subscription_disabled")
+        })
+
       /** The subscription's URL checked at a run's first request and reused by the rest (a refusal is not kept). */
       const targetOf = (sub: Signer): Effect.Effect<Destination, TargetRefused> => {
         let checked: Destination | undefined
@@ -598,14 +611,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               })
               current = undefined
               if (end.outcome !== "succeeded") {
-                if (end.record.error === "endpoint_gone" && sub !== undefined) {
-                  // Disabled before the result hands the batch on: a claim in between then finds the next
-                  // row's subscription disabled and releases it unsent, instead of posting to a gone endpoint.
-                  yield* subscriptions.disable(sub.id, "endpoint_gone")
-                  yield* Deferred.await(kept)
-                  // What waits behind it would otherwise stay pending until someone turns it on again.
-                  yield* deliveries.failPending(sub.id, "subscription_disabled")
-                }
+                if (end.record.error === "endpoint_gone" && sub !== undefined) yield* endpointGone(sub.id, kept)
                 return
               }
             }
@@ -836,11 +842,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             settlement: { id: row.id, profileId: row.profile_id, token, outcome: end.outcomeColumn, delaySeconds: end.delaySeconds, attempt: end.record },
             lost
           })
-          if (end.record.error === "endpoint_gone") {
-            yield* Deferred.await(kept)
-            yield* subscriptions.disable(sub.id, "endpoint_gone")
-            yield* deliveries.failPending(sub.id, "subscription_disabled")
-          }
+          if (end.record.error === "endpoint_gone") yield* endpointGone(sub.id, kept)
         }).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook worker: a first attempt's result was not recorded", cause)))
 
       /**
@@ -936,30 +938,22 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
        */
       const fanOutRetaken = (rows: ReadonlyArray<UnpublishedRow>, subs: ReadonlyArray<FanOutSubscription>) =>
         Effect.gen(function*() {
-          const fallback = newBatches()
-          const probe = deliveriesOf(rows, subs, fallback)
+          const planned = deliveriesOf(rows, subs, newBatches())
           const begun = new Map<string, string>()
-          for (const found of yield* deliveries.writtenBatches(probe)) begun.set(found.outbox_id, found.batch_id)
-          // A producer batch's delivery batch: the one an earlier fan-out began for any of its rows.
-          const byProducer = new Map<string, string>()
-          for (const row of rows) {
-            const batchId = begun.get(row.id)
-            if (batchId !== undefined) byProducer.set(row.batch ?? "", batchId)
+          for (const found of yield* deliveries.writtenBatches(planned)) begun.set(found.outbox_id, found.batch_id)
+          // A producer batch's delivery batch: the one an earlier fan-out began for any of its rows
+          // (the batch planned here is one per producer batch, so it stands for it).
+          const byPlanned = new Map<string, string>()
+          for (const d of planned) {
+            const batchId = begun.get(d.outboxId)
+            if (batchId !== undefined) byPlanned.set(d.batchId, batchId)
           }
-          const fresh = deliveriesOf(rows, subs, (row) => byProducer.get(row.batch ?? "") ?? fallback(row)).map((d) => ({ ...d, ready: false }))
+          const fresh = planned.map((d) => ({ ...d, batchId: byPlanned.get(d.batchId) ?? d.batchId, ready: false }))
           yield* deliveries.insert(fresh, leaseSeconds)
           const groups = new Map(fresh.map((d) => [`${d.subscriptionId}|${d.batchId}`, { subscription_id: d.subscriptionId, batch_id: d.batchId }]))
           yield* deliveries.handOn([...groups.values()])
         })
 
-      /**
-       * One fan-out. Without first attempts: the rows claimed, their deliveries written and the rows
-       * published in one transaction. With them (decision 0157): the rows claimed and leased in a short
-       * transaction; then the first attempts, each row written with its result as its attempt ends (a
-       * statement every few milliseconds, so a crash repeats only what was in flight); then, in one
-       * transaction, the rows not written yet (waiting, or leased to an attempt still under way) and
-       * the outbox rows published, only those still leased to this fan-out.
-       */
       // Windows of first attempts under way at once (each holds its outbox rows by a lease).
       const windows = yield* Semaphore.make(FIRST_ATTEMPT_WINDOWS)
 
