@@ -177,6 +177,52 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
   timeout: "120 seconds",
   excludeTestServices: true
 })("webhooks", (it) => {
+  it.effect("a window that cannot renew its lease starts no attempt once the lease may have run out; its batch goes on afterwards, in order", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const context = yield* Effect.context<SqlClient>()
+      const world = yield* fixture()
+      // Each request answered after 200 ms. At the first, the test locks the batch's outbox rows for
+      // 4 s: the window's renewals wait on the lock as they would on a stalled process or a slow
+      // database, and its lease (1.5 s here, half the delivery lease) runs out meanwhile.
+      const received: Array<{ readonly id: string; readonly at: number }> = []
+      const lock = { at: 0, released: 0 }
+      let ids: ReadonlyArray<string> = []
+      const server = yield* scriptedReceiver((id, _n, answer) => {
+        received.push({ id, at: performance.now() })
+        if (received.length === 1) {
+          void Effect.runPromiseWith(context)(sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SELECT id FROM outbox WHERE id = ANY(${ids}::uuid[]) FOR UPDATE`
+            lock.at = performance.now()
+            yield* Effect.sleep(Duration.seconds(4))
+            lock.released = performance.now()
+          })))
+        }
+        setTimeout(answer, 200)
+      })
+      const sub = yield* subscribe(world.key, { url: server.url })
+      ids = yield* outcomeRows(world, 20)
+      yield* eventually(
+        deliveries(world.key, `?subscription_id=${sub.id}&limit=100`),
+        (rows) => rows.length === 20 && rows.every((row) => row.status === "succeeded"),
+        { what: "the batch delivered", within: "30 seconds" }
+      )
+      assert.isAbove(lock.released, 0, "the lock was taken and released")
+      // Three quarters of the 1.5 s lease after the last renewal that got through (at the latest when
+      // the lock was taken), and a request's way to the receiver: none may start after that while the lock holds.
+      const trusted = lock.at + 1_125 + 300
+      const during = received.filter((r) => r.at > trusted && r.at < lock.released)
+      assert.deepStrictEqual(during.map((r) => r.id), [], "requests sent while the window could not know it held its rows")
+      // Each event in order at its first receipt. A repeat only of what the window sent before then
+      // and had not written: on PGlite its writes wait for the one connection the lock holds, and
+      // the rows, taken again when the lock goes, are sent again from the first one unwritten.
+      const firsts = [...new Set(received.map((r) => r.id))]
+      assert.deepStrictEqual(firsts, [...ids], "every event, in the batch's order")
+      const early = new Set(received.filter((r) => r.at <= trusted).map((r) => r.id))
+      const repeats = received.map((r) => r.id).filter((id, k, all) => all.indexOf(id) !== k)
+      assert.deepStrictEqual(repeats.filter((id) => !early.has(id)), [], "repeats only of requests sent before the lease could run out")
+    }))
+
   it.effect("a batch whose first attempt fails goes on after its retry, while another subscription keeps the window open", () =>
     Effect.gen(function*() {
       const world = yield* fixture()

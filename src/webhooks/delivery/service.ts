@@ -677,6 +677,12 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // process's rows are taken again that soon.
       const windowLease = Duration.millis(Duration.toMillis(settings.lease) / 2)
       const windowLeaseSeconds = leaseSecondsOf(windowLease)
+      // How long after its lease was taken or last renewed (counted from when that statement was
+      // sent, on this process's monotonic clock) a window starts attempts: three quarters of the
+      // lease. Past that, a renewal late or a process stalled, the rows may be another fan-out's,
+      // which sends them too; the window stops, so a stall repeats only attempts whose results it had not
+      // written yet, as a crash does.
+      const windowTrusted = Duration.toMillis(windowLease) * 3 / 4
       // Attempts the windows make at once (the worker's limit, apart from its claims).
       const firstSlots = yield* Semaphore.make(Math.max(1, settings.concurrency))
       // Attempts to one subscription at once, windows and claimed runs together: each holds one of its
@@ -747,6 +753,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         deadline: number,
         /** Done when the window must close before its deadline (its outbox rows' lease lost). */
         closeNow: Deferred.Deferred<void>,
+        /** False once the window cannot be sure it still holds its rows' lease: no attempt starts then. */
+        holds: () => boolean,
         committed: Deferred.Deferred<boolean>,
         handedOver: Array<Handed>,
         ended: (row: NewDelivery) => void
@@ -783,7 +791,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               const sub = signers.get(group[0]!.subscriptionId)!
               const target = targetOf(sub)
               for (const [at, d] of group.entries()) {
-                if (closed || Date.now() >= deadline || Deferred.isDoneUnsafe(closeNow)) break
+                if (closed || Date.now() >= deadline || Deferred.isDoneUnsafe(closeNow) || !holds()) break
                 const row = asRow(d)
                 inFlight.set(key, d)
                 const end = yield* attempt(row, sub, target)
@@ -964,7 +972,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
        * or leased to an attempt still under way) and the outbox rows published, only those still
        * leased to this fan-out.
        */
-      const firstAttemptWindow = (rows: ReadonlyArray<UnpublishedRow>, subs: ReadonlyArray<FanOutSubscription>, token: string) =>
+      const firstAttemptWindow = (rows: ReadonlyArray<UnpublishedRow>, subs: ReadonlyArray<FanOutSubscription>, token: string, leasedAt: number) =>
         Effect.gen(function*() {
           const fresh = deliveriesOf(rows, subs, newBatches())
           // The attempts handed over learn whether their rows were written (a failure on the way: not).
@@ -983,9 +991,19 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             })
             // The rows' lease renewed while the window runs; lost (another fan-out took them), the window closes.
             const closeNow = Deferred.makeUnsafe<void>()
-            yield* Effect.forkChild(heartbeat(windowLease, Effect.flatMap(outbox.renewFanOut(rows, token, windowLeaseSeconds), (renewed) =>
-              renewed.length < rows.length ? Deferred.succeed(closeNow, undefined) : Effect.void)))
-            const sending = yield* Effect.forkChild(firstAttemptsOf(fresh, signers, deadline, closeNow, committed, handed, (d) => final.push(d)))
+            let renewedAt = leasedAt
+            yield* Effect.forkChild(heartbeat(
+              windowLease,
+              Effect.suspend(() => {
+                const sent = performance.now()
+                return Effect.flatMap(outbox.renewFanOut(rows, token, windowLeaseSeconds), (renewed) =>
+                  renewed.length < rows.length ? Deferred.succeed(closeNow, undefined) : Effect.sync(() => {
+                    renewedAt = sent
+                  }))
+              })
+            ))
+            const holds = () => performance.now() - renewedAt < windowTrusted
+            const sending = yield* Effect.forkChild(firstAttemptsOf(fresh, signers, deadline, closeNow, holds, committed, handed, (d) => final.push(d)))
             while (sending.pollUnsafe() === undefined) {
               yield* Effect.raceFirst(Effect.asVoid(Fiber.await(sending)), Effect.sleep(FLUSH_INTERVAL))
               yield* flush
@@ -1019,6 +1037,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         // with a slow endpoint holds its own rows only).
         const windowed = firstBudget > 0 && (yield* windows.takeIfAvailable(1))
         const token = crypto.randomUUID()
+        // Before the claim's transaction begins, so never later than the now() its lease counts from.
+        const leasedAt = performance.now()
         const claim = yield* deliveries.transaction(Effect.gen(function*() {
           const rows = yield* outbox.claimUnpublished(settings.batchSize)
           if (rows.length === 0) return undefined
@@ -1040,7 +1060,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         if (claim === undefined) return 0
         if (claim.leased) {
           yield* Effect.forkIn(
-            firstAttemptWindow(claim.rows, claim.subs, token).pipe(
+            firstAttemptWindow(claim.rows, claim.subs, token, leasedAt).pipe(
               Effect.catchCause((cause) =>
                 Cause.hasInterruptsOnly(cause)
                   ? Effect.void
