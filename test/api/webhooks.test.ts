@@ -1087,6 +1087,48 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
   timeout: "120 seconds",
   excludeTestServices: true
 })("webhooks: runs of claimed rows", (it) => {
+    it.effect("a run whose leases cannot be renewed sends nothing once they may have run out: repeats only of what it sent before", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const context = yield* Effect.context<SqlClient>()
+        const world = yield* fixture()
+        // One batch of 20, each request answered after 300 ms. At the first, the test locks the
+        // batch's 17th row (leased ahead by the run) for 5 s: the heartbeat's renewal of the run's rows
+        // waits on it, as on a stalled process or a slow database, and their 3 s leases run out; a
+        // claim may then take the batch's head again, as another runner would.
+        const received: Array<{ readonly id: string; readonly at: number }> = []
+        const lock = { at: 0, released: 0 }
+        let batch: ReadonlyArray<string> = []
+        const server = yield* scriptedReceiver((id, _n, answer) => {
+          received.push({ id, at: performance.now() })
+          if (received.length === 1) {
+            void Effect.runPromiseWith(context)(sql.withTransaction(Effect.gen(function*() {
+              yield* sql`SELECT id FROM webhook_deliveries WHERE event_id = ${batch[16]!} FOR UPDATE`
+              lock.at = performance.now()
+              yield* Effect.sleep(Duration.seconds(5))
+              lock.released = performance.now()
+            })))
+          }
+          setTimeout(answer, 300)
+        })
+        const sub = yield* subscribe(world.key, { url: server.url })
+        batch = yield* outcomeRows(world, 20)
+        yield* eventually(
+          deliveries(world.key, `?subscription_id=${sub.id}&limit=100`),
+          (rows) => rows.length === 20 && rows.every((row) => row.status === "succeeded"),
+          { what: "the batch delivered", within: "40 seconds" }
+        )
+        assert.isAbove(lock.released, 0, "the lock was taken and released")
+        // Three quarters of the 3 s lease from its last renewal (at the latest when the lock was
+        // taken), and a request's way to the receiver.
+        const trusted = lock.at + 2_250 + 300
+        const firsts = [...new Set(received.map((r) => r.id))]
+        assert.deepStrictEqual(firsts, [...batch], "every event, in the batch's order")
+        const early = new Set(received.filter((r) => r.at <= trusted).map((r) => r.id))
+        const repeats = received.map((r) => r.id).filter((id, k, all) => all.indexOf(id) !== k)
+        assert.deepStrictEqual(repeats.filter((id) => !early.has(id)), [], "repeats only of requests sent before the leases could run out")
+      }))
+
     it.effect("a run stopped by a lost result gives back the row it was sending: its batch goes on (no lease renewed for ever)", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient

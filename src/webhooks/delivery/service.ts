@@ -427,19 +427,32 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         })
 
       // Rows claimed or leased here whose result is not queued yet: the heartbeat renews their leases
-      // (decision 0119), and stops the run of a row another runner took over.
-      const held = new Map<string, { readonly token: string; readonly lost: Deferred.Deferred<void> }>()
+      // (decision 0119), and stops the run of a row another runner took over. `since`: when the
+      // statement that last leased or renewed the row was sent (this process's monotonic clock).
+      const held = new Map<string, { readonly token: string; readonly lost: Deferred.Deferred<void>; readonly since: number }>()
       const renewHeld = oneWriter.withPermits(1)(Effect.gen(function*() {
         if (held.size === 0) return
         const rows = [...held].map(([id, { token }]) => ({ id, token }))
+        const sent = performance.now()
         const renewed = yield* deliveries.renew(rows, leaseSeconds)
         for (const { id, token } of rows) {
           const entry = held.get(id)
-          if (renewed.has(id) || entry === undefined || entry.token !== token) continue
+          if (entry === undefined || entry.token !== token) continue
+          if (renewed.has(id)) {
+            held.set(id, { ...entry, since: sent })
+            continue
+          }
           held.delete(id)
           yield* Deferred.succeed(entry.lost, undefined)
         }
       }))
+      // A row is sent only within three quarters of its lease from the last lease or renewal seen
+      // answered: past that (a renewal late, the process stalled) another runner may have claimed it.
+      const heldTrusted = Duration.toMillis(settings.lease) * 3 / 4
+      const trusted = (id: string, token: string) => {
+        const entry = held.get(id)
+        return entry === undefined || entry.token !== token || performance.now() - entry.since < heldTrusted
+      }
       const letGo = (id: string, token: string) => {
         if (held.get(id)?.token === token) held.delete(id)
       }
@@ -569,6 +582,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           let last = head
           let more = runLength > 1
           let ahead: Fiber.Fiber<ReadonlyArray<DeliveryRow>, DatabaseUnavailable> | undefined
+          let aheadSent = 0
           // The write that keeps the run's last result or release (none before the first).
           let kept: Deferred.Deferred<void, DatabaseUnavailable> | undefined
           let outcome: AttemptOutcome = "lease_lost"
@@ -580,6 +594,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             const count = Math.min(window, runLength - leased)
             if (count <= 0) return
             const position = { subscriptionId: last.subscription_id, batchId: last.batch_id, seq: last.seq, url: sub.url, secretSealed: sub.sealed }
+            aheadSent = performance.now()
             ahead = yield* Effect.forkChild(deliveries.leaseAhead(position, count, leaseSeconds, token))
           })
           const sendAll = Effect.gen(function*() {
@@ -593,13 +608,18 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
                 ahead = undefined
                 const count = Math.min(window, runLength - leased)
                 more = rows.length === count && leased + rows.length < runLength
-                for (const row of rows) held.set(row.id, { token, lost })
+                for (const row of rows) held.set(row.id, { token, lost, since: aheadSent })
                 leased += rows.length
                 if (rows.length > 0) last = rows[rows.length - 1]!
                 queue.push(...rows)
                 if (queue.length === 0) return
               }
               yield* lookAhead
+              // Not sure the next row is still ours: the run ends, the rest given back.
+              if (!trusted(queue[0]!.id, token)) {
+                outcome = "lease_lost"
+                return
+              }
               const row = queue.shift()!
               current = row
               const end = sub === undefined ? unsent(row, signer) : yield* attempt(row, sub, target)
@@ -636,6 +656,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       const claimDue = (limit: number, busy: ReadonlyArray<Busy>) =>
         Effect.gen(function*() {
           const token = crypto.randomUUID()
+          const sent = performance.now()
           // One claim and one subscription read for up to `limit` rows, instead of a read per delivery.
           // What the windows have under way counts against each subscription's share too.
           const counts = new Map(busy.map((b) => [b.subscriptionId, b.inFlight] as const))
@@ -649,7 +670,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             const sub = live.get(head.subscription_id)
             // Held from the claim: the heartbeat renews the head's lease while it waits for its turn.
             const lost = Deferred.makeUnsafe<void>()
-            held.set(head.id, { token, lost })
+            held.set(head.id, { token, lost, since: sent })
             // Its place in the subscription's share, held with the windows' (a run may wait for it briefly).
             const run = oneOf(head.subscription_id, false)(runOf(head, token, sub === undefined ? undefined : signerOf(sub), lost))
             return { subscriptionId: head.subscription_id, run }
@@ -978,6 +999,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           // The attempts handed over learn whether their rows were written (a failure on the way: not).
           const committed = Deferred.makeUnsafe<boolean>()
           const handed: Array<Handed> = []
+          // When the statement that writes the handed-over rows leased was sent.
+          let writtenAt = 0
           const exit = yield* Effect.exit(Effect.gen(function*() {
             const deadline = Date.now() + firstBudget
             const signers = yield* firstSigners([...new Set(fresh.map((d) => d.subscriptionId))])
@@ -1012,6 +1035,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             yield* flush
             // A 410 disables its subscription before the rest are written: no claim posts to it after.
             const gone = new Set(written.filter((d) => d.first?.attempt.error === "endpoint_gone").map((d) => d.subscriptionId))
+            writtenAt = performance.now()
             yield* deliveries.transaction(Effect.gen(function*() {
               for (const id of gone) yield* subscriptions.disable(id, "endpoint_gone")
               // Only rows still leased to this fan-out: another took over the rest (and writes them).
@@ -1021,7 +1045,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             }))
           }))
           // Held before they learn it: the heartbeat renews their rows' leases until their results are queued.
-          if (Exit.isSuccess(exit)) for (const { id, lost, token: leased } of handed) held.set(id, { token: leased, lost })
+          if (Exit.isSuccess(exit)) for (const { id, lost, token: leased } of handed) held.set(id, { token: leased, lost, since: writtenAt })
           yield* Deferred.succeed(committed, Exit.isSuccess(exit))
           return yield* exit
         })
