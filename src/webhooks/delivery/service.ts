@@ -151,24 +151,36 @@ const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
- * The body one subscription receives for one outbox row, or None when it must not receive it:
- * the event type is not among its types; an `outcome.recorded` of a profile on the connect-broker
- * tier; an `outcome.recorded` of a healthcare-family profile to anyone but the provisioning app.
- * The contact of `outcome.recorded` only when the subscription's credential opens it.
+ * Whether one subscription receives one outbox row: not when the event type is not among its
+ * types; an `outcome.recorded` of a profile on the connect-broker tier; an `outcome.recorded` of a
+ * healthcare-family profile to anyone but the provisioning app.
  */
-export const bodyFor = (row: UnpublishedRow, subscription: FanOutSubscription): Option.Option<{ readonly id: string; readonly body: string }> => {
-  if (!subscription.event_types.includes(row.topic)) return Option.none()
+const receives = (row: UnpublishedRow, subscription: FanOutSubscription): boolean => {
+  if (!subscription.event_types.includes(row.topic)) return false
+  // The connect-broker tier gets no outcomes, as its replay reads empty (decision 0026).
+  if (row.topic === "outcome.recorded" && !subscription.attribution_enabled) return false
   const payload = isRecord(row.payload) ? row.payload : {}
   const delivery = isRecord(payload["delivery"]) ? payload["delivery"] : {}
-  const data = isRecord(payload["data"]) ? payload["data"] : {}
-  // The connect-broker tier gets no outcomes, as its replay reads empty (decision 0026).
-  if (row.topic === "outcome.recorded" && !subscription.attribution_enabled) return Option.none()
   if (row.topic === "outcome.recorded" && delivery["healthcare_family"] === true) {
     const app = delivery["provisioned_by_app_id"]
-    if (subscription.oauth_app_id === null || subscription.oauth_app_id !== app) return Option.none()
+    if (subscription.oauth_app_id === null || subscription.oauth_app_id !== app) return false
   }
+  return true
+}
+
+/**
+ * Whether the subscription's body of the row carries the contact (of `outcome.recorded`, when the
+ * subscription's credential opens it): the one way two subscriptions' bodies of a row differ.
+ */
+const withContact = (row: UnpublishedRow, subscription: FanOutSubscription): boolean =>
+  row.topic === "outcome.recorded" && subscription.contact_allowed
+
+/** The row's event as sent, with or without its contact. */
+const eventBody = (row: UnpublishedRow, contact: boolean): { readonly id: string; readonly body: string } => {
+  const payload = isRecord(row.payload) ? row.payload : {}
+  const data = isRecord(payload["data"]) ? payload["data"] : {}
   const id = typeof payload["id"] === "string" ? payload["id"] : row.id
-  const withContact = row.topic === "outcome.recorded" && subscription.contact_allowed
+  const shown = contact
     ? {
       ...data,
       contact: row.customer_live
@@ -181,9 +193,9 @@ export const bodyFor = (row: UnpublishedRow, subscription: FanOutSubscription): 
     type: row.topic,
     provider: providerOf(row.topic, data),
     created_at: typeof payload["created_at"] === "string" ? payload["created_at"] : row.created_at,
-    data: withContact
+    data: shown
   }
-  return Option.some({ id, body: JSON.stringify(event) })
+  return { id, body: JSON.stringify(event) }
 }
 
 /** Seconds until the attempt after attempt number `attempts`, or None when the ladder is spent. */
@@ -919,10 +931,13 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         const fresh: Array<NewDelivery> = []
         rows.forEach((row, seq) => {
           const batchId = batchOf(row)
+          // One body per row and variant, shared by the subscriptions that receive it alike: a
+          // window holds its rows' bodies while it sends, a hundred subscriptions one string.
+          const bodies: Array<{ readonly id: string; readonly body: string } | undefined> = [undefined, undefined]
           for (const subscription of subs) {
-            if (subscription.profile_id !== row.profile_id) continue
-            const body = bodyFor(row, subscription)
-            if (Option.isNone(body)) continue
+            if (subscription.profile_id !== row.profile_id || !receives(row, subscription)) continue
+            const variant = withContact(row, subscription) ? 1 : 0
+            const body = bodies[variant] ??= eventBody(row, variant === 1)
             // Rows come in outbox order: a (subscription, batch)'s first one is its head.
             const head = `${subscription.id}|${batchId}`
             const ready = !heads.has(head)
@@ -933,9 +948,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
               subscriptionId: subscription.id,
               profileId: row.profile_id,
               outboxId: row.id,
-              eventId: body.value.id,
+              eventId: body.id,
               eventType: row.topic,
-              body: body.value.body,
+              body: body.body,
               batchId,
               seq,
               traceparent: row.traceparent,
