@@ -448,6 +448,9 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         yield* defineConversion(world.profileId, "sale", ["purchase"], { countsAsCash: true })
         const hooks = yield* receiver
         yield* subscribe(writer, { url: hooks.url })
+        // The same event in the same fan-out to a subscription whose key cannot read customers: no contact.
+        const plain = yield* receiver
+        yield* subscribe(world.key, { url: plain.url })
         const answer = yield* ingest(writer, {
           event_name: "purchase",
           properties: { value: "12.50", currency: "EUR" },
@@ -459,6 +462,11 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         assert.strictEqual(event.type, "outcome.recorded")
         assert.include(event.data, { outcome_event_id: answer.json.data.outcome_event_id, customer_key: "c-77", value: "12.5" })
         assert.include(event.data.contact, { customer_key: "c-77", email: "ana@example.com" })
+        yield* waitHooks(plain.hooks, 1, "the recorded outcome, without its contact")
+        assert.strictEqual(plain.hooks[0]!.body.id, event.id)
+        assert.notProperty(plain.hooks[0]!.body.data, "contact")
+        const { contact: _contact, ...rest } = event.data
+        assert.deepStrictEqual(plain.hooks[0]!.body.data, rest, "the same event otherwise")
       }))
 
     it.effect("a delivery row carries the trace context its outbox row holds (the context its attempt span links to)", () =>
