@@ -292,8 +292,14 @@ export type AttemptOutcome = "succeeded" | "retry" | "failed" | "lease_lost"
 // An attempt's call site is always the same line; capturing it took 4 % of the worker's CPU.
 const noStackTrace = { captureStackTrace: false } as const
 
-/** Windows of first attempts a process runs at once (decision 0157). */
-const FIRST_ATTEMPT_WINDOWS = 4
+/**
+ * Windows of first attempts a process runs at once, and the deliveries they may hold together
+ * (decision 0157): a fan-out past either writes its rows for the worker, and a claimed row costs
+ * three writes where a window's costs one. Four windows sent most of a backlog of ten fan-outs that
+ * way (bench/README). A window's delivery holds a couple of hundred bytes (its body shared).
+ */
+const FIRST_ATTEMPT_WINDOWS = 16
+const WINDOW_DELIVERIES = 200_000
 
 /** How often a fan-out writes the rows whose first attempt ended meanwhile (decision 0157). */
 const FLUSH_INTERVAL = Duration.millis(20)
@@ -998,8 +1004,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           yield* deliveries.handOn([...groups.values()])
         })
 
-      // Windows of first attempts under way at once (each holds its outbox rows by a lease).
+      // Windows of first attempts under way at once (each holds its outbox rows by a lease), and the deliveries they hold.
       const windows = yield* Semaphore.make(FIRST_ATTEMPT_WINDOWS)
+      let windowDeliveries = 0
 
       /**
        * A window of first attempts (decision 0157) for outbox rows leased under `token`: each row
@@ -1008,9 +1015,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
        * or leased to an attempt still under way) and the outbox rows published, only those still
        * leased to this fan-out.
        */
-      const firstAttemptWindow = (rows: ReadonlyArray<UnpublishedRow>, subs: ReadonlyArray<FanOutSubscription>, token: string, leasedAt: number) =>
+      const firstAttemptWindow = (rows: ReadonlyArray<UnpublishedRow>, fresh: ReadonlyArray<NewDelivery>, token: string, leasedAt: number) =>
         Effect.gen(function*() {
-          const fresh = deliveriesOf(rows, subs, newBatches())
           // The attempts handed over learn whether their rows were written (a failure on the way: not).
           const committed = Deferred.makeUnsafe<boolean>()
           const handed: Array<Handed> = []
@@ -1069,12 +1075,13 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
        * One fan-out. Without first attempts: the rows claimed, their deliveries written and the rows
        * published in one transaction. With them (decision 0157): the rows claimed and leased in a
        * short transaction, and a window of first attempts started for them; with
-       * FIRST_ATTEMPT_WINDOWS windows already running, the fan-out writes its rows for the worker.
+       * FIRST_ATTEMPT_WINDOWS windows already running, or WINDOW_DELIVERIES held by them, the fan-out
+       * writes its rows for the worker.
        */
       const fanOutOnce = Effect.withSpan("Webhooks.fanOut")(Effect.gen(function*() {
         // Every window busy: this fan-out only writes its rows, for the worker to claim (a window
         // with a slow endpoint holds its own rows only).
-        const windowed = firstBudget > 0 && (yield* windows.takeIfAvailable(1))
+        const windowed = firstBudget > 0 && windowDeliveries < WINDOW_DELIVERIES && (yield* windows.takeIfAvailable(1))
         const token = crypto.randomUUID()
         // Before the claim's transaction begins, so never later than the now() its lease counts from.
         const leasedAt = performance.now()
@@ -1098,15 +1105,19 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         ))
         if (claim === undefined) return 0
         if (claim.leased) {
+          const fresh = deliveriesOf(claim.rows, claim.subs, newBatches())
+          windowDeliveries += fresh.length
           yield* Effect.forkIn(
-            firstAttemptWindow(claim.rows, claim.subs, token, leasedAt).pipe(
+            firstAttemptWindow(claim.rows, fresh, token, leasedAt).pipe(
               Effect.catchCause((cause) =>
                 Cause.hasInterruptsOnly(cause)
                   ? Effect.void
                   // Its outbox rows' lease runs out: the next fan-out takes them again (and writes only what is missing).
                   : Effect.logWarning("webhook worker: a window of first attempts failed", cause)
               ),
-              Effect.ensuring(windows.release(1))
+              Effect.ensuring(Effect.andThen(Effect.sync(() => {
+                windowDeliveries -= fresh.length
+              }), windows.release(1)))
             ),
             layerScope
           )
