@@ -86,6 +86,54 @@ const scriptedReceiver = (script: (id: string, n: number, answer: () => void) =>
     (server) => Effect.sync(() => server.close())
   )
 
+/**
+ * One producer batch of `count` to a receiver answering each request after `answerMs`; at the first
+ * request `lockRows` (given the batch's ids) runs in a transaction held `holdMs`, so a lease
+ * renewal that needs those rows waits, as on a stalled process. Answers when the batch succeeded:
+ * the requests as received, and when the lock was held.
+ */
+const batchPastALock = (count: number, answerMs: number, holdMs: number, lockRows: (ids: ReadonlyArray<string>) => Effect.Effect<unknown, unknown, SqlClient>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const context = yield* Effect.context<SqlClient>()
+    const world = yield* fixture()
+    const received: Array<{ readonly id: string; readonly at: number }> = []
+    const lock = { at: 0, released: 0 }
+    let ids: ReadonlyArray<string> = []
+    const server = yield* scriptedReceiver((id, _n, answer) => {
+      received.push({ id, at: performance.now() })
+      if (received.length === 1) {
+        void Effect.runPromiseWith(context)(sql.withTransaction(Effect.gen(function*() {
+          yield* lockRows(ids)
+          lock.at = performance.now()
+          yield* Effect.sleep(Duration.millis(holdMs))
+          lock.released = performance.now()
+        })))
+      }
+      setTimeout(answer, answerMs)
+    })
+    const sub = yield* subscribe(world.key, { url: server.url })
+    ids = yield* outcomeRows(world, count)
+    yield* eventually(
+      deliveries(world.key, `?subscription_id=${sub.id}&limit=100`),
+      (rows) => rows.length === count && rows.every((row) => row.status === "succeeded"),
+      { what: "the batch delivered", within: "40 seconds" }
+    )
+    assert.isAbove(lock.released, 0, "the lock was taken and released")
+    return { ids, received, lock }
+  })
+
+/**
+ * Every event in the batch's order at its first receipt, and a repeat only of a request received by
+ * `trusted` (sent while its lease was known to hold, its result not yet written).
+ */
+const repeatsOnlyBefore = (received: ReadonlyArray<{ readonly id: string; readonly at: number }>, ids: ReadonlyArray<string>, trusted: number) => {
+  const firsts = [...new Set(received.map((r) => r.id))]
+  assert.deepStrictEqual(firsts, [...ids], "every event, in the batch's order")
+  const early = new Set(received.filter((r) => r.at <= trusted).map((r) => r.id))
+  const repeats = received.map((r) => r.id).filter((id, k, all) => all.indexOf(id) !== k)
+  assert.deepStrictEqual(repeats.filter((id) => !early.has(id)), [], "repeats only of requests sent before the lease could run out")
+}
 
 const signature = (secret: string, hook: Hook) =>
   `v1,${createHmac("sha256", Buffer.from(secret.slice("whsec_".length), "base64"))
@@ -180,47 +228,17 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
   it.effect("a window that cannot renew its lease starts no attempt once the lease may have run out; its batch goes on afterwards, in order", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient
-      const context = yield* Effect.context<SqlClient>()
-      const world = yield* fixture()
-      // Each request answered after 200 ms. At the first, the test locks the batch's outbox rows for
-      // 4 s: the window's renewals wait on the lock as they would on a stalled process or a slow
-      // database, and its lease (1.5 s here, half the delivery lease) runs out meanwhile.
-      const received: Array<{ readonly id: string; readonly at: number }> = []
-      const lock = { at: 0, released: 0 }
-      let ids: ReadonlyArray<string> = []
-      const server = yield* scriptedReceiver((id, _n, answer) => {
-        received.push({ id, at: performance.now() })
-        if (received.length === 1) {
-          void Effect.runPromiseWith(context)(sql.withTransaction(Effect.gen(function*() {
-            yield* sql`SELECT id FROM outbox WHERE id = ANY(${ids}::uuid[]) FOR UPDATE`
-            lock.at = performance.now()
-            yield* Effect.sleep(Duration.seconds(4))
-            lock.released = performance.now()
-          })))
-        }
-        setTimeout(answer, 200)
-      })
-      const sub = yield* subscribe(world.key, { url: server.url })
-      ids = yield* outcomeRows(world, 20)
-      yield* eventually(
-        deliveries(world.key, `?subscription_id=${sub.id}&limit=100`),
-        (rows) => rows.length === 20 && rows.every((row) => row.status === "succeeded"),
-        { what: "the batch delivered", within: "30 seconds" }
-      )
-      assert.isAbove(lock.released, 0, "the lock was taken and released")
+      // 20 requests answered after 200 ms; at the first, the batch's outbox rows locked for 4 s: the
+      // window's renewals wait and its lease (1.5 s here, half the delivery lease) runs out meanwhile.
+      const { ids, lock, received } = yield* batchPastALock(20, 200, 4_000, (ids) => sql`SELECT id FROM outbox WHERE id = ANY(${ids}::uuid[]) FOR UPDATE`)
       // Three quarters of the 1.5 s lease after the last renewal that got through (at the latest when
       // the lock was taken), and a request's way to the receiver: none may start after that while the lock holds.
       const trusted = lock.at + 1_125 + 300
       const during = received.filter((r) => r.at > trusted && r.at < lock.released)
       assert.deepStrictEqual(during.map((r) => r.id), [], "requests sent while the window could not know it held its rows")
-      // Each event in order at its first receipt. A repeat only of what the window sent before then
-      // and had not written: on PGlite its writes wait for the one connection the lock holds, and
-      // the rows, taken again when the lock goes, are sent again from the first one unwritten.
-      const firsts = [...new Set(received.map((r) => r.id))]
-      assert.deepStrictEqual(firsts, [...ids], "every event, in the batch's order")
-      const early = new Set(received.filter((r) => r.at <= trusted).map((r) => r.id))
-      const repeats = received.map((r) => r.id).filter((id, k, all) => all.indexOf(id) !== k)
-      assert.deepStrictEqual(repeats.filter((id) => !early.has(id)), [], "repeats only of requests sent before the lease could run out")
+      // On PGlite the window's writes wait for the one connection the lock holds, and the rows, taken
+      // again when the lock goes, are sent again from the first one unwritten.
+      repeatsOnlyBefore(received, ids, trusted)
     }))
 
   it.effect("a batch whose first attempt fails goes on after its retry, while another subscription keeps the window open", () =>
@@ -1098,43 +1116,13 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
     it.effect("a run whose leases cannot be renewed sends nothing once they may have run out: repeats only of what it sent before", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient
-        const context = yield* Effect.context<SqlClient>()
-        const world = yield* fixture()
-        // One batch of 20, each request answered after 300 ms. At the first, the test locks the
-        // batch's 17th row (leased ahead by the run) for 5 s: the heartbeat's renewal of the run's rows
-        // waits on it, as on a stalled process or a slow database, and their 3 s leases run out; a
-        // claim may then take the batch's head again, as another runner would.
-        const received: Array<{ readonly id: string; readonly at: number }> = []
-        const lock = { at: 0, released: 0 }
-        let batch: ReadonlyArray<string> = []
-        const server = yield* scriptedReceiver((id, _n, answer) => {
-          received.push({ id, at: performance.now() })
-          if (received.length === 1) {
-            void Effect.runPromiseWith(context)(sql.withTransaction(Effect.gen(function*() {
-              yield* sql`SELECT id FROM webhook_deliveries WHERE event_id = ${batch[16]!} FOR UPDATE`
-              lock.at = performance.now()
-              yield* Effect.sleep(Duration.seconds(5))
-              lock.released = performance.now()
-            })))
-          }
-          setTimeout(answer, 300)
-        })
-        const sub = yield* subscribe(world.key, { url: server.url })
-        batch = yield* outcomeRows(world, 20)
-        yield* eventually(
-          deliveries(world.key, `?subscription_id=${sub.id}&limit=100`),
-          (rows) => rows.length === 20 && rows.every((row) => row.status === "succeeded"),
-          { what: "the batch delivered", within: "40 seconds" }
-        )
-        assert.isAbove(lock.released, 0, "the lock was taken and released")
+        // 20 requests answered after 300 ms; at the first, the batch's 17th row (leased ahead by the
+        // run) locked for 5 s: the heartbeat's renewal of the run's rows waits on it and their 3 s
+        // leases run out; a claim may then take the batch's head again, as another runner would.
+        const { ids, lock, received } = yield* batchPastALock(20, 300, 5_000, (ids) => sql`SELECT id FROM webhook_deliveries WHERE event_id = ${ids[16]!} FOR UPDATE`)
         // Three quarters of the 3 s lease from its last renewal (at the latest when the lock was
         // taken), and a request's way to the receiver.
-        const trusted = lock.at + 2_250 + 300
-        const firsts = [...new Set(received.map((r) => r.id))]
-        assert.deepStrictEqual(firsts, [...batch], "every event, in the batch's order")
-        const early = new Set(received.filter((r) => r.at <= trusted).map((r) => r.id))
-        const repeats = received.map((r) => r.id).filter((id, k, all) => all.indexOf(id) !== k)
-        assert.deepStrictEqual(repeats.filter((id) => !early.has(id)), [], "repeats only of requests sent before the leases could run out")
+        repeatsOnlyBefore(received, ids, lock.at + 2_250 + 300)
       }))
 
     it.effect("a run stopped by a lost result gives back the row it was sending: its batch goes on (no lease renewed for ever)", () =>
