@@ -23,6 +23,15 @@ export const defaultLease = Duration.seconds(8)
 /** Whole seconds of a lease, at least one (the statements take `make_interval(secs => …)`). */
 export const leaseSecondsOf = (lease: Duration.Duration): number => Math.max(1, Math.ceil(Duration.toSeconds(lease)))
 
+/**
+ * Whether a holder may still act on a lease taken or last renewed by a statement sent at `since`
+ * (`performance.now()`, the holder's monotonic clock): within three quarters of it. Past that, a
+ * renewal late or the process stalled, another runner may have taken the work over; the holder
+ * stops before sending anything more (decision 0119).
+ */
+export const leaseTrusted = (lease: Duration.Duration, since: number): boolean =>
+  performance.now() - since < Duration.toMillis(lease) * 3 / 4
+
 /** A third of the lease: two renewals may be late or fail before the lease runs out. */
 export const beatOf = (lease: Duration.Duration): Duration.Duration => Duration.millis(Math.max(50, Duration.toMillis(lease) / 3))
 

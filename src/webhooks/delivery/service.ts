@@ -60,7 +60,7 @@ import {
 } from "./repo.ts"
 import { signedHeaders } from "./signing.ts"
 import { spansRecorded, withLinkedJobSpan } from "../../platform/tracing.ts"
-import { defaultLease, heartbeat, leaseSecondsOf } from "../../platform/lease.ts"
+import { defaultLease, heartbeat, leaseSecondsOf, leaseTrusted } from "../../platform/lease.ts"
 
 export interface WebhookSettingsShape {
   /** Run the background fibers. Off: nothing runs unless `drainOnce` is called. */
@@ -464,12 +464,10 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           yield* Deferred.succeed(entry.lost, undefined)
         }
       }))
-      // A row is sent only within three quarters of its lease from the last lease or renewal seen
-      // answered: past that (a renewal late, the process stalled) another runner may have claimed it.
-      const heldTrusted = Duration.toMillis(settings.lease) * 3 / 4
+      // A row is sent only while its lease is known to hold (`leaseTrusted`).
       const trusted = (id: string, token: string) => {
         const entry = held.get(id)
-        return entry === undefined || entry.token !== token || performance.now() - entry.since < heldTrusted
+        return entry === undefined || entry.token !== token || leaseTrusted(settings.lease, entry.since)
       }
       const letGo = (id: string, token: string) => {
         if (held.get(id)?.token === token) held.delete(id)
@@ -716,12 +714,6 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       // process's rows are taken again that soon.
       const windowLease = Duration.millis(Duration.toMillis(settings.lease) / 2)
       const windowLeaseSeconds = leaseSecondsOf(windowLease)
-      // How long after its lease was taken or last renewed (counted from when that statement was
-      // sent, on this process's monotonic clock) a window starts attempts: three quarters of the
-      // lease. Past that, a renewal late or a process stalled, the rows may be another fan-out's,
-      // which sends them too; the window stops, so a stall repeats only attempts whose results it had not
-      // written yet, as a crash does.
-      const windowTrusted = Duration.toMillis(windowLease) * 3 / 4
       // Attempts the windows make at once (the worker's limit, apart from its claims).
       const firstSlots = yield* Semaphore.make(Math.max(1, settings.concurrency))
       // Attempts to one subscription at once, windows and claimed runs together: each holds one of its
@@ -1046,7 +1038,9 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
                   }))
               })
             ))
-            const holds = () => performance.now() - renewedAt < windowTrusted
+            // Past `leaseTrusted` the rows may be another fan-out's, which sends them too: the window
+            // stops, so a stall repeats only attempts whose results it had not written, as a crash does.
+            const holds = () => leaseTrusted(windowLease, renewedAt)
             const sending = yield* Effect.forkChild(firstAttemptsOf(fresh, signers, deadline, closeNow, holds, committed, handed, (d) => final.push(d)))
             while (sending.pollUnsafe() === undefined) {
               yield* Effect.raceFirst(Effect.asVoid(Fiber.await(sending)), Effect.sleep(FLUSH_INTERVAL))
@@ -1079,8 +1073,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
        * writes its rows for the worker.
        */
       const fanOutOnce = Effect.withSpan("Webhooks.fanOut")(Effect.gen(function*() {
-        // Every window busy: this fan-out only writes its rows, for the worker to claim (a window
-        // with a slow endpoint holds its own rows only).
+        // Every window busy, or the windows holding their share of deliveries: this fan-out only
+        // writes its rows, for the worker to claim (a window with a slow endpoint holds its own rows only).
         const windowed = firstBudget > 0 && windowDeliveries < WINDOW_DELIVERIES && (yield* windows.takeIfAvailable(1))
         const token = crypto.randomUUID()
         // Before the claim's transaction begins, so never later than the now() its lease counts from.
