@@ -209,6 +209,16 @@ const attemptLog = (key: string, deliveryId: string) =>
     return answer.json.data as ReadonlyArray<any>
   })
 
+/** Waits until every one of the outbox rows is published (a window publishes its rows when it ends). */
+const allPublished = Effect.fn("test.allPublished")(function*(ids: ReadonlyArray<string>) {
+  const sql = yield* SqlClient
+  yield* eventually(
+    sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE id = ANY(${ids}::uuid[]) AND published_at IS NOT NULL`,
+    (rows) => rows[0]?.n === ids.length,
+    { what: `the ${ids.length} outbox rows published`, within: "5 seconds" }
+  )
+})
+
 const waitHooks = (hooks: Array<Hook>, count: number, what: string, within: Duration.Input = "10 seconds") =>
   eventually(Effect.sync(() => hooks.length), (n) => n >= count, { what, within })
 
@@ -359,7 +369,6 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
 
     it.effect("signed per Standard Webhooks, in outbox order, once each; the outbox rows are published and logged", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient
         const world = yield* fixture()
         const hooks = yield* receiver
         const sub = yield* subscribe(world.key, { url: hooks.url })
@@ -379,11 +388,7 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
         // Without customers:read behind the subscription there is no contact.
         assert.notProperty(first.data, "contact")
         // Published once the fan-out that sent them ends: its first attempts go out before (decision 0157).
-        yield* eventually(
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE id = ANY(${ids}::uuid[]) AND published_at IS NOT NULL`,
-          (rows) => rows[0]?.n === 5,
-          { what: "the five outbox rows published", within: "5 seconds" }
-        )
+        yield* allPublished(ids)
         const log = yield* eventually(deliveries(world.key, `?subscription_id=${sub.id}`), (rows) => rows.every((r) => r.status === "succeeded"), {
           what: "the log to show five successes",
           within: "5 seconds"
@@ -1243,11 +1248,7 @@ layer(serveApp(testSettings({ webhookAllowHosts: ["127.0.0.1"] })).pipe(Layer.pr
       const batches = yield* sql<{ batch_id: string }>`
         SELECT DISTINCT batch_id::text AS batch_id FROM webhook_deliveries WHERE subscription_id = ${sub.id}`
       assert.deepStrictEqual(batches.map((row) => row.batch_id), [batchId])
-      yield* eventually(
-        sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox WHERE id = ANY(${ids}::uuid[]) AND published_at IS NOT NULL`,
-        (rows) => rows[0]?.n === 4,
-        { what: "the four outbox rows published", within: "5 seconds" }
-      )
+      yield* allPublished(ids)
     }))
 
   it.effect("a delivery that succeeds at once is written with its result and its one attempt logged", () =>
