@@ -9,18 +9,61 @@
  *   name only in `Host` and TLS SNI), so a reused socket always leads to a checked address.
  * - `OutboundHttpLayer`: the same client as an `HttpClient` (the provider ports' ProviderHttp).
  *
- * Connections are pooled by the address connected to, its port and, for TLS, the server name;
- * idle sockets close after 4 s, before the usual 5 s idle limit of a receiver's server.
+ * Connections are pooled by the address connected to, its port, the scheme and, for TLS, the
+ * server name (undici pools: decision 0158); idle connections close after 4 s, before the usual
+ * 5 s idle limit of a receiver's server.
  */
 import { Data, Duration, Effect, Layer } from "effect"
 import { HttpClient, HttpClientError, HttpClientResponse } from "effect/http"
-import { Agent as HttpAgent, type IncomingHttpHeaders, request as httpRequest } from "node:http"
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
+import type { IncomingHttpHeaders } from "node:http"
 import { isIP } from "node:net"
+import { type Dispatcher, Pool } from "undici"
 import { type AllowList, checkTarget, type ResolveCache, type TargetRefused } from "./public-host.ts"
 
-const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64, timeout: 4_000 })
-const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64, timeout: 4_000 })
+/** Connections to one destination at most (node:http's agent had the same limit per host and port). */
+const CONNECTIONS = 64
+const IDLE_MS = 4_000
+/** A pool unused this long is closed when the next pool is made; at most MAX_POOLS are kept. */
+const POOL_UNUSED_MS = 60_000
+const MAX_POOLS = 1_000
+
+interface Kept {
+  readonly pool: Pool
+  used: number
+}
+const pools = new Map<string, Kept>()
+
+const sweep = (now: number) => {
+  for (const [key, kept] of pools) {
+    if (now - kept.used < POOL_UNUSED_MS && pools.size < MAX_POOLS) continue
+    pools.delete(key)
+    void kept.pool.close().catch(() => undefined)
+  }
+}
+
+const poolFor = (secure: boolean, address: string, port: number, servername: string | undefined): Pool => {
+  const key = `${secure ? "https" : "http"}|${address}|${port}|${servername ?? ""}`
+  const now = Date.now()
+  const found = pools.get(key)
+  if (found !== undefined) {
+    found.used = now
+    return found.pool
+  }
+  sweep(now)
+  const host = isIP(address) === 6 ? `[${address}]` : address
+  const pool = new Pool(`${secure ? "https" : "http"}://${host}:${port}`, {
+    connections: CONNECTIONS,
+    pipelining: 1,
+    keepAliveTimeout: IDLE_MS,
+    keepAliveMaxTimeout: IDLE_MS,
+    // The exchange's own limit (below) bounds a request; these only keep undici from a shorter one.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    ...(servername === undefined ? {} : { connect: { servername } })
+  })
+  pools.set(key, { pool, used: now })
+  return pool
+}
 
 /** The public-host rule's settings (a webhook delivery's). */
 export interface PublicOnly {
@@ -61,54 +104,79 @@ export interface Destination {
   readonly family: 4 | 6 | undefined
 }
 
+/** Headers the transport sets itself from the destination and the body. */
+const OWN_HEADERS = new Set(["host", "content-length"])
+
 /** The request to `destination` (`request.url` and `publicOnly` are not read again: the destination says where). */
 export const sendTo = (destination: Destination, request: OutboundRequest) =>
   // No AbortSignal (declaring one makes Effect create an AbortController per request): the
-  // cleanup returned below destroys the request when the fiber is interrupted.
+  // cleanup returned below aborts the request when the fiber is interrupted.
   Effect.callback<OutboundResponse, OutboundFailed>((resume) => {
     const { url } = destination
     const secure = url.protocol === "https:"
     const hostname = url.hostname.replace(/^\[|\]$/g, "")
-    const body = request.body ?? ""
     const limit = request.keepBody === false ? 0 : typeof request.keepBody === "number" ? request.keepBody : Infinity
-    const outgoing = (secure ? httpsRequest : httpRequest)({
-      agent: secure ? httpsAgent : httpAgent,
-      host: destination.address,
-      ...(destination.family === undefined ? {} : { family: destination.family }),
-      port: url.port === "" ? (secure ? 443 : 80) : Number(url.port),
-      path: `${url.pathname}${url.search}`,
-      method: request.method,
-      headers: { ...request.headers, host: url.host, "content-length": String(typeof body === "string" ? Buffer.byteLength(body) : body.byteLength) },
-      ...(secure && isIP(hostname) === 0 ? { servername: hostname } : {})
-    }, (response) => {
-      const chunks: Array<Buffer> = []
-      let kept = 0
-      response.on("data", (chunk: Buffer) => {
+    const headers: Record<string, string> = { host: url.host }
+    for (const name in request.headers) if (!OWN_HEADERS.has(name.toLowerCase())) headers[name] = request.headers[name]!
+    let controller: Dispatcher.DispatchController | undefined
+    let ended = false
+    const end = (effect: Effect.Effect<OutboundResponse, OutboundFailed>) => {
+      if (ended) return
+      ended = true
+      clearTimeout(timer)
+      resume(effect)
+    }
+    // Aborted when it starts, if it was given up before (a request waiting for a connection).
+    let gaveUp: Error | undefined
+    const giveUp = (reason: Error) => {
+      gaveUp = reason
+      controller?.abort(reason)
+    }
+    const chunks: Array<Buffer> = []
+    let kept = 0
+    let status = 0
+    let answerHeaders: IncomingHttpHeaders = {}
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart: (started) => {
+        controller = started
+        if (gaveUp !== undefined) started.abort(gaveUp)
+      },
+      onResponseStart: (_, statusCode, responseHeaders) => {
+        status = statusCode
+        answerHeaders = responseHeaders
+      },
+      onResponseData: (_, chunk) => {
         if (kept >= limit) return
         const part = kept + chunk.length <= limit ? chunk : chunk.subarray(0, limit - kept)
         chunks.push(part)
         kept += part.length
-      })
-      response.on("end", () => {
-        clearTimeout(timer)
-        resume(Effect.succeed({ status: response.statusCode ?? 0, headers: response.headers, body: chunks.length === 0 ? Buffer.alloc(0) : Buffer.concat(chunks) }))
-      })
-      response.on("error", (error) => {
-        clearTimeout(timer)
-        resume(Effect.fail(new OutboundFailed({ message: error.message })))
-      })
-    })
+      },
+      onResponseEnd: () =>
+        end(Effect.succeed({ status, headers: answerHeaders, body: chunks.length === 0 ? Buffer.alloc(0) : Buffer.concat(chunks) })),
+      onResponseError: (_, error) => end(Effect.fail(new OutboundFailed({ message: error.message })))
+    }
     const timer = setTimeout(() => {
-      outgoing.destroy(new Error(`no answer within ${Duration.toSeconds(request.timeout)} s`))
+      const reason = new Error(`no answer within ${Duration.toSeconds(request.timeout)} s`)
+      giveUp(reason)
+      end(Effect.fail(new OutboundFailed({ message: reason.message })))
     }, Duration.toMillis(request.timeout))
-    outgoing.on("error", (error) => {
-      clearTimeout(timer)
-      resume(Effect.fail(new OutboundFailed({ message: error.message })))
-    })
-    outgoing.end(body)
+    const port = url.port === "" ? (secure ? 443 : 80) : Number(url.port)
+    const servername = secure && isIP(hostname) === 0 ? hostname : undefined
+    try {
+      poolFor(secure, destination.address, port, servername).dispatch({
+        path: `${url.pathname}${url.search}`,
+        method: request.method,
+        headers,
+        body: request.body === undefined || request.body === "" ? null : request.body
+      }, handler)
+    } catch (error) {
+      // A request undici refuses before it starts (a header it does not allow): failed, nothing sent.
+      end(Effect.fail(new OutboundFailed({ message: error instanceof Error ? error.message : String(error) })))
+    }
     return Effect.sync(() => {
+      ended = true
       clearTimeout(timer)
-      outgoing.destroy()
+      giveUp(new Error("interrupted"))
     })
   })
 
