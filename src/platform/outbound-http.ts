@@ -101,7 +101,6 @@ export class OutboundFailed extends Data.TaggedError("OutboundFailed")<{ readonl
 export interface Destination {
   readonly url: URL
   readonly address: string
-  readonly family: 4 | 6 | undefined
 }
 
 /** Headers the transport sets itself from the destination and the body. */
@@ -188,7 +187,7 @@ export const send = (request: OutboundRequest): Effect.Effect<OutboundResponse, 
   }
   if (!URL.canParse(request.url)) return Effect.fail(new OutboundFailed({ message: `not a URL: ${request.url}` }))
   const url = new URL(request.url)
-  return sendTo({ url, address: url.hostname.replace(/^\[|\]$/g, ""), family: undefined }, request)
+  return sendTo({ url, address: url.hostname.replace(/^\[|\]$/g, "") }, request)
 }
 
 /** What an `HttpClient` request is given at most, when its caller sets no shorter limit. */

@@ -76,7 +76,6 @@ export interface CheckedTarget {
   readonly url: URL
   /** The address the request connects to: the one that was checked. */
   readonly address: string
-  readonly family: 4 | 6
 }
 
 const DNS_TIMEOUT_MS = 5_000
@@ -84,14 +83,14 @@ const DNS_TIMEOUT_MS = 5_000
 /** Every address `host` resolves to (A and AAAA), through `servers` when given, else the system's resolver. */
 const resolveAll = (host: string, servers: ReadonlyArray<string>) =>
   Effect.tryPromise({
-    try: async (): Promise<ReadonlyArray<{ address: string; family: number }>> => {
+    try: async (): Promise<Resolved> => {
       if (servers.length === 0) return lookup(host, { all: true, verbatim: true })
       const resolver = new Resolver({ timeout: DNS_TIMEOUT_MS / 2, tries: 2 })
       resolver.setServers([...servers])
       const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)])
       return [
-        ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 })) : []),
-        ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 })) : [])
+        ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address })) : []),
+        ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address })) : [])
       ]
     },
     catch: () => new TargetRefused({ reason: "host_unresolvable", message: `The host ${host} does not resolve` })
@@ -102,7 +101,7 @@ const resolveAll = (host: string, servers: ReadonlyArray<string>) =>
     })
   )
 
-type Resolved = ReadonlyArray<{ address: string; family: number }>
+type Resolved = ReadonlyArray<{ readonly address: string }>
 
 /**
  * A short-lived memory of look-ups for the delivery worker: a host's addresses are reused for at
@@ -150,7 +149,7 @@ export const checkTarget = (raw: string, allow: AllowList, dnsServers: ReadonlyA
     const literal = isIP(host)
     const cached = literal === 4 || literal === 6 ? undefined : cache?.get(host)
     const resolved = literal === 4 || literal === 6
-      ? [{ address: host, family: literal }]
+      ? [{ address: host }]
       : cached ?? (yield* Effect.tap(resolveAll(host, dnsServers), (addresses) =>
         Effect.sync(() => {
           if (addresses.length > 0) cache?.set(host, addresses)
@@ -171,6 +170,5 @@ export const checkTarget = (raw: string, allow: AllowList, dnsServers: ReadonlyA
     if (url.protocol !== "https:" && !(url.protocol === "http:" && resolved.every(({ address }) => isAllowed(allow, host, address)))) {
       return yield* new TargetRefused({ reason: "url_scheme", message: "`url` must be an https URL" })
     }
-    const first = resolved[0] ?? { address: host, family: 4 }
-    return { url, address: first.address, family: first.family === 6 ? 6 : 4 } satisfies CheckedTarget
+    return { url, address: resolved[0]?.address ?? host } satisfies CheckedTarget
   })

@@ -33,7 +33,7 @@ const server = (handle: (request: IncomingMessage, response: ServerResponse) => 
     (running) => Effect.sync(() => running.stop())
   )
 
-const at = (port: number, path = "/"): Destination => ({ url: new URL(`http://hook.invalid:${port}${path}`), address: "127.0.0.1", family: 4 })
+const at = (port: number, path = "/"): Destination => ({ url: new URL(`http://hook.invalid:${port}${path}`), address: "127.0.0.1" })
 
 /** Polls `check` until it holds or `ms` pass. */
 const eventually = (check: () => boolean, ms: number) =>

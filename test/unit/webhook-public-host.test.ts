@@ -83,7 +83,7 @@ describe("checkTarget", () => {
       const redirecting = yield* receiver(302, { location: "http://127.0.0.1:9/elsewhere" })
       // `.invalid` never resolves (RFC 6761): only the pinned address can have been used.
       const url = new URL(`http://hook.invalid:${redirecting.port}/path?q=1`)
-      const answer = yield* postToChecked({ url, address: "127.0.0.1", family: 4 }, { "content-type": "application/json" }, "{}", Duration.seconds(5))
+      const answer = yield* postToChecked({ url, address: "127.0.0.1" }, { "content-type": "application/json" }, "{}", Duration.seconds(5))
       assert.strictEqual(answer.status, 302)
       assert.deepStrictEqual(redirecting.seen, [{ host: `hook.invalid:${redirecting.port}`, path: "/path?q=1" }])
     }))
@@ -101,7 +101,7 @@ describe("checkTarget", () => {
         (server) => Effect.sync(() => server.close())
       )
       const started = Date.now()
-      const exit = yield* Effect.exit(postToChecked({ url: new URL(`http://x.invalid:${silent.port}/`), address: "127.0.0.1", family: 4 }, {}, "{}", Duration.millis(300)))
+      const exit = yield* Effect.exit(postToChecked({ url: new URL(`http://x.invalid:${silent.port}/`), address: "127.0.0.1" }, {}, "{}", Duration.millis(300)))
       assert.isTrue(Exit.isFailure(exit))
       assert.isBelow(Date.now() - started, 3000)
     }))
