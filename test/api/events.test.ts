@@ -2,6 +2,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
+import { changedFirstPaymentFlags, type FirstPaymentFacts, paymentAnchors } from "../../src/attribution/conversions/first-payments.ts"
+import { Conversions } from "../../src/attribution/conversions/service.ts"
 import { serveApp, testSettings } from "../support/app.ts"
 import {
   defineConversion,
@@ -259,6 +261,47 @@ layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 s
                  count(*) FILTER (WHERE NOT is_first_payment)::int AS repeat
           FROM conversions WHERE profile_id = ${profile.profileId}`
         assert.deepStrictEqual({ ...row }, { customers: 1, first: 1, repeat: 49 })
+      }))
+
+    it.effect("first payments from each stream's first payment: the stored flags equal the rules over every payment, back-dated ones included (decision 0159)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient
+        const profile = yield* seedEventsProfile()
+        yield* defineConversion(profile.profileId, "sale", ["purchase"], { countsAsCash: true })
+        yield* defineConversion(profile.profileId, "lead", ["signup"], { countsAsCash: false })
+        // Three customers, streams untagged and tagged, order groups, a non-cash event, payments
+        // in order and back-dated, sent one at a time and then in parallel (one batch or several).
+        const plan = Array.from({ length: 60 }, (_, i) => {
+          const customer = `fp-${i % 3}`
+          const n = i % 7 === 3 ? i - 40 : i * 2
+          const extra = {
+            ...(i % 4 === 1 ? { subject_ref: `pet-${i % 2}` } : {}),
+            ...(i % 5 === 2 ? { order_group: `og-${i % 3}` } : {})
+          }
+          return i % 9 === 4 ? { ...payment(customer, n), event_name: "signup" } : payment(customer, n, extra)
+        })
+        for (const body of plan.slice(0, 30)) assert.strictEqual((yield* ingest(profile.key, body)).status, 200)
+        const parallel = yield* Effect.all(plan.slice(30).map((body) => ingest(profile.key, body)), { concurrency: "unbounded" })
+        assert.deepStrictEqual([...new Set(parallel.map((answer) => answer.status))], [200])
+        const rows = yield* sql<FirstPaymentFacts>`
+          SELECT c.id, c.customer_id, to_char(c.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS occurred_at,
+                 to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at,
+                 c.subject_ref, c.order_group, c.counts_as_cash, c.installment, c.is_first_payment
+          FROM conversions c WHERE c.profile_id = ${profile.profileId}`
+        assert.strictEqual(rows.length, 60)
+        // Recomputed over each customer's whole set, no stored flag would change.
+        assert.deepStrictEqual(changedFirstPaymentFlags(rows), { nowTrue: [], nowFalse: [], nowNull: [] })
+        const customerIds = [...new Set(rows.map((row) => row.customer_id))]
+        assert.strictEqual(customerIds.length, 3)
+        // The anchors statement answers what the rules make of the whole history.
+        const anchors = yield* Effect.gen(function*() {
+          const conversions = yield* Conversions
+          return yield* conversions.paymentAnchorsOf(customerIds)
+        }).pipe(Effect.provide(Conversions.layer))
+        const byId = (list: ReadonlyArray<{ readonly id: string }>) => [...list].sort((a, b) => (a.id < b.id ? -1 : 1))
+        assert.deepStrictEqual(byId(anchors.map((anchor) => ({ ...anchor }))), byId(paymentAnchors(rows)))
+        assert.isAbove(anchors.length, 3)
+        assert.isBelow(anchors.length, 12)
       }))
 
     it.effect("a retracted key cannot record again: 409 invalid_state", () =>

@@ -6,6 +6,8 @@ import {
   type FirstPaymentFacts,
   firstPaymentFlags,
   firstPaymentsWithAdded,
+  needingHistory,
+  paymentAnchors,
   type PaymentFacts
 } from "../../src/attribution/conversions/first-payments.ts"
 import { normaliseAmount, rawValueLiteral } from "../../src/kernel/money.ts"
@@ -133,5 +135,67 @@ describe("first-payment flags", () => {
     const earlier = firstPaymentsWithAdded(stored, [{ ...row("n5", "k", -14, 0), created_at: arrivingAfterStored(0) }])
     assert.deepStrictEqual(Object.fromEntries(earlier.added), { n5: true })
     assert.deepStrictEqual(earlier.changed, { nowTrue: [], nowFalse: ["k1"], nowNull: [] })
+  })
+
+  it("the anchors decide as the whole history does, and a back-dated payment asks for the history (decision 0159)", () => {
+    // A seeded generator (mulberry32), so a failure names a reproducible case.
+    let seed = 35
+    const random = () => {
+      seed = (seed + 0x6d2b79f5) | 0
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+    }
+    const pick = <A>(values: ReadonlyArray<A>): A => values[Math.floor(random() * values.length)]!
+    const day = (n: number) => new Date(Date.UTC(2026, 0, 1) + n * 86_400_000).toISOString().replace("Z", "000Z")
+    let checkedLate = 0
+    let checkedFast = 0
+    for (let round = 0; round < 400; round++) {
+      const customers = ["c1", "c2", "c3"]
+      const history = Array.from({ length: Math.floor(random() * 12) }, (_, i): FirstPaymentFacts => ({
+        id: `s${round}-${i}`,
+        customer_id: pick(customers),
+        occurred_at: day(Math.floor(random() * 40)),
+        created_at: day(40 + i),
+        subject_ref: pick([null, null, "a", "b"]),
+        order_group: pick([null, "g1", "g2"]),
+        counts_as_cash: random() < 0.85,
+        installment: random() < 0.1,
+        is_first_payment: null
+      }))
+      // Stored flags as the rules leave them.
+      const settled = firstPaymentsWithAdded([], history)
+      const stored = history.map((row) => ({ ...row, is_first_payment: settled.added.get(row.id) ?? null }))
+      const added = Array.from({ length: 1 + Math.floor(random() * 4) }, (_, i): FirstPaymentFacts => ({
+        id: `n${round}-${i}`,
+        customer_id: pick(customers),
+        // Mostly after the history, sometimes back-dated or tied.
+        occurred_at: day(random() < 0.7 ? 40 + Math.floor(random() * 30) : Math.floor(random() * 41)),
+        created_at: arrivingAfterStored(i),
+        subject_ref: pick([null, "a", "b", "c"]),
+        order_group: pick([null, "g1", "g2"]),
+        counts_as_cash: random() < 0.9,
+        installment: false,
+        is_first_payment: null
+      }))
+      const whole = firstPaymentsWithAdded(stored, added)
+      const anchors = paymentAnchors(stored)
+      const late = new Set(needingHistory(anchors, added))
+      const fromAnchors = firstPaymentsWithAdded(
+        [...anchors.filter((anchor) => !late.has(anchor.customer_id)), ...stored.filter((row) => late.has(row.customer_id))],
+        added
+      )
+      assert.deepStrictEqual(Object.fromEntries(fromAnchors.added), Object.fromEntries(whole.added), `round ${round}`)
+      assert.deepStrictEqual(fromAnchors.changed, whole.changed, `round ${round}`)
+      // A customer read through its anchors alone never has a stored flag to change.
+      for (const id of [...whole.changed.nowTrue, ...whole.changed.nowFalse, ...whole.changed.nowNull]) {
+        assert.isTrue(late.has(stored.find((row) => row.id === id)!.customer_id), `round ${round}: ${id}`)
+      }
+      checkedLate += late.size
+      checkedFast += new Set(added.map((row) => row.customer_id).filter((id) => !late.has(id))).size
+    }
+    // Both paths were exercised.
+    assert.isAbove(checkedLate, 50)
+    assert.isAbove(checkedFast, 200)
   })
 })

@@ -16,8 +16,10 @@
  *
  * The flags are a function of the customer's whole set of payments, so they are recomputed
  * from scratch (`EventsRepo.recomputeFirstPayments`, ./repo.ts) whenever that
- * set changes: an ingest (a late, back-dated payment can take the first place), a retraction,
- * and later erasure and merges.
+ * set changes: a retraction, erasure and merges. An ingest reads only each stream's first payment
+ * (`paymentAnchors`): a payment that sorts after every stored one changes no stored flag, and its
+ * own follows from those; a back-dated one (it can take the first place) reads the whole set
+ * (decision 0159).
  */
 import { Schema } from "effect"
 
@@ -146,4 +148,47 @@ export const firstPaymentsWithAdded = (stored: ReadonlyArray<FirstPaymentFacts>,
   const flags = new Map<string, boolean | null>()
   for (const list of byCustomer([...stored, ...added])) flagsOf(list, flags)
   return { added: new Map(added.map((row) => [row.id, flags.get(row.id) ?? null] as const)), changed: changesOf(stored, flags) }
+}
+
+/**
+ * A stored payment that decides the flag of a later one: the first cash payment (installments
+ * left out) of each of its customer's streams, with `latest`, the `occurred_at` of the customer's
+ * last such payment (decision 0159). What `Conversions.paymentAnchorsOf` reads.
+ */
+export const PaymentAnchor = Schema.Struct({ ...FirstPaymentFacts.fields, latest: Schema.String })
+export type PaymentAnchor = typeof PaymentAnchor.Type
+
+const factsOf = (row: FirstPaymentFacts): PaymentFacts => ({
+  id: row.id,
+  occurredAt: row.occurred_at,
+  createdAt: row.created_at,
+  subjectRef: row.subject_ref,
+  orderGroup: row.order_group
+})
+
+/** `paymentAnchorsOf`'s answer computed from the customers' whole history: what its tests compare the statement with. */
+export const paymentAnchors = (rows: ReadonlyArray<FirstPaymentFacts>): ReadonlyArray<PaymentAnchor> =>
+  [...byCustomer(rows.filter((row) => row.counts_as_cash && !row.installment))].flatMap((list) => {
+    const ordered = [...list].sort((a, b) => compare(factsOf(a), factsOf(b)))
+    const latest = ordered.reduce((last, row) => (row.occurred_at > last ? row.occurred_at : last), ordered[0]!.occurred_at)
+    const firsts = new Map<string | null, FirstPaymentFacts>()
+    for (const row of ordered) if (!firsts.has(row.subject_ref)) firsts.set(row.subject_ref, row)
+    return [...firsts.values()].map((row) => ({ ...row, latest }))
+  })
+
+/**
+ * The customers for whom the anchors do not decide: one of their added payments sorts before a
+ * stored one (a back-dated payment), which can move the stored flags. Their whole history is read.
+ * Every other added payment sorts after every stored one (an added `created_at` sorts after every
+ * stored one), so the stored flags stay and each added flag follows from its stream's first
+ * payment and the customer's first tagged one, both among the anchors.
+ */
+export const needingHistory = (anchors: ReadonlyArray<PaymentAnchor>, added: ReadonlyArray<FirstPaymentFacts>): ReadonlyArray<string> => {
+  const latest = new Map(anchors.map((anchor) => [anchor.customer_id, anchor.latest] as const))
+  const late = new Set<string>()
+  for (const row of added) {
+    const last = latest.get(row.customer_id)
+    if (row.counts_as_cash && !row.installment && last !== undefined && row.occurred_at < last) late.add(row.customer_id)
+  }
+  return [...late]
 }

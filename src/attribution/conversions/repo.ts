@@ -12,7 +12,7 @@ import { compareText, type ProfileScoped, profileScoped } from "../../kernel/pro
 import { conversionOfEvent } from "./probe.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { changedFirstPaymentFlags, FirstPaymentFacts, type FlagChanges } from "./first-payments.ts"
+import { changedFirstPaymentFlags, FirstPaymentFacts, type FlagChanges, PaymentAnchor } from "./first-payments.ts"
 import type { QueuedConversion } from "../queued-conversion.ts"
 
 export const ProfileFacts = Schema.Struct({
@@ -273,6 +273,12 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    */
   readonly paymentsOf: (customerIds: ReadonlyArray<string>) => Repo<ReadonlyArray<FirstPaymentFacts>>
   /**
+   * The customers' stored payments that decide a later payment's flag (`PaymentAnchor`): the
+   * first of each stream, with the last one's time. Read under the customers' locks, as `paymentsOf`.
+   * The rows grow with the customer's streams, not with their payments (decision 0159).
+   */
+  readonly paymentAnchorsOf: (customerIds: ReadonlyArray<string>) => Repo<ReadonlyArray<PaymentAnchor>>
+  /**
    * One statement for what a batch of recorded outcomes writes here after their keys are claimed:
    * the events' customers, the new conversions (each with the first-payment flag it is to carry;
    * `created_at` follows the array's order, so arrival order breaks ties), and the stored
@@ -488,6 +494,22 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           FROM unnest(${[...new Set(customerIds)]}::uuid[]) AS q(id)
           CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
 
+      // The first payment of each stream (NULLs are one window partition: the untagged stream), in
+      // the rules' order (first-payments.ts), and the time of the last; the customer's other rows
+      // never leave the database. Installments anchor nothing, so they are left out (decision 0159).
+      const paymentAnchorsOf = (customerIds: ReadonlyArray<string>) =>
+        customerIds.length === 0 ? Effect.succeed([]) : paymentAnchorRows(sql`
+          SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+                 ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
+                 c.is_first_payment, ${isoTimestamp(sql, "c.latest")} AS latest
+          FROM unnest(${[...new Set(customerIds)]}::uuid[]) AS q(id)
+          CROSS JOIN LATERAL (
+            SELECT x.*, max(x.occurred_at) OVER () AS latest,
+                   row_number() OVER (PARTITION BY x.subject_ref ORDER BY x.occurred_at, x.created_at, x.id) AS nth
+            FROM conversions x
+            WHERE x.customer_id = q.id AND x.counts_as_cash AND NOT x.installment) c
+          WHERE c.nth = 1`)
+
       // One statement, so one round trip: each part is a data-modifying CTE (none touches a row
       // another one does). Unprepared, planned for its ids each time (decision 0047): a generic plan
       // of the updates by id list stayed a sequential scan once picked on a small table.
@@ -690,6 +712,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         )
 
       const firstPaymentFacts = decodeRows(FirstPaymentFacts)
+      const paymentAnchorRows = decodeRows(PaymentAnchor)
       const recomputeFirstPayments = (profileId: string, customerIds: ReadonlyArray<string>) =>
         Effect.gen(function*() {
           if (customerIds.length === 0) return 0
@@ -789,6 +812,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           findEvents: (keys: ReadonlyArray<ProfileScoped>) => keys.length === 0 ? Effect.succeed(new Map<string, StoredEvent>()) : findEvents(keys),
           ingestFacts,
           paymentsOf,
+          paymentAnchorsOf,
           writeOutcomes,
           recreditCustomers,
           recreditCustomer,

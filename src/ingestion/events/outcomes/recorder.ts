@@ -20,6 +20,7 @@ import {
   arrivingAfterStored,
   Conversions,
   firstPaymentsWithAdded,
+  needingHistory,
   type NewConversion,
   type NewEvent,
   type StoredEvent
@@ -198,21 +199,27 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
               return definition === undefined ? [] : [{ id: crypto.randomUUID(), event, occurredAt, definition, customerId: customers[index] ?? null }]
             })
             // First payments are flagged before the insert, from the customers' stored payments (read
-            // under the locks resolveCustomers took), so no new row is inserted and then updated.
+            // under the locks resolveCustomers took), so no new row is inserted and then updated. Only
+            // each stream's first payment is read, unless a payment arrives back-dated (decision 0159).
             const withCustomer = planned.flatMap((conversion) => conversion.customerId === null ? [] : [{ ...conversion, customerId: conversion.customerId }])
+            const added = withCustomer.map((conversion, index) => ({
+              id: conversion.id,
+              customer_id: conversion.customerId,
+              occurred_at: conversion.occurredAt,
+              created_at: arrivingAfterStored(index),
+              subject_ref: conversion.event.subjectRef,
+              order_group: conversion.event.orderGroup,
+              counts_as_cash: conversion.definition.counts_as_cash,
+              installment: false,
+              is_first_payment: null
+            }))
+            const payers = added.flatMap((row) => row.counts_as_cash ? [row.customer_id] : [])
+            const anchors = yield* repo.paymentAnchorsOf(payers)
+            const late = needingHistory(anchors, added)
+            const lateSet = new Set(late)
             const firstPayments = firstPaymentsWithAdded(
-              yield* repo.paymentsOf(withCustomer.map((conversion) => conversion.customerId)),
-              withCustomer.map((conversion, index) => ({
-                id: conversion.id,
-                customer_id: conversion.customerId,
-                occurred_at: conversion.occurredAt,
-                created_at: arrivingAfterStored(index),
-                subject_ref: conversion.event.subjectRef,
-                order_group: conversion.event.orderGroup,
-                counts_as_cash: conversion.definition.counts_as_cash,
-                installment: false,
-                is_first_payment: null
-              }))
+              [...anchors.filter((anchor) => !lateSet.has(anchor.customer_id)), ...(late.length === 0 ? [] : yield* repo.paymentsOf(late))],
+              added
             )
             const conversions = planned.map(({ customerId, definition, event, id }): NewConversion => ({
               id,
