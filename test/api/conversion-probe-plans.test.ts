@@ -83,6 +83,16 @@ describe.skipIf(process.env["DATABASE_URL"] === undefined)("conversion probe pla
           answers: 1
         },
         {
+          label: "a customer's payments that decide new ones' flags (ingest, decision 0159)",
+          statement: Conversions.paymentAnchorsStatement(sql, [{ customerId: customerId(probed), earliest: "2999-01-01T00:00:00Z" }]),
+          answers: 1
+        },
+        {
+          label: "a customer's payments before a back-dated one (ingest, decision 0159)",
+          statement: Conversions.paymentAnchorsStatement(sql, [{ customerId: customerId(probed), earliest: "2000-01-01T00:00:00Z" }]),
+          answers: perCustomer
+        },
+        {
           label: "conversions a touch's window reaches, read",
           statement: Conversions.conversionsInWindowStatement(sql, profileId, reached),
           answers: perCustomer

@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { AttributionWorkerSettings, defaultWorkerSettings } from "../../src/attribution/worker.ts"
-import { changedFirstPaymentFlags, type FirstPaymentFacts, paymentAnchors } from "../../src/attribution/conversions/first-payments.ts"
+import { changedFirstPaymentFlags, type FirstPaymentFacts, type NewPayments, paymentAnchors } from "../../src/attribution/conversions/first-payments.ts"
 import { Conversions } from "../../src/attribution/conversions/service.ts"
 import { serveApp, testSettings } from "../support/app.ts"
 import {
@@ -293,15 +293,23 @@ layer(serveApp(testSettings()).pipe(Layer.provide(workerOff)), { timeout: "120 s
         assert.deepStrictEqual(changedFirstPaymentFlags(rows), { nowTrue: [], nowFalse: [], nowNull: [] })
         const customerIds = [...new Set(rows.map((row) => row.customer_id))]
         assert.strictEqual(customerIds.length, 3)
-        // The anchors statement answers what the rules make of the whole history.
-        const anchors = yield* Effect.gen(function*() {
-          const conversions = yield* Conversions
-          return yield* conversions.paymentAnchorsOf(customerIds)
-        }).pipe(Effect.provide(Conversions.layer))
+        // The statement answers what the rules make of the whole history: each stream's first payment
+        // for payments after every stored one, every conversion for a customer with a back-dated one.
+        const read = (asked: ReadonlyArray<NewPayments>) =>
+          Effect.gen(function*() {
+            const conversions = yield* Conversions
+            return yield* conversions.paymentAnchorsOf(asked)
+          }).pipe(Effect.provide(Conversions.layer))
         const byId = (list: ReadonlyArray<{ readonly id: string }>) => [...list].sort((a, b) => (a.id < b.id ? -1 : 1))
-        assert.deepStrictEqual(byId(anchors.map((anchor) => ({ ...anchor }))), byId(paymentAnchors(rows)))
+        const later = customerIds.map((customerId) => ({ customerId, earliest: "2027-01-01T00:00:00.000000Z" }))
+        const anchors = yield* read(later)
+        assert.deepStrictEqual(byId(anchors.map((anchor) => ({ ...anchor }))), byId(paymentAnchors(rows, later)))
         assert.isAbove(anchors.length, 3)
         assert.isBelow(anchors.length, 12)
+        const backDated = [{ customerId: customerIds[0]!, earliest: "2026-03-05T00:00:00.000000Z" }, ...later.slice(1)]
+        const whole = yield* read(backDated)
+        assert.deepStrictEqual(byId(whole.map((anchor) => ({ ...anchor }))), byId(paymentAnchors(rows, backDated)))
+        assert.strictEqual(whole.filter((row) => row.customer_id === customerIds[0]).length, 20)
       }))
 
     it.effect("a retracted key cannot record again: 409 invalid_state", () =>

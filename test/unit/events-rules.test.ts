@@ -6,11 +6,11 @@ import {
   type FirstPaymentFacts,
   firstPaymentFlags,
   firstPaymentsWithAdded,
-  needingHistory,
+  newPaymentsOf,
   paymentAnchors,
   type PaymentFacts
 } from "../../src/attribution/conversions/first-payments.ts"
-import { normaliseAmount, rawValueLiteral } from "../../src/kernel/money.ts"
+import { normaliseAmount, rawNumberLiteral, rawValueLiteral } from "../../src/kernel/money.ts"
 import { checkSubjectRef } from "../../src/ingestion/events/subject-ref.ts"
 
 const amount = (literal: string) => Result.match(normaliseAmount(literal), { onSuccess: (text) => text, onFailure: () => "refused" })
@@ -35,6 +35,64 @@ describe("money literals", () => {
     assert.isTrue(Option.isNone(rawValueLiteral("{\"properties\":{\"value\":\"1.10\"}}")))
     assert.isTrue(Option.isNone(rawValueLiteral("{\"value\":1,\"properties\":{}}")))
     assert.isTrue(Option.isNone(rawValueLiteral("not json")))
+  })
+
+  it("reads the literal JSON.parse would place at the path: repeated keys, escapes, nesting, whitespace, malformed bodies", () => {
+    // The oracle: a parse whose reviver keeps each number's source text (Node >= 22).
+    const oracle = (body: string, path: ReadonlyArray<string>): Option.Option<string> => {
+      class Text {
+        readonly text: string
+        constructor(text: string) {
+          this.text = text
+        }
+      }
+      let root: unknown
+      try {
+        root = JSON.parse(body, (_key, value: unknown, context?: { readonly source?: string }) =>
+          typeof value === "number" && context?.source !== undefined ? new Text(context.source) : value)
+      } catch {
+        return Option.none()
+      }
+      let value: unknown = root
+      for (const key of path) {
+        value = typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[key] : undefined
+      }
+      return value instanceof Text ? Option.some(value.text) : Option.none()
+    }
+    let seed = 7
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed / 2147483648
+    }
+    const pick = <A>(values: ReadonlyArray<A>): A => values[Math.floor(random() * values.length)]!
+    const space = () => pick(["", "", " ", "\n\t ", "\r\n"])
+    const key = () => pick(["\"value\"", "\"value\"", "\"properties\"", "\"properties\"", "\"amount\"", "\"amount\"", "\"v\\u0061lue\"", "\"prop\\u0065rties\"", "\"x\"", "\"va\\\"lue\""])
+    const value = (depth: number): string => {
+      const roll = random()
+      if (depth < 3 && roll < (depth === 0 ? 0.9 : 0.5)) {
+        const members = Array.from({ length: Math.floor(random() * 4) }, () => `${space()}${key()}${space()}:${space()}${value(depth + 1)}${space()}`)
+        return `{${members.join(",")}}`
+      }
+      if (depth < 3 && roll < (depth === 0 ? 0.95 : 0.6)) return `[${Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1)).join(",")}]`
+      return pick(["12.50", "-0.0", "1e3", "12345678901234.123456", "0", "\"12.5\"", "\"a\\\"b\"", "true", "null", "false", "1.10"])
+    }
+    const corrupt = (body: string) => {
+      const at = Math.floor(random() * body.length)
+      return pick([body.slice(0, at), body.slice(0, at) + pick(["}", ",", "\"", "x"]) + body.slice(at), body + pick(["}", " x", ""])])
+    }
+    let numbers = 0
+    for (let round = 0; round < 3000; round++) {
+      const body = `${space()}${value(0)}${space()}`
+      for (const text of [body, corrupt(body)]) {
+        for (const path of [["properties", "value"], ["amount"]]) {
+          const expected = oracle(text, path)
+          assert.deepStrictEqual(rawNumberLiteral(text, path), expected, `${JSON.stringify(text)} at ${path.join(".")}`)
+          if (Option.isSome(expected)) numbers++
+        }
+      }
+    }
+    // The found case is common enough to mean something.
+    assert.isAbove(numbers, 150)
   })
 })
 
@@ -179,20 +237,24 @@ describe("first-payment flags", () => {
         is_first_payment: null
       }))
       const whole = firstPaymentsWithAdded(stored, added)
-      const anchors = paymentAnchors(stored)
-      const late = new Set(needingHistory(anchors, added))
-      const fromAnchors = firstPaymentsWithAdded(
-        [...anchors.filter((anchor) => !late.has(anchor.customer_id)), ...stored.filter((row) => late.has(row.customer_id))],
-        added
-      )
+      const asked = newPaymentsOf(added)
+      const read = paymentAnchors(stored, asked)
+      const fromAnchors = firstPaymentsWithAdded(read, added)
       assert.deepStrictEqual(Object.fromEntries(fromAnchors.added), Object.fromEntries(whole.added), `round ${round}`)
       assert.deepStrictEqual(fromAnchors.changed, whole.changed, `round ${round}`)
-      // A customer read through its anchors alone never has a stored flag to change.
+      // A customer read whole is one with a back-dated payment; only such a one has a stored flag to change.
+      const readWhole = new Set(asked.flatMap(({ customerId }) => {
+        const history = stored.filter((row) => row.customer_id === customerId && row.counts_as_cash && !row.installment)
+        return history.length > 0 && read.filter((row) => row.customer_id === customerId).length === stored.filter((row) => row.customer_id === customerId).length &&
+            history.some((row) => row.occurred_at > asked.find((a) => a.customerId === customerId)!.earliest)
+          ? [customerId]
+          : []
+      }))
       for (const id of [...whole.changed.nowTrue, ...whole.changed.nowFalse, ...whole.changed.nowNull]) {
-        assert.isTrue(late.has(stored.find((row) => row.id === id)!.customer_id), `round ${round}: ${id}`)
+        assert.isTrue(readWhole.has(stored.find((row) => row.id === id)!.customer_id), `round ${round}: ${id}`)
       }
-      checkedLate += late.size
-      checkedFast += new Set(added.map((row) => row.customer_id).filter((id) => !late.has(id))).size
+      checkedLate += readWhole.size
+      checkedFast += asked.length - readWhole.size
     }
     // Both paths were exercised.
     assert.isAbove(checkedLate, 50)

@@ -151,12 +151,29 @@ export const firstPaymentsWithAdded = (stored: ReadonlyArray<FirstPaymentFacts>,
 }
 
 /**
- * A stored payment that decides the flag of a later one: the first cash payment (installments
- * left out) of each of its customer's streams, with `latest`, the `occurred_at` of the customer's
- * last such payment (decision 0159). What `Conversions.paymentAnchorsOf` reads.
+ * A stored conversion the flags of new payments depend on, with `latest`, the `occurred_at` of its
+ * customer's last cash payment (installments left out). What `Conversions.paymentAnchorsOf` reads
+ * (decision 0159).
  */
 export const PaymentAnchor = Schema.Struct({ ...FirstPaymentFacts.fields, latest: Schema.String })
 export type PaymentAnchor = typeof PaymentAnchor.Type
+
+/** Per customer, the earliest `occurred_at` of its new cash payments: what `paymentAnchorsOf` is asked. */
+export interface NewPayments {
+  readonly customerId: string
+  readonly earliest: string
+}
+
+/** `NewPayments` of rows about to be inserted (`firstPaymentsWithAdded`'s `added`). */
+export const newPaymentsOf = (added: ReadonlyArray<FirstPaymentFacts>): ReadonlyArray<NewPayments> => {
+  const earliest = new Map<string, string>()
+  for (const row of added) {
+    if (!row.counts_as_cash || row.installment) continue
+    const known = earliest.get(row.customer_id)
+    if (known === undefined || row.occurred_at < known) earliest.set(row.customer_id, row.occurred_at)
+  }
+  return [...earliest].map(([customerId, at]) => ({ customerId, earliest: at }))
+}
 
 const factsOf = (row: FirstPaymentFacts): PaymentFacts => ({
   id: row.id,
@@ -166,29 +183,23 @@ const factsOf = (row: FirstPaymentFacts): PaymentFacts => ({
   orderGroup: row.order_group
 })
 
-/** `paymentAnchorsOf`'s answer computed from the customers' whole history: what its tests compare the statement with. */
-export const paymentAnchors = (rows: ReadonlyArray<FirstPaymentFacts>): ReadonlyArray<PaymentAnchor> =>
-  [...byCustomer(rows.filter((row) => row.counts_as_cash && !row.installment))].flatMap((list) => {
-    const ordered = [...list].sort((a, b) => compare(factsOf(a), factsOf(b)))
-    const latest = ordered.reduce((last, row) => (row.occurred_at > last ? row.occurred_at : last), ordered[0]!.occurred_at)
+/**
+ * What `paymentAnchorsOf` answers, computed from the customers' whole history (its tests compare
+ * the statement with it). A customer whose new payments all sort after its stored ones (at or
+ * after `latest`: a new row's `created_at` sorts after every stored one) keeps every stored flag,
+ * and each new flag follows from its stream's first payment and the first tagged one: only the
+ * first cash payment of each stream is read. A customer with a back-dated payment, which can take
+ * the first place and move stored flags, is read whole, as before.
+ */
+export const paymentAnchors = (rows: ReadonlyArray<FirstPaymentFacts>, asked: ReadonlyArray<NewPayments>): ReadonlyArray<PaymentAnchor> => {
+  const earliest = new Map(asked.map((payment) => [payment.customerId, payment.earliest] as const))
+  return [...byCustomer(rows.filter((row) => earliest.has(row.customer_id)))].flatMap((list) => {
+    const payments = list.filter((row) => row.counts_as_cash && !row.installment).sort((a, b) => compare(factsOf(a), factsOf(b)))
+    if (payments.length === 0) return []
+    const latest = payments.reduce((last, row) => (row.occurred_at > last ? row.occurred_at : last), payments[0]!.occurred_at)
+    if (latest > earliest.get(list[0]!.customer_id)!) return list.map((row) => ({ ...row, latest }))
     const firsts = new Map<string | null, FirstPaymentFacts>()
-    for (const row of ordered) if (!firsts.has(row.subject_ref)) firsts.set(row.subject_ref, row)
+    for (const row of payments) if (!firsts.has(row.subject_ref)) firsts.set(row.subject_ref, row)
     return [...firsts.values()].map((row) => ({ ...row, latest }))
   })
-
-/**
- * The customers for whom the anchors do not decide: one of their added payments sorts before a
- * stored one (a back-dated payment), which can move the stored flags. Their whole history is read.
- * Every other added payment sorts after every stored one (an added `created_at` sorts after every
- * stored one), so the stored flags stay and each added flag follows from its stream's first
- * payment and the customer's first tagged one, both among the anchors.
- */
-export const needingHistory = (anchors: ReadonlyArray<PaymentAnchor>, added: ReadonlyArray<FirstPaymentFacts>): ReadonlyArray<string> => {
-  const latest = new Map(anchors.map((anchor) => [anchor.customer_id, anchor.latest] as const))
-  const late = new Set<string>()
-  for (const row of added) {
-    const last = latest.get(row.customer_id)
-    if (row.counts_as_cash && !row.installment && last !== undefined && row.occurred_at < last) late.add(row.customer_id)
-  }
-  return [...late]
 }

@@ -12,7 +12,7 @@ import { compareText, type ProfileScoped, profileScoped } from "../../kernel/pro
 import { conversionOfEvent } from "./probe.ts"
 import { atDatabaseBoundary, decodeFirstRow, decodeRows, nullableColumn, orDatabaseUnavailable, retryConflicts } from "../../platform/database.ts"
 import { isoTimestamp } from "../../platform/sql-time.ts"
-import { changedFirstPaymentFlags, FirstPaymentFacts, type FlagChanges, PaymentAnchor } from "./first-payments.ts"
+import { changedFirstPaymentFlags, FirstPaymentFacts, type FlagChanges, type NewPayments, PaymentAnchor } from "./first-payments.ts"
 import type { QueuedConversion } from "../queued-conversion.ts"
 
 export const ProfileFacts = Schema.Struct({
@@ -199,6 +199,28 @@ export const conversionsInWindowStatement = (sql: SqlClient, profileId: string, 
     FROM (${inWindowConversions(sql, profileId, pairs)}) w
     ORDER BY w.occurred_at, w.id`
 
+/**
+ * `paymentAnchorsOf`'s statement (first-payments.ts, `paymentAnchors`): per customer, every
+ * conversion when a new payment sorts before its last cash payment, else only the first cash
+ * payment of each stream (NULLs are one window partition: the untagged stream). The window keeps
+ * the per-customer subquery from being flattened into a join, so each customer is an index probe
+ * (test/api/conversion-probe-plans.test.ts checks its kept plan). Decision 0159.
+ */
+export const paymentAnchorsStatement = (sql: SqlClient, customers: ReadonlyArray<NewPayments>) => sql`
+  SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
+         ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
+         c.is_first_payment, ${isoTimestamp(sql, "c.latest")} AS latest
+  FROM unnest(${customers.map((c) => c.customerId)}::uuid[], ${customers.map((c) => c.earliest)}::timestamptz[]) AS q(id, earliest)
+  CROSS JOIN LATERAL (
+    SELECT x.*, x.counts_as_cash AND NOT x.installment AS payment,
+           max(x.occurred_at) FILTER (WHERE x.counts_as_cash AND NOT x.installment) OVER () AS latest,
+           row_number() OVER (
+             PARTITION BY x.counts_as_cash AND NOT x.installment, x.subject_ref
+             ORDER BY x.occurred_at, x.created_at, x.id) AS nth
+    FROM conversions x
+    WHERE x.customer_id = q.id) c
+  WHERE c.latest IS NOT NULL AND (c.latest > q.earliest OR (c.payment AND c.nth = 1))`
+
 /** The stored events of these keys (see `findEvents`), as a statement: test/api/conversion-probe-plans.test.ts checks its kept plan. */
 export const findEventsStatement = (sql: SqlClient, keys: ReadonlyArray<ProfileScoped>) =>
   sql`
@@ -267,17 +289,13 @@ export class EventsRepo extends Context.Service<EventsRepo, {
     names: ReadonlyArray<ProfileScoped>
   ) => Repo<{ readonly profiles: ReadonlyMap<string, ProfileFacts>; readonly definitions: ReadonlyMap<string, Definition> }>
   /**
-   * What the first-payment rules read of every stored conversion of the customers. The caller
-   * holds the customers' row locks (taken in an earlier statement of its transaction, so this
-   * read sees every payment committed before it got them).
+   * What the first-payment rules need of the customers' stored conversions to flag new payments
+   * (`paymentAnchors`): each stream's first payment, or the whole history of a customer whose new
+   * payment is back-dated. The caller holds the customers' row locks (taken in an earlier statement
+   * of its transaction, so this read sees every payment committed before it got them). For payments
+   * in time order the rows grow with the customer's streams, not with their payments (decision 0159).
    */
-  readonly paymentsOf: (customerIds: ReadonlyArray<string>) => Repo<ReadonlyArray<FirstPaymentFacts>>
-  /**
-   * The customers' stored payments that decide a later payment's flag (`PaymentAnchor`): the
-   * first of each stream, with the last one's time. Read under the customers' locks, as `paymentsOf`.
-   * The rows grow with the customer's streams, not with their payments (decision 0159).
-   */
-  readonly paymentAnchorsOf: (customerIds: ReadonlyArray<string>) => Repo<ReadonlyArray<PaymentAnchor>>
+  readonly paymentAnchorsOf: (customers: ReadonlyArray<NewPayments>) => Repo<ReadonlyArray<PaymentAnchor>>
   /**
    * One statement for what a batch of recorded outcomes writes here after their keys are claimed:
    * the events' customers, the new conversions (each with the first-payment flag it is to carry;
@@ -484,31 +502,11 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           })
         )
 
-      // One index probe per customer: OFFSET 0 keeps the planner from flattening the LATERAL
-      // subquery into a join, which it may plan as a scan per customer while statistics are stale.
-      const paymentsOf = (customerIds: ReadonlyArray<string>) =>
-        customerIds.length === 0 ? Effect.succeed([]) : firstPaymentFacts(sql`
-          SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
-                 ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
-                 c.is_first_payment
-          FROM unnest(${[...new Set(customerIds)]}::uuid[]) AS q(id)
-          CROSS JOIN LATERAL (SELECT * FROM conversions x WHERE x.customer_id = q.id OFFSET 0) c`)
-
-      // The first payment of each stream (NULLs are one window partition: the untagged stream), in
-      // the rules' order (first-payments.ts), and the time of the last; the customer's other rows
-      // never leave the database. Installments anchor nothing, so they are left out (decision 0159).
-      const paymentAnchorsOf = (customerIds: ReadonlyArray<string>) =>
-        customerIds.length === 0 ? Effect.succeed([]) : paymentAnchorRows(sql`
-          SELECT c.id, c.customer_id, ${isoTimestamp(sql, "c.occurred_at")} AS occurred_at,
-                 ${isoTimestamp(sql, "c.created_at")} AS created_at, c.subject_ref, c.order_group, c.counts_as_cash, c.installment,
-                 c.is_first_payment, ${isoTimestamp(sql, "c.latest")} AS latest
-          FROM unnest(${[...new Set(customerIds)]}::uuid[]) AS q(id)
-          CROSS JOIN LATERAL (
-            SELECT x.*, max(x.occurred_at) OVER () AS latest,
-                   row_number() OVER (PARTITION BY x.subject_ref ORDER BY x.occurred_at, x.created_at, x.id) AS nth
-            FROM conversions x
-            WHERE x.customer_id = q.id AND x.counts_as_cash AND NOT x.installment) c
-          WHERE c.nth = 1`)
+      // Per customer (first-payments.ts, `paymentAnchors`): every conversion when a new payment sorts
+      // before its last cash payment, else only the first cash payment of each stream (NULLs are one
+      // window partition: the untagged stream). One statement either way (decision 0159).
+      const paymentAnchorsOf = (customers: ReadonlyArray<NewPayments>) =>
+        customers.length === 0 ? Effect.succeed([]) : paymentAnchorRows(paymentAnchorsStatement(sql, customers))
 
       // One statement, so one round trip: each part is a data-modifying CTE (none touches a row
       // another one does). Unprepared, planned for its ids each time (decision 0047): a generic plan
@@ -811,7 +809,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             Effect.map(findEvents([{ profileId, name: key }]), (found) => Option.fromNullishOr(found.get(profileScoped(profileId, key)))),
           findEvents: (keys: ReadonlyArray<ProfileScoped>) => keys.length === 0 ? Effect.succeed(new Map<string, StoredEvent>()) : findEvents(keys),
           ingestFacts,
-          paymentsOf,
           paymentAnchorsOf,
           writeOutcomes,
           recreditCustomers,

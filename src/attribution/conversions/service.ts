@@ -13,7 +13,7 @@ import { traced } from "../../platform/traced.ts"
 // The row and input types of ingestion's statements below, for the callers that build or read them.
 export type { ConversionFilters, CustomerTime, NewConversion, NewEvent, StoredEvent, WindowConversion } from "./repo.ts"
 // The first-payment rules, for an ingest that flags its conversions before inserting them.
-export { arrivingAfterStored, firstPaymentsWithAdded, needingHistory } from "./first-payments.ts"
+export { arrivingAfterStored, firstPaymentsWithAdded, newPaymentsOf } from "./first-payments.ts"
 
 type Op<A> = Effect.Effect<A, DatabaseUnavailable>
 type Events = EventsRepo["Service"]
@@ -52,7 +52,6 @@ export class Conversions extends Context.Service<Conversions, {
   readonly findEvent: Events["findEvent"]
   readonly findEvents: Events["findEvents"]
   readonly ingestFacts: Events["ingestFacts"]
-  readonly paymentsOf: Events["paymentsOf"]
   readonly paymentAnchorsOf: Events["paymentAnchorsOf"]
   readonly writeOutcomes: Events["writeOutcomes"]
   readonly requeueConversions: Events["requeueConversions"]
@@ -117,7 +116,6 @@ export class Conversions extends Context.Service<Conversions, {
         findEvent: traced("Conversions.findEvent", repo.findEvent),
         findEvents: traced("Conversions.findEvents", repo.findEvents),
         ingestFacts: traced("Conversions.ingestFacts", repo.ingestFacts),
-        paymentsOf: traced("Conversions.paymentsOf", repo.paymentsOf),
         paymentAnchorsOf: traced("Conversions.paymentAnchorsOf", repo.paymentAnchorsOf),
         writeOutcomes: traced("Conversions.writeOutcomes", repo.writeOutcomes),
         requeueConversions: traced("Conversions.requeueConversions", repo.requeueConversions),

@@ -20,7 +20,7 @@ import {
   arrivingAfterStored,
   Conversions,
   firstPaymentsWithAdded,
-  needingHistory,
+  newPaymentsOf,
   type NewConversion,
   type NewEvent,
   type StoredEvent
@@ -213,14 +213,7 @@ export class OutcomeRecorder extends Context.Service<OutcomeRecorder, {
               installment: false,
               is_first_payment: null
             }))
-            const payers = added.flatMap((row) => row.counts_as_cash ? [row.customer_id] : [])
-            const anchors = yield* repo.paymentAnchorsOf(payers)
-            const late = needingHistory(anchors, added)
-            const lateSet = new Set(late)
-            const firstPayments = firstPaymentsWithAdded(
-              [...anchors.filter((anchor) => !lateSet.has(anchor.customer_id)), ...(late.length === 0 ? [] : yield* repo.paymentsOf(late))],
-              added
-            )
+            const firstPayments = firstPaymentsWithAdded(yield* repo.paymentAnchorsOf(newPaymentsOf(added)), added)
             const conversions = planned.map(({ customerId, definition, event, id }): NewConversion => ({
               id,
               event,
