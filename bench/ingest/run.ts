@@ -43,7 +43,9 @@
  * requests, works its queues on the same database, decision 0139; its CPU is printed after the service's run),
  * BENCH_PROCESSES (1: each server runs as this many processes, the service as that many cluster runners, and
  * the connections are spread over them as a Kubernetes Service spreads connections: what splitting one
- * machine's load over several processes costs each server, issue 35 part 6).
+ * machine's load over several processes costs each server, issue 35 part 6), BENCH_SERVERS (a comma list of
+ * `service`, `bare`, `batched`, `floor`: only those runs, e.g. `service,batched` for paired runs of the service
+ * against the group commit).
  */
 import { PgClient } from "@effect/sql-pg"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -74,6 +76,8 @@ import {
 } from "../support.ts"
 
 const EVENT_NAME = "purchase"
+/** BENCH_SERVERS' names of the four runs, in order. */
+const SERVER_NAMES = ["service", "bare", "batched", "floor"] as const
 const POOL_SIZE = 10 // the service's (src/platform/database.ts)
 const ACTION_SOURCES = ["website", "app", "phone_call", "physical_store", "chat"] as const
 
@@ -555,6 +559,7 @@ const bodies = (runId: string, customers: number, key: string) => {
 const perEvent = (cpuMs: number | undefined, events: number) => (cpuMs === undefined || events === 0 ? undefined : (cpuMs * 1000) / events)
 
 interface Row {
+  readonly key: (typeof SERVER_NAMES)[number]
   readonly server: string
   readonly rps: number
   readonly p50: number
@@ -597,6 +602,8 @@ const main = async () => {
   const profileDir = process.env["BENCH_CPU_PROF"]
   // Decision 0139: the service answers with its queue workers off, a second process works them.
   const workersApart = process.env["BENCH_WORKERS_APART"] === "1"
+  // BENCH_SERVERS picks some of the four runs (paired runs of one server against the group commit).
+  const onlyServers = process.env.BENCH_SERVERS === undefined ? undefined : new Set(process.env.BENCH_SERVERS.split(",").map((name) => name.trim()))
   // Two processes on one database are two runners of one cluster (socket mode, each its own runner port).
   const runner = async () => workersApart || processes > 1 ? { SVC_CLUSTER_MODE: "socket", SVC_RUNNER_PORT: String(await freePort()) } : {}
   const started: Array<ReturnType<typeof startProcess>> = []
@@ -666,7 +673,9 @@ const main = async () => {
       { server: "Effect HttpApi (the contract's schemas) + the same group commit", ports: floorPorts, seeded: forFloor, children: floorChildren }
     ]
     const rows: Array<Row> = []
-    for (const run of runs) {
+    for (const [index, run] of runs.entries()) {
+      const key = SERVER_NAMES[index]!
+      if (onlyServers !== undefined && !onlyServers.has(key)) continue
       process.stdout.write(`  running ${run.server} ...`)
       const isService = run.children === serviceChildren
       const workersCpuBefore = isService ? processCpuMs(workers?.child.pid) : undefined
@@ -688,6 +697,7 @@ const main = async () => {
         console.log(` (the workers' process: ${fmt(((workersCpuAfter - workersCpuBefore) * 1000) / result.requests)} µs of CPU per measured event)`)
       }
       rows.push({
+        key,
         server: run.server,
         rps,
         p50: percentile(result.latenciesMs, 0.5),
@@ -722,7 +732,8 @@ const main = async () => {
       const w = row.written === undefined ? "n/a" : `${row.written.events} / ${row.written.conversions} / ${row.written.outbox} / ${row.written.customers}`
       console.log(`| ${row.server} | ${fmt(row.rps)} | ${fmt(row.p50, 2)} | ${fmt(row.p99, 2)} | ${row.errors} | ${cpu} | ${row.sched} | ${busy} | ${w} |`)
     }
-    const [svc, baseline, batchedBaseline, framework] = rows
+    const rowOf = (key: (typeof SERVER_NAMES)[number]) => rows.find((row) => row.key === key)
+    const [svc, baseline, batchedBaseline, framework] = SERVER_NAMES.map(rowOf)
     let ok = rows.every((row) => row.errors === 0)
     for (const row of rows) {
       // Every acknowledged event is committed: at least as many rows as measured 200s.
@@ -730,6 +741,10 @@ const main = async () => {
         console.log(`${row.server}: fewer rows than acknowledged events (or outbox rows != events)`)
         ok = false
       }
+    }
+    if (svc !== undefined && batchedBaseline !== undefined && baseline === undefined) {
+      console.log("")
+      console.log(`service / bare with group commit: ${fmt(svc.rps / batchedBaseline.rps, 2)}x`)
     }
     if (svc !== undefined && baseline !== undefined) {
       const ratio = svc.rps / baseline.rps

@@ -13,8 +13,16 @@ export const parseJsonOrUndefined = (text: string): unknown => {
 export const canonicalJson = (value: unknown): string => {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`
   if (typeof value === "object" && value !== null) {
-    const entries = Object.entries(value).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`
+    // A loop over the sorted keys, not entries filtered, sorted and mapped: it runs on every ingest.
+    const record = value as Readonly<Record<string, unknown>>
+    const keys = Object.keys(record).sort()
+    let text = "{"
+    for (const key of keys) {
+      const member = record[key]
+      if (member === undefined) continue
+      text += `${text.length > 1 ? "," : ""}${JSON.stringify(key)}:${canonicalJson(member)}`
+    }
+    return `${text}}`
   }
   return JSON.stringify(value) ?? "null"
 }
