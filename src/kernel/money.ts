@@ -130,45 +130,68 @@ class LiteralScanner {
     return undefined
   }
 
-  /** Skips one value of any kind. */
+  /** A member's key and its colon, at the cursor; false when the body is not JSON. */
+  private key(): boolean {
+    this.string()
+    this.space()
+    if (!this.ok || this.text.charCodeAt(this.i) !== 58) {
+      this.fail()
+      return false
+    }
+    this.i++
+    this.space()
+    return true
+  }
+
+  /**
+   * Skips one value of any kind. A loop with the open containers on a list, not a recursion: an open
+   * member of `properties` may nest arrays as deep as the body allows, and must not exhaust the stack.
+   */
   private skip(): void {
     const text = this.text
-    const c = text.charCodeAt(this.i)
-    if (c === 34) {
-      this.string()
-    } else if (c === 123 || c === 91) {
-      const close = c === 123 ? 125 : 93
-      this.i++
-      this.space()
-      if (text.charCodeAt(this.i) === close) {
+    const closers: Array<number> = []
+    for (;;) {
+      const c = text.charCodeAt(this.i)
+      if (c === 123 || c === 91) {
+        const close = c === 123 ? 125 : 93
         this.i++
-        return
-      }
-      while (this.ok) {
-        if (c === 123) {
-          this.string()
-          this.space()
-          if (text.charCodeAt(this.i) !== 58) return void this.fail()
+        this.space()
+        if (text.charCodeAt(this.i) === close) {
           this.i++
-          this.space()
+        } else {
+          closers.push(close)
+          if (c === 123 && !this.key()) return
+          continue
         }
-        this.skip()
+      } else if (c === 34) {
+        this.string()
+        if (!this.ok) return
+      } else {
+        NUMBER.lastIndex = this.i
+        if (NUMBER.exec(text) !== null) {
+          this.i = NUMBER.lastIndex
+        } else {
+          const literal = LITERALS.find((word) => text.startsWith(word, this.i))
+          if (literal === undefined) return void this.fail()
+          this.i += literal.length
+        }
+      }
+      // After a value: close what ends here, then the next member or element.
+      for (;;) {
+        const close = closers.at(-1)
+        if (close === undefined) return
         this.space()
         const next = text.charCodeAt(this.i)
         this.i++
-        if (next === close) return
+        if (next === close) {
+          closers.pop()
+          continue
+        }
         if (next !== 44) return void this.fail()
         this.space()
+        if (close === 125 && !this.key()) return
+        break
       }
-    } else {
-      NUMBER.lastIndex = this.i
-      if (NUMBER.exec(text) !== null) {
-        this.i = NUMBER.lastIndex
-        return
-      }
-      const literal = LITERALS.find((word) => text.startsWith(word, this.i))
-      if (literal === undefined) return void this.fail()
-      this.i += literal.length
     }
   }
 

@@ -94,6 +94,12 @@ describe("money literals", () => {
     // The found case is common enough to mean something.
     assert.isAbove(numbers, 150)
   })
+
+  it("reads past members nested as deep as a body allows (properties is open), without exhausting the stack", () => {
+    const deep = "[".repeat(200_000) + "]".repeat(200_000)
+    assert.deepStrictEqual(rawValueLiteral(`{"properties":{"x":${deep},"value":12.50,"y":{"z":${deep}}}}`), Option.some("12.50"))
+    assert.isTrue(Option.isNone(rawValueLiteral(`{"properties":{"x":${deep.slice(0, -1)},"value":12.50}}`)))
+  })
 })
 
 describe("subject_ref", () => {
