@@ -16,11 +16,12 @@ import { API_ORIGIN, type CheckedEvent, OutcomeRecorder } from "../../src/ingest
 import { AppConfig } from "../../src/platform/config.ts"
 import { DatabaseLayer } from "../../src/platform/database.ts"
 import { migrate } from "../../src/platform/migrator.ts"
+import { intFromEnv } from "../support.ts"
 
-const events = Number(process.env.BENCH_EVENTS ?? 10_000)
-const rounds = Number(process.env.BENCH_ROUNDS ?? 2)
-const customers = Number(process.env.BENCH_CUSTOMERS ?? 2_000)
-const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 64)
+const events = intFromEnv("BENCH_EVENTS", 10_000, 1_000_000)
+const rounds = intFromEnv("BENCH_ROUNDS", 2, 100)
+const customers = intFromEnv("BENCH_CUSTOMERS", 2_000, 1_000_000)
+const concurrency = intFromEnv("BENCH_CONCURRENCY", 64, 4_096)
 
 const program = Effect.gen(function*() {
   const sql = yield* SqlClient

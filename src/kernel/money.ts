@@ -130,17 +130,14 @@ class LiteralScanner {
     return undefined
   }
 
-  /** A member's key and its colon, at the cursor; false when the body is not JSON. */
-  private key(): boolean {
-    this.string()
+  /** A member's key and its colon, at the cursor: the key; undefined when the body is not JSON. */
+  private key(): string | undefined {
+    const key = this.string()
     this.space()
-    if (!this.ok || this.text.charCodeAt(this.i) !== 58) {
-      this.fail()
-      return false
-    }
+    if (!this.ok || this.text.charCodeAt(this.i) !== 58) return this.fail()
     this.i++
     this.space()
-    return true
+    return key
   }
 
   /**
@@ -160,7 +157,7 @@ class LiteralScanner {
           this.i++
         } else {
           closers.push(close)
-          if (c === 123 && !this.key()) return
+          if (c === 123 && this.key() === undefined) return
           continue
         }
       } else if (c === 34) {
@@ -189,7 +186,7 @@ class LiteralScanner {
         }
         if (next !== 44) return void this.fail()
         this.space()
-        if (close === 125 && !this.key()) return
+        if (close === 125 && this.key() === undefined) return
         break
       }
     }
@@ -210,11 +207,8 @@ class LiteralScanner {
     }
     let found: string | undefined
     while (this.ok) {
-      const key = this.string()
-      this.space()
-      if (text.charCodeAt(this.i) !== 58) return this.fail()
-      this.i++
-      this.space()
+      const key = this.key()
+      if (key === undefined) return undefined
       if (key === path[depth]) found = depth === path.length - 1 ? this.numberOrSkip() : this.objectMember(path, depth + 1)
       else this.skip()
       this.space()

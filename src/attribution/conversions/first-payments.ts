@@ -82,17 +82,19 @@ export const FirstPaymentFacts = Schema.Struct({
 })
 export type FirstPaymentFacts = typeof FirstPaymentFacts.Type
 
+/** What the rules read of a stored row (its installment mark aside). */
+const factsOf = (row: FirstPaymentFacts): PaymentFacts => ({
+  id: row.id,
+  occurredAt: row.occurred_at,
+  createdAt: row.created_at,
+  subjectRef: row.subject_ref,
+  orderGroup: row.order_group
+})
+
 /** The flag each conversion of one customer should carry. */
 const flagsOf = (rows: ReadonlyArray<FirstPaymentFacts>, into: Map<string, boolean | null>) => {
   const flags = firstPaymentFlags(
-    rows.filter((row) => row.counts_as_cash).map((row) => ({
-      id: row.id,
-      occurredAt: row.occurred_at,
-      createdAt: row.created_at,
-      subjectRef: row.subject_ref,
-      orderGroup: row.order_group,
-      installment: row.installment
-    }))
+    rows.filter((row) => row.counts_as_cash).map((row) => ({ ...factsOf(row), installment: row.installment }))
   )
   for (const row of rows) into.set(row.id, row.counts_as_cash ? (flags.get(row.id) ?? null) : null)
 }
@@ -174,14 +176,6 @@ export const newPaymentsOf = (added: ReadonlyArray<FirstPaymentFacts>): Readonly
   }
   return [...earliest].map(([customerId, at]) => ({ customerId, earliest: at }))
 }
-
-const factsOf = (row: FirstPaymentFacts): PaymentFacts => ({
-  id: row.id,
-  occurredAt: row.occurred_at,
-  createdAt: row.created_at,
-  subjectRef: row.subject_ref,
-  orderGroup: row.order_group
-})
 
 /**
  * What `paymentAnchorsOf` answers, computed from the customers' whole history (its tests compare

@@ -502,9 +502,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           })
         )
 
-      // Per customer (first-payments.ts, `paymentAnchors`): every conversion when a new payment sorts
-      // before its last cash payment, else only the first cash payment of each stream (NULLs are one
-      // window partition: the untagged stream). One statement either way (decision 0159).
       const paymentAnchorsOf = (customers: ReadonlyArray<NewPayments>) =>
         customers.length === 0 ? Effect.succeed([]) : paymentAnchorRows(paymentAnchorsStatement(sql, customers))
 
